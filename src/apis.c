@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <stddef.h>
+#include "apis.h"
+
+/* Signatures from cuda.h; _ptsz variants exist only where cuda.h maps the per-thread
+ * default stream onto them (__CUDA_API_PTSZ). */
+const struct gp_api_info gp_mem_apis[] = {
+	{ GP_API_cuMemAlloc_v2, "cuMemAlloc_v2", GP_SHAPE_ALLOC, GP_KIND_DEVICE, true },
+	{ GP_API_cuMemAllocPitch_v2, "cuMemAllocPitch_v2", GP_SHAPE_PITCH, GP_KIND_DEVICE, false },
+	{ GP_API_cuMemAllocManaged, "cuMemAllocManaged", GP_SHAPE_ALLOC, GP_KIND_MANAGED, false },
+	{ GP_API_cuMemAllocAsync, "cuMemAllocAsync", GP_SHAPE_ALLOC, GP_KIND_DEVICE, false },
+	{ GP_API_cuMemAllocAsync_ptsz, "cuMemAllocAsync_ptsz", GP_SHAPE_ALLOC, GP_KIND_DEVICE, false },
+	{ GP_API_cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", GP_SHAPE_ALLOC, GP_KIND_DEVICE, false },
+	{ GP_API_cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync_ptsz", GP_SHAPE_ALLOC, GP_KIND_DEVICE, false },
+	{ GP_API_cuMemAllocHost_v2, "cuMemAllocHost_v2", GP_SHAPE_ALLOC, GP_KIND_HOST, false },
+	{ GP_API_cuMemHostAlloc, "cuMemHostAlloc", GP_SHAPE_ALLOC, GP_KIND_HOST, false },
+	{ GP_API_cuMemCreate, "cuMemCreate", GP_SHAPE_ALLOC, GP_KIND_PHYSICAL, false },
+	{ GP_API_cuMemFree_v2, "cuMemFree_v2", GP_SHAPE_FREE, GP_KIND_DEVICE, true },
+	{ GP_API_cuMemFreeAsync, "cuMemFreeAsync", GP_SHAPE_FREE, GP_KIND_DEVICE, false },
+	{ GP_API_cuMemFreeAsync_ptsz, "cuMemFreeAsync_ptsz", GP_SHAPE_FREE, GP_KIND_DEVICE, false },
+	{ GP_API_cuMemFreeHost, "cuMemFreeHost", GP_SHAPE_FREE, GP_KIND_HOST, false },
+	{ GP_API_cuMemRelease, "cuMemRelease", GP_SHAPE_FREE, GP_KIND_PHYSICAL, false },
+	{ GP_API_cuMemMap, "cuMemMap", GP_SHAPE_MAP, GP_KIND_PHYSICAL, false },
+	{ GP_API_cuMemUnmap, "cuMemUnmap", GP_SHAPE_UNMAP, GP_KIND_PHYSICAL, false },
+};
+const int gp_mem_apis_cnt = sizeof(gp_mem_apis) / sizeof(gp_mem_apis[0]);
+
+const struct gp_api_info *gp_api_info(unsigned int id)
+{
+	for (int i = 0; i < gp_mem_apis_cnt; i++)
+		if ((unsigned int)gp_mem_apis[i].id == id)
+			return &gp_mem_apis[i];
+	return NULL;
+}
+
+const char *gp_api_name(unsigned int id)
+{
+	const struct gp_api_info *a = gp_api_info(id);
+
+	return a ? a->name : "unknown";
+}
+
+const char *gp_kind_name(unsigned int kind)
+{
+	static const char *const names[GP_KIND__COUNT] = {
+		[GP_KIND_DEVICE] = "device",
+		[GP_KIND_MANAGED] = "managed",
+		[GP_KIND_HOST] = "host_pinned",
+		[GP_KIND_PHYSICAL] = "physical",
+	};
+
+	return kind < GP_KIND__COUNT ? names[kind] : "unknown";
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Drains BPF ring buffers and dispatches records by their leading type. */
+#ifndef GP_EVENTS_H
+#define GP_EVENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gpuprobe.h"
+
+struct gp_handlers {
+	void *ctx;
+	void (*on_alloc)(void *ctx, const struct gp_alloc_event *e);
+	void (*on_free)(void *ctx, const struct gp_free_event *e); /* FREE, MAP, UNMAP */
+	void (*on_exit)(void *ctx, const struct gp_exit_event *e);
+};
+
+struct gp_events;
+
+struct gp_events *gp_events__new(const struct gp_handlers *h);
+void gp_events__free(struct gp_events *ev);
+/* Adds the ring buffer map fd; 0 or -errno. */
+int gp_events__add(struct gp_events *ev, int map_fd);
+/* Waits up to timeout_ms; returns records handled or -errno (-EINTR is not an error). */
+int gp_events__poll(struct gp_events *ev, int timeout_ms);
+/* Handles everything already in the buffers without waiting. */
+int gp_events__drain(struct gp_events *ev);
+/* Records handled so far and records of unknown type or size (a bug if non-zero). */
+uint64_t gp_events__handled(const struct gp_events *ev);
+uint64_t gp_events__malformed(const struct gp_events *ev);
+
+/* Dispatches one record; exposed for unit tests. Returns 0 or -EINVAL. */
+int gp_events__dispatch(struct gp_events *ev, const void *data, size_t size);
+
+#endif

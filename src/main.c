@@ -1,0 +1,622 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gpuprobe: watches CUDA programs through uprobes on the CUDA driver, without
+ * restarting them. This file parses options and orchestrates: target -> attach ->
+ * BPF -> ring buffer -> aggregators -> reports.
+ */
+#define _GNU_SOURCE
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <bpf/libbpf.h>
+#include "apis.h"
+#include "attach.h"
+#include "cuda_mem.skel.h"
+#include "elfsym.h"
+#include "events.h"
+#include "memleak.h"
+#include "report.h"
+#include "symbolize.h"
+#include "target.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+#define EXIT_USAGE 2
+
+static struct env {
+	bool memleak;
+	bool json;
+	bool verbose;
+	bool stacks;
+	int pid;
+	const char *libcuda;
+	double interval; /* seconds; 0: none */
+	double duration; /* seconds; 0: until the target exits or a signal */
+	int top;
+	unsigned long ringbuf_size;
+	unsigned long max_pending;
+	unsigned long max_procs;
+	unsigned long max_allocs;
+	char **cmd;
+} env = {
+	.stacks = true,
+	.pid = -1,
+	.top = 10,
+	.ringbuf_size = 4UL << 20,
+	.max_pending = 10240,
+	.max_procs = 8192,
+	.max_allocs = 1000000,
+};
+
+const char *argp_program_version = "gpuprobe 0.1";
+
+static const char doc[] =
+	"Trace CUDA programs with eBPF, without restarting them.\n"
+	"\n"
+	"Traces COMMAND (started by gpuprobe and probed before it runs), a running\n"
+	"process (-p), or, with neither, every CUDA process on the node.\n"
+	"\v"
+	"EXAMPLES:\n"
+	"  gpuprobe --memleak -- python3 train.py   # leaks of a command\n"
+	"  gpuprobe --memleak -p 4242 --interval 5  # a running process, every 5 s\n"
+	"  gpuprobe --memleak                       # every CUDA process on the node\n"
+	"  gpuprobe --memleak --json -- ./app       # JSON Lines reports on stdout\n"
+	"  gpuprobe --memleak --libcuda /opt/drv/libcuda.so.1 -- ./app\n"
+	"\n"
+	"Exit status: the command's own when gpuprobe started one, else 0;\n"
+	"1 on an error; 2 on bad usage. Errors go to stderr, reports to stdout.\n";
+
+enum {
+	OPT_MEMLEAK = 1000,
+	OPT_LIBCUDA,
+	OPT_JSON,
+	OPT_NO_STACKS,
+	OPT_TOP,
+	OPT_RINGBUF,
+	OPT_MAX_PENDING,
+	OPT_MAX_PROCS,
+	OPT_MAX_ALLOCS,
+};
+
+static const struct argp_option opts[] = {
+	{ NULL, 0, NULL, 0, "Modes:", 1 },
+	{ "memleak", OPT_MEMLEAK, NULL, 0, "Outstanding device/host/managed allocations per process, with stacks", 1 },
+	{ NULL, 0, NULL, 0, "Target:", 2 },
+	{ "pid", 'p', "PID", 0, "Trace this running process only", 2 },
+	{ "libcuda", OPT_LIBCUDA, "PATH", 0, "Probe this libcuda.so instead of the ones found", 2 },
+	{ NULL, 0, NULL, 0, "Output:", 3 },
+	{ "interval", 'i', "SECONDS", 0, "Print a report every SECONDS (default: only at the end)", 3 },
+	{ "duration", 'd', "SECONDS", 0, "Stop tracing after SECONDS", 3 },
+	{ "json", OPT_JSON, NULL, 0, "Reports as JSON Lines on stdout", 3 },
+	{ "top", OPT_TOP, "N", 0, "Text: allocations listed per process (default 10, -1 all)", 3 },
+	{ "no-stacks", OPT_NO_STACKS, NULL, 0, "Do not capture user stacks at allocations", 3 },
+	{ "verbose", 'v', NULL, 0, "Log libbpf and attach details to stderr", 3 },
+	{ NULL, 0, NULL, 0, "Limits (every overflow is counted and reported):", 4 },
+	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0, "Ring buffer size, a power of two >= 4096 (default 4 MiB)", 4 },
+	{ "max-pending", OPT_MAX_PENDING, "N", 0, "Calls in flight tracked at once (default 10240)", 4 },
+	{ "max-procs", OPT_MAX_PROCS, "N", 0, "Processes tracked for exit in BPF (default 8192)", 4 },
+	{ "max-allocs", OPT_MAX_ALLOCS, "N", 0, "Outstanding allocations kept (default 1000000)", 4 },
+	{},
+};
+
+static int parse_ulong(const char *s, unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(s, &end, 0);
+	return (errno || end == s || *end || *s == '-') ? -EINVAL : 0;
+}
+
+static int parse_seconds(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return (errno || end == s || *end || *out < 0) ? -EINVAL : 0;
+}
+
+static error_t parse_arg(int key, char *arg, struct argp_state *state)
+{
+	unsigned long v;
+
+	switch (key) {
+	case OPT_MEMLEAK:
+		env.memleak = true;
+		break;
+	case 'p':
+		if (parse_ulong(arg, &v) || v == 0 || v > INT_MAX)
+			argp_error(state, "invalid PID: %s", arg);
+		env.pid = (int)v;
+		break;
+	case OPT_LIBCUDA:
+		env.libcuda = arg;
+		break;
+	case 'i':
+		if (parse_seconds(arg, &env.interval))
+			argp_error(state, "invalid interval: %s", arg);
+		break;
+	case 'd':
+		if (parse_seconds(arg, &env.duration) || env.duration == 0)
+			argp_error(state, "invalid duration: %s", arg);
+		break;
+	case OPT_JSON:
+		env.json = true;
+		break;
+	case OPT_TOP:
+		env.top = atoi(arg);
+		break;
+	case OPT_NO_STACKS:
+		env.stacks = false;
+		break;
+	case 'v':
+		env.verbose = true;
+		break;
+	case OPT_RINGBUF:
+		if (parse_ulong(arg, &v) || v < 4096 || (v & (v - 1)) || v > (1UL << 30))
+			argp_error(state, "--ringbuf-size must be a power of two from 4096 to 1 GiB");
+		env.ringbuf_size = v;
+		break;
+	case OPT_MAX_PENDING:
+	case OPT_MAX_PROCS:
+	case OPT_MAX_ALLOCS:
+		if (parse_ulong(arg, &v) || v == 0 || v > (1UL << 24))
+			argp_error(state, "invalid limit: %s", arg);
+		if (key == OPT_MAX_PENDING)
+			env.max_pending = v;
+		else if (key == OPT_MAX_PROCS)
+			env.max_procs = v;
+		else
+			env.max_allocs = v;
+		break;
+	case ARGP_KEY_ARG:
+		/* the first non-option starts the command; the rest is its own */
+		env.cmd = &state->argv[state->next - 1];
+		state->next = state->argc;
+		break;
+	case ARGP_KEY_END:
+		if (!env.memleak)
+			argp_error(state, "choose a mode: --memleak");
+		if (env.cmd && env.pid > 0)
+			argp_error(state, "-p and a command exclude each other");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static int libbpf_print_fn(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && !env.verbose)
+		return 0;
+	if (!env.verbose)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static bool has_cap(int cap)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = {};
+
+	if (syscall(SYS_capget, &h, d))
+		return false;
+	return d[cap >> 5].effective & (1U << (cap & 31));
+}
+
+/* One reason on failure: what is missing, and what would fix it. */
+static int check_kernel(char *err, size_t len)
+{
+	const char *root = getenv("GPUPROBE_SYSFS"); /* tests point this at a fake /sys */
+	char path[512];
+
+	if (!root)
+		root = "/sys";
+	snprintf(path, sizeof(path), "%s/kernel/btf/vmlinux", root);
+	if (access(path, R_OK)) {
+		snprintf(err, len, "this kernel has no BTF (%s missing): gpuprobe needs CONFIG_DEBUG_INFO_BTF=y", path);
+		return -ENOTSUP;
+	}
+	snprintf(path, sizeof(path), "%s/bus/event_source/devices/uprobe/type", root);
+	if (access(path, R_OK)) {
+		snprintf(err, len, "this kernel has no uprobes (%s missing): gpuprobe needs CONFIG_UPROBE_EVENTS=y", path);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+struct app {
+	struct cuda_mem_bpf *skel;
+	struct memleak *ml;
+	struct symbolizer *sym;
+	struct report_ctx rc;
+	pid_t child_pid;
+};
+
+static void fill_ctx(struct app *a, const char *kind)
+{
+	a->rc.kind = kind;
+	a->rc.now_ns = now_ns();
+	for (int i = 0; i < GP_DROP__COUNT; i++)
+		a->rc.drops.bpf[i] = __atomic_load_n(&a->skel->bss->drops[i], __ATOMIC_RELAXED);
+	a->rc.drops.table_full = memleak__table_full(a->ml);
+	a->rc.ok_calls = (const uint64_t *)a->skel->bss->ok_calls;
+	a->rc.top = env.top;
+	a->rc.stacks = env.stacks;
+}
+
+static void report(struct app *a, const char *kind)
+{
+	fill_ctx(a, kind);
+	if (env.json)
+		report__memleak_json(stdout, a->ml, &a->rc);
+	else
+		report__memleak_text(stdout, a->ml, &a->rc);
+	memleak__reap_exited(a->ml);
+}
+
+static int sym_cb(void *ctx, int pid, uint64_t addr, char *buf, size_t len)
+{
+	return symbolizer__format(ctx, pid, addr, buf, len);
+}
+
+static void h_alloc(void *ctx, const struct gp_alloc_event *e)
+{
+	memleak__on_alloc(((struct app *)ctx)->ml, e);
+}
+
+static void h_free(void *ctx, const struct gp_free_event *e)
+{
+	memleak__on_free(((struct app *)ctx)->ml, e);
+}
+
+static void h_exit(void *ctx, const struct gp_exit_event *e)
+{
+	struct app *a = ctx;
+	struct ml_proc *p = memleak__on_exit(a->ml, e);
+
+	if (!p)
+		return;
+	fill_ctx(a, "exit");
+	if (env.json)
+		report__memleak_exit_json(stdout, p, &a->rc);
+	else if (!env.cmd || (pid_t)e->pid != a->child_pid) /* the final report follows */
+		report__memleak_exit_text(stdout, p, &a->rc);
+	symbolizer__forget_pid(a->sym, (int)e->pid);
+}
+
+static struct bpf_program *prog_for_shape(struct cuda_mem_bpf *skel, enum gp_mem_shape s)
+{
+	switch (s) {
+	case GP_SHAPE_ALLOC:
+		return skel->progs.mem_alloc_enter;
+	case GP_SHAPE_PITCH:
+		return skel->progs.mem_pitch_enter;
+	case GP_SHAPE_FREE:
+		return skel->progs.mem_free_enter;
+	case GP_SHAPE_MAP:
+		return skel->progs.mem_map_enter;
+	case GP_SHAPE_UNMAP:
+		return skel->progs.mem_unmap_enter;
+	}
+	return NULL;
+}
+
+static int attach_memleak(struct cuda_mem_bpf *skel, struct attach_set *links,
+			  const struct lib_set *libs, int pid, char *err, size_t len)
+{
+	int r;
+
+	for (int l = 0; l < libs->n; l++) {
+		const char *path = libs->libs[l].path;
+
+		for (int i = 0; i < gp_mem_apis_cnt; i++) {
+			const struct gp_api_info *api = &gp_mem_apis[i];
+
+			r = elfsym__has_func(path, api->name);
+			if (r <= 0) {
+				if (api->required) {
+					snprintf(err, len, "%s: does not export %s", path, api->name);
+					return r < 0 ? r : -ENOENT;
+				}
+				if (env.verbose)
+					fprintf(stderr, "gpuprobe: %s: no %s, skipped\n", path, api->name);
+				continue;
+			}
+			r = attach_set__uprobe(links, prog_for_shape(skel, api->shape), path,
+					       api->name, pid, false, api->id);
+			if (!r)
+				r = attach_set__uprobe(links, skel->progs.mem_leave, path, api->name,
+						       pid, true, api->id);
+			if (r) {
+				snprintf(err, len, "cannot attach to %s in %s: %s", api->name, path,
+					 strerror(-r));
+				return r;
+			}
+		}
+	}
+	return 0;
+}
+
+static int resolve_libs(struct lib_set *libs, char *err, size_t len)
+{
+	char real[PATH_MAX], why[512];
+	struct lib_set found = {};
+	int r;
+
+	if (env.libcuda) {
+		r = target__check_libcuda(env.libcuda, why, sizeof(why));
+		if (r) {
+			snprintf(err, len, "--libcuda %s", why);
+			return r;
+		}
+		if (!realpath(env.libcuda, real)) {
+			snprintf(err, len, "--libcuda %s: %s", env.libcuda, strerror(errno));
+			return -errno;
+		}
+		libset__add(libs, real);
+		return 0;
+	}
+	if (env.pid > 0) {
+		r = target__find_pid_libcuda(env.pid, &found);
+		if (r == -ESRCH) {
+			snprintf(err, len, "no process with PID %d", env.pid);
+			return r;
+		}
+		if (r < 0) {
+			snprintf(err, len, "cannot read the mappings of PID %d: %s", env.pid, strerror(-r));
+			return r;
+		}
+		if (r == 0) {
+			snprintf(err, len, "PID %d does not map libcuda.so (not a CUDA process yet? use --libcuda PATH to probe a file anyway)",
+				 env.pid);
+			return -ENOENT;
+		}
+	} else if (target__find_libcuda(&found) == 0) {
+		snprintf(err, len, "no libcuda.so.1 found (LD_LIBRARY_PATH, ldconfig, the usual driver folders, running processes): use --libcuda PATH");
+		return -ENOENT;
+	}
+	for (int i = 0; i < found.n; i++) {
+		if (target__check_libcuda(found.libs[i].path, why, sizeof(why))) {
+			if (env.verbose)
+				fprintf(stderr, "gpuprobe: skipping %s\n", why);
+			continue;
+		}
+		libset__add(libs, found.libs[i].path);
+	}
+	if (libs->n == 0) {
+		snprintf(err, len, "no usable libcuda found (%s)", why);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static bool target_alive(int pid)
+{
+	return kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct argp argp = { .options = opts, .parser = parse_arg, .doc = doc,
+					   .args_doc = "[-- COMMAND [ARGS...]]" };
+	struct gp_handlers handlers = { .on_alloc = h_alloc, .on_free = h_free, .on_exit = h_exit };
+	struct spawned child = { .pid = -1, .go_fd = -1, .err_fd = -1 };
+	struct attach_set *links = NULL;
+	struct gp_events *events = NULL;
+	struct lib_set libs = {};
+	struct app app = {};
+	char err[1024] = "";
+	uint64_t start, next_report = 0, end = 0;
+	int status = 0, exit_code = 0, r = 0, trace_pid;
+	bool child_done = false;
+	const char *stall;
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	argp_err_exit_status = EXIT_USAGE;
+	if (argp_parse(&argp, argc, argv, 0, NULL, NULL))
+		return EXIT_USAGE;
+	libbpf_set_print(libbpf_print_fn);
+
+	if (geteuid() != 0 && !has_cap(CAP_SYS_ADMIN) && !(has_cap(CAP_BPF) && has_cap(CAP_PERFMON))) {
+		snprintf(err, sizeof(err), "permission denied: run as root (or with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)");
+		r = -EPERM;
+		goto cleanup;
+	}
+	r = check_kernel(err, sizeof(err));
+	if (r)
+		goto cleanup;
+	r = resolve_libs(&libs, err, sizeof(err));
+	if (r)
+		goto cleanup;
+	r = attach__ensure_tracefs();
+	if (r) {
+		snprintf(err, sizeof(err), "cannot mount tracefs at /sys/kernel/tracing: %s", strerror(-r));
+		goto cleanup;
+	}
+
+	app.skel = cuda_mem_bpf__open();
+	if (!app.skel) {
+		r = -errno;
+		snprintf(err, sizeof(err), "cannot open the BPF object: %s", strerror(-r));
+		goto cleanup;
+	}
+	app.skel->rodata->capture_stacks = env.stacks;
+	bpf_map__set_max_entries(app.skel->maps.events, env.ringbuf_size);
+	bpf_map__set_max_entries(app.skel->maps.pending, env.max_pending);
+	bpf_map__set_max_entries(app.skel->maps.procs, env.max_procs);
+	r = cuda_mem_bpf__load(app.skel);
+	if (r) {
+		snprintf(err, sizeof(err), "cannot load the BPF programs: %s%s", strerror(-r),
+			 r == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : " (run with -v for the verifier log)");
+		goto cleanup;
+	}
+
+	app.sym = symbolizer__new("/proc");
+	app.ml = memleak__new(env.max_allocs, sym_cb, app.sym);
+	links = attach_set__new();
+	handlers.ctx = &app;
+	events = gp_events__new(&handlers);
+	if (!app.sym || !app.ml || !links || !events) {
+		r = -ENOMEM;
+		snprintf(err, sizeof(err), "out of memory");
+		goto cleanup;
+	}
+	r = gp_events__add(events, bpf_map__fd(app.skel->maps.events));
+	if (r) {
+		snprintf(err, sizeof(err), "cannot open the ring buffer: %s", strerror(-r));
+		goto cleanup;
+	}
+
+	/* a command is forked first, held before exec, so its PID can filter the probes */
+	if (env.cmd) {
+		r = target__spawn(env.cmd, &child);
+		if (r) {
+			snprintf(err, sizeof(err), "cannot start %s: %s", env.cmd[0], strerror(-r));
+			goto cleanup;
+		}
+	}
+	app.child_pid = child.pid;
+	trace_pid = env.cmd ? child.pid : env.pid > 0 ? env.pid : -1;
+	r = attach_memleak(app.skel, links, &libs, trace_pid, err, sizeof(err));
+	if (r)
+		goto cleanup;
+	{
+		struct bpf_link *l = bpf_program__attach(app.skel->progs.mem_proc_exit);
+
+		if (!l) {
+			r = -errno;
+			snprintf(err, sizeof(err), "cannot attach sched_process_exit: %s", strerror(-r));
+			goto cleanup;
+		}
+		r = attach_set__add(links, l);
+		if (r) {
+			bpf_link__destroy(l);
+			goto cleanup;
+		}
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* one line on stderr, so people and scripts know the probes are in, and where */
+	{
+		char who[64], where[1024] = "";
+		size_t off = 0;
+
+		for (int i = 0; i < libs.n && off < sizeof(where); i++)
+			off += (size_t)snprintf(where + off, sizeof(where) - off, "%s%s", i ? ", " : "",
+						libs.libs[i].path);
+		if (env.cmd || env.pid > 0)
+			snprintf(who, sizeof(who), "PID %d", env.cmd ? child.pid : env.pid);
+		else
+			snprintf(who, sizeof(who), "every CUDA process");
+		fprintf(stderr, "gpuprobe: tracing %s: %d probes on %s%s\n", who,
+			attach_set__count(links), where, env.cmd ? "" : "; Ctrl-C to end");
+	}
+	if (env.cmd) {
+		r = target__release(&child);
+		if (r) {
+			snprintf(err, sizeof(err), "cannot run %s: %s", env.cmd[0], strerror(-r));
+			waitpid(child.pid, NULL, 0);
+			child.pid = -1;
+			exit_code = 127;
+			goto cleanup;
+		}
+	}
+	stall = getenv("GPUPROBE_TEST_STALL_MS"); /* tests: let the ring buffer overflow */
+	if (stall)
+		usleep((useconds_t)atoi(stall) * 1000);
+
+	start = now_ns();
+	if (env.interval > 0)
+		next_report = start + (uint64_t)(env.interval * 1e9);
+	if (env.duration > 0)
+		end = start + (uint64_t)(env.duration * 1e9);
+	for (;;) {
+		uint64_t t;
+
+		r = gp_events__poll(events, 100);
+		if (r < 0) {
+			snprintf(err, sizeof(err), "reading the ring buffer: %s", strerror(-r));
+			goto cleanup;
+		}
+		r = 0;
+		if (env.cmd && !child_done && waitpid(child.pid, &status, WNOHANG) == child.pid) {
+			child_done = true;
+			break;
+		}
+		if (env.pid > 0 && !target_alive(env.pid))
+			break;
+		if (stop_signal) {
+			/* a terminal's Ctrl-C reached the command too; a SIGTERM did not */
+			if (env.cmd && stop_signal == SIGTERM)
+				kill(child.pid, SIGTERM);
+			break;
+		}
+		t = now_ns();
+		if (end && t >= end)
+			break;
+		if (next_report && t >= next_report) {
+			gp_events__drain(events);
+			report(&app, "interval");
+			next_report += (uint64_t)(env.interval * 1e9);
+		}
+	}
+	/* the exit tracepoint ran before the parent could reap: its event is in the buffer */
+	gp_events__drain(events);
+	report(&app, "final");
+	attach_set__free(links);
+	links = NULL;
+
+	if (env.cmd) {
+		if (!child_done && waitpid(child.pid, &status, 0) == child.pid)
+			child_done = true;
+		child.pid = -1;
+		if (child_done)
+			exit_code = WIFEXITED(status) ? WEXITSTATUS(status) :
+				    WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+	}
+
+cleanup:
+	if (r && err[0])
+		fprintf(stderr, "gpuprobe: %s\n", err);
+	attach_set__free(links);
+	target__abort(&child);
+	gp_events__free(events);
+	cuda_mem_bpf__destroy(app.skel);
+	memleak__free(app.ml);
+	symbolizer__free(app.sym);
+	if (r)
+		return exit_code ? exit_code : 1;
+	return exit_code;
+}

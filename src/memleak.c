@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "apis.h"
+#include "memleak.h"
+#include "u64map.h"
+
+struct memleak {
+	struct u64map *live; /* pid -> struct ml_proc */
+	struct ml_proc **exited;
+	size_t nr_exited, cap_exited;
+	struct ml_proc **view; /* memleak__procs() result */
+	size_t max_allocs, nr_allocs;
+	uint64_t table_full;
+	ml_symbolize_fn sym;
+	void *sym_ctx;
+};
+
+static void free_alloc(struct ml_alloc *a)
+{
+	if (!a)
+		return;
+	free(a->stack);
+	free(a);
+}
+
+static void free_map_values(struct u64map *m, void (*fn)(void *))
+{
+	uint64_t k;
+	void *v;
+
+	if (!m)
+		return;
+	for (size_t it = 0; u64map__next(m, &it, &k, &v);)
+		fn(v);
+	u64map__free(m);
+}
+
+static void free_alloc_v(void *v)
+{
+	free_alloc(v);
+}
+
+static void proc__free(struct ml_proc *p)
+{
+	if (!p)
+		return;
+	free_map_values(p->allocs, free_alloc_v);
+	free_map_values(p->handles, free_alloc_v);
+	free_map_values(p->mappings, free);
+	free_map_values(p->frames, free);
+	free(p);
+}
+
+static struct ml_proc *proc__new(uint32_t pid, const char *comm)
+{
+	struct ml_proc *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, comm);
+	p->allocs = u64map__new();
+	p->handles = u64map__new();
+	p->mappings = u64map__new();
+	p->frames = u64map__new();
+	if (!p->allocs || !p->handles || !p->mappings || !p->frames) {
+		proc__free(p);
+		return NULL;
+	}
+	return p;
+}
+
+struct memleak *memleak__new(size_t max_allocs, ml_symbolize_fn sym, void *sym_ctx)
+{
+	struct memleak *ml = calloc(1, sizeof(*ml));
+
+	if (!ml)
+		return NULL;
+	ml->live = u64map__new();
+	if (!ml->live) {
+		free(ml);
+		return NULL;
+	}
+	ml->max_allocs = max_allocs;
+	ml->sym = sym;
+	ml->sym_ctx = sym_ctx;
+	return ml;
+}
+
+void memleak__free(struct memleak *ml)
+{
+	uint64_t k;
+	void *v;
+
+	if (!ml)
+		return;
+	for (size_t it = 0; u64map__next(ml->live, &it, &k, &v);)
+		proc__free(v);
+	u64map__free(ml->live);
+	for (size_t i = 0; i < ml->nr_exited; i++)
+		proc__free(ml->exited[i]);
+	free(ml->exited);
+	free(ml->view);
+	free(ml);
+}
+
+static struct ml_proc *get_proc(struct memleak *ml, uint32_t pid, const char *comm)
+{
+	struct ml_proc *p = u64map__get(ml->live, pid);
+
+	if (p) {
+		/* comm changes on exec; keep the latest */
+		snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, comm);
+		return p;
+	}
+	p = proc__new(pid, comm);
+	if (p && u64map__put(ml->live, pid, p)) {
+		proc__free(p);
+		p = NULL;
+	}
+	return p;
+}
+
+/* Symbolize while the process is alive: by report time it may be gone. */
+static void remember_frames(struct memleak *ml, struct ml_proc *p, const struct ml_alloc *a)
+{
+	char buf[512];
+
+	for (uint32_t i = 0; i < a->nr_stack; i++) {
+		uint64_t ip = a->stack[i];
+		char *s;
+
+		if (u64map__get(p->frames, ip))
+			continue;
+		if (!ml->sym || ml->sym(ml->sym_ctx, (int)p->pid, ip, buf, sizeof(buf)) < 0)
+			snprintf(buf, sizeof(buf), "0x%" PRIx64, ip);
+		s = strdup(buf);
+		if (s && u64map__put(p->frames, ip, s))
+			free(s);
+	}
+}
+
+static void account(struct ml_proc *p, const struct ml_alloc *a, int sign)
+{
+	if (sign > 0) {
+		p->outstanding_bytes += a->size;
+		p->outstanding_allocs++;
+		p->bytes_by_kind[a->kind] += a->size;
+		p->allocs_by_kind[a->kind]++;
+	} else {
+		p->outstanding_bytes -= a->size;
+		p->outstanding_allocs--;
+		p->bytes_by_kind[a->kind] -= a->size;
+		p->allocs_by_kind[a->kind]--;
+	}
+}
+
+void memleak__on_alloc(struct memleak *ml, const struct gp_alloc_event *e)
+{
+	const struct gp_api_info *info = gp_api_info(e->api);
+	struct ml_proc *p;
+	struct ml_alloc *a, *old;
+	struct u64map *table;
+	uint32_t n = e->nr_stack > GP_MAX_STACK ? GP_MAX_STACK : e->nr_stack;
+
+	if (!info)
+		return;
+	p = get_proc(ml, e->pid, e->comm);
+	if (!p)
+		return;
+	p->allocs_total++;
+	p->alloc_bytes_total += e->size;
+	if (ml->max_allocs && ml->nr_allocs >= ml->max_allocs) {
+		ml->table_full++;
+		return;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return;
+	a->addr = e->addr;
+	a->size = e->size;
+	a->ts_ns = e->ts_ns;
+	a->api = e->api;
+	a->kind = info->kind;
+	a->tid = e->tid;
+	a->stack_err = e->stack_err;
+	if (n) {
+		a->stack = malloc(n * sizeof(*a->stack));
+		if (a->stack) {
+			memcpy(a->stack, e->stack, n * sizeof(*a->stack));
+			a->nr_stack = n;
+		}
+	}
+	table = a->kind == GP_KIND_PHYSICAL ? p->handles : p->allocs;
+	/* The driver handed out an address we think is live: the free was lost (dropped
+	 * event) — replace, so the table reflects the driver. */
+	old = u64map__del(table, a->addr);
+	if (old) {
+		account(p, old, -1);
+		free_alloc(old);
+		ml->nr_allocs--;
+	}
+	if (u64map__put(table, a->addr, a)) {
+		free_alloc(a);
+		return;
+	}
+	ml->nr_allocs++;
+	account(p, a, +1);
+	remember_frames(ml, p, a);
+}
+
+void memleak__on_free(struct memleak *ml, const struct gp_free_event *e)
+{
+	const struct gp_api_info *info = gp_api_info(e->api);
+	struct ml_proc *p;
+	struct ml_alloc *a;
+	struct ml_mapping *m;
+
+	if (!info)
+		return;
+	p = get_proc(ml, e->pid, e->comm);
+	if (!p)
+		return;
+	switch (e->type) {
+	case GP_EV_MAP:
+		m = calloc(1, sizeof(*m));
+		if (!m)
+			return;
+		m->addr = e->addr;
+		m->size = e->size;
+		m->handle = e->handle;
+		free(u64map__del(p->mappings, e->addr));
+		if (u64map__put(p->mappings, e->addr, m)) {
+			free(m);
+			return;
+		}
+		p->maps_total++;
+		p->mapped_bytes += e->size;
+		return;
+	case GP_EV_UNMAP:
+		p->unmaps_total++;
+		m = u64map__del(p->mappings, e->addr);
+		if (m) {
+			p->mapped_bytes -= m->size;
+			free(m);
+		}
+		return;
+	default:
+		break;
+	}
+	/* cuMemFree_v2(0) succeeds and frees nothing, like free(NULL) */
+	if (e->addr == 0 && info->kind != GP_KIND_PHYSICAL)
+		return;
+	p->frees_total++;
+	a = u64map__del(info->kind == GP_KIND_PHYSICAL ? p->handles : p->allocs, e->addr);
+	if (!a) {
+		p->untracked_frees++;
+		return;
+	}
+	p->freed_bytes_total += a->size;
+	account(p, a, -1);
+	ml->nr_allocs--;
+	free_alloc(a);
+}
+
+struct ml_proc *memleak__on_exit(struct memleak *ml, const struct gp_exit_event *e)
+{
+	struct ml_proc *p = u64map__del(ml->live, e->pid);
+	struct ml_proc **n;
+
+	if (!p)
+		return NULL;
+	if (ml->nr_exited == ml->cap_exited) {
+		size_t cap = ml->cap_exited ? ml->cap_exited * 2 : 16;
+
+		n = realloc(ml->exited, cap * sizeof(*n));
+		if (!n) {
+			ml->nr_allocs -= u64map__size(p->allocs) + u64map__size(p->handles);
+			proc__free(p);
+			return NULL;
+		}
+		ml->exited = n;
+		ml->cap_exited = cap;
+	}
+	p->exited = true;
+	p->exit_ns = e->ts_ns;
+	ml->exited[ml->nr_exited++] = p;
+	return p;
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct ml_proc *x = *(struct ml_proc *const *)a, *y = *(struct ml_proc *const *)b;
+
+	if (x->exited != y->exited)
+		return x->exited ? 1 : -1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+size_t memleak__procs(struct memleak *ml, struct ml_proc ***out)
+{
+	size_t n = u64map__size(ml->live) + ml->nr_exited, i = 0;
+	struct ml_proc **v;
+	uint64_t k;
+	void *val;
+
+	v = realloc(ml->view, (n ? n : 1) * sizeof(*v));
+	if (!v) {
+		*out = NULL;
+		return 0;
+	}
+	ml->view = v;
+	for (size_t it = 0; u64map__next(ml->live, &it, &k, &val);)
+		v[i++] = val;
+	for (size_t j = 0; j < ml->nr_exited; j++)
+		v[i++] = ml->exited[j];
+	qsort(v, n, sizeof(*v), cmp_proc);
+	*out = v;
+	return n;
+}
+
+static int cmp_alloc(const void *a, const void *b)
+{
+	const struct ml_alloc *x = *(struct ml_alloc *const *)a, *y = *(struct ml_alloc *const *)b;
+
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+size_t memleak__proc_allocs(struct ml_proc *p, struct ml_alloc ***out)
+{
+	size_t n = u64map__size(p->allocs) + u64map__size(p->handles), i = 0;
+	struct ml_alloc **v = malloc((n ? n : 1) * sizeof(*v));
+	uint64_t k;
+	void *val;
+
+	*out = v;
+	if (!v)
+		return 0;
+	for (size_t it = 0; u64map__next(p->allocs, &it, &k, &val);)
+		v[i++] = val;
+	for (size_t it = 0; u64map__next(p->handles, &it, &k, &val);)
+		v[i++] = val;
+	qsort(v, n, sizeof(*v), cmp_alloc);
+	return n;
+}
+
+void memleak__free_allocs_array(struct ml_alloc **arr)
+{
+	free(arr);
+}
+
+const char *memleak__frame(struct ml_proc *p, uint64_t addr)
+{
+	const char *s = u64map__get(p->frames, addr);
+
+	return s ? s : "?";
+}
+
+void memleak__reap_exited(struct memleak *ml)
+{
+	for (size_t i = 0; i < ml->nr_exited; i++) {
+		struct ml_proc *p = ml->exited[i];
+
+		ml->nr_allocs -= u64map__size(p->allocs) + u64map__size(p->handles);
+		proc__free(p);
+	}
+	ml->nr_exited = 0;
+}
+
+uint64_t memleak__table_full(const struct memleak *ml)
+{
+	return ml->table_full;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * --memleak aggregation: outstanding allocations per process (tgid), fed with the events
+ * of bpf/cuda_mem.bpf.c. Pure C over plain structs so it is unit-tested without BPF.
+ */
+#ifndef GP_MEMLEAK_H
+#define GP_MEMLEAK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "gpuprobe.h"
+
+struct u64map;
+
+struct ml_alloc {
+	uint64_t addr; /* address, or handle for GP_KIND_PHYSICAL */
+	uint64_t size;
+	uint64_t ts_ns;
+	uint32_t api;
+	uint32_t kind;
+	uint32_t tid;
+	uint32_t nr_stack;
+	int32_t stack_err;
+	uint64_t *stack; /* nr_stack user addresses, innermost first */
+};
+
+struct ml_mapping {
+	uint64_t addr, size, handle;
+};
+
+struct ml_proc {
+	uint32_t pid;
+	char comm[GP_COMM_LEN];
+	bool exited;
+	uint64_t exit_ns;
+	struct u64map *allocs;   /* address -> struct ml_alloc (device, managed, host) */
+	struct u64map *handles;  /* handle -> struct ml_alloc (physical) */
+	struct u64map *mappings; /* address -> struct ml_mapping */
+	struct u64map *frames;   /* user address -> symbolized string */
+	uint64_t outstanding_bytes;
+	uint64_t outstanding_allocs;
+	uint64_t bytes_by_kind[GP_KIND__COUNT];
+	uint64_t allocs_by_kind[GP_KIND__COUNT];
+	uint64_t allocs_total, frees_total;
+	uint64_t alloc_bytes_total, freed_bytes_total;
+	uint64_t untracked_frees; /* frees of addresses allocated before gpuprobe attached */
+	uint64_t mapped_bytes;
+	uint64_t maps_total, unmaps_total;
+};
+
+/* Turns a user address of process pid into "func+0x1a (lib)"; returns <0 on failure. */
+typedef int (*ml_symbolize_fn)(void *ctx, int pid, uint64_t addr, char *buf, size_t len);
+
+struct memleak;
+
+struct memleak *memleak__new(size_t max_allocs, ml_symbolize_fn sym, void *sym_ctx);
+void memleak__free(struct memleak *ml);
+
+void memleak__on_alloc(struct memleak *ml, const struct gp_alloc_event *e);
+void memleak__on_free(struct memleak *ml, const struct gp_free_event *e);
+/* Marks the process exited and detaches it from its PID, so a new process that reuses
+ * the PID starts clean. Returns it (still owned by ml) for an exit report, or NULL. */
+struct ml_proc *memleak__on_exit(struct memleak *ml, const struct gp_exit_event *e);
+
+/* Processes, live then exited, sorted by pid; returns the count (array owned by ml,
+ * valid until the next call that changes ml). */
+size_t memleak__procs(struct memleak *ml, struct ml_proc ***out);
+/* Allocations of one process sorted by size (largest first), physical handles too. */
+size_t memleak__proc_allocs(struct ml_proc *p, struct ml_alloc ***out);
+void memleak__free_allocs_array(struct ml_alloc **arr);
+/* The symbolized frame for a stack address of p (never NULL). */
+const char *memleak__frame(struct ml_proc *p, uint64_t addr);
+/* Forget exited processes once they have been reported. */
+void memleak__reap_exited(struct memleak *ml);
+/* Allocations not tracked because --max-allocs was reached. */
+uint64_t memleak__table_full(const struct memleak *ml);
+
+#endif

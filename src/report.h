@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Text and JSON Lines renderings of the aggregators' state. Results go to stdout. */
+#ifndef GP_REPORT_H
+#define GP_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "gpuprobe.h"
+
+struct memleak;
+struct ml_proc;
+
+/* Everything lost on the way, so every report can say so. */
+struct gp_drops {
+	uint64_t bpf[GP_DROP__COUNT]; /* BPF .bss counters */
+	uint64_t table_full;          /* allocations beyond --max-allocs */
+};
+
+uint64_t gp_drops__events(const struct gp_drops *d);
+
+struct report_ctx {
+	const char *kind;    /* "interval", "final" or "exit" */
+	uint64_t now_ns;     /* CLOCK_MONOTONIC, the clock of the events */
+	struct gp_drops drops;
+	const uint64_t *ok_calls; /* successful calls per enum gp_api, or NULL */
+	int top;             /* text: allocations listed per process */
+	bool stacks;
+};
+
+void report__memleak_text(FILE *f, struct memleak *ml, const struct report_ctx *c);
+void report__memleak_json(FILE *f, struct memleak *ml, const struct report_ctx *c);
+/* The leak report of one process that just exited. */
+void report__memleak_exit_text(FILE *f, struct ml_proc *p, const struct report_ctx *c);
+void report__memleak_exit_json(FILE *f, struct ml_proc *p, const struct report_ctx *c);
+
+/* "1.5 MiB" */
+void report__human_bytes(uint64_t bytes, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * symbolize: user-space addresses of traced processes -> "func+0x1a (lib)".
+ *
+ * Keeps two bounded caches: the sorted mappings of each pid and the symbol
+ * tables of each mapped file, keyed by dev+inode so one libcuda.so seen by
+ * many processes (or containers) is parsed once. Not thread-safe.
+ */
+#ifndef GPUPROBE_SYMBOLIZE_H
+#define GPUPROBE_SYMBOLIZE_H
+
+#include <stddef.h>
+
+struct symbolizer;
+
+/* proc_root is "/proc" normally (NULL means that); tests pass a fake tree. */
+struct symbolizer *symbolizer__new(const char *proc_root);
+void symbolizer__free(struct symbolizer *s);
+
+/*
+ * Formats addr of process pid into buf:
+ *   "func+0x1a (libname)"  symbol found (C++/Rust names demangled); returns 0
+ *   "0x7f.. (libname)"     mapped file, no covering symbol;          returns 1
+ *   "0x7f.."               no file-backed mapping covers addr;        returns 1
+ * libname is the basename of the mapped path ("[vdso]" for pseudo maps).
+ * On -errno (e.g. -ENOENT when the process is gone and was never cached) buf
+ * still receives "0x7f.." so callers can print it unconditionally.
+ */
+int symbolizer__format(struct symbolizer *s, int pid, unsigned long long addr,
+		       char *buf, size_t len);
+
+/* Drops the cached maps of an exited process (pids get reused). */
+void symbolizer__forget_pid(struct symbolizer *s, int pid);
+
+/* Writes the demangled form of name into buf, or name itself. */
+void symbolize__demangle(const char *name, char *buf, size_t len);
+
+#endif /* GPUPROBE_SYMBOLIZE_H */

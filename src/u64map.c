@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <stdlib.h>
+#include "u64map.h"
+
+struct slot {
+	uint64_t key;
+	void *val; /* NULL marks an empty slot: values are never NULL */
+};
+
+struct u64map {
+	struct slot *slots;
+	size_t cap; /* power of two */
+	size_t size;
+};
+
+static size_t hash64(uint64_t k)
+{
+	/* splitmix64 finalizer: addresses are aligned, so low bits alone hash badly */
+	k ^= k >> 30;
+	k *= 0xbf58476d1ce4e5b9ULL;
+	k ^= k >> 27;
+	k *= 0x94d049bb133111ebULL;
+	k ^= k >> 31;
+	return (size_t)k;
+}
+
+struct u64map *u64map__new(void)
+{
+	struct u64map *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->cap = 16;
+	m->slots = calloc(m->cap, sizeof(*m->slots));
+	if (!m->slots) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void u64map__free(struct u64map *m)
+{
+	if (!m)
+		return;
+	free(m->slots);
+	free(m);
+}
+
+static struct slot *find(const struct u64map *m, uint64_t key)
+{
+	size_t mask = m->cap - 1, i = hash64(key) & mask;
+
+	while (m->slots[i].val) {
+		if (m->slots[i].key == key)
+			return &m->slots[i];
+		i = (i + 1) & mask;
+	}
+	return NULL;
+}
+
+void *u64map__get(const struct u64map *m, uint64_t key)
+{
+	struct slot *s = find(m, key);
+
+	return s ? s->val : NULL;
+}
+
+static void insert(struct slot *slots, size_t cap, uint64_t key, void *val)
+{
+	size_t mask = cap - 1, i = hash64(key) & mask;
+
+	while (slots[i].val)
+		i = (i + 1) & mask;
+	slots[i].key = key;
+	slots[i].val = val;
+}
+
+static int grow(struct u64map *m)
+{
+	size_t ncap = m->cap * 2;
+	struct slot *n = calloc(ncap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->slots[i].val)
+			insert(n, ncap, m->slots[i].key, m->slots[i].val);
+	free(m->slots);
+	m->slots = n;
+	m->cap = ncap;
+	return 0;
+}
+
+int u64map__put(struct u64map *m, uint64_t key, void *val)
+{
+	struct slot *s;
+
+	if (!val)
+		return -EINVAL;
+	s = find(m, key);
+	if (s) {
+		s->val = val;
+		return 0;
+	}
+	if ((m->size + 1) * 4 > m->cap * 3 && grow(m))
+		return -ENOMEM;
+	insert(m->slots, m->cap, key, val);
+	m->size++;
+	return 0;
+}
+
+void *u64map__del(struct u64map *m, uint64_t key)
+{
+	size_t mask = m->cap - 1, i, j;
+	struct slot *s = find(m, key);
+	void *val;
+
+	if (!s)
+		return NULL;
+	val = s->val;
+	i = (size_t)(s - m->slots);
+	/* backward-shift: move later members of the probe run into the hole */
+	for (j = (i + 1) & mask; m->slots[j].val; j = (j + 1) & mask) {
+		size_t home = hash64(m->slots[j].key) & mask;
+
+		/* slot j may move to i only if its home is not in (i, j] cyclically */
+		if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
+			m->slots[i] = m->slots[j];
+			i = j;
+		}
+	}
+	m->slots[i].val = NULL;
+	m->slots[i].key = 0;
+	m->size--;
+	return val;
+}
+
+size_t u64map__size(const struct u64map *m)
+{
+	return m->size;
+}
+
+bool u64map__next(const struct u64map *m, size_t *it, uint64_t *key, void **val)
+{
+	while (*it < m->cap) {
+		struct slot *s = &m->slots[(*it)++];
+
+		if (s->val) {
+			if (key)
+				*key = s->key;
+			if (val)
+				*val = s->val;
+			return true;
+		}
+	}
+	return false;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * An open-addressing hash map from __u64 keys to pointers, used for the per-process and
+ * per-address tables of the aggregators. Linear probing with backward-shift deletion, so
+ * lookups stay O(1) after many frees (no tombstones to wade through).
+ */
+#ifndef GP_U64MAP_H
+#define GP_U64MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct u64map;
+
+struct u64map *u64map__new(void);
+/* Frees the table, not the values. */
+void u64map__free(struct u64map *m);
+void *u64map__get(const struct u64map *m, uint64_t key);
+/* Inserts or replaces; returns 0 or -ENOMEM. */
+int u64map__put(struct u64map *m, uint64_t key, void *val);
+/* Removes and returns the value, or NULL. */
+void *u64map__del(struct u64map *m, uint64_t key);
+size_t u64map__size(const struct u64map *m);
+
+/* Iteration: for (size_t it = 0; u64map__next(m, &it, &k, &v);) — no insertions or
+ * deletions while iterating. */
+bool u64map__next(const struct u64map *m, size_t *it, uint64_t *key, void **val);
+
+#endif

@@ -1,0 +1,978 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fakecuda_smoke - self-test of the stand-in driver (tests/fakecuda).  The
+ * tracer tests trust its counts and timings, so check them first.  Prints
+ * TAP-like "ok - ..." / "not ok - ..." lines and "N passed, M failed";
+ * exits 1 on any failure.
+ *
+ * It sets FAKECUDA_* itself (before cuInit) so timings are predictable:
+ * 1 GB/s copies, 1 ms per launch, 1 GiB per device, 2 devices.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fakecuda.h"
+
+#define BW 1e9		/* bytes/s, set in the environment below */
+#define KERNEL_NS 1000000ull
+#define MEM_LIMIT (1ull << 30)
+#define DEV_BASE 0x7e0000000000ull
+#define DEV_SPAN 0x10000000000ull
+#define MiB (1ull << 20)
+
+static int npass, nfail;
+
+static void check(int cond, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void check(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s - ", cond ? "ok" : "not ok");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (cond)
+		npass++;
+	else
+		nfail++;
+}
+
+static const char *ename(CUresult rc)
+{
+	const char *s = NULL;
+
+	cuGetErrorName(rc, &s);
+	return s ? s : "?";
+}
+
+/* Asserts call returned want; evaluates to whether it did. */
+#define RC(call, want) rc_is((call), (want), #call)
+static int rc_is(CUresult got, CUresult want, const char *what)
+{
+	if (got == want)
+		check(1, "%s -> %s", what, ename(want));
+	else
+		check(0, "%s -> %s, expected %s", what, ename(got), ename(want));
+	return got == want;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Within 30% of the expected seconds. */
+static int within(double got, double want)
+{
+	return (got > want ? got - want : want - got) <= 0.3 * want;
+}
+
+/* Set by T() inside TIMED blocks; check_time reports it. */
+static int timed_err;
+#define T(call) (timed_err |= (call) != CUDA_SUCCESS)
+
+static void check_time(double got, double want, const char *what)
+{
+	check(!timed_err && within(got, want),
+	      "%s took %.2f ms (expected %.2f ms +-30%%)%s", what, got * 1e3,
+	      want * 1e3, timed_err ? ", but a call failed" : "");
+}
+
+/*
+ * Runs the statements (T() around each CUDA call) up to 3 times until they
+ * take want seconds +-30%, then reports the last try.  A VM may oversleep
+ * or deschedule us by milliseconds, which says nothing about the stand-in.
+ * The statements may read t0_, the start time of the current try.
+ */
+#define TIMED(want, what, ...)                                      \
+	do {                                                        \
+		double dt_ = 0;                                     \
+		timed_err = 0;                                      \
+		for (int try_ = 0; try_ < 3; try_++) {              \
+			double t0_ = now_s();                       \
+			(void)t0_;                                  \
+			__VA_ARGS__;                                \
+			dt_ = now_s() - t0_;                        \
+			if (!timed_err && within(dt_, (want)))      \
+				break;                              \
+		}                                                   \
+		check_time(dt_, (want), (what));                    \
+	} while (0)
+
+static int in_dev(CUdeviceptr p, int dev)
+{
+	return p >= DEV_BASE + (uint64_t)dev * DEV_SPAN &&
+	       p < DEV_BASE + (uint64_t)(dev + 1) * DEV_SPAN;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static CUcontext pctx0, pctx1;
+static CUstream stream;
+
+/* ---------------------------------------------------------------------- */
+
+static void test_before_init(void)
+{
+	CUdeviceptr p;
+	int v = 0, n;
+	const char *s = NULL;
+
+	RC(cuMemAlloc_v2(&p, 4096), CUDA_ERROR_NOT_INITIALIZED);
+	RC(cuDeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+	RC(cuDriverGetVersion(&v), CUDA_SUCCESS);
+	check(v == 13000, "cuDriverGetVersion = %d", v);
+	RC(cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, &s), CUDA_SUCCESS);
+	check(s && strcmp(s, "CUDA_ERROR_OUT_OF_MEMORY") == 0,
+	      "cuGetErrorName(2) = %s", s ? s : "(null)");
+	RC(cuGetErrorString(CUDA_ERROR_INVALID_VALUE, &s), CUDA_SUCCESS);
+	check(s && strcmp(s, "invalid argument") == 0, "cuGetErrorString(1) = %s",
+	      s ? s : "(null)");
+	RC(cuGetErrorName((CUresult)12345, &s), CUDA_ERROR_INVALID_VALUE);
+	RC(cuInit(1), CUDA_ERROR_INVALID_VALUE);
+}
+
+static void test_init_ctx(void)
+{
+	CUcontext c, c2, cur;
+	CUdevice d;
+	char name[64];
+	int n = 0;
+
+	RC(cuInit(0), CUDA_SUCCESS);
+	RC(cuInit(0), CUDA_SUCCESS);
+	RC(cuDeviceGetCount(&n), CUDA_SUCCESS);
+	check(n == 2, "cuDeviceGetCount = %d", n);
+	RC(cuDeviceGet(&d, 1), CUDA_SUCCESS);
+	RC(cuDeviceGet(&d, 2), CUDA_ERROR_INVALID_DEVICE);
+	RC(cuDeviceGetName(name, sizeof(name), 1), CUDA_SUCCESS);
+	check(strcmp(name, "FakeCUDA Device 1") == 0, "device name '%s'", name);
+
+	RC(cuDevicePrimaryCtxRetain(&pctx0, 0), CUDA_SUCCESS);
+	RC(cuDevicePrimaryCtxRetain(&pctx1, 1), CUDA_SUCCESS);
+	RC(cuDevicePrimaryCtxRetain(&c, 0), CUDA_SUCCESS);
+	check(c == pctx0 && pctx0 != pctx1, "primary contexts: one per device");
+	RC(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+	RC(cuCtxSetCurrent(pctx0), CUDA_SUCCESS);
+	RC(cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+	check(cur == pctx0, "cuCtxGetCurrent returns the context set");
+	RC(cuCtxGetDevice(&d), CUDA_SUCCESS);
+	check(d == 0, "cuCtxGetDevice = %d", d);
+
+	RC(cuCtxCreate_v4(&c, NULL, 0, 1), CUDA_SUCCESS);
+	RC(cuCtxGetDevice(&d), CUDA_SUCCESS);
+	check(d == 1, "cuCtxCreate_v4 makes the new context current (dev %d)", d);
+	RC(cuCtxPopCurrent_v2(&cur), CUDA_SUCCESS);
+	check(cur == c, "cuCtxPopCurrent_v2 returns it");
+	RC(cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+	check(cur == pctx0, "previous context current again after pop");
+	RC(cuCtxPushCurrent_v2(c), CUDA_SUCCESS);
+	RC(cuCtxGetDevice(&d), CUDA_SUCCESS);
+	check(d == 1, "cuCtxPushCurrent_v2 switches device");
+	RC(cuCtxPopCurrent_v2(NULL), CUDA_SUCCESS);
+	RC(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+	RC(cuCtxCreate_v2(&c2, 0, 0), CUDA_SUCCESS);
+	RC(cuCtxDestroy_v2(c2), CUDA_SUCCESS);
+	RC(cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+	check(cur == pctx0, "destroying the current context pops it");
+	RC(cuCtxDestroy_v2(c2), CUDA_ERROR_INVALID_CONTEXT);
+	RC(cuCtxSetCurrent(c2), CUDA_ERROR_INVALID_CONTEXT);
+	RC(cuCtxPushCurrent_v2(NULL), CUDA_ERROR_INVALID_CONTEXT);
+	RC(cuCtxDestroy_v2(pctx0), CUDA_ERROR_INVALID_CONTEXT);
+	RC(cuCtxSynchronize(), CUDA_SUCCESS);
+	RC(cuStreamCreate(&stream, 0), CUDA_SUCCESS);
+}
+
+static void test_alloc_basic(void)
+{
+	enum { N = 100 };
+	CUdeviceptr p[N], q, sorted[N];
+	size_t sz[N];
+	int distinct = 1, aligned = 1, window = 1, disjoint = 1;
+	CUdeviceptr base;
+	size_t size;
+
+	for (int i = 0; i < N; i++) {
+		sz[i] = 1 + (size_t)i * 777;
+		if (cuMemAlloc_v2(&p[i], sz[i]) != CUDA_SUCCESS)
+			p[i] = 0;
+		aligned &= p[i] % 256 == 0;
+		window &= in_dev(p[i], 0);
+	}
+	memcpy(sorted, p, sizeof(p));
+	qsort(sorted, N, sizeof(sorted[0]), cmp_u64);
+	for (int i = 1; i < N; i++)
+		distinct &= sorted[i] != sorted[i - 1];
+	for (int i = 1; i < N; i++)
+		disjoint &= p[i] >= p[i - 1] + sz[i - 1];
+	check(distinct, "cuMemAlloc_v2: %d distinct addresses", N);
+	check(aligned, "cuMemAlloc_v2: 256-byte aligned");
+	check(window, "cuMemAlloc_v2: addresses in device 0's range");
+	check(disjoint, "cuMemAlloc_v2: allocations do not overlap");
+	RC(cuMemGetAddressRange_v2(&base, &size, p[50] + 10), CUDA_SUCCESS);
+	check(base == p[50] && size == sz[50],
+	      "cuMemGetAddressRange_v2 finds base and size of interior pointer");
+	RC(cuMemGetAddressRange_v2(&base, &size, 0x1234), CUDA_ERROR_NOT_FOUND);
+
+	int freed_ok = 1;
+
+	for (int i = 0; i < N; i++)
+		freed_ok &= cuMemFree_v2(p[i]) == CUDA_SUCCESS;
+	check(freed_ok, "cuMemFree_v2 of each");
+	RC(cuMemFree_v2(p[7]), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemFree_v2(p[7] + 256), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemFree_v2(0xdead0000), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemFree_v2(0), CUDA_SUCCESS);
+	RC(cuMemAlloc_v2(&q, 4096), CUDA_SUCCESS);
+	check(q > sorted[N - 1], "addresses are never reused");
+	RC(cuMemFree_v2(q), CUDA_SUCCESS);
+	RC(cuMemAlloc_v2(&q, 0), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemAlloc_v2(NULL, 4096), CUDA_ERROR_INVALID_VALUE);
+
+	RC(cuCtxPushCurrent_v2(pctx1), CUDA_SUCCESS);
+	RC(cuMemAlloc_v2(&q, 4096), CUDA_SUCCESS);
+	check(in_dev(q, 1), "allocation in device 1's context is in its range");
+	RC(cuCtxPopCurrent_v2(NULL), CUDA_SUCCESS);
+	/* Free works from any context (address says which device). */
+	RC(cuMemFree_v2(q), CUDA_SUCCESS);
+}
+
+static void test_alloc_limits(void)
+{
+	CUdeviceptr a, b;
+	size_t fr = 0, tot = 0, fr2 = 0;
+
+	RC(cuMemGetInfo_v2(&fr, &tot), CUDA_SUCCESS);
+	check(tot == MEM_LIMIT && fr == MEM_LIMIT,
+	      "cuMemGetInfo_v2: total %zu free %zu", tot, fr);
+	RC(cuMemAlloc_v2(&a, 2 * MEM_LIMIT), CUDA_ERROR_OUT_OF_MEMORY);
+	RC(cuMemAlloc_v2(&a, 600 * MiB), CUDA_SUCCESS);
+	RC(cuMemGetInfo_v2(&fr2, &tot), CUDA_SUCCESS);
+	check(fr2 == MEM_LIMIT - 600 * MiB, "cuMemGetInfo_v2 counts outstanding bytes");
+	RC(cuMemAlloc_v2(&b, 600 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	RC(cuMemFree_v2(a), CUDA_SUCCESS);
+	RC(cuMemAlloc_v2(&b, 600 * MiB), CUDA_SUCCESS);
+	RC(cuMemFree_v2(b), CUDA_SUCCESS);
+	/* The limit is per device. */
+	RC(cuMemAlloc_v2(&a, 600 * MiB), CUDA_SUCCESS);
+	RC(cuCtxPushCurrent_v2(pctx1), CUDA_SUCCESS);
+	RC(cuMemAlloc_v2(&b, 600 * MiB), CUDA_SUCCESS);
+	RC(cuMemFree_v2(b), CUDA_SUCCESS);
+	RC(cuCtxPopCurrent_v2(NULL), CUDA_SUCCESS);
+	RC(cuMemFree_v2(a), CUDA_SUCCESS);
+}
+
+static void test_alloc_variants(void)
+{
+	CUdeviceptr p, q, base;
+	size_t pitch = 0, size = 0;
+	void *h = NULL, *h2 = NULL;
+	char local[16];
+	CUstream bogus = (CUstream)(void *)local;
+
+	RC(cuMemAllocPitch_v2(&p, &pitch, 1000, 7, 4), CUDA_SUCCESS);
+	check(pitch == 1024, "pitch of 1000-byte rows = %zu", pitch);
+	RC(cuMemGetAddressRange_v2(&base, &size, p), CUDA_SUCCESS);
+	check(size == 1024 * 7, "pitched allocation is pitch*height (%zu)", size);
+	RC(cuMemFree_v2(p), CUDA_SUCCESS);
+	RC(cuMemAllocPitch_v2(&p, &pitch, 512, 2, 8), CUDA_SUCCESS);
+	check(pitch == 512, "512-byte rows need no padding (%zu)", pitch);
+	RC(cuMemFree_v2(p), CUDA_SUCCESS);
+	RC(cuMemAllocPitch_v2(&p, &pitch, 100, 2, 3), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemAllocPitch_v2(&p, &pitch, 0, 2, 4), CUDA_ERROR_INVALID_VALUE);
+
+	RC(cuMemAllocManaged(&p, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+	RC(cuMemFree_v2(p), CUDA_SUCCESS);
+	RC(cuMemAllocManaged(&p, 4096, 0), CUDA_ERROR_INVALID_VALUE);
+
+	RC(cuMemAllocAsync(&p, 4096, stream), CUDA_SUCCESS);
+	RC(cuMemAllocAsync_ptsz(&q, 4096, NULL), CUDA_SUCCESS);
+	check(p != q, "async allocations distinct");
+	RC(cuMemAllocAsync(&p, 4096, bogus), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuMemFreeAsync(p, stream), CUDA_SUCCESS);
+	RC(cuMemFreeAsync_ptsz(q, NULL), CUDA_SUCCESS);
+	RC(cuMemFreeAsync(q, stream), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemAllocFromPoolAsync(&p, 4096, NULL, stream), CUDA_SUCCESS);
+	RC(cuMemAllocFromPoolAsync_ptsz(&q, 4096, NULL, CU_STREAM_PER_THREAD),
+	   CUDA_SUCCESS);
+	RC(cuMemAllocFromPoolAsync(&p, 4096, (CUmemoryPool)(void *)local, stream),
+	   CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemFreeAsync(p, stream), CUDA_SUCCESS);
+	RC(cuMemFree_v2(q), CUDA_SUCCESS);
+
+	RC(cuMemAllocHost_v2(&h, 1 * MiB), CUDA_SUCCESS);
+	RC(cuMemHostAlloc(&h2, 1 * MiB, CU_MEMHOSTALLOC_PORTABLE), CUDA_SUCCESS);
+	if (h && h2) {
+		memset(h, 0xab, MiB);
+		memset(h2, 0xcd, MiB);
+		check(((unsigned char *)h)[MiB - 1] == 0xab &&
+		      (uintptr_t)h % 4096 == 0 && (uintptr_t)h2 % 4096 == 0,
+		      "host allocations are writable, page-aligned memory");
+	}
+	RC(cuMemAllocHost_v2(&h2, 0), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemFreeHost(h), CUDA_SUCCESS);
+	RC(cuMemFreeHost(h), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemFreeHost(local), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemHostAlloc(&h, 4096, 0x100), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemHostRegister_v2(h2, 4096, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+	RC(cuMemFreeHost(h2), CUDA_SUCCESS);
+
+	char *buf = malloc(64 * 1024);
+
+	RC(cuMemHostRegister_v2(buf, 64 * 1024, CU_MEMHOSTREGISTER_PORTABLE),
+	   CUDA_SUCCESS);
+	RC(cuMemHostRegister_v2(buf, 64 * 1024, 0),
+	   CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+	RC(cuMemHostRegister_v2(buf + 4096, 100, 0),
+	   CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+	RC(cuMemHostUnregister(buf + 4096), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+	RC(cuMemHostUnregister(buf), CUDA_SUCCESS);
+	RC(cuMemHostUnregister(buf), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+	RC(cuMemHostRegister_v2(NULL, 4096, 0), CUDA_ERROR_INVALID_VALUE);
+	free(buf);
+}
+
+static void test_vmm(void)
+{
+	CUmemAllocationProp prop;
+	CUmemGenericAllocationHandle h1, h2;
+	CUdeviceptr va, base;
+	size_t size;
+	char src[256] = { 0 };
+
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 0;
+	RC(cuMemCreate(&h1, 2 * MiB, &prop, 0), CUDA_SUCCESS);
+	RC(cuMemCreate(&h2, 2 * MiB, &prop, 0), CUDA_SUCCESS);
+	check(h1 != h2 && h1 && h2, "cuMemCreate: distinct handles");
+	RC(cuMemCreate(&h2, 0, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+	prop.location.id = 9;
+	RC(cuMemCreate(&h2, 2 * MiB, &prop, 0), CUDA_ERROR_INVALID_DEVICE);
+	RC(cuMemRelease(0xbad), CUDA_ERROR_INVALID_VALUE);
+
+	RC(cuMemAddressReserve(&va, 4 * MiB, 0, 0, 0), CUDA_SUCCESS);
+	RC(cuMemcpyHtoD_v2(va, src, sizeof(src)), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemMap(va, 2 * MiB, 0, h1, 0), CUDA_SUCCESS);
+	RC(cuMemMap(va, 2 * MiB, 0, h2, 0), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemMap(va + 2 * MiB, 2 * MiB, 0, 0xbad, 0), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemMap(va + 3 * MiB, 2 * MiB, 0, h2, 0), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemcpyHtoD_v2(va + 100, src, sizeof(src)), CUDA_SUCCESS);
+	RC(cuMemcpyHtoD_v2(va + 2 * MiB + 100, src, sizeof(src)),
+	   CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemGetAddressRange_v2(&base, &size, va + 100), CUDA_SUCCESS);
+	check(base == va && size == 2 * MiB, "address range of a mapping");
+	RC(cuMemUnmap(va, 2 * MiB), CUDA_SUCCESS);
+	RC(cuMemUnmap(va, 2 * MiB), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemcpyHtoD_v2(va + 100, src, sizeof(src)), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemRelease(h1), CUDA_SUCCESS);
+	RC(cuMemRelease(h1), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemRelease(h2), CUDA_SUCCESS);
+	RC(cuMemAddressFree(va, 4 * MiB), CUDA_SUCCESS);
+	RC(cuMemAddressFree(va, 4 * MiB), CUDA_ERROR_INVALID_VALUE);
+}
+
+/* ---------------------------------------------------------------------- */
+
+#define COPY_BYTES (8 * MiB)
+
+static void test_copies_sync(void)
+{
+	CUdeviceptr a, b, stale;
+	char *host = malloc(32 * MiB);
+	double want = (double)COPY_BYTES / BW, t0, cpu = 0;
+
+	RC(cuMemAlloc_v2(&a, 32 * MiB), CUDA_SUCCESS);
+	RC(cuMemAlloc_v2(&b, 32 * MiB), CUDA_SUCCESS);
+	RC(cuMemAlloc_v2(&stale, 4096), CUDA_SUCCESS);
+	RC(cuMemFree_v2(stale), CUDA_SUCCESS);
+
+	TIMED(4 * want, "cuMemcpyHtoD_v2 32 MiB",
+	      double c0 = cpu_s();
+	      T(cuMemcpyHtoD_v2(a, host, 4 * COPY_BYTES));
+	      cpu = cpu_s() - c0);
+	check(cpu < 0.2 * 4 * want,
+	      "a synchronous copy sleeps instead of spinning (cpu %.2f ms)",
+	      cpu * 1e3);
+	TIMED(want, "cuMemcpyHtoD_v2_ptds",
+	      T(cuMemcpyHtoD_v2_ptds(a, host, COPY_BYTES)));
+	TIMED(want, "cuMemcpyDtoH_v2", T(cuMemcpyDtoH_v2(host, a, COPY_BYTES)));
+	TIMED(want, "cuMemcpyDtoH_v2_ptds",
+	      T(cuMemcpyDtoH_v2_ptds(host, a, COPY_BYTES)));
+	TIMED(want, "cuMemcpyDtoD_v2", T(cuMemcpyDtoD_v2(b, a, COPY_BYTES)));
+	TIMED(want, "cuMemcpyDtoD_v2_ptds",
+	      T(cuMemcpyDtoD_v2_ptds(b, a, COPY_BYTES)));
+	TIMED(want, "cuMemcpy host->device",
+	      T(cuMemcpy(a, (CUdeviceptr)(uintptr_t)host, COPY_BYTES)));
+	TIMED(want, "cuMemcpy_ptds device->device",
+	      T(cuMemcpy_ptds(b, a, COPY_BYTES)));
+
+	RC(cuMemcpyHtoD_v2(0xdead0000, host, 16), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemcpyHtoD_v2(a, NULL, 16), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemcpyDtoH_v2(NULL, a, 16), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemcpyHtoD_v2(a + 32 * MiB - 8, host, 16), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemcpyHtoD_v2(a + 32 * MiB - 16, host, 16), CUDA_SUCCESS);
+	RC(cuMemcpyHtoD_v2(a + 32 * MiB, host, 1), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemcpyDtoD_v2(b, stale, 16), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemcpy(a, stale, 16), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemcpy(a, 0, 16), CUDA_ERROR_INVALID_VALUE);
+	t0 = now_s();
+	RC(cuMemcpyHtoD_v2(0xdead0000, NULL, 0), CUDA_SUCCESS);
+	check(now_s() - t0 < 0.2 * want, "0-byte copy takes no time");
+
+	/* Peer copies between devices. */
+	CUdeviceptr d1;
+
+	RC(cuCtxPushCurrent_v2(pctx1), CUDA_SUCCESS);
+	RC(cuMemAlloc_v2(&d1, COPY_BYTES), CUDA_SUCCESS);
+	RC(cuCtxPopCurrent_v2(NULL), CUDA_SUCCESS);
+	TIMED(want, "cuMemcpyPeer",
+	      T(cuMemcpyPeer(d1, pctx1, a, pctx0, COPY_BYTES)));
+	RC(cuMemcpyPeer(d1, pctx0, a, pctx0, 16), CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemcpyPeer(d1, NULL, a, pctx0, 16), CUDA_ERROR_INVALID_CONTEXT);
+
+	/* 2D: 1000-byte rows into a pitched allocation. */
+	CUdeviceptr pd;
+	size_t pitch;
+	CUDA_MEMCPY2D c2;
+
+	RC(cuMemAllocPitch_v2(&pd, &pitch, 1000, 8000, 4), CUDA_SUCCESS);
+	memset(&c2, 0, sizeof(c2));
+	c2.srcMemoryType = CU_MEMORYTYPE_HOST;
+	c2.srcHost = host;
+	c2.srcPitch = 1000;
+	c2.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	c2.dstDevice = pd;
+	c2.dstPitch = pitch;
+	c2.WidthInBytes = 1000;
+	c2.Height = 8000;
+	TIMED(8e6 / BW, "cuMemcpy2D_v2 1000x8000", T(cuMemcpy2D_v2(&c2)));
+	c2.Height = 8001;
+	RC(cuMemcpy2D_v2(&c2), CUDA_ERROR_INVALID_VALUE);
+	c2.Height = 10;
+	c2.dstPitch = 999;
+	RC(cuMemcpy2D_v2(&c2), CUDA_ERROR_INVALID_VALUE);
+	c2.dstPitch = pitch;
+	c2.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+	RC(cuMemcpy2D_v2(&c2), CUDA_ERROR_INVALID_VALUE);
+	c2.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+	RC(cuMemcpy2D_v2(&c2), CUDA_SUCCESS);
+	RC(cuMemcpy2D_v2(NULL), CUDA_ERROR_INVALID_VALUE);
+
+	/* 3D: device -> host, 100 x 10 x 10 boxes. */
+	CUDA_MEMCPY3D c3;
+
+	memset(&c3, 0, sizeof(c3));
+	c3.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+	c3.srcDevice = pd;
+	c3.srcPitch = pitch;
+	c3.srcHeight = 100;
+	c3.dstMemoryType = CU_MEMORYTYPE_HOST;
+	c3.dstHost = host;
+	c3.dstPitch = 100;
+	c3.dstHeight = 10;
+	c3.WidthInBytes = 100;
+	c3.Height = 10;
+	c3.Depth = 10;
+	RC(cuMemcpy3D_v2(&c3), CUDA_SUCCESS);
+	c3.srcHeight = 1000;
+	c3.Depth = 9;	/* 8 * 1000 + 9 rows > 8000 rows */
+	RC(cuMemcpy3D_v2(&c3), CUDA_ERROR_INVALID_VALUE);
+	c3.Depth = 8;
+	c3.Height = 1000;	/* exactly all 8000 rows */
+	c3.dstHeight = 1000;
+	RC(cuMemcpy3D_v2(&c3), CUDA_SUCCESS);
+	c3.Height = 10;
+	c3.srcHeight = 100;
+	c3.dstHeight = 10;
+	c3.Depth = 81;	/* 80 * 100 + 9 rows > 8000 rows */
+	RC(cuMemcpy3D_v2(&c3), CUDA_ERROR_INVALID_VALUE);
+	c3.Depth = 10;
+	c3.reserved0 = host;
+	RC(cuMemcpy3D_v2(&c3), CUDA_ERROR_INVALID_VALUE);
+	c3.reserved0 = NULL;
+
+	/* Async 2D/3D are charged to the stream. */
+	c2.Height = 8000;
+	c2.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	TIMED((8e6 + 1e4) / BW, "cuMemcpy2DAsync_v2 + cuMemcpy3DAsync_v2 + sync",
+	      T(cuMemcpy2DAsync_v2(&c2, stream));
+	      T(cuMemcpy3DAsync_v2(&c3, stream));
+	      t0 = now_s() - t0_;
+	      T(cuStreamSynchronize(stream)));
+	check(t0 < 0.2 * want, "async 2D/3D copies return at once");
+
+	RC(cuMemFree_v2(pd), CUDA_SUCCESS);
+	RC(cuMemFree_v2(d1), CUDA_SUCCESS);
+	RC(cuMemFree_v2(a), CUDA_SUCCESS);
+	RC(cuMemFree_v2(b), CUDA_SUCCESS);
+	free(host);
+}
+
+static void test_copies_async(void)
+{
+	CUdeviceptr a, d1;
+	char *host = malloc(COPY_BYTES);
+	double want = (double)COPY_BYTES / BW, t0 = 0;
+	CUevent e0, e1, enot;
+	float ms = 0, ms2 = 0;
+	char local[8];
+	int not_ready = 0;
+
+	RC(cuMemAlloc_v2(&a, COPY_BYTES), CUDA_SUCCESS);
+
+	TIMED(4 * want, "4 async copies, then cuStreamSynchronize",
+	      T(cuMemcpyHtoDAsync_v2(a, host, COPY_BYTES, stream));
+	      T(cuMemcpyDtoHAsync_v2(host, a, COPY_BYTES, stream));
+	      T(cuMemcpyDtoDAsync_v2(a, a, COPY_BYTES, stream));
+	      T(cuMemcpyAsync(a, a, COPY_BYTES, stream));
+	      t0 = now_s() - t0_;
+	      T(cuStreamSynchronize(stream)));
+	check(t0 < 0.2 * want, "async copies return at once (%.3f ms)", t0 * 1e3);
+	t0 = now_s();
+	RC(cuStreamSynchronize(stream), CUDA_SUCCESS);
+	check(now_s() - t0 < 0.2 * want, "idle stream syncs at once");
+
+	TIMED(4 * want, "4 _ptsz async copies, then cuStreamSynchronize_ptsz",
+	      T(cuMemcpyHtoDAsync_v2_ptsz(a, host, COPY_BYTES, NULL));
+	      T(cuMemcpyDtoHAsync_v2_ptsz(host, a, COPY_BYTES, NULL));
+	      T(cuMemcpyDtoDAsync_v2_ptsz(a, a, COPY_BYTES,
+					  CU_STREAM_PER_THREAD));
+	      T(cuMemcpyAsync_ptsz(a, a, COPY_BYTES, NULL));
+	      T(cuStreamSynchronize(NULL));
+	      t0 = now_s() - t0_;
+	      T(cuStreamSynchronize_ptsz(NULL)));
+	check(t0 < 0.2 * want,
+	      "legacy stream does not wait for the per-thread stream");
+
+	TIMED(want, "cuCtxSynchronize waits for a stream",
+	      T(cuMemcpyHtoDAsync_v2(a, host, COPY_BYTES, stream));
+	      T(cuCtxSynchronize()));
+
+	RC(cuMemcpyHtoDAsync_v2(0xdead0000, host, 16, stream),
+	   CUDA_ERROR_INVALID_VALUE);
+	RC(cuMemcpyHtoDAsync_v2(a, host, 16, (CUstream)(void *)local),
+	   CUDA_ERROR_INVALID_HANDLE);
+
+	RC(cuCtxPushCurrent_v2(pctx1), CUDA_SUCCESS);
+	RC(cuMemAlloc_v2(&d1, COPY_BYTES), CUDA_SUCCESS);
+	RC(cuCtxPopCurrent_v2(NULL), CUDA_SUCCESS);
+	TIMED(want, "cuMemcpyPeerAsync + sync",
+	      T(cuMemcpyPeerAsync(d1, pctx1, a, pctx0, COPY_BYTES, stream));
+	      T(cuStreamSynchronize(stream)));
+
+	/* Events time the queued work. */
+	RC(cuEventCreate(&e0, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+	RC(cuEventCreate(&e1, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+	RC(cuEventCreate(&enot, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+	RC(cuEventElapsedTime(&ms, e0, e1), CUDA_ERROR_INVALID_HANDLE);
+	TIMED(2 * want, "record, 2 async copies, record, cuEventSynchronize",
+	      T(cuEventRecord(e0, stream));
+	      T(cuMemcpyHtoDAsync_v2(a, host, COPY_BYTES, stream));
+	      T(cuMemcpyHtoDAsync_v2(a, host, COPY_BYTES, stream));
+	      T(cuEventRecord(e1, stream));
+	      not_ready = cuEventElapsedTime(&ms, e0, e1) ==
+			  CUDA_ERROR_NOT_READY;
+	      T(cuEventSynchronize(e1));
+	      ms = ms2 = 0;
+	      T(cuEventElapsedTime(&ms, e0, e1));
+	      T(cuEventElapsedTime_v2(&ms2, e0, e1)));
+	check(not_ready, "cuEventElapsedTime before completion: NOT_READY");
+	/* From the last try, whose wall time was right. */
+	check_time(ms / 1e3, 2 * want, "cuEventElapsedTime");
+	check_time(ms2 / 1e3, 2 * want, "cuEventElapsedTime_v2");
+	RC(cuEventRecord_ptsz(enot, NULL), CUDA_SUCCESS);
+	RC(cuEventElapsedTime(&ms, e0, enot), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuEventRecord(e0, (CUstream)(void *)local), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuEventDestroy_v2(e0), CUDA_SUCCESS);
+	RC(cuEventDestroy_v2(e0), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuEventSynchronize(e0), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuEventDestroy_v2(e1), CUDA_SUCCESS);
+	RC(cuEventDestroy_v2(enot), CUDA_SUCCESS);
+
+	RC(cuMemFree_v2(d1), CUDA_SUCCESS);
+	RC(cuMemFree_v2(a), CUDA_SUCCESS);
+	free(host);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void test_modules_launch(void)
+{
+	static const char image[] =
+		"vecAdd\n  saxpy \r\n\n# a comment\nreduce\nvecAdd\n";
+	CUmodule mod;
+	CUfunction fa, fb, fc, fa2, f;
+	CUlibrary lib;
+	CUkernel k, k2;
+	const char *name = NULL;
+	char local[8];
+	CUfunction bogus = (CUfunction)(void *)local;
+	double t0;
+
+	RC(cuModuleLoadData(&mod, image), CUDA_SUCCESS);
+	RC(cuModuleLoadData(&mod, NULL), CUDA_ERROR_INVALID_VALUE);
+	RC(cuModuleGetFunction(&fa, mod, "vecAdd"), CUDA_SUCCESS);
+	RC(cuModuleGetFunction(&fb, mod, "saxpy"), CUDA_SUCCESS);
+	RC(cuModuleGetFunction(&fc, mod, "reduce"), CUDA_SUCCESS);
+	RC(cuModuleGetFunction(&fa2, mod, "vecAdd"), CUDA_SUCCESS);
+	check(fa && fb && fc && fa != fb && fb != fc && fa != fc,
+	      "distinct CUfunction handles");
+	check(fa == fa2, "same name gives the same handle");
+	RC(cuModuleGetFunction(&f, mod, "nope"), CUDA_ERROR_NOT_FOUND);
+	RC(cuModuleGetFunction(&f, mod, "# a comment"), CUDA_ERROR_NOT_FOUND);
+	RC(cuFuncGetName(&name, fb), CUDA_SUCCESS);
+	check(name && strcmp(name, "saxpy") == 0, "cuFuncGetName = %s",
+	      name ? name : "(null)");
+	RC(cuFuncGetName(&name, bogus), CUDA_ERROR_INVALID_HANDLE);
+
+	RC(cuLaunchKernel(fa, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL),
+	   CUDA_SUCCESS);
+	RC(cuLaunchKernel_ptsz(fb, 2, 2, 1, 8, 8, 1, 0, NULL, NULL, NULL),
+	   CUDA_SUCCESS);
+	RC(cuLaunchCooperativeKernel(fc, 1, 1, 1, 64, 1, 1, 0, stream, NULL),
+	   CUDA_SUCCESS);
+	RC(cuLaunchCooperativeKernel_ptsz(fc, 1, 1, 1, 64, 1, 1, 0, NULL, NULL),
+	   CUDA_SUCCESS);
+	RC(cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL),
+	   CUDA_ERROR_INVALID_HANDLE);
+	RC(cuLaunchKernel(bogus, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL),
+	   CUDA_ERROR_INVALID_HANDLE);
+	RC(cuLaunchKernel(fa, 0, 1, 1, 1, 1, 1, 0, stream, NULL, NULL),
+	   CUDA_ERROR_INVALID_VALUE);
+	RC(cuLaunchKernel(fa, 1, 1, 1, 2048, 1, 1, 0, stream, NULL, NULL),
+	   CUDA_ERROR_INVALID_VALUE);
+	RC(cuLaunchKernel(fa, 1, 1, 1, 1, 1, 1, 0, (CUstream)(void *)local,
+			  NULL, NULL),
+	   CUDA_ERROR_INVALID_HANDLE);
+	RC(cuStreamSynchronize(stream), CUDA_SUCCESS);
+	RC(cuStreamSynchronize_ptsz(NULL), CUDA_SUCCESS);
+
+	TIMED(10 * KERNEL_NS / 1e9, "10 launches of FAKECUDA_KERNEL_NS, then sync",
+	      for (int i = 0; i < 10; i++)
+		      T(cuLaunchKernel(fa, 1, 1, 1, 1, 1, 1, 0, stream, NULL,
+				       NULL));
+	      t0 = now_s() - t0_;
+	      T(cuStreamSynchronize(stream)));
+	check(t0 < 0.2 * 10 * KERNEL_NS / 1e9, "launches return at once");
+
+	RC(cuModuleUnload(mod), CUDA_SUCCESS);
+	RC(cuModuleUnload(mod), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuLaunchKernel(fa, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL),
+	   CUDA_ERROR_INVALID_HANDLE);
+	RC(cuModuleGetFunction(&f, mod, "vecAdd"), CUDA_ERROR_INVALID_HANDLE);
+
+	RC(cuLibraryLoadData(&lib, "gemm\nsoftmax\n", NULL, NULL, 0, NULL, NULL, 0),
+	   CUDA_SUCCESS);
+	RC(cuLibraryGetKernel(&k, lib, "gemm"), CUDA_SUCCESS);
+	RC(cuLibraryGetKernel(&k2, lib, "softmax"), CUDA_SUCCESS);
+	check(k && k2 && k != k2, "distinct CUkernel handles");
+	RC(cuLibraryGetKernel(&k2, lib, "nope"), CUDA_ERROR_NOT_FOUND);
+	RC(cuKernelGetFunction(&f, k), CUDA_SUCCESS);
+	RC(cuKernelGetFunction(&fa2, k), CUDA_SUCCESS);
+	check(f && f == fa2 && (void *)f != (void *)k,
+	      "cuKernelGetFunction: one CUfunction per kernel");
+	RC(cuFuncGetName(&name, f), CUDA_SUCCESS);
+	check(name && strcmp(name, "gemm") == 0, "name via CUkernel's function");
+	RC(cuFuncGetName(&name, (CUfunction)(void *)k2), CUDA_SUCCESS);
+	check(name && strcmp(name, "softmax") == 0, "name via CUkernel");
+	RC(cuLaunchKernel((CUfunction)(void *)k, 1, 1, 1, 1, 1, 1, 0, stream,
+			  NULL, NULL),
+	   CUDA_SUCCESS);
+	RC(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL),
+	   CUDA_SUCCESS);
+
+	CUlaunchAttribute attr;
+	CUlaunchConfig cfg;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+	attr.value.cooperative = 1;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 2;
+	cfg.blockDimX = 128;
+	cfg.blockDimY = cfg.blockDimZ = 1;
+	cfg.hStream = stream;
+	cfg.attrs = &attr;
+	cfg.numAttrs = 1;
+	RC(cuLaunchKernelEx(&cfg, (CUfunction)(void *)k2, NULL, NULL),
+	   CUDA_SUCCESS);
+	cfg.hStream = NULL;
+	RC(cuLaunchKernelEx_ptsz(&cfg, f, NULL, NULL), CUDA_SUCCESS);
+	RC(cuLaunchKernelEx(NULL, f, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+	RC(cuLaunchKernelEx(&cfg, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuLibraryUnload(lib), CUDA_SUCCESS);
+	RC(cuLibraryUnload(lib), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuLaunchKernel((CUfunction)(void *)k, 1, 1, 1, 1, 1, 1, 0, stream,
+			  NULL, NULL),
+	   CUDA_ERROR_INVALID_HANDLE);
+	RC(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL),
+	   CUDA_ERROR_INVALID_HANDLE);
+	RC(cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
+static void test_graphs_streams(void)
+{
+	CUgraph g;
+	CUgraphExec ge;
+	CUstream s2;
+
+	RC(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+	RC(cuGraphInstantiateWithFlags(&ge, g, 0), CUDA_SUCCESS);
+	RC(cuGraphInstantiateWithFlags(&ge, NULL, 0), CUDA_ERROR_INVALID_HANDLE);
+	TIMED(5 * KERNEL_NS / 1e9, "5 cuGraphLaunch, then sync",
+	      for (int i = 0; i < 5; i++)
+		      T(cuGraphLaunch(ge, stream));
+	      T(cuStreamSynchronize(stream)));
+	TIMED(KERNEL_NS / 1e9, "cuGraphLaunch_ptsz, then sync",
+	      T(cuGraphLaunch_ptsz(ge, NULL));
+	      T(cuStreamSynchronize_ptsz(NULL)));
+	RC(cuGraphLaunch(NULL, stream), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuGraphDestroy(g), CUDA_SUCCESS);
+	RC(cuGraphLaunch(ge, stream), CUDA_SUCCESS);	/* exec outlives graph */
+	RC(cuGraphExecDestroy(ge), CUDA_SUCCESS);
+	RC(cuGraphLaunch(ge, stream), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuGraphExecDestroy(ge), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuGraphDestroy(g), CUDA_ERROR_INVALID_HANDLE);
+
+	RC(cuStreamCreate(&s2, 0x80), CUDA_ERROR_INVALID_VALUE);
+	RC(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+	RC(cuStreamDestroy_v2(s2), CUDA_SUCCESS);
+	RC(cuStreamDestroy_v2(s2), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuStreamSynchronize(s2), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuStreamSynchronize(CU_STREAM_LEGACY), CUDA_SUCCESS);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static const char *const all_names[] = {
+	"cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet",
+	"cuDeviceGetName", "cuDevicePrimaryCtxRetain",
+	"cuDevicePrimaryCtxRelease_v2", "cuCtxCreate_v4", "cuCtxCreate_v2",
+	"cuCtxDestroy_v2", "cuCtxSetCurrent", "cuCtxGetCurrent",
+	"cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "cuCtxGetDevice",
+	"cuCtxSynchronize", "cuGetErrorString", "cuGetErrorName",
+	"cuGetProcAddress_v2", "cuMemAlloc_v2", "cuMemAllocPitch_v2",
+	"cuMemAllocManaged", "cuMemAllocAsync", "cuMemAllocAsync_ptsz",
+	"cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz",
+	"cuMemFree_v2", "cuMemFreeAsync", "cuMemFreeAsync_ptsz",
+	"cuMemAllocHost_v2", "cuMemHostAlloc", "cuMemFreeHost",
+	"cuMemHostRegister_v2", "cuMemHostUnregister", "cuMemCreate",
+	"cuMemRelease", "cuMemAddressReserve", "cuMemAddressFree", "cuMemMap",
+	"cuMemUnmap", "cuMemGetInfo_v2", "cuMemGetAddressRange_v2", "cuMemcpy",
+	"cuMemcpy_ptds", "cuMemcpyAsync", "cuMemcpyAsync_ptsz",
+	"cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds", "cuMemcpyDtoH_v2",
+	"cuMemcpyDtoH_v2_ptds", "cuMemcpyDtoD_v2", "cuMemcpyDtoD_v2_ptds",
+	"cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync_v2_ptsz",
+	"cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync_v2_ptsz",
+	"cuMemcpyDtoDAsync_v2", "cuMemcpyDtoDAsync_v2_ptsz", "cuMemcpyPeer",
+	"cuMemcpyPeerAsync", "cuMemcpy2D_v2", "cuMemcpy2DAsync_v2",
+	"cuMemcpy3D_v2", "cuMemcpy3DAsync_v2", "cuModuleLoadData",
+	"cuModuleGetFunction", "cuModuleUnload", "cuLibraryLoadData",
+	"cuLibraryGetKernel", "cuKernelGetFunction", "cuLibraryUnload",
+	"cuFuncGetName", "cuLaunchKernel", "cuLaunchKernel_ptsz",
+	"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cuLaunchCooperativeKernel",
+	"cuLaunchCooperativeKernel_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz",
+	"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize",
+	"cuStreamSynchronize_ptsz", "cuEventCreate", "cuEventRecord",
+	"cuEventRecord_ptsz", "cuEventSynchronize", "cuEventElapsedTime",
+	"cuEventElapsedTime_v2", "cuEventDestroy_v2", "cuGraphCreate",
+	"cuGraphInstantiateWithFlags", "cuGraphExecDestroy", "cuGraphDestroy",
+};
+
+static void *proc(const char *sym, int ver, cuuint64_t flags,
+		  CUdriverProcAddressQueryResult *st)
+{
+	void *p = NULL;
+
+	if (cuGetProcAddress_v2(sym, &p, ver, flags, st) != CUDA_SUCCESS)
+		return NULL;
+	return p;
+}
+
+static void test_proc_address(void)
+{
+	size_t n = sizeof(all_names) / sizeof(all_names[0]);
+	int exported = 1, resolved = 1, distinct = 1;
+	void *addrs[sizeof(all_names) / sizeof(all_names[0])];
+	CUdriverProcAddressQueryResult st;
+	const cuuint64_t PT = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+	void *p;
+
+	for (size_t i = 0; i < n; i++) {
+		void *d = dlsym(RTLD_DEFAULT, all_names[i]);
+
+		addrs[i] = d;
+		if (!d) {
+			exported = 0;
+			printf("# not exported: %s\n", all_names[i]);
+		}
+		/*
+		 * A versioned name resolves exactly.  A plain one is a base
+		 * name: the legacy-stream lookup at 12.4 picks the plain
+		 * symbol itself (12.8 would pick cuEventElapsedTime_v2).
+		 */
+		if ((strchr(all_names[i] + 2, '_') ?
+			     proc(all_names[i], 13000, PT, &st) :
+			     proc(all_names[i], 12040,
+				  CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st)) != d ||
+		    !d) {
+			resolved = 0;
+			printf("# cuGetProcAddress_v2(%s) != dlsym\n", all_names[i]);
+		}
+	}
+	qsort(addrs, n, sizeof(addrs[0]), cmp_u64);
+	for (size_t i = 1; i < n; i++)
+		distinct &= addrs[i] != addrs[i - 1];
+	check(exported, "all %zu functions exported", n);
+	check(resolved, "cuGetProcAddress_v2 resolves each exported name");
+	check(distinct, "no two names share one function body");
+
+#define SAME(sym, ver, flags, fn) \
+	check(proc(sym, ver, flags, &st) == dlsym(RTLD_DEFAULT, #fn) && \
+	      st == CU_GET_PROC_ADDRESS_SUCCESS, \
+	      "cuGetProcAddress_v2(%s, %d, %s) = %s", sym, ver, #flags, #fn)
+	SAME("cuMemAlloc", 13000, 0, cuMemAlloc_v2);
+	SAME("cuMemcpyHtoD", 13000, 0, cuMemcpyHtoD_v2);
+	SAME("cuMemcpyHtoD", 13000, PT, cuMemcpyHtoD_v2_ptds);
+	SAME("cuMemcpy", 13000, PT, cuMemcpy_ptds);
+	SAME("cuMemcpy", 13000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, cuMemcpy);
+	SAME("cuLaunchKernel", 13000, PT, cuLaunchKernel_ptsz);
+	SAME("cuLaunchKernel", 12000, 0, cuLaunchKernel);
+	SAME("cuCtxCreate", 12000, 0, cuCtxCreate_v2);
+	SAME("cuCtxCreate", 13000, 0, cuCtxCreate_v4);
+	SAME("cuEventElapsedTime", 12000, 0, cuEventElapsedTime);
+	SAME("cuEventElapsedTime", 13000, 0, cuEventElapsedTime_v2);
+	SAME("cuGetProcAddress", 12000, 0, cuGetProcAddress_v2);
+	SAME("cuMemFreeHost", 13000, PT, cuMemFreeHost);
+#undef SAME
+	p = proc("cuNoSuchFunction", 13000, 0, &st);
+	check(!p && st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND,
+	      "unknown symbol: NULL, SYMBOL_NOT_FOUND");
+	p = proc("cuLibraryLoadData", 11000, 0, &st);
+	check(!p && st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT,
+	      "too-old cudaVersion: NULL, VERSION_NOT_SUFFICIENT");
+	RC(cuGetProcAddress_v2("cuInit", &p, 99999, 0, NULL),
+	   CUDA_ERROR_INVALID_VALUE);
+	RC(cuGetProcAddress_v2("cuInit", NULL, 13000, 0, NULL),
+	   CUDA_ERROR_INVALID_VALUE);
+}
+
+/* ---------------------------------------------------------------------- */
+
+enum { NTHREADS = 8, PER_THREAD = 2000 };
+static CUdeviceptr thr_ptrs[NTHREADS][PER_THREAD];
+static int thr_errors;
+static pthread_mutex_t thr_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *alloc_thread(void *arg)
+{
+	CUdeviceptr *p = arg;
+	int err = 0;
+
+	/* No cuCtxSetCurrent: falls back to device 0 after cuInit. */
+	for (int i = 0; i < PER_THREAD; i++)
+		err += cuMemAlloc_v2(&p[i], 64 + (size_t)i) != CUDA_SUCCESS;
+	pthread_mutex_lock(&thr_lock);
+	thr_errors += err;
+	pthread_mutex_unlock(&thr_lock);
+	return NULL;
+}
+
+static void *free_thread(void *arg)
+{
+	CUdeviceptr *p = arg;
+	int err = 0;
+
+	cuCtxSetCurrent(pctx0);
+	for (int i = PER_THREAD - 1; i >= 0; i--)
+		err += cuMemFree_v2(p[i]) != CUDA_SUCCESS;
+	pthread_mutex_lock(&thr_lock);
+	thr_errors += err;
+	pthread_mutex_unlock(&thr_lock);
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	static CUdeviceptr all[NTHREADS * PER_THREAD];
+	pthread_t t[NTHREADS];
+	int distinct = 1;
+	size_t fr, tot;
+
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_create(&t[i], NULL, alloc_thread, thr_ptrs[i]);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(t[i], NULL);
+	memcpy(all, thr_ptrs, sizeof(all));
+	qsort(all, NTHREADS * PER_THREAD, sizeof(all[0]), cmp_u64);
+	for (int i = 1; i < NTHREADS * PER_THREAD; i++)
+		distinct &= all[i] != all[i - 1];
+	check(thr_errors == 0 && distinct,
+	      "%d threads x %d allocations: all succeed, all distinct", NTHREADS,
+	      PER_THREAD);
+	/* Free each thread's allocations on a different thread. */
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_create(&t[i], NULL, free_thread,
+			       thr_ptrs[(i + 1) % NTHREADS]);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(t[i], NULL);
+	check(thr_errors == 0, "frees on other threads all succeed");
+	RC(cuMemGetInfo_v2(&fr, &tot), CUDA_SUCCESS);
+	check(fr == tot, "nothing outstanding on device 0 at the end (%zu of %zu free)",
+	      fr, tot);
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	setenv("FAKECUDA_DEVICES", "2", 1);
+	setenv("FAKECUDA_MEM_LIMIT", "1G", 1);
+	setenv("FAKECUDA_BW", "1e9", 1);
+	setenv("FAKECUDA_KERNEL_NS", "1000000", 1);
+
+	test_before_init();
+	test_init_ctx();
+	test_alloc_basic();
+	test_alloc_limits();
+	test_alloc_variants();
+	test_vmm();
+	test_copies_sync();
+	test_copies_async();
+	test_modules_launch();
+	test_graphs_streams();
+	test_proc_address();
+	test_threads();
+	RC(cuStreamDestroy_v2(stream), CUDA_SUCCESS);
+	RC(cuDevicePrimaryCtxRelease_v2(1), CUDA_SUCCESS);
+
+	printf("%d passed, %d failed\n", npass, nfail);
+	return nfail ? 1 : 0;
+}

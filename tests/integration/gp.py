@@ -1,0 +1,199 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Harness for the integration tests: runs the real gpuprobe binary, with real BPF,
+against the workload programs on the stand-in driver, and checks exact numbers in its
+--json output. Standard library only."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OUT = os.path.join(ROOT, ".output")
+GPUPROBE = os.path.join(OUT, "gpuprobe")
+FAKECUDA = os.path.join(OUT, "fakecuda", "libcuda.so.1")
+FAKECUDA_DIR = os.path.dirname(FAKECUDA)
+
+
+def app(name):
+    return os.path.join(OUT, "apps", name)
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def eq(actual, expected, what):
+    if actual != expected:
+        raise Failure(f"{what}: expected {expected!r}, got {actual!r}")
+
+
+def json_lines(text):
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{") and '"mode"' in line:
+            out.append(json.loads(line))
+    return out
+
+
+def reports(text, kind=None, mode="memleak"):
+    return [r for r in json_lines(text)
+            if r.get("mode") == mode and (kind is None or r.get("report") == kind)]
+
+
+def final(text, mode="memleak"):
+    rs = reports(text, "final", mode)
+    check(len(rs) == 1, f"expected one final {mode} report, got {len(rs)}:\n{text[-2000:]}")
+    return rs[0]
+
+
+def proc(report, pid):
+    for p in report["processes"]:
+        if p["pid"] == pid:
+            return p
+    raise Failure(f"PID {pid} not in report: {[p['pid'] for p in report['processes']]}")
+
+
+def truth(stderr):
+    """The workload's own account of what it did (its last JSON line on stderr)."""
+    for line in reversed(stderr.splitlines()):
+        line = line.strip()
+        if line.startswith("{") and '"api"' in line:
+            return json.loads(line)
+    raise Failure(f"workload printed no ground truth:\n{stderr[-2000:]}")
+
+
+def run(args, timeout=60, env=None, **kw):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=e, **kw)
+
+
+def gpuprobe(args, cmd=None, timeout=60, env=None):
+    argv = [GPUPROBE] + args
+    if cmd:
+        argv += ["--"] + cmd
+    return run(argv, timeout=timeout, env=env)
+
+
+class Background:
+    """A process in the background whose stdout and stderr are collected to files."""
+
+    def __init__(self, argv, env=None):
+        e = dict(os.environ)
+        if env:
+            e.update(env)
+        self.out = tempfile.TemporaryFile(mode="w+")
+        self.err = tempfile.TemporaryFile(mode="w+")
+        self.p = subprocess.Popen(argv, stdout=self.out, stderr=self.err, text=True, env=e)
+        self.pid = self.p.pid
+
+    def _read(self, f):
+        f.flush()
+        f.seek(0)
+        return f.read()
+
+    def stdout(self):
+        return self._read(self.out)
+
+    def stderr(self):
+        return self._read(self.err)
+
+    def wait_for(self, text, where="stdout", timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            s = self.stdout() if where == "stdout" else self.stderr()
+            if text in s:
+                return s
+            if self.p.poll() is not None:
+                s = self.stdout() if where == "stdout" else self.stderr()
+                if text in s:
+                    return s
+                raise Failure(f"exited ({self.p.returncode}) before printing {text!r}: "
+                              f"{self.stderr()[-1500:]}")
+            time.sleep(0.02)
+        raise Failure(f"timed out waiting for {text!r} on {where}: {self.stderr()[-1500:]}")
+
+    def signal(self, sig):
+        self.p.send_signal(sig)
+
+    def wait(self, timeout=30):
+        return self.p.wait(timeout=timeout)
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+def start_app(argv, env=None):
+    """Starts a workload with --wait and returns it once it printed READY."""
+    b = Background(argv, env=env)
+    b.wait_for("READY")
+    return b
+
+
+def start_gpuprobe(args, env=None):
+    b = Background([GPUPROBE] + args, env=env)
+    b.wait_for("gpuprobe: tracing", where="stderr")
+    return b
+
+
+OUR_PROGS = {"mem_alloc_enter", "mem_pitch_enter", "mem_free_enter", "mem_map_enter",
+             "mem_unmap_enter", "mem_leave", "mem_proc_exit"}
+
+
+def our_bpf_programs():
+    """Names of loaded BPF programs that belong to gpuprobe (truncated to 15 chars)."""
+    r = run(["bpftool", "prog", "show", "-j"])
+    progs = json.loads(r.stdout or "[]")
+    short = {n[:15] for n in OUR_PROGS}
+    return [p.get("name") for p in progs if p.get("name") in short]
+
+
+def assert_nothing_attached():
+    # links and programs are released when the last fd closes; freeing is deferred (RCU)
+    deadline = time.time() + 3
+    left = our_bpf_programs()
+    while left and time.time() < deadline:
+        time.sleep(0.1)
+        left = our_bpf_programs()
+    eq(left, [], "gpuprobe BPF programs still loaded")
+
+
+def one_error_line(r, contains):
+    check(r.returncode != 0, f"expected a non-zero exit, got 0; stderr: {r.stderr!r}")
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    eq(len(lines), 1, f"stderr lines ({r.stderr!r})")
+    check(lines[0].startswith("gpuprobe: "), f"error line should start with 'gpuprobe: ': {lines[0]!r}")
+    check(contains in lines[0], f"{contains!r} not in {lines[0]!r}")
+
+
+def main(tests):
+    passed = failed = 0
+    only = sys.argv[1:]
+    for t in tests:
+        name = t.__name__
+        if only and not any(o in name for o in only):
+            continue
+        t0 = time.time()
+        try:
+            t()
+            passed += 1
+            print(f"ok - {name} ({time.time() - t0:.1f}s)", flush=True)
+        except Exception as e:  # every failure is reported, the run goes on
+            failed += 1
+            detail = str(e) if isinstance(e, Failure) else traceback.format_exc()
+            print(f"not ok - {name}: {detail}", flush=True)
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)

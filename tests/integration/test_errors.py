@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Bad input and missing features: one clear line on stderr, a non-zero exit, and no
+BPF program left loaded."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+
+import gp
+from gp import FAKECUDA, GPUPROBE, app, check, eq, one_error_line
+
+TMP = tempfile.mkdtemp(prefix="gp-errors-")
+
+
+def tmpfile(name, data):
+    path = os.path.join(TMP, name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def expect_error(args, contains, env=None, usage=False):
+    r = gp.gpuprobe(args, env=env)
+    if usage:
+        eq(r.returncode, 2, f"usage error exit status ({r.stderr!r})")
+        first = r.stderr.splitlines()[0] if r.stderr else ""
+        check(contains in first, f"{contains!r} not in {first!r}")
+    else:
+        one_error_line(r, contains)
+    check(r.stdout == "", f"nothing on stdout, got {r.stdout[:200]!r}")
+    gp.assert_nothing_attached()
+    return r
+
+
+def test_unknown_flag():
+    expect_error(["--memleak", "--bogus"], "unrecognized option", usage=True)
+
+
+def test_no_mode():
+    expect_error(["-p", "1"], "choose a mode", usage=True)
+
+
+def test_bad_numbers():
+    expect_error(["--memleak", "-p", "abc"], "invalid PID", usage=True)
+    expect_error(["--memleak", "--ringbuf-size", "5000"], "power of two", usage=True)
+    expect_error(["--memleak", "--interval", "-1"], "invalid interval", usage=True)
+
+
+def test_pid_that_does_not_exist():
+    # PIDs above pid_max cannot exist
+    pid_max = int(open("/proc/sys/kernel/pid_max").read())
+    expect_error(["--memleak", "-p", str(pid_max + 1)], f"no process with PID {pid_max + 1}")
+
+
+def test_pid_without_libcuda():
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        expect_error(["--memleak", "-p", str(p.pid)], f"PID {p.pid} does not map libcuda")
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_libcuda_missing():
+    expect_error(["--memleak", "--libcuda", "/nonexistent/libcuda.so.1"], "No such file or directory")
+
+
+def test_libcuda_not_elf():
+    path = tmpfile("text.so", b"this is not an ELF file\n" * 10)
+    expect_error(["--memleak", "--libcuda", path], "not an ELF file")
+
+
+def test_libcuda_corrupt_elf():
+    data = bytearray(open(FAKECUDA, "rb").read())
+    # section header table pointed past the end of the file, count made absurd
+    data[0x28:0x30] = (len(data) * 4).to_bytes(8, "little")
+    data[0x3c:0x3e] = (0xfff0).to_bytes(2, "little")
+    path = tmpfile("corrupt.so", bytes(data))
+    expect_error(["--memleak", "--libcuda", path], "corrupt ELF")
+
+
+def test_libcuda_truncated_elf():
+    path = tmpfile("truncated.so", open(FAKECUDA, "rb").read()[:100])
+    r = gp.gpuprobe(["--memleak", "--libcuda", path])
+    one_error_line(r, path)
+    gp.assert_nothing_attached()
+
+
+def test_library_that_is_not_cuda():
+    libc = "/lib/x86_64-linux-gnu/libc.so.6"
+    expect_error(["--memleak", "--libcuda", libc], "not a CUDA driver library")
+
+
+def test_no_privilege():
+    check(shutil.which("setpriv"), "setpriv (util-linux) is needed")
+    r = gp.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                "--inh-caps=-all", GPUPROBE, "--memleak", "--libcuda", FAKECUDA, "--",
+                app("memleak_app")])
+    one_error_line(r, "permission denied")
+    gp.assert_nothing_attached()
+
+
+def fake_sysfs(btf=True, uprobe=True):
+    root = tempfile.mkdtemp(prefix="sysfs-", dir=TMP)
+    if btf:
+        os.makedirs(os.path.join(root, "kernel/btf"))
+        open(os.path.join(root, "kernel/btf/vmlinux"), "w").close()
+    if uprobe:
+        os.makedirs(os.path.join(root, "bus/event_source/devices/uprobe"))
+        open(os.path.join(root, "bus/event_source/devices/uprobe/type"), "w").close()
+    return root
+
+
+def test_kernel_without_btf():
+    expect_error(["--memleak", "--libcuda", FAKECUDA], "no BTF",
+                 env={"GPUPROBE_SYSFS": fake_sysfs(btf=False)})
+
+
+def test_kernel_without_uprobes():
+    expect_error(["--memleak", "--libcuda", FAKECUDA], "no uprobes",
+                 env={"GPUPROBE_SYSFS": fake_sysfs(uprobe=False)})
+
+
+def test_system_wide_without_any_libcuda():
+    env = {"LD_LIBRARY_PATH": ""}
+    if any(os.path.exists(os.path.join(d, "libcuda.so.1"))
+           for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/nvidia/lib64")):
+        return  # a real driver is installed: nothing to test here
+    # only meaningful while no running process maps a libcuda
+    expect_error(["--memleak"], "no libcuda.so.1 found", env=env)
+
+
+def test_nothing_left_after_command_is_killed():
+    a = gp.Background([GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "--",
+                       app("memleak_app"), "--wait"])
+    a.wait_for("READY")
+    check(gp.our_bpf_programs(), "programs loaded while tracing")
+    a.signal(signal.SIGKILL)
+    a.wait()
+    gp.assert_nothing_attached()
+    # the workload, held before its work, is orphaned: end it
+    subprocess.run(["pkill", "-f", "memleak_app --wait"])
+
+
+if __name__ == "__main__":
+    try:
+        gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)

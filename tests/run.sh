@@ -1,0 +1,45 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Runs every suite (unit, stand-in self-test, integration with real BPF) and ends with
+# one line "N passed, M failed" summing them all. Exit status non-zero on any failure.
+cd "$(dirname "$0")/.." || exit 1
+out=.output
+total_pass=0
+total_fail=0
+log=$out/test-logs
+mkdir -p "$log"
+
+# Each suite prints lines and ends with "N passed, M failed".
+run_suite() {
+	name=$1
+	shift
+	echo "=== $name"
+	"$@" >"$log/$name.log" 2>&1
+	rc=$?
+	cat "$log/$name.log"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log/$name.log" | tail -1)
+	if [ -z "$line" ]; then
+		echo "not ok - suite $name printed no summary (exit $rc)"
+		total_fail=$((total_fail + 1))
+		return
+	fi
+	p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')
+	f=$(echo "$line" | sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/')
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "not ok - suite $name exited $rc"
+		f=1
+	fi
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+}
+
+for t in $out/unit/test_*; do
+	[ -x "$t" ] && run_suite "unit-$(basename "$t")" "$t"
+done
+run_suite fakecuda-smoke $out/apps/fakecuda_smoke
+for t in tests/integration/test_*.py; do
+	run_suite "integration-$(basename "$t" .py)" python3 "$t"
+done
+
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

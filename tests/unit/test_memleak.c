@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The --memleak aggregator and the event dispatcher, fed with hand-made records. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "apis.h"
+#include "events.h"
+#include "memleak.h"
+#include "unit.h"
+#include "u64map.h"
+
+static int fake_sym(void *ctx, int pid, uint64_t addr, char *buf, size_t len)
+{
+	int *calls = ctx;
+
+	(*calls)++;
+	snprintf(buf, len, "f%d_%llx", pid, (unsigned long long)addr);
+	return 0;
+}
+
+static struct gp_alloc_event alloc_ev(uint32_t pid, uint32_t api, uint64_t addr, uint64_t size)
+{
+	struct gp_alloc_event e;
+
+	memset(&e, 0, sizeof(e));
+	e.type = GP_EV_ALLOC;
+	e.api = api;
+	e.pid = pid;
+	e.tid = pid + 1;
+	e.ts_ns = 1000;
+	e.addr = addr;
+	e.size = size;
+	e.nr_stack = 2;
+	e.stack[0] = 0x1000;
+	e.stack[1] = 0x2000;
+	strcpy(e.comm, "app");
+	return e;
+}
+
+static struct gp_free_event free_ev(uint32_t type, uint32_t pid, uint32_t api, uint64_t addr)
+{
+	struct gp_free_event e;
+
+	memset(&e, 0, sizeof(e));
+	e.type = type;
+	e.api = api;
+	e.pid = pid;
+	e.addr = addr;
+	strcpy(e.comm, "app");
+	return e;
+}
+
+static struct ml_proc *only_proc(struct memleak *ml, uint32_t pid)
+{
+	struct ml_proc **v;
+	size_t n = memleak__procs(ml, &v);
+
+	for (size_t i = 0; i < n; i++)
+		if (v[i]->pid == pid)
+			return v[i];
+	return NULL;
+}
+
+static void test_alloc_free_accounting(void)
+{
+	int calls = 0;
+	struct memleak *ml = memleak__new(0, fake_sym, &calls);
+	struct gp_alloc_event a;
+	struct gp_free_event f;
+	struct ml_proc *p;
+
+	for (int i = 0; i < 5; i++) {
+		a = alloc_ev(10, GP_API_cuMemAlloc_v2, 0x7000 + i * 0x100, 100 + i);
+		memleak__on_alloc(ml, &a);
+	}
+	for (int i = 0; i < 3; i++) {
+		f = free_ev(GP_EV_FREE, 10, GP_API_cuMemFree_v2, 0x7000 + i * 0x100);
+		memleak__on_free(ml, &f);
+	}
+	f = free_ev(GP_EV_FREE, 10, GP_API_cuMemFree_v2, 0xdead00); /* before attach */
+	memleak__on_free(ml, &f);
+	f = free_ev(GP_EV_FREE, 10, GP_API_cuMemFree_v2, 0); /* cuMemFree(0): a no-op */
+	memleak__on_free(ml, &f);
+	p = only_proc(ml, 10);
+	ASSERT_TRUE(p != NULL);
+	ASSERT_EQ(p->outstanding_allocs, 2);
+	ASSERT_EQ(p->outstanding_bytes, 103 + 104);
+	ASSERT_EQ(p->allocs_total, 5);
+	ASSERT_EQ(p->frees_total, 4);
+	ASSERT_EQ(p->untracked_frees, 1);
+	ASSERT_EQ(p->bytes_by_kind[GP_KIND_DEVICE], 207);
+	/* two distinct stack addresses symbolized once each, not once per allocation */
+	ASSERT_EQ(calls, 2);
+	ASSERT_STR_EQ(memleak__frame(p, 0x1000), "f10_1000");
+	memleak__free(ml);
+}
+
+static void test_free_families_do_not_cross(void)
+{
+	struct memleak *ml = memleak__new(0, NULL, NULL);
+	struct gp_alloc_event a = alloc_ev(7, GP_API_cuMemCreate, 5, 2 << 20);
+	struct gp_free_event f;
+	struct ml_proc *p;
+	struct ml_alloc **v;
+
+	memleak__on_alloc(ml, &a);
+	a = alloc_ev(7, GP_API_cuMemAlloc_v2, 5, 64); /* same number as the handle */
+	memleak__on_alloc(ml, &a);
+	f = free_ev(GP_EV_FREE, 7, GP_API_cuMemRelease, 5);
+	memleak__on_free(ml, &f);
+	p = only_proc(ml, 7);
+	ASSERT_EQ(p->outstanding_allocs, 1);
+	ASSERT_EQ(p->outstanding_bytes, 64);
+	ASSERT_EQ(memleak__proc_allocs(p, &v), 1);
+	ASSERT_EQ(v[0]->api, GP_API_cuMemAlloc_v2);
+	memleak__free_allocs_array(v);
+	/* without stacks the frame lookup still answers */
+	ASSERT_STR_EQ(memleak__frame(p, 0x1000), "0x1000");
+	memleak__free(ml);
+}
+
+static void test_mappings(void)
+{
+	struct memleak *ml = memleak__new(0, NULL, NULL);
+	struct gp_free_event m = free_ev(GP_EV_MAP, 3, GP_API_cuMemMap, 0x9000);
+	struct ml_proc *p;
+
+	m.size = 4096;
+	m.handle = 1;
+	memleak__on_free(ml, &m);
+	m.addr = 0xa000;
+	memleak__on_free(ml, &m);
+	m = free_ev(GP_EV_UNMAP, 3, GP_API_cuMemUnmap, 0x9000);
+	memleak__on_free(ml, &m);
+	p = only_proc(ml, 3);
+	ASSERT_EQ(p->maps_total, 2);
+	ASSERT_EQ(p->unmaps_total, 1);
+	ASSERT_EQ(p->mapped_bytes, 4096);
+	ASSERT_EQ(p->frees_total, 0);
+	memleak__free(ml);
+}
+
+static void test_exit_detaches_pid(void)
+{
+	struct memleak *ml = memleak__new(0, NULL, NULL);
+	struct gp_alloc_event a = alloc_ev(42, GP_API_cuMemAlloc_v2, 0x100, 10);
+	struct gp_exit_event x = { .type = GP_EV_EXIT, .pid = 42, .ts_ns = 5000 };
+	struct ml_proc **v, *gone;
+
+	memleak__on_alloc(ml, &a);
+	gone = memleak__on_exit(ml, &x);
+	ASSERT_TRUE(gone != NULL);
+	ASSERT_TRUE(gone->exited);
+	ASSERT_EQ(gone->outstanding_allocs, 1);
+	/* PID reuse: the new process starts clean */
+	a = alloc_ev(42, GP_API_cuMemAlloc_v2, 0x200, 20);
+	memleak__on_alloc(ml, &a);
+	ASSERT_EQ(memleak__procs(ml, &v), 2);
+	ASSERT_TRUE(!v[0]->exited);
+	ASSERT_EQ(v[0]->outstanding_bytes, 20);
+	ASSERT_TRUE(v[1]->exited);
+	ASSERT_EQ(v[1]->outstanding_bytes, 10);
+	memleak__reap_exited(ml);
+	ASSERT_EQ(memleak__procs(ml, &v), 1);
+	/* an exit of a process never seen is ignored */
+	x.pid = 99;
+	ASSERT_TRUE(memleak__on_exit(ml, &x) == NULL);
+	memleak__free(ml);
+}
+
+static void test_table_limit(void)
+{
+	struct memleak *ml = memleak__new(3, NULL, NULL);
+	struct gp_alloc_event a;
+	struct gp_free_event f;
+
+	for (int i = 0; i < 5; i++) {
+		a = alloc_ev(1, GP_API_cuMemAlloc_v2, 0x100 * (i + 1), 1);
+		memleak__on_alloc(ml, &a);
+	}
+	ASSERT_EQ(memleak__table_full(ml), 2);
+	f = free_ev(GP_EV_FREE, 1, GP_API_cuMemFree_v2, 0x100);
+	memleak__on_free(ml, &f);
+	a = alloc_ev(1, GP_API_cuMemAlloc_v2, 0x900, 1); /* room again after a free */
+	memleak__on_alloc(ml, &a);
+	ASSERT_EQ(memleak__table_full(ml), 2);
+	memleak__free(ml);
+}
+
+static void test_reused_address_replaces(void)
+{
+	struct memleak *ml = memleak__new(0, NULL, NULL);
+	struct gp_alloc_event a = alloc_ev(1, GP_API_cuMemAlloc_v2, 0x100, 10);
+	struct ml_proc *p;
+
+	memleak__on_alloc(ml, &a);
+	a.size = 30; /* its free was lost: the driver's word wins */
+	memleak__on_alloc(ml, &a);
+	p = only_proc(ml, 1);
+	ASSERT_EQ(p->outstanding_allocs, 1);
+	ASSERT_EQ(p->outstanding_bytes, 30);
+	memleak__free(ml);
+}
+
+static int n_alloc, n_free, n_exit;
+static void c_alloc(void *c, const struct gp_alloc_event *e) { (void)c; (void)e; n_alloc++; }
+static void c_free(void *c, const struct gp_free_event *e) { (void)c; (void)e; n_free++; }
+static void c_exit(void *c, const struct gp_exit_event *e) { (void)c; (void)e; n_exit++; }
+
+static void test_dispatch_by_type_and_size(void)
+{
+	struct gp_handlers h = { .on_alloc = c_alloc, .on_free = c_free, .on_exit = c_exit };
+	struct gp_events *ev = gp_events__new(&h);
+	struct gp_alloc_event a = alloc_ev(1, 1, 1, 1);
+	struct gp_free_event f = free_ev(GP_EV_UNMAP, 1, 1, 1);
+	struct gp_exit_event x = { .type = GP_EV_EXIT };
+	__u32 bogus = 77;
+
+	ASSERT_EQ(gp_events__dispatch(ev, &a, sizeof(a)), 0);
+	ASSERT_EQ(gp_events__dispatch(ev, &f, sizeof(f)), 0);
+	ASSERT_EQ(gp_events__dispatch(ev, &x, sizeof(x)), 0);
+	ASSERT_EQ(gp_events__dispatch(ev, &a, sizeof(a) - 8), -22); /* short record */
+	ASSERT_EQ(gp_events__dispatch(ev, &bogus, sizeof(bogus)), -22);
+	ASSERT_EQ(gp_events__dispatch(ev, &bogus, 2), -22);
+	ASSERT_EQ(n_alloc, 1);
+	ASSERT_EQ(n_free, 1);
+	ASSERT_EQ(n_exit, 1);
+	ASSERT_EQ(gp_events__handled(ev), 3);
+	ASSERT_EQ(gp_events__malformed(ev), 3);
+	gp_events__free(ev);
+}
+
+static void test_u64map_many(void)
+{
+	struct u64map *m = u64map__new();
+	static int vals[20000];
+	size_t it = 0, seen = 0;
+	uint64_t k;
+	void *v;
+
+	for (int i = 0; i < 20000; i++)
+		ASSERT_EQ(u64map__put(m, (uint64_t)i << 8, &vals[i]), 0);
+	ASSERT_EQ(u64map__size(m), 20000);
+	/* delete every other key: the rest must stay reachable (backward-shift delete) */
+	for (int i = 0; i < 20000; i += 2)
+		ASSERT_TRUE(u64map__del(m, (uint64_t)i << 8) == &vals[i]);
+	for (int i = 0; i < 20000; i++)
+		ASSERT_TRUE(u64map__get(m, (uint64_t)i << 8) == (i % 2 ? &vals[i] : NULL));
+	while (u64map__next(m, &it, &k, &v))
+		seen++;
+	ASSERT_EQ(seen, 10000);
+	ASSERT_TRUE(u64map__del(m, 12345) == NULL);
+	ASSERT_EQ(u64map__put(m, 1, NULL), -22);
+	u64map__free(m);
+	u64map__free(NULL);
+}
+
+static void test_api_table(void)
+{
+	ASSERT_STR_EQ(gp_api_name(GP_API_cuMemAllocAsync_ptsz), "cuMemAllocAsync_ptsz");
+	ASSERT_STR_EQ(gp_api_name(9999), "unknown");
+	ASSERT_EQ(gp_mem_apis_cnt, GP_API__COUNT - 1);
+	for (int i = 0; i < gp_mem_apis_cnt; i++)
+		ASSERT_EQ(gp_mem_apis[i].id, i + 1);
+	ASSERT_STR_EQ(gp_kind_name(GP_KIND_HOST), "host_pinned");
+}
+
+int main(void)
+{
+	RUN_TEST(test_alloc_free_accounting);
+	RUN_TEST(test_free_families_do_not_cross);
+	RUN_TEST(test_mappings);
+	RUN_TEST(test_exit_detaches_pid);
+	RUN_TEST(test_table_limit);
+	RUN_TEST(test_reused_address_replaces);
+	RUN_TEST(test_dispatch_by_type_and_size);
+	RUN_TEST(test_u64map_many);
+	RUN_TEST(test_api_table);
+	memleak__free(NULL);
+	return unit_done();
+}
