@@ -19,13 +19,13 @@ endif
 CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fno-omit-frame-pointer -MMD -MP
 INCLUDES := -I$(OUTPUT) -Isrc -Ibpf
-LIBS := -lbpf -lelf -lz -ljson-c -liberty
+LIBS := -lbpf -lelf -lz -ljson-c -liberty -lpthread
 ifeq ($(STATIC),1)
 LDFLAGS += -static
 LIBS += -lzstd -lpthread
 endif
 
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Wall -Werror
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Wall -Werror
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))

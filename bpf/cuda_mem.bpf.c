@@ -218,38 +218,39 @@ static __always_inline int leave(struct pt_regs *ctx)
 	return 0;
 }
 
+/*
+ * One entry program for every memory entry point: the attach cookie says which one, and
+ * so how to read its arguments. One program means one uprobe_multi link per library,
+ * attached and detached in one go.
+ */
 SEC("uprobe")
-int BPF_KPROBE(mem_alloc_enter, void *out, __u64 size)
+int mem_enter(struct pt_regs *ctx)
 {
-	return enter(ctx, SHAPE_ALLOC, (__u64)out, size, 0);
-}
+	__u64 a0 = PT_REGS_PARM1(ctx), a1 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM4(ctx);
 
-SEC("uprobe")
-int BPF_KPROBE(mem_pitch_enter, void *out, void *pitch, __u64 width, __u64 height)
-{
-	return enter(ctx, SHAPE_PITCH, (__u64)out, (__u64)pitch, height);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(mem_free_enter, __u64 addr)
-{
-	return enter(ctx, SHAPE_FREE, addr, 0, 0);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(mem_map_enter, __u64 addr, __u64 size, __u64 offset, __u64 handle)
-{
-	return enter(ctx, SHAPE_MAP, addr, size, handle);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(mem_unmap_enter, __u64 addr, __u64 size)
-{
-	return enter(ctx, SHAPE_UNMAP, addr, size, 0);
+	switch ((__u32)bpf_get_attach_cookie(ctx)) {
+	case GP_API_cuMemAllocPitch_v2:
+		/* (CUdeviceptr *out, size_t *pitch, size_t width, size_t height, ...) */
+		return enter(ctx, SHAPE_PITCH, a0, a1, a3);
+	case GP_API_cuMemFree_v2:
+	case GP_API_cuMemFreeAsync:
+	case GP_API_cuMemFreeAsync_ptsz:
+	case GP_API_cuMemFreeHost:
+	case GP_API_cuMemRelease:
+		return enter(ctx, SHAPE_FREE, a0, 0, 0);
+	case GP_API_cuMemMap:
+		/* (CUdeviceptr ptr, size_t size, size_t offset, handle, flags) */
+		return enter(ctx, SHAPE_MAP, a0, a1, a3);
+	case GP_API_cuMemUnmap:
+		return enter(ctx, SHAPE_UNMAP, a0, a1, 0);
+	default:
+		/* (T *out, size_t size, ...) */
+		return enter(ctx, SHAPE_ALLOC, a0, a1, 0);
+	}
 }
 
 SEC("uretprobe")
-int BPF_KRETPROBE(mem_leave)
+int mem_leave(struct pt_regs *ctx)
 {
 	return leave(ctx);
 }

@@ -6,6 +6,10 @@
 #ifndef GPUPROBE_H
 #define GPUPROBE_H
 
+#ifndef __VMLINUX_H__ /* user space; BPF gets the types from vmlinux.h */
+#include <linux/types.h>
+#endif
+
 #define GP_MAX_STACK 32
 #define GP_COMM_LEN 16
 
@@ -15,6 +19,8 @@ enum gp_event_type {
 	GP_EV_MAP = 3,   /* cuMemMap: a physical handle mapped at an address */
 	GP_EV_UNMAP = 4, /* cuMemUnmap */
 	GP_EV_EXIT = 5,  /* a traced process exited (its last thread) */
+	GP_EV_NAME = 6,  /* a kernel handle was created with a name */
+	GP_EV_STUB = 8,  /* a launch of a handle never named: its stack, once */
 };
 
 /*
@@ -40,6 +46,23 @@ enum gp_api {
 	GP_API_cuMemRelease,
 	GP_API_cuMemMap,
 	GP_API_cuMemUnmap,
+	GP_API_cuLaunchKernel,
+	GP_API_cuLaunchKernel_ptsz,
+	GP_API_cuLaunchKernelEx,
+	GP_API_cuLaunchKernelEx_ptsz,
+	GP_API_cuLaunchCooperativeKernel,
+	GP_API_cuLaunchCooperativeKernel_ptsz,
+	GP_API_cuGraphLaunch,
+	GP_API_cuGraphLaunch_ptsz,
+	GP_API_cuModuleGetFunction,
+	GP_API_cuLibraryGetKernel,
+	GP_API_cuKernelGetFunction,
+	GP_API_cuStreamSynchronize,
+	GP_API_cuStreamSynchronize_ptsz,
+	GP_API_cuCtxSynchronize,
+	GP_API_cuEventSynchronize,
+	GP_API_cuModuleUnload,
+	GP_API_cuLibraryUnload,
 	GP_API__COUNT,
 };
 
@@ -94,6 +117,88 @@ struct gp_exit_event {
 	__u32 pid;
 	__u64 ts_ns;
 	char comm[GP_COMM_LEN];
+};
+
+/* --cudatrace: how a handle was launched (part of the in-kernel aggregation key) */
+enum gp_launch_kind {
+	GP_LAUNCH_KERNEL = 0,      /* cuLaunchKernel */
+	GP_LAUNCH_EX = 1,          /* cuLaunchKernelEx */
+	GP_LAUNCH_COOPERATIVE = 2, /* cuLaunchCooperativeKernel */
+	GP_LAUNCH_GRAPH = 3,       /* cuGraphLaunch: handle is the CUgraphExec */
+};
+
+/* Launch counts live in a BPF hash under this key; nothing crosses the ring buffer
+ * per launch. */
+struct gp_launch_key {
+	__u32 pid;
+	__u32 kind;
+	__u64 handle;
+	__u32 grid[3];
+	__u32 block[3];
+	__u32 gen; /* the naming that was valid at launch (gp_name_event.gen); 0: none */
+	__u32 _pad;
+};
+
+#define GP_HIST_SLOTS 32
+
+/* A log2 histogram of durations in microseconds, with totals. */
+struct gp_hist {
+	__u64 count;    /* calls (counted at entry) */
+	__u64 timed;    /* calls whose return was seen */
+	__u64 total_ns;
+	__u64 max_ns;
+	__u64 slots[GP_HIST_SLOTS];
+};
+
+enum gp_hist_kind {
+	GP_HIST_LAUNCH = 0, /* launch API latency, entry to return */
+	GP_HIST_SYNC = 1,   /* time blocked in stream/context/event synchronize */
+	GP_HIST__COUNT,
+};
+
+struct gp_hist_key {
+	__u32 pid;
+	__u32 kind; /* enum gp_hist_kind */
+};
+
+enum gp_name_kind {
+	GP_NAME_FUNCTION = 0, /* CUfunction from cuModuleGetFunction */
+	GP_NAME_KERNEL = 1,   /* CUkernel from cuLibraryGetKernel */
+};
+
+#define GP_NAME_LEN 256
+
+/* Each naming gets a generation, unique in the run: launches carry the generation valid
+ * when they happened, so a handle value reused for another kernel, or launched after
+ * its module was unloaded, is never misnamed. */
+struct gp_name_event {
+	__u32 type; /* GP_EV_NAME */
+	__u32 pid;
+	__u32 kind; /* enum gp_name_kind */
+	__u32 gen;
+	__u64 handle;
+	__u64 owner; /* the CUmodule or CUlibrary */
+	char comm[GP_COMM_LEN];
+	char name[GP_NAME_LEN];
+};
+
+struct gp_stub_event {
+	__u32 type; /* GP_EV_STUB */
+	__u32 pid;
+	__u64 handle;
+	__u32 nr_stack;
+	__u32 _pad;
+	__u64 stack[GP_MAX_STACK];
+};
+
+/* BPF .bss counters of cuda_launch.bpf.c */
+enum gp_ldrop {
+	GP_LDROP_RINGBUF = 0, /* name/alias/stub/exit records lost */
+	GP_LDROP_KEYS = 1,    /* launch table full: launches not counted */
+	GP_LDROP_PENDING = 2, /* entry->return table full */
+	GP_LDROP_NORETURN = 3,
+	GP_LDROP_PROCS = 4,
+	GP_LDROP__COUNT,
 };
 
 #endif /* GPUPROBE_H */

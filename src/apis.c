@@ -25,6 +25,29 @@ const struct gp_api_info gp_mem_apis[] = {
 };
 const int gp_mem_apis_cnt = sizeof(gp_mem_apis) / sizeof(gp_mem_apis[0]);
 
+/* Launch-side entry points. cuLaunchKernelEx takes the function as its second argument
+ * and its grid/block in the config struct (see GPU-MACHINE.md). */
+const struct gp_launch_api_info gp_launch_apis[] = {
+	{ GP_API_cuLaunchKernel, "cuLaunchKernel", GP_LP_KERNEL },
+	{ GP_API_cuLaunchKernel_ptsz, "cuLaunchKernel_ptsz", GP_LP_KERNEL },
+	{ GP_API_cuLaunchKernelEx, "cuLaunchKernelEx", GP_LP_EX },
+	{ GP_API_cuLaunchKernelEx_ptsz, "cuLaunchKernelEx_ptsz", GP_LP_EX },
+	{ GP_API_cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel", GP_LP_COOP },
+	{ GP_API_cuLaunchCooperativeKernel_ptsz, "cuLaunchCooperativeKernel_ptsz", GP_LP_COOP },
+	{ GP_API_cuGraphLaunch, "cuGraphLaunch", GP_LP_GRAPH },
+	{ GP_API_cuGraphLaunch_ptsz, "cuGraphLaunch_ptsz", GP_LP_GRAPH },
+	{ GP_API_cuModuleGetFunction, "cuModuleGetFunction", GP_LP_NAME },
+	{ GP_API_cuLibraryGetKernel, "cuLibraryGetKernel", GP_LP_NAME },
+	{ GP_API_cuKernelGetFunction, "cuKernelGetFunction", GP_LP_ALIAS },
+	{ GP_API_cuStreamSynchronize, "cuStreamSynchronize", GP_LP_SYNC },
+	{ GP_API_cuStreamSynchronize_ptsz, "cuStreamSynchronize_ptsz", GP_LP_SYNC },
+	{ GP_API_cuCtxSynchronize, "cuCtxSynchronize", GP_LP_SYNC },
+	{ GP_API_cuEventSynchronize, "cuEventSynchronize", GP_LP_SYNC },
+	{ GP_API_cuModuleUnload, "cuModuleUnload", GP_LP_UNLOAD },
+	{ GP_API_cuLibraryUnload, "cuLibraryUnload", GP_LP_UNLOAD },
+};
+const int gp_launch_apis_cnt = sizeof(gp_launch_apis) / sizeof(gp_launch_apis[0]);
+
 const struct gp_api_info *gp_api_info(unsigned int id)
 {
 	for (int i = 0; i < gp_mem_apis_cnt; i++)
@@ -37,7 +60,12 @@ const char *gp_api_name(unsigned int id)
 {
 	const struct gp_api_info *a = gp_api_info(id);
 
-	return a ? a->name : "unknown";
+	if (a)
+		return a->name;
+	for (int i = 0; i < gp_launch_apis_cnt; i++)
+		if ((unsigned int)gp_launch_apis[i].id == id)
+			return gp_launch_apis[i].name;
+	return "unknown";
 }
 
 const char *gp_kind_name(unsigned int kind)

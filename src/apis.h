@@ -24,6 +24,27 @@ struct gp_api_info {
 	bool required;        /* a library without it is not a CUDA driver */
 };
 
+/* Which program of bpf/cuda_launch.bpf.c an entry point gets. */
+enum gp_launch_prog {
+	GP_LP_KERNEL,  /* cuLaunchKernel shape */
+	GP_LP_COOP,    /* cuLaunchCooperativeKernel shape */
+	GP_LP_EX,      /* cuLaunchKernelEx: config struct first */
+	GP_LP_GRAPH,   /* cuGraphLaunch */
+	GP_LP_SYNC,    /* stream/context/event synchronize */
+	GP_LP_NAME,    /* handle creation with a name: always needs its return */
+	GP_LP_ALIAS,   /* cuKernelGetFunction: always needs its return */
+	GP_LP_UNLOAD,  /* cuModuleUnload/cuLibraryUnload: their handles go stale */
+};
+
+struct gp_launch_api_info {
+	enum gp_api id;
+	const char *name;
+	enum gp_launch_prog prog;
+};
+
+extern const struct gp_launch_api_info gp_launch_apis[];
+extern const int gp_launch_apis_cnt;
+
 /* The memory entry points, in enum order; GP_API_NONE excluded. */
 extern const struct gp_api_info gp_mem_apis[];
 extern const int gp_mem_apis_cnt;

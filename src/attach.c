@@ -1,15 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/bpf.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "attach.h"
+#include "elfsym.h"
+
+/* Not in older uapi headers (Linux 6.6). */
+#define GP_BPF_TRACE_UPROBE_MULTI 48
+#define GP_BPF_F_UPROBE_MULTI_RETURN 1U
 
 struct attach_set {
-	struct bpf_link **links;
+	struct bpf_link **links; /* libbpf links (perf-event uprobes, tracepoints) */
 	int n, cap;
+	int *fds; /* uprobe_multi link fds */
+	int nfd, capfd;
+	int probes;
 };
 
 struct attach_set *attach_set__new(void)
@@ -17,13 +31,53 @@ struct attach_set *attach_set__new(void)
 	return calloc(1, sizeof(struct attach_set));
 }
 
+#define DETACH_THREADS 16
+
+struct detach_slice {
+	struct attach_set *s;
+	int first, step;
+};
+
+static void *detach_thread(void *arg)
+{
+	struct detach_slice *sl = arg;
+	int total = sl->s->n + sl->s->nfd;
+
+	for (int i = sl->first; i < total; i += sl->step) {
+		if (i < sl->s->n)
+			bpf_link__destroy(sl->s->links[i]);
+		else
+			close(sl->s->fds[i - sl->s->n]);
+	}
+	return NULL;
+}
+
+/* A uprobe_multi link's release waits for one RCU grace period; several links released
+ * from several threads wait for theirs together. */
 void attach_set__free(struct attach_set *s)
 {
+	pthread_t tids[DETACH_THREADS];
+	struct detach_slice sl[DETACH_THREADS];
+	bool started[DETACH_THREADS] = {};
+	int total, nt;
+
 	if (!s)
 		return;
-	for (int i = 0; i < s->n; i++)
-		bpf_link__destroy(s->links[i]);
+	total = s->n + s->nfd;
+	nt = total < DETACH_THREADS ? total : DETACH_THREADS;
+	for (int t = 0; t < nt; t++) {
+		sl[t].s = s;
+		sl[t].first = t;
+		sl[t].step = nt;
+		started[t] = pthread_create(&tids[t], NULL, detach_thread, &sl[t]) == 0;
+		if (!started[t])
+			detach_thread(&sl[t]);
+	}
+	for (int t = 0; t < nt; t++)
+		if (started[t])
+			pthread_join(tids[t], NULL);
 	free(s->links);
+	free(s->fds);
 	free(s);
 }
 
@@ -39,31 +93,207 @@ int attach_set__add(struct attach_set *s, struct bpf_link *link)
 		s->cap = cap;
 	}
 	s->links[s->n++] = link;
+	s->probes++;
 	return 0;
 }
 
-int attach_set__uprobe(struct attach_set *s, struct bpf_program *prog, const char *path,
-		       const char *func, pid_t pid, bool retprobe, __u64 cookie)
+static int add_fd(struct attach_set *s, int fd, int probes)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = func, .retprobe = retprobe,
-		    .bpf_cookie = cookie);
-	struct bpf_link *link;
-	int err;
+	if (s->nfd == s->capfd) {
+		int cap = s->capfd ? s->capfd * 2 : 16;
+		int *n = realloc(s->fds, cap * sizeof(*n));
 
-	/* libbpf resolves func in the file's symbol tables itself; path must be absolute
-	 * (it only searches a few fixed folders for bare names) */
-	link = bpf_program__attach_uprobe_opts(prog, pid, path, 0, &opts);
-	if (!link)
-		return -errno;
-	err = attach_set__add(s, link);
-	if (err)
-		bpf_link__destroy(link);
-	return err;
+		if (!n)
+			return -ENOMEM;
+		s->fds = n;
+		s->capfd = cap;
+	}
+	s->fds[s->nfd++] = fd;
+	s->probes += probes;
+	return 0;
 }
 
 int attach_set__count(const struct attach_set *s)
 {
-	return s->n;
+	return s->probes;
+}
+
+/* BPF_LINK_CREATE's uprobe_multi layout (include/uapi/linux/bpf.h, Linux 6.6+). */
+struct link_create_uprobe_multi {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;
+	__u64 offsets;
+	__u64 ref_ctr_offsets;
+	__u64 cookies;
+	__u32 cnt;
+	__u32 um_flags;
+	__u32 pid;
+	__u32 _pad;
+};
+
+static int link_create_uprobe_multi(int prog_fd, const char *path, const __u64 *offsets,
+				    const __u64 *cookies, __u32 cnt, __u32 flags, __u32 pid)
+{
+	struct link_create_uprobe_multi a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (__u32)prog_fd;
+	a.attach_type = GP_BPF_TRACE_UPROBE_MULTI;
+	a.path = (__u64)(unsigned long)path;
+	a.offsets = (__u64)(unsigned long)offsets;
+	a.cookies = (__u64)(unsigned long)cookies;
+	a.cnt = cnt;
+	a.um_flags = flags;
+	a.pid = pid;
+	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	return fd < 0 ? -errno : fd;
+}
+
+bool attach__has_uprobe_multi(void)
+{
+	static int cached = -1;
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = GP_BPF_TRACE_UPROBE_MULTI);
+	__u64 off = 0;
+	const char *force = getenv("GPUPROBE_NO_UPROBE_MULTI");
+	int prog, link;
+
+	if (cached >= 0)
+		return cached;
+	if (force && *force && strcmp(force, "0")) {
+		cached = 0;
+		return false;
+	}
+	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", insns, 2, &opts);
+	if (prog < 0) {
+		cached = 0;
+		return false;
+	}
+	/* a directory is refused with EBADF only by kernels that know the link type */
+	link = link_create_uprobe_multi(prog, "/", &off, NULL, 1, 0, 0);
+	cached = link == -EBADF;
+	if (link >= 0)
+		close(link);
+	close(prog);
+	return cached;
+}
+
+int attach__prepare_prog(struct bpf_program *prog, bool multi)
+{
+	return multi ? bpf_program__set_expected_attach_type(prog, GP_BPF_TRACE_UPROBE_MULTI) : 0;
+}
+
+struct resolve_ctx {
+	const char *const *names;
+	int n;
+	unsigned long long *vaddrs;
+};
+
+static int resolve_cb(const char *name, unsigned long long value, unsigned long long size,
+		      void *ctx)
+{
+	struct resolve_ctx *r = ctx;
+
+	(void)size;
+	for (int i = 0; i < r->n; i++)
+		if (!r->vaddrs[i] && !strcmp(name, r->names[i]))
+			r->vaddrs[i] = value;
+	return 0;
+}
+
+int attach__resolve(const char *path, const char *const *names, int n, long long *offsets,
+		    char *err, size_t len)
+{
+	unsigned long long *vaddrs = calloc((size_t)(n ? n : 1), sizeof(*vaddrs));
+	struct resolve_ctx rc = { .names = names, .n = n, .vaddrs = vaddrs };
+	struct elf_symtab *st = NULL;
+	int found = 0, r;
+
+	if (!vaddrs)
+		return -ENOMEM;
+	/* one pass over the dynamic symbols for every name, instead of one per attach */
+	r = elfsym__foreach_func(path, resolve_cb, &rc);
+	if (r < 0) {
+		snprintf(err, len, "%s: cannot read its symbols: %s", path, strerror(-r));
+		goto cleanup;
+	}
+	st = elf_symtab__load(path, err, len);
+	if (!st) {
+		r = -errno;
+		goto cleanup;
+	}
+	for (int i = 0; i < n; i++) {
+		offsets[i] = vaddrs[i] ? elf_symtab__vaddr_to_offset(st, vaddrs[i]) : -1;
+		if (offsets[i] >= 0)
+			found++;
+	}
+	r = found;
+cleanup:
+	elf_symtab__free(st);
+	free(vaddrs);
+	return r;
+}
+
+int attach_set__uprobes(struct attach_set *s, struct bpf_program *prog, const char *path,
+			const long long *offsets, const __u64 *cookies, int n, pid_t pid,
+			bool retprobe, bool multi)
+{
+	__u64 *offs = NULL, *cks = NULL;
+	int cnt = 0, err = 0, fd;
+
+	if (!multi) {
+		for (int i = 0; i < n; i++) {
+			LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = retprobe, .bpf_cookie = cookies[i]);
+			struct bpf_link *link;
+
+			if (offsets[i] < 0)
+				continue;
+			link = bpf_program__attach_uprobe_opts(prog, pid, path, (size_t)offsets[i], &opts);
+			if (!link)
+				return -errno;
+			err = attach_set__add(s, link);
+			if (err) {
+				bpf_link__destroy(link);
+				return err;
+			}
+		}
+		return 0;
+	}
+	offs = calloc((size_t)(n ? n : 1), sizeof(*offs));
+	cks = calloc((size_t)(n ? n : 1), sizeof(*cks));
+	if (!offs || !cks) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (int i = 0; i < n; i++) {
+		if (offsets[i] < 0)
+			continue;
+		offs[cnt] = (__u64)offsets[i];
+		cks[cnt++] = cookies[i];
+	}
+	if (!cnt)
+		goto cleanup;
+	fd = link_create_uprobe_multi(bpf_program__fd(prog), path, offs, cks, (__u32)cnt,
+				      retprobe ? GP_BPF_F_UPROBE_MULTI_RETURN : 0,
+				      pid > 0 ? (__u32)pid : 0);
+	if (fd < 0) {
+		err = fd;
+		goto cleanup;
+	}
+	err = add_fd(s, fd, cnt);
+	if (err)
+		close(fd);
+cleanup:
+	free(offs);
+	free(cks);
+	return err;
 }
 
 int attach__ensure_tracefs(void)

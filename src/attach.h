@@ -1,25 +1,45 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* "These symbols in this file, for this PID" -> BPF links, all released together. */
+/* "These functions in this file, for this PID" -> BPF links, all released together. */
 #ifndef GP_ATTACH_H
 #define GP_ATTACH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 #include <linux/types.h>
 
 struct bpf_program;
+struct bpf_link;
 struct attach_set;
 
 struct attach_set *attach_set__new(void);
 /* Detaches everything; safe on NULL. */
 void attach_set__free(struct attach_set *s);
-/* Attaches prog at the entry (or return) of func in the ELF file path, for pid (-1: every
- * process), with a BPF cookie. Returns 0 or -errno. */
-int attach_set__uprobe(struct attach_set *s, struct bpf_program *prog, const char *path,
-		       const char *func, pid_t pid, bool retprobe, __u64 cookie);
 /* Keeps a link made elsewhere (tracepoints). */
 int attach_set__add(struct attach_set *s, struct bpf_link *link);
+/* Probes attached (one per function and direction, whatever the link type). */
 int attach_set__count(const struct attach_set *s);
+
+/*
+ * Whether the kernel has uprobe_multi links (Linux 6.6): one link for many functions
+ * of a file, attached and detached in one system call each. Without them every probe is
+ * its own perf event, and removing each waits for an RCU grace period (~0.1 s) under a
+ * global lock. GPUPROBE_NO_UPROBE_MULTI=1 forces the fallback (tests use it).
+ */
+bool attach__has_uprobe_multi(void);
+/* Programs used with uprobe_multi must say so before load. */
+int attach__prepare_prog(struct bpf_program *prog, bool multi);
+
+/* File offsets of the exported functions names[0..n) of path; -1 for those missing.
+ * Returns the number found, or -errno with a reason in err. */
+int attach__resolve(const char *path, const char *const *names, int n, long long *offsets,
+		    char *err, size_t len);
+
+/* Attaches prog at the entry (or return) of the n functions at offsets (-1 entries are
+ * skipped), each with its cookie, for pid (-1: every process). 0 or -errno. */
+int attach_set__uprobes(struct attach_set *s, struct bpf_program *prog, const char *path,
+			const long long *offsets, const __u64 *cookies, int n, pid_t pid,
+			bool retprobe, bool multi);
 
 /* Mounts tracefs at /sys/kernel/tracing when it is not there (tracepoint attach needs
  * its event ids). Returns 0 or -errno. */

@@ -729,6 +729,19 @@ cleanup:
 	return vaddr;
 }
 
+long long elf_symtab__vaddr_to_offset(const struct elf_symtab *st,
+				      unsigned long long vaddr)
+{
+	for (size_t i = 0; st && i < st->nsegs; i++) {
+		const struct seg *s = &st->segs[i];
+
+		if (vaddr >= s->vaddr && vaddr - s->vaddr < s->filesz &&
+		    s->off + (vaddr - s->vaddr) <= (unsigned long long)LLONG_MAX)
+			return (long long)(s->off + (vaddr - s->vaddr));
+	}
+	return -1;
+}
+
 const char *elf_symtab__lookup(const struct elf_symtab *st,
 			       unsigned long long vaddr,
 			       unsigned long long *off)

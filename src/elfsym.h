@@ -59,6 +59,10 @@ void elf_symtab__free(struct elf_symtab *st);
 long long elf_symtab__offset_to_vaddr(const struct elf_symtab *st,
 				      unsigned long long off);
 
+/* Virtual address -> file offset (what a uprobe is placed at); -1 if no segment. */
+long long elf_symtab__vaddr_to_offset(const struct elf_symtab *st,
+				      unsigned long long vaddr);
+
 /*
  * O(log n). Returns the name of the symbol covering vaddr and the offset
  * into it, or NULL. A sized symbol covers [value, value + size); a size-0

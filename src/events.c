@@ -4,13 +4,24 @@
 #include <bpf/libbpf.h>
 #include "events.h"
 
-struct gp_events {
+#define MAX_SOURCES 8
+
+struct source {
+	struct gp_events *ev;
 	struct gp_handlers h;
+};
+
+struct gp_events {
 	struct ring_buffer *rb;
+	struct source src[MAX_SOURCES];
+	int nr_src;
 	uint64_t handled, malformed;
 };
 
-int gp_events__dispatch(struct gp_events *ev, const void *data, size_t size)
+#define CALL(h, fn, data) do { if ((h)->fn) (h)->fn((h)->ctx, data); } while (0)
+
+int gp_events__dispatch(struct gp_events *ev, const struct gp_handlers *h, const void *data,
+			size_t size)
 {
 	const __u32 *type = data;
 
@@ -20,22 +31,29 @@ int gp_events__dispatch(struct gp_events *ev, const void *data, size_t size)
 	case GP_EV_ALLOC:
 		if (size < sizeof(struct gp_alloc_event))
 			goto bad;
-		if (ev->h.on_alloc)
-			ev->h.on_alloc(ev->h.ctx, data);
+		CALL(h, on_alloc, data);
 		break;
 	case GP_EV_FREE:
 	case GP_EV_MAP:
 	case GP_EV_UNMAP:
 		if (size < sizeof(struct gp_free_event))
 			goto bad;
-		if (ev->h.on_free)
-			ev->h.on_free(ev->h.ctx, data);
+		CALL(h, on_free, data);
 		break;
 	case GP_EV_EXIT:
 		if (size < sizeof(struct gp_exit_event))
 			goto bad;
-		if (ev->h.on_exit)
-			ev->h.on_exit(ev->h.ctx, data);
+		CALL(h, on_exit, data);
+		break;
+	case GP_EV_NAME:
+		if (size < sizeof(struct gp_name_event))
+			goto bad;
+		CALL(h, on_name, data);
+		break;
+	case GP_EV_STUB:
+		if (size < sizeof(struct gp_stub_event))
+			goto bad;
+		CALL(h, on_stub, data);
 		break;
 	default:
 		goto bad;
@@ -49,17 +67,15 @@ bad:
 
 static int on_record(void *ctx, void *data, size_t size)
 {
-	gp_events__dispatch(ctx, data, size);
+	struct source *s = ctx;
+
+	gp_events__dispatch(s->ev, &s->h, data, size);
 	return 0; /* a bad record must not stop the drain */
 }
 
-struct gp_events *gp_events__new(const struct gp_handlers *h)
+struct gp_events *gp_events__new(void)
 {
-	struct gp_events *ev = calloc(1, sizeof(*ev));
-
-	if (ev)
-		ev->h = *h;
-	return ev;
+	return calloc(1, sizeof(struct gp_events));
 }
 
 void gp_events__free(struct gp_events *ev)
@@ -70,13 +86,24 @@ void gp_events__free(struct gp_events *ev)
 	free(ev);
 }
 
-int gp_events__add(struct gp_events *ev, int map_fd)
+int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h)
 {
+	struct source *s;
+
+	if (ev->nr_src >= MAX_SOURCES)
+		return -E2BIG;
+	s = &ev->src[ev->nr_src];
+	s->ev = ev;
+	s->h = *h;
 	if (!ev->rb) {
-		ev->rb = ring_buffer__new(map_fd, on_record, ev, NULL);
-		return ev->rb ? 0 : -errno;
+		ev->rb = ring_buffer__new(map_fd, on_record, s, NULL);
+		if (!ev->rb)
+			return -errno;
+	} else if (ring_buffer__add(ev->rb, map_fd, on_record, s)) {
+		return -errno;
 	}
-	return ring_buffer__add(ev->rb, map_fd, on_record, ev);
+	ev->nr_src++;
+	return 0;
 }
 
 int gp_events__poll(struct gp_events *ev, int timeout_ms)

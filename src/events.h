@@ -12,14 +12,17 @@ struct gp_handlers {
 	void (*on_alloc)(void *ctx, const struct gp_alloc_event *e);
 	void (*on_free)(void *ctx, const struct gp_free_event *e); /* FREE, MAP, UNMAP */
 	void (*on_exit)(void *ctx, const struct gp_exit_event *e);
+	void (*on_name)(void *ctx, const struct gp_name_event *e);
+	void (*on_stub)(void *ctx, const struct gp_stub_event *e);
 };
 
 struct gp_events;
 
-struct gp_events *gp_events__new(const struct gp_handlers *h);
+struct gp_events *gp_events__new(void);
 void gp_events__free(struct gp_events *ev);
-/* Adds the ring buffer map fd; 0 or -errno. */
-int gp_events__add(struct gp_events *ev, int map_fd);
+/* Adds a ring buffer map fd whose records go to h (each BPF object has its own ring
+ * buffer, and its own exit records); 0 or -errno. */
+int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h);
 /* Waits up to timeout_ms; returns records handled or -errno (-EINTR is not an error). */
 int gp_events__poll(struct gp_events *ev, int timeout_ms);
 /* Handles everything already in the buffers without waiting. */
@@ -28,7 +31,8 @@ int gp_events__drain(struct gp_events *ev);
 uint64_t gp_events__handled(const struct gp_events *ev);
 uint64_t gp_events__malformed(const struct gp_events *ev);
 
-/* Dispatches one record; exposed for unit tests. Returns 0 or -EINVAL. */
-int gp_events__dispatch(struct gp_events *ev, const void *data, size_t size);
+/* Dispatches one record to h; exposed for unit tests. Returns 0 or -EINVAL. */
+int gp_events__dispatch(struct gp_events *ev, const struct gp_handlers *h, const void *data,
+			size_t size);
 
 #endif

@@ -20,11 +20,11 @@
 #include <bpf/libbpf.h>
 #include "apis.h"
 #include "attach.h"
-#include "cuda_mem.skel.h"
 #include "elfsym.h"
 #include "events.h"
-#include "memleak.h"
-#include "report.h"
+#include "launch_probe.h"
+#include "mem_probe.h"
+#include "options.h"
 #include "symbolize.h"
 #include "target.h"
 
@@ -37,29 +37,17 @@
 
 #define EXIT_USAGE 2
 
-static struct env {
-	bool memleak;
-	bool json;
-	bool verbose;
-	bool stacks;
-	int pid;
-	const char *libcuda;
-	double interval; /* seconds; 0: none */
-	double duration; /* seconds; 0: until the target exits or a signal */
-	int top;
-	unsigned long ringbuf_size;
-	unsigned long max_pending;
-	unsigned long max_procs;
-	unsigned long max_allocs;
-	char **cmd;
-} env = {
+static struct gp_opts env = {
 	.stacks = true,
+	.latency = true,
 	.pid = -1,
 	.top = 10,
+	.top_shapes = 3,
 	.ringbuf_size = 4UL << 20,
 	.max_pending = 10240,
 	.max_procs = 8192,
 	.max_allocs = 1000000,
+	.max_launch_keys = 65536,
 };
 
 const char *argp_program_version = "gpuprobe 0.1";
@@ -82,6 +70,10 @@ static const char doc[] =
 
 enum {
 	OPT_MEMLEAK = 1000,
+	OPT_CUDATRACE,
+	OPT_NO_LATENCY,
+	OPT_TOP_SHAPES,
+	OPT_MAX_LAUNCH_KEYS,
 	OPT_LIBCUDA,
 	OPT_JSON,
 	OPT_NO_STACKS,
@@ -95,6 +87,7 @@ enum {
 static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Modes:", 1 },
 	{ "memleak", OPT_MEMLEAK, NULL, 0, "Outstanding device/host/managed allocations per process, with stacks", 1 },
+	{ "cudatrace", OPT_CUDATRACE, NULL, 0, "Kernel launches by name and shape, graph launches, launch and sync latency", 1 },
 	{ NULL, 0, NULL, 0, "Target:", 2 },
 	{ "pid", 'p', "PID", 0, "Trace this running process only", 2 },
 	{ "libcuda", OPT_LIBCUDA, "PATH", 0, "Probe this libcuda.so instead of the ones found", 2 },
@@ -104,12 +97,15 @@ static const struct argp_option opts[] = {
 	{ "json", OPT_JSON, NULL, 0, "Reports as JSON Lines on stdout", 3 },
 	{ "top", OPT_TOP, "N", 0, "Text: allocations listed per process (default 10, -1 all)", 3 },
 	{ "no-stacks", OPT_NO_STACKS, NULL, 0, "Do not capture user stacks at allocations", 3 },
+	{ "no-latency", OPT_NO_LATENCY, NULL, 0, "--cudatrace: no return probes on launches and syncs (counts only, cheaper)", 3 },
+	{ "top-shapes", OPT_TOP_SHAPES, "N", 0, "Text: grid x block shapes listed per kernel (default 3)", 3 },
 	{ "verbose", 'v', NULL, 0, "Log libbpf and attach details to stderr", 3 },
 	{ NULL, 0, NULL, 0, "Limits (every overflow is counted and reported):", 4 },
 	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0, "Ring buffer size, a power of two >= 4096 (default 4 MiB)", 4 },
 	{ "max-pending", OPT_MAX_PENDING, "N", 0, "Calls in flight tracked at once (default 10240)", 4 },
 	{ "max-procs", OPT_MAX_PROCS, "N", 0, "Processes tracked for exit in BPF (default 8192)", 4 },
 	{ "max-allocs", OPT_MAX_ALLOCS, "N", 0, "Outstanding allocations kept (default 1000000)", 4 },
+	{ "max-launch-keys", OPT_MAX_LAUNCH_KEYS, "N", 0, "Distinct (process, kernel, shape) launch counters (default 65536)", 4 },
 	{},
 };
 
@@ -139,6 +135,13 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_MEMLEAK:
 		env.memleak = true;
 		break;
+	case OPT_CUDATRACE:
+		env.cudatrace = true;
+		break;
+	case OPT_NO_LATENCY:
+		env.latency = false;
+		break;
+
 	case 'p':
 		if (parse_ulong(arg, &v) || v == 0 || v > INT_MAX)
 			argp_error(state, "invalid PID: %s", arg);
@@ -159,7 +162,16 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		env.json = true;
 		break;
 	case OPT_TOP:
-		env.top = atoi(arg);
+	case OPT_TOP_SHAPES:
+		if (!strcmp(arg, "-1")) {
+			v = (unsigned long)-1;
+		} else if (parse_ulong(arg, &v) || v > 100000) {
+			argp_error(state, "invalid count: %s", arg);
+		}
+		if (key == OPT_TOP)
+			env.top = v == (unsigned long)-1 ? -1 : (int)v;
+		else
+			env.top_shapes = v == (unsigned long)-1 ? 1000000 : (int)v;
 		break;
 	case OPT_NO_STACKS:
 		env.stacks = false;
@@ -175,12 +187,15 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_MAX_PENDING:
 	case OPT_MAX_PROCS:
 	case OPT_MAX_ALLOCS:
+	case OPT_MAX_LAUNCH_KEYS:
 		if (parse_ulong(arg, &v) || v == 0 || v > (1UL << 24))
 			argp_error(state, "invalid limit: %s", arg);
 		if (key == OPT_MAX_PENDING)
 			env.max_pending = v;
 		else if (key == OPT_MAX_PROCS)
 			env.max_procs = v;
+		else if (key == OPT_MAX_LAUNCH_KEYS)
+			env.max_launch_keys = v;
 		else
 			env.max_allocs = v;
 		break;
@@ -190,8 +205,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!env.memleak)
-			argp_error(state, "choose a mode: --memleak");
+		if (!env.memleak && !env.cudatrace)
+			argp_error(state, "choose a mode: --memleak, --cudatrace (or both)");
 		if (env.cmd && env.pid > 0)
 			argp_error(state, "-p and a command exclude each other");
 		break;
@@ -256,119 +271,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-struct app {
-	struct cuda_mem_bpf *skel;
-	struct memleak *ml;
-	struct symbolizer *sym;
-	struct report_ctx rc;
-	pid_t child_pid;
-};
-
-static void fill_ctx(struct app *a, const char *kind)
-{
-	a->rc.kind = kind;
-	a->rc.now_ns = now_ns();
-	for (int i = 0; i < GP_DROP__COUNT; i++)
-		a->rc.drops.bpf[i] = __atomic_load_n(&a->skel->bss->drops[i], __ATOMIC_RELAXED);
-	a->rc.drops.table_full = memleak__table_full(a->ml);
-	a->rc.ok_calls = (const uint64_t *)a->skel->bss->ok_calls;
-	a->rc.top = env.top;
-	a->rc.stacks = env.stacks;
-}
-
-static void report(struct app *a, const char *kind)
-{
-	fill_ctx(a, kind);
-	if (env.json)
-		report__memleak_json(stdout, a->ml, &a->rc);
-	else
-		report__memleak_text(stdout, a->ml, &a->rc);
-	memleak__reap_exited(a->ml);
-}
-
-static int sym_cb(void *ctx, int pid, uint64_t addr, char *buf, size_t len)
-{
-	return symbolizer__format(ctx, pid, addr, buf, len);
-}
-
-static void h_alloc(void *ctx, const struct gp_alloc_event *e)
-{
-	memleak__on_alloc(((struct app *)ctx)->ml, e);
-}
-
-static void h_free(void *ctx, const struct gp_free_event *e)
-{
-	memleak__on_free(((struct app *)ctx)->ml, e);
-}
-
-static void h_exit(void *ctx, const struct gp_exit_event *e)
-{
-	struct app *a = ctx;
-	struct ml_proc *p = memleak__on_exit(a->ml, e);
-
-	if (!p)
-		return;
-	fill_ctx(a, "exit");
-	if (env.json)
-		report__memleak_exit_json(stdout, p, &a->rc);
-	else if (!env.cmd || (pid_t)e->pid != a->child_pid) /* the final report follows */
-		report__memleak_exit_text(stdout, p, &a->rc);
-	symbolizer__forget_pid(a->sym, (int)e->pid);
-}
-
-static struct bpf_program *prog_for_shape(struct cuda_mem_bpf *skel, enum gp_mem_shape s)
-{
-	switch (s) {
-	case GP_SHAPE_ALLOC:
-		return skel->progs.mem_alloc_enter;
-	case GP_SHAPE_PITCH:
-		return skel->progs.mem_pitch_enter;
-	case GP_SHAPE_FREE:
-		return skel->progs.mem_free_enter;
-	case GP_SHAPE_MAP:
-		return skel->progs.mem_map_enter;
-	case GP_SHAPE_UNMAP:
-		return skel->progs.mem_unmap_enter;
-	}
-	return NULL;
-}
-
-static int attach_memleak(struct cuda_mem_bpf *skel, struct attach_set *links,
-			  const struct lib_set *libs, int pid, char *err, size_t len)
-{
-	int r;
-
-	for (int l = 0; l < libs->n; l++) {
-		const char *path = libs->libs[l].path;
-
-		for (int i = 0; i < gp_mem_apis_cnt; i++) {
-			const struct gp_api_info *api = &gp_mem_apis[i];
-
-			r = elfsym__has_func(path, api->name);
-			if (r <= 0) {
-				if (api->required) {
-					snprintf(err, len, "%s: does not export %s", path, api->name);
-					return r < 0 ? r : -ENOENT;
-				}
-				if (env.verbose)
-					fprintf(stderr, "gpuprobe: %s: no %s, skipped\n", path, api->name);
-				continue;
-			}
-			r = attach_set__uprobe(links, prog_for_shape(skel, api->shape), path,
-					       api->name, pid, false, api->id);
-			if (!r)
-				r = attach_set__uprobe(links, skel->progs.mem_leave, path, api->name,
-						       pid, true, api->id);
-			if (r) {
-				snprintf(err, len, "cannot attach to %s in %s: %s", api->name, path,
-					 strerror(-r));
-				return r;
-			}
-		}
-	}
-	return 0;
-}
-
 static int resolve_libs(struct lib_set *libs, char *err, size_t len)
 {
 	char real[PATH_MAX], why[512];
@@ -431,12 +333,13 @@ int main(int argc, char **argv)
 {
 	static const struct argp argp = { .options = opts, .parser = parse_arg, .doc = doc,
 					   .args_doc = "[-- COMMAND [ARGS...]]" };
-	struct gp_handlers handlers = { .on_alloc = h_alloc, .on_free = h_free, .on_exit = h_exit };
 	struct spawned child = { .pid = -1, .go_fd = -1, .err_fd = -1 };
 	struct attach_set *links = NULL;
 	struct gp_events *events = NULL;
+	struct symbolizer *sym = NULL;
+	struct mem_probe *mem = NULL;
+	struct launch_probe *launch = NULL;
 	struct lib_set libs = {};
-	struct app app = {};
 	char err[1024] = "";
 	uint64_t start, next_report = 0, end = 0;
 	int status = 0, exit_code = 0, r = 0, trace_pid;
@@ -449,6 +352,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	libbpf_set_print(libbpf_print_fn);
 
+	/* everything that can be checked is checked before anything is loaded */
 	if (geteuid() != 0 && !has_cap(CAP_SYS_ADMIN) && !(has_cap(CAP_BPF) && has_cap(CAP_PERFMON))) {
 		snprintf(err, sizeof(err), "permission denied: run as root (or with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)");
 		r = -EPERM;
@@ -466,37 +370,27 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 
-	app.skel = cuda_mem_bpf__open();
-	if (!app.skel) {
-		r = -errno;
-		snprintf(err, sizeof(err), "cannot open the BPF object: %s", strerror(-r));
-		goto cleanup;
-	}
-	app.skel->rodata->capture_stacks = env.stacks;
-	bpf_map__set_max_entries(app.skel->maps.events, env.ringbuf_size);
-	bpf_map__set_max_entries(app.skel->maps.pending, env.max_pending);
-	bpf_map__set_max_entries(app.skel->maps.procs, env.max_procs);
-	r = cuda_mem_bpf__load(app.skel);
-	if (r) {
-		snprintf(err, sizeof(err), "cannot load the BPF programs: %s%s", strerror(-r),
-			 r == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : " (run with -v for the verifier log)");
-		goto cleanup;
-	}
-
-	app.sym = symbolizer__new("/proc");
-	app.ml = memleak__new(env.max_allocs, sym_cb, app.sym);
+	sym = symbolizer__new("/proc");
 	links = attach_set__new();
-	handlers.ctx = &app;
-	events = gp_events__new(&handlers);
-	if (!app.sym || !app.ml || !links || !events) {
+	events = gp_events__new();
+	if (!sym || !links || !events) {
 		r = -ENOMEM;
 		snprintf(err, sizeof(err), "out of memory");
 		goto cleanup;
 	}
-	r = gp_events__add(events, bpf_map__fd(app.skel->maps.events));
-	if (r) {
-		snprintf(err, sizeof(err), "cannot open the ring buffer: %s", strerror(-r));
-		goto cleanup;
+	if (env.memleak) {
+		r = mem_probe__open(&mem, &env, sym, err, sizeof(err));
+		if (!r)
+			r = mem_probe__add_events(mem, events);
+		if (r)
+			goto cleanup;
+	}
+	if (env.cudatrace) {
+		r = launch_probe__open(&launch, &env, sym, err, sizeof(err));
+		if (!r)
+			r = launch_probe__add_events(launch, events);
+		if (r)
+			goto cleanup;
 	}
 
 	/* a command is forked first, held before exec, so its PID can filter the probes */
@@ -506,28 +400,22 @@ int main(int argc, char **argv)
 			snprintf(err, sizeof(err), "cannot start %s: %s", env.cmd[0], strerror(-r));
 			goto cleanup;
 		}
+		env.child_pid = child.pid;
 	}
-	app.child_pid = child.pid;
 	trace_pid = env.cmd ? child.pid : env.pid > 0 ? env.pid : -1;
-	r = attach_memleak(app.skel, links, &libs, trace_pid, err, sizeof(err));
-	if (r)
-		goto cleanup;
-	{
-		struct bpf_link *l = bpf_program__attach(app.skel->progs.mem_proc_exit);
-
-		if (!l) {
-			r = -errno;
-			snprintf(err, sizeof(err), "cannot attach sched_process_exit: %s", strerror(-r));
+	if (mem) {
+		r = mem_probe__attach(mem, links, &libs, trace_pid, err, sizeof(err));
+		if (r)
 			goto cleanup;
-		}
-		r = attach_set__add(links, l);
-		if (r) {
-			bpf_link__destroy(l);
+	}
+	if (launch) {
+		r = launch_probe__attach(launch, links, &libs, trace_pid, err, sizeof(err));
+		if (r)
 			goto cleanup;
-		}
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+
 	/* one line on stderr, so people and scripts know the probes are in, and where */
 	{
 		char who[64], where[1024] = "";
@@ -588,13 +476,19 @@ int main(int argc, char **argv)
 			break;
 		if (next_report && t >= next_report) {
 			gp_events__drain(events);
-			report(&app, "interval");
+			if (mem)
+				mem_probe__report(mem, "interval");
+			if (launch)
+				launch_probe__report(launch, "interval");
 			next_report += (uint64_t)(env.interval * 1e9);
 		}
 	}
 	/* the exit tracepoint ran before the parent could reap: its event is in the buffer */
 	gp_events__drain(events);
-	report(&app, "final");
+	if (mem)
+		mem_probe__report(mem, "final");
+	if (launch)
+		launch_probe__report(launch, "final");
 	attach_set__free(links);
 	links = NULL;
 
@@ -613,9 +507,9 @@ cleanup:
 	attach_set__free(links);
 	target__abort(&child);
 	gp_events__free(events);
-	cuda_mem_bpf__destroy(app.skel);
-	memleak__free(app.ml);
-	symbolizer__free(app.sym);
+	mem_probe__free(mem);
+	launch_probe__free(launch);
+	symbolizer__free(sym);
 	if (r)
 		return exit_code ? exit_code : 1;
 	return exit_code;

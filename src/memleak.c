@@ -362,15 +362,21 @@ const char *memleak__frame(struct ml_proc *p, uint64_t addr)
 	return s ? s : "?";
 }
 
-void memleak__reap_exited(struct memleak *ml)
+void memleak__reap_exited(struct memleak *ml, uint32_t keep_pid)
 {
+	size_t kept = 0;
+
 	for (size_t i = 0; i < ml->nr_exited; i++) {
 		struct ml_proc *p = ml->exited[i];
 
+		if (keep_pid && p->pid == keep_pid) {
+			ml->exited[kept++] = p;
+			continue;
+		}
 		ml->nr_allocs -= u64map__size(p->allocs) + u64map__size(p->handles);
 		proc__free(p);
 	}
-	ml->nr_exited = 0;
+	ml->nr_exited = kept;
 }
 
 uint64_t memleak__table_full(const struct memleak *ml)

@@ -71,8 +71,9 @@ size_t memleak__proc_allocs(struct ml_proc *p, struct ml_alloc ***out);
 void memleak__free_allocs_array(struct ml_alloc **arr);
 /* The symbolized frame for a stack address of p (never NULL). */
 const char *memleak__frame(struct ml_proc *p, uint64_t addr);
-/* Forget exited processes once they have been reported. */
-void memleak__reap_exited(struct memleak *ml);
+/* Forget exited processes once they have been reported, except keep_pid (the traced
+ * command or -p target, whose record the final report must still show; 0: none). */
+void memleak__reap_exited(struct memleak *ml, uint32_t keep_pid);
 /* Allocations not tracked because --max-allocs was reached. */
 uint64_t memleak__table_full(const struct memleak *ml);
 

@@ -17,9 +17,10 @@ static const char *const drop_names[GP_DROP__COUNT] = {
 uint64_t gp_drops__events(const struct gp_drops *d)
 {
 	/* stack failures still deliver their event, and a full process table only hides
-	 * an exit: neither loses an allocation or a free */
-	return d->bpf[GP_DROP_RINGBUF] + d->bpf[GP_DROP_PENDING] + d->bpf[GP_DROP_NORETURN] +
-	       d->table_full;
+	 * an exit: neither loses an allocation or a free. A return without its entry is
+	 * either a call whose entry was dropped (already counted as pending_full) or one in
+	 * flight when gpuprobe attached: shown, not added. */
+	return d->bpf[GP_DROP_RINGBUF] + d->bpf[GP_DROP_PENDING] + d->table_full;
 }
 
 void report__human_bytes(uint64_t bytes, char *buf, size_t len)
@@ -89,7 +90,7 @@ static void text_proc(FILE *f, struct ml_proc *p, const struct report_ctx *c)
 		for (uint32_t s = 0; c->stacks && s < a->nr_stack; s++)
 			fprintf(f, "        %s\n", memleak__frame(p, a->stack[s]));
 	}
-	if (c->top >= 0 && n > (size_t)c->top)
+	if (c->top > 0 && n > (size_t)c->top)
 		fprintf(f, "    ... %zu more (--top)\n", n - (size_t)c->top);
 	memleak__free_allocs_array(v);
 }
@@ -110,9 +111,9 @@ void report__memleak_text(FILE *f, struct memleak *ml, const struct report_ctx *
 	localtime_r(&now, &tm);
 	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", &tm);
 	report__human_bytes(bytes, hb, sizeof(hb));
-	fprintf(f, "[%s] memleak %s report: %zu processes, %" PRIu64
+	fprintf(f, "[%s] memleak %s report: %zu process%s, %" PRIu64
 		   " outstanding allocations, %" PRIu64 " bytes (%s)\n",
-		tbuf, c->kind, n, allocs, bytes, hb);
+		tbuf, c->kind, n, n == 1 ? "" : "es", allocs, bytes, hb);
 	for (size_t i = 0; i < n; i++)
 		text_proc(f, procs[i], c);
 	text_drops(f, c);
@@ -240,5 +241,222 @@ void report__memleak_exit_json(FILE *f, struct ml_proc *p, const struct report_c
 	json_object_array_add(arr, json_proc(p, c));
 	json_object_object_add(o, "processes", arr);
 	json_tail(o, c);
+	json_print(f, o);
+}
+
+/* ---- --cudatrace ---- */
+#include "cudatrace.h"
+
+static const char *const ldrop_names[GP_LDROP__COUNT] = {
+	[GP_LDROP_RINGBUF] = "ringbuf_full",
+	[GP_LDROP_KEYS] = "launch_table_full",
+	[GP_LDROP_PENDING] = "pending_full",
+	[GP_LDROP_NORETURN] = "return_without_entry",
+	[GP_LDROP_PROCS] = "process_table_full",
+};
+
+uint64_t gp_ldrops__events(const uint64_t *d)
+{
+	/* launches not counted, names lost, timings lost (returns without entry: see
+	 * gp_drops__events) */
+	return d[GP_LDROP_RINGBUF] + d[GP_LDROP_KEYS] + d[GP_LDROP_PENDING];
+}
+
+static void stars(FILE *f, uint64_t val, uint64_t max, int width)
+{
+	int n = max ? (int)((double)val * width / (double)max) : 0;
+
+	if (n > width)
+		n = width;
+	for (int i = 0; i < width; i++)
+		fputc(i < n ? '*' : ' ', f);
+}
+
+void report__log2_hist(FILE *f, const __u64 *slots, int n, const char *unit)
+{
+	int last = -1;
+	uint64_t max = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (slots[i])
+			last = i;
+		if (slots[i] > max)
+			max = slots[i];
+	}
+	if (last < 0)
+		return;
+	fprintf(f, "     %-19s : count    distribution\n", unit);
+	for (int i = 0; i <= last; i++) {
+		uint64_t lo = i ? 1ULL << i : 0, hi = (1ULL << (i + 1)) - 1;
+
+		fprintf(f, "%10" PRIu64 " -> %-10" PRIu64 " : %-8" PRIu64 " |", lo, hi, (uint64_t)slots[i]);
+		stars(f, slots[i], max, 40);
+		fprintf(f, "|\n");
+	}
+}
+
+static void text_hist(FILE *f, const char *what, const struct gp_hist *h, bool latency)
+{
+	if (!h->count)
+		return;
+	fprintf(f, "  %s: %" PRIu64 " calls", what, (uint64_t)h->count);
+	if (latency && h->timed)
+		fprintf(f, ", total %.6fs, max %.6fs, mean %.1fus", (double)h->total_ns / 1e9,
+			(double)h->max_ns / 1e9, (double)h->total_ns / 1e3 / (double)h->timed);
+	fputc('\n', f);
+	if (latency)
+		report__log2_hist(f, h->slots, GP_HIST_SLOTS, "usecs");
+}
+
+void report__cudatrace_text(FILE *f, struct cudatrace *ct, const struct ct_report_ctx *c)
+{
+	struct ct_proc **procs;
+	size_t n = cudatrace__procs(ct, &procs);
+	time_t now = time(NULL);
+	char tbuf[32];
+	struct tm tm;
+
+	localtime_r(&now, &tm);
+	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", &tm);
+	fprintf(f, "[%s] cudatrace %s report: %zu process%s\n", tbuf, c->kind, n, n == 1 ? "" : "es");
+	for (size_t i = 0; i < n; i++) {
+		struct ct_proc *p = procs[i];
+
+		fprintf(f, "PID %u (%s)%s: %" PRIu64 " launches (%.1f/s), %" PRIu64
+			   " unnamed, %" PRIu64 " graph launches\n",
+			p->pid, p->comm, p->exited ? " exited" : "", p->launches, p->launches_per_s,
+			p->unnamed_launches, p->graph_launches);
+		if (p->nr_kernels)
+			fprintf(f, "  %-48s %10s  %s\n", "KERNEL", "LAUNCHES", "GRID x BLOCK: LAUNCHES");
+		for (size_t k = 0; k < p->nr_kernels; k++) {
+			struct ct_kernel *kn = &p->kernels[k];
+
+			fprintf(f, "  %-48.*s %10" PRIu64 " ", 120, kn->name, kn->launches);
+			for (size_t s = 0; s < kn->nr_shapes && (int)s < c->top_shapes; s++) {
+				struct ct_shape *sh = &kn->shapes[s];
+
+				fprintf(f, " (%u,%u,%u)x(%u,%u,%u): %" PRIu64, sh->grid[0], sh->grid[1],
+					sh->grid[2], sh->block[0], sh->block[1], sh->block[2], sh->launches);
+			}
+			if (kn->nr_shapes > (size_t)c->top_shapes)
+				fprintf(f, " ... %zu more shapes", kn->nr_shapes - (size_t)c->top_shapes);
+			if (kn->source == CT_NAME_HOST)
+				fprintf(f, "  [host-side name]");
+			fputc('\n', f);
+		}
+		for (size_t g = 0; g < p->nr_graphs; g++)
+			fprintf(f, "  graph 0x%" PRIx64 ": %" PRIu64 " launches\n", p->graphs[g].handle,
+				p->graphs[g].launches);
+		text_hist(f, "launch API latency", &p->hist[GP_HIST_LAUNCH], c->latency);
+		text_hist(f, "synchronize", &p->hist[GP_HIST_SYNC], c->latency);
+	}
+	fprintf(f, "Dropped events: %" PRIu64 " (ring buffer full %" PRIu64 ", launch table full %" PRIu64
+		   ", pending table full %" PRIu64 ", return without entry %" PRIu64 ")\n",
+		gp_ldrops__events(c->ldrops), c->ldrops[GP_LDROP_RINGBUF], c->ldrops[GP_LDROP_KEYS],
+		c->ldrops[GP_LDROP_PENDING], c->ldrops[GP_LDROP_NORETURN]);
+	fflush(f);
+}
+
+static json_object *json_hist(const struct gp_hist *h, bool latency)
+{
+	json_object *o = json_object_new_object(), *arr;
+
+	json_object_object_add(o, "calls", json_object_new_uint64(h->count));
+	if (!latency) {
+		/* no return probes: times unknown, not zero */
+		json_object_object_add(o, "total_s", NULL);
+		json_object_object_add(o, "max_s", NULL);
+		json_object_object_add(o, "hist_us", NULL);
+		return o;
+	}
+	json_object_object_add(o, "timed", json_object_new_uint64(h->timed));
+	json_object_object_add(o, "total_s", json_object_new_double((double)h->total_ns / 1e9));
+	json_object_object_add(o, "max_s", json_object_new_double((double)h->max_ns / 1e9));
+	arr = json_object_new_array();
+	for (int i = 0; i < GP_HIST_SLOTS; i++) {
+		json_object *b;
+
+		if (!h->slots[i])
+			continue;
+		b = json_object_new_object();
+		json_object_object_add(b, "lo", json_object_new_uint64(i ? 1ULL << i : 0));
+		json_object_object_add(b, "hi", json_object_new_uint64((1ULL << (i + 1)) - 1));
+		json_object_object_add(b, "count", json_object_new_uint64(h->slots[i]));
+		json_object_array_add(arr, b);
+	}
+	json_object_object_add(o, "hist_us", arr);
+	return o;
+}
+
+static json_object *json_u32x3(const uint32_t *v)
+{
+	json_object *a = json_object_new_array();
+
+	for (int i = 0; i < 3; i++)
+		json_object_array_add(a, json_object_new_int64(v[i]));
+	return a;
+}
+
+void report__cudatrace_json(FILE *f, struct cudatrace *ct, const struct ct_report_ctx *c)
+{
+	static const char *const sources[] = { "driver", "host", "none" };
+	json_object *o = json_object_new_object(), *arr = json_object_new_array(), *d;
+	struct ct_proc **procs;
+	size_t n = cudatrace__procs(ct, &procs);
+
+	json_object_object_add(o, "mode", json_object_new_string("cudatrace"));
+	json_object_object_add(o, "report", json_object_new_string(c->kind));
+	json_object_object_add(o, "time", json_object_new_int64((int64_t)time(NULL)));
+	json_object_object_add(o, "latency", json_object_new_boolean(c->latency));
+	for (size_t i = 0; i < n; i++) {
+		struct ct_proc *p = procs[i];
+		json_object *po = json_object_new_object(), *ks = json_object_new_array();
+		json_object *gs = json_object_new_array();
+
+		json_object_object_add(po, "pid", json_object_new_int64(p->pid));
+		json_object_object_add(po, "comm", json_object_new_string(p->comm));
+		json_object_object_add(po, "exited", json_object_new_boolean(p->exited));
+		json_object_object_add(po, "launches", json_object_new_uint64(p->launches));
+		json_object_object_add(po, "launches_per_s", json_object_new_double(p->launches_per_s));
+		json_object_object_add(po, "unnamed_launches", json_object_new_uint64(p->unnamed_launches));
+		for (size_t k = 0; k < p->nr_kernels; k++) {
+			struct ct_kernel *kn = &p->kernels[k];
+			json_object *ko = json_object_new_object(), *ss = json_object_new_array();
+
+			json_object_object_add(ko, "name", json_object_new_string(kn->name));
+			json_object_object_add(ko, "source", json_object_new_string(sources[kn->source]));
+			json_object_object_add(ko, "launches", json_object_new_uint64(kn->launches));
+			for (size_t s = 0; s < kn->nr_shapes; s++) {
+				json_object *so = json_object_new_object();
+
+				json_object_object_add(so, "grid", json_u32x3(kn->shapes[s].grid));
+				json_object_object_add(so, "block", json_u32x3(kn->shapes[s].block));
+				json_object_object_add(so, "launches", json_object_new_uint64(kn->shapes[s].launches));
+				json_object_array_add(ss, so);
+			}
+			json_object_object_add(ko, "shapes", ss);
+			json_object_array_add(ks, ko);
+		}
+		json_object_object_add(po, "kernels", ks);
+		json_object_object_add(po, "graph_launches", json_object_new_uint64(p->graph_launches));
+		for (size_t g = 0; g < p->nr_graphs; g++) {
+			json_object *go = json_object_new_object();
+
+			json_object_object_add(go, "handle", json_hex(p->graphs[g].handle));
+			json_object_object_add(go, "launches", json_object_new_uint64(p->graphs[g].launches));
+			json_object_array_add(gs, go);
+		}
+		json_object_object_add(po, "graphs", gs);
+		json_object_object_add(po, "launch_latency", json_hist(&p->hist[GP_HIST_LAUNCH], c->latency));
+		json_object_object_add(po, "sync", json_hist(&p->hist[GP_HIST_SYNC], c->latency));
+		json_object_array_add(arr, po);
+	}
+	json_object_object_add(o, "processes", arr);
+	json_object_object_add(o, "dropped_events", json_object_new_uint64(gp_ldrops__events(c->ldrops)));
+	d = json_object_new_object();
+	for (int i = 0; i < GP_LDROP__COUNT; i++)
+		json_object_object_add(d, ldrop_names[i], json_object_new_uint64(c->ldrops[i]));
+	json_object_object_add(d, "malformed_records", json_object_new_uint64(c->malformed));
+	json_object_object_add(o, "drops", d);
 	json_print(f, o);
 }

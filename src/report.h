@@ -38,3 +38,19 @@ void report__memleak_exit_json(FILE *f, struct ml_proc *p, const struct report_c
 void report__human_bytes(uint64_t bytes, char *buf, size_t len);
 
 #endif
+
+struct cudatrace;
+
+struct ct_report_ctx {
+	const char *kind; /* "interval", "final" or "exit" */
+	uint64_t ldrops[GP_LDROP__COUNT];
+	bool latency;   /* return probes were attached */
+	int top_shapes; /* text: shapes listed per kernel */
+	uint64_t malformed;
+};
+
+uint64_t gp_ldrops__events(const uint64_t *ldrops);
+void report__cudatrace_text(FILE *f, struct cudatrace *ct, const struct ct_report_ctx *c);
+void report__cudatrace_json(FILE *f, struct cudatrace *ct, const struct ct_report_ctx *c);
+/* bcc-style log2 histogram of microseconds */
+void report__log2_hist(FILE *f, const __u64 *slots, int n, const char *unit);

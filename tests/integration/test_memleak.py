@@ -305,5 +305,15 @@ def test_allocation_table_limit_is_counted():
     eq(rep["dropped_events"], 6, "dropped_events")
 
 
+def test_perf_event_uprobe_fallback():
+    """Kernels before 6.6 have no uprobe_multi links: one perf-event uprobe per function."""
+    r = gp.gpuprobe(BASE, cmd=[APP, "--api", "async", "--allocs", "5", "--leaks", "2"],
+                    env={"GPUPROBE_NO_UPROBE_MULTI": "1"})
+    eq(r.returncode, 0, "exit status")
+    t = truth(r.stderr)
+    check_exact(proc(final(r.stdout), t["pid"]), t, "cuMemAllocAsync", "device")
+    gp.assert_nothing_attached()
+
+
 if __name__ == "__main__":
     gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])

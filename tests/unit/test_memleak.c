@@ -160,7 +160,9 @@ static void test_exit_detaches_pid(void)
 	ASSERT_EQ(v[0]->outstanding_bytes, 20);
 	ASSERT_TRUE(v[1]->exited);
 	ASSERT_EQ(v[1]->outstanding_bytes, 10);
-	memleak__reap_exited(ml);
+	memleak__reap_exited(ml, 42); /* the target's record stays for the final report */
+	ASSERT_EQ(memleak__procs(ml, &v), 2);
+	memleak__reap_exited(ml, 0);
 	ASSERT_EQ(memleak__procs(ml, &v), 1);
 	/* an exit of a process never seen is ignored */
 	x.pid = 99;
@@ -210,18 +212,18 @@ static void c_exit(void *c, const struct gp_exit_event *e) { (void)c; (void)e; n
 static void test_dispatch_by_type_and_size(void)
 {
 	struct gp_handlers h = { .on_alloc = c_alloc, .on_free = c_free, .on_exit = c_exit };
-	struct gp_events *ev = gp_events__new(&h);
+	struct gp_events *ev = gp_events__new();
 	struct gp_alloc_event a = alloc_ev(1, 1, 1, 1);
 	struct gp_free_event f = free_ev(GP_EV_UNMAP, 1, 1, 1);
 	struct gp_exit_event x = { .type = GP_EV_EXIT };
 	__u32 bogus = 77;
 
-	ASSERT_EQ(gp_events__dispatch(ev, &a, sizeof(a)), 0);
-	ASSERT_EQ(gp_events__dispatch(ev, &f, sizeof(f)), 0);
-	ASSERT_EQ(gp_events__dispatch(ev, &x, sizeof(x)), 0);
-	ASSERT_EQ(gp_events__dispatch(ev, &a, sizeof(a) - 8), -22); /* short record */
-	ASSERT_EQ(gp_events__dispatch(ev, &bogus, sizeof(bogus)), -22);
-	ASSERT_EQ(gp_events__dispatch(ev, &bogus, 2), -22);
+	ASSERT_EQ(gp_events__dispatch(ev, &h, &a, sizeof(a)), 0);
+	ASSERT_EQ(gp_events__dispatch(ev, &h, &f, sizeof(f)), 0);
+	ASSERT_EQ(gp_events__dispatch(ev, &h, &x, sizeof(x)), 0);
+	ASSERT_EQ(gp_events__dispatch(ev, &h, &a, sizeof(a) - 8), -22); /* short record */
+	ASSERT_EQ(gp_events__dispatch(ev, &h, &bogus, sizeof(bogus)), -22);
+	ASSERT_EQ(gp_events__dispatch(ev, &h, &bogus, 2), -22);
 	ASSERT_EQ(n_alloc, 1);
 	ASSERT_EQ(n_free, 1);
 	ASSERT_EQ(n_exit, 1);
@@ -259,9 +261,13 @@ static void test_api_table(void)
 {
 	ASSERT_STR_EQ(gp_api_name(GP_API_cuMemAllocAsync_ptsz), "cuMemAllocAsync_ptsz");
 	ASSERT_STR_EQ(gp_api_name(9999), "unknown");
-	ASSERT_EQ(gp_mem_apis_cnt, GP_API__COUNT - 1);
+	/* every id is in exactly one table, in enum order */
+	ASSERT_EQ(gp_mem_apis_cnt + gp_launch_apis_cnt, GP_API__COUNT - 1);
 	for (int i = 0; i < gp_mem_apis_cnt; i++)
 		ASSERT_EQ(gp_mem_apis[i].id, i + 1);
+	for (int i = 0; i < gp_launch_apis_cnt; i++)
+		ASSERT_EQ(gp_launch_apis[i].id, gp_mem_apis_cnt + i + 1);
+	ASSERT_STR_EQ(gp_api_name(GP_API_cuLaunchKernelEx_ptsz), "cuLaunchKernelEx_ptsz");
 	ASSERT_STR_EQ(gp_kind_name(GP_KIND_HOST), "host_pinned");
 }
 

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cudatrace.h"
+#include "symbolize.h"
+#include "u64map.h"
+
+struct cudatrace {
+	uint64_t start_ns;   /* rates of a process's first report count from here */
+	struct u64map *live; /* pid -> struct ct_proc */
+	struct ct_proc **exited;
+	size_t nr_exited, cap_exited;
+	struct ct_proc **view;
+};
+
+static void free_values(struct u64map *m)
+{
+	uint64_t k;
+	void *v;
+
+	if (!m)
+		return;
+	for (size_t it = 0; u64map__next(m, &it, &k, &v);)
+		free(v);
+	u64map__free(m);
+}
+
+static void clear_snapshot(struct ct_proc *p)
+{
+	for (size_t i = 0; i < p->nr_kernels; i++) {
+		free(p->kernels[i].name);
+		free(p->kernels[i].shapes);
+	}
+	p->nr_kernels = 0;
+	p->nr_graphs = 0;
+	p->launches = p->unnamed_launches = p->graph_launches = 0;
+	memset(p->hist, 0, sizeof(p->hist));
+}
+
+static void proc__free(struct ct_proc *p)
+{
+	if (!p)
+		return;
+	clear_snapshot(p);
+	free(p->kernels);
+	free(p->graphs);
+	free_values(p->names);
+	free_values(p->host_names);
+	free(p);
+}
+
+static struct ct_proc *proc__new(uint32_t pid)
+{
+	struct ct_proc *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->names = u64map__new();
+	p->host_names = u64map__new();
+	if (!p->names || !p->host_names) {
+		proc__free(p);
+		return NULL;
+	}
+	return p;
+}
+
+struct cudatrace *cudatrace__new(void)
+{
+	struct cudatrace *ct = calloc(1, sizeof(*ct));
+
+	if (!ct)
+		return NULL;
+	ct->live = u64map__new();
+	if (!ct->live) {
+		free(ct);
+		return NULL;
+	}
+	return ct;
+}
+
+void cudatrace__free(struct cudatrace *ct)
+{
+	uint64_t k;
+	void *v;
+
+	if (!ct)
+		return;
+	for (size_t it = 0; u64map__next(ct->live, &it, &k, &v);)
+		proc__free(v);
+	u64map__free(ct->live);
+	for (size_t i = 0; i < ct->nr_exited; i++)
+		proc__free(ct->exited[i]);
+	free(ct->exited);
+	free(ct->view);
+	free(ct);
+}
+
+static struct ct_proc *get_proc(struct cudatrace *ct, uint32_t pid)
+{
+	struct ct_proc *p = u64map__get(ct->live, pid);
+
+	if (p)
+		return p;
+	p = proc__new(pid);
+	if (p && u64map__put(ct->live, pid, p)) {
+		proc__free(p);
+		p = NULL;
+	}
+	return p;
+}
+
+static void put_name(struct u64map *m, uint64_t handle, const char *name)
+{
+	char *s = strdup(name);
+
+	if (!s)
+		return;
+	free(u64map__del(m, handle)); /* a handle value reused for a new kernel renames */
+	if (u64map__put(m, handle, s))
+		free(s);
+}
+
+void cudatrace__on_name(struct cudatrace *ct, const struct gp_name_event *e)
+{
+	struct ct_proc *p = get_proc(ct, e->pid);
+	char raw[GP_NAME_LEN + 1], buf[1024];
+
+	if (!p)
+		return;
+	snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, e->comm);
+	snprintf(raw, sizeof(raw), "%.*s", GP_NAME_LEN, e->name);
+	if (!raw[0])
+		return;
+	symbolize__demangle(raw, buf, sizeof(buf));
+	put_name(p->names, e->gen, buf);
+}
+
+void cudatrace__on_host_name(struct cudatrace *ct, uint32_t pid, uint64_t handle, const char *name)
+{
+	struct ct_proc *p = get_proc(ct, pid);
+
+	if (p && name && *name)
+		put_name(p->host_names, handle, name);
+}
+
+void cudatrace__on_exit(struct cudatrace *ct, const struct gp_exit_event *e)
+{
+	struct ct_proc *p = u64map__del(ct->live, e->pid), **n;
+
+	if (!p)
+		return;
+	if (ct->nr_exited == ct->cap_exited) {
+		size_t cap = ct->cap_exited ? ct->cap_exited * 2 : 16;
+
+		n = realloc(ct->exited, cap * sizeof(*n));
+		if (!n) {
+			proc__free(p);
+			return;
+		}
+		ct->exited = n;
+		ct->cap_exited = cap;
+	}
+	snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, e->comm);
+	p->exited = true;
+	ct->exited[ct->nr_exited++] = p;
+}
+
+/* Counts go to the live process of that PID, else to the exited one awaiting its report. */
+static struct ct_proc *find_proc(struct cudatrace *ct, uint32_t pid)
+{
+	struct ct_proc *p = u64map__get(ct->live, pid);
+
+	for (size_t i = 0; !p && i < ct->nr_exited; i++)
+		if (ct->exited[i]->pid == pid)
+			p = ct->exited[i];
+	return p ? p : get_proc(ct, pid);
+}
+
+void cudatrace__set_start(struct cudatrace *ct, uint64_t start_ns)
+{
+	ct->start_ns = start_ns;
+}
+
+void cudatrace__snapshot_begin(struct cudatrace *ct)
+{
+	uint64_t k;
+	void *v;
+
+	for (size_t it = 0; u64map__next(ct->live, &it, &k, &v);)
+		clear_snapshot(v);
+	for (size_t i = 0; i < ct->nr_exited; i++)
+		clear_snapshot(ct->exited[i]);
+}
+
+const char *cudatrace__name_of(struct ct_proc *p, uint64_t handle, uint32_t gen,
+			       enum ct_name_source *source)
+{
+	const char *n;
+
+	*source = CT_NAME_DRIVER;
+	if (gen)
+		return u64map__get(p->names, gen); /* NULL if its name record was lost */
+	*source = CT_NAME_HOST;
+	n = u64map__get(p->host_names, handle);
+	if (n)
+		return n;
+	*source = CT_NAME_NONE;
+	return NULL;
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	void *n;
+	size_t c;
+
+	if (need <= *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 8;
+	while (c < need)
+		c *= 2;
+	n = realloc(*arr, c * elem);
+	if (!n)
+		return -1;
+	*arr = n;
+	*cap = c;
+	return 0;
+}
+
+void cudatrace__add_launch(struct cudatrace *ct, const struct gp_launch_key *k, uint64_t count)
+{
+	struct ct_proc *p = find_proc(ct, k->pid);
+	enum ct_name_source src;
+	const char *name;
+	char unknown[40];
+	struct ct_kernel *kern = NULL;
+	struct ct_shape *sh = NULL;
+
+	if (!p || !count)
+		return;
+	if (k->kind == GP_LAUNCH_GRAPH) {
+		p->graph_launches += count;
+		for (size_t i = 0; i < p->nr_graphs; i++)
+			if (p->graphs[i].handle == k->handle) {
+				p->graphs[i].launches += count;
+				return;
+			}
+		if (grow((void **)&p->graphs, &p->cap_graphs, p->nr_graphs + 1, sizeof(*p->graphs)))
+			return;
+		p->graphs[p->nr_graphs].handle = k->handle;
+		p->graphs[p->nr_graphs++].launches = count;
+		return;
+	}
+	p->launches += count;
+	name = cudatrace__name_of(p, k->handle, k->gen, &src);
+	if (!name) {
+		src = CT_NAME_NONE;
+		snprintf(unknown, sizeof(unknown), "unknown@0x%" PRIx64, (uint64_t)k->handle);
+		name = unknown;
+		p->unnamed_launches += count;
+	}
+	/* rows are few (distinct kernels); a linear pass per key is fine at report time */
+	for (size_t i = 0; i < p->nr_kernels && !kern; i++)
+		if (!strcmp(p->kernels[i].name, name))
+			kern = &p->kernels[i];
+	if (!kern) {
+		if (grow((void **)&p->kernels, &p->cap_kernels, p->nr_kernels + 1, sizeof(*p->kernels)))
+			return;
+		kern = &p->kernels[p->nr_kernels];
+		memset(kern, 0, sizeof(*kern));
+		kern->name = strdup(name);
+		if (!kern->name)
+			return;
+		kern->source = src;
+		kern->handle = k->handle;
+		p->nr_kernels++;
+	}
+	kern->launches += count;
+	for (size_t i = 0; i < kern->nr_shapes && !sh; i++)
+		if (!memcmp(kern->shapes[i].grid, k->grid, sizeof(k->grid)) &&
+		    !memcmp(kern->shapes[i].block, k->block, sizeof(k->block)))
+			sh = &kern->shapes[i];
+	if (!sh) {
+		if (grow((void **)&kern->shapes, &kern->cap_shapes, kern->nr_shapes + 1, sizeof(*sh)))
+			return;
+		sh = &kern->shapes[kern->nr_shapes++];
+		memcpy(sh->grid, k->grid, sizeof(k->grid));
+		memcpy(sh->block, k->block, sizeof(k->block));
+		sh->launches = 0;
+	}
+	sh->launches += count;
+}
+
+void cudatrace__set_hist(struct cudatrace *ct, uint32_t pid, uint32_t kind, const struct gp_hist *h)
+{
+	struct ct_proc *p = find_proc(ct, pid);
+
+	if (p && kind < GP_HIST__COUNT)
+		p->hist[kind] = *h;
+}
+
+static int cmp_shape(const void *a, const void *b)
+{
+	const struct ct_shape *x = a, *y = b;
+
+	if (x->launches != y->launches)
+		return x->launches > y->launches ? -1 : 1;
+	return memcmp(x->grid, y->grid, sizeof(x->grid) + sizeof(x->block));
+}
+
+static int cmp_kernel(const void *a, const void *b)
+{
+	const struct ct_kernel *x = a, *y = b;
+
+	if (x->launches != y->launches)
+		return x->launches > y->launches ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static void finish(struct ct_proc *p, uint64_t start_ns, uint64_t now_ns)
+{
+	for (size_t i = 0; i < p->nr_kernels; i++)
+		qsort(p->kernels[i].shapes, p->kernels[i].nr_shapes, sizeof(struct ct_shape), cmp_shape);
+	qsort(p->kernels, p->nr_kernels, sizeof(*p->kernels), cmp_kernel);
+	if (!p->prev_ns)
+		p->prev_ns = start_ns;
+	if (p->prev_ns && now_ns > p->prev_ns && p->launches >= p->prev_launches)
+		p->launches_per_s = (double)(p->launches - p->prev_launches) * 1e9 /
+				    (double)(now_ns - p->prev_ns);
+	else
+		p->launches_per_s = 0;
+	p->prev_launches = p->launches;
+	p->prev_ns = now_ns;
+}
+
+void cudatrace__snapshot_end(struct cudatrace *ct, uint64_t now_ns)
+{
+	uint64_t k;
+	void *v;
+
+	for (size_t it = 0; u64map__next(ct->live, &it, &k, &v);)
+		finish(v, ct->start_ns, now_ns);
+	for (size_t i = 0; i < ct->nr_exited; i++)
+		finish(ct->exited[i], ct->start_ns, now_ns);
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct ct_proc *x = *(struct ct_proc *const *)a, *y = *(struct ct_proc *const *)b;
+
+	if (x->exited != y->exited)
+		return x->exited ? 1 : -1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+size_t cudatrace__procs(struct cudatrace *ct, struct ct_proc ***out)
+{
+	size_t n = u64map__size(ct->live) + ct->nr_exited, i = 0;
+	struct ct_proc **v = realloc(ct->view, (n ? n : 1) * sizeof(*v));
+	uint64_t k;
+	void *val;
+
+	*out = NULL;
+	if (!v)
+		return 0;
+	ct->view = v;
+	for (size_t it = 0; u64map__next(ct->live, &it, &k, &val);)
+		v[i++] = val;
+	for (size_t j = 0; j < ct->nr_exited; j++)
+		v[i++] = ct->exited[j];
+	qsort(v, n, sizeof(*v), cmp_proc);
+	*out = v;
+	return n;
+}
+
+void cudatrace__reap_exited(struct cudatrace *ct, uint32_t keep_pid,
+			    void (*forget)(void *ctx, uint32_t pid), void *ctx)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < ct->nr_exited; i++) {
+		if (keep_pid && ct->exited[i]->pid == keep_pid) {
+			ct->exited[kept++] = ct->exited[i];
+			continue;
+		}
+		if (forget && !u64map__get(ct->live, ct->exited[i]->pid))
+			forget(ctx, ct->exited[i]->pid);
+		proc__free(ct->exited[i]);
+	}
+	ct->nr_exited = kept;
+}
+
+/* "func+0x1a (lib)" -> "func" */
+static void frame_func(const char *f, char *buf, size_t len)
+{
+	const char *end = strstr(f, "+0x");
+
+	if (!end)
+		end = strstr(f, " (");
+	if (!end)
+		end = f + strlen(f);
+	snprintf(buf, len, "%.*s", (int)(end - f), f);
+}
+
+void cudatrace__stub_name(const char *const *frames, size_t n, char *buf, size_t len)
+{
+	static const char stub[] = "__device_stub_";
+	char fn[1024];
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		const char *s;
+
+		frame_func(frames[i], fn, sizeof(fn));
+		s = strstr(fn, stub);
+		if (s && s[sizeof(stub) - 1] == '_') {
+			/* __device_stub__Z2k1Pfi -> _Z2k1Pfi; a demangler-unfriendly stub symbol may
+			 * already carry a parameter list: cut it */
+			char mangled[1024], *paren;
+
+			snprintf(mangled, sizeof(mangled), "%s", s + sizeof(stub) - 1);
+			paren = strchr(mangled, '(');
+			if (paren)
+				*paren = '\0';
+			symbolize__demangle(mangled, buf, len);
+			return;
+		}
+	}
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * --cudatrace aggregation: launches per process and kernel name, with grid x block
+ * shapes, graph launches and latency histograms. Launch counts are read from BPF maps
+ * at report time (a snapshot); names arrive as events when handles are created. Pure C.
+ */
+#ifndef GP_CUDATRACE_H
+#define GP_CUDATRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "gpuprobe.h"
+
+struct u64map;
+
+struct ct_shape {
+	uint32_t grid[3], block[3];
+	uint64_t launches;
+};
+
+enum ct_name_source {
+	CT_NAME_DRIVER = 0, /* from cuModuleGetFunction / cuLibraryGetKernel */
+	CT_NAME_HOST = 1,   /* from the host-side stub on the launch stack */
+	CT_NAME_NONE = 2,   /* unknown@0x... */
+};
+
+struct ct_kernel {
+	char *name;
+	enum ct_name_source source;
+	uint64_t handle; /* the first handle seen under this name */
+	uint64_t launches;
+	struct ct_shape *shapes; /* sorted, most frequent first */
+	size_t nr_shapes, cap_shapes;
+};
+
+struct ct_graph {
+	uint64_t handle, launches;
+};
+
+struct ct_proc {
+	uint32_t pid;
+	char comm[GP_COMM_LEN];
+	bool exited;
+	struct u64map *names;      /* naming generation -> name (see gp_name_event) */
+	struct u64map *host_names; /* handle -> name from the host stub */
+	/* the snapshot */
+	struct ct_kernel *kernels;
+	size_t nr_kernels, cap_kernels;
+	struct ct_graph *graphs;
+	size_t nr_graphs, cap_graphs;
+	uint64_t launches, unnamed_launches, graph_launches;
+	struct gp_hist hist[GP_HIST__COUNT];
+	double launches_per_s; /* since the previous snapshot */
+	uint64_t prev_launches, prev_ns;
+};
+
+struct cudatrace;
+
+struct cudatrace *cudatrace__new(void);
+void cudatrace__free(struct cudatrace *ct);
+
+void cudatrace__on_name(struct cudatrace *ct, const struct gp_name_event *e);
+/* A name for an unnamed handle, found on its launch stack (see cudatrace__stub_name). */
+void cudatrace__on_host_name(struct cudatrace *ct, uint32_t pid, uint64_t handle, const char *name);
+void cudatrace__on_exit(struct cudatrace *ct, const struct gp_exit_event *e);
+
+/* When tracing began (CLOCK_MONOTONIC ns): the first rate of a process counts from it. */
+void cudatrace__set_start(struct cudatrace *ct, uint64_t start_ns);
+/* Rebuilds the counts from the in-kernel tables: begin, add every key, end. */
+void cudatrace__snapshot_begin(struct cudatrace *ct);
+void cudatrace__add_launch(struct cudatrace *ct, const struct gp_launch_key *k, uint64_t count);
+void cudatrace__set_hist(struct cudatrace *ct, uint32_t pid, uint32_t kind, const struct gp_hist *h);
+void cudatrace__snapshot_end(struct cudatrace *ct, uint64_t now_ns);
+
+/* Processes sorted by pid (live first); the array is owned by ct. */
+size_t cudatrace__procs(struct cudatrace *ct, struct ct_proc ***out);
+/* The name of a launch of handle under naming generation gen (0: none valid); *source
+ * says where it came from. NULL when unnamed. */
+const char *cudatrace__name_of(struct ct_proc *p, uint64_t handle, uint32_t gen,
+			       enum ct_name_source *source);
+/* Drops exited processes once reported; forget(ctx, pid) lets the caller clear BPF maps. */
+void cudatrace__reap_exited(struct cudatrace *ct, uint32_t keep_pid,
+			    void (*forget)(void *ctx, uint32_t pid), void *ctx);
+
+/* From symbolized launch-stack frames ("func+0x1a (lib)", innermost first), the host-side
+ * kernel name: nvcc's stub __device_stub_<mangled>, demangled. Writes "" when there is
+ * none (any other frame would name the launcher, not the kernel). */
+void cudatrace__stub_name(const char *const *frames, size_t n, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* --memleak's BPF side: load bpf/cuda_mem.bpf.c, attach it, feed src/memleak.c, report. */
+#ifndef GP_MEM_PROBE_H
+#define GP_MEM_PROBE_H
+
+#include <stddef.h>
+
+struct mem_probe;
+struct gp_opts;
+struct attach_set;
+struct lib_set;
+struct gp_events;
+struct symbolizer;
+
+int mem_probe__open(struct mem_probe **out, const struct gp_opts *o, struct symbolizer *sym,
+		    char *err, size_t len);
+int mem_probe__attach(struct mem_probe *mp, struct attach_set *links, const struct lib_set *libs,
+		      int pid, char *err, size_t len);
+int mem_probe__add_events(struct mem_probe *mp, struct gp_events *ev);
+void mem_probe__report(struct mem_probe *mp, const char *kind);
+void mem_probe__free(struct mem_probe *mp);
+
+#endif

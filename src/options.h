@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Command-line settings shared by the modes. */
+#ifndef GP_OPTIONS_H
+#define GP_OPTIONS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct gp_opts {
+	bool memleak, cudatrace;
+	bool json, verbose, stacks, latency;
+	int pid;
+	const char *libcuda;
+	double interval, duration;
+	int top, top_shapes;
+	unsigned long ringbuf_size, max_pending, max_procs, max_allocs, max_launch_keys;
+	char **cmd;
+	pid_t child_pid; /* the command gpuprobe started, once forked */
+};
+
+#endif
