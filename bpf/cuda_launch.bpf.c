@@ -431,7 +431,7 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 	e->gen = kv.gen;
 	e->handle = handle;
 	e->owner = c->owner;
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	gp_leader_comm(e->comm);
 	if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)c->arg) < 0)
 		e->name[0] = '\0';
 	bpf_ringbuf_submit(e, 0);
@@ -516,7 +516,7 @@ int launch_proc_exit(struct trace_event_raw_sched_process_exit *ctx)
 	e->type = GP_EV_EXIT;
 	e->pid = tgid;
 	e->ts_ns = bpf_ktime_get_ns();
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	gp_leader_comm(e->comm);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -165,7 +165,7 @@ static __always_inline int emit_alloc(struct pending *p, __u64 id)
 	e->size = size;
 	e->stack_err = p->stack_err;
 	e->nr_stack = p->nr_stack;
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	gp_leader_comm(e->comm);
 	__builtin_memcpy(e->stack, p->stack, sizeof(e->stack));
 	bpf_ringbuf_submit(e, 0);
 	return 0;
@@ -189,7 +189,7 @@ static __always_inline int emit_free(struct pending *p, __u64 id)
 	e->addr = p->arg_addr;
 	e->size = p->size;
 	e->handle = p->handle;
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	gp_leader_comm(e->comm);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
@@ -280,7 +280,7 @@ int mem_proc_exit(struct trace_event_raw_sched_process_exit *ctx)
 	e->type = GP_EV_EXIT;
 	e->pid = tgid;
 	e->ts_ns = bpf_ktime_get_ns();
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	gp_leader_comm(e->comm);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -61,6 +61,7 @@ enum gp_api {
 	GP_API_cuStreamSynchronize_ptsz,
 	GP_API_cuCtxSynchronize,
 	GP_API_cuEventSynchronize,
+	GP_API_cuCtxSynchronize_v2,
 	GP_API_cuModuleUnload,
 	GP_API_cuLibraryUnload,
 	GP_API__COUNT,
@@ -200,5 +201,18 @@ enum gp_ldrop {
 	GP_LDROP_PROCS = 4,
 	GP_LDROP__COUNT,
 };
+
+#ifdef __VMLINUX_H__
+/* The process's name: the leader's comm, not the calling thread's (CUDA programs end on
+ * the driver's own threads, named cuda-EvtHandlr and the like). */
+static __always_inline void gp_leader_comm(char *buf)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct task_struct *leader = BPF_CORE_READ(t, group_leader);
+
+	if (bpf_core_read_str(buf, GP_COMM_LEN, &leader->comm) < 0)
+		bpf_get_current_comm(buf, GP_COMM_LEN);
+}
+#endif
 
 #endif /* GPUPROBE_H */

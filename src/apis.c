@@ -43,6 +43,7 @@ const struct gp_launch_api_info gp_launch_apis[] = {
 	{ GP_API_cuStreamSynchronize_ptsz, "cuStreamSynchronize_ptsz", GP_LP_SYNC },
 	{ GP_API_cuCtxSynchronize, "cuCtxSynchronize", GP_LP_SYNC },
 	{ GP_API_cuEventSynchronize, "cuEventSynchronize", GP_LP_SYNC },
+	{ GP_API_cuCtxSynchronize_v2, "cuCtxSynchronize_v2", GP_LP_SYNC }, /* CUDA 13 */
 	{ GP_API_cuModuleUnload, "cuModuleUnload", GP_LP_UNLOAD },
 	{ GP_API_cuLibraryUnload, "cuLibraryUnload", GP_LP_UNLOAD },
 };

@@ -13,7 +13,7 @@
  *   graph:   N/10 cuGraphLaunch + N/10 cuGraphLaunch_ptsz
  *   bad:     3 launches of a NULL handle; with --stale, 5 launches of a function whose
  *            module was unloaded (both fail in the driver, both unnamed)
- *   syncs:   5 cuStreamSynchronize, 1 _ptsz, 2 cuCtxSynchronize, 3 cuEventSynchronize
+ *   syncs:   5 cuStreamSynchronize, 1 _ptsz, 2 cuCtxSynchronize, 1 _v2, 3 cuEventSynchronize
  * With --wait the handles are created before READY (a tracer attached later never saw
  * them), then one more kernel, lib_kernel_late, is created after it and launched N times.
  * The ground truth is one JSON line on stderr.
@@ -164,6 +164,7 @@ int main(int argc, char **argv)
 	CHECK(cuStreamSynchronize_ptsz(stream));
 	for (int i = 0; i < 2; i++)
 		CHECK(cuCtxSynchronize());
+	CHECK(cuCtxSynchronize_v2(NULL));
 	for (int i = 0; i < 3; i++)
 		CHECK(cuEventSynchronize(ev));
 
@@ -180,7 +181,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, ",\"lib_kernel_late\":{\"launches\":%llu,\"shapes\":{\"1,1,1x32,1,1\":%llu}}",
 			n, n);
 	fprintf(stderr, "},\"graph_launches\":%llu,\"null_launches\":3,\"stale_launches\":%llu,"
-			"\"syncs\":11,\"stream_syncs\":6,\"ctx_syncs\":2,\"event_syncs\":3}\n",
+			"\"syncs\":12,\"stream_syncs\":6,\"ctx_syncs\":3,\"event_syncs\":3}\n",
 		2 * (n / 10), stale_launches);
 	return (int)exit_code;
 }

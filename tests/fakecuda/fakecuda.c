@@ -1398,6 +1398,25 @@ CUresult cuCtxSynchronize(void)
 	return rc;
 }
 
+/* CUDA 13: synchronize a given context (NULL: the current one), as cudaDeviceSynchronize
+ * does there. */
+CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+	struct CUctx_st *c = (struct CUctx_st *)ctx;
+	uint64_t until = 0;
+	CUresult rc = CUDA_SUCCESS;
+
+	LOCK();
+	if (!c)
+		rc = cur_ctx(&c);
+	if (rc == CUDA_SUCCESS)
+		until = ctx_busy_until(c);
+	UNLOCK();
+	if (rc == CUDA_SUCCESS)
+		sleep_until(until);
+	return rc;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Error strings. */
 
@@ -2651,6 +2670,7 @@ static const struct proc {
 	P(cuCtxPopCurrent_v2, 4000),
 	P(cuCtxGetDevice, 2000),
 	P(cuCtxSynchronize, 2000),
+	P(cuCtxSynchronize_v2, 13000),
 	P(cuGetErrorString, 6000),
 	P(cuGetErrorName, 6000),
 	P(cuGetProcAddress_v2, 12000),
