@@ -21,6 +21,9 @@ enum gp_event_type {
 	GP_EV_EXIT = 5,  /* a traced process exited (its last thread) */
 	GP_EV_NAME = 6,  /* a kernel handle was created with a name */
 	GP_EV_STUB = 8,  /* a launch of a handle never named: its stack, once */
+	GP_EV_COPY = 9,  /* a successful copy of at least --min-bytes */
+	GP_EV_AUX = 10,  /* what --bandwidth-util needs besides copies: contexts, syncs,
+			  * event records, host registrations */
 };
 
 /*
@@ -64,6 +67,47 @@ enum gp_api {
 	GP_API_cuCtxSynchronize_v2,
 	GP_API_cuModuleUnload,
 	GP_API_cuLibraryUnload,
+	GP_API_cuMemcpy,
+	GP_API_cuMemcpy_ptds,
+	GP_API_cuMemcpyAsync,
+	GP_API_cuMemcpyAsync_ptsz,
+	GP_API_cuMemcpyHtoD_v2,
+	GP_API_cuMemcpyHtoD_v2_ptds,
+	GP_API_cuMemcpyDtoH_v2,
+	GP_API_cuMemcpyDtoH_v2_ptds,
+	GP_API_cuMemcpyDtoD_v2,
+	GP_API_cuMemcpyDtoD_v2_ptds,
+	GP_API_cuMemcpyHtoDAsync_v2,
+	GP_API_cuMemcpyHtoDAsync_v2_ptsz,
+	GP_API_cuMemcpyDtoHAsync_v2,
+	GP_API_cuMemcpyDtoHAsync_v2_ptsz,
+	GP_API_cuMemcpyDtoDAsync_v2,
+	GP_API_cuMemcpyDtoDAsync_v2_ptsz,
+	GP_API_cuMemcpyPeer,
+	GP_API_cuMemcpyPeer_ptds,
+	GP_API_cuMemcpyPeerAsync,
+	GP_API_cuMemcpyPeerAsync_ptsz,
+	GP_API_cuMemcpy2D_v2,
+	GP_API_cuMemcpy2D_v2_ptds,
+	GP_API_cuMemcpy2DUnaligned_v2,
+	GP_API_cuMemcpy2DUnaligned_v2_ptds,
+	GP_API_cuMemcpy2DAsync_v2,
+	GP_API_cuMemcpy2DAsync_v2_ptsz,
+	GP_API_cuMemcpy3D_v2,
+	GP_API_cuMemcpy3D_v2_ptds,
+	GP_API_cuMemcpy3DAsync_v2,
+	GP_API_cuMemcpy3DAsync_v2_ptsz,
+	GP_API_cuEventRecord,
+	GP_API_cuEventRecord_ptsz,
+	GP_API_cuCtxSetCurrent,
+	GP_API_cuCtxPushCurrent_v2,
+	GP_API_cuCtxPopCurrent_v2,
+	GP_API_cuDevicePrimaryCtxRetain,
+	GP_API_cuCtxCreate_v2,
+	GP_API_cuCtxCreate_v3,
+	GP_API_cuCtxCreate_v4,
+	GP_API_cuMemHostRegister_v2,
+	GP_API_cuMemHostUnregister,
 	GP_API__COUNT,
 };
 
@@ -200,6 +244,54 @@ enum gp_ldrop {
 	GP_LDROP_NORETURN = 3,
 	GP_LDROP_PROCS = 4,
 	GP_LDROP__COUNT,
+};
+
+/* --bandwidth-util. Memory types as cuda.h's CUmemorytype; GP_MEMTYPE_UNIFIED means "tell
+ * from the pointer", which user space does with the allocations it tracks. */
+enum gp_memtype {
+	GP_MEMTYPE_HOST = 1,
+	GP_MEMTYPE_DEVICE = 2,
+	GP_MEMTYPE_ARRAY = 3,
+	GP_MEMTYPE_UNIFIED = 4,
+};
+
+struct gp_copy_event {
+	__u32 type; /* GP_EV_COPY */
+	__u32 api;
+	__u32 pid;
+	__u32 tid;
+	__u64 ts_ns;  /* entry */
+	__u64 dur_ns; /* entry to return: the copy itself for synchronous copies */
+	__u64 dst, src;
+	__u64 bytes;
+	__u64 stream;
+	__u64 dst_ctx, src_ctx; /* cuMemcpyPeer* */
+	__u32 dst_type, src_type; /* enum gp_memtype */
+	__u32 async;
+	__u32 peer;
+	char comm[GP_COMM_LEN];
+};
+
+/* Contexts, synchronizations, event records and host registrations, by api:
+ * syncs: handle = stream, event or context, ts = return; cuEventRecord: handle = event,
+ * aux = stream; cuCtxSetCurrent/PushCurrent: handle = context; PopCurrent: handle =
+ * popped context; PrimaryCtxRetain/CtxCreate: handle = context, aux = device ordinal;
+ * cuMemHostRegister_v2: handle = address, aux = bytes; cuMemHostUnregister: handle. */
+struct gp_aux_event {
+	__u32 type; /* GP_EV_AUX */
+	__u32 api;
+	__u32 pid;
+	__u32 tid;
+	__u64 ts_ns;
+	__u64 handle;
+	__u64 aux;
+};
+
+enum gp_cdrop {
+	GP_CDROP_RINGBUF = 0,
+	GP_CDROP_PENDING = 1,
+	GP_CDROP_NORETURN = 2,
+	GP_CDROP__COUNT,
 };
 
 #ifdef __VMLINUX_H__

@@ -49,6 +49,51 @@ const struct gp_launch_api_info gp_launch_apis[] = {
 };
 const int gp_launch_apis_cnt = sizeof(gp_launch_apis) / sizeof(gp_launch_apis[0]);
 
+const struct gp_copy_api_info gp_copy_apis[] = {
+	{ GP_API_cuMemcpy, "cuMemcpy" },
+	{ GP_API_cuMemcpy_ptds, "cuMemcpy_ptds" },
+	{ GP_API_cuMemcpyAsync, "cuMemcpyAsync" },
+	{ GP_API_cuMemcpyAsync_ptsz, "cuMemcpyAsync_ptsz" },
+	{ GP_API_cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2" },
+	{ GP_API_cuMemcpyHtoD_v2_ptds, "cuMemcpyHtoD_v2_ptds" },
+	{ GP_API_cuMemcpyDtoH_v2, "cuMemcpyDtoH_v2" },
+	{ GP_API_cuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH_v2_ptds" },
+	{ GP_API_cuMemcpyDtoD_v2, "cuMemcpyDtoD_v2" },
+	{ GP_API_cuMemcpyDtoD_v2_ptds, "cuMemcpyDtoD_v2_ptds" },
+	{ GP_API_cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync_v2" },
+	{ GP_API_cuMemcpyHtoDAsync_v2_ptsz, "cuMemcpyHtoDAsync_v2_ptsz" },
+	{ GP_API_cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync_v2" },
+	{ GP_API_cuMemcpyDtoHAsync_v2_ptsz, "cuMemcpyDtoHAsync_v2_ptsz" },
+	{ GP_API_cuMemcpyDtoDAsync_v2, "cuMemcpyDtoDAsync_v2" },
+	{ GP_API_cuMemcpyDtoDAsync_v2_ptsz, "cuMemcpyDtoDAsync_v2_ptsz" },
+	{ GP_API_cuMemcpyPeer, "cuMemcpyPeer" },
+	{ GP_API_cuMemcpyPeer_ptds, "cuMemcpyPeer_ptds" },
+	{ GP_API_cuMemcpyPeerAsync, "cuMemcpyPeerAsync" },
+	{ GP_API_cuMemcpyPeerAsync_ptsz, "cuMemcpyPeerAsync_ptsz" },
+	{ GP_API_cuMemcpy2D_v2, "cuMemcpy2D_v2" },
+	{ GP_API_cuMemcpy2D_v2_ptds, "cuMemcpy2D_v2_ptds" },
+	{ GP_API_cuMemcpy2DUnaligned_v2, "cuMemcpy2DUnaligned_v2" },
+	{ GP_API_cuMemcpy2DUnaligned_v2_ptds, "cuMemcpy2DUnaligned_v2_ptds" },
+	{ GP_API_cuMemcpy2DAsync_v2, "cuMemcpy2DAsync_v2" },
+	{ GP_API_cuMemcpy2DAsync_v2_ptsz, "cuMemcpy2DAsync_v2_ptsz" },
+	{ GP_API_cuMemcpy3D_v2, "cuMemcpy3D_v2" },
+	{ GP_API_cuMemcpy3D_v2_ptds, "cuMemcpy3D_v2_ptds" },
+	{ GP_API_cuMemcpy3DAsync_v2, "cuMemcpy3DAsync_v2" },
+	{ GP_API_cuMemcpy3DAsync_v2_ptsz, "cuMemcpy3DAsync_v2_ptsz" },
+	{ GP_API_cuEventRecord, "cuEventRecord" },
+	{ GP_API_cuEventRecord_ptsz, "cuEventRecord_ptsz" },
+	{ GP_API_cuCtxSetCurrent, "cuCtxSetCurrent" },
+	{ GP_API_cuCtxPushCurrent_v2, "cuCtxPushCurrent_v2" },
+	{ GP_API_cuCtxPopCurrent_v2, "cuCtxPopCurrent_v2" },
+	{ GP_API_cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain" },
+	{ GP_API_cuCtxCreate_v2, "cuCtxCreate_v2" },
+	{ GP_API_cuCtxCreate_v3, "cuCtxCreate_v3" },
+	{ GP_API_cuCtxCreate_v4, "cuCtxCreate_v4" },
+	{ GP_API_cuMemHostRegister_v2, "cuMemHostRegister_v2" },
+	{ GP_API_cuMemHostUnregister, "cuMemHostUnregister" },
+};
+const int gp_copy_apis_cnt = sizeof(gp_copy_apis) / sizeof(gp_copy_apis[0]);
+
 const struct gp_api_info *gp_api_info(unsigned int id)
 {
 	for (int i = 0; i < gp_mem_apis_cnt; i++)
@@ -66,6 +111,9 @@ const char *gp_api_name(unsigned int id)
 	for (int i = 0; i < gp_launch_apis_cnt; i++)
 		if ((unsigned int)gp_launch_apis[i].id == id)
 			return gp_launch_apis[i].name;
+	for (int i = 0; i < gp_copy_apis_cnt; i++)
+		if ((unsigned int)gp_copy_apis[i].id == id)
+			return gp_copy_apis[i].name;
 	return "unknown";
 }
 

@@ -45,6 +45,16 @@ struct gp_launch_api_info {
 extern const struct gp_launch_api_info gp_launch_apis[];
 extern const int gp_launch_apis_cnt;
 
+/* --bandwidth-util's own entry points (copies, contexts, event records, host
+ * registration); it probes the launch table's GP_LP_SYNC entries too. */
+struct gp_copy_api_info {
+	enum gp_api id;
+	const char *name;
+};
+
+extern const struct gp_copy_api_info gp_copy_apis[];
+extern const int gp_copy_apis_cnt;
+
 /* The memory entry points, in enum order; GP_API_NONE excluded. */
 extern const struct gp_api_info gp_mem_apis[];
 extern const int gp_mem_apis_cnt;

@@ -55,6 +55,16 @@ int gp_events__dispatch(struct gp_events *ev, const struct gp_handlers *h, const
 			goto bad;
 		CALL(h, on_stub, data);
 		break;
+	case GP_EV_COPY:
+		if (size < sizeof(struct gp_copy_event))
+			goto bad;
+		CALL(h, on_copy, data);
+		break;
+	case GP_EV_AUX:
+		if (size < sizeof(struct gp_aux_event))
+			goto bad;
+		CALL(h, on_aux, data);
+		break;
 	default:
 		goto bad;
 	}

@@ -22,6 +22,7 @@
 #include "attach.h"
 #include "elfsym.h"
 #include "events.h"
+#include "copy_probe.h"
 #include "launch_probe.h"
 #include "mem_probe.h"
 #include "options.h"
@@ -64,6 +65,8 @@ static const char doc[] =
 	"  gpuprobe --memleak                       # every CUDA process on the node\n"
 	"  gpuprobe --memleak --json -- ./app       # JSON Lines reports on stdout\n"
 	"  gpuprobe --memleak --libcuda /opt/drv/libcuda.so.1 -- ./app\n"
+	"  gpuprobe --cudatrace -p 4242 --interval 2 # launches by kernel name, live\n"
+	"  gpuprobe --bandwidth-util --interval 1 --csv pcie.csv -- ./train\n"
 	"\n"
 	"Exit status: the command's own when gpuprobe started one, else 0;\n"
 	"1 on an error; 2 on bad usage. Errors go to stderr, reports to stdout.\n";
@@ -71,6 +74,9 @@ static const char doc[] =
 enum {
 	OPT_MEMLEAK = 1000,
 	OPT_CUDATRACE,
+	OPT_BANDWIDTH,
+	OPT_MIN_BYTES,
+	OPT_CSV,
 	OPT_NO_LATENCY,
 	OPT_TOP_SHAPES,
 	OPT_MAX_LAUNCH_KEYS,
@@ -88,6 +94,7 @@ static const struct argp_option opts[] = {
 	{ NULL, 0, NULL, 0, "Modes:", 1 },
 	{ "memleak", OPT_MEMLEAK, NULL, 0, "Outstanding device/host/managed allocations per process, with stacks", 1 },
 	{ "cudatrace", OPT_CUDATRACE, NULL, 0, "Kernel launches by name and shape, graph launches, launch and sync latency", 1 },
+	{ "bandwidth-util", OPT_BANDWIDTH, NULL, 0, "Copies and bandwidth per process, GPU and direction; pageable copies", 1 },
 	{ NULL, 0, NULL, 0, "Target:", 2 },
 	{ "pid", 'p', "PID", 0, "Trace this running process only", 2 },
 	{ "libcuda", OPT_LIBCUDA, "PATH", 0, "Probe this libcuda.so instead of the ones found", 2 },
@@ -99,6 +106,8 @@ static const struct argp_option opts[] = {
 	{ "no-stacks", OPT_NO_STACKS, NULL, 0, "Do not capture user stacks at allocations", 3 },
 	{ "no-latency", OPT_NO_LATENCY, NULL, 0, "--cudatrace: no return probes on launches and syncs (counts only, cheaper)", 3 },
 	{ "top-shapes", OPT_TOP_SHAPES, "N", 0, "Text: grid x block shapes listed per kernel (default 3)", 3 },
+	{ "min-bytes", OPT_MIN_BYTES, "N", 0, "--bandwidth-util: copies under N bytes only counted as small copies, in BPF", 3 },
+	{ "csv", OPT_CSV, "FILE", 0, "--bandwidth-util: append one row per GPU per report to FILE", 3 },
 	{ "verbose", 'v', NULL, 0, "Log libbpf and attach details to stderr", 3 },
 	{ NULL, 0, NULL, 0, "Limits (every overflow is counted and reported):", 4 },
 	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0, "Ring buffer size, a power of two >= 4096 (default 4 MiB)", 4 },
@@ -137,6 +146,17 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_CUDATRACE:
 		env.cudatrace = true;
+		break;
+	case OPT_BANDWIDTH:
+		env.bandwidth = true;
+		break;
+	case OPT_MIN_BYTES:
+		if (parse_ulong(arg, &v))
+			argp_error(state, "invalid --min-bytes: %s", arg);
+		env.min_bytes = v;
+		break;
+	case OPT_CSV:
+		env.csv = arg;
 		break;
 	case OPT_NO_LATENCY:
 		env.latency = false;
@@ -205,8 +225,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!env.memleak && !env.cudatrace)
-			argp_error(state, "choose a mode: --memleak, --cudatrace (or both)");
+		if (!env.memleak && !env.cudatrace && !env.bandwidth)
+			argp_error(state, "choose a mode: --memleak, --cudatrace, --bandwidth-util (or several)");
 		if (env.cmd && env.pid > 0)
 			argp_error(state, "-p and a command exclude each other");
 		break;
@@ -339,6 +359,7 @@ int main(int argc, char **argv)
 	struct symbolizer *sym = NULL;
 	struct mem_probe *mem = NULL;
 	struct launch_probe *launch = NULL;
+	struct copy_probe *copy = NULL;
 	struct lib_set libs = {};
 	char err[1024] = "";
 	uint64_t start, next_report = 0, end = 0;
@@ -378,12 +399,27 @@ int main(int argc, char **argv)
 		snprintf(err, sizeof(err), "out of memory");
 		goto cleanup;
 	}
-	if (env.memleak) {
+	/* --bandwidth-util needs the allocations too: which ranges are device memory */
+	if (env.memleak || env.bandwidth) {
 		r = mem_probe__open(&mem, &env, sym, err, sizeof(err));
-		if (!r)
-			r = mem_probe__add_events(mem, events);
 		if (r)
 			goto cleanup;
+	}
+	if (env.bandwidth) {
+		struct gp_handlers h;
+
+		r = copy_probe__open(&copy, &env, mem_probe__events_fd(mem), err, sizeof(err));
+		if (r)
+			goto cleanup;
+		copy_probe__handlers(copy, &h);
+		mem_probe__set_listener(mem, &h);
+	}
+	if (mem) {
+		r = mem_probe__add_events(mem, events);
+		if (r) {
+			snprintf(err, sizeof(err), "cannot open the ring buffer: %s", strerror(-r));
+			goto cleanup;
+		}
 	}
 	if (env.cudatrace) {
 		r = launch_probe__open(&launch, &env, sym, err, sizeof(err));
@@ -410,6 +446,11 @@ int main(int argc, char **argv)
 	}
 	if (launch) {
 		r = launch_probe__attach(launch, links, &libs, trace_pid, err, sizeof(err));
+		if (r)
+			goto cleanup;
+	}
+	if (copy) {
+		r = copy_probe__attach(copy, links, &libs, trace_pid, err, sizeof(err));
 		if (r)
 			goto cleanup;
 	}
@@ -480,6 +521,8 @@ int main(int argc, char **argv)
 				mem_probe__report(mem, "interval");
 			if (launch)
 				launch_probe__report(launch, "interval");
+			if (copy)
+				copy_probe__report(copy, "interval");
 			next_report += (uint64_t)(env.interval * 1e9);
 		}
 	}
@@ -489,6 +532,8 @@ int main(int argc, char **argv)
 		mem_probe__report(mem, "final");
 	if (launch)
 		launch_probe__report(launch, "final");
+	if (copy)
+		copy_probe__report(copy, "final");
 	attach_set__free(links);
 	links = NULL;
 
@@ -509,6 +554,7 @@ cleanup:
 	gp_events__free(events);
 	mem_probe__free(mem);
 	launch_probe__free(launch);
+	copy_probe__free(copy);
 	symbolizer__free(sym);
 	if (r)
 		return exit_code ? exit_code : 1;

@@ -24,6 +24,7 @@ struct mem_probe {
 	struct symbolizer *sym;
 	struct report_ctx rc;
 	bool multi; /* uprobe_multi links */
+	struct gp_handlers listener;
 };
 
 static uint64_t mono_ns(void)
@@ -61,7 +62,8 @@ int mem_probe__open(struct mem_probe **out, const struct gp_opts *o, struct symb
 	mp->multi = attach__has_uprobe_multi();
 	attach__prepare_prog(mp->skel->progs.mem_enter, mp->multi);
 	attach__prepare_prog(mp->skel->progs.mem_leave, mp->multi);
-	mp->skel->rodata->capture_stacks = o->stacks;
+	/* stacks serve --memleak only */
+	mp->skel->rodata->capture_stacks = o->stacks && o->memleak;
 	bpf_map__set_max_entries(mp->skel->maps.events, o->ringbuf_size);
 	bpf_map__set_max_entries(mp->skel->maps.pending, o->max_pending);
 	bpf_map__set_max_entries(mp->skel->maps.procs, o->max_procs);
@@ -142,14 +144,42 @@ static void fill_ctx(struct mem_probe *mp, const char *kind)
 	mp->rc.stacks = mp->o->stacks;
 }
 
+#define FORWARD(mp, fn, e) do { if ((mp)->listener.fn) (mp)->listener.fn((mp)->listener.ctx, e); } while (0)
+
 static void h_alloc(void *ctx, const struct gp_alloc_event *e)
 {
-	memleak__on_alloc(((struct mem_probe *)ctx)->ml, e);
+	struct mem_probe *mp = ctx;
+
+	memleak__on_alloc(mp->ml, e);
+	FORWARD(mp, on_alloc, e);
 }
 
 static void h_free(void *ctx, const struct gp_free_event *e)
 {
-	memleak__on_free(((struct mem_probe *)ctx)->ml, e);
+	struct mem_probe *mp = ctx;
+
+	memleak__on_free(mp->ml, e);
+	FORWARD(mp, on_free, e);
+}
+
+static void h_copy(void *ctx, const struct gp_copy_event *e)
+{
+	FORWARD((struct mem_probe *)ctx, on_copy, e);
+}
+
+static void h_aux(void *ctx, const struct gp_aux_event *e)
+{
+	FORWARD((struct mem_probe *)ctx, on_aux, e);
+}
+
+void mem_probe__set_listener(struct mem_probe *mp, const struct gp_handlers *h)
+{
+	mp->listener = *h;
+}
+
+int mem_probe__events_fd(struct mem_probe *mp)
+{
+	return bpf_map__fd(mp->skel->maps.events);
 }
 
 static void h_exit(void *ctx, const struct gp_exit_event *e)
@@ -157,9 +187,10 @@ static void h_exit(void *ctx, const struct gp_exit_event *e)
 	struct mem_probe *mp = ctx;
 	struct ml_proc *p = memleak__on_exit(mp->ml, e);
 
+	FORWARD(mp, on_exit, e);
 	/* its maps are gone; a new process may reuse the PID */
 	symbolizer__forget_pid(mp->sym, (int)e->pid);
-	if (!p)
+	if (!p || !mp->o->memleak)
 		return;
 	fill_ctx(mp, "exit");
 	if (mp->o->json)
@@ -172,6 +203,7 @@ int mem_probe__add_events(struct mem_probe *mp, struct gp_events *ev)
 {
 	struct gp_handlers h = {
 		.ctx = mp, .on_alloc = h_alloc, .on_free = h_free, .on_exit = h_exit,
+		.on_copy = h_copy, .on_aux = h_aux,
 	};
 
 	return gp_events__add(ev, bpf_map__fd(mp->skel->maps.events), &h);
@@ -179,6 +211,10 @@ int mem_probe__add_events(struct mem_probe *mp, struct gp_events *ev)
 
 void mem_probe__report(struct mem_probe *mp, const char *kind)
 {
+	if (!mp->o->memleak) {
+		memleak__reap_exited(mp->ml, 0); /* loaded for --bandwidth-util only */
+		return;
+	}
 	fill_ctx(mp, kind);
 	if (mp->o->json)
 		report__memleak_json(stdout, mp->ml, &mp->rc);

@@ -16,6 +16,12 @@ int mem_probe__open(struct mem_probe **out, const struct gp_opts *o, struct symb
 		    char *err, size_t len);
 int mem_probe__attach(struct mem_probe *mp, struct attach_set *links, const struct lib_set *libs,
 		      int pid, char *err, size_t len);
+/* Records of the memory ring buffer also go to h (--bandwidth-util, whose copy probes
+ * share the buffer); call before mem_probe__add_events. */
+struct gp_handlers;
+void mem_probe__set_listener(struct mem_probe *mp, const struct gp_handlers *h);
+/* The ring buffer's fd, for other BPF objects to share. */
+int mem_probe__events_fd(struct mem_probe *mp);
 int mem_probe__add_events(struct mem_probe *mp, struct gp_events *ev);
 void mem_probe__report(struct mem_probe *mp, const char *kind);
 void mem_probe__free(struct mem_probe *mp);

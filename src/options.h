@@ -7,13 +7,15 @@
 #include <sys/types.h>
 
 struct gp_opts {
-	bool memleak, cudatrace;
+	bool memleak, cudatrace, bandwidth;
 	bool json, verbose, stacks, latency;
 	int pid;
 	const char *libcuda;
 	double interval, duration;
 	int top, top_shapes;
 	unsigned long ringbuf_size, max_pending, max_procs, max_allocs, max_launch_keys;
+	unsigned long long min_bytes;
+	const char *csv;
 	char **cmd;
 	pid_t child_pid; /* the command gpuprobe started, once forked */
 };

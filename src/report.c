@@ -274,10 +274,12 @@ static void stars(FILE *f, uint64_t val, uint64_t max, int width)
 
 void report__log2_hist(FILE *f, const __u64 *slots, int n, const char *unit)
 {
-	int last = -1;
+	int first = -1, last = -1;
 	uint64_t max = 0;
 
 	for (int i = 0; i < n; i++) {
+		if (slots[i] && first < 0)
+			first = i;
 		if (slots[i])
 			last = i;
 		if (slots[i] > max)
@@ -285,8 +287,9 @@ void report__log2_hist(FILE *f, const __u64 *slots, int n, const char *unit)
 	}
 	if (last < 0)
 		return;
+	/* bcc prints from 0; leading empty rows say nothing, so start at the first count */
 	fprintf(f, "     %-19s : count    distribution\n", unit);
-	for (int i = 0; i <= last; i++) {
+	for (int i = first; i <= last; i++) {
 		uint64_t lo = i ? 1ULL << i : 0, hi = (1ULL << (i + 1)) - 1;
 
 		fprintf(f, "%10" PRIu64 " -> %-10" PRIu64 " : %-8" PRIu64 " |", lo, hi, (uint64_t)slots[i]);
@@ -457,6 +460,152 @@ void report__cudatrace_json(FILE *f, struct cudatrace *ct, const struct ct_repor
 	for (int i = 0; i < GP_LDROP__COUNT; i++)
 		json_object_object_add(d, ldrop_names[i], json_object_new_uint64(c->ldrops[i]));
 	json_object_object_add(d, "malformed_records", json_object_new_uint64(c->malformed));
+	json_object_object_add(o, "drops", d);
+	json_print(f, o);
+}
+
+/* ---- --bandwidth-util ---- */
+#include "bandwidth.h"
+
+uint64_t gp_cdrops__events(const uint64_t *d)
+{
+	return d[GP_CDROP_RINGBUF] + d[GP_CDROP_PENDING];
+}
+
+static double secs(uint64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+void report__bandwidth_text(FILE *f, struct bandwidth *bw, const struct bw_report_ctx *c)
+{
+	struct bw_proc **procs;
+	size_t n = bandwidth__procs(bw, &procs);
+	time_t now = time(NULL);
+	char tbuf[32], hb[32];
+	struct tm tm;
+
+	localtime_r(&now, &tm);
+	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", &tm);
+	fprintf(f, "[%s] bandwidth %s report: %zu process%s\n", tbuf, c->kind, n, n == 1 ? "" : "es");
+	for (size_t i = 0; i < n; i++) {
+		struct bw_proc *p = procs[i];
+		struct bw_stat **st;
+		size_t ns = bw_proc__stats(p, &st);
+
+		fprintf(f, "PID %u (%s)%s\n", bw_proc__pid(p), bw_proc__comm(p),
+			bw_proc__exited(p) ? " exited" : "");
+		if (!ns)
+			continue;
+		fprintf(f, "  %-4s %-5s %8s %14s %10s %12s %12s %10s\n", "GPU", "DIR", "COPIES", "BYTES",
+			"SYNC_S", "SYNC_MiB/s", "ASYNC_S<=", "PAGEABLE");
+		for (size_t s = 0; s < ns; s++) {
+			struct bw_stat *x = st[s];
+			char gpu[8];
+
+			snprintf(gpu, sizeof(gpu), x->gpu < 0 ? "-" : "%d", x->gpu);
+			fprintf(f, "  %-4s %-5s %8" PRIu64 " %14" PRIu64 " %10.6f %12.1f %12.6f %10" PRIu64 "\n",
+				gpu, bw_dir_name(x->dir), x->copies, x->bytes, secs(x->sync_ns),
+				x->sync_ns ? (double)x->sync_bytes / secs(x->sync_ns) / 1048576.0 : 0.0,
+				secs(x->async_ns), x->pageable_copies);
+		}
+		for (size_t s = 0; s < ns; s++) {
+			if (!st[s]->sync_copies)
+				continue;
+			fprintf(f, "  GPU %d %s synchronous copy bandwidth:\n", st[s]->gpu, bw_dir_name(st[s]->dir));
+			report__log2_hist(f, (const __u64 *)st[s]->rate_hist, BW_HIST_SLOTS, "MiB/s");
+		}
+		if (bw_proc__unsynced(p))
+			fprintf(f, "  %" PRIu64 " asynchronous copies not yet covered by a synchronization\n",
+				bw_proc__unsynced(p));
+	}
+	report__human_bytes(c->small_bytes, hb, sizeof(hb));
+	fprintf(f, "Small copies (< %llu bytes, not counted above): %" PRIu64 " (%s); zero-byte %" PRIu64
+		   ", failed %" PRIu64 "\n",
+		c->min_bytes, c->small_copies, hb, c->zero_copies, c->failed_copies);
+	fprintf(f, "Dropped events: %" PRIu64 " (ring buffer full %" PRIu64 ", pending table full %" PRIu64
+		   ", return without entry %" PRIu64 ")\n",
+		gp_cdrops__events(c->cdrops), c->cdrops[GP_CDROP_RINGBUF], c->cdrops[GP_CDROP_PENDING],
+		c->cdrops[GP_CDROP_NORETURN]);
+	fflush(f);
+}
+
+static json_object *json_hist_arr(const uint64_t *slots, int n)
+{
+	json_object *arr = json_object_new_array();
+
+	for (int i = 0; i < n; i++) {
+		json_object *b;
+
+		if (!slots[i])
+			continue;
+		b = json_object_new_object();
+		json_object_object_add(b, "lo", json_object_new_uint64(i ? 1ULL << i : 0));
+		json_object_object_add(b, "hi", json_object_new_uint64((1ULL << (i + 1)) - 1));
+		json_object_object_add(b, "count", json_object_new_uint64(slots[i]));
+		json_object_array_add(arr, b);
+	}
+	return arr;
+}
+
+void report__bandwidth_json(FILE *f, struct bandwidth *bw, const struct bw_report_ctx *c)
+{
+	json_object *o = json_object_new_object(), *arr = json_object_new_array(), *d;
+	struct bw_proc **procs;
+	size_t n = bandwidth__procs(bw, &procs);
+
+	json_object_object_add(o, "mode", json_object_new_string("bandwidth"));
+	json_object_object_add(o, "report", json_object_new_string(c->kind));
+	json_object_object_add(o, "time", json_object_new_int64((int64_t)time(NULL)));
+	for (size_t i = 0; i < n; i++) {
+		struct bw_proc *p = procs[i];
+		json_object *po = json_object_new_object(), *ts = json_object_new_array();
+		struct bw_stat **st;
+		size_t ns = bw_proc__stats(p, &st);
+
+		json_object_object_add(po, "pid", json_object_new_int64(bw_proc__pid(p)));
+		json_object_object_add(po, "comm", json_object_new_string(bw_proc__comm(p)));
+		json_object_object_add(po, "exited", json_object_new_boolean(bw_proc__exited(p)));
+		for (size_t s = 0; s < ns; s++) {
+			struct bw_stat *x = st[s];
+			json_object *t = json_object_new_object();
+
+			json_object_object_add(t, "gpu", x->gpu < 0 ? NULL : json_object_new_int(x->gpu));
+			json_object_object_add(t, "direction", json_object_new_string(bw_dir_name(x->dir)));
+			json_object_object_add(t, "copies", json_object_new_uint64(x->copies));
+			json_object_object_add(t, "bytes", json_object_new_uint64(x->bytes));
+			json_object_object_add(t, "sync_copies", json_object_new_uint64(x->sync_copies));
+			json_object_object_add(t, "sync_bytes", json_object_new_uint64(x->sync_bytes));
+			json_object_object_add(t, "sync_seconds", json_object_new_double(secs(x->sync_ns)));
+			json_object_object_add(t, "bytes_per_second",
+					       x->sync_ns ? json_object_new_double((double)x->sync_bytes / secs(x->sync_ns)) : NULL);
+			json_object_object_add(t, "async_copies", json_object_new_uint64(x->async_copies));
+			json_object_object_add(t, "async_bytes", json_object_new_uint64(x->async_bytes));
+			json_object_object_add(t, "async_synced_copies", json_object_new_uint64(x->async_done_copies));
+			json_object_object_add(t, "async_seconds_upper_bound", json_object_new_double(secs(x->async_ns)));
+			json_object_object_add(t, "async_bytes_per_second_lower_bound",
+					       x->async_ns ? json_object_new_double((double)x->async_done_bytes / secs(x->async_ns)) : NULL);
+			json_object_object_add(t, "pageable_copies", json_object_new_uint64(x->pageable_copies));
+			json_object_object_add(t, "pageable_bytes", json_object_new_uint64(x->pageable_bytes));
+			json_object_object_add(t, "size_hist_bytes", json_hist_arr(x->size_hist, BW_HIST_SLOTS));
+			json_object_object_add(t, "sync_rate_hist_mib_s", json_hist_arr(x->rate_hist, BW_HIST_SLOTS));
+			json_object_array_add(ts, t);
+		}
+		json_object_object_add(po, "transfers", ts);
+		json_object_object_add(po, "unsynced_async_copies", json_object_new_uint64(bw_proc__unsynced(p)));
+		json_object_array_add(arr, po);
+	}
+	json_object_object_add(o, "processes", arr);
+	json_object_object_add(o, "min_bytes", json_object_new_uint64(c->min_bytes));
+	json_object_object_add(o, "small_copies", json_object_new_uint64(c->small_copies));
+	json_object_object_add(o, "small_bytes", json_object_new_uint64(c->small_bytes));
+	json_object_object_add(o, "zero_byte_copies", json_object_new_uint64(c->zero_copies));
+	json_object_object_add(o, "failed_copies", json_object_new_uint64(c->failed_copies));
+	json_object_object_add(o, "dropped_events", json_object_new_uint64(gp_cdrops__events(c->cdrops)));
+	d = json_object_new_object();
+	json_object_object_add(d, "ringbuf_full", json_object_new_uint64(c->cdrops[GP_CDROP_RINGBUF]));
+	json_object_object_add(d, "pending_full", json_object_new_uint64(c->cdrops[GP_CDROP_PENDING]));
+	json_object_object_add(d, "return_without_entry", json_object_new_uint64(c->cdrops[GP_CDROP_NORETURN]));
 	json_object_object_add(o, "drops", d);
 	json_print(f, o);
 }

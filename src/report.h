@@ -54,3 +54,16 @@ void report__cudatrace_text(FILE *f, struct cudatrace *ct, const struct ct_repor
 void report__cudatrace_json(FILE *f, struct cudatrace *ct, const struct ct_report_ctx *c);
 /* bcc-style log2 histogram of microseconds */
 void report__log2_hist(FILE *f, const __u64 *slots, int n, const char *unit);
+
+struct bandwidth;
+
+struct bw_report_ctx {
+	const char *kind;
+	uint64_t cdrops[GP_CDROP__COUNT];
+	uint64_t small_copies, small_bytes, failed_copies, zero_copies;
+	unsigned long long min_bytes;
+};
+
+uint64_t gp_cdrops__events(const uint64_t *cdrops);
+void report__bandwidth_text(FILE *f, struct bandwidth *bw, const struct bw_report_ctx *c);
+void report__bandwidth_json(FILE *f, struct bandwidth *bw, const struct bw_report_ctx *c);

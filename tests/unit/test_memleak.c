@@ -262,7 +262,9 @@ static void test_api_table(void)
 	ASSERT_STR_EQ(gp_api_name(GP_API_cuMemAllocAsync_ptsz), "cuMemAllocAsync_ptsz");
 	ASSERT_STR_EQ(gp_api_name(9999), "unknown");
 	/* every id is in exactly one table, in enum order */
-	ASSERT_EQ(gp_mem_apis_cnt + gp_launch_apis_cnt, GP_API__COUNT - 1);
+	ASSERT_EQ(gp_mem_apis_cnt + gp_launch_apis_cnt + gp_copy_apis_cnt, GP_API__COUNT - 1);
+	for (int i = 0; i < gp_copy_apis_cnt; i++)
+		ASSERT_EQ(gp_copy_apis[i].id, gp_mem_apis_cnt + gp_launch_apis_cnt + i + 1);
 	for (int i = 0; i < gp_mem_apis_cnt; i++)
 		ASSERT_EQ(gp_mem_apis[i].id, i + 1);
 	for (int i = 0; i < gp_launch_apis_cnt; i++)

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Copy probes for --bandwidth-util: every cuMemcpy* entry point, plus what is needed to
+ * classify and time them in user space (contexts and their devices, synchronizations,
+ * event records, host registrations). Records share the memory probes' ring buffer (the
+ * loader reuses its fd), so allocations, frees and copies arrive in one order: a unified
+ * copy's direction is decided against the allocations live at that moment.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "gpuprobe.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile __u64 min_bytes = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22); /* replaced by the memory probes' ring buffer */
+} events SEC(".maps");
+
+struct call {
+	__u64 ts_ns;
+	__u32 api;
+	__u32 _pad;
+	__u64 a[6];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, __u64);
+	__type(value, struct call);
+} calls SEC(".maps");
+
+__u64 cdrops[GP_CDROP__COUNT];
+__u64 small_copies, small_bytes; /* below --min-bytes: counted, not sent */
+__u64 failed_copies, zero_copies;
+
+static __always_inline void count_drop(int what)
+{
+	__sync_fetch_and_add(&cdrops[what], 1);
+}
+
+SEC("uprobe")
+int copy_enter(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call c = {
+		.ts_ns = bpf_ktime_get_ns(),
+		.api = (__u32)bpf_get_attach_cookie(ctx),
+		.a = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+		       PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ctx->r9 },
+	};
+
+	if (bpf_map_update_elem(&calls, &id, &c, BPF_ANY))
+		count_drop(GP_CDROP_PENDING);
+	return 0;
+}
+
+/* CUDA_MEMCPY2D / CUDA_MEMCPY3D (cuda.h): the fields a copy's size and ends come from. */
+#define M2D_SRC_TYPE 16
+#define M2D_SRC_HOST 24
+#define M2D_SRC_DEV 32
+#define M2D_DST_TYPE 72
+#define M2D_DST_HOST 80
+#define M2D_DST_DEV 88
+#define M2D_WIDTH 112
+#define M2D_HEIGHT 120
+#define M3D_SRC_TYPE 32
+#define M3D_SRC_HOST 40
+#define M3D_SRC_DEV 48
+#define M3D_DST_TYPE 120
+#define M3D_DST_HOST 128
+#define M3D_DST_DEV 136
+#define M3D_WIDTH 176
+#define M3D_HEIGHT 184
+#define M3D_DEPTH 192
+
+static __always_inline __u64 rd64(__u64 base, int off)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)(base + off));
+	return v;
+}
+
+static __always_inline __u32 rd32(__u64 base, int off)
+{
+	__u32 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)(base + off));
+	return v;
+}
+
+/* For host memory the descriptor names the host pointer, else the device one (unified
+ * pointers live in the device field). */
+static __always_inline __u64 desc_ptr(__u64 d, __u32 type, int host_off, int dev_off)
+{
+	return rd64(d, type == GP_MEMTYPE_HOST ? host_off : dev_off);
+}
+
+static __always_inline void fill_copy(struct gp_copy_event *e, struct call *c)
+{
+	__u64 *a = c->a;
+
+	e->async = 0;
+	e->peer = 0;
+	e->stream = 0;
+	e->dst_ctx = e->src_ctx = 0;
+	e->dst = a[0];
+	e->src = a[1];
+	e->bytes = a[2];
+	switch (c->api) {
+	case GP_API_cuMemcpyAsync:
+	case GP_API_cuMemcpyAsync_ptsz:
+		e->async = 1;
+		e->stream = a[3];
+		/* fall through */
+	case GP_API_cuMemcpy:
+	case GP_API_cuMemcpy_ptds:
+		e->dst_type = e->src_type = GP_MEMTYPE_UNIFIED;
+		break;
+	case GP_API_cuMemcpyHtoDAsync_v2:
+	case GP_API_cuMemcpyHtoDAsync_v2_ptsz:
+		e->async = 1;
+		e->stream = a[3];
+		/* fall through */
+	case GP_API_cuMemcpyHtoD_v2:
+	case GP_API_cuMemcpyHtoD_v2_ptds:
+		e->dst_type = GP_MEMTYPE_DEVICE;
+		e->src_type = GP_MEMTYPE_HOST;
+		break;
+	case GP_API_cuMemcpyDtoHAsync_v2:
+	case GP_API_cuMemcpyDtoHAsync_v2_ptsz:
+		e->async = 1;
+		e->stream = a[3];
+		/* fall through */
+	case GP_API_cuMemcpyDtoH_v2:
+	case GP_API_cuMemcpyDtoH_v2_ptds:
+		e->dst_type = GP_MEMTYPE_HOST;
+		e->src_type = GP_MEMTYPE_DEVICE;
+		break;
+	case GP_API_cuMemcpyDtoDAsync_v2:
+	case GP_API_cuMemcpyDtoDAsync_v2_ptsz:
+		e->async = 1;
+		e->stream = a[3];
+		/* fall through */
+	case GP_API_cuMemcpyDtoD_v2:
+	case GP_API_cuMemcpyDtoD_v2_ptds:
+		e->dst_type = e->src_type = GP_MEMTYPE_DEVICE;
+		break;
+	case GP_API_cuMemcpyPeerAsync:
+	case GP_API_cuMemcpyPeerAsync_ptsz:
+		e->async = 1;
+		e->stream = a[5];
+		/* fall through */
+	case GP_API_cuMemcpyPeer:
+	case GP_API_cuMemcpyPeer_ptds:
+		/* (dst, dstContext, src, srcContext, bytes) */
+		e->peer = 1;
+		e->dst = a[0];
+		e->dst_ctx = a[1];
+		e->src = a[2];
+		e->src_ctx = a[3];
+		e->bytes = a[4];
+		e->dst_type = e->src_type = GP_MEMTYPE_DEVICE;
+		break;
+	case GP_API_cuMemcpy2DAsync_v2:
+	case GP_API_cuMemcpy2DAsync_v2_ptsz:
+		e->async = 1;
+		e->stream = a[1];
+		/* fall through */
+	case GP_API_cuMemcpy2D_v2:
+	case GP_API_cuMemcpy2D_v2_ptds:
+	case GP_API_cuMemcpy2DUnaligned_v2:
+	case GP_API_cuMemcpy2DUnaligned_v2_ptds:
+		e->src_type = rd32(a[0], M2D_SRC_TYPE);
+		e->dst_type = rd32(a[0], M2D_DST_TYPE);
+		e->src = desc_ptr(a[0], e->src_type, M2D_SRC_HOST, M2D_SRC_DEV);
+		e->dst = desc_ptr(a[0], e->dst_type, M2D_DST_HOST, M2D_DST_DEV);
+		e->bytes = rd64(a[0], M2D_WIDTH) * rd64(a[0], M2D_HEIGHT);
+		break;
+	case GP_API_cuMemcpy3DAsync_v2:
+	case GP_API_cuMemcpy3DAsync_v2_ptsz:
+		e->async = 1;
+		e->stream = a[1];
+		/* fall through */
+	default: /* cuMemcpy3D_v2(+_ptds) */
+		e->src_type = rd32(a[0], M3D_SRC_TYPE);
+		e->dst_type = rd32(a[0], M3D_DST_TYPE);
+		e->src = desc_ptr(a[0], e->src_type, M3D_SRC_HOST, M3D_SRC_DEV);
+		e->dst = desc_ptr(a[0], e->dst_type, M3D_DST_HOST, M3D_DST_DEV);
+		e->bytes = rd64(a[0], M3D_WIDTH) * rd64(a[0], M3D_HEIGHT) * rd64(a[0], M3D_DEPTH);
+		break;
+	}
+}
+
+static __always_inline bool is_copy(__u32 api)
+{
+	return api >= GP_API_cuMemcpy && api <= GP_API_cuMemcpy3DAsync_v2_ptsz;
+}
+
+static __always_inline void emit_copy(struct call *c, __u64 id, __u64 now)
+{
+	struct gp_copy_event l = {}, *e;
+
+	fill_copy(&l, c);
+	/* zero-byte and small copies are counted apart, before the ring buffer: never traffic */
+	if (l.bytes == 0) {
+		__sync_fetch_and_add(&zero_copies, 1);
+		return;
+	}
+	if (l.bytes < min_bytes) {
+		__sync_fetch_and_add(&small_copies, 1);
+		__sync_fetch_and_add(&small_bytes, l.bytes);
+		return;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(GP_CDROP_RINGBUF);
+		return;
+	}
+	l.type = GP_EV_COPY;
+	l.api = c->api;
+	l.pid = id >> 32;
+	l.tid = (__u32)id;
+	l.ts_ns = c->ts_ns;
+	l.dur_ns = now - c->ts_ns;
+	gp_leader_comm(l.comm);
+	__builtin_memcpy(e, &l, sizeof(l));
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
+{
+	struct gp_aux_event *e;
+	__u64 handle = c->a[0], aux = 0;
+
+	switch (c->api) {
+	case GP_API_cuEventRecord:
+	case GP_API_cuEventRecord_ptsz:
+	case GP_API_cuMemHostRegister_v2:
+		aux = c->a[1];
+		break;
+	case GP_API_cuCtxPopCurrent_v2:
+		handle = c->a[0] ? rd64(c->a[0], 0) : 0;
+		break;
+	case GP_API_cuDevicePrimaryCtxRetain:
+		handle = rd64(c->a[0], 0);
+		aux = c->a[1];
+		break;
+	case GP_API_cuCtxCreate_v2:
+		handle = rd64(c->a[0], 0);
+		aux = c->a[2];
+		break;
+	case GP_API_cuCtxCreate_v3:
+		handle = rd64(c->a[0], 0);
+		aux = c->a[4];
+		break;
+	case GP_API_cuCtxCreate_v4:
+		handle = rd64(c->a[0], 0);
+		aux = c->a[3];
+		break;
+	case GP_API_cuCtxSynchronize:
+		handle = 0;
+		break;
+	default:
+		break;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(GP_CDROP_RINGBUF);
+		return;
+	}
+	e->type = GP_EV_AUX;
+	e->api = c->api;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->ts_ns = now;
+	e->handle = handle;
+	e->aux = aux;
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("uretprobe")
+int copy_leave(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	struct call *c = bpf_map_lookup_elem(&calls, &id);
+
+	if (!c) {
+		count_drop(GP_CDROP_NORETURN);
+		return 0;
+	}
+	if ((__u32)PT_REGS_RC(ctx) != 0) {
+		if (is_copy(c->api))
+			__sync_fetch_and_add(&failed_copies, 1);
+	} else if (is_copy(c->api)) {
+		emit_copy(c, id, now);
+	} else {
+		emit_aux(c, id, now);
+	}
+	bpf_map_delete_elem(&calls, &id);
+	return 0;
+}
+
+SEC("tp/sched/sched_process_exit")
+int copy_proc_exit(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	/* a thread that dies inside a call never returns */
+	bpf_map_delete_elem(&calls, &id);
+	return 0;
+}

@@ -1,0 +1,646 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "apis.h"
+#include "bandwidth.h"
+#include "u64map.h"
+
+#define MAX_GPUS 64
+#define KIND_HOSTREG GP_KIND__COUNT /* cuMemHostRegister'ed: pinned host memory */
+#define CTX_STACK 8
+
+struct range {
+	uint64_t start, end;
+	int kind;
+	int gpu;
+};
+
+struct pending_copy {
+	uint64_t stream, ts_ns, bytes, tid;
+	struct bw_stat *st;
+};
+
+struct thread_ctx {
+	uint64_t stack[CTX_STACK]; /* current context on top */
+	int depth;
+};
+
+struct bw_proc {
+	uint32_t pid;
+	char comm[GP_COMM_LEN];
+	bool exited;
+	struct range *ranges; /* sorted by start, disjoint */
+	size_t nr_ranges, cap_ranges;
+	struct u64map *threads;   /* tid -> struct thread_ctx */
+	struct u64map *ctx_gpu;   /* context -> gpu + 1 */
+	struct u64map *ev_stream; /* event -> (uint64_t *) {stream, record time} */
+	struct pending_copy *pending;
+	size_t nr_pending, cap_pending;
+	struct u64map *stats; /* (gpu + 1) << 8 | dir -> struct bw_stat */
+	struct bw_stat **view;
+};
+
+struct bandwidth {
+	struct u64map *live;
+	struct bw_proc **exited;
+	size_t nr_exited, cap_exited;
+	struct bw_proc **view;
+	/* --csv: bytes per GPU and direction since the last row */
+	uint64_t interval[MAX_GPUS + 1][BW__COUNT];
+	bool gpu_seen[MAX_GPUS + 1];
+};
+
+const char *bw_dir_name(enum bw_dir d)
+{
+	static const char *const n[BW__COUNT] = { "H2D", "D2H", "D2D", "peer", "H2H" };
+
+	return d < BW__COUNT ? n[d] : "?";
+}
+
+static void free_values(struct u64map *m)
+{
+	uint64_t k;
+	void *v;
+
+	if (!m)
+		return;
+	for (size_t it = 0; u64map__next(m, &it, &k, &v);)
+		free(v);
+	u64map__free(m);
+}
+
+static void proc__free(struct bw_proc *p)
+{
+	if (!p)
+		return;
+	free(p->ranges);
+	free_values(p->threads);
+	free_values(p->ctx_gpu);
+	free_values(p->ev_stream);
+	free(p->pending);
+	free_values(p->stats);
+	free(p->view);
+	free(p);
+}
+
+static struct bw_proc *proc__new(uint32_t pid)
+{
+	struct bw_proc *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->threads = u64map__new();
+	p->ctx_gpu = u64map__new();
+	p->ev_stream = u64map__new();
+	p->stats = u64map__new();
+	if (!p->threads || !p->ctx_gpu || !p->ev_stream || !p->stats) {
+		proc__free(p);
+		return NULL;
+	}
+	return p;
+}
+
+struct bandwidth *bandwidth__new(void)
+{
+	struct bandwidth *bw = calloc(1, sizeof(*bw));
+
+	if (!bw)
+		return NULL;
+	bw->live = u64map__new();
+	if (!bw->live) {
+		free(bw);
+		return NULL;
+	}
+	return bw;
+}
+
+void bandwidth__free(struct bandwidth *bw)
+{
+	uint64_t k;
+	void *v;
+
+	if (!bw)
+		return;
+	for (size_t it = 0; u64map__next(bw->live, &it, &k, &v);)
+		proc__free(v);
+	u64map__free(bw->live);
+	for (size_t i = 0; i < bw->nr_exited; i++)
+		proc__free(bw->exited[i]);
+	free(bw->exited);
+	free(bw->view);
+	free(bw);
+}
+
+static struct bw_proc *get_proc(struct bandwidth *bw, uint32_t pid, const char *comm)
+{
+	struct bw_proc *p = u64map__get(bw->live, pid);
+
+	if (!p) {
+		p = proc__new(pid);
+		if (p && u64map__put(bw->live, pid, p)) {
+			proc__free(p);
+			return NULL;
+		}
+	}
+	if (p && comm && comm[0])
+		snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, comm);
+	return p;
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t c;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 16;
+	while (c < need)
+		c *= 2;
+	n = realloc(*arr, c * elem);
+	if (!n)
+		return -ENOMEM;
+	*arr = n;
+	*cap = c;
+	return 0;
+}
+
+/* First range whose start is > addr, by binary search. */
+static size_t upper(const struct bw_proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nr_ranges;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->ranges[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static const struct range *find_range(const struct bw_proc *p, uint64_t addr)
+{
+	size_t i = upper(p, addr);
+
+	if (i == 0)
+		return NULL;
+	return addr < p->ranges[i - 1].end ? &p->ranges[i - 1] : NULL;
+}
+
+static void remove_range(struct bw_proc *p, uint64_t start)
+{
+	size_t i = upper(p, start);
+
+	if (i == 0 || p->ranges[i - 1].start != start)
+		return;
+	i--;
+	memmove(&p->ranges[i], &p->ranges[i + 1], (p->nr_ranges - i - 1) * sizeof(*p->ranges));
+	p->nr_ranges--;
+}
+
+static void add_range(struct bw_proc *p, uint64_t start, uint64_t size, int kind, int gpu)
+{
+	size_t i;
+
+	if (!size || start + size < start)
+		return;
+	remove_range(p, start); /* its free was lost: the driver's word wins */
+	if (grow((void **)&p->ranges, &p->cap_ranges, p->nr_ranges + 1, sizeof(*p->ranges)))
+		return;
+	i = upper(p, start);
+	memmove(&p->ranges[i + 1], &p->ranges[i], (p->nr_ranges - i) * sizeof(*p->ranges));
+	p->ranges[i] = (struct range){ .start = start, .end = start + size, .kind = kind, .gpu = gpu };
+	p->nr_ranges++;
+}
+
+static struct thread_ctx *thread(struct bw_proc *p, uint64_t tid)
+{
+	struct thread_ctx *t = u64map__get(p->threads, tid);
+
+	if (t)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (t && u64map__put(p->threads, tid, t)) {
+		free(t);
+		t = NULL;
+	}
+	return t;
+}
+
+/* The GPU of the calling thread's current context, -1 when unknown. */
+static int thread_gpu(struct bw_proc *p, uint64_t tid)
+{
+	struct thread_ctx *t = u64map__get(p->threads, tid);
+	uint64_t *g;
+
+	if (!t || !t->depth)
+		return -1;
+	g = u64map__get(p->ctx_gpu, t->stack[t->depth - 1]);
+	return g ? (int)(*g - 1) : -1;
+}
+
+static int ctx_gpu(struct bw_proc *p, uint64_t ctx)
+{
+	uint64_t *g = u64map__get(p->ctx_gpu, ctx);
+
+	return g ? (int)(*g - 1) : -1;
+}
+
+void bandwidth__on_alloc(struct bandwidth *bw, const struct gp_alloc_event *e)
+{
+	const struct gp_api_info *info = gp_api_info(e->api);
+	struct bw_proc *p = get_proc(bw, e->pid, e->comm);
+
+	/* physical handles are not addresses: their mappings (GP_EV_MAP) are */
+	if (!p || !info || info->kind == GP_KIND_PHYSICAL)
+		return;
+	add_range(p, e->addr, e->size, (int)info->kind,
+		  info->kind == GP_KIND_HOST ? -1 : thread_gpu(p, e->tid));
+}
+
+void bandwidth__on_free(struct bandwidth *bw, const struct gp_free_event *e)
+{
+	const struct gp_api_info *info = gp_api_info(e->api);
+	struct bw_proc *p = get_proc(bw, e->pid, e->comm);
+
+	if (!p || !info)
+		return;
+	if (e->type == GP_EV_MAP)
+		add_range(p, e->addr, e->size, GP_KIND_DEVICE, thread_gpu(p, e->tid));
+	else if (e->type == GP_EV_UNMAP || info->kind != GP_KIND_PHYSICAL)
+		remove_range(p, e->addr);
+}
+
+struct side {
+	bool device;
+	bool pinned; /* host side */
+	int gpu;
+};
+
+static struct side classify(struct bw_proc *p, uint64_t ptr, uint32_t type, uint64_t tid)
+{
+	struct side s = { .gpu = -1 };
+	const struct range *r = find_range(p, ptr);
+
+	switch (type) {
+	case GP_MEMTYPE_DEVICE:
+	case GP_MEMTYPE_ARRAY:
+		s.device = true;
+		s.gpu = r && r->gpu >= 0 ? r->gpu : thread_gpu(p, tid);
+		break;
+	case GP_MEMTYPE_HOST:
+		s.pinned = r && (r->kind == GP_KIND_HOST || r->kind == KIND_HOSTREG);
+		break;
+	default: /* unified: only what was tracked decides */
+		if (r && (r->kind == GP_KIND_DEVICE || r->kind == GP_KIND_MANAGED)) {
+			s.device = true;
+			s.gpu = r->gpu >= 0 ? r->gpu : thread_gpu(p, tid);
+		} else {
+			s.pinned = r != NULL;
+		}
+		break;
+	}
+	return s;
+}
+
+static struct bw_stat *stat_of(struct bw_proc *p, int gpu, enum bw_dir dir)
+{
+	uint64_t key = ((uint64_t)(gpu + 1) << 8) | (uint64_t)dir;
+	struct bw_stat *st = u64map__get(p->stats, key);
+
+	if (st)
+		return st;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return NULL;
+	st->gpu = gpu;
+	st->dir = dir;
+	if (u64map__put(p->stats, key, st)) {
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
+static unsigned int log2_slot(uint64_t v)
+{
+	unsigned int r = 0;
+
+	while (v > 1 && r < BW_HIST_SLOTS - 1) {
+		v >>= 1;
+		r++;
+	}
+	return r;
+}
+
+void bandwidth__on_copy(struct bandwidth *bw, const struct gp_copy_event *e)
+{
+	struct bw_proc *p = get_proc(bw, e->pid, e->comm);
+	struct side d, s;
+	enum bw_dir dir;
+	struct bw_stat *st;
+	int gpu;
+	bool pageable;
+
+	if (!p)
+		return;
+	d = classify(p, e->dst, e->dst_type, e->tid);
+	s = classify(p, e->src, e->src_type, e->tid);
+	if (e->peer) {
+		if (e->dst_ctx)
+			d.gpu = ctx_gpu(p, e->dst_ctx);
+		if (e->src_ctx)
+			s.gpu = ctx_gpu(p, e->src_ctx);
+	}
+	if (s.device && d.device)
+		dir = e->peer || (s.gpu >= 0 && d.gpu >= 0 && s.gpu != d.gpu) ? BW_PEER : BW_D2D;
+	else if (d.device)
+		dir = BW_H2D;
+	else if (s.device)
+		dir = BW_D2H;
+	else
+		dir = BW_H2H;
+	gpu = dir == BW_H2D ? d.gpu : dir == BW_H2H ? -1 : s.gpu;
+	pageable = (dir == BW_H2D && !s.pinned) || (dir == BW_D2H && !d.pinned) ||
+		   (dir == BW_H2H && !(s.pinned && d.pinned));
+	st = stat_of(p, gpu, dir);
+	if (!st)
+		return;
+	st->copies++;
+	st->bytes += e->bytes;
+	st->size_hist[log2_slot(e->bytes)]++;
+	if (pageable) {
+		st->pageable_copies++;
+		st->pageable_bytes += e->bytes;
+	}
+	if (e->async) {
+		st->async_copies++;
+		st->async_bytes += e->bytes;
+		if (!grow((void **)&p->pending, &p->cap_pending, p->nr_pending + 1, sizeof(*p->pending)))
+			p->pending[p->nr_pending++] = (struct pending_copy){
+				.stream = e->stream, .ts_ns = e->ts_ns, .bytes = e->bytes, .tid = e->tid, .st = st,
+			};
+	} else {
+		st->sync_copies++;
+		st->sync_bytes += e->bytes;
+		st->sync_ns += e->dur_ns;
+		if (e->dur_ns)
+			st->rate_hist[log2_slot(e->bytes * 1000000000ULL / e->dur_ns >> 20)]++;
+	}
+	bw->gpu_seen[gpu + 1 > MAX_GPUS ? MAX_GPUS : gpu + 1] = true;
+	bw->interval[gpu + 1 > MAX_GPUS ? MAX_GPUS : gpu + 1][dir] += e->bytes;
+}
+
+/*
+ * A synchronization returned at ts: the async copies it covers are done by then. Each
+ * batch (per direction and GPU) is charged the window from its first submission to ts —
+ * more than the transfer took when the GPU was busy with other work: an upper bound.
+ */
+static void complete(struct bw_proc *p, bool all, uint64_t stream, uint64_t before, uint64_t ts)
+{
+	size_t kept = 0;
+	struct {
+		struct bw_stat *st;
+		uint64_t first;
+	} batch[32];
+	int nb = 0;
+
+	for (size_t i = 0; i < p->nr_pending; i++) {
+		struct pending_copy *c = &p->pending[i];
+		int b;
+
+		if ((!all && c->stream != stream) || c->ts_ns > before || c->ts_ns > ts) {
+			p->pending[kept++] = *c;
+			continue;
+		}
+		c->st->async_done_copies++;
+		c->st->async_done_bytes += c->bytes;
+		for (b = 0; b < nb && batch[b].st != c->st; b++)
+			;
+		if (b == nb && nb < 32) {
+			batch[nb].st = c->st;
+			batch[nb++].first = c->ts_ns;
+		} else if (b < nb && c->ts_ns < batch[b].first) {
+			batch[b].first = c->ts_ns;
+		}
+	}
+	p->nr_pending = kept;
+	for (int b = 0; b < nb; b++)
+		batch[b].st->async_ns += ts - batch[b].first;
+}
+
+void bandwidth__on_aux(struct bandwidth *bw, const struct gp_aux_event *e)
+{
+	struct bw_proc *p = get_proc(bw, e->pid, NULL);
+	struct thread_ctx *t;
+	uint64_t *v;
+
+	if (!p)
+		return;
+	switch (e->api) {
+	case GP_API_cuStreamSynchronize:
+	case GP_API_cuStreamSynchronize_ptsz:
+		complete(p, false, e->handle, UINT64_MAX, e->ts_ns);
+		break;
+	case GP_API_cuCtxSynchronize:
+	case GP_API_cuCtxSynchronize_v2:
+		complete(p, true, 0, UINT64_MAX, e->ts_ns);
+		break;
+	case GP_API_cuEventSynchronize:
+		v = u64map__get(p->ev_stream, e->handle);
+		if (v) /* the copies on the event's stream submitted before it was recorded */
+			complete(p, false, v[0], v[1], e->ts_ns);
+		break;
+	case GP_API_cuEventRecord:
+	case GP_API_cuEventRecord_ptsz:
+		v = u64map__get(p->ev_stream, e->handle);
+		if (!v) {
+			v = malloc(2 * sizeof(*v));
+			if (!v || u64map__put(p->ev_stream, e->handle, v)) {
+				free(v);
+				break;
+			}
+		}
+		v[0] = e->aux;
+		v[1] = e->ts_ns;
+		break;
+	case GP_API_cuCtxSetCurrent:
+		t = thread(p, e->tid);
+		if (t) {
+			if (!t->depth)
+				t->depth = 1;
+			t->stack[t->depth - 1] = e->handle;
+		}
+		break;
+	case GP_API_cuCtxPushCurrent_v2:
+		t = thread(p, e->tid);
+		if (t && t->depth < CTX_STACK)
+			t->stack[t->depth++] = e->handle;
+		break;
+	case GP_API_cuCtxPopCurrent_v2:
+		t = thread(p, e->tid);
+		if (t && t->depth)
+			t->depth--;
+		break;
+	case GP_API_cuCtxCreate_v2:
+	case GP_API_cuCtxCreate_v3:
+	case GP_API_cuCtxCreate_v4:
+		/* a created context becomes current on the creating thread */
+		t = thread(p, e->tid);
+		if (t && t->depth < CTX_STACK)
+			t->stack[t->depth++] = e->handle;
+		/* fall through */
+	case GP_API_cuDevicePrimaryCtxRetain:
+		v = u64map__get(p->ctx_gpu, e->handle);
+		if (!v) {
+			v = malloc(sizeof(*v));
+			if (!v || u64map__put(p->ctx_gpu, e->handle, v)) {
+				free(v);
+				break;
+			}
+		}
+		*v = e->aux + 1;
+		break;
+	case GP_API_cuMemHostRegister_v2:
+		add_range(p, e->handle, e->aux, KIND_HOSTREG, -1);
+		break;
+	case GP_API_cuMemHostUnregister:
+		remove_range(p, e->handle);
+		break;
+	default:
+		break;
+	}
+}
+
+void bandwidth__on_exit(struct bandwidth *bw, const struct gp_exit_event *e)
+{
+	struct bw_proc *p = u64map__del(bw->live, e->pid);
+
+	if (!p)
+		return;
+	if (grow((void **)&bw->exited, &bw->cap_exited, bw->nr_exited + 1, sizeof(*bw->exited))) {
+		proc__free(p);
+		return;
+	}
+	p->exited = true;
+	bw->exited[bw->nr_exited++] = p;
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct bw_proc *x = *(struct bw_proc *const *)a, *y = *(struct bw_proc *const *)b;
+
+	if (x->exited != y->exited)
+		return x->exited ? 1 : -1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+size_t bandwidth__procs(struct bandwidth *bw, struct bw_proc ***out)
+{
+	size_t n = u64map__size(bw->live) + bw->nr_exited, i = 0;
+	struct bw_proc **v = realloc(bw->view, (n ? n : 1) * sizeof(*v));
+	uint64_t k;
+	void *val;
+
+	*out = NULL;
+	if (!v)
+		return 0;
+	bw->view = v;
+	for (size_t it = 0; u64map__next(bw->live, &it, &k, &val);)
+		v[i++] = val;
+	for (size_t j = 0; j < bw->nr_exited; j++)
+		v[i++] = bw->exited[j];
+	qsort(v, n, sizeof(*v), cmp_proc);
+	*out = v;
+	return n;
+}
+
+uint32_t bw_proc__pid(const struct bw_proc *p)
+{
+	return p->pid;
+}
+
+const char *bw_proc__comm(const struct bw_proc *p)
+{
+	return p->comm;
+}
+
+bool bw_proc__exited(const struct bw_proc *p)
+{
+	return p->exited;
+}
+
+uint64_t bw_proc__unsynced(const struct bw_proc *p)
+{
+	return p->nr_pending;
+}
+
+static int cmp_stat(const void *a, const void *b)
+{
+	const struct bw_stat *x = *(struct bw_stat *const *)a, *y = *(struct bw_stat *const *)b;
+
+	if (x->gpu != y->gpu)
+		return x->gpu < y->gpu ? -1 : 1;
+	return (int)x->dir - (int)y->dir;
+}
+
+size_t bw_proc__stats(struct bw_proc *p, struct bw_stat ***out)
+{
+	size_t n = u64map__size(p->stats), i = 0;
+	struct bw_stat **v = realloc(p->view, (n ? n : 1) * sizeof(*v));
+	uint64_t k;
+	void *val;
+
+	*out = NULL;
+	if (!v)
+		return 0;
+	p->view = v;
+	for (size_t it = 0; u64map__next(p->stats, &it, &k, &val);)
+		v[i++] = val;
+	qsort(v, n, sizeof(*v), cmp_stat);
+	*out = v;
+	return n;
+}
+
+void bandwidth__reap_exited(struct bandwidth *bw, uint32_t keep_pid)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < bw->nr_exited; i++) {
+		if (keep_pid && bw->exited[i]->pid == keep_pid)
+			bw->exited[kept++] = bw->exited[i];
+		else
+			proc__free(bw->exited[i]);
+	}
+	bw->nr_exited = kept;
+}
+
+int bandwidth__csv_rows(struct bandwidth *bw, FILE *f, double unix_time, double interval_s)
+{
+	long pos;
+
+	if (fseek(f, 0, SEEK_END))
+		return -errno;
+	pos = ftell(f);
+	if (pos == 0)
+		fprintf(f, "timestamp,gpu,h2d_bytes,d2h_bytes,d2d_bytes,h2d_bytes_per_s,d2h_bytes_per_s\n");
+	for (int g = 1; g <= MAX_GPUS; g++) {
+		uint64_t *b = bw->interval[g];
+
+		if (!bw->gpu_seen[g])
+			continue;
+		fprintf(f, "%.3f,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.1f,%.1f\n", unix_time, g - 1,
+			b[BW_H2D], b[BW_D2H], b[BW_D2D] + b[BW_PEER],
+			interval_s > 0 ? (double)b[BW_H2D] / interval_s : 0.0,
+			interval_s > 0 ? (double)b[BW_D2H] / interval_s : 0.0);
+		memset(b, 0, sizeof(bw->interval[g]));
+	}
+	fflush(f);
+	return ferror(f) ? -EIO : 0;
+}
