@@ -211,7 +211,7 @@ enum gp_name_kind {
 	GP_NAME_KERNEL = 1,   /* CUkernel from cuLibraryGetKernel */
 };
 
-#define GP_NAME_LEN 256
+#define GP_NAME_LEN 1024 /* PyTorch's mangled template kernel names exceed 255 */
 
 /* Each naming gets a generation, unique in the run: launches carry the generation valid
  * when they happened, so a handle value reused for another kernel, or launched after

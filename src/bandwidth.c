@@ -379,17 +379,25 @@ void bandwidth__on_copy(struct bandwidth *bw, const struct gp_copy_event *e)
 		st->pageable_copies++;
 		st->pageable_bytes += e->bytes;
 	}
-	if (e->async) {
+	/* cuMemcpyDtoD and friends return before the copy is done (no host-side
+	 * synchronization for device-to-device copies): their call time says nothing, so they
+	 * are timed like asynchronous copies on the legacy stream */
+	if (e->async || dir == BW_D2D) {
 		st->async_copies++;
 		st->async_bytes += e->bytes;
 		if (!grow((void **)&p->pending, &p->cap_pending, p->nr_pending + 1, sizeof(*p->pending)))
 			p->pending[p->nr_pending++] = (struct pending_copy){
-				.stream = e->stream, .ts_ns = e->ts_ns, .bytes = e->bytes, .tid = e->tid, .st = st,
+				.stream = e->async ? e->stream : 0, .ts_ns = e->ts_ns, .bytes = e->bytes,
+				.tid = e->tid, .st = st,
 			};
 	} else {
 		st->sync_copies++;
 		st->sync_bytes += e->bytes;
 		st->sync_ns += e->dur_ns;
+		if (pageable) {
+			st->pageable_sync_bytes += e->bytes;
+			st->pageable_sync_ns += e->dur_ns;
+		}
 		if (e->dur_ns)
 			st->rate_hist[log2_slot(e->bytes * 1000000000ULL / e->dur_ns >> 20)]++;
 	}

@@ -27,6 +27,7 @@ struct bw_stat {
 	uint64_t async_copies, async_bytes;
 	uint64_t async_done_copies, async_done_bytes, async_ns; /* completed by a sync */
 	uint64_t pageable_copies, pageable_bytes;
+	uint64_t pageable_sync_bytes, pageable_sync_ns; /* the pageable part of sync_* */
 	uint64_t size_hist[BW_HIST_SLOTS]; /* log2 bytes */
 	uint64_t rate_hist[BW_HIST_SLOTS]; /* log2 MiB/s of synchronous copies */
 };

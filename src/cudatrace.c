@@ -126,7 +126,7 @@ static void put_name(struct u64map *m, uint64_t handle, const char *name)
 void cudatrace__on_name(struct cudatrace *ct, const struct gp_name_event *e)
 {
 	struct ct_proc *p = get_proc(ct, e->pid);
-	char raw[GP_NAME_LEN + 1], buf[1024];
+	char raw[GP_NAME_LEN + 1], buf[4096];
 
 	if (!p)
 		return;

@@ -497,16 +497,20 @@ void report__bandwidth_text(FILE *f, struct bandwidth *bw, const struct bw_repor
 			bw_proc__exited(p) ? " exited" : "");
 		if (!ns)
 			continue;
-		fprintf(f, "  %-4s %-5s %8s %14s %10s %12s %12s %10s\n", "GPU", "DIR", "COPIES", "BYTES",
-			"SYNC_S", "SYNC_MiB/s", "ASYNC_S<=", "PAGEABLE");
+		fprintf(f, "  %-4s %-5s %8s %14s %10s %12s %12s %12s %10s\n", "GPU", "DIR", "COPIES", "BYTES",
+			"SYNC_S", "PINNED_MiB/s", "PAGED_MiB/s", "ASYNC_S<=", "PAGEABLE");
 		for (size_t s = 0; s < ns; s++) {
 			struct bw_stat *x = st[s];
 			char gpu[8];
 
 			snprintf(gpu, sizeof(gpu), x->gpu < 0 ? "-" : "%d", x->gpu);
-			fprintf(f, "  %-4s %-5s %8" PRIu64 " %14" PRIu64 " %10.6f %12.1f %12.6f %10" PRIu64 "\n",
+			fprintf(f, "  %-4s %-5s %8" PRIu64 " %14" PRIu64 " %10.6f %12.1f %12.1f %12.6f %10" PRIu64 "\n",
 				gpu, bw_dir_name(x->dir), x->copies, x->bytes, secs(x->sync_ns),
-				x->sync_ns ? (double)x->sync_bytes / secs(x->sync_ns) / 1048576.0 : 0.0,
+				x->sync_ns > x->pageable_sync_ns ?
+				(double)(x->sync_bytes - x->pageable_sync_bytes) /
+				secs(x->sync_ns - x->pageable_sync_ns) / 1048576.0 : 0.0,
+				x->pageable_sync_ns ?
+				(double)x->pageable_sync_bytes / secs(x->pageable_sync_ns) / 1048576.0 : 0.0,
 				secs(x->async_ns), x->pageable_copies);
 		}
 		for (size_t s = 0; s < ns; s++) {
@@ -579,6 +583,13 @@ void report__bandwidth_json(FILE *f, struct bandwidth *bw, const struct bw_repor
 			json_object_object_add(t, "sync_seconds", json_object_new_double(secs(x->sync_ns)));
 			json_object_object_add(t, "bytes_per_second",
 					       x->sync_ns ? json_object_new_double((double)x->sync_bytes / secs(x->sync_ns)) : NULL);
+			json_object_object_add(t, "pinned_bytes_per_second",
+					       x->sync_ns > x->pageable_sync_ns ?
+					       json_object_new_double((double)(x->sync_bytes - x->pageable_sync_bytes) /
+								      secs(x->sync_ns - x->pageable_sync_ns)) : NULL);
+			json_object_object_add(t, "pageable_bytes_per_second",
+					       x->pageable_sync_ns ?
+					       json_object_new_double((double)x->pageable_sync_bytes / secs(x->pageable_sync_ns)) : NULL);
 			json_object_object_add(t, "async_copies", json_object_new_uint64(x->async_copies));
 			json_object_object_add(t, "async_bytes", json_object_new_uint64(x->async_bytes));
 			json_object_object_add(t, "async_synced_copies", json_object_new_uint64(x->async_done_copies));
