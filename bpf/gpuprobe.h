@@ -24,6 +24,8 @@ enum gp_event_type {
 	GP_EV_COPY = 9,  /* a successful copy of at least --min-bytes */
 	GP_EV_AUX = 10,  /* what --bandwidth-util needs besides copies: contexts, syncs,
 			  * event records, host registrations */
+	GP_EV_IOCTL = 11, /* one nvidia ioctl (only with --trace: --ioctl aggregates in BPF) */
+	GP_EV_CALL = 12,  /* one driver call, entry to return (--trace) */
 };
 
 /*
@@ -292,6 +294,37 @@ enum gp_cdrop {
 	GP_CDROP_PENDING = 1,
 	GP_CDROP_NORETURN = 2,
 	GP_CDROP__COUNT,
+};
+
+/* --ioctl: one ioctl on an nvidia device node, sent only when --trace wants a timeline
+ * (the aggregates live in BPF maps). */
+struct gp_ioctl_event {
+	__u32 type; /* GP_EV_IOCTL */
+	__u32 pid;
+	__u32 tid;
+	__u32 cmd;      /* the ioctl request number */
+	__u64 ts_ns;    /* entry */
+	__u64 dur_ns;
+	__s64 ret;
+	__u32 major, minor;
+	__u32 ctrl_cmd; /* NV_ESC_RM_CONTROL: the control command in its parameters, else 0 */
+	__u32 _pad;
+};
+
+/* --trace: one call of any exported cu* function. */
+#define GP_TRACE_STR 64
+struct gp_call_event {
+	__u32 type; /* GP_EV_CALL */
+	__u32 fn;   /* index into the loader's list of traced functions (the cookie) */
+	__u32 pid;
+	__u32 tid;
+	__u64 ts_ns;  /* entry */
+	__u64 dur_ns;
+	__s64 ret;    /* CUresult */
+	__u64 args[6];
+	__u64 stack_args[2]; /* [rsp+8], [rsp+16] at entry: cuLaunchKernel's blockDimZ, shmem */
+	__u64 out0;          /* at return: the 8 bytes at args[0] (out-parameters) */
+	char str[GP_TRACE_STR]; /* name argument of cuModuleGetFunction/cuLibraryGetKernel */
 };
 
 #ifdef __VMLINUX_H__
