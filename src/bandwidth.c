@@ -339,17 +339,12 @@ static unsigned int log2_slot(uint64_t v)
 	return r;
 }
 
-void bandwidth__on_copy(struct bandwidth *bw, const struct gp_copy_event *e)
+static enum bw_dir direction(struct bw_proc *p, const struct gp_copy_event *e, int *gpu,
+			     bool *pageable)
 {
-	struct bw_proc *p = get_proc(bw, e->pid, e->comm);
 	struct side d, s;
 	enum bw_dir dir;
-	struct bw_stat *st;
-	int gpu;
-	bool pageable;
 
-	if (!p)
-		return;
 	d = classify(p, e->dst, e->dst_type, e->tid);
 	s = classify(p, e->src, e->src_type, e->tid);
 	if (e->peer) {
@@ -366,9 +361,32 @@ void bandwidth__on_copy(struct bandwidth *bw, const struct gp_copy_event *e)
 		dir = BW_D2H;
 	else
 		dir = BW_H2H;
-	gpu = dir == BW_H2D ? d.gpu : dir == BW_H2H ? -1 : s.gpu;
-	pageable = (dir == BW_H2D && !s.pinned) || (dir == BW_D2H && !d.pinned) ||
-		   (dir == BW_H2H && !(s.pinned && d.pinned));
+	*gpu = dir == BW_H2D ? d.gpu : dir == BW_H2H ? -1 : s.gpu;
+	*pageable = (dir == BW_H2D && !s.pinned) || (dir == BW_D2H && !d.pinned) ||
+		    (dir == BW_H2H && !(s.pinned && d.pinned));
+	return dir;
+}
+
+enum bw_dir bandwidth__direction(struct bandwidth *bw, const struct gp_copy_event *e, int *gpu)
+{
+	struct bw_proc *p = get_proc(bw, e->pid, NULL);
+	bool pageable;
+
+	*gpu = -1;
+	return p ? direction(p, e, gpu, &pageable) : BW_H2H;
+}
+
+void bandwidth__on_copy(struct bandwidth *bw, const struct gp_copy_event *e)
+{
+	struct bw_proc *p = get_proc(bw, e->pid, e->comm);
+	enum bw_dir dir;
+	struct bw_stat *st;
+	int gpu;
+	bool pageable;
+
+	if (!p)
+		return;
+	dir = direction(p, e, &gpu, &pageable);
 	st = stat_of(p, gpu, dir);
 	if (!st)
 		return;

@@ -44,6 +44,10 @@ void bandwidth__on_copy(struct bandwidth *bw, const struct gp_copy_event *e);
 void bandwidth__on_aux(struct bandwidth *bw, const struct gp_aux_event *e);
 void bandwidth__on_exit(struct bandwidth *bw, const struct gp_exit_event *e);
 
+/* The direction a copy would be counted under, without counting it (--trace decodes
+ * its calls with the ranges this object tracks); *gpu gets the GPU or -1. */
+enum bw_dir bandwidth__direction(struct bandwidth *bw, const struct gp_copy_event *e, int *gpu);
+
 /* Reading: processes (live first, by pid) and each one's stats (by gpu, direction). */
 size_t bandwidth__procs(struct bandwidth *bw, struct bw_proc ***out);
 uint32_t bw_proc__pid(const struct bw_proc *p);

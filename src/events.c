@@ -65,6 +65,16 @@ int gp_events__dispatch(struct gp_events *ev, const struct gp_handlers *h, const
 			goto bad;
 		CALL(h, on_aux, data);
 		break;
+	case GP_EV_CALL:
+		if (size < sizeof(struct gp_call_event))
+			goto bad;
+		CALL(h, on_call, data);
+		break;
+	case GP_EV_IOCTL:
+		if (size < sizeof(struct gp_ioctl_event))
+			goto bad;
+		CALL(h, on_ioctl, data);
+		break;
 	default:
 		goto bad;
 	}

@@ -16,6 +16,8 @@ struct gp_handlers {
 	void (*on_stub)(void *ctx, const struct gp_stub_event *e);
 	void (*on_copy)(void *ctx, const struct gp_copy_event *e);
 	void (*on_aux)(void *ctx, const struct gp_aux_event *e);
+	void (*on_call)(void *ctx, const struct gp_call_event *e);
+	void (*on_ioctl)(void *ctx, const struct gp_ioctl_event *e);
 };
 
 struct gp_events;

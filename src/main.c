@@ -26,6 +26,8 @@
 #include "launch_probe.h"
 #include "mem_probe.h"
 #include "options.h"
+#include "trace.h"
+#include "trace_probe.h"
 #include "symbolize.h"
 #include "target.h"
 
@@ -67,6 +69,9 @@ static const char doc[] =
 	"  gpuprobe --memleak --libcuda /opt/drv/libcuda.so.1 -- ./app\n"
 	"  gpuprobe --cudatrace -p 4242 --interval 2 # launches by kernel name, live\n"
 	"  gpuprobe --bandwidth-util --interval 1 --csv pcie.csv -- ./train\n"
+	"  gpuprobe --trace run.jsonl -- python3 infer.py   # every driver call\n"
+	"  gpuprobe --trace run.json --trace-format chrome -p 4242 --duration 10\n"
+	"  gpuprobe convert --chrome run.jsonl > run.json   # for ui.perfetto.dev\n"
 	"\n"
 	"Exit status: the command's own when gpuprobe started one, else 0;\n"
 	"1 on an error; 2 on bad usage. Errors go to stderr, reports to stdout.\n";
@@ -75,6 +80,9 @@ enum {
 	OPT_MEMLEAK = 1000,
 	OPT_CUDATRACE,
 	OPT_BANDWIDTH,
+	OPT_TRACE,
+	OPT_TRACE_FORMAT,
+	OPT_TRACE_FILTER,
 	OPT_MIN_BYTES,
 	OPT_CSV,
 	OPT_NO_LATENCY,
@@ -95,6 +103,9 @@ static const struct argp_option opts[] = {
 	{ "memleak", OPT_MEMLEAK, NULL, 0, "Outstanding device/host/managed allocations per process, with stacks", 1 },
 	{ "cudatrace", OPT_CUDATRACE, NULL, 0, "Kernel launches by name and shape, graph launches, launch and sync latency", 1 },
 	{ "bandwidth-util", OPT_BANDWIDTH, NULL, 0, "Copies and bandwidth per process, GPU and direction; pageable copies", 1 },
+	{ "trace", OPT_TRACE, "FILE", 0, "Every driver call (all exported cu* functions) as a timeline in FILE, and a summary", 1 },
+	{ "trace-format", OPT_TRACE_FORMAT, "jsonl|chrome", 0, "--trace file format (default jsonl; chrome loads in Perfetto)", 1 },
+	{ "trace-filter", OPT_TRACE_FILTER, "GLOB", 0, "--trace only functions matching GLOB (repeatable), e.g. 'cuMem*'", 1 },
 	{ NULL, 0, NULL, 0, "Target:", 2 },
 	{ "pid", 'p', "PID", 0, "Trace this running process only", 2 },
 	{ "libcuda", OPT_LIBCUDA, "PATH", 0, "Probe this libcuda.so instead of the ones found", 2 },
@@ -158,6 +169,19 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_CSV:
 		env.csv = arg;
 		break;
+	case OPT_TRACE:
+		env.trace = arg;
+		break;
+	case OPT_TRACE_FORMAT:
+		if (strcmp(arg, "jsonl") && strcmp(arg, "chrome"))
+			argp_error(state, "--trace-format must be jsonl or chrome");
+		env.trace_chrome = !strcmp(arg, "chrome");
+		break;
+	case OPT_TRACE_FILTER:
+		if (env.nr_trace_filter >= 32)
+			argp_error(state, "at most 32 --trace-filter patterns");
+		env.trace_filter[env.nr_trace_filter++] = arg;
+		break;
 	case OPT_NO_LATENCY:
 		env.latency = false;
 		break;
@@ -203,6 +227,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		if (parse_ulong(arg, &v) || v < 4096 || (v & (v - 1)) || v > (1UL << 30))
 			argp_error(state, "--ringbuf-size must be a power of two from 4096 to 1 GiB");
 		env.ringbuf_size = v;
+		env.ringbuf_set = true;
 		break;
 	case OPT_MAX_PENDING:
 	case OPT_MAX_PROCS:
@@ -225,8 +250,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!env.memleak && !env.cudatrace && !env.bandwidth)
-			argp_error(state, "choose a mode: --memleak, --cudatrace, --bandwidth-util (or several)");
+		if (!env.memleak && !env.cudatrace && !env.bandwidth && !env.trace)
+			argp_error(state, "choose a mode: --memleak, --cudatrace, --bandwidth-util, --trace FILE (or several)");
 		if (env.cmd && env.pid > 0)
 			argp_error(state, "-p and a command exclude each other");
 		break;
@@ -349,6 +374,22 @@ static bool target_alive(int pid)
 	return kill(pid, 0) == 0 || errno != ESRCH;
 }
 
+/* gpuprobe convert --chrome IN.jsonl > OUT.json */
+static int convert_main(int argc, char **argv)
+{
+	char err[512];
+
+	if (argc != 3 || strcmp(argv[1], "--chrome")) {
+		fprintf(stderr, "gpuprobe: usage: gpuprobe convert --chrome TRACE.jsonl > TRACE.json\n");
+		return EXIT_USAGE;
+	}
+	if (trace__convert_chrome(argv[2], stdout, err, sizeof(err))) {
+		fprintf(stderr, "gpuprobe: convert: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct argp argp = { .options = opts, .parser = parse_arg, .doc = doc,
@@ -360,6 +401,7 @@ int main(int argc, char **argv)
 	struct mem_probe *mem = NULL;
 	struct launch_probe *launch = NULL;
 	struct copy_probe *copy = NULL;
+	struct trace_probe *tracer = NULL;
 	struct lib_set libs = {};
 	char err[1024] = "";
 	uint64_t start, next_report = 0, end = 0;
@@ -369,6 +411,8 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 
 	argp_err_exit_status = EXIT_USAGE;
+	if (argc > 1 && !strcmp(argv[1], "convert"))
+		return convert_main(argc - 1, argv + 1);
 	if (argp_parse(&argp, argc, argv, 0, NULL, NULL))
 		return EXIT_USAGE;
 	libbpf_set_print(libbpf_print_fn);
@@ -429,6 +473,14 @@ int main(int argc, char **argv)
 			goto cleanup;
 	}
 
+	if (env.trace) {
+		r = trace_probe__open(&tracer, &env, &libs, err, sizeof(err));
+		if (!r)
+			r = trace_probe__add_events(tracer, events);
+		if (r)
+			goto cleanup;
+	}
+
 	/* a command is forked first, held before exec, so its PID can filter the probes */
 	if (env.cmd) {
 		r = target__spawn(env.cmd, &child);
@@ -451,6 +503,11 @@ int main(int argc, char **argv)
 	}
 	if (copy) {
 		r = copy_probe__attach(copy, links, &libs, trace_pid, err, sizeof(err));
+		if (r)
+			goto cleanup;
+	}
+	if (tracer) {
+		r = trace_probe__attach(tracer, links, &libs, trace_pid, err, sizeof(err));
 		if (r)
 			goto cleanup;
 	}
@@ -536,6 +593,10 @@ int main(int argc, char **argv)
 		copy_probe__report(copy, "final");
 	attach_set__free(links);
 	links = NULL;
+	/* probes are gone: whatever is still in the buffers is the last of the timeline */
+	gp_events__drain(events);
+	if (tracer)
+		r = trace_probe__finish(tracer, err, sizeof(err));
 
 	if (env.cmd) {
 		if (!child_done && waitpid(child.pid, &status, 0) == child.pid)
@@ -555,6 +616,7 @@ cleanup:
 	mem_probe__free(mem);
 	launch_probe__free(launch);
 	copy_probe__free(copy);
+	trace_probe__free(tracer);
 	symbolizer__free(sym);
 	if (r)
 		return exit_code ? exit_code : 1;

@@ -16,6 +16,11 @@ struct gp_opts {
 	unsigned long ringbuf_size, max_pending, max_procs, max_allocs, max_launch_keys;
 	unsigned long long min_bytes;
 	const char *csv;
+	const char *trace;        /* --trace FILE */
+	int trace_chrome;         /* --trace-format chrome */
+	const char *trace_filter[32];
+	int nr_trace_filter;
+	bool ringbuf_set;         /* --ringbuf-size given */
 	char **cmd;
 	pid_t child_pid; /* the command gpuprobe started, once forked */
 };

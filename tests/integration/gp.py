@@ -152,26 +152,54 @@ def start_gpuprobe(args, env=None):
 OUR_PROGS = {"mem_enter", "launch_enter", "launch_leave", "mem_alloc_enter", "mem_pitch_enter", "mem_free_enter", "mem_map_enter",
              "launch_kernel", "launch_coop", "launch_ex", "launch_graph", "sync_enter",
              "timed_leave", "name_enter", "alias_enter", "name_leave", "unload_enter",
-             "unload_leave", "launch_proc_exit", "copy_enter", "copy_leave", "copy_proc_exit",
+             "unload_leave", "launch_proc_exit", "copy_enter", "copy_leave", "copy_proc_exit", "trace_enter", "trace_leave", "trace_proc_exit",
              "mem_unmap_enter", "mem_leave", "mem_proc_exit"}
 
 
-def our_bpf_programs():
-    """Names of loaded BPF programs that belong to gpuprobe (truncated to 15 chars)."""
+def _held_prog_ids():
+    """IDs of BPF programs some live process holds, directly or through a link fd."""
+    held = set()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        d = f"/proc/{pid}/fdinfo"
+        try:
+            fds = os.listdir(d)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                with open(f"{d}/{fd}") as f:
+                    for line in f:
+                        if line.startswith("prog_id:"):
+                            held.add(int(line.split()[1]))
+            except OSError:
+                pass
+    return held
+
+
+def our_bpf_programs(orphans_only=False):
+    """Names of loaded BPF programs that belong to gpuprobe (truncated to 15 chars); with
+    orphans_only, only those no live process holds (another gpuprobe running beside the
+    tests holds its own)."""
     r = run(["bpftool", "prog", "show", "-j"])
     progs = json.loads(r.stdout or "[]")
     short = {n[:15] for n in OUR_PROGS}
-    return [p.get("name") for p in progs if p.get("name") in short]
+    ours = [p for p in progs if p.get("name") in short]
+    if orphans_only and ours:
+        held = _held_prog_ids()
+        ours = [p for p in ours if p["id"] not in held]
+    return [p.get("name") for p in ours]
 
 
 def assert_nothing_attached():
     # links and programs are released when the last fd closes; freeing is deferred (RCU)
     deadline = time.time() + 3
-    left = our_bpf_programs()
+    left = our_bpf_programs(orphans_only=True)
     while left and time.time() < deadline:
         time.sleep(0.1)
-        left = our_bpf_programs()
-    eq(left, [], "gpuprobe BPF programs still loaded")
+        left = our_bpf_programs(orphans_only=True)
+    eq(left, [], "gpuprobe BPF programs left loaded with no process holding them")
 
 
 def one_error_line(r, contains):

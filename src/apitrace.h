@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * --trace: decodes driver calls (arguments of the functions the other modes understand)
+ * and keeps the end-of-run summary: calls and time per function, allocations, copies per
+ * direction, launches, time blocked in syncs, ioctls, and the longest gaps between kernel
+ * launches. Pure C over gp_call_event / gp_ioctl_event.
+ */
+#ifndef GP_APITRACE_H
+#define GP_APITRACE_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "gpuprobe.h"
+
+struct json_object;
+struct apitrace;
+
+/* names[i] is the function whose cookie is i. */
+struct apitrace *apitrace__new(const char *const *names, int n);
+void apitrace__free(struct apitrace *at);
+const char *apitrace__fn_name(const struct apitrace *at, uint32_t fn);
+/* Flags for bpf/api_trace.bpf.c's fn_flags map: what to read besides registers. */
+uint32_t apitrace__fn_flags(const struct apitrace *at, uint32_t fn);
+
+/* Accounts the call and returns its decoded arguments (a new JSON object). */
+struct json_object *apitrace__on_call(struct apitrace *at, const struct gp_call_event *e);
+struct json_object *apitrace__on_ioctl(struct apitrace *at, const struct gp_ioctl_event *e,
+				       const char *name);
+void apitrace__set_comm(struct apitrace *at, uint32_t pid, const char *comm);
+const char *apitrace__comm(struct apitrace *at, uint32_t pid);
+
+struct at_drops {
+	uint64_t ringbuf, pending, noreturn, too_deep, ioctl_ringbuf;
+};
+
+/* The summary, as JSON (new object) or text. */
+struct json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *d,
+					   const char *file, const char *format, uint64_t written);
+void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops *d,
+			    const char *file, const char *format, uint64_t written);
+
+#endif
