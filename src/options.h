@@ -16,6 +16,7 @@ struct gp_opts {
 	unsigned long ringbuf_size, max_pending, max_procs, max_allocs, max_launch_keys;
 	char **cmd;
 	pid_t child_pid; /* the command gpuprobe started, once forked */
+	bool quiet; /* gpuprobe daemon: no per-exit reports on stdout */
 };
 
 #endif
