@@ -20,6 +20,7 @@ CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fno-omit-frame-pointer -MMD -MP
 INCLUDES := -I$(OUTPUT) -Isrc -Ibpf
 LIBS := -lbpf -lelf -lz -ljson-c -liberty -lpthread
+LIBS += -lmicrohttpd -ldl # gpuprobe daemon (src/daemon.c), gpuprobe check (src/check.c)
 ifeq ($(STATIC),1)
 LDFLAGS += -static
 LIBS += -lzstd -lpthread
@@ -43,6 +44,7 @@ UNITS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 # Debian packages the build and the tests need; `make deps` installs the missing ones.
 DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev libjson-c-dev \
 	libiberty-dev gcc make util-linux procps
+DEB_PKGS += libmicrohttpd-dev prometheus # gpuprobe daemon; promtool and a server for its tests
 
 .PHONY: all gpuprobe testbins test demo deps clean fuzz bundle
 .SECONDARY:
