@@ -138,7 +138,7 @@ fuzz: deps
 # gpuprobe, with the GPU test scripts beside it.
 bundle: $(OUTPUT)/bundle/gpuprobe
 
-$(OUTPUT)/bundle/gpuprobe: $(OBJS)
+$(OUTPUT)/bundle/gpuprobe: $(OBJS) src/static/mhd_notls.c
 	$(call msg,STATIC,$@)
 	$(Q)mkdir -p $(OUTPUT)/bundle
 	$(Q)$(CC) $(CFLAGS) -static $^ $(LIBS) -lzstd -lpthread -o $@ 2>&1 | \

@@ -150,7 +150,7 @@ static const char usage[] =
 	"  --probe-cost SECONDS      cost of one probe hit for gpuprobe_probe_seconds_total\n"
 	"                            (default 4.4e-6, measured on an H100 host)\n"
 	"  --rescan-interval SECONDS look for new libcuda files in /proc/*/maps this often\n"
-	"                            (default 2; 0: only at start)\n"
+	"                            (default 5; 0: only at start)\n"
 	"  --libcuda PATH            probe this library too\n"
 	"  --no-latency              no return probes on launches and syncs (then\n"
 	"                            gpuprobe_cuda_sync_seconds_total stays 0)\n"
@@ -650,7 +650,7 @@ static int check_kernel(char *err, size_t len)
 int daemon__main(int argc, char **argv)
 {
 	struct daemon d = {
-		.c = { .listen = "127.0.0.1:9464", .retention = 300, .rescan = 2, .probe_cost = 4.4e-6,
+		.c = { .listen = "127.0.0.1:9464", .retention = 300, .rescan = 5, .probe_cost = 4.4e-6,
 		       .max_kernel_series = 20 },
 		.o = { .latency = true, .pid = -1, .top = 10, .top_shapes = 3, .ringbuf_size = 4UL << 20,
 		       .max_pending = 10240, .max_procs = 8192, .max_allocs = 1000000,

@@ -131,6 +131,14 @@ def test_metrics_exact_and_promtool():
                            timeout=30)
         eq(p.returncode, 0, f"promtool check metrics: {p.stdout}{p.stderr}")
         eq(get(d.port, "/healthz"), (200, "ok\n"), "/healthz")
+        # the Grafana dashboard only names families the daemon serves
+        dash = open(os.path.join(ROOT, "examples", "grafana", "gpuprobe.json")).read()
+        for fam in sorted(set(re.findall(r"gpuprobe_[a-z_]+", dash))):
+            check(f"# TYPE {fam} " in text, f"dashboard names {fam}, which /metrics lacks")
+        p = subprocess.run(["promtool", "check", "config",
+                            os.path.join(ROOT, "examples", "prometheus", "prometheus.yml")],
+                           capture_output=True, text=True, timeout=30)
+        eq(p.returncode, 0, f"promtool check config: {p.stdout}{p.stderr}")
         held.signal(signal.SIGUSR1)
         eq(held.wait(), 0, "memleak_app exit")
         stop(d)
