@@ -20,6 +20,7 @@ CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fno-omit-frame-pointer -MMD -MP
 INCLUDES := -I$(OUTPUT) -Isrc -Ibpf
 LIBS := -lbpf -lelf -lz -ljson-c -liberty -lpthread
+LIBS += -lmicrohttpd -ldl # gpuprobe daemon (src/daemon.c), gpuprobe check (src/check.c)
 ifeq ($(STATIC),1)
 LDFLAGS += -static
 LIBS += -lzstd -lpthread
@@ -43,6 +44,7 @@ UNITS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 # Debian packages the build and the tests need; `make deps` installs the missing ones.
 DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev libjson-c-dev \
 	libiberty-dev gcc make util-linux procps
+DEB_PKGS += libmicrohttpd-dev prometheus # gpuprobe daemon; promtool and a server for its tests
 
 .PHONY: all gpuprobe testbins test demo deps clean fuzz bundle
 .SECONDARY:
@@ -136,7 +138,7 @@ fuzz: deps
 # gpuprobe, with the GPU test scripts beside it.
 bundle: $(OUTPUT)/bundle/gpuprobe
 
-$(OUTPUT)/bundle/gpuprobe: $(OBJS)
+$(OUTPUT)/bundle/gpuprobe: $(OBJS) src/static/mhd_notls.c
 	$(call msg,STATIC,$@)
 	$(Q)mkdir -p $(OUTPUT)/bundle
 	$(Q)$(CC) $(CFLAGS) -static $^ $(LIBS) -lzstd -lpthread -o $@ 2>&1 | \
@@ -148,3 +150,11 @@ clean:
 	$(Q)rm -rf $(OUTPUT)
 
 -include $(OBJS:.o=.d)
+
+# Benchmarks on the stand-in driver with real BPF (bench/run.py, root): per-call cost against
+# an empty uprobe, bpftrace and LD_PRELOAD, attach time, RSS over BENCH_SOAK_SECONDS (60),
+# ring-buffer rate. Writes docs/benchmarks.md; installs bpftrace with apt if it is missing.
+.PHONY: bench
+bench: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)python3 bench/run.py

@@ -165,6 +165,7 @@ void cudatrace__on_exit(struct cudatrace *ct, const struct gp_exit_event *e)
 	}
 	snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, e->comm);
 	p->exited = true;
+	p->exit_ns = e->ts_ns;
 	ct->exited[ct->nr_exited++] = p;
 }
 
@@ -382,6 +383,23 @@ void cudatrace__reap_exited(struct cudatrace *ct, uint32_t keep_pid,
 
 	for (size_t i = 0; i < ct->nr_exited; i++) {
 		if (keep_pid && ct->exited[i]->pid == keep_pid) {
+			ct->exited[kept++] = ct->exited[i];
+			continue;
+		}
+		if (forget && !u64map__get(ct->live, ct->exited[i]->pid))
+			forget(ctx, ct->exited[i]->pid);
+		proc__free(ct->exited[i]);
+	}
+	ct->nr_exited = kept;
+}
+
+void cudatrace__reap_exited_before(struct cudatrace *ct, uint64_t cutoff_ns,
+				   void (*forget)(void *ctx, uint32_t pid), void *ctx)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < ct->nr_exited; i++) {
+		if (ct->exited[i]->exit_ns >= cutoff_ns) {
 			ct->exited[kept++] = ct->exited[i];
 			continue;
 		}

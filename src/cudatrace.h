@@ -42,6 +42,7 @@ struct ct_proc {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
 	bool exited;
+	uint64_t exit_ns; /* CLOCK_MONOTONIC, from the exit record */
 	struct u64map *names;      /* naming generation -> name (see gp_name_event) */
 	struct u64map *host_names; /* handle -> name from the host stub */
 	/* the snapshot */
@@ -82,6 +83,10 @@ const char *cudatrace__name_of(struct ct_proc *p, uint64_t handle, uint32_t gen,
 /* Drops exited processes once reported; forget(ctx, pid) lets the caller clear BPF maps. */
 void cudatrace__reap_exited(struct cudatrace *ct, uint32_t keep_pid,
 			    void (*forget)(void *ctx, uint32_t pid), void *ctx);
+
+/* Drops exited processes whose exit is before cutoff_ns (gpuprobe daemon's retention). */
+void cudatrace__reap_exited_before(struct cudatrace *ct, uint64_t cutoff_ns,
+				   void (*forget)(void *ctx, uint32_t pid), void *ctx);
 
 /* From symbolized launch-stack frames ("func+0x1a (lib)", innermost first), the host-side
  * kernel name: nvcc's stub __device_stub_<mangled>, demangled. Writes "" when there is

@@ -138,6 +138,11 @@ int gp_events__drain(struct gp_events *ev)
 	return ring_buffer__consume(ev->rb);
 }
 
+int gp_events__epoll_fd(const struct gp_events *ev)
+{
+	return ev->rb ? ring_buffer__epoll_fd(ev->rb) : -1;
+}
+
 uint64_t gp_events__handled(const struct gp_events *ev)
 {
 	return ev->handled;

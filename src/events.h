@@ -31,6 +31,8 @@ int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h
 int gp_events__poll(struct gp_events *ev, int timeout_ms);
 /* Handles everything already in the buffers without waiting. */
 int gp_events__drain(struct gp_events *ev);
+/* An fd that polls readable when a record waits (ring_buffer__epoll_fd); -1 if none. */
+int gp_events__epoll_fd(const struct gp_events *ev);
 /* Records handled so far and records of unknown type or size (a bug if non-zero). */
 uint64_t gp_events__handled(const struct gp_events *ev);
 uint64_t gp_events__malformed(const struct gp_events *ev);

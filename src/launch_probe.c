@@ -81,13 +81,12 @@ static bool needs_return(const struct launch_probe *lp, enum gp_launch_prog p)
 	return p == GP_LP_NAME || p == GP_LP_ALIAS || p == GP_LP_UNLOAD || lp->o->latency;
 }
 
-int launch_probe__attach(struct launch_probe *lp, struct attach_set *links,
-			 const struct lib_set *libs, int pid, char *err, size_t len)
+int launch_probe__attach_libs(struct launch_probe *lp, struct attach_set *links,
+			      const struct lib_set *libs, int pid, char *err, size_t len)
 {
 	const char *names[GP_API__COUNT];
 	long long offsets[GP_API__COUNT], ret_offsets[GP_API__COUNT];
 	__u64 cookies[GP_API__COUNT];
-	struct bpf_link *l;
 	int r, n = gp_launch_apis_cnt;
 
 	for (int i = 0; i < n; i++) {
@@ -121,6 +120,18 @@ int launch_probe__attach(struct launch_probe *lp, struct attach_set *links,
 			return r;
 		}
 	}
+	return 0;
+}
+
+int launch_probe__attach(struct launch_probe *lp, struct attach_set *links,
+			 const struct lib_set *libs, int pid, char *err, size_t len)
+{
+	struct bpf_link *l;
+	int r;
+
+	r = launch_probe__attach_libs(lp, links, libs, pid, err, len);
+	if (r)
+		return r;
 	l = bpf_program__attach(lp->skel->progs.launch_proc_exit);
 	if (!l) {
 		r = -errno;
@@ -257,6 +268,28 @@ void launch_probe__report(struct launch_probe *lp, const char *kind)
 		report__cudatrace_text(stdout, lp->ct, &c);
 	cudatrace__reap_exited(lp->ct, strcmp(kind, "final") ? (uint32_t)(lp->o->cmd ? lp->o->child_pid :
 				lp->o->pid > 0 ? lp->o->pid : 0) : 0, forget_pid, lp);
+}
+
+/* gpuprobe daemon (src/daemon.c): fresh counts behind /metrics, without printing. */
+void launch_probe__snapshot(struct launch_probe *lp)
+{
+	snapshot(lp);
+}
+
+struct cudatrace *launch_probe__cudatrace(struct launch_probe *lp)
+{
+	return lp->ct;
+}
+
+void launch_probe__drops(struct launch_probe *lp, uint64_t drops[GP_LDROP__COUNT])
+{
+	for (int i = 0; i < GP_LDROP__COUNT; i++)
+		drops[i] = __atomic_load_n(&lp->skel->bss->ldrops[i], __ATOMIC_RELAXED);
+}
+
+void launch_probe__reap_before(struct launch_probe *lp, uint64_t cutoff_ns)
+{
+	cudatrace__reap_exited_before(lp->ct, cutoff_ns, forget_pid, lp);
 }
 
 void launch_probe__free(struct launch_probe *lp)

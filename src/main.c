@@ -20,6 +20,8 @@
 #include <bpf/libbpf.h>
 #include "apis.h"
 #include "attach.h"
+#include "check.h"
+#include "daemon.h"
 #include "elfsym.h"
 #include "events.h"
 #include "copy_probe.h"
@@ -72,6 +74,8 @@ static const char doc[] =
 	"  gpuprobe --trace run.jsonl -- python3 infer.py   # every driver call\n"
 	"  gpuprobe --trace run.json --trace-format chrome -p 4242 --duration 10\n"
 	"  gpuprobe convert --chrome run.jsonl > run.json   # for ui.perfetto.dev\n"
+	"  gpuprobe daemon --memleak --cudatrace    # Prometheus /metrics on 127.0.0.1:9464\n"
+	"  gpuprobe check                           # preflight: can gpuprobe run here?\n"
 	"\n"
 	"Exit status: the command's own when gpuprobe started one, else 0;\n"
 	"1 on an error; 2 on bad usage. Errors go to stderr, reports to stdout.\n";
@@ -409,6 +413,12 @@ int main(int argc, char **argv)
 	bool child_done = false;
 	const char *stall;
 	struct sigaction sa = { .sa_handler = on_signal };
+
+	/* subcommands: gpuprobe daemon ... (src/daemon.c), gpuprobe check (src/check.c) */
+	if (argc > 1 && !strcmp(argv[1], "daemon"))
+		return daemon__main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "check"))
+		return check__main(argc - 1, argv + 1);
 
 	argp_err_exit_status = EXIT_USAGE;
 	if (argc > 1 && !strcmp(argv[1], "convert"))

@@ -81,13 +81,12 @@ fail:
 	return r;
 }
 
-int mem_probe__attach(struct mem_probe *mp, struct attach_set *links, const struct lib_set *libs,
-		      int pid, char *err, size_t len)
+int mem_probe__attach_libs(struct mem_probe *mp, struct attach_set *links, const struct lib_set *libs,
+			   int pid, char *err, size_t len)
 {
 	const char *names[GP_API__COUNT];
 	long long offsets[GP_API__COUNT];
 	__u64 cookies[GP_API__COUNT];
-	struct bpf_link *l;
 	int r, n = gp_mem_apis_cnt;
 
 	for (int i = 0; i < n; i++) {
@@ -120,6 +119,18 @@ int mem_probe__attach(struct mem_probe *mp, struct attach_set *links, const stru
 			return r;
 		}
 	}
+	return 0;
+}
+
+int mem_probe__attach(struct mem_probe *mp, struct attach_set *links, const struct lib_set *libs,
+		      int pid, char *err, size_t len)
+{
+	struct bpf_link *l;
+	int r;
+
+	r = mem_probe__attach_libs(mp, links, libs, pid, err, len);
+	if (r)
+		return r;
 	l = bpf_program__attach(mp->skel->progs.mem_proc_exit);
 	if (!l) {
 		r = -errno;
@@ -190,7 +201,7 @@ static void h_exit(void *ctx, const struct gp_exit_event *e)
 	FORWARD(mp, on_exit, e);
 	/* its maps are gone; a new process may reuse the PID */
 	symbolizer__forget_pid(mp->sym, (int)e->pid);
-	if (!p || !mp->o->memleak)
+	if (!p || !mp->o->memleak || mp->o->quiet)
 		return;
 	fill_ctx(mp, "exit");
 	if (mp->o->json)
@@ -223,6 +234,23 @@ void mem_probe__report(struct mem_probe *mp, const char *kind)
 	/* the target's record stays until the final report; all others go once reported */
 	memleak__reap_exited(mp->ml, strcmp(kind, "final") ? (uint32_t)(mp->o->cmd ? mp->o->child_pid :
 					   mp->o->pid > 0 ? mp->o->pid : 0) : 0);
+}
+
+/* gpuprobe daemon (src/daemon.c): the aggregator and counters behind /metrics. */
+struct memleak *mem_probe__memleak(struct mem_probe *mp)
+{
+	return mp->ml;
+}
+
+void mem_probe__drops(struct mem_probe *mp, uint64_t drops[GP_DROP__COUNT])
+{
+	for (int i = 0; i < GP_DROP__COUNT; i++)
+		drops[i] = __atomic_load_n(&mp->skel->bss->drops[i], __ATOMIC_RELAXED);
+}
+
+void mem_probe__reap_before(struct mem_probe *mp, uint64_t cutoff_ns)
+{
+	memleak__reap_exited_before(mp->ml, cutoff_ns);
 }
 
 void mem_probe__free(struct mem_probe *mp)

@@ -379,6 +379,23 @@ void memleak__reap_exited(struct memleak *ml, uint32_t keep_pid)
 	ml->nr_exited = kept;
 }
 
+void memleak__reap_exited_before(struct memleak *ml, uint64_t cutoff_ns)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < ml->nr_exited; i++) {
+		struct ml_proc *p = ml->exited[i];
+
+		if (p->exit_ns >= cutoff_ns) {
+			ml->exited[kept++] = p;
+			continue;
+		}
+		ml->nr_allocs -= u64map__size(p->allocs) + u64map__size(p->handles);
+		proc__free(p);
+	}
+	ml->nr_exited = kept;
+}
+
 uint64_t memleak__table_full(const struct memleak *ml)
 {
 	return ml->table_full;

@@ -74,6 +74,8 @@ const char *memleak__frame(struct ml_proc *p, uint64_t addr);
 /* Forget exited processes once they have been reported, except keep_pid (the traced
  * command or -p target, whose record the final report must still show; 0: none). */
 void memleak__reap_exited(struct memleak *ml, uint32_t keep_pid);
+/* Forget exited processes whose exit (CLOCK_MONOTONIC ns) is before cutoff_ns. */
+void memleak__reap_exited_before(struct memleak *ml, uint64_t cutoff_ns);
 /* Allocations not tracked because --max-allocs was reached. */
 uint64_t memleak__table_full(const struct memleak *ml);
 

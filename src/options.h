@@ -23,6 +23,7 @@ struct gp_opts {
 	bool ringbuf_set;         /* --ringbuf-size given */
 	char **cmd;
 	pid_t child_pid; /* the command gpuprobe started, once forked */
+	bool quiet; /* gpuprobe daemon: no per-exit reports on stdout */
 };
 
 #endif

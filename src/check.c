@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gpuprobe check: what gpuprobe needs from this host, one line per item. Nothing is
+ * attached; the only side effect is a 4 KiB ring buffer map created and closed.
+ * GPUPROBE_SYSFS points the file checks at a fake /sys (tests).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "apis.h"
+#include "attach.h"
+#include "check.h"
+#include "target.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+#define TRACEFS_MAGIC_ 0x74726163
+
+enum verdict { OK, WARN, FAIL };
+
+struct checker {
+	const char *sysfs;
+	int fails, warns;
+};
+
+static void line(struct checker *c, enum verdict v, const char *item, const char *fmt, ...)
+{
+	static const char *const words[] = { "ok", "warn", "fail" };
+	va_list ap;
+
+	if (v == FAIL)
+		c->fails++;
+	else if (v == WARN)
+		c->warns++;
+	printf("%s %s: ", words[v], item);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static bool sys_exists(struct checker *c, const char *rel, char *path, size_t len)
+{
+	snprintf(path, len, "%s/%s", c->sysfs, rel);
+	return access(path, R_OK) == 0;
+}
+
+static bool has_cap(int cap)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = {};
+
+	if (syscall(SYS_capget, &h, d))
+		return false;
+	return d[cap >> 5].effective & (1U << (cap & 31));
+}
+
+static int quiet_print(enum libbpf_print_level l, const char *f, va_list a)
+{
+	(void)l;
+	(void)f;
+	(void)a;
+	return 0;
+}
+
+static void check_kernel(struct checker *c)
+{
+	char path[512];
+	struct statfs sf;
+	int fd;
+
+	if (sys_exists(c, "kernel/btf/vmlinux", path, sizeof(path)))
+		line(c, OK, "kernel BTF", "%s", path);
+	else
+		line(c, FAIL, "kernel BTF", "%s missing: gpuprobe's CO-RE programs need CONFIG_DEBUG_INFO_BTF=y", path);
+	if (sys_exists(c, "bus/event_source/devices/uprobe/type", path, sizeof(path)))
+		line(c, OK, "uprobes", "%s", path);
+	else
+		line(c, FAIL, "uprobes", "%s missing: gpuprobe needs CONFIG_UPROBE_EVENTS=y", path);
+	if (attach__has_uprobe_multi())
+		line(c, OK, "uprobe_multi", "one link per library and direction (Linux >= 6.6)");
+	else
+		line(c, WARN, "uprobe_multi", "not available (or GPUPROBE_NO_UPROBE_MULTI set): one perf event per probe, slower attach and detach");
+	fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gp_check", 0, 0, 4096, NULL);
+	if (fd >= 0) {
+		line(c, OK, "ring buffer", "BPF_MAP_TYPE_RINGBUF created");
+		close(fd);
+	} else {
+		line(c, FAIL, "ring buffer", "cannot create a BPF ring buffer: %s (Linux >= 5.8 and CAP_BPF needed)",
+		     strerror(errno));
+	}
+	if (sys_exists(c, "bus/event_source/devices/kprobe/type", path, sizeof(path)))
+		line(c, OK, "kprobes", "available: the ioctl mode can use kprobes on the NVIDIA driver");
+	else
+		line(c, WARN, "kprobes", "%s missing: the ioctl mode would fall back to syscall tracepoints", path);
+	if (statfs("/sys/kernel/tracing", &sf) == 0 && sf.f_type == TRACEFS_MAGIC_)
+		line(c, OK, "tracefs", "mounted at /sys/kernel/tracing");
+	else if (access("/sys/kernel/tracing", F_OK) == 0 && (geteuid() == 0 || has_cap(CAP_SYS_ADMIN)))
+		line(c, WARN, "tracefs", "not mounted; gpuprobe mounts it at /sys/kernel/tracing (needs CAP_SYS_ADMIN, which it has)");
+	else
+		line(c, FAIL, "tracefs", "not mounted at /sys/kernel/tracing and not mountable here (mount -t tracefs nodev /sys/kernel/tracing)");
+}
+
+static void check_privileges(struct checker *c)
+{
+	bool bpf = has_cap(CAP_BPF), perfmon = has_cap(CAP_PERFMON), ptrace = has_cap(CAP_SYS_PTRACE);
+
+	if (geteuid() == 0 && bpf && perfmon && ptrace)
+		line(c, OK, "privileges", "root with CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE");
+	else if (bpf && perfmon && ptrace)
+		line(c, OK, "privileges", "CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE");
+	else if (bpf && perfmon)
+		line(c, WARN, "privileges", "no CAP_SYS_PTRACE: other users' processes (/proc/PID/maps, /proc/PID/root) stay invisible");
+	else if (has_cap(CAP_SYS_ADMIN))
+		line(c, OK, "privileges", "CAP_SYS_ADMIN (covers BPF and perf events)");
+	else
+		line(c, FAIL, "privileges", "need root, or CAP_BPF + CAP_PERFMON (+ CAP_SYS_PTRACE)");
+}
+
+static void check_libs(struct checker *c)
+{
+	struct lib_set *s = calloc(1, sizeof(*s));
+	char why[1024];
+
+	if (!s) {
+		line(c, FAIL, "libcuda", "out of memory");
+		return;
+	}
+	if (target__find_libcuda(s) == 0)
+		line(c, WARN, "libcuda", "none found (LD_LIBRARY_PATH, ldconfig, the usual driver folders, running processes); gpuprobe daemon waits for one");
+	for (int i = 0; i < s->n; i++) {
+		if (target__check_libcuda(s->libs[i].path, why, sizeof(why)))
+			line(c, WARN, "libcuda", "%s", why);
+		else
+			line(c, OK, "libcuda", "%s (device %u:%u inode %lu)", s->libs[i].path,
+			     major(s->libs[i].dev), minor(s->libs[i].dev), (unsigned long)s->libs[i].ino);
+	}
+	free(s);
+}
+
+/* "cuMemAlloc_v2" -> "cuMemAlloc"; *ptsz says whether a per-thread-stream suffix was
+ * there. cuGetProcAddress takes the base name and picks the version itself. */
+static void base_name(const char *name, char *buf, size_t len, bool *ptsz)
+{
+	size_t n;
+
+	snprintf(buf, len, "%s", name);
+	*ptsz = false;
+	n = strlen(buf);
+	if (n > 5 && (!strcmp(buf + n - 5, "_ptsz") || !strcmp(buf + n - 5, "_ptds"))) {
+		buf[n - 5] = '\0';
+		*ptsz = true;
+		n -= 5;
+	}
+	while (n > 3 && buf[n - 3] == '_' && buf[n - 2] == 'v' && buf[n - 1] >= '2' && buf[n - 1] <= '9') {
+		buf[n - 3] = '\0';
+		n -= 3;
+	}
+}
+
+static bool probed(const char *sym)
+{
+	for (int i = 0; i < gp_mem_apis_cnt; i++)
+		if (!strcmp(gp_mem_apis[i].name, sym))
+			return true;
+	for (int i = 0; i < gp_launch_apis_cnt; i++)
+		if (!strcmp(gp_launch_apis[i].name, sym))
+			return true;
+	return false;
+}
+
+typedef int (*cu_init_fn)(unsigned int);
+typedef int (*cu_version_fn)(int *);
+typedef int (*cu_getproc_fn)(const char *, void **, int, unsigned long long, int *);
+
+/* What the CUDA runtime gets through cuGetProcAddress must be what gpuprobe probes. */
+static void check_driver(struct checker *c)
+{
+	const char *names[128];
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	cu_init_fn init;
+	cu_version_fn version;
+	cu_getproc_fn getproc;
+	int n = 0, matched = 0, absent = 0, ver = 13000, r;
+	Dl_info info;
+
+	if (!h) {
+		line(c, WARN, "driver", "cannot load libcuda.so.1 (%s): no NVIDIA driver here, entry points not checked", dlerror());
+		return;
+	}
+	init = (cu_init_fn)dlsym(h, "cuInit");
+	version = (cu_version_fn)dlsym(h, "cuDriverGetVersion");
+	getproc = (cu_getproc_fn)dlsym(h, "cuGetProcAddress_v2");
+	if (dladdr((void *)init, &info) && info.dli_fname)
+		line(c, OK, "driver", "libcuda.so.1 loads from %s", info.dli_fname);
+	if (!init || (r = init(0)) != 0) {
+		line(c, WARN, "driver", "cuInit(0) failed (%d): no usable GPU, entry points not checked", init ? r : -1);
+		goto cleanup;
+	}
+	if (version)
+		version(&ver);
+	if (!getproc) {
+		line(c, WARN, "entry points", "the driver has no cuGetProcAddress_v2 (CUDA < 12): not checked");
+		goto cleanup;
+	}
+	for (int i = 0; i < gp_mem_apis_cnt; i++)
+		names[n++] = gp_mem_apis[i].name;
+	for (int i = 0; i < gp_launch_apis_cnt; i++)
+		names[n++] = gp_launch_apis[i].name;
+	for (int i = 0; i < n; i++) {
+		char base[128];
+		bool pt, dup = false;
+		void *pfn = NULL;
+		int status = -1;
+
+		base_name(names[i], base, sizeof(base), &pt);
+		for (int j = 0; j < i && !dup; j++) { /* once per (base, stream flavour) */
+			char b2[128];
+			bool pt2;
+
+			base_name(names[j], b2, sizeof(b2), &pt2);
+			dup = pt2 == pt && !strcmp(b2, base);
+		}
+		if (dup)
+			continue;
+		r = getproc(base, &pfn, ver, pt ? 2 /* PER_THREAD_DEFAULT_STREAM */ : 0 /* DEFAULT */, &status);
+		if (r || status != 0 || !pfn) {
+			absent++;
+			continue;
+		}
+		if (!dladdr(pfn, &info) || !info.dli_sname) {
+			line(c, WARN, "entry point", "%s%s -> %p: not an exported symbol, gpuprobe cannot probe it",
+			     base, pt ? " (per-thread stream)" : "", pfn);
+			continue;
+		}
+		if (!probed(info.dli_sname)) {
+			line(c, WARN, "entry point", "%s%s -> %s, which gpuprobe does not probe: its calls go uncounted",
+			     base, pt ? " (per-thread stream)" : "", info.dli_sname);
+			continue;
+		}
+		matched++;
+	}
+	line(c, OK, "entry points", "%d functions the runtime gets through cuGetProcAddress (CUDA %d.%d) are the exported symbols gpuprobe probes; %d not in this driver",
+	     matched, ver / 1000, ver % 1000 / 10, absent);
+cleanup:
+	dlclose(h);
+}
+
+int check__main(int argc, char **argv)
+{
+	struct checker c = { .sysfs = getenv("GPUPROBE_SYSFS") };
+
+	if (argc > 1) {
+		bool help = !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help");
+
+		fprintf(help ? stdout : stderr, "%sUsage: gpuprobe check\n"
+			"Checks what gpuprobe needs here; prints ok|warn|fail <item>: <detail> lines.\n"
+			"Exit status 1 when any line is fail.\n",
+			help ? "" : "gpuprobe: check takes no arguments\n");
+		return help ? 0 : 2;
+	}
+	if (!c.sysfs)
+		c.sysfs = "/sys";
+	libbpf_set_print(quiet_print);
+	check_kernel(&c);
+	check_privileges(&c);
+	check_libs(&c);
+	check_driver(&c);
+	fflush(stdout);
+	return c.fails ? 1 : 0;
+}

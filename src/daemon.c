@@ -1,0 +1,808 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gpuprobe daemon: probes every libcuda on the node for every process (pid -1), finds
+ * library files that appear later (containers, driver upgrades) by rescanning
+ * /proc/PID/maps, and serves /metrics (src/prom.c) and /healthz with libmicrohttpd.
+ *
+ * One thread: poll() waits on the ring buffer's epoll fd and on libmicrohttpd's, so the
+ * aggregators are only ever touched from here and need no locks.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/sysmacros.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <bpf/libbpf.h>
+#include <microhttpd.h>
+#include "attach.h"
+#include "cudatrace.h"
+#include "daemon.h"
+#include "events.h"
+#include "launch_probe.h"
+#include "mem_probe.h"
+#include "memleak.h"
+#include "options.h"
+#include "procmaps.h"
+#include "prom.h"
+#include "symbolize.h"
+#include "target.h"
+#include "u64map.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+/* sd-daemon(3) prefixes: journald turns them into priorities */
+#define L_ERR 3
+#define L_WARN 4
+#define L_INFO 6
+#define L_DEBUG 7
+
+#define EXIT_USAGE 2
+
+struct dconf {
+	const char *listen;
+	double retention, rescan, probe_cost;
+	unsigned long max_kernel_series;
+	bool verbose;
+};
+
+struct cg_entry {
+	char *path;
+	uint64_t gone_ns; /* when the process was first seen gone; 0 while alive */
+};
+
+struct daemon {
+	struct dconf c;
+	struct gp_opts o;
+	struct attach_set *links;
+	struct gp_events *events;
+	struct symbolizer *sym;
+	struct mem_probe *mem;
+	struct launch_probe *launch;
+	struct lib_set *libs; /* every library file seen (probed or rejected), by dev+inode */
+	int probed;           /* of those, the ones with probes */
+	struct u64map *cgroups; /* pid -> struct cg_entry */
+	struct MHD_Daemon *mhd;
+	uint64_t scrapes, rescans, rescan_ns;
+};
+
+static volatile sig_atomic_t stop_signal, hup_signal;
+static bool verbose;
+
+static void dlog(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level == L_DEBUG && !verbose)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "<%d>gpuprobe: ", level);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (!verbose || level == LIBBPF_DEBUG)
+		return 0;
+	fprintf(stderr, "<%d>", L_DEBUG);
+	return vfprintf(stderr, fmt, args);
+}
+
+static void on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		hup_signal = 1;
+	else
+		stop_signal = sig;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static bool has_cap(int cap)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = {};
+
+	if (syscall(SYS_capget, &h, d))
+		return false;
+	return d[cap >> 5].effective & (1U << (cap & 31));
+}
+
+static const char usage[] =
+	"Usage: gpuprobe daemon --memleak|--cudatrace [OPTION...]\n"
+	"Trace every CUDA process on the node and serve Prometheus metrics.\n"
+	"\n"
+	"  --memleak                 outstanding allocations, alloc/free calls\n"
+	"  --cudatrace               kernel and graph launches, synchronize calls and time\n"
+	"  --bandwidth-util, --ioctl not implemented yet (rejected)\n"
+	"  --listen ADDR:PORT        where to serve /metrics and /healthz (default\n"
+	"                            127.0.0.1:9464; IPv6 as [::1]:9464)\n"
+	"  --retention SECONDS       keep series of exited processes this long (default 300)\n"
+	"  --max-kernel-series N     kernels with their own series per process; the rest\n"
+	"                            are summed under kernel=\"other\" (default 20)\n"
+	"  --probe-cost SECONDS      cost of one probe hit for gpuprobe_probe_seconds_total\n"
+	"                            (default 4.4e-6, measured on an H100 host)\n"
+	"  --rescan-interval SECONDS look for new libcuda files in /proc/*/maps this often\n"
+	"                            (default 5; 0: only at start)\n"
+	"  --libcuda PATH            probe this library too\n"
+	"  --no-latency              no return probes on launches and syncs (then\n"
+	"                            gpuprobe_cuda_sync_seconds_total stays 0)\n"
+	"  -v, --verbose             debug lines (libbpf, each rescan)\n"
+	"  -h, --help                this text\n"
+	"\n"
+	"Logs go to stderr with <N> syslog priority prefixes (journald reads them).\n"
+	"SIGTERM/SIGINT: detach and exit 0. SIGHUP: logged, nothing to reload.\n"
+	"Exit status: 0 after SIGTERM/SIGINT, 1 on an error, 2 on bad usage.\n";
+
+enum {
+	D_MEMLEAK = 1000, D_CUDATRACE, D_BANDWIDTH, D_IOCTL, D_LISTEN, D_RETENTION,
+	D_MAX_KERNELS, D_PROBE_COST, D_RESCAN, D_LIBCUDA, D_NO_LATENCY,
+};
+
+static int parse_num(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return (errno || end == s || *end || *out < 0 || *out != *out) ? -EINVAL : 0;
+}
+
+/* One line on stderr for every problem; 0 or EXIT_USAGE (or -1 for --help). */
+static int parse_args(struct daemon *d, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "memleak", no_argument, NULL, D_MEMLEAK },
+		{ "cudatrace", no_argument, NULL, D_CUDATRACE },
+		{ "bandwidth-util", no_argument, NULL, D_BANDWIDTH },
+		{ "ioctl", no_argument, NULL, D_IOCTL },
+		{ "listen", required_argument, NULL, D_LISTEN },
+		{ "retention", required_argument, NULL, D_RETENTION },
+		{ "max-kernel-series", required_argument, NULL, D_MAX_KERNELS },
+		{ "probe-cost", required_argument, NULL, D_PROBE_COST },
+		{ "rescan-interval", required_argument, NULL, D_RESCAN },
+		{ "libcuda", required_argument, NULL, D_LIBCUDA },
+		{ "no-latency", no_argument, NULL, D_NO_LATENCY },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	double v;
+	int opt;
+
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, ":vh", lo, NULL)) != -1) {
+		switch (opt) {
+		case D_MEMLEAK:
+			d->o.memleak = true;
+			break;
+		case D_CUDATRACE:
+			d->o.cudatrace = true;
+			break;
+		case D_BANDWIDTH:
+		case D_IOCTL:
+			dlog(L_ERR, "daemon: %s is not implemented yet (available: --memleak, --cudatrace)",
+			     opt == D_IOCTL ? "--ioctl" : "--bandwidth-util");
+			return EXIT_USAGE;
+		case D_LISTEN:
+			d->c.listen = optarg;
+			break;
+		case D_RETENTION:
+		case D_PROBE_COST:
+		case D_RESCAN:
+			if (parse_num(optarg, &v) || v > 1e9) {
+				dlog(L_ERR, "daemon: invalid number of seconds: %s", optarg);
+				return EXIT_USAGE;
+			}
+			if (opt == D_RETENTION)
+				d->c.retention = v;
+			else if (opt == D_RESCAN)
+				d->c.rescan = v;
+			else
+				d->c.probe_cost = v;
+			break;
+		case D_MAX_KERNELS:
+			if (parse_num(optarg, &v) || v != (double)(unsigned long)v || v > 100000) {
+				dlog(L_ERR, "daemon: invalid --max-kernel-series: %s", optarg);
+				return EXIT_USAGE;
+			}
+			d->c.max_kernel_series = (unsigned long)v;
+			break;
+		case D_LIBCUDA:
+			d->o.libcuda = optarg;
+			break;
+		case D_NO_LATENCY:
+			d->o.latency = false;
+			break;
+		case 'v':
+			d->c.verbose = verbose = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return -1;
+		case ':':
+			dlog(L_ERR, "daemon: option %s needs an argument", argv[optind - 1]);
+			return EXIT_USAGE;
+		default:
+			dlog(L_ERR, "daemon: unknown option %s (see gpuprobe daemon --help)", argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		dlog(L_ERR, "daemon: unexpected argument %s (the daemon traces every process; see gpuprobe daemon --help)",
+		     argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (!d->o.memleak && !d->o.cudatrace) {
+		dlog(L_ERR, "daemon: choose a mode: --memleak, --cudatrace (or both)");
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/*
+ * "ADDR:PORT" or "[V6ADDR]:PORT" -> a bound, listening socket. Names resolve too, the
+ * first address wins. Returns the fd or -errno with one reason in err.
+ */
+static int open_listener(const char *spec, int *family, char *err, size_t len)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV },
+			*ai = NULL;
+	char host[256], *port;
+	const char *colon;
+	int fd = -1, one = 1, r;
+
+	if (spec[0] == '[') {
+		const char *close = strchr(spec, ']');
+
+		if (!close || close[1] != ':' || close - spec - 1 >= (long)sizeof(host) || close == spec + 1) {
+			snprintf(err, len, "invalid --listen %s: expected [IPV6]:PORT", spec);
+			return -EINVAL;
+		}
+		snprintf(host, sizeof(host), "%.*s", (int)(close - spec - 1), spec + 1);
+		colon = close + 1;
+	} else {
+		colon = strrchr(spec, ':');
+		if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof(host)) {
+			snprintf(err, len, "invalid --listen %s: expected ADDR:PORT, e.g. 127.0.0.1:9464", spec);
+			return -EINVAL;
+		}
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - spec), spec);
+		if (strchr(host, ':')) {
+			snprintf(err, len, "invalid --listen %s: IPv6 addresses go in brackets, e.g. [::1]:9464", spec);
+			return -EINVAL;
+		}
+	}
+	port = (char *)colon + 1;
+	{
+		char *end;
+		long p;
+
+		errno = 0;
+		p = strtol(port, &end, 10);
+		if (errno || end == port || *end || p < 0 || p > 65535) {
+			snprintf(err, len, "invalid --listen %s: bad port %s", spec, port);
+			return -EINVAL;
+		}
+	}
+	r = getaddrinfo(host, port, &hints, &ai);
+	if (r) {
+		snprintf(err, len, "invalid --listen %s: %s", spec, gai_strerror(r));
+		return -EINVAL;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, len, "cannot listen on %s: %s", spec, strerror(-r));
+		goto cleanup;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ai->ai_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64)) {
+		r = -errno;
+		snprintf(err, len, "cannot listen on %s: %s", spec, strerror(-r));
+		goto cleanup;
+	}
+	*family = ai->ai_family;
+	r = fd;
+	fd = -1;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	if (ai)
+		freeaddrinfo(ai);
+	return r;
+}
+
+/* The cgroup path of pid (cgroup v2's "0::" line, else the first hierarchy's). */
+static int read_cgroup(uint32_t pid, char *buf, size_t len)
+{
+	char path[64], line[4096], *p = NULL;
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *c = strchr(line, ':');
+
+		c = c ? strchr(c + 1, ':') : NULL;
+		if (!c)
+			continue;
+		if (!found || !strncmp(line, "0::", 3)) {
+			p = c + 1;
+			p[strcspn(p, "\n")] = '\0';
+			snprintf(buf, len, "%s", p);
+			found = true;
+			if (!strncmp(line, "0::", 3))
+				break;
+		}
+	}
+	fclose(f);
+	return found ? 0 : -ENOENT;
+}
+
+static const char *container_of(void *ctx, uint32_t pid)
+{
+	struct daemon *d = ctx;
+	struct cg_entry *e = u64map__get(d->cgroups, pid);
+	char buf[4096];
+
+	if (e)
+		return e->path;
+	if (read_cgroup(pid, buf, sizeof(buf)))
+		return "";
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return "";
+	e->path = strdup(buf);
+	if (!e->path || u64map__put(d->cgroups, pid, e)) {
+		free(e->path);
+		free(e);
+		return "";
+	}
+	return e->path;
+}
+
+/* Probes one more library for every process; logs what happened. */
+static void probe_lib(struct daemon *d, const struct lib_entry *lib)
+{
+	struct lib_set one = { .n = 1 };
+	char err[1024] = "", why[512];
+	int before = attach_set__count(d->links), r = 0;
+
+	if (target__check_libcuda(lib->path, why, sizeof(why))) {
+		dlog(L_WARN, "not probing %s", why);
+		return;
+	}
+	one.libs[0] = *lib;
+	if (d->mem)
+		r = mem_probe__attach_libs(d->mem, d->links, &one, -1, err, sizeof(err));
+	if (!r && d->launch)
+		r = launch_probe__attach_libs(d->launch, d->links, &one, -1, err, sizeof(err));
+	if (r) {
+		dlog(L_ERR, "%s", err);
+		return;
+	}
+	d->probed++;
+	dlog(L_INFO, "probing %s (device %u:%u inode %lu): %d probes", lib->path,
+	     major(lib->dev), minor(lib->dev), (unsigned long)lib->ino,
+	     attach_set__count(d->links) - before);
+}
+
+/* Every library file some process maps now, through /proc/PID/root (containers). */
+static void rescan(struct daemon *d)
+{
+	struct mapped_lib libs[4];
+	uint64_t t0 = mono_ns();
+	int self = getpid(), nproc = 0;
+	struct dirent *de;
+	DIR *dir = opendir("/proc");
+
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		int pid = atoi(de->d_name), n;
+
+		if (pid <= 0 || pid == self)
+			continue;
+		nproc++;
+		n = procmaps__find_libs("/proc", pid, "libcuda.so", libs, 4);
+		for (int i = 0; i < n; i++) {
+			int before = d->libs->n;
+
+			if (libset__add(d->libs, libs[i].host_path) == 1)
+				probe_lib(d, &d->libs->libs[before]);
+		}
+	}
+	closedir(dir);
+	d->rescans++;
+	d->rescan_ns = mono_ns() - t0;
+	dlog(L_DEBUG, "rescan: %d processes in %.1f ms", nproc, d->rescan_ns / 1e6);
+}
+
+static void initial_libs(struct daemon *d)
+{
+	struct lib_set *found = calloc(1, sizeof(*found));
+
+	if (!found)
+		return;
+	if (d->o.libcuda)
+		libset__add(found, d->o.libcuda);
+	target__find_libcuda(found);
+	for (int i = 0; i < found->n; i++) {
+		int before = d->libs->n;
+
+		if (libset__add(d->libs, found->libs[i].path) == 1)
+			probe_lib(d, &d->libs->libs[before]);
+	}
+	free(found);
+	if (!d->probed)
+		dlog(L_WARN, "no libcuda found yet: probes go in when a process maps one");
+}
+
+/* Once a second: processes the exit tracepoint could not report (exited before their
+ * first snapshot), retention, and the cgroup cache. */
+static void housekeeping(struct daemon *d)
+{
+	uint64_t now = mono_ns(), keep = (uint64_t)(d->c.retention * 1e9), cutoff;
+	uint64_t k;
+	void *v;
+
+	cutoff = now > keep ? now - keep : 0;
+	if (d->launch) {
+		struct cudatrace *ct = launch_probe__cudatrace(d->launch);
+		struct ct_proc **procs;
+		size_t n;
+
+		launch_probe__snapshot(d->launch);
+		n = cudatrace__procs(ct, &procs);
+		for (size_t i = 0; i < n; i++) {
+			struct gp_exit_event e = { .type = GP_EV_EXIT, .ts_ns = now };
+
+			if (!procs[i]->exited)
+				container_of(d, procs[i]->pid); /* read while it is there to read */
+			if (procs[i]->exited || kill((pid_t)procs[i]->pid, 0) == 0 || errno != ESRCH)
+				continue;
+			e.pid = procs[i]->pid;
+			memcpy(e.comm, procs[i]->comm, sizeof(e.comm));
+			cudatrace__on_exit(ct, &e); /* changes ct's arrays: one per round */
+			break;
+		}
+		launch_probe__reap_before(d->launch, cutoff);
+	}
+	if (d->mem) {
+		struct ml_proc **procs;
+		size_t n = memleak__procs(mem_probe__memleak(d->mem), &procs);
+
+		for (size_t i = 0; i < n; i++)
+			if (!procs[i]->exited)
+				container_of(d, procs[i]->pid);
+		mem_probe__reap_before(d->mem, cutoff);
+	}
+	for (size_t it = 0; u64map__next(d->cgroups, &it, &k, &v);) {
+		struct cg_entry *e = v;
+
+		if (!e->gone_ns && kill((pid_t)k, 0) && errno == ESRCH)
+			e->gone_ns = now;
+		if (e->gone_ns && now - e->gone_ns > keep + 5000000000ULL) {
+			u64map__del(d->cgroups, k);
+			free(e->path);
+			free(e);
+			break; /* the iterator is invalid now; the rest go next round */
+		}
+	}
+}
+
+static int render(struct daemon *d, char **buf, size_t *len)
+{
+	struct prom_drop drops[GP_DROP__COUNT + 1 + GP_LDROP__COUNT + 1];
+	static const char *const mem_reasons[GP_DROP__COUNT] = {
+		"ringbuf_full", "pending_table_full", "stack_unreadable", "return_without_entry",
+		"proc_table_full",
+	};
+	static const char *const launch_reasons[GP_LDROP__COUNT] = {
+		"ringbuf_full", "launch_table_full", "pending_table_full", "return_without_entry",
+		"proc_table_full",
+	};
+	uint64_t md[GP_DROP__COUNT], ld[GP_LDROP__COUNT];
+	struct prom_input in = {
+		.ml = d->mem ? mem_probe__memleak(d->mem) : NULL,
+		.ct = d->launch ? launch_probe__cudatrace(d->launch) : NULL,
+		.container = container_of, .ctx = d, .drops = drops,
+		.max_kernel_series = (unsigned int)d->c.max_kernel_series,
+		.probe_cost = d->c.probe_cost, .libs = d->probed,
+		.probes = attach_set__count(d->links),
+	};
+	size_t n = 0;
+	FILE *f;
+	int r;
+
+	gp_events__drain(d->events);
+	if (d->mem) {
+		mem_probe__drops(d->mem, md);
+		for (int i = 0; i < GP_DROP__COUNT; i++)
+			drops[n++] = (struct prom_drop){ "memleak", mem_reasons[i], md[i] };
+		drops[n++] = (struct prom_drop){ "memleak", "alloc_table_full", memleak__table_full(in.ml) };
+	}
+	if (d->launch) {
+		launch_probe__snapshot(d->launch);
+		launch_probe__drops(d->launch, ld);
+		for (int i = 0; i < GP_LDROP__COUNT; i++)
+			drops[n++] = (struct prom_drop){ "cudatrace", launch_reasons[i], ld[i] };
+	}
+	drops[n++] = (struct prom_drop){ "all", "malformed_record", gp_events__malformed(d->events) };
+	in.nr_drops = n;
+	*buf = NULL;
+	*len = 0;
+	f = open_memstream(buf, len);
+	if (!f)
+		return -errno;
+	r = prom__render(f, &in);
+	if (fclose(f) && !r)
+		r = -EIO;
+	return r;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status, const char *type,
+			     char *body, size_t len, enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
+	enum MHD_Result ret;
+
+	if (!resp) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	ret = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	static const char text[] = "text/plain; charset=utf-8";
+	struct daemon *d = cls;
+	char *buf;
+	size_t len;
+
+	(void)version;
+	(void)upload;
+	(void)con_cls;
+	if (*upload_size)
+		return MHD_NO; /* no request here has a body */
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, text, "method not allowed\n", 19,
+			     MHD_RESPMEM_PERSISTENT);
+	if (!strcmp(url, "/healthz"))
+		return reply(conn, MHD_HTTP_OK, text, "ok\n", 3, MHD_RESPMEM_PERSISTENT);
+	if (!strcmp(url, "/metrics")) {
+		if (render(d, &buf, &len)) {
+			free(buf);
+			return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, text, "render failed\n", 14,
+				     MHD_RESPMEM_PERSISTENT);
+		}
+		d->scrapes++;
+		return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", buf, len,
+			     MHD_RESPMEM_MUST_FREE);
+	}
+	if (!strcmp(url, "/"))
+		return reply(conn, MHD_HTTP_OK, text, "gpuprobe: /metrics /healthz\n", 28,
+			     MHD_RESPMEM_PERSISTENT);
+	return reply(conn, MHD_HTTP_NOT_FOUND, text, "not found\n", 10, MHD_RESPMEM_PERSISTENT);
+}
+
+static int check_kernel(char *err, size_t len)
+{
+	const char *root = getenv("GPUPROBE_SYSFS");
+	char path[512];
+
+	if (!root)
+		root = "/sys";
+	snprintf(path, sizeof(path), "%s/kernel/btf/vmlinux", root);
+	if (access(path, R_OK)) {
+		snprintf(err, len, "this kernel has no BTF (%s missing): gpuprobe needs CONFIG_DEBUG_INFO_BTF=y", path);
+		return -ENOTSUP;
+	}
+	snprintf(path, sizeof(path), "%s/bus/event_source/devices/uprobe/type", root);
+	if (access(path, R_OK)) {
+		snprintf(err, len, "this kernel has no uprobes (%s missing): gpuprobe needs CONFIG_UPROBE_EVENTS=y", path);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+int daemon__main(int argc, char **argv)
+{
+	struct daemon d = {
+		.c = { .listen = "127.0.0.1:9464", .retention = 300, .rescan = 5, .probe_cost = 4.4e-6,
+		       .max_kernel_series = 20 },
+		.o = { .latency = true, .pid = -1, .top = 10, .top_shapes = 3, .ringbuf_size = 4UL << 20,
+		       .max_pending = 10240, .max_procs = 8192, .max_allocs = 1000000,
+		       .max_launch_keys = 65536, .quiet = true },
+	};
+	struct sigaction sa = { .sa_handler = on_signal }, ign = { .sa_handler = SIG_IGN };
+	char err[1024] = "";
+	int r, lfd = -1, family = AF_INET;
+	uint64_t next_tick = 0, next_rescan = 0;
+
+	r = parse_args(&d, argc, argv);
+	if (r)
+		return r < 0 ? 0 : r;
+	libbpf_set_print(libbpf_print);
+
+	/* everything that can be refused is refused before anything is attached */
+	if (geteuid() != 0 && !has_cap(CAP_SYS_ADMIN) && !(has_cap(CAP_BPF) && has_cap(CAP_PERFMON))) {
+		snprintf(err, sizeof(err), "permission denied: run as root (or with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)");
+		r = -EPERM;
+		goto cleanup;
+	}
+	r = check_kernel(err, sizeof(err));
+	if (r)
+		goto cleanup;
+	if (d.o.libcuda && target__check_libcuda(d.o.libcuda, err + 10, sizeof(err) - 10)) {
+		memcpy(err, "--libcuda ", 10);
+		r = -EINVAL;
+		goto cleanup;
+	}
+	lfd = open_listener(d.c.listen, &family, err, sizeof(err));
+	if (lfd < 0) {
+		r = lfd;
+		goto cleanup;
+	}
+	r = attach__ensure_tracefs();
+	if (r) {
+		snprintf(err, sizeof(err), "cannot mount tracefs at /sys/kernel/tracing: %s", strerror(-r));
+		goto cleanup;
+	}
+	d.sym = symbolizer__new("/proc");
+	d.links = attach_set__new();
+	d.events = gp_events__new();
+	d.libs = calloc(1, sizeof(*d.libs));
+	d.cgroups = u64map__new();
+	if (!d.sym || !d.links || !d.events || !d.libs || !d.cgroups) {
+		r = -ENOMEM;
+		snprintf(err, sizeof(err), "out of memory");
+		goto cleanup;
+	}
+	if (d.o.memleak) {
+		r = mem_probe__open(&d.mem, &d.o, d.sym, err, sizeof(err));
+		if (!r)
+			r = mem_probe__add_events(d.mem, d.events);
+		if (!r)
+			r = mem_probe__attach(d.mem, d.links, d.libs, -1, err, sizeof(err)); /* exit tp */
+		if (r)
+			goto cleanup;
+	}
+	if (d.o.cudatrace) {
+		r = launch_probe__open(&d.launch, &d.o, d.sym, err, sizeof(err));
+		if (!r)
+			r = launch_probe__add_events(d.launch, d.events);
+		if (!r)
+			r = launch_probe__attach(d.launch, d.links, d.libs, -1, err, sizeof(err));
+		if (r)
+			goto cleanup;
+	}
+	initial_libs(&d);
+
+	d.mhd = MHD_start_daemon(MHD_USE_EPOLL | (family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,
+				 on_request, &d, MHD_OPTION_LISTEN_SOCKET, lfd,
+				 MHD_OPTION_CONNECTION_LIMIT, 64U, MHD_OPTION_CONNECTION_TIMEOUT, 10U,
+				 MHD_OPTION_END);
+	if (!d.mhd) {
+		r = -EIO;
+		snprintf(err, sizeof(err), "cannot start the HTTP server on %s", d.c.listen);
+		goto cleanup;
+	}
+	lfd = -1; /* the server owns it now */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGPIPE, &ign, NULL);
+	{
+		const union MHD_DaemonInfo *pi = MHD_get_daemon_info(d.mhd, MHD_DAEMON_INFO_BIND_PORT);
+
+		dlog(L_INFO, "listening on %s (port %u): /metrics /healthz; tracing every CUDA process (%s%s%s): %d probes on %d libcuda files",
+		     d.c.listen, pi ? pi->port : 0, d.mem ? "memleak" : "", d.mem && d.launch ? "," : "",
+		     d.launch ? "cudatrace" : "", attach_set__count(d.links), d.probed);
+	}
+
+	while (!stop_signal) {
+		const union MHD_DaemonInfo *ei = MHD_get_daemon_info(d.mhd, MHD_DAEMON_INFO_EPOLL_FD);
+		struct pollfd fds[2] = {
+			{ .fd = gp_events__epoll_fd(d.events), .events = POLLIN },
+			{ .fd = ei ? ei->epoll_fd : -1, .events = POLLIN },
+		};
+		uint64_t now;
+
+		if (poll(fds, 2, 100) < 0 && errno != EINTR) {
+			r = -errno;
+			snprintf(err, sizeof(err), "poll: %s", strerror(-r));
+			goto cleanup;
+		}
+		r = gp_events__drain(d.events);
+		if (r < 0 && r != -EINTR) {
+			snprintf(err, sizeof(err), "reading the ring buffer: %s", strerror(-r));
+			goto cleanup;
+		}
+		r = 0;
+		MHD_run(d.mhd);
+		if (hup_signal) {
+			hup_signal = 0;
+			dlog(L_INFO, "SIGHUP: nothing to reload (restart to change options); still running");
+		}
+		now = mono_ns();
+		if (now >= next_tick) {
+			housekeeping(&d);
+			next_tick = now + 1000000000ULL;
+		}
+		if (d.c.rescan > 0 && now >= next_rescan) {
+			rescan(&d);
+			next_rescan = now + (uint64_t)(d.c.rescan * 1e9);
+		}
+	}
+	gp_events__drain(d.events);
+	dlog(L_INFO, "%s: detaching; %llu scrapes, %llu rescans (last %.1f ms), %llu events handled",
+	     strsignal(stop_signal), (unsigned long long)d.scrapes, (unsigned long long)d.rescans,
+	     d.rescan_ns / 1e6, (unsigned long long)gp_events__handled(d.events));
+
+cleanup:
+	if (r && err[0])
+		dlog(L_ERR, "%s", err);
+	if (d.mhd)
+		MHD_stop_daemon(d.mhd);
+	if (lfd >= 0)
+		close(lfd);
+	attach_set__free(d.links);
+	gp_events__free(d.events);
+	mem_probe__free(d.mem);
+	launch_probe__free(d.launch);
+	symbolizer__free(d.sym);
+	if (d.cgroups) {
+		uint64_t k;
+		void *v;
+
+		for (size_t it = 0; u64map__next(d.cgroups, &it, &k, &v);) {
+			free(((struct cg_entry *)v)->path);
+			free(v);
+		}
+		u64map__free(d.cgroups);
+	}
+	free(d.libs);
+	return r ? 1 : 0;
+}

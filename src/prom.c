@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include "apis.h"
+#include "cudatrace.h"
+#include "memleak.h"
+#include "prom.h"
+#include "u64map.h"
+
+/* One process as /metrics shows it: both modes merged by PID. */
+struct pp {
+	uint32_t pid;
+	const char *comm;
+	uint64_t hits; /* allocs + frees + launches + graph launches + syncs counted */
+};
+
+struct render {
+	FILE *f;
+	const struct prom_input *in;
+	struct ml_proc **ml;
+	size_t nr_ml;
+	struct ct_proc **ct;
+	size_t nr_ct;
+	struct pp *pp;
+	size_t nr_pp;
+};
+
+void prom__label_value(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '\\')
+			fputs("\\\\", f);
+		else if (*s == '"')
+			fputs("\\\"", f);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void family(struct render *r, const char *name, const char *type, const char *help)
+{
+	fprintf(r->f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* {pid="..",comm="..",container=".." and the rest is the caller's */
+static void proc_labels(struct render *r, uint32_t pid, const char *comm)
+{
+	const char *c = r->in->container ? r->in->container(r->in->ctx, pid) : NULL;
+
+	fprintf(r->f, "{pid=\"%" PRIu32 "\",comm=\"", pid);
+	prom__label_value(r->f, comm);
+	fputs("\",container=\"", r->f);
+	prom__label_value(r->f, c ? c : "");
+	fputc('"', r->f);
+}
+
+/* An exited process whose PID a live one already uses would repeat its series: the live
+ * one wins (the exited one's series goes when it would have anyway). */
+static bool shadowed(struct u64map *live, bool exited, uint32_t pid)
+{
+	return exited && u64map__get(live, pid);
+}
+
+static int collect(struct render *r)
+{
+	struct u64map *live = u64map__new(), *idx = u64map__new();
+	size_t cap = 0;
+	int err = 0;
+
+	if (!live || !idx) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	if (r->in->ml)
+		r->nr_ml = memleak__procs(r->in->ml, &r->ml);
+	if (r->in->ct)
+		r->nr_ct = cudatrace__procs(r->in->ct, &r->ct);
+	for (size_t i = 0; i < r->nr_ml; i++)
+		if (!r->ml[i]->exited)
+			u64map__put(live, r->ml[i]->pid, r->ml[i]);
+	for (size_t i = 0; i < r->nr_ct; i++)
+		if (!r->ct[i]->exited)
+			u64map__put(live, r->ct[i]->pid, r->ct[i]);
+	cap = r->nr_ml + r->nr_ct;
+	r->pp = calloc(cap ? cap : 1, sizeof(*r->pp));
+	if (!r->pp) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < r->nr_ml + r->nr_ct; i++) {
+		bool is_ml = i < r->nr_ml;
+		struct ml_proc *m = is_ml ? r->ml[i] : NULL;
+		struct ct_proc *c = is_ml ? NULL : r->ct[i - r->nr_ml];
+		uint32_t pid = m ? m->pid : c->pid;
+		bool exited = m ? m->exited : c->exited;
+		uintptr_t at;
+		struct pp *p;
+
+		if (shadowed(live, exited, pid))
+			continue;
+		at = (uintptr_t)u64map__get(idx, pid);
+		if (!at) {
+			r->pp[r->nr_pp].pid = pid;
+			r->pp[r->nr_pp].comm = m ? m->comm : c->comm;
+			if (u64map__put(idx, pid, (void *)(uintptr_t)(r->nr_pp + 1))) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			at = ++r->nr_pp;
+		}
+		p = &r->pp[at - 1];
+		if (m)
+			p->hits += m->allocs_total + m->frees_total;
+		else
+			p->hits += c->launches + c->graph_launches + c->hist[GP_HIST_SYNC].count;
+	}
+cleanup:
+	u64map__free(live);
+	u64map__free(idx);
+	return err;
+}
+
+static void memleak_families(struct render *r, struct u64map *live)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} fams[] = {
+		{ "gpuprobe_cuda_outstanding_bytes", "gauge",
+		  "Bytes allocated through the CUDA driver and not freed yet, per process and memory kind." },
+		{ "gpuprobe_cuda_outstanding_allocations", "gauge",
+		  "Allocations made through the CUDA driver and not freed yet, per process and memory kind." },
+		{ "gpuprobe_cuda_alloc_calls_total", "counter",
+		  "Successful CUDA driver allocation calls seen since gpuprobe attached." },
+		{ "gpuprobe_cuda_free_calls_total", "counter",
+		  "Successful CUDA driver free calls of allocations gpuprobe saw being made." },
+		{ "gpuprobe_cuda_alloc_bytes_total", "counter",
+		  "Bytes allocated by the calls counted in gpuprobe_cuda_alloc_calls_total." },
+		{ "gpuprobe_cuda_freed_bytes_total", "counter",
+		  "Bytes released by the calls counted in gpuprobe_cuda_free_calls_total." },
+	};
+
+	for (size_t fi = 0; fi < sizeof(fams) / sizeof(fams[0]); fi++) {
+		family(r, fams[fi].name, fams[fi].type, fams[fi].help);
+		for (size_t i = 0; i < r->nr_ml; i++) {
+			struct ml_proc *p = r->ml[i];
+			uint64_t v;
+
+			if (shadowed(live, p->exited, p->pid))
+				continue;
+			if (fi < 2) {
+				for (int k = 0; k < GP_KIND__COUNT; k++) {
+					v = fi == 0 ? p->bytes_by_kind[k] : p->allocs_by_kind[k];
+					fputs(fams[fi].name, r->f);
+					proc_labels(r, p->pid, p->comm);
+					fprintf(r->f, ",kind=\"%s\"} %" PRIu64 "\n", gp_kind_name(k), v);
+				}
+				continue;
+			}
+			v = fi == 2 ? p->allocs_total : fi == 3 ? p->frees_total :
+			    fi == 4 ? p->alloc_bytes_total : p->freed_bytes_total;
+			fputs(fams[fi].name, r->f);
+			proc_labels(r, p->pid, p->comm);
+			fprintf(r->f, "} %" PRIu64 "\n", v);
+		}
+	}
+}
+
+static int cmp_kernel(const void *a, const void *b)
+{
+	const struct ct_kernel *x = *(struct ct_kernel *const *)a, *y = *(struct ct_kernel *const *)b;
+
+	if (x->launches != y->launches)
+		return x->launches > y->launches ? -1 : 1;
+	return strcmp(x->name ? x->name : "", y->name ? y->name : "");
+}
+
+/* The top max_kernel_series kernels by launches get their own series; the rest (and a
+ * kernel literally named "other") are summed under kernel="other". */
+static int kernel_series(struct render *r, struct ct_proc *p)
+{
+	struct ct_kernel **sorted = calloc(p->nr_kernels ? p->nr_kernels : 1, sizeof(*sorted));
+	uint64_t other = 0;
+	bool has_other = false;
+
+	if (!sorted)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nr_kernels; i++)
+		sorted[i] = &p->kernels[i];
+	qsort(sorted, p->nr_kernels, sizeof(*sorted), cmp_kernel);
+	for (size_t i = 0; i < p->nr_kernels; i++) {
+		const char *name = sorted[i]->name ? sorted[i]->name : "";
+
+		if (i >= r->in->max_kernel_series || !strcmp(name, "other")) {
+			other += sorted[i]->launches;
+			has_other = true;
+			continue;
+		}
+		fputs("gpuprobe_cuda_kernel_launches_total", r->f);
+		proc_labels(r, p->pid, p->comm);
+		fputs(",kernel=\"", r->f);
+		prom__label_value(r->f, name);
+		fprintf(r->f, "\"} %" PRIu64 "\n", sorted[i]->launches);
+	}
+	if (has_other) {
+		fputs("gpuprobe_cuda_kernel_launches_total", r->f);
+		proc_labels(r, p->pid, p->comm);
+		fprintf(r->f, ",kernel=\"other\"} %" PRIu64 "\n", other);
+	}
+	free(sorted);
+	return 0;
+}
+
+static int cudatrace_families(struct render *r, struct u64map *live)
+{
+	int err = 0;
+
+	family(r, "gpuprobe_cuda_kernel_launches_total", "counter",
+	       "Kernel launches per process and kernel name (cuLaunchKernel, cuLaunchKernelEx, cooperative; failed calls too). Kernels beyond the top --max-kernel-series per process are summed under kernel=\"other\".");
+	for (size_t i = 0; i < r->nr_ct && !err; i++)
+		if (!shadowed(live, r->ct[i]->exited, r->ct[i]->pid))
+			err = kernel_series(r, r->ct[i]);
+	if (err)
+		return err;
+	family(r, "gpuprobe_cuda_graph_launches_total", "counter", "CUDA graph launches (cuGraphLaunch) per process.");
+	for (size_t i = 0; i < r->nr_ct; i++) {
+		struct ct_proc *p = r->ct[i];
+
+		if (shadowed(live, p->exited, p->pid))
+			continue;
+		fputs("gpuprobe_cuda_graph_launches_total", r->f);
+		proc_labels(r, p->pid, p->comm);
+		fprintf(r->f, "} %" PRIu64 "\n", p->graph_launches);
+	}
+	family(r, "gpuprobe_cuda_sync_calls_total", "counter",
+	       "Stream, context and event synchronize calls per process.");
+	for (size_t i = 0; i < r->nr_ct; i++) {
+		struct ct_proc *p = r->ct[i];
+
+		if (shadowed(live, p->exited, p->pid))
+			continue;
+		fputs("gpuprobe_cuda_sync_calls_total", r->f);
+		proc_labels(r, p->pid, p->comm);
+		fprintf(r->f, "} %llu\n", (unsigned long long)p->hist[GP_HIST_SYNC].count);
+	}
+	family(r, "gpuprobe_cuda_sync_seconds_total", "counter",
+	       "Seconds the host spent blocked in the synchronize calls whose return was seen.");
+	for (size_t i = 0; i < r->nr_ct; i++) {
+		struct ct_proc *p = r->ct[i];
+
+		if (shadowed(live, p->exited, p->pid))
+			continue;
+		fputs("gpuprobe_cuda_sync_seconds_total", r->f);
+		proc_labels(r, p->pid, p->comm);
+		fprintf(r->f, "} %.9f\n", (double)p->hist[GP_HIST_SYNC].total_ns / 1e9);
+	}
+	return 0;
+}
+
+int prom__render(FILE *f, const struct prom_input *in)
+{
+	struct render r = { .f = f, .in = in };
+	struct u64map *live = u64map__new();
+	int err;
+
+	if (!live) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	err = collect(&r);
+	if (err)
+		goto cleanup;
+	for (size_t i = 0; i < r.nr_ml; i++)
+		if (!r.ml[i]->exited)
+			u64map__put(live, r.ml[i]->pid, r.ml[i]);
+	for (size_t i = 0; i < r.nr_ct; i++)
+		if (!r.ct[i]->exited)
+			u64map__put(live, r.ct[i]->pid, r.ct[i]);
+
+	if (in->ml)
+		memleak_families(&r, live);
+	if (in->ct) {
+		err = cudatrace_families(&r, live);
+		if (err)
+			goto cleanup;
+	}
+	family(&r, "gpuprobe_probe_hits_total", "counter",
+	       "Probed CUDA driver calls gpuprobe counted per process (allocations, frees, launches, graph launches, synchronizes).");
+	for (size_t i = 0; i < r.nr_pp; i++) {
+		fputs("gpuprobe_probe_hits_total", f);
+		proc_labels(&r, r.pp[i].pid, r.pp[i].comm);
+		fprintf(f, "} %" PRIu64 "\n", r.pp[i].hits);
+	}
+	family(&r, "gpuprobe_probe_hit_cost_seconds", "gauge",
+	       "Assumed cost of one probe hit in seconds (--probe-cost; measured on a GPU machine, not here).");
+	fprintf(f, "gpuprobe_probe_hit_cost_seconds %.9g\n", in->probe_cost);
+	family(&r, "gpuprobe_probe_seconds_total", "counter",
+	       "ESTIMATE of the seconds each process spent in gpuprobe's probes: gpuprobe_probe_hits_total times gpuprobe_probe_hit_cost_seconds, not a measurement.");
+	for (size_t i = 0; i < r.nr_pp; i++) {
+		fputs("gpuprobe_probe_seconds_total", f);
+		proc_labels(&r, r.pp[i].pid, r.pp[i].comm);
+		fprintf(f, "} %.9g\n", (double)r.pp[i].hits * in->probe_cost);
+	}
+	family(&r, "gpuprobe_events_dropped_total", "counter",
+	       "Events or calls gpuprobe could not account for, by mode and reason (see docs/metrics.md).");
+	for (size_t i = 0; i < in->nr_drops; i++) {
+		fputs("gpuprobe_events_dropped_total{mode=\"", f);
+		prom__label_value(f, in->drops[i].mode);
+		fputs("\",reason=\"", f);
+		prom__label_value(f, in->drops[i].reason);
+		fprintf(f, "\"} %" PRIu64 "\n", in->drops[i].count);
+	}
+	family(&r, "gpuprobe_libcuda_files", "gauge", "Distinct libcuda files (device+inode) gpuprobe has probes on.");
+	fprintf(f, "gpuprobe_libcuda_files %d\n", in->libs);
+	family(&r, "gpuprobe_probes_attached", "gauge", "Probes attached (one per function and direction).");
+	fprintf(f, "gpuprobe_probes_attached %d\n", in->probes);
+	family(&r, "gpuprobe_tracked_processes", "gauge", "Processes with series on this endpoint.");
+	fprintf(f, "gpuprobe_tracked_processes %zu\n", r.nr_pp);
+	if (ferror(f))
+		err = -EIO;
+cleanup:
+	u64map__free(live);
+	free(r.pp);
+	return err;
+}

@@ -1,0 +1,84 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Compares a /metrics scrape of gpuprobe daemon with a GPU workload's own account.
+usage: check_daemon.py memleak|launch|torch WORKLOAD_STDERR METRICS_FILE
+Prints what matched and exits non-zero on a mismatch."""
+import json
+import re
+import sys
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?')
+
+
+def last_json(path):
+    for line in reversed(open(path, errors="replace").read().splitlines()):
+        if line.startswith("{") and '"pid"' in line:
+            return json.loads(line)
+    sys.exit(f"FAIL: no ground truth in {path}")
+
+
+def samples(path, pid):
+    out = []
+    for line in open(path):
+        m = SAMPLE.match(line.strip())
+        if not m or line.startswith("#"):
+            continue
+        labels = {k: v.replace('\\"', '"').replace("\\\\", "\\") for k, v in LABEL.findall(m.group(3) or "")}
+        if labels.get("pid") == str(pid):
+            out.append((m.group(1), labels, float(m.group(4))))
+    return out
+
+
+def total(s, name, **want):
+    return sum(v for n, l, v in s if n == name and all(l.get(k) == x for k, x in want.items()))
+
+
+def main():
+    mode, truth_path, metrics_path = sys.argv[1:4]
+    t = last_json(truth_path)
+    s = samples(metrics_path, t["pid"])
+    if not s:
+        sys.exit(f"FAIL: no series for PID {t['pid']}")
+    ok = True
+    comm = s[0][1].get("comm")
+    print(f"pid {t['pid']} comm {comm} container {s[0][1].get('container')!r}: {len(s)} series")
+    if mode == "memleak":
+        leaks = len(t["leaks"])
+        got = total(s, "gpuprobe_cuda_outstanding_allocations")
+        ok &= got == leaks
+        print(f"  outstanding allocations {got:g} (want {leaks})")
+        got = total(s, "gpuprobe_cuda_outstanding_bytes")
+        want = sum(l["size"] for l in t["leaks"])
+        ok &= got == want
+        print(f"  outstanding bytes {got:g} (want {want})")
+        print(f"  alloc calls {total(s, 'gpuprobe_cuda_alloc_calls_total'):g} (workload: {t['allocs']}), "
+              f"free calls {total(s, 'gpuprobe_cuda_free_calls_total'):g} (workload: {t['frees']})")
+        ok &= total(s, "gpuprobe_cuda_alloc_calls_total") >= t["allocs"]
+    elif mode == "launch":
+        for name, k in t["kernels"].items():
+            got = total(s, "gpuprobe_cuda_kernel_launches_total", kernel=name)
+            ok &= got == k["launches"]
+            print(f"  {'ok' if got == k['launches'] else 'WRONG'} {name}: {got:g} (want {k['launches']})")
+        got = total(s, "gpuprobe_cuda_graph_launches_total")
+        ok &= got == t["graph_launches"]
+        print(f"  graph launches {got:g} (want {t['graph_launches']})")
+        print(f"  sync calls {total(s, 'gpuprobe_cuda_sync_calls_total'):g} "
+              f"(workload {t['stream_syncs']} stream + {t['device_syncs']} device; the runtime may add), "
+              f"sync seconds {total(s, 'gpuprobe_cuda_sync_seconds_total'):.6f}")
+    else:
+        launches = total(s, "gpuprobe_cuda_kernel_launches_total")
+        unnamed = sum(v for n, l, v in s if n == "gpuprobe_cuda_kernel_launches_total"
+                      and l.get("kernel", "").startswith("unknown@"))
+        ok &= launches > 0
+        print(f"  launches {launches:g}, unnamed {unnamed:g}, kernel series "
+              f"{sum(1 for n, l, v in s if n == 'gpuprobe_cuda_kernel_launches_total')}")
+        print(f"  alloc calls {total(s, 'gpuprobe_cuda_alloc_calls_total'):g}, outstanding bytes "
+              f"{total(s, 'gpuprobe_cuda_outstanding_bytes'):g}")
+    print(f"  probe hits {total(s, 'gpuprobe_probe_hits_total'):g}, "
+          f"estimated seconds in probes {total(s, 'gpuprobe_probe_seconds_total'):.6f}")
+    print("PASS" if ok else "FAIL")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

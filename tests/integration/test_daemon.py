@@ -1,0 +1,357 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""gpuprobe daemon and gpuprobe check end to end: real BPF, the stand-in driver, exact
+counters on /metrics, promtool, a real Prometheus server, systemd-analyze."""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+import gp
+from gp import FAKECUDA, ROOT, app, check, eq, truth
+
+ENV = {"LD_LIBRARY_PATH": gp.FAKECUDA_DIR}
+MEMLEAK = app("memleak_app")
+LAUNCH = app("launch_app")
+UNIT = os.path.join(ROOT, "examples", "systemd", "gpuprobe.service")
+
+
+def free_port(family=socket.AF_INET, host="127.0.0.1"):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.bind((host, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_daemon(extra=(), modes=("--memleak", "--cudatrace")):
+    port = free_port()
+    d = gp.Background([gp.GPUPROBE, "daemon", *modes, "--listen", f"127.0.0.1:{port}", *extra], env=ENV)
+    try:
+        d.wait_for("listening on", where="stderr")
+    except Exception:
+        d.kill()
+        raise
+    d.port = port
+    return d
+
+
+def get(port, path="/metrics", host="127.0.0.1"):
+    with urllib.request.urlopen(f"http://{host}:{port}{path}", timeout=5) as r:
+        return r.status, r.read().decode()
+
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?')
+
+
+def samples(text):
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        check(m, f"unparsable exposition line {line!r}")
+        labels = {k: v.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+                  for k, v in LABEL.findall(m.group(3) or "")}
+        out.append((m.group(1), labels, float(m.group(4))))
+    return out
+
+
+def value(text, name, **labels):
+    """Sum of the samples of name whose labels include labels (None if none)."""
+    vals = [v for n, l, v in samples(text)
+            if n == name and all(l.get(k) == str(x) for k, x in labels.items())]
+    return sum(vals) if vals else None
+
+
+def wait_metric(port, name, want, timeout=10, **labels):
+    deadline = time.time() + timeout
+    got = None
+    while time.time() < deadline:
+        got = value(get(port)[1], name, **labels)
+        if got == want:
+            return
+        time.sleep(0.2)
+    raise gp.Failure(f"{name}{labels}: expected {want}, got {got}")
+
+
+def stop(d):
+    d.signal(signal.SIGTERM)
+    rc = d.wait(timeout=15)
+    eq(rc, 0, f"daemon exit status after SIGTERM ({d.stderr()[-800:]})")
+    return rc
+
+
+def check_launches(port, t):
+    pid = t["pid"]
+    for name, k in t["kernels"].items():
+        wait_metric(port, "gpuprobe_cuda_kernel_launches_total", k["launches"], pid=pid, kernel=name)
+    wait_metric(port, "gpuprobe_cuda_kernel_launches_total", t["null_launches"], pid=pid, kernel="unknown@0x0")
+    wait_metric(port, "gpuprobe_cuda_graph_launches_total", t["graph_launches"], pid=pid)
+    wait_metric(port, "gpuprobe_cuda_sync_calls_total", t["syncs"], pid=pid)
+
+
+def test_metrics_exact_and_promtool():
+    d = start_daemon()
+    held = None
+    try:
+        held = gp.Background([MEMLEAK, "--allocs", "10", "--leaks", "3", "--hold"])
+        held.wait_for("HELD")
+        t = truth(held.stderr())
+        r = gp.run([LAUNCH])
+        eq(r.returncode, 0, "launch_app")
+        lt = truth(r.stderr)
+        pid = t["pid"]
+        wait_metric(d.port, "gpuprobe_cuda_alloc_calls_total", 10, pid=pid)
+        wait_metric(d.port, "gpuprobe_cuda_free_calls_total", 7, pid=pid)
+        wait_metric(d.port, "gpuprobe_cuda_outstanding_allocations", 3, pid=pid)
+        wait_metric(d.port, "gpuprobe_cuda_outstanding_bytes", t["leaked_bytes"], pid=pid, kind="device")
+        wait_metric(d.port, "gpuprobe_probe_hits_total", 17, pid=pid)
+        check_launches(d.port, lt)
+        status, text = get(d.port)
+        eq(status, 200, "/metrics status")
+        eq(value(text, "gpuprobe_cuda_alloc_calls_total", pid=pid, comm="memleak_app") is not None, True,
+           "comm label")
+        cont = [l for n, l, v in samples(text) if n == "gpuprobe_cuda_alloc_calls_total"
+                and l["pid"] == str(pid)][0]["container"]
+        own = open(f"/proc/{pid}/cgroup").read().splitlines()
+        check(any(line.endswith(":" + cont) for line in own), f"container {cont!r} vs {own}")
+        for fam in ("gpuprobe_cuda_outstanding_bytes", "gpuprobe_events_dropped_total",
+                    "gpuprobe_probe_seconds_total", "gpuprobe_probe_hit_cost_seconds"):
+            check(f"# HELP {fam} " in text and f"# TYPE {fam} " in text, f"HELP/TYPE of {fam}")
+        eq(value(text, "gpuprobe_probe_hit_cost_seconds"), 4.4e-6, "default probe cost")
+        p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True,
+                           timeout=30)
+        eq(p.returncode, 0, f"promtool check metrics: {p.stdout}{p.stderr}")
+        eq(get(d.port, "/healthz"), (200, "ok\n"), "/healthz")
+        # the Grafana dashboard only names families the daemon serves
+        dash = open(os.path.join(ROOT, "examples", "grafana", "gpuprobe.json")).read()
+        for fam in sorted(set(re.findall(r"gpuprobe_[a-z_]+", dash))):
+            check(f"# TYPE {fam} " in text, f"dashboard names {fam}, which /metrics lacks")
+        p = subprocess.run(["promtool", "check", "config",
+                            os.path.join(ROOT, "examples", "prometheus", "prometheus.yml")],
+                           capture_output=True, text=True, timeout=30)
+        eq(p.returncode, 0, f"promtool check config: {p.stdout}{p.stderr}")
+        held.signal(signal.SIGUSR1)
+        eq(held.wait(), 0, "memleak_app exit")
+        stop(d)
+    finally:
+        if held:
+            held.kill()
+        d.kill()
+
+
+def test_prometheus_server_scrapes_exact_counters():
+    if not shutil.which("prometheus"):
+        raise gp.Failure("prometheus not installed (make deps installs the Debian package)")
+    d = start_daemon()
+    tmp = tempfile.mkdtemp(prefix="gp-prom-")
+    prom = None
+    try:
+        pport = free_port()
+        cfg = os.path.join(tmp, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    "scrape_configs:\n  - job_name: gpuprobe\n    static_configs:\n"
+                    f"      - targets: ['127.0.0.1:{d.port}']\n")
+        prom = gp.Background(["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tmp}/data",
+                              f"--web.listen-address=127.0.0.1:{pport}"])
+        r1 = gp.run([MEMLEAK, "--allocs", "10", "--leaks", "3"])
+        r2 = gp.run([LAUNCH])
+        eq((r1.returncode, r2.returncode), (0, 0), "workloads")
+        mt, lt = truth(r1.stderr), truth(r2.stderr)
+        want = {
+            f'gpuprobe_cuda_alloc_calls_total{{pid="{mt["pid"]}"}}': 10,
+            f'sum(gpuprobe_cuda_outstanding_allocations{{pid="{mt["pid"]}"}})': 3,
+            f'gpuprobe_cuda_graph_launches_total{{pid="{lt["pid"]}"}}': lt["graph_launches"],
+        }
+        for name, k in lt["kernels"].items():
+            want[f'gpuprobe_cuda_kernel_launches_total{{pid="{lt["pid"]}",kernel="{name}"}}'] = k["launches"]
+        deadline = time.time() + 30
+        got = {}
+        while time.time() < deadline:
+            for q, w in want.items():
+                url = f"http://127.0.0.1:{pport}/api/v1/query?" + urllib.parse.urlencode({"query": q})
+                try:
+                    with urllib.request.urlopen(url, timeout=5) as resp:
+                        res = json.load(resp)["data"]["result"]
+                    got[q] = float(res[0]["value"][1]) if len(res) == 1 else None
+                except (OSError, KeyError, ValueError):
+                    got[q] = None
+            if all(got.get(q) == w for q, w in want.items()):
+                break
+            time.sleep(0.5)
+        for q, w in want.items():
+            eq(got.get(q), w, f"Prometheus query {q}")
+        stop(d)
+    finally:
+        if prom:
+            prom.kill()
+        d.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_later_process_traced_and_retention():
+    d = start_daemon(["--retention", "1"])
+    try:
+        r = gp.run([MEMLEAK, "--allocs", "8", "--leaks", "2"])
+        eq(r.returncode, 0, "memleak_app")
+        t = truth(r.stderr)
+        # scraped right away: the exited process is still there, with its exact counts
+        wait_metric(d.port, "gpuprobe_cuda_alloc_calls_total", 8, timeout=1.5, pid=t["pid"])
+        deadline = time.time() + 8
+        while time.time() < deadline and f'pid="{t["pid"]}"' in get(d.port)[1]:
+            time.sleep(0.2)
+        check(f'pid="{t["pid"]}"' not in get(d.port)[1], "series of the exited process not removed")
+        stop(d)
+    finally:
+        d.kill()
+
+
+def test_private_mount_namespace_after_start():
+    d = start_daemon(["--rescan-interval", "0.3"], modes=("--memleak",))
+    tmp = tempfile.mkdtemp(prefix="gp-dns-")
+    a = None
+    try:
+        script = (f"mount -t tmpfs tmpfs {tmp} && cp {FAKECUDA} {tmp}/libcuda.so.1 && "
+                  f"LD_LIBRARY_PATH={tmp} exec {MEMLEAK} --wait --allocs 6 --leaks 2")
+        a = gp.start_app(["unshare", "-m", "--propagation", "private", "sh", "-c", script])
+        pid = int(a.stdout().split("READY")[1].split()[0])
+        d.wait_for(f"probing /proc/{pid}/root{tmp}/libcuda.so.1", where="stderr", timeout=10)
+        os.kill(pid, signal.SIGUSR1)
+        eq(a.wait(), 0, "workload exit")
+        t = truth(a.stderr())
+        wait_metric(d.port, "gpuprobe_cuda_alloc_calls_total", t["allocs"], pid=pid)
+        wait_metric(d.port, "gpuprobe_cuda_outstanding_allocations", 2, pid=pid)
+        stop(d)
+    finally:
+        if a:
+            a.kill()
+        d.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_bad_configuration():
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    try:
+        cases = [
+            (["--memleak", "--listen", f"127.0.0.1:{busy.getsockname()[1]}"], "Address already in use"),
+            (["--memleak", "--listen", "127.0.0.1"], "invalid --listen"),
+            (["--memleak", "--listen", "::1:9464"], "brackets"),
+            (["--memleak", "--listen", "127.0.0.1:99999"], "bad port"),
+            (["--memleak", "--bogus"], "unknown option --bogus"),
+            (["--ioctl"], "not implemented"),
+            (["--memleak", "--bandwidth-util"], "not implemented"),
+            ([], "choose a mode"),
+        ]
+        for args, want in cases:
+            r = gp.run([gp.GPUPROBE, "daemon"] + args, timeout=20)
+            check(r.returncode != 0, f"{args}: exit 0")
+            lines = [l for l in r.stderr.splitlines() if l.strip()]
+            eq(len(lines), 1, f"{args}: stderr lines {r.stderr!r}")
+            check(lines[0].startswith("<3>gpuprobe: ") and want in lines[0], f"{args}: {lines[0]!r}")
+    finally:
+        busy.close()
+    gp.assert_nothing_attached()
+
+
+def test_ipv6_listen():
+    try:
+        port = free_port(socket.AF_INET6, "::1")
+    except OSError as e:
+        print(f"# no IPv6 loopback here ({e}): skipped")
+        return
+    d = gp.Background([gp.GPUPROBE, "daemon", "--memleak", "--listen", f"[::1]:{port}"], env=ENV)
+    try:
+        d.wait_for("listening on", where="stderr")
+        eq(get(port, "/healthz", host="[::1]"), (200, "ok\n"), "/healthz over IPv6")
+        stop(d)
+    finally:
+        d.kill()
+
+
+def test_signals_under_load():
+    d = start_daemon()
+    load = None
+    try:
+        load = gp.Background([LAUNCH, "--n", "400000", "--threads", "2"])
+        time.sleep(0.5)
+        for _ in range(3):
+            d.signal(signal.SIGHUP)
+            eq(get(d.port)[0], 200, "scrape after SIGHUP")
+        eq(get(d.port, "/healthz"), (200, "ok\n"), "/healthz after SIGHUP")
+        check("SIGHUP" in d.stderr(), "SIGHUP logged")
+        check(load.p.poll() is None, "the load should still run when SIGTERM comes")
+        stop(d)
+        check("detaching" in d.stderr(), d.stderr()[-500:])
+        eq(load.wait(timeout=60), 0, "workload unharmed by the detach")
+    finally:
+        if load:
+            load.kill()
+        d.kill()
+
+
+def test_systemd_unit_verifies():
+    tool = shutil.which("systemd-analyze")
+    if not tool:
+        print("# systemd-analyze not installed: not verified")
+        return
+    tmp = tempfile.mkdtemp(prefix="gp-unit-")
+    try:
+        # the unit names /usr/local/bin/gpuprobe; point it at this build for the check
+        text = open(UNIT).read().replace("/usr/local/bin/gpuprobe", gp.GPUPROBE)
+        path = os.path.join(tmp, "gpuprobe.service")
+        with open(path, "w") as f:
+            f.write(text)
+        r = gp.run([tool, "verify", path], timeout=60)
+        out = r.stdout + r.stderr
+        if r.returncode != 0 and ("Failed to " in out and "gpuprobe.service" not in out):
+            print(f"# systemd-analyze cannot run here: {out.strip()[:300]}")
+            return
+        eq(r.returncode, 0, f"systemd-analyze verify: {out}")
+        check("gpuprobe.service" not in out, f"warnings about the unit: {out}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_check_preflight():
+    r = gp.run([gp.GPUPROBE, "check"], env=ENV)
+    lines = r.stdout.splitlines()
+    eq(r.returncode, 0, f"check exit status: {r.stdout}{r.stderr}")
+    for l in lines:
+        check(re.match(r"^(ok|warn|fail) [^:]+: ", l), f"line format: {l!r}")
+    for item in ("kernel BTF", "uprobes", "ring buffer", "privileges", "entry points"):
+        check(any(l.startswith(f"ok {item}:") for l in lines), f"no ok line for {item}: {r.stdout}")
+    check(any(l.startswith("ok libcuda:") and gp.FAKECUDA_DIR in l for l in lines), r.stdout)
+    fake = tempfile.mkdtemp(prefix="gp-sys-")
+    try:
+        os.makedirs(os.path.join(fake, "bus/event_source/devices/uprobe"))
+        open(os.path.join(fake, "bus/event_source/devices/uprobe/type"), "w").write("7\n")
+        r = gp.run([gp.GPUPROBE, "check"], env=dict(ENV, GPUPROBE_SYSFS=fake))
+        check(r.returncode != 0, "check without BTF exited 0")
+        check(any(l.startswith("fail kernel BTF:") for l in r.stdout.splitlines()), r.stdout)
+    finally:
+        shutil.rmtree(fake, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    gp.main([
+        test_metrics_exact_and_promtool,
+        test_prometheus_server_scrapes_exact_counters,
+        test_later_process_traced_and_retention,
+        test_private_mount_namespace_after_start,
+        test_bad_configuration,
+        test_ipv6_listen,
+        test_signals_under_load,
+        test_systemd_unit_verifies,
+        test_check_preflight,
+    ])
