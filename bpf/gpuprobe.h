@@ -312,7 +312,7 @@ struct gp_ioctl_event {
 };
 
 /* --trace: one call of any exported cu* function. */
-#define GP_TRACE_STR 64
+#define GP_TRACE_STR 256 /* PyTorch's mangled kernel names run long */
 struct gp_call_event {
 	__u32 type; /* GP_EV_CALL */
 	__u32 fn;   /* index into the loader's list of traced functions (the cookie) */

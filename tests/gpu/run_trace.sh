@@ -1,0 +1,35 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# --trace on the real GPU (device tool, `make bundle` carried): CUDA C programs with known
+# calls and a PyTorch script; JSON Lines and Chrome outputs, and gpuprobe convert.
+set -u
+cd "$(dirname "$0")/../.."
+GP=$PWD/.output/bundle/gpuprobe
+RESULTS=${OUT:-/tmp/gp-gpu}
+W=/tmp/gp-work
+O=$W/out-trace
+mkdir -p "$O" "$W" "$RESULTS"
+status=0
+PY=python3; [ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
+[ -x $W/launch_static ] || nvcc -g -o $W/launch_static tests/gpu/launch_cuda.cu || exit 1
+[ -x $W/memleak_static ] || nvcc -g -o $W/memleak_static tests/gpu/memleak_cuda.cu || exit 1
+echo "== exported cu* functions: $(nm -D --defined-only /usr/local/nvidia/lib64/libcuda.so.1 | awk '$3 ~ /^cu/' | wc -l)"
+t0=$(date +%s%N)
+$GP --trace $O/launch.jsonl --json -- $W/launch_static >$O/launch.summary 2>$O/launch.err
+echo "exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms; $(grep -o '[0-9]* probes' $O/launch.err)"
+$GP convert --chrome $O/launch.jsonl >$O/launch.json || status=1
+python3 tests/gpu/check_trace.py launch $O/launch.err $O/launch.jsonl $O/launch.json || status=1
+$GP --trace $O/memleak.json --trace-format chrome --json -- $W/memleak_static >$O/memleak.summary 2>$O/memleak.err
+python3 -c "import json,sys; d=json.load(open('$O/memleak.json')); print('  memleak chrome trace loads:', len(d['traceEvents']), 'events; drops', d['otherData']['dropped_events'])" || status=1
+$GP --trace $O/memleak.jsonl --json -- $W/memleak_static >$O/memleak2.summary 2>$O/memleak2.err
+python3 tests/gpu/check_trace.py memleak $O/memleak2.err $O/memleak.jsonl || status=1
+echo "== PyTorch"
+$GP --trace $O/torch.jsonl --json -- $PY tests/gpu/launch_torch.py >$O/torch.summary 2>$O/torch.err
+echo "exit $?"
+python3 tests/gpu/check_trace.py torch $O/torch.err $O/torch.jsonl || status=1
+echo "== text summary (launch_static)"
+$GP --trace $O/l2.jsonl -- $W/launch_static 2>/dev/null | head -30
+ls -la $O
+tar czf "$RESULTS/gpu-trace.tgz" -C "$W" out-trace --exclude='*.json' 2>/dev/null || tar czf "$RESULTS/gpu-trace.tgz" -C "$W" out-trace
+echo "== overall trace: $([ $status = 0 ] && echo PASS || echo FAIL)"
+exit $status
