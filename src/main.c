@@ -24,6 +24,7 @@
 #include "events.h"
 #include "copy_probe.h"
 #include "launch_probe.h"
+#include "ioctl_probe.h"
 #include "mem_probe.h"
 #include "options.h"
 #include "symbolize.h"
@@ -67,6 +68,7 @@ static const char doc[] =
 	"  gpuprobe --memleak --libcuda /opt/drv/libcuda.so.1 -- ./app\n"
 	"  gpuprobe --cudatrace -p 4242 --interval 2 # launches by kernel name, live\n"
 	"  gpuprobe --bandwidth-util --interval 1 --csv pcie.csv -- ./train\n"
+	"  gpuprobe --ioctl -- ./app                  # nvidia ioctls by device and command\n"
 	"\n"
 	"Exit status: the command's own when gpuprobe started one, else 0;\n"
 	"1 on an error; 2 on bad usage. Errors go to stderr, reports to stdout.\n";
@@ -88,6 +90,9 @@ enum {
 	OPT_MAX_PENDING,
 	OPT_MAX_PROCS,
 	OPT_MAX_ALLOCS,
+	OPT_IOCTL,
+	OPT_IOCTL_BACKEND,
+	OPT_IOCTL_DEV,
 };
 
 static const struct argp_option opts[] = {
@@ -95,6 +100,9 @@ static const struct argp_option opts[] = {
 	{ "memleak", OPT_MEMLEAK, NULL, 0, "Outstanding device/host/managed allocations per process, with stacks", 1 },
 	{ "cudatrace", OPT_CUDATRACE, NULL, 0, "Kernel launches by name and shape, graph launches, launch and sync latency", 1 },
 	{ "bandwidth-util", OPT_BANDWIDTH, NULL, 0, "Copies and bandwidth per process, GPU and direction; pageable copies", 1 },
+	{ "ioctl", OPT_IOCTL, NULL, 0, "ioctls on nvidia device nodes per process, node and command, timed", 1 },
+	{ "ioctl-backend", OPT_IOCTL_BACKEND, "kprobe|tracepoint", 0, "--ioctl: force a backend (default: kprobes where the kernel has them)", 1 },
+	{ "ioctl-dev", OPT_IOCTL_DEV, "MAJOR[:NAME]", 0, "--ioctl: also trace this character-device major (tests; repeatable)", 1 },
 	{ NULL, 0, NULL, 0, "Target:", 2 },
 	{ "pid", 'p', "PID", 0, "Trace this running process only", 2 },
 	{ "libcuda", OPT_LIBCUDA, "PATH", 0, "Probe this libcuda.so instead of the ones found", 2 },
@@ -161,6 +169,25 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_NO_LATENCY:
 		env.latency = false;
 		break;
+	case OPT_IOCTL:
+		env.ioctl = true;
+		break;
+	case OPT_IOCTL_BACKEND:
+		if (strcmp(arg, "kprobe") && strcmp(arg, "tracepoint"))
+			argp_error(state, "--ioctl-backend must be kprobe or tracepoint");
+		env.ioctl_backend = arg;
+		break;
+	case OPT_IOCTL_DEV: {
+		char *colon = strchr(arg, ':');
+
+		if (colon)
+			*colon = 0;
+		if (parse_ulong(arg, &v) || v == 0 || v > 4095 || env.nr_ioctl_devs == 8)
+			argp_error(state, "invalid --ioctl-dev (MAJOR[:NAME], at most 8): %s", arg);
+		env.ioctl_dev_major[env.nr_ioctl_devs] = (unsigned int)v;
+		env.ioctl_dev_name[env.nr_ioctl_devs++] = colon ? colon + 1 : NULL;
+		break;
+	}
 
 	case 'p':
 		if (parse_ulong(arg, &v) || v == 0 || v > INT_MAX)
@@ -225,8 +252,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!env.memleak && !env.cudatrace && !env.bandwidth)
-			argp_error(state, "choose a mode: --memleak, --cudatrace, --bandwidth-util (or several)");
+		if (!env.memleak && !env.cudatrace && !env.bandwidth && !env.ioctl)
+			argp_error(state, "choose a mode: --memleak, --cudatrace, --bandwidth-util, --ioctl (or several)");
 		if (env.cmd && env.pid > 0)
 			argp_error(state, "-p and a command exclude each other");
 		break;
@@ -360,6 +387,7 @@ int main(int argc, char **argv)
 	struct mem_probe *mem = NULL;
 	struct launch_probe *launch = NULL;
 	struct copy_probe *copy = NULL;
+	struct ioctl_probe *ioc = NULL;
 	struct lib_set libs = {};
 	char err[1024] = "";
 	uint64_t start, next_report = 0, end = 0;
@@ -382,9 +410,16 @@ int main(int argc, char **argv)
 	r = check_kernel(err, sizeof(err));
 	if (r)
 		goto cleanup;
-	r = resolve_libs(&libs, err, sizeof(err));
-	if (r)
-		goto cleanup;
+	if (env.memleak || env.cudatrace || env.bandwidth) { /* --ioctl alone needs no libcuda */
+		r = resolve_libs(&libs, err, sizeof(err));
+		if (r)
+			goto cleanup;
+	}
+	if (env.ioctl) {
+		r = ioctl_probe__open(&ioc, &env, false, err, sizeof(err));
+		if (r)
+			goto cleanup;
+	}
 	r = attach__ensure_tracefs();
 	if (r) {
 		snprintf(err, sizeof(err), "cannot mount tracefs at /sys/kernel/tracing: %s", strerror(-r));
@@ -454,6 +489,11 @@ int main(int argc, char **argv)
 		if (r)
 			goto cleanup;
 	}
+	if (ioc) {
+		r = ioctl_probe__attach(ioc, links, trace_pid, err, sizeof(err));
+		if (r)
+			goto cleanup;
+	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
@@ -465,6 +505,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < libs.n && off < sizeof(where); i++)
 			off += (size_t)snprintf(where + off, sizeof(where) - off, "%s%s", i ? ", " : "",
 						libs.libs[i].path);
+		if (!libs.n)
+			snprintf(where, sizeof(where), "the ioctl syscalls");
 		if (env.cmd || env.pid > 0)
 			snprintf(who, sizeof(who), "PID %d", env.cmd ? child.pid : env.pid);
 		else
@@ -523,6 +565,8 @@ int main(int argc, char **argv)
 				launch_probe__report(launch, "interval");
 			if (copy)
 				copy_probe__report(copy, "interval");
+			if (ioc)
+				ioctl_probe__report(ioc, "interval");
 			next_report += (uint64_t)(env.interval * 1e9);
 		}
 	}
@@ -534,6 +578,8 @@ int main(int argc, char **argv)
 		launch_probe__report(launch, "final");
 	if (copy)
 		copy_probe__report(copy, "final");
+	if (ioc)
+		ioctl_probe__report(ioc, "final");
 	attach_set__free(links);
 	links = NULL;
 
@@ -555,6 +601,7 @@ cleanup:
 	mem_probe__free(mem);
 	launch_probe__free(launch);
 	copy_probe__free(copy);
+	ioctl_probe__free(ioc);
 	symbolizer__free(sym);
 	if (r)
 		return exit_code ? exit_code : 1;

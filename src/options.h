@@ -18,6 +18,12 @@ struct gp_opts {
 	const char *csv;
 	char **cmd;
 	pid_t child_pid; /* the command gpuprobe started, once forked */
+	/* --ioctl */
+	bool ioctl;
+	const char *ioctl_backend; /* "kprobe", "tracepoint", or NULL: probe */
+	int nr_ioctl_devs;         /* --ioctl-dev MAJOR[:NAME] (tests) */
+	unsigned int ioctl_dev_major[8];
+	const char *ioctl_dev_name[8];
 };
 
 #endif

@@ -153,7 +153,8 @@ OUR_PROGS = {"mem_enter", "launch_enter", "launch_leave", "mem_alloc_enter", "me
              "launch_kernel", "launch_coop", "launch_ex", "launch_graph", "sync_enter",
              "timed_leave", "name_enter", "alias_enter", "name_leave", "unload_enter",
              "unload_leave", "launch_proc_exit", "copy_enter", "copy_leave", "copy_proc_exit",
-             "mem_unmap_enter", "mem_leave", "mem_proc_exit"}
+             "mem_unmap_enter", "mem_leave", "mem_proc_exit",
+             "ioctl_tp_enter", "ioctl_tp_exit", "ioctl_kp_enter", "ioctl_kp_exit"}
 
 
 def our_bpf_programs():
