@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <bpf/libbpf.h>
 #include "events.h"
 
@@ -128,14 +129,20 @@ int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h
 
 int gp_events__poll(struct gp_events *ev, int timeout_ms)
 {
-	int n = ring_buffer__poll(ev->rb, timeout_ms);
+	int n;
+
+	if (!ev->rb) { /* no ring buffer (--ioctl alone aggregates in BPF): just wait */
+		usleep((useconds_t)timeout_ms * 1000);
+		return 0;
+	}
+	n = ring_buffer__poll(ev->rb, timeout_ms);
 
 	return n == -EINTR ? 0 : n;
 }
 
 int gp_events__drain(struct gp_events *ev)
 {
-	return ring_buffer__consume(ev->rb);
+	return ev->rb ? ring_buffer__consume(ev->rb) : 0;
 }
 
 int gp_events__epoll_fd(const struct gp_events *ev)

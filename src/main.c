@@ -26,6 +26,7 @@
 #include "events.h"
 #include "copy_probe.h"
 #include "launch_probe.h"
+#include "ioctl_probe.h"
 #include "mem_probe.h"
 #include "options.h"
 #include "trace.h"
@@ -76,6 +77,7 @@ static const char doc[] =
 	"  gpuprobe convert --chrome run.jsonl > run.json   # for ui.perfetto.dev\n"
 	"  gpuprobe daemon --memleak --cudatrace    # Prometheus /metrics on 127.0.0.1:9464\n"
 	"  gpuprobe check                           # preflight: can gpuprobe run here?\n"
+	"  gpuprobe --ioctl -- ./app                  # nvidia ioctls by device and command\n"
 	"\n"
 	"Exit status: the command's own when gpuprobe started one, else 0;\n"
 	"1 on an error; 2 on bad usage. Errors go to stderr, reports to stdout.\n";
@@ -100,6 +102,9 @@ enum {
 	OPT_MAX_PENDING,
 	OPT_MAX_PROCS,
 	OPT_MAX_ALLOCS,
+	OPT_IOCTL,
+	OPT_IOCTL_BACKEND,
+	OPT_IOCTL_DEV,
 };
 
 static const struct argp_option opts[] = {
@@ -110,6 +115,9 @@ static const struct argp_option opts[] = {
 	{ "trace", OPT_TRACE, "FILE", 0, "Every driver call (all exported cu* functions) as a timeline in FILE, and a summary", 1 },
 	{ "trace-format", OPT_TRACE_FORMAT, "jsonl|chrome", 0, "--trace file format (default jsonl; chrome loads in Perfetto)", 1 },
 	{ "trace-filter", OPT_TRACE_FILTER, "GLOB", 0, "--trace only functions matching GLOB (repeatable), e.g. 'cuMem*'", 1 },
+	{ "ioctl", OPT_IOCTL, NULL, 0, "ioctls on nvidia device nodes per process, node and command, timed", 1 },
+	{ "ioctl-backend", OPT_IOCTL_BACKEND, "kprobe|tracepoint", 0, "--ioctl: force a backend (default: kprobes where the kernel has them)", 1 },
+	{ "ioctl-dev", OPT_IOCTL_DEV, "MAJOR[:NAME]", 0, "--ioctl: also trace this character-device major (tests; repeatable)", 1 },
 	{ NULL, 0, NULL, 0, "Target:", 2 },
 	{ "pid", 'p', "PID", 0, "Trace this running process only", 2 },
 	{ "libcuda", OPT_LIBCUDA, "PATH", 0, "Probe this libcuda.so instead of the ones found", 2 },
@@ -189,6 +197,25 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_NO_LATENCY:
 		env.latency = false;
 		break;
+	case OPT_IOCTL:
+		env.ioctl = true;
+		break;
+	case OPT_IOCTL_BACKEND:
+		if (strcmp(arg, "kprobe") && strcmp(arg, "tracepoint"))
+			argp_error(state, "--ioctl-backend must be kprobe or tracepoint");
+		env.ioctl_backend = arg;
+		break;
+	case OPT_IOCTL_DEV: {
+		char *colon = strchr(arg, ':');
+
+		if (colon)
+			*colon = 0;
+		if (parse_ulong(arg, &v) || v == 0 || v > 4095 || env.nr_ioctl_devs == 8)
+			argp_error(state, "invalid --ioctl-dev (MAJOR[:NAME], at most 8): %s", arg);
+		env.ioctl_dev_major[env.nr_ioctl_devs] = (unsigned int)v;
+		env.ioctl_dev_name[env.nr_ioctl_devs++] = colon ? colon + 1 : NULL;
+		break;
+	}
 
 	case 'p':
 		if (parse_ulong(arg, &v) || v == 0 || v > INT_MAX)
@@ -254,8 +281,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!env.memleak && !env.cudatrace && !env.bandwidth && !env.trace)
-			argp_error(state, "choose a mode: --memleak, --cudatrace, --bandwidth-util, --trace FILE (or several)");
+		if (!env.memleak && !env.cudatrace && !env.bandwidth && !env.trace && !env.ioctl)
+			argp_error(state, "choose a mode: --memleak, --cudatrace, --bandwidth-util, --ioctl, --trace FILE (or several)");
 		if (env.cmd && env.pid > 0)
 			argp_error(state, "-p and a command exclude each other");
 		break;
@@ -378,6 +405,18 @@ static bool target_alive(int pid)
 	return kill(pid, 0) == 0 || errno != ESRCH;
 }
 
+/* --ioctl --trace: ioctl records into the timeline, decoded */
+static struct {
+	struct ioctl_probe *ioc;
+	struct trace_probe *tracer;
+} ioctl_ctx;
+
+static void on_trace_ioctl(void *ctx, const struct gp_ioctl_event *e)
+{
+	(void)ctx;
+	trace_probe__ioctl(ioctl_ctx.tracer, e, ioctl_probe__name(ioctl_ctx.ioc, e->major, e->cmd));
+}
+
 /* gpuprobe convert --chrome IN.jsonl > OUT.json */
 static int convert_main(int argc, char **argv)
 {
@@ -406,6 +445,7 @@ int main(int argc, char **argv)
 	struct launch_probe *launch = NULL;
 	struct copy_probe *copy = NULL;
 	struct trace_probe *tracer = NULL;
+	struct ioctl_probe *ioc = NULL;
 	struct lib_set libs = {};
 	char err[1024] = "";
 	uint64_t start, next_report = 0, end = 0;
@@ -436,9 +476,17 @@ int main(int argc, char **argv)
 	r = check_kernel(err, sizeof(err));
 	if (r)
 		goto cleanup;
-	r = resolve_libs(&libs, err, sizeof(err));
-	if (r)
-		goto cleanup;
+	if (env.memleak || env.cudatrace || env.bandwidth || env.trace) { /* --ioctl alone needs no libcuda */
+		r = resolve_libs(&libs, err, sizeof(err));
+		if (r)
+			goto cleanup;
+	}
+	if (env.ioctl) {
+		/* with --trace, ioctls also go to the timeline, one record each */
+		r = ioctl_probe__open(&ioc, &env, env.trace != NULL, err, sizeof(err));
+		if (r)
+			goto cleanup;
+	}
 	r = attach__ensure_tracefs();
 	if (r) {
 		snprintf(err, sizeof(err), "cannot mount tracefs at /sys/kernel/tracing: %s", strerror(-r));
@@ -521,6 +569,18 @@ int main(int argc, char **argv)
 		if (r)
 			goto cleanup;
 	}
+	if (ioc) {
+		r = ioctl_probe__attach(ioc, links, trace_pid, err, sizeof(err));
+		if (!r && tracer) {
+			struct gp_handlers h = { .ctx = &ioctl_ctx, .on_ioctl = on_trace_ioctl };
+
+			ioctl_ctx.ioc = ioc;
+			ioctl_ctx.tracer = tracer;
+			r = gp_events__add(events, ioctl_probe__events_fd(ioc), &h);
+		}
+		if (r)
+			goto cleanup;
+	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
@@ -532,6 +592,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < libs.n && off < sizeof(where); i++)
 			off += (size_t)snprintf(where + off, sizeof(where) - off, "%s%s", i ? ", " : "",
 						libs.libs[i].path);
+		if (!libs.n)
+			snprintf(where, sizeof(where), "the ioctl syscalls");
 		if (env.cmd || env.pid > 0)
 			snprintf(who, sizeof(who), "PID %d", env.cmd ? child.pid : env.pid);
 		else
@@ -590,6 +652,8 @@ int main(int argc, char **argv)
 				launch_probe__report(launch, "interval");
 			if (copy)
 				copy_probe__report(copy, "interval");
+			if (ioc)
+				ioctl_probe__report(ioc, "interval");
 			next_report += (uint64_t)(env.interval * 1e9);
 		}
 	}
@@ -601,10 +665,14 @@ int main(int argc, char **argv)
 		launch_probe__report(launch, "final");
 	if (copy)
 		copy_probe__report(copy, "final");
+	if (ioc)
+		ioctl_probe__report(ioc, "final");
 	attach_set__free(links);
 	links = NULL;
 	/* probes are gone: whatever is still in the buffers is the last of the timeline */
 	gp_events__drain(events);
+	if (tracer && ioc)
+		trace_probe__add_ioctl_drops(tracer, ioctl_probe__ringbuf_drops(ioc));
 	if (tracer)
 		r = trace_probe__finish(tracer, err, sizeof(err));
 
@@ -627,6 +695,7 @@ cleanup:
 	launch_probe__free(launch);
 	copy_probe__free(copy);
 	trace_probe__free(tracer);
+	ioctl_probe__free(ioc);
 	symbolizer__free(sym);
 	if (r)
 		return exit_code ? exit_code : 1;

@@ -24,6 +24,12 @@ struct gp_opts {
 	char **cmd;
 	pid_t child_pid; /* the command gpuprobe started, once forked */
 	bool quiet; /* gpuprobe daemon: no per-exit reports on stdout */
+	/* --ioctl */
+	bool ioctl;
+	const char *ioctl_backend; /* "kprobe", "tracepoint", or NULL: probe */
+	int nr_ioctl_devs;         /* --ioctl-dev MAJOR[:NAME] (tests) */
+	unsigned int ioctl_dev_major[8];
+	const char *ioctl_dev_name[8];
 };
 
 #endif

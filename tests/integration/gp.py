@@ -152,8 +152,10 @@ def start_gpuprobe(args, env=None):
 OUR_PROGS = {"mem_enter", "launch_enter", "launch_leave", "mem_alloc_enter", "mem_pitch_enter", "mem_free_enter", "mem_map_enter",
              "launch_kernel", "launch_coop", "launch_ex", "launch_graph", "sync_enter",
              "timed_leave", "name_enter", "alias_enter", "name_leave", "unload_enter",
-             "unload_leave", "launch_proc_exit", "copy_enter", "copy_leave", "copy_proc_exit", "trace_enter", "trace_leave", "trace_proc_exit",
-             "mem_unmap_enter", "mem_leave", "mem_proc_exit"}
+             "unload_leave", "launch_proc_exit", "copy_enter", "copy_leave", "copy_proc_exit",
+             "trace_enter", "trace_leave", "trace_proc_exit",
+             "mem_unmap_enter", "mem_leave", "mem_proc_exit",
+             "ioctl_tp_enter", "ioctl_tp_exit", "ioctl_kp_enter", "ioctl_kp_exit"}
 
 
 def _held_prog_ids():

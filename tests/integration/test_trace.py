@@ -173,6 +173,34 @@ def test_attach_to_running_pid():
         a.kill()
 
 
+def test_ioctls_interleave():
+    """With --ioctl, each ioctl is a record of the timeline, decoded, on a track of its own."""
+    n = 10
+    for fmt, out in (("jsonl", path("i.jsonl")), ("chrome", path("i.json"))):
+        r, s = trace_run(out, [app("ioctl_app"), "--n", str(n)],
+                         extra=["--ioctl", "--ioctl-dev", "1:mem", "--trace-format", fmt])
+        t = gp.truth(r.stderr)
+        # RM_CONTROL n + 3, RM_ALLOC n/2, RM_FREE n/5, CARD_INFO 2, UVM 1 + 4, unknown 5
+        want = n + 3 + n // 2 + n // 5 + 2 + 1 + 4 + 5
+        p = proc(s, t["pid"])
+        eq(p["ioctls"]["calls"], want, f"{fmt}: ioctls in the summary")
+        eq(p["ioctls"]["errors"], want, f"{fmt}: every ioctl on /dev/null fails")
+        if fmt == "jsonl":
+            io = [x for x in read_jsonl(out) if x["type"] == "ioctl"]
+            eq(len(io), want, "ioctl records")
+            names = {x["fn"] for x in io}
+            check({"NV_ESC_RM_CONTROL", "NV_ESC_RM_ALLOC", "UVM_INITIALIZE"} <= names, f"decoded: {names}")
+            ctl = [x for x in io if x["fn"] == "NV_ESC_RM_CONTROL"]
+            check(any(x["args"].get("ctrl_cmd") == "0x20800110" for x in ctl), "control command")
+        else:
+            doc = json.load(open(out))
+            tracks = [e for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"
+                      and e["args"]["name"].startswith("ioctl")]
+            check(tracks, "an ioctl track")
+            eq(sum(1 for e in doc["traceEvents"] if e["ph"] == "X" and e.get("cat") == "ioctl"), want,
+               "ioctl events on the Chrome timeline")
+
+
 def test_unwritable_file():
     r = gp.gpuprobe(["--trace", "/nonexistent/dir/t.jsonl", "--libcuda", FAKECUDA], cmd=["true"])
     gp.one_error_line(r, "/nonexistent/dir/t.jsonl")

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* --ioctl's BPF side: choose a backend, load bpf/nv_ioctl.bpf.c, attach it, snapshot its
+ * counters into src/ioctl.c, report. */
+#ifndef GP_IOCTL_PROBE_H
+#define GP_IOCTL_PROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ioctl_probe;
+struct gp_opts;
+struct attach_set;
+
+/* Checks everything that can be checked without loading (backend, /proc/devices) and
+ * opens the object. emit_events: one struct gp_ioctl_event per ioctl on the ring buffer
+ * map ioctl_events (--trace). 0, or -errno with one reason in err. */
+int ioctl_probe__open(struct ioctl_probe **out, const struct gp_opts *o, bool emit_events,
+		      char *err, size_t len);
+/* Loads with pid as the filter (-1: every process), attaches, says which backend on
+ * stderr (one line). */
+int ioctl_probe__attach(struct ioctl_probe *ip, struct attach_set *links, int pid, char *err,
+			size_t len);
+/* The ring buffer of per-ioctl records (emit_events), once attached; -1 before. */
+int ioctl_probe__events_fd(const struct ioctl_probe *ip);
+/* The decoded name of request cmd on a device of this major, or NULL. */
+const char *ioctl_probe__name(const struct ioctl_probe *ip, uint32_t major, uint32_t cmd);
+/* ioctl records --trace lost to a full ring buffer. */
+unsigned long long ioctl_probe__ringbuf_drops(const struct ioctl_probe *ip);
+void ioctl_probe__report(struct ioctl_probe *ip, const char *kind);
+void ioctl_probe__free(struct ioctl_probe *ip);
+
+#endif
