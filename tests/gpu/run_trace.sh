@@ -27,6 +27,18 @@ echo "== PyTorch"
 $GP --trace $O/torch.jsonl --json -- $PY tests/gpu/launch_torch.py >$O/torch.summary 2>$O/torch.err
 echo "exit $?"
 python3 tests/gpu/check_trace.py torch $O/torch.err $O/torch.jsonl || status=1
+echo "== --trace with --ioctl (Chrome), launch_static"
+$GP --trace $O/ioctl.json --trace-format chrome --ioctl --json -- $W/launch_static >$O/ioctl.summary 2>$O/ioctl.err
+python3 - $O/ioctl.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+io = [e for e in ev if e.get("cat") == "ioctl"]
+named = sum(1 for e in io if e["name"] != "ioctl")
+print("chrome trace: %d events, %d cuda calls, %d ioctls (%d decoded, %.1f%%), ioctl tracks %d, dropped %d" % (
+    len(ev), sum(1 for e in ev if e.get("cat") == "cuda"), len(io), named, 100.0 * named / max(len(io), 1),
+    sum(1 for e in ev if e["ph"] == "M" and e["args"]["name"].startswith("ioctl")), d["otherData"]["dropped_events"]))
+PY
 echo "== text summary (launch_static)"
 $GP --trace $O/l2.jsonl -- $W/launch_static 2>/dev/null | head -30
 ls -la $O
