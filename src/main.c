@@ -20,7 +20,12 @@
 #include <bpf/libbpf.h>
 #include "apis.h"
 #include "attach.h"
+#include "calibrate.h"
 #include "check.h"
+#include "cudatrace.h"
+#include "memleak.h"
+#include "u64map.h"
+#include <json-c/json.h>
 #include "daemon.h"
 #include "elfsym.h"
 #include "events.h"
@@ -405,6 +410,105 @@ static bool target_alive(int pid)
 	return kill(pid, 0) == 0 || errno != ESRCH;
 }
 
+/*
+ * gpuprobe's own price: probe hits counted per process (each uprobe hit the modes can
+ * count: entry and return of allocations, frees, launches, syncs) times the cost of one
+ * hit calibrated at start-up on this machine. An estimate, and said to be one.
+ */
+struct overhead {
+	uint32_t pid;
+	char comm[GP_COMM_LEN];
+	uint64_t hits;
+};
+
+static struct overhead *ov_get(struct u64map *m, uint32_t pid, const char *comm)
+{
+	struct overhead *o = u64map__get(m, pid);
+
+	if (!o) {
+		o = calloc(1, sizeof(*o));
+		if (!o || u64map__put(m, pid, o)) {
+			free(o);
+			return NULL;
+		}
+		o->pid = pid;
+	}
+	if (comm && *comm && !o->comm[0])
+		snprintf(o->comm, sizeof(o->comm), "%s", comm);
+	return o;
+}
+
+static void overhead_collect(struct u64map *m, struct mem_probe *mem, struct launch_probe *launch)
+{
+	if (mem && env.memleak) {
+		struct ml_proc **v;
+		size_t n = memleak__procs(mem_probe__memleak(mem), &v);
+
+		for (size_t i = 0; i < n; i++) {
+			struct overhead *o = ov_get(m, v[i]->pid, v[i]->comm);
+
+			if (o) /* entry and return of each successful call */
+				o->hits += 2 * (v[i]->allocs_total + v[i]->frees_total + v[i]->maps_total +
+						v[i]->unmaps_total);
+		}
+	}
+	if (launch) {
+		struct ct_proc **v;
+		size_t n;
+		uint64_t per = env.latency ? 2 : 1;
+
+		launch_probe__snapshot(launch);
+		n = cudatrace__procs(launch_probe__cudatrace(launch), &v);
+		for (size_t i = 0; i < n; i++) {
+			struct overhead *o = ov_get(m, v[i]->pid, v[i]->comm);
+
+			if (o)
+				o->hits += per * (v[i]->launches + v[i]->graph_launches +
+						  v[i]->hist[GP_HIST_SYNC].count);
+		}
+	}
+}
+
+static void overhead_report(struct u64map *m, double cost)
+{
+	json_object *o, *arr;
+	uint64_t k;
+	void *v;
+
+	if (env.json) {
+		o = json_object_new_object();
+		arr = json_object_new_array();
+		json_object_object_add(o, "mode", json_object_new_string("overhead"));
+		json_object_object_add(o, "probe_hit_cost_s", cost > 0 ? json_object_new_double(cost) : NULL);
+		for (size_t it = 0; u64map__next(m, &it, &k, &v);) {
+			struct overhead *x = v;
+			json_object *p = json_object_new_object();
+
+			json_object_object_add(p, "pid", json_object_new_int64(x->pid));
+			json_object_object_add(p, "comm", json_object_new_string(x->comm));
+			json_object_object_add(p, "probe_hits", json_object_new_uint64(x->hits));
+			json_object_object_add(p, "probe_seconds_estimate",
+					       cost > 0 ? json_object_new_double((double)x->hits * cost) : NULL);
+			json_object_array_add(arr, p);
+		}
+		json_object_object_add(o, "processes", arr);
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		json_object_put(o);
+	} else if (u64map__size(m)) {
+		printf("gpuprobe overhead (estimate): one probe hit costs %.2f us on this machine (calibrated at start)\n",
+		       cost * 1e6);
+		for (size_t it = 0; u64map__next(m, &it, &k, &v);) {
+			struct overhead *x = v;
+
+			printf("  PID %u (%s): %llu probe hits, ~%.6f s in probes\n", x->pid, x->comm,
+			       (unsigned long long)x->hits, (double)x->hits * cost);
+		}
+	}
+	fflush(stdout);
+	for (size_t it = 0; u64map__next(m, &it, &k, &v);)
+		free(v);
+}
+
 /* --ioctl --trace: ioctl records into the timeline, decoded */
 static struct {
 	struct ioctl_probe *ioc;
@@ -453,6 +557,8 @@ int main(int argc, char **argv)
 	bool child_done = false;
 	const char *stall;
 	struct sigaction sa = { .sa_handler = on_signal };
+	double probe_cost = -1;
+	struct u64map *ov = NULL;
 
 	/* subcommands: gpuprobe daemon ... (src/daemon.c), gpuprobe check (src/check.c) */
 	if (argc > 1 && !strcmp(argv[1], "daemon"))
@@ -476,6 +582,11 @@ int main(int argc, char **argv)
 	r = check_kernel(err, sizeof(err));
 	if (r)
 		goto cleanup;
+	if (env.memleak || env.cudatrace) {
+		probe_cost = calibrate__probe_cost(2000);
+		if (probe_cost < 0 && env.verbose)
+			fprintf(stderr, "gpuprobe: cannot calibrate the probe cost: %s\n", strerror((int)-probe_cost));
+	}
 	if (env.memleak || env.cudatrace || env.bandwidth || env.trace) { /* --ioctl alone needs no libcuda */
 		r = resolve_libs(&libs, err, sizeof(err));
 		if (r)
@@ -659,6 +770,9 @@ int main(int argc, char **argv)
 	}
 	/* the exit tracepoint ran before the parent could reap: its event is in the buffer */
 	gp_events__drain(events);
+	ov = u64map__new();
+	if (ov)
+		overhead_collect(ov, mem, launch);
 	if (mem)
 		mem_probe__report(mem, "final");
 	if (launch)
@@ -667,6 +781,11 @@ int main(int argc, char **argv)
 		copy_probe__report(copy, "final");
 	if (ioc)
 		ioctl_probe__report(ioc, "final");
+	if (ov) {
+		overhead_report(ov, probe_cost);
+		u64map__free(ov);
+		ov = NULL;
+	}
 	attach_set__free(links);
 	links = NULL;
 	/* probes are gone: whatever is still in the buffers is the last of the timeline */
@@ -686,6 +805,7 @@ int main(int argc, char **argv)
 	}
 
 cleanup:
+	u64map__free(ov);
 	if (r && err[0])
 		fprintf(stderr, "gpuprobe: %s\n", err);
 	attach_set__free(links);

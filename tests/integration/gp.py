@@ -155,7 +155,7 @@ OUR_PROGS = {"mem_enter", "launch_enter", "launch_leave", "mem_alloc_enter", "me
              "unload_leave", "launch_proc_exit", "copy_enter", "copy_leave", "copy_proc_exit",
              "trace_enter", "trace_leave", "trace_proc_exit",
              "mem_unmap_enter", "mem_leave", "mem_proc_exit",
-             "ioctl_tp_enter", "ioctl_tp_exit", "ioctl_kp_enter", "ioctl_kp_exit"}
+             "ioctl_tp_enter", "ioctl_tp_exit", "ioctl_kp_enter", "ioctl_kp_exit", "gp_calibrate"}
 
 
 def _held_prog_ids():

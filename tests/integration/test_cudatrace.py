@@ -128,6 +128,20 @@ def test_text_report():
     check("usecs" in r.stdout and "distribution" in r.stdout, "log2 histograms")
 
 
+def test_overhead_estimate():
+    r = gp.gpuprobe(BASE, cmd=[APP, "--n", "20"])
+    t = gp.truth(r.stderr)
+    p = proc(final(r.stdout), t["pid"])
+    ov = gp.reports(r.stdout, mode="overhead")
+    eq(len(ov), 1, "one overhead line")
+    cost = ov[0]["probe_hit_cost_s"]
+    check(cost is not None and 0 < cost < 1e-3, f"calibrated cost per hit {cost}")
+    o = proc(ov[0], t["pid"])
+    # entry and return probe of every launch, graph launch and sync call
+    eq(o["probe_hits"], 2 * (p["launches"] + p["graph_launches"] + p["sync"]["calls"]), "probe hits")
+    check(abs(o["probe_seconds_estimate"] - o["probe_hits"] * cost) < 1e-9, "estimate = hits x cost")
+
+
 def test_exit_status_passthrough():
     r = gp.gpuprobe(BASE, cmd=[APP, "--n", "20", "--exit-code", "5"])
     eq(r.returncode, 5, "exit status")
