@@ -6,6 +6,8 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <sys/auxv.h>
+#include <sys/wait.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -263,6 +265,33 @@ cleanup:
 	dlclose(h);
 }
 
+/*
+ * Loading the driver into a statically linked gpuprobe can kill it (seen on the H200:
+ * SIGFPE inside dlopen'ed libcuda under static glibc). The check runs in a child, so
+ * whatever the driver does, the report goes on.
+ */
+static void check_driver_isolated(struct checker *c)
+{
+	bool is_static = getauxval(AT_BASE) == 0; /* no dynamic loader mapped */
+	pid_t pid;
+	int st = 0;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		check_driver(c);
+		fflush(stdout);
+		_exit(0);
+	}
+	if (pid < 0) {
+		line(c, WARN, "driver", "cannot fork to load libcuda.so.1: %s", strerror(errno));
+		return;
+	}
+	if (waitpid(pid, &st, 0) == pid && WIFSIGNALED(st))
+		line(c, WARN, "driver", "loading libcuda.so.1 killed the checking process (signal %d)%s: entry points not checked",
+		     WTERMSIG(st), is_static ? "; this gpuprobe is statically linked and cannot host the driver: run a dynamically linked build for this check" : "");
+}
+
 int check__main(int argc, char **argv)
 {
 	struct checker c = { .sysfs = getenv("GPUPROBE_SYSFS") };
@@ -282,7 +311,7 @@ int check__main(int argc, char **argv)
 	check_kernel(&c);
 	check_privileges(&c);
 	check_libs(&c);
-	check_driver(&c);
+	check_driver_isolated(&c);
 	fflush(stdout);
 	return c.fails ? 1 : 0;
 }

@@ -30,6 +30,7 @@
 #include <bpf/libbpf.h>
 #include <microhttpd.h>
 #include "attach.h"
+#include "calibrate.h"
 #include "cudatrace.h"
 #include "daemon.h"
 #include "events.h"
@@ -147,7 +148,7 @@ static const char usage[] =
 	"  --retention SECONDS       keep series of exited processes this long (default 300)\n"
 	"  --max-kernel-series N     kernels with their own series per process; the rest\n"
 	"                            are summed under kernel=\"other\" (default 20)\n"
-	"  --probe-cost SECONDS      cost of one probe hit for gpuprobe_probe_seconds_total\n"
+	"  --probe-cost SECONDS      cost of one probe hit (default: calibrated at start-up)\n"
 	"                            (default 4.4e-6, measured on an H100 host)\n"
 	"  --rescan-interval SECONDS look for new libcuda files in /proc/*/maps this often\n"
 	"                            (default 5; 0: only at start)\n"
@@ -650,7 +651,7 @@ static int check_kernel(char *err, size_t len)
 int daemon__main(int argc, char **argv)
 {
 	struct daemon d = {
-		.c = { .listen = "127.0.0.1:9464", .retention = 300, .rescan = 5, .probe_cost = 4.4e-6,
+		.c = { .listen = "127.0.0.1:9464", .retention = 300, .rescan = 5, .probe_cost = -1,
 		       .max_kernel_series = 20 },
 		.o = { .latency = true, .pid = -1, .top = 10, .top_shapes = 3, .ringbuf_size = 4UL << 20,
 		       .max_pending = 10240, .max_procs = 8192, .max_allocs = 1000000,
@@ -684,6 +685,17 @@ int daemon__main(int argc, char **argv)
 	if (lfd < 0) {
 		r = lfd;
 		goto cleanup;
+	}
+	/* price of one probe hit on this node, unless --probe-cost said it */
+	if (d.c.probe_cost < 0) {
+		d.c.probe_cost = calibrate__probe_cost(2000);
+		if (d.c.probe_cost < 0) {
+			dlog(L_WARN, "daemon: cannot calibrate the probe cost (%s): assuming 4.4e-6 s",
+			     strerror((int)-d.c.probe_cost));
+			d.c.probe_cost = 4.4e-6;
+		} else {
+			dlog(L_INFO, "daemon: one probe hit costs %.2f us here (calibrated)", d.c.probe_cost * 1e6);
+		}
 	}
 	r = attach__ensure_tracefs();
 	if (r) {

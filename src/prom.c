@@ -296,7 +296,7 @@ int prom__render(FILE *f, const struct prom_input *in)
 		fprintf(f, "} %" PRIu64 "\n", r.pp[i].hits);
 	}
 	family(&r, "gpuprobe_probe_hit_cost_seconds", "gauge",
-	       "Assumed cost of one probe hit in seconds (--probe-cost; measured on a GPU machine, not here).");
+	       "Cost of one probe hit in seconds: calibrated at start-up on this node (a uprobe on a function of gpuprobe, timed with and without), or --probe-cost.");
 	fprintf(f, "gpuprobe_probe_hit_cost_seconds %.9g\n", in->probe_cost);
 	family(&r, "gpuprobe_probe_seconds_total", "counter",
 	       "ESTIMATE of the seconds each process spent in gpuprobe's probes: gpuprobe_probe_hits_total times gpuprobe_probe_hit_cost_seconds, not a measurement.");

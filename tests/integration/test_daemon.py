@@ -126,7 +126,8 @@ def test_metrics_exact_and_promtool():
         for fam in ("gpuprobe_cuda_outstanding_bytes", "gpuprobe_events_dropped_total",
                     "gpuprobe_probe_seconds_total", "gpuprobe_probe_hit_cost_seconds"):
             check(f"# HELP {fam} " in text and f"# TYPE {fam} " in text, f"HELP/TYPE of {fam}")
-        eq(value(text, "gpuprobe_probe_hit_cost_seconds"), 4.4e-6, "default probe cost")
+        cost = value(text, "gpuprobe_probe_hit_cost_seconds")
+        check(0 < cost < 1e-3, f"probe cost calibrated at start-up: {cost}")
         p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True,
                            timeout=30)
         eq(p.returncode, 0, f"promtool check metrics: {p.stdout}{p.stderr}")
