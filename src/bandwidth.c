@@ -31,6 +31,7 @@ struct bw_proc {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
 	bool exited;
+	uint64_t exit_ns; /* CLOCK_MONOTONIC, from the exit record */
 	struct range *ranges; /* sorted by start, disjoint */
 	size_t nr_ranges, cap_ranges;
 	struct u64map *threads;   /* tid -> struct thread_ctx */
@@ -555,6 +556,7 @@ void bandwidth__on_exit(struct bandwidth *bw, const struct gp_exit_event *e)
 		return;
 	}
 	p->exited = true;
+	p->exit_ns = e->ts_ns;
 	bw->exited[bw->nr_exited++] = p;
 }
 
@@ -640,6 +642,19 @@ void bandwidth__reap_exited(struct bandwidth *bw, uint32_t keep_pid)
 
 	for (size_t i = 0; i < bw->nr_exited; i++) {
 		if (keep_pid && bw->exited[i]->pid == keep_pid)
+			bw->exited[kept++] = bw->exited[i];
+		else
+			proc__free(bw->exited[i]);
+	}
+	bw->nr_exited = kept;
+}
+
+void bandwidth__reap_exited_before(struct bandwidth *bw, uint64_t cutoff_ns)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < bw->nr_exited; i++) {
+		if (bw->exited[i]->exit_ns >= cutoff_ns)
 			bw->exited[kept++] = bw->exited[i];
 		else
 			proc__free(bw->exited[i]);

@@ -57,6 +57,9 @@ bool bw_proc__exited(const struct bw_proc *p);
 uint64_t bw_proc__unsynced(const struct bw_proc *p);
 size_t bw_proc__stats(struct bw_proc *p, struct bw_stat ***out);
 void bandwidth__reap_exited(struct bandwidth *bw, uint32_t keep_pid);
+/* gpuprobe daemon's retention: forgets processes whose exit (CLOCK_MONOTONIC ns, from
+ * the exit record) is before cutoff_ns. */
+void bandwidth__reap_exited_before(struct bandwidth *bw, uint64_t cutoff_ns);
 
 const char *bw_dir_name(enum bw_dir d);
 

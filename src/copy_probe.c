@@ -76,13 +76,12 @@ fail:
 	return r;
 }
 
-int copy_probe__attach(struct copy_probe *cp, struct attach_set *links, const struct lib_set *libs,
-		       int pid, char *err, size_t len)
+int copy_probe__attach_libs(struct copy_probe *cp, struct attach_set *links,
+			    const struct lib_set *libs, int pid, char *err, size_t len)
 {
 	const char *names[GP_API__COUNT];
 	long long offsets[GP_API__COUNT];
 	__u64 cookies[GP_API__COUNT];
-	struct bpf_link *l;
 	int r, n = 0;
 
 	for (int i = 0; i < gp_copy_apis_cnt; i++) {
@@ -116,6 +115,18 @@ int copy_probe__attach(struct copy_probe *cp, struct attach_set *links, const st
 			return r;
 		}
 	}
+	return 0;
+}
+
+int copy_probe__attach(struct copy_probe *cp, struct attach_set *links, const struct lib_set *libs,
+		       int pid, char *err, size_t len)
+{
+	struct bpf_link *l;
+	int r;
+
+	r = copy_probe__attach_libs(cp, links, libs, pid, err, len);
+	if (r)
+		return r;
 	l = bpf_program__attach(cp->skel->progs.copy_proc_exit);
 	if (!l) {
 		r = -errno;
@@ -191,6 +202,28 @@ void copy_probe__report(struct copy_probe *cp, const char *kind)
 	}
 	bandwidth__reap_exited(cp->bw, strcmp(kind, "final") ? (uint32_t)(cp->o->cmd ? cp->o->child_pid :
 				cp->o->pid > 0 ? cp->o->pid : 0) : 0);
+}
+
+/* gpuprobe daemon (src/daemon.c): the aggregator and counters behind /metrics. */
+struct bandwidth *copy_probe__bandwidth(struct copy_probe *cp)
+{
+	return cp->bw;
+}
+
+void copy_probe__drops(struct copy_probe *cp, uint64_t drops[GP_CDROP__COUNT])
+{
+	for (int i = 0; i < GP_CDROP__COUNT; i++)
+		drops[i] = __atomic_load_n(&cp->skel->bss->cdrops[i], __ATOMIC_RELAXED);
+}
+
+uint64_t copy_probe__small_copies(struct copy_probe *cp)
+{
+	return __atomic_load_n(&cp->skel->bss->small_copies, __ATOMIC_RELAXED);
+}
+
+void copy_probe__reap_before(struct copy_probe *cp, uint64_t cutoff_ns)
+{
+	bandwidth__reap_exited_before(cp->bw, cutoff_ns);
 }
 
 void copy_probe__free(struct copy_probe *cp)

@@ -31,6 +31,8 @@
 #include <microhttpd.h>
 #include "attach.h"
 #include "calibrate.h"
+#include "bandwidth.h"
+#include "copy_probe.h"
 #include "cudatrace.h"
 #include "daemon.h"
 #include "events.h"
@@ -79,6 +81,7 @@ struct daemon {
 	struct symbolizer *sym;
 	struct mem_probe *mem;
 	struct launch_probe *launch;
+	struct copy_probe *copy; /* --bandwidth-util; needs mem (allocations, one ring buffer) */
 	struct lib_set *libs; /* every library file seen (probed or rejected), by dev+inode */
 	int probed;           /* of those, the ones with probes */
 	struct u64map *cgroups; /* pid -> struct cg_entry */
@@ -137,12 +140,14 @@ static bool has_cap(int cap)
 }
 
 static const char usage[] =
-	"Usage: gpuprobe daemon --memleak|--cudatrace [OPTION...]\n"
+	"Usage: gpuprobe daemon --memleak|--cudatrace|--bandwidth-util [OPTION...]\n"
 	"Trace every CUDA process on the node and serve Prometheus metrics.\n"
 	"\n"
 	"  --memleak                 outstanding allocations, alloc/free calls\n"
 	"  --cudatrace               kernel and graph launches, synchronize calls and time\n"
-	"  --bandwidth-util, --ioctl not implemented yet (rejected)\n"
+	"  --bandwidth-util          copies and bytes per GPU and direction, copy time,\n"
+	"                            pageable bytes\n"
+	"  --ioctl                   not implemented yet (rejected)\n"
 	"  --listen ADDR:PORT        where to serve /metrics and /healthz (default\n"
 	"                            127.0.0.1:9464; IPv6 as [::1]:9464)\n"
 	"  --retention SECONDS       keep series of exited processes this long (default 300)\n"
@@ -155,6 +160,8 @@ static const char usage[] =
 	"  --libcuda PATH            probe this library too\n"
 	"  --no-latency              no return probes on launches and syncs (then\n"
 	"                            gpuprobe_cuda_sync_seconds_total stays 0)\n"
+	"  --min-bytes N             --bandwidth-util: copies under N bytes are only counted,\n"
+	"                            all together, in gpuprobe_cuda_memcpy_small_total\n"
 	"  -v, --verbose             debug lines (libbpf, each rescan)\n"
 	"  -h, --help                this text\n"
 	"\n"
@@ -164,7 +171,7 @@ static const char usage[] =
 
 enum {
 	D_MEMLEAK = 1000, D_CUDATRACE, D_BANDWIDTH, D_IOCTL, D_LISTEN, D_RETENTION,
-	D_MAX_KERNELS, D_PROBE_COST, D_RESCAN, D_LIBCUDA, D_NO_LATENCY,
+	D_MAX_KERNELS, D_PROBE_COST, D_RESCAN, D_LIBCUDA, D_NO_LATENCY, D_MIN_BYTES,
 };
 
 static int parse_num(const char *s, double *out)
@@ -191,6 +198,7 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		{ "rescan-interval", required_argument, NULL, D_RESCAN },
 		{ "libcuda", required_argument, NULL, D_LIBCUDA },
 		{ "no-latency", no_argument, NULL, D_NO_LATENCY },
+		{ "min-bytes", required_argument, NULL, D_MIN_BYTES },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -209,9 +217,10 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 			d->o.cudatrace = true;
 			break;
 		case D_BANDWIDTH:
+			d->o.bandwidth = true;
+			break;
 		case D_IOCTL:
-			dlog(L_ERR, "daemon: %s is not implemented yet (available: --memleak, --cudatrace)",
-			     opt == D_IOCTL ? "--ioctl" : "--bandwidth-util");
+			dlog(L_ERR, "daemon: --ioctl is not implemented yet (available: --memleak, --cudatrace, --bandwidth-util)");
 			return EXIT_USAGE;
 		case D_LISTEN:
 			d->c.listen = optarg;
@@ -243,6 +252,17 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		case D_NO_LATENCY:
 			d->o.latency = false;
 			break;
+		case D_MIN_BYTES: {
+			char *end;
+
+			errno = 0;
+			d->o.min_bytes = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-') {
+				dlog(L_ERR, "daemon: invalid --min-bytes: %s", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		}
 		case 'v':
 			d->c.verbose = verbose = true;
 			break;
@@ -262,8 +282,8 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		     argv[optind]);
 		return EXIT_USAGE;
 	}
-	if (!d->o.memleak && !d->o.cudatrace) {
-		dlog(L_ERR, "daemon: choose a mode: --memleak, --cudatrace (or both)");
+	if (!d->o.memleak && !d->o.cudatrace && !d->o.bandwidth) {
+		dlog(L_ERR, "daemon: choose a mode: --memleak, --cudatrace, --bandwidth-util (or several)");
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -412,6 +432,8 @@ static void probe_lib(struct daemon *d, const struct lib_entry *lib)
 		r = mem_probe__attach_libs(d->mem, d->links, &one, -1, err, sizeof(err));
 	if (!r && d->launch)
 		r = launch_probe__attach_libs(d->launch, d->links, &one, -1, err, sizeof(err));
+	if (!r && d->copy)
+		r = copy_probe__attach_libs(d->copy, d->links, &one, -1, err, sizeof(err));
 	if (r) {
 		dlog(L_ERR, "%s", err);
 		return;
@@ -473,6 +495,42 @@ static void initial_libs(struct daemon *d)
 		dlog(L_WARN, "no libcuda found yet: probes go in when a process maps one");
 }
 
+/*
+ * --bandwidth-util: the memory probes' exit record comes only for processes they saw
+ * allocate or free; those gone without it (copies, contexts or synchronizes only) are
+ * marked exited here. Their last records may still wait in the ring buffer: drained
+ * first, so they do not make them live again.
+ */
+static void bandwidth_housekeeping(struct daemon *d, uint64_t now, uint64_t cutoff)
+{
+	struct bandwidth *bw = copy_probe__bandwidth(d->copy);
+	struct bw_proc **procs;
+	size_t n = bandwidth__procs(bw, &procs);
+	bool drained = false;
+
+	/* procs (a view) and its elements stay valid here: only reaping frees */
+	for (size_t i = 0; i < n; i++) {
+		struct gp_exit_event e = { .type = GP_EV_EXIT, .ts_ns = now };
+		struct bw_proc *p = procs[i];
+
+		if (bw_proc__exited(p))
+			continue;
+		container_of(d, bw_proc__pid(p)); /* read while it is there to read */
+		if (kill((pid_t)bw_proc__pid(p), 0) == 0 || errno != ESRCH)
+			continue;
+		if (!drained) {
+			gp_events__drain(d->events);
+			drained = true;
+		}
+		if (bw_proc__exited(p))
+			continue; /* its exit record was there */
+		e.pid = bw_proc__pid(p);
+		snprintf(e.comm, sizeof(e.comm), "%s", bw_proc__comm(p));
+		bandwidth__on_exit(bw, &e);
+	}
+	copy_probe__reap_before(d->copy, cutoff);
+}
+
 /* Once a second: processes the exit tracepoint could not report (exited before their
  * first snapshot), retention, and the cgroup cache. */
 static void housekeeping(struct daemon *d)
@@ -512,6 +570,8 @@ static void housekeeping(struct daemon *d)
 				container_of(d, procs[i]->pid);
 		mem_probe__reap_before(d->mem, cutoff);
 	}
+	if (d->copy)
+		bandwidth_housekeeping(d, now, cutoff);
 	for (size_t it = 0; u64map__next(d->cgroups, &it, &k, &v);) {
 		struct cg_entry *e = v;
 
@@ -528,7 +588,7 @@ static void housekeeping(struct daemon *d)
 
 static int render(struct daemon *d, char **buf, size_t *len)
 {
-	struct prom_drop drops[GP_DROP__COUNT + 1 + GP_LDROP__COUNT + 1];
+	struct prom_drop drops[GP_DROP__COUNT + 1 + GP_LDROP__COUNT + GP_CDROP__COUNT + 2];
 	static const char *const mem_reasons[GP_DROP__COUNT] = {
 		"ringbuf_full", "pending_table_full", "stack_unreadable", "return_without_entry",
 		"proc_table_full",
@@ -537,10 +597,15 @@ static int render(struct daemon *d, char **buf, size_t *len)
 		"ringbuf_full", "launch_table_full", "pending_table_full", "return_without_entry",
 		"proc_table_full",
 	};
-	uint64_t md[GP_DROP__COUNT], ld[GP_LDROP__COUNT];
+	static const char *const copy_reasons[GP_CDROP__COUNT] = {
+		"ringbuf_full", "pending_table_full", "return_without_entry",
+	};
+	uint64_t md[GP_DROP__COUNT] = { 0 }, ld[GP_LDROP__COUNT], cd[GP_CDROP__COUNT];
 	struct prom_input in = {
-		.ml = d->mem ? mem_probe__memleak(d->mem) : NULL,
+		.ml = d->mem && d->o.memleak ? mem_probe__memleak(d->mem) : NULL,
 		.ct = d->launch ? launch_probe__cudatrace(d->launch) : NULL,
+		.bw = d->copy ? copy_probe__bandwidth(d->copy) : NULL,
+		.small_copies = d->copy ? copy_probe__small_copies(d->copy) : 0,
 		.container = container_of, .ctx = d, .drops = drops,
 		.max_kernel_series = (unsigned int)d->c.max_kernel_series,
 		.probe_cost = d->c.probe_cost, .libs = d->probed,
@@ -551,8 +616,9 @@ static int render(struct daemon *d, char **buf, size_t *len)
 	int r;
 
 	gp_events__drain(d->events);
-	if (d->mem) {
+	if (d->mem)
 		mem_probe__drops(d->mem, md);
+	if (in.ml) {
 		for (int i = 0; i < GP_DROP__COUNT; i++)
 			drops[n++] = (struct prom_drop){ "memleak", mem_reasons[i], md[i] };
 		drops[n++] = (struct prom_drop){ "memleak", "alloc_table_full", memleak__table_full(in.ml) };
@@ -562,6 +628,14 @@ static int render(struct daemon *d, char **buf, size_t *len)
 		launch_probe__drops(d->launch, ld);
 		for (int i = 0; i < GP_LDROP__COUNT; i++)
 			drops[n++] = (struct prom_drop){ "cudatrace", launch_reasons[i], ld[i] };
+	}
+	if (d->copy) {
+		copy_probe__drops(d->copy, cd);
+		for (int i = 0; i < GP_CDROP__COUNT; i++)
+			drops[n++] = (struct prom_drop){ "bandwidth", copy_reasons[i], cd[i] };
+		/* the memory probes' records decide which ranges are device memory */
+		drops[n++] = (struct prom_drop){ "bandwidth", "allocation_records_lost",
+						 md[GP_DROP_RINGBUF] + md[GP_DROP_PENDING] + md[GP_DROP_NORETURN] };
 	}
 	drops[n++] = (struct prom_drop){ "all", "malformed_record", gp_events__malformed(d->events) };
 	in.nr_drops = n;
@@ -712,8 +786,19 @@ int daemon__main(int argc, char **argv)
 		snprintf(err, sizeof(err), "out of memory");
 		goto cleanup;
 	}
-	if (d.o.memleak) {
+	/* --bandwidth-util needs the allocations too (which ranges are device memory), and
+	 * its copy probes share the memory probes' ring buffer */
+	if (d.o.memleak || d.o.bandwidth) {
 		r = mem_probe__open(&d.mem, &d.o, d.sym, err, sizeof(err));
+		if (!r && d.o.bandwidth) {
+			struct gp_handlers h;
+
+			r = copy_probe__open(&d.copy, &d.o, mem_probe__events_fd(d.mem), err, sizeof(err));
+			if (!r) {
+				copy_probe__handlers(d.copy, &h);
+				mem_probe__set_listener(d.mem, &h);
+			}
+		}
 		if (!r)
 			r = mem_probe__add_events(d.mem, d.events);
 		if (!r)
@@ -727,6 +812,11 @@ int daemon__main(int argc, char **argv)
 			r = launch_probe__add_events(d.launch, d.events);
 		if (!r)
 			r = launch_probe__attach(d.launch, d.links, d.libs, -1, err, sizeof(err));
+		if (r)
+			goto cleanup;
+	}
+	if (d.copy) {
+		r = copy_probe__attach(d.copy, d.links, d.libs, -1, err, sizeof(err)); /* exit tp */
 		if (r)
 			goto cleanup;
 	}
@@ -749,9 +839,12 @@ int daemon__main(int argc, char **argv)
 	{
 		const union MHD_DaemonInfo *pi = MHD_get_daemon_info(d.mhd, MHD_DAEMON_INFO_BIND_PORT);
 
-		dlog(L_INFO, "listening on %s (port %u): /metrics /healthz; tracing every CUDA process (%s%s%s): %d probes on %d libcuda files",
-		     d.c.listen, pi ? pi->port : 0, d.mem ? "memleak" : "", d.mem && d.launch ? "," : "",
-		     d.launch ? "cudatrace" : "", attach_set__count(d.links), d.probed);
+		char modes[64];
+
+		snprintf(modes, sizeof(modes), "%s%s%s", d.o.memleak ? ",memleak" : "",
+			 d.launch ? ",cudatrace" : "", d.copy ? ",bandwidth" : "");
+		dlog(L_INFO, "listening on %s (port %u): /metrics /healthz; tracing every CUDA process (%s): %d probes on %d libcuda files",
+		     d.c.listen, pi ? pi->port : 0, modes + 1, attach_set__count(d.links), d.probed);
 	}
 
 	while (!stop_signal) {
@@ -804,6 +897,7 @@ cleanup:
 	gp_events__free(d.events);
 	mem_probe__free(d.mem);
 	launch_probe__free(d.launch);
+	copy_probe__free(d.copy);
 	symbolizer__free(d.sym);
 	if (d.cgroups) {
 		uint64_t k;

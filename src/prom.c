@@ -5,16 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include "apis.h"
+#include "bandwidth.h"
 #include "cudatrace.h"
 #include "memleak.h"
 #include "prom.h"
 #include "u64map.h"
 
-/* One process as /metrics shows it: both modes merged by PID. */
+/* One process as /metrics shows it: every mode merged by PID. */
 struct pp {
 	uint32_t pid;
 	const char *comm;
-	uint64_t hits; /* allocs + frees + launches + graph launches + syncs counted */
+	uint64_t hits; /* allocs + frees + launches + graph launches + syncs + copies counted */
 };
 
 struct render {
@@ -24,6 +25,8 @@ struct render {
 	size_t nr_ml;
 	struct ct_proc **ct;
 	size_t nr_ct;
+	struct bw_proc **bw;
+	size_t nr_bw;
 	struct pp *pp;
 	size_t nr_pp;
 };
@@ -66,6 +69,46 @@ static bool shadowed(struct u64map *live, bool exited, uint32_t pid)
 	return exited && u64map__get(live, pid);
 }
 
+/* Live --bandwidth-util processes with copies. One with none yet (contexts and
+ * synchronizes only) shadows nothing: its exit may be seen only by housekeeping, later
+ * than the other modes see it. */
+static void add_live_bw(struct render *r, struct u64map *live)
+{
+	struct bw_stat **st;
+
+	for (size_t i = 0; i < r->nr_bw; i++)
+		if (!bw_proc__exited(r->bw[i]) && bw_proc__stats(r->bw[i], &st))
+			u64map__put(live, bw_proc__pid(r->bw[i]), r->bw[i]);
+}
+
+/* A --bandwidth-util process without series: shadowed, or a second exited process with
+ * the PID of the one before it (a PID reused within --retention; procs come sorted). */
+static bool bw_hidden(struct render *r, struct u64map *live, size_t i)
+{
+	struct bw_proc *p = r->bw[i];
+
+	if (shadowed(live, bw_proc__exited(p), bw_proc__pid(p)))
+		return true;
+	return bw_proc__exited(p) && i > 0 && bw_proc__exited(r->bw[i - 1]) &&
+	       bw_proc__pid(r->bw[i - 1]) == bw_proc__pid(p);
+}
+
+/* Adds the pid's hits to r->pp (a new entry if it has none yet); 0 or -ENOMEM. */
+static int add_hits(struct render *r, struct u64map *idx, uint32_t pid, const char *comm, uint64_t hits)
+{
+	uintptr_t at = (uintptr_t)u64map__get(idx, pid);
+
+	if (!at) {
+		r->pp[r->nr_pp].pid = pid;
+		r->pp[r->nr_pp].comm = comm;
+		if (u64map__put(idx, pid, (void *)(uintptr_t)(r->nr_pp + 1)))
+			return -ENOMEM;
+		at = ++r->nr_pp;
+	}
+	r->pp[at - 1].hits += hits;
+	return 0;
+}
+
 static int collect(struct render *r)
 {
 	struct u64map *live = u64map__new(), *idx = u64map__new();
@@ -80,13 +123,16 @@ static int collect(struct render *r)
 		r->nr_ml = memleak__procs(r->in->ml, &r->ml);
 	if (r->in->ct)
 		r->nr_ct = cudatrace__procs(r->in->ct, &r->ct);
+	if (r->in->bw)
+		r->nr_bw = bandwidth__procs(r->in->bw, &r->bw);
+	add_live_bw(r, live);
 	for (size_t i = 0; i < r->nr_ml; i++)
 		if (!r->ml[i]->exited)
 			u64map__put(live, r->ml[i]->pid, r->ml[i]);
 	for (size_t i = 0; i < r->nr_ct; i++)
 		if (!r->ct[i]->exited)
 			u64map__put(live, r->ct[i]->pid, r->ct[i]);
-	cap = r->nr_ml + r->nr_ct;
+	cap = r->nr_ml + r->nr_ct + r->nr_bw;
 	r->pp = calloc(cap ? cap : 1, sizeof(*r->pp));
 	if (!r->pp) {
 		err = -ENOMEM;
@@ -118,6 +164,19 @@ static int collect(struct render *r)
 			p->hits += m->allocs_total + m->frees_total;
 		else
 			p->hits += c->launches + c->graph_launches + c->hist[GP_HIST_SYNC].count;
+	}
+	for (size_t i = 0; i < r->nr_bw; i++) {
+		struct bw_stat **st;
+		size_t n = bw_proc__stats(r->bw[i], &st);
+		uint64_t copies = 0;
+
+		if (!n || bw_hidden(r, live, i)) /* no copies (synchronizes, contexts only) */
+			continue;
+		for (size_t j = 0; j < n; j++)
+			copies += st[j]->copies;
+		err = add_hits(r, idx, bw_proc__pid(r->bw[i]), bw_proc__comm(r->bw[i]), copies);
+		if (err)
+			goto cleanup;
 	}
 cleanup:
 	u64map__free(live);
@@ -261,6 +320,65 @@ static int cudatrace_families(struct render *r, struct u64map *live)
 	return 0;
 }
 
+static void bandwidth_families(struct render *r, struct u64map *live)
+{
+	static const struct {
+		const char *name, *help;
+	} fams[] = {
+		{ "gpuprobe_cuda_memcpy_calls_total",
+		  "Successful CUDA driver copies (cuMemcpy*) of at least --min-bytes bytes, per process, GPU and direction." },
+		{ "gpuprobe_cuda_memcpy_bytes_total", "Bytes of the copies counted in gpuprobe_cuda_memcpy_calls_total." },
+		{ "gpuprobe_cuda_memcpy_sync_seconds_total",
+		  "Seconds spent in synchronous copy calls, entry to return." },
+		{ "gpuprobe_cuda_memcpy_async_seconds_upper_bound_total",
+		  "Upper bound of the seconds asynchronous copies took: from the first submission of a batch to the return of the synchronize covering it." },
+		{ "gpuprobe_cuda_memcpy_pageable_bytes_total",
+		  "Bytes of the counted copies whose host side is pageable (not pinned) memory." },
+	};
+
+	for (size_t fi = 0; fi < sizeof(fams) / sizeof(fams[0]); fi++) {
+		family(r, fams[fi].name, "counter", fams[fi].help);
+		for (size_t i = 0; i < r->nr_bw; i++) {
+			struct bw_proc *p = r->bw[i];
+			struct bw_stat **st;
+			size_t n;
+
+			if (bw_hidden(r, live, i))
+				continue;
+			n = bw_proc__stats(p, &st);
+			for (size_t j = 0; j < n; j++) {
+				fputs(fams[fi].name, r->f);
+				proc_labels(r, bw_proc__pid(p), bw_proc__comm(p));
+				if (st[j]->gpu >= 0)
+					fprintf(r->f, ",gpu=\"%d\"", st[j]->gpu);
+				else
+					fputs(",gpu=\"\"", r->f);
+				fprintf(r->f, ",direction=\"%s\"} ", bw_dir_name(st[j]->dir));
+				switch (fi) {
+				case 0:
+					fprintf(r->f, "%" PRIu64 "\n", st[j]->copies);
+					break;
+				case 1:
+					fprintf(r->f, "%" PRIu64 "\n", st[j]->bytes);
+					break;
+				case 2:
+					fprintf(r->f, "%.9f\n", (double)st[j]->sync_ns / 1e9);
+					break;
+				case 3:
+					fprintf(r->f, "%.9f\n", (double)st[j]->async_ns / 1e9);
+					break;
+				default:
+					fprintf(r->f, "%" PRIu64 "\n", st[j]->pageable_bytes);
+					break;
+				}
+			}
+		}
+	}
+	family(r, "gpuprobe_cuda_memcpy_small_total", "counter",
+	       "Successful copies under --min-bytes bytes, all processes together (counted in BPF, not in the families above).");
+	fprintf(r->f, "gpuprobe_cuda_memcpy_small_total %" PRIu64 "\n", r->in->small_copies);
+}
+
 int prom__render(FILE *f, const struct prom_input *in)
 {
 	struct render r = { .f = f, .in = in };
@@ -280,6 +398,7 @@ int prom__render(FILE *f, const struct prom_input *in)
 	for (size_t i = 0; i < r.nr_ct; i++)
 		if (!r.ct[i]->exited)
 			u64map__put(live, r.ct[i]->pid, r.ct[i]);
+	add_live_bw(&r, live);
 
 	if (in->ml)
 		memleak_families(&r, live);
@@ -288,8 +407,10 @@ int prom__render(FILE *f, const struct prom_input *in)
 		if (err)
 			goto cleanup;
 	}
+	if (in->bw)
+		bandwidth_families(&r, live);
 	family(&r, "gpuprobe_probe_hits_total", "counter",
-	       "Probed CUDA driver calls gpuprobe counted per process (allocations, frees, launches, graph launches, synchronizes).");
+	       "Probed CUDA driver calls gpuprobe counted per process (allocations, frees, launches, graph launches, synchronizes, copies).");
 	for (size_t i = 0; i < r.nr_pp; i++) {
 		fputs("gpuprobe_probe_hits_total", f);
 		proc_labels(&r, r.pp[i].pid, r.pp[i].comm);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The Prometheus text exposition (format 0.0.4) of the aggregators' state: pure C over
- * struct memleak and struct cudatrace, so it is unit-tested without BPF or a server.
+ * struct memleak, struct cudatrace and struct bandwidth, so it is unit-tested without BPF
+ * or a server.
  */
 #ifndef GP_PROM_H
 #define GP_PROM_H
@@ -12,6 +13,7 @@
 
 struct memleak;
 struct cudatrace;
+struct bandwidth;
 
 struct prom_drop {
 	const char *mode, *reason;
@@ -21,6 +23,8 @@ struct prom_drop {
 struct prom_input {
 	struct memleak *ml;   /* NULL: --memleak off */
 	struct cudatrace *ct; /* NULL: --cudatrace off; snapshot taken by the caller */
+	struct bandwidth *bw; /* NULL: --bandwidth-util off */
+	uint64_t small_copies; /* --bandwidth-util: copies under --min-bytes (BPF counter) */
 	/* The container label of pid (its cgroup path); NULL or "" when unknown. */
 	const char *(*container)(void *ctx, uint32_t pid);
 	void *ctx;

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Compares a /metrics scrape of gpuprobe daemon with a GPU workload's own account.
-usage: check_daemon.py memleak|launch|torch WORKLOAD_STDERR METRICS_FILE
+usage: check_daemon.py memleak|launch|torch|bandwidth WORKLOAD_STDERR METRICS_FILE
+(bandwidth: copy_cuda's per-batch account, summed per direction)
 Prints what matched and exits non-zero on a mismatch."""
 import json
 import re
@@ -65,6 +66,33 @@ def main():
         print(f"  sync calls {total(s, 'gpuprobe_cuda_sync_calls_total'):g} "
               f"(workload {t['stream_syncs']} stream + {t['device_syncs']} device; the runtime may add), "
               f"sync seconds {total(s, 'gpuprobe_cuda_sync_seconds_total'):.6f}")
+    elif mode == "bandwidth":
+        want = {}
+        for b in t["batches"]:
+            w = want.setdefault(b["dir"], {"copies": 0, "bytes": 0, "pageable_bytes": 0})
+            w["copies"] += b["copies"]
+            w["bytes"] += b["bytes"]
+            w["pageable_bytes"] += b["bytes"] if b["pageable_copies"] else 0
+        dirs = sorted({l["direction"] for n, l, v in s if n == "gpuprobe_cuda_memcpy_calls_total"})
+        for d in dirs:
+            g = {"copies": total(s, "gpuprobe_cuda_memcpy_calls_total", direction=d),
+                 "bytes": total(s, "gpuprobe_cuda_memcpy_bytes_total", direction=d),
+                 "pageable_bytes": total(s, "gpuprobe_cuda_memcpy_pageable_bytes_total", direction=d)}
+            sync = total(s, "gpuprobe_cuda_memcpy_sync_seconds_total", direction=d)
+            bound = total(s, "gpuprobe_cuda_memcpy_async_seconds_upper_bound_total", direction=d)
+            if d in want:
+                good = g == want[d]
+                ok &= good
+                print(f"  {'ok' if good else 'WRONG'} {d}: {g} (want {want[d]}); sync {sync:.4f} s, "
+                      f"async <= {bound:.4f} s")
+            else:
+                print(f"  other direction seen: {d} {g} (the runtime's own copies?)")
+        for d in sorted(set(want) - set(dirs)):
+            ok = False
+            print(f"  WRONG {d}: no series (want {want[d]})")
+        for l in open(metrics_path):
+            if l.startswith("gpuprobe_cuda_memcpy_small_total") or 'mode="bandwidth"' in l:
+                print("  " + l.strip())
     else:
         launches = total(s, "gpuprobe_cuda_kernel_launches_total")
         unnamed = sum(v for n, l, v in s if n == "gpuprobe_cuda_kernel_launches_total"

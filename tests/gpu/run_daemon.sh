@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # gpuprobe daemon on the real GPU (run from the repo root with the device tool, `make
-# bundle` carried): the daemon starts first, then CUDA C programs built here with nvcc
-# and a PyTorch script run; /metrics is scraped while their series are retained and
-# compared with each program's ground truth (check_daemon.py). Under 3 minutes.
+# bundle` carried): the daemon starts first (every mode), then CUDA C programs built here
+# with nvcc (memleak, launch, copy) and a PyTorch script run; /metrics is scraped while
+# their series are retained and compared with each program's ground truth
+# (check_daemon.py). Under 3 minutes.
 set -u
 cd "$(dirname "$0")/../.."
 GP=$PWD/.output/bundle/gpuprobe
@@ -16,6 +17,7 @@ status=0
 PY=python3; [ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
 nvcc -g -Xcompiler -fno-omit-frame-pointer -o $W/memleak_static tests/gpu/memleak_cuda.cu || exit 1
 nvcc -g -Xcompiler -fno-omit-frame-pointer -o $W/launch_static tests/gpu/launch_cuda.cu || exit 1
+nvcc -O2 -std=c++17 -o $W/copy_static tests/gpu/copy_cuda.cu || exit 1
 
 scrape() { python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$PORT$1', timeout=10).read().decode())"; }
 
@@ -23,14 +25,14 @@ echo "== gpuprobe check"
 $GP check | tee $O/check.txt
 echo "exit ${PIPESTATUS[0]}"
 
-echo "== gpuprobe daemon --memleak --cudatrace --listen 127.0.0.1:$PORT"
-$GP daemon --memleak --cudatrace --listen 127.0.0.1:$PORT --retention 600 --rescan-interval 1 2>$O/daemon.err &
+echo "== gpuprobe daemon --memleak --cudatrace --bandwidth-util --listen 127.0.0.1:$PORT"
+$GP daemon --memleak --cudatrace --bandwidth-util --listen 127.0.0.1:$PORT --retention 600 --rescan-interval 1 2>$O/daemon.err &
 gp=$!
 for i in $(seq 100); do grep -q "listening on" $O/daemon.err && break; sleep 0.1; done
 cat $O/daemon.err
 [ "$(scrape /healthz)" = ok ] || { echo "FAIL: /healthz"; status=1; }
 
-for prog in memleak launch; do
+for prog in memleak launch copy; do
 	echo "== $prog: ${prog}_static (started after the daemon)"
 	$W/${prog}_static 2>$O/$prog.err >/dev/null
 	echo "exit $?"
@@ -45,7 +47,8 @@ command -v promtool >/dev/null && { promtool check metrics <$O/metrics.txt && ec
 python3 tests/gpu/check_daemon.py memleak $O/memleak.err $O/metrics.txt || status=1
 python3 tests/gpu/check_daemon.py launch $O/launch.err $O/metrics.txt || status=1
 python3 tests/gpu/check_daemon.py torch $O/torch.err $O/metrics.txt || status=1
-grep -E '^gpuprobe_(events_dropped_total|libcuda_files|probes_attached|probe_hit_cost)' $O/metrics.txt
+python3 tests/gpu/check_daemon.py bandwidth $O/copy.err $O/metrics.txt || status=1
+grep -E '^gpuprobe_(events_dropped_total|libcuda_files|probes_attached|probe_hit_cost|cuda_memcpy_small)' $O/metrics.txt
 
 kill -TERM $gp
 wait $gp

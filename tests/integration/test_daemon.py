@@ -19,6 +19,7 @@ from gp import FAKECUDA, ROOT, app, check, eq, truth
 ENV = {"LD_LIBRARY_PATH": gp.FAKECUDA_DIR}
 MEMLEAK = app("memleak_app")
 LAUNCH = app("launch_app")
+COPY = app("copy_app")
 UNIT = os.path.join(ROOT, "examples", "systemd", "gpuprobe.service")
 
 
@@ -99,7 +100,7 @@ def check_launches(port, t):
 
 
 def test_metrics_exact_and_promtool():
-    d = start_daemon()
+    d = start_daemon(modes=("--memleak", "--cudatrace", "--bandwidth-util"))  # every mode at once
     held = None
     try:
         held = gp.Background([MEMLEAK, "--allocs", "10", "--leaks", "3", "--hold"])
@@ -199,6 +200,52 @@ def test_prometheus_server_scrapes_exact_counters():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_bandwidth_exact_and_promtool():
+    # --bandwidth-util alone: the memory probes load too (allocations decide directions)
+    # but serve no --memleak series; the exited copy_app stays --retention seconds
+    d = start_daemon(["--min-bytes", "1000", "--retention", "3"], modes=("--bandwidth-util",))
+    try:
+        r = gp.run([COPY], env={"FAKECUDA_BW": "2e10"})
+        eq(r.returncode, 0, f"copy_app: {r.stderr[-500:]}")
+        t = truth(r.stderr)
+        pid = t["pid"]
+        want = {("" if k.split("/")[0] == "-" else k.split("/")[0], k.split("/")[1]): w
+                for k, w in t["transfers"].items()}
+        wait_metric(d.port, "gpuprobe_probe_hits_total", sum(w["copies"] for w in want.values()),
+                    timeout=2, pid=pid)
+        status, text = get(d.port)
+        eq(status, 200, "/metrics status")
+        got = {(l["gpu"], l["direction"]): v for n, l, v in samples(text)
+               if n == "gpuprobe_cuda_memcpy_calls_total" and l["pid"] == str(pid)}
+        eq(sorted(got), sorted(want), "(gpu, direction) series")
+        for (gpu, direction), w in want.items():
+            lab = dict(pid=pid, comm="copy_app", gpu=gpu, direction=direction)
+            eq(value(text, "gpuprobe_cuda_memcpy_calls_total", **lab), w["copies"], f"{gpu}/{direction} copies")
+            eq(value(text, "gpuprobe_cuda_memcpy_bytes_total", **lab), w["bytes"], f"{gpu}/{direction} bytes")
+            pageable = value(text, "gpuprobe_cuda_memcpy_pageable_bytes_total", **lab)
+            eq(pageable > 0, w["pageable_copies"] > 0, f"{gpu}/{direction} pageable bytes {pageable}")
+        # 0/H2D has synchronous copies of 4 MiB at 2e10 B/s: at least 0.2 ms each
+        check(value(text, "gpuprobe_cuda_memcpy_sync_seconds_total", pid=pid, gpu="0", direction="H2D") > 0,
+              "0/H2D sync seconds")
+        check(value(text, "gpuprobe_cuda_memcpy_async_seconds_upper_bound_total", pid=pid, gpu="1",
+                    direction="H2D") > 0, "1/H2D async upper bound")
+        eq(value(text, "gpuprobe_cuda_memcpy_small_total"), t["small_copies"], "small copies")
+        for reason in ("ringbuf_full", "pending_table_full", "return_without_entry", "allocation_records_lost"):
+            eq(value(text, "gpuprobe_events_dropped_total", mode="bandwidth", reason=reason), 0, f"drops {reason}")
+        check("gpuprobe_cuda_alloc_calls_total" not in text and 'mode="memleak"' not in text,
+              "--memleak series without --memleak")
+        p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True,
+                           timeout=30)
+        eq(p.returncode, 0, f"promtool check metrics: {p.stdout}{p.stderr}")
+        deadline = time.time() + 8
+        while time.time() < deadline and f'pid="{pid}"' in get(d.port)[1]:
+            time.sleep(0.2)
+        check(f'pid="{pid}"' not in get(d.port)[1], "series of the exited copy_app not removed")
+        stop(d)
+    finally:
+        d.kill()
+
+
 def test_later_process_traced_and_retention():
     d = start_daemon(["--retention", "1"])
     try:
@@ -251,7 +298,7 @@ def test_bad_configuration():
             (["--memleak", "--listen", "127.0.0.1:99999"], "bad port"),
             (["--memleak", "--bogus"], "unknown option --bogus"),
             (["--ioctl"], "not implemented"),
-            (["--memleak", "--bandwidth-util"], "not implemented"),
+            (["--bandwidth-util", "--min-bytes", "-5"], "invalid --min-bytes"),
             ([], "choose a mode"),
         ]
         for args, want in cases:
@@ -348,6 +395,7 @@ if __name__ == "__main__":
     gp.main([
         test_metrics_exact_and_promtool,
         test_prometheus_server_scrapes_exact_counters,
+        test_bandwidth_exact_and_promtool,
         test_later_process_traced_and_retention,
         test_private_mount_namespace_after_start,
         test_bad_configuration,

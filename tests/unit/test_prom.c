@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "apis.h"
+#include "bandwidth.h"
 #include "cudatrace.h"
 #include "memleak.h"
 #include "prom.h"
@@ -36,6 +37,71 @@ static char *render(struct memleak *ml, struct cudatrace *ct, unsigned int top)
 	}
 	fclose(f);
 	return buf;
+}
+
+static char *render_bw(struct bandwidth *bw, uint64_t small)
+{
+	struct prom_drop drops[] = { { "bandwidth", "ringbuf_full", 2 } };
+	struct prom_input in = {
+		.bw = bw, .small_copies = small, .container = cg, .drops = drops, .nr_drops = 1,
+		.max_kernel_series = 20, .probe_cost = 1e-6,
+	};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	if (prom__render(f, &in)) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static void bw_copy(struct bandwidth *bw, uint32_t pid, uint32_t api, uint64_t dst, uint32_t dst_type,
+		    uint64_t src, uint32_t src_type, uint64_t bytes, uint64_t dur_ns, uint64_t stream)
+{
+	struct gp_copy_event e = { .type = GP_EV_COPY, .api = api, .pid = pid, .tid = pid, .ts_ns = 100,
+				   .dur_ns = dur_ns, .dst = dst, .src = src, .bytes = bytes,
+				   .stream = stream, .dst_type = dst_type, .src_type = src_type,
+				   .async = stream != 0, .comm = "copier" };
+
+	bandwidth__on_copy(bw, &e);
+}
+
+static void bw_aux(struct bandwidth *bw, uint32_t pid, uint32_t api, uint64_t ts, uint64_t handle, uint64_t aux)
+{
+	struct gp_aux_event e = { .type = GP_EV_AUX, .api = api, .pid = pid, .tid = pid, .ts_ns = ts,
+				  .handle = handle, .aux = aux };
+
+	bandwidth__on_aux(bw, &e);
+}
+
+/* pid 30 on GPU 1: a pageable sync H2D copy of 4096 bytes taking 1 ms, an async D2H
+ * copy of 8192 bytes synchronized 2 ms after its submission, a host-to-host copy. */
+static struct bandwidth *three_copies(void)
+{
+	struct bandwidth *bw = bandwidth__new();
+	struct gp_alloc_event a = { .type = GP_EV_ALLOC, .api = GP_API_cuMemAlloc_v2, .pid = 30,
+				    .tid = 30, .ts_ns = 1, .addr = 0x10000, .size = 0x10000, .comm = "copier" };
+
+	if (!bw)
+		return NULL;
+	bw_aux(bw, 30, GP_API_cuDevicePrimaryCtxRetain, 1, 0xc1, 1);
+	bw_aux(bw, 30, GP_API_cuCtxSetCurrent, 1, 0xc1, 0);
+	bandwidth__on_alloc(bw, &a);
+	bw_copy(bw, 30, GP_API_cuMemcpyHtoD_v2, 0x10000, GP_MEMTYPE_DEVICE, 0x900000, GP_MEMTYPE_HOST,
+		4096, 1000000, 0);
+	bw_copy(bw, 30, GP_API_cuMemcpyDtoHAsync_v2, 0x900000, GP_MEMTYPE_HOST, 0x10000, GP_MEMTYPE_DEVICE,
+		8192, 5000, 0x5);
+	bw_aux(bw, 30, GP_API_cuStreamSynchronize, 100 + 2000000, 0x5, 0);
+	bw_copy(bw, 30, GP_API_cuMemcpy, 0x900000, GP_MEMTYPE_UNIFIED, 0xa00000, GP_MEMTYPE_UNIFIED,
+		100, 10, 0);
+	bw_aux(bw, 31, GP_API_cuCtxSetCurrent, 1, 0xc2, 0); /* no copies: no series */
+	return bw;
 }
 
 static void feed_memleak(struct memleak *ml, uint32_t pid, const char *comm, int allocs, int frees)
@@ -244,6 +310,79 @@ static void test_reused_pid_one_series(void)
 	memleak__free(ml);
 }
 
+static int count(const char *s, const char *what)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, what)); s++)
+		n++;
+	return n;
+}
+
+#define BW_LABELS "{pid=\"30\",comm=\"copier\",container=\"/system.slice/x.service\""
+
+static void test_bandwidth_series(void)
+{
+	struct bandwidth *bw = three_copies();
+	char *out;
+
+	ASSERT_TRUE(bw != NULL);
+	out = render_bw(bw, 12);
+	ASSERT_TRUE(out != NULL);
+	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_calls_total" BW_LABELS ",gpu=\"1\",direction=\"H2D\"} 1\n");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_bytes_total" BW_LABELS ",gpu=\"1\",direction=\"H2D\"} 4096\n");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_sync_seconds_total" BW_LABELS ",gpu=\"1\",direction=\"H2D\"} 0.001000000\n");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_pageable_bytes_total" BW_LABELS ",gpu=\"1\",direction=\"H2D\"} 4096\n");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_bytes_total" BW_LABELS ",gpu=\"1\",direction=\"D2H\"} 8192\n");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_sync_seconds_total" BW_LABELS ",gpu=\"1\",direction=\"D2H\"} 0.000000000\n");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_async_seconds_upper_bound_total" BW_LABELS ",gpu=\"1\",direction=\"D2H\"} 0.002000000\n");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_calls_total" BW_LABELS ",gpu=\"\",direction=\"H2H\"} 1\n");
+	ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_cuda_memcpy_small_total counter\ngpuprobe_cuda_memcpy_small_total 12\n");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" BW_LABELS "} 3\n");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_events_dropped_total{mode=\"bandwidth\",reason=\"ringbuf_full\"} 2\n");
+	ASSERT_TRUE(strstr(out, "pid=\"31\"") == NULL);
+	ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 1\n");
+	ASSERT_TRUE(strstr(out, "gpuprobe_cuda_alloc_calls_total") == NULL); /* --memleak off */
+	free(out);
+	bandwidth__free(bw);
+}
+
+/* Exited: kept until the retention cutoff; two exited processes of one PID show once. */
+static void test_bandwidth_exit_and_retention(void)
+{
+	struct bandwidth *bw = three_copies();
+	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 30, .ts_ns = 1000, .comm = "copier" };
+	char *out;
+	int n;
+
+	ASSERT_TRUE(bw != NULL);
+	bandwidth__on_exit(bw, &ex);
+	bw_copy(bw, 30, GP_API_cuMemcpyHtoD_v2, 0x10000, GP_MEMTYPE_DEVICE, 0x900000, GP_MEMTYPE_HOST,
+		4096, 10, 0);
+	ex.ts_ns = 2000;
+	bandwidth__on_exit(bw, &ex);
+	bandwidth__reap_exited_before(bw, 1000);
+	out = render_bw(bw, 0);
+	ASSERT_TRUE(out != NULL);
+	/* one process's series, whichever of the two */
+	n = count(out, "gpuprobe_cuda_memcpy_calls_total{pid=\"30\"");
+	ASSERT_TRUE(n == 3 || n == 1);
+	ASSERT_EQ(count(out, "gpuprobe_probe_hits_total{pid=\"30\""), 1);
+	free(out);
+	bandwidth__reap_exited_before(bw, 1500); /* the first went */
+	out = render_bw(bw, 0);
+	ASSERT_TRUE(out != NULL);
+	ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" BW_LABELS "} 1\n");
+	free(out);
+	bandwidth__reap_exited_before(bw, 2001);
+	out = render_bw(bw, 0);
+	ASSERT_TRUE(out != NULL);
+	ASSERT_TRUE(strstr(out, "pid=\"30\"") == NULL);
+	ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_cuda_memcpy_calls_total counter\n");
+	free(out);
+	bandwidth__free(bw);
+}
+
 int main(void)
 {
 	RUN_TEST(test_label_escaping);
@@ -252,5 +391,7 @@ int main(void)
 	RUN_TEST(test_help_type_every_family);
 	RUN_TEST(test_retention_removes_exited);
 	RUN_TEST(test_reused_pid_one_series);
+	RUN_TEST(test_bandwidth_series);
+	RUN_TEST(test_bandwidth_exit_and_retention);
 	return unit_done();
 }
