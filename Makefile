@@ -136,7 +136,17 @@ fuzz: deps
 
 # A folder to carry to another host (the GPU machine has no package registry): a static
 # gpuprobe, with the GPU test scripts beside it.
-bundle: $(OUTPUT)/bundle/gpuprobe
+bundle: $(OUTPUT)/bundle/gpuprobe $(OUTPUT)/bundle/dyn/gpuprobe
+
+# The dynamically linked build with its libraries beside it (glibc excepted: the target's
+# is newer): `gpuprobe check` needs it to load a real driver, which static glibc cannot host.
+$(OUTPUT)/bundle/dyn/gpuprobe: $(OUTPUT)/gpuprobe
+	$(call msg,BUNDLE,$@)
+	$(Q)rm -rf $(OUTPUT)/bundle/dyn && mkdir -p $(OUTPUT)/bundle/dyn/lib
+	$(Q)cp $< $@
+	$(Q)ldd $< | awk '$$3 ~ /^\// {print $$3}' | grep -v -E '/(libc|libm|libpthread|libdl|ld-linux[^/]*)\.so' | \
+		xargs -r -I{} cp -L {} $(OUTPUT)/bundle/dyn/lib/
+	$(Q)printf '#!/bin/sh\nd=$$(dirname "$$0")\nLD_LIBRARY_PATH="$$d/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" exec "$$d/gpuprobe" "$$@"\n' > $(OUTPUT)/bundle/dyn/run && chmod +x $(OUTPUT)/bundle/dyn/run
 
 $(OUTPUT)/bundle/gpuprobe: $(OBJS) src/static/mhd_notls.c
 	$(call msg,STATIC,$@)
