@@ -102,9 +102,10 @@ int trace_enter(struct pt_regs *ctx)
 	bpf_probe_read_user(f->stack_args, sizeof(f->stack_args), (void *)(sp + 8));
 	f->str[0] = '\0';
 	flags = bpf_map_lookup_elem(&fn_flags, &fn);
-	if (flags && (*flags & FL_STR_ARG2))
-		bpf_probe_read_user_str(f->str, sizeof(f->str), (void *)f->args[2]);
-	else if (flags && (*flags & FL_CONFIG_ARG0))
+	/* the config is read now (the caller may reuse it); a name string at return, when the
+	 * driver has read it and its page is surely in (at entry 7 of 36 PyTorch names came
+	 * back empty on the H200) */
+	if (flags && (*flags & FL_CONFIG_ARG0))
 		bpf_probe_read_user(f->str, 24, (void *)f->args[0]);
 	st->depth = d + 1;
 	return 0;
@@ -146,6 +147,12 @@ int trace_leave(struct pt_regs *ctx)
 	if (f->args[0])
 		bpf_probe_read_user(&e->out0, sizeof(e->out0), (void *)f->args[0]);
 	__builtin_memcpy(e->str, f->str, sizeof(e->str));
+	{
+		__u32 fn = f->fn, *flags = bpf_map_lookup_elem(&fn_flags, &fn);
+
+		if (flags && (*flags & FL_STR_ARG2))
+			bpf_probe_read_user_str(e->str, sizeof(e->str), (void *)f->args[2]);
+	}
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

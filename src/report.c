@@ -516,7 +516,11 @@ void report__bandwidth_text(FILE *f, struct bandwidth *bw, const struct bw_repor
 		for (size_t s = 0; s < ns; s++) {
 			if (!st[s]->sync_copies)
 				continue;
-			fprintf(f, "  GPU %d %s synchronous copy bandwidth:\n", st[s]->gpu, bw_dir_name(st[s]->dir));
+			if (st[s]->gpu < 0)
+				fprintf(f, "  %s synchronous copy bandwidth:\n", bw_dir_name(st[s]->dir));
+			else
+				fprintf(f, "  GPU %d %s synchronous copy bandwidth:\n", st[s]->gpu,
+					bw_dir_name(st[s]->dir));
 			report__log2_hist(f, (const __u64 *)st[s]->rate_hist, BW_HIST_SLOTS, "MiB/s");
 		}
 		if (bw_proc__unsynced(p))
