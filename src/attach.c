@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -95,6 +96,29 @@ int attach_set__add(struct attach_set *s, struct bpf_link *link)
 	s->links[s->n++] = link;
 	s->probes++;
 	return 0;
+}
+
+void attach__load_error(int r, char *err, size_t len)
+{
+	snprintf(err, len, "cannot load the BPF programs: %s%s", strerror(-r),
+		 r == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" :
+			       " (run with -v for the verifier log)");
+}
+
+int attach_set__auto(struct attach_set *s, struct bpf_program *prog, char *err, size_t len)
+{
+	struct bpf_link *l = bpf_program__attach(prog);
+	int r;
+
+	if (!l) {
+		r = -errno;
+		snprintf(err, len, "cannot attach %s: %s", bpf_program__section_name(prog), strerror(-r));
+		return r;
+	}
+	r = attach_set__add(s, l);
+	if (r)
+		bpf_link__destroy(l);
+	return r;
 }
 
 static int add_fd(struct attach_set *s, int fd, int probes)

@@ -17,6 +17,11 @@ struct attach_set *attach_set__new(void);
 void attach_set__free(struct attach_set *s);
 /* Keeps a link made elsewhere (tracepoints). */
 int attach_set__add(struct attach_set *s, struct bpf_link *link);
+/* The one line for a BPF object that would not load (r: its -errno). */
+void attach__load_error(int r, char *err, size_t len);
+/* Auto-attaches prog (a tracepoint's SEC) and keeps its link; 0 or -errno with a
+ * reason in err. */
+int attach_set__auto(struct attach_set *s, struct bpf_program *prog, char *err, size_t len);
 /* Probes attached (one per function and direction, whatever the link type). */
 int attach_set__count(const struct attach_set *s);
 

@@ -64,9 +64,7 @@ int copy_probe__open(struct copy_probe **out, const struct gp_opts *o, int event
 	}
 	r = cuda_copy_bpf__load(cp->skel);
 	if (r) {
-		snprintf(err, len, "cannot load the BPF programs: %s%s", strerror(-r),
-			 r == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" :
-				       " (run with -v for the verifier log)");
+		attach__load_error(r, err, len);
 		goto fail;
 	}
 	*out = cp;
@@ -121,22 +119,12 @@ int copy_probe__attach_libs(struct copy_probe *cp, struct attach_set *links,
 int copy_probe__attach(struct copy_probe *cp, struct attach_set *links, const struct lib_set *libs,
 		       int pid, char *err, size_t len)
 {
-	struct bpf_link *l;
 	int r;
 
 	r = copy_probe__attach_libs(cp, links, libs, pid, err, len);
 	if (r)
 		return r;
-	l = bpf_program__attach(cp->skel->progs.copy_proc_exit);
-	if (!l) {
-		r = -errno;
-		snprintf(err, len, "cannot attach sched_process_exit: %s", strerror(-r));
-		return r;
-	}
-	r = attach_set__add(links, l);
-	if (r)
-		bpf_link__destroy(l);
-	return r;
+	return attach_set__auto(links, cp->skel->progs.copy_proc_exit, err, len);
 }
 
 static void h_alloc(void *ctx, const struct gp_alloc_event *e)

@@ -62,9 +62,7 @@ int launch_probe__open(struct launch_probe **out, const struct gp_opts *o, struc
 	bpf_map__set_max_entries(lp->skel->maps.procs, o->max_procs);
 	r = cuda_launch_bpf__load(lp->skel);
 	if (r) {
-		snprintf(err, len, "cannot load the BPF programs: %s%s", strerror(-r),
-			 r == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" :
-				       " (run with -v for the verifier log)");
+		attach__load_error(r, err, len);
 		goto fail;
 	}
 	*out = lp;
@@ -126,22 +124,12 @@ int launch_probe__attach_libs(struct launch_probe *lp, struct attach_set *links,
 int launch_probe__attach(struct launch_probe *lp, struct attach_set *links,
 			 const struct lib_set *libs, int pid, char *err, size_t len)
 {
-	struct bpf_link *l;
 	int r;
 
 	r = launch_probe__attach_libs(lp, links, libs, pid, err, len);
 	if (r)
 		return r;
-	l = bpf_program__attach(lp->skel->progs.launch_proc_exit);
-	if (!l) {
-		r = -errno;
-		snprintf(err, len, "cannot attach sched_process_exit: %s", strerror(-r));
-		return r;
-	}
-	r = attach_set__add(links, l);
-	if (r)
-		bpf_link__destroy(l);
-	return r;
+	return attach_set__auto(links, lp->skel->progs.launch_proc_exit, err, len);
 }
 
 static void h_name(void *ctx, const struct gp_name_event *e)

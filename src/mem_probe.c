@@ -69,9 +69,7 @@ int mem_probe__open(struct mem_probe **out, const struct gp_opts *o, struct symb
 	bpf_map__set_max_entries(mp->skel->maps.procs, o->max_procs);
 	r = cuda_mem_bpf__load(mp->skel);
 	if (r) {
-		snprintf(err, len, "cannot load the BPF programs: %s%s", strerror(-r),
-			 r == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" :
-				       " (run with -v for the verifier log)");
+		attach__load_error(r, err, len);
 		goto fail;
 	}
 	*out = mp;
@@ -125,22 +123,12 @@ int mem_probe__attach_libs(struct mem_probe *mp, struct attach_set *links, const
 int mem_probe__attach(struct mem_probe *mp, struct attach_set *links, const struct lib_set *libs,
 		      int pid, char *err, size_t len)
 {
-	struct bpf_link *l;
 	int r;
 
 	r = mem_probe__attach_libs(mp, links, libs, pid, err, len);
 	if (r)
 		return r;
-	l = bpf_program__attach(mp->skel->progs.mem_proc_exit);
-	if (!l) {
-		r = -errno;
-		snprintf(err, len, "cannot attach sched_process_exit: %s", strerror(-r));
-		return r;
-	}
-	r = attach_set__add(links, l);
-	if (r)
-		bpf_link__destroy(l);
-	return r;
+	return attach_set__auto(links, mp->skel->progs.mem_proc_exit, err, len);
 }
 
 static void fill_ctx(struct mem_probe *mp, const char *kind)

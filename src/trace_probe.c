@@ -117,9 +117,7 @@ int trace_probe__open(struct trace_probe **out, const struct gp_opts *o, const s
 	bpf_map__set_max_entries(tp->skel->maps.stacks, o->max_pending);
 	r = api_trace_bpf__load(tp->skel);
 	if (r) {
-		snprintf(err, len, "cannot load the BPF programs: %s%s", strerror(-r),
-			 r == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" :
-				       " (run with -v for the verifier log)");
+		attach__load_error(r, err, len);
 		goto fail;
 	}
 	for (int i = 0; i < tp->nr_names; i++) {
@@ -149,7 +147,6 @@ int trace_probe__attach(struct trace_probe *tp, struct attach_set *links, const 
 {
 	long long *offsets = calloc((size_t)tp->nr_names, sizeof(*offsets));
 	__u64 *cookies = calloc((size_t)tp->nr_names, sizeof(*cookies));
-	struct bpf_link *l;
 	int r = 0;
 
 	if (!offsets || !cookies) {
@@ -182,15 +179,7 @@ int trace_probe__attach(struct trace_probe *tp, struct attach_set *links, const 
 			goto cleanup;
 		}
 	}
-	l = bpf_program__attach(tp->skel->progs.trace_proc_exit);
-	if (!l) {
-		r = -errno;
-		snprintf(err, len, "cannot attach sched_process_exit: %s", strerror(-r));
-		goto cleanup;
-	}
-	r = attach_set__add(links, l);
-	if (r)
-		bpf_link__destroy(l);
+	r = attach_set__auto(links, tp->skel->progs.trace_proc_exit, err, len);
 cleanup:
 	free(offsets);
 	free(cookies);
