@@ -498,14 +498,9 @@ int launch_proc_exit(struct trace_event_raw_sched_process_exit *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 	struct gp_exit_event *e;
-	bool dead;
 
 	bpf_map_delete_elem(&calls, &id);
-	if (bpf_core_field_exists(ctx->group_dead))
-		dead = BPF_CORE_READ(ctx, group_dead);
-	else
-		dead = tgid == (__u32)id;
-	if (!dead || !bpf_map_lookup_elem(&procs, &tgid))
+	if (!gp_process_dead(ctx, id) || !bpf_map_lookup_elem(&procs, &tgid))
 		return 0;
 	bpf_map_delete_elem(&procs, &tgid);
 	e = bpf_ringbuf_reserve(&names, sizeof(*e), 0);

@@ -328,6 +328,15 @@ struct gp_call_event {
 };
 
 #ifdef __VMLINUX_H__
+/* sched_process_exit fires for every thread: is this the process's last one? (group_dead
+ * where the kernel has it, else the leader's exit, as bcc's exitsnoop does) */
+static __always_inline bool gp_process_dead(struct trace_event_raw_sched_process_exit *ctx, __u64 id)
+{
+	if (bpf_core_field_exists(ctx->group_dead))
+		return BPF_CORE_READ(ctx, group_dead);
+	return (id >> 32) == (__u32)id;
+}
+
 /* The process's name: the leader's comm, not the calling thread's (CUDA programs end on
  * the driver's own threads, named cuda-EvtHandlr and the like). */
 static __always_inline void gp_leader_comm(char *buf)
