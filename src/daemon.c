@@ -585,14 +585,14 @@ static void bandwidth_housekeeping(struct daemon *d, uint64_t now, uint64_t cuto
  */
 static void ioctl_housekeeping(struct daemon *d, uint64_t now, uint64_t keep)
 {
-	struct u64map *forget = u64map__new();
-	struct ioc_proc *procs;
-	size_t n = ioctl_probe__snapshot(d->ioc, &procs);
+	struct u64map *forget = u64map__new(), *pids = u64map__new();
+	uint64_t k;
+	void *v;
 
-	if (!forget)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t pid = procs[i].pid;
+	if (!forget || !pids || ioctl_probe__pids(d->ioc, pids))
+		goto out;
+	for (size_t it = 0; u64map__next(pids, &it, &k, &v);) {
+		uint32_t pid = (uint32_t)k;
 		uint64_t gone = (uint64_t)(uintptr_t)u64map__get(d->ioc_gone, pid);
 		bool alive = kill((pid_t)pid, 0) == 0 || errno != ESRCH;
 
@@ -607,15 +607,15 @@ static void ioctl_housekeeping(struct daemon *d, uint64_t now, uint64_t keep)
 		}
 	}
 	if (u64map__size(forget)) {
-		uint64_t k;
-		void *v;
 		int keys = ioctl_probe__forget(d->ioc, forget);
 
 		for (size_t it = 0; u64map__next(forget, &it, &k, &v);)
 			u64map__del(d->ioc_gone, k);
 		dlog(L_DEBUG, "ioctl: forgot %zu exited processes (%d counters)", u64map__size(forget), keys);
 	}
+out:
 	u64map__free(forget);
+	u64map__free(pids);
 }
 
 /* Once a second: processes the exit tracepoint could not report (exited before their

@@ -308,6 +308,25 @@ void ioctl_probe__drops(const struct ioctl_probe *ip, uint64_t *drops)
 		drops[i] = ip->loaded ? __atomic_load_n(&ip->skel->bss->idrops[i], __ATOMIC_RELAXED) : 0;
 }
 
+/* Keys only, no values and no grouping: the daemon's once-a-second look for exits. */
+int ioctl_probe__pids(struct ioctl_probe *ip, struct u64map *pids)
+{
+	struct gp_ioctl_key k, next;
+	void *prev = NULL;
+	int fd;
+
+	if (!ip->loaded)
+		return 0;
+	fd = bpf_map__fd(ip->skel->maps.ioctl_stats);
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		if (!u64map__get(pids, next.pid) && u64map__put(pids, next.pid, (void *)1))
+			return -ENOMEM;
+		k = next;
+		prev = &k;
+	}
+	return 0;
+}
+
 /* One pass over the counter table: keys are collected first, since deleting the key the
  * iteration stands on sends a hash map's get_next_key back to the start. */
 int ioctl_probe__forget(struct ioctl_probe *ip, struct u64map *pids)
