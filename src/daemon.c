@@ -36,6 +36,8 @@
 #include "cudatrace.h"
 #include "daemon.h"
 #include "events.h"
+#include "ioctl.h"
+#include "ioctl_probe.h"
 #include "launch_probe.h"
 #include "mem_probe.h"
 #include "memleak.h"
@@ -64,7 +66,7 @@
 struct dconf {
 	const char *listen;
 	double retention, rescan, probe_cost;
-	unsigned long max_kernel_series;
+	unsigned long max_kernel_series, max_ioctl_series;
 	bool verbose;
 };
 
@@ -82,6 +84,8 @@ struct daemon {
 	struct mem_probe *mem;
 	struct launch_probe *launch;
 	struct copy_probe *copy; /* --bandwidth-util; needs mem (allocations, one ring buffer) */
+	struct ioctl_probe *ioc; /* --ioctl: counters in BPF maps, read at scrape time */
+	struct u64map *ioc_gone; /* --ioctl: pid -> (void *)when first seen gone (mono ns) */
 	struct lib_set *libs; /* every library file seen (probed or rejected), by dev+inode */
 	int probed;           /* of those, the ones with probes */
 	struct u64map *cgroups; /* pid -> struct cg_entry */
@@ -140,19 +144,27 @@ static bool has_cap(int cap)
 }
 
 static const char usage[] =
-	"Usage: gpuprobe daemon --memleak|--cudatrace|--bandwidth-util [OPTION...]\n"
+	"Usage: gpuprobe daemon --memleak|--cudatrace|--bandwidth-util|--ioctl [OPTION...]\n"
 	"Trace every CUDA process on the node and serve Prometheus metrics.\n"
 	"\n"
 	"  --memleak                 outstanding allocations, alloc/free calls\n"
 	"  --cudatrace               kernel and graph launches, synchronize calls and time\n"
 	"  --bandwidth-util          copies and bytes per GPU and direction, copy time,\n"
 	"                            pageable bytes\n"
-	"  --ioctl                   not implemented yet (rejected)\n"
+	"  --ioctl                   ioctls on nvidia device nodes per process, node and\n"
+	"                            command: calls, errors, seconds\n"
 	"  --listen ADDR:PORT        where to serve /metrics and /healthz (default\n"
 	"                            127.0.0.1:9464; IPv6 as [::1]:9464)\n"
 	"  --retention SECONDS       keep series of exited processes this long (default 300)\n"
 	"  --max-kernel-series N     kernels with their own series per process; the rest\n"
 	"                            are summed under kernel=\"other\" (default 20)\n"
+	"  --max-ioctl-series N      --ioctl: (node, command, control) series per process;\n"
+	"                            the rest are summed under cmd=\"other\" (default 20)\n"
+	"  --ioctl-backend kprobe|tracepoint\n"
+	"                            --ioctl: force a backend (default: kprobes where the\n"
+	"                            kernel has them)\n"
+	"  --ioctl-dev MAJOR[:NAME]  --ioctl: also trace this character-device major (tests;\n"
+	"                            repeatable, 8 at most)\n"
 	"  --probe-cost SECONDS      cost of one probe hit (default: calibrated at start-up)\n"
 		"  --rescan-interval SECONDS look for new libcuda files in /proc/*/maps this often\n"
 	"                            (default 5; 0: only at start)\n"
@@ -171,6 +183,7 @@ static const char usage[] =
 enum {
 	D_MEMLEAK = 1000, D_CUDATRACE, D_BANDWIDTH, D_IOCTL, D_LISTEN, D_RETENTION,
 	D_MAX_KERNELS, D_PROBE_COST, D_RESCAN, D_LIBCUDA, D_NO_LATENCY, D_MIN_BYTES,
+	D_MAX_IOCTLS, D_IOCTL_BACKEND, D_IOCTL_DEV,
 };
 
 static int parse_num(const char *s, double *out)
@@ -198,6 +211,9 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		{ "libcuda", required_argument, NULL, D_LIBCUDA },
 		{ "no-latency", no_argument, NULL, D_NO_LATENCY },
 		{ "min-bytes", required_argument, NULL, D_MIN_BYTES },
+		{ "max-ioctl-series", required_argument, NULL, D_MAX_IOCTLS },
+		{ "ioctl-backend", required_argument, NULL, D_IOCTL_BACKEND },
+		{ "ioctl-dev", required_argument, NULL, D_IOCTL_DEV },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -219,8 +235,29 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 			d->o.bandwidth = true;
 			break;
 		case D_IOCTL:
-			dlog(L_ERR, "daemon: --ioctl is not implemented yet (available: --memleak, --cudatrace, --bandwidth-util)");
-			return EXIT_USAGE;
+			d->o.ioctl = true;
+			break;
+		case D_IOCTL_BACKEND:
+			if (strcmp(optarg, "kprobe") && strcmp(optarg, "tracepoint")) {
+				dlog(L_ERR, "daemon: --ioctl-backend must be kprobe or tracepoint");
+				return EXIT_USAGE;
+			}
+			d->o.ioctl_backend = optarg;
+			break;
+		case D_IOCTL_DEV: {
+			char *colon = strchr(optarg, ':');
+
+			if (colon)
+				*colon = 0;
+			if (parse_num(optarg, &v) || v != (double)(unsigned int)v || v < 1 || v > 4095 ||
+			    d->o.nr_ioctl_devs == 8) {
+				dlog(L_ERR, "daemon: invalid --ioctl-dev (MAJOR[:NAME], at most 8): %s", optarg);
+				return EXIT_USAGE;
+			}
+			d->o.ioctl_dev_major[d->o.nr_ioctl_devs] = (unsigned int)v;
+			d->o.ioctl_dev_name[d->o.nr_ioctl_devs++] = colon ? colon + 1 : NULL;
+			break;
+		}
 		case D_LISTEN:
 			d->c.listen = optarg;
 			break;
@@ -239,11 +276,16 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 				d->c.probe_cost = v;
 			break;
 		case D_MAX_KERNELS:
+		case D_MAX_IOCTLS:
 			if (parse_num(optarg, &v) || v != (double)(unsigned long)v || v > 100000) {
-				dlog(L_ERR, "daemon: invalid --max-kernel-series: %s", optarg);
+				dlog(L_ERR, "daemon: invalid %s: %s",
+				     opt == D_MAX_KERNELS ? "--max-kernel-series" : "--max-ioctl-series", optarg);
 				return EXIT_USAGE;
 			}
-			d->c.max_kernel_series = (unsigned long)v;
+			if (opt == D_MAX_KERNELS)
+				d->c.max_kernel_series = (unsigned long)v;
+			else
+				d->c.max_ioctl_series = (unsigned long)v;
 			break;
 		case D_LIBCUDA:
 			d->o.libcuda = optarg;
@@ -281,8 +323,12 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		     argv[optind]);
 		return EXIT_USAGE;
 	}
-	if (!d->o.memleak && !d->o.cudatrace && !d->o.bandwidth) {
-		dlog(L_ERR, "daemon: choose a mode: --memleak, --cudatrace, --bandwidth-util (or several)");
+	if (!d->o.memleak && !d->o.cudatrace && !d->o.bandwidth && !d->o.ioctl) {
+		dlog(L_ERR, "daemon: choose a mode: --memleak, --cudatrace, --bandwidth-util, --ioctl (or several)");
+		return EXIT_USAGE;
+	}
+	if (!d->o.ioctl && (d->o.ioctl_backend || d->o.nr_ioctl_devs)) {
+		dlog(L_ERR, "daemon: --ioctl-backend and --ioctl-dev need --ioctl");
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -530,6 +576,48 @@ static void bandwidth_housekeeping(struct daemon *d, uint64_t now, uint64_t cuto
 	copy_probe__reap_before(d->copy, cutoff);
 }
 
+/*
+ * --ioctl: the BPF counters of a process stay after it exits (the ioctl object has no
+ * exit hook: the tracepoint backend sees every process's syscalls, and a hook per exit
+ * would be more of them), so the exit is seen here, by /proc/PID no longer being there,
+ * and the keys are deleted --retention seconds later. A PID seen again before then is
+ * live again (a reused PID continues the old counters until it exits).
+ */
+static void ioctl_housekeeping(struct daemon *d, uint64_t now, uint64_t keep)
+{
+	struct u64map *forget = u64map__new(), *pids = u64map__new();
+	uint64_t k;
+	void *v;
+
+	if (!forget || !pids || ioctl_probe__pids(d->ioc, pids))
+		goto out;
+	for (size_t it = 0; u64map__next(pids, &it, &k, &v);) {
+		uint32_t pid = (uint32_t)k;
+		uint64_t gone = (uint64_t)(uintptr_t)u64map__get(d->ioc_gone, pid);
+		bool alive = kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+
+		if (alive) {
+			container_of(d, pid); /* read while it is there to read */
+			if (gone)
+				u64map__del(d->ioc_gone, pid);
+		} else if (!gone) {
+			u64map__put(d->ioc_gone, pid, (void *)(uintptr_t)now);
+		} else if (now - gone >= keep) {
+			u64map__put(forget, pid, (void *)(uintptr_t)gone);
+		}
+	}
+	if (u64map__size(forget)) {
+		int keys = ioctl_probe__forget(d->ioc, forget);
+
+		for (size_t it = 0; u64map__next(forget, &it, &k, &v);)
+			u64map__del(d->ioc_gone, k);
+		dlog(L_DEBUG, "ioctl: forgot %zu exited processes (%d counters)", u64map__size(forget), keys);
+	}
+out:
+	u64map__free(forget);
+	u64map__free(pids);
+}
+
 /* Once a second: processes the exit tracepoint could not report (exited before their
  * first snapshot), retention, and the cgroup cache. */
 static void housekeeping(struct daemon *d)
@@ -571,6 +659,8 @@ static void housekeeping(struct daemon *d)
 	}
 	if (d->copy)
 		bandwidth_housekeeping(d, now, cutoff);
+	if (d->ioc)
+		ioctl_housekeeping(d, now, keep);
 	for (size_t it = 0; u64map__next(d->cgroups, &it, &k, &v);) {
 		struct cg_entry *e = v;
 
@@ -587,7 +677,8 @@ static void housekeeping(struct daemon *d)
 
 static int render(struct daemon *d, char **buf, size_t *len)
 {
-	struct prom_drop drops[GP_DROP__COUNT + 1 + GP_LDROP__COUNT + GP_CDROP__COUNT + 2];
+	struct prom_drop drops[GP_DROP__COUNT + 1 + GP_LDROP__COUNT + GP_CDROP__COUNT + 2 +
+			       GP_IDROP__COUNT];
 	static const char *const mem_reasons[GP_DROP__COUNT] = {
 		"ringbuf_full", "pending_table_full", "stack_unreadable", "return_without_entry",
 		"proc_table_full",
@@ -599,7 +690,13 @@ static int render(struct daemon *d, char **buf, size_t *len)
 	static const char *const copy_reasons[GP_CDROP__COUNT] = {
 		"ringbuf_full", "pending_table_full", "return_without_entry",
 	};
-	uint64_t md[GP_DROP__COUNT] = { 0 }, ld[GP_LDROP__COUNT], cd[GP_CDROP__COUNT];
+	/* the daemon asks for no per-ioctl records: no ring buffer to overflow */
+	static const char *const ioctl_reasons[GP_IDROP__COUNT] = {
+		[GP_IDROP_KEYS] = "counter_table_full", [GP_IDROP_PENDING] = "pending_table_full",
+		[GP_IDROP_PROCS] = "process_name_table_full",
+		[GP_IDROP_CTRL_READ] = "control_params_unreadable",
+	};
+	uint64_t md[GP_DROP__COUNT] = { 0 }, ld[GP_LDROP__COUNT], cd[GP_CDROP__COUNT], id[GP_IDROP__COUNT];
 	struct prom_input in = {
 		.ml = d->mem && d->o.memleak ? mem_probe__memleak(d->mem) : NULL,
 		.ct = d->launch ? launch_probe__cudatrace(d->launch) : NULL,
@@ -607,6 +704,7 @@ static int render(struct daemon *d, char **buf, size_t *len)
 		.small_copies = d->copy ? copy_probe__small_copies(d->copy) : 0,
 		.container = container_of, .ctx = d, .drops = drops,
 		.max_kernel_series = (unsigned int)d->c.max_kernel_series,
+		.ioctl = d->ioc != NULL, .max_ioctl_series = (unsigned int)d->c.max_ioctl_series,
 		.probe_cost = d->c.probe_cost, .libs = d->probed,
 		.probes = attach_set__count(d->links),
 	};
@@ -635,6 +733,16 @@ static int render(struct daemon *d, char **buf, size_t *len)
 		/* the memory probes' records decide which ranges are device memory */
 		drops[n++] = (struct prom_drop){ "bandwidth", "allocation_records_lost",
 						 md[GP_DROP_RINGBUF] + md[GP_DROP_PENDING] + md[GP_DROP_NORETURN] };
+	}
+	if (d->ioc) {
+		struct ioc_proc *procs;
+
+		in.nr_ioc = ioctl_probe__snapshot(d->ioc, &procs);
+		in.ioc = procs;
+		ioctl_probe__drops(d->ioc, id);
+		for (int i = 0; i < GP_IDROP__COUNT; i++)
+			if (ioctl_reasons[i])
+				drops[n++] = (struct prom_drop){ "ioctl", ioctl_reasons[i], id[i] };
 	}
 	drops[n++] = (struct prom_drop){ "all", "malformed_record", gp_events__malformed(d->events) };
 	in.nr_drops = n;
@@ -701,7 +809,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return reply(conn, MHD_HTTP_NOT_FOUND, text, "not found\n", 10, MHD_RESPMEM_PERSISTENT);
 }
 
-static int check_kernel(char *err, size_t len)
+static int check_kernel(char *err, size_t len, bool uprobes)
 {
 	const char *root = getenv("GPUPROBE_SYSFS");
 	char path[512];
@@ -714,7 +822,7 @@ static int check_kernel(char *err, size_t len)
 		return -ENOTSUP;
 	}
 	snprintf(path, sizeof(path), "%s/bus/event_source/devices/uprobe/type", root);
-	if (access(path, R_OK)) {
+	if (uprobes && access(path, R_OK)) {
 		snprintf(err, len, "this kernel has no uprobes (%s missing): gpuprobe needs CONFIG_UPROBE_EVENTS=y", path);
 		return -ENOTSUP;
 	}
@@ -725,7 +833,7 @@ int daemon__main(int argc, char **argv)
 {
 	struct daemon d = {
 		.c = { .listen = "127.0.0.1:9464", .retention = 300, .rescan = 5, .probe_cost = -1,
-		       .max_kernel_series = 20 },
+		       .max_kernel_series = 20, .max_ioctl_series = 20 },
 		.o = { .latency = true, .pid = -1, .top = 10, .top_shapes = 3, .ringbuf_size = 4UL << 20,
 		       .max_pending = 10240, .max_procs = 8192, .max_allocs = 1000000,
 		       .max_launch_keys = 65536, .quiet = true },
@@ -734,6 +842,7 @@ int daemon__main(int argc, char **argv)
 	char err[1024] = "";
 	int r, lfd = -1, family = AF_INET;
 	uint64_t next_tick = 0, next_rescan = 0;
+	bool uprobes; /* a mode with probes in libcuda (--ioctl alone needs no libcuda) */
 
 	r = parse_args(&d, argc, argv);
 	if (r)
@@ -746,7 +855,8 @@ int daemon__main(int argc, char **argv)
 		r = -EPERM;
 		goto cleanup;
 	}
-	r = check_kernel(err, sizeof(err));
+	uprobes = d.o.memleak || d.o.cudatrace || d.o.bandwidth;
+	r = check_kernel(err, sizeof(err), uprobes);
 	if (r)
 		goto cleanup;
 	if (d.o.libcuda && target__check_libcuda(d.o.libcuda, err + 10, sizeof(err) - 10)) {
@@ -760,7 +870,9 @@ int daemon__main(int argc, char **argv)
 		goto cleanup;
 	}
 	/* price of one probe hit on this node, unless --probe-cost said it */
-	if (d.c.probe_cost < 0) {
+	if (d.c.probe_cost < 0 && !uprobes) {
+		d.c.probe_cost = 4.4e-6; /* no probe hits to price */
+	} else if (d.c.probe_cost < 0) {
 		d.c.probe_cost = calibrate__probe_cost(2000);
 		if (d.c.probe_cost < 0) {
 			dlog(L_WARN, "daemon: cannot calibrate the probe cost (%s): assuming 4.4e-6 s",
@@ -780,7 +892,8 @@ int daemon__main(int argc, char **argv)
 	d.events = gp_events__new();
 	d.libs = calloc(1, sizeof(*d.libs));
 	d.cgroups = u64map__new();
-	if (!d.sym || !d.links || !d.events || !d.libs || !d.cgroups) {
+	d.ioc_gone = u64map__new();
+	if (!d.sym || !d.links || !d.events || !d.libs || !d.cgroups || !d.ioc_gone) {
 		r = -ENOMEM;
 		snprintf(err, sizeof(err), "out of memory");
 		goto cleanup;
@@ -819,7 +932,22 @@ int daemon__main(int argc, char **argv)
 		if (r)
 			goto cleanup;
 	}
-	initial_libs(&d);
+	if (d.o.ioctl) {
+		const char *why, *backend;
+
+		/* every process: the tracepoint backend filters by the fd's device major only */
+		r = ioctl_probe__open(&d.ioc, &d.o, false, err, sizeof(err));
+		if (!r)
+			r = ioctl_probe__attach(d.ioc, d.links, -1, err, sizeof(err));
+		if (r)
+			goto cleanup;
+		backend = ioctl_probe__backend(d.ioc, &why);
+		dlog(L_INFO, "ioctl backend: %s (%s)", backend, why);
+		if (!ioctl_probe__nr_majors(d.ioc))
+			dlog(L_WARN, "no nvidia character devices in /proc/devices: no ioctls will be seen");
+	}
+	if (uprobes)
+		initial_libs(&d);
 
 	d.mhd = MHD_start_daemon(MHD_USE_EPOLL | (family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,
 				 on_request, &d, MHD_OPTION_LISTEN_SOCKET, lfd,
@@ -840,8 +968,8 @@ int daemon__main(int argc, char **argv)
 
 		char modes[64];
 
-		snprintf(modes, sizeof(modes), "%s%s%s", d.o.memleak ? ",memleak" : "",
-			 d.launch ? ",cudatrace" : "", d.copy ? ",bandwidth" : "");
+		snprintf(modes, sizeof(modes), "%s%s%s%s", d.o.memleak ? ",memleak" : "",
+			 d.launch ? ",cudatrace" : "", d.copy ? ",bandwidth" : "", d.ioc ? ",ioctl" : "");
 		dlog(L_INFO, "listening on %s (port %u): /metrics /healthz; tracing every CUDA process (%s): %d probes on %d libcuda files",
 		     d.c.listen, pi ? pi->port : 0, modes + 1, attach_set__count(d.links), d.probed);
 	}
@@ -875,7 +1003,7 @@ int daemon__main(int argc, char **argv)
 			housekeeping(&d);
 			next_tick = now + 1000000000ULL;
 		}
-		if (d.c.rescan > 0 && now >= next_rescan) {
+		if (uprobes && d.c.rescan > 0 && now >= next_rescan) {
 			rescan(&d);
 			next_rescan = now + (uint64_t)(d.c.rescan * 1e9);
 		}
@@ -897,6 +1025,8 @@ cleanup:
 	mem_probe__free(d.mem);
 	launch_probe__free(d.launch);
 	copy_probe__free(d.copy);
+	ioctl_probe__free(d.ioc);
+	u64map__free(d.ioc_gone);
 	symbolizer__free(d.sym);
 	if (d.cgroups) {
 		uint64_t k;

@@ -11,6 +11,7 @@
 #include "ioctl_probe.h"
 #include "nv_ioctl.skel.h"
 #include "options.h"
+#include "u64map.h"
 
 /* The drivers' file_operations.unlocked_ioctl (kernel-open/nvidia/nv.c, nvidia-uvm/uvm.c) */
 static const char *const kprobe_funcs[] = { "nvidia_unlocked_ioctl", "uvm_unlocked_ioctl_entry" };
@@ -23,6 +24,7 @@ struct ioctl_probe {
 	int nr_majors;
 	bool want_kprobe; /* try kprobes first */
 	const char *why;  /* why the backend: printed with it */
+	char why_buf[256]; /* a kprobe failure, kept for ioctl_probe__backend */
 	const char *backend;
 	bool loaded;
 };
@@ -77,7 +79,7 @@ int ioctl_probe__open(struct ioctl_probe **out, const struct gp_opts *o, bool em
 	for (int i = 0; i < o->nr_ioctl_devs; i++)
 		ip->nr_majors = ioctl__add_major(ip->majors, ip->nr_majors, GP_IOCTL_MAX_MAJORS,
 						 o->ioctl_dev_major[i], IOC_KIND_ANY, o->ioctl_dev_name[i]);
-	if (!ip->nr_majors)
+	if (!ip->nr_majors && !o->quiet) /* the daemon logs it with a priority */
 		fprintf(stderr, "gpuprobe: no nvidia character devices in /proc/devices: no ioctls will be seen\n");
 
 	ip->agg = ioctl_agg__new(ip->majors, ip->nr_majors);
@@ -153,14 +155,16 @@ int ioctl_probe__attach(struct ioctl_probe *ip, struct attach_set *links, int pi
 		r = attach_kprobes(ip, links, why, sizeof(why));
 		if (!r) {
 			ip->backend = "kprobe";
-			fprintf(stderr, "gpuprobe: ioctl backend: kprobe (%s)\n", ip->why);
+			if (!ip->o->quiet)
+				fprintf(stderr, "gpuprobe: ioctl backend: kprobe (%s)\n", ip->why);
 			return 0;
 		}
 		if (ip->o->ioctl_backend) { /* asked for by name: no fallback */
 			snprintf(err, len, "--ioctl-backend=kprobe: %s", why);
 			return r;
 		}
-		ip->why = why;
+		snprintf(ip->why_buf, sizeof(ip->why_buf), "%s", why);
+		ip->why = ip->why_buf;
 	}
 	enter = bpf_program__attach(ip->skel->progs.ioctl_tp_enter);
 	if (!enter) {
@@ -185,7 +189,8 @@ int ioctl_probe__attach(struct ioctl_probe *ip, struct attach_set *links, int pi
 		return r;
 	}
 	ip->backend = "tracepoint";
-	fprintf(stderr, "gpuprobe: ioctl backend: tracepoint (%s)\n", ip->why);
+	if (!ip->o->quiet)
+		fprintf(stderr, "gpuprobe: ioctl backend: tracepoint (%s)\n", ip->why);
 	return 0;
 }
 
@@ -273,4 +278,90 @@ const char *ioctl_probe__name(const struct ioctl_probe *ip, uint32_t major, uint
 unsigned long long ioctl_probe__ringbuf_drops(const struct ioctl_probe *ip)
 {
 	return ip && ip->loaded ? __atomic_load_n(&ip->skel->bss->idrops[GP_IDROP_RINGBUF], __ATOMIC_RELAXED) : 0;
+}
+
+/* gpuprobe daemon (src/daemon.c) */
+const char *ioctl_probe__backend(const struct ioctl_probe *ip, const char **why)
+{
+	if (why)
+		*why = ip->why ? ip->why : "";
+	return ip->backend ? ip->backend : "none";
+}
+
+int ioctl_probe__nr_majors(const struct ioctl_probe *ip)
+{
+	return ip->nr_majors;
+}
+
+size_t ioctl_probe__snapshot(struct ioctl_probe *ip, struct ioc_proc **procs)
+{
+	*procs = NULL;
+	if (!ip->loaded)
+		return 0;
+	snapshot(ip);
+	return ioctl_agg__procs(ip->agg, procs);
+}
+
+void ioctl_probe__drops(const struct ioctl_probe *ip, uint64_t *drops)
+{
+	for (int i = 0; i < GP_IDROP__COUNT; i++)
+		drops[i] = ip->loaded ? __atomic_load_n(&ip->skel->bss->idrops[i], __ATOMIC_RELAXED) : 0;
+}
+
+/* Keys only, no values and no grouping: the daemon's once-a-second look for exits. */
+int ioctl_probe__pids(struct ioctl_probe *ip, struct u64map *pids)
+{
+	struct gp_ioctl_key k, next;
+	void *prev = NULL;
+	int fd;
+
+	if (!ip->loaded)
+		return 0;
+	fd = bpf_map__fd(ip->skel->maps.ioctl_stats);
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		if (!u64map__get(pids, next.pid) && u64map__put(pids, next.pid, (void *)1))
+			return -ENOMEM;
+		k = next;
+		prev = &k;
+	}
+	return 0;
+}
+
+/* One pass over the counter table: keys are collected first, since deleting the key the
+ * iteration stands on sends a hash map's get_next_key back to the start. */
+int ioctl_probe__forget(struct ioctl_probe *ip, struct u64map *pids)
+{
+	int fd, cfd, n = 0, cap = 0;
+	struct gp_ioctl_key k, next, *del = NULL;
+	void *prev = NULL, *v;
+	uint64_t pid;
+
+	if (!ip->loaded)
+		return 0;
+	fd = bpf_map__fd(ip->skel->maps.ioctl_stats);
+	cfd = bpf_map__fd(ip->skel->maps.ioctl_comms);
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		if (u64map__get(pids, next.pid)) {
+			if (n == cap) {
+				struct gp_ioctl_key *d = realloc(del, (size_t)(cap ? cap * 2 : 64) * sizeof(*d));
+
+				if (!d)
+					break;
+				del = d;
+				cap = cap ? cap * 2 : 64;
+			}
+			del[n++] = next;
+		}
+		k = next;
+		prev = &k;
+	}
+	for (int i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &del[i]);
+	free(del);
+	for (size_t it = 0; u64map__next(pids, &it, &pid, &v);) {
+		__u32 p = (__u32)pid;
+
+		bpf_map_delete_elem(cfd, &p);
+	}
+	return n;
 }

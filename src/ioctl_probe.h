@@ -30,4 +30,19 @@ unsigned long long ioctl_probe__ringbuf_drops(const struct ioctl_probe *ip);
 void ioctl_probe__report(struct ioctl_probe *ip, const char *kind);
 void ioctl_probe__free(struct ioctl_probe *ip);
 
+/* For gpuprobe daemon (which sets o->quiet: then attach and open print nothing, and it
+ * logs the backend itself): the backend ("kprobe", "tracepoint", "none") and why; the
+ * device majors traced; a snapshot of the counters (comm filled; valid until the next
+ * snapshot); the BPF drop counters; the PIDs with counters; and deleting every counter and the name of the
+ * processes in pids (keys: PIDs), which the BPF side keeps after they exit. forget
+ * returns how many counters it deleted. */
+struct ioc_proc;
+struct u64map;
+const char *ioctl_probe__backend(const struct ioctl_probe *ip, const char **why);
+int ioctl_probe__nr_majors(const struct ioctl_probe *ip);
+size_t ioctl_probe__snapshot(struct ioctl_probe *ip, struct ioc_proc **procs);
+void ioctl_probe__drops(const struct ioctl_probe *ip, uint64_t *drops); /* GP_IDROP__COUNT */
+int ioctl_probe__pids(struct ioctl_probe *ip, struct u64map *pids); /* adds the PIDs with counters */
+int ioctl_probe__forget(struct ioctl_probe *ip, struct u64map *pids);
+
 #endif

@@ -7,6 +7,7 @@
 #include "apis.h"
 #include "bandwidth.h"
 #include "cudatrace.h"
+#include "ioctl.h"
 #include "memleak.h"
 #include "prom.h"
 #include "u64map.h"
@@ -29,6 +30,7 @@ struct render {
 	size_t nr_bw;
 	struct pp *pp;
 	size_t nr_pp;
+	size_t nr_tracked; /* nr_pp and the --ioctl processes without probe hits */
 };
 
 void prom__label_value(FILE *f, const char *s)
@@ -178,6 +180,11 @@ static int collect(struct render *r)
 		if (err)
 			goto cleanup;
 	}
+	/* ioctls are syscalls, not probe hits: those processes count as tracked only */
+	r->nr_tracked = r->nr_pp;
+	for (size_t i = 0; i < r->in->nr_ioc; i++)
+		if (!u64map__get(idx, r->in->ioc[i].pid))
+			r->nr_tracked++;
 cleanup:
 	u64map__free(live);
 	u64map__free(idx);
@@ -379,6 +386,156 @@ static void bandwidth_families(struct render *r, struct u64map *live)
 	fprintf(r->f, "gpuprobe_cuda_memcpy_small_total %" PRIu64 "\n", r->in->small_copies);
 }
 
+/* --ioctl: one series of a process, labels node, cmd, ctrl */
+struct ioc_row {
+	const char *node;
+	char cmd[48], ctrl[64];
+	uint64_t calls, errors, ns;
+};
+
+static int cmp_ioc_labels(const void *a, const void *b)
+{
+	const struct ioc_row *x = a, *y = b;
+	int c = strcmp(x->node, y->node);
+
+	if (!c)
+		c = strcmp(x->cmd, y->cmd);
+	return c ? c : strcmp(x->ctrl, y->ctrl);
+}
+
+static int cmp_ioc_calls(const void *a, const void *b)
+{
+	const struct ioc_row *x = a, *y = b;
+
+	if (x->calls != y->calls)
+		return x->calls > y->calls ? -1 : 1;
+	return cmp_ioc_labels(a, b);
+}
+
+/* Rows with equal labels (one name for several request numbers) summed into the first. */
+static size_t merge_ioc_rows(struct ioc_row *rows, size_t n)
+{
+	size_t out = 0;
+
+	qsort(rows, n, sizeof(*rows), cmp_ioc_labels);
+	for (size_t i = 0; i < n; i++) {
+		if (out && !cmp_ioc_labels(&rows[out - 1], &rows[i])) {
+			rows[out - 1].calls += rows[i].calls;
+			rows[out - 1].errors += rows[i].errors;
+			rows[out - 1].ns += rows[i].ns;
+			continue;
+		}
+		rows[out++] = rows[i];
+	}
+	return out;
+}
+
+/*
+ * The series of one process: the top max (node, cmd, ctrl) label sets by calls get their
+ * own, the rest are summed per device node under cmd="other", ctrl="". *rows is
+ * allocated; returns how many, or -ENOMEM.
+ */
+static long ioctl_rows(const struct ioc_proc *p, unsigned int max, struct ioc_row **out)
+{
+	struct ioc_row *rows;
+	size_t n = 0, keep;
+
+	for (size_t d = 0; d < p->nr_devs; d++)
+		n += p->devs[d].nr_cmds;
+	rows = calloc(n ? n : 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	n = 0;
+	for (size_t d = 0; d < p->nr_devs; d++) {
+		for (size_t k = 0; k < p->devs[d].nr_cmds; k++) {
+			const struct ioc_cmd *c = &p->devs[d].cmds[k];
+			struct ioc_row *w = &rows[n++];
+
+			w->node = p->devs[d].node;
+			if (c->name)
+				snprintf(w->cmd, sizeof(w->cmd), "%s", c->name);
+			else
+				snprintf(w->cmd, sizeof(w->cmd), "0x%x", c->cmd);
+			if (c->ctrl_name)
+				snprintf(w->ctrl, sizeof(w->ctrl), "%s", c->ctrl_name);
+			else if (c->ctrl_cmd || ioctl__is_rm_control(c->cmd))
+				snprintf(w->ctrl, sizeof(w->ctrl), "0x%x", c->ctrl_cmd);
+			w->calls = c->st.calls;
+			w->errors = c->st.errors;
+			w->ns = c->st.total_ns;
+		}
+	}
+	n = merge_ioc_rows(rows, n);
+	qsort(rows, n, sizeof(*rows), cmp_ioc_calls);
+	keep = n < max ? n : max;
+	for (size_t i = keep; i < n; i++) {
+		snprintf(rows[i].cmd, sizeof(rows[i].cmd), "other");
+		rows[i].ctrl[0] = 0;
+	}
+	n = keep + merge_ioc_rows(rows + keep, n - keep);
+	*out = rows;
+	return (long)n;
+}
+
+static int ioctl_families(struct render *r)
+{
+	static const struct {
+		const char *name, *help;
+	} fams[] = {
+		{ "gpuprobe_nvidia_ioctl_calls_total",
+		  "ioctls on nvidia device nodes per process, node, command (decoded name or hex) and RM control command (NV_ESC_RM_CONTROL only). Beyond the top --max-ioctl-series per process they are summed per node under cmd=\"other\"." },
+		{ "gpuprobe_nvidia_ioctl_errors_total",
+		  "Those ioctls that returned an error." },
+		{ "gpuprobe_nvidia_ioctl_seconds_total",
+		  "Seconds spent in those ioctls (entry to return)." },
+	};
+	struct ioc_row **rows = calloc(r->in->nr_ioc ? r->in->nr_ioc : 1, sizeof(*rows));
+	long *nr = calloc(r->in->nr_ioc ? r->in->nr_ioc : 1, sizeof(*nr));
+	int err = 0;
+
+	if (!rows || !nr) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < r->in->nr_ioc; i++) {
+		nr[i] = ioctl_rows(&r->in->ioc[i], r->in->max_ioctl_series, &rows[i]);
+		if (nr[i] < 0) {
+			err = (int)nr[i];
+			goto cleanup;
+		}
+	}
+	for (size_t fi = 0; fi < sizeof(fams) / sizeof(fams[0]); fi++) {
+		family(r, fams[fi].name, "counter", fams[fi].help);
+		for (size_t i = 0; i < r->in->nr_ioc; i++) {
+			const struct ioc_proc *p = &r->in->ioc[i];
+
+			for (long j = 0; j < nr[i]; j++) {
+				const struct ioc_row *w = &rows[i][j];
+
+				fputs(fams[fi].name, r->f);
+				proc_labels(r, p->pid, p->comm);
+				fputs(",node=\"", r->f);
+				prom__label_value(r->f, w->node);
+				fputs("\",cmd=\"", r->f);
+				prom__label_value(r->f, w->cmd);
+				fputs("\",ctrl=\"", r->f);
+				prom__label_value(r->f, w->ctrl);
+				if (fi == 2)
+					fprintf(r->f, "\"} %.9f\n", (double)w->ns / 1e9);
+				else
+					fprintf(r->f, "\"} %" PRIu64 "\n", fi == 0 ? w->calls : w->errors);
+			}
+		}
+	}
+cleanup:
+	if (rows)
+		for (size_t i = 0; i < r->in->nr_ioc; i++)
+			free(rows[i]);
+	free(rows);
+	free(nr);
+	return err;
+}
+
 int prom__render(FILE *f, const struct prom_input *in)
 {
 	struct render r = { .f = f, .in = in };
@@ -409,6 +566,11 @@ int prom__render(FILE *f, const struct prom_input *in)
 	}
 	if (in->bw)
 		bandwidth_families(&r, live);
+	if (in->ioctl) {
+		err = ioctl_families(&r);
+		if (err)
+			goto cleanup;
+	}
 	family(&r, "gpuprobe_probe_hits_total", "counter",
 	       "Probed CUDA driver calls gpuprobe counted per process (allocations, frees, launches, graph launches, synchronizes, copies).");
 	for (size_t i = 0; i < r.nr_pp; i++) {
@@ -440,7 +602,7 @@ int prom__render(FILE *f, const struct prom_input *in)
 	family(&r, "gpuprobe_probes_attached", "gauge", "Probes attached (one per function and direction).");
 	fprintf(f, "gpuprobe_probes_attached %d\n", in->probes);
 	family(&r, "gpuprobe_tracked_processes", "gauge", "Processes with series on this endpoint.");
-	fprintf(f, "gpuprobe_tracked_processes %zu\n", r.nr_pp);
+	fprintf(f, "gpuprobe_tracked_processes %zu\n", r.nr_tracked);
 	if (ferror(f))
 		err = -EIO;
 cleanup:

@@ -7,6 +7,7 @@
 #ifndef GP_PROM_H
 #define GP_PROM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 struct memleak;
 struct cudatrace;
 struct bandwidth;
+struct ioc_proc;
 
 struct prom_drop {
 	const char *mode, *reason;
@@ -25,6 +27,12 @@ struct prom_input {
 	struct cudatrace *ct; /* NULL: --cudatrace off; snapshot taken by the caller */
 	struct bandwidth *bw; /* NULL: --bandwidth-util off */
 	uint64_t small_copies; /* --bandwidth-util: copies under --min-bytes (BPF counter) */
+	/* --ioctl: its families are written when ioctl is set; ioc is a snapshot (src/ioctl.h,
+	 * comm filled), nr_ioc processes */
+	bool ioctl;
+	const struct ioc_proc *ioc;
+	size_t nr_ioc;
+	unsigned int max_ioctl_series; /* (node, cmd, ctrl) series per process */
 	/* The container label of pid (its cgroup path); NULL or "" when unknown. */
 	const char *(*container)(void *ctx, uint32_t pid);
 	void *ctx;

@@ -4,7 +4,8 @@
 # bundle` carried): the daemon starts first (every mode), then CUDA C programs built here
 # with nvcc (memleak, launch, copy) and a PyTorch script run; /metrics is scraped while
 # their series are retained and compared with each program's ground truth
-# (check_daemon.py). Under 3 minutes.
+# (check_daemon.py); --ioctl's series of the CUDA C programs are printed with the share
+# decoded (no exact expectation). Under 3 minutes.
 set -u
 cd "$(dirname "$0")/../.."
 GP=$PWD/.output/bundle/gpuprobe
@@ -25,8 +26,8 @@ echo "== gpuprobe check"
 $GP check | tee $O/check.txt
 echo "exit ${PIPESTATUS[0]}"
 
-echo "== gpuprobe daemon --memleak --cudatrace --bandwidth-util --listen 127.0.0.1:$PORT"
-$GP daemon --memleak --cudatrace --bandwidth-util --listen 127.0.0.1:$PORT --retention 600 --rescan-interval 1 2>$O/daemon.err &
+echo "== gpuprobe daemon --memleak --cudatrace --bandwidth-util --ioctl --listen 127.0.0.1:$PORT"
+$GP daemon --memleak --cudatrace --bandwidth-util --ioctl --listen 127.0.0.1:$PORT --retention 600 --rescan-interval 1 2>$O/daemon.err &
 gp=$!
 for i in $(seq 100); do grep -q "listening on" $O/daemon.err && break; sleep 0.1; done
 cat $O/daemon.err
@@ -48,7 +49,11 @@ python3 tests/gpu/check_daemon.py memleak $O/memleak.err $O/metrics.txt || statu
 python3 tests/gpu/check_daemon.py launch $O/launch.err $O/metrics.txt || status=1
 python3 tests/gpu/check_daemon.py torch $O/torch.err $O/metrics.txt || status=1
 python3 tests/gpu/check_daemon.py bandwidth $O/copy.err $O/metrics.txt || status=1
-grep -E '^gpuprobe_(events_dropped_total|libcuda_files|probes_attached|probe_hit_cost|cuda_memcpy_small)' $O/metrics.txt
+for prog in memleak launch; do
+	echo "== ioctl series of ${prog}_static"
+	python3 tests/gpu/check_daemon.py ioctl $O/$prog.err $O/metrics.txt || status=1
+done
+grep -E '^gpuprobe_(events_dropped_total|libcuda_files|probes_attached|probe_hit_cost|cuda_memcpy_small|tracked_processes)' $O/metrics.txt
 
 kill -TERM $gp
 wait $gp

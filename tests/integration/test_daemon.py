@@ -20,6 +20,7 @@ ENV = {"LD_LIBRARY_PATH": gp.FAKECUDA_DIR}
 MEMLEAK = app("memleak_app")
 LAUNCH = app("launch_app")
 COPY = app("copy_app")
+IOCTL = app("ioctl_app")
 UNIT = os.path.join(ROOT, "examples", "systemd", "gpuprobe.service")
 
 
@@ -100,7 +101,7 @@ def check_launches(port, t):
 
 
 def test_metrics_exact_and_promtool():
-    d = start_daemon(modes=("--memleak", "--cudatrace", "--bandwidth-util"))  # every mode at once
+    d = start_daemon(modes=("--memleak", "--cudatrace", "--bandwidth-util", "--ioctl"))  # every mode at once
     held = None
     try:
         held = gp.Background([MEMLEAK, "--allocs", "10", "--leaks", "3", "--hold"])
@@ -125,7 +126,8 @@ def test_metrics_exact_and_promtool():
         own = open(f"/proc/{pid}/cgroup").read().splitlines()
         check(any(line.endswith(":" + cont) for line in own), f"container {cont!r} vs {own}")
         for fam in ("gpuprobe_cuda_outstanding_bytes", "gpuprobe_events_dropped_total",
-                    "gpuprobe_probe_seconds_total", "gpuprobe_probe_hit_cost_seconds"):
+                    "gpuprobe_probe_seconds_total", "gpuprobe_probe_hit_cost_seconds",
+                    "gpuprobe_nvidia_ioctl_calls_total"):
             check(f"# HELP {fam} " in text and f"# TYPE {fam} " in text, f"HELP/TYPE of {fam}")
         cost = value(text, "gpuprobe_probe_hit_cost_seconds")
         check(0 < cost < 1e-3, f"probe cost calibrated at start-up: {cost}")
@@ -246,6 +248,46 @@ def test_bandwidth_exact_and_promtool():
         d.kill()
 
 
+def test_ioctl_exact_promtool_retention():
+    """--ioctl system-wide: ioctl_app's nvidia request numbers on /dev/null (major 1,
+    mapped with --ioctl-dev 1:mem), every one failing with ENOTTY; exact calls and errors
+    per command for its PID, and its series gone --retention seconds after it exits."""
+    d = start_daemon(["--ioctl-dev", "1:mem", "--retention", "2"], modes=("--ioctl",))
+    try:
+        check("<6>gpuprobe: ioctl backend: tracepoint (" in d.stderr(), d.stderr())
+        r = gp.run([IOCTL, "--n", "20"])
+        eq(r.returncode, 0, f"ioctl_app ({r.stderr[-300:]})")
+        t = truth(r.stderr)
+        pid = t["pid"]
+        text = get(d.port)[1]  # right away: the exited process's series are retained
+        mine = [(n, l, v) for n, l, v in samples(text) if l.get("pid") == str(pid)]
+        fams = ("gpuprobe_nvidia_ioctl_calls_total", "gpuprobe_nvidia_ioctl_errors_total",
+                "gpuprobe_nvidia_ioctl_seconds_total")
+        eq(sorted({n for n, l, v in mine}), sorted(fams), "families with series of the PID")
+        for fam in fams:
+            check(f"# HELP {fam} " in text and f"# TYPE {fam} counter\n" in text, f"HELP/TYPE of {fam}")
+            eq(len([1 for n, l, v in mine if n == fam]), len(t["commands"]), f"{fam} series")
+        for c in t["commands"]:
+            labels = dict(pid=pid, comm="ioctl_app", node="/dev/char/1:3", cmd=c["name"] or c["cmd"],
+                          ctrl=c["ctrl_name"] or c["ctrl_cmd"] or "")
+            eq(value(text, fams[0], **labels), c["calls"], f"calls {labels}")
+            eq(value(text, fams[1], **labels), c["errors"], f"errors {labels}")
+            check(0 < value(text, fams[2], **labels) < 1, f"seconds {labels}")
+        for reason in ("counter_table_full", "pending_table_full", "control_params_unreadable"):
+            eq(value(text, "gpuprobe_events_dropped_total", mode="ioctl", reason=reason), 0, reason)
+        p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True,
+                           timeout=30)
+        eq(p.returncode, 0, f"promtool check metrics: {p.stdout}{p.stderr}")
+        deadline = time.time() + 6
+        while time.time() < deadline and f'pid="{pid}"' in get(d.port)[1]:
+            time.sleep(0.2)
+        check(f'pid="{pid}"' not in get(d.port)[1], "ioctl series of the exited process not removed")
+        stop(d)
+        check("forgot" not in d.stderr(), "debug lines without -v")
+    finally:
+        d.kill()
+
+
 def test_later_process_traced_and_retention():
     d = start_daemon(["--retention", "1"])
     try:
@@ -297,7 +339,10 @@ def test_bad_configuration():
             (["--memleak", "--listen", "::1:9464"], "brackets"),
             (["--memleak", "--listen", "127.0.0.1:99999"], "bad port"),
             (["--memleak", "--bogus"], "unknown option --bogus"),
-            (["--ioctl"], "not implemented"),
+            (["--ioctl", "--ioctl-backend", "bogus"], "--ioctl-backend must be kprobe or tracepoint"),
+            (["--ioctl", "--ioctl-dev", "0"], "invalid --ioctl-dev"),
+            (["--ioctl", "--max-ioctl-series", "-1"], "invalid --max-ioctl-series"),
+            (["--memleak", "--ioctl-dev", "1"], "need --ioctl"),
             (["--bandwidth-util", "--min-bytes", "-5"], "invalid --min-bytes"),
             ([], "choose a mode"),
         ]
@@ -396,6 +441,7 @@ if __name__ == "__main__":
         test_metrics_exact_and_promtool,
         test_prometheus_server_scrapes_exact_counters,
         test_bandwidth_exact_and_promtool,
+        test_ioctl_exact_promtool_retention,
         test_later_process_traced_and_retention,
         test_private_mount_namespace_after_start,
         test_bad_configuration,

@@ -7,6 +7,7 @@
 #include "apis.h"
 #include "bandwidth.h"
 #include "cudatrace.h"
+#include "ioctl.h"
 #include "memleak.h"
 #include "prom.h"
 #include "unit.h"
@@ -383,6 +384,89 @@ static void test_bandwidth_exit_and_retention(void)
 	bandwidth__free(bw);
 }
 
+static char *render_ioctl(const struct ioc_proc *procs, size_t n, unsigned int max)
+{
+	struct prom_drop drops[] = { { "ioctl", "counter_table_full", 2 } };
+	struct prom_input in = {
+		.ioctl = true, .ioc = procs, .nr_ioc = n, .max_ioctl_series = max,
+		.container = cg, .drops = drops, .nr_drops = 1, .probe_cost = 2e-6,
+	};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	if (prom__render(f, &in)) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+#define CTL "gpuprobe_nvidia_ioctl_calls_total{pid=\"30\",comm=\"py\\\"t\",container=\"/system.slice/x.service\",node="
+
+/* Top N (node, cmd, ctrl) label sets by calls; the rest summed per node under "other";
+ * request numbers with one decoded name are one series. */
+static void test_ioctl_series_cap_and_other(void)
+{
+	struct ioc_cmd ctl[] = {
+		{ .cmd = 0xc020462a, .ctrl_cmd = 0x20800110, .name = "NV_ESC_RM_CONTROL",
+		  .ctrl_name = "NV2080_CTRL_CMD_GPU_GET_NAME_STRING",
+		  .st = { .calls = 50, .errors = 1, .total_ns = 1500000000ULL } },
+		{ .cmd = 0xc030462b, .name = "NV_ESC_RM_ALLOC", .st = { .calls = 40, .total_ns = 1000 } },
+		{ .cmd = 0xc020462b, .name = "NV_ESC_RM_ALLOC", .st = { .calls = 5, .total_ns = 500 } },
+		{ .cmd = 0xc020462a, .ctrl_cmd = 0x2080beef, .name = "NV_ESC_RM_CONTROL",
+		  .st = { .calls = 3, .errors = 3 } },
+		{ .cmd = 0x12345678, .st = { .calls = 2 } },
+	};
+	struct ioc_cmd uvm[] = {
+		{ .cmd = 0x30000001, .name = "UVM_INITIALIZE", .st = { .calls = 31 } },
+		{ .cmd = 37, .name = "UVM_REGISTER_GPU", .st = { .calls = 1, .errors = 1 } },
+	};
+	struct ioc_dev devs[] = {
+		{ .major = 195, .minor = 255, .node = "/dev/nvidiactl", .cmds = ctl, .nr_cmds = 5 },
+		{ .major = 511, .minor = 0, .node = "/dev/nvidia-uvm", .cmds = uvm, .nr_cmds = 2 },
+	};
+	struct ioc_proc p = { .pid = 30, .comm = "py\"t", .devs = devs, .nr_devs = 2 };
+	char *out = render_ioctl(&p, 1, 3);
+
+	ASSERT_TRUE(out != NULL);
+	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_CONTROL\",ctrl=\"NV2080_CTRL_CMD_GPU_GET_NAME_STRING\"} 50\n");
+	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_ALLOC\",ctrl=\"\"} 45\n");
+	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidia-uvm\",cmd=\"UVM_INITIALIZE\",ctrl=\"\"} 31\n");
+	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"other\",ctrl=\"\"} 5\n");
+	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidia-uvm\",cmd=\"other\",ctrl=\"\"} 1\n");
+	ASSERT_TRUE(strstr(out, "0x12345678") == NULL);
+	ASSERT_TRUE(strstr(out, "UVM_REGISTER_GPU") == NULL);
+	ASSERT_STR_CONTAINS(out, "gpuprobe_nvidia_ioctl_errors_total{pid=\"30\",comm=\"py\\\"t\",container=\"/system.slice/x.service\",node=\"/dev/nvidiactl\",cmd=\"other\",ctrl=\"\"} 3\n");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_nvidia_ioctl_seconds_total{pid=\"30\",comm=\"py\\\"t\",container=\"/system.slice/x.service\",node=\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_CONTROL\",ctrl=\"NV2080_CTRL_CMD_GPU_GET_NAME_STRING\"} 1.500000000\n");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_events_dropped_total{mode=\"ioctl\",reason=\"counter_table_full\"} 2\n");
+	/* ioctls are not probe hits; the process is tracked all the same */
+	ASSERT_TRUE(strstr(out, "gpuprobe_probe_hits_total{") == NULL);
+	ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 1\n");
+	free(out);
+
+	out = render_ioctl(&p, 1, 20);
+	ASSERT_TRUE(out != NULL);
+	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_CONTROL\",ctrl=\"0x2080beef\"} 3\n");
+	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"0x12345678\",ctrl=\"\"} 2\n");
+	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidia-uvm\",cmd=\"UVM_REGISTER_GPU\",ctrl=\"\"} 1\n");
+	ASSERT_TRUE(strstr(out, ",cmd=\"other\"") == NULL);
+	free(out);
+
+	out = render_ioctl(NULL, 0, 20); /* no process yet: the families still have HELP/TYPE */
+	ASSERT_TRUE(out != NULL);
+	ASSERT_STR_CONTAINS(out, "# HELP gpuprobe_nvidia_ioctl_calls_total ");
+	ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_nvidia_ioctl_calls_total counter\n");
+	ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_nvidia_ioctl_errors_total counter\n");
+	ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_nvidia_ioctl_seconds_total counter\n");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 0\n");
+	free(out);
+}
+
 int main(void)
 {
 	RUN_TEST(test_label_escaping);
@@ -393,5 +477,6 @@ int main(void)
 	RUN_TEST(test_reused_pid_one_series);
 	RUN_TEST(test_bandwidth_series);
 	RUN_TEST(test_bandwidth_exit_and_retention);
+	RUN_TEST(test_ioctl_series_cap_and_other);
 	return unit_done();
 }
