@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * empty_uprobe - the floor for gpuprobe's per-call cost: attaches an empty BPF program
+ * as a uprobe (and with --ret an empty uretprobe) to functions of a library, filtered to
+ * one command's PID, then runs the command. Nothing is recorded: what the command pays per
+ * probed call is the price of the uprobe mechanism itself.
+ *
+ *   empty_uprobe [--multi] [--ret] [--all] LIB FUNC[,FUNC...] -- COMMAND [ARGS...]
+ *
+ *   --multi  one uprobe_multi link per program (BPF_TRACE_UPROBE_MULTI, Linux 6.6+), as
+ *            gpuprobe attaches; default: one perf-event uprobe per function
+ *   --ret    also an empty return probe on every function
+ *   --all    every exported function of LIB (FUNC is then ignored; give "-")
+ *
+ * Prints "empty_uprobe: N probes attached in T ms" to stderr before the command runs,
+ * and exits with the command's status.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/bpf.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "empty.skel.h"
+
+#define UPROBE_MULTI 48 /* BPF_TRACE_UPROBE_MULTI; not in older uapi headers */
+#define UPROBE_MULTI_RETURN 1U
+
+struct link_create_uprobe_multi {
+	__u32 prog_fd, target_fd, attach_type, flags;
+	__u64 path, offsets, ref_ctr_offsets, cookies;
+	__u32 cnt, um_flags, pid, _pad;
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Every defined function in .dynsym (all, or those named in the comma list), as file
+ * offsets. Returns the count, or -1. */
+static int resolve(const char *path, const char *list, int all, const char ***names_out,
+		   unsigned long **offs_out)
+{
+	Elf *e = NULL;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t nph, cap = 64;
+	int fd, n = 0;
+	const char **names = malloc(cap * sizeof(*names));
+	unsigned long *offs = malloc(cap * sizeof(*offs));
+
+	elf_version(EV_CURRENT);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !(e = elf_begin(fd, ELF_C_READ, NULL)) || elf_getphdrnum(e, &nph)) {
+		fprintf(stderr, "empty_uprobe: cannot read %s\n", path);
+		return -1;
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *name;
+			char key[512], *hay;
+			int hit;
+
+			if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC ||
+			    s.st_shndx == SHN_UNDEF || !s.st_value)
+				continue;
+			name = elf_strptr(e, sh.sh_link, s.st_name);
+			if (!name)
+				continue;
+			if (!all) {
+				snprintf(key, sizeof(key), ",%s,", name);
+				if (asprintf(&hay, ",%s,", list) < 0)
+					return -1;
+				hit = strstr(hay, key) != NULL;
+				free(hay);
+				if (!hit)
+					continue;
+			}
+			for (size_t p = 0; p < nph; p++) {
+				GElf_Phdr ph;
+
+				if (!gelf_getphdr(e, (int)p, &ph) || ph.p_type != PT_LOAD ||
+				    !(ph.p_flags & PF_X) || s.st_value < ph.p_vaddr ||
+				    s.st_value >= ph.p_vaddr + ph.p_memsz)
+					continue;
+				if ((size_t)n == cap) {
+					cap *= 2;
+					names = realloc(names, cap * sizeof(*names));
+					offs = realloc(offs, cap * sizeof(*offs));
+					if (!names || !offs)
+						return -1;
+				}
+				names[n] = strdup(name);
+				offs[n++] = s.st_value - ph.p_vaddr + ph.p_offset;
+				break;
+			}
+		}
+	}
+	*names_out = names;
+	*offs_out = offs;
+	return n;
+}
+
+static int attach_multi(int prog_fd, const char *path, unsigned long *offs, int n, int ret,
+			pid_t pid)
+{
+	struct link_create_uprobe_multi a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (__u32)prog_fd;
+	a.attach_type = UPROBE_MULTI;
+	a.path = (__u64)(unsigned long)path;
+	a.offsets = (__u64)(unsigned long)offs;
+	a.cnt = (__u32)n;
+	a.um_flags = ret ? UPROBE_MULTI_RETURN : 0;
+	a.pid = (__u32)pid;
+	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	return fd < 0 ? -errno : fd;
+}
+
+int main(int argc, char **argv)
+{
+	int multi = 0, ret = 0, all = 0, i = 1, n, go[2], status, err = 1, probes = 0;
+	const char **names = NULL;
+	unsigned long *offs = NULL;
+	struct empty_bpf *skel = NULL;
+	const char *lib, *funcs;
+	char path[4096];
+	double t0;
+	pid_t child;
+
+	for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-' && argv[i][2]; i++) {
+		if (!strcmp(argv[i], "--multi"))
+			multi = 1;
+		else if (!strcmp(argv[i], "--ret"))
+			ret = 1;
+		else if (!strcmp(argv[i], "--all"))
+			all = 1;
+		else
+			break;
+	}
+	if (argc - i < 4 || strcmp(argv[i + 2], "--")) {
+		fprintf(stderr, "usage: empty_uprobe [--multi] [--ret] [--all] LIB FUNC[,FUNC...] "
+				"-- COMMAND [ARGS...]\n");
+		return 2;
+	}
+	lib = argv[i];
+	funcs = argv[i + 1];
+	if (!realpath(lib, path)) {
+		fprintf(stderr, "empty_uprobe: %s: %s\n", lib, strerror(errno));
+		return 1;
+	}
+	/* the command waits on a pipe until the probes are attached to its PID */
+	if (pipe(go))
+		return 1;
+	child = fork();
+	if (child < 0)
+		return 1;
+	if (!child) {
+		char c;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		close(go[0]);
+		execvp(argv[i + 3], argv + i + 3);
+		fprintf(stderr, "empty_uprobe: cannot run %s: %s\n", argv[i + 3], strerror(errno));
+		_exit(127);
+	}
+	close(go[0]);
+
+	t0 = now_ms();
+	n = resolve(path, funcs, all, &names, &offs);
+	if (n <= 0) {
+		fprintf(stderr, "empty_uprobe: no function of %s found in %s\n", funcs, path);
+		goto out;
+	}
+	skel = empty_bpf__open();
+	if (!skel)
+		goto out;
+	if (multi) {
+		bpf_program__set_expected_attach_type(skel->progs.empty_enter, UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.empty_leave, UPROBE_MULTI);
+	}
+	if (empty_bpf__load(skel)) {
+		fprintf(stderr, "empty_uprobe: cannot load the BPF programs\n");
+		goto out;
+	}
+	for (int r = 0; r <= ret; r++) {
+		struct bpf_program *prog = r ? skel->progs.empty_leave : skel->progs.empty_enter;
+
+		if (multi) {
+			int fd = attach_multi(bpf_program__fd(prog), path, offs, n, r, child);
+
+			if (fd < 0) {
+				fprintf(stderr, "empty_uprobe: uprobe_multi: %s\n", strerror(-fd));
+				goto out;
+			}
+			probes += n; /* the fd stays open until exit */
+			continue;
+		}
+		for (int k = 0; k < n; k++) {
+			LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = r);
+
+			if (!bpf_program__attach_uprobe_opts(prog, child, path, offs[k], &o)) {
+				fprintf(stderr, "empty_uprobe: %s: %s\n", names[k], strerror(errno));
+				goto out;
+			}
+			probes++;
+		}
+	}
+	fprintf(stderr, "empty_uprobe: %d probes attached in %.1f ms\n", probes, now_ms() - t0);
+	err = 0;
+out:
+	if (err) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		return 1;
+	}
+	if (write(go[1], "g", 1) != 1)
+		return 1;
+	close(go[1]);
+	if (waitpid(child, &status, 0) < 0)
+		return 1;
+	/* links are released by exit */
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
