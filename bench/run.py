@@ -723,6 +723,33 @@ def ringbuf(results):
 # ---------------------------------------------------------------------------------------
 # Report
 
+def overhead_estimate(results, reps=5):
+    """Issue 7: gpuprobe's live estimate (calibrated cost of one hit x hits) against the
+    overhead measured here, on the launch loop with --cudatrace --no-latency (one hit per
+    launch). Both sides come from the same runs: the estimate from gpuprobe's own JSON
+    "overhead" line, the measurement from the workload's ns per call minus the no-tracer
+    run of the same repetition."""
+    work = [B + "/bench_workload", "launch", "-n", "50000", "-r", "9", "-w", "20000"]
+    rows = []
+    for _ in range(reps):
+        plain = subprocess.run(work, capture_output=True, text=True, env=ENV, timeout=120)
+        traced = subprocess.run([GP, "--cudatrace", "--no-latency", "--json", "--libcuda", LIB, "--"] + work,
+                                capture_output=True, text=True, env=ENV, timeout=180)
+        m0 = re.search(r"^result \S+ ns_per_call ([0-9.]+)", plain.stdout, re.M)
+        m1 = re.search(r"^result \S+ ns_per_call ([0-9.]+)", traced.stdout, re.M)
+        ov = [json.loads(l) for l in traced.stdout.splitlines() if l.startswith('{"mode":"overhead"')]
+        if not (m0 and m1 and ov and ov[0].get("probe_hit_cost_s")):
+            log("bench: overhead estimate: a run gave no figure; skipped")
+            continue
+        added_ns = float(m1.group(1)) - float(m0.group(1))
+        est_ns = ov[0]["probe_hit_cost_s"] * 1e9
+        rows.append(dict(added_ns=added_ns, estimate_ns=est_ns, ratio=est_ns / added_ns if added_ns > 0 else None))
+    ratios = sorted(r["ratio"] for r in rows if r["ratio"])
+    results["overhead_estimate"] = dict(rows=rows, ratio_median=med(ratios) if ratios else None,
+                                        ratio_min=ratios[0] if ratios else None,
+                                        ratio_max=ratios[-1] if ratios else None)
+
+
 def machine():
     cpu = "?"
     with open("/proc/cpuinfo") as f:
@@ -1054,6 +1081,15 @@ def judge(results):
         t.append(dict(target="RSS ≤ 32 MiB after %g s (recorded %s, bench/soak-long.json)" % (lk["seconds"], lk["date"]),
                       measured="VmHWM %.1f MiB; VmRSS %d → %d KiB" % (mib, lk["rss_first_kb"], lk["rss_last_kb"]),
                       verdict="met" if mib <= 32 else "missed by %.1f MiB" % (mib - 32)))
+    oe = results.get("overhead_estimate")
+    if oe and oe["ratio_median"]:
+        v = oe["ratio_median"]
+        t.append(dict(target="live overhead estimate (calibrated cost per hit × hits) within 2 × of the "
+                             "measured added cost (`--cudatrace --no-latency`, one hit per launch)",
+                      measured="estimate ÷ measured %.2f (%.2f–%.2f); per launch %.0f ns estimated, %.0f ns measured" % (
+                          v, oe["ratio_min"], oe["ratio_max"], med(sorted(r["estimate_ns"] for r in oe["rows"])),
+                          med(sorted(r["added_ns"] for r in oe["rows"]))),
+                      verdict="met" if 0.5 <= v <= 2 else "missed"))
     rb = [r for r in results.get("ringbuf", []) if r["mode"] == "--trace" and r["offered"]]
     if rb:
         ok = [r for r in rb if not any(r["dropped"])]
@@ -1161,6 +1197,15 @@ def analysis(results):
         n.append("What might close the memleak gap (not measured here): a stack id (`bpf_get_stackid`) "
                  "instead of the raw stack in `pending` and in each record, and task-local storage "
                  "instead of a hash map for the entry-to-return state.")
+    oe = results.get("overhead_estimate")
+    if oe and oe["ratio_median"]:
+        v = oe["ratio_median"]
+        t.append(dict(target="live overhead estimate (calibrated cost per hit × hits) within 2 × of the "
+                             "measured added cost (`--cudatrace --no-latency`, one hit per launch)",
+                      measured="estimate ÷ measured %.2f (%.2f–%.2f); per launch %.0f ns estimated, %.0f ns measured" % (
+                          v, oe["ratio_min"], oe["ratio_max"], med(sorted(r["estimate_ns"] for r in oe["rows"])),
+                          med(sorted(r["added_ns"] for r in oe["rows"]))),
+                      verdict="met" if 0.5 <= v <= 2 else "missed"))
     rb = [r for r in results.get("ringbuf", []) if r["mode"] == "--trace" and r["offered"]]
     if rb:
         ok = [r for r in rb if not any(r["dropped"])]
@@ -1212,7 +1257,7 @@ def main():
     args = ap.parse_args()
     if os.geteuid() != 0:
         die("needs root (BPF)")
-    secs = ["percall", "progcost", "attach", "soak", "ringbuf"]
+    secs = ["percall", "progcost", "attach", "soak", "ringbuf", "estimate"]
     only = args.only.split(",") if args.only else secs
     for x in only:
         if x not in secs:
@@ -1239,6 +1284,9 @@ def main():
     if "ringbuf" in only:
         log("bench: ring buffer")
         ringbuf(results)
+    if "estimate" in only:
+        log("bench: gpuprobe's live overhead estimate against the measured cost")
+        overhead_estimate(results)
     judge(results)
     results["analysis"] = analysis(results)
     wall = time.monotonic() - t0
