@@ -1205,15 +1205,6 @@ def analysis(results):
         n.append("What might close the memleak gap (not measured here): a stack id (`bpf_get_stackid`) "
                  "instead of the raw stack in `pending` and in each record, and task-local storage "
                  "instead of a hash map for the entry-to-return state.")
-    oe = results.get("overhead_estimate")
-    if oe and oe["ratio_median"]:
-        v = oe["ratio_median"]
-        t.append(dict(target="live overhead estimate (calibrated cost per hit × hits) within 2 × of the "
-                             "measured added cost (`--cudatrace --no-latency`, one hit per launch)",
-                      measured="estimate ÷ measured %.2f (%.2f–%.2f); per launch %.0f ns estimated, %.0f ns measured" % (
-                          v, oe["ratio_min"], oe["ratio_max"], med(sorted(r["estimate_ns"] for r in oe["rows"])),
-                          med(sorted(r["added_ns"] for r in oe["rows"]))),
-                      verdict="met" if 0.5 <= v <= 2 else "missed"))
     rb = [r for r in results.get("ringbuf", []) if r["mode"] == "--trace" and r["offered"]]
     if rb:
         ok = [r for r in rb if not any(r["dropped"])]
