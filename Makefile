@@ -44,7 +44,7 @@ UNITS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 # Debian packages the build and the tests need; `make deps` installs the missing ones.
 DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev libjson-c-dev \
 	libiberty-dev gcc make util-linux procps
-DEB_PKGS += libmicrohttpd-dev prometheus # gpuprobe daemon; promtool and a server for its tests
+DEB_PKGS += libmicrohttpd-dev prometheus systemd # gpuprobe daemon; promtool, a server and systemd-analyze for its tests
 
 .PHONY: all gpuprobe testbins test demo deps clean fuzz bundle
 .SECONDARY:
