@@ -67,8 +67,9 @@ def test_bandwidth_matches_the_stand_in():
     for k, x in by_key(p).items():
         if x["sync_copies"] and x["sync_bytes"] >= (8 << 20):
             bps = x["bytes_per_second"]
-            # sleeps are never shorter than asked: measured <= the stand-in's rate, and close
-            check(0.6 * BW < bps <= 1.02 * BW, f"{k}: {bps:.3g} B/s vs the stand-in's {BW:.3g}")
+            # sleeps are never shorter than asked: never above the stand-in's rate; a loaded
+            # machine only makes them longer, hence the loose lower bound
+            check(0.3 * BW < bps <= 1.02 * BW, f"{k}: {bps:.3g} B/s vs the stand-in's {BW:.3g}")
         if x["async_synced_copies"]:
             # the window from submission to sync covers at least the transfers themselves
             check(x["async_seconds_upper_bound"] >= 0.9 * x["async_bytes"] / BW,
