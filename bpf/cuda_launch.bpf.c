@@ -496,22 +496,10 @@ SEC("tp/sched/sched_process_exit")
 int launch_proc_exit(struct trace_event_raw_sched_process_exit *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
-	struct gp_exit_event *e;
 
+	/* A thread that dies inside a call never returns: forget its in-flight record. */
 	bpf_map_delete_elem(&calls, &id);
-	if (!gp_process_dead(ctx, id) || !bpf_map_lookup_elem(&procs, &tgid))
-		return 0;
-	bpf_map_delete_elem(&procs, &tgid);
-	e = bpf_ringbuf_reserve(&names, sizeof(*e), 0);
-	if (!e) {
+	if (!gp_report_exit(ctx, id, &procs, &names))
 		count_drop(GP_LDROP_RINGBUF);
-		return 0;
-	}
-	e->type = GP_EV_EXIT;
-	e->pid = tgid;
-	e->ts_ns = bpf_ktime_get_ns();
-	gp_leader_comm(e->comm);
-	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -337,6 +337,32 @@ static __always_inline bool gp_process_dead(struct trace_event_raw_sched_process
 	return (id >> 32) == (__u32)id;
 }
 
+static __always_inline void gp_leader_comm(char *buf);
+
+/*
+ * The exit of a process a mode has seen (its tgid in procs): forget it there and send a
+ * GP_EV_EXIT record on rb. Returns false when rb was full (the caller counts the drop).
+ */
+static __always_inline bool gp_report_exit(struct trace_event_raw_sched_process_exit *ctx, __u64 id,
+					   void *procs, void *rb)
+{
+	__u32 tgid = id >> 32;
+	struct gp_exit_event *e;
+
+	if (!gp_process_dead(ctx, id) || !bpf_map_lookup_elem(procs, &tgid))
+		return true;
+	bpf_map_delete_elem(procs, &tgid);
+	e = bpf_ringbuf_reserve(rb, sizeof(*e), 0);
+	if (!e)
+		return false;
+	e->type = GP_EV_EXIT;
+	e->pid = tgid;
+	e->ts_ns = bpf_ktime_get_ns();
+	gp_leader_comm(e->comm);
+	bpf_ringbuf_submit(e, 0);
+	return true;
+}
+
 /* The process's name: the leader's comm, not the calling thread's (CUDA programs end on
  * the driver's own threads, named cuda-EvtHandlr and the like). */
 static __always_inline void gp_leader_comm(char *buf)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "apis.h"
 #include "bandwidth.h"
+#include "proctab.h"
 #include "u64map.h"
 
 #define MAX_GPUS 64
@@ -44,10 +45,7 @@ struct bw_proc {
 };
 
 struct bandwidth {
-	struct u64map *live;
-	struct bw_proc **exited;
-	size_t nr_exited, cap_exited;
-	struct bw_proc **view;
+	struct proctab *procs; /* struct bw_proc */
 	/* --csv: bytes per GPU and direction since the last row */
 	uint64_t interval[MAX_GPUS + 1][BW__COUNT];
 	bool gpu_seen[MAX_GPUS + 1];
@@ -104,14 +102,25 @@ static struct bw_proc *proc__new(uint32_t pid)
 	return p;
 }
 
+static void free_proc(void *ctx, void *p)
+{
+	(void)ctx;
+	proc__free(p);
+}
+
+static void *make_proc(uint32_t pid)
+{
+	return proc__new(pid);
+}
+
 struct bandwidth *bandwidth__new(void)
 {
 	struct bandwidth *bw = calloc(1, sizeof(*bw));
 
 	if (!bw)
 		return NULL;
-	bw->live = u64map__new();
-	if (!bw->live) {
+	bw->procs = proctab__new(free_proc, NULL);
+	if (!bw->procs) {
 		free(bw);
 		return NULL;
 	}
@@ -120,32 +129,16 @@ struct bandwidth *bandwidth__new(void)
 
 void bandwidth__free(struct bandwidth *bw)
 {
-	uint64_t k;
-	void *v;
-
 	if (!bw)
 		return;
-	for (size_t it = 0; u64map__next(bw->live, &it, &k, &v);)
-		proc__free(v);
-	u64map__free(bw->live);
-	for (size_t i = 0; i < bw->nr_exited; i++)
-		proc__free(bw->exited[i]);
-	free(bw->exited);
-	free(bw->view);
+	proctab__free(bw->procs);
 	free(bw);
 }
 
 static struct bw_proc *get_proc(struct bandwidth *bw, uint32_t pid, const char *comm)
 {
-	struct bw_proc *p = u64map__get(bw->live, pid);
+	struct bw_proc *p = proctab__get(bw->procs, pid, make_proc);
 
-	if (!p) {
-		p = proc__new(pid);
-		if (p && u64map__put(bw->live, pid, p)) {
-			proc__free(p);
-			return NULL;
-		}
-	}
 	if (p && comm && comm[0])
 		snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, comm);
 	return p;
@@ -547,46 +540,17 @@ void bandwidth__on_aux(struct bandwidth *bw, const struct gp_aux_event *e)
 
 void bandwidth__on_exit(struct bandwidth *bw, const struct gp_exit_event *e)
 {
-	struct bw_proc *p = u64map__del(bw->live, e->pid);
+	struct bw_proc *p = proctab__exit(bw->procs, e->pid, e->ts_ns);
 
 	if (!p)
 		return;
-	if (grow((void **)&bw->exited, &bw->cap_exited, bw->nr_exited + 1, sizeof(*bw->exited))) {
-		proc__free(p);
-		return;
-	}
 	p->exited = true;
 	p->exit_ns = e->ts_ns;
-	bw->exited[bw->nr_exited++] = p;
-}
-
-static int cmp_proc(const void *a, const void *b)
-{
-	const struct bw_proc *x = *(struct bw_proc *const *)a, *y = *(struct bw_proc *const *)b;
-
-	if (x->exited != y->exited)
-		return x->exited ? 1 : -1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
 size_t bandwidth__procs(struct bandwidth *bw, struct bw_proc ***out)
 {
-	size_t n = u64map__size(bw->live) + bw->nr_exited, i = 0;
-	struct bw_proc **v = realloc(bw->view, (n ? n : 1) * sizeof(*v));
-	uint64_t k;
-	void *val;
-
-	*out = NULL;
-	if (!v)
-		return 0;
-	bw->view = v;
-	for (size_t it = 0; u64map__next(bw->live, &it, &k, &val);)
-		v[i++] = val;
-	for (size_t j = 0; j < bw->nr_exited; j++)
-		v[i++] = bw->exited[j];
-	qsort(v, n, sizeof(*v), cmp_proc);
-	*out = v;
-	return n;
+	return proctab__list(bw->procs, (void ***)out);
 }
 
 uint32_t bw_proc__pid(const struct bw_proc *p)
@@ -638,28 +602,12 @@ size_t bw_proc__stats(struct bw_proc *p, struct bw_stat ***out)
 
 void bandwidth__reap_exited(struct bandwidth *bw, uint32_t keep_pid)
 {
-	size_t kept = 0;
-
-	for (size_t i = 0; i < bw->nr_exited; i++) {
-		if (keep_pid && bw->exited[i]->pid == keep_pid)
-			bw->exited[kept++] = bw->exited[i];
-		else
-			proc__free(bw->exited[i]);
-	}
-	bw->nr_exited = kept;
+	proctab__reap(bw->procs, keep_pid, UINT64_MAX, NULL, NULL);
 }
 
 void bandwidth__reap_exited_before(struct bandwidth *bw, uint64_t cutoff_ns)
 {
-	size_t kept = 0;
-
-	for (size_t i = 0; i < bw->nr_exited; i++) {
-		if (bw->exited[i]->exit_ns >= cutoff_ns)
-			bw->exited[kept++] = bw->exited[i];
-		else
-			proc__free(bw->exited[i]);
-	}
-	bw->nr_exited = kept;
+	proctab__reap(bw->procs, 0, cutoff_ns, NULL, NULL);
 }
 
 int bandwidth__csv_rows(struct bandwidth *bw, FILE *f, double unix_time, double interval_s)

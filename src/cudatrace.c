@@ -4,15 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cudatrace.h"
+#include "proctab.h"
 #include "symbolize.h"
 #include "u64map.h"
 
 struct cudatrace {
-	uint64_t start_ns;   /* rates of a process's first report count from here */
-	struct u64map *live; /* pid -> struct ct_proc */
-	struct ct_proc **exited;
-	size_t nr_exited, cap_exited;
-	struct ct_proc **view;
+	uint64_t start_ns;      /* rates of a process's first report count from here */
+	struct proctab *procs; /* struct ct_proc */
 };
 
 static void free_values(struct u64map *m)
@@ -67,14 +65,25 @@ static struct ct_proc *proc__new(uint32_t pid)
 	return p;
 }
 
+static void free_proc(void *ctx, void *p)
+{
+	(void)ctx;
+	proc__free(p);
+}
+
+static void *make_proc(uint32_t pid)
+{
+	return proc__new(pid);
+}
+
 struct cudatrace *cudatrace__new(void)
 {
 	struct cudatrace *ct = calloc(1, sizeof(*ct));
 
 	if (!ct)
 		return NULL;
-	ct->live = u64map__new();
-	if (!ct->live) {
+	ct->procs = proctab__new(free_proc, NULL);
+	if (!ct->procs) {
 		free(ct);
 		return NULL;
 	}
@@ -83,33 +92,15 @@ struct cudatrace *cudatrace__new(void)
 
 void cudatrace__free(struct cudatrace *ct)
 {
-	uint64_t k;
-	void *v;
-
 	if (!ct)
 		return;
-	for (size_t it = 0; u64map__next(ct->live, &it, &k, &v);)
-		proc__free(v);
-	u64map__free(ct->live);
-	for (size_t i = 0; i < ct->nr_exited; i++)
-		proc__free(ct->exited[i]);
-	free(ct->exited);
-	free(ct->view);
+	proctab__free(ct->procs);
 	free(ct);
 }
 
 static struct ct_proc *get_proc(struct cudatrace *ct, uint32_t pid)
 {
-	struct ct_proc *p = u64map__get(ct->live, pid);
-
-	if (p)
-		return p;
-	p = proc__new(pid);
-	if (p && u64map__put(ct->live, pid, p)) {
-		proc__free(p);
-		p = NULL;
-	}
-	return p;
+	return proctab__get(ct->procs, pid, make_proc);
 }
 
 static void put_name(struct u64map *m, uint64_t handle, const char *name)
@@ -148,35 +139,20 @@ void cudatrace__on_host_name(struct cudatrace *ct, uint32_t pid, uint64_t handle
 
 void cudatrace__on_exit(struct cudatrace *ct, const struct gp_exit_event *e)
 {
-	struct ct_proc *p = u64map__del(ct->live, e->pid), **n;
+	struct ct_proc *p = proctab__exit(ct->procs, e->pid, e->ts_ns);
 
 	if (!p)
 		return;
-	if (ct->nr_exited == ct->cap_exited) {
-		size_t cap = ct->cap_exited ? ct->cap_exited * 2 : 16;
-
-		n = realloc(ct->exited, cap * sizeof(*n));
-		if (!n) {
-			proc__free(p);
-			return;
-		}
-		ct->exited = n;
-		ct->cap_exited = cap;
-	}
 	snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, e->comm);
 	p->exited = true;
 	p->exit_ns = e->ts_ns;
-	ct->exited[ct->nr_exited++] = p;
 }
 
 /* Counts go to the live process of that PID, else to the exited one awaiting its report. */
 static struct ct_proc *find_proc(struct cudatrace *ct, uint32_t pid)
 {
-	struct ct_proc *p = u64map__get(ct->live, pid);
+	struct ct_proc *p = proctab__find(ct->procs, pid);
 
-	for (size_t i = 0; !p && i < ct->nr_exited; i++)
-		if (ct->exited[i]->pid == pid)
-			p = ct->exited[i];
 	return p ? p : get_proc(ct, pid);
 }
 
@@ -187,13 +163,11 @@ void cudatrace__set_start(struct cudatrace *ct, uint64_t start_ns)
 
 void cudatrace__snapshot_begin(struct cudatrace *ct)
 {
-	uint64_t k;
-	void *v;
+	struct ct_proc **v;
+	size_t n = cudatrace__procs(ct, &v);
 
-	for (size_t it = 0; u64map__next(ct->live, &it, &k, &v);)
-		clear_snapshot(v);
-	for (size_t i = 0; i < ct->nr_exited; i++)
-		clear_snapshot(ct->exited[i]);
+	for (size_t i = 0; i < n; i++)
+		clear_snapshot(v[i]);
 }
 
 const char *cudatrace__name_of(struct ct_proc *p, uint64_t handle, uint32_t gen,
@@ -338,76 +312,48 @@ static void finish(struct ct_proc *p, uint64_t start_ns, uint64_t now_ns)
 
 void cudatrace__snapshot_end(struct cudatrace *ct, uint64_t now_ns)
 {
-	uint64_t k;
-	void *v;
+	struct ct_proc **v;
+	size_t n = cudatrace__procs(ct, &v);
 
-	for (size_t it = 0; u64map__next(ct->live, &it, &k, &v);)
-		finish(v, ct->start_ns, now_ns);
-	for (size_t i = 0; i < ct->nr_exited; i++)
-		finish(ct->exited[i], ct->start_ns, now_ns);
-}
-
-static int cmp_proc(const void *a, const void *b)
-{
-	const struct ct_proc *x = *(struct ct_proc *const *)a, *y = *(struct ct_proc *const *)b;
-
-	if (x->exited != y->exited)
-		return x->exited ? 1 : -1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
+	for (size_t i = 0; i < n; i++)
+		finish(v[i], ct->start_ns, now_ns);
 }
 
 size_t cudatrace__procs(struct cudatrace *ct, struct ct_proc ***out)
 {
-	size_t n = u64map__size(ct->live) + ct->nr_exited, i = 0;
-	struct ct_proc **v = realloc(ct->view, (n ? n : 1) * sizeof(*v));
-	uint64_t k;
-	void *val;
+	return proctab__list(ct->procs, (void ***)out);
+}
 
-	*out = NULL;
-	if (!v)
-		return 0;
-	ct->view = v;
-	for (size_t it = 0; u64map__next(ct->live, &it, &k, &val);)
-		v[i++] = val;
-	for (size_t j = 0; j < ct->nr_exited; j++)
-		v[i++] = ct->exited[j];
-	qsort(v, n, sizeof(*v), cmp_proc);
-	*out = v;
-	return n;
+struct forget_ctx {
+	struct cudatrace *ct;
+	void (*forget)(void *ctx, uint32_t pid);
+	void *ctx;
+};
+
+/* The caller's BPF counters of a PID go with its record, unless a new process has it. */
+static void before_free(void *rctx, void *v)
+{
+	struct forget_ctx *f = rctx;
+	struct ct_proc *p = v;
+
+	if (f->forget && !proctab__live(f->ct->procs, p->pid))
+		f->forget(f->ctx, p->pid);
 }
 
 void cudatrace__reap_exited(struct cudatrace *ct, uint32_t keep_pid,
 			    void (*forget)(void *ctx, uint32_t pid), void *ctx)
 {
-	size_t kept = 0;
+	struct forget_ctx f = { .ct = ct, .forget = forget, .ctx = ctx };
 
-	for (size_t i = 0; i < ct->nr_exited; i++) {
-		if (keep_pid && ct->exited[i]->pid == keep_pid) {
-			ct->exited[kept++] = ct->exited[i];
-			continue;
-		}
-		if (forget && !u64map__get(ct->live, ct->exited[i]->pid))
-			forget(ctx, ct->exited[i]->pid);
-		proc__free(ct->exited[i]);
-	}
-	ct->nr_exited = kept;
+	proctab__reap(ct->procs, keep_pid, UINT64_MAX, before_free, &f);
 }
 
 void cudatrace__reap_exited_before(struct cudatrace *ct, uint64_t cutoff_ns,
 				   void (*forget)(void *ctx, uint32_t pid), void *ctx)
 {
-	size_t kept = 0;
+	struct forget_ctx f = { .ct = ct, .forget = forget, .ctx = ctx };
 
-	for (size_t i = 0; i < ct->nr_exited; i++) {
-		if (ct->exited[i]->exit_ns >= cutoff_ns) {
-			ct->exited[kept++] = ct->exited[i];
-			continue;
-		}
-		if (forget && !u64map__get(ct->live, ct->exited[i]->pid))
-			forget(ctx, ct->exited[i]->pid);
-		proc__free(ct->exited[i]);
-	}
-	ct->nr_exited = kept;
+	proctab__reap(ct->procs, 0, cutoff_ns, before_free, &f);
 }
 
 /* "func+0x1a (lib)" -> "func" */

@@ -495,7 +495,7 @@ static void overhead_report(struct u64map *m, double cost)
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 		json_object_put(o);
 	} else if (u64map__size(m)) {
-		printf("gpuprobe overhead (estimate): one probe hit costs %.2f us on this machine (calibrated at start)\n",
+		printf("gpuprobe overhead (estimate): one probe hit costs %.2f us on this machine (calibrated when the run ended)\n",
 		       cost * 1e6);
 		for (size_t it = 0; u64map__next(m, &it, &k, &v);) {
 			struct overhead *x = v;
@@ -582,11 +582,6 @@ int main(int argc, char **argv)
 	r = check_kernel(err, sizeof(err));
 	if (r)
 		goto cleanup;
-	if (env.memleak || env.cudatrace) {
-		probe_cost = calibrate__probe_cost(2000);
-		if (probe_cost < 0 && env.verbose)
-			fprintf(stderr, "gpuprobe: cannot calibrate the probe cost: %s\n", strerror((int)-probe_cost));
-	}
 	if (env.memleak || env.cudatrace || env.bandwidth || env.trace) { /* --ioctl alone needs no libcuda */
 		r = resolve_libs(&libs, err, sizeof(err));
 		if (r)
@@ -782,6 +777,13 @@ int main(int argc, char **argv)
 	if (ioc)
 		ioctl_probe__report(ioc, "final");
 	if (ov) {
+		/* priced after the run, so the traced command does not wait for it to start */
+		if (env.memleak || env.cudatrace) {
+			probe_cost = calibrate__probe_cost(2000);
+			if (probe_cost < 0 && env.verbose)
+				fprintf(stderr, "gpuprobe: cannot calibrate the probe cost: %s\n",
+					strerror((int)-probe_cost));
+		}
 		overhead_report(ov, probe_cost);
 		u64map__free(ov);
 		ov = NULL;

@@ -6,13 +6,11 @@
 #include <string.h>
 #include "apis.h"
 #include "memleak.h"
+#include "proctab.h"
 #include "u64map.h"
 
 struct memleak {
-	struct u64map *live; /* pid -> struct ml_proc */
-	struct ml_proc **exited;
-	size_t nr_exited, cap_exited;
-	struct ml_proc **view; /* memleak__procs() result */
+	struct proctab *procs; /* struct ml_proc */
 	size_t max_allocs, nr_allocs;
 	uint64_t table_full;
 	ml_symbolize_fn sym;
@@ -74,14 +72,29 @@ static struct ml_proc *proc__new(uint32_t pid, const char *comm)
 	return p;
 }
 
+/* A record goes: its allocations leave the --max-allocs count with it. */
+static void free_proc(void *ctx, void *v)
+{
+	struct memleak *ml = ctx;
+	struct ml_proc *p = v;
+
+	ml->nr_allocs -= u64map__size(p->allocs) + u64map__size(p->handles);
+	proc__free(p);
+}
+
+static void *make_proc(uint32_t pid)
+{
+	return proc__new(pid, "");
+}
+
 struct memleak *memleak__new(size_t max_allocs, ml_symbolize_fn sym, void *sym_ctx)
 {
 	struct memleak *ml = calloc(1, sizeof(*ml));
 
 	if (!ml)
 		return NULL;
-	ml->live = u64map__new();
-	if (!ml->live) {
+	ml->procs = proctab__new(free_proc, ml);
+	if (!ml->procs) {
 		free(ml);
 		return NULL;
 	}
@@ -93,35 +106,19 @@ struct memleak *memleak__new(size_t max_allocs, ml_symbolize_fn sym, void *sym_c
 
 void memleak__free(struct memleak *ml)
 {
-	uint64_t k;
-	void *v;
-
 	if (!ml)
 		return;
-	for (size_t it = 0; u64map__next(ml->live, &it, &k, &v);)
-		proc__free(v);
-	u64map__free(ml->live);
-	for (size_t i = 0; i < ml->nr_exited; i++)
-		proc__free(ml->exited[i]);
-	free(ml->exited);
-	free(ml->view);
+	proctab__free(ml->procs);
 	free(ml);
 }
 
 static struct ml_proc *get_proc(struct memleak *ml, uint32_t pid, const char *comm)
 {
-	struct ml_proc *p = u64map__get(ml->live, pid);
+	struct ml_proc *p = proctab__get(ml->procs, pid, make_proc);
 
-	if (p) {
-		/* comm changes on exec; keep the latest */
+	/* comm changes on exec; keep the latest */
+	if (p)
 		snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, comm);
-		return p;
-	}
-	p = proc__new(pid, comm);
-	if (p && u64map__put(ml->live, pid, p)) {
-		proc__free(p);
-		p = NULL;
-	}
 	return p;
 }
 
@@ -269,58 +266,18 @@ void memleak__on_free(struct memleak *ml, const struct gp_free_event *e)
 
 struct ml_proc *memleak__on_exit(struct memleak *ml, const struct gp_exit_event *e)
 {
-	struct ml_proc *p = u64map__del(ml->live, e->pid);
-	struct ml_proc **n;
+	struct ml_proc *p = proctab__exit(ml->procs, e->pid, e->ts_ns);
 
-	if (!p)
-		return NULL;
-	if (ml->nr_exited == ml->cap_exited) {
-		size_t cap = ml->cap_exited ? ml->cap_exited * 2 : 16;
-
-		n = realloc(ml->exited, cap * sizeof(*n));
-		if (!n) {
-			ml->nr_allocs -= u64map__size(p->allocs) + u64map__size(p->handles);
-			proc__free(p);
-			return NULL;
-		}
-		ml->exited = n;
-		ml->cap_exited = cap;
+	if (p) {
+		p->exited = true;
+		p->exit_ns = e->ts_ns;
 	}
-	p->exited = true;
-	p->exit_ns = e->ts_ns;
-	ml->exited[ml->nr_exited++] = p;
 	return p;
-}
-
-static int cmp_proc(const void *a, const void *b)
-{
-	const struct ml_proc *x = *(struct ml_proc *const *)a, *y = *(struct ml_proc *const *)b;
-
-	if (x->exited != y->exited)
-		return x->exited ? 1 : -1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
 size_t memleak__procs(struct memleak *ml, struct ml_proc ***out)
 {
-	size_t n = u64map__size(ml->live) + ml->nr_exited, i = 0;
-	struct ml_proc **v;
-	uint64_t k;
-	void *val;
-
-	v = realloc(ml->view, (n ? n : 1) * sizeof(*v));
-	if (!v) {
-		*out = NULL;
-		return 0;
-	}
-	ml->view = v;
-	for (size_t it = 0; u64map__next(ml->live, &it, &k, &val);)
-		v[i++] = val;
-	for (size_t j = 0; j < ml->nr_exited; j++)
-		v[i++] = ml->exited[j];
-	qsort(v, n, sizeof(*v), cmp_proc);
-	*out = v;
-	return n;
+	return proctab__list(ml->procs, (void ***)out);
 }
 
 static int cmp_alloc(const void *a, const void *b)
@@ -364,36 +321,12 @@ const char *memleak__frame(struct ml_proc *p, uint64_t addr)
 
 void memleak__reap_exited(struct memleak *ml, uint32_t keep_pid)
 {
-	size_t kept = 0;
-
-	for (size_t i = 0; i < ml->nr_exited; i++) {
-		struct ml_proc *p = ml->exited[i];
-
-		if (keep_pid && p->pid == keep_pid) {
-			ml->exited[kept++] = p;
-			continue;
-		}
-		ml->nr_allocs -= u64map__size(p->allocs) + u64map__size(p->handles);
-		proc__free(p);
-	}
-	ml->nr_exited = kept;
+	proctab__reap(ml->procs, keep_pid, UINT64_MAX, NULL, NULL);
 }
 
 void memleak__reap_exited_before(struct memleak *ml, uint64_t cutoff_ns)
 {
-	size_t kept = 0;
-
-	for (size_t i = 0; i < ml->nr_exited; i++) {
-		struct ml_proc *p = ml->exited[i];
-
-		if (p->exit_ns >= cutoff_ns) {
-			ml->exited[kept++] = p;
-			continue;
-		}
-		ml->nr_allocs -= u64map__size(p->allocs) + u64map__size(p->handles);
-		proc__free(p);
-	}
-	ml->nr_exited = kept;
+	proctab__reap(ml->procs, 0, cutoff_ns, NULL, NULL);
 }
 
 uint64_t memleak__table_full(const struct memleak *ml)

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include "proctab.h"
+#include "u64map.h"
+
+struct exited {
+	void *p;
+	uint32_t pid;
+	uint64_t exit_ns;
+};
+
+struct row {
+	void *p;
+	uint32_t pid;
+	bool exited;
+};
+
+struct proctab {
+	struct u64map *live; /* pid -> record */
+	struct exited *exited;
+	size_t nr_exited, cap_exited;
+	struct row *rows;
+	void **view;
+	void (*free_proc)(void *ctx, void *p);
+	void *ctx;
+};
+
+struct proctab *proctab__new(void (*free_proc)(void *ctx, void *p), void *ctx)
+{
+	struct proctab *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->live = u64map__new();
+	if (!t->live) {
+		free(t);
+		return NULL;
+	}
+	t->free_proc = free_proc;
+	t->ctx = ctx;
+	return t;
+}
+
+void proctab__free(struct proctab *t)
+{
+	uint64_t k;
+	void *v;
+
+	if (!t)
+		return;
+	for (size_t it = 0; u64map__next(t->live, &it, &k, &v);)
+		t->free_proc(t->ctx, v);
+	u64map__free(t->live);
+	for (size_t i = 0; i < t->nr_exited; i++)
+		t->free_proc(t->ctx, t->exited[i].p);
+	free(t->exited);
+	free(t->rows);
+	free(t->view);
+	free(t);
+}
+
+void *proctab__live(const struct proctab *t, uint32_t pid)
+{
+	return u64map__get(t->live, pid);
+}
+
+void *proctab__get(struct proctab *t, uint32_t pid, void *(*make)(uint32_t pid))
+{
+	void *p = u64map__get(t->live, pid);
+
+	if (p)
+		return p;
+	p = make(pid);
+	if (p && u64map__put(t->live, pid, p)) {
+		t->free_proc(t->ctx, p);
+		p = NULL;
+	}
+	return p;
+}
+
+void *proctab__find(const struct proctab *t, uint32_t pid)
+{
+	void *p = u64map__get(t->live, pid);
+
+	for (size_t i = t->nr_exited; !p && i > 0; i--)
+		if (t->exited[i - 1].pid == pid)
+			p = t->exited[i - 1].p;
+	return p;
+}
+
+void *proctab__exit(struct proctab *t, uint32_t pid, uint64_t exit_ns)
+{
+	void *p = u64map__del(t->live, pid);
+
+	if (!p)
+		return NULL;
+	if (t->nr_exited == t->cap_exited) {
+		size_t cap = t->cap_exited ? t->cap_exited * 2 : 16;
+		struct exited *n = realloc(t->exited, cap * sizeof(*n));
+
+		if (!n) {
+			t->free_proc(t->ctx, p);
+			return NULL;
+		}
+		t->exited = n;
+		t->cap_exited = cap;
+	}
+	t->exited[t->nr_exited++] = (struct exited){ .p = p, .pid = pid, .exit_ns = exit_ns };
+	return p;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	if (x->exited != y->exited)
+		return x->exited ? 1 : -1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+size_t proctab__list(struct proctab *t, void ***out)
+{
+	size_t n = u64map__size(t->live) + t->nr_exited, i = 0;
+	struct row *rows = realloc(t->rows, (n ? n : 1) * sizeof(*rows));
+	void **view;
+	uint64_t k;
+	void *v;
+
+	*out = NULL;
+	if (!rows)
+		return 0;
+	t->rows = rows;
+	view = realloc(t->view, (n ? n : 1) * sizeof(*view));
+	if (!view)
+		return 0;
+	t->view = view;
+	for (size_t it = 0; u64map__next(t->live, &it, &k, &v);)
+		rows[i++] = (struct row){ .p = v, .pid = (uint32_t)k };
+	for (size_t j = 0; j < t->nr_exited; j++)
+		rows[i++] = (struct row){ .p = t->exited[j].p, .pid = t->exited[j].pid, .exited = true };
+	qsort(rows, n, sizeof(*rows), cmp_row);
+	for (i = 0; i < n; i++)
+		view[i] = rows[i].p;
+	*out = view;
+	return n;
+}
+
+void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
+		   void (*before_free)(void *rctx, void *p), void *rctx)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < t->nr_exited; i++) {
+		struct exited *e = &t->exited[i];
+
+		if ((keep_pid && e->pid == keep_pid) || e->exit_ns >= before_ns) {
+			t->exited[kept++] = *e;
+			continue;
+		}
+		if (before_free)
+			before_free(rctx, e->p);
+		t->free_proc(t->ctx, e->p);
+	}
+	t->nr_exited = kept;
+}
