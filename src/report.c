@@ -360,9 +360,28 @@ void report__cudatrace_text(FILE *f, struct cudatrace *ct, const struct ct_repor
 	fflush(f);
 }
 
+/* Non-empty log2 buckets as [{lo, hi, count}] */
+static json_object *json_hist_arr(const __u64 *slots, int n)
+{
+	json_object *arr = json_object_new_array();
+
+	for (int i = 0; i < n; i++) {
+		json_object *b;
+
+		if (!slots[i])
+			continue;
+		b = json_object_new_object();
+		json_object_object_add(b, "lo", json_object_new_uint64(i ? 1ULL << i : 0));
+		json_object_object_add(b, "hi", json_object_new_uint64((1ULL << (i + 1)) - 1));
+		json_object_object_add(b, "count", json_object_new_uint64(slots[i]));
+		json_object_array_add(arr, b);
+	}
+	return arr;
+}
+
 static json_object *json_hist(const struct gp_hist *h, bool latency)
 {
-	json_object *o = json_object_new_object(), *arr;
+	json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "calls", json_object_new_uint64(h->count));
 	if (!latency) {
@@ -375,19 +394,7 @@ static json_object *json_hist(const struct gp_hist *h, bool latency)
 	json_object_object_add(o, "timed", json_object_new_uint64(h->timed));
 	json_object_object_add(o, "total_s", json_object_new_double((double)h->total_ns / 1e9));
 	json_object_object_add(o, "max_s", json_object_new_double((double)h->max_ns / 1e9));
-	arr = json_object_new_array();
-	for (int i = 0; i < GP_HIST_SLOTS; i++) {
-		json_object *b;
-
-		if (!h->slots[i])
-			continue;
-		b = json_object_new_object();
-		json_object_object_add(b, "lo", json_object_new_uint64(i ? 1ULL << i : 0));
-		json_object_object_add(b, "hi", json_object_new_uint64((1ULL << (i + 1)) - 1));
-		json_object_object_add(b, "count", json_object_new_uint64(h->slots[i]));
-		json_object_array_add(arr, b);
-	}
-	json_object_object_add(o, "hist_us", arr);
+	json_object_object_add(o, "hist_us", json_hist_arr(h->slots, GP_HIST_SLOTS));
 	return o;
 }
 
@@ -538,24 +545,6 @@ void report__bandwidth_text(FILE *f, struct bandwidth *bw, const struct bw_repor
 	fflush(f);
 }
 
-static json_object *json_hist_arr(const uint64_t *slots, int n)
-{
-	json_object *arr = json_object_new_array();
-
-	for (int i = 0; i < n; i++) {
-		json_object *b;
-
-		if (!slots[i])
-			continue;
-		b = json_object_new_object();
-		json_object_object_add(b, "lo", json_object_new_uint64(i ? 1ULL << i : 0));
-		json_object_object_add(b, "hi", json_object_new_uint64((1ULL << (i + 1)) - 1));
-		json_object_object_add(b, "count", json_object_new_uint64(slots[i]));
-		json_object_array_add(arr, b);
-	}
-	return arr;
-}
-
 void report__bandwidth_json(FILE *f, struct bandwidth *bw, const struct bw_report_ctx *c)
 {
 	json_object *o = json_object_new_object(), *arr = json_object_new_array(), *d;
@@ -602,8 +591,8 @@ void report__bandwidth_json(FILE *f, struct bandwidth *bw, const struct bw_repor
 					       x->async_ns ? json_object_new_double((double)x->async_done_bytes / secs(x->async_ns)) : NULL);
 			json_object_object_add(t, "pageable_copies", json_object_new_uint64(x->pageable_copies));
 			json_object_object_add(t, "pageable_bytes", json_object_new_uint64(x->pageable_bytes));
-			json_object_object_add(t, "size_hist_bytes", json_hist_arr(x->size_hist, BW_HIST_SLOTS));
-			json_object_object_add(t, "sync_rate_hist_mib_s", json_hist_arr(x->rate_hist, BW_HIST_SLOTS));
+			json_object_object_add(t, "size_hist_bytes", json_hist_arr((const __u64 *)x->size_hist, BW_HIST_SLOTS));
+			json_object_object_add(t, "sync_rate_hist_mib_s", json_hist_arr((const __u64 *)x->rate_hist, BW_HIST_SLOTS));
 			json_object_array_add(ts, t);
 		}
 		json_object_object_add(po, "transfers", ts);
