@@ -18,22 +18,23 @@ endif
 
 CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fno-omit-frame-pointer -MMD -MP
-INCLUDES := -I$(OUTPUT) -Isrc -Ibpf
+SRC_DIRS := src/core src/out src/cli $(wildcard src/modes/*)
+INCLUDES := -I$(OUTPUT) $(addprefix -I,$(SRC_DIRS)) -Ibpf
 LIBS := -lbpf -lelf -lz -ljson-c -liberty -lpthread
-LIBS += -lmicrohttpd -ldl # gpuprobe daemon (src/daemon.c), gpuprobe check (src/check.c)
+LIBS += -lmicrohttpd -ldl # gpuprobe daemon (src/cli/daemon.c), gpuprobe check (src/cli/check.c)
 ifeq ($(STATIC),1)
 LDFLAGS += -static
 LIBS += -lzstd -lpthread
 endif
 
-BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Wall -Werror
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Wall -Werror -MMD -MP
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
-SRCS := $(wildcard src/*.c)
+SRCS := $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.c))
 OBJS := $(patsubst src/%.c,$(OUTPUT)/obj/%.o,$(SRCS))
-LIB_OBJS := $(filter-out $(OUTPUT)/obj/main.o,$(OBJS))
+LIB_OBJS := $(filter-out $(OUTPUT)/obj/cli/main.o,$(OBJS))
 
 FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1
 APP_SRCS := $(filter-out tests/apps/common.c,$(wildcard tests/apps/*.c))
@@ -59,17 +60,21 @@ testbins: $(FAKECUDA) $(APPS) $(UNITS)
 $(OUTPUT) $(OUTPUT)/obj $(OUTPUT)/fakecuda $(OUTPUT)/apps $(OUTPUT)/unit:
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/gpuprobe.h vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)
+# BPF objects depend on the headers they include (clang -MMD), skeletons on their object.
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(OUTPUT)/$*.bpf.d -MT $@ -c $< -o $@.tmp
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(OUTPUT)/obj/%.o: src/%.c $(SKELS) | $(OUTPUT)/obj
+# The skeletons are generated first (order-only); an object is rebuilt when a header it
+# really includes changes, its own skeleton among them (-MMD).
+$(OUTPUT)/obj/%.o: src/%.c | $(SKELS) $(OUTPUT)/obj
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -c $< -o $@
 
 $(OUTPUT)/gpuprobe: $(OBJS)
@@ -119,7 +124,7 @@ demo: deps
 # libFuzzer targets for the parsers of outside input (ELF files, /proc/PID/maps), seeded
 # with a hand-made ELF, system libraries and real maps. FUZZ_SECONDS per target.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_LIB := src/elfsym.c src/procmaps.c
+FUZZ_LIB := src/core/elfsym.c src/core/procmaps.c
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/unit/test_elfsym
 	$(Q)mkdir -p $(OUTPUT)/fuzz/seed-elfsym $(OUTPUT)/fuzz/seed-procmaps
@@ -127,7 +132,7 @@ fuzz: deps
 	$(Q)cp /lib/x86_64-linux-gnu/libdl.so.2 $(OUTPUT)/fuzz/seed-elfsym/ 2>/dev/null || true
 	$(Q)cp /proc/self/maps $(OUTPUT)/fuzz/seed-procmaps/self.maps
 	$(Q)for f in $(FUZZ_SRCS); do n=$$(basename $$f .c); s=$${n#fuzz_}; \
-		clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -o $(OUTPUT)/fuzz/$$n $$f $(FUZZ_LIB) -lelf -lz || exit 1; \
+		clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -o $(OUTPUT)/fuzz/$$n $$f $(FUZZ_LIB) -lelf -lz || exit 1; \
 		echo "  FUZZ     $$n ($${FUZZ_SECONDS:-30}s)"; \
 		$(OUTPUT)/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-30} -print_final_stats=1 \
 			$(OUTPUT)/fuzz/seed-$$s > $(OUTPUT)/fuzz/$$n.log 2>&1 || { tail -30 $(OUTPUT)/fuzz/$$n.log; exit 1; }; \
@@ -159,7 +164,7 @@ clean:
 	$(call msg,CLEAN,$(OUTPUT))
 	$(Q)rm -rf $(OUTPUT)
 
--include $(OBJS:.o=.d)
+-include $(OBJS:.o=.d) $(BPF_OBJS:.o=.d)
 
 # Benchmarks on the stand-in driver with real BPF (bench/run.py, root): per-call cost against
 # an empty uprobe, bpftrace and LD_PRELOAD, attach time, RSS over BENCH_SOAK_SECONDS (60),

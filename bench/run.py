@@ -115,10 +115,10 @@ def build():
 
 def gen_lib(nfuncs):
     """A stand-in libcuda.so.1 exporting nfuncs cu* functions: the names gpuprobe probes
-    (src/apis.c), the stand-in's own, then cuBenchFillerNNN; padded to 32 MiB like a real
+    (src/core/apis.c), the stand-in's own, then cuBenchFillerNNN; padded to 32 MiB like a real
     driver file. Only the symbol table and the size matter to attach."""
     names = []
-    with open("src/apis.c") as f:
+    with open("src/core/apis.c") as f:
         names += re.findall(r'"(cu[A-Za-z0-9_]+)"', f.read())
     out = sh(["nm", "-D", "--defined-only", FAKE])
     names += [l.split()[-1] for l in out.splitlines() if re.search(r" T cu", l)]
@@ -880,7 +880,7 @@ def write_doc(results, wall):
         a("## Attach time")
         a("")
         a("A generated stand-in (`.output/bench/libcuda_gen.so`, SONAME libcuda.so.1, from "
-          "`.output/bench/gen_libcuda.c`): %d exported `cu*` functions (the names in `src/apis.c`, "
+          "`.output/bench/gen_libcuda.c`): %d exported `cu*` functions (the names in `src/core/apis.c`, "
           "the stand-in's, then `cuBenchFillerNNN`), stripped and padded to %.0f MiB like a real "
           "driver file. *Attach* runs from the start of the command to gpuprobe's `gpuprobe: "
           "tracing` line on stderr (for `empty_uprobe`, its `probes attached` line); *start-to-exit* "
@@ -1123,14 +1123,14 @@ def analysis(results):
              "%.3f s." % (at["gp_gen"]["probes"], at["gp_gen"]["attach_s"], at["gp_trace_gen"]["probes"],
                          at["gp_trace_gen"]["attach_s"]))
         try:
-            with open("src/main.c") as f:
+            with open("src/cli/main.c") as f:
                 calib = "calibrate__probe_cost(" in f.read()
         except OSError:
             calib = False
         if calib and "gp_gen_perf" in at:
             per_link = (at["gp_gen_perf"]["total_s"] - at["gp_gen"]["total_s"]) / max(1, int(at["gp_gen"]["probes"]))
             s += (" With `--memleak` or `--cudatrace`, gpuprobe first calibrates the cost of a probe hit "
-                  "(`calibrate__probe_cost` in src/main.c, src/calibrate.c) through a perf-event uprobe on "
+                  "(`calibrate__probe_cost` in src/cli/main.c, src/core/calibrate.c) through a perf-event uprobe on "
                   "itself, and releasing a perf-event uprobe is slow on this kernel: in Attach time, the "
                   "perf-event run took %.2f s more to exit than the uprobe_multi one, about %.0f ms per link, "
                   "which is likely most of the difference (`--trace` and `--bandwidth-util` do not "

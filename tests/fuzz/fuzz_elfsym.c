@@ -4,7 +4,7 @@
  * /proc/self/fd/N because the API takes paths) and goes through every entry
  * point. Build:
  *   clang -g -O1 -fsanitize=fuzzer,address -Isrc -o fuzz_elfsym \
- *         tests/fuzz/fuzz_elfsym.c src/elfsym.c -lelf -lz
+ *         tests/fuzz/fuzz_elfsym.c src/core/elfsym.c -lelf -lz
  * Seeds: any small ELF files, e.g. "test_elfsym --write-mini-elf seed.so".
  */
 #define _GNU_SOURCE

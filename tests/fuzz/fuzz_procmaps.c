@@ -3,7 +3,7 @@
  * libFuzzer target for procmaps__parse_line: each input line, and the input
  * as a whole, must either be refused or yield a sane entry. Build:
  *   clang -g -O1 -fsanitize=fuzzer,address -Isrc -o fuzz_procmaps \
- *         tests/fuzz/fuzz_procmaps.c src/procmaps.c
+ *         tests/fuzz/fuzz_procmaps.c src/core/procmaps.c
  */
 #include "procmaps.h"
 

@@ -8,7 +8,7 @@
 #include "apis.h"
 #include "attach.h"
 #include "bandwidth.h"
-#include "copy_probe.h"
+#include "bandwidth_probe.h"
 #include "cuda_copy.skel.h"
 #include "events.h"
 #include "options.h"

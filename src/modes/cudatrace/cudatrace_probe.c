@@ -12,7 +12,7 @@
 #include "cudatrace.h"
 #include "elfsym.h"
 #include "events.h"
-#include "launch_probe.h"
+#include "cudatrace_probe.h"
 #include "options.h"
 #include "report.h"
 #include "symbolize.h"

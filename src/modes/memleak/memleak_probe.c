@@ -10,7 +10,7 @@
 #include "cuda_mem.skel.h"
 #include "elfsym.h"
 #include "events.h"
-#include "mem_probe.h"
+#include "memleak_probe.h"
 #include "memleak.h"
 #include "options.h"
 #include "report.h"
