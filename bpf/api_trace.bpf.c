@@ -10,6 +10,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
+#include "common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -75,7 +76,7 @@ int trace_enter(struct pt_regs *ctx)
 
 		if (!z)
 			return 0;
-		if (bpf_map_update_elem(&stacks, &id, z, BPF_NOEXIST) == -7 /* -E2BIG */) {
+		if (bpf_map_update_elem(&stacks, &id, z, BPF_NOEXIST) == -GP_E2BIG) {
 			__sync_fetch_and_add(&tdrops[GP_CDROP_PENDING], 1);
 			return 0;
 		}
@@ -158,10 +159,8 @@ int trace_leave(struct pt_regs *ctx)
 }
 
 SEC("tp/sched/sched_process_exit")
-int trace_proc_exit(void *ctx)
+int trace_proc_exit(struct trace_event_raw_sched_process_exit *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-
-	bpf_map_delete_elem(&stacks, &id);
+	gp_on_exit(ctx, &stacks, NULL, NULL);
 	return 0;
 }

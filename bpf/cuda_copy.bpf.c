@@ -11,6 +11,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
+#include "common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -39,10 +40,7 @@ __u64 cdrops[GP_CDROP__COUNT];
 __u64 small_copies, small_bytes; /* below --min-bytes: counted, not sent */
 __u64 failed_copies, zero_copies;
 
-static __always_inline void count_drop(int what)
-{
-	__sync_fetch_and_add(&cdrops[what], 1);
-}
+#define count_drop(what) gp_count_drop(cdrops, what)
 
 SEC("uprobe")
 int copy_enter(struct pt_regs *ctx)
@@ -308,11 +306,8 @@ int copy_leave(struct pt_regs *ctx)
 }
 
 SEC("tp/sched/sched_process_exit")
-int copy_proc_exit(void *ctx)
+int copy_proc_exit(struct trace_event_raw_sched_process_exit *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-
-	/* a thread that dies inside a call never returns */
-	bpf_map_delete_elem(&calls, &id);
+	gp_on_exit(ctx, &calls, NULL, NULL);
 	return 0;
 }

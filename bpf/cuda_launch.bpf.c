@@ -11,6 +11,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
+#include "common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -106,18 +107,11 @@ struct {
 
 __u64 ldrops[GP_LDROP__COUNT];
 
-static __always_inline void count_drop(int what)
-{
-	__sync_fetch_and_add(&ldrops[what], 1);
-}
+#define count_drop(what) gp_count_drop(ldrops, what)
 
 static __always_inline void remember_proc(__u32 tgid)
 {
-	__u8 one = 1;
-
-	if (bpf_map_lookup_elem(&procs, &tgid))
-		return;
-	if (bpf_map_update_elem(&procs, &tgid, &one, BPF_NOEXIST) == -7 /* -E2BIG */)
+	if (!gp_remember_proc(&procs, tgid))
 		count_drop(GP_LDROP_PROCS);
 }
 
@@ -164,13 +158,9 @@ static __always_inline void start_timer(__u64 id, __u32 api, __u32 hist)
 static __always_inline struct gp_hist *hist_of(__u32 tgid, __u32 kind)
 {
 	struct gp_hist_key k = { .pid = tgid, .kind = kind };
-	struct gp_hist *h = bpf_map_lookup_elem(&hists, &k);
 	static const struct gp_hist zero;
 
-	if (h)
-		return h;
-	bpf_map_update_elem(&hists, &k, &zero, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&hists, &k);
+	return gp_lookup_or_init(&hists, &k, &zero);
 }
 
 static __always_inline int count_launch(void *ctx, __u32 kind, __u64 handle, __u32 gx,
@@ -282,18 +272,6 @@ static __always_inline int sync_enter(struct pt_regs *ctx)
 	return 0;
 }
 
-static __always_inline __u32 log2_slot(__u64 v)
-{
-	__u32 r = 0;
-
-	/* bounded: the verifier sees at most 64 iterations */
-	for (int i = 0; i < 64 && v > 1; i++) {
-		v >>= 1;
-		r++;
-	}
-	return r >= GP_HIST_SLOTS ? GP_HIST_SLOTS - 1 : r;
-}
-
 /* Return of a timed launch or sync: one histogram sample in microseconds. */
 static __always_inline int timed_leave(struct pt_regs *ctx)
 {
@@ -312,7 +290,7 @@ static __always_inline int timed_leave(struct pt_regs *ctx)
 	bpf_map_delete_elem(&calls, &id);
 	if (!h)
 		return 0;
-	slot = log2_slot(d / 1000);
+	slot = gp_log2_slot(d / 1000, GP_HIST_SLOTS);
 	if (slot < GP_HIST_SLOTS)
 		__sync_fetch_and_add(&h->slots[slot], 1);
 	__sync_fetch_and_add(&h->timed, 1);
@@ -495,11 +473,7 @@ int launch_leave(struct pt_regs *ctx)
 SEC("tp/sched/sched_process_exit")
 int launch_proc_exit(struct trace_event_raw_sched_process_exit *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-
-	/* A thread that dies inside a call never returns: forget its in-flight record. */
-	bpf_map_delete_elem(&calls, &id);
-	if (!gp_report_exit(ctx, id, &procs, &names))
+	if (!gp_on_exit(ctx, &calls, &procs, &names))
 		count_drop(GP_LDROP_RINGBUF);
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
+#include "common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -71,10 +72,7 @@ struct {
 __u64 drops[GP_DROP__COUNT];
 __u64 ok_calls[GP_API__COUNT];
 
-static __always_inline void count_drop(int what)
-{
-	__sync_fetch_and_add(&drops[what], 1);
-}
+#define count_drop(what) gp_count_drop(drops, what)
 
 static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u64 a1,
 				 __u64 a3)
@@ -131,11 +129,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u
 
 static __always_inline void remember_proc(__u32 tgid)
 {
-	__u8 one = 1;
-
-	if (bpf_map_lookup_elem(&procs, &tgid))
-		return;
-	if (bpf_map_update_elem(&procs, &tgid, &one, BPF_NOEXIST) == -7 /* -E2BIG: the map is full */)
+	if (!gp_remember_proc(&procs, tgid))
 		count_drop(GP_DROP_PROCS);
 }
 
@@ -258,11 +252,7 @@ int mem_leave(struct pt_regs *ctx)
 SEC("tp/sched/sched_process_exit")
 int mem_proc_exit(struct trace_event_raw_sched_process_exit *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-
-	/* A thread that dies inside a call never returns: forget its in-flight record. */
-	bpf_map_delete_elem(&pending, &id);
-	if (!gp_report_exit(ctx, id, &procs, &events))
+	if (!gp_on_exit(ctx, &pending, &procs, &events))
 		count_drop(GP_DROP_RINGBUF);
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
 #include "nv_ioctl.h"
+#include "common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -63,10 +64,7 @@ struct {
 
 __u64 idrops[GP_IDROP__COUNT];
 
-static __always_inline void count_drop(int what)
-{
-	__sync_fetch_and_add(&idrops[what], 1);
-}
+#define count_drop(what) gp_count_drop(idrops, what)
 
 static __always_inline bool traced_major(__u32 major)
 {
@@ -102,26 +100,11 @@ static __always_inline int ioctl_enter(__u32 rdev, __u32 cmd, __u64 arg)
 static __always_inline struct gp_ioctl_stat *stat_of(struct gp_ioctl_key *k)
 {
 	static const struct gp_ioctl_stat zero;
-	struct gp_ioctl_stat *st = bpf_map_lookup_elem(&ioctl_stats, k);
+	struct gp_ioctl_stat *st = gp_lookup_or_init(&ioctl_stats, k, &zero);
 
-	if (st)
-		return st;
-	bpf_map_update_elem(&ioctl_stats, k, &zero, BPF_NOEXIST);
-	st = bpf_map_lookup_elem(&ioctl_stats, k);
 	if (!st)
 		count_drop(GP_IDROP_KEYS);
 	return st;
-}
-
-static __always_inline __u32 log2_slot(__u64 v)
-{
-	__u32 r = 0;
-
-	for (int i = 0; i < 64 && v > 1; i++) {
-		v >>= 1;
-		r++;
-	}
-	return r >= GP_HIST_SLOTS ? GP_HIST_SLOTS - 1 : r;
 }
 
 static __always_inline int ioctl_leave(long ret)
@@ -166,7 +149,7 @@ static __always_inline int ioctl_leave(long ret)
 
 	if (!bpf_map_lookup_elem(&ioctl_comms, &tgid)) {
 		gp_leader_comm(comm);
-		if (bpf_map_update_elem(&ioctl_comms, &tgid, comm, BPF_NOEXIST) == -7 /* -E2BIG */)
+		if (bpf_map_update_elem(&ioctl_comms, &tgid, comm, BPF_NOEXIST) == -GP_E2BIG)
 			count_drop(GP_IDROP_PROCS);
 	}
 	st = stat_of(&k);
@@ -176,7 +159,7 @@ static __always_inline int ioctl_leave(long ret)
 	if (ret < 0)
 		__sync_fetch_and_add(&st->errors, 1);
 	__sync_fetch_and_add(&st->total_ns, d);
-	slot = log2_slot(d / 1000);
+	slot = gp_log2_slot(d / 1000, GP_HIST_SLOTS);
 	if (slot < GP_HIST_SLOTS)
 		__sync_fetch_and_add(&st->slots[slot], 1);
 	for (int i = 0; i < 4; i++) {

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What every BPF object of gpuprobe shares, written once [bcc libbpf-tools maps.bpf.h,
+ * bits.bpf.h]: drop counting, the table of processes whose exit a mode reports, log2
+ * slots, map look-up-or-create, and the exit of a traced process. Include after
+ * vmlinux.h, the libbpf headers and gpuprobe.h.
+ */
+#ifndef GP_COMMON_BPF_H
+#define GP_COMMON_BPF_H
+
+#define GP_E2BIG 7 /* errno.h is not for BPF; a full hash map refuses an insert with -E2BIG */
+
+/* One more event lost for reason `what`: every object keeps its counters in a .bss array
+ * indexed by its own drop enum, which the loader shows. */
+#define gp_count_drop(counters, what) __sync_fetch_and_add(&(counters)[(what)], 1)
+
+/* floor(log2(v)) clamped to the last of `slots` buckets; bounded for the verifier. */
+static __always_inline __u32 gp_log2_slot(__u64 v, __u32 slots)
+{
+	__u32 r = 0;
+
+	for (int i = 0; i < 64 && v > 1; i++) {
+		v >>= 1;
+		r++;
+	}
+	return r >= slots ? slots - 1 : r;
+}
+
+/* The value of key in a hash map, inserted as *init when absent (another CPU may win the
+ * race to insert: then its value is returned). NULL only when the map is full. */
+static __always_inline void *gp_lookup_or_init(void *map, const void *key, const void *init)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+
+	if (v)
+		return v;
+	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, key);
+}
+
+/* Remembers that tgid made a call this object tracks, so that its exit is reported.
+ * Returns false when the table was full (the caller counts that drop). */
+static __always_inline bool gp_remember_proc(void *procs, __u32 tgid)
+{
+	__u8 one = 1;
+
+	if (bpf_map_lookup_elem(procs, &tgid))
+		return true;
+	return bpf_map_update_elem(procs, &tgid, &one, BPF_NOEXIST) != -GP_E2BIG;
+}
+
+/* The process's name: the leader's comm, not the calling thread's (CUDA programs end on
+ * the driver's own threads, named cuda-EvtHandlr and the like). */
+static __always_inline void gp_leader_comm(char *buf)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct task_struct *leader = BPF_CORE_READ(t, group_leader);
+
+	if (bpf_core_read_str(buf, GP_COMM_LEN, &leader->comm) < 0)
+		bpf_get_current_comm(buf, GP_COMM_LEN);
+}
+
+/* sched_process_exit fires for every thread: is this the process's last one? (group_dead
+ * where the kernel has it, else the leader's exit, as bcc's exitsnoop does) */
+static __always_inline bool gp_process_dead(struct trace_event_raw_sched_process_exit *ctx, __u64 id)
+{
+	if (bpf_core_field_exists(ctx->group_dead))
+		return BPF_CORE_READ(ctx, group_dead);
+	return (id >> 32) == (__u32)id;
+}
+
+/*
+ * The body of every object's sched_process_exit program: a thread that dies inside a
+ * call never returns, so its in-flight record (inflight, keyed by pid_tgid; NULL: none)
+ * goes; when the process dies and procs (NULL: none) knows it, it is forgotten there and
+ * a GP_EV_EXIT record goes to rb. Returns false when rb was full (a drop to count).
+ */
+static __always_inline bool gp_on_exit(struct trace_event_raw_sched_process_exit *ctx, void *inflight,
+				       void *procs, void *rb)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct gp_exit_event *e;
+
+	if (inflight)
+		bpf_map_delete_elem(inflight, &id);
+	if (!procs || !gp_process_dead(ctx, id) || !bpf_map_lookup_elem(procs, &tgid))
+		return true;
+	bpf_map_delete_elem(procs, &tgid);
+	e = bpf_ringbuf_reserve(rb, sizeof(*e), 0);
+	if (!e)
+		return false;
+	e->type = GP_EV_EXIT;
+	e->pid = tgid;
+	e->ts_ns = bpf_ktime_get_ns();
+	gp_leader_comm(e->comm);
+	bpf_ringbuf_submit(e, 0);
+	return true;
+}
+
+#endif /* GP_COMMON_BPF_H */
