@@ -18,7 +18,7 @@ endif
 
 CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fno-omit-frame-pointer -MMD -MP
-SRC_DIRS := src/core src/out src/cli $(wildcard src/modes/*)
+SRC_DIRS := src/core src/out src/cli src/modes $(patsubst %/,%,$(wildcard src/modes/*/))
 INCLUDES := -I$(OUTPUT) $(addprefix -I,$(SRC_DIRS)) -Ibpf
 LIBS := -lbpf -lelf -lz -ljson-c -liberty -lpthread
 LIBS += -lmicrohttpd -ldl # gpuprobe daemon (src/cli/daemon.c), gpuprobe check (src/cli/check.c)

@@ -25,14 +25,9 @@
 #include "apis.h"
 #include "attach.h"
 #include "check.h"
+#include "cmdline.h"
 #include "target.h"
-
-#ifndef CAP_PERFMON
-#define CAP_PERFMON 38
-#endif
-#ifndef CAP_BPF
-#define CAP_BPF 39
-#endif
+#include "util.h"
 #define TRACEFS_MAGIC_ 0x74726163
 
 enum verdict { OK, WARN, FAIL };
@@ -62,16 +57,6 @@ static bool sys_exists(struct checker *c, const char *rel, char *path, size_t le
 {
 	snprintf(path, len, "%s/%s", c->sysfs, rel);
 	return access(path, R_OK) == 0;
-}
-
-static bool has_cap(int cap)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2] = {};
-
-	if (syscall(SYS_capget, &h, d))
-		return false;
-	return d[cap >> 5].effective & (1U << (cap & 31));
 }
 
 static int quiet_print(enum libbpf_print_level l, const char *f, va_list a)
@@ -114,7 +99,7 @@ static void check_kernel(struct checker *c)
 		line(c, WARN, "kprobes", "%s missing: the ioctl mode would fall back to syscall tracepoints", path);
 	if (statfs("/sys/kernel/tracing", &sf) == 0 && sf.f_type == TRACEFS_MAGIC_)
 		line(c, OK, "tracefs", "mounted at /sys/kernel/tracing");
-	else if (access("/sys/kernel/tracing", F_OK) == 0 && (geteuid() == 0 || has_cap(CAP_SYS_ADMIN)))
+	else if (access("/sys/kernel/tracing", F_OK) == 0 && (geteuid() == 0 || gp_has_cap(CAP_SYS_ADMIN)))
 		line(c, WARN, "tracefs", "not mounted; gpuprobe mounts it at /sys/kernel/tracing (needs CAP_SYS_ADMIN, which it has)");
 	else
 		line(c, FAIL, "tracefs", "not mounted at /sys/kernel/tracing and not mountable here (mount -t tracefs nodev /sys/kernel/tracing)");
@@ -122,7 +107,7 @@ static void check_kernel(struct checker *c)
 
 static void check_privileges(struct checker *c)
 {
-	bool bpf = has_cap(CAP_BPF), perfmon = has_cap(CAP_PERFMON), ptrace = has_cap(CAP_SYS_PTRACE);
+	bool bpf = gp_has_cap(CAP_BPF), perfmon = gp_has_cap(CAP_PERFMON), ptrace = gp_has_cap(CAP_SYS_PTRACE);
 
 	if (geteuid() == 0 && bpf && perfmon && ptrace)
 		line(c, OK, "privileges", "root with CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE");
@@ -130,7 +115,7 @@ static void check_privileges(struct checker *c)
 		line(c, OK, "privileges", "CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE");
 	else if (bpf && perfmon)
 		line(c, WARN, "privileges", "no CAP_SYS_PTRACE: other users' processes (/proc/PID/maps, /proc/PID/root) stay invisible");
-	else if (has_cap(CAP_SYS_ADMIN))
+	else if (gp_has_cap(CAP_SYS_ADMIN))
 		line(c, OK, "privileges", "CAP_SYS_ADMIN (covers BPF and perf events)");
 	else
 		line(c, FAIL, "privileges", "need root, or CAP_BPF + CAP_PERFMON (+ CAP_SYS_PTRACE)");
@@ -192,15 +177,77 @@ typedef int (*cu_init_fn)(unsigned int);
 typedef int (*cu_version_fn)(int *);
 typedef int (*cu_getproc_fn)(const char *, void **, int, unsigned long long, int *);
 
+/* Whether one probed entry point (by its base name and stream flavour) was already
+ * asked for: cuGetProcAddress is asked once per pair. */
+static bool asked(const char *const *names, int i, const char *base, bool pt)
+{
+	for (int j = 0; j < i; j++) {
+		char b2[128];
+		bool pt2;
+
+		base_name(names[j], b2, sizeof(b2), &pt2);
+		if (pt2 == pt && !strcmp(b2, base))
+			return true;
+	}
+	return false;
+}
+
+/* What the runtime gets for each probed entry point: 1 matched, 0 absent, -1 warned. */
+static int check_entry(struct checker *c, cu_getproc_fn getproc, int ver, const char *base, bool pt)
+{
+	void *pfn = NULL;
+	int status = -1, r;
+	Dl_info info;
+
+	r = getproc(base, &pfn, ver, pt ? 2 /* PER_THREAD_DEFAULT_STREAM */ : 0 /* DEFAULT */, &status);
+	if (r || status != 0 || !pfn)
+		return 0;
+	if (!dladdr(pfn, &info) || !info.dli_sname) {
+		line(c, WARN, "entry point", "%s%s -> %p: not an exported symbol, gpuprobe cannot probe it",
+		     base, pt ? " (per-thread stream)" : "", pfn);
+		return -1;
+	}
+	if (!probed(info.dli_sname)) {
+		line(c, WARN, "entry point", "%s%s -> %s, which gpuprobe does not probe: its calls go uncounted",
+		     base, pt ? " (per-thread stream)" : "", info.dli_sname);
+		return -1;
+	}
+	return 1;
+}
+
+static void check_entries(struct checker *c, cu_getproc_fn getproc, int ver)
+{
+	const char *names[128];
+	int n = 0, matched = 0, absent = 0;
+
+	for (int i = 0; i < gp_mem_apis_cnt; i++)
+		names[n++] = gp_mem_apis[i].name;
+	for (int i = 0; i < gp_launch_apis_cnt; i++)
+		names[n++] = gp_launch_apis[i].name;
+	for (int i = 0; i < n; i++) {
+		char base[128];
+		bool pt;
+		int r;
+
+		base_name(names[i], base, sizeof(base), &pt);
+		if (asked(names, i, base, pt))
+			continue;
+		r = check_entry(c, getproc, ver, base, pt);
+		matched += r == 1;
+		absent += r == 0;
+	}
+	line(c, OK, "entry points", "%d functions the runtime gets through cuGetProcAddress (CUDA %d.%d) are the exported symbols gpuprobe probes; %d not in this driver",
+	     matched, ver / 1000, ver % 1000 / 10, absent);
+}
+
 /* What the CUDA runtime gets through cuGetProcAddress must be what gpuprobe probes. */
 static void check_driver(struct checker *c)
 {
-	const char *names[128];
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	cu_init_fn init;
 	cu_version_fn version;
 	cu_getproc_fn getproc;
-	int n = 0, matched = 0, absent = 0, ver = 13000, r;
+	int ver = 13000, r;
 	Dl_info info;
 
 	if (!h) {
@@ -212,56 +259,15 @@ static void check_driver(struct checker *c)
 	getproc = (cu_getproc_fn)dlsym(h, "cuGetProcAddress_v2");
 	if (dladdr((void *)init, &info) && info.dli_fname)
 		line(c, OK, "driver", "libcuda.so.1 loads from %s", info.dli_fname);
-	if (!init || (r = init(0)) != 0) {
+	if (!init || (r = init(0)) != 0)
 		line(c, WARN, "driver", "cuInit(0) failed (%d): no usable GPU, entry points not checked", init ? r : -1);
-		goto cleanup;
-	}
-	if (version)
-		version(&ver);
-	if (!getproc) {
+	else if (!getproc)
 		line(c, WARN, "entry points", "the driver has no cuGetProcAddress_v2 (CUDA < 12): not checked");
-		goto cleanup;
+	else {
+		if (version)
+			version(&ver);
+		check_entries(c, getproc, ver);
 	}
-	for (int i = 0; i < gp_mem_apis_cnt; i++)
-		names[n++] = gp_mem_apis[i].name;
-	for (int i = 0; i < gp_launch_apis_cnt; i++)
-		names[n++] = gp_launch_apis[i].name;
-	for (int i = 0; i < n; i++) {
-		char base[128];
-		bool pt, dup = false;
-		void *pfn = NULL;
-		int status = -1;
-
-		base_name(names[i], base, sizeof(base), &pt);
-		for (int j = 0; j < i && !dup; j++) { /* once per (base, stream flavour) */
-			char b2[128];
-			bool pt2;
-
-			base_name(names[j], b2, sizeof(b2), &pt2);
-			dup = pt2 == pt && !strcmp(b2, base);
-		}
-		if (dup)
-			continue;
-		r = getproc(base, &pfn, ver, pt ? 2 /* PER_THREAD_DEFAULT_STREAM */ : 0 /* DEFAULT */, &status);
-		if (r || status != 0 || !pfn) {
-			absent++;
-			continue;
-		}
-		if (!dladdr(pfn, &info) || !info.dli_sname) {
-			line(c, WARN, "entry point", "%s%s -> %p: not an exported symbol, gpuprobe cannot probe it",
-			     base, pt ? " (per-thread stream)" : "", pfn);
-			continue;
-		}
-		if (!probed(info.dli_sname)) {
-			line(c, WARN, "entry point", "%s%s -> %s, which gpuprobe does not probe: its calls go uncounted",
-			     base, pt ? " (per-thread stream)" : "", info.dli_sname);
-			continue;
-		}
-		matched++;
-	}
-	line(c, OK, "entry points", "%d functions the runtime gets through cuGetProcAddress (CUDA %d.%d) are the exported symbols gpuprobe probes; %d not in this driver",
-	     matched, ver / 1000, ver % 1000 / 10, absent);
-cleanup:
 	dlclose(h);
 }
 
@@ -294,19 +300,14 @@ static void check_driver_isolated(struct checker *c)
 
 int check__main(int argc, char **argv)
 {
-	struct checker c = { .sysfs = getenv("GPUPROBE_SYSFS") };
+	struct gp_cmdline cl = { .name = "gpuprobe check", .positionals = GP_POS_NONE,
+				 .doc = "Checks what gpuprobe needs here; prints ok|warn|fail <item>: <detail> lines.\n",
+				 .epilog = "Exit status 1 when any line is fail, 2 on bad usage, else 0.\n" };
+	struct checker c = { .sysfs = gp_sysfs() };
+	int r = gp_options__parse(&cl, argc, argv);
 
-	if (argc > 1) {
-		bool help = !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help");
-
-		fprintf(help ? stdout : stderr, "%sUsage: gpuprobe check\n"
-			"Checks what gpuprobe needs here; prints ok|warn|fail <item>: <detail> lines.\n"
-			"Exit status 1 when any line is fail.\n",
-			help ? "" : "gpuprobe: check takes no arguments\n");
-		return help ? 0 : 2;
-	}
-	if (!c.sysfs)
-		c.sysfs = "/sys";
+	if (r)
+		return r == GP_PARSED_EXIT ? 0 : r;
 	libbpf_set_print(quiet_print);
 	check_kernel(&c);
 	check_privileges(&c);

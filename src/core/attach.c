@@ -14,6 +14,7 @@
 #include <bpf/libbpf.h>
 #include "attach.h"
 #include "elfsym.h"
+#include "util.h"
 
 /* Not in older uapi headers (Linux 6.6). */
 #define GP_BPF_TRACE_UPROBE_MULTI 48
@@ -331,4 +332,36 @@ int attach__ensure_tracefs(void)
 	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL))
 		return -errno;
 	return 0;
+}
+
+void attach_pair__prepare(struct attach_pair *p, struct bpf_program *enter, struct bpf_program *leave,
+			  const char *what)
+{
+	p->enter = enter;
+	p->leave = leave;
+	p->what = what;
+	p->multi = attach__has_uprobe_multi();
+	attach__prepare_prog(enter, p->multi);
+	attach__prepare_prog(leave, p->multi);
+}
+
+int attach_pair__attach(const struct attach_pair *p, struct attach_set *s, const char *lib,
+			const long long *offsets, const long long *ret_offsets, const __u64 *cookies,
+			int n, pid_t pid, char *err, size_t len)
+{
+	int r = attach_set__uprobes(s, p->enter, lib, offsets, cookies, n, pid, false, p->multi);
+
+	if (!r)
+		r = attach_set__uprobes(s, p->leave, lib, ret_offsets ? ret_offsets : offsets, cookies, n,
+					pid, true, p->multi);
+	if (r)
+		snprintf(err, len, "cannot attach the %s probes to %s: %s", p->what, lib, strerror(-r));
+	return r;
+}
+
+void attach__log_missing(const char *lib, const char *const *names, const long long *offsets, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (offsets[i] < 0)
+			gp_log(GP_LOG_DEBUG, "%s: no %s, skipped", lib, names[i]);
 }

@@ -46,6 +46,25 @@ int attach_set__uprobes(struct attach_set *s, struct bpf_program *prog, const ch
 			const long long *offsets, const __u64 *cookies, int n, pid_t pid,
 			bool retprobe, bool multi);
 
+/* An entry program and a return program that probe the same functions of each library,
+ * dispatching on the attach cookie (one uprobe_multi link each per library). */
+struct attach_pair {
+	struct bpf_program *enter, *leave;
+	bool multi;
+	const char *what; /* "memory", "launch"...: for error lines */
+};
+
+/* Before the object loads: uprobe_multi links where the kernel has them. */
+void attach_pair__prepare(struct attach_pair *p, struct bpf_program *enter, struct bpf_program *leave,
+			  const char *what);
+/* Entry probes at offsets and return probes at ret_offsets (NULL: the same), each with its
+ * cookie, for pid (-1: every process). 0 or -errno with one line in err. */
+int attach_pair__attach(const struct attach_pair *p, struct attach_set *s, const char *lib,
+			const long long *offsets, const long long *ret_offsets, const __u64 *cookies,
+			int n, pid_t pid, char *err, size_t len);
+/* A debug line for each of names[0..n) that lib does not export (offsets[i] < 0). */
+void attach__log_missing(const char *lib, const char *const *names, const long long *offsets, int n);
+
 /* Mounts tracefs at /sys/kernel/tracing when it is not there (tracepoint attach needs
  * its event ids). Returns 0 or -errno. */
 int attach__ensure_tracefs(void);

@@ -6,10 +6,14 @@
 #include "events.h"
 
 #define MAX_SOURCES 8
+#define MAX_SUBSCRIBERS 4
 
+/* One ring buffer; its records go to every subscriber, in the order they subscribed. */
 struct source {
 	struct gp_events *ev;
-	struct gp_handlers h;
+	int map_fd;
+	struct gp_handlers h[MAX_SUBSCRIBERS];
+	int nr_h;
 };
 
 struct gp_events {
@@ -21,8 +25,8 @@ struct gp_events {
 
 #define CALL(h, fn, data) do { if ((h)->fn) (h)->fn((h)->ctx, data); } while (0)
 
-int gp_events__dispatch(struct gp_events *ev, const struct gp_handlers *h, const void *data,
-			size_t size)
+/* Checks a record's type and size and hands it to h; 0 or -EINVAL. */
+static int deliver(const struct gp_handlers *h, const void *data, size_t size)
 {
 	const __u32 *type = data;
 
@@ -79,18 +83,31 @@ int gp_events__dispatch(struct gp_events *ev, const struct gp_handlers *h, const
 	default:
 		goto bad;
 	}
-	ev->handled++;
 	return 0;
 bad:
-	ev->malformed++;
 	return -EINVAL;
+}
+
+int gp_events__dispatch(struct gp_events *ev, const struct gp_handlers *h, const void *data,
+			size_t size)
+{
+	int r = deliver(h, data, size);
+
+	if (r)
+		ev->malformed++;
+	else
+		ev->handled++;
+	return r;
 }
 
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct source *s = ctx;
 
-	gp_events__dispatch(s->ev, &s->h, data, size);
+	/* a record is counted once, handled or malformed, whatever the subscribers */
+	if (gp_events__dispatch(s->ev, &s->h[0], data, size) == 0)
+		for (int i = 1; i < s->nr_h; i++)
+			deliver(&s->h[i], data, size);
 	return 0; /* a bad record must not stop the drain */
 }
 
@@ -111,11 +128,21 @@ int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h
 {
 	struct source *s;
 
+	for (int i = 0; i < ev->nr_src; i++) {
+		if (ev->src[i].map_fd != map_fd)
+			continue;
+		if (ev->src[i].nr_h >= MAX_SUBSCRIBERS)
+			return -E2BIG;
+		ev->src[i].h[ev->src[i].nr_h++] = *h;
+		return 0;
+	}
 	if (ev->nr_src >= MAX_SOURCES)
 		return -E2BIG;
 	s = &ev->src[ev->nr_src];
 	s->ev = ev;
-	s->h = *h;
+	s->map_fd = map_fd;
+	s->h[0] = *h;
+	s->nr_h = 1;
 	if (!ev->rb) {
 		ev->rb = ring_buffer__new(map_fd, on_record, s, NULL);
 		if (!ev->rb)

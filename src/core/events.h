@@ -24,8 +24,8 @@ struct gp_events;
 
 struct gp_events *gp_events__new(void);
 void gp_events__free(struct gp_events *ev);
-/* Adds a ring buffer map fd whose records go to h (each BPF object has its own ring
- * buffer, and its own exit records); 0 or -errno. */
+/* Adds a ring buffer map fd whose records go to h; adding an fd again adds a subscriber
+ * to the same buffer (the run's shared buffer feeds several modes). 0 or -errno. */
 int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h);
 /* Waits up to timeout_ms; returns records handled or -errno (-EINTR is not an error). */
 int gp_events__poll(struct gp_events *ev, int timeout_ms);

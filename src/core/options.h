@@ -1,35 +1,38 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Command-line settings shared by the modes. */
+/*
+ * The settings every mode may read, whatever the front end: output, target, limits of the
+ * BPF tables, the daemon's endpoint. A mode's own settings live with the mode (its
+ * struct gp_option table); the defaults of both are written once, where they are stored.
+ */
 #ifndef GP_OPTIONS_H
 #define GP_OPTIONS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct gp_opts {
-	bool memleak, cudatrace, bandwidth;
-	bool json, verbose, stacks, latency;
-	int pid;
-	const char *libcuda;
+	unsigned int frontend;  /* enum gp_frontend of the running front end */
+	uint64_t modes;         /* bit i: gp_modes[i] enabled */
+	bool json, verbose;
+	/* target (CLI) */
+	int pid;                /* -p; -1: none */
+	char **cmd;             /* the command after the options, or NULL */
+	const char *libcuda;    /* --libcuda: probe this file instead of discovering them */
+	/* reports (CLI) */
 	double interval, duration;
-	int top, top_shapes;
-	unsigned long ringbuf_size, max_pending, max_procs, max_allocs, max_launch_keys;
-	unsigned long long min_bytes;
-	const char *csv;
-	const char *trace;        /* --trace FILE */
-	int trace_chrome;         /* --trace-format chrome */
-	const char *trace_filter[32];
-	int nr_trace_filter;
-	bool ringbuf_set;         /* --ringbuf-size given */
-	char **cmd;
-	pid_t child_pid; /* the command gpuprobe started, once forked */
-	bool quiet; /* gpuprobe daemon: no per-exit reports on stdout */
-	/* --ioctl */
-	bool ioctl;
-	const char *ioctl_backend; /* "kprobe", "tracepoint", or NULL: probe */
-	int nr_ioctl_devs;         /* --ioctl-dev MAJOR[:NAME] (tests) */
-	unsigned int ioctl_dev_major[8];
-	const char *ioctl_dev_name[8];
+	/* --trace FILE: the timeline every mode with lanes writes to */
+	const char *trace;
+	int trace_format;       /* 0 jsonl, 1 chrome */
+	/* BPF table limits, every mode */
+	uint64_t ringbuf_size, max_pending, max_procs;
+	bool ringbuf_set;       /* --ringbuf-size given */
+	/* gpuprobe daemon */
+	const char *listen;
+	double retention, rescan, probe_cost;
 };
+
+/* The one set of settings of this process, with its defaults (src/cli/options.c). */
+extern struct gp_opts gp_opts;
 
 #endif

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include "proctab.h"
@@ -164,4 +165,28 @@ void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
 		t->free_proc(t->ctx, e->p);
 	}
 	t->nr_exited = kept;
+}
+
+static size_t gone(const struct proctab *t, uint32_t *pids, size_t max)
+{
+	uint64_t pid;
+	size_t n = 0;
+	void *v;
+
+	for (size_t it = 0; n < max && u64map__next(t->live, &it, &pid, &v);)
+		if (kill((pid_t)pid, 0) && errno == ESRCH)
+			pids[n++] = (uint32_t)pid;
+	return n;
+}
+
+void proctab__sweep(struct proctab *t, void (*on_gone)(void *ctx, uint32_t pid), void *ctx)
+{
+	uint32_t pids[256];
+	size_t n;
+
+	/* collected first: on_gone moves records out of the live table; at most a batch per
+	 * call (the next reap takes the rest) */
+	n = gone(t, pids, sizeof(pids) / sizeof(pids[0]));
+	for (size_t i = 0; i < n; i++)
+		on_gone(ctx, pids[i]);
 }

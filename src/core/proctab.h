@@ -34,4 +34,9 @@ size_t proctab__list(struct proctab *t, void ***out);
 void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
 		   void (*before_free)(void *rctx, void *p), void *rctx);
 
+/* Calls on_gone(ctx, pid) for each live record whose process is gone without an exit
+ * record (lost, or the process made no call that asks for one); on_gone applies the exit.
+ * Drain the records still in flight first, or they would make it live again. */
+void proctab__sweep(struct proctab *t, void (*on_gone)(void *ctx, uint32_t pid), void *ctx);
+
 #endif

@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,4 +224,66 @@ void target__abort(struct spawned *sp)
 	if (sp->err_fd >= 0)
 		close(sp->err_fd);
 	sp->go_fd = sp->err_fd = -1;
+}
+
+/* The first reason a candidate was refused, kept for the error line. */
+static int check_each(const struct lib_set *found, struct lib_set *libs, bool verbose, char *why, size_t len)
+{
+	char reason[512] = "";
+
+	for (int i = 0; i < found->n; i++) {
+		if (target__check_libcuda(found->libs[i].path, reason, sizeof(reason))) {
+			if (verbose)
+				fprintf(stderr, "gpuprobe: skipping %s\n", reason);
+			if (!*why)
+				snprintf(why, len, "%s", reason);
+			continue;
+		}
+		libset__add(libs, found->libs[i].path);
+	}
+	return libs->n;
+}
+
+int target__resolve(const char *libcuda, int pid, bool verbose, struct lib_set *libs, char *err, size_t len)
+{
+	char real[PATH_MAX], why[512] = "";
+	struct lib_set *found;
+	int r = 0;
+
+	if (libcuda) {
+		r = target__check_libcuda(libcuda, why, sizeof(why));
+		if (r) {
+			snprintf(err, len, "--libcuda %s", why);
+			return r;
+		}
+		if (!realpath(libcuda, real)) {
+			snprintf(err, len, "--libcuda %s: %s", libcuda, strerror(errno));
+			return -errno;
+		}
+		libset__add(libs, real);
+		return 0;
+	}
+	found = calloc(1, sizeof(*found));
+	if (!found)
+		return -ENOMEM;
+	if (pid > 0) {
+		r = target__find_pid_libcuda(pid, found);
+		if (r == -ESRCH)
+			snprintf(err, len, "no process with PID %d", pid);
+		else if (r < 0)
+			snprintf(err, len, "cannot read the mappings of PID %d: %s", pid, strerror(-r));
+		else if (r == 0)
+			snprintf(err, len, "PID %d does not map libcuda.so (not a CUDA process yet? use --libcuda PATH to probe a file anyway)",
+				 pid);
+		r = r <= 0 ? (r ? r : -ENOENT) : 0;
+	} else if (target__find_libcuda(found) == 0) {
+		snprintf(err, len, "no libcuda.so.1 found (LD_LIBRARY_PATH, ldconfig, the usual driver folders, running processes): use --libcuda PATH");
+		r = -ENOENT;
+	}
+	if (!r && check_each(found, libs, verbose, why, sizeof(why)) == 0) {
+		snprintf(err, len, "no usable libcuda found (%s)", why);
+		r = -ENOENT;
+	}
+	free(found);
+	return r;
 }

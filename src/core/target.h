@@ -6,6 +6,8 @@
 #ifndef GP_TARGET_H
 #define GP_TARGET_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #define GP_MAX_LIBS 32
@@ -32,6 +34,10 @@ int libset__add(struct lib_set *s, const char *path);
 int target__find_libcuda(struct lib_set *s);
 /* The libcuda files pid maps; -ESRCH when there is no such process. */
 int target__find_pid_libcuda(int pid, struct lib_set *s);
+
+/* The driver files to probe: --libcuda's (instead of discovery), those pid maps (pid >
+ * 0), or every one found on the node; each checked. 0 or -errno with one line in err. */
+int target__resolve(const char *libcuda, int pid, bool verbose, struct lib_set *libs, char *err, size_t len);
 
 /* Checks that path is an ELF CUDA driver library; writes one reason to err. */
 int target__check_libcuda(const char *path, char *err, size_t len);

@@ -157,3 +157,15 @@ bool u64map__next(const struct u64map *m, size_t *it, uint64_t *key, void **val)
 	}
 	return false;
 }
+
+void u64map__free_all(struct u64map *m, void (*free_value)(void *v))
+{
+	uint64_t k;
+	void *v;
+
+	if (!m)
+		return;
+	for (size_t it = 0; u64map__next(m, &it, &k, &v);)
+		(free_value ? free_value : free)(v);
+	u64map__free(m);
+}

@@ -23,6 +23,9 @@ int u64map__put(struct u64map *m, uint64_t key, void *val);
 void *u64map__del(struct u64map *m, uint64_t key);
 size_t u64map__size(const struct u64map *m);
 
+/* Frees every value with free_value (NULL: free), then the table; safe on NULL. */
+void u64map__free_all(struct u64map *m, void (*free_value)(void *v));
+
 /* Iteration: for (size_t it = 0; u64map__next(m, &it, &k, &v);) — no insertions or
  * deletions while iterating. */
 bool u64map__next(const struct u64map *m, size_t *it, uint64_t *key, void **val);

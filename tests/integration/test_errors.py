@@ -44,7 +44,51 @@ def test_no_mode():
 def test_bad_numbers():
     expect_error(["--memleak", "-p", "abc"], "invalid PID", usage=True)
     expect_error(["--memleak", "--ringbuf-size", "5000"], "power of two", usage=True)
-    expect_error(["--memleak", "--interval", "-1"], "invalid interval", usage=True)
+    expect_error(["--memleak", "--interval", "-1"], "invalid --interval", usage=True)
+
+
+def test_help_and_version_everywhere():
+    """One parser: -h, --help, -V, --version work for the tracer and every subcommand."""
+    for sub in ([], ["daemon"], ["check"], ["convert"]):
+        for flag in ("-h", "--help"):
+            r = gp.gpuprobe(sub + [flag])
+            eq(r.returncode, 0, f"{sub} {flag} exit status ({r.stderr!r})")
+            check(r.stdout.startswith("Usage: gpuprobe"), f"{sub} {flag}: {r.stdout[:200]!r}")
+            check("-h, --help" in r.stdout and "-V, --version" in r.stdout, f"{sub} {flag} lists -h and -V")
+            eq(r.stderr, "", f"{sub} {flag} stderr")
+        for flag in ("-V", "--version"):
+            r = gp.gpuprobe(sub + [flag])
+            eq(r.returncode, 0, f"{sub} {flag} exit status")
+            check(r.stdout.startswith("gpuprobe "), f"{sub} {flag}: {r.stdout!r}")
+
+
+def test_mode_option_without_its_mode():
+    """A mode's option without the mode is one usage line, in both front ends."""
+    cases = [
+        (["--memleak", "--min-bytes", "5"], "--min-bytes needs --bandwidth-util"),
+        (["--cudatrace", "--csv", "x.csv"], "--csv needs --bandwidth-util"),
+        (["--memleak", "--no-latency"], "--no-latency needs --cudatrace"),
+        (["--memleak", "--trace-format", "chrome"], "--trace-format needs --trace"),
+        (["--cudatrace", "--top", "3"], "--top needs --memleak"),
+    ]
+    for args, want in cases:
+        expect_error(args, want, usage=True)
+    r = gp.run([GPUPROBE, "daemon", "--memleak", "--no-latency"])
+    eq(r.returncode, 2, "daemon usage error")
+    check(r.stderr.startswith("<3>gpuprobe: daemon: --no-latency needs --cudatrace"), r.stderr)
+    # an option of the other front end is unknown here
+    expect_error(["--memleak", "--listen", "127.0.0.1:1"], "unrecognized option '--listen'", usage=True)
+    r = gp.run([GPUPROBE, "daemon", "--memleak", "--json"])
+    check(r.returncode == 2 and "unrecognized option '--json'" in r.stderr, r.stderr)
+
+
+def test_subcommand_usage_errors():
+    r = gp.gpuprobe(["convert", "--chrome"])
+    eq(r.returncode, 2, "convert without a file")
+    one_error_line(r, "convert: missing arguments")
+    r = gp.gpuprobe(["check", "extra"])
+    eq(r.returncode, 2, "check with an argument")
+    one_error_line(r, "check: unexpected argument extra")
 
 
 def test_pid_that_does_not_exist():

@@ -274,16 +274,23 @@ static void test_check_missing(void)
 	char err[128] = "";
 	struct elf_symtab *st;
 
-	ASSERT_EQ(elfsym__check("/nonexistent/libcuda.so.1", err, sizeof(err)),
-		  -ENOENT);
-	ASSERT_STR_EQ(err, "No such file or directory");
+	if (!ASSERT_EQ(elfsym__check("/nonexistent/libcuda.so.1", err, sizeof(err)),
+		  -ENOENT, "elfsym__check(/nonexistent/libcuda.so.1, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(err, "No such file or directory", "err"))
+		goto cleanup;
 	errno = 0;
 	st = elf_symtab__load("/nonexistent/libcuda.so.1", err, sizeof(err));
-	ASSERT_TRUE(st == NULL);
-	ASSERT_EQ(errno, ENOENT);
-	ASSERT_EQ(elfsym__has_func("/nonexistent/x", "malloc"), -ENOENT);
+	if (!ASSERT_TRUE(st == NULL, "st == NULL"))
+		goto cleanup;
+	if (!ASSERT_EQ(errno, ENOENT, "errno"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func("/nonexistent/x", "malloc"), -ENOENT, "elfsym__has_func(/nonexistent/x, malloc)"))
+		goto cleanup;
 	/* err is optional */
-	ASSERT_EQ(elfsym__check("/nonexistent/x", NULL, 0), -ENOENT);
+	if (!ASSERT_EQ(elfsym__check("/nonexistent/x", NULL, 0), -ENOENT, "elfsym__check(/nonexistent/x, NULL, 0)"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_check_not_elf(void)
@@ -292,23 +299,36 @@ static void test_check_not_elf(void)
 	static const char text[] = "this is a text file, not an ELF\n";
 
 	tmp_path(path, sizeof(path), "text.so");
-	ASSERT_EQ(write_file(path, text, sizeof(text) - 1), 0);
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENOEXEC);
-	ASSERT_STR_EQ(err, "not an ELF file");
+	if (!ASSERT_EQ(write_file(path, text, sizeof(text) - 1), 0, "write_file(path, text, sizeof(text) - 1)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENOEXEC, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(err, "not an ELF file", "err"))
+		goto cleanup;
 
 	tmp_path(path, sizeof(path), "empty.so");
-	ASSERT_EQ(write_file(path, "", 0), 0);
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENOEXEC);
-	ASSERT_STR_EQ(err, "not an ELF file");
+	if (!ASSERT_EQ(write_file(path, "", 0), 0, "write_file(path, , 0)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENOEXEC, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(err, "not an ELF file", "err"))
+		goto cleanup;
 
-	ASSERT_EQ(elfsym__check("/tmp", err, sizeof(err)), -EISDIR);
-	ASSERT_STR_EQ(err, "Is a directory");
-	ASSERT_EQ(elfsym__check("/dev/null", err, sizeof(err)), -EINVAL);
-	ASSERT_STR_EQ(err, "not a regular file");
+	if (!ASSERT_EQ(elfsym__check("/tmp", err, sizeof(err)), -EISDIR, "elfsym__check(/tmp, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(err, "Is a directory", "err"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__check("/dev/null", err, sizeof(err)), -EINVAL, "elfsym__check(/dev/null, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(err, "not a regular file", "err"))
+		goto cleanup;
 
 	/* a tiny err buffer truncates, never overflows */
-	ASSERT_EQ(elfsym__check("/tmp", err, 4), -EISDIR);
-	ASSERT_STR_EQ(err, "Is ");
+	if (!ASSERT_EQ(elfsym__check("/tmp", err, 4), -EISDIR, "elfsym__check(/tmp, err, 4)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(err, "Is ", "err"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_check_truncated(void)
@@ -319,8 +339,10 @@ static void test_check_truncated(void)
 	size_t len, i;
 
 	buf = read_file(LIBC, 4096, &len);
-	ASSERT_TRUE(buf);
-	ASSERT_EQ(len, 4096);
+	if (!ASSERT_TRUE(buf, "buf"))
+		goto cleanup;
+	if (!ASSERT_EQ(len, 4096, "len"))
+		goto cleanup;
 	tmp_path(path, sizeof(path), "trunc.so");
 	for (i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		if (write_file(path, buf, cuts[i]))
@@ -336,18 +358,26 @@ static void test_check_truncated(void)
 		printf("#   %zu bytes: %s\n", cuts[i], err);
 	}
 	free(buf);
-	ASSERT_EQ(i, sizeof(cuts) / sizeof(cuts[0]));
+	if (!ASSERT_EQ(i, sizeof(cuts) / sizeof(cuts[0]), "i"))
+		goto cleanup;
 
 	/* the canonical case from the spec: exactly the ELF header */
 	err[0] = '\0';
-	ASSERT_EQ(write_file(path, "\177ELF", 4), 0);
-	ASSERT_TRUE(elfsym__check(path, err, sizeof(err)) < 0);
+	if (!ASSERT_EQ(write_file(path, "\177ELF", 4), 0, "write_file(path, 177ELF, 4)"))
+		goto cleanup;
+	if (!ASSERT_TRUE(elfsym__check(path, err, sizeof(err)) < 0, "elfsym__check(path, err, sizeof(err)) < 0"))
+		goto cleanup;
 	buf = read_file(LIBC, 64, &len);
-	ASSERT_TRUE(buf);
-	ASSERT_EQ(write_file(path, buf, 64), 0);
+	if (!ASSERT_TRUE(buf, "buf"))
+		goto cleanup;
+	if (!ASSERT_EQ(write_file(path, buf, 64), 0, "write_file(path, buf, 64)"))
+		goto cleanup;
 	free(buf);
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG);
-	ASSERT_STR_CONTAINS(err, "corrupt ELF: ");
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(err, "corrupt ELF: ", "contains corrupt ELF:"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_check_corrupt_shdrs(void)
@@ -358,36 +388,53 @@ static void test_check_corrupt_shdrs(void)
 	size_t len;
 
 	buf = read_file(LIBC, SIZE_MAX, &len);
-	ASSERT_TRUE(buf);
-	ASSERT_TRUE(len > 64);
+	if (!ASSERT_TRUE(buf, "buf"))
+		goto cleanup;
+	if (!ASSERT_TRUE(len > 64, "len > 64"))
+		goto cleanup;
 	/* e_shoff (8 bytes at 0x28) and e_shnum (2 bytes at 0x3c): garbage */
 	memset(buf + 0x28, 0x41, 8);
 	memset(buf + 0x3c, 0x7f, 2);
 	tmp_path(path, sizeof(path), "corrupt.so");
-	ASSERT_EQ(write_file(path, buf, len), 0);
+	if (!ASSERT_EQ(write_file(path, buf, len), 0, "write_file(path, buf, len)"))
+		goto cleanup;
 	free(buf);
 
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG);
-	ASSERT_STR_CONTAINS(err, "corrupt ELF: ");
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(err, "corrupt ELF: ", "contains corrupt ELF:"))
+		goto cleanup;
 	printf("#   %s\n", err);
-	ASSERT_EQ(elfsym__has_func(path, "malloc"), -EBADMSG);
+	if (!ASSERT_EQ(elfsym__has_func(path, "malloc"), -EBADMSG, "elfsym__has_func(path, malloc)"))
+		goto cleanup;
 	errno = 0;
 	st = elf_symtab__load(path, err, sizeof(err));
-	ASSERT_TRUE(st == NULL);
-	ASSERT_EQ(errno, EBADMSG);
+	if (!ASSERT_TRUE(st == NULL, "st == NULL"))
+		goto cleanup;
+	if (!ASSERT_EQ(errno, EBADMSG, "errno"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_check_real_libc(void)
 {
 	char err[128] = "untouched";
 
-	ASSERT_EQ(elfsym__check(LIBC, err, sizeof(err)), 0);
-	ASSERT_STR_EQ(err, "untouched");
-	ASSERT_EQ(elfsym__has_func(LIBC, "malloc"), 1);
-	ASSERT_EQ(elfsym__has_func(LIBC, "gnu_get_libc_version"), 1);
-	ASSERT_EQ(elfsym__has_func(LIBC, "mallo"), 0);
-	ASSERT_EQ(elfsym__has_func(LIBC, "cuLaunchKernel"), 0);
-	ASSERT_EQ(elfsym__has_func(LIBC, ""), -EINVAL);
+	if (!ASSERT_EQ(elfsym__check(LIBC, err, sizeof(err)), 0, "elfsym__check(LIBC, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(err, "untouched", "err"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(LIBC, "malloc"), 1, "elfsym__has_func(LIBC, malloc)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(LIBC, "gnu_get_libc_version"), 1, "elfsym__has_func(LIBC, gnu_get_libc_version)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(LIBC, "mallo"), 0, "elfsym__has_func(LIBC, mallo)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(LIBC, "cuLaunchKernel"), 0, "elfsym__has_func(LIBC, cuLaunchKernel)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(LIBC, ""), -EINVAL, "elfsym__has_func(LIBC, )"))
+		goto cleanup;
+cleanup:;
 }
 
 struct collect_ctx {
@@ -421,12 +468,19 @@ static void test_foreach_libc(void)
 	struct collect_ctx ctx = { 0 };
 	int n = 0;
 
-	ASSERT_EQ(elfsym__foreach_func(LIBC, collect_cb, &ctx), 0);
-	ASSERT_TRUE(ctx.count > 1000);
-	ASSERT_TRUE(ctx.malloc_value != 0);
-	ASSERT_EQ(elfsym__foreach_func(LIBC, stop_cb, &n), -77);
-	ASSERT_EQ(n, 3);
-	ASSERT_EQ(elfsym__foreach_func(LIBC, NULL, NULL), -EINVAL);
+	if (!ASSERT_EQ(elfsym__foreach_func(LIBC, collect_cb, &ctx), 0, "elfsym__foreach_func(LIBC, collect_cb, &ctx)"))
+		goto cleanup;
+	if (!ASSERT_TRUE(ctx.count > 1000, "ctx.count > 1000"))
+		goto cleanup;
+	if (!ASSERT_TRUE(ctx.malloc_value != 0, "ctx.malloc_value != 0"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__foreach_func(LIBC, stop_cb, &n), -77, "elfsym__foreach_func(LIBC, stop_cb, &n)"))
+		goto cleanup;
+	if (!ASSERT_EQ(n, 3, "n"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__foreach_func(LIBC, NULL, NULL), -EINVAL, "elfsym__foreach_func(LIBC, NULL, NULL)"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_symtab_libc(void)
@@ -437,23 +491,36 @@ static void test_symtab_libc(void)
 	char err[128] = "";
 	const char *name;
 
-	ASSERT_EQ(elfsym__foreach_func(LIBC, collect_cb, &ctx), 0);
+	if (!ASSERT_EQ(elfsym__foreach_func(LIBC, collect_cb, &ctx), 0, "elfsym__foreach_func(LIBC, collect_cb, &ctx)"))
+		goto cleanup;
 	st = elf_symtab__load(LIBC, err, sizeof(err));
-	ASSERT_TRUE(st);
-	ASSERT_TRUE(elf_symtab__count(st) > 1000);
-	ASSERT_TRUE(!elf_symtab__is_exec(st));
+	if (!ASSERT_TRUE(st, "st"))
+		goto cleanup;
+	if (!ASSERT_TRUE(elf_symtab__count(st) > 1000, "elf_symtab__count(st) > 1000"))
+		goto cleanup;
+	if (!ASSERT_TRUE(!elf_symtab__is_exec(st), "!elf_symtab__is_exec(st)"))
+		goto cleanup;
 	/* aliases (__libc_malloc) share the address: the public name wins */
 	name = elf_symtab__lookup(st, ctx.malloc_value, &off);
-	ASSERT_STR_EQ(name, "malloc");
-	ASSERT_EQ(off, 0);
+	if (!ASSERT_STR_EQ(name, "malloc", "name"))
+		goto cleanup;
+	if (!ASSERT_EQ(off, 0, "off"))
+		goto cleanup;
 	name = elf_symtab__lookup(st, ctx.malloc_value + 4, &off);
-	ASSERT_STR_EQ(name, "malloc");
-	ASSERT_EQ(off, 4);
+	if (!ASSERT_STR_EQ(name, "malloc", "name"))
+		goto cleanup;
+	if (!ASSERT_EQ(off, 4, "off"))
+		goto cleanup;
 	/* libc's first PT_LOAD maps offset 0 at vaddr 0 */
-	ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x10), 0x10);
-	ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 1ULL << 40), -1);
-	ASSERT_TRUE(elf_symtab__lookup(st, 0, &off) == NULL);
-	ASSERT_TRUE(elf_symtab__lookup(st, ~0ULL, &off) == NULL);
+	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x10), 0x10, "elf_symtab__offset_to_vaddr(st, 0x10)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 1ULL << 40), -1, "elf_symtab__offset_to_vaddr(st, 1ULL << 40)"))
+		goto cleanup;
+	if (!ASSERT_TRUE(elf_symtab__lookup(st, 0, &off) == NULL, "elf_symtab__lookup(st, 0, &off) == NULL"))
+		goto cleanup;
+	if (!ASSERT_TRUE(elf_symtab__lookup(st, ~0ULL, &off) == NULL, "elf_symtab__lookup(st, ~0ULL, &off) == NULL"))
+		goto cleanup;
+cleanup:
 	elf_symtab__free(st);
 	elf_symtab__free(NULL);
 }
@@ -467,19 +534,33 @@ static void test_mini_check_and_funcs(void)
 
 	build_mini_elf(img);
 	path = mini_file(img, "mini.so");
-	ASSERT_TRUE(path);
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), 0);
-	ASSERT_EQ(elfsym__has_func(path, "a"), 1);
-	ASSERT_EQ(elfsym__has_func(path, "b"), 1);
-	ASSERT_EQ(elfsym__has_func(path, "vfn"), 1);
-	ASSERT_EQ(elfsym__has_func(path, "vfn@@VERS_1"), 1);
-	ASSERT_EQ(elfsym__has_func(path, "vf"), 0);
-	ASSERT_EQ(elfsym__has_func(path, "ifn"), 1);
-	ASSERT_EQ(elfsym__has_func(path, "undef_fn"), 0);
-	ASSERT_EQ(elfsym__has_func(path, "obj"), 0);
-	ASSERT_EQ(elfsym__has_func(path, "local_fn"), 0);	/* .symtab only */
-	ASSERT_EQ(elfsym__foreach_func(path, collect_cb, &ctx), 0);
-	ASSERT_EQ(ctx.count, 7);
+	if (!ASSERT_TRUE(path, "path"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), 0, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(path, "a"), 1, "elfsym__has_func(path, a)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(path, "b"), 1, "elfsym__has_func(path, b)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(path, "vfn"), 1, "elfsym__has_func(path, vfn)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(path, "vfn@@VERS_1"), 1, "elfsym__has_func(path, vfn@@VERS_1)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(path, "vf"), 0, "elfsym__has_func(path, vf)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(path, "ifn"), 1, "elfsym__has_func(path, ifn)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(path, "undef_fn"), 0, "elfsym__has_func(path, undef_fn)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(path, "obj"), 0, "elfsym__has_func(path, obj)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(path, "local_fn"), 0, "elfsym__has_func(path, local_fn)"))
+		goto cleanup;	/* .symtab only */
+	if (!ASSERT_EQ(elfsym__foreach_func(path, collect_cb, &ctx), 0, "elfsym__foreach_func(path, collect_cb, &ctx)"))
+		goto cleanup;
+	if (!ASSERT_EQ(ctx.count, 7, "ctx.count"))
+		goto cleanup;
+cleanup:;
 }
 
 static void expect_sym(const struct elf_symtab *st, unsigned long long addr,
@@ -506,11 +587,14 @@ static void test_mini_symtab(void)
 
 	build_mini_elf(img);
 	path = mini_file(img, "mini.so");
-	ASSERT_TRUE(path);
+	if (!ASSERT_TRUE(path, "path"))
+		goto cleanup;
 	st = elf_symtab__load(path, err, sizeof(err));
-	ASSERT_TRUE(st);
+	if (!ASSERT_TRUE(st, "st"))
+		goto cleanup;
 	/* a b c d vfn local_fn ifn outer inner tail; aliases/dups merged */
-	ASSERT_EQ(elf_symtab__count(st), 10);
+	if (!ASSERT_EQ(elf_symtab__count(st), 10, "elf_symtab__count(st)"))
+		goto cleanup;
 	expect_sym(st, 0x11ff, NULL, 0, &bad);
 	expect_sym(st, 0x1200, "a", 0, &bad);
 	expect_sym(st, 0x120f, "a", 0xf, &bad);
@@ -530,20 +614,29 @@ static void test_mini_symtab(void)
 	expect_sym(st, 0x130c, "tail", 0xc, &bad);	/* up to section end */
 	expect_sym(st, 0x1310, NULL, 0, &bad);
 	expect_sym(st, 0x1100, NULL, 0, &bad);		/* OBJECT ignored */
-	ASSERT_EQ(bad, 0);
-	ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x10), 0x10);
-	ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x210), 0x1210);
-	ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x310), -1);
-	ASSERT_TRUE(!elf_symtab__is_exec(st));
+	if (!ASSERT_EQ(bad, 0, "bad"))
+		goto cleanup;
+	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x10), 0x10, "elf_symtab__offset_to_vaddr(st, 0x10)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x210), 0x1210, "elf_symtab__offset_to_vaddr(st, 0x210)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x310), -1, "elf_symtab__offset_to_vaddr(st, 0x310)"))
+		goto cleanup;
+	if (!ASSERT_TRUE(!elf_symtab__is_exec(st), "!elf_symtab__is_exec(st)"))
+		goto cleanup;
 	elf_symtab__free(st);
 
 	/* ET_EXEC is reported as such */
 	((Elf64_Ehdr *)img)->e_type = ET_EXEC;
 	path = mini_file(img, "mini-exec");
-	ASSERT_TRUE(path);
+	if (!ASSERT_TRUE(path, "path"))
+		goto cleanup;
 	st = elf_symtab__load(path, err, sizeof(err));
-	ASSERT_TRUE(st);
-	ASSERT_TRUE(elf_symtab__is_exec(st));
+	if (!ASSERT_TRUE(st, "st"))
+		goto cleanup;
+	if (!ASSERT_TRUE(elf_symtab__is_exec(st), "elf_symtab__is_exec(st)"))
+		goto cleanup;
+cleanup:
 	elf_symtab__free(st);
 }
 
@@ -558,61 +651,83 @@ static void test_mini_hostile(void)
 	build_mini_elf(img);
 	((Elf64_Ehdr *)img)->e_machine = EM_AARCH64;
 	path = mini_file(img, "h.so");
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENOEXEC);
-	ASSERT_STR_EQ(err, "not an x86-64 ELF file");
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENOEXEC, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(err, "not an x86-64 ELF file", "err"))
+		goto cleanup;
 	build_mini_elf(img);
 	((Elf64_Ehdr *)img)->e_type = ET_REL;
 	path = mini_file(img, "h.so");
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENOEXEC);
-	ASSERT_STR_EQ(err, "not an executable or shared object");
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENOEXEC, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(err, "not an executable or shared object", "err"))
+		goto cleanup;
 
 	/* no .dynsym: check fails, has_func says no, .symtab still loads */
 	build_mini_elf(img);
 	mini_shdr(img, SEC_DYNSYM)->sh_type = SHT_PROGBITS;
 	path = mini_file(img, "h.so");
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENODATA);
-	ASSERT_STR_EQ(err, "no dynamic symbol table");
-	ASSERT_EQ(elfsym__has_func(path, "a"), 0);
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENODATA, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(err, "no dynamic symbol table", "err"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(path, "a"), 0, "elfsym__has_func(path, a)"))
+		goto cleanup;
 	st = elf_symtab__load(path, err, sizeof(err));
-	ASSERT_TRUE(st);
-	ASSERT_EQ(elf_symtab__count(st), 5);
+	if (!ASSERT_TRUE(st, "st"))
+		goto cleanup;
+	if (!ASSERT_EQ(elf_symtab__count(st), 5, "elf_symtab__count(st)"))
+		goto cleanup;
 	elf_symtab__free(st);
 
 	/* sh_link out of range, or to a non-string-table */
 	build_mini_elf(img);
 	mini_shdr(img, SEC_DYNSYM)->sh_link = 999;
 	path = mini_file(img, "h.so");
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG);
-	ASSERT_STR_EQ(err, "corrupt ELF: bad symbol string table");
-	ASSERT_EQ(elfsym__has_func(path, "a"), -EBADMSG);
-	ASSERT_TRUE(elf_symtab__load(path, err, sizeof(err)) == NULL);
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(err, "corrupt ELF: bad symbol string table", "err"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(path, "a"), -EBADMSG, "elfsym__has_func(path, a)"))
+		goto cleanup;
+	if (!ASSERT_TRUE(elf_symtab__load(path, err, sizeof(err)) == NULL, "elf_symtab__load(path, err, sizeof(err)) == NULL"))
+		goto cleanup;
 	mini_shdr(img, SEC_DYNSYM)->sh_link = SEC_TEXT;
 	path = mini_file(img, "h.so");
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG);
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
 	mini_shdr(img, SEC_DYNSYM)->sh_link = SEC_DYNSYM;
 	path = mini_file(img, "h.so");
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG);
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
 
 	/* bogus sizes and offsets */
 	build_mini_elf(img);
 	mini_shdr(img, SEC_DYNSYM)->sh_size = 0x7fffffffffffULL;
 	path = mini_file(img, "h.so");
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG);
-	ASSERT_STR_EQ(err, "corrupt ELF: symbol table out of bounds");
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(err, "corrupt ELF: symbol table out of bounds", "err"))
+		goto cleanup;
 	build_mini_elf(img);
 	mini_shdr(img, SEC_DYNSTR)->sh_offset = ~0ULL - 4;
 	path = mini_file(img, "h.so");
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG);
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
 	build_mini_elf(img);
 	mini_shdr(img, SEC_STRTAB)->sh_size = 1ULL << 40;
 	path = mini_file(img, "h.so");
-	ASSERT_TRUE(elf_symtab__load(path, err, sizeof(err)) == NULL);
-	ASSERT_STR_CONTAINS(err, "corrupt ELF: ");
+	if (!ASSERT_TRUE(elf_symtab__load(path, err, sizeof(err)) == NULL, "elf_symtab__load(path, err, sizeof(err)) == NULL"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(err, "corrupt ELF: ", "contains corrupt ELF:"))
+		goto cleanup;
 	build_mini_elf(img);
 	((Elf64_Ehdr *)img)->e_phnum = 0x7fff;
 	path = mini_file(img, "h.so");
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG);
-	ASSERT_STR_EQ(err, "corrupt ELF: program header table out of bounds");
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(err, "corrupt ELF: program header table out of bounds", "err"))
+		goto cleanup;
 
 	/* string offsets out of range: those symbols are skipped */
 	build_mini_elf(img);
@@ -621,12 +736,17 @@ static void test_mini_hostile(void)
 	((Elf64_Sym *)(img + mini_shdr(img, SEC_SYMTAB)->sh_offset))[2]
 		.st_name = 0x7fffffff;
 	path = mini_file(img, "h.so");
-	ASSERT_EQ(elfsym__check(path, err, sizeof(err)), 0);
-	ASSERT_EQ(elfsym__has_func(path, "a"), 0);
-	ASSERT_EQ(elfsym__has_func(path, "b"), 1);
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), 0, "elfsym__check(path, err, sizeof(err))"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(path, "a"), 0, "elfsym__has_func(path, a)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__has_func(path, "b"), 1, "elfsym__has_func(path, b)"))
+		goto cleanup;
 	st = elf_symtab__load(path, err, sizeof(err));
-	ASSERT_TRUE(st);
-	ASSERT_STR_EQ(elf_symtab__lookup(st, 0x1204, NULL), "__a_alias");
+	if (!ASSERT_TRUE(st, "st"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(elf_symtab__lookup(st, 0x1204, NULL), "__a_alias", "elf_symtab__lookup(st, 0x1204, NULL)"))
+		goto cleanup;
 	elf_symtab__free(st);
 
 	/* string table without a terminating NUL */
@@ -637,9 +757,11 @@ static void test_mini_hostile(void)
 		memset(img + s->sh_offset, 'x', s->sh_size);
 	}
 	path = mini_file(img, "h.so");
-	ASSERT_EQ(elfsym__has_func(path, "a"), 0);
+	if (!ASSERT_EQ(elfsym__has_func(path, "a"), 0, "elfsym__has_func(path, a)"))
+		goto cleanup;
 	st = elf_symtab__load(path, err, sizeof(err));
-	ASSERT_TRUE(st);
+	if (!ASSERT_TRUE(st, "st"))
+		goto cleanup;
 	elf_symtab__free(st);
 
 	/* overlapping wrap-around symbol and segment */
@@ -649,17 +771,25 @@ static void test_mini_hostile(void)
 	((Elf64_Phdr *)(img + 64))[1].p_filesz = ~0ULL;
 	path = mini_file(img, "h.so");
 	st = elf_symtab__load(path, err, sizeof(err));
-	ASSERT_TRUE(st);
+	if (!ASSERT_TRUE(st, "st"))
+		goto cleanup;
 	/* the wrapping .dynsym "a" is dropped; the .symtab one remains */
-	ASSERT_STR_EQ(elf_symtab__lookup(st, 0x1204, NULL), "a");
-	ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x210), -1);
+	if (!ASSERT_STR_EQ(elf_symtab__lookup(st, 0x1204, NULL), "a", "elf_symtab__lookup(st, 0x1204, NULL)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x210), -1, "elf_symtab__offset_to_vaddr(st, 0x210)"))
+		goto cleanup;
 	elf_symtab__free(st);
 
 	/* NULL-safety of the accessors */
-	ASSERT_TRUE(elf_symtab__lookup(NULL, 0, NULL) == NULL);
-	ASSERT_EQ(elf_symtab__offset_to_vaddr(NULL, 0), -1);
-	ASSERT_TRUE(!elf_symtab__is_exec(NULL));
-	ASSERT_EQ(elfsym__check(NULL, err, sizeof(err)), -EINVAL);
+	if (!ASSERT_TRUE(elf_symtab__lookup(NULL, 0, NULL) == NULL, "elf_symtab__lookup(NULL, 0, NULL) == NULL"))
+		goto cleanup;
+	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(NULL, 0), -1, "elf_symtab__offset_to_vaddr(NULL, 0)"))
+		goto cleanup;
+	if (!ASSERT_TRUE(!elf_symtab__is_exec(NULL), "!elf_symtab__is_exec(NULL)"))
+		goto cleanup;
+	if (!ASSERT_EQ(elfsym__check(NULL, err, sizeof(err)), -EINVAL, "elfsym__check(NULL, err, sizeof(err))"))
+		goto cleanup;
+cleanup:;
 }
 
 int main(int argc, char **argv)

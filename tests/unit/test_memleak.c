@@ -82,16 +82,26 @@ static void test_alloc_free_accounting(void)
 	f = free_ev(GP_EV_FREE, 10, GP_API_cuMemFree_v2, 0); /* cuMemFree(0): a no-op */
 	memleak__on_free(ml, &f);
 	p = only_proc(ml, 10);
-	ASSERT_TRUE(p != NULL);
-	ASSERT_EQ(p->outstanding_allocs, 2);
-	ASSERT_EQ(p->outstanding_bytes, 103 + 104);
-	ASSERT_EQ(p->allocs_total, 5);
-	ASSERT_EQ(p->frees_total, 4);
-	ASSERT_EQ(p->untracked_frees, 1);
-	ASSERT_EQ(p->bytes_by_kind[GP_KIND_DEVICE], 207);
+	if (!ASSERT_TRUE(p != NULL, "p != NULL"))
+		goto cleanup;
+	if (!ASSERT_EQ(p->st.outstanding_allocs, 2, "p->st.outstanding_allocs"))
+		goto cleanup;
+	if (!ASSERT_EQ(p->st.outstanding_bytes, 103 + 104, "p->st.outstanding_bytes"))
+		goto cleanup;
+	if (!ASSERT_EQ(p->st.allocs_total, 5, "p->st.allocs_total"))
+		goto cleanup;
+	if (!ASSERT_EQ(p->st.frees_total, 4, "p->st.frees_total"))
+		goto cleanup;
+	if (!ASSERT_EQ(p->st.untracked_frees, 1, "p->st.untracked_frees"))
+		goto cleanup;
+	if (!ASSERT_EQ(p->st.bytes_by_kind[GP_KIND_DEVICE], 207, "p->st.bytes_by_kind[GP_KIND_DEVICE]"))
+		goto cleanup;
 	/* two distinct stack addresses symbolized once each, not once per allocation */
-	ASSERT_EQ(calls, 2);
-	ASSERT_STR_EQ(memleak__frame(p, 0x1000), "f10_1000");
+	if (!ASSERT_EQ(calls, 2, "calls"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(memleak__frame(p, 0x1000), "f10_1000", "memleak__frame(p, 0x1000)"))
+		goto cleanup;
+cleanup:
 	memleak__free(ml);
 }
 
@@ -109,13 +119,19 @@ static void test_free_families_do_not_cross(void)
 	f = free_ev(GP_EV_FREE, 7, GP_API_cuMemRelease, 5);
 	memleak__on_free(ml, &f);
 	p = only_proc(ml, 7);
-	ASSERT_EQ(p->outstanding_allocs, 1);
-	ASSERT_EQ(p->outstanding_bytes, 64);
-	ASSERT_EQ(memleak__proc_allocs(p, &v), 1);
-	ASSERT_EQ(v[0]->api, GP_API_cuMemAlloc_v2);
+	if (!ASSERT_EQ(p->st.outstanding_allocs, 1, "p->st.outstanding_allocs"))
+		goto cleanup;
+	if (!ASSERT_EQ(p->st.outstanding_bytes, 64, "p->st.outstanding_bytes"))
+		goto cleanup;
+	if (!ASSERT_EQ(memleak__proc_allocs(p, &v), 1, "memleak__proc_allocs(p, &v)"))
+		goto cleanup;
+	if (!ASSERT_EQ(v[0]->api, GP_API_cuMemAlloc_v2, "v[0]->api"))
+		goto cleanup;
 	memleak__free_allocs_array(v);
 	/* without stacks the frame lookup still answers */
-	ASSERT_STR_EQ(memleak__frame(p, 0x1000), "0x1000");
+	if (!ASSERT_STR_EQ(memleak__frame(p, 0x1000), "0x1000", "memleak__frame(p, 0x1000)"))
+		goto cleanup;
+cleanup:
 	memleak__free(ml);
 }
 
@@ -133,10 +149,15 @@ static void test_mappings(void)
 	m = free_ev(GP_EV_UNMAP, 3, GP_API_cuMemUnmap, 0x9000);
 	memleak__on_free(ml, &m);
 	p = only_proc(ml, 3);
-	ASSERT_EQ(p->maps_total, 2);
-	ASSERT_EQ(p->unmaps_total, 1);
-	ASSERT_EQ(p->mapped_bytes, 4096);
-	ASSERT_EQ(p->frees_total, 0);
+	if (!ASSERT_EQ(p->st.maps_total, 2, "p->st.maps_total"))
+		goto cleanup;
+	if (!ASSERT_EQ(p->st.unmaps_total, 1, "p->st.unmaps_total"))
+		goto cleanup;
+	if (!ASSERT_EQ(p->st.mapped_bytes, 4096, "p->st.mapped_bytes"))
+		goto cleanup;
+	if (!ASSERT_EQ(p->st.frees_total, 0, "p->st.frees_total"))
+		goto cleanup;
+cleanup:
 	memleak__free(ml);
 }
 
@@ -149,24 +170,36 @@ static void test_exit_detaches_pid(void)
 
 	memleak__on_alloc(ml, &a);
 	gone = memleak__on_exit(ml, &x);
-	ASSERT_TRUE(gone != NULL);
-	ASSERT_TRUE(gone->exited);
-	ASSERT_EQ(gone->outstanding_allocs, 1);
+	if (!ASSERT_TRUE(gone != NULL, "gone != NULL"))
+		goto cleanup;
+	if (!ASSERT_TRUE(gone->exited, "gone->exited"))
+		goto cleanup;
+	if (!ASSERT_EQ(gone->st.outstanding_allocs, 1, "gone->st.outstanding_allocs"))
+		goto cleanup;
 	/* PID reuse: the new process starts clean */
 	a = alloc_ev(42, GP_API_cuMemAlloc_v2, 0x200, 20);
 	memleak__on_alloc(ml, &a);
-	ASSERT_EQ(memleak__procs(ml, &v), 2);
-	ASSERT_TRUE(!v[0]->exited);
-	ASSERT_EQ(v[0]->outstanding_bytes, 20);
-	ASSERT_TRUE(v[1]->exited);
-	ASSERT_EQ(v[1]->outstanding_bytes, 10);
-	memleak__reap_exited(ml, 42); /* the target's record stays for the final report */
-	ASSERT_EQ(memleak__procs(ml, &v), 2);
-	memleak__reap_exited(ml, 0);
-	ASSERT_EQ(memleak__procs(ml, &v), 1);
+	if (!ASSERT_EQ(memleak__procs(ml, &v), 2, "memleak__procs(ml, &v)"))
+		goto cleanup;
+	if (!ASSERT_TRUE(!v[0]->exited, "!v[0]->exited"))
+		goto cleanup;
+	if (!ASSERT_EQ(v[0]->st.outstanding_bytes, 20, "v[0]->st.outstanding_bytes"))
+		goto cleanup;
+	if (!ASSERT_TRUE(v[1]->exited, "v[1]->exited"))
+		goto cleanup;
+	if (!ASSERT_EQ(v[1]->st.outstanding_bytes, 10, "v[1]->st.outstanding_bytes"))
+		goto cleanup;
+	memleak__reap(ml, UINT64_MAX, 42); /* the target's record stays for the final report */
+	if (!ASSERT_EQ(memleak__procs(ml, &v), 2, "memleak__procs(ml, &v)"))
+		goto cleanup;
+	memleak__reap(ml, UINT64_MAX, 0);
+	if (!ASSERT_EQ(memleak__procs(ml, &v), 1, "memleak__procs(ml, &v)"))
+		goto cleanup;
 	/* an exit of a process never seen is ignored */
 	x.pid = 99;
-	ASSERT_TRUE(memleak__on_exit(ml, &x) == NULL);
+	if (!ASSERT_TRUE(memleak__on_exit(ml, &x) == NULL, "memleak__on_exit(ml, &x) == NULL"))
+		goto cleanup;
+cleanup:
 	memleak__free(ml);
 }
 
@@ -180,12 +213,15 @@ static void test_table_limit(void)
 		a = alloc_ev(1, GP_API_cuMemAlloc_v2, 0x100 * (i + 1), 1);
 		memleak__on_alloc(ml, &a);
 	}
-	ASSERT_EQ(memleak__table_full(ml), 2);
+	if (!ASSERT_EQ(memleak__table_full(ml), 2, "memleak__table_full(ml)"))
+		goto cleanup;
 	f = free_ev(GP_EV_FREE, 1, GP_API_cuMemFree_v2, 0x100);
 	memleak__on_free(ml, &f);
 	a = alloc_ev(1, GP_API_cuMemAlloc_v2, 0x900, 1); /* room again after a free */
 	memleak__on_alloc(ml, &a);
-	ASSERT_EQ(memleak__table_full(ml), 2);
+	if (!ASSERT_EQ(memleak__table_full(ml), 2, "memleak__table_full(ml)"))
+		goto cleanup;
+cleanup:
 	memleak__free(ml);
 }
 
@@ -199,8 +235,11 @@ static void test_reused_address_replaces(void)
 	a.size = 30; /* its free was lost: the driver's word wins */
 	memleak__on_alloc(ml, &a);
 	p = only_proc(ml, 1);
-	ASSERT_EQ(p->outstanding_allocs, 1);
-	ASSERT_EQ(p->outstanding_bytes, 30);
+	if (!ASSERT_EQ(p->st.outstanding_allocs, 1, "p->st.outstanding_allocs"))
+		goto cleanup;
+	if (!ASSERT_EQ(p->st.outstanding_bytes, 30, "p->st.outstanding_bytes"))
+		goto cleanup;
+cleanup:
 	memleak__free(ml);
 }
 
@@ -218,17 +257,29 @@ static void test_dispatch_by_type_and_size(void)
 	struct gp_exit_event x = { .type = GP_EV_EXIT };
 	__u32 bogus = 77;
 
-	ASSERT_EQ(gp_events__dispatch(ev, &h, &a, sizeof(a)), 0);
-	ASSERT_EQ(gp_events__dispatch(ev, &h, &f, sizeof(f)), 0);
-	ASSERT_EQ(gp_events__dispatch(ev, &h, &x, sizeof(x)), 0);
-	ASSERT_EQ(gp_events__dispatch(ev, &h, &a, sizeof(a) - 8), -22); /* short record */
-	ASSERT_EQ(gp_events__dispatch(ev, &h, &bogus, sizeof(bogus)), -22);
-	ASSERT_EQ(gp_events__dispatch(ev, &h, &bogus, 2), -22);
-	ASSERT_EQ(n_alloc, 1);
-	ASSERT_EQ(n_free, 1);
-	ASSERT_EQ(n_exit, 1);
-	ASSERT_EQ(gp_events__handled(ev), 3);
-	ASSERT_EQ(gp_events__malformed(ev), 3);
+	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &a, sizeof(a)), 0, "gp_events__dispatch(ev, &h, &a, sizeof(a))"))
+		goto cleanup;
+	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &f, sizeof(f)), 0, "gp_events__dispatch(ev, &h, &f, sizeof(f))"))
+		goto cleanup;
+	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &x, sizeof(x)), 0, "gp_events__dispatch(ev, &h, &x, sizeof(x))"))
+		goto cleanup;
+	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &a, sizeof(a) - 8), -22, "gp_events__dispatch(ev, &h, &a, sizeof(a) - 8)"))
+		goto cleanup; /* short record */
+	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &bogus, sizeof(bogus)), -22, "gp_events__dispatch(ev, &h, &bogus, sizeof(bogus))"))
+		goto cleanup;
+	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &bogus, 2), -22, "gp_events__dispatch(ev, &h, &bogus, 2)"))
+		goto cleanup;
+	if (!ASSERT_EQ(n_alloc, 1, "n_alloc"))
+		goto cleanup;
+	if (!ASSERT_EQ(n_free, 1, "n_free"))
+		goto cleanup;
+	if (!ASSERT_EQ(n_exit, 1, "n_exit"))
+		goto cleanup;
+	if (!ASSERT_EQ(gp_events__handled(ev), 3, "gp_events__handled(ev)"))
+		goto cleanup;
+	if (!ASSERT_EQ(gp_events__malformed(ev), 3, "gp_events__malformed(ev)"))
+		goto cleanup;
+cleanup:
 	gp_events__free(ev);
 }
 
@@ -241,36 +292,53 @@ static void test_u64map_many(void)
 	void *v;
 
 	for (int i = 0; i < 20000; i++)
-		ASSERT_EQ(u64map__put(m, (uint64_t)i << 8, &vals[i]), 0);
-	ASSERT_EQ(u64map__size(m), 20000);
+		if (!ASSERT_EQ(u64map__put(m, (uint64_t)i << 8, &vals[i]), 0, "u64map__put(m, (uint64_t)i << 8, &vals[i])"))
+			goto cleanup;
+	if (!ASSERT_EQ(u64map__size(m), 20000, "u64map__size(m)"))
+		goto cleanup;
 	/* delete every other key: the rest must stay reachable (backward-shift delete) */
 	for (int i = 0; i < 20000; i += 2)
-		ASSERT_TRUE(u64map__del(m, (uint64_t)i << 8) == &vals[i]);
+		if (!ASSERT_TRUE(u64map__del(m, (uint64_t)i << 8) == &vals[i], "u64map__del(m, (uint64_t)i << 8) == &vals[i]"))
+			goto cleanup;
 	for (int i = 0; i < 20000; i++)
-		ASSERT_TRUE(u64map__get(m, (uint64_t)i << 8) == (i % 2 ? &vals[i] : NULL));
+		if (!ASSERT_TRUE(u64map__get(m, (uint64_t)i << 8) == (i % 2 ? &vals[i] : NULL), "u64map__get(m, (uint64_t)i << 8) == (i % 2 ? &vals[i] : N..."))
+			goto cleanup;
 	while (u64map__next(m, &it, &k, &v))
 		seen++;
-	ASSERT_EQ(seen, 10000);
-	ASSERT_TRUE(u64map__del(m, 12345) == NULL);
-	ASSERT_EQ(u64map__put(m, 1, NULL), -22);
+	if (!ASSERT_EQ(seen, 10000, "seen"))
+		goto cleanup;
+	if (!ASSERT_TRUE(u64map__del(m, 12345) == NULL, "u64map__del(m, 12345) == NULL"))
+		goto cleanup;
+	if (!ASSERT_EQ(u64map__put(m, 1, NULL), -22, "u64map__put(m, 1, NULL)"))
+		goto cleanup;
+cleanup:
 	u64map__free(m);
 	u64map__free(NULL);
 }
 
 static void test_api_table(void)
 {
-	ASSERT_STR_EQ(gp_api_name(GP_API_cuMemAllocAsync_ptsz), "cuMemAllocAsync_ptsz");
-	ASSERT_STR_EQ(gp_api_name(9999), "unknown");
+	if (!ASSERT_STR_EQ(gp_api_name(GP_API_cuMemAllocAsync_ptsz), "cuMemAllocAsync_ptsz", "gp_api_name(GP_API_cuMemAllocAsync_ptsz)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(gp_api_name(9999), "unknown", "gp_api_name(9999)"))
+		goto cleanup;
 	/* every id is in exactly one table, in enum order */
-	ASSERT_EQ(gp_mem_apis_cnt + gp_launch_apis_cnt + gp_copy_apis_cnt, GP_API__COUNT - 1);
+	if (!ASSERT_EQ(gp_mem_apis_cnt + gp_launch_apis_cnt + gp_copy_apis_cnt, GP_API__COUNT - 1, "gp_mem_apis_cnt + gp_launch_apis_cnt + gp_copy_apis_cnt"))
+		goto cleanup;
 	for (int i = 0; i < gp_copy_apis_cnt; i++)
-		ASSERT_EQ(gp_copy_apis[i].id, gp_mem_apis_cnt + gp_launch_apis_cnt + i + 1);
+		if (!ASSERT_EQ(gp_copy_apis[i].id, gp_mem_apis_cnt + gp_launch_apis_cnt + i + 1, "gp_copy_apis[i].id"))
+			goto cleanup;
 	for (int i = 0; i < gp_mem_apis_cnt; i++)
-		ASSERT_EQ(gp_mem_apis[i].id, i + 1);
+		if (!ASSERT_EQ(gp_mem_apis[i].id, i + 1, "gp_mem_apis[i].id"))
+			goto cleanup;
 	for (int i = 0; i < gp_launch_apis_cnt; i++)
-		ASSERT_EQ(gp_launch_apis[i].id, gp_mem_apis_cnt + i + 1);
-	ASSERT_STR_EQ(gp_api_name(GP_API_cuLaunchKernelEx_ptsz), "cuLaunchKernelEx_ptsz");
-	ASSERT_STR_EQ(gp_kind_name(GP_KIND_HOST), "host_pinned");
+		if (!ASSERT_EQ(gp_launch_apis[i].id, gp_mem_apis_cnt + i + 1, "gp_launch_apis[i].id"))
+			goto cleanup;
+	if (!ASSERT_STR_EQ(gp_api_name(GP_API_cuLaunchKernelEx_ptsz), "cuLaunchKernelEx_ptsz", "gp_api_name(GP_API_cuLaunchKernelEx_ptsz)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(gp_kind_name(GP_KIND_HOST), "host_pinned", "gp_kind_name(GP_KIND_HOST)"))
+		goto cleanup;
+cleanup:;
 }
 
 int main(void)

@@ -57,90 +57,136 @@ static void test_parse_normal(void)
 {
 	struct map_entry e;
 
-	ASSERT_EQ(procmaps__parse_line(
+	if (!ASSERT_EQ(procmaps__parse_line(
 		"7f1234560000-7f1234580000 r-xp 00001000 fd:01 1234567"
 		"                    /usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05\n",
-		&e), 0);
-	ASSERT_EQ(e.start, 0x7f1234560000ULL);
-	ASSERT_EQ(e.end, 0x7f1234580000ULL);
-	ASSERT_EQ(e.offset, 0x1000);
-	ASSERT_EQ(e.dev_major, 0xfd);
-	ASSERT_EQ(e.dev_minor, 1);
-	ASSERT_EQ(e.inode, 1234567);
-	ASSERT_STR_EQ(e.perms, "r-xp");
-	ASSERT_STR_EQ(e.path, "/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05");
-	ASSERT_TRUE(!e.deleted);
+		&e), 0, "procmaps__parse_line( 7f1234560000-7f1234580000 r-xp 0000..."))
+		goto cleanup;
+	if (!ASSERT_EQ(e.start, 0x7f1234560000ULL, "e.start"))
+		goto cleanup;
+	if (!ASSERT_EQ(e.end, 0x7f1234580000ULL, "e.end"))
+		goto cleanup;
+	if (!ASSERT_EQ(e.offset, 0x1000, "e.offset"))
+		goto cleanup;
+	if (!ASSERT_EQ(e.dev_major, 0xfd, "e.dev_major"))
+		goto cleanup;
+	if (!ASSERT_EQ(e.dev_minor, 1, "e.dev_minor"))
+		goto cleanup;
+	if (!ASSERT_EQ(e.inode, 1234567, "e.inode"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(e.perms, "r-xp", "e.perms"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(e.path, "/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05", "e.path"))
+		goto cleanup;
+	if (!ASSERT_TRUE(!e.deleted, "!e.deleted"))
+		goto cleanup;
 
 	/* no trailing newline, big device numbers, shared mapping */
-	ASSERT_EQ(procmaps__parse_line(
+	if (!ASSERT_EQ(procmaps__parse_line(
 		"ffffffffff600000-ffffffffff601000 rw-s 7fffffff000 103:fffff 18446744073709551615 /dev/shm/x",
-		&e), 0);
-	ASSERT_EQ(e.start, 0xffffffffff600000ULL);
-	ASSERT_EQ(e.offset, 0x7fffffff000ULL);
-	ASSERT_EQ(e.dev_major, 0x103);
-	ASSERT_EQ(e.dev_minor, 0xfffff);
-	ASSERT_TRUE(e.inode == 18446744073709551615ULL);
-	ASSERT_STR_EQ(e.perms, "rw-s");
-	ASSERT_STR_EQ(e.path, "/dev/shm/x");
+		&e), 0, "procmaps__parse_line( ffffffffff600000-ffffffffff601000 r..."))
+		goto cleanup;
+	if (!ASSERT_EQ(e.start, 0xffffffffff600000ULL, "e.start"))
+		goto cleanup;
+	if (!ASSERT_EQ(e.offset, 0x7fffffff000ULL, "e.offset"))
+		goto cleanup;
+	if (!ASSERT_EQ(e.dev_major, 0x103, "e.dev_major"))
+		goto cleanup;
+	if (!ASSERT_EQ(e.dev_minor, 0xfffff, "e.dev_minor"))
+		goto cleanup;
+	if (!ASSERT_TRUE(e.inode == 18446744073709551615ULL, "e.inode == 18446744073709551615ULL"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(e.perms, "rw-s", "e.perms"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(e.path, "/dev/shm/x", "e.path"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_parse_spaces_in_path(void)
 {
 	struct map_entry e;
 
-	ASSERT_EQ(procmaps__parse_line(
+	if (!ASSERT_EQ(procmaps__parse_line(
 		"1000-2000 r--p 00000000 08:02 42       /opt/my libs/lib cuda.so.1 \n",
-		&e), 0);
+		&e), 0, "procmaps__parse_line( 1000-2000 r--p 00000000 08:02 42 /o..."))
+		goto cleanup;
 	/* inner and trailing spaces belong to the file name */
-	ASSERT_STR_EQ(e.path, "/opt/my libs/lib cuda.so.1 ");
-	ASSERT_TRUE(!e.deleted);
+	if (!ASSERT_STR_EQ(e.path, "/opt/my libs/lib cuda.so.1 ", "e.path"))
+		goto cleanup;
+	if (!ASSERT_TRUE(!e.deleted, "!e.deleted"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_parse_deleted(void)
 {
 	struct map_entry e;
 
-	ASSERT_EQ(procmaps__parse_line(
+	if (!ASSERT_EQ(procmaps__parse_line(
 		"7f0000000000-7f0000001000 r-xp 00000000 00:01 77 /memfd:cuda jit (deleted)\n",
-		&e), 0);
-	ASSERT_STR_EQ(e.path, "/memfd:cuda jit");
-	ASSERT_TRUE(e.deleted);
+		&e), 0, "procmaps__parse_line( 7f0000000000-7f0000001000 r-xp 0000..."))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(e.path, "/memfd:cuda jit", "e.path"))
+		goto cleanup;
+	if (!ASSERT_TRUE(e.deleted, "e.deleted"))
+		goto cleanup;
 
-	ASSERT_EQ(procmaps__parse_line(
-		"1000-2000 r-xp 00000000 08:01 9 /usr/lib/libcuda.so.1 (deleted)", &e), 0);
-	ASSERT_STR_EQ(e.path, "/usr/lib/libcuda.so.1");
-	ASSERT_TRUE(e.deleted);
+	if (!ASSERT_EQ(procmaps__parse_line(
+		"1000-2000 r-xp 00000000 08:01 9 /usr/lib/libcuda.so.1 (deleted)", &e), 0, "procmaps__parse_line( 1000-2000 r-xp 00000000 08:01 9 /us..."))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(e.path, "/usr/lib/libcuda.so.1", "e.path"))
+		goto cleanup;
+	if (!ASSERT_TRUE(e.deleted, "e.deleted"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_parse_anon_and_pseudo(void)
 {
 	struct map_entry e;
 
-	ASSERT_EQ(procmaps__parse_line(
-		"7ffd00000000-7ffd00001000 rw-p 00000000 00:00 0 \n", &e), 0);
-	ASSERT_STR_EQ(e.path, "");
-	ASSERT_EQ(e.inode, 0);
-	ASSERT_TRUE(!e.deleted);
+	if (!ASSERT_EQ(procmaps__parse_line(
+		"7ffd00000000-7ffd00001000 rw-p 00000000 00:00 0 \n", &e), 0, "procmaps__parse_line( 7ffd00000000-7ffd00001000 rw-p 0000..."))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(e.path, "", "e.path"))
+		goto cleanup;
+	if (!ASSERT_EQ(e.inode, 0, "e.inode"))
+		goto cleanup;
+	if (!ASSERT_TRUE(!e.deleted, "!e.deleted"))
+		goto cleanup;
 
-	ASSERT_EQ(procmaps__parse_line(
-		"7ffd00000000-7ffd00001000 rw-p 00000000 00:00 0\n", &e), 0);
-	ASSERT_STR_EQ(e.path, "");
-	ASSERT_EQ(procmaps__parse_line(
-		"7ffd00000000-7ffd00001000 rw-p 00000000 00:00 0", &e), 0);
-	ASSERT_STR_EQ(e.path, "");
+	if (!ASSERT_EQ(procmaps__parse_line(
+		"7ffd00000000-7ffd00001000 rw-p 00000000 00:00 0\n", &e), 0, "procmaps__parse_line( 7ffd00000000-7ffd00001000 rw-p 0000..."))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(e.path, "", "e.path"))
+		goto cleanup;
+	if (!ASSERT_EQ(procmaps__parse_line(
+		"7ffd00000000-7ffd00001000 rw-p 00000000 00:00 0", &e), 0, "procmaps__parse_line( 7ffd00000000-7ffd00001000 rw-p 0000..."))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(e.path, "", "e.path"))
+		goto cleanup;
 
-	ASSERT_EQ(procmaps__parse_line(
+	if (!ASSERT_EQ(procmaps__parse_line(
 		"55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0                          [heap]\n",
-		&e), 0);
-	ASSERT_STR_EQ(e.path, "[heap]");
-	ASSERT_EQ(procmaps__parse_line(
+		&e), 0, "procmaps__parse_line( 55d0c0000000-55d0c0021000 rw-p 0000..."))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(e.path, "[heap]", "e.path"))
+		goto cleanup;
+	if (!ASSERT_EQ(procmaps__parse_line(
 		"7ffc1d0b2000-7ffc1d0d3000 rw-p 00000000 00:00 0                          [stack]\n",
-		&e), 0);
-	ASSERT_STR_EQ(e.path, "[stack]");
-	ASSERT_EQ(procmaps__parse_line(
-		"7ffc1d1f0000-7ffc1d1f2000 r-xp 00000000 00:00 0 [vdso]\n", &e), 0);
-	ASSERT_STR_EQ(e.path, "[vdso]");
-	ASSERT_STR_EQ(e.perms, "r-xp");
+		&e), 0, "procmaps__parse_line( 7ffc1d0b2000-7ffc1d0d3000 rw-p 0000..."))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(e.path, "[stack]", "e.path"))
+		goto cleanup;
+	if (!ASSERT_EQ(procmaps__parse_line(
+		"7ffc1d1f0000-7ffc1d1f2000 r-xp 00000000 00:00 0 [vdso]\n", &e), 0, "procmaps__parse_line( 7ffc1d1f0000-7ffc1d1f2000 r-xp 0000..."))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(e.path, "[vdso]", "e.path"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(e.perms, "r-xp", "e.perms"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_parse_bad_lines(void)
@@ -177,22 +223,28 @@ static void test_parse_bad_lines(void)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		if (procmaps__parse_line(bad[i], &e) != -EINVAL) {
 			printf("#   accepted bad line %zu: \"%s\"\n", i, bad[i]);
-			ASSERT_TRUE(0);
+			if (!ASSERT_TRUE(0, "0"))
+				goto cleanup;
 		}
 	}
-	ASSERT_EQ(procmaps__parse_line(NULL, &e), -EINVAL);
-	ASSERT_EQ(procmaps__parse_line("1000-2000 r-xp 0 08:01 1 /x", NULL),
-		  -EINVAL);
+	if (!ASSERT_EQ(procmaps__parse_line(NULL, &e), -EINVAL, "procmaps__parse_line(NULL, &e)"))
+		goto cleanup;
+	if (!ASSERT_EQ(procmaps__parse_line("1000-2000 r-xp 0 08:01 1 /x", NULL),
+		  -EINVAL, "procmaps__parse_line(1000-2000 r-xp 0 08:01 1 /x, NULL)"))
+		goto cleanup;
 
 	/* a path that does not fit must be refused, not truncated */
 	longline = malloc(6000);
-	ASSERT_TRUE(longline);
+	if (!ASSERT_TRUE(longline, "longline"))
+		goto cleanup;
 	snprintf(longline, 6000, "1000-2000 r-xp 0 08:01 1 /");
 	memset(longline + strlen(longline), 'a', 4500);
 	longline[strlen("1000-2000 r-xp 0 08:01 1 /") + 4500] = '\0';
 	i = (size_t)procmaps__parse_line(longline, &e);
 	free(longline);
-	ASSERT_EQ((int)i, -EINVAL);
+	if (!ASSERT_EQ((int)i, -EINVAL, "(int)i"))
+		goto cleanup;
+cleanup:;
 }
 
 struct find_addr_ctx {
@@ -218,11 +270,17 @@ static void test_foreach_self(void)
 	static struct find_addr_ctx ctx;
 
 	ctx.addr = (unsigned long long)(uintptr_t)&test_foreach_self;
-	ASSERT_EQ(procmaps__foreach(NULL, getpid(), find_addr_cb, &ctx), 42);
-	ASSERT_TRUE(ctx.calls > 0);
-	ASSERT_EQ(ctx.hit.perms[2], 'x');
-	ASSERT_STR_CONTAINS(ctx.hit.path, "test_procmaps");
-	ASSERT_TRUE(ctx.hit.inode != 0);
+	if (!ASSERT_EQ(procmaps__foreach(NULL, getpid(), find_addr_cb, &ctx), 42, "procmaps__foreach(NULL, getpid(), find_addr_cb, &ctx)"))
+		goto cleanup;
+	if (!ASSERT_TRUE(ctx.calls > 0, "ctx.calls > 0"))
+		goto cleanup;
+	if (!ASSERT_EQ(ctx.hit.perms[2], 'x', "ctx.hit.perms[2]"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(ctx.hit.path, "test_procmaps", "contains test_procmaps"))
+		goto cleanup;
+	if (!ASSERT_TRUE(ctx.hit.inode != 0, "ctx.hit.inode != 0"))
+		goto cleanup;
+cleanup:;
 }
 
 static int count_cb(const struct map_entry *e, void *data)
@@ -237,19 +295,28 @@ static void test_foreach_errors(void)
 	int n = 0;
 
 	/* beyond any pid_max */
-	ASSERT_EQ(procmaps__foreach("/proc", 0x3fffffff, count_cb, &n), -ENOENT);
-	ASSERT_EQ(procmaps__foreach(tmp_root, 99999, count_cb, &n), -ENOENT);
-	ASSERT_EQ(procmaps__foreach(tmp_root, 0, count_cb, &n), -EINVAL);
-	ASSERT_EQ(procmaps__foreach(tmp_root, 1, NULL, &n), -EINVAL);
-	ASSERT_EQ(n, 0);
+	if (!ASSERT_EQ(procmaps__foreach("/proc", 0x3fffffff, count_cb, &n), -ENOENT, "procmaps__foreach(/proc, 0x3fffffff, count_cb, &n)"))
+		goto cleanup;
+	if (!ASSERT_EQ(procmaps__foreach(tmp_root, 99999, count_cb, &n), -ENOENT, "procmaps__foreach(tmp_root, 99999, count_cb, &n)"))
+		goto cleanup;
+	if (!ASSERT_EQ(procmaps__foreach(tmp_root, 0, count_cb, &n), -EINVAL, "procmaps__foreach(tmp_root, 0, count_cb, &n)"))
+		goto cleanup;
+	if (!ASSERT_EQ(procmaps__foreach(tmp_root, 1, NULL, &n), -EINVAL, "procmaps__foreach(tmp_root, 1, NULL, &n)"))
+		goto cleanup;
+	if (!ASSERT_EQ(n, 0, "n"))
+		goto cleanup;
 
 	/* bad lines are skipped, good ones still reported */
-	ASSERT_EQ(write_maps(tmp_root, 77,
+	if (!ASSERT_EQ(write_maps(tmp_root, 77,
 			     "1000-2000 r-xp 00000000 08:01 1 /a\n"
 			     "this is not a maps line\n"
-			     "3000-4000 r-xp 00000000 08:01 2 /b\n"), 0);
-	ASSERT_EQ(procmaps__foreach(tmp_root, 77, count_cb, &n), 0);
-	ASSERT_EQ(n, 2);
+			     "3000-4000 r-xp 00000000 08:01 2 /b\n"), 0, "write_maps(tmp_root, 77, 1000-2000 r-xp 00000000 08:01 1 ..."))
+		goto cleanup;
+	if (!ASSERT_EQ(procmaps__foreach(tmp_root, 77, count_cb, &n), 0, "procmaps__foreach(tmp_root, 77, count_cb, &n)"))
+		goto cleanup;
+	if (!ASSERT_EQ(n, 2, "n"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_find_libs_fake_root(void)
@@ -258,7 +325,7 @@ static void test_find_libs_fake_root(void)
 	char expect[PATH_MAX + 64];
 	int n;
 
-	ASSERT_EQ(write_maps(tmp_root, 1234,
+	if (!ASSERT_EQ(write_maps(tmp_root, 1234,
 		"55d0c0000000-55d0c0001000 r--p 00000000 08:01 100 /usr/bin/app\n"
 		"7f0000000000-7f0000100000 r--p 00000000 08:01 200 /usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05\n"
 		"7f0000100000-7f0000800000 r-xp 00100000 08:01 200 /usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05\n"
@@ -268,47 +335,67 @@ static void test_find_libs_fake_root(void)
 		"7f2000000000-7f2000100000 r-xp 00000000 00:2a 200 /opt/my libs/libcuda.so.1\n"
 		"7f3000000000-7f3000100000 r-xp 00000000 08:01 400 /old/libcuda.so.1 (deleted)\n"
 		"7f4000000000-7f4000100000 r-xp 00000000 08:01 500 /usr/lib/notlibcuda.so\n"
-		"7ffc1d1f0000-7ffc1d1f2000 r-xp 00000000 00:00 0 [vdso]\n"), 0);
+		"7ffc1d1f0000-7ffc1d1f2000 r-xp 00000000 00:00 0 [vdso]\n"), 0, "write_maps(tmp_root, 1234, 55d0c0000000-55d0c0001000 r--p..."))
+		goto cleanup;
 
 	n = procmaps__find_libs(tmp_root, 1234, "libcuda.so", libs, 8);
-	ASSERT_EQ(n, 3);
+	if (!ASSERT_EQ(n, 3, "n"))
+		goto cleanup;
 
 	/* three mappings of inode 200 on 08:01 collapse into one entry */
-	ASSERT_STR_EQ(libs[0].path,
-		      "/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05");
+	if (!ASSERT_STR_EQ(libs[0].path,
+		      "/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05", "libs[0].path"))
+		goto cleanup;
 	snprintf(expect, sizeof(expect),
 		 "%s/1234/root/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05",
 		 tmp_root);
-	ASSERT_STR_EQ(libs[0].host_path, expect);
-	ASSERT_EQ(libs[0].inode, 200);
-	ASSERT_EQ(libs[0].dev_major, 8);
-	ASSERT_EQ(libs[0].dev_minor, 1);
+	if (!ASSERT_STR_EQ(libs[0].host_path, expect, "libs[0].host_path"))
+		goto cleanup;
+	if (!ASSERT_EQ(libs[0].inode, 200, "libs[0].inode"))
+		goto cleanup;
+	if (!ASSERT_EQ(libs[0].dev_major, 8, "libs[0].dev_major"))
+		goto cleanup;
+	if (!ASSERT_EQ(libs[0].dev_minor, 1, "libs[0].dev_minor"))
+		goto cleanup;
 
 	/* same inode number on another device is another file */
-	ASSERT_STR_EQ(libs[1].path, "/opt/my libs/libcuda.so.1");
+	if (!ASSERT_STR_EQ(libs[1].path, "/opt/my libs/libcuda.so.1", "libs[1].path"))
+		goto cleanup;
 	snprintf(expect, sizeof(expect), "%s/1234/root/opt/my libs/libcuda.so.1",
 		 tmp_root);
-	ASSERT_STR_EQ(libs[1].host_path, expect);
-	ASSERT_EQ(libs[1].dev_major, 0);
-	ASSERT_EQ(libs[1].dev_minor, 0x2a);
+	if (!ASSERT_STR_EQ(libs[1].host_path, expect, "libs[1].host_path"))
+		goto cleanup;
+	if (!ASSERT_EQ(libs[1].dev_major, 0, "libs[1].dev_major"))
+		goto cleanup;
+	if (!ASSERT_EQ(libs[1].dev_minor, 0x2a, "libs[1].dev_minor"))
+		goto cleanup;
 
 	/* deleted: the path is gone, map_files still names the inode */
-	ASSERT_STR_EQ(libs[2].path, "/old/libcuda.so.1");
+	if (!ASSERT_STR_EQ(libs[2].path, "/old/libcuda.so.1", "libs[2].path"))
+		goto cleanup;
 	snprintf(expect, sizeof(expect),
 		 "%s/1234/map_files/7f3000000000-7f3000100000", tmp_root);
-	ASSERT_STR_EQ(libs[2].host_path, expect);
+	if (!ASSERT_STR_EQ(libs[2].host_path, expect, "libs[2].host_path"))
+		goto cleanup;
 
 	/* max caps the output */
-	ASSERT_EQ(procmaps__find_libs(tmp_root, 1234, "libcuda.so", libs, 1), 1);
-	ASSERT_STR_EQ(libs[0].path,
-		      "/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05");
+	if (!ASSERT_EQ(procmaps__find_libs(tmp_root, 1234, "libcuda.so", libs, 1), 1, "procmaps__find_libs(tmp_root, 1234, libcuda.so, libs, 1)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(libs[0].path,
+		      "/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05", "libs[0].path"))
+		goto cleanup;
 
-	ASSERT_EQ(procmaps__find_libs(tmp_root, 1234, "libnothing", libs, 8), 0);
-	ASSERT_EQ(procmaps__find_libs(tmp_root, 4321, "libcuda.so", libs, 8),
-		  -ENOENT);
-	ASSERT_EQ(procmaps__find_libs(tmp_root, 1234, "libcuda.so", libs, 0),
-		  -EINVAL);
-	ASSERT_EQ(procmaps__find_libs(tmp_root, 1234, NULL, libs, 8), -EINVAL);
+	if (!ASSERT_EQ(procmaps__find_libs(tmp_root, 1234, "libnothing", libs, 8), 0, "procmaps__find_libs(tmp_root, 1234, libnothing, libs, 8)"))
+		goto cleanup;
+	if (!ASSERT_EQ(procmaps__find_libs(tmp_root, 4321, "libcuda.so", libs, 8),
+		  -ENOENT, "procmaps__find_libs(tmp_root, 4321, libcuda.so, libs, 8)"))
+		goto cleanup;
+	if (!ASSERT_EQ(procmaps__find_libs(tmp_root, 1234, "libcuda.so", libs, 0),
+		  -EINVAL, "procmaps__find_libs(tmp_root, 1234, libcuda.so, libs, 0)"))
+		goto cleanup;
+	if (!ASSERT_EQ(procmaps__find_libs(tmp_root, 1234, NULL, libs, 8), -EINVAL, "procmaps__find_libs(tmp_root, 1234, NULL, libs, 8)"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_find_libs_self(void)
@@ -318,11 +405,17 @@ static void test_find_libs_self(void)
 	int n;
 
 	n = procmaps__find_libs("/proc", getpid(), "libc.so", libs, 4);
-	ASSERT_EQ(n, 1);
-	ASSERT_STR_CONTAINS(libs[0].path, "/libc.so.6");
-	ASSERT_STR_CONTAINS(libs[0].host_path, "/root/");
-	ASSERT_EQ(stat(libs[0].host_path, &st), 0);
-	ASSERT_TRUE((unsigned long long)st.st_ino == libs[0].inode);
+	if (!ASSERT_EQ(n, 1, "n"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(libs[0].path, "/libc.so.6", "contains /libc.so.6"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(libs[0].host_path, "/root/", "contains /root/"))
+		goto cleanup;
+	if (!ASSERT_EQ(stat(libs[0].host_path, &st), 0, "stat(libs[0].host_path, &st)"))
+		goto cleanup;
+	if (!ASSERT_TRUE((unsigned long long)st.st_ino == libs[0].inode, "(unsigned long long)st.st_ino == libs[0].inode"))
+		goto cleanup;
+cleanup:;
 }
 
 int main(void)

@@ -41,23 +41,34 @@ static void test_live_exit_reuse_list(void)
 	struct proctab *t = proctab__new(free_rec, NULL);
 	struct rec *a, *b, *old, **v;
 
-	ASSERT_TRUE(t != NULL);
+	if (!ASSERT_TRUE(t != NULL, "t != NULL"))
+		goto cleanup;
 	a = proctab__get(t, 30, make_rec);
 	b = proctab__get(t, 10, make_rec);
-	ASSERT_TRUE(a && b && proctab__get(t, 30, make_rec) == a);
-	ASSERT_TRUE(proctab__exit(t, 30, 100) == a);
-	ASSERT_TRUE(proctab__live(t, 30) == NULL);
-	ASSERT_TRUE(proctab__find(t, 30) == a); /* awaiting its report */
-	ASSERT_TRUE(proctab__exit(t, 99, 1) == NULL);
+	if (!ASSERT_TRUE(a && b && proctab__get(t, 30, make_rec) == a, "a && b && proctab__get(t, 30, make_rec) == a"))
+		goto cleanup;
+	if (!ASSERT_TRUE(proctab__exit(t, 30, 100) == a, "proctab__exit(t, 30, 100) == a"))
+		goto cleanup;
+	if (!ASSERT_TRUE(proctab__live(t, 30) == NULL, "proctab__live(t, 30) == NULL"))
+		goto cleanup;
+	if (!ASSERT_TRUE(proctab__find(t, 30) == a, "proctab__find(t, 30) == a"))
+		goto cleanup; /* awaiting its report */
+	if (!ASSERT_TRUE(proctab__exit(t, 99, 1) == NULL, "proctab__exit(t, 99, 1) == NULL"))
+		goto cleanup;
 	/* PID reuse: a new live record; find prefers it */
 	old = a;
 	a = proctab__get(t, 30, make_rec);
-	ASSERT_TRUE(a != old && proctab__find(t, 30) == a);
+	if (!ASSERT_TRUE(a != old && proctab__find(t, 30) == a, "a != old && proctab__find(t, 30) == a"))
+		goto cleanup;
 	/* live first, by pid, then exited */
-	ASSERT_EQ(proctab__list(t, (void ***)&v), 3);
-	ASSERT_TRUE(v[0] == b && v[1] == a && v[2] == old);
+	if (!ASSERT_EQ(proctab__list(t, (void ***)&v), 3, "proctab__list(t, (void ***)&v)"))
+		goto cleanup;
+	if (!ASSERT_TRUE(v[0] == b && v[1] == a && v[2] == old, "v[0] == b && v[1] == a && v[2] == old"))
+		goto cleanup;
 	proctab__free(t);
-	ASSERT_EQ(freed, 3);
+	if (!ASSERT_EQ(freed, 3, "freed"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_reap_keep_and_cutoff(void)
@@ -71,14 +82,20 @@ static void test_reap_keep_and_cutoff(void)
 		proctab__exit(t, pid, pid * 10);
 	}
 	proctab__reap(t, 0, 25, count_forget, NULL); /* exited before 25: pids 1, 2 */
-	ASSERT_EQ(freed, 2);
-	ASSERT_EQ(forgotten, 2);
+	if (!ASSERT_EQ(freed, 2, "freed"))
+		goto cleanup;
+	if (!ASSERT_EQ(forgotten, 2, "forgotten"))
+		goto cleanup;
 	proctab__reap(t, 3, UINT64_MAX, NULL, NULL); /* all but the kept one */
-	ASSERT_EQ(proctab__list(t, &v), 1);
-	ASSERT_EQ(((struct rec *)v[0])->pid, 3);
+	if (!ASSERT_EQ(proctab__list(t, &v), 1, "proctab__list(t, &v)"))
+		goto cleanup;
+	if (!ASSERT_EQ(((struct rec *)v[0])->pid, 3, "((struct rec *)v[0])->pid"))
+		goto cleanup;
 	proctab__free(t);
 	proctab__free(NULL);
-	ASSERT_EQ(freed, 4);
+	if (!ASSERT_EQ(freed, 4, "freed"))
+		goto cleanup;
+cleanup:;
 }
 
 int main(void)

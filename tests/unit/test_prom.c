@@ -1,15 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* src/prom.c: the exposition over hand-fed aggregators, compared line by line. */
+/*
+ * The Prometheus exposition: aggregators fed by hand, their snapshots taken as the modes
+ * take them, rendered by the modes' renderers through the run's Prometheus pass
+ * (gp_run__prom, src/out/prom.c), compared line by line. No BPF: the modes' snapshot
+ * steps are replaced by ones that hand back the snapshots made here.
+ */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "apis.h"
-#include "bandwidth.h"
-#include "cudatrace.h"
-#include "ioctl.h"
-#include "memleak.h"
+#include "bandwidth_mode.h"
+#include "cudatrace_mode.h"
+#include "events.h"
+#include "ioctl_mode.h"
+#include "memleak_mode.h"
+#include "options.h"
 #include "prom.h"
+#include "run.h"
 #include "unit.h"
 
 static const char *cg(void *ctx, uint32_t pid)
@@ -18,48 +26,134 @@ static const char *cg(void *ctx, uint32_t pid)
 	return pid == 10 ? "/a\\b\"c\nd" : "/system.slice/x.service";
 }
 
-static char *render(struct memleak *ml, struct cudatrace *ct, unsigned int top)
+static const struct gp_snap *given(void *st, struct gp_run *run, const char *kind, uint32_t pid)
 {
-	struct prom_drop drops[] = { { "memleak", "ringbuf_full", 7 } };
-	struct prom_input in = {
-		.ml = ml, .ct = ct, .container = cg, .drops = drops, .nr_drops = 1,
-		.max_kernel_series = top, .probe_cost = 2e-6, .libs = 1, .probes = 70,
-	};
+	(void)run, (void)kind, (void)pid;
+	return st;
+}
+
+/* The exposition of the snapshots, each rendered by its mode, as a daemon scrape does. */
+static char *render(const struct gp_mode *const *modes, const struct gp_snap *const *snaps, int n,
+		    double cost)
+{
+	struct gp_opts o = { 0 };
+	struct gp_mode fake[GP_MAX_MODES];
+	struct gp_run run = { .o = &o, .shared_rb = -1, .nr = n };
+	struct prom_out *p = prom_out__new(cg, NULL);
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	FILE *f = NULL;
+	int r = -1;
 
-	if (!f)
-		return NULL;
-	if (prom__render(f, &in)) {
+	run.events = gp_events__new();
+	if (!p || !run.events)
+		goto cleanup;
+	for (int i = 0; i < n; i++) {
+		fake[i] = *modes[i];
+		fake[i].snapshot = given;
+		run.slot[i].m = &fake[i];
+		run.slot[i].st = (void *)snaps[i];
+	}
+	f = open_memstream(&buf, &len);
+	if (f && !gp_run__prom(&run, p, cost))
+		r = prom_out__write(p, f);
+cleanup:
+	if (f)
 		fclose(f);
+	prom_out__free(p);
+	gp_events__free(run.events);
+	if (r) {
 		free(buf);
 		return NULL;
 	}
-	fclose(f);
 	return buf;
 }
 
-static char *render_bw(struct bandwidth *bw, uint64_t small)
+/* --memleak's snapshot of ml, with one drop counter */
+static const struct gp_snap *ml_snap(struct ml_snap *s, struct memleak *ml, uint64_t ringbuf_full)
 {
-	struct prom_drop drops[] = { { "bandwidth", "ringbuf_full", 2 } };
-	struct prom_input in = {
-		.bw = bw, .small_copies = small, .container = cg, .drops = drops, .nr_drops = 1,
-		.max_kernel_series = 20, .probe_cost = 1e-6,
-	};
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	ml_snap_data__clear(&s->d);
+	free(s->pids);
+	memleak__snapshot(ml, 10, 0, 0, &s->d);
+	s->pids = calloc(s->d.nr_procs + 1, sizeof(*s->pids));
+	for (size_t i = 0; s->pids && i < s->d.nr_procs; i++) {
+		const struct ml_stats *st = &s->d.procs[i].st;
 
-	if (!f)
-		return NULL;
-	if (prom__render(f, &in)) {
-		fclose(f);
-		free(buf);
-		return NULL;
+		s->pids[i] = (struct gp_snap_pid){ .pid = s->d.procs[i].pid, .exited = s->d.procs[i].exited,
+			/* the allocation probes' hits: entry and return of each call */
+			.probe_hits = 2 * (st->allocs_total + st->frees_total + st->maps_total + st->unmaps_total) };
+		memcpy(s->pids[i].comm, s->d.procs[i].comm, sizeof(s->pids[i].comm));
 	}
-	fclose(f);
-	return buf;
+	s->drops[0] = (struct gp_snap_drop){ GP_R_RINGBUF_FULL, ringbuf_full };
+	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = "scrape", .pids = s->pids,
+				   .nr_pids = s->d.nr_procs, .drops = s->drops, .nr_drops = 1 };
+	return &s->hdr;
+}
+
+static void ml_snap_free(struct ml_snap *s)
+{
+	ml_snap_data__clear(&s->d);
+	free(s->pids);
+}
+
+/* --cudatrace's snapshot of ct (counted without return probes: one hit per call) */
+static const struct gp_snap *ct_snap(struct ct_snap *s, struct cudatrace *ct, uint64_t max_series)
+{
+	struct ct_proc **procs;
+	size_t n = cudatrace__procs(ct, &procs);
+
+	free(s->procs);
+	free(s->pids);
+	s->procs = calloc(n + 1, sizeof(*s->procs));
+	s->pids = calloc(n + 1, sizeof(*s->pids));
+	for (size_t i = 0; s->procs && s->pids && i < n; i++) {
+		s->procs[i] = procs[i];
+		s->pids[i] = (struct gp_snap_pid){ .pid = procs[i]->pid, .exited = procs[i]->exited,
+			.probe_hits = procs[i]->launches + procs[i]->graph_launches + procs[i]->hist[GP_HIST_SYNC].count };
+		memcpy(s->pids[i].comm, procs[i]->comm, sizeof(s->pids[i].comm));
+	}
+	s->nr_procs = n;
+	s->max_kernel_series = max_series;
+	s->hdr = (struct gp_snap){ .mode = "cudatrace", .kind = "scrape", .pids = s->pids, .nr_pids = n };
+	return &s->hdr;
+}
+
+static void ct_snap_free(struct ct_snap *s)
+{
+	free(s->procs);
+	free(s->pids);
+}
+
+/* --bandwidth-util's snapshot of bw, with small copies and one drop counter */
+static const struct gp_snap *bw_snap(struct bw_snap *s, struct bandwidth *bw, uint64_t small)
+{
+	free(s->pids);
+	bandwidth__snapshot(bw, 0, &s->d);
+	s->pids = calloc(s->d.nr_procs + 1, sizeof(*s->pids));
+	s->hdr = (struct gp_snap){ .mode = "bandwidth", .kind = "scrape", .pids = s->pids,
+				   .drops = s->drops, .nr_drops = 1 };
+	for (size_t i = 0; s->pids && i < s->d.nr_procs; i++) {
+		struct gp_snap_pid *pp = &s->pids[s->hdr.nr_pids];
+		uint64_t copies = 0;
+
+		if (!s->d.procs[i].nr_stats) /* as the mode: no copies, not a process with series */
+			continue;
+		for (size_t j = 0; j < s->d.procs[i].nr_stats; j++)
+			copies += s->d.procs[i].stats[j].copies;
+		*pp = (struct gp_snap_pid){ .pid = s->d.procs[i].pid, .exited = s->d.procs[i].exited,
+					    .probe_hits = 2 * copies };
+		memcpy(pp->comm, s->d.procs[i].comm, sizeof(pp->comm));
+		s->hdr.nr_pids++;
+	}
+	s->small_copies = small;
+	s->drops[0] = (struct gp_snap_drop){ GP_R_RINGBUF_FULL, 2 };
+	return &s->hdr;
+}
+
+static void bw_snap_free(struct bw_snap *s)
+{
+	bw_snap_data__clear(&s->d);
+	free(s->pids);
 }
 
 static void bw_copy(struct bandwidth *bw, uint32_t pid, uint32_t api, uint64_t dst, uint32_t dst_type,
@@ -160,88 +254,132 @@ static struct cudatrace *five_kernels(void)
 	return ct;
 }
 
+static const struct gp_mode *const ML[] = { &gp_mode_memleak };
+static const struct gp_mode *const CT[] = { &gp_mode_cudatrace };
+static const struct gp_mode *const ML_CT[] = { &gp_mode_memleak, &gp_mode_cudatrace };
+static const struct gp_mode *const BW[] = { &gp_mode_bandwidth };
+static const struct gp_mode *const IOC[] = { &gp_mode_ioctl };
+
+#define LBL10 "{pid=\"10\",comm=\"ap\\\"p\",container=\"/a\\\\b\\\"c\\nd\""
+#define LBL20 "{pid=\"20\",comm=\"trainer\",container=\"/system.slice/x.service\""
+
 static void test_label_escaping(void)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
-	ASSERT_TRUE(f != NULL);
+	if (!ASSERT_TRUE(f != NULL, "memstream"))
+		goto cleanup;
 	prom__label_value(f, "a\\b\"c\nd");
 	fclose(f);
-	ASSERT_STR_EQ(buf, "a\\\\b\\\"c\\nd");
+	f = NULL;
+	ASSERT_STR_EQ(buf, "a\\\\b\\\"c\\nd", "backslash, quote and newline escaped");
+cleanup:
+	if (f)
+		fclose(f);
 	free(buf);
 }
 
 static void test_memleak_series(void)
 {
 	struct memleak *ml = memleak__new(100, NULL, NULL);
-	char *out;
+	struct ml_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL;
 
-	ASSERT_TRUE(ml != NULL);
+	if (!ASSERT_TRUE(ml != NULL, "aggregator"))
+		goto cleanup;
 	feed_memleak(ml, 10, "ap\"p", 3, 1);
-	out = render(ml, NULL, 20);
-	ASSERT_TRUE(out != NULL);
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{pid=\"10\",comm=\"ap\\\"p\",container=\"/a\\\\b\\\"c\\nd\"} 3\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_free_calls_total{pid=\"10\",comm=\"ap\\\"p\",container=\"/a\\\\b\\\"c\\nd\"} 1\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_outstanding_allocations{pid=\"10\",comm=\"ap\\\"p\",container=\"/a\\\\b\\\"c\\nd\",kind=\"device\"} 2\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_outstanding_bytes{pid=\"10\",comm=\"ap\\\"p\",container=\"/a\\\\b\\\"c\\nd\",kind=\"device\"} 200\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total{pid=\"10\",comm=\"ap\\\"p\",container=\"/a\\\\b\\\"c\\nd\"} 4\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_probe_seconds_total{pid=\"10\",comm=\"ap\\\"p\",container=\"/a\\\\b\\\"c\\nd\"} 8e-06\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hit_cost_seconds 2e-06\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_events_dropped_total{mode=\"memleak\",reason=\"ringbuf_full\"} 7\n");
-	ASSERT_TRUE(strstr(out, "gpuprobe_cuda_kernel_launches_total") == NULL); /* mode off */
+	snaps[0] = ml_snap(&s, ml, 7);
+	out = render(ML, snaps, 1, 2e-6);
+	if (!ASSERT_TRUE(out != NULL, "rendered"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total" LBL10 "} 3\n", "alloc calls, labels escaped") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_free_calls_total" LBL10 "} 1\n", "free calls") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_outstanding_allocations" LBL10 ",kind=\"device\"} 2\n", "outstanding allocations") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_outstanding_bytes" LBL10 ",kind=\"device\"} 200\n", "outstanding bytes"))
+		goto cleanup;
+	/* entry and return of 3 allocations and 1 free */
+	if (!ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" LBL10 "} 8\n", "probe hits") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_probe_seconds_total" LBL10 "} 1.6e-05\n", "probe seconds") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hit_cost_seconds 2e-06\n", "probe cost") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_events_dropped_total{mode=\"memleak\",reason=\"ringbuf_full\"} 7\n", "drops"))
+		goto cleanup;
+	ASSERT_TRUE(strstr(out, "gpuprobe_cuda_kernel_launches_total") == NULL, "no family of a mode that is off");
+cleanup:
 	free(out);
+	ml_snap_free(&s);
 	memleak__free(ml);
 }
 
 static void test_kernel_top_k_and_other(void)
 {
 	struct cudatrace *ct = five_kernels();
-	char *out;
+	struct ct_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL;
 
-	ASSERT_TRUE(ct != NULL);
-	out = render(NULL, ct, 2);
-	ASSERT_TRUE(out != NULL);
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_kernel_launches_total{pid=\"20\",comm=\"trainer\",container=\"/system.slice/x.service\",kernel=\"a\"} 50\n");
-	ASSERT_STR_CONTAINS(out, "kernel=\"b\"} 40\n");
+	if (!ASSERT_TRUE(ct != NULL, "aggregator"))
+		goto cleanup;
+	snaps[0] = ct_snap(&s, ct, 2);
+	out = render(CT, snaps, 1, 2e-6);
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_kernel_launches_total" LBL20 ",kernel=\"a\"} 50\n", "top kernel") ||
+	    !ASSERT_STR_CONTAINS(out, "kernel=\"b\"} 40\n", "second kernel"))
+		goto cleanup;
 	/* c (30) + d (20) + the kernel literally named "other" (10) */
-	ASSERT_STR_CONTAINS(out, "kernel=\"other\"} 60\n");
-	ASSERT_TRUE(strstr(out, "kernel=\"c\"") == NULL);
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_graph_launches_total{pid=\"20\",comm=\"trainer\",container=\"/system.slice/x.service\"} 6\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_sync_calls_total{pid=\"20\",comm=\"trainer\",container=\"/system.slice/x.service\"} 4\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_sync_seconds_total{pid=\"20\",comm=\"trainer\",container=\"/system.slice/x.service\"} 2.500000000\n");
+	if (!ASSERT_STR_CONTAINS(out, "kernel=\"other\"} 60\n", "the rest summed under other") ||
+	    !ASSERT_TRUE(strstr(out, "kernel=\"c\"") == NULL, "third kernel folded into other") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_graph_launches_total" LBL20 "} 6\n", "graph launches") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_sync_calls_total" LBL20 "} 4\n", "sync calls") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_sync_seconds_total" LBL20 "} 2.500000000\n", "sync seconds"))
+		goto cleanup;
 	/* 150 launches + 6 graph launches + 4 syncs */
-	ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total{pid=\"20\",comm=\"trainer\",container=\"/system.slice/x.service\"} 160\n");
+	if (!ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" LBL20 "} 160\n", "probe hits"))
+		goto cleanup;
 	free(out);
-	out = render(NULL, ct, 20);
-	ASSERT_TRUE(out != NULL);
-	ASSERT_STR_CONTAINS(out, "kernel=\"d\"} 20\n");
-	ASSERT_STR_CONTAINS(out, "kernel=\"other\"} 10\n");
+	snaps[0] = ct_snap(&s, ct, 20);
+	out = render(CT, snaps, 1, 2e-6);
+	if (!ASSERT_TRUE(out != NULL, "rendered with 20 series") ||
+	    !ASSERT_STR_CONTAINS(out, "kernel=\"d\"} 20\n", "every kernel its own series"))
+		goto cleanup;
+	ASSERT_STR_CONTAINS(out, "kernel=\"other\"} 10\n", "a kernel named other");
+cleanup:
 	free(out);
+	ct_snap_free(&s);
 	cudatrace__free(ct);
 }
 
 /* Every sample's family has HELP and TYPE before it, every family once, samples of a
- * family together. */
+ * family together: memleak 6, cudatrace 4, and the run's own 5 (probe hits, probe
+ * seconds, hit cost, drops, tracked processes). */
 static void test_help_type_every_family(void)
 {
 	struct memleak *ml = memleak__new(100, NULL, NULL);
 	struct cudatrace *ct = five_kernels();
-	char *out, *save = NULL, *line, last[128] = "", seen[4096] = " ";
+	struct ml_snap ms = { 0 };
+	struct ct_snap cs = { 0 };
+	const struct gp_snap *snaps[2];
+	char *out = NULL, *save = NULL, *line, last[128] = "", seen[4096] = " ";
 	int families = 0;
 
-	ASSERT_TRUE(ml && ct);
+	if (!ASSERT_TRUE(ml && ct, "aggregators"))
+		goto cleanup;
 	feed_memleak(ml, 20, "trainer", 2, 0);
-	out = render(ml, ct, 3);
-	ASSERT_TRUE(out != NULL);
+	snaps[0] = ml_snap(&ms, ml, 0);
+	snaps[1] = ct_snap(&cs, ct, 3);
+	out = render(ML_CT, snaps, 2, 2e-6);
+	if (!ASSERT_TRUE(out != NULL, "rendered"))
+		goto cleanup;
 	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char name[128], key[140];
 
 		if (!strncmp(line, "# HELP ", 7)) {
 			sscanf(line + 7, "%127s", name);
 			snprintf(key, sizeof(key), " %s ", name);
-			ASSERT_TRUE(strstr(seen, key) == NULL);
+			if (!ASSERT_TRUE(strstr(seen, key) == NULL, "each family once"))
+				goto cleanup;
 			strncat(seen, key + 1, sizeof(seen) - strlen(seen) - 1);
 			snprintf(last, sizeof(last), "%s", name);
 			families++;
@@ -249,14 +387,19 @@ static void test_help_type_every_family(void)
 		}
 		if (!strncmp(line, "# TYPE ", 7)) {
 			sscanf(line + 7, "%127s", name);
-			ASSERT_STR_EQ(name, last);
+			if (!ASSERT_STR_EQ(name, last, "TYPE after its HELP"))
+				goto cleanup;
 			continue;
 		}
 		sscanf(line, "%127[^{ ]", name);
-		ASSERT_STR_EQ(name, last);
+		if (!ASSERT_STR_EQ(name, last, "sample under its family"))
+			goto cleanup;
 	}
-	ASSERT_EQ(families, 17);
+	ASSERT_EQ(families, 15, "families");
+cleanup:
 	free(out);
+	ml_snap_free(&ms);
+	ct_snap_free(&cs);
 	memleak__free(ml);
 	cudatrace__free(ct);
 }
@@ -266,26 +409,39 @@ static void test_retention_removes_exited(void)
 	struct memleak *ml = memleak__new(100, NULL, NULL);
 	struct cudatrace *ct = five_kernels();
 	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 20, .ts_ns = 1000, .comm = "trainer" };
-	char *out;
+	struct ml_snap ms = { 0 };
+	struct ct_snap cs = { 0 };
+	const struct gp_snap *snaps[2];
+	char *out = NULL;
 
-	ASSERT_TRUE(ml && ct);
+	if (!ASSERT_TRUE(ml && ct, "aggregators"))
+		goto cleanup;
 	feed_memleak(ml, 20, "trainer", 2, 0);
 	memleak__on_exit(ml, &ex);
 	cudatrace__on_exit(ct, &ex);
-	memleak__reap_exited_before(ml, 1000);
-	cudatrace__reap_exited_before(ct, 1000, NULL, NULL);
-	out = render(ml, ct, 20);
-	ASSERT_TRUE(out != NULL);
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{pid=\"20\"");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_kernel_launches_total{pid=\"20\"");
+	memleak__reap(ml, 1000, 0);
+	cudatrace__reap(ct, 1000, 0, NULL, NULL);
+	snaps[0] = ml_snap(&ms, ml, 0);
+	snaps[1] = ct_snap(&cs, ct, 20);
+	out = render(ML_CT, snaps, 2, 2e-6);
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{pid=\"20\"", "kept until the cutoff (memleak)") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_kernel_launches_total{pid=\"20\"", "kept until the cutoff (cudatrace)"))
+		goto cleanup;
 	free(out);
-	memleak__reap_exited_before(ml, 1001);
-	cudatrace__reap_exited_before(ct, 1001, NULL, NULL);
-	out = render(ml, ct, 20);
-	ASSERT_TRUE(out != NULL);
-	ASSERT_TRUE(strstr(out, "pid=\"20\"") == NULL);
-	ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 0\n");
+	memleak__reap(ml, 1001, 0);
+	cudatrace__reap(ct, 1001, 0, NULL, NULL);
+	snaps[0] = ml_snap(&ms, ml, 0);
+	snaps[1] = ct_snap(&cs, ct, 20);
+	out = render(ML_CT, snaps, 2, 2e-6);
+	if (!ASSERT_TRUE(out != NULL, "rendered after the cutoff") ||
+	    !ASSERT_TRUE(strstr(out, "pid=\"20\"") == NULL, "gone after the cutoff"))
+		goto cleanup;
+	ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 0\n", "no process tracked");
+cleanup:
 	free(out);
+	ml_snap_free(&ms);
+	ct_snap_free(&cs);
 	memleak__free(ml);
 	cudatrace__free(ct);
 }
@@ -295,19 +451,27 @@ static void test_reused_pid_one_series(void)
 {
 	struct memleak *ml = memleak__new(100, NULL, NULL);
 	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 10, .ts_ns = 5, .comm = "old" };
-	char *out, *first;
+	struct ml_snap ms = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL, *first;
 
-	ASSERT_TRUE(ml != NULL);
+	if (!ASSERT_TRUE(ml != NULL, "aggregator"))
+		goto cleanup;
 	feed_memleak(ml, 10, "old", 1, 0);
 	memleak__on_exit(ml, &ex);
 	feed_memleak(ml, 10, "new", 2, 0);
-	out = render(ml, NULL, 20);
-	ASSERT_TRUE(out != NULL);
+	snaps[0] = ml_snap(&ms, ml, 0);
+	out = render(ML, snaps, 1, 2e-6);
+	if (!ASSERT_TRUE(out != NULL, "rendered"))
+		goto cleanup;
 	first = strstr(out, "gpuprobe_cuda_alloc_calls_total{pid=\"10\"");
-	ASSERT_TRUE(first != NULL);
-	ASSERT_TRUE(strstr(first + 1, "gpuprobe_cuda_alloc_calls_total{pid=\"10\"") == NULL);
-	ASSERT_STR_CONTAINS(first, "comm=\"new\"");
+	if (!ASSERT_TRUE(first != NULL, "a series of PID 10") ||
+	    !ASSERT_TRUE(strstr(first + 1, "gpuprobe_cuda_alloc_calls_total{pid=\"10\"") == NULL, "only one"))
+		goto cleanup;
+	ASSERT_STR_CONTAINS(first, "comm=\"new\"", "the live one");
+cleanup:
 	free(out);
+	ml_snap_free(&ms);
 	memleak__free(ml);
 }
 
@@ -325,26 +489,35 @@ static int count(const char *s, const char *what)
 static void test_bandwidth_series(void)
 {
 	struct bandwidth *bw = three_copies();
-	char *out;
+	struct bw_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL;
 
-	ASSERT_TRUE(bw != NULL);
-	out = render_bw(bw, 12);
-	ASSERT_TRUE(out != NULL);
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_calls_total" BW_LABELS ",gpu=\"1\",direction=\"H2D\"} 1\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_bytes_total" BW_LABELS ",gpu=\"1\",direction=\"H2D\"} 4096\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_sync_seconds_total" BW_LABELS ",gpu=\"1\",direction=\"H2D\"} 0.001000000\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_pageable_bytes_total" BW_LABELS ",gpu=\"1\",direction=\"H2D\"} 4096\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_bytes_total" BW_LABELS ",gpu=\"1\",direction=\"D2H\"} 8192\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_sync_seconds_total" BW_LABELS ",gpu=\"1\",direction=\"D2H\"} 0.000000000\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_async_seconds_upper_bound_total" BW_LABELS ",gpu=\"1\",direction=\"D2H\"} 0.002000000\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_calls_total" BW_LABELS ",gpu=\"\",direction=\"H2H\"} 1\n");
-	ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_cuda_memcpy_small_total counter\ngpuprobe_cuda_memcpy_small_total 12\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" BW_LABELS "} 3\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_events_dropped_total{mode=\"bandwidth\",reason=\"ringbuf_full\"} 2\n");
-	ASSERT_TRUE(strstr(out, "pid=\"31\"") == NULL);
-	ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 1\n");
-	ASSERT_TRUE(strstr(out, "gpuprobe_cuda_alloc_calls_total") == NULL); /* --memleak off */
+	if (!ASSERT_TRUE(bw != NULL, "aggregator"))
+		goto cleanup;
+	snaps[0] = bw_snap(&s, bw, 12);
+	out = render(BW, snaps, 1, 1e-6);
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_calls_total" BW_LABELS ",gpu=\"1\",direction=\"H2D\"} 1\n", "H2D copies") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_bytes_total" BW_LABELS ",gpu=\"1\",direction=\"H2D\"} 4096\n", "H2D bytes") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_sync_seconds_total" BW_LABELS ",gpu=\"1\",direction=\"H2D\"} 0.001000000\n", "H2D sync seconds") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_pageable_bytes_total" BW_LABELS ",gpu=\"1\",direction=\"H2D\"} 4096\n", "H2D pageable") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_bytes_total" BW_LABELS ",gpu=\"1\",direction=\"D2H\"} 8192\n", "D2H bytes") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_sync_seconds_total" BW_LABELS ",gpu=\"1\",direction=\"D2H\"} 0.000000000\n", "async: no sync seconds") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_async_seconds_upper_bound_total" BW_LABELS ",gpu=\"1\",direction=\"D2H\"} 0.002000000\n", "async bound") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_calls_total" BW_LABELS ",gpu=\"\",direction=\"H2H\"} 1\n", "H2H, no GPU") ||
+	    !ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_cuda_memcpy_small_total counter\ngpuprobe_cuda_memcpy_small_total 12\n", "small copies"))
+		goto cleanup;
+	/* entry and return of 3 copies */
+	if (!ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" BW_LABELS "} 6\n", "probe hits") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_events_dropped_total{mode=\"bandwidth\",reason=\"ringbuf_full\"} 2\n", "drops") ||
+	    !ASSERT_TRUE(strstr(out, "pid=\"31\"") == NULL, "a process without copies has no series") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 1\n", "tracked"))
+		goto cleanup;
+	ASSERT_TRUE(strstr(out, "gpuprobe_cuda_alloc_calls_total") == NULL, "--memleak off");
+cleanup:
 	free(out);
+	bw_snap_free(&s);
 	bandwidth__free(bw);
 }
 
@@ -353,57 +526,64 @@ static void test_bandwidth_exit_and_retention(void)
 {
 	struct bandwidth *bw = three_copies();
 	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 30, .ts_ns = 1000, .comm = "copier" };
-	char *out;
+	struct bw_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL;
 	int n;
 
-	ASSERT_TRUE(bw != NULL);
+	if (!ASSERT_TRUE(bw != NULL, "aggregator"))
+		goto cleanup;
 	bandwidth__on_exit(bw, &ex);
 	bw_copy(bw, 30, GP_API_cuMemcpyHtoD_v2, 0x10000, GP_MEMTYPE_DEVICE, 0x900000, GP_MEMTYPE_HOST,
 		4096, 10, 0);
 	ex.ts_ns = 2000;
 	bandwidth__on_exit(bw, &ex);
-	bandwidth__reap_exited_before(bw, 1000);
-	out = render_bw(bw, 0);
-	ASSERT_TRUE(out != NULL);
+	bandwidth__reap(bw, 1000, 0);
+	snaps[0] = bw_snap(&s, bw, 0);
+	out = render(BW, snaps, 1, 1e-6);
+	if (!ASSERT_TRUE(out != NULL, "rendered"))
+		goto cleanup;
 	/* one process's series, whichever of the two */
 	n = count(out, "gpuprobe_cuda_memcpy_calls_total{pid=\"30\"");
-	ASSERT_TRUE(n == 3 || n == 1);
-	ASSERT_EQ(count(out, "gpuprobe_probe_hits_total{pid=\"30\""), 1);
+	if (!ASSERT_TRUE(n == 3 || n == 1, "the series of one of the two") ||
+	    !ASSERT_EQ(count(out, "gpuprobe_probe_hits_total{pid=\"30\""), 1, "one probe-hit series"))
+		goto cleanup;
 	free(out);
-	bandwidth__reap_exited_before(bw, 1500); /* the first went */
-	out = render_bw(bw, 0);
-	ASSERT_TRUE(out != NULL);
-	ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" BW_LABELS "} 1\n");
+	bandwidth__reap(bw, 1500, 0); /* the first went */
+	snaps[0] = bw_snap(&s, bw, 0);
+	out = render(BW, snaps, 1, 1e-6);
+	if (!ASSERT_TRUE(out != NULL, "rendered after the first cutoff") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" BW_LABELS "} 2\n", "the second's hits"))
+		goto cleanup;
 	free(out);
-	bandwidth__reap_exited_before(bw, 2001);
-	out = render_bw(bw, 0);
-	ASSERT_TRUE(out != NULL);
-	ASSERT_TRUE(strstr(out, "pid=\"30\"") == NULL);
-	ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_cuda_memcpy_calls_total counter\n");
+	bandwidth__reap(bw, 2001, 0);
+	snaps[0] = bw_snap(&s, bw, 0);
+	out = render(BW, snaps, 1, 1e-6);
+	if (!ASSERT_TRUE(out != NULL, "rendered after the last cutoff") ||
+	    !ASSERT_TRUE(strstr(out, "pid=\"30\"") == NULL, "both gone"))
+		goto cleanup;
+	ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_cuda_memcpy_calls_total counter\n", "family without samples");
+cleanup:
 	free(out);
+	bw_snap_free(&s);
 	bandwidth__free(bw);
 }
 
-static char *render_ioctl(const struct ioc_proc *procs, size_t n, unsigned int max)
+static char *render_ioctl(struct ioc_proc *procs, size_t n, uint64_t max)
 {
-	struct prom_drop drops[] = { { "ioctl", "counter_table_full", 2 } };
-	struct prom_input in = {
-		.ioctl = true, .ioc = procs, .nr_ioc = n, .max_ioctl_series = max,
-		.container = cg, .drops = drops, .nr_drops = 1, .probe_cost = 2e-6,
-	};
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct gp_snap_pid pids[4] = { 0 };
+	struct ioc_snap s = { .procs = procs, .nr_procs = n, .pids = pids, .max_series = max,
+			      .backend = "tracepoint" };
+	const struct gp_snap *snaps[1] = { &s.hdr };
 
-	if (!f)
-		return NULL;
-	if (prom__render(f, &in)) {
-		fclose(f);
-		free(buf);
-		return NULL;
+	for (size_t i = 0; i < n && i < 4; i++) {
+		pids[i].pid = procs[i].pid;
+		snprintf(pids[i].comm, sizeof(pids[i].comm), "%s", procs[i].comm);
 	}
-	fclose(f);
-	return buf;
+	s.drops[0] = (struct gp_snap_drop){ GP_R_COUNTER_TABLE_FULL, 2 };
+	s.hdr = (struct gp_snap){ .mode = "ioctl", .kind = "scrape", .pids = pids, .nr_pids = n,
+				  .drops = s.drops, .nr_drops = 1 };
+	return render(IOC, snaps, 1, 2e-6);
 }
 
 #define CTL "gpuprobe_nvidia_ioctl_calls_total{pid=\"30\",comm=\"py\\\"t\",container=\"/system.slice/x.service\",node="
@@ -433,42 +613,46 @@ static void test_ioctl_series_cap_and_other(void)
 	struct ioc_proc p = { .pid = 30, .comm = "py\"t", .devs = devs, .nr_devs = 2 };
 	char *out = render_ioctl(&p, 1, 3);
 
-	ASSERT_TRUE(out != NULL);
-	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_CONTROL\",ctrl=\"NV2080_CTRL_CMD_GPU_GET_NAME_STRING\"} 50\n");
-	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_ALLOC\",ctrl=\"\"} 45\n");
-	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidia-uvm\",cmd=\"UVM_INITIALIZE\",ctrl=\"\"} 31\n");
-	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"other\",ctrl=\"\"} 5\n");
-	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidia-uvm\",cmd=\"other\",ctrl=\"\"} 1\n");
-	ASSERT_TRUE(strstr(out, "0x12345678") == NULL);
-	ASSERT_TRUE(strstr(out, "UVM_REGISTER_GPU") == NULL);
-	ASSERT_STR_CONTAINS(out, "gpuprobe_nvidia_ioctl_errors_total{pid=\"30\",comm=\"py\\\"t\",container=\"/system.slice/x.service\",node=\"/dev/nvidiactl\",cmd=\"other\",ctrl=\"\"} 3\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_nvidia_ioctl_seconds_total{pid=\"30\",comm=\"py\\\"t\",container=\"/system.slice/x.service\",node=\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_CONTROL\",ctrl=\"NV2080_CTRL_CMD_GPU_GET_NAME_STRING\"} 1.500000000\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_events_dropped_total{mode=\"ioctl\",reason=\"counter_table_full\"} 2\n");
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_CONTROL\",ctrl=\"NV2080_CTRL_CMD_GPU_GET_NAME_STRING\"} 50\n", "top control") ||
+	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_ALLOC\",ctrl=\"\"} 45\n", "two request numbers, one name") ||
+	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidia-uvm\",cmd=\"UVM_INITIALIZE\",ctrl=\"\"} 31\n", "uvm") ||
+	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"other\",ctrl=\"\"} 5\n", "other, per node") ||
+	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidia-uvm\",cmd=\"other\",ctrl=\"\"} 1\n", "other of uvm") ||
+	    !ASSERT_TRUE(strstr(out, "0x12345678") == NULL, "folded into other") ||
+	    !ASSERT_TRUE(strstr(out, "UVM_REGISTER_GPU") == NULL, "folded into other (uvm)") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_nvidia_ioctl_errors_total{pid=\"30\",comm=\"py\\\"t\",container=\"/system.slice/x.service\",node=\"/dev/nvidiactl\",cmd=\"other\",ctrl=\"\"} 3\n", "errors of other") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_nvidia_ioctl_seconds_total{pid=\"30\",comm=\"py\\\"t\",container=\"/system.slice/x.service\",node=\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_CONTROL\",ctrl=\"NV2080_CTRL_CMD_GPU_GET_NAME_STRING\"} 1.500000000\n", "seconds") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_events_dropped_total{mode=\"ioctl\",reason=\"counter_table_full\"} 2\n", "drops"))
+		goto cleanup;
 	/* ioctls are not probe hits; the process is tracked all the same */
-	ASSERT_TRUE(strstr(out, "gpuprobe_probe_hits_total{") == NULL);
-	ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 1\n");
+	if (!ASSERT_TRUE(strstr(out, "gpuprobe_probe_hits_total{") == NULL, "no probe hits") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 1\n", "tracked"))
+		goto cleanup;
 	free(out);
-
 	out = render_ioctl(&p, 1, 20);
-	ASSERT_TRUE(out != NULL);
-	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_CONTROL\",ctrl=\"0x2080beef\"} 3\n");
-	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"0x12345678\",ctrl=\"\"} 2\n");
-	ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidia-uvm\",cmd=\"UVM_REGISTER_GPU\",ctrl=\"\"} 1\n");
-	ASSERT_TRUE(strstr(out, ",cmd=\"other\"") == NULL);
+	if (!ASSERT_TRUE(out != NULL, "rendered with 20 series") ||
+	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_CONTROL\",ctrl=\"0x2080beef\"} 3\n", "unknown control in hex") ||
+	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"0x12345678\",ctrl=\"\"} 2\n", "unknown command in hex") ||
+	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidia-uvm\",cmd=\"UVM_REGISTER_GPU\",ctrl=\"\"} 1\n", "uvm command") ||
+	    !ASSERT_TRUE(strstr(out, ",cmd=\"other\"") == NULL, "no other"))
+		goto cleanup;
 	free(out);
-
 	out = render_ioctl(NULL, 0, 20); /* no process yet: the families still have HELP/TYPE */
-	ASSERT_TRUE(out != NULL);
-	ASSERT_STR_CONTAINS(out, "# HELP gpuprobe_nvidia_ioctl_calls_total ");
-	ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_nvidia_ioctl_calls_total counter\n");
-	ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_nvidia_ioctl_errors_total counter\n");
-	ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_nvidia_ioctl_seconds_total counter\n");
-	ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 0\n");
+	if (!ASSERT_TRUE(out != NULL, "rendered without processes") ||
+	    !ASSERT_STR_CONTAINS(out, "# HELP gpuprobe_nvidia_ioctl_calls_total ", "calls HELP") ||
+	    !ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_nvidia_ioctl_calls_total counter\n", "calls TYPE") ||
+	    !ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_nvidia_ioctl_errors_total counter\n", "errors TYPE") ||
+	    !ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_nvidia_ioctl_seconds_total counter\n", "seconds TYPE"))
+		goto cleanup;
+	ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 0\n", "none tracked");
+cleanup:
 	free(out);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	unit_select(argc, argv);
 	RUN_TEST(test_label_escaping);
 	RUN_TEST(test_memleak_series);
 	RUN_TEST(test_kernel_top_k_and_other);

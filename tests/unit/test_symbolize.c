@@ -191,20 +191,28 @@ static void test_demangle(void)
 	char buf[128];
 
 	symbolize__demangle("_Z2k1Pfi", buf, sizeof(buf));
-	ASSERT_STR_EQ(buf, "k1(float*, int)");
+	if (!ASSERT_STR_EQ(buf, "k1(float*, int)", "buf"))
+		goto cleanup;
 	symbolize__demangle("_ZN3gpu", buf, sizeof(buf));
-	ASSERT_STR_EQ(buf, "_ZN3gpu");	/* invalid: kept */
+	if (!ASSERT_STR_EQ(buf, "_ZN3gpu", "buf"))
+		goto cleanup;	/* invalid: kept */
 	symbolize__demangle("_ZN3gpu6kernelEv", buf, sizeof(buf));
-	ASSERT_STR_EQ(buf, "gpu::kernel()");
+	if (!ASSERT_STR_EQ(buf, "gpu::kernel()", "buf"))
+		goto cleanup;
 	symbolize__demangle("cuLaunchKernel", buf, sizeof(buf));
-	ASSERT_STR_EQ(buf, "cuLaunchKernel");
+	if (!ASSERT_STR_EQ(buf, "cuLaunchKernel", "buf"))
+		goto cleanup;
 	symbolize__demangle("_Z", buf, sizeof(buf));
-	ASSERT_STR_EQ(buf, "_Z");
+	if (!ASSERT_STR_EQ(buf, "_Z", "buf"))
+		goto cleanup;
 	symbolize__demangle(NULL, buf, sizeof(buf));
-	ASSERT_STR_EQ(buf, "");
+	if (!ASSERT_STR_EQ(buf, "", "buf"))
+		goto cleanup;
 	symbolize__demangle("_Z2k1Pfi", buf, 5);
-	ASSERT_STR_EQ(buf, "k1(f");
+	if (!ASSERT_STR_EQ(buf, "k1(f", "buf"))
+		goto cleanup;
 	symbolize__demangle("_Z2k1Pfi", NULL, 0);	/* no crash */
+cleanup:;
 }
 
 static void test_self_function(void)
@@ -212,20 +220,26 @@ static void test_self_function(void)
 	struct symbolizer *s = symbolizer__new("/proc");
 	char buf[512], want[512];
 
-	ASSERT_TRUE(s);
-	ASSERT_EQ(symbolizer__format(s, getpid(),
+	if (!ASSERT_TRUE(s, "s"))
+		goto cleanup;
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(),
 				     addr_of(&some_noinline_function) + 4,
-				     buf, sizeof(buf)), 0);
+				     buf, sizeof(buf)), 0, "symbolizer__format(s, getpid(), addr_of(&some_noinline_fu..."))
+		goto cleanup;
 	snprintf(want, sizeof(want), "some_noinline_function+0x4 (%s)",
 		 exe_name);
-	ASSERT_STR_EQ(buf, want);
+	if (!ASSERT_STR_EQ(buf, want, "buf"))
+		goto cleanup;
 	/* second time from the caches */
-	ASSERT_EQ(symbolizer__format(s, getpid(),
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(),
 				     addr_of(&some_noinline_function),
-				     buf, sizeof(buf)), 0);
+				     buf, sizeof(buf)), 0, "symbolizer__format(s, getpid(), addr_of(&some_noinline_fu..."))
+		goto cleanup;
 	snprintf(want, sizeof(want), "some_noinline_function+0x0 (%s)",
 		 exe_name);
-	ASSERT_STR_EQ(buf, want);
+	if (!ASSERT_STR_EQ(buf, want, "buf"))
+		goto cleanup;
+cleanup:
 	symbolizer__free(s);
 	symbolizer__free(NULL);
 }
@@ -235,11 +249,15 @@ static void test_cxx_name(void)
 	struct symbolizer *s = symbolizer__new(NULL);
 	char buf[512], want[512];
 
-	ASSERT_TRUE(s);
-	ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(&k1_impl) + 4, buf,
-				     sizeof(buf)), 0);
+	if (!ASSERT_TRUE(s, "s"))
+		goto cleanup;
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(&k1_impl) + 4, buf,
+				     sizeof(buf)), 0, "symbolizer__format(s, getpid(), addr_of(&k1_impl) + 4, bu..."))
+		goto cleanup;
 	snprintf(want, sizeof(want), "k1(float*, int)+0x4 (%s)", exe_name);
-	ASSERT_STR_EQ(buf, want);
+	if (!ASSERT_STR_EQ(buf, want, "buf"))
+		goto cleanup;
+cleanup:
 	symbolizer__free(s);
 }
 
@@ -248,13 +266,18 @@ static void test_libc(void)
 	struct symbolizer *s = symbolizer__new("/proc");
 	char buf[512];
 
-	ASSERT_TRUE(s);
+	if (!ASSERT_TRUE(s, "s"))
+		goto cleanup;
 	/* not malloc: under ASan that resolves to the interceptor */
-	ASSERT_EQ(symbolizer__format(s, getpid(),
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(),
 				     addr_of(&gnu_get_libc_version) + 1,
-				     buf, sizeof(buf)), 0);
-	ASSERT_STR_CONTAINS(buf, "(libc.so.6)");
-	ASSERT_STR_EQ(buf, "gnu_get_libc_version+0x1 (libc.so.6)");
+				     buf, sizeof(buf)), 0, "symbolizer__format(s, getpid(), addr_of(&gnu_get_libc_ver..."))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(buf, "(libc.so.6)", "contains (libc.so.6)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(buf, "gnu_get_libc_version+0x1 (libc.so.6)", "buf"))
+		goto cleanup;
+cleanup:
 	symbolizer__free(s);
 }
 
@@ -265,48 +288,67 @@ static void test_unsymbolized(void)
 	void *anon = MAP_FAILED, *data = MAP_FAILED;
 	int fd = -1;
 
-	ASSERT_TRUE(s);
+	if (!ASSERT_TRUE(s, "s"))
+		goto cleanup;
 	/* map first: a miss right after the maps were read is not re-read */
 	anon = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_TRUE(anon != MAP_FAILED);
+	if (!ASSERT_TRUE(anon != MAP_FAILED, "anon != MAP_FAILED"))
+		goto cleanup;
 	snprintf(path, sizeof(path), "%s/data.bin", tmp_root);
-	ASSERT_EQ(write_str(path, "just some data, not an ELF file\n"), 0);
+	if (!ASSERT_EQ(write_str(path, "just some data, not an ELF file\n"), 0, "write_str(path, just some data, not an ELF file)"))
+		goto cleanup;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	ASSERT_TRUE(fd >= 0);
+	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+		goto cleanup;
 	data = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
-	ASSERT_TRUE(data != MAP_FAILED);
+	if (!ASSERT_TRUE(data != MAP_FAILED, "data != MAP_FAILED"))
+		goto cleanup;
 
 	/* no mapping at all */
-	ASSERT_EQ(symbolizer__format(s, getpid(), 0x10, buf, sizeof(buf)), 1);
-	ASSERT_STR_EQ(buf, "0x10");
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(), 0x10, buf, sizeof(buf)), 1, "symbolizer__format(s, getpid(), 0x10, buf, sizeof(buf))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(buf, "0x10", "buf"))
+		goto cleanup;
 
 	/* anonymous mapping (think JIT code) */
-	ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(anon) + 8, buf,
-				     sizeof(buf)), 1);
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(anon) + 8, buf,
+				     sizeof(buf)), 1, "symbolizer__format(s, getpid(), addr_of(anon) + 8, buf, s..."))
+		goto cleanup;
 	snprintf(want, sizeof(want), "0x%llx", addr_of(anon) + 8);
-	ASSERT_STR_EQ(buf, want);
+	if (!ASSERT_STR_EQ(buf, want, "buf"))
+		goto cleanup;
 
 	/* a mapped file without symbols: "0x.. (name)" (and cached as such) */
 	snprintf(want, sizeof(want), "0x%llx (data.bin)", addr_of(data) + 3);
-	ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(data) + 3, buf,
-				     sizeof(buf)), 1);
-	ASSERT_STR_EQ(buf, want);
-	ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(data) + 3, buf,
-				     sizeof(buf)), 1);
-	ASSERT_STR_EQ(buf, want);
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(data) + 3, buf,
+				     sizeof(buf)), 1, "symbolizer__format(s, getpid(), addr_of(data) + 3, buf, s..."))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(buf, want, "buf"))
+		goto cleanup;
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(data) + 3, buf,
+				     sizeof(buf)), 1, "symbolizer__format(s, getpid(), addr_of(data) + 3, buf, s..."))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(buf, want, "buf"))
+		goto cleanup;
 	munmap(anon, 4096);
 	munmap(data, 4096);
 
 	/* truncation is safe */
-	ASSERT_EQ(symbolizer__format(s, getpid(),
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(),
 				     addr_of(&some_noinline_function), buf, 8),
-		  0);
-	ASSERT_STR_EQ(buf, "some_no");
-	ASSERT_EQ(symbolizer__format(s, getpid(), 0x10, buf, 0), -EINVAL);
-	ASSERT_EQ(symbolizer__format(NULL, getpid(), 0x10, buf, sizeof(buf)),
-		  -EINVAL);
-	ASSERT_STR_EQ(buf, "0x10");
+		  0, "symbolizer__format(s, getpid(), addr_of(&some_noinline_fu..."))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(buf, "some_no", "buf"))
+		goto cleanup;
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(), 0x10, buf, 0), -EINVAL, "symbolizer__format(s, getpid(), 0x10, buf, 0)"))
+		goto cleanup;
+	if (!ASSERT_EQ(symbolizer__format(NULL, getpid(), 0x10, buf, sizeof(buf)),
+		  -EINVAL, "symbolizer__format(NULL, getpid(), 0x10, buf, sizeof(buf))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(buf, "0x10", "buf"))
+		goto cleanup;
+cleanup:
 	symbolizer__free(s);
 }
 
@@ -315,11 +357,15 @@ static void test_missing_pid(void)
 	struct symbolizer *s = symbolizer__new(tmp_root);
 	char buf[64];
 
-	ASSERT_TRUE(s);
-	ASSERT_EQ(symbolizer__format(s, 4242, 0x1234, buf, sizeof(buf)),
-		  -ENOENT);
-	ASSERT_STR_EQ(buf, "0x1234");
+	if (!ASSERT_TRUE(s, "s"))
+		goto cleanup;
+	if (!ASSERT_EQ(symbolizer__format(s, 4242, 0x1234, buf, sizeof(buf)),
+		  -ENOENT, "symbolizer__format(s, 4242, 0x1234, buf, sizeof(buf))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(buf, "0x1234", "buf"))
+		goto cleanup;
 	symbolizer__forget_pid(s, 4242);	/* never cached: no-op */
+cleanup:
 	symbolizer__free(s);
 }
 
@@ -333,13 +379,16 @@ static void test_fake_root_eviction(void)
 	int pid, bad = 0;
 
 	maps = slurp("/proc/self/maps");
-	ASSERT_TRUE(maps);
+	if (!ASSERT_TRUE(maps, "maps"))
+		goto cleanup;
 	for (pid = 1; pid <= 300 && !bad; pid++)
 		bad = fake_pid("evict", pid, maps, root, sizeof(root));
 	free(maps);
-	ASSERT_EQ(bad, 0);
+	if (!ASSERT_EQ(bad, 0, "bad"))
+		goto cleanup;
 	s = symbolizer__new(root);
-	ASSERT_TRUE(s);
+	if (!ASSERT_TRUE(s, "s"))
+		goto cleanup;
 	snprintf(want, sizeof(want), "some_noinline_function+0x4 (%s)",
 		 exe_name);
 	/* twice round: the second pass finds pid 1.. evicted and re-reads */
@@ -356,7 +405,9 @@ static void test_fake_root_eviction(void)
 		     strcmp(buf, want)))
 		bad = 1;
 	symbolizer__free(s);
-	ASSERT_EQ(bad, 0);
+	if (!ASSERT_EQ(bad, 0, "bad"))
+		goto cleanup;
+cleanup:;
 }
 
 /*
@@ -371,24 +422,32 @@ static void test_map_files_fallback(void)
 	struct symbolizer *s = NULL;
 	struct map_entry e;
 
-	ASSERT_TRUE(self_map(addr, &e));
+	if (!ASSERT_TRUE(self_map(addr, &e), "self_map(addr, &e)"))
+		goto cleanup;
 	snprintf(line, sizeof(line),
 		 "%llx-%llx %s %08llx %02x:%02x %llu /gone/%s (deleted)\n",
 		 e.start, e.end, e.perms, e.offset, e.dev_major, e.dev_minor,
 		 e.inode, exe_name);
-	ASSERT_EQ(fake_pid("mapfiles", 77, line, root, sizeof(root)), 0);
+	if (!ASSERT_EQ(fake_pid("mapfiles", 77, line, root, sizeof(root)), 0, "fake_pid(mapfiles, 77, line, root, sizeof(root))"))
+		goto cleanup;
 	snprintf(link, sizeof(link), "%s/77/map_files", root);
-	ASSERT_EQ(mkdir(link, 0755), 0);
+	if (!ASSERT_EQ(mkdir(link, 0755), 0, "mkdir(link, 0755)"))
+		goto cleanup;
 	snprintf(link, sizeof(link), "%s/77/map_files/%llx-%llx", root,
 		 e.start, e.end);
-	ASSERT_EQ(symlink(exe_path, link), 0);
+	if (!ASSERT_EQ(symlink(exe_path, link), 0, "symlink(exe_path, link)"))
+		goto cleanup;
 
 	s = symbolizer__new(root);
-	ASSERT_TRUE(s);
-	ASSERT_EQ(symbolizer__format(s, 77, addr, buf, sizeof(buf)), 0);
+	if (!ASSERT_TRUE(s, "s"))
+		goto cleanup;
+	if (!ASSERT_EQ(symbolizer__format(s, 77, addr, buf, sizeof(buf)), 0, "symbolizer__format(s, 77, addr, buf, sizeof(buf))"))
+		goto cleanup;
 	snprintf(want, sizeof(want), "some_noinline_function+0x4 (%s)",
 		 exe_name);
-	ASSERT_STR_EQ(buf, want);
+	if (!ASSERT_STR_EQ(buf, want, "buf"))
+		goto cleanup;
+cleanup:
 	symbolizer__free(s);
 }
 
@@ -411,11 +470,13 @@ static void test_offsets_and_exec(void)
 	char *maps;
 	int fd;
 
-	ASSERT_TRUE(self_map(addr, &e));
+	if (!ASSERT_TRUE(self_map(addr, &e), "self_map(addr, &e)"))
+		goto cleanup;
 	file_off = addr - e.start + e.offset;
 	/* PIE: link-time vaddr = runtime address - load base (offset-0 map) */
 	maps = slurp("/proc/self/maps");
-	ASSERT_TRUE(maps);
+	if (!ASSERT_TRUE(maps, "maps"))
+		goto cleanup;
 	{
 		char *p = maps, *nl;
 
@@ -433,7 +494,8 @@ static void test_offsets_and_exec(void)
 		}
 	}
 	free(maps);
-	ASSERT_TRUE(base != ~0ULL);
+	if (!ASSERT_TRUE(base != ~0ULL, "base != ~0ULL"))
+		goto cleanup;
 	vaddr = addr - base;
 
 	/* 1: same file at a made-up place and page-shifted file offset */
@@ -441,16 +503,20 @@ static void test_offsets_and_exec(void)
 		 "10000000-20000000 r-xp %08llx %02x:%02x %llu %s\n",
 		 (file_off & ~0xfffULL), e.dev_major, e.dev_minor, e.inode,
 		 e.path);
-	ASSERT_EQ(fake_pid("offsets", 5, line, root, sizeof(root)), 0);
+	if (!ASSERT_EQ(fake_pid("offsets", 5, line, root, sizeof(root)), 0, "fake_pid(offsets, 5, line, root, sizeof(root))"))
+		goto cleanup;
 
 	/* 2: a copy of this binary patched to ET_EXEC */
 	snprintf(copy, sizeof(copy), "%s/exec-copy", tmp_root);
 	img = (unsigned char *)slurp(exe_path);	/* NUL-safe: sized below */
-	ASSERT_TRUE(img);
-	ASSERT_EQ(stat(exe_path, &st), 0);
+	if (!ASSERT_TRUE(img, "img"))
+		goto cleanup;
+	if (!ASSERT_EQ(stat(exe_path, &st), 0, "stat(exe_path, &st)"))
+		goto cleanup;
 	len = (size_t)st.st_size;
 	eh = (Elf64_Ehdr *)img;
-	ASSERT_EQ(eh->e_type, ET_DYN);
+	if (!ASSERT_EQ(eh->e_type, ET_DYN, "eh->e_type"))
+		goto cleanup;
 	eh->e_type = ET_EXEC;
 	fd = open(copy, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
 	if (fd >= 0) {
@@ -460,24 +526,33 @@ static void test_offsets_and_exec(void)
 		}
 	}
 	free(img);
-	ASSERT_TRUE(fd >= 0);
+	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+		goto cleanup;
 	close(fd);
-	ASSERT_EQ(stat(copy, &st), 0);
+	if (!ASSERT_EQ(stat(copy, &st), 0, "stat(copy, &st)"))
+		goto cleanup;
 	snprintf(line, sizeof(line),
 		 "1000-40000000 r-xp 00000000 %02x:%02x %llu %s\n",
 		 major(st.st_dev), minor(st.st_dev),
 		 (unsigned long long)st.st_ino, copy);
-	ASSERT_EQ(fake_pid("offsets", 6, line, root, sizeof(root)), 0);
+	if (!ASSERT_EQ(fake_pid("offsets", 6, line, root, sizeof(root)), 0, "fake_pid(offsets, 6, line, root, sizeof(root))"))
+		goto cleanup;
 
 	s = symbolizer__new(root);
-	ASSERT_TRUE(s);
+	if (!ASSERT_TRUE(s, "s"))
+		goto cleanup;
 	snprintf(want, sizeof(want), "some_noinline_function+0x4 (%s)",
 		 exe_name);
-	ASSERT_EQ(symbolizer__format(s, 5, 0x10000000 + (file_off & 0xfff),
-				     buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, want);
-	ASSERT_EQ(symbolizer__format(s, 6, vaddr, buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, "some_noinline_function+0x4 (exec-copy)");
+	if (!ASSERT_EQ(symbolizer__format(s, 5, 0x10000000 + (file_off & 0xfff),
+				     buf, sizeof(buf)), 0, "symbolizer__format(s, 5, 0x10000000 + (file_off & 0xfff),..."))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(buf, want, "buf"))
+		goto cleanup;
+	if (!ASSERT_EQ(symbolizer__format(s, 6, vaddr, buf, sizeof(buf)), 0, "symbolizer__format(s, 6, vaddr, buf, sizeof(buf))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(buf, "some_noinline_function+0x4 (exec-copy)", "buf"))
+		goto cleanup;
+cleanup:
 	symbolizer__free(s);
 }
 
@@ -494,27 +569,40 @@ static void test_exited_keeps_maps(void)
 	char *maps;
 
 	maps = slurp("/proc/self/maps");
-	ASSERT_TRUE(maps);
-	ASSERT_EQ(fake_pid("zombie", 9, maps, root, sizeof(root)), 0);
+	if (!ASSERT_TRUE(maps, "maps"))
+		goto cleanup;
+	if (!ASSERT_EQ(fake_pid("zombie", 9, maps, root, sizeof(root)), 0, "fake_pid(zombie, 9, maps, root, sizeof(root))"))
+		goto cleanup;
 	free(maps);
-	ASSERT_EQ(fake_pid("zombie", 10, "", root, sizeof(root)), 0);
+	if (!ASSERT_EQ(fake_pid("zombie", 10, "", root, sizeof(root)), 0, "fake_pid(zombie, 10, , root, sizeof(root))"))
+		goto cleanup;
 	s = symbolizer__new(root);
-	ASSERT_TRUE(s);
+	if (!ASSERT_TRUE(s, "s"))
+		goto cleanup;
 	snprintf(want, sizeof(want), "some_noinline_function+0x4 (%s)",
 		 exe_name);
-	ASSERT_EQ(symbolizer__format(s, 9, addr, buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, want);
+	if (!ASSERT_EQ(symbolizer__format(s, 9, addr, buf, sizeof(buf)), 0, "symbolizer__format(s, 9, addr, buf, sizeof(buf))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(buf, want, "buf"))
+		goto cleanup;
 
 	snprintf(path, sizeof(path), "%s/9/maps", root);
-	ASSERT_EQ(write_str(path, ""), 0);
+	if (!ASSERT_EQ(write_str(path, ""), 0, "write_str(path, )"))
+		goto cleanup;
 	nanosleep(&ts, NULL);
 	/* miss -> re-read finds nothing -> old maps stay */
-	ASSERT_EQ(symbolizer__format(s, 9, 0x10, buf, sizeof(buf)), 1);
-	ASSERT_EQ(symbolizer__format(s, 9, addr, buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, want);
+	if (!ASSERT_EQ(symbolizer__format(s, 9, 0x10, buf, sizeof(buf)), 1, "symbolizer__format(s, 9, 0x10, buf, sizeof(buf))"))
+		goto cleanup;
+	if (!ASSERT_EQ(symbolizer__format(s, 9, addr, buf, sizeof(buf)), 0, "symbolizer__format(s, 9, addr, buf, sizeof(buf))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(buf, want, "buf"))
+		goto cleanup;
 
-	ASSERT_EQ(symbolizer__format(s, 10, 0x20, buf, sizeof(buf)), -ESRCH);
-	ASSERT_STR_EQ(buf, "0x20");
+	if (!ASSERT_EQ(symbolizer__format(s, 10, 0x20, buf, sizeof(buf)), -ESRCH, "symbolizer__format(s, 10, 0x20, buf, sizeof(buf))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(buf, "0x20", "buf"))
+		goto cleanup;
+cleanup:
 	symbolizer__free(s);
 }
 
@@ -533,11 +621,13 @@ static void test_reread_after_dlopen(void)
 	void *h = NULL, *fn = NULL;
 	size_t i;
 
-	ASSERT_TRUE(s);
+	if (!ASSERT_TRUE(s, "s"))
+		goto cleanup;
 	/* cache our maps now */
-	ASSERT_EQ(symbolizer__format(s, getpid(),
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(),
 				     addr_of(&some_noinline_function), buf,
-				     sizeof(buf)), 0);
+				     sizeof(buf)), 0, "symbolizer__format(s, getpid(), addr_of(&some_noinline_fu..."))
+		goto cleanup;
 	for (i = 0; i < sizeof(cand) / sizeof(cand[0]) && !fn; i++) {
 		if (procmaps__find_libs("/proc", getpid(), cand[i][0], &lib,
 					1) != 0)
@@ -555,11 +645,15 @@ static void test_reread_after_dlopen(void)
 	nanosleep(&ts, NULL);	/* past the re-read rate limit */
 	/* maps show the symlink's target: "(libbz2.so.1.0.4)" */
 	snprintf(want, sizeof(want), "%s+0x0 (%s", cand[i][1], cand[i][0]);
-	ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(fn), buf,
-				     sizeof(buf)), 0);
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(fn), buf,
+				     sizeof(buf)), 0, "symbolizer__format(s, getpid(), addr_of(fn), buf, sizeof(..."))
+		goto cleanup;
 	symbolizer__free(s);
-	ASSERT_EQ(strncmp(buf, want, strlen(want)), 0);
-	ASSERT_EQ(buf[strlen(buf) - 1], ')');
+	if (!ASSERT_EQ(strncmp(buf, want, strlen(want)), 0, "strncmp(buf, want, strlen(want))"))
+		goto cleanup;
+	if (!ASSERT_EQ(buf[strlen(buf) - 1], ')', "frame ends with the library in parentheses"))
+		goto cleanup;
+cleanup:;
 }
 
 int main(void)

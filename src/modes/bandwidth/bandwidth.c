@@ -58,33 +58,25 @@ const char *bw_dir_name(enum bw_dir d)
 	return d < BW__COUNT ? n[d] : "?";
 }
 
-static void free_values(struct u64map *m)
+/* proctab's callback (and on a failed make_proc) */
+static void free_proc(void *ctx, void *v)
 {
-	uint64_t k;
-	void *v;
+	struct bw_proc *p = v;
 
-	if (!m)
-		return;
-	for (size_t it = 0; u64map__next(m, &it, &k, &v);)
-		free(v);
-	u64map__free(m);
-}
-
-static void proc__free(struct bw_proc *p)
-{
+	(void)ctx;
 	if (!p)
 		return;
 	free(p->ranges);
-	free_values(p->threads);
-	free_values(p->ctx_gpu);
-	free_values(p->ev_stream);
+	u64map__free_all(p->threads, NULL);
+	u64map__free_all(p->ctx_gpu, NULL);
+	u64map__free_all(p->ev_stream, NULL);
 	free(p->pending);
-	free_values(p->stats);
+	u64map__free_all(p->stats, NULL);
 	free(p->view);
 	free(p);
 }
 
-static struct bw_proc *proc__new(uint32_t pid)
+static void *make_proc(uint32_t pid)
 {
 	struct bw_proc *p = calloc(1, sizeof(*p));
 
@@ -96,33 +88,20 @@ static struct bw_proc *proc__new(uint32_t pid)
 	p->ev_stream = u64map__new();
 	p->stats = u64map__new();
 	if (!p->threads || !p->ctx_gpu || !p->ev_stream || !p->stats) {
-		proc__free(p);
+		free_proc(NULL, p);
 		return NULL;
 	}
 	return p;
 }
 
-static void free_proc(void *ctx, void *p)
-{
-	(void)ctx;
-	proc__free(p);
-}
-
-static void *make_proc(uint32_t pid)
-{
-	return proc__new(pid);
-}
 
 struct bandwidth *bandwidth__new(void)
 {
 	struct bandwidth *bw = calloc(1, sizeof(*bw));
 
-	if (!bw)
-		return NULL;
-	bw->procs = proctab__new(free_proc, NULL);
-	if (!bw->procs) {
+	if (bw && !(bw->procs = proctab__new(free_proc, NULL))) {
 		free(bw);
-		return NULL;
+		bw = NULL;
 	}
 	return bw;
 }
@@ -600,14 +579,71 @@ size_t bw_proc__stats(struct bw_proc *p, struct bw_stat ***out)
 	return n;
 }
 
-void bandwidth__reap_exited(struct bandwidth *bw, uint32_t keep_pid)
+struct sweep {
+	struct bandwidth *bw;
+	uint64_t now_ns;
+};
+
+static void gone(void *ctx, uint32_t pid)
 {
-	proctab__reap(bw->procs, keep_pid, UINT64_MAX, NULL, NULL);
+	struct sweep *s = ctx;
+	struct gp_exit_event e = { .type = GP_EV_EXIT, .pid = pid, .ts_ns = s->now_ns };
+
+	bandwidth__on_exit(s->bw, &e);
 }
 
-void bandwidth__reap_exited_before(struct bandwidth *bw, uint64_t cutoff_ns)
+void bandwidth__sweep(struct bandwidth *bw, uint64_t now_ns)
 {
-	proctab__reap(bw->procs, 0, cutoff_ns, NULL, NULL);
+	struct sweep s = { .bw = bw, .now_ns = now_ns };
+
+	/* processes that only copied, synchronized or made contexts get no exit record */
+	proctab__sweep(bw->procs, gone, &s);
+}
+
+void bandwidth__reap(struct bandwidth *bw, uint64_t cutoff_ns, uint32_t keep_pid)
+{
+	proctab__reap(bw->procs, keep_pid, cutoff_ns, NULL, NULL);
+}
+
+int bandwidth__snapshot(struct bandwidth *bw, uint32_t pid, struct bw_snap_data *out)
+{
+	struct bw_proc **procs;
+	size_t n = bandwidth__procs(bw, &procs), k = 0;
+
+	bw_snap_data__clear(out);
+	out->procs = calloc(n ? n : 1, sizeof(*out->procs));
+	if (!out->procs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct bw_snap_proc *sp = &out->procs[k];
+		struct bw_stat **st;
+		size_t ns;
+
+		if (pid && procs[i]->pid != pid)
+			continue;
+		ns = bw_proc__stats(procs[i], &st);
+		sp->pid = procs[i]->pid;
+		memcpy(sp->comm, procs[i]->comm, sizeof(sp->comm));
+		sp->exited = procs[i]->exited;
+		sp->unsynced = procs[i]->nr_pending;
+		out->nr_procs = ++k;
+		sp->stats = calloc(ns ? ns : 1, sizeof(*sp->stats));
+		if (!sp->stats)
+			return -ENOMEM;
+		for (size_t j = 0; j < ns; j++)
+			sp->stats[j] = *st[j];
+		sp->nr_stats = ns;
+	}
+	return 0;
+}
+
+void bw_snap_data__clear(struct bw_snap_data *d)
+{
+	for (size_t i = 0; d->procs && i < d->nr_procs; i++)
+		free(d->procs[i].stats);
+	free(d->procs);
+	d->procs = NULL;
+	d->nr_procs = 0;
 }
 
 int bandwidth__csv_rows(struct bandwidth *bw, FILE *f, double unix_time, double interval_s)

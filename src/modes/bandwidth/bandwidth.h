@@ -56,10 +56,30 @@ bool bw_proc__exited(const struct bw_proc *p);
 /* Async copies never covered by a synchronization (yet). */
 uint64_t bw_proc__unsynced(const struct bw_proc *p);
 size_t bw_proc__stats(struct bw_proc *p, struct bw_stat ***out);
-void bandwidth__reap_exited(struct bandwidth *bw, uint32_t keep_pid);
-/* gpuprobe daemon's retention: forgets processes whose exit (CLOCK_MONOTONIC ns, from
- * the exit record) is before cutoff_ns. */
-void bandwidth__reap_exited_before(struct bandwidth *bw, uint64_t cutoff_ns);
+/* Marks exited, at now_ns, the processes gone without an exit record (kill(pid, 0)). */
+void bandwidth__sweep(struct bandwidth *bw, uint64_t now_ns);
+/* Forgets exited processes whose exit (CLOCK_MONOTONIC ns) is before cutoff_ns
+ * (UINT64_MAX: every exited one, once reported), except keep_pid. */
+void bandwidth__reap(struct bandwidth *bw, uint64_t cutoff_ns, uint32_t keep_pid);
+
+/* A snapshot of the reports' data, plain arrays. */
+struct bw_snap_proc {
+	uint32_t pid;
+	char comm[GP_COMM_LEN];
+	bool exited;
+	uint64_t unsynced; /* async copies not yet covered by a synchronization */
+	size_t nr_stats;
+	struct bw_stat *stats; /* by gpu, then direction */
+};
+
+struct bw_snap_data {
+	size_t nr_procs;
+	struct bw_snap_proc *procs; /* live first, by pid */
+};
+
+/* pid 0: every process; 0 or -ENOMEM. Free with bw_snap_data__clear. */
+int bandwidth__snapshot(struct bandwidth *bw, uint32_t pid, struct bw_snap_data *out);
+void bw_snap_data__clear(struct bw_snap_data *d);
 
 const char *bw_dir_name(enum bw_dir d);
 

@@ -13,18 +13,6 @@ struct cudatrace {
 	struct proctab *procs; /* struct ct_proc */
 };
 
-static void free_values(struct u64map *m)
-{
-	uint64_t k;
-	void *v;
-
-	if (!m)
-		return;
-	for (size_t it = 0; u64map__next(m, &it, &k, &v);)
-		free(v);
-	u64map__free(m);
-}
-
 static void clear_snapshot(struct ct_proc *p)
 {
 	for (size_t i = 0; i < p->nr_kernels; i++) {
@@ -37,19 +25,23 @@ static void clear_snapshot(struct ct_proc *p)
 	memset(p->hist, 0, sizeof(p->hist));
 }
 
-static void proc__free(struct ct_proc *p)
+/* proctab's callback (and on a failed make_proc) */
+static void free_proc(void *ctx, void *v)
 {
+	struct ct_proc *p = v;
+
+	(void)ctx;
 	if (!p)
 		return;
 	clear_snapshot(p);
 	free(p->kernels);
 	free(p->graphs);
-	free_values(p->names);
-	free_values(p->host_names);
+	u64map__free_all(p->names, NULL);
+	u64map__free_all(p->host_names, NULL);
 	free(p);
 }
 
-static struct ct_proc *proc__new(uint32_t pid)
+static void *make_proc(uint32_t pid)
 {
 	struct ct_proc *p = calloc(1, sizeof(*p));
 
@@ -59,33 +51,20 @@ static struct ct_proc *proc__new(uint32_t pid)
 	p->names = u64map__new();
 	p->host_names = u64map__new();
 	if (!p->names || !p->host_names) {
-		proc__free(p);
+		free_proc(NULL, p);
 		return NULL;
 	}
 	return p;
 }
 
-static void free_proc(void *ctx, void *p)
-{
-	(void)ctx;
-	proc__free(p);
-}
-
-static void *make_proc(uint32_t pid)
-{
-	return proc__new(pid);
-}
 
 struct cudatrace *cudatrace__new(void)
 {
 	struct cudatrace *ct = calloc(1, sizeof(*ct));
 
-	if (!ct)
-		return NULL;
-	ct->procs = proctab__new(free_proc, NULL);
-	if (!ct->procs) {
+	if (ct && !(ct->procs = proctab__new(free_proc, NULL))) {
 		free(ct);
-		return NULL;
+		ct = NULL;
 	}
 	return ct;
 }
@@ -139,7 +118,12 @@ void cudatrace__on_host_name(struct cudatrace *ct, uint32_t pid, uint64_t handle
 
 void cudatrace__on_exit(struct cudatrace *ct, const struct gp_exit_event *e)
 {
-	struct ct_proc *p = proctab__exit(ct->procs, e->pid, e->ts_ns);
+	struct ct_proc *p;
+
+	/* a process no snapshot has seen yet still has counts in BPF: its record is made
+	 * here, exited, so that the next snapshot reports them and its reap clears them */
+	get_proc(ct, e->pid);
+	p = proctab__exit(ct->procs, e->pid, e->ts_ns);
 
 	if (!p)
 		return;
@@ -340,20 +324,35 @@ static void before_free(void *rctx, void *v)
 		f->forget(f->ctx, p->pid);
 }
 
-void cudatrace__reap_exited(struct cudatrace *ct, uint32_t keep_pid,
-			    void (*forget)(void *ctx, uint32_t pid), void *ctx)
-{
-	struct forget_ctx f = { .ct = ct, .forget = forget, .ctx = ctx };
+struct sweep {
+	struct cudatrace *ct;
+	uint64_t now_ns;
+};
 
-	proctab__reap(ct->procs, keep_pid, UINT64_MAX, before_free, &f);
+static void gone(void *ctx, uint32_t pid)
+{
+	struct sweep *s = ctx;
+	struct ct_proc *p = proctab__live(s->ct->procs, pid);
+	struct gp_exit_event e = { .type = GP_EV_EXIT, .pid = pid, .ts_ns = s->now_ns };
+
+	if (p)
+		memcpy(e.comm, p->comm, sizeof(e.comm));
+	cudatrace__on_exit(s->ct, &e);
 }
 
-void cudatrace__reap_exited_before(struct cudatrace *ct, uint64_t cutoff_ns,
-				   void (*forget)(void *ctx, uint32_t pid), void *ctx)
+void cudatrace__sweep(struct cudatrace *ct, uint64_t now_ns)
+{
+	struct sweep s = { .ct = ct, .now_ns = now_ns };
+
+	proctab__sweep(ct->procs, gone, &s);
+}
+
+void cudatrace__reap(struct cudatrace *ct, uint64_t cutoff_ns, uint32_t keep_pid,
+		     void (*forget)(void *ctx, uint32_t pid), void *ctx)
 {
 	struct forget_ctx f = { .ct = ct, .forget = forget, .ctx = ctx };
 
-	proctab__reap(ct->procs, 0, cutoff_ns, before_free, &f);
+	proctab__reap(ct->procs, keep_pid, cutoff_ns, before_free, &f);
 }
 
 /* "func+0x1a (lib)" -> "func" */

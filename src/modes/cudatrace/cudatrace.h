@@ -80,13 +80,13 @@ size_t cudatrace__procs(struct cudatrace *ct, struct ct_proc ***out);
  * says where it came from. NULL when unnamed. */
 const char *cudatrace__name_of(struct ct_proc *p, uint64_t handle, uint32_t gen,
 			       enum ct_name_source *source);
-/* Drops exited processes once reported; forget(ctx, pid) lets the caller clear BPF maps. */
-void cudatrace__reap_exited(struct cudatrace *ct, uint32_t keep_pid,
-			    void (*forget)(void *ctx, uint32_t pid), void *ctx);
-
-/* Drops exited processes whose exit is before cutoff_ns (gpuprobe daemon's retention). */
-void cudatrace__reap_exited_before(struct cudatrace *ct, uint64_t cutoff_ns,
-				   void (*forget)(void *ctx, uint32_t pid), void *ctx);
+/* Marks exited, at now_ns, the processes gone without an exit record (kill(pid, 0)). */
+void cudatrace__sweep(struct cudatrace *ct, uint64_t now_ns);
+/* Drops exited processes whose exit is before cutoff_ns (UINT64_MAX: every exited one,
+ * once reported), except keep_pid (0: none); forget(ctx, pid) lets the caller clear its
+ * BPF map entries. */
+void cudatrace__reap(struct cudatrace *ct, uint64_t cutoff_ns, uint32_t keep_pid,
+		     void (*forget)(void *ctx, uint32_t pid), void *ctx);
 
 /* From symbolized launch-stack frames ("func+0x1a (lib)", innermost first), the host-side
  * kernel name: nvcc's stub __device_stub_<mangled>, demangled. Writes "" when there is

@@ -74,15 +74,4 @@ int ioctl_agg__end(struct ioctl_agg *a);
 /* Processes by PID; comm is left empty for the caller to fill. */
 size_t ioctl_agg__procs(struct ioctl_agg *a, struct ioc_proc **out);
 
-/* src/report_ioctl.c */
-struct ioc_report_ctx {
-	const char *kind;    /* "interval" or "final" */
-	const char *backend; /* "tracepoint" or "kprobe" */
-	uint64_t idrops[GP_IDROP__COUNT];
-};
-
-uint64_t gp_idrops__events(const uint64_t *idrops);
-void report__ioctl_text(FILE *f, struct ioc_proc *procs, size_t n, const struct ioc_report_ctx *c);
-void report__ioctl_json(FILE *f, struct ioc_proc *procs, size_t n, const struct ioc_report_ctx *c);
-
 #endif

@@ -1,24 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* --ioctl reports: text (bcc style) and JSON Lines. */
+/* --ioctl's renderers: text (bcc style), JSON and Prometheus, from a snapshot only. */
+#include <errno.h>
 #include <inttypes.h>
-#include <time.h>
+#include <stdlib.h>
+#include <string.h>
 #include <json-c/json.h>
-#include "ioctl.h"
-#include "report.h"
+#include "ioctl_mode.h"
+#include "json.h"
+#include "prom.h"
+#include "text.h"
 
-static const char *const idrop_names[GP_IDROP__COUNT] = {
-	[GP_IDROP_KEYS] = "counter_table_full",
-	[GP_IDROP_PENDING] = "pending_table_full",
-	[GP_IDROP_RINGBUF] = "ringbuf_full",
-	[GP_IDROP_PROCS] = "process_name_table_full",
-	[GP_IDROP_CTRL_READ] = "control_params_unreadable",
-};
-
-uint64_t gp_idrops__events(const uint64_t *d)
-{
-	/* ioctls not counted; names and unreadable parameters lose detail, not calls */
-	return d[GP_IDROP_KEYS] + d[GP_IDROP_PENDING] + d[GP_IDROP_RINGBUF];
-}
+#define SNAP(s) ((const struct ioc_snap *)(s))
 
 static void cmd_label(const struct ioc_cmd *c, char *buf, size_t len)
 {
@@ -38,45 +30,44 @@ static void ctrl_label(const struct ioc_cmd *c, char *buf, size_t len)
 		snprintf(buf, len, "0x%x", c->ctrl_cmd);
 }
 
-void report__ioctl_text(FILE *f, struct ioc_proc *procs, size_t n, const struct ioc_report_ctx *c)
+static void text_dev(FILE *f, const struct ioc_dev *dv)
 {
-	time_t now = time(NULL);
-	char tbuf[32], lbl[128], ctl[128];
-	struct tm tm;
+	char lbl[128], ctl[128];
 
-	localtime_r(&now, &tm);
-	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", &tm);
-	fprintf(f, "[%s] ioctl %s report (backend %s): %zu process%s\n", tbuf, c->kind, c->backend, n,
-		n == 1 ? "" : "es");
-	for (size_t i = 0; i < n; i++) {
-		struct ioc_proc *p = &procs[i];
+	fprintf(f, "  %s (%u:%u%s%s): %" PRIu64 " ioctls, %" PRIu64 " errors\n", dv->node, dv->major,
+		dv->minor, dv->driver[0] ? " " : "", dv->driver, dv->calls, dv->errors);
+	fprintf(f, "    %-44s %-52s %8s %7s %11s %10s\n", "COMMAND", "CONTROL", "CALLS", "ERRORS", "TOTAL ms",
+		"MAX ms");
+	for (size_t k = 0; k < dv->nr_cmds; k++) {
+		const struct ioc_cmd *cm = &dv->cmds[k];
+
+		cmd_label(cm, lbl, sizeof(lbl));
+		ctrl_label(cm, ctl, sizeof(ctl));
+		fprintf(f, "    %-44s %-52s %8" PRIu64 " %7" PRIu64 " %11.3f %10.3f\n", lbl, ctl,
+			(uint64_t)cm->st.calls, (uint64_t)cm->st.errors, (double)cm->st.total_ns / 1e6,
+			(double)cm->st.max_ns / 1e6);
+		gp_text__log2_hist(f, (const uint64_t *)cm->st.slots, GP_HIST_SLOTS, "usecs");
+	}
+}
+
+void ioc_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
+{
+	const struct ioc_snap *s = SNAP(hdr);
+	char tbuf[32];
+
+	(void)run;
+	gp_text__clock(tbuf, sizeof(tbuf));
+	fprintf(f, "[%s] ioctl %s report (backend %s): %zu process%s\n", tbuf, hdr->kind, s->backend,
+		s->nr_procs, s->nr_procs == 1 ? "" : "es");
+	for (size_t i = 0; i < s->nr_procs; i++) {
+		const struct ioc_proc *p = &s->procs[i];
 
 		fprintf(f, "PID %u (%s): %" PRIu64 " ioctls, %" PRIu64 " errors, %.1f%% decoded\n", p->pid,
 			p->comm, p->calls, p->errors, p->calls ? 100.0 * (double)p->decoded / (double)p->calls : 0.0);
-		for (size_t d = 0; d < p->nr_devs; d++) {
-			struct ioc_dev *dv = &p->devs[d];
-
-			fprintf(f, "  %s (%u:%u%s%s): %" PRIu64 " ioctls, %" PRIu64 " errors\n", dv->node, dv->major,
-				dv->minor, dv->driver[0] ? " " : "", dv->driver, dv->calls, dv->errors);
-			fprintf(f, "    %-44s %-52s %8s %7s %11s %10s\n", "COMMAND", "CONTROL", "CALLS", "ERRORS",
-				"TOTAL ms", "MAX ms");
-			for (size_t k = 0; k < dv->nr_cmds; k++) {
-				struct ioc_cmd *cm = &dv->cmds[k];
-
-				cmd_label(cm, lbl, sizeof(lbl));
-				ctrl_label(cm, ctl, sizeof(ctl));
-				fprintf(f, "    %-44s %-52s %8" PRIu64 " %7" PRIu64 " %11.3f %10.3f\n", lbl, ctl,
-					(uint64_t)cm->st.calls, (uint64_t)cm->st.errors, (double)cm->st.total_ns / 1e6,
-					(double)cm->st.max_ns / 1e6);
-				report__log2_hist(f, cm->st.slots, GP_HIST_SLOTS, "usecs");
-			}
-		}
+		for (size_t d = 0; d < p->nr_devs; d++)
+			text_dev(f, &p->devs[d]);
 	}
-	fprintf(f, "Dropped events: %" PRIu64 " (counter table full %" PRIu64 ", pending table full %" PRIu64
-		   ", ring buffer full %" PRIu64 "; control parameters unreadable %" PRIu64 ")\n",
-		gp_idrops__events(c->idrops), c->idrops[GP_IDROP_KEYS], c->idrops[GP_IDROP_PENDING],
-		c->idrops[GP_IDROP_RINGBUF], c->idrops[GP_IDROP_CTRL_READ]);
-	fflush(f);
+	gp_drops__text(f, hdr);
 }
 
 static json_object *json_hex32(uint32_t v)
@@ -89,7 +80,7 @@ static json_object *json_hex32(uint32_t v)
 
 static json_object *json_cmd(const struct ioc_cmd *cm)
 {
-	json_object *o = json_object_new_object(), *h = json_object_new_array();
+	json_object *o = json_object_new_object();
 	bool ctrl = cm->ctrl_cmd || ioctl__is_rm_control(cm->cmd);
 
 	json_object_object_add(o, "cmd", json_hex32(cm->cmd));
@@ -100,31 +91,35 @@ static json_object *json_cmd(const struct ioc_cmd *cm)
 	json_object_object_add(o, "errors", json_object_new_uint64(cm->st.errors));
 	json_object_object_add(o, "total_s", json_object_new_double((double)cm->st.total_ns / 1e9));
 	json_object_object_add(o, "max_s", json_object_new_double((double)cm->st.max_ns / 1e9));
-	for (int i = 0; i < GP_HIST_SLOTS; i++) {
-		json_object *b;
-
-		if (!cm->st.slots[i])
-			continue;
-		b = json_object_new_object();
-		json_object_object_add(b, "lo", json_object_new_uint64(i ? 1ULL << i : 0));
-		json_object_object_add(b, "hi", json_object_new_uint64((1ULL << (i + 1)) - 1));
-		json_object_object_add(b, "count", json_object_new_uint64(cm->st.slots[i]));
-		json_object_array_add(h, b);
-	}
-	json_object_object_add(o, "hist_us", h);
+	json_object_object_add(o, "hist_us", gp_json__log2_hist((const uint64_t *)cm->st.slots, GP_HIST_SLOTS));
 	return o;
 }
 
-void report__ioctl_json(FILE *f, struct ioc_proc *procs, size_t n, const struct ioc_report_ctx *c)
+static json_object *json_dev(const struct ioc_dev *dv)
 {
-	json_object *o = json_object_new_object(), *arr = json_object_new_array(), *d;
+	json_object *dobj = json_object_new_object(), *cmds = json_object_new_array();
 
-	json_object_object_add(o, "mode", json_object_new_string("ioctl"));
-	json_object_object_add(o, "report", json_object_new_string(c->kind));
-	json_object_object_add(o, "time", json_object_new_int64((int64_t)time(NULL)));
-	json_object_object_add(o, "backend", json_object_new_string(c->backend));
-	for (size_t i = 0; i < n; i++) {
-		struct ioc_proc *p = &procs[i];
+	json_object_object_add(dobj, "major", json_object_new_int64(dv->major));
+	json_object_object_add(dobj, "minor", json_object_new_int64(dv->minor));
+	json_object_object_add(dobj, "node", json_object_new_string(dv->node));
+	json_object_object_add(dobj, "driver", json_object_new_string(dv->driver));
+	json_object_object_add(dobj, "ioctls", json_object_new_uint64(dv->calls));
+	json_object_object_add(dobj, "errors", json_object_new_uint64(dv->errors));
+	for (size_t m = 0; m < dv->nr_cmds; m++)
+		json_object_array_add(cmds, json_cmd(&dv->cmds[m]));
+	json_object_object_add(dobj, "commands", cmds);
+	return dobj;
+}
+
+void ioc_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *run)
+{
+	const struct ioc_snap *s = SNAP(hdr);
+	json_object *arr = json_object_new_array();
+
+	(void)run;
+	json_object_object_add(o, "backend", json_object_new_string(s->backend));
+	for (size_t i = 0; i < s->nr_procs; i++) {
+		const struct ioc_proc *p = &s->procs[i];
 		json_object *po = json_object_new_object(), *devs = json_object_new_array();
 
 		json_object_object_add(po, "pid", json_object_new_int64(p->pid));
@@ -134,31 +129,141 @@ void report__ioctl_json(FILE *f, struct ioc_proc *procs, size_t n, const struct 
 		json_object_object_add(po, "decoded_calls", json_object_new_uint64(p->decoded));
 		json_object_object_add(po, "decoded_fraction",
 				       json_object_new_double(p->calls ? (double)p->decoded / (double)p->calls : 0));
-		for (size_t k = 0; k < p->nr_devs; k++) {
-			struct ioc_dev *dv = &p->devs[k];
-			json_object *dobj = json_object_new_object(), *cmds = json_object_new_array();
-
-			json_object_object_add(dobj, "major", json_object_new_int64(dv->major));
-			json_object_object_add(dobj, "minor", json_object_new_int64(dv->minor));
-			json_object_object_add(dobj, "node", json_object_new_string(dv->node));
-			json_object_object_add(dobj, "driver", json_object_new_string(dv->driver));
-			json_object_object_add(dobj, "ioctls", json_object_new_uint64(dv->calls));
-			json_object_object_add(dobj, "errors", json_object_new_uint64(dv->errors));
-			for (size_t m = 0; m < dv->nr_cmds; m++)
-				json_object_array_add(cmds, json_cmd(&dv->cmds[m]));
-			json_object_object_add(dobj, "commands", cmds);
-			json_object_array_add(devs, dobj);
-		}
+		for (size_t k = 0; k < p->nr_devs; k++)
+			json_object_array_add(devs, json_dev(&p->devs[k]));
 		json_object_object_add(po, "devices", devs);
 		json_object_array_add(arr, po);
 	}
 	json_object_object_add(o, "processes", arr);
-	json_object_object_add(o, "dropped_events", json_object_new_uint64(gp_idrops__events(c->idrops)));
-	d = json_object_new_object();
-	for (int i = 0; i < GP_IDROP__COUNT; i++)
-		json_object_object_add(d, idrop_names[i], json_object_new_uint64(c->idrops[i]));
-	json_object_object_add(o, "drops", d);
-	fprintf(f, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-	fflush(f);
-	json_object_put(o);
+}
+
+json_object *ioc_report__trace_args(const struct gp_ioctl_event *e, const char *name)
+{
+	json_object *args = json_object_new_object();
+	char dev[32];
+
+	snprintf(dev, sizeof(dev), "%u:%u", e->major, e->minor);
+	json_object_object_add(args, "cmd", gp_json__hex(e->cmd));
+	if (name)
+		json_object_object_add(args, "name", json_object_new_string(name));
+	if (e->ctrl_cmd)
+		json_object_object_add(args, "ctrl_cmd", gp_json__hex(e->ctrl_cmd));
+	json_object_object_add(args, "dev", json_object_new_string(dev));
+	return args;
+}
+
+/* one series of a process: labels node, cmd, ctrl */
+struct ioc_row {
+	const char *node;
+	char cmd[48], ctrl[64];
+	uint64_t calls, errors, ns;
+};
+
+static int cmp_labels(const void *a, const void *b)
+{
+	const struct ioc_row *x = a, *y = b;
+	int c = strcmp(x->node, y->node);
+
+	if (!c)
+		c = strcmp(x->cmd, y->cmd);
+	return c ? c : strcmp(x->ctrl, y->ctrl);
+}
+
+static int cmp_calls(const void *a, const void *b)
+{
+	const struct ioc_row *x = a, *y = b;
+
+	if (x->calls != y->calls)
+		return x->calls > y->calls ? -1 : 1;
+	return cmp_labels(a, b);
+}
+
+/* Rows with equal labels (one name for several request numbers) summed into the first. */
+static size_t merge_rows(struct ioc_row *rows, size_t n)
+{
+	size_t out = 0;
+
+	qsort(rows, n, sizeof(*rows), cmp_labels);
+	for (size_t i = 0; i < n; i++) {
+		if (out && !cmp_labels(&rows[out - 1], &rows[i])) {
+			rows[out - 1].calls += rows[i].calls;
+			rows[out - 1].errors += rows[i].errors;
+			rows[out - 1].ns += rows[i].ns;
+			continue;
+		}
+		rows[out++] = rows[i];
+	}
+	return out;
+}
+
+static void row_of(struct ioc_row *w, const struct ioc_dev *d, const struct ioc_cmd *c)
+{
+	w->node = d->node;
+	if (c->name)
+		snprintf(w->cmd, sizeof(w->cmd), "%s", c->name);
+	else
+		snprintf(w->cmd, sizeof(w->cmd), "0x%x", c->cmd);
+	if (c->ctrl_name)
+		snprintf(w->ctrl, sizeof(w->ctrl), "%s", c->ctrl_name);
+	else if (c->ctrl_cmd || ioctl__is_rm_control(c->cmd))
+		snprintf(w->ctrl, sizeof(w->ctrl), "0x%x", c->ctrl_cmd);
+	w->calls = c->st.calls;
+	w->errors = c->st.errors;
+	w->ns = c->st.total_ns;
+}
+
+/* The series of one process: the top max (node, cmd, ctrl) label sets by calls get their
+ * own, the rest are summed per device node under cmd="other", ctrl="". */
+static long rows_of(const struct ioc_proc *p, uint64_t max, struct ioc_row **out)
+{
+	struct ioc_row *rows;
+	size_t n = 0, keep;
+
+	for (size_t d = 0; d < p->nr_devs; d++)
+		n += p->devs[d].nr_cmds;
+	rows = calloc(n ? n : 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	n = 0;
+	for (size_t d = 0; d < p->nr_devs; d++)
+		for (size_t k = 0; k < p->devs[d].nr_cmds; k++)
+			row_of(&rows[n++], &p->devs[d], &p->devs[d].cmds[k]);
+	n = merge_rows(rows, n);
+	qsort(rows, n, sizeof(*rows), cmp_calls);
+	keep = n < max ? n : (size_t)max;
+	for (size_t i = keep; i < n; i++) {
+		snprintf(rows[i].cmd, sizeof(rows[i].cmd), "other");
+		rows[i].ctrl[0] = 0;
+	}
+	n = keep + merge_rows(rows + keep, n - keep);
+	*out = rows;
+	return (long)n;
+}
+
+int ioc_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
+{
+	const struct ioc_snap *s = SNAP(hdr);
+
+	(void)run;
+	prom__family(p, "gpuprobe_nvidia_ioctl_calls_total", "counter",
+		     "ioctls on nvidia device nodes per process, node, command (decoded name or hex) and RM control command (NV_ESC_RM_CONTROL only). Beyond the top --max-ioctl-series per process they are summed per node under cmd=\"other\".");
+	prom__family(p, "gpuprobe_nvidia_ioctl_errors_total", "counter", "Those ioctls that returned an error.");
+	prom__family(p, "gpuprobe_nvidia_ioctl_seconds_total", "counter",
+		     "Seconds spent in those ioctls (entry to return).");
+	for (size_t i = 0; i < s->nr_procs; i++) {
+		struct ioc_row *rows;
+		long n = rows_of(&s->procs[i], s->max_series, &rows);
+
+		if (n < 0)
+			return (int)n;
+		for (long j = 0; j < n; j++) {
+			const char *kv[] = { "node", rows[j].node, "cmd", rows[j].cmd, "ctrl", rows[j].ctrl, NULL };
+
+			prom__u64(p, "gpuprobe_nvidia_ioctl_calls_total", &s->pids[i], kv, rows[j].calls);
+			prom__u64(p, "gpuprobe_nvidia_ioctl_errors_total", &s->pids[i], kv, rows[j].errors);
+			prom__secs(p, "gpuprobe_nvidia_ioctl_seconds_total", &s->pids[i], kv, (double)rows[j].ns / 1e9);
+		}
+		free(rows);
+	}
+	return 0;
 }

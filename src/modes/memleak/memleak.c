@@ -25,18 +25,6 @@ static void free_alloc(struct ml_alloc *a)
 	free(a);
 }
 
-static void free_map_values(struct u64map *m, void (*fn)(void *))
-{
-	uint64_t k;
-	void *v;
-
-	if (!m)
-		return;
-	for (size_t it = 0; u64map__next(m, &it, &k, &v);)
-		fn(v);
-	u64map__free(m);
-}
-
 static void free_alloc_v(void *v)
 {
 	free_alloc(v);
@@ -46,10 +34,10 @@ static void proc__free(struct ml_proc *p)
 {
 	if (!p)
 		return;
-	free_map_values(p->allocs, free_alloc_v);
-	free_map_values(p->handles, free_alloc_v);
-	free_map_values(p->mappings, free);
-	free_map_values(p->frames, free);
+	u64map__free_all(p->allocs, free_alloc_v);
+	u64map__free_all(p->handles, free_alloc_v);
+	u64map__free_all(p->mappings, NULL);
+	u64map__free_all(p->frames, NULL);
 	free(p);
 }
 
@@ -144,15 +132,15 @@ static void remember_frames(struct memleak *ml, struct ml_proc *p, const struct 
 static void account(struct ml_proc *p, const struct ml_alloc *a, int sign)
 {
 	if (sign > 0) {
-		p->outstanding_bytes += a->size;
-		p->outstanding_allocs++;
-		p->bytes_by_kind[a->kind] += a->size;
-		p->allocs_by_kind[a->kind]++;
+		p->st.outstanding_bytes += a->size;
+		p->st.outstanding_allocs++;
+		p->st.bytes_by_kind[a->kind] += a->size;
+		p->st.allocs_by_kind[a->kind]++;
 	} else {
-		p->outstanding_bytes -= a->size;
-		p->outstanding_allocs--;
-		p->bytes_by_kind[a->kind] -= a->size;
-		p->allocs_by_kind[a->kind]--;
+		p->st.outstanding_bytes -= a->size;
+		p->st.outstanding_allocs--;
+		p->st.bytes_by_kind[a->kind] -= a->size;
+		p->st.allocs_by_kind[a->kind]--;
 	}
 }
 
@@ -169,8 +157,8 @@ void memleak__on_alloc(struct memleak *ml, const struct gp_alloc_event *e)
 	p = get_proc(ml, e->pid, e->comm);
 	if (!p)
 		return;
-	p->allocs_total++;
-	p->alloc_bytes_total += e->size;
+	p->st.allocs_total++;
+	p->st.alloc_bytes_total += e->size;
 	if (ml->max_allocs && ml->nr_allocs >= ml->max_allocs) {
 		ml->table_full++;
 		return;
@@ -235,14 +223,14 @@ void memleak__on_free(struct memleak *ml, const struct gp_free_event *e)
 			free(m);
 			return;
 		}
-		p->maps_total++;
-		p->mapped_bytes += e->size;
+		p->st.maps_total++;
+		p->st.mapped_bytes += e->size;
 		return;
 	case GP_EV_UNMAP:
-		p->unmaps_total++;
+		p->st.unmaps_total++;
 		m = u64map__del(p->mappings, e->addr);
 		if (m) {
-			p->mapped_bytes -= m->size;
+			p->st.mapped_bytes -= m->size;
 			free(m);
 		}
 		return;
@@ -252,13 +240,13 @@ void memleak__on_free(struct memleak *ml, const struct gp_free_event *e)
 	/* cuMemFree_v2(0) succeeds and frees nothing, like free(NULL) */
 	if (e->addr == 0 && info->kind != GP_KIND_PHYSICAL)
 		return;
-	p->frees_total++;
+	p->st.frees_total++;
 	a = u64map__del(info->kind == GP_KIND_PHYSICAL ? p->handles : p->allocs, e->addr);
 	if (!a) {
-		p->untracked_frees++;
+		p->st.untracked_frees++;
 		return;
 	}
-	p->freed_bytes_total += a->size;
+	p->st.freed_bytes_total += a->size;
 	account(p, a, -1);
 	ml->nr_allocs--;
 	free_alloc(a);
@@ -319,17 +307,103 @@ const char *memleak__frame(struct ml_proc *p, uint64_t addr)
 	return s ? s : "?";
 }
 
-void memleak__reap_exited(struct memleak *ml, uint32_t keep_pid)
+struct sweep {
+	struct memleak *ml;
+	uint64_t now_ns;
+};
+
+static void gone(void *ctx, uint32_t pid)
 {
-	proctab__reap(ml->procs, keep_pid, UINT64_MAX, NULL, NULL);
+	struct sweep *s = ctx;
+	struct gp_exit_event e = { .type = GP_EV_EXIT, .pid = pid, .ts_ns = s->now_ns };
+
+	memleak__on_exit(s->ml, &e);
 }
 
-void memleak__reap_exited_before(struct memleak *ml, uint64_t cutoff_ns)
+void memleak__sweep(struct memleak *ml, uint64_t now_ns)
 {
-	proctab__reap(ml->procs, 0, cutoff_ns, NULL, NULL);
+	struct sweep s = { .ml = ml, .now_ns = now_ns };
+
+	proctab__sweep(ml->procs, gone, &s);
+}
+
+void memleak__reap(struct memleak *ml, uint64_t cutoff_ns, uint32_t keep_pid)
+{
+	proctab__reap(ml->procs, keep_pid, cutoff_ns, NULL, NULL);
 }
 
 uint64_t memleak__table_full(const struct memleak *ml)
 {
 	return ml->table_full;
+}
+
+static int snap_allocs(struct ml_proc *p, uint64_t now_ns, struct ml_snap_proc *sp)
+{
+	uint64_t end = p->exited ? p->exit_ns : now_ns;
+	struct ml_alloc **v;
+	size_t n = memleak__proc_allocs(p, &v), frames = 0;
+	const char **fp;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		frames += v[i]->nr_stack;
+	/* one block: the allocations, then every frame pointer */
+	sp->allocs = calloc(1, n * sizeof(*sp->allocs) + frames * sizeof(char *) + 1);
+	if (!sp->allocs) {
+		free(v);
+		return -ENOMEM;
+	}
+	fp = (const char **)(sp->allocs + n);
+	for (size_t i = 0; i < n; i++) {
+		struct ml_snap_alloc *a = &sp->allocs[i];
+
+		*a = (struct ml_snap_alloc){
+			.addr = v[i]->addr, .size = v[i]->size, .api = v[i]->api, .kind = v[i]->kind,
+			.tid = v[i]->tid, .stack_err = v[i]->stack_err, .nr_frames = v[i]->nr_stack,
+			.age_s = end > v[i]->ts_ns ? (double)(end - v[i]->ts_ns) / 1e9 : 0.0,
+			.frames = fp,
+		};
+		for (uint32_t s = 0; s < v[i]->nr_stack; s++)
+			*fp++ = memleak__frame(p, v[i]->stack[s]);
+	}
+	sp->nr_allocs = n;
+	free(v);
+	return 0;
+}
+
+int memleak__snapshot(struct memleak *ml, uint64_t now_ns, uint32_t pid, unsigned int flags,
+		      struct ml_snap_data *out)
+{
+	struct ml_proc **procs;
+	size_t n = memleak__procs(ml, &procs), k = 0;
+
+	ml_snap_data__clear(out);
+	out->procs = calloc(n ? n : 1, sizeof(*out->procs));
+	if (!out->procs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct ml_snap_proc *sp = &out->procs[k];
+
+		if ((pid && procs[i]->pid != pid) || ((flags & ML_SNAP_EXITED) && !procs[i]->exited))
+			continue;
+		sp->pid = procs[i]->pid;
+		memcpy(sp->comm, procs[i]->comm, sizeof(sp->comm));
+		sp->exited = procs[i]->exited;
+		sp->st = procs[i]->st;
+		k++;
+		out->nr_procs = k;
+		if ((flags & ML_SNAP_ALLOCS) && snap_allocs(procs[i], now_ns, sp))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void ml_snap_data__clear(struct ml_snap_data *d)
+{
+	for (size_t i = 0; d->procs && i < d->nr_procs; i++)
+		free(d->procs[i].allocs);
+	free(d->procs);
+	d->procs = NULL;
+	d->nr_procs = 0;
 }

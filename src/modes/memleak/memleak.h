@@ -29,15 +29,8 @@ struct ml_mapping {
 	uint64_t addr, size, handle;
 };
 
-struct ml_proc {
-	uint32_t pid;
-	char comm[GP_COMM_LEN];
-	bool exited;
-	uint64_t exit_ns;
-	struct u64map *allocs;   /* address -> struct ml_alloc (device, managed, host) */
-	struct u64map *handles;  /* handle -> struct ml_alloc (physical) */
-	struct u64map *mappings; /* address -> struct ml_mapping */
-	struct u64map *frames;   /* user address -> symbolized string */
+/* A process's totals: what its reports and metrics print. */
+struct ml_stats {
 	uint64_t outstanding_bytes;
 	uint64_t outstanding_allocs;
 	uint64_t bytes_by_kind[GP_KIND__COUNT];
@@ -47,6 +40,18 @@ struct ml_proc {
 	uint64_t untracked_frees; /* frees of addresses allocated before gpuprobe attached */
 	uint64_t mapped_bytes;
 	uint64_t maps_total, unmaps_total;
+};
+
+struct ml_proc {
+	uint32_t pid;
+	char comm[GP_COMM_LEN];
+	bool exited;
+	uint64_t exit_ns;
+	struct u64map *allocs;   /* address -> struct ml_alloc (device, managed, host) */
+	struct u64map *handles;  /* handle -> struct ml_alloc (physical) */
+	struct u64map *mappings; /* address -> struct ml_mapping */
+	struct u64map *frames;   /* user address -> symbolized string */
+	struct ml_stats st;
 };
 
 /* Turns a user address of process pid into "func+0x1a (lib)"; returns <0 on failure. */
@@ -71,12 +76,48 @@ size_t memleak__proc_allocs(struct ml_proc *p, struct ml_alloc ***out);
 void memleak__free_allocs_array(struct ml_alloc **arr);
 /* The symbolized frame for a stack address of p (never NULL). */
 const char *memleak__frame(struct ml_proc *p, uint64_t addr);
-/* Forget exited processes once they have been reported, except keep_pid (the traced
- * command or -p target, whose record the final report must still show; 0: none). */
-void memleak__reap_exited(struct memleak *ml, uint32_t keep_pid);
-/* Forget exited processes whose exit (CLOCK_MONOTONIC ns) is before cutoff_ns. */
-void memleak__reap_exited_before(struct memleak *ml, uint64_t cutoff_ns);
+/* Marks exited, at now_ns, the processes gone without an exit record (kill(pid, 0)). */
+void memleak__sweep(struct memleak *ml, uint64_t now_ns);
+/* Forgets exited processes whose exit (CLOCK_MONOTONIC) is before cutoff_ns (UINT64_MAX:
+ * every exited one, once reported), except keep_pid (the traced command or -p target,
+ * whose record the final report must still show; 0: none). */
+void memleak__reap(struct memleak *ml, uint64_t cutoff_ns, uint32_t keep_pid);
 /* Allocations not tracked because --max-allocs was reached. */
 uint64_t memleak__table_full(const struct memleak *ml);
+
+/* A snapshot of the reports' data: plain arrays, frames already symbolized (the strings
+ * are the aggregator's, valid while the process's record is). */
+struct ml_snap_alloc {
+	uint64_t addr, size;
+	double age_s; /* an exited process's allocations stop ageing at its exit */
+	uint32_t api, kind, tid;
+	int32_t stack_err;
+	uint32_t nr_frames;
+	const char **frames; /* innermost first */
+};
+
+struct ml_snap_proc {
+	uint32_t pid;
+	char comm[GP_COMM_LEN];
+	bool exited;
+	struct ml_stats st;
+	size_t nr_allocs;
+	struct ml_snap_alloc *allocs; /* largest first */
+};
+
+struct ml_snap_data {
+	size_t nr_procs;
+	struct ml_snap_proc *procs;
+};
+
+enum {
+	ML_SNAP_ALLOCS = 1 << 0, /* with the allocations, not only the totals */
+	ML_SNAP_EXITED = 1 << 1, /* exited processes only */
+};
+
+/* The processes (pid 0: all); 0 or -ENOMEM. Free with ml_snap_data__clear. */
+int memleak__snapshot(struct memleak *ml, uint64_t now_ns, uint32_t pid, unsigned int flags,
+		      struct ml_snap_data *out);
+void ml_snap_data__clear(struct ml_snap_data *d);
 
 #endif

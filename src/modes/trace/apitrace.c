@@ -312,83 +312,129 @@ static bool copy_event(const struct fn *f, const struct gp_call_event *e, struct
 	return true;
 }
 
-json_object *apitrace__on_call(struct apitrace *at, const struct gp_call_event *e)
+/* Calls, time and errors per function, overall and per process. */
+static void account(struct apitrace *at, struct at_proc *p, const struct gp_call_event *e)
 {
-	struct at_proc *p = get_proc(at, e->pid);
-	json_object *args = json_object_new_object();
-	const struct fn *f;
-	const __u64 *a = e->args;
-	struct gp_alloc_event ae;
-	struct gp_free_event fe;
-	struct gp_copy_event ce;
-	uint32_t cfg[6];
-	int gpu;
+	struct fn *f = &at->fns[e->fn];
 
-	if (!p || e->fn >= (uint32_t)at->nr_fns)
-		return args;
-	f = &at->fns[e->fn];
-	at->fns[e->fn].calls++;
-	at->fns[e->fn].total_ns += e->dur_ns;
-	if (e->dur_ns > at->fns[e->fn].max_ns)
-		at->fns[e->fn].max_ns = e->dur_ns;
+	f->calls++;
+	f->total_ns += e->dur_ns;
+	if (e->dur_ns > f->max_ns)
+		f->max_ns = e->dur_ns;
 	p->fn_calls[e->fn]++;
 	p->fn_ns[e->fn] += e->dur_ns;
 	if (e->ret) {
 		p->fn_errors[e->fn]++;
-		at->fns[e->fn].errors++;
+		f->errors++;
 	}
+}
+
+/* cuMemAlloc-like and cuMemAllocPitch-like: sizes, the address, and the range for copies */
+static void dec_alloc(struct apitrace *at, struct at_proc *p, const struct fn *f,
+		      const struct gp_call_event *e, json_object *args)
+{
+	const __u64 *a = e->args;
+	struct gp_alloc_event ae = { .type = GP_EV_ALLOC, .api = f->api, .pid = e->pid, .tid = e->tid,
+				     .addr = e->out0, .size = a[1] };
+
+	if (f->dec == DEC_ALLOC) {
+		json_object_object_add(args, "size", json_object_new_uint64(a[1]));
+	} else {
+		json_object_object_add(args, "width", json_object_new_uint64(a[2]));
+		json_object_object_add(args, "height", json_object_new_uint64(a[3]));
+	}
+	if (e->ret)
+		return;
+	json_object_object_add(args, "address", hex(e->out0));
+	p->allocs++;
+	if (f->dec == DEC_ALLOC) {
+		p->alloc_bytes += a[1];
+		bandwidth__on_alloc(at->bw, &ae);
+	}
+}
+
+static void dec_free(struct apitrace *at, struct at_proc *p, const struct fn *f,
+		     const struct gp_call_event *e, json_object *args)
+{
+	struct gp_free_event fe = { .type = GP_EV_FREE, .api = f->api, .pid = e->pid, .addr = e->args[0] };
+
+	json_object_object_add(args, "address", hex(e->args[0]));
+	if (e->ret)
+		return;
+	p->frees++;
+	bandwidth__on_free(at->bw, &fe);
+}
+
+/* bytes and direction, told apart with the ranges allocated so far */
+static void dec_copy(struct apitrace *at, struct at_proc *p, const struct fn *f,
+		     const struct gp_call_event *e, json_object *args)
+{
+	struct gp_copy_event ce;
+	enum bw_dir d;
+	int gpu;
+
+	if (!copy_event(f, e, &ce)) {
+		p->copies_undecoded++;
+		return;
+	}
+	d = bandwidth__direction(at->bw, &ce, &gpu);
+	json_object_object_add(args, "bytes", json_object_new_uint64(ce.bytes));
+	json_object_object_add(args, "direction", json_object_new_string(bw_dir_name(d)));
+	if (!e->ret) {
+		p->copies[d]++;
+		p->copy_bytes[d] += ce.bytes;
+	}
+}
+
+/* handle creation with a name, and cuKernelGetFunction's alias of a named kernel */
+static void dec_name(struct at_proc *p, const struct fn *f, const struct gp_call_event *e,
+		     json_object *args)
+{
+	char n[GP_NAME_LEN + 1];
+	const char *known;
+
+	if (f->dec == DEC_NAME) {
+		json_object_object_add(args, "name", json_object_new_string_len(e->str, (int)strnlen(e->str, GP_TRACE_STR)));
+		if (e->ret)
+			return;
+		json_object_object_add(args, "handle", hex(e->out0));
+		snprintf(n, sizeof(n), "%.*s", GP_TRACE_STR, e->str);
+		set_name(p, e->out0, n);
+		return;
+	}
+	json_object_object_add(args, "kernel", hex(e->args[1]));
+	if (e->ret)
+		return;
+	json_object_object_add(args, "function", hex(e->out0));
+	known = u64map__get(p->names, e->args[1]);
+	if (known) {
+		snprintf(n, sizeof(n), "%s", known);
+		set_name(p, e->out0, n);
+	}
+}
+
+json_object *apitrace__on_call(struct apitrace *at, const struct gp_call_event *e)
+{
+	struct at_proc *p = get_proc(at, e->pid);
+	json_object *args = json_object_new_object();
+	const __u64 *a = e->args;
+	const struct fn *f;
+	uint32_t cfg[6];
+
+	if (!p || e->fn >= (uint32_t)at->nr_fns)
+		return args;
+	f = &at->fns[e->fn];
+	account(at, p, e);
 	switch (f->dec) {
 	case DEC_ALLOC:
 	case DEC_PITCH:
-		if (f->dec == DEC_ALLOC) {
-			json_object_object_add(args, "size", json_object_new_uint64(a[1]));
-		} else {
-			json_object_object_add(args, "width", json_object_new_uint64(a[2]));
-			json_object_object_add(args, "height", json_object_new_uint64(a[3]));
-		}
-		if (e->ret)
-			break;
-		json_object_object_add(args, "address", hex(e->out0));
-		p->allocs++;
-		if (f->dec == DEC_ALLOC) {
-			p->alloc_bytes += a[1];
-			memset(&ae, 0, sizeof(ae));
-			ae.type = GP_EV_ALLOC;
-			ae.api = f->api;
-			ae.pid = e->pid;
-			ae.tid = e->tid;
-			ae.addr = e->out0;
-			ae.size = a[1];
-			bandwidth__on_alloc(at->bw, &ae);
-		}
+		dec_alloc(at, p, f, e, args);
 		break;
 	case DEC_FREE:
-		json_object_object_add(args, "address", hex(a[0]));
-		if (e->ret)
-			break;
-		p->frees++;
-		memset(&fe, 0, sizeof(fe));
-		fe.type = GP_EV_FREE;
-		fe.api = f->api;
-		fe.pid = e->pid;
-		fe.addr = a[0];
-		bandwidth__on_free(at->bw, &fe);
+		dec_free(at, p, f, e, args);
 		break;
 	case DEC_COPY:
-		if (!copy_event(f, e, &ce)) {
-			p->copies_undecoded++;
-			break;
-		}
-		{
-			enum bw_dir d = bandwidth__direction(at->bw, &ce, &gpu);
-
-			json_object_object_add(args, "bytes", json_object_new_uint64(ce.bytes));
-			json_object_object_add(args, "direction", json_object_new_string(bw_dir_name(d)));
-			if (!e->ret) {
-				p->copies[d]++;
-				p->copy_bytes[d] += ce.bytes;
-			}
-		}
+		dec_copy(at, p, f, e, args);
 		break;
 	case DEC_LAUNCH:
 		json_object_object_add(args, "grid", dims(a[1], a[2], a[3]));
@@ -406,28 +452,8 @@ json_object *apitrace__on_call(struct apitrace *at, const struct gp_call_event *
 		p->graph_launches++;
 		break;
 	case DEC_NAME:
-		json_object_object_add(args, "name", json_object_new_string_len(e->str, (int)strnlen(e->str, GP_TRACE_STR)));
-		if (!e->ret) {
-			char n[GP_TRACE_STR + 1];
-
-			json_object_object_add(args, "handle", hex(e->out0));
-			snprintf(n, sizeof(n), "%.*s", GP_TRACE_STR, e->str);
-			set_name(p, e->out0, n);
-		}
-		break;
 	case DEC_ALIAS:
-		json_object_object_add(args, "kernel", hex(a[1]));
-		if (!e->ret) {
-			const char *n = u64map__get(p->names, a[1]);
-
-			json_object_object_add(args, "function", hex(e->out0));
-			if (n) {
-				char copy[1024];
-
-				snprintf(copy, sizeof(copy), "%s", n);
-				set_name(p, e->out0, copy);
-			}
-		}
+		dec_name(p, f, e, args);
 		break;
 	case DEC_SYNC:
 		p->syncs++;
@@ -439,25 +465,15 @@ json_object *apitrace__on_call(struct apitrace *at, const struct gp_call_event *
 	return args;
 }
 
-json_object *apitrace__on_ioctl(struct apitrace *at, const struct gp_ioctl_event *e, const char *name)
+void apitrace__on_ioctl(struct apitrace *at, uint32_t pid, uint64_t dur_ns, int64_t ret)
 {
-	struct at_proc *p = get_proc(at, e->pid);
-	json_object *args = json_object_new_object();
-	char dev[32];
+	struct at_proc *p = get_proc(at, pid);
 
-	snprintf(dev, sizeof(dev), "%u:%u", e->major, e->minor);
-	json_object_object_add(args, "cmd", hex(e->cmd));
-	if (name)
-		json_object_object_add(args, "name", json_object_new_string(name));
-	if (e->ctrl_cmd)
-		json_object_object_add(args, "ctrl_cmd", hex(e->ctrl_cmd));
-	json_object_object_add(args, "dev", json_object_new_string(dev));
 	if (p) {
 		p->ioctls++;
-		p->ioctl_ns += e->dur_ns;
-		p->ioctl_errors += e->ret < 0;
+		p->ioctl_ns += dur_ns;
+		p->ioctl_errors += ret < 0;
 	}
-	return args;
 }
 
 static int cmp_u32_by_ns(const void *a, const void *b, void *ctx)
@@ -507,6 +523,86 @@ static size_t called_fns(struct apitrace *at, struct at_proc *p, uint32_t **out)
 	return n;
 }
 
+static json_object *json_functions(struct apitrace *at, struct at_proc *p)
+{
+	json_object *fa = json_object_new_array();
+	uint32_t *fns;
+	size_t nf = called_fns(at, p, &fns);
+
+	for (size_t j = 0; j < nf; j++) {
+		json_object *fo = json_object_new_object();
+
+		json_object_object_add(fo, "name", json_object_new_string(at->fns[fns[j]].name));
+		json_object_object_add(fo, "calls", json_object_new_uint64(p->fn_calls[fns[j]]));
+		json_object_object_add(fo, "errors", json_object_new_uint64(p->fn_errors[fns[j]]));
+		json_object_object_add(fo, "total_s", json_object_new_double((double)p->fn_ns[fns[j]] / 1e9));
+		json_object_array_add(fa, fo);
+	}
+	free(fns);
+	return fa;
+}
+
+static json_object *json_copies(const struct at_proc *p)
+{
+	json_object *c = json_object_new_object();
+
+	for (int k = 0; k < BW__COUNT; k++) {
+		json_object *x = json_object_new_object();
+
+		json_object_object_add(x, "copies", json_object_new_uint64(p->copies[k]));
+		json_object_object_add(x, "bytes", json_object_new_uint64(p->copy_bytes[k]));
+		json_object_object_add(c, bw_dir_name(k), x);
+	}
+	return c;
+}
+
+static json_object *json_gaps(const struct at_proc *p)
+{
+	json_object *ga = json_object_new_array();
+
+	for (int g = 0; g < p->nr_gaps; g++) {
+		json_object *x = json_object_new_object();
+
+		json_object_object_add(x, "gap_s", json_object_new_double((double)p->gaps[g].gap_ns / 1e9));
+		json_object_object_add(x, "at_ns", json_object_new_uint64(p->gaps[g].at_ns));
+		json_object_object_add(x, "before", json_object_new_string(p->gaps[g].before));
+		json_object_object_add(x, "after", json_object_new_string(p->gaps[g].after));
+		json_object_array_add(ga, x);
+	}
+	return ga;
+}
+
+static json_object *json_counts(uint64_t calls, const char *k2, json_object *v2, const char *k3, json_object *v3)
+{
+	json_object *c = json_object_new_object();
+
+	json_object_object_add(c, "calls", json_object_new_uint64(calls));
+	json_object_object_add(c, k2, v2);
+	if (k3)
+		json_object_object_add(c, k3, v3);
+	return c;
+}
+
+static json_object *json_proc(struct apitrace *at, struct at_proc *p)
+{
+	json_object *po = json_object_new_object();
+
+	json_object_object_add(po, "pid", json_object_new_int64(p->pid));
+	json_object_object_add(po, "comm", json_object_new_string(p->comm));
+	json_object_object_add(po, "functions", json_functions(at, p));
+	json_object_object_add(po, "allocations", json_counts(p->allocs, "bytes", json_object_new_uint64(p->alloc_bytes), NULL, NULL));
+	json_object_object_add(po, "frees", json_object_new_uint64(p->frees));
+	json_object_object_add(po, "copies", json_copies(p));
+	json_object_object_add(po, "copies_undecoded", json_object_new_uint64(p->copies_undecoded));
+	json_object_object_add(po, "launches", json_object_new_uint64(p->launches));
+	json_object_object_add(po, "graph_launches", json_object_new_uint64(p->graph_launches));
+	json_object_object_add(po, "sync", json_counts(p->syncs, "blocked_s", json_object_new_double((double)p->sync_ns / 1e9), NULL, NULL));
+	json_object_object_add(po, "ioctls", json_counts(p->ioctls, "errors", json_object_new_uint64(p->ioctl_errors),
+						      "total_s", json_object_new_double((double)p->ioctl_ns / 1e9)));
+	json_object_object_add(po, "launch_gaps", json_gaps(p));
+	return po;
+}
+
 json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *d, const char *file,
 				    const char *format, uint64_t written)
 {
@@ -519,72 +615,16 @@ json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *
 	json_object_object_add(o, "file", json_object_new_string(file));
 	json_object_object_add(o, "format", json_object_new_string(format));
 	json_object_object_add(o, "events_written", json_object_new_uint64(written));
-	for (size_t i = 0; i < n; i++) {
-		struct at_proc *p = procs[i];
-		json_object *po = json_object_new_object(), *fa = json_object_new_array(), *c, *ga;
-		uint32_t *fns;
-		size_t nf = called_fns(at, p, &fns);
-
-		json_object_object_add(po, "pid", json_object_new_int64(p->pid));
-		json_object_object_add(po, "comm", json_object_new_string(p->comm));
-		for (size_t j = 0; j < nf; j++) {
-			json_object *fo = json_object_new_object();
-
-			json_object_object_add(fo, "name", json_object_new_string(at->fns[fns[j]].name));
-			json_object_object_add(fo, "calls", json_object_new_uint64(p->fn_calls[fns[j]]));
-			json_object_object_add(fo, "errors", json_object_new_uint64(p->fn_errors[fns[j]]));
-			json_object_object_add(fo, "total_s", json_object_new_double((double)p->fn_ns[fns[j]] / 1e9));
-			json_object_array_add(fa, fo);
-		}
-		free(fns);
-		json_object_object_add(po, "functions", fa);
-		c = json_object_new_object();
-		json_object_object_add(c, "calls", json_object_new_uint64(p->allocs));
-		json_object_object_add(c, "bytes", json_object_new_uint64(p->alloc_bytes));
-		json_object_object_add(po, "allocations", c);
-		json_object_object_add(po, "frees", json_object_new_uint64(p->frees));
-		c = json_object_new_object();
-		for (int k = 0; k < BW__COUNT; k++) {
-			json_object *x = json_object_new_object();
-
-			json_object_object_add(x, "copies", json_object_new_uint64(p->copies[k]));
-			json_object_object_add(x, "bytes", json_object_new_uint64(p->copy_bytes[k]));
-			json_object_object_add(c, bw_dir_name(k), x);
-		}
-		json_object_object_add(po, "copies", c);
-		json_object_object_add(po, "copies_undecoded", json_object_new_uint64(p->copies_undecoded));
-		json_object_object_add(po, "launches", json_object_new_uint64(p->launches));
-		json_object_object_add(po, "graph_launches", json_object_new_uint64(p->graph_launches));
-		c = json_object_new_object();
-		json_object_object_add(c, "calls", json_object_new_uint64(p->syncs));
-		json_object_object_add(c, "blocked_s", json_object_new_double((double)p->sync_ns / 1e9));
-		json_object_object_add(po, "sync", c);
-		c = json_object_new_object();
-		json_object_object_add(c, "calls", json_object_new_uint64(p->ioctls));
-		json_object_object_add(c, "errors", json_object_new_uint64(p->ioctl_errors));
-		json_object_object_add(c, "total_s", json_object_new_double((double)p->ioctl_ns / 1e9));
-		json_object_object_add(po, "ioctls", c);
-		ga = json_object_new_array();
-		for (int g = 0; g < p->nr_gaps; g++) {
-			json_object *x = json_object_new_object();
-
-			json_object_object_add(x, "gap_s", json_object_new_double((double)p->gaps[g].gap_ns / 1e9));
-			json_object_object_add(x, "at_ns", json_object_new_uint64(p->gaps[g].at_ns));
-			json_object_object_add(x, "before", json_object_new_string(p->gaps[g].before));
-			json_object_object_add(x, "after", json_object_new_string(p->gaps[g].after));
-			json_object_array_add(ga, x);
-		}
-		json_object_object_add(po, "launch_gaps", ga);
-		json_object_array_add(arr, po);
-	}
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(arr, json_proc(at, procs[i]));
 	free(procs);
 	json_object_object_add(o, "processes", arr);
 	json_object_object_add(o, "dropped_events",
 			       json_object_new_uint64(d->ringbuf + d->pending + d->too_deep + d->ioctl_ringbuf));
 	dr = json_object_new_object();
 	json_object_object_add(dr, "ringbuf_full", json_object_new_uint64(d->ringbuf));
-	json_object_object_add(dr, "pending_full", json_object_new_uint64(d->pending));
-	json_object_object_add(dr, "too_deep", json_object_new_uint64(d->too_deep));
+	json_object_object_add(dr, "pending_table_full", json_object_new_uint64(d->pending));
+	json_object_object_add(dr, "nested_too_deep", json_object_new_uint64(d->too_deep));
 	json_object_object_add(dr, "return_without_entry", json_object_new_uint64(d->noreturn));
 	json_object_object_add(dr, "ioctl_ringbuf_full", json_object_new_uint64(d->ioctl_ringbuf));
 	json_object_object_add(o, "drops", dr);

@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mode.h"
+#include "option.h"
+#include "options.h"
+#include "util.h"
+#include "version.h"
+#include "cmdline.h"
+
+struct gp_opts gp_opts = {
+	.pid = -1,
+	.ringbuf_size = 4UL << 20,
+	.max_pending = 10240,
+	.max_procs = 8192,
+	.listen = "127.0.0.1:9464",
+	.retention = 300,
+	.rescan = 5,
+	.probe_cost = -1,
+};
+
+static int parse_pid(const char *arg, void *dest, char *err, size_t len)
+{
+	uint64_t v;
+
+	if (gp_parse_u64(arg, 1, INT_MAX, &v)) {
+		snprintf(err, len, "invalid PID: %s", arg);
+		return -EINVAL;
+	}
+	*(int *)dest = (int)v;
+	return 0;
+}
+
+static int parse_ringbuf(const char *arg, void *dest, char *err, size_t len)
+{
+	uint64_t v;
+
+	if (gp_parse_u64(arg, 4096, 1UL << 30, &v) || (v & (v - 1))) {
+		snprintf(err, len, "--ringbuf-size must be a power of two from 4096 to 1 GiB (got %s)", arg);
+		return -EINVAL;
+	}
+	*(uint64_t *)dest = v;
+	gp_opts.ringbuf_set = true;
+	return 0;
+}
+
+#define SECS GP_MAX_SECONDS
+
+/* The options that are no mode's own. */
+static const struct gp_option global_options[] = {
+	{ "pid", 'p', "PID", "Trace this running process only", GP_OPT_CUSTOM, &gp_opts.pid,
+	  .parse = parse_pid, .frontends = GP_FE_CLI, .group = GP_GRP_TARGET },
+	{ "libcuda", 0, "PATH", "Probe this libcuda.so instead of the ones found", GP_OPT_STRING,
+	  &gp_opts.libcuda, .frontends = GP_FE_ALL, .group = GP_GRP_TARGET },
+	{ "interval", 'i', "SECONDS", "Print a report every SECONDS (default: only at the end)",
+	  GP_OPT_SECONDS, &gp_opts.interval, 0, SECS, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "duration", 'd', "SECONDS", "Stop tracing after SECONDS", GP_OPT_SECONDS, &gp_opts.duration,
+	  1e-3, SECS, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "json", 0, NULL, "Reports as JSON Lines on stdout", GP_OPT_SWITCH, &gp_opts.json,
+	  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "verbose", 'v', NULL, "Log libbpf and attach details to stderr", GP_OPT_SWITCH, &gp_opts.verbose,
+	  .frontends = GP_FE_ALL, .group = GP_GRP_OUTPUT },
+	{ "listen", 0, "ADDR:PORT", "Where to serve /metrics and /healthz (default 127.0.0.1:9464; IPv6 as [::1]:9464)",
+	  GP_OPT_STRING, &gp_opts.listen, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
+	{ "retention", 0, "SECONDS", "Keep series of exited processes this long (default 300)",
+	  GP_OPT_SECONDS, &gp_opts.retention, 0, SECS, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
+	{ "rescan-interval", 0, "SECONDS", "Look for new libcuda files in /proc/*/maps this often (default 5; 0: only at start)",
+	  GP_OPT_SECONDS, &gp_opts.rescan, 0, SECS, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
+	{ "probe-cost", 0, "SECONDS", "Cost of one probe hit (default: calibrated at start-up)",
+	  GP_OPT_SECONDS, &gp_opts.probe_cost, 0, 1, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
+	{ "ringbuf-size", 0, "BYTES", "Ring buffer size, a power of two >= 4096 (default 4 MiB)",
+	  GP_OPT_CUSTOM, &gp_opts.ringbuf_size, .parse = parse_ringbuf, .frontends = GP_FE_ALL,
+	  .group = GP_GRP_LIMITS },
+	{ "max-pending", 0, "N", "Calls in flight tracked at once (default 10240)", GP_OPT_U64,
+	  &gp_opts.max_pending, 1, 1 << 24, .frontends = GP_FE_ALL, .group = GP_GRP_LIMITS },
+	{ "max-procs", 0, "N", "Processes tracked for exit in BPF (default 8192)", GP_OPT_U64,
+	  &gp_opts.max_procs, 1, 1 << 24, .frontends = GP_FE_ALL, .group = GP_GRP_LIMITS },
+	{},
+};
+
+static const char *const group_titles[] = {
+	[GP_GRP_MODES] = "Modes:",
+	[GP_GRP_TARGET] = "Target:",
+	[GP_GRP_OUTPUT] = "Output:",
+	[GP_GRP_DAEMON] = "Endpoint:",
+	[GP_GRP_LIMITS] = "Limits (every overflow is counted and reported):",
+};
+
+#define MAX_OPTS 128
+
+/* An option in force for this command line: a descriptor, or a mode's flag. */
+struct entry {
+	const struct gp_option *o;
+	const struct gp_mode *owner; /* the mode whose option it is; NULL: global */
+	int mode;                    /* >= 0: this entry is gp_modes[mode]'s flag */
+	bool given;
+};
+
+struct parser {
+	struct gp_cmdline *c;
+	struct entry e[MAX_OPTS];
+	int n;
+};
+
+static int vreport(const struct gp_cmdline *c, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%sgpuprobe: ", c->log_prefix ? c->log_prefix : "");
+	if (strcmp(c->name, "gpuprobe"))
+		fprintf(stderr, "%s: ", c->name + strlen("gpuprobe "));
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	return GP_EXIT_USAGE;
+}
+
+int gp_options__error(const struct gp_cmdline *c, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vreport(c, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static bool add(struct parser *p, const struct gp_option *o, const struct gp_mode *owner, int mode)
+{
+	if (p->n >= MAX_OPTS)
+		return false;
+	p->e[p->n++] = (struct entry){ .o = o, .owner = owner, .mode = mode };
+	return true;
+}
+
+static void collect(struct parser *p)
+{
+	unsigned int fe = p->c->frontend;
+
+	for (const struct gp_option *o = p->c->extra; o && o->name; o++)
+		add(p, o, NULL, -1);
+	if (!fe)
+		return;
+	for (int i = 0; p->c->modes && gp_modes[i]; i++)
+		if (gp_modes[i]->frontends & fe)
+			add(p, NULL, NULL, i);
+	for (const struct gp_option *o = global_options; o->name; o++)
+		if (o->frontends & fe)
+			add(p, o, NULL, -1);
+	for (int i = 0; p->c->modes && gp_modes[i]; i++) {
+		if (!(gp_modes[i]->frontends & fe))
+			continue;
+		for (const struct gp_option *o = gp_modes[i]->options; o && o->name; o++)
+			if (o->frontends & fe)
+				add(p, o, gp_modes[i], -1);
+	}
+}
+
+static const char *entry_name(const struct entry *e)
+{
+	return e->mode >= 0 ? gp_modes[e->mode]->flag : e->o->name;
+}
+
+static const char *entry_arg(const struct entry *e)
+{
+	return e->mode >= 0 ? gp_modes[e->mode]->arg : e->o->arg;
+}
+
+/* "jsonl|chrome" -> the index of arg, or -1 */
+static int choice_index(const char *choices, const char *arg)
+{
+	size_t n = strlen(arg);
+	int i = 0;
+
+	for (const char *s = choices; s && *s; i++) {
+		const char *bar = strchr(s, '|');
+		size_t len = bar ? (size_t)(bar - s) : strlen(s);
+
+		if (len == n && !strncmp(s, arg, n))
+			return i;
+		s = bar ? bar + 1 : NULL;
+	}
+	return -1;
+}
+
+/* "a|b|c" -> "a, b or c" */
+static const char *choices_text(const char *choices, char *buf, size_t len)
+{
+	char *bar;
+
+	snprintf(buf, len, "%s", choices);
+	bar = strrchr(buf, '|');
+	if (!bar)
+		return buf;
+	*bar = '\0';
+	for (char *q = buf; (q = strchr(q, '|'));)
+		*q = ',';
+	snprintf(buf + strlen(buf), len - strlen(buf), " or %s", choices + (bar - buf) + 1);
+	return buf;
+}
+
+static int apply(struct parser *p, struct entry *e, const char *arg)
+{
+	const struct gp_option *o = e->o;
+	char err[512] = "";
+	uint64_t u;
+	double d;
+	int r = 0;
+
+	if (e->mode >= 0) {
+		gp_opts.modes |= 1ULL << e->mode;
+		if (gp_modes[e->mode]->arg_dest)
+			*gp_modes[e->mode]->arg_dest = arg;
+		return 0;
+	}
+	switch (o->type) {
+	case GP_OPT_SWITCH:
+	case GP_OPT_CLEAR:
+		*(bool *)o->dest = o->type == GP_OPT_SWITCH;
+		break;
+	case GP_OPT_STRING:
+		if (!*arg)
+			return gp_options__error(p->c, "--%s needs a non-empty %s", o->name, o->arg);
+		*(const char **)o->dest = arg;
+		break;
+	case GP_OPT_U64:
+		if (gp_parse_u64(arg, (uint64_t)o->min, (uint64_t)o->max, &u))
+			return gp_options__error(p->c, "invalid --%s: %s (an integer from %.0f to %.0f)", o->name,
+						 arg, o->min, o->max);
+		*(uint64_t *)o->dest = u;
+		break;
+	case GP_OPT_COUNT:
+		if (!strcmp(arg, "-1")) {
+			*(int *)o->dest = -1;
+			break;
+		}
+		if (gp_parse_u64(arg, (uint64_t)o->min, (uint64_t)o->max, &u))
+			return gp_options__error(p->c, "invalid --%s: %s (an integer from %.0f to %.0f, or -1 for all)",
+						 o->name, arg, o->min, o->max);
+		*(int *)o->dest = (int)u;
+		break;
+	case GP_OPT_SECONDS:
+		if (gp_parse_seconds(arg, o->max, &d) || d < o->min)
+			return gp_options__error(p->c, "invalid --%s: %s (seconds, a number from %g to %g)", o->name,
+						 arg, o->min, o->max);
+		*(double *)o->dest = d;
+		break;
+	case GP_OPT_CHOICE:
+		r = choice_index(o->choices, arg);
+		if (r < 0) {
+			char alts[160];
+
+			return gp_options__error(p->c, "--%s must be %s (got %s)", o->name,
+						 choices_text(o->choices, alts, sizeof(alts)), arg);
+		}
+		*(int *)o->dest = r;
+		break;
+	case GP_OPT_CUSTOM:
+		if (o->parse(arg, o->dest, err, sizeof(err)))
+			return gp_options__error(p->c, "%s", err);
+		break;
+	}
+	return 0;
+}
+
+static void help_line(const char *left, const char *doc)
+{
+	const int col = 30, width = 79;
+	int pos = printf("%s", left);
+	const char *w = doc;
+
+	if (pos >= col - 1) {
+		putchar('\n');
+		pos = 0;
+	}
+	printf("%*s", col - pos, "");
+	pos = col;
+	while (w && *w) {
+		size_t n = strcspn(w, " ");
+
+		if (pos > col && pos + 1 + (int)n > width) {
+			printf("\n%*s", col, "");
+			pos = col;
+		} else if (pos > col) {
+			putchar(' ');
+			pos++;
+		}
+		printf("%.*s", (int)n, w);
+		pos += (int)n;
+		w += n;
+		while (*w == ' ')
+			w++;
+	}
+	putchar('\n');
+}
+
+static void help_entry(const struct entry *e)
+{
+	char left[96];
+	const char *arg = entry_arg(e);
+	int key = e->o ? e->o->key : 0;
+
+	if (key)
+		snprintf(left, sizeof(left), "  -%c, --%s%s%s", key, entry_name(e), arg ? "=" : "", arg ? arg : "");
+	else
+		snprintf(left, sizeof(left), "      --%s%s%s", entry_name(e), arg ? "=" : "", arg ? arg : "");
+	help_line(left, e->mode >= 0 ? gp_modes[e->mode]->doc : e->o->doc);
+}
+
+static void help(const struct parser *p)
+{
+	const struct gp_cmdline *c = p->c;
+
+	printf("Usage: %s [OPTION...]%s%s\n%s\n", c->name, c->args_doc ? " " : "",
+	       c->args_doc ? c->args_doc : "", c->doc ? c->doc : "");
+	for (int g = GP_GRP_MODES; g < GP_GRP_MODE; g++) {
+		bool title = false;
+
+		for (int i = 0; i < p->n; i++) {
+			const struct entry *e = &p->e[i];
+
+			if (e->owner || (e->mode >= 0 ? GP_GRP_MODES : e->o->group) != g)
+				continue;
+			if (!title)
+				printf("\n %s\n", group_titles[g]);
+			title = true;
+			help_entry(e);
+		}
+	}
+	for (int m = 0; gp_modes[m]; m++) {
+		bool title = false;
+
+		for (int i = 0; i < p->n; i++) {
+			if (p->e[i].owner != gp_modes[m])
+				continue;
+			if (!title)
+				printf("\n --%s options:\n", gp_modes[m]->flag);
+			title = true;
+			help_entry(&p->e[i]);
+		}
+	}
+	printf("\n");
+	help_line("  -h, --help", "Give this help list");
+	help_line("  -V, --version", "Print program version");
+	if (c->epilog)
+		printf("\n%s", c->epilog);
+}
+
+/* getopt_long's table: entry i has val 256 + i; -h and -V come last. */
+static int build(struct parser *p, struct option *lo, char *shorts, size_t slen)
+{
+	size_t s = 0;
+	int n = 0;
+
+	shorts[s++] = '+'; /* stop at the first non-option: the command's own arguments */
+	shorts[s++] = ':';
+	for (int i = 0; i < p->n; i++) {
+		const struct entry *e = &p->e[i];
+
+		lo[n++] = (struct option){ entry_name(e), entry_arg(e) ? required_argument : no_argument, NULL, 256 + i };
+		if (e->o && e->o->key && s + 3 < slen) {
+			shorts[s++] = (char)e->o->key;
+			if (e->o->arg)
+				shorts[s++] = ':';
+		}
+	}
+	lo[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	lo[n++] = (struct option){ "version", no_argument, NULL, 'V' };
+	lo[n] = (struct option){ 0 };
+	memcpy(shorts + s, "hV", 3);
+	return n;
+}
+
+static int index_of_key(const struct parser *p, int key)
+{
+	for (int i = 0; i < p->n; i++)
+		if (p->e[i].o && p->e[i].o->key == key)
+			return i;
+	return -1;
+}
+
+/* A mode's option given without the mode. */
+static int check_owners(struct parser *p)
+{
+	for (int i = 0; i < p->n; i++) {
+		const struct entry *e = &p->e[i];
+		int m;
+
+		if (!e->given || !e->owner)
+			continue;
+		for (m = 0; gp_modes[m] != e->owner; m++)
+			;
+		if (!(gp_opts.modes & (1ULL << m)))
+			return gp_options__error(p->c, "--%s needs --%s", e->o->name, e->owner->flag);
+	}
+	return 0;
+}
+
+static int need_a_mode(struct parser *p)
+{
+	char list[512] = "";
+	size_t off = 0;
+
+	if (!p->c->modes || gp_opts.modes)
+		return 0;
+	for (int i = 0; i < p->n && off < sizeof(list); i++)
+		if (p->e[i].mode >= 0)
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s--%s%s%s", off ? ", " : "",
+						entry_name(&p->e[i]), entry_arg(&p->e[i]) ? " " : "",
+						entry_arg(&p->e[i]) ? entry_arg(&p->e[i]) : "");
+	return gp_options__error(p->c, "choose a mode: %s (or several)", list);
+}
+
+static int positionals(struct parser *p, int argc, char **argv)
+{
+	struct gp_cmdline *c = p->c;
+	int rest = argc - optind;
+
+	if (c->positionals == GP_POS_COMMAND) {
+		if (rest > 0)
+			gp_opts.cmd = &argv[optind];
+		return 0;
+	}
+	if (c->positionals == GP_POS_NONE && rest > 0)
+		return gp_options__error(c, "unexpected argument %s (see %s --help)", argv[optind], c->name);
+	if (rest < c->min_args || rest > c->max_args)
+		return gp_options__error(c, "%s %s (see %s --help)", rest < c->min_args ? "missing" : "too many",
+					 rest < c->min_args ? "arguments" : "arguments", c->name);
+	c->args = &argv[optind];
+	c->nr_args = rest;
+	return 0;
+}
+
+int gp_options__parse(struct gp_cmdline *c, int argc, char **argv)
+{
+	struct parser p = { .c = c };
+	struct option lo[MAX_OPTS + 3];
+	char shorts[2 * MAX_OPTS + 8];
+	int opt, r;
+
+	gp_opts.frontend = c->frontend;
+	collect(&p);
+	build(&p, lo, shorts, sizeof(shorts));
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+		int i = opt >= 256 ? opt - 256 : -1;
+
+		if (opt == 'h') {
+			help(&p);
+			return GP_PARSED_EXIT;
+		}
+		if (opt == 'V') {
+			printf("gpuprobe %s\n", GP_VERSION);
+			return GP_PARSED_EXIT;
+		}
+		if (opt == ':')
+			return gp_options__error(c, "option %s needs an argument", argv[optind - 1]);
+		if (opt == '?')
+			return gp_options__error(c, "unrecognized option '%s' (see %s --help)", argv[optind - 1],
+						 c->name);
+		if (i < 0)
+			i = index_of_key(&p, opt);
+		if (i < 0)
+			return gp_options__error(c, "unrecognized option '%s'", argv[optind - 1]);
+		r = apply(&p, &p.e[i], optarg);
+		if (r)
+			return r;
+		p.e[i].given = true;
+	}
+	r = positionals(&p, argc, argv);
+	if (!r)
+		r = need_a_mode(&p);
+	if (!r)
+		r = check_owners(&p);
+	return r;
+}

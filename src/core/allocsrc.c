@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "allocsrc.h"
+#include "apis.h"
+#include "attach.h"
+#include "cuda_mem.skel.h"
+#include "events.h"
+#include "mode.h"
+#include "options.h"
+#include "run.h"
+#include "u64map.h"
+
+struct hits {
+	struct gp_snap_pid p;
+	uint64_t exit_ns;
+};
+
+struct allocsrc {
+	struct cuda_mem_bpf *skel;
+	struct attach_pair probes;
+	struct u64map *hits; /* pid -> struct hits */
+	struct gp_snap_pid *arr;
+};
+
+int allocsrc__open(struct allocsrc **out, struct gp_run *run, char *err, size_t len)
+{
+	struct allocsrc *as = calloc(1, sizeof(*as));
+	int r;
+
+	*out = NULL;
+	if (!as)
+		return -ENOMEM;
+	as->hits = u64map__new();
+	as->skel = cuda_mem_bpf__open();
+	if (!as->hits || !as->skel) {
+		r = -ENOMEM;
+		snprintf(err, len, "cannot open the memory BPF object");
+		goto fail;
+	}
+	attach_pair__prepare(&as->probes, as->skel->progs.mem_enter, as->skel->progs.mem_leave, "memory");
+	as->skel->rodata->capture_stacks = false;
+	bpf_map__set_max_entries(as->skel->maps.pending, run->o->max_pending);
+	bpf_map__set_max_entries(as->skel->maps.procs, run->o->max_procs);
+	/* the run's ordered buffer: allocations and the copies that use them, in one order */
+	r = bpf_map__reuse_fd(as->skel->maps.events, run->shared_rb);
+	if (r) {
+		snprintf(err, len, "cannot share the ring buffer: %s", strerror(-r));
+		goto fail;
+	}
+	*out = as;
+	return 0;
+fail:
+	allocsrc__free(as);
+	return r;
+}
+
+void allocsrc__want_stacks(struct allocsrc *as, bool on)
+{
+	as->skel->rodata->capture_stacks = on;
+}
+
+int allocsrc__load(struct allocsrc *as, struct gp_run *run, char *err, size_t len)
+{
+	int r = cuda_mem_bpf__load(as->skel);
+
+	(void)run;
+	if (r)
+		attach__load_error(r, err, len);
+	return r;
+}
+
+int allocsrc__attach(struct allocsrc *as, struct gp_run *run, const char *lib, char *err, size_t len)
+{
+	const char *names[GP_API__COUNT] = { 0 };
+	long long offsets[GP_API__COUNT];
+	__u64 cookies[GP_API__COUNT];
+	int r, n = gp_mem_apis_cnt;
+
+	for (int i = 0; i < n; i++) {
+		names[i] = gp_mem_apis[i].name;
+		cookies[i] = gp_mem_apis[i].id; /* tells mem_enter how to read the arguments */
+	}
+	r = attach__resolve(lib, names, n, offsets, err, len);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < n; i++) {
+		if (offsets[i] < 0 && gp_mem_apis[i].required) {
+			snprintf(err, len, "%s: does not export %s", lib, names[i]);
+			return -ENOENT;
+		}
+	}
+	attach__log_missing(lib, names, offsets, n);
+	return attach_pair__attach(&as->probes, run->links, lib, offsets, NULL, cookies, n, run->target_pid,
+				   err, len);
+}
+
+static struct hits *hits_of(struct allocsrc *as, uint32_t pid, const char *comm)
+{
+	struct hits *h = u64map__get(as->hits, pid);
+
+	if (h && h->p.exited) { /* a new process with the PID of one gone */
+		u64map__del(as->hits, pid);
+		free(h);
+		h = NULL;
+	}
+	if (!h) {
+		h = calloc(1, sizeof(*h));
+		if (!h || u64map__put(as->hits, pid, h)) {
+			free(h);
+			return NULL;
+		}
+		h->p.pid = pid;
+	}
+	if (comm && comm[0] && !h->p.comm[0])
+		memcpy(h->p.comm, comm, sizeof(h->p.comm));
+	return h;
+}
+
+/* entry and return of each call a record stands for */
+static void on_alloc(void *ctx, const struct gp_alloc_event *e)
+{
+	struct hits *h = hits_of(ctx, e->pid, e->comm);
+
+	if (h)
+		h->p.probe_hits += 2;
+}
+
+static void on_free(void *ctx, const struct gp_free_event *e)
+{
+	struct hits *h = hits_of(ctx, e->pid, e->comm);
+
+	if (h)
+		h->p.probe_hits += 2;
+}
+
+static void proc_exit(void *ctx, const struct gp_exit_event *e)
+{
+	struct allocsrc *as = ctx;
+	struct hits *h = u64map__get(as->hits, e->pid);
+
+	if (h && !h->p.exited) {
+		h->p.exited = true;
+		h->exit_ns = e->ts_ns;
+	}
+}
+
+int allocsrc__start(struct allocsrc *as, struct gp_run *run, char *err, size_t len)
+{
+	struct gp_handlers h = { .ctx = as, .on_alloc = on_alloc, .on_free = on_free, .on_exit = proc_exit };
+	int r = attach_set__auto(run->links, as->skel->progs.mem_proc_exit, err, len);
+
+	if (!r)
+		r = gp_run__subscribe(run, &h);
+	if (r && !*err)
+		snprintf(err, len, "cannot read the ring buffer: %s", strerror(-r));
+	return r;
+}
+
+void allocsrc__drops(const struct allocsrc *as, uint64_t drops[GP_DROP__COUNT])
+{
+	for (int i = 0; i < GP_DROP__COUNT; i++)
+		drops[i] = __atomic_load_n(&as->skel->bss->drops[i], __ATOMIC_RELAXED);
+}
+
+void allocsrc__ok_calls(const struct allocsrc *as, uint64_t calls[GP_API__COUNT])
+{
+	for (int i = 0; i < GP_API__COUNT; i++)
+		calls[i] = __atomic_load_n(&as->skel->bss->ok_calls[i], __ATOMIC_RELAXED);
+}
+
+size_t allocsrc__pids(struct allocsrc *as, const struct gp_snap_pid **out)
+{
+	size_t n = 0, cap = u64map__size(as->hits);
+	struct gp_snap_pid *arr = realloc(as->arr, (cap ? cap : 1) * sizeof(*arr));
+	uint64_t k;
+	void *v;
+
+	*out = NULL;
+	if (!arr)
+		return 0;
+	as->arr = arr;
+	for (size_t it = 0; u64map__next(as->hits, &it, &k, &v);)
+		arr[n++] = ((struct hits *)v)->p;
+	*out = arr;
+	return n;
+}
+
+void allocsrc__reap(struct allocsrc *as, uint64_t cutoff_ns, uint32_t keep_pid)
+{
+	uint64_t doomed[256], k;
+	size_t n;
+	void *v;
+
+	/* deleting while iterating is not allowed: in batches */
+	do {
+		n = 0;
+		for (size_t it = 0; n < 256 && u64map__next(as->hits, &it, &k, &v);) {
+			struct hits *h = v;
+
+			if (h->p.exited && h->exit_ns < cutoff_ns && h->p.pid != keep_pid)
+				doomed[n++] = k;
+		}
+		for (size_t i = 0; i < n; i++)
+			free(u64map__del(as->hits, doomed[i]));
+	} while (n == 256);
+}
+
+void allocsrc__free(struct allocsrc *as)
+{
+	uint64_t k;
+	void *v;
+
+	if (!as)
+		return;
+	cuda_mem_bpf__destroy(as->skel);
+	for (size_t it = 0; as->hits && u64map__next(as->hits, &it, &k, &v);)
+		free(v);
+	u64map__free(as->hits);
+	free(as->arr);
+	free(as);
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The allocation records: bpf/cuda_mem.bpf.c's probes on every allocation family of the
+ * driver and its frees, writing into the run's shared ring buffer, where the modes that
+ * need them (--memleak, --bandwidth-util) subscribe. Opened by the run when an enabled
+ * mode needs GP_NEED_ALLOCS; configured by those modes' open; loaded after them.
+ */
+#ifndef GP_ALLOCSRC_H
+#define GP_ALLOCSRC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "gpuprobe.h"
+
+struct allocsrc;
+struct gp_run;
+struct gp_snap_pid;
+
+int allocsrc__open(struct allocsrc **out, struct gp_run *run, char *err, size_t len);
+/* User stacks at allocations (--memleak); before the load. */
+void allocsrc__want_stacks(struct allocsrc *as, bool on);
+int allocsrc__load(struct allocsrc *as, struct gp_run *run, char *err, size_t len);
+int allocsrc__attach(struct allocsrc *as, struct gp_run *run, const char *lib, char *err, size_t len);
+int allocsrc__start(struct allocsrc *as, struct gp_run *run, char *err, size_t len);
+/* The BPF drop counters (enum gp_drop) and successful calls per enum gp_api. */
+void allocsrc__drops(const struct allocsrc *as, uint64_t drops[GP_DROP__COUNT]);
+void allocsrc__ok_calls(const struct allocsrc *as, uint64_t calls[GP_API__COUNT]);
+/* Probe hits of the allocation probes per process (entry and return of each call seen);
+ * the array is owned by as, valid until the next call. */
+size_t allocsrc__pids(struct allocsrc *as, const struct gp_snap_pid **out);
+void allocsrc__reap(struct allocsrc *as, uint64_t cutoff_ns, uint32_t keep_pid);
+void allocsrc__free(struct allocsrc *as);
+
+#endif

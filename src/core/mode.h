@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A mode is one `struct gp_mode` in the table of src/modes/modes.c [bpftool's cmds[],
+ * retsnoop's mass_attacher]: its name and options, what it needs, and the steps every
+ * front end runs for it — open (configure and load its BPF objects), attach (probes on one
+ * library file for the run's target), start (tracepoints, ring buffers), snapshot (plain
+ * data) and the renderers that read only that snapshot (text, JSON, Prometheus), reap
+ * (forget exited processes), finish and free. The front ends (src/cli/) loop over the
+ * enabled modes through src/core/run.h and never name one.
+ */
+#ifndef GP_MODE_H
+#define GP_MODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "gpuprobe.h"
+
+struct gp_run;
+struct gp_option;
+struct json_object;
+struct prom_out;
+
+/* What a mode needs from the run before it opens. */
+enum gp_need {
+	GP_NEED_LIBCUDA = 1 << 0, /* probes in libcuda: the driver files are resolved */
+	GP_NEED_ALLOCS = 1 << 1,  /* the allocation records (src/core/allocsrc.h) */
+};
+
+/* Where a mode or an option exists. */
+enum gp_frontend {
+	GP_FE_CLI = 1 << 0,    /* gpuprobe [--mode...] [-p PID | -- COMMAND] */
+	GP_FE_DAEMON = 1 << 1, /* gpuprobe daemon */
+	GP_FE_ALL = GP_FE_CLI | GP_FE_DAEMON,
+};
+
+/* One process in a snapshot, as every front end reads it whatever the mode. */
+struct gp_snap_pid {
+	uint32_t pid;
+	char comm[GP_COMM_LEN];
+	bool exited;
+	uint64_t probe_hits; /* uprobe hits this mode's probes took in this process */
+};
+
+/* One drop counter: reason is an enum gp_reason (src/out/drops.h). */
+struct gp_snap_drop {
+	int reason;
+	uint64_t count;
+};
+
+/* The head of every mode's snapshot (its first member). */
+struct gp_snap {
+	const char *mode; /* the mode's name */
+	const char *kind; /* "interval", "final", "exit", "scrape" */
+	uint64_t now_ns;  /* CLOCK_MONOTONIC when taken */
+	const struct gp_snap_pid *pids;
+	size_t nr_pids;
+	const struct gp_snap_drop *drops;
+	size_t nr_drops;
+};
+
+struct gp_mode {
+	const char *name;  /* "memleak": the "mode" of its reports and metrics */
+	const char *flag;  /* its option, without "--" */
+	const char *arg;   /* the flag's argument name, or NULL (a plain switch) */
+	const char **arg_dest; /* where the flag's argument goes */
+	const char *doc;   /* one line for --help */
+	unsigned int needs;     /* enum gp_need */
+	unsigned int frontends; /* enum gp_frontend */
+	bool exit_reports;      /* wants a report of each process as it exits (CLI) */
+	bool probe_hits;        /* its snapshots count the uprobe hits of its processes */
+	const struct gp_option *options; /* the options it owns; name NULL ends */
+
+	int (*open)(struct gp_run *run, void **st, char *err, size_t len);
+	int (*attach)(void *st, struct gp_run *run, const char *lib, char *err, size_t len);
+	int (*start)(void *st, struct gp_run *run, char *err, size_t len);
+	/* pid 0: every process; the snapshot is owned by st and valid until the next one */
+	const struct gp_snap *(*snapshot)(void *st, struct gp_run *run, const char *kind, uint32_t pid);
+	void (*text)(FILE *f, const struct gp_snap *s, struct gp_run *run);
+	void (*json)(struct json_object *report, const struct gp_snap *s, struct gp_run *run);
+	int (*prom)(struct prom_out *p, const struct gp_snap *s, struct gp_run *run);
+	/* forgets exited processes: all reported ones (cutoff_ns UINT64_MAX) or those that
+	 * exited before cutoff_ns, except keep_pid (0: none); BPF map entries too */
+	void (*reap)(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid);
+	/* end of the run, probes detached: last records, files closed; 0 or -errno */
+	int (*finish)(void *st, struct gp_run *run, char *err, size_t len);
+	void (*free)(void *st);
+};
+
+/* The table (src/modes/modes.c), NULL-terminated. */
+extern const struct gp_mode *const gp_modes[];
+
+const struct gp_mode *gp_mode__find(const char *name);
+
+#endif

@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <json-c/json.h>
+#include "allocsrc.h"
+#include "attach.h"
+#include "drops.h"
+#include "events.h"
+#include "json.h"
+#include "options.h"
+#include "prom.h"
+#include "run.h"
+#include "symbolize.h"
+#include "timeline.h"
+#include "u64map.h"
+#include "util.h"
+
+const struct gp_mode *gp_mode__find(const char *name)
+{
+	for (int i = 0; gp_modes[i]; i++)
+		if (!strcmp(gp_modes[i]->name, name))
+			return gp_modes[i];
+	return NULL;
+}
+
+unsigned int gp_run__needs(uint64_t modes)
+{
+	unsigned int needs = 0;
+
+	for (int i = 0; gp_modes[i]; i++)
+		if (modes & (1ULL << i))
+			needs |= gp_modes[i]->needs;
+	return needs;
+}
+
+struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len)
+{
+	struct gp_run *run = calloc(1, sizeof(*run));
+
+	if (!run)
+		goto oom;
+	run->o = o;
+	run->shared_rb = -1;
+	run->target_pid = -1;
+	run->out = stdout;
+	run->start_ns = gp_mono_ns();
+	run->sym = symbolizer__new("/proc");
+	run->links = attach_set__new();
+	run->events = gp_events__new();
+	if (!run->sym || !run->links || !run->events)
+		goto oom;
+	for (int i = 0; gp_modes[i] && run->nr < GP_MAX_MODES; i++)
+		if (o->modes & (1ULL << i))
+			run->slot[run->nr++].m = gp_modes[i];
+	return run;
+oom:
+	snprintf(err, len, "out of memory");
+	gp_run__free(run);
+	return NULL;
+}
+
+/* The ring buffer of the records whose order matters, shared by the BPF objects that
+ * write them (bpf_map__reuse_fd) and read once. */
+static int open_shared_rb(struct gp_run *run, char *err, size_t len)
+{
+	int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gp_shared_rb", 0, 0,
+				(__u32)run->o->ringbuf_size, NULL);
+
+	if (fd < 0) {
+		snprintf(err, len, "cannot create the ring buffer: %s%s", strerror(errno),
+			 errno == EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");
+		return -errno;
+	}
+	run->shared_rb = fd;
+	return 0;
+}
+
+int gp_run__open(struct gp_run *run, char *err, size_t len)
+{
+	unsigned int needs = gp_run__needs(run->o->modes);
+	int r;
+
+	if (run->o->trace) {
+		run->timeline = gp_timeline__open(run->o->trace, run->o->trace_format, err, len);
+		if (!run->timeline)
+			return -EIO;
+	}
+	if (needs & GP_NEED_ALLOCS) {
+		r = open_shared_rb(run, err, len);
+		if (!r)
+			r = allocsrc__open(&run->allocs, run, err, len);
+		if (r)
+			return r;
+	}
+	for (int i = 0; i < run->nr; i++) {
+		r = run->slot[i].m->open(run, &run->slot[i].st, err, len);
+		if (r)
+			return r;
+	}
+	/* configured by the modes that use it (stacks or not): loaded last */
+	return run->allocs ? allocsrc__load(run->allocs, run, err, len) : 0;
+}
+
+int gp_run__attach_lib(struct gp_run *run, const char *path, char *err, size_t len)
+{
+	int r = 0;
+
+	if (run->allocs)
+		r = allocsrc__attach(run->allocs, run, path, err, len);
+	for (int i = 0; i < run->nr && !r; i++)
+		if (run->slot[i].m->attach)
+			r = run->slot[i].m->attach(run->slot[i].st, run, path, err, len);
+	return r;
+}
+
+int gp_run__start(struct gp_run *run, char *err, size_t len)
+{
+	int r = 0;
+
+	if (run->allocs)
+		r = allocsrc__start(run->allocs, run, err, len);
+	for (int i = 0; i < run->nr && !r; i++)
+		if (run->slot[i].m->start)
+			r = run->slot[i].m->start(run->slot[i].st, run, err, len);
+	return r;
+}
+
+int gp_run__subscribe(struct gp_run *run, const struct gp_handlers *h)
+{
+	return run->shared_rb >= 0 ? gp_events__add(run->events, run->shared_rb, h) : -ENOENT;
+}
+
+int gp_run__slot_of(const struct gp_run *run, const void *st)
+{
+	for (int i = 0; i < run->nr; i++)
+		if (run->slot[i].st == st)
+			return i;
+	return -1;
+}
+
+static void report_one(struct gp_run *run, int i, const char *kind, uint32_t pid)
+{
+	const struct gp_mode *m = run->slot[i].m;
+	const struct gp_snap *s = m->snapshot(run->slot[i].st, run, kind, pid);
+	json_object *o;
+
+	if (!s)
+		return;
+	if (!run->o->json) {
+		if (m->text)
+			m->text(run->out, s, run);
+		fflush(run->out);
+		return;
+	}
+	if (!m->json)
+		return;
+	o = json_object_new_object();
+	json_object_object_add(o, "mode", json_object_new_string(m->name));
+	json_object_object_add(o, "report", json_object_new_string(kind));
+	json_object_object_add(o, "time", json_object_new_int64((int64_t)time(NULL)));
+	m->json(o, s, run);
+	gp_drops__json(o, s);
+	gp_json__print(run->out, o);
+}
+
+void gp_run__report(struct gp_run *run, const char *kind, uint32_t pid)
+{
+	for (int i = 0; i < run->nr; i++)
+		report_one(run, i, kind, pid);
+}
+
+void gp_run__exit_report(struct gp_run *run, const void *st, uint32_t pid)
+{
+	int i = gp_run__slot_of(run, st);
+
+	if (i < 0 || !run->exit_report)
+		return;
+	run->exit_report(run, i, pid);
+}
+
+void gp_run__report_slot(struct gp_run *run, int slot, const char *kind, uint32_t pid)
+{
+	if (slot >= 0 && slot < run->nr)
+		report_one(run, slot, kind, pid);
+}
+
+struct hit_acc {
+	struct u64map *idx; /* pid -> index + 1 */
+	struct gp_snap_pid *v;
+	size_t n, cap;
+	bool failed;
+};
+
+static void acc_add(struct hit_acc *a, const struct gp_snap_pid *p)
+{
+	uintptr_t at = (uintptr_t)u64map__get(a->idx, p->pid);
+
+	if (!at) {
+		if (a->n == a->cap) {
+			size_t cap = a->cap ? a->cap * 2 : 64;
+			struct gp_snap_pid *nv = realloc(a->v, cap * sizeof(*nv));
+
+			if (!nv) {
+				a->failed = true;
+				return;
+			}
+			a->v = nv;
+			a->cap = cap;
+		}
+		a->v[a->n] = *p;
+		a->v[a->n].probe_hits = 0;
+		a->v[a->n].exited = true; /* until a source says it lives */
+		if (u64map__put(a->idx, p->pid, (void *)(uintptr_t)(a->n + 1))) {
+			a->failed = true;
+			return;
+		}
+		at = ++a->n;
+	}
+	a->v[at - 1].probe_hits += p->probe_hits;
+	a->v[at - 1].exited = a->v[at - 1].exited && p->exited;
+	if (!a->v[at - 1].comm[0])
+		memcpy(a->v[at - 1].comm, p->comm, sizeof(p->comm));
+}
+
+/* Probe hits per process summed over the allocation probes and the snapshots of the
+ * modes that count them (all modes with all_modes), by PID: the sources see an exit at
+ * different times, so a process is exited once every source says so. */
+static size_t pids_of(struct gp_run *run, const struct gp_snap *const *snaps, bool all_modes,
+		      void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx)
+{
+	struct hit_acc a = { .idx = u64map__new() };
+	const struct gp_snap_pid *pp = NULL;
+	size_t n = 0;
+
+	if (!a.idx)
+		return 0;
+	if (run->allocs)
+		n = allocsrc__pids(run->allocs, &pp);
+	for (size_t j = 0; j < n; j++)
+		acc_add(&a, &pp[j]);
+	for (int i = 0; i < run->nr; i++) {
+		if (!snaps[i] || (!all_modes && !run->slot[i].m->probe_hits))
+			continue;
+		for (size_t j = 0; j < snaps[i]->nr_pids; j++)
+			acc_add(&a, &snaps[i]->pids[j]);
+	}
+	for (size_t j = 0; j < a.n; j++)
+		cb(ctx, &a.v[j]);
+	n = a.n;
+	free(a.v);
+	u64map__free(a.idx);
+	return n;
+}
+
+size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx)
+{
+	const struct gp_snap *snaps[GP_MAX_MODES] = { 0 };
+
+	for (int i = 0; i < run->nr; i++)
+		snaps[i] = run->slot[i].m->snapshot(run->slot[i].st, run, "hits", 0);
+	return pids_of(run, snaps, false, cb, ctx);
+}
+
+bool gp_run__counts_hits(const struct gp_run *run)
+{
+	for (int i = 0; i < run->nr; i++)
+		if (run->slot[i].m->probe_hits)
+			return true;
+	return false;
+}
+
+struct prom_hits {
+	struct prom_out *p;
+	double cost;
+};
+
+static void prom_hit(void *ctx, const struct gp_snap_pid *pp)
+{
+	struct prom_hits *h = ctx;
+
+	prom__u64(h->p, "gpuprobe_probe_hits_total", pp, NULL, pp->probe_hits);
+	prom__real(h->p, "gpuprobe_probe_seconds_total", pp, NULL, (double)pp->probe_hits * h->cost);
+}
+
+static void count_pid(void *ctx, const struct gp_snap_pid *p)
+{
+	(void)ctx, (void)p;
+}
+
+int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
+{
+	const struct gp_snap *snaps[GP_MAX_MODES] = { 0 };
+	struct prom_hits h = { .p = p, .cost = probe_cost };
+	int r = 0;
+
+	for (int i = 0; i < run->nr; i++) {
+		snaps[i] = run->slot[i].m->snapshot(run->slot[i].st, run, "scrape", 0);
+		for (size_t j = 0; snaps[i] && j < snaps[i]->nr_pids; j++)
+			if (!snaps[i]->pids[j].exited)
+				prom_out__live(p, snaps[i]->pids[j].pid);
+	}
+	for (int i = 0; i < run->nr && !r; i++)
+		if (snaps[i] && run->slot[i].m->prom)
+			r = run->slot[i].m->prom(p, snaps[i], run);
+	if (r)
+		return r;
+	prom__family(p, "gpuprobe_probe_hits_total", "counter",
+		     "Probe hits gpuprobe counted per process (uprobe entries and returns of the probed driver calls).");
+	prom__family(p, "gpuprobe_probe_seconds_total", "counter",
+		     "ESTIMATE of the seconds each process spent in gpuprobe's probes: gpuprobe_probe_hits_total times gpuprobe_probe_hit_cost_seconds, not a measurement.");
+	pids_of(run, snaps, false, prom_hit, &h);
+	prom__family(p, "gpuprobe_probe_hit_cost_seconds", "gauge",
+		     "Cost of one probe hit in seconds: calibrated at start-up on this node (a uprobe on a function of gpuprobe, timed with and without), or --probe-cost.");
+	prom__real(p, "gpuprobe_probe_hit_cost_seconds", NULL, NULL, probe_cost);
+	prom__family(p, "gpuprobe_events_dropped_total", "counter",
+		     "Events or calls gpuprobe could not account for, by mode and reason (see docs/metrics.md).");
+	for (int i = 0; i < run->nr; i++) {
+		for (size_t j = 0; snaps[i] && j < snaps[i]->nr_drops; j++) {
+			const char *kv[] = { "mode", run->slot[i].m->name, "reason",
+					     gp_reason_name(snaps[i]->drops[j].reason), NULL };
+
+			prom__u64(p, "gpuprobe_events_dropped_total", NULL, kv, snaps[i]->drops[j].count);
+		}
+	}
+	{
+		const char *kv[] = { "mode", "all", "reason", gp_reason_name(GP_R_MALFORMED_RECORD), NULL };
+
+		prom__u64(p, "gpuprobe_events_dropped_total", NULL, kv, gp_events__malformed(run->events));
+	}
+	prom__family(p, "gpuprobe_tracked_processes", "gauge", "Processes with series on this endpoint.");
+	prom__u64(p, "gpuprobe_tracked_processes", NULL, NULL, pids_of(run, snaps, true, count_pid, NULL));
+	return 0;
+}
+
+void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
+{
+	/* records still in flight first: a process gone without an exit record is marked
+	 * exited by the modes, and a late record of it would make it live again */
+	gp_events__drain(run->events);
+	if (run->allocs)
+		allocsrc__reap(run->allocs, cutoff_ns, keep_pid);
+	for (int i = 0; i < run->nr; i++)
+		if (run->slot[i].m->reap)
+			run->slot[i].m->reap(run->slot[i].st, run, cutoff_ns, keep_pid);
+}
+
+int gp_run__finish(struct gp_run *run, char *err, size_t len)
+{
+	char later[256]; /* the reasons after the first are not shown */
+	int r = 0, e;
+
+	for (int i = 0; i < run->nr; i++) {
+		if (!run->slot[i].m->finish)
+			continue;
+		e = run->slot[i].m->finish(run->slot[i].st, run, r ? later : err, r ? sizeof(later) : len);
+		if (!r)
+			r = e;
+	}
+	return r;
+}
+
+void gp_run__mode_names(const struct gp_run *run, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < run->nr && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? "," : "", run->slot[i].m->name);
+}
+
+void gp_run__detach(struct gp_run *run)
+{
+	attach_set__free(run->links);
+	run->links = NULL;
+}
+
+void gp_run__free(struct gp_run *run)
+{
+	if (!run)
+		return;
+	/* links first: no probe may fire into a freed object */
+	attach_set__free(run->links);
+	gp_events__free(run->events);
+	for (int i = 0; i < run->nr; i++)
+		if (run->slot[i].m->free)
+			run->slot[i].m->free(run->slot[i].st);
+	allocsrc__free(run->allocs);
+	gp_timeline__close(run->timeline, NULL);
+	if (run->shared_rb >= 0)
+		close(run->shared_rb);
+	symbolizer__free(run->sym);
+	free(run);
+}

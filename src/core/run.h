@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One tracing run: the enabled modes (src/core/mode.h) and what they share — settings,
+ * symbolizer, ring-buffer reader, probe links, the ring buffer whose records' order
+ * matters (allocations before the copies that use them), the allocation records, the
+ * --trace timeline. The front ends (src/cli/) drive a run through these calls only.
+ */
+#ifndef GP_RUN_H
+#define GP_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "mode.h"
+
+struct gp_opts;
+struct symbolizer;
+struct gp_events;
+struct gp_handlers;
+struct attach_set;
+struct allocsrc;
+struct gp_timeline;
+struct lib_set;
+struct prom_out;
+
+#define GP_MAX_MODES 16
+
+struct gp_run {
+	const struct gp_opts *o;
+	struct symbolizer *sym;
+	struct gp_events *events;
+	struct attach_set *links;
+	int shared_rb;               /* the ordered ring buffer's fd, or -1 */
+	struct allocsrc *allocs;     /* when an enabled mode needs GP_NEED_ALLOCS */
+	struct gp_timeline *timeline; /* --trace FILE */
+	const struct lib_set *libs;  /* the driver files found at start */
+	int target_pid;              /* -1: every process */
+	uint32_t keep_pid;           /* its records stay until the final report; 0: none */
+	FILE *out;                   /* reports */
+	uint64_t start_ns;
+	/* the front end's answer to a mode that reports a process as it exits */
+	void (*exit_report)(struct gp_run *run, int slot, uint32_t pid);
+	void *fe;                    /* the front end's own state */
+	struct {
+		const struct gp_mode *m;
+		void *st;
+	} slot[GP_MAX_MODES];
+	int nr;
+};
+
+/* The union of the needs of the modes in the mask (bit i: gp_modes[i]). */
+unsigned int gp_run__needs(uint64_t modes);
+
+/* A run of the enabled modes of o (not opened yet); NULL with a reason in err. */
+struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len);
+/* Opens the shared resources the modes need, then each mode (table order), and loads
+ * every BPF object; nothing is attached. 0 or -errno with one reason in err. */
+int gp_run__open(struct gp_run *run, char *err, size_t len);
+/* Probes on one more library file, for every mode that probes libraries. */
+int gp_run__attach_lib(struct gp_run *run, const char *path, char *err, size_t len);
+/* Tracepoints and ring buffers, once every library is attached. */
+int gp_run__start(struct gp_run *run, char *err, size_t len);
+/* Reports of every mode (pid 0: every process) to run->out, text or JSON. */
+void gp_run__report(struct gp_run *run, const char *kind, uint32_t pid);
+/* One mode's report (by slot) of one process or all (pid 0). */
+void gp_run__report_slot(struct gp_run *run, int slot, const char *kind, uint32_t pid);
+/* A mode (by its state) wants process pid reported as it exits: the front end decides. */
+void gp_run__exit_report(struct gp_run *run, const void *st, uint32_t pid);
+/* Every mode's families into p (their snapshots), then the probe hits and the drops. */
+int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost);
+/* Probe hits per process of every mode (the allocation probes included). cb gets each
+ * process once, hits summed; returns how many processes. */
+size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx);
+/* Whether any enabled mode counts probe hits (has uprobes in libcuda). */
+bool gp_run__counts_hits(const struct gp_run *run);
+/* Forgets exited processes in every mode (see gp_mode.reap). */
+void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid);
+/* Subscribes h to the shared ring buffer (call from a mode's start). */
+int gp_run__subscribe(struct gp_run *run, const struct gp_handlers *h);
+/* The mode state of slot i's mode, for a mode's own callbacks. */
+int gp_run__slot_of(const struct gp_run *run, const void *st);
+/* Removes every probe (the records already written stay to be read). */
+void gp_run__detach(struct gp_run *run);
+/* The end: the modes' last records and files; the first error is returned. */
+int gp_run__finish(struct gp_run *run, char *err, size_t len);
+/* Detaches everything and frees; safe on NULL. */
+void gp_run__free(struct gp_run *run);
+
+/* "memleak,cudatrace" of the enabled modes */
+void gp_run__mode_names(const struct gp_run *run, char *buf, size_t len);
+
+#endif

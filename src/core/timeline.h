@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The --trace timeline every mode with lanes writes to (driver calls, ioctls...): the
+ * file writer of src/out/trace.c with the processes named once, and a tally per process
+ * and lane (events, errors, time) plus the records each lane lost, which the trace mode's
+ * summary prints. Opened by the run when --trace is given.
+ */
+#ifndef GP_TIMELINE_H
+#define GP_TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct json_object;
+struct gp_timeline;
+
+enum gp_lane {
+	GP_LANE_CALL,  /* driver calls (--trace) */
+	GP_LANE_IOCTL, /* nvidia ioctls (--ioctl) */
+	GP_LANE__COUNT,
+};
+
+struct gp_lane_tally {
+	uint64_t events, errors, ns;
+};
+
+struct gp_timeline *gp_timeline__open(const char *path, int chrome, char *err, size_t len);
+/* The name of pid's track; read from /proc when never given. */
+void gp_timeline__set_comm(struct gp_timeline *tl, uint32_t pid, const char *comm);
+const char *gp_timeline__comm(struct gp_timeline *tl, uint32_t pid);
+/* One event (args taken over, may be NULL); failed when ret < 0 for ioctls, != 0 for calls. */
+void gp_timeline__event(struct gp_timeline *tl, enum gp_lane lane, uint32_t pid, uint32_t tid,
+			const char *name, uint64_t ts_ns, uint64_t dur_ns, int64_t ret,
+			struct json_object *args);
+/* fn(ctx, lane, pid, dur_ns, ret) for every event written from now on (one listener). */
+void gp_timeline__listen(struct gp_timeline *tl,
+			 void (*fn)(void *ctx, enum gp_lane lane, uint32_t pid, uint64_t dur_ns, int64_t ret),
+			 void *ctx);
+struct gp_lane_tally gp_timeline__tally(struct gp_timeline *tl, uint32_t pid, enum gp_lane lane);
+void gp_timeline__lane_drops(struct gp_timeline *tl, enum gp_lane lane, uint64_t dropped);
+uint64_t gp_timeline__drops(const struct gp_timeline *tl, enum gp_lane lane);
+uint64_t gp_timeline__written(const struct gp_timeline *tl);
+/* Ends the file with summary (taken over); 0 or -errno. Frees tl. */
+int gp_timeline__close(struct gp_timeline *tl, struct json_object *summary);
+
+#endif

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include "util.h"
+
+uint64_t gp_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+bool gp_has_cap(int cap)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = {};
+
+	if (cap < 0 || cap > 63 || syscall(SYS_capget, &h, d))
+		return false;
+	return d[cap >> 5].effective & (1U << (cap & 31));
+}
+
+int gp_check_privileges(char *err, size_t len)
+{
+	bool bpf = gp_has_cap(CAP_BPF), perfmon = gp_has_cap(CAP_PERFMON);
+
+	if (geteuid() == 0 || gp_has_cap(CAP_SYS_ADMIN) || (bpf && perfmon))
+		return 0;
+	snprintf(err, len, "permission denied: run as root, or with CAP_BPF and CAP_PERFMON (+ CAP_SYS_PTRACE to read other users' processes); missing:%s%s",
+		 bpf ? "" : " CAP_BPF", perfmon ? "" : " CAP_PERFMON");
+	return -EPERM;
+}
+
+const char *gp_sysfs(void)
+{
+	const char *root = getenv("GPUPROBE_SYSFS");
+
+	return root && *root ? root : "/sys";
+}
+
+int gp_check_kernel(bool uprobes, char *err, size_t len)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/kernel/btf/vmlinux", gp_sysfs());
+	if (access(path, R_OK)) {
+		snprintf(err, len, "this kernel has no BTF (%s missing): gpuprobe needs CONFIG_DEBUG_INFO_BTF=y", path);
+		return -ENOTSUP;
+	}
+	snprintf(path, sizeof(path), "%s/bus/event_source/devices/uprobe/type", gp_sysfs());
+	if (uprobes && access(path, R_OK)) {
+		snprintf(err, len, "this kernel has no uprobes (%s missing): gpuprobe needs CONFIG_UPROBE_EVENTS=y", path);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+int gp_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (end == s || *end)
+		return -EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int gp_parse_seconds(const char *s, double max, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end || isnan(v))
+		return -EINVAL;
+	if (errno == ERANGE || isinf(v) || v < 0 || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+uint64_t gp_seconds_to_ns(double s)
+{
+	/* callers hold s within GP_MAX_SECONDS: far from 2^64 ns */
+	return s <= 0 ? 0 : (uint64_t)(s * 1e9);
+}
+
+static bool log_priorities, log_verbose;
+
+void gp_log_setup(bool priorities, bool verbose)
+{
+	log_priorities = priorities;
+	log_verbose = verbose;
+}
+
+void gp_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level >= GP_LOG_DEBUG && !log_verbose)
+		return;
+	if (log_priorities)
+		fprintf(stderr, "<%d>", level);
+	fputs("gpuprobe: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The small things every layer needs once: the clock the BPF side stamps records with,
+ * capability and kernel checks, and numbers parsed with bounds (no UB on 1e30, inf or
+ * nan, no silent wrap-around).
+ */
+#ifndef GP_UTIL_H
+#define GP_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns, so of every record's ts_ns. */
+uint64_t gp_mono_ns(void);
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+/* Whether the effective set holds cap. */
+bool gp_has_cap(int cap);
+/* Enough privilege to load and attach (root, CAP_SYS_ADMIN, or CAP_BPF + CAP_PERFMON);
+ * otherwise one line in err naming what is missing. */
+int gp_check_privileges(char *err, size_t len);
+/* BTF (always) and, when uprobes, uprobe events; otherwise one line in err naming the
+ * kernel option. GPUPROBE_SYSFS points the checks at a fake /sys (tests). */
+int gp_check_kernel(bool uprobes, char *err, size_t len);
+/* The /sys root gpuprobe reads ("/sys", or $GPUPROBE_SYSFS in tests). */
+const char *gp_sysfs(void);
+
+/* Unsigned integer in [min, max], decimal or 0x hex; -EINVAL or -ERANGE. */
+int gp_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* Seconds: a finite number in [0, max] (nan, inf, negatives rejected); -EINVAL/-ERANGE. */
+int gp_parse_seconds(const char *s, double max, double *out);
+/* Seconds as nanoseconds, for a value that gp_parse_seconds accepted. */
+uint64_t gp_seconds_to_ns(double s);
+
+/* Log lines on stderr: "gpuprobe: ...", with the syslog priority prefix journald reads
+ * ("<3>gpuprobe: ...") once gp_log_setup(true, ...) is called (the daemon). Debug lines
+ * only with verbose. */
+enum { GP_LOG_ERR = 3, GP_LOG_WARN = 4, GP_LOG_INFO = 6, GP_LOG_DEBUG = 7 };
+void gp_log_setup(bool priorities, bool verbose);
+void gp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The longest seconds any duration or interval may take: about a year. */
+#define GP_MAX_SECONDS (366.0 * 24 * 3600)
+
+#endif

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * --bandwidth-util: bpf/cuda_copy.bpf.c's copy, context, sync, event-record and
+ * host-registration probes write into the run's shared ring buffer, after the allocation
+ * records whose ranges decide the direction of unified copies; the aggregator is
+ * bandwidth.c, the renderers bandwidth_report.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <bpf/libbpf.h>
+#include "allocsrc.h"
+#include "apis.h"
+#include "attach.h"
+#include "bandwidth.h"
+#include "bandwidth_mode.h"
+#include "cuda_copy.skel.h"
+#include "events.h"
+#include "option.h"
+#include "options.h"
+#include "run.h"
+#include "util.h"
+
+struct bw_settings bw_settings;
+
+static const struct gp_option options[] = {
+	{ "min-bytes", 0, "N", "Copies under N bytes only counted as small copies, in BPF", GP_OPT_U64,
+	  &bw_settings.min_bytes, 0, (double)(1ULL << 62), .frontends = GP_FE_ALL, .group = GP_GRP_MODE },
+	{ "csv", 0, "FILE", "Append one row per GPU per report to FILE", GP_OPT_STRING, &bw_settings.csv,
+	  .frontends = GP_FE_CLI, .group = GP_GRP_MODE },
+	{},
+};
+
+struct bw_mode {
+	struct gp_run *run;
+	struct cuda_copy_bpf *skel;
+	struct bandwidth *bw;
+	struct attach_pair probes;
+	FILE *csv;
+	uint64_t last_csv_ns;
+	struct bw_snap snap;
+};
+
+static void m_free(void *st)
+{
+	struct bw_mode *m = st;
+
+	if (!m)
+		return;
+	cuda_copy_bpf__destroy(m->skel);
+	bandwidth__free(m->bw);
+	bw_snap_data__clear(&m->snap.d);
+	free(m->snap.pids);
+	if (m->csv)
+		fclose(m->csv);
+	free(m);
+}
+
+static int m_open(struct gp_run *run, void **st, char *err, size_t len)
+{
+	struct bw_mode *m = calloc(1, sizeof(*m));
+	int r;
+
+	*st = m;
+	if (!m || !(m->bw = bandwidth__new()) || !(m->skel = cuda_copy_bpf__open())) {
+		snprintf(err, len, "cannot open the copy BPF object");
+		return -ENOMEM;
+	}
+	m->run = run;
+	if (bw_settings.csv) {
+		m->csv = fopen(bw_settings.csv, "a+");
+		if (!m->csv) {
+			r = -errno;
+			snprintf(err, len, "--csv %s: %s", bw_settings.csv, strerror(-r));
+			return r;
+		}
+	}
+	m->last_csv_ns = gp_mono_ns();
+	attach_pair__prepare(&m->probes, m->skel->progs.copy_enter, m->skel->progs.copy_leave, "copy");
+	m->skel->rodata->min_bytes = bw_settings.min_bytes;
+	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
+	/* one ring buffer with the allocation records: one order for allocations and copies */
+	r = bpf_map__reuse_fd(m->skel->maps.events, run->shared_rb);
+	if (r) {
+		snprintf(err, len, "cannot share the ring buffer: %s", strerror(-r));
+		return r;
+	}
+	r = cuda_copy_bpf__load(m->skel);
+	if (r)
+		attach__load_error(r, err, len);
+	return r;
+}
+
+static int m_attach(void *st, struct gp_run *run, const char *lib, char *err, size_t len)
+{
+	struct bw_mode *m = st;
+	const char *names[GP_API__COUNT] = { 0 };
+	long long offsets[GP_API__COUNT];
+	__u64 cookies[GP_API__COUNT];
+	int r, n = 0;
+
+	for (int i = 0; i < gp_copy_apis_cnt; i++) {
+		names[n] = gp_copy_apis[i].name;
+		cookies[n++] = gp_copy_apis[i].id;
+	}
+	/* synchronizations end asynchronous copies */
+	for (int i = 0; i < gp_launch_apis_cnt; i++) {
+		if (gp_launch_apis[i].prog != GP_LP_SYNC)
+			continue;
+		names[n] = gp_launch_apis[i].name;
+		cookies[n++] = gp_launch_apis[i].id;
+	}
+	r = attach__resolve(lib, names, n, offsets, err, len);
+	if (r < 0)
+		return r;
+	attach__log_missing(lib, names, offsets, n);
+	return attach_pair__attach(&m->probes, run->links, lib, offsets, NULL, cookies, n, run->target_pid,
+				   err, len);
+}
+
+static void h_alloc(void *ctx, const struct gp_alloc_event *e)
+{
+	bandwidth__on_alloc(((struct bw_mode *)ctx)->bw, e);
+}
+
+static void h_free(void *ctx, const struct gp_free_event *e)
+{
+	bandwidth__on_free(((struct bw_mode *)ctx)->bw, e);
+}
+
+static void h_copy(void *ctx, const struct gp_copy_event *e)
+{
+	bandwidth__on_copy(((struct bw_mode *)ctx)->bw, e);
+}
+
+static void h_aux(void *ctx, const struct gp_aux_event *e)
+{
+	bandwidth__on_aux(((struct bw_mode *)ctx)->bw, e);
+}
+
+static void h_exit(void *ctx, const struct gp_exit_event *e)
+{
+	bandwidth__on_exit(((struct bw_mode *)ctx)->bw, e);
+}
+
+static int m_start(void *st, struct gp_run *run, char *err, size_t len)
+{
+	struct bw_mode *m = st;
+	struct gp_handlers h = { .ctx = m, .on_alloc = h_alloc, .on_free = h_free, .on_copy = h_copy,
+				 .on_aux = h_aux, .on_exit = h_exit };
+	int r = attach_set__auto(run->links, m->skel->progs.copy_proc_exit, err, len);
+
+	if (r)
+		return r;
+	r = gp_run__subscribe(run, &h);
+	if (r)
+		snprintf(err, len, "cannot read the ring buffer: %s", strerror(-r));
+	return r;
+}
+
+/* --csv: a row per GPU for each report, with the bytes of the interval */
+static void csv_rows(struct bw_mode *m)
+{
+	uint64_t now = gp_mono_ns();
+
+	bandwidth__csv_rows(m->bw, m->csv, (double)time(NULL), (double)(now - m->last_csv_ns) / 1e9);
+	m->last_csv_ns = now;
+}
+
+static void fill(struct bw_mode *m, struct bw_snap *s)
+{
+	static const int reason[GP_CDROP__COUNT] = {
+		[GP_CDROP_RINGBUF] = GP_R_RINGBUF_FULL, [GP_CDROP_PENDING] = GP_R_PENDING_TABLE_FULL,
+		[GP_CDROP_NORETURN] = GP_R_RETURN_WITHOUT_ENTRY,
+	};
+	uint64_t md[GP_DROP__COUNT];
+	size_t n = 0;
+
+	for (int i = 0; i < GP_CDROP__COUNT; i++)
+		s->drops[n++] = (struct gp_snap_drop){
+			reason[i], __atomic_load_n(&m->skel->bss->cdrops[i], __ATOMIC_RELAXED) };
+	/* the allocation records decide which ranges are device memory */
+	allocsrc__drops(m->run->allocs, md);
+	s->drops[n++] = (struct gp_snap_drop){ GP_R_ALLOCATION_RECORDS_LOST,
+		md[GP_DROP_RINGBUF] + md[GP_DROP_PENDING] + md[GP_DROP_NORETURN] };
+	s->hdr.drops = s->drops;
+	s->hdr.nr_drops = n;
+	s->small_copies = __atomic_load_n(&m->skel->bss->small_copies, __ATOMIC_RELAXED);
+	s->small_bytes = __atomic_load_n(&m->skel->bss->small_bytes, __ATOMIC_RELAXED);
+	s->failed_copies = __atomic_load_n(&m->skel->bss->failed_copies, __ATOMIC_RELAXED);
+	s->zero_copies = __atomic_load_n(&m->skel->bss->zero_copies, __ATOMIC_RELAXED);
+	s->min_bytes = bw_settings.min_bytes;
+}
+
+static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char *kind, uint32_t pid)
+{
+	struct bw_mode *m = st;
+	struct bw_snap *s = &m->snap;
+	struct gp_snap_pid *pids;
+
+	(void)run;
+	/* a report's CSV rows go with it */
+	if (m->csv && (!strcmp(kind, "interval") || !strcmp(kind, "final")))
+		csv_rows(m);
+	if (bandwidth__snapshot(m->bw, pid, &s->d))
+		return NULL;
+	pids = realloc(s->pids, (s->d.nr_procs ? s->d.nr_procs : 1) * sizeof(*pids));
+	if (!pids)
+		return NULL;
+	s->pids = pids;
+	s->hdr = (struct gp_snap){ .mode = "bandwidth", .kind = kind, .now_ns = gp_mono_ns(), .pids = pids };
+	for (size_t i = 0; i < s->d.nr_procs; i++) {
+		const struct bw_snap_proc *p = &s->d.procs[i];
+		uint64_t copies = 0;
+
+		/* contexts and synchronizes only: not a process with copies (its exit may be
+		 * seen late, so it must not hide a live process with its PID either) */
+		if (!p->nr_stats)
+			continue;
+		for (size_t j = 0; j < p->nr_stats; j++)
+			copies += p->stats[j].copies;
+		/* entry and return of each copy counted */
+		pids[s->hdr.nr_pids] = (struct gp_snap_pid){ .pid = p->pid, .exited = p->exited, .probe_hits = 2 * copies };
+		memcpy(pids[s->hdr.nr_pids++].comm, p->comm, sizeof(pids[0].comm));
+	}
+	fill(m, s);
+	return &s->hdr;
+}
+
+static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
+{
+	struct bw_mode *m = st;
+
+	(void)run;
+	bandwidth__sweep(m->bw, gp_mono_ns());
+	bandwidth__reap(m->bw, cutoff_ns, keep_pid);
+}
+
+const struct gp_mode gp_mode_bandwidth = {
+	.name = "bandwidth",
+	.flag = "bandwidth-util",
+	.doc = "Copies and bandwidth per process, GPU and direction; pageable copies",
+	.needs = GP_NEED_LIBCUDA | GP_NEED_ALLOCS,
+	.frontends = GP_FE_ALL,
+	.probe_hits = true,
+	.options = options,
+	.open = m_open,
+	.attach = m_attach,
+	.start = m_start,
+	.snapshot = m_snapshot,
+	.text = bw_report__text,
+	.json = bw_report__json,
+	.prom = bw_report__prom,
+	.reap = m_reap,
+	.free = m_free,
+};

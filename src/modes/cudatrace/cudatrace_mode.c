@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * --cudatrace: bpf/cuda_launch.bpf.c counts launches in the kernel by (process, handle,
+ * shape, naming); names arrive on its ring buffer as handles are created. A snapshot
+ * reads the counts into the aggregator (cudatrace.c); cudatrace_report.c renders it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "apis.h"
+#include "attach.h"
+#include "cuda_launch.skel.h"
+#include "cudatrace.h"
+#include "cudatrace_mode.h"
+#include "events.h"
+#include "maps.h"
+#include "option.h"
+#include "options.h"
+#include "run.h"
+#include "symbolize.h"
+#include "util.h"
+
+struct ct_settings ct_settings = {
+	.latency = true,
+	.top_shapes = 3,
+	.max_launch_keys = 65536,
+	.max_kernel_series = 20,
+};
+
+static const struct gp_option options[] = {
+	{ "no-latency", 0, NULL, "No return probes on launches and syncs (counts only, cheaper)",
+	  GP_OPT_CLEAR, &ct_settings.latency, .frontends = GP_FE_ALL, .group = GP_GRP_MODE },
+	{ "top-shapes", 0, "N", "Text: grid x block shapes listed per kernel (default 3, -1 all)",
+	  GP_OPT_COUNT, &ct_settings.top_shapes, 0, 100000, .frontends = GP_FE_CLI, .group = GP_GRP_MODE },
+	{ "max-launch-keys", 0, "N", "Distinct (process, kernel, shape) launch counters (default 65536)",
+	  GP_OPT_U64, &ct_settings.max_launch_keys, 1, 1 << 24, .frontends = GP_FE_ALL, .group = GP_GRP_MODE },
+	{ "max-kernel-series", 0, "N", "Kernels with their own series per process; the rest are summed under kernel=\"other\" (default 20)",
+	  GP_OPT_U64, &ct_settings.max_kernel_series, 0, 100000, .frontends = GP_FE_DAEMON, .group = GP_GRP_MODE },
+	{},
+};
+
+struct ct_mode {
+	struct gp_run *run;
+	struct cuda_launch_bpf *skel;
+	struct cudatrace *ct;
+	struct attach_pair probes;
+	struct ct_snap snap;
+};
+
+static void m_free(void *st)
+{
+	struct ct_mode *m = st;
+
+	if (!m)
+		return;
+	cuda_launch_bpf__destroy(m->skel);
+	cudatrace__free(m->ct);
+	free(m->snap.pids);
+	free(m->snap.procs);
+	free(m);
+}
+
+static int m_open(struct gp_run *run, void **st, char *err, size_t len)
+{
+	struct ct_mode *m = calloc(1, sizeof(*m));
+	int r;
+
+	*st = m;
+	if (!m || !(m->ct = cudatrace__new()) || !(m->skel = cuda_launch_bpf__open())) {
+		snprintf(err, len, "cannot open the launch BPF object");
+		return -ENOMEM;
+	}
+	m->run = run;
+	attach_pair__prepare(&m->probes, m->skel->progs.launch_enter, m->skel->progs.launch_leave, "launch");
+	m->skel->rodata->measure_latency = ct_settings.latency;
+	bpf_map__set_max_entries(m->skel->maps.launches, (__u32)ct_settings.max_launch_keys);
+	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
+	bpf_map__set_max_entries(m->skel->maps.procs, (__u32)run->o->max_procs);
+	r = cuda_launch_bpf__load(m->skel);
+	if (r)
+		attach__load_error(r, err, len);
+	return r;
+}
+
+/* Return probes: always where a handle or an unload must be read back; on launches and
+ * syncs only to time them (--no-latency leaves them out). */
+static bool needs_return(enum gp_launch_prog p)
+{
+	return p == GP_LP_NAME || p == GP_LP_ALIAS || p == GP_LP_UNLOAD || ct_settings.latency;
+}
+
+static int m_attach(void *st, struct gp_run *run, const char *lib, char *err, size_t len)
+{
+	struct ct_mode *m = st;
+	const char *names[GP_API__COUNT] = { 0 };
+	long long offsets[GP_API__COUNT], ret_offsets[GP_API__COUNT];
+	__u64 cookies[GP_API__COUNT];
+	int r, n = gp_launch_apis_cnt;
+
+	for (int i = 0; i < n; i++) {
+		names[i] = gp_launch_apis[i].name;
+		cookies[i] = gp_launch_apis[i].id;
+	}
+	r = attach__resolve(lib, names, n, offsets, err, len);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < n; i++) {
+		ret_offsets[i] = needs_return(gp_launch_apis[i].prog) ? offsets[i] : -1;
+		if (offsets[i] < 0 && gp_launch_apis[i].id == GP_API_cuLaunchKernel) {
+			snprintf(err, len, "%s: does not export cuLaunchKernel", lib);
+			return -ENOENT;
+		}
+	}
+	attach__log_missing(lib, names, offsets, n);
+	return attach_pair__attach(&m->probes, run->links, lib, offsets, ret_offsets, cookies, n,
+				   run->target_pid, err, len);
+}
+
+static void h_name(void *ctx, const struct gp_name_event *e)
+{
+	cudatrace__on_name(((struct ct_mode *)ctx)->ct, e);
+}
+
+/* A launch of a handle never named: name it after the host stub on its stack. */
+static void h_stub(void *ctx, const struct gp_stub_event *e)
+{
+	struct ct_mode *m = ctx;
+	char frames[GP_MAX_STACK][512], name[1024];
+	const char *ptrs[GP_MAX_STACK];
+	uint32_t n = e->nr_stack > GP_MAX_STACK ? GP_MAX_STACK : e->nr_stack;
+
+	for (uint32_t i = 0; i < n; i++) {
+		symbolizer__format(m->run->sym, (int)e->pid, e->stack[i], frames[i], sizeof(frames[i]));
+		ptrs[i] = frames[i];
+	}
+	cudatrace__stub_name(ptrs, n, name, sizeof(name));
+	if (name[0])
+		cudatrace__on_host_name(m->ct, e->pid, e->handle, name);
+}
+
+static void h_exit(void *ctx, const struct gp_exit_event *e)
+{
+	struct ct_mode *m = ctx;
+
+	cudatrace__on_exit(m->ct, e);
+	symbolizer__forget_pid(m->run->sym, (int)e->pid);
+}
+
+static int m_start(void *st, struct gp_run *run, char *err, size_t len)
+{
+	struct ct_mode *m = st;
+	struct gp_handlers h = { .ctx = m, .on_name = h_name, .on_stub = h_stub, .on_exit = h_exit };
+	int r = attach_set__auto(run->links, m->skel->progs.launch_proc_exit, err, len);
+
+	if (r)
+		return r;
+	cudatrace__set_start(m->ct, gp_mono_ns());
+	r = gp_events__add(run->events, bpf_map__fd(m->skel->maps.names), &h);
+	if (r)
+		snprintf(err, len, "cannot read the launch ring buffer: %s", strerror(-r));
+	return r;
+}
+
+/* The in-kernel counts into the aggregator. */
+static void read_maps(struct ct_mode *m)
+{
+	int lfd = bpf_map__fd(m->skel->maps.launches), hfd = bpf_map__fd(m->skel->maps.hists);
+	struct gp_launch_key k, next;
+	struct gp_hist_key hk, hnext;
+	struct gp_hist h;
+	__u64 count;
+	void *prev = NULL;
+
+	cudatrace__snapshot_begin(m->ct);
+	while (!bpf_map_get_next_key(lfd, prev, &next)) {
+		if (!bpf_map_lookup_elem(lfd, &next, &count))
+			cudatrace__add_launch(m->ct, &next, count);
+		k = next;
+		prev = &k;
+	}
+	prev = NULL;
+	while (!bpf_map_get_next_key(hfd, prev, &hnext)) {
+		if (!bpf_map_lookup_elem(hfd, &hnext, &h))
+			cudatrace__set_hist(m->ct, hnext.pid, hnext.kind, &h);
+		hk = hnext;
+		prev = &hk;
+	}
+	cudatrace__snapshot_end(m->ct, gp_mono_ns());
+}
+
+static void fill_drops(struct ct_mode *m, struct ct_snap *s)
+{
+	static const int reason[GP_LDROP__COUNT] = {
+		[GP_LDROP_RINGBUF] = GP_R_RINGBUF_FULL, [GP_LDROP_KEYS] = GP_R_LAUNCH_TABLE_FULL,
+		[GP_LDROP_PENDING] = GP_R_PENDING_TABLE_FULL, [GP_LDROP_NORETURN] = GP_R_RETURN_WITHOUT_ENTRY,
+		[GP_LDROP_PROCS] = GP_R_PROCESS_TABLE_FULL,
+	};
+	size_t n = 0;
+
+	for (int i = 0; i < GP_LDROP__COUNT; i++)
+		s->drops[n++] = (struct gp_snap_drop){
+			reason[i], __atomic_load_n(&m->skel->bss->ldrops[i], __ATOMIC_RELAXED) };
+	s->drops[n++] = (struct gp_snap_drop){ GP_R_MALFORMED_RECORD, gp_events__malformed(m->run->events) };
+	s->hdr.drops = s->drops;
+	s->hdr.nr_drops = n;
+}
+
+static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char *kind, uint32_t pid)
+{
+	struct ct_mode *m = st;
+	struct ct_snap *s = &m->snap;
+	struct ct_proc **procs;
+	size_t n, k = 0;
+	uint64_t per = ct_settings.latency ? 2 : 1; /* entry, and return when timed */
+
+	(void)run;
+	read_maps(m);
+	n = cudatrace__procs(m->ct, &procs);
+	free(s->procs);
+	free(s->pids);
+	s->procs = calloc(n ? n : 1, sizeof(*s->procs));
+	s->pids = calloc(n ? n : 1, sizeof(*s->pids));
+	if (!s->procs || !s->pids)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct ct_proc *p = procs[i];
+
+		if (pid && p->pid != pid)
+			continue;
+		s->procs[k] = p;
+		s->pids[k] = (struct gp_snap_pid){ .pid = p->pid, .exited = p->exited,
+			.probe_hits = per * (p->launches + p->graph_launches + p->hist[GP_HIST_SYNC].count) };
+		memcpy(s->pids[k].comm, p->comm, sizeof(s->pids[k].comm));
+		k++;
+	}
+	s->nr_procs = k;
+	s->hdr = (struct gp_snap){ .mode = "cudatrace", .kind = kind, .now_ns = gp_mono_ns(),
+				   .pids = s->pids, .nr_pids = k };
+	s->latency = ct_settings.latency;
+	s->top_shapes = ct_settings.top_shapes < 0 ? 1000000 : ct_settings.top_shapes;
+	s->max_kernel_series = ct_settings.max_kernel_series;
+	fill_drops(m, s);
+	return &s->hdr;
+}
+
+/* A process's BPF entries go with its record, unless a new process has its PID. */
+static void forget_pid(void *ctx, uint32_t pid)
+{
+	struct cuda_launch_bpf *s = ((struct ct_mode *)ctx)->skel;
+	struct bpf_map *maps[] = { s->maps.launches, s->maps.hists, s->maps.known, s->maps.sampled,
+				   s->maps.unloaded };
+
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+		gp_map__delete_pid(bpf_map__fd(maps[i]), bpf_map__key_size(maps[i]), pid);
+}
+
+static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
+{
+	struct ct_mode *m = st;
+
+	(void)run;
+	cudatrace__sweep(m->ct, gp_mono_ns());
+	cudatrace__reap(m->ct, cutoff_ns, keep_pid, forget_pid, st);
+}
+
+const struct gp_mode gp_mode_cudatrace = {
+	.name = "cudatrace",
+	.flag = "cudatrace",
+	.doc = "Kernel launches by name and shape, graph launches, launch and sync latency",
+	.needs = GP_NEED_LIBCUDA,
+	.frontends = GP_FE_ALL,
+	.probe_hits = true,
+	.options = options,
+	.open = m_open,
+	.attach = m_attach,
+	.start = m_start,
+	.snapshot = m_snapshot,
+	.text = ct_report__text,
+	.json = ct_report__json,
+	.prom = ct_report__prom,
+	.reap = m_reap,
+	.free = m_free,
+};

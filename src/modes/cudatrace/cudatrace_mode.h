@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* --cudatrace as a mode: its settings, its snapshot, its renderers (cudatrace_report.c). */
+#ifndef GP_CUDATRACE_MODE_H
+#define GP_CUDATRACE_MODE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "cudatrace.h"
+#include "drops.h"
+#include "mode.h"
+
+struct ct_settings {
+	bool latency;     /* return probes on launches and syncs (--no-latency clears) */
+	int top_shapes;   /* text: shapes per kernel */
+	uint64_t max_launch_keys;
+	uint64_t max_kernel_series; /* daemon: kernels with their own series per process */
+};
+
+extern struct ct_settings ct_settings;
+
+/* What the renderers read: the processes' snapshot parts (kernels, shapes, graphs,
+ * histograms are plain arrays rebuilt at each snapshot). */
+struct ct_snap {
+	struct gp_snap hdr;
+	const struct ct_proc **procs;
+	size_t nr_procs;
+	struct gp_snap_pid *pids;
+	struct gp_snap_drop drops[GP_LDROP__COUNT + 1];
+	bool latency;
+	int top_shapes;
+	uint64_t max_kernel_series;
+};
+
+void ct_report__text(FILE *f, const struct gp_snap *s, struct gp_run *run);
+void ct_report__json(struct json_object *o, const struct gp_snap *s, struct gp_run *run);
+int ct_report__prom(struct prom_out *p, const struct gp_snap *s, struct gp_run *run);
+
+extern const struct gp_mode gp_mode_cudatrace;
+
+#endif

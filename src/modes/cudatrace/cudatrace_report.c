@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* --cudatrace's renderers: text, JSON and Prometheus, from a snapshot only. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+#include "cudatrace_mode.h"
+#include "json.h"
+#include "prom.h"
+#include "text.h"
+
+#define SNAP(s) ((const struct ct_snap *)(s))
+
+static void text_hist(FILE *f, const char *what, const struct gp_hist *h, bool latency)
+{
+	if (!h->count)
+		return;
+	fprintf(f, "  %s: %" PRIu64 " calls", what, (uint64_t)h->count);
+	if (latency && h->timed)
+		fprintf(f, ", total %.6fs, max %.6fs, mean %.1fus", (double)h->total_ns / 1e9,
+			(double)h->max_ns / 1e9, (double)h->total_ns / 1e3 / (double)h->timed);
+	fputc('\n', f);
+	if (latency)
+		gp_text__log2_hist(f, (const uint64_t *)h->slots, GP_HIST_SLOTS, "usecs");
+}
+
+static void text_kernel(FILE *f, const struct ct_kernel *kn, int top_shapes)
+{
+	fprintf(f, "  %-48.*s %10" PRIu64 " ", 120, kn->name, kn->launches);
+	for (size_t s = 0; s < kn->nr_shapes && (int)s < top_shapes; s++) {
+		const struct ct_shape *sh = &kn->shapes[s];
+
+		fprintf(f, " (%u,%u,%u)x(%u,%u,%u): %" PRIu64, sh->grid[0], sh->grid[1], sh->grid[2],
+			sh->block[0], sh->block[1], sh->block[2], sh->launches);
+	}
+	if (kn->nr_shapes > (size_t)top_shapes)
+		fprintf(f, " ... %zu more shapes", kn->nr_shapes - (size_t)top_shapes);
+	if (kn->source == CT_NAME_HOST)
+		fprintf(f, "  [host-side name]");
+	fputc('\n', f);
+}
+
+void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
+{
+	const struct ct_snap *s = SNAP(hdr);
+	char tbuf[32];
+
+	(void)run;
+	gp_text__clock(tbuf, sizeof(tbuf));
+	fprintf(f, "[%s] cudatrace %s report: %zu process%s\n", tbuf, hdr->kind, s->nr_procs,
+		s->nr_procs == 1 ? "" : "es");
+	for (size_t i = 0; i < s->nr_procs; i++) {
+		const struct ct_proc *p = s->procs[i];
+
+		fprintf(f, "PID %u (%s)%s: %" PRIu64 " launches (%.1f/s), %" PRIu64 " unnamed, %" PRIu64 " graph launches\n",
+			p->pid, p->comm, p->exited ? " exited" : "", p->launches, p->launches_per_s,
+			p->unnamed_launches, p->graph_launches);
+		if (p->nr_kernels)
+			fprintf(f, "  %-48s %10s  %s\n", "KERNEL", "LAUNCHES", "GRID x BLOCK: LAUNCHES");
+		for (size_t k = 0; k < p->nr_kernels; k++)
+			text_kernel(f, &p->kernels[k], s->top_shapes);
+		for (size_t g = 0; g < p->nr_graphs; g++)
+			fprintf(f, "  graph 0x%" PRIx64 ": %" PRIu64 " launches\n", p->graphs[g].handle,
+				p->graphs[g].launches);
+		text_hist(f, "launch API latency", &p->hist[GP_HIST_LAUNCH], s->latency);
+		text_hist(f, "synchronize", &p->hist[GP_HIST_SYNC], s->latency);
+	}
+	gp_drops__text(f, hdr);
+}
+
+static json_object *json_hist(const struct gp_hist *h, bool latency)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "calls", json_object_new_uint64(h->count));
+	if (!latency) {
+		/* no return probes: times unknown, not zero */
+		json_object_object_add(o, "total_s", NULL);
+		json_object_object_add(o, "max_s", NULL);
+		json_object_object_add(o, "hist_us", NULL);
+		return o;
+	}
+	json_object_object_add(o, "timed", json_object_new_uint64(h->timed));
+	json_object_object_add(o, "total_s", json_object_new_double((double)h->total_ns / 1e9));
+	json_object_object_add(o, "max_s", json_object_new_double((double)h->max_ns / 1e9));
+	json_object_object_add(o, "hist_us", gp_json__log2_hist((const uint64_t *)h->slots, GP_HIST_SLOTS));
+	return o;
+}
+
+static json_object *json_u32x3(const uint32_t *v)
+{
+	json_object *a = json_object_new_array();
+
+	for (int i = 0; i < 3; i++)
+		json_object_array_add(a, json_object_new_int64(v[i]));
+	return a;
+}
+
+static json_object *json_kernel(const struct ct_kernel *kn)
+{
+	static const char *const sources[] = { "driver", "host", "none" };
+	json_object *ko = json_object_new_object(), *ss = json_object_new_array();
+
+	json_object_object_add(ko, "name", json_object_new_string(kn->name));
+	json_object_object_add(ko, "source", json_object_new_string(sources[kn->source]));
+	json_object_object_add(ko, "launches", json_object_new_uint64(kn->launches));
+	for (size_t s = 0; s < kn->nr_shapes; s++) {
+		json_object *so = json_object_new_object();
+
+		json_object_object_add(so, "grid", json_u32x3(kn->shapes[s].grid));
+		json_object_object_add(so, "block", json_u32x3(kn->shapes[s].block));
+		json_object_object_add(so, "launches", json_object_new_uint64(kn->shapes[s].launches));
+		json_object_array_add(ss, so);
+	}
+	json_object_object_add(ko, "shapes", ss);
+	return ko;
+}
+
+static json_object *json_proc(const struct ct_proc *p, bool latency)
+{
+	json_object *po = json_object_new_object(), *ks = json_object_new_array();
+	json_object *gs = json_object_new_array();
+
+	json_object_object_add(po, "pid", json_object_new_int64(p->pid));
+	json_object_object_add(po, "comm", json_object_new_string(p->comm));
+	json_object_object_add(po, "exited", json_object_new_boolean(p->exited));
+	json_object_object_add(po, "launches", json_object_new_uint64(p->launches));
+	json_object_object_add(po, "launches_per_s", json_object_new_double(p->launches_per_s));
+	json_object_object_add(po, "unnamed_launches", json_object_new_uint64(p->unnamed_launches));
+	for (size_t k = 0; k < p->nr_kernels; k++)
+		json_object_array_add(ks, json_kernel(&p->kernels[k]));
+	json_object_object_add(po, "kernels", ks);
+	json_object_object_add(po, "graph_launches", json_object_new_uint64(p->graph_launches));
+	for (size_t g = 0; g < p->nr_graphs; g++) {
+		json_object *go = json_object_new_object();
+
+		json_object_object_add(go, "handle", gp_json__hex(p->graphs[g].handle));
+		json_object_object_add(go, "launches", json_object_new_uint64(p->graphs[g].launches));
+		json_object_array_add(gs, go);
+	}
+	json_object_object_add(po, "graphs", gs);
+	json_object_object_add(po, "launch_latency", json_hist(&p->hist[GP_HIST_LAUNCH], latency));
+	json_object_object_add(po, "sync", json_hist(&p->hist[GP_HIST_SYNC], latency));
+	return po;
+}
+
+void ct_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *run)
+{
+	const struct ct_snap *s = SNAP(hdr);
+	json_object *arr = json_object_new_array();
+
+	(void)run;
+	json_object_object_add(o, "latency", json_object_new_boolean(s->latency));
+	for (size_t i = 0; i < s->nr_procs; i++)
+		json_object_array_add(arr, json_proc(s->procs[i], s->latency));
+	json_object_object_add(o, "processes", arr);
+}
+
+static int cmp_kernel(const void *a, const void *b)
+{
+	const struct ct_kernel *x = *(const struct ct_kernel *const *)a;
+	const struct ct_kernel *y = *(const struct ct_kernel *const *)b;
+
+	if (x->launches != y->launches)
+		return x->launches > y->launches ? -1 : 1;
+	return strcmp(x->name ? x->name : "", y->name ? y->name : "");
+}
+
+/* The top max_kernel_series kernels by launches get their own series; the rest (and a
+ * kernel literally named "other") are summed under kernel="other". */
+static int kernel_series(struct prom_out *p, const struct ct_proc *cp, const struct gp_snap_pid *pp,
+			 uint64_t max)
+{
+	const struct ct_kernel **sorted = calloc(cp->nr_kernels ? cp->nr_kernels : 1, sizeof(*sorted));
+	uint64_t other = 0;
+	bool has_other = false;
+
+	if (!sorted)
+		return -ENOMEM;
+	for (size_t i = 0; i < cp->nr_kernels; i++)
+		sorted[i] = &cp->kernels[i];
+	qsort(sorted, cp->nr_kernels, sizeof(*sorted), cmp_kernel);
+	for (size_t i = 0; i < cp->nr_kernels; i++) {
+		const char *kv[] = { "kernel", sorted[i]->name ? sorted[i]->name : "", NULL };
+
+		if (i >= max || !strcmp(kv[1], "other")) {
+			other += sorted[i]->launches;
+			has_other = true;
+			continue;
+		}
+		prom__u64(p, "gpuprobe_cuda_kernel_launches_total", pp, kv, sorted[i]->launches);
+	}
+	if (has_other) {
+		const char *kv[] = { "kernel", "other", NULL };
+
+		prom__u64(p, "gpuprobe_cuda_kernel_launches_total", pp, kv, other);
+	}
+	free(sorted);
+	return 0;
+}
+
+int ct_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
+{
+	const struct ct_snap *s = SNAP(hdr);
+	int r = 0;
+
+	(void)run;
+	prom__family(p, "gpuprobe_cuda_kernel_launches_total", "counter",
+		     "Kernel launches per process and kernel name (cuLaunchKernel, cuLaunchKernelEx, cooperative; failed calls too). Kernels beyond the top --max-kernel-series per process are summed under kernel=\"other\".");
+	prom__family(p, "gpuprobe_cuda_graph_launches_total", "counter", "CUDA graph launches (cuGraphLaunch) per process.");
+	prom__family(p, "gpuprobe_cuda_sync_calls_total", "counter",
+		     "Stream, context and event synchronize calls per process.");
+	prom__family(p, "gpuprobe_cuda_sync_seconds_total", "counter",
+		     "Seconds the host spent blocked in the synchronize calls whose return was seen.");
+	for (size_t i = 0; i < s->nr_procs && !r; i++) {
+		const struct ct_proc *cp = s->procs[i];
+		const struct gp_snap_pid *pp = &s->pids[i];
+
+		if (prom_out__shadowed(p, cp->pid, cp->exited))
+			continue;
+		r = kernel_series(p, cp, pp, s->max_kernel_series);
+		prom__u64(p, "gpuprobe_cuda_graph_launches_total", pp, NULL, cp->graph_launches);
+		prom__u64(p, "gpuprobe_cuda_sync_calls_total", pp, NULL, cp->hist[GP_HIST_SYNC].count);
+		prom__secs(p, "gpuprobe_cuda_sync_seconds_total", pp, NULL,
+			   (double)cp->hist[GP_HIST_SYNC].total_ns / 1e9);
+	}
+	return r;
+}

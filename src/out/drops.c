@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <inttypes.h>
+#include <json-c/json.h>
+#include "drops.h"
+#include "mode.h"
+
+static const struct {
+	const char *name;
+	bool loses;
+} reasons[GP_R__COUNT] = {
+	[GP_R_RINGBUF_FULL] = { "ringbuf_full", true },
+	[GP_R_PENDING_TABLE_FULL] = { "pending_table_full", true },
+	/* a return without its entry is a call whose entry was dropped (counted already) or
+	 * one in flight when gpuprobe attached: shown, not added */
+	[GP_R_RETURN_WITHOUT_ENTRY] = { "return_without_entry", false },
+	[GP_R_STACK_UNREADABLE] = { "stack_unreadable", false },
+	[GP_R_PROCESS_TABLE_FULL] = { "process_table_full", false },
+	[GP_R_ALLOCATION_TABLE_FULL] = { "allocation_table_full", true },
+	[GP_R_LAUNCH_TABLE_FULL] = { "launch_table_full", true },
+	[GP_R_ALLOCATION_RECORDS_LOST] = { "allocation_records_lost", false },
+	[GP_R_COUNTER_TABLE_FULL] = { "counter_table_full", true },
+	[GP_R_PROCESS_NAME_TABLE_FULL] = { "process_name_table_full", false },
+	[GP_R_CONTROL_PARAMS_UNREADABLE] = { "control_params_unreadable", false },
+	[GP_R_NESTED_TOO_DEEP] = { "nested_too_deep", true },
+	[GP_R_MALFORMED_RECORD] = { "malformed_records", true },
+};
+
+const char *gp_reason_name(int reason)
+{
+	return reason >= 0 && reason < GP_R__COUNT ? reasons[reason].name : "unknown";
+}
+
+bool gp_reason_loses(int reason)
+{
+	return reason >= 0 && reason < GP_R__COUNT && reasons[reason].loses;
+}
+
+uint64_t gp_snap__dropped(const struct gp_snap *s)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < s->nr_drops; i++)
+		if (gp_reason_loses(s->drops[i].reason))
+			n += s->drops[i].count;
+	return n;
+}
+
+void gp_drops__text(FILE *f, const struct gp_snap *s)
+{
+	fprintf(f, "Dropped events: %" PRIu64 " (", gp_snap__dropped(s));
+	for (size_t i = 0; i < s->nr_drops; i++)
+		fprintf(f, "%s%s %" PRIu64, i ? ", " : "", gp_reason_name(s->drops[i].reason),
+			s->drops[i].count);
+	fputs(")\n", f);
+}
+
+void gp_drops__json(struct json_object *o, const struct gp_snap *s)
+{
+	json_object *d = json_object_new_object();
+
+	json_object_object_add(o, "dropped_events", json_object_new_uint64(gp_snap__dropped(s)));
+	for (size_t i = 0; i < s->nr_drops; i++)
+		json_object_object_add(d, gp_reason_name(s->drops[i].reason),
+				       json_object_new_uint64(s->drops[i].count));
+	json_object_object_add(o, "drops", d);
+}
