@@ -89,6 +89,22 @@ def check_event(i, e, seen):
             bad(i, "counter id is neither a string nor an integer")
 
 
+def validate(doc):
+    """(problems, summary) for a parsed document; for use as a module too."""
+    del problems[:]
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        return ["not the JSON Object Format (an object with a traceEvents array)"], {}
+    if doc.get("displayTimeUnit", "ms") not in ("ms", "ns"):
+        problems.append(f"displayTimeUnit {doc['displayTimeUnit']!r} is neither ms nor ns")
+    if "otherData" in doc and not isinstance(doc["otherData"], dict):
+        problems.append("otherData is not an object")
+    seen = {"by_ph": {}, "counters": set()}
+    for i, e in enumerate(doc["traceEvents"]):
+        check_event(i, e, seen)
+    return list(problems), {"events": len(doc["traceEvents"]), "by_ph": seen["by_ph"],
+                            "counter_tracks": sorted(seen["counters"])}
+
+
 def main(argv):
     if len(argv) != 1:
         print(__doc__, file=sys.stderr)
@@ -99,21 +115,12 @@ def main(argv):
     except (OSError, ValueError) as e:
         print(f"check_chrome_trace: not JSON: {e}")
         return 1
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        print("check_chrome_trace: not the JSON Object Format (an object with a traceEvents array)")
-        return 1
-    if doc.get("displayTimeUnit", "ms") not in ("ms", "ns"):
-        problems.append(f"displayTimeUnit {doc['displayTimeUnit']!r} is neither ms nor ns")
-    if "otherData" in doc and not isinstance(doc["otherData"], dict):
-        problems.append("otherData is not an object")
-    seen = {"by_ph": {}, "counters": set()}
-    for i, e in enumerate(doc["traceEvents"]):
-        check_event(i, e, seen)
-    for p in problems:
+    found, seen = validate(doc)
+    for p in found:
         print(f"check_chrome_trace: {p}")
-    print(json.dumps({"events": len(doc["traceEvents"]), "by_ph": seen["by_ph"],
-                      "counter_tracks": sorted(seen["counters"])}))
-    return 1 if problems else 0
+    if seen:
+        print(json.dumps(seen))
+    return 1 if found else 0
 
 
 if __name__ == "__main__":
