@@ -481,7 +481,7 @@ int flame__main(int argc, char **argv)
 	struct folded_read_stats st;
 	struct folded *f = NULL;
 	const char *path;
-	char err[256] = "";
+	char err[512] = "", why[128] = "";
 	FILE *in = NULL;
 	int c, r = 0, code = 0;
 
@@ -539,12 +539,9 @@ int flame__main(int argc, char **argv)
 		code = 1;
 		goto cleanup;
 	}
-	r = folded__read(f, in, &st, err, sizeof(err));
+	r = folded__read(f, in, &st, why, sizeof(why));
 	if (r) {
-		char e2[sizeof(err)];
-
-		snprintf(e2, sizeof(e2), "%s: %s", path, err);
-		memcpy(err, e2, sizeof(err));
+		snprintf(err, sizeof(err), "%s: %s", path, why);
 		code = 1;
 		goto cleanup;
 	}

@@ -211,7 +211,7 @@ found:
 static int add_frames(struct folded *f, const char *const *frames, const size_t *lens, size_t n,
 		      bool innermost_first, uint64_t value)
 {
-	size_t cap = n * (FOLDED_FRAME_MAX + 1) + 1, o = 0;
+	size_t cap = (n ? n : 1) * (FOLDED_FRAME_MAX + 1) + 1, o = 0;
 	char *buf;
 	int r;
 

@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 #include "jsonnum.h"
 #include "lines.h"
+#include "outfile.h"
 #include "trace.h"
 #include "u64map.h"
 
@@ -58,22 +59,18 @@ static void writer_free(struct trace_writer *w)
 
 struct trace_writer *trace_writer__open(const char *path, enum trace_format fmt)
 {
-	bool std = !strcmp(path, "-");
-	FILE *f = std ? stdout : fopen(path, "w");
+	FILE *f = outfile__open(path);
 	struct trace_writer *w;
-	int e;
 
 	if (!f)
 		return NULL;
 	w = writer_new(f, fmt);
 	if (!w) {
-		e = errno ? errno : ENOMEM;
-		if (!std)
-			fclose(f);
-		errno = e;
+		outfile__close(f);
+		errno = ENOMEM;
 		return NULL;
 	}
-	w->own = !std;
+	w->own = f != stdout;
 	return w;
 }
 
@@ -239,10 +236,11 @@ int trace_writer__close(struct trace_writer *w, json_object *summary)
 		chrome_tail(w->f, summary);
 	}
 	json_object_put(summary);
-	if (fflush(w->f) || ferror(w->f))
+	if (w->own) {
+		err = outfile__close(w->f);
+	} else if (fflush(w->f) || ferror(w->f)) {
 		err = -EIO;
-	if (w->own && fclose(w->f) && !err)
-		err = -errno;
+	}
 	writer_free(w);
 	return err;
 }

@@ -19,19 +19,23 @@ static char tools[PLEN];	/* tests/tools, found from this binary's path */
 static char tmpdir[] = "/tmp/gp-flame-XXXXXX";
 static char last_out[8192];	/* what the last run() printed, its tail */
 
+/* tests/tools beside this binary's .output/unit, or under the working directory (a build
+ * elsewhere, e.g. with sanitizers) */
 static void find_tools(void)
 {
 	char exe[PLEN - 16];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	char *p;
 
+	snprintf(tools, sizeof(tools), "tests/tools");
 	if (n <= 0)
 		return;
 	exe[n] = '\0';
-	/* .output/unit/test_flame -> the repository root */
 	for (int i = 0; i < 3 && (p = strrchr(exe, '/')); i++)
 		*p = '\0';
 	snprintf(tools, sizeof(tools), "%s/tests/tools", exe);
+	if (access(tools, F_OK))
+		snprintf(tools, sizeof(tools), "tests/tools");
 }
 
 /* Runs a shell command; returns its exit status, its output's tail in last_out. */

@@ -9,9 +9,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <json-c/json.h>
+#include "outfile.h"
 #include "trace.h"
 #include "unit.h"
 
@@ -20,18 +22,23 @@ static char tools[PLEN];
 static char tmpdir[] = "/tmp/gp-trace-XXXXXX";
 static char last_out[4096];
 
+/* tests/tools beside this binary's .output/unit, or under the working directory (a build
+ * elsewhere, e.g. with sanitizers) */
 static void find_tools(void)
 {
 	char exe[PLEN - 16];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	char *p;
 
+	snprintf(tools, sizeof(tools), "tests/tools");
 	if (n <= 0)
 		return;
 	exe[n] = '\0';
 	for (int i = 0; i < 3 && (p = strrchr(exe, '/')); i++)
 		*p = '\0';
 	snprintf(tools, sizeof(tools), "%s/tests/tools", exe);
+	if (access(tools, F_OK))
+		snprintf(tools, sizeof(tools), "tests/tools");
 }
 
 static void tmp_path(char *buf, size_t len, const char *name)
@@ -358,6 +365,64 @@ static void test_convert_chrome_reports_drops(void)
 	free(msg);
 }
 
+/* Output files: no symlinks followed, 0600, only regular files truncated. */
+static void test_output_files(void)
+{
+	char file[PLEN], link[PLEN], fifo[PLEN];
+	struct stat st;
+	FILE *f;
+	char *text;
+
+	tmp_path(file, sizeof(file), "out.json");
+	tmp_path(link, sizeof(link), "link.json");
+	tmp_path(fifo, sizeof(fifo), "fifo");
+	f = outfile__open(file);
+	ASSERT_TRUE(f);
+	fputs("first version, longer\n", f);
+	ASSERT_EQ(outfile__close(f), 0);
+	ASSERT_EQ(stat(file, &st), 0);
+	ASSERT_EQ(st.st_mode & 0777, 0600);
+	f = outfile__open(file);
+	ASSERT_TRUE(f);
+	fputs("second\n", f);
+	ASSERT_EQ(outfile__close(f), 0);
+	text = slurp(file);
+	ASSERT_STR_EQ(text, "second\n");
+	free(text);
+	/* a symlink, even to a file we may write, is not followed: the target is untouched */
+	ASSERT_EQ(symlink(file, link), 0);
+	errno = 0;
+	ASSERT_TRUE(!outfile__open(link));
+	ASSERT_EQ(errno, ELOOP);
+	ASSERT_TRUE(!trace_writer__open(link, TRACE_CHROME));
+	ASSERT_EQ(errno, ELOOP);
+	text = slurp(file);
+	ASSERT_STR_EQ(text, "second\n");
+	free(text);
+	errno = 0;
+	ASSERT_TRUE(!outfile__open(tmpdir));
+	ASSERT_EQ(errno, EISDIR);
+	/* a character device and a FIFO are written as they are */
+	f = outfile__open("/dev/null");
+	ASSERT_TRUE(f);
+	ASSERT_EQ(outfile__close(f), 0);
+	ASSERT_EQ(mkfifo(fifo, 0600), 0);
+	{
+		int rd = open(fifo, O_RDONLY | O_NONBLOCK);
+		char buf[16] = "";
+
+		ASSERT_TRUE(rd >= 0);
+		f = outfile__open(fifo);
+		ASSERT_TRUE(f);
+		fputs("via fifo", f);
+		ASSERT_EQ(outfile__close(f), 0);
+		ASSERT_EQ(read(rd, buf, sizeof(buf) - 1), 8);
+		ASSERT_STR_EQ(buf, "via fifo");
+		close(rd);
+	}
+	ASSERT_EQ(outfile__close(NULL), 0);
+}
+
 int main(void)
 {
 	char cmd[64];
@@ -373,6 +438,7 @@ int main(void)
 	RUN_TEST(test_convert_drops_and_counts);
 	RUN_TEST(test_convert_edge_cases);
 	RUN_TEST(test_convert_chrome_reports_drops);
+	RUN_TEST(test_output_files);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
 		printf("# could not remove %s\n", tmpdir);
