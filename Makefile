@@ -176,7 +176,8 @@ bench: deps
 
 # --- flame (issue 17, phase 1): folded stacks, flame graph SVG, numbers, trace counters ---
 # libm for the number formatting (src/out/jsonnum.c); chromium renders SVG pictures
-# (tests/tools/svg2png.sh) and runs the flame graph's script in test_flame.
+# (tests/tools/svg2png.sh) and runs the flame graph's script in test_flame; DejaVu Sans is
+# the font the labels are sized for.
 LIBS += -lm
-DEB_PKGS += chromium
+DEB_PKGS += chromium fonts-dejavu-core
 # --- end flame ---
