@@ -7,6 +7,7 @@ import json
 import os
 import random
 import re
+import shutil
 import sys
 import tempfile
 
@@ -192,4 +193,7 @@ def test_errors():
 
 
 if __name__ == "__main__":
-    gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])
+    try:
+        gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
