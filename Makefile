@@ -173,3 +173,11 @@ clean:
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)python3 bench/run.py
+
+# --- flame (issue 17, phase 1): folded stacks, flame graph SVG, numbers, trace counters ---
+# libm for the number formatting (src/out/jsonnum.c); chromium renders SVG pictures
+# (tests/tools/svg2png.sh) and runs the flame graph's script in test_flame; DejaVu Sans is
+# the font the labels are sized for.
+LIBS += -lm
+DEB_PKGS += chromium fonts-dejavu-core
+# --- end flame ---

@@ -1,60 +1,87 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
+#include "jsonnum.h"
+#include "lines.h"
+#include "outfile.h"
 #include "trace.h"
 #include "u64map.h"
 
 /* ioctls of thread T are drawn on track IOCTL_TID_BASE + T, named "ioctl (tid T)" */
 #define IOCTL_TID_BASE 1000000000U
+/* JSON nesting convert accepts in a record (records nest 3 deep) */
+#define CONVERT_JSON_DEPTH 16
 
 struct trace_writer {
 	FILE *f;
 	bool own;
 	enum trace_format fmt;
-	uint64_t written;
+	uint64_t written, counters;
 	bool first;
 	struct u64map *named; /* pid, or (pid << 32 | track) already named */
 };
 
 static const int JFLAGS = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
+static const char CHROME_HEAD[] = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
 
-struct trace_writer *trace_writer__open(const char *path, enum trace_format fmt)
+/* A writer on f (not owned). Returns NULL when out of memory. */
+static struct trace_writer *writer_new(FILE *f, enum trace_format fmt)
 {
 	struct trace_writer *w = calloc(1, sizeof(*w));
 
 	if (!w)
 		return NULL;
+	w->f = f;
 	w->fmt = fmt;
 	w->first = true;
 	w->named = u64map__new();
-	if (!strcmp(path, "-")) {
-		w->f = stdout;
-	} else {
-		w->f = fopen(path, "w");
-		w->own = true;
-	}
-	if (!w->f || !w->named) {
-		int e = errno ? errno : ENOMEM;
-
-		if (w->own && w->f)
-			fclose(w->f);
-		u64map__free(w->named);
+	if (!w->named) {
 		free(w);
-		errno = e;
 		return NULL;
 	}
 	if (fmt == TRACE_CHROME)
-		fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", w->f);
+		fputs(CHROME_HEAD, f);
 	return w;
 }
 
-static void chrome_emit(struct trace_writer *w, json_object *o)
+static void writer_free(struct trace_writer *w)
 {
-	fprintf(w->f, "%s%s", w->first ? "" : ",\n", json_object_to_json_string_ext(o, JFLAGS));
+	if (!w)
+		return;
+	u64map__free(w->named);
+	free(w);
+}
+
+struct trace_writer *trace_writer__open(const char *path, enum trace_format fmt)
+{
+	FILE *f = outfile__open(path);
+	struct trace_writer *w;
+
+	if (!f)
+		return NULL;
+	w = writer_new(f, fmt);
+	if (!w) {
+		outfile__close(f);
+		errno = ENOMEM;
+		return NULL;
+	}
+	w->own = f != stdout;
+	return w;
+}
+
+static void emit_line(struct trace_writer *w, json_object *o)
+{
+	const char *s = json_object_to_json_string_ext(o, JFLAGS);
+
+	if (w->fmt == TRACE_JSONL)
+		fprintf(w->f, "%s\n", s);
+	else
+		fprintf(w->f, "%s%s", w->first ? "" : ",\n", s);
 	w->first = false;
 	json_object_put(o);
 }
@@ -70,7 +97,7 @@ static void chrome_meta(struct trace_writer *w, const char *what, uint32_t pid, 
 	json_object_object_add(o, "tid", json_object_new_int64(tid));
 	json_object_object_add(a, "name", json_object_new_string(name));
 	json_object_object_add(o, "args", a);
-	chrome_emit(w, o);
+	emit_line(w, o);
 }
 
 void trace_writer__process_name(struct trace_writer *w, uint32_t pid, const char *comm)
@@ -86,8 +113,7 @@ void trace_writer__process_name(struct trace_writer *w, uint32_t pid, const char
 		json_object_object_add(o, "type", json_object_new_string("process"));
 		json_object_object_add(o, "pid", json_object_new_int64(pid));
 		json_object_object_add(o, "comm", json_object_new_string(comm ? comm : ""));
-		fprintf(w->f, "%s\n", json_object_to_json_string_ext(o, JFLAGS));
-		json_object_put(o);
+		emit_line(w, o);
 		return;
 	}
 	snprintf(buf, sizeof(buf), "%s (%u)", comm && *comm ? comm : "process", pid);
@@ -110,8 +136,6 @@ void trace_writer__event(struct trace_writer *w, const char *kind, uint32_t pid,
 		json_object_object_add(o, "dur_ns", json_object_new_uint64(dur_ns));
 		json_object_object_add(o, "ret", json_object_new_int64(ret));
 		json_object_object_add(o, "args", args ? args : json_object_new_object());
-		fprintf(w->f, "%s\n", json_object_to_json_string_ext(o, JFLAGS));
-		json_object_put(o);
 	} else {
 		uint32_t track = ioctl ? IOCTL_TID_BASE + tid : tid;
 		uint64_t key = ((uint64_t)pid << 32) | track;
@@ -132,19 +156,67 @@ void trace_writer__event(struct trace_writer *w, const char *kind, uint32_t pid,
 		json_object_object_add(o, "name", json_object_new_string(name));
 		json_object_object_add(o, "cat", json_object_new_string(ioctl ? "ioctl" : "cuda"));
 		json_object_object_add(o, "ph", json_object_new_string("X"));
-		json_object_object_add(o, "ts", json_object_new_double((double)ts_ns / 1e3));
-		json_object_object_add(o, "dur", json_object_new_double((double)dur_ns / 1e3));
+		json_object_object_add(o, "ts", num__json_us(ts_ns));
+		json_object_object_add(o, "dur", num__json_us(dur_ns));
 		json_object_object_add(o, "pid", json_object_new_int64(pid));
 		json_object_object_add(o, "tid", json_object_new_int64(track));
 		json_object_object_add(o, "args", args);
-		chrome_emit(w, o);
 	}
+	emit_line(w, o);
 	w->written++;
+}
+
+void trace_writer__counter(struct trace_writer *w, uint32_t pid, const char *name, uint64_t ts_ns,
+			   const struct trace_series *series, size_t n)
+{
+	json_object *o, *vals;
+	size_t kept = 0;
+
+	if (!name || n > TRACE_SERIES_MAX)
+		return;
+	vals = json_object_new_object();
+	for (size_t i = 0; i < n; i++) {
+		if (!series[i].name || !isfinite(series[i].value))
+			continue;
+		json_object_object_add(vals, series[i].name, num__json_double(series[i].value));
+		kept++;
+	}
+	if (!kept) {
+		json_object_put(vals);
+		return;
+	}
+	o = json_object_new_object();
+	if (w->fmt == TRACE_JSONL) {
+		json_object_object_add(o, "type", json_object_new_string("counter"));
+		json_object_object_add(o, "ts_ns", json_object_new_uint64(ts_ns));
+		json_object_object_add(o, "pid", json_object_new_int64(pid));
+		json_object_object_add(o, "name", json_object_new_string(name));
+		json_object_object_add(o, "values", vals);
+	} else {
+		json_object_object_add(o, "name", json_object_new_string(name));
+		json_object_object_add(o, "cat", json_object_new_string("counter"));
+		json_object_object_add(o, "ph", json_object_new_string("C"));
+		json_object_object_add(o, "ts", num__json_us(ts_ns));
+		json_object_object_add(o, "pid", json_object_new_int64(pid));
+		json_object_object_add(o, "args", vals);
+	}
+	emit_line(w, o);
+	w->counters++;
 }
 
 uint64_t trace_writer__written(const struct trace_writer *w)
 {
 	return w->written;
+}
+
+uint64_t trace_writer__counters(const struct trace_writer *w)
+{
+	return w->counters;
+}
+
+static void chrome_tail(FILE *f, json_object *other)
+{
+	fprintf(f, "\n],\"otherData\":%s}\n", other ? json_object_to_json_string_ext(other, JFLAGS) : "{}");
 }
 
 int trace_writer__close(struct trace_writer *w, json_object *summary)
@@ -161,105 +233,262 @@ int trace_writer__close(struct trace_writer *w, json_object *summary)
 			fprintf(w->f, "%s\n", json_object_to_json_string_ext(summary, JFLAGS));
 		}
 	} else {
-		fprintf(w->f, "\n],\"otherData\":%s}\n",
-			summary ? json_object_to_json_string_ext(summary, JFLAGS) : "{}");
+		chrome_tail(w->f, summary);
 	}
 	json_object_put(summary);
-	if (fflush(w->f) || ferror(w->f))
+	if (w->own) {
+		err = outfile__close(w->f);
+	} else if (fflush(w->f) || ferror(w->f)) {
 		err = -EIO;
-	if (w->own && fclose(w->f) && !err)
-		err = -errno;
-	u64map__free(w->named);
-	free(w);
+	}
+	writer_free(w);
 	return err;
 }
 
-int trace__convert_chrome(const char *in_path, FILE *out, char *err, size_t len)
+/* --- convert ------------------------------------------------------------------------- */
+
+static bool get_int(json_object *o, const char *key, int64_t lo, int64_t hi, int64_t *out)
 {
-	FILE *in = strcmp(in_path, "-") ? fopen(in_path, "r") : stdin;
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+		return false;
+	errno = 0;
+	*out = json_object_get_int64(v);
+	return !errno && *out >= lo && *out <= hi;
+}
+
+static bool get_u64(json_object *o, const char *key, uint64_t *out)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+		return false;
+	/* json-c reads a negative number as 0 here: ask for the signed value first */
+	if (json_object_get_int64(v) < 0)
+		return false;
+	*out = json_object_get_uint64(v);
+	return true;
+}
+
+static const char *get_str(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+enum rec { REC_BAD, REC_UNKNOWN, REC_OK };
+
+/* Writes one JSON Lines record to w; the summary is kept in *summary. */
+static enum rec convert_record(struct trace_writer *w, json_object *o, json_object **summary)
+{
+	const char *type = json_object_is_type(o, json_type_object) ? get_str(o, "type") : NULL;
+	int64_t pid, tid, ret;
+	uint64_t ts, dur;
+
+	if (!type)
+		return REC_BAD;
+	if (!strcmp(type, "process")) {
+		if (!get_int(o, "pid", 0, UINT32_MAX, &pid))
+			return REC_BAD;
+		trace_writer__process_name(w, (uint32_t)pid, get_str(o, "comm"));
+		return REC_OK;
+	}
+	if (!strcmp(type, "summary")) {
+		json_object_put(*summary);
+		*summary = json_object_get(o);
+		json_object_object_del(*summary, "type");
+		return REC_OK;
+	}
+	if (!strcmp(type, "call") || !strcmp(type, "ioctl")) {
+		const char *fn = get_str(o, "fn");
+		json_object *args = NULL;
+
+		if (!fn || !get_int(o, "pid", 0, UINT32_MAX, &pid) || !get_int(o, "tid", 0, UINT32_MAX, &tid) ||
+		    !get_u64(o, "ts_ns", &ts) || !get_u64(o, "dur_ns", &dur) ||
+		    !get_int(o, "ret", INT64_MIN, INT64_MAX, &ret))
+			return REC_BAD;
+		if (json_object_object_get_ex(o, "args", &args)) {
+			if (!json_object_is_type(args, json_type_object))
+				return REC_BAD;
+			json_object_get(args);
+		}
+		trace_writer__event(w, type, (uint32_t)pid, (uint32_t)tid, fn, ts, dur, ret, args);
+		return REC_OK;
+	}
+	if (!strcmp(type, "counter")) {
+		struct trace_series s[TRACE_SERIES_MAX];
+		const char *name = get_str(o, "name");
+		json_object *vals;
+		size_t n = 0;
+
+		if (!name || !get_int(o, "pid", 0, UINT32_MAX, &pid) || !get_u64(o, "ts_ns", &ts) ||
+		    !json_object_object_get_ex(o, "values", &vals) || !json_object_is_type(vals, json_type_object) ||
+		    json_object_object_length(vals) < 1 || json_object_object_length(vals) > TRACE_SERIES_MAX)
+			return REC_BAD;
+		json_object_object_foreach(vals, k, v) {
+			if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
+				return REC_BAD;
+			s[n].name = k;
+			s[n++].value = json_object_get_double(v);
+		}
+		trace_writer__counter(w, (uint32_t)pid, name, ts, s, n);
+		return REC_OK;
+	}
+	return REC_UNKNOWN;
+}
+
+/* A whole line as one JSON value, nothing after it but spaces; NULL otherwise. */
+static json_object *parse_line(struct json_tokener *tok, const char *line, size_t n)
+{
+	json_object *o;
+	size_t end;
+
+	if (memchr(line, '\0', n))
+		return NULL;
+	json_tokener_reset(tok);
+	o = json_tokener_parse_ex(tok, line, (int)n);
+	if (!o || json_tokener_get_error(tok) != json_tokener_success) {
+		json_object_put(o);
+		return NULL;
+	}
+	for (end = json_tokener_get_parse_end(tok); end < n; end++)
+		if (line[end] != ' ' && line[end] != '\t' && line[end] != '\r') {
+			json_object_put(o);
+			return NULL;
+		}
+	return o;
+}
+
+static void dropped(struct trace_convert_stats *st, size_t *why)
+{
+	(*why)++;
+	st->dropped++;
+	if (!st->first_dropped)
+		st->first_dropped = st->lines;
+}
+
+int trace__convert(const char *in_path, FILE *out, struct trace_convert_stats *st, char *err,
+		   size_t len)
+{
+	bool std = !strcmp(in_path, "-");
+	FILE *in = std ? stdin : fopen(in_path, "r");
+	struct json_tokener *tok = NULL;
 	struct trace_writer *w = NULL;
-	json_object *summary = NULL;
+	json_object *summary = NULL, *other = NULL;
 	char *line = NULL;
-	size_t cap = 0;
-	long lineno = 0;
 	int r = 0;
 
+	memset(st, 0, sizeof(*st));
 	if (!in) {
 		r = -errno;
 		snprintf(err, len, "%s: %s", in_path, strerror(errno));
 		goto cleanup;
 	}
-	w = calloc(1, sizeof(*w));
-	if (!w || !(w->named = u64map__new())) {
+	line = malloc(TRACE_LINE_MAX + 1);
+	tok = json_tokener_new_ex(CONVERT_JSON_DEPTH);
+	if (!line || !tok || !(w = writer_new(out, TRACE_CHROME))) {
 		r = -ENOMEM;
 		snprintf(err, len, "out of memory");
 		goto cleanup;
 	}
-	w->f = out;
-	w->fmt = TRACE_CHROME;
-	w->first = true;
-	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", out);
-	while (getline(&line, &cap, in) > 0) {
-		json_object *o, *v;
-		const char *type;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	/* from here on the document is always finished, whatever the input holds */
+	for (;;) {
+		size_t n;
+		bool nl;
+		enum line_status ls = lines__read(in, line, TRACE_LINE_MAX + 1, &n, &nl);
+		json_object *o;
+		enum rec k;
 
-		lineno++;
-		o = json_tokener_parse(line);
-		if (!o || !json_object_object_get_ex(o, "type", &v)) {
-			json_object_put(o);
-			r = -EINVAL;
-			snprintf(err, len, "%s:%ld: not a gpuprobe trace record", in_path, lineno);
-			goto cleanup;
+		if (ls == LINE_EOF)
+			break;
+		if (ls == LINE_ERROR) {
+			r = -errno;
+			snprintf(err, len, "%s: reading line %zu: %s", in_path, st->lines + 1, strerror(errno));
+			break;
 		}
-		type = json_object_get_string(v);
-		if (!strcmp(type, "process")) {
-			json_object *pid = NULL, *comm = NULL;
-
-			json_object_object_get_ex(o, "pid", &pid);
-			json_object_object_get_ex(o, "comm", &comm);
-			trace_writer__process_name(w, (uint32_t)json_object_get_int64(pid),
-						   json_object_get_string(comm));
-			json_object_put(o);
+		st->lines++;
+		if (ls == LINE_LONG) {
+			dropped(st, &st->too_long);
 			continue;
 		}
-		if (!strcmp(type, "summary")) {
-			json_object_put(summary);
-			summary = o;
-			json_object_object_del(summary, "type");
+		if (!n)
+			continue;
+		o = parse_line(tok, line, n);
+		if (!o) {
+			/* a last line without its newline that does not parse: the writer was
+			 * stopped inside it */
+			dropped(st, nl ? &st->malformed : &st->truncated);
 			continue;
 		}
-		{
-			json_object *args = NULL, *fn = NULL, *pid, *tid, *ts, *dur, *ret;
-
-			json_object_object_get_ex(o, "fn", &fn);
-			json_object_object_get_ex(o, "pid", &pid);
-			json_object_object_get_ex(o, "tid", &tid);
-			json_object_object_get_ex(o, "ts_ns", &ts);
-			json_object_object_get_ex(o, "dur_ns", &dur);
-			json_object_object_get_ex(o, "ret", &ret);
-			if (json_object_object_get_ex(o, "args", &args))
-				json_object_get(args);
-			trace_writer__event(w, type, (uint32_t)json_object_get_int64(pid),
-					    (uint32_t)json_object_get_int64(tid), json_object_get_string(fn),
-					    (uint64_t)json_object_get_int64(ts), (uint64_t)json_object_get_int64(dur),
-					    json_object_get_int64(ret), args);
-		}
+		k = convert_record(w, o, &summary);
 		json_object_put(o);
+		if (k == REC_OK)
+			st->records++;
+		else
+			dropped(st, k == REC_BAD ? &st->malformed : &st->unknown);
 	}
-	fprintf(out, "\n],\"otherData\":%s}\n",
-		summary ? json_object_to_json_string_ext(summary, JFLAGS) : "{}");
-	if (fflush(out) || ferror(out)) {
+	st->summary = summary != NULL;
+	if (st->dropped || !summary) {
+		other = summary ? json_object_get(summary) : json_object_new_object();
+		json_object *c = json_object_new_object();
+
+		json_object_object_add(c, "lines", json_object_new_uint64(st->lines));
+		json_object_object_add(c, "records", json_object_new_uint64(st->records));
+		json_object_object_add(c, "dropped_lines", json_object_new_uint64(st->dropped));
+		json_object_object_add(c, "truncated", json_object_new_boolean(st->truncated > 0));
+		json_object_object_add(c, "summary_missing", json_object_new_boolean(!summary));
+		json_object_object_add(other, "convert", c);
+	} else {
+		other = json_object_get(summary);
+	}
+	chrome_tail(out, other);
+	if ((fflush(out) || ferror(out)) && !r) {
 		r = -EIO;
 		snprintf(err, len, "writing the output: %s", strerror(EIO));
 	}
+	if (!r && st->dropped && !st->records) {
+		r = -EINVAL;
+		if (st->dropped == st->truncated)
+			snprintf(err, len, "%s: no complete record: the trace ends inside its first line", in_path);
+		else
+			snprintf(err, len, "%s: not a gpuprobe JSON Lines trace (no record in %zu lines)", in_path,
+				 st->lines);
+	}
 cleanup:
 	json_object_put(summary);
+	json_object_put(other);
+	if (tok)
+		json_tokener_free(tok);
 	free(line);
-	if (in && in != stdin)
+	if (in && !std)
 		fclose(in);
-	if (w) {
-		u64map__free(w->named);
-		free(w);
-	}
+	writer_free(w);
 	return r;
+}
+
+int trace__convert_chrome(const char *in_path, FILE *out, char *err, size_t len)
+{
+	struct trace_convert_stats st;
+	int r = trace__convert(in_path, out, &st, err, len);
+	char why[160] = "";
+	size_t o = 0;
+
+	if (r || !st.dropped)
+		return r;
+	if (st.truncated)
+		o += snprintf(why + o, sizeof(why) - o, ", the last cut short");
+	if (st.malformed && o < sizeof(why))
+		o += snprintf(why + o, sizeof(why) - o, ", %zu not a complete record", st.malformed);
+	if (st.too_long && o < sizeof(why))
+		o += snprintf(why + o, sizeof(why) - o, ", %zu longer than %d bytes", st.too_long, TRACE_LINE_MAX);
+	if (st.unknown && o < sizeof(why))
+		snprintf(why + o, sizeof(why) - o, ", %zu of a record type this gpuprobe does not know", st.unknown);
+	fprintf(stderr, "gpuprobe: convert: %s: dropped %zu of %zu lines (first: line %zu%s); converted %zu records\n",
+		in_path, st.dropped, st.lines, st.first_dropped, why, st.records);
+	return 0;
 }
