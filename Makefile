@@ -173,3 +173,12 @@ clean:
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)python3 bench/run.py
+
+# ---- fleet: web configuration, Kubernetes attribution, install and Debian package ----
+# (issue 18; owned by the fleet branch: keep this block last)
+# src/out/webconfig.c: libyaml (the YAML), libcrypt (bcrypt), libresolv (b64_pton).
+LIBS += -lyaml -lcrypt -lresolv
+# Build: libyaml-dev, libcrypt-dev. Tests: openssl (certificates), whois (mkpasswd) and
+# apache2-utils (htpasswd) for bcrypt hashes, curl, python3-yaml (manifests), dpkg-dev and
+# lintian (the package).
+DEB_PKGS += libyaml-dev libcrypt-dev openssl whois apache2-utils curl python3-yaml dpkg-dev lintian
