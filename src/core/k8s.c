@@ -277,30 +277,33 @@ int k8s__parse_cgroup(const char *path, struct k8s_id *out)
 	return 0;
 }
 
-int k8s__read_cgroup(int pid, char *buf, size_t len)
+/* "cpu,memory" has "memory"; "memory_x" does not. */
+static bool has_controller(const char *list, const char *name)
 {
-	char path[64], text[65536], *save = NULL, *line;
-	const char *v2 = NULL, *mem = NULL, *sysd = NULL, *first = NULL, *pick;
-	ssize_t n = 0, r;
-	int fd, err = 0;
+	size_t n = strlen(name);
 
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -ENOENT;
-	while ((size_t)n < sizeof(text) - 1 && (r = read(fd, text + n, sizeof(text) - 1 - (size_t)n)) > 0)
-		n += r;
-	close(fd);
-	text[n] = '\0';
+	for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return true;
+	}
+	return false;
+}
+
+int k8s__cgroup_of(char *text, char *buf, size_t len)
+{
+	const char *v2 = NULL, *mem = NULL, *sysd = NULL, *first = NULL, *pick;
+	char *save = NULL, *line;
+	int err = 0;
+
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
 
 		if (!c2)
 			continue;
-		*c2 = '\0';
-		if (!strcmp(line, "0") && c1 + 1 == c2)
+		*c1 = *c2 = '\0';	/* line: hierarchy id, c1 + 1: controllers */
+		if (!strcmp(line, "0") && !c1[1])
 			v2 = c2 + 1;
-		else if (!strcmp(c1 + 1, "memory") || !strncmp(c1 + 1, "memory,", 7) || strstr(c1 + 1, ",memory"))
+		else if (has_controller(c1 + 1, "memory"))
 			mem = c2 + 1;
 		else if (!strcmp(c1 + 1, "name=systemd"))
 			sysd = c2 + 1;
@@ -319,6 +322,23 @@ int k8s__read_cgroup(int pid, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%s", pick);
 	return err;
+}
+
+int k8s__read_cgroup(int pid, char *buf, size_t len)
+{
+	char path[64], text[65536];
+	ssize_t n = 0, r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	while ((size_t)n < sizeof(text) - 1 && (r = read(fd, text + n, sizeof(text) - 1 - (size_t)n)) > 0)
+		n += r;
+	close(fd);
+	text[n] = '\0';
+	return k8s__cgroup_of(text, buf, len);
 }
 
 int k8s__of_pid(int pid, struct k8s_id *out)

@@ -72,6 +72,8 @@ int k8s__parse_cgroup(const char *path, struct k8s_id *out);
  * more. Returns 0, -ENOENT (no such process or no line) or -ENAMETOOLONG.
  */
 int k8s__read_cgroup(int pid, char *buf, size_t len);
+/* The same choice made on the text of a /proc/PID/cgroup file (modified in place). */
+int k8s__cgroup_of(char *text, char *buf, size_t len);
 
 /* Both of the above. */
 int k8s__of_pid(int pid, struct k8s_id *out);

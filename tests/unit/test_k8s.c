@@ -172,6 +172,30 @@ static void test_own_process(void)
 		ASSERT_EQ(k8s__read_cgroup(getpid(), small, sizeof(small)), -ENAMETOOLONG);
 }
 
+static void pick(const char *text, int want_rc, const char *want)
+{
+	char t[1024], buf[256] = "";
+
+	snprintf(t, sizeof(t), "%s", text);
+	ASSERT_EQ(k8s__cgroup_of(t, buf, sizeof(buf)), want_rc);
+	if (!want_rc)
+		ASSERT_STR_EQ(buf, want);
+}
+
+/* Which line of /proc/PID/cgroup: v2 unless a hybrid host left it at "/". */
+static void test_cgroup_file_lines(void)
+{
+	pick("0::/kubepods.slice/a.scope\n", 0, "/kubepods.slice/a.scope");
+	pick("12:pids:/x\n4:cpu,memory:/kubepods/burstable/pod" UID_D "/" CID "\n1:name=systemd:/y\n0::/\n",
+	     0, "/kubepods/burstable/pod" UID_D "/" CID);
+	pick("4:memory:/m\n1:name=systemd:/s\n0::/kubepods.slice/b.scope\n", 0, "/kubepods.slice/b.scope");
+	pick("4:memory:/\n0::/\n", 0, "/");
+	pick("5:memory_x:/no\n1:name=systemd:/sd\n", 0, "/sd");
+	pick("7:cpuset:/first\n", 0, "/first");
+	pick("garbage\n\n", -ENOENT, "");
+	pick("0::/a/very/long/path/" CID CID CID CID "\n", -ENAMETOOLONG, "");
+}
+
 /* ---- names ---- */
 
 static char root[64];
@@ -386,6 +410,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_path_shapes);
 	RUN_TEST(test_bad_paths);
 	RUN_TEST(test_own_process);
+	RUN_TEST(test_cgroup_file_lines);
 	if (make_tree()) {
 		printf("not ok - cannot make the log tree\n");
 		return 1;
