@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <yaml.h>
 #include <microhttpd.h>
@@ -73,21 +74,88 @@ static int fail(struct ctx *c, const yaml_node_t *n, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* One regular file, not through a symlink, never blocking on a FIFO, at most max bytes:
- * NUL-terminated in *out. */
+/*
+ * A directory that only root (or gpuprobe's own user) can change: owned by one of them,
+ * and not writable by group or others, unless sticky (others cannot rename what they do
+ * not own) or on a read-only mount (a Kubernetes Secret volume is a tmpfs of mode 1777
+ * mounted read-only).
+ */
+static bool safe_dir(const char *dir)
+{
+	struct statvfs vfs;
+	struct stat st;
+
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()))
+		return false;
+	if (!(st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_mode & S_ISVTX))
+		return true;
+	return !statvfs(dir, &vfs) && (vfs.f_flag & ST_RDONLY);
+}
+
+/* Every directory from / down to the folder of path (absolute or not) is safe. */
+static bool safe_dirs(const char *path)
+{
+	char dir[PATH_MAX], abs[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	bool ok;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash == path ? 1 : slash - path), path);
+	if (!realpath(dir, abs))
+		return false;
+	ok = safe_dir("/") && safe_dir(abs);
+	for (char *s = strchr(abs + 1, '/'); ok && s; s = strchr(s + 1, '/')) {
+		*s = '\0';
+		ok = safe_dir(abs);
+		*s = '/';
+	}
+	return ok;
+}
+
+/*
+ * Opens an admin-named file: not through a symbolic link that someone other than root
+ * could have planted or redirected. A link is followed only when it is root's (or ours),
+ * sits in a safe folder and resolves through safe folders to a file of root's (or ours):
+ * Kubernetes Secret volumes are made of such links (name -> ..data/name).
+ */
+static int open_admin_file(const char *path, char *why, size_t len)
+{
+	char real[PATH_MAX];
+	struct stat lst, st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+
+	if (fd >= 0 || errno != ELOOP) {
+		if (fd < 0)
+			snprintf(why, len, "%s: %s", path, strerror(errno));
+		return fd < 0 ? -errno : fd;
+	}
+	if (lstat(path, &lst) || (lst.st_uid != 0 && lst.st_uid != geteuid()) ||
+	    !realpath(path, real) || !safe_dirs(path) || !safe_dirs(real) ||
+	    stat(real, &st) || (st.st_uid != 0 && st.st_uid != geteuid())) {
+		snprintf(why, len, "%s: a symbolic link that others than root could change (or to a file of theirs): name the file itself", path);
+		return -ELOOP;
+	}
+	fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		snprintf(why, len, "%s: %s", real, strerror(errno));
+	return fd < 0 ? -errno : fd;
+}
+
+/* One regular file, never blocking on a FIFO, at most max bytes: NUL-terminated in *out. */
 static int read_file(const char *path, size_t max, char **out, char *why, size_t len)
 {
 	char *buf = NULL;
 	struct stat st;
 	size_t n = 0;
-	ssize_t r;
+	ssize_t r = 0;
 	int fd = -1, err = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	fd = open_admin_file(path, why, len);
 	if (fd < 0) {
-		err = -errno;
-		snprintf(why, len, "%s: %s%s", path, strerror(errno),
-			 errno == ELOOP ? " (a symbolic link: name the file itself)" : "");
+		err = fd;
+		fd = -1;
 		goto cleanup;
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {

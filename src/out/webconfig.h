@@ -15,6 +15,11 @@
  *     (the toolkit's five security headers, added to every response by the caller).
  *   basic_auth_users: user: bcrypt hash ($2a$, $2b$, $2y$).
  *
+ * Files (the config, cert_file, key_file) are read bounded, regular files only, never
+ * blocking. A symbolic link is followed only if root (or gpuprobe's user) owns it and
+ * everything it goes through: a Kubernetes Secret volume (web.yml -> ..data/web.yml on
+ * a read-only tmpfs) passes, a link in a folder others may write does not.
+ *
  * The file is read once (the daemon decides when to reload). Not thread-safe: call
  * webconfig__check_auth from one thread (libmicrohttpd's external-select loop) or lock.
  */

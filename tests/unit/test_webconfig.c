@@ -130,6 +130,16 @@ static int setup(void)
 	r |= sh("cd %s && openssl pkey -in key.pem -aes256 -passout pass:x -out enc.pem 2>/dev/null", dir);
 	r |= sh("cd %s && mkdir -p sub && cp cert.pem key.pem sub/ && ln -s key.pem keylink.pem && "
 		"mkfifo fifo.pem", dir);
+	/* Links others could change: in a folder anyone may write, to a file in one, owned
+	 * by nobody. And the layout of a Kubernetes Secret volume (name -> ..data/name). */
+	r |= sh("cd %s && mkdir -p open && chmod 0777 open && ln -s ../key.pem open/keylink.pem && "
+		"cp key.pem open/key.pem && ln -s open/key.pem tounsafe.pem && "
+		"ln -s key.pem nobodylink.pem && chown -h nobody nobodylink.pem && "
+		"mkdir -p secret/..2026_11_22_21_00_00.1 && cp cert.pem secret/..2026_11_22_21_00_00.1/tls.crt && "
+		"cp key.pem secret/..2026_11_22_21_00_00.1/tls.key && "
+		"printf 'tls_server_config:\\n  cert_file: tls.crt\\n  key_file: tls.key\\n' > secret/..2026_11_22_21_00_00.1/web.yml && "
+		"ln -s ..2026_11_22_21_00_00.1 secret/..data && for f in tls.crt tls.key web.yml; do "
+		"ln -s ..data/$f secret/$f; done", dir);
 	/* htpasswd prints user:hash; the cost 5 keeps the suite fast, 9 is for timing. */
 	r |= sh_out(hash_y, sizeof(hash_y), "htpasswd -nbB -C 5 alice 'wonder land' | cut -d: -f2-");
 	r |= sh_out(hash_b, sizeof(hash_b), "mkpasswd -m bcrypt -R 5 'b0b'");
@@ -324,8 +334,12 @@ static void test_errors_one_line_each(void)
 		     "cert_file ");
 	expect_error("e7b.yml", "tls_server_config:\n  cert_file: nothere.pem\n  key_file: key.pem\n",
 		     "nothere.pem: No such file or directory");
-	expect_error("e8.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: keylink.pem\n",
-		     "keylink.pem: Too many levels of symbolic links (a symbolic link");
+	expect_error("e8.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: open/keylink.pem\n",
+		     "open/keylink.pem: a symbolic link that others than root could change");
+	expect_error("e8b.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: tounsafe.pem\n",
+		     "tounsafe.pem: a symbolic link that others than root could change");
+	expect_error("e8c.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: nobodylink.pem\n",
+		     "nobodylink.pem: a symbolic link that others than root could change");
 	expect_error("e9.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: fifo.pem\n",
 		     "fifo.pem: not a regular file");
 	expect_error("e10.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: other.pem\n",
@@ -364,6 +378,28 @@ static void test_errors_one_line_each(void)
 	}
 	ASSERT_TRUE(webconfig__load("/nonexistent/web.yml", err, sizeof(err)) == NULL);
 	ASSERT_STR_EQ(err, "web config /nonexistent/web.yml: No such file or directory");
+}
+
+/* Kubernetes Secret volumes are links (web.yml -> ..data/web.yml, ..data -> ..<time>)
+ * in folders of root's: followed. A link of root's in a safe folder too. */
+static void test_links_of_root_are_followed(void)
+{
+	char path[256];
+	struct webconfig *wc;
+
+	snprintf(path, sizeof(path), "%s/secret/web.yml", dir);
+	wc = webconfig__load(path, err, sizeof(err));
+	if (!wc)
+		printf("# %s\n", err);
+	ASSERT_TRUE(wc != NULL);
+	ASSERT_EQ(webconfig__tls(wc), 1);
+	webconfig__free(wc);
+	put("link.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: keylink.pem\n");
+	wc = load("link.yml");
+	if (!wc)
+		printf("# %s\n", err);
+	ASSERT_TRUE(wc != NULL);
+	webconfig__free(wc);
 }
 
 static void test_inline_cert_and_key(void)
@@ -549,6 +585,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_cache_and_unknown_user_cost);
 	RUN_TEST(test_tls_relative_paths_and_priorities);
 	RUN_TEST(test_errors_one_line_each);
+	RUN_TEST(test_links_of_root_are_followed);
 	RUN_TEST(test_inline_cert_and_key);
 	RUN_TEST(test_https_with_basic_auth_curl);
 	rc = unit_done();
