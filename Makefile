@@ -181,7 +181,8 @@ LIBS += -lyaml -lcrypt -lresolv
 # Build: libyaml-dev, libcrypt-dev. Tests: openssl (certificates), whois (mkpasswd) and
 # apache2-utils (htpasswd) for bcrypt hashes, curl, python3-yaml (manifests), dpkg-dev and
 # lintian (the package).
-DEB_PKGS += libyaml-dev libcrypt-dev openssl whois apache2-utils curl python3-yaml dpkg-dev lintian
+DEB_PKGS += libyaml-dev libcrypt-dev openssl whois apache2-utils curl python3-yaml dpkg-dev lintian \
+	init-system-helpers
 
 # `make install`: PREFIX (/usr/local) and DESTDIR as usual. The binary goes to bin, as in
 # node_exporter's Debian package (/usr/bin/prometheus-node-exporter): gpuprobe is also a

@@ -240,8 +240,9 @@ static bool parse_cgroupfs(char **c, int m, bool relative, struct k8s_id *out)
 		out->qos = K8S_QOS_BURSTABLE, i++;
 	else if (i < m && !strcmp(c[i], "besteffort"))
 		out->qos = K8S_QOS_BESTEFFORT, i++;
-	else
-		out->qos = K8S_QOS_GUARANTEED;
+	else if (i > 0)
+		out->qos = K8S_QOS_GUARANTEED;	/* right under kubepods */
+	/* else: relative, starting at the pod: under kubepods or a QoS folder, unknown */
 	if (i >= m || strncmp(c[i], "pod", 3) || !parse_uid(c[i] + 3, strlen(c[i] + 3), '-', out->pod_uid)) {
 		out->qos = K8S_QOS_NONE;
 		out->pod_uid[0] = '\0';

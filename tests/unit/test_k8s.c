@@ -73,6 +73,8 @@ static const struct want cases[] = {
 	{ "/../cri-containerd-" CID ".scope", "", CID, K8S_RUNTIME_CONTAINERD, K8S_QOS_NONE, "" },
 	{ "/../../burstable/pod" UID_D "/" CID, UID_D, CID, K8S_RUNTIME_NONE, K8S_QOS_BURSTABLE, "" },
 	{ "/../../../kubepods/pod" UID_D "/crio-" CID, UID_D, CID, K8S_RUNTIME_CRIO, K8S_QOS_GUARANTEED, "" },
+	/* a sibling pod of the reader's: its QoS folder is above the namespace, unknown */
+	{ "/../../pod" UID_D "/" CID, UID_D, CID, K8S_RUNTIME_NONE, K8S_QOS_NONE, "" },
 	/* containers outside Kubernetes */
 	{ "/system.slice/docker-" CID ".scope", "", CID, K8S_RUNTIME_DOCKER, K8S_QOS_NONE, "" },
 	{ "/docker/" CID, "", CID, K8S_RUNTIME_DOCKER, K8S_QOS_NONE, "" },
