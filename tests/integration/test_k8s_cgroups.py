@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 import uuid
 
 import gp
@@ -57,15 +58,30 @@ class Cgroups:
             f.write(str(pid))
 
     def cleanup(self):
+        """A cgroup of a process just reaped may stay busy a moment: retry for 5 s."""
         left = []
         for path in reversed(self.made):
-            try:
-                os.rmdir(path)
-            except OSError as e:
-                if e.errno not in (errno.ENOENT,):
-                    left.append(f"{path}: {e.strerror}")
+            deadline = time.time() + 5
+            while True:
+                try:
+                    os.rmdir(path)
+                    break
+                except OSError as e:
+                    if e.errno == errno.ENOENT:
+                        break
+                    if e.errno != errno.EBUSY or time.time() > deadline:
+                        left.append(f"{path}: {e.strerror}")
+                        break
+                    time.sleep(0.05)
         self.made = []
         return left
+
+
+def workload():
+    """A stand-in CUDA process held at READY. Not "memleak_app --wait" on its command
+    line: tests/integration/test_errors.py pkills that pattern node-wide, which killed
+    these workloads when another checkout's tests ran beside this one."""
+    return gp.start_app([app("memleak_app"), "--allocs", "4", "--wait"], env=ENV)
 
 
 def cid():
@@ -128,7 +144,7 @@ def test_kubelet_cgroups_both_drivers():
         for name, path, want in cases:
             kubelet_logs(logs, want["namespace"], want["pod"], want["pod_uid"], "cuda", want["container_id"])
             cg.make(path)
-            a = gp.start_app([app("memleak_app"), "--wait"], env=ENV)
+            a = workload()
             apps.append(a)
             cg.move(a.pid, path)
             got = ask(a.pid, logs)
@@ -160,7 +176,7 @@ def test_systemd_unit_and_delegated_fake():
     apps = []
     try:
         cg.make(f"system.slice/{unit}")
-        a = gp.start_app([app("memleak_app"), "--wait"], env=ENV)
+        a = workload()
         apps.append(a)
         cg.move(a.pid, f"system.slice/{unit}")
         got = ask(a.pid)
@@ -168,7 +184,7 @@ def test_systemd_unit_and_delegated_fake():
         # A subtree under a service (as systemd delegates to users and rootless
         # runtimes) named like a pod is not a pod: the service is what it is.
         cg.make(fake)
-        b = gp.start_app([app("memleak_app"), "--wait"], env=ENV)
+        b = workload()
         apps.append(b)
         cg.move(b.pid, fake)
         got = ask(b.pid)
@@ -200,7 +216,7 @@ def test_reader_in_private_cgroup_namespace():
             cg.make(p)
         targets = {}
         for name, p in (("other QoS", theirs), ("same QoS", same_qos), ("own pod", sib)):
-            a = gp.start_app([app("memleak_app"), "--wait"], env=ENV)
+            a = workload()
             apps.append(a)
             cg.move(a.pid, p)
             targets[name] = a.pid
