@@ -181,3 +181,96 @@ bench: deps
 LIBS += -lm
 DEB_PKGS += chromium fonts-dejavu-core
 # --- end flame ---
+
+# ---- fleet: web configuration, Kubernetes attribution, install and Debian package ----
+# (issue 18; owned by the fleet branch: keep this block last)
+# src/out/webconfig.c: libyaml (the YAML), libcrypt (bcrypt), libresolv (b64_pton).
+LIBS += -lyaml -lcrypt -lresolv
+# Build: libyaml-dev, libcrypt-dev. Tests: openssl (certificates), whois (mkpasswd) and
+# apache2-utils (htpasswd) for bcrypt hashes, curl, python3-yaml (manifests), dpkg-dev and
+# lintian (the package).
+DEB_PKGS += libyaml-dev libcrypt-dev openssl whois apache2-utils curl python3-yaml dpkg-dev lintian \
+	init-system-helpers
+
+# `make install`: PREFIX (/usr/local) and DESTDIR as usual. The binary goes to bin, as in
+# node_exporter's Debian package (/usr/bin/prometheus-node-exporter): gpuprobe is also a
+# command users run. The unit goes where systemd looks ($(PREFIX)/lib/systemd/system) with
+# ExecStart pointing at the installed binary; /etc/default/gpuprobe is installed only if
+# absent, so an admin's settings survive a reinstall.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
+
+.PHONY: install uninstall deb
+install: $(OUTPUT)/gpuprobe
+	$(call msg,INSTALL,$(DESTDIR)$(BINDIR)/gpuprobe)
+	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/default
+	$(Q)install -m 0755 $(OUTPUT)/gpuprobe $(DESTDIR)$(BINDIR)/gpuprobe
+	$(Q)install -m 0644 docs/gpuprobe.8 $(DESTDIR)$(MANDIR)/man8/gpuprobe.8
+	$(Q)sed 's|^ExecStart=/usr/local/bin/gpuprobe |ExecStart=$(BINDIR)/gpuprobe |' \
+		examples/systemd/gpuprobe.service > $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
+	$(Q)grep -q '^ExecStart=$(BINDIR)/gpuprobe ' $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
+	$(Q)chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
+	$(Q)mv $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service
+	$(Q)test -e $(DESTDIR)$(SYSCONFDIR)/default/gpuprobe || \
+		install -m 0644 examples/default/gpuprobe $(DESTDIR)$(SYSCONFDIR)/default/gpuprobe
+
+uninstall:
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/gpuprobe $(DESTDIR)$(MANDIR)/man8/gpuprobe.8 \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service
+	@echo "  kept     $(DESTDIR)$(SYSCONFDIR)/default/gpuprobe (your settings)"
+
+# `make deb`: a Debian package from a staged tree (dpkg-deb), built the Debian way: the
+# hardening flags of dpkg-buildflags in a build folder of its own, the binary stripped as
+# dh_strip does, Depends from dpkg-shlibdeps, maintainer scripts as dh_installsystemd
+# writes them (examples/packaging/debian/). The version is what the binary reports.
+DEB_DIR := $(OUTPUT)/deb
+DEB_BUILD := $(DEB_DIR)/build
+DEB_ROOT := $(DEB_DIR)/root
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB_MAINTAINER ?= gpuprobe maintainers <maintainers@users.noreply.a-seed-14e45ab7.example>
+DEB_FLAGS = $(shell DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get CFLAGS) \
+	$(shell DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get CPPFLAGS)
+DEB_LDFLAGS = $(shell DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get LDFLAGS)
+
+deb:
+	$(call msg,DEB-CC,$(DEB_BUILD)/gpuprobe)
+	$(Q)CFLAGS="$(DEB_FLAGS)" LDFLAGS="$(DEB_LDFLAGS)" $(MAKE) --no-print-directory \
+		OUTPUT=$(DEB_BUILD) $(DEB_BUILD)/gpuprobe
+	$(Q)rm -rf $(DEB_ROOT) $(DEB_DIR)/shlibs
+	$(Q)$(MAKE) --no-print-directory OUTPUT=$(DEB_BUILD) install DESTDIR=$(abspath $(DEB_ROOT)) \
+		PREFIX=/usr SYSTEMDUNITDIR=/lib/systemd/system
+	$(Q)set -e; r=$(DEB_ROOT); \
+	version=$$($$r/usr/bin/gpuprobe --version | sed -n 's/^gpuprobe \([0-9][0-9A-Za-z.+~-]*\)$$/\1/p'); \
+	test -n "$$version" || { echo "make deb: no version from gpuprobe --version" >&2; exit 1; }; \
+	strip --remove-section=.comment --remove-section=.note --strip-unneeded $$r/usr/bin/gpuprobe; \
+	gzip -9n $$r/usr/share/man/man8/gpuprobe.8; \
+	install -d $$r/usr/share/doc/gpuprobe $$r/DEBIAN; \
+	install -m 0644 examples/packaging/debian/copyright $$r/usr/share/doc/gpuprobe/copyright; \
+	date=$$(date -R -u -d @$$(git log -1 --format=%ct 2>/dev/null || date +%s)); \
+	commit=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown); \
+	sed -e "s|@VERSION@|$$version|" -e "s|@COMMIT@|$$commit|" -e "s|@MAINTAINER@|$(DEB_MAINTAINER)|" \
+		-e "s|@DATE@|$$date|" examples/packaging/debian/changelog.in | gzip -9n > $$r/usr/share/doc/gpuprobe/changelog.gz; \
+	chmod 0644 $$r/usr/share/doc/gpuprobe/changelog.gz; \
+	mkdir -p $(DEB_DIR)/shlibs/debian; \
+	printf 'Source: gpuprobe\n\nPackage: gpuprobe\nArchitecture: any\n' > $(DEB_DIR)/shlibs/debian/control; \
+	deps=$$(cd $(DEB_DIR)/shlibs && dpkg-shlibdeps -O -e$(abspath $(DEB_ROOT))/usr/bin/gpuprobe 2>/dev/null | \
+		sed -n 's/^shlibs:Depends=//p'); \
+	test -n "$$deps" || { echo "make deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }; \
+	install -m 0755 examples/packaging/debian/postinst examples/packaging/debian/prerm \
+		examples/packaging/debian/postrm $$r/DEBIAN/; \
+	install -m 0644 examples/packaging/debian/conffiles $$r/DEBIAN/conffiles; \
+	(cd $$r && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | LC_ALL=C sort -z | \
+		xargs -0 md5sum) > $$r/DEBIAN/md5sums; \
+	chmod 0644 $$r/DEBIAN/md5sums; \
+	size=$$(du -k -s --exclude=DEBIAN $$r | cut -f1); \
+	sed -e "s|@VERSION@|$$version|" -e "s|@ARCH@|$(DEB_ARCH)|" -e "s|@MAINTAINER@|$(DEB_MAINTAINER)|" \
+		-e "s|@SIZE@|$$size|" -e "s|@DEPENDS@|$$deps, init-system-helpers (>= 1.54~)|" \
+		examples/packaging/debian/control.in > $$r/DEBIAN/control; \
+	out=$(DEB_DIR)/gpuprobe_$${version}_$(DEB_ARCH).deb; \
+	dpkg-deb --root-owner-group -Zxz --build $$r $$out >/dev/null; \
+	ln -sf $$(basename $$out) $(DEB_DIR)/gpuprobe.deb; \
+	echo "  DEB      $$out"

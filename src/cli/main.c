@@ -21,6 +21,7 @@
 #include "cmdline.h"
 #include "daemon.h"
 #include "events.h"
+#include "flame.h"
 #include "json.h"
 #include "option.h"
 #include "options.h"
@@ -38,6 +39,7 @@ static const struct cmd {
 	{ "daemon", daemon__main },
 	{ "check", check__main },
 	{ "convert", convert_main },
+	{ "flame", flame__main },
 	{ 0 },
 };
 
@@ -46,7 +48,7 @@ static const char doc[] =
 	"\n"
 	"Traces COMMAND (started by gpuprobe and probed before it runs), a running\n"
 	"process (-p), or, with neither, every CUDA process on the node.\n"
-	"Subcommands: gpuprobe daemon|check|convert (each with --help).\n";
+	"Subcommands: gpuprobe daemon|check|convert|flame (each with --help).\n";
 
 static const char epilog[] =
 	"EXAMPLES:\n"

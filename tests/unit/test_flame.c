@@ -133,18 +133,25 @@ static void test_render_matches_folded(void)
 	struct folded *f = sample();
 	char svg[PLEN], fold[PLEN];
 
-	ASSERT_TRUE(f);
-	ASSERT_EQ(render_files(f, NULL, "sample", svg, sizeof(svg), fold, sizeof(fold)), 0);
-	ASSERT_EQ(check_flame(svg, "--folded"), 2); /* a missing argument: the checker's usage */
+	if (!ASSERT_TRUE(f, "f"))
+		goto cleanup;
+	if (!ASSERT_EQ(render_files(f, NULL, "sample", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, NULL, sample, svg, sizeof(svg), fold, siz..."))
+		goto cleanup;
+	if (!ASSERT_EQ(check_flame(svg, "--folded"), 2, "check_flame(svg, --folded)"))
+		goto cleanup; /* a missing argument: the checker's usage */
 	{
 		char extra[PLEN + 16];
 
 		snprintf(extra, sizeof(extra), "--folded %s", fold);
-		ASSERT_EQ(check_flame(svg, extra), 0);
+		if (!ASSERT_EQ(check_flame(svg, extra), 0, "check_flame(svg, extra)"))
+			goto cleanup;
 	}
 	/* 15 paths ("main x" and "main" are two frames, "main" one) plus "all" */
-	ASSERT_STR_CONTAINS(last_out, "\"frames\": 16");
-	ASSERT_STR_CONTAINS(last_out, "\"total\": 14745000");
+	if (!ASSERT_STR_CONTAINS(last_out, "\"frames\": 16", "contains frames: 16"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(last_out, "\"total\": 14745000", "contains total: 14745000"))
+		goto cleanup;
+cleanup:
 	folded__free(f);
 }
 
@@ -156,19 +163,26 @@ static void test_hostile_text_is_escaped(void)
 	struct flame_opts o = { .title = "</text><script>alert(2)</script> & \x07\xc3" };
 	char svg[PLEN], fold[PLEN], extra[PLEN + 16], cmd[PLEN * 8];
 
-	ASSERT_TRUE(f);
-	ASSERT_EQ(folded__add(f, a, 5, 1000), 0);
-	ASSERT_EQ(render_files(f, &o, "hostile", svg, sizeof(svg), fold, sizeof(fold)), 0);
+	if (!ASSERT_TRUE(f, "f"))
+		goto cleanup;
+	if (!ASSERT_EQ(folded__add(f, a, 5, 1000), 0, "folded__add(f, a, 5, 1000)"))
+		goto cleanup;
+	if (!ASSERT_EQ(render_files(f, &o, "hostile", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, &o, hostile, svg, sizeof(svg), fold, size..."))
+		goto cleanup;
 	snprintf(extra, sizeof(extra), "--folded %s", fold);
 	/* the names parsed out of the SVG equal the folded frames: escaped, never cut short */
-	ASSERT_EQ(check_flame(svg, extra), 0);
+	if (!ASSERT_EQ(check_flame(svg, extra), 0, "check_flame(svg, extra)"))
+		goto cleanup;
 	/* exactly one script element: the graph's own */
 	snprintf(cmd, sizeof(cmd),
 		 "python3 -c 'import sys,xml.etree.ElementTree as E; r=E.parse(sys.argv[1]).getroot();"
 		 "n=\"{http://www.w3.org/2000/svg}\"; print(len(list(r.iter(n+\"script\"))),"
 		 "r.find(n+\"text\").text)' %s", svg);
-	ASSERT_EQ(run(cmd), 0);
-	ASSERT_STR_EQ(last_out, "1 </text><script>alert(2)</script> & ??\n");
+	if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(last_out, "1 </text><script>alert(2)</script> & ??\n", "last_out"))
+		goto cleanup;
+cleanup:
 	folded__free(f);
 }
 
@@ -189,7 +203,8 @@ static void test_many_stacks(void)
 	unsigned frames = 0, paths = 0;
 	const char *p;
 
-	ASSERT_TRUE(f);
+	if (!ASSERT_TRUE(f, "f"))
+		goto cleanup;
 	for (int i = 0; i < 64; i++)
 		snprintf(names[i], sizeof(names[i]), "fn_%02d (lib%d.so)", i, i % 5);
 	for (int i = 0; i < 20000; i++) {
@@ -199,17 +214,24 @@ static void test_many_stacks(void)
 
 		for (size_t d = 0; d < depth; d++)
 			fr[d] = names[next64() % (d < 3 ? 4 : 64)];
-		ASSERT_EQ(folded__add(f, fr, depth, v), 0);
+		if (!ASSERT_EQ(folded__add(f, fr, depth, v), 0, "folded__add(f, fr, depth, v)"))
+			goto cleanup;
 	}
-	ASSERT_EQ(render_files(f, NULL, "many", svg, sizeof(svg), fold, sizeof(fold)), 0);
+	if (!ASSERT_EQ(render_files(f, NULL, "many", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, NULL, many, svg, sizeof(svg), fold, sizeo..."))
+		goto cleanup;
 	snprintf(extra, sizeof(extra), "--folded %s", fold);
-	ASSERT_EQ(check_flame(svg, extra), 0);
+	if (!ASSERT_EQ(check_flame(svg, extra), 0, "check_flame(svg, extra)"))
+		goto cleanup;
 	p = strstr(last_out, "\"frames\": ");
-	ASSERT_TRUE(p && sscanf(p, "\"frames\": %u", &frames) == 1);
+	if (!ASSERT_TRUE(p && sscanf(p, "\"frames\": %u", &frames) == 1, "p && sscanf(p, frames: %u, &frames) == 1"))
+		goto cleanup;
 	p = strstr(last_out, "\"paths\": ");
-	ASSERT_TRUE(p && sscanf(p, "\"paths\": %u", &paths) == 1);
+	if (!ASSERT_TRUE(p && sscanf(p, "\"paths\": %u", &paths) == 1, "p && sscanf(p, paths: %u, &paths) == 1"))
+		goto cleanup;
 	printf("#   %u paths, %u drawn\n", paths, frames);
-	ASSERT_TRUE(frames > 1000 && frames - 1 < paths);
+	if (!ASSERT_TRUE(frames > 1000 && frames - 1 < paths, "frames > 1000 && frames - 1 < paths"))
+		goto cleanup;
+cleanup:
 	folded__free(f);
 }
 
@@ -222,23 +244,35 @@ static void test_empty_and_bounds(void)
 	const char *one[] = { "only" };
 	FILE *null = fopen("/dev/null", "w");
 
-	ASSERT_TRUE(f && null);
-	ASSERT_EQ(flame__render(f, &narrow, null), -EINVAL);
-	ASSERT_EQ(flame__render(f, &wide, null), -EINVAL);
+	if (!ASSERT_TRUE(f && null, "f && null"))
+		goto cleanup;
+	if (!ASSERT_EQ(flame__render(f, &narrow, null), -EINVAL, "flame__render(f, &narrow, null)"))
+		goto cleanup;
+	if (!ASSERT_EQ(flame__render(f, &wide, null), -EINVAL, "flame__render(f, &wide, null)"))
+		goto cleanup;
 	fclose(null);
-	ASSERT_EQ(render_files(f, NULL, "empty", svg, sizeof(svg), fold, sizeof(fold)), 0);
+	if (!ASSERT_EQ(render_files(f, NULL, "empty", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, NULL, empty, svg, sizeof(svg), fold, size..."))
+		goto cleanup;
 	snprintf(cmd, sizeof(cmd),
 		 "python3 -c 'import sys,xml.etree.ElementTree as E; r=E.parse(sys.argv[1]).getroot();"
 		 "n=\"{http://www.w3.org/2000/svg}\"; print(len([g for g in r.iter(n+\"g\") if g.get(\"class\")==\"f\"]),"
 		 "\"no stacks\" in E.tostring(r, encoding=\"unicode\"))' %s", svg);
-	ASSERT_EQ(run(cmd), 0);
-	ASSERT_STR_EQ(last_out, "0 True\n");
-	ASSERT_EQ(folded__add(f, one, 1, 42), 0);
-	ASSERT_EQ(render_files(f, &ok, "narrow", svg, sizeof(svg), fold, sizeof(fold)), 0);
-	ASSERT_EQ(check_flame(svg, ""), 0);
+	if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(last_out, "0 True\n", "last_out"))
+		goto cleanup;
+	if (!ASSERT_EQ(folded__add(f, one, 1, 42), 0, "folded__add(f, one, 1, 42)"))
+		goto cleanup;
+	if (!ASSERT_EQ(render_files(f, &ok, "narrow", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, &ok, narrow, svg, sizeof(svg), fold, size..."))
+		goto cleanup;
+	if (!ASSERT_EQ(check_flame(svg, ""), 0, "check_flame(svg, )"))
+		goto cleanup;
 	snprintf(cmd, sizeof(cmd), "grep -c '42 samples, 100.00%%' %s; grep -o 'width=\"200\"' %s | head -1", svg, svg);
-	ASSERT_EQ(run(cmd), 0);
-	ASSERT_STR_EQ(last_out, "2\nwidth=\"200\"\n");
+	if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(last_out, "2\nwidth=\"200\"\n", "last_out"))
+		goto cleanup;
+cleanup:
 	folded__free(f);
 }
 
@@ -276,56 +310,73 @@ static void test_main(void)
 	tmp_path(err, sizeof(err), "main.err");
 	tmp_path(in, sizeof(in), "main.folded");
 	f = fopen(in, "w");
-	ASSERT_TRUE(f);
+	if (!ASSERT_TRUE(f, "f"))
+		goto cleanup;
 	fputs("main;work 100\nmain;idle 50\nthis line is broken\nmain;work 20\n", f);
 	fclose(f);
 	{
 		char *argv[] = { "flame", "--help", NULL };
 
-		ASSERT_EQ(flame_main(argv, out, err), 0);
+		if (!ASSERT_EQ(flame_main(argv, out, err), 0, "flame_main(argv, out, err)"))
+			goto cleanup;
 		snprintf(cmd, sizeof(cmd), "head -1 %s; wc -c < %s", out, err);
-		ASSERT_EQ(run(cmd), 0);
-		ASSERT_STR_CONTAINS(last_out, "Usage: gpuprobe flame [--title TEXT] [--width PIXELS]");
-		ASSERT_STR_CONTAINS(last_out, "\n0\n");
+		if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+			goto cleanup;
+		if (!ASSERT_STR_CONTAINS(last_out, "Usage: gpuprobe flame [--title TEXT] [--width PIXELS]", "contains Usage: gpuprobe flame [--title TEXT] [--width PI..."))
+			goto cleanup;
+		if (!ASSERT_STR_CONTAINS(last_out, "\n0\n", "contains 0"))
+			goto cleanup;
 	}
 	{
 		char *argv[] = { "flame", "--width", "50", in, NULL };
 
-		ASSERT_EQ(flame_main(argv, out, err), 2);
+		if (!ASSERT_EQ(flame_main(argv, out, err), 2, "flame_main(argv, out, err)"))
+			goto cleanup;
 		snprintf(cmd, sizeof(cmd), "cat %s", err);
 		run(cmd);
-		ASSERT_STR_EQ(last_out, "gpuprobe: flame: --width 50: not a number of pixels from 200 to 20000\n");
+		if (!ASSERT_STR_EQ(last_out, "gpuprobe: flame: --width 50: not a number of pixels from 200 to 20000\n", "last_out"))
+			goto cleanup;
 	}
 	{
 		char *argv[] = { "flame", in, in, NULL };
 
-		ASSERT_EQ(flame_main(argv, out, err), 2);
+		if (!ASSERT_EQ(flame_main(argv, out, err), 2, "flame_main(argv, out, err)"))
+			goto cleanup;
 	}
 	{
 		char *argv[] = { "flame", "--bogus", in, NULL };
 
-		ASSERT_EQ(flame_main(argv, out, err), 2);
+		if (!ASSERT_EQ(flame_main(argv, out, err), 2, "flame_main(argv, out, err)"))
+			goto cleanup;
 	}
 	{
 		char *argv[] = { "flame", "/nonexistent/x.folded", NULL };
 
-		ASSERT_EQ(flame_main(argv, out, err), 1);
+		if (!ASSERT_EQ(flame_main(argv, out, err), 1, "flame_main(argv, out, err)"))
+			goto cleanup;
 		snprintf(cmd, sizeof(cmd), "cat %s", err);
 		run(cmd);
-		ASSERT_STR_EQ(last_out, "gpuprobe: flame: /nonexistent/x.folded: No such file or directory\n");
+		if (!ASSERT_STR_EQ(last_out, "gpuprobe: flame: /nonexistent/x.folded: No such file or directory\n", "last_out"))
+			goto cleanup;
 	}
 	{
 		char *argv[] = { "flame", "--title", "Work", "--width", "800", in, NULL };
 
-		ASSERT_EQ(flame_main(argv, out, err), 0);
+		if (!ASSERT_EQ(flame_main(argv, out, err), 0, "flame_main(argv, out, err)"))
+			goto cleanup;
 		snprintf(cmd, sizeof(cmd), "cat %s", err);
 		run(cmd);
-		ASSERT_STR_CONTAINS(last_out, "skipped 1 of 4 lines (first: line 3,");
-		ASSERT_EQ(check_flame(out, ""), 0);
-		ASSERT_STR_CONTAINS(last_out, "\"total\": 170");
+		if (!ASSERT_STR_CONTAINS(last_out, "skipped 1 of 4 lines (first: line 3,", "contains skipped 1 of 4 lines (first: line 3,"))
+			goto cleanup;
+		if (!ASSERT_EQ(check_flame(out, ""), 0, "check_flame(out, )"))
+			goto cleanup;
+		if (!ASSERT_STR_CONTAINS(last_out, "\"total\": 170", "contains total: 170"))
+			goto cleanup;
 		snprintf(cmd, sizeof(cmd), "grep -c '<text id=\"fg-title\" x=\"400\" y=\"24\" text-anchor=\"middle\">Work</text>' %s", out);
-		ASSERT_EQ(run(cmd), 0);
+		if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+			goto cleanup;
 	}
+cleanup:;
 }
 
 /* The embedded script, run by a real browser: opened zoomed on a frame and searched, it
@@ -337,25 +388,35 @@ static void test_chromium_runs_the_script(void)
 	char frag[64] = "";
 	unsigned long long s = 0;
 
-	ASSERT_TRUE(f);
-	ASSERT_EQ(render_files(f, NULL, "chromium", svg, sizeof(svg), fold, sizeof(fold)), 0);
+	if (!ASSERT_TRUE(f, "f"))
+		goto cleanup;
+	if (!ASSERT_EQ(render_files(f, NULL, "chromium", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, NULL, chromium, svg, sizeof(svg), fold, s..."))
+		goto cleanup;
 	/* zoom on the grow_cache frame, wherever the layout put it */
 	snprintf(cmd, sizeof(cmd), "grep -o 'data-s=\"[0-9]*\" data-v=\"4096000\" data-d=\"2\"' %s", svg);
-	ASSERT_EQ(run(cmd), 0);
-	ASSERT_TRUE(sscanf(last_out, "data-s=\"%llu\"", &s) == 1);
+	if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+		goto cleanup;
+	if (!ASSERT_TRUE(sscanf(last_out, "data-s=\"%llu\"", &s) == 1, "sscanf(last_out, data-s=%llu, &s) == 1"))
+		goto cleanup;
 	snprintf(frag, sizeof(frag), "x=%llu&d=2&s=cuMem|main$", s);
 	tmp_path(dom, sizeof(dom), "chromium.dom");
 	snprintf(cmd, sizeof(cmd), "%s/svg2png.sh --dom %s '%s' > %s && python3 %s/check_flame.py --dom %s --zoom %llu,2 --search 'cuMem|main$' 2>&1",
 		 tools, svg, frag, dom, tools, dom, s);
-	ASSERT_EQ(run(cmd), 0);
+	if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+		goto cleanup;
 	/* grow_cache and its two callees, its two ancestors; the main frame of "main" matches */
-	ASSERT_STR_CONTAINS(last_out, "\"zoom_shown\": 3, \"zoom_hidden\": 11, \"zoom_ancestors\": 2");
-	ASSERT_STR_CONTAINS(last_out, "\"matched_sum\": 14545000");
+	if (!ASSERT_STR_CONTAINS(last_out, "\"zoom_shown\": 3, \"zoom_hidden\": 11, \"zoom_ancestors\": 2", "contains zoom_shown: 3, zoom_hidden: 11, zoom_ancestors: 2"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(last_out, "\"matched_sum\": 14545000", "contains matched_sum: 14545000"))
+		goto cleanup;
 	tmp_path(png, sizeof(png), "chromium.png");
 	snprintf(cmd, sizeof(cmd), "%s/svg2png.sh %s %s >/dev/null && python3 %s/check_flame.py %s --png %s 2>&1",
 		 tools, svg, png, tools, svg, png);
-	ASSERT_EQ(run(cmd), 0);
-	ASSERT_STR_CONTAINS(last_out, "\"png\": [1200, ");
+	if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(last_out, "\"png\": [1200, ", "contains png: [1200,"))
+		goto cleanup;
+cleanup:
 	folded__free(f);
 }
 

@@ -44,28 +44,48 @@ static int clean_utf8(const char *p, size_t n)
 
 static void test_sanitize_keeps_readable_forms(void)
 {
-	ASSERT_STR_EQ(sanitize("cuMemAlloc_v2+0x1a (libcuda.so.1)"), "cuMemAlloc_v2+0x1a (libcuda.so.1)");
-	ASSERT_STR_EQ(sanitize("train_step (train.py:42)"), "train_step (train.py:42)");
-	ASSERT_STR_EQ(sanitize("std::vector<int>::push_back(int const&)"), "std::vector<int>::push_back(int const&)");
-	ASSERT_STR_EQ(sanitize("r\xc3\xa9sum\xc3\xa9 (\xe6\x97\xa5.py:1)"), "r\xc3\xa9sum\xc3\xa9 (\xe6\x97\xa5.py:1)");
+	if (!ASSERT_STR_EQ(sanitize("cuMemAlloc_v2+0x1a (libcuda.so.1)"), "cuMemAlloc_v2+0x1a (libcuda.so.1)", "sanitize(cuMemAlloc_v2+0x1a (libcuda.so.1))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize("train_step (train.py:42)"), "train_step (train.py:42)", "sanitize(train_step (train.py:42))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize("std::vector<int>::push_back(int const&)"), "std::vector<int>::push_back(int const&)", "sanitize(std::vector<int>::push_back(int const&))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize("r\xc3\xa9sum\xc3\xa9 (\xe6\x97\xa5.py:1)"), "r\xc3\xa9sum\xc3\xa9 (\xe6\x97\xa5.py:1)", "sanitize(rxc3xa9sumxc3xa9 (xe6x97xa5.py:1))"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_sanitize_hostile_text(void)
 {
-	ASSERT_STR_EQ(sanitize("a;b"), "a:b");
-	ASSERT_STR_EQ(sanitize("line\nbreak\r"), "line?break?");
-	ASSERT_STR_EQ(sanitize("tab\there"), "tab here");
-	ASSERT_STR_EQ(sanitize("  padded  "), "padded");
-	ASSERT_STR_EQ(sanitize(""), "[unknown]");
-	ASSERT_STR_EQ(sanitize("   "), "[unknown]");
-	ASSERT_STR_EQ(sanitize(NULL), "[unknown]");
-	ASSERT_STR_EQ(sanitize("bad\xff\xfe utf8"), "bad?? utf8");
-	ASSERT_STR_EQ(sanitize("overlong \xc0\xaf"), "overlong ??");
-	ASSERT_STR_EQ(sanitize("surrogate \xed\xa0\x80"), "surrogate ???");
-	ASSERT_STR_EQ(sanitize("cut \xe6\x97"), "cut ??");
-	ASSERT_STR_EQ(sanitize("nonchar \xef\xbf\xbe"), "nonchar ???");
-	ASSERT_STR_EQ(sanitize("del\x7f"), "del?");
-	ASSERT_STR_EQ(sanitize("esc\x1b[31m"), "esc?[31m");
+	if (!ASSERT_STR_EQ(sanitize("a;b"), "a:b", "sanitize(a;b)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize("line\nbreak\r"), "line?break?", "sanitize(linebreakr)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize("tab\there"), "tab here", "sanitize(tabthere)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize("  padded  "), "padded", "sanitize( padded )"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize(""), "[unknown]", "sanitize()"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize("   "), "[unknown]", "sanitize( )"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize(NULL), "[unknown]", "sanitize(NULL)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize("bad\xff\xfe utf8"), "bad?? utf8", "sanitize(badxffxfe utf8)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize("overlong \xc0\xaf"), "overlong ??", "sanitize(overlong xc0xaf)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize("surrogate \xed\xa0\x80"), "surrogate ???", "sanitize(surrogate xedxa0x80)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize("cut \xe6\x97"), "cut ??", "sanitize(cut xe6x97)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize("nonchar \xef\xbf\xbe"), "nonchar ???", "sanitize(nonchar xefxbfxbe)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize("del\x7f"), "del?", "sanitize(delx7f)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(sanitize("esc\x1b[31m"), "esc?[31m", "sanitize(escx1b[31m)"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_sanitize_bounds(void)
@@ -76,29 +96,40 @@ static void test_sanitize_bounds(void)
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	n = folded__sanitize_frame(big, strlen(big), san, sizeof(san));
-	ASSERT_EQ(n, FOLDED_FRAME_MAX);
-	ASSERT_EQ(strlen(san), FOLDED_FRAME_MAX);
-	ASSERT_STR_EQ(san + FOLDED_FRAME_MAX - 3, "...");
+	if (!ASSERT_EQ(n, FOLDED_FRAME_MAX, "n"))
+		goto cleanup;
+	if (!ASSERT_EQ(strlen(san), FOLDED_FRAME_MAX, "strlen(san)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(san + FOLDED_FRAME_MAX - 3, "...", "san + FOLDED_FRAME_MAX - 3"))
+		goto cleanup;
 	/* a 3-byte character across the limit is dropped whole, never cut in half */
 	for (size_t i = 0; i + 3 <= sizeof(big) - 1; i += 3)
 		memcpy(big + i, "\xe6\x97\xa5", 3);
 	big[sizeof(big) - 1 - (sizeof(big) - 1) % 3] = '\0';
 	n = folded__sanitize_frame(big, strlen(big), san, sizeof(san));
-	ASSERT_TRUE(n <= FOLDED_FRAME_MAX);
-	ASSERT_TRUE(clean_utf8(san, n));
-	ASSERT_STR_EQ(san + n - 3, "...");
-	ASSERT_EQ((n - 3) % 3, 0);
+	if (!ASSERT_TRUE(n <= FOLDED_FRAME_MAX, "n <= FOLDED_FRAME_MAX"))
+		goto cleanup;
+	if (!ASSERT_TRUE(clean_utf8(san, n), "clean_utf8(san, n)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(san + n - 3, "...", "san + n - 3"))
+		goto cleanup;
+	if (!ASSERT_EQ((n - 3) % 3, 0, "(n - 3) % 3"))
+		goto cleanup;
 	/* the caller's buffer bounds it too */
 	n = folded__sanitize_frame("0123456789abcdefghij", 20, small, sizeof(small));
-	ASSERT_EQ(n, 15);
-	ASSERT_STR_EQ(small, "0123456789ab...");
+	if (!ASSERT_EQ(n, 15, "n"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(small, "0123456789ab...", "small"))
+		goto cleanup;
 	/* every byte value in a frame: the result is clean UTF-8 without ';' */
 	for (int b = 0; b < 256; b++) {
 		char in[8] = { 'a', (char)b, (char)b, 'z', (char)0x80, (char)b, 'q', 0 };
 
 		n = folded__sanitize_frame(in, 7, san, sizeof(san));
-		ASSERT_TRUE(n > 0 && clean_utf8(san, n) && !memchr(san, ';', n));
+		if (!ASSERT_TRUE(n > 0 && clean_utf8(san, n) && !memchr(san, ';', n), "n > 0 && clean_utf8(san, n) && !memchr(san, ';', n)"))
+			goto cleanup;
 	}
+cleanup:;
 }
 
 static char *write_to_string(struct folded *f)
@@ -127,20 +158,31 @@ static void test_add_aggregates_and_writes_sorted(void)
 	const char *c[] = { "main (app.c:40)" };
 	char *out;
 
-	ASSERT_TRUE(f);
-	ASSERT_EQ(folded__add(f, a, 3, 1024), 0);
-	ASSERT_EQ(folded__add(f, b, 3, 4096), 0);
-	ASSERT_EQ(folded__add(f, a, 3, 1024), 0);
-	ASSERT_EQ(folded__add(f, c, 1, 7), 0);
-	ASSERT_EQ(folded__add(f, c, 1, 0), 0); /* nothing outstanding: nothing to draw */
-	ASSERT_EQ(folded__add(f, NULL, 0, 5), 0);
-	ASSERT_EQ(folded__count(f), 4);
-	ASSERT_EQ(folded__total(f), 1024 + 4096 + 1024 + 7 + 5);
+	if (!ASSERT_TRUE(f, "f"))
+		goto cleanup;
+	if (!ASSERT_EQ(folded__add(f, a, 3, 1024), 0, "folded__add(f, a, 3, 1024)"))
+		goto cleanup;
+	if (!ASSERT_EQ(folded__add(f, b, 3, 4096), 0, "folded__add(f, b, 3, 4096)"))
+		goto cleanup;
+	if (!ASSERT_EQ(folded__add(f, a, 3, 1024), 0, "folded__add(f, a, 3, 1024)"))
+		goto cleanup;
+	if (!ASSERT_EQ(folded__add(f, c, 1, 7), 0, "folded__add(f, c, 1, 7)"))
+		goto cleanup;
+	if (!ASSERT_EQ(folded__add(f, c, 1, 0), 0, "folded__add(f, c, 1, 0)"))
+		goto cleanup; /* nothing outstanding: nothing to draw */
+	if (!ASSERT_EQ(folded__add(f, NULL, 0, 5), 0, "folded__add(f, NULL, 0, 5)"))
+		goto cleanup;
+	if (!ASSERT_EQ(folded__count(f), 4, "folded__count(f)"))
+		goto cleanup;
+	if (!ASSERT_EQ(folded__total(f), 1024 + 4096 + 1024 + 7 + 5, "folded__total(f)"))
+		goto cleanup;
 	out = write_to_string(f);
-	ASSERT_STR_EQ(out, "[unknown] 5\n"
+	if (!ASSERT_STR_EQ(out, "[unknown] 5\n"
 			   "main (app.c:40) 7\n"
 			   "main (app.c:40);alloc_buffers (app.c:10);cuMemAlloc_v2+0x1a (libcuda.so.1) 2048\n"
-			   "main (app.c:40);grow:cache (app.c:20);cuMemAlloc_v2+0x1a (libcuda.so.1) 4096\n");
+			   "main (app.c:40);grow:cache (app.c:20);cuMemAlloc_v2+0x1a (libcuda.so.1) 4096\n", "out"))
+		goto cleanup;
+cleanup:
 	free(out);
 	folded__free(f);
 	folded__free(NULL);
@@ -154,20 +196,30 @@ static void test_add_limits_and_saturation(void)
 
 	for (size_t i = 0; i <= FOLDED_DEPTH_MAX; i++)
 		deep[i] = "f";
-	ASSERT_EQ(folded__add(f, deep, FOLDED_DEPTH_MAX + 1, 1), -E2BIG);
-	ASSERT_EQ(folded__add(f, deep, FOLDED_DEPTH_MAX, 1), 0);
-	ASSERT_EQ(folded__add(f, one, 1, UINT64_MAX - 1), 0);
-	ASSERT_EQ(folded__add(f, one, 1, 5), 0);
+	if (!ASSERT_EQ(folded__add(f, deep, FOLDED_DEPTH_MAX + 1, 1), -E2BIG, "folded__add(f, deep, FOLDED_DEPTH_MAX + 1, 1)"))
+		goto cleanup;
+	if (!ASSERT_EQ(folded__add(f, deep, FOLDED_DEPTH_MAX, 1), 0, "folded__add(f, deep, FOLDED_DEPTH_MAX, 1)"))
+		goto cleanup;
+	if (!ASSERT_EQ(folded__add(f, one, 1, UINT64_MAX - 1), 0, "folded__add(f, one, 1, UINT64_MAX - 1)"))
+		goto cleanup;
+	if (!ASSERT_EQ(folded__add(f, one, 1, 5), 0, "folded__add(f, one, 1, 5)"))
+		goto cleanup;
 	{
 		const struct folded_stack *s;
 		size_t n = folded__sorted(f, &s);
 
-		ASSERT_EQ(n, 2);
-		ASSERT_EQ(s[0].depth, FOLDED_DEPTH_MAX);
-		ASSERT_STR_EQ(s[1].stack, "x");
-		ASSERT_TRUE(s[1].value == UINT64_MAX);
+		if (!ASSERT_EQ(n, 2, "n"))
+			goto cleanup;
+		if (!ASSERT_EQ(s[0].depth, FOLDED_DEPTH_MAX, "s[0].depth"))
+			goto cleanup;
+		if (!ASSERT_STR_EQ(s[1].stack, "x", "s[1].stack"))
+			goto cleanup;
+		if (!ASSERT_TRUE(s[1].value == UINT64_MAX, "s[1].value == UINT64_MAX"))
+			goto cleanup;
 	}
-	ASSERT_TRUE(folded__total(f) == UINT64_MAX);
+	if (!ASSERT_TRUE(folded__total(f) == UINT64_MAX, "folded__total(f) == UINT64_MAX"))
+		goto cleanup;
+cleanup:
 	folded__free(f);
 }
 
@@ -201,26 +253,38 @@ static void test_round_trip_random(void)
 
 		for (size_t d = 0; d < depth; d++)
 			fr[d] = vocab[next64() % (sizeof(vocab) / sizeof(vocab[0]))];
-		ASSERT_EQ(folded__add(f, fr, depth, v), 0);
+		if (!ASSERT_EQ(folded__add(f, fr, depth, v), 0, "folded__add(f, fr, depth, v)"))
+			goto cleanup;
 		want += v;
 	}
-	ASSERT_TRUE(folded__total(f) == want);
+	if (!ASSERT_TRUE(folded__total(f) == want, "folded__total(f) == want"))
+		goto cleanup;
 	out = write_to_string(f);
-	ASSERT_TRUE(out);
+	if (!ASSERT_TRUE(out, "out"))
+		goto cleanup;
 	in = fmemopen(out, strlen(out), "r");
-	ASSERT_EQ(folded__read(g, in, &st, err, sizeof(err)), 0);
+	if (!ASSERT_EQ(folded__read(g, in, &st, err, sizeof(err)), 0, "folded__read(g, in, &st, err, sizeof(err))"))
+		goto cleanup;
 	fclose(in);
-	ASSERT_EQ(st.skipped, 0);
-	ASSERT_EQ(st.stacks, folded__count(f));
-	ASSERT_TRUE(folded__total(g) == want);
+	if (!ASSERT_EQ(st.skipped, 0, "st.skipped"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.stacks, folded__count(f), "st.stacks"))
+		goto cleanup;
+	if (!ASSERT_TRUE(folded__total(g) == want, "folded__total(g) == want"))
+		goto cleanup;
 	n1 = folded__sorted(f, &s1);
 	n2 = folded__sorted(g, &s2);
-	ASSERT_EQ(n1, n2);
+	if (!ASSERT_EQ(n1, n2, "n1"))
+		goto cleanup;
 	for (size_t i = 0; i < n1; i++) {
-		ASSERT_STR_EQ(s1[i].stack, s2[i].stack);
-		ASSERT_TRUE(s1[i].value == s2[i].value);
-		ASSERT_EQ(s1[i].depth, s2[i].depth);
+		if (!ASSERT_STR_EQ(s1[i].stack, s2[i].stack, "s1[i].stack"))
+			goto cleanup;
+		if (!ASSERT_TRUE(s1[i].value == s2[i].value, "s1[i].value == s2[i].value"))
+			goto cleanup;
+		if (!ASSERT_EQ(s1[i].depth, s2[i].depth, "s1[i].depth"))
+			goto cleanup;
 	}
+cleanup:
 	free(out);
 	folded__free(f);
 	folded__free(g);
@@ -235,7 +299,8 @@ static void test_reader_skips_and_counts(void)
 	const struct folded_stack *s;
 	FILE *in;
 
-	ASSERT_TRUE(text && f);
+	if (!ASSERT_TRUE(text && f, "text && f"))
+		goto cleanup;
 	o += sprintf(text + o, "a;b 10\r\n");				/* 1: CRLF */
 	o += sprintf(text + o, "\n");					/* 2: blank */
 	o += sprintf(text + o, "a;b 5\n");				/* 3: adds up with 1 */
@@ -255,20 +320,34 @@ static void test_reader_skips_and_counts(void)
 	o += sprintf(text + o, "c;d e;f 18446744073709551615\n");	/* 11: spaces in frames */
 	o += sprintf(text + o, "a;b 2");				/* 12: no final newline */
 	in = fmemopen(text, o, "r");
-	ASSERT_EQ(folded__read(f, in, &st, err, sizeof(err)), 0);
+	if (!ASSERT_EQ(folded__read(f, in, &st, err, sizeof(err)), 0, "folded__read(f, in, &st, err, sizeof(err))"))
+		goto cleanup;
 	fclose(in);
-	ASSERT_EQ(st.lines, 12);
-	ASSERT_EQ(st.stacks, 4);
-	ASSERT_EQ(st.skipped, 7);
-	ASSERT_EQ(st.malformed, 5);
-	ASSERT_EQ(st.too_long, 1);
-	ASSERT_EQ(st.too_deep, 1);
-	ASSERT_EQ(st.first_bad_line, 4);
-	ASSERT_EQ(folded__sorted(f, &s), 2);
-	ASSERT_STR_EQ(s[0].stack, "a;b");
-	ASSERT_EQ(s[0].value, 17);
-	ASSERT_STR_EQ(s[1].stack, "c;d e;f");
-	ASSERT_TRUE(s[1].value == UINT64_MAX);
+	if (!ASSERT_EQ(st.lines, 12, "st.lines"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.stacks, 4, "st.stacks"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.skipped, 7, "st.skipped"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.malformed, 5, "st.malformed"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.too_long, 1, "st.too_long"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.too_deep, 1, "st.too_deep"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.first_bad_line, 4, "st.first_bad_line"))
+		goto cleanup;
+	if (!ASSERT_EQ(folded__sorted(f, &s), 2, "folded__sorted(f, &s)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(s[0].stack, "a;b", "s[0].stack"))
+		goto cleanup;
+	if (!ASSERT_EQ(s[0].value, 17, "s[0].value"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(s[1].stack, "c;d e;f", "s[1].stack"))
+		goto cleanup;
+	if (!ASSERT_TRUE(s[1].value == UINT64_MAX, "s[1].value == UINT64_MAX"))
+		goto cleanup;
+cleanup:
 	free(text);
 	folded__free(f);
 }
@@ -281,16 +360,23 @@ static void test_reader_stack_count_limit(void)
 	struct folded_read_stats st;
 	FILE *in;
 
-	ASSERT_TRUE(text && f);
+	if (!ASSERT_TRUE(text && f, "text && f"))
+		goto cleanup;
 	for (size_t i = 0; i < n; i++)
 		o += (size_t)snprintf(text + o, cap - o, "s%zu 1\n", i);
 	in = fmemopen(text, o, "r");
-	ASSERT_EQ(folded__read(f, in, &st, err, sizeof(err)), 0);
+	if (!ASSERT_EQ(folded__read(f, in, &st, err, sizeof(err)), 0, "folded__read(f, in, &st, err, sizeof(err))"))
+		goto cleanup;
 	fclose(in);
-	ASSERT_EQ(folded__count(f), FOLDED_STACKS_MAX);
-	ASSERT_EQ(st.too_many, 3);
-	ASSERT_EQ(st.first_bad_line, FOLDED_STACKS_MAX + 1);
-	ASSERT_TRUE(folded__total(f) == FOLDED_STACKS_MAX);
+	if (!ASSERT_EQ(folded__count(f), FOLDED_STACKS_MAX, "folded__count(f)"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.too_many, 3, "st.too_many"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.first_bad_line, FOLDED_STACKS_MAX + 1, "st.first_bad_line"))
+		goto cleanup;
+	if (!ASSERT_TRUE(folded__total(f) == FOLDED_STACKS_MAX, "folded__total(f) == FOLDED_STACKS_MAX"))
+		goto cleanup;
+cleanup:
 	free(text);
 	folded__free(f);
 }

@@ -22,32 +22,54 @@ static const char *shortest(double v)
 static void test_shortest_known_values(void)
 {
 	/* the example: json-c printed 6.7590350000000005e-07 */
-	ASSERT_STR_EQ(shortest(6.759035e-07), "6.759035e-07");
-	ASSERT_STR_EQ(shortest(0.1), "0.1");
-	ASSERT_STR_EQ(shortest(0.1 + 0.2), "0.30000000000000004");
-	ASSERT_STR_EQ(shortest(1.5), "1.5");
-	ASSERT_STR_EQ(shortest(-2.25), "-2.25");
-	ASSERT_STR_EQ(shortest(0), "0");
-	ASSERT_STR_EQ(shortest(1500000000.0), "1500000000");
-	ASSERT_STR_EQ(shortest(12345678901234567.0), "12345678901234568"); /* %.17g: fixed */
-	ASSERT_STR_EQ(shortest(-59258725687668448.0), "-5.925872568766845e+16");
-	ASSERT_STR_EQ(shortest(1e300), "1e+300");
-	ASSERT_STR_EQ(shortest(5e-324), "5e-324");
-	ASSERT_STR_EQ(shortest(1234.567), "1234.567");
-	ASSERT_STR_EQ(shortest(1.0 / 3), "0.3333333333333333");
+	if (!ASSERT_STR_EQ(shortest(6.759035e-07), "6.759035e-07", "shortest(6.759035e-07)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(shortest(0.1), "0.1", "shortest(0.1)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(shortest(0.1 + 0.2), "0.30000000000000004", "shortest(0.1 + 0.2)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(shortest(1.5), "1.5", "shortest(1.5)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(shortest(-2.25), "-2.25", "shortest(-2.25)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(shortest(0), "0", "shortest(0)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(shortest(1500000000.0), "1500000000", "shortest(1500000000.0)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(shortest(12345678901234567.0), "12345678901234568", "shortest(12345678901234567.0)"))
+		goto cleanup; /* %.17g: fixed */
+	if (!ASSERT_STR_EQ(shortest(-59258725687668448.0), "-5.925872568766845e+16", "shortest(-59258725687668448.0)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(shortest(1e300), "1e+300", "shortest(1e300)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(shortest(5e-324), "5e-324", "shortest(5e-324)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(shortest(1234.567), "1234.567", "shortest(1234.567)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(shortest(1.0 / 3), "0.3333333333333333", "shortest(1.0 / 3)"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_shortest_errors(void)
 {
 	char small[4];
 
-	ASSERT_EQ(num__shortest(NAN, small, sizeof(small)), -EDOM);
-	ASSERT_EQ(num__shortest(INFINITY, small, sizeof(small)), -EDOM);
-	ASSERT_EQ(num__shortest(-INFINITY, small, sizeof(small)), -EDOM);
-	ASSERT_EQ(num__shortest(0.125, small, sizeof(small)), -ENOSPC);
-	ASSERT_EQ(num__shortest(0.25, small, sizeof(small)), -ENOSPC);
-	ASSERT_EQ(num__shortest(0.5, small, sizeof(small)), 3);
-	ASSERT_STR_EQ(small, "0.5");
+	if (!ASSERT_EQ(num__shortest(NAN, small, sizeof(small)), -EDOM, "num__shortest(NAN, small, sizeof(small))"))
+		goto cleanup;
+	if (!ASSERT_EQ(num__shortest(INFINITY, small, sizeof(small)), -EDOM, "num__shortest(INFINITY, small, sizeof(small))"))
+		goto cleanup;
+	if (!ASSERT_EQ(num__shortest(-INFINITY, small, sizeof(small)), -EDOM, "num__shortest(-INFINITY, small, sizeof(small))"))
+		goto cleanup;
+	if (!ASSERT_EQ(num__shortest(0.125, small, sizeof(small)), -ENOSPC, "num__shortest(0.125, small, sizeof(small))"))
+		goto cleanup;
+	if (!ASSERT_EQ(num__shortest(0.25, small, sizeof(small)), -ENOSPC, "num__shortest(0.25, small, sizeof(small))"))
+		goto cleanup;
+	if (!ASSERT_EQ(num__shortest(0.5, small, sizeof(small)), 3, "num__shortest(0.5, small, sizeof(small))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(small, "0.5", "small"))
+		goto cleanup;
+cleanup:;
 }
 
 /* xorshift64*: reproducible bit patterns, so every kind of double is tried */
@@ -91,21 +113,25 @@ static void test_shortest_round_trips(void)
 		if (!isfinite(v))
 			continue;
 		n = num__shortest(v, buf, sizeof(buf));
-		ASSERT_TRUE(n > 0 && n < NUM_SHORTEST_MAX);
+		if (!ASSERT_TRUE(n > 0 && n < NUM_SHORTEST_MAX, "n > 0 && n < NUM_SHORTEST_MAX"))
+			goto cleanup;
 		back = strtod(buf, NULL);
 		if (memcmp(&back, &v, sizeof(v)) && !(v == 0 && back == 0)) {
 			printf("#   %.17g printed as %s\n", v, buf);
-			ASSERT_TRUE(0);
+			if (!ASSERT_TRUE(0, "0"))
+				goto cleanup;
 		}
 		d = sig_digits(buf);
 		if (strchr(buf, 'e') || strchr(buf, '.')) {
 			snprintf(fewer, sizeof(fewer), "%.*g", d - 1, v);
 			if (d > 1 && strtod(fewer, NULL) == v) {
 				printf("#   %s is shorter than %s\n", fewer, buf);
-				ASSERT_TRUE(0);
+				if (!ASSERT_TRUE(0, "0"))
+					goto cleanup;
 			}
 		}
 	}
+cleanup:;
 }
 
 /* Python's repr is the reference for shortest round trip (Gay's algorithm): the same
@@ -119,7 +145,8 @@ static void test_shortest_matches_python_repr(void)
 	FILE *p;
 	int n = 0, same = 0;
 
-	ASSERT_TRUE(f);
+	if (!ASSERT_TRUE(f, "f"))
+		goto cleanup;
 	rng = 12345;
 	for (int i = 0; i < 2000; i++) {
 		uint64_t bits = next64();
@@ -138,17 +165,22 @@ static void test_shortest_matches_python_repr(void)
 		 " print(int(float(s)==float(r) and s.lstrip(\"-\").split(\"e\")[0].replace(\".\",\"\").strip(\"0\")"
 		 "==r.lstrip(\"-\").split(\"e\")[0].replace(\".\",\"\").strip(\"0\")), s, r)' %s", path);
 	p = popen(cmd, "r");
-	ASSERT_TRUE(p);
+	if (!ASSERT_TRUE(p, "p"))
+		goto cleanup;
 	while (fgets(line, sizeof(line), p)) {
 		if (line[0] == '1')
 			same++;
 		else
 			printf("#   differs from repr: %s", line);
 	}
-	ASSERT_EQ(pclose(p), 0);
+	if (!ASSERT_EQ(pclose(p), 0, "pclose(p)"))
+		goto cleanup;
 	unlink(path);
-	ASSERT_EQ(same, n);
-	ASSERT_TRUE(n > 1900);
+	if (!ASSERT_EQ(same, n, "same"))
+		goto cleanup;
+	if (!ASSERT_TRUE(n > 1900, "n > 1900"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_json_double_and_us(void)
@@ -163,14 +195,17 @@ static void test_json_double_and_us(void)
 	json_object_object_add(o, "t1", num__json_us(1));
 	json_object_object_add(o, "t2", num__json_us(18446744073709551615ULL));
 	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	ASSERT_STR_EQ(s, "{\"a\":6.759035e-07,\"b\":null,\"ts\":1234.567,\"t0\":5,\"t1\":0.001,"
-			 "\"t2\":18446744073709551.615}");
+	if (!ASSERT_STR_EQ(s, "{\"a\":6.759035e-07,\"b\":null,\"ts\":1234.567,\"t0\":5,\"t1\":0.001,"
+			 "\"t2\":18446744073709551.615}", "s"))
+		goto cleanup;
 	{
 		json_object *a = NULL;
 
 		json_object_object_get_ex(o, "a", &a);
-		ASSERT_TRUE(json_object_get_double(a) == 6.759035e-07);
+		if (!ASSERT_TRUE(json_object_get_double(a) == 6.759035e-07, "json_object_get_double(a) == 6.759035e-07"))
+			goto cleanup;
 	}
+cleanup:
 	json_object_put(o);
 }
 
@@ -186,8 +221,10 @@ static void test_bytes(void)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		num__bytes(cases[i].v, b, sizeof(b));
-		ASSERT_STR_EQ(b, cases[i].want);
+		if (!ASSERT_STR_EQ(b, cases[i].want, "b"))
+			goto cleanup;
 	}
+cleanup:;
 }
 
 static void test_seconds(void)
@@ -202,8 +239,10 @@ static void test_seconds(void)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		num__seconds(cases[i].v, b, sizeof(b));
-		ASSERT_STR_EQ(b, cases[i].want);
+		if (!ASSERT_STR_EQ(b, cases[i].want, "b"))
+			goto cleanup;
 	}
+cleanup:;
 }
 
 static void test_rate(void)
@@ -216,8 +255,10 @@ static void test_rate(void)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		num__rate(cases[i].v, b, sizeof(b));
-		ASSERT_STR_EQ(b, cases[i].want);
+		if (!ASSERT_STR_EQ(b, cases[i].want, "b"))
+			goto cleanup;
 	}
+cleanup:;
 }
 
 int main(void)

@@ -108,30 +108,41 @@ static void test_jsonl_counter_records(void)
 
 	tmp_path(path, sizeof(path), "w.jsonl");
 	w = trace_writer__open(path, TRACE_JSONL);
-	ASSERT_TRUE(w);
+	if (!ASSERT_TRUE(w, "w"))
+		goto cleanup;
 	write_sample(w);
-	ASSERT_EQ(trace_writer__written(w), 2);
-	ASSERT_EQ(trace_writer__counters(w), 3);
-	ASSERT_EQ(trace_writer__close(w, json_object_new_object()), 0);
+	if (!ASSERT_EQ(trace_writer__written(w), 2, "trace_writer__written(w)"))
+		goto cleanup;
+	if (!ASSERT_EQ(trace_writer__counters(w), 3, "trace_writer__counters(w)"))
+		goto cleanup;
+	if (!ASSERT_EQ(trace_writer__close(w, json_object_new_object()), 0, "trace_writer__close(w, json_object_new_object())"))
+		goto cleanup;
 	text = slurp(path);
-	ASSERT_TRUE(text);
-	ASSERT_STR_CONTAINS(text, "{\"type\":\"counter\",\"ts_ns\":1234567,\"pid\":42,\"name\":\"outstanding bytes\","
-				  "\"values\":{\"gpu0\":1048576,\"gpu1\":0.5}}\n");
-	ASSERT_STR_CONTAINS(text, "{\"type\":\"counter\",\"ts_ns\":2000000,\"pid\":42,\"name\":\"copy bytes\","
-				  "\"values\":{\"H2D\":6.759035e-07,\"D2D\":3000000000}}\n");
-	ASSERT_TRUE(!strstr(text, "nothing") && !strstr(text, "too many"));
+	if (!ASSERT_TRUE(text, "text"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(text, "{\"type\":\"counter\",\"ts_ns\":1234567,\"pid\":42,\"name\":\"outstanding bytes\","
+				  "\"values\":{\"gpu0\":1048576,\"gpu1\":0.5}}\n", "contains {type:counter,ts_ns:1234567,pid:42,name:outstand..."))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(text, "{\"type\":\"counter\",\"ts_ns\":2000000,\"pid\":42,\"name\":\"copy bytes\","
+				  "\"values\":{\"H2D\":6.759035e-07,\"D2D\":3000000000}}\n", "contains {type:counter,ts_ns:2000000,pid:42,name:copy bytes,"))
+		goto cleanup;
+	if (!ASSERT_TRUE(!strstr(text, "nothing") && !strstr(text, "too many"), "!strstr(text, nothing) && !strstr(text, too many)"))
+		goto cleanup;
 	/* every line is one JSON object */
 	for (p = text; *p;) {
 		char *nl = strchr(p, '\n');
 		json_object *o;
 
-		ASSERT_TRUE(nl);
+		if (!ASSERT_TRUE(nl, "nl"))
+			goto cleanup;
 		*nl = '\0';
 		o = json_tokener_parse(p);
-		ASSERT_TRUE(o && json_object_is_type(o, json_type_object));
+		if (!ASSERT_TRUE(o && json_object_is_type(o, json_type_object), "o && json_object_is_type(o, json_type_object)"))
+			goto cleanup;
 		json_object_put(o);
 		p = nl + 1;
 	}
+cleanup:
 	free(text);
 }
 
@@ -143,19 +154,28 @@ static void test_chrome_counter_events(void)
 
 	tmp_path(path, sizeof(path), "w.json");
 	w = trace_writer__open(path, TRACE_CHROME);
-	ASSERT_TRUE(w);
+	if (!ASSERT_TRUE(w, "w"))
+		goto cleanup;
 	write_sample(w);
-	ASSERT_EQ(trace_writer__close(w, NULL), 0);
-	ASSERT_EQ(validate(path), 0);
-	ASSERT_STR_CONTAINS(last_out, "\"by_ph\": {\"M\": 3, \"X\": 2, \"C\": 3}");
-	ASSERT_STR_CONTAINS(last_out, "\"counter_tracks\": [\"42 copy bytes D2D\", \"42 copy bytes H2D\", "
-				      "\"42 launches launches\", \"42 outstanding bytes gpu0\", \"42 outstanding bytes gpu1\"]");
+	if (!ASSERT_EQ(trace_writer__close(w, NULL), 0, "trace_writer__close(w, NULL)"))
+		goto cleanup;
+	if (!ASSERT_EQ(validate(path), 0, "validate(path)"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(last_out, "\"by_ph\": {\"M\": 3, \"X\": 2, \"C\": 3}", "contains by_ph: {M: 3, X: 2, C: 3}"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(last_out, "\"counter_tracks\": [\"42 copy bytes D2D\", \"42 copy bytes H2D\", "
+				      "\"42 launches launches\", \"42 outstanding bytes gpu0\", \"42 outstanding bytes gpu1\"]", "contains counter_tracks: [42 copy bytes D2D, 42 copy byte..."))
+		goto cleanup;
 	text = slurp(path);
-	ASSERT_TRUE(text);
+	if (!ASSERT_TRUE(text, "text"))
+		goto cleanup;
 	/* exact microseconds: no 11.537000000000001 */
-	ASSERT_STR_CONTAINS(text, "\"ts\":1234.567,\"dur\":11.537,");
-	ASSERT_STR_CONTAINS(text, "{\"name\":\"outstanding bytes\",\"cat\":\"counter\",\"ph\":\"C\",\"ts\":1234.567,"
-				  "\"pid\":42,\"args\":{\"gpu0\":1048576,\"gpu1\":0.5}}");
+	if (!ASSERT_STR_CONTAINS(text, "\"ts\":1234.567,\"dur\":11.537,", "contains ts:1234.567,dur:11.537,"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(text, "{\"name\":\"outstanding bytes\",\"cat\":\"counter\",\"ph\":\"C\",\"ts\":1234.567,"
+				  "\"pid\":42,\"args\":{\"gpu0\":1048576,\"gpu1\":0.5}}", "contains {name:outstanding bytes,cat:counter,ph:C,ts:1234..."))
+		goto cleanup;
+cleanup:
 	free(text);
 }
 
@@ -176,22 +196,33 @@ static void test_convert_matches_the_chrome_writer(void)
 
 		json_object_object_add(sum, "events_written", json_object_new_int(2));
 		w = trace_writer__open(k ? direct : jl, k ? TRACE_CHROME : TRACE_JSONL);
-		ASSERT_TRUE(w);
+		if (!ASSERT_TRUE(w, "w"))
+			goto cleanup;
 		write_sample(w);
-		ASSERT_EQ(trace_writer__close(w, sum), 0);
+		if (!ASSERT_EQ(trace_writer__close(w, sum), 0, "trace_writer__close(w, sum)"))
+			goto cleanup;
 	}
 	out = fopen(conv, "w");
-	ASSERT_TRUE(out);
-	ASSERT_EQ(trace__convert(jl, out, &st, err, sizeof(err)), 0);
+	if (!ASSERT_TRUE(out, "out"))
+		goto cleanup;
+	if (!ASSERT_EQ(trace__convert(jl, out, &st, err, sizeof(err)), 0, "trace__convert(jl, out, &st, err, sizeof(err))"))
+		goto cleanup;
 	fclose(out);
-	ASSERT_EQ(st.lines, 7);
-	ASSERT_EQ(st.records, 7);
-	ASSERT_EQ(st.dropped, 0);
-	ASSERT_TRUE(st.summary);
+	if (!ASSERT_EQ(st.lines, 7, "st.lines"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.records, 7, "st.records"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.dropped, 0, "st.dropped"))
+		goto cleanup;
+	if (!ASSERT_TRUE(st.summary, "st.summary"))
+		goto cleanup;
 	a = slurp(direct);
 	b = slurp(conv);
-	ASSERT_TRUE(a && b);
-	ASSERT_STR_EQ(b, a);
+	if (!ASSERT_TRUE(a && b, "a && b"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(b, a, "b"))
+		goto cleanup;
+cleanup:
 	free(a);
 	free(b);
 }
@@ -246,7 +277,8 @@ static void test_convert_drops_and_counts(void)
 	size_t o = 0;
 	int r;
 
-	ASSERT_TRUE(text);
+	if (!ASSERT_TRUE(text, "text"))
+		goto cleanup;
 	o += (size_t)sprintf(text + o, "%s%s\n", good1, call);	/* a blank line: skipped, not dropped */
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		o += (size_t)sprintf(text + o, "%s", bad[i]);
@@ -259,19 +291,32 @@ static void test_convert_drops_and_counts(void)
 	o += (size_t)sprintf(text + o, "%s%s", ctr, call);
 	o += (size_t)sprintf(text + o, "{\"type\":\"call\",\"ts_ns\":3000,\"pid\":7,\"tid\":8,\"fn\":\"cu");	/* cut */
 	r = convert_text(text, o, &st, err, sizeof(err), &doc);
-	ASSERT_EQ(r, 0);
-	ASSERT_EQ(st.lines, 3 + 13 + 1 + 1 + 1 + 3);
-	ASSERT_EQ(st.records, 4);
-	ASSERT_EQ(st.malformed, 14);
-	ASSERT_EQ(st.unknown, 1);
-	ASSERT_EQ(st.too_long, 1);
-	ASSERT_EQ(st.truncated, 1);
-	ASSERT_EQ(st.dropped, 17);
-	ASSERT_EQ(st.first_dropped, 4);
-	ASSERT_TRUE(!st.summary);
-	ASSERT_STR_CONTAINS(last_out, "\"by_ph\": {\"M\": 2, \"X\": 2, \"C\": 1}");
-	ASSERT_STR_CONTAINS(doc, "\"otherData\":{\"convert\":{\"lines\":22,\"records\":4,\"dropped_lines\":17,"
-				 "\"truncated\":true,\"summary_missing\":true}}");
+	if (!ASSERT_EQ(r, 0, "r"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.lines, 3 + 13 + 1 + 1 + 1 + 3, "st.lines"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.records, 4, "st.records"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.malformed, 14, "st.malformed"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.unknown, 1, "st.unknown"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.too_long, 1, "st.too_long"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.truncated, 1, "st.truncated"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.dropped, 17, "st.dropped"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.first_dropped, 4, "st.first_dropped"))
+		goto cleanup;
+	if (!ASSERT_TRUE(!st.summary, "!st.summary"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(last_out, "\"by_ph\": {\"M\": 2, \"X\": 2, \"C\": 1}", "contains by_ph: {M: 2, X: 2, C: 1}"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(doc, "\"otherData\":{\"convert\":{\"lines\":22,\"records\":4,\"dropped_lines\":17,"
+				 "\"truncated\":true,\"summary_missing\":true}}", "contains otherData:{convert:{lines:22,records:4,dropped_l..."))
+		goto cleanup;
+cleanup:
 	free(doc);
 	free(text);
 }
@@ -285,22 +330,32 @@ static void test_convert_edge_cases(void)
 	static const char summary[] = "{\"events_written\":0,\"type\":\"summary\"}";
 
 	/* empty: a complete, empty document that says the summary is missing */
-	ASSERT_EQ(convert_text("", 0, &st, err, sizeof(err), &doc), 0);
-	ASSERT_STR_EQ(doc, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n\n],\"otherData\":{\"convert\":{\"lines\":0,"
-			   "\"records\":0,\"dropped_lines\":0,\"truncated\":false,\"summary_missing\":true}}}\n");
+	if (!ASSERT_EQ(convert_text("", 0, &st, err, sizeof(err), &doc), 0, "convert_text(, 0, &st, err, sizeof(err), &doc)"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(doc, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n\n],\"otherData\":{\"convert\":{\"lines\":0,"
+			   "\"records\":0,\"dropped_lines\":0,\"truncated\":false,\"summary_missing\":true}}}\n", "doc"))
+		goto cleanup;
 	free(doc);
 	/* a Chrome file is not JSON Lines: an error, and still a complete document */
-	ASSERT_EQ(convert_text(chrome, strlen(chrome), &st, err, sizeof(err), &doc), -EINVAL);
-	ASSERT_STR_CONTAINS(err, "not a gpuprobe JSON Lines trace (no record in 3 lines)");
+	if (!ASSERT_EQ(convert_text(chrome, strlen(chrome), &st, err, sizeof(err), &doc), -EINVAL, "convert_text(chrome, strlen(chrome), &st, err, sizeof(err..."))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(err, "not a gpuprobe JSON Lines trace (no record in 3 lines)", "contains not a gpuprobe JSON Lines trace (no record in 3 ..."))
+		goto cleanup;
 	free(doc);
-	ASSERT_EQ(convert_text(cut, strlen(cut), &st, err, sizeof(err), &doc), -EINVAL);
-	ASSERT_STR_CONTAINS(err, "no complete record: the trace ends inside its first line");
+	if (!ASSERT_EQ(convert_text(cut, strlen(cut), &st, err, sizeof(err), &doc), -EINVAL, "convert_text(cut, strlen(cut), &st, err, sizeof(err), &doc)"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(err, "no complete record: the trace ends inside its first line", "contains no complete record: the trace ends inside its fi..."))
+		goto cleanup;
 	free(doc);
 	/* the summary without its newline is complete: kept, nothing dropped */
-	ASSERT_EQ(convert_text(summary, strlen(summary), &st, err, sizeof(err), &doc), 0);
-	ASSERT_EQ(st.dropped, 0);
-	ASSERT_TRUE(st.summary);
-	ASSERT_STR_CONTAINS(doc, "],\"otherData\":{\"events_written\":0}}\n");
+	if (!ASSERT_EQ(convert_text(summary, strlen(summary), &st, err, sizeof(err), &doc), 0, "convert_text(summary, strlen(summary), &st, err, sizeof(e..."))
+		goto cleanup;
+	if (!ASSERT_EQ(st.dropped, 0, "st.dropped"))
+		goto cleanup;
+	if (!ASSERT_TRUE(st.summary, "st.summary"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(doc, "],\"otherData\":{\"events_written\":0}}\n", "contains ],otherData:{events_written:0}}"))
+		goto cleanup;
 	free(doc);
 	/* an input that cannot be opened: an error and nothing written */
 	{
@@ -308,10 +363,13 @@ static void test_convert_edge_cases(void)
 		size_t len = 0;
 		FILE *m = open_memstream(&buf, &len);
 
-		ASSERT_EQ(trace__convert("/nonexistent/t.jsonl", m, &st, err, sizeof(err)), -ENOENT);
+		if (!ASSERT_EQ(trace__convert("/nonexistent/t.jsonl", m, &st, err, sizeof(err)), -ENOENT, "trace__convert(/nonexistent/t.jsonl, m, &st, err, sizeof(..."))
+			goto cleanup;
 		fclose(m);
-		ASSERT_EQ(len, 0);
-		ASSERT_STR_EQ(err, "/nonexistent/t.jsonl: No such file or directory");
+		if (!ASSERT_EQ(len, 0, "len"))
+			goto cleanup;
+		if (!ASSERT_STR_EQ(err, "/nonexistent/t.jsonl: No such file or directory", "err"))
+			goto cleanup;
 		free(buf);
 	}
 	/* a full disk */
@@ -321,13 +379,17 @@ static void test_convert_edge_cases(void)
 
 		tmp_path(in, sizeof(in), "full.jsonl");
 		f = fopen(in, "w");
-		ASSERT_TRUE(full && f);
+		if (!ASSERT_TRUE(full && f, "full && f"))
+			goto cleanup;
 		fputs(summary, f);
 		fclose(f);
-		ASSERT_EQ(trace__convert(in, full, &st, err, sizeof(err)), -EIO);
-		ASSERT_STR_CONTAINS(err, "writing the output");
+		if (!ASSERT_EQ(trace__convert(in, full, &st, err, sizeof(err)), -EIO, "trace__convert(in, full, &st, err, sizeof(err))"))
+			goto cleanup;
+		if (!ASSERT_STR_CONTAINS(err, "writing the output", "contains writing the output"))
+			goto cleanup;
 		fclose(full);
 	}
+cleanup:;
 }
 
 /* trace__convert_chrome (what `gpuprobe convert --chrome` calls) says on stderr what it
@@ -343,7 +405,8 @@ static void test_convert_chrome_reports_drops(void)
 	tmp_path(in, sizeof(in), "r.jsonl");
 	tmp_path(errf, sizeof(errf), "r.err");
 	f = fopen(in, "w");
-	ASSERT_TRUE(f && null);
+	if (!ASSERT_TRUE(f && null, "f && null"))
+		goto cleanup;
 	fputs(text, f);
 	fclose(f);
 	fflush(stderr);
@@ -356,12 +419,18 @@ static void test_convert_chrome_reports_drops(void)
 	close(se);
 	close(fe);
 	fclose(null);
-	ASSERT_EQ(r, 0);
+	if (!ASSERT_EQ(r, 0, "r"))
+		goto cleanup;
 	msg = slurp(errf);
-	ASSERT_TRUE(msg);
-	ASSERT_TRUE(strstr(msg, "gpuprobe: convert: ") == msg);
-	ASSERT_STR_CONTAINS(msg, "r.jsonl: dropped 2 of 3 lines (first: line 2, the last cut short, 1 not a complete record); converted 1 records\n");
-	ASSERT_TRUE(!strchr(msg, '\n')[1]);
+	if (!ASSERT_TRUE(msg, "msg"))
+		goto cleanup;
+	if (!ASSERT_TRUE(strstr(msg, "gpuprobe: convert: ") == msg, "strstr(msg, gpuprobe: convert: ) == msg"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(msg, "r.jsonl: dropped 2 of 3 lines (first: line 2, the last cut short, 1 not a complete record); converted 1 records\n", "contains r.jsonl: dropped 2 of 3 lines (first: line 2, th..."))
+		goto cleanup;
+	if (!ASSERT_TRUE(!strchr(msg, '\n')[1], "!strchr(msg, '')[1]"))
+		goto cleanup;
+cleanup:
 	free(msg);
 }
 
@@ -377,50 +446,75 @@ static void test_output_files(void)
 	tmp_path(link, sizeof(link), "link.json");
 	tmp_path(fifo, sizeof(fifo), "fifo");
 	f = outfile__open(file);
-	ASSERT_TRUE(f);
+	if (!ASSERT_TRUE(f, "f"))
+		goto cleanup;
 	fputs("first version, longer\n", f);
-	ASSERT_EQ(outfile__close(f), 0);
-	ASSERT_EQ(stat(file, &st), 0);
-	ASSERT_EQ(st.st_mode & 0777, 0600);
+	if (!ASSERT_EQ(outfile__close(f), 0, "outfile__close(f)"))
+		goto cleanup;
+	if (!ASSERT_EQ(stat(file, &st), 0, "stat(file, &st)"))
+		goto cleanup;
+	if (!ASSERT_EQ(st.st_mode & 0777, 0600, "st.st_mode & 0777"))
+		goto cleanup;
 	f = outfile__open(file);
-	ASSERT_TRUE(f);
+	if (!ASSERT_TRUE(f, "f"))
+		goto cleanup;
 	fputs("second\n", f);
-	ASSERT_EQ(outfile__close(f), 0);
+	if (!ASSERT_EQ(outfile__close(f), 0, "outfile__close(f)"))
+		goto cleanup;
 	text = slurp(file);
-	ASSERT_STR_EQ(text, "second\n");
+	if (!ASSERT_STR_EQ(text, "second\n", "text"))
+		goto cleanup;
 	free(text);
 	/* a symlink, even to a file we may write, is not followed: the target is untouched */
-	ASSERT_EQ(symlink(file, link), 0);
+	if (!ASSERT_EQ(symlink(file, link), 0, "symlink(file, link)"))
+		goto cleanup;
 	errno = 0;
-	ASSERT_TRUE(!outfile__open(link));
-	ASSERT_EQ(errno, ELOOP);
-	ASSERT_TRUE(!trace_writer__open(link, TRACE_CHROME));
-	ASSERT_EQ(errno, ELOOP);
+	if (!ASSERT_TRUE(!outfile__open(link), "!outfile__open(link)"))
+		goto cleanup;
+	if (!ASSERT_EQ(errno, ELOOP, "errno"))
+		goto cleanup;
+	if (!ASSERT_TRUE(!trace_writer__open(link, TRACE_CHROME), "!trace_writer__open(link, TRACE_CHROME)"))
+		goto cleanup;
+	if (!ASSERT_EQ(errno, ELOOP, "errno"))
+		goto cleanup;
 	text = slurp(file);
-	ASSERT_STR_EQ(text, "second\n");
+	if (!ASSERT_STR_EQ(text, "second\n", "text"))
+		goto cleanup;
 	free(text);
 	errno = 0;
-	ASSERT_TRUE(!outfile__open(tmpdir));
-	ASSERT_EQ(errno, EISDIR);
+	if (!ASSERT_TRUE(!outfile__open(tmpdir), "!outfile__open(tmpdir)"))
+		goto cleanup;
+	if (!ASSERT_EQ(errno, EISDIR, "errno"))
+		goto cleanup;
 	/* a character device and a FIFO are written as they are */
 	f = outfile__open("/dev/null");
-	ASSERT_TRUE(f);
-	ASSERT_EQ(outfile__close(f), 0);
-	ASSERT_EQ(mkfifo(fifo, 0600), 0);
+	if (!ASSERT_TRUE(f, "f"))
+		goto cleanup;
+	if (!ASSERT_EQ(outfile__close(f), 0, "outfile__close(f)"))
+		goto cleanup;
+	if (!ASSERT_EQ(mkfifo(fifo, 0600), 0, "mkfifo(fifo, 0600)"))
+		goto cleanup;
 	{
 		int rd = open(fifo, O_RDONLY | O_NONBLOCK);
 		char buf[16] = "";
 
-		ASSERT_TRUE(rd >= 0);
+		if (!ASSERT_TRUE(rd >= 0, "rd >= 0"))
+			goto cleanup;
 		f = outfile__open(fifo);
-		ASSERT_TRUE(f);
+		if (!ASSERT_TRUE(f, "f"))
+			goto cleanup;
 		fputs("via fifo", f);
-		ASSERT_EQ(outfile__close(f), 0);
-		ASSERT_EQ(read(rd, buf, sizeof(buf) - 1), 8);
-		ASSERT_STR_EQ(buf, "via fifo");
+		if (!ASSERT_EQ(outfile__close(f), 0, "outfile__close(f)"))
+			goto cleanup;
+		if (!ASSERT_EQ(read(rd, buf, sizeof(buf) - 1), 8, "read(rd, buf, sizeof(buf) - 1)"))
+			goto cleanup;
+		if (!ASSERT_STR_EQ(buf, "via fifo", "buf"))
+			goto cleanup;
 		close(rd);
 	}
-	ASSERT_EQ(outfile__close(NULL), 0);
+	if (!ASSERT_EQ(outfile__close(NULL), 0, "outfile__close(NULL)"))
+		goto cleanup;
+cleanup:;
 }
 
 int main(void)
