@@ -21,7 +21,7 @@
 #include "cmdline.h"
 #include "daemon.h"
 #include "events.h"
-#include "flame.h"
+#include "flame_cmd.h"
 #include "json.h"
 #include "option.h"
 #include "options.h"

@@ -456,108 +456,39 @@ cleanup:
 	return err;
 }
 
-static const char USAGE[] =
-	"Usage: gpuprobe flame [--title TEXT] [--width PIXELS] [--unit UNIT] FOLDED > graph.svg\n"
-	"Draws folded stacks (a 'frame;frame;... value' line per stack, e.g. from --folded) as an\n"
-	"interactive SVG flame graph on stdout. FOLDED '-' reads stdin.\n"
-	"  --title TEXT      the graph's title (default: Flame Graph)\n"
-	"  --width PIXELS    the image width, 200..20000 (default: 1200)\n"
-	"  --unit UNIT       what the values count: bytes (default; shown as KiB, MiB...) or\n"
-	"                    a noun such as samples or allocations\n"
-	"  -h, --help        this help\n"
-	"Open the SVG in a browser: click a frame to zoom, Ctrl-F or Search to highlight\n"
-	"frames matching a regular expression; FILE.svg#x=START&d=DEPTH&s=REGEX opens it so.\n";
-
-int flame__main(int argc, char **argv)
+int flame__file(const char *path, const struct flame_opts *o, FILE *out, char *err, size_t len)
 {
-	static const struct option longopts[] = {
-		{ "title", required_argument, NULL, 't' },
-		{ "width", required_argument, NULL, 'w' },
-		{ "unit", required_argument, NULL, 'u' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct flame_opts o = { 0 };
 	struct folded_read_stats st;
 	struct folded *f = NULL;
-	const char *path;
-	char err[512] = "", why[128] = "";
-	FILE *in = NULL;
-	int c, r = 0, code = 0;
+	char why[128] = "";
+	FILE *in = strcmp(path, "-") ? fopen(path, "re") : stdin;
+	int r = 0;
 
-	optind = 0; /* glibc: start afresh, whoever parsed options before */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 't':
-			o.title = optarg;
-			break;
-		case 'w': {
-			char *end;
-			long w;
-
-			errno = 0;
-			w = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || w < FLAME_WIDTH_MIN || w > FLAME_WIDTH_MAX) {
-				fprintf(stderr, "gpuprobe: flame: --width %s: not a number of pixels from %d to %d\n",
-					optarg, FLAME_WIDTH_MIN, FLAME_WIDTH_MAX);
-				return 2;
-			}
-			o.width = (int)w;
-			break;
-		}
-		case 'u':
-			if (!*optarg || strlen(optarg) > 32) {
-				fprintf(stderr, "gpuprobe: flame: --unit: a word of 1 to 32 characters\n");
-				return 2;
-			}
-			o.unit = optarg;
-			break;
-		case 'h':
-			fputs(USAGE, stdout);
-			return 0;
-		default:
-			fprintf(stderr, "gpuprobe: flame: %s: unknown option or missing value (see gpuprobe flame --help)\n",
-				argv[optind - 1]);
-			return 2;
-		}
-	}
-	if (argc - optind != 1) {
-		fprintf(stderr, "gpuprobe: usage: gpuprobe flame [--title T] [--width PX] [--unit U] FOLDED > graph.svg\n");
-		return 2;
-	}
-	path = argv[optind];
-	in = strcmp(path, "-") ? fopen(path, "r") : stdin;
 	if (!in) {
-		snprintf(err, sizeof(err), "%s: %s", path, strerror(errno));
-		code = 1;
+		r = -errno;
+		snprintf(err, len, "%s: %s", path, strerror(errno));
 		goto cleanup;
 	}
 	f = folded__new();
 	if (!f) {
-		snprintf(err, sizeof(err), "out of memory");
-		code = 1;
+		r = -ENOMEM;
+		snprintf(err, len, "out of memory");
 		goto cleanup;
 	}
 	r = folded__read(f, in, &st, why, sizeof(why));
 	if (r) {
-		snprintf(err, sizeof(err), "%s: %s", path, why);
-		code = 1;
+		snprintf(err, len, "%s: %s", path, why);
 		goto cleanup;
 	}
 	if (st.skipped)
 		fprintf(stderr, "gpuprobe: flame: %s: skipped %zu of %zu lines (first: line %zu, %s)\n", path,
 			st.skipped, st.lines, st.first_bad_line, st.first_bad_why);
-	r = flame__render(f, &o, stdout);
-	if (r) {
-		snprintf(err, sizeof(err), "writing the SVG: %s", strerror(-r));
-		code = 1;
-	}
+	r = flame__render(f, o, out);
+	if (r)
+		snprintf(err, len, "writing the SVG: %s", strerror(-r));
 cleanup:
-	if (code && err[0])
-		fprintf(stderr, "gpuprobe: flame: %s\n", err);
 	if (in && in != stdin)
 		fclose(in);
 	folded__free(f);
-	return code;
+	return r;
 }

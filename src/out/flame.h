@@ -31,9 +31,8 @@ struct flame_opts {
  * for a write error. */
 int flame__render(struct folded *f, const struct flame_opts *o, FILE *out);
 
-/* gpuprobe flame [--title T] [--width PX] [--unit U] FOLDED ("-": stdin), SVG on stdout.
- * argv[0] is "flame". Returns the exit status: 0, 1 (an error, one line on stderr) or 2
- * (usage). */
-int flame__main(int argc, char **argv);
+/* Reads folded stacks from path ("-": stdin; skipped lines said on stderr) and writes the
+ * SVG to out. 0 or -errno with one reason in err. */
+int flame__file(const char *path, const struct flame_opts *o, FILE *out, char *err, size_t len);
 
 #endif

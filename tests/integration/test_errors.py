@@ -49,7 +49,7 @@ def test_bad_numbers():
 
 def test_help_and_version_everywhere():
     """One parser: -h, --help, -V, --version work for the tracer and every subcommand."""
-    for sub in ([], ["daemon"], ["check"], ["convert"]):
+    for sub in ([], ["daemon"], ["check"], ["convert"], ["flame"]):
         for flag in ("-h", "--help"):
             r = gp.gpuprobe(sub + [flag])
             eq(r.returncode, 0, f"{sub} {flag} exit status ({r.stderr!r})")

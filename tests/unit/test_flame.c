@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "flame.h"
+#include "flame_cmd.h"
 #include "folded.h"
 #include "unit.h"
 
@@ -322,7 +323,7 @@ static void test_main(void)
 		snprintf(cmd, sizeof(cmd), "head -1 %s; wc -c < %s", out, err);
 		if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
 			goto cleanup;
-		if (!ASSERT_STR_CONTAINS(last_out, "Usage: gpuprobe flame [--title TEXT] [--width PIXELS]", "contains Usage: gpuprobe flame [--title TEXT] [--width PI..."))
+		if (!ASSERT_STR_CONTAINS(last_out, "Usage: gpuprobe flame [OPTION...] FOLDED > graph.svg", "contains Usage: gpuprobe flame [--title TEXT] [--width PI..."))
 			goto cleanup;
 		if (!ASSERT_STR_CONTAINS(last_out, "\n0\n", "contains 0"))
 			goto cleanup;
@@ -334,7 +335,7 @@ static void test_main(void)
 			goto cleanup;
 		snprintf(cmd, sizeof(cmd), "cat %s", err);
 		run(cmd);
-		if (!ASSERT_STR_EQ(last_out, "gpuprobe: flame: --width 50: not a number of pixels from 200 to 20000\n", "last_out"))
+		if (!ASSERT_STR_EQ(last_out, "gpuprobe: flame: invalid --width: 50 (an integer from 200 to 20000)\n", "last_out"))
 			goto cleanup;
 	}
 	{
