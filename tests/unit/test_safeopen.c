@@ -120,14 +120,19 @@ static void test_regular_file_opens(void)
 	id = id_of(p);
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/real.so", &id, err,
 			      sizeof(err));
-	ASSERT_TRUE(fd >= 0);
-	ASSERT_EQ(read(fd, buf, sizeof(buf) - 1), 6);
+	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+		goto cleanup;
+	if (!ASSERT_EQ(read(fd, buf, sizeof(buf) - 1), 6, "read(fd, buf, sizeof(buf) - 1)"))
+		goto cleanup;
 	close(fd);
-	ASSERT_STR_EQ(buf, "inside");
+	if (!ASSERT_STR_EQ(buf, "inside", "buf"))
+		goto cleanup;
 	/* O_NONBLOCK must not leak into the readable descriptor's use */
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/link.so", &id, err,
 			      sizeof(err));
-	ASSERT_TRUE(fd >= 0);	/* a symlink inside the root is fine */
+	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+		goto cleanup;	/* a symlink inside the root is fine */
+cleanup:
 	close(fd);
 }
 
@@ -142,9 +147,13 @@ static void test_fifo_refused_without_blocking(void)
 	id = id_of(p);	/* even with the FIFO's own identity */
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/fifo.so", &id, err,
 			      sizeof(err));
-	ASSERT_EQ(fd, -EINVAL);
-	ASSERT_STR_CONTAINS(err, "not a regular file");
-	ASSERT_TRUE(time(NULL) - t0 < 2);
+	if (!ASSERT_EQ(fd, -EINVAL, "fd"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(err, "not a regular file", "contains not a regular file"))
+		goto cleanup;
+	if (!ASSERT_TRUE(time(NULL) - t0 < 2, "time(NULL) - t0 < 2"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_device_refused(void)
@@ -155,18 +164,24 @@ static void test_device_refused(void)
 
 	snprintf(p, sizeof(p), "%s/lib/dev.so", root);
 	/* /dev/zero's numbers: an open of a device node is never attempted */
-	ASSERT_EQ(mknod(p, S_IFCHR | 0644, makedev(1, 5)), 0);
+	if (!ASSERT_EQ(mknod(p, S_IFCHR | 0644, makedev(1, 5)), 0, "mknod(p, S_IFCHR | 0644, makedev(1, 5))"))
+		goto cleanup;
 	id = id_of(p);
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/dev.so", &id, err,
 			      sizeof(err));
-	ASSERT_EQ(fd, -EINVAL);
-	ASSERT_STR_CONTAINS(err, "not a regular file");
+	if (!ASSERT_EQ(fd, -EINVAL, "fd"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(err, "not a regular file", "contains not a regular file"))
+		goto cleanup;
 	/* a symlink to the host's /dev/zero resolves inside the root: absent */
 	snprintf(p, sizeof(p), "%s/lib/devlink.so", root);
-	ASSERT_EQ(symlink("/dev/zero", p), 0);
+	if (!ASSERT_EQ(symlink("/dev/zero", p), 0, "symlink(/dev/zero, p)"))
+		goto cleanup;
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/devlink.so", NULL, err,
 			      sizeof(err));
-	ASSERT_EQ(fd, -ENOENT);
+	if (!ASSERT_EQ(fd, -ENOENT, "fd"))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_symlinks_cannot_escape_root(void)
@@ -177,25 +192,32 @@ static void test_symlinks_cannot_escape_root(void)
 
 	snprintf(p, sizeof(p), "%s/secret", tmp);
 	secret = id_of(p);
-	ASSERT_TRUE(secret.ino != 0);
+	if (!ASSERT_TRUE(secret.ino != 0, "secret.ino != 0"))
+		goto cleanup;
 	/* relative "..": clamped at the root, where there is no "secret" */
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/up.so", &secret, err,
 			      sizeof(err));
-	ASSERT_EQ(fd, -ENOENT);
+	if (!ASSERT_EQ(fd, -ENOENT, "fd"))
+		goto cleanup;
 	/* absolute target: resolved below the root, not the host's "/" */
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/abs.so", &secret, err,
 			      sizeof(err));
-	ASSERT_EQ(fd, -ENOENT);
+	if (!ASSERT_EQ(fd, -ENOENT, "fd"))
+		goto cleanup;
 	/* ".." in the path itself */
 	fd = safe_open_mapped(tmp, FAKE_PID, "/../../../secret", NULL, err,
 			      sizeof(err));
-	ASSERT_EQ(fd, -ENOENT);
+	if (!ASSERT_EQ(fd, -ENOENT, "fd"))
+		goto cleanup;
 	/* and once a copy of the name exists inside, that is what opens */
 	snprintf(p, sizeof(p), "%s/secret", root);
-	ASSERT_EQ(write_file(p, "decoy"), 0);
+	if (!ASSERT_EQ(write_file(p, "decoy"), 0, "write_file(p, decoy)"))
+		goto cleanup;
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/up.so", &secret, err,
 			      sizeof(err));
-	ASSERT_EQ(fd, -ESTALE);	/* the decoy is not the host file */
+	if (!ASSERT_EQ(fd, -ESTALE, "fd"))
+		goto cleanup;	/* the decoy is not the host file */
+cleanup:
 	unlink(p);
 }
 
@@ -203,8 +225,10 @@ static void test_symlink_loop(void)
 {
 	char err[256] = "";
 
-	ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, "/lib/loop.so", NULL, err,
-				   sizeof(err)), -ELOOP);
+	if (!ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, "/lib/loop.so", NULL, err,
+				   sizeof(err)), -ELOOP, "safe_open_mapped(tmp, FAKE_PID, /lib/loop.so, NULL, err, ..."))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_wrong_inode(void)
@@ -214,26 +238,35 @@ static void test_wrong_inode(void)
 
 	snprintf(p, sizeof(p), "%s/lib/other.so", root);
 	id = id_of(p);
-	ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, "/lib/real.so", &id, err,
-				   sizeof(err)), -ESTALE);
-	ASSERT_STR_CONTAINS(err, "not the mapped");
+	if (!ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, "/lib/real.so", &id, err,
+				   sizeof(err)), -ESTALE, "safe_open_mapped(tmp, FAKE_PID, /lib/real.so, &id, err, s..."))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(err, "not the mapped", "contains not the mapped"))
+		goto cleanup;
 	id.ino = 0;
 	id.dev_major++;
-	ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, "/lib/other.so", &id, err,
-				   sizeof(err)), -ESTALE);
+	if (!ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, "/lib/other.so", &id, err,
+				   sizeof(err)), -ESTALE, "safe_open_mapped(tmp, FAKE_PID, /lib/other.so, &id, err, ..."))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_bad_arguments(void)
 {
 	char err[256] = "";
 
-	ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, "lib/real.so", NULL, err,
-				   sizeof(err)), -EINVAL);
-	ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, NULL, NULL, NULL, 0), -EINVAL);
-	ASSERT_EQ(safe_open_mapped(tmp, 99999999, "/lib/real.so", NULL, err,
-				   sizeof(err)), -ENOENT);
-	ASSERT_EQ(safe_open_map_file(tmp, FAKE_PID, 0x2000, 0x1000, NULL, err,
-				     sizeof(err)), -EINVAL);
+	if (!ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, "lib/real.so", NULL, err,
+				   sizeof(err)), -EINVAL, "safe_open_mapped(tmp, FAKE_PID, lib/real.so, NULL, err, s..."))
+		goto cleanup;
+	if (!ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, NULL, NULL, NULL, 0), -EINVAL, "safe_open_mapped(tmp, FAKE_PID, NULL, NULL, NULL, 0)"))
+		goto cleanup;
+	if (!ASSERT_EQ(safe_open_mapped(tmp, 99999999, "/lib/real.so", NULL, err,
+				   sizeof(err)), -ENOENT, "safe_open_mapped(tmp, 99999999, /lib/real.so, NULL, err, ..."))
+		goto cleanup;
+	if (!ASSERT_EQ(safe_open_map_file(tmp, FAKE_PID, 0x2000, 0x1000, NULL, err,
+				     sizeof(err)), -EINVAL, "safe_open_map_file(tmp, FAKE_PID, 0x2000, 0x1000, NULL, e..."))
+		goto cleanup;
+cleanup:;
 }
 
 /* The real /proc: magic links (/proc/self/exe) are refused inside a root. */
@@ -244,10 +277,13 @@ static void test_magic_link_refused(void)
 
 	fd = safe_open_mapped(NULL, getpid(), "/proc/self/exe", NULL, err,
 			      sizeof(err));
-	ASSERT_EQ(fd, -ELOOP);
+	if (!ASSERT_EQ(fd, -ELOOP, "fd"))
+		goto cleanup;
 	fd = safe_open_mapped(NULL, getpid(), "/proc/self/root/etc/hostname",
 			      NULL, err, sizeof(err));
-	ASSERT_EQ(fd, -ELOOP);
+	if (!ASSERT_EQ(fd, -ELOOP, "fd"))
+		goto cleanup;
+cleanup:;
 }
 
 struct find_exe {
@@ -277,23 +313,30 @@ static void test_real_process(void)
 	int fd;
 
 	n = readlink("/proc/self/exe", f.exe, sizeof(f.exe) - 1);
-	ASSERT_TRUE(n > 0);
-	ASSERT_EQ(procmaps__foreach(NULL, getpid(), find_exe_cb, &f), 0);
-	ASSERT_TRUE(f.found);
+	if (!ASSERT_TRUE(n > 0, "n > 0"))
+		goto cleanup;
+	if (!ASSERT_EQ(procmaps__foreach(NULL, getpid(), find_exe_cb, &f), 0, "procmaps__foreach(NULL, getpid(), find_exe_cb, &f)"))
+		goto cleanup;
+	if (!ASSERT_TRUE(f.found, "f.found"))
+		goto cleanup;
 	id.dev_major = f.hit.dev_major;
 	id.dev_minor = f.hit.dev_minor;
 	id.ino = f.hit.inode;
 	fd = safe_open_mapped(NULL, getpid(), f.exe, &id, err, sizeof(err));
-	ASSERT_TRUE(fd >= 0);
+	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+		goto cleanup;
 	close(fd);
 	fd = safe_open_map_file(NULL, getpid(), f.hit.start, f.hit.end, &id,
 				err, sizeof(err));
-	ASSERT_TRUE(fd >= 0);
+	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+		goto cleanup;
 	close(fd);
 	bad = id;
 	bad.ino++;
-	ASSERT_EQ(safe_open_map_file(NULL, getpid(), f.hit.start, f.hit.end,
-				     &bad, err, sizeof(err)), -ESTALE);
+	if (!ASSERT_EQ(safe_open_map_file(NULL, getpid(), f.hit.start, f.hit.end,
+				     &bad, err, sizeof(err)), -ESTALE, "safe_open_map_file(NULL, getpid(), f.hit.start, f.hit.end..."))
+		goto cleanup;
+cleanup:;
 }
 
 static void test_fake_map_files(void)
@@ -303,17 +346,22 @@ static void test_fake_map_files(void)
 	time_t t0 = time(NULL);
 	int fd;
 
-	ASSERT_EQ(safe_open_map_file(tmp, FAKE_PID, 0x1000, 0x2000, NULL, err,
-				     sizeof(err)), -EINVAL);
-	ASSERT_TRUE(time(NULL) - t0 < 2);
+	if (!ASSERT_EQ(safe_open_map_file(tmp, FAKE_PID, 0x1000, 0x2000, NULL, err,
+				     sizeof(err)), -EINVAL, "safe_open_map_file(tmp, FAKE_PID, 0x1000, 0x2000, NULL, e..."))
+		goto cleanup;
+	if (!ASSERT_TRUE(time(NULL) - t0 < 2, "time(NULL) - t0 < 2"))
+		goto cleanup;
 	snprintf(p, sizeof(p), "%s/lib/real.so", root);
 	id = id_of(p);
 	fd = safe_open_map_file(tmp, FAKE_PID, 0x3000, 0x4000, &id, err,
 				sizeof(err));
-	ASSERT_TRUE(fd >= 0);
+	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+		goto cleanup;
 	close(fd);
-	ASSERT_EQ(safe_open_map_file(tmp, FAKE_PID, 0x5000, 0x6000, NULL, err,
-				     sizeof(err)), -ENOENT);
+	if (!ASSERT_EQ(safe_open_map_file(tmp, FAKE_PID, 0x5000, 0x6000, NULL, err,
+				     sizeof(err)), -ENOENT, "safe_open_map_file(tmp, FAKE_PID, 0x5000, 0x6000, NULL, e..."))
+		goto cleanup;
+cleanup:;
 }
 
 int main(void)
