@@ -158,9 +158,9 @@ int trace_leave(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("tp/sched/sched_process_exit")
-int trace_proc_exit(struct trace_event_raw_sched_process_exit *ctx)
+SEC("raw_tp/sched_process_exit")
+int trace_proc_exit(void *ctx)
 {
-	gp_on_exit(ctx, &stacks, NULL, NULL);
+	gp_on_exit(&stacks, NULL, NULL);
 	return 0;
 }

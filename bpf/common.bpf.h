@@ -60,23 +60,25 @@ static __always_inline void gp_leader_comm(char *buf)
 		bpf_get_current_comm(buf, GP_COMM_LEN);
 }
 
-/* sched_process_exit fires for every thread: is this the process's last one? (group_dead
- * where the kernel has it, else the leader's exit, as bcc's exitsnoop does) */
-static __always_inline bool gp_process_dead(struct trace_event_raw_sched_process_exit *ctx, __u64 id)
+/* sched_process_exit fires for every thread: is this the process's last one? do_exit()
+ * decrements signal->live (group_dead = atomic_dec_and_test(...)) before the tracepoint
+ * in every kernel version, so 0 means the whole process is exiting. Read from the task,
+ * this works for a raw tracepoint, which needs no tracefs (and so no root). */
+static __always_inline bool gp_process_dead(void)
 {
-	if (bpf_core_field_exists(ctx->group_dead))
-		return BPF_CORE_READ(ctx, group_dead);
-	return (id >> 32) == (__u32)id;
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+	return BPF_CORE_READ(t, signal, live.counter) == 0;
 }
 
 /*
- * The body of every object's sched_process_exit program: a thread that dies inside a
- * call never returns, so its in-flight record (inflight, keyed by pid_tgid; NULL: none)
- * goes; when the process dies and procs (NULL: none) knows it, it is forgotten there and
- * a GP_EV_EXIT record goes to rb. Returns false when rb was full (a drop to count).
+ * The body of every object's sched_process_exit program (SEC("raw_tp/sched_process_exit")):
+ * a thread that dies inside a call never returns, so its in-flight record (inflight, keyed
+ * by pid_tgid; NULL: none) goes; when the process dies and procs (NULL: none) knows it, it
+ * is forgotten there and a GP_EV_EXIT record goes to rb. Returns false when rb was full (a
+ * drop to count).
  */
-static __always_inline bool gp_on_exit(struct trace_event_raw_sched_process_exit *ctx, void *inflight,
-				       void *procs, void *rb)
+static __always_inline bool gp_on_exit(void *inflight, void *procs, void *rb)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -84,7 +86,7 @@ static __always_inline bool gp_on_exit(struct trace_event_raw_sched_process_exit
 
 	if (inflight)
 		bpf_map_delete_elem(inflight, &id);
-	if (!procs || !gp_process_dead(ctx, id) || !bpf_map_lookup_elem(procs, &tgid))
+	if (!procs || !gp_process_dead() || !bpf_map_lookup_elem(procs, &tgid))
 		return true;
 	bpf_map_delete_elem(procs, &tgid);
 	e = bpf_ringbuf_reserve(rb, sizeof(*e), 0);

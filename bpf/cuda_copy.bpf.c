@@ -305,9 +305,9 @@ int copy_leave(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("tp/sched/sched_process_exit")
-int copy_proc_exit(struct trace_event_raw_sched_process_exit *ctx)
+SEC("raw_tp/sched_process_exit")
+int copy_proc_exit(void *ctx)
 {
-	gp_on_exit(ctx, &calls, NULL, NULL);
+	gp_on_exit(&calls, NULL, NULL);
 	return 0;
 }

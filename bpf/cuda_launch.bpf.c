@@ -470,10 +470,10 @@ int launch_leave(struct pt_regs *ctx)
 	}
 }
 
-SEC("tp/sched/sched_process_exit")
-int launch_proc_exit(struct trace_event_raw_sched_process_exit *ctx)
+SEC("raw_tp/sched_process_exit")
+int launch_proc_exit(void *ctx)
 {
-	if (!gp_on_exit(ctx, &calls, &procs, &names))
+	if (!gp_on_exit(&calls, &procs, &names))
 		count_drop(GP_LDROP_RINGBUF);
 	return 0;
 }

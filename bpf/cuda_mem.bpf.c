@@ -249,10 +249,10 @@ int mem_leave(struct pt_regs *ctx)
 	return leave(ctx);
 }
 
-SEC("tp/sched/sched_process_exit")
-int mem_proc_exit(struct trace_event_raw_sched_process_exit *ctx)
+SEC("raw_tp/sched_process_exit")
+int mem_proc_exit(void *ctx)
 {
-	if (!gp_on_exit(ctx, &pending, &procs, &events))
+	if (!gp_on_exit(&pending, &procs, &events))
 		count_drop(GP_DROP_RINGBUF);
 	return 0;
 }

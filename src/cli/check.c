@@ -67,10 +67,27 @@ static int quiet_print(enum libbpf_print_level l, const char *f, va_list a)
 	return 0;
 }
 
+/* Only --ioctl's syscall tracepoints need tracefs: the exit programs are raw tracepoints
+ * and uprobes are perf events or uprobe_multi links. */
+static void check_tracefs(struct checker *c)
+{
+	struct statfs sf;
+	bool mounted = statfs("/sys/kernel/tracing", &sf) == 0 && sf.f_type == TRACEFS_MAGIC_;
+	char err[256];
+
+	if (mounted && access("/sys/kernel/tracing/events", R_OK | X_OK) == 0)
+		line(c, OK, "tracefs", "mounted at /sys/kernel/tracing and readable (--ioctl's syscall tracepoints)");
+	else if (mounted)
+		line(c, WARN, "tracefs", "mounted at /sys/kernel/tracing but not readable by this user: --ioctl's syscall tracepoints need root or CAP_DAC_READ_SEARCH; the other modes do not need tracefs");
+	else if (attach__tracefs_mountable(err, sizeof(err)))
+		line(c, OK, "tracefs", "not mounted; gpuprobe mounts it at /sys/kernel/tracing when --ioctl needs it");
+	else
+		line(c, WARN, "tracefs", "not mounted at /sys/kernel/tracing, and this user cannot mount it (CAP_SYS_ADMIN): --ioctl's syscall tracepoints need it (mount -t tracefs nodev /sys/kernel/tracing); the other modes do not");
+}
+
 static void check_kernel(struct checker *c)
 {
 	char path[512];
-	struct statfs sf;
 	int fd;
 
 	if (sys_exists(c, "kernel/btf/vmlinux", path, sizeof(path)))
@@ -97,12 +114,7 @@ static void check_kernel(struct checker *c)
 		line(c, OK, "kprobes", "available: the ioctl mode can use kprobes on the NVIDIA driver");
 	else
 		line(c, WARN, "kprobes", "%s missing: the ioctl mode would fall back to syscall tracepoints", path);
-	if (statfs("/sys/kernel/tracing", &sf) == 0 && sf.f_type == TRACEFS_MAGIC_)
-		line(c, OK, "tracefs", "mounted at /sys/kernel/tracing");
-	else if (access("/sys/kernel/tracing", F_OK) == 0 && (geteuid() == 0 || gp_has_cap(CAP_SYS_ADMIN)))
-		line(c, WARN, "tracefs", "not mounted; gpuprobe mounts it at /sys/kernel/tracing (needs CAP_SYS_ADMIN, which it has)");
-	else
-		line(c, FAIL, "tracefs", "not mounted at /sys/kernel/tracing and not mountable here (mount -t tracefs nodev /sys/kernel/tracing)");
+	check_tracefs(c);
 }
 
 static void check_privileges(struct checker *c)

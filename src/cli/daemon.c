@@ -20,13 +20,13 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include <microhttpd.h>
 #include "attach.h"
 #include "calibrate.h"
 #include "cgroups.h"
 #include "cmdline.h"
 #include "daemon.h"
 #include "events.h"
+#include "http.h"
 #include "listen.h"
 #include "options.h"
 #include "procmaps.h"
@@ -40,7 +40,7 @@ struct daemon {
 	struct lib_set *libs; /* every library file seen (probed or rejected), by dev+inode */
 	int probed;           /* of those, the ones with probes */
 	struct cgroups *cgroups;
-	struct MHD_Daemon *mhd;
+	struct http *http;
 	double probe_cost;
 	uint64_t scrapes, rescans, rescan_ns;
 };
@@ -195,51 +195,31 @@ cleanup:
 	return r;
 }
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status, const char *type,
-			     char *body, size_t len, enum MHD_ResponseMemoryMode mode)
-{
-	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
-	enum MHD_Result ret;
+#define TEXT "text/plain; charset=utf-8"
 
-	if (!resp) {
-		if (mode == MHD_RESPMEM_MUST_FREE)
-			free(body);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	ret = MHD_queue_response(conn, status, resp);
-	MHD_destroy_response(resp);
-	return ret;
+static void text_reply(struct http_reply *r, unsigned int status, const char *body)
+{
+	*r = (struct http_reply){ status, TEXT, strdup(body), strlen(body) };
 }
 
-#define TEXT "text/plain; charset=utf-8"
-#define STATIC_REPLY(conn, code, s) reply(conn, code, TEXT, s, sizeof(s) - 1, MHD_RESPMEM_PERSISTENT)
-
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version, const char *upload,
-				  size_t *upload_size, void **con_cls)
+static void on_request(void *ctx, const char *url, struct http_reply *r)
 {
-	struct daemon *d = cls;
+	struct daemon *d = ctx;
 	char *buf;
 	size_t len;
 
-	(void)version, (void)upload, (void)con_cls;
-	if (*upload_size)
-		return MHD_NO; /* no request here has a body */
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return STATIC_REPLY(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
 	if (!strcmp(url, "/healthz"))
-		return STATIC_REPLY(conn, MHD_HTTP_OK, "ok\n");
+		return text_reply(r, 200, "ok\n");
 	if (!strcmp(url, "/"))
-		return STATIC_REPLY(conn, MHD_HTTP_OK, "gpuprobe: /metrics /healthz\n");
+		return text_reply(r, 200, "gpuprobe: /metrics /healthz\n");
 	if (strcmp(url, "/metrics"))
-		return STATIC_REPLY(conn, MHD_HTTP_NOT_FOUND, "not found\n");
+		return text_reply(r, 404, "not found\n");
 	if (render(d, &buf, &len)) {
 		free(buf);
-		return STATIC_REPLY(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "render failed\n");
+		return text_reply(r, 500, "render failed\n");
 	}
 	d->scrapes++;
-	return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", buf, len, MHD_RESPMEM_MUST_FREE);
+	*r = (struct http_reply){ 200, "text/plain; version=0.0.4; charset=utf-8", buf, len };
 }
 
 /* The price of one probe hit on this node, unless --probe-cost said it. */
@@ -275,12 +255,7 @@ static int preflight(int *lfd, int *family, char *err, size_t len)
 	if (r)
 		return r;
 	*lfd = listen__open(gp_opts.listen, family, err, len);
-	if (*lfd < 0)
-		return *lfd;
-	r = attach__ensure_tracefs();
-	if (r)
-		snprintf(err, len, "cannot mount tracefs at /sys/kernel/tracing: %s", strerror(-r));
-	return r;
+	return *lfd < 0 ? *lfd : 0;
 }
 
 static int start(struct daemon *d, char *err, size_t len)
@@ -301,22 +276,22 @@ static int start(struct daemon *d, char *err, size_t len)
 	return 0;
 }
 
+/* A slow client may hold a connection 3 s at most before its headers are complete; the
+ * last 16 of 256 connections are kept free by closing the oldest unfinished ones. */
+static const struct http_limits http_limits = {
+	.max_conns = 256, .reserve = 16, .header_ns = 3000000000ULL,
+};
+
 static int serve(struct daemon *d, int lfd, int family, char *err, size_t len)
 {
-	const union MHD_DaemonInfo *pi;
 	char modes[128];
 
-	d->mhd = MHD_start_daemon(MHD_USE_EPOLL | (family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,
-				  on_request, d, MHD_OPTION_LISTEN_SOCKET, lfd, MHD_OPTION_CONNECTION_LIMIT, 64U,
-				  MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_END);
-	if (!d->mhd) {
-		snprintf(err, len, "cannot start the HTTP server on %s", gp_opts.listen);
+	d->http = http__start(lfd, family, &http_limits, on_request, d, err, len);
+	if (!d->http)
 		return -EIO;
-	}
-	pi = MHD_get_daemon_info(d->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	gp_run__mode_names(d->run, modes, sizeof(modes));
 	gp_log(GP_LOG_INFO, "listening on %s (port %u): /metrics /healthz; tracing every CUDA process (%s): %d probes on %d libcuda files",
-	       gp_opts.listen, pi ? pi->port : 0, modes, attach_set__count(d->run->links), d->probed);
+	       gp_opts.listen, http__port(d->http), modes, attach_set__count(d->run->links), d->probed);
 	return 0;
 }
 
@@ -326,10 +301,9 @@ static int loop(struct daemon *d, char *err, size_t len)
 	bool rescans = (gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA) && !gp_opts.libcuda && gp_opts.rescan > 0;
 
 	while (!stop_signal) {
-		const union MHD_DaemonInfo *ei = MHD_get_daemon_info(d->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 		struct pollfd fds[2] = {
 			{ .fd = gp_events__epoll_fd(d->run->events), .events = POLLIN },
-			{ .fd = ei ? ei->epoll_fd : -1, .events = POLLIN },
+			{ .fd = http__poll_fd(d->http), .events = POLLIN },
 		};
 		uint64_t now;
 		int r;
@@ -343,7 +317,7 @@ static int loop(struct daemon *d, char *err, size_t len)
 			snprintf(err, len, "reading the ring buffer: %s", strerror(-r));
 			return r;
 		}
-		MHD_run(d->mhd);
+		http__run(d->http);
 		if (hup_signal) {
 			hup_signal = 0;
 			gp_log(GP_LOG_INFO, "SIGHUP: nothing to reload (restart to change options); still running");
@@ -380,11 +354,12 @@ int daemon__main(int argc, char **argv)
 		goto cleanup;
 	d.probe_cost = probe_cost(gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA);
 	r = start(&d, err, sizeof(err));
-	if (!r)
+	if (!r) {
 		r = serve(&d, lfd, family, err, sizeof(err));
+		lfd = -1; /* the server took it over */
+	}
 	if (r)
 		goto cleanup;
-	lfd = -1; /* the server owns it now */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -392,15 +367,15 @@ int daemon__main(int argc, char **argv)
 	r = loop(&d, err, sizeof(err));
 	if (!r) {
 		gp_events__drain(d.run->events);
-		gp_log(GP_LOG_INFO, "%s: detaching; %llu scrapes, %llu rescans (last %.1f ms), %llu events handled",
+		gp_log(GP_LOG_INFO, "%s: detaching; %llu scrapes, %llu rescans (last %.1f ms), %llu events handled, %llu slow connections closed",
 		       strsignal(stop_signal), (unsigned long long)d.scrapes, (unsigned long long)d.rescans,
-		       d.rescan_ns / 1e6, (unsigned long long)gp_events__handled(d.run->events));
+		       d.rescan_ns / 1e6, (unsigned long long)gp_events__handled(d.run->events),
+		       (unsigned long long)http__closed_slow(d.http));
 	}
 cleanup:
 	if (r && err[0])
 		gp_log(GP_LOG_ERR, "%s", err);
-	if (d.mhd)
-		MHD_stop_daemon(d.mhd);
+	http__stop(d.http);
 	if (lfd >= 0)
 		close(lfd);
 	gp_run__free(d.run);

@@ -8,7 +8,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <json-c/json.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,7 @@ struct cli {
 	struct lib_set libs;
 	struct spawned child;
 	int status;
+	int pidfd;     /* -p: the target itself, readable once it exits (PIDs get reused) */
 	bool released; /* the command ran (it is waited for, not killed) */
 	bool child_done;
 };
@@ -111,11 +114,28 @@ static int preflight(char *err, size_t len)
 
 	if (!r)
 		r = gp_check_kernel(needs & GP_NEED_LIBCUDA, err, len);
-	if (!r)
-		r = attach__ensure_tracefs();
-	if (r && !*err)
-		snprintf(err, len, "cannot mount tracefs at /sys/kernel/tracing: %s", strerror(-r));
 	return r;
+}
+
+/* -p's target has exited: its pidfd polls readable (a process that later gets the same
+ * PID does not count, as it would with kill(pid, 0)). */
+static bool target_gone(const struct cli *c)
+{
+	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+
+	return c->pidfd >= 0 && poll(&p, 1, 0) == 1;
+}
+
+static int open_target(struct cli *c, char *err, size_t len)
+{
+	if (gp_opts.pid <= 0)
+		return 0;
+	c->pidfd = (int)syscall(SYS_pidfd_open, gp_opts.pid, 0);
+	if (c->pidfd >= 0)
+		return 0;
+	snprintf(err, len, errno == ESRCH ? "no process with PID %d" : "cannot watch PID %d: %s", gp_opts.pid,
+		 strerror(errno));
+	return -errno;
 }
 
 /* Opens, attaches and starts every mode; the command, if any, is held before exec so its
@@ -124,7 +144,8 @@ static int setup(struct cli *c, char *err, size_t len)
 {
 	int r = 0;
 
-	if (gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA)
+	r = open_target(c, err, len);
+	if (!r && (gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA))
 		r = target__resolve(gp_opts.libcuda, gp_opts.pid, gp_opts.verbose, &c->libs, err, len);
 	if (!r && gp_opts.cmd) {
 		r = target__spawn(gp_opts.cmd, &c->child);
@@ -167,11 +188,6 @@ static void announce(const struct cli *c)
 		where, gp_opts.cmd ? "" : "; Ctrl-C to end");
 }
 
-static bool target_gone(void)
-{
-	return gp_opts.pid > 0 && kill(gp_opts.pid, 0) && errno == ESRCH;
-}
-
 /* Until the command or the target ends, a signal, or --duration; reports on --interval. */
 static int loop(struct cli *c, char *err, size_t len)
 {
@@ -194,7 +210,7 @@ static int loop(struct cli *c, char *err, size_t len)
 			c->child_done = true;
 			return 0;
 		}
-		if (target_gone())
+		if (target_gone(c))
 			return 0;
 		if (stop_signal) {
 			/* a terminal's Ctrl-C reached the command too; a SIGTERM did not */
@@ -315,7 +331,7 @@ static int trace_main(int argc, char **argv)
 				 .args_doc = "[-- COMMAND [ARGS...]]", .doc = doc, .epilog = epilog,
 				 .positionals = GP_POS_COMMAND };
 	struct sigaction sa = { .sa_handler = on_signal };
-	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
+	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 }, .pidfd = -1 };
 	char err[1024] = "";
 	int r = gp_options__parse(&cl, argc, argv), code;
 
@@ -353,6 +369,8 @@ cleanup:
 	if (r && err[0])
 		fprintf(stderr, "gpuprobe: %s\n", err);
 	gp_run__free(c.run);
+	if (c.pidfd >= 0)
+		close(c.pidfd);
 	/* a command that ran is waited for; one held before its exec is killed */
 	code = r == -127 ? 127 : exit_code(&c, r);
 	target__abort(&c.child);

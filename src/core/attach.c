@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/bpf.h>
+#include <linux/capability.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "attach.h"
@@ -210,6 +211,18 @@ bool attach__has_uprobe_multi(void)
 	return cached;
 }
 
+int attach__uprobe_multi_one(int prog_fd, const char *path, unsigned long long offset, pid_t pid)
+{
+	__u64 off = offset, cookie = 0;
+
+	return link_create_uprobe_multi(prog_fd, path, &off, &cookie, 1, 0, pid > 0 ? (__u32)pid : 0);
+}
+
+unsigned int attach__uprobe_multi_type(void)
+{
+	return GP_BPF_TRACE_UPROBE_MULTI;
+}
+
 int attach__prepare_prog(struct bpf_program *prog, bool multi)
 {
 	return multi ? bpf_program__set_expected_attach_type(prog, GP_BPF_TRACE_UPROBE_MULTI) : 0;
@@ -321,17 +334,32 @@ cleanup:
 	return err;
 }
 
-int attach__ensure_tracefs(void)
+int attach__ensure_tracefs(char *err, size_t len)
 {
 	struct stat st;
 
 	if (stat("/sys/kernel/tracing/events", &st) == 0)
 		return 0;
+	if (errno == EACCES) {
+		snprintf(err, len, "tracefs is mounted at /sys/kernel/tracing but this user cannot read it: the syscall tracepoints need root, or CAP_DAC_READ_SEARCH");
+		return -EACCES;
+	}
 	if (stat("/sys/kernel/debug/tracing/events", &st) == 0)
 		return 0;
-	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL))
-		return -errno;
+	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL)) {
+		int r = -errno;
+
+		snprintf(err, len, "cannot mount tracefs at /sys/kernel/tracing: %s%s", strerror(-r),
+			 r == -EPERM ? " (mounting needs CAP_SYS_ADMIN; or mount it first: mount -t tracefs nodev /sys/kernel/tracing)" : "");
+		return r;
+	}
 	return 0;
+}
+
+bool attach__tracefs_mountable(char *err, size_t len)
+{
+	(void)err, (void)len;
+	return geteuid() == 0 || gp_has_cap(CAP_SYS_ADMIN);
 }
 
 void attach_pair__prepare(struct attach_pair *p, struct bpf_program *enter, struct bpf_program *leave,
@@ -355,7 +383,10 @@ int attach_pair__attach(const struct attach_pair *p, struct attach_set *s, const
 		r = attach_set__uprobes(s, p->leave, lib, ret_offsets ? ret_offsets : offsets, cookies, n,
 					pid, true, p->multi);
 	if (r)
-		snprintf(err, len, "cannot attach the %s probes to %s: %s", p->what, lib, strerror(-r));
+		snprintf(err, len, "cannot attach the %s probes to %s: %s%s", p->what, lib, strerror(-r),
+			 (r == -EACCES || r == -EPERM) && !p->multi ?
+			 " (without uprobe_multi links gpuprobe attaches perf-event uprobes, which recent kernels allow only with CAP_SYS_ADMIN: run as root)" :
+			 r == -EACCES || r == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or root)" : "");
 	return r;
 }
 

@@ -32,6 +32,10 @@ int attach_set__count(const struct attach_set *s);
  * global lock. GPUPROBE_NO_UPROBE_MULTI=1 forces the fallback (tests use it).
  */
 bool attach__has_uprobe_multi(void);
+/* One uprobe_multi link: prog (loaded with attach__uprobe_multi_type()) at offset of path,
+ * for pid; the link's fd or -errno. */
+int attach__uprobe_multi_one(int prog_fd, const char *path, unsigned long long offset, pid_t pid);
+unsigned int attach__uprobe_multi_type(void);
 /* Programs used with uprobe_multi must say so before load. */
 int attach__prepare_prog(struct bpf_program *prog, bool multi);
 
@@ -65,8 +69,11 @@ int attach_pair__attach(const struct attach_pair *p, struct attach_set *s, const
 /* A debug line for each of names[0..n) that lib does not export (offsets[i] < 0). */
 void attach__log_missing(const char *lib, const char *const *names, const long long *offsets, int n);
 
-/* Mounts tracefs at /sys/kernel/tracing when it is not there (tracepoint attach needs
- * its event ids). Returns 0 or -errno. */
-int attach__ensure_tracefs(void);
+/* Mounts tracefs at /sys/kernel/tracing when it is not there (the syscall tracepoints of
+ * --ioctl need its event ids; nothing else does). 0, or -errno with one line in err that
+ * names the permission missing (-EACCES: mounted, not readable; -EPERM: cannot mount). */
+int attach__ensure_tracefs(char *err, size_t len);
+/* Whether this process could mount tracefs (root or CAP_SYS_ADMIN). */
+bool attach__tracefs_mountable(char *err, size_t len);
 
 #endif

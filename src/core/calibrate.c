@@ -11,8 +11,10 @@
 #include <linux/bpf.h>
 #include <linux/perf_event.h>
 #include <bpf/bpf.h>
+#include "attach.h"
 #include "calibrate.h"
 #include "procmaps.h"
+#include "util.h"
 
 /*
  * The probed function, in assembly so that its first instruction is what compiled driver
@@ -33,14 +35,6 @@ __asm__(".text\n"
 	".size gp_calibrate_target, .-gp_calibrate_target\n");
 int gp_calibrate_target(int x);
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* The fastest of a few rounds: noise on a shared machine only ever adds time. */
 static uint64_t time_loop(int n)
 {
@@ -48,11 +42,11 @@ static uint64_t time_loop(int n)
 
 	for (int r = 0; r < 5; r++) {
 		volatile int sink = 0;
-		uint64_t t0 = mono_ns(), t;
+		uint64_t t0 = gp_mono_ns(), t;
 
 		for (int i = 0; i < n; i++)
 			sink = gp_calibrate_target(sink);
-		t = mono_ns() - t0;
+		t = gp_mono_ns() - t0;
 		best = t < best ? t : best;
 	}
 	return best;
@@ -89,6 +83,37 @@ static int uprobe_type(void)
 	return t;
 }
 
+/* The probe the modes would use: a uprobe_multi link where the kernel has them (also the
+ * one a non-root tracer with CAP_BPF and CAP_PERFMON may make: perf-event uprobes need
+ * CAP_SYS_ADMIN on recent kernels, 6.18 here), else a perf-event uprobe;
+ * on our own text, this process only. Returns an fd to close, or -errno. */
+static int probe_self(int prog, const struct find *f)
+{
+	struct perf_event_attr attr;
+	int type, pfd;
+
+	if (attach__has_uprobe_multi())
+		return attach__uprobe_multi_one(prog, f->path, f->off, getpid());
+	type = uprobe_type();
+	if (type < 0)
+		return type;
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = (__u32)type;
+	attr.config1 = (__u64)(uintptr_t)f->path;
+	attr.config2 = f->off;
+	pfd = (int)syscall(__NR_perf_event_open, &attr, getpid(), -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog) || ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0)) {
+		int r = -errno;
+
+		close(pfd);
+		return r;
+	}
+	return pfd;
+}
+
 double calibrate__probe_cost(int n)
 {
 	struct bpf_insn insns[] = {
@@ -96,43 +121,26 @@ double calibrate__probe_cost(int n)
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
 	struct find f = { .addr = (uint64_t)(uintptr_t)&gp_calibrate_target };
-	struct perf_event_attr attr;
-	uint64_t plain = 0, probed = 0;
-	int prog = -1, pfd = -1, err = 0, type;
+	LIBBPF_OPTS(bpf_prog_load_opts, opts);
+	uint64_t plain, probed;
+	int prog, pfd, err;
 
 	err = procmaps__foreach("/proc", getpid(), find_cb, &f);
 	if (err < 0 || !f.found)
 		return err < 0 ? err : -ENOENT;
-	type = uprobe_type();
-	if (type < 0)
-		return type;
-	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "gp_calibrate", "GPL", insns, 2, NULL);
+	if (attach__has_uprobe_multi())
+		opts.expected_attach_type = attach__uprobe_multi_type();
+	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "gp_calibrate", "GPL", insns, 2, &opts);
 	if (prog < 0)
 		return -errno;
-	/* the perf-event uprobe libbpf would make: our own text, this process only */
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.type = (__u32)type;
-	attr.config1 = (__u64)(uintptr_t)f.path;
-	attr.config2 = f.off;
-	pfd = (int)syscall(__NR_perf_event_open, &attr, getpid(), -1, -1, PERF_FLAG_FD_CLOEXEC);
+	pfd = probe_self(prog, &f);
 	if (pfd < 0) {
-		err = -errno;
-		goto cleanup;
-	}
-	if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog) || ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0)) {
-		err = -errno;
-		goto cleanup;
+		close(prog);
+		return pfd;
 	}
 	probed = time_loop(n);
 	close(pfd);
-	pfd = -1;
 	plain = time_loop(n);
-cleanup:
-	if (pfd >= 0)
-		close(pfd);
 	close(prog);
-	if (err)
-		return err;
 	return probed > plain ? (double)(probed - plain) / 1e9 / n : 0.0;
 }

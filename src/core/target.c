@@ -226,6 +226,23 @@ void target__abort(struct spawned *sp)
 	sp->go_fd = sp->err_fd = -1;
 }
 
+/* Whether /proc/PID/maps can be read here: another user's process needs ptrace access
+ * (CAP_SYS_PTRACE), and an empty read is not an empty address space. */
+static bool readable_maps(int pid)
+{
+	char path[64], c;
+	int fd;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno != EACCES && errno != EPERM;
+	ok = read(fd, &c, 1) >= 0 || (errno != EACCES && errno != EPERM);
+	close(fd);
+	return ok;
+}
+
 /* The first reason a candidate was refused, kept for the error line. */
 static int check_each(const struct lib_set *found, struct lib_set *libs, bool verbose, char *why, size_t len)
 {
@@ -268,8 +285,13 @@ int target__resolve(const char *libcuda, int pid, bool verbose, struct lib_set *
 		return -ENOMEM;
 	if (pid > 0) {
 		r = target__find_pid_libcuda(pid, found);
+		if (r == 0 && !readable_maps(pid))
+			r = -EACCES;
 		if (r == -ESRCH)
 			snprintf(err, len, "no process with PID %d", pid);
+		else if (r == -EACCES || r == -EPERM)
+			snprintf(err, len, "cannot read the mappings of PID %d: %s (another user's process: needs CAP_SYS_PTRACE, or root)",
+				 pid, strerror(-r));
 		else if (r < 0)
 			snprintf(err, len, "cannot read the mappings of PID %d: %s", pid, strerror(-r));
 		else if (r == 0)

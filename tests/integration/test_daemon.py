@@ -360,6 +360,54 @@ def test_bad_configuration():
     gp.assert_nothing_attached()
 
 
+def test_slow_clients_cannot_starve_scrapes():
+    """300 connections (more than the 256 the server takes) trickling one header byte at a time (each byte resets
+    libmicrohttpd's idle timeout) while /metrics and /healthz must answer within a
+    second, every time, for as long as the trickle lasts."""
+    d = start_daemon()
+    socks = []
+    try:
+        for _ in range(300):
+            s = socket.create_connection(("127.0.0.1", d.port), timeout=5)
+            s.setblocking(False)
+            socks.append(s)
+        worst = 0.0
+        end = time.time() + 8
+        i = 0
+        while time.time() < end:
+            for s in socks:  # one byte each, forever unfinished
+                try:
+                    s.send(b"GET /metrics HTTP/1.1\r\nX-Slow: "[i % 30:i % 30 + 1])
+                except OSError:
+                    pass
+            i += 1
+            for path in ("/metrics", "/healthz"):
+                t0 = time.time()
+                status, body = get(d.port, path)
+                took = time.time() - t0
+                worst = max(worst, took)
+                eq(status, 200, f"{path} status under 300 slow connections")
+                check(took < 1.0, f"{path} took {took:.2f} s under 300 slow connections")
+            time.sleep(0.3)
+        check("gpuprobe_probes_attached" in body or body == "ok\n", "a real answer")
+        # the guard closed them: a trickled connection is gone within its deadline
+        closed = 0
+        for s in socks:
+            try:
+                if s.recv(1) == b"":
+                    closed += 1
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed += 1
+        check(closed >= 290, f"slow connections closed by the server: {closed} of 300")
+        print(f"#   worst answer {worst * 1000:.0f} ms; {closed} of 300 slow connections closed")
+    finally:
+        for s in socks:
+            s.close()
+        stop(d)
+
+
 def test_ipv6_listen():
     try:
         port = free_port(socket.AF_INET6, "::1")
@@ -448,6 +496,7 @@ if __name__ == "__main__":
         test_later_process_traced_and_retention,
         test_private_mount_namespace_after_start,
         test_bad_configuration,
+        test_slow_clients_cannot_starve_scrapes,
         test_ipv6_listen,
         test_signals_under_load,
         test_systemd_unit_verifies,

@@ -91,6 +91,22 @@ def test_subcommand_usage_errors():
     one_error_line(r, "check: unexpected argument extra")
 
 
+def test_numbers_bounded():
+    """Durations and intervals: finite, at most about a year; no double->integer overflow
+    (UBSan reported -d 1e30), nan and inf refused, -d 2e10 refused rather than ending at once."""
+    for opt in ("--duration", "--interval"):
+        for bad in ("1e30", "inf", "-inf", "nan", "2e10", "-1", "", "1s", "0x", "1e400"):
+            expect_error(["--memleak", opt, bad], f"invalid {opt}: {bad}", usage=True)
+    for opt, bad in (("--max-pending", "99999999999999999999999"), ("--max-procs", "0"),
+                     ("--top", "1e3"), ("--ringbuf-size", "18446744073709551616")):
+        expect_error(["--memleak", opt, bad], bad, usage=True)
+    r = gp.run([GPUPROBE, "daemon", "--memleak", "--retention", "nan"])
+    check(r.returncode == 2 and "invalid --retention: nan" in r.stderr, r.stderr)
+    # the largest accepted still runs, and ends on its own terms
+    r = gp.gpuprobe(["--memleak", "--duration", "31536000", "--libcuda", FAKECUDA], cmd=["true"])
+    eq(r.returncode, 0, f"a year's duration is accepted ({r.stderr!r})")
+
+
 def test_pid_that_does_not_exist():
     # PIDs above pid_max cannot exist
     pid_max = int(open("/proc/sys/kernel/pid_max").read())

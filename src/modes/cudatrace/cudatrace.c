@@ -282,7 +282,8 @@ static void finish(struct ct_proc *p, uint64_t start_ns, uint64_t now_ns)
 {
 	for (size_t i = 0; i < p->nr_kernels; i++)
 		qsort(p->kernels[i].shapes, p->kernels[i].nr_shapes, sizeof(struct ct_shape), cmp_shape);
-	qsort(p->kernels, p->nr_kernels, sizeof(*p->kernels), cmp_kernel);
+	if (p->nr_kernels) /* qsort(NULL, 0) is undefined */
+		qsort(p->kernels, p->nr_kernels, sizeof(*p->kernels), cmp_kernel);
 	if (!p->prev_ns)
 		p->prev_ns = start_ns;
 	if (p->prev_ns && now_ns > p->prev_ns && p->launches >= p->prev_launches)

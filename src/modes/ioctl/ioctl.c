@@ -242,7 +242,8 @@ int ioctl_agg__end(struct ioctl_agg *a)
 	free_procs(a);
 	if (!a->nr_rows)
 		return 0;
-	qsort(a->rows, a->nr_rows, sizeof(*a->rows), row_cmp);
+	if (a->nr_rows) /* qsort(NULL, 0) is undefined */
+		qsort(a->rows, a->nr_rows, sizeof(*a->rows), row_cmp);
 	a->procs = calloc(a->nr_rows, sizeof(*a->procs));
 	if (!a->procs)
 		return -ENOMEM;

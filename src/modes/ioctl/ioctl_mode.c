@@ -224,8 +224,10 @@ static void on_ioctl(void *ctx, const struct gp_ioctl_event *e)
 
 static int attach_tracepoints(struct ioc_mode *m, char *err, size_t len)
 {
-	int r = attach_set__auto(m->run->links, m->skel->progs.ioctl_tp_enter, err, len);
+	int r = attach__ensure_tracefs(err, len);
 
+	if (!r)
+		r = attach_set__auto(m->run->links, m->skel->progs.ioctl_tp_enter, err, len);
 	if (!r)
 		r = attach_set__auto(m->run->links, m->skel->progs.ioctl_tp_exit, err, len);
 	return r;
