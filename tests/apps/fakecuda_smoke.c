@@ -1577,11 +1577,20 @@ static void test_peer(void)
 	      T(cuStreamSynchronize(s2)));
 	RC(cuEventQuery(ex), CUDA_SUCCESS);
 	RC(cuStreamWaitEvent(s2, ex, 8), CUDA_ERROR_INVALID_VALUE);
+	/* Two streams share the link between two GPUs; opposite directions do not. */
+	TIMED(2 * want, "0->1 copies on two streams share the link",
+	      T(cuMemcpyPeerAsync(big1, c[1], big0, c[0], 64 * MiB, s1));
+	      T(cuMemcpyPeerAsync(big1, c[1], big0, c[0], 64 * MiB, s2));
+	      T(cuStreamSynchronize(s1)); T(cuStreamSynchronize(s2)));
+	TIMED(want, "0->1 and 1->0 at once: one link each way",
+	      T(cuMemcpyPeerAsync(big1, c[1], big0, c[0], 64 * MiB, s1));
+	      T(cuMemcpyPeerAsync(big0, c[0], big1, c[1], 64 * MiB, s2));
+	      T(cuStreamSynchronize(s1)); T(cuStreamSynchronize(s2)));
 	check(fakecuda_copy_stats(0, 1, &c01) == 0 && fakecuda_copy_stats(1, 0, &c10) == 0 &&
 	      fakecuda_copy_stats(0, 0, &c00) == 0 && fakecuda_copy_stats(8, 0, &c00) == -1,
 	      "fakecuda_copy_stats per (source, destination)");
-	check(c01.copies >= 5 && c01.bytes == c01.copies * 64 * MiB &&
-	      c10.copies >= 3 && c10.bytes == c10.copies * 64 * MiB,
+	check(c01.copies >= 8 && c01.bytes == c01.copies * 64 * MiB &&
+	      c10.copies >= 4 && c10.bytes == c10.copies * 64 * MiB,
 	      "peer copies counted per pair (0->1: %llu, 1->0: %llu)",
 	      (unsigned long long)c01.copies, (unsigned long long)c10.copies);
 	printf("# ");

@@ -46,7 +46,9 @@
  * a context is destroyed, and a thread without a current context falls
  * back to device 0's primary context once cuInit has been called.  Graph
  * nodes run one after another on the launch stream; graphs hold kernel,
- * copy (from captured async copies) and no other nodes.  Peer access
+ * copy (from captured async copies) and no other nodes.  Copies between
+ * two devices share one link per direction; other copies only their
+ * stream.  Peer access
  * (cuCtxEnablePeerAccess) is bookkeeping: it does not change copy rates.
  */
 #define _GNU_SOURCE
@@ -401,6 +403,7 @@ static struct {
 	struct kstat **kstats;	/* one per kernel name ever loaded */
 	size_t nkstats, capkstats;
 	struct copytally copies[MAX_DEVICES + 1][MAX_DEVICES + 1];
+	uint64_t link_busy[MAX_DEVICES][MAX_DEVICES];	/* peer link src->dst busy until */
 	uint64_t graph_launches;
 	struct capture **caps;	/* captures under way */
 	size_t ncaps, capcaps;
@@ -1019,12 +1022,24 @@ static void copy_tally(const struct cparams *c, bool from_graph)
 	}
 }
 
-/* Queues a copy on st; returns when it will be done. */
+/*
+ * Queues a copy on st; returns when it will be done.  Copies between two
+ * devices also wait for the link from src to dst: copies on several streams
+ * share it, as they share NVLink or PCIe, instead of adding up to more than
+ * its rate.
+ */
 static uint64_t copy_run(struct CUstream_st *st, const struct cparams *c,
 			 bool from_graph)
 {
+	uint64_t ns = copy_ns_between(c->bytes, c->src, c->dst), *link;
+
 	copy_tally(c, from_graph);
-	return charge(st, copy_ns_between(c->bytes, c->src, c->dst));
+	if (c->src < 0 || c->dst < 0 || c->src == c->dst)
+		return charge(st, ns);
+	link = &g.link_busy[c->src][c->dst];
+	st->busy_until = max_u64(max_u64(now_ns(), st->busy_until), *link) + ns;
+	*link = st->busy_until;
+	return st->busy_until;
 }
 
 /* ------------------------------------------------------------------------ */
