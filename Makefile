@@ -183,7 +183,9 @@ NCCL_APPS := $(OUTPUT)/apps/nccl_app $(OUTPUT)/apps/fakenccl_smoke
 FAKENCCL_CFLAGS := -shared -fPIC -O1 -g -std=gnu11 -fno-omit-frame-pointer -fno-inline \
 	-fvisibility=hidden -Wall -Wextra -Werror -Itests/fakecuda -Itests/fakenccl
 
-testbins: $(FAKENCCL) $(FAKENCCL_PARTIAL)
+APP_SCRIPTS := $(patsubst tests/apps/%.sh,$(OUTPUT)/apps/%.sh,$(wildcard tests/apps/*.sh))
+
+testbins: $(FAKENCCL) $(FAKENCCL_PARTIAL) $(APP_SCRIPTS)
 # The stand-in's extensions header (its own counters), used by the driver and the workloads.
 $(FAKECUDA) $(APPS): tests/fakecuda/fakecuda_ext.h
 
@@ -212,3 +214,7 @@ $(NCCL_APPS): $(OUTPUT)/apps/%: tests/apps/%.c tests/apps/common.c tests/apps/co
 		-L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
 		-Wl,-rpath,'$$ORIGIN/../fakenccl:$$ORIGIN/../fakecuda'
 
+# Launcher scripts (an NCCL job, a process tree) run the workloads beside them.
+$(OUTPUT)/apps/%.sh: tests/apps/%.sh | $(OUTPUT)/apps
+	$(call msg,COPY,$@)
+	$(Q)install -m 0755 $< $@

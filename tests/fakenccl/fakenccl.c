@@ -17,17 +17,18 @@
  *  - ranks are separate processes that share a unique id: ncclCommInitRank
  *    blocks until all nranks have joined and ncclCommSplit until all have
  *    said their color, as NCCL's do.  They meet in a small POSIX shared-memory
- *    segment named after the id (/dev/shm/fakenccl-*), which carries only that
- *    bookkeeping: no data moves between ranks (the buffers have no contents
- *    anyway; the stand-in driver's memory has no backing store);
+ *    segment named after the id (/dev/shm/fakenccl-*, its name removed as
+ *    soon as all ranks have mapped it), which carries only that bookkeeping:
+ *    no data moves between ranks (the buffers have no contents anyway; the
+ *    stand-in driver's memory has no backing store);
  *  - collectives "run" by launching, through the driver's cuLaunchKernel on
  *    the caller's stream, a kernel named as NCCL names its kernels, e.g.
  *    ncclDevKernel_AllReduce_Sum_f32_RING_LL (mangled, with NCCL's
  *    ncclDevKernelArgsStorage<4096> parameter); point-to-point calls launch
  *    ncclDevKernel_SendRecv, one per group and stream, at ncclGroupEnd.  The
- *    kernels come from one library loaded with cuLibraryLoadData and are
- *    looked up with cuLibraryGetKernel on first use (lazy loading, as CUDA 13
- *    does for NCCL's kernels);
+ *    kernels come from one library loaded with cuLibraryLoadData, every
+ *    handle taken with cuLibraryGetKernel at the first communicator's init
+ *    (see lib_load);
  *  - calls are valid or invalid as NCCL's: a NULL or destroyed communicator,
  *    an unknown data type or reduction, a root or peer out of range, a NULL
  *    buffer with a non-zero count are ncclInvalidArgument; a count of 0 is
@@ -96,7 +97,6 @@ struct rv {
 	uint32_t nranks;	/* set by the first rank to arrive */
 	uint32_t arrived[MAX_RANKS];
 	uint32_t narrived;
-	uint32_t left;
 	struct rv_round rounds[MAX_ROUNDS];
 };
 
@@ -341,13 +341,11 @@ static ncclResult_t rv_open(const ncclUniqueId *id, struct rv **out, char *name,
 	return ncclSuccess;
 }
 
-/* The last rank to leave removes the segment. */
+/* The segment's name was removed once every rank had joined; the mapping goes with the comm. */
 static void rv_leave(struct ncclComm *c)
 {
 	if (!c->rv)
 		return;
-	if (__atomic_add_fetch(&c->rv->left, 1, __ATOMIC_ACQ_REL) == (uint32_t)c->nranks)
-		shm_unlink(c->shm_name);
 	munmap(c->rv, sizeof(struct rv));
 	c->rv = NULL;
 }
@@ -363,6 +361,8 @@ static ncclResult_t current_device(int *dev)
 		return fail(ncclUnhandledCudaError, "Cuda failure %d", (int)rc);
 	return ncclSuccess;
 }
+
+static ncclResult_t kernels_init(void);
 
 /*
  * Makes a communicator and joins the rendezvous; with wait, blocks until all
@@ -389,6 +389,9 @@ static ncclResult_t comm_init(ncclComm_t *out, int nranks, const ncclUniqueId *i
 	cr = cuDeviceGetCount(&ndev);
 	if (cr != CUDA_SUCCESS || dev < 0 || dev >= ndev)
 		return fail(ncclInvalidArgument, "invalid CUDA device %d", dev);
+	rc = kernels_init();
+	if (rc)
+		return rc;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return fail(ncclSystemError, "out of memory");
@@ -431,6 +434,12 @@ static ncclResult_t comm_init(ncclComm_t *out, int nranks, const ncclUniqueId *i
 		free(c);
 		return fail(ncclSystemError, "timed out waiting for %d ranks", nranks);
 	}
+	/*
+	 * Everyone has it mapped: the name can go now (ENOENT for all but the
+	 * first), so a job that dies later leaves nothing in /dev/shm.
+	 */
+	if (wait)
+		shm_unlink(c->shm_name);
 	c->magic = COMM_MAGIC;
 	if (!comm_register(c)) {
 		munmap(c->rv, sizeof(struct rv));
@@ -500,7 +509,12 @@ static void kernel_name(int k, char *buf, size_t cap)
 	snprintf(buf, cap, "_Z%zu%s24ncclDevKernelArgsStorageILm4096EE", strlen(base), base);
 }
 
-/* Loads the kernel library once per process; caller holds g_lock. */
+/*
+ * Loads the kernel library and gets every kernel's handle, once per process,
+ * at the first communicator: NCCL asks for its kernels' attributes while it
+ * initializes, which loads them.  So, as with the real library, the handles
+ * exist before a tracer that attaches mid-run.  Caller holds g_lock.
+ */
 static ncclResult_t lib_load(void)
 {
 	char *image, name[128];
@@ -518,23 +532,31 @@ static ncclResult_t lib_load(void)
 	}
 	rc = cuLibraryLoadData(&g_lib, image, NULL, NULL, 0, NULL, NULL, 0);
 	free(image);
+	for (int k = 0; k < NKERNELS && rc == CUDA_SUCCESS; k++) {
+		kernel_name(k, name, sizeof(name));
+		rc = cuLibraryGetKernel(&g_kern[k], g_lib, name);
+	}
 	if (rc != CUDA_SUCCESS)
 		return fail(ncclUnhandledCudaError, "Cuda failure %d loading kernels", (int)rc);
 	return ncclSuccess;
 }
 
-static ncclResult_t kernel_get(int k, CUkernel *out)
+static ncclResult_t kernels_init(void)
 {
 	ncclResult_t rc;
-	char name[128];
 
 	pthread_mutex_lock(&g_lock);
 	rc = lib_load();
-	if (rc == ncclSuccess && !g_kern[k]) {
-		kernel_name(k, name, sizeof(name));
-		if (cuLibraryGetKernel(&g_kern[k], g_lib, name) != CUDA_SUCCESS)
-			rc = fail(ncclInternalError, "kernel %s not in the library", name);
-	}
+	pthread_mutex_unlock(&g_lock);
+	return rc;
+}
+
+static ncclResult_t kernel_get(int k, CUkernel *out)
+{
+	ncclResult_t rc;
+
+	pthread_mutex_lock(&g_lock);
+	rc = lib_load();
 	*out = g_kern[k];
 	pthread_mutex_unlock(&g_lock);
 	return rc;
@@ -944,19 +966,19 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t *comm, int ndev, const int *d
 		return fail(ncclSystemError, "getrandom: %s", strerror(errno));
 	l.kind = 0;
 	memcpy(&id, &l, sizeof(l));
-	for (int i = 0; i < ndev; i++) {
+	for (int i = 0; i < ndev && rc == ncclSuccess; i++) {
 		rc = comm_init(&comm[i], ndev, &id, i, devlist ? devlist[i] : i, false);
-		if (rc) {
-			char name[64];
-
+		if (rc)
 			while (i--)
 				comm_end(comm[i], "ncclCommInitAll");
-			rv_name(&id, name, sizeof(name));
-			shm_unlink(name);	/* the ranks that never came will not */
-			return rc;
-		}
 	}
-	return ncclSuccess;
+	{
+		char name[64];
+
+		rv_name(&id, name, sizeof(name));
+		shm_unlink(name);	/* all ranks are here (or failed): mapped or gone */
+	}
+	return rc;
 }
 
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm)
