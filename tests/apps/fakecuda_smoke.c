@@ -1648,6 +1648,38 @@ static void run_check(const char *what, const char *cmd)
 	check(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %s", what, last);
 }
 
+/*
+ * Runs a workload (small sizes) as the tracer tests will: it must exit 0 and
+ * end stderr with its ground-truth line.  The workloads check their counts
+ * against the stand-in's own counters and exit 1 on a mismatch.
+ */
+static void run_workload(const char *dir, const char *what, const char *args)
+{
+	char cmd[4096], line[1 << 16], last[1 << 16] = "";
+	FILE *in;
+	int st;
+
+	/* The stand-in's defaults, as the tracer tests run them, not this test's settings. */
+	snprintf(cmd, sizeof(cmd),
+		 "env -u FAKECUDA_DEVICES -u FAKECUDA_BW -u FAKECUDA_KERNEL_NS -u FAKECUDA_MEM_LIMIT "
+		 "FAKECUDA_TEARDOWN_MS=0 '%s/%s' %s 2>&1 >/dev/null", dir, what, args);
+	in = popen(cmd, "r");
+	if (!in) {
+		check(0, "workload %s: cannot run", what);
+		return;
+	}
+	while (fgets(line, sizeof(line), in))
+		if (line[0] == '{')
+			snprintf(last, sizeof(last), "%s", line);
+		else
+			printf("    %s", line);
+	st = pclose(in);
+	check(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(last, "\"api\":") &&
+	      last[strlen(last) - 1] == '\n' && last[strlen(last) - 2] == '}',
+	      "workload %s %s: exit %d, truth line of %zu bytes", what, args,
+	      WIFEXITED(st) ? WEXITSTATUS(st) : -1, strlen(last));
+}
+
 int main(int argc, char **argv)
 {
 	char cmd[4096], self[1024];
@@ -1701,6 +1733,13 @@ int main(int argc, char **argv)
 			*slash = '\0';
 		snprintf(cmd, sizeof(cmd), "'%s/fakenccl_smoke' 2>&1", self);
 		run_suite("fakenccl_smoke", cmd);
+		run_workload(self, "graph_app", "--k 2 --launches 3");
+		run_workload(self, "name_app", "--n 2 --forge");
+		run_workload(self, "peer_app",
+			     "--n 5 --size 1048576 --n-back 3 --size-back 524288 --devices 3");
+		run_workload(self, "nccl_launcher.sh", "2 --n 1 --bad");
+		run_workload(self, "tree_launcher.sh", "--late-child --n 2");
+		run_workload(self, "rate_app", "--phases 2000:20,20000:20 --alloc-every 10");
 	} else {
 		check(0, "readlink /proc/self/exe");
 	}
