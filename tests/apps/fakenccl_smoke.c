@@ -186,26 +186,29 @@ static void rank_main(const ncclUniqueId *id)
 	NC(ncclAllReduce(b, b2, 1024, ncclFloat32, ncclSum, world, s), ncclSuccess);
 	check(launched(KERNEL("ncclDevKernel_AllReduce_Sum_f32_RING_LL")) - before == 2,
 	      "2 small f32 AllReduce: 2 launches of ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+	/* NCCL has one kernel per op, type and algorithm: Sum, LL, signed as unsigned. */
 	NC(ncclAllReduce(b, b2, 512, ncclBfloat16, ncclMax, world, s), ncclSuccess);
-	check(launched(KERNEL("ncclDevKernel_AllReduce_MinMax_bf16_RING_LL")) == 1,
-	      "Max on bfloat16: ncclDevKernel_AllReduce_MinMax_bf16_RING_LL");
+	check(launched(KERNEL("ncclDevKernel_AllReduce_Sum_bf16_RING_LL")) == 1,
+	      "Max on bfloat16 runs in ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
 	NC(ncclAllReduce(b, b2, 512, ncclInt32, ncclAvg, world, s), ncclSuccess);
-	check(launched(KERNEL("ncclDevKernel_AllReduce_SumPostDiv_i32_RING_LL")) == 1,
-	      "Avg on int32: SumPostDiv");
+	check(launched(KERNEL("ncclDevKernel_AllReduce_Sum_u32_RING_LL")) == 1,
+	      "Avg on int32 runs in ncclDevKernel_AllReduce_Sum_u32_RING_LL");
 	NC(ncclBroadcast(b, b2, 8192, ncclUint8, 0, world, s), ncclSuccess);
 	NC(ncclBcast(b, 8192, ncclUint8, 1, world, s), ncclSuccess);
 	check(launched(KERNEL("ncclDevKernel_Broadcast_RING_LL")) == 2,
 	      "ncclBroadcast and ncclBcast: ncclDevKernel_Broadcast_RING_LL");
 	NC(ncclAllGather(b, b2, big, ncclFloat16, world, s), ncclSuccess);
-	check(launched(KERNEL("ncclDevKernel_AllGather_RING_LL128")) == 1,
-	      "AllGather of 512 KiB a rank: LL128");
+	check(launched(KERNEL("ncclDevKernel_AllGather_RING_LL")) == 1,
+	      "AllGather of 512 KiB a rank: ncclDevKernel_AllGather_RING_LL all the same");
 	NC(ncclReduceScatter(b, b2, 4 * big, ncclFloat8e4m3, ncclProd, world, s), ncclSuccess);
-	check(launched(KERNEL("ncclDevKernel_ReduceScatter_Prod_f8e4m3_RING_LL128")) == 1,
-	      "ReduceScatter, fp8 e4m3, Prod");
+	check(launched(KERNEL("ncclDevKernel_ReduceScatter_Sum_f8e4m3_RING_LL")) == 1,
+	      "ReduceScatter, fp8 e4m3, Prod: ncclDevKernel_ReduceScatter_Sum_f8e4m3_RING_LL");
 	NC(ncclReduce(b, me == 2 ? b2 : NULL, 2 * big, ncclFloat64, ncclMin, 2, world, s),
 	   ncclSuccess);
-	check(launched(KERNEL("ncclDevKernel_Reduce_MinMax_f64_RING_SIMPLE")) == 1,
-	      "Reduce of 4 MiB, f64: SIMPLE; recvbuff may be NULL off the root");
+	check(launched(KERNEL("ncclDevKernel_Reduce_Sum_f64_RING_LL")) == 1,
+	      "Reduce Min of 4 MiB, f64: ncclDevKernel_Reduce_Sum_f64_RING_LL; "
+	      "recvbuff may be NULL off the root");
+	before = launched(KERNEL("ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
 	NC(ncclRedOpCreatePreMulSum(&pms, &scalar, ncclFloat32, ncclScalarHostImmediate, world),
 	   ncclSuccess);
 	NC(ncclAllReduce(b, b2, 16, ncclFloat32, pms, world, s), ncclSuccess);
@@ -213,8 +216,9 @@ static void rank_main(const ncclUniqueId *id)
 	NC(ncclRedOpDestroy(pms, world), ncclSuccess);
 	NC(ncclAllReduce(b, b2, 16, ncclFloat32, pms, world, s), ncclInvalidArgument);
 	NC(ncclRedOpDestroy(pms, world), ncclInvalidArgument);
-	check(launched(KERNEL("ncclDevKernel_AllReduce_PreMulSum_f32_RING_LL")) == 1,
-	      "a PreMulSum op: ncclDevKernel_AllReduce_PreMulSum_f32_RING_LL");
+	check(launched(KERNEL("ncclDevKernel_AllReduce_Sum_f32_RING_LL")) - before == 1,
+	      "a PreMulSum op runs in ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+	check(launched(KERNEL("ncclDevKernel_Generic")) == 0, "nothing needs ncclDevKernel_Generic");
 
 	/* Point-to-point: one SendRecv kernel per group; AlltoAll, Gather, Scatter too. */
 	before = launched(KERNEL("ncclDevKernel_SendRecv"));

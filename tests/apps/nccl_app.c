@@ -69,8 +69,8 @@ static const char *const ty_name[ncclNumTypes] = {
 	"int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64",
 	"bfloat16", "float8e4m3", "float8e5m2",
 };
-/* As NCCL spells them in kernel names. */
-static const char *const ty_short[ncclNumTypes] = { "i8", "u8", "i32", "u32", "i64", "u64",
+/* As NCCL spells them in kernel names; signed integers run in the unsigned kernels. */
+static const char *const ty_short[ncclNumTypes] = { "u8", "u8", "u32", "u32", "u64", "u64",
 						    "f16", "f32", "f64", "bf16", "f8e4m3",
 						    "f8e5m2" };
 static const size_t ty_size[ncclNumTypes] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
@@ -105,11 +105,15 @@ static struct comm world, sub;
 static int after_ready, groups;
 static double busbw;
 
-/* The kernel NCCL (and the stand-in) runs for a collective, and its modelled time. */
-static void kernel_of(struct coll *c, const char *red, int nranks)
+/*
+ * The kernel NCCL (2.28.9, and the stand-in) runs a collective in, and its
+ * modelled time.  NCCL has one kernel per op, type and algorithm, specialized
+ * for Sum and the LL protocol, signed types sharing the unsigned one's: the
+ * name shows neither the call's reduction nor its protocol.
+ */
+static void kernel_of(struct coll *c, int reducing, int nranks)
 {
 	unsigned long long bytes = c->count * ty_size[c->type], n = (unsigned long long)nranks, bus;
-	const char *proto = bytes <= (64u << 10) ? "LL" : bytes <= (1u << 20) ? "LL128" : "SIMPLE";
 
 	if (c->count == 0) {
 		c->kernel[0] = '\0';
@@ -117,11 +121,11 @@ static void kernel_of(struct coll *c, const char *red, int nranks)
 	}
 	if (!strcmp(c->op, "AlltoAll") || !strcmp(c->op, "Gather") || !strcmp(c->op, "Scatter"))
 		snprintf(c->kernel, sizeof(c->kernel), "ncclDevKernel_SendRecv");
-	else if (red)
-		snprintf(c->kernel, sizeof(c->kernel), "ncclDevKernel_%s_%s_%s_RING_%s", c->op, red,
-			 ty_short[c->type], proto);
+	else if (reducing)
+		snprintf(c->kernel, sizeof(c->kernel), "ncclDevKernel_%s_Sum_%s_RING_LL", c->op,
+			 ty_short[c->type]);
 	else
-		snprintf(c->kernel, sizeof(c->kernel), "ncclDevKernel_%s_RING_%s", c->op, proto);
+		snprintf(c->kernel, sizeof(c->kernel), "ncclDevKernel_%s_RING_LL", c->op);
 	if (!strcmp(c->op, "AllReduce"))
 		bus = 2 * (n - 1) * bytes / n;
 	else if (!strcmp(c->op, "Broadcast") || !strcmp(c->op, "Reduce"))
@@ -145,7 +149,7 @@ static struct coll *coll_of(struct comm *cm, const char *op, const char *call,
 	c->call = call;
 	c->type = t;
 	c->count = count;
-	kernel_of(c, red, cm->nranks);
+	kernel_of(c, red != NULL, cm->nranks);
 	return c;
 }
 

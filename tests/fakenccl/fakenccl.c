@@ -22,13 +22,19 @@
  *    no data moves between ranks (the buffers have no contents anyway; the
  *    stand-in driver's memory has no backing store);
  *  - collectives "run" by launching, through the driver's cuLaunchKernel on
- *    the caller's stream, a kernel named as NCCL names its kernels, e.g.
- *    ncclDevKernel_AllReduce_Sum_f32_RING_LL (mangled, with NCCL's
- *    ncclDevKernelArgsStorage<4096> parameter); point-to-point calls launch
- *    ncclDevKernel_SendRecv, one per group and stream, at ncclGroupEnd.  The
- *    kernels come from one library loaded with cuLibraryLoadData, every
- *    handle taken with cuLibraryGetKernel at the first communicator's init
- *    (see lib_load);
+ *    the caller's stream, one of the 40 kernels NCCL 2.28.9 (CUDA 13 build)
+ *    has, by their mangled names (nccl_kernels[], the list read from the real
+ *    libnccl.so.2 with strings), e.g.
+ *    _Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE.
+ *    NCCL has a kernel only per (op, Sum, type, RING or TREE, LL): any other
+ *    reduction, protocol or signed type runs in the kernel of the same op with
+ *    Sum, the unsigned type and LL (see kernel_for) -- so a kernel's name says
+ *    the op, the type up to sign, the algorithm, and nothing about the
+ *    reduction or the protocol.  Point-to-point calls, AlltoAll, Gather and
+ *    Scatter launch ncclDevKernel_SendRecv, p2p one per group and stream, at
+ *    ncclGroupEnd.  The kernels come from one library loaded with
+ *    cuLibraryLoadData, every handle taken with cuLibraryGetKernel at the
+ *    first communicator's init (see lib_load);
  *  - calls are valid or invalid as NCCL's: a NULL or destroyed communicator,
  *    an unknown data type or reduction, a root or peer out of range, a NULL
  *    buffer with a non-zero count are ncclInvalidArgument; a count of 0 is
@@ -39,9 +45,10 @@
  * bytes at FAKENCCL_BUSBW_GBPS (default 10, GB/s), bus bytes as nccl-tests
  * defines them (AllReduce 2(n-1)/n x size; AllGather, ReduceScatter, AlltoAll
  * (n-1)/n x total; Broadcast, Reduce 1 x size; SendRecv the larger of what
- * the group sends and receives).  Algorithm RING; protocol LL up to 64 KiB
- * per rank, LL128 up to 1 MiB, SIMPLE above: the stand-in's rule, not NCCL's
- * tuner.  FAKENCCL_TIMEOUT_MS (default 30000) bounds the rank rendezvous.
+ * the group sends and receives).  Algorithm always RING (NCCL's tuner may
+ * pick TREE); the block size follows a protocol guess (LL up to 64 KiB a
+ * rank), which no name shows.  FAKENCCL_TIMEOUT_MS (default 30000) bounds
+ * the rank rendezvous.
  * FAKENCCL_LAUNCH_EX=1 launches with cuLaunchKernelEx instead.
  *
  * Deliberate simplifications: no device memory is allocated, communicators
@@ -128,22 +135,57 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ncclComm **g_comms;	/* every communicator ever made (never freed) */
 static size_t g_ncomms, g_capcomms;
 
-#define NOPS_RED 3	/* AllReduce, Reduce, ReduceScatter */
-#define NREDS 5	/* Sum, Prod, MinMax, PreMulSum, SumPostDiv */
-#define NPROTO 3	/* LL, LL128, SIMPLE */
-#define NOPS_PLAIN 2	/* Broadcast, AllGather */
-#define NKERNELS (NOPS_RED * NREDS * ncclNumTypes * NPROTO + NOPS_PLAIN * NPROTO + 1)
-#define K_SENDRECV (NKERNELS - 1)
+/*
+ * Every kernel of NCCL 2.28.9 as built for CUDA 13, read from its
+ * libnccl.so.2 (strings; tests/gpu/check_standins.sh compares the list with
+ * the library on a machine).  One name a line, for that script.
+ */
+static const char *const nccl_kernels[] = {
+	"ncclDevKernel_Generic",
+	"ncclDevKernel_SendRecv",
+	"ncclDevKernel_AllGather_RING_LL",
+	"ncclDevKernel_Broadcast_RING_LL",
+	"ncclDevKernel_AllReduce_Sum_u8_RING_LL",
+	"ncclDevKernel_AllReduce_Sum_u8_TREE_LL",
+	"ncclDevKernel_AllReduce_Sum_u32_RING_LL",
+	"ncclDevKernel_AllReduce_Sum_u32_TREE_LL",
+	"ncclDevKernel_AllReduce_Sum_u64_RING_LL",
+	"ncclDevKernel_AllReduce_Sum_u64_TREE_LL",
+	"ncclDevKernel_AllReduce_Sum_f16_RING_LL",
+	"ncclDevKernel_AllReduce_Sum_f16_TREE_LL",
+	"ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+	"ncclDevKernel_AllReduce_Sum_f32_TREE_LL",
+	"ncclDevKernel_AllReduce_Sum_f64_RING_LL",
+	"ncclDevKernel_AllReduce_Sum_f64_TREE_LL",
+	"ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+	"ncclDevKernel_AllReduce_Sum_bf16_TREE_LL",
+	"ncclDevKernel_AllReduce_Sum_f8e4m3_RING_LL",
+	"ncclDevKernel_AllReduce_Sum_f8e4m3_TREE_LL",
+	"ncclDevKernel_AllReduce_Sum_f8e5m2_RING_LL",
+	"ncclDevKernel_AllReduce_Sum_f8e5m2_TREE_LL",
+	"ncclDevKernel_Reduce_Sum_u8_RING_LL",
+	"ncclDevKernel_Reduce_Sum_u32_RING_LL",
+	"ncclDevKernel_Reduce_Sum_u64_RING_LL",
+	"ncclDevKernel_Reduce_Sum_f16_RING_LL",
+	"ncclDevKernel_Reduce_Sum_f32_RING_LL",
+	"ncclDevKernel_Reduce_Sum_f64_RING_LL",
+	"ncclDevKernel_Reduce_Sum_bf16_RING_LL",
+	"ncclDevKernel_Reduce_Sum_f8e4m3_RING_LL",
+	"ncclDevKernel_Reduce_Sum_f8e5m2_RING_LL",
+	"ncclDevKernel_ReduceScatter_Sum_u8_RING_LL",
+	"ncclDevKernel_ReduceScatter_Sum_u32_RING_LL",
+	"ncclDevKernel_ReduceScatter_Sum_u64_RING_LL",
+	"ncclDevKernel_ReduceScatter_Sum_f16_RING_LL",
+	"ncclDevKernel_ReduceScatter_Sum_f32_RING_LL",
+	"ncclDevKernel_ReduceScatter_Sum_f64_RING_LL",
+	"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+	"ncclDevKernel_ReduceScatter_Sum_f8e4m3_RING_LL",
+	"ncclDevKernel_ReduceScatter_Sum_f8e5m2_RING_LL",
+};
+#define NKERNELS ((int)(sizeof(nccl_kernels) / sizeof(nccl_kernels[0])))
+#define K_GENERIC 0
+#define K_SENDRECV 1
 
-static const char *const red_ops[NOPS_RED] = { "AllReduce", "Reduce", "ReduceScatter" };
-static const char *const plain_ops[NOPS_PLAIN] = { "Broadcast", "AllGather" };
-static const char *const red_names[NREDS] = { "Sum", "Prod", "MinMax", "PreMulSum",
-					      "SumPostDiv" };
-static const char *const protos[NPROTO] = { "LL", "LL128", "SIMPLE" };
-/* NCCL's own type spellings in kernel names (src/device/generate.py). */
-static const char *const ty_names[ncclNumTypes] = { "i8", "u8", "i32", "u32", "i64", "u64",
-						   "f16", "f32", "f64", "bf16", "f8e4m3",
-						   "f8e5m2" };
 static const size_t ty_size[ncclNumTypes] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
 
 static CUlibrary g_lib;
@@ -473,40 +515,34 @@ static int proto_of(uint64_t bytes)
 	return bytes <= (64u << 10) ? 0 : bytes <= (1u << 20) ? 1 : 2;
 }
 
-/* NCCL's reduction kernels: Max and Min share MinMax, Avg is PreMulSum (floats) or SumPostDiv. */
-static int red_index(ncclRedOp_t op, ncclDataType_t t)
-{
-	switch ((int)op) {
-	case ncclSum: return 0;
-	case ncclProd: return 1;
-	case ncclMax:
-	case ncclMin: return 2;
-	case ncclAvg: return t >= ncclFloat16 ? 3 : 4;
-	default: return 3;	/* a ncclRedOpCreatePreMulSum op */
-	}
-}
-
 /* The mangled name of kernel k: _Z<len><name>24ncclDevKernelArgsStorageILm4096EE. */
 static void kernel_name(int k, char *buf, size_t cap)
 {
-	char base[96];
+	snprintf(buf, cap, "_Z%zu%s24ncclDevKernelArgsStorageILm4096EE", strlen(nccl_kernels[k]),
+		 nccl_kernels[k]);
+}
 
-	if (k == K_SENDRECV) {
-		snprintf(base, sizeof(base), "ncclDevKernel_SendRecv");
-	} else if (k < NOPS_RED * NREDS * ncclNumTypes * NPROTO) {
-		int proto = k % NPROTO, t = k / NPROTO % ncclNumTypes,
-		    red = k / NPROTO / ncclNumTypes % NREDS,
-		    op = k / NPROTO / ncclNumTypes / NREDS;
+/*
+ * The kernel NCCL runs a reducing collective in: the op's kernel for Sum on
+ * the type (signed integers as unsigned: the same bits), RING, LL, whatever
+ * the call's reduction and protocol; Generic where there is none.
+ */
+static int kernel_for(const char *op, ncclDataType_t t)
+{
+	/* NCCL's type spellings in kernel names, signed ones as their unsigned twins. */
+	static const char *const canon[ncclNumTypes] = { "u8", "u8", "u32", "u32", "u64", "u64",
+							 "f16", "f32", "f64", "bf16", "f8e4m3",
+							 "f8e5m2" };
+	char want[96];
 
-		snprintf(base, sizeof(base), "ncclDevKernel_%s_%s_%s_RING_%s", red_ops[op],
-			 red_names[red], ty_names[t], protos[proto]);
-	} else {
-		int i = k - NOPS_RED * NREDS * ncclNumTypes * NPROTO;
-
-		snprintf(base, sizeof(base), "ncclDevKernel_%s_RING_%s", plain_ops[i / NPROTO],
-			 protos[i % NPROTO]);
-	}
-	snprintf(buf, cap, "_Z%zu%s24ncclDevKernelArgsStorageILm4096EE", strlen(base), base);
+	if (strcmp(op, "AllGather") == 0 || strcmp(op, "Broadcast") == 0)
+		snprintf(want, sizeof(want), "ncclDevKernel_%s_RING_LL", op);
+	else
+		snprintf(want, sizeof(want), "ncclDevKernel_%s_Sum_%s_RING_LL", op, canon[t]);
+	for (int k = 0; k < NKERNELS; k++)
+		if (strcmp(nccl_kernels[k], want) == 0)
+			return k;
+	return K_GENERIC;
 }
 
 /*
@@ -664,20 +700,23 @@ static uint64_t bus_bytes(const struct task *t)
 static ncclResult_t run_collective(const struct task *t)
 {
 	uint64_t bytes = (uint64_t)t->count * ty_size[t->type];
-	int proto = proto_of(bytes), k;
+	int k;
 
 	switch (t->op) {
 	case OP_ALLREDUCE:
+		k = kernel_for("AllReduce", t->type);
+		break;
 	case OP_REDUCE:
+		k = kernel_for("Reduce", t->type);
+		break;
 	case OP_REDUCESCATTER:
-		k = (((int)t->op * NREDS + red_index(t->red, t->type)) * ncclNumTypes +
-		     (int)t->type) * NPROTO + proto;
+		k = kernel_for("ReduceScatter", t->type);
 		break;
 	case OP_BROADCAST:
-		k = NOPS_RED * NREDS * ncclNumTypes * NPROTO + proto;
+		k = kernel_for("Broadcast", t->type);
 		break;
 	case OP_ALLGATHER:
-		k = NOPS_RED * NREDS * ncclNumTypes * NPROTO + NPROTO + proto;
+		k = kernel_for("AllGather", t->type);
 		break;
 	default:	/* AlltoAll, Gather, Scatter: NCCL runs them as grouped send/recv */
 		k = K_SENDRECV;
