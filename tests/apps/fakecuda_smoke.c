@@ -1748,6 +1748,15 @@ int main(int argc, char **argv)
 		run_check("fakecuda.h against cuda.h", "sh tests/fakecuda/check_signatures.sh 2>&1");
 	if (access("tests/fakenccl/check_signatures.sh", R_OK) == 0)
 		run_check("fakenccl.h against nccl.h", "sh tests/fakenccl/check_signatures.sh 2>&1");
+	/* Where the toolkit brings its driver stub and NCCL: symbols, bindings, NCCL's kernels. */
+	if (access("tests/gpu/check_standins.sh", R_OK) == 0 &&
+	    access("/usr/local/cuda/lib/stubs/libcuda.so", R_OK) == 0 &&
+	    access("/usr/local/cuda/lib/libnccl.so.2", R_OK) == 0)
+		run_check("the stand-ins' symbols and NCCL kernels against the toolkit's libraries",
+			  "sh tests/gpu/check_standins.sh --no-probe /usr/local/cuda/lib/stubs/libcuda.so "
+			  "/usr/local/cuda/lib/libnccl.so.2 2>&1");
+	else
+		printf("# SKIP: no /usr/local/cuda/lib/{stubs/libcuda.so,libnccl.so.2} to compare with\n");
 
 	printf("%d passed, %d failed\n", npass, nfail);
 	return nfail ? 1 : 0;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# check_standins.sh [LIBCUDA] [LIBNCCL]: on the GPU machine, how far are the
+# check_standins.sh [--no-probe] [LIBCUDA] [LIBNCCL]: on the GPU machine, how far are the
 # stand-ins (tests/fakecuda, tests/fakenccl) from driver 580 and NCCL 2.28?
 # Run from the repository root; needs cc, nm, and cuobjdump if there is one.
 #   1. every function fakecuda.h declares must be exported by the real libcuda;
@@ -15,6 +15,11 @@
 #      return codes next to the stand-in's (DIFFERS lines are the news).
 # Output: one section per step; record it in docs/validation.md.
 set -u
+probe=1
+if [ "${1:-}" = "--no-probe" ]; then	# steps 1-3 only: no GPU needed (a stub libcuda will do)
+	probe=0
+	shift
+fi
 cuda=${1:-$(ldconfig -p 2>/dev/null | sed -n 's/.*libcuda\.so\.1 .*=> //p' | head -n 1)}
 nccl=${2:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2}
 inc=${CUDA_INC:-/usr/local/cuda/include}
@@ -40,7 +45,12 @@ for n in $(sed -n 's/^\(ncclResult_t \|const char \*\)\(nccl[A-Za-z0-9_]*\)(.*/\
 	q=$(awk -v s="$n" '$3 == s {print $1, $2}' "$tmp/nccl.nm")
 	pa=${p%% *}
 	qa=${q%% *}
-	echo "$n p:${p#* } n:${q#* } $([ -n "$p" ] && [ "$pa" = "$qa" ] && echo same || echo DIFFERENT/MISSING)"
+	if [ -n "$p" ] && [ "$pa" = "$qa" ] && [ "${p#* }" = T ] && [ "${q#* }" = W ]; then
+		echo "$n p:T n:W same"
+	else
+		echo "$n p:${p#* } n:${q#* } DIFFERENT/MISSING"
+		status=1
+	fi
 done
 
 echo "== 3. NCCL kernel names in $nccl"
@@ -64,6 +74,9 @@ else
 	status=1
 fi
 
+if [ "$probe" = 0 ]; then
+	exit $status
+fi
 echo "== 4. standins_probe against the real driver"
 if cc -I"$inc" -o "$tmp/probe" "$here/standins_probe.c" -L"$(dirname "$cuda")" -lcuda -ldl \
 	2> "$tmp/cc.err"; then
