@@ -78,9 +78,12 @@ if [ "$probe" = 0 ]; then
 	exit $status
 fi
 echo "== 4. standins_probe against the real driver"
-if cc -I"$inc" -o "$tmp/probe" "$here/standins_probe.c" -L"$(dirname "$cuda")" -lcuda -ldl \
-	2> "$tmp/cc.err"; then
-	"$tmp/probe" || status=1
+# Linked against the toolkit's stub (a driver folder may hold only libcuda.so.1); it runs
+# on the driver chosen above, found by its SONAME.
+if cc -I"$inc" -o "$tmp/probe" "$here/standins_probe.c" -L"$inc/../lib64/stubs" \
+	-L"$inc/../lib/stubs" -L"$(dirname "$cuda")" -lcuda -ldl 2> "$tmp/cc.err"; then
+	LD_LIBRARY_PATH="$(dirname "$cuda")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/probe" ||
+		status=1
 else
 	echo "build failed:"
 	cat "$tmp/cc.err"
