@@ -104,16 +104,17 @@ static void check_time(double got, double want, const char *what)
 }
 
 /*
- * Runs the statements (T() around each CUDA call) up to 3 times until they
+ * Runs the statements (T() around each CUDA call) up to 5 times until they
  * take want seconds +-30%, then reports the last try.  A VM may oversleep
- * or deschedule us by milliseconds, which says nothing about the stand-in.
+ * or deschedule us by milliseconds (tens of them on a shared, loaded
+ * machine), which says nothing about the stand-in.
  * The statements may read t0_, the start time of the current try.
  */
 #define TIMED(want, what, ...)                                      \
 	do {                                                        \
 		double dt_ = 0;                                     \
 		timed_err = 0;                                      \
-		for (int try_ = 0; try_ < 3; try_++) {              \
+		for (int try_ = 0; try_ < 5; try_++) {              \
 			double t0_ = now_s();                       \
 			(void)t0_;                                  \
 			__VA_ARGS__;                                \
@@ -1443,7 +1444,7 @@ static void test_threads(void)
 /* ---------------------------------------------------------------------- */
 /* Several devices and peer copies, run by a child with FAKECUDA_D2D_ASYNC=1. */
 
-#define PEER_BW 8e9	/* FAKECUDA_PEER_GBPS=8 in the child */
+#define PEER_BW 4e9	/* FAKECUDA_PEER_GBPS=4 in the child: 17 ms a 64 MiB copy */
 #define NDEV_PEER 4
 
 static void test_peer(void)
@@ -1689,7 +1690,7 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "--peer") == 0) {
 		setenv("FAKECUDA_DEVICES", "4", 1);
 		setenv("FAKECUDA_BW", "1e9", 1);
-		setenv("FAKECUDA_PEER_GBPS", "8", 1);
+		setenv("FAKECUDA_PEER_GBPS", "4", 1);
 		setenv("FAKECUDA_D2D_ASYNC", "1", 1);
 		setenv("FAKECUDA_TEARDOWN_MS", "0", 1);
 		test_peer();
