@@ -274,3 +274,47 @@ deb:
 	dpkg-deb --root-owner-group -Zxz --build $$r $$out >/dev/null; \
 	ln -sf $$(basename $$out) $(DEB_DIR)/gpuprobe.deb; \
 	echo "  DEB      $$out"
+# ---- Stand-in NCCL and the workloads of issues 13 and 14 (tests/fakenccl, tests/apps) ----
+# libnccl.so.2 (SONAME as NCCL's) on the stand-in driver; partial/ lacks some exports (tests of
+# a libnccl with missing symbols). Apps that call NCCL link it; the others stay as above.
+FAKENCCL := $(OUTPUT)/fakenccl/libnccl.so.2
+FAKENCCL_PARTIAL := $(OUTPUT)/fakenccl/partial/libnccl.so.2
+NCCL_APPS := $(OUTPUT)/apps/nccl_app $(OUTPUT)/apps/fakenccl_smoke
+FAKENCCL_CFLAGS := -shared -fPIC -O1 -g -std=gnu11 -fno-omit-frame-pointer -fno-inline \
+	-fvisibility=hidden -Wall -Wextra -Werror -Itests/fakecuda -Itests/fakenccl
+
+APP_SCRIPTS := $(patsubst tests/apps/%.sh,$(OUTPUT)/apps/%.sh,$(wildcard tests/apps/*.sh))
+
+testbins: $(FAKENCCL) $(FAKENCCL_PARTIAL) $(APP_SCRIPTS)
+# The stand-in's extensions header (its own counters), used by the driver and the workloads.
+$(FAKECUDA) $(APPS): tests/fakecuda/fakecuda_ext.h
+
+$(OUTPUT)/fakenccl $(OUTPUT)/fakenccl/partial:
+	$(Q)mkdir -p $@
+
+$(FAKENCCL): tests/fakenccl/fakenccl.c tests/fakenccl/fakenccl.h tests/fakecuda/fakecuda.h \
+		$(FAKECUDA) | $(OUTPUT)/fakenccl
+	$(call msg,FAKENCCL,$@)
+	$(Q)$(CC) $(FAKENCCL_CFLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< \
+		-L$(OUTPUT)/fakecuda -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../fakecuda' -lpthread
+	$(Q)ln -sf libnccl.so.2 $(OUTPUT)/fakenccl/libnccl.so
+
+$(FAKENCCL_PARTIAL): tests/fakenccl/fakenccl.c tests/fakenccl/fakenccl.h tests/fakecuda/fakecuda.h \
+		$(FAKECUDA) | $(OUTPUT)/fakenccl/partial
+	$(call msg,FAKENCCL,$@)
+	$(Q)$(CC) $(FAKENCCL_CFLAGS) -DFAKENCCL_PARTIAL -Wl,-soname,libnccl.so.2 -o $@ $< \
+		-L$(OUTPUT)/fakecuda -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../../fakecuda' -lpthread
+
+# An explicit rule: overrides the generic app rule for these.
+$(NCCL_APPS): $(OUTPUT)/apps/%: tests/apps/%.c tests/apps/common.c tests/apps/common.h \
+		tests/fakenccl/fakenccl.h $(FAKENCCL) | $(OUTPUT)/apps
+	$(call msg,APP,$@)
+	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/fakenccl \
+		-Itests/apps -o $@ $< tests/apps/common.c -L$(OUTPUT)/fakenccl -l:libnccl.so.2 \
+		-L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
+		-Wl,-rpath,'$$ORIGIN/../fakenccl:$$ORIGIN/../fakecuda'
+
+# Launcher scripts (an NCCL job, a process tree) run the workloads beside them.
+$(OUTPUT)/apps/%.sh: tests/apps/%.sh | $(OUTPUT)/apps
+	$(call msg,COPY,$@)
+	$(Q)install -m 0755 $< $@

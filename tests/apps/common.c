@@ -8,7 +8,10 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "fakecuda_ext.h"
 
 static const char *err_name(CUresult rc)
 {
@@ -145,4 +148,44 @@ void truth_print(FILE *f, const struct truth *t, const char *extra)
 		fprintf(f, ",%s", extra);
 	fputs("}\n", f);
 	fflush(f);
+}
+
+unsigned long long app_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+void app_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+void app_expect_kernel(const char *name, unsigned long long launched,
+		       unsigned long long captured, unsigned long long graph_executed)
+{
+	struct fakecuda_kernel_stats s = { 0, 0, 0 };
+
+	if (fakecuda_kernel_stats(name, &s) == 0 && s.launched == launched &&
+	    s.captured == captured && s.graph_executed == graph_executed)
+		return;
+	fprintf(stderr,
+		"%s: the stand-in counted launched %llu captured %llu graph-executed %llu, "
+		"the workload expected %llu %llu %llu\n",
+		name, (unsigned long long)s.launched, (unsigned long long)s.captured,
+		(unsigned long long)s.graph_executed, launched, captured, graph_executed);
+	exit(1);
 }

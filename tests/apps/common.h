@@ -55,6 +55,20 @@ struct truth {
 };
 
 void truth_add(struct truth *sum, const struct truth *t);
+
+/* CLOCK_MONOTONIC in ns (the clock the stand-in and gpuprobe's timestamps use). */
+unsigned long long app_now_ns(void);
+
+/* Writes s as a JSON string (quoted, escaped) to f. */
+void app_json_str(FILE *f, const char *s);
+
+/*
+ * Compares the stand-in driver's own counters for a kernel name
+ * (fakecuda_ext.h) with what the workload did by construction; a mismatch
+ * is one error line on stderr and exit 1: the ground truth would be wrong.
+ */
+void app_expect_kernel(const char *name, unsigned long long launched,
+		       unsigned long long captured, unsigned long long graph_executed);
 /* Writes the object's members (no braces) to f. */
 void truth_fields(FILE *f, const struct truth *t, int with_pid);
 /* One JSON line; extra (may be NULL) is appended inside the object. */

@@ -18,7 +18,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "fakecuda.h"
+#include "fakecuda_ext.h"
 
 #define BW 1e9		/* bytes/s, set in the environment below */
 #define KERNEL_NS 1000000ull
@@ -100,16 +104,17 @@ static void check_time(double got, double want, const char *what)
 }
 
 /*
- * Runs the statements (T() around each CUDA call) up to 3 times until they
+ * Runs the statements (T() around each CUDA call) up to 5 times until they
  * take want seconds +-30%, then reports the last try.  A VM may oversleep
- * or deschedule us by milliseconds, which says nothing about the stand-in.
+ * or deschedule us by milliseconds (tens of them on a shared, loaded
+ * machine), which says nothing about the stand-in.
  * The statements may read t0_, the start time of the current try.
  */
 #define TIMED(want, what, ...)                                      \
 	do {                                                        \
 		double dt_ = 0;                                     \
 		timed_err = 0;                                      \
-		for (int try_ = 0; try_ < 3; try_++) {              \
+		for (int try_ = 0; try_ < 5; try_++) {              \
 			double t0_ = now_s();                       \
 			(void)t0_;                                  \
 			__VA_ARGS__;                                \
@@ -771,6 +776,441 @@ static void test_graphs_streams(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Kernel handles as the real driver lays them out, names, enumeration.   */
+
+static uint64_t qword(const void *p, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)p + off, sizeof(v));
+	return v;
+}
+
+static void test_handle_layout(void)
+{
+	static const char image[] = "_Z4gemmPfS_S_i\nrelu\nsoftmax\n";
+	CUmodule mod, m2;
+	CUlibrary lib, l2;
+	CUfunction f, fs[4] = { 0 }, fk;
+	CUkernel k, ks[4] = { 0 };
+	const char *name = NULL, *kname = NULL;
+	unsigned int n = 0;
+	int same = 1;
+
+	RC(cuModuleLoadData(&mod, image), CUDA_SUCCESS);
+	RC(cuModuleGetFunction(&f, mod, "relu"), CUDA_SUCCESS);
+	RC(cuFuncGetName(&name, f), CUDA_SUCCESS);
+	check(qword(f, 0) == 0x0000000100000001ull,
+	      "CUfunction +0 is the function tag (0x%llx)",
+	      (unsigned long long)qword(f, 0));
+	check(name && qword(f, 8) == (uint64_t)(uintptr_t)name &&
+	      strcmp((const char *)(uintptr_t)qword(f, 8), "relu") == 0,
+	      "CUfunction +8 is the pointer cuFuncGetName returns");
+	RC(cuModuleGetFunctionCount(&n, mod), CUDA_SUCCESS);
+	check(n == 3, "cuModuleGetFunctionCount = %u", n);
+	RC(cuModuleEnumerateFunctions(fs, 4, mod), CUDA_SUCCESS);
+	for (int i = 0; i < 3; i++) {
+		CUfunction g;
+		const char *nm = (const char *)(uintptr_t)qword(fs[i], 8);
+
+		same &= cuModuleGetFunction(&g, mod, nm) == CUDA_SUCCESS && g == fs[i];
+	}
+	check(same && fs[3] == NULL,
+	      "cuModuleEnumerateFunctions: cuModuleGetFunction's handles, in order");
+	RC(cuModuleEnumerateFunctions(fs, 0, mod), CUDA_ERROR_INVALID_VALUE);
+	RC(cuModuleEnumerateFunctions(fs, 4, (CUmodule)(void *)&n),
+	   CUDA_ERROR_INVALID_HANDLE);
+	RC(cuFuncGetModule(&m2, f), CUDA_SUCCESS);
+	check(m2 == mod, "cuFuncGetModule gives the module");
+
+	RC(cuLibraryLoadData(&lib, "kern_a\nkern_b\n", NULL, NULL, 0, NULL, NULL, 0),
+	   CUDA_SUCCESS);
+	RC(cuLibraryGetKernel(&k, lib, "kern_b"), CUDA_SUCCESS);
+	RC(cuKernelGetName(&kname, k), CUDA_SUCCESS);
+	check(qword(k, 0) == 0x2, "CUkernel +0 is the kernel tag (0x%llx)",
+	      (unsigned long long)qword(k, 0));
+	check(kname && qword(k, 8) == (uint64_t)(uintptr_t)kname &&
+	      strcmp(kname, "kern_b") == 0,
+	      "CUkernel +8 is the pointer cuKernelGetName returns");
+	RC(cuKernelGetLibrary(&l2, k), CUDA_SUCCESS);
+	check(l2 == lib && qword(k, 16) == (uint64_t)(uintptr_t)lib,
+	      "CUkernel +16 is its library, as cuKernelGetLibrary says");
+	RC(cuKernelGetFunction(&fk, k), CUDA_SUCCESS);
+	check(qword(fk, 0) == 0x0000000100000001ull && qword(fk, 8) == qword(k, 8),
+	      "the kernel's CUfunction: function tag, the same name pointer");
+	RC(cuFuncGetModule(&m2, fk), CUDA_ERROR_NOT_FOUND);
+	RC(cuLibraryGetKernelCount(&n, lib), CUDA_SUCCESS);
+	check(n == 2, "cuLibraryGetKernelCount = %u", n);
+	RC(cuLibraryEnumerateKernels(ks, 1, lib), CUDA_SUCCESS);
+	check(ks[0] && ks[1] == NULL && qword(ks[0], 8) &&
+	      strcmp((const char *)(uintptr_t)qword(ks[0], 8), "kern_a") == 0,
+	      "cuLibraryEnumerateKernels returns at most numKernels");
+	RC(cuKernelGetName(&kname, (CUkernel)(void *)f), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuKernelGetName(NULL, k), CUDA_ERROR_INVALID_VALUE);
+	RC(cuLibraryUnload(lib), CUDA_SUCCESS);
+	RC(cuKernelGetName(&kname, k), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuModuleUnload(mod), CUDA_SUCCESS);
+	RC(cuFuncGetModule(&m2, f), CUDA_ERROR_INVALID_VALUE);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Stream capture and graphs, checked against the stand-in's own counters. */
+
+static struct fakecuda_kernel_stats kst(const char *name)
+{
+	struct fakecuda_kernel_stats s;
+
+	memset(&s, 0, sizeof(s));
+	if (fakecuda_kernel_stats(name, &s))
+		memset(&s, 0xff, sizeof(s));
+	return s;
+}
+
+static int kst_is(const char *name, uint64_t launched, uint64_t captured,
+		  uint64_t graph)
+{
+	struct fakecuda_kernel_stats s = kst(name);
+
+	if (s.launched == launched && s.captured == captured &&
+	    s.graph_executed == graph)
+		return 1;
+	printf("# %s: launched %llu captured %llu graph %llu, expected %llu %llu %llu\n",
+	       name, (unsigned long long)s.launched, (unsigned long long)s.captured,
+	       (unsigned long long)s.graph_executed, (unsigned long long)launched,
+	       (unsigned long long)captured, (unsigned long long)graph);
+	return 0;
+}
+
+static CUfunction cap_a, cap_b, cap_c, cap_d, cap_e;
+static CUkernel cap_k;
+
+static void launch1(CUfunction f, CUstream s)
+{
+	T(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+}
+
+static void test_capture(void)
+{
+	CUmodule mod;
+	CUlibrary lib;
+	CUstream s, s2;
+	CUevent e1, e2, eo;
+	CUgraph gr = (CUgraph)(void *)&gr, gr2;
+	CUgraphExec ge;
+	CUgraphNode nodes[8];
+	const CUgraphNode *deps = NULL;
+	const CUgraphEdgeData *edges = NULL;
+	CUstreamCaptureStatus st;
+	CUstreamCaptureMode mode;
+	cuuint64_t id = 0, id2 = 0;
+	size_t nn = 0, nd = 0;
+	CUdeviceptr p, q;
+	uint64_t gl0;
+	double t0;
+
+	RC(cuModuleLoadData(&mod, "cap_a\ncap_b\ncap_c\ncap_d\ncap_e\n"), CUDA_SUCCESS);
+	RC(cuModuleGetFunction(&cap_a, mod, "cap_a"), CUDA_SUCCESS);
+	RC(cuModuleGetFunction(&cap_b, mod, "cap_b"), CUDA_SUCCESS);
+	RC(cuModuleGetFunction(&cap_c, mod, "cap_c"), CUDA_SUCCESS);
+	RC(cuModuleGetFunction(&cap_d, mod, "cap_d"), CUDA_SUCCESS);
+	RC(cuModuleGetFunction(&cap_e, mod, "cap_e"), CUDA_SUCCESS);
+	RC(cuLibraryLoadData(&lib, "cap_k\n", NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
+	RC(cuLibraryGetKernel(&cap_k, lib, "cap_k"), CUDA_SUCCESS);
+	RC(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	RC(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+	RC(cuEventCreate(&e1, 0), CUDA_SUCCESS);
+	RC(cuEventCreate(&e2, 0), CUDA_SUCCESS);
+	RC(cuEventCreate(&eo, 0), CUDA_SUCCESS);
+	timed_err = 0;
+	launch1(cap_a, s);
+	launch1(cap_a, s);
+	check(!timed_err && kst_is("cap_a", 2, 0, 0), "direct launches count as launched");
+	check(fakecuda_kernel_stats("never_loaded", &(struct fakecuda_kernel_stats){ 0 }) == -1,
+	      "fakecuda_kernel_stats: -1 for a name never loaded");
+
+	/* An unjoined fork fails the capture. */
+	RC(cuStreamBeginCapture_v2(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL),
+	   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	RC(cuStreamBeginCapture_v2(s, (CUstreamCaptureMode)7), CUDA_ERROR_INVALID_VALUE);
+	RC(cuStreamEndCapture(s, &gr), CUDA_ERROR_ILLEGAL_STATE);
+	RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_ILLEGAL_STATE);
+	RC(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+	check(st == CU_STREAM_CAPTURE_STATUS_ACTIVE, "cuStreamIsCapturing: active");
+	timed_err = 0;
+	t0 = now_s();
+	for (int i = 0; i < 3; i++)
+		launch1(cap_a, s);
+	launch1(cap_b, s);
+	RC(cuEventRecord(e1, s), CUDA_SUCCESS);
+	RC(cuStreamWaitEvent(s2, e1, 0), CUDA_SUCCESS);
+	RC(cuStreamIsCapturing(s2, &st), CUDA_SUCCESS);
+	check(st == CU_STREAM_CAPTURE_STATUS_ACTIVE, "a stream waiting on a captured event joins the capture");
+	launch1(cap_c, s2);
+	launch1(cap_c, s2);
+	RC(cuStreamGetCaptureInfo_v3(s, &st, &id, NULL, NULL, NULL, NULL), CUDA_SUCCESS);
+	RC(cuStreamGetCaptureInfo_v3(s2, &st, &id2, &gr2, &deps, &edges, &nd), CUDA_SUCCESS);
+	check(id && id == id2 && nd == 1 && deps && edges && edges[0].type == 0,
+	      "cuStreamGetCaptureInfo_v3: one capture id, one dependency on the forked stream");
+	RC(cuEventSynchronize(e1), CUDA_ERROR_CAPTURED_EVENT);
+	RC(cuStreamEndCapture(s2, &gr), CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+	RC(cuStreamEndCapture(s, &gr), CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+	check(gr == NULL, "a failed capture returns no graph");
+	RC(cuStreamIsCapturing(s2, &st), CUDA_SUCCESS);
+	check(st == CU_STREAM_CAPTURE_STATUS_NONE, "the forked stream stops capturing with it");
+	check(!timed_err && now_s() - t0 < 0.5 * KERNEL_NS / 1e9 * 6,
+	      "captured launches take no time");
+	check(kst_is("cap_a", 2, 3, 0) && kst_is("cap_b", 0, 1, 0) && kst_is("cap_c", 0, 2, 0),
+	      "captured launches count as captured, not launched");
+
+	/* Fork and join: 3 x cap_a, cap_b, then 2 x cap_c on s2 beside 1 x cap_d on s. */
+	RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	timed_err = 0;
+	for (int i = 0; i < 3; i++)
+		launch1(cap_a, s);
+	launch1(cap_b, s);
+	RC(cuEventRecord(e1, s), CUDA_SUCCESS);
+	RC(cuStreamWaitEvent(s2, e1, 0), CUDA_SUCCESS);
+	launch1(cap_c, s2);
+	launch1(cap_c, s2);
+	launch1(cap_d, s);
+	RC(cuEventRecord(e2, s2), CUDA_SUCCESS);
+	RC(cuStreamWaitEvent(s, e2, 0), CUDA_SUCCESS);
+	RC(cuStreamGetCaptureInfo_v3(s, &st, NULL, NULL, &deps, NULL, &nd), CUDA_SUCCESS);
+	check(nd == 2, "after the join the origin depends on both branches (%zu)", nd);
+	RC(cuStreamEndCapture(s, &gr), CUDA_SUCCESS);
+	check(!timed_err && gr != NULL, "joined capture ends with a graph");
+	RC(cuGraphGetNodes(gr, NULL, &nn), CUDA_SUCCESS);
+	check(nn == 7, "captured graph has 7 kernel nodes (%zu)", nn);
+	RC(cuGraphGetNodes(gr, nodes, &nn), CUDA_SUCCESS);
+	{
+		CUgraphNodeType ty = CU_GRAPH_NODE_TYPE_EMPTY;
+
+		RC(cuGraphNodeGetType(nodes[0], &ty), CUDA_SUCCESS);
+		check(ty == CU_GRAPH_NODE_TYPE_KERNEL, "captured nodes are kernel nodes");
+	}
+	RC(cuGraphInstantiateWithFlags(&ge, gr, 0), CUDA_SUCCESS);
+	RC(cuGraphDestroy(gr), CUDA_SUCCESS);
+	gl0 = fakecuda_graph_launches();
+	TIMED(5 * 8 * KERNEL_NS / 1e9, "5 launches of a 7-kernel graph, then sync",
+	      for (int i = 0; i < 5; i++)
+		      T(cuGraphLaunch(ge, s));
+	      T(cuStreamSynchronize(s)));
+	{
+		uint64_t tries = fakecuda_graph_launches() - gl0;
+
+		check(tries % 5 == 0 && kst_is("cap_a", 2, 6, 3 * tries) &&
+		      kst_is("cap_b", 0, 2, tries) && kst_is("cap_c", 0, 4, 2 * tries) &&
+		      kst_is("cap_d", 0, 1, tries),
+		      "each graph launch runs each kernel node once (%llu launches)",
+		      (unsigned long long)tries);
+	}
+	RC(cuGraphExecDestroy(ge), CUDA_SUCCESS);
+
+	/* Unsafe calls during a global-mode capture invalidate it; relaxed mode allows them. */
+	RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	RC(cuMemAlloc_v2(&p, 4096), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	RC(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+	check(st == CU_STREAM_CAPTURE_STATUS_INVALIDATED, "capture invalidated by cuMemAlloc");
+	RC(cuLaunchKernel(cap_e, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL),
+	   CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	RC(cuStreamEndCapture(s, &gr), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	RC(cuThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);
+	check(mode == CU_STREAM_CAPTURE_MODE_GLOBAL, "the thread's mode was global");
+	RC(cuMemAlloc_v2(&p, 4096), CUDA_SUCCESS);
+	RC(cuMemFree_v2(p), CUDA_SUCCESS);
+	RC(cuThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);
+	RC(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	RC(cuStreamEndCapture(s, &gr), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	mode = (CUstreamCaptureMode)9;
+	RC(cuThreadExchangeStreamCaptureMode(&mode), CUDA_ERROR_INVALID_VALUE);
+	/* The legacy stream waits for blocking streams: not while one captures. */
+	RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+	RC(cuLaunchKernel(cap_e, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
+	   CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+	RC(cuStreamEndCapture(s, &gr), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	/* Captured work may not wait for uncaptured work. */
+	RC(cuEventRecord(eo, s2), CUDA_SUCCESS);
+	RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+	RC(cuStreamWaitEvent(s, eo, 0), CUDA_ERROR_STREAM_CAPTURE_ISOLATION);
+	RC(cuStreamEndCapture(s, &gr), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	check(kst_is("cap_e", 0, 0, 0), "failed launches count nowhere");
+
+	/* Async copies are captured as copy nodes and move bytes only when the graph runs. */
+	{
+		struct fakecuda_copy_stats c0, c1;
+
+		RC(cuMemAlloc_v2(&p, 1 << 20), CUDA_SUCCESS);
+		RC(cuMemAlloc_v2(&q, 1 << 20), CUDA_SUCCESS);
+		fakecuda_copy_stats(0, 0, &c0);
+		RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+		RC(cuMemcpyAsync(q, p, 1 << 20, s), CUDA_SUCCESS);
+		RC(cuMemcpyDtoDAsync_v2(q, p, 1 << 19, s), CUDA_SUCCESS);
+		launch1(cap_e, s);
+		RC(cuStreamEndCapture(s, &gr), CUDA_SUCCESS);
+		fakecuda_copy_stats(0, 0, &c1);
+		check(c1.copies == c0.copies, "captured copies do not run");
+		RC(cuGraphInstantiateWithFlags(&ge, gr, 0), CUDA_SUCCESS);
+		RC(cuGraphLaunch_ptsz(ge, s), CUDA_SUCCESS);
+		RC(cuGraphLaunch_ptsz(ge, s), CUDA_SUCCESS);
+		RC(cuStreamSynchronize(s), CUDA_SUCCESS);
+		fakecuda_copy_stats(0, 0, &c1);
+		check(c1.graph_copies - c0.graph_copies == 4 &&
+		      c1.graph_bytes - c0.graph_bytes == 2 * (3 << 19) && c1.copies == c0.copies,
+		      "graph launches run the copy nodes (%llu copies)",
+		      (unsigned long long)(c1.graph_copies - c0.graph_copies));
+		check(kst_is("cap_e", 0, 1, 2), "and the kernel node");
+		/* A graph launched into a capture is recorded, node by node. */
+		RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+		RC(cuGraphLaunch(ge, s), CUDA_SUCCESS);
+		launch1(cap_e, s);
+		RC(cuStreamEndCapture(s, &gr2), CUDA_SUCCESS);
+		RC(cuGraphGetNodes(gr2, NULL, &nn), CUDA_SUCCESS);
+		check(nn == 4 && kst_is("cap_e", 0, 3, 2),
+		      "a graph launched into a capture adds its nodes (%zu) as captured", nn);
+		RC(cuGraphDestroy(gr2), CUDA_SUCCESS);
+		RC(cuGraphExecDestroy(ge), CUDA_SUCCESS);
+		RC(cuGraphDestroy(gr), CUDA_SUCCESS);
+		RC(cuMemFree_v2(p), CUDA_SUCCESS);
+		RC(cuMemFree_v2(q), CUDA_SUCCESS);
+	}
+	RC(cuStreamDestroy_v2(s2), CUDA_SUCCESS);
+	RC(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+	RC(cuEventDestroy_v2(e1), CUDA_SUCCESS);
+	RC(cuEventDestroy_v2(e2), CUDA_SUCCESS);
+	RC(cuEventDestroy_v2(eo), CUDA_SUCCESS);
+}
+
+static void knode(CUDA_KERNEL_NODE_PARAMS *p, CUfunction f, CUkernel k)
+{
+	memset(p, 0, sizeof(*p));
+	p->func = f;
+	p->kern = k;
+	p->gridDimX = p->gridDimY = p->gridDimZ = 1;
+	p->blockDimX = 64;
+	p->blockDimY = p->blockDimZ = 1;
+}
+
+static void test_graph_api(void)
+{
+	CUgraph gr, other;
+	CUgraphExec ge, ge2;
+	CUgraphNode n1, n2, n3, n4, n5, bad;
+	CUDA_KERNEL_NODE_PARAMS p;
+	CUDA_KERNEL_NODE_PARAMS_v1 p1;
+	CUDA_GRAPH_INSTANTIATE_PARAMS ip;
+	CUgraphExecUpdateResultInfo info;
+	CUgraphExecUpdateResult ures;
+	CUgraphNode dep2[2], errn = NULL;
+	CUstream s;
+	char log[16] = "x";
+	struct fakecuda_kernel_stats a0 = kst("cap_a"), b0 = kst("cap_b"),
+				     c0 = kst("cap_c"), d0 = kst("cap_d"),
+				     e0 = kst("cap_e"), k0 = kst("cap_k");
+
+	RC(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	RC(cuGraphCreate(&gr, 0), CUDA_SUCCESS);
+	RC(cuGraphCreate(&other, 0), CUDA_SUCCESS);
+	knode(&p, cap_a, NULL);
+	RC(cuGraphAddKernelNode_v2(&n1, gr, NULL, 0, &p), CUDA_SUCCESS);
+	knode(&p, cap_b, NULL);
+	RC(cuGraphAddKernelNode_v2(&n2, gr, &n1, 1, &p), CUDA_SUCCESS);
+	memset(&p1, 0, sizeof(p1));
+	p1.func = cap_c;
+	p1.gridDimX = p1.gridDimY = p1.gridDimZ = p1.blockDimX = p1.blockDimY = p1.blockDimZ = 1;
+	RC(cuGraphAddKernelNode(&n3, gr, &n1, 1, &p1), CUDA_SUCCESS);
+	knode(&p, NULL, cap_k);	/* v2: the CUkernel when func is NULL */
+	dep2[0] = n2;
+	dep2[1] = n3;
+	RC(cuGraphAddKernelNode_v2(&n4, gr, dep2, 2, &p), CUDA_SUCCESS);
+	RC(cuGraphAddKernelNode_v2(&bad, other, &n1, 1, &p), CUDA_ERROR_INVALID_VALUE);
+	dep2[1] = n2;
+	RC(cuGraphAddKernelNode_v2(&bad, gr, dep2, 2, &p), CUDA_ERROR_INVALID_VALUE);
+	p.blockDimX = 4096;
+	RC(cuGraphAddKernelNode_v2(&bad, gr, NULL, 0, &p), CUDA_ERROR_INVALID_VALUE);
+	knode(&p, NULL, NULL);
+	RC(cuGraphAddKernelNode_v2(&bad, gr, NULL, 0, &p), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuGraphKernelNodeGetParams_v2(n4, &p), CUDA_SUCCESS);
+	check(p.kern == cap_k && p.func == NULL && p.blockDimX == 64,
+	      "cuGraphKernelNodeGetParams_v2 returns what was set");
+	RC(cuGraphKernelNodeGetParams(n3, &p1), CUDA_SUCCESS);
+	check(p1.func == cap_c, "cuGraphKernelNodeGetParams (v1)");
+
+	RC(cuGraphInstantiate(&ge, gr, &errn, log, sizeof(log)), CUDA_SUCCESS);
+	check(errn == NULL && log[0] == '\0', "cuGraphInstantiate (v1): no error node, empty log");
+	RC(cuGraphInstantiateWithFlags(&ge2, gr, 0x100), CUDA_ERROR_INVALID_VALUE);
+	memset(&ip, 0, sizeof(ip));
+	ip.flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+	ip.hUploadStream = s;
+	ip.result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+	RC(cuGraphInstantiateWithParams(&ge2, gr, &ip), CUDA_SUCCESS);
+	check(ip.result_out == CUDA_GRAPH_INSTANTIATE_SUCCESS, "instantiate params: result_out");
+	RC(cuGraphUpload(ge2, s), CUDA_SUCCESS);
+	RC(cuGraphExecDestroy(ge2), CUDA_SUCCESS);
+	for (int i = 0; i < 3; i++)
+		RC(cuGraphLaunch(ge, s), CUDA_SUCCESS);
+	check(kst("cap_a").graph_executed - a0.graph_executed == 3 &&
+	      kst("cap_b").graph_executed - b0.graph_executed == 3 &&
+	      kst("cap_c").graph_executed - c0.graph_executed == 3 &&
+	      kst("cap_k").graph_executed - k0.graph_executed == 3 &&
+	      kst("cap_a").launched == a0.launched,
+	      "graph built with cuGraphAddKernelNode: each node once per launch");
+
+	/* The exec changes, the graph does not. */
+	knode(&p, cap_d, NULL);
+	RC(cuGraphExecKernelNodeSetParams_v2(ge, n2, &p), CUDA_SUCCESS);
+	RC(cuGraphExecKernelNodeSetParams_v2(ge, (CUgraphNode)(void *)&p, &p),
+	   CUDA_ERROR_INVALID_VALUE);
+	RC(cuGraphLaunch(ge, s), CUDA_SUCCESS);
+	check(kst("cap_d").graph_executed - d0.graph_executed == 1 &&
+	      kst("cap_b").graph_executed - b0.graph_executed == 3,
+	      "cuGraphExecKernelNodeSetParams_v2 changes what the exec runs");
+	/* The graph changes; cuGraphExecUpdate_v2 brings it into the exec. */
+	knode(&p, cap_e, NULL);
+	RC(cuGraphKernelNodeSetParams_v2(n3, &p), CUDA_SUCCESS);
+	RC(cuGraphExecUpdate_v2(ge, gr, &info), CUDA_SUCCESS);
+	check(info.result == CU_GRAPH_EXEC_UPDATE_SUCCESS, "update result: success");
+	RC(cuGraphLaunch(ge, s), CUDA_SUCCESS);
+	check(kst("cap_e").graph_executed - e0.graph_executed == 1 &&
+	      kst("cap_b").graph_executed - b0.graph_executed == 4 &&
+	      kst("cap_c").graph_executed - c0.graph_executed == 4,
+	      "cuGraphExecUpdate_v2: the exec runs the graph's new parameters");
+	knode(&p, cap_a, NULL);
+	RC(cuGraphAddKernelNode_v2(&n5, gr, &n4, 1, &p), CUDA_SUCCESS);
+	RC(cuGraphExecUpdate_v2(ge, gr, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+	check(info.result == CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED,
+	      "update of a changed topology fails: TOPOLOGY_CHANGED");
+	RC(cuGraphExecUpdate(ge, gr, &errn, &ures), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+	check(ures == CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, "cuGraphExecUpdate (v1) too");
+	RC(cuGraphDestroy(gr), CUDA_SUCCESS);
+	RC(cuGraphLaunch(ge, s), CUDA_SUCCESS);	/* the exec outlives its graph */
+	RC(cuGraphKernelNodeGetParams_v2(n1, &p), CUDA_ERROR_INVALID_VALUE);
+	RC(cuStreamSynchronize(s), CUDA_SUCCESS);
+	RC(cuGraphExecDestroy(ge), CUDA_SUCCESS);
+	RC(cuGraphDestroy(other), CUDA_SUCCESS);
+	RC(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+}
+
+/* A child forked after cuInit cannot use CUDA, as with the real driver. */
+static void test_fork_after_init(void)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		CUdeviceptr p;
+
+		_exit(cuMemAlloc_v2(&p, 4096) == CUDA_ERROR_NOT_INITIALIZED &&
+		      cuInit(0) == CUDA_ERROR_NOT_INITIALIZED ? 0 : 1);
+	}
+	check(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0,
+	      "a child forked after cuInit gets CUDA_ERROR_NOT_INITIALIZED");
+}
+
+/* ---------------------------------------------------------------------- */
 
 static const char *const all_names[] = {
 	"cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet",
@@ -805,7 +1245,49 @@ static const char *const all_names[] = {
 	"cuEventRecord_ptsz", "cuEventSynchronize", "cuEventElapsedTime",
 	"cuEventElapsedTime_v2", "cuEventDestroy_v2", "cuGraphCreate",
 	"cuGraphInstantiateWithFlags", "cuGraphExecDestroy", "cuGraphDestroy",
+	"cuDeviceCanAccessPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess",
+	"cuPointerGetAttribute", "cuMemcpyPeer_ptds", "cuMemcpyPeerAsync_ptsz",
+	"cuMemcpy3DPeer", "cuMemcpy3DPeer_ptds", "cuMemcpy3DPeerAsync",
+	"cuMemcpy3DPeerAsync_ptsz", "cuFuncGetModule", "cuKernelGetName",
+	"cuKernelGetLibrary", "cuLibraryGetKernelCount", "cuLibraryEnumerateKernels",
+	"cuModuleGetFunctionCount", "cuModuleEnumerateFunctions", "cuStreamQuery",
+	"cuStreamQuery_ptsz", "cuStreamWaitEvent", "cuStreamWaitEvent_ptsz",
+	"cuEventQuery", "cuStreamBeginCapture", "cuStreamBeginCapture_ptsz",
+	"cuStreamBeginCapture_v2", "cuStreamBeginCapture_v2_ptsz",
+	"cuStreamBeginCaptureToGraph", "cuStreamBeginCaptureToGraph_ptsz",
+	"cuStreamEndCapture", "cuStreamEndCapture_ptsz", "cuStreamIsCapturing",
+	"cuStreamIsCapturing_ptsz", "cuStreamGetCaptureInfo_v3",
+	"cuStreamGetCaptureInfo_v3_ptsz", "cuThreadExchangeStreamCaptureMode",
+	"cuGraphAddKernelNode", "cuGraphAddKernelNode_v2", "cuGraphKernelNodeGetParams",
+	"cuGraphKernelNodeGetParams_v2", "cuGraphKernelNodeSetParams",
+	"cuGraphKernelNodeSetParams_v2", "cuGraphNodeGetType", "cuGraphGetNodes",
+	"cuGraphInstantiate", "cuGraphInstantiate_v2", "cuGraphInstantiateWithParams",
+	"cuGraphInstantiateWithParams_ptsz", "cuGraphExecKernelNodeSetParams",
+	"cuGraphExecKernelNodeSetParams_v2", "cuGraphExecUpdate", "cuGraphExecUpdate_v2",
+	"cuGraphUpload", "cuGraphUpload_ptsz",
 };
+
+/*
+ * Plain names that a newer variant replaces at 12.4 resolve to themselves only
+ * at an older version (or, for the newest calls, a newer one).
+ */
+static int plain_version(const char *name)
+{
+	static const struct {
+		const char *name;
+		int ver;
+	} tab[] = {
+		{ "cuKernelGetLibrary", 13000 }, { "cuStreamBeginCapture", 10000 },
+		{ "cuGraphAddKernelNode", 11000 }, { "cuGraphKernelNodeGetParams", 11000 },
+		{ "cuGraphKernelNodeSetParams", 11000 }, { "cuGraphInstantiate", 10000 },
+		{ "cuGraphExecKernelNodeSetParams", 11000 }, { "cuGraphExecUpdate", 11000 },
+	};
+
+	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+		if (strcmp(tab[i].name, name) == 0)
+			return tab[i].ver;
+	return 12040;
+}
 
 static void *proc(const char *sym, int ver, cuuint64_t flags,
 		  CUdriverProcAddressQueryResult *st)
@@ -841,7 +1323,7 @@ static void test_proc_address(void)
 		 */
 		if ((strchr(all_names[i] + 2, '_') ?
 			     proc(all_names[i], 13000, PT, &st) :
-			     proc(all_names[i], 12040,
+			     proc(all_names[i], plain_version(all_names[i]),
 				  CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st)) != d ||
 		    !d) {
 			resolved = 0;
@@ -872,6 +1354,15 @@ static void test_proc_address(void)
 	SAME("cuEventElapsedTime", 13000, 0, cuEventElapsedTime_v2);
 	SAME("cuGetProcAddress", 12000, 0, cuGetProcAddress_v2);
 	SAME("cuMemFreeHost", 13000, PT, cuMemFreeHost);
+	SAME("cuGraphInstantiate", 12000, 0, cuGraphInstantiateWithFlags);
+	SAME("cuGraphInstantiate", 11000, 0, cuGraphInstantiate_v2);
+	SAME("cuStreamBeginCapture", 13000, PT, cuStreamBeginCapture_v2_ptsz);
+	SAME("cuStreamBeginCapture", 13000, 0, cuStreamBeginCapture_v2);
+	SAME("cuStreamGetCaptureInfo", 13000, 0, cuStreamGetCaptureInfo_v3);
+	SAME("cuGraphAddKernelNode", 13000, 0, cuGraphAddKernelNode_v2);
+	SAME("cuGraphExecUpdate", 13000, 0, cuGraphExecUpdate_v2);
+	SAME("cuMemcpyPeer", 13000, PT, cuMemcpyPeer_ptds);
+	SAME("cuGraphLaunch", 13000, PT, cuGraphLaunch_ptsz);
 #undef SAME
 	p = proc("cuNoSuchFunction", 13000, 0, &st);
 	check(!p && st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND,
@@ -950,9 +1441,262 @@ static void test_threads(void)
 	      fr, tot);
 }
 
-int main(void)
+/* ---------------------------------------------------------------------- */
+/* Several devices and peer copies, run by a child with FAKECUDA_D2D_ASYNC=1. */
+
+#define PEER_BW 4e9	/* FAKECUDA_PEER_GBPS=4 in the child: 17 ms a 64 MiB copy */
+#define NDEV_PEER 4
+
+static void test_peer(void)
 {
+	CUcontext c[NDEV_PEER];
+	CUdeviceptr a[NDEV_PEER], big0, big1;
+	CUstream s1, s2;
+	CUevent e0, e1, ex;
+	CUdeviceptr v;
+	CUcontext cv;
+	void *h = NULL;
+	char local[8];
+	unsigned int mt = 0;
+	int n = 0, can = -1, ord = -1;
+	size_t sz = 0;
+	float ms = 0;
+	double want = (double)(64 * MiB) / PEER_BW, api = 0;
+	struct fakecuda_config cfg;
+	struct fakecuda_copy_stats c01, c10, c00;
+	CUDA_MEMCPY3D_PEER p3;
+
+	RC(cuInit(0), CUDA_SUCCESS);
+	RC(cuDeviceGetCount(&n), CUDA_SUCCESS);
+	check(n == NDEV_PEER, "cuDeviceGetCount = FAKECUDA_DEVICES (%d)", n);
+	check(fakecuda_config(&cfg) == 0 && cfg.d2d_async == 1 && cfg.peer_bw == PEER_BW &&
+	      cfg.devices == NDEV_PEER, "fakecuda_config reports the environment");
+	for (int d = 0; d < NDEV_PEER; d++) {
+		RC(cuDevicePrimaryCtxRetain(&c[d], d), CUDA_SUCCESS);
+		RC(cuCtxSetCurrent(c[d]), CUDA_SUCCESS);
+		RC(cuMemAlloc_v2(&a[d], 1 * MiB), CUDA_SUCCESS);
+	}
+	RC(cuMemAlloc_v2(&big1, 64 * MiB), CUDA_SUCCESS);	/* on device 3 */
+	RC(cuCtxSetCurrent(c[1]), CUDA_SUCCESS);
+	RC(cuMemFree_v2(big1), CUDA_SUCCESS);
+	RC(cuMemAlloc_v2(&big1, 64 * MiB), CUDA_SUCCESS);
+	RC(cuCtxSetCurrent(c[0]), CUDA_SUCCESS);
+	RC(cuMemAlloc_v2(&big0, 64 * MiB), CUDA_SUCCESS);
+
+	RC(cuDeviceCanAccessPeer(&can, 0, 1), CUDA_SUCCESS);
+	check(can == 1, "device 0 can access device 1");
+	RC(cuDeviceCanAccessPeer(&can, 2, 2), CUDA_SUCCESS);
+	check(can == 0, "a device is not its own peer");
+	RC(cuDeviceCanAccessPeer(&can, 0, NDEV_PEER), CUDA_ERROR_INVALID_DEVICE);
+	RC(cuCtxEnablePeerAccess(c[1], 0), CUDA_SUCCESS);
+	RC(cuCtxEnablePeerAccess(c[1], 0), CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+	RC(cuCtxEnablePeerAccess(c[0], 0), CUDA_ERROR_INVALID_DEVICE);
+	RC(cuCtxEnablePeerAccess(c[2], 1), CUDA_ERROR_INVALID_VALUE);
+	RC(cuCtxDisablePeerAccess(c[1]), CUDA_SUCCESS);
+	RC(cuCtxDisablePeerAccess(c[1]), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+
+	/* Unified addressing: the address says the device. */
+	RC(cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, a[3] + 100),
+	   CUDA_SUCCESS);
+	check(ord == 3, "DEVICE_ORDINAL of device 3's memory = %d", ord);
+	RC(cuPointerGetAttribute(&cv, CU_POINTER_ATTRIBUTE_CONTEXT, big1), CUDA_SUCCESS);
+	check(cv == c[1], "CONTEXT: the context that allocated it");
+	RC(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a[2]), CUDA_SUCCESS);
+	check(mt == CU_MEMORYTYPE_DEVICE, "MEMORY_TYPE: device");
+	RC(cuPointerGetAttribute(&v, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, big0 + 4096),
+	   CUDA_SUCCESS);
+	RC(cuPointerGetAttribute(&sz, CU_POINTER_ATTRIBUTE_RANGE_SIZE, big0 + 4096),
+	   CUDA_SUCCESS);
+	check(v == big0 && sz == 64 * MiB, "RANGE_START_ADDR and RANGE_SIZE");
+	RC(cuMemAllocHost_v2(&h, 4096), CUDA_SUCCESS);
+	RC(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)h),
+	   CUDA_SUCCESS);
+	check(mt == CU_MEMORYTYPE_HOST, "MEMORY_TYPE of pinned host memory: host");
+	RC(cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+				 (CUdeviceptr)(uintptr_t)local), CUDA_ERROR_INVALID_VALUE);
+	RC(cuPointerGetAttribute(&ord, (CUpointer_attribute)5, a[0]), CUDA_ERROR_INVALID_VALUE);
+	RC(cuPointerGetAttribute(NULL, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, a[0]),
+	   CUDA_ERROR_INVALID_VALUE);
+
+	/* Copies between devices return at once and finish bytes / peer rate later. */
+#define EARLY(what, call)                                                       \
+	TIMED(want, what " returns at once, cuCtxSynchronize waits for it",     \
+	      T(call);                                                          \
+	      api = now_s() - t0_;                                              \
+	      T(cuCtxSynchronize()));                                           \
+	check(api < 0.2 * want, what ": the call took %.3f ms", api * 1e3)
+	EARLY("cuMemcpyPeer 0->1", cuMemcpyPeer(big1, c[1], big0, c[0], 64 * MiB));
+	EARLY("cuMemcpyPeer_ptds 1->0", cuMemcpyPeer_ptds(big0, c[0], big1, c[1], 64 * MiB));
+	EARLY("cuMemcpy 0->1 (unified)", cuMemcpy(big1, big0, 64 * MiB));
+	EARLY("cuMemcpyDtoD_v2 1->0", cuMemcpyDtoD_v2(big0, big1, 64 * MiB));
+	memset(&p3, 0, sizeof(p3));
+	p3.srcMemoryType = p3.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	p3.srcDevice = big0;
+	p3.srcContext = c[0];
+	p3.dstDevice = big1;
+	p3.dstContext = c[1];
+	p3.srcPitch = p3.dstPitch = 1 * MiB;
+	p3.srcHeight = p3.dstHeight = 8;
+	p3.WidthInBytes = 1 * MiB;
+	p3.Height = 8;
+	p3.Depth = 8;
+	EARLY("cuMemcpy3DPeer 0->1", cuMemcpy3DPeer(&p3));
+#undef EARLY
+	TIMED(4 * (double)MiB / 1e9, "same-device cuMemcpyDtoD_v2 at FAKECUDA_BW, then sync",
+	      T(cuMemcpyDtoD_v2(big0 + 4 * MiB, big0, 4 * MiB));
+	      api = now_s() - t0_;
+	      T(cuCtxSynchronize()));
+	check(api < 0.2 * 4 * (double)MiB / 1e9, "same-device D2D returns at once too");
+	TIMED(1 * (double)MiB / 1e9, "cuMemcpyHtoD_v2 still blocks",
+	      T(cuMemcpyHtoD_v2(a[0], h ? h : local, 4096)); T(cuMemcpyHtoD_v2(big0, local, 0));
+	      T(cuMemcpyHtoD_v2(a[0], local, 1 * MiB - 4096)));
+	p3.dstContext = c[2];
+	RC(cuMemcpy3DPeer(&p3), CUDA_ERROR_INVALID_VALUE);
+	p3.dstContext = (CUcontext)(void *)local;
+	RC(cuMemcpy3DPeer(&p3), CUDA_ERROR_INVALID_CONTEXT);
+
+	/* The program's own CUDA-event timing sees the peer rate. */
+	RC(cuStreamCreate(&s1, 0), CUDA_SUCCESS);
+	RC(cuStreamCreate(&s2, 0), CUDA_SUCCESS);
+	RC(cuEventCreate(&e0, 0), CUDA_SUCCESS);
+	RC(cuEventCreate(&e1, 0), CUDA_SUCCESS);
+	RC(cuEventCreate(&ex, 0), CUDA_SUCCESS);
+	TIMED(2 * want, "event, 2 x cuMemcpyPeerAsync(_ptsz) 64 MiB, event, cuEventSynchronize",
+	      T(cuEventRecord(e0, s1));
+	      T(cuMemcpyPeerAsync(big1, c[1], big0, c[0], 64 * MiB, s1));
+	      T(cuMemcpyPeerAsync_ptsz(big0, c[0], big1, c[1], 64 * MiB, s1));
+	      T(cuEventRecord(e1, s1));
+	      T(cuEventSynchronize(e1));
+	      T(cuEventElapsedTime(&ms, e0, e1)));
+	check_time(ms / 1e3, 2 * want, "cuEventElapsedTime over two peer copies");
+	/* A stream that waits for an event waits for the work before it. */
+	TIMED(want, "cuStreamWaitEvent orders s2 after a copy on s1",
+	      T(cuMemcpyPeerAsync(big1, c[1], big0, c[0], 64 * MiB, s1));
+	      T(cuEventRecord(ex, s1));
+	      T(cuStreamWaitEvent(s2, ex, 0));
+	      T(cuStreamQuery(s2) == CUDA_ERROR_NOT_READY ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN);
+	      T(cuStreamSynchronize(s2)));
+	RC(cuEventQuery(ex), CUDA_SUCCESS);
+	RC(cuStreamWaitEvent(s2, ex, 8), CUDA_ERROR_INVALID_VALUE);
+	/* Two streams share the link between two GPUs; opposite directions do not. */
+	TIMED(2 * want, "0->1 copies on two streams share the link",
+	      T(cuMemcpyPeerAsync(big1, c[1], big0, c[0], 64 * MiB, s1));
+	      T(cuMemcpyPeerAsync(big1, c[1], big0, c[0], 64 * MiB, s2));
+	      T(cuStreamSynchronize(s1)); T(cuStreamSynchronize(s2)));
+	TIMED(want, "0->1 and 1->0 at once: one link each way",
+	      T(cuMemcpyPeerAsync(big1, c[1], big0, c[0], 64 * MiB, s1));
+	      T(cuMemcpyPeerAsync(big0, c[0], big1, c[1], 64 * MiB, s2));
+	      T(cuStreamSynchronize(s1)); T(cuStreamSynchronize(s2)));
+	check(fakecuda_copy_stats(0, 1, &c01) == 0 && fakecuda_copy_stats(1, 0, &c10) == 0 &&
+	      fakecuda_copy_stats(0, 0, &c00) == 0 && fakecuda_copy_stats(8, 0, &c00) == -1,
+	      "fakecuda_copy_stats per (source, destination)");
+	check(c01.copies >= 8 && c01.bytes == c01.copies * 64 * MiB &&
+	      c10.copies >= 4 && c10.bytes == c10.copies * 64 * MiB,
+	      "peer copies counted per pair (0->1: %llu, 1->0: %llu)",
+	      (unsigned long long)c01.copies, (unsigned long long)c10.copies);
+	printf("# ");
+	fakecuda_stats_json(stdout);
+	printf("\n");
+}
+
+/*
+ * Runs another program as one more suite: its lines are shown, its summary
+ * line ("N passed, M failed") counted; a program that is not there, or that
+ * prints no summary, is one failure.
+ */
+static void run_suite(const char *what, const char *cmd)
+{
+	char line[512];
+	int p = -1, f = -1, st;
+	FILE *in = popen(cmd, "r");
+
+	if (!in) {
+		check(0, "%s: cannot run %s", what, cmd);
+		return;
+	}
+	while (fgets(line, sizeof(line), in)) {
+		if (sscanf(line, "%d passed, %d failed", &p, &f) == 2)
+			continue;
+		printf("    %s", line);
+	}
+	st = pclose(in);
+	if (p >= 0) {
+		npass += p;
+		nfail += f;
+	}
+	check(p >= 0 && WIFEXITED(st) && (WEXITSTATUS(st) == 0) == (f == 0),
+	      "%s: %d passed, %d failed (exit %d)", what, p, f,
+	      WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+/* Prints ok/SKIP lines; exit status decides. */
+static void run_check(const char *what, const char *cmd)
+{
+	char line[512], last[512] = "";
+	FILE *in = popen(cmd, "r");
+	int st;
+
+	if (!in) {
+		check(0, "%s: cannot run %s", what, cmd);
+		return;
+	}
+	while (fgets(line, sizeof(line), in)) {
+		printf("    %s", line);
+		snprintf(last, sizeof(last), "%s", line);
+	}
+	st = pclose(in);
+	last[strcspn(last, "\n")] = '\0';
+	check(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %s", what, last);
+}
+
+/*
+ * Runs a workload (small sizes) as the tracer tests will: it must exit 0 and
+ * end stderr with its ground-truth line.  The workloads check their counts
+ * against the stand-in's own counters and exit 1 on a mismatch.
+ */
+static void run_workload(const char *dir, const char *what, const char *args)
+{
+	char cmd[4096], line[1 << 16], last[1 << 16] = "";
+	FILE *in;
+	int st;
+
+	/* The stand-in's defaults, as the tracer tests run them, not this test's settings. */
+	snprintf(cmd, sizeof(cmd),
+		 "env -u FAKECUDA_DEVICES -u FAKECUDA_BW -u FAKECUDA_KERNEL_NS -u FAKECUDA_MEM_LIMIT "
+		 "FAKECUDA_TEARDOWN_MS=0 '%s/%s' %s 2>&1 >/dev/null", dir, what, args);
+	in = popen(cmd, "r");
+	if (!in) {
+		check(0, "workload %s: cannot run", what);
+		return;
+	}
+	while (fgets(line, sizeof(line), in))
+		if (line[0] == '{')
+			snprintf(last, sizeof(last), "%s", line);
+		else
+			printf("    %s", line);
+	st = pclose(in);
+	check(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(last, "\"api\":") &&
+	      last[strlen(last) - 1] == '\n' && last[strlen(last) - 2] == '}',
+	      "workload %s %s: exit %d, truth line of %zu bytes", what, args,
+	      WIFEXITED(st) ? WEXITSTATUS(st) : -1, strlen(last));
+}
+
+int main(int argc, char **argv)
+{
+	char cmd[4096], self[1024];
+	ssize_t len;
+
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 2 && strcmp(argv[1], "--peer") == 0) {
+		setenv("FAKECUDA_DEVICES", "4", 1);
+		setenv("FAKECUDA_BW", "1e9", 1);
+		setenv("FAKECUDA_PEER_GBPS", "4", 1);
+		setenv("FAKECUDA_D2D_ASYNC", "1", 1);
+		setenv("FAKECUDA_TEARDOWN_MS", "0", 1);
+		test_peer();
+		printf("%d passed, %d failed\n", npass, nfail);
+		return nfail ? 1 : 0;
+	}
 	setenv("FAKECUDA_DEVICES", "2", 1);
 	setenv("FAKECUDA_MEM_LIMIT", "1G", 1);
 	setenv("FAKECUDA_BW", "1e9", 1);
@@ -968,10 +1712,52 @@ int main(void)
 	test_copies_async();
 	test_modules_launch();
 	test_graphs_streams();
+	test_handle_layout();
+	test_capture();
+	test_graph_api();
 	test_proc_address();
 	test_threads();
 	RC(cuStreamDestroy_v2(stream), CUDA_SUCCESS);
 	RC(cuDevicePrimaryCtxRelease_v2(1), CUDA_SUCCESS);
+	test_fork_after_init();
+
+	/* The same binary in early-return mode, the stand-in NCCL's self-test, the headers. */
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len > 0) {
+		char *slash;
+
+		self[len] = '\0';
+		snprintf(cmd, sizeof(cmd), "'%s' --peer 2>&1", self);
+		run_suite("peer copies (FAKECUDA_D2D_ASYNC=1, 4 devices)", cmd);
+		slash = strrchr(self, '/');
+		if (slash)
+			*slash = '\0';
+		snprintf(cmd, sizeof(cmd), "'%s/fakenccl_smoke' 2>&1", self);
+		run_suite("fakenccl_smoke", cmd);
+		run_workload(self, "graph_app", "--k 2 --launches 3");
+		run_workload(self, "name_app", "--n 2 --forge");
+		run_workload(self, "peer_app",
+			     "--n 5 --size 1048576 --n-back 3 --size-back 524288 --devices 3");
+		run_workload(self, "nccl_launcher.sh", "2 --n 1 --bad");
+		run_workload(self, "tree_launcher.sh", "--late-child --n 2");
+		run_workload(self, "rate_app", "--phases 2000:20,20000:20 --alloc-every 10");
+	} else {
+		check(0, "readlink /proc/self/exe");
+	}
+	/* tests/run.sh runs us from the repository root, where these scripts are. */
+	if (access("tests/fakecuda/check_signatures.sh", R_OK) == 0)
+		run_check("fakecuda.h against cuda.h", "sh tests/fakecuda/check_signatures.sh 2>&1");
+	if (access("tests/fakenccl/check_signatures.sh", R_OK) == 0)
+		run_check("fakenccl.h against nccl.h", "sh tests/fakenccl/check_signatures.sh 2>&1");
+	/* Where the toolkit brings its driver stub and NCCL: symbols, bindings, NCCL's kernels. */
+	if (access("tests/gpu/check_standins.sh", R_OK) == 0 &&
+	    access("/usr/local/cuda/lib/stubs/libcuda.so", R_OK) == 0 &&
+	    access("/usr/local/cuda/lib/libnccl.so.2", R_OK) == 0)
+		run_check("the stand-ins' symbols and NCCL kernels against the toolkit's libraries",
+			  "sh tests/gpu/check_standins.sh --no-probe /usr/local/cuda/lib/stubs/libcuda.so "
+			  "/usr/local/cuda/lib/libnccl.so.2 2>&1");
+	else
+		printf("# SKIP: no /usr/local/cuda/lib/{stubs/libcuda.so,libnccl.so.2} to compare with\n");
 
 	printf("%d passed, %d failed\n", npass, nfail);
 	return nfail ? 1 : 0;

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rate_app: a launch rate that steps up and down in phases of known length
+ * and rate, with known totals, for gpuprobe's overhead-budget tests.
+ *
+ *   rate_app [--phases RATE:MS,RATE:MS,...] [--alloc-every K] [--wait]
+ *
+ * Phase i launches rate_kernel() exactly RATE x MS / 1000 times, paced on
+ * CLOCK_MONOTONIC (launch j is due at the phase start + j / RATE; a launch
+ * that falls behind goes at once, so the count never changes, only the
+ * achieved rate), on one stream that is synchronized at the phase's end;
+ * every K-th launch (--alloc-every, default 100, 0 = none) is followed by a
+ * 4 KiB cuMemAlloc_v2 and its cuMemFree_v2.  Default phases:
+ * 1000:500,20000:500,100000:500,1000:500.  The truth (last JSON line on
+ * stderr) gives per phase the launches, allocations, the planned and the
+ * achieved rate and the CLOCK_MONOTONIC ns it started and ended at, so a test
+ * can line its windows up with the phases.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "fakecuda_ext.h"
+
+static const char usage[] = "[--phases RATE:MS,...] [--alloc-every K] [--wait]";
+
+#define MAX_PHASES 32
+
+struct phase {
+	unsigned long long rate, ms, launches, allocs;
+	unsigned long long start_ns, end_ns;
+};
+
+static void sleep_until_ns(unsigned long long t)
+{
+	struct timespec ts = { (time_t)(t / 1000000000ull), (long)(t % 1000000000ull) };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static int parse_phases(const char *s, struct phase *ph)
+{
+	int n = 0;
+	char *copy = strdup(s), *save = NULL;
+
+	if (!copy)
+		return -1;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(tok, ':');
+
+		if (!colon || n == MAX_PHASES) {
+			free(copy);
+			return -1;
+		}
+		*colon = '\0';
+		memset(&ph[n], 0, sizeof(ph[n]));
+		ph[n].rate = app_parse_u64("--phases rate", tok);
+		ph[n].ms = app_parse_u64("--phases ms", colon + 1);
+		if (ph[n].rate < 1 || ph[n].rate > 10000000 || ph[n].ms < 1 || ph[n].ms > 3600000 ||
+		    ph[n].rate * ph[n].ms % 1000) {
+			free(copy);
+			return -1;
+		}
+		n++;
+	}
+	free(copy);
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	const char *spec = "1000:500,20000:500,100000:500,1000:500";
+	unsigned long long every = 100, total = 0, allocs = 0;
+	struct phase ph[MAX_PHASES];
+	int nph, wait = 0;
+	CUmodule mod;
+	CUfunction f;
+	CUstream s;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--phases") && i + 1 < argc)
+			spec = argv[++i];
+		else if (!strcmp(argv[i], "--alloc-every") && i + 1 < argc)
+			every = app_parse_u64("--alloc-every", argv[++i]);
+		else if (!strcmp(argv[i], "--wait"))
+			wait = 1;
+		else
+			app_usage_error(argv[0], usage, "unknown option %s", argv[i]);
+	}
+	nph = parse_phases(spec, ph);
+	if (nph < 1)
+		app_usage_error(argv[0], usage,
+				"phases are RATE:MS pairs (RATE x MS a multiple of 1000), at most 32");
+
+	app_block_signal();
+	app_cuda_init();
+	CHECK(cuModuleLoadData(&mod, "_Z11rate_kernelv\n"));
+	CHECK(cuModuleGetFunction(&f, mod, "_Z11rate_kernelv"));
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	if (wait)
+		app_wait_ready();
+
+	for (int i = 0; i < nph; i++) {
+		unsigned long long want = ph[i].rate * ph[i].ms / 1000, t0 = app_now_ns();
+
+		ph[i].start_ns = t0;
+		for (unsigned long long j = 0; j < want; j++) {
+			unsigned long long due = t0 + j * 1000000000ull / ph[i].rate;
+
+			if (app_now_ns() < due)
+				sleep_until_ns(due);
+			CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+			ph[i].launches++;
+			if (every && ph[i].launches % every == 0) {
+				CUdeviceptr p;
+
+				CHECK(cuMemAlloc_v2(&p, 4096));
+				CHECK(cuMemFree_v2(p));
+				ph[i].allocs++;
+			}
+		}
+		/* The phase lasts its planned time even if the last launch came early. */
+		sleep_until_ns(t0 + ph[i].ms * 1000000ull);
+		CHECK(cuStreamSynchronize(s));
+		ph[i].end_ns = app_now_ns();
+		total += ph[i].launches;
+		allocs += ph[i].allocs;
+	}
+	app_expect_kernel("_Z11rate_kernelv", total, 0, 0);
+
+	fprintf(stderr, "{\"pid\":%d,\"api\":\"rate\",\"kernel\":\"rate_kernel()\",\"launches\":%llu,"
+			"\"allocs\":%llu,\"frees\":%llu,\"alloc_every\":%llu,\"clock\":\"CLOCK_MONOTONIC\","
+			"\"phases\":[",
+		(int)getpid(), total, allocs, allocs, every);
+	for (int i = 0; i < nph; i++) {
+		double secs = (double)(ph[i].end_ns - ph[i].start_ns) / 1e9;
+
+		fprintf(stderr, "%s{\"rate\":%llu,\"ms\":%llu,\"launches\":%llu,\"allocs\":%llu,"
+				"\"start_ns\":%llu,\"end_ns\":%llu,\"achieved_rate\":%.1f}",
+			i ? "," : "", ph[i].rate, ph[i].ms, ph[i].launches, ph[i].allocs,
+			ph[i].start_ns, ph[i].end_ns, secs > 0 ? (double)ph[i].launches / secs : 0);
+	}
+	fprintf(stderr, "]}\n");
+	return 0;
+}
