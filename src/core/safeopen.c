@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/* safeopen: see safeopen.h for why each step is there. */
+#define _GNU_SOURCE
+#include "safeopen.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define SAFEOPEN_PATH_MAX 4096
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static int sys_openat2(int dirfd, const char *path, struct open_how *how)
+{
+	return (int)syscall(SYS_openat2, dirfd, path, how, sizeof(*how));
+}
+
+static bool same_id(const struct stat *st, const struct safeopen_id *id)
+{
+	return major(st->st_dev) == id->dev_major &&
+	       minor(st->st_dev) == id->dev_minor &&
+	       (unsigned long long)st->st_ino == id->ino;
+}
+
+/* Accepts only a regular file with the expected identity. */
+static int check_stat(const struct stat *st, const struct safeopen_id *id,
+		      const char *what, char *err, size_t errlen)
+{
+	if (!S_ISREG(st->st_mode)) {
+		set_err(err, errlen, "%s: not a regular file", what);
+		return -EINVAL;
+	}
+	if (id && !same_id(st, id)) {
+		set_err(err, errlen,
+			"%s: is %u:%u inode %llu, not the mapped %u:%u inode %llu",
+			what, major(st->st_dev), minor(st->st_dev),
+			(unsigned long long)st->st_ino, id->dev_major,
+			id->dev_minor, id->ino);
+		return -ESTALE;
+	}
+	return 0;
+}
+
+/*
+ * Turns a checked O_PATH descriptor into a readable one on the same inode.
+ * /proc/self/fd/N is our own descriptor's magic link: it leads to exactly
+ * the inode checked, whatever happened to the path since.
+ */
+static int reopen_checked(int pathfd, const struct stat *want,
+			  const char *what, char *err, size_t errlen)
+{
+	char self[64];
+	struct stat st;
+	int fd = -1, ret;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
+	fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		set_err(err, errlen, "%s: %s", what, strerror(-ret));
+		goto cleanup;
+	}
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		set_err(err, errlen, "%s: %s", what, strerror(-ret));
+		goto cleanup;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_dev != want->st_dev ||
+	    st.st_ino != want->st_ino) {
+		ret = -ESTALE;
+		set_err(err, errlen, "%s: changed while being opened", what);
+		goto cleanup;
+	}
+	ret = fd;
+	fd = -1;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+int safe_open_mapped(const char *proc_root, int pid, const char *path,
+		     const struct safeopen_id *id, char *err, size_t errlen)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	char root[SAFEOPEN_PATH_MAX];
+	int rootfd = -1, pathfd = -1, ret, n;
+	struct stat st;
+
+	if (!proc_root)
+		proc_root = "/proc";
+	if (!path || path[0] != '/' || pid <= 0) {
+		ret = -EINVAL;
+		set_err(err, errlen, "%s: not an absolute path",
+			path ? path : "(null)");
+		goto cleanup;
+	}
+	if (strnlen(path, SAFEOPEN_PATH_MAX) >= SAFEOPEN_PATH_MAX) {
+		ret = -ENAMETOOLONG;
+		set_err(err, errlen, "path too long");
+		goto cleanup;
+	}
+	n = snprintf(root, sizeof(root), "%s/%d/root", proc_root, pid);
+	if (n < 0 || (size_t)n >= sizeof(root)) {
+		ret = -ENAMETOOLONG;
+		set_err(err, errlen, "%s: proc root too long", proc_root);
+		goto cleanup;
+	}
+	/* /proc/PID/root is followed on purpose: it is the kernel's, not theirs */
+	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		ret = -errno;
+		set_err(err, errlen, "%s: %s", root, strerror(-ret));
+		goto cleanup;
+	}
+	pathfd = sys_openat2(rootfd, path, &how);
+	if (pathfd < 0) {
+		ret = -errno;
+		if (ret == -ELOOP || ret == -EXDEV)
+			set_err(err, errlen,
+				"%s: symlink loop or magic link refused", path);
+		else
+			set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		goto cleanup;
+	}
+	if (fstat(pathfd, &st)) {
+		ret = -errno;
+		set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		goto cleanup;
+	}
+	ret = check_stat(&st, id, path, err, errlen);
+	if (ret)
+		goto cleanup;
+	ret = reopen_checked(pathfd, &st, path, err, errlen);
+cleanup:
+	if (pathfd >= 0)
+		close(pathfd);
+	if (rootfd >= 0)
+		close(rootfd);
+	return ret;
+}
+
+int safe_open_map_file(const char *proc_root, int pid,
+		       unsigned long long start, unsigned long long end,
+		       const struct safeopen_id *id, char *err, size_t errlen)
+{
+	char path[SAFEOPEN_PATH_MAX];
+	int pathfd = -1, ret, n;
+	struct stat st;
+
+	if (!proc_root)
+		proc_root = "/proc";
+	if (pid <= 0 || end <= start) {
+		ret = -EINVAL;
+		set_err(err, errlen, "bad mapping %llx-%llx", start, end);
+		goto cleanup;
+	}
+	n = snprintf(path, sizeof(path), "%s/%d/map_files/%llx-%llx",
+		     proc_root, pid, start, end);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		ret = -ENAMETOOLONG;
+		set_err(err, errlen, "%s: proc root too long", proc_root);
+		goto cleanup;
+	}
+	/* the map_files link is the kernel's own handle on the mapped file */
+	pathfd = open(path, O_PATH | O_CLOEXEC);
+	if (pathfd < 0) {
+		ret = -errno;
+		set_err(err, errlen, "%s: %s%s", path, strerror(-ret),
+			ret == -EPERM ? " (map_files needs CAP_SYS_ADMIN)" : "");
+		goto cleanup;
+	}
+	if (fstat(pathfd, &st)) {
+		ret = -errno;
+		set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		goto cleanup;
+	}
+	ret = check_stat(&st, id, path, err, errlen);
+	if (ret)
+		goto cleanup;
+	ret = reopen_checked(pathfd, &st, path, err, errlen);
+cleanup:
+	if (pathfd >= 0)
+		close(pathfd);
+	return ret;
+}

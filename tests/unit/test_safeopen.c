@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * safeopen against what a hostile process can plant in its root: FIFOs,
+ * device nodes, symlinks out of the root, magic links, swapped inodes.
+ * A fake proc tree (<tmp>/<pid>/root, <tmp>/<pid>/map_files) stands in for
+ * the process; the real /proc is used for magic links and map_files.
+ */
+#define _GNU_SOURCE
+#include "procmaps.h"
+#include "safeopen.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FAKE_PID 4242
+
+static char tmp[256];
+static char root[512];	/* short: keeps snprintf sizes provable */
+
+static int rm_one(const char *path, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int write_file(const char *path, const char *content)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fputs(content, f);
+	return fclose(f);
+}
+
+static struct safeopen_id id_of(const char *path)
+{
+	struct safeopen_id id = { 0 };
+	struct stat st;
+
+	if (stat(path, &st) == 0) {
+		id.dev_major = major(st.st_dev);
+		id.dev_minor = minor(st.st_dev);
+		id.ino = st.st_ino;
+	}
+	return id;
+}
+
+static int setup(void)
+{
+	char p[PATH_MAX], q[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "/tmp/gp-safeopen-XXXXXX");
+	if (!mkdtemp(tmp))
+		return -1;
+	snprintf(p, sizeof(p), "%s/%d", tmp, FAKE_PID);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/%d/map_files", tmp, FAKE_PID);
+	mkdir(p, 0755);
+	snprintf(root, sizeof(root), "%s/%d/root", tmp, FAKE_PID);
+	mkdir(root, 0755);
+	snprintf(p, sizeof(p), "%s/lib", root);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/lib/real.so", root);
+	if (write_file(p, "inside"))
+		return -1;
+	snprintf(p, sizeof(p), "%s/lib/other.so", root);
+	if (write_file(p, "other"))
+		return -1;
+	/* a file outside the root that the traced process must not reach */
+	snprintf(p, sizeof(p), "%s/secret", tmp);
+	if (write_file(p, "secret"))
+		return -1;
+	snprintf(p, sizeof(p), "%s/lib/fifo.so", root);
+	if (mkfifo(p, 0644))
+		return -1;
+	snprintf(p, sizeof(p), "%s/lib/link.so", root);
+	if (symlink("real.so", p))
+		return -1;
+	snprintf(p, sizeof(p), "%s/lib/up.so", root);
+	if (symlink("../../../secret", p))
+		return -1;
+	snprintf(p, sizeof(p), "%s/lib/abs.so", root);
+	snprintf(q, sizeof(q), "%s/secret", tmp);
+	if (symlink(q, p))
+		return -1;
+	snprintf(p, sizeof(p), "%s/lib/loop.so", root);
+	if (symlink("loop.so", p))
+		return -1;
+	/* map_files entries of the fake process */
+	snprintf(p, sizeof(p), "%s/%d/map_files/1000-2000", tmp, FAKE_PID);
+	snprintf(q, sizeof(q), "%s/lib/fifo.so", root);
+	if (symlink(q, p))
+		return -1;
+	snprintf(p, sizeof(p), "%s/%d/map_files/3000-4000", tmp, FAKE_PID);
+	snprintf(q, sizeof(q), "%s/lib/real.so", root);
+	if (symlink(q, p))
+		return -1;
+	return 0;
+}
+
+static void test_regular_file_opens(void)
+{
+	char p[PATH_MAX], buf[16] = { 0 }, err[256] = "";
+	struct safeopen_id id;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/lib/real.so", root);
+	id = id_of(p);
+	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/real.so", &id, err,
+			      sizeof(err));
+	ASSERT_TRUE(fd >= 0);
+	ASSERT_EQ(read(fd, buf, sizeof(buf) - 1), 6);
+	close(fd);
+	ASSERT_STR_EQ(buf, "inside");
+	/* O_NONBLOCK must not leak into the readable descriptor's use */
+	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/link.so", &id, err,
+			      sizeof(err));
+	ASSERT_TRUE(fd >= 0);	/* a symlink inside the root is fine */
+	close(fd);
+}
+
+static void test_fifo_refused_without_blocking(void)
+{
+	char p[PATH_MAX], err[256] = "";
+	struct safeopen_id id;
+	time_t t0 = time(NULL);
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/lib/fifo.so", root);
+	id = id_of(p);	/* even with the FIFO's own identity */
+	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/fifo.so", &id, err,
+			      sizeof(err));
+	ASSERT_EQ(fd, -EINVAL);
+	ASSERT_STR_CONTAINS(err, "not a regular file");
+	ASSERT_TRUE(time(NULL) - t0 < 2);
+}
+
+static void test_device_refused(void)
+{
+	char p[PATH_MAX], err[256] = "";
+	struct safeopen_id id;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/lib/dev.so", root);
+	/* /dev/zero's numbers: an open of a device node is never attempted */
+	ASSERT_EQ(mknod(p, S_IFCHR | 0644, makedev(1, 5)), 0);
+	id = id_of(p);
+	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/dev.so", &id, err,
+			      sizeof(err));
+	ASSERT_EQ(fd, -EINVAL);
+	ASSERT_STR_CONTAINS(err, "not a regular file");
+	/* a symlink to the host's /dev/zero resolves inside the root: absent */
+	snprintf(p, sizeof(p), "%s/lib/devlink.so", root);
+	ASSERT_EQ(symlink("/dev/zero", p), 0);
+	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/devlink.so", NULL, err,
+			      sizeof(err));
+	ASSERT_EQ(fd, -ENOENT);
+}
+
+static void test_symlinks_cannot_escape_root(void)
+{
+	char p[PATH_MAX], err[256] = "";
+	struct safeopen_id secret;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/secret", tmp);
+	secret = id_of(p);
+	ASSERT_TRUE(secret.ino != 0);
+	/* relative "..": clamped at the root, where there is no "secret" */
+	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/up.so", &secret, err,
+			      sizeof(err));
+	ASSERT_EQ(fd, -ENOENT);
+	/* absolute target: resolved below the root, not the host's "/" */
+	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/abs.so", &secret, err,
+			      sizeof(err));
+	ASSERT_EQ(fd, -ENOENT);
+	/* ".." in the path itself */
+	fd = safe_open_mapped(tmp, FAKE_PID, "/../../../secret", NULL, err,
+			      sizeof(err));
+	ASSERT_EQ(fd, -ENOENT);
+	/* and once a copy of the name exists inside, that is what opens */
+	snprintf(p, sizeof(p), "%s/secret", root);
+	ASSERT_EQ(write_file(p, "decoy"), 0);
+	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/up.so", &secret, err,
+			      sizeof(err));
+	ASSERT_EQ(fd, -ESTALE);	/* the decoy is not the host file */
+	unlink(p);
+}
+
+static void test_symlink_loop(void)
+{
+	char err[256] = "";
+
+	ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, "/lib/loop.so", NULL, err,
+				   sizeof(err)), -ELOOP);
+}
+
+static void test_wrong_inode(void)
+{
+	char p[PATH_MAX], err[256] = "";
+	struct safeopen_id id;
+
+	snprintf(p, sizeof(p), "%s/lib/other.so", root);
+	id = id_of(p);
+	ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, "/lib/real.so", &id, err,
+				   sizeof(err)), -ESTALE);
+	ASSERT_STR_CONTAINS(err, "not the mapped");
+	id.ino = 0;
+	id.dev_major++;
+	ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, "/lib/other.so", &id, err,
+				   sizeof(err)), -ESTALE);
+}
+
+static void test_bad_arguments(void)
+{
+	char err[256] = "";
+
+	ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, "lib/real.so", NULL, err,
+				   sizeof(err)), -EINVAL);
+	ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, NULL, NULL, NULL, 0), -EINVAL);
+	ASSERT_EQ(safe_open_mapped(tmp, 99999999, "/lib/real.so", NULL, err,
+				   sizeof(err)), -ENOENT);
+	ASSERT_EQ(safe_open_map_file(tmp, FAKE_PID, 0x2000, 0x1000, NULL, err,
+				     sizeof(err)), -EINVAL);
+}
+
+/* The real /proc: magic links (/proc/self/exe) are refused inside a root. */
+static void test_magic_link_refused(void)
+{
+	char err[256] = "";
+	int fd;
+
+	fd = safe_open_mapped(NULL, getpid(), "/proc/self/exe", NULL, err,
+			      sizeof(err));
+	ASSERT_EQ(fd, -ELOOP);
+	fd = safe_open_mapped(NULL, getpid(), "/proc/self/root/etc/hostname",
+			      NULL, err, sizeof(err));
+	ASSERT_EQ(fd, -ELOOP);
+}
+
+struct find_exe {
+	char exe[PATH_MAX];
+	struct map_entry hit;
+	int found;
+};
+
+static int find_exe_cb(const struct map_entry *e, void *ctx)
+{
+	struct find_exe *f = ctx;
+
+	if (!f->found && strcmp(e->path, f->exe) == 0) {
+		f->hit = *e;
+		f->found = 1;
+	}
+	return 0;
+}
+
+/* Our own executable through the real /proc, by path and by map_files. */
+static void test_real_process(void)
+{
+	struct find_exe f = { 0 };
+	struct safeopen_id id, bad;
+	char err[256] = "";
+	ssize_t n;
+	int fd;
+
+	n = readlink("/proc/self/exe", f.exe, sizeof(f.exe) - 1);
+	ASSERT_TRUE(n > 0);
+	ASSERT_EQ(procmaps__foreach(NULL, getpid(), find_exe_cb, &f), 0);
+	ASSERT_TRUE(f.found);
+	id.dev_major = f.hit.dev_major;
+	id.dev_minor = f.hit.dev_minor;
+	id.ino = f.hit.inode;
+	fd = safe_open_mapped(NULL, getpid(), f.exe, &id, err, sizeof(err));
+	ASSERT_TRUE(fd >= 0);
+	close(fd);
+	fd = safe_open_map_file(NULL, getpid(), f.hit.start, f.hit.end, &id,
+				err, sizeof(err));
+	ASSERT_TRUE(fd >= 0);
+	close(fd);
+	bad = id;
+	bad.ino++;
+	ASSERT_EQ(safe_open_map_file(NULL, getpid(), f.hit.start, f.hit.end,
+				     &bad, err, sizeof(err)), -ESTALE);
+}
+
+static void test_fake_map_files(void)
+{
+	char p[PATH_MAX], err[256] = "";
+	struct safeopen_id id;
+	time_t t0 = time(NULL);
+	int fd;
+
+	ASSERT_EQ(safe_open_map_file(tmp, FAKE_PID, 0x1000, 0x2000, NULL, err,
+				     sizeof(err)), -EINVAL);
+	ASSERT_TRUE(time(NULL) - t0 < 2);
+	snprintf(p, sizeof(p), "%s/lib/real.so", root);
+	id = id_of(p);
+	fd = safe_open_map_file(tmp, FAKE_PID, 0x3000, 0x4000, &id, err,
+				sizeof(err));
+	ASSERT_TRUE(fd >= 0);
+	close(fd);
+	ASSERT_EQ(safe_open_map_file(tmp, FAKE_PID, 0x5000, 0x6000, NULL, err,
+				     sizeof(err)), -ENOENT);
+}
+
+int main(void)
+{
+	int ret;
+
+	if (setup()) {
+		printf("not ok 1 - setup: %s\n", strerror(errno));
+		printf("0 passed, 1 failed\n");
+		return 1;
+	}
+	RUN_TEST(test_regular_file_opens);
+	RUN_TEST(test_fifo_refused_without_blocking);
+	RUN_TEST(test_device_refused);
+	RUN_TEST(test_symlinks_cannot_escape_root);
+	RUN_TEST(test_symlink_loop);
+	RUN_TEST(test_wrong_inode);
+	RUN_TEST(test_bad_arguments);
+	RUN_TEST(test_magic_link_refused);
+	RUN_TEST(test_real_process);
+	RUN_TEST(test_fake_map_files);
+	ret = unit_done();
+	nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return ret;
+}
