@@ -173,3 +173,8 @@ clean:
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)python3 bench/run.py
+
+# ---- stacks (issue 15): DWARF unwinding from a stack copy, Python frames. ----
+# Everything below belongs to the stacks work; its test programs live in tests/stacks/.
+DEB_PKGS += libdw-dev libunwind-dev liblzma-dev
+LIBS += -ldw

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * unwind on stack copies taken in this very process: the registers and the
+ * top of the stack captured the way the BPF helper does, then unwound from
+ * CFI and symbolized. Also a copy cut short (partial stack, flagged), a
+ * failed read, garbage registers and a vanished process.
+ */
+#define _GNU_SOURCE
+#include "procmaps.h"
+#include "symbolize.h"
+#include "unwind.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static struct unwinder *uw;
+static struct symbolizer *sym;
+
+struct stack_end_ctx {
+	unsigned long long sp, end;
+};
+
+static int stack_end_cb(const struct map_entry *e, void *arg)
+{
+	struct stack_end_ctx *c = arg;
+
+	if (c->sp >= e->start && c->sp < e->end)
+		c->end = e->end;
+	return 0;
+}
+
+/*
+ * Registers at one point of this function (the asm label) and the stack
+ * from there, at most GP_STACK_COPY_MAX and never past the stack's end.
+ */
+static __attribute__((noinline)) void capture(struct gp_stack_copy *c,
+					      unsigned int want)
+{
+	struct stack_end_ctx e = { 0 };
+	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
+
+	__asm__ volatile("lea 0(%%rip), %%rax\n\t"
+			 "mov %%rax, %0\n\t"
+			 "mov %%rsp, %1\n\t"
+			 "mov %%rbp, %2\n\t"
+			 "mov %%rbx, %3\n\t"
+			 "mov %%r12, %4\n\t"
+			 "mov %%r13, %5\n\t"
+			 "mov %%r14, %6\n\t"
+			 "mov %%r15, %7\n\t"
+			 : "=m"(ip), "=m"(sp), "=m"(bp), "=m"(bx), "=m"(r12),
+			   "=m"(r13), "=m"(r14), "=m"(r15)
+			 :
+			 : "rax");
+	memset(c, 0, sizeof(*c));
+	c->regs = (struct gp_user_regs){ ip, sp, bp, bx, r12, r13, r14, r15 };
+	e.sp = sp;
+	procmaps__foreach(NULL, getpid(), stack_end_cb, &e);
+	c->wanted = want;
+	c->size = want;
+	if (e.end && e.end - sp <= want) {
+		c->size = (unsigned int)(e.end - sp);
+		c->flags |= GP_STACK_COPY_TO_END;
+	}
+	memcpy(c->data, (const void *)(uintptr_t)sp, c->size);
+}
+
+static char names[UNWIND_MAX_FRAMES][256];
+
+static void symbolize_all(const struct unwind_frames *f)
+{
+	unsigned int i;
+
+	for (i = 0; i < f->nr; i++)
+		symbolizer__format(sym, getpid(), f->pcs[i], names[i],
+				   sizeof(names[i]));
+}
+
+static int index_of(const struct unwind_frames *f, const char *fn)
+{
+	char want[128];
+	unsigned int i;
+
+	snprintf(want, sizeof(want), "%s+", fn);
+	for (i = 0; i < f->nr; i++)
+		if (strncmp(names[i], want, strlen(want)) == 0)
+			return (int)i;
+	return -1;
+}
+
+static struct gp_stack_copy copy;
+
+static __attribute__((noinline)) int level3(unsigned int want)
+{
+	capture(&copy, want);
+	return (int)copy.size + 1;
+}
+
+static __attribute__((noinline)) int level2(unsigned int want)
+{
+	return level3(want) + 2;
+}
+
+static __attribute__((noinline)) int level1(unsigned int want)
+{
+	return level2(want) + 3;
+}
+
+static void test_full_stack_in_order(void)
+{
+	struct unwind_frames f;
+	int c, l3, l2, l1, m;
+
+	level1(GP_STACK_COPY_MAX);
+	ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0);
+	symbolize_all(&f);
+	c = index_of(&f, "capture");
+	l3 = index_of(&f, "level3");
+	l2 = index_of(&f, "level2");
+	l1 = index_of(&f, "level1");
+	m = index_of(&f, "main");
+	ASSERT_EQ(c, 0);
+	ASSERT_EQ(l3, 1);
+	ASSERT_EQ(l2, 2);
+	ASSERT_EQ(l1, 3);
+	ASSERT_TRUE(m > l1);
+	/* main's callers end at _start, whose CFI ends the stack cleanly */
+	ASSERT_EQ(f.flags, 0);
+}
+
+/* A copy too short for the callers: the innermost frames, flagged partial. */
+static void test_short_copy_is_partial(void)
+{
+	struct unwind_frames f;
+	unsigned int i;
+
+	level1(GP_STACK_COPY_MAX);
+	copy.size = 64;	/* capture's own frame, not level1's */
+	copy.flags &= ~GP_STACK_COPY_TO_END;
+	ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0);
+	symbolize_all(&f);
+	ASSERT_TRUE(f.flags & UNWIND_TRUNCATED);
+	ASSERT_TRUE(f.nr >= 1);
+	ASSERT_EQ(index_of(&f, "capture"), 0);
+	ASSERT_EQ(index_of(&f, "main"), -1);
+	/* whatever frames came, each is a real function of ours */
+	for (i = 0; i < f.nr; i++)
+		ASSERT_TRUE(strncmp(names[i], "0x", 2) != 0);
+}
+
+static void test_failed_read_gives_pc_only(void)
+{
+	struct unwind_frames f;
+
+	level1(GP_STACK_COPY_MAX);
+	copy.err = -EFAULT;
+	copy.size = 0;
+	ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0);
+	ASSERT_EQ(f.nr, 1);
+	ASSERT_EQ(f.pcs[0], copy.regs.ip);
+	ASSERT_TRUE(f.flags & UNWIND_NO_STACK);
+}
+
+/* Registers and stack of random bytes: no crash, no frame outside a mapping. */
+static void test_garbage_never_reported(void)
+{
+	struct unwind_frames f;
+	unsigned int i, round;
+
+	srand(15);
+	for (round = 0; round < 200; round++) {
+		level1(GP_STACK_COPY_MAX);
+		for (i = 0; i < 2048; i++)
+			copy.data[rand() % copy.size] = (unsigned char)rand();
+		if (round % 2)
+			copy.regs.bp = copy.regs.sp + (unsigned)(rand() % 4096);
+		if (round % 3 == 0)
+			copy.regs.ip = ((uint64_t)rand() << 20) | (uint64_t)rand();
+		ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0);
+		ASSERT_TRUE(f.nr >= 1 && f.nr <= UNWIND_MAX_FRAMES);
+		symbolize_all(&f);
+		for (i = 1; i < f.nr; i++)	/* past pc 0: all mapped code */
+			ASSERT_TRUE(strchr(names[i], '('));
+	}
+}
+
+static void test_bad_input(void)
+{
+	struct unwind_frames f;
+
+	level1(GP_STACK_COPY_MAX);
+	ASSERT_EQ(unwinder__unwind(uw, 0, &copy, &f), -EINVAL);
+	copy.size = GP_STACK_COPY_MAX + 1;
+	ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), -EINVAL);
+	copy.size = 256;
+	/* pid_max is at most 4194304 */
+	ASSERT_EQ(unwinder__unwind(uw, 4194305 + 7, &copy, &f), -ESRCH);
+	unwinder__free(NULL);
+	unwinder__forget_pid(uw, getpid());
+	level1(GP_STACK_COPY_MAX);
+	ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0);
+	ASSERT_TRUE(f.nr >= 4);
+}
+
+static void test_stats_count(void)
+{
+	struct unwind_stats st;
+
+	unwinder__stats(uw, &st);
+	ASSERT_TRUE(st.unwinds >= 200);
+	ASSERT_TRUE(st.files_opened >= 2);	/* this binary and libc */
+	ASSERT_TRUE(st.maps_reads >= 2);	/* after forget_pid */
+}
+
+int main(void)
+{
+	int ret;
+
+	uw = unwinder__new(NULL);
+	sym = symbolizer__new(NULL);
+	if (!uw || !sym) {
+		printf("not ok 1 - setup\n0 passed, 1 failed\n");
+		return 1;
+	}
+	RUN_TEST(test_full_stack_in_order);
+	RUN_TEST(test_short_copy_is_partial);
+	RUN_TEST(test_failed_read_gives_pc_only);
+	RUN_TEST(test_garbage_never_reported);
+	RUN_TEST(test_bad_input);
+	RUN_TEST(test_stats_count);
+	ret = unit_done();
+	unwinder__free(uw);
+	symbolizer__free(sym);
+	return ret;
+}
