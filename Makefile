@@ -178,3 +178,60 @@ bench: deps
 # Everything below belongs to the stacks work; its test programs live in tests/stacks/.
 DEB_PKGS += libdw-dev libunwind-dev liblzma-dev
 LIBS += -ldw
+
+STK := $(OUTPUT)/stacks
+STK_APP_FLAGS := -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/apps
+STK_APP_LINK := tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
+	-Wl,-rpath,$(abspath $(OUTPUT)/fakecuda)
+STK_BINS := $(STK)/stackprobe $(STK)/stackapp $(STK)/stackapp-nocfi $(STK)/bad/stackapp-nocfi \
+	$(STK)/stackapp-corrupt $(OUTPUT)/unit/test_stacks_bpf
+
+testbins: $(STK_BINS)
+
+$(STK) $(STK)/bad:
+	$(Q)mkdir -p $@
+
+$(STK)/stackprobe.bpf.o: tests/stacks/stackprobe.bpf.c tests/stacks/stackprobe.h bpf/stackcopy.bpf.h vmlinux/$(ARCH)/vmlinux.h | $(STK)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -Itests/stacks -MF $(STK)/stackprobe.bpf.d -MT $@ -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
+
+$(STK)/stackprobe.skel.h: $(STK)/stackprobe.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(STK)/stackprobe: tests/stacks/stackprobe.c tests/stacks/stackprobe.h $(STK)/stackprobe.skel.h $(LIB_OBJS)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -I$(STK) -Itests/stacks -o $@ $< $(LIB_OBJS) $(LIBS)
+
+# -O2 without frame pointers, with .eh_frame: what `gcc -O2` gives users.
+$(STK)/stackapp: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) | $(STK)
+	$(call msg,APP,$@)
+	$(Q)$(CC) $(STK_APP_FLAGS) -o $@ $< $(STK_APP_LINK)
+
+# No .eh_frame for our code: CFI only in .debug_frame, moved to a separate debug
+# file found through .gnu_debuglink (and build-id); the binary is stripped.
+$(STK)/stackapp-nocfi: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) | $(STK)
+	$(call msg,APP,$@)
+	$(Q)$(CC) $(STK_APP_FLAGS) -fno-asynchronous-unwind-tables -fno-unwind-tables -o $@.full $< $(STK_APP_LINK)
+	$(Q)objcopy --only-keep-debug $@.full $@.debug
+	$(Q)objcopy --strip-all --add-gnu-debuglink=$@.debug $@.full $@ && rm -f $@.full
+
+# The same stripped binary beside a debug file of ANOTHER build (other build-id).
+$(STK)/bad/stackapp-nocfi: $(STK)/stackapp-nocfi tests/stacks/stackapp.c | $(STK)/bad
+	$(call msg,APP,$@)
+	$(Q)$(CC) $(STK_APP_FLAGS) -DSTACKAPP_VARIANT -fno-asynchronous-unwind-tables -fno-unwind-tables \
+		-o $@.other tests/stacks/stackapp.c $(STK_APP_LINK)
+	$(Q)objcopy --only-keep-debug $@.other $@.debug && rm -f $@.other
+	$(Q)cp $(STK)/stackapp-nocfi $@
+
+# .eh_frame overwritten with seeded random bytes (same size, same place).
+$(STK)/stackapp-corrupt: $(STK)/stackapp tests/stacks/corrupt_eh_frame.py
+	$(call msg,APP,$@)
+	$(Q)python3 tests/stacks/corrupt_eh_frame.py $< $@
+
+# tests/run.sh runs every .output/unit/test_*: this one is the BPF end-to-end suite.
+$(OUTPUT)/unit/test_stacks_bpf: tests/stacks/test_stacks.py | $(OUTPUT)/unit
+	$(Q)printf '#!/bin/sh\nexec python3 "%s" "$$@"\n' "$(abspath tests/stacks/test_stacks.py)" > $@ && chmod +x $@
+
+-include $(STK)/stackprobe.bpf.d

@@ -39,8 +39,10 @@ struct gp_user_regs {
 enum gp_stack_copy_flags {
 	/* the copy reaches the end of the stack's mapping: nothing above it */
 	GP_STACK_COPY_TO_END = 1u << 0,
-	/* the end of the mapping was not found; the size is a guess that read */
+	/* the end of the mapping was not found */
 	GP_STACK_COPY_NO_VMA = 1u << 1,
+	/* a page was not present: the copy is the readable prefix */
+	GP_STACK_COPY_CUT = 1u << 2,
 };
 
 struct gp_stack_copy {
@@ -88,7 +90,7 @@ static __always_inline int gp_stack_copy(struct pt_regs *ctx,
 {
 	struct gp_vma_end_ctx vc = { 0 };
 	struct task_struct *task;
-	__u64 sp, n, avail;
+	__u64 sp, n, avail, end;
 	long ret = 0;
 	int i;
 
@@ -121,17 +123,25 @@ static __always_inline int gp_stack_copy(struct pt_regs *ctx,
 		out->flags |= GP_STACK_COPY_NO_VMA;
 	}
 	/*
-	 * Without the mapping's end (no bpf_find_vma, or sp outside any
-	 * mapping) a read that crosses the top fails whole: halve and retry,
-	 * a bounded number of times.
+	 * A read that meets a page not present fails whole, and stacks have
+	 * such pages: the main thread's has a random, never written gap below
+	 * its argument strings, and without the mapping's end (no
+	 * bpf_find_vma) the read may cross the top. So on failure the copy is
+	 * cut back to the previous page boundary, a bounded number of times:
+	 * the largest readable prefix, which holds the innermost frames.
 	 */
 	for (i = 0; i < 6; i++) {
 		if (n == 0 || n > GP_STACK_COPY_MAX)
 			goto done;
 		ret = bpf_probe_read_user(out->data, n, (const void *)sp);
-		if (ret == 0 || !(out->flags & GP_STACK_COPY_NO_VMA))
+		if (ret == 0)
 			break;
-		n >>= 1;
+		end = (sp + n - 1) & ~4095ull;
+		if (end <= sp)
+			break;
+		n = end - sp;
+		out->flags &= ~GP_STACK_COPY_TO_END;
+		out->flags |= GP_STACK_COPY_CUT;
 	}
 	if (ret < 0) {
 		out->err = (__s32)ret;

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * Test-only loader: starts a program, puts a uprobe with the stack-copy
+ * helper on one function of one library for that process only, and prints
+ * one JSON line per hit with the unwound, symbolized stack:
+ *
+ *   {"pid":..,"tid":..,"copy_size":..,"copy_err":..,"copy_flags":..,
+ *    "flags":..,"frames":["f+0x1 (lib)",..],"unwind_us":..}
+ *
+ * stackprobe [--stack-bytes N] --lib PATH --func NAME -- PROG ARGS...
+ *
+ * The program may print a line "DONE" and then wait for stdin to close:
+ * the hits are symbolized while it still exists (its maps are read then).
+ */
+#define _GNU_SOURCE
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "procmaps.h"
+#include "stackprobe.h"
+#include "stackprobe.skel.h"
+#include "symbolize.h"
+#include "unwind.h"
+
+struct ctx {
+	struct unwinder *uw;
+	struct symbolizer *sym;
+	unsigned long long events;
+};
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+struct rel_ctx {
+	const struct unwind_frames *f;
+	char rel[UNWIND_MAX_FRAMES][160];
+};
+
+/* "file+0xOFFSET" per frame: names frames of stripped files for the tests */
+static int rel_cb(const struct map_entry *e, void *arg)
+{
+	struct rel_ctx *r = arg;
+	const char *base = strrchr(e->path, '/');
+	unsigned int i;
+
+	for (i = 0; i < r->f->nr; i++)
+		if (r->f->pcs[i] >= e->start && r->f->pcs[i] < e->end && base)
+			snprintf(r->rel[i], sizeof(r->rel[i]), "%s+0x%llx",
+				 base + 1, r->f->pcs[i] - e->start + e->offset);
+	return 0;
+}
+
+static int on_event(void *arg, void *data, size_t size)
+{
+	const struct stackprobe_event *e = data;
+	struct ctx *c = arg;
+	struct unwind_frames f;
+	char name[512];
+	double t0, t1;
+	unsigned int i;
+	int err;
+
+	if (size < sizeof(*e))
+		return 0;
+	c->events++;
+	t0 = now_us();
+	err = unwinder__unwind(c->uw, (int)e->pid, &e->copy, &f);
+	t1 = now_us();
+	printf("{\"pid\":%u,\"tid\":%u,\"copy_size\":%u,\"copy_err\":%d,"
+	       "\"copy_flags\":%u,\"unwind_err\":%d,\"flags\":%u,"
+	       "\"unwind_us\":%.1f,\"frames\":[",
+	       e->pid, e->tid, e->copy.size, e->copy.err, e->copy.flags, err,
+	       f.flags, t1 - t0);
+	for (i = 0; !err && i < f.nr; i++) {
+		symbolizer__format(c->sym, (int)e->pid, f.pcs[i], name,
+				   sizeof(name));
+		if (i)
+			putchar(',');
+		json_str(name);
+	}
+	printf("],\"rel\":[");
+	if (!err) {
+		static struct rel_ctx r;
+
+		memset(&r, 0, sizeof(r));
+		r.f = &f;
+		procmaps__foreach(NULL, (int)e->pid, rel_cb, &r);
+		for (i = 0; i < f.nr; i++) {
+			if (i)
+				putchar(',');
+			json_str(r.rel[i]);
+		}
+	}
+	printf("]}\n");
+	fflush(stdout);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "stack-bytes", required_argument, NULL, 'b' },
+		{ "lib", required_argument, NULL, 'l' },
+		{ "func", required_argument, NULL, 'f' },
+		{ NULL, 0, NULL, 0 },
+	};
+	LIBBPF_OPTS(bpf_uprobe_opts, uopts);
+	struct stackprobe_bpf *skel = NULL;
+	struct ring_buffer *rb = NULL;
+	struct bpf_link *link = NULL;
+	struct ctx c = { 0 };
+	const char *lib = NULL, *func = NULL;
+	unsigned int stack_bytes = GP_STACK_COPY_MAX;
+	int go[2] = { -1, -1 }, in[2] = { -1, -1 }, out[2] = { -1, -1 };
+	int err = 0, opt, status = 0;
+	pid_t child = -1;
+	char buf[256];
+	size_t got = 0;
+	bool done = false;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (opt == 'b')
+			stack_bytes = (unsigned int)strtoul(optarg, NULL, 0);
+		else if (opt == 'l')
+			lib = optarg;
+		else if (opt == 'f')
+			func = optarg;
+		else
+			return 2;
+	}
+	if (!lib || !func || optind >= argc) {
+		fprintf(stderr, "usage: stackprobe [--stack-bytes N] --lib PATH --func NAME -- PROG ARGS\n");
+		return 2;
+	}
+	if (pipe(go) || pipe(in) || pipe(out)) {
+		err = -errno;
+		goto cleanup;
+	}
+	child = fork();
+	if (child < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (child == 0) {
+		char b;
+
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(go[1]);
+		close(in[1]);	/* else stdin never reaches EOF */
+		close(out[0]);
+		if (read(go[0], &b, 1) != 1)
+			_exit(127);
+		execvp(argv[optind], argv + optind);
+		_exit(127);
+	}
+	close(go[0]);
+	close(in[0]);
+	close(out[1]);
+	go[0] = in[0] = out[1] = -1;
+
+	skel = stackprobe_bpf__open();
+	if (!skel) {
+		err = -errno;
+		fprintf(stderr, "stackprobe: open: %s\n", strerror(errno));
+		goto cleanup;
+	}
+	skel->rodata->target_tgid = (__u32)child;
+	skel->rodata->gp_stack_bytes = stack_bytes;
+	err = stackprobe_bpf__load(skel);
+	if (err) {
+		fprintf(stderr, "stackprobe: load: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	uopts.func_name = func;
+	link = bpf_program__attach_uprobe_opts(skel->progs.stackprobe_hit, child,
+					       lib, 0, &uopts);
+	if (!link) {
+		err = -errno;
+		fprintf(stderr, "stackprobe: attach %s:%s: %s\n", lib, func,
+			strerror(-err));
+		goto cleanup;
+	}
+	c.uw = unwinder__new(NULL);
+	c.sym = symbolizer__new(NULL);
+	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &c, NULL);
+	if (!c.uw || !c.sym || !rb) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	if (write(go[1], "g", 1) != 1) {
+		err = -errno;
+		goto cleanup;
+	}
+	/* hits as they come; on "DONE" the rest, then let the program end */
+	while (!done) {
+		struct pollfd pfd[2] = {
+			{ .fd = ring_buffer__epoll_fd(rb), .events = POLLIN },
+			{ .fd = out[0], .events = POLLIN },
+		};
+		ssize_t n;
+
+		if (poll(pfd, 2, 10000) <= 0) {
+			fprintf(stderr, "stackprobe: timed out\n");
+			err = -ETIMEDOUT;
+			goto cleanup;
+		}
+		ring_buffer__consume(rb);
+		if (pfd[1].revents) {
+			n = read(out[0], buf + got, sizeof(buf) - 1 - got);
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+			buf[got] = 0;
+			if (strstr(buf, "DONE"))
+				done = true;
+			if (got >= sizeof(buf) - 1)
+				got = 0;
+		}
+	}
+	ring_buffer__consume(rb);
+	{
+		struct unwind_stats st;
+
+		unwinder__stats(c.uw, &st);
+		printf("{\"stats\":{\"unwinds\":%llu,\"frames\":%llu,"
+		       "\"files_opened\":%llu,\"files_rejected\":%llu,"
+		       "\"debug_files\":%llu,\"debug_rejected\":%llu}}\n",
+		       st.unwinds, st.frames, st.files_opened, st.files_rejected,
+		       st.debug_files, st.debug_rejected);
+	}
+cleanup:
+	if (in[1] >= 0)
+		close(in[1]);
+	if (child > 0) {
+		if (err)
+			kill(child, SIGKILL);
+		waitpid(child, &status, 0);
+		if (!err && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+			fprintf(stderr, "stackprobe: program failed (status %d)\n", status);
+			err = -ECHILD;
+		}
+	}
+	fprintf(stderr, "stackprobe: %llu events, %llu drops\n", c.events,
+		skel && skel->bss ? (unsigned long long)skel->bss->drops : 0ull);
+	ring_buffer__free(rb);
+	bpf_link__destroy(link);
+	stackprobe_bpf__destroy(skel);
+	unwinder__free(c.uw);
+	symbolizer__free(c.sym);
+	if (go[1] >= 0)
+		close(go[1]);
+	if (out[0] >= 0)
+		close(out[0]);
+	return err ? 1 : 0;
+}
