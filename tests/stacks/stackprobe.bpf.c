@@ -9,6 +9,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "pystack.bpf.h"
 #include "stackcopy.bpf.h"
 #include "stackprobe.h"
 
@@ -38,6 +39,7 @@ static __always_inline int on_hit(struct pt_regs *ctx)
 	e->tid = (__u32)id;
 	e->ktime_ns = bpf_ktime_get_ns();
 	gp_stack_copy(ctx, &e->copy);
+	gp_py_stack(&e->py);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -7,7 +7,12 @@
  *   {"pid":..,"tid":..,"copy_size":..,"copy_err":..,"copy_flags":..,
  *    "flags":..,"frames":["f+0x1 (lib)",..],"unwind_us":..}
  *
- * stackprobe [--stack-bytes N] --lib PATH --func NAME -- PROG ARGS...
+ * stackprobe [--stack-bytes N] [--python] --lib PATH --func NAME -- PROG ARGS...
+ *
+ * --python: the program prints "READY" once its interpreter runs; the
+ * loader then inspects it (pystack__inspect), gives the BPF walk its
+ * offsets and writes a line to its stdin to let it go on: a process
+ * attached mid-run.
  *
  * The program may print a line "DONE" and then wait for stdin to close:
  * the hits are symbolized while it still exists (its maps are read then).
@@ -26,6 +31,7 @@
 #include <unistd.h>
 
 #include "procmaps.h"
+#include "pystack.h"
 #include "stackprobe.h"
 #include "stackprobe.skel.h"
 #include "symbolize.h"
@@ -34,6 +40,7 @@
 struct ctx {
 	struct unwinder *uw;
 	struct symbolizer *sym;
+	struct pystack *py;
 	unsigned long long events;
 };
 
@@ -119,6 +126,15 @@ static int on_event(void *arg, void *data, size_t size)
 			json_str(r.rel[i]);
 		}
 	}
+	printf("],\"py_status\":%u,\"py_truncated\":%u,\"py\":[",
+	       e->py.status, e->py.truncated);
+	for (i = 0; i < e->py.nr && i < GP_PY_MAX_FRAMES; i++) {
+		pystack__format(c->py, (int)e->pid, &e->py.frames[i], name,
+				sizeof(name));
+		if (i)
+			putchar(',');
+		json_str(name);
+	}
 	printf("]}\n");
 	fflush(stdout);
 	return 0;
@@ -130,6 +146,7 @@ int main(int argc, char **argv)
 		{ "stack-bytes", required_argument, NULL, 'b' },
 		{ "lib", required_argument, NULL, 'l' },
 		{ "func", required_argument, NULL, 'f' },
+		{ "python", no_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
 	LIBBPF_OPTS(bpf_uprobe_opts, uopts);
@@ -144,7 +161,7 @@ int main(int argc, char **argv)
 	pid_t child = -1;
 	char buf[256];
 	size_t got = 0;
-	bool done = false;
+	bool done = false, python = false, ready = false;
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (opt == 'b')
@@ -153,6 +170,8 @@ int main(int argc, char **argv)
 			lib = optarg;
 		else if (opt == 'f')
 			func = optarg;
+		else if (opt == 'p')
+			python = true;
 		else
 			return 2;
 	}
@@ -211,8 +230,9 @@ int main(int argc, char **argv)
 	}
 	c.uw = unwinder__new(NULL);
 	c.sym = symbolizer__new(NULL);
+	c.py = pystack__new(NULL);
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &c, NULL);
-	if (!c.uw || !c.sym || !rb) {
+	if (!c.uw || !c.sym || !c.py || !rb) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -240,6 +260,26 @@ int main(int argc, char **argv)
 				break;
 			got += (size_t)n;
 			buf[got] = 0;
+			if (python && !ready && strstr(buf, "READY")) {
+				struct gp_py_proc pp;
+				char ver[32], why[256];
+				__u32 key = (__u32)child;
+
+				ready = true;
+				err = pystack__inspect(c.py, child, &pp, ver, sizeof(ver),
+						       why, sizeof(why));
+				if (err) {
+					fprintf(stderr, "stackprobe: %s\n", why);
+					goto cleanup;
+				}
+				printf("{\"python\":\"%s\"}\n", ver);
+				err = bpf_map__update_elem(skel->maps.gp_py_procs, &key,
+							   sizeof(key), &pp, sizeof(pp), 0);
+				if (err || write(in[1], "\n", 1) != 1) {
+					err = err ? err : -EIO;
+					goto cleanup;
+				}
+			}
 			if (strstr(buf, "DONE"))
 				done = true;
 			if (got >= sizeof(buf) - 1)
@@ -276,6 +316,7 @@ cleanup:
 	stackprobe_bpf__destroy(skel);
 	unwinder__free(c.uw);
 	symbolizer__free(c.sym);
+	pystack__free(c.py);
 	if (go[1] >= 0)
 		close(go[1]);
 	if (out[0] >= 0)

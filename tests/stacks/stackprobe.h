@@ -3,12 +3,14 @@
 #ifndef GPUPROBE_TESTS_STACKPROBE_H
 #define GPUPROBE_TESTS_STACKPROBE_H
 
+#include "pystack.bpf.h"
 #include "stackcopy.bpf.h"
 
 struct stackprobe_event {
 	__u32 pid;
 	__u32 tid;
 	__u64 ktime_ns;	/* the BPF side's cost is measured between probes */
+	struct gp_py_stack py;
 	struct gp_stack_copy copy;
 };
 

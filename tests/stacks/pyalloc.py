@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Allocates through the stand-in driver (libcuda.so.1, via ctypes) from known
+functions on known lines, for the Python-frames test. Lines tagged "# @name"
+are what the walk must report; the test reads them from this file.
+
+    python pyalloc.py LIBCUDA [thread]
+
+Prints READY (the harness then attaches), waits for a line, allocates,
+prints DONE and waits for stdin to close."""
+import ctypes
+import sys
+import threading
+
+cuda = ctypes.CDLL(sys.argv[1])
+
+
+def init():
+    dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+    assert cuda.cuInit(0) == 0
+    assert cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0
+    assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
+    assert cuda.cuCtxSetCurrent(ctx) == 0
+
+
+def leak_buffer(nbytes):
+    ptr = ctypes.c_ulonglong()
+    rc = cuda.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(nbytes))  # @leak_buffer
+    assert rc == 0
+    return ptr.value
+
+
+def make_layer(width):
+    return leak_buffer(width * 4)  # @make_layer
+
+
+class Model:
+    def build(self):
+        return [make_layer(w) for w in (256,)]  # @build
+
+
+def main():
+    init()
+    print("READY", flush=True)
+    sys.stdin.readline()
+    if len(sys.argv) > 2 and sys.argv[2] == "thread":
+        t = threading.Thread(target=Model().build)  # the thread's own stack
+        t.start()
+        t.join()
+    else:
+        Model().build()  # @main
+    print("DONE", flush=True)
+    sys.stdin.readline()
+
+
+main()  # @module
