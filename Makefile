@@ -200,9 +200,11 @@ $(STK)/stackprobe.skel.h: $(STK)/stackprobe.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(STK)/stackprobe: tests/stacks/stackprobe.c tests/stacks/stackprobe.h $(STK)/stackprobe.skel.h $(LIB_OBJS)
+$(STK)/stackprobe: tests/stacks/stackprobe.c tests/stacks/stackprobe.h tests/stacks/unwind_libunwind.c \
+		tests/stacks/unwind_libunwind.h $(STK)/stackprobe.skel.h $(LIB_OBJS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -I$(STK) -Itests/stacks -o $@ $< $(LIB_OBJS) $(LIBS)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -I$(STK) -Itests/stacks -o $@ $< tests/stacks/unwind_libunwind.c \
+		$(LIB_OBJS) $(LIBS) -lunwind-x86_64 -lunwind
 
 # -O2 without frame pointers, with .eh_frame: what `gcc -O2` gives users.
 $(STK)/stackapp: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) | $(STK)
@@ -235,3 +237,16 @@ $(OUTPUT)/unit/test_stacks_bpf: tests/stacks/test_stacks.py | $(OUTPUT)/unit
 	$(Q)printf '#!/bin/sh\nexec python3 "%s" "$$@"\n' "$(abspath tests/stacks/test_stacks.py)" > $@ && chmod +x $@
 
 -include $(STK)/stackprobe.bpf.d
+
+# Every CPython found (Debian's and pyenv's 3.10-3.13; CI has Debian's 3.11 only, which
+# `make test` runs): the Python-frame checks of tests/stacks/test_stacks.py.
+PYSTACK_PYTHONS ?= $(wildcard /usr/bin/python3.1[0-9] /root/.pyenv/versions/3.1[0-3].*/bin/python3.1[0-3])
+.PHONY: test-pystack-all bench-stacks
+test-pystack-all: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)PYSTACK_ONLY=1 PYSTACK_PYTHONS="$(PYSTACK_PYTHONS)" python3 tests/stacks/test_stacks.py
+
+# What one stack costs per allocation event (fp, copy + DWARF, + Python; libdwfl vs libunwind).
+bench-stacks: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)python3 tests/stacks/bench_stacks.py | tee $(OUTPUT)/stacks/bench.md

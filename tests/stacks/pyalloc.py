@@ -3,7 +3,7 @@
 functions on known lines, for the Python-frames test. Lines tagged "# @name"
 are what the walk must report; the test reads them from this file.
 
-    python pyalloc.py LIBCUDA [thread]
+    python pyalloc.py LIBCUDA [thread | loop N]
 
 Prints READY (the harness then attaches), waits for a line, allocates,
 prints DONE and waits for stdin to close."""
@@ -42,7 +42,14 @@ def main():
     init()
     print("READY", flush=True)
     sys.stdin.readline()
-    if len(sys.argv) > 2 and sys.argv[2] == "thread":
+    if len(sys.argv) > 3 and sys.argv[2] == "loop":
+        import time
+        n = int(sys.argv[3])
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            leak_buffer(64)
+        print("LOOP %.1f" % ((time.perf_counter_ns() - t0) / n), flush=True)
+    elif len(sys.argv) > 2 and sys.argv[2] == "thread":
         t = threading.Thread(target=Model().build)  # the thread's own stack
         t.start()
         t.join()

@@ -11,6 +11,7 @@
  *   stackapp thread       the chain on a second thread
  *   stackapp gap          the chain on a thread whose stack has an untouched
  *                         gap above the allocating frame (unreadable by BPF)
+ *   stackapp loop N       the chain N times; prints "LOOP <ns per call>"
  *
  * It waits for a line on stdin before exiting, so a harness can symbolize
  * while the process still exists.
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "common.h"
 
@@ -134,6 +136,17 @@ int main(int argc, char **argv)
 		run_thread(thread_main, 0);
 	else if (!strcmp(mode, "gap"))
 		run_thread(gap_main, 1);
+	else if (!strcmp(mode, "loop")) {
+		long i, n = argc > 2 ? atol(argv[2]) : 1000;
+		struct timespec a, b;
+
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		for (i = 0; i < n; i++)
+			stackapp_outer(4096);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		printf("LOOP %.1f\n", ((b.tv_sec - a.tv_sec) * 1e9 +
+				       (b.tv_nsec - a.tv_nsec)) / (double)n);
+	}
 	else
 		return 2;
 	printf("DONE\n");

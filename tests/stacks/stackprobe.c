@@ -18,6 +18,7 @@
  * the hits are symbolized while it still exists (its maps are read then).
  */
 #define _GNU_SOURCE
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <getopt.h>
@@ -36,12 +37,18 @@
 #include "stackprobe.skel.h"
 #include "symbolize.h"
 #include "unwind.h"
+#include "unwind_libunwind.h"
+
+#define MAX_SAVED 8
 
 struct ctx {
 	struct unwinder *uw;
 	struct symbolizer *sym;
 	struct pystack *py;
 	unsigned long long events;
+	bool quiet;		/* count only: cost runs */
+	struct stackprobe_event *saved[MAX_SAVED];
+	int nsaved;
 };
 
 static double now_us(void)
@@ -98,9 +105,18 @@ static int on_event(void *arg, void *data, size_t size)
 	if (size < sizeof(*e))
 		return 0;
 	c->events++;
+	if (c->quiet)
+		return 0;
+	if (c->nsaved < MAX_SAVED) {
+		c->saved[c->nsaved] = malloc(sizeof(*e));
+		if (c->saved[c->nsaved])
+			memcpy(c->saved[c->nsaved++], e, sizeof(*e));
+	}
 	t0 = now_us();
 	err = unwinder__unwind(c->uw, (int)e->pid, &e->copy, &f);
 	t1 = now_us();
+	if (c->events > MAX_SAVED)
+		return 0;	/* cost runs: the first ones are printed */
 	printf("{\"pid\":%u,\"tid\":%u,\"copy_size\":%u,\"copy_err\":%d,"
 	       "\"copy_flags\":%u,\"unwind_err\":%d,\"flags\":%u,"
 	       "\"unwind_us\":%.1f,\"frames\":[",
@@ -140,6 +156,64 @@ static int on_event(void *arg, void *data, size_t size)
 	return 0;
 }
 
+static bool same_frames(const struct unwind_frames *a, const struct unwind_frames *b)
+{
+	return a->nr == b->nr && !memcmp(a->pcs, b->pcs, a->nr * sizeof(a->pcs[0]));
+}
+
+/*
+ * Costs on the saved events, while the process still exists: libdwfl
+ * (warm: files open, CFI looked up before) against libunwind on the same
+ * copies, and the Python frames' formatting.
+ */
+static void bench(struct ctx *c, int pid, int rounds)
+{
+	struct lu_unwinder *lu = lu__new(pid);
+	struct unwind_frames a, b;
+	char name[512];
+	double t0, dw = 0, lw = 0, pyw = 0;
+	unsigned long long dwf = 0, luf = 0, same = 0, pyf = 0;
+	int i, r;
+	unsigned int k;
+
+	for (i = 0; i < c->nsaved; i++) {
+		const struct stackprobe_event *e = c->saved[i];
+
+		unwinder__unwind(c->uw, pid, &e->copy, &a);	/* warm up */
+		if (lu)
+			lu__unwind(lu, &e->copy, &b);
+		t0 = now_us();
+		for (r = 0; r < rounds; r++)
+			unwinder__unwind(c->uw, pid, &e->copy, &a);
+		dw += now_us() - t0;
+		dwf += a.nr;
+		if (lu) {
+			t0 = now_us();
+			for (r = 0; r < rounds; r++)
+				lu__unwind(lu, &e->copy, &b);
+			lw += now_us() - t0;
+			luf += b.nr;
+			same += same_frames(&a, &b);
+		}
+		t0 = now_us();
+		for (r = 0; r < rounds; r++)
+			for (k = 0; k < e->py.nr && k < GP_PY_MAX_FRAMES; k++)
+				pystack__format(c->py, pid, &e->py.frames[k], name, sizeof(name));
+		pyw += now_us() - t0;
+		pyf += e->py.nr;
+	}
+	if (c->nsaved)
+		printf("{\"bench\":{\"events\":%d,\"rounds\":%d,"
+		       "\"libdwfl_us\":%.2f,\"libdwfl_frames\":%.1f,"
+		       "\"libunwind_us\":%.2f,\"libunwind_frames\":%.1f,"
+		       "\"same_frames\":%llu,\"py_format_us\":%.2f,\"py_frames\":%.1f}}\n",
+		       c->nsaved, rounds, dw / rounds / c->nsaved,
+		       (double)dwf / c->nsaved, lw / rounds / c->nsaved,
+		       (double)luf / c->nsaved, same, pyw / rounds / c->nsaved,
+		       (double)pyf / c->nsaved);
+	lu__free(lu);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -147,6 +221,10 @@ int main(int argc, char **argv)
 		{ "lib", required_argument, NULL, 'l' },
 		{ "func", required_argument, NULL, 'f' },
 		{ "python", no_argument, NULL, 'p' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "bench", required_argument, NULL, 'B' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "no-wakeup", no_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 	LIBBPF_OPTS(bpf_uprobe_opts, uopts);
@@ -162,6 +240,11 @@ int main(int argc, char **argv)
 	char buf[256];
 	size_t got = 0;
 	bool done = false, python = false, ready = false;
+	const char *mode = "hit";
+	struct bpf_program *prog;
+	int rounds = 0, stats_fd = -1;
+	bool no_wakeup = false;
+	double deadline;
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (opt == 'b')
@@ -172,6 +255,14 @@ int main(int argc, char **argv)
 			func = optarg;
 		else if (opt == 'p')
 			python = true;
+		else if (opt == 'm')
+			mode = optarg;
+		else if (opt == 'B')
+			rounds = atoi(optarg);
+		else if (opt == 'q')
+			c.quiet = true;
+		else if (opt == 'w')
+			no_wakeup = true;
 		else
 			return 2;
 	}
@@ -214,13 +305,21 @@ int main(int argc, char **argv)
 	}
 	skel->rodata->target_tgid = (__u32)child;
 	skel->rodata->gp_stack_bytes = stack_bytes;
+	skel->rodata->submit_flags = no_wakeup ? BPF_RB_NO_WAKEUP : 0;
+	bpf_map__set_max_entries(skel->maps.events, 1 << 25);
+	prog = !strcmp(mode, "copy") ? skel->progs.stackprobe_copy :
+	       !strcmp(mode, "fp") ? skel->progs.stackprobe_fp :
+	       !strcmp(mode, "empty") ? skel->progs.stackprobe_empty :
+				      skel->progs.stackprobe_hit;
 	err = stackprobe_bpf__load(skel);
 	if (err) {
 		fprintf(stderr, "stackprobe: load: %s\n", strerror(-err));
 		goto cleanup;
 	}
 	uopts.func_name = func;
-	link = bpf_program__attach_uprobe_opts(skel->progs.stackprobe_hit, child,
+	/* run_time_ns / run_cnt per program, for the cost report */
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	link = bpf_program__attach_uprobe_opts(prog, child,
 					       lib, 0, &uopts);
 	if (!link) {
 		err = -errno;
@@ -241,6 +340,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	/* hits as they come; on "DONE" the rest, then let the program end */
+	deadline = now_us() + 300e6;
 	while (!done) {
 		struct pollfd pfd[2] = {
 			{ .fd = ring_buffer__epoll_fd(rb), .events = POLLIN },
@@ -248,7 +348,7 @@ int main(int argc, char **argv)
 		};
 		ssize_t n;
 
-		if (poll(pfd, 2, 10000) <= 0) {
+		if (poll(pfd, 2, no_wakeup ? 10 : 1000) < 0 || now_us() > deadline) {
 			fprintf(stderr, "stackprobe: timed out\n");
 			err = -ETIMEDOUT;
 			goto cleanup;
@@ -280,6 +380,14 @@ int main(int argc, char **argv)
 					goto cleanup;
 				}
 			}
+			{
+				char *l = strstr(buf, "LOOP ");
+
+				if (l && strchr(l, '\n'))
+					printf("{\"loop_ns_per_call\":%.1f}\n", atof(l + 5));
+				if (l && strchr(l, '\n'))
+					memset(l, '-', 4);
+			}
 			if (strstr(buf, "DONE"))
 				done = true;
 			if (got >= sizeof(buf) - 1)
@@ -287,6 +395,20 @@ int main(int argc, char **argv)
 		}
 	}
 	ring_buffer__consume(rb);
+	if (rounds > 0)
+		bench(&c, child, rounds);
+	{
+		struct bpf_prog_info info;
+		__u32 ilen = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &ilen) &&
+		    info.run_cnt)
+			printf("{\"bpf\":{\"mode\":\"%s\",\"run_cnt\":%llu,"
+			       "\"ns_per_run\":%.1f}}\n", mode,
+			       (unsigned long long)info.run_cnt,
+			       (double)info.run_time_ns / info.run_cnt);
+	}
 	{
 		struct unwind_stats st;
 
@@ -317,6 +439,10 @@ cleanup:
 	unwinder__free(c.uw);
 	symbolizer__free(c.sym);
 	pystack__free(c.py);
+	for (opt = 0; opt < c.nsaved; opt++)
+		free(c.saved[opt]);
+	if (stats_fd >= 0)
+		close(stats_fd);
 	if (go[1] >= 0)
 		close(go[1]);
 	if (out[0] >= 0)

@@ -27,17 +27,21 @@ def check(name, cond, detail=""):
             print("#   " + line)
 
 
-def probe(app, *args, stack_bytes=None):
+def probe(app, *args, stack_bytes=None, python=False):
     cmd = [os.path.join(STK, "stackprobe"), "--lib", LIB, "--func", "cuMemAlloc_v2"]
     if stack_bytes is not None:
         cmd += ["--stack-bytes", str(stack_bytes)]
-    cmd += ["--", os.path.join(STK, app)] + list(args)
+    if python:
+        cmd += ["--python"]
+    cmd += ["--", os.path.join(STK, app) if not python else app] + list(args)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     events, stats = [], {}
     for line in p.stdout.splitlines():
         o = json.loads(line)
         if "stats" in o:
-            stats = o["stats"]
+            stats.update(o["stats"])
+        elif "python" in o:
+            stats["python"] = o["python"]
         else:
             events.append(o)
     return p, events, stats
@@ -73,10 +77,60 @@ def one(events, name):
                                      "copy_err": -1, "copy_flags": 0, "copy_size": 0}
 
 
+PYALLOC = os.path.join(ROOT, "tests", "stacks", "pyalloc.py")
+
+
+def tagged_lines():
+    """{"leak_buffer": 27, ...} from the "# @name" tags of pyalloc.py."""
+    tags = {}
+    with open(PYALLOC) as f:
+        for n, line in enumerate(f, 1):
+            if "# @" in line and not line.lstrip().startswith(('"', "functions")):
+                tags[line.rsplit("# @", 1)[1].strip()] = n
+    return tags
+
+
+def python_checks(python):
+    """The Python frames of pyalloc.py's allocation, innermost first."""
+    tags = tagged_lines()
+    f = os.path.basename(PYALLOC)
+    p, evs, st = probe(python, PYALLOC, LIB, python=True)
+    ver = st.get("python", "?")
+    tag = f"{os.path.basename(python)} {ver}"
+    ev = one(evs, f"{tag}: main thread")
+    py = [x.replace(os.path.dirname(PYALLOC) + "/", "") for x in ev.get("py", [])]
+    want = [f"leak_buffer ({f}:{tags['leak_buffer']})",
+            f"make_layer ({f}:{tags['make_layer']})"]
+    check(f"{tag}: innermost frames leak_buffer <- make_layer, on their lines",
+          ev.get("py_status") == 0 and py[:2] == want, (p.stderr, py))
+    # the list comprehension is a frame of its own before 3.12 (PEP 709)
+    rest = [x for x in py[2:] if "listcomp" not in x]
+    build = [x for x in rest if x.startswith(("Model.build ", "build "))]
+    check(f"{tag}: then Model.build, main, <module> on their lines",
+          len(build) == 1 and build[0].endswith(f"({f}:{tags['build']})") and
+          rest[1:] == [f"main ({f}:{tags['main']})", f"<module> ({f}:{tags['module']})"], py)
+    check(f"{tag}: the native stack reaches the interpreter",
+          any("cuMemAlloc_v2" in x for x in ev["frames"][:1]) and len(ev["frames"]) > 5, ev["frames"])
+    p, evs, st = probe(python, PYALLOC, LIB, "thread", python=True)
+    ev = one(evs, f"{tag}: thread")
+    py = [x.replace(os.path.dirname(PYALLOC) + "/", "") for x in ev.get("py", [])]
+    check(f"{tag}: a second thread's own frames (Thread.run last but two)",
+          py[:2] == want and any("Thread.run" in x or x.startswith("run ") for x in py) and
+          not any(x.startswith("main ") for x in py), py)
+    return ver
+
+
 def main():
     if os.geteuid() != 0:
         print("not ok 1 - needs root (BPF)\n0 passed, 1 failed")
         return 1
+    # PYSTACK_PYTHONS: the interpreters to try (make test-pystack-all sets all of them)
+    for python in os.environ.get("PYSTACK_PYTHONS", "/usr/bin/python3.11").split():
+        python_checks(python)
+    if os.environ.get("PYSTACK_ONLY"):
+        passed = sum(results)
+        print(f"{passed} passed, {len(results) - passed} failed")
+        return 0 if passed == len(results) else 1
 
     # -O2, no frame pointers, .eh_frame: the whole chain, in order, to main
     p, evs, st = probe("stackapp", "chain")
