@@ -3,7 +3,7 @@
 functions on known lines, for the Python-frames test. Lines tagged "# @name"
 are what the walk must report; the test reads them from this file.
 
-    python pyalloc.py LIBCUDA [thread | loop N]
+    python pyalloc.py LIBCUDA [thread | loop N | deep N]
 
 Prints READY (the harness then attaches), waits for a line, allocates,
 prints DONE and waits for stdin to close."""
@@ -33,6 +33,12 @@ def make_layer(width):
     return leak_buffer(width * 4)  # @make_layer
 
 
+def recurse(n):
+    if n == 0:
+        return leak_buffer(128)  # @recurse_base
+    return recurse(n - 1) + 1  # @recurse
+
+
 class Model:
     def build(self):
         return [make_layer(w) for w in (256,)]  # @build
@@ -49,6 +55,8 @@ def main():
         for _ in range(n):
             leak_buffer(64)
         print("LOOP %.1f" % ((time.perf_counter_ns() - t0) / n), flush=True)
+    elif len(sys.argv) > 3 and sys.argv[2] == "deep":
+        recurse(int(sys.argv[3]))
     elif len(sys.argv) > 2 and sys.argv[2] == "thread":
         t = threading.Thread(target=Model().build)  # the thread's own stack
         t.start()

@@ -24,7 +24,7 @@ def check(name, cond, detail=""):
     print(("ok" if cond else "not ok") + f" {len(results)} - {name}")
     if not cond and detail:
         for line in str(detail).splitlines()[:20]:
-            print("#   " + line)
+            print("#   " + line[:400])
 
 
 def probe(app, *args, stack_bytes=None, python=False):
@@ -40,10 +40,10 @@ def probe(app, *args, stack_bytes=None, python=False):
         o = json.loads(line)
         if "stats" in o:
             stats.update(o["stats"])
-        elif "python" in o:
-            stats["python"] = o["python"]
-        else:
+        elif "frames" in o:
             events.append(o)
+        else:
+            stats.update(o)
     return p, events, stats
 
 
@@ -117,6 +117,13 @@ def python_checks(python):
     check(f"{tag}: a second thread's own frames (Thread.run last but two)",
           py[:2] == want and any("Thread.run" in x or x.startswith("run ") for x in py) and
           not any(x.startswith("main ") for x in py), py)
+    p, evs, st = probe(python, PYALLOC, LIB, "deep", "100", python=True)
+    ev = one(evs, f"{tag}: deep")
+    py = [x.replace(os.path.dirname(PYALLOC) + "/", "") for x in ev.get("py", [])]
+    check(f"{tag}: 100-deep recursion: 64 innermost frames, marked truncated",
+          ev.get("py_truncated") == 1 and len(py) == 64 and py[0].startswith("leak_buffer ") and
+          py[1] == f"recurse ({f}:{tags['recurse_base']})" and
+          set(py[2:]) == {f"recurse ({f}:{tags['recurse']})"}, (ev.get("py_truncated"), py[:3]))
     return ver
 
 
@@ -214,9 +221,46 @@ def main():
     check("corrupt .eh_frame: stops after the leaf, flagged",
           ev["flags"] & STOPPED and funcs(ev) == ["cuMemAlloc_v2", "stackapp_leaf"], ev)
 
+    # a container's root: the program and its libraries exist only below it
+    root = make_root()
+    cmd = [os.path.join(STK, "stackprobe"), "--lib", LIB, "--func", "cuMemAlloc_v2",
+           "--", "chroot", root, "/app/stackapp", "chain"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    evs = [o for o in map(json.loads, p.stdout.splitlines()) if "frames" in o]
+    ev = one(evs, "chroot")
+    names = funcs(ev)
+    check("chroot: /app/stackapp (absent on the host) unwound through /proc/PID/root",
+          not os.path.exists("/app/stackapp") and
+          in_order(names, ["cuMemAlloc_v2"] + CHAIN + ["main"]) == 0 and ev["flags"] == 0, (names, p.stderr))
+
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")
     return 0 if passed == len(results) else 1
+
+
+def make_root():
+    """A minimal root: stackapp at /app, its libraries at their own paths
+    (libcuda hard-linked, so the probe on the host's inode fires)."""
+    import shutil
+    root = os.path.join(STK, "croot")
+    shutil.rmtree(root, ignore_errors=True)
+    app = os.path.join(STK, "stackapp")
+    os.makedirs(os.path.join(root, "app"))
+    shutil.copy2(app, os.path.join(root, "app", "stackapp"))
+    out = subprocess.run(["ldd", app], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        path = next((x for x in parts if x.startswith("/")), None)
+        if not path:
+            continue
+        dst = root + path
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        real = os.path.realpath(path)
+        if real == os.path.realpath(LIB):
+            os.link(real, dst)
+        else:
+            shutil.copy2(real, dst)
+    return root
 
 
 if __name__ == "__main__":
