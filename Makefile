@@ -176,8 +176,10 @@ bench: deps
 
 # ---- stacks (issue 15): DWARF unwinding from a stack copy, Python frames. ----
 # Everything below belongs to the stacks work; its test programs live in tests/stacks/.
-DEB_PKGS += libdw-dev libunwind-dev liblzma-dev
-LIBS += -ldw
+DEB_PKGS += libdw-dev libunwind-dev liblzma-dev libbz2-dev binutils python3.11 # python3.11: Debian's, the CPython the Python-frame tests run
+# libdw needs libelf after it (static links resolve left to right) and its
+# decompressors: .gnu_debugdata (xz), compressed sections (zlib, bzip2, zstd).
+LIBS += -ldw -lelf -lz -llzma -lbz2 -lzstd
 
 STK := $(OUTPUT)/stacks
 STK_APP_FLAGS := -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/apps
