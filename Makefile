@@ -252,3 +252,13 @@ test-pystack-all: deps
 bench-stacks: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)python3 tests/stacks/bench_stacks.py | tee $(OUTPUT)/stacks/bench.md
+
+# For the GPU machine (no package registry there): the test probe with its libraries
+# (glibc excepted) and tests/stacks/gpu/. There: `sh run_gpu_stacks.sh` as root.
+.PHONY: stacks-bundle
+stacks-bundle: $(STK)/stackprobe
+	$(call msg,BUNDLE,$(STK)/bundle)
+	$(Q)rm -rf $(STK)/bundle && mkdir -p $(STK)/bundle/lib
+	$(Q)cp $(STK)/stackprobe tests/stacks/gpu/* $(STK)/bundle/
+	$(Q)ldd $(STK)/stackprobe | awk '$$3 ~ /^\// {print $$3}' | \
+		grep -v -E '/(libc|libm|libpthread|libdl|ld-linux[^/]*)\.so' | xargs -r -I{} cp -L {} $(STK)/bundle/lib/

@@ -30,6 +30,8 @@
 #define GP_PY_MAX_FRAMES 64	/* a power of two: the index is masked */
 #define GP_PY_MAX_THREADS 64	/* thread states looked at before giving up */
 #define GP_PY_NONE 0xffffffffu	/* an offset that does not exist */
+/* One read covers every field of a frame the walk needs (offsets < this). */
+#define GP_PY_FRAME_READ 128
 
 /* How to walk one process's interpreter: user space fills it per tgid. */
 struct gp_py_proc {
@@ -50,6 +52,8 @@ struct gp_py_proc {
 	__u32 owner_cstack;		/* frames owned by the C stack (shims): skipped */
 	__u32 code_firstlineno;
 	__u32 instr_is_int;		/* 3.10: f_lasti is an int, not a pointer */
+	__u32 frame_read;		/* bytes of a frame holding those fields (<= 128):
+					 * no more, a frame may end where memory does */
 };
 
 struct gp_py_frame {
@@ -147,7 +151,26 @@ struct gp_py_fctx {
 	__u64 frame;
 	__u32 n;
 	int bad;
+	__u8 buf[GP_PY_FRAME_READ];
 };
+
+/* A field of the frame just read; the mask keeps the verifier's bound. */
+static __always_inline __u64 gp_py_field(const struct gp_py_fctx *c, __u32 off,
+					 __u32 size)
+{
+	__u64 v = 0;
+
+	off &= GP_PY_FRAME_READ - 1;
+	if (off > GP_PY_FRAME_READ - 8)
+		return 0;
+	if (size == 1)
+		v = c->buf[off];
+	else if (size == 4)
+		v = *(const __u32 *)&c->buf[off];
+	else
+		v = *(const __u64 *)&c->buf[off];
+	return v;
+}
 
 /*
  * One frame per call (bpf_loop: the verifier checks the body once, however
@@ -165,9 +188,15 @@ static long gp_py_frame_cb(__u32 i, void *arg)
 	(void)i;
 	if (!frame || c->bad)
 		return 1;
-	c->frame = gp_py_read_ptr(frame, pp->frame_previous, &c->bad);
+	/* the frame's fields in one read, not one per field */
+	if (pp->frame_read < 8 || pp->frame_read > GP_PY_FRAME_READ ||
+	    bpf_probe_read_user(c->buf, pp->frame_read, (const void *)frame)) {
+		c->bad = 1;
+		return 1;
+	}
+	c->frame = gp_py_field(c, pp->frame_previous, 8);
 	if (pp->frame_owner != GP_PY_NONE) {
-		bpf_probe_read_user(&owner, 1, (const void *)(frame + pp->frame_owner));
+		owner = (__u8)gp_py_field(c, pp->frame_owner, 1);
 		if (owner == pp->owner_cstack)	/* a shim frame: no code of the user's */
 			return 0;
 	}
@@ -176,12 +205,12 @@ static long gp_py_frame_cb(__u32 i, void *arg)
 		return 1;
 	}
 	f = &c->out->frames[c->n & (GP_PY_MAX_FRAMES - 1)];
-	f->code = gp_py_read_ptr(frame, pp->frame_code, &c->bad);
+	f->code = gp_py_field(c, pp->frame_code, 8);
 	if (pp->instr_is_int) {
-		bpf_probe_read_user(&lasti, 4, (const void *)(frame + pp->frame_instr));
+		lasti = (__s32)gp_py_field(c, pp->frame_instr, 4);
 		f->instr = (__u64)(__s64)lasti;
 	} else {
-		f->instr = gp_py_read_ptr(frame, pp->frame_instr, &c->bad);
+		f->instr = gp_py_field(c, pp->frame_instr, 8);
 	}
 	f->firstlineno = 0;
 	bpf_probe_read_user(&f->firstlineno, 4,

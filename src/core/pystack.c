@@ -422,6 +422,20 @@ int pystack__inspect(struct pystack *ps, int pid, struct gp_py_proc *out,
 	out->owner_cstack = u32_or_none(o.owner_cstack);
 	out->code_firstlineno = u32_or_none(o.code_firstlineno);
 	out->instr_is_int = minor < 11;
+	out->frame_read = 0;
+	{
+		int offs[4] = { o.frame_previous, o.frame_code, o.frame_instr, o.frame_owner };
+		unsigned int k;
+
+		for (k = 0; k < 4; k++)
+			if (offs[k] >= 0 && (unsigned int)offs[k] + 8 > out->frame_read)
+				out->frame_read = (unsigned int)offs[k] + 8;
+	}
+	if (out->frame_read > GP_PY_FRAME_READ) {
+		ret = -ENOTSUP;
+		set_err(err, errlen, "frame fields beyond %d bytes", GP_PY_FRAME_READ);
+		goto cleanup;
+	}
 	p = pid_slot(ps, pid, true);
 	p->used = true;
 	p->version_hex = hex;

@@ -9,10 +9,11 @@
  *
  * stackprobe [--stack-bytes N] [--python] --lib PATH --func NAME -- PROG ARGS...
  *
- * --python: the program prints "READY" once its interpreter runs; the
- * loader then inspects it (pystack__inspect), gives the BPF walk its
- * offsets and writes a line to its stdin to let it go on: a process
- * attached mid-run.
+ * --ready: the program prints "READY" and waits for a line on stdin, which
+ * the loader writes once it has seen READY.
+ * --python: the same, and in between the loader inspects the interpreter
+ * (pystack__inspect) and gives the BPF walk its offsets: a process attached
+ * mid-run.
  *
  * The program may print a line "DONE" and then wait for stdin to close:
  * the hits are symbolized while it still exists (its maps are read then).
@@ -221,6 +222,7 @@ int main(int argc, char **argv)
 		{ "lib", required_argument, NULL, 'l' },
 		{ "func", required_argument, NULL, 'f' },
 		{ "python", no_argument, NULL, 'p' },
+		{ "ready", no_argument, NULL, 'r' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "bench", required_argument, NULL, 'B' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -239,7 +241,7 @@ int main(int argc, char **argv)
 	pid_t child = -1;
 	char buf[256];
 	size_t got = 0;
-	bool done = false, python = false, ready = false;
+	bool done = false, python = false, ready = false, wait_ready = false;
 	const char *mode = "hit";
 	struct bpf_program *prog;
 	int rounds = 0, stats_fd = -1;
@@ -255,6 +257,8 @@ int main(int argc, char **argv)
 			func = optarg;
 		else if (opt == 'p')
 			python = true;
+		else if (opt == 'r')
+			wait_ready = true;
 		else if (opt == 'm')
 			mode = optarg;
 		else if (opt == 'B')
@@ -360,23 +364,27 @@ int main(int argc, char **argv)
 				break;
 			got += (size_t)n;
 			buf[got] = 0;
-			if (python && !ready && strstr(buf, "READY")) {
+			if ((python || wait_ready) && !ready && strstr(buf, "READY")) {
 				struct gp_py_proc pp;
 				char ver[32], why[256];
 				__u32 key = (__u32)child;
 
 				ready = true;
-				err = pystack__inspect(c.py, child, &pp, ver, sizeof(ver),
-						       why, sizeof(why));
-				if (err) {
-					fprintf(stderr, "stackprobe: %s\n", why);
-					goto cleanup;
+				if (python) {
+					err = pystack__inspect(c.py, child, &pp, ver, sizeof(ver),
+							       why, sizeof(why));
+					if (err) {
+						fprintf(stderr, "stackprobe: %s\n", why);
+						goto cleanup;
+					}
+					printf("{\"python\":\"%s\"}\n", ver);
+					err = bpf_map__update_elem(skel->maps.gp_py_procs, &key,
+								   sizeof(key), &pp, sizeof(pp), 0);
+					if (err)
+						goto cleanup;
 				}
-				printf("{\"python\":\"%s\"}\n", ver);
-				err = bpf_map__update_elem(skel->maps.gp_py_procs, &key,
-							   sizeof(key), &pp, sizeof(pp), 0);
-				if (err || write(in[1], "\n", 1) != 1) {
-					err = err ? err : -EIO;
+				if (write(in[1], "\n", 1) != 1) {
+					err = -EIO;
 					goto cleanup;
 				}
 			}
