@@ -220,7 +220,7 @@ static int find_cb(const struct map_entry *e, void *arg)
 					&id, NULL, 0);
 	if (fd < 0)
 		return 0;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
+	elf = safe_elf_begin(fd, NULL, 0);
 	if (elf && elf_kind(elf) == ELF_K_ELF) {
 		elf_py_syms(elf, &s);
 		if (s.runtime) {

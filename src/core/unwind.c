@@ -159,7 +159,7 @@ static int ufile_open(struct unwinder *u, struct ufile *f, int pid,
 		return fd;	/* maybe transient (process gone): retried */
 	}
 	f->fd = fd;
-	f->elf = elf_begin(fd, ELF_C_READ, NULL);
+	f->elf = safe_elf_begin(fd, err, sizeof(err));
 	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &eh) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
 		if (f->elf)
@@ -247,7 +247,7 @@ static int try_debug(struct unwinder *u, int pid, const char *path,
 	if (fstat(fd, &st) || (unsigned long long)st.st_size > UNWIND_DEBUG_MAX ||
 	    (st.st_ino == main_file->id.ino))	/* a link back to itself */
 		goto cleanup;
-	dbg = elf_begin(fd, ELF_C_READ, NULL);
+	dbg = safe_elf_begin(fd, NULL, 0);
 	if (!dbg || elf_kind(dbg) != ELF_K_ELF)
 		goto cleanup;
 	if (!debug_matches(dbg, bid, bid_len, fd, crc, use_crc)) {

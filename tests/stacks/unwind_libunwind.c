@@ -92,7 +92,7 @@ static bool file_load(struct lu_unwinder *u, struct lu_map *m)
 	fd = safe_open_mapped(NULL, u->pid, m->path, &f->id, NULL, 0);
 	if (fd < 0)
 		return false;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
+	elf = safe_elf_begin(fd, NULL, 0);
 	if (!elf || !gelf_getehdr(elf, &eh) || elf_getshdrstrndx(elf, &shstr))
 		goto out;
 	f->is_exec = eh.e_type == ET_EXEC;
