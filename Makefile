@@ -262,3 +262,15 @@ stacks-bundle: $(STK)/stackprobe
 	$(Q)cp $(STK)/stackprobe tests/stacks/gpu/* $(STK)/bundle/
 	$(Q)ldd $(STK)/stackprobe | awk '$$3 ~ /^\// {print $$3}' | \
 		grep -v -E '/(libc|libm|libpthread|libdl|ld-linux[^/]*)\.so' | xargs -r -I{} cp -L {} $(STK)/bundle/lib/
+
+# libFuzzer on the CPython line-table decoders (tables come out of traced processes).
+.PHONY: fuzz-stacks
+fuzz-stacks: deps
+	$(Q)mkdir -p $(STK)/fuzz/seed
+	$(Q)printf '\002\000\000\000\351\002\322\005\011\370\360\007\000\001\001' > $(STK)/fuzz/seed/t311
+	$(Q)printf '\004\000\000\000\004\001\006\000\002\200' > $(STK)/fuzz/seed/t310
+	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -Ibpf -o $(STK)/fuzz/fuzz_pylines \
+		tests/stacks/fuzz_pylines.c src/core/pystack.c src/core/procmaps.c src/core/safeopen.c -lelf
+	$(Q)$(STK)/fuzz/fuzz_pylines -max_total_time=$${FUZZ_SECONDS:-30} -print_final_stats=1 $(STK)/fuzz/seed \
+		> $(STK)/fuzz/fuzz_pylines.log 2>&1 || { tail -30 $(STK)/fuzz/fuzz_pylines.log; exit 1; }
+	$(Q)grep -E "stat::number_of_executed_units" $(STK)/fuzz/fuzz_pylines.log
