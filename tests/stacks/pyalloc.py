@@ -3,7 +3,7 @@
 functions on known lines, for the Python-frames test. Lines tagged "# @name"
 are what the walk must report; the test reads them from this file.
 
-    python pyalloc.py LIBCUDA [thread | loop N | deep N]
+    python pyalloc.py LIBCUDA [thread | loop N | deep N | two]
 
 Prints READY (the harness then attaches), waits for a line, allocates,
 prints DONE and waits for stdin to close."""
@@ -39,6 +39,18 @@ def recurse(n):
     return recurse(n - 1) + 1  # @recurse
 
 
+def worker_a(barrier):
+    barrier.wait()
+    for _ in range(5):
+        leak_buffer(512)  # @worker_a
+
+
+def worker_b(barrier):
+    barrier.wait()
+    for _ in range(5):
+        leak_buffer(1024)  # @worker_b
+
+
 class Model:
     def build(self):
         return [make_layer(w) for w in (256,)]  # @build
@@ -55,6 +67,13 @@ def main():
         for _ in range(n):
             leak_buffer(64)
         print("LOOP %.1f" % ((time.perf_counter_ns() - t0) / n), flush=True)
+    elif len(sys.argv) > 2 and sys.argv[2] == "two":
+        barrier = threading.Barrier(2)
+        ts = [threading.Thread(target=w, args=(barrier,)) for w in (worker_a, worker_b)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
     elif len(sys.argv) > 3 and sys.argv[2] == "deep":
         recurse(int(sys.argv[3]))
     elif len(sys.argv) > 2 and sys.argv[2] == "thread":

@@ -116,8 +116,6 @@ static int on_event(void *arg, void *data, size_t size)
 	t0 = now_us();
 	err = unwinder__unwind(c->uw, (int)e->pid, &e->copy, &f);
 	t1 = now_us();
-	if (c->events > MAX_SAVED)
-		return 0;	/* cost runs: the first ones are printed */
 	printf("{\"pid\":%u,\"tid\":%u,\"copy_size\":%u,\"copy_err\":%d,"
 	       "\"copy_flags\":%u,\"unwind_err\":%d,\"flags\":%u,"
 	       "\"unwind_us\":%.1f,\"frames\":[",

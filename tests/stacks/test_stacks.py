@@ -117,6 +117,16 @@ def python_checks(python):
     check(f"{tag}: a second thread's own frames (Thread.run last but two)",
           py[:2] == want and any("Thread.run" in x or x.startswith("run ") for x in py) and
           not any(x.startswith("main ") for x in py), py)
+    p, evs, st = probe(python, PYALLOC, LIB, "two", python=True)
+    good = 0
+    for ev in evs:
+        py = [x.replace(os.path.dirname(PYALLOC) + "/", "") for x in ev.get("py", [])]
+        a = f"worker_a ({f}:{tags['worker_a']})" in py
+        b = f"worker_b ({f}:{tags['worker_b']})" in py
+        good += (a != b) and py[0].startswith("leak_buffer ")
+    tids = {ev["tid"] for ev in evs}
+    check(f"{tag}: two threads allocating at once: 10 events, each with its own thread's frames",
+          len(evs) == 10 and good == 10 and len(tids) == 2, [e.get("py") for e in evs][:4])
     p, evs, st = probe(python, PYALLOC, LIB, "deep", "100", python=True)
     ev = one(evs, f"{tag}: deep")
     py = [x.replace(os.path.dirname(PYALLOC) + "/", "") for x in ev.get("py", [])]
