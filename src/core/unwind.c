@@ -73,6 +73,7 @@ struct unwinder {
 	struct ufile files[UNWIND_MAX_FILES];
 	unsigned long long tick;
 	struct unwind_stats stats;
+	char last_err[320];	/* why the last file was refused */
 };
 
 static unsigned long long now_ns(void)
@@ -141,38 +142,53 @@ static struct ufile *ufile_slot(struct unwinder *u, const struct safeopen_id *id
 static int ufile_open(struct unwinder *u, struct ufile *f, int pid,
 		      const struct umap *m)
 {
-	char err[256];
 	GElf_Ehdr eh;
-	int fd;
+	int fd = -1, ret = 0;
 
 	if (f->elf)
-		return 0;
-	if (f->failed)
-		return -ENOEXEC;
-	fd = safe_open_mapped(u->proc_root, pid, m->path, &m->id, err,
-			      sizeof(err));
-	if (fd < 0)
-		fd = safe_open_map_file(u->proc_root, pid, m->start, m->end,
-					&m->id, err, sizeof(err));
+		goto cleanup;
+	if (f->failed) {
+		ret = -ENOEXEC;
+		goto cleanup;
+	}
+	fd = safe_open_mapped(u->proc_root, pid, m->path, &m->id, u->last_err,
+			      sizeof(u->last_err));
 	if (fd < 0) {
+		char why[160];
+
+		fd = safe_open_map_file(u->proc_root, pid, m->start, m->end,
+					&m->id, why, sizeof(why));
+		if (fd < 0) {
+			size_t n = strnlen(u->last_err, sizeof(u->last_err));
+
+			snprintf(u->last_err + n, sizeof(u->last_err) - n,
+				 "; by map_files: %s", strerror(-fd));
+		}
+	}
+	if (fd < 0) {
+		ret = fd;	/* maybe transient (process gone): tried again later */
 		u->stats.files_rejected++;
-		return fd;	/* maybe transient (process gone): retried */
+		goto cleanup;
+	}
+	f->elf = safe_elf_begin(fd, u->last_err, sizeof(u->last_err));
+	if (!f->elf || !gelf_getehdr(f->elf, &eh) || eh.e_machine != EM_X86_64) {
+		if (f->elf) {
+			snprintf(u->last_err, sizeof(u->last_err), "%s: not x86-64", m->path);
+			elf_end(f->elf);
+		}
+		f->elf = NULL;
+		f->failed = true;	/* the same file will not get better */
+		u->stats.files_rejected++;
+		ret = -ENOEXEC;
+		goto cleanup;
 	}
 	f->fd = fd;
-	f->elf = safe_elf_begin(fd, err, sizeof(err));
-	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &eh) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
-		if (f->elf)
-			elf_end(f->elf);
-		f->elf = NULL;
-		close(fd);
-		f->fd = -1;
-		f->failed = true;
-		u->stats.files_rejected++;
-		return -ENOEXEC;
-	}
+	fd = -1;
 	u->stats.files_opened++;
-	return 0;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	return ret;
 }
 
 /* ---- separate debug files ---- */
@@ -724,6 +740,11 @@ void unwinder__forget_pid(struct unwinder *u, int pid)
 	for (i = 0; i < UNWIND_MAX_PIDS; i++)
 		if (u->pids[i].used && u->pids[i].pid == pid)
 			upid_clear(&u->pids[i]);
+}
+
+const char *unwinder__last_error(const struct unwinder *u)
+{
+	return u ? u->last_err : "";
 }
 
 void unwinder__stats(const struct unwinder *u, struct unwind_stats *st)

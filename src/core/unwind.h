@@ -81,4 +81,7 @@ struct unwind_stats {
 };
 void unwinder__stats(const struct unwinder *u, struct unwind_stats *st);
 
+/* One line: why the last file was refused (not found, not the mapped inode, not ELF...). */
+const char *unwinder__last_error(const struct unwinder *u);
+
 #endif /* GPUPROBE_UNWIND_H */

@@ -12,8 +12,11 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <ftw.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static struct unwinder *uw;
@@ -215,6 +218,73 @@ static void test_stats_count(void)
 	ASSERT_TRUE(st.maps_reads >= 2);	/* after forget_pid */
 }
 
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/*
+ * A fake /proc whose maps name files the "process" planted: a FIFO, a
+ * symlink out of its root, a file that is not the mapped inode. The
+ * unwinder must refuse each (through safeopen) and still return the pc.
+ */
+static void test_hostile_maps_refused(void)
+{
+	char tmp[] = "/tmp/gp-unwind-XXXXXX", p[PATH_MAX + 64];
+	struct unwind_frames f;
+	struct unwind_stats st;
+	struct unwinder *fake = NULL;
+	struct stat sb;
+	FILE *m;
+
+	ASSERT_TRUE(mkdtemp(tmp) != NULL);
+	snprintf(p, sizeof(p), "%s/77", tmp);
+	ASSERT_EQ(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/77/root", tmp);
+	ASSERT_EQ(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/77/root/lib", tmp);
+	ASSERT_EQ(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/77/root/lib/fifo.so", tmp);
+	ASSERT_EQ(mkfifo(p, 0644), 0);
+	snprintf(p, sizeof(p), "%s/77/root/lib/out.so", tmp);
+	ASSERT_EQ(symlink("/proc/self/exe", p), 0);	/* a magic link, and out of the root */
+	snprintf(p, sizeof(p), "%s/77/root/lib/other.so", tmp);
+	m = fopen(p, "w");
+	ASSERT_TRUE(m != NULL);
+	fputs("not the mapped file", m);
+	fclose(m);
+	ASSERT_EQ(stat(p, &sb), 0);
+	snprintf(p, sizeof(p), "%s/77/maps", tmp);
+	m = fopen(p, "w");
+	ASSERT_TRUE(m != NULL);
+	fprintf(m, "10000-20000 r-xp 00000000 08:01 %llu /lib/fifo.so\n"
+		   "20000-30000 r-xp 00000000 08:01 %llu /lib/out.so\n"
+		   "30000-40000 r-xp 00000000 08:01 %llu /lib/other.so\n",
+		(unsigned long long)sb.st_ino + 1, (unsigned long long)sb.st_ino + 2,
+		(unsigned long long)sb.st_ino + 3);
+	fclose(m);
+	fake = unwinder__new(tmp);
+	ASSERT_TRUE(fake != NULL);
+	level1(GP_STACK_COPY_MAX);
+	copy.regs.ip = 0x10010;
+	ASSERT_TRUE(unwinder__unwind(fake, 77, &copy, &f) <= 0);
+	copy.regs.ip = 0x20010;
+	ASSERT_TRUE(unwinder__unwind(fake, 77, &copy, &f) <= 0);
+	copy.regs.ip = 0x30010;
+	ASSERT_TRUE(unwinder__unwind(fake, 77, &copy, &f) <= 0);
+	unwinder__stats(fake, &st);
+	printf("# last refusal: %s\n", unwinder__last_error(fake));
+	ASSERT_EQ(st.files_opened, 0);
+	ASSERT_TRUE(st.files_rejected >= 3);
+	ASSERT_STR_CONTAINS(unwinder__last_error(fake), "/lib/other.so: is ");
+	ASSERT_STR_CONTAINS(unwinder__last_error(fake), "not the mapped");
+	unwinder__free(fake);
+	nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	int ret;
@@ -231,6 +301,7 @@ int main(void)
 	RUN_TEST(test_garbage_never_reported);
 	RUN_TEST(test_bad_input);
 	RUN_TEST(test_stats_count);
+	RUN_TEST(test_hostile_maps_refused);
 	ret = unit_done();
 	unwinder__free(uw);
 	symbolizer__free(sym);
