@@ -3,8 +3,8 @@
  * pystack: the CPython frames of the calling thread at a probe hit, read in
  * BPF (bounded loops) from the interpreter's own state:
  *   _PyRuntime.interpreters.head -> threads.head -> ... the PyThreadState
- *   whose native_thread_id is this thread (3.11+), or whose thread_id (the
- *   pthread_t, i.e. the thread's fsbase on x86-64) is ours (3.10);
+ *   whose thread_id (the pthread_t, i.e. the thread's fsbase on x86-64) is
+ *   this thread's;
  *   then its frame chain: 3.13 current_frame, 3.11/3.12 cframe->current_frame
  *   (_PyInterpreterFrame, ->previous), 3.10 frame (PyFrameObject, ->f_back).
  * Per frame only the code object's address, the instruction pointer (3.10:
@@ -40,7 +40,7 @@ struct gp_py_proc {
 	__u32 runtime_interpreters_head;
 	__u32 interp_threads_head;
 	__u32 tstate_next;
-	__u32 tstate_native_thread_id;	/* GP_PY_NONE before 3.11 */
+	__u32 tstate_native_thread_id;	/* GP_PY_NONE before 3.11; not used by the walk */
 	__u32 tstate_thread_id;		/* pthread_t: matched against fsbase */
 	__u32 tstate_cframe;		/* 3.11/3.12; else GP_PY_NONE */
 	__u32 cframe_current_frame;
@@ -131,13 +131,14 @@ static __always_inline __u64 gp_py_find_tstate(const struct gp_py_proc *pp,
 
 	interp = gp_py_read_ptr(pp->runtime_addr, pp->runtime_interpreters_head, bad);
 	c.ts = gp_py_read_ptr(interp, pp->interp_threads_head, bad);
-	if (pp->tstate_native_thread_id != GP_PY_NONE) {
-		c.off = pp->tstate_native_thread_id;
-		c.want = (__u32)bpf_get_current_pid_tgid();
-	} else {
-		c.off = pp->tstate_thread_id;
-		c.want = BPF_CORE_READ(task, thread.fsbase);
-	}
+	/*
+	 * thread_id is the pthread_t, which on x86-64 (glibc and musl) is the
+	 * thread pointer, i.e. fsbase: the same for every version, and unlike
+	 * native_thread_id (a tid of the process's own PID namespace) it needs
+	 * no namespace translation in a container.
+	 */
+	c.off = pp->tstate_thread_id;
+	c.want = BPF_CORE_READ(task, thread.fsbase);
 	if (*bad)
 		return 0;
 	bpf_loop(GP_PY_MAX_THREADS, gp_py_thread_cb, &c, 0);

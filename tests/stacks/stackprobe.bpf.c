@@ -15,7 +15,8 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u32 target_tgid = 0;
+/* the traced process; in .bss so --follow can change it after load */
+__u32 target_tgid = 0;
 /* BPF_RB_NO_WAKEUP for cost runs: the loader polls on a timer instead */
 const volatile __u64 submit_flags = 0;
 __u64 drops = 0;

@@ -155,6 +155,27 @@ static int on_event(void *arg, void *data, size_t size)
 	return 0;
 }
 
+/* The one child of a launcher (its main thread's children list). */
+static pid_t only_child(pid_t pid)
+{
+	char path[64];
+	FILE *f;
+	int kid = -1, n = 0;
+
+	for (n = 0; n < 100 && kid <= 0; n++) {	/* it may not have forked yet */
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, pid);
+		f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%d", &kid) != 1)
+				kid = -1;
+			fclose(f);
+		}
+		if (kid <= 0)
+			usleep(10000);
+	}
+	return kid;
+}
+
 static bool same_frames(const struct unwind_frames *a, const struct unwind_frames *b)
 {
 	return a->nr == b->nr && !memcmp(a->pcs, b->pcs, a->nr * sizeof(a->pcs[0]));
@@ -221,6 +242,7 @@ int main(int argc, char **argv)
 		{ "func", required_argument, NULL, 'f' },
 		{ "python", no_argument, NULL, 'p' },
 		{ "ready", no_argument, NULL, 'r' },
+		{ "follow", no_argument, NULL, 'F' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "bench", required_argument, NULL, 'B' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -243,7 +265,8 @@ int main(int argc, char **argv)
 	const char *mode = "hit";
 	struct bpf_program *prog;
 	int rounds = 0, stats_fd = -1;
-	bool no_wakeup = false;
+	bool no_wakeup = false, follow = false;
+	pid_t target;
 	double deadline;
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -257,6 +280,8 @@ int main(int argc, char **argv)
 			python = true;
 		else if (opt == 'r')
 			wait_ready = true;
+		else if (opt == 'F')
+			follow = true;
 		else if (opt == 'm')
 			mode = optarg;
 		else if (opt == 'B')
@@ -305,7 +330,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "stackprobe: open: %s\n", strerror(errno));
 		goto cleanup;
 	}
-	skel->rodata->target_tgid = (__u32)child;
+	skel->bss->target_tgid = (__u32)child;
 	skel->rodata->gp_stack_bytes = stack_bytes;
 	skel->rodata->submit_flags = no_wakeup ? BPF_RB_NO_WAKEUP : 0;
 	bpf_map__set_max_entries(skel->maps.events, 1 << 25);
@@ -321,7 +346,9 @@ int main(int argc, char **argv)
 	uopts.func_name = func;
 	/* run_time_ns / run_cnt per program, for the cost report */
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	link = bpf_program__attach_uprobe_opts(prog, child,
+	/* --follow: the program is a launcher (unshare --fork, a container
+	 * runtime); the traced process is its child, known at READY */
+	link = bpf_program__attach_uprobe_opts(prog, follow ? -1 : child,
 					       lib, 0, &uopts);
 	if (!link) {
 		err = -errno;
@@ -368,8 +395,16 @@ int main(int argc, char **argv)
 				__u32 key = (__u32)child;
 
 				ready = true;
+				target = follow ? only_child(child) : child;
+				if (target <= 0) {
+					fprintf(stderr, "stackprobe: no child of %d to follow\n", child);
+					err = -ESRCH;
+					goto cleanup;
+				}
+				key = (__u32)target;
+				skel->bss->target_tgid = (__u32)target;
 				if (python) {
-					err = pystack__inspect(c.py, child, &pp, ver, sizeof(ver),
+					err = pystack__inspect(c.py, target, &pp, ver, sizeof(ver),
 							       why, sizeof(why));
 					if (err) {
 						fprintf(stderr, "stackprobe: %s\n", why);
@@ -402,7 +437,7 @@ int main(int argc, char **argv)
 	}
 	ring_buffer__consume(rb);
 	if (rounds > 0)
-		bench(&c, child, rounds);
+		bench(&c, (int)skel->bss->target_tgid, rounds);
 	{
 		struct bpf_prog_info info;
 		__u32 ilen = sizeof(info);

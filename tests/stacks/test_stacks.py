@@ -27,13 +27,15 @@ def check(name, cond, detail=""):
             print("#   " + line[:400])
 
 
-def probe(app, *args, stack_bytes=None, python=False):
+def probe(app, *args, stack_bytes=None, python=False, follow=False):
     cmd = [os.path.join(STK, "stackprobe"), "--lib", LIB, "--func", "cuMemAlloc_v2"]
+    if follow:
+        cmd += ["--follow"]
     if stack_bytes is not None:
         cmd += ["--stack-bytes", str(stack_bytes)]
     if python:
         cmd += ["--python"]
-    cmd += ["--", os.path.join(STK, app) if not python else app] + list(args)
+    cmd += ["--", os.path.join(STK, app) if not (python or follow) else app] + list(args)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     events, stats = [], {}
     for line in p.stdout.splitlines():
@@ -117,6 +119,13 @@ def python_checks(python):
     check(f"{tag}: a second thread's own frames (Thread.run last but two)",
           py[:2] == want and any("Thread.run" in x or x.startswith("run ") for x in py) and
           not any(x.startswith("main ") for x in py), py)
+    # its own PID namespace (a container's): thread ids inside differ from the host's
+    p, evs, st = probe("unshare", "--pid", "--fork", python, PYALLOC, LIB, "thread",
+                       python=True, follow=True)
+    ev = one(evs, f"{tag}: pid namespace")
+    py = [x.replace(os.path.dirname(PYALLOC) + "/", "") for x in ev.get("py", [])]
+    check(f"{tag}: in a PID namespace, a second thread's frames",
+          ev.get("py_status") == 0 and py[:2] == want, (p.stderr, py))
     p, evs, st = probe(python, PYALLOC, LIB, "two", python=True)
     good = 0
     for ev in evs:
