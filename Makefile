@@ -318,3 +318,103 @@ $(NCCL_APPS): $(OUTPUT)/apps/%: tests/apps/%.c tests/apps/common.c tests/apps/co
 $(OUTPUT)/apps/%.sh: tests/apps/%.sh | $(OUTPUT)/apps
 	$(call msg,COPY,$@)
 	$(Q)install -m 0755 $< $@
+# ---- stacks (issue 15): DWARF unwinding from a stack copy, Python frames. ----
+# Everything below belongs to the stacks work; its test programs live in tests/stacks/.
+DEB_PKGS += libdw-dev libunwind-dev liblzma-dev libbz2-dev binutils python3.11 # python3.11: Debian's, the CPython the Python-frame tests run
+# libdw needs libelf after it (static links resolve left to right) and its
+# decompressors: .gnu_debugdata (xz), compressed sections (zlib, bzip2, zstd).
+LIBS += -ldw -lelf -lz -llzma -lbz2 -lzstd
+
+STK := $(OUTPUT)/stacks
+STK_APP_FLAGS := -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/apps
+STK_APP_LINK := tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
+	-Wl,-rpath,$(abspath $(OUTPUT)/fakecuda)
+STK_BINS := $(STK)/stackprobe $(STK)/stackapp $(STK)/stackapp-nocfi $(STK)/bad/stackapp-nocfi \
+	$(STK)/stackapp-corrupt $(OUTPUT)/unit/test_stacks_bpf
+
+testbins: $(STK_BINS)
+
+$(STK) $(STK)/bad:
+	$(Q)mkdir -p $@
+
+$(STK)/stackprobe.bpf.o: tests/stacks/stackprobe.bpf.c tests/stacks/stackprobe.h bpf/stackcopy.bpf.h vmlinux/$(ARCH)/vmlinux.h | $(STK)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -Itests/stacks -MF $(STK)/stackprobe.bpf.d -MT $@ -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
+
+$(STK)/stackprobe.skel.h: $(STK)/stackprobe.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(STK)/stackprobe: tests/stacks/stackprobe.c tests/stacks/stackprobe.h tests/stacks/unwind_libunwind.c \
+		tests/stacks/unwind_libunwind.h $(STK)/stackprobe.skel.h $(LIB_OBJS)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -I$(STK) -Itests/stacks -o $@ $< tests/stacks/unwind_libunwind.c \
+		$(LIB_OBJS) $(LIBS) -lunwind-x86_64 -lunwind
+
+# -O2 without frame pointers, with .eh_frame: what `gcc -O2` gives users.
+$(STK)/stackapp: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) | $(STK)
+	$(call msg,APP,$@)
+	$(Q)$(CC) $(STK_APP_FLAGS) -o $@ $< $(STK_APP_LINK)
+
+# No .eh_frame for our code: CFI only in .debug_frame, moved to a separate debug
+# file found through .gnu_debuglink (and build-id); the binary is stripped.
+$(STK)/stackapp-nocfi: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) | $(STK)
+	$(call msg,APP,$@)
+	$(Q)$(CC) $(STK_APP_FLAGS) -fno-asynchronous-unwind-tables -fno-unwind-tables -o $@.full $< $(STK_APP_LINK)
+	$(Q)objcopy --only-keep-debug $@.full $@.debug
+	$(Q)objcopy --strip-all --add-gnu-debuglink=$@.debug $@.full $@ && rm -f $@.full
+
+# The same stripped binary beside a debug file of ANOTHER build (other build-id).
+$(STK)/bad/stackapp-nocfi: $(STK)/stackapp-nocfi tests/stacks/stackapp.c | $(STK)/bad
+	$(call msg,APP,$@)
+	$(Q)$(CC) $(STK_APP_FLAGS) -DSTACKAPP_VARIANT -fno-asynchronous-unwind-tables -fno-unwind-tables \
+		-o $@.other tests/stacks/stackapp.c $(STK_APP_LINK)
+	$(Q)objcopy --only-keep-debug $@.other $@.debug && rm -f $@.other
+	$(Q)cp $(STK)/stackapp-nocfi $@
+
+# .eh_frame overwritten with seeded random bytes (same size, same place).
+$(STK)/stackapp-corrupt: $(STK)/stackapp tests/stacks/corrupt_eh_frame.py
+	$(call msg,APP,$@)
+	$(Q)python3 tests/stacks/corrupt_eh_frame.py $< $@
+
+# tests/run.sh runs every .output/unit/test_*: this one is the BPF end-to-end suite.
+$(OUTPUT)/unit/test_stacks_bpf: tests/stacks/test_stacks.py | $(OUTPUT)/unit
+	$(Q)printf '#!/bin/sh\nexec python3 "%s" "$$@"\n' "$(abspath tests/stacks/test_stacks.py)" > $@ && chmod +x $@
+
+-include $(STK)/stackprobe.bpf.d
+
+# Every CPython found (Debian's and pyenv's 3.10-3.13; CI has Debian's 3.11 only, which
+# `make test` runs): the Python-frame checks of tests/stacks/test_stacks.py.
+PYSTACK_PYTHONS ?= $(wildcard /usr/bin/python3.1[0-9] /root/.pyenv/versions/3.1[0-3].*/bin/python3.1[0-3])
+.PHONY: test-pystack-all bench-stacks
+test-pystack-all: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)PYSTACK_ONLY=1 PYSTACK_PYTHONS="$(PYSTACK_PYTHONS)" python3 tests/stacks/test_stacks.py
+
+# What one stack costs per allocation event (fp, copy + DWARF, + Python; libdwfl vs libunwind).
+bench-stacks: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)python3 tests/stacks/bench_stacks.py | tee $(OUTPUT)/stacks/bench.md
+
+# For the GPU machine (no package registry there): the test probe with its libraries
+# (glibc excepted) and tests/stacks/gpu/. There: `sh run_gpu_stacks.sh` as root.
+.PHONY: stacks-bundle
+stacks-bundle: $(STK)/stackprobe
+	$(call msg,BUNDLE,$(STK)/bundle)
+	$(Q)rm -rf $(STK)/bundle && mkdir -p $(STK)/bundle/lib
+	$(Q)cp $(STK)/stackprobe tests/stacks/gpu/* $(STK)/bundle/
+	$(Q)ldd $(STK)/stackprobe | awk '$$3 ~ /^\// {print $$3}' | \
+		grep -v -E '/(libc|libm|libpthread|libdl|ld-linux[^/]*)\.so' | xargs -r -I{} cp -L {} $(STK)/bundle/lib/
+
+# libFuzzer on the CPython line-table decoders (tables come out of traced processes).
+.PHONY: fuzz-stacks
+fuzz-stacks: deps
+	$(Q)mkdir -p $(STK)/fuzz/seed
+	$(Q)printf '\002\000\000\000\351\002\322\005\011\370\360\007\000\001\001' > $(STK)/fuzz/seed/t311
+	$(Q)printf '\004\000\000\000\004\001\006\000\002\200' > $(STK)/fuzz/seed/t310
+	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -Ibpf -o $(STK)/fuzz/fuzz_pylines \
+		tests/stacks/fuzz_pylines.c src/core/pystack.c src/core/procmaps.c src/core/safeopen.c -lelf
+	$(Q)$(STK)/fuzz/fuzz_pylines -max_total_time=$${FUZZ_SECONDS:-30} -print_final_stats=1 $(STK)/fuzz/seed \
+		> $(STK)/fuzz/fuzz_pylines.log 2>&1 || { tail -30 $(STK)/fuzz/fuzz_pylines.log; exit 1; }
+	$(Q)grep -E "stat::number_of_executed_units" $(STK)/fuzz/fuzz_pylines.log

@@ -3,8 +3,10 @@
 #define _GNU_SOURCE
 #include "safeopen.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libelf.h>
 #include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -204,4 +206,70 @@ cleanup:
 	if (pathfd >= 0)
 		close(pathfd);
 	return ret;
+}
+
+Elf *safe_elf_begin(int fd, char *err, size_t errlen)
+{
+	unsigned long long size, shnum, end;
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh0;
+	Elf *elf = NULL;
+	struct stat st;
+	int e = 0;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		e = EINVAL;
+		set_err(err, errlen, "not a regular file");
+		goto cleanup;
+	}
+	size = (unsigned long long)st.st_size;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		e = ENOEXEC;
+		set_err(err, errlen, "not a 64-bit ELF file");
+		goto cleanup;
+	}
+	shnum = eh.e_shnum;
+	if (eh.e_shoff) {
+		if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > size) {
+			e = EBADMSG;
+			set_err(err, errlen, "corrupt ELF: section header table");
+			goto cleanup;
+		}
+		if (shnum == 0) {	/* extended numbering: the count is in section 0 */
+			if (pread(fd, &sh0, sizeof(sh0), (off_t)eh.e_shoff) != (ssize_t)sizeof(sh0)) {
+				e = EBADMSG;
+				set_err(err, errlen, "corrupt ELF: section 0");
+				goto cleanup;
+			}
+			shnum = sh0.sh_size;
+		}
+		end = eh.e_shoff + shnum * sizeof(Elf64_Shdr);
+		if (shnum > size / sizeof(Elf64_Shdr) || end > size) {
+			e = EBADMSG;
+			set_err(err, errlen, "corrupt ELF: %llu section headers past the end", shnum);
+			goto cleanup;
+		}
+	}
+	if (eh.e_phoff) {
+		end = eh.e_phoff + (unsigned long long)eh.e_phnum * sizeof(Elf64_Phdr);
+		if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > size || end > size) {
+			e = EBADMSG;
+			set_err(err, errlen, "corrupt ELF: program header table");
+			goto cleanup;
+		}
+	}
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		e = EBADMSG;
+		set_err(err, errlen, "libelf: %s", elf_errmsg(-1));
+		if (elf)
+			elf_end(elf);
+		elf = NULL;
+	}
+cleanup:
+	if (!elf)
+		errno = e ? e : EINVAL;
+	return elf;
 }

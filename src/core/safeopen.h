@@ -54,4 +54,16 @@ int safe_open_map_file(const char *proc_root, int pid,
 		       unsigned long long start, unsigned long long end,
 		       const struct safeopen_id *id, char *err, size_t errlen);
 
+/*
+ * libelf on a descriptor from the functions above, after checking the ELF
+ * header's tables against the file's real size: libelf reads section
+ * headers lazily and sizes its allocations from e_shnum/e_shoff, so a
+ * hostile header could make it allocate or read far past the file.
+ * ELF_C_READ (pread, no mmap): a file cut short later cannot raise SIGBUS.
+ * Returns the Elf (elf_end it; the fd stays the caller's) or NULL with
+ * errno (EBADMSG: corrupt, ENOEXEC: not a 64-bit ELF) and one reason in err.
+ */
+struct Elf;
+struct Elf *safe_elf_begin(int fd, char *err, size_t errlen);
+
 #endif /* GPUPROBE_SAFEOPEN_H */

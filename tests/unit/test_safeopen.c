@@ -10,8 +10,10 @@
 #include "safeopen.h"
 #include "unit.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libelf.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -364,6 +366,99 @@ static void test_fake_map_files(void)
 cleanup:;
 }
 
+/* A header whose tables point past the file, then a sane copy of it. */
+static int write_elf(const char *path, unsigned long long shoff, unsigned int shnum,
+		     unsigned int shentsize)
+{
+	Elf64_Ehdr eh;
+	char pad[512] = { 0 };
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	memset(&eh, 0, sizeof(eh));
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_DYN;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	eh.e_ehsize = sizeof(eh);
+	eh.e_shoff = shoff;
+	eh.e_shnum = (Elf64_Half)shnum;
+	eh.e_shentsize = (Elf64_Half)shentsize;
+	fwrite(&eh, sizeof(eh), 1, f);
+	fwrite(pad, sizeof(pad), 1, f);	/* zeroed section headers */
+	return fclose(f);
+}
+
+static void test_safe_elf_begin(void)
+{
+	char p[PATH_MAX], err[256] = "";
+	Elf *elf;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/bad.elf", tmp);
+	/* 65535 section headers in a 576-byte file: refused before libelf sizes them */
+	if (!ASSERT_EQ(write_elf(p, 64, 65535, sizeof(Elf64_Shdr)), 0, "write_elf(p, 64, 65535, sizeof(Elf64_Shdr))"))
+		goto cleanup;
+	fd = open(p, O_RDONLY);
+	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+		goto cleanup;
+	elf = safe_elf_begin(fd, err, sizeof(err));
+	if (!ASSERT_TRUE(elf == NULL, "elf == NULL"))
+		goto cleanup;
+	if (!ASSERT_EQ(errno, EBADMSG, "errno"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(err, "past the end", "contains past the end"))
+		goto cleanup;
+	close(fd);
+	/* a table offset beyond the file */
+	if (!ASSERT_EQ(write_elf(p, 1ull << 40, 1, sizeof(Elf64_Shdr)), 0, "write_elf(p, 1ull << 40, 1, sizeof(Elf64_Shdr))"))
+		goto cleanup;
+	fd = open(p, O_RDONLY);
+	elf = safe_elf_begin(fd, err, sizeof(err));
+	if (!ASSERT_TRUE(elf == NULL, "elf == NULL"))
+		goto cleanup;
+	close(fd);
+	/* a wrong entry size */
+	if (!ASSERT_EQ(write_elf(p, 64, 2, 12), 0, "write_elf(p, 64, 2, 12)"))
+		goto cleanup;
+	fd = open(p, O_RDONLY);
+	elf = safe_elf_begin(fd, err, sizeof(err));
+	if (!ASSERT_TRUE(elf == NULL, "elf == NULL"))
+		goto cleanup;
+	close(fd);
+	/* not ELF at all */
+	snprintf(p, sizeof(p), "%s/lib/real.so", root);
+	fd = open(p, O_RDONLY);
+	elf = safe_elf_begin(fd, err, sizeof(err));
+	if (!ASSERT_TRUE(elf == NULL, "elf == NULL"))
+		goto cleanup;
+	if (!ASSERT_EQ(errno, ENOEXEC, "errno"))
+		goto cleanup;
+	close(fd);
+	/* two section headers inside the file: fine */
+	snprintf(p, sizeof(p), "%s/ok.elf", tmp);
+	if (!ASSERT_EQ(write_elf(p, 64, 2, sizeof(Elf64_Shdr)), 0, "write_elf(p, 64, 2, sizeof(Elf64_Shdr))"))
+		goto cleanup;
+	fd = open(p, O_RDONLY);
+	elf = safe_elf_begin(fd, err, sizeof(err));
+	if (!ASSERT_TRUE(elf != NULL, "elf != NULL"))
+		goto cleanup;
+	elf_end(elf);
+	close(fd);
+	/* and a real one: this test binary */
+	fd = open("/proc/self/exe", O_RDONLY);
+	elf = safe_elf_begin(fd, err, sizeof(err));
+	if (!ASSERT_TRUE(elf != NULL, "elf != NULL"))
+		goto cleanup;
+	elf_end(elf);
+cleanup:
+	close(fd);
+}
+
 int main(void)
 {
 	int ret;
@@ -383,6 +478,7 @@ int main(void)
 	RUN_TEST(test_magic_link_refused);
 	RUN_TEST(test_real_process);
 	RUN_TEST(test_fake_map_files);
+	RUN_TEST(test_safe_elf_begin);
 	ret = unit_done();
 	nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return ret;

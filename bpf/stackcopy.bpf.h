@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * stackcopy: the user registers and the top of the user stack at a uprobe,
+ * copied for an unwind in user space from call-frame information (what
+ * `perf record --call-graph dwarf` does), so stacks reach callers built
+ * without frame pointers.
+ *
+ * The record layout is shared with user space (src/core/unwind.h includes
+ * this header): only fixed-size __u32/__u64/__u8 fields. The helper is
+ * compiled for BPF only.
+ */
+#ifndef GPUPROBE_STACKCOPY_BPF_H
+#define GPUPROBE_STACKCOPY_BPF_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+/* The largest copy; a power of two, so the verifier can bound a masked size. */
+#define GP_STACK_COPY_MAX 16384u
+
+/*
+ * x86-64 user registers at the probe: the pc, the stack and frame
+ * pointers, and the callee-saved registers that CFI may say a caller's
+ * value is still in (rbx, r12-r15). Caller-saved registers are dead at a
+ * call boundary and are not copied.
+ */
+struct gp_user_regs {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u64 bx;
+	__u64 r12;
+	__u64 r13;
+	__u64 r14;
+	__u64 r15;
+};
+
+enum gp_stack_copy_flags {
+	/* the copy reaches the end of the stack's mapping: nothing above it */
+	GP_STACK_COPY_TO_END = 1u << 0,
+	/* the end of the mapping was not found */
+	GP_STACK_COPY_NO_VMA = 1u << 1,
+	/* a page was not present: the copy is the readable prefix */
+	GP_STACK_COPY_CUT = 1u << 2,
+};
+
+struct gp_stack_copy {
+	struct gp_user_regs regs;
+	__u32 size;	/* bytes of data[] valid, copied from regs.sp upwards */
+	__s32 err;	/* <0: the read failed with this errno; size is then 0 */
+	__u32 wanted;	/* bytes asked for (the stack_bytes setting) */
+	__u32 flags;	/* enum gp_stack_copy_flags */
+	__u8 data[GP_STACK_COPY_MAX];
+};
+
+#ifdef __bpf__
+
+/*
+ * Settings (const volatile, set between __open and __load by whoever
+ * includes this): how many bytes to copy, at most GP_STACK_COPY_MAX.
+ */
+const volatile __u32 gp_stack_bytes = GP_STACK_COPY_MAX;
+
+struct gp_vma_end_ctx {
+	__u64 end;
+};
+
+static long gp_vma_end_cb(struct task_struct *task, struct vm_area_struct *vma,
+			  void *data)
+{
+	struct gp_vma_end_ctx *c = data;
+
+	(void)task;
+	c->end = BPF_CORE_READ(vma, vm_end);
+	return 0;
+}
+
+/*
+ * Copies the registers of ctx (a uprobe's pt_regs: the user registers) and
+ * up to gp_stack_bytes of the stack from sp into *out. The copy stops at the
+ * end of the stack's mapping (bpf_find_vma) so a shallow stack is copied
+ * whole rather than failing the read at the top; a copy that reached the
+ * end is marked GP_STACK_COPY_TO_END, so user space can tell "the stack
+ * ends here" from "the copy was too short" (a partial stack). Returns 0 or
+ * the negative errno also left in out->err.
+ */
+static __always_inline int gp_stack_copy(struct pt_regs *ctx,
+					 struct gp_stack_copy *out)
+{
+	struct gp_vma_end_ctx vc = { 0 };
+	struct task_struct *task;
+	__u64 sp, n, avail, end;
+	long ret = 0;
+	int i;
+
+	out->regs.ip = PT_REGS_IP(ctx);
+	sp = PT_REGS_SP(ctx);
+	out->regs.sp = sp;
+	out->regs.bp = PT_REGS_FP(ctx);
+	out->regs.bx = BPF_CORE_READ(ctx, bx);
+	out->regs.r12 = BPF_CORE_READ(ctx, r12);
+	out->regs.r13 = BPF_CORE_READ(ctx, r13);
+	out->regs.r14 = BPF_CORE_READ(ctx, r14);
+	out->regs.r15 = BPF_CORE_READ(ctx, r15);
+	out->size = 0;
+	out->err = 0;
+	out->flags = 0;
+	n = gp_stack_bytes;
+	if (n > GP_STACK_COPY_MAX)
+		n = GP_STACK_COPY_MAX;
+	out->wanted = (__u32)n;
+
+	task = bpf_get_current_task_btf();
+	ret = bpf_find_vma(task, sp, gp_vma_end_cb, &vc, 0);
+	if (ret == 0 && vc.end > sp) {
+		avail = vc.end - sp;
+		if (avail <= n) {
+			n = avail;
+			out->flags |= GP_STACK_COPY_TO_END;
+		}
+	} else {
+		out->flags |= GP_STACK_COPY_NO_VMA;
+	}
+	/*
+	 * A read that meets a page not present fails whole, and stacks have
+	 * such pages: the main thread's has a random, never written gap below
+	 * its argument strings, and without the mapping's end (no
+	 * bpf_find_vma) the read may cross the top. So on failure the copy is
+	 * cut back to the previous page boundary, a bounded number of times:
+	 * the largest readable prefix, which holds the innermost frames.
+	 */
+	for (i = 0; i < 6; i++) {
+		if (n == 0 || n > GP_STACK_COPY_MAX)
+			goto done;
+		ret = bpf_probe_read_user(out->data, n, (const void *)sp);
+		if (ret == 0)
+			break;
+		end = (sp + n - 1) & ~4095ull;
+		if (end <= sp)
+			break;
+		n = end - sp;
+		out->flags &= ~GP_STACK_COPY_TO_END;
+		out->flags |= GP_STACK_COPY_CUT;
+	}
+	if (ret < 0) {
+		out->err = (__s32)ret;
+		goto done;
+	}
+	out->size = (__u32)n;
+done:
+	return out->err;
+}
+
+#endif /* __bpf__ */
+
+#endif /* GPUPROBE_STACKCOPY_BPF_H */

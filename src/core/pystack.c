@@ -1,0 +1,738 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/* pystack: see pystack.h. */
+#define _GNU_SOURCE
+#include "pystack.h"
+#include "procmaps.h"
+#include "pyoffsets_gen.h"
+#include "safeopen.h"
+
+#include <errno.h>
+#include <gelf.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define PY_MAX_PIDS 64
+#define PY_CODE_CACHE 4096	/* direct-mapped (pid, code) slots */
+#define PY_STR_MAX 256		/* characters of a name or file kept */
+#define PY_LINETABLE_MAX 65536
+#define PY_RODATA_MAX (16u << 20)
+
+struct py_pid {
+	int pid;
+	bool used;
+	unsigned int version_hex;
+	struct py_offsets_gen off;	/* the generated row, 3.13+ overridden by _Py_DebugOffsets */
+	unsigned long long last_use;
+};
+
+struct py_code {
+	int pid;
+	uint64_t code;
+	int firstlineno;
+	bool valid;
+	char name[PY_STR_MAX];
+	char file[PY_STR_MAX];
+	unsigned char *linetable;
+	size_t linetable_len;
+};
+
+struct pystack {
+	char *proc_root;
+	struct py_pid pids[PY_MAX_PIDS];
+	struct py_code *codes;
+	unsigned long long tick;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static int read_mem(int pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+	ssize_t n;
+
+	if (!addr)
+		return -EFAULT;
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+/* ---- finding the interpreter ---- */
+
+struct py_syms {
+	uint64_t runtime, version;	/* symbol values (link-time) */
+	char rodata_version[32];
+	bool version_conflict;
+	bool found;
+};
+
+static bool is_version_string(const char *s, size_t n)
+{
+	size_t i, dots = 0;
+
+	if (n < 5 || n > 20 || s[0] != '3' || s[1] != '.')
+		return false;
+	for (i = 0; i < n; i++) {
+		if (s[i] == '.')
+			dots++;
+		else if (!(s[i] >= '0' && s[i] <= '9') &&
+			 !(dots == 2 && (s[i] == 'a' || s[i] == 'b' || s[i] == 'r' ||
+					 s[i] == 'c' || s[i] == '+')))
+			return false;
+	}
+	return dots == 2;
+}
+
+/* Symbols from .dynsym/.symtab, and (3.10) the version string in .rodata. */
+static void elf_py_syms(Elf *elf, struct py_syms *ps)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+		const char *sname;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		sname = elf_strptr(elf, shstrndx, sh.sh_name);
+		if ((sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB) &&
+		    sh.sh_entsize) {
+			d = elf_getdata(scn, NULL);
+			if (!d)
+				continue;
+			n = d->d_size / sizeof(Elf64_Sym);
+			for (i = 0; i < n; i++) {
+				GElf_Sym s;
+				const char *name;
+
+				if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF)
+					continue;
+				name = elf_strptr(elf, sh.sh_link, s.st_name);
+				if (!name)
+					continue;
+				if (!strcmp(name, "_PyRuntime"))
+					ps->runtime = s.st_value;
+				else if (!strcmp(name, "Py_Version"))
+					ps->version = s.st_value;
+			}
+		} else if (sname && !strcmp(sname, ".rodata") &&
+			   sh.sh_size <= PY_RODATA_MAX) {
+			const char *p, *end;
+
+			d = elf_getdata(scn, NULL);
+			if (!d || !d->d_buf)
+				continue;
+			p = d->d_buf;
+			end = p + d->d_size;
+			/*
+			 * PY_VERSION ("3.10.13"): the linker may have merged it
+			 * into the tail of a longer string ("/usr/lib/python-
+			 * 3.10.13"), so suffixes count too. Every candidate must
+			 * agree on 3.minor, or none is taken.
+			 */
+			while (p < end) {
+				size_t len = strnlen(p, (size_t)(end - p)), k = len;
+
+				if (len == (size_t)(end - p))
+					break;
+				while (k > 0 && strchr("0123456789.abrc+", p[k - 1]))
+					k--;
+				/* the suffix must start at a '3' */
+				while (k < len && p[k] != '3')
+					k++;
+				if (is_version_string(p + k, len - k) &&
+				    len - k < sizeof(ps->rodata_version)) {
+					if (!ps->rodata_version[0])
+						memcpy(ps->rodata_version, p + k, len - k + 1);
+					else if (strncmp(ps->rodata_version, p + k, 4))
+						ps->version_conflict = true;
+				}
+				p += len + 1;
+			}
+		}
+	}
+}
+
+struct find_ctx {
+	struct pystack *ps;
+	int pid;
+	struct map_entry best;
+	struct py_syms syms;
+	uint64_t bias;
+	int err;
+};
+
+static uint64_t load_bias(Elf *elf, const struct map_entry *e)
+{
+	GElf_Ehdr eh;
+	GElf_Phdr ph;
+	size_t i, n;
+
+	if (!gelf_getehdr(elf, &eh) || eh.e_type == ET_EXEC)
+		return 0;
+	if (elf_getphdrnum(elf, &n))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    ph.p_offset <= e->offset && e->offset < ph.p_offset + ph.p_filesz)
+			return e->start - ((ph.p_vaddr - ph.p_offset + e->offset) &
+					   ~0xfffull);
+	return 0;
+}
+
+static int find_cb(const struct map_entry *e, void *arg)
+{
+	struct find_ctx *c = arg;
+	struct safeopen_id id = { e->dev_major, e->dev_minor, e->inode };
+	const char *base = strrchr(e->path, '/');
+	struct py_syms s = { 0 };
+	Elf *elf = NULL;
+	int fd;
+
+	/* the first mapping of a python executable or libpython */
+	if (c->syms.found || !base || e->offset != 0 || !e->inode ||
+	    (strncmp(base + 1, "python", 6) && strncmp(base + 1, "libpython", 9)))
+		return 0;
+	fd = safe_open_mapped(c->ps->proc_root, c->pid, e->path, &id, NULL, 0);
+	if (fd < 0)
+		fd = safe_open_map_file(c->ps->proc_root, c->pid, e->start, e->end,
+					&id, NULL, 0);
+	if (fd < 0)
+		return 0;
+	elf = safe_elf_begin(fd, NULL, 0);
+	if (elf && elf_kind(elf) == ELF_K_ELF) {
+		elf_py_syms(elf, &s);
+		if (s.runtime) {
+			s.found = true;
+			c->syms = s;
+			c->best = *e;
+			c->bias = load_bias(elf, e);
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return 0;
+}
+
+static const struct py_offsets_gen *gen_row(unsigned int minor)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(py_offsets_gen) / sizeof(py_offsets_gen[0]); i++)
+		if (py_offsets_gen[i].minor == minor)
+			return &py_offsets_gen[i];
+	return NULL;
+}
+
+/* 3.13+: the offsets the interpreter publishes at the start of _PyRuntime. */
+static int apply_debug_offsets(int pid, uint64_t runtime, struct py_offsets_gen *o,
+			       unsigned int version_hex, char *err, size_t errlen)
+{
+	unsigned char buf[2048];
+	uint64_t v;
+	int ret;
+
+#define DBG(field)                                                      \
+	do {                                                            \
+		if (o->dbg_##field <= 0 ||                              \
+		    (size_t)o->dbg_##field + 8 > (size_t)o->dbg_size)   \
+			break;                                          \
+		memcpy(&v, buf + o->dbg_##field, 8);                    \
+		if (v > 65536) {                                        \
+			ret = -EBADMSG;                                 \
+			set_err(err, errlen, "_Py_DebugOffsets: %s = %llu", #field, \
+				(unsigned long long)v);                 \
+			goto cleanup;                                   \
+		}                                                       \
+		o->field = (int)v;                                      \
+	} while (0)
+
+	if (o->dbg_size <= 16 || (size_t)o->dbg_size > sizeof(buf)) {
+		ret = -ENOTSUP;
+		set_err(err, errlen, "no _Py_DebugOffsets layout for 3.%u", o->minor);
+		goto cleanup;
+	}
+	ret = read_mem(pid, runtime, buf, (size_t)o->dbg_size);
+	if (ret) {
+		set_err(err, errlen, "reading _Py_DebugOffsets: %s", strerror(-ret));
+		goto cleanup;
+	}
+	if (memcmp(buf, "xdebugpy", 8)) {
+		ret = -EBADMSG;
+		set_err(err, errlen, "_PyRuntime does not start with _Py_DebugOffsets");
+		goto cleanup;
+	}
+	memcpy(&v, buf + o->dbg_version, 8);
+	if ((v >> 16) != (version_hex >> 16)) {
+		ret = -EBADMSG;
+		set_err(err, errlen, "_Py_DebugOffsets says version %#llx, binary %#x",
+			(unsigned long long)v, version_hex);
+		goto cleanup;
+	}
+	DBG(runtime_interpreters_head);
+	DBG(interp_threads_head);
+	DBG(tstate_next);
+	DBG(tstate_thread_id);
+	DBG(tstate_native_thread_id);
+	DBG(tstate_frame);
+	DBG(frame_previous);
+	DBG(frame_code);
+	DBG(frame_instr);
+	DBG(frame_owner);
+	DBG(code_filename);
+	DBG(code_name);
+	DBG(code_qualname);
+	DBG(code_linetable);
+	DBG(code_firstlineno);
+	DBG(code_adaptive);
+	DBG(unicode_length);
+	DBG(unicode_ascii_size);
+	DBG(bytes_sval);
+	ret = 0;
+#undef DBG
+cleanup:
+	return ret;
+}
+
+static struct py_pid *pid_slot(struct pystack *ps, int pid, bool create)
+{
+	struct py_pid *p, *victim = NULL;
+	size_t i;
+
+	for (i = 0; i < PY_MAX_PIDS; i++) {
+		p = &ps->pids[i];
+		if (p->used && p->pid == pid) {
+			p->last_use = ++ps->tick;
+			return p;
+		}
+		if (!victim || !p->used || (victim->used && p->last_use < victim->last_use))
+			victim = p;
+	}
+	if (!create)
+		return NULL;
+	memset(victim, 0, sizeof(*victim));
+	victim->pid = pid;
+	victim->last_use = ++ps->tick;
+	return victim;
+}
+
+static __u32 u32_or_none(int v)
+{
+	return v < 0 ? GP_PY_NONE : (__u32)v;
+}
+
+int pystack__inspect(struct pystack *ps, int pid, struct gp_py_proc *out,
+		     char *version, size_t vlen, char *err, size_t errlen)
+{
+	struct find_ctx c = { .ps = ps, .pid = pid };
+	const struct py_offsets_gen *row;
+	struct py_offsets_gen o;
+	unsigned int hex = 0, major = 0, minor = 0, micro = 0;
+	struct py_pid *p;
+	uint64_t v;
+	int ret;
+
+	if (!ps || !out || pid <= 0) {
+		ret = -EINVAL;
+		set_err(err, errlen, "bad arguments");
+		goto cleanup;
+	}
+	ret = procmaps__foreach(ps->proc_root, pid, find_cb, &c);
+	if (ret) {
+		set_err(err, errlen, "pid %d: %s", pid, strerror(-ret));
+		goto cleanup;
+	}
+	if (!c.syms.found) {
+		ret = -ENOENT;
+		set_err(err, errlen, "pid %d: no CPython (_PyRuntime) mapped", pid);
+		goto cleanup;
+	}
+	if (c.syms.version) {
+		ret = read_mem(pid, c.bias + c.syms.version, &v, sizeof(v));
+		if (ret) {
+			set_err(err, errlen, "reading Py_Version: %s", strerror(-ret));
+			goto cleanup;
+		}
+		hex = (unsigned int)v;
+		major = hex >> 24;
+		minor = (hex >> 16) & 0xff;
+		micro = (hex >> 8) & 0xff;
+	} else if (c.syms.version_conflict) {
+		ret = -EBADMSG;
+		set_err(err, errlen, "pid %d: conflicting version strings in the binary", pid);
+		goto cleanup;
+	} else if (c.syms.rodata_version[0]) {
+		if (sscanf(c.syms.rodata_version, "%u.%u.%u", &major, &minor, &micro) != 3) {
+			ret = -EBADMSG;
+			set_err(err, errlen, "unreadable version string");
+			goto cleanup;
+		}
+		hex = major << 24 | minor << 16 | micro << 8;
+	}
+	row = major == 3 ? gen_row(minor) : NULL;
+	if (!row) {
+		ret = -ENOTSUP;
+		set_err(err, errlen, "CPython %u.%u.%u: no offsets (3.10-3.13 known)",
+			major, minor, micro);
+		goto cleanup;
+	}
+	o = *row;
+	if (minor >= 13) {
+		ret = apply_debug_offsets(pid, c.bias + c.syms.runtime, &o, hex, err, errlen);
+		if (ret)
+			goto cleanup;
+	}
+	memset(out, 0, sizeof(*out));
+	out->runtime_addr = c.bias + c.syms.runtime;
+	out->version_hex = hex;
+	out->runtime_interpreters_head = u32_or_none(o.runtime_interpreters_head);
+	out->interp_threads_head = u32_or_none(o.interp_threads_head);
+	out->tstate_next = u32_or_none(o.tstate_next);
+	out->tstate_native_thread_id = u32_or_none(o.tstate_native_thread_id);
+	out->tstate_thread_id = u32_or_none(o.tstate_thread_id);
+	out->tstate_cframe = u32_or_none(o.tstate_cframe);
+	out->cframe_current_frame = u32_or_none(o.cframe_current_frame);
+	out->tstate_frame = u32_or_none(o.tstate_frame);
+	out->frame_previous = u32_or_none(o.frame_previous);
+	out->frame_code = u32_or_none(o.frame_code);
+	out->frame_instr = u32_or_none(o.frame_instr);
+	out->frame_owner = u32_or_none(o.frame_owner);
+	out->owner_cstack = u32_or_none(o.owner_cstack);
+	out->code_firstlineno = u32_or_none(o.code_firstlineno);
+	out->instr_is_int = minor < 11;
+	out->frame_read = 0;
+	{
+		int offs[4] = { o.frame_previous, o.frame_code, o.frame_instr, o.frame_owner };
+		unsigned int k;
+
+		for (k = 0; k < 4; k++)
+			if (offs[k] >= 0 && (unsigned int)offs[k] + 8 > out->frame_read)
+				out->frame_read = (unsigned int)offs[k] + 8;
+	}
+	if (out->frame_read > GP_PY_FRAME_READ) {
+		ret = -ENOTSUP;
+		set_err(err, errlen, "frame fields beyond %d bytes", GP_PY_FRAME_READ);
+		goto cleanup;
+	}
+	p = pid_slot(ps, pid, true);
+	p->used = true;
+	p->version_hex = hex;
+	p->off = o;
+	if (version)
+		snprintf(version, vlen, "%u.%u.%u", major, minor, micro);
+	ret = 0;
+cleanup:
+	return ret;
+}
+
+/* ---- code objects ---- */
+
+/* A str object as UTF-8, at most PY_STR_MAX - 1 bytes. */
+static int read_str(int pid, const struct py_offsets_gen *o, uint64_t obj,
+		    char *buf, size_t len)
+{
+	unsigned char hdr[128], raw[PY_STR_MAX * 4];
+	unsigned int state = 0, kind, compact, ascii;
+	uint64_t n = 0, data;
+	size_t i, w = 0, want;
+	int ret;
+
+	buf[0] = 0;
+	if ((size_t)o->unicode_compact_size > sizeof(hdr))
+		return -EINVAL;
+	ret = read_mem(pid, obj, hdr, (size_t)o->unicode_ascii_size);
+	if (ret)
+		return ret;
+	memcpy(&n, hdr + o->unicode_length, 8);
+	memcpy(&state, hdr + o->unicode_state, 4);
+	kind = (state >> o->unicode_kind_shift) & (unsigned)o->unicode_kind_mask;
+	compact = (state >> o->unicode_compact_shift) & (unsigned)o->unicode_compact_mask;
+	ascii = (state >> o->unicode_ascii_shift) & (unsigned)o->unicode_ascii_mask;
+	if (!compact || (kind != 1 && kind != 2 && kind != 4))
+		return -EBADMSG;	/* code objects' strings are compact */
+	if (n > PY_STR_MAX - 1)
+		n = PY_STR_MAX - 1;
+	data = obj + (uint64_t)(ascii ? o->unicode_ascii_size : o->unicode_compact_size);
+	want = (size_t)n * kind;
+	ret = read_mem(pid, data, raw, want);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		uint32_t cp = kind == 1 ? raw[i] :
+			      kind == 2 ? (uint32_t)(raw[2 * i] | raw[2 * i + 1] << 8) :
+					  (uint32_t)(raw[4 * i] | raw[4 * i + 1] << 8 |
+						     raw[4 * i + 2] << 16 | (uint32_t)raw[4 * i + 3] << 24);
+		char u[4];
+		size_t k;
+
+		if (cp < 0x80) {
+			u[0] = (char)cp;
+			k = 1;
+		} else if (cp < 0x800) {
+			u[0] = (char)(0xc0 | cp >> 6);
+			u[1] = (char)(0x80 | (cp & 0x3f));
+			k = 2;
+		} else if (cp < 0x10000) {
+			u[0] = (char)(0xe0 | cp >> 12);
+			u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+			u[2] = (char)(0x80 | (cp & 0x3f));
+			k = 3;
+		} else if (cp < 0x110000) {
+			u[0] = (char)(0xf0 | cp >> 18);
+			u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+			u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+			u[3] = (char)(0x80 | (cp & 0x3f));
+			k = 4;
+		} else {
+			u[0] = '?';
+			k = 1;
+		}
+		if (w + k >= len)
+			break;
+		memcpy(buf + w, u, k);
+		w += k;
+	}
+	buf[w] = 0;
+	return 0;
+}
+
+static int load_code(int pid, const struct py_offsets_gen *o, uint64_t code,
+		     struct py_code *pc)
+{
+	unsigned char hdr[512];
+	uint64_t name = 0, file = 0, tab = 0, tlen = 0;
+	int first = 0, need = 0, ret;
+
+	need = o->code_filename;
+	if (o->code_name > need)
+		need = o->code_name;
+	if (o->code_qualname > need)
+		need = o->code_qualname;
+	if (o->code_linetable > need)
+		need = o->code_linetable;
+	if (o->code_firstlineno > need)
+		need = o->code_firstlineno;
+	need += 8;
+	if (need > (int)sizeof(hdr))
+		return -EINVAL;
+	ret = read_mem(pid, code, hdr, (size_t)need);
+	if (ret)
+		return ret;
+	memcpy(&file, hdr + o->code_filename, 8);
+	memcpy(&name, hdr + (o->code_qualname >= 0 ? o->code_qualname : o->code_name), 8);
+	memcpy(&tab, hdr + o->code_linetable, 8);
+	memcpy(&first, hdr + o->code_firstlineno, 4);
+	free(pc->linetable);
+	memset(pc, 0, sizeof(*pc));
+	pc->pid = pid;
+	pc->code = code;
+	pc->firstlineno = first;
+	if (read_str(pid, o, name, pc->name, sizeof(pc->name)))
+		snprintf(pc->name, sizeof(pc->name), "?");
+	if (read_str(pid, o, file, pc->file, sizeof(pc->file)))
+		snprintf(pc->file, sizeof(pc->file), "?");
+	if (tab && !read_mem(pid, tab + (uint64_t)o->bytes_size, &tlen, 8) &&
+	    tlen > 0 && tlen <= PY_LINETABLE_MAX) {
+		pc->linetable = malloc(tlen);
+		if (pc->linetable &&
+		    !read_mem(pid, tab + (uint64_t)o->bytes_sval, pc->linetable, tlen))
+			pc->linetable_len = tlen;
+	}
+	pc->valid = true;
+	return 0;
+}
+
+/* 3.10 (PEP 626 co_linetable): (byte delta, signed line delta) pairs. */
+int pystack__line_310(const unsigned char *tab, size_t n, int firstlineno,
+		      long addr_bytes)
+{
+	long start = 0, end;
+	int line = firstlineno;
+	size_t i;
+
+	if (addr_bytes < 0)
+		return firstlineno;
+	for (i = 0; i + 1 < n; i += 2) {
+		int ld = (signed char)tab[i + 1];
+
+		end = start + tab[i];
+		if (ld != -128)
+			line += ld;
+		if (addr_bytes >= start && addr_bytes < end)
+			return ld == -128 ? -1 : line;
+		start = end;
+	}
+	return -1;
+}
+
+static unsigned int varint(const unsigned char *t, size_t n, size_t *i)
+{
+	unsigned int v, shift = 0;
+	unsigned char b;
+
+	if (*i >= n)
+		return 0;
+	b = t[(*i)++];
+	v = b & 63;
+	while ((b & 64) && *i < n && shift < 24) {
+		b = t[(*i)++];
+		shift += 6;
+		v |= (unsigned int)(b & 63) << shift;
+	}
+	return v;
+}
+
+static int svarint(const unsigned char *t, size_t n, size_t *i)
+{
+	unsigned int u = varint(t, n, i);
+
+	return (u & 1) ? -(int)(u >> 1) : (int)(u >> 1);
+}
+
+/* 3.11+ (PEP 657 location table): entries of (code, length) and deltas. */
+int pystack__line_311(const unsigned char *tab, size_t n, int firstlineno,
+		      long addr_units)
+{
+	long pos = 0;
+	int line = firstlineno;
+	size_t i = 0;
+
+	if (addr_units < 0)
+		return firstlineno;
+	while (i < n) {
+		unsigned char first = tab[i++];
+		int code, len, ld = 0;
+		bool none = false;
+
+		if (!(first & 0x80))
+			return -1;	/* not an entry start: corrupt */
+		code = (first >> 3) & 15;
+		len = (first & 7) + 1;
+		if (code == 15) {
+			none = true;
+		} else if (code == 14) {
+			ld = svarint(tab, n, &i);
+			varint(tab, n, &i);
+			varint(tab, n, &i);
+			varint(tab, n, &i);
+		} else if (code == 13) {
+			ld = svarint(tab, n, &i);
+		} else if (code >= 10) {
+			ld = code - 10;
+			i += 2;
+		} else {
+			i += 1;
+		}
+		if (!none)
+			line += ld;
+		if (addr_units >= pos && addr_units < pos + len)
+			return none ? -1 : line;
+		pos += len;
+	}
+	return -1;
+}
+
+int pystack__format(struct pystack *ps, int pid, const struct gp_py_frame *f,
+		    char *buf, size_t len)
+{
+	struct py_pid *p;
+	struct py_code *pc;
+	size_t slot;
+	long off;
+	int ret = 0, line;
+
+	snprintf(buf, len, "0x%llx (?)", (unsigned long long)f->code);
+	p = pid_slot(ps, pid, false);
+	if (!p || !p->used || !f->code) {
+		ret = -ENOENT;
+		goto cleanup;
+	}
+	slot = (size_t)((f->code >> 4) ^ (uint64_t)pid * 0x9e3779b97f4a7c15ull) % PY_CODE_CACHE;
+	pc = &ps->codes[slot];
+	/* a code address can be reused after its object dies: firstlineno tells */
+	if (!pc->valid || pc->pid != pid || pc->code != f->code ||
+	    pc->firstlineno != f->firstlineno) {
+		ret = load_code(pid, &p->off, f->code, pc);
+		if (ret)
+			goto cleanup;
+	}
+	if (p->off.code_adaptive < 0) {		/* 3.10: f_lasti in code units */
+		line = pystack__line_310(pc->linetable, pc->linetable_len,
+					 pc->firstlineno, (long)f->instr * 2);
+	} else {
+		off = (long)(f->instr - (f->code + (uint64_t)p->off.code_adaptive));
+		line = pystack__line_311(pc->linetable, pc->linetable_len,
+					 pc->firstlineno, off / 2);
+	}
+	snprintf(buf, len, "%s (%s:%d)", pc->name, pc->file, line);
+cleanup:
+	return ret;
+}
+
+struct pystack *pystack__new(const char *proc_root)
+{
+	struct pystack *ps;
+
+	elf_version(EV_CURRENT);
+	ps = calloc(1, sizeof(*ps));
+	if (!ps)
+		return NULL;
+	ps->proc_root = strdup(proc_root ? proc_root : "/proc");
+	ps->codes = calloc(PY_CODE_CACHE, sizeof(*ps->codes));
+	if (!ps->proc_root || !ps->codes) {
+		pystack__free(ps);
+		return NULL;
+	}
+	return ps;
+}
+
+void pystack__free(struct pystack *ps)
+{
+	size_t i;
+
+	if (!ps)
+		return;
+	for (i = 0; ps->codes && i < PY_CODE_CACHE; i++)
+		free(ps->codes[i].linetable);
+	free(ps->codes);
+	free(ps->proc_root);
+	free(ps);
+}
+
+void pystack__forget_pid(struct pystack *ps, int pid)
+{
+	size_t i;
+
+	if (!ps)
+		return;
+	for (i = 0; i < PY_MAX_PIDS; i++)
+		if (ps->pids[i].used && ps->pids[i].pid == pid)
+			memset(&ps->pids[i], 0, sizeof(ps->pids[i]));
+	for (i = 0; i < PY_CODE_CACHE; i++)
+		if (ps->codes[i].valid && ps->codes[i].pid == pid) {
+			free(ps->codes[i].linetable);
+			memset(&ps->codes[i], 0, sizeof(ps->codes[i]));
+		}
+}

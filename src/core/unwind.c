@@ -1,0 +1,754 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/* unwind: see unwind.h. */
+#define _GNU_SOURCE
+#include "unwind.h"
+#include "procmaps.h"
+#include "safeopen.h"
+
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libgen.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* A debug file larger than this is not copied in (it would be mmapped). */
+#define UNWIND_DEBUG_MAX (1ull << 30)
+/* Addresses this far above the copy are taken for stack, not garbage. */
+#define UNWIND_STACK_SPAN (8ull << 20)
+/* Maps are re-read on a miss (dlopen), but not more often than this. */
+#define UNWIND_MAPS_MIN_NS 200000000ull
+#define UNWIND_MAX_MAPS 4096
+
+/* One mapped file, shared by every process that maps it. */
+struct ufile {
+	struct safeopen_id id;
+	bool used;
+	bool failed;		/* not openable / not ELF: don't retry */
+	int fd;
+	Elf *elf;		/* ELF_C_READ (pread): a file cut short cannot SIGBUS us */
+	int debug_state;	/* 0 not looked up, 1 found (debug_fd), -1 none */
+	int debug_fd;		/* sealed memfd copy of the verified debug file */
+	unsigned long long last_use;
+};
+
+struct upid;
+
+struct umap {
+	unsigned long long start, end, offset;
+	struct safeopen_id id;
+	bool exec;
+	struct upid *owner;
+	char *path;
+};
+
+struct upid {
+	struct unwinder *u;
+	int pid;
+	bool used;
+	Dwfl *dwfl;
+	bool attached;
+	struct umap *maps;
+	size_t nmaps;
+	unsigned long long maps_ns;
+	unsigned long long last_use;
+	/* the event being unwound */
+	const struct gp_stack_copy *cur;
+	bool beyond;		/* a read above the copy was wanted */
+	bool read_failed;	/* any read outside the copy */
+};
+
+struct unwinder {
+	char *proc_root;
+	struct upid pids[UNWIND_MAX_PIDS];
+	struct ufile files[UNWIND_MAX_FILES];
+	unsigned long long tick;
+	struct unwind_stats stats;
+	char last_err[320];	/* why the last file was refused */
+};
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* ---- files ---- */
+
+static void ufile_drop(struct ufile *f)
+{
+	if (!f->used)
+		return;
+	/* libdwfl holds references too: whoever ends the last one closes */
+	if (f->elf) {
+		if (elf_end(f->elf) == 0 && f->fd >= 0)
+			close(f->fd);
+	} else if (f->fd >= 0) {
+		close(f->fd);
+	}
+	if (f->debug_fd >= 0)
+		close(f->debug_fd);
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+	f->debug_fd = -1;
+}
+
+static bool same_id(const struct safeopen_id *a, const struct safeopen_id *b)
+{
+	return a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
+	       a->ino == b->ino;
+}
+
+/*
+ * The cache slot of a file; evicts the least recently used one when full.
+ * Live libdwfl sessions keep their own reference to an evicted file's Elf.
+ */
+static struct ufile *ufile_slot(struct unwinder *u, const struct safeopen_id *id)
+{
+	struct ufile *f, *victim = NULL;
+	size_t i;
+
+	for (i = 0; i < UNWIND_MAX_FILES; i++) {
+		f = &u->files[i];
+		if (f->used && same_id(&f->id, id)) {
+			f->last_use = ++u->tick;
+			return f;
+		}
+		if (!victim || !f->used ||
+		    (victim->used && f->last_use < victim->last_use))
+			victim = f;
+	}
+	ufile_drop(victim);
+	victim->used = true;
+	victim->id = *id;
+	victim->fd = -1;
+	victim->debug_fd = -1;
+	victim->last_use = ++u->tick;
+	return victim;
+}
+
+/* Opens the ELF file of a mapping: by its path inside the root, else map_files. */
+static int ufile_open(struct unwinder *u, struct ufile *f, int pid,
+		      const struct umap *m)
+{
+	GElf_Ehdr eh;
+	int fd = -1, ret = 0;
+
+	if (f->elf)
+		goto cleanup;
+	if (f->failed) {
+		ret = -ENOEXEC;
+		goto cleanup;
+	}
+	fd = safe_open_mapped(u->proc_root, pid, m->path, &m->id, u->last_err,
+			      sizeof(u->last_err));
+	if (fd < 0) {
+		char why[160];
+
+		fd = safe_open_map_file(u->proc_root, pid, m->start, m->end,
+					&m->id, why, sizeof(why));
+		if (fd < 0) {
+			size_t n = strnlen(u->last_err, sizeof(u->last_err));
+
+			snprintf(u->last_err + n, sizeof(u->last_err) - n,
+				 "; by map_files: %s", strerror(-fd));
+		}
+	}
+	if (fd < 0) {
+		ret = fd;	/* maybe transient (process gone): tried again later */
+		u->stats.files_rejected++;
+		goto cleanup;
+	}
+	f->elf = safe_elf_begin(fd, u->last_err, sizeof(u->last_err));
+	if (!f->elf || !gelf_getehdr(f->elf, &eh) || eh.e_machine != EM_X86_64) {
+		if (f->elf) {
+			snprintf(u->last_err, sizeof(u->last_err), "%s: not x86-64", m->path);
+			elf_end(f->elf);
+		}
+		f->elf = NULL;
+		f->failed = true;	/* the same file will not get better */
+		u->stats.files_rejected++;
+		ret = -ENOEXEC;
+		goto cleanup;
+	}
+	f->fd = fd;
+	fd = -1;
+	u->stats.files_opened++;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/* ---- separate debug files ---- */
+
+static bool debug_matches(Elf *dbg, const void *bid, ssize_t bid_len,
+			  int fd, GElf_Word crc, bool use_crc)
+{
+	const void *dbid = NULL;
+	ssize_t dlen;
+	unsigned char buf[65536];
+	uLong c = crc32(0L, Z_NULL, 0);
+	off_t off = 0;
+	ssize_t n;
+
+	if (bid_len > 0) {
+		dlen = dwelf_elf_gnu_build_id(dbg, &dbid);
+		return dlen == bid_len && memcmp(dbid, bid, (size_t)bid_len) == 0;
+	}
+	if (!use_crc)
+		return false;
+	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
+		c = crc32(c, buf, (uInt)n);
+		off += n;
+	}
+	return n == 0 && (GElf_Word)c == crc;
+}
+
+/*
+ * A private, sealed copy: libdwfl mmaps debug files, and a hostile process
+ * could truncate the original under that mapping (SIGBUS).
+ */
+static int sealed_copy(int fd, unsigned long long size)
+{
+	unsigned char buf[65536];
+	unsigned long long done = 0;
+	int mfd, ret = -1;
+	ssize_t n;
+
+	mfd = memfd_create("gpuprobe-debug", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0)
+		goto cleanup;
+	while (done < size &&
+	       (n = pread(fd, buf, sizeof(buf), (off_t)done)) > 0) {
+		if (write(mfd, buf, (size_t)n) != n)
+			goto cleanup;
+		done += (unsigned long long)n;
+	}
+	if (done != size ||
+	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
+				    F_SEAL_SEAL))
+		goto cleanup;
+	ret = mfd;
+	mfd = -1;
+cleanup:
+	if (mfd >= 0)
+		close(mfd);
+	return ret;
+}
+
+/* Tries one candidate path inside the process's root. */
+static int try_debug(struct unwinder *u, int pid, const char *path,
+		     const struct ufile *main_file, const void *bid,
+		     ssize_t bid_len, GElf_Word crc, bool use_crc)
+{
+	Elf *dbg = NULL;
+	struct stat st;
+	int fd, ret = -1;
+
+	fd = safe_open_mapped(u->proc_root, pid, path, NULL, NULL, 0);
+	if (fd < 0)
+		goto cleanup;
+	if (fstat(fd, &st) || (unsigned long long)st.st_size > UNWIND_DEBUG_MAX ||
+	    (st.st_ino == main_file->id.ino))	/* a link back to itself */
+		goto cleanup;
+	dbg = safe_elf_begin(fd, NULL, 0);
+	if (!dbg || elf_kind(dbg) != ELF_K_ELF)
+		goto cleanup;
+	if (!debug_matches(dbg, bid, bid_len, fd, crc, use_crc)) {
+		u->stats.debug_rejected++;
+		goto cleanup;
+	}
+	ret = sealed_copy(fd, (unsigned long long)st.st_size);
+	if (ret >= 0)
+		u->stats.debug_files++;
+cleanup:
+	if (dbg)
+		elf_end(dbg);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/*
+ * libdwfl's find_debuginfo: the build-id path, then the .gnu_debuglink name
+ * beside the file, in .debug/ and under /usr/lib/debug, all inside the
+ * process's root. A candidate counts only if its build-id (or, without
+ * one, the debuglink CRC) matches: a stale debug file would give wrong CFI.
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata,
+			  const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	const struct umap *m = *userdata;
+	struct unwinder *u = m->owner->u;
+	const unsigned char *bid = NULL;
+	char cand[PROCMAPS_PATH_MAX + 64], dir[PROCMAPS_PATH_MAX];
+	struct ufile *f;
+	GElf_Addr bid_vaddr;
+	int bid_len, fd = -1, i, n;
+	char *slash;
+
+	(void)modname;
+	(void)base;
+	(void)file_name;
+	f = ufile_slot(u, &m->id);
+	if (f->debug_state < 0)
+		goto cleanup;
+	if (f->debug_state > 0) {
+		fd = dup(f->debug_fd);
+		goto cleanup;
+	}
+	f->debug_state = -1;
+	bid_len = dwfl_module_build_id(mod, &bid, &bid_vaddr);
+	snprintf(dir, sizeof(dir), "%s", m->path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		slash[slash == dir ? 1 : 0] = '\0';
+	for (i = 0; i < 4 && fd < 0; i++) {
+		n = -1;
+		if (i == 0 && bid_len > 1 && bid_len <= 64) {
+			char hex[130];
+			int k;
+
+			for (k = 0; k < bid_len; k++)
+				sprintf(hex + 2 * k, "%02x", bid[k]);
+			n = snprintf(cand, sizeof(cand),
+				     "/usr/lib/debug/.build-id/%.2s/%s.debug",
+				     hex, hex + 2);
+		} else if (i > 0 && debuglink_file && debuglink_file[0] &&
+			   !strchr(debuglink_file, '/')) {
+			const char *fmt = i == 1 ? "%s/%s" :
+					  i == 2 ? "%s/.debug/%s" :
+						   "/usr/lib/debug%s/%s";
+
+			n = snprintf(cand, sizeof(cand), fmt,
+				     strcmp(dir, "/") ? dir : "", debuglink_file);
+		}
+		if (n < 0 || (size_t)n >= sizeof(cand))
+			continue;
+		fd = try_debug(u, m->owner->pid, cand, f, bid,
+			       bid_len > 0 ? bid_len : 0, debuglink_crc,
+			       debuglink_file != NULL);
+	}
+	if (fd >= 0) {
+		f->debug_state = 1;
+		f->debug_fd = fd;
+		fd = dup(fd);
+		if (debuginfo_file_name)
+			*debuginfo_file_name = strdup(cand);
+	}
+cleanup:
+	return fd;
+}
+
+/* libdwfl's find_elf: the shared, already opened Elf of the file. */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
+		    Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+	const struct umap *m = *userdata;
+	struct unwinder *u = m->owner->u;
+	struct ufile *f;
+
+	(void)mod;
+	(void)modname;
+	(void)base;
+	*elfp = NULL;
+	f = ufile_slot(u, &m->id);
+	if (ufile_open(u, f, m->owner->pid, m))
+		return -1;
+	/* a new reference to the same Elf (libelf counts them) */
+	*elfp = elf_begin(f->fd, ELF_C_READ, f->elf);
+	if (!*elfp)
+		return -1;
+	*file_name = strdup(m->path);
+	return f->fd;	/* closed by whoever ends the last reference */
+}
+
+static const Dwfl_Callbacks dwfl_cbs = {
+	.find_elf = find_elf,
+	.find_debuginfo = find_debuginfo,
+};
+
+/* ---- the thread: registers and memory from the copy ---- */
+
+static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	struct upid *p = arg;
+
+	(void)dwfl;
+	if (*thread_argp)
+		return 0;
+	*thread_argp = p;
+	return p->pid;
+}
+
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	(void)dwfl;
+	(void)tid;
+	*thread_argp = arg;
+	return true;
+}
+
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
+			void *arg)
+{
+	struct upid *p = arg;
+	const struct gp_stack_copy *c = p->cur;
+	unsigned long long sp = c->regs.sp, end = sp + c->size;
+
+	(void)dwfl;
+	if (addr >= sp && addr <= end - sizeof(*result) && end >= sp + 8) {
+		memcpy(result, c->data + (addr - sp), sizeof(*result));
+		return true;
+	}
+	p->read_failed = true;
+	if (addr >= end && addr < end + UNWIND_STACK_SPAN)
+		p->beyond = true;
+	return false;
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	const struct gp_user_regs *r = &((struct upid *)arg)->cur->regs;
+	/* DWARF x86-64 numbering: 3 rbx, 6 rbp, 7 rsp, 12-15 r12-r15 */
+	Dwarf_Word bx = r->bx, bp_sp[2] = { r->bp, r->sp };
+	Dwarf_Word r12_15[4] = { r->r12, r->r13, r->r14, r->r15 };
+
+	dwfl_thread_state_register_pc(thread, r->ip);
+	return dwfl_thread_state_registers(thread, 3, 1, &bx) &&
+	       dwfl_thread_state_registers(thread, 6, 2, bp_sp) &&
+	       dwfl_thread_state_registers(thread, 12, 4, r12_15);
+}
+
+static const Dwfl_Thread_Callbacks thread_cbs = {
+	.next_thread = next_thread,
+	.get_thread = get_thread,
+	.memory_read = memory_read,
+	.set_initial_registers = set_initial_registers,
+};
+
+/* ---- processes ---- */
+
+static void upid_clear(struct upid *p)
+{
+	size_t i;
+
+	if (p->dwfl)
+		dwfl_end(p->dwfl);
+	for (i = 0; i < p->nmaps; i++)
+		free(p->maps[i].path);
+	free(p->maps);
+	memset(p, 0, sizeof(*p));
+}
+
+struct maps_ctx {
+	struct upid *p;
+	size_t cap;
+	int err;
+};
+
+static int maps_add(const struct map_entry *e, void *arg)
+{
+	struct maps_ctx *c = arg;
+	struct upid *p = c->p;
+	struct umap *m, *grown;
+
+	if (e->path[0] != '/' || !e->inode)
+		return 0;
+	if (p->nmaps >= UNWIND_MAX_MAPS)
+		return 0;
+	if (p->nmaps == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 64;
+		grown = realloc(p->maps, c->cap * sizeof(*grown));
+		if (!grown) {
+			c->err = -ENOMEM;
+			return 1;
+		}
+		p->maps = grown;
+	}
+	m = &p->maps[p->nmaps];
+	memset(m, 0, sizeof(*m));
+	m->path = strdup(e->path);
+	if (!m->path) {
+		c->err = -ENOMEM;
+		return 1;
+	}
+	m->start = e->start;
+	m->end = e->end;
+	m->offset = e->offset;
+	m->id.dev_major = e->dev_major;
+	m->id.dev_minor = e->dev_minor;
+	m->id.ino = e->inode;
+	m->exec = e->perms[2] == 'x';
+	m->owner = p;
+	p->nmaps++;
+	return 0;
+}
+
+/*
+ * Reads the maps and reports one module per mapped file (first mapping to
+ * last, as dwfl_linux_proc_report does), with our opener behind it.
+ */
+static int upid_load(struct unwinder *u, struct upid *p, int pid)
+{
+	struct maps_ctx c = { .p = p };
+	void **ud;
+	size_t i, j;
+	int err;
+
+	upid_clear(p);
+	p->u = u;
+	p->pid = pid;
+	p->used = true;
+	p->maps_ns = now_ns();
+	u->stats.maps_reads++;
+	err = procmaps__foreach(u->proc_root, pid, maps_add, &c);
+	if (!err)
+		err = c.err;
+	if (err)
+		goto cleanup;
+	p->dwfl = dwfl_begin(&dwfl_cbs);
+	if (!p->dwfl) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	dwfl_report_begin(p->dwfl);
+	for (i = 0; i < p->nmaps; i = j) {
+		Dwfl_Module *mod;
+
+		for (j = i + 1; j < p->nmaps && same_id(&p->maps[j].id, &p->maps[i].id) &&
+				p->maps[j].start == p->maps[j - 1].end; j++)
+			;
+		/* a module starts at the file's first page (offset 0) */
+		if (p->maps[i].offset != 0)
+			continue;
+		mod = dwfl_report_module(p->dwfl, p->maps[i].path,
+					 p->maps[i].start, p->maps[j - 1].end);
+		if (!mod)
+			continue;
+		dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+		*ud = &p->maps[i];
+	}
+	if (dwfl_report_end(p->dwfl, NULL, NULL)) {
+		err = -EIO;
+		goto cleanup;
+	}
+cleanup:
+	if (err)
+		upid_clear(p);
+	return err;
+}
+
+static struct upid *upid_get(struct unwinder *u, int pid)
+{
+	struct upid *p, *victim = NULL;
+	size_t i;
+
+	for (i = 0; i < UNWIND_MAX_PIDS; i++) {
+		p = &u->pids[i];
+		if (p->used && p->pid == pid) {
+			p->last_use = ++u->tick;
+			return p;
+		}
+		if (!victim || !p->used ||
+		    (victim->used && p->last_use < victim->last_use))
+			victim = p;
+	}
+	upid_clear(victim);
+	if (upid_load(u, victim, pid))
+		return NULL;
+	victim->last_use = ++u->tick;
+	return victim;
+}
+
+static bool pc_mapped(const struct upid *p, unsigned long long pc)
+{
+	size_t i;
+
+	for (i = 0; i < p->nmaps; i++)
+		if (p->maps[i].exec && pc >= p->maps[i].start && pc < p->maps[i].end)
+			return true;
+	return false;
+}
+
+struct walk {
+	struct upid *p;
+	struct unwind_frames *out;
+	bool unmapped;
+};
+
+static int frame_cb(Dwfl_Frame *state, void *arg)
+{
+	struct walk *w = arg;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (!dwfl_frame_pc(state, &pc, &activation))
+		return DWARF_CB_ABORT;
+	/* a return address outside any executable mapping is garbage */
+	if (pc == 0 || !pc_mapped(w->p, pc)) {
+		w->unmapped = pc != 0;
+		return DWARF_CB_ABORT;
+	}
+	if (w->out->nr >= UNWIND_MAX_FRAMES) {
+		w->out->flags |= UNWIND_TOO_DEEP;
+		return DWARF_CB_ABORT;
+	}
+	w->out->pcs[w->out->nr++] = pc;
+	return DWARF_CB_OK;
+}
+
+static int walk_once(struct upid *p, const struct gp_stack_copy *copy,
+		     struct unwind_frames *out, bool *unmapped)
+{
+	struct walk w = { .p = p, .out = out };
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	p->cur = copy;
+	p->beyond = false;
+	p->read_failed = false;
+	if (!p->attached) {
+		if (!dwfl_attach_state(p->dwfl, NULL, p->pid, &thread_cbs, p))
+			return -ENOEXEC;
+		p->attached = true;
+	}
+	/*
+	 * libdwfl ends a walk "normally" also when it cannot read a return
+	 * address (it takes the pc as undefined): only our reads tell a clean
+	 * end (CFI marks the outermost frame) from a copy too short or a
+	 * frame that led nowhere.
+	 */
+	ret = dwfl_getthread_frames(p->dwfl, p->pid, frame_cb, &w);
+	*unmapped = w.unmapped;
+	if (out->flags & UNWIND_TOO_DEEP)
+		return 0;
+	if (p->beyond && !(copy->flags & GP_STACK_COPY_TO_END))
+		out->flags |= UNWIND_TRUNCATED;
+	else if (ret != 0 || p->read_failed)
+		out->flags |= UNWIND_STOPPED;
+	return 0;
+}
+
+int unwinder__unwind(struct unwinder *u, int pid,
+		     const struct gp_stack_copy *copy,
+		     struct unwind_frames *out)
+{
+	struct upid *p;
+	bool unmapped = false;
+	int err = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!u || !copy || copy->size > GP_STACK_COPY_MAX || pid <= 0) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	u->stats.unwinds++;
+	if (copy->err || copy->size == 0) {
+		out->pcs[0] = copy->regs.ip;
+		out->nr = 1;
+		out->flags = UNWIND_NO_STACK;
+		goto cleanup;
+	}
+	p = upid_get(u, pid);
+	if (!p || !p->dwfl) {
+		err = -ESRCH;
+		goto cleanup;
+	}
+	/* a pc we have no mapping for: a library loaded since the maps were read */
+	if (!pc_mapped(p, copy->regs.ip) &&
+	    now_ns() - p->maps_ns >= UNWIND_MAPS_MIN_NS) {
+		if (upid_load(u, p, pid)) {
+			err = -ESRCH;
+			goto cleanup;
+		}
+	}
+	err = walk_once(p, copy, out, &unmapped);
+	if (!err && unmapped && now_ns() - p->maps_ns >= UNWIND_MAPS_MIN_NS &&
+	    !upid_load(u, p, pid))
+		err = walk_once(p, copy, out, &unmapped);
+	if (err)
+		goto cleanup;
+	if (unmapped)
+		out->flags |= UNWIND_STOPPED;
+	if (out->nr == 0) {
+		/* not even the pc is in a mapping we know: report it raw */
+		out->pcs[0] = copy->regs.ip;
+		out->nr = 1;
+		out->flags |= UNWIND_STOPPED;
+	}
+	u->stats.frames += out->nr;
+cleanup:
+	return err;
+}
+
+struct unwinder *unwinder__new(const char *proc_root)
+{
+	struct unwinder *u;
+	size_t i;
+
+	elf_version(EV_CURRENT);
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->proc_root = strdup(proc_root ? proc_root : "/proc");
+	if (!u->proc_root) {
+		free(u);
+		return NULL;
+	}
+	for (i = 0; i < UNWIND_MAX_FILES; i++) {
+		u->files[i].fd = -1;
+		u->files[i].debug_fd = -1;
+	}
+	return u;
+}
+
+void unwinder__free(struct unwinder *u)
+{
+	size_t i;
+
+	if (!u)
+		return;
+	for (i = 0; i < UNWIND_MAX_PIDS; i++)
+		upid_clear(&u->pids[i]);
+	for (i = 0; i < UNWIND_MAX_FILES; i++)
+		ufile_drop(&u->files[i]);
+	free(u->proc_root);
+	free(u);
+}
+
+void unwinder__forget_pid(struct unwinder *u, int pid)
+{
+	size_t i;
+
+	if (!u)
+		return;
+	for (i = 0; i < UNWIND_MAX_PIDS; i++)
+		if (u->pids[i].used && u->pids[i].pid == pid)
+			upid_clear(&u->pids[i]);
+}
+
+const char *unwinder__last_error(const struct unwinder *u)
+{
+	return u ? u->last_err : "";
+}
+
+void unwinder__stats(const struct unwinder *u, struct unwind_stats *st)
+{
+	if (u && st)
+		*st = u->stats;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * unwind: a native stack from a copy of the user registers and the top of
+ * the user stack (struct gp_stack_copy, bpf/stackcopy.bpf.h), with the
+ * call-frame information of the mapped files, the way
+ * `perf record --call-graph dwarf` does it.
+ *
+ * Built on elfutils' libdwfl (dwfl_attach_state with memory and register
+ * callbacks over the copy; docs/stacks.md says why libdwfl over libunwind).
+ * CFI comes from .eh_frame and .debug_frame, of the mapped file or of its
+ * separate debug file (build-id path or .gnu_debuglink, verified); where a
+ * frame has no CFI, libdwfl's x86-64 backend walks the frame pointer for
+ * that frame. Every file is opened through safeopen (inside the process's
+ * root, checked against the dev/inode in maps).
+ *
+ * Caches (all bounded): the mappings and the libdwfl session per pid
+ * (UNWIND_MAX_PIDS, least recently used evicted), and the open ELF handles
+ * per (dev, inode) (UNWIND_MAX_FILES), shared by every process that maps
+ * the file, so a libcuda seen by a thousand processes is read once. CFI
+ * lookups go through .eh_frame_hdr's binary-search table: nothing is
+ * parsed up front. Not thread-safe.
+ */
+#ifndef GPUPROBE_UNWIND_H
+#define GPUPROBE_UNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stackcopy.bpf.h"
+
+#define UNWIND_MAX_FRAMES 127
+#define UNWIND_MAX_PIDS 64
+#define UNWIND_MAX_FILES 256
+
+enum unwind_flags {
+	/* the copy ended before the stack did: the frames are the innermost ones */
+	UNWIND_TRUNCATED = 1u << 0,
+	/* stopped at a frame it could not unwind (no CFI and no usable frame
+	 * pointer, or a return address outside any executable mapping) */
+	UNWIND_STOPPED = 1u << 1,
+	/* UNWIND_MAX_FRAMES reached */
+	UNWIND_TOO_DEEP = 1u << 2,
+	/* the BPF side could not read the stack (copy->err): pc only */
+	UNWIND_NO_STACK = 1u << 3,
+};
+
+struct unwind_frames {
+	/* pcs[0] is the probed pc; later entries are return addresses
+	 * (callers), innermost first, as bpf_get_stack reports them */
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	unsigned int nr;
+	unsigned int flags;		/* enum unwind_flags */
+	unsigned int nr_fp;		/* frames found by the frame-pointer fallback */
+};
+
+struct unwinder;
+
+/* proc_root NULL means "/proc"; tests may pass a fake tree. */
+struct unwinder *unwinder__new(const char *proc_root);
+void unwinder__free(struct unwinder *u);
+
+/*
+ * Unwinds the stack copied at a probe hit in process pid (its tgid: the
+ * mappings are per process). Fills *out and returns 0 when at least the
+ * probed pc is there (flags say how the walk ended), or -errno (-ESRCH:
+ * no such process and nothing cached; -EINVAL: bad copy). A frame is only
+ * reported when its pc lies in an executable mapping: a stack that cannot
+ * be followed is cut and flagged, never continued with garbage.
+ */
+int unwinder__unwind(struct unwinder *u, int pid,
+		     const struct gp_stack_copy *copy,
+		     struct unwind_frames *out);
+
+/* Drops what is cached for an exited process (pids get reused). */
+void unwinder__forget_pid(struct unwinder *u, int pid);
+
+/* Counters for tests and the cost report. */
+struct unwind_stats {
+	unsigned long long unwinds, frames, maps_reads, files_opened,
+		files_rejected, debug_files, debug_rejected;
+};
+void unwinder__stats(const struct unwinder *u, struct unwind_stats *st);
+
+/* One line: why the last file was refused (not found, not the mapped inode, not ELF...). */
+const char *unwinder__last_error(const struct unwinder *u);
+
+#endif /* GPUPROBE_UNWIND_H */

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pystack: the line-table decoders against hand-made tables and against
+ * CPython's own co_lines() (the interpreters found here), and
+ * pystack__inspect on real interpreters: the version read from the binary,
+ * the offsets (3.13: _Py_DebugOffsets must agree with the generated table).
+ */
+#define _GNU_SOURCE
+#include "pyoffsets_gen.h"
+#include "pystack.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static struct pystack *ps;
+
+static void test_line_311_hand_made(void)
+{
+	/* entries: (code<<3 | len-1) | 0x80, then the code's operands */
+	static const unsigned char t[] = {
+		0xE9, 0x02,		/* 13 no-column, +1, 2 units: 11 */
+		0xD2, 0x05, 0x09,	/* 10 one-line +0, 3 units: 11 */
+		0xF8,			/* 15 no location, 1 unit: -1 */
+		0xF0, 0x07, 0x00, 0x01, 0x01,	/* 14 long, -3, 1 unit: 8 */
+		0x81, 0x04,		/* 0 short, 2 units: 8 */
+		0xE0, 0x01, 0x02,	/* 12 one-line +2, 1 unit: 10 */
+		0xE8, 0x50, 0x01,	/* 13, +40 (two-chunk varint): 50 */
+	};
+	static const int want[] = { 11, 11, 11, 11, 11, -1, 8, 8, 8, 10, 50 };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!ASSERT_EQ(pystack__line_311(t, sizeof(t), 10, (long)i), want[i], "pystack__line_311(t, sizeof(t), 10, (long)i)"))
+			goto cleanup;
+	if (!ASSERT_EQ(pystack__line_311(t, sizeof(t), 10, 11), -1, "pystack__line_311(t, sizeof(t), 10, 11)"))
+		goto cleanup;	/* past the end */
+	if (!ASSERT_EQ(pystack__line_311(t, sizeof(t), 10, -1), 10, "pystack__line_311(t, sizeof(t), 10, -1)"))
+		goto cleanup;	/* before the first */
+	if (!ASSERT_EQ(pystack__line_311(t, 1, 10, 5), -1, "pystack__line_311(t, 1, 10, 5)"))
+		goto cleanup;	/* cut short: no overrun */
+	if (!ASSERT_EQ(pystack__line_311((const unsigned char *)"\x01\x02", 2, 10, 0), -1, "pystack__line_311((const unsigned char *)x01x02, 2, 10, 0)"))
+		goto cleanup;
+cleanup:;
+}
+
+static void test_line_310_hand_made(void)
+{
+	/* (bytes, line delta) pairs; -128: no line */
+	static const unsigned char t[] = { 4, 1, 6, 0, 2, 0x80, 8, 0xfe };
+	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 0), 21, "pystack__line_310(t, sizeof(t), 20, 0)"))
+		goto cleanup;
+	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 3), 21, "pystack__line_310(t, sizeof(t), 20, 3)"))
+		goto cleanup;
+	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 4), 21, "pystack__line_310(t, sizeof(t), 20, 4)"))
+		goto cleanup;
+	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 10), -1, "pystack__line_310(t, sizeof(t), 20, 10)"))
+		goto cleanup;
+	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 12), 19, "pystack__line_310(t, sizeof(t), 20, 12)"))
+		goto cleanup;
+	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 20), -1, "pystack__line_310(t, sizeof(t), 20, 20)"))
+		goto cleanup;
+	if (!ASSERT_EQ(pystack__line_310(t, 1, 20, 0), -1, "pystack__line_310(t, 1, 20, 0)"))
+		goto cleanup;
+cleanup:;
+}
+
+/*
+ * CPython's own answer: for a function with loops, a comprehension and
+ * multi-line calls, co_lines() gives (start, end, line) byte ranges; every
+ * code unit in them must decode to that line from co_linetable.
+ */
+static const char *py_script =
+	"import sys\n"
+	"def f(a, b):\n"
+	"    x = [i * 2\n"
+	"         for i in range(a)]\n"
+	"    for k in x:\n"
+	"        if k > b:\n"
+	"            return (k,\n"
+	"                    b)\n"
+	"    try:\n"
+	"        return len(x)\n"
+	"    except Exception:\n"
+	"        pass\n"
+	"c = f.__code__\n"
+	"print(c.co_firstlineno, c.co_linetable.hex())\n"
+	"for s, e, l in c.co_lines():\n"
+	"    print(s, e, -1 if l is None else l)\n";
+
+static int check_against(const char *python, int modern, int *checked)
+{
+	char cmd[1024], hex[65536];
+	unsigned char tab[32768];
+	int first, s, e, l, u, bad = 0;
+	size_t n = 0, i;
+	FILE *p;
+
+	*checked = 0;
+	if (access(python, X_OK))
+		return -ENOENT;
+	snprintf(cmd, sizeof(cmd), "%s -c '%s'", python, py_script);
+	p = popen(cmd, "r");
+	if (!p)
+		return -errno;
+	if (fscanf(p, "%d %65535s", &first, hex) != 2) {
+		pclose(p);
+		return -EBADMSG;
+	}
+	for (i = 0; hex[2 * i] && hex[2 * i + 1] && n < sizeof(tab); i++)
+		sscanf(hex + 2 * i, "%2hhx", &tab[n++]);
+	while (fscanf(p, "%d %d %d", &s, &e, &l) == 3) {
+		for (u = s; u < e; u += 2) {
+			int got = modern ? pystack__line_311(tab, n, first, u / 2)
+					 : pystack__line_310(tab, n, first, u);
+
+			if (got != l) {
+				printf("#   %s: offset %d: got %d, CPython %d\n", python,
+				       u, got, l);
+				bad++;
+			}
+			(*checked)++;
+		}
+	}
+	pclose(p);
+	return bad;
+}
+
+static void test_lines_match_cpython(void)
+{
+	static const struct {
+		const char *python;
+		int modern;
+	} pys[] = {
+		{ "/usr/bin/python3.11", 1 },
+		{ "/root/.pyenv/versions/3.10.13/bin/python3.10", 0 },
+		{ "/root/.pyenv/versions/3.12.1/bin/python3.12", 1 },
+		{ "/root/.pyenv/versions/3.13.0/bin/python3.13", 1 },
+	};
+	unsigned int i, found = 0;
+	int checked;
+
+	for (i = 0; i < sizeof(pys) / sizeof(pys[0]); i++) {
+		int bad = check_against(pys[i].python, pys[i].modern, &checked);
+
+		if (bad == -ENOENT) {
+			printf("# %s: not here, skipped\n", pys[i].python);
+			continue;
+		}
+		if (!ASSERT_EQ(bad, 0, "bad"))
+			goto cleanup;
+		if (!ASSERT_TRUE(checked > 20, "checked > 20"))
+			goto cleanup;
+		printf("# %s: %d code units agree with co_lines()\n", pys[i].python,
+		       checked);
+		found++;
+	}
+	if (!ASSERT_TRUE(found >= 1, "found >= 1"))
+		goto cleanup;	/* Debian's python3.11 at least (make deps) */
+cleanup:;
+}
+
+/* A child interpreter that waits; inspect it like a traced process. */
+static int spawn_python(const char *python, pid_t *pid, int *out)
+{
+	int fds[2];
+	char b;
+
+	if (access(python, X_OK) || pipe(fds))
+		return -ENOENT;
+	*pid = fork();
+	if (*pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		execl(python, python, "-c",
+		      "import sys,time; print('x', flush=True); time.sleep(30)", NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	/* the interpreter is up once it printed; the pipe stays open until
+	 * it is killed (a write to a closed pipe would end it early) */
+	*out = fds[0];
+	if (read(fds[0], &b, 1) != 1)
+		return -EIO;
+	return 0;
+}
+
+static void inspect_one(const char *python, unsigned int minor, const char *want_ver)
+{
+	struct gp_py_proc pp;
+	char ver[32], err[256];
+	pid_t pid = -1;
+	int ret, out = -1;
+
+	if (spawn_python(python, &pid, &out)) {
+		printf("# %s: not here, skipped\n", python);
+		return;
+	}
+	ret = pystack__inspect(ps, pid, &pp, ver, sizeof(ver), err, sizeof(err));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(out);
+	if (ret)
+		printf("#   %s: %s\n", python, err);
+	if (!ASSERT_EQ(ret, 0, "ret"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(ver, want_ver, "ver"))
+		goto cleanup;
+	if (!ASSERT_EQ((pp.version_hex >> 16) & 0xff, minor, "(pp.version_hex >> 16) & 0xff"))
+		goto cleanup;
+	if (!ASSERT_TRUE(pp.runtime_addr != 0, "pp.runtime_addr != 0"))
+		goto cleanup;
+	if (!ASSERT_EQ(pp.instr_is_int, minor < 11, "pp.instr_is_int"))
+		goto cleanup;
+	/* whatever source the offsets came from, they are the headers' */
+	if (!ASSERT_EQ(pp.frame_previous, (unsigned)py_offsets_gen[minor - 10].frame_previous, "pp.frame_previous"))
+		goto cleanup;
+	if (!ASSERT_EQ(pp.frame_code, (unsigned)py_offsets_gen[minor - 10].frame_code, "pp.frame_code"))
+		goto cleanup;
+	if (!ASSERT_EQ(pp.interp_threads_head, (unsigned)py_offsets_gen[minor - 10].interp_threads_head, "pp.interp_threads_head"))
+		goto cleanup;
+	if (!ASSERT_EQ(pp.tstate_next, (unsigned)py_offsets_gen[minor - 10].tstate_next, "pp.tstate_next"))
+		goto cleanup;
+	if (!ASSERT_EQ(pp.tstate_native_thread_id,
+		       minor >= 11 ? (unsigned)py_offsets_gen[minor - 10].tstate_native_thread_id : GP_PY_NONE,
+		       "native_thread_id where the version has it"))
+		goto cleanup;
+	printf("# %s: %s, _PyRuntime at 0x%llx\n", python, ver,
+	       (unsigned long long)pp.runtime_addr);
+cleanup:;
+}
+
+static void test_inspect_interpreters(void)
+{
+	char deb[32] = "";
+	FILE *p = popen("/usr/bin/python3.11 -c 'import platform;print(platform.python_version())'", "r");
+
+	if (!ASSERT_TRUE(py_offsets_gen[1].minor == 11 && py_offsets_gen[3].minor == 13, "py_offsets_gen[1].minor == 11 && py_offsets_gen[3].minor ..."))
+		goto cleanup;
+	if (p) {
+		if (!fgets(deb, sizeof(deb), p))
+			deb[0] = 0;
+		pclose(p);
+		deb[strcspn(deb, "\n")] = 0;
+	}
+	inspect_one("/usr/bin/python3.11", 11, deb);	/* static libpython, no pyenv */
+	inspect_one("/root/.pyenv/versions/3.10.13/bin/python3.10", 10, "3.10.13");
+	inspect_one("/root/.pyenv/versions/3.12.1/bin/python3.12", 12, "3.12.1");
+	/* 3.13: offsets read from the process's _Py_DebugOffsets */
+	inspect_one("/root/.pyenv/versions/3.13.0/bin/python3.13", 13, "3.13.0");
+cleanup:;
+}
+
+static void test_not_python(void)
+{
+	struct gp_py_proc pp;
+	struct gp_py_frame f = { .code = 0x1000, .instr = 0x1010 };
+	char err[256], buf[64];
+
+	if (!ASSERT_EQ(pystack__inspect(ps, getpid(), &pp, NULL, 0, err, sizeof(err)), -ENOENT, "pystack__inspect(ps, getpid(), &pp, NULL, 0, err, sizeof(..."))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(err, "no CPython", "contains no CPython"))
+		goto cleanup;
+	if (!ASSERT_EQ(pystack__inspect(ps, 0, &pp, NULL, 0, err, sizeof(err)), -EINVAL, "pystack__inspect(ps, 0, &pp, NULL, 0, err, sizeof(err))"))
+		goto cleanup;
+	/* a pid never inspected: the address, never a guess */
+	if (!ASSERT_EQ(pystack__format(ps, getpid(), &f, buf, sizeof(buf)), -ENOENT, "pystack__format(ps, getpid(), &f, buf, sizeof(buf))"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(buf, "0x1000 (?)", "buf"))
+		goto cleanup;
+	pystack__forget_pid(ps, getpid());
+cleanup:
+	pystack__free(NULL);
+}
+
+int main(void)
+{
+	int ret;
+
+	ps = pystack__new(NULL);
+	if (!ps) {
+		printf("not ok 1 - setup\n0 passed, 1 failed\n");
+		return 1;
+	}
+	RUN_TEST(test_line_311_hand_made);
+	RUN_TEST(test_line_310_hand_made);
+	RUN_TEST(test_lines_match_cpython);
+	RUN_TEST(test_inspect_interpreters);
+	RUN_TEST(test_not_python);
+	ret = unit_done();
+	pystack__free(ps);
+	return ret;
+}

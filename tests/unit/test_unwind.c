@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * unwind on stack copies taken in this very process: the registers and the
+ * top of the stack captured the way the BPF helper does, then unwound from
+ * CFI and symbolized. Also a copy cut short (partial stack, flagged), a
+ * failed read, garbage registers and a vanished process.
+ */
+#define _GNU_SOURCE
+#include "procmaps.h"
+#include "symbolize.h"
+#include "unwind.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct unwinder *uw;
+static struct symbolizer *sym;
+
+struct stack_end_ctx {
+	unsigned long long sp, end;
+};
+
+static int stack_end_cb(const struct map_entry *e, void *arg)
+{
+	struct stack_end_ctx *c = arg;
+
+	if (c->sp >= e->start && c->sp < e->end)
+		c->end = e->end;
+	return 0;
+}
+
+/*
+ * Registers at one point of this function (the asm label) and the stack
+ * from there, at most GP_STACK_COPY_MAX and never past the stack's end.
+ */
+static __attribute__((noinline)) void capture(struct gp_stack_copy *c,
+					      unsigned int want)
+{
+	struct stack_end_ctx e = { 0 };
+	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
+
+	__asm__ volatile("lea 0(%%rip), %%rax\n\t"
+			 "mov %%rax, %0\n\t"
+			 "mov %%rsp, %1\n\t"
+			 "mov %%rbp, %2\n\t"
+			 "mov %%rbx, %3\n\t"
+			 "mov %%r12, %4\n\t"
+			 "mov %%r13, %5\n\t"
+			 "mov %%r14, %6\n\t"
+			 "mov %%r15, %7\n\t"
+			 : "=m"(ip), "=m"(sp), "=m"(bp), "=m"(bx), "=m"(r12),
+			   "=m"(r13), "=m"(r14), "=m"(r15)
+			 :
+			 : "rax");
+	memset(c, 0, sizeof(*c));
+	c->regs = (struct gp_user_regs){ ip, sp, bp, bx, r12, r13, r14, r15 };
+	e.sp = sp;
+	procmaps__foreach(NULL, getpid(), stack_end_cb, &e);
+	c->wanted = want;
+	c->size = want;
+	if (e.end && e.end - sp <= want) {
+		c->size = (unsigned int)(e.end - sp);
+		c->flags |= GP_STACK_COPY_TO_END;
+	}
+	memcpy(c->data, (const void *)(uintptr_t)sp, c->size);
+}
+
+static char names[UNWIND_MAX_FRAMES][256];
+
+static void symbolize_all(const struct unwind_frames *f)
+{
+	unsigned int i;
+
+	for (i = 0; i < f->nr; i++)
+		symbolizer__format(sym, getpid(), f->pcs[i], names[i],
+				   sizeof(names[i]));
+}
+
+static int index_of(const struct unwind_frames *f, const char *fn)
+{
+	char want[128];
+	unsigned int i;
+
+	snprintf(want, sizeof(want), "%s+", fn);
+	for (i = 0; i < f->nr; i++)
+		if (strncmp(names[i], want, strlen(want)) == 0)
+			return (int)i;
+	return -1;
+}
+
+static struct gp_stack_copy copy;
+
+static __attribute__((noinline)) int level3(unsigned int want)
+{
+	capture(&copy, want);
+	return (int)copy.size + 1;
+}
+
+static __attribute__((noinline)) int level2(unsigned int want)
+{
+	return level3(want) + 2;
+}
+
+static __attribute__((noinline)) int level1(unsigned int want)
+{
+	return level2(want) + 3;
+}
+
+static void test_full_stack_in_order(void)
+{
+	struct unwind_frames f;
+	int c, l3, l2, l1, m;
+
+	level1(GP_STACK_COPY_MAX);
+	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwinder__unwind(uw, getpid(), &copy, &f)"))
+		goto cleanup;
+	symbolize_all(&f);
+	c = index_of(&f, "capture");
+	l3 = index_of(&f, "level3");
+	l2 = index_of(&f, "level2");
+	l1 = index_of(&f, "level1");
+	m = index_of(&f, "main");
+	if (!ASSERT_EQ(c, 0, "c"))
+		goto cleanup;
+	if (!ASSERT_EQ(l3, 1, "l3"))
+		goto cleanup;
+	if (!ASSERT_EQ(l2, 2, "l2"))
+		goto cleanup;
+	if (!ASSERT_EQ(l1, 3, "l1"))
+		goto cleanup;
+	if (!ASSERT_TRUE(m > l1, "m > l1"))
+		goto cleanup;
+	/* main's callers end at _start, whose CFI ends the stack cleanly */
+	if (!ASSERT_EQ(f.flags, 0, "f.flags"))
+		goto cleanup;
+cleanup:;
+}
+
+/* A copy too short for the callers: the innermost frames, flagged partial. */
+static void test_short_copy_is_partial(void)
+{
+	struct unwind_frames f;
+	unsigned int i;
+
+	level1(GP_STACK_COPY_MAX);
+	copy.size = 64;	/* capture's own frame, not level1's */
+	copy.flags &= ~GP_STACK_COPY_TO_END;
+	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwinder__unwind(uw, getpid(), &copy, &f)"))
+		goto cleanup;
+	symbolize_all(&f);
+	if (!ASSERT_TRUE(f.flags & UNWIND_TRUNCATED, "f.flags & UNWIND_TRUNCATED"))
+		goto cleanup;
+	if (!ASSERT_TRUE(f.nr >= 1, "f.nr >= 1"))
+		goto cleanup;
+	if (!ASSERT_EQ(index_of(&f, "capture"), 0, "index_of(&f, capture)"))
+		goto cleanup;
+	if (!ASSERT_EQ(index_of(&f, "main"), -1, "index_of(&f, main)"))
+		goto cleanup;
+	/* whatever frames came, each is a real function of ours */
+	for (i = 0; i < f.nr; i++)
+		if (!ASSERT_TRUE(strncmp(names[i], "0x", 2) != 0, "strncmp(names[i], 0x, 2) != 0"))
+			goto cleanup;
+cleanup:;
+}
+
+static void test_failed_read_gives_pc_only(void)
+{
+	struct unwind_frames f;
+
+	level1(GP_STACK_COPY_MAX);
+	copy.err = -EFAULT;
+	copy.size = 0;
+	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwinder__unwind(uw, getpid(), &copy, &f)"))
+		goto cleanup;
+	if (!ASSERT_EQ(f.nr, 1, "f.nr"))
+		goto cleanup;
+	if (!ASSERT_EQ(f.pcs[0], copy.regs.ip, "f.pcs[0]"))
+		goto cleanup;
+	if (!ASSERT_TRUE(f.flags & UNWIND_NO_STACK, "f.flags & UNWIND_NO_STACK"))
+		goto cleanup;
+cleanup:;
+}
+
+/* Registers and stack of random bytes: no crash, no frame outside a mapping. */
+static void test_garbage_never_reported(void)
+{
+	struct unwind_frames f;
+	unsigned int i, round;
+
+	srand(15);
+	for (round = 0; round < 200; round++) {
+		level1(GP_STACK_COPY_MAX);
+		for (i = 0; i < 2048; i++)
+			copy.data[rand() % copy.size] = (unsigned char)rand();
+		if (round % 2)
+			copy.regs.bp = copy.regs.sp + (unsigned)(rand() % 4096);
+		if (round % 3 == 0)
+			copy.regs.ip = ((uint64_t)rand() << 20) | (uint64_t)rand();
+		if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwinder__unwind(uw, getpid(), &copy, &f)"))
+			goto cleanup;
+		if (!ASSERT_TRUE(f.nr >= 1 && f.nr <= UNWIND_MAX_FRAMES, "f.nr >= 1 && f.nr <= UNWIND_MAX_FRAMES"))
+			goto cleanup;
+		symbolize_all(&f);
+		for (i = 1; i < f.nr; i++)	/* past pc 0: all mapped code */
+			if (!ASSERT_TRUE(strchr(names[i], '('), "strchr(names[i], '(')"))
+				goto cleanup;
+	}
+cleanup:;
+}
+
+static void test_bad_input(void)
+{
+	struct unwind_frames f;
+
+	level1(GP_STACK_COPY_MAX);
+	if (!ASSERT_EQ(unwinder__unwind(uw, 0, &copy, &f), -EINVAL, "unwinder__unwind(uw, 0, &copy, &f)"))
+		goto cleanup;
+	copy.size = GP_STACK_COPY_MAX + 1;
+	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), -EINVAL, "unwinder__unwind(uw, getpid(), &copy, &f)"))
+		goto cleanup;
+	copy.size = 256;
+	/* pid_max is at most 4194304 */
+	if (!ASSERT_EQ(unwinder__unwind(uw, 4194305 + 7, &copy, &f), -ESRCH, "unwinder__unwind(uw, 4194305 + 7, &copy, &f)"))
+		goto cleanup;
+	unwinder__free(NULL);
+	unwinder__forget_pid(uw, getpid());
+	level1(GP_STACK_COPY_MAX);
+	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwinder__unwind(uw, getpid(), &copy, &f)"))
+		goto cleanup;
+	if (!ASSERT_TRUE(f.nr >= 4, "f.nr >= 4"))
+		goto cleanup;
+cleanup:;
+}
+
+static void test_stats_count(void)
+{
+	struct unwind_stats st;
+
+	unwinder__stats(uw, &st);
+	if (!ASSERT_TRUE(st.unwinds >= 200, "st.unwinds >= 200"))
+		goto cleanup;
+	if (!ASSERT_TRUE(st.files_opened >= 2, "st.files_opened >= 2"))
+		goto cleanup;	/* this binary and libc */
+	if (!ASSERT_TRUE(st.maps_reads >= 2, "st.maps_reads >= 2"))
+		goto cleanup;	/* after forget_pid */
+cleanup:;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/*
+ * A fake /proc whose maps name files the "process" planted: a FIFO, a
+ * symlink out of its root, a file that is not the mapped inode. The
+ * unwinder must refuse each (through safeopen) and still return the pc.
+ */
+static void test_hostile_maps_refused(void)
+{
+	char tmp[] = "/tmp/gp-unwind-XXXXXX", p[PATH_MAX + 64];
+	struct unwind_frames f;
+	struct unwind_stats st;
+	struct unwinder *fake = NULL;
+	struct stat sb;
+	FILE *m;
+
+	if (!ASSERT_TRUE(mkdtemp(tmp) != NULL, "mkdtemp(tmp) != NULL"))
+		goto cleanup;
+	snprintf(p, sizeof(p), "%s/77", tmp);
+	if (!ASSERT_EQ(mkdir(p, 0755), 0, "mkdir(p, 0755)"))
+		goto cleanup;
+	snprintf(p, sizeof(p), "%s/77/root", tmp);
+	if (!ASSERT_EQ(mkdir(p, 0755), 0, "mkdir(p, 0755)"))
+		goto cleanup;
+	snprintf(p, sizeof(p), "%s/77/root/lib", tmp);
+	if (!ASSERT_EQ(mkdir(p, 0755), 0, "mkdir(p, 0755)"))
+		goto cleanup;
+	snprintf(p, sizeof(p), "%s/77/root/lib/fifo.so", tmp);
+	if (!ASSERT_EQ(mkfifo(p, 0644), 0, "mkfifo(p, 0644)"))
+		goto cleanup;
+	snprintf(p, sizeof(p), "%s/77/root/lib/out.so", tmp);
+	if (!ASSERT_EQ(symlink("/proc/self/exe", p), 0, "symlink(/proc/self/exe, p)"))
+		goto cleanup;	/* a magic link, and out of the root */
+	snprintf(p, sizeof(p), "%s/77/root/lib/other.so", tmp);
+	m = fopen(p, "w");
+	if (!ASSERT_TRUE(m != NULL, "m != NULL"))
+		goto cleanup;
+	fputs("not the mapped file", m);
+	fclose(m);
+	if (!ASSERT_EQ(stat(p, &sb), 0, "stat(p, &sb)"))
+		goto cleanup;
+	snprintf(p, sizeof(p), "%s/77/maps", tmp);
+	m = fopen(p, "w");
+	if (!ASSERT_TRUE(m != NULL, "m != NULL"))
+		goto cleanup;
+	fprintf(m, "10000-20000 r-xp 00000000 08:01 %llu /lib/fifo.so\n"
+		   "20000-30000 r-xp 00000000 08:01 %llu /lib/out.so\n"
+		   "30000-40000 r-xp 00000000 08:01 %llu /lib/other.so\n",
+		(unsigned long long)sb.st_ino + 1, (unsigned long long)sb.st_ino + 2,
+		(unsigned long long)sb.st_ino + 3);
+	fclose(m);
+	fake = unwinder__new(tmp);
+	if (!ASSERT_TRUE(fake != NULL, "fake != NULL"))
+		goto cleanup;
+	level1(GP_STACK_COPY_MAX);
+	copy.regs.ip = 0x10010;
+	if (!ASSERT_TRUE(unwinder__unwind(fake, 77, &copy, &f) <= 0, "unwinder__unwind(fake, 77, &copy, &f) <= 0"))
+		goto cleanup;
+	copy.regs.ip = 0x20010;
+	if (!ASSERT_TRUE(unwinder__unwind(fake, 77, &copy, &f) <= 0, "unwinder__unwind(fake, 77, &copy, &f) <= 0"))
+		goto cleanup;
+	copy.regs.ip = 0x30010;
+	if (!ASSERT_TRUE(unwinder__unwind(fake, 77, &copy, &f) <= 0, "unwinder__unwind(fake, 77, &copy, &f) <= 0"))
+		goto cleanup;
+	unwinder__stats(fake, &st);
+	printf("# last refusal: %s\n", unwinder__last_error(fake));
+	if (!ASSERT_EQ(st.files_opened, 0, "st.files_opened"))
+		goto cleanup;
+	if (!ASSERT_TRUE(st.files_rejected >= 3, "st.files_rejected >= 3"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(unwinder__last_error(fake), "/lib/other.so: is ", "contains /lib/other.so: is"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(unwinder__last_error(fake), "not the mapped", "contains not the mapped"))
+		goto cleanup;
+	unwinder__free(fake);
+	nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+cleanup:;
+}
+
+int main(void)
+{
+	int ret;
+
+	uw = unwinder__new(NULL);
+	sym = symbolizer__new(NULL);
+	if (!uw || !sym) {
+		printf("not ok 1 - setup\n0 passed, 1 failed\n");
+		return 1;
+	}
+	RUN_TEST(test_full_stack_in_order);
+	RUN_TEST(test_short_copy_is_partial);
+	RUN_TEST(test_failed_read_gives_pc_only);
+	RUN_TEST(test_garbage_never_reported);
+	RUN_TEST(test_bad_input);
+	RUN_TEST(test_stats_count);
+	RUN_TEST(test_hostile_maps_refused);
+	ret = unit_done();
+	unwinder__free(uw);
+	symbolizer__free(sym);
+	return ret;
+}
