@@ -68,9 +68,12 @@ int trace_enter(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx);
 	__u32 fn = (__u32)bpf_get_attach_cookie(ctx), zero = 0, d, *flags;
-	struct tstack *st = bpf_map_lookup_elem(&stacks, &id);
+	struct tstack *st;
 	struct frame *f;
 
+	if (!gp_traced_self())
+		return 0;
+	st = bpf_map_lookup_elem(&stacks, &id);
 	if (!st) {
 		struct tstack *z = bpf_map_lookup_elem(&zero_stack, &zero);
 
@@ -116,11 +119,14 @@ SEC("uretprobe")
 int trace_leave(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
-	struct tstack *st = bpf_map_lookup_elem(&stacks, &id);
+	struct tstack *st;
 	struct gp_call_event *e;
 	struct frame *f;
 	__u32 d;
 
+	if (!gp_traced_self())
+		return 0;
+	st = bpf_map_lookup_elem(&stacks, &id);
 	if (!st || st->depth == 0) {
 		__sync_fetch_and_add(&tdrops[GP_CDROP_NORETURN], 1);
 		return 0;

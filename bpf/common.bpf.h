@@ -10,6 +10,42 @@
 
 #define GP_E2BIG 7 /* errno.h is not for BPF; a full hash map refuses an insert with -E2BIG */
 
+/*
+ * The processes a run follows, shared by every object (the run creates the map and each
+ * object reuses its fd before loading): consulted only when the run filters (gp_filter:
+ * a command and its children, -p with several PIDs or --tree, --comm, --cgroup); the
+ * uprobes are then system-wide and a process outside the set returns at once.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192); /* --max-procs */
+	__type(key, __u32);
+	__type(value, struct gp_traced);
+} traced SEC(".maps");
+
+const volatile bool gp_filter = false;
+
+static const struct gp_traced gp_unfiltered;
+
+/* Whether the calling process is one the run follows: its entry in `traced`,
+ * &gp_unfiltered when the run filters nothing, NULL when it is not followed. */
+static __always_inline const struct gp_traced *gp_traced_self(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (!gp_filter)
+		return &gp_unfiltered;
+	return bpf_map_lookup_elem(&traced, &tgid);
+}
+
+/* The calling process's image: exec increments task->self_exec_id (begin_new_exec), and
+ * threads and forks copy it, so (tgid, image) names one address space, whether or not the
+ * run follows processes. Keys that outlive an exec carry it. */
+static __always_inline __u32 gp_image(void)
+{
+	return (__u32)bpf_get_current_task_btf()->self_exec_id;
+}
+
 /* One more event lost for reason `what`: every object keeps its counters in a .bss array
  * indexed by its own drop enum, which the loader shows. */
 #define gp_count_drop(counters, what) __sync_fetch_and_add(&(counters)[(what)], 1)
@@ -95,6 +131,8 @@ static __always_inline bool gp_on_exit(void *inflight, void *procs, void *rb)
 	e->type = GP_EV_EXIT;
 	e->pid = tgid;
 	e->ts_ns = bpf_ktime_get_ns();
+	e->img = gp_image();
+	e->_pad = 0;
 	gp_leader_comm(e->comm);
 	bpf_ringbuf_submit(e, 0);
 	return true;

@@ -42,8 +42,7 @@ __u64 failed_copies, zero_copies;
 
 #define count_drop(what) gp_count_drop(cdrops, what)
 
-SEC("uprobe")
-int copy_enter(struct pt_regs *ctx)
+static __always_inline int copy_enter_traced(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct call c = {
@@ -57,6 +56,15 @@ int copy_enter(struct pt_regs *ctx)
 		count_drop(GP_CDROP_PENDING);
 	return 0;
 }
+
+SEC("uprobe")
+int copy_enter(struct pt_regs *ctx)
+{
+	if (!gp_traced_self())
+		return 0;
+	return copy_enter_traced(ctx);
+}
+
 
 /* CUDA_MEMCPY2D / CUDA_MEMCPY3D (cuda.h): the fields a copy's size and ends come from. */
 #define M2D_SRC_TYPE 16
@@ -287,8 +295,11 @@ SEC("uretprobe")
 int copy_leave(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
-	struct call *c = bpf_map_lookup_elem(&calls, &id);
+	struct call *c;
 
+	if (!gp_traced_self())
+		return 0;
+	c = bpf_map_lookup_elem(&calls, &id);
 	if (!c) {
 		count_drop(GP_CDROP_NORETURN);
 		return 0;

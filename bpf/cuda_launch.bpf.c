@@ -38,7 +38,7 @@ struct {
 
 struct handle_key {
 	__u32 pid;
-	__u32 _pad;
+	__u32 img; /* gp_image(): a handle value means nothing in another image */
 	__u64 handle;
 };
 
@@ -118,7 +118,7 @@ static __always_inline void remember_proc(__u32 tgid)
 /* Once per unnamed handle: its launch stack, so user space can name it by the host stub. */
 static __always_inline void sample_unnamed(void *ctx, __u32 tgid, __u64 handle)
 {
-	struct handle_key hk = { .pid = tgid, .handle = handle };
+	struct handle_key hk = { .pid = tgid, .img = gp_image(), .handle = handle };
 	struct gp_stub_event *e, *s;
 	__u32 zero = 0;
 	__u8 one = 1;
@@ -143,6 +143,7 @@ static __always_inline void sample_unnamed(void *ctx, __u32 tgid, __u64 handle)
 	e->pid = tgid;
 	e->handle = handle;
 	e->nr_stack = s->nr_stack;
+	e->img = hk.img;
 	__builtin_memcpy(e->stack, s->stack, sizeof(e->stack));
 	bpf_ringbuf_submit(e, 0);
 }
@@ -157,22 +158,22 @@ static __always_inline void start_timer(__u64 id, __u32 api, __u32 hist)
 
 static __always_inline struct gp_hist *hist_of(__u32 tgid, __u32 kind)
 {
-	struct gp_hist_key k = { .pid = tgid, .kind = kind };
+	struct gp_hist_key k = { .pid = tgid, .kind = kind, .img = gp_image() };
 	static const struct gp_hist zero;
 
 	return gp_lookup_or_init(&hists, &k, &zero);
 }
 
-static __always_inline int count_launch(void *ctx, __u32 kind, __u64 handle, __u32 gx,
+static __always_inline int count_launch(void *ctx, __u32 img, __u32 kind, __u64 handle, __u32 gx,
 					__u32 gy, __u32 gz, __u32 bx, __u32 by, __u32 bz)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 	struct gp_launch_key k = {
 		.pid = tgid, .kind = kind, .handle = handle,
-		.grid = { gx, gy, gz }, .block = { bx, by, bz },
+		.grid = { gx, gy, gz }, .block = { bx, by, bz }, .img = img,
 	};
-	struct handle_key hk = { .pid = tgid, .handle = handle };
+	struct handle_key hk = { .pid = tgid, .img = gp_image(), .handle = handle };
 	struct known_val *kv = NULL;
 	__u64 one = 1, *v;
 	struct gp_hist *h;
@@ -180,7 +181,7 @@ static __always_inline int count_launch(void *ctx, __u32 kind, __u64 handle, __u
 	if (kind != GP_LAUNCH_GRAPH) {
 		kv = bpf_map_lookup_elem(&known, &hk);
 		if (kv) {
-			struct handle_key ok = { .pid = tgid, .handle = kv->owner };
+			struct handle_key ok = { .pid = tgid, .img = hk.img, .handle = kv->owner };
 
 			k.gen = bpf_map_lookup_elem(&unloaded, &ok) ? 0 : kv->gen;
 		}
@@ -222,23 +223,23 @@ static __always_inline __u32 stack_arg(struct pt_regs *ctx, int slot)
 #define ARG6(ctx) ((__u32)(ctx)->r9)
 
 /* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra) */
-static __always_inline int launch_kernel(struct pt_regs *ctx)
+static __always_inline int launch_kernel(struct pt_regs *ctx, __u32 img)
 {
-	return count_launch(ctx, GP_LAUNCH_KERNEL, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx),
+	return count_launch(ctx, img, GP_LAUNCH_KERNEL, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx),
 			    PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ARG6(ctx),
 			    stack_arg(ctx, 1));
 }
 
 /* cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params) */
-static __always_inline int launch_coop(struct pt_regs *ctx)
+static __always_inline int launch_coop(struct pt_regs *ctx, __u32 img)
 {
-	return count_launch(ctx, GP_LAUNCH_COOPERATIVE, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx),
+	return count_launch(ctx, img, GP_LAUNCH_COOPERATIVE, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx),
 			    PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ARG6(ctx),
 			    stack_arg(ctx, 1));
 }
 
 /* cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, params, extra) */
-static __always_inline int launch_ex(struct pt_regs *ctx)
+static __always_inline int launch_ex(struct pt_regs *ctx, __u32 img)
 {
 	void *config = (void *)PT_REGS_PARM1(ctx);
 	__u64 f = PT_REGS_PARM2(ctx);
@@ -246,16 +247,16 @@ static __always_inline int launch_ex(struct pt_regs *ctx)
 
 	/* CUlaunchConfig starts with gridDimX..Z, blockDimX..Z as unsigned ints */
 	bpf_probe_read_user(dims, sizeof(dims), config);
-	return count_launch(ctx, GP_LAUNCH_EX, f, dims[0], dims[1], dims[2], dims[3], dims[4],
+	return count_launch(ctx, img, GP_LAUNCH_EX, f, dims[0], dims[1], dims[2], dims[3], dims[4],
 			    dims[5]);
 }
 
 /* cuGraphLaunch(CUgraphExec, CUstream) */
-static __always_inline int launch_graph(struct pt_regs *ctx)
+static __always_inline int launch_graph(struct pt_regs *ctx, __u32 img)
 {
 	__u64 graph = PT_REGS_PARM1(ctx);
 
-	return count_launch(ctx, GP_LAUNCH_GRAPH, graph, 0, 0, 0, 0, 0, 0);
+	return count_launch(ctx, img, GP_LAUNCH_GRAPH, graph, 0, 0, 0, 0, 0, 0);
 }
 
 /* cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize */
@@ -361,7 +362,7 @@ static __always_inline int unload_leave(struct pt_regs *ctx)
 	}
 	if ((__u32)PT_REGS_RC(ctx) == 0) {
 		ok.pid = id >> 32;
-		ok._pad = 0;
+		ok.img = gp_image();
 		ok.handle = c->owner;
 		bpf_map_update_elem(&unloaded, &ok, &one, BPF_ANY);
 	}
@@ -374,7 +375,7 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 	__u64 id = bpf_get_current_pid_tgid(), handle = 0;
 	__u32 tgid = id >> 32, rc = (__u32)PT_REGS_RC(ctx);
 	struct call *c = bpf_map_lookup_elem(&calls, &id);
-	struct handle_key hk = { .pid = tgid }, ok = { .pid = tgid };
+	struct handle_key hk = { .pid = tgid, .img = gp_image() }, ok = { .pid = tgid, .img = hk.img };
 	struct known_val kv = {}, *kp;
 	struct gp_name_event *e;
 
@@ -409,6 +410,8 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 	e->gen = kv.gen;
 	e->handle = handle;
 	e->owner = c->owner;
+	e->img = hk.img;
+	e->_pad = 0;
 	gp_leader_comm(e->comm);
 	if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)c->arg) < 0)
 		e->name[0] = '\0';
@@ -428,19 +431,24 @@ out:
 SEC("uprobe")
 int launch_enter(struct pt_regs *ctx)
 {
+	__u32 img;
+
+	if (!gp_traced_self())
+		return 0;
+	img = gp_image();
 	switch ((__u32)bpf_get_attach_cookie(ctx)) {
 	case GP_API_cuLaunchKernel:
 	case GP_API_cuLaunchKernel_ptsz:
-		return launch_kernel(ctx);
+		return launch_kernel(ctx, img);
 	case GP_API_cuLaunchKernelEx:
 	case GP_API_cuLaunchKernelEx_ptsz:
-		return launch_ex(ctx);
+		return launch_ex(ctx, img);
 	case GP_API_cuLaunchCooperativeKernel:
 	case GP_API_cuLaunchCooperativeKernel_ptsz:
-		return launch_coop(ctx);
+		return launch_coop(ctx, img);
 	case GP_API_cuGraphLaunch:
 	case GP_API_cuGraphLaunch_ptsz:
-		return launch_graph(ctx);
+		return launch_graph(ctx, img);
 	case GP_API_cuModuleGetFunction:
 	case GP_API_cuLibraryGetKernel:
 		return name_enter(ctx);
@@ -457,6 +465,8 @@ int launch_enter(struct pt_regs *ctx)
 SEC("uretprobe")
 int launch_leave(struct pt_regs *ctx)
 {
+	if (!gp_traced_self())
+		return 0;
 	switch ((__u32)bpf_get_attach_cookie(ctx)) {
 	case GP_API_cuModuleGetFunction:
 	case GP_API_cuLibraryGetKernel:

@@ -222,6 +222,8 @@ int mem_enter(struct pt_regs *ctx)
 {
 	__u64 a0 = PT_REGS_PARM1(ctx), a1 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM4(ctx);
 
+	if (!gp_traced_self())
+		return 0;
 	switch ((__u32)bpf_get_attach_cookie(ctx)) {
 	case GP_API_cuMemAllocPitch_v2:
 		/* (CUdeviceptr *out, size_t *pitch, size_t width, size_t height, ...) */
@@ -246,6 +248,8 @@ int mem_enter(struct pt_regs *ctx)
 SEC("uretprobe")
 int mem_leave(struct pt_regs *ctx)
 {
+	if (!gp_traced_self())
+		return 0;
 	return leave(ctx);
 }
 

@@ -26,6 +26,28 @@ enum gp_event_type {
 			  * event records, host registrations */
 	GP_EV_IOCTL = 11, /* one nvidia ioctl (only with --trace: --ioctl aggregates in BPF) */
 	GP_EV_CALL = 12,  /* one driver call, entry to return (--trace) */
+	GP_EV_FORK = 13,  /* a traced process started another (struct gp_proc_event) */
+	GP_EV_EXEC = 14,  /* a process replaced its image: its handles, allocations, names are gone */
+	GP_EV_GONE = 15,  /* a traced process exited: it leaves the traced set */
+};
+
+/* A process gpuprobe follows (the tree of a command, -p --tree, --comm, --cgroup): the
+ * value of the `traced` map shared by every BPF object, keyed by tgid. */
+struct gp_traced {
+	__u32 root; /* the tgid the tree starts at (the command, a -p PID, a --comm match) */
+	__u32 _pad;
+};
+
+/* GP_EV_FORK, GP_EV_EXEC and GP_EV_GONE */
+struct gp_proc_event {
+	__u32 type;
+	__u32 pid;
+	__u32 ppid; /* FORK: the parent */
+	__u32 root;
+	__u32 img;  /* the image's generation (task->self_exec_id: one more at each exec) */
+	__u32 _pad;
+	__u64 ts_ns;
+	char comm[GP_COMM_LEN]; /* EXEC: the new image's name */
 };
 
 /*
@@ -163,6 +185,8 @@ struct gp_exit_event {
 	__u32 type; /* GP_EV_EXIT */
 	__u32 pid;
 	__u64 ts_ns;
+	__u32 img;  /* the image that exited (gp_image()) */
+	__u32 _pad;
 	char comm[GP_COMM_LEN];
 };
 
@@ -183,7 +207,7 @@ struct gp_launch_key {
 	__u32 grid[3];
 	__u32 block[3];
 	__u32 gen; /* the naming that was valid at launch (gp_name_event.gen); 0: none */
-	__u32 _pad;
+	__u32 img; /* the process image (gp_image(): each exec starts a new one) */
 };
 
 #define GP_HIST_SLOTS 32
@@ -206,6 +230,7 @@ enum gp_hist_kind {
 struct gp_hist_key {
 	__u32 pid;
 	__u32 kind; /* enum gp_hist_kind */
+	__u32 img;  /* the process image (gp_image()) */
 };
 
 enum gp_name_kind {
@@ -225,6 +250,8 @@ struct gp_name_event {
 	__u32 gen;
 	__u64 handle;
 	__u64 owner; /* the CUmodule or CUlibrary */
+	__u32 img;   /* the process image (gp_image()) */
+	__u32 _pad;
 	char comm[GP_COMM_LEN];
 	char name[GP_NAME_LEN];
 };
@@ -234,7 +261,7 @@ struct gp_stub_event {
 	__u32 pid;
 	__u64 handle;
 	__u32 nr_stack;
-	__u32 _pad;
+	__u32 img; /* the process image the handle belongs to */
 	__u64 stack[GP_MAX_STACK];
 };
 

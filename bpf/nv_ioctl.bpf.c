@@ -172,7 +172,7 @@ static __always_inline int ioctl_leave(long ret)
 
 static __always_inline bool pid_filtered(void)
 {
-	return target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid;
+	return (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid) || !gp_traced_self();
 }
 
 /* fd -> task->files->fdt->fd[fd] -> file->f_inode: i_rdev of a character device, else 0 */

@@ -15,7 +15,6 @@
 #include "cmdline.h"
 
 struct gp_opts gp_opts = {
-	.pid = -1,
 	.ringbuf_size = 4UL << 20,
 	.max_pending = 10240,
 	.max_procs = 8192,
@@ -25,15 +24,29 @@ struct gp_opts gp_opts = {
 	.probe_cost = -1,
 };
 
-static int parse_pid(const char *arg, void *dest, char *err, size_t len)
+/* -p PID[,PID...], repeatable */
+static int parse_pids(const char *arg, void *dest, char *err, size_t len)
 {
+	char buf[4096], *save = NULL, *tok;
 	uint64_t v;
 
-	if (gp_parse_u64(arg, 1, INT_MAX, &v)) {
-		snprintf(err, len, "invalid PID: %s", arg);
+	(void)dest;
+	snprintf(buf, sizeof(buf), "%s", arg);
+	if (!buf[0] || buf[strlen(buf) - 1] == ',') {
+		snprintf(err, len, "invalid PID: '%s'", arg);
 		return -EINVAL;
 	}
-	*(int *)dest = (int)v;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (gp_parse_u64(tok, 1, INT_MAX, &v)) {
+			snprintf(err, len, "invalid PID: %s", tok);
+			return -EINVAL;
+		}
+		if (gp_opts.nr_pids == GP_MAX_PIDS) {
+			snprintf(err, len, "at most %d PIDs with -p", GP_MAX_PIDS);
+			return -E2BIG;
+		}
+		gp_opts.pids[gp_opts.nr_pids++] = (int)v;
+	}
 	return 0;
 }
 
@@ -54,8 +67,14 @@ static int parse_ringbuf(const char *arg, void *dest, char *err, size_t len)
 
 /* The options that are no mode's own. */
 static const struct gp_option global_options[] = {
-	{ "pid", 'p', "PID", "Trace this running process only", GP_OPT_CUSTOM, &gp_opts.pid,
-	  .parse = parse_pid, .frontends = GP_FE_CLI, .group = GP_GRP_TARGET },
+	{ "pid", 'p', "PID[,PID...]", "Trace these running processes only (repeatable)", GP_OPT_CUSTOM, NULL,
+	  .parse = parse_pids, .frontends = GP_FE_CLI, .group = GP_GRP_TARGET },
+	{ "tree", 0, NULL, "With -p: their descendants too, present and future", GP_OPT_SWITCH, &gp_opts.tree,
+	  .frontends = GP_FE_CLI, .group = GP_GRP_TARGET },
+	{ "comm", 0, "NAME", "Node-wide: only processes with this name (and what they start)", GP_OPT_STRING,
+	  &gp_opts.comm, .frontends = GP_FE_ALL, .group = GP_GRP_TARGET },
+	{ "cgroup", 0, "PATH", "Node-wide: only processes in this cgroup v2 subtree (a pod, a systemd unit)",
+	  GP_OPT_STRING, &gp_opts.cgroup, .frontends = GP_FE_ALL, .group = GP_GRP_TARGET },
 	{ "libcuda", 0, "PATH", "Probe this libcuda.so instead of the ones found", GP_OPT_STRING,
 	  &gp_opts.libcuda, .frontends = GP_FE_ALL, .group = GP_GRP_TARGET },
 	{ "interval", 'i', "SECONDS", "Print a report every SECONDS (default: only at the end)",

@@ -86,7 +86,7 @@ static void probe_lib(struct daemon *d, const struct lib_entry *lib)
 		gp_log(GP_LOG_WARN, "not probing %s", why);
 		return;
 	}
-	if (gp_run__attach_lib(d->run, lib->path, err, sizeof(err))) {
+	if (gp_run__attach_lib(d->run, GP_LIB_CUDA, lib->path, err, sizeof(err))) {
 		gp_log(GP_LOG_ERR, "%s", err);
 		return;
 	}
@@ -269,6 +269,10 @@ static int start(struct daemon *d, char *err, size_t len)
 	}
 	d->run->fe = d;
 	d->run->target_pid = -1;
+	/* --comm, --cgroup: the node's processes of that name or cgroup, and their children */
+	d->run->comm = gp_opts.comm;
+	d->run->cgroup = gp_opts.cgroup;
+	d->run->filter = d->run->follow_forks = gp_opts.comm || gp_opts.cgroup;
 	if (gp_run__open(d->run, err, len) || gp_run__start(d->run, err, len))
 		return -EINVAL;
 	if (gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA)

@@ -27,6 +27,7 @@
 #include "json.h"
 #include "option.h"
 #include "options.h"
+#include "ptree.h"
 #include "run.h"
 #include "target.h"
 #include "trace.h"
@@ -89,7 +90,8 @@ struct cli {
 	struct lib_set libs;
 	struct spawned child;
 	int status;
-	int pidfd;     /* -p: the target itself, readable once it exits (PIDs get reused) */
+	int pidfds[GP_MAX_PIDS]; /* -p: the targets, readable once they exit (PIDs get reused) */
+	int nr_pidfds;
 	bool released; /* the command ran (it is waited for, not killed) */
 	bool child_done;
 };
@@ -117,36 +119,123 @@ static int preflight(char *err, size_t len)
 	return r;
 }
 
-/* -p's target has exited: its pidfd polls readable (a process that later gets the same
- * PID does not count, as it would with kill(pid, 0)). */
-static bool target_gone(const struct cli *c)
+/* -p's targets have ended: each pidfd polls readable (a process that later gets the same
+ * PID does not count, as it would with kill(pid, 0)); with --tree, so have their
+ * descendants. */
+static bool targets_gone(const struct cli *c)
 {
-	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+	for (int i = 0; i < c->nr_pidfds; i++) {
+		struct pollfd p = { .fd = c->pidfds[i], .events = POLLIN };
 
-	return c->pidfd >= 0 && poll(&p, 1, 0) == 1;
+		if (poll(&p, 1, 0) != 1)
+			return false;
+	}
+	return c->nr_pidfds > 0 && (!gp_opts.tree || !ptree__live(c->run->ptree));
 }
 
-static int open_target(struct cli *c, char *err, size_t len)
+/*
+ * -p's PIDs, each held by a pidfd. A PID that is gone is a warning when others run (a
+ * job's list goes stale while it is typed: the others are what the user wants traced)
+ * and an error when none does.
+ */
+static int open_targets(struct cli *c, char *err, size_t len)
 {
-	if (gp_opts.pid <= 0)
+	int dead = -1;
+
+	for (int i = 0; i < gp_opts.nr_pids; i++) {
+		int fd = (int)syscall(SYS_pidfd_open, gp_opts.pids[i], 0);
+
+		if (fd >= 0) {
+			c->pidfds[c->nr_pidfds++] = fd;
+			continue;
+		}
+		if (errno != ESRCH) {
+			snprintf(err, len, "cannot watch PID %d: %s", gp_opts.pids[i], strerror(errno));
+			return -errno;
+		}
+		dead = gp_opts.pids[i];
+		memmove(&gp_opts.pids[i], &gp_opts.pids[i + 1], (size_t)(gp_opts.nr_pids - i - 1) * sizeof(int));
+		gp_opts.nr_pids--;
+		i--;
+	}
+	if (dead < 0)
 		return 0;
-	c->pidfd = (int)syscall(SYS_pidfd_open, gp_opts.pid, 0);
-	if (c->pidfd >= 0)
-		return 0;
-	snprintf(err, len, errno == ESRCH ? "no process with PID %d" : "cannot watch PID %d: %s", gp_opts.pid,
-		 strerror(errno));
-	return -errno;
+	if (!gp_opts.nr_pids) {
+		snprintf(err, len, "no process with PID %d", dead);
+		return -ESRCH;
+	}
+	gp_log(GP_LOG_WARN, "no process with PID %d: tracing the others", dead);
+	return 0;
 }
 
-/* Opens, attaches and starts every mode; the command, if any, is held before exec so its
- * PID can filter the probes. */
-static int setup(struct cli *c, char *err, size_t len)
+/*
+ * The libcuda files to probe: those the -p processes map (with --tree or several PIDs, a
+ * process that has not loaded CUDA yet is no error: the node's are probed for what it and
+ * its children will load), else every one on the node.
+ */
+static int resolve_libs(struct cli *c, char *err, size_t len)
+{
+	bool strict = gp_opts.nr_pids == 1 && !gp_opts.tree;
+	int r = 0;
+
+	if (!(gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA))
+		return 0;
+	if (!gp_opts.nr_pids || gp_opts.libcuda)
+		return target__resolve(gp_opts.libcuda, gp_opts.nr_pids ? gp_opts.pids[0] : -1, gp_opts.verbose,
+				       &c->libs, err, len);
+	for (int i = 0; i < gp_opts.nr_pids; i++) {
+		r = target__resolve(NULL, gp_opts.pids[i], gp_opts.verbose, &c->libs, err, len);
+		if (r && (strict || (r != -ENOENT && r != -ESRCH)))
+			return r;
+	}
+	if (!c->libs.n || gp_opts.tree)
+		r = target__resolve(NULL, -1, gp_opts.verbose, &c->libs, err, len);
+	return r;
+}
+
+/*
+ * Who the probes count: one -p PID alone is filtered by the uprobes themselves (cheapest);
+ * a command, several PIDs, --tree, --comm and --cgroup follow a set of processes that
+ * grows as they fork (bpf/procs.bpf.c), with the probes node-wide.
+ */
+static void choose_targets(struct cli *c)
+{
+	struct gp_run *run = c->run;
+
+	run->follow_forks = gp_opts.cmd || gp_opts.tree || gp_opts.comm || gp_opts.cgroup;
+	run->filter = run->follow_forks || gp_opts.nr_pids > 1;
+	run->comm = gp_opts.comm;
+	run->cgroup = gp_opts.cgroup;
+	if (gp_opts.cmd)
+		run->keep_pid = (uint32_t)c->child.pid;
+	else if (gp_opts.nr_pids == 1)
+		run->keep_pid = (uint32_t)gp_opts.pids[0];
+	if (!run->filter && gp_opts.nr_pids == 1)
+		run->target_pid = gp_opts.pids[0];
+}
+
+/* The command, or the -p processes (with --tree their descendants), into the set. */
+static int seed_targets(struct cli *c, char *err, size_t len)
 {
 	int r = 0;
 
-	r = open_target(c, err, len);
-	if (!r && (gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA))
-		r = target__resolve(gp_opts.libcuda, gp_opts.pid, gp_opts.verbose, &c->libs, err, len);
+	if (!c->run->filter)
+		return 0;
+	if (gp_opts.cmd)
+		return gp_run__follow(c->run, (uint32_t)c->child.pid, false, err, len);
+	for (int i = 0; !r && i < gp_opts.nr_pids; i++)
+		r = gp_run__follow(c->run, (uint32_t)gp_opts.pids[i], gp_opts.tree, err, len);
+	return r;
+}
+
+/* Opens, attaches and starts every mode; the command, if any, is held before exec so that
+ * it is followed from its first instruction. */
+static int setup(struct cli *c, char *err, size_t len)
+{
+	int r = open_targets(c, err, len);
+
+	if (!r)
+		r = resolve_libs(c, err, len);
 	if (!r && gp_opts.cmd) {
 		r = target__spawn(gp_opts.cmd, &c->child);
 		if (r)
@@ -159,31 +248,54 @@ static int setup(struct cli *c, char *err, size_t len)
 		return -ENOMEM;
 	c->run->fe = c;
 	c->run->exit_report = exit_report;
-	c->run->libs = &c->libs;
-	c->run->target_pid = gp_opts.cmd ? c->child.pid : gp_opts.pid;
-	c->run->keep_pid = c->run->target_pid > 0 ? (uint32_t)c->run->target_pid : 0;
+	c->run->libs[GP_LIB_CUDA] = &c->libs;
+	choose_targets(c);
 	r = gp_run__open(c->run, err, len);
+	if (!r)
+		r = seed_targets(c, err, len);
 	for (int i = 0; !r && i < c->libs.n; i++)
-		r = gp_run__attach_lib(c->run, c->libs.libs[i].path, err, len);
+		r = gp_run__attach_lib(c->run, GP_LIB_CUDA, c->libs.libs[i].path, err, len);
 	if (!r)
 		r = gp_run__start(c->run, err, len);
 	return r;
 }
 
+static void describe_targets(const struct cli *c, char *who, size_t len)
+{
+	size_t off = 0;
+
+	if (gp_opts.cmd) {
+		snprintf(who, len, "PID %d and the processes it starts", c->child.pid);
+		return;
+	}
+	for (int i = 0; i < gp_opts.nr_pids && off < len; i++)
+		off += (size_t)snprintf(who + off, len - off, "%s%d", i ? "," : gp_opts.nr_pids > 1 ? "PIDs " : "PID ",
+					gp_opts.pids[i]);
+	if (gp_opts.nr_pids && gp_opts.tree && off < len)
+		snprintf(who + off, len - off, " and their descendants");
+	if (gp_opts.nr_pids)
+		return;
+	if (gp_opts.comm && gp_opts.cgroup)
+		snprintf(who, len, "processes named %s or in cgroup %s", gp_opts.comm, gp_opts.cgroup);
+	else if (gp_opts.comm)
+		snprintf(who, len, "processes named %s", gp_opts.comm);
+	else if (gp_opts.cgroup)
+		snprintf(who, len, "processes in cgroup %s", gp_opts.cgroup);
+	else
+		snprintf(who, len, "every CUDA process");
+}
+
 /* One line on stderr, so people and scripts know the probes are in, and where. */
 static void announce(const struct cli *c)
 {
-	char who[64], where[1024] = "";
+	char who[512], where[1024] = "";
 	size_t off = 0;
 
 	for (int i = 0; i < c->libs.n && off < sizeof(where); i++)
 		off += (size_t)snprintf(where + off, sizeof(where) - off, "%s%s", i ? ", " : "", c->libs.libs[i].path);
 	if (!c->libs.n)
 		snprintf(where, sizeof(where), "the ioctl syscalls");
-	if (c->run->target_pid > 0)
-		snprintf(who, sizeof(who), "PID %d", c->run->target_pid);
-	else
-		snprintf(who, sizeof(who), "every CUDA process");
+	describe_targets(c, who, sizeof(who));
 	fprintf(stderr, "gpuprobe: tracing %s: %d probes on %s%s\n", who, attach_set__count(c->run->links),
 		where, gp_opts.cmd ? "" : "; Ctrl-C to end");
 }
@@ -210,7 +322,7 @@ static int loop(struct cli *c, char *err, size_t len)
 			c->child_done = true;
 			return 0;
 		}
-		if (target_gone(c))
+		if (targets_gone(c))
 			return 0;
 		if (stop_signal) {
 			/* a terminal's Ctrl-C reached the command too; a SIGTERM did not */
@@ -331,14 +443,23 @@ static int trace_main(int argc, char **argv)
 				 .args_doc = "[-- COMMAND [ARGS...]]", .doc = doc, .epilog = epilog,
 				 .positionals = GP_POS_COMMAND };
 	struct sigaction sa = { .sa_handler = on_signal };
-	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 }, .pidfd = -1 };
+	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
 	char err[1024] = "";
 	int r = gp_options__parse(&cl, argc, argv), code;
 
 	if (r)
 		return r == GP_PARSED_EXIT ? 0 : r;
-	if (gp_opts.cmd && gp_opts.pid > 0)
+	if (gp_opts.cmd && gp_opts.nr_pids)
 		return gp_options__error(&cl, "-p and a command exclude each other");
+	if (gp_opts.tree && !gp_opts.nr_pids)
+		return gp_options__error(&cl, "--tree needs -p (a command's children are always followed)");
+	if (gp_opts.nr_pids && (gp_opts.comm || gp_opts.cgroup))
+		return gp_options__error(&cl, "-p excludes --comm and --cgroup (they choose processes node-wide)");
+	if (gp_opts.cmd && (gp_opts.comm || gp_opts.cgroup))
+		return gp_options__error(&cl, "a command excludes --comm and --cgroup (they choose processes node-wide)");
+	for (int i = 0; gp_opts.tree && i < gp_opts.nr_pids; i++)
+		if (gp_opts.pids[i] == 1)
+			return gp_options__error(&cl, "--tree on PID 1 would follow every process: trace the node without -p (or use --comm, --cgroup)");
 	libbpf_set_print(libbpf_print_fn);
 	gp_log_setup(false, gp_opts.verbose);
 	r = preflight(err, sizeof(err));
@@ -369,8 +490,8 @@ cleanup:
 	if (r && err[0])
 		fprintf(stderr, "gpuprobe: %s\n", err);
 	gp_run__free(c.run);
-	if (c.pidfd >= 0)
-		close(c.pidfd);
+	for (int i = 0; i < c.nr_pidfds; i++)
+		close(c.pidfds[i]);
 	/* a command that ran is waited for; one held before its exec is killed */
 	code = r == -127 ? 127 : exit_code(&c, r);
 	target__abort(&c.child);

@@ -43,6 +43,11 @@ int allocsrc__open(struct allocsrc **out, struct gp_run *run, char *err, size_t 
 	}
 	attach_pair__prepare(&as->probes, as->skel->progs.mem_enter, as->skel->progs.mem_leave, "memory");
 	as->skel->rodata->capture_stacks = false;
+	r = gp_run__adopt(run, as->skel);
+	if (r) {
+		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
+		goto fail;
+	}
 	bpf_map__set_max_entries(as->skel->maps.pending, run->o->max_pending);
 	bpf_map__set_max_entries(as->skel->maps.procs, run->o->max_procs);
 	/* the run's ordered buffer: allocations and the copies that use them, in one order */

@@ -6,7 +6,7 @@
 #include "events.h"
 
 #define MAX_SOURCES 8
-#define MAX_SUBSCRIBERS 4
+#define MAX_SUBSCRIBERS 16 /* the run, its process tree, the allocation source, every mode */
 
 /* One ring buffer; its records go to every subscriber, in the order they subscribed. */
 struct source {
@@ -74,6 +74,13 @@ static int deliver(const struct gp_handlers *h, const void *data, size_t size)
 		if (size < sizeof(struct gp_call_event))
 			goto bad;
 		CALL(h, on_call, data);
+		break;
+	case GP_EV_FORK:
+	case GP_EV_EXEC:
+	case GP_EV_GONE:
+		if (size < sizeof(struct gp_proc_event))
+			goto bad;
+		CALL(h, on_proc, data);
 		break;
 	case GP_EV_IOCTL:
 		if (size < sizeof(struct gp_ioctl_event))

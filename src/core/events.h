@@ -18,6 +18,7 @@ struct gp_handlers {
 	void (*on_aux)(void *ctx, const struct gp_aux_event *e);
 	void (*on_call)(void *ctx, const struct gp_call_event *e);
 	void (*on_ioctl)(void *ctx, const struct gp_ioctl_event *e);
+	void (*on_proc)(void *ctx, const struct gp_proc_event *e); /* FORK, EXEC, GONE */
 };
 
 struct gp_events;

@@ -11,6 +11,8 @@
  * process starts with the tgid) matches; returns how many, or -errno. Keys are collected
  * first: deleting the key an iteration stands on sends get_next_key back to the start. */
 int gp_map__delete_pids(int fd, size_t key_size, bool (*match)(void *ctx, uint32_t pid), void *ctx);
+/* Deletes every key for which match(ctx, key) holds; returns how many, or -errno. */
+int gp_map__delete_if(int fd, size_t key_size, bool (*match)(void *ctx, const void *key), void *ctx);
 /* The same for one pid. */
 int gp_map__delete_pid(int fd, size_t key_size, uint32_t pid);
 

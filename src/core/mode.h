@@ -22,11 +22,25 @@ struct gp_option;
 struct json_object;
 struct prom_out;
 
+/* The libraries modes probe; a mode's attach step gets each file of the kinds it needs. */
+enum gp_lib {
+	GP_LIB_CUDA,  /* libcuda.so.1, the driver */
+	GP_LIB_NCCL,  /* libnccl.so.2 */
+	GP_LIB__COUNT,
+};
+
 /* What a mode needs from the run before it opens. */
 enum gp_need {
 	GP_NEED_LIBCUDA = 1 << 0, /* probes in libcuda: the driver files are resolved */
 	GP_NEED_ALLOCS = 1 << 1,  /* the allocation records (src/core/allocsrc.h) */
+	GP_NEED_LIBNCCL = 1 << 2, /* probes in libnccl */
 };
+
+/* The need bit of a library kind. */
+static inline unsigned int gp_need_of_lib(enum gp_lib kind)
+{
+	return kind == GP_LIB_CUDA ? GP_NEED_LIBCUDA : GP_NEED_LIBNCCL;
+}
 
 /* Where a mode or an option exists. */
 enum gp_frontend {
@@ -48,6 +62,9 @@ struct gp_snap_drop {
 	int reason;
 	uint64_t count;
 };
+
+/* The drops a run adds to each mode's (gp_run__drops): its process tree's. */
+#define GP_RUN_DROPS 2
 
 /* The head of every mode's snapshot (its first member). */
 struct gp_snap {
@@ -73,7 +90,8 @@ struct gp_mode {
 	const struct gp_option *options; /* the options it owns; name NULL ends */
 
 	int (*open)(struct gp_run *run, void **st, char *err, size_t len);
-	int (*attach)(void *st, struct gp_run *run, const char *lib, char *err, size_t len);
+	/* probes on one more library file of a kind it needs (enum gp_lib) */
+	int (*attach)(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len);
 	int (*start)(void *st, struct gp_run *run, char *err, size_t len);
 	/* pid 0: every process; the snapshot is owned by st and valid until the next one */
 	const struct gp_snap *(*snapshot)(void *st, struct gp_run *run, const char *kind, uint32_t pid);

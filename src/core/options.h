@@ -11,12 +11,18 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#define GP_MAX_PIDS 256
+
 struct gp_opts {
 	unsigned int frontend;  /* enum gp_frontend of the running front end */
 	uint64_t modes;         /* bit i: gp_modes[i] enabled */
 	bool json, verbose;
 	/* target (CLI) */
-	int pid;                /* -p; -1: none */
+	int pids[GP_MAX_PIDS];  /* -p PID[,PID...] (repeatable) */
+	int nr_pids;
+	bool tree;              /* --tree: the -p processes' descendants too */
+	const char *comm;       /* --comm: node-wide, processes with this name */
+	const char *cgroup;     /* --cgroup: node-wide, processes in this cgroup v2 subtree */
 	char **cmd;             /* the command after the options, or NULL */
 	const char *libcuda;    /* --libcuda: probe this file instead of discovering them */
 	/* reports (CLI) */

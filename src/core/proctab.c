@@ -91,6 +91,19 @@ void *proctab__find(const struct proctab *t, uint32_t pid)
 	return p;
 }
 
+void *proctab__find_if(const struct proctab *t, uint32_t pid, bool (*match)(const void *p, void *ctx),
+		       void *ctx)
+{
+	void *p = u64map__get(t->live, pid);
+
+	if (p && match(p, ctx))
+		return p;
+	for (size_t i = t->nr_exited; i > 0; i--)
+		if (t->exited[i - 1].pid == pid && match(t->exited[i - 1].p, ctx))
+			return t->exited[i - 1].p;
+	return NULL;
+}
+
 void *proctab__exit(struct proctab *t, uint32_t pid, uint64_t exit_ns)
 {
 	void *p = u64map__del(t->live, pid);

@@ -7,6 +7,7 @@
 #ifndef GP_PROCTAB_H
 #define GP_PROCTAB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,10 @@ void *proctab__live(const struct proctab *t, uint32_t pid);
 void *proctab__get(struct proctab *t, uint32_t pid, void *(*make)(uint32_t pid));
 /* The live record of pid, else the newest exited one awaiting its report, or NULL. */
 void *proctab__find(const struct proctab *t, uint32_t pid);
+/* The first of pid's records, live then exited from the newest, for which match(p, ctx)
+ * holds (the records of one PID's successive images, see GP_EV_EXEC), or NULL. */
+void *proctab__find_if(const struct proctab *t, uint32_t pid, bool (*match)(const void *p, void *ctx),
+		       void *ctx);
 /* Detaches pid's record as exited at exit_ns and returns it (still owned by t), or NULL. */
 void *proctab__exit(struct proctab *t, uint32_t pid, uint64_t exit_ns);
 

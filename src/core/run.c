@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <json-c/json.h>
 #include "allocsrc.h"
 #include "attach.h"
@@ -14,6 +15,7 @@
 #include "json.h"
 #include "options.h"
 #include "prom.h"
+#include "ptree.h"
 #include "run.h"
 #include "symbolize.h"
 #include "timeline.h"
@@ -90,10 +92,18 @@ int gp_run__open(struct gp_run *run, char *err, size_t len)
 		if (!run->timeline)
 			return -EIO;
 	}
-	if (needs & GP_NEED_ALLOCS) {
+	if (needs & (GP_NEED_LIBCUDA | GP_NEED_LIBNCCL | GP_NEED_ALLOCS) || run->filter) {
+		struct ptree_opts po = { .filter = run->filter, .follow_forks = run->follow_forks,
+					 .comm = run->comm, .cgroup = run->cgroup };
+
 		r = open_shared_rb(run, err, len);
 		if (!r)
-			r = allocsrc__open(&run->allocs, run, err, len);
+			r = ptree__open(&run->ptree, run, &po, err, len);
+		if (r)
+			return r;
+	}
+	if (needs & GP_NEED_ALLOCS) {
+		r = allocsrc__open(&run->allocs, run, err, len);
 		if (r)
 			return r;
 	}
@@ -106,28 +116,70 @@ int gp_run__open(struct gp_run *run, char *err, size_t len)
 	return run->allocs ? allocsrc__load(run->allocs, run, err, len) : 0;
 }
 
-int gp_run__attach_lib(struct gp_run *run, const char *path, char *err, size_t len)
+int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, char *err, size_t len)
 {
 	int r = 0;
 
-	if (run->allocs)
+	if (run->allocs && kind == GP_LIB_CUDA)
 		r = allocsrc__attach(run->allocs, run, path, err, len);
 	for (int i = 0; i < run->nr && !r; i++)
-		if (run->slot[i].m->attach)
-			r = run->slot[i].m->attach(run->slot[i].st, run, path, err, len);
+		if (run->slot[i].m->attach && (run->slot[i].m->needs & gp_need_of_lib(kind)))
+			r = run->slot[i].m->attach(run->slot[i].st, run, kind, path, err, len);
 	return r;
+}
+
+/* An exec replaces the process's mappings: what the symbolizer knew of them is stale. */
+static void run_on_proc(void *ctx, const struct gp_proc_event *e)
+{
+	struct gp_run *run = ctx;
+
+	if (e->type == GP_EV_EXEC)
+		symbolizer__forget_pid(run->sym, (int)e->pid);
 }
 
 int gp_run__start(struct gp_run *run, char *err, size_t len)
 {
+	struct gp_handlers h = { .ctx = run, .on_proc = run_on_proc };
 	int r = 0;
 
-	if (run->allocs)
+	if (run->ptree)
+		r = ptree__start(run->ptree, run, err, len);
+	if (!r && run->ptree)
+		r = gp_run__subscribe(run, &h);
+	if (!r && run->allocs)
 		r = allocsrc__start(run->allocs, run, err, len);
 	for (int i = 0; i < run->nr && !r; i++)
 		if (run->slot[i].m->start)
 			r = run->slot[i].m->start(run->slot[i].st, run, err, len);
 	return r;
+}
+
+int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, bool *filter)
+{
+	*filter = run->filter;
+	bpf_map__set_max_entries(traced, (__u32)run->o->max_procs);
+	return run->ptree ? bpf_map__reuse_fd(traced, ptree__traced_fd(run->ptree)) : 0;
+}
+
+size_t gp_run__drops(const struct gp_run *run, struct gp_snap_drop *drops)
+{
+	uint64_t lost, full;
+
+	if (!run->ptree)
+		return 0;
+	ptree__drops(run->ptree, &lost, &full);
+	drops[0] = (struct gp_snap_drop){ GP_R_PROCESS_RECORDS_LOST, lost };
+	drops[1] = (struct gp_snap_drop){ GP_R_FOLLOWED_TABLE_FULL, full };
+	return GP_RUN_DROPS;
+}
+
+int gp_run__follow(struct gp_run *run, uint32_t pid, bool descendants, char *err, size_t len)
+{
+	if (!run->ptree) {
+		snprintf(err, len, "no process tree in this run");
+		return -EINVAL;
+	}
+	return ptree__seed(run->ptree, pid, descendants, err, len);
 }
 
 int gp_run__subscribe(struct gp_run *run, const struct gp_handlers *h)
@@ -342,6 +394,8 @@ void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
 	/* records still in flight first: a process gone without an exit record is marked
 	 * exited by the modes, and a late record of it would make it live again */
 	gp_events__drain(run->events);
+	if (run->ptree)
+		ptree__reap(run->ptree, cutoff_ns);
 	if (run->allocs)
 		allocsrc__reap(run->allocs, cutoff_ns, keep_pid);
 	for (int i = 0; i < run->nr; i++)
@@ -390,6 +444,7 @@ void gp_run__free(struct gp_run *run)
 		if (run->slot[i].m->free)
 			run->slot[i].m->free(run->slot[i].st);
 	allocsrc__free(run->allocs);
+	ptree__free(run->ptree);
 	gp_timeline__close(run->timeline, NULL);
 	if (run->shared_rb >= 0)
 		close(run->shared_rb);

@@ -23,6 +23,8 @@ struct allocsrc;
 struct gp_timeline;
 struct lib_set;
 struct prom_out;
+struct bpf_map;
+struct ptree;
 
 #define GP_MAX_MODES 16
 
@@ -34,8 +36,12 @@ struct gp_run {
 	int shared_rb;               /* the ordered ring buffer's fd, or -1 */
 	struct allocsrc *allocs;     /* when an enabled mode needs GP_NEED_ALLOCS */
 	struct gp_timeline *timeline; /* --trace FILE */
-	const struct lib_set *libs;  /* the driver files found at start */
-	int target_pid;              /* -1: every process */
+	const struct lib_set *libs[GP_LIB__COUNT]; /* the files of each kind found at start */
+	int target_pid;              /* the uprobes' own PID filter; -1: none */
+	struct ptree *ptree;         /* the processes followed, forks and execs */
+	bool filter;                 /* only the processes in the ptree (else every one) */
+	bool follow_forks;           /* a followed process's children are followed too */
+	const char *comm, *cgroup;   /* --comm, --cgroup */
 	uint32_t keep_pid;           /* its records stay until the final report; 0: none */
 	FILE *out;                   /* reports */
 	uint64_t start_ns;
@@ -57,8 +63,8 @@ struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len);
 /* Opens the shared resources the modes need, then each mode (table order), and loads
  * every BPF object; nothing is attached. 0 or -errno with one reason in err. */
 int gp_run__open(struct gp_run *run, char *err, size_t len);
-/* Probes on one more library file, for every mode that probes libraries. */
-int gp_run__attach_lib(struct gp_run *run, const char *path, char *err, size_t len);
+/* Probes on one more library file of a kind, for every mode that needs that kind. */
+int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, char *err, size_t len);
 /* Tracepoints and ring buffers, once every library is attached. */
 int gp_run__start(struct gp_run *run, char *err, size_t len);
 /* Reports of every mode (pid 0: every process) to run->out, text or JSON. */
@@ -76,6 +82,15 @@ size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_sn
 bool gp_run__counts_hits(const struct gp_run *run);
 /* Forgets exited processes in every mode (see gp_mode.reap). */
 void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid);
+/* Before a BPF object loads: it filters on the run's `traced` map (reused) when the run
+ * follows processes (its const volatile gp_filter). */
+#define gp_run__adopt(run, skel) gp_run__adopt_map(run, (skel)->maps.traced, (bool *)&(skel)->rodata->gp_filter)
+int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, bool *filter);
+/* Follows pid (and with descendants, the processes it started already); after open. */
+/* The run's own drops (the process tree's), appended at drops; returns how many
+ * (GP_RUN_DROPS at most). */
+size_t gp_run__drops(const struct gp_run *run, struct gp_snap_drop *drops);
+int gp_run__follow(struct gp_run *run, uint32_t pid, bool descendants, char *err, size_t len);
 /* Subscribes h to the shared ring buffer (call from a mode's start). */
 int gp_run__subscribe(struct gp_run *run, const struct gp_handlers *h);
 /* The mode state of slot i's mode, for a mode's own callbacks. */

@@ -23,6 +23,9 @@ static const struct {
 	[GP_R_CONTROL_PARAMS_UNREADABLE] = { "control_params_unreadable", false },
 	[GP_R_NESTED_TOO_DEEP] = { "nested_too_deep", true },
 	[GP_R_MALFORMED_RECORD] = { "malformed_records", true },
+	[GP_R_PROCESS_RECORDS_LOST] = { "process_records_lost", false },
+	/* every call of a child not followed is lost */
+	[GP_R_FOLLOWED_TABLE_FULL] = { "followed_table_full", true },
 };
 
 const char *gp_reason_name(int reason)

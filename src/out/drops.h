@@ -28,6 +28,8 @@ enum gp_reason {
 	GP_R_CONTROL_PARAMS_UNREADABLE, /* RM control parameters unreadable */
 	GP_R_NESTED_TOO_DEEP,      /* --trace: calls nested deeper than the per-thread stack */
 	GP_R_MALFORMED_RECORD,     /* a record of unknown type or size (a bug if non-zero) */
+	GP_R_PROCESS_RECORDS_LOST, /* a fork/exec/exit record lost: an exec's images not told apart */
+	GP_R_FOLLOWED_TABLE_FULL,  /* --max-procs followed processes: a child not followed */
 	GP_R__COUNT,
 };
 

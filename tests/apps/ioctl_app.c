@@ -11,8 +11,8 @@
  *   UVM_INITIALIZE      0x30000001:           1
  *   UVM_REGISTER_GPU    37:                   4
  *   unknown             0x12345678:           5
- * With --fork a child process issues the same set too (another tgid: not traced in
- * -- CMD and -p modes). With --wait the ioctls come after READY and SIGUSR1.
+ * With --fork a child process issues the same set too (another tgid: followed in
+ * -- CMD mode, not with -p PID alone). With --wait the ioctls come after READY and SIGUSR1.
  * The ground truth is one JSON line on stderr.
  */
 #include <errno.h>

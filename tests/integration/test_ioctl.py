@@ -110,13 +110,31 @@ def test_kprobe_backend_without_kprobes():
     eq(r.returncode, 2, "usage error")
 
 
-def test_pid_filter_in_command_mode():
-    """A child of the command (another tgid) issues the same ioctls: not counted."""
+def test_command_children_followed():
+    """A child of the command (another tgid) issues the same ioctls: counted as its own
+    process (a command is traced with every process it starts)."""
     r = gp.gpuprobe(BASE, cmd=[APP, "--fork", "--n", "10"])
     t = gp.truth(r.stderr)
     rep = final(r.stdout)
-    eq([p["pid"] for p in rep["processes"]], [t["pid"]], "processes")
+    eq(sorted(p["pid"] for p in rep["processes"]), sorted([t["pid"], t["child_pid"]]), "processes")
     check_exact(proc(rep, t["pid"]), t)
+    eq(proc(rep, t["child_pid"])["ioctls"], proc(rep, t["pid"])["ioctls"], "the child's ioctls")
+
+
+def test_pid_filter():
+    """-p PID alone: a child it forks (another tgid) is not counted."""
+    a = gp.start_app([APP, "--wait", "--fork", "--n", "10"])
+    g = gp.start_gpuprobe(BASE + ["-p", str(a.pid)])
+    try:
+        a.signal(signal.SIGUSR1)
+        a.wait()
+        eq(g.wait(), 0, "gpuprobe exit")
+        t = gp.truth(a.stderr())
+        rep = final(g.stdout())
+        eq([p["pid"] for p in rep["processes"]], [t["pid"]], "processes")
+    finally:
+        a.kill()
+        g.kill()
 
 
 def test_system_wide_sees_every_process():

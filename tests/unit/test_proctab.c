@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The shared per-process table: live records by PID, exited ones until reaped. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include "proctab.h"
@@ -98,9 +99,63 @@ static void test_reap_keep_and_cutoff(void)
 cleanup:;
 }
 
+static bool rec_is(const void *p, void *ctx)
+{
+	return ((const struct rec *)p)->pid == *(uint32_t *)ctx;
+}
+
+static bool never(const void *p, void *ctx)
+{
+	(void)p;
+	(void)ctx;
+	return false;
+}
+
+/* One PID's successive images: find_if looks at the live record, then the exited ones
+ * from the newest. The records tag their image in pid's place here. */
+static void test_find_if_images(void)
+{
+	struct proctab *t = proctab__new(free_rec, NULL);
+	struct rec *img1, *img2, *img3;
+	uint32_t want;
+
+	if (!ASSERT_TRUE(t != NULL, "t != NULL"))
+		goto cleanup;
+	img1 = proctab__get(t, 7, make_rec);
+	if (!ASSERT_TRUE(img1 != NULL, "image 1"))
+		goto cleanup;
+	img1->pid = 1;
+	proctab__exit(t, 7, 10);
+	img2 = proctab__get(t, 7, make_rec);
+	if (!ASSERT_TRUE(img2 != NULL, "image 2"))
+		goto cleanup;
+	img2->pid = 2;
+	proctab__exit(t, 7, 20);
+	img3 = proctab__get(t, 7, make_rec);
+	if (!ASSERT_TRUE(img3 != NULL, "image 3"))
+		goto cleanup;
+	img3->pid = 3;
+	want = 3;
+	if (!ASSERT_TRUE(proctab__find_if(t, 7, rec_is, &want) == img3, "the live image"))
+		goto cleanup;
+	want = 1;
+	if (!ASSERT_TRUE(proctab__find_if(t, 7, rec_is, &want) == img1, "the oldest exited image"))
+		goto cleanup;
+	want = 2;
+	if (!ASSERT_TRUE(proctab__find_if(t, 7, rec_is, &want) == img2, "the newer exited image"))
+		goto cleanup;
+	if (!ASSERT_TRUE(proctab__find_if(t, 8, rec_is, &want) == NULL, "another PID"))
+		goto cleanup;
+	if (!ASSERT_TRUE(proctab__find_if(t, 7, never, NULL) == NULL, "no match"))
+		goto cleanup;
+cleanup:
+	proctab__free(t);
+}
+
 int main(void)
 {
 	RUN_TEST(test_live_exit_reuse_list);
+	RUN_TEST(test_find_if_images);
 	RUN_TEST(test_reap_keep_and_cutoff);
 	return unit_done();
 }

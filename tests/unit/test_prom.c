@@ -249,7 +249,7 @@ static struct cudatrace *five_kernels(void)
 	for (int i = 0; i < 5; i++)
 		launch(ct, 20, GP_LAUNCH_KERNEL, (uint32_t)i + 1, 0x100 + (uint64_t)i, 50 - 10 * (uint64_t)i);
 	launch(ct, 20, GP_LAUNCH_GRAPH, 0, 0x999, 6);
-	cudatrace__set_hist(ct, 20, GP_HIST_SYNC, &h);
+	cudatrace__set_hist(ct, &(struct gp_hist_key){ .pid = 20, .kind = GP_HIST_SYNC }, &h);
 	cudatrace__snapshot_end(ct, 10);
 	return ct;
 }

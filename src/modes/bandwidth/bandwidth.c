@@ -32,6 +32,7 @@ struct bw_proc {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
 	bool exited;
+	bool exec; /* ended by an exec */
 	uint64_t exit_ns; /* CLOCK_MONOTONIC, from the exit record */
 	struct range *ranges; /* sorted by start, disjoint */
 	size_t nr_ranges, cap_ranges;
@@ -527,6 +528,17 @@ void bandwidth__on_exit(struct bandwidth *bw, const struct gp_exit_event *e)
 	p->exit_ns = e->ts_ns;
 }
 
+void bandwidth__on_exec(struct bandwidth *bw, const struct gp_proc_event *e)
+{
+	struct bw_proc *p = proctab__exit(bw->procs, e->pid, e->ts_ns);
+
+	if (!p)
+		return;
+	p->exited = true;
+	p->exec = true;
+	p->exit_ns = e->ts_ns;
+}
+
 size_t bandwidth__procs(struct bandwidth *bw, struct bw_proc ***out)
 {
 	return proctab__list(bw->procs, (void ***)out);
@@ -625,6 +637,7 @@ int bandwidth__snapshot(struct bandwidth *bw, uint32_t pid, struct bw_snap_data 
 		sp->pid = procs[i]->pid;
 		memcpy(sp->comm, procs[i]->comm, sizeof(sp->comm));
 		sp->exited = procs[i]->exited;
+		sp->exec = procs[i]->exec;
 		sp->unsynced = procs[i]->nr_pending;
 		out->nr_procs = ++k;
 		sp->stats = calloc(ns ? ns : 1, sizeof(*sp->stats));

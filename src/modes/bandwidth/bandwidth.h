@@ -43,6 +43,8 @@ void bandwidth__on_free(struct bandwidth *bw, const struct gp_free_event *e); /*
 void bandwidth__on_copy(struct bandwidth *bw, const struct gp_copy_event *e);
 void bandwidth__on_aux(struct bandwidth *bw, const struct gp_aux_event *e);
 void bandwidth__on_exit(struct bandwidth *bw, const struct gp_exit_event *e);
+/* pid replaced its image (GP_EV_EXEC): its record ends; the new image starts another. */
+void bandwidth__on_exec(struct bandwidth *bw, const struct gp_proc_event *e);
 
 /* The direction a copy would be counted under, without counting it (--trace decodes
  * its calls with the ranges this object tracks); *gpu gets the GPU or -1. */
@@ -66,7 +68,7 @@ void bandwidth__reap(struct bandwidth *bw, uint64_t cutoff_ns, uint32_t keep_pid
 struct bw_snap_proc {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
-	bool exited;
+	bool exited, exec;
 	uint64_t unsynced; /* async copies not yet covered by a synchronization */
 	size_t nr_stats;
 	struct bw_stat *stats; /* by gpu, then direction */

@@ -80,6 +80,11 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	m->last_csv_ns = gp_mono_ns();
 	attach_pair__prepare(&m->probes, m->skel->progs.copy_enter, m->skel->progs.copy_leave, "copy");
 	m->skel->rodata->min_bytes = bw_settings.min_bytes;
+	r = gp_run__adopt(run, m->skel);
+	if (r) {
+		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
+		return r;
+	}
 	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
 	/* one ring buffer with the allocation records: one order for allocations and copies */
 	r = bpf_map__reuse_fd(m->skel->maps.events, run->shared_rb);
@@ -93,13 +98,14 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	return r;
 }
 
-static int m_attach(void *st, struct gp_run *run, const char *lib, char *err, size_t len)
+static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len)
 {
 	struct bw_mode *m = st;
 	const char *names[GP_API__COUNT] = { 0 };
 	long long offsets[GP_API__COUNT];
 	__u64 cookies[GP_API__COUNT];
 	int r, n = 0;
+	(void)kind; /* libcuda only */
 
 	for (int i = 0; i < gp_copy_apis_cnt; i++) {
 		names[n] = gp_copy_apis[i].name;
@@ -145,11 +151,17 @@ static void h_exit(void *ctx, const struct gp_exit_event *e)
 	bandwidth__on_exit(((struct bw_mode *)ctx)->bw, e);
 }
 
+static void h_proc(void *ctx, const struct gp_proc_event *e)
+{
+	if (e->type == GP_EV_EXEC)
+		bandwidth__on_exec(((struct bw_mode *)ctx)->bw, e);
+}
+
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct bw_mode *m = st;
 	struct gp_handlers h = { .ctx = m, .on_alloc = h_alloc, .on_free = h_free, .on_copy = h_copy,
-				 .on_aux = h_aux, .on_exit = h_exit };
+				 .on_aux = h_aux, .on_exit = h_exit, .on_proc = h_proc };
 	int r = attach_set__auto(run->links, m->skel->progs.copy_proc_exit, err, len);
 
 	if (r)
@@ -185,6 +197,7 @@ static void fill(struct bw_mode *m, struct bw_snap *s)
 	allocsrc__drops(m->run->allocs, md);
 	s->drops[n++] = (struct gp_snap_drop){ GP_R_ALLOCATION_RECORDS_LOST,
 		md[GP_DROP_RINGBUF] + md[GP_DROP_PENDING] + md[GP_DROP_NORETURN] };
+	n += gp_run__drops(m->run, s->drops + n);
 	s->hdr.drops = s->drops;
 	s->hdr.nr_drops = n;
 	s->small_copies = __atomic_load_n(&m->skel->bss->small_copies, __ATOMIC_RELAXED);

@@ -19,7 +19,7 @@ struct bw_snap {
 	struct gp_snap hdr;
 	struct bw_snap_data d;
 	struct gp_snap_pid *pids;
-	struct gp_snap_drop drops[GP_CDROP__COUNT + 1];
+	struct gp_snap_drop drops[GP_CDROP__COUNT + 1 + GP_RUN_DROPS];
 	uint64_t small_copies, small_bytes, failed_copies, zero_copies, min_bytes;
 };
 

@@ -28,7 +28,7 @@ static double pageable_rate(const struct bw_stat *x)
 
 static void text_proc(FILE *f, const struct bw_snap_proc *p)
 {
-	fprintf(f, "PID %u (%s)%s\n", p->pid, p->comm, p->exited ? " exited" : "");
+	fprintf(f, "PID %u (%s)%s\n", p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "");
 	if (!p->nr_stats)
 		return;
 	fprintf(f, "  %-4s %-5s %8s %14s %10s %12s %12s %12s %10s\n", "GPU", "DIR", "COPIES", "BYTES",
@@ -123,6 +123,7 @@ void bw_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 		json_object_object_add(po, "pid", json_object_new_int64(p->pid));
 		json_object_object_add(po, "comm", json_object_new_string(p->comm));
 		json_object_object_add(po, "exited", json_object_new_boolean(p->exited));
+		json_object_object_add(po, "exec", json_object_new_boolean(p->exec));
 		for (size_t j = 0; j < p->nr_stats; j++)
 			json_object_array_add(ts, json_stat(&p->stats[j]));
 		json_object_object_add(po, "transfers", ts);

@@ -10,6 +10,7 @@
 
 struct cudatrace {
 	uint64_t start_ns;      /* rates of a process's first report count from here */
+	uint64_t last_ns;       /* the latest record's or snapshot's time */
 	struct proctab *procs; /* struct ct_proc */
 };
 
@@ -77,9 +78,43 @@ void cudatrace__free(struct cudatrace *ct)
 	free(ct);
 }
 
-static struct ct_proc *get_proc(struct cudatrace *ct, uint32_t pid)
+static bool same_img(const void *p, void *ctx)
 {
-	return proctab__get(ct->procs, pid, make_proc);
+	return ((const struct ct_proc *)p)->img == *(const uint32_t *)ctx;
+}
+
+static void end_image(struct ct_proc *p, uint64_t ts_ns, bool exec)
+{
+	p->exited = true;
+	p->exec = exec;
+	p->exit_ns = ts_ns;
+}
+
+/*
+ * The record of pid's image img: a live or exited one already there, else the live one
+ * (made now when there is none). Records of one image come from several ring buffers and
+ * tables, so a newer image may be seen before its exec record: the live record ends then.
+ * An older image's record that has been reported and reaped gets nothing.
+ */
+static struct ct_proc *proc_of(struct cudatrace *ct, uint32_t pid, uint32_t img)
+{
+	struct ct_proc *p = proctab__find_if(ct->procs, pid, same_img, &img);
+	bool fresh;
+
+	if (p)
+		return p;
+	p = proctab__live(ct->procs, pid);
+	if (p && (int32_t)(img - p->img) < 0)
+		return NULL;
+	if (p) {
+		proctab__exit(ct->procs, pid, ct->last_ns);
+		end_image(p, ct->last_ns, true);
+	}
+	fresh = !proctab__live(ct->procs, pid);
+	p = proctab__get(ct->procs, pid, make_proc);
+	if (p && fresh)
+		p->img = img;
+	return p;
 }
 
 static void put_name(struct u64map *m, uint64_t handle, const char *name)
@@ -95,7 +130,7 @@ static void put_name(struct u64map *m, uint64_t handle, const char *name)
 
 void cudatrace__on_name(struct cudatrace *ct, const struct gp_name_event *e)
 {
-	struct ct_proc *p = get_proc(ct, e->pid);
+	struct ct_proc *p = proc_of(ct, e->pid, e->img);
 	char raw[GP_NAME_LEN + 1], buf[4096];
 
 	if (!p)
@@ -108,9 +143,10 @@ void cudatrace__on_name(struct cudatrace *ct, const struct gp_name_event *e)
 	put_name(p->names, e->gen, buf);
 }
 
-void cudatrace__on_host_name(struct cudatrace *ct, uint32_t pid, uint64_t handle, const char *name)
+void cudatrace__on_host_name(struct cudatrace *ct, uint32_t pid, uint32_t img, uint64_t handle,
+			     const char *name)
 {
-	struct ct_proc *p = get_proc(ct, pid);
+	struct ct_proc *p = proc_of(ct, pid, img);
 
 	if (p && name && *name)
 		put_name(p->host_names, handle, name);
@@ -122,22 +158,25 @@ void cudatrace__on_exit(struct cudatrace *ct, const struct gp_exit_event *e)
 
 	/* a process no snapshot has seen yet still has counts in BPF: its record is made
 	 * here, exited, so that the next snapshot reports them and its reap clears them */
-	get_proc(ct, e->pid);
-	p = proctab__exit(ct->procs, e->pid, e->ts_ns);
-
-	if (!p)
+	ct->last_ns = e->ts_ns;
+	p = proc_of(ct, e->pid, e->img);
+	if (!p || p->exited)
 		return;
+	proctab__exit(ct->procs, e->pid, e->ts_ns);
 	snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, e->comm);
-	p->exited = true;
-	p->exit_ns = e->ts_ns;
+	end_image(p, e->ts_ns, false);
 }
 
-/* Counts go to the live process of that PID, else to the exited one awaiting its report. */
-static struct ct_proc *find_proc(struct cudatrace *ct, uint32_t pid)
+bool cudatrace__on_exec(struct cudatrace *ct, const struct gp_proc_event *e)
 {
-	struct ct_proc *p = proctab__find(ct->procs, pid);
+	struct ct_proc *p = proctab__live(ct->procs, e->pid);
 
-	return p ? p : get_proc(ct, pid);
+	ct->last_ns = e->ts_ns;
+	if (!p || p->img == e->img)
+		return false;
+	proctab__exit(ct->procs, e->pid, e->ts_ns);
+	end_image(p, e->ts_ns, true);
+	return true;
 }
 
 void cudatrace__set_start(struct cudatrace *ct, uint64_t start_ns)
@@ -190,7 +229,7 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 
 void cudatrace__add_launch(struct cudatrace *ct, const struct gp_launch_key *k, uint64_t count)
 {
-	struct ct_proc *p = find_proc(ct, k->pid);
+	struct ct_proc *p = proc_of(ct, k->pid, k->img);
 	enum ct_name_source src;
 	const char *name;
 	char unknown[40];
@@ -252,12 +291,12 @@ void cudatrace__add_launch(struct cudatrace *ct, const struct gp_launch_key *k, 
 	sh->launches += count;
 }
 
-void cudatrace__set_hist(struct cudatrace *ct, uint32_t pid, uint32_t kind, const struct gp_hist *h)
+void cudatrace__set_hist(struct cudatrace *ct, const struct gp_hist_key *k, const struct gp_hist *h)
 {
-	struct ct_proc *p = find_proc(ct, pid);
+	struct ct_proc *p = proc_of(ct, k->pid, k->img);
 
-	if (p && kind < GP_HIST__COUNT)
-		p->hist[kind] = *h;
+	if (p && k->kind < GP_HIST__COUNT)
+		p->hist[k->kind] = *h;
 }
 
 static int cmp_shape(const void *a, const void *b)
@@ -300,6 +339,7 @@ void cudatrace__snapshot_end(struct cudatrace *ct, uint64_t now_ns)
 	struct ct_proc **v;
 	size_t n = cudatrace__procs(ct, &v);
 
+	ct->last_ns = now_ns;
 	for (size_t i = 0; i < n; i++)
 		finish(v[i], ct->start_ns, now_ns);
 }
@@ -311,18 +351,23 @@ size_t cudatrace__procs(struct cudatrace *ct, struct ct_proc ***out)
 
 struct forget_ctx {
 	struct cudatrace *ct;
-	void (*forget)(void *ctx, uint32_t pid);
+	void (*forget)(void *ctx, uint32_t pid, const uint32_t *img);
 	void *ctx;
 };
 
-/* The caller's BPF counters of a PID go with its record, unless a new process has it. */
+/* A record's BPF counters go with it: all of its PID's when no process has the PID now,
+ * else only its image's (the PID lives on in a new image, or was reused). */
 static void before_free(void *rctx, void *v)
 {
 	struct forget_ctx *f = rctx;
-	struct ct_proc *p = v;
+	struct ct_proc *p = v, *live = proctab__live(f->ct->procs, p->pid);
 
-	if (f->forget && !proctab__live(f->ct->procs, p->pid))
-		f->forget(f->ctx, p->pid);
+	if (!f->forget)
+		return;
+	if (!live)
+		f->forget(f->ctx, p->pid, NULL);
+	else if (live->img != p->img)
+		f->forget(f->ctx, p->pid, &p->img);
 }
 
 struct sweep {
@@ -336,8 +381,10 @@ static void gone(void *ctx, uint32_t pid)
 	struct ct_proc *p = proctab__live(s->ct->procs, pid);
 	struct gp_exit_event e = { .type = GP_EV_EXIT, .pid = pid, .ts_ns = s->now_ns };
 
-	if (p)
-		memcpy(e.comm, p->comm, sizeof(e.comm));
+	if (!p)
+		return;
+	memcpy(e.comm, p->comm, sizeof(e.comm));
+	e.img = p->img;
 	cudatrace__on_exit(s->ct, &e);
 }
 
@@ -349,7 +396,7 @@ void cudatrace__sweep(struct cudatrace *ct, uint64_t now_ns)
 }
 
 void cudatrace__reap(struct cudatrace *ct, uint64_t cutoff_ns, uint32_t keep_pid,
-		     void (*forget)(void *ctx, uint32_t pid), void *ctx)
+		     void (*forget)(void *ctx, uint32_t pid, const uint32_t *img), void *ctx)
 {
 	struct forget_ctx f = { .ct = ct, .forget = forget, .ctx = ctx };
 

@@ -40,8 +40,10 @@ struct ct_graph {
 
 struct ct_proc {
 	uint32_t pid;
+	uint32_t img; /* the process image (gp_image()): an exec starts a new record */
 	char comm[GP_COMM_LEN];
 	bool exited;
+	bool exec;        /* ended by an exec, not an exit (the PID lives on in a new image) */
 	uint64_t exit_ns; /* CLOCK_MONOTONIC, from the exit record */
 	struct u64map *names;      /* naming generation -> name (see gp_name_event) */
 	struct u64map *host_names; /* handle -> name from the host stub */
@@ -63,15 +65,18 @@ void cudatrace__free(struct cudatrace *ct);
 
 void cudatrace__on_name(struct cudatrace *ct, const struct gp_name_event *e);
 /* A name for an unnamed handle, found on its launch stack (see cudatrace__stub_name). */
-void cudatrace__on_host_name(struct cudatrace *ct, uint32_t pid, uint64_t handle, const char *name);
+void cudatrace__on_host_name(struct cudatrace *ct, uint32_t pid, uint32_t img, uint64_t handle,
+			     const char *name);
 void cudatrace__on_exit(struct cudatrace *ct, const struct gp_exit_event *e);
+/* pid replaced its image (GP_EV_EXEC): the old image's record ends; true if there was one. */
+bool cudatrace__on_exec(struct cudatrace *ct, const struct gp_proc_event *e);
 
 /* When tracing began (CLOCK_MONOTONIC ns): the first rate of a process counts from it. */
 void cudatrace__set_start(struct cudatrace *ct, uint64_t start_ns);
 /* Rebuilds the counts from the in-kernel tables: begin, add every key, end. */
 void cudatrace__snapshot_begin(struct cudatrace *ct);
 void cudatrace__add_launch(struct cudatrace *ct, const struct gp_launch_key *k, uint64_t count);
-void cudatrace__set_hist(struct cudatrace *ct, uint32_t pid, uint32_t kind, const struct gp_hist *h);
+void cudatrace__set_hist(struct cudatrace *ct, const struct gp_hist_key *k, const struct gp_hist *h);
 void cudatrace__snapshot_end(struct cudatrace *ct, uint64_t now_ns);
 
 /* Processes sorted by pid (live first); the array is owned by ct. */
@@ -83,10 +88,10 @@ const char *cudatrace__name_of(struct ct_proc *p, uint64_t handle, uint32_t gen,
 /* Marks exited, at now_ns, the processes gone without an exit record (kill(pid, 0)). */
 void cudatrace__sweep(struct cudatrace *ct, uint64_t now_ns);
 /* Drops exited processes whose exit is before cutoff_ns (UINT64_MAX: every exited one,
- * once reported), except keep_pid (0: none); forget(ctx, pid) lets the caller clear its
- * BPF map entries. */
+ * once reported), except keep_pid (0: none); forget(ctx, pid, img) lets the caller clear
+ * its BPF map entries: the PID's, or with img those of that image only. */
 void cudatrace__reap(struct cudatrace *ct, uint64_t cutoff_ns, uint32_t keep_pid,
-		     void (*forget)(void *ctx, uint32_t pid), void *ctx);
+		     void (*forget)(void *ctx, uint32_t pid, const uint32_t *img), void *ctx);
 
 /* From symbolized launch-stack frames ("func+0x1a (lib)", innermost first), the host-side
  * kernel name: nvcc's stub __device_stub_<mangled>, demangled. Writes "" when there is

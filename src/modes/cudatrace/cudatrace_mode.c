@@ -5,6 +5,7 @@
  * reads the counts into the aggregator (cudatrace.c); cudatrace_report.c renders it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,11 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	m->run = run;
 	attach_pair__prepare(&m->probes, m->skel->progs.launch_enter, m->skel->progs.launch_leave, "launch");
 	m->skel->rodata->measure_latency = ct_settings.latency;
+	r = gp_run__adopt(run, m->skel);
+	if (r) {
+		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
+		return r;
+	}
 	bpf_map__set_max_entries(m->skel->maps.launches, (__u32)ct_settings.max_launch_keys);
 	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
 	bpf_map__set_max_entries(m->skel->maps.procs, (__u32)run->o->max_procs);
@@ -92,13 +98,14 @@ static bool needs_return(enum gp_launch_prog p)
 	return p == GP_LP_NAME || p == GP_LP_ALIAS || p == GP_LP_UNLOAD || ct_settings.latency;
 }
 
-static int m_attach(void *st, struct gp_run *run, const char *lib, char *err, size_t len)
+static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len)
 {
 	struct ct_mode *m = st;
 	const char *names[GP_API__COUNT] = { 0 };
 	long long offsets[GP_API__COUNT], ret_offsets[GP_API__COUNT];
 	__u64 cookies[GP_API__COUNT];
 	int r, n = gp_launch_apis_cnt;
+	(void)kind; /* libcuda only */
 
 	for (int i = 0; i < n; i++) {
 		names[i] = gp_launch_apis[i].name;
@@ -138,7 +145,7 @@ static void h_stub(void *ctx, const struct gp_stub_event *e)
 	}
 	cudatrace__stub_name(ptrs, n, name, sizeof(name));
 	if (name[0])
-		cudatrace__on_host_name(m->ct, e->pid, e->handle, name);
+		cudatrace__on_host_name(m->ct, e->pid, e->img, e->handle, name);
 }
 
 static void h_exit(void *ctx, const struct gp_exit_event *e)
@@ -149,16 +156,26 @@ static void h_exit(void *ctx, const struct gp_exit_event *e)
 	symbolizer__forget_pid(m->run->sym, (int)e->pid);
 }
 
+/* An exec ends the image's record; the new image starts its own. */
+static void h_proc(void *ctx, const struct gp_proc_event *e)
+{
+	if (e->type == GP_EV_EXEC)
+		cudatrace__on_exec(((struct ct_mode *)ctx)->ct, e);
+}
+
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct ct_mode *m = st;
 	struct gp_handlers h = { .ctx = m, .on_name = h_name, .on_stub = h_stub, .on_exit = h_exit };
+	struct gp_handlers hp = { .ctx = m, .on_proc = h_proc };
 	int r = attach_set__auto(run->links, m->skel->progs.launch_proc_exit, err, len);
 
 	if (r)
 		return r;
 	cudatrace__set_start(m->ct, gp_mono_ns());
 	r = gp_events__add(run->events, bpf_map__fd(m->skel->maps.names), &h);
+	if (!r)
+		r = gp_run__subscribe(run, &hp);
 	if (r)
 		snprintf(err, len, "cannot read the launch ring buffer: %s", strerror(-r));
 	return r;
@@ -184,7 +201,7 @@ static void read_maps(struct ct_mode *m)
 	prev = NULL;
 	while (!bpf_map_get_next_key(hfd, prev, &hnext)) {
 		if (!bpf_map_lookup_elem(hfd, &hnext, &h))
-			cudatrace__set_hist(m->ct, hnext.pid, hnext.kind, &h);
+			cudatrace__set_hist(m->ct, &hnext, &h);
 		hk = hnext;
 		prev = &hk;
 	}
@@ -204,6 +221,7 @@ static void fill_drops(struct ct_mode *m, struct ct_snap *s)
 		s->drops[n++] = (struct gp_snap_drop){
 			reason[i], __atomic_load_n(&m->skel->bss->ldrops[i], __ATOMIC_RELAXED) };
 	s->drops[n++] = (struct gp_snap_drop){ GP_R_MALFORMED_RECORD, gp_events__malformed(m->run->events) };
+	n += gp_run__drops(m->run, s->drops + n);
 	s->hdr.drops = s->drops;
 	s->hdr.nr_drops = n;
 }
@@ -246,15 +264,48 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	return &s->hdr;
 }
 
-/* A process's BPF entries go with its record, unless a new process has its PID. */
-static void forget_pid(void *ctx, uint32_t pid)
+struct image_match {
+	uint32_t pid, img;
+	size_t img_at; /* where a key of this map holds the image */
+};
+
+static bool key_of_image(void *ctx, const void *key)
+{
+	const struct image_match *m = ctx;
+	uint32_t pid, img;
+
+	memcpy(&pid, key, sizeof(pid));
+	memcpy(&img, (const char *)key + m->img_at, sizeof(img));
+	return pid == m->pid && img == m->img;
+}
+
+/* A record's BPF entries go with it: a PID's, or one image's (see cudatrace__reap). Every
+ * key starts with the PID; where the image sits in each: */
+static void forget_pid(void *ctx, uint32_t pid, const uint32_t *img)
 {
 	struct cuda_launch_bpf *s = ((struct ct_mode *)ctx)->skel;
-	struct bpf_map *maps[] = { s->maps.launches, s->maps.hists, s->maps.known, s->maps.sampled,
-				   s->maps.unloaded };
+	const struct {
+		struct bpf_map *map;
+		size_t img_at;
+	} maps[] = {
+		{ s->maps.launches, offsetof(struct gp_launch_key, img) },
+		{ s->maps.hists, offsetof(struct gp_hist_key, img) },
+		/* struct handle_key (cuda_launch.bpf.c): pid, img, handle */
+		{ s->maps.known, sizeof(uint32_t) },
+		{ s->maps.sampled, sizeof(uint32_t) },
+		{ s->maps.unloaded, sizeof(uint32_t) },
+	};
 
-	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
-		gp_map__delete_pid(bpf_map__fd(maps[i]), bpf_map__key_size(maps[i]), pid);
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		int fd = bpf_map__fd(maps[i].map);
+		size_t ks = bpf_map__key_size(maps[i].map);
+		struct image_match m = { pid, img ? *img : 0, maps[i].img_at };
+
+		if (img)
+			gp_map__delete_if(fd, ks, key_of_image, &m);
+		else
+			gp_map__delete_pid(fd, ks, pid);
+	}
 }
 
 static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)

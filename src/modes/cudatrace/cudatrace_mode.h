@@ -25,7 +25,7 @@ struct ct_snap {
 	const struct ct_proc **procs;
 	size_t nr_procs;
 	struct gp_snap_pid *pids;
-	struct gp_snap_drop drops[GP_LDROP__COUNT + 1];
+	struct gp_snap_drop drops[GP_LDROP__COUNT + 1 + GP_RUN_DROPS];
 	bool latency;
 	int top_shapes;
 	uint64_t max_kernel_series;

@@ -9,6 +9,7 @@
 #include "json.h"
 #include "prom.h"
 #include "text.h"
+#include "trees.h"
 
 #define SNAP(s) ((const struct ct_snap *)(s))
 
@@ -41,12 +42,27 @@ static void text_kernel(FILE *f, const struct ct_kernel *kn, int top_shapes)
 	fputc('\n', f);
 }
 
+static struct gp_trees *jobs(const struct ct_snap *s, struct gp_run *run)
+{
+	struct gp_trees *t = gp_trees__new(run);
+
+	for (size_t i = 0; t && i < s->nr_procs; i++) {
+		const struct ct_proc *p = s->procs[i];
+		uint64_t v[GP_TREE_VALUES] = { p->launches, p->graph_launches, p->unnamed_launches };
+
+		gp_trees__add(t, p->pid, v);
+	}
+	return t;
+}
+
 void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 {
+	static const char *const fmt[GP_TREE_VALUES] = { "%" PRIu64 " launches", "%" PRIu64 " graph launches",
+							 "%" PRIu64 " unnamed" };
 	const struct ct_snap *s = SNAP(hdr);
+	struct gp_trees *t = jobs(s, run);
 	char tbuf[32];
 
-	(void)run;
 	gp_text__clock(tbuf, sizeof(tbuf));
 	fprintf(f, "[%s] cudatrace %s report: %zu process%s\n", tbuf, hdr->kind, s->nr_procs,
 		s->nr_procs == 1 ? "" : "es");
@@ -54,7 +70,7 @@ void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 		const struct ct_proc *p = s->procs[i];
 
 		fprintf(f, "PID %u (%s)%s: %" PRIu64 " launches (%.1f/s), %" PRIu64 " unnamed, %" PRIu64 " graph launches\n",
-			p->pid, p->comm, p->exited ? " exited" : "", p->launches, p->launches_per_s,
+			p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "", p->launches, p->launches_per_s,
 			p->unnamed_launches, p->graph_launches);
 		if (p->nr_kernels)
 			fprintf(f, "  %-48s %10s  %s\n", "KERNEL", "LAUNCHES", "GRID x BLOCK: LAUNCHES");
@@ -66,6 +82,8 @@ void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 		text_hist(f, "launch API latency", &p->hist[GP_HIST_LAUNCH], s->latency);
 		text_hist(f, "synchronize", &p->hist[GP_HIST_SYNC], s->latency);
 	}
+	gp_trees__text(t, f, fmt);
+	gp_trees__free(t);
 	gp_drops__text(f, hdr);
 }
 
@@ -117,7 +135,7 @@ static json_object *json_kernel(const struct ct_kernel *kn)
 	return ko;
 }
 
-static json_object *json_proc(const struct ct_proc *p, bool latency)
+static json_object *json_proc(const struct ct_proc *p, bool latency, struct gp_run *run)
 {
 	json_object *po = json_object_new_object(), *ks = json_object_new_array();
 	json_object *gs = json_object_new_array();
@@ -125,6 +143,8 @@ static json_object *json_proc(const struct ct_proc *p, bool latency)
 	json_object_object_add(po, "pid", json_object_new_int64(p->pid));
 	json_object_object_add(po, "comm", json_object_new_string(p->comm));
 	json_object_object_add(po, "exited", json_object_new_boolean(p->exited));
+	json_object_object_add(po, "exec", json_object_new_boolean(p->exec));
+	gp_trees__json_proc(run, po, p->pid);
 	json_object_object_add(po, "launches", json_object_new_uint64(p->launches));
 	json_object_object_add(po, "launches_per_s", json_object_new_double(p->launches_per_s));
 	json_object_object_add(po, "unnamed_launches", json_object_new_uint64(p->unnamed_launches));
@@ -150,11 +170,15 @@ void ct_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 	const struct ct_snap *s = SNAP(hdr);
 	json_object *arr = json_object_new_array();
 
-	(void)run;
+	static const char *const keys[GP_TREE_VALUES] = { "launches", "graph_launches", "unnamed_launches" };
+	struct gp_trees *t = jobs(s, run);
+
 	json_object_object_add(o, "latency", json_object_new_boolean(s->latency));
 	for (size_t i = 0; i < s->nr_procs; i++)
-		json_object_array_add(arr, json_proc(s->procs[i], s->latency));
+		json_object_array_add(arr, json_proc(s->procs[i], s->latency, run));
 	json_object_object_add(o, "processes", arr);
+	gp_trees__json(t, o, keys);
+	gp_trees__free(t);
 }
 
 static int cmp_kernel(const void *a, const void *b)

@@ -169,6 +169,11 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 		bpf_map__set_max_entries(m->skel->maps.ioctl_events, (__u32)run->o->ringbuf_size);
 	bpf_map__set_max_entries(m->skel->maps.ioctl_start, (__u32)run->o->max_pending);
 	bpf_map__set_max_entries(m->skel->maps.ioctl_comms, (__u32)run->o->max_procs);
+	r = gp_run__adopt(run, m->skel);
+	if (r) {
+		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
+		return r;
+	}
 	/* kprobe programs load only where kprobes exist */
 	bpf_program__set_autoload(m->skel->progs.ioctl_kp_enter, m->want_kprobe);
 	bpf_program__set_autoload(m->skel->progs.ioctl_kp_exit, m->want_kprobe);
@@ -319,7 +324,7 @@ static void fill_drops(struct ioc_mode *m, struct ioc_snap *s)
 		s->drops[i] = (struct gp_snap_drop){
 			reason[i], __atomic_load_n(&m->skel->bss->idrops[i], __ATOMIC_RELAXED) };
 	s->hdr.drops = s->drops;
-	s->hdr.nr_drops = GP_IDROP__COUNT;
+	s->hdr.nr_drops = GP_IDROP__COUNT + gp_run__drops(m->run, s->drops + GP_IDROP__COUNT);
 }
 
 static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char *kind, uint32_t pid)

@@ -25,7 +25,7 @@ struct ioc_snap {
 	struct ioc_proc *procs; /* comm filled; the aggregator's, valid until the next snapshot */
 	size_t nr_procs;
 	struct gp_snap_pid *pids;
-	struct gp_snap_drop drops[GP_IDROP__COUNT];
+	struct gp_snap_drop drops[GP_IDROP__COUNT + GP_RUN_DROPS];
 	const char *backend;
 	uint64_t max_series;
 };

@@ -263,6 +263,18 @@ struct ml_proc *memleak__on_exit(struct memleak *ml, const struct gp_exit_event 
 	return p;
 }
 
+struct ml_proc *memleak__on_exec(struct memleak *ml, const struct gp_proc_event *e)
+{
+	struct ml_proc *p = proctab__exit(ml->procs, e->pid, e->ts_ns);
+
+	if (p) {
+		p->exited = true;
+		p->exec = true;
+		p->exit_ns = e->ts_ns;
+	}
+	return p;
+}
+
 size_t memleak__procs(struct memleak *ml, struct ml_proc ***out)
 {
 	return proctab__list(ml->procs, (void ***)out);
@@ -375,9 +387,13 @@ static int snap_allocs(struct ml_proc *p, uint64_t now_ns, struct ml_snap_proc *
 int memleak__snapshot(struct memleak *ml, uint64_t now_ns, uint32_t pid, unsigned int flags,
 		      struct ml_snap_data *out)
 {
-	struct ml_proc **procs;
+	struct ml_proc **procs, *newest = NULL;
 	size_t n = memleak__procs(ml, &procs), k = 0;
 
+	/* a process's exit report: its last image (earlier ones, ended by exec, had theirs) */
+	for (size_t i = 0; pid && (flags & ML_SNAP_EXITED) && i < n; i++)
+		if (procs[i]->pid == pid && procs[i]->exited && (!newest || procs[i]->exit_ns >= newest->exit_ns))
+			newest = procs[i];
 	ml_snap_data__clear(out);
 	out->procs = calloc(n ? n : 1, sizeof(*out->procs));
 	if (!out->procs)
@@ -385,11 +401,13 @@ int memleak__snapshot(struct memleak *ml, uint64_t now_ns, uint32_t pid, unsigne
 	for (size_t i = 0; i < n; i++) {
 		struct ml_snap_proc *sp = &out->procs[k];
 
-		if ((pid && procs[i]->pid != pid) || ((flags & ML_SNAP_EXITED) && !procs[i]->exited))
+		if ((pid && procs[i]->pid != pid) || ((flags & ML_SNAP_EXITED) && !procs[i]->exited) ||
+		    (newest && procs[i] != newest))
 			continue;
 		sp->pid = procs[i]->pid;
 		memcpy(sp->comm, procs[i]->comm, sizeof(sp->comm));
 		sp->exited = procs[i]->exited;
+		sp->exec = procs[i]->exec;
 		sp->st = procs[i]->st;
 		k++;
 		out->nr_procs = k;

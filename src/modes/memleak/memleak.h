@@ -46,6 +46,7 @@ struct ml_proc {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
 	bool exited;
+	bool exec; /* ended by an exec: the PID lives on in a new image (a new record) */
 	uint64_t exit_ns;
 	struct u64map *allocs;   /* address -> struct ml_alloc (device, managed, host) */
 	struct u64map *handles;  /* handle -> struct ml_alloc (physical) */
@@ -67,6 +68,8 @@ void memleak__on_free(struct memleak *ml, const struct gp_free_event *e);
 /* Marks the process exited and detaches it from its PID, so a new process that reuses
  * the PID starts clean. Returns it (still owned by ml) for an exit report, or NULL. */
 struct ml_proc *memleak__on_exit(struct memleak *ml, const struct gp_exit_event *e);
+/* The same at an exec (GP_EV_EXEC): the old image's allocations went with it. */
+struct ml_proc *memleak__on_exec(struct memleak *ml, const struct gp_proc_event *e);
 
 /* Processes, live then exited, sorted by pid; returns the count (array owned by ml,
  * valid until the next call that changes ml). */
@@ -99,7 +102,7 @@ struct ml_snap_alloc {
 struct ml_snap_proc {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
-	bool exited;
+	bool exited, exec;
 	struct ml_stats st;
 	size_t nr_allocs;
 	struct ml_snap_alloc *allocs; /* largest first */

@@ -91,9 +91,19 @@ static void h_exit(void *ctx, const struct gp_exit_event *e)
 		gp_run__exit_report(m->run, m, e->pid);
 }
 
+/* An exec ends the image: its allocations went with its address space. */
+static void h_proc(void *ctx, const struct gp_proc_event *e)
+{
+	struct memleak_mode *m = ctx;
+
+	if (e->type == GP_EV_EXEC && memleak__on_exec(m->ml, e))
+		gp_run__exit_report(m->run, m, e->pid);
+}
+
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
-	struct gp_handlers h = { .ctx = st, .on_alloc = h_alloc, .on_free = h_free, .on_exit = h_exit };
+	struct gp_handlers h = { .ctx = st, .on_alloc = h_alloc, .on_free = h_free, .on_exit = h_exit,
+				 .on_proc = h_proc };
 	int r = gp_run__subscribe(run, &h);
 
 	if (r)
@@ -132,6 +142,7 @@ static void fill_drops(struct memleak_mode *m, struct ml_snap *s)
 	for (int i = 0; i < GP_DROP__COUNT; i++)
 		s->drops[n++] = (struct gp_snap_drop){ reason[i], d[i] };
 	s->drops[n++] = (struct gp_snap_drop){ GP_R_ALLOCATION_TABLE_FULL, memleak__table_full(m->ml) };
+	n += gp_run__drops(m->run, s->drops + n);
 	s->hdr.drops = s->drops;
 	s->hdr.nr_drops = n;
 }

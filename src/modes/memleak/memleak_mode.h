@@ -22,7 +22,7 @@ struct ml_snap {
 	struct gp_snap hdr;
 	struct ml_snap_data d;
 	struct gp_snap_pid *pids;
-	struct gp_snap_drop drops[GP_DROP__COUNT + 1];
+	struct gp_snap_drop drops[GP_DROP__COUNT + 1 + GP_RUN_DROPS];
 	uint64_t calls[GP_API__COUNT]; /* successful calls per entry point */
 	int top;
 	bool stacks;

@@ -8,6 +8,7 @@
 #include "memleak_mode.h"
 #include "prom.h"
 #include "text.h"
+#include "trees.h"
 
 #define SNAP(s) ((const struct ml_snap *)(s))
 
@@ -17,7 +18,7 @@ static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_sna
 
 	gp_text__bytes(p->st.outstanding_bytes, hb, sizeof(hb));
 	fprintf(f, "PID %u (%s)%s: %" PRIu64 " outstanding allocations, %" PRIu64 " bytes (%s)\n",
-		p->pid, p->comm, p->exited ? " exited" : "", p->st.outstanding_allocs,
+		p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "", p->st.outstanding_allocs,
 		p->st.outstanding_bytes, hb);
 	fprintf(f, "    allocs %" PRIu64 ", frees %" PRIu64 ", untracked frees %" PRIu64,
 		p->st.allocs_total, p->st.frees_total, p->st.untracked_frees);
@@ -40,19 +41,42 @@ static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_sna
 		fprintf(f, "    ... %zu more (--top)\n", p->nr_allocs - (size_t)s->top);
 }
 
+static struct gp_trees *jobs(const struct ml_snap *s, struct gp_run *run)
+{
+	struct gp_trees *t = gp_trees__new(run);
+
+	for (size_t i = 0; t && i < s->d.nr_procs; i++) {
+		const struct ml_stats *st = &s->d.procs[i].st;
+		uint64_t v[GP_TREE_VALUES] = { st->outstanding_allocs, st->outstanding_bytes, st->allocs_total };
+
+		gp_trees__add(t, s->d.procs[i].pid, v);
+	}
+	return t;
+}
+
+static void text_jobs(FILE *f, const struct ml_snap *s, struct gp_run *run)
+{
+	static const char *const fmt[GP_TREE_VALUES] = { "%" PRIu64 " outstanding allocations",
+							 "%" PRIu64 " bytes", "%" PRIu64 " allocations in all" };
+	struct gp_trees *t = jobs(s, run);
+
+	gp_trees__text(t, f, fmt);
+	gp_trees__free(t);
+}
+
 void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 {
 	const struct ml_snap *s = SNAP(hdr);
 	uint64_t bytes = 0, allocs = 0;
 	char tbuf[32], hb[32];
 
-	(void)run;
 	if (!strcmp(hdr->kind, "exit")) {
 		for (size_t i = 0; i < s->d.nr_procs; i++) {
 			const struct ml_snap_proc *p = &s->d.procs[i];
 
-			fprintf(f, "Process %u (%s) exited with %" PRIu64 " allocations never freed (%" PRIu64 " bytes)\n",
-				p->pid, p->comm, p->st.outstanding_allocs, p->st.outstanding_bytes);
+			fprintf(f, "Process %u (%s) %s with %" PRIu64 " allocations never freed (%" PRIu64 " bytes)\n",
+				p->pid, p->comm, p->exec ? "replaced its image (exec)" : "exited",
+				p->st.outstanding_allocs, p->st.outstanding_bytes);
 			text_proc(f, p, s);
 		}
 		return;
@@ -67,6 +91,7 @@ void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 		tbuf, hdr->kind, s->d.nr_procs, s->d.nr_procs == 1 ? "" : "es", allocs, bytes, hb);
 	for (size_t i = 0; i < s->d.nr_procs; i++)
 		text_proc(f, &s->d.procs[i], s);
+	text_jobs(f, s, run);
 	gp_drops__text(f, hdr);
 }
 
@@ -100,7 +125,7 @@ static json_object *json_alloc(const struct ml_snap_alloc *a)
 	return ao;
 }
 
-static json_object *json_proc(const struct ml_snap_proc *p)
+static json_object *json_proc(const struct ml_snap_proc *p, struct gp_run *run)
 {
 	json_object *o = json_object_new_object(), *arr = json_object_new_array(), *maps;
 	const struct ml_stats *st = &p->st;
@@ -108,6 +133,8 @@ static json_object *json_proc(const struct ml_snap_proc *p)
 	json_object_object_add(o, "pid", json_object_new_int64(p->pid));
 	json_object_object_add(o, "comm", json_object_new_string(p->comm));
 	json_object_object_add(o, "exited", json_object_new_boolean(p->exited));
+	json_object_object_add(o, "exec", json_object_new_boolean(p->exec));
+	gp_trees__json_proc(run, o, p->pid);
 	json_object_object_add(o, "outstanding_bytes", json_object_new_uint64(st->outstanding_bytes));
 	json_object_object_add(o, "outstanding_allocs", json_object_new_uint64(st->outstanding_allocs));
 	json_object_object_add(o, "untracked_frees", json_object_new_uint64(st->untracked_frees));
@@ -132,10 +159,14 @@ void ml_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 	const struct ml_snap *s = SNAP(hdr);
 	json_object *arr = json_object_new_array(), *calls = json_object_new_object();
 
-	(void)run;
+	static const char *const keys[GP_TREE_VALUES] = { "outstanding_allocs", "outstanding_bytes", "allocs_total" };
+	struct gp_trees *t = jobs(s, run);
+
 	for (size_t i = 0; i < s->d.nr_procs; i++)
-		json_object_array_add(arr, json_proc(&s->d.procs[i]));
+		json_object_array_add(arr, json_proc(&s->d.procs[i], run));
 	json_object_object_add(o, "processes", arr);
+	gp_trees__json(t, o, keys);
+	gp_trees__free(t);
 	for (int i = 0; i < gp_mem_apis_cnt; i++)
 		json_object_object_add(calls, gp_mem_apis[i].name,
 				       json_object_new_uint64(s->calls[gp_mem_apis[i].id]));

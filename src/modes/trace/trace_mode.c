@@ -140,7 +140,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	if (!m)
 		return -ENOMEM;
 	m->run = run;
-	r = collect(m, run->libs, err, len);
+	r = collect(m, run->libs[GP_LIB_CUDA], err, len);
 	if (r)
 		return r;
 	m->at = apitrace__new((const char *const *)m->names, m->nr_names);
@@ -152,6 +152,11 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	attach_pair__prepare(&m->probes, m->skel->progs.trace_enter, m->skel->progs.trace_leave, "trace");
 	bpf_map__set_max_entries(m->skel->maps.calls_rb, run->o->ringbuf_set ? (__u32)run->o->ringbuf_size : 16U << 20);
 	bpf_map__set_max_entries(m->skel->maps.stacks, (__u32)run->o->max_pending);
+	r = gp_run__adopt(run, m->skel);
+	if (r) {
+		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
+		return r;
+	}
 	r = api_trace_bpf__load(m->skel);
 	if (r) {
 		attach__load_error(r, err, len);
@@ -166,12 +171,13 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	return 0;
 }
 
-static int m_attach(void *st, struct gp_run *run, const char *lib, char *err, size_t len)
+static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len)
 {
 	struct trace_mode *m = st;
 	long long *offsets = calloc((size_t)m->nr_names, sizeof(*offsets));
 	__u64 *cookies = calloc((size_t)m->nr_names, sizeof(*cookies));
 	int r = -ENOMEM;
+	(void)kind; /* libcuda only */
 
 	if (!offsets || !cookies)
 		goto cleanup;

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Reports by job: when a run follows process trees (a command, -p --tree, --comm,
+ * --cgroup), a mode sums what each process of a tree did under the tree's root — the
+ * launcher a job was started as — so one line says what the whole job launched, leaked or
+ * copied. Processes are added one image at a time (an exec'd image adds to its tree too).
+ */
+#ifndef GP_TREES_H
+#define GP_TREES_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <json-c/json.h>
+
+struct gp_run;
+struct gp_trees;
+
+#define GP_TREE_VALUES 3
+
+/* NULL when the run follows no tree (every process is its own job then). */
+struct gp_trees *gp_trees__new(const struct gp_run *run);
+/* One process image's values (names given to the renderers, in this order). */
+void gp_trees__add(struct gp_trees *t, uint32_t pid, const uint64_t v[GP_TREE_VALUES]);
+/* "job PID 12 (torchrun): 3 processes, 1200 launches, ..." for each tree of two images or
+ * more; fmt[i] prints value i ("%" PRIu64 " launches"), NULL ends the list. */
+void gp_trees__text(const struct gp_trees *t, FILE *f, const char *const fmt[GP_TREE_VALUES]);
+/* "jobs": [{"root": 12, "comm": "torchrun", "processes": 3, key[i]: value i, ...}] */
+void gp_trees__json(const struct gp_trees *t, json_object *o, const char *const key[GP_TREE_VALUES]);
+/* {"ppid": .., "root": ..} of one process, added to its object when the tree knows it. */
+void gp_trees__json_proc(const struct gp_run *run, json_object *po, uint32_t pid);
+void gp_trees__free(struct gp_trees *t);
+
+#endif
