@@ -79,9 +79,60 @@ struct call {
 	__u32 api;
 	__u32 hist; /* enum gp_hist_kind */
 	__u64 out_ptr;
-	__u64 arg;   /* name pointer, or the CUkernel */
-	__u64 owner; /* module or library */
+	__u64 arg;   /* name pointer, the CUkernel, a stream, a graph or a node */
+	__u64 owner; /* module or library, or the CUgraphExec */
+	__u64 handle; /* a launch's handle when unnamed (0: named); a graph node's kernel */
+	__u32 dims[6]; /* a graph node's grid and block */
 };
+
+/* Streams capturing a CUDA graph, (pid, image, stream) -> capture id; a stream joins a
+ * capture by waiting on an event recorded in one (cuEventRecord + cuStreamWaitEvent, the
+ * fork/join of multi-stream capture). An entry outlives its capture; the capture's entry
+ * in `captures` says whether it is still on. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct handle_key);
+	__type(value, __u64);
+} capturing SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct handle_key);
+	__type(value, __u64);
+} cap_events SEC(".maps");
+
+/* Captures in progress: (pid, image, capture id) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct handle_key);
+	__type(value, __u8);
+} captures SEC(".maps");
+
+/* The version of each CUgraphExec: graph launches are counted under it (gp_launch_key.gen),
+ * so user space expands each version's count with the nodes it had. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct handle_key);
+	__type(value, __u32);
+} exec_ver SEC(".maps");
+
+/* Unnamed handles a launch of which succeeded: the driver knew them (a name read from the
+ * process's memory for a handle is trusted only then, see src/modes/cudatrace/midname.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct handle_key);
+	__type(value, __u8);
+} verified SEC(".maps");
+
+__u64 next_capture;
+__u32 next_version;
+/* Captures alive node-wide: while 0, a launch does not look its stream up. */
+__s64 live_captures;
 
 /* In-flight calls by thread. */
 struct {
@@ -148,9 +199,9 @@ static __always_inline void sample_unnamed(void *ctx, __u32 tgid, __u64 handle)
 	bpf_ringbuf_submit(e, 0);
 }
 
-static __always_inline void start_timer(__u64 id, __u32 api, __u32 hist)
+static __always_inline void start_timer(__u64 id, __u32 api, __u32 hist, __u64 unnamed)
 {
-	struct call c = { .ts_ns = bpf_ktime_get_ns(), .api = api, .hist = hist };
+	struct call c = { .ts_ns = bpf_ktime_get_ns(), .api = api, .hist = hist, .handle = unnamed };
 
 	if (bpf_map_update_elem(&calls, &id, &c, BPF_ANY))
 		count_drop(GP_LDROP_PENDING);
@@ -164,28 +215,141 @@ static __always_inline struct gp_hist *hist_of(__u32 tgid, __u32 kind)
 	return gp_lookup_or_init(&hists, &k, &zero);
 }
 
-static __always_inline int count_launch(void *ctx, __u32 img, __u32 kind, __u64 handle, __u32 gx,
-					__u32 gy, __u32 gz, __u32 bx, __u32 by, __u32 bz)
+/* The naming generation of a handle (0: never named, or its module was unloaded); *named
+ * says whether user space knows the handle at all. */
+static __always_inline __u32 handle_gen(__u32 tgid, __u32 img, __u64 handle, bool *named)
+{
+	struct handle_key hk = { .pid = tgid, .img = img, .handle = handle };
+	struct known_val *kv = bpf_map_lookup_elem(&known, &hk);
+	struct handle_key ok = { .pid = tgid, .img = img };
+
+	*named = kv != NULL;
+	if (!kv)
+		return 0;
+	ok.handle = kv->owner;
+	return bpf_map_lookup_elem(&unloaded, &ok) ? 0 : kv->gen;
+}
+
+static __always_inline bool is_ptsz(__u32 api)
+{
+	switch (api) {
+	case GP_API_cuLaunchKernel_ptsz:
+	case GP_API_cuLaunchKernelEx_ptsz:
+	case GP_API_cuLaunchCooperativeKernel_ptsz:
+	case GP_API_cuGraphLaunch_ptsz:
+	case GP_API_cuStreamBeginCapture_ptsz:
+	case GP_API_cuStreamBeginCapture_v2_ptsz:
+	case GP_API_cuStreamBeginCaptureToGraph_ptsz:
+	case GP_API_cuStreamEndCapture_ptsz:
+	case GP_API_cuEventRecord_ptsz:
+	case GP_API_cuEventRecordWithFlags_ptsz:
+	case GP_API_cuStreamWaitEvent_ptsz:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A stream as the capture tables know it: the per-thread default stream (0 in a _ptsz
+ * entry point, or CU_STREAM_PER_THREAD) is one per thread. */
+static __always_inline __u64 stream_key(__u64 stream, __u32 api)
+{
+	if ((!stream && is_ptsz(api)) || stream == 2 /* CU_STREAM_PER_THREAD */)
+		return 2 | ((__u64)(__u32)bpf_get_current_pid_tgid() << 32);
+	return stream;
+}
+
+/* The capture a stream is in, or 0. A stale entry (its capture ended) goes. */
+static __always_inline __u64 capture_of(__u32 tgid, __u32 img, __u64 stream)
+{
+	struct handle_key sk = { .pid = tgid, .img = img, .handle = stream }, ck = sk;
+	__u64 *cap = bpf_map_lookup_elem(&capturing, &sk);
+
+	if (!cap)
+		return 0;
+	ck.handle = *cap;
+	if (bpf_map_lookup_elem(&captures, &ck))
+		return *cap;
+	bpf_map_delete_elem(&capturing, &sk);
+	return 0;
+}
+
+static __always_inline void emit_graph(__u32 op, __u64 a, __u64 b, __u64 handle, __u32 gen, __u32 version,
+				       const __u32 *dims)
+{
+	struct gp_graph_event *e = bpf_ringbuf_reserve(&names, sizeof(*e), 0);
+
+	if (!e) {
+		count_drop(GP_LDROP_RINGBUF);
+		return;
+	}
+	e->type = GP_EV_GRAPH;
+	e->pid = bpf_get_current_pid_tgid() >> 32;
+	e->img = gp_image();
+	e->op = op;
+	e->a = a;
+	e->b = b;
+	e->handle = handle;
+	e->gen = gen;
+	e->version = version;
+	for (int i = 0; i < 3; i++) {
+		e->grid[i] = dims ? dims[i] : 0;
+		e->block[i] = dims ? dims[3 + i] : 0;
+	}
+	bpf_ringbuf_submit(e, 0);
+}
+
+struct launch {
+	__u32 kind;
+	__u64 handle, stream;
+	__u32 dims[6]; /* grid x, y, z, block x, y, z */
+};
+
+/* A launch on a capturing stream runs nothing now: it becomes a node of the graph being
+ * captured (counted as captured, by user space, from this record). */
+static __always_inline bool captured(__u32 tgid, __u32 img, __u32 api, const struct launch *l)
+{
+	__u64 cap;
+	bool named;
+	__u32 gen;
+
+	if (!*(volatile __s64 *)&live_captures)
+		return false;
+	cap = capture_of(tgid, img, stream_key(l->stream, api));
+	if (!cap)
+		return false;
+	gen = handle_gen(tgid, img, l->handle, &named);
+	emit_graph(GP_GOP_CAPTURED, cap, 0, l->handle, gen, 0, l->dims);
+	return true;
+}
+
+static __always_inline __u32 exec_version(__u32 tgid, __u32 img, __u64 exec)
+{
+	struct handle_key ek = { .pid = tgid, .img = img, .handle = exec };
+	__u32 *v = bpf_map_lookup_elem(&exec_ver, &ek);
+
+	return v ? *v : 0;
+}
+
+static __always_inline int count_launch(void *ctx, const struct launch *l)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
+	__u32 tgid = id >> 32, img = gp_image(), api = (__u32)bpf_get_attach_cookie(ctx);
 	struct gp_launch_key k = {
-		.pid = tgid, .kind = kind, .handle = handle,
-		.grid = { gx, gy, gz }, .block = { bx, by, bz }, .img = img,
+		.pid = tgid, .kind = l->kind, .handle = l->handle, .img = img,
+		.grid = { l->dims[0], l->dims[1], l->dims[2] },
+		.block = { l->dims[3], l->dims[4], l->dims[5] },
 	};
-	struct handle_key hk = { .pid = tgid, .img = gp_image(), .handle = handle };
-	struct known_val *kv = NULL;
 	__u64 one = 1, *v;
+	bool named = true;
 	struct gp_hist *h;
 
-	if (kind != GP_LAUNCH_GRAPH) {
-		kv = bpf_map_lookup_elem(&known, &hk);
-		if (kv) {
-			struct handle_key ok = { .pid = tgid, .img = hk.img, .handle = kv->owner };
-
-			k.gen = bpf_map_lookup_elem(&unloaded, &ok) ? 0 : kv->gen;
-		}
-	}
+	if (l->kind == GP_LAUNCH_GRAPH)
+		k.gen = exec_version(tgid, img, l->handle);
+	else if (captured(tgid, img, api, l))
+		return 0;
+	else
+		k.gen = handle_gen(tgid, img, l->handle, &named);
 
 	v = bpf_map_lookup_elem(&launches, &k);
 	if (v) {
@@ -199,20 +363,20 @@ static __always_inline int count_launch(void *ctx, __u32 img, __u32 kind, __u64 
 			count_drop(GP_LDROP_KEYS);
 	}
 	remember_proc(tgid);
-	if (kind != GP_LAUNCH_GRAPH && !kv)
-		sample_unnamed(ctx, tgid, handle);
+	if (!named)
+		sample_unnamed(ctx, tgid, l->handle);
 	if (measure_latency) {
 		h = hist_of(tgid, GP_HIST_LAUNCH);
 		if (h)
 			__sync_fetch_and_add(&h->count, 1);
-		start_timer(id, (__u32)bpf_get_attach_cookie(ctx), GP_HIST_LAUNCH);
+		start_timer(id, api, GP_HIST_LAUNCH, named ? 0 : l->handle);
 	}
 	return 0;
 }
 
-static __always_inline __u32 stack_arg(struct pt_regs *ctx, int slot)
+static __always_inline __u64 stack_arg(struct pt_regs *ctx, int slot)
 {
-	__u32 v = 0;
+	__u64 v = 0;
 
 	/* x86-64: the 7th and later integer arguments sit above the return address */
 	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * slot));
@@ -222,41 +386,43 @@ static __always_inline __u32 stack_arg(struct pt_regs *ctx, int slot)
 /* x86-64 passes the sixth integer argument in r9 (libbpf 1.1's macros stop at five). */
 #define ARG6(ctx) ((__u32)(ctx)->r9)
 
-/* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra) */
-static __always_inline int launch_kernel(struct pt_regs *ctx, __u32 img)
+/* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra) and
+ * cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params) */
+static __always_inline int launch_kernel(struct pt_regs *ctx, __u32 kind)
 {
-	return count_launch(ctx, img, GP_LAUNCH_KERNEL, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx),
-			    PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ARG6(ctx),
-			    stack_arg(ctx, 1));
-}
+	struct launch l = {
+		.kind = kind, .handle = PT_REGS_PARM1(ctx), .stream = stack_arg(ctx, 3),
+		.dims = { PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx),
+			  ARG6(ctx), (__u32)stack_arg(ctx, 1) },
+	};
 
-/* cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params) */
-static __always_inline int launch_coop(struct pt_regs *ctx, __u32 img)
-{
-	return count_launch(ctx, img, GP_LAUNCH_COOPERATIVE, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx),
-			    PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ARG6(ctx),
-			    stack_arg(ctx, 1));
+	return count_launch(ctx, &l);
 }
 
 /* cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, params, extra) */
-static __always_inline int launch_ex(struct pt_regs *ctx, __u32 img)
+static __always_inline int launch_ex(struct pt_regs *ctx)
 {
-	void *config = (void *)PT_REGS_PARM1(ctx);
-	__u64 f = PT_REGS_PARM2(ctx);
-	__u32 dims[6] = {};
+	/* CUlaunchConfig: gridDimX..Z, blockDimX..Z, sharedMemBytes (unsigned ints), then
+	 * hStream at offset 32 */
+	struct {
+		__u32 dims[6];
+		__u32 shmem, pad;
+		__u64 stream;
+	} cfg = {};
+	struct launch l = { .kind = GP_LAUNCH_EX, .handle = PT_REGS_PARM2(ctx) };
 
-	/* CUlaunchConfig starts with gridDimX..Z, blockDimX..Z as unsigned ints */
-	bpf_probe_read_user(dims, sizeof(dims), config);
-	return count_launch(ctx, img, GP_LAUNCH_EX, f, dims[0], dims[1], dims[2], dims[3], dims[4],
-			    dims[5]);
+	bpf_probe_read_user(&cfg, sizeof(cfg), (void *)PT_REGS_PARM1(ctx));
+	l.stream = cfg.stream;
+	__builtin_memcpy(l.dims, cfg.dims, sizeof(l.dims));
+	return count_launch(ctx, &l);
 }
 
 /* cuGraphLaunch(CUgraphExec, CUstream) */
-static __always_inline int launch_graph(struct pt_regs *ctx, __u32 img)
+static __always_inline int launch_graph(struct pt_regs *ctx)
 {
-	__u64 graph = PT_REGS_PARM1(ctx);
+	struct launch l = { .kind = GP_LAUNCH_GRAPH, .handle = PT_REGS_PARM1(ctx), .stream = PT_REGS_PARM2(ctx) };
 
-	return count_launch(ctx, img, GP_LAUNCH_GRAPH, graph, 0, 0, 0, 0, 0, 0);
+	return count_launch(ctx, &l);
 }
 
 /* cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize */
@@ -269,7 +435,7 @@ static __always_inline int sync_enter(struct pt_regs *ctx)
 	if (h)
 		__sync_fetch_and_add(&h->count, 1);
 	if (measure_latency)
-		start_timer(id, (__u32)bpf_get_attach_cookie(ctx), GP_HIST_SYNC);
+		start_timer(id, (__u32)bpf_get_attach_cookie(ctx), GP_HIST_SYNC, 0);
 	return 0;
 }
 
@@ -288,6 +454,13 @@ static __always_inline int timed_leave(struct pt_regs *ctx)
 	}
 	d = bpf_ktime_get_ns() - c->ts_ns;
 	h = hist_of(id >> 32, c->hist);
+	if (c->handle && PT_REGS_RC(ctx) == 0) {
+		/* an unnamed handle the driver accepted */
+		struct handle_key vk = { .pid = id >> 32, .img = gp_image(), .handle = c->handle };
+		__u8 one = 1;
+
+		bpf_map_update_elem(&verified, &vk, &one, BPF_NOEXIST);
+	}
 	bpf_map_delete_elem(&calls, &id);
 	if (!h)
 		return 0;
@@ -431,24 +604,21 @@ out:
 SEC("uprobe")
 int launch_enter(struct pt_regs *ctx)
 {
-	__u32 img;
-
 	if (!gp_traced_self())
 		return 0;
-	img = gp_image();
 	switch ((__u32)bpf_get_attach_cookie(ctx)) {
 	case GP_API_cuLaunchKernel:
 	case GP_API_cuLaunchKernel_ptsz:
-		return launch_kernel(ctx, img);
+		return launch_kernel(ctx, GP_LAUNCH_KERNEL);
 	case GP_API_cuLaunchKernelEx:
 	case GP_API_cuLaunchKernelEx_ptsz:
-		return launch_ex(ctx, img);
+		return launch_ex(ctx);
 	case GP_API_cuLaunchCooperativeKernel:
 	case GP_API_cuLaunchCooperativeKernel_ptsz:
-		return launch_coop(ctx, img);
+		return launch_kernel(ctx, GP_LAUNCH_COOPERATIVE);
 	case GP_API_cuGraphLaunch:
 	case GP_API_cuGraphLaunch_ptsz:
-		return launch_graph(ctx, img);
+		return launch_graph(ctx);
 	case GP_API_cuModuleGetFunction:
 	case GP_API_cuLibraryGetKernel:
 		return name_enter(ctx);
@@ -478,6 +648,303 @@ int launch_leave(struct pt_regs *ctx)
 	default:
 		return timed_leave(ctx);
 	}
+}
+
+/*
+ * Stream capture and CUDA graphs: rare calls, each followed in user space from its record
+ * (src/modes/cudatrace/graphs.c). Entry stores what the return needs; the return checks
+ * the call succeeded and reads what it made.
+ */
+static __always_inline void save_call(struct call *c)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (bpf_map_update_elem(&calls, &id, c, BPF_ANY))
+		count_drop(GP_LDROP_PENDING);
+}
+
+/* CUDA_KERNEL_NODE_PARAMS (v1 and v2 share the head): func, grid, block; v2 adds the
+ * CUkernel at offset 56, used when func is NULL. */
+static __always_inline void read_node_params(struct call *c, const void *params, bool v2)
+{
+	struct {
+		__u64 func;
+		__u32 dims[6];
+		__u32 shmem, pad;
+		__u64 kparams, extra, kern;
+	} p = {};
+
+	if (bpf_probe_read_user(&p, v2 ? sizeof(p) : sizeof(p) - sizeof(p.kern), params))
+		return;
+	c->handle = p.func ? p.func : (v2 ? p.kern : 0);
+	__builtin_memcpy(c->dims, p.dims, sizeof(c->dims));
+}
+
+static __always_inline bool v2_params(__u32 api)
+{
+	return api == GP_API_cuGraphAddKernelNode_v2 || api == GP_API_cuGraphKernelNodeSetParams_v2 ||
+	       api == GP_API_cuGraphExecKernelNodeSetParams_v2;
+}
+
+static __always_inline int graph_enter_call(struct pt_regs *ctx, __u32 api)
+{
+	struct call c = { .api = api };
+	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
+
+	switch (api) {
+	case GP_API_cuStreamBeginCaptureToGraph:
+	case GP_API_cuStreamBeginCaptureToGraph_ptsz:
+		c.owner = a2; /* the graph captured into */
+		/* fallthrough */
+	case GP_API_cuStreamBeginCapture:
+	case GP_API_cuStreamBeginCapture_ptsz:
+	case GP_API_cuStreamBeginCapture_v2:
+	case GP_API_cuStreamBeginCapture_v2_ptsz:
+		c.arg = stream_key(a1, api);
+		break;
+	case GP_API_cuStreamEndCapture:
+	case GP_API_cuStreamEndCapture_ptsz:
+		c.arg = stream_key(a1, api);
+		c.out_ptr = a2;
+		break;
+	case GP_API_cuGraphAddKernelNode:
+	case GP_API_cuGraphAddKernelNode_v2:
+		/* (CUgraphNode *out, CUgraph, deps, n, params) */
+		c.out_ptr = a1;
+		c.arg = a2;
+		read_node_params(&c, (void *)PT_REGS_PARM5(ctx), v2_params(api));
+		break;
+	case GP_API_cuGraphKernelNodeSetParams:
+	case GP_API_cuGraphKernelNodeSetParams_v2:
+		c.arg = a1;
+		read_node_params(&c, (void *)a2, v2_params(api));
+		break;
+	case GP_API_cuGraphExecKernelNodeSetParams:
+	case GP_API_cuGraphExecKernelNodeSetParams_v2:
+		c.owner = a1;
+		c.arg = a2;
+		read_node_params(&c, (void *)PT_REGS_PARM3(ctx), v2_params(api));
+		break;
+	case GP_API_cuGraphExecUpdate:
+	case GP_API_cuGraphExecUpdate_v2:
+		c.owner = a1;
+		c.arg = a2;
+		break;
+	default: /* instantiate (CUgraphExec *out, CUgraph), clone (CUgraph *out, CUgraph),
+		  * create (CUgraph *out, flags) */
+		c.out_ptr = a1;
+		c.arg = a2;
+		break;
+	}
+	save_call(&c);
+	return 0;
+}
+
+/* cuEventRecord[WithFlags](event, stream): an event recorded in a capture marks a point
+ * of it; cuStreamWaitEvent(stream, event) on such an event makes stream join the capture. */
+static __always_inline int capture_fork_join(struct pt_regs *ctx, __u32 api)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, img = gp_image();
+	bool record = api != GP_API_cuStreamWaitEvent && api != GP_API_cuStreamWaitEvent_ptsz;
+	/* (event, stream) to record, (stream, event) to wait: read both registers first (a
+	 * ctx offset chosen at run time is refused by the verifier) */
+	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
+	__u64 stream = stream_key(record ? a2 : a1, api);
+	struct handle_key ek = { .pid = tgid, .img = img, .handle = record ? a1 : a2 };
+	struct handle_key sk = { .pid = tgid, .img = img, .handle = stream }, ck = sk;
+	__u64 cap, *ev;
+
+	if (!*(volatile __s64 *)&live_captures)
+		return 0;
+	if (record) {
+		cap = capture_of(tgid, img, stream);
+		if (cap && bpf_map_update_elem(&cap_events, &ek, &cap, BPF_ANY))
+			count_drop(GP_LDROP_GRAPH);
+		else if (!cap)
+			bpf_map_delete_elem(&cap_events, &ek);
+		return 0;
+	}
+	ev = bpf_map_lookup_elem(&cap_events, &ek);
+	if (!ev)
+		return 0;
+	ck.handle = *ev;
+	if (bpf_map_lookup_elem(&captures, &ck) && bpf_map_update_elem(&capturing, &sk, ev, BPF_ANY))
+		count_drop(GP_LDROP_GRAPH);
+	return 0;
+}
+
+SEC("uprobe")
+int graph_enter(struct pt_regs *ctx)
+{
+	__u32 api = (__u32)bpf_get_attach_cookie(ctx);
+	struct handle_key k = { .pid = bpf_get_current_pid_tgid() >> 32 };
+
+	if (!gp_traced_self())
+		return 0;
+	k.img = gp_image();
+	switch (api) {
+	case GP_API_cuEventRecord:
+	case GP_API_cuEventRecord_ptsz:
+	case GP_API_cuEventRecordWithFlags:
+	case GP_API_cuEventRecordWithFlags_ptsz:
+	case GP_API_cuStreamWaitEvent:
+	case GP_API_cuStreamWaitEvent_ptsz:
+		return capture_fork_join(ctx, api);
+	case GP_API_cuGraphExecDestroy:
+		k.handle = PT_REGS_PARM1(ctx);
+		bpf_map_delete_elem(&exec_ver, &k);
+		emit_graph(GP_GOP_EXEC_DESTROY, k.handle, 0, 0, 0, 0, NULL);
+		return 0;
+	case GP_API_cuGraphDestroy:
+		emit_graph(GP_GOP_GRAPH_DESTROY, PT_REGS_PARM1(ctx), 0, 0, 0, 0, NULL);
+		return 0;
+	case GP_API_cuGraphDestroyNode:
+		emit_graph(GP_GOP_NODE_DESTROY, 0, PT_REGS_PARM1(ctx), 0, 0, 0, NULL);
+		return 0;
+	case GP_API_cuGraphAddChildGraphNode:
+		emit_graph(GP_GOP_CHILD_GRAPH, PT_REGS_PARM2(ctx), 0, 0, 0, 0, NULL);
+		return 0;
+	default:
+		return graph_enter_call(ctx, api);
+	}
+}
+
+static __always_inline __u64 read_out(__u64 ptr)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)ptr);
+	return v;
+}
+
+/* A new version of a CUgraphExec: launches from now on count under it. */
+static __always_inline __u32 new_version(__u32 tgid, __u32 img, __u64 exec)
+{
+	struct handle_key k = { .pid = tgid, .img = img, .handle = exec };
+	__u32 v = __sync_fetch_and_add(&next_version, 1) + 1;
+
+	if (bpf_map_update_elem(&exec_ver, &k, &v, BPF_ANY)) {
+		count_drop(GP_LDROP_GRAPH);
+		return 0;
+	}
+	return v;
+}
+
+static __always_inline void capture_begin(__u32 tgid, __u32 img, const struct call *c)
+{
+	struct handle_key sk = { .pid = tgid, .img = img, .handle = c->arg }, ck = sk;
+	__u64 cap = __sync_fetch_and_add(&next_capture, 1) + 1;
+	__u8 one = 1;
+
+	ck.handle = cap;
+	if (bpf_map_update_elem(&captures, &ck, &one, BPF_ANY) ||
+	    bpf_map_update_elem(&capturing, &sk, &cap, BPF_ANY)) {
+		bpf_map_delete_elem(&captures, &ck);
+		count_drop(GP_LDROP_GRAPH);
+		return;
+	}
+	__sync_fetch_and_add(&live_captures, 1);
+	if (c->owner)
+		emit_graph(GP_GOP_CAPTURE_TO, cap, c->owner, 0, 0, 0, NULL);
+}
+
+/* The capture ends whether or not the call succeeds (an invalidated capture fails). */
+static __always_inline void capture_end(__u32 tgid, __u32 img, const struct call *c, bool ok)
+{
+	struct handle_key sk = { .pid = tgid, .img = img, .handle = c->arg }, ck = sk;
+	__u64 *cap = bpf_map_lookup_elem(&capturing, &sk), id;
+
+	if (!cap)
+		return;
+	id = *cap;
+	ck.handle = id;
+	bpf_map_delete_elem(&capturing, &sk);
+	if (bpf_map_delete_elem(&captures, &ck))
+		return; /* already ended */
+	__sync_fetch_and_add(&live_captures, -1);
+	if (ok)
+		emit_graph(GP_GOP_CAPTURE_END, id, read_out(c->out_ptr), 0, 0, 0, NULL);
+	else
+		emit_graph(GP_GOP_CAPTURE_FAILED, id, 0, 0, 0, 0, NULL);
+}
+
+static __always_inline void node_made(__u32 tgid, __u32 img, __u32 op, __u64 a, __u64 b, const struct call *c,
+				      __u32 version)
+{
+	bool named;
+	__u32 gen = handle_gen(tgid, img, c->handle, &named);
+
+	emit_graph(op, a, b, c->handle, gen, version, c->dims);
+}
+
+static __always_inline void graph_leave_call(const struct call *c, bool ok)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, img = gp_image();
+	__u64 out;
+
+	switch (c->api) {
+	case GP_API_cuStreamBeginCapture:
+	case GP_API_cuStreamBeginCapture_ptsz:
+	case GP_API_cuStreamBeginCapture_v2:
+	case GP_API_cuStreamBeginCapture_v2_ptsz:
+	case GP_API_cuStreamBeginCaptureToGraph:
+	case GP_API_cuStreamBeginCaptureToGraph_ptsz:
+		if (ok)
+			capture_begin(tgid, img, c);
+		return;
+	case GP_API_cuStreamEndCapture:
+	case GP_API_cuStreamEndCapture_ptsz:
+		capture_end(tgid, img, c, ok);
+		return;
+	}
+	if (!ok)
+		return;
+	switch (c->api) {
+	case GP_API_cuGraphAddKernelNode:
+	case GP_API_cuGraphAddKernelNode_v2:
+		node_made(tgid, img, GP_GOP_ADD_NODE, c->arg, read_out(c->out_ptr), c, 0);
+		return;
+	case GP_API_cuGraphKernelNodeSetParams:
+	case GP_API_cuGraphKernelNodeSetParams_v2:
+		node_made(tgid, img, GP_GOP_NODE_SET, 0, c->arg, c, 0);
+		return;
+	case GP_API_cuGraphExecKernelNodeSetParams:
+	case GP_API_cuGraphExecKernelNodeSetParams_v2:
+		node_made(tgid, img, GP_GOP_EXEC_NODE_SET, c->owner, c->arg, c, new_version(tgid, img, c->owner));
+		return;
+	case GP_API_cuGraphExecUpdate:
+	case GP_API_cuGraphExecUpdate_v2:
+		emit_graph(GP_GOP_EXEC_UPDATE, c->owner, c->arg, 0, 0, new_version(tgid, img, c->owner), NULL);
+		return;
+	case GP_API_cuGraphClone:
+		emit_graph(GP_GOP_CLONE, read_out(c->out_ptr), c->arg, 0, 0, 0, NULL);
+		return;
+	case GP_API_cuGraphCreate:
+		emit_graph(GP_GOP_GRAPH_CREATE, read_out(c->out_ptr), 0, 0, 0, 0, NULL);
+		return;
+	default: /* the instantiations */
+		out = read_out(c->out_ptr);
+		emit_graph(GP_GOP_INSTANTIATE, out, c->arg, 0, 0, new_version(tgid, img, out), NULL);
+		return;
+	}
+}
+
+SEC("uretprobe")
+int graph_leave(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call *c;
+
+	if (!gp_traced_self())
+		return 0;
+	c = bpf_map_lookup_elem(&calls, &id);
+	if (!c) {
+		count_drop(GP_LDROP_NORETURN);
+		return 0;
+	}
+	graph_leave_call(c, (__u32)PT_REGS_RC(ctx) == 0);
+	bpf_map_delete_elem(&calls, &id);
+	return 0;
 }
 
 SEC("raw_tp/sched_process_exit")

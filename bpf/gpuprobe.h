@@ -29,6 +29,7 @@ enum gp_event_type {
 	GP_EV_FORK = 13,  /* a traced process started another (struct gp_proc_event) */
 	GP_EV_EXEC = 14,  /* a process replaced its image: its handles, allocations, names are gone */
 	GP_EV_GONE = 15,  /* a traced process exited: it leaves the traced set */
+	GP_EV_GRAPH = 16, /* --cudatrace: stream capture and CUDA graph calls (struct gp_graph_event) */
 };
 
 /* A process gpuprobe follows (the tree of a command, -p --tree, --comm, --cgroup): the
@@ -132,6 +133,38 @@ enum gp_api {
 	GP_API_cuCtxCreate_v4,
 	GP_API_cuMemHostRegister_v2,
 	GP_API_cuMemHostUnregister,
+	/* --cudatrace: stream capture and CUDA graphs */
+	GP_API_cuStreamBeginCapture,
+	GP_API_cuStreamBeginCapture_ptsz,
+	GP_API_cuStreamBeginCapture_v2,
+	GP_API_cuStreamBeginCapture_v2_ptsz,
+	GP_API_cuStreamBeginCaptureToGraph,
+	GP_API_cuStreamBeginCaptureToGraph_ptsz,
+	GP_API_cuStreamEndCapture,
+	GP_API_cuStreamEndCapture_ptsz,
+	GP_API_cuEventRecordWithFlags,
+	GP_API_cuEventRecordWithFlags_ptsz,
+	GP_API_cuStreamWaitEvent,
+	GP_API_cuStreamWaitEvent_ptsz,
+	GP_API_cuGraphInstantiate,
+	GP_API_cuGraphInstantiate_v2,
+	GP_API_cuGraphInstantiateWithFlags,
+	GP_API_cuGraphInstantiateWithParams,
+	GP_API_cuGraphInstantiateWithParams_ptsz,
+	GP_API_cuGraphAddKernelNode,
+	GP_API_cuGraphAddKernelNode_v2,
+	GP_API_cuGraphKernelNodeSetParams,
+	GP_API_cuGraphKernelNodeSetParams_v2,
+	GP_API_cuGraphExecKernelNodeSetParams,
+	GP_API_cuGraphExecKernelNodeSetParams_v2,
+	GP_API_cuGraphExecUpdate,
+	GP_API_cuGraphExecUpdate_v2,
+	GP_API_cuGraphExecDestroy,
+	GP_API_cuGraphDestroy,
+	GP_API_cuGraphClone,
+	GP_API_cuGraphDestroyNode,
+	GP_API_cuGraphAddChildGraphNode,
+	GP_API_cuGraphCreate,
 	GP_API__COUNT,
 };
 
@@ -195,7 +228,40 @@ enum gp_launch_kind {
 	GP_LAUNCH_KERNEL = 0,      /* cuLaunchKernel */
 	GP_LAUNCH_EX = 1,          /* cuLaunchKernelEx */
 	GP_LAUNCH_COOPERATIVE = 2, /* cuLaunchCooperativeKernel */
-	GP_LAUNCH_GRAPH = 3,       /* cuGraphLaunch: handle is the CUgraphExec */
+	GP_LAUNCH_GRAPH = 3,       /* cuGraphLaunch: handle is the CUgraphExec, gen its version */
+};
+
+/* --cudatrace's stream-capture and graph records (GP_EV_GRAPH), in program order on the
+ * launch ring buffer; user space rebuilds each graph's kernel nodes from them. */
+enum gp_graph_op {
+	GP_GOP_CAPTURED = 0,      /* a launch on a capturing stream: a = capture; the kernel */
+	GP_GOP_CAPTURE_END = 1,   /* a = capture, b = the CUgraph it made */
+	GP_GOP_CAPTURE_FAILED = 2, /* a = capture: invalidated, its launches never run */
+	GP_GOP_CAPTURE_TO = 3,    /* a = capture, b = the graph it adds to (BeginCaptureToGraph) */
+	GP_GOP_INSTANTIATE = 4,   /* a = CUgraphExec, b = CUgraph, version */
+	GP_GOP_ADD_NODE = 5,      /* a = CUgraph, b = CUgraphNode; the kernel */
+	GP_GOP_NODE_SET = 6,      /* b = CUgraphNode; the kernel */
+	GP_GOP_EXEC_NODE_SET = 7, /* a = CUgraphExec, b = CUgraphNode; the kernel; version */
+	GP_GOP_EXEC_UPDATE = 8,   /* a = CUgraphExec, b = CUgraph; version */
+	GP_GOP_EXEC_DESTROY = 9,  /* a = CUgraphExec */
+	GP_GOP_GRAPH_DESTROY = 10, /* a = CUgraph */
+	GP_GOP_CLONE = 11,        /* a = the new CUgraph, b = the original */
+	GP_GOP_NODE_DESTROY = 12, /* b = CUgraphNode */
+	GP_GOP_CHILD_GRAPH = 13,  /* a = CUgraph: a child-graph node (its kernels not followed) */
+	GP_GOP_GRAPH_CREATE = 14, /* a = a new, empty CUgraph */
+};
+
+struct gp_graph_event {
+	__u32 type; /* GP_EV_GRAPH */
+	__u32 pid;
+	__u32 img;
+	__u32 op;   /* enum gp_graph_op */
+	__u64 a, b;
+	__u64 handle;   /* the kernel: CUfunction or CUkernel */
+	__u32 gen;      /* its naming (gp_name_event.gen), 0: none */
+	__u32 version;  /* the CUgraphExec's version counted from now on (gp_launch_key.gen) */
+	__u32 grid[3];
+	__u32 block[3];
 };
 
 /* Launch counts live in a BPF hash under this key; nothing crosses the ring buffer
@@ -272,6 +338,7 @@ enum gp_ldrop {
 	GP_LDROP_PENDING = 2, /* entry->return table full */
 	GP_LDROP_NORETURN = 3,
 	GP_LDROP_PROCS = 4,
+	GP_LDROP_GRAPH = 5,   /* capture/graph tables full: a capture or graph not followed */
 	GP_LDROP__COUNT,
 };
 

@@ -49,6 +49,45 @@ const struct gp_launch_api_info gp_launch_apis[] = {
 };
 const int gp_launch_apis_cnt = sizeof(gp_launch_apis) / sizeof(gp_launch_apis[0]);
 
+/* Stream capture, its fork/join through events, graph building, instantiation, updates
+ * and destruction: what it takes to know each CUgraphExec's kernel nodes. */
+const struct gp_graph_api_info gp_graph_apis[] = {
+	{ GP_API_cuStreamBeginCapture, "cuStreamBeginCapture", true },
+	{ GP_API_cuStreamBeginCapture_ptsz, "cuStreamBeginCapture_ptsz", true },
+	{ GP_API_cuStreamBeginCapture_v2, "cuStreamBeginCapture_v2", true },
+	{ GP_API_cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture_v2_ptsz", true },
+	{ GP_API_cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", true },
+	{ GP_API_cuStreamBeginCaptureToGraph_ptsz, "cuStreamBeginCaptureToGraph_ptsz", true },
+	{ GP_API_cuStreamEndCapture, "cuStreamEndCapture", true },
+	{ GP_API_cuStreamEndCapture_ptsz, "cuStreamEndCapture_ptsz", true },
+	{ GP_API_cuEventRecord, "cuEventRecord", false },
+	{ GP_API_cuEventRecord_ptsz, "cuEventRecord_ptsz", false },
+	{ GP_API_cuEventRecordWithFlags, "cuEventRecordWithFlags", false },
+	{ GP_API_cuEventRecordWithFlags_ptsz, "cuEventRecordWithFlags_ptsz", false },
+	{ GP_API_cuStreamWaitEvent, "cuStreamWaitEvent", false },
+	{ GP_API_cuStreamWaitEvent_ptsz, "cuStreamWaitEvent_ptsz", false },
+	{ GP_API_cuGraphInstantiate, "cuGraphInstantiate", true },
+	{ GP_API_cuGraphInstantiate_v2, "cuGraphInstantiate_v2", true },
+	{ GP_API_cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", true },
+	{ GP_API_cuGraphInstantiateWithParams, "cuGraphInstantiateWithParams", true },
+	{ GP_API_cuGraphInstantiateWithParams_ptsz, "cuGraphInstantiateWithParams_ptsz", true },
+	{ GP_API_cuGraphAddKernelNode, "cuGraphAddKernelNode", true },
+	{ GP_API_cuGraphAddKernelNode_v2, "cuGraphAddKernelNode_v2", true },
+	{ GP_API_cuGraphKernelNodeSetParams, "cuGraphKernelNodeSetParams", true },
+	{ GP_API_cuGraphKernelNodeSetParams_v2, "cuGraphKernelNodeSetParams_v2", true },
+	{ GP_API_cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams", true },
+	{ GP_API_cuGraphExecKernelNodeSetParams_v2, "cuGraphExecKernelNodeSetParams_v2", true },
+	{ GP_API_cuGraphExecUpdate, "cuGraphExecUpdate", true },
+	{ GP_API_cuGraphExecUpdate_v2, "cuGraphExecUpdate_v2", true },
+	{ GP_API_cuGraphExecDestroy, "cuGraphExecDestroy", false },
+	{ GP_API_cuGraphDestroy, "cuGraphDestroy", false },
+	{ GP_API_cuGraphClone, "cuGraphClone", true },
+	{ GP_API_cuGraphDestroyNode, "cuGraphDestroyNode", false },
+	{ GP_API_cuGraphAddChildGraphNode, "cuGraphAddChildGraphNode", false },
+	{ GP_API_cuGraphCreate, "cuGraphCreate", true },
+};
+const int gp_graph_apis_cnt = sizeof(gp_graph_apis) / sizeof(gp_graph_apis[0]);
+
 const struct gp_copy_api_info gp_copy_apis[] = {
 	{ GP_API_cuMemcpy, "cuMemcpy" },
 	{ GP_API_cuMemcpy_ptds, "cuMemcpy_ptds" },
@@ -114,6 +153,9 @@ const char *gp_api_name(unsigned int id)
 	for (int i = 0; i < gp_copy_apis_cnt; i++)
 		if ((unsigned int)gp_copy_apis[i].id == id)
 			return gp_copy_apis[i].name;
+	for (int i = 0; i < gp_graph_apis_cnt; i++)
+		if ((unsigned int)gp_graph_apis[i].id == id)
+			return gp_graph_apis[i].name;
 	return "unknown";
 }
 

@@ -45,6 +45,17 @@ struct gp_launch_api_info {
 extern const struct gp_launch_api_info gp_launch_apis[];
 extern const int gp_launch_apis_cnt;
 
+/* --cudatrace's stream-capture and graph entry points (graph_enter/graph_leave of
+ * bpf/cuda_launch.bpf.c); with_return: the return is read (success, out-pointers). */
+struct gp_graph_api_info {
+	enum gp_api id;
+	const char *name;
+	bool with_return;
+};
+
+extern const struct gp_graph_api_info gp_graph_apis[];
+extern const int gp_graph_apis_cnt;
+
 /* --bandwidth-util's own entry points (copies, contexts, event records, host
  * registration); it probes the launch table's GP_LP_SYNC entries too. */
 struct gp_copy_api_info {

@@ -19,6 +19,7 @@ struct gp_handlers {
 	void (*on_call)(void *ctx, const struct gp_call_event *e);
 	void (*on_ioctl)(void *ctx, const struct gp_ioctl_event *e);
 	void (*on_proc)(void *ctx, const struct gp_proc_event *e); /* FORK, EXEC, GONE */
+	void (*on_graph)(void *ctx, const struct gp_graph_event *e);
 };
 
 struct gp_events;

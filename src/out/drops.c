@@ -26,6 +26,8 @@ static const struct {
 	[GP_R_PROCESS_RECORDS_LOST] = { "process_records_lost", false },
 	/* every call of a child not followed is lost */
 	[GP_R_FOLLOWED_TABLE_FULL] = { "followed_table_full", true },
+	/* a graph launch still counts; only its kernels' executions may be missed */
+	[GP_R_GRAPH_TABLE_FULL] = { "graph_table_full", false },
 };
 
 const char *gp_reason_name(int reason)

@@ -30,6 +30,7 @@ enum gp_reason {
 	GP_R_MALFORMED_RECORD,     /* a record of unknown type or size (a bug if non-zero) */
 	GP_R_PROCESS_RECORDS_LOST, /* a fork/exec/exit record lost: an exec's images not told apart */
 	GP_R_FOLLOWED_TABLE_FULL,  /* --max-procs followed processes: a child not followed */
+	GP_R_GRAPH_TABLE_FULL,     /* a capture, graph or graph version not followed: kernels of graph launches not counted */
 	GP_R__COUNT,
 };
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cudatrace.h"
+#include "graphs.h"
 #include "proctab.h"
 #include "symbolize.h"
 #include "u64map.h"
@@ -12,6 +14,15 @@ struct cudatrace {
 	uint64_t start_ns;      /* rates of a process's first report count from here */
 	uint64_t last_ns;       /* the latest record's or snapshot's time */
 	struct proctab *procs; /* struct ct_proc */
+	ct_take_fn take;        /* a retired graph version's final count, from BPF */
+	void *take_ctx;
+	ct_resolve_fn resolve;  /* a name from memory for a handle made before the attach */
+	void *resolve_ctx;
+};
+
+struct ct_acc {
+	struct ct_gnode k; /* kernel and shape (node unused) */
+	uint64_t captured, executed;
 };
 
 static void clear_snapshot(struct ct_proc *p)
@@ -23,6 +34,7 @@ static void clear_snapshot(struct ct_proc *p)
 	p->nr_kernels = 0;
 	p->nr_graphs = 0;
 	p->launches = p->unnamed_launches = p->graph_launches = 0;
+	p->graph_executed = p->unexpanded_graph_launches = 0;
 	memset(p->hist, 0, sizeof(p->hist));
 }
 
@@ -39,6 +51,11 @@ static void free_proc(void *ctx, void *v)
 	free(p->graphs);
 	u64map__free_all(p->names, NULL);
 	u64map__free_all(p->host_names, NULL);
+	u64map__free_all(p->mem_names, NULL);
+	ct_gstore__free(p->gs);
+	free(p->acc);
+	u64map__free(p->acc_idx);
+	u64map__free_all(p->retired, NULL);
 	free(p);
 }
 
@@ -51,7 +68,10 @@ static void *make_proc(uint32_t pid)
 	p->pid = pid;
 	p->names = u64map__new();
 	p->host_names = u64map__new();
-	if (!p->names || !p->host_names) {
+	p->mem_names = u64map__new();
+	p->acc_idx = u64map__new();
+	p->retired = u64map__new();
+	if (!p->names || !p->host_names || !p->mem_names || !p->acc_idx || !p->retired) {
 		free_proc(NULL, p);
 		return NULL;
 	}
@@ -112,8 +132,10 @@ static struct ct_proc *proc_of(struct cudatrace *ct, uint32_t pid, uint32_t img)
 	}
 	fresh = !proctab__live(ct->procs, pid);
 	p = proctab__get(ct->procs, pid, make_proc);
-	if (p && fresh)
+	if (p && fresh) {
 		p->img = img;
+		p->ct = ct;
+	}
 	return p;
 }
 
@@ -205,8 +227,37 @@ const char *cudatrace__name_of(struct ct_proc *p, uint64_t handle, uint32_t gen,
 	n = u64map__get(p->host_names, handle);
 	if (n)
 		return n;
+	*source = CT_NAME_MEMORY;
+	n = u64map__get(p->mem_names, handle);
+	if (n && *n)
+		return n;
 	*source = CT_NAME_NONE;
 	return NULL;
+}
+
+void cudatrace__set_resolve(struct cudatrace *ct, ct_resolve_fn resolve, void *ctx)
+{
+	ct->resolve = resolve;
+	ct->resolve_ctx = ctx;
+}
+
+/* A handle no record named: ask the resolver once it can tell (its answer, or "" for a
+ * definite no, is kept). */
+static void try_resolve(struct ct_proc *p, uint64_t handle)
+{
+	char raw[GP_NAME_LEN + 1], buf[4096];
+	int r;
+
+	if (!p->ct || !p->ct->resolve || !handle || u64map__get(p->mem_names, handle))
+		return;
+	r = p->ct->resolve(p->ct->resolve_ctx, p->pid, p->img, handle, raw, sizeof(raw));
+	if (r == -EAGAIN)
+		return;
+	if (r)
+		buf[0] = '\0';
+	else
+		symbolize__demangle(raw, buf, sizeof(buf));
+	put_name(p->mem_names, handle, buf);
 }
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -227,37 +278,24 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-void cudatrace__add_launch(struct cudatrace *ct, const struct gp_launch_key *k, uint64_t count)
+/* The row of a kernel (by name) and shape, made when absent; NULL when out of memory. */
+static struct ct_shape *kernel_row(struct ct_proc *p, uint64_t handle, uint32_t gen, const uint32_t grid[3],
+				   const uint32_t block[3], struct ct_kernel **kout)
 {
-	struct ct_proc *p = proc_of(ct, k->pid, k->img);
 	enum ct_name_source src;
-	const char *name;
-	char unknown[40];
+	const char *name = cudatrace__name_of(p, handle, gen, &src);
 	struct ct_kernel *kern = NULL;
 	struct ct_shape *sh = NULL;
+	char unknown[40];
 
-	if (!p || !count)
-		return;
-	if (k->kind == GP_LAUNCH_GRAPH) {
-		p->graph_launches += count;
-		for (size_t i = 0; i < p->nr_graphs; i++)
-			if (p->graphs[i].handle == k->handle) {
-				p->graphs[i].launches += count;
-				return;
-			}
-		if (grow((void **)&p->graphs, &p->cap_graphs, p->nr_graphs + 1, sizeof(*p->graphs)))
-			return;
-		p->graphs[p->nr_graphs].handle = k->handle;
-		p->graphs[p->nr_graphs++].launches = count;
-		return;
+	if (!name && !gen) {
+		try_resolve(p, handle);
+		name = cudatrace__name_of(p, handle, gen, &src);
 	}
-	p->launches += count;
-	name = cudatrace__name_of(p, k->handle, k->gen, &src);
 	if (!name) {
 		src = CT_NAME_NONE;
-		snprintf(unknown, sizeof(unknown), "unknown@0x%" PRIx64, (uint64_t)k->handle);
+		snprintf(unknown, sizeof(unknown), "unknown@0x%" PRIx64, handle);
 		name = unknown;
-		p->unnamed_launches += count;
 	}
 	/* rows are few (distinct kernels); a linear pass per key is fine at report time */
 	for (size_t i = 0; i < p->nr_kernels && !kern; i++)
@@ -265,30 +303,127 @@ void cudatrace__add_launch(struct cudatrace *ct, const struct gp_launch_key *k, 
 			kern = &p->kernels[i];
 	if (!kern) {
 		if (grow((void **)&p->kernels, &p->cap_kernels, p->nr_kernels + 1, sizeof(*p->kernels)))
-			return;
+			return NULL;
 		kern = &p->kernels[p->nr_kernels];
 		memset(kern, 0, sizeof(*kern));
 		kern->name = strdup(name);
 		if (!kern->name)
-			return;
+			return NULL;
 		kern->source = src;
-		kern->handle = k->handle;
+		kern->handle = handle;
 		p->nr_kernels++;
 	}
-	kern->launches += count;
+	*kout = kern;
 	for (size_t i = 0; i < kern->nr_shapes && !sh; i++)
-		if (!memcmp(kern->shapes[i].grid, k->grid, sizeof(k->grid)) &&
-		    !memcmp(kern->shapes[i].block, k->block, sizeof(k->block)))
+		if (!memcmp(kern->shapes[i].grid, grid, sizeof(kern->shapes[i].grid)) &&
+		    !memcmp(kern->shapes[i].block, block, sizeof(kern->shapes[i].block)))
 			sh = &kern->shapes[i];
-	if (!sh) {
-		if (grow((void **)&kern->shapes, &kern->cap_shapes, kern->nr_shapes + 1, sizeof(*sh)))
-			return;
-		sh = &kern->shapes[kern->nr_shapes++];
-		memcpy(sh->grid, k->grid, sizeof(k->grid));
-		memcpy(sh->block, k->block, sizeof(k->block));
-		sh->launches = 0;
+	if (sh)
+		return sh;
+	if (grow((void **)&kern->shapes, &kern->cap_shapes, kern->nr_shapes + 1, sizeof(*sh)))
+		return NULL;
+	sh = &kern->shapes[kern->nr_shapes++];
+	memset(sh, 0, sizeof(*sh));
+	memcpy(sh->grid, grid, sizeof(sh->grid));
+	memcpy(sh->block, block, sizeof(sh->block));
+	return sh;
+}
+
+/* Counts of one kernel and shape: launched directly, captured, run inside graphs. */
+static void kernel_add(struct ct_proc *p, const struct ct_gnode *n, uint64_t launched, uint64_t captured,
+		       uint64_t executed)
+{
+	struct ct_kernel *kern;
+	struct ct_shape *sh = kernel_row(p, n->handle, n->gen, n->grid, n->block, &kern);
+
+	if (!sh)
+		return;
+	kern->launches += launched;
+	kern->captured += captured;
+	kern->graph_executed += executed;
+	sh->launches += launched;
+	sh->captured += captured;
+	sh->graph_executed += executed;
+	p->graph_executed += executed;
+	if (kern->source == CT_NAME_NONE)
+		p->unnamed_launches += launched;
+}
+
+static struct ct_graph *graph_row(struct ct_proc *p, uint64_t exec)
+{
+	for (size_t i = 0; i < p->nr_graphs; i++)
+		if (p->graphs[i].handle == exec)
+			return &p->graphs[i];
+	if (grow((void **)&p->graphs, &p->cap_graphs, p->nr_graphs + 1, sizeof(*p->graphs)))
+		return NULL;
+	memset(&p->graphs[p->nr_graphs], 0, sizeof(p->graphs[0]));
+	p->graphs[p->nr_graphs].handle = exec;
+	return &p->graphs[p->nr_graphs++];
+}
+
+/* count launches of a CUgraphExec version: each of its kernel nodes ran count times */
+static void add_graph_launches(struct ct_proc *p, uint64_t exec, uint32_t version, uint64_t count)
+{
+	const struct ct_gexec *x = ct_gstore__exec(p->gs, exec, version);
+	struct ct_graph *g = graph_row(p, exec);
+
+	p->graph_launches += count;
+	if (g)
+		g->launches += count;
+	if (!x || x->source == CT_GRAPH_UNKNOWN) {
+		p->unexpanded_graph_launches += count;
+		return;
 	}
-	sh->launches += count;
+	if (g) {
+		g->nodes = x->nr_nodes;
+		g->source = x->source;
+		g->partial = x->partial;
+	}
+	for (size_t i = 0; i < x->nr_nodes; i++)
+		kernel_add(p, &x->nodes[i], 0, 0, count);
+}
+
+void cudatrace__add_launch(struct cudatrace *ct, const struct gp_launch_key *k, uint64_t count)
+{
+	struct ct_proc *p = proc_of(ct, k->pid, k->img);
+	struct ct_gnode n = { .handle = k->handle, .gen = k->gen };
+
+	if (!p || !count)
+		return;
+	if (k->kind == GP_LAUNCH_GRAPH) {
+		add_graph_launches(p, k->handle, k->gen, count);
+		return;
+	}
+	p->launches += count;
+	memcpy(n.grid, k->grid, sizeof(n.grid));
+	memcpy(n.block, k->block, sizeof(n.block));
+	kernel_add(p, &n, count, 0, 0);
+}
+
+/* What outlives the BPF tables: captures and the graph versions no longer launched. */
+static void add_kept(struct ct_proc *p)
+{
+	uint64_t exec;
+	void *v;
+
+	for (size_t i = 0; i < p->nr_acc; i++)
+		kernel_add(p, &p->acc[i].k, 0, p->acc[i].captured, p->acc[i].executed);
+	for (size_t it = 0; u64map__next(p->retired, &it, &exec, &v);) {
+		const struct ct_graph *r = v;
+		struct ct_graph *g = graph_row(p, exec);
+
+		p->graph_launches += r->launches;
+		if (!g)
+			continue;
+		g->launches += r->launches;
+		if (!g->source) { /* not launched in its current version: its last one says */
+			g->nodes = r->nodes;
+			g->source = r->source;
+		}
+		g->partial |= r->partial;
+	}
+	p->unexpanded_graph_launches += p->unexpanded_retired;
+	p->graph_overflows = ct_gstore__overflows(p->gs);
 }
 
 void cudatrace__set_hist(struct cudatrace *ct, const struct gp_hist_key *k, const struct gp_hist *h)
@@ -302,18 +437,20 @@ void cudatrace__set_hist(struct cudatrace *ct, const struct gp_hist_key *k, cons
 static int cmp_shape(const void *a, const void *b)
 {
 	const struct ct_shape *x = a, *y = b;
+	uint64_t rx = x->launches + x->graph_executed, ry = y->launches + y->graph_executed;
 
-	if (x->launches != y->launches)
-		return x->launches > y->launches ? -1 : 1;
+	if (rx != ry)
+		return rx > ry ? -1 : 1;
 	return memcmp(x->grid, y->grid, sizeof(x->grid) + sizeof(x->block));
 }
 
 static int cmp_kernel(const void *a, const void *b)
 {
 	const struct ct_kernel *x = a, *y = b;
+	uint64_t rx = x->launches + x->graph_executed, ry = y->launches + y->graph_executed;
 
-	if (x->launches != y->launches)
-		return x->launches > y->launches ? -1 : 1;
+	if (rx != ry)
+		return rx > ry ? -1 : 1;
 	return strcmp(x->name, y->name);
 }
 
@@ -340,8 +477,10 @@ void cudatrace__snapshot_end(struct cudatrace *ct, uint64_t now_ns)
 	size_t n = cudatrace__procs(ct, &v);
 
 	ct->last_ns = now_ns;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		add_kept(v[i]);
 		finish(v[i], ct->start_ns, now_ns);
+	}
 }
 
 size_t cudatrace__procs(struct cudatrace *ct, struct ct_proc ***out)
@@ -417,10 +556,18 @@ static void frame_func(const char *f, char *buf, size_t len)
 
 void cudatrace__stub_name(const char *const *frames, size_t n, char *buf, size_t len)
 {
+	cudatrace__stub_name2(frames, n, buf, len, NULL, 0);
+}
+
+void cudatrace__stub_name2(const char *const *frames, size_t n, char *buf, size_t len, char *mangled_out,
+			   size_t mlen)
+{
 	static const char stub[] = "__device_stub_";
 	char fn[1024];
 
 	buf[0] = '\0';
+	if (mangled_out && mlen)
+		mangled_out[0] = '\0';
 	for (size_t i = 0; i < n; i++) {
 		const char *s;
 
@@ -436,7 +583,117 @@ void cudatrace__stub_name(const char *const *frames, size_t n, char *buf, size_t
 			if (paren)
 				*paren = '\0';
 			symbolize__demangle(mangled, buf, len);
+			if (mangled_out && mlen)
+				snprintf(mangled_out, mlen, "%s", mangled);
 			return;
 		}
 	}
+}
+
+/* ---- CUDA graphs: captured and graph-executed counts per kernel ---- */
+
+void cudatrace__set_take(struct cudatrace *ct, ct_take_fn take, void *ctx)
+{
+	ct->take = take;
+	ct->take_ctx = ctx;
+}
+
+static uint64_t acc_hash(const struct ct_gnode *n)
+{
+	const uint32_t w[] = { (uint32_t)n->handle, (uint32_t)(n->handle >> 32), n->gen, n->grid[0], n->grid[1],
+			       n->grid[2], n->block[0], n->block[1], n->block[2] };
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		h ^= w[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static bool acc_same(const struct ct_gnode *a, const struct ct_gnode *b)
+{
+	return a->handle == b->handle && a->gen == b->gen && !memcmp(a->grid, b->grid, sizeof(a->grid)) &&
+	       !memcmp(a->block, b->block, sizeof(a->block));
+}
+
+/* The accumulator of a kernel and shape, made when absent (NULL when out of memory). */
+static struct ct_acc *acc_get(struct ct_proc *p, const struct ct_gnode *n)
+{
+	uint64_t h = acc_hash(n);
+	uintptr_t at;
+
+	/* linear probing over the hash: a colliding key moves to the next slot */
+	while ((at = (uintptr_t)u64map__get(p->acc_idx, h))) {
+		if (acc_same(&p->acc[at - 1].k, n))
+			return &p->acc[at - 1];
+		h++;
+	}
+	if (p->nr_acc == p->cap_acc) {
+		size_t cap = p->cap_acc ? p->cap_acc * 2 : 16;
+		struct ct_acc *v = realloc(p->acc, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		p->acc = v;
+		p->cap_acc = cap;
+	}
+	if (u64map__put(p->acc_idx, h, (void *)(uintptr_t)(p->nr_acc + 1)))
+		return NULL;
+	p->acc[p->nr_acc] = (struct ct_acc){ .k = *n };
+	p->acc[p->nr_acc].k.node = 0;
+	return &p->acc[p->nr_acc++];
+}
+
+static void on_captured(void *ctx, const struct ct_gnode *n)
+{
+	struct ct_proc *p = ctx;
+	struct ct_acc *a = acc_get(p, n);
+
+	if (a)
+		a->captured++;
+	p->captured_total++;
+}
+
+/* A graph version will not be launched again: its launches leave BPF for the totals. */
+static void on_retire(void *ctx, const struct ct_gexec *x)
+{
+	struct ct_proc *p = ctx;
+	uint64_t c = p->ct->take ? p->ct->take(p->ct->take_ctx, p->pid, p->img, x->exec, x->version) : 0;
+	struct ct_graph *r = u64map__get(p->retired, x->exec);
+
+	if (!c)
+		return;
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r || u64map__put(p->retired, x->exec, r)) {
+			free(r);
+			return;
+		}
+		r->handle = x->exec;
+	}
+	r->launches += c;
+	if (x->source == CT_GRAPH_UNKNOWN)
+		p->unexpanded_retired += c;
+	r->nodes = x->nr_nodes;
+	r->source = x->source;
+	r->partial |= x->partial;
+	for (size_t i = 0; i < x->nr_nodes; i++) {
+		struct ct_acc *a = acc_get(p, &x->nodes[i]);
+
+		if (a)
+			a->executed += c;
+	}
+}
+
+void cudatrace__on_graph(struct cudatrace *ct, const struct gp_graph_event *e)
+{
+	struct ct_proc *p = proc_of(ct, e->pid, e->img);
+
+	if (!p)
+		return;
+	if (!p->gs)
+		p->gs = ct_gstore__new(on_retire, on_captured, p);
+	if (p->gs)
+		ct_gstore__on_event(p->gs, e);
 }

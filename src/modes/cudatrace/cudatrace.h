@@ -16,27 +16,38 @@ struct u64map;
 
 struct ct_shape {
 	uint32_t grid[3], block[3];
-	uint64_t launches;
+	uint64_t launches;       /* launched directly */
+	uint64_t captured;       /* launched on a capturing stream: a graph node, not run */
+	uint64_t graph_executed; /* run as a node of a launched graph */
 };
 
 enum ct_name_source {
 	CT_NAME_DRIVER = 0, /* from cuModuleGetFunction / cuLibraryGetKernel */
 	CT_NAME_HOST = 1,   /* from the host-side stub on the launch stack */
 	CT_NAME_NONE = 2,   /* unknown@0x... */
+	CT_NAME_MEMORY = 3, /* read from the process's memory through a learned layout (midname.h) */
 };
 
 struct ct_kernel {
 	char *name;
 	enum ct_name_source source;
 	uint64_t handle; /* the first handle seen under this name */
-	uint64_t launches;
+	uint64_t launches, captured, graph_executed; /* as in struct ct_shape */
 	struct ct_shape *shapes; /* sorted, most frequent first */
 	size_t nr_shapes, cap_shapes;
 };
 
+/* One CUgraphExec launched (its current and earlier versions summed). */
 struct ct_graph {
 	uint64_t handle, launches;
+	size_t nodes;           /* kernel nodes of its latest version seen */
+	int source;             /* enum ct_gsource (graphs.h) */
+	bool partial;           /* some nodes could not be followed (child graphs, updates) */
 };
+
+/* Counts that outlive the BPF tables they came from (captures, retired graph versions),
+ * per kernel and shape. */
+struct ct_acc;
 
 struct ct_proc {
 	uint32_t pid;
@@ -47,12 +58,23 @@ struct ct_proc {
 	uint64_t exit_ns; /* CLOCK_MONOTONIC, from the exit record */
 	struct u64map *names;      /* naming generation -> name (see gp_name_event) */
 	struct u64map *host_names; /* handle -> name from the host stub */
+	struct u64map *mem_names;  /* handle -> name read from memory ("" : checked, none) */
+	struct cudatrace *ct;
+	struct ct_gstore *gs;      /* its CUDA graphs (graphs.h), made at its first graph record */
+	struct ct_acc *acc;        /* captured and retired graph-executed counts */
+	size_t nr_acc, cap_acc;
+	struct u64map *acc_idx;    /* hash of an acc key -> index + 1 */
+	struct u64map *retired;    /* CUgraphExec -> launches of its retired versions */
+	uint64_t captured_total, graph_overflows;
+	uint64_t unexpanded_retired; /* launches of retired graph versions whose nodes were unknown */
 	/* the snapshot */
 	struct ct_kernel *kernels;
 	size_t nr_kernels, cap_kernels;
 	struct ct_graph *graphs;
 	size_t nr_graphs, cap_graphs;
 	uint64_t launches, unnamed_launches, graph_launches;
+	uint64_t graph_executed;      /* kernel executions inside graph launches */
+	uint64_t unexpanded_graph_launches; /* of graphs made before the attach */
 	struct gp_hist hist[GP_HIST__COUNT];
 	double launches_per_s; /* since the previous snapshot */
 	uint64_t prev_launches, prev_ns;
@@ -64,6 +86,11 @@ struct cudatrace *cudatrace__new(void);
 void cudatrace__free(struct cudatrace *ct);
 
 void cudatrace__on_name(struct cudatrace *ct, const struct gp_name_event *e);
+void cudatrace__on_graph(struct cudatrace *ct, const struct gp_graph_event *e);
+/* Takes the final count of a graph exec's version out of BPF (read and delete), called
+ * when the version stops being launched; the counts then live on in user space. */
+typedef uint64_t (*ct_take_fn)(void *ctx, uint32_t pid, uint32_t img, uint64_t exec, uint32_t version);
+void cudatrace__set_take(struct cudatrace *ct, ct_take_fn take, void *ctx);
 /* A name for an unnamed handle, found on its launch stack (see cudatrace__stub_name). */
 void cudatrace__on_host_name(struct cudatrace *ct, uint32_t pid, uint32_t img, uint64_t handle,
 			     const char *name);
@@ -97,5 +124,12 @@ void cudatrace__reap(struct cudatrace *ct, uint64_t cutoff_ns, uint32_t keep_pid
  * kernel name: nvcc's stub __device_stub_<mangled>, demangled. Writes "" when there is
  * none (any other frame would name the launcher, not the kernel). */
 void cudatrace__stub_name(const char *const *frames, size_t n, char *buf, size_t len);
+/* The same, also giving the mangled name the stub carries (mangled may be NULL). */
+void cudatrace__stub_name2(const char *const *frames, size_t n, char *buf, size_t len, char *mangled,
+			   size_t mlen);
+/* Names an unnamed handle at snapshot time (off the hot path): 0 with the raw (mangled)
+ * name in buf; -EAGAIN to try again at the next snapshot; another -errno: never. */
+typedef int (*ct_resolve_fn)(void *ctx, uint32_t pid, uint32_t img, uint64_t handle, char *buf, size_t len);
+void cudatrace__set_resolve(struct cudatrace *ct, ct_resolve_fn resolve, void *ctx);
 
 #endif

@@ -4,11 +4,13 @@
  * shape, naming); names arrive on its ring buffer as handles are created. A snapshot
  * reads the counts into the aggregator (cudatrace.c); cudatrace_report.c renders it.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "apis.h"
@@ -18,10 +20,12 @@
 #include "cudatrace_mode.h"
 #include "events.h"
 #include "maps.h"
+#include "midname.h"
 #include "option.h"
 #include "options.h"
 #include "run.h"
 #include "symbolize.h"
+#include "u64map.h"
 #include "util.h"
 
 struct ct_settings ct_settings = {
@@ -47,9 +51,15 @@ struct ct_mode {
 	struct gp_run *run;
 	struct cuda_launch_bpf *skel;
 	struct cudatrace *ct;
-	struct attach_pair probes;
+	struct attach_pair probes, gprobes; /* launches, syncs, names; capture and graphs */
+	struct midname *mn;                 /* names of handles made before the attach */
+	uint64_t learns;                    /* known names offered to mn so far */
 	struct ct_snap snap;
 };
+
+/* Known names teach midname where the driver keeps them; enough of them tell it (each
+ * costs a few reads of the process's memory). */
+#define MAX_LEARNS 512
 
 static void m_free(void *st)
 {
@@ -58,10 +68,24 @@ static void m_free(void *st)
 	if (!m)
 		return;
 	cuda_launch_bpf__destroy(m->skel);
+	midname__free(m->mn);
 	cudatrace__free(m->ct);
 	free(m->snap.pids);
 	free(m->snap.procs);
 	free(m);
+}
+
+/* process_vm_readv: bounded reads of a traced process's memory, never through a path it
+ * names (it may have exited: an error, not a wait). */
+static long read_mem(void *ctx, uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	ssize_t r;
+
+	(void)ctx;
+	r = process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
+	return r < 0 ? -errno : (long)r;
 }
 
 static int m_open(struct gp_run *run, void **st, char *err, size_t len)
@@ -70,12 +94,14 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	int r;
 
 	*st = m;
-	if (!m || !(m->ct = cudatrace__new()) || !(m->skel = cuda_launch_bpf__open())) {
+	if (!m || !(m->ct = cudatrace__new()) || !(m->mn = midname__new(read_mem, m)) ||
+	    !(m->skel = cuda_launch_bpf__open())) {
 		snprintf(err, len, "cannot open the launch BPF object");
 		return -ENOMEM;
 	}
 	m->run = run;
 	attach_pair__prepare(&m->probes, m->skel->progs.launch_enter, m->skel->progs.launch_leave, "launch");
+	attach_pair__prepare(&m->gprobes, m->skel->progs.graph_enter, m->skel->progs.graph_leave, "graph");
 	m->skel->rodata->measure_latency = ct_settings.latency;
 	r = gp_run__adopt(run, m->skel);
 	if (r) {
@@ -96,6 +122,29 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 static bool needs_return(enum gp_launch_prog p)
 {
 	return p == GP_LP_NAME || p == GP_LP_ALIAS || p == GP_LP_UNLOAD || ct_settings.latency;
+}
+
+/* Stream capture and graph calls; a driver older than some of them (cuGraphExecUpdate_v2,
+ * BeginCaptureToGraph) is probed for those it has. */
+static int attach_graphs(struct ct_mode *m, struct gp_run *run, const char *lib, char *err, size_t len)
+{
+	const char *names[GP_API__COUNT] = { 0 };
+	long long offsets[GP_API__COUNT], ret_offsets[GP_API__COUNT];
+	__u64 cookies[GP_API__COUNT];
+	int r, n = gp_graph_apis_cnt;
+
+	for (int i = 0; i < n; i++) {
+		names[i] = gp_graph_apis[i].name;
+		cookies[i] = gp_graph_apis[i].id;
+	}
+	r = attach__resolve(lib, names, n, offsets, err, len);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < n; i++)
+		ret_offsets[i] = gp_graph_apis[i].with_return ? offsets[i] : -1;
+	attach__log_missing(lib, names, offsets, n);
+	return attach_pair__attach(&m->gprobes, run->links, lib, offsets, ret_offsets, cookies, n,
+				   run->target_pid, err, len);
 }
 
 static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len)
@@ -122,20 +171,71 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 		}
 	}
 	attach__log_missing(lib, names, offsets, n);
-	return attach_pair__attach(&m->probes, run->links, lib, offsets, ret_offsets, cookies, n,
-				   run->target_pid, err, len);
+	r = attach_pair__attach(&m->probes, run->links, lib, offsets, ret_offsets, cookies, n,
+				run->target_pid, err, len);
+	return r ? r : attach_graphs(m, run, lib, err, len);
+}
+
+static void learn(struct ct_mode *m, uint32_t pid, uint64_t handle, const char *mangled)
+{
+	if (mangled[0] && m->learns < MAX_LEARNS) {
+		m->learns++;
+		midname__learn(m->mn, pid, handle, mangled);
+	}
 }
 
 static void h_name(void *ctx, const struct gp_name_event *e)
 {
-	cudatrace__on_name(((struct ct_mode *)ctx)->ct, e);
+	struct ct_mode *m = ctx;
+	char raw[GP_NAME_LEN + 1];
+
+	cudatrace__on_name(m->ct, e);
+	snprintf(raw, sizeof(raw), "%.*s", GP_NAME_LEN, e->name);
+	/* a name cut at GP_NAME_LEN is not the driver's: no lesson */
+	if (strnlen(e->name, GP_NAME_LEN) < GP_NAME_LEN)
+		learn(m, e->pid, e->handle, raw);
+}
+
+/* The snapshot's question for an unnamed handle (see cudatrace__set_resolve): a name read
+ * from memory is used only after the driver has accepted a launch of the handle (BPF marks
+ * that at the launch's return: a forged or stale handle never gets there). */
+static int resolve_name(void *ctx, uint32_t pid, uint32_t img, uint64_t handle, char *buf, size_t len)
+{
+	struct ct_mode *m = ctx;
+	struct { uint32_t pid, img; uint64_t handle; } k = { pid, img, handle };
+	__u8 ok;
+
+	if (!ct_settings.latency)
+		return -ENOTSUP; /* --no-latency: no launch returns, nothing verified */
+	if (bpf_map_lookup_elem(bpf_map__fd(m->skel->maps.verified), &k, &ok))
+		return -EAGAIN;
+	return midname__name(m->mn, pid, img, handle, buf, len);
+}
+
+static void h_graph(void *ctx, const struct gp_graph_event *e)
+{
+	cudatrace__on_graph(((struct ct_mode *)ctx)->ct, e);
+}
+
+/* A graph version launched for the last time: its count leaves the launch table. */
+static uint64_t take_graph_count(void *ctx, uint32_t pid, uint32_t img, uint64_t exec, uint32_t version)
+{
+	struct ct_mode *m = ctx;
+	struct gp_launch_key k = { .pid = pid, .kind = GP_LAUNCH_GRAPH, .handle = exec, .gen = version, .img = img };
+	int fd = bpf_map__fd(m->skel->maps.launches);
+	__u64 count = 0;
+
+	if (bpf_map_lookup_elem(fd, &k, &count))
+		return 0;
+	bpf_map_delete_elem(fd, &k);
+	return count;
 }
 
 /* A launch of a handle never named: name it after the host stub on its stack. */
 static void h_stub(void *ctx, const struct gp_stub_event *e)
 {
 	struct ct_mode *m = ctx;
-	char frames[GP_MAX_STACK][512], name[1024];
+	char frames[GP_MAX_STACK][512], name[1024], mangled[1024];
 	const char *ptrs[GP_MAX_STACK];
 	uint32_t n = e->nr_stack > GP_MAX_STACK ? GP_MAX_STACK : e->nr_stack;
 
@@ -143,9 +243,14 @@ static void h_stub(void *ctx, const struct gp_stub_event *e)
 		symbolizer__format(m->run->sym, (int)e->pid, e->stack[i], frames[i], sizeof(frames[i]));
 		ptrs[i] = frames[i];
 	}
-	cudatrace__stub_name(ptrs, n, name, sizeof(name));
-	if (name[0])
+	cudatrace__stub_name2(ptrs, n, name, sizeof(name), mangled, sizeof(mangled));
+	if (name[0]) {
 		cudatrace__on_host_name(m->ct, e->pid, e->img, e->handle, name);
+		learn(m, e->pid, e->handle, mangled);
+		return;
+	}
+	/* no stub: read the name from memory while the process lives, to use once verified */
+	midname__note(m->mn, e->pid, e->img, e->handle);
 }
 
 static void h_exit(void *ctx, const struct gp_exit_event *e)
@@ -166,13 +271,16 @@ static void h_proc(void *ctx, const struct gp_proc_event *e)
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct ct_mode *m = st;
-	struct gp_handlers h = { .ctx = m, .on_name = h_name, .on_stub = h_stub, .on_exit = h_exit };
+	struct gp_handlers h = { .ctx = m, .on_name = h_name, .on_stub = h_stub, .on_exit = h_exit,
+				 .on_graph = h_graph };
 	struct gp_handlers hp = { .ctx = m, .on_proc = h_proc };
 	int r = attach_set__auto(run->links, m->skel->progs.launch_proc_exit, err, len);
 
 	if (r)
 		return r;
 	cudatrace__set_start(m->ct, gp_mono_ns());
+	cudatrace__set_take(m->ct, take_graph_count, m);
+	cudatrace__set_resolve(m->ct, resolve_name, m);
 	r = gp_events__add(run->events, bpf_map__fd(m->skel->maps.names), &h);
 	if (!r)
 		r = gp_run__subscribe(run, &hp);
@@ -213,13 +321,17 @@ static void fill_drops(struct ct_mode *m, struct ct_snap *s)
 	static const int reason[GP_LDROP__COUNT] = {
 		[GP_LDROP_RINGBUF] = GP_R_RINGBUF_FULL, [GP_LDROP_KEYS] = GP_R_LAUNCH_TABLE_FULL,
 		[GP_LDROP_PENDING] = GP_R_PENDING_TABLE_FULL, [GP_LDROP_NORETURN] = GP_R_RETURN_WITHOUT_ENTRY,
-		[GP_LDROP_PROCS] = GP_R_PROCESS_TABLE_FULL,
+		[GP_LDROP_PROCS] = GP_R_PROCESS_TABLE_FULL, [GP_LDROP_GRAPH] = GP_R_GRAPH_TABLE_FULL,
 	};
-	size_t n = 0;
+	struct ct_proc **procs;
+	size_t n = 0, np = cudatrace__procs(m->ct, &procs);
 
 	for (int i = 0; i < GP_LDROP__COUNT; i++)
 		s->drops[n++] = (struct gp_snap_drop){
 			reason[i], __atomic_load_n(&m->skel->bss->ldrops[i], __ATOMIC_RELAXED) };
+	/* and what user space could not keep (graphs.h bounds) */
+	for (size_t i = 0; i < np; i++)
+		s->drops[GP_LDROP_GRAPH].count += procs[i]->graph_overflows;
 	s->drops[n++] = (struct gp_snap_drop){ GP_R_MALFORMED_RECORD, gp_events__malformed(m->run->events) };
 	n += gp_run__drops(m->run, s->drops + n);
 	s->hdr.drops = s->drops;
@@ -306,6 +418,7 @@ static void forget_pid(void *ctx, uint32_t pid, const uint32_t *img)
 		else
 			gp_map__delete_pid(fd, ks, pid);
 	}
+	midname__forget(((struct ct_mode *)ctx)->mn, pid, img);
 }
 
 static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)

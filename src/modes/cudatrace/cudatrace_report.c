@@ -26,19 +26,36 @@ static void text_hist(FILE *f, const char *what, const struct gp_hist *h, bool l
 		gp_text__log2_hist(f, (const uint64_t *)h->slots, GP_HIST_SLOTS, "usecs");
 }
 
-static void text_kernel(FILE *f, const struct ct_kernel *kn, int top_shapes)
+/* graphs: the process used CUDA graphs, so the GRAPH and CAPTURED columns are shown
+ * and a shape's count is its executions (direct + in graphs) */
+static void text_kernel(FILE *f, const struct ct_kernel *kn, int top_shapes, bool graphs)
 {
 	fprintf(f, "  %-48.*s %10" PRIu64 " ", 120, kn->name, kn->launches);
+	if (graphs)
+		fprintf(f, "%10" PRIu64 " %9" PRIu64 " ", kn->graph_executed, kn->captured);
 	for (size_t s = 0; s < kn->nr_shapes && (int)s < top_shapes; s++) {
 		const struct ct_shape *sh = &kn->shapes[s];
 
 		fprintf(f, " (%u,%u,%u)x(%u,%u,%u): %" PRIu64, sh->grid[0], sh->grid[1], sh->grid[2],
-			sh->block[0], sh->block[1], sh->block[2], sh->launches);
+			sh->block[0], sh->block[1], sh->block[2], sh->launches + sh->graph_executed);
 	}
 	if (kn->nr_shapes > (size_t)top_shapes)
 		fprintf(f, " ... %zu more shapes", kn->nr_shapes - (size_t)top_shapes);
 	if (kn->source == CT_NAME_HOST)
 		fprintf(f, "  [host-side name]");
+	fputc('\n', f);
+}
+
+static void text_graph(FILE *f, const struct ct_graph *g)
+{
+	static const char *const made_by[] = { "made before the attach", "captured", "graph API" };
+
+	fprintf(f, "  graph 0x%" PRIx64 ": %" PRIu64 " launches", g->handle, g->launches);
+	if (g->source > 0 && g->source < 3)
+		fprintf(f, ", %zu kernel nodes (%s)%s", g->nodes, made_by[g->source],
+			g->partial ? ", some nodes not followed" : "");
+	else
+		fprintf(f, " (%s)", made_by[0]);
 	fputc('\n', f);
 }
 
@@ -62,6 +79,7 @@ void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 	const struct ct_snap *s = SNAP(hdr);
 	struct gp_trees *t = jobs(s, run);
 	char tbuf[32];
+	bool graphs;
 
 	gp_text__clock(tbuf, sizeof(tbuf));
 	fprintf(f, "[%s] cudatrace %s report: %zu process%s\n", tbuf, hdr->kind, s->nr_procs,
@@ -72,13 +90,19 @@ void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 		fprintf(f, "PID %u (%s)%s: %" PRIu64 " launches (%.1f/s), %" PRIu64 " unnamed, %" PRIu64 " graph launches\n",
 			p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "", p->launches, p->launches_per_s,
 			p->unnamed_launches, p->graph_launches);
-		if (p->nr_kernels)
+		graphs = p->graph_executed || p->captured_total;
+		if (p->nr_kernels && graphs)
+			fprintf(f, "  %-48s %10s %10s %9s  %s\n", "KERNEL", "LAUNCHES", "GRAPH", "CAPTURED",
+				"GRID x BLOCK: RUNS");
+		else if (p->nr_kernels)
 			fprintf(f, "  %-48s %10s  %s\n", "KERNEL", "LAUNCHES", "GRID x BLOCK: LAUNCHES");
 		for (size_t k = 0; k < p->nr_kernels; k++)
-			text_kernel(f, &p->kernels[k], s->top_shapes);
+			text_kernel(f, &p->kernels[k], s->top_shapes, graphs);
 		for (size_t g = 0; g < p->nr_graphs; g++)
-			fprintf(f, "  graph 0x%" PRIx64 ": %" PRIu64 " launches\n", p->graphs[g].handle,
-				p->graphs[g].launches);
+			text_graph(f, &p->graphs[g]);
+		if (p->unexpanded_graph_launches)
+			fprintf(f, "  %" PRIu64 " launches of graphs made before gpuprobe attached: their kernels not counted\n",
+				p->unexpanded_graph_launches);
 		text_hist(f, "launch API latency", &p->hist[GP_HIST_LAUNCH], s->latency);
 		text_hist(f, "synchronize", &p->hist[GP_HIST_SYNC], s->latency);
 	}
@@ -117,18 +141,23 @@ static json_object *json_u32x3(const uint32_t *v)
 
 static json_object *json_kernel(const struct ct_kernel *kn)
 {
-	static const char *const sources[] = { "driver", "host", "none" };
+	static const char *const sources[] = { "driver", "host", "none", "memory" };
 	json_object *ko = json_object_new_object(), *ss = json_object_new_array();
 
 	json_object_object_add(ko, "name", json_object_new_string(kn->name));
 	json_object_object_add(ko, "source", json_object_new_string(sources[kn->source]));
 	json_object_object_add(ko, "launches", json_object_new_uint64(kn->launches));
+	json_object_object_add(ko, "captured", json_object_new_uint64(kn->captured));
+	json_object_object_add(ko, "graph_executed", json_object_new_uint64(kn->graph_executed));
 	for (size_t s = 0; s < kn->nr_shapes; s++) {
+		const struct ct_shape *sh = &kn->shapes[s];
 		json_object *so = json_object_new_object();
 
-		json_object_object_add(so, "grid", json_u32x3(kn->shapes[s].grid));
-		json_object_object_add(so, "block", json_u32x3(kn->shapes[s].block));
-		json_object_object_add(so, "launches", json_object_new_uint64(kn->shapes[s].launches));
+		json_object_object_add(so, "grid", json_u32x3(sh->grid));
+		json_object_object_add(so, "block", json_u32x3(sh->block));
+		json_object_object_add(so, "launches", json_object_new_uint64(sh->launches));
+		json_object_object_add(so, "captured", json_object_new_uint64(sh->captured));
+		json_object_object_add(so, "graph_executed", json_object_new_uint64(sh->graph_executed));
 		json_object_array_add(ss, so);
 	}
 	json_object_object_add(ko, "shapes", ss);
@@ -152,11 +181,19 @@ static json_object *json_proc(const struct ct_proc *p, bool latency, struct gp_r
 		json_object_array_add(ks, json_kernel(&p->kernels[k]));
 	json_object_object_add(po, "kernels", ks);
 	json_object_object_add(po, "graph_launches", json_object_new_uint64(p->graph_launches));
+	json_object_object_add(po, "graph_executed", json_object_new_uint64(p->graph_executed));
+	json_object_object_add(po, "unexpanded_graph_launches", json_object_new_uint64(p->unexpanded_graph_launches));
+	json_object_object_add(po, "captured", json_object_new_uint64(p->captured_total));
 	for (size_t g = 0; g < p->nr_graphs; g++) {
+		static const char *const made_by[] = { "unknown", "stream_capture", "graph_api" };
+		const struct ct_graph *gr = &p->graphs[g];
 		json_object *go = json_object_new_object();
 
-		json_object_object_add(go, "handle", gp_json__hex(p->graphs[g].handle));
-		json_object_object_add(go, "launches", json_object_new_uint64(p->graphs[g].launches));
+		json_object_object_add(go, "handle", gp_json__hex(gr->handle));
+		json_object_object_add(go, "launches", json_object_new_uint64(gr->launches));
+		json_object_object_add(go, "made_by", json_object_new_string(made_by[gr->source < 3 ? gr->source : 0]));
+		json_object_object_add(go, "kernel_nodes", json_object_new_uint64(gr->nodes));
+		json_object_object_add(go, "partial", json_object_new_boolean(gr->partial));
 		json_object_array_add(gs, go);
 	}
 	json_object_object_add(po, "graphs", gs);

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Names from a process's memory (src/modes/cudatrace/midname.c) over a fake memory: a
+ * layout learned from one known handle, its tag checked, contradictions and ambiguity
+ * refusing it, names that end at an unmapped page, implausible names, notes read once a
+ * layout is learned. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include "midname.h"
+#include "unit.h"
+
+#define BASE 0x10000000ULL
+#define SIZE 65536
+
+/* fake memory of one process: [BASE, BASE + mapped) readable */
+static unsigned char mem[SIZE];
+static size_t mapped = SIZE;
+
+static long fake_read(void *ctx, uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx;
+	if (pid != 7)
+		return -ESRCH;
+	if (addr < BASE || addr >= BASE + mapped)
+		return -EFAULT;
+	if (addr + len > BASE + mapped)
+		len = (size_t)(BASE + mapped - addr); /* a partial read, as process_vm_readv */
+	memcpy(buf, mem + (addr - BASE), len);
+	return (long)len;
+}
+
+static uint64_t put_str(uint64_t at, const char *s)
+{
+	memcpy(mem + (at - BASE), s, strlen(s) + 1);
+	return at;
+}
+
+/* a handle object at `at`: tag, then the name pointer in slot `slot` */
+static uint64_t put_handle(uint64_t at, uint64_t tag, unsigned int slot, uint64_t name_ptr)
+{
+	uint64_t q[MN_SLOTS] = { tag };
+
+	q[slot] = name_ptr;
+	memcpy(mem + (at - BASE), q, sizeof(q));
+	return at;
+}
+
+static void reset(void)
+{
+	memset(mem, 0, sizeof(mem));
+	mapped = SIZE;
+}
+
+static void test_learn_then_resolve(void)
+{
+	struct midname *m = midname__new(fake_read, NULL);
+	char buf[256];
+	uint64_t known, unknown, other_kind;
+
+	reset();
+	known = put_handle(BASE + 0x100, 0x100000001ULL, 1, put_str(BASE + 0x1000, "_Z4lateii"));
+	unknown = put_handle(BASE + 0x200, 0x100000001ULL, 1, put_str(BASE + 0x1100, "_Z6vecAddPfi"));
+	other_kind = put_handle(BASE + 0x300, 0x2ULL, 1, put_str(BASE + 0x1200, "lib_kernel"));
+	if (!ASSERT_TRUE(m != NULL, "midname"))
+		return;
+	if (!ASSERT_EQ(midname__resolve(m, 7, unknown, buf, sizeof(buf)), -EAGAIN, "nothing learned yet"))
+		goto cleanup;
+	midname__learn(m, 7, known, "_Z4lateii");
+	if (!ASSERT_TRUE(midname__ready(m), "one known handle teaches its kind"))
+		goto cleanup;
+	if (!ASSERT_EQ(midname__resolve(m, 7, unknown, buf, sizeof(buf)), 0, "resolved") ||
+	    !ASSERT_STR_EQ(buf, "_Z6vecAddPfi", "the name"))
+		goto cleanup;
+	/* another tag: no known handle of that kind, so no layout for it */
+	ASSERT_EQ(midname__resolve(m, 7, other_kind, buf, sizeof(buf)), -EAGAIN, "another kind: not learned (yet)");
+cleanup:
+	midname__free(m);
+}
+
+static void test_contradiction_and_ambiguity(void)
+{
+	struct midname *m = midname__new(fake_read, NULL);
+	char buf[256];
+	uint64_t a, b, c, u;
+
+	reset();
+	if (!ASSERT_TRUE(m != NULL, "midname"))
+		return;
+	a = put_handle(BASE + 0x100, 0x5, 2, put_str(BASE + 0x1000, "alpha"));
+	midname__learn(m, 7, a, "alpha");
+	/* a second known handle of the same tag whose name is elsewhere: the rule breaks */
+	b = put_handle(BASE + 0x200, 0x5, 3, put_str(BASE + 0x1100, "beta"));
+	midname__learn(m, 7, b, "beta");
+	u = put_handle(BASE + 0x300, 0x5, 2, put_str(BASE + 0x1200, "gamma"));
+	if (!ASSERT_EQ(midname__resolve(m, 7, u, buf, sizeof(buf)), -ENOENT, "a contradicted layout is not used"))
+		goto cleanup;
+	midname__free(m);
+	/* two slots both hold the name of every known handle: which one is the rule? none */
+	m = midname__new(fake_read, NULL);
+	reset();
+	c = put_handle(BASE + 0x100, 0x9, 1, put_str(BASE + 0x1000, "delta"));
+	memcpy(mem + 0x100 + 8 * 4, &(uint64_t){ BASE + 0x1000 }, 8);
+	midname__learn(m, 7, c, "delta");
+	u = put_handle(BASE + 0x300, 0x9, 1, put_str(BASE + 0x1200, "eps"));
+	ASSERT_TRUE(midname__resolve(m, 7, u, buf, sizeof(buf)) < 0 && !midname__ready(m),
+		    "an ambiguous layout is not used");
+cleanup:
+	midname__free(m);
+}
+
+static void test_hostile_names(void)
+{
+	struct midname *m = midname__new(fake_read, NULL);
+	char buf[64];
+	uint64_t known, bad;
+
+	reset();
+	if (!ASSERT_TRUE(m != NULL, "midname"))
+		return;
+	known = put_handle(BASE + 0x100, 0x1, 1, put_str(BASE + 0x1000, "known"));
+	midname__learn(m, 7, known, "known");
+	bad = put_handle(BASE + 0x200, 0x1, 1, put_str(BASE + 0x1100, "bad\x01name"));
+	if (!ASSERT_EQ(midname__resolve(m, 7, bad, buf, sizeof(buf)), -ENOENT, "control characters"))
+		goto cleanup;
+	bad = put_handle(BASE + 0x200, 0x1, 1, put_str(BASE + 0x1100, " spaced"));
+	if (!ASSERT_EQ(midname__resolve(m, 7, bad, buf, sizeof(buf)), -ENOENT, "not an identifier start"))
+		goto cleanup;
+	bad = put_handle(BASE + 0x200, 0x1, 1, 0x42); /* not a pointer */
+	if (!ASSERT_EQ(midname__resolve(m, 7, bad, buf, sizeof(buf)), -ENOENT, "a small integer"))
+		goto cleanup;
+	/* a string running into an unmapped page without its NUL */
+	mapped = 0x2000;
+	memset(mem + 0x1f00, 'x', 0x100);
+	bad = put_handle(BASE + 0x200, 0x1, 1, BASE + 0x1f00);
+	if (!ASSERT_TRUE(midname__resolve(m, 7, bad, buf, sizeof(buf)) < 0,
+			 "unterminated at the end of the mapping"))
+		goto cleanup;
+	{
+		char big[1024];
+
+		if (!ASSERT_EQ(midname__resolve(m, 7, bad, big, sizeof(big)), -EFAULT,
+			       "unterminated, the next page unreadable"))
+			goto cleanup;
+	}
+	/* longer than the buffer: refused, never cut */
+	mapped = SIZE;
+	memset(mem + 0x3000, 'y', 200);
+	mem[0x3000 + 200] = 0;
+	bad = put_handle(BASE + 0x200, 0x1, 1, BASE + 0x3000);
+	if (!ASSERT_EQ(midname__resolve(m, 7, bad, buf, sizeof(buf)), -ENOENT, "too long for the buffer"))
+		goto cleanup;
+	/* a name ending exactly before an unmapped page is read whole */
+	mapped = 0x5000;
+	put_str(BASE + 0x5000 - 6, "tail_");
+	bad = put_handle(BASE + 0x200, 0x1, 1, BASE + 0x5000 - 6);
+	if (!ASSERT_EQ(midname__resolve(m, 7, bad, buf, sizeof(buf)), 0, "ends at the page") ||
+	    !ASSERT_STR_EQ(buf, "tail_", "the name before the page end"))
+		goto cleanup;
+	ASSERT_EQ(midname__resolve(m, 8, bad, buf, sizeof(buf)), -ESRCH, "a process gone");
+cleanup:
+	midname__free(m);
+}
+
+static void test_notes(void)
+{
+	struct midname *m = midname__new(fake_read, NULL);
+	char buf[64];
+	uint64_t known, h;
+	uint32_t img = 3;
+
+	reset();
+	if (!ASSERT_TRUE(m != NULL, "midname"))
+		return;
+	h = put_handle(BASE + 0x200, 0x1, 1, put_str(BASE + 0x1100, "noted"));
+	midname__note(m, 7, img, h); /* no layout yet: kept */
+	/* the process's memory changes (it exits: the note was read in time, or not) */
+	known = put_handle(BASE + 0x100, 0x1, 1, put_str(BASE + 0x1000, "known"));
+	midname__learn(m, 7, known, "known"); /* learning reads the waiting note now */
+	memset(mem, 0, sizeof(mem));
+	if (!ASSERT_EQ(midname__name(m, 7, img, h, buf, sizeof(buf)), 0, "the note read when learned") ||
+	    !ASSERT_STR_EQ(buf, "noted", "its name"))
+		goto cleanup;
+	midname__forget(m, 7, &img);
+	ASSERT_TRUE(midname__name(m, 7, img, h, buf, sizeof(buf)) < 0, "forgotten: read again, gone");
+cleanup:
+	midname__free(m);
+}
+
+int main(void)
+{
+	RUN_TEST(test_learn_then_resolve);
+	RUN_TEST(test_contradiction_and_ambiguity);
+	RUN_TEST(test_hostile_names);
+	RUN_TEST(test_notes);
+	return unit_done();
+}
