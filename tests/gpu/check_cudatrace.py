@@ -41,6 +41,15 @@ def main():
                 ok = False
                 print(f"  MISSING {name!r}")
                 continue
+            if k.get("captured"):
+                # launched on a capturing stream: a graph node, run once per graph launch
+                shapes = {"%d,%d,%dx%d,%d,%d" % tuple(s["grid"] + s["block"]): s["captured"] for s in k["shapes"]}
+                good = (k["captured"] == want["launches"] and shapes == want["shapes"] and
+                        k["graph_executed"] == want["launches"] * t["graph_launches"] and k["launches"] == 0)
+                ok &= good
+                print(f"  {'ok' if good else 'WRONG'} {name}: captured {k['captured']} (the program's {want['launches']} "
+                      f"launches in its capture), run {k['graph_executed']} times in {t['graph_launches']} graph launches")
+                continue
             shapes = {"%d,%d,%dx%d,%d,%d" % tuple(s["grid"] + s["block"]): s["launches"] for s in k["shapes"]}
             good = k["launches"] == want["launches"] and shapes == want["shapes"]
             ok &= good
