@@ -201,8 +201,9 @@ int libset__add_entry(struct lib_set *s, const struct lib_entry *e)
 	return add_fd(s, fd, strcmp(e->path, e->fd_path) ? e->path : NULL, e->name);
 }
 
-int libset__add_mapped(struct lib_set *s, const char *proc_root, int pid, const struct mapped_lib *m,
-		       char *err, size_t len)
+/* by_name: path may be the process's name of the file (see target.h), else fd_path. */
+static int add_mapped(struct lib_set *s, const char *proc_root, int pid, const struct mapped_lib *m,
+		      bool by_name, char *err, size_t len)
 {
 	struct safeopen_id id = { .dev_major = m->dev_major, .dev_minor = m->dev_minor, .ino = m->inode };
 	char why[512] = "", name[GP_PATH_MAX];
@@ -229,8 +230,14 @@ int libset__add_mapped(struct lib_set *s, const char *proc_root, int pid, const 
 				 root_tried ? reason_only(why, m->path) : why);
 		return fd;
 	}
-	plain = !m->deleted && safe_path_is_plain(proc_root, pid, m->path, fd);
+	plain = by_name && !m->deleted && safe_path_is_plain(proc_root, pid, m->path, fd);
 	return add_fd(s, fd, plain ? name : NULL, name);
+}
+
+int libset__add_mapped(struct lib_set *s, const char *proc_root, int pid, const struct mapped_lib *m,
+		       char *err, size_t len)
+{
+	return add_mapped(s, proc_root, pid, m, true, err, len);
 }
 
 void libset__clear(struct lib_set *s)
@@ -307,7 +314,9 @@ static void add_running(struct lib_set *s, bool verbose)
 			continue;
 		n = procmaps__find_libs("/proc", pid, "libcuda.so", libs, 4);
 		for (int i = 0; i < n; i++)
-			if (libset__add_mapped(s, "/proc", pid, &libs[i], why, sizeof(why)) < 0 && verbose)
+			/* any process, not the target: it may be gone before the probes go in, its
+			 * name of the file with it; the descriptor stays */
+			if (add_mapped(s, "/proc", pid, &libs[i], false, why, sizeof(why)) < 0 && verbose)
 				fprintf(stderr, "gpuprobe: skipping %s\n", why);
 	}
 	closedir(dir);

@@ -28,8 +28,10 @@ struct mapped_lib;
  * its LD_LIBRARY_PATH, ldconfig's cache, the usual driver folders) the path as given; for
  * a file a process names, its name when that name leads to fd's inode without a single
  * symlink (safe_path_is_plain: the kernel's walk from here then takes the same steps as
- * the check did), else fd_path. A link planted before the check is never followed; one
- * swapped in between the check and a by-path attach is, which only fd_path rules out.
+ * the check did) and the process is the one traced (-p), else fd_path (node-wide
+ * discovery: any of those processes may exit before the probes go in, and its name of the
+ * file with it). A link planted before the check is never followed; one swapped in
+ * between the check and a by-path attach is, which only fd_path rules out.
  */
 struct lib_entry {
 	char path[GP_PATH_MAX];

@@ -488,7 +488,7 @@ static void test_symtab_libc(void)
 {
 	struct collect_ctx ctx = { 0 };
 	unsigned long long off = 99;
-	struct elf_symtab *st;
+	struct elf_symtab *st = NULL;
 	char err[128] = "";
 	const char *name;
 
@@ -581,7 +581,7 @@ static void expect_sym(const struct elf_symtab *st, unsigned long long addr,
 static void test_mini_symtab(void)
 {
 	static unsigned char img[MINI_SIZE] __attribute__((aligned(16)));
-	struct elf_symtab *st;
+	struct elf_symtab *st = NULL;
 	char err[128] = "";
 	const char *path;
 	int bad = 0;
