@@ -79,27 +79,37 @@ static const char *container_of(void *ctx, uint32_t pid)
 /* Probes one more library for every process; logs what happened. */
 static void probe_lib(struct daemon *d, const struct lib_entry *lib)
 {
-	char err[1024] = "", why[512];
+	char err[1024] = "", why[512], label[GP_PATH_MAX + 64];
 	int before = attach_set__count(d->run->links);
 
-	if (target__check_libcuda(lib->path, why, sizeof(why))) {
+	if (target__check_lib(lib, why, sizeof(why))) {
 		gp_log(GP_LOG_WARN, "not probing %s", why);
 		return;
 	}
-	if (gp_run__attach_lib(d->run, GP_LIB_CUDA, lib->path, err, sizeof(err))) {
-		gp_log(GP_LOG_ERR, "%s", err);
+	/* through the checked descriptor: a path the process swaps now is not followed */
+	if (gp_run__attach_lib(d->run, GP_LIB_CUDA, lib->fd_path, err, sizeof(err))) {
+		gp_log(GP_LOG_ERR, "%s: %s", libset__label(lib, label, sizeof(label)), err);
 		return;
 	}
 	d->probed++;
-	gp_log(GP_LOG_INFO, "probing %s (device %u:%u inode %lu): %d probes", lib->path, major(lib->dev),
+	gp_log(GP_LOG_INFO, "probing %s (device %u:%u inode %lu): %d probes", libset__label(lib, label, sizeof(label)), major(lib->dev),
 	       minor(lib->dev), (unsigned long)lib->ino, attach_set__count(d->run->links) - before);
 }
 
-static void add_lib(struct daemon *d, const char *path)
+/* A file a process maps, opened inside its root with the dev/inode its maps show. */
+static void add_mapped(struct daemon *d, int pid, const struct mapped_lib *m)
 {
 	int before = d->libs->n;
 
-	if (libset__add(d->libs, path) == 1)
+	if (libset__add_mapped(d->libs, "/proc", pid, m, NULL, 0) == 1)
+		probe_lib(d, &d->libs->libs[before]);
+}
+
+static void add_entry(struct daemon *d, const struct lib_entry *e)
+{
+	int before = d->libs->n;
+
+	if (libset__add_entry(d->libs, e) == 1)
 		probe_lib(d, &d->libs->libs[before]);
 }
 
@@ -122,7 +132,7 @@ static void rescan(struct daemon *d)
 		nproc++;
 		n = procmaps__find_libs("/proc", pid, "libcuda.so", libs, 4);
 		for (int i = 0; i < n; i++)
-			add_lib(d, libs[i].host_path);
+			add_mapped(d, pid, &libs[i]);
 	}
 	closedir(dir);
 	d->rescans++;
@@ -142,7 +152,8 @@ static void initial_libs(struct daemon *d)
 	else
 		target__find_libcuda(found);
 	for (int i = 0; i < found->n; i++)
-		add_lib(d, found->libs[i].path);
+		add_entry(d, &found->libs[i]);
+	libset__clear(found);
 	free(found);
 	if (!d->probed)
 		gp_log(GP_LOG_WARN, "no libcuda found yet: probes go in when a process maps one");

@@ -228,6 +228,26 @@ static int seed_targets(struct cli *c, char *err, size_t len)
 	return r;
 }
 
+/* Probes on each driver file, through its checked descriptor (a path the traced process
+ * swaps meanwhile is not followed); one file that fails costs a line, not the others. */
+static int attach_libs(struct cli *c, char *err, size_t len)
+{
+	char why[1024], label[GP_PATH_MAX + 64];
+	int r = 0, ok = 0;
+
+	for (int i = 0; i < c->libs.n; i++) {
+		r = gp_run__attach_lib(c->run, GP_LIB_CUDA, c->libs.libs[i].fd_path, why, sizeof(why));
+		if (!r) {
+			ok++;
+			continue;
+		}
+		snprintf(err, len, "%.*s: %.*s", 500, libset__label(&c->libs.libs[i], label, sizeof(label)), 500, why);
+		if (c->libs.n > 1)
+			gp_log(GP_LOG_WARN, "not probing %s", err);
+	}
+	return ok || !c->libs.n ? 0 : r;
+}
+
 /* Opens, attaches and starts every mode; the command, if any, is held before exec so that
  * it is followed from its first instruction. */
 static int setup(struct cli *c, char *err, size_t len)
@@ -253,8 +273,8 @@ static int setup(struct cli *c, char *err, size_t len)
 	r = gp_run__open(c->run, err, len);
 	if (!r)
 		r = seed_targets(c, err, len);
-	for (int i = 0; !r && i < c->libs.n; i++)
-		r = gp_run__attach_lib(c->run, GP_LIB_CUDA, c->libs.libs[i].path, err, len);
+	if (!r)
+		r = attach_libs(c, err, len);
 	if (!r)
 		r = gp_run__start(c->run, err, len);
 	return r;
@@ -288,11 +308,12 @@ static void describe_targets(const struct cli *c, char *who, size_t len)
 /* One line on stderr, so people and scripts know the probes are in, and where. */
 static void announce(const struct cli *c)
 {
-	char who[512], where[1024] = "";
+	char who[512], where[1024] = "", label[GP_PATH_MAX + 64];
 	size_t off = 0;
 
 	for (int i = 0; i < c->libs.n && off < sizeof(where); i++)
-		off += (size_t)snprintf(where + off, sizeof(where) - off, "%s%s", i ? ", " : "", c->libs.libs[i].path);
+		off += (size_t)snprintf(where + off, sizeof(where) - off, "%s%s", i ? ", " : "",
+					libset__label(&c->libs.libs[i], label, sizeof(label)));
 	if (!c->libs.n)
 		snprintf(where, sizeof(where), "the ioctl syscalls");
 	describe_targets(c, who, sizeof(who));
@@ -490,6 +511,7 @@ cleanup:
 	if (r && err[0])
 		fprintf(stderr, "gpuprobe: %s\n", err);
 	gp_run__free(c.run);
+	libset__clear(&c.libs);
 	for (int i = 0; i < c.nr_pidfds; i++)
 		close(c.pidfds[i]);
 	/* a command that ran is waited for; one held before its exec is killed */

@@ -199,11 +199,16 @@ def test_nothing_left_after_command_is_killed():
                        app("memleak_app"), "--wait"])
     a.wait_for("READY")
     check(gp.our_bpf_programs(), "programs loaded while tracing")
+    # the workload is gpuprobe's child: note its PID now, it is orphaned below
+    with open(f"/proc/{a.pid}/task/{a.pid}/children") as f:
+        kids = [int(x) for x in f.read().split()]
+    eq(len(kids), 1, f"children of gpuprobe {a.pid}")
     a.signal(signal.SIGKILL)
     a.wait()
     gp.assert_nothing_attached()
-    # the workload, held before its work, is orphaned: end it
-    subprocess.run(["pkill", "-f", "memleak_app --wait"])
+    # end the orphaned workload by its own PID (never by name: on a shared machine other
+    # checkouts run the same workload)
+    os.kill(kids[0], signal.SIGKILL)
 
 
 if __name__ == "__main__":

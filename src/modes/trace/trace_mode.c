@@ -117,10 +117,10 @@ static int collect_cb(const char *name, unsigned long long value, unsigned long 
 static int collect(struct trace_mode *m, const struct lib_set *libs, char *err, size_t len)
 {
 	for (int i = 0; libs && i < libs->n; i++) {
-		int r = elfsym__foreach_func(libs->libs[i].path, collect_cb, m);
+		int r = elfsym__foreach_func_fd(libs->libs[i].fd, collect_cb, m);
 
 		if (r < 0) {
-			snprintf(err, len, "%s: cannot list its functions: %s", libs->libs[i].path, strerror(-r));
+			snprintf(err, len, "%s: cannot list its functions: %s", libs->libs[i].name, strerror(-r));
 			return r;
 		}
 	}
