@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,8 +26,10 @@
 #include "events.h"
 #include "flame_cmd.h"
 #include "json.h"
+#include "jsonnum.h"
 #include "option.h"
 #include "options.h"
+#include "outfile.h"
 #include "ptree.h"
 #include "run.h"
 #include "target.h"
@@ -58,18 +61,38 @@ static const char epilog[] =
 	"  gpuprobe --memleak -- python3 train.py   # leaks of a command\n"
 	"  gpuprobe --memleak -p 4242 --interval 5  # a running process, every 5 s\n"
 	"  gpuprobe --memleak                       # every CUDA process on the node\n"
-	"  gpuprobe --memleak --json -- ./app       # JSON Lines reports on stdout\n"
+	"  gpuprobe --memleak --json -- ./app | jq .  # JSON Lines on stdout, ./app's output on stderr\n"
+	"  gpuprobe --memleak -o leaks.txt -- ./app # reports to a file, ./app's output untouched\n"
 	"  gpuprobe --cudatrace -p 4242 --interval 2 # launches by kernel name, live\n"
 	"  gpuprobe --bandwidth-util --interval 1 --csv pcie.csv -- ./train\n"
 	"  gpuprobe --trace run.jsonl -- python3 infer.py   # every driver call\n"
 	"  gpuprobe --trace run.json --trace-format chrome -p 4242 --duration 10\n"
+	"  gpuprobe --trace - --trace-format chrome -d 5 > run.json  # the trace alone on stdout\n"
 	"  gpuprobe --ioctl -- ./app                # nvidia ioctls by device and command\n"
 	"  gpuprobe convert --chrome run.jsonl > run.json   # for ui.perfetto.dev\n"
 	"  gpuprobe daemon --memleak --cudatrace    # Prometheus /metrics on 127.0.0.1:9464\n"
 	"  gpuprobe check                           # preflight: can gpuprobe run here?\n"
 	"\n"
+	"STREAMS:\n"
+	"  Reports (text or --json) go to stdout, or to -o FILE. They never share a stream\n"
+	"  with a traced command's output unless asked: when stdout is a pipe or a file, the\n"
+	"  command's stdout goes to stderr (beside its stderr), so `gpuprobe --json -- CMD | jq`\n"
+	"  reads reports only; on a terminal both show there; with -o FILE the command keeps\n"
+	"  stdout; -o - asks for reports on stdout beside the command's output. --trace -\n"
+	"  writes the trace alone to stdout, and the reports then go to stderr (or -o FILE).\n"
+	"  The \"tracing\" line, warnings and errors always go to stderr.\n"
+	"\n"
 	"Exit status: the command's own when gpuprobe started one, else 0;\n"
-	"1 on an error; 2 on bad usage. Errors go to stderr, reports to stdout.\n";
+	"1 on an error; 2 on bad usage.\n";
+
+/* -o FILE: where the reports go (src/out/outfile.c: no symlinks, 0600) */
+static const char *output_path;
+
+static const struct gp_option cli_options[] = {
+	{ "output", 'o', "FILE", "Reports (text or --json) to FILE, not stdout ('-': stdout, shared with a command's output)",
+	  GP_OPT_STRING, &output_path, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{},
+};
 
 static volatile sig_atomic_t stop_signal;
 
@@ -94,6 +117,8 @@ struct cli {
 	int nr_pidfds;
 	bool released; /* the command ran (it is waited for, not killed) */
 	bool child_done;
+	FILE *out;          /* the reports: stdout, stderr (--trace -) or -o FILE */
+	bool cmd_to_stderr; /* the command's stdout is gpuprobe's stderr */
 };
 
 /* The front end's answer to a mode that reports processes as they exit: in text, the
@@ -228,6 +253,52 @@ static int seed_targets(struct cli *c, char *err, size_t len)
 	return r;
 }
 
+/*
+ * Where the reports go, and whether the command's stdout must leave gpuprobe's stdout so
+ * that the two never share a stream (strace -o, ltrace -o and perf trace -o keep the
+ * command's output its own the same way; without -o they write to stderr, which the
+ * command shares: gpuprobe's reports keep stdout, a stream a program can read alone).
+ */
+static int open_reports(struct cli *c, char *err, size_t len)
+{
+	bool trace_stdout = gp_opts.trace && !strcmp(gp_opts.trace, "-");
+
+	c->out = trace_stdout ? stderr : stdout;
+	if (output_path) {
+		c->out = outfile__open(output_path);
+		if (!c->out) {
+			snprintf(err, len, "-o %s: %s", output_path, strerror(errno));
+			return -errno;
+		}
+	}
+	c->cmd_to_stderr = gp_opts.cmd && (trace_stdout || (!output_path && !isatty(STDOUT_FILENO)));
+	return 0;
+}
+
+/* The command, held before its exec; with cmd_to_stderr its stdout is gpuprobe's stderr
+ * (fd 1 is swapped around the fork: the child keeps what it inherited). */
+static int spawn_command(struct cli *c)
+{
+	int saved = -1, r;
+
+	if (c->cmd_to_stderr) {
+		fflush(stdout);
+		saved = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+		if (saved < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+			r = -errno;
+			if (saved >= 0)
+				close(saved);
+			return r;
+		}
+	}
+	r = target__spawn(gp_opts.cmd, &c->child);
+	if (saved >= 0) {
+		dup2(saved, STDOUT_FILENO);
+		close(saved);
+	}
+	return r;
+}
+
 /* Opens, attaches and starts every mode; the command, if any, is held before exec so that
  * it is followed from its first instruction. */
 static int setup(struct cli *c, char *err, size_t len)
@@ -237,7 +308,7 @@ static int setup(struct cli *c, char *err, size_t len)
 	if (!r)
 		r = resolve_libs(c, err, len);
 	if (!r && gp_opts.cmd) {
-		r = target__spawn(gp_opts.cmd, &c->child);
+		r = spawn_command(c);
 		if (r)
 			snprintf(err, len, "cannot start %s: %s", gp_opts.cmd[0], strerror(-r));
 	}
@@ -247,6 +318,7 @@ static int setup(struct cli *c, char *err, size_t len)
 	if (!c->run)
 		return -ENOMEM;
 	c->run->fe = c;
+	c->run->out = c->out;
 	c->run->exit_report = exit_report;
 	c->run->libs[GP_LIB_CUDA] = &c->libs;
 	choose_targets(c);
@@ -400,11 +472,16 @@ static void overhead_report(struct gp_run *run)
 	if (run->o->json) {
 		overhead_json(run->out, &h, cost);
 	} else if (h.n) {
-		fprintf(run->out, "gpuprobe overhead (estimate): one probe hit costs %.2f us on this machine (calibrated when the run ended)\n",
-			cost * 1e6);
-		for (size_t i = 0; i < h.n; i++)
-			fprintf(run->out, "  PID %u (%s): %llu probe hits, ~%.6f s in probes\n", h.v[i].pid,
-				h.v[i].comm, (unsigned long long)h.v[i].probe_hits, (double)h.v[i].probe_hits * cost);
+		char one[32], total[32];
+
+		num__seconds(cost, one, sizeof(one));
+		fprintf(run->out, "gpuprobe overhead (estimate): one probe hit costs %s on this machine (calibrated when the run ended)\n",
+			one);
+		for (size_t i = 0; i < h.n; i++) {
+			num__seconds(cost >= 0 ? (double)h.v[i].probe_hits * cost : -1, total, sizeof(total));
+			fprintf(run->out, "  PID %u (%s): %llu probe hits, ~%s in probes\n", h.v[i].pid, h.v[i].comm,
+				(unsigned long long)h.v[i].probe_hits, total);
+		}
 		fflush(run->out);
 	}
 	free(h.v);
@@ -441,7 +518,7 @@ static int trace_main(int argc, char **argv)
 {
 	struct gp_cmdline cl = { .name = "gpuprobe", .frontend = GP_FE_CLI, .modes = true,
 				 .args_doc = "[-- COMMAND [ARGS...]]", .doc = doc, .epilog = epilog,
-				 .positionals = GP_POS_COMMAND };
+				 .positionals = GP_POS_COMMAND, .extra = cli_options };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
 	char err[1024] = "";
@@ -457,12 +534,16 @@ static int trace_main(int argc, char **argv)
 		return gp_options__error(&cl, "-p excludes --comm and --cgroup (they choose processes node-wide)");
 	if (gp_opts.cmd && (gp_opts.comm || gp_opts.cgroup))
 		return gp_options__error(&cl, "a command excludes --comm and --cgroup (they choose processes node-wide)");
+	if (output_path && gp_opts.trace && !strcmp(output_path, "-") && !strcmp(gp_opts.trace, "-"))
+		return gp_options__error(&cl, "-o - and --trace - both want stdout: give one of them a file");
 	for (int i = 0; gp_opts.tree && i < gp_opts.nr_pids; i++)
 		if (gp_opts.pids[i] == 1)
 			return gp_options__error(&cl, "--tree on PID 1 would follow every process: trace the node without -p (or use --comm, --cgroup)");
 	libbpf_set_print(libbpf_print_fn);
 	gp_log_setup(false, gp_opts.verbose);
 	r = preflight(err, sizeof(err));
+	if (!r)
+		r = open_reports(&c, err, sizeof(err));
 	if (!r)
 		r = setup(&c, err, sizeof(err));
 	if (r)
@@ -487,9 +568,19 @@ static int trace_main(int argc, char **argv)
 	if (!r)
 		r = finish(&c, err, sizeof(err));
 cleanup:
+	gp_run__free(c.run);
+	if (c.out && c.out != stderr) {
+		int e = outfile__close(c.out);
+
+		/* a full disk or a closed pipe loses reports: say so, and fail */
+		if (e && !r) {
+			r = e;
+			snprintf(err, sizeof(err), "writing the reports to %s: %s", output_path ? output_path : "stdout",
+				 strerror(-e));
+		}
+	}
 	if (r && err[0])
 		fprintf(stderr, "gpuprobe: %s\n", err);
-	gp_run__free(c.run);
 	for (int i = 0; i < c.nr_pidfds; i++)
 		close(c.pidfds[i]);
 	/* a command that ran is waited for; one held before its exec is killed */

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "outfile.h"
 
-FILE *outfile__open(const char *path)
+static FILE *open_file(const char *path, bool append)
 {
 	struct stat st;
 	FILE *f = NULL;
@@ -14,7 +15,7 @@ FILE *outfile__open(const char *path)
 
 	if (!strcmp(path, "-"))
 		return stdout;
-	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (append ? O_APPEND : 0), 0600);
 	if (fd < 0) {
 		e = errno;
 		goto cleanup;
@@ -24,7 +25,7 @@ FILE *outfile__open(const char *path)
 		goto cleanup;
 	}
 	if (S_ISREG(st.st_mode)) {
-		if (ftruncate(fd, 0)) {
+		if (!append && ftruncate(fd, 0)) {
 			e = errno;
 			goto cleanup;
 		}
@@ -32,7 +33,7 @@ FILE *outfile__open(const char *path)
 		e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
 		goto cleanup;
 	}
-	f = fdopen(fd, "w");
+	f = fdopen(fd, append ? "a" : "w");
 	if (!f)
 		e = errno;
 cleanup:
@@ -41,6 +42,16 @@ cleanup:
 	if (!f)
 		errno = e;
 	return f;
+}
+
+FILE *outfile__open(const char *path)
+{
+	return open_file(path, false);
+}
+
+FILE *outfile__open_append(const char *path)
+{
+	return open_file(path, true);
 }
 
 int outfile__close(FILE *f)

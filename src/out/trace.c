@@ -227,6 +227,7 @@ int trace_writer__close(struct trace_writer *w, json_object *summary)
 		json_object_put(summary);
 		return 0;
 	}
+	num__json_shorten(summary);
 	if (w->fmt == TRACE_JSONL) {
 		if (summary) {
 			json_object_object_add(summary, "type", json_object_new_string("summary"));
@@ -446,6 +447,7 @@ int trace__convert(const char *in_path, FILE *out, struct trace_convert_stats *s
 	} else {
 		other = json_object_get(summary);
 	}
+	num__json_shorten(other);
 	chrome_tail(out, other);
 	if ((fflush(out) || ferror(out)) && !r) {
 		r = -EIO;

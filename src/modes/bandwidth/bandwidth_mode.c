@@ -19,6 +19,7 @@
 #include "cuda_copy.skel.h"
 #include "events.h"
 #include "option.h"
+#include "outfile.h"
 #include "options.h"
 #include "run.h"
 #include "util.h"
@@ -53,8 +54,7 @@ static void m_free(void *st)
 	bandwidth__free(m->bw);
 	bw_snap_data__clear(&m->snap.d);
 	free(m->snap.pids);
-	if (m->csv)
-		fclose(m->csv);
+	outfile__close(m->csv);
 	free(m);
 }
 
@@ -70,7 +70,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	}
 	m->run = run;
 	if (bw_settings.csv) {
-		m->csv = fopen(bw_settings.csv, "a+");
+		m->csv = outfile__open_append(bw_settings.csv);
 		if (!m->csv) {
 			r = -errno;
 			snprintf(err, len, "--csv %s: %s", bw_settings.csv, strerror(-r));
@@ -176,8 +176,11 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 static void csv_rows(struct bw_mode *m)
 {
 	uint64_t now = gp_mono_ns();
+	struct timespec wall;
 
-	bandwidth__csv_rows(m->bw, m->csv, (double)time(NULL), (double)(now - m->last_csv_ns) / 1e9);
+	clock_gettime(CLOCK_REALTIME, &wall); /* the row's time to the millisecond, not time(NULL)'s .000 */
+	bandwidth__csv_rows(m->bw, m->csv, (double)wall.tv_sec + (double)wall.tv_nsec / 1e9,
+			    (double)(now - m->last_csv_ns) / 1e9);
 	m->last_csv_ns = now;
 }
 
