@@ -22,6 +22,7 @@ struct gp_opts gp_opts = {
 	.retention = 300,
 	.rescan = 5,
 	.probe_cost = -1,
+	.trace_counters = 0.1,
 };
 
 /* -p PID[,PID...], repeatable */

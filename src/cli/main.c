@@ -375,11 +375,13 @@ static void announce(const struct cli *c)
 /* Until the command or the target ends, a signal, or --duration; reports on --interval. */
 static int loop(struct cli *c, char *err, size_t len)
 {
-	uint64_t start = gp_mono_ns(), next = 0, end = 0;
+	uint64_t start = gp_mono_ns(), next = 0, end = 0, sample = 0;
 	int r;
 
 	if (gp_opts.interval > 0)
 		next = start + gp_seconds_to_ns(gp_opts.interval);
+	if (gp_opts.trace && gp_opts.trace_counters > 0)
+		sample = start + gp_seconds_to_ns(gp_opts.trace_counters);
 	if (gp_opts.duration > 0)
 		end = start + gp_seconds_to_ns(gp_opts.duration);
 	for (;;) {
@@ -405,6 +407,12 @@ static int loop(struct cli *c, char *err, size_t len)
 		t = gp_mono_ns();
 		if (end && t >= end)
 			return 0;
+		if (sample && t >= sample) {
+			gp_run__sample(c->run);
+			/* a late loop skips samples rather than writing a burst of them */
+			while (sample <= t)
+				sample += gp_seconds_to_ns(gp_opts.trace_counters);
+		}
 		if (next && t >= next) {
 			gp_events__drain(c->run->events);
 			gp_run__report(c->run, "interval", 0);

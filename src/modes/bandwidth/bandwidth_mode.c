@@ -254,6 +254,31 @@ static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t ke
 	bandwidth__reap(m->bw, cutoff_ns, keep_pid);
 }
 
+/* Bytes copied per process, direction and GPU: running totals, exited processes' too
+ * until they are forgotten (their last copies count). */
+static void m_counters(void *st, struct gp_run *run, gp_counter_fn emit, void *ctx)
+{
+	struct bw_mode *m = st;
+	struct bw_proc **procs;
+	size_t n = bandwidth__procs(m->bw, &procs);
+	char name[32];
+
+	(void)run;
+	for (size_t i = 0; i < n; i++) {
+		struct bw_stat **stats;
+		size_t k = bw_proc__stats(procs[i], &stats);
+
+		for (size_t j = 0; j < k; j++) {
+			if (stats[j]->gpu >= 0)
+				snprintf(name, sizeof(name), "%s gpu%d", bw_dir_name(stats[j]->dir), stats[j]->gpu);
+			else
+				snprintf(name, sizeof(name), "%s", bw_dir_name(stats[j]->dir));
+			emit(ctx, &(struct gp_counter){ bw_proc__pid(procs[i]), GP_TRACK_COPIES, name,
+							(double)stats[j]->bytes, GP_CTR_TOTAL });
+		}
+	}
+}
+
 const struct gp_mode gp_mode_bandwidth = {
 	.name = "bandwidth",
 	.flag = "bandwidth-util",
@@ -270,5 +295,6 @@ const struct gp_mode gp_mode_bandwidth = {
 	.json = bw_report__json,
 	.prom = bw_report__prom,
 	.reap = m_reap,
+	.counters = m_counters,
 	.free = m_free,
 };
