@@ -418,3 +418,8 @@ fuzz-stacks: deps
 	$(Q)$(STK)/fuzz/fuzz_pylines -max_total_time=$${FUZZ_SECONDS:-30} -print_final_stats=1 $(STK)/fuzz/seed \
 		> $(STK)/fuzz/fuzz_pylines.log 2>&1 || { tail -30 $(STK)/fuzz/fuzz_pylines.log; exit 1; }
 	$(Q)grep -E "stat::number_of_executed_units" $(STK)/fuzz/fuzz_pylines.log
+# ---- output (issue 17): gpuprobe top draws with ncurses (wide characters, terminfo from
+# ncurses-base); its tests drive it in tmux (send-keys, capture-pane).
+LIBS += -lncursesw -ltinfo
+DEB_PKGS += libncurses-dev tmux
+# ---- end output ----

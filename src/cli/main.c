@@ -33,10 +33,13 @@
 #include "ptree.h"
 #include "run.h"
 #include "target.h"
+#include "top.h"
+#include "top_view.h"
 #include "trace.h"
 #include "util.h"
 
 static int convert_main(int argc, char **argv);
+static int top_main(int argc, char **argv);
 
 static const struct cmd {
 	const char *name;
@@ -46,6 +49,7 @@ static const struct cmd {
 	{ "check", check__main },
 	{ "convert", convert_main },
 	{ "flame", flame__main },
+	{ "top", top_main },
 	{ 0 },
 };
 
@@ -54,7 +58,7 @@ static const char doc[] =
 	"\n"
 	"Traces COMMAND (started by gpuprobe and probed before it runs), a running\n"
 	"process (-p), or, with neither, every CUDA process on the node.\n"
-	"Subcommands: gpuprobe daemon|check|convert|flame (each with --help).\n";
+	"Subcommands: gpuprobe daemon|check|convert|flame|top (each with --help).\n";
 
 static const char epilog[] =
 	"EXAMPLES:\n"
@@ -118,7 +122,8 @@ struct cli {
 	bool released; /* the command ran (it is waited for, not killed) */
 	bool child_done;
 	FILE *out;          /* the reports: stdout, stderr (--trace -) or -o FILE */
-	bool cmd_to_stderr; /* the command's stdout is gpuprobe's stderr */
+	int cmd_fd[2];      /* the command's stdout and stderr when not gpuprobe's (-1) */
+	int log_fd;         /* top's --command-log, or /dev/null */
 };
 
 /* The front end's answer to a mode that reports processes as they exit: in text, the
@@ -271,30 +276,33 @@ static int open_reports(struct cli *c, char *err, size_t len)
 			return -errno;
 		}
 	}
-	c->cmd_to_stderr = gp_opts.cmd && (trace_stdout || (!output_path && !isatty(STDOUT_FILENO)));
+	if (gp_opts.cmd && (trace_stdout || (!output_path && !isatty(STDOUT_FILENO))))
+		c->cmd_fd[0] = STDERR_FILENO;
 	return 0;
 }
 
-/* The command, held before its exec; with cmd_to_stderr its stdout is gpuprobe's stderr
- * (fd 1 is swapped around the fork: the child keeps what it inherited). */
+/* The command, held before its exec, with cmd_fd as its stdout and stderr (fds 1 and 2
+ * are swapped around the fork: the child keeps what it inherited). */
 static int spawn_command(struct cli *c)
 {
-	int saved = -1, r;
+	int saved[2] = { -1, -1 }, r = 0;
 
-	if (c->cmd_to_stderr) {
-		fflush(stdout);
-		saved = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-		if (saved < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+	fflush(stdout);
+	fflush(stderr);
+	for (int i = 0; i < 2 && !r; i++) {
+		if (c->cmd_fd[i] < 0)
+			continue;
+		saved[i] = fcntl(STDOUT_FILENO + i, F_DUPFD_CLOEXEC, 3);
+		if (saved[i] < 0 || dup2(c->cmd_fd[i], STDOUT_FILENO + i) < 0)
 			r = -errno;
-			if (saved >= 0)
-				close(saved);
-			return r;
-		}
 	}
-	r = target__spawn(gp_opts.cmd, &c->child);
-	if (saved >= 0) {
-		dup2(saved, STDOUT_FILENO);
-		close(saved);
+	if (!r)
+		r = target__spawn(gp_opts.cmd, &c->child);
+	for (int i = 0; i < 2; i++) {
+		if (saved[i] < 0)
+			continue;
+		dup2(saved[i], STDOUT_FILENO + i);
+		close(saved[i]);
 	}
 	return r;
 }
@@ -522,31 +530,40 @@ static int exit_code(struct cli *c, int r)
 	return r ? 1 : 0;
 }
 
+/* What picks the processes: one way at a time. GP_EXIT_USAGE with one line, or 0. */
+static int target_usage(const struct gp_cmdline *cl)
+{
+	if (gp_opts.cmd && gp_opts.nr_pids)
+		return gp_options__error(cl, "-p and a command exclude each other");
+	if (gp_opts.tree && !gp_opts.nr_pids)
+		return gp_options__error(cl, "--tree needs -p (a command's children are always followed)");
+	if (gp_opts.nr_pids && (gp_opts.comm || gp_opts.cgroup))
+		return gp_options__error(cl, "-p excludes --comm and --cgroup (they choose processes node-wide)");
+	if (gp_opts.cmd && (gp_opts.comm || gp_opts.cgroup))
+		return gp_options__error(cl, "a command excludes --comm and --cgroup (they choose processes node-wide)");
+	for (int i = 0; gp_opts.tree && i < gp_opts.nr_pids; i++)
+		if (gp_opts.pids[i] == 1)
+			return gp_options__error(cl, "--tree on PID 1 would follow every process: trace the node without -p (or use --comm, --cgroup)");
+	return 0;
+}
+
 static int trace_main(int argc, char **argv)
 {
 	struct gp_cmdline cl = { .name = "gpuprobe", .frontend = GP_FE_CLI, .modes = true,
 				 .args_doc = "[-- COMMAND [ARGS...]]", .doc = doc, .epilog = epilog,
 				 .positionals = GP_POS_COMMAND, .extra = cli_options };
 	struct sigaction sa = { .sa_handler = on_signal };
-	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
+	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 }, .cmd_fd = { -1, -1 }, .log_fd = -1 };
 	char err[1024] = "";
-	int r = gp_options__parse(&cl, argc, argv), code;
+	int r = gp_options__parse(&cl, argc, argv), code, lost = 0;
 
 	if (r)
 		return r == GP_PARSED_EXIT ? 0 : r;
-	if (gp_opts.cmd && gp_opts.nr_pids)
-		return gp_options__error(&cl, "-p and a command exclude each other");
-	if (gp_opts.tree && !gp_opts.nr_pids)
-		return gp_options__error(&cl, "--tree needs -p (a command's children are always followed)");
-	if (gp_opts.nr_pids && (gp_opts.comm || gp_opts.cgroup))
-		return gp_options__error(&cl, "-p excludes --comm and --cgroup (they choose processes node-wide)");
-	if (gp_opts.cmd && (gp_opts.comm || gp_opts.cgroup))
-		return gp_options__error(&cl, "a command excludes --comm and --cgroup (they choose processes node-wide)");
+	r = target_usage(&cl);
+	if (r)
+		return r;
 	if (output_path && gp_opts.trace && !strcmp(output_path, "-") && !strcmp(gp_opts.trace, "-"))
 		return gp_options__error(&cl, "-o - and --trace - both want stdout: give one of them a file");
-	for (int i = 0; gp_opts.tree && i < gp_opts.nr_pids; i++)
-		if (gp_opts.pids[i] == 1)
-			return gp_options__error(&cl, "--tree on PID 1 would follow every process: trace the node without -p (or use --comm, --cgroup)");
 	libbpf_set_print(libbpf_print_fn);
 	gp_log_setup(false, gp_opts.verbose);
 	r = preflight(err, sizeof(err));
@@ -577,15 +594,12 @@ static int trace_main(int argc, char **argv)
 		r = finish(&c, err, sizeof(err));
 cleanup:
 	gp_run__free(c.run);
-	if (c.out && c.out != stderr) {
-		int e = outfile__close(c.out);
-
-		/* a full disk or a closed pipe loses reports: say so, and fail */
-		if (e && !r) {
-			r = e;
-			snprintf(err, sizeof(err), "writing the reports to %s: %s", output_path ? output_path : "stdout",
-				 strerror(-e));
-		}
+	if (c.out && c.out != stderr && (lost = outfile__close(c.out)) && !r) {
+		/* a full disk or a closed pipe lost reports: say so, and fail even when the
+		 * command succeeded */
+		r = lost;
+		snprintf(err, sizeof(err), "writing the reports to %s: %s", output_path ? output_path : "stdout",
+			 strerror(-lost));
 	}
 	if (r && err[0])
 		fprintf(stderr, "gpuprobe: %s\n", err);
@@ -594,7 +608,7 @@ cleanup:
 	/* a command that ran is waited for; one held before its exec is killed */
 	code = r == -127 ? 127 : exit_code(&c, r);
 	target__abort(&c.child);
-	return code;
+	return lost && !code ? 1 : code;
 }
 
 /* gpuprobe convert --chrome IN.jsonl > OUT.json */
@@ -621,6 +635,173 @@ static int convert_main(int argc, char **argv)
 		return 1;
 	}
 	return 0;
+}
+
+static const char top_doc[] =
+	"A live view of the traced processes, refreshed every second: launches/s and the\n"
+	"busiest kernels, outstanding GPU memory and its growth, copy bandwidth per direction\n"
+	"and GPU, the probes' cost, what was dropped. Traces COMMAND, running processes (-p)\n"
+	"or every CUDA process on the node, with every mode that offers counters.\n";
+
+static const char top_epilog[] =
+	"KEYS: q quits; < and > (or left, right) choose the sort column; r reverses it;\n"
+	"up and down (or k, j) select the process whose kernels and copies are shown.\n"
+	"A process marked * has exited (it stays --keep-exited seconds, 10; the command stays).\n"
+	"When the command or every -p process has ended, the screen keeps the final figures\n"
+	"until q.\n"
+	"-i SECONDS sets the refresh period (default 1). COMMAND's stdout and stderr go to\n"
+	"--command-log FILE (default /dev/null): the terminal is the view's.\n"
+	"\n"
+	"EXAMPLES:\n"
+	"  gpuprobe top                             # every CUDA process on the node\n"
+	"  gpuprobe top -p 4242 --tree              # a job and its workers\n"
+	"  gpuprobe top --comm python3              # processes named python3\n"
+	"  gpuprobe top --command-log train.log -- python3 train.py\n"
+	"  gpuprobe top --batch -n 3 --sort memory  # three text frames, for logs and scripts\n";
+
+/* top's ends: the command or every -p target ended (the last figures stay on screen) */
+static bool top_ended(void *ctx)
+{
+	struct cli *c = ctx;
+
+	if (gp_opts.cmd && !c->child_done && c->child.pid > 0 &&
+	    waitpid(c->child.pid, &c->status, WNOHANG) == c->child.pid)
+		c->child_done = true;
+	return (gp_opts.cmd && c->child_done) || targets_gone(c);
+}
+
+static bool top_stop(void *ctx)
+{
+	(void)ctx;
+	return stop_signal != 0;
+}
+
+/* Every mode with counters that runs in the CLI: the table says which. */
+static uint64_t counter_modes(void)
+{
+	uint64_t m = 0;
+
+	for (int i = 0; gp_modes[i]; i++)
+		if (gp_modes[i]->counters && (gp_modes[i]->frontends & GP_FE_CLI))
+			m |= 1ULL << i;
+	return m;
+}
+
+static int top_log(struct cli *c, const char *path, char *err, size_t len)
+{
+	FILE *f;
+
+	if (!gp_opts.cmd)
+		return 0;
+	f = outfile__open(path ? path : "/dev/null");
+	if (!f || f == stdout) {
+		snprintf(err, len, "--command-log %s: %s", path, f ? "the terminal is the view's" : strerror(errno));
+		if (f)
+			return -EINVAL;
+		return -errno;
+	}
+	/* the fd outlives the FILE: the command writes to it */
+	c->log_fd = fcntl(fileno(f), F_DUPFD_CLOEXEC, 3);
+	fclose(f);
+	if (c->log_fd < 0) {
+		snprintf(err, len, "--command-log: %s", strerror(errno));
+		return -errno;
+	}
+	c->cmd_fd[0] = c->cmd_fd[1] = c->log_fd;
+	return 0;
+}
+
+/* gpuprobe top [-p PID | --comm NAME | -- COMMAND] */
+static int top_main(int argc, char **argv)
+{
+	static struct top_opts to = { .sort = TOP_LAUNCHES, .width = 80, .keep_exited = 10 };
+	static const char *cmd_log;
+	static const struct gp_option opts[] = {
+		{ "batch", 'b', NULL, "Print a text frame every interval instead of drawing (like top -b)",
+		  GP_OPT_SWITCH, &to.batch, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+		{ "iterations", 'n', "N", "--batch: stop after N frames", GP_OPT_U64, &to.iterations, 1, 1e9,
+		  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+		{ "sort", 's', TOP_SORT_CHOICES, "Sort by this column (default launches: launches/s)", GP_OPT_CHOICE,
+		  &to.sort, .choices = TOP_SORT_CHOICES, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+		{ "reverse", 'r', NULL, "Smallest first", GP_OPT_SWITCH, &to.reverse, .frontends = GP_FE_CLI,
+		  .group = GP_GRP_OUTPUT },
+		{ "width", 0, "COLUMNS", "--batch: line width (default 80)", GP_OPT_COUNT, &to.width, 40, TOP_MAX_WIDTH,
+		  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+		{ "command-log", 0, "FILE", "Where COMMAND's stdout and stderr go (default /dev/null)", GP_OPT_STRING,
+		  &cmd_log, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+		{ "keep-exited", 0, "SECONDS", "How long an exited process stays on screen (default 10; the command's "
+		  "own stays)", GP_OPT_SECONDS, &to.keep_exited, 0, GP_MAX_SECONDS, .frontends = GP_FE_CLI,
+		  .group = GP_GRP_OUTPUT },
+		{},
+	};
+	struct gp_cmdline cl = { .name = "gpuprobe top", .frontend = GP_FE_CLI, .args_doc = "[-- COMMAND [ARGS...]]",
+				 .doc = top_doc, .epilog = top_epilog, .positionals = GP_POS_COMMAND, .extra = opts };
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 }, .cmd_fd = { -1, -1 }, .log_fd = -1 };
+	char err[1024] = "", who[512];
+	int r = gp_options__parse(&cl, argc, argv), code;
+
+	if (r)
+		return r == GP_PARSED_EXIT ? 0 : r;
+	r = target_usage(&cl);
+	if (r)
+		return r;
+	if (gp_opts.json)
+		return gp_options__error(&cl, "--json: top draws a view (gpuprobe --json prints reports)");
+	if (cmd_log && !gp_opts.cmd)
+		return gp_options__error(&cl, "--command-log needs a command");
+	gp_opts.modes = counter_modes();
+	gp_opts.frontend = GP_FE_TOP;
+	libbpf_set_print(libbpf_print_fn);
+	gp_log_setup(false, gp_opts.verbose);
+	c.out = stderr;
+	r = preflight(err, sizeof(err));
+	if (!r)
+		r = top_log(&c, cmd_log, err, sizeof(err));
+	if (!r)
+		r = setup(&c, err, sizeof(err));
+	if (r)
+		goto cleanup;
+	c.run->exit_report = NULL; /* the view prints no reports */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (gp_opts.cmd) {
+		r = target__release(&c.child);
+		if (r) {
+			snprintf(err, sizeof(err), "cannot run %s: %s", gp_opts.cmd[0], strerror(-r));
+			waitpid(c.child.pid, NULL, 0);
+			c.child.pid = -1;
+			r = -127;
+			goto cleanup;
+		}
+		c.released = true;
+	}
+	describe_targets(&c, who, sizeof(who));
+	to.interval = gp_opts.interval > 0 ? gp_opts.interval : 1;
+	to.duration = gp_opts.duration;
+	to.who = who;
+	to.keep_pid = c.run->keep_pid;
+	to.ended = top_ended;
+	to.stop = top_stop;
+	to.ctx = &c;
+	r = top__run(c.run, &to, err, sizeof(err));
+	gp_run__detach(c.run);
+	if (!r)
+		r = gp_run__finish(c.run, err, sizeof(err));
+	if (gp_opts.cmd && c.released && !c.child_done && !stop_signal)
+		fprintf(stderr, "gpuprobe: top: waiting for PID %d (%s) to end; Ctrl-C stops it\n", c.child.pid,
+			gp_opts.cmd[0]);
+cleanup:
+	if (r && err[0])
+		fprintf(stderr, "gpuprobe: %s\n", err);
+	gp_run__free(c.run);
+	for (int i = 0; i < c.nr_pidfds; i++)
+		close(c.pidfds[i]);
+	if (c.log_fd >= 0)
+		close(c.log_fd);
+	code = r == -127 ? 127 : exit_code(&c, r);
+	target__abort(&c.child);
+	return code;
 }
 
 int main(int argc, char **argv)

@@ -161,6 +161,8 @@ static void row_of(struct gp_counters *cs, uint64_t key, struct series *s, struc
 		r->value = s->cur;
 		if (total)
 			r->delta = !s->seen ? s->cur : s->cur >= s->prev ? s->cur - s->prev : 0;
+		else
+			r->delta = s->seen ? s->cur - s->prev : 0;
 		s->prev = s->cur;
 	}
 	out = total ? r->delta : r->value;

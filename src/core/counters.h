@@ -20,7 +20,8 @@ struct gp_counter_row {
 	unsigned int flags;         /* enum gp_counter_flag */
 	double value;               /* this tick's (0 for a series that stopped) */
 	/* GP_CTR_TOTAL: value minus the previous tick's; the whole value on the series' first
-	 * tick; 0 when the total went down (a record the mode forgot: an exec'd image) */
+	 * tick; 0 when the total went down (a record the mode forgot: an exec'd image).
+	 * A gauge: value minus the previous tick's, 0 on its first */
 	double delta;
 	bool first; /* the series' first tick */
 	bool gone;  /* not seen this tick: its last row, value and delta 0 */

@@ -47,6 +47,9 @@ enum gp_frontend {
 	GP_FE_CLI = 1 << 0,    /* gpuprobe [--mode...] [-p PID | -- COMMAND] */
 	GP_FE_DAEMON = 1 << 1, /* gpuprobe daemon */
 	GP_FE_ALL = GP_FE_CLI | GP_FE_DAEMON,
+	/* gpuprobe top: parsed as the CLI (its options), running as a live view that prints no
+	 * reports (no stacks are captured) */
+	GP_FE_TOP = 1 << 2,
 };
 
 /* One process in a snapshot, as every front end reads it whatever the mode. */

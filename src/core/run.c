@@ -323,13 +323,24 @@ static size_t pids_of(struct gp_run *run, const struct gp_snap *const *snaps, bo
 	return n;
 }
 
-size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx)
+size_t gp_run__hits_drops(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx,
+			  uint64_t *dropped)
 {
 	const struct gp_snap *snaps[GP_MAX_MODES] = { 0 };
 
-	for (int i = 0; i < run->nr; i++)
+	for (int i = 0; i < run->nr; i++) {
 		snaps[i] = run->slot[i].m->snapshot(run->slot[i].st, run, "hits", 0);
+		if (dropped)
+			dropped[i] = 0;
+		for (size_t j = 0; dropped && snaps[i] && j < snaps[i]->nr_drops; j++)
+			dropped[i] += snaps[i]->drops[j].count;
+	}
 	return pids_of(run, snaps, false, cb, ctx);
+}
+
+size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx)
+{
+	return gp_run__hits_drops(run, cb, ctx, NULL);
 }
 
 bool gp_run__counts_hits(const struct gp_run *run)

@@ -78,6 +78,10 @@ int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost);
 /* Probe hits per process of every mode (the allocation probes included). cb gets each
  * process once, hits summed; returns how many processes. */
 size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx);
+/* The same, and in dropped[i] (GP_MAX_MODES) the sum of slot i's drop counters, the run's
+ * own among them (a live view's "what did this mode lose"). */
+size_t gp_run__hits_drops(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx,
+			  uint64_t *dropped);
 /* Whether any enabled mode counts probe hits (has uprobes in libcuda). */
 bool gp_run__counts_hits(const struct gp_run *run);
 /* Every mode's counters (gp_mode.counters) through emit. */

@@ -88,6 +88,7 @@ static void test_gauges_and_quiet(void)
 	const struct gp_counter_row *rows, *r;
 	static const double v[] = { 100, 100, 50, 0, 0 };
 	static const bool quiet[] = { false, true, false, false, true };
+	static const double delta[] = { 0, 0, -50, -50, 0 };
 	size_t n;
 
 	if (!ASSERT_TRUE(cs, "new"))
@@ -97,7 +98,7 @@ static void test_gauges_and_quiet(void)
 		add(cs, 1, "outstanding bytes", "device", v[i], 0);
 		n = gp_counters__end(cs, &rows);
 		r = find(rows, n, 1, "outstanding bytes", "device");
-		if (!ASSERT_TRUE(r, "row") || !ASSERT_EQ(r->value, v[i], "value") || !ASSERT_EQ(r->delta, 0, "no delta") ||
+		if (!ASSERT_TRUE(r, "row") || !ASSERT_EQ(r->value, v[i], "value") || !ASSERT_EQ(r->delta, delta[i], "its change") ||
 		    !ASSERT_EQ(r->quiet, quiet[i], "quiet when unchanged"))
 			goto cleanup;
 	}

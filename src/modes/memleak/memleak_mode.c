@@ -174,8 +174,8 @@ static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t ke
 	memleak__reap(m->ml, cutoff_ns, keep_pid);
 }
 
-/* Outstanding bytes of each live process by memory kind (an exited process's memory
- * went with it: its series stop). */
+/* Outstanding bytes of each live process by memory kind, device memory even at 0 once it
+ * allocated (an exited process's memory went with it: its series stop). */
 static void m_counters(void *st, struct gp_run *run, gp_counter_fn emit, void *ctx)
 {
 	struct memleak_mode *m = st;
@@ -185,7 +185,7 @@ static void m_counters(void *st, struct gp_run *run, gp_counter_fn emit, void *c
 	(void)run;
 	for (size_t i = 0; i < n; i++)
 		for (unsigned int k = 0; k < GP_KIND__COUNT && !procs[i]->exited; k++)
-			if (procs[i]->st.allocs_by_kind[k])
+			if (procs[i]->st.allocs_by_kind[k] || (k == GP_KIND_DEVICE && procs[i]->st.allocs_total))
 				emit(ctx, &(struct gp_counter){ procs[i]->pid, GP_TRACK_MEMORY, gp_kind_name(k),
 								(double)procs[i]->st.bytes_by_kind[k], 0 });
 }
