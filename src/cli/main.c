@@ -384,18 +384,21 @@ static void announce(const struct cli *c)
 static int loop(struct cli *c, char *err, size_t len)
 {
 	uint64_t start = gp_mono_ns(), next = 0, end = 0, sample = 0;
-	int r;
+	int r, wait_ms = 100;
 
 	if (gp_opts.interval > 0)
 		next = start + gp_seconds_to_ns(gp_opts.interval);
-	if (gp_opts.trace && gp_opts.trace_counters > 0)
+	if (gp_opts.trace && gp_opts.trace_counters > 0) {
 		sample = start + gp_seconds_to_ns(gp_opts.trace_counters);
+		if (gp_opts.trace_counters < 0.1) /* the poll must not outwait a sample */
+			wait_ms = gp_opts.trace_counters < 0.001 ? 1 : (int)(gp_opts.trace_counters * 1000);
+	}
 	if (gp_opts.duration > 0)
 		end = start + gp_seconds_to_ns(gp_opts.duration);
 	for (;;) {
 		uint64_t t;
 
-		r = gp_events__poll(c->run->events, 100);
+		r = gp_events__poll(c->run->events, wait_ms);
 		if (r < 0) {
 			snprintf(err, len, "reading the ring buffer: %s", strerror(-r));
 			return r;

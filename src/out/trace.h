@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Timeline files: JSON Lines (one object per call, ioctl or counter sample, a summary line
- * last) and the Chrome trace event format (complete "X" events, one track per process and
- * thread, ioctls on tracks of their own, "C" counter events that Perfetto draws as curves),
- * which Perfetto and chrome://tracing load. Times in Chrome files are exact microseconds.
+ * Timeline files: JSON Lines (one object per call, ioctl, counter sample or process event,
+ * a summary line last) and the Chrome trace event format (complete "X" events, one track
+ * per process and thread, ioctls on tracks of their own, "C" counter events that Perfetto
+ * draws as curves, process-scoped "i" instants for forks, execs and exits), which Perfetto
+ * and chrome://tracing load. Times in Chrome files are exact microseconds.
  */
 #ifndef GP_TRACE_H
 #define GP_TRACE_H
