@@ -8,6 +8,7 @@ and a failing exit."""
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import stat
@@ -166,6 +167,47 @@ def test_write_error_fails():
     eq(r.returncode, 1, "exit status when reports were lost")
     lines = [l for l in r.stderr.splitlines() if l.startswith("gpuprobe: ") and "tracing" not in l]
     eq(lines, ["gpuprobe: writing the reports to /dev/full: No space left on device"], "one line")
+
+
+def test_overhead_line_only_with_modes_that_count_hits():
+    """docs/json.md: the overhead line follows --memleak, --cudatrace and --bandwidth-util
+    (the modes that count probe hits), never --trace or --ioctl alone."""
+    runs = {"--memleak": True, "--cudatrace": True, "--bandwidth-util": True, "--trace": False, "--ioctl": False}
+    for mode, want in runs.items():
+        extra = [mode, path("t.jsonl")] if mode == "--trace" else [mode]
+        r = gp.gpuprobe(extra + ["--json", "--libcuda", FAKECUDA], cmd=[app("copy_app")])
+        eq(r.returncode, 0, f"{mode}: exit ({r.stderr[-300:]})")
+        got = any(json.loads(l)["mode"] == "overhead" for l in r.stdout.splitlines())
+        eq(got, want, f"{mode}: an overhead line")
+
+
+def test_small_copies_line_only_with_min_bytes():
+    r = gp.gpuprobe(["--bandwidth-util", "--libcuda", FAKECUDA], cmd=[app("copy_app")])
+    eq(r.returncode, 0, "exit")
+    check("Small copies" not in r.stdout and "zero-byte copies 1" in r.stdout, r.stdout[-400:])
+    r = gp.gpuprobe(["--bandwidth-util", "--min-bytes", "200", "--libcuda", FAKECUDA], cmd=[app("copy_app")])
+    check("Small copies (< 200 bytes, not counted above): 10 (1000 B)" in r.stdout, r.stdout[-400:])
+
+
+def test_csv_rows_through_an_output_file():
+    csv = path("bw.csv")
+    rows = []
+    for _ in range(3):  # appended: never truncated, the header once
+        r = gp.gpuprobe(["--bandwidth-util", "--csv", csv, "-o", "/dev/null", "--libcuda", FAKECUDA],
+                        cmd=[app("copy_app")])
+        eq(r.returncode, 0, "exit")
+    lines = open(csv).read().splitlines()
+    eq(lines[0].split(",")[0], "timestamp", "the header")
+    eq(sum(1 for l in lines if l.startswith("timestamp")), 1, "one header")
+    rows = [l.split(",") for l in lines[1:]]
+    eq(len(rows), 6, "a row per GPU per run (two GPUs, three runs)")
+    check(all(re.fullmatch(r"\d{10}\.\d{3}", x[0]) for x in rows), f"millisecond timestamps: {rows}")
+    check(any(not x[0].endswith(".000") for x in rows), f"fractions, not time()'s .000: {rows}")
+    eq(stat.S_IMODE(os.stat(csv).st_mode), 0o600, "created 0600")
+    link = path("bw-link.csv")
+    os.symlink(csv, link)
+    r = gp.gpuprobe(["--bandwidth-util", "--csv", link, "--libcuda", FAKECUDA], cmd=["true"])
+    gp.one_error_line(r, f"--csv {link}: Too many levels of symbolic links")
 
 
 def test_both_on_stdout_refused():

@@ -518,6 +518,40 @@ static void test_output_files(void)
 cleanup:;
 }
 
+/* --csv's files: appended to, never truncated, the same refusals as outfile__open. */
+static void test_output_files_append(void)
+{
+	char path[PLEN], link[PLEN];
+	struct stat st;
+	char *text = NULL;
+	FILE *f;
+
+	tmp_path(path, sizeof(path), "append.csv");
+	tmp_path(link, sizeof(link), "append-link.csv");
+	for (int i = 0; i < 2; i++) {
+		f = outfile__open_append(path);
+		if (!ASSERT_TRUE(f, "open for appending"))
+			goto cleanup;
+		if (!ASSERT_EQ(fseek(f, 0, SEEK_END), 0, "seek") || !ASSERT_EQ(ftell(f), i ? 6 : 0, "empty the first time only"))
+			goto cleanup;
+		fputs(i ? "row 2\n" : "row 1\n", f);
+		if (!ASSERT_EQ(outfile__close(f), 0, "close"))
+			goto cleanup;
+	}
+	text = slurp(path);
+	if (!ASSERT_STR_EQ(text, "row 1\nrow 2\n", "appended") || !ASSERT_EQ(stat(path, &st), 0, "stat") ||
+	    !ASSERT_EQ(st.st_mode & 0777, 0600, "0600"))
+		goto cleanup;
+	if (!ASSERT_EQ(symlink(path, link), 0, "symlink"))
+		goto cleanup;
+	errno = 0;
+	if (!ASSERT_TRUE(!outfile__open_append(link) && errno == ELOOP, "never through a symlink") ||
+	    !ASSERT_TRUE(outfile__open_append("-") == stdout, "- is stdout"))
+		goto cleanup;
+cleanup:
+	free(text);
+}
+
 static void write_lives(struct trace_writer *w)
 {
 	json_object *a = json_object_new_object();
@@ -611,6 +645,7 @@ int main(void)
 	RUN_TEST(test_convert_chrome_reports_drops);
 	RUN_TEST(test_output_files);
 	RUN_TEST(test_instants_and_renames);
+	RUN_TEST(test_output_files_append);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
 		printf("# could not remove %s\n", tmpdir);
