@@ -533,6 +533,24 @@ static int exit_code(struct cli *c, int r)
 	return r ? 1 : 0;
 }
 
+/* Lets the held command exec: 0, or -127 with err set when it could not (reaped). */
+static int release_command(struct cli *c, char *err, size_t len)
+{
+	int r;
+
+	if (!gp_opts.cmd)
+		return 0;
+	r = target__release(&c->child);
+	if (r) {
+		snprintf(err, len, "cannot run %s: %s", gp_opts.cmd[0], strerror(-r));
+		waitpid(c->child.pid, NULL, 0);
+		c->child.pid = -1;
+		return -127;
+	}
+	c->released = true;
+	return 0;
+}
+
 /* What picks the processes: one way at a time. GP_EXIT_USAGE with one line, or 0. */
 static int target_usage(const struct gp_cmdline *cl)
 {
@@ -579,17 +597,9 @@ static int trace_main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	announce(&c);
-	if (gp_opts.cmd) {
-		r = target__release(&c.child);
-		if (r) {
-			snprintf(err, sizeof(err), "cannot run %s: %s", gp_opts.cmd[0], strerror(-r));
-			waitpid(c.child.pid, NULL, 0);
-			c.child.pid = -1;
-			r = -127;
-			goto cleanup;
-		}
-		c.released = true;
-	}
+	r = release_command(&c, err, sizeof(err));
+	if (r)
+		goto cleanup;
 	if (getenv("GPUPROBE_TEST_STALL_MS")) /* tests: let the ring buffer overflow */
 		usleep((useconds_t)atoi(getenv("GPUPROBE_TEST_STALL_MS")) * 1000);
 	r = loop(&c, err, sizeof(err));
@@ -714,34 +724,74 @@ static int top_log(struct cli *c, const char *path, char *err, size_t len)
 	return 0;
 }
 
+static struct top_opts top_o = { .sort = TOP_LAUNCHES, .width = 80, .keep_exited = 10 };
+static const char *top_cmd_log;
+
+static const struct gp_option top_options[] = {
+	{ "batch", 'b', NULL, "Print a text frame every interval instead of drawing (like top -b)",
+	  GP_OPT_SWITCH, &top_o.batch, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "iterations", 'n', "N", "--batch: stop after N frames", GP_OPT_U64, &top_o.iterations, 1, 1e9,
+	  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "sort", 's', TOP_SORT_CHOICES, "Sort by this column (default launches: launches/s)", GP_OPT_CHOICE,
+	  &top_o.sort, .choices = TOP_SORT_CHOICES, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "reverse", 'r', NULL, "Smallest first", GP_OPT_SWITCH, &top_o.reverse, .frontends = GP_FE_CLI,
+	  .group = GP_GRP_OUTPUT },
+	{ "width", 0, "COLUMNS", "--batch: line width (default 80)", GP_OPT_COUNT, &top_o.width, 40, TOP_MAX_WIDTH,
+	  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "command-log", 0, "FILE", "Where COMMAND's stdout and stderr go (default /dev/null)", GP_OPT_STRING,
+	  &top_cmd_log, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "keep-exited", 0, "SECONDS", "How long an exited process stays on screen (default 10; the command's "
+	  "own stays)", GP_OPT_SECONDS, &top_o.keep_exited, 0, GP_MAX_SECONDS, .frontends = GP_FE_CLI,
+	  .group = GP_GRP_OUTPUT },
+	{},
+};
+
+/* The view on a run set up as the tracer's; 0 or -errno with err set (-127: the command
+ * could not run). */
+static int top_session(struct cli *c, char *err, size_t len)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	char who[512];
+	int r = preflight(err, len);
+
+	if (!r)
+		r = top_log(c, top_cmd_log, err, len);
+	if (!r)
+		r = setup(c, err, len);
+	if (r)
+		return r;
+	c->run->exit_report = NULL; /* the view prints no reports */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	r = release_command(c, err, len);
+	if (r)
+		return r;
+	describe_targets(c, who, sizeof(who));
+	top_o.interval = gp_opts.interval > 0 ? gp_opts.interval : 1;
+	top_o.duration = gp_opts.duration;
+	top_o.who = who;
+	top_o.keep_pid = c->run->keep_pid;
+	top_o.ended = top_ended;
+	top_o.stop = top_stop;
+	top_o.ctx = c;
+	r = top__run(c->run, &top_o, err, len);
+	gp_run__detach(c->run);
+	if (!r)
+		r = gp_run__finish(c->run, err, len);
+	if (gp_opts.cmd && c->released && !c->child_done && !stop_signal)
+		fprintf(stderr, "gpuprobe: top: waiting for PID %d (%s) to end; Ctrl-C stops it\n", c->child.pid,
+			gp_opts.cmd[0]);
+	return r;
+}
+
 /* gpuprobe top [-p PID | --comm NAME | -- COMMAND] */
 static int top_main(int argc, char **argv)
 {
-	static struct top_opts to = { .sort = TOP_LAUNCHES, .width = 80, .keep_exited = 10 };
-	static const char *cmd_log;
-	static const struct gp_option opts[] = {
-		{ "batch", 'b', NULL, "Print a text frame every interval instead of drawing (like top -b)",
-		  GP_OPT_SWITCH, &to.batch, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
-		{ "iterations", 'n', "N", "--batch: stop after N frames", GP_OPT_U64, &to.iterations, 1, 1e9,
-		  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
-		{ "sort", 's', TOP_SORT_CHOICES, "Sort by this column (default launches: launches/s)", GP_OPT_CHOICE,
-		  &to.sort, .choices = TOP_SORT_CHOICES, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
-		{ "reverse", 'r', NULL, "Smallest first", GP_OPT_SWITCH, &to.reverse, .frontends = GP_FE_CLI,
-		  .group = GP_GRP_OUTPUT },
-		{ "width", 0, "COLUMNS", "--batch: line width (default 80)", GP_OPT_COUNT, &to.width, 40, TOP_MAX_WIDTH,
-		  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
-		{ "command-log", 0, "FILE", "Where COMMAND's stdout and stderr go (default /dev/null)", GP_OPT_STRING,
-		  &cmd_log, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
-		{ "keep-exited", 0, "SECONDS", "How long an exited process stays on screen (default 10; the command's "
-		  "own stays)", GP_OPT_SECONDS, &to.keep_exited, 0, GP_MAX_SECONDS, .frontends = GP_FE_CLI,
-		  .group = GP_GRP_OUTPUT },
-		{},
-	};
 	struct gp_cmdline cl = { .name = "gpuprobe top", .frontend = GP_FE_CLI, .args_doc = "[-- COMMAND [ARGS...]]",
-				 .doc = top_doc, .epilog = top_epilog, .positionals = GP_POS_COMMAND, .extra = opts };
-	struct sigaction sa = { .sa_handler = on_signal };
+				 .doc = top_doc, .epilog = top_epilog, .positionals = GP_POS_COMMAND,
+				 .extra = top_options };
 	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 }, .cmd_fd = { -1, -1 }, .log_fd = -1 };
-	char err[1024] = "", who[512];
+	char err[1024] = "";
 	int r = gp_options__parse(&cl, argc, argv), code;
 
 	if (r)
@@ -751,50 +801,14 @@ static int top_main(int argc, char **argv)
 		return r;
 	if (gp_opts.json)
 		return gp_options__error(&cl, "--json: top draws a view (gpuprobe --json prints reports)");
-	if (cmd_log && !gp_opts.cmd)
+	if (top_cmd_log && !gp_opts.cmd)
 		return gp_options__error(&cl, "--command-log needs a command");
 	gp_opts.modes = counter_modes();
-	gp_opts.frontend = GP_FE_TOP;
+	gp_opts.frontend = GP_FE_TOP; /* parsed as the CLI, running as a view: no stacks, no reports */
 	libbpf_set_print(libbpf_print_fn);
 	gp_log_setup(false, gp_opts.verbose);
 	c.out = stderr;
-	r = preflight(err, sizeof(err));
-	if (!r)
-		r = top_log(&c, cmd_log, err, sizeof(err));
-	if (!r)
-		r = setup(&c, err, sizeof(err));
-	if (r)
-		goto cleanup;
-	c.run->exit_report = NULL; /* the view prints no reports */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	if (gp_opts.cmd) {
-		r = target__release(&c.child);
-		if (r) {
-			snprintf(err, sizeof(err), "cannot run %s: %s", gp_opts.cmd[0], strerror(-r));
-			waitpid(c.child.pid, NULL, 0);
-			c.child.pid = -1;
-			r = -127;
-			goto cleanup;
-		}
-		c.released = true;
-	}
-	describe_targets(&c, who, sizeof(who));
-	to.interval = gp_opts.interval > 0 ? gp_opts.interval : 1;
-	to.duration = gp_opts.duration;
-	to.who = who;
-	to.keep_pid = c.run->keep_pid;
-	to.ended = top_ended;
-	to.stop = top_stop;
-	to.ctx = &c;
-	r = top__run(c.run, &to, err, sizeof(err));
-	gp_run__detach(c.run);
-	if (!r)
-		r = gp_run__finish(c.run, err, sizeof(err));
-	if (gp_opts.cmd && c.released && !c.child_done && !stop_signal)
-		fprintf(stderr, "gpuprobe: top: waiting for PID %d (%s) to end; Ctrl-C stops it\n", c.child.pid,
-			gp_opts.cmd[0]);
-cleanup:
+	r = top_session(&c, err, sizeof(err));
 	if (r && err[0])
 		fprintf(stderr, "gpuprobe: %s\n", err);
 	gp_run__free(c.run);
