@@ -446,3 +446,8 @@ sanitize: deps
 	$(Q)$(MAKE) --no-print-directory OUTPUT=$(SAN_OUTPUT)/build CC="$(SAN_CC)" gpuprobe testbins
 	$(Q)tests/sanitize.sh $(SAN_OUTPUT)
 # ---- end harden ----
+# ---- output (issue 17): gpuprobe top draws with ncurses (wide characters, terminfo from
+# ncurses-base); its tests drive it in tmux (send-keys, capture-pane).
+LIBS += -lncursesw -ltinfo
+DEB_PKGS += libncurses-dev tmux
+# ---- end output ----

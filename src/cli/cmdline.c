@@ -22,6 +22,7 @@ struct gp_opts gp_opts = {
 	.retention = 300,
 	.rescan = 5,
 	.probe_cost = -1,
+	.trace_counters = 0.1,
 };
 
 /* -p PID[,PID...], repeatable */
@@ -81,7 +82,7 @@ static const struct gp_option global_options[] = {
 	  GP_OPT_SECONDS, &gp_opts.interval, 0, SECS, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
 	{ "duration", 'd', "SECONDS", "Stop tracing after SECONDS", GP_OPT_SECONDS, &gp_opts.duration,
 	  1e-3, SECS, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
-	{ "json", 0, NULL, "Reports as JSON Lines on stdout", GP_OPT_SWITCH, &gp_opts.json,
+	{ "json", 0, NULL, "Reports as JSON Lines (on stdout, or -o FILE)", GP_OPT_SWITCH, &gp_opts.json,
 	  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
 	{ "verbose", 'v', NULL, "Log libbpf and attach details to stderr", GP_OPT_SWITCH, &gp_opts.verbose,
 	  .frontends = GP_FE_ALL, .group = GP_GRP_OUTPUT },

@@ -30,6 +30,7 @@ struct gp_opts {
 	/* --trace FILE: the timeline every mode with lanes writes to */
 	const char *trace;
 	int trace_format;       /* 0 jsonl, 1 chrome */
+	double trace_counters;  /* --trace-counters: seconds between counter samples; 0: none */
 	/* BPF table limits, every mode */
 	uint64_t ringbuf_size, max_pending, max_procs;
 	bool ringbuf_set;       /* --ringbuf-size given */

@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 #include "allocsrc.h"
 #include "attach.h"
+#include "counters.h"
 #include "drops.h"
 #include "events.h"
 #include "json.h"
@@ -128,18 +129,31 @@ int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, c
 	return r;
 }
 
-/* An exec replaces the process's mappings: what the symbolizer knew of them is stale. */
+/* An exec replaces the process's mappings: what the symbolizer knew of them is stale.
+ * Forks, execs and exits are moments of the --trace timeline. */
 static void run_on_proc(void *ctx, const struct gp_proc_event *e)
 {
 	struct gp_run *run = ctx;
 
 	if (e->type == GP_EV_EXEC)
 		symbolizer__forget_pid(run->sym, (int)e->pid);
+	if (run->timeline)
+		gp_timeline__proc(run->timeline, e->type, e->pid, e->ppid, e->root, e->ts_ns, e->comm);
+}
+
+/* The allocation probes' exit records: the exits of processes the run does not follow
+ * (node-wide), which the timeline shows when it shows the process. */
+static void run_on_exit(void *ctx, const struct gp_exit_event *e)
+{
+	struct gp_run *run = ctx;
+
+	if (run->timeline)
+		gp_timeline__proc(run->timeline, GP_EV_EXIT, e->pid, 0, 0, e->ts_ns, e->comm);
 }
 
 int gp_run__start(struct gp_run *run, char *err, size_t len)
 {
-	struct gp_handlers h = { .ctx = run, .on_proc = run_on_proc };
+	struct gp_handlers h = { .ctx = run, .on_proc = run_on_proc, .on_exit = run_on_exit };
 	int r = 0;
 
 	if (run->ptree)
@@ -309,13 +323,24 @@ static size_t pids_of(struct gp_run *run, const struct gp_snap *const *snaps, bo
 	return n;
 }
 
-size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx)
+size_t gp_run__hits_drops(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx,
+			  uint64_t *dropped)
 {
 	const struct gp_snap *snaps[GP_MAX_MODES] = { 0 };
 
-	for (int i = 0; i < run->nr; i++)
+	for (int i = 0; i < run->nr; i++) {
 		snaps[i] = run->slot[i].m->snapshot(run->slot[i].st, run, "hits", 0);
+		if (dropped)
+			dropped[i] = 0;
+		for (size_t j = 0; dropped && snaps[i] && j < snaps[i]->nr_drops; j++)
+			dropped[i] += snaps[i]->drops[j].count;
+	}
 	return pids_of(run, snaps, false, cb, ctx);
+}
+
+size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx)
+{
+	return gp_run__hits_drops(run, cb, ctx, NULL);
 }
 
 bool gp_run__counts_hits(const struct gp_run *run)
@@ -389,11 +414,33 @@ int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 	return 0;
 }
 
+void gp_run__counters(struct gp_run *run, gp_counter_fn emit, void *ctx)
+{
+	for (int i = 0; i < run->nr; i++)
+		if (run->slot[i].m->counters)
+			run->slot[i].m->counters(run->slot[i].st, run, emit, ctx);
+}
+
+void gp_run__sample(struct gp_run *run)
+{
+	struct gp_counters *cs;
+
+	if (!run->timeline || run->o->trace_counters <= 0)
+		return;
+	gp_events__drain(run->events);
+	cs = gp_timeline__sample_begin(run->timeline, gp_mono_ns());
+	gp_run__counters(run, gp_counters__add, cs);
+	gp_timeline__sample_end(run->timeline);
+}
+
 void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
 {
 	/* records still in flight first: a process gone without an exit record is marked
 	 * exited by the modes, and a late record of it would make it live again */
 	gp_events__drain(run->events);
+	/* the timeline's running totals: their last change before the records go, and a
+	 * sample right after, so a total that drops with them hides no later change */
+	gp_run__sample(run);
 	if (run->ptree)
 		ptree__reap(run->ptree, cutoff_ns);
 	if (run->allocs)
@@ -401,6 +448,7 @@ void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
 	for (int i = 0; i < run->nr; i++)
 		if (run->slot[i].m->reap)
 			run->slot[i].m->reap(run->slot[i].st, run, cutoff_ns, keep_pid);
+	gp_run__sample(run);
 }
 
 int gp_run__finish(struct gp_run *run, char *err, size_t len)
@@ -408,6 +456,7 @@ int gp_run__finish(struct gp_run *run, char *err, size_t len)
 	char later[256]; /* the reasons after the first are not shown */
 	int r = 0, e;
 
+	gp_run__sample(run); /* the last counter sample, before the timeline closes */
 	for (int i = 0; i < run->nr; i++) {
 		if (!run->slot[i].m->finish)
 			continue;

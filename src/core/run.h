@@ -78,8 +78,18 @@ int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost);
 /* Probe hits per process of every mode (the allocation probes included). cb gets each
  * process once, hits summed; returns how many processes. */
 size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx);
+/* The same, and in dropped[i] (GP_MAX_MODES) the sum of slot i's drop counters, the run's
+ * own among them (a live view's "what did this mode lose"). */
+size_t gp_run__hits_drops(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx,
+			  uint64_t *dropped);
 /* Whether any enabled mode counts probe hits (has uprobes in libcuda). */
 bool gp_run__counts_hits(const struct gp_run *run);
+/* Every mode's counters (gp_mode.counters) through emit. */
+void gp_run__counters(struct gp_run *run, gp_counter_fn emit, void *ctx);
+/* With --trace: the records in flight, then one counter sample into the timeline
+ * (running totals as their change since the last sample). Reaping and finishing sample
+ * too, so the changes of a --trace file add up to the totals. */
+void gp_run__sample(struct gp_run *run);
 /* Forgets exited processes in every mode (see gp_mode.reap). */
 void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid);
 /* Before a BPF object loads: it filters on the run's `traced` map (reused) when the run

@@ -23,7 +23,8 @@
 
 /* Returns the stream (a regular file emptied first), or NULL with errno set. */
 FILE *outfile__open(const char *path);
-/* The same, appending to what a regular file holds (--csv). */
+/* The same, appending: nothing is truncated, every write goes to the end (O_APPEND), so
+ * ftell after fseek(SEEK_END) says whether a regular file was empty (--csv's header). */
 FILE *outfile__open_append(const char *path);
 /* Closes what outfile__open returned (stdout is flushed, not closed): 0 or -errno, a
  * write error included. NULL is fine. */

@@ -197,7 +197,7 @@ def test_system_wide_without_any_libcuda():
 def test_nothing_left_after_command_is_killed():
     a = gp.Background([GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "--",
                        app("memleak_app"), "--wait"])
-    a.wait_for("READY")
+    a.wait_for("READY", where="stderr")  # the command's stdout: gpuprobe's stderr (a file here)
     check(gp.our_bpf_programs(), "programs loaded while tracing")
     # the workload is gpuprobe's child: note its PID now, it is orphaned below
     with open(f"/proc/{a.pid}/task/{a.pid}/children") as f:

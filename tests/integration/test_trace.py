@@ -21,10 +21,14 @@ def read_jsonl(p):
     recs = [json.loads(l) for l in open(p)]  # every line must parse
     check(recs and recs[-1]["type"] == "summary", "the last line is the summary")
     for r in recs:
-        check(r["type"] in ("process", "call", "ioctl", "summary"), f"record type {r['type']}")
+        check(r["type"] in ("process", "call", "ioctl", "counter", "instant", "summary"),
+              f"record type {r['type']}")
         if r["type"] == "call":
             for k in ("ts_ns", "pid", "tid", "fn", "dur_ns", "ret", "args"):
                 check(k in r, f"call record without {k}: {r}")
+        if r["type"] == "instant":
+            for k in ("ts_ns", "pid", "tid", "name", "args"):
+                check(k in r, f"instant record without {k}: {r}")
     return recs
 
 

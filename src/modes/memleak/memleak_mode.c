@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "allocsrc.h"
+#include "apis.h"
 #include "events.h"
 #include "memleak.h"
 #include "memleak_mode.h"
@@ -173,6 +174,22 @@ static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t ke
 	memleak__reap(m->ml, cutoff_ns, keep_pid);
 }
 
+/* Outstanding bytes of each live process by memory kind, device memory even at 0 once it
+ * allocated (an exited process's memory went with it: its series stop). */
+static void m_counters(void *st, struct gp_run *run, gp_counter_fn emit, void *ctx)
+{
+	struct memleak_mode *m = st;
+	struct ml_proc **procs;
+	size_t n = memleak__procs(m->ml, &procs);
+
+	(void)run;
+	for (size_t i = 0; i < n; i++)
+		for (unsigned int k = 0; k < GP_KIND__COUNT && !procs[i]->exited; k++)
+			if (procs[i]->st.allocs_by_kind[k] || (k == GP_KIND_DEVICE && procs[i]->st.allocs_total))
+				emit(ctx, &(struct gp_counter){ procs[i]->pid, GP_TRACK_MEMORY, gp_kind_name(k),
+								(double)procs[i]->st.bytes_by_kind[k], 0 });
+}
+
 const struct gp_mode gp_mode_memleak = {
 	.name = "memleak",
 	.flag = "memleak",
@@ -189,5 +206,6 @@ const struct gp_mode gp_mode_memleak = {
 	.json = ml_report__json,
 	.prom = ml_report__prom,
 	.reap = m_reap,
+	.counters = m_counters,
 	.free = m_free,
 };

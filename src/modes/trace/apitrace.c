@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 #include "apis.h"
 #include "apitrace.h"
+#include "jsonnum.h"
 #include "bandwidth.h"
 #include "symbolize.h"
 #include "u64map.h"
@@ -603,8 +604,7 @@ static json_object *json_proc(struct apitrace *at, struct at_proc *p)
 	return po;
 }
 
-json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *d, const char *file,
-				    const char *format, uint64_t written)
+json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *d, const struct at_file *file)
 {
 	json_object *o = json_object_new_object(), *arr = json_object_new_array(), *dr;
 	struct at_proc **procs;
@@ -612,32 +612,39 @@ json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *
 
 	json_object_object_add(o, "mode", json_object_new_string("trace"));
 	json_object_object_add(o, "report", json_object_new_string("final"));
-	json_object_object_add(o, "file", json_object_new_string(file));
-	json_object_object_add(o, "format", json_object_new_string(format));
-	json_object_object_add(o, "events_written", json_object_new_uint64(written));
+	json_object_object_add(o, "file", json_object_new_string(file->path));
+	json_object_object_add(o, "format", json_object_new_string(file->format));
+	json_object_object_add(o, "events_written", json_object_new_uint64(file->written));
+	json_object_object_add(o, "counter_events", json_object_new_uint64(file->counters));
+	json_object_object_add(o, "counter_interval_s", json_object_new_double(file->counter_interval_s));
+	json_object_object_add(o, "process_events", json_object_new_uint64(file->instants));
 	for (size_t i = 0; i < n; i++)
 		json_object_array_add(arr, json_proc(at, procs[i]));
 	free(procs);
 	json_object_object_add(o, "processes", arr);
 	json_object_object_add(o, "dropped_events",
-			       json_object_new_uint64(d->ringbuf + d->pending + d->too_deep + d->ioctl_ringbuf));
+			       json_object_new_uint64(d->ringbuf + d->pending + d->too_deep + d->ioctl_ringbuf +
+						      d->counter_series));
 	dr = json_object_new_object();
 	json_object_object_add(dr, "ringbuf_full", json_object_new_uint64(d->ringbuf));
 	json_object_object_add(dr, "pending_table_full", json_object_new_uint64(d->pending));
 	json_object_object_add(dr, "nested_too_deep", json_object_new_uint64(d->too_deep));
 	json_object_object_add(dr, "return_without_entry", json_object_new_uint64(d->noreturn));
 	json_object_object_add(dr, "ioctl_ringbuf_full", json_object_new_uint64(d->ioctl_ringbuf));
+	json_object_object_add(dr, "counter_series_full", json_object_new_uint64(d->counter_series));
 	json_object_object_add(o, "drops", dr);
 	return o;
 }
 
-void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops *d, const char *file,
-			    const char *format, uint64_t written)
+void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops *d, const struct at_file *file)
 {
 	struct at_proc **procs;
 	size_t n = sorted_procs(at, &procs);
+	char a[32], b[32];
 
-	fprintf(f, "trace summary: %" PRIu64 " events written to %s (%s)\n", written, file, format);
+	fprintf(f, "trace summary: %" PRIu64 " calls, %" PRIu64 " counter samples and %" PRIu64
+		   " process events written to %s (%s)\n",
+		file->written, file->counters, file->instants, file->path, file->format);
 	for (size_t i = 0; i < n; i++) {
 		struct at_proc *p = procs[i];
 		uint32_t *fns;
@@ -659,18 +666,20 @@ void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops 
 				fprintf(f, " %s %" PRIu64 " (%" PRIu64 " bytes)", bw_dir_name(k), p->copies[k],
 					p->copy_bytes[k]);
 		fprintf(f, "%s\n", p->copies_undecoded ? " (+ 2D/3D copies, not decoded)" : "");
+		num__seconds((double)p->sync_ns / 1e9, a, sizeof(a));
+		num__seconds((double)p->ioctl_ns / 1e9, b, sizeof(b));
 		fprintf(f, "  launches %" PRIu64 ", graph launches %" PRIu64 ", sync calls %" PRIu64
-			   " blocked %.6fs, ioctls %" PRIu64 " (%.6fs)\n",
-			p->launches, p->graph_launches, p->syncs, (double)p->sync_ns / 1e9, p->ioctls,
-			(double)p->ioctl_ns / 1e9);
-		for (int g = 0; g < p->nr_gaps; g++)
-			fprintf(f, "  launch gap %.6fs between %s and %s\n", (double)p->gaps[g].gap_ns / 1e9,
-				p->gaps[g].before, p->gaps[g].after);
+			   " blocked %s, ioctls %" PRIu64 " (%s)\n",
+			p->launches, p->graph_launches, p->syncs, a, p->ioctls, b);
+		for (int g = 0; g < p->nr_gaps; g++) {
+			num__seconds((double)p->gaps[g].gap_ns / 1e9, a, sizeof(a));
+			fprintf(f, "  launch gap %s between %s and %s\n", a, p->gaps[g].before, p->gaps[g].after);
+		}
 	}
 	free(procs);
 	fprintf(f, "Dropped events: %" PRIu64 " (ring buffer full %" PRIu64 ", pending table full %" PRIu64
-		   ", nested too deep %" PRIu64 ", ioctl ring buffer full %" PRIu64 ")\n",
-		d->ringbuf + d->pending + d->too_deep + d->ioctl_ringbuf, d->ringbuf, d->pending,
-		d->too_deep, d->ioctl_ringbuf);
+		   ", nested too deep %" PRIu64 ", ioctl ring buffer full %" PRIu64 ", counter series %" PRIu64 ")\n",
+		d->ringbuf + d->pending + d->too_deep + d->ioctl_ringbuf + d->counter_series, d->ringbuf, d->pending,
+		d->too_deep, d->ioctl_ringbuf, d->counter_series);
 	fflush(f);
 }

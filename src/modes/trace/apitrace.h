@@ -31,12 +31,20 @@ const char *apitrace__comm(struct apitrace *at, uint32_t pid);
 
 struct at_drops {
 	uint64_t ringbuf, pending, noreturn, too_deep, ioctl_ringbuf;
+	uint64_t counter_series; /* counter series the timeline could not keep */
+};
+
+/* What the timeline file holds besides the calls' tallies. */
+struct at_file {
+	const char *path, *format;
+	uint64_t written;   /* call and ioctl events */
+	uint64_t counters;  /* counter events */
+	uint64_t instants;  /* fork, exec and exit events */
+	double counter_interval_s; /* 0: no counter samples */
 };
 
 /* The summary, as JSON (new object) or text. */
-struct json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *d,
-					   const char *file, const char *format, uint64_t written);
-void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops *d,
-			    const char *file, const char *format, uint64_t written);
+struct json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *d, const struct at_file *file);
+void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops *d, const struct at_file *file);
 
 #endif

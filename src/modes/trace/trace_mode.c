@@ -48,6 +48,9 @@ static const struct gp_option options[] = {
 	{ "trace-format", 0, "jsonl|chrome", "File format (default jsonl; chrome loads in Perfetto)",
 	  GP_OPT_CHOICE, &gp_opts.trace_format, .choices = "jsonl|chrome", .frontends = GP_FE_CLI,
 	  .group = GP_GRP_MODE },
+	{ "trace-counters", 0, "SECONDS", "Counter tracks (outstanding bytes, launches, copy bytes) sampled every "
+	  "SECONDS (default 0.1; 0: none)", GP_OPT_SECONDS, &gp_opts.trace_counters, 0, 3600, .frontends = GP_FE_CLI,
+	  .group = GP_GRP_MODE },
 	{ "trace-filter", 0, "GLOB", "Only functions matching GLOB (repeatable), e.g. 'cuMem*'", GP_OPT_CUSTOM,
 	  NULL, .parse = parse_filter, .frontends = GP_FE_CLI, .group = GP_GRP_MODE },
 	{},
@@ -258,16 +261,23 @@ static int m_finish(void *st, struct gp_run *run, char *err, size_t len)
 		.too_deep = m->skel->bss->tdeep,
 		.ioctl_ringbuf = gp_timeline__drops(run->timeline, GP_LANE_IOCTL),
 	};
-	const char *fmt = run->o->trace_format ? "chrome" : "jsonl";
-	uint64_t written = gp_timeline__written(run->timeline);
+	struct at_file file = {
+		.path = run->o->trace,
+		.format = run->o->trace_format ? "chrome" : "jsonl",
+		.written = gp_timeline__written(run->timeline),
+		.counters = gp_timeline__counter_events(run->timeline),
+		.instants = gp_timeline__instants(run->timeline),
+		.counter_interval_s = run->o->trace_counters,
+	};
 	int r;
 
-	r = gp_timeline__close(run->timeline, apitrace__summary_json(m->at, &d, run->o->trace, fmt, written));
+	d.counter_series = gp_timeline__counter_drops(run->timeline);
+	r = gp_timeline__close(run->timeline, apitrace__summary_json(m->at, &d, &file));
 	run->timeline = NULL;
 	if (run->o->json)
-		gp_json__print(run->out, apitrace__summary_json(m->at, &d, run->o->trace, fmt, written));
+		gp_json__print(run->out, apitrace__summary_json(m->at, &d, &file));
 	else
-		apitrace__summary_text(m->at, run->out, &d, run->o->trace, fmt, written);
+		apitrace__summary_text(m->at, run->out, &d, &file);
 	fflush(run->out);
 	if (r)
 		snprintf(err, len, "--trace %s: %s", run->o->trace, strerror(-r));
