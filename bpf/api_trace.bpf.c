@@ -115,6 +115,24 @@ int trace_enter(struct pt_regs *ctx)
 	return 0;
 }
 
+/* A name argument, read at return (the driver has read it: its page is in), whole. */
+static __always_inline void send_name(__u64 id, const void *name)
+{
+	struct gp_call_str_event *s = bpf_ringbuf_reserve(&calls_rb, sizeof(*s), 0);
+
+	if (!s) {
+		__sync_fetch_and_add(&tdrops[GP_CDROP_RINGBUF], 1);
+		return;
+	}
+	s->type = GP_EV_CALL_STR;
+	s->pid = id >> 32;
+	s->tid = (__u32)id;
+	s->_pad = 0;
+	if (bpf_probe_read_user_str(s->str, sizeof(s->str), name) < 0)
+		s->str[0] = '\0';
+	bpf_ringbuf_submit(s, 0);
+}
+
 SEC("uretprobe")
 int trace_leave(struct pt_regs *ctx)
 {
@@ -136,6 +154,12 @@ int trace_leave(struct pt_regs *ctx)
 	if (d >= MAX_DEPTH)
 		return 0;
 	f = &st->f[d];
+	{
+		__u32 fn = f->fn, *flags = bpf_map_lookup_elem(&fn_flags, &fn);
+
+		if (flags && (*flags & FL_STR_ARG2))
+			send_name(id, (void *)f->args[2]);
+	}
 	e = bpf_ringbuf_reserve(&calls_rb, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&tdrops[GP_CDROP_RINGBUF], 1);
@@ -154,12 +178,6 @@ int trace_leave(struct pt_regs *ctx)
 	if (f->args[0])
 		bpf_probe_read_user(&e->out0, sizeof(e->out0), (void *)f->args[0]);
 	__builtin_memcpy(e->str, f->str, sizeof(e->str));
-	{
-		__u32 fn = f->fn, *flags = bpf_map_lookup_elem(&fn_flags, &fn);
-
-		if (flags && (*flags & FL_STR_ARG2))
-			bpf_probe_read_user_str(e->str, sizeof(e->str), (void *)f->args[2]);
-	}
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -30,6 +30,7 @@ enum gp_event_type {
 	GP_EV_EXEC = 14,  /* a process replaced its image: its handles, allocations, names are gone */
 	GP_EV_GONE = 15,  /* a traced process exited: it leaves the traced set */
 	GP_EV_GRAPH = 16, /* --cudatrace: stream capture and CUDA graph calls (struct gp_graph_event) */
+	GP_EV_CALL_STR = 17, /* --trace: a name argument, before its call's record */
 };
 
 /* A process gpuprobe follows (the tree of a command, -p --tree, --comm, --cgroup): the
@@ -406,7 +407,7 @@ struct gp_ioctl_event {
 };
 
 /* --trace: one call of any exported cu* function. */
-#define GP_TRACE_STR 256 /* PyTorch's mangled kernel names run long */
+#define GP_TRACE_STR 32 /* cuLaunchKernelEx's config (names come in a GP_EV_CALL_STR record) */
 struct gp_call_event {
 	__u32 type; /* GP_EV_CALL */
 	__u32 fn;   /* index into the loader's list of traced functions (the cookie) */
@@ -418,7 +419,18 @@ struct gp_call_event {
 	__u64 args[6];
 	__u64 stack_args[2]; /* [rsp+8], [rsp+16] at entry: cuLaunchKernel's blockDimZ, shmem */
 	__u64 out0;          /* at return: the 8 bytes at args[0] (out-parameters) */
-	char str[GP_TRACE_STR]; /* name argument of cuModuleGetFunction/cuLibraryGetKernel */
+	char str[GP_TRACE_STR]; /* cuLaunchKernelEx: its CUlaunchConfig's grid and block */
+};
+
+/* The name argument of cuModuleGetFunction/cuLibraryGetKernel (--trace), whole (PyTorch's
+ * mangled template names run past 255 bytes): sent just before the call's own record by
+ * the same thread, so the reader joins them by thread. */
+struct gp_call_str_event {
+	__u32 type; /* GP_EV_CALL_STR */
+	__u32 pid;
+	__u32 tid;
+	__u32 _pad;
+	char str[GP_NAME_LEN];
 };
 
 #endif /* GPUPROBE_H */

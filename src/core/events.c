@@ -82,6 +82,11 @@ static int deliver(const struct gp_handlers *h, const void *data, size_t size)
 			goto bad;
 		CALL(h, on_proc, data);
 		break;
+	case GP_EV_CALL_STR:
+		if (size < sizeof(struct gp_call_str_event))
+			goto bad;
+		CALL(h, on_call_str, data);
+		break;
 	case GP_EV_GRAPH:
 		if (size < sizeof(struct gp_graph_event))
 			goto bad;

@@ -20,6 +20,7 @@ struct gp_handlers {
 	void (*on_ioctl)(void *ctx, const struct gp_ioctl_event *e);
 	void (*on_proc)(void *ctx, const struct gp_proc_event *e); /* FORK, EXEC, GONE */
 	void (*on_graph)(void *ctx, const struct gp_graph_event *e);
+	void (*on_call_str)(void *ctx, const struct gp_call_str_event *e);
 };
 
 struct gp_events;

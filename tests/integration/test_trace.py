@@ -137,6 +137,22 @@ def test_chrome_format_and_convert():
     gp.one_error_line(bad, "No such file or directory")
 
 
+def test_long_kernel_names_whole():
+    """Kernel names past 255 bytes (name_app's 288-character one) whole and demangled in
+    the launch records of both formats."""
+    ch = path("names.json")
+    r, s = trace_run(ch, [app("name_app"), "--n", "2"], extra=["--trace-format", "chrome"])
+    t = gp.truth(r.stderr)
+    longest = max((h for h in t["handles"]), key=lambda h: len(h["name"]))
+    check(len(longest["name"]) > 255 and len(longest["mangled"]) > 255, "the workload's long name")
+    evs = json.load(open(ch))["traceEvents"]
+    made = [e for e in evs if e["ph"] == "X" and e["name"] == "cuModuleGetFunction" and
+            e["args"].get("name") == longest["mangled"]]
+    eq(len(made), 1, "the naming call carries the whole mangled name")
+    launches = [e for e in evs if e["ph"] == "X" and e["args"].get("kernel") == longest["name"]]
+    eq(len(launches), longest["launches"], "launches named with the whole demangled name")
+
+
 def test_filter():
     out = path("f.jsonl")
     r, s = trace_run(out, [app("memleak_app"), "--allocs", "5", "--leaks", "2"],

@@ -37,6 +37,7 @@ struct at_proc {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
 	struct u64map *names; /* kernel handle -> name */
+	struct u64map *pending; /* tid -> the name argument of its call about to be read */
 	uint64_t *fn_calls;   /* per function */
 	uint64_t *fn_ns;
 	uint64_t *fn_errors;
@@ -136,6 +137,7 @@ static void proc__free(struct at_proc *p)
 	for (size_t it = 0; p->names && u64map__next(p->names, &it, &k, &v);)
 		free(v);
 	u64map__free(p->names);
+	u64map__free_all(p->pending, NULL);
 	free(p->fn_calls);
 	free(p->fn_ns);
 	free(p->fn_errors);
@@ -187,10 +189,11 @@ static struct at_proc *get_proc(struct apitrace *at, uint32_t pid)
 		return NULL;
 	p->pid = pid;
 	p->names = u64map__new();
+	p->pending = u64map__new();
 	p->fn_calls = calloc(n, sizeof(uint64_t));
 	p->fn_ns = calloc(n, sizeof(uint64_t));
 	p->fn_errors = calloc(n, sizeof(uint64_t));
-	if (!p->names || !p->fn_calls || !p->fn_ns || !p->fn_errors || u64map__put(at->procs, pid, p)) {
+	if (!p->names || !p->pending || !p->fn_calls || !p->fn_ns || !p->fn_errors || u64map__put(at->procs, pid, p)) {
 		proc__free(p);
 		return NULL;
 	}
@@ -232,7 +235,7 @@ static json_object *dims(uint64_t x, uint64_t y, uint64_t z)
 
 static void set_name(struct at_proc *p, uint64_t handle, const char *name)
 {
-	char buf[1024], *s;
+	char buf[4096], *s;
 
 	symbolize__demangle(name, buf, sizeof(buf));
 	s = strdup(buf);
@@ -395,12 +398,16 @@ static void dec_name(struct at_proc *p, const struct fn *f, const struct gp_call
 	const char *known;
 
 	if (f->dec == DEC_NAME) {
-		json_object_object_add(args, "name", json_object_new_string_len(e->str, (int)strnlen(e->str, GP_TRACE_STR)));
-		if (e->ret)
+		char *arg = u64map__del(p->pending, e->tid); /* its GP_EV_CALL_STR, just before */
+
+		json_object_object_add(args, "name", json_object_new_string(arg ? arg : ""));
+		if (e->ret || !arg) {
+			free(arg);
 			return;
+		}
 		json_object_object_add(args, "handle", hex(e->out0));
-		snprintf(n, sizeof(n), "%.*s", GP_TRACE_STR, e->str);
-		set_name(p, e->out0, n);
+		set_name(p, e->out0, arg);
+		free(arg);
 		return;
 	}
 	json_object_object_add(args, "kernel", hex(e->args[1]));
@@ -412,6 +419,18 @@ static void dec_name(struct at_proc *p, const struct fn *f, const struct gp_call
 		snprintf(n, sizeof(n), "%s", known);
 		set_name(p, e->out0, n);
 	}
+}
+
+void apitrace__on_call_str(struct apitrace *at, const struct gp_call_str_event *e)
+{
+	struct at_proc *p = get_proc(at, e->pid);
+	char *s = p ? strndup(e->str, GP_NAME_LEN) : NULL;
+
+	if (!s)
+		return;
+	free(u64map__del(p->pending, e->tid));
+	if (u64map__put(p->pending, e->tid, s))
+		free(s);
 }
 
 json_object *apitrace__on_call(struct apitrace *at, const struct gp_call_event *e)

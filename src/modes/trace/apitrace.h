@@ -24,6 +24,8 @@ uint32_t apitrace__fn_flags(const struct apitrace *at, uint32_t fn);
 
 /* Accounts the call and returns its decoded arguments (a new JSON object). */
 struct json_object *apitrace__on_call(struct apitrace *at, const struct gp_call_event *e);
+/* A name argument, whole, just before the call it belongs to (same thread). */
+void apitrace__on_call_str(struct apitrace *at, const struct gp_call_str_event *e);
 /* Accounts one ioctl of the timeline (the ioctl lane). */
 void apitrace__on_ioctl(struct apitrace *at, uint32_t pid, uint64_t dur_ns, int64_t ret);
 void apitrace__set_comm(struct apitrace *at, uint32_t pid, const char *comm);

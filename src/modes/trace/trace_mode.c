@@ -202,6 +202,11 @@ cleanup:
 	return r;
 }
 
+static void h_call_str(void *ctx, const struct gp_call_str_event *e)
+{
+	apitrace__on_call_str(((struct trace_mode *)ctx)->at, e);
+}
+
 static void h_call(void *ctx, const struct gp_call_event *e)
 {
 	struct trace_mode *m = ctx;
@@ -227,7 +232,7 @@ static void on_lane(void *ctx, enum gp_lane lane, uint32_t pid, uint64_t dur_ns,
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct trace_mode *m = st;
-	struct gp_handlers h = { .ctx = m, .on_call = h_call };
+	struct gp_handlers h = { .ctx = m, .on_call = h_call, .on_call_str = h_call_str };
 	int r;
 
 	if (!m->probes.multi)
