@@ -62,6 +62,7 @@ struct {
 
 __u64 tdrops[GP_CDROP__COUNT]; /* ringbuf_full, pending_full, return_without_entry */
 __u64 tdeep;                   /* calls nested deeper than MAX_DEPTH: not recorded */
+__u64 tnames_lost;             /* name arguments lost (their calls recorded, the name empty) */
 
 SEC("uprobe")
 int trace_enter(struct pt_regs *ctx)
@@ -121,7 +122,7 @@ static __always_inline void send_name(__u64 id, const void *name)
 	struct gp_call_str_event *s = bpf_ringbuf_reserve(&calls_rb, sizeof(*s), 0);
 
 	if (!s) {
-		__sync_fetch_and_add(&tdrops[GP_CDROP_RINGBUF], 1);
+		__sync_fetch_and_add(&tnames_lost, 1);
 		return;
 	}
 	s->type = GP_EV_CALL_STR;

@@ -651,6 +651,7 @@ json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *
 	json_object_object_add(dr, "return_without_entry", json_object_new_uint64(d->noreturn));
 	json_object_object_add(dr, "ioctl_ringbuf_full", json_object_new_uint64(d->ioctl_ringbuf));
 	json_object_object_add(dr, "counter_series_full", json_object_new_uint64(d->counter_series));
+	json_object_object_add(dr, "name_args_lost", json_object_new_uint64(d->names_lost));
 	json_object_object_add(o, "drops", dr);
 	return o;
 }
@@ -697,8 +698,9 @@ void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops 
 	}
 	free(procs);
 	fprintf(f, "Dropped events: %" PRIu64 " (ring buffer full %" PRIu64 ", pending table full %" PRIu64
-		   ", nested too deep %" PRIu64 ", ioctl ring buffer full %" PRIu64 ", counter series %" PRIu64 ")\n",
+		   ", nested too deep %" PRIu64 ", ioctl ring buffer full %" PRIu64 ", counter series %" PRIu64
+		   "; name arguments lost %" PRIu64 ")\n",
 		d->ringbuf + d->pending + d->too_deep + d->ioctl_ringbuf + d->counter_series, d->ringbuf, d->pending,
-		d->too_deep, d->ioctl_ringbuf, d->counter_series);
+		d->too_deep, d->ioctl_ringbuf, d->counter_series, d->names_lost);
 	fflush(f);
 }

@@ -264,6 +264,7 @@ static int m_finish(void *st, struct gp_run *run, char *err, size_t len)
 		.pending = m->skel->bss->tdrops[GP_CDROP_PENDING],
 		.noreturn = m->skel->bss->tdrops[GP_CDROP_NORETURN],
 		.too_deep = m->skel->bss->tdeep,
+		.names_lost = m->skel->bss->tnames_lost,
 		.ioctl_ringbuf = gp_timeline__drops(run->timeline, GP_LANE_IOCTL),
 	};
 	struct at_file file = {
