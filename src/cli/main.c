@@ -255,6 +255,8 @@ static int setup(struct cli *c, char *err, size_t len)
 		r = seed_targets(c, err, len);
 	for (int i = 0; !r && i < c->libs.n; i++)
 		r = gp_run__attach_lib(c->run, GP_LIB_CUDA, c->libs.libs[i].path, err, len);
+	if (!r) /* libnccl, and the libraries the processes load later */
+		r = gp_run__watch_libs(c->run, GP_NEED_LIBCUDA | GP_NEED_LIBNCCL, err, len);
 	if (!r)
 		r = gp_run__start(c->run, err, len);
 	return r;
@@ -318,6 +320,7 @@ static int loop(struct cli *c, char *err, size_t len)
 			snprintf(err, len, "reading the ring buffer: %s", strerror(-r));
 			return r;
 		}
+		gp_run__tick(c->run);
 		if (gp_opts.cmd && waitpid(c->child.pid, &c->status, WNOHANG) == c->child.pid) {
 			c->child_done = true;
 			return 0;

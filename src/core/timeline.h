@@ -17,6 +17,7 @@ struct gp_timeline;
 enum gp_lane {
 	GP_LANE_CALL,  /* driver calls (--trace) */
 	GP_LANE_IOCTL, /* nvidia ioctls (--ioctl) */
+	GP_LANE_NCCL,  /* NCCL calls (--nccl), group boundaries included */
 	GP_LANE__COUNT,
 };
 

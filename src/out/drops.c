@@ -26,6 +26,8 @@ static const struct {
 	[GP_R_PROCESS_RECORDS_LOST] = { "process_records_lost", false },
 	/* every call of a child not followed is lost */
 	[GP_R_FOLLOWED_TABLE_FULL] = { "followed_table_full", true },
+	/* every call on a communicator not kept is lost */
+	[GP_R_NCCL_COMM_TABLE_FULL] = { "nccl_comm_table_full", true },
 };
 
 const char *gp_reason_name(int reason)

@@ -30,6 +30,7 @@ enum gp_reason {
 	GP_R_MALFORMED_RECORD,     /* a record of unknown type or size (a bug if non-zero) */
 	GP_R_PROCESS_RECORDS_LOST, /* a fork/exec/exit record lost: an exec's images not told apart */
 	GP_R_FOLLOWED_TABLE_FULL,  /* --max-procs followed processes: a child not followed */
+	GP_R_NCCL_COMM_TABLE_FULL, /* --nccl: a process's communicators past the table's size */
 	GP_R__COUNT,
 };
 
