@@ -418,3 +418,11 @@ fuzz-stacks: deps
 	$(Q)$(STK)/fuzz/fuzz_pylines -max_total_time=$${FUZZ_SECONDS:-30} -print_final_stats=1 $(STK)/fuzz/seed \
 		> $(STK)/fuzz/fuzz_pylines.log 2>&1 || { tail -30 $(STK)/fuzz/fuzz_pylines.log; exit 1; }
 	$(Q)grep -E "stat::number_of_executed_units" $(STK)/fuzz/fuzz_pylines.log
+# ---- nccl (issue 14): --nccl, peer copies, late library loading ----
+# nccl_dlopen_app loads libnccl with dlopen (the stand-in's header only, no link to it).
+$(OUTPUT)/apps/nccl_dlopen_app: tests/apps/nccl_dlopen_app.c tests/apps/common.c tests/apps/common.h \
+		tests/fakenccl/fakenccl.h $(FAKECUDA) | $(OUTPUT)/apps
+	$(call msg,APP,$@)
+	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/fakenccl \
+		-Itests/apps -o $@ $< tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread -ldl \
+		-Wl,-rpath,'$$ORIGIN/../fakecuda'

@@ -81,6 +81,11 @@ void libwatch__free(struct libwatch *w)
 {
 	if (!w)
 		return;
+	if (w->skel && w->skel->bss && w->kinds)
+		gp_log(GP_LOG_DEBUG, "library watcher: %u linkers hooked, %llu hook calls (%llu while the link map changed, %llu lost), %llu scans (%llu put off), %llu rescans",
+		       w->st.hooked, (unsigned long long)w->skel->bss->hook_hits,
+		       (unsigned long long)w->skel->bss->hook_skipped, (unsigned long long)w->skel->bss->hook_lost,
+		       w->st.scans, w->st.deferred, w->st.rescans);
 	libwatch_bpf__destroy(w->skel);
 	u64map__free(w->seen);
 	free(w->ids);
@@ -225,6 +230,9 @@ static int hook_ldso(struct libwatch *w, int fd, const char *path, const char *s
 	char err[512];
 	int r;
 
+	/* tests: the rescans alone, as where no linker can be hooked (static programs) */
+	if (getenv("GPUPROBE_TEST_NO_DLHOOK"))
+		return -ENOENT;
 	r = attach__resolve(path, name, 1, &off, err, sizeof(err));
 	if (r <= 0) {
 		gp_log(GP_LOG_DEBUG, "%s: no _dl_debug_state: no hook (rescans only)", shown);
