@@ -398,7 +398,11 @@ static void scan_soon(struct libwatch *w, uint32_t pid, uint64_t since_ns)
 
 static void on_dlopen(void *ctx, const struct gp_dlopen_event *e)
 {
+	uint64_t t0 = gp_mono_ns();
+
 	scan_soon(ctx, e->pid, e->ts_ns);
+	gp_log(GP_LOG_DEBUG, "PID %u: linker report read %.2f ms after it, scanned in %.2f ms", e->pid,
+	       (t0 - e->ts_ns) / 1e6, (gp_mono_ns() - t0) / 1e6);
 }
 
 /* A new image maps its own linker, perhaps from another root. */
@@ -565,10 +569,10 @@ int libwatch__start(struct libwatch *w, unsigned int kinds, char *err, size_t le
 	if (!w->kinds || !w->skel)
 		return 0;
 	if ((w->kinds & GP_NEED_LIBNCCL) && o->libnccl) {
+		/* that file at start; one a followed process loads later is probed too */
 		r = probe_path(w, GP_LIB_NCCL, o->libnccl, true, err, len);
 		if (r)
 			return r;
-		w->kinds &= ~GP_NEED_LIBNCCL; /* that file, and no other */
 	} else if ((w->kinds & GP_NEED_LIBNCCL) && !o->nr_pids) {
 		nccl_candidates(w);
 	}
@@ -579,7 +583,7 @@ int libwatch__start(struct libwatch *w, unsigned int kinds, char *err, size_t le
 		snprintf(err, len, "cannot read the ring buffer: %s", strerror(-r));
 		return r;
 	}
-	if ((kinds & GP_NEED_LIBNCCL) && !w->st.files[GP_LIB_NCCL] && !o->libnccl)
+	if ((w->kinds & GP_NEED_LIBNCCL) && !w->st.files[GP_LIB_NCCL] && !o->libnccl)
 		gp_log(GP_LOG_WARN, "no libnccl.so found yet: probing each one a traced process loads (or name one with --libnccl PATH)");
 	return 0;
 }
