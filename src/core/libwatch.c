@@ -520,28 +520,32 @@ static bool scan_followed(struct libwatch *w, int max)
 	return true;
 }
 
-/* gpuprobe's own linker: the system's, which a command started here will map. */
+/* The hook on a linker file of our own namespace (gpuprobe's, the system's). */
+static void hook_local(struct libwatch *w, const char *file)
+{
+	char path[64];
+	struct stat st;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && add_id(w, KIND_LDSO, st.st_dev, st.st_ino) == 1)
+		hook_ldso(w, fd, path, file);
+	close(fd);
+}
+
+/* gpuprobe's own linker, which a command started here maps too; a static gpuprobe has none:
+ * then the system's (x86-64's PT_INTERP). */
 static void hook_self(struct libwatch *w)
 {
 	struct scan_ctx s = { .w = w };
-	char path[64];
 
-	if (procmaps__foreach(NULL, getpid(), collect, &s))
-		return;
-	for (int i = 0; i < s.n; i++) {
-		int fd;
-		struct stat st;
-
-		if (s.c[i].kind != KIND_LDSO)
-			continue;
-		fd = open(s.c[i].m.path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		if (!fstat(fd, &st) && add_id(w, KIND_LDSO, st.st_dev, st.st_ino) == 1)
-			hook_ldso(w, fd, path, s.c[i].m.path);
-		close(fd);
-	}
+	if (!procmaps__foreach(NULL, getpid(), collect, &s))
+		for (int i = 0; i < s.n; i++)
+			if (s.c[i].kind == KIND_LDSO)
+				hook_local(w, s.c[i].m.path);
+	hook_local(w, "/lib64/ld-linux-x86-64.so.2");
 }
 
 static void seed(struct libwatch *w)
