@@ -292,8 +292,10 @@ static int collect(const struct map_entry *m, void *ctx)
 	kind = kind_of(s->w, m->path);
 	if (kind < 0 || u64map__get(s->w->seen, seen_key(kind, m)))
 		return 0;
-	if (u64map__size(s->w->seen) < SEEN_MAX)
-		u64map__put(s->w->seen, seen_key(kind, m), (void *)1);
+	for (int i = 0; i < s->n; i++) /* a file maps several segments */
+		if (s->c[i].kind == kind && s->c[i].m.inode == m->inode && s->c[i].m.dev_major == m->dev_major &&
+		    s->c[i].m.dev_minor == m->dev_minor)
+			return 0;
 	s->c[s->n++] = (struct cand){ kind, *m };
 	return 0;
 }
@@ -356,7 +358,10 @@ static void scan(struct libwatch *w, uint32_t pid, uint64_t since_ns)
 		struct stat st;
 
 		if (fd < 0)
-			continue;
+			continue; /* gone already: another process mapping it will be read */
+		/* looked at: not reopened for every process that maps it */
+		if (u64map__size(w->seen) < SEEN_MAX)
+			u64map__put(w->seen, seen_key(s.c[i].kind, &s.c[i].m), (void *)1);
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		/* a file probed already under another path or identity: nothing to read */
 		if (!fstat(fd, &st) && !have_id(w, s.c[i].kind, st.st_dev, st.st_ino) &&
