@@ -472,12 +472,15 @@ static void nccl_candidates(struct libwatch *w)
 	free(copy);
 	f = popen("ldconfig -p 2>/dev/null", "r");
 	while (f && fgets(line, sizeof(line), f)) {
-		char *arrow = strstr(line, "=> ");
+		char *arrow = strstr(line, "=> "), *slash;
 
 		if (!strstr(line, "libnccl.so.2 ") || !arrow || !strstr(line, "x86-64"))
 			continue;
 		arrow[3 + strcspn(arrow + 3, "\n")] = '\0';
-		*strrchr(arrow + 3, '/') = '\0';
+		slash = strrchr(arrow + 3, '/');
+		if (!slash || slash == arrow + 3)
+			continue;
+		*slash = '\0';
 		probe_dir(w, arrow + 3);
 	}
 	if (f)
