@@ -451,3 +451,22 @@ sanitize: deps
 LIBS += -lncursesw -ltinfo
 DEB_PKGS += libncurses-dev tmux
 # ---- end output ----
+# ---- nccl (issue 14): --nccl, peer copies, late library loading ----
+# nccl_dlopen_app loads libnccl with dlopen (the stand-in's header only, no link to it).
+$(OUTPUT)/apps/nccl_dlopen_app: tests/apps/nccl_dlopen_app.c tests/apps/common.c tests/apps/common.h \
+		tests/fakenccl/fakenccl.h $(FAKECUDA) | $(OUTPUT)/apps
+	$(call msg,APP,$@)
+	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/fakenccl \
+		-Itests/apps -o $@ $< tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread -ldl \
+		-Wl,-rpath,'$$ORIGIN/../fakecuda'
+
+# `make gpu-nccl`: what tests/gpu/run_nccl.sh runs on the 2-GPU machine, built here (nothing
+# is built there): the static gpuprobe and peer_cuda (nvcc from the CUDA toolkit here).
+NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) nvcc)
+.PHONY: gpu-nccl
+gpu-nccl: $(OUTPUT)/bundle/gpuprobe $(OUTPUT)/bundle/gpu/peer_cuda
+
+$(OUTPUT)/bundle/gpu/peer_cuda: tests/gpu/peer_cuda.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(NVCC) -O2 -std=c++17 -o $@ $<

@@ -31,6 +31,10 @@ enum gp_event_type {
 	GP_EV_GONE = 15,  /* a traced process exited: it leaves the traced set */
 	GP_EV_GRAPH = 16, /* --cudatrace: stream capture and CUDA graph calls (struct gp_graph_event) */
 	GP_EV_CALL_STR = 17, /* --trace: a name argument, before its call's record */
+	GP_EV_NCCL = 18,  /* one NCCL call, entry to return (struct gp_nccl_event, --nccl) */
+	GP_EV_NCCL_CUDA = 19, /* a driver call --nccl needs (contexts, syncs, event records):
+			       * struct gp_aux_event's layout with this type */
+	GP_EV_DLOPEN = 20, /* the dynamic linker's debugger hook ran: a library set changed */
 };
 
 /* A process gpuprobe follows (the tree of a command, -p --tree, --comm, --cgroup): the
@@ -166,6 +170,10 @@ enum gp_api {
 	GP_API_cuGraphDestroyNode,
 	GP_API_cuGraphAddChildGraphNode,
 	GP_API_cuGraphCreate,
+	GP_API_cuMemcpy3DPeer,   /* (const CUDA_MEMCPY3D_PEER *): contexts in the descriptor */
+	GP_API_cuMemcpy3DPeer_ptds,
+	GP_API_cuMemcpy3DPeerAsync,
+	GP_API_cuMemcpy3DPeerAsync_ptsz,
 	GP_API__COUNT,
 };
 
@@ -431,6 +439,94 @@ struct gp_call_str_event {
 	__u32 tid;
 	__u32 _pad;
 	char str[GP_NAME_LEN];
+};
+
+/* --nccl: which NCCL entry point made a call (the attach cookie); the loader maps an id to
+ * its exported name (src/modes/nccl/nccl.c). */
+enum gp_nccl_fn {
+	GP_NCCL_NONE = 0,
+	GP_NCCL_CommInitRank,
+	GP_NCCL_CommInitRankConfig,
+	GP_NCCL_CommInitRankScalable,
+	GP_NCCL_CommInitAll,
+	GP_NCCL_CommSplit,
+	GP_NCCL_CommShrink,
+	GP_NCCL_CommFinalize,
+	GP_NCCL_CommDestroy,
+	GP_NCCL_CommAbort,
+	GP_NCCL_CommCount,
+	GP_NCCL_CommCuDevice,
+	GP_NCCL_CommUserRank,
+	GP_NCCL_AllReduce,
+	GP_NCCL_Broadcast,
+	GP_NCCL_Bcast,
+	GP_NCCL_Reduce,
+	GP_NCCL_AllGather,
+	GP_NCCL_ReduceScatter,
+	GP_NCCL_AlltoAll,
+	GP_NCCL_Gather,
+	GP_NCCL_Scatter,
+	GP_NCCL_Send,
+	GP_NCCL_Recv,
+	GP_NCCL_GroupStart,
+	GP_NCCL_GroupEnd,
+	GP_NCCL__COUNT,
+};
+
+#define GP_NCCL_ID_BYTES 128 /* NCCL_UNIQUE_ID_BYTES */
+
+/*
+ * One NCCL call, entry to return, decoded by entry point in BPF (x86-64 ABI: the 128-byte
+ * ncclUniqueId of ncclCommInitRank* is passed by value on the stack, so `rank` is the third
+ * integer argument; the seventh and eighth arguments are on the stack).
+ */
+struct gp_nccl_event {
+	__u32 type; /* GP_EV_NCCL */
+	__u32 fn;   /* enum gp_nccl_fn */
+	__u32 pid;
+	__u32 tid;
+	__u64 ts_ns;  /* entry */
+	__u64 dur_ns; /* entry to return: the API time */
+	__u64 ret;    /* ncclResult_t */
+	__u64 comm;   /* the communicator argument (the parent for a split or shrink) */
+	__u64 newcomm; /* init, split, shrink: the communicator made (*newcomm at return) */
+	__u64 count;  /* elements; shrink: excluded ranks */
+	__u64 stream;
+	__s32 dtype;  /* ncclDataType_t, -1 where the call has none */
+	__s32 redop;  /* ncclRedOp_t, -1 where none */
+	__s32 peer;   /* send/recv: the peer; rooted collectives: the root; -1 */
+	__s32 nranks; /* init: nranks (ncclCommInitAll: ndev) */
+	__s32 rank;   /* init: rank */
+	__s32 color, key; /* split */
+	__s32 out;    /* ncclCommCount/CuDevice/UserRank: *out at return */
+	__u32 depth;  /* NCCL calls of this thread in flight around it: 0 for a call of the
+		       * program, >0 for one NCCL made itself (counted once, as the outer) */
+	__u32 img;    /* the process image (gp_image()) */
+	__u32 id_len; /* bytes of id[] read (0: none or unreadable) */
+	__u32 _pad;
+	char comm_name[GP_COMM_LEN];
+	/* init: the ncclUniqueId; shrink: the excluded ranks (int32 each) */
+	__u8 id[GP_NCCL_ID_BYTES];
+};
+
+/* BPF .bss counters of nccl.bpf.c */
+enum gp_ndrop {
+	GP_NDROP_RINGBUF = 0,  /* call records lost */
+	GP_NDROP_PENDING = 1,  /* entry->return table full: a call not seen */
+	GP_NDROP_NORETURN = 2, /* a return without its entry (in flight at attach) */
+	GP_NDROP_TOO_DEEP = 3, /* NCCL calls nested deeper than the per-thread stack */
+	GP_NDROP_PROCS = 4,    /* the NCCL process table was full: its syncs go unseen */
+	GP_NDROP__COUNT,
+};
+
+/* GP_EV_DLOPEN: the dynamic linker of a followed process called _dl_debug_state (r_brk)
+ * with its link map consistent: a library may have been loaded or unloaded. */
+struct gp_dlopen_event {
+	__u32 type; /* GP_EV_DLOPEN */
+	__u32 pid;
+	__u64 ts_ns;
+	__u32 img;
+	__s32 state; /* r_debug.r_state (0 RT_CONSISTENT), -1: not read */
 };
 
 #endif /* GPUPROBE_H */

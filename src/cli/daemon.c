@@ -288,7 +288,8 @@ static int start(struct daemon *d, char *err, size_t len)
 		return -EINVAL;
 	if (gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA)
 		initial_libs(d);
-	return 0;
+	/* libnccl now and later; libcuda files are this front end's rescans */
+	return gp_run__watch_libs(d->run, GP_NEED_LIBNCCL, err, len);
 }
 
 /* A slow client may hold a connection 3 s at most before its headers are complete; the
@@ -333,6 +334,7 @@ static int loop(struct daemon *d, char *err, size_t len)
 			return r;
 		}
 		http__run(d->http);
+		gp_run__tick(d->run);
 		if (hup_signal) {
 			hup_signal = 0;
 			gp_log(GP_LOG_INFO, "SIGHUP: nothing to reload (restart to change options); still running");

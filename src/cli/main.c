@@ -355,6 +355,8 @@ static int setup(struct cli *c, char *err, size_t len)
 		r = seed_targets(c, err, len);
 	if (!r)
 		r = attach_libs(c, err, len);
+	if (!r) /* libnccl, and the libraries the processes load later */
+		r = gp_run__watch_libs(c->run, GP_NEED_LIBCUDA | GP_NEED_LIBNCCL, err, len);
 	if (!r)
 		r = gp_run__start(c->run, err, len);
 	return r;
@@ -424,6 +426,7 @@ static int loop(struct cli *c, char *err, size_t len)
 			snprintf(err, len, "reading the ring buffer: %s", strerror(-r));
 			return r;
 		}
+		gp_run__tick(c->run);
 		if (gp_opts.cmd && waitpid(c->child.pid, &c->status, WNOHANG) == c->child.pid) {
 			c->child_done = true;
 			return 0;

@@ -210,6 +210,7 @@ static int run_batch(struct top *t)
 		if (r < 0)
 			break;
 		r = 0;
+		gp_run__tick(t->run); /* libraries loaded later */
 		if (!end && gp_mono_ns() < next)
 			continue;
 		next += gp_seconds_to_ns(t->o->interval);
@@ -237,6 +238,7 @@ static int run_screen(struct top *t)
 		if (r < 0)
 			break;
 		r = 0;
+		gp_run__tick(t->run); /* libraries loaded later */
 		while ((ch = getch()) != ERR) {
 			if (key(t, ch))
 				return 0;

@@ -97,6 +97,21 @@ static int deliver(const struct gp_handlers *h, const void *data, size_t size)
 			goto bad;
 		CALL(h, on_ioctl, data);
 		break;
+	case GP_EV_NCCL:
+		if (size < sizeof(struct gp_nccl_event))
+			goto bad;
+		CALL(h, on_nccl, data);
+		break;
+	case GP_EV_NCCL_CUDA:
+		if (size < sizeof(struct gp_aux_event))
+			goto bad;
+		CALL(h, on_nccl_cuda, data);
+		break;
+	case GP_EV_DLOPEN:
+		if (size < sizeof(struct gp_dlopen_event))
+			goto bad;
+		CALL(h, on_dlopen, data);
+		break;
 	default:
 		goto bad;
 	}

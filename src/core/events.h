@@ -21,6 +21,9 @@ struct gp_handlers {
 	void (*on_proc)(void *ctx, const struct gp_proc_event *e); /* FORK, EXEC, GONE */
 	void (*on_graph)(void *ctx, const struct gp_graph_event *e);
 	void (*on_call_str)(void *ctx, const struct gp_call_str_event *e);
+	void (*on_nccl)(void *ctx, const struct gp_nccl_event *e);
+	void (*on_nccl_cuda)(void *ctx, const struct gp_aux_event *e); /* GP_EV_NCCL_CUDA */
+	void (*on_dlopen)(void *ctx, const struct gp_dlopen_event *e);
 };
 
 struct gp_events;

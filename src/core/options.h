@@ -25,6 +25,7 @@ struct gp_opts {
 	const char *cgroup;     /* --cgroup: node-wide, processes in this cgroup v2 subtree */
 	char **cmd;             /* the command after the options, or NULL */
 	const char *libcuda;    /* --libcuda: probe this file instead of discovering them */
+	const char *libnccl;    /* --libnccl (--nccl's): likewise for libnccl */
 	/* reports (CLI) */
 	double interval, duration;
 	/* --trace FILE: the timeline every mode with lanes writes to */

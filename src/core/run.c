@@ -14,6 +14,7 @@
 #include "drops.h"
 #include "events.h"
 #include "json.h"
+#include "libwatch.h"
 #include "options.h"
 #include "prom.h"
 #include "ptree.h"
@@ -55,7 +56,8 @@ struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len)
 	run->sym = symbolizer__new("/proc");
 	run->links = attach_set__new();
 	run->events = gp_events__new();
-	if (!run->sym || !run->links || !run->events)
+	run->watch = libwatch__new(run);
+	if (!run->sym || !run->links || !run->events || !run->watch)
 		goto oom;
 	for (int i = 0; gp_modes[i] && run->nr < GP_MAX_MODES; i++)
 		if (o->modes & (1ULL << i))
@@ -100,6 +102,8 @@ int gp_run__open(struct gp_run *run, char *err, size_t len)
 		r = open_shared_rb(run, err, len);
 		if (!r)
 			r = ptree__open(&run->ptree, run, &po, err, len);
+		if (!r && needs & (GP_NEED_LIBCUDA | GP_NEED_LIBNCCL))
+			r = libwatch__open(run->watch, err, len);
 		if (r)
 			return r;
 	}
@@ -119,14 +123,27 @@ int gp_run__open(struct gp_run *run, char *err, size_t len)
 
 int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, char *err, size_t len)
 {
-	int r = 0;
+	int r = libwatch__claim(run->watch, kind, path);
 
+	if (r == 0)
+		return 0; /* probed already */
+	r = 0;
 	if (run->allocs && kind == GP_LIB_CUDA)
 		r = allocsrc__attach(run->allocs, run, path, err, len);
 	for (int i = 0; i < run->nr && !r; i++)
 		if (run->slot[i].m->attach && (run->slot[i].m->needs & gp_need_of_lib(kind)))
 			r = run->slot[i].m->attach(run->slot[i].st, run, kind, path, err, len);
 	return r;
+}
+
+int gp_run__watch_libs(struct gp_run *run, unsigned int kinds, char *err, size_t len)
+{
+	return libwatch__start(run->watch, kinds, err, len);
+}
+
+void gp_run__tick(struct gp_run *run)
+{
+	libwatch__tick(run->watch);
 }
 
 /* An exec replaces the process's mappings: what the symbolizer knew of them is stale.
@@ -493,6 +510,7 @@ void gp_run__free(struct gp_run *run)
 		if (run->slot[i].m->free)
 			run->slot[i].m->free(run->slot[i].st);
 	allocsrc__free(run->allocs);
+	libwatch__free(run->watch);
 	ptree__free(run->ptree);
 	gp_timeline__close(run->timeline, NULL);
 	if (run->shared_rb >= 0)

@@ -25,6 +25,7 @@ struct lib_set;
 struct prom_out;
 struct bpf_map;
 struct ptree;
+struct libwatch;
 
 #define GP_MAX_MODES 16
 
@@ -39,6 +40,7 @@ struct gp_run {
 	const struct lib_set *libs[GP_LIB__COUNT]; /* the files of each kind found at start */
 	int target_pid;              /* the uprobes' own PID filter; -1: none */
 	struct ptree *ptree;         /* the processes followed, forks and execs */
+	struct libwatch *watch;      /* library files claimed, and those loaded later */
 	bool filter;                 /* only the processes in the ptree (else every one) */
 	bool follow_forks;           /* a followed process's children are followed too */
 	const char *comm, *cgroup;   /* --comm, --cgroup */
@@ -63,8 +65,16 @@ struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len);
 /* Opens the shared resources the modes need, then each mode (table order), and loads
  * every BPF object; nothing is attached. 0 or -errno with one reason in err. */
 int gp_run__open(struct gp_run *run, char *err, size_t len);
-/* Probes on one more library file of a kind, for every mode that needs that kind. */
+/* Probes on one more library file of a kind, for every mode that needs that kind; a file
+ * (device and inode) probed already for that kind is skipped (uprobes bind to inodes). */
 int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, char *err, size_t len);
+/* The library kinds (enum gp_need bits) the front end does not resolve itself: their files
+ * now (libnccl: --libnccl, else discovery), then those followed processes load later (the
+ * dynamic linker's hook, rescans: src/core/libwatch.h). After the front end's own
+ * attach_lib calls. 0 or -errno with one line in err. */
+int gp_run__watch_libs(struct gp_run *run, unsigned int kinds, char *err, size_t len);
+/* From the front end's loop: the watcher's deferred scans and rescans. */
+void gp_run__tick(struct gp_run *run);
 /* Tracepoints and ring buffers, once every library is attached. */
 int gp_run__start(struct gp_run *run, char *err, size_t len);
 /* Reports of every mode (pid 0: every process) to run->out, text or JSON. */

@@ -18,6 +18,7 @@ struct gp_counters;
 enum gp_lane {
 	GP_LANE_CALL,  /* driver calls (--trace) */
 	GP_LANE_IOCTL, /* nvidia ioctls (--ioctl) */
+	GP_LANE_NCCL,  /* NCCL calls (--nccl), group boundaries included */
 	GP_LANE__COUNT,
 };
 

@@ -12,8 +12,10 @@
 #include "trace.h"
 #include "u64map.h"
 
-/* ioctls of thread T are drawn on track IOCTL_TID_BASE + T, named "ioctl (tid T)" */
+/* ioctls of thread T are drawn on track IOCTL_TID_BASE + T, named "ioctl (tid T)"; NCCL
+ * calls on NCCL_TID_BASE + T, "nccl (tid T)" */
 #define IOCTL_TID_BASE 1000000000U
+#define NCCL_TID_BASE 2000000000U
 /* JSON nesting convert accepts in a record (records nest 3 deep) */
 #define CONVERT_JSON_DEPTH 16
 
@@ -141,7 +143,7 @@ void trace_writer__event(struct trace_writer *w, const char *kind, uint32_t pid,
 			 json_object *args)
 {
 	json_object *o = json_object_new_object();
-	bool ioctl = !strcmp(kind, "ioctl");
+	bool ioctl = !strcmp(kind, "ioctl"), nccl = !strcmp(kind, "nccl");
 
 	if (w->fmt == TRACE_JSONL) {
 		json_object_object_add(o, "type", json_object_new_string(kind));
@@ -153,15 +155,15 @@ void trace_writer__event(struct trace_writer *w, const char *kind, uint32_t pid,
 		json_object_object_add(o, "ret", json_object_new_int64(ret));
 		json_object_object_add(o, "args", args ? args : json_object_new_object());
 	} else {
-		uint32_t track = ioctl ? IOCTL_TID_BASE + tid : tid;
+		uint32_t track = ioctl ? IOCTL_TID_BASE + tid : nccl ? NCCL_TID_BASE + tid : tid;
 		uint64_t key = ((uint64_t)pid << 32) | track;
 
 		if (!u64map__get(w->named, key)) {
 			char buf[64];
 
 			u64map__put(w->named, key, (void *)1);
-			if (ioctl)
-				snprintf(buf, sizeof(buf), "ioctl (tid %u)", tid);
+			if (ioctl || nccl)
+				snprintf(buf, sizeof(buf), "%s (tid %u)", kind, tid);
 			else
 				snprintf(buf, sizeof(buf), "tid %u", tid);
 			chrome_meta(w, "thread_name", pid, track, buf);
@@ -170,7 +172,7 @@ void trace_writer__event(struct trace_writer *w, const char *kind, uint32_t pid,
 			args = json_object_new_object();
 		json_object_object_add(args, "ret", json_object_new_int64(ret));
 		json_object_object_add(o, "name", json_object_new_string(name));
-		json_object_object_add(o, "cat", json_object_new_string(ioctl ? "ioctl" : "cuda"));
+		json_object_object_add(o, "cat", json_object_new_string(ioctl ? "ioctl" : nccl ? "nccl" : "cuda"));
 		json_object_object_add(o, "ph", json_object_new_string("X"));
 		json_object_object_add(o, "ts", num__json_us(ts_ns));
 		json_object_object_add(o, "dur", num__json_us(dur_ns));
@@ -352,7 +354,7 @@ static enum rec convert_record(struct trace_writer *w, json_object *o, json_obje
 		json_object_object_del(*summary, "type");
 		return REC_OK;
 	}
-	if (!strcmp(type, "call") || !strcmp(type, "ioctl")) {
+	if (!strcmp(type, "call") || !strcmp(type, "ioctl") || !strcmp(type, "nccl")) {
 		const char *fn = get_str(o, "fn");
 		json_object *args = NULL;
 

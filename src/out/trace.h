@@ -23,7 +23,7 @@ struct trace_writer;
 /* path "-" writes to stdout; a file is opened with outfile__open (no symlinks, 0600,
  * truncated only when regular). Returns NULL with errno set. */
 struct trace_writer *trace_writer__open(const char *path, enum trace_format fmt);
-/* kind: "call" or "ioctl"; args (may be NULL) is taken over. */
+/* kind: "call", "ioctl" or "nccl"; args (may be NULL) is taken over. */
 void trace_writer__event(struct trace_writer *w, const char *kind, uint32_t pid, uint32_t tid,
 			 const char *name, uint64_t ts_ns, uint64_t dur_ns, int64_t ret,
 			 struct json_object *args);

@@ -73,7 +73,8 @@ static enum dec dec_of(const char *n, unsigned int *api)
 	for (int i = 0; i < gp_copy_apis_cnt; i++)
 		if (!strcmp(n, gp_copy_apis[i].name)) {
 			*api = gp_copy_apis[i].id;
-			return *api <= GP_API_cuMemcpy3DAsync_v2_ptsz ? DEC_COPY : DEC_NONE;
+			return *api <= GP_API_cuMemcpy3DAsync_v2_ptsz || *api >= GP_API_cuMemcpy3DPeer ?
+			       DEC_COPY : DEC_NONE;
 		}
 	for (int i = 0; i < gp_launch_apis_cnt; i++) {
 		const struct gp_launch_api_info *l = &gp_launch_apis[i];
