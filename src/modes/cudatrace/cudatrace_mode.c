@@ -42,7 +42,7 @@ static const struct gp_option options[] = {
 	  GP_OPT_COUNT, &ct_settings.top_shapes, 0, 100000, .frontends = GP_FE_CLI, .group = GP_GRP_MODE },
 	{ "max-launch-keys", 0, "N", "Distinct (process, kernel, shape) launch counters (default 65536)",
 	  GP_OPT_U64, &ct_settings.max_launch_keys, 1, 1 << 24, .frontends = GP_FE_ALL, .group = GP_GRP_MODE },
-	{ "max-kernel-series", 0, "N", "Kernels with their own series per process; the rest are summed under kernel=\"other\" (default 20)",
+	{ "max-kernel-series", 0, "N", "Kernel names with their own series per series of labels, first come; the rest are summed under kernel=\"other\" (default 20)",
 	  GP_OPT_U64, &ct_settings.max_kernel_series, 0, 100000, .frontends = GP_FE_DAEMON, .group = GP_GRP_MODE },
 	{},
 };

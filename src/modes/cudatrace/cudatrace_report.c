@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 #include "cudatrace_mode.h"
 #include "json.h"
+#include "ncclkern.h"
 #include "prom.h"
 #include "text.h"
 #include "trees.h"
@@ -30,6 +31,8 @@ static void text_hist(FILE *f, const char *what, const struct gp_hist *h, bool l
  * and a shape's count is its executions (direct + in graphs) */
 static void text_kernel(FILE *f, const struct ct_kernel *kn, int top_shapes, bool graphs)
 {
+	char nccl[160];
+
 	fprintf(f, "  %-48.*s %10" PRIu64 " ", 120, kn->name, kn->launches);
 	if (graphs)
 		fprintf(f, "%10" PRIu64 " %9" PRIu64 " ", kn->graph_executed, kn->captured);
@@ -43,6 +46,10 @@ static void text_kernel(FILE *f, const struct ct_kernel *kn, int top_shapes, boo
 		fprintf(f, " ... %zu more shapes", kn->nr_shapes - (size_t)top_shapes);
 	if (kn->source == CT_NAME_HOST)
 		fprintf(f, "  [host-side name]");
+	else if (kn->source == CT_NAME_MEMORY)
+		fprintf(f, "  [name read from memory]");
+	if (nccl_kernel__describe(kn->name, nccl, sizeof(nccl)) > 0)
+		fprintf(f, "  [NCCL: %s]", nccl);
 	fputc('\n', f);
 }
 
@@ -139,6 +146,22 @@ static json_object *json_u32x3(const uint32_t *v)
 	return a;
 }
 
+/* An NCCL kernel's name decoded (src/modes/nccl/ncclkern.h): what it says, and only that. */
+static void json_nccl(json_object *ko, const char *name)
+{
+	struct nccl_kernel k;
+	json_object *o;
+
+	if (nccl_kernel__decode(name, &k))
+		return;
+	o = json_object_new_object();
+	json_object_object_add(o, "op", json_object_new_string(k.op));
+	json_object_object_add(o, "dtypes", json_object_new_string(k.dtypes));
+	json_object_object_add(o, "algorithm", json_object_new_string(k.algo));
+	json_object_object_add(o, "protocol", json_object_new_string(k.proto));
+	json_object_object_add(ko, "nccl", o);
+}
+
 static json_object *json_kernel(const struct ct_kernel *kn)
 {
 	static const char *const sources[] = { "driver", "host", "none", "memory" };
@@ -148,6 +171,7 @@ static json_object *json_kernel(const struct ct_kernel *kn)
 	json_object_object_add(ko, "source", json_object_new_string(sources[kn->source]));
 	json_object_object_add(ko, "launches", json_object_new_uint64(kn->launches));
 	json_object_object_add(ko, "captured", json_object_new_uint64(kn->captured));
+	json_nccl(ko, kn->name);
 	json_object_object_add(ko, "graph_executed", json_object_new_uint64(kn->graph_executed));
 	for (size_t s = 0; s < kn->nr_shapes; s++) {
 		const struct ct_shape *sh = &kn->shapes[s];
