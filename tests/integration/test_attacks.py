@@ -141,8 +141,15 @@ class Attack:
         shutil.rmtree(self.top, ignore_errors=True)
 
 
+# the dynamic linker's debugger hook (src/core/libwatch.c, libraries loaded later): a file
+# of the host's that gpuprobe picks itself, not one a traced process names
+LINKERS = {os.path.realpath(p) for p in ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1")
+           if os.path.exists(p)}
+
+
 def uprobe_links(pid):
-    """(link_type, path, probes) of every uprobe link process pid holds (fdinfo)."""
+    """(link_type, path, probes) of every uprobe link process pid holds (fdinfo), but the
+    linker hook's."""
     out = []
     d = f"/proc/{pid}/fdinfo"
     for fd in os.listdir(d):
@@ -153,7 +160,7 @@ def uprobe_links(pid):
         except OSError:
             continue
         t = info.get("link_type", "").strip()
-        if t in ("uprobe_multi", "uretprobe_multi"):
+        if t in ("uprobe_multi", "uretprobe_multi") and info["path"].strip() not in LINKERS:
             out.append(("uprobe_multi", info["path"].strip(), int(info["uprobe_cnt"])))
         elif t == "perf":
             out.append((t, None, 1))

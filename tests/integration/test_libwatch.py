@@ -47,7 +47,7 @@ def test_libcuda_loaded_by_python_later():
     script = os.path.join(d, "late.py")
     with open(script, "w") as f:
         f.write(LATE_CUDA)
-    g = gp.Background([gp.GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "--",
+    g = gp.Background([gp.GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "-o", "-", "--",
                        "python3", script, lib, "6"])
     try:
         out = wait_line(g, "LOADED")
@@ -73,7 +73,7 @@ def test_libnccl_in_a_private_mount_namespace():
     inner = os.path.join(mnt, "nvidia", "nccl", "lib")
     shell = (f"mkdir -p {inner} && mount --bind {d} {inner} && "
              f"exec {DLOPEN_APP} --lib {inner}/libnccl.so.2 --wait --hold --n 3")
-    g = gp.Background([gp.GPUPROBE, "--nccl", "--json", "--libcuda", FAKECUDA, "--libnccl", FAKENCCL, "--",
+    g = gp.Background([gp.GPUPROBE, "--nccl", "--json", "--libcuda", FAKECUDA, "--libnccl", FAKENCCL, "-o", "-", "--",
                        "unshare", "-m", "--propagation", "private", "sh", "-c", shell])
     try:
         ready = wait_line(g, "READY")
@@ -101,7 +101,7 @@ def test_a_file_named_libnccl_that_is_not():
     program runs on (its dlopen of it succeeds: it is a real library)."""
     d = tempfile.mkdtemp(prefix="gp-fake-")
     shutil.copy(FAKECUDA, os.path.join(d, "libnccl.so.2"))
-    g = gp.Background([gp.GPUPROBE, "--nccl", "--json", "--libcuda", FAKECUDA, "--libnccl", FAKENCCL, "--",
+    g = gp.Background([gp.GPUPROBE, "--nccl", "--json", "--libcuda", FAKECUDA, "--libnccl", FAKENCCL, "-o", "-", "--",
                        DLOPEN_APP, "--lib", os.path.join(d, "libnccl.so.2"), "--wait", "--hold"])
     try:
         ready = wait_line(g, "READY")

@@ -261,7 +261,7 @@ def dlopen_run(env=None, timeout=20):
     g = None
     a = None
     try:
-        g = gp.Background([gp.GPUPROBE, "--nccl", "--json", "--libcuda", FAKECUDA, "--",
+        g = gp.Background([gp.GPUPROBE, "--nccl", "--json", "--libcuda", FAKECUDA, "-o", "-", "--",
                            DLOPEN_APP, "--lib", lib, "--wait", "--hold", "--n", "7"], env=env)
         a_pid = None
         # READY before the dlopen: the tracer has read the new process's maps (its exec) by

@@ -330,8 +330,12 @@ static void test_api_table(void)
 	for (int i = 0; i < gp_graph_apis_cnt; i++)
 		if (!ASSERT_STR_EQ(gp_api_name(gp_graph_apis[i].id), gp_graph_apis[i].name, "graph entry point named"))
 			goto cleanup;
+	/* every id named by its own table's name, so no id is in two tables but cuEventRecord */
 	for (int i = 0; i < gp_copy_apis_cnt; i++)
-		if (!ASSERT_EQ(gp_copy_apis[i].id, gp_mem_apis_cnt + gp_launch_apis_cnt + i + 1, "gp_copy_apis[i].id"))
+		if (!ASSERT_STR_EQ(gp_api_name(gp_copy_apis[i].id), gp_copy_apis[i].name, "copy entry point named"))
+			goto cleanup;
+	for (int id = 1; id < GP_API__COUNT; id++)
+		if (!ASSERT_TRUE(strcmp(gp_api_name((unsigned int)id), "unknown"), "every id in a table"))
 			goto cleanup;
 	for (int i = 0; i < gp_mem_apis_cnt; i++)
 		if (!ASSERT_EQ(gp_mem_apis[i].id, i + 1, "gp_mem_apis[i].id"))
