@@ -192,6 +192,12 @@ LIBS += -lyaml -lcrypt -lresolv
 DEB_PKGS += libyaml-dev libcrypt-dev openssl whois apache2-utils curl python3-yaml dpkg-dev lintian \
 	init-system-helpers
 
+# docs/metrics.md's family list, generated from the metric table (src/out/metrics.c);
+# tests/unit/test_metrics_doc fails when they differ.
+.PHONY: metrics-doc
+metrics-doc: $(OUTPUT)/unit/test_metrics_doc
+	$(Q)$(OUTPUT)/unit/test_metrics_doc --write docs/metrics.md
+
 # `make install`: PREFIX (/usr/local) and DESTDIR as usual. The binary goes to bin, as in
 # node_exporter's Debian package (/usr/bin/prometheus-node-exporter): gpuprobe is also a
 # command users run. The unit goes where systemd looks ($(PREFIX)/lib/systemd/system) with

@@ -173,7 +173,10 @@ void gp_metrics__doc(FILE *f)
 		code_list(f, m->labels);
 		if (!(m->flags & GP_M_PROCESS) && !m->labels[0])
 			fputs("—", f);
-		fprintf(f, " | %s | %s", m->with[0] ? m->with : "always", m->help);
+		if (m->with[0])
+			fprintf(f, " | `%s` | %s", m->with, m->help);
+		else
+			fprintf(f, " | always | %s", m->help);
 		if (m->doc)
 			fprintf(f, " %s", m->doc);
 		fputs(" |\n", f);
