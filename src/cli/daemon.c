@@ -273,13 +273,37 @@ static void housekeeping(struct daemon *d)
 	cgroups__prune(d->cgroups, now, 10 * FOLDED_AFTER_NS);
 }
 
-/* A process seen exec'ing (or forked, when following): its cgroup read while it runs. */
+/*
+ * Where a process runs is read while it runs: at its exec (or fork, when following), and
+ * at its first allocation, copy or context record — a child forked without an exec (a
+ * launcher's worker) gets no exec record and may be gone before the next second's fold.
+ */
 static void on_proc(void *ctx, const struct gp_proc_event *e)
 {
 	struct daemon *d = ctx;
 
 	if (e->type == GP_EV_EXEC || e->type == GP_EV_FORK)
 		cgroups__refresh(d->cgroups, e->pid, e->type == GP_EV_EXEC ? e->comm : NULL, gp_mono_ns());
+}
+
+static void on_alloc(void *ctx, const struct gp_alloc_event *e)
+{
+	cgroups__note(((struct daemon *)ctx)->cgroups, e->pid, gp_mono_ns());
+}
+
+static void on_free(void *ctx, const struct gp_free_event *e)
+{
+	cgroups__note(((struct daemon *)ctx)->cgroups, e->pid, gp_mono_ns());
+}
+
+static void on_copy(void *ctx, const struct gp_copy_event *e)
+{
+	cgroups__note(((struct daemon *)ctx)->cgroups, e->pid, gp_mono_ns());
+}
+
+static void on_aux(void *ctx, const struct gp_aux_event *e)
+{
+	cgroups__note(((struct daemon *)ctx)->cgroups, e->pid, gp_mono_ns());
 }
 
 #define TEXT "text/plain; charset=utf-8"
@@ -414,7 +438,8 @@ static int start(struct daemon *d, char *err, size_t len)
 		.retention_ns = gp_seconds_to_ns(gp_opts.retention),
 		.born_at_zero = true,
 	};
-	struct gp_handlers h = { .ctx = d, .on_proc = on_proc };
+	struct gp_handlers h = { .ctx = d, .on_proc = on_proc, .on_alloc = on_alloc, .on_free = on_free,
+				 .on_copy = on_copy, .on_aux = on_aux };
 
 	d->libs = calloc(1, sizeof(*d->libs));
 	d->cgroups = cgroups__new(gp_opts.kubelet_log_dir);
@@ -517,6 +542,11 @@ int daemon__main(int argc, char **argv)
 		return r == GP_PARSED_EXIT ? 0 : r;
 	gp_log_setup(true, gp_opts.verbose);
 	libbpf_set_print(libbpf_print);
+	/* before anything is attached: a SIGTERM at any time detaches and exits 0 */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGPIPE, &ign, NULL);
 	{
 		struct timespec ts;
 
@@ -534,10 +564,6 @@ int daemon__main(int argc, char **argv)
 	}
 	if (r)
 		goto cleanup;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGPIPE, &ign, NULL);
 	r = loop(&d, err, sizeof(err));
 	if (!r) {
 		gp_events__drain(d.run->events);

@@ -145,6 +145,12 @@ void cgroups__refresh(struct cgroups *c, uint32_t pid, const char *comm, uint64_
 		read_comm(pid, e->comm, sizeof(e->comm));
 }
 
+void cgroups__note(struct cgroups *c, uint32_t pid, uint64_t now_ns)
+{
+	if (!u64map__get(c->m, pid))
+		cgroups__refresh(c, pid, NULL, now_ns);
+}
+
 static struct cg_entry *known(struct cgroups *c, uint32_t pid, uint64_t now_ns, uint64_t max_age_ns)
 {
 	struct cg_entry *e = u64map__get(c->m, pid);

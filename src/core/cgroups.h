@@ -23,6 +23,8 @@ void cgroups__free(struct cgroups *c);
 /* (Re)reads pid's cgroup now (CLOCK_MONOTONIC now_ns); a process that cannot be read
  * keeps what was known. comm: its name if known (an exec record's), else read once. */
 void cgroups__refresh(struct cgroups *c, uint32_t pid, const char *comm, uint64_t now_ns);
+/* Reads pid's cgroup unless it was read already (a process's first record). */
+void cgroups__note(struct cgroups *c, uint32_t pid, uint64_t now_ns);
 /* pid's cgroup path, read on first sight; "" when it cannot be read. Valid until the
  * next call on c. */
 const char *cgroups__of(struct cgroups *c, uint32_t pid);
