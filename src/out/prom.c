@@ -71,6 +71,7 @@ struct record {
 	const struct gp_snap_pid *proc;
 	uint32_t pid;
 	bool exited, done;
+	bool own_pid; /* per_process: its series carry its pid */
 	char comm[GP_COMM_LEN];
 	char fmt;
 	struct sample *s;
@@ -570,7 +571,7 @@ static bool admit(struct prom_out *p, uint32_t pid)
 }
 
 /* The labels of a process: pid (per_process), comm, the attribution labels. */
-static char *proc_labels(struct prom_out *p, const struct record *r)
+static char *proc_labels(struct prom_out *p, struct record *r)
 {
 	const char *const *attr = p->attr ? p->attr(p->ctx, r->pid) : NULL;
 	const char *comm = r->comm;
@@ -581,7 +582,8 @@ static char *proc_labels(struct prom_out *p, const struct record *r)
 	if (!f)
 		return NULL;
 	if (p->store->o.per_process) {
-		if (admit(p, r->pid))
+		r->own_pid = admit(p, r->pid);
+		if (r->own_pid)
 			fprintf(f, "pid=\"%" PRIu32 "\",", r->pid);
 		else
 			fputs("pid=\"other\",", f);
@@ -729,6 +731,10 @@ static void route(struct prom_out *p, const struct record *r, const char *proc, 
 			p->failed = true;
 			continue;
 		}
+		/* a pid series a new process comes into (its PID reused): a counter reset, not
+		 * the old process's counts continued */
+		if (!base && r->own_pid && s->seen_ns != p->now_ns)
+			memset(s->v, 0, sizeof(s->v));
 		for (size_t j = 0; b && j < n; j++)
 			reset = reset || x->v[j] < b[j];
 		for (size_t j = 0; j < n; j++)
@@ -864,7 +870,7 @@ static void fold_live(struct prom_out *p, struct record *r, const char *proc)
 	}
 	if (ps->gen == p->store->gen)
 		return; /* two running records of one PID in one family: cannot be; not counted twice */
-	route(p, r, proc, ps->last);
+	route(p, r, proc, ps->gen ? ps->last : NULL); /* NULL: a process first seen */
 	ps->gen = p->store->gen;
 	memcpy(ps->comm, r->comm, sizeof(ps->comm));
 	for (size_t i = 0; i < r->n; i++) {

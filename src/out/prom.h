@@ -6,7 +6,8 @@
  *  - A series is keyed by what outlives a process: comm and the process's attribution
  *    labels (cgroup, pod, container, from the front end's callback) plus the family's own
  *    labels (kernel, gpu, direction...). With per_process, the pid label too, for at most
- *    max_process_series processes at a time (the others under pid="other").
+ *    max_process_series processes at a time (the others under pid="other"); a new process
+ *    with the PID of a series starts it again from zero (a counter reset).
  *  - Counters and histograms are monotonic sums over every process that ever counted
  *    into the series, exited ones included: each render adds what each process counted
  *    since the render before (its current values minus those seen last time), so a

@@ -495,6 +495,15 @@ def test_config_file():
             lines = [l for l in r.stderr.splitlines() if l.strip()]
             eq(len(lines), 1, f"{body!r}: one line: {r.stderr!r}")
             check(lines[0].startswith("<3>gpuprobe: daemon: ") and want in lines[0], f"{body!r}: {lines[0]!r}")
+        # bounded, regular files only, never blocking on a FIFO
+        with open(conf, "w") as f:
+            f.write("# padding\n" * 8000)
+        fifo = os.path.join(tmp, "fifo.conf")
+        os.mkfifo(fifo)
+        for path in (conf, fifo):
+            r = gp.run([gp.GPUPROBE, "daemon", "--config", path], env=ENV, timeout=20)
+            eq(r.returncode, 2, f"{path}: exit status")
+            check("not a regular file of at most 65536 bytes" in r.stderr, f"{path}: {r.stderr!r}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     gp.assert_nothing_attached()

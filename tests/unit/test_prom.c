@@ -681,7 +681,8 @@ cleanup:
 }
 
 /* --per-process-series: pid labels for the first N processes at a time, the others
- * together under pid="other"; a PID reused while its series lives continues it. */
+ * together under pid="other"; a PID reused while its series lives starts it again (a
+ * counter reset: the series is the new process's). */
 static void test_per_process_series(void)
 {
 	struct prom_store_opts o = { .per_process = true, .max_process_series = 2, .retention_ns = UINT64_MAX };
@@ -714,7 +715,8 @@ static void test_per_process_series(void)
 	free(out), out = NULL;
 	out = render_at(ML, snaps, 1, 2e-6, st, 20);
 	if (!ASSERT_TRUE(out != NULL, "rendered again") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{pid=\"21\"," I20 "} 6\n", "continued, never down") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{pid=\"21\"," I20 "} 4\n", "the new process's count") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{pid=\"other\"," I20 "} 7\n", "other keeps its counts") ||
 	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_outstanding_allocations{pid=\"21\"," I20 ",kind=\"device\"} 4\n", "the new process's gauge"))
 		goto cleanup;
 	ASSERT_EQ(count(out, "gpuprobe_cuda_alloc_calls_total{"), 3, "three series");
