@@ -198,11 +198,17 @@ LIBS += -lyaml -lcrypt -lresolv
 DEB_PKGS += libyaml-dev libcrypt-dev openssl whois apache2-utils curl python3-yaml dpkg-dev lintian \
 	init-system-helpers
 
+# docs/metrics.md's family list, generated from the metric table (src/out/metrics.c);
+# tests/unit/test_metrics_doc fails when they differ.
+.PHONY: metrics-doc
+metrics-doc: $(OUTPUT)/unit/test_metrics_doc
+	$(Q)$(OUTPUT)/unit/test_metrics_doc --write docs/metrics.md
+
 # `make install`: PREFIX (/usr/local) and DESTDIR as usual. The binary goes to bin, as in
 # node_exporter's Debian package (/usr/bin/prometheus-node-exporter): gpuprobe is also a
 # command users run. The unit goes where systemd looks ($(PREFIX)/lib/systemd/system) with
-# ExecStart pointing at the installed binary; /etc/default/gpuprobe is installed only if
-# absent, so an admin's settings survive a reinstall.
+# ExecStart pointing at the installed binary; /etc/gpuprobe/gpuprobe.conf (the daemon's
+# --config) is installed only if absent, so an admin's settings survive a reinstall.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
@@ -213,21 +219,22 @@ SYSCONFDIR ?= /etc
 install: $(OUTPUT)/gpuprobe
 	$(call msg,INSTALL,$(DESTDIR)$(BINDIR)/gpuprobe)
 	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) \
-		$(DESTDIR)$(SYSCONFDIR)/default
+		$(DESTDIR)$(SYSCONFDIR)/gpuprobe
 	$(Q)install -m 0755 $(OUTPUT)/gpuprobe $(DESTDIR)$(BINDIR)/gpuprobe
 	$(Q)install -m 0644 docs/gpuprobe.8 $(DESTDIR)$(MANDIR)/man8/gpuprobe.8
-	$(Q)sed 's|^ExecStart=/usr/local/bin/gpuprobe |ExecStart=$(BINDIR)/gpuprobe |' \
+	$(Q)sed -e 's|^ExecStart=/usr/local/bin/gpuprobe |ExecStart=$(BINDIR)/gpuprobe |' \
+		-e 's| /etc/gpuprobe/gpuprobe.conf$$| $(SYSCONFDIR)/gpuprobe/gpuprobe.conf|' \
 		examples/systemd/gpuprobe.service > $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
 	$(Q)grep -q '^ExecStart=$(BINDIR)/gpuprobe ' $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
 	$(Q)chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
 	$(Q)mv $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service
-	$(Q)test -e $(DESTDIR)$(SYSCONFDIR)/default/gpuprobe || \
-		install -m 0644 examples/default/gpuprobe $(DESTDIR)$(SYSCONFDIR)/default/gpuprobe
+	$(Q)test -e $(DESTDIR)$(SYSCONFDIR)/gpuprobe/gpuprobe.conf || \
+		install -m 0644 examples/config/gpuprobe.conf $(DESTDIR)$(SYSCONFDIR)/gpuprobe/gpuprobe.conf
 
 uninstall:
 	$(Q)rm -f $(DESTDIR)$(BINDIR)/gpuprobe $(DESTDIR)$(MANDIR)/man8/gpuprobe.8 \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service
-	@echo "  kept     $(DESTDIR)$(SYSCONFDIR)/default/gpuprobe (your settings)"
+	@echo "  kept     $(DESTDIR)$(SYSCONFDIR)/gpuprobe/gpuprobe.conf (your settings)"
 
 # `make deb`: a Debian package from a staged tree (dpkg-deb), built the Debian way: the
 # hardening flags of dpkg-buildflags in a build folder of its own, the binary stripped as

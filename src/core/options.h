@@ -38,6 +38,11 @@ struct gp_opts {
 	/* gpuprobe daemon */
 	const char *listen;
 	double retention, rescan, probe_cost;
+	const char *web_config;      /* --web-config: TLS and basic auth (src/out/webconfig.h) */
+	const char *config;          /* --config: the options file read before the command line */
+	const char *kubelet_log_dir; /* holds pods/ and containers/: pod and container names */
+	bool per_process;            /* --per-process-series: a pid label on per-process series */
+	uint64_t max_process_series; /* of those, how many processes at a time */
 };
 
 /* The one set of settings of this process, with its defaults (src/cli/options.c). */

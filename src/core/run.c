@@ -392,27 +392,19 @@ int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 	struct prom_hits h = { .p = p, .cost = probe_cost };
 	int r = 0;
 
-	for (int i = 0; i < run->nr; i++) {
+	for (int i = 0; i < run->nr; i++)
 		snaps[i] = run->slot[i].m->snapshot(run->slot[i].st, run, "scrape", 0);
-		for (size_t j = 0; snaps[i] && j < snaps[i]->nr_pids; j++)
-			if (!snaps[i]->pids[j].exited)
-				prom_out__live(p, snaps[i]->pids[j].pid);
-	}
 	for (int i = 0; i < run->nr && !r; i++)
 		if (snaps[i] && run->slot[i].m->prom)
 			r = run->slot[i].m->prom(p, snaps[i], run);
 	if (r)
 		return r;
-	prom__family(p, "gpuprobe_probe_hits_total", "counter",
-		     "Probe hits gpuprobe counted per process (uprobe entries and returns of the probed driver calls).");
-	prom__family(p, "gpuprobe_probe_seconds_total", "counter",
-		     "ESTIMATE of the seconds each process spent in gpuprobe's probes: gpuprobe_probe_hits_total times gpuprobe_probe_hit_cost_seconds, not a measurement.");
+	prom__family(p, "gpuprobe_probe_hits_total");
+	prom__family(p, "gpuprobe_probe_seconds_total");
 	pids_of(run, snaps, false, prom_hit, &h);
-	prom__family(p, "gpuprobe_probe_hit_cost_seconds", "gauge",
-		     "Cost of one probe hit in seconds: calibrated at start-up on this node (a uprobe on a function of gpuprobe, timed with and without), or --probe-cost.");
+	prom__family(p, "gpuprobe_probe_hit_cost_seconds");
 	prom__real(p, "gpuprobe_probe_hit_cost_seconds", NULL, NULL, probe_cost);
-	prom__family(p, "gpuprobe_events_dropped_total", "counter",
-		     "Events or calls gpuprobe could not account for, by mode and reason (see docs/metrics.md).");
+	prom__family(p, "gpuprobe_events_dropped_total");
 	for (int i = 0; i < run->nr; i++) {
 		for (size_t j = 0; snaps[i] && j < snaps[i]->nr_drops; j++) {
 			const char *kv[] = { "mode", run->slot[i].m->name, "reason",
@@ -426,7 +418,7 @@ int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 
 		prom__u64(p, "gpuprobe_events_dropped_total", NULL, kv, gp_events__malformed(run->events));
 	}
-	prom__family(p, "gpuprobe_tracked_processes", "gauge", "Processes with series on this endpoint.");
+	prom__family(p, "gpuprobe_tracked_processes");
 	prom__u64(p, "gpuprobe_tracked_processes", NULL, NULL, pids_of(run, snaps, true, count_pid, NULL));
 	return 0;
 }

@@ -409,7 +409,7 @@ static void test_prom_bounded(void)
 {
 	struct nccl_agg *a = nccl_agg__new();
 	struct nccl_snap s = { 0 };
-	struct prom_out *p = prom_out__new(NULL, NULL);
+	struct prom_out *p = prom_out__new(NULL, NULL, NULL, 0);
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -422,6 +422,7 @@ static void test_prom_bounded(void)
 	s.hdr = (struct gp_snap){ .mode = "nccl", .kind = "scrape" };
 	s.max_comm_series = 2;
 	nccl_report__prom(p, &s.hdr, NULL);
+	prom_out__fold(p);
 	prom_out__write(p, f);
 	fclose(f);
 	f = NULL;

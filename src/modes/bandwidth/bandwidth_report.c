@@ -4,7 +4,9 @@
  * above what its link can carry (struct bw_links) is never printed as a measurement: text
  * says "suspect", JSON moves it to "suspect" with the limit it broke.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
 #include "bandwidth_mode.h"
@@ -360,36 +362,12 @@ void bw_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 	json_object_object_add(o, "links", json_links(&s->links));
 }
 
-/* A process without series: no copies yet (contexts and synchronizes only: its exit may
- * be seen late, so it shadows nothing), shadowed by a live one with its PID, or a second
- * exited process with the PID of the one before it (procs come live first, by PID). */
-static bool hidden(struct prom_out *p, const struct bw_snap *s, size_t i)
-{
-	const struct bw_snap_proc *sp = &s->d.procs[i];
-
-	if (!sp->nr_stats || prom_out__shadowed(p, sp->pid, sp->exited))
-		return true;
-	return sp->exited && i > 0 && s->d.procs[i - 1].exited && s->d.procs[i - 1].pid == sp->pid;
-}
-
-static const struct {
-	const char *name, *help;
-} fams[] = {
-	{ "gpuprobe_cuda_memcpy_calls_total",
-	  "Successful CUDA driver copies (cuMemcpy*) of at least --min-bytes bytes, per process, GPU and direction." },
-	{ "gpuprobe_cuda_memcpy_bytes_total", "Bytes of the copies counted in gpuprobe_cuda_memcpy_calls_total." },
-	{ "gpuprobe_cuda_memcpy_sync_seconds_total", "Seconds spent in synchronous copy calls, entry to return." },
-	{ "gpuprobe_cuda_memcpy_async_seconds_upper_bound_total",
-	  "Upper bound of the seconds asynchronous copies took: from the first submission of a batch to the return of the synchronize covering it." },
-	{ "gpuprobe_cuda_memcpy_pageable_bytes_total",
-	  "Bytes of the counted copies whose host side is pageable (not pinned) memory." },
-	{ "gpuprobe_cuda_copy_pair_copies_total",
-	  "Copies between device memory per process and (source GPU, destination GPU): peer copies, and copies within a GPU where src_gpu equals dst_gpu." },
-	{ "gpuprobe_cuda_copy_pair_bytes_total", "Bytes of the copies counted in gpuprobe_cuda_copy_pair_copies_total." },
-	{ "gpuprobe_cuda_copy_pair_completed_bytes_total",
-	  "Bytes of those copies completed by a synchronization that covered them (stream, context or event)." },
-	{ "gpuprobe_cuda_copy_pair_seconds_upper_bound_total",
-	  "Upper bound of the seconds the completed copies took: from the first submission of a batch to the return of the synchronization covering it (never the calls' own time: they return before the copy is done)." },
+static const char *const fams[] = {
+	"gpuprobe_cuda_memcpy_calls_total", "gpuprobe_cuda_memcpy_bytes_total",
+	"gpuprobe_cuda_memcpy_sync_seconds_total", "gpuprobe_cuda_memcpy_async_upper_bound_seconds_total",
+	"gpuprobe_cuda_memcpy_pageable_bytes_total",
+	"gpuprobe_cuda_copy_pair_copies_total", "gpuprobe_cuda_copy_pair_bytes_total",
+	"gpuprobe_cuda_copy_pair_completed_bytes_total", "gpuprobe_cuda_copy_pair_upper_bound_seconds_total",
 };
 
 static void prom_stats(struct prom_out *p, const struct gp_snap_pid *pp, const struct bw_snap_proc *sp)
@@ -401,11 +379,11 @@ static void prom_stats(struct prom_out *p, const struct gp_snap_pid *pp, const s
 
 		if (x->gpu >= 0)
 			snprintf(gpu, sizeof(gpu), "%d", x->gpu);
-		prom__u64(p, fams[0].name, pp, kv, x->copies);
-		prom__u64(p, fams[1].name, pp, kv, x->bytes);
-		prom__secs(p, fams[2].name, pp, kv, secs(x->sync_ns));
-		prom__secs(p, fams[3].name, pp, kv, secs(x->async_ns));
-		prom__u64(p, fams[4].name, pp, kv, x->pageable_bytes);
+		prom__u64(p, fams[0], pp, kv, x->copies);
+		prom__u64(p, fams[1], pp, kv, x->bytes);
+		prom__secs(p, fams[2], pp, kv, secs(x->sync_ns));
+		prom__secs(p, fams[3], pp, kv, secs(x->async_ns));
+		prom__u64(p, fams[4], pp, kv, x->pageable_bytes);
 	}
 	for (size_t j = 0; j < sp->nr_pairs; j++) {
 		const struct bw_pair *x = &sp->pairs[j];
@@ -416,10 +394,10 @@ static void prom_stats(struct prom_out *p, const struct gp_snap_pid *pp, const s
 			snprintf(src, sizeof(src), "%d", x->src);
 		if (x->dst >= 0)
 			snprintf(dst, sizeof(dst), "%d", x->dst);
-		prom__u64(p, fams[5].name, pp, kv, x->copies);
-		prom__u64(p, fams[6].name, pp, kv, x->bytes);
-		prom__u64(p, fams[7].name, pp, kv, x->done_bytes);
-		prom__secs(p, fams[8].name, pp, kv, secs(x->window_ns));
+		prom__u64(p, fams[5], pp, kv, x->copies);
+		prom__u64(p, fams[6], pp, kv, x->bytes);
+		prom__u64(p, fams[7], pp, kv, x->done_bytes);
+		prom__secs(p, fams[8], pp, kv, secs(x->window_ns));
 	}
 }
 
@@ -432,35 +410,38 @@ static void prom_links(struct prom_out *p, const struct bw_links *l)
 
 	if (!l->host.bytes_per_s)
 		return;
-	prom__family(p, "gpuprobe_link_limit_bytes_per_second", "gauge",
-		     "What a link can carry in one direction (host: the GPUs' PCIe links from sysfs; peer: NVLink by PCI device id; local: GPU memory), or the fastest such link where it is not known (read_here 0).");
+	prom__family(p, "gpuprobe_link_speed_bytes");
 	for (size_t i = 0; i < sizeof(ls) / sizeof(ls[0]); i++) {
 		const char *kv[] = { "link", ls[i].kind, "name", ls[i].l->name, "read_here",
 				     ls[i].l->read_here ? "1" : "0", NULL };
 
-		prom__real(p, "gpuprobe_link_limit_bytes_per_second", NULL, kv, ls[i].l->bytes_per_s);
+		prom__real(p, "gpuprobe_link_speed_bytes", NULL, kv, ls[i].l->bytes_per_s);
 	}
 }
 
 int bw_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
 {
 	const struct bw_snap *s = SNAP(hdr);
+	/* one per process: src/out/prom.c tells a render's processes apart by these */
+	struct gp_snap_pid *pids = calloc(s->d.nr_procs + 1, sizeof(*pids));
 
 	(void)run;
+	if (!pids)
+		return -ENOMEM;
 	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
-		prom__family(p, fams[f].name, "counter", fams[f].help);
+		prom__family(p, fams[f]);
 	for (size_t i = 0; i < s->d.nr_procs; i++) {
 		const struct bw_snap_proc *sp = &s->d.procs[i];
-		struct gp_snap_pid pp = { .pid = sp->pid, .exited = sp->exited };
+		struct gp_snap_pid *pp = &pids[i];
 
-		if (hidden(p, s, i))
-			continue;
-		memcpy(pp.comm, sp->comm, sizeof(pp.comm));
-		prom_stats(p, &pp, sp);
+		/* a process without copies (contexts and synchronizes only) has no series */
+		*pp = (struct gp_snap_pid){ .pid = sp->pid, .exited = sp->exited };
+		memcpy(pp->comm, sp->comm, sizeof(pp->comm));
+		prom_stats(p, pp, sp);
 	}
-	prom__family(p, "gpuprobe_cuda_memcpy_small_total", "counter",
-		     "Successful copies under --min-bytes bytes, all processes together (counted in BPF, not in the families above).");
-	prom__u64(p, "gpuprobe_cuda_memcpy_small_total", NULL, NULL, s->small_copies);
+	prom__family(p, "gpuprobe_cuda_memcpy_small_calls_total");
+	prom__u64(p, "gpuprobe_cuda_memcpy_small_calls_total", NULL, NULL, s->small_copies);
 	prom_links(p, &s->links);
+	free(pids); /* prom.c tells records apart by pointer while they are added, no later */
 	return 0;
 }

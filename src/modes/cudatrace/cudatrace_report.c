@@ -242,73 +242,43 @@ void ct_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 	gp_trees__free(t);
 }
 
-static int cmp_kernel(const void *a, const void *b)
+/* Every kernel of the process: src/out/prom.c caps the distinct names per series
+ * (--max-kernel-series, the rest under kernel="other"). Unnamed handles are one name,
+ * "unknown": their handle values differ in every process. */
+static void kernel_series(struct prom_out *p, const struct ct_proc *cp, const struct gp_snap_pid *pp)
 {
-	const struct ct_kernel *x = *(const struct ct_kernel *const *)a;
-	const struct ct_kernel *y = *(const struct ct_kernel *const *)b;
-
-	if (x->launches != y->launches)
-		return x->launches > y->launches ? -1 : 1;
-	return strcmp(x->name ? x->name : "", y->name ? y->name : "");
-}
-
-/* The top max_kernel_series kernels by launches get their own series; the rest (and a
- * kernel literally named "other") are summed under kernel="other". */
-static int kernel_series(struct prom_out *p, const struct ct_proc *cp, const struct gp_snap_pid *pp,
-			 uint64_t max)
-{
-	const struct ct_kernel **sorted = calloc(cp->nr_kernels ? cp->nr_kernels : 1, sizeof(*sorted));
-	uint64_t other = 0;
-	bool has_other = false;
-
-	if (!sorted)
-		return -ENOMEM;
-	for (size_t i = 0; i < cp->nr_kernels; i++)
-		sorted[i] = &cp->kernels[i];
-	qsort(sorted, cp->nr_kernels, sizeof(*sorted), cmp_kernel);
 	for (size_t i = 0; i < cp->nr_kernels; i++) {
-		const char *kv[] = { "kernel", sorted[i]->name ? sorted[i]->name : "", NULL };
+		const struct ct_kernel *k = &cp->kernels[i];
+		const char *kv[] = { "kernel", k->source == CT_NAME_NONE || !k->name ? "unknown" : k->name, NULL };
 
-		if (i >= max || !strcmp(kv[1], "other")) {
-			other += sorted[i]->launches;
-			has_other = true;
-			continue;
-		}
-		prom__u64(p, "gpuprobe_cuda_kernel_launches_total", pp, kv, sorted[i]->launches);
+		prom__u64(p, "gpuprobe_cuda_kernel_launches_total", pp, kv, k->launches);
 	}
-	if (has_other) {
-		const char *kv[] = { "kernel", "other", NULL };
-
-		prom__u64(p, "gpuprobe_cuda_kernel_launches_total", pp, kv, other);
-	}
-	free(sorted);
-	return 0;
 }
 
 int ct_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
 {
 	const struct ct_snap *s = SNAP(hdr);
-	int r = 0;
 
 	(void)run;
-	prom__family(p, "gpuprobe_cuda_kernel_launches_total", "counter",
-		     "Kernel launches per process and kernel name (cuLaunchKernel, cuLaunchKernelEx, cooperative; failed calls too). Kernels beyond the top --max-kernel-series per process are summed under kernel=\"other\".");
-	prom__family(p, "gpuprobe_cuda_graph_launches_total", "counter", "CUDA graph launches (cuGraphLaunch) per process.");
-	prom__family(p, "gpuprobe_cuda_sync_calls_total", "counter",
-		     "Stream, context and event synchronize calls per process.");
-	prom__family(p, "gpuprobe_cuda_sync_seconds_total", "counter",
-		     "Seconds the host spent blocked in the synchronize calls whose return was seen.");
-	for (size_t i = 0; i < s->nr_procs && !r; i++) {
+	prom__family(p, "gpuprobe_cuda_kernel_launches_total");
+	prom__cap(p, "gpuprobe_cuda_kernel_launches_total", s->max_kernel_series);
+	prom__family(p, "gpuprobe_cuda_graph_launches_total");
+	prom__family(p, "gpuprobe_cuda_sync_calls_total");
+	prom__family(p, "gpuprobe_cuda_sync_duration_seconds");
+	prom__family(p, "gpuprobe_cuda_launch_duration_seconds");
+	for (size_t i = 0; i < s->nr_procs; i++) {
 		const struct ct_proc *cp = s->procs[i];
 		const struct gp_snap_pid *pp = &s->pids[i];
+		const struct gp_hist *sync = &cp->hist[GP_HIST_SYNC], *launch = &cp->hist[GP_HIST_LAUNCH];
 
-		if (prom_out__shadowed(p, cp->pid, cp->exited))
-			continue;
-		r = kernel_series(p, cp, pp, s->max_kernel_series);
+		kernel_series(p, cp, pp);
 		prom__u64(p, "gpuprobe_cuda_graph_launches_total", pp, NULL, cp->graph_launches);
-		prom__u64(p, "gpuprobe_cuda_sync_calls_total", pp, NULL, cp->hist[GP_HIST_SYNC].count);
-		prom__secs(p, "gpuprobe_cuda_sync_seconds_total", pp, NULL,
-			   (double)cp->hist[GP_HIST_SYNC].total_ns / 1e9);
+		prom__u64(p, "gpuprobe_cuda_sync_calls_total", pp, NULL, sync->count);
+		if (!s->latency)
+			continue;
+		prom__hist(p, "gpuprobe_cuda_sync_duration_seconds", pp, NULL, (const uint64_t *)sync->slots, (double)sync->total_ns / 1e9);
+		prom__hist(p, "gpuprobe_cuda_launch_duration_seconds", pp, NULL, (const uint64_t *)launch->slots,
+			   (double)launch->total_ns / 1e9);
 	}
-	return r;
+	return 0;
 }

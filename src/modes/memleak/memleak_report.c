@@ -175,44 +175,31 @@ void ml_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 
 int ml_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
 {
-	static const struct {
-		const char *name, *type, *help;
-	} fams[] = {
-		{ "gpuprobe_cuda_outstanding_bytes", "gauge",
-		  "Bytes allocated through the CUDA driver and not freed yet, per process and memory kind." },
-		{ "gpuprobe_cuda_outstanding_allocations", "gauge",
-		  "Allocations made through the CUDA driver and not freed yet, per process and memory kind." },
-		{ "gpuprobe_cuda_alloc_calls_total", "counter",
-		  "Successful CUDA driver allocation calls seen since gpuprobe attached." },
-		{ "gpuprobe_cuda_free_calls_total", "counter",
-		  "Successful CUDA driver free calls of allocations gpuprobe saw being made." },
-		{ "gpuprobe_cuda_alloc_bytes_total", "counter",
-		  "Bytes allocated by the calls counted in gpuprobe_cuda_alloc_calls_total." },
-		{ "gpuprobe_cuda_freed_bytes_total", "counter",
-		  "Bytes released by the calls counted in gpuprobe_cuda_free_calls_total." },
+	static const char *const fams[] = {
+		"gpuprobe_cuda_outstanding_bytes", "gpuprobe_cuda_outstanding_allocations",
+		"gpuprobe_cuda_alloc_calls_total", "gpuprobe_cuda_free_calls_total",
+		"gpuprobe_cuda_alloc_bytes_total", "gpuprobe_cuda_freed_bytes_total",
 	};
 	const struct ml_snap *s = SNAP(hdr);
 
 	(void)run;
 	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
-		prom__family(p, fams[f].name, fams[f].type, fams[f].help);
+		prom__family(p, fams[f]);
+	/* exited processes too: src/out/prom.c keeps their counts and drops their gauges */
 	for (size_t i = 0; i < s->d.nr_procs; i++) {
-		const struct ml_snap_proc *sp = &s->d.procs[i];
 		const struct gp_snap_pid *pp = &s->pids[i];
-		const struct ml_stats *st = &sp->st;
+		const struct ml_stats *st = &s->d.procs[i].st;
 
-		if (prom_out__shadowed(p, sp->pid, sp->exited))
-			continue;
 		for (int k = 0; k < GP_KIND__COUNT; k++) {
 			const char *kv[] = { "kind", gp_kind_name(k), NULL };
 
-			prom__u64(p, fams[0].name, pp, kv, st->bytes_by_kind[k]);
-			prom__u64(p, fams[1].name, pp, kv, st->allocs_by_kind[k]);
+			prom__u64(p, fams[0], pp, kv, st->bytes_by_kind[k]);
+			prom__u64(p, fams[1], pp, kv, st->allocs_by_kind[k]);
 		}
-		prom__u64(p, fams[2].name, pp, NULL, st->allocs_total);
-		prom__u64(p, fams[3].name, pp, NULL, st->frees_total);
-		prom__u64(p, fams[4].name, pp, NULL, st->alloc_bytes_total);
-		prom__u64(p, fams[5].name, pp, NULL, st->freed_bytes_total);
+		prom__u64(p, fams[2], pp, NULL, st->allocs_total);
+		prom__u64(p, fams[3], pp, NULL, st->frees_total);
+		prom__u64(p, fams[4], pp, NULL, st->alloc_bytes_total);
+		prom__u64(p, fams[5], pp, NULL, st->freed_bytes_total);
 	}
 	return 0;
 }

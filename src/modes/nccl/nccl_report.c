@@ -6,6 +6,7 @@
  * collective bytes between ranks a ring in rank order implies, a split's shape from every
  * rank's split) is said where it is shown.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 #include <json-c/json.h>
@@ -402,24 +403,12 @@ json_object *nccl_report__trace_args(const struct gp_nccl_event *e, bool id_know
 /* ---- /metrics ---- */
 
 static const struct {
-	const char *name, *help;
+	const char *name;
 } fams[] = {
-	{ "gpuprobe_nccl_calls_total",
-	  "Successful NCCL collective calls per process, communicator (comm_id, rank), op and dtype; comm_id=\"other\" sums the communicators past --nccl-max-comm-series." },
-	{ "gpuprobe_nccl_bytes_total", "Bytes of those calls: the count argument times the data type's size." },
-	{ "gpuprobe_nccl_api_seconds_total", "Seconds in those calls, entry to return (the host side: NCCL returns before the GPU is done)." },
-	{ "gpuprobe_nccl_p2p_bytes_total",
-	  "Bytes of ncclSend/ncclRecv calls per communicator, rank, peer rank and direction; peer=\"other\" sums the peers past the first 64." },
-	{ "gpuprobe_nccl_p2p_calls_total", "ncclSend/ncclRecv calls, labelled as gpuprobe_nccl_p2p_bytes_total." },
-	{ "gpuprobe_nccl_completed_calls_total",
-	  "Calls completed by a synchronization that covered their stream, per communicator, rank and op." },
-	{ "gpuprobe_nccl_completion_seconds_upper_bound_total",
-	  "Upper bound of the seconds those calls took: from the first submission of a batch to the return of the synchronization covering it." },
-	{ "gpuprobe_nccl_completed_size_bytes_total",
-	  "nccl-tests' size of the completed calls (AllGather, ReduceScatter, AlltoAll, Gather, Scatter: all ranks' data): over the seconds above, a lower bound of the algorithm bandwidth." },
-	{ "gpuprobe_nccl_bad_calls_total", "NCCL calls on a NULL or destroyed communicator, or with a data type NCCL does not have, by reason." },
-	{ "gpuprobe_nccl_failed_calls_total", "NCCL calls that returned an error." },
-	{ "gpuprobe_nccl_groups_total", "Outermost ncclGroupStart/ncclGroupEnd pairs." },
+	{ "gpuprobe_nccl_calls_total" }, { "gpuprobe_nccl_bytes_total" }, { "gpuprobe_nccl_api_seconds_total" },
+	{ "gpuprobe_nccl_p2p_bytes_total" }, { "gpuprobe_nccl_p2p_calls_total" }, { "gpuprobe_nccl_completed_calls_total" },
+	{ "gpuprobe_nccl_completion_upper_bound_seconds_total" }, { "gpuprobe_nccl_completed_size_bytes_total" },
+	{ "gpuprobe_nccl_bad_calls_total" }, { "gpuprobe_nccl_failed_calls_total" }, { "gpuprobe_nccl_groups_total" },
 };
 enum { F_CALLS, F_BYTES, F_API, F_P2P_BYTES, F_P2P_CALLS, F_DONE, F_WINDOW, F_SIZE, F_BAD, F_FAILED, F_GROUPS };
 
@@ -535,12 +524,14 @@ static void prom_other(struct prom_out *p, const struct gp_snap_pid *pp, const s
 	}
 }
 
-static void prom_proc(struct prom_out *p, const struct nccl_proc_snap *sp, uint64_t max_comms)
+/* pp: this process's own, for the render (src/out/prom.c tells processes apart by it) */
+static void prom_proc(struct prom_out *p, const struct nccl_proc_snap *sp, uint64_t max_comms,
+		      struct gp_snap_pid *pp)
 {
-	struct gp_snap_pid pp = { .pid = sp->pid, .exited = sp->exited };
 	struct other *o = calloc(1, sizeof(*o));
 
-	memcpy(pp.comm, sp->comm, sizeof(pp.comm));
+	*pp = (struct gp_snap_pid){ .pid = sp->pid, .exited = sp->exited };
+	memcpy(pp->comm, sp->comm, sizeof(pp->comm));
 	for (size_t j = 0; j < sp->nr_comms; j++) {
 		const struct nccl_comm_snap *c = &sp->comms[j];
 		char id[32], rank[16] = "";
@@ -555,38 +546,35 @@ static void prom_proc(struct prom_out *p, const struct nccl_proc_snap *sp, uint6
 			snprintf(id, sizeof(id), "handle:0x%" PRIx64, c->handle);
 		if (c->rank >= 0)
 			snprintf(rank, sizeof(rank), "%d", c->rank);
-		prom_colls(p, &pp, c, id, rank);
-		prom_p2p(p, &pp, c, id, rank);
-		prom_times(p, &pp, c, id, rank);
+		prom_colls(p, pp, c, id, rank);
+		prom_p2p(p, pp, c, id, rank);
+		prom_times(p, pp, c, id, rank);
 	}
 	if (o)
-		prom_other(p, &pp, o);
+		prom_other(p, pp, o);
 	free(o);
 	for (int k = 0; k < NCCL_BAD__COUNT; k++) {
 		const char *kv[] = { "reason", nccl_bad_name((enum nccl_bad)k), NULL };
 
-		prom__u64(p, fams[F_BAD].name, &pp, kv, sp->bad[k]);
+		prom__u64(p, fams[F_BAD].name, pp, kv, sp->bad[k]);
 	}
-	prom__u64(p, fams[F_FAILED].name, &pp, NULL, sp->failed);
-	prom__u64(p, fams[F_GROUPS].name, &pp, NULL, sp->groups);
+	prom__u64(p, fams[F_FAILED].name, pp, NULL, sp->failed);
+	prom__u64(p, fams[F_GROUPS].name, pp, NULL, sp->groups);
 }
 
 int nccl_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
 {
 	const struct nccl_snap *s = SNAP(hdr);
+	struct gp_snap_pid *pids = calloc(s->d.nr_procs + 1, sizeof(*pids));
 
 	(void)run;
+	if (!pids)
+		return -ENOMEM;
 	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
-		prom__family(p, fams[f].name, "counter", fams[f].help);
-	for (size_t i = 0; i < s->d.nr_procs; i++) {
-		const struct nccl_proc_snap *sp = &s->d.procs[i];
-
-		/* no NCCL call yet, or shadowed by a live process with its PID */
-		if (!sp->calls || prom_out__shadowed(p, sp->pid, sp->exited))
-			continue;
-		if (sp->exited && i > 0 && s->d.procs[i - 1].exited && s->d.procs[i - 1].pid == sp->pid)
-			continue;
-		prom_proc(p, sp, s->max_comm_series);
-	}
+		prom__family(p, fams[f].name);
+	for (size_t i = 0; i < s->d.nr_procs; i++)
+		if (s->d.procs[i].calls) /* no NCCL call yet: no series */
+			prom_proc(p, &s->d.procs[i], s->max_comm_series, &pids[i]);
+	free(pids);
 	return 0;
 }
