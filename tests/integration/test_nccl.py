@@ -356,16 +356,26 @@ def free_port():
 
 def test_daemon_metrics():
     port = free_port()
+    # the ranks share comm, cgroup and pod: per-process series tell them apart (pid label)
     d = gp.Background([gp.GPUPROBE, "daemon", "--nccl", "--libcuda", FAKECUDA, "--libnccl", FAKENCCL,
-                       "--listen", f"127.0.0.1:{port}"], env={"LD_LIBRARY_PATH": gp.FAKECUDA_DIR})
+                       "--per-process-series", "--listen", f"127.0.0.1:{port}"],
+                      env={"LD_LIBRARY_PATH": gp.FAKECUDA_DIR})
     try:
         d.wait_for("listening on", where="stderr")
         r = gp.run([LAUNCHER, "2", "--n", "2"], timeout=60)
         eq(r.returncode, 0, f"job ({r.stderr[-500:]})")
         t = gp.truth(r.stderr)
-        time.sleep(0.5)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as h:
-            text = h.read().decode()
+        # a new series is served at zero once (so increase() counts its first counts): the
+        # counts are in the scrapes after that
+        deadline = time.time() + 10
+        while True:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as h:
+                text = h.read().decode()
+            done = [l for l in text.splitlines() if l.startswith("gpuprobe_nccl_calls_total{") and
+                    not l.endswith(" 0")]
+            if len(done) >= 2 * len(t["ranks"]) or time.time() > deadline:
+                break
+            time.sleep(0.3)
         world = set()
         for rk in t["ranks"]:
             lines = [l for l in text.splitlines() if l.startswith("gpuprobe_nccl_calls_total{") and
