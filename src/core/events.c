@@ -82,6 +82,11 @@ static int deliver(const struct gp_handlers *h, const void *data, size_t size)
 			goto bad;
 		CALL(h, on_proc, data);
 		break;
+	case GP_EV_STACK:
+		if (size < sizeof(struct gp_stack_event))
+			goto bad;
+		CALL(h, on_stack, data);
+		break;
 	case GP_EV_IOCTL:
 		if (size < sizeof(struct gp_ioctl_event))
 			goto bad;
@@ -170,7 +175,10 @@ int gp_events__poll(struct gp_events *ev, int timeout_ms)
 		return 0;
 	}
 	n = ring_buffer__poll(ev->rb, timeout_ms);
-
+	for (int i = 0; i < ev->nr_src; i++)
+		for (int k = 0; k < ev->src[i].nr_h; k++)
+			if (ev->src[i].h[k].on_tick)
+				ev->src[i].h[k].on_tick(ev->src[i].h[k].ctx);
 	return n == -EINTR ? 0 : n;
 }
 

@@ -19,6 +19,9 @@ struct gp_handlers {
 	void (*on_call)(void *ctx, const struct gp_call_event *e);
 	void (*on_ioctl)(void *ctx, const struct gp_ioctl_event *e);
 	void (*on_proc)(void *ctx, const struct gp_proc_event *e); /* FORK, EXEC, GONE */
+	void (*on_stack)(void *ctx, const struct gp_stack_event *e);
+	/* after each gp_events__poll (at least every poll timeout): work that waits on time */
+	void (*on_tick)(void *ctx);
 };
 
 struct gp_events;

@@ -74,7 +74,7 @@ static const struct gp_snap *ml_snap(struct ml_snap *s, struct memleak *ml, uint
 {
 	ml_snap_data__clear(&s->d);
 	free(s->pids);
-	memleak__snapshot(ml, 10, 0, 0, &s->d);
+	memleak__snapshot(ml, 10, 0, 0, 0, &s->d);
 	s->pids = calloc(s->d.nr_procs + 1, sizeof(*s->pids));
 	for (size_t i = 0; s->pids && i < s->d.nr_procs; i++) {
 		const struct ml_stats *st = &s->d.procs[i].st;
@@ -206,7 +206,7 @@ static void feed_memleak(struct memleak *ml, uint32_t pid, const char *comm, int
 					    .tid = pid, .ts_ns = 1, .addr = 0x1000 + 0x100 * i, .size = 100 };
 
 		snprintf(e.comm, sizeof(e.comm), "%s", comm);
-		memleak__on_alloc(ml, &e);
+		memleak__on_alloc(ml, &e, NULL);
 	}
 	for (int i = 0; i < frees; i++) {
 		struct gp_free_event e = { .type = GP_EV_FREE, .api = GP_API_cuMemFree_v2, .pid = pid,
@@ -283,7 +283,7 @@ cleanup:
 
 static void test_memleak_series(void)
 {
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct ml_snap s = { 0 };
 	const struct gp_snap *snaps[1];
 	char *out = NULL;
@@ -356,7 +356,7 @@ cleanup:
  * seconds, hit cost, drops, tracked processes). */
 static void test_help_type_every_family(void)
 {
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct cudatrace *ct = five_kernels();
 	struct ml_snap ms = { 0 };
 	struct ct_snap cs = { 0 };
@@ -406,7 +406,7 @@ cleanup:
 
 static void test_retention_removes_exited(void)
 {
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct cudatrace *ct = five_kernels();
 	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 20, .ts_ns = 1000, .comm = "trainer" };
 	struct ml_snap ms = { 0 };
@@ -449,7 +449,7 @@ cleanup:
 /* A PID reused while the exited process's series are retained: one series, the live one. */
 static void test_reused_pid_one_series(void)
 {
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 10, .ts_ns = 5, .comm = "old" };
 	struct ml_snap ms = { 0 };
 	const struct gp_snap *snaps[1];
