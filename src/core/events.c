@@ -20,6 +20,7 @@ struct gp_events {
 	struct ring_buffer *rb;
 	struct source src[MAX_SOURCES];
 	int nr_src;
+	int tick_ms; /* > 0: the shortest wait a subscriber asked for */
 	uint64_t handled, malformed;
 };
 
@@ -166,9 +167,19 @@ int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h
 	return 0;
 }
 
+void gp_events__want_tick(struct gp_events *ev, int ms)
+{
+	if (ms > 0 && (!ev->tick_ms || ms < ev->tick_ms))
+		ev->tick_ms = ms;
+}
+
 int gp_events__poll(struct gp_events *ev, int timeout_ms)
 {
 	int n;
+
+	if (ev->tick_ms && ev->tick_ms < timeout_ms)
+		timeout_ms = ev->tick_ms;
+	ev->tick_ms = 0;
 
 	if (!ev->rb) { /* no ring buffer (--ioctl alone aggregates in BPF): just wait */
 		usleep((useconds_t)timeout_ms * 1000);

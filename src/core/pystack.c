@@ -688,7 +688,10 @@ int pystack__format(struct pystack *ps, int pid, const struct gp_py_frame *f,
 		line = pystack__line_311(pc->linetable, pc->linetable_len,
 					 pc->firstlineno, off / 2);
 	}
-	snprintf(buf, len, "%s (%s:%d)", pc->name, pc->file, line);
+	if (line > 0)
+		snprintf(buf, len, "%s (%s:%d)", pc->name, pc->file, line);
+	else	/* a table that does not cover the instruction (a code object freed since) */
+		snprintf(buf, len, "%s (%s:?)", pc->name, pc->file);
 cleanup:
 	return ret;
 }

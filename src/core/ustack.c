@@ -19,7 +19,7 @@
 #define CACHE_SLOTS 16384            /* named native frames, direct-mapped by (pid, pc) */
 #define MAX_PROCS 4096               /* processes looked at (gp_py_procs holds as many) */
 #define WAIT_NS (5ull * 1000000000)  /* how long a python* waits for its libpython */
-#define RETRY_NS (20ull * 1000000)   /* between two looks at a waiting process */
+#define RETRY_NS (2ull * 1000000)    /* between two looks at a waiting process */
 #define SWEEP_NS (5ull * 1000000000) /* between two sweeps of exited processes */
 #define EVAL_FN "_PyEval_EvalFrameDefault"
 
@@ -227,23 +227,26 @@ void ustack__fork(struct ustack *u, uint32_t parent, uint32_t child)
 	}
 }
 
-void ustack__tick(struct ustack *u)
+size_t ustack__tick(struct ustack *u)
 {
 	uint64_t now = gp_mono_ns(), pid;
+	size_t waiting = 0;
 	void *v;
 
 	if (!u || u->py_fd < 0)
-		return;
+		return 0;
 	for (size_t it = 0; u64map__next(u->procs, &it, &pid, &v);) {
 		struct pyproc *p = v;
 
 		if (p->state == PY_WAIT && now >= p->next_ns)
 			inspect(u, (uint32_t)pid, p);
+		waiting += p->state == PY_WAIT;
 	}
 	if (now >= u->next_sweep_ns) {
 		sweep(u);
 		u->next_sweep_ns = now + SWEEP_NS;
 	}
+	return waiting;
 }
 
 void ustack__forget(struct ustack *u, uint32_t pid)
@@ -400,54 +403,70 @@ static unsigned int unwind_flags(unsigned int f)
 	       (f & UNWIND_TOO_DEEP ? USTACK_TOO_DEEP : 0) | (f & UNWIND_NO_STACK ? USTACK_NO_STACK : 0);
 }
 
+/* The texts of a record's Python frames: read first, before anything slower, because a
+ * code object may die soon after the call (a module's, once the script has run). */
+struct pytexts {
+	unsigned int n;
+	const char *text[GP_PY_MAX_FRAMES];
+	bool entry[GP_PY_MAX_FRAMES];
+};
+
+static void py_texts(struct ustack *u, uint32_t pid, const struct gp_py_stack *py, struct pytexts *pt)
+{
+	pt->n = py && py->status == GP_PY_OK ? py->nr : 0;
+	if (pt->n > GP_PY_MAX_FRAMES)
+		pt->n = GP_PY_MAX_FRAMES;
+	for (unsigned int k = 0; k < pt->n; k++) {
+		pt->text[k] = py_frame(u, pid, &py->frames[k]);
+		pt->entry[k] = py->frames[k].flags & GP_PY_FRAME_ENTRY;
+	}
+}
+
 /* Native frames (named) and Python frames into out, in their merged order. */
 static void merge(struct ustack *u, uint32_t pid, const uint64_t *pcs, unsigned int nn,
-		  const struct gp_py_stack *py, struct ustack_frames *out)
+		  const struct pytexts *pt, struct ustack_frames *out)
 {
-	const char *nat[UNWIND_MAX_FRAMES + 1], *pyt[GP_PY_MAX_FRAMES];
-	bool ev[UNWIND_MAX_FRAMES + 1], entry[GP_PY_MAX_FRAMES], unresolved = false, un;
+	const char *nat[UNWIND_MAX_FRAMES + 1];
+	bool ev[UNWIND_MAX_FRAMES + 1], unresolved = false, un;
 	int order[USTACK_MAX_FRAMES];
-	unsigned int np = py && py->status == GP_PY_OK ? py->nr : 0;
 	size_t n;
 
 	if (nn > UNWIND_MAX_FRAMES + 1)
 		nn = UNWIND_MAX_FRAMES + 1;
-	if (np > GP_PY_MAX_FRAMES)
-		np = GP_PY_MAX_FRAMES;
 	for (unsigned int i = 0; i < nn; i++) {
 		nat[i] = native(u, pid, pcs[i], i > 0, &un);
 		unresolved |= un;
 		ev[i] = is_eval(nat[i]);
 	}
-	for (unsigned int k = 0; k < np; k++) {
-		pyt[k] = py_frame(u, pid, &py->frames[k]);
-		entry[k] = py->frames[k].flags & GP_PY_FRAME_ENTRY;
-	}
 	if (unresolved)
 		out->flags |= USTACK_UNRESOLVED;
-	n = ustack__interleave(ev, nn, entry, np, out->flags & USTACK_PARTIAL, order, USTACK_MAX_FRAMES,
+	n = ustack__interleave(ev, nn, pt->entry, pt->n, out->flags & USTACK_PARTIAL, order, USTACK_MAX_FRAMES,
 			       &out->flags);
 	for (size_t i = 0; i < n; i++)
-		out->frames[i] = order[i] >= 0 ? nat[order[i]] : pyt[-1 - order[i]];
+		out->frames[i] = order[i] >= 0 ? nat[order[i]] : pt->text[-1 - order[i]];
 	out->nr = (unsigned int)n;
-	out->nr_py = np;
+	out->nr_py = pt->n;
 	u->st.stacks++;
 	u->st.native_frames += nn;
-	u->st.py_frames += np;
+	u->st.py_frames += pt->n;
 	u->st.unresolved += unresolved;
 }
 
 int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_frames *out)
 {
 	struct pyproc *p = u->py_fd >= 0 ? u64map__get(u->procs, e->pid) : NULL;
+	struct pytexts pt;
 	int r;
 
 	memset(out, 0, offsetof(struct ustack_frames, frames));
 	u->used = 0;
-	if (u->py_fd >= 0 && !p) { /* not seen before (node-wide, or -p --tree found late) */
+	/* not seen before (node-wide, a -p --tree descendant started late), or still waiting
+	 * for its libpython: looked at now, for the next allocations */
+	if (u->py_fd >= 0 && (!p || p->state == PY_WAIT)) {
 		ustack__watch(u, e->pid);
 		p = u64map__get(u->procs, e->pid);
 	}
+	py_texts(u, e->pid, &e->py, &pt);
 	r = unwinder__unwind(u->uw, (int)e->pid, &e->copy, &u->uf);
 	if (r) { /* the process is gone: the probed pc, unnamed */
 		u->uf.nr = 1;
@@ -461,7 +480,7 @@ int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct u
 	if ((e->py.status != GP_PY_OK && e->py.status != GP_PY_NOT_PYTHON) ||
 	    (e->py.status == GP_PY_NOT_PYTHON && p && p->state == PY_YES))
 		out->flags |= USTACK_PY_UNREAD;
-	merge(u, e->pid, u->uf.pcs, u->uf.nr, &e->py, out);
+	merge(u, e->pid, u->uf.pcs, u->uf.nr, &pt, out);
 	return r;
 }
 
@@ -476,8 +495,10 @@ int ustack__from_pcs(struct ustack *u, uint32_t pid, const __u64 *pcs, unsigned 
 		n = GP_MAX_STACK;
 	if (n == GP_MAX_STACK)
 		out->flags |= USTACK_TOO_DEEP;
+	struct pytexts none = { 0 };
+
 	for (unsigned int i = 0; i < n; i++)
 		v[i] = pcs[i];
-	merge(u, pid, v, n, NULL, out);
+	merge(u, pid, v, n, &none, out);
 	return 0;
 }

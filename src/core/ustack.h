@@ -85,8 +85,9 @@ void ustack__watch(struct ustack *u, uint32_t pid);
 void ustack__exec(struct ustack *u, uint32_t pid, bool followed);
 /* A fork: the child has the parent's interpreter at the same addresses. */
 void ustack__fork(struct ustack *u, uint32_t parent, uint32_t child);
-/* Retries the processes still waiting for their libpython. */
-void ustack__tick(struct ustack *u);
+/* Retries the processes still waiting for their libpython; returns how many still
+ * wait (the caller ticks again within a few milliseconds while any does). */
+size_t ustack__tick(struct ustack *u);
 /* Forgets a process that exited or exec'd (its BPF entry too). */
 void ustack__forget(struct ustack *u, uint32_t pid);
 

@@ -24,6 +24,7 @@
 #include "util.h"
 
 #define MAX_PENDING_STACKS 65536 /* threads with a stack waiting for its allocation record */
+#define TICK_MS 2 /* how soon to look again at an interpreter waiting for its libpython */
 
 struct ml_settings ml_settings = {
 	.top = 10,
@@ -230,13 +231,17 @@ static void h_proc(void *ctx, const struct gp_proc_event *e)
 	if (e->type != GP_EV_EXEC)
 		return;
 	ustack__exec(m->us, e->pid, m->run->filter);
+	gp_events__want_tick(m->run->events, TICK_MS);
 	if (memleak__on_exec(m->ml, e))
 		gp_run__exit_report(m->run, m, e->pid);
 }
 
 static void h_tick(void *ctx)
 {
-	ustack__tick(((struct memleak_mode *)ctx)->us);
+	struct memleak_mode *m = ctx;
+
+	if (ustack__tick(m->us))
+		gp_events__want_tick(m->run->events, TICK_MS);
 }
 
 /* The processes already running when tracing starts: -p, with --tree their descendants
