@@ -5,7 +5,12 @@
 #include <string.h>
 #include "apis.h"
 #include "events.h"
+#include <json-c/json.h>
+#include "folded.h"
 #include "memleak.h"
+#include "memleak_mode.h"
+#include "mode.h"
+#include "run.h"
 #include "unit.h"
 #include "u64map.h"
 #include "ustack.h"
@@ -184,6 +189,168 @@ static void test_no_stack_groups(void)
 		goto cleanup;
 cleanup:
 	ml_snap_data__clear(&d);
+	memleak__free(ml);
+}
+
+/* A report's snapshot: two processes, three stacks (one partial). */
+static int report_snap(struct memleak *ml, struct ml_snap *s, bool show_allocs, int top)
+{
+	static const char *const py[] = { "cuMemAlloc_v2+0x0 (libcuda.so.1)", "leak (a;b.py:3)", "<module> (b.py:9)" };
+	struct ml_stack_in in_py = { py, 3, 0 };
+	struct gp_alloc_event a;
+
+	for (int i = 0; i < 3; i++) {
+		a = alloc_ev(21, GP_API_cuMemAlloc_v2, 0x1000 + i * 0x100, 1000);
+		memleak__on_alloc(ml, &a, &stack_a);
+	}
+	a = alloc_ev(21, GP_API_cuMemAlloc_v2, 0x5000, 70);
+	memleak__on_alloc(ml, &a, &stack_b);
+	a = alloc_ev(22, GP_API_cuMemAllocManaged, 0x9000, 4096);
+	strcpy(a.comm, "trainer");
+	memleak__on_alloc(ml, &a, &in_py);
+	memset(s, 0, sizeof(*s));
+	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = "final", .now_ns = 1000 };
+	s->top = top;
+	s->stacks = GP_STACKS_COPY;
+	s->show_allocs = show_allocs;
+	return memleak__snapshot(ml, 1000, 0, ML_SNAP_ALLOCS, 0, &s->d);
+}
+
+static char *render(void (*fn)(FILE *, const struct ml_snap *), const struct ml_snap *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	fn(f, s);
+	fclose(f);
+	return buf;
+}
+
+static void as_text(FILE *f, const struct ml_snap *s)
+{
+	struct gp_run run = { 0 };
+
+	ml_report__text(f, &s->hdr, &run);
+}
+
+static void as_folded(FILE *f, const struct ml_snap *s)
+{
+	ml_report__folded(f, &s->hdr);
+}
+
+/* --folded: one line per stack, root-first under its process, the values summing to the
+ * outstanding bytes; read back by the folded reader. */
+static void test_report_folded(void)
+{
+	struct memleak *ml = memleak__new(0);
+	struct folded *back = folded__new();
+	struct folded_read_stats st = { 0 };
+	const struct folded_stack *v;
+	struct ml_snap s;
+	char *out = NULL, err[128];
+	FILE *f = NULL;
+	size_t n;
+
+	if (!ASSERT_EQ(report_snap(ml, &s, false, 10), 0, "snapshot"))
+		goto cleanup;
+	out = render(as_folded, &s);
+	if (!ASSERT_TRUE(out != NULL, "rendered"))
+		goto cleanup;
+	f = fmemopen(out, strlen(out), "r");
+	if (!ASSERT_EQ(folded__read(back, f, &st, err, sizeof(err)), 0, "folded__read") ||
+	    !ASSERT_EQ(st.skipped, 0, "no line skipped") || !ASSERT_EQ(folded__count(back), 3, "three stacks") ||
+	    !ASSERT_EQ(folded__total(back), 3000 + 70 + 4096, "the outstanding bytes"))
+		goto cleanup;
+	n = folded__sorted(back, &v);
+	if (!ASSERT_EQ(n, 3, "sorted") ||
+	    !ASSERT_STR_EQ(v[0].stack, "app (PID 21);[partial stack];main+0x30 (app) at app.c:41;"
+			   "other+0x8 (app) at app.c:20;cuMemAlloc_v2+0x0 (libcuda.so.1)", "partial, root-first") ||
+	    !ASSERT_EQ(v[0].value, 70, "its bytes") ||
+	    !ASSERT_STR_EQ(v[1].stack, "app (PID 21);main+0x20 (app) at app.c:40;leaf+0x1a (app) at app.c:10;"
+			   "cuMemAlloc_v2+0x0 (libcuda.so.1)", "complete") ||
+	    !ASSERT_EQ(v[1].value, 3000, "three allocations in one line") ||
+	    !ASSERT_STR_EQ(v[2].stack, "trainer (PID 22);<module> (b.py:9);leak (a:b.py:3);cuMemAlloc_v2+0x0 (libcuda.so.1)",
+			   "Python frames, ';' made safe"))
+		goto cleanup;
+cleanup:
+	if (f)
+		fclose(f);
+	free(out);
+	folded__free(back);
+	ml_snap_data__clear(&s.d);
+	memleak__free(ml);
+}
+
+/* Text: a block per stack, biggest first, its status, --top and --show-allocs. */
+static void test_report_text(void)
+{
+	struct memleak *ml = memleak__new(0);
+	struct ml_snap s;
+	char *out = NULL;
+
+	if (!ASSERT_EQ(report_snap(ml, &s, false, 1), 0, "snapshot"))
+		goto cleanup;
+	out = render(as_text, &s);
+	if (!ASSERT_STR_CONTAINS(out, "PID 21 (app): 4 outstanding allocations, 3070 bytes", "process line") ||
+	    !ASSERT_STR_CONTAINS(out, "    3000 bytes (2.9 KiB) in 3 allocations from cuMemAlloc_v2, oldest 0.000s:\n"
+				 "        cuMemAlloc_v2+0x0 (libcuda.so.1)\n        leaf+0x1a (app) at app.c:10\n", "the stack") ||
+	    !ASSERT_STR_CONTAINS(out, "    ... 1 more stack (--top)", "--top 1") ||
+	    !ASSERT_FALSE(strstr(out, " by cuMemAlloc_v2, age ") != NULL, "no allocation listed"))
+		goto cleanup;
+	free(out);
+	ml_snap_data__clear(&s.d);
+	memleak__free(ml);
+	ml = memleak__new(0);
+	if (!ASSERT_EQ(report_snap(ml, &s, true, -1), 0, "snapshot"))
+		goto cleanup;
+	out = render(as_text, &s);
+	if (!ASSERT_STR_CONTAINS(out, "        [partial: the stack copy ended before the stack did (--stack-bytes)]\n"
+				 "      70 bytes at 0x5000 by cuMemAlloc_v2", "partial, then its allocation") ||
+	    !ASSERT_STR_CONTAINS(out, "      4096 bytes at 0x9000 by cuMemAllocManaged", "the managed one"))
+		goto cleanup;
+cleanup:
+	free(out);
+	ml_snap_data__clear(&s.d);
+	memleak__free(ml);
+}
+
+/* JSON: "stacks" per process, with allocations only on request. */
+static void test_report_json(void)
+{
+	struct memleak *ml = memleak__new(0);
+	struct gp_run run = { 0 };
+	json_object *o = json_object_new_object(), *procs, *p, *st, *x;
+	struct ml_snap s;
+
+	if (!ASSERT_EQ(report_snap(ml, &s, true, 10), 0, "snapshot"))
+		goto cleanup;
+	ml_report__json(o, &s.hdr, &run);
+	if (!ASSERT_TRUE(json_object_object_get_ex(o, "processes", &procs), "processes"))
+		goto cleanup;
+	p = json_object_array_get_idx(procs, 0);
+	json_object_object_get_ex(p, "stacks", &st);
+	if (!ASSERT_EQ(json_object_array_length(st), 2, "two stacks of PID 21"))
+		goto cleanup;
+	x = json_object_array_get_idx(st, 1);
+	if (!ASSERT_STR_EQ(json_object_to_json_string_ext(x, JSON_C_TO_STRING_PLAIN),
+			   "{\"outstanding_bytes\":70,\"outstanding_allocs\":1,\"oldest_age_s\":0.0,"
+			   "\"apis\":[\"cuMemAlloc_v2\"],\"kinds\":[\"device\"],\"partial\":true,"
+			   "\"flags\":[\"truncated\"],\"frames\":[\"cuMemAlloc_v2+0x0 (libcuda.so.1)\","
+			   "\"other+0x8 (app) at app.c:20\",\"main+0x30 (app) at app.c:41\"],"
+			   "\"allocs\":[{\"address\":\"0x5000\",\"size\":70,\"api\":\"cuMemAlloc_v2\","
+			   "\"kind\":\"device\",\"age_s\":0.0,\"tid\":22}]}", "a partial stack"))
+		goto cleanup;
+	json_object_object_get_ex(p, "stacks_bytes", &x);
+	if (!ASSERT_EQ(json_object_get_uint64(x), 3070, "stacks_bytes"))
+		goto cleanup;
+	json_object_object_get_ex(o, "stacks", &x);
+	ASSERT_STR_EQ(json_object_get_string(x), "dwarf", "the stacks mode");
+cleanup:
+	json_object_put(o);
+	ml_snap_data__clear(&s.d);
 	memleak__free(ml);
 }
 
@@ -425,6 +592,9 @@ int main(void)
 	RUN_TEST(test_alloc_free_accounting);
 	RUN_TEST(test_groups_by_stack);
 	RUN_TEST(test_no_stack_groups);
+	RUN_TEST(test_report_folded);
+	RUN_TEST(test_report_text);
+	RUN_TEST(test_report_json);
 	RUN_TEST(test_free_families_do_not_cross);
 	RUN_TEST(test_mappings);
 	RUN_TEST(test_exit_detaches_pid);
