@@ -186,6 +186,9 @@ int gp_events__poll(struct gp_events *ev, int timeout_ms)
 		return 0;
 	}
 	n = ring_buffer__poll(ev->rb, timeout_ms);
+	/* records submitted without a wake-up (--memleak's) are read when the wait ends */
+	if (n == 0)
+		n = ring_buffer__consume(ev->rb);
 	for (int i = 0; i < ev->nr_src; i++)
 		for (int k = 0; k < ev->src[i].nr_h; k++)
 			if (ev->src[i].h[k].on_tick)

@@ -25,6 +25,7 @@
 
 #define MAX_PENDING_STACKS 65536 /* threads with a stack waiting for its allocation record */
 #define TICK_MS 2 /* how soon to look again at an interpreter waiting for its libpython */
+#define READ_MS 10 /* the records wake nobody (cuda_mem.bpf.c): they are read this often */
 
 struct ml_settings ml_settings = {
 	.top = 10,
@@ -106,6 +107,15 @@ static int stack_mode(const struct gp_run *run)
 		return GP_STACKS_COPY;
 	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_find_vma, NULL) > 0 ? GP_STACKS_COPY :
 											     GP_STACKS_FP;
+}
+
+/* A stack record is 18 KiB: the default ring (4 MiB) holds about 230, which a reader
+ * kept off the CPU for 50 ms loses at 5000 allocations per second. */
+#define STACKS_RING_BYTES (32ull << 20)
+
+static uint64_t m_ring_bytes(const struct gp_run *run)
+{
+	return stack_mode(run) == GP_STACKS_COPY ? STACKS_RING_BYTES : 0;
 }
 
 static int m_open(struct gp_run *run, void **st, char *err, size_t len)
@@ -240,8 +250,7 @@ static void h_tick(void *ctx)
 {
 	struct memleak_mode *m = ctx;
 
-	if (ustack__tick(m->us))
-		gp_events__want_tick(m->run->events, TICK_MS);
+	gp_events__want_tick(m->run->events, ustack__tick(m->us) ? TICK_MS : READ_MS);
 }
 
 /* The processes already running when tracing starts: -p, with --tree their descendants
@@ -275,6 +284,7 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 	r = gp_run__subscribe(run, &h);
 	if (r)
 		snprintf(err, len, "cannot read the ring buffer: %s", strerror(-r));
+	gp_events__want_tick(run->events, READ_MS);
 	return r;
 }
 
@@ -385,6 +395,7 @@ const struct gp_mode gp_mode_memleak = {
 	.exit_reports = true,
 	.probe_hits = true,
 	.options = options,
+	.ring_bytes = m_ring_bytes,
 	.open = m_open,
 	.start = m_start,
 	.snapshot = m_snapshot,
