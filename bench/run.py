@@ -615,11 +615,19 @@ def stacks(have_bt, results):
                                added_min=min(added) if added else None, added_max=max(added) if added else None))
         stack_only = {k: sorted(ns[k][i] - ns["gp_none"][i] for i in range(REPS))
                       for k in ns if k.startswith("gp_") and k != "gp_none"}
-        fams[fam] = dict(title=title, cmd_work=describe(cfgs[0], work), ratios=ratios, bpf_ns=stats,
-                         stack_only=stack_only,
-                         cfgs=[dict(name=c["name"], label=c["label"], cmd=describe(c, work), runs=per[c["name"]])
-                               for c in cfgs])
+        fams[fam] = dict(title=title, ratios=ratios, bpf_ns=stats, stack_only=stack_only,
+                         cfgs=[dict(name=c["name"], label=c["label"], cmd=stk_describe(c, work),
+                                    runs=per[c["name"]]) for c in cfgs])
     results["stacks"] = fams
+
+
+def stk_describe(cfg, work):
+    """describe(), with paths outside the tree (the interpreter) left absolute."""
+    outside = [w for w in work if w.startswith("/") and not w.startswith(ROOT)]
+    text = describe(cfg, work)
+    for w in outside:
+        text = text.replace(os.path.relpath(w, ROOT), w)
+    return text
 
 
 def platform_python():
