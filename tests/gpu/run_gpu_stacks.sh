@@ -73,7 +73,7 @@ drive_pid() {
 	app=$!
 	exec 8>$W/in
 	for i in $(seq 1200); do grep -q '^READY' $W/app.out && break; sleep 0.1; done
-	"$GP" --memleak --json --show-allocs -p $app >"$out" 2>$W/gp.err &
+	"$GP" --memleak --json --show-allocs -p $app >"$out" 2>$W/gp.err 8>&- &
 	gp=$!
 	for i in $(seq 200); do grep -q "gpuprobe: tracing" $W/gp.err && break; sleep 0.1; done
 	cat $W/gp.err
