@@ -290,6 +290,11 @@ def python_checks(py):
     pf = py_frames(s)
     check(len(pf) == 64 and "python_truncated" in s["flags"] and pf[0].startswith("leak_buffer ") and
           pf[1] == f"recurse ({f}:{t['recurse_base']})", f"{what}: deep: {s['flags']} {pf[:3]} ({len(pf)})")
+    # a fork without exec: the child has its parent's interpreter (the parent allocates nothing)
+    _, _, rep = run_app([py, PYALLOC, FAKECUDA, "fork"])
+    eq(len(rep["processes"]), 1, f"{what}: only the child allocated")
+    pf = py_frames(only_stack(rep))
+    eq(pf[:2], [want[0], f"forked_child ({f}:{t['forked_child']})"], f"{what}: the forked child's frames")
     # its own PID namespace (a container's): found through the thread pointer, not the tid
     _, _, rep = run_app(["unshare", "--pid", "--fork", py, PYALLOC, FAKECUDA, "thread"])
     pf = py_frames(only_stack(rep, os.path.basename(os.path.realpath(py))[:15]))
@@ -328,6 +333,24 @@ def test_python_frames():
         if not os.path.exists(py):
             raise gp.Failure(f"{py}: no such interpreter")
         python_checks(py)
+
+
+def test_python_in_its_own_mount_namespace():
+    """The interpreter at a path only its mount namespace has (a container's): looked
+    at through /proc/PID/root."""
+    d = tempfile.mkdtemp(prefix="gp-pyns-")
+    try:
+        script = (f"mount -t tmpfs tmpfs {d} && cp /usr/bin/python3.11 {d}/python3.11 && "
+                  f"exec {d}/python3.11 {PYALLOC} {FAKECUDA}")
+        _, _, rep = run_app(["unshare", "-m", "--propagation", "private", "sh", "-c", script])
+        check(not os.path.exists(os.path.join(d, "python3.11")), "the interpreter is invisible outside")
+        s = only_stack(rep, "python3.11")
+        t = tags()
+        eq(py_frames(s)[:2], [f"leak_buffer (pyalloc.py:{t['leak_buffer']})", f"make_layer (pyalloc.py:{t['make_layer']})"],
+           "Python frames of an interpreter only the namespace has")
+        check_interleaved(s, "mount namespace")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_python_frames_off():
