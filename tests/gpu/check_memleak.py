@@ -37,7 +37,7 @@ def main():
     print("calls:", {k: v for k, v in rep["calls"].items() if v})
     # --show-allocs lists each allocation under its stack; each gets its stack's frames
     got = {(int(a["address"], 16), a["size"]): dict(a, stack=s["frames"]) for s in p["stacks"] for a in s["allocs"]}
-    print(f"stacks: {len(p['stacks'])} ({rep['stacks']}), partial: {sum(s['partial'] for s in p['stacks'])}")
+    print(f"stacks: {len(p['stacks'])} ({rep['stack_mode']}), partial: {sum(s['partial'] for s in p['stacks'])}")
     ok = True
     if mode == "cuda":
         want = {(int(l["address"], 16), l["size"]): l for l in truth["leaks"]}

@@ -39,7 +39,7 @@ def final_proc(path, pid):
     ps = [p for p in fin[0]["processes"] if p["pid"] == pid]
     if not ps:
         sys.exit(f"FAIL: PID {pid} not in the final report")
-    print(f"report: stacks {fin[0]['stacks']}, dropped_events {fin[0]['dropped_events']}, "
+    print(f"report: stack_mode {fin[0]['stack_mode']}, dropped_events {fin[0]['dropped_events']}, "
           f"stack_unreadable {fin[0]['drops']['stack_unreadable']}")
     return fin[0], ps[-1]
 

@@ -118,7 +118,7 @@ def test_frame_pointer_mode():
     """--stacks fp: the kernel's walk; without frame pointers it names the caller (6.11+
     adds it at a function's entry) but cannot go on from there."""
     _, _, rep = run_app([os.path.join(STK, "stackapp"), "chain"], extra=["--stacks", "fp"])
-    eq(rep["stacks"], "fp", "stacks mode")
+    eq(rep["stack_mode"], "fp", "stacks mode")
     s = only_stack(rep)
     names = [func(f) for f in s["frames"]]
     eq(names[:2], ["cuMemAlloc_v2", "stackapp_leaf"], f"the probed function and its caller: {names}")
@@ -135,11 +135,19 @@ def test_stripped_with_separate_debug_file():
     eq(s["partial"], False, "complete")
 
 
+def check_stopped(s):
+    """Partial, stopped. The frame-pointer fallback may also have read a garbage %rbp just
+    above a copy that a missing page cut short (the main thread's stack has a random
+    untouched gap), which adds "truncated": both are true."""
+    check(s["partial"] and "stopped" in s["flags"] and set(s["flags"]) <= {"stopped", "truncated"},
+          f"partial, stopped: {s['flags']}")
+
+
 def test_debug_file_of_another_build():
     """The same binary beside a debug file of another build: rejected; the stack stops
     where the driver's CFI ends and says so."""
     s = stackapp("bad/stackapp-nocfi", "chain")
-    eq((s["partial"], s["flags"]), (True, ["stopped"]), "partial, stopped")
+    check_stopped(s)
     eq(len(s["frames"]), 2, f"the probed function and the leaf only: {s['frames']}")
     check(s["frames"][1].startswith("0x") and "(stackapp-nocfi)" in s["frames"][1],
           f"the leaf unnamed: the rejected file gave nothing: {s['frames']}")
@@ -147,7 +155,7 @@ def test_debug_file_of_another_build():
 
 def test_corrupt_eh_frame():
     s = stackapp("stackapp-corrupt", "chain")
-    eq((s["partial"], s["flags"]), (True, ["stopped"]), "partial, stopped")
+    check_stopped(s)
     eq([func(f) for f in s["frames"]], ["cuMemAlloc_v2", "stackapp_leaf"], "nothing invented")
 
 

@@ -164,7 +164,7 @@ def test_no_stacks():
         rep = final(r.stdout)
         p = proc(rep, t["pid"])
         check_exact(p, t)
-        eq(rep["stacks"], "none", "stacks mode")
+        eq(rep["stack_mode"], "none", "stacks mode")
         eq([(s["frames"], s["outstanding_allocs"]) for s in p["stacks"]], [([], 2)],
            f"one group without frames with {flag}")
 
@@ -185,7 +185,7 @@ def test_grouped_by_stack():
     eq(s["kinds"], ["device"], "its kind")
     check("allocs" not in s and "allocs" not in p, "no per-allocation list without --show-allocs")
     check(0 < s["oldest_age_s"] < 30, f"oldest age {s['oldest_age_s']}")
-    eq(rep["stacks"], "dwarf", "auto picks dwarf on this kernel")
+    eq(rep["stack_mode"], "dwarf", "auto picks dwarf on this kernel")
     check_stacks(p)
     # the text report: the group, its frames, then nothing per allocation
     r = gp.gpuprobe(["--memleak", "--libcuda", FAKECUDA], cmd=[APP, "--allocs", "12", "--leaks", "5"])

@@ -346,7 +346,7 @@ static void test_report_json(void)
 	json_object_object_get_ex(p, "stacks_bytes", &x);
 	if (!ASSERT_EQ(json_object_get_uint64(x), 3070, "stacks_bytes"))
 		goto cleanup;
-	json_object_object_get_ex(o, "stacks", &x);
+	json_object_object_get_ex(o, "stack_mode", &x);
 	ASSERT_STR_EQ(json_object_get_string(x), "dwarf", "the stacks mode");
 cleanup:
 	json_object_put(o);

@@ -261,7 +261,7 @@ void ml_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 	static const char *const modes[] = { [GP_STACKS_NONE] = "none", [GP_STACKS_FP] = "fp",
 					     [GP_STACKS_COPY] = "dwarf" };
 
-	json_object_object_add(o, "stacks", json_object_new_string(modes[s->stacks]));
+	json_object_object_add(o, "stack_mode", json_object_new_string(modes[s->stacks]));
 	json_object_object_add(o, "older_than_s", s->older_than > 0 ? json_object_new_double(s->older_than) : NULL);
 	for (size_t i = 0; i < s->d.nr_procs; i++)
 		json_object_array_add(arr, json_proc(&s->d.procs[i], s, run));
