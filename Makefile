@@ -330,7 +330,7 @@ STK_APP_FLAGS := -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -Itests/fakec
 STK_APP_LINK := tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
 	-Wl,-rpath,$(abspath $(OUTPUT)/fakecuda)
 STK_BINS := $(STK)/stackprobe $(STK)/stackapp $(STK)/stackapp-nocfi $(STK)/bad/stackapp-nocfi \
-	$(STK)/stackapp-corrupt $(OUTPUT)/unit/test_stacks_bpf
+	$(STK)/stackapp-corrupt $(STK)/stackapp-fp $(OUTPUT)/unit/test_stacks_bpf
 
 testbins: $(STK_BINS)
 
@@ -364,6 +364,13 @@ $(STK)/stackapp-nocfi: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) |
 	$(Q)$(CC) $(STK_APP_FLAGS) -fno-asynchronous-unwind-tables -fno-unwind-tables -o $@.full $< $(STK_APP_LINK)
 	$(Q)objcopy --only-keep-debug $@.full $@.debug
 	$(Q)objcopy --strip-all --add-gnu-debuglink=$@.debug $@.full $@ && rm -f $@.full
+
+# No call-frame information at all (no .eh_frame, no -g) but frame pointers: the unwinder's
+# frame-pointer fallback, frame by frame.
+$(STK)/stackapp-fp: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) | $(STK)
+	$(call msg,APP,$@)
+	$(Q)$(CC) -O2 -fno-omit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables -Wall -Wextra \
+		-Werror -Itests/fakecuda -Itests/apps -o $@ $< $(STK_APP_LINK)
 
 # The same stripped binary beside a debug file of ANOTHER build (other build-id).
 $(STK)/bad/stackapp-nocfi: $(STK)/stackapp-nocfi tests/stacks/stackapp.c | $(STK)/bad

@@ -114,6 +114,16 @@ def test_chain_on_another_thread():
     check("truncated" not in s["flags"], s["flags"])
 
 
+def test_frame_pointer_fallback_without_cfi():
+    """No call-frame information for the program's functions (built without unwind
+    tables or -g; only the C runtime's _start has an FDE) but frame pointers: the unwinder
+    walks them frame by frame where CFI is missing, and CFI again in libc."""
+    s = stackapp("stackapp-fp", "chain")
+    names = [func(f) for f in s["frames"]]
+    eq(in_order(names, ["cuMemAlloc_v2"] + CHAIN + ["main"]), 0, f"to main by frame pointers: {names}")
+    eq((s["partial"], s["flags"], names[-1]), (False, [], "_start"), "complete, to _start")
+
+
 def test_frame_pointer_mode():
     """--stacks fp: the kernel's walk; without frame pointers it names the caller (6.11+
     adds it at a function's entry) but cannot go on from there."""
