@@ -343,7 +343,7 @@ STK_APP_FLAGS := -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -Itests/fakec
 STK_APP_LINK := tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
 	-Wl,-rpath,$(abspath $(OUTPUT)/fakecuda)
 STK_BINS := $(STK)/stackprobe $(STK)/stackapp $(STK)/stackapp-nocfi $(STK)/bad/stackapp-nocfi \
-	$(STK)/stackapp-corrupt $(OUTPUT)/unit/test_stacks_bpf
+	$(STK)/stackapp-corrupt $(STK)/stackapp-fp $(OUTPUT)/unit/test_stacks_bpf
 
 testbins: $(STK_BINS)
 
@@ -378,6 +378,13 @@ $(STK)/stackapp-nocfi: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) |
 	$(Q)objcopy --only-keep-debug $@.full $@.debug
 	$(Q)objcopy --strip-all --add-gnu-debuglink=$@.debug $@.full $@ && rm -f $@.full
 
+# No call-frame information at all (no .eh_frame, no -g) but frame pointers: the unwinder's
+# frame-pointer fallback, frame by frame.
+$(STK)/stackapp-fp: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) | $(STK)
+	$(call msg,APP,$@)
+	$(Q)$(CC) -O2 -fno-omit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables -Wall -Wextra \
+		-Werror -Itests/fakecuda -Itests/apps -o $@ $< $(STK_APP_LINK)
+
 # The same stripped binary beside a debug file of ANOTHER build (other build-id).
 $(STK)/bad/stackapp-nocfi: $(STK)/stackapp-nocfi tests/stacks/stackapp.c | $(STK)/bad
 	$(call msg,APP,$@)
@@ -398,27 +405,35 @@ $(OUTPUT)/unit/test_stacks_bpf: tests/stacks/test_stacks.py | $(OUTPUT)/unit
 -include $(STK)/stackprobe.bpf.d
 
 # Every CPython found (Debian's and pyenv's 3.10-3.13; CI has Debian's 3.11 only, which
-# `make test` runs): the Python-frame checks of tests/stacks/test_stacks.py.
+# `make test` runs): the Python-frame checks of tests/stacks/test_stacks.py (the building
+# blocks) and of tests/integration/test_leakstacks.py (gpuprobe --memleak).
 PYSTACK_PYTHONS ?= $(wildcard /usr/bin/python3.1[0-9] /root/.pyenv/versions/3.1[0-3].*/bin/python3.1[0-3])
 .PHONY: test-pystack-all bench-stacks
 test-pystack-all: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)PYSTACK_ONLY=1 PYSTACK_PYTHONS="$(PYSTACK_PYTHONS)" python3 tests/stacks/test_stacks.py
+	$(Q)PYSTACK_PYTHONS="$(PYSTACK_PYTHONS)" python3 tests/integration/test_leakstacks.py python_frames
 
 # What one stack costs per allocation event (fp, copy + DWARF, + Python; libdwfl vs libunwind).
 bench-stacks: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)python3 tests/stacks/bench_stacks.py | tee $(OUTPUT)/stacks/bench.md
 
-# For the GPU machine (no package registry there): the test probe with its libraries
-# (glibc excepted) and tests/stacks/gpu/. There: `sh run_gpu_stacks.sh` as root.
-.PHONY: stacks-bundle
-stacks-bundle: $(STK)/stackprobe
-	$(call msg,BUNDLE,$(STK)/bundle)
-	$(Q)rm -rf $(STK)/bundle && mkdir -p $(STK)/bundle/lib
-	$(Q)cp $(STK)/stackprobe tests/stacks/gpu/* $(STK)/bundle/
-	$(Q)ldd $(STK)/stackprobe | awk '$$3 ~ /^\// {print $$3}' | \
-		grep -v -E '/(libc|libm|libpthread|libdl|ld-linux[^/]*)\.so' | xargs -r -I{} cp -L {} $(STK)/bundle/lib/
+# For the GPU machine (no package registry there): the CUDA C leak workload of
+# tests/gpu/run_gpu_stacks.sh, built here with the CUDA 13 toolkit (-O2, no frame pointers;
+# cudart static and shared; sm_90 code and PTX), to carry with `make bundle`.
+NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) nvcc)
+GPU_OUT := $(OUTPUT)/gpu
+NVCC_FLAGS := -O2 -g -Xcompiler -fomit-frame-pointer -gencode arch=compute_90,code=sm_90 \
+	-gencode arch=compute_90,code=compute_90
+.PHONY: gpu-stacks
+gpu-stacks: $(GPU_OUT)/stacks_leak_static $(GPU_OUT)/stacks_leak_shared
+$(GPU_OUT)/stacks_leak_static: tests/gpu/stacks_leak.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(GPU_OUT) && $(NVCC) $(NVCC_FLAGS) -o $@ $<
+$(GPU_OUT)/stacks_leak_shared: tests/gpu/stacks_leak.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(GPU_OUT) && $(NVCC) $(NVCC_FLAGS) -cudart shared -o $@ $<
 
 # libFuzzer on the CPython line-table decoders (tables come out of traced processes).
 .PHONY: fuzz-stacks

@@ -9,6 +9,7 @@
 #ifndef __VMLINUX_H__ /* user space; BPF gets the types from vmlinux.h */
 #include <linux/types.h>
 #endif
+#include "stacks.h"
 
 #define GP_MAX_STACK 32
 #define GP_COMM_LEN 16
@@ -35,6 +36,8 @@ enum gp_event_type {
 	GP_EV_NCCL_CUDA = 19, /* a driver call --nccl needs (contexts, syncs, event records):
 			       * struct gp_aux_event's layout with this type */
 	GP_EV_DLOPEN = 20, /* the dynamic linker's debugger hook ran: a library set changed */
+	GP_EV_STACK = 21, /* --memleak --stacks dwarf: the registers, a copy of the user stack and
+			   * the Python frames at an allocation's entry (struct gp_stack_event) */
 };
 
 /* A process gpuprobe follows (the tree of a command, -p --tree, --comm, --cgroup): the
@@ -177,6 +180,13 @@ enum gp_api {
 	GP_API__COUNT,
 };
 
+/* How --memleak takes the stack of an allocation (cuda_mem.bpf.c's stack_mode). */
+enum gp_stack_mode {
+	GP_STACKS_NONE = 0,
+	GP_STACKS_FP = 1,   /* bpf_get_stack: the kernel's frame-pointer walk */
+	GP_STACKS_COPY = 2, /* registers + stack copy (+ Python frames): a GP_EV_STACK record */
+};
+
 /* What an allocation holds; decides which free family releases it. */
 enum gp_mem_kind {
 	GP_KIND_DEVICE = 0,
@@ -204,10 +214,26 @@ struct gp_alloc_event {
 	__u64 ts_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
 	__u64 addr;  /* device pointer, host pointer or physical handle */
 	__u64 size;
-	__s32 stack_err; /* <0: bpf_get_stack failed with this errno */
-	__u32 nr_stack;  /* valid entries in stack[] */
+	__s32 stack_err; /* <0: the stack could not be taken (bpf_get_stack's errno, or -ENOSPC:
+			  * no room for the stack record) */
+	__u32 nr_stack;  /* valid entries in stack[] (--stacks fp) */
+	__u32 stack_rec; /* 1: a GP_EV_STACK record of this call (same tid and ts_ns) precedes */
+	__u32 _pad;
 	char comm[GP_COMM_LEN];
 	__u64 stack[GP_MAX_STACK];
+};
+
+/* GP_EV_STACK: sent at the allocation's entry (the registers and stack of the caller are
+ * those of the call), before the call's allocation record, on the same ring buffer; user
+ * space joins the two by (tid, ts_ns). A call that fails sends no allocation record. */
+struct gp_stack_event {
+	__u32 type; /* GP_EV_STACK */
+	__u32 pid;
+	__u32 tid;
+	__u32 _pad;
+	__u64 ts_ns; /* the call's entry: its gp_alloc_event carries the same */
+	struct gp_py_stack py;     /* status GP_PY_NOT_PYTHON when the process is not CPython */
+	struct gp_stack_copy copy; /* user registers and the top of the user stack */
 };
 
 /* GP_EV_FREE, GP_EV_MAP and GP_EV_UNMAP */

@@ -118,6 +118,9 @@ struct gp_mode {
 	bool probe_hits;        /* its snapshots count the uprobe hits of its processes */
 	const struct gp_option *options; /* the options it owns; name NULL ends */
 
+	/* bytes the run's ordered ring buffer should have at least unless --ringbuf-size is
+	 * given (NULL: no wish); asked before anything is opened */
+	uint64_t (*ring_bytes)(const struct gp_run *run);
 	int (*open)(struct gp_run *run, void **st, char *err, size_t len);
 	/* probes on one more library file of a kind it needs (enum gp_lib) */
 	int (*attach)(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len);

@@ -73,8 +73,13 @@ oom:
  * write them (bpf_map__reuse_fd) and read once. */
 static int open_shared_rb(struct gp_run *run, char *err, size_t len)
 {
-	int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gp_shared_rb", 0, 0,
-				(__u32)run->o->ringbuf_size, NULL);
+	uint64_t size = run->o->ringbuf_size;
+	int fd;
+
+	for (int i = 0; i < run->nr && !run->o->ringbuf_set; i++)
+		if (run->slot[i].m->ring_bytes && run->slot[i].m->ring_bytes(run) > size)
+			size = run->slot[i].m->ring_bytes(run);
+	fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gp_shared_rb", 0, 0, (__u32)size, NULL);
 
 	if (fd < 0) {
 		snprintf(err, len, "cannot create the ring buffer: %s%s", strerror(errno),

@@ -90,7 +90,7 @@ static const struct gp_snap *ml_snap(struct ml_snap *s, struct memleak *ml, uint
 {
 	ml_snap_data__clear(&s->d);
 	free(s->pids);
-	memleak__snapshot(ml, 10, 0, 0, &s->d);
+	memleak__snapshot(ml, 10, 0, 0, 0, &s->d);
 	s->pids = calloc(s->d.nr_procs + 1, sizeof(*s->pids));
 	for (size_t i = 0; s->pids && i < s->d.nr_procs; i++) {
 		const struct ml_stats *st = &s->d.procs[i].st;
@@ -223,7 +223,7 @@ static void feed_memleak(struct memleak *ml, uint32_t pid, const char *comm, int
 					    .tid = pid, .ts_ns = 1, .addr = 0x1000 + 0x100 * i, .size = 100 };
 
 		snprintf(e.comm, sizeof(e.comm), "%s", comm);
-		memleak__on_alloc(ml, &e);
+		memleak__on_alloc(ml, &e, NULL);
 	}
 	for (int i = 0; i < frees; i++) {
 		struct gp_free_event e = { .type = GP_EV_FREE, .api = GP_API_cuMemFree_v2, .pid = pid,
@@ -313,7 +313,7 @@ cleanup:
 
 static void test_memleak_series(void)
 {
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct ml_snap s = { 0 };
 	const struct gp_snap *snaps[1];
 	char *out = NULL;
@@ -351,7 +351,7 @@ static void test_exited_counts_kept_gauges_dropped(void)
 {
 	struct prom_store_opts o = { .retention_ns = 1000 };
 	struct prom_store *st = prom_store__new(&o);
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 21, .ts_ns = 5, .comm = "trainer" };
 	struct ml_snap s = { 0 };
 	const struct gp_snap *snaps[1];
@@ -400,7 +400,7 @@ static void test_short_process_between_renders(void)
 {
 	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
 	struct prom_store *st = prom_store__new(&o);
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct ml_snap s = { 0 };
 	const struct gp_snap *snaps[1];
 	char *out = NULL;
@@ -435,7 +435,7 @@ static void test_exec_same_pid_counted_once(void)
 {
 	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
 	struct prom_store *st = prom_store__new(&o);
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct gp_proc_event exec = { .type = GP_EV_EXEC, .pid = 20, .img = 2, .ts_ns = 3, .comm = "trainer" };
 	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 20, .ts_ns = 9, .img = 2, .comm = "trainer" };
 	struct ml_snap s = { 0 };
@@ -481,7 +481,7 @@ static void test_rename_moves_no_count(void)
 {
 	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
 	struct prom_store *st = prom_store__new(&o);
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct ml_snap s = { 0 };
 	const struct gp_snap *snaps[1];
 	char *out = NULL;
@@ -588,7 +588,7 @@ cleanup:
  * seconds, hit cost, drops, tracked processes). */
 static void test_help_type_every_family(void)
 {
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct cudatrace *ct = five_kernels();
 	struct ml_snap ms = { 0 };
 	struct ct_snap cs = { 0 };
@@ -645,7 +645,7 @@ static void test_born_at_zero_and_retention(void)
 {
 	struct prom_store_opts o = { .retention_ns = 1000, .born_at_zero = true };
 	struct prom_store *st = prom_store__new(&o);
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 20, .ts_ns = 5, .comm = "trainer" };
 	struct ml_snap s = { 0 };
 	const struct gp_snap *snaps[1];
@@ -687,7 +687,7 @@ static void test_per_process_series(void)
 {
 	struct prom_store_opts o = { .per_process = true, .max_process_series = 2, .retention_ns = UINT64_MAX };
 	struct prom_store *st = prom_store__new(&o);
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 21, .ts_ns = 5, .comm = "trainer" };
 	struct ml_snap s = { 0 };
 	const struct gp_snap *snaps[1];
@@ -729,7 +729,7 @@ cleanup:
 
 static void test_pod_labels(void)
 {
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct ml_snap s = { 0 };
 	const struct gp_snap *snaps[1];
 	char *out = NULL;
