@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Kernel feature probing (src/core/kernel_features.c): release parsing, the uretprobe
+ * seccomp hazard range, container runtime detection in a fake root, first-instruction
+ * classification of both architectures from bytes and from files (hostile ones too),
+ * and the live probes on the kernel this runs on, checked against what that kernel's
+ * version says it must have.
+ *   test_features --matrix   prints the matrix for this kernel (tests/vm/guest.sh)
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include "attach.h"
+#include "kernel_features.h"
+#include "procmaps.h"
+#include "unit.h"
+
+/* the live probes' functions (src/core/kernel_features.c), global symbols */
+int gp_feat_push(int), gp_feat_endbr(int), gp_feat_nop(int), gp_feat_branch(int);
+int gp_feat_mov(int), gp_feat_sub(int), gp_feat_other(int);
+
+static void test_parse_release(void)
+{
+	struct gp_kver v;
+
+	ASSERT_EQ(features__parse_release("6.12.13-amd64", &v), 0);
+	ASSERT_EQ(v.major, 6);
+	ASSERT_EQ(v.minor, 12);
+	ASSERT_EQ(v.patch, 13);
+	ASSERT_EQ(features__parse_release("6.1.0-56-cloud-amd64", &v), 0);
+	ASSERT_EQ(v.minor, 1);
+	ASSERT_EQ(v.patch, 0);
+	ASSERT_EQ(features__parse_release("5.15", &v), 0);
+	ASSERT_EQ(v.minor, 15);
+	ASSERT_EQ(v.patch, 0);
+	ASSERT_EQ(features__parse_release("6.11-rc1", &v), 0);
+	ASSERT_EQ(v.minor, 11);
+	ASSERT_EQ(features__parse_release("6.18.44-fc-v669", &v), 0);
+	ASSERT_EQ(v.patch, 44);
+	ASSERT_EQ(features__parse_release("linux", &v), -EINVAL);
+	ASSERT_EQ(features__parse_release("", &v), -EINVAL);
+	ASSERT_EQ(features__parse_release(NULL, &v), -EINVAL);
+	ASSERT_EQ(features__parse_release("-6.1", &v), -EINVAL);
+}
+
+static bool hazard(const char *rel, const char *mach)
+{
+	struct gp_kver v;
+
+	return features__parse_release(rel, &v) == 0 && features__uretprobe_seccomp_hazard(&v, mach);
+}
+
+static void test_seccomp_hazard_range(void)
+{
+	ASSERT_TRUE(!hazard("6.10.14", "x86_64"));
+	ASSERT_TRUE(hazard("6.11.0", "x86_64"));
+	ASSERT_TRUE(hazard("6.11.11", "x86_64"));
+	ASSERT_TRUE(hazard("6.12.0", "x86_64"));
+	ASSERT_TRUE(hazard("6.12.13-amd64", "x86_64"));
+	ASSERT_TRUE(!hazard("6.12.14", "x86_64"));
+	ASSERT_TRUE(!hazard("6.12.57+deb13-amd64", "x86_64"));
+	ASSERT_TRUE(hazard("6.13.2", "x86_64"));
+	ASSERT_TRUE(!hazard("6.13.3", "x86_64"));
+	ASSERT_TRUE(!hazard("6.14.0", "x86_64"));
+	ASSERT_TRUE(!hazard("6.1.0-56-amd64", "x86_64"));
+	ASSERT_TRUE(!hazard("6.12.5", "aarch64")); /* no uretprobe system call there */
+	ASSERT_TRUE(!hazard("7.0.0", "x86_64"));
+}
+
+static char tmpdir[] = "/tmp/gp-features-XXXXXX";
+
+static void put(const char *rel, const char *content)
+{
+	char path[512], dir[600];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, rel);
+	snprintf(dir, sizeof(dir), "mkdir -p \"$(dirname '%s')\"", path);
+	if (system(dir) != 0)
+		return;
+	fp = fopen(path, "w");
+	if (fp) {
+		fputs(content, fp);
+		fclose(fp);
+	}
+}
+
+static void test_container_runtimes(void)
+{
+	char buf[128], warn[1024];
+
+	ASSERT_EQ(features__container_runtimes(tmpdir, buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "");
+	/* no runtime: no warning even in the range */
+	ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5", "x86_64", tmpdir, warn, sizeof(warn)), 0);
+	put("run/docker.sock", "");
+	put("proc/4242/comm", "containerd\n");
+	put("proc/4243/comm", "bash\n");
+	put("proc/self/comm", "dockerd\n"); /* not a PID: ignored */
+	ASSERT_EQ(features__container_runtimes(tmpdir, buf, sizeof(buf)), 2);
+	ASSERT_STR_EQ(buf, "docker, containerd");
+	ASSERT_EQ(features__container_runtimes(tmpdir, buf, 8), 2); /* truncated, terminated */
+	ASSERT_EQ(strlen(buf), 7);
+	ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5-amd64", "x86_64", tmpdir, warn, sizeof(warn)), 1);
+	ASSERT_STR_CONTAINS(warn, "6.12.5-amd64 x86_64");
+	ASSERT_STR_CONTAINS(warn, "docker, containerd");
+	ASSERT_STR_CONTAINS(warn, "6.12.14");
+	ASSERT_STR_CONTAINS(warn, "seccomp=unconfined");
+	ASSERT_EQ(features__seccomp_warning(NULL, "6.12.14", "x86_64", tmpdir, warn, sizeof(warn)), 0);
+	ASSERT_STR_EQ(warn, "");
+	ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5", "aarch64", tmpdir, warn, sizeof(warn)), 0);
+	put("var/run/crio/crio.sock", "");
+	put("proc/77/comm", "conmon\n");
+	ASSERT_EQ(features__container_runtimes(tmpdir, buf, sizeof(buf)), 4);
+	ASSERT_STR_EQ(buf, "docker, containerd, cri-o, podman");
+}
+
+static enum gp_insn_class x86(const char *bytes, size_t n)
+{
+	return features__classify_insn(EM_X86_64, (const unsigned char *)bytes, n);
+}
+
+static enum gp_insn_class a64(uint32_t w)
+{
+	unsigned char b[4] = { w & 0xff, w >> 8 & 0xff, w >> 16 & 0xff, w >> 24 };
+
+	return features__classify_insn(EM_AARCH64, b, 4);
+}
+
+static void test_classify_x86(void)
+{
+	ASSERT_EQ(x86("\x55\x48\x89\xe5", 4), GP_INSN_PUSH);          /* push %rbp */
+	ASSERT_EQ(x86("\x41\x57", 2), GP_INSN_PUSH);                  /* push %r15 */
+	ASSERT_EQ(x86("\x53", 1), GP_INSN_PUSH);                      /* push %rbx */
+	ASSERT_EQ(x86("\xf3\x0f\x1e\xfa\x55", 5), GP_INSN_ENDBR);     /* endbr64 */
+	ASSERT_EQ(x86("\x90", 1), GP_INSN_NOP);
+	ASSERT_EQ(x86("\x0f\x1f\x44\x00\x00", 5), GP_INSN_NOP);       /* nopl 0(%rax,%rax) */
+	ASSERT_EQ(x86("\x66\x0f\x1f\x44\x00\x00", 6), GP_INSN_NOP);
+	ASSERT_EQ(x86("\x66\x90", 2), GP_INSN_NOP);
+	ASSERT_EQ(x86("\xe9\x00\x00\x00\x00", 5), GP_INSN_BRANCH);    /* jmp rel32 */
+	ASSERT_EQ(x86("\xeb\x00", 2), GP_INSN_BRANCH);
+	ASSERT_EQ(x86("\xe8\x00\x00\x00\x00", 5), GP_INSN_BRANCH);    /* call */
+	ASSERT_EQ(x86("\x74\x05", 2), GP_INSN_BRANCH);                /* je */
+	ASSERT_EQ(x86("\x0f\x84\x00\x00\x00\x00", 6), GP_INSN_BRANCH);
+	ASSERT_EQ(x86("\x48\x89\xe5", 3), GP_INSN_MOV);               /* mov %rsp,%rbp */
+	ASSERT_EQ(x86("\x48\x89\xe8", 3), GP_INSN_MOV);               /* mov %rbp,%rax */
+	ASSERT_EQ(x86("\x48\x89\x45\xf8", 4), GP_INSN_OTHER);         /* mov %rax,-8(%rbp) */
+	ASSERT_EQ(x86("\x48\x83\xec\x08", 4), GP_INSN_SUB_SP);        /* sub $8,%rsp */
+	ASSERT_EQ(x86("\x48\x81\xec\x00\x01\x00\x00", 7), GP_INSN_SUB_SP);
+	ASSERT_EQ(x86("\x8d\x47\x01", 3), GP_INSN_OTHER);             /* lea 1(%rdi),%eax */
+	ASSERT_EQ(x86("\xc3", 1), GP_INSN_OTHER);                     /* ret: single-stepped */
+	ASSERT_EQ(x86("\xf3", 1), GP_INSN_OTHER);                     /* truncated endbr */
+	ASSERT_EQ(x86("", 0), GP_INSN_OTHER);
+	ASSERT_STR_EQ(features__insn_class_name(GP_INSN_PUSH), "push");
+	ASSERT_STR_EQ(features__insn_class_name(GP_INSN__COUNT), "?");
+}
+
+static void test_classify_arm64(void)
+{
+	ASSERT_EQ(a64(0xa9bf7bfd), GP_INSN_STP_FP); /* stp x29, x30, [sp, #-16]! */
+	ASSERT_EQ(a64(0xa9be7bfd), GP_INSN_STP_FP); /* stp x29, x30, [sp, #-32]! */
+	ASSERT_EQ(a64(0xa9017bfd), GP_INSN_OTHER);  /* stp x29, x30, [sp, #16]: no writeback */
+	ASSERT_EQ(a64(0xd503233f), GP_INSN_PAC);    /* paciasp */
+	ASSERT_EQ(a64(0xd503237f), GP_INSN_PAC);    /* pacibsp */
+	ASSERT_EQ(a64(0xd503245f), GP_INSN_ENDBR);  /* bti c */
+	ASSERT_EQ(a64(0xd503249f), GP_INSN_ENDBR);  /* bti j */
+	ASSERT_EQ(a64(0xd50324df), GP_INSN_ENDBR);  /* bti jc */
+	ASSERT_EQ(a64(0xd503201f), GP_INSN_NOP);
+	ASSERT_EQ(a64(0x14000002), GP_INSN_BRANCH); /* b */
+	ASSERT_EQ(a64(0x94000010), GP_INSN_BRANCH); /* bl */
+	ASSERT_EQ(a64(0x54000040), GP_INSN_BRANCH); /* b.eq */
+	ASSERT_EQ(a64(0xb4000040), GP_INSN_BRANCH); /* cbz x0 */
+	ASSERT_EQ(a64(0x37000040), GP_INSN_BRANCH); /* tbnz w0, #0 */
+	ASSERT_EQ(a64(0x90000000), GP_INSN_BRANCH); /* adrp x0 */
+	ASSERT_EQ(a64(0xd63f0020), GP_INSN_BRANCH); /* blr x1 */
+	ASSERT_EQ(a64(0xd65f03c0), GP_INSN_BRANCH); /* ret */
+	ASSERT_EQ(a64(0x910003fd), GP_INSN_MOV);    /* mov x29, sp */
+	ASSERT_EQ(a64(0xaa0103e0), GP_INSN_MOV);    /* mov x0, x1 */
+	ASSERT_EQ(a64(0xd10043ff), GP_INSN_SUB_SP); /* sub sp, sp, #16 */
+	ASSERT_EQ(a64(0x11000400), GP_INSN_OTHER);  /* add w0, w0, #1 */
+	ASSERT_EQ(features__classify_insn(EM_AARCH64, (const unsigned char *)"\x1f\x20", 2), GP_INSN_OTHER);
+	ASSERT_EQ(features__classify_insn(EM_RISCV, (const unsigned char *)"\x55", 1), GP_INSN_OTHER);
+}
+
+/* A file that starts like a 64-bit little-endian ELF of machine m, then code at 64. */
+static void write_elf(const char *path, unsigned m, const unsigned char *code, size_t n)
+{
+	unsigned char h[64] = { 0x7f, 'E', 'L', 'F', ELFCLASS64, ELFDATA2LSB, 1 };
+	FILE *fp = fopen(path, "w");
+
+	h[18] = m & 0xff;
+	h[19] = m >> 8;
+	if (!fp)
+		return;
+	fwrite(h, 1, sizeof(h), fp);
+	fwrite(code, 1, n, fp);
+	fclose(fp);
+}
+
+static void test_classify_files(void)
+{
+	static const unsigned char x86code[] = {
+		0x55, 0x48, 0x89, 0xe5,       /* 64: push %rbp */
+		0xf3, 0x0f, 0x1e, 0xfa,       /* 68: endbr64 */
+		0x8d, 0x47, 0x01, 0xc3,       /* 72: lea; ret */
+		0x90,                         /* 76: nop (the last byte) */
+	};
+	static const unsigned char a64code[] = { 0xfd, 0x7b, 0xbf, 0xa9, 0x3f, 0x23, 0x03, 0xd5 };
+	long long offs[] = { 64, 68, 72, 76, 4096, -1 };
+	long long aoffs[] = { 64, 68 };
+	unsigned mask = 1U << GP_INSN_PUSH | 1U << GP_INSN_NOP;
+	struct gp_entry_counts c;
+	char path[512], link[512], err[256];
+
+	snprintf(path, sizeof(path), "%s/x86.so", tmpdir);
+	write_elf(path, EM_X86_64, x86code, sizeof(x86code));
+	ASSERT_EQ(features__classify_entries(path, offs, 6, mask, &c, err, sizeof(err)), 0);
+	ASSERT_EQ(c.total, 5); /* -1 skipped */
+	ASSERT_EQ(c.unreadable, 1); /* beyond the end */
+	ASSERT_EQ(c.emulated, 2);   /* push, nop */
+	ASSERT_EQ(c.stepped, 2);    /* endbr64, lea */
+	ASSERT_EQ(c.by_class[GP_INSN_PUSH], 1);
+	ASSERT_EQ(c.by_class[GP_INSN_ENDBR], 1);
+	ASSERT_EQ(c.by_class[GP_INSN_OTHER], 1);
+	ASSERT_EQ(c.by_class[GP_INSN_NOP], 1);
+
+	snprintf(path, sizeof(path), "%s/arm64.so", tmpdir);
+	write_elf(path, EM_AARCH64, a64code, sizeof(a64code));
+	ASSERT_EQ(features__classify_entries(path, aoffs, 2, 1U << GP_INSN_BRANCH, &c, err, sizeof(err)), 0);
+	ASSERT_EQ(c.by_class[GP_INSN_STP_FP], 1);
+	ASSERT_EQ(c.by_class[GP_INSN_PAC], 1);
+	ASSERT_EQ(c.stepped, 2);
+
+	/* hostile or wrong files: one error each, nothing read */
+	snprintf(link, sizeof(link), "%s/link.so", tmpdir);
+	ASSERT_EQ(symlink(path, link), 0);
+	ASSERT_EQ(features__classify_entries(link, aoffs, 2, 0, &c, err, sizeof(err)), -ELOOP);
+	ASSERT_STR_CONTAINS(err, "link.so");
+	snprintf(path, sizeof(path), "%s/fifo", tmpdir);
+	ASSERT_EQ(mkfifo(path, 0600), 0);
+	ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -EINVAL);
+	ASSERT_STR_CONTAINS(err, "not a regular file");
+	put("text.so", "#!/bin/sh\necho not an ELF file, but long enough to read a header from\n");
+	snprintf(path, sizeof(path), "%s/text.so", tmpdir);
+	ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -ENOEXEC);
+	ASSERT_EQ(c.total, 0);
+	snprintf(path, sizeof(path), "%s/missing.so", tmpdir);
+	ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -ENOENT);
+	snprintf(path, sizeof(path), "%s/riscv.so", tmpdir);
+	write_elf(path, EM_RISCV, a64code, sizeof(a64code));
+	ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), 0);
+	ASSERT_EQ(c.unreadable, 2);
+}
+
+struct where {
+	uint64_t addr, off;
+	char path[4096];
+};
+
+static int where_cb(const struct map_entry *e, void *ctx)
+{
+	struct where *w = ctx;
+
+	if (w->addr >= e->start && w->addr < e->end && e->path[0] == '/') {
+		w->off = w->addr - e->start + e->offset;
+		snprintf(w->path, sizeof(w->path), "%s", e->path);
+	}
+	return 0;
+}
+
+/* The live probes' own functions, classified from this binary's file. */
+static void test_classify_own_functions(void)
+{
+	int (*fns[])(int) = { gp_feat_push, gp_feat_endbr, gp_feat_nop, gp_feat_branch,
+			      gp_feat_mov, gp_feat_sub, gp_feat_other };
+#if defined(__x86_64__)
+	enum gp_insn_class want[] = { GP_INSN_PUSH, GP_INSN_ENDBR, GP_INSN_NOP, GP_INSN_BRANCH,
+				      GP_INSN_MOV, GP_INSN_SUB_SP, GP_INSN_OTHER };
+#else
+	enum gp_insn_class want[] = { GP_INSN_STP_FP, GP_INSN_ENDBR, GP_INSN_NOP, GP_INSN_BRANCH,
+				      GP_INSN_MOV, GP_INSN_SUB_SP, GP_INSN_OTHER };
+#endif
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		struct where w = { .addr = (uint64_t)(uintptr_t)fns[i] };
+		struct gp_entry_counts c;
+		long long off;
+
+		ASSERT_EQ(procmaps__foreach("/proc", getpid(), where_cb, &w), 0);
+		ASSERT_TRUE(w.path[0] == '/');
+		off = (long long)w.off;
+		ASSERT_EQ(features__classify_entries(w.path, &off, 1, 0, &c, err, sizeof(err)), 0);
+		if (c.by_class[want[i]] != 1)
+			printf("#   function %zu: expected class %s\n", i, features__insn_class_name(want[i]));
+		ASSERT_EQ(c.by_class[want[i]], 1);
+		ASSERT_EQ(fns[i](41), 42); /* and they run */
+	}
+}
+
+static int kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	struct gp_kver v;
+
+	if (uname(&u) || features__parse_release(u.release, &v))
+		return -1;
+	return v.major > major || (v.major == major && v.minor >= minor);
+}
+
+/* The live probes on this kernel, against what its version must have. */
+static void test_probe_this_kernel(void)
+{
+	struct features *f = features__probe(FEATURES_LIVE);
+	const struct gp_feature_row *r;
+	char err[512], *buf = NULL;
+	size_t len = 0;
+	FILE *mem;
+	int lines = 0, new611 = kernel_at_least(6, 11), new66 = kernel_at_least(6, 6);
+
+	ASSERT_TRUE(f);
+	for (int i = 0; i < GP_FEAT__COUNT; i++) {
+		r = features__row(f, i);
+		ASSERT_TRUE(r && r->name && r->since && r->without);
+		ASSERT_TRUE(strcmp(r->detail, "not probed") != 0);
+	}
+	ASSERT_TRUE(features__row(f, GP_FEAT__COUNT) == NULL);
+	mem = open_memstream(&buf, &len);
+	ASSERT_TRUE(mem);
+	features__print(f, mem);
+	fclose(mem);
+	for (char *p = buf; p && *p; p++)
+		lines += *p == '\n';
+	free(buf);
+	ASSERT_EQ(lines, GP_FEAT__COUNT + 2);
+	if (geteuid() != 0) {
+		printf("# not root: live results not checked\n");
+		features__free(f);
+		return;
+	}
+	/* every kernel gpuprobe supports (5.15+) has all it requires */
+	ASSERT_EQ(features__check_required(f, err, sizeof(err)), 0);
+	ASSERT_STR_EQ(err, "");
+	ASSERT_TRUE(features__has(f, GP_FEAT_MAP_RINGBUF));
+	ASSERT_TRUE(features__has(f, GP_FEAT_HELPER_COOKIE));
+	ASSERT_TRUE(features__has(f, GP_FEAT_LINK_PERF_EVENT));
+	ASSERT_TRUE(features__has(f, GP_FEAT_HELPER_LOOP)); /* 5.17 */
+	ASSERT_EQ(features__has(f, GP_FEAT_LINK_UPROBE_MULTI), attach__has_uprobe_multi());
+	if (!getenv("GPUPROBE_NO_UPROBE_MULTI"))
+		ASSERT_EQ(features__has(f, GP_FEAT_LINK_UPROBE_MULTI), new66);
+	r = features__row(f, GP_FEAT_CALLER_AT_ENTRY);
+#if defined(__x86_64__)
+	ASSERT_EQ(r->state, new611 ? GP_FEAT_PRESENT : GP_FEAT_MISSING);
+	ASSERT_EQ(features__row(f, GP_FEAT_URETPROBE_SYSCALL)->state, new611 ? GP_FEAT_PRESENT : GP_FEAT_MISSING);
+	/* push emulated since 5.2; nop and jmp for ever */
+	ASSERT_EQ(features__row(f, GP_FEAT_ENTRY_PUSH_EMULATED)->state, GP_FEAT_PRESENT);
+	ASSERT_TRUE(features__emulated_mask(f) & 1U << GP_INSN_NOP);
+	ASSERT_TRUE(features__emulated_mask(f) & 1U << GP_INSN_BRANCH);
+	ASSERT_TRUE(!(features__emulated_mask(f) & 1U << GP_INSN_OTHER)); /* lea is stepped */
+	{
+		struct utsname u;
+		struct gp_kver v;
+
+		ASSERT_EQ(uname(&u), 0);
+		ASSERT_EQ(features__parse_release(u.release, &v), 0);
+		/* a kernel outside the range must survive; one inside may (distribution fix) */
+		if (!features__uretprobe_seccomp_hazard(&v, u.machine))
+			ASSERT_EQ(features__row(f, GP_FEAT_URETPROBE_SECCOMP)->state, GP_FEAT_PRESENT);
+		else
+			ASSERT_TRUE(features__row(f, GP_FEAT_URETPROBE_SECCOMP)->state != GP_FEAT_UNKNOWN);
+	}
+#else
+	(void)new611;
+	ASSERT_TRUE(r->state == GP_FEAT_PRESENT || r->state == GP_FEAT_MISSING);
+	ASSERT_EQ(features__row(f, GP_FEAT_URETPROBE_SYSCALL)->state, GP_FEAT_NOT_HERE);
+	ASSERT_EQ(features__row(f, GP_FEAT_URETPROBE_SECCOMP)->state, GP_FEAT_NOT_HERE);
+	ASSERT_TRUE(features__row(f, GP_FEAT_ENTRY_PUSH_EMULATED)->state != GP_FEAT_UNKNOWN);
+	ASSERT_TRUE(features__emulated_mask(f) & 1U << GP_INSN_BRANCH);
+	ASSERT_TRUE(!(features__emulated_mask(f) & 1U << GP_INSN_OTHER)); /* add is stepped */
+#endif
+	features__free(f);
+}
+
+static void test_required_message(void)
+{
+	struct features *f = features__probe(0);
+	const struct gp_feature_row *r;
+	char err[512];
+
+	ASSERT_TRUE(f);
+	/* without the live probes, their rows stay unknown and nothing is forked */
+	ASSERT_EQ(features__row(f, GP_FEAT_CALLER_AT_ENTRY)->state, GP_FEAT_UNKNOWN);
+	ASSERT_STR_CONTAINS(features__row(f, GP_FEAT_CALLER_AT_ENTRY)->detail, "not probed");
+	/* the message for a missing required feature, forced on a copy of a row */
+	r = features__row(f, GP_FEAT_MAP_RINGBUF);
+	ASSERT_TRUE(r->need == GP_NEED_REQUIRED);
+	((struct gp_feature_row *)r)->state = GP_FEAT_MISSING;
+	ASSERT_EQ(features__check_required(f, err, sizeof(err)), -ENOTSUP);
+	ASSERT_STR_CONTAINS(err, "ring buffer (Linux 5.8+)");
+	ASSERT_STR_CONTAINS(err, "BPF_MAP_TYPE_RINGBUF");
+	features__free(f);
+	features__free(NULL);
+	ASSERT_TRUE(!features__has(NULL, GP_FEAT_MAP_RINGBUF));
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--matrix")) {
+		struct features *f = features__probe(FEATURES_LIVE);
+		char err[512];
+
+		if (!f)
+			return 1;
+		features__print(f, stdout);
+		if (features__check_required(f, err, sizeof(err)))
+			printf("%s\n", err);
+		features__free(f);
+		return 0;
+	}
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	RUN_TEST(test_parse_release);
+	RUN_TEST(test_seccomp_hazard_range);
+	RUN_TEST(test_container_runtimes);
+	RUN_TEST(test_classify_x86);
+	RUN_TEST(test_classify_arm64);
+	RUN_TEST(test_classify_files);
+	RUN_TEST(test_classify_own_functions);
+	RUN_TEST(test_probe_this_kernel);
+	RUN_TEST(test_required_message);
+	{
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			printf("# could not remove %s\n", tmpdir);
+	}
+	return unit_done();
+}
