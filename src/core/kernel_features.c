@@ -93,7 +93,7 @@ static const struct feat_desc descs[GP_FEAT__COUNT] = {
 	[GP_FEAT_URETPROBE_SYSCALL] = { "uretprobe system call", "syscall", "6.11", "x86_64", GP_NEED_INFO,
 		"return probes trap with int3 (a little slower, nothing else)" },
 	[GP_FEAT_CALLER_AT_ENTRY] = { "caller at entry in user stacks", "uprobe", "6.11", "x86_64",
-		GP_NEED_FALLBACK, "gpuprobe's BPF adds the caller from the return address at entry" },
+		GP_NEED_FALLBACK, "gpuprobe's BPF adds the caller from the return address at entry (mainline 6.11; in 6.1.y and 6.6.y from Oct 2024)" },
 	[GP_FEAT_ENTRY_PUSH_EMULATED] = { "frame prologue emulated at the trap", "uprobe", "5.2", "x86_64",
 		GP_NEED_FALLBACK, "each probe hit single-steps the prologue out of line (~10x dearer)" },
 	[GP_FEAT_URETPROBE_SECCOMP] = { "uretprobe under seccomp", "uprobe", "6.14",
@@ -597,12 +597,12 @@ static void probe_emulation(struct features *f)
 }
 
 /*
- * A uprobe on gp_feat_push called from call_target, whose BPF program keeps the second
- * frame of bpf_get_stack(BPF_F_USER_STACK): present when that frame is in call_target.
- * Raw instructions: r6 = ctx; get_stack(ctx, fp-32, 32, USER) -> fp-40 = r0;
- * map[0] = fp-40..fp-1.
+ * A uprobe on fn called from call_target, whose BPF program keeps the second frame of
+ * bpf_get_stack(BPF_F_USER_STACK): 1 when that frame is in call_target (the kernel put
+ * the caller in), 0 when not, -errno. Raw instructions: r6 = ctx; get_stack(ctx, fp-32,
+ * 32, USER) -> fp-40 = r0; map[0] = fp-40..fp-1.
  */
-static void probe_caller_at_entry(struct features *f)
+static int caller_at_entry(feat_fn fn, long long *frames)
 {
 	struct where w;
 	struct child c = { .pid = -1, .go = -1, .done = -1 };
@@ -610,7 +610,8 @@ static void probe_caller_at_entry(struct features *f)
 	__u32 key = 0;
 	__u64 val[5] = {};
 
-	r = locate(gp_feat_push, &w);
+	*frames = 0;
+	r = locate(fn, &w);
 	if (r)
 		goto cleanup;
 	map = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_feat_stack", 4, sizeof(val), 1, NULL);
@@ -647,7 +648,7 @@ static void probe_caller_at_entry(struct features *f)
 		r = -errno;
 		goto cleanup;
 	}
-	r = child_start(&c, gp_feat_push, JOB_CALL);
+	r = child_start(&c, fn, JOB_CALL);
 	if (r)
 		goto cleanup;
 	pfd = uprobe_event(&w, c.pid, false);
@@ -663,6 +664,13 @@ static void probe_caller_at_entry(struct features *f)
 	if (r)
 		goto cleanup;
 	r = bpf_map_lookup_elem(map, &key, val) ? -errno : 0;
+	if (!r && (__s64)val[0] < 16)
+		r = (__s64)val[0] < 0 ? (int)(__s64)val[0] : -ENODATA;
+	if (!r) {
+		*frames = (long long)(val[0] / 8);
+		/* the child is a fork: its addresses are ours */
+		r = val[2] - (uint64_t)(uintptr_t)call_target < 64;
+	}
 cleanup:
 	if (pfd >= 0)
 		close(pfd);
@@ -671,22 +679,27 @@ cleanup:
 		close(prog);
 	if (map >= 0)
 		close(map);
-	if (r) {
+	return r;
+}
+
+int features__caller_at_entry(int (*fn)(int))
+{
+	long long frames;
+
+	return caller_at_entry(fn, &frames);
+}
+
+static void probe_caller_at_entry(struct features *f)
+{
+	long long frames;
+	int r = caller_at_entry(gp_feat_push, &frames);
+
+	if (r < 0)
 		set(f, GP_FEAT_CALLER_AT_ENTRY, GP_FEAT_UNKNOWN, "cannot probe: %s", strerror(-r));
-		return;
-	}
-	if ((__s64)val[0] < 16) {
-		set(f, GP_FEAT_CALLER_AT_ENTRY, GP_FEAT_UNKNOWN, "bpf_get_stack returned %lld",
-		    (long long)(__s64)val[0]);
-		return;
-	}
-	/* the child is a fork: its addresses are ours */
-	if (val[2] - (uint64_t)(uintptr_t)call_target < 64)
-		set(f, GP_FEAT_CALLER_AT_ENTRY, GP_FEAT_PRESENT, "frame 1 is the caller (+0x%llx)",
-		    (unsigned long long)(val[2] - (uint64_t)(uintptr_t)call_target));
+	else if (r)
+		set(f, GP_FEAT_CALLER_AT_ENTRY, GP_FEAT_PRESENT, "frame 1 is the caller (%lld frames)", frames);
 	else
-		set(f, GP_FEAT_CALLER_AT_ENTRY, GP_FEAT_MISSING, "frame 1 skips the caller (%lld frames)",
-		    (long long)(val[0] / 8));
+		set(f, GP_FEAT_CALLER_AT_ENTRY, GP_FEAT_MISSING, "frame 1 skips the caller (%lld frames)", frames);
 }
 
 /* A return probe in a process whose seccomp filter fails the uretprobe system call. */
@@ -727,6 +740,12 @@ cleanup:
 	else
 		set(f, GP_FEAT_URETPROBE_SECCOMP, GP_FEAT_PRESENT,
 		    "a test process under seccomp survived its return probe");
+}
+#else
+int features__caller_at_entry(int (*fn)(int))
+{
+	(void)fn;
+	return -ENOSYS;
 }
 #endif /* HAVE_FNS */
 

@@ -99,6 +99,13 @@ int features__check_required(const struct features *f, char *err, size_t len);
 /* The matrix, one line per feature: "feature  present|missing|unknown|n/a  since  effect". */
 void features__print(const struct features *f, FILE *out);
 
+/* Whether a user stack taken by BPF at the first instruction of fn (in this program's
+ * text, probed in a forked child) names fn's caller in frame 1: 1 yes, 0 no, -errno.
+ * x86-64 kernels with "perf,x86: avoid missing caller address in stack traces captured
+ * in uprobe" (6.11; also in 6.1.y and 6.6.y stable) do when fn begins with push %rbp or
+ * endbr64, and only then. */
+int features__caller_at_entry(int (*fn)(int));
+
 /* Kernel release "6.12.13-amd64" -> 6, 12, 13; -EINVAL when it does not start so. */
 struct gp_kver {
 	int major, minor, patch;
