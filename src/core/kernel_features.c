@@ -88,14 +88,14 @@ static const struct feat_desc descs[GP_FEAT__COUNT] = {
 		"attach cookies are set through BPF_LINK_CREATE on perf events" },
 	[GP_FEAT_LINK_UPROBE_MULTI] = { "uprobe_multi link", "link", "6.6", NULL, GP_NEED_FALLBACK,
 		"one perf-event uprobe per function: slower to attach, ~0.1 s each to detach" },
-	[GP_FEAT_EXIT_GROUP_DEAD] = { "sched_process_exit group_dead", "btf", ">6.1",
-		NULL, GP_NEED_FALLBACK, "a process ends with its leader's exit (as bcc's exitsnoop)" },
+	[GP_FEAT_EXIT_GROUP_DEAD] = { "sched_process_exit group_dead", "btf", "<=6.16",
+		NULL, GP_NEED_FALLBACK, "a process ends with its leader's exit (as bcc's exitsnoop); Debian's 6.12 lacks the field, 6.16 has it" },
 	[GP_FEAT_URETPROBE_SYSCALL] = { "uretprobe system call", "syscall", "6.11", "x86_64", GP_NEED_INFO,
 		"return probes trap with int3 (a little slower, nothing else)" },
 	[GP_FEAT_CALLER_AT_ENTRY] = { "caller at entry in user stacks", "uprobe", "6.11", "x86_64",
 		GP_NEED_FALLBACK, "gpuprobe's BPF adds the caller from the return address at entry (mainline 6.11; in 6.1.y and 6.6.y from Oct 2024)" },
-	[GP_FEAT_ENTRY_PUSH_EMULATED] = { "frame prologue emulated at the trap", "uprobe", "5.2", "x86_64",
-		GP_NEED_FALLBACK, "each probe hit single-steps the prologue out of line (~10x dearer)" },
+	[GP_FEAT_ENTRY_PUSH_EMULATED] = { "frame prologue emulated at the trap", "uprobe", "<=6.1", "x86_64",
+		GP_NEED_FALLBACK, "each probe hit single-steps the prologue out of line (~10x dearer); push is emulated since after 4.14 (measured on 6.1, 6.12, 6.18)" },
 	[GP_FEAT_URETPROBE_SECCOMP] = { "uretprobe under seccomp", "uprobe", "6.14",
 		"x86_64", GP_NEED_FALLBACK,
 		"before 6.11 there is no uretprobe syscall; 6.11-6.13 (before 6.12.14, 6.13.3) crash a process whose seccomp filter fails it (Docker's default) when a return probe fires" },
@@ -865,10 +865,12 @@ struct features *features__probe(unsigned flags)
 	if (strcmp(machine(), "x86_64")) {
 		/* arm64 has no uretprobe system call: its return probes are always safe */
 		set(f, GP_FEAT_URETPROBE_SECCOMP, GP_FEAT_NOT_HERE, "no uretprobe system call on %s", machine());
-		if (f->rows[GP_FEAT_ENTRY_PUSH_EMULATED].state != GP_FEAT_UNKNOWN)
-			f->rows[GP_FEAT_ENTRY_PUSH_EMULATED].arch = NULL;
-		if (f->rows[GP_FEAT_CALLER_AT_ENTRY].state != GP_FEAT_UNKNOWN)
-			f->rows[GP_FEAT_CALLER_AT_ENTRY].arch = NULL;
+		/* measured here too, but no mainline release has them on arm64 (none up to
+		 * 6.18, the newest tried): the x86-64 versions would mislead */
+		f->rows[GP_FEAT_ENTRY_PUSH_EMULATED].arch = NULL;
+		f->rows[GP_FEAT_ENTRY_PUSH_EMULATED].since = "none";
+		f->rows[GP_FEAT_CALLER_AT_ENTRY].arch = NULL;
+		f->rows[GP_FEAT_CALLER_AT_ENTRY].since = "none";
 	}
 	libbpf_set_print(old);
 	return f;
@@ -920,9 +922,11 @@ static const char *state_word(enum gp_feat_state s)
 void features__print(const struct features *f, FILE *out)
 {
 	struct utsname u;
+	char warn[1024];
 
-	if (uname(&u) == 0)
-		fprintf(out, "kernel %s %s\n", u.release, u.machine);
+	if (uname(&u))
+		memset(&u, 0, sizeof(u));
+	fprintf(out, "kernel %s %s\n", u.release, u.machine);
 	fprintf(out, "%-36s %-7s %-6s %-6s %s\n", "feature", "here", "since", "arch", "seen here / without it");
 	for (int i = 0; i < GP_FEAT__COUNT; i++) {
 		const struct gp_feature_row *r = &f->rows[i];
@@ -933,6 +937,24 @@ void features__print(const struct features *f, FILE *out)
 			r->arch ? r->arch : "all", effect ? effect : "", effect ? r->without : r->detail,
 			effect ? "; seen: " : "", effect ? r->detail : "");
 	}
+	if (features__seccomp_warning(f, u.release, u.machine, "/", warn, sizeof(warn)))
+		fprintf(out, "warning: %s\n", warn);
+}
+
+int features__print_matrix(FILE *out)
+{
+	struct features *f = features__probe(FEATURES_LIVE);
+	char err[512];
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	features__print(f, out);
+	r = features__check_required(f, err, sizeof(err));
+	if (r)
+		fprintf(out, "error: %s\n", err);
+	features__free(f);
+	return r;
 }
 
 int features__parse_release(const char *release, struct gp_kver *v)

@@ -96,8 +96,12 @@ bool features__has(const struct features *f, enum gp_feature id);
 /* The first required feature that is missing: -ENOTSUP with one line in err naming it, its
  * kernel option or version and what was seen; 0 when every required feature is there. */
 int features__check_required(const struct features *f, char *err, size_t len);
-/* The matrix, one line per feature: "feature  present|missing|unknown|n/a  since  effect". */
+/* The matrix, one line per feature ("feature  yes|no|unknown|n/a  since  arch  what was
+ * seen, or what gpuprobe does without it"), then the seccomp warning where it applies. */
 void features__print(const struct features *f, FILE *out);
+/* gpuprobe check in one call: probes (live), prints the matrix and, when a required feature
+ * is missing, an "error: ..." line; returns 0 or -ENOTSUP (-ENOMEM). */
+int features__print_matrix(FILE *out);
 
 /* Whether a user stack taken by BPF at the first instruction of fn (in this program's
  * text, probed in a forked child) names fn's caller in frame 1: 1 yes, 0 no, -errno.
@@ -158,7 +162,7 @@ struct gp_entry_counts {
 	int by_class[GP_INSN__COUNT];
 };
 /* Bit per enum gp_insn_class the running kernel emulates: measured by FEATURES_LIVE where
- * it could be, else what every kernel gpuprobe supports does (push on x86-64 since 5.2,
+ * it could be, else what every kernel gpuprobe supports does (push on x86-64: not in 4.14,
  * nop and relative branches; branches on arm64). */
 unsigned features__emulated_mask(const struct features *f);
 /*

@@ -18,6 +18,11 @@ FAKECUDA = os.path.join(OUT, "fakecuda", "libcuda.so.1")
 FAKECUDA_DIR = os.path.dirname(FAKECUDA)
 
 
+# Upper bounds on measured times are multiplied by this: an emulated CPU (tests/vm, TCG)
+# runs everything, probes included, several times slower than the machine it models.
+TIME_SLACK = float(os.environ.get("GP_TIME_SLACK", "1"))
+
+
 def app(name):
     return os.path.join(OUT, "apps", name)
 
