@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -275,6 +276,14 @@ static int pmu_retprobe_bit(void)
 	return bit;
 }
 
+/* Children that die on purpose (the seccomp probe, the uretprobe syscall) leave no core. */
+static void no_core(void)
+{
+	struct rlimit rl = { 0, 0 };
+
+	setrlimit(RLIMIT_CORE, &rl);
+}
+
 /* ---- functions the live probes attach to, in assembly so their first instruction is
  * exactly the one under test ---------------------------------------------------------- */
 #if defined(__x86_64__)
@@ -467,6 +476,7 @@ static int child_start(struct child *c, feat_fn fn, enum child_job job)
 		volatile int sink;
 
 		alarm(10);
+		no_core();
 		close(go[1]);
 		close(done[0]);
 		if (job == JOB_SECCOMP_CALL && seccomp_deny_uretprobe())
@@ -760,7 +770,10 @@ static void probe_uretprobe_syscall(struct features *f)
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
-		long r = syscall(335);
+		long r;
+
+		no_core();
+		r = syscall(335);
 
 		_exit(r < 0 && errno == ENOSYS ? 38 : 0);
 	}
