@@ -28,13 +28,15 @@ cp /sys/kernel/btf/vmlinux "$out/vmlinux.btf" 2>/dev/null
 start=$(date +%s)
 if [ -n "${GP_CMD:-}" ]; then
 	# VM_CMD: one command instead of the suites, its output on the console too
-	sh -c "$GP_CMD" 2>&1 | tee "$out/run.log"
-	echo "rc=$?" >"$out/rc"
+	{
+		sh -c "$GP_CMD"
+		echo "rc=$?" >"$out/rc"
+	} 2>&1 | tee "$out/run.log"
 else
 	# GP_SUITES (VM_SUITES): a subset of suites by name, for a quicker look. The stand-in's
 	# self-test times its own sleeps to +-30%: emulation misses that now and then, and it
-	# says nothing about the kernel.
-	# GP_TIME_SLACK: upper bounds on measured times, loosened for the emulated CPU
+	# says nothing about the kernel. GP_TIME_SLACK loosens the tests' upper bounds on
+	# measured times for the emulated CPU.
 	GP_TIME_SLACK=4 GP_SKIP_SUITES="fakecuda-smoke=the stand-in's timing self-test, whose 30% windows emulated CPUs miss" \
 		tests/run.sh $GP_SUITES >"$out/run.log" 2>&1
 	echo "rc=$?" >"$out/rc"

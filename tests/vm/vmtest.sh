@@ -7,10 +7,10 @@
 #
 # Environment: VM_KERNEL (a linux-image package name; default: the newest -unsigned kernel
 # of this Debian release), VM_ACCEL (tcg, the default, or kvm), VM_TCG_THREAD (single, the
-# default, or multi), VM_CPUS (2), VM_MEM (MiB,
-# 2048), VM_TIMEOUT (seconds, 5400), VM_SUITES (suite names for tests/run.sh; default all),
-# VM_CMD (a command to run instead of the suites, to look into one failure), VM_KCMDLINE
-# (kernel options instead of "loglevel=5 softlockup_all_cpu_backtrace=1").
+# default, or multi), VM_CPUS (2), VM_MEM (MiB, 2048), VM_TIMEOUT (seconds, 5400),
+# VM_SUITES (suite names for tests/run.sh; default all), VM_CMD (a command to run instead
+# of the suites, to look into one failure), VM_KCMDLINE (kernel options instead of
+# "loglevel=5 softlockup_all_cpu_backtrace=1").
 # The kernel, the initramfs and (arm64) the root file system are cached under
 # .output/vm/<arch>/; nothing is installed on this machine but the QEMU, busybox and cross
 # packages that `make vmtest-deps` lists.
