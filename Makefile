@@ -492,3 +492,40 @@ $(OUTPUT)/bundle/gpu/peer_cuda: tests/gpu/peer_cuda.cu
 	$(call msg,NVCC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(NVCC) -O2 -std=c++17 -o $@ $<
+# ==== vmtest: the suites on other kernels and on arm64, in QEMU (tests/vm/README.md) ====
+# `make vmtest` boots Debian 12's 6.1 kernel on x86-64; `make vmtest ARCH=arm64` cross-
+# builds gpuprobe, its BPF and the stand-in driver and workloads into .output/arm64 and
+# boots Debian 12's arm64 kernel. Both run under TCG (no KVM needed) and take minutes,
+# too long for CI's `make test`. VM_KERNEL=<linux-image package> picks another kernel.
+VM_DEB_PKGS := qemu-system-x86 qemu-system-arm busybox-static cpio kmod xz-utils zstd binutils
+VM_ARM64_DEB_PKGS := mmdebstrap gcc-aarch64-linux-gnu libc6-dev:arm64 libbpf-dev:arm64 \
+	libelf-dev:arm64 zlib1g-dev:arm64 libzstd-dev:arm64 libjson-c-dev:arm64 \
+	libiberty-dev:arm64 libmicrohttpd-dev:arm64
+VM_CROSS := ARCH=arm64 OUTPUT=$(OUTPUT)/arm64 CC=aarch64-linux-gnu-gcc
+
+.PHONY: vmtest vmtest-deps
+vmtest-deps: deps
+	@pkgs="$(VM_DEB_PKGS)"; \
+	if [ "$(ARCH)" = arm64 ]; then \
+		dpkg --print-foreign-architectures | grep -qx arm64 || \
+			{ dpkg --add-architecture arm64 && apt-get update -qq; }; \
+		pkgs="$$pkgs $(VM_ARM64_DEB_PKGS)"; \
+	fi; \
+	missing=""; for p in $$pkgs; do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+ifeq ($(ARCH),arm64)
+vmtest: vmtest-deps
+	$(Q)$(MAKE) --no-print-directory $(VM_CROSS) all
+	$(Q)tests/vm/vmtest.sh arm64
+else
+vmtest: vmtest-deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/vm/vmtest.sh x86
+endif
+# ==== end of vmtest ====

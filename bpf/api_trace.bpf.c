@@ -11,6 +11,7 @@
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
 #include "common.bpf.h"
+#include "gp_arch.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -67,7 +68,7 @@ __u64 tnames_lost;             /* name arguments lost (their calls recorded, the
 SEC("uprobe")
 int trace_enter(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx);
+	__u64 id = bpf_get_current_pid_tgid();
 	__u32 fn = (__u32)bpf_get_attach_cookie(ctx), zero = 0, d, *flags;
 	struct tstack *st;
 	struct frame *f;
@@ -102,9 +103,9 @@ int trace_enter(struct pt_regs *ctx)
 	f->args[2] = PT_REGS_PARM3(ctx);
 	f->args[3] = PT_REGS_PARM4(ctx);
 	f->args[4] = PT_REGS_PARM5(ctx);
-	f->args[5] = ctx->r9;
-	f->stack_args[0] = f->stack_args[1] = 0;
-	bpf_probe_read_user(f->stack_args, sizeof(f->stack_args), (void *)(sp + 8));
+	f->args[5] = gp_arg(ctx, 5);
+	f->stack_args[0] = gp_arg(ctx, 6);
+	f->stack_args[1] = gp_arg(ctx, 7);
 	f->str[0] = '\0';
 	flags = bpf_map_lookup_elem(&fn_flags, &fn);
 	/* the config is read now (the caller may reuse it); a name string at return, when the

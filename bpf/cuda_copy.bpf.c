@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
 #include "common.bpf.h"
+#include "gp_arch.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -49,7 +50,7 @@ static __always_inline int copy_enter_traced(struct pt_regs *ctx)
 		.ts_ns = bpf_ktime_get_ns(),
 		.api = (__u32)bpf_get_attach_cookie(ctx),
 		.a = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
-		       PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ctx->r9 },
+		       PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), gp_arg(ctx, 5) },
 	};
 
 	if (bpf_map_update_elem(&calls, &id, &c, BPF_ANY))

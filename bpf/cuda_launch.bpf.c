@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
 #include "common.bpf.h"
+#include "gp_arch.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -182,8 +183,8 @@ static __always_inline void sample_unnamed(void *ctx, __u32 tgid, __u64 handle)
 	s = bpf_map_lookup_elem(&stub_scratch, &zero);
 	if (!s)
 		return;
-	n = bpf_get_stack(ctx, s->stack, sizeof(s->stack), BPF_F_USER_STACK);
-	s->nr_stack = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
+	n = gp_entry_user_stack(ctx, s->stack);
+	s->nr_stack = n > 0 ? (__u32)n : 0;
 	e = bpf_ringbuf_reserve(&names, sizeof(*e), 0);
 	if (!e) {
 		count_drop(GP_LDROP_RINGBUF);
@@ -374,26 +375,15 @@ static __always_inline int count_launch(void *ctx, const struct launch *l)
 	return 0;
 }
 
-static __always_inline __u64 stack_arg(struct pt_regs *ctx, int slot)
-{
-	__u64 v = 0;
-
-	/* x86-64: the 7th and later integer arguments sit above the return address */
-	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * slot));
-	return v;
-}
-
-/* x86-64 passes the sixth integer argument in r9 (libbpf 1.1's macros stop at five). */
-#define ARG6(ctx) ((__u32)(ctx)->r9)
-
 /* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra) and
- * cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params) */
+ * cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params): the 7th
+ * argument on (blockDimZ, shmem, stream) per the architecture's ABI (gp_arch.bpf.h) */
 static __always_inline int launch_kernel(struct pt_regs *ctx, __u32 kind)
 {
 	struct launch l = {
-		.kind = kind, .handle = PT_REGS_PARM1(ctx), .stream = stack_arg(ctx, 3),
-		.dims = { PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx),
-			  ARG6(ctx), (__u32)stack_arg(ctx, 1) },
+		.kind = kind, .handle = gp_arg(ctx, 0), .stream = gp_arg(ctx, 8),
+		.dims = { gp_arg(ctx, 1), gp_arg(ctx, 2), gp_arg(ctx, 3), gp_arg(ctx, 4), gp_arg(ctx, 5),
+			  gp_arg(ctx, 6) },
 	};
 
 	return count_launch(ctx, &l);

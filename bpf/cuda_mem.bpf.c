@@ -13,6 +13,7 @@
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
 #include "common.bpf.h"
+#include "gp_arch.bpf.h"
 #include "stackcopy.bpf.h"
 #include "pystack.bpf.h"
 
@@ -171,12 +172,12 @@ static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u
 		break;
 	}
 	if (stack_mode == GP_STACKS_FP && (shape == SHAPE_ALLOC || shape == SHAPE_PITCH)) {
-		n = bpf_get_stack(ctx, p->stack, sizeof(p->stack), BPF_F_USER_STACK);
+		n = gp_entry_user_stack(ctx, p->stack);
 		if (n < 0) {
 			p->stack_err = (__s32)n;
 			count_drop(GP_DROP_STACK);
 		} else {
-			p->nr_stack = (__u32)(n / sizeof(__u64));
+			p->nr_stack = (__u32)n;
 		}
 	} else if (stack_mode == GP_STACKS_COPY && (shape == SHAPE_ALLOC || shape == SHAPE_PITCH)) {
 		emit_stack(ctx, id, p);

@@ -14,6 +14,7 @@
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
 #include "common.bpf.h"
+#include "gp_arch.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -79,14 +80,6 @@ __u64 ndrops[GP_NDROP__COUNT];
 
 #define count_drop(what) gp_count_drop(ndrops, what)
 
-static __always_inline __u64 stack_word(struct pt_regs *ctx, int slot)
-{
-	__u64 v = 0;
-
-	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * slot));
-	return v;
-}
-
 /* The unique id of an init (by value on the stack, or an array for the scalable init),
  * or a shrink's excluded ranks. */
 static __always_inline void read_id(struct pt_regs *ctx, struct nstack *st, __u32 fn, __u32 d)
@@ -97,7 +90,9 @@ static __always_inline void read_id(struct pt_regs *ctx, struct nstack *st, __u3
 	switch (fn) {
 	case GP_NCCL_CommInitRank:
 	case GP_NCCL_CommInitRankConfig:
-		src = (const void *)(PT_REGS_SP(ctx) + 8);
+		/* the 128-byte id by value: x86-64 copies it onto the stack above the return
+		 * address; AAPCS64 passes a pointer to the caller's copy in its register */
+		src = GP_BIG_BYVAL_BY_REF ? (const void *)PT_REGS_PARM3(ctx) : (const void *)(PT_REGS_SP(ctx) + 8);
 		break;
 	case GP_NCCL_CommInitRankScalable:
 		src = (const void *)PT_REGS_PARM5(ctx);
@@ -141,9 +136,9 @@ static __always_inline int nccl_enter_traced(struct pt_regs *ctx)
 	f->a[2] = PT_REGS_PARM3(ctx);
 	f->a[3] = PT_REGS_PARM4(ctx);
 	f->a[4] = PT_REGS_PARM5(ctx);
-	f->a[5] = ctx->r9;
-	f->s[0] = stack_word(ctx, 1);
-	f->s[1] = stack_word(ctx, 2);
+	f->a[5] = gp_arg(ctx, 5);
+	f->s[0] = gp_arg(ctx, 6);
+	f->s[1] = gp_arg(ctx, 7);
 	read_id(ctx, st, fn, d);
 	return 0;
 }
@@ -181,8 +176,13 @@ static __always_inline void fill_comm_calls(struct gp_nccl_event *e, const struc
 
 	switch (f->fn) {
 	case GP_NCCL_CommInitRank:
-	case GP_NCCL_CommInitRankConfig:
-	case GP_NCCL_CommInitRankScalable: /* (newcomm*, nranks, [id,] rank, ...) */
+	case GP_NCCL_CommInitRankConfig: /* (newcomm*, nranks, id by value, rank, ...) */
+		e->newcomm = rd_u64(a[0]);
+		e->nranks = (__s32)a[1];
+		/* x86-64: the id took no register, rank is the third; arm64: the id's pointer is */
+		e->rank = (__s32)(GP_BIG_BYVAL_BY_REF ? a[3] : a[2]);
+		break;
+	case GP_NCCL_CommInitRankScalable: /* (newcomm*, nranks, rank, nId, ids*, config) */
 		e->newcomm = rd_u64(a[0]);
 		e->nranks = (__s32)a[1];
 		e->rank = (__s32)a[2];

@@ -15,6 +15,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Only libraries gpuprobe's own processes could map: its build's machine. */
+#if defined(__aarch64__)
+#define GP_NATIVE_MACHINE EM_AARCH64
+#define GP_NATIVE_NAME "arm64"
+#else
+#define GP_NATIVE_MACHINE EM_X86_64
+#define GP_NATIVE_NAME "x86-64"
+#endif
+
 /*
  * How many preceding symbols a lookup inspects when the closest one does not
  * cover the address: enough for a small function nested inside a larger one
@@ -656,9 +665,9 @@ int elfsym__check_fd(int fd, char *err, size_t errlen)
 	ret = elf_file__open(&ef, fd, err, errlen);
 	if (ret)
 		goto cleanup;
-	if (ef.cls != ELFCLASS64 || ef.ehdr.e_machine != EM_X86_64) {
+	if (ef.cls != ELFCLASS64 || ef.ehdr.e_machine != GP_NATIVE_MACHINE) {
 		ret = -ENOEXEC;
-		set_err(err, errlen, "not an x86-64 ELF file");
+		set_err(err, errlen, "not an " GP_NATIVE_NAME " ELF file");
 		goto cleanup;
 	}
 	if (ef.ehdr.e_type != ET_EXEC && ef.ehdr.e_type != ET_DYN) {

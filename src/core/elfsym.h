@@ -42,7 +42,8 @@
 #define ELFSYM_DATA_SLACK (64ULL << 10)
 
 /*
- * Validates that path is a readable x86-64 ELF executable or shared object
+ * Validates that path is a readable ELF executable or shared object of the build's
+ * machine (x86-64, or arm64 for an arm64 build)
  * with a dynamic symbol table. On failure writes ONE human-readable reason to
  * err (e.g. "No such file or directory", "not an ELF file",
  * "corrupt ELF: <detail>", "no dynamic symbol table") and returns

@@ -17,8 +17,16 @@
 #include "safeopen.h"
 #include "target.h"
 
+#if defined(__aarch64__)
+#define GP_MULTIARCH "aarch64-linux-gnu"
+#define GP_LDCONFIG_ARCH "AArch64" /* ldconfig -p: "(libc6,AArch64)" */
+#else
+#define GP_MULTIARCH "x86_64-linux-gnu"
+#define GP_LDCONFIG_ARCH "x86-64"
+#endif
+
 static const char *const usual_dirs[] = {
-	"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib/x86_64-linux-gnu",
+	"/usr/lib/" GP_MULTIARCH, "/usr/lib64", "/usr/lib", "/lib/" GP_MULTIARCH,
 	"/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/wsl/lib",
 	"/usr/local/cuda/compat",
 };
@@ -294,7 +302,7 @@ static void add_ldconfig(struct lib_set *s)
 	while (fgets(line, sizeof(line), f)) {
 		char *arrow = strstr(line, "=> "), *nl;
 
-		if (!strstr(line, "libcuda.so.1 ") || !arrow || !strstr(line, "x86-64"))
+		if (!strstr(line, "libcuda.so.1 ") || !arrow || !strstr(line, GP_LDCONFIG_ARCH))
 			continue;
 		arrow += 3;
 		nl = strchr(arrow, '\n');

@@ -401,7 +401,7 @@ def test_duration():
         t0 = time.time()
         r = gp.gpuprobe(["--memleak", "--json", "--show-allocs", "-p", str(a.pid), "--duration", "1"])
         eq(r.returncode, 0, "exit status")
-        check(0.9 < time.time() - t0 < 8, "--duration 1 took %.1fs" % (time.time() - t0))
+        check(0.9 < time.time() - t0 < 8 * gp.TIME_SLACK, "--duration 1 took %.1fs" % (time.time() - t0))
         final(r.stdout)
     finally:
         a.kill()
@@ -436,6 +436,29 @@ def test_allocation_table_limit_is_counted():
     eq(p["outstanding_allocs"], 4, "allocations kept")
     eq(rep["drops"]["allocation_table_full"], 6, "allocations beyond --max-allocs")
     eq(rep["dropped_events"], 6, "dropped_events")
+
+
+def test_direct_caller_in_stacks():
+    """Frame 1 is the driver function's direct caller. A stack taken at a function's first
+    instruction lacks it wherever the kernel does not add it: arm64, x86-64 before 6.11
+    (and its 6.1.y/6.6.y backports), and x86-64 functions that begin with anything but
+    push %rbp or endbr64, as the stand-in's cuMemAllocManaged and cuMemAllocFromPoolAsync
+    do (gcc's shrink-wrapping). The caller's return address is on the stack top or in the
+    link register, in no frame record yet; gpuprobe's BPF puts it in (bpf/gp_arch.bpf.h)."""
+    for api, fn, caller in (("alloc", "cuMemAlloc_v2", "alloc_alloc"),
+                            ("managed", "cuMemAllocManaged", "managed_alloc"),
+                            ("pool", "cuMemAllocFromPoolAsync", "pool_alloc")):
+        r = gp.gpuprobe(BASE, cmd=[APP, "--api", api, "--allocs", "3", "--leaks", "2"])
+        eq(r.returncode, 0, f"{api}: exit status (stderr: {r.stderr[-800:]})")
+        t = truth(r.stderr)
+        p = proc(final(r.stdout), t["pid"])
+        eq(len(p["allocs"]), 2, f"{api}: outstanding allocations")
+        for a in p["allocs"]:
+            s = a["stack"]
+            check(len(s) >= 3, f"{api}: stack too short: {s}")
+            check(s[0].startswith(fn + "+0x0 "), f"{api}: frame 0 should be {fn}: {s}")
+            check(s[1].startswith(caller + "+0x"), f"{api}: frame 1 should be the caller {caller}: {s}")
+            check(s[2].startswith("workload_alloc+0x"), f"{api}: frame 2 should be its caller: {s}")
 
 
 def test_perf_event_uprobe_fallback():

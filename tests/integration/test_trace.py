@@ -104,7 +104,7 @@ def test_copies_allocations_and_durations():
     check(big, "large HtoD copies in the timeline")
     for x in big:
         want = x["args"]["bytes"] / BW * 1e9
-        check(0.95 * want <= x["dur_ns"] <= 3 * want, f"copy of {x['args']['bytes']} took {x['dur_ns']} ns")
+        check(0.95 * want <= x["dur_ns"] <= 3 * want * gp.TIME_SLACK, f"copy of {x['args']['bytes']} took {x['dur_ns']} ns")
     allocs = [x for x in recs if x["type"] == "call" and x["fn"] == "cuMemAlloc_v2"]
     check(len(allocs) == 3 and all(x["args"]["address"][:4] in ("0x7e", "0x7f") and x["args"]["size"] > 0
               for x in allocs),
