@@ -53,7 +53,9 @@ def run_app(args, extra=(), timeout=60):
     and got a line), prints DONE and waits for stdin to close: closed 0.3 s after DONE, so
     the stack is read while the process runs, as with a program that goes on after its
     leak. Returns (stdout, stderr, final report)."""
-    p = subprocess.Popen([gp.GPUPROBE] + BASE + list(extra) + ["--"] + args, stdin=subprocess.PIPE,
+    # -o -: the command's READY/DONE on gpuprobe's stdout with the reports (a pipe would
+    # otherwise send the command's stdout to gpuprobe's stderr)
+    p = subprocess.Popen([gp.GPUPROBE] + BASE + list(extra) + ["-o", "-", "--"] + args, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out = []
     try:
