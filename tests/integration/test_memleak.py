@@ -452,9 +452,9 @@ def test_direct_caller_in_stacks():
         eq(r.returncode, 0, f"{api}: exit status (stderr: {r.stderr[-800:]})")
         t = truth(r.stderr)
         p = proc(final(r.stdout), t["pid"])
-        eq(len(p["allocs"]), 2, f"{api}: outstanding allocations")
-        for a in p["allocs"]:
-            s = a["stack"]
+        eq(len(allocs_of(p)), 2, f"{api}: outstanding allocations")
+        for g in p["stacks"]:
+            s = g["frames"]
             check(len(s) >= 3, f"{api}: stack too short: {s}")
             check(s[0].startswith(fn + "+0x0 "), f"{api}: frame 0 should be {fn}: {s}")
             check(s[1].startswith(caller + "+0x"), f"{api}: frame 1 should be the caller {caller}: {s}")
