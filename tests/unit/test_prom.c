@@ -630,7 +630,7 @@ static void test_help_type_every_family(void)
 			       !strcmp(name + n, "_sum") || !strcmp(name + n, "_count")), "sample under its family"))
 			goto cleanup;
 	}
-	ASSERT_EQ(families, 16, "families");
+	ASSERT_EQ(families, 18, "families");
 cleanup:
 	free(out);
 	ml_snap_free(&ms);
