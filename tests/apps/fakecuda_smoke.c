@@ -786,6 +786,37 @@ static uint64_t qword(const void *p, size_t off)
 	return v;
 }
 
+/*
+ * A CUkernel's CUfunction lies in a module the library keeps: driver 580's
+ * cuFuncGetModule returns CUDA_SUCCESS for it (tests/gpu/check_standins.sh on
+ * the H200), and the module works with the calls that take a CUmodule.
+ */
+static void test_library_module(CUkernel k, CUfunction fk)
+{
+	CUmodule m = NULL, m2 = NULL;
+	CUfunction f = NULL, fs[3] = { 0 }, fk2 = NULL;
+	unsigned int n = 0;
+
+	RC(cuFuncGetModule(&m, fk), CUDA_SUCCESS);
+	RC(cuFuncGetModule(&m2, fk), CUDA_SUCCESS);
+	check(m && m == m2, "cuFuncGetModule of a CUkernel's function: one module per library");
+	RC(cuModuleGetFunctionCount(&n, m), CUDA_SUCCESS);
+	check(n == 2, "the library's module has its 2 kernels' functions (%u)", n);
+	RC(cuModuleGetFunction(&f, m, "kern_b"), CUDA_SUCCESS);
+	RC(cuKernelGetFunction(&fk2, k), CUDA_SUCCESS);
+	check(f == fk && fk2 == fk,
+	      "cuModuleGetFunction on it gives cuKernelGetFunction's handle, every time");
+	RC(cuModuleEnumerateFunctions(fs, 3, m), CUDA_SUCCESS);
+	check(fs[1] == fk && fs[2] == NULL && fs[0] &&
+	      strcmp((const char *)(uintptr_t)qword(fs[0], 8), "kern_a") == 0,
+	      "cuModuleEnumerateFunctions on it: the kernels' functions, in order");
+	RC(cuFuncGetModule(&m2, fs[0]), CUDA_SUCCESS);
+	check(m2 == m, "the other kernel's function is in the same module");
+	RC(cuModuleUnload(m), CUDA_ERROR_NOT_PERMITTED);
+	RC(cuModuleGetFunctionCount(&n, m), CUDA_SUCCESS);
+	check(n == 2, "... and the module is still there");
+}
+
 static void test_handle_layout(void)
 {
 	static const char image[] = "_Z4gemmPfS_S_i\nrelu\nsoftmax\n";
@@ -817,7 +848,11 @@ static void test_handle_layout(void)
 	}
 	check(same && fs[3] == NULL,
 	      "cuModuleEnumerateFunctions: cuModuleGetFunction's handles, in order");
-	RC(cuModuleEnumerateFunctions(fs, 0, mod), CUDA_ERROR_INVALID_VALUE);
+	/* Driver 580 returns CUDA_SUCCESS for numFunctions 0 (tests/gpu/check_standins.sh). */
+	fs[0] = NULL;
+	RC(cuModuleEnumerateFunctions(fs, 0, mod), CUDA_SUCCESS);
+	check(fs[0] == NULL, "cuModuleEnumerateFunctions(numFunctions 0) writes nothing");
+	RC(cuModuleEnumerateFunctions(NULL, 4, mod), CUDA_ERROR_INVALID_VALUE);
 	RC(cuModuleEnumerateFunctions(fs, 4, (CUmodule)(void *)&n),
 	   CUDA_ERROR_INVALID_HANDLE);
 	RC(cuFuncGetModule(&m2, f), CUDA_SUCCESS);
@@ -838,17 +873,24 @@ static void test_handle_layout(void)
 	RC(cuKernelGetFunction(&fk, k), CUDA_SUCCESS);
 	check(qword(fk, 0) == 0x0000000100000001ull && qword(fk, 8) == qword(k, 8),
 	      "the kernel's CUfunction: function tag, the same name pointer");
-	RC(cuFuncGetModule(&m2, fk), CUDA_ERROR_NOT_FOUND);
+	test_library_module(k, fk);
 	RC(cuLibraryGetKernelCount(&n, lib), CUDA_SUCCESS);
 	check(n == 2, "cuLibraryGetKernelCount = %u", n);
+	/* Driver 580 returns CUDA_SUCCESS for numKernels 0 (tests/gpu/check_standins.sh). */
+	RC(cuLibraryEnumerateKernels(ks, 0, lib), CUDA_SUCCESS);
+	check(ks[0] == NULL, "cuLibraryEnumerateKernels(numKernels 0) writes nothing");
+	RC(cuLibraryEnumerateKernels(NULL, 1, lib), CUDA_ERROR_INVALID_VALUE);
 	RC(cuLibraryEnumerateKernels(ks, 1, lib), CUDA_SUCCESS);
 	check(ks[0] && ks[1] == NULL && qword(ks[0], 8) &&
 	      strcmp((const char *)(uintptr_t)qword(ks[0], 8), "kern_a") == 0,
 	      "cuLibraryEnumerateKernels returns at most numKernels");
 	RC(cuKernelGetName(&kname, (CUkernel)(void *)f), CUDA_ERROR_INVALID_HANDLE);
 	RC(cuKernelGetName(NULL, k), CUDA_ERROR_INVALID_VALUE);
+	RC(cuFuncGetModule(&m2, fk), CUDA_SUCCESS);
 	RC(cuLibraryUnload(lib), CUDA_SUCCESS);
 	RC(cuKernelGetName(&kname, k), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuFuncGetName(&kname, fk), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuModuleGetFunctionCount(&n, m2), CUDA_ERROR_INVALID_HANDLE);
 	RC(cuModuleUnload(mod), CUDA_SUCCESS);
 	RC(cuFuncGetModule(&m2, f), CUDA_ERROR_INVALID_VALUE);
 }

@@ -112,12 +112,22 @@ int main(void)
 	/* Names and enumeration. */
 	same("cuKernelGetName(CUfunction)", cuKernelGetName(&name, (CUkernel)(void *)f),
 	     CUDA_ERROR_INVALID_HANDLE);
-	same("cuFuncGetModule(function of a CUkernel)", cuFuncGetModule(&mod, fk),
-	     CUDA_ERROR_NOT_FOUND);
+	/* From here mod is the library's module, as it was on the H200 (driver 580). */
+	same("cuFuncGetModule(function of a CUkernel)", cuFuncGetModule(&mod, fk), CUDA_SUCCESS);
+	{
+		CUfunction f2 = NULL;
+		unsigned int nf = 0;
+		CUresult rc = cuModuleGetFunction(&f2, mod, "empty");
+
+		same("... cuModuleGetFunction there is cuKernelGetFunction's handle",
+		     rc ? -(long long)rc : f2 == fk, 1);
+		rc = cuModuleGetFunctionCount(&nf, mod);
+		same("... cuModuleGetFunctionCount there", rc ? -(long long)rc : nf, 1);
+	}
 	same("cuModuleEnumerateFunctions(numFunctions 0)", cuModuleEnumerateFunctions(&f, 0, mod),
-	     CUDA_ERROR_INVALID_VALUE);
+	     CUDA_SUCCESS);
 	same("cuLibraryEnumerateKernels(numKernels 0)", cuLibraryEnumerateKernels(&k, 0, lib),
-	     CUDA_ERROR_INVALID_VALUE);
+	     CUDA_SUCCESS);
 
 	/* Capture: the error codes and when a capture is invalidated. */
 	same("BeginCapture on the legacy stream", cuStreamBeginCapture(NULL, 0),
@@ -271,6 +281,8 @@ int main(void)
 	} else {
 		printf("peer cases: skipped (%d device)\n", ndev);
 	}
+	/* Last: on a driver that allowed it, the library's kernels would be gone. */
+	same("cuModuleUnload of the library's module", cuModuleUnload(mod), CUDA_ERROR_NOT_PERMITTED);
 	printf("%d differences\n", ndiff);
 	return ndiff ? 1 : 0;
 }
