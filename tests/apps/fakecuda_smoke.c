@@ -931,6 +931,44 @@ static void launch1(CUfunction f, CUstream s)
 	T(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
 }
 
+/*
+ * Waiting for or querying a captured event: driver 580's sequence on the H200
+ * (tests/gpu/check_standins.sh) was cuEventSynchronize -> CUDA_ERROR_CAPTURED_EVENT,
+ * then cuEventQuery -> CUDA_ERROR_INVALID_VALUE and, with a fork unjoined,
+ * EndCapture -> CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.  No launches here: the
+ * kernel counters of test_capture stay as they are.
+ */
+static void test_captured_events(CUstream s, CUstream s2, CUevent e)
+{
+	CUstreamCaptureStatus st;
+	CUgraph gr;
+
+	RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	RC(cuEventRecord(e, s), CUDA_SUCCESS);
+	RC(cuStreamWaitEvent(s2, e, 0), CUDA_SUCCESS);
+	RC(cuEventSynchronize(e), CUDA_ERROR_CAPTURED_EVENT);
+	RC(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+	check(st == CU_STREAM_CAPTURE_STATUS_INVALIDATED,
+	      "cuEventSynchronize of a captured event invalidates the capture");
+	RC(cuEventQuery(e), CUDA_ERROR_INVALID_VALUE);
+	RC(cuEventSynchronize(e), CUDA_ERROR_INVALID_VALUE);
+	RC(cuStreamEndCapture(s2, &gr), CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+	gr = (CUgraph)(void *)&st;
+	RC(cuStreamEndCapture(s, &gr), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	check(gr == NULL, "... and its EndCapture, fork unjoined, returns no graph");
+	RC(cuStreamIsCapturing(s2, &st), CUDA_SUCCESS);
+	check(st == CU_STREAM_CAPTURE_STATUS_NONE, "the forked stream stops capturing with it");
+
+	RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	RC(cuEventRecord(e, s), CUDA_SUCCESS);
+	RC(cuEventQuery(e), CUDA_ERROR_CAPTURED_EVENT);
+	RC(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+	check(st == CU_STREAM_CAPTURE_STATUS_INVALIDATED,
+	      "cuEventQuery of a captured event invalidates the capture");
+	RC(cuEventQuery(e), CUDA_ERROR_INVALID_VALUE);
+	RC(cuStreamEndCapture(s, &gr), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
 static void test_capture(void)
 {
 	CUmodule mod;
@@ -994,8 +1032,10 @@ static void test_capture(void)
 	RC(cuStreamGetCaptureInfo_v3(s2, &st, &id2, &gr2, &deps, &edges, &nd), CUDA_SUCCESS);
 	check(id && id == id2 && nd == 1 && deps && edges && edges[0].type == 0,
 	      "cuStreamGetCaptureInfo_v3: one capture id, one dependency on the forked stream");
-	RC(cuEventSynchronize(e1), CUDA_ERROR_CAPTURED_EVENT);
 	RC(cuStreamEndCapture(s2, &gr), CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+	RC(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+	check(st == CU_STREAM_CAPTURE_STATUS_ACTIVE, "EndCapture on the forked stream invalidates nothing");
+	gr = (CUgraph)(void *)&nd;
 	RC(cuStreamEndCapture(s, &gr), CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
 	check(gr == NULL, "a failed capture returns no graph");
 	RC(cuStreamIsCapturing(s2, &st), CUDA_SUCCESS);
@@ -1004,6 +1044,7 @@ static void test_capture(void)
 	      "captured launches take no time");
 	check(kst_is("cap_a", 2, 3, 0) && kst_is("cap_b", 0, 1, 0) && kst_is("cap_c", 0, 2, 0),
 	      "captured launches count as captured, not launched");
+	test_captured_events(s, s2, e1);
 
 	/* Fork and join: 3 x cap_a, cap_b, then 2 x cap_c on s2 beside 1 x cap_d on s. */
 	RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);

@@ -986,6 +986,32 @@ static bool event_captured(const struct CUevent_st *ev)
 	return ev->cap_id && capture_by_id(ev->cap_id);
 }
 
+/*
+ * cuEventSynchronize and cuEventQuery of an event recorded in a capture under
+ * way: CUDA_ERROR_CAPTURED_EVENT, and the capture is invalidated (CUDA's
+ * programming guide: synchronizing or querying a captured event is invalid).
+ * Once it is, driver 580 returns CUDA_ERROR_INVALID_VALUE here
+ * (tests/gpu/check_standins.sh on the H200: cuEventQuery after
+ * cuEventSynchronize of the same captured event), and the capture's
+ * cuStreamEndCapture CUDA_ERROR_STREAM_CAPTURE_INVALIDATED although a fork
+ * was unjoined.  That the cuEventSynchronize is what invalidated it is our
+ * reading of that run: real drivers return CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+ * for an unjoined fork alone (NVIDIA/warp#1469) and CUDA_ERROR_CAPTURED_EVENT
+ * for a query in a valid capture (pytorch/pytorch#193982);
+ * standins_probe's probe_capture_events checks it on the next GPU run.
+ */
+static CUresult captured_event_check(const struct CUevent_st *ev)
+{
+	struct capture *c = capture_by_id(ev->cap_id);
+
+	if (!c)
+		return CUDA_SUCCESS;
+	if (c->invalid)
+		return CUDA_ERROR_INVALID_VALUE;
+	c->invalid = true;
+	return CUDA_ERROR_CAPTURED_EVENT;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The one path that runs work: launches, copies and graph nodes alike. */
 
@@ -3758,9 +3784,9 @@ CUresult cuEventSynchronize(CUevent hEvent)
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 	else if (!obj_ok(hEvent, OBJ_EVENT))
 		rc = CUDA_ERROR_INVALID_HANDLE;
-	else if (event_captured(hEvent))
-		rc = CUDA_ERROR_CAPTURED_EVENT;
-	else if (hEvent->recorded)	/* never recorded: nothing to wait for */
+	else
+		rc = captured_event_check(hEvent);
+	if (rc == CUDA_SUCCESS && hEvent->recorded)	/* never recorded: nothing to wait for */
 		until = hEvent->t;
 	UNLOCK();
 	if (rc == CUDA_SUCCESS)
@@ -3777,9 +3803,9 @@ CUresult cuEventQuery(CUevent hEvent)
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 	else if (!obj_ok(hEvent, OBJ_EVENT))
 		rc = CUDA_ERROR_INVALID_HANDLE;
-	else if (event_captured(hEvent))
-		rc = CUDA_ERROR_CAPTURED_EVENT;
-	else if (hEvent->recorded && hEvent->t > now_ns())
+	else
+		rc = captured_event_check(hEvent);
+	if (rc == CUDA_SUCCESS && hEvent->recorded && hEvent->t > now_ns())
 		rc = CUDA_ERROR_NOT_READY;
 	UNLOCK();
 	return rc;
@@ -3899,7 +3925,10 @@ out:
  * Ends the capture that s began.  Every stream forked into it must have been
  * joined back: its last captured work must be among what s depends on now
  * (CUDA_ERROR_STREAM_CAPTURE_UNJOINED otherwise).  Failed or invalidated
- * captures return no graph.
+ * captures return no graph.  An invalidated capture says so before anything
+ * else: with a fork unjoined too, driver 580 returns
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED here (tests/gpu/check_standins.sh on
+ * the H200), and every stream forked into it stops capturing.
  */
 static NOINL CUresult do_end_capture(CUstream s, bool ptsz, CUgraph *out)
 {
