@@ -1764,6 +1764,30 @@ static void run_workload(const char *dir, const char *what, const char *args)
 	      WIFEXITED(st) ? WEXITSTATUS(st) : -1, strlen(last));
 }
 
+/*
+ * tests/gpu/standins_probe.c built against the toolkit's cuda.h and run on the
+ * stand-in in appdir/../fakecuda: its stand-in column holds what driver 580
+ * returned on the H200 (tests/gpu/check_standins.sh), and the stand-in's model
+ * for lines added since, so every line must say SAME.
+ */
+static void run_probe(const char *appdir)
+{
+	char cmd[4096];
+
+	if (access("tests/gpu/standins_probe.c", R_OK) != 0 ||
+	    access("/usr/local/cuda/include/cuda.h", R_OK) != 0) {
+		printf("# SKIP: no /usr/local/cuda/include/cuda.h to build tests/gpu/standins_probe.c\n");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "d=$(mktemp -d) && trap 'rm -rf \"$d\"' EXIT && "
+		 "${CC:-cc} -I/usr/local/cuda/include -o \"$d/probe\" tests/gpu/standins_probe.c "
+		 "-L'%s/../fakecuda' -l:libcuda.so.1 -ldl 2>&1 && "
+		 "FAKECUDA_BW=1e10 LD_LIBRARY_PATH='%s/../fakecuda' \"$d/probe\" 2>&1",
+		 appdir, appdir);
+	run_check("standins_probe on the stand-in: driver 580's return codes", cmd);
+}
+
 int main(int argc, char **argv)
 {
 	char cmd[4096], self[1024];
@@ -1824,6 +1848,7 @@ int main(int argc, char **argv)
 		run_workload(self, "nccl_launcher.sh", "2 --n 1 --bad");
 		run_workload(self, "tree_launcher.sh", "--late-child --n 2");
 		run_workload(self, "rate_app", "--phases 2000:20,20000:20 --alloc-every 10");
+		run_probe(self);
 	} else {
 		check(0, "readlink /proc/self/exe");
 	}
