@@ -25,6 +25,14 @@
  *  - it counts what really ran per kernel name and per copy direction
  *    (fakecuda_ext.h), so workloads can check their own ground truth.
  *
+ * Checked against driver 580: tests/gpu/standins_probe.c runs the edge cases
+ * modelled here on a real driver and prints its codes beside the stand-in's
+ * (tests/gpu/check_standins.sh on the GPU machine).  The H200 run (driver
+ * 580.159.04) found 5 differences; the stand-in now returns driver 580's code
+ * on every line of that run: 0 differences.  fakecuda_smoke runs the probe on
+ * the stand-in; the probe's lines added since hold the stand-in's model until
+ * the next GPU run.
+ *
  * Environment (read once, by the first successful cuInit):
  *   FAKECUDA_DEVICES    number of devices (default 2, 0 = no device, at most 8)
  *   FAKECUDA_MEM_LIMIT  bytes per device (default 80 GiB; K/M/G/T suffix ok)
