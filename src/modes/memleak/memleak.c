@@ -8,6 +8,7 @@
 #include "memleak.h"
 #include "proctab.h"
 #include "u64map.h"
+#include "util.h"
 
 struct memleak {
 	struct proctab *procs; /* struct ml_proc */
@@ -19,12 +20,11 @@ struct memleak {
 
 static uint64_t stack_hash(const struct ml_stack_in *in)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ in->flags; /* FNV-1a */
+	uint64_t h = GP_FNV1A_INIT ^ in->flags;
 
 	for (uint32_t i = 0; i < in->nr; i++) {
-		for (const unsigned char *c = (const unsigned char *)in->frames[i]; *c; c++)
-			h = (h ^ *c) * 0x100000001b3ull;
-		h = (h ^ 0xff) * 0x100000001b3ull; /* frame boundary */
+		h = gp_fnv1a(in->frames[i], strlen(in->frames[i]), h);
+		h = gp_fnv1a("\xff", 1, h); /* frame boundary */
 	}
 	return h;
 }

@@ -6,6 +6,7 @@
 #include "nccl.h"
 #include "proctab.h"
 #include "u64map.h"
+#include "util.h"
 
 #define CTX_STACK 8
 #define CU_STREAM_LEGACY_H 1
@@ -140,13 +141,7 @@ const char *nccl_shape_name(enum nccl_shape s)
 
 uint64_t nccl_comm_id(const uint8_t *id, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= id[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
+	return gp_fnv1a(id, len, GP_FNV1A_INIT);
 }
 
 /* ---- processes ---- */
