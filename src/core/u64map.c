@@ -67,6 +67,20 @@ void *u64map__get(const struct u64map *m, uint64_t key)
 	return s ? s->val : NULL;
 }
 
+void *u64map__get_new(struct u64map *m, uint64_t key, size_t size)
+{
+	void *v = u64map__get(m, key);
+
+	if (v)
+		return v;
+	v = calloc(1, size);
+	if (v && u64map__put(m, key, v)) {
+		free(v);
+		v = NULL;
+	}
+	return v;
+}
+
 static void insert(struct slot *slots, size_t cap, uint64_t key, void *val)
 {
 	size_t mask = cap - 1, i = hash64(key) & mask;

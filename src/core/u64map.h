@@ -17,6 +17,9 @@ struct u64map *u64map__new(void);
 /* Frees the table, not the values. */
 void u64map__free(struct u64map *m);
 void *u64map__get(const struct u64map *m, uint64_t key);
+/* The value of key, else a zeroed one of size bytes put there (u64map__free_all with
+ * free releases it); NULL when out of memory. */
+void *u64map__get_new(struct u64map *m, uint64_t key, size_t size);
 /* Inserts or replaces; returns 0 or -ENOMEM. */
 int u64map__put(struct u64map *m, uint64_t key, void *val);
 /* Removes and returns the value, or NULL. */

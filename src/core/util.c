@@ -20,6 +20,17 @@ uint64_t gp_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+unsigned int gp_log2_slot(uint64_t v, unsigned int slots)
+{
+	unsigned int r = 0;
+
+	while (v > 1 && r < slots - 1) {
+		v >>= 1;
+		r++;
+	}
+	return r;
+}
+
 uint64_t gp_fnv1a(const void *p, size_t n, uint64_t h)
 {
 	const unsigned char *s = p;

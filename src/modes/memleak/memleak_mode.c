@@ -375,9 +375,9 @@ static void m_counters(void *st, struct gp_run *run, gp_counter_fn emit, void *c
 
 	(void)run;
 	for (size_t i = 0; i < n; i++)
-		for (unsigned int k = 0; k < GP_KIND__COUNT && !procs[i]->exited; k++)
+		for (unsigned int k = 0; k < GP_KIND__COUNT && !procs[i]->h.exited; k++)
 			if (procs[i]->st.allocs_by_kind[k] || (k == GP_KIND_DEVICE && procs[i]->st.allocs_total))
-				emit(ctx, &(struct gp_counter){ procs[i]->pid, GP_TRACK_MEMORY, gp_kind_name(k),
+				emit(ctx, &(struct gp_counter){ procs[i]->h.pid, GP_TRACK_MEMORY, gp_kind_name(k),
 								(double)procs[i]->st.bytes_by_kind[k], 0 });
 }
 
