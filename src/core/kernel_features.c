@@ -276,6 +276,26 @@ static int pmu_retprobe_bit(void)
 	return bit;
 }
 
+int features__uprobe_event(const char *path, unsigned long long off, int pid, bool ret)
+{
+	struct perf_event_attr attr;
+	int type = pmu_type("uprobe"), bit = ret ? pmu_retprobe_bit() : 0, fd;
+
+	if (type < 0)
+		return type;
+	if (bit < 0)
+		return bit;
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = (__u32)type;
+	attr.config = ret ? 1ULL << bit : 0;
+	attr.config1 = (__u64)(uintptr_t)path;
+	attr.config2 = off;
+	attr.disabled = 1;
+	fd = (int)syscall(__NR_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 /* Children that die on purpose (the seccomp probe, the uretprobe syscall) leave no core. */
 static void no_core(void)
 {
@@ -352,54 +372,20 @@ __attribute__((noinline)) static int call_target(feat_fn fn, int x)
 }
 
 struct where {
-	uint64_t addr, off;
+	unsigned long long off;
 	char path[4096];
-	int found;
 };
-
-static int where_cb(const struct map_entry *e, void *ctx)
-{
-	struct where *w = ctx;
-
-	if (w->addr >= e->start && w->addr < e->end && e->path[0] == '/') {
-		w->off = w->addr - e->start + e->offset;
-		snprintf(w->path, sizeof(w->path), "%s", e->path);
-		w->found = 1;
-	}
-	return 0;
-}
 
 /* The file and offset a uprobe on fn takes (fn is in gpuprobe's own text). */
 static int locate(feat_fn fn, struct where *w)
 {
-	int r;
-
 	memset(w, 0, sizeof(*w));
-	w->addr = (uint64_t)(uintptr_t)fn;
-	r = procmaps__foreach("/proc", getpid(), where_cb, w);
-	if (r < 0)
-		return r;
-	return w->found ? 0 : -ENOENT;
+	return procmaps__locate("/proc", getpid(), (uintptr_t)fn, w->path, sizeof(w->path), &w->off);
 }
 
 static int uprobe_event(const struct where *w, pid_t pid, bool ret)
 {
-	struct perf_event_attr attr;
-	int type = pmu_type("uprobe"), bit = ret ? pmu_retprobe_bit() : 0, fd;
-
-	if (type < 0)
-		return type;
-	if (bit < 0)
-		return bit;
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.type = (__u32)type;
-	attr.config = ret ? 1ULL << bit : 0;
-	attr.config1 = (__u64)(uintptr_t)w->path;
-	attr.config2 = w->off;
-	attr.disabled = 1;
-	fd = (int)syscall(__NR_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	return features__uprobe_event(w->path, w->off, pid, ret);
 }
 
 /*

@@ -240,6 +240,36 @@ cleanup:
 	return err;
 }
 
+struct locate {
+	unsigned long long addr, *off;
+	char *path;
+	size_t len;
+	bool found;
+};
+
+static int locate_cb(const struct map_entry *e, void *ctx)
+{
+	struct locate *l = ctx;
+
+	if (l->addr >= e->start && l->addr < e->end && e->path[0] == '/') {
+		*l->off = l->addr - e->start + e->offset;
+		snprintf(l->path, l->len, "%s", e->path);
+		l->found = true;
+	}
+	return 0;
+}
+
+int procmaps__locate(const char *proc_root, int pid, unsigned long long addr, char *path, size_t len,
+		     unsigned long long *off)
+{
+	struct locate l = { .addr = addr, .off = off, .path = path, .len = len };
+	int r = procmaps__foreach(proc_root, pid, locate_cb, &l);
+
+	if (r < 0)
+		return r;
+	return l.found ? 0 : -ENOENT;
+}
+
 struct find_libs_ctx {
 	const char *proc_root;
 	int pid;
