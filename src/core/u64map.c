@@ -183,3 +183,21 @@ void u64map__free_all(struct u64map *m, void (*free_value)(void *v))
 		(free_value ? free_value : free)(v);
 	u64map__free(m);
 }
+
+void **u64map__sorted(const struct u64map *m, void ***view, size_t *n, int (*cmp)(const void *, const void *))
+{
+	size_t cnt = u64map__size(m), i = 0;
+	void **v = realloc(*view, (cnt ? cnt : 1) * sizeof(*v));
+	uint64_t k;
+	void *val;
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	*view = v;
+	for (size_t it = 0; u64map__next(m, &it, &k, &val);)
+		v[i++] = val;
+	qsort(v, cnt, sizeof(*v), cmp);
+	*n = cnt;
+	return v;
+}

@@ -29,6 +29,11 @@ size_t u64map__size(const struct u64map *m);
 /* Frees every value with free_value (NULL: free), then the table; safe on NULL. */
 void u64map__free_all(struct u64map *m, void (*free_value)(void *v));
 
+/* Every value, sorted with cmp (qsort's, on the void * elements), in *view: grown as
+ * needed, kept and freed by the caller. The array with n values, or NULL when out of
+ * memory (*view unchanged). */
+void **u64map__sorted(const struct u64map *m, void ***view, size_t *n, int (*cmp)(const void *, const void *));
+
 /* Iteration: for (size_t it = 0; u64map__next(m, &it, &k, &v);) — no insertions or
  * deletions while iterating. */
 bool u64map__next(const struct u64map *m, size_t *it, uint64_t *key, void **val);

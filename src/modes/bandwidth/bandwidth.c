@@ -471,19 +471,9 @@ static int cmp_stat(const void *a, const void *b)
 
 size_t bw_proc__stats(struct bw_proc *p, struct bw_stat ***out)
 {
-	size_t n = u64map__size(p->stats), i = 0;
-	struct bw_stat **v = realloc(p->view, (n ? n : 1) * sizeof(*v));
-	uint64_t k;
-	void *val;
+	size_t n;
 
-	*out = NULL;
-	if (!v)
-		return 0;
-	p->view = v;
-	for (size_t it = 0; u64map__next(p->stats, &it, &k, &val);)
-		v[i++] = val;
-	qsort(v, n, sizeof(*v), cmp_stat);
-	*out = v;
+	*out = (struct bw_stat **)u64map__sorted(p->stats, (void ***)&p->view, &n, cmp_stat);
 	return n;
 }
 
@@ -498,19 +488,9 @@ static int cmp_pair(const void *a, const void *b)
 
 size_t bw_proc__pairs(struct bw_proc *p, struct bw_pair ***out)
 {
-	size_t n = u64map__size(p->pairs), i = 0;
-	struct bw_pair **v = realloc(p->pview, (n ? n : 1) * sizeof(*v));
-	uint64_t k;
-	void *val;
+	size_t n;
 
-	*out = NULL;
-	if (!v)
-		return 0;
-	p->pview = v;
-	for (size_t it = 0; u64map__next(p->pairs, &it, &k, &val);)
-		v[i++] = val;
-	qsort(v, n, sizeof(*v), cmp_pair);
-	*out = v;
+	*out = (struct bw_pair **)u64map__sorted(p->pairs, (void ***)&p->pview, &n, cmp_pair);
 	return n;
 }
 
