@@ -116,41 +116,43 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 				   err, len);
 }
 
-static void h_alloc(void *ctx, const struct gp_alloc_event *e)
+/* The records go to the aggregator (the handlers' ctx), in the ring buffer's order. */
+static void h_alloc(void *bw, const struct gp_alloc_event *e)
 {
-	bandwidth__on_alloc(((struct bw_mode *)ctx)->bw, e);
+	bandwidth__on_alloc(bw, e);
 }
 
-static void h_free(void *ctx, const struct gp_free_event *e)
+static void h_free(void *bw, const struct gp_free_event *e)
 {
-	bandwidth__on_free(((struct bw_mode *)ctx)->bw, e);
+	bandwidth__on_free(bw, e);
 }
 
-static void h_copy(void *ctx, const struct gp_copy_event *e)
+static void h_copy(void *bw, const struct gp_copy_event *e)
 {
-	bandwidth__on_copy(((struct bw_mode *)ctx)->bw, e);
+	bandwidth__on_copy(bw, e);
 }
 
-static void h_aux(void *ctx, const struct gp_aux_event *e)
+static void h_aux(void *bw, const struct gp_aux_event *e)
 {
-	bandwidth__on_aux(((struct bw_mode *)ctx)->bw, e);
+	bandwidth__on_aux(bw, e);
 }
 
-static void h_exit(void *ctx, const struct gp_exit_event *e)
+static void h_exit(void *bw, const struct gp_exit_event *e)
 {
-	bandwidth__on_exit(((struct bw_mode *)ctx)->bw, e);
+	bandwidth__on_exit(bw, e);
 }
 
-static void h_proc(void *ctx, const struct gp_proc_event *e)
+/* An exec ends the image's record; the new image starts its own. */
+static void h_proc(void *bw, const struct gp_proc_event *e)
 {
 	if (e->type == GP_EV_EXEC)
-		bandwidth__on_exec(((struct bw_mode *)ctx)->bw, e);
+		bandwidth__on_exec(bw, e);
 }
 
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct bw_mode *m = st;
-	struct gp_handlers h = { .ctx = m, .on_alloc = h_alloc, .on_free = h_free, .on_copy = h_copy,
+	struct gp_handlers h = { .ctx = m->bw, .on_alloc = h_alloc, .on_free = h_free, .on_copy = h_copy,
 				 .on_aux = h_aux, .on_exit = h_exit, .on_proc = h_proc };
 
 	return gp_share__start(run, m->skel->progs.copy_proc_exit, &h, err, len);
