@@ -19,8 +19,8 @@ struct proctab_ops {
 	size_t size; /* of a record: the table allocates it zeroed */
 	/* what the record of pid holds (its pid, its tables); 0 or -ENOMEM */
 	int (*init)(void *p, uint32_t pid);
-	/* releases what it holds, not the record itself; also after a failed init (on reap,
-	 * on proctab__free) */
+	/* releases what it holds, not the record itself: at reap, at proctab__free, and
+	 * after a failed init */
 	void (*fini)(void *ctx, void *p);
 };
 
