@@ -36,8 +36,12 @@ What gpuprobe sees (read from PyTorch's and NCCL's sources; `account` says it pe
   pair of ranks ("lo:hi"), made lazily at its first call by ncclCommInitRankConfig with a
   unique id exchanged through the store (lower rank is rank 0): gpuprobe's peer is then 0
   or 1, not the global rank. PyTorch pull request 129147 (use the world communicator when
-  it was made eagerly) was reverted for compatibility (issue 152220): which one this
-  PyTorch does is shown by the report; the checker accepts both and says which it saw.
+  it was made eagerly) did not hold for single send/recv ("blocked by some backward
+  compatible requirement", issue 152220, 2025; torchft PR 242 still sees a communicator
+  per peer): whether this PyTorch has changed that is read from the report; the checker
+  accepts both and says which it saw.
+- all_to_all_single and new_group's splits from distributed_c10d.py (split_from set when
+  the world communicator has a bound device; perform_nocolor_split for non-members).
 Nothing else: no barrier (it would be an AllReduce), destroy_process_group at the end."""
 import json
 import os

@@ -3,17 +3,18 @@
 // --bandwidth-util's GPU x GPU matrix on a node of any size (issue 20): the GPU count comes
 // from cudaGetDeviceCount, nothing else is assumed. Pair number k (0, 1, ... in the order
 // (0,1), (0,2), ..., (1,0), (1,2), ...) runs, after a warm-up copy of 1 MiB (cudaMemcpyPeer,
-// device sync), three batches of 2 + k copies of 32 + 8k MiB each:
+// device sync), three batches of 4 + k copies of 64 + 16k MiB each:
 //   cudaMemcpyPeer (returns before the copy is done)   closed by cudaDeviceSynchronize
 //   cudaMemcpyPeerAsync on a stream of the source GPU  closed by cudaStreamSynchronize
 //   cudaMemcpyAsync between the GPUs (unified addresses) closed by cudaEventSynchronize
-// so pair k totals 1 + 3(2 + k) copies and 1 MiB + 3(2 + k)(32 + 8k) MiB: both grow with k,
+// so pair k totals 1 + 3(4 + k) copies and 1 MiB + 3(4 + k)(64 + 16k) MiB: both grow with k,
 // so every cell of the copies matrix and of the bytes matrix differs from every other.
 // Each batch is timed twice: CUDA events recorded around it on the stream it runs on (the
 // GPU's time), and the host's CLOCK_MONOTONIC from just before its first call to the return
 // of the synchronization that closes it (a window that holds gpuprobe's, which runs from
 // the first submission to that return). Everything goes to stderr as one JSON line.
-// 8 GPUs: 56 pairs, up to 57 copies of 472 MiB, ~1.6 TB moved (seconds on NVLink).
+// 2 GPUs: 2 pairs, 2.1 GB moved; 8 GPUs: 56 pairs, up to 59 copies of 944 MiB, 3.4 TB moved
+// (about 9 s at 380 GB/s).
 // Built on the development machine (`make gpu-node`); the GPU machine runs it.
 #include <cstdio>
 #include <cstdlib>
@@ -157,17 +158,17 @@ int main()
 		fprintf(stderr, "peer_matrix: %d GPUs, 2 needed\n", n);
 		return 2;
 	}
-	setup(n, (32 + 8 * (size_t)(n * (n - 1) - 1)) * MiB, &all_peer);
+	setup(n, (64 + 16 * (size_t)(n * (n - 1) - 1)) * MiB, &all_peer);
 	for (int i = 0; i < n; i++) {
 		for (int j = 0; j < n; j++, k += i != j) {
-			size_t size = (32 + 8 * (size_t)k) * MiB;
+			size_t size = (64 + 16 * (size_t)k) * MiB;
 
 			if (i == j)
 				continue;
 			out.push_back(run("warmup", PEER_SYNC, i, j, 1, MiB));
-			out.push_back(run("peer_sync", PEER_SYNC, i, j, 2 + k, size));
-			out.push_back(run("peer_async", PEER_ASYNC, i, j, 2 + k, size));
-			out.push_back(run("memcpy_async", MEMCPY_ASYNC, i, j, 2 + k, size));
+			out.push_back(run("peer_sync", PEER_SYNC, i, j, 4 + k, size));
+			out.push_back(run("peer_async", PEER_ASYNC, i, j, 4 + k, size));
+			out.push_back(run("memcpy_async", MEMCPY_ASYNC, i, j, 4 + k, size));
 		}
 	}
 	print(n, all_peer, out);

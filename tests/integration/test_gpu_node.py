@@ -246,11 +246,11 @@ def peer_truth(n):
         for j in range(n):
             if i == j:
                 continue
-            size = (32 + 8 * k) * MI
+            size = (64 + 16 * k) * MI
             for name, call, sync, c, sz in (("warmup", "cudaMemcpyPeer", "device", 1, MI),
-                                            ("peer_sync", "cudaMemcpyPeer", "device", 2 + k, size),
-                                            ("peer_async", "cudaMemcpyPeerAsync", "stream", 2 + k, size),
-                                            ("memcpy_async", "cudaMemcpyAsync", "event", 2 + k, size)):
+                                            ("peer_sync", "cudaMemcpyPeer", "device", 4 + k, size),
+                                            ("peer_async", "cudaMemcpyPeerAsync", "stream", 4 + k, size),
+                                            ("memcpy_async", "cudaMemcpyAsync", "event", 4 + k, size)):
                 nb = c * sz
                 batches.append({"name": name, "call": call, "sync": sync, "src": i, "dst": j, "copies": c, "size": sz,
                                 "bytes": nb, "event_ms": nb / 380e9 * 1e3, "event_bytes_per_s": 380e9,
