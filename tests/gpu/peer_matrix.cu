@@ -160,7 +160,7 @@ int main()
 	}
 	setup(n, (64 + 16 * (size_t)(n * (n - 1) - 1)) * MiB, &all_peer);
 	for (int i = 0; i < n; i++) {
-		for (int j = 0; j < n; j++, k += i != j) {
+		for (int j = 0; j < n; j++) {
 			size_t size = (64 + 16 * (size_t)k) * MiB;
 
 			if (i == j)
@@ -169,6 +169,7 @@ int main()
 			out.push_back(run("peer_sync", PEER_SYNC, i, j, 4 + k, size));
 			out.push_back(run("peer_async", PEER_ASYNC, i, j, 4 + k, size));
 			out.push_back(run("memcpy_async", MEMCPY_ASYNC, i, j, 4 + k, size));
+			k++; // the pair's number: 0 .. n(n-1)-1, its batches' sizes within the buffers
 		}
 	}
 	print(n, all_peer, out);

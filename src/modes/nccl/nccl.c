@@ -660,6 +660,23 @@ static uint64_t *row_copy(const uint64_t *row, int n)
 	return r;
 }
 
+/* Completion batches counted before the communicator's size was known (a split whose shape
+ * is derived at the snapshot): nccl-tests' size and bus factor now that it is. */
+static void times_of_shape(struct nccl_comm_snap *c)
+{
+	for (size_t i = 0; i < c->nr_times; i++) {
+		struct nccl_time *t = &c->times[i];
+		uint64_t per_call;
+
+		if (t->bus_factor)
+			continue;
+		t->bus_factor = bus_factor(t->fn, c->nranks);
+		t->size = tests_size(t->fn, t->size, c->nranks);
+		per_call = t->calls ? t->size / t->calls : t->size;
+		t->slot = (int)gp_log2_slot(per_call, NCCL_SIZE_SLOTS);
+	}
+}
+
 static int comm_snap(const struct ncomm *c, const struct nproc *p, struct nccl_comm_snap *o)
 {
 	*o = c->s;
@@ -672,6 +689,8 @@ static int comm_snap(const struct ncomm *c, const struct nproc *p, struct nccl_c
 	o->parent_rank = c->parent_rank;
 	o->parent_nranks = c->parent_nranks;
 	(void)p;
+	if (o->times && o->nranks > 0) /* a size learned after calls (its queries) */
+		times_of_shape(o);
 	return o->colls && o->p2p && o->times ? 0 : -ENOMEM;
 }
 
@@ -755,6 +774,7 @@ static void derive_split(void *ctx, struct nccl_proc_snap *p, struct nccl_comm_s
 	c->nranks = q.n;
 	c->rank = q.rank;
 	c->shape = NCCL_SHAPE_SPLIT;
+	times_of_shape(c);
 }
 
 static struct nccl_matrix *matrix_of(struct nccl_snap_data *d, const struct nccl_comm_snap *c)
