@@ -3965,6 +3965,9 @@ static NOINL CUresult do_end_capture(CUstream s, bool ptsz, CUgraph *out)
 		goto out;
 	}
 	if (c->origin != st) {
+		/* driver 580 invalidates the capture here: the origin's EndCapture then returns
+		 * 901 (tests/gpu/check_standins.sh on the H200) */
+		c->invalid = true;
 		rc = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
 		goto out;
 	}

@@ -104,7 +104,7 @@ static void probe_capture_events(CUfunction f, CUstream s, CUstream s2, CUevent 
 	same("EndCapture on the forked stream of a joined capture", cuStreamEndCapture(s2, &g),
 	     CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
 	g = NULL;
-	same("... then EndCapture on the origin", cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+	same("... then EndCapture on the origin", cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
 	if (g)
 		cuGraphDestroy(g);
 }
