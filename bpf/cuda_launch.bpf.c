@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
 #include "common.bpf.h"
+#include "budget.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -65,6 +66,39 @@ struct {
 } unloaded SEC(".maps");
 
 __u32 next_gen;
+
+/* Bumped by every change of `known` or `unloaded` a launch could see (a naming, an alias,
+ * an unload): a cached naming (below) is valid while this has not moved. */
+__u64 names_seq = 1; /* 0 never matches: a cache entry starts zeroed */
+
+/* A thread's launch state, in its own storage (no other program writes it while this one
+ * runs: a task runs on one CPU at a time). Whether its process is followed: that holds for
+ * the life of an image (a fork is followed before the child runs, an exec makes a new
+ * image, user space seeds the set before the probes attach), so the hash look-up of
+ * gp_traced_self() is done once per thread and image. And the namings its launches looked
+ * up last: a launch loop launches the same few handles over and over, and a hit saves the
+ * two hash look-ups of handle_gen(); direct-mapped by handle. */
+#define GEN_CACHE 16
+#define GEN_NAMED (1U << 31)
+struct gen_cached {
+	__u64 handle;
+	__u64 seq;  /* names_seq when looked up */
+	__u32 img;
+	__u32 gen;  /* the naming generation; bit 31: named */
+};
+
+struct hot {
+	__u32 img;     /* the image `traced` was looked up for */
+	__u32 traced;  /* 0: not looked up, 1: not followed, 2: followed */
+	struct gen_cached e[GEN_CACHE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct hot);
+} hot_store SEC(".maps");
 
 /* Unnamed handles whose launch stack was already sent once. */
 struct {
@@ -207,12 +241,19 @@ static __always_inline void start_timer(__u64 id, __u32 api, __u32 hist, __u64 u
 		count_drop(GP_LDROP_PENDING);
 }
 
+/* A process's histogram of a kind, made at its first call of that kind (the process is
+ * remembered then, for its exit record). */
 static __always_inline struct gp_hist *hist_of(__u32 tgid, __u32 kind)
 {
 	struct gp_hist_key k = { .pid = tgid, .kind = kind, .img = gp_image() };
 	static const struct gp_hist zero;
+	struct gp_hist *h = bpf_map_lookup_elem(&hists, &k);
 
-	return gp_lookup_or_init(&hists, &k, &zero);
+	if (h)
+		return h;
+	remember_proc(tgid);
+	bpf_map_update_elem(&hists, &k, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&hists, &k);
 }
 
 /* The naming generation of a handle (0: never named, or its module was unloaded); *named
@@ -228,6 +269,50 @@ static __always_inline __u32 handle_gen(__u32 tgid, __u32 img, __u64 handle, boo
 		return 0;
 	ok.handle = kv->owner;
 	return bpf_map_lookup_elem(&unloaded, &ok) ? 0 : kv->gen;
+}
+
+static __always_inline struct hot *hot_self(void)
+{
+	return bpf_task_storage_get(&hot_store, bpf_get_current_task_btf(), NULL,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+/* gp_traced_self() for a launch or a sync, answered once per thread and image. */
+static __always_inline bool hot_traced(struct hot *h, __u32 img)
+{
+	if (!gp_filter)
+		return true;
+	if (!h)
+		return gp_traced_self() != NULL;
+	if (h->img != img || !h->traced) {
+		h->traced = gp_traced_self() ? 2 : 1;
+		h->img = img;
+	}
+	return h->traced == 2;
+}
+
+/* handle_gen() for a launch, through the thread's cache. The sequence is read before the
+ * look-ups and every writer bumps it after its change, so an entry cached from a state
+ * that changed since is never used. A thread is one process: no PID in the key. */
+static __always_inline __u32 launch_gen(struct hot *h, __u32 tgid, __u32 img, __u64 handle, bool *named)
+{
+	__u64 seq = *(volatile __u64 *)&names_seq;
+	struct gen_cached *c;
+	__u32 gen;
+
+	if (!h)
+		return handle_gen(tgid, img, handle, named);
+	c = &h->e[(handle >> 4 ^ handle >> 10) & (GEN_CACHE - 1)];
+	if (c->seq == seq && c->handle == handle && c->img == img) {
+		*named = c->gen & GEN_NAMED;
+		return c->gen & ~GEN_NAMED;
+	}
+	gen = handle_gen(tgid, img, handle, named);
+	c->handle = handle;
+	c->seq = seq;
+	c->img = img;
+	c->gen = gen | (*named ? GEN_NAMED : 0);
+	return gen;
 }
 
 static __always_inline bool is_ptsz(__u32 api)
@@ -300,6 +385,8 @@ static __always_inline void emit_graph(__u32 op, __u64 a, __u64 b, __u64 handle,
 }
 
 struct launch {
+	struct hot *hot; /* the thread's (NULL when its storage could not be made) */
+	__u32 img;
 	__u32 kind;
 	__u64 handle, stream;
 	__u32 dims[6]; /* grid x, y, z, block x, y, z */
@@ -331,38 +418,47 @@ static __always_inline __u32 exec_version(__u32 tgid, __u32 img, __u64 exec)
 	return v ? *v : 0;
 }
 
-static __always_inline int count_launch(void *ctx, const struct launch *l)
+/* One more launch under key k: a look-up, and an insert the first time (the process is
+ * remembered then, for its exit record: its keys go only once it has exited). */
+static __always_inline void bump_launch(const struct gp_launch_key *k)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, img = gp_image(), api = (__u32)bpf_get_attach_cookie(ctx);
-	struct gp_launch_key k = {
-		.pid = tgid, .kind = l->kind, .handle = l->handle, .img = img,
-		.grid = { l->dims[0], l->dims[1], l->dims[2] },
-		.block = { l->dims[3], l->dims[4], l->dims[5] },
-	};
-	__u64 one = 1, *v;
-	bool named = true;
-	struct gp_hist *h;
+	__u64 one = 1, *v = bpf_map_lookup_elem(&launches, k);
 
-	if (l->kind == GP_LAUNCH_GRAPH)
-		k.gen = exec_version(tgid, img, l->handle);
-	else if (captured(tgid, img, api, l))
-		return 0;
-	else
-		k.gen = handle_gen(tgid, img, l->handle, &named);
-
-	v = bpf_map_lookup_elem(&launches, &k);
 	if (v) {
 		__sync_fetch_and_add(v, 1);
-	} else if (bpf_map_update_elem(&launches, &k, &one, BPF_NOEXIST)) {
+		return;
+	}
+	if (bpf_map_update_elem(&launches, k, &one, BPF_NOEXIST)) {
 		/* lost a race to create the key, or the table is full */
-		v = bpf_map_lookup_elem(&launches, &k);
+		v = bpf_map_lookup_elem(&launches, k);
 		if (v)
 			__sync_fetch_and_add(v, 1);
 		else
 			count_drop(GP_LDROP_KEYS);
 	}
-	remember_proc(tgid);
+	remember_proc(k->pid);
+}
+
+static __always_inline int count_launch(void *ctx, const struct launch *l)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, img = l->img, api = (__u32)bpf_get_attach_cookie(ctx);
+	struct gp_launch_key k = {
+		.pid = tgid, .kind = l->kind, .handle = l->handle, .img = img,
+		.grid = { l->dims[0], l->dims[1], l->dims[2] },
+		.block = { l->dims[3], l->dims[4], l->dims[5] },
+	};
+	bool named = true;
+	struct gp_hist *h;
+
+	gp_sampled_hit(tgid);
+	if (l->kind == GP_LAUNCH_GRAPH)
+		k.gen = exec_version(tgid, img, l->handle);
+	else if (captured(tgid, img, api, l))
+		return 0;
+	else
+		k.gen = launch_gen(l->hot, tgid, img, l->handle, &named);
+	bump_launch(&k);
 	if (!named)
 		sample_unnamed(ctx, tgid, l->handle);
 	if (measure_latency) {
@@ -374,13 +470,16 @@ static __always_inline int count_launch(void *ctx, const struct launch *l)
 	return 0;
 }
 
-static __always_inline __u64 stack_arg(struct pt_regs *ctx, int slot)
-{
-	__u64 v = 0;
+/* x86-64: the 7th and later integer arguments sit above the return address, at [rsp+8]
+ * on: blockDimZ, sharedMemBytes, hStream (one read for the three) */
+struct stack_args {
+	__u64 block_z, shmem, stream;
+};
 
-	/* x86-64: the 7th and later integer arguments sit above the return address */
-	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * slot));
-	return v;
+static __always_inline void stack_args(struct pt_regs *ctx, struct stack_args *a)
+{
+	if (bpf_probe_read_user(a, sizeof(*a), (void *)(PT_REGS_SP(ctx) + 8)))
+		__builtin_memset(a, 0, sizeof(*a));
 }
 
 /* x86-64 passes the sixth integer argument in r9 (libbpf 1.1's macros stop at five). */
@@ -388,19 +487,25 @@ static __always_inline __u64 stack_arg(struct pt_regs *ctx, int slot)
 
 /* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra) and
  * cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params) */
-static __always_inline int launch_kernel(struct pt_regs *ctx, __u32 kind)
+static __always_inline int launch_kernel(struct pt_regs *ctx, struct launch *l, __u32 kind)
 {
-	struct launch l = {
-		.kind = kind, .handle = PT_REGS_PARM1(ctx), .stream = stack_arg(ctx, 3),
-		.dims = { PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx),
-			  ARG6(ctx), (__u32)stack_arg(ctx, 1) },
-	};
+	struct stack_args a;
 
-	return count_launch(ctx, &l);
+	stack_args(ctx, &a);
+	l->kind = kind;
+	l->handle = PT_REGS_PARM1(ctx);
+	l->stream = a.stream;
+	l->dims[0] = PT_REGS_PARM2(ctx);
+	l->dims[1] = PT_REGS_PARM3(ctx);
+	l->dims[2] = PT_REGS_PARM4(ctx);
+	l->dims[3] = PT_REGS_PARM5(ctx);
+	l->dims[4] = ARG6(ctx);
+	l->dims[5] = (__u32)a.block_z;
+	return count_launch(ctx, l);
 }
 
 /* cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, params, extra) */
-static __always_inline int launch_ex(struct pt_regs *ctx)
+static __always_inline int launch_ex(struct pt_regs *ctx, struct launch *l)
 {
 	/* CUlaunchConfig: gridDimX..Z, blockDimX..Z, sharedMemBytes (unsigned ints), then
 	 * hStream at offset 32 */
@@ -409,29 +514,32 @@ static __always_inline int launch_ex(struct pt_regs *ctx)
 		__u32 shmem, pad;
 		__u64 stream;
 	} cfg = {};
-	struct launch l = { .kind = GP_LAUNCH_EX, .handle = PT_REGS_PARM2(ctx) };
 
 	bpf_probe_read_user(&cfg, sizeof(cfg), (void *)PT_REGS_PARM1(ctx));
-	l.stream = cfg.stream;
-	__builtin_memcpy(l.dims, cfg.dims, sizeof(l.dims));
-	return count_launch(ctx, &l);
+	l->kind = GP_LAUNCH_EX;
+	l->handle = PT_REGS_PARM2(ctx);
+	l->stream = cfg.stream;
+	__builtin_memcpy(l->dims, cfg.dims, sizeof(l->dims));
+	return count_launch(ctx, l);
 }
 
 /* cuGraphLaunch(CUgraphExec, CUstream) */
-static __always_inline int launch_graph(struct pt_regs *ctx)
+static __always_inline int launch_graph(struct pt_regs *ctx, struct launch *l)
 {
-	struct launch l = { .kind = GP_LAUNCH_GRAPH, .handle = PT_REGS_PARM1(ctx), .stream = PT_REGS_PARM2(ctx) };
-
-	return count_launch(ctx, &l);
+	l->kind = GP_LAUNCH_GRAPH;
+	l->handle = PT_REGS_PARM1(ctx);
+	l->stream = PT_REGS_PARM2(ctx);
+	return count_launch(ctx, l);
 }
 
 /* cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize */
 static __always_inline int sync_enter(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct gp_hist *h = hist_of(id >> 32, GP_HIST_SYNC);
+	struct gp_hist *h;
 
-	remember_proc(id >> 32);
+	gp_sampled_hit(id >> 32);
+	h = hist_of(id >> 32, GP_HIST_SYNC);
 	if (h)
 		__sync_fetch_and_add(&h->count, 1);
 	if (measure_latency)
@@ -538,6 +646,7 @@ static __always_inline int unload_leave(struct pt_regs *ctx)
 		ok.img = gp_image();
 		ok.handle = c->owner;
 		bpf_map_update_elem(&unloaded, &ok, &one, BPF_ANY);
+		__sync_fetch_and_add(&names_seq, 1); /* after the change: cached namings go */
 	}
 	bpf_map_delete_elem(&calls, &id);
 	return 0;
@@ -567,6 +676,7 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 		if (kp) {
 			kv = *kp;
 			bpf_map_update_elem(&known, &hk, &kv, BPF_ANY);
+			__sync_fetch_and_add(&names_seq, 1);
 		}
 		goto out;
 	}
@@ -593,42 +703,57 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 	ok.handle = c->owner;
 	bpf_map_delete_elem(&unloaded, &ok);
 	bpf_map_update_elem(&known, &hk, &kv, BPF_ANY);
+	__sync_fetch_and_add(&names_seq, 1);
 	bpf_map_delete_elem(&sampled, &hk);
 out:
 	bpf_map_delete_elem(&calls, &id);
 	return 0;
 }
 
+/* Launches and syncs: the hot path (see struct hot). */
+static __always_inline int hot_enter(struct pt_regs *ctx, __u32 api)
+{
+	struct launch l = { .hot = hot_self(), .img = gp_image() };
+
+	if (!hot_traced(l.hot, l.img))
+		return 0;
+	switch (api) {
+	case GP_API_cuLaunchKernel:
+	case GP_API_cuLaunchKernel_ptsz:
+		return launch_kernel(ctx, &l, GP_LAUNCH_KERNEL);
+	case GP_API_cuLaunchKernelEx:
+	case GP_API_cuLaunchKernelEx_ptsz:
+		return launch_ex(ctx, &l);
+	case GP_API_cuLaunchCooperativeKernel:
+	case GP_API_cuLaunchCooperativeKernel_ptsz:
+		return launch_kernel(ctx, &l, GP_LAUNCH_COOPERATIVE);
+	case GP_API_cuGraphLaunch:
+	case GP_API_cuGraphLaunch_ptsz:
+		return launch_graph(ctx, &l);
+	default:
+		return sync_enter(ctx);
+	}
+}
+
 /* One entry and one return program for every launch-side entry point, dispatching on the
- * attach cookie: one uprobe_multi link each per library. */
+ * attach cookie: one uprobe_multi link each per library (two with --max-overhead: the
+ * launches and syncs it may sample, and the rest). */
 SEC("uprobe")
 int launch_enter(struct pt_regs *ctx)
 {
-	if (!gp_traced_self())
-		return 0;
-	switch ((__u32)bpf_get_attach_cookie(ctx)) {
-	case GP_API_cuLaunchKernel:
-	case GP_API_cuLaunchKernel_ptsz:
-		return launch_kernel(ctx, GP_LAUNCH_KERNEL);
-	case GP_API_cuLaunchKernelEx:
-	case GP_API_cuLaunchKernelEx_ptsz:
-		return launch_ex(ctx);
-	case GP_API_cuLaunchCooperativeKernel:
-	case GP_API_cuLaunchCooperativeKernel_ptsz:
-		return launch_kernel(ctx, GP_LAUNCH_COOPERATIVE);
-	case GP_API_cuGraphLaunch:
-	case GP_API_cuGraphLaunch_ptsz:
-		return launch_graph(ctx);
+	__u32 api = (__u32)bpf_get_attach_cookie(ctx);
+
+	switch (api) {
 	case GP_API_cuModuleGetFunction:
 	case GP_API_cuLibraryGetKernel:
-		return name_enter(ctx);
+		return gp_traced_self() ? name_enter(ctx) : 0;
 	case GP_API_cuKernelGetFunction:
-		return alias_enter(ctx);
+		return gp_traced_self() ? alias_enter(ctx) : 0;
 	case GP_API_cuModuleUnload:
 	case GP_API_cuLibraryUnload:
-		return unload_enter(ctx);
+		return gp_traced_self() ? unload_enter(ctx) : 0;
 	default:
-		return sync_enter(ctx);
+		return hot_enter(ctx, api);
 	}
 }
 

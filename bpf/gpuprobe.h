@@ -39,6 +39,20 @@ struct gp_traced {
 	__u32 _pad;
 };
 
+/*
+ * --max-overhead: hits of the probes the budget may sample (launches, syncs), per process,
+ * in the array `gp_hits` that the run creates (mmapped: read without a system call) and
+ * every BPF object with such probes reuses (bpf/budget.bpf.h). Slot tgid % GP_HIT_SLOTS
+ * belongs to the first process that hits it; the last slot (GP_HIT_SLOTS) sums the hits
+ * of processes whose slot another one holds.
+ */
+#define GP_HIT_SLOTS 4096
+struct gp_hit_slot {
+	__u32 pid; /* the tgid that holds the slot; 0: free */
+	__u32 _pad;
+	__u64 hits;
+};
+
 /* GP_EV_FORK, GP_EV_EXEC and GP_EV_GONE */
 struct gp_proc_event {
 	__u32 type;
