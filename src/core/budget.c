@@ -1,0 +1,794 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The overhead budget (budget.h): the links it may close, the hits array, and a thread
+ * that cuts time into periods. Why a thread: a window can be a millisecond long, and the
+ * front ends' loops wake every 100 ms; making a link waits for an RCU grace period (ms)
+ * and closing one for RCU Tasks Trace and SRCU grace periods (tens of ms here), which no
+ * report should wait for — so links are closed from short-lived threads of their own
+ * (their breakpoints go at the start of close(), the rest is waiting). Two locks: `links`
+ * (groups and their link fds, held across the system calls) and `acc` (accounts and
+ * statistics, held briefly; snapshots read them).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "attach.h"
+#include "budget.h"
+#include "gpuprobe.h"
+#include "u64map.h"
+#include "util.h"
+
+#define PERIOD_NS 100000000ULL    /* a period, when its window is long enough */
+#define MAX_PERIOD_NS 1000000000ULL /* never longer: the budget reacts within a second */
+#define MIN_WINDOW_NS 1000000ULL  /* a window shorter than a millisecond sees too little */
+#define TICK_NS 5000000ULL        /* how often a waiting thread looks at stop and holds */
+#define EXACT_CHECK_NS 10000000ULL /* how often the rates are checked while all is seen */
+#define MARGIN 0.8                /* the share of the budget aimed at */
+#define RING 256                  /* attach/detach durations kept for the medians */
+#define MAX_CHANGES 1024
+#define SLOTS (GP_HIT_SLOTS + 1)  /* the last sums the processes that found theirs taken */
+
+struct group {
+	int enter, leave;
+	char *path;
+	__u64 *offs, *cookies, *roffs, *rcookies;
+	int n, nr;
+	__u32 pid;
+	const volatile int64_t *hold;
+	int fd_enter, fd_leave; /* -1 while detached */
+};
+
+struct account {
+	uint32_t pid;  /* 0: no process (the spill slot is always accounted) */
+	uint64_t last; /* its hits at the last boundary */
+	struct gp_account acc;
+};
+
+struct ended {
+	struct gp_account acc;
+	uint64_t end_ns;
+};
+
+struct gp_budget {
+	double pct, target, cost;
+	int hits_fd;
+	struct gp_hit_slot *hits; /* mmapped */
+	size_t map_len;
+	pthread_t thread;
+	bool started;
+	int stop;                 /* __atomic */
+	pthread_mutex_t links;    /* groups, fds, attached */
+	struct group *groups;
+	int ngroups;
+	bool attached;
+	pthread_mutex_t acc;      /* everything below */
+	struct account *accounts; /* SLOTS of them */
+	struct u64map *ended;     /* pid -> struct ended */
+	double fraction;
+	bool over;
+	uint64_t periods, sampled_periods, windows;
+	double attach_ms[RING], detach_ms[RING];
+	uint64_t nr_attach, nr_detach;
+	struct gp_budget_change changes[MAX_CHANGES];
+	size_t nr_changes;
+	int closing;              /* closer threads running */
+	pthread_cond_t closed;
+};
+
+/* -------------------------------------------------------------------------------------
+ * The links */
+
+static void group_free(struct group *g)
+{
+	free(g->path);
+	free(g->offs);
+	free(g->cookies);
+	free(g->roffs);
+	free(g->rcookies);
+}
+
+/* The offsets libbpf-style arrays hold, without the -1 entries. */
+static int compact(const long long *offsets, const __u64 *cookies, int n, __u64 **offs, __u64 **cks)
+{
+	int cnt = 0;
+
+	*offs = calloc((size_t)(n ? n : 1), sizeof(**offs));
+	*cks = calloc((size_t)(n ? n : 1), sizeof(**cks));
+	if (!*offs || !*cks)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		if (offsets[i] < 0)
+			continue;
+		(*offs)[cnt] = (__u64)offsets[i];
+		(*cks)[cnt++] = cookies[i];
+	}
+	return cnt;
+}
+
+/* Entry links first, then return links: a return probe then always has its entry seen. */
+static int group_attach(struct group *g)
+{
+	int fd;
+
+	if (g->fd_enter < 0 && g->n) {
+		fd = attach__multi_fd(g->enter, g->path, g->offs, g->cookies, g->n, g->pid, false);
+		if (fd < 0)
+			return fd;
+		g->fd_enter = fd;
+	}
+	if (g->fd_leave < 0 && g->leave >= 0 && g->nr) {
+		fd = attach__multi_fd(g->leave, g->path, g->roffs, g->rcookies, g->nr, g->pid, true);
+		if (fd < 0)
+			return fd;
+		g->fd_leave = fd;
+	}
+	return 0;
+}
+
+struct closer {
+	struct gp_budget *b;
+	int *fds;
+	int n;
+};
+
+static void note_ms(double *ring, uint64_t *nr, double ms)
+{
+	ring[*nr % RING] = ms;
+	(*nr)++;
+}
+
+static void *closer_main(void *arg)
+{
+	struct closer *c = arg;
+	struct gp_budget *b = c->b;
+	uint64_t t0 = gp_mono_ns();
+
+	for (int i = 0; i < c->n; i++)
+		close(c->fds[i]);
+	pthread_mutex_lock(&b->acc);
+	note_ms(b->detach_ms, &b->nr_detach, (double)(gp_mono_ns() - t0) / 1e6);
+	b->closing--;
+	pthread_cond_broadcast(&b->closed);
+	pthread_mutex_unlock(&b->acc);
+	free(c->fds);
+	free(c);
+	return NULL;
+}
+
+/* Closes fds in a thread of their own (the waiting is for grace periods, not for the
+ * breakpoints: they go at once), or here when no thread can be made. */
+static void close_async(struct gp_budget *b, int *fds, int n)
+{
+	struct closer *c = malloc(sizeof(*c));
+	pthread_attr_t at;
+	pthread_t t;
+	int r = -1;
+
+	if (c) {
+		*c = (struct closer){ b, fds, n };
+		pthread_mutex_lock(&b->acc);
+		b->closing++;
+		pthread_mutex_unlock(&b->acc);
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		r = pthread_create(&t, &at, closer_main, c);
+		pthread_attr_destroy(&at);
+		if (!r)
+			return;
+		pthread_mutex_lock(&b->acc);
+		b->closing--;
+		pthread_mutex_unlock(&b->acc);
+		free(c);
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	free(fds);
+}
+
+/* Return links first, then entry links (a call that enters after the entry link went
+ * would otherwise be timed from a stale entry). */
+static void detach_all(struct gp_budget *b)
+{
+	int *fds = calloc((size_t)(2 * b->ngroups + 1), sizeof(*fds)), n = 0;
+
+	for (int i = 0; i < b->ngroups; i++) {
+		struct group *g = &b->groups[i];
+
+		if (g->fd_leave >= 0 && fds)
+			fds[n++] = g->fd_leave;
+		else if (g->fd_leave >= 0)
+			close(g->fd_leave);
+		g->fd_leave = -1;
+	}
+	for (int i = 0; i < b->ngroups; i++) {
+		struct group *g = &b->groups[i];
+
+		if (g->fd_enter >= 0 && fds)
+			fds[n++] = g->fd_enter;
+		else if (g->fd_enter >= 0)
+			close(g->fd_enter);
+		g->fd_enter = -1;
+	}
+	b->attached = false;
+	if (fds)
+		close_async(b, fds, n);
+}
+
+/* Every group attached; a group that cannot be is logged once per failure and stays out
+ * (its calls go unseen: the report says the period was sampled with a shorter window). */
+static void attach_all(struct gp_budget *b)
+{
+	uint64_t t0 = gp_mono_ns();
+
+	for (int i = 0; i < b->ngroups; i++) {
+		int r = group_attach(&b->groups[i]);
+
+		if (r)
+			gp_log(GP_LOG_WARN, "budget: cannot attach the sampled probes to %s again: %s",
+			       b->groups[i].path, strerror(-r));
+	}
+	b->attached = true;
+	pthread_mutex_lock(&b->acc);
+	note_ms(b->attach_ms, &b->nr_attach, (double)(gp_mono_ns() - t0) / 1e6);
+	pthread_mutex_unlock(&b->acc);
+}
+
+static bool held(struct gp_budget *b)
+{
+	bool h = false;
+
+	pthread_mutex_lock(&b->links);
+	for (int i = 0; i < b->ngroups && !h; i++)
+		h = b->groups[i].hold && *b->groups[i].hold;
+	pthread_mutex_unlock(&b->links);
+	return h;
+}
+
+/* -------------------------------------------------------------------------------------
+ * Accounting */
+
+/* The hits of slot i and the process holding it, read once. */
+static void read_slot(const struct gp_budget *b, size_t i, uint32_t *pid, uint64_t *hits)
+{
+	*pid = i == GP_HIT_SLOTS ? 0 : __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
+	*hits = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
+}
+
+/* The account of a process that ended moves out of its slot; with free_slot the slot is
+ * freed for the next process that hashes there (hits first, then the owner). */
+static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_slot)
+{
+	struct account *a = &b->accounts[i];
+	struct ended *e = malloc(sizeof(*e));
+	uint32_t pid = a->pid;
+
+	if (e) {
+		e->acc = a->acc;
+		e->end_ns = now;
+		free(u64map__del(b->ended, pid));
+		if (u64map__put(b->ended, pid, e))
+			free(e);
+	}
+	if (free_slot) {
+		__atomic_store_n(&b->hits[i].hits, 0, __ATOMIC_RELAXED);
+		__atomic_compare_exchange_n(&b->hits[i].pid, &pid, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	}
+	memset(a, 0, sizeof(*a));
+}
+
+/* Whose hits slot i holds now: false when none (nothing to account). */
+static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now)
+{
+	struct account *a = &b->accounts[i];
+
+	if (i == GP_HIT_SLOTS)
+		return true;
+	if (pid == a->pid)
+		return pid != 0;
+	if (a->pid) /* freed and taken again since the last boundary */
+		end_account(b, i, now, false);
+	if (!pid)
+		return false;
+	a->pid = pid;
+	a->last = 0;
+	return true;
+}
+
+/*
+ * One period ended (T seconds, probes attached for `on` of them): every process's hits in
+ * it go to its account. Returns the largest share of the window's time a process spent in
+ * the probes.
+ */
+static double account_period(struct gp_budget *b, double T, double on, uint64_t now)
+{
+	double rho = 0;
+
+	pthread_mutex_lock(&b->acc);
+	for (size_t i = 0; i < SLOTS; i++) {
+		struct account *a = &b->accounts[i];
+		uint32_t pid;
+		uint64_t hits;
+		double n;
+
+		read_slot(b, i, &pid, &hits);
+		if (!slot_owner(b, i, pid, now))
+			continue;
+		n = hits >= a->last ? (double)(hits - a->last) : 0;
+		a->last = hits;
+		if (i == GP_HIT_SLOTS && !n && !a->acc.seconds)
+			continue;
+		gp_account__period(&a->acc, n, T, on, b->cost);
+		if (on > 0 && n * b->cost / on > rho)
+			rho = n * b->cost / on;
+		if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
+			end_account(b, i, now, true);
+	}
+	b->periods++;
+	if (on < T)
+		b->sampled_periods++;
+	pthread_mutex_unlock(&b->acc);
+	return rho;
+}
+
+/* The largest share of time in the probes since the last boundary, all calls seen. */
+static double rho_since(struct gp_budget *b, double secs)
+{
+	double rho = 0;
+
+	if (secs <= 0)
+		return 0;
+	pthread_mutex_lock(&b->acc);
+	for (size_t i = 0; i < SLOTS; i++) {
+		uint32_t pid;
+		uint64_t hits;
+		double n;
+
+		read_slot(b, i, &pid, &hits);
+		if (pid != b->accounts[i].pid || hits < b->accounts[i].last)
+			continue; /* a new owner: the boundary will account it */
+		n = (double)(hits - b->accounts[i].last);
+		if (n * b->cost / secs > rho)
+			rho = n * b->cost / secs;
+	}
+	pthread_mutex_unlock(&b->acc);
+	return rho;
+}
+
+static void set_fraction(struct gp_budget *b, double f, bool over, uint64_t now)
+{
+	pthread_mutex_lock(&b->acc);
+	b->over = over;
+	if (fabs(f - b->fraction) > 1e-3 * b->fraction) {
+		if (b->nr_changes == MAX_CHANGES) {
+			memmove(b->changes + 1, b->changes + 2, (MAX_CHANGES - 2) * sizeof(b->changes[0]));
+			b->nr_changes--;
+		}
+		b->changes[b->nr_changes++] = (struct gp_budget_change){ now, f };
+	}
+	b->fraction = f;
+	pthread_mutex_unlock(&b->acc);
+}
+
+/* -------------------------------------------------------------------------------------
+ * The thread */
+
+static bool stopping(struct gp_budget *b)
+{
+	return __atomic_load_n(&b->stop, __ATOMIC_ACQUIRE);
+}
+
+/* Sleeps until `until` (CLOCK_MONOTONIC ns) in ticks; false when stopped, or (watch)
+ * when a hold came up. */
+static bool wait_until(struct gp_budget *b, uint64_t until, bool watch)
+{
+	for (;;) {
+		uint64_t now = gp_mono_ns(), step;
+		struct timespec ts;
+
+		if (stopping(b) || (watch && held(b)))
+			return false;
+		if (now >= until)
+			return true;
+		step = until - now < TICK_NS ? until - now : TICK_NS;
+		ts.tv_sec = (time_t)(step / 1000000000ULL);
+		ts.tv_nsec = (long)(step % 1000000000ULL);
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* The length of a sampled period: 100 ms, longer when its window would be too short. */
+static uint64_t period_ns(double f)
+{
+	double t = (double)PERIOD_NS;
+
+	if (f * t < (double)MIN_WINDOW_NS)
+		t = (double)MIN_WINDOW_NS / f;
+	return t > (double)MAX_PERIOD_NS ? MAX_PERIOD_NS : (uint64_t)t;
+}
+
+/* Every call seen: a boundary each period, or as soon as a process's rate would pass the
+ * target; returns the boundary's time and the share to sample next. */
+static double exact_period(struct gp_budget *b, uint64_t *start)
+{
+	uint64_t t0 = *start, now = t0;
+	double rho, f;
+	bool over;
+
+	while (now < t0 + PERIOD_NS) {
+		if (!wait_until(b, now + EXACT_CHECK_NS, false))
+			break;
+		now = gp_mono_ns();
+		if (now - t0 >= 2 * EXACT_CHECK_NS && rho_since(b, (double)(now - t0) / 1e9) > b->target)
+			break;
+	}
+	now = gp_mono_ns();
+	rho = account_period(b, (double)(now - t0) / 1e9, (double)(now - t0) / 1e9, now);
+	f = held(b) ? 1.0 : gp_budget_fraction(rho, b->target, (double)MIN_WINDOW_NS / MAX_PERIOD_NS, &over);
+	*start = now;
+	set_fraction(b, f, f < 1 && over, now);
+	return f;
+}
+
+/* The probes are off; the window is at the end of the period, so that the hits of the
+ * period are all in it when it is accounted. A hold (a stream capture began) attaches at
+ * once. Returns the boundary's time and the share to sample next. */
+static double sampled_period(struct gp_budget *b, uint64_t *start, double f, double attach_est_ns)
+{
+	uint64_t t0 = *start, T = period_ns(f), win = (uint64_t)(f * (double)T), t_on, now;
+	double rho, next;
+	bool over, hold = false;
+
+	if (!wait_until(b, t0 + T - win - (uint64_t)attach_est_ns, true))
+		hold = !stopping(b);
+	if (stopping(b))
+		return f;
+	pthread_mutex_lock(&b->links);
+	attach_all(b);
+	pthread_mutex_unlock(&b->links);
+	t_on = gp_mono_ns();
+	pthread_mutex_lock(&b->acc);
+	b->windows++;
+	pthread_mutex_unlock(&b->acc);
+	if (!hold)
+		wait_until(b, t_on + win, false);
+	else
+		wait_until(b, t0 + T > t_on ? t0 + T : t_on, false);
+	now = gp_mono_ns();
+	rho = account_period(b, (double)(now - t0) / 1e9, (double)(now - t_on) / 1e9, now);
+	next = held(b) ? 1.0 : gp_budget_fraction(rho, b->target, (double)MIN_WINDOW_NS / MAX_PERIOD_NS, &over);
+	if (next < 1 && !stopping(b)) {
+		pthread_mutex_lock(&b->links);
+		detach_all(b);
+		pthread_mutex_unlock(&b->links);
+	}
+	*start = now;
+	set_fraction(b, next, next < 1 && over, now);
+	return next;
+}
+
+static double median_of(const double *ring, uint64_t nr)
+{
+	size_t n = nr < RING ? (size_t)nr : RING;
+	double v[RING];
+
+	if (!n)
+		return 0;
+	memcpy(v, ring, n * sizeof(v[0]));
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			double t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void *budget_main(void *arg)
+{
+	struct gp_budget *b = arg;
+	uint64_t start = gp_mono_ns();
+	double f = 1.0, attach_est;
+
+	while (!stopping(b)) {
+		if (f >= 1) {
+			bool to_sample;
+
+			f = exact_period(b, &start);
+			to_sample = f < 1 && !stopping(b);
+			if (to_sample) {
+				pthread_mutex_lock(&b->links);
+				detach_all(b);
+				pthread_mutex_unlock(&b->links);
+			}
+			continue;
+		}
+		pthread_mutex_lock(&b->acc);
+		attach_est = median_of(b->attach_ms, b->nr_attach) * 1e6;
+		pthread_mutex_unlock(&b->acc);
+		if (attach_est > (double)PERIOD_NS / 2)
+			attach_est = (double)PERIOD_NS / 2;
+		f = sampled_period(b, &start, f, attach_est);
+	}
+	return NULL;
+}
+
+/* -------------------------------------------------------------------------------------
+ * The module */
+
+struct gp_budget *gp_budget__new(double pct, double cost, char *err, size_t len)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
+	struct gp_budget *b = calloc(1, sizeof(*b));
+	long page = sysconf(_SC_PAGESIZE);
+	void *m;
+
+	if (!b)
+		goto oom;
+	b->hits_fd = -1;
+	b->pct = pct;
+	b->cost = cost;
+	b->target = MARGIN * pct / 100.0;
+	b->fraction = 1.0;
+	pthread_mutex_init(&b->links, NULL);
+	pthread_mutex_init(&b->acc, NULL);
+	pthread_cond_init(&b->closed, NULL);
+	b->accounts = calloc(SLOTS, sizeof(*b->accounts));
+	b->ended = u64map__new();
+	if (!b->accounts || !b->ended)
+		goto oom;
+	b->hits_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_hits", sizeof(__u32), sizeof(struct gp_hit_slot),
+				    SLOTS, &o);
+	if (b->hits_fd < 0) {
+		snprintf(err, len, "cannot create the budget's hit counters: %s", strerror(errno));
+		goto fail;
+	}
+	b->map_len = (SLOTS * sizeof(struct gp_hit_slot) + (size_t)page - 1) / (size_t)page * (size_t)page;
+	m = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, b->hits_fd, 0);
+	if (m == MAP_FAILED) {
+		snprintf(err, len, "cannot map the budget's hit counters: %s", strerror(errno));
+		goto fail;
+	}
+	b->hits = m;
+	return b;
+oom:
+	snprintf(err, len, "out of memory");
+fail:
+	gp_budget__free(b);
+	return NULL;
+}
+
+int gp_budget__hits_fd(const struct gp_budget *b)
+{
+	return b->hits_fd;
+}
+
+int gp_budget__add(struct gp_budget *b, const struct gp_sampled *s, char *err, size_t len)
+{
+	struct group g = { .enter = s->enter, .leave = s->leave, .pid = s->pid > 0 ? (__u32)s->pid : 0,
+			   .hold = s->hold, .fd_enter = -1, .fd_leave = -1 };
+	struct group *ng;
+	int r;
+
+	g.path = strdup(s->path);
+	r = g.path ? compact(s->offsets, s->cookies, s->n, &g.offs, &g.cookies) : -ENOMEM;
+	if (r >= 0) {
+		g.n = r;
+		r = compact(s->ret_offsets ? s->ret_offsets : s->offsets, s->cookies, s->n, &g.roffs, &g.rcookies);
+	}
+	if (r >= 0) {
+		g.nr = r;
+		pthread_mutex_lock(&b->links);
+		ng = realloc(b->groups, (size_t)(b->ngroups + 1) * sizeof(*ng));
+		r = ng ? 0 : -ENOMEM;
+		if (ng) {
+			b->groups = ng;
+			/* while the probes are off, the next window attaches this group too */
+			r = b->attached || !b->started ? group_attach(&g) : 0;
+			if (!r)
+				b->groups[b->ngroups++] = g;
+			if (!b->started)
+				b->attached = true;
+		}
+		pthread_mutex_unlock(&b->links);
+	}
+	if (r) {
+		if (g.fd_enter >= 0)
+			close(g.fd_enter);
+		group_free(&g);
+		snprintf(err, len, "cannot attach the %s probes to %s: %s", s->what, s->path, strerror(-r));
+	}
+	return r;
+}
+
+int gp_budget__start(struct gp_budget *b, char *err, size_t len)
+{
+	int r;
+
+	b->attached = true;
+	b->started = true;
+	r = pthread_create(&b->thread, NULL, budget_main, b);
+	if (r) {
+		b->started = false;
+		snprintf(err, len, "cannot start the budget's thread: %s", strerror(r));
+		return -r;
+	}
+	return 0;
+}
+
+void gp_budget__stop(struct gp_budget *b)
+{
+	int *fds, n = 0;
+
+	if (!b)
+		return;
+	if (b->started) {
+		__atomic_store_n(&b->stop, 1, __ATOMIC_RELEASE);
+		pthread_join(b->thread, NULL);
+		b->started = false;
+	}
+	pthread_mutex_lock(&b->links);
+	fds = calloc((size_t)(2 * b->ngroups + 1), sizeof(*fds));
+	for (int i = 0; i < b->ngroups; i++) {
+		struct group *g = &b->groups[i];
+		int *both[2] = { &g->fd_leave, &g->fd_enter };
+
+		for (int k = 0; k < 2; k++) {
+			if (*both[k] >= 0 && fds)
+				fds[n++] = *both[k];
+			else if (*both[k] >= 0)
+				close(*both[k]);
+			*both[k] = -1;
+		}
+	}
+	b->attached = false;
+	pthread_mutex_unlock(&b->links);
+	/* the run's own links are released from several threads at once: so are these */
+	if (fds)
+		close_async(b, fds, n);
+	pthread_mutex_lock(&b->acc);
+	while (b->closing)
+		pthread_cond_wait(&b->closed, &b->acc);
+	pthread_mutex_unlock(&b->acc);
+}
+
+void gp_budget__free(struct gp_budget *b)
+{
+	if (!b)
+		return;
+	gp_budget__stop(b);
+	for (int i = 0; i < b->ngroups; i++)
+		group_free(&b->groups[i]);
+	free(b->groups);
+	if (b->hits)
+		munmap(b->hits, b->map_len);
+	if (b->hits_fd >= 0)
+		close(b->hits_fd);
+	free(b->accounts);
+	u64map__free_all(b->ended, NULL);
+	pthread_mutex_destroy(&b->links);
+	pthread_mutex_destroy(&b->acc);
+	pthread_cond_destroy(&b->closed);
+	free(b);
+}
+
+/* The account of pid: its slot's, else the one it left when it ended, else (its slot
+ * held by another process) the spill slot's, which all such processes share. */
+static const struct gp_account *account_of(struct gp_budget *b, uint32_t pid)
+{
+	size_t i = pid & (GP_HIT_SLOTS - 1);
+	struct ended *e;
+
+	if (b->accounts[i].pid == pid)
+		return &b->accounts[i].acc;
+	e = u64map__get(b->ended, pid);
+	if (e)
+		return &e->acc;
+	return b->accounts[i].pid ? &b->accounts[GP_HIT_SLOTS].acc : NULL;
+}
+
+bool gp_budget__sampling(struct gp_budget *b, uint32_t pid, struct gp_sampling *out)
+{
+	const struct gp_account *a;
+	bool r = false;
+
+	memset(out, 0, sizeof(*out));
+	if (!b)
+		return false;
+	pthread_mutex_lock(&b->acc);
+	a = account_of(b, pid);
+	if (a)
+		r = gp_account__sampling(a, out);
+	pthread_mutex_unlock(&b->acc);
+	return r;
+}
+
+void gp_budget__reap(struct gp_budget *b, uint64_t cutoff_ns, uint32_t keep_pid)
+{
+	uint64_t gone[256], pid;
+	size_t n = 0;
+	void *v;
+
+	if (!b)
+		return;
+	pthread_mutex_lock(&b->acc);
+	do {
+		n = 0;
+		for (size_t it = 0; n < 256 && u64map__next(b->ended, &it, &pid, &v);)
+			if (pid != keep_pid && ((struct ended *)v)->end_ns < cutoff_ns)
+				gone[n++] = pid;
+		for (size_t i = 0; i < n; i++)
+			free(u64map__del(b->ended, gone[i]));
+	} while (n == 256);
+	pthread_mutex_unlock(&b->acc);
+}
+
+static int add_proc(struct gp_budget_stats *s, size_t *cap, uint32_t pid, bool ended, const struct gp_account *a)
+{
+	if (s->nr_procs == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		struct gp_budget_proc *np = realloc(s->procs, nc * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		s->procs = np;
+		*cap = nc;
+	}
+	s->procs[s->nr_procs++] = (struct gp_budget_proc){ pid, ended, *a };
+	return 0;
+}
+
+int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
+{
+	size_t cap = 0;
+	uint64_t pid;
+	void *v;
+	int r = 0;
+
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_lock(&b->acc);
+	s->pct = b->pct;
+	s->cost = b->cost;
+	s->target = b->target;
+	s->fraction = b->fraction;
+	s->over = b->over;
+	s->periods = b->periods;
+	s->sampled_periods = b->sampled_periods;
+	s->windows = b->windows;
+	s->attach_ms = median_of(b->attach_ms, b->nr_attach);
+	s->detach_ms = median_of(b->detach_ms, b->nr_detach);
+	s->changes = calloc(b->nr_changes ? b->nr_changes : 1, sizeof(*s->changes));
+	if (s->changes) {
+		memcpy(s->changes, b->changes, b->nr_changes * sizeof(*s->changes));
+		s->nr_changes = b->nr_changes;
+	}
+	/* pid 0: the processes whose slot another one held, together */
+	for (size_t i = 0; i < SLOTS && !r; i++)
+		if (b->accounts[i].pid || (i == GP_HIT_SLOTS && b->accounts[i].acc.obs))
+			r = add_proc(s, &cap, b->accounts[i].pid, false, &b->accounts[i].acc);
+	for (size_t it = 0; !r && u64map__next(b->ended, &it, &pid, &v);)
+		r = add_proc(s, &cap, (uint32_t)pid, true, &((struct ended *)v)->acc);
+	pthread_mutex_unlock(&b->acc);
+	if (!s->changes || r) {
+		gp_budget__stats_free(s);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void gp_budget__stats_free(struct gp_budget_stats *s)
+{
+	free(s->changes);
+	free(s->procs);
+	s->changes = NULL;
+	s->procs = NULL;
+	s->nr_changes = s->nr_procs = 0;
+}
