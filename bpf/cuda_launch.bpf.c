@@ -451,7 +451,12 @@ static __always_inline int count_launch(void *ctx, const struct launch *l)
 	bool named = true;
 	struct gp_hist *h;
 
-	gp_sampled_hit(tgid);
+	if (!gp_sampled_hit(tgid)) {
+		/* a stray: no entry left behind for its return to time */
+		if (measure_latency)
+			bpf_map_delete_elem(&calls, &id);
+		return 0;
+	}
 	if (l->kind == GP_LAUNCH_GRAPH)
 		k.gen = exec_version(tgid, img, l->handle);
 	else if (captured(tgid, img, api, l))
@@ -538,7 +543,11 @@ static __always_inline int sync_enter(struct pt_regs *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct gp_hist *h;
 
-	gp_sampled_hit(id >> 32);
+	if (!gp_sampled_hit(id >> 32)) {
+		if (measure_latency)
+			bpf_map_delete_elem(&calls, &id);
+		return 0;
+	}
 	h = hist_of(id >> 32, GP_HIST_SYNC);
 	if (h)
 		__sync_fetch_and_add(&h->count, 1);
@@ -551,13 +560,21 @@ static __always_inline int sync_enter(struct pt_regs *ctx)
 static __always_inline int timed_leave(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct call *c = bpf_map_lookup_elem(&calls, &id);
+	struct call *c;
 	struct gp_hist *h;
 	__u64 d, old;
 	__u32 slot;
 
+	if (!gp_window_open()) {
+		/* the window closed while the call ran: its entry may be stale by the next */
+		bpf_map_delete_elem(&calls, &id);
+		return 0;
+	}
+	c = bpf_map_lookup_elem(&calls, &id);
 	if (!c) {
-		count_drop(GP_LDROP_NORETURN);
+		/* under a budget, a call that entered outside the window returns without one */
+		if (!gp_count_hits)
+			count_drop(GP_LDROP_NORETURN);
 		return 0;
 	}
 	d = bpf_ktime_get_ns() - c->ts_ns;

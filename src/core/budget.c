@@ -26,15 +26,14 @@
 #include "u64map.h"
 #include "util.h"
 
-#define PERIOD_NS 100000000ULL    /* a period, when its window is long enough */
-#define MAX_PERIOD_NS 1000000000ULL /* never longer: the budget reacts within a second */
-#define MIN_WINDOW_NS 1000000ULL  /* a window shorter than a millisecond sees too little */
+#define PERIOD_NS 100000000ULL    /* a period while every call is seen */
 #define TICK_NS 5000000ULL        /* how often a waiting thread looks at stop and holds */
 #define EXACT_CHECK_NS 10000000ULL /* how often the rates are checked while all is seen */
 #define MARGIN 0.8                /* the share of the budget aimed at */
 #define RING 256                  /* attach/detach durations kept for the medians */
 #define MAX_CHANGES 1024
 #define SLOTS (GP_HIT_SLOTS + 1)  /* the last sums the processes that found theirs taken */
+#define MAP_SLOTS (GP_HIT_WINDOW + 1)
 
 struct group {
 	int enter, leave;
@@ -48,8 +47,15 @@ struct group {
 
 struct account {
 	uint32_t pid;  /* 0: no process (the spill slot is always accounted) */
-	uint64_t last; /* its hits at the last boundary */
+	uint64_t last, last_stray; /* its hits and strays at the last boundary */
 	struct gp_account acc;
+};
+
+/* What the last period says of the next: its length and share, the least of every
+ * process's (links are shared). */
+struct plan {
+	double period_s, fraction;
+	bool over;
 };
 
 struct ended {
@@ -58,7 +64,8 @@ struct ended {
 };
 
 struct gp_budget {
-	double pct, target, cost;
+	double pct, target, cost; /* cost: of one counted hit, the return probe's included */
+	double trap;              /* of one probe hit (calibrated) */
 	int hits_fd;
 	struct gp_hit_slot *hits; /* mmapped */
 	size_t map_len;
@@ -81,6 +88,10 @@ struct gp_budget {
 	size_t nr_changes;
 	int closing;              /* closer threads running */
 	pthread_cond_t closed;
+	uint32_t *snap_pid;       /* the hits array as read at a boundary */
+	uint64_t *snap_hits, *snap_stray;
+	double period_s;          /* of the sampled periods now */
+	double last_unseen;       /* seconds of the last period's that went unseen */
 };
 
 /* -------------------------------------------------------------------------------------
@@ -133,39 +144,37 @@ static int group_attach(struct group *g)
 	return 0;
 }
 
-struct closer {
-	struct gp_budget *b;
-	int *fds;
-	int n;
-};
-
 static void note_ms(double *ring, uint64_t *nr, double ms)
 {
 	ring[*nr % RING] = ms;
 	(*nr)++;
 }
 
+struct closer {
+	struct gp_budget *b;
+	int fd;
+};
+
+/* One link closed: its breakpoints go once the kernel has waited for an RCU grace period
+ * (register_for_each_vma), and close() then waits for RCU Tasks Trace and SRCU ones. */
 static void *closer_main(void *arg)
 {
 	struct closer *c = arg;
 	struct gp_budget *b = c->b;
 	uint64_t t0 = gp_mono_ns();
 
-	for (int i = 0; i < c->n; i++)
-		close(c->fds[i]);
+	close(c->fd);
 	pthread_mutex_lock(&b->acc);
 	note_ms(b->detach_ms, &b->nr_detach, (double)(gp_mono_ns() - t0) / 1e6);
 	b->closing--;
 	pthread_cond_broadcast(&b->closed);
 	pthread_mutex_unlock(&b->acc);
-	free(c->fds);
 	free(c);
 	return NULL;
 }
 
-/* Closes fds in a thread of their own (the waiting is for grace periods, not for the
- * breakpoints: they go at once), or here when no thread can be made. */
-static void close_async(struct gp_budget *b, int *fds, int n)
+/* Closes fd in a thread of its own; here when no thread can be made. */
+static void close_async(struct gp_budget *b, int fd)
 {
 	struct closer *c = malloc(sizeof(*c));
 	pthread_attr_t at;
@@ -173,7 +182,7 @@ static void close_async(struct gp_budget *b, int *fds, int n)
 	int r = -1;
 
 	if (c) {
-		*c = (struct closer){ b, fds, n };
+		*c = (struct closer){ b, fd };
 		pthread_mutex_lock(&b->acc);
 		b->closing++;
 		pthread_mutex_unlock(&b->acc);
@@ -188,42 +197,32 @@ static void close_async(struct gp_budget *b, int *fds, int n)
 		pthread_mutex_unlock(&b->acc);
 		free(c);
 	}
-	for (int i = 0; i < n; i++)
-		close(fds[i]);
-	free(fds);
+	close(fd);
 }
 
-/* Return links first, then entry links (a call that enters after the entry link went
- * would otherwise be timed from a stale entry). */
+/*
+ * Every sampled link closed, all at once, each from a thread of its own: closed one after
+ * the other, the second would wait for the first one's grace periods with its breakpoints
+ * still in (a function's breakpoint goes when both its entry and return links have).
+ * Called with b->links held; the window is closed already (what the links still catch are
+ * strays).
+ */
 static void detach_all(struct gp_budget *b)
 {
-	int *fds = calloc((size_t)(2 * b->ngroups + 1), sizeof(*fds)), n = 0;
-
 	for (int i = 0; i < b->ngroups; i++) {
 		struct group *g = &b->groups[i];
 
-		if (g->fd_leave >= 0 && fds)
-			fds[n++] = g->fd_leave;
-		else if (g->fd_leave >= 0)
-			close(g->fd_leave);
-		g->fd_leave = -1;
-	}
-	for (int i = 0; i < b->ngroups; i++) {
-		struct group *g = &b->groups[i];
-
-		if (g->fd_enter >= 0 && fds)
-			fds[n++] = g->fd_enter;
-		else if (g->fd_enter >= 0)
-			close(g->fd_enter);
-		g->fd_enter = -1;
+		if (g->fd_leave >= 0)
+			close_async(b, g->fd_leave);
+		if (g->fd_enter >= 0)
+			close_async(b, g->fd_enter);
+		g->fd_leave = g->fd_enter = -1;
 	}
 	b->attached = false;
-	if (fds)
-		close_async(b, fds, n);
 }
 
-/* Every group attached; a group that cannot be is logged once per failure and stays out
- * (its calls go unseen: the report says the period was sampled with a shorter window). */
+/* Every group attached, entry links before return links; a group that cannot be is
+ * logged and stays out (its calls go unseen: the window was shorter for them). */
 static void attach_all(struct gp_budget *b)
 {
 	uint64_t t0 = gp_mono_ns();
@@ -255,11 +254,21 @@ static bool held(struct gp_budget *b)
 /* -------------------------------------------------------------------------------------
  * Accounting */
 
-/* The hits of slot i and the process holding it, read once. */
-static void read_slot(const struct gp_budget *b, size_t i, uint32_t *pid, uint64_t *hits)
+/* The hits array as it is now (owners first: a slot's hits never belong to an older owner
+ * than the one read with them). */
+static void take_snapshot(struct gp_budget *b)
 {
-	*pid = i == GP_HIT_SLOTS ? 0 : __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
-	*hits = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < SLOTS; i++) {
+		b->snap_pid[i] = i == GP_HIT_SLOTS ? 0 : __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
+		b->snap_hits[i] = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
+		b->snap_stray[i] = __atomic_load_n(&b->hits[i].stray, __ATOMIC_RELAXED);
+	}
+}
+
+/* Opens or closes the window: BPF counts only while it is open (a hit outside is a stray). */
+static void set_window(struct gp_budget *b, bool open)
+{
+	__atomic_store_n(&b->hits[GP_HIT_WINDOW].flags, open ? 1 : 0, __ATOMIC_RELEASE);
 }
 
 /* The account of a process that ended moves out of its slot; with free_slot the slot is
@@ -279,6 +288,7 @@ static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_s
 	}
 	if (free_slot) {
 		__atomic_store_n(&b->hits[i].hits, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].stray, 0, __ATOMIC_RELAXED);
 		__atomic_compare_exchange_n(&b->hits[i].pid, &pid, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 	}
 	memset(a, 0, sizeof(*a));
@@ -298,44 +308,62 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now
 	if (!pid)
 		return false;
 	a->pid = pid;
-	a->last = 0;
+	a->last = a->last_stray = 0;
+	/* it may have begun in the last period's unseen part */
+	gp_account__begin(&a->acc, b->last_unseen);
 	return true;
 }
 
-/*
- * One period ended (T seconds, probes attached for `on` of them): every process's hits in
- * it go to its account. Returns the largest share of the window's time a process spent in
- * the probes.
- */
-static double account_period(struct gp_budget *b, double T, double on, uint64_t now)
+/* A process's share of the next period: its window's share of time in probes (rho) and
+ * its strays' seconds (a period of T). */
+static void plan_add(struct gp_budget *b, struct plan *p, double rho, double stray_s)
 {
-	double rho = 0;
+	bool over;
+	double f;
 
+	if (gp_budget_period(stray_s, b->target) > p->period_s)
+		p->period_s = gp_budget_period(stray_s, b->target);
+	f = gp_budget_fraction(rho, stray_s, b->target, p->period_s, &over);
+	if (f < p->fraction)
+		p->fraction = f;
+	p->over |= over;
+}
+
+/*
+ * One period ended (T seconds, counting for `on` of them): every process's hits and
+ * strays in it, from the last snapshot, go to its account; *p gets what the next period
+ * must be for every process to keep its budget.
+ */
+static void account_period(struct gp_budget *b, double T, double on, uint64_t now, struct plan *p)
+{
+	*p = (struct plan){ .period_s = GP_PERIOD_S, .fraction = 1.0 };
 	pthread_mutex_lock(&b->acc);
 	for (size_t i = 0; i < SLOTS; i++) {
 		struct account *a = &b->accounts[i];
-		uint32_t pid;
-		uint64_t hits;
-		double n;
+		uint64_t hits = b->snap_hits[i], stray = b->snap_stray[i];
+		double n, ns;
 
-		read_slot(b, i, &pid, &hits);
-		if (!slot_owner(b, i, pid, now))
+		if (!slot_owner(b, i, b->snap_pid[i], now))
 			continue;
 		n = hits >= a->last ? (double)(hits - a->last) : 0;
+		ns = stray >= a->last_stray ? (double)(stray - a->last_stray) : 0;
 		a->last = hits;
-		if (i == GP_HIT_SLOTS && !n && !a->acc.seconds)
+		a->last_stray = stray;
+		if (i == GP_HIT_SLOTS && !n && !ns && !a->acc.seconds)
 			continue;
-		gp_account__period(&a->acc, n, T, on, b->cost);
-		if (on > 0 && n * b->cost / on > rho)
-			rho = n * b->cost / on;
+		gp_account__period(&a->acc, n, ns, T, on, b->cost);
+		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits and %.0f strays",
+		       T * 1e3, on * 1e3, a->pid, n, ns);
+		if (on > 0)
+			plan_add(b, p, n * b->cost / on, ns * b->cost);
 		if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
 			end_account(b, i, now, true);
 	}
 	b->periods++;
 	if (on < T)
 		b->sampled_periods++;
+	b->last_unseen = T - on;
 	pthread_mutex_unlock(&b->acc);
-	return rho;
 }
 
 /* The largest share of time in the probes since the last boundary, all calls seen. */
@@ -347,11 +375,10 @@ static double rho_since(struct gp_budget *b, double secs)
 		return 0;
 	pthread_mutex_lock(&b->acc);
 	for (size_t i = 0; i < SLOTS; i++) {
-		uint32_t pid;
-		uint64_t hits;
+		uint32_t pid = i == GP_HIT_SLOTS ? 0 : __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
+		uint64_t hits = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
 		double n;
 
-		read_slot(b, i, &pid, &hits);
 		if (pid != b->accounts[i].pid || hits < b->accounts[i].last)
 			continue; /* a new owner: the boundary will account it */
 		n = (double)(hits - b->accounts[i].last);
@@ -404,76 +431,6 @@ static bool wait_until(struct gp_budget *b, uint64_t until, bool watch)
 	}
 }
 
-/* The length of a sampled period: 100 ms, longer when its window would be too short. */
-static uint64_t period_ns(double f)
-{
-	double t = (double)PERIOD_NS;
-
-	if (f * t < (double)MIN_WINDOW_NS)
-		t = (double)MIN_WINDOW_NS / f;
-	return t > (double)MAX_PERIOD_NS ? MAX_PERIOD_NS : (uint64_t)t;
-}
-
-/* Every call seen: a boundary each period, or as soon as a process's rate would pass the
- * target; returns the boundary's time and the share to sample next. */
-static double exact_period(struct gp_budget *b, uint64_t *start)
-{
-	uint64_t t0 = *start, now = t0;
-	double rho, f;
-	bool over;
-
-	while (now < t0 + PERIOD_NS) {
-		if (!wait_until(b, now + EXACT_CHECK_NS, false))
-			break;
-		now = gp_mono_ns();
-		if (now - t0 >= 2 * EXACT_CHECK_NS && rho_since(b, (double)(now - t0) / 1e9) > b->target)
-			break;
-	}
-	now = gp_mono_ns();
-	rho = account_period(b, (double)(now - t0) / 1e9, (double)(now - t0) / 1e9, now);
-	f = held(b) ? 1.0 : gp_budget_fraction(rho, b->target, (double)MIN_WINDOW_NS / MAX_PERIOD_NS, &over);
-	*start = now;
-	set_fraction(b, f, f < 1 && over, now);
-	return f;
-}
-
-/* The probes are off; the window is at the end of the period, so that the hits of the
- * period are all in it when it is accounted. A hold (a stream capture began) attaches at
- * once. Returns the boundary's time and the share to sample next. */
-static double sampled_period(struct gp_budget *b, uint64_t *start, double f, double attach_est_ns)
-{
-	uint64_t t0 = *start, T = period_ns(f), win = (uint64_t)(f * (double)T), t_on, now;
-	double rho, next;
-	bool over, hold = false;
-
-	if (!wait_until(b, t0 + T - win - (uint64_t)attach_est_ns, true))
-		hold = !stopping(b);
-	if (stopping(b))
-		return f;
-	pthread_mutex_lock(&b->links);
-	attach_all(b);
-	pthread_mutex_unlock(&b->links);
-	t_on = gp_mono_ns();
-	pthread_mutex_lock(&b->acc);
-	b->windows++;
-	pthread_mutex_unlock(&b->acc);
-	if (!hold)
-		wait_until(b, t_on + win, false);
-	else
-		wait_until(b, t0 + T > t_on ? t0 + T : t_on, false);
-	now = gp_mono_ns();
-	rho = account_period(b, (double)(now - t0) / 1e9, (double)(now - t_on) / 1e9, now);
-	next = held(b) ? 1.0 : gp_budget_fraction(rho, b->target, (double)MIN_WINDOW_NS / MAX_PERIOD_NS, &over);
-	if (next < 1 && !stopping(b)) {
-		pthread_mutex_lock(&b->links);
-		detach_all(b);
-		pthread_mutex_unlock(&b->links);
-	}
-	*start = now;
-	set_fraction(b, next, next < 1 && over, now);
-	return next;
-}
-
 static double median_of(const double *ring, uint64_t nr)
 {
 	size_t n = nr < RING ? (size_t)nr : RING;
@@ -492,32 +449,89 @@ static double median_of(const double *ring, uint64_t nr)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The next period as planned, unless a hold (a stream capture) wants every call seen. */
+static double next_fraction(struct gp_budget *b, const struct plan *p, uint64_t now)
+{
+	double f = held(b) ? 1.0 : p->fraction;
+
+	b->period_s = p->period_s;
+	set_fraction(b, f, f < 1 && p->over, now);
+	return f;
+}
+
+/* Every call seen: a boundary each period, or as soon as a process's rate would pass the
+ * target. Returns the share to sample next (its window begins now, at *start). */
+static double exact_period(struct gp_budget *b, uint64_t *start)
+{
+	uint64_t t0 = *start, now = t0;
+	struct plan p;
+
+	while (now < t0 + PERIOD_NS) {
+		if (!wait_until(b, now + EXACT_CHECK_NS, false))
+			break;
+		now = gp_mono_ns();
+		if (now - t0 >= 2 * EXACT_CHECK_NS && rho_since(b, (double)(now - t0) / 1e9) > b->target)
+			break;
+	}
+	now = gp_mono_ns();
+	take_snapshot(b);
+	account_period(b, (double)(now - t0) / 1e9, (double)(now - t0) / 1e9, now, &p);
+	*start = now;
+	return next_fraction(b, &p, now);
+}
+
+/*
+ * A sampled period: its window first (the links are in since *start), then the window
+ * closes (BPF counts nothing more: what the links still catch until they are gone are
+ * strays), the links close, and nothing until the next window. The period is accounted
+ * when it ends, just before the next window's links come. A hold (a stream capture began)
+ * ends the wait at once. Returns the share for the period that begins with the new window.
+ */
+static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
+{
+	uint64_t t0 = *start, T = (uint64_t)(b->period_s * 1e9), t_off, now;
+	double attach_est;
+	struct plan p;
+
+	if (!wait_until(b, t0 + (uint64_t)(f * (double)T), false))
+		return f;
+	set_window(b, false);
+	t_off = gp_mono_ns();
+	pthread_mutex_lock(&b->links);
+	detach_all(b);
+	pthread_mutex_unlock(&b->links);
+	pthread_mutex_lock(&b->acc);
+	attach_est = median_of(b->attach_ms, b->nr_attach) * 1e6;
+	pthread_mutex_unlock(&b->acc);
+	if (attach_est > (double)T / 4)
+		attach_est = (double)T / 4;
+	wait_until(b, t0 + T - (uint64_t)attach_est, true);
+	if (stopping(b))
+		return f;
+	pthread_mutex_lock(&b->links);
+	attach_all(b);
+	pthread_mutex_unlock(&b->links);
+	/* the breakpoints are in: this period ends and the next window opens */
+	now = gp_mono_ns();
+	take_snapshot(b);
+	set_window(b, true);
+	pthread_mutex_lock(&b->acc);
+	b->windows++;
+	pthread_mutex_unlock(&b->acc);
+	account_period(b, (double)(now - t0) / 1e9, (double)(t_off - t0) / 1e9, now, &p);
+	*start = now;
+	return next_fraction(b, &p, now);
+}
+
 static void *budget_main(void *arg)
 {
 	struct gp_budget *b = arg;
 	uint64_t start = gp_mono_ns();
-	double f = 1.0, attach_est;
+	double f = 1.0;
 
-	while (!stopping(b)) {
-		if (f >= 1) {
-			bool to_sample;
-
-			f = exact_period(b, &start);
-			to_sample = f < 1 && !stopping(b);
-			if (to_sample) {
-				pthread_mutex_lock(&b->links);
-				detach_all(b);
-				pthread_mutex_unlock(&b->links);
-			}
-			continue;
-		}
-		pthread_mutex_lock(&b->acc);
-		attach_est = median_of(b->attach_ms, b->nr_attach) * 1e6;
-		pthread_mutex_unlock(&b->acc);
-		if (attach_est > (double)PERIOD_NS / 2)
-			attach_est = (double)PERIOD_NS / 2;
-		f = sampled_period(b, &start, f, attach_est);
-	}
+	set_window(b, true);
+	while (!stopping(b))
+		f = f >= 1 ? exact_period(b, &start) : sampled_period(b, &start, f);
 	return NULL;
 }
 
@@ -535,29 +549,34 @@ struct gp_budget *gp_budget__new(double pct, double cost, char *err, size_t len)
 		goto oom;
 	b->hits_fd = -1;
 	b->pct = pct;
-	b->cost = cost;
+	b->cost = b->trap = cost;
 	b->target = MARGIN * pct / 100.0;
 	b->fraction = 1.0;
+	b->period_s = GP_PERIOD_S;
 	pthread_mutex_init(&b->links, NULL);
 	pthread_mutex_init(&b->acc, NULL);
 	pthread_cond_init(&b->closed, NULL);
 	b->accounts = calloc(SLOTS, sizeof(*b->accounts));
+	b->snap_pid = calloc(SLOTS, sizeof(*b->snap_pid));
+	b->snap_hits = calloc(SLOTS, sizeof(*b->snap_hits));
+	b->snap_stray = calloc(SLOTS, sizeof(*b->snap_stray));
 	b->ended = u64map__new();
-	if (!b->accounts || !b->ended)
+	if (!b->accounts || !b->ended || !b->snap_pid || !b->snap_hits || !b->snap_stray)
 		goto oom;
 	b->hits_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_hits", sizeof(__u32), sizeof(struct gp_hit_slot),
-				    SLOTS, &o);
+				    MAP_SLOTS, &o);
 	if (b->hits_fd < 0) {
 		snprintf(err, len, "cannot create the budget's hit counters: %s", strerror(errno));
 		goto fail;
 	}
-	b->map_len = (SLOTS * sizeof(struct gp_hit_slot) + (size_t)page - 1) / (size_t)page * (size_t)page;
+	b->map_len = (MAP_SLOTS * sizeof(struct gp_hit_slot) + (size_t)page - 1) / (size_t)page * (size_t)page;
 	m = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, b->hits_fd, 0);
 	if (m == MAP_FAILED) {
 		snprintf(err, len, "cannot map the budget's hit counters: %s", strerror(errno));
 		goto fail;
 	}
 	b->hits = m;
+	set_window(b, true);
 	return b;
 oom:
 	snprintf(err, len, "out of memory");
@@ -595,6 +614,12 @@ int gp_budget__add(struct gp_budget *b, const struct gp_sampled *s, char *err, s
 			r = b->attached || !b->started ? group_attach(&g) : 0;
 			if (!r)
 				b->groups[b->ngroups++] = g;
+			/* a call with a return probe takes two hits for the one counted */
+			if (!r && g.leave >= 0 && g.nr) {
+				pthread_mutex_lock(&b->acc);
+				b->cost = 2 * b->trap;
+				pthread_mutex_unlock(&b->acc);
+			}
 			if (!b->started)
 				b->attached = true;
 		}
@@ -626,8 +651,6 @@ int gp_budget__start(struct gp_budget *b, char *err, size_t len)
 
 void gp_budget__stop(struct gp_budget *b)
 {
-	int *fds, n = 0;
-
 	if (!b)
 		return;
 	if (b->started) {
@@ -635,25 +658,10 @@ void gp_budget__stop(struct gp_budget *b)
 		pthread_join(b->thread, NULL);
 		b->started = false;
 	}
+	/* as the run's own links: released from several threads at once */
 	pthread_mutex_lock(&b->links);
-	fds = calloc((size_t)(2 * b->ngroups + 1), sizeof(*fds));
-	for (int i = 0; i < b->ngroups; i++) {
-		struct group *g = &b->groups[i];
-		int *both[2] = { &g->fd_leave, &g->fd_enter };
-
-		for (int k = 0; k < 2; k++) {
-			if (*both[k] >= 0 && fds)
-				fds[n++] = *both[k];
-			else if (*both[k] >= 0)
-				close(*both[k]);
-			*both[k] = -1;
-		}
-	}
-	b->attached = false;
+	detach_all(b);
 	pthread_mutex_unlock(&b->links);
-	/* the run's own links are released from several threads at once: so are these */
-	if (fds)
-		close_async(b, fds, n);
 	pthread_mutex_lock(&b->acc);
 	while (b->closing)
 		pthread_cond_wait(&b->closed, &b->acc);
@@ -673,6 +681,9 @@ void gp_budget__free(struct gp_budget *b)
 	if (b->hits_fd >= 0)
 		close(b->hits_fd);
 	free(b->accounts);
+	free(b->snap_pid);
+	free(b->snap_hits);
+	free(b->snap_stray);
 	u64map__free_all(b->ended, NULL);
 	pthread_mutex_destroy(&b->links);
 	pthread_mutex_destroy(&b->acc);
@@ -756,7 +767,8 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_lock(&b->acc);
 	s->pct = b->pct;
-	s->cost = b->cost;
+	s->cost = b->trap;
+	s->call_cost = b->cost;
 	s->target = b->target;
 	s->fraction = b->fraction;
 	s->over = b->over;

@@ -73,7 +73,9 @@ struct gp_budget_proc {
 
 /* What the budget did, for a report (gp_budget__stats fills it; free with __stats_free). */
 struct gp_budget_stats {
-	double pct, cost, target;   /* the budget, the price of a hit, the share aimed at */
+	double pct, target;         /* the budget, the share aimed at */
+	double cost, call_cost;     /* the price of a probe hit, and of a counted call (two hits
+				     * with a return probe) */
 	double fraction;            /* now */
 	bool over;                  /* a process would pass the budget even at the least share */
 	uint64_t periods, sampled_periods, windows;

@@ -61,6 +61,7 @@ void gp_budget__json(json_object *o, const struct gp_budget_stats *s)
 	json_object_object_add(o, "max_overhead_pct", json_object_new_double(s->pct));
 	json_object_object_add(o, "target_pct", json_object_new_double(s->target * 100));
 	json_object_object_add(o, "probe_hit_cost_s", json_object_new_double(s->cost));
+	json_object_object_add(o, "call_cost_s", json_object_new_double(s->call_cost));
 	json_object_object_add(o, "fraction", json_object_new_double(s->fraction));
 	json_object_object_add(o, "over_budget", json_object_new_boolean(s->over));
 	json_object_object_add(o, "periods", json_object_new_uint64(s->periods));

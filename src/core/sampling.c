@@ -10,53 +10,101 @@
  * divide by zero). */
 #define MAX_BUSY 0.9
 
-void gp_account__period(struct gp_account *a, double n, double T, double on, double cost)
+void gp_account__begin(struct gp_account *a, double lead_unseen)
 {
-	double u, lo, hi, y, var = 0, busy;
+	memset(a, 0, sizeof(*a));
+	if (lead_unseen <= 0)
+		return;
+	/* a window of rate 0 before it: the next one's rate brackets its start */
+	a->sampled = a->pending = true;
+	a->p_unseen = lead_unseen;
+	a->p_on = 1;
+}
+
+/* The two models' rates of a window of `on` seconds with n hits. */
+static void window_rates(double n, double on, double cost, double *lo, double *hi)
+{
+	double busy = n * cost;
+
+	if (on <= 0) {
+		*lo = *hi = 0;
+		return;
+	}
+	if (busy > MAX_BUSY * on)
+		busy = MAX_BUSY * on;
+	*lo = n / on;
+	*hi = n / (on - busy);
+}
+
+/* The pending unseen part between its window and the next one (rates lo2, hi2 from n2
+ * hits in on2 seconds): estimate, models' half range, variance. */
+static void between(const struct gp_account *a, double lo2, double hi2, double n2, double on2, double *y,
+		    double *half, double *var)
+{
+	double u = a->p_unseen, m1 = (a->p_rlo + a->p_rhi) / 2, m2 = (lo2 + hi2) / 2, step = m2 - m1;
+
+	*y = (m1 + m2) / 2 * u;
+	*half = ((a->p_rhi - a->p_rlo) + (hi2 - lo2)) / 4 * u;
+	/* a step anywhere in it: within ±step/2 of the midpoint, at worst at either end (the
+	 * largest variance a bounded error can have); arrivals: the windows' rates and the
+	 * unseen count itself */
+	*var = step * step * u * u / 4 + u * u * (a->p_n / (a->p_on * a->p_on) + n2 / (on2 * on2)) / 4 + *y;
+}
+
+void gp_account__period(struct gp_account *a, double n, double stray, double T, double on, double cost)
+{
+	double lo, hi, y, half, var, m;
 
 	if (T <= 0)
 		return;
 	if (on > T)
 		on = T;
-	u = (T - on) / T;
-	if (on >= T || on <= 0) {
-		y = on > 0 ? n : 0; /* on == 0: nothing attached, nothing known of it */
-		lo = hi = y;
-	} else {
-		a->sampled = true;
-		busy = n * cost;
-		if (busy > MAX_BUSY * on)
-			busy = MAX_BUSY * on;
-		lo = n * T / on;
-		hi = n + n * (T - on) / (on - busy);
-		y = (lo + hi) / 2;
-		/* arrivals: n ~ Poisson(rate × on), the unseen part Poisson(rate × (T − on)) */
-		var = (n > 1 ? n : 1) * (T - on) * T / (on * on);
+	window_rates(n, on, cost, &lo, &hi);
+	m = (lo + hi) / 2;
+	if (a->pending && on > 0) {
+		between(a, lo, hi, n, on, &y, &half, &var);
+		a->est += y;
+		a->half += half;
+		a->var += var;
+		a->pending = false;
 	}
-	/* a rate change in the unseen part of this period or the last: its size is what
-	 * separates their estimates; a first period may have begun anywhere in its own */
-	var += (y - (a->have_prev ? a->prev_y : 0)) * (y - (a->have_prev ? a->prev_y : 0)) *
-	       (u * u + (a->have_prev ? a->prev_u * a->prev_u : 0)) / 4;
 	a->obs += n;
-	a->est += y;
-	a->half += (hi - lo) / 2;
-	a->var += var;
-	a->prev_y = y;
-	a->prev_u = u;
-	a->have_prev = true;
-	a->probe_s += n * cost;
+	a->est += n;
+	if (on > 0 && on < T) {
+		a->sampled = a->pending = true;
+		a->p_step = a->have_rate ? fabs(m - (a->p_rlo + a->p_rhi) / 2) : m;
+		a->p_unseen = T - on;
+		a->p_rlo = lo;
+		a->p_rhi = hi;
+		a->p_n = n;
+		a->p_on = on;
+	} else if (on > 0) {
+		a->p_rlo = lo; /* an exact period's rate: what the next unseen part starts from */
+		a->p_rhi = hi;
+	}
+	a->have_rate = on > 0;
+	a->probe_s += (n + stray) * cost;
 	a->seconds += T;
 }
 
 bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 {
-	double w = a->half + Z95 * sqrt(a->var);
+	double est = a->est, half = a->half, var = a->var, w;
 
 	memset(out, 0, sizeof(*out));
 	if (!a->sampled)
 		return false;
+	if (a->pending) {
+		/* its next window has not come: its own rate, with the last step's size */
+		double u = a->p_unseen, y = (a->p_rlo + a->p_rhi) / 2 * u;
+
+		est += y;
+		half += (a->p_rhi - a->p_rlo) / 2 * u;
+		var += a->p_step * a->p_step * u * u / 4 + u * u * a->p_n / (a->p_on * a->p_on) + y;
+	}
+	w = half + Z95 * sqrt(var);
 	out->observed = a->obs;
-	out->estimate = a->est > a->obs ? a->est : a->obs;
+	out->estimate = est > a->obs ? est : a->obs;
 	out->lo = out->estimate - w > a->obs ? out->estimate - w : a->obs;
 	out->hi = out->estimate + w;
 	out->fraction = out->estimate > 0 ? out->observed / out->estimate : 1.0;
@@ -89,17 +137,29 @@ void gp_sampling__count(const struct gp_sampling *s, uint64_t x_obs, double out[
 	out[2] = x * s->hi / s->observed + Z95 * sqrt(v);
 }
 
-double gp_budget_fraction(double rho, double target, double min_fraction, bool *over)
+double gp_budget_period(double stray_s, double target)
 {
-	double f;
+	double t = GP_PERIOD_S;
+
+	if (target > 0 && stray_s > target * t / 2)
+		t = 2 * stray_s / target;
+	return t > GP_MAX_PERIOD_S ? GP_MAX_PERIOD_S : t;
+}
+
+double gp_budget_fraction(double rho, double stray_s, double target, double T, bool *over)
+{
+	double f, min = GP_MIN_WINDOW_S / T;
 
 	*over = false;
 	if (rho <= target || rho <= 0)
 		return 1.0;
-	f = target / rho;
-	if (f < min_fraction) {
+	/* rho × f × T in the window, stray_s around it, target × T in all */
+	f = (target * T - stray_s) / (rho * T);
+	if (f >= 1)
+		return 1.0;
+	if (f < min) {
 		*over = true;
-		f = min_fraction;
+		f = min;
 	}
 	return f;
 }

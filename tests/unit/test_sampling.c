@@ -18,7 +18,7 @@ static double paced(struct gp_account *a, const double *rates, int n, double f)
 	for (int i = 0; i < n; i++) {
 		double on = f * T;
 
-		gp_account__period(a, rates[i] * on, T, on, COST);
+		gp_account__period(a, rates[i] * on, 0, T, on, COST);
 		truth += rates[i] * T;
 	}
 	return truth;
@@ -30,7 +30,7 @@ static void test_exact_periods(void)
 	struct gp_sampling s;
 
 	for (int i = 0; i < 10; i++)
-		gp_account__period(&a, 1000, T, T, COST);
+		gp_account__period(&a, 1000, 0, T, T, COST);
 	if (!ASSERT_FALSE(gp_account__sampling(&a, &s), "every call seen: no sampling"))
 		return;
 	ASSERT_EQ(a.obs, 10000, "hits seen");
@@ -72,8 +72,8 @@ static void test_paced_steps(void)
 	ASSERT_TRUE(s.lo >= s.observed, "never under what was seen");
 }
 
-/* A call-bound process: each call costs `p` unprobed, `p + COST` probed; a step of the
- * rate right after each window (the worst place: the whole unseen part differs). */
+/* A call-bound process: each call costs `p` unprobed, `p + COST` probed; its rate steps
+ * down right after a window (the worst place: the whole unseen part differs) and stays. */
 static void test_call_bound_and_step_in_the_dark(void)
 {
 	struct gp_account a = { 0 };
@@ -81,16 +81,34 @@ static void test_call_bound_and_step_in_the_dark(void)
 	double truth = 0, p = 0.2e-6, on = 0.01 * T;
 
 	for (int i = 0; i < 30; i++) {
-		double n = on / (p + COST), off = (T - on) / (i == 14 ? 5 * p : p);
+		double pp = i >= 15 ? 5 * p : p;
+		double n = on / (pp + COST), off = (T - on) / (i >= 14 ? 5 * p : p);
 
-		gp_account__period(&a, n, T, on, COST);
+		gp_account__period(&a, n, 0, T, on, COST);
 		truth += n + off;
 	}
 	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
 		return;
 	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the truth within the interval");
 	/* 83 % of the window's time in probes: the paced model alone would be 6 x low */
-	ASSERT_TRUE(s.hi > 5 * s.observed / 0.01 * 0.9, "the call-bound end is in the interval");
+	ASSERT_TRUE(s.hi > 3 * s.observed / 0.01, "the call-bound end is in the interval");
+}
+
+/* A process that begins in an unseen part: its first window brackets its start. */
+static void test_begins_unseen(void)
+{
+	struct gp_account a;
+	struct gp_sampling s;
+	double truth = 20000 * 0.05; /* began half-way into the last 0.09 s unseen */
+
+	gp_account__begin(&a, 0.09);
+	for (int i = 0; i < 5; i++) {
+		gp_account__period(&a, 20000 * 0.01, 0, T, 0.01, COST);
+		truth += 20000 * T;
+	}
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the truth within the interval");
 }
 
 /* Poisson arrivals at a rate that wanders: the interval holds the truth in (nearly) 95 %
@@ -134,7 +152,7 @@ static void test_poisson_coverage(void)
 		for (int i = 0; i < 40; i++) {
 			double seen = poisson(rate * f * T), unseen = poisson(rate * (1 - f) * T);
 
-			gp_account__period(&a, seen, T, f * T, COST);
+			gp_account__period(&a, seen, 0, T, f * T, COST);
 			truth += seen + unseen;
 			if (uniform() < 0.1)
 				rate *= 0.5 + uniform();
@@ -165,11 +183,25 @@ static void test_fraction_policy(void)
 {
 	bool over;
 
-	ASSERT_TRUE(gp_budget_fraction(0.005, 0.008, 0.001, &over) == 1.0 && !over, "under the target: all");
-	ASSERT_TRUE(fabs(gp_budget_fraction(0.08, 0.008, 0.001, &over) - 0.1) < 1e-12 && !over,
+	ASSERT_TRUE(gp_budget_fraction(0.005, 0, 0.008, T, &over) == 1.0 && !over, "under the target: all");
+	ASSERT_TRUE(fabs(gp_budget_fraction(0.08, 0, 0.008, T, &over) - 0.1) < 1e-12 && !over,
 		    "ten times the target: a tenth");
-	ASSERT_TRUE(gp_budget_fraction(50, 0.008, 0.001, &over) == 0.001 && over, "the least share, over budget");
-	ASSERT_TRUE(gp_budget_fraction(0, 0.008, 0.001, &over) == 1.0, "idle: all");
+	ASSERT_TRUE(fabs(gp_budget_fraction(0.08, 0.0004, 0.008, T, &over) - 0.05) < 1e-12 && !over,
+		    "strays take their share first");
+	ASSERT_TRUE(gp_budget_fraction(50, 0, 0.008, T, &over) == 0.01 && over, "the least window, over budget");
+	ASSERT_TRUE(gp_budget_fraction(0, 0, 0.008, T, &over) == 1.0, "idle: all");
+	ASSERT_TRUE(fabs(gp_budget_period(0, 0.008) - 0.1) < 1e-12, "no strays: 100 ms");
+	ASSERT_TRUE(fabs(gp_budget_period(0.0008, 0.008) - 0.2) < 1e-12, "strays of half the target: longer");
+	ASSERT_TRUE(gp_budget_period(1, 0.008) == 1.0, "never over a second");
+}
+
+static void test_strays_cost(void)
+{
+	struct gp_account a = { 0 };
+
+	gp_account__period(&a, 100, 50, T, 0.01, COST);
+	ASSERT_EQ(a.obs, 100, "strays are not seen calls");
+	ASSERT_TRUE(fabs(a.probe_s - 150 * COST) < 1e-12, "but they cost");
 }
 
 int main(int argc, char **argv)
@@ -179,8 +211,10 @@ int main(int argc, char **argv)
 	RUN_TEST(test_paced_steady);
 	RUN_TEST(test_paced_steps);
 	RUN_TEST(test_call_bound_and_step_in_the_dark);
+	RUN_TEST(test_begins_unseen);
 	RUN_TEST(test_poisson_coverage);
 	RUN_TEST(test_a_part_of_the_hits);
 	RUN_TEST(test_fraction_policy);
+	RUN_TEST(test_strays_cost);
 	return unit_done();
 }
