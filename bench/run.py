@@ -9,6 +9,10 @@ Sections (all by default; --only picks some):
             ratios are taken within one repetition and their medians quoted.
   progcost  one extra pass with kernel.bpf_stats_enabled=1: ns per BPF program run, read
             from the tracer's own fdinfo (where the per-call cost goes).
+  sampling  what --max-overhead's mechanism costs: an empty uprobe_multi link closed and made
+            again around windows of 1, 10 and 50 % of each 100 ms (empty_uprobe --toggle)
+            against the link left in and no probe, on a long launch loop; and gpuprobe's
+            budget on the same loop (its own accounting against the workload's timing).
   attach    start-to-"tracing" and start-to-exit of gpuprobe (--memleak --cudatrace, and
             --trace) on a generated ~700-function library.
   soak      gpuprobe's RSS over BENCH_SOAK_SECONDS (default 60) of a launch-heavy load.
@@ -169,7 +173,8 @@ def features():
     h = subprocess.run([GP, "--help"], capture_output=True, text=True).stdout
     FEAT.update(trace="--trace=FILE" in h, bw="--bandwidth-util" in h,
                 minbytes="--min-bytes" in h, nolat="--no-latency" in h,
-                cudatrace="--cudatrace" in h, memleak="--memleak" in h)
+                cudatrace="--cudatrace" in h, memleak="--memleak" in h,
+                budget="--max-overhead" in h)
     return FEAT
 
 
@@ -253,6 +258,8 @@ LAUNCH_CFGS = [
     dict(name="gp_count_perf", kind="gp", flags=["--cudatrace", "--no-latency"], need="nolat",
          env={"GPUPROBE_NO_UPROBE_MULTI": "1"},
          label="gpuprobe --cudatrace --no-latency on perf-event links (GPUPROBE_NO_UPROBE_MULTI=1)"),
+    dict(name="gp_count_budget", kind="gp", flags=["--cudatrace", "--no-latency", "--max-overhead", "1"],
+         need="budget", label="gpuprobe --cudatrace --no-latency --max-overhead 1"),
     dict(name="gp_lat", kind="gp", flags=["--cudatrace"], need="cudatrace", label="gpuprobe --cudatrace"),
     dict(name="gp_memleak", kind="gp", flags=["--memleak"], need="memleak",
          label="gpuprobe --memleak (launches not probed)"),
@@ -317,7 +324,8 @@ FAMILIES = {
 RATIOS = {
     "launch": [
         ("gp_count", "floor", "target ≤ 1.05"),
-        ("gp_count", "floor_multi", "against the same link type"),
+        ("gp_count", "floor_multi", "target ≤ 1.05, against the same link type"),
+        ("gp_count_budget", "floor_multi", "with --max-overhead 1: launches sampled"),
         ("gp_count_perf", "floor", "gpuprobe on perf-event links"),
         ("gp_lat", "floor_ret", "entry + return probes"),
         ("gp_lat", "floor_multi_ret", "entry + return, same link type"),

@@ -28,8 +28,8 @@
 
 #define PERIOD_NS 100000000ULL    /* a period while every call is seen */
 #define TICK_NS 5000000ULL        /* how often a waiting thread looks at stop and holds */
-#define EXACT_CHECK_NS 10000000ULL /* how often the rates are checked while all is seen */
-#define MARGIN 0.8                /* the share of the budget aimed at */
+#define EXACT_CHECK_NS 5000000ULL /* how often the rates are checked while all is seen */
+#define MARGIN 0.7                /* the share of the budget aimed at: what is not priced (the reaction to a rate that rose, making and closing links) takes some of the rest */
 #define RING 256                  /* attach/detach durations kept for the medians */
 #define MAX_CHANGES 1024
 #define SLOTS (GP_HIT_SLOTS + 1)  /* the last sums the processes that found theirs taken */
@@ -49,6 +49,8 @@ struct account {
 	uint32_t pid;  /* 0: no process (the spill slot is always accounted) */
 	uint64_t last, last_stray; /* its hits and strays at the last boundary */
 	struct gp_account acc;
+	double rho, stray_s; /* the last period's: share of the window in probes, strays' seconds */
+	bool fresh;    /* accounted in the last period */
 };
 
 /* What the last period says of the next: its length and share, the least of every
@@ -63,9 +65,26 @@ struct ended {
 	uint64_t end_ns;
 };
 
+/* What the probes' own programs cost, measured with the kernel's BPF run-time statistics
+ * for a while after the start and every 10 minutes (BPF_ENABLE_STATS: they cost every BPF
+ * program on the node two clock reads while on). */
+#define PROG_MEASURE_NS (10ULL * 1000000000ULL) /* at most this long */
+#define PROG_MEASURE_RUNS 2000                  /* or until this many runs */
+#define PROG_REMEASURE_NS (600ULL * 1000000000ULL)
+
+struct prog_cost {
+	int stats_fd;          /* BPF_ENABLE_STATS while measuring, else -1 */
+	uint64_t since, next;  /* when the measure began; when the next begins */
+	uint64_t ns0[2], runs0[2]; /* entry and return programs at its start */
+	double ns[2];          /* mean ns per run, entry and return (0: not measured) */
+	bool refused;          /* EPERM: not without CAP_SYS_ADMIN */
+};
+
 struct gp_budget {
-	double pct, target, cost; /* cost: of one counted hit, the return probe's included */
-	double trap;              /* of one probe hit (calibrated) */
+	double pct, target, cost; /* cost: of one counted call: its traps and programs */
+	double trap;              /* of one probe hit (calibrated: the empty-program trap) */
+	bool returns;             /* the sampled calls have return probes: two traps each */
+	struct prog_cost prog;
 	int hits_fd;
 	struct gp_hit_slot *hits; /* mmapped */
 	size_t map_len;
@@ -314,19 +333,42 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now
 	return true;
 }
 
-/* A process's share of the next period: its window's share of time in probes (rho) and
- * its strays' seconds (a period of T). */
-static void plan_add(struct gp_budget *b, struct plan *p, double rho, double stray_s)
+/* The share of a T-second period every fresh account can afford: the least. */
+static double least_fraction(struct gp_budget *b, double T, bool *over)
 {
-	bool over;
-	double f;
+	double f = 1.0;
 
-	if (gp_budget_period(stray_s, b->target) > p->period_s)
-		p->period_s = gp_budget_period(stray_s, b->target);
-	f = gp_budget_fraction(rho, stray_s, b->target, p->period_s, &over);
-	if (f < p->fraction)
-		p->fraction = f;
-	p->over |= over;
+	*over = false;
+	for (size_t i = 0; i < SLOTS; i++) {
+		bool o;
+		double g;
+
+		if (!b->accounts[i].fresh)
+			continue;
+		g = gp_budget_fraction(b->accounts[i].rho, b->accounts[i].stray_s, b->target, T, &o);
+		if (g < f)
+			f = g;
+		*over |= o;
+	}
+	return f;
+}
+
+/* What the next period must be for every process to keep its budget (links are shared):
+ * 100 ms, longer when a process's strays need it, or when the window its share allows
+ * would be under a millisecond. Called with b->acc held. */
+static void plan(struct gp_budget *b, struct plan *p)
+{
+	double T = GP_PERIOD_S;
+
+	for (size_t i = 0; i < SLOTS; i++)
+		if (b->accounts[i].fresh && gp_budget_period(b->accounts[i].stray_s, b->target) > T)
+			T = gp_budget_period(b->accounts[i].stray_s, b->target);
+	p->fraction = least_fraction(b, T, &p->over);
+	if (p->fraction < GP_MIN_WINDOW_S / T && T < GP_MAX_PERIOD_S) {
+		T = GP_MIN_WINDOW_S / p->fraction < GP_MAX_PERIOD_S ? GP_MIN_WINDOW_S / p->fraction : GP_MAX_PERIOD_S;
+		p->fraction = least_fraction(b, T, &p->over);
+	}
+	p->period_s = T;
 }
 
 /*
@@ -336,13 +378,13 @@ static void plan_add(struct gp_budget *b, struct plan *p, double rho, double str
  */
 static void account_period(struct gp_budget *b, double T, double on, uint64_t now, struct plan *p)
 {
-	*p = (struct plan){ .period_s = GP_PERIOD_S, .fraction = 1.0 };
 	pthread_mutex_lock(&b->acc);
 	for (size_t i = 0; i < SLOTS; i++) {
 		struct account *a = &b->accounts[i];
 		uint64_t hits = b->snap_hits[i], stray = b->snap_stray[i];
 		double n, ns;
 
+		a->fresh = false;
 		if (!slot_owner(b, i, b->snap_pid[i], now))
 			continue;
 		n = hits >= a->last ? (double)(hits - a->last) : 0;
@@ -354,8 +396,9 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		gp_account__period(&a->acc, n, ns, T, on, b->cost);
 		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits and %.0f strays",
 		       T * 1e3, on * 1e3, a->pid, n, ns);
-		if (on > 0)
-			plan_add(b, p, n * b->cost / on, ns * b->cost);
+		a->fresh = on > 0;
+		a->rho = on > 0 ? n * b->cost / on : 0;
+		a->stray_s = ns * b->cost;
 		if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
 			end_account(b, i, now, true);
 	}
@@ -363,6 +406,7 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 	if (on < T)
 		b->sampled_periods++;
 	b->last_unseen = T - on;
+	plan(b, p);
 	pthread_mutex_unlock(&b->acc);
 }
 
@@ -379,9 +423,9 @@ static double rho_since(struct gp_budget *b, double secs)
 		uint64_t hits = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
 		double n;
 
-		if (pid != b->accounts[i].pid || hits < b->accounts[i].last)
-			continue; /* a new owner: the boundary will account it */
-		n = (double)(hits - b->accounts[i].last);
+		/* a new owner since the boundary: all its hits are since then */
+		n = pid == b->accounts[i].pid && hits >= b->accounts[i].last ? (double)(hits - b->accounts[i].last)
+									   : (double)hits;
 		if (n * b->cost / secs > rho)
 			rho = n * b->cost / secs;
 	}
@@ -449,11 +493,74 @@ static double median_of(const double *ring, uint64_t nr)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Run time and runs so far of the first group's entry (k 0) or return (k 1) program. */
+static bool prog_stats(struct gp_budget *b, int k, uint64_t *ns, uint64_t *runs)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	int fd;
+
+	pthread_mutex_lock(&b->links);
+	fd = !b->ngroups ? -1 : k ? b->groups[0].leave : b->groups[0].enter;
+	pthread_mutex_unlock(&b->links);
+	memset(&info, 0, sizeof(info));
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+		return false;
+	*ns = info.run_time_ns;
+	*runs = info.run_cnt;
+	return true;
+}
+
+/*
+ * The price of a counted call: its traps (calibrated) and its programs' run time, which
+ * the kernel measures only while asked to: for at most 10 s or 2000 runs after the start,
+ * then again every 10 minutes. Without CAP_SYS_ADMIN (EPERM) the traps alone, and said so.
+ */
+static void measure_progs(struct gp_budget *b, uint64_t now)
+{
+	struct prog_cost *pc = &b->prog;
+	uint64_t ns[2] = { 0 }, runs[2] = { 0 };
+
+	if (pc->refused)
+		return;
+	if (pc->stats_fd < 0) {
+		if (now < pc->next)
+			return;
+		pc->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (pc->stats_fd < 0) {
+			pc->refused = true;
+			gp_log(GP_LOG_WARN, "budget: cannot measure the probes' programs (%s): a hit is priced at the trap alone",
+			       strerror(errno));
+			return;
+		}
+		pc->since = now;
+		for (int k = 0; k < 2; k++)
+			prog_stats(b, k, &pc->ns0[k], &pc->runs0[k]);
+		return;
+	}
+	for (int k = 0; k < 2; k++)
+		prog_stats(b, k, &ns[k], &runs[k]);
+	if (runs[0] - pc->runs0[0] < PROG_MEASURE_RUNS && now - pc->since < PROG_MEASURE_NS)
+		return;
+	close(pc->stats_fd);
+	pc->stats_fd = -1;
+	pc->next = now + PROG_REMEASURE_NS;
+	pthread_mutex_lock(&b->acc);
+	for (int k = 0; k < 2; k++)
+		if (runs[k] > pc->runs0[k])
+			pc->ns[k] = (double)(ns[k] - pc->ns0[k]) / (double)(runs[k] - pc->runs0[k]);
+	b->cost = (b->returns ? 2 : 1) * b->trap + pc->ns[0] * 1e-9 + (b->returns ? pc->ns[1] * 1e-9 : 0);
+	pthread_mutex_unlock(&b->acc);
+	gp_log(GP_LOG_DEBUG, "budget: programs %.0f ns (entry), %.0f ns (return) a run: a call costs %.2f us",
+	       pc->ns[0], pc->ns[1], b->cost * 1e6);
+}
+
 /* The next period as planned, unless a hold (a stream capture) wants every call seen. */
 static double next_fraction(struct gp_budget *b, const struct plan *p, uint64_t now)
 {
 	double f = held(b) ? 1.0 : p->fraction;
 
+	measure_progs(b, now);
 	b->period_s = p->period_s;
 	set_fraction(b, f, f < 1 && p->over, now);
 	return f;
@@ -550,6 +657,7 @@ struct gp_budget *gp_budget__new(double pct, double cost, char *err, size_t len)
 	b->hits_fd = -1;
 	b->pct = pct;
 	b->cost = b->trap = cost;
+	b->prog.stats_fd = -1;
 	b->target = MARGIN * pct / 100.0;
 	b->fraction = 1.0;
 	b->period_s = GP_PERIOD_S;
@@ -614,10 +722,11 @@ int gp_budget__add(struct gp_budget *b, const struct gp_sampled *s, char *err, s
 			r = b->attached || !b->started ? group_attach(&g) : 0;
 			if (!r)
 				b->groups[b->ngroups++] = g;
-			/* a call with a return probe takes two hits for the one counted */
+			/* a call with a return probe takes two traps for the one counted */
 			if (!r && g.leave >= 0 && g.nr) {
 				pthread_mutex_lock(&b->acc);
-				b->cost = 2 * b->trap;
+				b->returns = true;
+				b->cost = 2 * b->trap + b->prog.ns[0] * 1e-9 + b->prog.ns[1] * 1e-9;
 				pthread_mutex_unlock(&b->acc);
 			}
 			if (!b->started)
@@ -658,6 +767,9 @@ void gp_budget__stop(struct gp_budget *b)
 		pthread_join(b->thread, NULL);
 		b->started = false;
 	}
+	if (b->prog.stats_fd >= 0)
+		close(b->prog.stats_fd);
+	b->prog.stats_fd = -1;
 	/* as the run's own links: released from several threads at once */
 	pthread_mutex_lock(&b->links);
 	detach_all(b);
@@ -769,6 +881,9 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	s->pct = b->pct;
 	s->cost = b->trap;
 	s->call_cost = b->cost;
+	s->prog_ns[0] = b->prog.ns[0];
+	s->prog_ns[1] = b->returns ? b->prog.ns[1] : 0;
+	s->prog_measured = !b->prog.refused && (b->prog.ns[0] > 0);
 	s->target = b->target;
 	s->fraction = b->fraction;
 	s->over = b->over;

@@ -74,8 +74,10 @@ struct gp_budget_proc {
 /* What the budget did, for a report (gp_budget__stats fills it; free with __stats_free). */
 struct gp_budget_stats {
 	double pct, target;         /* the budget, the share aimed at */
-	double cost, call_cost;     /* the price of a probe hit, and of a counted call (two hits
-				     * with a return probe) */
+	double cost, call_cost;     /* the price of a probe hit (the trap), and of a counted call
+				     * (its traps, two with a return probe, and its programs) */
+	double prog_ns[2];          /* the programs' mean run time: entry, return (0: none) */
+	bool prog_measured;
 	double fraction;            /* now */
 	bool over;                  /* a process would pass the budget even at the least share */
 	uint64_t periods, sampled_periods, windows;

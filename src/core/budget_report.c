@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The budget's own report (--max-overhead): text, JSON and /metrics, from its stats. */
 #include <inttypes.h>
+#include <math.h>
 #include <json-c/json.h>
 #include "budget.h"
 #include "prom.h"
 
 void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
 {
-	fprintf(f, "gpuprobe budget (--max-overhead %g%%): a probe hit costs %.2f us here; launch and sync probes attached %.1f%% of the time now%s; %" PRIu64
+	fprintf(f, "gpuprobe budget (--max-overhead %g%%): a probe hit costs %.2f us here, a counted call %.2f us; launch and sync probes attached %.1f%% of the time now%s; %" PRIu64
 		   " of %" PRIu64 " periods sampled (attaching took %.1f ms, closing %.1f ms, medians)\n",
-		s->pct, s->cost * 1e6, s->fraction * 100,
+		s->pct, s->cost * 1e6, s->call_cost * 1e6, s->fraction * 100,
 		s->over ? " (a process passes the budget even then)" : "", s->sampled_periods, s->periods,
 		s->attach_ms, s->detach_ms);
 	for (size_t i = 0; i < s->nr_procs; i++) {
@@ -20,7 +21,10 @@ void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
 			fprintf(f, "  processes sharing a slot:");
 		else
 			fprintf(f, "  PID %u%s:", p->pid, p->ended ? " (ended)" : "");
-		if (gp_account__sampling(&p->acc, &smp))
+		if (gp_account__sampling(&p->acc, &smp) && smp.unbounded)
+			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%.0f calls (at least %.0f: no upper bound, its calls cost less than a probe),",
+				smp.fraction * 100, smp.estimate, smp.lo);
+		else if (smp.observed || p->acc.sampled)
 			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%.0f calls (95%%: %.0f-%.0f),",
 				smp.fraction * 100, smp.estimate, smp.lo, smp.hi);
 		else
@@ -44,7 +48,7 @@ static json_object *json_proc(const struct gp_budget_proc *p)
 	if (sampled) {
 		iv = json_object_new_array();
 		json_object_array_add(iv, json_object_new_double(smp.lo));
-		json_object_array_add(iv, json_object_new_double(smp.hi));
+		json_object_array_add(iv, smp.unbounded ? NULL : json_object_new_double(smp.hi));
 		json_object_object_add(o, "interval", iv);
 		json_object_object_add(o, "fraction", json_object_new_double(smp.fraction));
 	}
@@ -62,6 +66,7 @@ void gp_budget__json(json_object *o, const struct gp_budget_stats *s)
 	json_object_object_add(o, "target_pct", json_object_new_double(s->target * 100));
 	json_object_object_add(o, "probe_hit_cost_s", json_object_new_double(s->cost));
 	json_object_object_add(o, "call_cost_s", json_object_new_double(s->call_cost));
+	json_object_object_add(o, "program_ns", s->prog_measured ? json_object_new_double(s->prog_ns[0] + s->prog_ns[1]) : NULL);
 	json_object_object_add(o, "fraction", json_object_new_double(s->fraction));
 	json_object_object_add(o, "over_budget", json_object_new_boolean(s->over));
 	json_object_object_add(o, "periods", json_object_new_uint64(s->periods));

@@ -7,8 +7,9 @@
 
 /* A window whose time was almost all in the probes says little about the time outside
  * them: the call-bound model is capped there (a calibrated cost a little high must not
- * divide by zero). */
-#define MAX_BUSY 0.9
+ * divide by zero). Past half of it, the interval has no upper end (sampling.h). */
+#define MAX_BUSY 0.98
+#define UNBOUNDED_BUSY 0.5
 
 void gp_account__begin(struct gp_account *a, double lead_unseen)
 {
@@ -61,6 +62,8 @@ void gp_account__period(struct gp_account *a, double n, double stray, double T, 
 		on = T;
 	window_rates(n, on, cost, &lo, &hi);
 	m = (lo + hi) / 2;
+	if (on > 0 && on < T && n * cost > UNBOUNDED_BUSY * on)
+		a->unbounded = true;
 	if (a->pending && on > 0) {
 		between(a, lo, hi, n, on, &y, &half, &var);
 		a->est += y;
@@ -108,6 +111,9 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 	out->lo = out->estimate - w > a->obs ? out->estimate - w : a->obs;
 	out->hi = out->estimate + w;
 	out->fraction = out->estimate > 0 ? out->observed / out->estimate : 1.0;
+	out->unbounded = a->unbounded;
+	if (a->unbounded)
+		out->hi = INFINITY;
 	return true;
 }
 
@@ -134,7 +140,7 @@ void gp_sampling__count(const struct gp_sampling *s, uint64_t x_obs, double out[
 	out[1] = x * s->lo / s->observed - Z95 * sqrt(v);
 	if (out[1] < x)
 		out[1] = x;
-	out[2] = x * s->hi / s->observed + Z95 * sqrt(v);
+	out[2] = s->unbounded ? INFINITY : x * s->hi / s->observed + Z95 * sqrt(v);
 }
 
 double gp_budget_period(double stray_s, double target)

@@ -72,26 +72,47 @@ static void test_paced_steps(void)
 	ASSERT_TRUE(s.lo >= s.observed, "never under what was seen");
 }
 
-/* A call-bound process: each call costs `p` unprobed, `p + COST` probed; its rate steps
- * down right after a window (the worst place: the whole unseen part differs) and stays. */
+/* A call-bound process: each call costs `p` unprobed, `p + COST` probed (a real driver's
+ * launch: 3 us, a probe 1 us); its rate steps down right after a window (the worst place:
+ * the whole unseen part differs) and stays. */
 static void test_call_bound_and_step_in_the_dark(void)
 {
 	struct gp_account a = { 0 };
 	struct gp_sampling s;
-	double truth = 0, p = 0.2e-6, on = 0.01 * T;
+	double truth = 0, p = 3e-6, on = 0.01 * T;
 
 	for (int i = 0; i < 30; i++) {
 		double pp = i >= 15 ? 5 * p : p;
-		double n = on / (pp + COST), off = (T - on) / (i >= 14 ? 5 * p : p);
+		double n = floor(on / (pp + COST)), off = (T - on) / (i >= 14 ? 5 * p : p);
 
 		gp_account__period(&a, n, 0, T, on, COST);
 		truth += n + off;
 	}
 	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
 		return;
+	ASSERT_FALSE(s.unbounded, "a window a quarter in probes bounds the rest");
 	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the truth within the interval");
-	/* 83 % of the window's time in probes: the paced model alone would be 6 x low */
-	ASSERT_TRUE(s.hi > 3 * s.observed / 0.01, "the call-bound end is in the interval");
+	ASSERT_TRUE(s.estimate < truth, "a paced process would have made fewer: the estimate is under");
+}
+
+/* Calls cheaper than the probe (the stand-in's 55 ns launches, a probe 1 us): the window is
+ * mostly probes, and the unprobed speed is anyone's guess: no upper end. */
+static void test_calls_cheaper_than_probes(void)
+{
+	struct gp_account a = { 0 };
+	struct gp_sampling s;
+	double truth = 0, p = 55e-9, on = 0.01 * T;
+
+	for (int i = 0; i < 10; i++) {
+		double n = floor(on / (p + COST));
+
+		gp_account__period(&a, n, 0, T, on, COST);
+		truth += n + (T - on) / p;
+	}
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	ASSERT_TRUE(s.unbounded && isinf(s.hi), "no upper end");
+	ASSERT_TRUE(s.lo <= truth, "the lower end holds");
 }
 
 /* A process that begins in an unseen part: its first window brackets its start. */
@@ -211,6 +232,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_paced_steady);
 	RUN_TEST(test_paced_steps);
 	RUN_TEST(test_call_bound_and_step_in_the_dark);
+	RUN_TEST(test_calls_cheaper_than_probes);
 	RUN_TEST(test_begins_unseen);
 	RUN_TEST(test_poisson_coverage);
 	RUN_TEST(test_a_part_of_the_hits);

@@ -66,11 +66,22 @@ static void text_graph(FILE *f, const struct ct_graph *g, const struct ct_sample
 /* Never mixed silently with exact counts: the line that says these are estimates. */
 static void text_sampled(FILE *f, const struct ct_sampled *smp)
 {
-	fprintf(f, "  sampled (--max-overhead): %.1f%% of its launch and sync calls seen; its counts are estimates"
-		   " (95%%: launches %.0f-%.0f, graph launches %.0f-%.0f, syncs %.0f-%.0f)\n",
-		smp->s.fraction * 100, smp->iv[CT_IV_LAUNCHES][1], smp->iv[CT_IV_LAUNCHES][2],
-		smp->iv[CT_IV_GRAPH_LAUNCHES][1], smp->iv[CT_IV_GRAPH_LAUNCHES][2], smp->iv[CT_IV_SYNCS][1],
-		smp->iv[CT_IV_SYNCS][2]);
+	static const struct {
+		const char *what;
+		enum ct_iv iv;
+	} show[] = { { "launches", CT_IV_LAUNCHES }, { "graph launches", CT_IV_GRAPH_LAUNCHES }, { "syncs", CT_IV_SYNCS } };
+
+	fprintf(f, "  sampled (--max-overhead): %.1f%% of its launch and sync calls seen; its counts are estimates (95%%:",
+		smp->s.fraction * 100);
+	for (size_t i = 0; i < sizeof(show) / sizeof(show[0]); i++) {
+		const double *v = smp->iv[show[i].iv];
+
+		if (isinf(v[2]))
+			fprintf(f, "%s %s at least %.0f", i ? "," : "", show[i].what, v[1]);
+		else
+			fprintf(f, "%s %s %.0f-%.0f", i ? "," : "", show[i].what, v[1], v[2]);
+	}
+	fprintf(f, ")%s\n", smp->s.unbounded ? "; its calls cost less than a probe: how many it made unseen has no upper bound" : "");
 }
 
 static struct gp_trees *jobs(const struct ct_snap *s, struct gp_run *run)
@@ -196,11 +207,14 @@ static json_object *json_sampling(const struct ct_sampled *smp)
 	json_object *o = json_object_new_object(), *iv = json_object_new_object();
 
 	json_object_object_add(o, "fraction", json_object_new_double(smp->s.fraction));
+	if (smp->s.unbounded)
+		json_object_object_add(o, "unbounded", json_object_new_boolean(true));
 	for (int i = 0; i < CT_IV__COUNT; i++) {
 		json_object *a = json_object_new_array();
 
 		json_object_array_add(a, json_object_new_uint64((uint64_t)floor(smp->iv[i][1])));
-		json_object_array_add(a, json_object_new_uint64((uint64_t)ceil(smp->iv[i][2])));
+		/* no upper end known: null */
+		json_object_array_add(a, isinf(smp->iv[i][2]) ? NULL : json_object_new_uint64((uint64_t)ceil(smp->iv[i][2])));
 		json_object_object_add(iv, keys[i], a);
 	}
 	json_object_object_add(o, "intervals", iv);
@@ -327,7 +341,8 @@ static void prom_sampled(struct prom_out *p, const struct gp_snap_pid *pp, const
 		for (int b = 0; b < 3; b++) {
 			const char *kv[] = { "bound", bounds[b], NULL };
 
-			prom__real(p, fams[f].family, pp, kv, smp->iv[fams[f].iv][b]);
+			if (!isinf(smp->iv[fams[f].iv][b])) /* no upper end known: no "high" sample */
+				prom__real(p, fams[f].family, pp, kv, smp->iv[fams[f].iv][b]);
 		}
 }
 
