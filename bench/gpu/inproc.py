@@ -124,7 +124,7 @@ def gp_window(w, a, cfg, flags, secs, n):
         p.wait()
     if p.returncode or t_on is None:
         raise SystemExit("gpuprobe failed (exit %s): %s; see %s" % (p.returncode, " ".join(cmd), err))
-    extra = dict(cmd=" ".join(cmd))
+    extra = dict(cmd=" ".join(cmd), t_attached=t_on, t_done=t_on + int(secs * 1e9))
     with open(out) as f:
         for line in f:
             if not line.startswith('{"mode"'):
@@ -179,7 +179,12 @@ def summarize(w, steps):
         after = next((x[2] for x in meds[i + 1:] if x[0] == "off" and x[2]), None)
         if not before or not after:
             continue
-        res.setdefault(cfg, []).append(dict(ratio=m / ((before + after) / 2), on_ms=m / 1e6, steps=n, **extra))
+        row = dict(ratio=m / ((before + after) / 2), on_ms=m / 1e6, steps=n, **extra)
+        if w.name == "launch" and "t_attached" in extra:
+            # the loop's own count of its launches while gpuprobe was attached (steps of 1000
+            # wholly inside; the report is made as the duration runs out: +-2 steps)
+            row["true_launches"] = 1000 * sum(1 for t, d in steps if extra["t_attached"] <= t and t + d <= extra["t_done"])
+        res.setdefault(cfg, []).append(row)
     return res
 
 
@@ -231,8 +236,16 @@ def run_workload(a, name, argv, env, secs, cap):
 def table(name, res, unit):
     out = ["| configuration | windows | median step, on (%s) | overhead: median of ratios | 95 %% interval (coverage) | mean ± 1.96 s.e. | gpuprobe's own estimate | budget's estimate, sampled share |" % unit,
            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    checks = []
     for cfg, _ in CONFIGS[name]:
         rs = res.get(cfg, [])
+        for x in rs:
+            if "true_launches" in x and "launches" in x:
+                iv = x.get("interval")
+                checks.append("%s: %d counted or estimated, %d by the loop (+-2000)%s" % (
+                    cfg, x["launches"], x["true_launches"],
+                    "" if not iv else ", interval [%s, %s]%s" % (iv[0], iv[1], "" if (
+                        iv[0] - 2000 <= x["true_launches"] <= (iv[1] if iv[1] is not None else 1e18) + 2000) else " MISSES IT")))
         if not rs:
             out.append("| %s | 0 | — | — | — | — | — | — |" % LABELS[cfg])
             continue
@@ -248,6 +261,8 @@ def table(name, res, unit):
             100 * (lo - 1), 100 * (hi - 1), 100 * cov, 100 * (m - 1), 196 * se,
             "%.2f %%" % statistics.median(est) if est else "—",
             "%.2f %%, %.2f" % (statistics.median(bud), statistics.median(frac)) if bud else "—"))
+    if checks:
+        out += ["", "Launches per window, gpuprobe's against the loop's own count:", ""] + ["- " + c for c in checks]
     return out
 
 

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The overhead budget (budget.h): the links it may close, the hits array, and a thread
- * that cuts time into periods. Why a thread: a window can be a millisecond long, and the
- * front ends' loops wake every 100 ms; making a link waits for an RCU grace period (ms)
- * and closing one for RCU Tasks Trace and SRCU grace periods (tens of ms here), which no
- * report should wait for — so links are closed from short-lived threads of their own
- * (their breakpoints go at the start of close(), the rest is waiting). Two locks: `links`
- * (groups and their link fds, held across the system calls) and `acc` (accounts and
- * statistics, held briefly; snapshots read them).
+ * that cuts time into periods (docs/design.md, "The overhead budget"). Why a thread: a
+ * window can be a millisecond long while the front ends' loops wake every 100 ms, and
+ * making a link waits for an RCU grace period before its breakpoints go in, closing one
+ * for grace periods before and after they go (tens of ms here), which no report should
+ * wait for; links are closed from short-lived threads of their own. Breakpoints come and
+ * go some time after the system calls, so what counts is the window flag BPF reads: hits
+ * outside it are strays, priced and not counted. Two locks: `links` (groups and their
+ * link fds, held across the system calls) and `acc` (accounts and statistics, held
+ * briefly; snapshots read them).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,7 +31,9 @@
 #define PERIOD_NS 100000000ULL    /* a period while every call is seen */
 #define TICK_NS 5000000ULL        /* how often a waiting thread looks at stop and holds */
 #define EXACT_CHECK_NS 5000000ULL /* how often the rates are checked while all is seen */
-#define MARGIN 0.7                /* the share of the budget aimed at: what is not priced (the reaction to a rate that rose, making and closing links) takes some of the rest */
+/* The share of the budget aimed at: what is not priced (the reaction to a rate that rose,
+ * making and closing links) takes some of the rest. */
+#define MARGIN 0.7
 #define RING 256                  /* attach/detach durations kept for the medians */
 #define MAX_CHANGES 1024
 #define SLOTS (GP_HIT_SLOTS + 1)  /* the last sums the processes that found theirs taken */
