@@ -886,8 +886,9 @@ def write_doc(results, wall):
     a("")
     a("**Run:** `make bench` (root; it installs bpftrace with apt if missing). Knobs: `BENCH_REPS` "
       "(default 7), `BENCH_SOAK_SECONDS` (60), `BENCH_ATTACH_FUNCS` (700). One section alone: "
-      "`python3 bench/run.py --only percall|progcost|attach|soak|ringbuf` (then this file is not "
-      "rewritten).")
+      "`python3 bench/run.py --only percall|progcost|sampling|attach|soak|ringbuf|estimate` (then this "
+      "file is not rewritten); `python3 bench/run.py --rewrite` rewrites it from the last run's figures "
+      "(after a file it quotes changes: bench/hotpath-steps.json, bench/gpu/results-*.md).")
     a("")
 
     a("## Targets (issues 7 and 16)")
@@ -1455,7 +1456,19 @@ def git_desc():
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", help="comma-separated sections: percall,progcost,sampling,attach,soak,ringbuf,estimate")
+    ap.add_argument("--rewrite", action="store_true",
+                    help="rewrite docs/benchmarks.md from the last run's .output/bench/results.json (after a "
+                         "recorded file it quotes changed, such as bench/gpu/results-inproc-*.md), measuring nothing")
     args = ap.parse_args()
+    if args.rewrite:
+        with open(B + "/results.json") as f:
+            results = json.load(f)
+        FEAT.update(results.get("features", {}))
+        judge(results)
+        results["analysis"] = analysis(results)
+        write_doc(results, results.get("wall", 0))
+        log("bench: rewrote %s from %s/results.json" % (os.path.relpath(DOC, ROOT), os.path.relpath(B, ROOT)))
+        return
     if os.geteuid() != 0:
         die("needs root (BPF)")
     secs = ["percall", "progcost", "sampling", "attach", "soak", "ringbuf", "estimate"]
@@ -1494,6 +1507,7 @@ def main():
     judge(results)
     results["analysis"] = analysis(results)
     wall = time.monotonic() - t0
+    results["wall"] = wall
     with open(B + "/results.json", "w") as f:
         json.dump(results, f, indent=1)
     for row in results["targets"]:
