@@ -16,7 +16,10 @@ torch_inproc.py (a ~2 ms PyTorch training step, ~35 launches), with
   three_budget  the same with --max-overhead 1
 and, on PyTorch, torch.profiler (CPU and CUDA activities) switched the same way in the
 process (the peer). gpuprobe's own estimate of each window (its overhead line: probe
-hits x calibrated cost, over the window; and the budget's) is kept beside the measure.
+hits x calibrated cost, over the window; and the budget's) is kept beside the measure, and
+on the launch loop its launch count (or estimate and interval) beside the loop's own count
+of its launches in the window. Exit status 1 when a configuration got no window or an
+interval misses the loop's count.
 
 Run on the GPU machine from the repository root, as root, with what `make bundle` and
 bench/gpu/inproc.sh built here carried (nothing is built there):
@@ -308,6 +311,12 @@ def main():
     with open(os.path.join(a.out, "inproc.md"), "w") as f:
         f.write(text + "\n")
     print(text)
+    # the checks: every configuration measured; every interval holds the loop's own count
+    bad = [l for l in md if "MISSES IT" in l]
+    bad += ["%s %s: no window" % (n, c) for n in CONFIGS for c, _ in CONFIGS[n] if not results[n].get(c)]
+    for b in bad:
+        print("bench/gpu/inproc: check failed: " + b.lstrip("- "), file=sys.stderr)
+    sys.exit(1 if bad else 0)
 
 
 if __name__ == "__main__":
