@@ -14,6 +14,14 @@
 
 #define SNAP(s) ((const struct ct_snap *)(s))
 
+/* A process's sampling; a snapshot made without (a test's) is every call seen. */
+static const struct ct_sampled *sampled_of(const struct ct_snap *s, size_t i)
+{
+	static const struct ct_sampled exact;
+
+	return s->sampled ? &s->sampled[i] : &exact;
+}
+
 static void text_hist(FILE *f, const char *what, const struct gp_hist *h, bool latency,
 		      const struct ct_sampled *smp)
 {
@@ -90,7 +98,7 @@ static struct gp_trees *jobs(const struct ct_snap *s, struct gp_run *run)
 
 	for (size_t i = 0; t && i < s->nr_procs; i++) {
 		const struct ct_proc *p = s->procs[i];
-		const struct ct_sampled *smp = &s->sampled[i];
+		const struct ct_sampled *smp = sampled_of(s, i);
 		uint64_t v[GP_TREE_VALUES] = { ct_sampled__count(smp, p->launches), ct_sampled__count(smp, p->graph_launches),
 					       ct_sampled__count(smp, p->unnamed_launches) };
 
@@ -113,7 +121,7 @@ void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 		s->nr_procs == 1 ? "" : "es");
 	for (size_t i = 0; i < s->nr_procs; i++) {
 		const struct ct_proc *p = s->procs[i];
-		const struct ct_sampled *smp = &s->sampled[i];
+		const struct ct_sampled *smp = sampled_of(s, i);
 
 		fprintf(f, "PID %u (%s)%s: %s%" PRIu64 " launches (%.1f/s), %" PRIu64 " unnamed, %" PRIu64 " graph launches\n",
 			p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "", smp->on ? "~" : "",
@@ -273,7 +281,7 @@ void ct_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 
 	json_object_object_add(o, "latency", json_object_new_boolean(s->latency));
 	for (size_t i = 0; i < s->nr_procs; i++)
-		json_object_array_add(arr, json_proc(s->procs[i], s->latency, run, &s->sampled[i]));
+		json_object_array_add(arr, json_proc(s->procs[i], s->latency, run, sampled_of(s, i)));
 	json_object_object_add(o, "processes", arr);
 	gp_trees__json(t, o, keys);
 	gp_trees__free(t);
@@ -378,8 +386,8 @@ int ct_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run
 		prom__u64(p, "gpuprobe_cuda_sync_calls_total", pp, NULL, cp->hist[GP_HIST_SYNC].count);
 		prom__secs(p, "gpuprobe_cuda_sync_seconds_total", pp, NULL,
 			   (double)cp->hist[GP_HIST_SYNC].total_ns / 1e9);
-		if (s->sampled[i].on)
-			prom_sampled(p, pp, &s->sampled[i]);
+		if (sampled_of(s, i)->on)
+			prom_sampled(p, pp, sampled_of(s, i));
 	}
 	return r;
 }
