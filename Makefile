@@ -121,23 +121,29 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)examples/demo.sh
 
-# libFuzzer targets for the parsers of outside input (ELF files, /proc/PID/maps), seeded
-# with a hand-made ELF, system libraries and real maps. FUZZ_SECONDS per target.
+# libFuzzer targets for what a traced process controls (ELF files, sparse ones included,
+# through the fd-taking parser; /proc/PID/maps lines and the library entries derived from
+# them; a process's root as a fuzzed tree of links, FIFOs and hard links for safeopen),
+# seeded with a hand-made ELF, system libraries and real maps. FUZZ_SECONDS per target; an
+# input that runs past 5 s is a hang and fails the target.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_LIB := src/core/elfsym.c src/core/procmaps.c
+FUZZ_LIB := src/core/elfsym.c src/core/procmaps.c src/core/safeopen.c
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/unit/test_elfsym
-	$(Q)mkdir -p $(OUTPUT)/fuzz/seed-elfsym $(OUTPUT)/fuzz/seed-procmaps
+	$(Q)mkdir -p $(OUTPUT)/fuzz/seed-elfsym $(OUTPUT)/fuzz/seed-procmaps $(OUTPUT)/fuzz/seed-safeopen
 	$(Q)$(OUTPUT)/unit/test_elfsym --write-mini-elf $(OUTPUT)/fuzz/seed-elfsym/mini.elf
 	$(Q)cp /lib/x86_64-linux-gnu/libdl.so.2 $(OUTPUT)/fuzz/seed-elfsym/ 2>/dev/null || true
 	$(Q)cp /proc/self/maps $(OUTPUT)/fuzz/seed-procmaps/self.maps
+	$(Q)printf '\006\001\002\002\002\003\003\001\002\002\002\001\002\000\002\003\002\002\003\000' > $(OUTPUT)/fuzz/seed-safeopen/tree
 	$(Q)for f in $(FUZZ_SRCS); do n=$$(basename $$f .c); s=$${n#fuzz_}; \
 		clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -o $(OUTPUT)/fuzz/$$n $$f $(FUZZ_LIB) -lelf -lz || exit 1; \
 		echo "  FUZZ     $$n ($${FUZZ_SECONDS:-30}s)"; \
-		$(OUTPUT)/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-30} -print_final_stats=1 \
+		rm -rf $(OUTPUT)/fuzz/tmp && mkdir -p $(OUTPUT)/fuzz/tmp; \
+		FUZZ_TMPDIR=$(abspath $(OUTPUT))/fuzz/tmp $(OUTPUT)/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-30} \
+			-timeout=5 -print_final_stats=1 -artifact_prefix=$(OUTPUT)/fuzz/$$n- \
 			$(OUTPUT)/fuzz/seed-$$s > $(OUTPUT)/fuzz/$$n.log 2>&1 || { tail -30 $(OUTPUT)/fuzz/$$n.log; exit 1; }; \
 		grep -E "stat::number_of_executed_units" $(OUTPUT)/fuzz/$$n.log; \
-	done
+	done; rm -rf $(OUTPUT)/fuzz/tmp
 
 # A folder to carry to another host (the GPU machine has no package registry): a static
 # gpuprobe, with the GPU test scripts beside it.
@@ -192,11 +198,17 @@ LIBS += -lyaml -lcrypt -lresolv
 DEB_PKGS += libyaml-dev libcrypt-dev openssl whois apache2-utils curl python3-yaml dpkg-dev lintian \
 	init-system-helpers
 
+# docs/metrics.md's family list, generated from the metric table (src/out/metrics.c);
+# tests/unit/test_metrics_doc fails when they differ.
+.PHONY: metrics-doc
+metrics-doc: $(OUTPUT)/unit/test_metrics_doc
+	$(Q)$(OUTPUT)/unit/test_metrics_doc --write docs/metrics.md
+
 # `make install`: PREFIX (/usr/local) and DESTDIR as usual. The binary goes to bin, as in
 # node_exporter's Debian package (/usr/bin/prometheus-node-exporter): gpuprobe is also a
 # command users run. The unit goes where systemd looks ($(PREFIX)/lib/systemd/system) with
-# ExecStart pointing at the installed binary; /etc/default/gpuprobe is installed only if
-# absent, so an admin's settings survive a reinstall.
+# ExecStart pointing at the installed binary; /etc/gpuprobe/gpuprobe.conf (the daemon's
+# --config) is installed only if absent, so an admin's settings survive a reinstall.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
@@ -207,21 +219,22 @@ SYSCONFDIR ?= /etc
 install: $(OUTPUT)/gpuprobe
 	$(call msg,INSTALL,$(DESTDIR)$(BINDIR)/gpuprobe)
 	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) \
-		$(DESTDIR)$(SYSCONFDIR)/default
+		$(DESTDIR)$(SYSCONFDIR)/gpuprobe
 	$(Q)install -m 0755 $(OUTPUT)/gpuprobe $(DESTDIR)$(BINDIR)/gpuprobe
 	$(Q)install -m 0644 docs/gpuprobe.8 $(DESTDIR)$(MANDIR)/man8/gpuprobe.8
-	$(Q)sed 's|^ExecStart=/usr/local/bin/gpuprobe |ExecStart=$(BINDIR)/gpuprobe |' \
+	$(Q)sed -e 's|^ExecStart=/usr/local/bin/gpuprobe |ExecStart=$(BINDIR)/gpuprobe |' \
+		-e 's| /etc/gpuprobe/gpuprobe.conf$$| $(SYSCONFDIR)/gpuprobe/gpuprobe.conf|' \
 		examples/systemd/gpuprobe.service > $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
 	$(Q)grep -q '^ExecStart=$(BINDIR)/gpuprobe ' $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
 	$(Q)chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
 	$(Q)mv $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service
-	$(Q)test -e $(DESTDIR)$(SYSCONFDIR)/default/gpuprobe || \
-		install -m 0644 examples/default/gpuprobe $(DESTDIR)$(SYSCONFDIR)/default/gpuprobe
+	$(Q)test -e $(DESTDIR)$(SYSCONFDIR)/gpuprobe/gpuprobe.conf || \
+		install -m 0644 examples/config/gpuprobe.conf $(DESTDIR)$(SYSCONFDIR)/gpuprobe/gpuprobe.conf
 
 uninstall:
 	$(Q)rm -f $(DESTDIR)$(BINDIR)/gpuprobe $(DESTDIR)$(MANDIR)/man8/gpuprobe.8 \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service
-	@echo "  kept     $(DESTDIR)$(SYSCONFDIR)/default/gpuprobe (your settings)"
+	@echo "  kept     $(DESTDIR)$(SYSCONFDIR)/gpuprobe/gpuprobe.conf (your settings)"
 
 # `make deb`: a Debian package from a staged tree (dpkg-deb), built the Debian way: the
 # hardening flags of dpkg-buildflags in a build folder of its own, the binary stripped as
@@ -330,7 +343,7 @@ STK_APP_FLAGS := -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -Itests/fakec
 STK_APP_LINK := tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
 	-Wl,-rpath,$(abspath $(OUTPUT)/fakecuda)
 STK_BINS := $(STK)/stackprobe $(STK)/stackapp $(STK)/stackapp-nocfi $(STK)/bad/stackapp-nocfi \
-	$(STK)/stackapp-corrupt $(OUTPUT)/unit/test_stacks_bpf
+	$(STK)/stackapp-corrupt $(STK)/stackapp-fp $(OUTPUT)/unit/test_stacks_bpf
 
 testbins: $(STK_BINS)
 
@@ -365,6 +378,13 @@ $(STK)/stackapp-nocfi: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) |
 	$(Q)objcopy --only-keep-debug $@.full $@.debug
 	$(Q)objcopy --strip-all --add-gnu-debuglink=$@.debug $@.full $@ && rm -f $@.full
 
+# No call-frame information at all (no .eh_frame, no -g) but frame pointers: the unwinder's
+# frame-pointer fallback, frame by frame.
+$(STK)/stackapp-fp: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) | $(STK)
+	$(call msg,APP,$@)
+	$(Q)$(CC) -O2 -fno-omit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables -Wall -Wextra \
+		-Werror -Itests/fakecuda -Itests/apps -o $@ $< $(STK_APP_LINK)
+
 # The same stripped binary beside a debug file of ANOTHER build (other build-id).
 $(STK)/bad/stackapp-nocfi: $(STK)/stackapp-nocfi tests/stacks/stackapp.c | $(STK)/bad
 	$(call msg,APP,$@)
@@ -385,27 +405,35 @@ $(OUTPUT)/unit/test_stacks_bpf: tests/stacks/test_stacks.py | $(OUTPUT)/unit
 -include $(STK)/stackprobe.bpf.d
 
 # Every CPython found (Debian's and pyenv's 3.10-3.13; CI has Debian's 3.11 only, which
-# `make test` runs): the Python-frame checks of tests/stacks/test_stacks.py.
+# `make test` runs): the Python-frame checks of tests/stacks/test_stacks.py (the building
+# blocks) and of tests/integration/test_leakstacks.py (gpuprobe --memleak).
 PYSTACK_PYTHONS ?= $(wildcard /usr/bin/python3.1[0-9] /root/.pyenv/versions/3.1[0-3].*/bin/python3.1[0-3])
 .PHONY: test-pystack-all bench-stacks
 test-pystack-all: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)PYSTACK_ONLY=1 PYSTACK_PYTHONS="$(PYSTACK_PYTHONS)" python3 tests/stacks/test_stacks.py
+	$(Q)PYSTACK_PYTHONS="$(PYSTACK_PYTHONS)" python3 tests/integration/test_leakstacks.py python_frames
 
 # What one stack costs per allocation event (fp, copy + DWARF, + Python; libdwfl vs libunwind).
 bench-stacks: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)python3 tests/stacks/bench_stacks.py | tee $(OUTPUT)/stacks/bench.md
 
-# For the GPU machine (no package registry there): the test probe with its libraries
-# (glibc excepted) and tests/stacks/gpu/. There: `sh run_gpu_stacks.sh` as root.
-.PHONY: stacks-bundle
-stacks-bundle: $(STK)/stackprobe
-	$(call msg,BUNDLE,$(STK)/bundle)
-	$(Q)rm -rf $(STK)/bundle && mkdir -p $(STK)/bundle/lib
-	$(Q)cp $(STK)/stackprobe tests/stacks/gpu/* $(STK)/bundle/
-	$(Q)ldd $(STK)/stackprobe | awk '$$3 ~ /^\// {print $$3}' | \
-		grep -v -E '/(libc|libm|libpthread|libdl|ld-linux[^/]*)\.so' | xargs -r -I{} cp -L {} $(STK)/bundle/lib/
+# For the GPU machine (no package registry there): the CUDA C leak workload of
+# tests/gpu/run_gpu_stacks.sh, built here with the CUDA 13 toolkit (-O2, no frame pointers;
+# cudart static and shared; sm_90 code and PTX), to carry with `make bundle`.
+NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) nvcc)
+GPU_OUT := $(OUTPUT)/gpu
+NVCC_FLAGS := -O2 -g -Xcompiler -fomit-frame-pointer -gencode arch=compute_90,code=sm_90 \
+	-gencode arch=compute_90,code=compute_90
+.PHONY: gpu-stacks
+gpu-stacks: $(GPU_OUT)/stacks_leak_static $(GPU_OUT)/stacks_leak_shared
+$(GPU_OUT)/stacks_leak_static: tests/gpu/stacks_leak.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(GPU_OUT) && $(NVCC) $(NVCC_FLAGS) -o $@ $<
+$(GPU_OUT)/stacks_leak_shared: tests/gpu/stacks_leak.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(GPU_OUT) && $(NVCC) $(NVCC_FLAGS) -cudart shared -o $@ $<
 
 # libFuzzer on the CPython line-table decoders (tables come out of traced processes).
 .PHONY: fuzz-stacks
@@ -418,3 +446,86 @@ fuzz-stacks: deps
 	$(Q)$(STK)/fuzz/fuzz_pylines -max_total_time=$${FUZZ_SECONDS:-30} -print_final_stats=1 $(STK)/fuzz/seed \
 		> $(STK)/fuzz/fuzz_pylines.log 2>&1 || { tail -30 $(STK)/fuzz/fuzz_pylines.log; exit 1; }
 	$(Q)grep -E "stat::number_of_executed_units" $(STK)/fuzz/fuzz_pylines.log
+
+# ---- harden (issue 12): make sanitize; owned by the harden branch ----
+# gpuprobe and its unit tests built with ASan + UBSan (every report fatal, leaks included)
+# in a folder of their own, the stand-in driver and workloads built plainly beside them (they leak on
+# purpose); then the unit and integration tests run against that build (tests/sanitize.sh:
+# through a shadow of this tree whose .output is that folder). Sanitizer reports go to
+# files, so an error path that exits non-zero anyway cannot hide one: any report fails the
+# run. test_package is left out: it builds its own binary, with Debian's flags.
+# clang: with ASan and UBSan in one runtime, gcc's UBSan ignores log_path (reports only on
+# stderr, where a test expecting an error exit would not notice one); clang's writes them.
+SAN_OUTPUT := .output-san
+# clang also finds failure paths of unit tests that free a never-set pointer
+# (test_folded.c, test_trace.c, test_webconfig.c): warned about, not fatal, until fixed.
+SAN_CC := $(CLANG) -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer -Wno-error=sometimes-uninitialized
+.PHONY: sanitize
+sanitize: deps
+	$(Q)$(MAKE) --no-print-directory OUTPUT=$(SAN_OUTPUT)/build \
+		$(patsubst $(OUTPUT)/%,$(SAN_OUTPUT)/build/%,$(FAKECUDA) $(APPS))
+	$(Q)$(MAKE) --no-print-directory OUTPUT=$(SAN_OUTPUT)/build CC="$(SAN_CC)" gpuprobe testbins
+	$(Q)tests/sanitize.sh $(SAN_OUTPUT)
+# ---- end harden ----
+# ---- output (issue 17): gpuprobe top draws with ncurses (wide characters, terminfo from
+# ncurses-base); its tests drive it in tmux (send-keys, capture-pane).
+LIBS += -lncursesw -ltinfo
+DEB_PKGS += libncurses-dev tmux
+# ---- end output ----
+# ---- nccl (issue 14): --nccl, peer copies, late library loading ----
+# nccl_dlopen_app loads libnccl with dlopen (the stand-in's header only, no link to it).
+$(OUTPUT)/apps/nccl_dlopen_app: tests/apps/nccl_dlopen_app.c tests/apps/common.c tests/apps/common.h \
+		tests/fakenccl/fakenccl.h $(FAKECUDA) | $(OUTPUT)/apps
+	$(call msg,APP,$@)
+	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/fakenccl \
+		-Itests/apps -o $@ $< tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread -ldl \
+		-Wl,-rpath,'$$ORIGIN/../fakecuda'
+
+# `make gpu-nccl`: what tests/gpu/run_nccl.sh runs on the 2-GPU machine, built here (nothing
+# is built there): the static gpuprobe and peer_cuda (nvcc from the CUDA toolkit here).
+NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) nvcc)
+.PHONY: gpu-nccl
+gpu-nccl: $(OUTPUT)/bundle/gpuprobe $(OUTPUT)/bundle/gpu/peer_cuda
+
+$(OUTPUT)/bundle/gpu/peer_cuda: tests/gpu/peer_cuda.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(NVCC) -O2 -std=c++17 -o $@ $<
+# ==== vmtest: the suites on other kernels and on arm64, in QEMU (tests/vm/README.md) ====
+# `make vmtest` boots Debian 12's 6.1 kernel on x86-64; `make vmtest ARCH=arm64` cross-
+# builds gpuprobe, its BPF and the stand-in driver and workloads into .output/arm64 and
+# boots Debian 12's arm64 kernel. Both run under TCG (no KVM needed) and take minutes,
+# too long for CI's `make test`. VM_KERNEL=<linux-image package> picks another kernel.
+VM_DEB_PKGS := qemu-system-x86 qemu-system-arm busybox-static cpio kmod xz-utils zstd binutils
+VM_ARM64_DEB_PKGS := mmdebstrap gcc-aarch64-linux-gnu libc6-dev:arm64 libbpf-dev:arm64 \
+	libelf-dev:arm64 zlib1g-dev:arm64 libzstd-dev:arm64 libjson-c-dev:arm64 \
+	libiberty-dev:arm64 libmicrohttpd-dev:arm64
+VM_CROSS := ARCH=arm64 OUTPUT=$(OUTPUT)/arm64 CC=aarch64-linux-gnu-gcc
+
+.PHONY: vmtest vmtest-deps
+vmtest-deps: deps
+	@pkgs="$(VM_DEB_PKGS)"; \
+	if [ "$(ARCH)" = arm64 ]; then \
+		dpkg --print-foreign-architectures | grep -qx arm64 || \
+			{ dpkg --add-architecture arm64 && apt-get update -qq; }; \
+		pkgs="$$pkgs $(VM_ARM64_DEB_PKGS)"; \
+	fi; \
+	missing=""; for p in $$pkgs; do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+ifeq ($(ARCH),arm64)
+vmtest: vmtest-deps
+	$(Q)$(MAKE) --no-print-directory $(VM_CROSS) all
+	$(Q)tests/vm/vmtest.sh arm64
+else
+vmtest: vmtest-deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/vm/vmtest.sh x86
+endif
+# ==== end of vmtest ====

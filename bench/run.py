@@ -18,6 +18,11 @@ Sections (all by default; --only picks some):
   soak      gpuprobe's RSS over BENCH_SOAK_SECONDS (default 60) of a launch-heavy load.
   ringbuf   --trace at paced launch rates (the highest rate with no drop), and --memleak
             on an alloc/free burst: events/s through the ring buffer, drops, consumer CPU.
+  stacks    what a stack costs per allocation (issue 15): --memleak with --stacks none,
+            fp, dwarf, dwarf with CPython frames, against bpftrace's ustack, on a C chain
+            built -O2 -fomit-frame-pointer and on Python via ctypes; paced allocations,
+            each pair timed alone; BPF ns per allocation and gpuprobe's CPU per allocation.
+            Alone (--only stacks) it rewrites its own part of docs/benchmarks.md.
 Configurations that need an option this gpuprobe lacks (see its --help) are skipped.
 
 Environment: BENCH_REPS (7), BENCH_SOAK_SECONDS (60), BENCH_ATTACH_FUNCS (700),
@@ -49,6 +54,9 @@ FAKE = os.path.join(ROOT, ".output", "fakecuda", "libcuda.so.1")
 # the symlink lib/libcuda.so.1 (its SONAME); /proc/PID/maps names the target.
 LIB = os.path.join(B, "fakecuda_bench.so.1")
 WL = os.path.join(B, "bench_workload")
+STK_WL = os.path.join(B, "stacks_workload")
+STK_PY_SCRIPT = os.path.join(ROOT, "bench", "stacks_workload.py")
+STK_PY = os.environ.get("BENCH_PYTHON", "/usr/bin/python3.11")  # Debian's: the CI's CPython
 EMPTY = os.path.join(B, "empty_uprobe")
 PRELOAD = os.path.join(B, "preload_count.so")
 
@@ -110,6 +118,9 @@ def build():
                            "bench/baselines/preload_count.c", "-o", PRELOAD, "-ldl"])
     sh(["gcc"] + cflags + ["-Itests/fakecuda", "bench/workload.c", "-o", WL, "-L" + B + "/lib",
                            "-l:libcuda.so.1", "-lpthread", "-Wl,-rpath,$ORIGIN/lib"])
+    # as programs usually are built: no frame pointers, call-frame information in .eh_frame
+    sh(["gcc"] + cflags + ["-fomit-frame-pointer", "-Itests/fakecuda", "bench/stacks_workload.c", "-o",
+                           STK_WL, "-L" + B + "/lib", "-l:libcuda.so.1", "-Wl,-rpath,$ORIGIN/lib"])
     for name in ("launch_count", "launch_latency", "launch_trace", "memleak", "memleak_nostack", "copy"):
         with open("bench/baselines/%s.bt" % name) as f:
             text = f.read().replace("@LIB@", LIB)
@@ -507,6 +518,240 @@ def progcost(have_bt, results):
 
 
 # ---------------------------------------------------------------------------------------
+# What a stack costs per allocation (issue 15)
+
+STK_ARGS = ["-n", "2000", "-r", "5", "-w", "200", "-R", "5000", "-H", "0.5"]
+STK_FAMILIES = {
+    "c": dict(title="C, -O2 -fomit-frame-pointer (bench/stacks_workload.c)",
+              work=[STK_WL] + STK_ARGS, cfgs=[
+                  dict(name="plain", kind="plain", label="no tracer"),
+                  dict(name="gp_none", kind="gp", flags=["--memleak", "--stacks", "none"],
+                       label="gpuprobe --memleak --stacks none"),
+                  dict(name="gp_fp", kind="gp", flags=["--memleak", "--stacks", "fp"],
+                       label="gpuprobe --memleak --stacks fp"),
+                  dict(name="gp_dwarf", kind="gp", flags=["--memleak", "--stacks", "dwarf"],
+                       label="gpuprobe --memleak --stacks dwarf"),
+                  dict(name="bt_memleak", kind="bt", script="memleak", expect_map=False,
+                       label="bpftrace memleak.bt (ustack)"),
+                  dict(name="bt_memleak_nostack", kind="bt", script="memleak_nostack", expect_map=False,
+                       label="bpftrace memleak_nostack.bt"),
+              ]),
+    "py": dict(title="Python %s via ctypes (bench/stacks_workload.py)",
+               work=None, cfgs=[
+                   dict(name="plain", kind="plain", label="no tracer"),
+                   dict(name="gp_none", kind="gp", flags=["--memleak", "--stacks", "none"],
+                        label="gpuprobe --memleak --stacks none"),
+                   dict(name="gp_fp", kind="gp", flags=["--memleak", "--stacks", "fp"],
+                        label="gpuprobe --memleak --stacks fp"),
+                   dict(name="gp_dwarf_nopy", kind="gp", flags=["--memleak", "--stacks", "dwarf",
+                                                               "--no-python-frames"],
+                        label="gpuprobe --memleak --stacks dwarf --no-python-frames"),
+                   dict(name="gp_dwarf", kind="gp", flags=["--memleak", "--stacks", "dwarf"],
+                        label="gpuprobe --memleak --stacks dwarf (with CPython frames)"),
+                   dict(name="bt_memleak", kind="bt", script="memleak", expect_map=False,
+                        label="bpftrace memleak.bt (ustack)"),
+               ]),
+}
+STK_RATIOS = {
+    "c": [("gp_dwarf", "gp_fp", "target ≤ 2.00 (issue 15)"), ("gp_fp", "gp_none", "fp over no stack"),
+          ("gp_dwarf", "gp_none", "dwarf over no stack"), ("gp_dwarf", "bt_memleak", "against bpftrace's ustack"),
+          ("gp_fp", "bt_memleak", "against bpftrace's ustack")],
+    "py": [("gp_dwarf", "gp_fp", "target ≤ 2.00 (issue 15), with CPython frames"),
+           ("gp_dwarf_nopy", "gp_fp", "dwarf without CPython frames"),
+           ("gp_dwarf", "gp_dwarf_nopy", "what the CPython walk adds"),
+           ("gp_dwarf", "bt_memleak", "against bpftrace's ustack")],
+}
+
+
+def stack_run(cfg, work, stats=False):
+    """One run: ns per alloc+free pair, drops, stack_unreadable, the tracer's CPU seconds
+    (read while the workload holds after its loop) and, with stats, BPF program ns."""
+    pre, extra = tracer_prefix(cfg)
+    cmd = pre + ([" ".join(work)] if cfg["kind"] == "bt" else work)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(ENV, **extra), start_new_session=True)
+    out, cpu, progs = [], None, []
+    try:
+        for line in p.stdout:
+            out.append(line)
+            if line.startswith("result"):
+                time.sleep(0.2)
+                if cfg["kind"] != "plain":
+                    cpu = proc_cpu_s(p.pid)
+                    if stats:
+                        progs, _ = bpf_fd_info(p.pid)
+                break
+        rest, err = p.communicate(timeout=180)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    text = "".join(out) + rest + err
+    m = re.search(r"^result \S+ ns_per_call ([0-9.]+) calls (\d+)", text, re.M)
+    if p.returncode or not m:
+        die("stacks run failed (exit %d): %s\n%s" % (p.returncode, " ".join(cmd), text[-3000:]))
+    if cfg["kind"] == "gp" and "gpuprobe: tracing" not in err:
+        die("gpuprobe did not attach: %s" % err[-2000:])
+    d = re.findall(r"^Dropped events: (\d+)", text, re.M)
+    su = re.findall(r"stack_unreadable (\d+)", text)
+    runs = sum(int(x["run_cnt"]) for x in progs)
+    allocs = int(m.group(2)) + 200 + 5  # the timed pairs, the warm-up, set-up calls
+    return dict(ns=float(m.group(1)), dropped=sum(int(x) for x in d) if d else None,
+                stack_unreadable=sum(int(x) for x in su) if su else None,
+                cpu_us=cpu * 1e6 / allocs if cpu is not None else None,
+                bpf_ns=sum(int(x["run_time_ns"]) for x in progs) / allocs if runs else None)
+
+
+def stacks(have_bt, results):
+    rng = random.Random(15)
+    fams = {}
+    for fam, spec in STK_FAMILIES.items():
+        work = spec["work"] or [STK_PY, STK_PY_SCRIPT, LIB] + STK_ARGS
+        title = spec["title"] % platform_python() if "%s" in spec["title"] else spec["title"]
+        cfgs = [c for c in spec["cfgs"] if have_bt or c["kind"] != "bt"]
+        for c in cfgs:  # warm-up: page cache, bpftrace's first compile
+            stack_run(c, work)
+        per = {c["name"]: [] for c in cfgs}
+        for rep in range(REPS):
+            order = cfgs[:]
+            rng.shuffle(order)
+            for c in order:
+                per[c["name"]].append(stack_run(c, work))
+            log("  stacks %s rep %d/%d: %s" % (fam, rep + 1, REPS, " ".join(
+                "%s=%.0f" % (c["name"], per[c["name"]][-1]["ns"]) for c in cfgs)))
+        stats = {}
+        if bpf_stats(True):
+            try:
+                for c in cfgs:
+                    if c["kind"] != "plain":
+                        stats[c["name"]] = stack_run(c, work, stats=True)["bpf_ns"]
+            finally:
+                bpf_stats(False)
+        ns = {k: [r["ns"] for r in v] for k, v in per.items()}
+        ratios = []
+        for num, den, note in STK_RATIOS[fam]:
+            if num not in ns or den not in ns:
+                continue
+            added = [(ns[num][i] - ns["plain"][i]) / (ns[den][i] - ns["plain"][i])
+                     for i in range(REPS) if ns[den][i] - ns["plain"][i] > 0]
+            ratios.append(dict(num=num, den=den, note=note, added_median=med(sorted(added)) if added else None,
+                               added_min=min(added) if added else None, added_max=max(added) if added else None))
+        stack_only = {k: sorted(ns[k][i] - ns["gp_none"][i] for i in range(REPS))
+                      for k in ns if k.startswith("gp_") and k != "gp_none"}
+        fams[fam] = dict(title=title, ratios=ratios, bpf_ns=stats, stack_only=stack_only,
+                         cfgs=[dict(name=c["name"], label=c["label"], cmd=stk_describe(c, work),
+                                    runs=per[c["name"]]) for c in cfgs])
+    results["stacks"] = fams
+
+
+def stk_describe(cfg, work):
+    """describe(), with paths outside the tree (the interpreter) left absolute."""
+    outside = [w for w in work if w.startswith("/") and not w.startswith(ROOT)]
+    text = describe(cfg, work)
+    for w in outside:
+        text = text.replace(os.path.relpath(w, ROOT), w)
+    return text
+
+
+def platform_python():
+    return sh([STK_PY, "-c", "import platform; print(platform.python_version())"]).strip()
+
+
+_BPF_STATS_OLD = []
+
+
+def bpf_stats(on):
+    """kernel.bpf_stats_enabled on (remembering its value) or back; False if not writable."""
+    path = "/proc/sys/kernel/bpf_stats_enabled"
+    try:
+        if on:
+            with open(path) as f:
+                _BPF_STATS_OLD[:] = [f.read().strip()]
+        with open(path, "w") as f:
+            f.write("1" if on else (_BPF_STATS_OLD[0] if _BPF_STATS_OLD else "0"))
+        return True
+    except OSError as e:
+        log("  bpf_stats_enabled not writable (%s): no BPF run times" % e)
+        return False
+
+
+def stacks_doc(results):
+    """The stacks section's markdown lines (between markers, so --only stacks can replace it)."""
+    st = results.get("stacks")
+    L = ["<!-- stacks:begin -->", "## Stacks: what a stack costs per allocation (issue 15)", ""]
+    if not st:
+        return L + ["Not measured in this run.", "", "<!-- stacks:end -->"]
+    m = results["machine"]
+    L += ["Measured %s on %s CPUs (`%s`, gpuprobe `%s`); %d repetitions, configurations shuffled "
+          "inside each. Each alloc+free pair (`cuMemAlloc_v2(4096)` + `cuMemFree_v2`, reached through "
+          "three functions) is timed on its own and the pairs are paced at 5000 per second "
+          "(allocations are rare in real programs, and `--stacks dwarf` unwinds every stack in "
+          "gpuprobe's process, so its rate must stay one the consumer keeps up with); a run times "
+          "5 rounds of 2000 pairs and gives the median round's median pair. *Added* = the "
+          "configuration's ns per pair minus no tracer's, in the same repetition; the ratios divide "
+          "added costs inside one repetition, median and min–max over repetitions. *Stack* = the "
+          "configuration minus `--stacks none` in the same repetition: the stack's own share (the "
+          "free takes no stack). *BPF ns* = `run_time_ns` of the tracer's programs per pair, one "
+          "more run with `kernel.bpf_stats_enabled=1`. *gpuprobe CPU* = the tracer's own user+system "
+          "time per allocation, start-up included (unwinding happens there, off the traced thread). "
+          "*stack_unreadable* counts stacks not taken (a failed read, or no room for the stack "
+          "record in the ring buffer): each must be 0 for the figure to be the cost of a stack." % (
+              m["date"], m["nproc"], m["kernel"], m.get("git", "?"), REPS), ""]
+    for fam, f in st.items():
+        plain = med(sorted(r["ns"] for r in next(c for c in f["cfgs"] if c["name"] == "plain")["runs"]))
+        L += ["### %s" % f["title"], "",
+              "| configuration | median ns per pair | added ns | stack ns (median, min–max) | BPF ns per pair | "
+              "gpuprobe CPU µs per allocation | stack_unreadable | dropped | command |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for c in f["cfgs"]:
+            ns = sorted(r["ns"] for r in c["runs"])
+            so = f["stack_only"].get(c["name"])
+            cpu = [r["cpu_us"] for r in c["runs"] if r["cpu_us"] is not None]
+            su = [r["stack_unreadable"] for r in c["runs"] if r["stack_unreadable"] is not None]
+            dr = [r["dropped"] for r in c["runs"] if r["dropped"] is not None]
+            b = f["bpf_ns"].get(c["name"])
+            L.append("| %s | %.0f | %s | %s | %s | %s | %s | %s | `%s` |" % (
+                c["label"], med(ns), "—" if c["name"] == "plain" else "%+.0f" % (med(ns) - plain),
+                "%+.0f (%+.0f … %+.0f)" % (med(so), so[0], so[-1]) if so else "—",
+                "%.0f" % b if b is not None else "—", "%.1f" % med(sorted(cpu)) if cpu else "—",
+                sum(su) if su else "—", sum(dr) if dr else "—", c["cmd"]))
+        L += ["", "| ratio of added costs | median (min–max) | note |", "|---|---:|---|"]
+        for r in f["ratios"]:
+            L.append("| %s ÷ %s | %s (%s) | %s |" % (
+                r["num"], r["den"], fmt_ratio(r["added_median"]),
+                "—" if r["added_min"] is None else "%.2f–%.2f" % (r["added_min"], r["added_max"]), r["note"]))
+        L.append("")
+    return L + ["<!-- stacks:end -->"]
+
+
+def stacks_section(path):
+    """The Stacks section of an existing docs/benchmarks.md, markers included, or None."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        text = f.read()
+    if "<!-- stacks:begin -->" not in text or "<!-- stacks:end -->" not in text:
+        return None
+    body = text.split("<!-- stacks:begin -->", 1)[1].split("<!-- stacks:end -->", 1)[0]
+    return "<!-- stacks:begin -->" + body + "<!-- stacks:end -->"
+
+
+def replace_stacks_doc(results):
+    """--only stacks: its part of the existing docs/benchmarks.md, replaced in place."""
+    with open(DOC) as f:
+        text = f.read()
+    new = "\n".join(stacks_doc(results))
+    if "<!-- stacks:begin -->" in text and "<!-- stacks:end -->" in text:
+        a, rest = text.split("<!-- stacks:begin -->", 1)
+        b = rest.split("<!-- stacks:end -->", 1)[1]
+        text = a + new + b
+    else:
+        text = text.rstrip("\n") + "\n\n" + new + "\n"
+    with open(DOC, "w") as f:
+        f.write(text)
+
+
+# ---------------------------------------------------------------------------------------
 # Attach time
 
 def timed_start(cmd, marker, timeout=60, env=None):
@@ -887,8 +1132,9 @@ def write_doc(results, wall):
     a("**Run:** `make bench` (root; it installs bpftrace with apt if missing). Knobs: `BENCH_REPS` "
       "(default 7), `BENCH_SOAK_SECONDS` (60), `BENCH_ATTACH_FUNCS` (700). One section alone: "
       "`python3 bench/run.py --only percall|progcost|sampling|attach|soak|ringbuf|estimate` (then this "
-      "file is not rewritten); `python3 bench/run.py --rewrite` rewrites it from the last run's figures "
-      "(after a file it quotes changes: bench/hotpath-steps.json, bench/gpu/results-*.md).")
+      "file is not rewritten; `--only stacks` rewrites its own section); `python3 bench/run.py --rewrite` "
+      "rewrites it from the last run's figures (after a file it quotes changes: bench/hotpath-steps.json, "
+      "bench/gpu/results-*.md), keeping the Stacks section as it is when that run did not measure it.")
     a("")
 
     a("## Targets (issues 7 and 16)")
@@ -1057,6 +1303,9 @@ def write_doc(results, wall):
         for n in notes:
             a("- " + n)
         a("")
+    for line in stacks_doc(results):
+        a(line)
+    a("")
     a("## GPU machine")
     a("")
     inproc = sorted(f for f in os.listdir(os.path.join(ROOT, "bench", "gpu")) if f.startswith("results-inproc-"))
@@ -1254,6 +1503,13 @@ def judge(results):
         t.append(dict(target="%s: added cost ≤ 1.00 × bpftrace's" % what,
                       measured="%.2f × (%.2f–%.2f)" % (v, r["added_min"], r["added_max"]),
                       verdict=verdict_le(v, 1.0)))
+    for fam, what in (("c", "C, -O2 -fomit-frame-pointer"), ("py", "Python via ctypes, with CPython frames")):
+        r = next((x for x in results.get("stacks", {}).get(fam, {}).get("ratios", [])
+                  if x["num"] == "gp_dwarf" and x["den"] == "gp_fp"), None)
+        if r and r["added_median"] is not None:
+            t.append(dict(target="`--memleak --stacks dwarf` added cost per allocation ≤ 2 × `--stacks fp`'s (%s)" % what,
+                          measured="%.2f × (%.2f–%.2f)" % (r["added_median"], r["added_min"], r["added_max"]),
+                          verdict=verdict_le(r["added_median"], 2.0)))
     at = results.get("attach")
     if at:
         for row in at["rows"]:
@@ -1455,7 +1711,7 @@ def git_desc():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", help="comma-separated sections: percall,progcost,sampling,attach,soak,ringbuf,estimate")
+    ap.add_argument("--only", help="comma-separated sections: percall,progcost,sampling,attach,soak,ringbuf,estimate,stacks")
     ap.add_argument("--rewrite", action="store_true",
                     help="rewrite docs/benchmarks.md from the last run's .output/bench/results.json (after a "
                          "recorded file it quotes changed, such as bench/gpu/results-inproc-*.md), measuring nothing")
@@ -1466,12 +1722,19 @@ def main():
         FEAT.update(results.get("features", {}))
         judge(results)
         results["analysis"] = analysis(results)
+        kept = stacks_section(DOC) if not results.get("stacks") else None
         write_doc(results, results.get("wall", 0))
+        if kept:
+            with open(DOC) as f:
+                text = f.read()
+            a, rest = text.split("<!-- stacks:begin -->", 1)
+            with open(DOC, "w") as f:
+                f.write(a + kept + rest.split("<!-- stacks:end -->", 1)[1])
         log("bench: rewrote %s from %s/results.json" % (os.path.relpath(DOC, ROOT), os.path.relpath(B, ROOT)))
         return
     if os.geteuid() != 0:
         die("needs root (BPF)")
-    secs = ["percall", "progcost", "sampling", "attach", "soak", "ringbuf", "estimate"]
+    secs = ["percall", "progcost", "sampling", "attach", "soak", "ringbuf", "estimate", "stacks"]
     only = args.only.split(",") if args.only else secs
     for x in only:
         if x not in secs:
@@ -1504,6 +1767,9 @@ def main():
     if "estimate" in only:
         log("bench: gpuprobe's live overhead estimate against the measured cost")
         overhead_estimate(results)
+    if "stacks" in only:
+        log("bench: what a stack costs per allocation (%d repetitions)" % REPS)
+        stacks(have_bt, results)
     judge(results)
     results["analysis"] = analysis(results)
     wall = time.monotonic() - t0
@@ -1515,6 +1781,9 @@ def main():
     if not args.only:
         write_doc(results, wall)
         log("bench: wrote %s (%.0f s)" % (os.path.relpath(DOC, ROOT), wall))
+    elif only == ["stacks"] and os.path.exists(DOC):
+        replace_stacks_doc(results)
+        log("bench: --only stacks: its section of %s rewritten" % os.path.relpath(DOC, ROOT))
     else:
         log("bench: --only: %s not rewritten; raw figures in .output/bench/results.json" %
             os.path.relpath(DOC, ROOT))

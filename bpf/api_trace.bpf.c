@@ -11,6 +11,7 @@
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
 #include "common.bpf.h"
+#include "gp_arch.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -62,11 +63,12 @@ struct {
 
 __u64 tdrops[GP_CDROP__COUNT]; /* ringbuf_full, pending_full, return_without_entry */
 __u64 tdeep;                   /* calls nested deeper than MAX_DEPTH: not recorded */
+__u64 tnames_lost;             /* name arguments lost (their calls recorded, the name empty) */
 
 SEC("uprobe")
 int trace_enter(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx);
+	__u64 id = bpf_get_current_pid_tgid();
 	__u32 fn = (__u32)bpf_get_attach_cookie(ctx), zero = 0, d, *flags;
 	struct tstack *st;
 	struct frame *f;
@@ -101,9 +103,9 @@ int trace_enter(struct pt_regs *ctx)
 	f->args[2] = PT_REGS_PARM3(ctx);
 	f->args[3] = PT_REGS_PARM4(ctx);
 	f->args[4] = PT_REGS_PARM5(ctx);
-	f->args[5] = ctx->r9;
-	f->stack_args[0] = f->stack_args[1] = 0;
-	bpf_probe_read_user(f->stack_args, sizeof(f->stack_args), (void *)(sp + 8));
+	f->args[5] = gp_arg(ctx, 5);
+	f->stack_args[0] = gp_arg(ctx, 6);
+	f->stack_args[1] = gp_arg(ctx, 7);
 	f->str[0] = '\0';
 	flags = bpf_map_lookup_elem(&fn_flags, &fn);
 	/* the config is read now (the caller may reuse it); a name string at return, when the
@@ -113,6 +115,24 @@ int trace_enter(struct pt_regs *ctx)
 		bpf_probe_read_user(f->str, 24, (void *)f->args[0]);
 	st->depth = d + 1;
 	return 0;
+}
+
+/* A name argument, read at return (the driver has read it: its page is in), whole. */
+static __always_inline void send_name(__u64 id, const void *name)
+{
+	struct gp_call_str_event *s = bpf_ringbuf_reserve(&calls_rb, sizeof(*s), 0);
+
+	if (!s) {
+		__sync_fetch_and_add(&tnames_lost, 1);
+		return;
+	}
+	s->type = GP_EV_CALL_STR;
+	s->pid = id >> 32;
+	s->tid = (__u32)id;
+	s->_pad = 0;
+	if (bpf_probe_read_user_str(s->str, sizeof(s->str), name) < 0)
+		s->str[0] = '\0';
+	bpf_ringbuf_submit(s, 0);
 }
 
 SEC("uretprobe")
@@ -136,6 +156,12 @@ int trace_leave(struct pt_regs *ctx)
 	if (d >= MAX_DEPTH)
 		return 0;
 	f = &st->f[d];
+	{
+		__u32 fn = f->fn, *flags = bpf_map_lookup_elem(&fn_flags, &fn);
+
+		if (flags && (*flags & FL_STR_ARG2))
+			send_name(id, (void *)f->args[2]);
+	}
 	e = bpf_ringbuf_reserve(&calls_rb, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&tdrops[GP_CDROP_RINGBUF], 1);
@@ -154,12 +180,6 @@ int trace_leave(struct pt_regs *ctx)
 	if (f->args[0])
 		bpf_probe_read_user(&e->out0, sizeof(e->out0), (void *)f->args[0]);
 	__builtin_memcpy(e->str, f->str, sizeof(e->str));
-	{
-		__u32 fn = f->fn, *flags = bpf_map_lookup_elem(&fn_flags, &fn);
-
-		if (flags && (*flags & FL_STR_ARG2))
-			bpf_probe_read_user_str(e->str, sizeof(e->str), (void *)f->args[2]);
-	}
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
 #include "common.bpf.h"
+#include "gp_arch.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -49,7 +50,7 @@ static __always_inline int copy_enter_traced(struct pt_regs *ctx)
 		.ts_ns = bpf_ktime_get_ns(),
 		.api = (__u32)bpf_get_attach_cookie(ctx),
 		.a = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
-		       PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ctx->r9 },
+		       PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), gp_arg(ctx, 5) },
 	};
 
 	if (bpf_map_update_elem(&calls, &id, &c, BPF_ANY))
@@ -84,6 +85,9 @@ int copy_enter(struct pt_regs *ctx)
 #define M3D_WIDTH 176
 #define M3D_HEIGHT 184
 #define M3D_DEPTH 192
+/* CUDA_MEMCPY3D_PEER is CUDA_MEMCPY3D with the contexts where the reserved words are */
+#define M3DP_SRC_CTX 64
+#define M3DP_DST_CTX 152
 
 static __always_inline __u64 rd64(__u64 base, int off)
 {
@@ -189,6 +193,23 @@ static __always_inline void fill_copy(struct gp_copy_event *e, struct call *c)
 		e->dst = desc_ptr(a[0], e->dst_type, M2D_DST_HOST, M2D_DST_DEV);
 		e->bytes = rd64(a[0], M2D_WIDTH) * rd64(a[0], M2D_HEIGHT);
 		break;
+	case GP_API_cuMemcpy3DPeerAsync:
+	case GP_API_cuMemcpy3DPeerAsync_ptsz:
+		e->async = 1;
+		e->stream = a[1];
+		/* fall through */
+	case GP_API_cuMemcpy3DPeer:
+	case GP_API_cuMemcpy3DPeer_ptds:
+		/* a peer copy by its entry point: both contexts say the GPUs */
+		e->peer = 1;
+		e->src_ctx = rd64(a[0], M3DP_SRC_CTX);
+		e->dst_ctx = rd64(a[0], M3DP_DST_CTX);
+		e->src_type = rd32(a[0], M3D_SRC_TYPE);
+		e->dst_type = rd32(a[0], M3D_DST_TYPE);
+		e->src = desc_ptr(a[0], e->src_type, M3D_SRC_HOST, M3D_SRC_DEV);
+		e->dst = desc_ptr(a[0], e->dst_type, M3D_DST_HOST, M3D_DST_DEV);
+		e->bytes = rd64(a[0], M3D_WIDTH) * rd64(a[0], M3D_HEIGHT) * rd64(a[0], M3D_DEPTH);
+		break;
 	case GP_API_cuMemcpy3DAsync_v2:
 	case GP_API_cuMemcpy3DAsync_v2_ptsz:
 		e->async = 1;
@@ -206,7 +227,8 @@ static __always_inline void fill_copy(struct gp_copy_event *e, struct call *c)
 
 static __always_inline bool is_copy(__u32 api)
 {
-	return api >= GP_API_cuMemcpy && api <= GP_API_cuMemcpy3DAsync_v2_ptsz;
+	return (api >= GP_API_cuMemcpy && api <= GP_API_cuMemcpy3DAsync_v2_ptsz) ||
+	       (api >= GP_API_cuMemcpy3DPeer && api <= GP_API_cuMemcpy3DPeerAsync_ptsz);
 }
 
 static __always_inline void emit_copy(struct call *c, __u64 id, __u64 now)

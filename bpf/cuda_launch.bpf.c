@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
 #include "common.bpf.h"
+#include "gp_arch.bpf.h"
 #include "budget.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -216,8 +217,8 @@ static __always_inline void sample_unnamed(void *ctx, __u32 tgid, __u64 handle)
 	s = bpf_map_lookup_elem(&stub_scratch, &zero);
 	if (!s)
 		return;
-	n = bpf_get_stack(ctx, s->stack, sizeof(s->stack), BPF_F_USER_STACK);
-	s->nr_stack = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
+	n = gp_entry_user_stack(ctx, s->stack);
+	s->nr_stack = n > 0 ? (__u32)n : 0;
 	e = bpf_ringbuf_reserve(&names, sizeof(*e), 0);
 	if (!e) {
 		count_drop(GP_LDROP_RINGBUF);
@@ -475,37 +476,24 @@ static __always_inline int count_launch(void *ctx, const struct launch *l)
 	return 0;
 }
 
-/* x86-64: the 7th and later integer arguments sit above the return address, at [rsp+8]
- * on: blockDimZ, sharedMemBytes, hStream (one read for the three) */
-struct stack_args {
-	__u64 block_z, shmem, stream;
-};
-
-static __always_inline void stack_args(struct pt_regs *ctx, struct stack_args *a)
-{
-	if (bpf_probe_read_user(a, sizeof(*a), (void *)(PT_REGS_SP(ctx) + 8)))
-		__builtin_memset(a, 0, sizeof(*a));
-}
-
-/* x86-64 passes the sixth integer argument in r9 (libbpf 1.1's macros stop at five). */
-#define ARG6(ctx) ((__u32)(ctx)->r9)
-
 /* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra) and
- * cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params) */
+ * cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params): the 7th
+ * argument on (blockDimZ, shmem, stream) per the architecture's ABI (gp_arch.bpf.h), in
+ * one user-memory read where they are on the stack (x86-64: all three) */
 static __always_inline int launch_kernel(struct pt_regs *ctx, struct launch *l, __u32 kind)
 {
-	struct stack_args a;
+	__u64 a[3]; /* blockDimZ, sharedMemBytes, hStream */
 
-	stack_args(ctx, &a);
+	gp_args(ctx, 6, 3, a);
 	l->kind = kind;
-	l->handle = PT_REGS_PARM1(ctx);
-	l->stream = a.stream;
-	l->dims[0] = PT_REGS_PARM2(ctx);
-	l->dims[1] = PT_REGS_PARM3(ctx);
-	l->dims[2] = PT_REGS_PARM4(ctx);
-	l->dims[3] = PT_REGS_PARM5(ctx);
-	l->dims[4] = ARG6(ctx);
-	l->dims[5] = (__u32)a.block_z;
+	l->handle = gp_arg(ctx, 0);
+	l->stream = a[2];
+	l->dims[0] = gp_arg(ctx, 1);
+	l->dims[1] = gp_arg(ctx, 2);
+	l->dims[2] = gp_arg(ctx, 3);
+	l->dims[3] = gp_arg(ctx, 4);
+	l->dims[4] = gp_arg(ctx, 5);
+	l->dims[5] = (__u32)a[0];
 	return count_launch(ctx, l);
 }
 

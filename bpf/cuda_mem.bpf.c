@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory probes for --memleak: every allocation family of the CUDA driver API and its
- * free. Entry probes stash the arguments (and the user stack, which is only meaningful
- * at entry) per thread; return probes read the CUresult and the out-pointer, and only a
- * successful call becomes an event. The outstanding-allocation table lives in the loader:
+ * free. Entry probes stash the arguments per thread and take the user stack, which is
+ * only meaningful at entry (--stacks fp: bpf_get_stack into the stash; dwarf: a stack
+ * record of its own, emit_stack); return probes read the CUresult and the out-pointer,
+ * and only a successful call becomes an event. The outstanding-allocation table lives in the loader:
  * allocations are rare next to launches, and user space can symbolize and age them.
  */
 #include "vmlinux.h"
@@ -12,11 +13,17 @@
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
 #include "common.bpf.h"
+#include "gp_arch.bpf.h"
+#include "stackcopy.bpf.h"
+#include "pystack.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Set by the loader between open and load. */
-const volatile bool capture_stacks = true;
+#define GP_ENOSPC 28
+
+/* Set by the loader between open and load (and gp_stack_bytes, stackcopy.bpf.h). */
+const volatile __u32 stack_mode = GP_STACKS_NONE; /* enum gp_stack_mode */
+const volatile bool py_frames = true;             /* GP_STACKS_COPY: CPython frames too */
 
 enum shape {
 	SHAPE_ALLOC = 1, /* (T **out, size_t size, ...) */
@@ -37,6 +44,8 @@ struct pending {
 	__u64 handle;    /* MAP */
 	__s32 stack_err;
 	__u32 nr_stack;
+	__u32 stack_rec; /* a GP_EV_STACK record of this call was sent */
+	__u32 _pad;
 	__u64 stack[GP_MAX_STACK];
 };
 
@@ -74,6 +83,53 @@ __u64 ok_calls[GP_API__COUNT];
 
 #define count_drop(what) gp_count_drop(drops, what)
 
+/*
+ * Records are submitted without waking the reader, which reads every few milliseconds
+ * (gp_events__poll): a wake-up costs the traced thread far more than the record (on the
+ * 2-CPU development machine, 13-24 us per alloc/free pair when the reader sleeps between
+ * paced allocations, against 4.6 us in all without; bench/run.py's stacks section). Only a
+ * ring more than half full wakes it, so that a burst is not lost.
+ */
+static __always_inline __u64 wake_flags(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 2 ?
+		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/*
+ * --stacks dwarf: the registers and the top of the user stack (and the CPython frames)
+ * go straight into the ring buffer at the entry, where they are those of the call; the
+ * allocation record follows at the return and user space joins them (docs/stacks.md).
+ * Copying 16 KiB into `pending` and again at the return would double the cost.
+ */
+static __noinline void emit_stack(struct pt_regs *ctx, __u64 id, struct pending *p)
+{
+	struct gp_stack_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		p->stack_err = -GP_ENOSPC;
+		count_drop(GP_DROP_STACK);
+		return;
+	}
+	e->type = GP_EV_STACK;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->_pad = 0;
+	e->ts_ns = p->ts_ns;
+	if (gp_stack_copy(ctx, &e->copy) < 0)
+		count_drop(GP_DROP_STACK); /* the pc alone */
+	if (py_frames) {
+		gp_py_stack(&e->py);
+	} else {
+		e->py.nr = 0;
+		e->py.status = GP_PY_NOT_PYTHON;
+		e->py.truncated = 0;
+		e->py.pad = 0;
+	}
+	bpf_ringbuf_submit(e, wake_flags());
+	p->stack_rec = 1;
+}
+
 static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u64 a1,
 				 __u64 a3)
 {
@@ -95,6 +151,8 @@ static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u
 	p->handle = 0;
 	p->stack_err = 0;
 	p->nr_stack = 0;
+	p->stack_rec = 0;
+	p->_pad = 0;
 	switch (shape) {
 	case SHAPE_ALLOC:
 		p->out_ptr = a0;
@@ -113,14 +171,16 @@ static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u
 		p->size = a1;
 		break;
 	}
-	if (capture_stacks && (shape == SHAPE_ALLOC || shape == SHAPE_PITCH)) {
-		n = bpf_get_stack(ctx, p->stack, sizeof(p->stack), BPF_F_USER_STACK);
+	if (stack_mode == GP_STACKS_FP && (shape == SHAPE_ALLOC || shape == SHAPE_PITCH)) {
+		n = gp_entry_user_stack(ctx, p->stack);
 		if (n < 0) {
 			p->stack_err = (__s32)n;
 			count_drop(GP_DROP_STACK);
 		} else {
-			p->nr_stack = (__u32)(n / sizeof(__u64));
+			p->nr_stack = (__u32)n;
 		}
+	} else if (stack_mode == GP_STACKS_COPY && (shape == SHAPE_ALLOC || shape == SHAPE_PITCH)) {
+		emit_stack(ctx, id, p);
 	}
 	if (bpf_map_update_elem(&pending, &id, p, BPF_ANY))
 		count_drop(GP_DROP_PENDING);
@@ -159,9 +219,11 @@ static __always_inline int emit_alloc(struct pending *p, __u64 id)
 	e->size = size;
 	e->stack_err = p->stack_err;
 	e->nr_stack = p->nr_stack;
+	e->stack_rec = p->stack_rec;
+	e->_pad = 0;
 	gp_leader_comm(e->comm);
 	__builtin_memcpy(e->stack, p->stack, sizeof(e->stack));
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, wake_flags());
 	return 0;
 }
 
@@ -184,7 +246,7 @@ static __always_inline int emit_free(struct pending *p, __u64 id)
 	e->size = p->size;
 	e->handle = p->handle;
 	gp_leader_comm(e->comm);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, wake_flags());
 	return 0;
 }
 
@@ -221,28 +283,37 @@ SEC("uprobe")
 int mem_enter(struct pt_regs *ctx)
 {
 	__u64 a0 = PT_REGS_PARM1(ctx), a1 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM4(ctx);
+	__u32 shape = SHAPE_ALLOC; /* (T *out, size_t size, ...) */
 
 	if (!gp_traced_self())
 		return 0;
 	switch ((__u32)bpf_get_attach_cookie(ctx)) {
 	case GP_API_cuMemAllocPitch_v2:
 		/* (CUdeviceptr *out, size_t *pitch, size_t width, size_t height, ...) */
-		return enter(ctx, SHAPE_PITCH, a0, a1, a3);
+		shape = SHAPE_PITCH;
+		break;
 	case GP_API_cuMemFree_v2:
 	case GP_API_cuMemFreeAsync:
 	case GP_API_cuMemFreeAsync_ptsz:
 	case GP_API_cuMemFreeHost:
 	case GP_API_cuMemRelease:
-		return enter(ctx, SHAPE_FREE, a0, 0, 0);
+		shape = SHAPE_FREE;
+		a1 = a3 = 0;
+		break;
 	case GP_API_cuMemMap:
 		/* (CUdeviceptr ptr, size_t size, size_t offset, handle, flags) */
-		return enter(ctx, SHAPE_MAP, a0, a1, a3);
+		shape = SHAPE_MAP;
+		break;
 	case GP_API_cuMemUnmap:
-		return enter(ctx, SHAPE_UNMAP, a0, a1, 0);
+		shape = SHAPE_UNMAP;
+		a3 = 0;
+		break;
 	default:
-		/* (T *out, size_t size, ...) */
-		return enter(ctx, SHAPE_ALLOC, a0, a1, 0);
+		a3 = 0;
+		break;
 	}
+	/* one call site: the walk's stack space is counted once */
+	return enter(ctx, shape, a0, a1, a3);
 }
 
 SEC("uretprobe")

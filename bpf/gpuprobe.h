@@ -9,6 +9,7 @@
 #ifndef __VMLINUX_H__ /* user space; BPF gets the types from vmlinux.h */
 #include <linux/types.h>
 #endif
+#include "stacks.h"
 
 #define GP_MAX_STACK 32
 #define GP_COMM_LEN 16
@@ -30,6 +31,13 @@ enum gp_event_type {
 	GP_EV_EXEC = 14,  /* a process replaced its image: its handles, allocations, names are gone */
 	GP_EV_GONE = 15,  /* a traced process exited: it leaves the traced set */
 	GP_EV_GRAPH = 16, /* --cudatrace: stream capture and CUDA graph calls (struct gp_graph_event) */
+	GP_EV_CALL_STR = 17, /* --trace: a name argument, before its call's record */
+	GP_EV_NCCL = 18,  /* one NCCL call, entry to return (struct gp_nccl_event, --nccl) */
+	GP_EV_NCCL_CUDA = 19, /* a driver call --nccl needs (contexts, syncs, event records):
+			       * struct gp_aux_event's layout with this type */
+	GP_EV_DLOPEN = 20, /* the dynamic linker's debugger hook ran: a library set changed */
+	GP_EV_STACK = 21, /* --memleak --stacks dwarf: the registers, a copy of the user stack and
+			   * the Python frames at an allocation's entry (struct gp_stack_event) */
 };
 
 /* A process gpuprobe follows (the tree of a command, -p --tree, --comm, --cgroup): the
@@ -185,7 +193,18 @@ enum gp_api {
 	GP_API_cuGraphDestroyNode,
 	GP_API_cuGraphAddChildGraphNode,
 	GP_API_cuGraphCreate,
+	GP_API_cuMemcpy3DPeer,   /* (const CUDA_MEMCPY3D_PEER *): contexts in the descriptor */
+	GP_API_cuMemcpy3DPeer_ptds,
+	GP_API_cuMemcpy3DPeerAsync,
+	GP_API_cuMemcpy3DPeerAsync_ptsz,
 	GP_API__COUNT,
+};
+
+/* How --memleak takes the stack of an allocation (cuda_mem.bpf.c's stack_mode). */
+enum gp_stack_mode {
+	GP_STACKS_NONE = 0,
+	GP_STACKS_FP = 1,   /* bpf_get_stack: the kernel's frame-pointer walk */
+	GP_STACKS_COPY = 2, /* registers + stack copy (+ Python frames): a GP_EV_STACK record */
 };
 
 /* What an allocation holds; decides which free family releases it. */
@@ -215,10 +234,26 @@ struct gp_alloc_event {
 	__u64 ts_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
 	__u64 addr;  /* device pointer, host pointer or physical handle */
 	__u64 size;
-	__s32 stack_err; /* <0: bpf_get_stack failed with this errno */
-	__u32 nr_stack;  /* valid entries in stack[] */
+	__s32 stack_err; /* <0: the stack could not be taken (bpf_get_stack's errno, or -ENOSPC:
+			  * no room for the stack record) */
+	__u32 nr_stack;  /* valid entries in stack[] (--stacks fp) */
+	__u32 stack_rec; /* 1: a GP_EV_STACK record of this call (same tid and ts_ns) precedes */
+	__u32 _pad;
 	char comm[GP_COMM_LEN];
 	__u64 stack[GP_MAX_STACK];
+};
+
+/* GP_EV_STACK: sent at the allocation's entry (the registers and stack of the caller are
+ * those of the call), before the call's allocation record, on the same ring buffer; user
+ * space joins the two by (tid, ts_ns). A call that fails sends no allocation record. */
+struct gp_stack_event {
+	__u32 type; /* GP_EV_STACK */
+	__u32 pid;
+	__u32 tid;
+	__u32 _pad;
+	__u64 ts_ns; /* the call's entry: its gp_alloc_event carries the same */
+	struct gp_py_stack py;     /* status GP_PY_NOT_PYTHON when the process is not CPython */
+	struct gp_stack_copy copy; /* user registers and the top of the user stack */
 };
 
 /* GP_EV_FREE, GP_EV_MAP and GP_EV_UNMAP */
@@ -426,7 +461,7 @@ struct gp_ioctl_event {
 };
 
 /* --trace: one call of any exported cu* function. */
-#define GP_TRACE_STR 256 /* PyTorch's mangled kernel names run long */
+#define GP_TRACE_STR 32 /* cuLaunchKernelEx's config (names come in a GP_EV_CALL_STR record) */
 struct gp_call_event {
 	__u32 type; /* GP_EV_CALL */
 	__u32 fn;   /* index into the loader's list of traced functions (the cookie) */
@@ -438,7 +473,106 @@ struct gp_call_event {
 	__u64 args[6];
 	__u64 stack_args[2]; /* [rsp+8], [rsp+16] at entry: cuLaunchKernel's blockDimZ, shmem */
 	__u64 out0;          /* at return: the 8 bytes at args[0] (out-parameters) */
-	char str[GP_TRACE_STR]; /* name argument of cuModuleGetFunction/cuLibraryGetKernel */
+	char str[GP_TRACE_STR]; /* cuLaunchKernelEx: its CUlaunchConfig's grid and block */
+};
+
+/* The name argument of cuModuleGetFunction/cuLibraryGetKernel (--trace), whole (PyTorch's
+ * mangled template names run past 255 bytes): sent just before the call's own record by
+ * the same thread, so the reader joins them by thread. */
+struct gp_call_str_event {
+	__u32 type; /* GP_EV_CALL_STR */
+	__u32 pid;
+	__u32 tid;
+	__u32 _pad;
+	char str[GP_NAME_LEN];
+};
+
+/* --nccl: which NCCL entry point made a call (the attach cookie); the loader maps an id to
+ * its exported name (src/modes/nccl/nccl.c). */
+enum gp_nccl_fn {
+	GP_NCCL_NONE = 0,
+	GP_NCCL_CommInitRank,
+	GP_NCCL_CommInitRankConfig,
+	GP_NCCL_CommInitRankScalable,
+	GP_NCCL_CommInitAll,
+	GP_NCCL_CommSplit,
+	GP_NCCL_CommShrink,
+	GP_NCCL_CommFinalize,
+	GP_NCCL_CommDestroy,
+	GP_NCCL_CommAbort,
+	GP_NCCL_CommCount,
+	GP_NCCL_CommCuDevice,
+	GP_NCCL_CommUserRank,
+	GP_NCCL_AllReduce,
+	GP_NCCL_Broadcast,
+	GP_NCCL_Bcast,
+	GP_NCCL_Reduce,
+	GP_NCCL_AllGather,
+	GP_NCCL_ReduceScatter,
+	GP_NCCL_AlltoAll,
+	GP_NCCL_Gather,
+	GP_NCCL_Scatter,
+	GP_NCCL_Send,
+	GP_NCCL_Recv,
+	GP_NCCL_GroupStart,
+	GP_NCCL_GroupEnd,
+	GP_NCCL__COUNT,
+};
+
+#define GP_NCCL_ID_BYTES 128 /* NCCL_UNIQUE_ID_BYTES */
+
+/*
+ * One NCCL call, entry to return, decoded by entry point in BPF (x86-64 ABI: the 128-byte
+ * ncclUniqueId of ncclCommInitRank* is passed by value on the stack, so `rank` is the third
+ * integer argument; the seventh and eighth arguments are on the stack).
+ */
+struct gp_nccl_event {
+	__u32 type; /* GP_EV_NCCL */
+	__u32 fn;   /* enum gp_nccl_fn */
+	__u32 pid;
+	__u32 tid;
+	__u64 ts_ns;  /* entry */
+	__u64 dur_ns; /* entry to return: the API time */
+	__u64 ret;    /* ncclResult_t */
+	__u64 comm;   /* the communicator argument (the parent for a split or shrink) */
+	__u64 newcomm; /* init, split, shrink: the communicator made (*newcomm at return) */
+	__u64 count;  /* elements; shrink: excluded ranks */
+	__u64 stream;
+	__s32 dtype;  /* ncclDataType_t, -1 where the call has none */
+	__s32 redop;  /* ncclRedOp_t, -1 where none */
+	__s32 peer;   /* send/recv: the peer; rooted collectives: the root; -1 */
+	__s32 nranks; /* init: nranks (ncclCommInitAll: ndev) */
+	__s32 rank;   /* init: rank */
+	__s32 color, key; /* split */
+	__s32 out;    /* ncclCommCount/CuDevice/UserRank: *out at return */
+	__u32 depth;  /* NCCL calls of this thread in flight around it: 0 for a call of the
+		       * program, >0 for one NCCL made itself (counted once, as the outer) */
+	__u32 img;    /* the process image (gp_image()) */
+	__u32 id_len; /* bytes of id[] read (0: none or unreadable) */
+	__u32 _pad;
+	char comm_name[GP_COMM_LEN];
+	/* init: the ncclUniqueId; shrink: the excluded ranks (int32 each) */
+	__u8 id[GP_NCCL_ID_BYTES];
+};
+
+/* BPF .bss counters of nccl.bpf.c */
+enum gp_ndrop {
+	GP_NDROP_RINGBUF = 0,  /* call records lost */
+	GP_NDROP_PENDING = 1,  /* entry->return table full: a call not seen */
+	GP_NDROP_NORETURN = 2, /* a return without its entry (in flight at attach) */
+	GP_NDROP_TOO_DEEP = 3, /* NCCL calls nested deeper than the per-thread stack */
+	GP_NDROP_PROCS = 4,    /* the NCCL process table was full: its syncs go unseen */
+	GP_NDROP__COUNT,
+};
+
+/* GP_EV_DLOPEN: the dynamic linker of a followed process called _dl_debug_state (r_brk)
+ * with its link map consistent: a library may have been loaded or unloaded. */
+struct gp_dlopen_event {
+	__u32 type; /* GP_EV_DLOPEN */
+	__u32 pid;
+	__u64 ts_ns;
+	__u32 img;
+	__s32 state; /* r_debug.r_state (0 RT_CONSISTENT), -1: not read */
 };
 
 #endif /* GPUPROBE_H */

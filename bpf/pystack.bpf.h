@@ -18,65 +18,12 @@
  *
  * Offsets come per process from user space in the gp_py_procs map (from
  * _Py_DebugOffsets on 3.13+, from the generated per-version table before).
- * The record layout is shared with user space.
+ * The records (struct gp_py_proc, gp_py_stack) are in stacks.h.
  */
 #ifndef GPUPROBE_PYSTACK_BPF_H
 #define GPUPROBE_PYSTACK_BPF_H
 
-#ifndef __bpf__
-#include <linux/types.h>
-#endif
-
-#define GP_PY_MAX_FRAMES 64	/* a power of two: the index is masked */
-#define GP_PY_MAX_THREADS 64	/* thread states looked at before giving up */
-#define GP_PY_NONE 0xffffffffu	/* an offset that does not exist */
-/* One read covers every field of a frame the walk needs (offsets < this). */
-#define GP_PY_FRAME_READ 128
-
-/* How to walk one process's interpreter: user space fills it per tgid. */
-struct gp_py_proc {
-	__u64 runtime_addr;		/* &_PyRuntime in the process */
-	__u32 version_hex;		/* PY_VERSION_HEX, read from the binary */
-	__u32 runtime_interpreters_head;
-	__u32 interp_threads_head;
-	__u32 tstate_next;
-	__u32 tstate_native_thread_id;	/* GP_PY_NONE before 3.11; not used by the walk */
-	__u32 tstate_thread_id;		/* pthread_t: matched against fsbase */
-	__u32 tstate_cframe;		/* 3.11/3.12; else GP_PY_NONE */
-	__u32 cframe_current_frame;
-	__u32 tstate_frame;		/* 3.13 current_frame, 3.10 frame */
-	__u32 frame_previous;
-	__u32 frame_code;
-	__u32 frame_instr;
-	__u32 frame_owner;		/* GP_PY_NONE on 3.10 */
-	__u32 owner_cstack;		/* frames owned by the C stack (shims): skipped */
-	__u32 code_firstlineno;
-	__u32 instr_is_int;		/* 3.10: f_lasti is an int, not a pointer */
-	__u32 frame_read;		/* bytes of a frame holding those fields (<= 128):
-					 * no more, a frame may end where memory does */
-};
-
-struct gp_py_frame {
-	__u64 code;	/* PyCodeObject * */
-	__u64 instr;	/* 3.11+: the instruction pointer; 3.10: f_lasti */
-	__s32 firstlineno;	/* lets user space tell a reused code address */
-	__u32 pad;
-};
-
-enum gp_py_status {
-	GP_PY_OK = 0,
-	GP_PY_NOT_PYTHON = 1,	/* no entry for this process */
-	GP_PY_NO_THREAD = 2,	/* no thread state for this thread (not a Python thread) */
-	GP_PY_READ_FAILED = 3,	/* interpreter memory unreadable (paged out, torn) */
-};
-
-struct gp_py_stack {
-	__u32 nr;		/* frames[0..nr), innermost first */
-	__u32 status;		/* enum gp_py_status */
-	__u32 truncated;	/* more frames than GP_PY_MAX_FRAMES */
-	__u32 pad;
-	struct gp_py_frame frames[GP_PY_MAX_FRAMES];
-};
+#include "stacks.h"
 
 #ifdef __bpf__
 
@@ -198,8 +145,14 @@ static long gp_py_frame_cb(__u32 i, void *arg)
 	c->frame = gp_py_field(c, pp->frame_previous, 8);
 	if (pp->frame_owner != GP_PY_NONE) {
 		owner = (__u8)gp_py_field(c, pp->frame_owner, 1);
-		if (owner == pp->owner_cstack)	/* a shim frame: no code of the user's */
+		if (owner == pp->owner_cstack) {
+			/* a shim frame (3.12+): no code of the user's, but the
+			 * frame before it began a run of the interpreter loop */
+			if (c->n > 0)
+				c->out->frames[(c->n - 1) & (GP_PY_MAX_FRAMES - 1)].flags |=
+					GP_PY_FRAME_ENTRY;
 			return 0;
+		}
 	}
 	if (c->n >= GP_PY_MAX_FRAMES) {
 		c->out->truncated = 1;
@@ -216,7 +169,12 @@ static long gp_py_frame_cb(__u32 i, void *arg)
 	f->firstlineno = 0;
 	bpf_probe_read_user(&f->firstlineno, 4,
 			    (const void *)(f->code + pp->code_firstlineno));
-	f->pad = 0;
+	f->flags = 0;
+	if (pp->instr_is_int)		/* 3.10: one C call per Python frame */
+		f->flags = GP_PY_FRAME_ENTRY;
+	else if (pp->frame_is_entry != GP_PY_NONE &&
+		 gp_py_field(c, pp->frame_is_entry, 1))
+		f->flags = GP_PY_FRAME_ENTRY;
 	c->n++;
 	return 0;
 }

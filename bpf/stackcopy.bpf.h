@@ -5,54 +5,13 @@
  * `perf record --call-graph dwarf` does), so stacks reach callers built
  * without frame pointers.
  *
- * The record layout is shared with user space (src/core/unwind.h includes
- * this header): only fixed-size __u32/__u64/__u8 fields. The helper is
- * compiled for BPF only.
+ * The record (struct gp_stack_copy) is in stacks.h, shared with user space;
+ * this header is the BPF helper only.
  */
 #ifndef GPUPROBE_STACKCOPY_BPF_H
 #define GPUPROBE_STACKCOPY_BPF_H
 
-#ifndef __bpf__
-#include <linux/types.h>
-#endif
-
-/* The largest copy; a power of two, so the verifier can bound a masked size. */
-#define GP_STACK_COPY_MAX 16384u
-
-/*
- * x86-64 user registers at the probe: the pc, the stack and frame
- * pointers, and the callee-saved registers that CFI may say a caller's
- * value is still in (rbx, r12-r15). Caller-saved registers are dead at a
- * call boundary and are not copied.
- */
-struct gp_user_regs {
-	__u64 ip;
-	__u64 sp;
-	__u64 bp;
-	__u64 bx;
-	__u64 r12;
-	__u64 r13;
-	__u64 r14;
-	__u64 r15;
-};
-
-enum gp_stack_copy_flags {
-	/* the copy reaches the end of the stack's mapping: nothing above it */
-	GP_STACK_COPY_TO_END = 1u << 0,
-	/* the end of the mapping was not found */
-	GP_STACK_COPY_NO_VMA = 1u << 1,
-	/* a page was not present: the copy is the readable prefix */
-	GP_STACK_COPY_CUT = 1u << 2,
-};
-
-struct gp_stack_copy {
-	struct gp_user_regs regs;
-	__u32 size;	/* bytes of data[] valid, copied from regs.sp upwards */
-	__s32 err;	/* <0: the read failed with this errno; size is then 0 */
-	__u32 wanted;	/* bytes asked for (the stack_bytes setting) */
-	__u32 flags;	/* enum gp_stack_copy_flags */
-	__u8 data[GP_STACK_COPY_MAX];
-};
+#include "stacks.h"
 
 #ifdef __bpf__
 

@@ -136,7 +136,7 @@ static void check_privileges(struct checker *c)
 static void check_libs(struct checker *c)
 {
 	struct lib_set *s = calloc(1, sizeof(*s));
-	char why[1024];
+	char why[1024], label[GP_PATH_MAX + 64];
 
 	if (!s) {
 		line(c, FAIL, "libcuda", "out of memory");
@@ -145,12 +145,13 @@ static void check_libs(struct checker *c)
 	if (target__find_libcuda(s) == 0)
 		line(c, WARN, "libcuda", "none found (LD_LIBRARY_PATH, ldconfig, the usual driver folders, running processes); gpuprobe daemon waits for one");
 	for (int i = 0; i < s->n; i++) {
-		if (target__check_libcuda(s->libs[i].path, why, sizeof(why)))
+		if (target__check_lib(&s->libs[i], why, sizeof(why)))
 			line(c, WARN, "libcuda", "%s", why);
 		else
-			line(c, OK, "libcuda", "%s (device %u:%u inode %lu)", s->libs[i].path,
+			line(c, OK, "libcuda", "%s (device %u:%u inode %lu)", libset__label(&s->libs[i], label, sizeof(label)),
 			     major(s->libs[i].dev), minor(s->libs[i].dev), (unsigned long)s->libs[i].ino);
 	}
+	libset__clear(s);
 	free(s);
 }
 

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "mode.h"
 #include "option.h"
 #include "options.h"
@@ -23,6 +27,9 @@ struct gp_opts gp_opts = {
 	.rescan = 5,
 	.probe_cost = -1,
 	.max_overhead = -1,
+	.trace_counters = 0.1,
+	.kubelet_log_dir = "/var/log",
+	.max_process_series = 100,
 };
 
 /* -p PID[,PID...], repeatable */
@@ -89,20 +96,30 @@ static const struct gp_option global_options[] = {
 	  &gp_opts.comm, .frontends = GP_FE_ALL, .group = GP_GRP_TARGET },
 	{ "cgroup", 0, "PATH", "Node-wide: only processes in this cgroup v2 subtree (a pod, a systemd unit)",
 	  GP_OPT_STRING, &gp_opts.cgroup, .frontends = GP_FE_ALL, .group = GP_GRP_TARGET },
-	{ "libcuda", 0, "PATH", "Probe this libcuda.so instead of the ones found", GP_OPT_STRING,
+	{ "libcuda", 0, "PATH", "Probe this libcuda.so instead of discovering them (no rescans in the daemon)", GP_OPT_STRING,
 	  &gp_opts.libcuda, .frontends = GP_FE_ALL, .group = GP_GRP_TARGET },
 	{ "interval", 'i', "SECONDS", "Print a report every SECONDS (default: only at the end)",
 	  GP_OPT_SECONDS, &gp_opts.interval, 0, SECS, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
 	{ "duration", 'd', "SECONDS", "Stop tracing after SECONDS", GP_OPT_SECONDS, &gp_opts.duration,
 	  1e-3, SECS, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
-	{ "json", 0, NULL, "Reports as JSON Lines on stdout", GP_OPT_SWITCH, &gp_opts.json,
+	{ "json", 0, NULL, "Reports as JSON Lines (on stdout, or -o FILE)", GP_OPT_SWITCH, &gp_opts.json,
 	  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
 	{ "verbose", 'v', NULL, "Log libbpf and attach details to stderr", GP_OPT_SWITCH, &gp_opts.verbose,
 	  .frontends = GP_FE_ALL, .group = GP_GRP_OUTPUT },
 	{ "listen", 0, "ADDR:PORT", "Where to serve /metrics and /healthz (default 127.0.0.1:9464; IPv6 as [::1]:9464)",
 	  GP_OPT_STRING, &gp_opts.listen, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
-	{ "retention", 0, "SECONDS", "Keep series of exited processes this long (default 300)",
+	{ "config", 0, "FILE", "Read options from FILE first: one per line, long names without --, e.g. 'listen 0.0.0.0:9464' (the command line comes after)",
+	  GP_OPT_STRING, &gp_opts.config, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
+	{ "web-config", 0, "FILE", "TLS and basic authentication: the Prometheus exporter toolkit's web configuration file",
+	  GP_OPT_STRING, &gp_opts.web_config, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
+	{ "retention", 0, "SECONDS", "Drop a series nothing has counted into for this long (default 300)",
 	  GP_OPT_SECONDS, &gp_opts.retention, 0, SECS, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
+	{ "per-process-series", 0, NULL, "Also label per-process series with pid (for at most --max-process-series processes at a time; the rest pid=\"other\")",
+	  GP_OPT_SWITCH, &gp_opts.per_process, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
+	{ "max-process-series", 0, "N", "Processes with a pid label of their own at a time (default 100)",
+	  GP_OPT_U64, &gp_opts.max_process_series, 1, 100000, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
+	{ "kubelet-log-dir", 0, "DIR", "The kubelet's log folder, with pods/ and containers/: pod and container names (default /var/log)",
+	  GP_OPT_STRING, &gp_opts.kubelet_log_dir, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
 	{ "rescan-interval", 0, "SECONDS", "Look for new libcuda files in /proc/*/maps this often (default 5; 0: only at start)",
 	  GP_OPT_SECONDS, &gp_opts.rescan, 0, SECS, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
 	{ "probe-cost", 0, "SECONDS", "Cost of one probe hit (default: calibrated at start-up)",
@@ -144,11 +161,16 @@ struct parser {
 	int n;
 };
 
+/* "FILE:LINE" of the --config line being parsed, for its errors; "" otherwise. */
+static char conf_where[600];
+
 static int vreport(const struct gp_cmdline *c, const char *fmt, va_list ap)
 {
 	fprintf(stderr, "%sgpuprobe: ", c->log_prefix ? c->log_prefix : "");
 	if (strcmp(c->name, "gpuprobe"))
 		fprintf(stderr, "%s: ", c->name + strlen("gpuprobe "));
+	if (conf_where[0])
+		fprintf(stderr, "%s: ", conf_where);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	return GP_EXIT_USAGE;
@@ -471,21 +493,189 @@ static int positionals(struct parser *p, int argc, char **argv)
 	return 0;
 }
 
+/*
+ * --config FILE (the daemon): each line of the file becomes one argument, "--name" or
+ * "--name=value", placed before the command line's own, so the file goes through this
+ * parser — the same names, bounds and messages — and the command line has the last word.
+ * A line is "name", "name value" or "name = value"; "--" before the name is allowed,
+ * "#" starts a comment, a value may be quoted. The strings live as long as the process,
+ * as argv's do (options point into them).
+ */
+#define CONF_MAX_BYTES (64 * 1024)
+#define CONF_MAX_ARGS 256
+
+/* --config's file, looked for among the options only (never in a command's arguments). */
+static const char *find_config(int argc, char **argv)
+{
+	for (int i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
+		if (!strncmp(argv[i], "--config=", 9))
+			return argv[i] + 9;
+		if (!strcmp(argv[i], "--config"))
+			return i + 1 < argc ? argv[i + 1] : NULL;
+	}
+	return NULL;
+}
+
+static int read_conf(const struct gp_cmdline *c, const char *path, char **text)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	char *buf = NULL;
+	struct stat st;
+	ssize_t n = 0, got;
+
+	if (fd < 0)
+		return gp_options__error(c, "--config %s: %s", path, strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > CONF_MAX_BYTES) {
+		close(fd);
+		return gp_options__error(c, "--config %s: not a regular file of at most %d bytes", path,
+					 CONF_MAX_BYTES);
+	}
+	buf = malloc(CONF_MAX_BYTES + 1);
+	while (buf && n < CONF_MAX_BYTES && (got = read(fd, buf + n, CONF_MAX_BYTES - (size_t)n)) > 0)
+		n += got;
+	close(fd);
+	if (!buf)
+		return gp_options__error(c, "out of memory");
+	buf[n] = '\0';
+	if (strlen(buf) != (size_t)n) {
+		free(buf);
+		return gp_options__error(c, "--config %s: a NUL byte in the file", path);
+	}
+	*text = buf;
+	return 0;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+/* One line into "--name[=value]" (*arg NULL for a blank or comment line). */
+static int conf_line(const struct gp_cmdline *c, char *line, char **arg)
+{
+	char *name, *value, *hash = line;
+	size_t n;
+
+	*arg = NULL;
+	for (; (hash = strchr(hash, '#')); hash++)
+		if (hash == line || isspace((unsigned char)hash[-1])) {
+			*hash = '\0';
+			break;
+		}
+	name = trim(line);
+	if (!name[0])
+		return 0;
+	if (!strncmp(name, "--", 2))
+		name += 2;
+	n = strcspn(name, " \t=");
+	value = name + n;
+	if (*value) {
+		*value++ = '\0';
+		value = trim(value);
+		if (*value == '=')
+			value = trim(value + 1);
+	}
+	n = strlen(value);
+	if (n >= 2 && (value[0] == '"' || value[0] == '\'') && value[n - 1] == value[0]) {
+		value[n - 1] = '\0';
+		value++;
+	}
+	if (!name[0] || !strcmp(name, "config") || !strcmp(name, "help") || !strcmp(name, "version"))
+		return gp_options__error(c, "'%s' cannot be set in a config file", line);
+	if (asprintf(arg, "--%s%s%s", name, *value ? "=" : "", value) < 0)
+		return gp_options__error(c, "out of memory");
+	return 0;
+}
+
+/* argv with the file's arguments after argv[0]; lines[i]: the file's line of argument i. */
+static int expand_config(struct gp_cmdline *c, const char *path, int *argc, char ***argv, int **lines)
+{
+	char *text = NULL, *line, *next, **nv = calloc((size_t)*argc + CONF_MAX_ARGS + 1, sizeof(*nv));
+	int *ln = calloc((size_t)*argc + CONF_MAX_ARGS + 1, sizeof(*ln));
+	int n = 1, r, no = 0;
+
+	if (!nv || !ln)
+		return gp_options__error(c, "out of memory");
+	r = read_conf(c, path, &text);
+	nv[0] = (*argv)[0];
+	for (line = r ? NULL : text; !r && line; line = next) {
+		char *arg;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		snprintf(conf_where, sizeof(conf_where), "%s:%d", path, ++no);
+		r = conf_line(c, line, &arg);
+		if (!r && arg && n > CONF_MAX_ARGS)
+			r = gp_options__error(c, "more than %d options", CONF_MAX_ARGS);
+		if (!r && arg) {
+			ln[n] = no;
+			nv[n++] = arg;
+		}
+	}
+	conf_where[0] = '\0';
+	if (r)
+		return r;
+	for (int i = 1; i < *argc; i++)
+		nv[n++] = (*argv)[i];
+	*argc = n;
+	*argv = nv;
+	*lines = ln;
+	return 0;
+}
+
+/* Where the argument at index i came from, for the error lines. */
+static void origin(const char *path, const int *lines, int i)
+{
+	if (path && lines && i > 0 && lines[i])
+		snprintf(conf_where, sizeof(conf_where), "%s:%d", path, lines[i]);
+	else
+		conf_where[0] = '\0';
+}
+
+/* A switch given a value ("--memleak=yes"): getopt calls it unrecognized. */
+static bool switch_with_value(const struct parser *p, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+
+	if (strncmp(arg, "--", 2) || !eq)
+		return false;
+	for (int i = 0; i < p->n; i++)
+		if (!entry_arg(&p->e[i]) && !strncmp(arg + 2, entry_name(&p->e[i]), (size_t)(eq - arg - 2)) &&
+		    !entry_name(&p->e[i])[eq - arg - 2])
+			return true;
+	return false;
+}
+
 int gp_options__parse(struct gp_cmdline *c, int argc, char **argv)
 {
 	struct parser p = { .c = c };
 	struct option lo[MAX_OPTS + 3];
 	char shorts[2 * MAX_OPTS + 8];
-	int opt, r;
+	const char *conf = (c->frontend & GP_FE_DAEMON) ? find_config(argc, argv) : NULL;
+	int opt, r, *lines = NULL;
 
 	gp_opts.frontend = c->frontend;
 	collect(&p);
 	build(&p, lo, shorts, sizeof(shorts));
+	if (conf) {
+		r = expand_config(c, conf, &argc, &argv, &lines);
+		if (r)
+			return r;
+	}
 	opterr = 0;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		int i = opt >= 256 ? opt - 256 : -1;
 
+		origin(conf, lines, optind - 1);
 		if (opt == 'h') {
 			help(&p);
 			return GP_PARSED_EXIT;
@@ -496,6 +686,9 @@ int gp_options__parse(struct gp_cmdline *c, int argc, char **argv)
 		}
 		if (opt == ':')
 			return gp_options__error(c, "option %s needs an argument", argv[optind - 1]);
+		if (opt == '?' && switch_with_value(&p, argv[optind - 1]))
+			return gp_options__error(c, "option %.*s takes no value", (int)strcspn(argv[optind - 1], "="),
+						 argv[optind - 1]);
 		if (opt == '?')
 			return gp_options__error(c, "unrecognized option '%s' (see %s --help)", argv[optind - 1],
 						 c->name);
@@ -508,6 +701,7 @@ int gp_options__parse(struct gp_cmdline *c, int argc, char **argv)
 			return r;
 		p.e[i].given = true;
 	}
+	conf_where[0] = '\0';
 	r = positionals(&p, argc, argv);
 	if (!r)
 		r = need_a_mode(&p);

@@ -7,17 +7,26 @@
  *
  * One thread: poll() waits on the ring buffer's epoll fd and on libmicrohttpd's, so the
  * aggregators are only ever touched from here and need no locks.
+ *
+ * Every second (and at each scrape) the modes' snapshots are folded into the series
+ * store (src/out/prom.h), which keeps what exited processes counted; their records are
+ * then forgotten a second later. Each process is labelled with its cgroup and pod
+ * (src/core/cgroups.h), read at its exec and refreshed while it runs.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "attach.h"
@@ -34,16 +43,27 @@
 #include "run.h"
 #include "target.h"
 #include "util.h"
+#include "version.h"
+#include "webconfig.h"
 
 struct daemon {
 	struct gp_run *run;
 	struct lib_set *libs; /* every library file seen (probed or rejected), by dev+inode */
 	int probed;           /* of those, the ones with probes */
 	struct cgroups *cgroups;
+	struct prom_store *store;
+	struct webconfig *wc;
 	struct http *http;
-	double probe_cost;
+	double probe_cost, start_time, rescan_s;
 	uint64_t scrapes, rescans, rescan_ns;
+	uint64_t scrape_slots[PROM_HIST_SLOTS]; /* log2 microseconds, as the BPF histograms */
+	double scrape_s;
 };
+
+/* A process's cgroup and pod are read again when older than this (it may have moved). */
+#define ATTR_MAX_AGE_NS 1000000000ULL
+/* Records of exited processes are forgotten once folded, this long after their exit. */
+#define FOLDED_AFTER_NS 1000000000ULL
 
 static volatile sig_atomic_t stop_signal, hup_signal;
 
@@ -67,39 +87,55 @@ static const char doc[] =
 	"Trace every CUDA process on the node and serve Prometheus metrics.\n";
 
 static const char epilog[] =
+	"Series are keyed by comm, cgroup and pod (not PID: see --per-process-series); their\n"
+	"counters keep what exited processes counted (docs/metrics.md).\n"
+	"/healthz answers without authentication (liveness probes); /metrics needs the\n"
+	"credentials of --web-config's basic_auth_users when it has any.\n"
 	"Logs go to stderr with <N> syslog priority prefixes (journald reads them).\n"
 	"SIGTERM/SIGINT: detach and exit 0. SIGHUP: logged, nothing to reload.\n"
 	"Exit status: 0 after SIGTERM/SIGINT, 1 on an error, 2 on bad usage.\n";
 
-static const char *container_of(void *ctx, uint32_t pid)
+static const char *const *attr_of(void *ctx, uint32_t pid)
 {
-	return cgroups__of(((struct daemon *)ctx)->cgroups, pid);
+	struct daemon *d = ctx;
+
+	return cgroups__labels(d->cgroups, pid, gp_mono_ns(), ATTR_MAX_AGE_NS);
 }
 
 /* Probes one more library for every process; logs what happened. */
 static void probe_lib(struct daemon *d, const struct lib_entry *lib)
 {
-	char err[1024] = "", why[512];
+	char err[1024] = "", why[512], label[GP_PATH_MAX + 64];
 	int before = attach_set__count(d->run->links);
 
-	if (target__check_libcuda(lib->path, why, sizeof(why))) {
+	if (target__check_lib(lib, why, sizeof(why))) {
 		gp_log(GP_LOG_WARN, "not probing %s", why);
 		return;
 	}
-	if (gp_run__attach_lib(d->run, GP_LIB_CUDA, lib->path, err, sizeof(err))) {
-		gp_log(GP_LOG_ERR, "%s", err);
+	/* through the checked descriptor: a path the process swaps now is not followed */
+	if (gp_run__attach_lib(d->run, GP_LIB_CUDA, lib->fd_path, err, sizeof(err))) {
+		gp_log(GP_LOG_ERR, "%s: %s", libset__label(lib, label, sizeof(label)), err);
 		return;
 	}
 	d->probed++;
-	gp_log(GP_LOG_INFO, "probing %s (device %u:%u inode %lu): %d probes", lib->path, major(lib->dev),
+	gp_log(GP_LOG_INFO, "probing %s (device %u:%u inode %lu): %d probes", libset__label(lib, label, sizeof(label)), major(lib->dev),
 	       minor(lib->dev), (unsigned long)lib->ino, attach_set__count(d->run->links) - before);
 }
 
-static void add_lib(struct daemon *d, const char *path)
+/* A file a process maps, opened inside its root with the dev/inode its maps show. */
+static void add_mapped(struct daemon *d, int pid, const struct mapped_lib *m)
 {
 	int before = d->libs->n;
 
-	if (libset__add(d->libs, path) == 1)
+	if (libset__add_mapped(d->libs, "/proc", pid, m, NULL, 0) == 1)
+		probe_lib(d, &d->libs->libs[before]);
+}
+
+static void add_entry(struct daemon *d, const struct lib_entry *e)
+{
+	int before = d->libs->n;
+
+	if (libset__add_entry(d->libs, e) == 1)
 		probe_lib(d, &d->libs->libs[before]);
 }
 
@@ -122,11 +158,12 @@ static void rescan(struct daemon *d)
 		nproc++;
 		n = procmaps__find_libs("/proc", pid, "libcuda.so", libs, 4);
 		for (int i = 0; i < n; i++)
-			add_lib(d, libs[i].host_path);
+			add_mapped(d, pid, &libs[i]);
 	}
 	closedir(dir);
 	d->rescans++;
 	d->rescan_ns = gp_mono_ns() - t0;
+	d->rescan_s += (double)d->rescan_ns / 1e9;
 	gp_log(GP_LOG_DEBUG, "rescan: %d processes in %.1f ms", nproc, d->rescan_ns / 1e6);
 }
 
@@ -142,60 +179,152 @@ static void initial_libs(struct daemon *d)
 	else
 		target__find_libcuda(found);
 	for (int i = 0; i < found->n; i++)
-		add_lib(d, found->libs[i].path);
+		add_entry(d, &found->libs[i]);
+	libset__clear(found);
 	free(found);
 	if (!d->probed)
 		gp_log(GP_LOG_WARN, "no libcuda found yet: probes go in when a process maps one");
 }
 
-static void warm_cgroup(void *ctx, const struct gp_snap_pid *p)
+/* The daemon's own families: what it is, what it probes, what it costs. */
+static void own_families(struct daemon *d, struct prom_out *p)
 {
-	if (!p->exited)
-		cgroups__of(ctx, p->pid); /* read while it is there to read */
+	char modes[128], libbpf[32], fd_dir[64];
+	const char *kv[] = { "version", GP_VERSION, "libbpf", libbpf, "modes", modes, NULL };
+	struct rusage ru = { 0 };
+	unsigned long long size = 0, rss = 0;
+	uint64_t fds = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+	DIR *dir;
+
+	gp_run__mode_names(d->run, modes, sizeof(modes));
+	snprintf(libbpf, sizeof(libbpf), "%s", libbpf_version_string());
+	prom__family(p, "gpuprobe_build_info");
+	prom__u64(p, "gpuprobe_build_info", NULL, kv, 1);
+	prom__family(p, "gpuprobe_libcuda_files");
+	prom__u64(p, "gpuprobe_libcuda_files", NULL, NULL, (uint64_t)d->probed);
+	prom__family(p, "gpuprobe_probes_attached");
+	prom__u64(p, "gpuprobe_probes_attached", NULL, NULL, (uint64_t)attach_set__count(d->run->links));
+	prom__family(p, "gpuprobe_series");
+	prom__u64(p, "gpuprobe_series", NULL, NULL, prom_store__series(d->store));
+	prom__family(p, "gpuprobe_scrapes_total");
+	prom__u64(p, "gpuprobe_scrapes_total", NULL, NULL, d->scrapes);
+	prom__family(p, "gpuprobe_scrape_duration_seconds");
+	prom__hist(p, "gpuprobe_scrape_duration_seconds", NULL, NULL, d->scrape_slots, d->scrape_s);
+	prom__family(p, "gpuprobe_http_connections_closed_total");
+	prom__u64(p, "gpuprobe_http_connections_closed_total", NULL, NULL, d->http ? http__closed_slow(d->http) : 0);
+	prom__family(p, "gpuprobe_http_auth_failures_total");
+	prom__u64(p, "gpuprobe_http_auth_failures_total", NULL, NULL, d->http ? http__auth_failures(d->http) : 0);
+	prom__family(p, "gpuprobe_rescans_total");
+	prom__u64(p, "gpuprobe_rescans_total", NULL, NULL, d->rescans);
+	prom__family(p, "gpuprobe_rescan_seconds_total");
+	prom__secs(p, "gpuprobe_rescan_seconds_total", NULL, NULL, d->rescan_s);
+	getrusage(RUSAGE_SELF, &ru);
+	prom__family(p, "process_cpu_seconds_total");
+	prom__secs(p, "process_cpu_seconds_total", NULL, NULL,
+		   (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+	if (f && fscanf(f, "%llu %llu", &size, &rss) != 2)
+		rss = 0;
+	if (f)
+		fclose(f);
+	prom__family(p, "process_resident_memory_bytes");
+	prom__u64(p, "process_resident_memory_bytes", NULL, NULL, rss * (uint64_t)sysconf(_SC_PAGESIZE));
+	snprintf(fd_dir, sizeof(fd_dir), "/proc/%d/fd", getpid());
+	dir = opendir(fd_dir);
+	for (struct dirent *de; dir && (de = readdir(dir));)
+		fds += de->d_name[0] != '.';
+	if (dir)
+		closedir(dir);
+	prom__family(p, "process_open_fds");
+	prom__u64(p, "process_open_fds", NULL, NULL, fds ? fds - 1 : 0); /* not the one reading */
+	prom__family(p, "process_start_time_seconds");
+	prom__secs(p, "process_start_time_seconds", NULL, NULL, d->start_time);
 }
 
-/* Once a second: retention of exited processes in every mode, the cgroup cache. */
-static void housekeeping(struct daemon *d)
+/*
+ * One render: every mode's snapshot folded into the series store; written to f (a scrape)
+ * or not (f NULL: the housekeeping's fold, so no exited process is forgotten before its
+ * counts are kept, whether or not anyone scrapes).
+ */
+static int render(struct daemon *d, FILE *f)
 {
-	uint64_t now = gp_mono_ns(), keep = gp_seconds_to_ns(gp_opts.retention);
-
-	gp_run__hits(d->run, warm_cgroup, d->cgroups);
-	gp_run__reap(d->run, now > keep ? now - keep : 0, 0);
-	cgroups__prune(d->cgroups, now, keep + 5000000000ULL);
-}
-
-static int render(struct daemon *d, char **buf, size_t *len)
-{
-	struct prom_out *p = prom_out__new(container_of, d);
-	FILE *f = NULL;
+	uint64_t now = gp_mono_ns();
+	struct prom_out *p = prom_out__new(d->store, attr_of, d, now);
 	int r = -ENOMEM;
 
-	*buf = NULL;
-	*len = 0;
 	if (!p)
-		goto cleanup;
+		return r;
 	gp_events__drain(d->run->events);
 	r = gp_run__prom(d->run, p, d->probe_cost);
-	if (r)
-		goto cleanup;
-	prom__family(p, "gpuprobe_libcuda_files", "gauge", "Distinct libcuda files (device+inode) gpuprobe has probes on.");
-	prom__u64(p, "gpuprobe_libcuda_files", NULL, NULL, (uint64_t)d->probed);
-	prom__family(p, "gpuprobe_probes_attached", "gauge", "Probes attached (one per function and direction).");
-	prom__u64(p, "gpuprobe_probes_attached", NULL, NULL, (uint64_t)attach_set__count(d->run->links));
-	f = open_memstream(buf, len);
-	if (!f) {
-		r = -errno;
-		goto cleanup;
+	if (!r)
+		r = prom_out__fold(p);
+	if (!r && f) {
+		own_families(d, p);
+		r = prom_out__write(p, f);
 	}
-	r = prom_out__write(p, f);
-	if (fclose(f) && !r)
-		r = -EIO;
-cleanup:
 	prom_out__free(p);
 	return r;
 }
 
+/* Once a second: fold, then forget the records of processes that exited over a second
+ * ago (folded by now), the attributions of processes long gone. */
+static void housekeeping(struct daemon *d)
+{
+	uint64_t now = gp_mono_ns();
+
+	if (render(d, NULL))
+		gp_log(GP_LOG_WARN, "daemon: folding the snapshots failed (out of memory): exited processes kept");
+	else
+		gp_run__reap(d->run, now > FOLDED_AFTER_NS ? now - FOLDED_AFTER_NS : 0, 0);
+	cgroups__prune(d->cgroups, now, 10 * FOLDED_AFTER_NS);
+}
+
+/*
+ * Where a process runs is read while it runs: at its exec (or fork, when following), and
+ * at its first allocation, copy or context record — a child forked without an exec (a
+ * launcher's worker) gets no exec record and may be gone before the next second's fold.
+ */
+static void on_proc(void *ctx, const struct gp_proc_event *e)
+{
+	struct daemon *d = ctx;
+
+	if (e->type == GP_EV_EXEC || e->type == GP_EV_FORK)
+		cgroups__refresh(d->cgroups, e->pid, e->type == GP_EV_EXEC ? e->comm : NULL, gp_mono_ns());
+}
+
+static void on_alloc(void *ctx, const struct gp_alloc_event *e)
+{
+	cgroups__note(((struct daemon *)ctx)->cgroups, e->pid, gp_mono_ns());
+}
+
+static void on_free(void *ctx, const struct gp_free_event *e)
+{
+	cgroups__note(((struct daemon *)ctx)->cgroups, e->pid, gp_mono_ns());
+}
+
+static void on_copy(void *ctx, const struct gp_copy_event *e)
+{
+	cgroups__note(((struct daemon *)ctx)->cgroups, e->pid, gp_mono_ns());
+}
+
+static void on_aux(void *ctx, const struct gp_aux_event *e)
+{
+	cgroups__note(((struct daemon *)ctx)->cgroups, e->pid, gp_mono_ns());
+}
+
 #define TEXT "text/plain; charset=utf-8"
+
+/* floor(log2(v)), clamped to the last slot: the BPF histograms' slot of v microseconds. */
+static int log2_slot(uint64_t v)
+{
+	int r = 0;
+
+	while (v > 1 && r < PROM_HIST_SLOTS - 1) {
+		v >>= 1;
+		r++;
+	}
+	return r;
+}
 
 static void text_reply(struct http_reply *r, unsigned int status, const char *body)
 {
@@ -205,8 +334,11 @@ static void text_reply(struct http_reply *r, unsigned int status, const char *bo
 static void on_request(void *ctx, const char *url, struct http_reply *r)
 {
 	struct daemon *d = ctx;
-	char *buf;
-	size_t len;
+	uint64_t t0 = gp_mono_ns(), us;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int err;
 
 	if (!strcmp(url, "/healthz"))
 		return text_reply(r, 200, "ok\n");
@@ -214,11 +346,18 @@ static void on_request(void *ctx, const char *url, struct http_reply *r)
 		return text_reply(r, 200, "gpuprobe: /metrics /healthz\n");
 	if (strcmp(url, "/metrics"))
 		return text_reply(r, 404, "not found\n");
-	if (render(d, &buf, &len)) {
+	d->scrapes++;
+	f = open_memstream(&buf, &len);
+	err = f ? render(d, f) : -ENOMEM;
+	if (f && fclose(f) && !err)
+		err = -EIO;
+	if (err) {
 		free(buf);
 		return text_reply(r, 500, "render failed\n");
 	}
-	d->scrapes++;
+	us = (gp_mono_ns() - t0) / 1000;
+	d->scrape_slots[log2_slot(us)]++;
+	d->scrape_s += (double)us / 1e6;
 	*r = (struct http_reply){ 200, "text/plain; version=0.0.4; charset=utf-8", buf, len };
 }
 
@@ -240,8 +379,43 @@ static double probe_cost(bool uprobes)
 	return c;
 }
 
+/* Whether a bound socket is on a loopback address (127/8, ::1, ::ffff:127/104). */
+static bool loopback(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t n = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &n))
+		return false;
+	if (ss.ss_family == AF_INET)
+		return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss.ss_family == AF_INET6) {
+		const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+/* An endpoint others can reach should say who may read it: a warning when it does not. */
+static void warn_exposed(const struct daemon *d, int lfd)
+{
+	if (loopback(lfd))
+		return;
+	if (!d->wc)
+		gp_log(GP_LOG_WARN, "listening on %s, not a loopback address, without --web-config: "
+		       "/metrics is served in plain HTTP without authentication to anyone who can reach it",
+		       gp_opts.listen);
+	else if (!webconfig__tls(d->wc) && webconfig__users(d->wc))
+		gp_log(GP_LOG_WARN, "listening on %s without TLS: basic-auth passwords cross the network in clear "
+		       "(tls_server_config in --web-config)", gp_opts.listen);
+	else if (!webconfig__users(d->wc))
+		gp_log(GP_LOG_WARN, "listening on %s with no basic_auth_users in --web-config: anyone who can "
+		       "reach it may read /metrics", gp_opts.listen);
+}
+
 /* Everything that can be refused is refused before anything is attached. */
-static int preflight(int *lfd, int *family, char *err, size_t len)
+static int preflight(struct daemon *d, int *lfd, int *family, char *err, size_t len)
 {
 	bool uprobes = gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA;
 	int r = gp_check_privileges(err, len);
@@ -252,18 +426,32 @@ static int preflight(int *lfd, int *family, char *err, size_t len)
 		memcpy(err, "--libcuda ", 10);
 		r = -EINVAL;
 	}
+	if (!r && gp_opts.web_config && !(d->wc = webconfig__load(gp_opts.web_config, err, len)))
+		r = -EINVAL;
 	if (r)
 		return r;
 	*lfd = listen__open(gp_opts.listen, family, err, len);
+	if (*lfd >= 0)
+		warn_exposed(d, *lfd);
 	return *lfd < 0 ? *lfd : 0;
 }
 
 static int start(struct daemon *d, char *err, size_t len)
 {
+	struct prom_store_opts so = {
+		.per_process = gp_opts.per_process,
+		.max_process_series = (size_t)gp_opts.max_process_series,
+		.retention_ns = gp_seconds_to_ns(gp_opts.retention),
+		.born_at_zero = true,
+	};
+	struct gp_handlers h = { .ctx = d, .on_proc = on_proc, .on_alloc = on_alloc, .on_free = on_free,
+				 .on_copy = on_copy, .on_aux = on_aux };
+
 	d->libs = calloc(1, sizeof(*d->libs));
-	d->cgroups = cgroups__new();
+	d->cgroups = cgroups__new(gp_opts.kubelet_log_dir);
+	d->store = prom_store__new(&so);
 	d->run = gp_run__new(&gp_opts, err, len);
-	if (!d->libs || !d->cgroups || !d->run) {
+	if (!d->libs || !d->cgroups || !d->store || !d->run) {
 		snprintf(err, len, "out of memory");
 		return -ENOMEM;
 	}
@@ -275,9 +463,15 @@ static int start(struct daemon *d, char *err, size_t len)
 	d->run->filter = d->run->follow_forks = gp_opts.comm || gp_opts.cgroup;
 	if (gp_run__open(d->run, err, len) || gp_run__start(d->run, err, len))
 		return -EINVAL;
+	/* execs (and followed forks): each process's cgroup read while it is there */
+	if (d->run->shared_rb >= 0 && gp_run__subscribe(d->run, &h)) {
+		snprintf(err, len, "cannot read the process records");
+		return -EINVAL;
+	}
 	if (gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA)
 		initial_libs(d);
-	return 0;
+	/* libnccl now and later; libcuda files are this front end's rescans */
+	return gp_run__watch_libs(d->run, GP_NEED_LIBNCCL, err, len);
 }
 
 /* A slow client may hold a connection 3 s at most before its headers are complete; the
@@ -290,12 +484,14 @@ static int serve(struct daemon *d, int lfd, int family, char *err, size_t len)
 {
 	char modes[128];
 
-	d->http = http__start(lfd, family, &http_limits, on_request, d, err, len);
+	d->http = http__start(lfd, family, &http_limits, d->wc, "/healthz", on_request, d, err, len);
 	if (!d->http)
 		return -EIO;
 	gp_run__mode_names(d->run, modes, sizeof(modes));
-	gp_log(GP_LOG_INFO, "listening on %s (port %u): /metrics /healthz; tracing every CUDA process (%s): %d probes on %d libcuda files",
-	       gp_opts.listen, http__port(d->http), modes, attach_set__count(d->run->links), d->probed);
+	gp_log(GP_LOG_INFO, "listening on %s (port %u, %s%s): /metrics /healthz; tracing every CUDA process (%s): %d probes on %d libcuda files",
+	       gp_opts.listen, http__port(d->http), d->wc && webconfig__tls(d->wc) ? "https" : "http",
+	       d->wc && webconfig__users(d->wc) ? ", basic auth" : "", modes, attach_set__count(d->run->links),
+	       d->probed);
 	return 0;
 }
 
@@ -322,6 +518,7 @@ static int loop(struct daemon *d, char *err, size_t len)
 			return r;
 		}
 		http__run(d->http);
+		gp_run__tick(d->run);
 		if (hup_signal) {
 			hup_signal = 0;
 			gp_log(GP_LOG_INFO, "SIGHUP: nothing to reload (restart to change options); still running");
@@ -353,7 +550,18 @@ int daemon__main(int argc, char **argv)
 		return r == GP_PARSED_EXIT ? 0 : r;
 	gp_log_setup(true, gp_opts.verbose);
 	libbpf_set_print(libbpf_print);
-	r = preflight(&lfd, &family, err, sizeof(err));
+	/* before anything is attached: a SIGTERM at any time detaches and exits 0 */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGPIPE, &ign, NULL);
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		d.start_time = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	}
+	r = preflight(&d, &lfd, &family, err, sizeof(err));
 	if (r)
 		goto cleanup;
 	d.probe_cost = probe_cost(gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA);
@@ -364,10 +572,6 @@ int daemon__main(int argc, char **argv)
 	}
 	if (r)
 		goto cleanup;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGPIPE, &ign, NULL);
 	r = loop(&d, err, sizeof(err));
 	if (!r) {
 		gp_events__drain(d.run->events);
@@ -384,6 +588,8 @@ cleanup:
 		close(lfd);
 	gp_run__free(d.run);
 	cgroups__free(d.cgroups);
+	prom_store__free(d.store);
+	webconfig__free(d.wc);
 	free(d.libs);
 	return r ? 1 : 0;
 }

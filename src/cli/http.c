@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 #include "http.h"
 #include "util.h"
+#include "webconfig.h"
 
 /* A connection the guards watch: from its start until its request is answered. */
 struct conn {
@@ -23,11 +24,13 @@ struct conn {
 struct http {
 	struct MHD_Daemon *mhd;
 	struct http_limits lim;
+	struct webconfig *wc;
+	const char *open_path;
 	http_handler handler;
 	void *ctx;
 	struct conn *head, *tail;
 	unsigned int nr;
-	uint64_t closed_slow;
+	uint64_t closed_slow, auth_failures;
 };
 
 static void unlink_conn(struct http *s, struct conn *k)
@@ -105,6 +108,30 @@ static void guard(struct http *s)
 	}
 }
 
+/* Basic authentication where the web configuration asks for it; a refusal is queued. */
+static bool refused(struct http *s, struct MHD_Connection *c, const char *url, enum MHD_Result *ret)
+{
+	static const char no[] = "unauthorized\n";
+	struct MHD_Response *resp;
+
+	if (!s->wc || !webconfig__users(s->wc) || (s->open_path && !strcmp(url, s->open_path)))
+		return false;
+	if (webconfig__check_auth(s->wc, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+								      MHD_HTTP_HEADER_AUTHORIZATION)) ==
+	    WEBCONFIG_AUTH_OK)
+		return false;
+	s->auth_failures++;
+	resp = MHD_create_response_from_buffer(sizeof(no) - 1, (void *)no, MHD_RESPMEM_PERSISTENT);
+	*ret = MHD_NO;
+	if (!resp)
+		return true;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	*ret = MHD_queue_basic_auth_fail_response(c, "gpuprobe", resp);
+	MHD_destroy_response(resp);
+	return true;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload,
 				  size_t *upload_size, void **con_cls)
@@ -115,12 +142,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct http_reply r = { 0 };
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
+	const char *hn, *hv;
 
 	(void)version, (void)upload, (void)con_cls;
 	if (k)
 		k->answered = true;
 	if (*upload_size)
 		return MHD_NO; /* no request here has a body */
+	if (refused(s, c, url, &ret))
+		return ret;
 	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
 		r = (struct http_reply){ MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
 					 strdup("method not allowed\n"), 19 };
@@ -136,15 +166,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r.type);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	for (size_t i = 0; s->wc && webconfig__header(s->wc, i, &hn, &hv); i++)
+		MHD_add_response_header(resp, hn, hv);
 	ret = MHD_queue_response(c, r.status, resp);
 	MHD_destroy_response(resp);
 	return ret;
 }
 
-struct http *http__start(int lfd, int family, const struct http_limits *lim, http_handler h,
-			 void *ctx, char *err, size_t len)
+struct http *http__start(int lfd, int family, const struct http_limits *lim, struct webconfig *wc,
+			 const char *open_path, http_handler h, void *ctx, char *err, size_t len)
 {
+	static const struct MHD_OptionItem none[] = { { MHD_OPTION_END, 0, NULL } };
 	struct http *s = calloc(1, sizeof(*s));
+	unsigned int flags = MHD_USE_EPOLL | (family == AF_INET6 ? MHD_USE_IPv6 : 0);
 
 	if (!s) {
 		close(lfd);
@@ -152,17 +186,23 @@ struct http *http__start(int lfd, int family, const struct http_limits *lim, htt
 		return NULL;
 	}
 	s->lim = *lim;
+	s->wc = wc;
+	s->open_path = open_path;
 	s->handler = h;
 	s->ctx = ctx;
-	s->mhd = MHD_start_daemon(MHD_USE_EPOLL | (family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,
-				  on_request, s, MHD_OPTION_LISTEN_SOCKET, lfd,
+	if (wc)
+		flags |= webconfig__mhd_flags(wc);
+	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, lfd,
 				  MHD_OPTION_CONNECTION_LIMIT, lim->max_conns,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)(lim->header_ns / 1000000000ULL) + 1,
-				  MHD_OPTION_NOTIFY_CONNECTION, on_notify, s, MHD_OPTION_END);
+				  MHD_OPTION_NOTIFY_CONNECTION, on_notify, s,
+				  MHD_OPTION_ARRAY, wc ? webconfig__mhd_options(wc) : none, MHD_OPTION_END);
 	if (!s->mhd) {
 		close(lfd);
 		free(s);
-		snprintf(err, len, "cannot start the HTTP server");
+		snprintf(err, len, "cannot start the HTTP server%s",
+			 wc && webconfig__tls(wc) && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES ?
+				 ": this libmicrohttpd has no TLS" : "");
 		return NULL;
 	}
 	return s;
@@ -191,6 +231,11 @@ unsigned int http__port(struct http *s)
 uint64_t http__closed_slow(const struct http *s)
 {
 	return s->closed_slow;
+}
+
+uint64_t http__auth_failures(const struct http *s)
+{
+	return s->auth_failures;
 }
 
 void http__stop(struct http *s)

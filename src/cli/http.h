@@ -6,6 +6,10 @@
  * connection's start — trickling bytes does not reset it, unlike libmicrohttpd's idle
  * timeout — and the oldest unfinished connections are closed before the connection cap is
  * reached, so a new client always finds a slot.
+ *
+ * With a web configuration (src/out/webconfig.h): TLS through libmicrohttpd's GnuTLS,
+ * HTTP basic authentication for every path but one left open (the daemon's /healthz, for
+ * liveness probes, which send no credentials), the configured response headers.
  */
 #ifndef GP_HTTP_H
 #define GP_HTTP_H
@@ -14,6 +18,7 @@
 #include <stdint.h>
 
 struct http;
+struct webconfig;
 
 /* The answer to one GET or HEAD: status, content type and body (malloc'ed, taken over). */
 struct http_reply {
@@ -31,9 +36,11 @@ struct http_limits {
 	uint64_t header_ns;      /* a request's headers must arrive within this of the connect */
 };
 
-/* Serves on the listening socket lfd (taken over, also on failure); NULL with err. */
-struct http *http__start(int lfd, int family, const struct http_limits *lim, http_handler h,
-			 void *ctx, char *err, size_t len);
+/* Serves on the listening socket lfd (taken over, also on failure); wc (NULL: plain
+ * HTTP, no authentication) stays the caller's; open_path answers without credentials.
+ * NULL with err. */
+struct http *http__start(int lfd, int family, const struct http_limits *lim, struct webconfig *wc,
+			 const char *open_path, http_handler h, void *ctx, char *err, size_t len);
 /* An fd that polls readable when the server has work. */
 int http__poll_fd(struct http *s);
 /* Serves what is ready and enforces the deadlines; call after poll. */
@@ -41,6 +48,8 @@ void http__run(struct http *s);
 unsigned int http__port(struct http *s);
 /* Connections closed by the guards so far (deadline, eviction). */
 uint64_t http__closed_slow(const struct http *s);
+/* Requests refused for missing or wrong credentials. */
+uint64_t http__auth_failures(const struct http *s);
 void http__stop(struct http *s);
 
 #endif

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,15 +26,20 @@
 #include "events.h"
 #include "flame_cmd.h"
 #include "json.h"
+#include "jsonnum.h"
 #include "option.h"
 #include "options.h"
+#include "outfile.h"
 #include "ptree.h"
 #include "run.h"
 #include "target.h"
+#include "top.h"
+#include "top_view.h"
 #include "trace.h"
 #include "util.h"
 
 static int convert_main(int argc, char **argv);
+static int top_main(int argc, char **argv);
 
 static const struct cmd {
 	const char *name;
@@ -43,6 +49,7 @@ static const struct cmd {
 	{ "check", check__main },
 	{ "convert", convert_main },
 	{ "flame", flame__main },
+	{ "top", top_main },
 	{ 0 },
 };
 
@@ -51,25 +58,45 @@ static const char doc[] =
 	"\n"
 	"Traces COMMAND (started by gpuprobe and probed before it runs), a running\n"
 	"process (-p), or, with neither, every CUDA process on the node.\n"
-	"Subcommands: gpuprobe daemon|check|convert|flame (each with --help).\n";
+	"Subcommands: gpuprobe daemon|check|convert|flame|top (each with --help).\n";
 
 static const char epilog[] =
 	"EXAMPLES:\n"
 	"  gpuprobe --memleak -- python3 train.py   # leaks of a command\n"
 	"  gpuprobe --memleak -p 4242 --interval 5  # a running process, every 5 s\n"
 	"  gpuprobe --memleak                       # every CUDA process on the node\n"
-	"  gpuprobe --memleak --json -- ./app       # JSON Lines reports on stdout\n"
+	"  gpuprobe --memleak --json -- ./app | jq .  # JSON Lines on stdout, ./app's output on stderr\n"
+	"  gpuprobe --memleak -o leaks.txt -- ./app # reports to a file, ./app's output untouched\n"
 	"  gpuprobe --cudatrace -p 4242 --interval 2 # launches by kernel name, live\n"
 	"  gpuprobe --bandwidth-util --interval 1 --csv pcie.csv -- ./train\n"
 	"  gpuprobe --trace run.jsonl -- python3 infer.py   # every driver call\n"
 	"  gpuprobe --trace run.json --trace-format chrome -p 4242 --duration 10\n"
+	"  gpuprobe --trace - --trace-format chrome -d 5 > run.json  # the trace alone on stdout\n"
 	"  gpuprobe --ioctl -- ./app                # nvidia ioctls by device and command\n"
 	"  gpuprobe convert --chrome run.jsonl > run.json   # for ui.perfetto.dev\n"
 	"  gpuprobe daemon --memleak --cudatrace    # Prometheus /metrics on 127.0.0.1:9464\n"
 	"  gpuprobe check                           # preflight: can gpuprobe run here?\n"
 	"\n"
+	"STREAMS:\n"
+	"  Reports (text or --json) go to stdout, or to -o FILE. They never share a stream\n"
+	"  with a traced command's output unless asked: when stdout is a pipe or a file, the\n"
+	"  command's stdout goes to stderr (beside its stderr), so `gpuprobe --json -- CMD | jq`\n"
+	"  reads reports only; on a terminal both show there; with -o FILE the command keeps\n"
+	"  stdout; -o - asks for reports on stdout beside the command's output. --trace -\n"
+	"  writes the trace alone to stdout, and the reports then go to stderr (or -o FILE).\n"
+	"  The \"tracing\" line, warnings and errors always go to stderr.\n"
+	"\n"
 	"Exit status: the command's own when gpuprobe started one, else 0;\n"
-	"1 on an error; 2 on bad usage. Errors go to stderr, reports to stdout.\n";
+	"1 on an error; 2 on bad usage.\n";
+
+/* -o FILE: where the reports go (src/out/outfile.c: no symlinks, 0600) */
+static const char *output_path;
+
+static const struct gp_option cli_options[] = {
+	{ "output", 'o', "FILE", "Reports (text or --json) to FILE, not stdout ('-': stdout, shared with a command's output)",
+	  GP_OPT_STRING, &output_path, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{},
+};
 
 static volatile sig_atomic_t stop_signal;
 
@@ -94,6 +121,9 @@ struct cli {
 	int nr_pidfds;
 	bool released; /* the command ran (it is waited for, not killed) */
 	bool child_done;
+	FILE *out;          /* the reports: stdout, stderr (--trace -) or -o FILE */
+	int cmd_fd[2];      /* the command's stdout and stderr when not gpuprobe's (-1) */
+	int log_fd;         /* top's --command-log, or /dev/null */
 };
 
 /* The front end's answer to a mode that reports processes as they exit: in text, the
@@ -228,6 +258,75 @@ static int seed_targets(struct cli *c, char *err, size_t len)
 	return r;
 }
 
+/* Probes on each driver file, through its checked descriptor (a path the traced process
+ * swaps meanwhile is not followed); one file that fails costs a line, not the others. */
+static int attach_libs(struct cli *c, char *err, size_t len)
+{
+	char why[1024], label[GP_PATH_MAX + 64];
+	int r = 0, ok = 0;
+
+	for (int i = 0; i < c->libs.n; i++) {
+		r = gp_run__attach_lib(c->run, GP_LIB_CUDA, c->libs.libs[i].fd_path, why, sizeof(why));
+		if (!r) {
+			ok++;
+			continue;
+		}
+		snprintf(err, len, "%.*s: %.*s", 500, libset__label(&c->libs.libs[i], label, sizeof(label)), 500, why);
+		if (c->libs.n > 1)
+			gp_log(GP_LOG_WARN, "not probing %s", err);
+	}
+	return ok || !c->libs.n ? 0 : r;
+}
+
+/*
+ * Where the reports go, and whether the command's stdout must leave gpuprobe's stdout so
+ * that the two never share a stream (strace -o, ltrace -o and perf trace -o keep the
+ * command's output its own the same way; without -o they write to stderr, which the
+ * command shares: gpuprobe's reports keep stdout, a stream a program can read alone).
+ */
+static int open_reports(struct cli *c, char *err, size_t len)
+{
+	bool trace_stdout = gp_opts.trace && !strcmp(gp_opts.trace, "-");
+
+	c->out = trace_stdout ? stderr : stdout;
+	if (output_path) {
+		c->out = outfile__open(output_path);
+		if (!c->out) {
+			snprintf(err, len, "-o %s: %s", output_path, strerror(errno));
+			return -errno;
+		}
+	}
+	if (gp_opts.cmd && (trace_stdout || (!output_path && !isatty(STDOUT_FILENO))))
+		c->cmd_fd[0] = STDERR_FILENO;
+	return 0;
+}
+
+/* The command, held before its exec, with cmd_fd as its stdout and stderr (fds 1 and 2
+ * are swapped around the fork: the child keeps what it inherited). */
+static int spawn_command(struct cli *c)
+{
+	int saved[2] = { -1, -1 }, r = 0;
+
+	fflush(stdout);
+	fflush(stderr);
+	for (int i = 0; i < 2 && !r; i++) {
+		if (c->cmd_fd[i] < 0)
+			continue;
+		saved[i] = fcntl(STDOUT_FILENO + i, F_DUPFD_CLOEXEC, 3);
+		if (saved[i] < 0 || dup2(c->cmd_fd[i], STDOUT_FILENO + i) < 0)
+			r = -errno;
+	}
+	if (!r)
+		r = target__spawn(gp_opts.cmd, &c->child);
+	for (int i = 0; i < 2; i++) {
+		if (saved[i] < 0)
+			continue;
+		dup2(saved[i], STDOUT_FILENO + i);
+		close(saved[i]);
+	}
+	return r;
+}
+
 /* Opens, attaches and starts every mode; the command, if any, is held before exec so that
  * it is followed from its first instruction. */
 static int setup(struct cli *c, char *err, size_t len)
@@ -237,7 +336,7 @@ static int setup(struct cli *c, char *err, size_t len)
 	if (!r)
 		r = resolve_libs(c, err, len);
 	if (!r && gp_opts.cmd) {
-		r = target__spawn(gp_opts.cmd, &c->child);
+		r = spawn_command(c);
 		if (r)
 			snprintf(err, len, "cannot start %s: %s", gp_opts.cmd[0], strerror(-r));
 	}
@@ -247,14 +346,17 @@ static int setup(struct cli *c, char *err, size_t len)
 	if (!c->run)
 		return -ENOMEM;
 	c->run->fe = c;
+	c->run->out = c->out;
 	c->run->exit_report = exit_report;
 	c->run->libs[GP_LIB_CUDA] = &c->libs;
 	choose_targets(c);
 	r = gp_run__open(c->run, err, len);
 	if (!r)
 		r = seed_targets(c, err, len);
-	for (int i = 0; !r && i < c->libs.n; i++)
-		r = gp_run__attach_lib(c->run, GP_LIB_CUDA, c->libs.libs[i].path, err, len);
+	if (!r)
+		r = attach_libs(c, err, len);
+	if (!r) /* libnccl, and the libraries the processes load later */
+		r = gp_run__watch_libs(c->run, GP_NEED_LIBCUDA | GP_NEED_LIBNCCL, err, len);
 	if (!r)
 		r = gp_run__start(c->run, err, len);
 	return r;
@@ -288,11 +390,12 @@ static void describe_targets(const struct cli *c, char *who, size_t len)
 /* One line on stderr, so people and scripts know the probes are in, and where. */
 static void announce(const struct cli *c)
 {
-	char who[512], where[1024] = "";
+	char who[512], where[1024] = "", label[GP_PATH_MAX + 64];
 	size_t off = 0;
 
 	for (int i = 0; i < c->libs.n && off < sizeof(where); i++)
-		off += (size_t)snprintf(where + off, sizeof(where) - off, "%s%s", i ? ", " : "", c->libs.libs[i].path);
+		off += (size_t)snprintf(where + off, sizeof(where) - off, "%s%s", i ? ", " : "",
+					libset__label(&c->libs.libs[i], label, sizeof(label)));
 	if (!c->libs.n)
 		snprintf(where, sizeof(where), "the ioctl syscalls");
 	describe_targets(c, who, sizeof(who));
@@ -303,21 +406,27 @@ static void announce(const struct cli *c)
 /* Until the command or the target ends, a signal, or --duration; reports on --interval. */
 static int loop(struct cli *c, char *err, size_t len)
 {
-	uint64_t start = gp_mono_ns(), next = 0, end = 0;
-	int r;
+	uint64_t start = gp_mono_ns(), next = 0, end = 0, sample = 0;
+	int r, wait_ms = 100;
 
 	if (gp_opts.interval > 0)
 		next = start + gp_seconds_to_ns(gp_opts.interval);
+	if (gp_opts.trace && gp_opts.trace_counters > 0) {
+		sample = start + gp_seconds_to_ns(gp_opts.trace_counters);
+		if (gp_opts.trace_counters < 0.1) /* the poll must not outwait a sample */
+			wait_ms = gp_opts.trace_counters < 0.001 ? 1 : (int)(gp_opts.trace_counters * 1000);
+	}
 	if (gp_opts.duration > 0)
 		end = start + gp_seconds_to_ns(gp_opts.duration);
 	for (;;) {
 		uint64_t t;
 
-		r = gp_events__poll(c->run->events, 100);
+		r = gp_events__poll(c->run->events, wait_ms);
 		if (r < 0) {
 			snprintf(err, len, "reading the ring buffer: %s", strerror(-r));
 			return r;
 		}
+		gp_run__tick(c->run);
 		if (gp_opts.cmd && waitpid(c->child.pid, &c->status, WNOHANG) == c->child.pid) {
 			c->child_done = true;
 			return 0;
@@ -333,6 +442,12 @@ static int loop(struct cli *c, char *err, size_t len)
 		t = gp_mono_ns();
 		if (end && t >= end)
 			return 0;
+		if (sample && t >= sample) {
+			gp_run__sample(c->run);
+			/* a late loop skips samples rather than writing a burst of them */
+			while (sample <= t)
+				sample += gp_seconds_to_ns(gp_opts.trace_counters);
+		}
 		if (next && t >= next) {
 			gp_events__drain(c->run->events);
 			gp_run__report(c->run, "interval", 0);
@@ -400,11 +515,16 @@ static void overhead_report(struct gp_run *run)
 	if (run->o->json) {
 		overhead_json(run->out, &h, cost);
 	} else if (h.n) {
-		fprintf(run->out, "gpuprobe overhead (estimate): one probe hit costs %.2f us on this machine (calibrated when the run ended)\n",
-			cost * 1e6);
-		for (size_t i = 0; i < h.n; i++)
-			fprintf(run->out, "  PID %u (%s): %llu probe hits, ~%.6f s in probes\n", h.v[i].pid,
-				h.v[i].comm, (unsigned long long)h.v[i].probe_hits, (double)h.v[i].probe_hits * cost);
+		char one[32], total[32];
+
+		num__seconds(cost, one, sizeof(one));
+		fprintf(run->out, "gpuprobe overhead (estimate): one probe hit costs %s on this machine (calibrated when the run ended)\n",
+			one);
+		for (size_t i = 0; i < h.n; i++) {
+			num__seconds(cost >= 0 ? (double)h.v[i].probe_hits * cost : -1, total, sizeof(total));
+			fprintf(run->out, "  PID %u (%s): %llu probe hits, ~%s in probes\n", h.v[i].pid, h.v[i].comm,
+				(unsigned long long)h.v[i].probe_hits, total);
+		}
 		fflush(run->out);
 	}
 	free(h.v);
@@ -437,32 +557,63 @@ static int exit_code(struct cli *c, int r)
 	return r ? 1 : 0;
 }
 
+/* Lets the held command exec: 0, or -127 with err set when it could not (reaped). */
+static int release_command(struct cli *c, char *err, size_t len)
+{
+	int r;
+
+	if (!gp_opts.cmd)
+		return 0;
+	r = target__release(&c->child);
+	if (r) {
+		snprintf(err, len, "cannot run %s: %s", gp_opts.cmd[0], strerror(-r));
+		waitpid(c->child.pid, NULL, 0);
+		c->child.pid = -1;
+		return -127;
+	}
+	c->released = true;
+	return 0;
+}
+
+/* What picks the processes: one way at a time. GP_EXIT_USAGE with one line, or 0. */
+static int target_usage(const struct gp_cmdline *cl)
+{
+	if (gp_opts.cmd && gp_opts.nr_pids)
+		return gp_options__error(cl, "-p and a command exclude each other");
+	if (gp_opts.tree && !gp_opts.nr_pids)
+		return gp_options__error(cl, "--tree needs -p (a command's children are always followed)");
+	if (gp_opts.nr_pids && (gp_opts.comm || gp_opts.cgroup))
+		return gp_options__error(cl, "-p excludes --comm and --cgroup (they choose processes node-wide)");
+	if (gp_opts.cmd && (gp_opts.comm || gp_opts.cgroup))
+		return gp_options__error(cl, "a command excludes --comm and --cgroup (they choose processes node-wide)");
+	for (int i = 0; gp_opts.tree && i < gp_opts.nr_pids; i++)
+		if (gp_opts.pids[i] == 1)
+			return gp_options__error(cl, "--tree on PID 1 would follow every process: trace the node without -p (or use --comm, --cgroup)");
+	return 0;
+}
+
 static int trace_main(int argc, char **argv)
 {
 	struct gp_cmdline cl = { .name = "gpuprobe", .frontend = GP_FE_CLI, .modes = true,
 				 .args_doc = "[-- COMMAND [ARGS...]]", .doc = doc, .epilog = epilog,
-				 .positionals = GP_POS_COMMAND };
+				 .positionals = GP_POS_COMMAND, .extra = cli_options };
 	struct sigaction sa = { .sa_handler = on_signal };
-	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
+	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 }, .cmd_fd = { -1, -1 }, .log_fd = -1 };
 	char err[1024] = "";
-	int r = gp_options__parse(&cl, argc, argv), code;
+	int r = gp_options__parse(&cl, argc, argv), code, lost = 0;
 
 	if (r)
 		return r == GP_PARSED_EXIT ? 0 : r;
-	if (gp_opts.cmd && gp_opts.nr_pids)
-		return gp_options__error(&cl, "-p and a command exclude each other");
-	if (gp_opts.tree && !gp_opts.nr_pids)
-		return gp_options__error(&cl, "--tree needs -p (a command's children are always followed)");
-	if (gp_opts.nr_pids && (gp_opts.comm || gp_opts.cgroup))
-		return gp_options__error(&cl, "-p excludes --comm and --cgroup (they choose processes node-wide)");
-	if (gp_opts.cmd && (gp_opts.comm || gp_opts.cgroup))
-		return gp_options__error(&cl, "a command excludes --comm and --cgroup (they choose processes node-wide)");
-	for (int i = 0; gp_opts.tree && i < gp_opts.nr_pids; i++)
-		if (gp_opts.pids[i] == 1)
-			return gp_options__error(&cl, "--tree on PID 1 would follow every process: trace the node without -p (or use --comm, --cgroup)");
+	r = target_usage(&cl);
+	if (r)
+		return r;
+	if (output_path && gp_opts.trace && !strcmp(output_path, "-") && !strcmp(gp_opts.trace, "-"))
+		return gp_options__error(&cl, "-o - and --trace - both want stdout: give one of them a file");
 	libbpf_set_print(libbpf_print_fn);
 	gp_log_setup(false, gp_opts.verbose);
 	r = preflight(err, sizeof(err));
+	if (!r)
+		r = open_reports(&c, err, sizeof(err));
 	if (!r)
 		r = setup(&c, err, sizeof(err));
 	if (r)
@@ -470,32 +621,32 @@ static int trace_main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	announce(&c);
-	if (gp_opts.cmd) {
-		r = target__release(&c.child);
-		if (r) {
-			snprintf(err, sizeof(err), "cannot run %s: %s", gp_opts.cmd[0], strerror(-r));
-			waitpid(c.child.pid, NULL, 0);
-			c.child.pid = -1;
-			r = -127;
-			goto cleanup;
-		}
-		c.released = true;
-	}
+	r = release_command(&c, err, sizeof(err));
+	if (r)
+		goto cleanup;
 	if (getenv("GPUPROBE_TEST_STALL_MS")) /* tests: let the ring buffer overflow */
 		usleep((useconds_t)atoi(getenv("GPUPROBE_TEST_STALL_MS")) * 1000);
 	r = loop(&c, err, sizeof(err));
 	if (!r)
 		r = finish(&c, err, sizeof(err));
 cleanup:
+	gp_run__free(c.run);
+	if (c.out && c.out != stderr && (lost = outfile__close(c.out)) && !r) {
+		/* a full disk or a closed pipe lost reports: say so, and fail even when the
+		 * command succeeded */
+		r = lost;
+		snprintf(err, sizeof(err), "writing the reports to %s: %s", output_path ? output_path : "stdout",
+			 strerror(-lost));
+	}
 	if (r && err[0])
 		fprintf(stderr, "gpuprobe: %s\n", err);
-	gp_run__free(c.run);
+	libset__clear(&c.libs);
 	for (int i = 0; i < c.nr_pidfds; i++)
 		close(c.pidfds[i]);
 	/* a command that ran is waited for; one held before its exec is killed */
 	code = r == -127 ? 127 : exit_code(&c, r);
 	target__abort(&c.child);
-	return code;
+	return lost && !code ? 1 : code;
 }
 
 /* gpuprobe convert --chrome IN.jsonl > OUT.json */
@@ -522,6 +673,177 @@ static int convert_main(int argc, char **argv)
 		return 1;
 	}
 	return 0;
+}
+
+static const char top_doc[] =
+	"A live view of the traced processes, refreshed every second: launches/s and the\n"
+	"busiest kernels, outstanding GPU memory and its growth, copy bandwidth per direction\n"
+	"and GPU, the probes' cost, what was dropped. Traces COMMAND, running processes (-p)\n"
+	"or every CUDA process on the node, with every mode that offers counters.\n";
+
+static const char top_epilog[] =
+	"KEYS: q quits; < and > (or left, right) choose the sort column; r reverses it;\n"
+	"up and down (or k, j) select the process whose kernels and copies are shown.\n"
+	"A process marked * has exited (it stays --keep-exited seconds, 10; the command stays).\n"
+	"When the command or every -p process has ended, the screen keeps the final figures\n"
+	"until q.\n"
+	"-i SECONDS sets the refresh period (default 1). COMMAND's stdout and stderr go to\n"
+	"--command-log FILE (default /dev/null): the terminal is the view's.\n"
+	"\n"
+	"EXAMPLES:\n"
+	"  gpuprobe top                             # every CUDA process on the node\n"
+	"  gpuprobe top -p 4242 --tree              # a job and its workers\n"
+	"  gpuprobe top --comm python3              # processes named python3\n"
+	"  gpuprobe top --command-log train.log -- python3 train.py\n"
+	"  gpuprobe top --batch -n 3 --sort memory  # three text frames, for logs and scripts\n";
+
+/* top's ends: the command or every -p target ended (the last figures stay on screen) */
+static bool top_ended(void *ctx)
+{
+	struct cli *c = ctx;
+
+	if (gp_opts.cmd && !c->child_done && c->child.pid > 0 &&
+	    waitpid(c->child.pid, &c->status, WNOHANG) == c->child.pid)
+		c->child_done = true;
+	return (gp_opts.cmd && c->child_done) || targets_gone(c);
+}
+
+static bool top_stop(void *ctx)
+{
+	(void)ctx;
+	return stop_signal != 0;
+}
+
+/* Every mode with counters that runs in the CLI: the table says which. */
+static uint64_t counter_modes(void)
+{
+	uint64_t m = 0;
+
+	for (int i = 0; gp_modes[i]; i++)
+		if (gp_modes[i]->counters && (gp_modes[i]->frontends & GP_FE_CLI))
+			m |= 1ULL << i;
+	return m;
+}
+
+static int top_log(struct cli *c, const char *path, char *err, size_t len)
+{
+	FILE *f;
+
+	if (!gp_opts.cmd)
+		return 0;
+	f = outfile__open(path ? path : "/dev/null");
+	if (!f || f == stdout) {
+		snprintf(err, len, "--command-log %s: %s", path, f ? "the terminal is the view's" : strerror(errno));
+		if (f)
+			return -EINVAL;
+		return -errno;
+	}
+	/* the fd outlives the FILE: the command writes to it */
+	c->log_fd = fcntl(fileno(f), F_DUPFD_CLOEXEC, 3);
+	fclose(f);
+	if (c->log_fd < 0) {
+		snprintf(err, len, "--command-log: %s", strerror(errno));
+		return -errno;
+	}
+	c->cmd_fd[0] = c->cmd_fd[1] = c->log_fd;
+	return 0;
+}
+
+static struct top_opts top_o = { .sort = TOP_LAUNCHES, .width = 80, .keep_exited = 10 };
+static const char *top_cmd_log;
+
+static const struct gp_option top_options[] = {
+	{ "batch", 'b', NULL, "Print a text frame every interval instead of drawing (like top -b)",
+	  GP_OPT_SWITCH, &top_o.batch, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "iterations", 'n', "N", "--batch: stop after N frames", GP_OPT_U64, &top_o.iterations, 1, 1e9,
+	  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "sort", 's', TOP_SORT_CHOICES, "Sort by this column (default launches: launches/s)", GP_OPT_CHOICE,
+	  &top_o.sort, .choices = TOP_SORT_CHOICES, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "reverse", 'r', NULL, "Smallest first", GP_OPT_SWITCH, &top_o.reverse, .frontends = GP_FE_CLI,
+	  .group = GP_GRP_OUTPUT },
+	{ "width", 0, "COLUMNS", "--batch: line width (default 80)", GP_OPT_COUNT, &top_o.width, 40, TOP_MAX_WIDTH,
+	  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "command-log", 0, "FILE", "Where COMMAND's stdout and stderr go (default /dev/null)", GP_OPT_STRING,
+	  &top_cmd_log, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "keep-exited", 0, "SECONDS", "How long an exited process stays on screen (default 10; the command's "
+	  "own stays)", GP_OPT_SECONDS, &top_o.keep_exited, 0, GP_MAX_SECONDS, .frontends = GP_FE_CLI,
+	  .group = GP_GRP_OUTPUT },
+	{},
+};
+
+/* The view on a run set up as the tracer's; 0 or -errno with err set (-127: the command
+ * could not run). */
+static int top_session(struct cli *c, char *err, size_t len)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	char who[512];
+	int r = preflight(err, len);
+
+	if (!r)
+		r = top_log(c, top_cmd_log, err, len);
+	if (!r)
+		r = setup(c, err, len);
+	if (r)
+		return r;
+	c->run->exit_report = NULL; /* the view prints no reports */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	r = release_command(c, err, len);
+	if (r)
+		return r;
+	describe_targets(c, who, sizeof(who));
+	top_o.interval = gp_opts.interval > 0 ? gp_opts.interval : 1;
+	top_o.duration = gp_opts.duration;
+	top_o.who = who;
+	top_o.keep_pid = c->run->keep_pid;
+	top_o.ended = top_ended;
+	top_o.stop = top_stop;
+	top_o.ctx = c;
+	r = top__run(c->run, &top_o, err, len);
+	gp_run__detach(c->run);
+	if (!r)
+		r = gp_run__finish(c->run, err, len);
+	if (gp_opts.cmd && c->released && !c->child_done && !stop_signal)
+		fprintf(stderr, "gpuprobe: top: waiting for PID %d (%s) to end; Ctrl-C stops it\n", c->child.pid,
+			gp_opts.cmd[0]);
+	return r;
+}
+
+/* gpuprobe top [-p PID | --comm NAME | -- COMMAND] */
+static int top_main(int argc, char **argv)
+{
+	struct gp_cmdline cl = { .name = "gpuprobe top", .frontend = GP_FE_CLI, .args_doc = "[-- COMMAND [ARGS...]]",
+				 .doc = top_doc, .epilog = top_epilog, .positionals = GP_POS_COMMAND,
+				 .extra = top_options };
+	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 }, .cmd_fd = { -1, -1 }, .log_fd = -1 };
+	char err[1024] = "";
+	int r = gp_options__parse(&cl, argc, argv), code;
+
+	if (r)
+		return r == GP_PARSED_EXIT ? 0 : r;
+	r = target_usage(&cl);
+	if (r)
+		return r;
+	if (gp_opts.json)
+		return gp_options__error(&cl, "--json: top draws a view (gpuprobe --json prints reports)");
+	if (top_cmd_log && !gp_opts.cmd)
+		return gp_options__error(&cl, "--command-log needs a command");
+	gp_opts.modes = counter_modes();
+	gp_opts.frontend = GP_FE_TOP; /* parsed as the CLI, running as a view: no stacks, no reports */
+	libbpf_set_print(libbpf_print_fn);
+	gp_log_setup(false, gp_opts.verbose);
+	c.out = stderr;
+	r = top_session(&c, err, sizeof(err));
+	if (r && err[0])
+		fprintf(stderr, "gpuprobe: %s\n", err);
+	gp_run__free(c.run);
+	for (int i = 0; i < c.nr_pidfds; i++)
+		close(c.pidfds[i]);
+	if (c.log_fd >= 0)
+		close(c.log_fd);
+	code = r == -127 ? 127 : exit_code(&c, r);
+	target__abort(&c.child);
+	return code;
 }
 
 int main(int argc, char **argv)

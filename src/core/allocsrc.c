@@ -42,7 +42,7 @@ int allocsrc__open(struct allocsrc **out, struct gp_run *run, char *err, size_t 
 		goto fail;
 	}
 	attach_pair__prepare(&as->probes, as->skel->progs.mem_enter, as->skel->progs.mem_leave, "memory");
-	as->skel->rodata->capture_stacks = false;
+	allocsrc__want_stacks(as, GP_STACKS_NONE, 0, false);
 	r = gp_run__adopt(run, as->skel);
 	if (r) {
 		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
@@ -63,9 +63,19 @@ fail:
 	return r;
 }
 
-void allocsrc__want_stacks(struct allocsrc *as, bool on)
+void allocsrc__want_stacks(struct allocsrc *as, int mode, uint32_t bytes, bool python)
 {
-	as->skel->rodata->capture_stacks = on;
+	as->skel->rodata->stack_mode = (__u32)mode;
+	as->skel->rodata->gp_stack_bytes = bytes > GP_STACK_COPY_MAX ? GP_STACK_COPY_MAX : bytes;
+	as->skel->rodata->py_frames = python;
+	/* only CPython processes get an entry: the map is small unless it is used */
+	bpf_map__set_max_entries(as->skel->maps.gp_py_procs, mode == GP_STACKS_COPY && python ? 4096 : 1);
+}
+
+int allocsrc__py_map_fd(const struct allocsrc *as)
+{
+	return as && as->skel->rodata->stack_mode == GP_STACKS_COPY && as->skel->rodata->py_frames ?
+		       bpf_map__fd(as->skel->maps.gp_py_procs) : -1;
 }
 
 int allocsrc__load(struct allocsrc *as, struct gp_run *run, char *err, size_t len)

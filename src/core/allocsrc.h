@@ -18,8 +18,11 @@ struct gp_run;
 struct gp_snap_pid;
 
 int allocsrc__open(struct allocsrc **out, struct gp_run *run, char *err, size_t len);
-/* User stacks at allocations (--memleak); before the load. */
-void allocsrc__want_stacks(struct allocsrc *as, bool on);
+/* User stacks at allocations (--memleak): mode (enum gp_stack_mode), bytes of stack to
+ * copy (GP_STACKS_COPY, at most GP_STACK_COPY_MAX), CPython frames too; before the load. */
+void allocsrc__want_stacks(struct allocsrc *as, int mode, uint32_t bytes, bool python);
+/* The BPF map of CPython processes (tgid -> struct gp_py_proc) after the load, or -1. */
+int allocsrc__py_map_fd(const struct allocsrc *as);
 int allocsrc__load(struct allocsrc *as, struct gp_run *run, char *err, size_t len);
 int allocsrc__attach(struct allocsrc *as, struct gp_run *run, const char *lib, char *err, size_t len);
 int allocsrc__start(struct allocsrc *as, struct gp_run *run, char *err, size_t len);

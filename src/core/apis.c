@@ -130,6 +130,10 @@ const struct gp_copy_api_info gp_copy_apis[] = {
 	{ GP_API_cuCtxCreate_v4, "cuCtxCreate_v4" },
 	{ GP_API_cuMemHostRegister_v2, "cuMemHostRegister_v2" },
 	{ GP_API_cuMemHostUnregister, "cuMemHostUnregister" },
+	{ GP_API_cuMemcpy3DPeer, "cuMemcpy3DPeer" },
+	{ GP_API_cuMemcpy3DPeer_ptds, "cuMemcpy3DPeer_ptds" },
+	{ GP_API_cuMemcpy3DPeerAsync, "cuMemcpy3DPeerAsync" },
+	{ GP_API_cuMemcpy3DPeerAsync_ptsz, "cuMemcpy3DPeerAsync_ptsz" },
 };
 const int gp_copy_apis_cnt = sizeof(gp_copy_apis) / sizeof(gp_copy_apis[0]);
 

@@ -89,16 +89,12 @@ void gp_budget__json(json_object *o, const struct gp_budget_stats *s)
 
 void gp_budget__prom(struct prom_out *p, const struct gp_budget_stats *s)
 {
-	prom__family(p, "gpuprobe_budget_max_overhead_ratio", "gauge",
-		     "--max-overhead: the share of a process's time gpuprobe's probes may take (0.01 = 1 %).");
+	prom__family(p, "gpuprobe_budget_max_overhead_ratio");
 	prom__real(p, "gpuprobe_budget_max_overhead_ratio", NULL, NULL, s->pct / 100);
-	prom__family(p, "gpuprobe_budget_attached_ratio", "gauge",
-		     "The share of time the sampled probes (launches, syncs) are attached now: 1 when every call is seen.");
+	prom__family(p, "gpuprobe_budget_attached_ratio");
 	prom__real(p, "gpuprobe_budget_attached_ratio", NULL, NULL, s->fraction);
-	prom__family(p, "gpuprobe_budget_over", "gauge",
-		     "1 when a process passes the budget even with the sampled probes attached for the least share of time.");
+	prom__family(p, "gpuprobe_budget_over");
 	prom__u64(p, "gpuprobe_budget_over", NULL, NULL, s->over);
-	prom__family(p, "gpuprobe_budget_sampled_periods_total", "counter",
-		     "Periods (100 ms, up to 1 s) in which the sampled probes were attached for a window only.");
+	prom__family(p, "gpuprobe_budget_sampled_periods_total");
 	prom__u64(p, "gpuprobe_budget_sampled_periods_total", NULL, NULL, s->sampled_periods);
 }

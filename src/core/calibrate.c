@@ -18,11 +18,14 @@
 
 /*
  * The probed function, in assembly so that its first instruction is what compiled driver
- * code starts with (push %rbp), which the kernel emulates at the trap. A C leaf function
- * started with `lea` here, which the kernel single-steps out of line instead: that
- * measured ~8 us per hit on the development machine against ~0.85 us for a push-prologue
- * function (docs/benchmarks.md's floor).
+ * code starts with: on x86-64 push %rbp, which the kernel emulates at the trap. A C leaf
+ * function started with `lea` here, which the kernel single-steps out of line instead:
+ * that measured ~8 us per hit on the development machine against ~0.85 us for a
+ * push-prologue function (docs/benchmarks.md's floor). On arm64 the frame-record prologue
+ * stp x29, x30, [sp, #-16]!, which kernels single-step or emulate depending on their
+ * version (src/core/kernel_features.c measures which).
  */
+#if defined(__x86_64__)
 __asm__(".text\n"
 	".globl gp_calibrate_target\n"
 	".type gp_calibrate_target, @function\n"
@@ -33,6 +36,21 @@ __asm__(".text\n"
 	"\tpop %rbp\n"
 	"\tret\n"
 	".size gp_calibrate_target, .-gp_calibrate_target\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+	".globl gp_calibrate_target\n"
+	".type gp_calibrate_target, %function\n"
+	".p2align 2\n"
+	"gp_calibrate_target:\n"
+	"\tstp x29, x30, [sp, #-16]!\n"
+	"\tmov x29, sp\n"
+	"\tadd w0, w0, #1\n"
+	"\tldp x29, x30, [sp], #16\n"
+	"\tret\n"
+	".size gp_calibrate_target, .-gp_calibrate_target\n");
+#else
+#error "gp_calibrate_target: x86-64 or arm64"
+#endif
 int gp_calibrate_target(int x);
 
 /* The fastest of a few rounds: noise on a shared machine only ever adds time. */

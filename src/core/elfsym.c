@@ -15,6 +15,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Only libraries gpuprobe's own processes could map: its build's machine. */
+#if defined(__aarch64__)
+#define GP_NATIVE_MACHINE EM_AARCH64
+#define GP_NATIVE_NAME "arm64"
+#else
+#define GP_NATIVE_MACHINE EM_X86_64
+#define GP_NATIVE_NAME "x86-64"
+#endif
+
 /*
  * How many preceding symbols a lookup inspects when the closest one does not
  * cover the address: enough for a small function nested inside a larger one
@@ -23,19 +32,33 @@
  */
 #define LOOKUP_LOOKBACK 4
 
+/* One pread asks for at most this much: a read never waits on one huge request. */
+#define READ_CHUNK (1U << 20)
+
+/*
+ * One file being parsed. Everything here was read by us, bounded: the
+ * headers are translated to their GElf (64-bit) form once, up front.
+ */
 struct elf_file {
-	int fd;
-	Elf *elf;
+	int fd;				/* borrowed: never closed here */
+	int cls;			/* ELFCLASS32 or ELFCLASS64 */
+	int enc;			/* ELFDATA2LSB */
 	GElf_Ehdr ehdr;
+	GElf_Shdr *shdrs;
 	size_t shnum;
-	unsigned long long size;
+	GElf_Phdr *phdrs;
+	size_t phnum;
+	unsigned long long size;	/* st_size */
+	unsigned long long data;	/* st_blocks * 512: what it really holds */
+	unsigned long long budget;	/* what this parse may still read */
 };
 
-/* One usable symbol table section (.symtab or .dynsym). */
+/* One symbol table and its string table, read and checked. */
 struct symtab_view {
-	Elf_Data *data;
-	size_t strndx;
+	void *syms;			/* Elf32_Sym or Elf64_Sym, translated */
 	size_t count;
+	char *strs;
+	size_t strs_len;
 };
 
 struct sym_ent {
@@ -54,8 +77,8 @@ struct seg {
 struct elf_symtab {
 	struct sym_ent *syms;
 	size_t nsyms, syms_cap;
-	char *names;
-	size_t names_len, names_cap;
+	char *names;		/* the kept string tables, one after the other */
+	size_t names_len;
 	struct seg *segs;
 	size_t nsegs;
 	bool is_exec;
@@ -73,63 +96,362 @@ set_err(char *err, size_t errlen, const char *fmt, ...)
 	}
 }
 
-static const char *libelf_msg(void)
+/* "2952 B", "140.0 KiB", "6.0 GiB": sizes in messages people read. */
+static const char *fmt_size(unsigned long long n, char *buf, size_t len)
 {
-	const char *m = elf_errmsg(-1);
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)n;
+	int u = -1;
 
-	return m ? m : "unknown libelf error";
+	if (n < 1024) {
+		snprintf(buf, len, "%llu B", n);
+		return buf;
+	}
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%.1f %s", v, unit[u]);
+	return buf;
+}
+
+/* Reads exactly n bytes at off in bounded chunks; -EBADMSG if the file ends first. */
+static int read_at(const struct elf_file *ef, unsigned long long off, void *buf,
+		   size_t n)
+{
+	size_t done = 0, chunk;
+	ssize_t r;
+	int ret = 0;
+
+	while (done < n) {
+		chunk = n - done < READ_CHUNK ? n - done : READ_CHUNK;
+		r = pread(ef->fd, (char *)buf + done, chunk, (off_t)(off + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = -errno;
+			break;
+		}
+		if (r == 0) {	/* it shrank since fstat */
+			ret = -EBADMSG;
+			break;
+		}
+		done += (size_t)r;
+	}
+	return ret;
+}
+
+/*
+ * Checks a claim of n bytes at off before anything is allocated or read:
+ * inside the file, no larger than what the file really holds, under cap,
+ * within what this parse may still read. Charges it to the budget.
+ */
+static int claim(struct elf_file *ef, const char *what, unsigned long long off,
+		 unsigned long long n, unsigned long long cap, char *err,
+		 size_t errlen)
+{
+	char a[32], b[32];
+	int ret = 0;
+
+	if (off > ef->size || n > ef->size - off) {
+		ret = -EBADMSG;
+		set_err(err, errlen, "corrupt ELF: %s out of bounds", what);
+	} else if (n > ef->data + ELFSYM_DATA_SLACK) {
+		ret = -EFBIG;
+		set_err(err, errlen, "%s claims %s, larger than the file's data (%s)",
+			what, fmt_size(n, a, sizeof(a)), fmt_size(ef->data, b, sizeof(b)));
+	} else if (n > cap) {
+		ret = -EFBIG;
+		set_err(err, errlen, "%s claims %s, larger than the cap (%s)", what,
+			fmt_size(n, a, sizeof(a)), fmt_size(cap, b, sizeof(b)));
+	} else if (n > ef->budget) {
+		ret = -EFBIG;
+		set_err(err, errlen,
+			"%s claims %s, more than is left of what one file may cost (%s)",
+			what, fmt_size(n, a, sizeof(a)), fmt_size(ef->budget, b, sizeof(b)));
+	} else {
+		ef->budget -= n;
+	}
+	return ret;
+}
+
+/* claim() then read into a new buffer (n > 0); *out is the caller's to free. */
+static int read_claimed(struct elf_file *ef, const char *what,
+			unsigned long long off, unsigned long long n,
+			unsigned long long cap, void **out, char *err,
+			size_t errlen)
+{
+	void *buf = NULL;
+	int ret;
+
+	*out = NULL;
+	ret = claim(ef, what, off, n, cap, err, errlen);
+	if (ret)
+		goto cleanup;
+	buf = malloc(n ? (size_t)n : 1);
+	if (!buf) {
+		ret = -ENOMEM;
+		set_err(err, errlen, "%s", strerror(ENOMEM));
+		goto cleanup;
+	}
+	ret = read_at(ef, off, buf, (size_t)n);
+	if (ret) {
+		set_err(err, errlen, ret == -EBADMSG ? "corrupt ELF: %s cut short" :
+			"%s: %s", what, strerror(-ret));
+		goto cleanup;
+	}
+	*out = buf;
+	buf = NULL;
+cleanup:
+	free(buf);
+	return ret;
+}
+
+/*
+ * File bytes -> structures of type t (ELF_T_EHDR, _SHDR, _PHDR, _SYM) in
+ * place, as libelf translates them for the file's class and byte order;
+ * a trailing partial record is dropped. Returns the record count.
+ */
+static size_t xlate(const struct elf_file *ef, Elf_Type t, void *buf, size_t len)
+{
+	Elf_Data d = { .d_type = t, .d_version = EV_CURRENT, .d_buf = buf };
+	Elf_Data *ok;
+	size_t rec;
+
+	rec = ef->cls == ELFCLASS32 ? elf32_fsize(t, 1, EV_CURRENT) :
+				      elf64_fsize(t, 1, EV_CURRENT);
+	if (!rec)
+		return 0;
+	d.d_size = len / rec * rec;
+	ok = ef->cls == ELFCLASS32 ? elf32_xlatetom(&d, &d, (unsigned int)ef->enc) :
+				     elf64_xlatetom(&d, &d, (unsigned int)ef->enc);
+	return ok ? len / rec : 0;
+}
+
+static void widen_shdr(const struct elf_file *ef, const void *raw, size_t i,
+		       GElf_Shdr *out)
+{
+	if (ef->cls == ELFCLASS64) {
+		memcpy(out, (const Elf64_Shdr *)raw + i, sizeof(*out));
+	} else {
+		const Elf32_Shdr *s = (const Elf32_Shdr *)raw + i;
+
+		*out = (GElf_Shdr){
+			.sh_name = s->sh_name, .sh_type = s->sh_type,
+			.sh_flags = s->sh_flags, .sh_addr = s->sh_addr,
+			.sh_offset = s->sh_offset, .sh_size = s->sh_size,
+			.sh_link = s->sh_link, .sh_info = s->sh_info,
+			.sh_addralign = s->sh_addralign, .sh_entsize = s->sh_entsize,
+		};
+	}
+}
+
+static void widen_phdr(const struct elf_file *ef, const void *raw, size_t i,
+		       GElf_Phdr *out)
+{
+	if (ef->cls == ELFCLASS64) {
+		memcpy(out, (const Elf64_Phdr *)raw + i, sizeof(*out));
+	} else {
+		const Elf32_Phdr *p = (const Elf32_Phdr *)raw + i;
+
+		*out = (GElf_Phdr){
+			.p_type = p->p_type, .p_flags = p->p_flags,
+			.p_offset = p->p_offset, .p_vaddr = p->p_vaddr,
+			.p_paddr = p->p_paddr, .p_filesz = p->p_filesz,
+			.p_memsz = p->p_memsz, .p_align = p->p_align,
+		};
+	}
+}
+
+static void get_sym(const struct elf_file *ef, const struct symtab_view *v,
+		    size_t i, GElf_Sym *out)
+{
+	if (ef->cls == ELFCLASS64) {
+		memcpy(out, (const Elf64_Sym *)v->syms + i, sizeof(*out));
+	} else {
+		const Elf32_Sym *s = (const Elf32_Sym *)v->syms + i;
+
+		*out = (GElf_Sym){
+			.st_name = s->st_name, .st_info = s->st_info,
+			.st_other = s->st_other, .st_shndx = s->st_shndx,
+			.st_value = s->st_value, .st_size = s->st_size,
+		};
+	}
 }
 
 static void elf_file__close(struct elf_file *ef)
 {
-	if (ef->elf)
-		elf_end(ef->elf);
-	ef->elf = NULL;
-	if (ef->fd >= 0)
-		close(ef->fd);
-	ef->fd = -1;
-}
-
-/* true if [off, off + n * entsize) lies inside a file of size bytes */
-static bool table_in_file(unsigned long long off, unsigned long long n,
-			  unsigned long long entsize, unsigned long long size)
-{
-	return off <= size && (entsize == 0 || (size - off) / entsize >= n);
+	free(ef->shdrs);
+	free(ef->phdrs);
+	ef->shdrs = NULL;
+	ef->phdrs = NULL;
+	ef->shnum = ef->phnum = 0;
 }
 
 /*
- * Opens path as an ELF file and sanity-checks the header tables. libelf
- * reads section headers lazily and trusts e_shnum/e_shoff when sizing its
- * allocations, so the bounds are checked here against the real file size
- * before anything else touches them.
+ * The ELF header and, when the counts do not fit in it (extended numbering),
+ * section 0, which holds them. Fills ehdr, cls, enc and the real counts.
  */
-static int elf_file__open(struct elf_file *ef, const char *path,
-			  char *err, size_t errlen)
+static int read_ehdr(struct elf_file *ef, unsigned long long *shnum,
+		     unsigned long long *phnum, char *err, size_t errlen)
 {
-	unsigned long long entsize, raw_shnum, raw_phnum;
-	struct stat st;
-	size_t phnum;
+	unsigned char raw[sizeof(Elf64_Ehdr)] __attribute__((aligned(8)));
+	unsigned char sec0[sizeof(Elf64_Shdr)] __attribute__((aligned(8)));
+	size_t ehsize, shsize;
+	GElf_Shdr s0;
+	ssize_t r;
 	int ret = 0;
 
-	ef->fd = -1;
-	ef->elf = NULL;
-	if (!path) {
-		ret = -EINVAL;
-		set_err(err, errlen, "%s", strerror(EINVAL));
-		goto cleanup;
-	}
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		ret = -ENOSYS;
-		set_err(err, errlen, "libelf: %s", libelf_msg());
-		goto cleanup;
-	}
-	ef->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (ef->fd < 0) {
+	r = pread(ef->fd, raw, sizeof(raw), 0);
+	if (r < 0) {
 		ret = -errno;
 		set_err(err, errlen, "%s", strerror(-ret));
 		goto cleanup;
 	}
-	if (fstat(ef->fd, &st)) {
+	if ((size_t)r < SELFMAG || memcmp(raw, ELFMAG, SELFMAG)) {
+		ret = -ENOEXEC;
+		set_err(err, errlen, "not an ELF file");
+		goto cleanup;
+	}
+	if ((size_t)r < EI_NIDENT || (raw[EI_CLASS] != ELFCLASS32 &&
+				      raw[EI_CLASS] != ELFCLASS64)) {
+		ret = -EBADMSG;
+		set_err(err, errlen, "corrupt ELF: bad identification");
+		goto cleanup;
+	}
+	/* gpuprobe runs on little-endian hosts only; the processes it traces, too */
+	if (raw[EI_DATA] != ELFDATA2LSB) {
+		ret = -ENOEXEC;
+		set_err(err, errlen, "not a little-endian ELF file");
+		goto cleanup;
+	}
+	ef->cls = raw[EI_CLASS];
+	ef->enc = raw[EI_DATA];
+	ehsize = ef->cls == ELFCLASS32 ? sizeof(Elf32_Ehdr) : sizeof(Elf64_Ehdr);
+	if ((size_t)r < ehsize) {
+		ret = -EBADMSG;
+		set_err(err, errlen, "corrupt ELF: truncated ELF header");
+		goto cleanup;
+	}
+	if (xlate(ef, ELF_T_EHDR, raw, ehsize) != 1) {
+		ret = -EBADMSG;
+		set_err(err, errlen, "corrupt ELF: %s", elf_errmsg(-1));
+		goto cleanup;
+	}
+	if (ef->cls == ELFCLASS64) {
+		memcpy(&ef->ehdr, raw, sizeof(ef->ehdr));
+	} else {
+		const Elf32_Ehdr *e = (const Elf32_Ehdr *)raw;
+
+		memcpy(ef->ehdr.e_ident, e->e_ident, EI_NIDENT);
+		ef->ehdr.e_type = e->e_type;
+		ef->ehdr.e_machine = e->e_machine;
+		ef->ehdr.e_version = e->e_version;
+		ef->ehdr.e_entry = e->e_entry;
+		ef->ehdr.e_phoff = e->e_phoff;
+		ef->ehdr.e_shoff = e->e_shoff;
+		ef->ehdr.e_flags = e->e_flags;
+		ef->ehdr.e_ehsize = e->e_ehsize;
+		ef->ehdr.e_phentsize = e->e_phentsize;
+		ef->ehdr.e_phnum = e->e_phnum;
+		ef->ehdr.e_shentsize = e->e_shentsize;
+		ef->ehdr.e_shnum = e->e_shnum;
+		ef->ehdr.e_shstrndx = e->e_shstrndx;
+	}
+	/* no section header table, by the spec's definition */
+	*shnum = ef->ehdr.e_shoff ? ef->ehdr.e_shnum : 0;
+	*phnum = ef->ehdr.e_phoff ? ef->ehdr.e_phnum : 0;
+	if (!ef->ehdr.e_shoff || (ef->ehdr.e_shnum && ef->ehdr.e_phnum != PN_XNUM))
+		goto cleanup;
+	/* extended numbering: the real counts are in section 0 */
+	shsize = ef->cls == ELFCLASS32 ? sizeof(Elf32_Shdr) : sizeof(Elf64_Shdr);
+	if (ef->ehdr.e_shentsize != shsize || ef->ehdr.e_shoff > ef->size ||
+	    shsize > ef->size - ef->ehdr.e_shoff ||
+	    read_at(ef, ef->ehdr.e_shoff, sec0, shsize) ||
+	    xlate(ef, ELF_T_SHDR, sec0, shsize) != 1) {
+		ret = -EBADMSG;
+		set_err(err, errlen, "corrupt ELF: section header table out of bounds");
+		goto cleanup;
+	}
+	widen_shdr(ef, sec0, 0, &s0);
+	if (ef->ehdr.e_shnum == 0)
+		*shnum = s0.sh_size;
+	if (ef->ehdr.e_phnum == PN_XNUM && ef->ehdr.e_phoff)
+		*phnum = s0.sh_info;
+cleanup:
+	return ret;
+}
+
+/*
+ * Reads a header table of num entries of ent bytes (type t) at off into
+ * *out, widened to GElf form; what names it in messages.
+ */
+static int read_hdrs(struct elf_file *ef, const char *what, Elf_Type t,
+		     unsigned long long off, unsigned long long num,
+		     unsigned long long ent, void **out, char *err, size_t errlen)
+{
+	size_t wide = t == ELF_T_SHDR ? sizeof(GElf_Shdr) : sizeof(GElf_Phdr);
+	void *raw = NULL, *hdrs = NULL;
+	int ret = 0;
+
+	*out = NULL;
+	/* num comes from a 64-bit field with extended numbering: divide, never multiply */
+	if (off > ef->size || num > (ef->size - off) / ent) {
+		ret = -EBADMSG;
+		set_err(err, errlen, "corrupt ELF: %s out of bounds", what);
+		goto cleanup;
+	}
+	ret = read_claimed(ef, what, off, num * ent, ELFSYM_HDRS_MAX, &raw, err, errlen);
+	if (ret)
+		goto cleanup;
+	hdrs = calloc((size_t)num, wide);
+	if (!hdrs) {
+		ret = -ENOMEM;
+		set_err(err, errlen, "%s", strerror(ENOMEM));
+		goto cleanup;
+	}
+	if (xlate(ef, t, raw, (size_t)(num * ent)) != num) {
+		ret = -EBADMSG;
+		set_err(err, errlen, "corrupt ELF: %s", elf_errmsg(-1));
+		goto cleanup;
+	}
+	for (size_t i = 0; i < num; i++) {
+		if (t == ELF_T_SHDR)
+			widen_shdr(ef, raw, i, (GElf_Shdr *)hdrs + i);
+		else
+			widen_phdr(ef, raw, i, (GElf_Phdr *)hdrs + i);
+	}
+	*out = hdrs;
+	hdrs = NULL;
+cleanup:
+	free(raw);
+	free(hdrs);
+	return ret;
+}
+
+/*
+ * Reads and checks the headers of the file open on fd. Nothing is read
+ * before its size has been checked against the file's real data and caps.
+ */
+static int elf_file__open(struct elf_file *ef, int fd, char *err, size_t errlen)
+{
+	unsigned long long shnum = 0, phnum = 0, ent;
+	struct stat st;
+	void *hdrs;
+	int ret = 0;
+
+	*ef = (struct elf_file){ .fd = fd };
+	if (fd < 0) {
+		ret = -EBADF;
+		set_err(err, errlen, "%s", strerror(EBADF));
+		goto cleanup;
+	}
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		ret = -ENOSYS;
+		set_err(err, errlen, "libelf: %s", elf_errmsg(-1));
+		goto cleanup;
+	}
+	if (fstat(fd, &st)) {
 		ret = -errno;
 		set_err(err, errlen, "%s", strerror(-ret));
 		goto cleanup;
@@ -146,57 +468,39 @@ static int elf_file__open(struct elf_file *ef, const char *path,
 		goto cleanup;
 	}
 	ef->size = (unsigned long long)st.st_size;
-	/* pread-based, not mmap: a file truncated under us cannot SIGBUS */
-	ef->elf = elf_begin(ef->fd, ELF_C_READ, NULL);
-	if (!ef->elf) {
-		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: %s", libelf_msg());
+	ef->data = (unsigned long long)st.st_blocks * 512;
+	ef->budget = ef->data + ELFSYM_DATA_SLACK < ELFSYM_FILE_MAX ?
+		     ef->data + ELFSYM_DATA_SLACK : ELFSYM_FILE_MAX;
+	ret = read_ehdr(ef, &shnum, &phnum, err, errlen);
+	if (ret)
 		goto cleanup;
-	}
-	if (elf_kind(ef->elf) != ELF_K_ELF) {
-		ret = -ENOEXEC;
-		set_err(err, errlen, "not an ELF file");
-		goto cleanup;
-	}
-	if (!gelf_getehdr(ef->elf, &ef->ehdr) ||
-	    elf_getshdrnum(ef->elf, &ef->shnum) ||
-	    elf_getphdrnum(ef->elf, &phnum)) {
-		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: %s", libelf_msg());
-		goto cleanup;
-	}
-	/*
-	 * libelf silently clamps the counts to what fits in the file, which
-	 * would make a damaged header look like "no sections": compare the
-	 * header's own counts (extended numbering lives in section 0) instead.
-	 */
-	raw_shnum = ef->ehdr.e_shnum;
-	if (raw_shnum == 0 && ef->ehdr.e_shoff != 0)
-		raw_shnum = ef->shnum ? ef->shnum : 1;
-	raw_phnum = ef->ehdr.e_phnum == PN_XNUM ? phnum : ef->ehdr.e_phnum;
-	if (raw_shnum) {
-		entsize = gelf_fsize(ef->elf, ELF_T_SHDR, 1, EV_CURRENT);
-		if (ef->ehdr.e_shentsize != entsize ||
-		    !table_in_file(ef->ehdr.e_shoff, raw_shnum, entsize,
-				   ef->size) ||
-		    (ef->ehdr.e_shnum && ef->shnum != raw_shnum)) {
+	if (shnum) {
+		ent = ef->cls == ELFCLASS32 ? sizeof(Elf32_Shdr) : sizeof(Elf64_Shdr);
+		if (ef->ehdr.e_shentsize != ent) {
 			ret = -EBADMSG;
-			set_err(err, errlen,
-				"corrupt ELF: section header table out of bounds");
+			set_err(err, errlen, "corrupt ELF: section header table out of bounds");
 			goto cleanup;
 		}
+		ret = read_hdrs(ef, "section header table", ELF_T_SHDR, ef->ehdr.e_shoff,
+				shnum, ent, &hdrs, err, errlen);
+		if (ret)
+			goto cleanup;
+		ef->shdrs = hdrs;
+		ef->shnum = (size_t)shnum;
 	}
-	if (raw_phnum) {
-		entsize = gelf_fsize(ef->elf, ELF_T_PHDR, 1, EV_CURRENT);
-		if (ef->ehdr.e_phentsize != entsize ||
-		    !table_in_file(ef->ehdr.e_phoff, raw_phnum, entsize,
-				   ef->size) ||
-		    phnum != raw_phnum) {
+	if (phnum) {
+		ent = ef->cls == ELFCLASS32 ? sizeof(Elf32_Phdr) : sizeof(Elf64_Phdr);
+		if (ef->ehdr.e_phentsize != ent) {
 			ret = -EBADMSG;
-			set_err(err, errlen,
-				"corrupt ELF: program header table out of bounds");
+			set_err(err, errlen, "corrupt ELF: program header table out of bounds");
 			goto cleanup;
 		}
+		ret = read_hdrs(ef, "program header table", ELF_T_PHDR, ef->ehdr.e_phoff,
+				phnum, ent, &hdrs, err, errlen);
+		if (ret)
+			goto cleanup;
+		ef->phdrs = hdrs;
+		ef->phnum = (size_t)phnum;
 	}
 cleanup:
 	if (ret)
@@ -204,81 +508,76 @@ cleanup:
 	return ret;
 }
 
-/* Section contents must lie inside the file before libelf allocates them. */
-static bool scn_in_file(const struct elf_file *ef, const GElf_Shdr *sh)
+static void symtab_view__free(struct symtab_view *v)
 {
-	return sh->sh_type == SHT_NOBITS ||
-	       table_in_file(sh->sh_offset, sh->sh_size, 1, ef->size);
+	free(v->syms);
+	free(v->strs);
+	memset(v, 0, sizeof(*v));
 }
 
-/* First section of the given type, *out NULL if none; error if unreadable. */
-static int find_scn(struct elf_file *ef, Elf64_Word type, Elf_Scn **out,
-		    char *err, size_t errlen)
+/* What the string table of a symbol table is called in messages. */
+static const char *strtab_name(const GElf_Shdr *sh)
 {
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	int ret = 0;
-
-	*out = NULL;
-	while ((scn = elf_nextscn(ef->elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh)) {
-			ret = -EBADMSG;
-			set_err(err, errlen, "corrupt ELF: %s", libelf_msg());
-			goto cleanup;
-		}
-		if (sh.sh_type == type) {
-			*out = scn;
-			break;
-		}
-	}
-cleanup:
-	return ret;
+	return sh->sh_type == SHT_DYNSYM ? ".dynstr" : ".strtab";
 }
 
-static int symtab_view__init(struct elf_file *ef, Elf_Scn *scn,
+static const char *symtab_name(const GElf_Shdr *sh)
+{
+	return sh->sh_type == SHT_DYNSYM ? ".dynsym" : ".symtab";
+}
+
+/* Reads symbol table idx and the string table its sh_link names, both checked. */
+static int symtab_view__init(struct elf_file *ef, size_t idx,
 			     struct symtab_view *v, char *err, size_t errlen)
 {
-	GElf_Shdr sh, strsh;
-	Elf_Scn *strscn;
-	size_t entsize;
+	const GElf_Shdr *sh = &ef->shdrs[idx], *strsh;
+	size_t rec = ef->cls == ELFCLASS32 ? sizeof(Elf32_Sym) : sizeof(Elf64_Sym);
+	char what[64];
 	int ret = 0;
 
-	if (!gelf_getshdr(scn, &sh)) {
-		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: %s", libelf_msg());
-		goto cleanup;
-	}
-	if (!scn_in_file(ef, &sh)) {
-		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: symbol table out of bounds");
-		goto cleanup;
-	}
+	memset(v, 0, sizeof(*v));
 	/* sh_link may point anywhere: it must name an in-file SHT_STRTAB. */
-	v->strndx = sh.sh_link;
-	strscn = v->strndx && v->strndx < ef->shnum ?
-		 elf_getscn(ef->elf, v->strndx) : NULL;
-	if (!strscn || !gelf_getshdr(strscn, &strsh) ||
-	    strsh.sh_type != SHT_STRTAB || !scn_in_file(ef, &strsh)) {
+	if (!sh->sh_link || sh->sh_link >= ef->shnum ||
+	    ef->shdrs[sh->sh_link].sh_type != SHT_STRTAB) {
 		ret = -EBADMSG;
 		set_err(err, errlen, "corrupt ELF: bad symbol string table");
 		goto cleanup;
 	}
-	v->data = elf_getdata(scn, NULL);
-	if (!v->data) {
+	strsh = &ef->shdrs[sh->sh_link];
+	if (strsh->sh_offset > ef->size || strsh->sh_size > ef->size - strsh->sh_offset) {
 		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: %s", libelf_msg());
+		set_err(err, errlen, "corrupt ELF: bad symbol string table");
 		goto cleanup;
 	}
-	if (v->data->d_type != ELF_T_SYM ||
-	    (v->data->d_size && !v->data->d_buf)) {
+	if (sh->sh_offset > ef->size || sh->sh_size > ef->size - sh->sh_offset) {
 		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: bad symbol table data");
+		set_err(err, errlen, "corrupt ELF: symbol table out of bounds");
 		goto cleanup;
 	}
-	entsize = gelf_fsize(ef->elf, ELF_T_SYM, 1, EV_CURRENT);
-	v->count = entsize ? v->data->d_size / entsize : 0;
+	snprintf(what, sizeof(what), "%s", symtab_name(sh));
+	ret = read_claimed(ef, what, sh->sh_offset, sh->sh_size / rec * rec,
+			   ELFSYM_SYMTAB_MAX, &v->syms, err, errlen);
+	if (ret)
+		goto cleanup;
+	v->count = xlate(ef, ELF_T_SYM, v->syms, (size_t)(sh->sh_size / rec * rec));
+	snprintf(what, sizeof(what), "%s", strtab_name(sh));
+	ret = read_claimed(ef, what, strsh->sh_offset, strsh->sh_size,
+			   ELFSYM_STRTAB_MAX, (void **)&v->strs, err, errlen);
+	if (ret)
+		goto cleanup;
+	v->strs_len = (size_t)strsh->sh_size;
 cleanup:
+	if (ret)
+		symtab_view__free(v);
 	return ret;
+}
+
+/* The name at off, or NULL unless it is NUL-terminated inside the table. */
+static const char *view_name(const struct symtab_view *v, size_t off)
+{
+	if (off >= v->strs_len || !memchr(v->strs + off, '\0', v->strs_len - off))
+		return NULL;
+	return v->strs + off;
 }
 
 /* defined function (incl. IFUNC resolvers, which is what callers call) */
@@ -290,40 +589,85 @@ static bool sym_is_func(const GElf_Sym *sym)
 	       sym->st_shndx != SHN_UNDEF;
 }
 
-/* Finds a valid .dynsym in an open file; -ENODATA when there is none. */
+/* Index of the first section of type, or 0 (section 0 is never one). */
+static size_t find_scn(const struct elf_file *ef, Elf64_Word type)
+{
+	for (size_t i = 1; i < ef->shnum; i++)
+		if (ef->shdrs[i].sh_type == type)
+			return i;
+	return 0;
+}
+
+/* Finds and reads a valid .dynsym; -ENODATA when there is none. */
 static int find_dynsym(struct elf_file *ef, struct symtab_view *v,
 		       char *err, size_t errlen)
 {
-	Elf_Scn *scn;
+	size_t idx = find_scn(ef, SHT_DYNSYM);
 	int ret;
 
 	memset(v, 0, sizeof(*v));
-	ret = find_scn(ef, SHT_DYNSYM, &scn, err, errlen);
-	if (ret)
-		goto cleanup;
-	if (!scn) {
+	if (!idx) {
 		ret = -ENODATA;
 		set_err(err, errlen, "no dynamic symbol table");
 		goto cleanup;
 	}
-	ret = symtab_view__init(ef, scn, v, err, errlen);
+	ret = symtab_view__init(ef, idx, v, err, errlen);
 cleanup:
 	return ret;
 }
 
-int elfsym__check(const char *path, char *err, size_t errlen)
+/* Opens a file gpuprobe chose: no blocking open, no terminal, regular files only. */
+static int open_chosen(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = -1, ret;
+
+	if (!path) {
+		ret = -EINVAL;
+		set_err(err, errlen, "%s", strerror(EINVAL));
+		goto cleanup;
+	}
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		set_err(err, errlen, "%s", strerror(-ret));
+		goto cleanup;
+	}
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		set_err(err, errlen, "%s", strerror(-ret));
+		goto cleanup;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		ret = -EISDIR;
+		set_err(err, errlen, "%s", strerror(EISDIR));
+		goto cleanup;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = -EINVAL;
+		set_err(err, errlen, "not a regular file");
+		goto cleanup;
+	}
+	ret = fd;
+	fd = -1;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+int elfsym__check_fd(int fd, char *err, size_t errlen)
 {
 	struct elf_file ef = { .fd = -1 };
-	struct symtab_view v;
+	struct symtab_view v = { 0 };
 	int ret;
 
-	ret = elf_file__open(&ef, path, err, errlen);
+	ret = elf_file__open(&ef, fd, err, errlen);
 	if (ret)
 		goto cleanup;
-	if (ef.ehdr.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    ef.ehdr.e_machine != EM_X86_64) {
+	if (ef.cls != ELFCLASS64 || ef.ehdr.e_machine != GP_NATIVE_MACHINE) {
 		ret = -ENOEXEC;
-		set_err(err, errlen, "not an x86-64 ELF file");
+		set_err(err, errlen, "not an " GP_NATIVE_NAME " ELF file");
 		goto cleanup;
 	}
 	if (ef.ehdr.e_type != ET_EXEC && ef.ehdr.e_type != ET_DYN) {
@@ -333,7 +677,19 @@ int elfsym__check(const char *path, char *err, size_t errlen)
 	}
 	ret = find_dynsym(&ef, &v, err, errlen);
 cleanup:
+	symtab_view__free(&v);
 	elf_file__close(&ef);
+	return ret;
+}
+
+int elfsym__check(const char *path, char *err, size_t errlen)
+{
+	int fd = open_chosen(path, err, errlen), ret;
+
+	if (fd < 0)
+		return fd;
+	ret = elfsym__check_fd(fd, err, errlen);
+	close(fd);
 	return ret;
 }
 
@@ -344,13 +700,13 @@ static bool name_matches(const char *symname, const char *name, size_t len)
 	       (symname[len] == '\0' || symname[len] == '@');
 }
 
-int elfsym__foreach_func(const char *path,
-			 int (*cb)(const char *name, unsigned long long value,
-				   unsigned long long size, void *ctx),
-			 void *ctx)
+int elfsym__foreach_func_fd(int fd,
+			    int (*cb)(const char *name, unsigned long long value,
+				      unsigned long long size, void *ctx),
+			    void *ctx)
 {
 	struct elf_file ef = { .fd = -1 };
-	struct symtab_view v;
+	struct symtab_view v = { 0 };
 	const char *name;
 	GElf_Sym sym;
 	size_t i;
@@ -360,7 +716,7 @@ int elfsym__foreach_func(const char *path,
 		ret = -EINVAL;
 		goto cleanup;
 	}
-	ret = elf_file__open(&ef, path, NULL, 0);
+	ret = elf_file__open(&ef, fd, NULL, 0);
 	if (ret)
 		goto cleanup;
 	ret = find_dynsym(&ef, &v, NULL, 0);
@@ -369,10 +725,11 @@ int elfsym__foreach_func(const char *path,
 	if (ret)
 		goto cleanup;
 	/* entry 0 is the reserved null symbol */
-	for (i = 1; i < v.count && i <= INT_MAX; i++) {
-		if (!gelf_getsym(v.data, (int)i, &sym) || !sym_is_func(&sym))
+	for (i = 1; i < v.count; i++) {
+		get_sym(&ef, &v, i, &sym);
+		if (!sym_is_func(&sym))
 			continue;
-		name = elf_strptr(ef.elf, v.strndx, sym.st_name);
+		name = view_name(&v, sym.st_name);
 		if (!name || !*name)
 			continue;
 		ret = cb(name, sym.st_value, sym.st_size, ctx);
@@ -380,7 +737,25 @@ int elfsym__foreach_func(const char *path,
 			goto cleanup;
 	}
 cleanup:
+	symtab_view__free(&v);
 	elf_file__close(&ef);
+	return ret;
+}
+
+int elfsym__foreach_func(const char *path,
+			 int (*cb)(const char *name, unsigned long long value,
+				   unsigned long long size, void *ctx),
+			 void *ctx)
+{
+	int fd, ret;
+
+	if (!cb)
+		return -EINVAL;
+	fd = open_chosen(path, NULL, 0);
+	if (fd < 0)
+		return fd;
+	ret = elfsym__foreach_func_fd(fd, cb, ctx);
+	close(fd);
 	return ret;
 }
 
@@ -399,19 +774,24 @@ static int has_func_cb(const char *name, unsigned long long value,
 	return name_matches(name, ctx->name, ctx->len) ? 1 : 0;
 }
 
+int elfsym__has_func_fd(int fd, const char *name)
+{
+	struct has_func_ctx ctx = { .name = name };
+
+	if (!name || !*name)
+		return -EINVAL;
+	ctx.len = strlen(name);
+	return elfsym__foreach_func_fd(fd, has_func_cb, &ctx);
+}
+
 int elfsym__has_func(const char *path, const char *name)
 {
 	struct has_func_ctx ctx = { .name = name };
-	int ret;
 
-	if (!name || !*name) {
-		ret = -EINVAL;
-		goto cleanup;
-	}
+	if (!name || !*name)
+		return -EINVAL;
 	ctx.len = strlen(name);
-	ret = elfsym__foreach_func(path, has_func_cb, &ctx);
-cleanup:
-	return ret;
+	return elfsym__foreach_func(path, has_func_cb, &ctx);
 }
 
 /* ---- elf_symtab ---- */
@@ -434,6 +814,12 @@ bool elf_symtab__is_exec(const struct elf_symtab *st)
 size_t elf_symtab__count(const struct elf_symtab *st)
 {
 	return st ? st->nsyms : 0;
+}
+
+size_t elf_symtab__bytes(const struct elf_symtab *st)
+{
+	return st ? sizeof(*st) + st->syms_cap * sizeof(*st->syms) + st->names_len +
+		    st->nsegs * sizeof(*st->segs) : 0;
 }
 
 static int grow(void **buf, size_t *cap, size_t need, size_t elem)
@@ -469,7 +855,7 @@ cleanup:
 static unsigned int sym_rank(const GElf_Sym *sym, const char *name)
 {
 	unsigned int bind_rank, underscores = 0;
-	size_t len = strlen(name);
+	size_t len = strnlen(name, 0xffff);
 
 	switch (GELF_ST_BIND(sym->st_info)) {
 	case STB_GLOBAL:
@@ -484,8 +870,6 @@ static unsigned int sym_rank(const GElf_Sym *sym, const char *name)
 	}
 	while (underscores < 3 && name[underscores] == '_')
 		underscores++;
-	if (len > 0xffff)
-		len = 0xffff;
 	/*
 	 * Among aliases at one address prefer a sized symbol, then the public
 	 * one ("malloc" over "__libc_malloc"), then the shortest name.
@@ -495,53 +879,52 @@ static unsigned int sym_rank(const GElf_Sym *sym, const char *name)
 }
 
 /* End of the allocated section holding a size-0 symbol, ULLONG_MAX if unknown. */
-static unsigned long long section_end(struct elf_file *ef, const GElf_Sym *sym)
+static unsigned long long section_end(const struct elf_file *ef, const GElf_Sym *sym)
 {
-	unsigned long long end = ULLONG_MAX;
-	Elf_Scn *scn;
-	GElf_Shdr sh;
+	const GElf_Shdr *sh;
 
 	if (sym->st_shndx == SHN_UNDEF || sym->st_shndx >= SHN_LORESERVE ||
 	    sym->st_shndx >= ef->shnum)
-		goto cleanup;
-	scn = elf_getscn(ef->elf, sym->st_shndx);
-	if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
-		goto cleanup;
-	if (sym->st_value < sh.sh_addr || sym->st_value - sh.sh_addr >= sh.sh_size)
-		goto cleanup;
-	end = sh.sh_addr + sh.sh_size;	/* no overflow: st_value is inside */
-cleanup:
-	return end;
+		return ULLONG_MAX;
+	sh = &ef->shdrs[sym->st_shndx];
+	if (!(sh->sh_flags & SHF_ALLOC) || sym->st_value < sh->sh_addr ||
+	    sym->st_value - sh->sh_addr >= sh->sh_size)
+		return ULLONG_MAX;
+	return sh->sh_addr + sh->sh_size;	/* no overflow: st_value is inside */
 }
 
-static int add_symbols(struct elf_symtab *st, struct elf_file *ef,
-		       Elf_Scn *scn, char *err, size_t errlen)
+/*
+ * Adds the function symbols of table idx. Its string table is appended to
+ * st->names whole and the symbols point into it: a name is kept once however
+ * many symbols use it.
+ */
+static int add_symbols(struct elf_symtab *st, struct elf_file *ef, size_t idx,
+		       char *err, size_t errlen)
 {
-	struct symtab_view v;
+	struct symtab_view v = { 0 };
 	struct sym_ent *e;
 	const char *name;
+	size_t i, base;
 	GElf_Sym sym;
-	size_t i, len;
+	char *names;
 	int ret;
 
-	ret = symtab_view__init(ef, scn, &v, err, errlen);
+	ret = symtab_view__init(ef, idx, &v, err, errlen);
 	if (ret)
 		goto cleanup;
-	for (i = 1; i < v.count && i <= INT_MAX; i++) {
-		if (!gelf_getsym(v.data, (int)i, &sym) || !sym_is_func(&sym))
+	base = st->names_len;
+	for (i = 1; i < v.count; i++) {
+		get_sym(ef, &v, i, &sym);
+		if (!sym_is_func(&sym))
 			continue;
-		name = elf_strptr(ef->elf, v.strndx, sym.st_name);
+		name = view_name(&v, sym.st_name);
 		if (!name || !*name)
 			continue;
 		/* sized symbols must not wrap around the address space */
 		if (sym.st_size && sym.st_value + sym.st_size < sym.st_value)
 			continue;
-		len = strlen(name) + 1;
 		if (grow((void **)&st->syms, &st->syms_cap, st->nsyms + 1,
-			 sizeof(*st->syms)) ||
-		    len > SIZE_MAX - st->names_len ||
-		    grow((void **)&st->names, &st->names_cap,
-			 st->names_len + len, 1)) {
+			 sizeof(*st->syms))) {
 			ret = -ENOMEM;
 			set_err(err, errlen, "%s", strerror(ENOMEM));
 			goto cleanup;
@@ -552,11 +935,25 @@ static int add_symbols(struct elf_symtab *st, struct elf_file *ef,
 		e->end = e->sized ? sym.st_value + sym.st_size :
 				    section_end(ef, &sym);
 		e->rank = sym_rank(&sym, name);
-		e->name = st->names_len;
-		memcpy(st->names + st->names_len, name, len);
-		st->names_len += len;
+		e->name = base + sym.st_name;
 	}
+	/* the names the symbols point at: kept whole */
+	if (!st->names) {	/* the first table: kept as read */
+		st->names = v.strs;
+		v.strs = NULL;
+	} else {
+		names = realloc(st->names, base + v.strs_len + 1);
+		if (!names) {
+			ret = -ENOMEM;
+			set_err(err, errlen, "%s", strerror(ENOMEM));
+			goto cleanup;
+		}
+		st->names = names;
+		memcpy(st->names + base, v.strs, v.strs_len);
+	}
+	st->names_len = base + v.strs_len;
 cleanup:
+	symtab_view__free(&v);
 	return ret;
 }
 
@@ -623,29 +1020,20 @@ static void finish_symbols(struct elf_symtab *st)
 	}
 }
 
-static int load_segments(struct elf_symtab *st, struct elf_file *ef,
+static int load_segments(struct elf_symtab *st, const struct elf_file *ef,
 			 char *err, size_t errlen)
 {
-	size_t i, phnum, cap = 0;
-	GElf_Phdr ph;
+	size_t i, cap = 0;
 	int ret = 0;
 
-	if (elf_getphdrnum(ef->elf, &phnum)) {
-		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: %s", libelf_msg());
-		goto cleanup;
-	}
-	for (i = 0; i < phnum && i <= INT_MAX; i++) {
-		if (!gelf_getphdr(ef->elf, (int)i, &ph)) {
-			ret = -EBADMSG;
-			set_err(err, errlen, "corrupt ELF: %s", libelf_msg());
-			goto cleanup;
-		}
-		if (ph.p_type != PT_LOAD)
+	for (i = 0; i < ef->phnum; i++) {
+		const GElf_Phdr *ph = &ef->phdrs[i];
+
+		if (ph->p_type != PT_LOAD)
 			continue;
 		/* wrapping segments cannot be mapped; ignore them */
-		if (ph.p_offset + ph.p_filesz < ph.p_offset ||
-		    ph.p_vaddr + ph.p_memsz < ph.p_vaddr)
+		if (ph->p_offset + ph->p_filesz < ph->p_offset ||
+		    ph->p_vaddr + ph->p_memsz < ph->p_vaddr)
 			continue;
 		if (grow((void **)&st->segs, &cap, st->nsegs + 1,
 			 sizeof(*st->segs))) {
@@ -654,20 +1042,19 @@ static int load_segments(struct elf_symtab *st, struct elf_file *ef,
 			goto cleanup;
 		}
 		st->segs[st->nsegs++] = (struct seg){
-			.off = ph.p_offset, .filesz = ph.p_filesz,
-			.vaddr = ph.p_vaddr, .memsz = ph.p_memsz,
+			.off = ph->p_offset, .filesz = ph->p_filesz,
+			.vaddr = ph->p_vaddr, .memsz = ph->p_memsz,
 		};
 	}
 cleanup:
 	return ret;
 }
 
-struct elf_symtab *elf_symtab__load(const char *path, char *err, size_t errlen)
+struct elf_symtab *elf_symtab__load_fd(int fd, char *err, size_t errlen)
 {
 	struct elf_file ef = { .fd = -1 };
 	struct elf_symtab *st = NULL;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
+	size_t idx;
 	int ret;
 
 	st = calloc(1, sizeof(*st));
@@ -676,25 +1063,24 @@ struct elf_symtab *elf_symtab__load(const char *path, char *err, size_t errlen)
 		set_err(err, errlen, "%s", strerror(ENOMEM));
 		goto cleanup;
 	}
-	ret = elf_file__open(&ef, path, err, errlen);
+	ret = elf_file__open(&ef, fd, err, errlen);
 	if (ret)
 		goto cleanup;
 	st->is_exec = ef.ehdr.e_type == ET_EXEC;
 	ret = load_segments(st, &ef, err, errlen);
 	if (ret)
 		goto cleanup;
-	while ((scn = elf_nextscn(ef.elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh)) {
-			ret = -EBADMSG;
-			set_err(err, errlen, "corrupt ELF: %s", libelf_msg());
-			goto cleanup;
-		}
-		if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)
-			continue;
-		ret = add_symbols(st, &ef, scn, err, errlen);
-		if (ret)
-			goto cleanup;
-	}
+	/* one of each: a real file has at most one, a hostile one gains nothing from more */
+	idx = find_scn(&ef, SHT_SYMTAB);
+	if (idx)
+		ret = add_symbols(st, &ef, idx, err, errlen);
+	if (ret)
+		goto cleanup;
+	idx = find_scn(&ef, SHT_DYNSYM);
+	if (idx)
+		ret = add_symbols(st, &ef, idx, err, errlen);
+	if (ret)
+		goto cleanup;
 	finish_symbols(st);
 cleanup:
 	elf_file__close(&ef);
@@ -703,6 +1089,22 @@ cleanup:
 		st = NULL;
 		errno = -ret;
 	}
+	return st;
+}
+
+struct elf_symtab *elf_symtab__load(const char *path, char *err, size_t errlen)
+{
+	struct elf_symtab *st = NULL;
+	int fd = open_chosen(path, err, errlen), e;
+
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	st = elf_symtab__load_fd(fd, err, errlen);
+	e = errno;
+	close(fd);
+	errno = e;
 	return st;
 }
 

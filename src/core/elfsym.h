@@ -1,11 +1,28 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * elfsym: the few ELF questions gpuprobe asks, answered with libelf.
+ * elfsym: the few ELF questions gpuprobe asks.
  *
- * Every function treats the file as hostile (truncated, bogus sizes and
- * offsets, sh_link pointing anywhere): bad input yields an error, never a
- * crash. Files are read with pread (ELF_C_READ), not mmap, so a file that
- * shrinks underneath us cannot raise SIGBUS.
+ * Every function treats the file as hostile (truncated, sparse, bogus sizes
+ * and offsets, sh_link pointing anywhere): bad input yields an error, never a
+ * crash, and never costs more than the file really holds. gpuprobe reads
+ * every byte itself, with pread in bounded chunks (no mmap, so a file that
+ * shrinks underneath cannot raise SIGBUS), after checking each claim; libelf
+ * only translates the byte layouts (elf32/64_xlatetom), so it never reads a
+ * claimed table it was not given.
+ *
+ * A header or table is read only when it lies inside the file, is under its
+ * cap below, and is no larger than the data the file really holds: st_blocks
+ * * 512, so a sparse hole counts as nothing (an 8 GiB sparse file of 140 KiB
+ * cannot claim a 6 GiB .dynsym); everything one parse reads together stays
+ * under ELFSYM_FILE_MAX and that same data size. A refusal names the table
+ * and both sizes, e.g. ".dynsym claims 6.0 GiB, larger than the file's data
+ * (140.0 KiB)".
+ *
+ * The fd-taking functions are for files a traced process names (opened
+ * through safeopen); they pread only and leave the descriptor open. The path
+ * versions are for files gpuprobe itself chose (--libcuda, ldconfig's cache,
+ * "/proc/self/fd/N" of a descriptor safeopen checked): they open with
+ * O_NONBLOCK | O_NOCTTY, accept only a regular file and call the fd version.
  */
 #ifndef GPUPROBE_ELFSYM_H
 #define GPUPROBE_ELFSYM_H
@@ -13,15 +30,29 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Caps, in bytes (see above); a file over one of them is refused with -EFBIG. */
+#define ELFSYM_HDRS_MAX (4ULL << 20)	 /* section or program header table: 65536 headers */
+#define ELFSYM_SYMTAB_MAX (64ULL << 20)	 /* .symtab or .dynsym: 2.8 million symbols */
+#define ELFSYM_STRTAB_MAX (128ULL << 20) /* the string table of one of them */
+#define ELFSYM_FILE_MAX (256ULL << 20)	 /* all a parse of one file reads */
 /*
- * Validates that path is a readable x86-64 ELF executable or shared object
+ * Tolerance over st_blocks * 512: file systems that keep a tiny file inside
+ * its inode report no blocks for it. A sparse file gains at most this much.
+ */
+#define ELFSYM_DATA_SLACK (64ULL << 10)
+
+/*
+ * Validates that path is a readable ELF executable or shared object of the build's
+ * machine (x86-64, or arm64 for an arm64 build)
  * with a dynamic symbol table. On failure writes ONE human-readable reason to
  * err (e.g. "No such file or directory", "not an ELF file",
  * "corrupt ELF: <detail>", "no dynamic symbol table") and returns
  * -errno from open/fstat, -ENOEXEC (not ELF, wrong class/machine/type),
- * -EBADMSG (corrupt) or -ENODATA (no .dynsym). Returns 0 when usable.
+ * -EBADMSG (corrupt), -EFBIG (a table over a cap or over the file's data)
+ * or -ENODATA (no .dynsym). Returns 0 when usable.
  */
 int elfsym__check(const char *path, char *err, size_t errlen);
+int elfsym__check_fd(int fd, char *err, size_t errlen);
 
 /*
  * 1 if .dynsym defines function name (FUNC or GNU IFUNC, not undefined),
@@ -29,6 +60,7 @@ int elfsym__check(const char *path, char *err, size_t errlen);
  * A versioned symbol "name@VER" / "name@@VER" matches "name".
  */
 int elfsym__has_func(const char *path, const char *name);
+int elfsym__has_func_fd(int fd, const char *name);
 
 /*
  * Calls cb for every defined FUNC/IFUNC symbol in .dynsym. A non-zero
@@ -39,10 +71,16 @@ int elfsym__foreach_func(const char *path,
 			 int (*cb)(const char *name, unsigned long long value,
 				   unsigned long long size, void *ctx),
 			 void *ctx);
+int elfsym__foreach_func_fd(int fd,
+			    int (*cb)(const char *name, unsigned long long value,
+				      unsigned long long size, void *ctx),
+			    void *ctx);
 
 /*
- * Function symbols of one file, from .symtab and .dynsym, de-duplicated
- * (one name per address), sorted by address. Also keeps the PT_LOAD
+ * Function symbols of one file, from its first .symtab and first .dynsym,
+ * de-duplicated (one name per address), sorted by address. Names point into
+ * the string tables it keeps (a name is never copied per symbol, so symbols
+ * sharing one long name cost nothing more). Also keeps the PT_LOAD
  * segments to map file offsets to virtual addresses.
  */
 struct elf_symtab;
@@ -53,7 +91,11 @@ struct elf_symtab;
  * fine and simply never resolves.
  */
 struct elf_symtab *elf_symtab__load(const char *path, char *err, size_t errlen);
+struct elf_symtab *elf_symtab__load_fd(int fd, char *err, size_t errlen);
 void elf_symtab__free(struct elf_symtab *st);
+
+/* Heap bytes st holds (for the symbolizer's cache budget); 0 for NULL. */
+size_t elf_symtab__bytes(const struct elf_symtab *st);
 
 /* File offset -> virtual address through the PT_LOAD segments; -1 if none. */
 long long elf_symtab__offset_to_vaddr(const struct elf_symtab *st,

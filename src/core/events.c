@@ -20,6 +20,7 @@ struct gp_events {
 	struct ring_buffer *rb;
 	struct source src[MAX_SOURCES];
 	int nr_src;
+	int tick_ms; /* > 0: the shortest wait a subscriber asked for */
 	uint64_t handled, malformed;
 };
 
@@ -82,15 +83,40 @@ static int deliver(const struct gp_handlers *h, const void *data, size_t size)
 			goto bad;
 		CALL(h, on_proc, data);
 		break;
+	case GP_EV_CALL_STR:
+		if (size < sizeof(struct gp_call_str_event))
+			goto bad;
+		CALL(h, on_call_str, data);
+		break;
 	case GP_EV_GRAPH:
 		if (size < sizeof(struct gp_graph_event))
 			goto bad;
 		CALL(h, on_graph, data);
 		break;
+	case GP_EV_STACK:
+		if (size < sizeof(struct gp_stack_event))
+			goto bad;
+		CALL(h, on_stack, data);
+		break;
 	case GP_EV_IOCTL:
 		if (size < sizeof(struct gp_ioctl_event))
 			goto bad;
 		CALL(h, on_ioctl, data);
+		break;
+	case GP_EV_NCCL:
+		if (size < sizeof(struct gp_nccl_event))
+			goto bad;
+		CALL(h, on_nccl, data);
+		break;
+	case GP_EV_NCCL_CUDA:
+		if (size < sizeof(struct gp_aux_event))
+			goto bad;
+		CALL(h, on_nccl_cuda, data);
+		break;
+	case GP_EV_DLOPEN:
+		if (size < sizeof(struct gp_dlopen_event))
+			goto bad;
+		CALL(h, on_dlopen, data);
 		break;
 	default:
 		goto bad;
@@ -166,16 +192,32 @@ int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h
 	return 0;
 }
 
+void gp_events__want_tick(struct gp_events *ev, int ms)
+{
+	if (ms > 0 && (!ev->tick_ms || ms < ev->tick_ms))
+		ev->tick_ms = ms;
+}
+
 int gp_events__poll(struct gp_events *ev, int timeout_ms)
 {
 	int n;
+
+	if (ev->tick_ms && ev->tick_ms < timeout_ms)
+		timeout_ms = ev->tick_ms;
+	ev->tick_ms = 0;
 
 	if (!ev->rb) { /* no ring buffer (--ioctl alone aggregates in BPF): just wait */
 		usleep((useconds_t)timeout_ms * 1000);
 		return 0;
 	}
 	n = ring_buffer__poll(ev->rb, timeout_ms);
-
+	/* records submitted without a wake-up (--memleak's) are read when the wait ends */
+	if (n == 0)
+		n = ring_buffer__consume(ev->rb);
+	for (int i = 0; i < ev->nr_src; i++)
+		for (int k = 0; k < ev->src[i].nr_h; k++)
+			if (ev->src[i].h[k].on_tick)
+				ev->src[i].h[k].on_tick(ev->src[i].h[k].ctx);
 	return n == -EINTR ? 0 : n;
 }
 

@@ -20,6 +20,13 @@ struct gp_handlers {
 	void (*on_ioctl)(void *ctx, const struct gp_ioctl_event *e);
 	void (*on_proc)(void *ctx, const struct gp_proc_event *e); /* FORK, EXEC, GONE */
 	void (*on_graph)(void *ctx, const struct gp_graph_event *e);
+	void (*on_call_str)(void *ctx, const struct gp_call_str_event *e);
+	void (*on_nccl)(void *ctx, const struct gp_nccl_event *e);
+	void (*on_nccl_cuda)(void *ctx, const struct gp_aux_event *e); /* GP_EV_NCCL_CUDA */
+	void (*on_dlopen)(void *ctx, const struct gp_dlopen_event *e);
+	void (*on_stack)(void *ctx, const struct gp_stack_event *e);
+	/* after each gp_events__poll (at least every poll timeout): work that waits on time */
+	void (*on_tick)(void *ctx);
 };
 
 struct gp_events;
@@ -29,6 +36,8 @@ void gp_events__free(struct gp_events *ev);
 /* Adds a ring buffer map fd whose records go to h; adding an fd again adds a subscriber
  * to the same buffer (the run's shared buffer feeds several modes). 0 or -errno. */
 int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h);
+/* A subscriber wants its on_tick within ms: the next gp_events__poll waits no longer. */
+void gp_events__want_tick(struct gp_events *ev, int ms);
 /* Waits up to timeout_ms; returns records handled or -errno (-EINTR is not an error). */
 int gp_events__poll(struct gp_events *ev, int timeout_ms);
 /* Handles everything already in the buffers without waiting. */

@@ -47,6 +47,9 @@ enum gp_frontend {
 	GP_FE_CLI = 1 << 0,    /* gpuprobe [--mode...] [-p PID | -- COMMAND] */
 	GP_FE_DAEMON = 1 << 1, /* gpuprobe daemon */
 	GP_FE_ALL = GP_FE_CLI | GP_FE_DAEMON,
+	/* gpuprobe top: parsed as the CLI (its options), running as a live view that prints no
+	 * reports (no stacks are captured) */
+	GP_FE_TOP = 1 << 2,
 };
 
 /* One process in a snapshot, as every front end reads it whatever the mode. */
@@ -77,6 +80,32 @@ struct gp_snap {
 	size_t nr_drops;
 };
 
+/* A quantity a mode offers to live views (gpuprobe top) and to the --trace timeline, where
+ * it becomes a counter track that Perfetto draws as a curve (src/core/counters.h). */
+struct gp_counter {
+	uint32_t pid;
+	const char *track;  /* GP_TRACK_* */
+	const char *series; /* "device", "H2D gpu0", a kernel's name... (copied by the reader) */
+	double value;
+	unsigned int flags; /* enum gp_counter_flag */
+};
+
+enum gp_counter_flag {
+	/* a running total (since the process was first seen): drawn as its change from one
+	 * sample to the next; counters of one series emitted in one call add up */
+	GP_CTR_TOTAL = 1 << 0,
+	/* for live views only: too many series for a timeline (one per kernel) */
+	GP_CTR_DETAIL = 1 << 1,
+};
+
+/* The tracks, by name: front ends pick what they show by these, never by mode. */
+#define GP_TRACK_MEMORY "outstanding bytes" /* gauge; series: memory kind (device, host_pinned…) */
+#define GP_TRACK_LAUNCHES "launches"        /* total; series: "kernels", "graphs" */
+#define GP_TRACK_COPIES "copy bytes"        /* total; series: "H2D gpu0", "D2H gpu1", "H2H"… */
+#define GP_TRACK_KERNELS "kernel launches"  /* total, detail; series: kernel names */
+
+typedef void (*gp_counter_fn)(void *ctx, const struct gp_counter *c);
+
 struct gp_mode {
 	const char *name;  /* "memleak": the "mode" of its reports and metrics */
 	const char *flag;  /* its option, without "--" */
@@ -89,6 +118,9 @@ struct gp_mode {
 	bool probe_hits;        /* its snapshots count the uprobe hits of its processes */
 	const struct gp_option *options; /* the options it owns; name NULL ends */
 
+	/* bytes the run's ordered ring buffer should have at least unless --ringbuf-size is
+	 * given (NULL: no wish); asked before anything is opened */
+	uint64_t (*ring_bytes)(const struct gp_run *run);
 	int (*open)(struct gp_run *run, void **st, char *err, size_t len);
 	/* probes on one more library file of a kind it needs (enum gp_lib) */
 	int (*attach)(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len);
@@ -101,6 +133,9 @@ struct gp_mode {
 	/* forgets exited processes: all reported ones (cutoff_ns UINT64_MAX) or those that
 	 * exited before cutoff_ns, except keep_pid (0: none); BPF map entries too */
 	void (*reap)(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid);
+	/* optional: the mode's counters now, each through emit(ctx, …), without changing what
+	 * its reports will say (a --trace sample, a tick of gpuprobe top) */
+	void (*counters)(void *st, struct gp_run *run, gp_counter_fn emit, void *ctx);
 	/* end of the run, probes detached: last records, files closed; 0 or -errno */
 	int (*finish)(void *st, struct gp_run *run, char *err, size_t len);
 	void (*free)(void *st);

@@ -25,11 +25,13 @@ struct gp_opts {
 	const char *cgroup;     /* --cgroup: node-wide, processes in this cgroup v2 subtree */
 	char **cmd;             /* the command after the options, or NULL */
 	const char *libcuda;    /* --libcuda: probe this file instead of discovering them */
+	const char *libnccl;    /* --libnccl (--nccl's): likewise for libnccl */
 	/* reports (CLI) */
 	double interval, duration;
 	/* --trace FILE: the timeline every mode with lanes writes to */
 	const char *trace;
 	int trace_format;       /* 0 jsonl, 1 chrome */
+	double trace_counters;  /* --trace-counters: seconds between counter samples; 0: none */
 	/* BPF table limits, every mode */
 	uint64_t ringbuf_size, max_pending, max_procs;
 	bool ringbuf_set;       /* --ringbuf-size given */
@@ -39,6 +41,11 @@ struct gp_opts {
 	/* gpuprobe daemon */
 	const char *listen;
 	double retention, rescan, probe_cost;
+	const char *web_config;      /* --web-config: TLS and basic auth (src/out/webconfig.h) */
+	const char *config;          /* --config: the options file read before the command line */
+	const char *kubelet_log_dir; /* holds pods/ and containers/: pod and container names */
+	bool per_process;            /* --per-process-series: a pid label on per-process series */
+	uint64_t max_process_series; /* of those, how many processes at a time */
 };
 
 /* The one set of settings of this process, with its defaults (src/cli/options.c). */

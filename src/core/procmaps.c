@@ -279,6 +279,9 @@ static int find_libs_cb(const struct map_entry *e, void *data)
 	lib->inode = e->inode;
 	lib->dev_major = e->dev_major;
 	lib->dev_minor = e->dev_minor;
+	lib->start = e->start;
+	lib->end = e->end;
+	lib->deleted = e->deleted;
 	ctx->n++;
 cleanup:
 	return err;

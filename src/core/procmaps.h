@@ -41,17 +41,23 @@ int procmaps__foreach(const char *proc_root, int pid,
 
 struct mapped_lib {
 	char path[PROCMAPS_PATH_MAX];	/* as seen inside the process */
-	char host_path[4200];		/* openable from here */
+	/*
+	 * "<proc_root>/<pid>/root<path>" (deleted: ".../map_files/START-END"):
+	 * what the file is called from here, for people. Never open it by this
+	 * name: the process controls every component of it (symlinks, FIFOs).
+	 * Open the file with libset__add_mapped (target.h) or safe_open_*.
+	 */
+	char host_path[4200];
 	unsigned long long inode;
 	unsigned int dev_major, dev_minor;
+	unsigned long long start, end;	/* its first mapping, for map_files */
+	bool deleted;
 };
 
 /*
  * Finds the distinct files mapped by pid whose basename starts with prefix
  * (e.g. "libcuda.so"), de-duplicated by dev+inode (by path for inode 0).
- * host_path is "<proc_root>/<pid>/root<path>", which works across mount
- * namespaces; for a deleted file it is "<proc_root>/<pid>/map_files/START-END"
- * instead, since the path no longer leads to the mapped inode.
+ * Only names are read here, nothing is opened.
  * Fills at most max entries (max > 0) and returns how many, or -errno.
  */
 int procmaps__find_libs(const char *proc_root, int pid, const char *prefix,

@@ -314,6 +314,18 @@ const struct pt_proc *ptree__get(const struct ptree *pt, uint32_t pid)
 	return e ? &e->p : NULL;
 }
 
+size_t ptree__pids(const struct ptree *pt, uint32_t *out, size_t cap)
+{
+	size_t n = 0;
+	uint64_t pid;
+	void *v;
+
+	for (size_t it = 0; pt && n < cap && u64map__next(pt->procs, &it, &pid, &v);)
+		if (!((struct pt_entry *)v)->p.exited)
+			out[n++] = (uint32_t)pid;
+	return n;
+}
+
 size_t ptree__live(struct ptree *pt)
 {
 	size_t n = 0;

@@ -39,6 +39,9 @@ int ptree__seed(struct ptree *pt, uint32_t pid, bool descendants, char *err, siz
 int ptree__start(struct ptree *pt, struct gp_run *run, char *err, size_t len);
 /* What the tree knows of pid, or NULL. */
 const struct pt_proc *ptree__get(const struct ptree *pt, uint32_t pid);
+/* The followed processes not known to have exited, up to cap of them into out; returns
+ * how many were written. */
+size_t ptree__pids(const struct ptree *pt, uint32_t *out, size_t cap);
 /* How many followed processes still run (those gone without an exit record are marked
  * exited here); 0 for no tree. */
 size_t ptree__live(struct ptree *pt);

@@ -422,12 +422,14 @@ int pystack__inspect(struct pystack *ps, int pid, struct gp_py_proc *out,
 	out->owner_cstack = u32_or_none(o.owner_cstack);
 	out->code_firstlineno = u32_or_none(o.code_firstlineno);
 	out->instr_is_int = minor < 11;
+	out->frame_is_entry = u32_or_none(o.frame_is_entry);
 	out->frame_read = 0;
 	{
-		int offs[4] = { o.frame_previous, o.frame_code, o.frame_instr, o.frame_owner };
+		int offs[5] = { o.frame_previous, o.frame_code, o.frame_instr, o.frame_owner,
+				o.frame_is_entry };
 		unsigned int k;
 
-		for (k = 0; k < 4; k++)
+		for (k = 0; k < 5; k++)
 			if (offs[k] >= 0 && (unsigned int)offs[k] + 8 > out->frame_read)
 				out->frame_read = (unsigned int)offs[k] + 8;
 	}
@@ -686,7 +688,10 @@ int pystack__format(struct pystack *ps, int pid, const struct gp_py_frame *f,
 		line = pystack__line_311(pc->linetable, pc->linetable_len,
 					 pc->firstlineno, off / 2);
 	}
-	snprintf(buf, len, "%s (%s:%d)", pc->name, pc->file, line);
+	if (line > 0)
+		snprintf(buf, len, "%s (%s:%d)", pc->name, pc->file, line);
+	else	/* a table that does not cover the instruction (a code object freed since) */
+		snprintf(buf, len, "%s (%s:?)", pc->name, pc->file);
 cleanup:
 	return ret;
 }

@@ -23,7 +23,7 @@
 
 #include <stddef.h>
 
-#include "pystack.bpf.h"
+#include "stacks.h"
 
 struct pystack;
 

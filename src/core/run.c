@@ -12,9 +12,11 @@
 #include "attach.h"
 #include "budget.h"
 #include "calibrate.h"
+#include "counters.h"
 #include "drops.h"
 #include "events.h"
 #include "json.h"
+#include "libwatch.h"
 #include "options.h"
 #include "prom.h"
 #include "ptree.h"
@@ -56,7 +58,8 @@ struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len)
 	run->sym = symbolizer__new("/proc");
 	run->links = attach_set__new();
 	run->events = gp_events__new();
-	if (!run->sym || !run->links || !run->events)
+	run->watch = libwatch__new(run);
+	if (!run->sym || !run->links || !run->events || !run->watch)
 		goto oom;
 	for (int i = 0; gp_modes[i] && run->nr < GP_MAX_MODES; i++)
 		if (o->modes & (1ULL << i))
@@ -72,8 +75,13 @@ oom:
  * write them (bpf_map__reuse_fd) and read once. */
 static int open_shared_rb(struct gp_run *run, char *err, size_t len)
 {
-	int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gp_shared_rb", 0, 0,
-				(__u32)run->o->ringbuf_size, NULL);
+	uint64_t size = run->o->ringbuf_size;
+	int fd;
+
+	for (int i = 0; i < run->nr && !run->o->ringbuf_set; i++)
+		if (run->slot[i].m->ring_bytes && run->slot[i].m->ring_bytes(run) > size)
+			size = run->slot[i].m->ring_bytes(run);
+	fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gp_shared_rb", 0, 0, (__u32)size, NULL);
 
 	if (fd < 0) {
 		snprintf(err, len, "cannot create the ring buffer: %s%s", strerror(errno),
@@ -146,6 +154,8 @@ int gp_run__open(struct gp_run *run, char *err, size_t len)
 		r = open_shared_rb(run, err, len);
 		if (!r)
 			r = ptree__open(&run->ptree, run, &po, err, len);
+		if (!r && needs & (GP_NEED_LIBCUDA | GP_NEED_LIBNCCL))
+			r = libwatch__open(run->watch, err, len);
 		if (r)
 			return r;
 	}
@@ -165,8 +175,11 @@ int gp_run__open(struct gp_run *run, char *err, size_t len)
 
 int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, char *err, size_t len)
 {
-	int r = 0;
+	int r = libwatch__claim(run->watch, kind, path);
 
+	if (r == 0)
+		return 0; /* probed already */
+	r = 0;
 	if (run->allocs && kind == GP_LIB_CUDA)
 		r = allocsrc__attach(run->allocs, run, path, err, len);
 	for (int i = 0; i < run->nr && !r; i++)
@@ -175,18 +188,41 @@ int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, c
 	return r;
 }
 
-/* An exec replaces the process's mappings: what the symbolizer knew of them is stale. */
+int gp_run__watch_libs(struct gp_run *run, unsigned int kinds, char *err, size_t len)
+{
+	return libwatch__start(run->watch, kinds, err, len);
+}
+
+void gp_run__tick(struct gp_run *run)
+{
+	libwatch__tick(run->watch);
+}
+
+/* An exec replaces the process's mappings: what the symbolizer knew of them is stale.
+ * Forks, execs and exits are moments of the --trace timeline. */
 static void run_on_proc(void *ctx, const struct gp_proc_event *e)
 {
 	struct gp_run *run = ctx;
 
 	if (e->type == GP_EV_EXEC)
 		symbolizer__forget_pid(run->sym, (int)e->pid);
+	if (run->timeline)
+		gp_timeline__proc(run->timeline, e->type, e->pid, e->ppid, e->root, e->ts_ns, e->comm);
+}
+
+/* The allocation probes' exit records: the exits of processes the run does not follow
+ * (node-wide), which the timeline shows when it shows the process. */
+static void run_on_exit(void *ctx, const struct gp_exit_event *e)
+{
+	struct gp_run *run = ctx;
+
+	if (run->timeline)
+		gp_timeline__proc(run->timeline, GP_EV_EXIT, e->pid, 0, 0, e->ts_ns, e->comm);
 }
 
 int gp_run__start(struct gp_run *run, char *err, size_t len)
 {
-	struct gp_handlers h = { .ctx = run, .on_proc = run_on_proc };
+	struct gp_handlers h = { .ctx = run, .on_proc = run_on_proc, .on_exit = run_on_exit };
 	int r = 0;
 
 	if (run->ptree)
@@ -414,13 +450,24 @@ static size_t pids_of(struct gp_run *run, const struct gp_snap *const *snaps, bo
 	return n;
 }
 
-size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx)
+size_t gp_run__hits_drops(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx,
+			  uint64_t *dropped)
 {
 	const struct gp_snap *snaps[GP_MAX_MODES] = { 0 };
 
-	for (int i = 0; i < run->nr; i++)
+	for (int i = 0; i < run->nr; i++) {
 		snaps[i] = run->slot[i].m->snapshot(run->slot[i].st, run, "hits", 0);
+		if (dropped)
+			dropped[i] = 0;
+		for (size_t j = 0; dropped && snaps[i] && j < snaps[i]->nr_drops; j++)
+			dropped[i] += snaps[i]->drops[j].count;
+	}
 	return pids_of(run, snaps, false, cb, ctx);
+}
+
+size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx)
+{
+	return gp_run__hits_drops(run, cb, ctx, NULL);
 }
 
 bool gp_run__counts_hits(const struct gp_run *run)
@@ -455,27 +502,19 @@ int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 	struct prom_hits h = { .p = p, .cost = probe_cost };
 	int r = 0;
 
-	for (int i = 0; i < run->nr; i++) {
+	for (int i = 0; i < run->nr; i++)
 		snaps[i] = run->slot[i].m->snapshot(run->slot[i].st, run, "scrape", 0);
-		for (size_t j = 0; snaps[i] && j < snaps[i]->nr_pids; j++)
-			if (!snaps[i]->pids[j].exited)
-				prom_out__live(p, snaps[i]->pids[j].pid);
-	}
 	for (int i = 0; i < run->nr && !r; i++)
 		if (snaps[i] && run->slot[i].m->prom)
 			r = run->slot[i].m->prom(p, snaps[i], run);
 	if (r)
 		return r;
-	prom__family(p, "gpuprobe_probe_hits_total", "counter",
-		     "Probe hits gpuprobe counted per process (uprobe entries and returns of the probed driver calls).");
-	prom__family(p, "gpuprobe_probe_seconds_total", "counter",
-		     "ESTIMATE of the seconds each process spent in gpuprobe's probes: gpuprobe_probe_hits_total times gpuprobe_probe_hit_cost_seconds, not a measurement.");
+	prom__family(p, "gpuprobe_probe_hits_total");
+	prom__family(p, "gpuprobe_probe_seconds_total");
 	pids_of(run, snaps, false, prom_hit, &h);
-	prom__family(p, "gpuprobe_probe_hit_cost_seconds", "gauge",
-		     "Cost of one probe hit in seconds: calibrated at start-up on this node (a uprobe on a function of gpuprobe, timed with and without), or --probe-cost.");
+	prom__family(p, "gpuprobe_probe_hit_cost_seconds");
 	prom__real(p, "gpuprobe_probe_hit_cost_seconds", NULL, NULL, probe_cost);
-	prom__family(p, "gpuprobe_events_dropped_total", "counter",
-		     "Events or calls gpuprobe could not account for, by mode and reason (see docs/metrics.md).");
+	prom__family(p, "gpuprobe_events_dropped_total");
 	for (int i = 0; i < run->nr; i++) {
 		for (size_t j = 0; snaps[i] && j < snaps[i]->nr_drops; j++) {
 			const char *kv[] = { "mode", run->slot[i].m->name, "reason",
@@ -497,9 +536,28 @@ int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 			gp_budget__stats_free(&st);
 		}
 	}
-	prom__family(p, "gpuprobe_tracked_processes", "gauge", "Processes with series on this endpoint.");
+	prom__family(p, "gpuprobe_tracked_processes");
 	prom__u64(p, "gpuprobe_tracked_processes", NULL, NULL, pids_of(run, snaps, true, count_pid, NULL));
 	return 0;
+}
+
+void gp_run__counters(struct gp_run *run, gp_counter_fn emit, void *ctx)
+{
+	for (int i = 0; i < run->nr; i++)
+		if (run->slot[i].m->counters)
+			run->slot[i].m->counters(run->slot[i].st, run, emit, ctx);
+}
+
+void gp_run__sample(struct gp_run *run)
+{
+	struct gp_counters *cs;
+
+	if (!run->timeline || run->o->trace_counters <= 0)
+		return;
+	gp_events__drain(run->events);
+	cs = gp_timeline__sample_begin(run->timeline, gp_mono_ns());
+	gp_run__counters(run, gp_counters__add, cs);
+	gp_timeline__sample_end(run->timeline);
 }
 
 void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
@@ -507,6 +565,9 @@ void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
 	/* records still in flight first: a process gone without an exit record is marked
 	 * exited by the modes, and a late record of it would make it live again */
 	gp_events__drain(run->events);
+	/* the timeline's running totals: their last change before the records go, and a
+	 * sample right after, so a total that drops with them hides no later change */
+	gp_run__sample(run);
 	if (run->ptree)
 		ptree__reap(run->ptree, cutoff_ns);
 	if (run->allocs)
@@ -515,6 +576,7 @@ void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
 		if (run->slot[i].m->reap)
 			run->slot[i].m->reap(run->slot[i].st, run, cutoff_ns, keep_pid);
 	gp_budget__reap(run->budget, cutoff_ns, keep_pid);
+	gp_run__sample(run);
 }
 
 int gp_run__finish(struct gp_run *run, char *err, size_t len)
@@ -522,6 +584,7 @@ int gp_run__finish(struct gp_run *run, char *err, size_t len)
 	char later[256]; /* the reasons after the first are not shown */
 	int r = 0, e;
 
+	gp_run__sample(run); /* the last counter sample, before the timeline closes */
 	for (int i = 0; i < run->nr; i++) {
 		if (!run->slot[i].m->finish)
 			continue;
@@ -560,6 +623,7 @@ void gp_run__free(struct gp_run *run)
 		if (run->slot[i].m->free)
 			run->slot[i].m->free(run->slot[i].st);
 	allocsrc__free(run->allocs);
+	libwatch__free(run->watch);
 	ptree__free(run->ptree);
 	gp_budget__free(run->budget);
 	gp_timeline__close(run->timeline, NULL);

@@ -30,6 +30,7 @@ struct ptree;
 struct gp_budget;
 struct gp_sampling;
 struct attach_pair;
+struct libwatch;
 
 #define GP_MAX_MODES 16
 
@@ -45,6 +46,7 @@ struct gp_run {
 	int target_pid;              /* the uprobes' own PID filter; -1: none */
 	struct ptree *ptree;         /* the processes followed, forks and execs */
 	struct gp_budget *budget;    /* --max-overhead (src/core/budget.h), or NULL */
+	struct libwatch *watch;      /* library files claimed, and those loaded later */
 	bool filter;                 /* only the processes in the ptree (else every one) */
 	bool follow_forks;           /* a followed process's children are followed too */
 	const char *comm, *cgroup;   /* --comm, --cgroup */
@@ -69,8 +71,16 @@ struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len);
 /* Opens the shared resources the modes need, then each mode (table order), and loads
  * every BPF object; nothing is attached. 0 or -errno with one reason in err. */
 int gp_run__open(struct gp_run *run, char *err, size_t len);
-/* Probes on one more library file of a kind, for every mode that needs that kind. */
+/* Probes on one more library file of a kind, for every mode that needs that kind; a file
+ * (device and inode) probed already for that kind is skipped (uprobes bind to inodes). */
 int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, char *err, size_t len);
+/* The library kinds (enum gp_need bits) the front end does not resolve itself: their files
+ * now (libnccl: --libnccl, else discovery), then those followed processes load later (the
+ * dynamic linker's hook, rescans: src/core/libwatch.h). After the front end's own
+ * attach_lib calls. 0 or -errno with one line in err. */
+int gp_run__watch_libs(struct gp_run *run, unsigned int kinds, char *err, size_t len);
+/* From the front end's loop: the watcher's deferred scans and rescans. */
+void gp_run__tick(struct gp_run *run);
 /* Tracepoints and ring buffers, once every library is attached. */
 int gp_run__start(struct gp_run *run, char *err, size_t len);
 /* Reports of every mode (pid 0: every process) to run->out, text or JSON. */
@@ -84,8 +94,18 @@ int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost);
 /* Probe hits per process of every mode (the allocation probes included). cb gets each
  * process once, hits summed; returns how many processes. */
 size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx);
+/* The same, and in dropped[i] (GP_MAX_MODES) the sum of slot i's drop counters, the run's
+ * own among them (a live view's "what did this mode lose"). */
+size_t gp_run__hits_drops(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx,
+			  uint64_t *dropped);
 /* Whether any enabled mode counts probe hits (has uprobes in libcuda). */
 bool gp_run__counts_hits(const struct gp_run *run);
+/* Every mode's counters (gp_mode.counters) through emit. */
+void gp_run__counters(struct gp_run *run, gp_counter_fn emit, void *ctx);
+/* With --trace: the records in flight, then one counter sample into the timeline
+ * (running totals as their change since the last sample). Reaping and finishing sample
+ * too, so the changes of a --trace file add up to the totals. */
+void gp_run__sample(struct gp_run *run);
 /* Forgets exited processes in every mode (see gp_mode.reap). */
 void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid);
 /* Before a BPF object loads: it filters on the run's `traced` map (reused) when the run

@@ -273,3 +273,37 @@ cleanup:
 		errno = e ? e : EINVAL;
 	return elf;
 }
+
+int safe_path_is_plain(const char *proc_root, int pid, const char *path, int fd)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	char root[SAFEOPEN_PATH_MAX];
+	struct stat want, got;
+	int rootfd = -1, pathfd = -1, plain = 0, n;
+
+	if (!proc_root)
+		proc_root = "/proc";
+	if (!path || path[0] != '/' || !path[1] || pid <= 0 || fstat(fd, &want))
+		goto cleanup;
+	n = snprintf(root, sizeof(root), "%s/%d/root", proc_root, pid);
+	if (n < 0 || (size_t)n >= sizeof(root))
+		goto cleanup;
+	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		goto cleanup;
+	/* beneath the root: relative to it, so no absolute path */
+	pathfd = sys_openat2(rootfd, path + 1, &how);
+	if (pathfd < 0 || fstat(pathfd, &got))
+		goto cleanup;
+	plain = S_ISREG(got.st_mode) && got.st_dev == want.st_dev &&
+		got.st_ino == want.st_ino;
+cleanup:
+	if (pathfd >= 0)
+		close(pathfd);
+	if (rootfd >= 0)
+		close(rootfd);
+	return plain;
+}

@@ -66,4 +66,17 @@ int safe_open_map_file(const char *proc_root, int pid,
 struct Elf;
 struct Elf *safe_elf_begin(int fd, char *err, size_t errlen);
 
+/*
+ * Whether "<proc_root>/<pid>/root<path>", walked by the kernel from here as
+ * any path is (libbpf attaches uprobes by path), reaches the file open on fd
+ * without following a single symlink or leaving the root: path is resolved
+ * with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS and must
+ * lead to fd's device and inode. Such a walk takes the same steps from
+ * gpuprobe as inside the process (an absolute link would resolve against
+ * gpuprobe's root instead, a ".." above the process's root would leave it).
+ * A path in /proc/PID/maps has no links (the kernel prints the file's own
+ * name), so only a planted one fails. 1 yes, 0 no.
+ */
+int safe_path_is_plain(const char *proc_root, int pid, const char *path, int fd);
+
 #endif /* GPUPROBE_SAFEOPEN_H */

@@ -4,6 +4,7 @@
 
 #include "elfsym.h"
 #include "procmaps.h"
+#include "safeopen.h"
 
 #include <errno.h>
 #include <libiberty/demangle.h>
@@ -12,13 +13,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Bounds on memory: a tracer may see many short-lived processes. */
 #define CACHE_CAP 256
 #define CACHE_BUCKETS 512	/* power of two, 2x CACHE_CAP: short chains */
+/*
+ * The symbol tables kept, all files together: each is bounded by what its
+ * file really holds (elfsym.h), this bounds the sum when processes map many
+ * large files (least recently used ones go first).
+ */
+#define FILES_MAX_BYTES (512ULL << 20)
 
 /*
  * A miss re-reads the maps (dlopen'ed libraries appear after the first
@@ -33,7 +39,6 @@
  */
 #define DEMANGLE_MAX_IN 32768
 
-#define SYM_PATH_MAX (PROCMAPS_PATH_MAX + 256)
 
 /* ---- a tiny fixed-size hash map with LRU eviction ---- */
 
@@ -50,6 +55,8 @@ struct cache {
 	int bucket[CACHE_BUCKETS];
 	unsigned long long tick;
 	void (*free_val)(void *val);
+	size_t (*size_val)(const void *val);	/* NULL: entries count nothing */
+	unsigned long long bytes, max_bytes;	/* what the values hold, its bound */
 };
 
 static unsigned int cache_hash(unsigned long long k1, unsigned long long k2)
@@ -61,7 +68,9 @@ static unsigned int cache_hash(unsigned long long k1, unsigned long long k2)
 	return (unsigned int)(h & (CACHE_BUCKETS - 1));
 }
 
-static void cache_init(struct cache *c, void (*free_val)(void *val))
+static void cache_init(struct cache *c, void (*free_val)(void *val),
+		       size_t (*size_val)(const void *val),
+		       unsigned long long max_bytes)
 {
 	int i;
 
@@ -69,6 +78,13 @@ static void cache_init(struct cache *c, void (*free_val)(void *val))
 	for (i = 0; i < CACHE_BUCKETS; i++)
 		c->bucket[i] = -1;
 	c->free_val = free_val;
+	c->size_val = size_val;
+	c->max_bytes = max_bytes;
+}
+
+static unsigned long long cache_val_size(const struct cache *c, const void *val)
+{
+	return c->size_val ? c->size_val(val) : 0;
 }
 
 static struct cache_slot *cache_find(struct cache *c, unsigned long long k1,
@@ -95,9 +111,22 @@ static void cache_drop(struct cache *c, int idx)
 	while (*pp != idx)
 		pp = &c->slot[*pp].next;
 	*pp = sl->next;
+	c->bytes -= cache_val_size(c, sl->val);
 	c->free_val(sl->val);
 	sl->val = NULL;
 	sl->live = false;
+}
+
+/* Least recently used live slot other than keep, -1 if none. */
+static int cache_lru(const struct cache *c, int keep)
+{
+	int i, victim = -1;
+
+	for (i = 0; i < CACHE_CAP; i++)
+		if (c->slot[i].live && i != keep &&
+		    (victim < 0 || c->slot[i].used < c->slot[victim].used))
+			victim = i;
+	return victim;
 }
 
 /*
@@ -130,6 +159,11 @@ static struct cache_slot *cache_insert(struct cache *c, unsigned long long k1,
 	sl->live = true;
 	sl->next = c->bucket[h];
 	c->bucket[h] = victim;
+	c->bytes += cache_val_size(c, val);
+	/* over the byte bound: the least recently used others go */
+	while (c->max_bytes && c->bytes > c->max_bytes &&
+	       (i = cache_lru(c, victim)) >= 0)
+		cache_drop(c, i);
 	return sl;
 }
 
@@ -197,6 +231,11 @@ static void pid_maps__free(void *p)
 static void symtab_free(void *p)
 {
 	elf_symtab__free(p);
+}
+
+static size_t symtab_size(const void *p)
+{
+	return elf_symtab__bytes(p);
 }
 
 static int pid_maps_add(const struct map_entry *e, void *ctx)
@@ -297,56 +336,33 @@ static const struct pmap *find_pmap(const struct pid_maps *pm,
 
 /* ---- symbol tables ---- */
 
-static bool same_file(const struct stat *st, const struct pmap *m)
-{
-	return major(st->st_dev) == m->dev_major &&
-	       minor(st->st_dev) == m->dev_minor &&
-	       (unsigned long long)st->st_ino == m->inode;
-}
-
-static bool fits(int n, size_t size)
-{
-	return n >= 0 && (size_t)n < size;
-}
-
 /*
- * Picks a host path leading to the mapped file: the process's own root (so
- * containers work), checked against dev+inode; else map_files, which always
- * names the mapped inode (also for deleted files) but needs privileges; else
- * the root path anyway, because overlayfs reports the underlying layer's
- * dev+inode in maps while stat through the overlay differs.
+ * Opens the mapped file of m: the mapping itself (map_files, which names the
+ * mapped inode, also a deleted one, but needs CAP_SYS_ADMIN), else its path
+ * resolved only inside the process's root. Both through safeopen: never
+ * blocking, regular files only, and only the dev/inode that maps gave.
  */
-static const char *pick_path(const struct symbolizer *s, int pid,
-			     const struct pmap *m, char *root_path,
-			     char *mf_path)
+static int open_mapped(const struct symbolizer *s, int pid, const struct pmap *m)
 {
-	const char *path = NULL;
-	bool have_root, have_mf;
-	struct stat st;
+	struct safeopen_id id = {
+		.dev_major = m->dev_major, .dev_minor = m->dev_minor, .ino = m->inode,
+	};
+	int fd;
 
-	have_root = !m->deleted &&
-		    fits(snprintf(root_path, SYM_PATH_MAX, "%s/%d/root%s",
-				  s->proc_root, pid, m->path), SYM_PATH_MAX);
-	have_mf = fits(snprintf(mf_path, SYM_PATH_MAX,
-				"%s/%d/map_files/%llx-%llx", s->proc_root, pid,
-				m->start, m->end), SYM_PATH_MAX);
-	if (have_root && stat(root_path, &st) == 0 && same_file(&st, m))
-		path = root_path;
-	else if (have_mf && stat(mf_path, &st) == 0)
-		path = mf_path;
-	else if (have_root && stat(root_path, &st) == 0)
-		path = root_path;
-	return path;
+	fd = safe_open_map_file(s->proc_root, pid, m->start, m->end, &id, NULL, 0);
+	if (fd < 0 && !m->deleted)
+		fd = safe_open_mapped(s->proc_root, pid, m->path, &id, NULL, 0);
+	return fd;
 }
 
 static const struct elf_symtab *get_symtab(struct symbolizer *s, int pid,
 					   const struct pmap *m)
 {
-	char root_path[SYM_PATH_MAX], mf_path[SYM_PATH_MAX], err[256];
 	struct elf_symtab *st = NULL;
 	unsigned long long k1, k2;
 	struct cache_slot *sl;
-	const char *path;
+	char err[256];
+	int fd = -1;
 
 	/* pseudo maps ([vdso], [anon:x]) and inode-less files have no key */
 	if (!m->path || m->path[0] != '/' || !m->inode)
@@ -358,17 +374,21 @@ static const struct elf_symtab *get_symtab(struct symbolizer *s, int pid,
 		st = sl->val;
 		goto cleanup;
 	}
-	path = pick_path(s, pid, m, root_path, mf_path);
-	if (!path)
+	/* not opened (process gone, EACCES, the path swapped): maybe next time */
+	fd = open_mapped(s, pid, m);
+	if (fd < 0)
 		goto cleanup;
-	st = elf_symtab__load(path, err, sizeof(err));
+	st = elf_symtab__load_fd(fd, err, sizeof(err));
 	/*
 	 * Remember files that are not usable ELF (NULL entry) so they are not
-	 * parsed again; open errors (process gone, EACCES) may be transient.
+	 * parsed again: that is a property of the inode, which is the key.
 	 */
-	if (st || errno == ENOEXEC || errno == EBADMSG || errno == EINVAL)
+	if (st || errno == ENOEXEC || errno == EBADMSG || errno == EINVAL ||
+	    errno == EFBIG)
 		cache_insert(&s->files, k1, k2, st);
 cleanup:
+	if (fd >= 0)
+		close(fd);
 	return st;
 }
 
@@ -387,8 +407,8 @@ struct symbolizer *symbolizer__new(const char *proc_root)
 		s = NULL;
 		goto cleanup;
 	}
-	cache_init(&s->pids, pid_maps__free);
-	cache_init(&s->files, symtab_free);
+	cache_init(&s->pids, pid_maps__free, NULL, 0);
+	cache_init(&s->files, symtab_free, symtab_size, FILES_MAX_BYTES);
 cleanup:
 	return s;
 }
@@ -401,6 +421,22 @@ void symbolizer__free(struct symbolizer *s)
 		free(s->proc_root);
 		free(s);
 	}
+}
+
+void symbolizer__set_files_budget(struct symbolizer *s, unsigned long long bytes)
+{
+	int i;
+
+	if (!s)
+		return;
+	s->files.max_bytes = bytes;
+	while (s->files.bytes > bytes && (i = cache_lru(&s->files, -1)) >= 0)
+		cache_drop(&s->files, i);
+}
+
+unsigned long long symbolizer__files_bytes(const struct symbolizer *s)
+{
+	return s ? s->files.bytes : 0;
 }
 
 void symbolizer__forget_pid(struct symbolizer *s, int pid)

@@ -5,6 +5,11 @@
  * Keeps two bounded caches: the sorted mappings of each pid and the symbol
  * tables of each mapped file, keyed by dev+inode so one libcuda.so seen by
  * many processes (or containers) is parsed once. Not thread-safe.
+ *
+ * A mapped file is opened through safeopen with the dev/inode maps gives:
+ * the mapping itself (map_files) where permitted, else its path resolved
+ * only inside the process's root; never a FIFO, a device, or a file the
+ * process's links lead to outside its root.
  */
 #ifndef GPUPROBE_SYMBOLIZE_H
 #define GPUPROBE_SYMBOLIZE_H
@@ -28,6 +33,14 @@ void symbolizer__free(struct symbolizer *s);
  */
 int symbolizer__format(struct symbolizer *s, int pid, unsigned long long addr,
 		       char *buf, size_t len);
+
+/*
+ * Bounds the bytes the cached symbol tables hold together (default 512 MiB;
+ * each one is bounded by its file, see elfsym.h): the least recently used
+ * go first, the one just loaded stays. files_bytes says what they hold now.
+ */
+void symbolizer__set_files_budget(struct symbolizer *s, unsigned long long bytes);
+unsigned long long symbolizer__files_bytes(const struct symbolizer *s);
 
 /* Drops the cached maps of an exited process (pids get reused). */
 void symbolizer__forget_pid(struct symbolizer *s, int pid);

@@ -13,10 +13,12 @@
 
 struct json_object;
 struct gp_timeline;
+struct gp_counters;
 
 enum gp_lane {
 	GP_LANE_CALL,  /* driver calls (--trace) */
 	GP_LANE_IOCTL, /* nvidia ioctls (--ioctl) */
+	GP_LANE_NCCL,  /* NCCL calls (--nccl), group boundaries included */
 	GP_LANE__COUNT,
 };
 
@@ -40,6 +42,21 @@ struct gp_lane_tally gp_timeline__tally(struct gp_timeline *tl, uint32_t pid, en
 void gp_timeline__lane_drops(struct gp_timeline *tl, enum gp_lane lane, uint64_t dropped);
 uint64_t gp_timeline__drops(const struct gp_timeline *tl, enum gp_lane lane);
 uint64_t gp_timeline__written(const struct gp_timeline *tl);
+/* A counter sample at now_ns: begin returns the set to add the modes' counters to
+ * (gp_counters__add), end writes one counter event per process and track (detail series
+ * left out): running totals as their change since the previous sample (the first: since
+ * the timeline opened), stamped at that sample's time, gauges as they are now. */
+struct gp_counters *gp_timeline__sample_begin(struct gp_timeline *tl, uint64_t now_ns);
+void gp_timeline__sample_end(struct gp_timeline *tl);
+/* Counter series never written (more than the timeline keeps). */
+uint64_t gp_timeline__counter_drops(const struct gp_timeline *tl);
+uint64_t gp_timeline__counter_events(const struct gp_timeline *tl);
+/* A fork, exec or exit (GP_EV_FORK, GP_EV_EXEC, GP_EV_GONE or GP_EV_EXIT) as an instant
+ * event on the process's track, for a process the run follows (root != 0) or one the
+ * timeline shows already; an exec renames the track, an exit is written once. */
+void gp_timeline__proc(struct gp_timeline *tl, uint32_t type, uint32_t pid, uint32_t ppid, uint32_t root,
+		       uint64_t ts_ns, const char *comm);
+uint64_t gp_timeline__instants(const struct gp_timeline *tl);
 /* Ends the file with summary (taken over); 0 or -errno. Frees tl. */
 int gp_timeline__close(struct gp_timeline *tl, struct json_object *summary);
 

@@ -696,6 +696,103 @@ cleanup:
 	return err;
 }
 
+/* The session of pid, with maps that cover pc where a re-read can make them. */
+static struct upid *upid_for_pc(struct unwinder *u, int pid, uint64_t pc)
+{
+	struct upid *p = upid_get(u, pid);
+
+	if (p && p->dwfl && !pc_mapped(p, pc) && now_ns() - p->maps_ns >= UNWIND_MAPS_MIN_NS &&
+	    upid_load(u, p, pid))
+		return NULL;
+	return p && p->dwfl ? p : NULL;
+}
+
+/* Whether the DWARF of mod's file is small enough to read (hostile files may claim
+ * sections of any size; ELF_C_READ reads them whole). */
+static bool dwarf_size_ok(Dwfl_Module *mod)
+{
+	unsigned long long total = 0;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && !strncmp(name, ".debug_", 7))
+			total += sh.sh_size;
+	}
+	return total <= UNWIND_DWARF_MAX;
+}
+
+int unwinder__srcline(struct unwinder *u, int pid, uint64_t pc, char *file,
+		      size_t flen, int *line)
+{
+	Dwfl_Module *mod;
+	Dwfl_Line *ln;
+	const char *src, *base;
+	struct upid *p;
+	int lineno = 0, err = -ENOENT;
+
+	if (!u || pid <= 0 || !file || !flen || !line) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	p = upid_for_pc(u, pid, pc);
+	if (!p) {
+		err = -ESRCH;
+		goto cleanup;
+	}
+	mod = dwfl_addrmodule(p->dwfl, pc);
+	if (!mod || !dwarf_size_ok(mod))
+		goto cleanup;
+	ln = dwfl_module_getsrc(mod, pc);
+	src = ln ? dwfl_lineinfo(ln, NULL, &lineno, NULL, NULL, NULL) : NULL;
+	if (!src || !src[0] || lineno <= 0)
+		goto cleanup;
+	base = strrchr(src, '/');
+	snprintf(file, flen, "%s", base && base[1] ? base + 1 : src);
+	*line = lineno;
+	err = 0;
+cleanup:
+	return err;
+}
+
+int unwinder__symbol(struct unwinder *u, int pid, uint64_t pc, char *buf, size_t len)
+{
+	Dwfl_Module *mod;
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	const char *name;
+	struct upid *p;
+	int err = -ENOENT;
+
+	if (!u || pid <= 0 || !buf || !len) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	p = upid_for_pc(u, pid, pc);
+	if (!p) {
+		err = -ESRCH;
+		goto cleanup;
+	}
+	mod = dwfl_addrmodule(p->dwfl, pc);
+	name = mod ? dwfl_module_addrinfo(mod, pc, &off, &sym, NULL, NULL, NULL) : NULL;
+	if (!name || !name[0])
+		goto cleanup;
+	snprintf(buf, len, "%s+0x%llx", name, (unsigned long long)off);
+	err = 0;
+cleanup:
+	return err;
+}
+
 struct unwinder *unwinder__new(const char *proc_root)
 {
 	struct unwinder *u;

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stackcopy.bpf.h"
+#include "stacks.h"
 
 #define UNWIND_MAX_FRAMES 127
 #define UNWIND_MAX_PIDS 64
@@ -70,6 +70,24 @@ void unwinder__free(struct unwinder *u);
 int unwinder__unwind(struct unwinder *u, int pid,
 		     const struct gp_stack_copy *copy,
 		     struct unwind_frames *out);
+
+/*
+ * The source file (its base name) and line of pc in process pid, from the DWARF line
+ * table of the mapped file or of its verified separate debug file (files whose DWARF
+ * sections together exceed UNWIND_DWARF_MAX are not read). For a return address pass
+ * the address of the call (pc - 1). 0, or -ENOENT where there is no line information,
+ * -ESRCH when the process is gone and nothing is cached.
+ */
+#define UNWIND_DWARF_MAX (256ull << 20)
+int unwinder__srcline(struct unwinder *u, int pid, uint64_t pc, char *file,
+		      size_t flen, int *line);
+
+/*
+ * "func+0x1a" for pc from the symbols libdwfl finds: .symtab, .dynsym, the
+ * MiniDebugInfo in .gnu_debugdata, or the verified separate debug file; for frames
+ * the ELF symbol tables of the mapped file do not name. 0, or -ENOENT.
+ */
+int unwinder__symbol(struct unwinder *u, int pid, uint64_t pc, char *buf, size_t len);
 
 /* Drops what is cached for an exited process (pids get reused). */
 void unwinder__forget_pid(struct unwinder *u, int pid);

@@ -12,12 +12,14 @@ extern const struct gp_mode gp_mode_cudatrace;
 extern const struct gp_mode gp_mode_bandwidth;
 extern const struct gp_mode gp_mode_ioctl;
 extern const struct gp_mode gp_mode_trace;
+extern const struct gp_mode gp_mode_nccl;
 
 const struct gp_mode *const gp_modes[] = {
 	&gp_mode_memleak,
 	&gp_mode_cudatrace,
 	&gp_mode_bandwidth,
 	&gp_mode_ioctl,
+	&gp_mode_nccl,
 	&gp_mode_trace,
 	NULL,
 };

@@ -28,6 +28,8 @@ static const struct {
 	[GP_R_FOLLOWED_TABLE_FULL] = { "followed_table_full", true },
 	/* a graph launch still counts; only its kernels' executions may be missed */
 	[GP_R_GRAPH_TABLE_FULL] = { "graph_table_full", false },
+	/* every call on a communicator not kept is lost */
+	[GP_R_NCCL_COMM_TABLE_FULL] = { "nccl_comm_table_full", true },
 };
 
 const char *gp_reason_name(int reason)

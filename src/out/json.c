@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <inttypes.h>
 #include "json.h"
+#include "jsonnum.h"
 
 json_object *gp_json__hex(uint64_t v)
 {
@@ -30,6 +31,7 @@ json_object *gp_json__log2_hist(const uint64_t *slots, int n)
 
 void gp_json__print(FILE *f, json_object *o)
 {
+	num__json_shorten(o);
 	fprintf(f, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 							     JSON_C_TO_STRING_NOSLASHESCAPE));
 	fflush(f);

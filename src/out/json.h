@@ -11,7 +11,8 @@
 json_object *gp_json__hex(uint64_t v);
 /* The non-empty log2 buckets as [{lo, hi, count}] */
 json_object *gp_json__log2_hist(const uint64_t *slots, int n);
-/* One JSON Lines record on f, flushed; takes o over. */
+/* One JSON Lines record on f, flushed, its doubles in shortest form (num__json_shorten);
+ * takes o over. */
 void gp_json__print(FILE *f, json_object *o);
 
 #endif

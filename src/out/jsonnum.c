@@ -43,6 +43,43 @@ json_object *num__json_double(double v)
 	return json_object_new_double_s(v, s);
 }
 
+static void shorten(json_object *o, int depth)
+{
+	char s[NUM_SHORTEST_MAX];
+	char *copy;
+
+	if (!o || depth > 64)
+		return;
+	switch (json_object_get_type(o)) {
+	case json_type_double:
+		if (num__shortest(json_object_get_double(o), s, sizeof(s)) < 0)
+			snprintf(s, sizeof(s), "null");
+		copy = strdup(s);
+		if (copy) /* else json-c's own form stays: still a number */
+			json_object_set_serializer(o, json_object_userdata_to_json_string, copy,
+						   json_object_free_userdata);
+		break;
+	case json_type_object: {
+		json_object_object_foreach(o, key, val) {
+			(void)key;
+			shorten(val, depth + 1);
+		}
+		break;
+	}
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			shorten(json_object_array_get_idx(o, i), depth + 1);
+		break;
+	default:
+		break;
+	}
+}
+
+void num__json_shorten(json_object *o)
+{
+	shorten(o, 0);
+}
+
 json_object *num__json_us(uint64_t ns)
 {
 	char s[32];

@@ -23,6 +23,11 @@ int num__shortest(double v, char *buf, size_t len);
 /* A json-c double that serializes as num__shortest; NULL (JSON null) for NaN/infinities or
  * when out of memory. */
 struct json_object *num__json_double(double v);
+/* Every double in the tree o (objects and arrays, 64 levels deep) serializes as
+ * num__shortest from here on, NaN and infinities as null: renderers build their reports
+ * with json_object_new_double, and the writers (gp_json__print, the --trace summary) call
+ * this once before printing. */
+void num__json_shorten(struct json_object *o);
 /* ns / 1000 written exactly ("1234.567", "12"), e.g. Chrome trace "ts"/"dur" in us. */
 struct json_object *num__json_us(uint64_t ns);
 

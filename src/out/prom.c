@@ -2,70 +2,273 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "metrics.h"
 #include "mode.h"
 #include "prom.h"
 #include "u64map.h"
 
-#define MAX_FAMILIES 128
+_Static_assert(PROM_HIST_SLOTS == GP_HIST_SLOTS, "the BPF histograms' slots");
 
-struct family {
-	const char *name, *type, *help;
-	char *buf; /* the sample lines */
+#define NV_MAX (PROM_HIST_SLOTS + 1) /* a histogram: its slots, then its sum */
+#define HIST_LAST 24		     /* the last bucket written before +Inf: le = 2^25 us */
+
+enum fmt { FMT_U64 = 'u', FMT_SECS = 's', FMT_REAL = 'r' };
+
+/* A series of a per-process family: what every process counted into it so far. */
+struct series {
+	char *labels; /* `a="b",c="d"`, escaped; "" for none */
+	int fam;
+	char fmt;
+	bool shown;   /* written by a scrape once (born_at_zero) */
+	bool dead;    /* expired: unlinked from the family's list at the next write */
+	uint64_t key;
+	uint64_t seen_ns; /* the last render a process counted into it */
+	double v[NV_MAX];
+};
+
+struct fam_list {
+	struct series **v;
+	size_t n, cap;
+};
+
+/* A process's values in a family at the render before: key hash(fam, pid). */
+struct pstate {
+	uint64_t gen;
+	char comm[GP_COMM_LEN];
+	struct u64map *last; /* own-labels hash -> double[NV_MAX] */
+};
+
+struct stamp {
+	uint64_t seen_ns;
+};
+
+struct prom_store {
+	struct prom_store_opts o;
+	struct u64map *series;   /* hash(fam, labels) -> struct series */
+	struct fam_list *fams;   /* per gp_metrics index, creation order */
+	size_t nr_fams, live_series;
+	struct u64map *pstate;   /* hash(fam, pid) -> struct pstate */
+	struct u64map *exited;   /* hash(fam, pid, fingerprint) -> generation */
+	struct u64map *cap_count; /* hash(fam, base labels) -> count (as a pointer) */
+	struct u64map *cap_vals; /* hash(fam, base labels, capped labels) -> struct capval */
+	struct u64map *admitted; /* per_process: pid -> struct stamp */
+	uint64_t gen;
+};
+
+/* One sample of one process record in this render. */
+struct sample {
+	char *nc, *cap; /* own labels: not capped, capped (escaped, comma-joined) */
+	uint64_t lkey;  /* hash of both */
+	double v[NV_MAX];
+};
+
+/* A process's samples in one family, this render (key: family, proc pointer). */
+struct record {
+	int fam;
+	const struct gp_snap_pid *proc;
+	uint32_t pid;
+	bool exited, done;
+	bool own_pid; /* per_process: its series carry its pid */
+	char comm[GP_COMM_LEN];
+	char fmt;
+	struct sample *s;
+	size_t n, cap;
+	struct u64map *idx; /* lkey -> index + 1 */
+};
+
+struct gauge {
+	char *labels;
+	int fam;
+	char fmt;
+	double v;
+};
+
+struct famout {
+	bool declared;
+	uint64_t cap;
+	char *buf; /* samples without process labels, written as they come */
 	size_t len;
 	FILE *f;
-	struct u64map *seen; /* hashes of label sets */
+	struct u64map *seen;
+	struct gauge **g; /* per-process gauges: sums over the live processes */
+	size_t ng, capg;
+	struct u64map *gidx; /* hash(labels) -> index + 1 */
 };
 
 struct prom_out {
-	prom_container_fn container;
+	struct prom_store *store;
+	bool own_store, folded, failed;
+	prom_attr_fn attr;
 	void *ctx;
-	struct u64map *live;
-	struct family fam[MAX_FAMILIES];
-	int nr;
-	bool failed;
+	uint64_t now_ns;
+	struct famout *fo;
+	size_t nr_fams;
+	struct record **recs;
+	size_t nr, cap;
+	struct u64map *ridx; /* hash(fam, proc pointer) -> index + 1 */
 };
 
-struct prom_out *prom_out__new(prom_container_fn container, void *ctx)
+static uint64_t fnv1a(const char *s, size_t n, uint64_t h)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	return h;
+}
+
+static uint64_t hstr(uint64_t h, const char *s)
+{
+	return fnv1a(s, strlen(s) + 1, h); /* the NUL too: "a","bc" differs from "ab","c" */
+}
+
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+	uint64_t k = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+
+	k ^= k >> 30;
+	k *= 0xbf58476d1ce4e5b9ULL;
+	k ^= k >> 27;
+	k *= 0x94d049bb133111ebULL;
+	return k ^ (k >> 31);
+}
+
+#define SEED 1469598103934665603ULL
+
+static size_t nvals(int fam)
+{
+	return gp_metrics[fam].type == GP_HISTOGRAM ? NV_MAX : 1;
+}
+
+/* ---- the store ---- */
+
+struct prom_store *prom_store__new(const struct prom_store_opts *o)
+{
+	struct prom_store *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->o = *o;
+	while (gp_metrics[s->nr_fams].name)
+		s->nr_fams++;
+	s->fams = calloc(s->nr_fams, sizeof(*s->fams));
+	s->series = u64map__new();
+	s->pstate = u64map__new();
+	s->exited = u64map__new();
+	s->cap_count = u64map__new();
+	s->cap_vals = u64map__new();
+	s->admitted = u64map__new();
+	if (!s->fams || !s->series || !s->pstate || !s->exited || !s->cap_count ||
+	    !s->cap_vals || !s->admitted) {
+		prom_store__free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void free_series(void *v)
+{
+	struct series *x = v;
+
+	free(x->labels);
+	free(x);
+}
+
+static void free_pstate(void *v)
+{
+	struct pstate *ps = v;
+
+	u64map__free_all(ps->last, NULL);
+	free(ps);
+}
+
+void prom_store__free(struct prom_store *s)
+{
+	if (!s)
+		return;
+	u64map__free_all(s->series, free_series);
+	for (size_t i = 0; s->fams && i < s->nr_fams; i++)
+		free(s->fams[i].v);
+	free(s->fams);
+	u64map__free_all(s->pstate, free_pstate);
+	u64map__free(s->exited);
+	u64map__free(s->cap_count);
+	u64map__free_all(s->cap_vals, NULL);
+	u64map__free_all(s->admitted, NULL);
+	free(s);
+}
+
+size_t prom_store__series(const struct prom_store *s)
+{
+	return s ? s->live_series : 0;
+}
+
+/* ---- one render ---- */
+
+struct prom_out *prom_out__new(struct prom_store *store, prom_attr_fn attr, void *ctx, uint64_t now_ns)
 {
 	struct prom_out *p = calloc(1, sizeof(*p));
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
 
 	if (!p)
 		return NULL;
-	p->container = container;
+	p->store = store;
+	if (!store) {
+		p->store = prom_store__new(&o);
+		p->own_store = true;
+	}
+	p->attr = attr;
 	p->ctx = ctx;
-	p->live = u64map__new();
-	if (!p->live) {
-		free(p);
+	p->now_ns = now_ns;
+	p->ridx = u64map__new();
+	if (p->store)
+		p->fo = calloc(p->store->nr_fams, sizeof(*p->fo));
+	if (!p->store || !p->ridx || !p->fo) {
+		prom_out__free(p);
 		return NULL;
 	}
+	p->nr_fams = p->store->nr_fams;
 	return p;
+}
+
+static void free_record(struct record *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		free(r->s[i].nc);
+		free(r->s[i].cap);
+	}
+	free(r->s);
+	u64map__free(r->idx);
+	free(r);
 }
 
 void prom_out__free(struct prom_out *p)
 {
 	if (!p)
 		return;
-	for (int i = 0; i < p->nr; i++) {
-		if (p->fam[i].f)
-			fclose(p->fam[i].f);
-		free(p->fam[i].buf);
-		u64map__free(p->fam[i].seen);
+	for (size_t i = 0; p->fo && i < p->nr_fams; i++) {
+		struct famout *fo = &p->fo[i];
+
+		if (fo->f)
+			fclose(fo->f);
+		free(fo->buf);
+		u64map__free(fo->seen);
+		for (size_t j = 0; j < fo->ng; j++) {
+			free(fo->g[j]->labels);
+			free(fo->g[j]);
+		}
+		free(fo->g);
+		u64map__free(fo->gidx);
 	}
-	u64map__free(p->live);
+	free(p->fo);
+	for (size_t i = 0; i < p->nr; i++)
+		free_record(p->recs[i]);
+	free(p->recs);
+	u64map__free(p->ridx);
+	if (p->own_store)
+		prom_store__free(p->store);
 	free(p);
-}
-
-void prom_out__live(struct prom_out *p, uint32_t pid)
-{
-	if (u64map__put(p->live, pid, (void *)1))
-		p->failed = true;
-}
-
-bool prom_out__shadowed(const struct prom_out *p, uint32_t pid, bool exited)
-{
-	return exited && u64map__get(p->live, pid);
 }
 
 void prom__label_value(FILE *f, const char *s)
@@ -82,135 +285,812 @@ void prom__label_value(FILE *f, const char *s)
 	}
 }
 
-void prom__family(struct prom_out *p, const char *name, const char *type, const char *help)
+void prom__family(struct prom_out *p, const char *name)
 {
-	struct family *fm;
+	int i = gp_metric__find(name);
 
-	if (p->nr >= MAX_FAMILIES) {
+	if (i < 0) {
 		p->failed = true;
 		return;
 	}
-	fm = &p->fam[p->nr];
-	*fm = (struct family){ .name = name, .type = type, .help = help };
-	fm->f = open_memstream(&fm->buf, &fm->len);
-	fm->seen = u64map__new();
-	if (!fm->f || !fm->seen)
+	p->fo[i].declared = true;
+}
+
+void prom__cap(struct prom_out *p, const char *name, uint64_t max)
+{
+	int i = gp_metric__find(name);
+
+	if (i < 0 || !gp_metrics[i].capped) {
 		p->failed = true;
-	p->nr++;
+		return;
+	}
+	p->fo[i].cap = max;
 }
 
-static struct family *find(struct prom_out *p, const char *name)
+/* Whether label name is one of the comma-separated list. */
+static bool in_list(const char *list, const char *name)
 {
-	for (int i = p->nr - 1; i >= 0; i--)
-		if (!strcmp(p->fam[i].name, name))
-			return &p->fam[i];
-	return NULL;
+	size_t n = strlen(name);
+
+	for (const char *s = list; s && *s;) {
+		size_t len = strcspn(s, ",");
+
+		if (len == n && !strncmp(s, name, n))
+			return true;
+		s += len + (s[len] == ',');
+	}
+	return false;
 }
 
-static uint64_t fnv1a(const char *s, size_t n)
+/* `k="v"` pairs of kv into a new string; with capped, only those (in) or the others. */
+static char *join(const char *const *kv, const char *capped, bool in)
 {
-	uint64_t h = 1469598103934665603ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-	return h | 1; /* never 0: u64map keys are anything, values must be non-NULL */
-}
-
-/* The "{...}" of a sample into buf (a memstream); false when it repeats a label set. */
-static bool labels(struct prom_out *p, struct family *fm, const struct gp_snap_pid *proc,
-		   const char *const *kv, char **buf, size_t *len)
-{
-	FILE *f = open_memstream(buf, len);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
 	bool first = true;
-	uint64_t h;
 
-	if (!f) {
-		p->failed = true;
-		return false;
-	}
-	if (proc) {
-		const char *c = p->container ? p->container(p->ctx, proc->pid) : NULL;
-
-		fprintf(f, "{pid=\"%" PRIu32 "\",comm=\"", proc->pid);
-		prom__label_value(f, proc->comm);
-		fputs("\",container=\"", f);
-		prom__label_value(f, c ? c : "");
-		fputc('"', f);
-		first = false;
-	}
+	if (!f)
+		return NULL;
 	for (; kv && kv[0]; kv += 2) {
-		fprintf(f, "%s%s=\"", first ? "{" : ",", kv[0]);
+		if (capped && in_list(capped, kv[0]) != in)
+			continue;
+		fprintf(f, "%s%s=\"", first ? "" : ",", kv[0]);
 		prom__label_value(f, kv[1]);
 		fputc('"', f);
 		first = false;
 	}
-	if (!first)
-		fputc('}', f);
 	if (fclose(f)) {
-		p->failed = true;
-		return false;
+		free(buf);
+		return NULL;
 	}
-	h = fnv1a(*buf, *len);
-	if (u64map__get(fm->seen, h))
-		return false;
-	if (u64map__put(fm->seen, h, (void *)1))
+	return buf;
+}
+
+static struct famout *declared(struct prom_out *p, const char *name, int *fam)
+{
+	int i = gp_metric__find(name);
+
+	if (i < 0 || !p->fo[i].declared) {
 		p->failed = true;
-	return true;
+		return NULL;
+	}
+	*fam = i;
+	return &p->fo[i];
+}
+
+/* A sample without process labels: written at once; a repeated label set is dropped. */
+static void direct(struct prom_out *p, struct famout *fo, const char *name, const char *const *kv,
+		   const char *suffix, const char *extra, char fmt, double v)
+{
+	char *l = join(kv, NULL, true);
+	uint64_t h;
+
+	if (!l || (!fo->f && !(fo->f = open_memstream(&fo->buf, &fo->len))) ||
+	    (!fo->seen && !(fo->seen = u64map__new()))) {
+		p->failed = true;
+		free(l);
+		return;
+	}
+	h = hstr(hstr(hstr(SEED, suffix), l), extra ? extra : "") | 1;
+	if (!u64map__get(fo->seen, h)) {
+		if (u64map__put(fo->seen, h, (void *)1))
+			p->failed = true;
+		fprintf(fo->f, "%s%s", name, suffix);
+		if (l[0] || extra)
+			fprintf(fo->f, "{%s%s%s}", l, l[0] && extra ? "," : "", extra ? extra : "");
+		if (fmt == FMT_U64)
+			fprintf(fo->f, " %" PRIu64 "\n", (uint64_t)v);
+		else
+			fprintf(fo->f, fmt == FMT_SECS ? " %.9f\n" : " %.9g\n", v);
+	}
+	free(l);
+}
+
+static struct record *record_of(struct prom_out *p, int fam, const struct gp_snap_pid *proc, char fmt)
+{
+	uint64_t k = mix((uint64_t)fam, (uint64_t)(uintptr_t)proc);
+	uintptr_t at = (uintptr_t)u64map__get(p->ridx, k);
+	struct record *r;
+
+	if (at)
+		return p->recs[at - 1];
+	if (p->nr == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		struct record **nv = realloc(p->recs, cap * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		p->recs = nv;
+		p->cap = cap;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r || !(r->idx = u64map__new()) || u64map__put(p->ridx, k, (void *)(uintptr_t)(p->nr + 1))) {
+		if (r)
+			u64map__free(r->idx);
+		free(r);
+		return NULL;
+	}
+	*r = (struct record){ .fam = fam, .proc = proc, .pid = proc->pid, .exited = proc->exited,
+			      .fmt = fmt, .idx = r->idx };
+	memcpy(r->comm, proc->comm, sizeof(r->comm));
+	r->comm[GP_COMM_LEN - 1] = '\0';
+	p->recs[p->nr++] = r;
+	return r;
+}
+
+/* A sample of a process: added to its record (the same labels add up). */
+static void keep(struct prom_out *p, int fam, const struct gp_snap_pid *proc, const char *const *kv,
+		 char fmt, const double *v)
+{
+	struct record *r = record_of(p, fam, proc, fmt);
+	char *nc = join(kv, gp_metrics[fam].capped, false);
+	char *cap = gp_metrics[fam].capped ? join(kv, gp_metrics[fam].capped, true) : strdup("");
+	uint64_t lkey;
+	uintptr_t at;
+
+	if (!r || !nc || !cap)
+		goto fail;
+	lkey = hstr(hstr(SEED, nc), cap);
+	at = (uintptr_t)u64map__get(r->idx, lkey);
+	if (!at) {
+		if (r->n == r->cap) {
+			size_t c = r->cap ? r->cap * 2 : 8;
+			struct sample *ns = realloc(r->s, c * sizeof(*ns));
+
+			if (!ns)
+				goto fail;
+			r->s = ns;
+			r->cap = c;
+		}
+		if (u64map__put(r->idx, lkey, (void *)(uintptr_t)(r->n + 1)))
+			goto fail;
+		r->s[r->n] = (struct sample){ .nc = nc, .cap = cap, .lkey = lkey };
+		at = ++r->n;
+		nc = cap = NULL;
+	}
+	for (size_t i = 0; i < nvals(fam); i++)
+		r->s[at - 1].v[i] += v[i];
+	free(nc);
+	free(cap);
+	return;
+fail:
+	p->failed = true;
+	free(nc);
+	free(cap);
 }
 
 static void sample(struct prom_out *p, const char *name, const struct gp_snap_pid *proc,
-		   const char *const *kv, const char *fmt, uint64_t u, double d, bool real)
+		   const char *const *kv, char fmt, double v)
 {
-	struct family *fm = find(p, name);
-	char *l = NULL;
-	size_t n = 0;
+	int fam;
+	struct famout *fo = declared(p, name, &fam);
 
-	if (!fm || !fm->f) {
-		p->failed = true;
+	if (!fo)
+		return;
+	if (!(gp_metrics[fam].flags & GP_M_PROCESS) != !proc || gp_metrics[fam].type == GP_HISTOGRAM) {
+		p->failed = true; /* a bug: process labels where the table says otherwise */
 		return;
 	}
-	if (labels(p, fm, proc, kv, &l, &n)) {
-		fprintf(fm->f, "%s%s ", name, l);
-		if (real)
-			fprintf(fm->f, fmt, d);
-		else
-			fprintf(fm->f, "%" PRIu64, u);
-		fputc('\n', fm->f);
-	}
-	free(l);
+	if (proc)
+		keep(p, fam, proc, kv, fmt, &v);
+	else
+		direct(p, fo, name, kv, "", NULL, fmt, v);
 }
 
 void prom__u64(struct prom_out *p, const char *name, const struct gp_snap_pid *proc,
 	       const char *const *labels, uint64_t v)
 {
-	sample(p, name, proc, labels, NULL, v, 0, false);
+	sample(p, name, proc, labels, FMT_U64, (double)v);
 }
 
 void prom__secs(struct prom_out *p, const char *name, const struct gp_snap_pid *proc,
 		const char *const *labels, double v)
 {
-	sample(p, name, proc, labels, "%.9f", 0, v, true);
+	sample(p, name, proc, labels, FMT_SECS, v);
 }
 
 void prom__real(struct prom_out *p, const char *name, const struct gp_snap_pid *proc,
 		const char *const *labels, double v)
 {
-	sample(p, name, proc, labels, "%.9g", 0, v, true);
+	sample(p, name, proc, labels, FMT_REAL, v);
+}
+
+/* The cumulative buckets, _sum and _count of a histogram's values v. */
+static void write_hist(FILE *f, const char *name, const char *labels, const double *v)
+{
+	const char *sep = labels[0] ? "," : "";
+	double cum = 0;
+
+	for (int i = 0; i < PROM_HIST_SLOTS; i++) {
+		cum += v[i];
+		if (i <= HIST_LAST)
+			fprintf(f, "%s_bucket{%s%sle=\"%.10g\"} %.0f\n", name, labels, sep, ldexp(1, i + 1) * 1e-6, cum);
+	}
+	fprintf(f, "%s_bucket{%s%sle=\"+Inf\"} %.0f\n", name, labels, sep, cum);
+	fprintf(f, "%s_sum%s%s%s %.9f\n", name, labels[0] ? "{" : "", labels, labels[0] ? "}" : "",
+		v[PROM_HIST_SLOTS]);
+	fprintf(f, "%s_count%s%s%s %.0f\n", name, labels[0] ? "{" : "", labels, labels[0] ? "}" : "", cum);
+}
+
+void prom__hist(struct prom_out *p, const char *name, const struct gp_snap_pid *proc,
+		const char *const *labels, const uint64_t *slots, double sum_secs)
+{
+	double v[NV_MAX];
+	int fam;
+	struct famout *fo = declared(p, name, &fam);
+
+	if (!fo)
+		return;
+	if (gp_metrics[fam].type != GP_HISTOGRAM || !(gp_metrics[fam].flags & GP_M_PROCESS) != !proc) {
+		p->failed = true;
+		return;
+	}
+	for (int i = 0; i < PROM_HIST_SLOTS; i++)
+		v[i] = (double)slots[i];
+	v[PROM_HIST_SLOTS] = sum_secs;
+	if (proc) {
+		keep(p, fam, proc, labels, FMT_SECS, v);
+		return;
+	}
+	{
+		char *l = join(labels, NULL, true);
+
+		if (!l || (!fo->f && !(fo->f = open_memstream(&fo->buf, &fo->len)))) {
+			free(l);
+			p->failed = true;
+			return;
+		}
+		write_hist(fo->f, name, l, v);
+		free(l);
+	}
+}
+
+/* ---- folding a render into the store ---- */
+
+/* per_process: whether pid has (or now gets) a pid label of its own. */
+static bool admit(struct prom_out *p, uint32_t pid)
+{
+	struct prom_store *s = p->store;
+	struct stamp *st = u64map__get(s->admitted, pid);
+
+	if (st) {
+		st->seen_ns = p->now_ns;
+		return true;
+	}
+	if (u64map__size(s->admitted) >= s->o.max_process_series)
+		return false;
+	st = calloc(1, sizeof(*st));
+	if (!st || u64map__put(s->admitted, pid, st)) {
+		free(st);
+		p->failed = true;
+		return false;
+	}
+	st->seen_ns = p->now_ns;
+	return true;
+}
+
+/* The labels of a process: pid (per_process), comm, the attribution labels. */
+static char *proc_labels(struct prom_out *p, struct record *r)
+{
+	const char *const *attr = p->attr ? p->attr(p->ctx, r->pid) : NULL;
+	const char *comm = r->comm;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	if (p->store->o.per_process) {
+		r->own_pid = admit(p, r->pid);
+		if (r->own_pid)
+			fprintf(f, "pid=\"%" PRIu32 "\",", r->pid);
+		else
+			fputs("pid=\"other\",", f);
+	}
+	for (const char *const *a = attr; !r->comm[0] && a && a[0]; a += 2)
+		if (!strcmp(a[0], "comm"))
+			comm = a[1]; /* a record without a name: the one the front end knows */
+	fputs("comm=\"", f);
+	prom__label_value(f, comm);
+	fputc('"', f);
+	for (; attr && attr[0]; attr += 2) {
+		if (!attr[1] || !attr[1][0] || !strcmp(attr[0], "comm"))
+			continue;
+		fprintf(f, ",%s=\"", attr[0]);
+		prom__label_value(f, attr[1]);
+		fputc('"', f);
+	}
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* `cmd="other",ctrl=""` for a family whose capped labels are "cmd,ctrl". */
+static char *other_labels(int fam)
+{
+	const char *s = gp_metrics[fam].capped;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	for (bool first = true; *s; first = false) {
+		size_t n = strcspn(s, ",");
+
+		fprintf(f, "%s%.*s=\"%s\"", first ? "" : ",", (int)n, s, first ? "other" : "");
+		s += n + (s[n] == ',');
+	}
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+struct capval {
+	uint64_t base, seen_ns;
+};
+
+/* Whether the capped labels cap of series base (the rest of its labels) get their own. */
+static bool cap_admits(struct prom_out *p, int fam, const char *base, const char *cap)
+{
+	struct prom_store *s = p->store;
+	uint64_t kb = hstr(mix(SEED, (uint64_t)fam), base), kv = hstr(kb, cap);
+	struct capval *cv = u64map__get(s->cap_vals, kv);
+	uintptr_t n;
+
+	if (cv) {
+		cv->seen_ns = p->now_ns;
+		return true;
+	}
+	n = (uintptr_t)u64map__get(s->cap_count, kb);
+	if (p->fo[fam].cap && n >= p->fo[fam].cap)
+		return false;
+	cv = calloc(1, sizeof(*cv));
+	if (!cv || u64map__put(s->cap_vals, kv, cv) || u64map__put(s->cap_count, kb, (void *)(n + 1))) {
+		if (cv)
+			u64map__del(s->cap_vals, kv);
+		free(cv);
+		p->failed = true;
+		return false;
+	}
+	*cv = (struct capval){ .base = kb, .seen_ns = p->now_ns };
+	return true;
+}
+
+/* The full labels of a sample of r: the process's, its own not capped, its capped ones
+ * (or "other"). */
+static char *sample_labels(struct prom_out *p, const struct record *r, const char *proc,
+			   const struct sample *x)
+{
+	char *base = NULL, *full = NULL, *other = NULL;
+	const char *cap = x->cap;
+
+	if (asprintf(&base, "%s%s%s", proc, x->nc[0] && proc[0] ? "," : "", x->nc) < 0)
+		return NULL;
+	if (cap[0] && !cap_admits(p, r->fam, base, cap))
+		cap = other = other_labels(r->fam);
+	if (cap && asprintf(&full, "%s%s%s", base, cap[0] && base[0] ? "," : "", cap) < 0)
+		full = NULL;
+	free(other);
+	free(base);
+	return full;
+}
+
+static struct series *series_of(struct prom_out *p, int fam, const char *labels, char fmt)
+{
+	struct prom_store *s = p->store;
+	uint64_t k = hstr(mix(SEED, (uint64_t)fam), labels);
+	struct series *x = u64map__get(s->series, k);
+	struct fam_list *fl = &s->fams[fam];
+
+	if (x)
+		return x->fam == fam && !strcmp(x->labels, labels) ? x : NULL; /* NULL: a 64-bit collision */
+	if (fl->n == fl->cap) {
+		size_t cap = fl->cap ? fl->cap * 2 : 16;
+		struct series **nv = realloc(fl->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		fl->v = nv;
+		fl->cap = cap;
+	}
+	x = calloc(1, sizeof(*x));
+	if (!x || !(x->labels = strdup(labels)) || u64map__put(s->series, k, x)) {
+		if (x)
+			free(x->labels);
+		free(x);
+		return NULL;
+	}
+	x->fam = fam;
+	x->fmt = fmt;
+	x->key = k;
+	fl->v[fl->n++] = x;
+	s->live_series++;
+	return x;
+}
+
+/* Adds what each sample of r counted since base (NULL: since zero) to its series. */
+static void route(struct prom_out *p, const struct record *r, const char *proc, struct u64map *base)
+{
+	size_t n = nvals(r->fam);
+
+	for (size_t i = 0; i < r->n; i++) {
+		const struct sample *x = &r->s[i];
+		const double *b = base ? u64map__get(base, x->lkey) : NULL;
+		char *labels = sample_labels(p, r, proc, x);
+		struct series *s = labels ? series_of(p, r->fam, labels, r->fmt) : NULL;
+		bool reset = false;
+
+		free(labels);
+		if (!s) {
+			p->failed = true;
+			continue;
+		}
+		/* a pid series a new process comes into (its PID reused): a counter reset, not
+		 * the old process's counts continued */
+		if (!base && r->own_pid && s->seen_ns != p->now_ns)
+			memset(s->v, 0, sizeof(s->v));
+		for (size_t j = 0; b && j < n; j++)
+			reset = reset || x->v[j] < b[j];
+		for (size_t j = 0; j < n; j++)
+			s->v[j] += x->v[j] - (b && !reset ? b[j] : 0);
+		s->seen_ns = p->now_ns;
+	}
+}
+
+/* A gauge sample of a running process: summed by its full labels for this render. */
+static void gauge(struct prom_out *p, const struct record *r, const char *proc)
+{
+	struct famout *fo = &p->fo[r->fam];
+
+	for (size_t i = 0; i < r->n; i++) {
+		char *labels = sample_labels(p, r, proc, &r->s[i]);
+		uint64_t k = labels ? hstr(SEED, labels) : 0;
+		uintptr_t at;
+
+		if (!labels || (!fo->gidx && !(fo->gidx = u64map__new())))
+			goto fail;
+		at = (uintptr_t)u64map__get(fo->gidx, k);
+		if (!at) {
+			struct gauge *g = calloc(1, sizeof(*g));
+			struct gauge **nv = fo->ng == fo->capg ?
+				realloc(fo->g, (fo->capg ? fo->capg * 2 : 16) * sizeof(*nv)) : fo->g;
+
+			if (!g || !nv || u64map__put(fo->gidx, k, (void *)(uintptr_t)(fo->ng + 1))) {
+				free(g);
+				if (nv)
+					fo->g = nv;
+				goto fail;
+			}
+			if (fo->ng == fo->capg)
+				fo->capg = fo->capg ? fo->capg * 2 : 16;
+			fo->g = nv;
+			*g = (struct gauge){ .labels = labels, .fam = r->fam, .fmt = r->fmt };
+			labels = NULL;
+			fo->g[fo->ng] = g;
+			at = ++fo->ng;
+		}
+		fo->g[at - 1]->v += r->s[i].v[0];
+		free(labels);
+		continue;
+fail:
+		free(labels);
+		p->failed = true;
+	}
+}
+
+/* Marks the series of r's samples as counted into now (nothing added). */
+static void touch(struct prom_out *p, const struct record *r, const char *proc)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		char *labels = sample_labels(p, r, proc, &r->s[i]);
+		struct series *s = labels ? series_of(p, r->fam, labels, r->fmt) : NULL;
+
+		free(labels);
+		if (s)
+			s->seen_ns = p->now_ns;
+		else
+			p->failed = true;
+	}
+}
+
+/* What tells an exited record apart from another of the same PID: its final values. */
+static uint64_t fingerprint(const struct record *r)
+{
+	uint64_t fp = 0;
+
+	for (size_t i = 0; i < r->n; i++) {
+		uint64_t h = r->s[i].lkey;
+
+		for (size_t j = 0; j < nvals(r->fam); j++) {
+			uint64_t bits;
+
+			memcpy(&bits, &r->s[i].v[j], sizeof(bits));
+			h = mix(h, bits);
+		}
+		fp += h; /* order-free: snapshots need not list samples in one order */
+	}
+	return fp;
+}
+
+static struct pstate *pstate_get(struct prom_out *p, const struct record *r, bool create)
+{
+	uint64_t k = mix((uint64_t)r->fam, r->pid);
+	struct pstate *ps = u64map__get(p->store->pstate, k);
+
+	if (ps || !create)
+		return ps;
+	ps = calloc(1, sizeof(*ps));
+	if (!ps || !(ps->last = u64map__new()) || u64map__put(p->store->pstate, k, ps)) {
+		if (ps)
+			u64map__free(ps->last);
+		free(ps);
+		return NULL;
+	}
+	return ps;
+}
+
+/*
+ * An exited record: counted once, when first seen exited, from where the process stood
+ * at the render before (its live state, taken over) or from zero; later renders that
+ * still list it (the same final values) add nothing.
+ */
+static void fold_exited(struct prom_out *p, struct record *r, const char *proc)
+{
+	struct prom_store *s = p->store;
+	uint64_t k = mix(mix((uint64_t)r->fam, r->pid), fingerprint(r));
+	struct pstate *ps;
+
+	if (u64map__get(s->exited, k)) {
+		touch(p, r, proc);
+	} else {
+		ps = pstate_get(p, r, false);
+		route(p, r, proc, ps ? ps->last : NULL);
+		if (ps)
+			free_pstate(u64map__del(s->pstate, mix((uint64_t)r->fam, r->pid)));
+	}
+	if (u64map__put(s->exited, k, (void *)(uintptr_t)s->gen))
+		p->failed = true;
+}
+
+/* A running process's record: what it counted since the render before. */
+static void fold_live(struct prom_out *p, struct record *r, const char *proc)
+{
+	struct pstate *ps = pstate_get(p, r, true);
+	size_t n = nvals(r->fam);
+
+	if (!ps) {
+		p->failed = true;
+		return;
+	}
+	if (ps->gen == p->store->gen)
+		return; /* two running records of one PID in one family: cannot be; not counted twice */
+	route(p, r, proc, ps->gen ? ps->last : NULL); /* NULL: a process first seen */
+	ps->gen = p->store->gen;
+	memcpy(ps->comm, r->comm, sizeof(ps->comm));
+	for (size_t i = 0; i < r->n; i++) {
+		double *b = u64map__get(ps->last, r->s[i].lkey);
+
+		if (!b) {
+			b = calloc(NV_MAX, sizeof(*b));
+			if (!b || u64map__put(ps->last, r->s[i].lkey, b)) {
+				free(b);
+				p->failed = true;
+				continue;
+			}
+		}
+		memcpy(b, r->s[i].v, n * sizeof(*b));
+	}
+}
+
+/*
+ * Pass 0: exited records of a process whose name matches its live state (the record
+ * that state was taken from, most likely); pass 1: the other exited ones; pass 2: the
+ * running ones (their state is theirs once the exited records took the old one over).
+ */
+static void fold_pass(struct prom_out *p, int pass)
+{
+	for (size_t i = 0; i < p->nr; i++) {
+		struct record *r = p->recs[i];
+		bool gaugef = gp_metrics[r->fam].type == GP_GAUGE;
+		struct pstate *ps;
+		char *proc;
+
+		if (r->done || (pass == 2) == r->exited || (gaugef && pass != 2))
+			continue;
+		if (pass < 2) {
+			ps = pstate_get(p, r, false);
+			if ((pass == 0) != (ps && !strcmp(ps->comm, r->comm)))
+				continue;
+		}
+		r->done = true;
+		proc = proc_labels(p, r);
+		if (!proc) {
+			p->failed = true;
+			continue;
+		}
+		if (gaugef)
+			gauge(p, r, proc);
+		else if (r->exited)
+			fold_exited(p, r, proc);
+		else
+			fold_live(p, r, proc);
+		free(proc);
+	}
+}
+
+static bool expired(const struct prom_out *p, uint64_t seen_ns)
+{
+	uint64_t keep = p->store->o.retention_ns;
+
+	return seen_ns < p->now_ns && p->now_ns - seen_ns > keep;
+}
+
+/* Forgets, in m, the entries expired (stamp) or not of this generation (gen). */
+static void sweep(struct prom_out *p, struct u64map *m, bool by_gen, void (*free_v)(void *))
+{
+	uint64_t keys[256], k;
+	size_t n;
+	void *v;
+
+	do {
+		n = 0;
+		for (size_t it = 0; n < 256 && u64map__next(m, &it, &k, &v);) {
+			bool gone = by_gen ? (uintptr_t)v != p->store->gen : expired(p, ((struct stamp *)v)->seen_ns);
+
+			if (gone)
+				keys[n++] = k;
+		}
+		for (size_t i = 0; i < n; i++) {
+			v = u64map__del(m, keys[i]);
+			if (free_v)
+				free_v(v);
+		}
+	} while (n == 256);
+}
+
+static void sweep_pstates(struct prom_out *p)
+{
+	uint64_t keys[256], k;
+	size_t n;
+	void *v;
+
+	do {
+		n = 0;
+		for (size_t it = 0; n < 256 && u64map__next(p->store->pstate, &it, &k, &v);)
+			if (((struct pstate *)v)->gen != p->store->gen)
+				keys[n++] = k;
+		for (size_t i = 0; i < n; i++)
+			free_pstate(u64map__del(p->store->pstate, keys[i]));
+	} while (n == 256);
+}
+
+static void sweep_caps(struct prom_out *p)
+{
+	struct prom_store *s = p->store;
+	uint64_t keys[256], k;
+	size_t n;
+	void *v;
+
+	do {
+		n = 0;
+		for (size_t it = 0; n < 256 && u64map__next(s->cap_vals, &it, &k, &v);)
+			if (expired(p, ((struct capval *)v)->seen_ns))
+				keys[n++] = k;
+		for (size_t i = 0; i < n; i++) {
+			struct capval *cv = u64map__del(s->cap_vals, keys[i]);
+			uintptr_t c = (uintptr_t)u64map__get(s->cap_count, cv->base);
+
+			if (c > 1)
+				u64map__put(s->cap_count, cv->base, (void *)(c - 1)); /* replaces: no allocation */
+			else
+				u64map__del(s->cap_count, cv->base);
+			free(cv);
+		}
+	} while (n == 256);
+}
+
+/* Series nothing counted into for the retention: gone. */
+static void sweep_series(struct prom_out *p)
+{
+	struct prom_store *s = p->store;
+
+	for (size_t f = 0; f < s->nr_fams; f++) {
+		struct fam_list *fl = &s->fams[f];
+		size_t keep = 0;
+
+		for (size_t i = 0; i < fl->n; i++) {
+			struct series *x = fl->v[i];
+
+			if (!expired(p, x->seen_ns)) {
+				fl->v[keep++] = x;
+				continue;
+			}
+			u64map__del(s->series, x->key);
+			free_series(x);
+			s->live_series--;
+		}
+		fl->n = keep;
+	}
+}
+
+int prom_out__fold(struct prom_out *p)
+{
+	struct prom_store *s = p->store;
+
+	if (p->folded)
+		return p->failed ? -ENOMEM : 0;
+	p->folded = true;
+	s->gen++;
+	for (int pass = 0; pass < 3; pass++)
+		fold_pass(p, pass);
+	sweep_pstates(p);
+	sweep(p, s->exited, true, NULL);
+	sweep_caps(p);
+	sweep(p, s->admitted, false, free);
+	sweep_series(p);
+	return p->failed ? -ENOMEM : 0;
+}
+
+static void write_value(FILE *f, char fmt, double v)
+{
+	if (fmt == FMT_U64)
+		fprintf(f, " %" PRIu64 "\n", (uint64_t)v);
+	else
+		fprintf(f, fmt == FMT_SECS ? " %.9f\n" : " %.9g\n", v);
+}
+
+static void write_series(FILE *f, const char *name, struct series *x, bool born_at_zero)
+{
+	static const double zeros[NV_MAX];
+	const double *v = born_at_zero && !x->shown ? zeros : x->v;
+
+	x->shown = true;
+	if (gp_metrics[x->fam].type == GP_HISTOGRAM) {
+		write_hist(f, name, x->labels, v);
+		return;
+	}
+	fprintf(f, "%s%s%s%s", name, x->labels[0] ? "{" : "", x->labels, x->labels[0] ? "}" : "");
+	write_value(f, x->fmt, v[0]);
+}
+
+static void write_family(struct prom_out *p, int fam, FILE *f)
+{
+	const struct gp_metric *m = &gp_metrics[fam];
+	struct famout *fo = &p->fo[fam];
+
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name, gp_metric__type_name(m->type));
+	if ((m->flags & GP_M_PROCESS) && m->type == GP_GAUGE) {
+		for (size_t i = 0; i < fo->ng; i++) {
+			fprintf(f, "%s{%s}", m->name, fo->g[i]->labels);
+			write_value(f, fo->g[i]->fmt, fo->g[i]->v);
+		}
+	} else if (m->flags & GP_M_PROCESS) {
+		struct fam_list *fl = &p->store->fams[fam];
+
+		for (size_t i = 0; i < fl->n; i++)
+			write_series(f, m->name, fl->v[i], p->store->o.born_at_zero);
+	}
+	if (fo->f && fclose(fo->f))
+		p->failed = true;
+	fo->f = NULL;
+	if (fo->buf)
+		fwrite(fo->buf, 1, fo->len, f);
 }
 
 int prom_out__write(struct prom_out *p, FILE *f)
 {
-	for (int i = 0; i < p->nr; i++) {
-		struct family *fm = &p->fam[i];
+	int r = prom_out__fold(p);
 
-		if (fm->f && fclose(fm->f))
-			p->failed = true;
-		fm->f = NULL;
-		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fm->name, fm->help, fm->name, fm->type);
-		if (fm->buf)
-			fwrite(fm->buf, 1, fm->len, f);
-	}
-	if (p->failed)
+	for (size_t i = 0; i < p->nr_fams; i++)
+		if (p->fo[i].declared)
+			write_family(p, (int)i, f);
+	if (r || p->failed)
 		return -ENOMEM;
 	return ferror(f) ? -EIO : 0;
 }

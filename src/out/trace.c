@@ -12,8 +12,10 @@
 #include "trace.h"
 #include "u64map.h"
 
-/* ioctls of thread T are drawn on track IOCTL_TID_BASE + T, named "ioctl (tid T)" */
+/* ioctls of thread T are drawn on track IOCTL_TID_BASE + T, named "ioctl (tid T)"; NCCL
+ * calls on NCCL_TID_BASE + T, "nccl (tid T)" */
 #define IOCTL_TID_BASE 1000000000U
+#define NCCL_TID_BASE 2000000000U
 /* JSON nesting convert accepts in a record (records nest 3 deep) */
 #define CONVERT_JSON_DEPTH 16
 
@@ -23,7 +25,9 @@ struct trace_writer {
 	enum trace_format fmt;
 	uint64_t written, counters;
 	bool first;
-	struct u64map *named; /* pid, or (pid << 32 | track) already named */
+	struct u64map *named; /* (pid << 32 | track) of the thread tracks already named */
+	struct u64map *comms; /* pid -> the name its process track was last given (malloc'd) */
+	uint64_t instants;
 };
 
 static const int JFLAGS = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
@@ -40,7 +44,10 @@ static struct trace_writer *writer_new(FILE *f, enum trace_format fmt)
 	w->fmt = fmt;
 	w->first = true;
 	w->named = u64map__new();
-	if (!w->named) {
+	w->comms = u64map__new();
+	if (!w->named || !w->comms) {
+		u64map__free(w->named);
+		u64map__free(w->comms);
 		free(w);
 		return NULL;
 	}
@@ -54,6 +61,7 @@ static void writer_free(struct trace_writer *w)
 	if (!w)
 		return;
 	u64map__free(w->named);
+	u64map__free_all(w->comms, NULL);
 	free(w);
 }
 
@@ -102,21 +110,31 @@ static void chrome_meta(struct trace_writer *w, const char *what, uint32_t pid, 
 
 void trace_writer__process_name(struct trace_writer *w, uint32_t pid, const char *comm)
 {
-	char buf[64];
+	const char *last = u64map__get(w->comms, pid);
+	char buf[64], *copy;
 
-	if (u64map__get(w->named, pid))
+	if (!comm)
+		comm = "";
+	if (last && (!*comm || !strcmp(last, comm)))
 		return;
-	u64map__put(w->named, pid, (void *)1);
+	copy = strdup(comm);
+	if (!copy || u64map__put(w->comms, pid, copy)) {
+		free(copy);
+		if (last) /* out of memory: the track keeps its name */
+			return;
+	} else {
+		free((char *)last);
+	}
 	if (w->fmt == TRACE_JSONL) {
 		json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "type", json_object_new_string("process"));
 		json_object_object_add(o, "pid", json_object_new_int64(pid));
-		json_object_object_add(o, "comm", json_object_new_string(comm ? comm : ""));
+		json_object_object_add(o, "comm", json_object_new_string(comm));
 		emit_line(w, o);
 		return;
 	}
-	snprintf(buf, sizeof(buf), "%s (%u)", comm && *comm ? comm : "process", pid);
+	snprintf(buf, sizeof(buf), "%s (%u)", *comm ? comm : "process", pid);
 	chrome_meta(w, "process_name", pid, 0, buf);
 }
 
@@ -125,7 +143,7 @@ void trace_writer__event(struct trace_writer *w, const char *kind, uint32_t pid,
 			 json_object *args)
 {
 	json_object *o = json_object_new_object();
-	bool ioctl = !strcmp(kind, "ioctl");
+	bool ioctl = !strcmp(kind, "ioctl"), nccl = !strcmp(kind, "nccl");
 
 	if (w->fmt == TRACE_JSONL) {
 		json_object_object_add(o, "type", json_object_new_string(kind));
@@ -137,15 +155,15 @@ void trace_writer__event(struct trace_writer *w, const char *kind, uint32_t pid,
 		json_object_object_add(o, "ret", json_object_new_int64(ret));
 		json_object_object_add(o, "args", args ? args : json_object_new_object());
 	} else {
-		uint32_t track = ioctl ? IOCTL_TID_BASE + tid : tid;
+		uint32_t track = ioctl ? IOCTL_TID_BASE + tid : nccl ? NCCL_TID_BASE + tid : tid;
 		uint64_t key = ((uint64_t)pid << 32) | track;
 
 		if (!u64map__get(w->named, key)) {
 			char buf[64];
 
 			u64map__put(w->named, key, (void *)1);
-			if (ioctl)
-				snprintf(buf, sizeof(buf), "ioctl (tid %u)", tid);
+			if (ioctl || nccl)
+				snprintf(buf, sizeof(buf), "%s (tid %u)", kind, tid);
 			else
 				snprintf(buf, sizeof(buf), "tid %u", tid);
 			chrome_meta(w, "thread_name", pid, track, buf);
@@ -154,7 +172,7 @@ void trace_writer__event(struct trace_writer *w, const char *kind, uint32_t pid,
 			args = json_object_new_object();
 		json_object_object_add(args, "ret", json_object_new_int64(ret));
 		json_object_object_add(o, "name", json_object_new_string(name));
-		json_object_object_add(o, "cat", json_object_new_string(ioctl ? "ioctl" : "cuda"));
+		json_object_object_add(o, "cat", json_object_new_string(ioctl ? "ioctl" : nccl ? "nccl" : "cuda"));
 		json_object_object_add(o, "ph", json_object_new_string("X"));
 		json_object_object_add(o, "ts", num__json_us(ts_ns));
 		json_object_object_add(o, "dur", num__json_us(dur_ns));
@@ -204,6 +222,38 @@ void trace_writer__counter(struct trace_writer *w, uint32_t pid, const char *nam
 	w->counters++;
 }
 
+void trace_writer__instant(struct trace_writer *w, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,
+			   json_object *args)
+{
+	json_object *o = json_object_new_object();
+
+	if (!args)
+		args = json_object_new_object();
+	if (w->fmt == TRACE_JSONL) {
+		json_object_object_add(o, "type", json_object_new_string("instant"));
+		json_object_object_add(o, "ts_ns", json_object_new_uint64(ts_ns));
+		json_object_object_add(o, "pid", json_object_new_int64(pid));
+		json_object_object_add(o, "tid", json_object_new_int64(tid));
+		json_object_object_add(o, "name", json_object_new_string(name));
+	} else {
+		json_object_object_add(o, "name", json_object_new_string(name));
+		json_object_object_add(o, "cat", json_object_new_string("process"));
+		json_object_object_add(o, "ph", json_object_new_string("i"));
+		json_object_object_add(o, "s", json_object_new_string("p"));
+		json_object_object_add(o, "ts", num__json_us(ts_ns));
+		json_object_object_add(o, "pid", json_object_new_int64(pid));
+		json_object_object_add(o, "tid", json_object_new_int64(tid));
+	}
+	json_object_object_add(o, "args", args);
+	emit_line(w, o);
+	w->instants++;
+}
+
+uint64_t trace_writer__instants(const struct trace_writer *w)
+{
+	return w->instants;
+}
+
 uint64_t trace_writer__written(const struct trace_writer *w)
 {
 	return w->written;
@@ -227,6 +277,7 @@ int trace_writer__close(struct trace_writer *w, json_object *summary)
 		json_object_put(summary);
 		return 0;
 	}
+	num__json_shorten(summary);
 	if (w->fmt == TRACE_JSONL) {
 		if (summary) {
 			json_object_object_add(summary, "type", json_object_new_string("summary"));
@@ -303,7 +354,7 @@ static enum rec convert_record(struct trace_writer *w, json_object *o, json_obje
 		json_object_object_del(*summary, "type");
 		return REC_OK;
 	}
-	if (!strcmp(type, "call") || !strcmp(type, "ioctl")) {
+	if (!strcmp(type, "call") || !strcmp(type, "ioctl") || !strcmp(type, "nccl")) {
 		const char *fn = get_str(o, "fn");
 		json_object *args = NULL;
 
@@ -317,6 +368,21 @@ static enum rec convert_record(struct trace_writer *w, json_object *o, json_obje
 			json_object_get(args);
 		}
 		trace_writer__event(w, type, (uint32_t)pid, (uint32_t)tid, fn, ts, dur, ret, args);
+		return REC_OK;
+	}
+	if (!strcmp(type, "instant")) {
+		const char *name = get_str(o, "name");
+		json_object *args = NULL;
+
+		if (!name || !get_int(o, "pid", 0, UINT32_MAX, &pid) || !get_int(o, "tid", 0, UINT32_MAX, &tid) ||
+		    !get_u64(o, "ts_ns", &ts))
+			return REC_BAD;
+		if (json_object_object_get_ex(o, "args", &args)) {
+			if (!json_object_is_type(args, json_type_object))
+				return REC_BAD;
+			json_object_get(args);
+		}
+		trace_writer__instant(w, (uint32_t)pid, (uint32_t)tid, name, ts, args);
 		return REC_OK;
 	}
 	if (!strcmp(type, "counter")) {
@@ -446,6 +512,7 @@ int trace__convert(const char *in_path, FILE *out, struct trace_convert_stats *s
 	} else {
 		other = json_object_get(summary);
 	}
+	num__json_shorten(other);
 	chrome_tail(out, other);
 	if ((fflush(out) || ferror(out)) && !r) {
 		r = -EIO;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Timeline files: JSON Lines (one object per call, ioctl or counter sample, a summary line
- * last) and the Chrome trace event format (complete "X" events, one track per process and
- * thread, ioctls on tracks of their own, "C" counter events that Perfetto draws as curves),
- * which Perfetto and chrome://tracing load. Times in Chrome files are exact microseconds.
+ * Timeline files: JSON Lines (one object per call, ioctl, counter sample or process event,
+ * a summary line last) and the Chrome trace event format (complete "X" events, one track
+ * per process and thread, ioctls on tracks of their own, "C" counter events that Perfetto
+ * draws as curves, process-scoped "i" instants for forks, execs and exits), which Perfetto
+ * and chrome://tracing load. Times in Chrome files are exact microseconds.
  */
 #ifndef GP_TRACE_H
 #define GP_TRACE_H
@@ -22,12 +23,21 @@ struct trace_writer;
 /* path "-" writes to stdout; a file is opened with outfile__open (no symlinks, 0600,
  * truncated only when regular). Returns NULL with errno set. */
 struct trace_writer *trace_writer__open(const char *path, enum trace_format fmt);
-/* kind: "call" or "ioctl"; args (may be NULL) is taken over. */
+/* kind: "call", "ioctl" or "nccl"; args (may be NULL) is taken over. */
 void trace_writer__event(struct trace_writer *w, const char *kind, uint32_t pid, uint32_t tid,
 			 const char *name, uint64_t ts_ns, uint64_t dur_ns, int64_t ret,
 			 struct json_object *args);
-/* Names the process's track (Chrome metadata; ignored in JSON Lines). */
+/* Names the process's track: a "process" record in JSON Lines, Chrome "process_name"
+ * metadata; written again when the name changes (an exec), never for an empty one once
+ * named. */
 void trace_writer__process_name(struct trace_writer *w, uint32_t pid, const char *comm);
+/* A moment in a process's life (fork, exec, exit): JSON Lines
+ * {"type":"instant","ts_ns":…,"pid":…,"tid":…,"name":…,"args":{…}}, Chrome
+ * {"name":…,"cat":"process","ph":"i","s":"p","ts":…,"pid":…,"tid":…,"args":{…}}, a marker
+ * across the process's tracks. args (may be NULL) is taken over. */
+void trace_writer__instant(struct trace_writer *w, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,
+			   struct json_object *args);
+uint64_t trace_writer__instants(const struct trace_writer *w);
 uint64_t trace_writer__written(const struct trace_writer *w);
 
 /* One series of a counter sample: Perfetto draws a curve per series, on a track named
@@ -58,7 +68,7 @@ int trace_writer__close(struct trace_writer *w, struct json_object *summary);
 
 struct trace_convert_stats {
 	size_t lines;		/* lines read (blank ones are skipped, not counted as dropped) */
-	size_t records;		/* records converted: process, call, ioctl, counter, summary */
+	size_t records;		/* records converted: process, call, ioctl, counter, instant, summary */
 	size_t dropped;		/* lines not converted: the sum of the next four */
 	size_t truncated;	/* 1 when the last line was cut short (no newline, not a record) */
 	size_t malformed;	/* not JSON, not an object, or a record without its fields */

@@ -21,6 +21,9 @@
 #include <yaml.h>
 #include <microhttpd.h>
 
+/* Defined (1) only in the static bundle, whose GnuTLS is stubbed out. */
+extern const int gp_no_tls __attribute__((weak));
+
 #define BCRYPT_LEN 60
 #define MAX_NAME 256		/* a user name, a header name */
 #define MAX_HEADERS 5
@@ -547,6 +550,11 @@ static int check_tls(struct webconfig *wc, struct ctx *c)
 	wc->opts[2] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, wc->priorities };
 	wc->opts[3] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
 
+	/* The static bundle's libmicrohttpd has GnuTLS stubbed out (src/static/mhd_notls.c),
+	 * which would crash rather than fail: refused by name. */
+	if (&gp_no_tls && gp_no_tls)
+		return fail(c, NULL, "this gpuprobe has no TLS (the static bundle): use the dynamically "
+			    "linked build (make bundle's dyn/) or the package for tls_server_config");
 	/* A daemon with no socket loads the credentials as the real one will: a key that is
 	 * not the certificate's, or a PEM GnuTLS cannot read, fails here. */
 	probe = MHD_start_daemon(MHD_USE_TLS | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL,

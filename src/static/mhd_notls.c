@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * For the static bundle only (make bundle): Debian's libmicrohttpd.a is built with
- * HTTPS, and a static libgnutls needs libp11-kit.a, which Debian does not ship. gpuprobe
- * never asks for TLS (no MHD_USE_TLS), so libmicrohttpd only calls gnutls_global_init
- * and gnutls_global_deinit; every other entry point fails if it is ever reached.
+ * HTTPS, and a static libgnutls needs libp11-kit.a, which Debian does not ship. This
+ * build refuses --web-config's tls_server_config (gp_no_tls below), so libmicrohttpd only
+ * calls gnutls_global_init and gnutls_global_deinit; every other entry point fails if it
+ * is ever reached. Basic authentication works without TLS.
  */
 #include <stdlib.h>
+
+/* src/out/webconfig.c refuses tls_server_config by name in this build. */
+const int gp_no_tls = 1;
 
 void *(*gnutls_malloc)(size_t) = malloc;
 

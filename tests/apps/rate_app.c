@@ -3,7 +3,7 @@
  * rate_app: a launch rate that steps up and down in phases of known length
  * and rate, with known totals, for gpuprobe's overhead-budget tests.
  *
- *   rate_app [--phases RATE:MS,RATE:MS,...] [--alloc-every K] [--time-calls] [--wait]
+ *   rate_app [--phases RATE:MS,RATE:MS,...] [--alloc-every K] [--time-calls] [--wait] [--linger MS]
  *
  * Phase i launches rate_kernel() exactly RATE x MS / 1000 times, paced on
  * CLOCK_MONOTONIC (launch j is due at the phase start + j / RATE; a launch
@@ -18,6 +18,8 @@
  * (CLOCK_MONOTONIC before and after): per phase "call_ns", the time spent inside the
  * calls that took at most 200 us, and "slow_calls", those that took longer (a descheduled
  * thread, not a probe), so that a test can tell what a tracer's probes cost the workload.
+ * --linger MS keeps the process alive MS ms after the truth is printed, calling nothing:
+ * a test can read what a tracer says of a running process whose totals are known.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,7 +31,7 @@
 #include "common.h"
 #include "fakecuda_ext.h"
 
-static const char usage[] = "[--phases RATE:MS,...] [--alloc-every K] [--time-calls] [--wait]";
+static const char usage[] = "[--phases RATE:MS,...] [--alloc-every K] [--time-calls] [--wait] [--linger MS]";
 
 #define SLOW_CALL_NS 200000ULL
 
@@ -81,7 +83,7 @@ static int parse_phases(const char *s, struct phase *ph)
 int main(int argc, char **argv)
 {
 	const char *spec = "1000:500,20000:500,100000:500,1000:500";
-	unsigned long long every = 100, total = 0, allocs = 0;
+	unsigned long long every = 100, total = 0, allocs = 0, linger = 0;
 	struct phase ph[MAX_PHASES];
 	int nph, wait = 0, time_calls = 0;
 	CUmodule mod;
@@ -97,6 +99,8 @@ int main(int argc, char **argv)
 			wait = 1;
 		else if (!strcmp(argv[i], "--time-calls"))
 			time_calls = 1;
+		else if (!strcmp(argv[i], "--linger") && i + 1 < argc)
+			linger = app_parse_u64("--linger", argv[++i]);
 		else
 			app_usage_error(argv[0], usage, "unknown option %s", argv[i]);
 	}
@@ -168,5 +172,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "}");
 	}
 	fprintf(stderr, "]}\n");
+	fflush(stderr);
+	if (linger)
+		sleep_until_ns(app_now_ns() + linger * 1000000ull);
 	return 0;
 }

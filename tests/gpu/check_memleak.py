@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Compares gpuprobe --memleak --json output with a GPU workload's own account.
+"""Compares gpuprobe --memleak --json --show-allocs output with a GPU workload's own account.
 usage: check_memleak.py cuda|torch WORKLOAD_STDERR GPUPROBE_STDOUT
 Prints what matched and what did not, and exits non-zero on a mismatch."""
 import json
@@ -35,7 +35,9 @@ def main():
           f"outstanding_allocs={p['outstanding_allocs']} outstanding_bytes={p['outstanding_bytes']} "
           f"dropped_events={rep['dropped_events']}")
     print("calls:", {k: v for k, v in rep["calls"].items() if v})
-    got = {(int(a["address"], 16), a["size"]): a for a in p["allocs"]}
+    # --show-allocs lists each allocation under its stack; each gets its stack's frames
+    got = {(int(a["address"], 16), a["size"]): dict(a, stack=s["frames"]) for s in p["stacks"] for a in s["allocs"]}
+    print(f"stacks: {len(p['stacks'])} ({rep['stack_mode']}), partial: {sum(s['partial'] for s in p['stacks'])}")
     ok = True
     if mode == "cuda":
         want = {(int(l["address"], 16), l["size"]): l for l in truth["leaks"]}

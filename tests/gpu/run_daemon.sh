@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # gpuprobe daemon on the real GPU (run from the repo root with the device tool, `make
-# bundle` carried): the daemon starts first (every mode), then CUDA C programs built here
+# bundle` carried): the daemon starts first (every mode, --per-process-series so each
+# program's series can be told apart by pid), then CUDA C programs built here
 # with nvcc (memleak, launch, copy) and a PyTorch script run; /metrics is scraped while
 # their series are retained and compared with each program's ground truth
 # (check_daemon.py); --ioctl's series of the CUDA C programs are printed with the share
@@ -26,8 +27,8 @@ echo "== gpuprobe check"
 $GP check | tee $O/check.txt
 echo "exit ${PIPESTATUS[0]}"
 
-echo "== gpuprobe daemon --memleak --cudatrace --bandwidth-util --ioctl --listen 127.0.0.1:$PORT"
-$GP daemon --memleak --cudatrace --bandwidth-util --ioctl --listen 127.0.0.1:$PORT --retention 600 --rescan-interval 1 2>$O/daemon.err &
+echo "== gpuprobe daemon --memleak --cudatrace --bandwidth-util --ioctl --per-process-series --listen 127.0.0.1:$PORT"
+$GP daemon --memleak --cudatrace --bandwidth-util --ioctl --per-process-series --listen 127.0.0.1:$PORT --retention 600 --rescan-interval 1 2>$O/daemon.err &
 gp=$!
 for i in $(seq 100); do grep -q "listening on" $O/daemon.err && break; sleep 0.1; done
 cat $O/daemon.err
@@ -42,6 +43,7 @@ echo "== torch: $PY tests/gpu/launch_torch.py"
 timeout 120 $PY tests/gpu/launch_torch.py 2>$O/torch.err >/dev/null
 echo "exit $?"
 sleep 2 # one housekeeping round; the exit records are in
+scrape /metrics >/dev/null # a series is first served at zero (docs/metrics.md)
 scrape /metrics >$O/metrics.txt
 echo "scraped $(wc -l <$O/metrics.txt) lines"
 command -v promtool >/dev/null && { promtool check metrics <$O/metrics.txt && echo "promtool: ok" || status=1; }
@@ -53,7 +55,7 @@ for prog in memleak launch; do
 	echo "== ioctl series of ${prog}_static"
 	python3 tests/gpu/check_daemon.py ioctl $O/$prog.err $O/metrics.txt || status=1
 done
-grep -E '^gpuprobe_(events_dropped_total|libcuda_files|probes_attached|probe_hit_cost|cuda_memcpy_small|tracked_processes)' $O/metrics.txt
+grep -E '^gpuprobe_(events_dropped_total|libcuda_files|probes_attached|probe_hit_cost|cuda_memcpy_small|tracked_processes|series|build_info)' $O/metrics.txt
 
 kill -TERM $gp
 wait $gp

@@ -18,12 +18,26 @@ FAKECUDA = os.path.join(OUT, "fakecuda", "libcuda.so.1")
 FAKECUDA_DIR = os.path.dirname(FAKECUDA)
 
 
+# Upper bounds on measured times are multiplied by this: an emulated CPU (tests/vm, TCG)
+# runs everything, probes included, several times slower than the machine it models.
+TIME_SLACK = float(os.environ.get("GP_TIME_SLACK", "1"))
+
+
 def app(name):
     return os.path.join(OUT, "apps", name)
 
 
 class Failure(Exception):
     pass
+
+
+class Skip(Exception):
+    """A test that cannot run on this kernel or machine; the reason is printed and the
+    skip counted, never silent."""
+
+
+def skip(reason):
+    raise Skip(reason)
 
 
 def check(cond, msg):
@@ -213,7 +227,7 @@ def one_error_line(r, contains):
 
 
 def main(tests):
-    passed = failed = 0
+    passed = failed = skipped = 0
     only = sys.argv[1:]
     for t in tests:
         name = t.__name__
@@ -224,9 +238,12 @@ def main(tests):
             t()
             passed += 1
             print(f"ok - {name} ({time.time() - t0:.1f}s)", flush=True)
+        except Skip as e:
+            skipped += 1
+            print(f"ok - {name} # SKIP {e}", flush=True)
         except Exception as e:  # every failure is reported, the run goes on
             failed += 1
             detail = str(e) if isinstance(e, Failure) else traceback.format_exc()
             print(f"not ok - {name}: {detail}", flush=True)
-    print(f"{passed} passed, {failed} failed")
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
     sys.exit(1 if failed else 0)

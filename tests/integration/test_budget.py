@@ -193,33 +193,56 @@ def test_budget_with_pid():
 
 
 def test_daemon_default_budget_metrics():
+    """The daemon's default budget on /metrics: while a process is sampled, its series get
+    gpuprobe_sampled_processes and the estimate gauges (seen, estimate, 95 % interval), its
+    counters hold the calls seen; gauges are of running processes, so the workload lingers
+    after printing its truth, and its estimates go when it exits."""
     import test_daemon as td
-    d = td.start_daemon(extra=["--libcuda", FAKECUDA], modes=("--cudatrace",))
+    d = td.start_daemon(extra=["--libcuda", FAKECUDA], modes=("--cudatrace",), budget=True)
     try:
         m = td.get(d.port)[1]
         eq(td.value(m, "gpuprobe_budget_max_overhead_ratio"), 0.01, "the daemon's default budget")
         # 100000/s: with latency probes a window is a third probes, so the interval has an
         # upper end (faster, the stand-in's launches would cost less than the probes)
-        w = gp.Background([RATE, "--phases", "100000:2000,1000:200"], env=ENV)
+        w = gp.Background([RATE, "--phases", "100000:2000,1000:200", "--linger", "5000"], env=ENV)
         deadline = time.time() + 10
-        seen = None
-        while time.time() < deadline and seen is None and w.p.poll() is None:
+        sampled = None
+        while time.time() < deadline and sampled is None and w.p.poll() is None:
             time.sleep(0.3)
-            seen = td.value(td.get(d.port)[1], "gpuprobe_sampling_fraction", pid=w.pid)
-        eq(w.wait(), 0, "workload exit")
-        check(seen is not None and 0 < seen < 1, f"gpuprobe_sampling_fraction while sampled: {seen}")
+            sampled = td.value(td.get(d.port)[1], "gpuprobe_sampled_processes", pid=w.pid)
+        eq(sampled, 1, "gpuprobe_sampled_processes while sampled")
+        w.wait_for('"api":"rate"', where="stderr", timeout=20)
         t = truth(w.stderr())
+        # the last unseen part is extrapolated from its window until the next window says
+        # how the rate went on: read once every call is seen again (within a second), and
+        # a period (100 ms) later
+        deadline = time.time() + 3
+        while time.time() < deadline and td.value(td.get(d.port)[1], "gpuprobe_budget_attached_ratio") != 1:
+            time.sleep(0.1)
+        time.sleep(0.3)
+        check(w.p.poll() is None, "the workload still lingers")
         m = td.get(d.port)[1]
-        lo = td.value(m, "gpuprobe_cuda_launches_estimate", pid=w.pid, bound="low")
-        hi = td.value(m, "gpuprobe_cuda_launches_estimate", pid=w.pid, bound="high")
-        seen_calls = td.value(m, "gpuprobe_cuda_kernel_launches_total", pid=w.pid)
-        check(lo is not None and hi is not None and lo <= t["launches"] <= hi,
-              f"true launches {t['launches']} outside [{lo}, {hi}]")
-        check(seen_calls < t["launches"], "the counter holds the calls seen, not the estimate")
+        eq(td.value(m, "gpuprobe_budget_attached_ratio"), 1, "every call seen once the launches stopped")
+        est = {b: td.value(m, "gpuprobe_cuda_launches_estimate", pid=w.pid, bound=b)
+               for b in ("seen", "estimate", "low", "high")}
+        check(None not in est.values(), f"estimate gauges of a lingering sampled process: {est}")
+        check(est["low"] <= t["launches"] <= est["high"], f"true launches {t['launches']} outside {est}")
+        check(0 < est["seen"] / est["estimate"] < 1, f"the share seen: {est}")
+        eq(td.value(m, "gpuprobe_cuda_kernel_launches_total", pid=w.pid), est["seen"],
+           "the counter holds the calls seen, not the estimate")
+        check(est["seen"] < t["launches"], f"calls seen {est['seen']} of {t['launches']}")
+        eq(w.wait(), 0, "workload exit")
+        deadline = time.time() + 10
+        while time.time() < deadline and td.value(td.get(d.port)[1], "gpuprobe_sampled_processes", pid=w.pid):
+            time.sleep(0.3)
+        m = td.get(d.port)[1]
+        eq(td.value(m, "gpuprobe_sampled_processes", pid=w.pid), None, "no sampled process after its exit")
+        eq(td.value(m, "gpuprobe_cuda_launches_estimate", pid=w.pid), None, "no estimates after its exit")
+        eq(td.value(m, "gpuprobe_cuda_kernel_launches_total", pid=w.pid), est["seen"], "the counter stays")
         td.stop(d)
     finally:
         d.kill()
-    d = td.start_daemon(extra=["--libcuda", FAKECUDA, "--max-overhead", "100"], modes=("--cudatrace",))
+    d = td.start_daemon(extra=["--libcuda", FAKECUDA, "--max-overhead", "100"], modes=("--cudatrace",), budget=True)
     try:
         eq(td.value(td.get(d.port)[1], "gpuprobe_budget_max_overhead_ratio"), None, "no budget at 100 %")
         td.stop(d)

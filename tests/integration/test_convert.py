@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """gpuprobe convert --chrome on real traces (real BPF, the stand-in driver) cut short at
 random byte offsets, as a killed run leaves them: every time a complete document that is
-valid Trace Event Format JSON, every complete record carried over (counter samples among
-them), the dropped lines counted exactly and reported on stderr in one line."""
+valid Trace Event Format JSON, every complete record carried over (counter samples and
+process events among them), the dropped lines counted exactly and reported on stderr in
+one line."""
 import json
 import os
 import random
@@ -95,7 +96,14 @@ def check_cut(data, cut):
     for e, c in zip(cs, counters):
         check(e["name"] == c["name"] and e["pid"] == c["pid"] and e["args"] == c["values"]
               and round(e["ts"] * 1000) == c["ts_ns"], f"{what}: {e} from {c}")
-    procs = {x["pid"] for x in recs if x["type"] == "process"}
+    instants = [x for x in recs if x["type"] == "instant"]
+    ins = [e for e in doc["traceEvents"] if e["ph"] == "i"]
+    eq(len(ins), len(instants), f"{what}: i events")
+    for e, x in zip(ins, instants):
+        check(e["name"] == x["name"] and e["pid"] == x["pid"] and e["s"] == "p" and e["args"] == x["args"]
+              and round(e["ts"] * 1000) == x["ts_ns"], f"{what}: {e} from {x}")
+    # one process_name per "process" record: an exec renames a track with a second one
+    procs = [x for x in recs if x["type"] == "process"]
     eq(sum(1 for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"),
        len(procs), f"{what}: named processes")
     has_summary = any(x["type"] == "summary" for x in recs)
@@ -135,6 +143,7 @@ def cut_offsets(data, n, seed):
 def test_cut_calls_and_counters():
     data = with_counters(real_trace("launch.jsonl", [app("launch_app"), "--n", "20"]))
     check(data.count(b'"type":"call"') > 100, "a trace with many calls")
+    check(data.count(b'"type":"instant"') >= 2, "a trace with its process's exec and exit")
     for cut in cut_offsets(data, CUTS, 17):
         check_cut(data, cut)
     seen = check_cut(data, len(data))

@@ -148,7 +148,9 @@ def test_libcuda_truncated_elf():
 
 
 def test_library_that_is_not_cuda():
-    libc = "/lib/x86_64-linux-gnu/libc.so.6"
+    # this interpreter's own libc, whatever the architecture's library folder
+    libc = next(line.split()[-1] for line in open("/proc/self/maps")
+                if line.rstrip().endswith("/libc.so.6"))
     expect_error(["--memleak", "--libcuda", libc], "not a CUDA driver library")
 
 
@@ -184,8 +186,9 @@ def test_kernel_without_uprobes():
 
 def test_system_wide_without_any_libcuda():
     if any(os.path.exists(os.path.join(d, "libcuda.so.1"))
-           for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/nvidia/lib64")):
-        return  # a real driver is installed: nothing to test here
+           for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
+                     "/usr/local/nvidia/lib64")):
+        gp.skip("a real driver is installed here")
     # in a PID namespace of its own, no running process maps a libcuda (another test or
     # tool beside this one may have one mapped on the host)
     r = gp.run(["unshare", "-pf", "--mount-proc", GPUPROBE, "--memleak", "--duration", "5"],
@@ -197,13 +200,18 @@ def test_system_wide_without_any_libcuda():
 def test_nothing_left_after_command_is_killed():
     a = gp.Background([GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "--",
                        app("memleak_app"), "--wait"])
-    a.wait_for("READY")
+    a.wait_for("READY", where="stderr")  # the command's stdout: gpuprobe's stderr (a file here)
     check(gp.our_bpf_programs(), "programs loaded while tracing")
+    # the workload is gpuprobe's child: note its PID now, it is orphaned below
+    with open(f"/proc/{a.pid}/task/{a.pid}/children") as f:
+        kids = [int(x) for x in f.read().split()]
+    eq(len(kids), 1, f"children of gpuprobe {a.pid}")
     a.signal(signal.SIGKILL)
     a.wait()
     gp.assert_nothing_attached()
-    # the workload, held before its work, is orphaned: end it
-    subprocess.run(["pkill", "-f", "memleak_app --wait"])
+    # end the orphaned workload by its own PID (never by name: on a shared machine other
+    # checkouts run the same workload)
+    os.kill(kids[0], signal.SIGKILL)
 
 
 if __name__ == "__main__":

@@ -3,14 +3,15 @@
 for what docs/kubernetes.md promises (hostPID, the three capabilities and no privileged
 flag, read-only mounts, resources, /healthz probes, the web config from a Secret, the
 Service and PodMonitor matching the pods); make-secret.sh's Secrets laid out as the
-kubelet lays out a Secret volume (links on a read-only tmpfs), loaded by src/out/webconfig.c
-and scraped over TLS with basic auth by curl and by a real Prometheus with the
-PodMonitor's settings."""
+kubelet lays out a Secret volume (links on a read-only tmpfs), given to gpuprobe daemon
+--web-config and scraped over TLS with basic auth by curl and by a real Prometheus with
+the PodMonitor's settings; /healthz answers without a password (the kubelet's probes)."""
 import base64
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -25,10 +26,10 @@ from gp import ROOT, check, eq
 
 K8S = os.path.join(ROOT, "examples", "kubernetes")
 DOC = os.path.join(ROOT, "docs", "kubernetes.md")
-TEST_WEBCONFIG = os.path.join(ROOT, ".output", "unit", "test_webconfig")
 CAPS = {"BPF", "PERFMON", "SYS_PTRACE"}
-MOUNTS = {"/sys/kernel/btf", "/sys/kernel/tracing", "/var/log/pods", "/var/log/containers",
-          "/host/driver", "/etc/gpuprobe/web"}
+MOUNTS = {"/sys/kernel/btf", "/var/log/pods", "/var/log/containers",
+          "/usr/local/nvidia/lib64", "/etc/gpuprobe/web"}
+TARGET_C = os.path.join(ROOT, "src", "core", "target.c")
 
 
 def load_all():
@@ -108,7 +109,7 @@ def test_daemonset_promises():
     for path, m in mounts.items():
         eq(m.get("readOnly"), True, f"{path} mounted read-only")
         check(m["name"] in vols, f"{path}: volume {m['name']} exists")
-    for path in ("/sys/kernel/btf", "/sys/kernel/tracing", "/var/log/pods", "/var/log/containers"):
+    for path in ("/sys/kernel/btf", "/var/log/pods", "/var/log/containers"):
         eq(vols[mounts[path]["name"]]["hostPath"]["path"], path, f"{path} is the host's")
     # the web config comes from the Secret, at the path --web-config names
     wc = args[args.index("--web-config") + 1]
@@ -116,9 +117,15 @@ def test_daemonset_promises():
     eq(sec["secretName"], "gpuprobe-web-config", "web config Secret")
     eq(os.path.dirname(wc), "/etc/gpuprobe/web", "--web-config inside the Secret's mount")
     eq(os.path.basename(wc), "web-config.yml", "--web-config file name")
-    # --libcuda inside the driver mount
-    lib = args[args.index("--libcuda") + 1]
-    check(lib.startswith(mounts["/host/driver"]["mountPath"] + "/"), "--libcuda in the driver mount")
+    # the host's driver where discovery looks (no --libcuda: it would stop the rescans)
+    check("--libcuda" not in args, "no --libcuda (instead of discovery, no rescans)")
+    eq(vols[mounts["/usr/local/nvidia/lib64"]["name"]]["hostPath"]["path"], "/usr/lib/x86_64-linux-gnu",
+       "the host's driver folder")
+    with open(TARGET_C) as f:
+        check('"/usr/local/nvidia/lib64"' in f.read(), "the driver mount is a folder discovery looks in")
+    # /healthz open, /metrics behind basic auth: the probes send no credentials
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        check("httpHeaders" not in c[probe]["httpGet"], f"{probe} sends no credentials")
 
 
 def test_service_and_podmonitor_match():
@@ -139,9 +146,10 @@ def test_docs_promise_what_the_manifests_do():
         doc = f.read()
     for cap in CAPS:
         check(f"CAP_{cap}" in doc, f"docs/kubernetes.md names CAP_{cap}")
-    for path in MOUNTS - {"/host/driver", "/etc/gpuprobe/web"}:
+    for path in MOUNTS - {"/etc/gpuprobe/web"}:
         check(path in doc, f"docs/kubernetes.md names the mount {path}")
-    for word in ("hostPID", "privileged", "/healthz", "seccomp", "AppArmor", "PodMonitor", "make-secret.sh"):
+    for word in ("hostPID", "privileged", "/healthz", "seccomp", "AppArmor", "PodMonitor", "make-secret.sh",
+                 "pod_uid", "container_id", "--kubelet-log-dir", "without authentication"):
         check(word in doc, f"docs/kubernetes.md explains {word}")
 
 
@@ -180,8 +188,11 @@ def test_secret_serves_tls_with_basic_auth():
         auth = secrets["gpuprobe-scrape-auth"]["stringData"]
         mnt = secret_volume(tmp, data)
         port = free_port()
-        server = gp.Background([TEST_WEBCONFIG, "--serve", os.path.join(mnt, "web-config.yml"), str(port)])
-        server.wait_for("listening on")
+        # the daemon itself, with the Secret's file, as the DaemonSet runs it
+        server = gp.Background([gp.GPUPROBE, "daemon", "--memleak", "--listen", f"127.0.0.1:{port}",
+                                "--web-config", os.path.join(mnt, "web-config.yml")],
+                               env={"LD_LIBRARY_PATH": gp.FAKECUDA_DIR})
+        server.wait_for("listening on", where="stderr")
         with open(os.path.join(tmp, "ca.crt"), "wb") as f:
             f.write(data["tls.crt"])
         curl = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10",
@@ -190,6 +201,7 @@ def test_secret_serves_tls_with_basic_auth():
         eq(gp.run(curl + ["-u", f"{auth['username']}:{auth['password']}"]).stdout, "200", "right password")
         eq(gp.run(curl + ["-u", f"{auth['username']}:nope"]).stdout, "401", "wrong password")
         eq(gp.run(curl).stdout, "401", "no password")
+        eq(gp.run(curl[:-1] + [f"https://gpuprobe:{port}/healthz"]).stdout, "200", "/healthz without a password")
 
         # A real Prometheus with the PodMonitor's TLS and basic-auth settings.
         if not shutil.which("prometheus"):
@@ -208,7 +220,7 @@ def test_secret_serves_tls_with_basic_auth():
                               f"--web.listen-address=127.0.0.1:{pport}"])
         got, deadline = None, time.time() + 30
         while time.time() < deadline:
-            q = urllib.parse.urlencode({"query": 'gpuprobe_up{job="gpuprobe"}'})
+            q = urllib.parse.urlencode({"query": 'gpuprobe_build_info{job="gpuprobe"}'})
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{pport}/api/v1/query?{q}", timeout=5) as resp:
                     res = json.load(resp)["data"]["result"]
@@ -218,7 +230,9 @@ def test_secret_serves_tls_with_basic_auth():
             if got == 1:
                 break
             time.sleep(0.5)
-        eq(got, 1.0, "Prometheus scraped the sample over TLS with basic auth")
+        eq(got, 1.0, "Prometheus scraped the daemon over TLS with basic auth")
+        server.signal(signal.SIGTERM)
+        eq(server.wait(timeout=30), 0, "daemon exit status")
     finally:
         if prom:
             prom.kill()

@@ -15,16 +15,19 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+import uuid
 
 import gp
 from gp import ROOT, app, check, eq, truth
+from test_fleet import in_cgroup
+from test_k8s_cgroups import Cgroups
 
 LOCK = "/run/lock/gpuprobe-package-test.lock"
 MARK = "/var/lib/gpuprobe-package-test.installed"  # this test installed the package
 POLICY = "/usr/sbin/policy-rc.d"
 README = os.path.join(ROOT, "examples", "packaging", "README.md")
 ENV = {"LD_LIBRARY_PATH": gp.FAKECUDA_DIR}
-INSTALLED = ["/usr/bin/gpuprobe", "/lib/systemd/system/gpuprobe.service", "/etc/default/gpuprobe",
+INSTALLED = ["/usr/bin/gpuprobe", "/lib/systemd/system/gpuprobe.service", "/etc/gpuprobe/gpuprobe.conf",
              "/usr/share/man/man8/gpuprobe.8.gz", "/usr/share/doc/gpuprobe/copyright"]
 WANTS = "/etc/systemd/system/multi-user.target.wants/gpuprobe.service"
 DSH_STATE = "/var/lib/systemd/deb-systemd-helper-enabled/gpuprobe.service.dsh-also"
@@ -86,26 +89,26 @@ def test_make_install_destdir():
         check(r.returncode == 0, f"make install: {r.stdout[-800:]} {r.stderr[-800:]}")
         for path, mode in (("opt/gp/bin/gpuprobe", 0o755), ("opt/gp/share/man/man8/gpuprobe.8", 0o644),
                            ("opt/gp/lib/systemd/system/gpuprobe.service", 0o644),
-                           ("etc/default/gpuprobe", 0o644)):
+                           ("etc/gpuprobe/gpuprobe.conf", 0o644)):
             st = os.stat(os.path.join(dest, path))
             eq(st.st_mode & 0o7777, mode, f"{path} mode")
         with open(os.path.join(dest, "opt/gp/lib/systemd/system/gpuprobe.service")) as f:
             unit = f.read()
-        check("\nExecStart=/opt/gp/bin/gpuprobe daemon $GPUPROBE_ARGS\n" in unit,
+        check("\nExecStart=/opt/gp/bin/gpuprobe daemon --config /etc/gpuprobe/gpuprobe.conf\n" in unit,
               "the unit starts the installed binary")
         # an admin's settings survive a second install
-        with open(os.path.join(dest, "etc/default/gpuprobe"), "a") as f:
+        with open(os.path.join(dest, "etc/gpuprobe/gpuprobe.conf"), "a") as f:
             f.write("# mine\n")
         r = gp.run(["make", "--no-print-directory", "install", f"DESTDIR={dest}", "PREFIX=/opt/gp"],
                    timeout=300, cwd=ROOT)
         eq(r.returncode, 0, "second make install")
-        with open(os.path.join(dest, "etc/default/gpuprobe")) as f:
-            check(f.read().endswith("# mine\n"), "/etc/default/gpuprobe kept")
+        with open(os.path.join(dest, "etc/gpuprobe/gpuprobe.conf")) as f:
+            check(f.read().endswith("# mine\n"), "/etc/gpuprobe/gpuprobe.conf kept")
         r = gp.run(["make", "--no-print-directory", "uninstall", f"DESTDIR={dest}", "PREFIX=/opt/gp"],
                    timeout=60, cwd=ROOT)
         eq(r.returncode, 0, "make uninstall")
         check(not os.path.exists(os.path.join(dest, "opt/gp/bin/gpuprobe")), "binary removed")
-        check(os.path.exists(os.path.join(dest, "etc/default/gpuprobe")), "settings kept by uninstall")
+        check(os.path.exists(os.path.join(dest, "etc/gpuprobe/gpuprobe.conf")), "settings kept by uninstall")
     finally:
         shutil.rmtree(dest, ignore_errors=True)
 
@@ -124,6 +127,7 @@ def test_deb_install_check_scrape_purge():
 
 def _deb_cycle():
     made_policy = daemon = None
+    cg, rel = Cgroups(), f"gp-package-{uuid.uuid4().hex[:8]}"  # its workload's own series
     if installed_version():
         if not os.path.exists(MARK):
             raise gp.Failure(f"gpuprobe {installed_version()} is installed here, not by this test: "
@@ -162,10 +166,10 @@ def _deb_cycle():
             check(os.path.exists(path), f"{path} installed")
         eq(os.stat("/usr/bin/gpuprobe").st_mode & 0o7777, 0o755, "binary mode")
         with open("/lib/systemd/system/gpuprobe.service") as f:
-            check("\nExecStart=/usr/bin/gpuprobe daemon $GPUPROBE_ARGS\n" in f.read(),
+            check("\nExecStart=/usr/bin/gpuprobe daemon --config /etc/gpuprobe/gpuprobe.conf\n" in f.read(),
                   "the unit starts /usr/bin/gpuprobe")
         conff = gp.run(["dpkg-query", "-W", "-f=${Conffiles}", "gpuprobe"]).stdout
-        check("/etc/default/gpuprobe" in conff, f"/etc/default/gpuprobe is a conffile: {conff!r}")
+        check("/etc/gpuprobe/gpuprobe.conf" in conff, f"/etc/gpuprobe/gpuprobe.conf is a conffile: {conff!r}")
         # enabled the Debian way, whether or not systemd runs
         eq(os.readlink(WANTS), "/lib/systemd/system/gpuprobe.service", "multi-user.target.wants link")
         check(os.path.exists(DSH_STATE), "deb-systemd-helper remembers the enablement")
@@ -182,21 +186,19 @@ def _deb_cycle():
         for item in ("ok kernel BTF", "ok uprobes", "ok privileges"):
             check(item in r.stdout, f"gpuprobe check says {item!r}: {r.stdout}")
 
+        # the installed daemon with the installed settings (the stand-in driver and a
+        # free port given on the command line, which comes after the file)
         port = free_port()
-        daemon = gp.Background(["/usr/bin/gpuprobe", "daemon", "--memleak", "--libcuda", gp.FAKECUDA,
-                                "--listen", f"127.0.0.1:{port}"])
+        daemon = gp.Background(["/usr/bin/gpuprobe", "daemon", "--config", "/etc/gpuprobe/gpuprobe.conf",
+                                "--libcuda", gp.FAKECUDA, "--listen", f"127.0.0.1:{port}"])
         daemon.wait_for("listening on", where="stderr")
-        before = metric_sum(get_metrics(port), "gpuprobe_cuda_alloc_calls_total", comm="memleak_app") or 0
-        w = gp.run([app("memleak_app"), "--allocs", "10", "--leaks", "3"], env=ENV)
+        cg.make(rel)
+        w = gp.run(in_cgroup(cg, rel, [app("memleak_app"), "--allocs", "10", "--leaks", "3"]), env=ENV)
         eq(w.returncode, 0, "workload")
         t = truth(w.stderr)
         deadline, got = time.time() + 10, None
         while time.time() < deadline:
-            text = get_metrics(port)
-            got = metric_sum(text, "gpuprobe_cuda_alloc_calls_total", pid=str(t["pid"]))
-            if got is None:  # series without a pid label: the increase of the comm's
-                after = metric_sum(text, "gpuprobe_cuda_alloc_calls_total", comm="memleak_app")
-                got = None if after is None else after - before
+            got = metric_sum(get_metrics(port), "gpuprobe_cuda_alloc_calls_total", cgroup="/" + rel)
             if got == t["allocs"]:
                 break
             time.sleep(0.2)
@@ -212,6 +214,7 @@ def _deb_cycle():
             os.unlink(MARK)
         if made_policy:
             os.unlink(made_policy)
+        cg.cleanup()
     eq(r.returncode, 0, f"dpkg --purge: {r.stdout} {r.stderr}")
     eq(installed_version(), None, "purged")
     left = [p for p in INSTALLED + [WANTS, DSH_STATE] if os.path.lexists(p)]

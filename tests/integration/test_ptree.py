@@ -11,7 +11,7 @@ import time
 import gp
 from gp import FAKECUDA, app, check, eq
 
-BASE = ["--cudatrace", "--memleak", "--json", "--libcuda", FAKECUDA]
+BASE = ["--cudatrace", "--memleak", "--show-allocs", "--json", "--libcuda", FAKECUDA]
 
 
 def images(report, pid):
@@ -30,7 +30,7 @@ def kernels(ct_proc):
 
 
 def leaked(ml_proc):
-    return sorted(a["address"] for a in ml_proc["allocs"])
+    return sorted(a["address"] for s in ml_proc["stacks"] for a in s["allocs"])
 
 
 def check_fork_tree(ct, ml, tree, root=None, skip_parent=False):

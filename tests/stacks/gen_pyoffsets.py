@@ -70,6 +70,7 @@ int main(void)
 	F("frame_instr", offsetof(_PyInterpreterFrame, instr_ptr));
 	F("frame_owner", offsetof(_PyInterpreterFrame, owner));
 	F("owner_cstack", FRAME_OWNED_BY_CSTACK);
+	F("frame_is_entry", -1);
 #elif PY_VERSION_HEX >= 0x030B0000
 	F("tstate_cframe", offsetof(PyThreadState, cframe));
 	F("cframe_current_frame", offsetof(_PyCFrame, current_frame));
@@ -80,8 +81,10 @@ int main(void)
 	F("frame_owner", offsetof(_PyInterpreterFrame, owner));
 #if PY_VERSION_HEX >= 0x030C0000
 	F("owner_cstack", FRAME_OWNED_BY_CSTACK);
+	F("frame_is_entry", -1);
 #else
 	F("owner_cstack", -1);
+	F("frame_is_entry", offsetof(_PyInterpreterFrame, is_entry));
 #endif
 #else
 	F("tstate_cframe", -1);
@@ -92,6 +95,7 @@ int main(void)
 	F("frame_instr", offsetof(PyFrameObject, f_lasti));
 	F("frame_owner", -1);
 	F("owner_cstack", -1);
+	F("frame_is_entry", -1);
 #endif
 	F("code_filename", offsetof(PyCodeObject, co_filename));
 	F("code_name", offsetof(PyCodeObject, co_name));

@@ -3,7 +3,7 @@
 functions on known lines, for the Python-frames test. Lines tagged "# @name"
 are what the walk must report; the test reads them from this file.
 
-    python pyalloc.py LIBCUDA [thread | loop N | deep N | two]
+    python pyalloc.py LIBCUDA [thread | loop N | deep N | two | fork]
 
 Prints READY (the harness then attaches), waits for a line, allocates,
 prints DONE and waits for stdin to close."""
@@ -51,12 +51,24 @@ def worker_b(barrier):
         leak_buffer(1024)  # @worker_b
 
 
+def forked_child():
+    leak_buffer(2048)  # @forked_child
+
+
 class Model:
     def build(self):
         return [make_layer(w) for w in (256,)]  # @build
 
 
 def main():
+    if len(sys.argv) > 2 and sys.argv[2] == "fork":
+        # a copy of the interpreter, no exec, forked before CUDA is touched (as CUDA
+        # wants): the child does the rest, the parent waits
+        import os
+        pid = os.fork()
+        if pid:
+            os.waitpid(pid, 0)
+            return
     init()
     print("READY", flush=True)
     sys.stdin.readline()
@@ -76,6 +88,8 @@ def main():
             t.join()
     elif len(sys.argv) > 3 and sys.argv[2] == "deep":
         recurse(int(sys.argv[3]))
+    elif len(sys.argv) > 2 and sys.argv[2] == "fork":
+        forked_child()
     elif len(sys.argv) > 2 and sys.argv[2] == "thread":
         t = threading.Thread(target=Model().build)  # the thread's own stack
         t.start()

@@ -261,6 +261,43 @@ static void test_rate(void)
 cleanup:;
 }
 
+/* A report built with json_object_new_double prints every double in shortest form once
+ * num__json_shorten ran over it, nested ones included; non-finite ones as null. */
+static void test_json_shorten_tree(void)
+{
+	json_object *o = json_object_new_object(), *arr = json_object_new_array(), *in = json_object_new_object();
+	const char *s;
+
+	json_object_object_add(o, "cost_s", json_object_new_double(6.759035e-07)); /* json-c: 6.7590350000000005e-07 */
+	json_object_object_add(o, "rate", json_object_new_double(54.9e9));
+	json_object_object_add(o, "n", json_object_new_int64(7));
+	json_object_object_add(in, "x", json_object_new_double(0.1 + 0.2));
+	json_object_object_add(in, "nan", json_object_new_double(NAN));
+	json_object_array_add(arr, in);
+	json_object_array_add(arr, json_object_new_double(1.5e-3));
+	json_object_object_add(o, "list", arr);
+	json_object_object_add(o, "name", json_object_new_string("1.0000000000000002"));
+	num__json_shorten(o);
+	num__json_shorten(NULL);
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	if (!ASSERT_STR_EQ(s, "{\"cost_s\":6.759035e-07,\"rate\":54900000000,\"n\":7,\"list\":[{\"x\":0.30000000000000004,"
+			      "\"nan\":null},0.0015],\"name\":\"1.0000000000000002\"}", "shortest everywhere"))
+		goto cleanup;
+	/* what json-c parses back is the same doubles */
+	{
+		json_object *back = json_tokener_parse(s), *v;
+
+		if (!ASSERT_TRUE(back && json_object_object_get_ex(back, "cost_s", &v), "parsed") ||
+		    !ASSERT_TRUE(json_object_get_double(v) == 6.759035e-07, "the same double")) {
+			json_object_put(back);
+			goto cleanup;
+		}
+		json_object_put(back);
+	}
+cleanup:
+	json_object_put(o);
+}
+
 int main(void)
 {
 	RUN_TEST(test_shortest_known_values);
@@ -271,5 +308,6 @@ int main(void)
 	RUN_TEST(test_bytes);
 	RUN_TEST(test_seconds);
 	RUN_TEST(test_rate);
+	RUN_TEST(test_json_shorten_tree);
 	return unit_done();
 }

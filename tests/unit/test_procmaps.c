@@ -357,6 +357,13 @@ static void test_find_libs_fake_root(void)
 		goto cleanup;
 	if (!ASSERT_EQ(libs[0].dev_minor, 1, "libs[0].dev_minor"))
 		goto cleanup;
+	/* the first mapping, for map_files */
+	if (!ASSERT_EQ(libs[0].start, 0x7f0000000000ULL, "libs[0].start"))
+		goto cleanup;
+	if (!ASSERT_EQ(libs[0].end, 0x7f0000100000ULL, "libs[0].end"))
+		goto cleanup;
+	if (!ASSERT_FALSE(libs[0].deleted, "libs[0].deleted"))
+		goto cleanup;
 
 	/* same inode number on another device is another file */
 	if (!ASSERT_STR_EQ(libs[1].path, "/opt/my libs/libcuda.so.1", "libs[1].path"))
@@ -376,6 +383,10 @@ static void test_find_libs_fake_root(void)
 	snprintf(expect, sizeof(expect),
 		 "%s/1234/map_files/7f3000000000-7f3000100000", tmp_root);
 	if (!ASSERT_STR_EQ(libs[2].host_path, expect, "libs[2].host_path"))
+		goto cleanup;
+	if (!ASSERT_TRUE(libs[2].deleted, "libs[2].deleted"))
+		goto cleanup;
+	if (!ASSERT_EQ(libs[2].start, 0x7f3000000000ULL, "libs[2].start"))
 		goto cleanup;
 
 	/* max caps the output */

@@ -2,8 +2,12 @@
 /*
  * The Prometheus exposition: aggregators fed by hand, their snapshots taken as the modes
  * take them, rendered by the modes' renderers through the run's Prometheus pass
- * (gp_run__prom, src/out/prom.c), compared line by line. No BPF: the modes' snapshot
- * steps are replaced by ones that hand back the snapshots made here.
+ * (gp_run__prom, src/out/prom.c) into a series store kept across renders as the daemon
+ * keeps it, compared line by line. No BPF: the modes' snapshot steps are replaced by ones
+ * that hand back the snapshots made here. What is checked: series keyed by comm and
+ * cgroup, counters that keep exited processes' counts exactly once, gauges of running
+ * processes only, sticky caps, histograms, new series born at zero, retention,
+ * per-process series.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -20,10 +24,16 @@
 #include "run.h"
 #include "unit.h"
 
-static const char *cg(void *ctx, uint32_t pid)
+static const char *const *cg(void *ctx, uint32_t pid)
 {
+	static const char *const odd[] = { "cgroup", "/a\\b\"c\nd", NULL };
+	static const char *const unit[] = { "comm", "fromproc", "cgroup", "/system.slice/x.service", NULL };
+	static const char *const pod[] = { "cgroup", "/kubepods/burstable/pod1/c0ffee", "namespace", "ml",
+					   "pod", "trainer-0", "container", "main", "pod_uid", "0000-1",
+					   "container_id", "", NULL };
+
 	(void)ctx;
-	return pid == 10 ? "/a\\b\"c\nd" : "/system.slice/x.service";
+	return pid == 10 ? odd : pid == 40 ? pod : unit;
 }
 
 static const struct gp_snap *given(void *st, struct gp_run *run, const char *kind, uint32_t pid)
@@ -32,14 +42,15 @@ static const struct gp_snap *given(void *st, struct gp_run *run, const char *kin
 	return st;
 }
 
-/* The exposition of the snapshots, each rendered by its mode, as a daemon scrape does. */
-static char *render(const struct gp_mode *const *modes, const struct gp_snap *const *snaps, int n,
-		    double cost)
+/* The exposition of the snapshots, each rendered by its mode, as a daemon scrape does,
+ * into store (NULL: a store of the render's own) at now_ns. */
+static char *render_at(const struct gp_mode *const *modes, const struct gp_snap *const *snaps, int n,
+		       double cost, struct prom_store *store, uint64_t now_ns)
 {
 	struct gp_opts o = { 0 };
 	struct gp_mode fake[GP_MAX_MODES];
 	struct gp_run run = { .o = &o, .shared_rb = -1, .nr = n };
-	struct prom_out *p = prom_out__new(cg, NULL);
+	struct prom_out *p = prom_out__new(store, cg, NULL, now_ns);
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = NULL;
@@ -69,12 +80,17 @@ cleanup:
 	return buf;
 }
 
+static char *render(const struct gp_mode *const *modes, const struct gp_snap *const *snaps, int n, double cost)
+{
+	return render_at(modes, snaps, n, cost, NULL, 1);
+}
+
 /* --memleak's snapshot of ml, with one drop counter */
 static const struct gp_snap *ml_snap(struct ml_snap *s, struct memleak *ml, uint64_t ringbuf_full)
 {
 	ml_snap_data__clear(&s->d);
 	free(s->pids);
-	memleak__snapshot(ml, 10, 0, 0, &s->d);
+	memleak__snapshot(ml, 10, 0, 0, 0, &s->d);
 	s->pids = calloc(s->d.nr_procs + 1, sizeof(*s->pids));
 	for (size_t i = 0; s->pids && i < s->d.nr_procs; i++) {
 		const struct ml_stats *st = &s->d.procs[i].st;
@@ -114,6 +130,7 @@ static const struct gp_snap *ct_snap(struct ct_snap *s, struct cudatrace *ct, ui
 	}
 	s->nr_procs = n;
 	s->max_kernel_series = max_series;
+	s->latency = true;
 	s->hdr = (struct gp_snap){ .mode = "cudatrace", .kind = "scrape", .pids = s->pids, .nr_pids = n };
 	return &s->hdr;
 }
@@ -206,7 +223,7 @@ static void feed_memleak(struct memleak *ml, uint32_t pid, const char *comm, int
 					    .tid = pid, .ts_ns = 1, .addr = 0x1000 + 0x100 * i, .size = 100 };
 
 		snprintf(e.comm, sizeof(e.comm), "%s", comm);
-		memleak__on_alloc(ml, &e);
+		memleak__on_alloc(ml, &e, NULL);
 	}
 	for (int i = 0; i < frees; i++) {
 		struct gp_free_event e = { .type = GP_EV_FREE, .api = GP_API_cuMemFree_v2, .pid = pid,
@@ -238,7 +255,8 @@ static void launch(struct cudatrace *ct, uint32_t pid, uint32_t kind, uint32_t g
 static struct cudatrace *five_kernels(void)
 {
 	struct cudatrace *ct = cudatrace__new();
-	struct gp_hist h = { .count = 4, .timed = 4, .total_ns = 2500000000ULL };
+	/* 4 syncs: one under 2 us, three of 2-4 s (slot 21: 2^21-2^22 us) */
+	struct gp_hist h = { .count = 4, .timed = 4, .total_ns = 2500000000ULL, .slots = { [0] = 1, [21] = 3 } };
 	static const char *const names[] = { "a", "b", "c", "d", "other" };
 
 	if (!ct)
@@ -260,8 +278,20 @@ static const struct gp_mode *const ML_CT[] = { &gp_mode_memleak, &gp_mode_cudatr
 static const struct gp_mode *const BW[] = { &gp_mode_bandwidth };
 static const struct gp_mode *const IOC[] = { &gp_mode_ioctl };
 
-#define LBL10 "{pid=\"10\",comm=\"ap\\\"p\",container=\"/a\\\\b\\\"c\\nd\""
-#define LBL20 "{pid=\"20\",comm=\"trainer\",container=\"/system.slice/x.service\""
+static int count(const char *s, const char *what)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, what)); s++)
+		n++;
+	return n;
+}
+
+/* aggregated labels of pid 10, 20 (and 30), 40 */
+#define L10 "{comm=\"ap\\\"p\",cgroup=\"/a\\\\b\\\"c\\nd\""
+#define I20 "comm=\"trainer\",cgroup=\"/system.slice/x.service\""
+#define L20 "{" I20
+#define L40 "{comm=\"trainer\",cgroup=\"/kubepods/burstable/pod1/c0ffee\",namespace=\"ml\",pod=\"trainer-0\",container=\"main\",pod_uid=\"0000-1\""
 
 static void test_label_escaping(void)
 {
@@ -283,7 +313,7 @@ cleanup:
 
 static void test_memleak_series(void)
 {
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct ml_snap s = { 0 };
 	const struct gp_snap *snaps[1];
 	char *out = NULL;
@@ -295,16 +325,18 @@ static void test_memleak_series(void)
 	out = render(ML, snaps, 1, 2e-6);
 	if (!ASSERT_TRUE(out != NULL, "rendered"))
 		goto cleanup;
-	if (!ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total" LBL10 "} 3\n", "alloc calls, labels escaped") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_free_calls_total" LBL10 "} 1\n", "free calls") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_outstanding_allocations" LBL10 ",kind=\"device\"} 2\n", "outstanding allocations") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_outstanding_bytes" LBL10 ",kind=\"device\"} 200\n", "outstanding bytes"))
+	if (!ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total" L10 "} 3\n", "alloc calls, labels escaped") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_free_calls_total" L10 "} 1\n", "free calls") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_outstanding_allocations" L10 ",kind=\"device\"} 2\n", "outstanding allocations") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_outstanding_bytes" L10 ",kind=\"device\"} 200\n", "outstanding bytes"))
 		goto cleanup;
 	/* entry and return of 3 allocations and 1 free */
-	if (!ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" LBL10 "} 8\n", "probe hits") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_probe_seconds_total" LBL10 "} 1.6e-05\n", "probe seconds") ||
+	if (!ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" L10 "} 8\n", "probe hits") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_probe_seconds_total" L10 "} 1.6e-05\n", "probe seconds") ||
 	    !ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hit_cost_seconds 2e-06\n", "probe cost") ||
 	    !ASSERT_STR_CONTAINS(out, "gpuprobe_events_dropped_total{mode=\"memleak\",reason=\"ringbuf_full\"} 7\n", "drops"))
+		goto cleanup;
+	if (!ASSERT_TRUE(strstr(out, "pid=") == NULL, "no pid label by default"))
 		goto cleanup;
 	ASSERT_TRUE(strstr(out, "gpuprobe_cuda_kernel_launches_total") == NULL, "no family of a mode that is off");
 cleanup:
@@ -313,7 +345,217 @@ cleanup:
 	memleak__free(ml);
 }
 
-static void test_kernel_top_k_and_other(void)
+/* Processes of one comm and cgroup are one series; a process's counts stay in it after it
+ * exits, exactly once however many renders still list it; its gauges leave at its exit. */
+static void test_exited_counts_kept_gauges_dropped(void)
+{
+	struct prom_store_opts o = { .retention_ns = 1000 };
+	struct prom_store *st = prom_store__new(&o);
+	struct memleak *ml = memleak__new(100);
+	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 21, .ts_ns = 5, .comm = "trainer" };
+	struct ml_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(ml && st, "aggregator, store"))
+		goto cleanup;
+	feed_memleak(ml, 20, "trainer", 3, 1);
+	feed_memleak(ml, 21, "trainer", 5, 0);
+	snaps[0] = ml_snap(&s, ml, 0);
+	out = render_at(ML, snaps, 1, 2e-6, st, 100);
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total" L20 "} 8\n", "two processes, one series") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_outstanding_allocations" L20 ",kind=\"device\"} 7\n", "gauges summed"))
+		goto cleanup;
+	free(out), out = NULL;
+	memleak__on_exit(ml, &ex); /* 21 exits with its 5 allocations */
+	for (int i = 0; i < 3; i++) { /* still listed: counted once */
+		snaps[0] = ml_snap(&s, ml, 0);
+		free(out), out = NULL;
+		out = render_at(ML, snaps, 1, 2e-6, st, 200 + (uint64_t)i);
+		if (!ASSERT_TRUE(out != NULL, "rendered after the exit") ||
+		    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total" L20 "} 8\n", "the exited process's counts, once") ||
+		    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_outstanding_allocations" L20 ",kind=\"device\"} 2\n", "its gauges gone"))
+			goto cleanup;
+	}
+	memleak__reap(ml, 1000, 0); /* forgotten */
+	feed_memleak(ml, 20, "trainer", 1, 0);
+	snaps[0] = ml_snap(&s, ml, 0);
+	free(out), out = NULL;
+	out = render_at(ML, snaps, 1, 2e-6, st, 300);
+	if (!ASSERT_TRUE(out != NULL, "rendered after the reap") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total" L20 "} 9\n", "kept after the record went, plus the new count") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 1\n", "one process tracked"))
+		goto cleanup;
+	ASSERT_EQ(prom_store__series(st), 6, "series: 4 counters, probe hits and seconds; none for the second process");
+cleanup:
+	free(out);
+	ml_snap_free(&s);
+	memleak__free(ml);
+	prom_store__free(st);
+}
+
+/* A process that came and went between two renders adds exactly its counts. */
+static void test_short_process_between_renders(void)
+{
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	struct memleak *ml = memleak__new(100);
+	struct ml_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(ml && st, "aggregator, store"))
+		goto cleanup;
+	for (uint32_t pid = 100; pid < 130; pid++) { /* 30 jobs, never seen running */
+		struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = pid, .ts_ns = 5, .comm = "trainer" };
+
+		feed_memleak(ml, pid, "trainer", (int)(pid % 7) + 1, 0);
+		memleak__on_exit(ml, &ex);
+		snaps[0] = ml_snap(&s, ml, 0);
+		free(out), out = NULL;
+		out = render_at(ML, snaps, 1, 2e-6, st, pid);
+		memleak__reap(ml, UINT64_MAX, 0);
+	}
+	/* sum over pid 100..129 of (pid % 7) + 1: 4 cycles of 28, then 3 + 4 */
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total" L20 "} 119\n", "every job's allocations"))
+		goto cleanup;
+	ASSERT_EQ(prom_store__series(st), 6, "30 processes, one series per family");
+cleanup:
+	free(out);
+	ml_snap_free(&s);
+	memleak__free(ml);
+	prom_store__free(st);
+}
+
+/* An exec (or a reused PID): the old image exited and the new one running in one render,
+ * then the new one exits while the old one is still listed: each counted once. */
+static void test_exec_same_pid_counted_once(void)
+{
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	struct memleak *ml = memleak__new(100);
+	struct gp_proc_event exec = { .type = GP_EV_EXEC, .pid = 20, .img = 2, .ts_ns = 3, .comm = "trainer" };
+	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 20, .ts_ns = 9, .img = 2, .comm = "trainer" };
+	struct ml_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(ml && st, "aggregator, store"))
+		goto cleanup;
+	feed_memleak(ml, 20, "trainer", 2, 0);
+	snaps[0] = ml_snap(&s, ml, 0);
+	out = render_at(ML, snaps, 1, 2e-6, st, 10);
+	free(out), out = NULL;
+	feed_memleak(ml, 20, "trainer", 1, 0);  /* the first image: 3 */
+	memleak__on_exec(ml, &exec);
+	feed_memleak(ml, 20, "trainer", 4, 0);  /* the second: 4 */
+	snaps[0] = ml_snap(&s, ml, 0);
+	out = render_at(ML, snaps, 1, 2e-6, st, 20);
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total" L20 "} 7\n", "both images"))
+		goto cleanup;
+	free(out), out = NULL;
+	feed_memleak(ml, 20, "trainer", 5, 0);  /* the second: 9 */
+	memleak__on_exit(ml, &ex);
+	snaps[0] = ml_snap(&s, ml, 0);
+	out = render_at(ML, snaps, 1, 2e-6, st, 30);
+	if (!ASSERT_TRUE(out != NULL, "rendered after the exit") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total" L20 "} 12\n", "3 + 9, the first still listed"))
+		goto cleanup;
+	free(out), out = NULL;
+	snaps[0] = ml_snap(&s, ml, 0);
+	out = render_at(ML, snaps, 1, 2e-6, st, 40);
+	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total" L20 "} 12\n", "and again");
+cleanup:
+	free(out);
+	ml_snap_free(&s);
+	memleak__free(ml);
+	prom_store__free(st);
+}
+
+/* A process renamed while it runs: what it counted under the old name stays there, the
+ * rest goes to the new name; no series goes down. */
+static void test_rename_moves_no_count(void)
+{
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	struct memleak *ml = memleak__new(100);
+	struct ml_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(ml && st, "aggregator, store"))
+		goto cleanup;
+	feed_memleak(ml, 20, "launcher", 2, 0);
+	snaps[0] = ml_snap(&s, ml, 0);
+	out = render_at(ML, snaps, 1, 2e-6, st, 10);
+	free(out), out = NULL;
+	feed_memleak(ml, 20, "worker", 3, 0); /* the latest name is the record's */
+	snaps[0] = ml_snap(&s, ml, 0);
+	out = render_at(ML, snaps, 1, 2e-6, st, 20);
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"launcher\",cgroup=\"/system.slice/x.service\"} 2\n", "before the rename") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"worker\",cgroup=\"/system.slice/x.service\"} 3\n", "after it"))
+		goto cleanup;
+	ASSERT_TRUE(strstr(out, "gpuprobe_cuda_outstanding_allocations{comm=\"launcher\"") == NULL, "a gauge is where the process is now");
+cleanup:
+	free(out);
+	ml_snap_free(&s);
+	memleak__free(ml);
+	prom_store__free(st);
+}
+
+static void test_kernel_cap_sticky(void)
+{
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	struct cudatrace *ct = five_kernels();
+	struct ct_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(ct && st, "aggregator, store"))
+		goto cleanup;
+	snaps[0] = ct_snap(&s, ct, 2);
+	out = render_at(CT, snaps, 1, 2e-6, st, 10);
+	free(out), out = NULL;
+	out = render_at(CT, snaps, 1, 2e-6, st, 20);
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_kernel_launches_total" L20 ",kernel=\"a\"} 50\n", "first kernel") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_kernel_launches_total" L20 ",kernel=\"b\"} 40\n", "second kernel"))
+		goto cleanup;
+	/* c (30) + d (20) + the kernel literally named "other" (10) */
+	if (!ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_kernel_launches_total" L20 ",kernel=\"other\"} 60\n", "the rest summed under other") ||
+	    !ASSERT_TRUE(strstr(out, "kernel=\"c\"") == NULL, "third kernel in other") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_graph_launches_total" L20 "} 6\n", "graph launches") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_sync_calls_total" L20 "} 4\n", "sync calls"))
+		goto cleanup;
+	/* 150 launches + 6 graph launches + 4 syncs */
+	if (!ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" L20 "} 160\n", "probe hits"))
+		goto cleanup;
+	/* d now outruns a: the series keep their kernels, counts grow where they were */
+	cudatrace__snapshot_begin(ct);
+	for (int i = 0; i < 5; i++)
+		launch(ct, 20, GP_LAUNCH_KERNEL, (uint32_t)i + 1, 0x100 + (uint64_t)i, i == 3 ? 500 : 50 - 10 * (uint64_t)i);
+	cudatrace__snapshot_end(ct, 30);
+	snaps[0] = ct_snap(&s, ct, 2);
+	free(out), out = NULL;
+	out = render_at(CT, snaps, 1, 2e-6, st, 30);
+	if (!ASSERT_TRUE(out != NULL, "rendered again") ||
+	    !ASSERT_STR_CONTAINS(out, "kernel=\"a\"} 50\n", "a stays") ||
+	    !ASSERT_STR_CONTAINS(out, "kernel=\"other\"} 540\n", "d grew inside other"))
+		goto cleanup;
+	ASSERT_TRUE(strstr(out, "kernel=\"d\"") == NULL, "d never gets a series of its own");
+cleanup:
+	free(out);
+	ct_snap_free(&s);
+	cudatrace__free(ct);
+	prom_store__free(st);
+}
+
+static void test_histograms(void)
 {
 	struct cudatrace *ct = five_kernels();
 	struct ct_snap s = { 0 };
@@ -322,29 +564,19 @@ static void test_kernel_top_k_and_other(void)
 
 	if (!ASSERT_TRUE(ct != NULL, "aggregator"))
 		goto cleanup;
-	snaps[0] = ct_snap(&s, ct, 2);
-	out = render(CT, snaps, 1, 2e-6);
-	if (!ASSERT_TRUE(out != NULL, "rendered") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_kernel_launches_total" LBL20 ",kernel=\"a\"} 50\n", "top kernel") ||
-	    !ASSERT_STR_CONTAINS(out, "kernel=\"b\"} 40\n", "second kernel"))
-		goto cleanup;
-	/* c (30) + d (20) + the kernel literally named "other" (10) */
-	if (!ASSERT_STR_CONTAINS(out, "kernel=\"other\"} 60\n", "the rest summed under other") ||
-	    !ASSERT_TRUE(strstr(out, "kernel=\"c\"") == NULL, "third kernel folded into other") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_graph_launches_total" LBL20 "} 6\n", "graph launches") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_sync_calls_total" LBL20 "} 4\n", "sync calls") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_sync_seconds_total" LBL20 "} 2.500000000\n", "sync seconds"))
-		goto cleanup;
-	/* 150 launches + 6 graph launches + 4 syncs */
-	if (!ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" LBL20 "} 160\n", "probe hits"))
-		goto cleanup;
-	free(out);
 	snaps[0] = ct_snap(&s, ct, 20);
 	out = render(CT, snaps, 1, 2e-6);
-	if (!ASSERT_TRUE(out != NULL, "rendered with 20 series") ||
-	    !ASSERT_STR_CONTAINS(out, "kernel=\"d\"} 20\n", "every kernel its own series"))
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_cuda_sync_duration_seconds histogram\n", "TYPE histogram") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_sync_duration_seconds_bucket" L20 ",le=\"2e-06\"} 1\n", "first bucket") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_sync_duration_seconds_bucket" L20 ",le=\"2.097152\"} 1\n", "cumulative, below the slow ones") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_sync_duration_seconds_bucket" L20 ",le=\"4.194304\"} 4\n", "the slow ones") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_sync_duration_seconds_bucket" L20 ",le=\"33.554432\"} 4\n", "last bucket") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_sync_duration_seconds_bucket" L20 ",le=\"+Inf\"} 4\n", "+Inf") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_sync_duration_seconds_sum" L20 "} 2.500000000\n", "sum") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_sync_duration_seconds_count" L20 "} 4\n", "count"))
 		goto cleanup;
-	ASSERT_STR_CONTAINS(out, "kernel=\"other\"} 10\n", "a kernel named other");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_launch_duration_seconds_count" L20 "} 0\n", "launch latency");
 cleanup:
 	free(out);
 	ct_snap_free(&s);
@@ -352,11 +584,11 @@ cleanup:
 }
 
 /* Every sample's family has HELP and TYPE before it, every family once, samples of a
- * family together: memleak 6, cudatrace 4, and the run's own 5 (probe hits, probe
+ * family together: memleak 6, cudatrace 5, and the run's own 5 (probe hits, probe
  * seconds, hit cost, drops, tracked processes). */
 static void test_help_type_every_family(void)
 {
-	struct memleak *ml = memleak__new(100, NULL, NULL);
+	struct memleak *ml = memleak__new(100);
 	struct cudatrace *ct = five_kernels();
 	struct ml_snap ms = { 0 };
 	struct ct_snap cs = { 0 };
@@ -374,6 +606,7 @@ static void test_help_type_every_family(void)
 		goto cleanup;
 	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char name[128], key[140];
+		size_t n;
 
 		if (!strncmp(line, "# HELP ", 7)) {
 			sscanf(line + 7, "%127s", name);
@@ -392,11 +625,13 @@ static void test_help_type_every_family(void)
 			continue;
 		}
 		sscanf(line, "%127[^{ ]", name);
-		if (!ASSERT_STR_EQ(name, last, "sample under its family"))
+		n = strlen(last);
+		if (!ASSERT_TRUE(!strncmp(name, last, n) && (!name[n] || !strcmp(name + n, "_bucket") ||
+			       !strcmp(name + n, "_sum") || !strcmp(name + n, "_count")), "sample under its family"))
 			goto cleanup;
 	}
-	/* 15, and --cudatrace's 4 of --max-overhead (declared whether or not a process is sampled) */
-	ASSERT_EQ(families, 19, "families");
+	/* 16, and --cudatrace's 4 of --max-overhead (declared whether or not a process is sampled) */
+	ASSERT_EQ(families, 20, "families");
 cleanup:
 	free(out);
 	ml_snap_free(&ms);
@@ -405,87 +640,144 @@ cleanup:
 	cudatrace__free(ct);
 }
 
-static void test_retention_removes_exited(void)
+/* A series written for the first time shows zeros, its counts from the next write on;
+ * a series nothing counted into for the retention goes. */
+static void test_born_at_zero_and_retention(void)
 {
-	struct memleak *ml = memleak__new(100, NULL, NULL);
-	struct cudatrace *ct = five_kernels();
-	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 20, .ts_ns = 1000, .comm = "trainer" };
-	struct ml_snap ms = { 0 };
-	struct ct_snap cs = { 0 };
-	const struct gp_snap *snaps[2];
+	struct prom_store_opts o = { .retention_ns = 1000, .born_at_zero = true };
+	struct prom_store *st = prom_store__new(&o);
+	struct memleak *ml = memleak__new(100);
+	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 20, .ts_ns = 5, .comm = "trainer" };
+	struct ml_snap s = { 0 };
+	const struct gp_snap *snaps[1];
 	char *out = NULL;
 
-	if (!ASSERT_TRUE(ml && ct, "aggregators"))
+	if (!ASSERT_TRUE(ml && st, "aggregator, store"))
 		goto cleanup;
-	feed_memleak(ml, 20, "trainer", 2, 0);
+	feed_memleak(ml, 20, "trainer", 3, 0);
 	memleak__on_exit(ml, &ex);
-	cudatrace__on_exit(ct, &ex);
-	memleak__reap(ml, 1000, 0);
-	cudatrace__reap(ct, 1000, 0, NULL, NULL);
-	snaps[0] = ml_snap(&ms, ml, 0);
-	snaps[1] = ct_snap(&cs, ct, 20);
-	out = render(ML_CT, snaps, 2, 2e-6);
+	snaps[0] = ml_snap(&s, ml, 0);
+	out = render_at(ML, snaps, 1, 2e-6, st, 10000);
 	if (!ASSERT_TRUE(out != NULL, "rendered") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{pid=\"20\"", "kept until the cutoff (memleak)") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_kernel_launches_total{pid=\"20\"", "kept until the cutoff (cudatrace)"))
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total" L20 "} 0\n", "born at zero"))
 		goto cleanup;
-	free(out);
-	memleak__reap(ml, 1001, 0);
-	cudatrace__reap(ct, 1001, 0, NULL, NULL);
-	snaps[0] = ml_snap(&ms, ml, 0);
-	snaps[1] = ct_snap(&cs, ct, 20);
-	out = render(ML_CT, snaps, 2, 2e-6);
-	if (!ASSERT_TRUE(out != NULL, "rendered after the cutoff") ||
-	    !ASSERT_TRUE(strstr(out, "pid=\"20\"") == NULL, "gone after the cutoff"))
+	free(out), out = NULL;
+	memleak__reap(ml, UINT64_MAX, 0);
+	snaps[0] = ml_snap(&s, ml, 0);
+	out = render_at(ML, snaps, 1, 2e-6, st, 10500);
+	if (!ASSERT_TRUE(out != NULL, "rendered again") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total" L20 "} 3\n", "its counts from the second write"))
 		goto cleanup;
-	ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 0\n", "no process tracked");
+	free(out), out = NULL;
+	out = render_at(ML, snaps, 1, 2e-6, st, 11001);
+	if (!ASSERT_TRUE(out != NULL, "rendered after the retention") ||
+	    !ASSERT_TRUE(strstr(out, "gpuprobe_cuda_alloc_calls_total{") == NULL, "gone after the retention"))
+		goto cleanup;
+	ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_cuda_alloc_calls_total counter\n", "the family stays");
 cleanup:
 	free(out);
-	ml_snap_free(&ms);
-	ct_snap_free(&cs);
+	ml_snap_free(&s);
 	memleak__free(ml);
-	cudatrace__free(ct);
+	prom_store__free(st);
 }
 
-/* A PID reused while the exited process's series are retained: one series, the live one. */
-static void test_reused_pid_one_series(void)
+/* --per-process-series: pid labels for the first N processes at a time, the others
+ * together under pid="other"; a PID reused while its series lives starts it again (a
+ * counter reset: the series is the new process's). */
+static void test_per_process_series(void)
 {
-	struct memleak *ml = memleak__new(100, NULL, NULL);
-	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 10, .ts_ns = 5, .comm = "old" };
-	struct ml_snap ms = { 0 };
+	struct prom_store_opts o = { .per_process = true, .max_process_series = 2, .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	struct memleak *ml = memleak__new(100);
+	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 21, .ts_ns = 5, .comm = "trainer" };
+	struct ml_snap s = { 0 };
 	const struct gp_snap *snaps[1];
-	char *out = NULL, *first;
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(ml && st, "aggregator, store"))
+		goto cleanup;
+	for (uint32_t pid = 20; pid < 24; pid++)
+		feed_memleak(ml, pid, "trainer", (int)pid - 19, 0);
+	snaps[0] = ml_snap(&s, ml, 0);
+	out = render_at(ML, snaps, 1, 2e-6, st, 10);
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{pid=\"20\"," I20 "} 1\n", "pid 20") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{pid=\"21\"," I20 "} 2\n", "pid 21") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{pid=\"other\"," I20 "} 7\n", "22 and 23 together") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_outstanding_allocations{pid=\"21\"," I20 ",kind=\"device\"} 2\n", "a gauge per pid"))
+		goto cleanup;
+	memleak__on_exit(ml, &ex);
+	snaps[0] = ml_snap(&s, ml, 0); /* seen exited before it is forgotten, as the daemon does */
+	free(out);
+	out = render_at(ML, snaps, 1, 2e-6, st, 15);
+	memleak__reap(ml, UINT64_MAX, 0);
+	feed_memleak(ml, 21, "trainer", 4, 0); /* PID 21 again */
+	snaps[0] = ml_snap(&s, ml, 0);
+	free(out), out = NULL;
+	out = render_at(ML, snaps, 1, 2e-6, st, 20);
+	if (!ASSERT_TRUE(out != NULL, "rendered again") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{pid=\"21\"," I20 "} 4\n", "the new process's count") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{pid=\"other\"," I20 "} 7\n", "other keeps its counts") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_outstanding_allocations{pid=\"21\"," I20 ",kind=\"device\"} 4\n", "the new process's gauge"))
+		goto cleanup;
+	ASSERT_EQ(count(out, "gpuprobe_cuda_alloc_calls_total{"), 3, "three series");
+cleanup:
+	free(out);
+	ml_snap_free(&s);
+	memleak__free(ml);
+	prom_store__free(st);
+}
+
+static void test_pod_labels(void)
+{
+	struct memleak *ml = memleak__new(100);
+	struct ml_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL;
 
 	if (!ASSERT_TRUE(ml != NULL, "aggregator"))
 		goto cleanup;
-	feed_memleak(ml, 10, "old", 1, 0);
-	memleak__on_exit(ml, &ex);
-	feed_memleak(ml, 10, "new", 2, 0);
-	snaps[0] = ml_snap(&ms, ml, 0);
+	feed_memleak(ml, 40, "trainer", 2, 0);
+	feed_memleak(ml, 30, "", 1, 0); /* a record without a name: the front end's */
+	snaps[0] = ml_snap(&s, ml, 0);
 	out = render(ML, snaps, 1, 2e-6);
-	if (!ASSERT_TRUE(out != NULL, "rendered"))
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total" L40 "} 2\n", "pod labels, an empty one left out"))
 		goto cleanup;
-	first = strstr(out, "gpuprobe_cuda_alloc_calls_total{pid=\"10\"");
-	if (!ASSERT_TRUE(first != NULL, "a series of PID 10") ||
-	    !ASSERT_TRUE(strstr(first + 1, "gpuprobe_cuda_alloc_calls_total{pid=\"10\"") == NULL, "only one"))
-		goto cleanup;
-	ASSERT_STR_CONTAINS(first, "comm=\"new\"", "the live one");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"fromproc\",cgroup=\"/system.slice/x.service\"} 1\n",
+			    "the front end's name");
 cleanup:
 	free(out);
-	ml_snap_free(&ms);
+	ml_snap_free(&s);
 	memleak__free(ml);
 }
 
-static int count(const char *s, const char *what)
+static void test_bad_family_fails(void)
 {
-	int n = 0;
+	struct prom_out *p = prom_out__new(NULL, NULL, NULL, 1);
+	struct gp_snap_pid pp = { .pid = 1, .comm = "x" };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
 
-	for (; (s = strstr(s, what)); s++)
-		n++;
-	return n;
+	if (!ASSERT_TRUE(p && f, "render"))
+		goto cleanup;
+	prom__family(p, "gpuprobe_no_such_family_total");
+	if (!ASSERT_TRUE(prom_out__write(p, f) != 0, "an unknown family fails the render"))
+		goto cleanup;
+	prom_out__free(p);
+	p = prom_out__new(NULL, NULL, NULL, 1);
+	prom__family(p, "gpuprobe_libcuda_files");
+	prom__u64(p, "gpuprobe_libcuda_files", &pp, NULL, 1);
+	ASSERT_TRUE(prom_out__write(p, f) != 0, "process labels on a family without them fail it");
+cleanup:
+	prom_out__free(p);
+	if (f)
+		fclose(f);
+	free(buf);
 }
 
-#define BW_LABELS "{pid=\"30\",comm=\"copier\",container=\"/system.slice/x.service\""
+#define BW_LABELS "{comm=\"copier\",cgroup=\"/system.slice/x.service\""
 
 static void test_bandwidth_series(void)
 {
@@ -505,14 +797,13 @@ static void test_bandwidth_series(void)
 	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_pageable_bytes_total" BW_LABELS ",gpu=\"1\",direction=\"H2D\"} 4096\n", "H2D pageable") ||
 	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_bytes_total" BW_LABELS ",gpu=\"1\",direction=\"D2H\"} 8192\n", "D2H bytes") ||
 	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_sync_seconds_total" BW_LABELS ",gpu=\"1\",direction=\"D2H\"} 0.000000000\n", "async: no sync seconds") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_async_seconds_upper_bound_total" BW_LABELS ",gpu=\"1\",direction=\"D2H\"} 0.002000000\n", "async bound") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_async_upper_bound_seconds_total" BW_LABELS ",gpu=\"1\",direction=\"D2H\"} 0.002000000\n", "async bound") ||
 	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_calls_total" BW_LABELS ",gpu=\"\",direction=\"H2H\"} 1\n", "H2H, no GPU") ||
-	    !ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_cuda_memcpy_small_total counter\ngpuprobe_cuda_memcpy_small_total 12\n", "small copies"))
+	    !ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_cuda_memcpy_small_calls_total counter\ngpuprobe_cuda_memcpy_small_calls_total 12\n", "small copies"))
 		goto cleanup;
 	/* entry and return of 3 copies */
 	if (!ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" BW_LABELS "} 6\n", "probe hits") ||
 	    !ASSERT_STR_CONTAINS(out, "gpuprobe_events_dropped_total{mode=\"bandwidth\",reason=\"ringbuf_full\"} 2\n", "drops") ||
-	    !ASSERT_TRUE(strstr(out, "pid=\"31\"") == NULL, "a process without copies has no series") ||
 	    !ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 1\n", "tracked"))
 		goto cleanup;
 	ASSERT_TRUE(strstr(out, "gpuprobe_cuda_alloc_calls_total") == NULL, "--memleak off");
@@ -522,52 +813,47 @@ cleanup:
 	bandwidth__free(bw);
 }
 
-/* Exited: kept until the retention cutoff; two exited processes of one PID show once. */
-static void test_bandwidth_exit_and_retention(void)
+/* Two exited processes of one PID, listed together: both counted, once. The second's
+ * copy has no GPU (it made no context current). */
+static void test_bandwidth_two_exits_one_pid(void)
 {
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
 	struct bandwidth *bw = three_copies();
 	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 30, .ts_ns = 1000, .comm = "copier" };
 	struct bw_snap s = { 0 };
 	const struct gp_snap *snaps[1];
 	char *out = NULL;
-	int n;
 
-	if (!ASSERT_TRUE(bw != NULL, "aggregator"))
+	if (!ASSERT_TRUE(bw && st, "aggregator, store"))
 		goto cleanup;
 	bandwidth__on_exit(bw, &ex);
 	bw_copy(bw, 30, GP_API_cuMemcpyHtoD_v2, 0x10000, GP_MEMTYPE_DEVICE, 0x900000, GP_MEMTYPE_HOST,
 		4096, 10, 0);
 	ex.ts_ns = 2000;
 	bandwidth__on_exit(bw, &ex);
-	bandwidth__reap(bw, 1000, 0);
+	for (int i = 0; i < 2; i++) {
+		snaps[0] = bw_snap(&s, bw, 0);
+		free(out), out = NULL;
+		out = render_at(BW, snaps, 1, 1e-6, st, 10 + (uint64_t)i);
+		if (!ASSERT_TRUE(out != NULL, "rendered") ||
+		    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_calls_total" BW_LABELS ",gpu=\"1\",direction=\"H2D\"} 1\n", "the first's H2D copy") ||
+		    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_calls_total" BW_LABELS ",gpu=\"\",direction=\"H2D\"} 1\n", "the second's") ||
+		    !ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" BW_LABELS "} 8\n", "both processes' hits"))
+			goto cleanup;
+	}
+	bandwidth__reap(bw, UINT64_MAX, 0);
 	snaps[0] = bw_snap(&s, bw, 0);
-	out = render(BW, snaps, 1, 1e-6);
-	if (!ASSERT_TRUE(out != NULL, "rendered"))
+	free(out), out = NULL;
+	out = render_at(BW, snaps, 1, 1e-6, st, 20);
+	if (!ASSERT_TRUE(out != NULL, "rendered after the reap"))
 		goto cleanup;
-	/* one process's series, whichever of the two */
-	n = count(out, "gpuprobe_cuda_memcpy_calls_total{pid=\"30\"");
-	if (!ASSERT_TRUE(n == 3 || n == 1, "the series of one of the two") ||
-	    !ASSERT_EQ(count(out, "gpuprobe_probe_hits_total{pid=\"30\""), 1, "one probe-hit series"))
-		goto cleanup;
-	free(out);
-	bandwidth__reap(bw, 1500, 0); /* the first went */
-	snaps[0] = bw_snap(&s, bw, 0);
-	out = render(BW, snaps, 1, 1e-6);
-	if (!ASSERT_TRUE(out != NULL, "rendered after the first cutoff") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_probe_hits_total" BW_LABELS "} 2\n", "the second's hits"))
-		goto cleanup;
-	free(out);
-	bandwidth__reap(bw, 2001, 0);
-	snaps[0] = bw_snap(&s, bw, 0);
-	out = render(BW, snaps, 1, 1e-6);
-	if (!ASSERT_TRUE(out != NULL, "rendered after the last cutoff") ||
-	    !ASSERT_TRUE(strstr(out, "pid=\"30\"") == NULL, "both gone"))
-		goto cleanup;
-	ASSERT_STR_CONTAINS(out, "# TYPE gpuprobe_cuda_memcpy_calls_total counter\n", "family without samples");
+	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_memcpy_calls_total" BW_LABELS ",gpu=\"\",direction=\"H2D\"} 1\n", "kept");
 cleanup:
 	free(out);
 	bw_snap_free(&s);
 	bandwidth__free(bw);
+	prom_store__free(st);
 }
 
 static char *render_ioctl(struct ioc_proc *procs, size_t n, uint64_t max)
@@ -587,10 +873,11 @@ static char *render_ioctl(struct ioc_proc *procs, size_t n, uint64_t max)
 	return render(IOC, snaps, 1, 2e-6);
 }
 
-#define CTL "gpuprobe_nvidia_ioctl_calls_total{pid=\"30\",comm=\"py\\\"t\",container=\"/system.slice/x.service\",node="
+#define CTL "gpuprobe_nvidia_ioctl_calls_total{comm=\"py\\\"t\",cgroup=\"/system.slice/x.service\",node="
 
-/* Top N (node, cmd, ctrl) label sets by calls; the rest summed per node under "other";
- * request numbers with one decoded name are one series. */
+/* The first N (cmd, ctrl) label sets of a series (busiest first in the first render)
+ * get their own; the rest are summed per node under "other"; request numbers with one
+ * decoded name are one series. */
 static void test_ioctl_series_cap_and_other(void)
 {
 	struct ioc_cmd ctl[] = {
@@ -612,33 +899,31 @@ static void test_ioctl_series_cap_and_other(void)
 		{ .major = 511, .minor = 0, .node = "/dev/nvidia-uvm", .cmds = uvm, .nr_cmds = 2 },
 	};
 	struct ioc_proc p = { .pid = 30, .comm = "py\"t", .devs = devs, .nr_devs = 2 };
-	char *out = render_ioctl(&p, 1, 3);
+	char *out = render_ioctl(&p, 1, 2);
 
 	if (!ASSERT_TRUE(out != NULL, "rendered") ||
 	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_CONTROL\",ctrl=\"NV2080_CTRL_CMD_GPU_GET_NAME_STRING\"} 50\n", "top control") ||
 	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_ALLOC\",ctrl=\"\"} 45\n", "two request numbers, one name") ||
 	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidia-uvm\",cmd=\"UVM_INITIALIZE\",ctrl=\"\"} 31\n", "uvm") ||
 	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"other\",ctrl=\"\"} 5\n", "other, per node") ||
-	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidia-uvm\",cmd=\"other\",ctrl=\"\"} 1\n", "other of uvm") ||
-	    !ASSERT_TRUE(strstr(out, "0x12345678") == NULL, "folded into other") ||
-	    !ASSERT_TRUE(strstr(out, "UVM_REGISTER_GPU") == NULL, "folded into other (uvm)") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_nvidia_ioctl_errors_total{pid=\"30\",comm=\"py\\\"t\",container=\"/system.slice/x.service\",node=\"/dev/nvidiactl\",cmd=\"other\",ctrl=\"\"} 3\n", "errors of other") ||
-	    !ASSERT_STR_CONTAINS(out, "gpuprobe_nvidia_ioctl_seconds_total{pid=\"30\",comm=\"py\\\"t\",container=\"/system.slice/x.service\",node=\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_CONTROL\",ctrl=\"NV2080_CTRL_CMD_GPU_GET_NAME_STRING\"} 1.500000000\n", "seconds") ||
+	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidia-uvm\",cmd=\"UVM_REGISTER_GPU\",ctrl=\"\"} 1\n", "uvm's second: room on its node") ||
+	    !ASSERT_TRUE(strstr(out, "0x12345678") == NULL, "in other") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_nvidia_ioctl_errors_total{comm=\"py\\\"t\",cgroup=\"/system.slice/x.service\",node=\"/dev/nvidiactl\",cmd=\"other\",ctrl=\"\"} 3\n", "errors of other") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_nvidia_ioctl_seconds_total{comm=\"py\\\"t\",cgroup=\"/system.slice/x.service\",node=\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_CONTROL\",ctrl=\"NV2080_CTRL_CMD_GPU_GET_NAME_STRING\"} 1.500000000\n", "seconds") ||
 	    !ASSERT_STR_CONTAINS(out, "gpuprobe_events_dropped_total{mode=\"ioctl\",reason=\"counter_table_full\"} 2\n", "drops"))
 		goto cleanup;
 	/* ioctls are not probe hits; the process is tracked all the same */
 	if (!ASSERT_TRUE(strstr(out, "gpuprobe_probe_hits_total{") == NULL, "no probe hits") ||
 	    !ASSERT_STR_CONTAINS(out, "gpuprobe_tracked_processes 1\n", "tracked"))
 		goto cleanup;
-	free(out);
+	free(out), out = NULL;
 	out = render_ioctl(&p, 1, 20);
 	if (!ASSERT_TRUE(out != NULL, "rendered with 20 series") ||
 	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"NV_ESC_RM_CONTROL\",ctrl=\"0x2080beef\"} 3\n", "unknown control in hex") ||
 	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidiactl\",cmd=\"0x12345678\",ctrl=\"\"} 2\n", "unknown command in hex") ||
-	    !ASSERT_STR_CONTAINS(out, CTL "\"/dev/nvidia-uvm\",cmd=\"UVM_REGISTER_GPU\",ctrl=\"\"} 1\n", "uvm command") ||
 	    !ASSERT_TRUE(strstr(out, ",cmd=\"other\"") == NULL, "no other"))
 		goto cleanup;
-	free(out);
+	free(out), out = NULL;
 	out = render_ioctl(NULL, 0, 20); /* no process yet: the families still have HELP/TYPE */
 	if (!ASSERT_TRUE(out != NULL, "rendered without processes") ||
 	    !ASSERT_STR_CONTAINS(out, "# HELP gpuprobe_nvidia_ioctl_calls_total ", "calls HELP") ||
@@ -656,12 +941,19 @@ int main(int argc, char **argv)
 	unit_select(argc, argv);
 	RUN_TEST(test_label_escaping);
 	RUN_TEST(test_memleak_series);
-	RUN_TEST(test_kernel_top_k_and_other);
+	RUN_TEST(test_exited_counts_kept_gauges_dropped);
+	RUN_TEST(test_short_process_between_renders);
+	RUN_TEST(test_exec_same_pid_counted_once);
+	RUN_TEST(test_rename_moves_no_count);
+	RUN_TEST(test_kernel_cap_sticky);
+	RUN_TEST(test_histograms);
 	RUN_TEST(test_help_type_every_family);
-	RUN_TEST(test_retention_removes_exited);
-	RUN_TEST(test_reused_pid_one_series);
+	RUN_TEST(test_born_at_zero_and_retention);
+	RUN_TEST(test_per_process_series);
+	RUN_TEST(test_pod_labels);
+	RUN_TEST(test_bad_family_fails);
 	RUN_TEST(test_bandwidth_series);
-	RUN_TEST(test_bandwidth_exit_and_retention);
+	RUN_TEST(test_bandwidth_two_exits_one_pid);
 	RUN_TEST(test_ioctl_series_cap_and_other);
 	return unit_done();
 }

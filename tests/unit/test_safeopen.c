@@ -459,6 +459,52 @@ cleanup:
 	close(fd);
 }
 
+/*
+ * safe_path_is_plain: a name the kernel may walk from here by itself (libbpf
+ * attaches by path) only if no link is on the way and it reaches fd's inode.
+ */
+static void test_path_is_plain(void)
+{
+	char p[PATH_MAX], q[PATH_MAX];
+	int fd = -1, other = -1;
+
+	snprintf(p, sizeof(p), "%s/lib/real.so", root);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	snprintf(p, sizeof(p), "%s/lib/other.so", root);
+	other = open(p, O_RDONLY | O_CLOEXEC);
+	if (!ASSERT_TRUE(fd >= 0 && other >= 0, "opened"))
+		goto cleanup;
+	if (!ASSERT_EQ(safe_path_is_plain(tmp, FAKE_PID, "/lib/real.so", fd), 1, "a plain path"))
+		goto cleanup;
+	if (!ASSERT_EQ(safe_path_is_plain(tmp, FAKE_PID, "/lib/real.so", other), 0, "another inode"))
+		goto cleanup;
+	if (!ASSERT_EQ(safe_path_is_plain(tmp, FAKE_PID, "/lib/link.so", fd), 0, "a symlink, last component"))
+		goto cleanup;
+	snprintf(q, sizeof(q), "%s/lnk", root);
+	if (!ASSERT_EQ(symlink("lib", q), 0, "symlink to lib"))
+		goto cleanup;
+	if (!ASSERT_EQ(safe_path_is_plain(tmp, FAKE_PID, "/lnk/real.so", fd), 0, "a symlink, middle component"))
+		goto cleanup;
+	if (!ASSERT_EQ(safe_path_is_plain(tmp, FAKE_PID, "/lib/../lib/real.so", fd), 1, "'..' that stays inside"))
+		goto cleanup;
+	snprintf(q, sizeof(q), "/../root/lib/real.so");
+	if (!ASSERT_EQ(safe_path_is_plain(tmp, FAKE_PID, q, fd), 0, "'..' above the root"))
+		goto cleanup;
+	if (!ASSERT_EQ(safe_path_is_plain(tmp, FAKE_PID, "/lib/fifo.so", fd), 0, "a FIFO"))
+		goto cleanup;
+	if (!ASSERT_EQ(safe_path_is_plain(tmp, FAKE_PID, "lib/real.so", fd), 0, "a relative path"))
+		goto cleanup;
+	if (!ASSERT_EQ(safe_path_is_plain(tmp, FAKE_PID, "/lib/real.so", -1), 0, "no descriptor"))
+		goto cleanup;
+	if (!ASSERT_EQ(safe_path_is_plain(tmp, 99999999, "/lib/real.so", fd), 0, "no such process"))
+		goto cleanup;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	if (other >= 0)
+		close(other);
+}
+
 int main(void)
 {
 	int ret;
@@ -479,6 +525,7 @@ int main(void)
 	RUN_TEST(test_real_process);
 	RUN_TEST(test_fake_map_files);
 	RUN_TEST(test_safe_elf_begin);
+	RUN_TEST(test_path_is_plain);
 	ret = unit_done();
 	nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return ret;

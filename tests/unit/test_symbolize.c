@@ -656,6 +656,120 @@ static void test_reread_after_dlopen(void)
 cleanup:;
 }
 
+/*
+ * A process whose root is a real folder (not "/") planting at the paths its
+ * maps name: a FIFO, an absolute symlink and an escaping relative one to this
+ * very binary (maps gives its dev/inode, as if they mapped it). None may be
+ * followed or block; a hard link of the binary inside the root is the control
+ * that this route symbolizes at all.
+ */
+static void test_hostile_root(void)
+{
+	char root[512], dir[1024], p[1200], up[PATH_MAX + 64], maps[4 * PATH_MAX], buf[512], want[512];
+	static const char *const subs[] = { "", "/91", "/91/root", "/91/root/lib" };
+	unsigned long long addr = addr_of(&some_noinline_function) + 4, base = 0x100000000ULL;
+	static const char *const names[] = { "good.so", "fifo.so", "abs.so", "up.so" };
+	struct symbolizer *s = NULL;
+	struct map_entry e;
+	size_t off = 0;
+	double t0;
+	int i, r;
+
+	if (!ASSERT_TRUE(self_map(addr, &e), "the mapping of this binary"))
+		goto cleanup;
+	snprintf(root, sizeof(root), "%s/hostile", tmp_root);
+	for (i = 0; i < 4; i++) {
+		snprintf(dir, sizeof(dir), "%s%s", root, subs[i]);
+		if (!ASSERT_EQ(mkdir(dir, 0755), 0, "mkdir of the fake process's root"))
+			goto cleanup;
+	}
+	snprintf(p, sizeof(p), "%s/good.so", dir);
+	if (!ASSERT_EQ(link(exe_path, p), 0, "hard link of this binary inside the root"))
+		goto cleanup;
+	snprintf(p, sizeof(p), "%s/fifo.so", dir);
+	if (!ASSERT_EQ(mkfifo(p, 0644), 0, "FIFO"))
+		goto cleanup;
+	snprintf(p, sizeof(p), "%s/abs.so", dir);
+	if (!ASSERT_EQ(symlink(exe_path, p), 0, "absolute symlink out of the root"))
+		goto cleanup;
+	snprintf(p, sizeof(p), "%s/up.so", dir);
+	snprintf(up, sizeof(up), "../../../../../../../../../../..%s", exe_path);
+	if (!ASSERT_EQ(symlink(up, p), 0, "relative symlink climbing out"))
+		goto cleanup;
+	for (i = 0; i < 4; i++)
+		off += (size_t)snprintf(maps + off, sizeof(maps) - off,
+					"%llx-%llx %s %08llx %02x:%02x %llu /lib/%s\n",
+					base * (i + 1), base * (i + 1) + (e.end - e.start), e.perms,
+					e.offset, e.dev_major, e.dev_minor, e.inode, names[i]);
+	snprintf(p, sizeof(p), "%s/91/maps", root);
+	if (!ASSERT_EQ(write_str(p, maps), 0, "maps"))
+		goto cleanup;
+	for (i = 0; i < 4; i++) {
+		unsigned long long a = base * (i + 1) + (addr - e.start);
+
+		/* a symbolizer each: the one inode must not come from the cache */
+		symbolizer__free(s);
+		s = symbolizer__new(root);
+		if (!ASSERT_TRUE(s, "symbolizer"))
+			goto cleanup;
+		t0 = (double)time(NULL);
+		r = symbolizer__format(s, 91, a, buf, sizeof(buf));
+		printf("#   /lib/%s: %s\n", names[i], buf);
+		if (!ASSERT_TRUE((double)time(NULL) - t0 < 2, "no blocking"))
+			goto cleanup;
+		if (i == 0) {
+			snprintf(want, sizeof(want), "some_noinline_function+0x4 (good.so)");
+			if (!ASSERT_EQ(r, 0, "the hard link inside the root symbolizes"))
+				goto cleanup;
+		} else {
+			snprintf(want, sizeof(want), "0x%llx (%s)", a, names[i]);
+			if (!ASSERT_EQ(r, 1, "not symbolized"))
+				goto cleanup;
+		}
+		if (!ASSERT_STR_EQ(buf, want, "formatted"))
+			goto cleanup;
+	}
+cleanup:
+	symbolizer__free(s);
+}
+
+/* The cached symbol tables together stay under the budget: least recently used go. */
+static void test_files_budget(void)
+{
+	struct symbolizer *s = symbolizer__new("/proc");
+	unsigned long long exe_bytes, libc_bytes, both;
+	unsigned long long in_exe = addr_of(&some_noinline_function) + 4;
+	unsigned long long in_libc = addr_of(&gnu_get_libc_version) + 1;
+	char buf[512];
+
+	if (!ASSERT_TRUE(s, "symbolizer"))
+		goto cleanup;
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(), in_exe, buf, sizeof(buf)), 0, "this binary"))
+		goto cleanup;
+	exe_bytes = symbolizer__files_bytes(s);
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(), in_libc, buf, sizeof(buf)), 0, "libc"))
+		goto cleanup;
+	both = symbolizer__files_bytes(s);
+	libc_bytes = both - exe_bytes;
+	if (!ASSERT_TRUE(exe_bytes > 0 && libc_bytes > 0, "both tables counted"))
+		goto cleanup;
+	/* a budget for the larger of the two only: one table is kept at a time */
+	symbolizer__set_files_budget(s, exe_bytes > libc_bytes ? exe_bytes : libc_bytes);
+	if (!ASSERT_EQ(symbolizer__files_bytes(s), libc_bytes, "the least recently used (this binary's) went"))
+		goto cleanup;
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(), in_exe, buf, sizeof(buf)), 0, "this binary again"))
+		goto cleanup;
+	if (!ASSERT_EQ(symbolizer__files_bytes(s), exe_bytes, "loaded again, libc's went"))
+		goto cleanup;
+	symbolizer__set_files_budget(s, 1);
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(), in_libc, buf, sizeof(buf)), 0, "a table over the budget is still used"))
+		goto cleanup;
+	if (!ASSERT_EQ(symbolizer__files_bytes(s), libc_bytes, "and is the only one kept"))
+		goto cleanup;
+cleanup:
+	symbolizer__free(s);
+}
+
 int main(void)
 {
 	ssize_t n;
@@ -687,5 +801,7 @@ int main(void)
 	RUN_TEST(test_offsets_and_exec);
 	RUN_TEST(test_exited_keeps_maps);
 	RUN_TEST(test_reread_after_dlopen);
+	RUN_TEST(test_hostile_root);
+	RUN_TEST(test_files_budget);
 	return unit_done();
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The trace writer's counter events in both formats, exact microseconds, and convert:
+/* The trace writer's counter events and process instants in both formats, renamed tracks,
+ * exact microseconds, and convert:
  * every complete record carried over (counters included), every other line dropped and
  * counted, a complete document every time, checked against the Trace Event Format by
  * tests/tools/check_chrome_trace.py. */
@@ -517,6 +518,116 @@ static void test_output_files(void)
 cleanup:;
 }
 
+/* --csv's files: appended to, never truncated, the same refusals as outfile__open. */
+static void test_output_files_append(void)
+{
+	char path[PLEN], link[PLEN];
+	struct stat st;
+	char *text = NULL;
+	FILE *f;
+
+	tmp_path(path, sizeof(path), "append.csv");
+	tmp_path(link, sizeof(link), "append-link.csv");
+	for (int i = 0; i < 2; i++) {
+		f = outfile__open_append(path);
+		if (!ASSERT_TRUE(f, "open for appending"))
+			goto cleanup;
+		if (!ASSERT_EQ(fseek(f, 0, SEEK_END), 0, "seek") || !ASSERT_EQ(ftell(f), i ? 6 : 0, "empty the first time only"))
+			goto cleanup;
+		fputs(i ? "row 2\n" : "row 1\n", f);
+		if (!ASSERT_EQ(outfile__close(f), 0, "close"))
+			goto cleanup;
+	}
+	text = slurp(path);
+	if (!ASSERT_STR_EQ(text, "row 1\nrow 2\n", "appended") || !ASSERT_EQ(stat(path, &st), 0, "stat") ||
+	    !ASSERT_EQ(st.st_mode & 0777, 0600, "0600"))
+		goto cleanup;
+	if (!ASSERT_EQ(symlink(path, link), 0, "symlink"))
+		goto cleanup;
+	errno = 0;
+	if (!ASSERT_TRUE(!outfile__open_append(link) && errno == ELOOP, "never through a symlink") ||
+	    !ASSERT_TRUE(outfile__open_append("-") == stdout, "- is stdout"))
+		goto cleanup;
+cleanup:
+	free(text);
+}
+
+static void write_lives(struct trace_writer *w)
+{
+	json_object *a = json_object_new_object();
+
+	json_object_object_add(a, "ppid", json_object_new_int(41));
+	trace_writer__process_name(w, 42, "sh");
+	trace_writer__instant(w, 42, 42, "fork", 1000, a);
+	trace_writer__process_name(w, 42, "sh");	/* unchanged: nothing written */
+	trace_writer__process_name(w, 42, "");		/* no name: the track keeps its own */
+	trace_writer__process_name(w, 42, "python3");	/* an exec: renamed */
+	trace_writer__instant(w, 42, 42, "exec", 2500, NULL);
+	trace_writer__event(w, "call", 42, 43, "cuInit", 3000, 10, 0, NULL);
+	trace_writer__instant(w, 42, 42, "exit", 4000, NULL);
+}
+
+/* Fork, exec and exit as instant events; a renamed track; both formats, and convert. */
+static void test_instants_and_renames(void)
+{
+	char jl[PLEN], direct[PLEN], conv[PLEN], err[256] = "";
+	struct trace_convert_stats st;
+	struct trace_writer *w = NULL;
+	char *a = NULL, *b = NULL;
+	FILE *out = NULL;
+
+	tmp_path(jl, sizeof(jl), "lives.jsonl");
+	tmp_path(direct, sizeof(direct), "lives.json");
+	tmp_path(conv, sizeof(conv), "lives-conv.json");
+	w = trace_writer__open(jl, TRACE_JSONL);
+	if (!ASSERT_TRUE(w, "jsonl writer"))
+		goto cleanup;
+	write_lives(w);
+	if (!ASSERT_EQ(trace_writer__instants(w), 3, "instants") || !ASSERT_EQ(trace_writer__written(w), 1, "calls"))
+		goto cleanup;
+	if (!ASSERT_EQ(trace_writer__close(w, json_object_new_object()), 0, "close jsonl"))
+		goto cleanup;
+	w = trace_writer__open(direct, TRACE_CHROME);
+	if (!ASSERT_TRUE(w, "chrome writer"))
+		goto cleanup;
+	write_lives(w);
+	if (!ASSERT_EQ(trace_writer__close(w, NULL), 0, "close chrome") || !ASSERT_EQ(validate(direct), 0, "valid"))
+		goto cleanup;
+	w = NULL;
+	if (!ASSERT_STR_CONTAINS(last_out, "\"by_ph\": {\"M\": 3, \"i\": 3, \"X\": 1}", "two process names, a thread's"))
+		goto cleanup;
+	a = slurp(jl);
+	b = slurp(direct);
+	if (!ASSERT_TRUE(a && b, "read back"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(a, "{\"type\":\"process\",\"pid\":42,\"comm\":\"sh\"}\n"
+				    "{\"type\":\"instant\",\"ts_ns\":1000,\"pid\":42,\"tid\":42,\"name\":\"fork\","
+				    "\"args\":{\"ppid\":41}}\n{\"type\":\"process\",\"pid\":42,\"comm\":\"python3\"}\n",
+				 "jsonl: named, forked, renamed"))
+		goto cleanup;
+	if (!ASSERT_STR_CONTAINS(b, "{\"name\":\"exec\",\"cat\":\"process\",\"ph\":\"i\",\"s\":\"p\",\"ts\":2.5,"
+				    "\"pid\":42,\"tid\":42,\"args\":{}}", "chrome: a process-scoped instant") ||
+	    !ASSERT_STR_CONTAINS(b, "\"args\":{\"name\":\"python3 (42)\"}", "chrome: the new name"))
+		goto cleanup;
+	out = fopen(conv, "w");
+	if (!ASSERT_TRUE(out, "conv out") || !ASSERT_EQ(trace__convert(jl, out, &st, err, sizeof(err)), 0, "convert") ||
+	    !ASSERT_EQ(st.dropped, 0, "nothing dropped") || !ASSERT_EQ(st.records, 7, "records: 2 process names, 3 instants, a call, the summary"))
+		goto cleanup;
+	fclose(out);
+	out = NULL;
+	free(a);
+	a = slurp(conv);
+	if (!ASSERT_TRUE(a, "converted") || !ASSERT_EQ(validate(conv), 0, "converted valid") ||
+	    !ASSERT_STR_CONTAINS(last_out, "\"by_ph\": {\"M\": 3, \"i\": 3, \"X\": 1}", "converted: the same events"))
+		goto cleanup;
+cleanup:
+	if (out)
+		fclose(out);
+	trace_writer__close(w, NULL);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	char cmd[64];
@@ -533,6 +644,8 @@ int main(void)
 	RUN_TEST(test_convert_edge_cases);
 	RUN_TEST(test_convert_chrome_reports_drops);
 	RUN_TEST(test_output_files);
+	RUN_TEST(test_instants_and_renames);
+	RUN_TEST(test_output_files_append);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
 		printf("# could not remove %s\n", tmpdir);

@@ -19,9 +19,17 @@ struct range {
 };
 
 struct pending_copy {
-	uint64_t stream, ts_ns, bytes, tid;
+	uint64_t stream, ts_ns, bytes;
 	struct bw_stat *st;
+	struct bw_pair *pair; /* device-to-device copies; else NULL */
 };
+
+/* Stream keys: the legacy default stream is 0 whatever names it (0 in a plain call,
+ * CU_STREAM_LEGACY); the per-thread default stream (0 in a _ptds/_ptsz call,
+ * CU_STREAM_PER_THREAD) is one stream per thread; other streams are their handles. */
+#define CU_STREAM_LEGACY_H 1
+#define CU_STREAM_PER_THREAD_H 2
+#define STREAM_PER_THREAD (1ULL << 63)
 
 struct thread_ctx {
 	uint64_t stack[CTX_STACK]; /* current context on top */
@@ -43,6 +51,8 @@ struct bw_proc {
 	size_t nr_pending, cap_pending;
 	struct u64map *stats; /* (gpu + 1) << 8 | dir -> struct bw_stat */
 	struct bw_stat **view;
+	struct u64map *pairs; /* (src + 1) << 16 | (dst + 1) -> struct bw_pair */
+	struct bw_pair **pview;
 };
 
 struct bandwidth {
@@ -57,6 +67,51 @@ const char *bw_dir_name(enum bw_dir d)
 	static const char *const n[BW__COUNT] = { "H2D", "D2H", "D2D", "peer", "H2H" };
 
 	return d < BW__COUNT ? n[d] : "?";
+}
+
+const char *bw_sync_kind_name(enum bw_sync_kind k)
+{
+	static const char *const n[BW_SYNC__COUNT] = { "stream", "context", "event" };
+
+	return k < BW_SYNC__COUNT ? n[k] : "?";
+}
+
+/* The entry points that name the per-thread default stream by 0. */
+static bool per_thread_api(unsigned int api)
+{
+	switch (api) {
+	case GP_API_cuMemcpy_ptds:
+	case GP_API_cuMemcpyAsync_ptsz:
+	case GP_API_cuMemcpyHtoD_v2_ptds:
+	case GP_API_cuMemcpyDtoH_v2_ptds:
+	case GP_API_cuMemcpyDtoD_v2_ptds:
+	case GP_API_cuMemcpyHtoDAsync_v2_ptsz:
+	case GP_API_cuMemcpyDtoHAsync_v2_ptsz:
+	case GP_API_cuMemcpyDtoDAsync_v2_ptsz:
+	case GP_API_cuMemcpyPeer_ptds:
+	case GP_API_cuMemcpyPeerAsync_ptsz:
+	case GP_API_cuMemcpy2D_v2_ptds:
+	case GP_API_cuMemcpy2DUnaligned_v2_ptds:
+	case GP_API_cuMemcpy2DAsync_v2_ptsz:
+	case GP_API_cuMemcpy3D_v2_ptds:
+	case GP_API_cuMemcpy3DAsync_v2_ptsz:
+	case GP_API_cuMemcpy3DPeer_ptds:
+	case GP_API_cuMemcpy3DPeerAsync_ptsz:
+	case GP_API_cuStreamSynchronize_ptsz:
+	case GP_API_cuEventRecord_ptsz:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static uint64_t stream_key(unsigned int api, uint64_t handle, uint64_t tid)
+{
+	if (handle == CU_STREAM_LEGACY_H)
+		return 0;
+	if (handle == CU_STREAM_PER_THREAD_H || (handle == 0 && per_thread_api(api)))
+		return STREAM_PER_THREAD | tid;
+	return handle;
 }
 
 /* proctab's callback (and on a failed make_proc) */
@@ -74,6 +129,8 @@ static void free_proc(void *ctx, void *v)
 	free(p->pending);
 	u64map__free_all(p->stats, NULL);
 	free(p->view);
+	u64map__free_all(p->pairs, NULL);
+	free(p->pview);
 	free(p);
 }
 
@@ -88,7 +145,8 @@ static void *make_proc(uint32_t pid)
 	p->ctx_gpu = u64map__new();
 	p->ev_stream = u64map__new();
 	p->stats = u64map__new();
-	if (!p->threads || !p->ctx_gpu || !p->ev_stream || !p->stats) {
+	p->pairs = u64map__new();
+	if (!p->threads || !p->ctx_gpu || !p->ev_stream || !p->stats || !p->pairs) {
 		free_proc(NULL, p);
 		return NULL;
 	}
@@ -302,6 +360,25 @@ static struct bw_stat *stat_of(struct bw_proc *p, int gpu, enum bw_dir dir)
 	return st;
 }
 
+static struct bw_pair *pair_of(struct bw_proc *p, int src, int dst)
+{
+	uint64_t key = ((uint64_t)(uint32_t)(src + 1) << 16) | (uint64_t)(uint32_t)(dst + 1);
+	struct bw_pair *x = u64map__get(p->pairs, key);
+
+	if (x)
+		return x;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	x->src = src;
+	x->dst = dst;
+	if (u64map__put(p->pairs, key, x)) {
+		free(x);
+		return NULL;
+	}
+	return x;
+}
+
 static unsigned int log2_slot(uint64_t v)
 {
 	unsigned int r = 0;
@@ -314,7 +391,7 @@ static unsigned int log2_slot(uint64_t v)
 }
 
 static enum bw_dir direction(struct bw_proc *p, const struct gp_copy_event *e, int *gpu,
-			     bool *pageable)
+			     int *dst_gpu, bool *pageable)
 {
 	struct side d, s;
 	enum bw_dir dir;
@@ -336,6 +413,7 @@ static enum bw_dir direction(struct bw_proc *p, const struct gp_copy_event *e, i
 	else
 		dir = BW_H2H;
 	*gpu = dir == BW_H2D ? d.gpu : dir == BW_H2H ? -1 : s.gpu;
+	*dst_gpu = d.device ? d.gpu : -1;
 	*pageable = (dir == BW_H2D && !s.pinned) || (dir == BW_D2H && !d.pinned) ||
 		    (dir == BW_H2H && !(s.pinned && d.pinned));
 	return dir;
@@ -345,25 +423,49 @@ enum bw_dir bandwidth__direction(struct bandwidth *bw, const struct gp_copy_even
 {
 	struct bw_proc *p = get_proc(bw, e->pid, NULL);
 	bool pageable;
+	int dst;
 
 	*gpu = -1;
-	return p ? direction(p, e, gpu, &pageable) : BW_H2H;
+	return p ? direction(p, e, gpu, &dst, &pageable) : BW_H2H;
+}
+
+/* A copy whose call returned before it completed: it waits for the synchronization that
+ * covers its stream. */
+static void add_pending(struct bw_proc *p, const struct gp_copy_event *e, struct bw_stat *st,
+			struct bw_pair *pair)
+{
+	st->async_copies++;
+	st->async_bytes += e->bytes;
+	if (!grow((void **)&p->pending, &p->cap_pending, p->nr_pending + 1, sizeof(*p->pending)))
+		p->pending[p->nr_pending++] = (struct pending_copy){
+			.stream = stream_key(e->api, e->async ? e->stream : 0, e->tid),
+			.ts_ns = e->ts_ns, .bytes = e->bytes, .st = st, .pair = pair,
+		};
 }
 
 void bandwidth__on_copy(struct bandwidth *bw, const struct gp_copy_event *e)
 {
 	struct bw_proc *p = get_proc(bw, e->pid, e->comm);
+	struct bw_pair *pair = NULL;
 	enum bw_dir dir;
 	struct bw_stat *st;
-	int gpu;
+	int gpu, dst;
 	bool pageable;
 
 	if (!p)
 		return;
-	dir = direction(p, e, &gpu, &pageable);
+	dir = direction(p, e, &gpu, &dst, &pageable);
 	st = stat_of(p, gpu, dir);
 	if (!st)
 		return;
+	if (dir == BW_D2D || dir == BW_PEER) {
+		pair = pair_of(p, gpu, dir == BW_D2D && dst < 0 ? gpu : dst);
+		if (pair) {
+			pair->copies++;
+			pair->bytes += e->bytes;
+			pair->api_ns += e->dur_ns;
+		}
+	}
 	st->copies++;
 	st->bytes += e->bytes;
 	st->size_hist[log2_slot(e->bytes)]++;
@@ -371,17 +473,12 @@ void bandwidth__on_copy(struct bandwidth *bw, const struct gp_copy_event *e)
 		st->pageable_copies++;
 		st->pageable_bytes += e->bytes;
 	}
-	/* cuMemcpyDtoD and friends return before the copy is done (no host-side
-	 * synchronization for device-to-device copies): their call time says nothing, so they
-	 * are timed like asynchronous copies on the legacy stream */
-	if (e->async || dir == BW_D2D) {
-		st->async_copies++;
-		st->async_bytes += e->bytes;
-		if (!grow((void **)&p->pending, &p->cap_pending, p->nr_pending + 1, sizeof(*p->pending)))
-			p->pending[p->nr_pending++] = (struct pending_copy){
-				.stream = e->async ? e->stream : 0, .ts_ns = e->ts_ns, .bytes = e->bytes,
-				.tid = e->tid, .st = st,
-			};
+	/* cuMemcpyDtoD, cuMemcpyPeer and friends return before the copy is done (no
+	 * host-side synchronization for copies between device memory): their call time says
+	 * nothing, so they are timed like asynchronous copies on the default stream (legacy,
+	 * or the thread's own for _ptds) */
+	if (e->async || dir == BW_D2D || dir == BW_PEER) {
+		add_pending(p, e, st, pair);
 	} else {
 		st->sync_copies++;
 		st->sync_bytes += e->bytes;
@@ -397,42 +494,77 @@ void bandwidth__on_copy(struct bandwidth *bw, const struct gp_copy_event *e)
 	bw->interval[gpu + 1 > MAX_GPUS ? MAX_GPUS : gpu + 1][dir] += e->bytes;
 }
 
-/*
- * A synchronization returned at ts: the async copies it covers are done by then. Each
- * batch (per direction and GPU) is charged the window from its first submission to ts —
- * more than the transfer took when the GPU was busy with other work: an upper bound.
- */
-static void complete(struct bw_proc *p, bool all, uint64_t stream, uint64_t before, uint64_t ts)
+#define BATCHES 32
+
+/* The earliest submission per statistic (a bw_stat or a bw_pair) among the copies one
+ * synchronization completed. */
+struct batch {
+	void *key;
+	uint64_t first;
+};
+
+/* Adds ts_ns to key's batch; false when there are BATCHES already (the copy is charged
+ * from its own submission: never less than its share of the window). */
+static bool batch_add(struct batch *b, int *nb, void *key, uint64_t ts_ns)
 {
+	int i;
+
+	for (i = 0; i < *nb && b[i].key != key; i++)
+		;
+	if (i == *nb) {
+		if (*nb == BATCHES)
+			return false;
+		b[(*nb)++] = (struct batch){ key, ts_ns };
+	} else if (ts_ns < b[i].first) {
+		b[i].first = ts_ns;
+	}
+	return true;
+}
+
+static void pending_done(struct pending_copy *c, enum bw_sync_kind kind, uint64_t ts,
+			 struct batch *sb, int *nsb, struct batch *pb, int *npb)
+{
+	c->st->async_done_copies++;
+	c->st->async_done_bytes += c->bytes;
+	c->st->async_done_by[kind]++;
+	if (!batch_add(sb, nsb, c->st, c->ts_ns))
+		c->st->async_ns += ts - c->ts_ns;
+	if (!c->pair)
+		return;
+	c->pair->done_copies++;
+	c->pair->done_bytes += c->bytes;
+	c->pair->done_by[kind]++;
+	if (!batch_add(pb, npb, c->pair, c->ts_ns))
+		c->pair->window_ns += ts - c->ts_ns;
+}
+
+/*
+ * A synchronization (of kind) returned at ts: the async copies it covers are done by then.
+ * Each batch (per direction and GPU, and per GPU pair) is charged the window from its first
+ * submission to ts — more than the transfer took when the GPU was busy with other work: an
+ * upper bound of the time, a lower bound of the bandwidth.
+ */
+static void complete(struct bw_proc *p, enum bw_sync_kind kind, bool all, uint64_t stream,
+		     uint64_t before, uint64_t ts)
+{
+	struct batch sb[BATCHES], pb[BATCHES];
+	int nsb = 0, npb = 0;
 	size_t kept = 0;
-	struct {
-		struct bw_stat *st;
-		uint64_t first;
-	} batch[32];
-	int nb = 0;
 
 	for (size_t i = 0; i < p->nr_pending; i++) {
 		struct pending_copy *c = &p->pending[i];
-		int b;
 
 		if ((!all && c->stream != stream) || c->ts_ns > before || c->ts_ns > ts) {
 			p->pending[kept++] = *c;
 			continue;
 		}
-		c->st->async_done_copies++;
-		c->st->async_done_bytes += c->bytes;
-		for (b = 0; b < nb && batch[b].st != c->st; b++)
-			;
-		if (b == nb && nb < 32) {
-			batch[nb].st = c->st;
-			batch[nb++].first = c->ts_ns;
-		} else if (b < nb && c->ts_ns < batch[b].first) {
-			batch[b].first = c->ts_ns;
-		}
+		pending_done(c, kind, ts, sb, &nsb, pb, &npb);
 	}
 	p->nr_pending = kept;
-	for (int b = 0; b < nb; b++)
-		batch[b].st->async_ns += ts - batch[b].first;
+	for (int b = 0; b < nsb; b++)
+		((struct bw_stat *)sb[b].key)->async_ns += ts - sb[b].first;
+	for (int b = 0; b < npb; b++)
+		((struct bw_pair *)pb[b].key)->window_ns += ts - pb[b].first;
 }
 
 void bandwidth__on_aux(struct bandwidth *bw, const struct gp_aux_event *e)
@@ -446,16 +578,16 @@ void bandwidth__on_aux(struct bandwidth *bw, const struct gp_aux_event *e)
 	switch (e->api) {
 	case GP_API_cuStreamSynchronize:
 	case GP_API_cuStreamSynchronize_ptsz:
-		complete(p, false, e->handle, UINT64_MAX, e->ts_ns);
+		complete(p, BW_SYNC_STREAM, false, stream_key(e->api, e->handle, e->tid), UINT64_MAX, e->ts_ns);
 		break;
 	case GP_API_cuCtxSynchronize:
 	case GP_API_cuCtxSynchronize_v2:
-		complete(p, true, 0, UINT64_MAX, e->ts_ns);
+		complete(p, BW_SYNC_CONTEXT, true, 0, UINT64_MAX, e->ts_ns);
 		break;
 	case GP_API_cuEventSynchronize:
 		v = u64map__get(p->ev_stream, e->handle);
 		if (v) /* the copies on the event's stream submitted before it was recorded */
-			complete(p, false, v[0], v[1], e->ts_ns);
+			complete(p, BW_SYNC_EVENT, false, v[0], v[1], e->ts_ns);
 		break;
 	case GP_API_cuEventRecord:
 	case GP_API_cuEventRecord_ptsz:
@@ -467,7 +599,7 @@ void bandwidth__on_aux(struct bandwidth *bw, const struct gp_aux_event *e)
 				break;
 			}
 		}
-		v[0] = e->aux;
+		v[0] = stream_key(e->api, e->aux, e->tid);
 		v[1] = e->ts_ns;
 		break;
 	case GP_API_cuCtxSetCurrent:
@@ -591,6 +723,33 @@ size_t bw_proc__stats(struct bw_proc *p, struct bw_stat ***out)
 	return n;
 }
 
+static int cmp_pair(const void *a, const void *b)
+{
+	const struct bw_pair *x = *(struct bw_pair *const *)a, *y = *(struct bw_pair *const *)b;
+
+	if (x->src != y->src)
+		return x->src < y->src ? -1 : 1;
+	return x->dst < y->dst ? -1 : x->dst > y->dst;
+}
+
+size_t bw_proc__pairs(struct bw_proc *p, struct bw_pair ***out)
+{
+	size_t n = u64map__size(p->pairs), i = 0;
+	struct bw_pair **v = realloc(p->pview, (n ? n : 1) * sizeof(*v));
+	uint64_t k;
+	void *val;
+
+	*out = NULL;
+	if (!v)
+		return 0;
+	p->pview = v;
+	for (size_t it = 0; u64map__next(p->pairs, &it, &k, &val);)
+		v[i++] = val;
+	qsort(v, n, sizeof(*v), cmp_pair);
+	*out = v;
+	return n;
+}
+
 struct sweep {
 	struct bandwidth *bw;
 	uint64_t now_ns;
@@ -629,7 +788,8 @@ int bandwidth__snapshot(struct bandwidth *bw, uint32_t pid, struct bw_snap_data 
 	for (size_t i = 0; i < n; i++) {
 		struct bw_snap_proc *sp = &out->procs[k];
 		struct bw_stat **st;
-		size_t ns;
+		struct bw_pair **pp;
+		size_t ns, np;
 
 		if (pid && procs[i]->pid != pid)
 			continue;
@@ -646,14 +806,23 @@ int bandwidth__snapshot(struct bandwidth *bw, uint32_t pid, struct bw_snap_data 
 		for (size_t j = 0; j < ns; j++)
 			sp->stats[j] = *st[j];
 		sp->nr_stats = ns;
+		np = bw_proc__pairs(procs[i], &pp);
+		sp->pairs = calloc(np ? np : 1, sizeof(*sp->pairs));
+		if (!sp->pairs)
+			return -ENOMEM;
+		for (size_t j = 0; j < np; j++)
+			sp->pairs[j] = *pp[j];
+		sp->nr_pairs = np;
 	}
 	return 0;
 }
 
 void bw_snap_data__clear(struct bw_snap_data *d)
 {
-	for (size_t i = 0; d->procs && i < d->nr_procs; i++)
+	for (size_t i = 0; d->procs && i < d->nr_procs; i++) {
 		free(d->procs[i].stats);
+		free(d->procs[i].pairs);
+	}
 	free(d->procs);
 	d->procs = NULL;
 	d->nr_procs = 0;

@@ -17,6 +17,10 @@
 
 enum bw_dir { BW_H2D, BW_D2H, BW_D2D, BW_PEER, BW_H2H, BW__COUNT };
 
+/* What completed an asynchronous copy (or one that returned early): the first
+ * synchronization that covered it. */
+enum bw_sync_kind { BW_SYNC_STREAM, BW_SYNC_CONTEXT, BW_SYNC_EVENT, BW_SYNC__COUNT };
+
 #define BW_HIST_SLOTS 48
 
 struct bw_stat {
@@ -26,10 +30,25 @@ struct bw_stat {
 	uint64_t sync_copies, sync_bytes, sync_ns;
 	uint64_t async_copies, async_bytes;
 	uint64_t async_done_copies, async_done_bytes, async_ns; /* completed by a sync */
+	uint64_t async_done_by[BW_SYNC__COUNT]; /* which kind of sync completed them */
 	uint64_t pageable_copies, pageable_bytes;
 	uint64_t pageable_sync_bytes, pageable_sync_ns; /* the pageable part of sync_* */
 	uint64_t size_hist[BW_HIST_SLOTS]; /* log2 bytes */
 	uint64_t rate_hist[BW_HIST_SLOTS]; /* log2 MiB/s of synchronous copies */
+};
+
+/*
+ * Copies between device memory, per (source GPU, destination GPU): peer copies off the
+ * diagonal, copies within a GPU on it. These return before they complete (the real driver
+ * does), so their time is never the call's: it is the window from the first submission of a
+ * batch to the return of the synchronization that covered it, an upper bound.
+ */
+struct bw_pair {
+	int src, dst; /* GPUs; -1: unknown */
+	uint64_t copies, bytes;
+	uint64_t api_ns; /* the calls' own durations: shown, never a bandwidth */
+	uint64_t done_copies, done_bytes, window_ns; /* completed by a covering sync */
+	uint64_t done_by[BW_SYNC__COUNT];
 };
 
 struct bw_proc;
@@ -58,6 +77,8 @@ bool bw_proc__exited(const struct bw_proc *p);
 /* Async copies never covered by a synchronization (yet). */
 uint64_t bw_proc__unsynced(const struct bw_proc *p);
 size_t bw_proc__stats(struct bw_proc *p, struct bw_stat ***out);
+/* Device-to-device pairs, by source then destination GPU. */
+size_t bw_proc__pairs(struct bw_proc *p, struct bw_pair ***out);
 /* Marks exited, at now_ns, the processes gone without an exit record (kill(pid, 0)). */
 void bandwidth__sweep(struct bandwidth *bw, uint64_t now_ns);
 /* Forgets exited processes whose exit (CLOCK_MONOTONIC ns) is before cutoff_ns
@@ -72,6 +93,8 @@ struct bw_snap_proc {
 	uint64_t unsynced; /* async copies not yet covered by a synchronization */
 	size_t nr_stats;
 	struct bw_stat *stats; /* by gpu, then direction */
+	size_t nr_pairs;
+	struct bw_pair *pairs; /* by source, then destination GPU */
 };
 
 struct bw_snap_data {
@@ -84,6 +107,8 @@ int bandwidth__snapshot(struct bandwidth *bw, uint32_t pid, struct bw_snap_data 
 void bw_snap_data__clear(struct bw_snap_data *d);
 
 const char *bw_dir_name(enum bw_dir d);
+/* "stream", "context", "event" */
+const char *bw_sync_kind_name(enum bw_sync_kind k);
 
 /* --csv: one row per GPU with the bytes of the interval since the previous row; writes
  * the header when the file is empty. Returns 0 or -errno. */

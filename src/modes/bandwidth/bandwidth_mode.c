@@ -19,6 +19,7 @@
 #include "cuda_copy.skel.h"
 #include "events.h"
 #include "option.h"
+#include "outfile.h"
 #include "options.h"
 #include "run.h"
 #include "util.h"
@@ -53,8 +54,7 @@ static void m_free(void *st)
 	bandwidth__free(m->bw);
 	bw_snap_data__clear(&m->snap.d);
 	free(m->snap.pids);
-	if (m->csv)
-		fclose(m->csv);
+	outfile__close(m->csv);
 	free(m);
 }
 
@@ -70,7 +70,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	}
 	m->run = run;
 	if (bw_settings.csv) {
-		m->csv = fopen(bw_settings.csv, "a+");
+		m->csv = outfile__open_append(bw_settings.csv);
 		if (!m->csv) {
 			r = -errno;
 			snprintf(err, len, "--csv %s: %s", bw_settings.csv, strerror(-r));
@@ -78,6 +78,8 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 		}
 	}
 	m->last_csv_ns = gp_mono_ns();
+	/* GPUPROBE_TEST_SYSFS: tests point this at a fake tree (a machine's links are fixed) */
+	bw_links__read(getenv("GPUPROBE_TEST_SYSFS"), &m->snap.links);
 	attach_pair__prepare(&m->probes, m->skel->progs.copy_enter, m->skel->progs.copy_leave, "copy");
 	m->skel->rodata->min_bytes = bw_settings.min_bytes;
 	r = gp_run__adopt(run, m->skel);
@@ -176,8 +178,11 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 static void csv_rows(struct bw_mode *m)
 {
 	uint64_t now = gp_mono_ns();
+	struct timespec wall;
 
-	bandwidth__csv_rows(m->bw, m->csv, (double)time(NULL), (double)(now - m->last_csv_ns) / 1e9);
+	clock_gettime(CLOCK_REALTIME, &wall); /* the row's time to the millisecond, not time(NULL)'s .000 */
+	bandwidth__csv_rows(m->bw, m->csv, (double)wall.tv_sec + (double)wall.tv_nsec / 1e9,
+			    (double)(now - m->last_csv_ns) / 1e9);
 	m->last_csv_ns = now;
 }
 
@@ -251,6 +256,31 @@ static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t ke
 	bandwidth__reap(m->bw, cutoff_ns, keep_pid);
 }
 
+/* Bytes copied per process, direction and GPU: running totals, exited processes' too
+ * until they are forgotten (their last copies count). */
+static void m_counters(void *st, struct gp_run *run, gp_counter_fn emit, void *ctx)
+{
+	struct bw_mode *m = st;
+	struct bw_proc **procs;
+	size_t n = bandwidth__procs(m->bw, &procs);
+	char name[32];
+
+	(void)run;
+	for (size_t i = 0; i < n; i++) {
+		struct bw_stat **stats;
+		size_t k = bw_proc__stats(procs[i], &stats);
+
+		for (size_t j = 0; j < k; j++) {
+			if (stats[j]->gpu >= 0)
+				snprintf(name, sizeof(name), "%s gpu%d", bw_dir_name(stats[j]->dir), stats[j]->gpu);
+			else
+				snprintf(name, sizeof(name), "%s", bw_dir_name(stats[j]->dir));
+			emit(ctx, &(struct gp_counter){ bw_proc__pid(procs[i]), GP_TRACK_COPIES, name,
+							(double)stats[j]->bytes, GP_CTR_TOTAL });
+		}
+	}
+}
+
 const struct gp_mode gp_mode_bandwidth = {
 	.name = "bandwidth",
 	.flag = "bandwidth-util",
@@ -267,5 +297,6 @@ const struct gp_mode gp_mode_bandwidth = {
 	.json = bw_report__json,
 	.prom = bw_report__prom,
 	.reap = m_reap,
+	.counters = m_counters,
 	.free = m_free,
 };

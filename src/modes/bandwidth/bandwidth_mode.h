@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include "bandwidth.h"
 #include "drops.h"
+#include "links.h"
 #include "mode.h"
 
 struct bw_settings {
@@ -21,6 +22,7 @@ struct bw_snap {
 	struct gp_snap_pid *pids;
 	struct gp_snap_drop drops[GP_CDROP__COUNT + 1 + GP_RUN_DROPS];
 	uint64_t small_copies, small_bytes, failed_copies, zero_copies, min_bytes;
+	struct bw_links links; /* what each kind of link can carry (zero: no bound) */
 };
 
 void bw_report__text(FILE *f, const struct gp_snap *s, struct gp_run *run);

@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* --bandwidth-util's renderers: text, JSON and Prometheus, from a snapshot only. */
+/*
+ * --bandwidth-util's renderers: text, JSON and Prometheus, from a snapshot only. A rate
+ * above what its link can carry (struct bw_links) is never printed as a measurement: text
+ * says "suspect", JSON moves it to "suspect" with the limit it broke.
+ */
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
 #include "bandwidth_mode.h"
@@ -9,6 +15,7 @@
 #include "text.h"
 
 #define SNAP(s) ((const struct bw_snap *)(s))
+#define MATRIX_MAX 16 /* GPUs a text matrix shows; the JSON has every pair */
 
 static double secs(uint64_t ns)
 {
@@ -26,23 +33,153 @@ static double pageable_rate(const struct bw_stat *x)
 	return x->pageable_sync_ns ? (double)x->pageable_sync_bytes / secs(x->pageable_sync_ns) : 0;
 }
 
-static void text_proc(FILE *f, const struct bw_snap_proc *p)
+static double async_rate(const struct bw_stat *x)
+{
+	return x->async_ns ? (double)x->async_done_bytes / secs(x->async_ns) : 0;
+}
+
+static double pair_rate(const struct bw_pair *x)
+{
+	return x->window_ns ? (double)x->done_bytes / secs(x->window_ns) : 0;
+}
+
+static const struct bw_link *pair_link(const struct bw_links *l, const struct bw_pair *x)
+{
+	return bw_links__for(l, x->src >= 0 && x->src == x->dst ? BW_D2D : BW_PEER);
+}
+
+/* A rate column: MiB/s, or "suspect" when the link cannot carry it. */
+static void rate_col(char *buf, size_t len, const struct bw_link *l, double bps)
+{
+	if (bw_links__suspect(l, bps))
+		snprintf(buf, len, "suspect");
+	else
+		snprintf(buf, len, "%.1f", bps / 1048576.0);
+}
+
+static void gpu_name(char *buf, size_t len, int gpu)
+{
+	if (gpu < 0)
+		snprintf(buf, len, "?");
+	else
+		snprintf(buf, len, "%d", gpu);
+}
+
+static void text_stats(FILE *f, const struct bw_snap_proc *p, const struct bw_links *links)
+{
+	fprintf(f, "  %-4s %-5s %8s %14s %10s %12s %12s %12s %12s %10s\n", "GPU", "DIR", "COPIES", "BYTES",
+		"SYNC_S", "PINNED_MiB/s", "PAGED_MiB/s", "ASYNC_S<=", "ASYNC_MiB/s>=", "PAGEABLE");
+	for (size_t s = 0; s < p->nr_stats; s++) {
+		const struct bw_stat *x = &p->stats[s];
+		const struct bw_link *l = bw_links__for(links, x->dir);
+		char gpu[16], pin[24], pag[24], asy[24];
+
+		snprintf(gpu, sizeof(gpu), x->gpu < 0 ? "-" : "%d", x->gpu);
+		rate_col(pin, sizeof(pin), l, pinned_rate(x));
+		rate_col(pag, sizeof(pag), l, pageable_rate(x));
+		rate_col(asy, sizeof(asy), l, async_rate(x));
+		fprintf(f, "  %-4s %-5s %8" PRIu64 " %14" PRIu64 " %10.6f %12s %12s %12.6f %12s %10" PRIu64 "\n",
+			gpu, bw_dir_name(x->dir), x->copies, x->bytes, secs(x->sync_ns), pin, pag,
+			secs(x->async_ns), asy, x->pageable_copies);
+	}
+}
+
+/* The GPUs that appear in p's pairs, sorted (-1 first), at most MATRIX_MAX. */
+static int matrix_gpus(const struct bw_snap_proc *p, int *gpus)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < p->nr_pairs; i++) {
+		int g[2] = { p->pairs[i].src, p->pairs[i].dst };
+
+		for (int k = 0; k < 2; k++) {
+			int j;
+
+			for (j = 0; j < n && gpus[j] != g[k]; j++)
+				;
+			if (j == n && n < MATRIX_MAX)
+				gpus[n++] = g[k];
+		}
+	}
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && gpus[j - 1] > gpus[j]; j--) {
+			int t = gpus[j];
+
+			gpus[j] = gpus[j - 1];
+			gpus[j - 1] = t;
+		}
+	return n;
+}
+
+static const struct bw_pair *find_pair(const struct bw_snap_proc *p, int src, int dst)
+{
+	for (size_t i = 0; i < p->nr_pairs; i++)
+		if (p->pairs[i].src == src && p->pairs[i].dst == dst)
+			return &p->pairs[i];
+	return NULL;
+}
+
+/* One matrix: bytes (rate false) or the bandwidth lower bound (rate true). */
+static void text_matrix(FILE *f, const struct bw_snap_proc *p, const struct bw_links *links,
+			const int *gpus, int n, bool rate)
+{
+	char name[16], cell[32];
+
+	fprintf(f, "    %-8s", rate ? "MiB/s>=" : "bytes");
+	for (int j = 0; j < n; j++) {
+		gpu_name(name, sizeof(name), gpus[j]);
+		fprintf(f, " %14s", name);
+	}
+	fputc('\n', f);
+	for (int i = 0; i < n; i++) {
+		gpu_name(name, sizeof(name), gpus[i]);
+		fprintf(f, "    %-8s", name);
+		for (int j = 0; j < n; j++) {
+			const struct bw_pair *x = find_pair(p, gpus[i], gpus[j]);
+
+			if (!x)
+				snprintf(cell, sizeof(cell), "-");
+			else if (!rate)
+				snprintf(cell, sizeof(cell), "%" PRIu64, x->bytes);
+			else if (!x->window_ns)
+				snprintf(cell, sizeof(cell), "unsynced");
+			else
+				rate_col(cell, sizeof(cell), pair_link(links, x), pair_rate(x));
+			fprintf(f, " %14s", cell);
+		}
+		fputc('\n', f);
+	}
+}
+
+static void text_pairs(FILE *f, const struct bw_snap_proc *p, const struct bw_links *links)
+{
+	uint64_t by[BW_SYNC__COUNT] = { 0 }, copies = 0, done = 0;
+	int gpus[MATRIX_MAX], n = matrix_gpus(p, gpus);
+
+	if (!p->nr_pairs)
+		return;
+	for (size_t i = 0; i < p->nr_pairs; i++) {
+		copies += p->pairs[i].copies;
+		done += p->pairs[i].done_copies;
+		for (int k = 0; k < BW_SYNC__COUNT; k++)
+			by[k] += p->pairs[i].done_by[k];
+	}
+	fprintf(f, "  Copies between device memory, GPU x GPU (rows: source, columns: destination; ?: GPU unknown):\n");
+	text_matrix(f, p, links, gpus, n, false);
+	fprintf(f, "    bandwidth: bytes over the window from the first submission to the synchronization that\n"
+		   "    covered them (a lower bound; the calls return before the copy is done):\n");
+	text_matrix(f, p, links, gpus, n, true);
+	fprintf(f, "    %" PRIu64 " of %" PRIu64 " completed by a synchronization: stream %" PRIu64 ", context %" PRIu64
+		   ", event %" PRIu64 "\n", done, copies, by[BW_SYNC_STREAM], by[BW_SYNC_CONTEXT], by[BW_SYNC_EVENT]);
+}
+
+static void text_proc(FILE *f, const struct bw_snap_proc *p, const struct bw_links *links)
 {
 	fprintf(f, "PID %u (%s)%s\n", p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "");
 	if (!p->nr_stats)
 		return;
-	fprintf(f, "  %-4s %-5s %8s %14s %10s %12s %12s %12s %10s\n", "GPU", "DIR", "COPIES", "BYTES",
-		"SYNC_S", "PINNED_MiB/s", "PAGED_MiB/s", "ASYNC_S<=", "PAGEABLE");
-	for (size_t s = 0; s < p->nr_stats; s++) {
-		const struct bw_stat *x = &p->stats[s];
-		char gpu[16];
-
-		snprintf(gpu, sizeof(gpu), x->gpu < 0 ? "-" : "%d", x->gpu);
-		fprintf(f, "  %-4s %-5s %8" PRIu64 " %14" PRIu64 " %10.6f %12.1f %12.1f %12.6f %10" PRIu64 "\n",
-			gpu, bw_dir_name(x->dir), x->copies, x->bytes, secs(x->sync_ns),
-			pinned_rate(x) / 1048576.0, pageable_rate(x) / 1048576.0, secs(x->async_ns),
-			x->pageable_copies);
-	}
+	text_stats(f, p, links);
+	text_pairs(f, p, links);
 	for (size_t s = 0; s < p->nr_stats; s++) {
 		const struct bw_stat *x = &p->stats[s];
 
@@ -58,6 +195,15 @@ static void text_proc(FILE *f, const struct bw_snap_proc *p)
 		fprintf(f, "  %" PRIu64 " asynchronous copies not yet covered by a synchronization\n", p->unsynced);
 }
 
+static void text_links(FILE *f, const struct bw_links *l)
+{
+	if (!l->host.bytes_per_s)
+		return;
+	fprintf(f, "Link limits (one direction; a rate above its limit is printed as suspect): host-GPU %s %.1f GB/s; "
+		   "GPU-GPU %s %.1f GB/s; within a GPU %s\n", l->host.name, l->host.bytes_per_s / 1e9, l->peer.name,
+		l->peer.bytes_per_s / 1e9, l->local.name);
+}
+
 void bw_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 {
 	const struct bw_snap *s = SNAP(hdr);
@@ -68,23 +214,53 @@ void bw_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 	fprintf(f, "[%s] bandwidth %s report: %zu process%s\n", tbuf, hdr->kind, s->d.nr_procs,
 		s->d.nr_procs == 1 ? "" : "es");
 	for (size_t i = 0; i < s->d.nr_procs; i++)
-		text_proc(f, &s->d.procs[i]);
+		text_proc(f, &s->d.procs[i], &s->links);
 	gp_text__bytes(s->small_bytes, hb, sizeof(hb));
 	if (s->min_bytes)
 		fprintf(f, "Small copies (< %" PRIu64 " bytes, not counted above): %" PRIu64 " (%s); ",
 			s->min_bytes, s->small_copies, hb);
 	fprintf(f, "zero-byte copies %" PRIu64 ", failed %" PRIu64 "\n", s->zero_copies, s->failed_copies);
+	text_links(f, &s->links);
 	gp_drops__text(f, hdr);
 }
 
-static json_object *dbl_or_null(bool ok, double v)
+/* A measured rate (null when there is none), or null with the figure under "suspect". */
+static void rate_field(json_object *o, json_object *suspect, const char *key, bool ok, double v,
+		       const struct bw_link *l)
 {
-	return ok ? json_object_new_double(v) : NULL;
+	if (ok && bw_links__suspect(l, v)) {
+		json_object_object_add(suspect, key, json_object_new_double(v));
+		ok = false;
+	}
+	json_object_object_add(o, key, ok ? json_object_new_double(v) : NULL);
 }
 
-static json_object *json_stat(const struct bw_stat *x)
+static json_object *json_by_kind(const uint64_t *by)
 {
-	json_object *t = json_object_new_object();
+	json_object *o = json_object_new_object();
+
+	for (int k = 0; k < BW_SYNC__COUNT; k++)
+		json_object_object_add(o, bw_sync_kind_name((enum bw_sync_kind)k), json_object_new_uint64(by[k]));
+	return o;
+}
+
+/* "suspect": the figures above their link's limit, with it; null when none is. */
+static void add_suspect(json_object *t, json_object *sus, const struct bw_link *l)
+{
+	if (!json_object_object_length(sus)) {
+		json_object_put(sus);
+		json_object_object_add(t, "suspect", NULL);
+		return;
+	}
+	json_object_object_add(sus, "limit_bytes_per_second", json_object_new_double(l->bytes_per_s));
+	json_object_object_add(sus, "link", json_object_new_string(l->name));
+	json_object_object_add(t, "suspect", sus);
+}
+
+static json_object *json_stat(const struct bw_stat *x, const struct bw_links *links)
+{
+	json_object *t = json_object_new_object(), *sus = json_object_new_object();
+	const struct bw_link *l = bw_links__for(links, x->dir);
 
 	json_object_object_add(t, "gpu", x->gpu < 0 ? NULL : json_object_new_int(x->gpu));
 	json_object_object_add(t, "direction", json_object_new_string(bw_dir_name(x->dir)));
@@ -93,21 +269,80 @@ static json_object *json_stat(const struct bw_stat *x)
 	json_object_object_add(t, "sync_copies", json_object_new_uint64(x->sync_copies));
 	json_object_object_add(t, "sync_bytes", json_object_new_uint64(x->sync_bytes));
 	json_object_object_add(t, "sync_seconds", json_object_new_double(secs(x->sync_ns)));
-	json_object_object_add(t, "bytes_per_second",
-			       dbl_or_null(x->sync_ns, (double)x->sync_bytes / secs(x->sync_ns)));
-	json_object_object_add(t, "pinned_bytes_per_second", dbl_or_null(x->sync_ns > x->pageable_sync_ns, pinned_rate(x)));
-	json_object_object_add(t, "pageable_bytes_per_second", dbl_or_null(x->pageable_sync_ns, pageable_rate(x)));
+	rate_field(t, sus, "bytes_per_second", x->sync_ns, (double)x->sync_bytes / secs(x->sync_ns), l);
+	rate_field(t, sus, "pinned_bytes_per_second", x->sync_ns > x->pageable_sync_ns, pinned_rate(x), l);
+	rate_field(t, sus, "pageable_bytes_per_second", x->pageable_sync_ns, pageable_rate(x), l);
 	json_object_object_add(t, "async_copies", json_object_new_uint64(x->async_copies));
 	json_object_object_add(t, "async_bytes", json_object_new_uint64(x->async_bytes));
 	json_object_object_add(t, "async_synced_copies", json_object_new_uint64(x->async_done_copies));
+	json_object_object_add(t, "async_completed_by", json_by_kind(x->async_done_by));
 	json_object_object_add(t, "async_seconds_upper_bound", json_object_new_double(secs(x->async_ns)));
-	json_object_object_add(t, "async_bytes_per_second_lower_bound",
-			       dbl_or_null(x->async_ns, (double)x->async_done_bytes / secs(x->async_ns)));
+	rate_field(t, sus, "async_bytes_per_second_lower_bound", x->async_ns, async_rate(x), l);
 	json_object_object_add(t, "pageable_copies", json_object_new_uint64(x->pageable_copies));
 	json_object_object_add(t, "pageable_bytes", json_object_new_uint64(x->pageable_bytes));
 	json_object_object_add(t, "size_hist_bytes", gp_json__log2_hist(x->size_hist, BW_HIST_SLOTS));
 	json_object_object_add(t, "sync_rate_hist_mib_s", gp_json__log2_hist(x->rate_hist, BW_HIST_SLOTS));
+	add_suspect(t, sus, l);
 	return t;
+}
+
+static json_object *json_pair(const struct bw_pair *x, const struct bw_links *links)
+{
+	json_object *t = json_object_new_object(), *sus = json_object_new_object();
+	const struct bw_link *l = pair_link(links, x);
+
+	json_object_object_add(t, "src_gpu", x->src < 0 ? NULL : json_object_new_int(x->src));
+	json_object_object_add(t, "dst_gpu", x->dst < 0 ? NULL : json_object_new_int(x->dst));
+	json_object_object_add(t, "copies", json_object_new_uint64(x->copies));
+	json_object_object_add(t, "bytes", json_object_new_uint64(x->bytes));
+	json_object_object_add(t, "api_seconds", json_object_new_double(secs(x->api_ns)));
+	json_object_object_add(t, "completed_copies", json_object_new_uint64(x->done_copies));
+	json_object_object_add(t, "completed_bytes", json_object_new_uint64(x->done_bytes));
+	json_object_object_add(t, "completed_by", json_by_kind(x->done_by));
+	json_object_object_add(t, "seconds_upper_bound", json_object_new_double(secs(x->window_ns)));
+	rate_field(t, sus, "bytes_per_second_lower_bound", x->window_ns, pair_rate(x), l);
+	json_object_object_add(t, "limit_bytes_per_second", json_object_new_double(l->bytes_per_s));
+	add_suspect(t, sus, l);
+	return t;
+}
+
+static json_object *json_link(const struct bw_link *l)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "name", json_object_new_string(l->name));
+	json_object_object_add(o, "bytes_per_second", json_object_new_double(l->bytes_per_s));
+	json_object_object_add(o, "read_here", json_object_new_boolean(l->read_here));
+	return o;
+}
+
+static json_object *json_links(const struct bw_links *l)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "gpus", json_object_new_int(l->gpus));
+	json_object_object_add(o, "host", json_link(&l->host));
+	json_object_object_add(o, "peer", json_link(&l->peer));
+	json_object_object_add(o, "local", json_link(&l->local));
+	return o;
+}
+
+static json_object *json_proc(const struct bw_snap_proc *p, const struct bw_links *links)
+{
+	json_object *po = json_object_new_object(), *ts = json_object_new_array(), *ps = json_object_new_array();
+
+	json_object_object_add(po, "pid", json_object_new_int64(p->pid));
+	json_object_object_add(po, "comm", json_object_new_string(p->comm));
+	json_object_object_add(po, "exited", json_object_new_boolean(p->exited));
+	json_object_object_add(po, "exec", json_object_new_boolean(p->exec));
+	for (size_t j = 0; j < p->nr_stats; j++)
+		json_object_array_add(ts, json_stat(&p->stats[j], links));
+	json_object_object_add(po, "transfers", ts);
+	for (size_t j = 0; j < p->nr_pairs; j++)
+		json_object_array_add(ps, json_pair(&p->pairs[j], links));
+	json_object_object_add(po, "pairs", ps);
+	json_object_object_add(po, "unsynced_async_copies", json_object_new_uint64(p->unsynced));
+	return po;
 }
 
 void bw_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *run)
@@ -116,82 +351,97 @@ void bw_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 	json_object *arr = json_object_new_array();
 
 	(void)run;
-	for (size_t i = 0; i < s->d.nr_procs; i++) {
-		const struct bw_snap_proc *p = &s->d.procs[i];
-		json_object *po = json_object_new_object(), *ts = json_object_new_array();
-
-		json_object_object_add(po, "pid", json_object_new_int64(p->pid));
-		json_object_object_add(po, "comm", json_object_new_string(p->comm));
-		json_object_object_add(po, "exited", json_object_new_boolean(p->exited));
-		json_object_object_add(po, "exec", json_object_new_boolean(p->exec));
-		for (size_t j = 0; j < p->nr_stats; j++)
-			json_object_array_add(ts, json_stat(&p->stats[j]));
-		json_object_object_add(po, "transfers", ts);
-		json_object_object_add(po, "unsynced_async_copies", json_object_new_uint64(p->unsynced));
-		json_object_array_add(arr, po);
-	}
+	for (size_t i = 0; i < s->d.nr_procs; i++)
+		json_object_array_add(arr, json_proc(&s->d.procs[i], &s->links));
 	json_object_object_add(o, "processes", arr);
 	json_object_object_add(o, "min_bytes", json_object_new_uint64(s->min_bytes));
 	json_object_object_add(o, "small_copies", json_object_new_uint64(s->small_copies));
 	json_object_object_add(o, "small_bytes", json_object_new_uint64(s->small_bytes));
 	json_object_object_add(o, "zero_byte_copies", json_object_new_uint64(s->zero_copies));
 	json_object_object_add(o, "failed_copies", json_object_new_uint64(s->failed_copies));
+	json_object_object_add(o, "links", json_links(&s->links));
 }
 
-/* A process without series: no copies yet (contexts and synchronizes only: its exit may
- * be seen late, so it shadows nothing), shadowed by a live one with its PID, or a second
- * exited process with the PID of the one before it (procs come live first, by PID). */
-static bool hidden(struct prom_out *p, const struct bw_snap *s, size_t i)
-{
-	const struct bw_snap_proc *sp = &s->d.procs[i];
+static const char *const fams[] = {
+	"gpuprobe_cuda_memcpy_calls_total", "gpuprobe_cuda_memcpy_bytes_total",
+	"gpuprobe_cuda_memcpy_sync_seconds_total", "gpuprobe_cuda_memcpy_async_upper_bound_seconds_total",
+	"gpuprobe_cuda_memcpy_pageable_bytes_total",
+	"gpuprobe_cuda_copy_pair_copies_total", "gpuprobe_cuda_copy_pair_bytes_total",
+	"gpuprobe_cuda_copy_pair_completed_bytes_total", "gpuprobe_cuda_copy_pair_upper_bound_seconds_total",
+};
 
-	if (!sp->nr_stats || prom_out__shadowed(p, sp->pid, sp->exited))
-		return true;
-	return sp->exited && i > 0 && s->d.procs[i - 1].exited && s->d.procs[i - 1].pid == sp->pid;
+static void prom_stats(struct prom_out *p, const struct gp_snap_pid *pp, const struct bw_snap_proc *sp)
+{
+	for (size_t j = 0; j < sp->nr_stats; j++) {
+		const struct bw_stat *x = &sp->stats[j];
+		char gpu[16] = "";
+		const char *kv[] = { "gpu", gpu, "direction", bw_dir_name(x->dir), NULL };
+
+		if (x->gpu >= 0)
+			snprintf(gpu, sizeof(gpu), "%d", x->gpu);
+		prom__u64(p, fams[0], pp, kv, x->copies);
+		prom__u64(p, fams[1], pp, kv, x->bytes);
+		prom__secs(p, fams[2], pp, kv, secs(x->sync_ns));
+		prom__secs(p, fams[3], pp, kv, secs(x->async_ns));
+		prom__u64(p, fams[4], pp, kv, x->pageable_bytes);
+	}
+	for (size_t j = 0; j < sp->nr_pairs; j++) {
+		const struct bw_pair *x = &sp->pairs[j];
+		char src[16] = "", dst[16] = "";
+		const char *kv[] = { "src_gpu", src, "dst_gpu", dst, NULL };
+
+		if (x->src >= 0)
+			snprintf(src, sizeof(src), "%d", x->src);
+		if (x->dst >= 0)
+			snprintf(dst, sizeof(dst), "%d", x->dst);
+		prom__u64(p, fams[5], pp, kv, x->copies);
+		prom__u64(p, fams[6], pp, kv, x->bytes);
+		prom__u64(p, fams[7], pp, kv, x->done_bytes);
+		prom__secs(p, fams[8], pp, kv, secs(x->window_ns));
+	}
+}
+
+static void prom_links(struct prom_out *p, const struct bw_links *l)
+{
+	const struct {
+		const char *kind;
+		const struct bw_link *l;
+	} ls[] = { { "host", &l->host }, { "peer", &l->peer }, { "local", &l->local } };
+
+	if (!l->host.bytes_per_s)
+		return;
+	prom__family(p, "gpuprobe_link_speed_bytes");
+	for (size_t i = 0; i < sizeof(ls) / sizeof(ls[0]); i++) {
+		const char *kv[] = { "link", ls[i].kind, "name", ls[i].l->name, "read_here",
+				     ls[i].l->read_here ? "1" : "0", NULL };
+
+		prom__real(p, "gpuprobe_link_speed_bytes", NULL, kv, ls[i].l->bytes_per_s);
+	}
 }
 
 int bw_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
 {
-	static const struct {
-		const char *name, *help;
-	} fams[] = {
-		{ "gpuprobe_cuda_memcpy_calls_total",
-		  "Successful CUDA driver copies (cuMemcpy*) of at least --min-bytes bytes, per process, GPU and direction." },
-		{ "gpuprobe_cuda_memcpy_bytes_total", "Bytes of the copies counted in gpuprobe_cuda_memcpy_calls_total." },
-		{ "gpuprobe_cuda_memcpy_sync_seconds_total", "Seconds spent in synchronous copy calls, entry to return." },
-		{ "gpuprobe_cuda_memcpy_async_seconds_upper_bound_total",
-		  "Upper bound of the seconds asynchronous copies took: from the first submission of a batch to the return of the synchronize covering it." },
-		{ "gpuprobe_cuda_memcpy_pageable_bytes_total",
-		  "Bytes of the counted copies whose host side is pageable (not pinned) memory." },
-	};
 	const struct bw_snap *s = SNAP(hdr);
+	/* one per process: src/out/prom.c tells a render's processes apart by these */
+	struct gp_snap_pid *pids = calloc(s->d.nr_procs + 1, sizeof(*pids));
 
 	(void)run;
+	if (!pids)
+		return -ENOMEM;
 	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
-		prom__family(p, fams[f].name, "counter", fams[f].help);
+		prom__family(p, fams[f]);
 	for (size_t i = 0; i < s->d.nr_procs; i++) {
 		const struct bw_snap_proc *sp = &s->d.procs[i];
-		struct gp_snap_pid pp = { .pid = sp->pid, .exited = sp->exited };
+		struct gp_snap_pid *pp = &pids[i];
 
-		if (hidden(p, s, i))
-			continue;
-		memcpy(pp.comm, sp->comm, sizeof(pp.comm));
-		for (size_t j = 0; j < sp->nr_stats; j++) {
-			const struct bw_stat *x = &sp->stats[j];
-			char gpu[16] = "";
-			const char *kv[] = { "gpu", gpu, "direction", bw_dir_name(x->dir), NULL };
-
-			if (x->gpu >= 0)
-				snprintf(gpu, sizeof(gpu), "%d", x->gpu);
-			prom__u64(p, fams[0].name, &pp, kv, x->copies);
-			prom__u64(p, fams[1].name, &pp, kv, x->bytes);
-			prom__secs(p, fams[2].name, &pp, kv, secs(x->sync_ns));
-			prom__secs(p, fams[3].name, &pp, kv, secs(x->async_ns));
-			prom__u64(p, fams[4].name, &pp, kv, x->pageable_bytes);
-		}
+		/* a process without copies (contexts and synchronizes only) has no series */
+		*pp = (struct gp_snap_pid){ .pid = sp->pid, .exited = sp->exited };
+		memcpy(pp->comm, sp->comm, sizeof(pp->comm));
+		prom_stats(p, pp, sp);
 	}
-	prom__family(p, "gpuprobe_cuda_memcpy_small_total", "counter",
-		     "Successful copies under --min-bytes bytes, all processes together (counted in BPF, not in the families above).");
-	prom__u64(p, "gpuprobe_cuda_memcpy_small_total", NULL, NULL, s->small_copies);
+	prom__family(p, "gpuprobe_cuda_memcpy_small_calls_total");
+	prom__u64(p, "gpuprobe_cuda_memcpy_small_calls_total", NULL, NULL, s->small_copies);
+	prom_links(p, &s->links);
+	free(pids); /* prom.c tells records apart by pointer while they are added, no later */
 	return 0;
 }

@@ -457,7 +457,8 @@ static int cmp_kernel(const void *a, const void *b)
 static void finish(struct ct_proc *p, uint64_t start_ns, uint64_t now_ns)
 {
 	for (size_t i = 0; i < p->nr_kernels; i++)
-		qsort(p->kernels[i].shapes, p->kernels[i].nr_shapes, sizeof(struct ct_shape), cmp_shape);
+		if (p->kernels[i].nr_shapes)
+			qsort(p->kernels[i].shapes, p->kernels[i].nr_shapes, sizeof(struct ct_shape), cmp_shape);
 	if (p->nr_kernels) /* qsort(NULL, 0) is undefined */
 		qsort(p->kernels, p->nr_kernels, sizeof(*p->kernels), cmp_kernel);
 	if (!p->prev_ns)

@@ -43,7 +43,7 @@ static const struct gp_option options[] = {
 	  GP_OPT_COUNT, &ct_settings.top_shapes, 0, 100000, .frontends = GP_FE_CLI, .group = GP_GRP_MODE },
 	{ "max-launch-keys", 0, "N", "Distinct (process, kernel, shape) launch counters (default 65536)",
 	  GP_OPT_U64, &ct_settings.max_launch_keys, 1, 1 << 24, .frontends = GP_FE_ALL, .group = GP_GRP_MODE },
-	{ "max-kernel-series", 0, "N", "Kernels with their own series per process; the rest are summed under kernel=\"other\" (default 20)",
+	{ "max-kernel-series", 0, "N", "Kernel names with their own series per series of labels, first come; the rest are summed under kernel=\"other\" (default 20)",
 	  GP_OPT_U64, &ct_settings.max_kernel_series, 0, 100000, .frontends = GP_FE_DAEMON, .group = GP_GRP_MODE },
 	{},
 };
@@ -479,6 +479,36 @@ static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t ke
 	cudatrace__reap(m->ct, cutoff_ns, keep_pid, forget_pid, st);
 }
 
+/* Launches per process read from the BPF table itself (a snapshot would move the launch
+ * rate of the next report), and per kernel as of the last snapshot (gpuprobe top takes
+ * one before each tick). */
+static void m_counters(void *st, struct gp_run *run, gp_counter_fn emit, void *ctx)
+{
+	struct ct_mode *m = st;
+	int fd = bpf_map__fd(m->skel->maps.launches);
+	struct gp_launch_key k, next;
+	struct ct_proc **procs;
+	void *prev = NULL;
+	__u64 count;
+	size_t n;
+
+	(void)run;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		if (!bpf_map_lookup_elem(fd, &next, &count))
+			emit(ctx, &(struct gp_counter){ next.pid, GP_TRACK_LAUNCHES,
+							next.kind == GP_LAUNCH_GRAPH ? "graphs" : "kernels",
+							(double)count, GP_CTR_TOTAL });
+		k = next;
+		prev = &k;
+	}
+	n = cudatrace__procs(m->ct, &procs);
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < procs[i]->nr_kernels; j++)
+			emit(ctx, &(struct gp_counter){ procs[i]->pid, GP_TRACK_KERNELS, procs[i]->kernels[j].name,
+							(double)procs[i]->kernels[j].launches,
+							GP_CTR_TOTAL | GP_CTR_DETAIL });
+}
+
 const struct gp_mode gp_mode_cudatrace = {
 	.name = "cudatrace",
 	.flag = "cudatrace",
@@ -495,5 +525,6 @@ const struct gp_mode gp_mode_cudatrace = {
 	.json = ct_report__json,
 	.prom = ct_report__prom,
 	.reap = m_reap,
+	.counters = m_counters,
 	.free = m_free,
 };

@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 #include "cudatrace_mode.h"
 #include "json.h"
+#include "ncclkern.h"
 #include "prom.h"
 #include "text.h"
 #include "trees.h"
@@ -41,6 +42,8 @@ static void text_hist(FILE *f, const char *what, const struct gp_hist *h, bool l
 static void text_kernel(FILE *f, const struct ct_kernel *kn, int top_shapes, bool graphs,
 			const struct ct_sampled *smp)
 {
+	char nccl[160];
+
 	fprintf(f, "  %-48.*s %10" PRIu64 " ", 120, kn->name, ct_sampled__count(smp, kn->launches));
 	if (graphs)
 		fprintf(f, "%10" PRIu64 " %9" PRIu64 " ", ct_sampled__count(smp, kn->graph_executed), kn->captured);
@@ -55,6 +58,10 @@ static void text_kernel(FILE *f, const struct ct_kernel *kn, int top_shapes, boo
 		fprintf(f, " ... %zu more shapes", kn->nr_shapes - (size_t)top_shapes);
 	if (kn->source == CT_NAME_HOST)
 		fprintf(f, "  [host-side name]");
+	else if (kn->source == CT_NAME_MEMORY)
+		fprintf(f, "  [name read from memory]");
+	if (nccl_kernel__describe(kn->name, nccl, sizeof(nccl)) > 0)
+		fprintf(f, "  [NCCL: %s]", nccl);
 	fputc('\n', f);
 }
 
@@ -178,6 +185,22 @@ static json_object *json_u32x3(const uint32_t *v)
 	return a;
 }
 
+/* An NCCL kernel's name decoded (src/modes/nccl/ncclkern.h): what it says, and only that. */
+static void json_nccl(json_object *ko, const char *name)
+{
+	struct nccl_kernel k;
+	json_object *o;
+
+	if (nccl_kernel__decode(name, &k))
+		return;
+	o = json_object_new_object();
+	json_object_object_add(o, "op", json_object_new_string(k.op));
+	json_object_object_add(o, "dtypes", json_object_new_string(k.dtypes));
+	json_object_object_add(o, "algorithm", json_object_new_string(k.algo));
+	json_object_object_add(o, "protocol", json_object_new_string(k.proto));
+	json_object_object_add(ko, "nccl", o);
+}
+
 static json_object *json_kernel(const struct ct_kernel *kn, const struct ct_sampled *smp)
 {
 	static const char *const sources[] = { "driver", "host", "none", "memory" };
@@ -187,6 +210,7 @@ static json_object *json_kernel(const struct ct_kernel *kn, const struct ct_samp
 	json_object_object_add(ko, "source", json_object_new_string(sources[kn->source]));
 	json_object_object_add(ko, "launches", json_object_new_uint64(ct_sampled__count(smp, kn->launches)));
 	json_object_object_add(ko, "captured", json_object_new_uint64(kn->captured));
+	json_nccl(ko, kn->name);
 	json_object_object_add(ko, "graph_executed", json_object_new_uint64(ct_sampled__count(smp, kn->graph_executed)));
 	for (size_t s = 0; s < kn->nr_shapes; s++) {
 		const struct ct_shape *sh = &kn->shapes[s];
@@ -287,52 +311,24 @@ void ct_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 	gp_trees__free(t);
 }
 
-static int cmp_kernel(const void *a, const void *b)
+/* Every kernel of the process: src/out/prom.c caps the distinct names per series
+ * (--max-kernel-series, the rest under kernel="other"). Unnamed handles are one name,
+ * "unknown": their handle values differ in every process. */
+static void kernel_series(struct prom_out *p, const struct ct_proc *cp, const struct gp_snap_pid *pp)
 {
-	const struct ct_kernel *x = *(const struct ct_kernel *const *)a;
-	const struct ct_kernel *y = *(const struct ct_kernel *const *)b;
-
-	if (x->launches != y->launches)
-		return x->launches > y->launches ? -1 : 1;
-	return strcmp(x->name ? x->name : "", y->name ? y->name : "");
-}
-
-/* The top max_kernel_series kernels by launches get their own series; the rest (and a
- * kernel literally named "other") are summed under kernel="other". */
-static int kernel_series(struct prom_out *p, const struct ct_proc *cp, const struct gp_snap_pid *pp,
-			 uint64_t max)
-{
-	const struct ct_kernel **sorted = calloc(cp->nr_kernels ? cp->nr_kernels : 1, sizeof(*sorted));
-	uint64_t other = 0;
-	bool has_other = false;
-
-	if (!sorted)
-		return -ENOMEM;
-	for (size_t i = 0; i < cp->nr_kernels; i++)
-		sorted[i] = &cp->kernels[i];
-	qsort(sorted, cp->nr_kernels, sizeof(*sorted), cmp_kernel);
 	for (size_t i = 0; i < cp->nr_kernels; i++) {
-		const char *kv[] = { "kernel", sorted[i]->name ? sorted[i]->name : "", NULL };
+		const struct ct_kernel *k = &cp->kernels[i];
+		const char *kv[] = { "kernel", k->source == CT_NAME_NONE || !k->name ? "unknown" : k->name, NULL };
 
-		if (i >= max || !strcmp(kv[1], "other")) {
-			other += sorted[i]->launches;
-			has_other = true;
-			continue;
-		}
-		prom__u64(p, "gpuprobe_cuda_kernel_launches_total", pp, kv, sorted[i]->launches);
+		prom__u64(p, "gpuprobe_cuda_kernel_launches_total", pp, kv, k->launches);
 	}
-	if (has_other) {
-		const char *kv[] = { "kernel", "other", NULL };
-
-		prom__u64(p, "gpuprobe_cuda_kernel_launches_total", pp, kv, other);
-	}
-	free(sorted);
-	return 0;
 }
 
-/* A sampled process: the share seen and the estimates, in gauges of their own (counters
- * hold what was seen, which never goes down; an estimate may). */
-static void prom_sampled(struct prom_out *p, const struct gp_snap_pid *pp, const struct ct_sampled *smp)
+/* A sampled process: its calls seen and estimated, in gauges of their own (counters hold
+ * what was seen, which never goes down; an estimate may). Summed per series: a series of
+ * several processes gets their calls added (src/out/metrics.c). */
+static void prom_sampled(struct prom_out *p, const struct gp_snap_pid *pp, const struct ct_proc *cp,
+			 const struct ct_sampled *smp)
 {
 	static const char *const bounds[3] = { "estimate", "low", "high" };
 	static const struct {
@@ -343,51 +339,54 @@ static void prom_sampled(struct prom_out *p, const struct gp_snap_pid *pp, const
 		{ "gpuprobe_cuda_graph_launches_estimate", CT_IV_GRAPH_LAUNCHES },
 		{ "gpuprobe_cuda_sync_calls_estimate", CT_IV_SYNCS },
 	};
+	const uint64_t seen[CT_IV__COUNT] = {
+		[CT_IV_LAUNCHES] = cp->launches, [CT_IV_GRAPH_LAUNCHES] = cp->graph_launches,
+		[CT_IV_SYNCS] = cp->hist[GP_HIST_SYNC].count,
+	};
+	const char *kv[] = { "bound", "seen", NULL };
 
-	prom__real(p, "gpuprobe_sampling_fraction", pp, NULL, smp->s.fraction);
-	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
+	prom__u64(p, "gpuprobe_sampled_processes", pp, NULL, 1);
+	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
+		kv[1] = "seen";
+		prom__u64(p, fams[f].family, pp, kv, seen[fams[f].iv]);
 		for (int b = 0; b < 3; b++) {
-			const char *kv[] = { "bound", bounds[b], NULL };
-
+			kv[1] = bounds[b];
 			if (!isinf(smp->iv[fams[f].iv][b])) /* no upper end known: no "high" sample */
 				prom__real(p, fams[f].family, pp, kv, smp->iv[fams[f].iv][b]);
 		}
+	}
 }
 
 int ct_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
 {
 	const struct ct_snap *s = SNAP(hdr);
-	int r = 0;
 
 	(void)run;
-	prom__family(p, "gpuprobe_cuda_kernel_launches_total", "counter",
-		     "Kernel launches per process and kernel name (cuLaunchKernel, cuLaunchKernelEx, cooperative; failed calls too). Kernels beyond the top --max-kernel-series per process are summed under kernel=\"other\".");
-	prom__family(p, "gpuprobe_cuda_graph_launches_total", "counter", "CUDA graph launches (cuGraphLaunch) per process.");
-	prom__family(p, "gpuprobe_cuda_sync_calls_total", "counter",
-		     "Stream, context and event synchronize calls per process.");
-	prom__family(p, "gpuprobe_cuda_sync_seconds_total", "counter",
-		     "Seconds the host spent blocked in the synchronize calls whose return was seen.");
-	prom__family(p, "gpuprobe_sampling_fraction", "gauge",
-		     "--max-overhead: of a process's launch and sync calls, the share its probes saw (calls seen ÷ calls estimated); only processes whose calls were sampled. Their *_total counters count the calls seen; the *_estimate gauges hold the estimates.");
-	prom__family(p, "gpuprobe_cuda_launches_estimate", "gauge",
-		     "Kernel launch calls of a sampled process, estimated (bound=\"estimate\") with a 95 % interval (bound=\"low\", \"high\").");
-	prom__family(p, "gpuprobe_cuda_graph_launches_estimate", "gauge",
-		     "cuGraphLaunch calls of a sampled process, estimated, with a 95 % interval (bound).");
-	prom__family(p, "gpuprobe_cuda_sync_calls_estimate", "gauge",
-		     "Synchronize calls of a sampled process, estimated, with a 95 % interval (bound).");
-	for (size_t i = 0; i < s->nr_procs && !r; i++) {
+	prom__family(p, "gpuprobe_cuda_kernel_launches_total");
+	prom__cap(p, "gpuprobe_cuda_kernel_launches_total", s->max_kernel_series);
+	prom__family(p, "gpuprobe_cuda_graph_launches_total");
+	prom__family(p, "gpuprobe_cuda_sync_calls_total");
+	prom__family(p, "gpuprobe_cuda_sync_duration_seconds");
+	prom__family(p, "gpuprobe_cuda_launch_duration_seconds");
+	prom__family(p, "gpuprobe_sampled_processes");
+	prom__family(p, "gpuprobe_cuda_launches_estimate");
+	prom__family(p, "gpuprobe_cuda_graph_launches_estimate");
+	prom__family(p, "gpuprobe_cuda_sync_calls_estimate");
+	for (size_t i = 0; i < s->nr_procs; i++) {
 		const struct ct_proc *cp = s->procs[i];
 		const struct gp_snap_pid *pp = &s->pids[i];
+		const struct gp_hist *sync = &cp->hist[GP_HIST_SYNC], *launch = &cp->hist[GP_HIST_LAUNCH];
 
-		if (prom_out__shadowed(p, cp->pid, cp->exited))
-			continue;
-		r = kernel_series(p, cp, pp, s->max_kernel_series);
+		kernel_series(p, cp, pp);
 		prom__u64(p, "gpuprobe_cuda_graph_launches_total", pp, NULL, cp->graph_launches);
-		prom__u64(p, "gpuprobe_cuda_sync_calls_total", pp, NULL, cp->hist[GP_HIST_SYNC].count);
-		prom__secs(p, "gpuprobe_cuda_sync_seconds_total", pp, NULL,
-			   (double)cp->hist[GP_HIST_SYNC].total_ns / 1e9);
-		if (sampled_of(s, i)->on)
-			prom_sampled(p, pp, sampled_of(s, i));
+		prom__u64(p, "gpuprobe_cuda_sync_calls_total", pp, NULL, sync->count);
+		if (sampled_of(s, i)->on && !cp->exited)
+			prom_sampled(p, pp, cp, sampled_of(s, i));
+		if (!s->latency)
+			continue;
+		prom__hist(p, "gpuprobe_cuda_sync_duration_seconds", pp, NULL, (const uint64_t *)sync->slots, (double)sync->total_ns / 1e9);
+		prom__hist(p, "gpuprobe_cuda_launch_duration_seconds", pp, NULL, (const uint64_t *)launch->slots,
+			   (double)launch->total_ns / 1e9);
 	}
-	return r;
+	return 0;
 }

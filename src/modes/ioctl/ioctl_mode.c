@@ -57,7 +57,7 @@ static const struct gp_option options[] = {
 	  .group = GP_GRP_MODE },
 	{ "ioctl-dev", 0, "MAJOR[:NAME]", "Also trace this character-device major (tests; repeatable, 8 at most)",
 	  GP_OPT_CUSTOM, &ioc_settings, .parse = parse_dev, .frontends = GP_FE_ALL, .group = GP_GRP_MODE },
-	{ "max-ioctl-series", 0, "N", "(node, command, control) series per process; the rest are summed under cmd=\"other\" (default 20)",
+	{ "max-ioctl-series", 0, "N", "(node, command, control) series per series of labels, first come; the rest are summed under cmd=\"other\" (default 20)",
 	  GP_OPT_U64, &ioc_settings.max_series, 0, 100000, .frontends = GP_FE_DAEMON, .group = GP_GRP_MODE },
 	{},
 };

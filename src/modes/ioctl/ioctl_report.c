@@ -212,12 +212,13 @@ static void row_of(struct ioc_row *w, const struct ioc_dev *d, const struct ioc_
 	w->ns = c->st.total_ns;
 }
 
-/* The series of one process: the top max (node, cmd, ctrl) label sets by calls get their
- * own, the rest are summed per device node under cmd="other", ctrl="". */
-static long rows_of(const struct ioc_proc *p, uint64_t max, struct ioc_row **out)
+/* The series of one process, busiest first: src/out/prom.c gives the first
+ * --max-ioctl-series (cmd, ctrl) pairs of a series their own, the rest go to
+ * cmd="other", ctrl="" of their node. */
+static long rows_of(const struct ioc_proc *p, struct ioc_row **out)
 {
 	struct ioc_row *rows;
-	size_t n = 0, keep;
+	size_t n = 0;
 
 	for (size_t d = 0; d < p->nr_devs; d++)
 		n += p->devs[d].nr_cmds;
@@ -230,38 +231,33 @@ static long rows_of(const struct ioc_proc *p, uint64_t max, struct ioc_row **out
 			row_of(&rows[n++], &p->devs[d], &p->devs[d].cmds[k]);
 	n = merge_rows(rows, n);
 	qsort(rows, n, sizeof(*rows), cmp_calls);
-	keep = n < max ? n : (size_t)max;
-	for (size_t i = keep; i < n; i++) {
-		snprintf(rows[i].cmd, sizeof(rows[i].cmd), "other");
-		rows[i].ctrl[0] = 0;
-	}
-	n = keep + merge_rows(rows + keep, n - keep);
 	*out = rows;
 	return (long)n;
 }
 
 int ioc_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
 {
+	static const char *const fams[] = { "gpuprobe_nvidia_ioctl_calls_total", "gpuprobe_nvidia_ioctl_errors_total",
+					    "gpuprobe_nvidia_ioctl_seconds_total" };
 	const struct ioc_snap *s = SNAP(hdr);
 
 	(void)run;
-	prom__family(p, "gpuprobe_nvidia_ioctl_calls_total", "counter",
-		     "ioctls on nvidia device nodes per process, node, command (decoded name or hex) and RM control command (NV_ESC_RM_CONTROL only). Beyond the top --max-ioctl-series per process they are summed per node under cmd=\"other\".");
-	prom__family(p, "gpuprobe_nvidia_ioctl_errors_total", "counter", "Those ioctls that returned an error.");
-	prom__family(p, "gpuprobe_nvidia_ioctl_seconds_total", "counter",
-		     "Seconds spent in those ioctls (entry to return).");
+	for (int f = 0; f < 3; f++) {
+		prom__family(p, fams[f]);
+		prom__cap(p, fams[f], s->max_series);
+	}
 	for (size_t i = 0; i < s->nr_procs; i++) {
 		struct ioc_row *rows;
-		long n = rows_of(&s->procs[i], s->max_series, &rows);
+		long n = rows_of(&s->procs[i], &rows);
 
 		if (n < 0)
 			return (int)n;
 		for (long j = 0; j < n; j++) {
 			const char *kv[] = { "node", rows[j].node, "cmd", rows[j].cmd, "ctrl", rows[j].ctrl, NULL };
 
-			prom__u64(p, "gpuprobe_nvidia_ioctl_calls_total", &s->pids[i], kv, rows[j].calls);
-			prom__u64(p, "gpuprobe_nvidia_ioctl_errors_total", &s->pids[i], kv, rows[j].errors);
-			prom__secs(p, "gpuprobe_nvidia_ioctl_seconds_total", &s->pids[i], kv, (double)rows[j].ns / 1e9);
+			prom__u64(p, fams[0], &s->pids[i], kv, rows[j].calls);
+			prom__u64(p, fams[1], &s->pids[i], kv, rows[j].errors);
+			prom__secs(p, fams[2], &s->pids[i], kv, (double)rows[j].ns / 1e9);
 		}
 		free(rows);
 	}

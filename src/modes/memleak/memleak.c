@@ -13,31 +13,100 @@ struct memleak {
 	struct proctab *procs; /* struct ml_proc */
 	size_t max_allocs, nr_allocs;
 	uint64_t table_full;
-	ml_symbolize_fn sym;
-	void *sym_ctx;
 };
 
-static void free_alloc(struct ml_alloc *a)
+/* ---- stacks, one copy per process ---- */
+
+static uint64_t stack_hash(const struct ml_stack_in *in)
 {
-	if (!a)
-		return;
-	free(a->stack);
-	free(a);
+	uint64_t h = 0xcbf29ce484222325ull ^ in->flags; /* FNV-1a */
+
+	for (uint32_t i = 0; i < in->nr; i++) {
+		for (const unsigned char *c = (const unsigned char *)in->frames[i]; *c; c++)
+			h = (h ^ *c) * 0x100000001b3ull;
+		h = (h ^ 0xff) * 0x100000001b3ull; /* frame boundary */
+	}
+	return h;
 }
 
-static void free_alloc_v(void *v)
+static bool stack_equal(const struct ml_stack *s, const struct ml_stack_in *in)
 {
-	free_alloc(v);
+	if (s->nr != in->nr || s->flags != in->flags)
+		return false;
+	for (uint32_t i = 0; i < in->nr; i++)
+		if (strcmp(s->frames[i], in->frames[i]))
+			return false;
+	return true;
+}
+
+/* One block: the struct, the frame pointers, the texts. */
+static struct ml_stack *stack_new(const struct ml_stack_in *in, uint64_t hash)
+{
+	size_t bytes = sizeof(struct ml_stack) + in->nr * sizeof(char *);
+	struct ml_stack *s;
+	char *t;
+
+	for (uint32_t i = 0; i < in->nr; i++)
+		bytes += strlen(in->frames[i]) + 1;
+	s = malloc(bytes);
+	if (!s)
+		return NULL;
+	*s = (struct ml_stack){ .hash = hash, .nr = in->nr, .flags = in->flags };
+	s->frames = (char **)(s + 1);
+	t = (char *)(s->frames + in->nr);
+	for (uint32_t i = 0; i < in->nr; i++) {
+		size_t n = strlen(in->frames[i]) + 1;
+
+		memcpy(t, in->frames[i], n);
+		s->frames[i] = t;
+		t += n;
+	}
+	return s;
+}
+
+/* The process's copy of a stack, made if new; NULL when out of memory. Equal hashes of
+ * different stacks take the next free key. */
+static struct ml_stack *stack_get(struct ml_proc *p, const struct ml_stack_in *in)
+{
+	static const struct ml_stack_in none = { 0 };
+	uint64_t h = stack_hash(in ? in : &none), key = h;
+	struct ml_stack *s;
+
+	if (!in)
+		in = &none;
+	for (int probes = 0; probes < 64; probes++, key++) {
+		s = u64map__get(p->stacks, key);
+		if (!s)
+			break;
+		if (stack_equal(s, in)) {
+			s->refs++;
+			return s;
+		}
+	}
+	s = stack_new(in, key);
+	if (s && u64map__put(p->stacks, key, s)) {
+		free(s);
+		return NULL;
+	}
+	if (s)
+		s->refs = 1;
+	return s;
+}
+
+static void stack_put(struct ml_proc *p, struct ml_stack *s)
+{
+	if (s && --s->refs == 0)
+		free(u64map__del(p->stacks, s->hash));
 }
 
 static void proc__free(struct ml_proc *p)
 {
 	if (!p)
 		return;
-	u64map__free_all(p->allocs, free_alloc_v);
-	u64map__free_all(p->handles, free_alloc_v);
+	u64map__free_all(p->allocs, NULL);
+	u64map__free_all(p->handles, NULL);
 	u64map__free_all(p->mappings, NULL);
-	u64map__free_all(p->frames, NULL);
+	u64map__free_all(p->stacks, NULL);
 	free(p);
 }
 
@@ -52,8 +121,8 @@ static struct ml_proc *proc__new(uint32_t pid, const char *comm)
 	p->allocs = u64map__new();
 	p->handles = u64map__new();
 	p->mappings = u64map__new();
-	p->frames = u64map__new();
-	if (!p->allocs || !p->handles || !p->mappings || !p->frames) {
+	p->stacks = u64map__new();
+	if (!p->allocs || !p->handles || !p->mappings || !p->stacks) {
 		proc__free(p);
 		return NULL;
 	}
@@ -75,7 +144,7 @@ static void *make_proc(uint32_t pid)
 	return proc__new(pid, "");
 }
 
-struct memleak *memleak__new(size_t max_allocs, ml_symbolize_fn sym, void *sym_ctx)
+struct memleak *memleak__new(size_t max_allocs)
 {
 	struct memleak *ml = calloc(1, sizeof(*ml));
 
@@ -87,8 +156,6 @@ struct memleak *memleak__new(size_t max_allocs, ml_symbolize_fn sym, void *sym_c
 		return NULL;
 	}
 	ml->max_allocs = max_allocs;
-	ml->sym = sym;
-	ml->sym_ctx = sym_ctx;
 	return ml;
 }
 
@@ -110,25 +177,6 @@ static struct ml_proc *get_proc(struct memleak *ml, uint32_t pid, const char *co
 	return p;
 }
 
-/* Symbolize while the process is alive: by report time it may be gone. */
-static void remember_frames(struct memleak *ml, struct ml_proc *p, const struct ml_alloc *a)
-{
-	char buf[512];
-
-	for (uint32_t i = 0; i < a->nr_stack; i++) {
-		uint64_t ip = a->stack[i];
-		char *s;
-
-		if (u64map__get(p->frames, ip))
-			continue;
-		if (!ml->sym || ml->sym(ml->sym_ctx, (int)p->pid, ip, buf, sizeof(buf)) < 0)
-			snprintf(buf, sizeof(buf), "0x%" PRIx64, ip);
-		s = strdup(buf);
-		if (s && u64map__put(p->frames, ip, s))
-			free(s);
-	}
-}
-
 static void account(struct ml_proc *p, const struct ml_alloc *a, int sign)
 {
 	if (sign > 0) {
@@ -144,13 +192,21 @@ static void account(struct ml_proc *p, const struct ml_alloc *a, int sign)
 	}
 }
 
-void memleak__on_alloc(struct memleak *ml, const struct gp_alloc_event *e)
+/* Drops a tracked allocation: its bytes, its count, its share of its stack. */
+static void release(struct memleak *ml, struct ml_proc *p, struct ml_alloc *a)
+{
+	account(p, a, -1);
+	stack_put(p, a->stack);
+	ml->nr_allocs--;
+	free(a);
+}
+
+void memleak__on_alloc(struct memleak *ml, const struct gp_alloc_event *e, const struct ml_stack_in *stack)
 {
 	const struct gp_api_info *info = gp_api_info(e->api);
 	struct ml_proc *p;
 	struct ml_alloc *a, *old;
 	struct u64map *table;
-	uint32_t n = e->nr_stack > GP_MAX_STACK ? GP_MAX_STACK : e->nr_stack;
 
 	if (!info)
 		return;
@@ -166,36 +222,21 @@ void memleak__on_alloc(struct memleak *ml, const struct gp_alloc_event *e)
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return;
-	a->addr = e->addr;
-	a->size = e->size;
-	a->ts_ns = e->ts_ns;
-	a->api = e->api;
-	a->kind = info->kind;
-	a->tid = e->tid;
-	a->stack_err = e->stack_err;
-	if (n) {
-		a->stack = malloc(n * sizeof(*a->stack));
-		if (a->stack) {
-			memcpy(a->stack, e->stack, n * sizeof(*a->stack));
-			a->nr_stack = n;
-		}
-	}
+	*a = (struct ml_alloc){ .addr = e->addr, .size = e->size, .ts_ns = e->ts_ns, .api = e->api,
+				.kind = info->kind, .tid = e->tid };
 	table = a->kind == GP_KIND_PHYSICAL ? p->handles : p->allocs;
 	/* The driver handed out an address we think is live: the free was lost (dropped
 	 * event) — replace, so the table reflects the driver. */
 	old = u64map__del(table, a->addr);
-	if (old) {
-		account(p, old, -1);
-		free_alloc(old);
-		ml->nr_allocs--;
-	}
+	if (old)
+		release(ml, p, old);
 	if (u64map__put(table, a->addr, a)) {
-		free_alloc(a);
+		free(a);
 		return;
 	}
+	a->stack = stack_get(p, stack); /* NULL (out of memory): reported without a stack */
 	ml->nr_allocs++;
 	account(p, a, +1);
-	remember_frames(ml, p, a);
 }
 
 void memleak__on_free(struct memleak *ml, const struct gp_free_event *e)
@@ -247,9 +288,7 @@ void memleak__on_free(struct memleak *ml, const struct gp_free_event *e)
 		return;
 	}
 	p->st.freed_bytes_total += a->size;
-	account(p, a, -1);
-	ml->nr_allocs--;
-	free_alloc(a);
+	release(ml, p, a);
 }
 
 struct ml_proc *memleak__on_exit(struct memleak *ml, const struct gp_exit_event *e)
@@ -312,13 +351,6 @@ void memleak__free_allocs_array(struct ml_alloc **arr)
 	free(arr);
 }
 
-const char *memleak__frame(struct ml_proc *p, uint64_t addr)
-{
-	const char *s = u64map__get(p->frames, addr);
-
-	return s ? s : "?";
-}
-
 struct sweep {
 	struct memleak *ml;
 	uint64_t now_ns;
@@ -349,43 +381,104 @@ uint64_t memleak__table_full(const struct memleak *ml)
 	return ml->table_full;
 }
 
-static int snap_allocs(struct ml_proc *p, uint64_t now_ns, struct ml_snap_proc *sp)
+static int cmp_by_stack(const void *a, const void *b)
+{
+	const struct ml_alloc *x = *(struct ml_alloc *const *)a, *y = *(struct ml_alloc *const *)b;
+
+	if (x->stack != y->stack)
+		return (uintptr_t)x->stack < (uintptr_t)y->stack ? -1 : 1;
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int cmp_stack(const void *a, const void *b)
+{
+	const struct ml_snap_stack *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	if (x->allocs != y->allocs)
+		return x->allocs > y->allocs ? -1 : 1;
+	if (x->oldest_age_s != y->oldest_age_s)
+		return x->oldest_age_s > y->oldest_age_s ? -1 : 1;
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+static const char *const no_frames[1] = { NULL };
+
+/* Consecutive allocations of one stack (v sorted by stack) into one group. */
+static void group(struct ml_snap_stack *g, struct ml_alloc *const *v, size_t from, size_t to, uint64_t end)
+{
+	const struct ml_stack *st = v[from]->stack;
+
+	*g = (struct ml_snap_stack){ .first = from, .frames = st ? (const char *const *)st->frames : no_frames,
+				     .nr_frames = st ? st->nr : 0, .flags = st ? st->flags : 0 };
+	for (size_t i = from; i < to; i++) {
+		double age = end > v[i]->ts_ns ? (double)(end - v[i]->ts_ns) / 1e9 : 0.0;
+
+		g->bytes += v[i]->size;
+		g->allocs++;
+		if (age > g->oldest_age_s)
+			g->oldest_age_s = age;
+		if (v[i]->api < 64)
+			g->apis |= 1ull << v[i]->api;
+		g->kinds |= 1u << v[i]->kind;
+	}
+}
+
+/* The allocations older than min_age_ns, grouped by stack, most bytes first. */
+static int snap_allocs(struct ml_proc *p, uint64_t now_ns, uint64_t min_age_ns, struct ml_snap_proc *sp)
 {
 	uint64_t end = p->exited ? p->exit_ns : now_ns;
 	struct ml_alloc **v;
-	size_t n = memleak__proc_allocs(p, &v), frames = 0;
-	const char **fp;
+	size_t n = memleak__proc_allocs(p, &v), kept = 0, ng = 0;
+	int err = -ENOMEM;
 
 	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		frames += v[i]->nr_stack;
-	/* one block: the allocations, then every frame pointer */
-	sp->allocs = calloc(1, n * sizeof(*sp->allocs) + frames * sizeof(char *) + 1);
-	if (!sp->allocs) {
-		free(v);
-		return -ENOMEM;
-	}
-	fp = (const char **)(sp->allocs + n);
+		goto cleanup;
 	for (size_t i = 0; i < n; i++) {
-		struct ml_snap_alloc *a = &sp->allocs[i];
+		uint64_t age = end > v[i]->ts_ns ? end - v[i]->ts_ns : 0;
 
-		*a = (struct ml_snap_alloc){
-			.addr = v[i]->addr, .size = v[i]->size, .api = v[i]->api, .kind = v[i]->kind,
-			.tid = v[i]->tid, .stack_err = v[i]->stack_err, .nr_frames = v[i]->nr_stack,
-			.age_s = end > v[i]->ts_ns ? (double)(end - v[i]->ts_ns) / 1e9 : 0.0,
-			.frames = fp,
-		};
-		for (uint32_t s = 0; s < v[i]->nr_stack; s++)
-			*fp++ = memleak__frame(p, v[i]->stack[s]);
+		if (!min_age_ns || age > min_age_ns)
+			v[kept++] = v[i];
 	}
-	sp->nr_allocs = n;
+	qsort(v, kept, sizeof(*v), cmp_by_stack);
+	sp->allocs = calloc(kept ? kept : 1, sizeof(*sp->allocs));
+	sp->stacks = calloc(kept ? kept : 1, sizeof(*sp->stacks));
+	if (!sp->allocs || !sp->stacks)
+		goto cleanup;
+	for (size_t i = 0, j; i < kept; i = j) {
+		for (j = i + 1; j < kept && v[j]->stack == v[i]->stack; j++)
+			;
+		group(&sp->stacks[ng++], v, i, j, end);
+	}
+	qsort(sp->stacks, ng, sizeof(*sp->stacks), cmp_stack);
+	/* allocations in the order of their groups */
+	for (size_t g = 0, w = 0; g < ng; g++) {
+		struct ml_snap_stack *st = &sp->stacks[g];
+		size_t from = st->first;
+
+		st->first = w;
+		for (size_t i = from; i < from + st->allocs; i++, w++)
+			sp->allocs[w] = (struct ml_snap_alloc){
+				.addr = v[i]->addr, .size = v[i]->size, .api = v[i]->api, .kind = v[i]->kind,
+				.tid = v[i]->tid,
+				.age_s = end > v[i]->ts_ns ? (double)(end - v[i]->ts_ns) / 1e9 : 0.0,
+			};
+		sp->shown_bytes += st->bytes;
+		sp->shown_allocs += st->allocs;
+	}
+	sp->nr_allocs = kept;
+	sp->nr_stacks = ng;
+	err = 0;
+cleanup:
 	free(v);
-	return 0;
+	return err;
 }
 
 int memleak__snapshot(struct memleak *ml, uint64_t now_ns, uint32_t pid, unsigned int flags,
-		      struct ml_snap_data *out)
+		      uint64_t min_age_ns, struct ml_snap_data *out)
 {
 	struct ml_proc **procs, *newest = NULL;
 	size_t n = memleak__procs(ml, &procs), k = 0;
@@ -411,7 +504,7 @@ int memleak__snapshot(struct memleak *ml, uint64_t now_ns, uint32_t pid, unsigne
 		sp->st = procs[i]->st;
 		k++;
 		out->nr_procs = k;
-		if ((flags & ML_SNAP_ALLOCS) && snap_allocs(procs[i], now_ns, sp))
+		if ((flags & ML_SNAP_ALLOCS) && snap_allocs(procs[i], now_ns, min_age_ns, sp))
 			return -ENOMEM;
 	}
 	return 0;
@@ -419,8 +512,10 @@ int memleak__snapshot(struct memleak *ml, uint64_t now_ns, uint32_t pid, unsigne
 
 void ml_snap_data__clear(struct ml_snap_data *d)
 {
-	for (size_t i = 0; d->procs && i < d->nr_procs; i++)
+	for (size_t i = 0; d->procs && i < d->nr_procs; i++) {
 		free(d->procs[i].allocs);
+		free(d->procs[i].stacks);
+	}
 	free(d->procs);
 	d->procs = NULL;
 	d->nr_procs = 0;

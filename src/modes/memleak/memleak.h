@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * --memleak aggregation: outstanding allocations per process (tgid), fed with the events
- * of bpf/cuda_mem.bpf.c. Pure C over plain structs so it is unit-tested without BPF.
+ * of bpf/cuda_mem.bpf.c and the stacks the mode resolved for them (src/core/ustack.h).
+ * Stacks are kept once per process (interned) and shared by the allocations made from
+ * them, so a snapshot groups outstanding allocations by stack. Pure C over plain structs
+ * so it is unit-tested without BPF.
  */
 #ifndef GP_MEMLEAK_H
 #define GP_MEMLEAK_H
@@ -13,6 +16,23 @@
 
 struct u64map;
 
+/* One stack of a process, shared by its allocations (frames owned by it). */
+struct ml_stack {
+	uint64_t hash;
+	uint32_t refs;     /* outstanding allocations made from it */
+	uint32_t nr;
+	uint32_t flags;    /* enum ustack_flags: partial, Python placement... */
+	uint32_t _pad;
+	char **frames;     /* nr texts, innermost first */
+};
+
+/* A stack as the mode resolved it: frames innermost first (copied). */
+struct ml_stack_in {
+	const char *const *frames;
+	uint32_t nr;
+	uint32_t flags;
+};
+
 struct ml_alloc {
 	uint64_t addr; /* address, or handle for GP_KIND_PHYSICAL */
 	uint64_t size;
@@ -20,9 +40,7 @@ struct ml_alloc {
 	uint32_t api;
 	uint32_t kind;
 	uint32_t tid;
-	uint32_t nr_stack;
-	int32_t stack_err;
-	uint64_t *stack; /* nr_stack user addresses, innermost first */
+	struct ml_stack *stack;
 };
 
 struct ml_mapping {
@@ -51,19 +69,17 @@ struct ml_proc {
 	struct u64map *allocs;   /* address -> struct ml_alloc (device, managed, host) */
 	struct u64map *handles;  /* handle -> struct ml_alloc (physical) */
 	struct u64map *mappings; /* address -> struct ml_mapping */
-	struct u64map *frames;   /* user address -> symbolized string */
+	struct u64map *stacks;   /* hash -> struct ml_stack */
 	struct ml_stats st;
 };
 
-/* Turns a user address of process pid into "func+0x1a (lib)"; returns <0 on failure. */
-typedef int (*ml_symbolize_fn)(void *ctx, int pid, uint64_t addr, char *buf, size_t len);
-
 struct memleak;
 
-struct memleak *memleak__new(size_t max_allocs, ml_symbolize_fn sym, void *sym_ctx);
+struct memleak *memleak__new(size_t max_allocs);
 void memleak__free(struct memleak *ml);
 
-void memleak__on_alloc(struct memleak *ml, const struct gp_alloc_event *e);
+/* An allocation and its stack (NULL: none). */
+void memleak__on_alloc(struct memleak *ml, const struct gp_alloc_event *e, const struct ml_stack_in *stack);
 void memleak__on_free(struct memleak *ml, const struct gp_free_event *e);
 /* Marks the process exited and detaches it from its PID, so a new process that reuses
  * the PID starts clean. Returns it (still owned by ml) for an exit report, or NULL. */
@@ -77,8 +93,6 @@ size_t memleak__procs(struct memleak *ml, struct ml_proc ***out);
 /* Allocations of one process sorted by size (largest first), physical handles too. */
 size_t memleak__proc_allocs(struct ml_proc *p, struct ml_alloc ***out);
 void memleak__free_allocs_array(struct ml_alloc **arr);
-/* The symbolized frame for a stack address of p (never NULL). */
-const char *memleak__frame(struct ml_proc *p, uint64_t addr);
 /* Marks exited, at now_ns, the processes gone without an exit record (kill(pid, 0)). */
 void memleak__sweep(struct memleak *ml, uint64_t now_ns);
 /* Forgets exited processes whose exit (CLOCK_MONOTONIC) is before cutoff_ns (UINT64_MAX:
@@ -88,15 +102,24 @@ void memleak__reap(struct memleak *ml, uint64_t cutoff_ns, uint32_t keep_pid);
 /* Allocations not tracked because --max-allocs was reached. */
 uint64_t memleak__table_full(const struct memleak *ml);
 
-/* A snapshot of the reports' data: plain arrays, frames already symbolized (the strings
- * are the aggregator's, valid while the process's record is). */
+/* A snapshot of the reports' data: plain arrays; the frame texts are the aggregator's,
+ * valid until the next record changes it. */
 struct ml_snap_alloc {
 	uint64_t addr, size;
 	double age_s; /* an exited process's allocations stop ageing at its exit */
 	uint32_t api, kind, tid;
-	int32_t stack_err;
+};
+
+/* Outstanding allocations of one process made from one stack. */
+struct ml_snap_stack {
+	uint64_t bytes, allocs;
+	double oldest_age_s;
+	uint64_t apis;   /* bit (1 << enum gp_api) of each entry point among them */
+	uint32_t kinds;  /* bit (1 << enum gp_mem_kind) of each kind among them */
+	uint32_t flags;  /* enum ustack_flags */
 	uint32_t nr_frames;
-	const char **frames; /* innermost first */
+	const char *const *frames; /* innermost first */
+	size_t first;    /* its allocations: allocs[first, first + allocs), largest first */
 };
 
 struct ml_snap_proc {
@@ -104,8 +127,12 @@ struct ml_snap_proc {
 	char comm[GP_COMM_LEN];
 	bool exited, exec;
 	struct ml_stats st;
+	/* with ML_SNAP_ALLOCS: the allocations older than the snapshot's min_age_ns, by stack */
+	uint64_t shown_bytes, shown_allocs;
 	size_t nr_allocs;
-	struct ml_snap_alloc *allocs; /* largest first */
+	struct ml_snap_alloc *allocs; /* grouped by stack, in the order of stacks[] */
+	size_t nr_stacks;
+	struct ml_snap_stack *stacks; /* most bytes first */
 };
 
 struct ml_snap_data {
@@ -114,13 +141,14 @@ struct ml_snap_data {
 };
 
 enum {
-	ML_SNAP_ALLOCS = 1 << 0, /* with the allocations, not only the totals */
+	ML_SNAP_ALLOCS = 1 << 0, /* with the allocations by stack, not only the totals */
 	ML_SNAP_EXITED = 1 << 1, /* exited processes only */
 };
 
-/* The processes (pid 0: all); 0 or -ENOMEM. Free with ml_snap_data__clear. */
+/* The processes (pid 0: all); with ML_SNAP_ALLOCS only the allocations outstanding for
+ * longer than min_age_ns. 0 or -ENOMEM. Free with ml_snap_data__clear. */
 int memleak__snapshot(struct memleak *ml, uint64_t now_ns, uint32_t pid, unsigned int flags,
-		      struct ml_snap_data *out);
+		      uint64_t min_age_ns, struct ml_snap_data *out);
 void ml_snap_data__clear(struct ml_snap_data *d);
 
 #endif

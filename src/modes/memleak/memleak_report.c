@@ -1,16 +1,78 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* --memleak's renderers: text, JSON and Prometheus, from a snapshot only. */
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 #include <json-c/json.h>
 #include "apis.h"
+#include "folded.h"
 #include "json.h"
 #include "memleak_mode.h"
 #include "prom.h"
 #include "text.h"
 #include "trees.h"
+#include "ustack.h"
 
 #define SNAP(s) ((const struct ml_snap *)(s))
+
+/* Stack flags by name, in JSON; the first partial one is the stack's status. */
+static const struct {
+	uint32_t flag;
+	const char *name, *text;
+} stack_flags[] = {
+	{ USTACK_LOST, "lost", "no stack: its record was lost (ring buffer full)" },
+	{ USTACK_NO_STACK, "no_stack", "partial: the stack could not be read, the called function alone" },
+	{ USTACK_UNRESOLVED, "unresolved", "partial: the process was gone before its frames were named" },
+	{ USTACK_TRUNCATED, "truncated", "partial: the stack copy ended before the stack did (--stack-bytes)" },
+	{ USTACK_STOPPED, "stopped", "partial: a frame could not be unwound (no call-frame information)" },
+	{ USTACK_TOO_DEEP, "too_deep", "partial: more frames than are kept" },
+	{ USTACK_PY_TRUNCATED, "python_truncated", "more than 64 Python frames: the outermost are missing" },
+	{ USTACK_PY_AFTER, "python_after", "the Python frames could not be placed among the native ones: they follow them" },
+	{ USTACK_PY_UNREAD, "python_unread", "the Python frames of this call could not be read" },
+};
+
+const char *ml_report__stack_status(uint32_t flags, bool json)
+{
+	for (size_t i = 0; i < sizeof(stack_flags) / sizeof(stack_flags[0]); i++)
+		if ((flags & stack_flags[i].flag) && (stack_flags[i].flag & USTACK_PARTIAL))
+			return json ? stack_flags[i].name : stack_flags[i].text;
+	return NULL;
+}
+
+/* "cuMemAlloc_v2, cuMemAllocAsync" */
+static void api_list(uint64_t apis, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int a = 0; a < 64 && off < len; a++)
+		if (apis & (1ull << a))
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? ", " : "", gp_api_name((uint32_t)a));
+}
+
+static void text_stack(FILE *f, const struct ml_snap_proc *p, const struct ml_snap_stack *st,
+		       const struct ml_snap *s)
+{
+	char hb[32], apis[256];
+
+	gp_text__bytes(st->bytes, hb, sizeof(hb));
+	api_list(st->apis, apis, sizeof(apis));
+	fprintf(f, "    %" PRIu64 " bytes (%s) in %" PRIu64 " allocation%s from %s, oldest %.3fs:\n", st->bytes, hb,
+		st->allocs, st->allocs == 1 ? "" : "s", apis, st->oldest_age_s);
+	for (uint32_t k = 0; k < st->nr_frames; k++)
+		fprintf(f, "        %s\n", st->frames[k]);
+	if (s->stacks == GP_STACKS_NONE)
+		fprintf(f, "        (no stacks taken)\n");
+	for (size_t i = 0; i < sizeof(stack_flags) / sizeof(stack_flags[0]); i++)
+		if (st->flags & stack_flags[i].flag)
+			fprintf(f, "        [%s]\n", stack_flags[i].text);
+	for (size_t i = st->first; s->show_allocs && i < st->first + st->allocs; i++) {
+		const struct ml_snap_alloc *a = &p->allocs[i];
+
+		fprintf(f, "      %" PRIu64 " bytes %s 0x%" PRIx64 " by %s, age %.3fs, tid %u\n", a->size,
+			a->kind == GP_KIND_PHYSICAL ? "handle" : "at", a->addr, gp_api_name(a->api), a->age_s, a->tid);
+	}
+}
 
 static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_snap *s)
 {
@@ -28,17 +90,16 @@ static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_sna
 	if (p->st.maps_total)
 		fprintf(f, ", mapped %" PRIu64 " B", p->st.mapped_bytes);
 	fputc('\n', f);
-	for (size_t i = 0; i < p->nr_allocs && (s->top < 0 || (int)i < s->top); i++) {
-		const struct ml_snap_alloc *a = &p->allocs[i];
-
-		fprintf(f, "    %" PRIu64 " bytes %s 0x%" PRIx64 " by %s, age %.3fs, tid %u\n", a->size,
-			a->kind == GP_KIND_PHYSICAL ? "handle" : "at", a->addr, gp_api_name(a->api), a->age_s,
-			a->tid);
-		for (uint32_t k = 0; s->stacks && k < a->nr_frames; k++)
-			fprintf(f, "        %s\n", a->frames[k]);
+	if (s->older_than > 0) {
+		gp_text__bytes(p->shown_bytes, hb, sizeof(hb));
+		fprintf(f, "    outstanding for more than %gs: %" PRIu64 " allocations, %" PRIu64 " bytes (%s)\n",
+			s->older_than, p->shown_allocs, p->shown_bytes, hb);
 	}
-	if (s->top > 0 && p->nr_allocs > (size_t)s->top)
-		fprintf(f, "    ... %zu more (--top)\n", p->nr_allocs - (size_t)s->top);
+	for (size_t i = 0; i < p->nr_stacks && (s->top < 0 || (int)i < s->top); i++)
+		text_stack(f, p, &p->stacks[i], s);
+	if (s->top >= 0 && p->nr_stacks > (size_t)s->top)
+		fprintf(f, "    ... %zu more stack%s (--top)\n", p->nr_stacks - (size_t)s->top,
+			p->nr_stacks - (size_t)s->top == 1 ? "" : "s");
 }
 
 static struct gp_trees *jobs(const struct ml_snap *s, struct gp_run *run)
@@ -111,7 +172,7 @@ static json_object *json_kinds(const struct ml_stats *st)
 
 static json_object *json_alloc(const struct ml_snap_alloc *a)
 {
-	json_object *ao = json_object_new_object(), *st = json_object_new_array();
+	json_object *ao = json_object_new_object();
 
 	json_object_object_add(ao, "address", gp_json__hex(a->addr));
 	json_object_object_add(ao, "size", json_object_new_uint64(a->size));
@@ -119,13 +180,46 @@ static json_object *json_alloc(const struct ml_snap_alloc *a)
 	json_object_object_add(ao, "kind", json_object_new_string(gp_kind_name(a->kind)));
 	json_object_object_add(ao, "age_s", json_object_new_double(a->age_s));
 	json_object_object_add(ao, "tid", json_object_new_int64(a->tid));
-	for (uint32_t k = 0; k < a->nr_frames; k++)
-		json_object_array_add(st, json_object_new_string(a->frames[k]));
-	json_object_object_add(ao, "stack", st);
 	return ao;
 }
 
-static json_object *json_proc(const struct ml_snap_proc *p, struct gp_run *run)
+static json_object *json_stack(const struct ml_snap_proc *p, const struct ml_snap_stack *st,
+			       const struct ml_snap *s)
+{
+	json_object *o = json_object_new_object(), *apis = json_object_new_array(),
+		    *kinds = json_object_new_array(), *flags = json_object_new_array(),
+		    *frames = json_object_new_array();
+
+	json_object_object_add(o, "outstanding_bytes", json_object_new_uint64(st->bytes));
+	json_object_object_add(o, "outstanding_allocs", json_object_new_uint64(st->allocs));
+	json_object_object_add(o, "oldest_age_s", json_object_new_double(st->oldest_age_s));
+	for (int a = 0; a < 64; a++)
+		if (st->apis & (1ull << a))
+			json_object_array_add(apis, json_object_new_string(gp_api_name((uint32_t)a)));
+	json_object_object_add(o, "apis", apis);
+	for (int k = 0; k < GP_KIND__COUNT; k++)
+		if (st->kinds & (1u << k))
+			json_object_array_add(kinds, json_object_new_string(gp_kind_name(k)));
+	json_object_object_add(o, "kinds", kinds);
+	json_object_object_add(o, "partial", json_object_new_boolean((st->flags & USTACK_PARTIAL) != 0));
+	for (size_t i = 0; i < sizeof(stack_flags) / sizeof(stack_flags[0]); i++)
+		if (st->flags & stack_flags[i].flag)
+			json_object_array_add(flags, json_object_new_string(stack_flags[i].name));
+	json_object_object_add(o, "flags", flags);
+	for (uint32_t k = 0; k < st->nr_frames; k++)
+		json_object_array_add(frames, json_object_new_string(st->frames[k]));
+	json_object_object_add(o, "frames", frames);
+	if (s->show_allocs) {
+		json_object *arr = json_object_new_array();
+
+		for (size_t i = st->first; i < st->first + st->allocs; i++)
+			json_object_array_add(arr, json_alloc(&p->allocs[i]));
+		json_object_object_add(o, "allocs", arr);
+	}
+	return o;
+}
+
+static json_object *json_proc(const struct ml_snap_proc *p, const struct ml_snap *s, struct gp_run *run)
 {
 	json_object *o = json_object_new_object(), *arr = json_object_new_array(), *maps;
 	const struct ml_stats *st = &p->st;
@@ -148,9 +242,11 @@ static json_object *json_proc(const struct ml_snap_proc *p, struct gp_run *run)
 	json_object_object_add(maps, "maps", json_object_new_uint64(st->maps_total));
 	json_object_object_add(maps, "unmaps", json_object_new_uint64(st->unmaps_total));
 	json_object_object_add(o, "mappings", maps);
-	for (size_t i = 0; i < p->nr_allocs; i++)
-		json_object_array_add(arr, json_alloc(&p->allocs[i]));
-	json_object_object_add(o, "allocs", arr);
+	json_object_object_add(o, "stacks_bytes", json_object_new_uint64(p->shown_bytes));
+	json_object_object_add(o, "stacks_allocs", json_object_new_uint64(p->shown_allocs));
+	for (size_t i = 0; i < p->nr_stacks; i++)
+		json_object_array_add(arr, json_stack(p, &p->stacks[i], s));
+	json_object_object_add(o, "stacks", arr);
 	return o;
 }
 
@@ -162,8 +258,13 @@ void ml_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 	static const char *const keys[GP_TREE_VALUES] = { "outstanding_allocs", "outstanding_bytes", "allocs_total" };
 	struct gp_trees *t = jobs(s, run);
 
+	static const char *const modes[] = { [GP_STACKS_NONE] = "none", [GP_STACKS_FP] = "fp",
+					     [GP_STACKS_COPY] = "dwarf" };
+
+	json_object_object_add(o, "stack_mode", json_object_new_string(modes[s->stacks]));
+	json_object_object_add(o, "older_than_s", s->older_than > 0 ? json_object_new_double(s->older_than) : NULL);
 	for (size_t i = 0; i < s->d.nr_procs; i++)
-		json_object_array_add(arr, json_proc(&s->d.procs[i], run));
+		json_object_array_add(arr, json_proc(&s->d.procs[i], s, run));
 	json_object_object_add(o, "processes", arr);
 	gp_trees__json(t, o, keys);
 	gp_trees__free(t);
@@ -175,44 +276,70 @@ void ml_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 
 int ml_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
 {
-	static const struct {
-		const char *name, *type, *help;
-	} fams[] = {
-		{ "gpuprobe_cuda_outstanding_bytes", "gauge",
-		  "Bytes allocated through the CUDA driver and not freed yet, per process and memory kind." },
-		{ "gpuprobe_cuda_outstanding_allocations", "gauge",
-		  "Allocations made through the CUDA driver and not freed yet, per process and memory kind." },
-		{ "gpuprobe_cuda_alloc_calls_total", "counter",
-		  "Successful CUDA driver allocation calls seen since gpuprobe attached." },
-		{ "gpuprobe_cuda_free_calls_total", "counter",
-		  "Successful CUDA driver free calls of allocations gpuprobe saw being made." },
-		{ "gpuprobe_cuda_alloc_bytes_total", "counter",
-		  "Bytes allocated by the calls counted in gpuprobe_cuda_alloc_calls_total." },
-		{ "gpuprobe_cuda_freed_bytes_total", "counter",
-		  "Bytes released by the calls counted in gpuprobe_cuda_free_calls_total." },
+	static const char *const fams[] = {
+		"gpuprobe_cuda_outstanding_bytes", "gpuprobe_cuda_outstanding_allocations",
+		"gpuprobe_cuda_alloc_calls_total", "gpuprobe_cuda_free_calls_total",
+		"gpuprobe_cuda_alloc_bytes_total", "gpuprobe_cuda_freed_bytes_total",
 	};
 	const struct ml_snap *s = SNAP(hdr);
 
 	(void)run;
 	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
-		prom__family(p, fams[f].name, fams[f].type, fams[f].help);
+		prom__family(p, fams[f]);
+	/* exited processes too: src/out/prom.c keeps their counts and drops their gauges */
 	for (size_t i = 0; i < s->d.nr_procs; i++) {
-		const struct ml_snap_proc *sp = &s->d.procs[i];
 		const struct gp_snap_pid *pp = &s->pids[i];
-		const struct ml_stats *st = &sp->st;
+		const struct ml_stats *st = &s->d.procs[i].st;
 
-		if (prom_out__shadowed(p, sp->pid, sp->exited))
-			continue;
 		for (int k = 0; k < GP_KIND__COUNT; k++) {
 			const char *kv[] = { "kind", gp_kind_name(k), NULL };
 
-			prom__u64(p, fams[0].name, pp, kv, st->bytes_by_kind[k]);
-			prom__u64(p, fams[1].name, pp, kv, st->allocs_by_kind[k]);
+			prom__u64(p, fams[0], pp, kv, st->bytes_by_kind[k]);
+			prom__u64(p, fams[1], pp, kv, st->allocs_by_kind[k]);
 		}
-		prom__u64(p, fams[2].name, pp, NULL, st->allocs_total);
-		prom__u64(p, fams[3].name, pp, NULL, st->frees_total);
-		prom__u64(p, fams[4].name, pp, NULL, st->alloc_bytes_total);
-		prom__u64(p, fams[5].name, pp, NULL, st->freed_bytes_total);
+		prom__u64(p, fams[2], pp, NULL, st->allocs_total);
+		prom__u64(p, fams[3], pp, NULL, st->frees_total);
+		prom__u64(p, fams[4], pp, NULL, st->alloc_bytes_total);
+		prom__u64(p, fams[5], pp, NULL, st->freed_bytes_total);
 	}
 	return 0;
+}
+
+/* Frames root-first: "comm (PID n)", "[partial stack]" where the outermost frames are
+ * missing, then the stack from its outermost frame in. */
+static int folded_proc(struct folded *fo, const struct ml_snap_proc *p, bool stacks)
+{
+	const char *fr[USTACK_MAX_FRAMES + 2];
+	char proc[64];
+	int r = 0;
+
+	snprintf(proc, sizeof(proc), "%s (PID %u)", p->comm, p->pid);
+	for (size_t i = 0; i < p->nr_stacks && !r; i++) {
+		const struct ml_snap_stack *st = &p->stacks[i];
+		size_t n = 0;
+
+		for (uint32_t k = 0; k < st->nr_frames && n < USTACK_MAX_FRAMES; k++)
+			fr[n++] = st->frames[k];
+		if (!stacks)
+			fr[n++] = "[no stack]";
+		else if (st->flags & USTACK_PARTIAL)
+			fr[n++] = "[partial stack]";
+		fr[n++] = proc;
+		r = folded__add(fo, fr, n, st->bytes);
+	}
+	return r;
+}
+
+int ml_report__folded(FILE *f, const struct gp_snap *hdr)
+{
+	const struct ml_snap *s = SNAP(hdr);
+	struct folded *fo = folded__new();
+	int r = fo ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !r && i < s->d.nr_procs; i++)
+		r = folded_proc(fo, &s->d.procs[i], s->stacks != GP_STACKS_NONE);
+	if (!r)
+		r = folded__write(fo, f);
+	folded__free(fo);
+	return r;
 }

@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 #include "apis.h"
 #include "apitrace.h"
+#include "jsonnum.h"
 #include "bandwidth.h"
 #include "symbolize.h"
 #include "u64map.h"
@@ -36,6 +37,7 @@ struct at_proc {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
 	struct u64map *names; /* kernel handle -> name */
+	struct u64map *pending; /* tid -> the name argument of its call about to be read */
 	uint64_t *fn_calls;   /* per function */
 	uint64_t *fn_ns;
 	uint64_t *fn_errors;
@@ -71,7 +73,8 @@ static enum dec dec_of(const char *n, unsigned int *api)
 	for (int i = 0; i < gp_copy_apis_cnt; i++)
 		if (!strcmp(n, gp_copy_apis[i].name)) {
 			*api = gp_copy_apis[i].id;
-			return *api <= GP_API_cuMemcpy3DAsync_v2_ptsz ? DEC_COPY : DEC_NONE;
+			return *api <= GP_API_cuMemcpy3DAsync_v2_ptsz || *api >= GP_API_cuMemcpy3DPeer ?
+			       DEC_COPY : DEC_NONE;
 		}
 	for (int i = 0; i < gp_launch_apis_cnt; i++) {
 		const struct gp_launch_api_info *l = &gp_launch_apis[i];
@@ -135,6 +138,7 @@ static void proc__free(struct at_proc *p)
 	for (size_t it = 0; p->names && u64map__next(p->names, &it, &k, &v);)
 		free(v);
 	u64map__free(p->names);
+	u64map__free_all(p->pending, NULL);
 	free(p->fn_calls);
 	free(p->fn_ns);
 	free(p->fn_errors);
@@ -186,10 +190,11 @@ static struct at_proc *get_proc(struct apitrace *at, uint32_t pid)
 		return NULL;
 	p->pid = pid;
 	p->names = u64map__new();
+	p->pending = u64map__new();
 	p->fn_calls = calloc(n, sizeof(uint64_t));
 	p->fn_ns = calloc(n, sizeof(uint64_t));
 	p->fn_errors = calloc(n, sizeof(uint64_t));
-	if (!p->names || !p->fn_calls || !p->fn_ns || !p->fn_errors || u64map__put(at->procs, pid, p)) {
+	if (!p->names || !p->pending || !p->fn_calls || !p->fn_ns || !p->fn_errors || u64map__put(at->procs, pid, p)) {
 		proc__free(p);
 		return NULL;
 	}
@@ -231,7 +236,7 @@ static json_object *dims(uint64_t x, uint64_t y, uint64_t z)
 
 static void set_name(struct at_proc *p, uint64_t handle, const char *name)
 {
-	char buf[1024], *s;
+	char buf[4096], *s;
 
 	symbolize__demangle(name, buf, sizeof(buf));
 	s = strdup(buf);
@@ -394,12 +399,16 @@ static void dec_name(struct at_proc *p, const struct fn *f, const struct gp_call
 	const char *known;
 
 	if (f->dec == DEC_NAME) {
-		json_object_object_add(args, "name", json_object_new_string_len(e->str, (int)strnlen(e->str, GP_TRACE_STR)));
-		if (e->ret)
+		char *arg = u64map__del(p->pending, e->tid); /* its GP_EV_CALL_STR, just before */
+
+		json_object_object_add(args, "name", json_object_new_string(arg ? arg : ""));
+		if (e->ret || !arg) {
+			free(arg);
 			return;
+		}
 		json_object_object_add(args, "handle", hex(e->out0));
-		snprintf(n, sizeof(n), "%.*s", GP_TRACE_STR, e->str);
-		set_name(p, e->out0, n);
+		set_name(p, e->out0, arg);
+		free(arg);
 		return;
 	}
 	json_object_object_add(args, "kernel", hex(e->args[1]));
@@ -411,6 +420,18 @@ static void dec_name(struct at_proc *p, const struct fn *f, const struct gp_call
 		snprintf(n, sizeof(n), "%s", known);
 		set_name(p, e->out0, n);
 	}
+}
+
+void apitrace__on_call_str(struct apitrace *at, const struct gp_call_str_event *e)
+{
+	struct at_proc *p = get_proc(at, e->pid);
+	char *s = p ? strndup(e->str, GP_NAME_LEN) : NULL;
+
+	if (!s)
+		return;
+	free(u64map__del(p->pending, e->tid));
+	if (u64map__put(p->pending, e->tid, s))
+		free(s);
 }
 
 json_object *apitrace__on_call(struct apitrace *at, const struct gp_call_event *e)
@@ -603,8 +624,7 @@ static json_object *json_proc(struct apitrace *at, struct at_proc *p)
 	return po;
 }
 
-json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *d, const char *file,
-				    const char *format, uint64_t written)
+json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *d, const struct at_file *file)
 {
 	json_object *o = json_object_new_object(), *arr = json_object_new_array(), *dr;
 	struct at_proc **procs;
@@ -612,32 +632,40 @@ json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *
 
 	json_object_object_add(o, "mode", json_object_new_string("trace"));
 	json_object_object_add(o, "report", json_object_new_string("final"));
-	json_object_object_add(o, "file", json_object_new_string(file));
-	json_object_object_add(o, "format", json_object_new_string(format));
-	json_object_object_add(o, "events_written", json_object_new_uint64(written));
+	json_object_object_add(o, "file", json_object_new_string(file->path));
+	json_object_object_add(o, "format", json_object_new_string(file->format));
+	json_object_object_add(o, "events_written", json_object_new_uint64(file->written));
+	json_object_object_add(o, "counter_events", json_object_new_uint64(file->counters));
+	json_object_object_add(o, "counter_interval_s", json_object_new_double(file->counter_interval_s));
+	json_object_object_add(o, "process_events", json_object_new_uint64(file->instants));
 	for (size_t i = 0; i < n; i++)
 		json_object_array_add(arr, json_proc(at, procs[i]));
 	free(procs);
 	json_object_object_add(o, "processes", arr);
 	json_object_object_add(o, "dropped_events",
-			       json_object_new_uint64(d->ringbuf + d->pending + d->too_deep + d->ioctl_ringbuf));
+			       json_object_new_uint64(d->ringbuf + d->pending + d->too_deep + d->ioctl_ringbuf +
+						      d->counter_series));
 	dr = json_object_new_object();
 	json_object_object_add(dr, "ringbuf_full", json_object_new_uint64(d->ringbuf));
 	json_object_object_add(dr, "pending_table_full", json_object_new_uint64(d->pending));
 	json_object_object_add(dr, "nested_too_deep", json_object_new_uint64(d->too_deep));
 	json_object_object_add(dr, "return_without_entry", json_object_new_uint64(d->noreturn));
 	json_object_object_add(dr, "ioctl_ringbuf_full", json_object_new_uint64(d->ioctl_ringbuf));
+	json_object_object_add(dr, "counter_series_full", json_object_new_uint64(d->counter_series));
+	json_object_object_add(dr, "name_args_lost", json_object_new_uint64(d->names_lost));
 	json_object_object_add(o, "drops", dr);
 	return o;
 }
 
-void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops *d, const char *file,
-			    const char *format, uint64_t written)
+void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops *d, const struct at_file *file)
 {
 	struct at_proc **procs;
 	size_t n = sorted_procs(at, &procs);
+	char a[32], b[32];
 
-	fprintf(f, "trace summary: %" PRIu64 " events written to %s (%s)\n", written, file, format);
+	fprintf(f, "trace summary: %" PRIu64 " calls, %" PRIu64 " counter samples and %" PRIu64
+		   " process events written to %s (%s)\n",
+		file->written, file->counters, file->instants, file->path, file->format);
 	for (size_t i = 0; i < n; i++) {
 		struct at_proc *p = procs[i];
 		uint32_t *fns;
@@ -659,18 +687,21 @@ void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops 
 				fprintf(f, " %s %" PRIu64 " (%" PRIu64 " bytes)", bw_dir_name(k), p->copies[k],
 					p->copy_bytes[k]);
 		fprintf(f, "%s\n", p->copies_undecoded ? " (+ 2D/3D copies, not decoded)" : "");
+		num__seconds((double)p->sync_ns / 1e9, a, sizeof(a));
+		num__seconds((double)p->ioctl_ns / 1e9, b, sizeof(b));
 		fprintf(f, "  launches %" PRIu64 ", graph launches %" PRIu64 ", sync calls %" PRIu64
-			   " blocked %.6fs, ioctls %" PRIu64 " (%.6fs)\n",
-			p->launches, p->graph_launches, p->syncs, (double)p->sync_ns / 1e9, p->ioctls,
-			(double)p->ioctl_ns / 1e9);
-		for (int g = 0; g < p->nr_gaps; g++)
-			fprintf(f, "  launch gap %.6fs between %s and %s\n", (double)p->gaps[g].gap_ns / 1e9,
-				p->gaps[g].before, p->gaps[g].after);
+			   " blocked %s, ioctls %" PRIu64 " (%s)\n",
+			p->launches, p->graph_launches, p->syncs, a, p->ioctls, b);
+		for (int g = 0; g < p->nr_gaps; g++) {
+			num__seconds((double)p->gaps[g].gap_ns / 1e9, a, sizeof(a));
+			fprintf(f, "  launch gap %s between %s and %s\n", a, p->gaps[g].before, p->gaps[g].after);
+		}
 	}
 	free(procs);
 	fprintf(f, "Dropped events: %" PRIu64 " (ring buffer full %" PRIu64 ", pending table full %" PRIu64
-		   ", nested too deep %" PRIu64 ", ioctl ring buffer full %" PRIu64 ")\n",
-		d->ringbuf + d->pending + d->too_deep + d->ioctl_ringbuf, d->ringbuf, d->pending,
-		d->too_deep, d->ioctl_ringbuf);
+		   ", nested too deep %" PRIu64 ", ioctl ring buffer full %" PRIu64 ", counter series %" PRIu64
+		   "; name arguments lost %" PRIu64 ")\n",
+		d->ringbuf + d->pending + d->too_deep + d->ioctl_ringbuf + d->counter_series, d->ringbuf, d->pending,
+		d->too_deep, d->ioctl_ringbuf, d->counter_series, d->names_lost);
 	fflush(f);
 }

@@ -24,6 +24,8 @@ uint32_t apitrace__fn_flags(const struct apitrace *at, uint32_t fn);
 
 /* Accounts the call and returns its decoded arguments (a new JSON object). */
 struct json_object *apitrace__on_call(struct apitrace *at, const struct gp_call_event *e);
+/* A name argument, whole, just before the call it belongs to (same thread). */
+void apitrace__on_call_str(struct apitrace *at, const struct gp_call_str_event *e);
 /* Accounts one ioctl of the timeline (the ioctl lane). */
 void apitrace__on_ioctl(struct apitrace *at, uint32_t pid, uint64_t dur_ns, int64_t ret);
 void apitrace__set_comm(struct apitrace *at, uint32_t pid, const char *comm);
@@ -31,12 +33,21 @@ const char *apitrace__comm(struct apitrace *at, uint32_t pid);
 
 struct at_drops {
 	uint64_t ringbuf, pending, noreturn, too_deep, ioctl_ringbuf;
+	uint64_t counter_series; /* counter series the timeline could not keep */
+	uint64_t names_lost;     /* name arguments lost: their calls are there, without the name */
+};
+
+/* What the timeline file holds besides the calls' tallies. */
+struct at_file {
+	const char *path, *format;
+	uint64_t written;   /* call and ioctl events */
+	uint64_t counters;  /* counter events */
+	uint64_t instants;  /* fork, exec and exit events */
+	double counter_interval_s; /* 0: no counter samples */
 };
 
 /* The summary, as JSON (new object) or text. */
-struct json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *d,
-					   const char *file, const char *format, uint64_t written);
-void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops *d,
-			    const char *file, const char *format, uint64_t written);
+struct json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *d, const struct at_file *file);
+void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops *d, const struct at_file *file);
 
 #endif

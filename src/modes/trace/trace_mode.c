@@ -48,6 +48,9 @@ static const struct gp_option options[] = {
 	{ "trace-format", 0, "jsonl|chrome", "File format (default jsonl; chrome loads in Perfetto)",
 	  GP_OPT_CHOICE, &gp_opts.trace_format, .choices = "jsonl|chrome", .frontends = GP_FE_CLI,
 	  .group = GP_GRP_MODE },
+	{ "trace-counters", 0, "SECONDS", "Counter tracks (outstanding bytes, launches, copy bytes) sampled every "
+	  "SECONDS (default 0.1; 0: none)", GP_OPT_SECONDS, &gp_opts.trace_counters, 0, 3600, .frontends = GP_FE_CLI,
+	  .group = GP_GRP_MODE },
 	{ "trace-filter", 0, "GLOB", "Only functions matching GLOB (repeatable), e.g. 'cuMem*'", GP_OPT_CUSTOM,
 	  NULL, .parse = parse_filter, .frontends = GP_FE_CLI, .group = GP_GRP_MODE },
 	{},
@@ -117,10 +120,10 @@ static int collect_cb(const char *name, unsigned long long value, unsigned long 
 static int collect(struct trace_mode *m, const struct lib_set *libs, char *err, size_t len)
 {
 	for (int i = 0; libs && i < libs->n; i++) {
-		int r = elfsym__foreach_func(libs->libs[i].path, collect_cb, m);
+		int r = elfsym__foreach_func_fd(libs->libs[i].fd, collect_cb, m);
 
 		if (r < 0) {
-			snprintf(err, len, "%s: cannot list its functions: %s", libs->libs[i].path, strerror(-r));
+			snprintf(err, len, "%s: cannot list its functions: %s", libs->libs[i].name, strerror(-r));
 			return r;
 		}
 	}
@@ -199,6 +202,11 @@ cleanup:
 	return r;
 }
 
+static void h_call_str(void *ctx, const struct gp_call_str_event *e)
+{
+	apitrace__on_call_str(((struct trace_mode *)ctx)->at, e);
+}
+
 static void h_call(void *ctx, const struct gp_call_event *e)
 {
 	struct trace_mode *m = ctx;
@@ -224,7 +232,7 @@ static void on_lane(void *ctx, enum gp_lane lane, uint32_t pid, uint64_t dur_ns,
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct trace_mode *m = st;
-	struct gp_handlers h = { .ctx = m, .on_call = h_call };
+	struct gp_handlers h = { .ctx = m, .on_call = h_call, .on_call_str = h_call_str };
 	int r;
 
 	if (!m->probes.multi)
@@ -256,18 +264,26 @@ static int m_finish(void *st, struct gp_run *run, char *err, size_t len)
 		.pending = m->skel->bss->tdrops[GP_CDROP_PENDING],
 		.noreturn = m->skel->bss->tdrops[GP_CDROP_NORETURN],
 		.too_deep = m->skel->bss->tdeep,
+		.names_lost = m->skel->bss->tnames_lost,
 		.ioctl_ringbuf = gp_timeline__drops(run->timeline, GP_LANE_IOCTL),
 	};
-	const char *fmt = run->o->trace_format ? "chrome" : "jsonl";
-	uint64_t written = gp_timeline__written(run->timeline);
+	struct at_file file = {
+		.path = run->o->trace,
+		.format = run->o->trace_format ? "chrome" : "jsonl",
+		.written = gp_timeline__written(run->timeline),
+		.counters = gp_timeline__counter_events(run->timeline),
+		.instants = gp_timeline__instants(run->timeline),
+		.counter_interval_s = run->o->trace_counters,
+	};
 	int r;
 
-	r = gp_timeline__close(run->timeline, apitrace__summary_json(m->at, &d, run->o->trace, fmt, written));
+	d.counter_series = gp_timeline__counter_drops(run->timeline);
+	r = gp_timeline__close(run->timeline, apitrace__summary_json(m->at, &d, &file));
 	run->timeline = NULL;
 	if (run->o->json)
-		gp_json__print(run->out, apitrace__summary_json(m->at, &d, run->o->trace, fmt, written));
+		gp_json__print(run->out, apitrace__summary_json(m->at, &d, &file));
 	else
-		apitrace__summary_text(m->at, run->out, &d, run->o->trace, fmt, written);
+		apitrace__summary_text(m->at, run->out, &d, &file);
 	fflush(run->out);
 	if (r)
 		snprintf(err, len, "--trace %s: %s", run->o->trace, strerror(-r));

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The records of a stack taken at a probe, shared by BPF and user space: the
+ * user registers and a copy of the top of the user stack (filled by
+ * bpf/stackcopy.bpf.h, unwound by src/core/unwind.c), and the CPython frames
+ * of the calling thread (filled by bpf/pystack.bpf.h, named by
+ * src/core/pystack.c). Only fixed-size __u8/__u32/__u64 fields. Types only:
+ * any BPF object or user file may include it (gpuprobe.h does).
+ */
+#ifndef GPUPROBE_STACKS_H
+#define GPUPROBE_STACKS_H
+
+#if !defined(__VMLINUX_H__) && !defined(__bpf__)
+#include <linux/types.h>
+#endif
+
+/* The largest copy; a power of two, so the verifier can bound a masked size. */
+#define GP_STACK_COPY_MAX 16384u
+
+/*
+ * x86-64 user registers at the probe: the pc, the stack and frame
+ * pointers, and the callee-saved registers that CFI may say a caller's
+ * value is still in (rbx, r12-r15). Caller-saved registers are dead at a
+ * call boundary and are not copied.
+ */
+struct gp_user_regs {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u64 bx;
+	__u64 r12;
+	__u64 r13;
+	__u64 r14;
+	__u64 r15;
+};
+
+enum gp_stack_copy_flags {
+	/* the copy reaches the end of the stack's mapping: nothing above it */
+	GP_STACK_COPY_TO_END = 1u << 0,
+	/* the end of the mapping was not found */
+	GP_STACK_COPY_NO_VMA = 1u << 1,
+	/* a page was not present: the copy is the readable prefix */
+	GP_STACK_COPY_CUT = 1u << 2,
+};
+
+struct gp_stack_copy {
+	struct gp_user_regs regs;
+	__u32 size;	/* bytes of data[] valid, copied from regs.sp upwards */
+	__s32 err;	/* <0: the read failed with this errno; size is then 0 */
+	__u32 wanted;	/* bytes asked for (the stack_bytes setting) */
+	__u32 flags;	/* enum gp_stack_copy_flags */
+	__u8 data[GP_STACK_COPY_MAX];
+};
+
+#define GP_PY_MAX_FRAMES 64	/* a power of two: the index is masked */
+#define GP_PY_MAX_THREADS 64	/* thread states looked at before giving up */
+#define GP_PY_NONE 0xffffffffu	/* an offset that does not exist */
+/* One read covers every field of a frame the walk needs (offsets < this). */
+#define GP_PY_FRAME_READ 128
+
+/* How to walk one process's interpreter: user space fills it per tgid. */
+struct gp_py_proc {
+	__u64 runtime_addr;		/* &_PyRuntime in the process */
+	__u32 version_hex;		/* PY_VERSION_HEX, read from the binary */
+	__u32 runtime_interpreters_head;
+	__u32 interp_threads_head;
+	__u32 tstate_next;
+	__u32 tstate_native_thread_id;	/* GP_PY_NONE before 3.11; not used by the walk */
+	__u32 tstate_thread_id;		/* pthread_t: matched against fsbase */
+	__u32 tstate_cframe;		/* 3.11/3.12; else GP_PY_NONE */
+	__u32 cframe_current_frame;
+	__u32 tstate_frame;		/* 3.13 current_frame, 3.10 frame */
+	__u32 frame_previous;
+	__u32 frame_code;
+	__u32 frame_instr;
+	__u32 frame_owner;		/* GP_PY_NONE on 3.10 */
+	__u32 owner_cstack;		/* frames owned by the C stack (shims): skipped */
+	__u32 code_firstlineno;
+	__u32 instr_is_int;		/* 3.10: f_lasti is an int, not a pointer */
+	__u32 frame_read;		/* bytes of a frame holding those fields (<= 128):
+					 * no more, a frame may end where memory does */
+	__u32 frame_is_entry;		/* 3.11: _PyInterpreterFrame.is_entry; else GP_PY_NONE */
+};
+
+struct gp_py_frame {
+	__u64 code;	/* PyCodeObject * */
+	__u64 instr;	/* 3.11+: the instruction pointer; 3.10: f_lasti */
+	__s32 firstlineno;	/* lets user space tell a reused code address */
+	__u32 flags;		/* enum gp_py_frame_flags */
+};
+
+enum gp_py_frame_flags {
+	/*
+	 * The outermost frame of one run of the interpreter loop: the frame C
+	 * code entered _PyEval_EvalFrameDefault with (3.12+: the next frame is a
+	 * C-stack shim; 3.11: is_entry; 3.10: every frame). Frames from one such
+	 * frame inwards to the previous one belong to one native
+	 * _PyEval_EvalFrameDefault activation: user space places them there.
+	 */
+	GP_PY_FRAME_ENTRY = 1u << 0,
+};
+
+enum gp_py_status {
+	GP_PY_OK = 0,
+	GP_PY_NOT_PYTHON = 1,	/* no entry for this process */
+	GP_PY_NO_THREAD = 2,	/* no thread state for this thread (not a Python thread) */
+	GP_PY_READ_FAILED = 3,	/* interpreter memory unreadable (paged out, torn) */
+};
+
+struct gp_py_stack {
+	__u32 nr;		/* frames[0..nr), innermost first */
+	__u32 status;		/* enum gp_py_status */
+	__u32 truncated;	/* more frames than GP_PY_MAX_FRAMES */
+	__u32 pad;
+	struct gp_py_frame frames[GP_PY_MAX_FRAMES];
+};
+
+#endif /* GPUPROBE_STACKS_H */

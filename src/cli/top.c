@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The live view's loop: every interval, the records in flight, each process's probe hits
+ * and each mode's drops (gp_run__hits_drops), every mode's counters into a counter set
+ * (rates are the changes over the interval), a frame (top_view.c), drawn. Keys are read
+ * between frames without waiting; ncurses keeps the screen right over ssh and on resize.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ncurses.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "calibrate.h"
+#include "counters.h"
+#include "events.h"
+#include "run.h"
+#include "text.h"
+#include "top.h"
+#include "top_view.h"
+#include "util.h"
+
+/* Counter series top keeps: processes x (kinds + kernels + copies). More are counted. */
+#define TOP_MAX_SERIES 65536
+
+struct top {
+	struct gp_run *run;
+	const struct top_opts *o;
+	struct gp_counters *cs;
+	struct top_frame f;
+	struct gp_snap_pid *pids;
+	size_t nr_pids, cap_pids;
+	double cost;
+	enum top_col col;
+	bool reverse;
+	size_t selected;
+	uint32_t selected_pid; /* the selection follows its process through sorts and ticks */
+	uint64_t frames;
+	struct top_line *lines;
+	size_t cap_lines;
+};
+
+static void add_pid(void *ctx, const struct gp_snap_pid *p)
+{
+	struct top *t = ctx;
+
+	if (t->nr_pids == t->cap_pids) {
+		size_t cap = t->cap_pids ? 2 * t->cap_pids : 64;
+		struct gp_snap_pid *v = realloc(t->pids, cap * sizeof(*v));
+
+		if (!v)
+			return; /* this process shows without its name this time */
+		t->pids = v;
+		t->cap_pids = cap;
+	}
+	t->pids[t->nr_pids++] = *p;
+}
+
+static void drops_text(struct top *t, const uint64_t *dropped)
+{
+	size_t off = 0;
+	bool any = gp_counters__dropped(t->cs) > 0;
+
+	for (int i = 0; i < t->run->nr; i++)
+		any = any || dropped[i];
+	if (!any) {
+		snprintf(t->f.drops, sizeof(t->f.drops), "none");
+		return;
+	}
+	t->f.drops[0] = '\0';
+	for (int i = 0; i < t->run->nr && off < sizeof(t->f.drops); i++)
+		off += (size_t)snprintf(t->f.drops + off, sizeof(t->f.drops) - off, "%s%s %llu", i ? ", " : "",
+					t->run->slot[i].m->name, (unsigned long long)dropped[i]);
+	if (gp_counters__dropped(t->cs) && off < sizeof(t->f.drops))
+		snprintf(t->f.drops + off, sizeof(t->f.drops) - off, ", counter series %llu",
+			 (unsigned long long)gp_counters__dropped(t->cs));
+}
+
+/* One frame's data; reap forgets the processes that exited a while ago. */
+static int tick(struct top *t, bool reap)
+{
+	uint64_t dropped[GP_MAX_MODES] = { 0 }, now;
+	const struct gp_counter_row *rows;
+	size_t n;
+	int r;
+
+	gp_events__drain(t->run->events);
+	t->nr_pids = 0;
+	gp_run__hits_drops(t->run, add_pid, t, dropped);
+	now = gp_mono_ns();
+	gp_counters__begin(t->cs, now);
+	gp_run__counters(t->run, gp_counters__add, t->cs);
+	for (size_t i = 0; i < t->nr_pids; i++)
+		gp_counters__add(t->cs, &(struct gp_counter){ t->pids[i].pid, TOP_TRACK_HITS, "all",
+							     (double)t->pids[i].probe_hits, GP_CTR_TOTAL });
+	n = gp_counters__end(t->cs, &rows);
+	r = top_frame__build(&t->f, rows, n, t->pids, t->nr_pids,
+			     (double)(now - gp_counters__prev_ns(t->cs)) / 1e9, t->cost);
+	drops_text(t, dropped);
+	gp_text__clock(t->f.clock, sizeof(t->f.clock));
+	top_frame__sort(&t->f, t->col, t->reverse);
+	/* an exited process stays on screen (marked *) for --keep-exited seconds */
+	if (reap && now > gp_seconds_to_ns(t->o->keep_exited))
+		gp_run__reap(t->run, now - gp_seconds_to_ns(t->o->keep_exited), t->o->keep_pid);
+	return r;
+}
+
+/* The selected row: where its process is now, or the nearest row. */
+static void find_selected(struct top *t)
+{
+	for (size_t i = 0; t->selected_pid && i < t->f.nr_procs; i++)
+		if (t->f.procs[i].pid == t->selected_pid) {
+			t->selected = i;
+			return;
+		}
+	if (t->selected >= t->f.nr_procs)
+		t->selected = t->f.nr_procs ? t->f.nr_procs - 1 : 0;
+	t->selected_pid = t->f.nr_procs ? t->f.procs[t->selected].pid : 0;
+}
+
+static size_t layout(struct top *t, int width, int height)
+{
+	size_t max = height > 0 ? (size_t)height : 16 + t->f.nr_procs * 24;
+
+	if (max > t->cap_lines) {
+		struct top_line *l = realloc(t->lines, max * sizeof(*l));
+
+		if (!l)
+			return 0;
+		t->lines = l;
+		t->cap_lines = max;
+	}
+	find_selected(t);
+	return top__layout(&t->f, width, height, t->col, t->reverse, t->selected, t->lines, max);
+}
+
+static void draw(struct top *t)
+{
+	size_t n = layout(t, COLS, LINES);
+
+	erase();
+	for (size_t i = 0; i < n && (int)i < LINES; i++) {
+		int a = t->lines[i].attr == TOP_TITLE || t->lines[i].attr == TOP_SELECTED ? A_REVERSE :
+			t->lines[i].attr == TOP_HEADER ? A_BOLD : A_NORMAL;
+
+		attrset(a);
+		mvaddnstr((int)i, 0, t->lines[i].text, COLS);
+		if (a == A_REVERSE) /* a bar across the screen */
+			for (int x = (int)strlen(t->lines[i].text); x < COLS; x++)
+				mvaddch((int)i, x, ' ');
+	}
+	attrset(A_NORMAL);
+	refresh();
+}
+
+/* A key: true when it asks to quit. */
+static bool key(struct top *t, int ch)
+{
+	switch (ch) {
+	case 'q':
+	case 'Q':
+		return true;
+	case '<':
+	case KEY_LEFT:
+		t->col = (t->col + TOP__COLS - 1) % TOP__COLS;
+		break;
+	case '>':
+	case KEY_RIGHT:
+		t->col = (t->col + 1) % TOP__COLS;
+		break;
+	case 'r':
+		t->reverse = !t->reverse;
+		break;
+	case KEY_UP:
+	case 'k':
+		if (t->selected)
+			t->selected--;
+		t->selected_pid = 0; /* the row moved: its process is selected at the next layout */
+		return false;
+	case KEY_DOWN:
+	case 'j':
+		t->selected++;
+		t->selected_pid = 0;
+		return false;
+	default:
+		return false;
+	}
+	top_frame__sort(&t->f, t->col, t->reverse);
+	return false;
+}
+
+static bool over(const struct top *t, uint64_t start)
+{
+	return (t->o->stop && t->o->stop(t->o->ctx)) ||
+	       (t->o->duration > 0 && gp_mono_ns() - start >= gp_seconds_to_ns(t->o->duration));
+}
+
+static int run_batch(struct top *t)
+{
+	uint64_t start = gp_mono_ns(), next = start + gp_seconds_to_ns(t->o->interval);
+	int r = 0;
+
+	while (!r && !over(t, start)) {
+		bool end = t->o->ended && t->o->ended(t->o->ctx);
+		size_t n;
+
+		r = gp_events__poll(t->run->events, 50);
+		if (r < 0)
+			break;
+		r = 0;
+		gp_run__tick(t->run); /* libraries loaded later */
+		if (!end && gp_mono_ns() < next)
+			continue;
+		next += gp_seconds_to_ns(t->o->interval);
+		r = tick(t, !end);
+		t->f.ended = end;
+		n = layout(t, t->o->width, 0);
+		for (size_t i = 0; i < n; i++)
+			printf("%s\n", t->lines[i].text);
+		printf("\n");
+		fflush(stdout);
+		if (end || (t->o->iterations && ++t->frames >= t->o->iterations))
+			break;
+	}
+	return r;
+}
+
+static int run_screen(struct top *t)
+{
+	uint64_t start = gp_mono_ns(), next = start + gp_seconds_to_ns(t->o->interval);
+	bool redraw = true;
+	int r = 0, ch;
+
+	while (!r && !over(t, start)) {
+		r = gp_events__poll(t->run->events, 50);
+		if (r < 0)
+			break;
+		r = 0;
+		gp_run__tick(t->run); /* libraries loaded later */
+		while ((ch = getch()) != ERR) {
+			if (key(t, ch))
+				return 0;
+			redraw = true;
+		}
+		if (!t->f.ended && t->o->ended && t->o->ended(t->o->ctx)) {
+			/* one more frame with the last records, then it stays until q */
+			r = tick(t, false);
+			t->f.ended = true;
+			redraw = true;
+		} else if (!t->f.ended && gp_mono_ns() >= next) {
+			next += gp_seconds_to_ns(t->o->interval);
+			r = tick(t, true);
+			redraw = true;
+		}
+		if (redraw)
+			draw(t);
+		redraw = false;
+	}
+	return r;
+}
+
+static int screen_open(SCREEN **s, char *err, size_t len)
+{
+	if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
+		snprintf(err, len, "top: stdin and stdout must be a terminal (or use --batch)");
+		return -ENOTTY;
+	}
+	*s = newterm(NULL, stdout, stdin);
+	if (!*s) {
+		snprintf(err, len, "top: cannot drive the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
+		return -ENOTTY;
+	}
+	cbreak();
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	nodelay(stdscr, TRUE);
+	set_escdelay(25);
+	curs_set(0);
+	return 0;
+}
+
+int top__run(struct gp_run *run, const struct top_opts *o, char *err, size_t len)
+{
+	struct top t = { .run = run, .o = o, .col = (enum top_col)o->sort, .reverse = o->reverse };
+	SCREEN *s = NULL;
+	int r = 0;
+
+	t.cs = gp_counters__new(TOP_MAX_SERIES);
+	if (!t.cs) {
+		snprintf(err, len, "out of memory");
+		return -ENOMEM;
+	}
+	t.cost = calibrate__probe_cost(2000);
+	snprintf(t.f.who, sizeof(t.f.who), "%s", o->who);
+	if (!o->batch)
+		r = screen_open(&s, err, len);
+	if (!r)
+		r = tick(&t, false); /* the start of the first interval */
+	if (!r)
+		r = o->batch ? run_batch(&t) : run_screen(&t);
+	if (r && !err[0])
+		snprintf(err, len, "top: %s", strerror(-r));
+	if (s) {
+		endwin();
+		delscreen(s);
+	}
+	top_frame__clear(&t.f);
+	gp_counters__free(t.cs);
+	free(t.pids);
+	free(t.lines);
+	return r;
+}

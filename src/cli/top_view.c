@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "jsonnum.h"
+#include "top_view.h"
+#include "u64map.h"
+
+static const char *const col_title[TOP__COLS] = {
+	[TOP_PID] = "PID", [TOP_COMM] = "COMM", [TOP_LAUNCHES] = "LAUNCH/s", [TOP_MEMORY] = "MEMORY",
+	[TOP_GROWTH] = "GROWTH/s", [TOP_H2D] = "H2D/s", [TOP_D2H] = "D2H/s", [TOP_PROBE] = "PROBE%",
+};
+
+/* the copy directions of GP_TRACK_COPIES series, in the order the copies table shows them */
+static const char *const dirs[] = { "H2D", "D2H", "D2D", "peer", "H2H" };
+#define NR_DIRS (sizeof(dirs) / sizeof(dirs[0]))
+
+static int dir_index(const char *d)
+{
+	for (size_t i = 0; i < NR_DIRS; i++)
+		if (!strcmp(dirs[i], d))
+			return (int)i;
+	return (int)NR_DIRS;
+}
+
+void top_frame__clear(struct top_frame *f)
+{
+	for (size_t i = 0; f->procs && i < f->nr_procs; i++) {
+		free(f->procs[i].kernels);
+		free(f->procs[i].copies);
+	}
+	free(f->procs);
+	f->procs = NULL;
+	f->nr_procs = 0;
+}
+
+static int grow(void **v, size_t n, size_t size)
+{
+	void *nv;
+
+	if (n & (n - 1)) /* room for n + 1 is there until n reaches a power of two */
+		return 0;
+	nv = realloc(*v, (n ? 2 * n : 1) * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	return 0;
+}
+
+/* "H2D gpu1" -> H2D, 1; "H2H" -> H2H, -1 */
+static void parse_copy(const char *series, struct top_copy *c)
+{
+	const char *sp = strchr(series, ' ');
+	size_t n = sp ? (size_t)(sp - series) : strlen(series);
+
+	snprintf(c->dir, sizeof(c->dir), "%.*s", (int)(n < sizeof(c->dir) ? n : sizeof(c->dir) - 1), series);
+	c->gpu = -1;
+	if (sp && !strncmp(sp, " gpu", 4))
+		c->gpu = atoi(sp + 4);
+}
+
+static int add_row(struct top_proc *p, const struct gp_counter_row *r, double dt, double cost)
+{
+	double rate = dt > 0 ? r->delta / dt : 0;
+
+	if (!strcmp(r->track, GP_TRACK_MEMORY)) {
+		p->has_memory = true;
+		p->memory += r->value;
+		p->growth += rate;
+	} else if (!strcmp(r->track, GP_TRACK_LAUNCHES)) {
+		p->launches += r->value;
+		p->launch_rate += rate;
+	} else if (!strcmp(r->track, GP_TRACK_KERNELS)) {
+		if (grow((void **)&p->kernels, p->nr_kernels, sizeof(*p->kernels)))
+			return -ENOMEM;
+		p->kernels[p->nr_kernels++] = (struct top_kernel){ r->series, rate, r->value };
+	} else if (!strcmp(r->track, GP_TRACK_COPIES)) {
+		struct top_copy c = { .rate = rate, .total = r->value };
+
+		if (grow((void **)&p->copies, p->nr_copies, sizeof(*p->copies)))
+			return -ENOMEM;
+		parse_copy(r->series, &c);
+		p->copies[p->nr_copies++] = c;
+		p->has_copies = true;
+		p->h2d += !strcmp(c.dir, "H2D") ? rate : 0;
+		p->d2h += !strcmp(c.dir, "D2H") ? rate : 0;
+	} else if (!strcmp(r->track, TOP_TRACK_HITS)) {
+		p->hits = r->value;
+		p->probe_pct = cost >= 0 && dt > 0 ? 100.0 * r->delta * cost / dt : -1;
+	}
+	return 0;
+}
+
+static int cmp_kernel(const void *a, const void *b)
+{
+	const struct top_kernel *x = a, *y = b;
+
+	if (x->rate != y->rate)
+		return x->rate > y->rate ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int cmp_copy(const void *a, const void *b)
+{
+	const struct top_copy *x = a, *y = b;
+	unsigned int gx = (unsigned int)x->gpu, gy = (unsigned int)y->gpu; /* -1 last */
+
+	if (gx != gy)
+		return gx < gy ? -1 : 1;
+	return dir_index(x->dir) - dir_index(y->dir);
+}
+
+static void finish_proc(struct top_proc *p, const struct u64map *names, const struct gp_snap_pid *pids)
+{
+	uintptr_t at = (uintptr_t)u64map__get(names, p->pid);
+
+	if (at) {
+		memcpy(p->comm, pids[at - 1].comm, sizeof(p->comm));
+		p->comm[sizeof(p->comm) - 1] = '\0';
+		p->exited = pids[at - 1].exited;
+	}
+	if (p->nr_kernels > 1)
+		qsort(p->kernels, p->nr_kernels, sizeof(*p->kernels), cmp_kernel);
+	if (p->nr_copies > 1)
+		qsort(p->copies, p->nr_copies, sizeof(*p->copies), cmp_copy);
+}
+
+int top_frame__build(struct top_frame *f, const struct gp_counter_row *rows, size_t n,
+		     const struct gp_snap_pid *pids, size_t nr_pids, double dt, double cost)
+{
+	struct u64map *names = u64map__new();
+	struct top_proc *p = NULL;
+	int r = 0;
+
+	top_frame__clear(f);
+	f->dt = dt;
+	f->cost = cost;
+	f->hit_rate = 0;
+	for (size_t i = 0; names && i < nr_pids; i++)
+		if (u64map__put(names, pids[i].pid, (void *)(uintptr_t)(i + 1)))
+			r = -ENOMEM;
+	for (size_t i = 0; names && !r && i < n; i++) {
+		if (rows[i].gone) /* its process was forgotten: nothing to show */
+			continue;
+		if (!p || p->pid != rows[i].pid) {
+			if (grow((void **)&f->procs, f->nr_procs, sizeof(*f->procs))) {
+				r = -ENOMEM;
+				break;
+			}
+			p = &f->procs[f->nr_procs++];
+			*p = (struct top_proc){ .pid = rows[i].pid, .probe_pct = -1 };
+		}
+		r = add_row(p, &rows[i], dt, cost);
+		if (!strcmp(rows[i].track, TOP_TRACK_HITS) && dt > 0)
+			f->hit_rate += rows[i].delta / dt;
+	}
+	for (size_t i = 0; names && i < f->nr_procs; i++)
+		finish_proc(&f->procs[i], names, pids);
+	if (!names)
+		r = -ENOMEM;
+	u64map__free(names);
+	return r;
+}
+
+static enum top_col sort_col;
+static bool sort_reverse;
+
+static double key(const struct top_proc *p, enum top_col c)
+{
+	switch (c) {
+	case TOP_LAUNCHES: return p->launch_rate;
+	case TOP_MEMORY: return p->memory;
+	case TOP_GROWTH: return p->growth;
+	case TOP_H2D: return p->h2d;
+	case TOP_D2H: return p->d2h;
+	case TOP_PROBE: return p->probe_pct;
+	default: return 0;
+	}
+}
+
+/* Numbers biggest first, PID and COMM in their natural order; ties by PID. */
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct top_proc *x = a, *y = b;
+	int r = 0;
+
+	if (sort_col == TOP_COMM)
+		r = strcmp(x->comm, y->comm);
+	else if (sort_col != TOP_PID && key(x, sort_col) != key(y, sort_col))
+		r = key(x, sort_col) > key(y, sort_col) ? -1 : 1;
+	if (!r)
+		r = x->pid < y->pid ? -1 : x->pid > y->pid;
+	return sort_reverse ? -r : r;
+}
+
+void top_frame__sort(struct top_frame *f, enum top_col col, bool reverse)
+{
+	sort_col = col;
+	sort_reverse = reverse;
+	if (f->nr_procs > 1)
+		qsort(f->procs, f->nr_procs, sizeof(*f->procs), cmp_proc);
+}
+
+/* --- numbers in a few characters -------------------------------------------------- */
+
+/* 0, 7, 12.5, 950, 1.23k, 12.3k, 123k, 1.23M */
+static void fmt_count(double v, char *buf, size_t len)
+{
+	static const char *const sfx[] = { "", "k", "M", "G", "T" };
+	size_t u = 0;
+
+	if (!isfinite(v) || v < 0) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	if (v < 999.5) {
+		snprintf(buf, len, v == floor(v) || v >= 9.95 ? "%.0f" : "%.1f", v);
+		return;
+	}
+	while (v >= 999.5 && u + 1 < sizeof(sfx) / sizeof(sfx[0])) {
+		v /= 1000;
+		u++;
+	}
+	snprintf(buf, len, v >= 99.95 ? "%.0f%s" : v >= 9.995 ? "%.1f%s" : "%.2f%s", v, sfx[u]);
+}
+
+static void fmt_bytes(double v, char *buf, size_t len)
+{
+	num__bytes(v > 0 ? (uint64_t)llround(v) : 0, buf, len);
+}
+
+static void fmt_growth(double v, char *buf, size_t len)
+{
+	char b[24];
+
+	if (fabs(v) < 0.5) {
+		snprintf(buf, len, "0 B");
+		return;
+	}
+	num__bytes((uint64_t)llround(fabs(v)), b, sizeof(b));
+	snprintf(buf, len, "%c%s", v > 0 ? '+' : '-', b);
+}
+
+static void fmt_pct(double v, char *buf, size_t len)
+{
+	if (v < 0)
+		snprintf(buf, len, "-");
+	else if (v > 0 && v < 0.01)
+		snprintf(buf, len, "<0.01%%");
+	else
+		snprintf(buf, len, "%.2f%%", v);
+}
+
+/* --- lines -------------------------------------------------------------------------- */
+
+struct out {
+	struct top_line *lines;
+	size_t n, max;
+	int width;
+};
+
+__attribute__((format(printf, 3, 4)))
+static void put(struct out *o, enum top_attr attr, const char *fmt, ...)
+{
+	va_list ap;
+	int w = o->width < TOP_MAX_WIDTH ? o->width : TOP_MAX_WIDTH;
+
+	if (o->n >= o->max)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(o->lines[o->n].text, (size_t)w + 1, fmt, ap);
+	va_end(ap);
+	o->lines[o->n++].attr = attr;
+}
+
+struct widths {
+	int comm, kernel; /* kernel 0: no TOP KERNEL column */
+};
+
+/* 79 columns with a 14-wide COMM; wider terminals get a full COMM, then the busiest
+ * kernel of each process */
+static struct widths widths_for(int width)
+{
+	struct widths w = { .comm = 14 };
+	int extra = width - 79;
+
+	if (extra > 0)
+		w.comm++;
+	extra = width - 80;
+	if (extra >= 20)
+		w.kernel = extra - 1 > 60 ? 60 : extra - 1;
+	return w;
+}
+
+static void table_header(struct out *o, struct widths w)
+{
+	put(o, TOP_HEADER, "%7s %-*s %8s %9s %10s %9s %9s %6s%s%s", col_title[TOP_PID], w.comm, col_title[TOP_COMM],
+	    col_title[TOP_LAUNCHES], col_title[TOP_MEMORY], col_title[TOP_GROWTH], col_title[TOP_H2D],
+	    col_title[TOP_D2H], col_title[TOP_PROBE], w.kernel ? " " : "", w.kernel ? "TOP KERNEL" : "");
+}
+
+static void table_row(struct out *o, struct widths w, const struct top_proc *p, bool sel)
+{
+	char l[32], m[32], g[32], h[32], d[32], pc[32];
+	char comm[GP_COMM_LEN + 2];
+
+	fmt_count(p->launch_rate, l, sizeof(l));
+	if (p->has_memory) {
+		fmt_bytes(p->memory, m, sizeof(m));
+		fmt_growth(p->growth, g, sizeof(g));
+	} else {
+		snprintf(m, sizeof(m), "-");
+		snprintf(g, sizeof(g), "-");
+	}
+	num__rate(p->has_copies ? p->h2d : -1, h, sizeof(h));
+	num__rate(p->has_copies ? p->d2h : -1, d, sizeof(d));
+	fmt_pct(p->probe_pct, pc, sizeof(pc));
+	snprintf(comm, sizeof(comm), "%s%s", p->exited ? "*" : "", p->comm);
+	put(o, sel ? TOP_SELECTED : TOP_TEXT, "%7u %-*.*s %8s %9s %10s %9s %9s %6s%s%.*s", p->pid, w.comm, w.comm,
+	    comm, l, m, g, h, d, pc, w.kernel ? " " : "", w.kernel,
+	    w.kernel && p->nr_kernels ? p->kernels[0].name : "");
+}
+
+static void title(struct out *o, const struct top_frame *f)
+{
+	char one[32], rate[16];
+
+	/* what is traced comes last: a narrow terminal cuts only that */
+	put(o, TOP_TITLE, "gpuprobe top  %s  %zu process%s%s  %s", f->clock, f->nr_procs, f->nr_procs == 1 ? "" : "es",
+	    f->ended ? "  ENDED" : "", f->who);
+	fmt_count(f->hit_rate, rate, sizeof(rate));
+	if (f->cost >= 0) {
+		num__seconds(f->cost, one, sizeof(one));
+		put(o, TOP_TEXT, "probes: %s hits/s x %s = %.2f%% of a CPU; dropped: %s", rate, one,
+		    100.0 * f->hit_rate * f->cost, f->drops);
+	} else {
+		put(o, TOP_TEXT, "probes: %s hits/s (cost not calibrated); dropped: %s", rate, f->drops);
+	}
+}
+
+static size_t nr_gpus(const struct top_proc *p)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->nr_copies; i++)
+		if (!i || p->copies[i].gpu != p->copies[i - 1].gpu)
+			n++;
+	return n;
+}
+
+/* The selected process: a line, its kernels (at most k), its copies per GPU. */
+static void detail(struct out *o, const struct top_frame *f, const struct top_proc *p, size_t k)
+{
+	bool totals = f->ended || p->exited; /* no rates left to show: what it did */
+	char a[32], b[32], cells[NR_DIRS][32];
+	int kw = o->width - 25; /* "  NAME LAUNCH/s TOTAL" */
+
+	fmt_bytes(p->memory, b, sizeof(b));
+	put(o, TOP_HEADER, "PID %u%s%s%s: %.0f launches, %s outstanding, %.0f probe hits", p->pid, p->comm[0] ? " " : "",
+	    p->comm, p->exited ? " (exited)" : "", p->launches, p->has_memory ? b : "-", p->hits);
+	if (p->nr_kernels && k) {
+		put(o, TOP_TEXT, "  %-*s %10s %11s", kw > 10 ? kw : 10, "KERNEL", "LAUNCH/s", "TOTAL");
+		for (size_t i = 0; i < p->nr_kernels && i < k; i++) {
+			fmt_count(p->kernels[i].rate, a, sizeof(a));
+			put(o, TOP_TEXT, "  %-*.*s %10s %11.0f", kw > 10 ? kw : 10, kw > 10 ? kw : 10, p->kernels[i].name, a,
+			    p->kernels[i].total);
+		}
+	}
+	if (!p->nr_copies)
+		return;
+	put(o, TOP_TEXT, "  %-8s %10s %10s %10s %10s %10s  %s", "COPIES", dirs[0], dirs[1], dirs[2], dirs[3], dirs[4],
+	    totals ? "bytes copied" : "per second");
+	for (size_t i = 0; i < p->nr_copies;) {
+		int gpu = p->copies[i].gpu;
+		char where[16];
+
+		for (size_t d = 0; d < NR_DIRS; d++)
+			snprintf(cells[d], sizeof(cells[d]), "-");
+		for (; i < p->nr_copies && p->copies[i].gpu == gpu; i++) {
+			int d = dir_index(p->copies[i].dir);
+
+			if (d < (int)NR_DIRS && totals)
+				fmt_bytes(p->copies[i].total, cells[d], sizeof(cells[d]));
+			else if (d < (int)NR_DIRS)
+				num__rate(p->copies[i].rate, cells[d], sizeof(cells[d]));
+		}
+		snprintf(where, sizeof(where), gpu >= 0 ? "gpu%d" : "host", gpu);
+		put(o, TOP_TEXT, "  %-8s %10s %10s %10s %10s %10s", where, cells[0], cells[1], cells[2], cells[3],
+		    cells[4]);
+	}
+}
+
+static void footer(struct out *o, const struct top_frame *f, enum top_col col, bool reverse)
+{
+	put(o, TOP_TITLE, "q quit  < > sort: %s%s  r reverse  up/down select%s", col_title[col],
+	    reverse ? " (smallest first)" : "", f->ended ? "  - ended: final figures" : "");
+}
+
+size_t top__layout(const struct top_frame *f, int width, int height, enum top_col col, bool reverse,
+		   size_t selected, struct top_line *lines, size_t max)
+{
+	struct out o = { .lines = lines, .max = max, .width = width };
+	struct widths w = widths_for(width);
+	const struct top_proc *sel = f->nr_procs ? &f->procs[selected < f->nr_procs ? selected : f->nr_procs - 1] : NULL;
+	size_t kernels = sel ? sel->nr_kernels : 0, copies = sel && sel->nr_copies ? 1 + nr_gpus(sel) : 0;
+	size_t rows = f->nr_procs, first = 0, dl;
+
+	if (height > 0) {
+		/* 2 title lines, the table's header, the footer: the rest is shared between
+		 * the table (3 rows at least) and the selected process's detail */
+		size_t space = (size_t)height > 4 ? (size_t)height - 4 : 0, want_rows = rows < 3 ? rows : 3;
+
+		if (kernels > 5)
+			kernels = 5;
+		dl = sel ? 1 + (kernels ? 1 + kernels : 0) + copies : 0;
+		while (dl + want_rows > space && kernels) { /* fewer kernels before fewer rows */
+			kernels--;
+			dl = 1 + (kernels ? 1 + kernels : 0) + copies;
+		}
+		if (dl > space)
+			dl = space;
+		rows = space - dl < f->nr_procs ? space - dl : f->nr_procs;
+		if (selected >= rows && rows) /* scroll so the selected row shows */
+			first = selected - rows + 1;
+	}
+	title(&o, f);
+	table_header(&o, w);
+	for (size_t i = first; i < f->nr_procs && i < first + rows; i++)
+		table_row(&o, w, &f->procs[i], &f->procs[i] == sel && height > 0);
+	if (height <= 0) /* --batch: no one selects, so every process's detail */
+		for (size_t i = 0; i < f->nr_procs; i++)
+			detail(&o, f, &f->procs[i], 10);
+	else if (sel && o.n + 2 <= (size_t)height)
+		detail(&o, f, sel, kernels);
+	if (height > 0 && o.n + 1 > (size_t)height)
+		o.n = (size_t)height - 1;
+	while (height > 0 && o.n + 1 < (size_t)height) /* the keys on the last line */
+		put(&o, TOP_TEXT, "%s", "");
+	footer(&o, f, col, reverse);
+	return o.n;
+}

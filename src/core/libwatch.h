@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The library files a run probes, found at start and as they appear: a command such as
+ * `torchrun train.py` loads libnccl from a wheel's folder (site-packages/nvidia/nccl/lib)
+ * only when a worker imports torch, a folder nobody could name in advance. The watcher
+ *   - resolves libnccl at start: --libnccl, else LD_LIBRARY_PATH, ldconfig's cache, the
+ *     usual folders and the libraries the targets (or, node-wide, all processes) map;
+ *   - puts a uprobe on the dynamic linker's debugger hook (_dl_debug_state, what gdb uses
+ *     to see every dlopen: bpf/libwatch.bpf.c) in each linker file the followed processes
+ *     map, and reads a process's /proc/PID/maps when its linker reports a consistent link
+ *     map again (a library was loaded) or when it execs;
+ *   - rescans the followed processes' maps every second, a bounded number a tick (static
+ *     programs have no linker to hook);
+ *   - opens each new file through safe_open_mapped (inside the process's root, the mapped
+ *     device and inode; /proc/PID/map_files as the fallback), de-duplicated by device and
+ *     inode (uprobes bind to inodes), and probes it through gp_run__attach_lib by its
+ *     /proc/self/fd path, for every mode that needs its kind.
+ * Files the front end attaches itself (libcuda at start, the daemon's rescans) are claimed
+ * through gp_run__attach_lib too, so nothing is probed twice.
+ */
+#ifndef GP_LIBWATCH_H
+#define GP_LIBWATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "mode.h"
+
+struct libwatch;
+struct gp_run;
+
+/* No BPF yet: only the table of files claimed. NULL when out of memory. */
+struct libwatch *libwatch__new(struct gp_run *run);
+/* Loads the hook's BPF object (after the run's process tree and shared ring buffer exist,
+ * before anything is attached); 0 or -errno with one line in err. */
+int libwatch__open(struct libwatch *w, char *err, size_t len);
+/* Claims the file at path for kind: 1 when it is new (the caller probes it), 0 when it was
+ * claimed already, -errno when it cannot be stat'ed. */
+int libwatch__claim(struct libwatch *w, enum gp_lib kind, const char *path);
+/* The kinds (enum gp_need bits) the front end wants watched and not resolved itself:
+ * their files now, then the hook and the rescans. 0 or -errno with one line in err (a
+ * --libnccl that is not NCCL's). */
+int libwatch__start(struct libwatch *w, unsigned int kinds, char *err, size_t len);
+/* From the front end's loop (~every 100 ms): deferred scans and the periodic rescan. */
+void libwatch__tick(struct libwatch *w);
+/* Whether path is a library of kind (libcuda: exports cuMemAlloc_v2; libnccl: ncclAllReduce
+ * or pncclAllReduce); 0 or -errno with one reason in err. */
+int libwatch__check(enum gp_lib kind, const char *path, char *err, size_t len);
+/* Files probed by the watcher per kind, scans made, scans put off (over budget). */
+struct libwatch_stats {
+	unsigned int hooked;   /* dynamic linker files with the hook */
+	unsigned int files[GP_LIB__COUNT];
+	unsigned long long hook_reports, scans, deferred, rescans;
+};
+void libwatch__stats(const struct libwatch *w, struct libwatch_stats *st);
+void libwatch__free(struct libwatch *w);
+
+#endif

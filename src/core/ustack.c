@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ustack: see ustack.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "pystack.h"
+#include "symbolize.h"
+#include "u64map.h"
+#include "unwind.h"
+#include "ustack.h"
+#include "util.h"
+
+#define CACHE_SLOTS 16384            /* named native frames, direct-mapped by (pid, pc) */
+#define MAX_PROCS 4096               /* processes looked at (gp_py_procs holds as many) */
+#define WAIT_NS (5ull * 1000000000)  /* how long a python* waits for its libpython */
+#define RETRY_NS (2ull * 1000000)    /* between two looks at a waiting process */
+#define SWEEP_NS (5ull * 1000000000) /* between two sweeps of exited processes */
+#define EVAL_FN "_PyEval_EvalFrameDefault"
+
+enum py_state { PY_UNKNOWN, PY_YES, PY_NO, PY_WAIT, PY_FAILED };
+
+struct pyproc {
+	enum py_state state;
+	uint64_t deadline_ns, next_ns;
+	struct gp_py_proc pp;
+};
+
+struct fslot {
+	uint64_t pc;
+	uint32_t pid;
+	bool ret;
+	char *text;
+};
+
+struct ustack {
+	struct symbolizer *sym;
+	struct unwinder *uw;
+	struct pystack *ps;
+	char *proc_root;
+	int py_fd;
+	struct u64map *procs; /* pid -> struct pyproc */
+	uint64_t next_sweep_ns;
+	struct fslot *cache;
+	char *arena; /* this call's frame texts */
+	size_t used;
+	struct unwind_frames uf;
+	struct ustack_stats st;
+};
+
+struct ustack *ustack__new(struct symbolizer *sym, const char *proc_root, int py_map_fd)
+{
+	struct ustack *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->sym = sym;
+	u->py_fd = py_map_fd;
+	u->proc_root = strdup(proc_root ? proc_root : "/proc");
+	u->uw = unwinder__new(proc_root);
+	u->ps = pystack__new(proc_root);
+	u->procs = u64map__new();
+	u->cache = calloc(CACHE_SLOTS, sizeof(*u->cache));
+	u->arena = malloc((size_t)USTACK_MAX_FRAMES * USTACK_FRAME_MAX);
+	if (!u->proc_root || !u->uw || !u->ps || !u->procs || !u->cache || !u->arena) {
+		ustack__free(u);
+		return NULL;
+	}
+	return u;
+}
+
+void ustack__free(struct ustack *u)
+{
+	if (!u)
+		return;
+	for (size_t i = 0; u->cache && i < CACHE_SLOTS; i++)
+		free(u->cache[i].text);
+	free(u->cache);
+	free(u->arena);
+	u64map__free_all(u->procs, NULL);
+	pystack__free(u->ps);
+	unwinder__free(u->uw);
+	free(u->proc_root);
+	free(u);
+}
+
+void ustack__stats(const struct ustack *u, struct ustack_stats *st)
+{
+	*st = u->st;
+}
+
+/* ---- CPython processes ---- */
+
+/* Whether the process runs a python* executable (a string read: nothing is opened). */
+static bool exe_is_python(const struct ustack *u, uint32_t pid)
+{
+	char path[64], link[4096];
+	const char *base;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%u/exe", u->proc_root, pid);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return false;
+	link[n] = '\0';
+	base = strrchr(link, '/');
+	return !strncmp(base ? base + 1 : link, "python", 6);
+}
+
+static void inspect(struct ustack *u, uint32_t pid, struct pyproc *p)
+{
+	char ver[32] = "", why[256] = "";
+	uint64_t now = gp_mono_ns();
+	int r;
+
+	u->st.inspected++;
+	r = pystack__inspect(u->ps, (int)pid, &p->pp, ver, sizeof(ver), why, sizeof(why));
+	if (!r && bpf_map_update_elem(u->py_fd, &pid, &p->pp, BPF_ANY) == 0) {
+		p->state = PY_YES;
+		u->st.python_procs++;
+		gp_log(GP_LOG_DEBUG, "PID %u: CPython %s: Python frames on", pid, ver);
+		return;
+	}
+	if (!r) {
+		p->state = PY_FAILED;
+		gp_log(GP_LOG_WARN, "PID %u: CPython %s: no Python frames (the BPF map is full)", pid, ver);
+		return;
+	}
+	/* a python* between its exec and the mapping of its libpython: look again */
+	if (r == -ENOENT && (p->state == PY_WAIT ? now < p->deadline_ns : exe_is_python(u, pid))) {
+		if (p->state != PY_WAIT)
+			p->deadline_ns = now + WAIT_NS;
+		p->state = PY_WAIT;
+		p->next_ns = now + RETRY_NS;
+		return;
+	}
+	p->state = r == -ENOENT || r == -ESRCH ? PY_NO : PY_FAILED;
+	if (p->state == PY_FAILED)
+		gp_log(GP_LOG_WARN, "PID %u: no Python frames: %s", pid, why);
+}
+
+static void drop_proc(struct ustack *u, uint32_t pid)
+{
+	struct pyproc *p = u64map__del(u->procs, pid);
+
+	if (p && p->state == PY_YES)
+		bpf_map_delete_elem(u->py_fd, &pid);
+	free(p);
+}
+
+/* Processes gone without an exit record: out of the table and the BPF map. */
+static void sweep(struct ustack *u)
+{
+	uint32_t gone[256];
+	uint64_t pid;
+	size_t n = 0;
+	void *v;
+
+	for (size_t it = 0; n < 256 && u64map__next(u->procs, &it, &pid, &v);)
+		if (kill((pid_t)pid, 0) && errno == ESRCH)
+			gone[n++] = (uint32_t)pid;
+	for (size_t i = 0; i < n; i++)
+		ustack__forget(u, gone[i]);
+}
+
+static struct pyproc *proc_of(struct ustack *u, uint32_t pid)
+{
+	struct pyproc *p = u64map__get(u->procs, pid);
+
+	if (p)
+		return p;
+	if (u64map__size(u->procs) >= MAX_PROCS) {
+		sweep(u);
+		if (u64map__size(u->procs) >= MAX_PROCS)
+			return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (p && u64map__put(u->procs, pid, p)) {
+		free(p);
+		p = NULL;
+	}
+	return p;
+}
+
+void ustack__watch(struct ustack *u, uint32_t pid)
+{
+	struct pyproc *p;
+
+	if (!u || u->py_fd < 0 || !pid)
+		return;
+	p = proc_of(u, pid);
+	if (p && (p->state == PY_UNKNOWN || p->state == PY_WAIT))
+		inspect(u, pid, p);
+}
+
+void ustack__exec(struct ustack *u, uint32_t pid, bool followed)
+{
+	if (!u)
+		return;
+	ustack__forget(u, pid);
+	if (followed || exe_is_python(u, pid))
+		ustack__watch(u, pid);
+}
+
+void ustack__fork(struct ustack *u, uint32_t parent, uint32_t child)
+{
+	struct pyproc *pp, *cp;
+
+	if (!u || u->py_fd < 0)
+		return;
+	pp = u64map__get(u->procs, parent);
+	if (!pp || pp->state != PY_YES) {
+		ustack__watch(u, child);
+		return;
+	}
+	/* the same address space: the parent's offsets, at once (no file read) */
+	cp = proc_of(u, child);
+	if (cp && bpf_map_update_elem(u->py_fd, &child, &pp->pp, BPF_ANY) == 0) {
+		cp->pp = pp->pp;
+		cp->state = PY_YES;
+		u->st.python_procs++;
+	}
+}
+
+size_t ustack__tick(struct ustack *u)
+{
+	uint64_t now = gp_mono_ns(), pid;
+	size_t waiting = 0;
+	void *v;
+
+	if (!u || u->py_fd < 0)
+		return 0;
+	for (size_t it = 0; u64map__next(u->procs, &it, &pid, &v);) {
+		struct pyproc *p = v;
+
+		if (p->state == PY_WAIT && now >= p->next_ns)
+			inspect(u, (uint32_t)pid, p);
+		waiting += p->state == PY_WAIT;
+	}
+	if (now >= u->next_sweep_ns) {
+		sweep(u);
+		u->next_sweep_ns = now + SWEEP_NS;
+	}
+	return waiting;
+}
+
+void ustack__forget(struct ustack *u, uint32_t pid)
+{
+	if (!u)
+		return;
+	drop_proc(u, pid);
+	pystack__forget_pid(u->ps, (int)pid);
+	unwinder__forget_pid(u->uw, (int)pid);
+	for (size_t i = 0; i < CACHE_SLOTS; i++) {
+		if (u->cache[i].text && u->cache[i].pid == pid) {
+			free(u->cache[i].text);
+			u->cache[i].text = NULL;
+		}
+	}
+}
+
+/* ---- frames ---- */
+
+/* The text of a frame into this call's arena (cut at USTACK_FRAME_MAX). */
+static const char *keep(struct ustack *u, const char *s)
+{
+	size_t n = strnlen(s, USTACK_FRAME_MAX - 1), cap = (size_t)USTACK_MAX_FRAMES * USTACK_FRAME_MAX;
+	char *d;
+
+	if (u->used + n + 1 > cap)
+		return "[...]";
+	d = u->arena + u->used;
+	memcpy(d, s, n);
+	d[n] = '\0';
+	u->used += n + 1;
+	return d;
+}
+
+/* "0x7f.. (lib)" with a name from libdwfl: "name+0x1a (lib)". */
+static void name_from_dwfl(struct ustack *u, uint32_t pid, uint64_t pc, char *buf, size_t len)
+{
+	char name[USTACK_FRAME_MAX], rest[USTACK_FRAME_MAX];
+	const char *lib = strstr(buf, " (");
+	size_t n;
+
+	if (!lib || unwinder__symbol(u->uw, (int)pid, pc, name, sizeof(name)))
+		return;
+	snprintf(rest, sizeof(rest), "%s", lib);
+	n = strnlen(name, len - 1);
+	memcpy(buf, name, n);
+	snprintf(buf + n, len - n, "%s", rest);
+}
+
+/* "func+0x1a (lib) at file.c:42"; ret: a return address (its line is the call's). */
+static void name_native(struct ustack *u, uint32_t pid, uint64_t pc, bool ret, char *buf,
+			size_t len, bool *unresolved)
+{
+	char file[256];
+	int r, line = 0;
+	size_t n;
+
+	r = symbolizer__format(u->sym, (int)pid, pc, buf, len);
+	*unresolved = r < 0;
+	if (r < 0)
+		return;
+	if (r == 1)
+		name_from_dwfl(u, pid, pc, buf, len);
+	if (unwinder__srcline(u->uw, (int)pid, ret ? pc - 1 : pc, file, sizeof(file), &line) == 0) {
+		n = strlen(buf);
+		snprintf(buf + n, len - n, " at %s:%d", file, line);
+	}
+}
+
+static const char *native(struct ustack *u, uint32_t pid, uint64_t pc, bool ret, bool *unresolved)
+{
+	uint64_t h = (pc ^ ((uint64_t)pid << 40) ^ ret) * 0x9E3779B97F4A7C15ull;
+	struct fslot *s = &u->cache[(h >> 32) % CACHE_SLOTS];
+	char buf[USTACK_FRAME_MAX];
+
+	*unresolved = false;
+	if (s->text && s->pc == pc && s->pid == pid && s->ret == ret)
+		return keep(u, s->text);
+	name_native(u, pid, pc, ret, buf, sizeof(buf), unresolved);
+	if (!*unresolved) {
+		char *t = strdup(buf);
+
+		if (t) {
+			free(s->text);
+			*s = (struct fslot){ .pc = pc, .pid = pid, .ret = ret, .text = t };
+		}
+	}
+	return keep(u, buf);
+}
+
+static bool is_eval(const char *s)
+{
+	size_t n = sizeof(EVAL_FN) - 1;
+
+	return !strncmp(s, EVAL_FN, n) && (s[n] == '+' || s[n] == '.');
+}
+
+size_t ustack__interleave(const bool *is_ev, size_t nn, const bool *py_entry, size_t np,
+			  bool native_partial, int *order, size_t cap, unsigned int *flags)
+{
+	size_t start[USTACK_MAX_FRAMES + 1], runs = 0, evals = 0, w = 0, g = 0;
+
+	if (np > USTACK_MAX_FRAMES)
+		np = USTACK_MAX_FRAMES;
+	/* runs of the interpreter loop: each ends at its entry frame, innermost first */
+	for (size_t k = 0; k < np; k++)
+		if (k == 0 || py_entry[k - 1])
+			start[runs++] = k;
+	start[runs] = np;
+	for (size_t i = 0; i < nn; i++)
+		evals += is_ev[i];
+	if (runs > evals && !native_partial) {
+		/* the loop's frames are not named (or not all): the Python frames follow */
+		if (np)
+			*flags |= USTACK_PY_AFTER;
+		for (size_t i = 0; i < nn && w < cap; i++)
+			order[w++] = (int)i;
+		for (size_t k = 0; k < np && w < cap; k++)
+			order[w++] = -1 - (int)k;
+		return w;
+	}
+	for (size_t i = 0; i < nn && w < cap; i++) {
+		if (!is_ev[i] || g >= runs) {
+			order[w++] = (int)i;
+			continue;
+		}
+		for (size_t k = start[g]; k < start[g + 1] && w < cap; k++)
+			order[w++] = -1 - (int)k;
+		g++;
+	}
+	/* a partial native stack: the outer runs lie beyond it, in order */
+	for (; g < runs; g++)
+		for (size_t k = start[g]; k < start[g + 1] && w < cap; k++)
+			order[w++] = -1 - (int)k;
+	return w;
+}
+
+/* Python frame k's text; a process not known to pystack (evicted, forked) is looked at. */
+static const char *py_frame(struct ustack *u, uint32_t pid, const struct gp_py_frame *f)
+{
+	char buf[USTACK_FRAME_MAX];
+	struct gp_py_proc pp;
+	int r = pystack__format(u->ps, (int)pid, f, buf, sizeof(buf));
+
+	if (r == -ENOENT && f->code &&
+	    !pystack__inspect(u->ps, (int)pid, &pp, NULL, 0, NULL, 0))
+		pystack__format(u->ps, (int)pid, f, buf, sizeof(buf));
+	return keep(u, buf);
+}
+
+static unsigned int unwind_flags(unsigned int f)
+{
+	return (f & UNWIND_TRUNCATED ? USTACK_TRUNCATED : 0) | (f & UNWIND_STOPPED ? USTACK_STOPPED : 0) |
+	       (f & UNWIND_TOO_DEEP ? USTACK_TOO_DEEP : 0) | (f & UNWIND_NO_STACK ? USTACK_NO_STACK : 0);
+}
+
+/* The texts of a record's Python frames: read first, before anything slower, because a
+ * code object may die soon after the call (a module's, once the script has run). */
+struct pytexts {
+	unsigned int n;
+	const char *text[GP_PY_MAX_FRAMES];
+	bool entry[GP_PY_MAX_FRAMES];
+};
+
+static void py_texts(struct ustack *u, uint32_t pid, const struct gp_py_stack *py, struct pytexts *pt)
+{
+	pt->n = py && py->status == GP_PY_OK ? py->nr : 0;
+	if (pt->n > GP_PY_MAX_FRAMES)
+		pt->n = GP_PY_MAX_FRAMES;
+	for (unsigned int k = 0; k < pt->n; k++) {
+		pt->text[k] = py_frame(u, pid, &py->frames[k]);
+		pt->entry[k] = py->frames[k].flags & GP_PY_FRAME_ENTRY;
+	}
+}
+
+/* Native frames (named) and Python frames into out, in their merged order. */
+static void merge(struct ustack *u, uint32_t pid, const uint64_t *pcs, unsigned int nn,
+		  const struct pytexts *pt, struct ustack_frames *out)
+{
+	const char *nat[UNWIND_MAX_FRAMES + 1];
+	bool ev[UNWIND_MAX_FRAMES + 1], unresolved = false, un;
+	int order[USTACK_MAX_FRAMES];
+	size_t n;
+
+	if (nn > UNWIND_MAX_FRAMES + 1)
+		nn = UNWIND_MAX_FRAMES + 1;
+	for (unsigned int i = 0; i < nn; i++) {
+		nat[i] = native(u, pid, pcs[i], i > 0, &un);
+		unresolved |= un;
+		ev[i] = is_eval(nat[i]);
+	}
+	if (unresolved)
+		out->flags |= USTACK_UNRESOLVED;
+	n = ustack__interleave(ev, nn, pt->entry, pt->n, out->flags & USTACK_PARTIAL, order, USTACK_MAX_FRAMES,
+			       &out->flags);
+	for (size_t i = 0; i < n; i++)
+		out->frames[i] = order[i] >= 0 ? nat[order[i]] : pt->text[-1 - order[i]];
+	out->nr = (unsigned int)n;
+	out->nr_py = pt->n;
+	u->st.stacks++;
+	u->st.native_frames += nn;
+	u->st.py_frames += pt->n;
+	u->st.unresolved += unresolved;
+}
+
+int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_frames *out)
+{
+	struct pyproc *p = u->py_fd >= 0 ? u64map__get(u->procs, e->pid) : NULL;
+	struct pytexts pt;
+	int r;
+
+	memset(out, 0, offsetof(struct ustack_frames, frames));
+	u->used = 0;
+	/* not seen before (node-wide, a -p --tree descendant started late), or still waiting
+	 * for its libpython: looked at now, for the next allocations */
+	if (u->py_fd >= 0 && (!p || p->state == PY_WAIT)) {
+		ustack__watch(u, e->pid);
+		p = u64map__get(u->procs, e->pid);
+	}
+	py_texts(u, e->pid, &e->py, &pt);
+	r = unwinder__unwind(u->uw, (int)e->pid, &e->copy, &u->uf);
+	if (r) { /* the process is gone: the probed pc, unnamed */
+		u->uf.nr = 1;
+		u->uf.pcs[0] = e->copy.regs.ip;
+		u->uf.flags = UNWIND_STOPPED;
+	}
+	out->flags = unwind_flags(u->uf.flags);
+	if (e->py.truncated)
+		out->flags |= USTACK_PY_TRUNCATED;
+	/* a Python process whose frames were not read at this call */
+	if ((e->py.status != GP_PY_OK && e->py.status != GP_PY_NOT_PYTHON) ||
+	    (e->py.status == GP_PY_NOT_PYTHON && p && p->state == PY_YES))
+		out->flags |= USTACK_PY_UNREAD;
+	merge(u, e->pid, u->uf.pcs, u->uf.nr, &pt, out);
+	return r;
+}
+
+int ustack__from_pcs(struct ustack *u, uint32_t pid, const __u64 *pcs, unsigned int n,
+		     struct ustack_frames *out)
+{
+	uint64_t v[GP_MAX_STACK];
+
+	memset(out, 0, offsetof(struct ustack_frames, frames));
+	u->used = 0;
+	if (n > GP_MAX_STACK)
+		n = GP_MAX_STACK;
+	if (n == GP_MAX_STACK)
+		out->flags |= USTACK_TOO_DEEP;
+	struct pytexts none = { 0 };
+
+	for (unsigned int i = 0; i < n; i++)
+		v[i] = pcs[i];
+	merge(u, pid, v, n, &none, out);
+	return 0;
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ustack: the stack of an allocation as text, innermost first, from what the BPF side
+ * took at its entry:
+ *   - native frames: unwound from the stack copy with call-frame information
+ *     (src/core/unwind.c, libdwfl; --stacks dwarf), or the kernel's frame-pointer walk
+ *     (--stacks fp); named by the ELF symbol tables (src/core/symbolize.c), then by
+ *     libdwfl (MiniDebugInfo, separate debug files), "func+0x1a (lib)", with
+ *     " at file.c:42" where DWARF line information exists;
+ *   - CPython frames, "function (file.py:42)" (src/core/pystack.c), placed where the
+ *     interpreter's _PyEval_EvalFrameDefault frames sit in the native stack: each run of
+ *     the interpreter loop replaced by the Python frames it was running. When they cannot
+ *     be matched (the interpreter's frames are not named), they follow the native frames
+ *     (USTACK_PY_AFTER).
+ * It also decides when a process is looked at for CPython (ustack__watch): the BPF walk
+ * needs the interpreter's offsets in the gp_py_procs map before the allocation happens.
+ *
+ * Everything is read while the record is handled, when the process still exists. Caches
+ * are bounded. Not thread-safe: one consumer thread.
+ */
+#ifndef GP_USTACK_H
+#define GP_USTACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "gpuprobe.h"
+
+#define USTACK_MAX_FRAMES 192 /* 127 native + 64 Python + room */
+#define USTACK_FRAME_MAX 512  /* bytes of one frame's text, NUL included */
+
+enum ustack_flags {
+	/* a partial stack: the copy ended before the stack did (innermost frames kept) */
+	USTACK_TRUNCATED = 1u << 0,
+	/* a frame could not be unwound (no CFI and no frame pointer, a corrupt .eh_frame,
+	 * a debug file of another build): the stack is cut there */
+	USTACK_STOPPED = 1u << 1,
+	/* more native frames than kept (127; 32 for --stacks fp) */
+	USTACK_TOO_DEEP = 1u << 2,
+	/* the stack could not be read: the probed function alone */
+	USTACK_NO_STACK = 1u << 3,
+	/* more Python frames than the BPF walk keeps (64) */
+	USTACK_PY_TRUNCATED = 1u << 4,
+	/* the Python frames could not be placed: they follow the native frames */
+	USTACK_PY_AFTER = 1u << 5,
+	/* a CPython process whose frames could not be read at this allocation (its thread
+	 * state was not found, its memory unreadable, or it was recognized after the call) */
+	USTACK_PY_UNREAD = 1u << 6,
+	/* no stack was taken for this allocation (stack record lost or not requested) */
+	USTACK_LOST = 1u << 7,
+	/* the process was gone before its frames could be named: raw addresses */
+	USTACK_UNRESOLVED = 1u << 8,
+};
+
+/* A partial stack: its outermost frames are missing. */
+#define USTACK_PARTIAL (USTACK_TRUNCATED | USTACK_STOPPED | USTACK_TOO_DEEP | USTACK_NO_STACK | \
+			USTACK_LOST | USTACK_UNRESOLVED)
+
+struct ustack_frames {
+	unsigned int nr;
+	unsigned int flags;    /* enum ustack_flags */
+	unsigned int nr_py;    /* how many of the frames are Python frames */
+	const char *frames[USTACK_MAX_FRAMES]; /* innermost first; valid until the next call */
+};
+
+struct ustack_stats {
+	uint64_t stacks, native_frames, py_frames, unresolved;
+	uint64_t inspected, python_procs; /* processes looked at for CPython; found */
+};
+
+struct symbolizer;
+struct ustack;
+
+/* sym: the run's symbolizer (shared, not owned); proc_root NULL means "/proc";
+ * py_map_fd: the BPF gp_py_procs map (tgid -> struct gp_py_proc), -1 for no Python. */
+struct ustack *ustack__new(struct symbolizer *sym, const char *proc_root, int py_map_fd);
+void ustack__free(struct ustack *u);
+
+/* A process seen for the first time, or with a new image (exec): it is looked at for
+ * CPython now, and again at ustack__tick while its executable is a python* whose
+ * libpython is not mapped yet (up to 5 s). */
+void ustack__watch(struct ustack *u, uint32_t pid);
+/* An exec: what was known of the old image goes; the new one is looked at when the
+ * process is followed (a command's tree, -p --tree) or runs a python* executable. */
+void ustack__exec(struct ustack *u, uint32_t pid, bool followed);
+/* A fork: the child has the parent's interpreter at the same addresses. */
+void ustack__fork(struct ustack *u, uint32_t parent, uint32_t child);
+/* Retries the processes still waiting for their libpython; returns how many still
+ * wait (the caller ticks again within a few milliseconds while any does). */
+size_t ustack__tick(struct ustack *u);
+/* Forgets a process that exited or exec'd (its BPF entry too). */
+void ustack__forget(struct ustack *u, uint32_t pid);
+
+/* The frames of a GP_EV_STACK record. 0, or -errno (the frames then say why). */
+int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_frames *out);
+/* The frames of a frame-pointer stack (bpf_get_stack's pcs, innermost first). */
+int ustack__from_pcs(struct ustack *u, uint32_t pid, const __u64 *pcs, unsigned int n,
+		     struct ustack_frames *out);
+
+void ustack__stats(const struct ustack *u, struct ustack_stats *st);
+
+/*
+ * Where the Python frames go (exposed for unit tests). is_eval[i]: native frame i is an
+ * interpreter-loop frame; py_entry[k]: Python frame k is the outermost of its loop run
+ * (GP_PY_FRAME_ENTRY). Writes the merged order into order[] (cap entries): a value
+ * >= 0 is a native frame's index, -1 - k Python frame k. Each interpreter-loop frame
+ * takes the Python frames of its run, innermost run first; runs beyond the last such
+ * frame follow the native frames when the native stack is partial. If the runs cannot
+ * be matched (more runs than loop frames in a complete stack, or none named), the
+ * Python frames follow the native ones and *flags gets USTACK_PY_AFTER. Returns the
+ * count written.
+ */
+size_t ustack__interleave(const bool *is_eval, size_t nn, const bool *py_entry, size_t np,
+			  bool native_partial, int *order, size_t cap, unsigned int *flags);
+
+#endif

@@ -1,0 +1,1111 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "nccl.h"
+#include "proctab.h"
+#include "u64map.h"
+
+#define CTX_STACK 8
+#define CU_STREAM_LEGACY_H 1
+#define CU_STREAM_PER_THREAD_H 2
+#define STREAM_PER_THREAD (1ULL << 63)
+
+struct ncomm {
+	struct nccl_comm_snap s; /* the scalars; the arrays are made by the snapshot */
+	struct u64map *colls;    /* fn << 8 | (dtype + 1) -> struct nccl_coll */
+	struct u64map *p2p;      /* peer << 1 | send -> struct nccl_p2p */
+	struct u64map *times;    /* fn << 8 | slot -> struct nccl_time */
+	int splits;              /* splits and shrinks made from it so far */
+	int split_seq;           /* made by its parent's split number split_seq */
+	int parent_rank, parent_nranks;
+	uint64_t p2p_row[NCCL_MATRIX_MAX], ring_row[NCCL_MATRIX_MAX];
+};
+
+struct nthread {
+	uint64_t ctx[CTX_STACK];
+	int depth;
+	int group; /* ncclGroupStart depth */
+};
+
+struct pending {
+	uint64_t stream, ts_ns, size;
+	struct ncomm *c;
+	struct nccl_time *t;
+};
+
+struct nproc {
+	uint32_t pid;
+	char comm[GP_COMM_LEN];
+	bool exited, exec;
+	uint64_t exit_ns;
+	struct u64map *threads;   /* tid -> struct nthread */
+	struct u64map *ctx_gpu;   /* context -> gpu + 1 */
+	struct u64map *ev_stream; /* event -> uint64_t[2] {stream, record time} */
+	struct u64map *by_handle; /* communicator handle -> its newest struct ncomm */
+	struct ncomm **comms;
+	size_t nr_comms;
+	struct pending *pending;
+	size_t nr_pending, cap_pending;
+	uint64_t groups, bad[NCCL_BAD__COUNT], failed, nested, other, calls;
+};
+
+struct nccl_agg {
+	struct proctab *procs;
+	uint64_t comm_table_full;
+};
+
+static const struct {
+	const char *fn, *op;
+} fns[GP_NCCL__COUNT] = {
+	[GP_NCCL_CommInitRank] = { "ncclCommInitRank", NULL },
+	[GP_NCCL_CommInitRankConfig] = { "ncclCommInitRankConfig", NULL },
+	[GP_NCCL_CommInitRankScalable] = { "ncclCommInitRankScalable", NULL },
+	[GP_NCCL_CommInitAll] = { "ncclCommInitAll", NULL },
+	[GP_NCCL_CommSplit] = { "ncclCommSplit", NULL },
+	[GP_NCCL_CommShrink] = { "ncclCommShrink", NULL },
+	[GP_NCCL_CommFinalize] = { "ncclCommFinalize", NULL },
+	[GP_NCCL_CommDestroy] = { "ncclCommDestroy", NULL },
+	[GP_NCCL_CommAbort] = { "ncclCommAbort", NULL },
+	[GP_NCCL_CommCount] = { "ncclCommCount", NULL },
+	[GP_NCCL_CommCuDevice] = { "ncclCommCuDevice", NULL },
+	[GP_NCCL_CommUserRank] = { "ncclCommUserRank", NULL },
+	[GP_NCCL_AllReduce] = { "ncclAllReduce", "AllReduce" },
+	[GP_NCCL_Broadcast] = { "ncclBroadcast", "Broadcast" },
+	[GP_NCCL_Bcast] = { "ncclBcast", "Broadcast" },
+	[GP_NCCL_Reduce] = { "ncclReduce", "Reduce" },
+	[GP_NCCL_AllGather] = { "ncclAllGather", "AllGather" },
+	[GP_NCCL_ReduceScatter] = { "ncclReduceScatter", "ReduceScatter" },
+	[GP_NCCL_AlltoAll] = { "ncclAlltoAll", "AlltoAll" },
+	[GP_NCCL_Gather] = { "ncclGather", "Gather" },
+	[GP_NCCL_Scatter] = { "ncclScatter", "Scatter" },
+	[GP_NCCL_Send] = { "ncclSend", "Send" },
+	[GP_NCCL_Recv] = { "ncclRecv", "Recv" },
+	[GP_NCCL_GroupStart] = { "ncclGroupStart", NULL },
+	[GP_NCCL_GroupEnd] = { "ncclGroupEnd", NULL },
+};
+
+static const char *const dtype_names[NCCL_NTYPES] = {
+	"int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64",
+	"bfloat16", "float8e4m3", "float8e5m2",
+};
+static const unsigned int dtype_sizes[NCCL_NTYPES] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
+
+const char *nccl_fn_name(int fn)
+{
+	return fn > 0 && fn < GP_NCCL__COUNT && fns[fn].fn ? fns[fn].fn : "unknown";
+}
+
+const char *nccl_op_name(int fn)
+{
+	return fn > 0 && fn < GP_NCCL__COUNT && fns[fn].op ? fns[fn].op : nccl_fn_name(fn);
+}
+
+bool nccl_fn_is_data(int fn)
+{
+	return fn >= GP_NCCL_AllReduce && fn <= GP_NCCL_Recv;
+}
+
+const char *nccl_dtype_name(int dtype)
+{
+	return dtype >= 0 && dtype < NCCL_NTYPES ? dtype_names[dtype] : "unknown";
+}
+
+unsigned int nccl_dtype_size(int dtype)
+{
+	return dtype >= 0 && dtype < NCCL_NTYPES ? dtype_sizes[dtype] : 0;
+}
+
+const char *nccl_sync_name(enum nccl_sync k)
+{
+	static const char *const n[NCCL_SYNC__COUNT] = { "stream", "context", "event" };
+
+	return k < NCCL_SYNC__COUNT ? n[k] : "?";
+}
+
+const char *nccl_bad_name(enum nccl_bad b)
+{
+	static const char *const n[NCCL_BAD__COUNT] = { "null_comm", "destroyed_comm", "unknown_dtype" };
+
+	return b < NCCL_BAD__COUNT ? n[b] : "?";
+}
+
+const char *nccl_shape_name(enum nccl_shape s)
+{
+	static const char *const n[] = { "unknown", "init", "query", "split", "shrink" };
+
+	return s <= NCCL_SHAPE_SHRINK ? n[s] : "?";
+}
+
+uint64_t nccl_comm_id(const uint8_t *id, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= id[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* ---- processes ---- */
+
+static void free_comm(void *v)
+{
+	struct ncomm *c = v;
+
+	if (!c)
+		return;
+	u64map__free_all(c->colls, NULL);
+	u64map__free_all(c->p2p, NULL);
+	u64map__free_all(c->times, NULL);
+	free(c);
+}
+
+static void free_proc(void *ctx, void *v)
+{
+	struct nproc *p = v;
+
+	(void)ctx;
+	if (!p)
+		return;
+	u64map__free_all(p->threads, NULL);
+	u64map__free_all(p->ctx_gpu, NULL);
+	u64map__free_all(p->ev_stream, NULL);
+	u64map__free(p->by_handle);
+	for (size_t i = 0; i < p->nr_comms; i++)
+		free_comm(p->comms[i]);
+	free(p->comms);
+	free(p->pending);
+	free(p);
+}
+
+static void *make_proc(uint32_t pid)
+{
+	struct nproc *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->threads = u64map__new();
+	p->ctx_gpu = u64map__new();
+	p->ev_stream = u64map__new();
+	p->by_handle = u64map__new();
+	p->comms = calloc(NCCL_MAX_COMMS, sizeof(*p->comms));
+	if (!p->threads || !p->ctx_gpu || !p->ev_stream || !p->by_handle || !p->comms) {
+		free_proc(NULL, p);
+		return NULL;
+	}
+	return p;
+}
+
+struct nccl_agg *nccl_agg__new(void)
+{
+	struct nccl_agg *a = calloc(1, sizeof(*a));
+
+	if (a && !(a->procs = proctab__new(free_proc, NULL))) {
+		free(a);
+		a = NULL;
+	}
+	return a;
+}
+
+void nccl_agg__free(struct nccl_agg *a)
+{
+	if (!a)
+		return;
+	proctab__free(a->procs);
+	free(a);
+}
+
+static struct nproc *get_proc(struct nccl_agg *a, uint32_t pid, const char *comm)
+{
+	struct nproc *p = proctab__get(a->procs, pid, make_proc);
+
+	if (p && comm && comm[0])
+		snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, comm);
+	return p;
+}
+
+static struct nthread *thread(struct nproc *p, uint64_t tid)
+{
+	struct nthread *t = u64map__get(p->threads, tid);
+
+	if (t)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (t && u64map__put(p->threads, tid, t)) {
+		free(t);
+		t = NULL;
+	}
+	return t;
+}
+
+/* The GPU of the thread's current context, -1 when unknown. */
+static int thread_gpu(struct nproc *p, uint64_t tid)
+{
+	struct nthread *t = u64map__get(p->threads, tid);
+	uint64_t *g;
+
+	if (!t || !t->depth)
+		return -1;
+	g = u64map__get(p->ctx_gpu, t->ctx[t->depth - 1]);
+	return g ? (int)(*g - 1) : -1;
+}
+
+/* ---- communicators ---- */
+
+static struct ncomm *comm_new(struct nccl_agg *a, struct nproc *p, uint64_t handle)
+{
+	struct ncomm *c;
+
+	if (p->nr_comms == NCCL_MAX_COMMS) {
+		a->comm_table_full++;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->colls = u64map__new();
+	c->p2p = u64map__new();
+	c->times = u64map__new();
+	if (!c->colls || !c->p2p || !c->times || u64map__put(p->by_handle, handle, c)) {
+		free_comm(c);
+		return NULL;
+	}
+	c->s.handle = handle;
+	c->s.nranks = c->s.rank = c->s.device = -1;
+	c->s.color = c->s.key = -1;
+	c->parent_rank = c->parent_nranks = -1;
+	p->comms[p->nr_comms++] = c;
+	return c;
+}
+
+/* The communicator a call names: the newest made with that handle, or one made before
+ * gpuprobe saw it (its id unknown). */
+static struct ncomm *comm_of(struct nccl_agg *a, struct nproc *p, uint64_t handle)
+{
+	struct ncomm *c = u64map__get(p->by_handle, handle);
+
+	return c ? c : comm_new(a, p, handle);
+}
+
+static void on_init(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_event *e)
+{
+	struct ncomm *c;
+
+	if (e->fn == GP_NCCL_CommInitAll) {
+		p->other++; /* one process, ndev communicators: not followed */
+		return;
+	}
+	if (e->ret || !e->newcomm || !(c = comm_new(a, p, e->newcomm)))
+		return;
+	c->s.made_by = (int)e->fn;
+	c->s.id_known = e->id_len == GP_NCCL_ID_BYTES;
+	c->s.id = c->s.id_known ? nccl_comm_id(e->id, GP_NCCL_ID_BYTES) : 0;
+	c->s.nranks = e->nranks;
+	c->s.rank = e->rank;
+	c->s.shape = NCCL_SHAPE_INIT;
+	c->s.device = thread_gpu(p, e->tid);
+}
+
+/* A split's or shrink's comm_id: every rank of the parent makes its splits in one order,
+ * so (parent, sequence number, color or excluded ranks) is the same on each. */
+static uint64_t child_id(uint64_t parent, int kind, int seq, const void *what, size_t len)
+{
+	uint8_t buf[16 + GP_NCCL_ID_BYTES];
+
+	memcpy(buf, &parent, 8);
+	memcpy(buf + 8, &seq, 4);
+	memcpy(buf + 12, &kind, 4);
+	memcpy(buf + 16, what, len);
+	return nccl_comm_id(buf, 16 + len);
+}
+
+static void on_split(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_event *e)
+{
+	struct ncomm *parent = e->comm ? comm_of(a, p, e->comm) : NULL, *c;
+	int seq;
+
+	if (e->ret || !parent)
+		return;
+	seq = parent->splits++;
+	if (!e->newcomm || !(c = comm_new(a, p, e->newcomm)))
+		return; /* NCCL_SPLIT_NOCOLOR: this rank is in none */
+	c->s.made_by = (int)e->fn;
+	c->split_seq = seq;
+	c->parent_rank = parent->s.rank;
+	c->parent_nranks = parent->s.nranks;
+	c->s.device = parent->s.device >= 0 ? parent->s.device : thread_gpu(p, e->tid);
+	c->s.parent_known = parent->s.id_known;
+	c->s.parent_id = parent->s.id;
+	c->s.color = e->color;
+	c->s.key = e->key;
+	if (e->fn == GP_NCCL_CommSplit) {
+		c->s.id_known = parent->s.id_known;
+		c->s.id = child_id(parent->s.id, 1, seq, &e->color, sizeof(e->color));
+		return;
+	}
+	/* shrink: the excluded ranks */
+	c->s.id_known = parent->s.id_known && e->id_len >= 4 * e->count;
+	c->s.id = child_id(parent->s.id, 2, seq, e->id, e->id_len);
+	if (parent->s.nranks > 0 && parent->s.rank >= 0 && c->s.id_known) {
+		const int32_t *ex = (const int32_t *)e->id;
+		int below = 0;
+
+		for (uint64_t i = 0; i < e->count; i++)
+			below += ex[i] < parent->s.rank;
+		c->s.nranks = parent->s.nranks - (int)e->count;
+		c->s.rank = parent->s.rank - below;
+		c->s.shape = NCCL_SHAPE_SHRINK;
+	}
+}
+
+static void on_query(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_event *e)
+{
+	struct ncomm *c;
+
+	if (e->ret || !e->comm || !(c = comm_of(a, p, e->comm)))
+		return;
+	if (e->fn == GP_NCCL_CommCuDevice) {
+		c->s.device = e->out;
+		return;
+	}
+	if (e->fn == GP_NCCL_CommCount)
+		c->s.nranks = e->out;
+	else
+		c->s.rank = e->out;
+	if (c->s.shape != NCCL_SHAPE_INIT)
+		c->s.shape = NCCL_SHAPE_QUERY;
+}
+
+static void on_end(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_event *e)
+{
+	struct ncomm *c;
+
+	if (e->ret || !e->comm || !(c = comm_of(a, p, e->comm)))
+		return;
+	if (e->fn != GP_NCCL_CommFinalize)
+		c->s.destroyed = true;
+}
+
+static void on_group(struct nproc *p, const struct gp_nccl_event *e)
+{
+	struct nthread *t = thread(p, e->tid);
+
+	if (e->ret || !t)
+		return;
+	if (e->fn == GP_NCCL_GroupStart) {
+		t->group++;
+	} else if (t->group > 0 && --t->group == 0) {
+		p->groups++;
+	}
+}
+
+/* ---- collectives and point-to-point calls ---- */
+
+/* nccl-tests' size of one call (what algbw divides): the per-rank buffer for AllReduce,
+ * Broadcast and Reduce; all ranks' data for AllGather, ReduceScatter, AlltoAll, Gather and
+ * Scatter (count is per rank there). */
+static uint64_t tests_size(int fn, uint64_t bytes, int n)
+{
+	switch (fn) {
+	case GP_NCCL_AllGather:
+	case GP_NCCL_ReduceScatter:
+	case GP_NCCL_AlltoAll:
+	case GP_NCCL_Gather:
+	case GP_NCCL_Scatter:
+		return n > 0 ? bytes * (uint64_t)n : bytes;
+	default:
+		return bytes;
+	}
+}
+
+/* nccl-tests' busbw / algbw; 0 when nranks is unknown. */
+static double bus_factor(int fn, int n)
+{
+	if (n <= 0)
+		return 0;
+	switch (fn) {
+	case GP_NCCL_AllReduce:
+		return 2.0 * (n - 1) / n;
+	case GP_NCCL_AllGather:
+	case GP_NCCL_ReduceScatter:
+	case GP_NCCL_AlltoAll:
+	case GP_NCCL_Gather:
+	case GP_NCCL_Scatter:
+		return (double)(n - 1) / n;
+	default: /* Broadcast, Reduce, Send, Recv */
+		return 1.0;
+	}
+}
+
+/*
+ * The bytes this rank sends to each rank for one call (its row of the matrices): sends are
+ * measured (ncclSend's count); for collectives the ring in rank order NCCL's RING
+ * algorithm implies (rank r sends to r + 1) is an inference — NCCL orders its rings by
+ * topology, may run TREE or other algorithms, and several channels at once.
+ */
+static void attribute(struct ncomm *c, int fn, int root, uint64_t b)
+{
+	int n = c->s.nranks, r = c->s.rank, next;
+
+	if (n < 1 || n > NCCL_MATRIX_MAX || r < 0 || r >= n) {
+		c->s.unattributed_bytes += b;
+		return;
+	}
+	next = (r + 1) % n;
+	if (n == 1)
+		return;
+	switch (fn) {
+	case GP_NCCL_Send:
+		if (root >= 0 && root < n)
+			c->p2p_row[root] += b;
+		break;
+	case GP_NCCL_AllReduce:
+		c->ring_row[next] += 2 * (uint64_t)(n - 1) * b / (uint64_t)n;
+		break;
+	case GP_NCCL_AllGather:
+	case GP_NCCL_ReduceScatter:
+		c->ring_row[next] += (uint64_t)(n - 1) * b;
+		break;
+	case GP_NCCL_Broadcast:
+	case GP_NCCL_Bcast: /* a chain from the root: the rank before it sends nothing */
+		if (next != root)
+			c->ring_row[next] += b;
+		break;
+	case GP_NCCL_Reduce: /* a chain ending at the root */
+		if (r != root)
+			c->ring_row[next] += b;
+		break;
+	case GP_NCCL_AlltoAll: /* every rank sends count to every other: no ring */
+		for (int i = 0; i < n; i++)
+			if (i != r)
+				c->ring_row[i] += b;
+		break;
+	case GP_NCCL_Gather:
+		if (r != root && root >= 0 && root < n)
+			c->ring_row[root] += b;
+		break;
+	case GP_NCCL_Scatter:
+		for (int i = 0; r == root && i < n; i++)
+			if (i != r)
+				c->ring_row[i] += b;
+		break;
+	default:
+		break;
+	}
+}
+
+static void *stat_get(struct u64map *m, uint64_t key, size_t size)
+{
+	void *v = u64map__get(m, key);
+
+	if (v)
+		return v;
+	v = calloc(1, size);
+	if (v && u64map__put(m, key, v)) {
+		free(v);
+		v = NULL;
+	}
+	return v;
+}
+
+static void count_data(struct ncomm *c, const struct gp_nccl_event *e, uint64_t bytes)
+{
+	int dtype = nccl_dtype_size(e->dtype) ? e->dtype : -1;
+
+	if (e->fn == GP_NCCL_Send || e->fn == GP_NCCL_Recv) {
+		bool send = e->fn == GP_NCCL_Send;
+		struct nccl_p2p *x = stat_get(c->p2p, (uint64_t)(uint32_t)e->peer << 1 | send, sizeof(*x));
+
+		if (!x)
+			return;
+		x->peer = e->peer;
+		x->send = send;
+		x->calls++;
+		x->bytes += bytes;
+		x->api_ns += e->dur_ns;
+		return;
+	}
+	struct nccl_coll *x = stat_get(c->colls, (uint64_t)e->fn << 8 | (uint64_t)(dtype + 1), sizeof(*x));
+
+	if (!x)
+		return;
+	x->fn = (int)e->fn;
+	x->dtype = dtype;
+	x->calls++;
+	x->bytes += bytes;
+	x->api_ns += e->dur_ns;
+}
+
+static unsigned int log2_slot(uint64_t v)
+{
+	unsigned int r = 0;
+
+	while (v > 1 && r < NCCL_SIZE_SLOTS - 1) {
+		v >>= 1;
+		r++;
+	}
+	return r;
+}
+
+static uint64_t stream_key(bool per_thread_api, uint64_t handle, uint64_t tid)
+{
+	if (handle == CU_STREAM_LEGACY_H)
+		return 0;
+	if (handle == CU_STREAM_PER_THREAD_H || (handle == 0 && per_thread_api))
+		return STREAM_PER_THREAD | tid;
+	return handle;
+}
+
+/* The call runs on its stream until a synchronization covers it. */
+static void add_pending(struct nproc *p, struct ncomm *c, const struct gp_nccl_event *e, uint64_t bytes)
+{
+	uint64_t size = tests_size((int)e->fn, bytes, c->s.nranks);
+	unsigned int slot = log2_slot(size);
+	struct nccl_time *t = stat_get(c->times, (uint64_t)e->fn << 8 | slot, sizeof(*t));
+	size_t cap = p->cap_pending;
+
+	if (!t)
+		return;
+	t->fn = (int)e->fn;
+	t->slot = (int)slot;
+	if (!t->bus_factor)
+		t->bus_factor = bus_factor((int)e->fn, c->s.nranks);
+	if (p->nr_pending == cap) {
+		struct pending *n = realloc(p->pending, (cap ? 2 * cap : 16) * sizeof(*n));
+
+		if (!n)
+			return;
+		p->pending = n;
+		p->cap_pending = cap ? 2 * cap : 16;
+	}
+	/* NCCL launches on the stream it is given; 0 is the legacy default stream */
+	p->pending[p->nr_pending++] = (struct pending){
+		.stream = stream_key(false, e->stream, e->tid), .ts_ns = e->ts_ns, .size = size, .c = c, .t = t,
+	};
+}
+
+/* A call on a NULL or destroyed communicator, or with a data type NCCL does not have. */
+static bool bad_call(struct nproc *p, const struct ncomm *c, const struct gp_nccl_event *e)
+{
+	int why = -1;
+
+	if (!e->comm)
+		why = NCCL_BAD_NULL_COMM;
+	else if (c && c->s.destroyed)
+		why = NCCL_BAD_DESTROYED_COMM;
+	else if (!nccl_dtype_size(e->dtype))
+		why = NCCL_BAD_UNKNOWN_DTYPE;
+	if (why >= 0)
+		p->bad[why]++;
+	return why >= 0;
+}
+
+static void on_data(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_event *e)
+{
+	struct ncomm *c = e->comm ? comm_of(a, p, e->comm) : NULL;
+	uint64_t bytes = e->count * nccl_dtype_size(e->dtype);
+	bool bad = bad_call(p, c, e);
+
+	if (e->ret) {
+		p->failed++;
+		return;
+	}
+	if (!c || (bad && e->comm && c->s.destroyed))
+		return;
+	count_data(c, e, bytes);
+	if (e->fn != GP_NCCL_Recv)
+		attribute(c, (int)e->fn, e->peer, bytes);
+	if (bytes)
+		add_pending(p, c, e, bytes);
+}
+
+void nccl_agg__on_call(struct nccl_agg *a, const struct gp_nccl_event *e)
+{
+	struct nproc *p = get_proc(a, e->pid, e->comm_name);
+
+	if (!p || e->fn == GP_NCCL_NONE || e->fn >= GP_NCCL__COUNT)
+		return;
+	/* a call NCCL made inside one of the program's is counted once, as the outer one */
+	if (e->depth) {
+		p->nested++;
+		return;
+	}
+	p->calls++;
+	switch (e->fn) {
+	case GP_NCCL_CommInitRank:
+	case GP_NCCL_CommInitRankConfig:
+	case GP_NCCL_CommInitRankScalable:
+	case GP_NCCL_CommInitAll:
+		on_init(a, p, e);
+		break;
+	case GP_NCCL_CommSplit:
+	case GP_NCCL_CommShrink:
+		on_split(a, p, e);
+		break;
+	case GP_NCCL_CommCount:
+	case GP_NCCL_CommCuDevice:
+	case GP_NCCL_CommUserRank:
+		on_query(a, p, e);
+		break;
+	case GP_NCCL_CommFinalize:
+	case GP_NCCL_CommDestroy:
+	case GP_NCCL_CommAbort:
+		on_end(a, p, e);
+		break;
+	case GP_NCCL_GroupStart:
+	case GP_NCCL_GroupEnd:
+		on_group(p, e);
+		break;
+	default:
+		on_data(a, p, e);
+		break;
+	}
+}
+
+/* ---- completion: the first synchronization that covers a call's stream ---- */
+
+#define BATCHES 32
+
+/*
+ * A synchronization of kind returned at ts: the calls it covers (on stream, or all,
+ * submitted before `before`) are done. Each (communicator, op, size) batch is charged the
+ * window from its first submission to ts: more than the calls took when the GPU did other
+ * work, so an upper bound of their time and a lower bound of their bandwidth.
+ */
+static void complete(struct nproc *p, enum nccl_sync kind, bool all, uint64_t stream, uint64_t before,
+		     uint64_t ts)
+{
+	struct {
+		struct nccl_time *t;
+		uint64_t first;
+	} b[BATCHES];
+	int nb = 0;
+	size_t kept = 0;
+
+	for (size_t i = 0; i < p->nr_pending; i++) {
+		struct pending *x = &p->pending[i];
+		int j;
+
+		if ((!all && x->stream != stream) || x->ts_ns > before || x->ts_ns > ts) {
+			p->pending[kept++] = *x;
+			continue;
+		}
+		x->t->calls++;
+		x->t->size += x->size;
+		x->t->by[kind]++;
+		for (j = 0; j < nb && b[j].t != x->t; j++)
+			;
+		if (j == nb && nb < BATCHES)
+			b[nb++] = (typeof(b[0])){ x->t, x->ts_ns };
+		else if (j == nb) /* charged alone: never less than its share */
+			x->t->window_ns += ts - x->ts_ns;
+		else if (x->ts_ns < b[j].first)
+			b[j].first = x->ts_ns;
+	}
+	p->nr_pending = kept;
+	for (int j = 0; j < nb; j++)
+		b[j].t->window_ns += ts - b[j].first;
+}
+
+static void set_ctx_gpu(struct nproc *p, uint64_t ctx, uint64_t dev)
+{
+	uint64_t *v = u64map__get(p->ctx_gpu, ctx);
+
+	if (!v) {
+		v = malloc(sizeof(*v));
+		if (!v || u64map__put(p->ctx_gpu, ctx, v)) {
+			free(v);
+			return;
+		}
+	}
+	*v = dev + 1;
+}
+
+static void on_event_record(struct nproc *p, const struct gp_aux_event *e)
+{
+	uint64_t *v = u64map__get(p->ev_stream, e->handle);
+
+	if (!v) {
+		v = malloc(2 * sizeof(*v));
+		if (!v || u64map__put(p->ev_stream, e->handle, v)) {
+			free(v);
+			return;
+		}
+	}
+	v[0] = stream_key(e->api == GP_API_cuEventRecord_ptsz, e->aux, e->tid);
+	v[1] = e->ts_ns;
+}
+
+static void on_ctx(struct nproc *p, const struct gp_aux_event *e)
+{
+	struct nthread *t = thread(p, e->tid);
+
+	if (!t)
+		return;
+	switch (e->api) {
+	case GP_API_cuCtxSetCurrent:
+		if (!t->depth)
+			t->depth = 1;
+		t->ctx[t->depth - 1] = e->handle;
+		break;
+	case GP_API_cuCtxPushCurrent_v2:
+		if (t->depth < CTX_STACK)
+			t->ctx[t->depth++] = e->handle;
+		break;
+	case GP_API_cuCtxPopCurrent_v2:
+		if (t->depth)
+			t->depth--;
+		break;
+	case GP_API_cuCtxCreate_v2:
+	case GP_API_cuCtxCreate_v3:
+	case GP_API_cuCtxCreate_v4:
+		if (t->depth < CTX_STACK) /* a created context becomes current */
+			t->ctx[t->depth++] = e->handle;
+		set_ctx_gpu(p, e->handle, e->aux);
+		break;
+	case GP_API_cuDevicePrimaryCtxRetain:
+		set_ctx_gpu(p, e->handle, e->aux);
+		break;
+	default:
+		break;
+	}
+}
+
+void nccl_agg__on_cuda(struct nccl_agg *a, const struct gp_aux_event *e)
+{
+	struct nproc *p = get_proc(a, e->pid, NULL);
+	uint64_t *v;
+
+	if (!p)
+		return;
+	switch (e->api) {
+	case GP_API_cuStreamSynchronize:
+	case GP_API_cuStreamSynchronize_ptsz:
+		complete(p, NCCL_SYNC_STREAM, false,
+			 stream_key(e->api == GP_API_cuStreamSynchronize_ptsz, e->handle, e->tid), UINT64_MAX, e->ts_ns);
+		break;
+	case GP_API_cuCtxSynchronize:
+	case GP_API_cuCtxSynchronize_v2:
+		complete(p, NCCL_SYNC_CONTEXT, true, 0, UINT64_MAX, e->ts_ns);
+		break;
+	case GP_API_cuEventSynchronize:
+		v = u64map__get(p->ev_stream, e->handle);
+		if (v) /* the calls on the event's stream submitted before it was recorded */
+			complete(p, NCCL_SYNC_EVENT, false, v[0], v[1], e->ts_ns);
+		break;
+	case GP_API_cuEventRecord:
+	case GP_API_cuEventRecord_ptsz:
+		on_event_record(p, e);
+		break;
+	default:
+		on_ctx(p, e);
+		break;
+	}
+}
+
+/* ---- process lifetime ---- */
+
+static void ended(struct nccl_agg *a, uint32_t pid, uint64_t ts, bool exec)
+{
+	struct nproc *p = proctab__exit(a->procs, pid, ts);
+
+	if (!p)
+		return;
+	p->exited = true;
+	p->exec = exec;
+	p->exit_ns = ts;
+}
+
+void nccl_agg__on_exit(struct nccl_agg *a, const struct gp_exit_event *e)
+{
+	ended(a, e->pid, e->ts_ns, false);
+}
+
+void nccl_agg__on_exec(struct nccl_agg *a, const struct gp_proc_event *e)
+{
+	ended(a, e->pid, e->ts_ns, true);
+}
+
+struct sweep {
+	struct nccl_agg *a;
+	uint64_t now_ns;
+};
+
+static void gone(void *ctx, uint32_t pid)
+{
+	struct sweep *s = ctx;
+
+	ended(s->a, pid, s->now_ns, false);
+}
+
+void nccl_agg__sweep(struct nccl_agg *a, uint64_t now_ns)
+{
+	struct sweep s = { a, now_ns };
+
+	proctab__sweep(a->procs, gone, &s);
+}
+
+void nccl_agg__reap(struct nccl_agg *a, uint64_t cutoff_ns, uint32_t keep_pid)
+{
+	proctab__reap(a->procs, keep_pid, cutoff_ns, NULL, NULL);
+}
+
+/* ---- snapshots ---- */
+
+static int cmp_coll(const void *a, const void *b)
+{
+	const struct nccl_coll *x = a, *y = b;
+
+	return x->fn != y->fn ? x->fn - y->fn : x->dtype - y->dtype;
+}
+
+static int cmp_p2p(const void *a, const void *b)
+{
+	const struct nccl_p2p *x = a, *y = b;
+
+	return x->peer != y->peer ? (x->peer < y->peer ? -1 : 1) : (int)y->send - (int)x->send;
+}
+
+static int cmp_time(const void *a, const void *b)
+{
+	const struct nccl_time *x = a, *y = b;
+
+	return x->fn != y->fn ? x->fn - y->fn : x->slot - y->slot;
+}
+
+/* The values of m, copied into a sorted array of n elements of size bytes; NULL: -ENOMEM. */
+static void *values(const struct u64map *m, size_t size, size_t *n, int (*cmp)(const void *, const void *))
+{
+	size_t cnt = u64map__size(m), i = 0;
+	char *out = calloc(cnt ? cnt : 1, size);
+	uint64_t k;
+	void *v;
+
+	*n = 0;
+	if (!out)
+		return NULL;
+	for (size_t it = 0; u64map__next(m, &it, &k, &v);)
+		memcpy(out + size * i++, v, size);
+	qsort(out, cnt, size, cmp);
+	*n = cnt;
+	return out;
+}
+
+static uint64_t *row_copy(const uint64_t *row, int n)
+{
+	uint64_t *r;
+
+	if (n < 1 || n > NCCL_MATRIX_MAX)
+		return NULL;
+	r = malloc((size_t)n * sizeof(*r));
+	if (r)
+		memcpy(r, row, (size_t)n * sizeof(*r));
+	return r;
+}
+
+static int comm_snap(const struct ncomm *c, const struct nproc *p, struct nccl_comm_snap *o)
+{
+	*o = c->s;
+	o->colls = values(c->colls, sizeof(*o->colls), &o->nr_colls, cmp_coll);
+	o->p2p = values(c->p2p, sizeof(*o->p2p), &o->nr_p2p, cmp_p2p);
+	o->times = values(c->times, sizeof(*o->times), &o->nr_times, cmp_time);
+	o->p2p_row = row_copy(c->p2p_row, c->s.nranks);
+	o->ring_row = row_copy(c->ring_row, c->s.nranks);
+	o->split_seq = c->split_seq;
+	o->parent_rank = c->parent_rank;
+	o->parent_nranks = c->parent_nranks;
+	(void)p;
+	return o->colls && o->p2p && o->times ? 0 : -ENOMEM;
+}
+
+static int proc_snap(const struct nproc *p, struct nccl_proc_snap *o)
+{
+	int r = 0;
+
+	memset(o, 0, sizeof(*o));
+	o->pid = p->pid;
+	memcpy(o->comm, p->comm, sizeof(o->comm));
+	o->exited = p->exited;
+	o->exec = p->exec;
+	o->groups = p->groups;
+	memcpy(o->bad, p->bad, sizeof(o->bad));
+	o->failed = p->failed;
+	o->nested = p->nested;
+	o->other = p->other;
+	o->unsynced = p->nr_pending;
+	o->calls = p->calls;
+	o->comms = calloc(p->nr_comms ? p->nr_comms : 1, sizeof(*o->comms));
+	if (!o->comms)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nr_comms && !r; i++) {
+		r = comm_snap(p->comms[i], p, &o->comms[i]);
+		o->nr_comms = i + 1;
+	}
+	return r;
+}
+
+/* Calls fn(ctx, comm) for every communicator of the snapshot. */
+static void each_comm(struct nccl_snap_data *d, void (*fn)(void *ctx, struct nccl_proc_snap *p, struct nccl_comm_snap *c),
+		      void *ctx)
+{
+	for (size_t i = 0; i < d->nr_procs; i++)
+		for (size_t j = 0; j < d->procs[i].nr_comms; j++)
+			fn(ctx, &d->procs[i], &d->procs[i].comms[j]);
+}
+
+struct split_q {
+	const struct nccl_comm_snap *me;
+	int seen, n, rank;
+};
+
+static bool same_split(const struct nccl_comm_snap *a, const struct nccl_comm_snap *b)
+{
+	return a->made_by == GP_NCCL_CommSplit && b->made_by == GP_NCCL_CommSplit && a->parent_known &&
+	       b->parent_known && a->parent_id == b->parent_id && a->split_seq == b->split_seq;
+}
+
+static void split_peer(void *ctx, struct nccl_proc_snap *p, struct nccl_comm_snap *c)
+{
+	struct split_q *q = ctx;
+	const struct nccl_comm_snap *me = q->me;
+
+	(void)p;
+	if (!same_split(me, c))
+		return;
+	q->seen += c->parent_rank >= 0;
+	if (c->color != me->color)
+		return;
+	q->n++;
+	if (c->key < me->key || (c->key == me->key && c->parent_rank < me->parent_rank))
+		q->rank++;
+}
+
+/* A split whose ranks never said their shape: when every rank of the parent is traced (one
+ * split record each), NCCL's rule gives it: the ranks of one color, ordered by key, then by
+ * their rank in the parent. */
+static void derive_split(void *ctx, struct nccl_proc_snap *p, struct nccl_comm_snap *c)
+{
+	struct nccl_snap_data *d = ctx;
+	struct split_q q = { .me = c };
+
+	(void)p;
+	if (c->made_by != GP_NCCL_CommSplit || (c->nranks >= 0 && c->rank >= 0) || c->parent_rank < 0 ||
+	    c->parent_nranks <= 0)
+		return;
+	each_comm(d, split_peer, &q);
+	if (q.seen != c->parent_nranks)
+		return;
+	c->nranks = q.n;
+	c->rank = q.rank;
+	c->shape = NCCL_SHAPE_SPLIT;
+}
+
+static struct nccl_matrix *matrix_of(struct nccl_snap_data *d, const struct nccl_comm_snap *c)
+{
+	struct nccl_matrix *m, *nm;
+	size_t n = (size_t)c->nranks;
+
+	for (size_t i = 0; i < d->nr_matrices; i++)
+		if (d->matrices[i].id == c->id && d->matrices[i].nranks == c->nranks)
+			return &d->matrices[i];
+	nm = realloc(d->matrices, (d->nr_matrices + 1) * sizeof(*nm));
+	if (!nm)
+		return NULL;
+	d->matrices = nm;
+	m = &nm[d->nr_matrices];
+	*m = (struct nccl_matrix){ .id = c->id, .nranks = c->nranks };
+	m->pid = calloc(n, sizeof(*m->pid));
+	m->p2p = calloc(n * n, sizeof(*m->p2p));
+	m->ring = calloc(n * n, sizeof(*m->ring));
+	d->nr_matrices++;
+	return m->pid && m->p2p && m->ring ? m : NULL;
+}
+
+static void add_rows(void *ctx, struct nccl_proc_snap *p, struct nccl_comm_snap *c)
+{
+	struct nccl_snap_data *d = ctx;
+	struct nccl_matrix *m;
+	size_t n = (size_t)c->nranks, r = (size_t)c->rank;
+
+	if (!c->id_known || c->nranks < 2 || c->nranks > NCCL_MATRIX_MAX || c->rank < 0 || c->rank >= c->nranks ||
+	    !c->p2p_row || !c->ring_row || !(m = matrix_of(d, c)))
+		return;
+	m->pid[r] = p->pid;
+	for (size_t j = 0; j < n; j++) {
+		m->p2p[r * n + j] += c->p2p_row[j];
+		m->ring[r * n + j] += c->ring_row[j];
+	}
+}
+
+static int cmp_matrix(const void *a, const void *b)
+{
+	const struct nccl_matrix *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int nccl_agg__snapshot(struct nccl_agg *a, uint32_t pid, struct nccl_snap_data *out)
+{
+	struct nproc **procs;
+	size_t n = proctab__list(a->procs, (void ***)&procs), k = 0;
+	int r = 0;
+
+	nccl_snap_data__clear(out);
+	out->comm_table_full = a->comm_table_full;
+	out->procs = calloc(n ? n : 1, sizeof(*out->procs));
+	if (!out->procs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !r; i++) {
+		/* contexts and syncs only: a process that never called NCCL is not reported */
+		if ((pid && procs[i]->pid != pid) || (!procs[i]->calls && !procs[i]->nested))
+			continue;
+		r = proc_snap(procs[i], &out->procs[k]);
+		out->nr_procs = ++k;
+	}
+	if (r || pid)
+		return r;
+	each_comm(out, derive_split, out);
+	each_comm(out, add_rows, out);
+	if (out->nr_matrices)
+		qsort(out->matrices, out->nr_matrices, sizeof(*out->matrices), cmp_matrix);
+	return 0;
+}
+
+void nccl_snap_data__clear(struct nccl_snap_data *d)
+{
+	for (size_t i = 0; d->procs && i < d->nr_procs; i++) {
+		for (size_t j = 0; j < d->procs[i].nr_comms; j++) {
+			struct nccl_comm_snap *c = &d->procs[i].comms[j];
+
+			free(c->colls);
+			free(c->p2p);
+			free(c->times);
+			free(c->p2p_row);
+			free(c->ring_row);
+		}
+		free(d->procs[i].comms);
+	}
+	for (size_t i = 0; d->matrices && i < d->nr_matrices; i++) {
+		free(d->matrices[i].pid);
+		free(d->matrices[i].p2p);
+		free(d->matrices[i].ring);
+	}
+	free(d->procs);
+	free(d->matrices);
+	memset(d, 0, sizeof(*d));
+}
+
+bool nccl_agg__comm_id(struct nccl_agg *a, uint32_t pid, uint64_t handle, uint64_t *id)
+{
+	struct nproc *p = proctab__live(a->procs, pid);
+	struct ncomm *c = p ? u64map__get(p->by_handle, handle) : NULL;
+
+	if (!c || !c->s.id_known)
+		return false;
+	*id = c->s.id;
+	return true;
+}

@@ -1,0 +1,580 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * --nccl's renderers: text, JSON and Prometheus, from a snapshot only; and the arguments of
+ * each call's --trace event. What is measured (calls, bytes from count x type size, API
+ * time, the window to the covering sync, point-to-point peers) and what is inferred (the
+ * collective bytes between ranks a ring in rank order implies, a split's shape from every
+ * rank's split) is said where it is shown.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <json-c/json.h>
+#include "json.h"
+#include "nccl_mode.h"
+#include "prom.h"
+#include "text.h"
+
+#define SNAP(s) ((const struct nccl_snap *)(s))
+#define PEER_SERIES 64 /* /metrics: peers with series of their own per communicator */
+
+static const char ring_note[] = "inferred: each collective's bytes sent along a ring in rank order "
+				"(rank r to r+1) as NCCL's RING algorithm moves them; NCCL orders rings by "
+				"topology and may run TREE or other algorithms";
+
+static double secs(uint64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+static void comm_id_str(char *buf, size_t len, bool known, uint64_t id)
+{
+	if (known)
+		snprintf(buf, len, "0x%016" PRIx64, id);
+	else
+		snprintf(buf, len, "unknown");
+}
+
+static json_object *id_json(bool known, uint64_t id)
+{
+	char buf[32];
+
+	if (!known)
+		return NULL;
+	comm_id_str(buf, sizeof(buf), true, id);
+	return json_object_new_string(buf);
+}
+
+static json_object *int_or_null(int v)
+{
+	return v < 0 ? NULL : json_object_new_int(v);
+}
+
+/* algbw and busbw lower bounds of a completion batch (bytes/s), 0 when not known. */
+static double algbw(const struct nccl_time *t)
+{
+	return t->window_ns ? (double)t->size / secs(t->window_ns) : 0;
+}
+
+/* ---- text ---- */
+
+static void text_colls(FILE *f, const struct nccl_comm_snap *c)
+{
+	if (!c->nr_colls)
+		return;
+	fprintf(f, "    %-14s %-18s %-10s %8s %14s %10s\n", "OP", "CALL", "DTYPE", "CALLS", "BYTES", "API_S");
+	for (size_t i = 0; i < c->nr_colls; i++) {
+		const struct nccl_coll *x = &c->colls[i];
+
+		fprintf(f, "    %-14s %-18s %-10s %8" PRIu64 " %14" PRIu64 " %10.6f\n", nccl_op_name(x->fn),
+			nccl_fn_name(x->fn), nccl_dtype_name(x->dtype), x->calls, x->bytes, secs(x->api_ns));
+	}
+}
+
+static void text_p2p(FILE *f, const struct nccl_comm_snap *c)
+{
+	if (!c->nr_p2p)
+		return;
+	fprintf(f, "    %-8s %-6s %8s %14s %10s\n", "PEER", "DIR", "CALLS", "BYTES", "API_S");
+	for (size_t i = 0; i < c->nr_p2p; i++) {
+		const struct nccl_p2p *x = &c->p2p[i];
+
+		fprintf(f, "    %-8d %-6s %8" PRIu64 " %14" PRIu64 " %10.6f\n", x->peer, x->send ? "send" : "recv",
+			x->calls, x->bytes, secs(x->api_ns));
+	}
+}
+
+static void text_times(FILE *f, const struct nccl_comm_snap *c)
+{
+	char sz[32];
+
+	if (!c->nr_times)
+		return;
+	fprintf(f, "    completion (first submission to the sync that covered it: time upper bound, bandwidth lower bound)\n");
+	fprintf(f, "    %-14s %12s %8s %12s %14s %14s\n", "OP", "SIZE>=", "CALLS", "SECONDS<=", "ALGBW_GB/s>=",
+		"BUSBW_GB/s>=");
+	for (size_t i = 0; i < c->nr_times; i++) {
+		const struct nccl_time *t = &c->times[i];
+		char bus[24];
+
+		if (!t->calls)
+			continue;
+		gp_text__bytes(1ULL << t->slot, sz, sizeof(sz));
+		if (t->bus_factor && t->window_ns)
+			snprintf(bus, sizeof(bus), "%.3f", algbw(t) * t->bus_factor / 1e9);
+		else
+			snprintf(bus, sizeof(bus), "-");
+		fprintf(f, "    %-14s %12s %8" PRIu64 " %12.6f %14.3f %14s\n", nccl_op_name(t->fn), sz, t->calls,
+			secs(t->window_ns), algbw(t) / 1e9, bus);
+	}
+}
+
+static void text_comm(FILE *f, const struct nccl_comm_snap *c)
+{
+	char id[32], rank[32], dev[16];
+
+	comm_id_str(id, sizeof(id), c->id_known, c->id);
+	if (c->rank >= 0 && c->nranks >= 0)
+		snprintf(rank, sizeof(rank), "rank %d of %d", c->rank, c->nranks);
+	else
+		snprintf(rank, sizeof(rank), "rank unknown");
+	snprintf(dev, sizeof(dev), c->device >= 0 ? "GPU %d" : "GPU unknown", c->device);
+	fprintf(f, "  comm %s (handle 0x%" PRIx64 "): %s, %s, made by %s%s\n", id, c->handle, rank, dev,
+		c->made_by ? nccl_fn_name(c->made_by) : "a call before gpuprobe attached",
+		c->destroyed ? ", destroyed" : "");
+	text_colls(f, c);
+	text_p2p(f, c);
+	text_times(f, c);
+}
+
+static void text_proc(FILE *f, const struct nccl_proc_snap *p)
+{
+	fprintf(f, "PID %u (%s)%s: %" PRIu64 " NCCL calls, %" PRIu64 " groups; failed %" PRIu64 " (null_comm %" PRIu64
+		   ", destroyed_comm %" PRIu64 ", unknown_dtype %" PRIu64 ")",
+		p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "", p->calls, p->groups,
+		p->failed, p->bad[NCCL_BAD_NULL_COMM], p->bad[NCCL_BAD_DESTROYED_COMM], p->bad[NCCL_BAD_UNKNOWN_DTYPE]);
+	if (p->unsynced)
+		fprintf(f, "; %" PRIu64 " not yet covered by a synchronization", p->unsynced);
+	fputc('\n', f);
+	for (size_t i = 0; i < p->nr_comms; i++)
+		text_comm(f, &p->comms[i]);
+}
+
+static void text_matrix(FILE *f, const struct nccl_matrix *m, const uint64_t *cells, const char *what)
+{
+	int n = m->nranks > 16 ? 16 : m->nranks;
+
+	fprintf(f, "  %s (rows: from rank, columns: to rank%s)\n    %6s", what, m->nranks > 16 ? "; the first 16" : "",
+		"");
+	for (int j = 0; j < n; j++)
+		fprintf(f, " %14d", j);
+	fputc('\n', f);
+	for (int i = 0; i < n; i++) {
+		fprintf(f, "    %6d", i);
+		for (int j = 0; j < n; j++)
+			fprintf(f, " %14" PRIu64, cells[i * m->nranks + j]);
+		fputc('\n', f);
+	}
+}
+
+static void text_matrices(FILE *f, const struct nccl_snap_data *d)
+{
+	char id[32];
+
+	for (size_t i = 0; i < d->nr_matrices; i++) {
+		const struct nccl_matrix *m = &d->matrices[i];
+
+		comm_id_str(id, sizeof(id), true, m->id);
+		fprintf(f, "Communicator %s: %d ranks; processes by rank:", id, m->nranks);
+		for (int r = 0; r < m->nranks && r < 16; r++)
+			fprintf(f, m->pid[r] ? " %u" : " -", m->pid[r]);
+		fputc('\n', f);
+		text_matrix(f, m, m->p2p, "bytes sent by ncclSend (measured)");
+		text_matrix(f, m, m->ring, "collective bytes sent (inferred: a ring in rank order)");
+	}
+}
+
+void nccl_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
+{
+	const struct nccl_snap *s = SNAP(hdr);
+	char tbuf[32];
+
+	(void)run;
+	gp_text__clock(tbuf, sizeof(tbuf));
+	fprintf(f, "[%s] nccl %s report: %zu process%s\n", tbuf, hdr->kind, s->d.nr_procs,
+		s->d.nr_procs == 1 ? "" : "es");
+	for (size_t i = 0; i < s->d.nr_procs; i++)
+		text_proc(f, &s->d.procs[i]);
+	text_matrices(f, &s->d);
+	for (size_t i = 0; i < s->nr_libs; i++)
+		fprintf(f, "libnccl %s: %d calls probed, %d not exported\n", s->libs[i].path, s->libs[i].probed,
+			__builtin_popcount(s->libs[i].missing));
+	if (!s->nr_libs)
+		fprintf(f, "No libnccl probed (none found yet).\n");
+	gp_drops__text(f, hdr);
+}
+
+/* ---- JSON ---- */
+
+static json_object *json_colls(const struct nccl_comm_snap *c)
+{
+	json_object *arr = json_object_new_array();
+
+	for (size_t i = 0; i < c->nr_colls; i++) {
+		const struct nccl_coll *x = &c->colls[i];
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "op", json_object_new_string(nccl_op_name(x->fn)));
+		json_object_object_add(o, "call", json_object_new_string(nccl_fn_name(x->fn)));
+		json_object_object_add(o, "dtype", json_object_new_string(nccl_dtype_name(x->dtype)));
+		json_object_object_add(o, "calls", json_object_new_uint64(x->calls));
+		json_object_object_add(o, "bytes", json_object_new_uint64(x->bytes));
+		json_object_object_add(o, "api_seconds", json_object_new_double(secs(x->api_ns)));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+static json_object *json_p2p(const struct nccl_comm_snap *c)
+{
+	json_object *arr = json_object_new_array();
+
+	for (size_t i = 0; i < c->nr_p2p; i++) {
+		const struct nccl_p2p *x = &c->p2p[i];
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "peer", json_object_new_int(x->peer));
+		json_object_object_add(o, "direction", json_object_new_string(x->send ? "send" : "recv"));
+		json_object_object_add(o, "calls", json_object_new_uint64(x->calls));
+		json_object_object_add(o, "bytes", json_object_new_uint64(x->bytes));
+		json_object_object_add(o, "api_seconds", json_object_new_double(secs(x->api_ns)));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+static json_object *json_time(const struct nccl_time *t)
+{
+	json_object *o = json_object_new_object(), *by = json_object_new_object(), *b = json_object_new_array();
+
+	json_object_object_add(o, "op", json_object_new_string(nccl_op_name(t->fn)));
+	json_object_object_add(o, "call", json_object_new_string(nccl_fn_name(t->fn)));
+	json_object_array_add(b, json_object_new_uint64(1ULL << t->slot));
+	json_object_array_add(b, json_object_new_uint64((1ULL << (t->slot + 1)) - 1));
+	json_object_object_add(o, "size_bucket", b);
+	json_object_object_add(o, "calls", json_object_new_uint64(t->calls));
+	json_object_object_add(o, "size_bytes", json_object_new_uint64(t->size));
+	json_object_object_add(o, "seconds_upper_bound", json_object_new_double(secs(t->window_ns)));
+	json_object_object_add(o, "algbw_bytes_per_second_lower_bound",
+			       t->window_ns ? json_object_new_double(algbw(t)) : NULL);
+	json_object_object_add(o, "busbw_bytes_per_second_lower_bound",
+			       t->window_ns && t->bus_factor ? json_object_new_double(algbw(t) * t->bus_factor) : NULL);
+	for (int k = 0; k < NCCL_SYNC__COUNT; k++)
+		json_object_object_add(by, nccl_sync_name((enum nccl_sync)k), json_object_new_uint64(t->by[k]));
+	json_object_object_add(o, "completed_by", by);
+	return o;
+}
+
+static json_object *json_comm(const struct nccl_comm_snap *c)
+{
+	json_object *o = json_object_new_object(), *ts = json_object_new_array();
+
+	json_object_object_add(o, "comm_id", id_json(c->id_known, c->id));
+	json_object_object_add(o, "handle", gp_json__hex(c->handle));
+	json_object_object_add(o, "nranks", int_or_null(c->nranks));
+	json_object_object_add(o, "rank", int_or_null(c->rank));
+	json_object_object_add(o, "device", int_or_null(c->device));
+	json_object_object_add(o, "shape_from", json_object_new_string(nccl_shape_name(c->shape)));
+	json_object_object_add(o, "made_by", c->made_by ? json_object_new_string(nccl_fn_name(c->made_by)) : NULL);
+	json_object_object_add(o, "parent_id", id_json(c->parent_known, c->parent_id));
+	if (c->made_by == GP_NCCL_CommSplit) {
+		json_object_object_add(o, "color", json_object_new_int(c->color));
+		json_object_object_add(o, "key", json_object_new_int(c->key));
+	}
+	json_object_object_add(o, "destroyed", json_object_new_boolean(c->destroyed));
+	json_object_object_add(o, "collectives", json_colls(c));
+	json_object_object_add(o, "p2p", json_p2p(c));
+	for (size_t i = 0; i < c->nr_times; i++)
+		if (c->times[i].calls)
+			json_object_array_add(ts, json_time(&c->times[i]));
+	json_object_object_add(o, "completion", ts);
+	json_object_object_add(o, "unattributed_bytes", json_object_new_uint64(c->unattributed_bytes));
+	return o;
+}
+
+static json_object *json_proc(const struct nccl_proc_snap *p)
+{
+	json_object *o = json_object_new_object(), *cs = json_object_new_array(), *bad = json_object_new_object();
+
+	json_object_object_add(o, "pid", json_object_new_int64(p->pid));
+	json_object_object_add(o, "comm", json_object_new_string(p->comm));
+	json_object_object_add(o, "exited", json_object_new_boolean(p->exited));
+	json_object_object_add(o, "exec", json_object_new_boolean(p->exec));
+	json_object_object_add(o, "calls", json_object_new_uint64(p->calls));
+	json_object_object_add(o, "groups", json_object_new_uint64(p->groups));
+	json_object_object_add(o, "failed_calls", json_object_new_uint64(p->failed));
+	for (int k = 0; k < NCCL_BAD__COUNT; k++)
+		json_object_object_add(bad, nccl_bad_name((enum nccl_bad)k), json_object_new_uint64(p->bad[k]));
+	json_object_object_add(o, "bad_calls", bad);
+	json_object_object_add(o, "nested_calls", json_object_new_uint64(p->nested));
+	json_object_object_add(o, "init_all_calls", json_object_new_uint64(p->other));
+	json_object_object_add(o, "unsynced_calls", json_object_new_uint64(p->unsynced));
+	for (size_t i = 0; i < p->nr_comms; i++)
+		json_object_array_add(cs, json_comm(&p->comms[i]));
+	json_object_object_add(o, "comms", cs);
+	return o;
+}
+
+static json_object *json_cells(const struct nccl_matrix *m, const uint64_t *cells)
+{
+	json_object *rows = json_object_new_array();
+
+	for (int i = 0; i < m->nranks; i++) {
+		json_object *row = json_object_new_array();
+
+		for (int j = 0; j < m->nranks; j++)
+			json_object_array_add(row, json_object_new_uint64(cells[i * m->nranks + j]));
+		json_object_array_add(rows, row);
+	}
+	return rows;
+}
+
+static json_object *json_matrix(const struct nccl_matrix *m)
+{
+	json_object *o = json_object_new_object(), *ranks = json_object_new_array();
+
+	json_object_object_add(o, "comm_id", id_json(true, m->id));
+	json_object_object_add(o, "nranks", json_object_new_int(m->nranks));
+	for (int r = 0; r < m->nranks; r++)
+		json_object_array_add(ranks, m->pid[r] ? json_object_new_int64(m->pid[r]) : NULL);
+	json_object_object_add(o, "pids_by_rank", ranks);
+	json_object_object_add(o, "p2p_bytes", json_cells(m, m->p2p));
+	json_object_object_add(o, "collective_bytes_inferred", json_cells(m, m->ring));
+	json_object_object_add(o, "inference", json_object_new_string(ring_note));
+	return o;
+}
+
+static json_object *json_libs(const struct nccl_snap *s)
+{
+	json_object *arr = json_object_new_array();
+
+	for (size_t i = 0; i < s->nr_libs; i++) {
+		json_object *o = json_object_new_object(), *miss = json_object_new_array();
+
+		json_object_object_add(o, "path", json_object_new_string(s->libs[i].path));
+		json_object_object_add(o, "probed_calls", json_object_new_int(s->libs[i].probed));
+		for (int fn = 1; fn < GP_NCCL__COUNT; fn++)
+			if (s->libs[i].missing & (1U << fn))
+				json_object_array_add(miss, json_object_new_string(nccl_fn_name(fn)));
+		json_object_object_add(o, "missing_calls", miss);
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+void nccl_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *run)
+{
+	const struct nccl_snap *s = SNAP(hdr);
+	json_object *procs = json_object_new_array(), *ms = json_object_new_array();
+
+	(void)run;
+	for (size_t i = 0; i < s->d.nr_procs; i++)
+		json_object_array_add(procs, json_proc(&s->d.procs[i]));
+	json_object_object_add(o, "processes", procs);
+	for (size_t i = 0; i < s->d.nr_matrices; i++)
+		json_object_array_add(ms, json_matrix(&s->d.matrices[i]));
+	json_object_object_add(o, "communicators", ms);
+	json_object_object_add(o, "libraries", json_libs(s));
+}
+
+/* ---- --trace ---- */
+
+json_object *nccl_report__trace_args(const struct gp_nccl_event *e, bool id_known, uint64_t comm_id)
+{
+	json_object *a = json_object_new_object();
+	uint64_t size = nccl_dtype_size(e->dtype);
+
+	if (e->fn == GP_NCCL_GroupStart || e->fn == GP_NCCL_GroupEnd)
+		return a;
+	json_object_object_add(a, "comm", gp_json__hex(e->newcomm ? e->newcomm : e->comm));
+	json_object_object_add(a, "comm_id", id_json(id_known, comm_id));
+	if (!nccl_fn_is_data((int)e->fn)) {
+		if (e->nranks >= 0)
+			json_object_object_add(a, "nranks", json_object_new_int(e->nranks));
+		if (e->rank >= 0)
+			json_object_object_add(a, "rank", json_object_new_int(e->rank));
+		if (e->fn == GP_NCCL_CommSplit) {
+			json_object_object_add(a, "color", json_object_new_int(e->color));
+			json_object_object_add(a, "key", json_object_new_int(e->key));
+		}
+		return a;
+	}
+	json_object_object_add(a, "op", json_object_new_string(nccl_op_name((int)e->fn)));
+	json_object_object_add(a, "dtype", json_object_new_string(nccl_dtype_name(e->dtype)));
+	json_object_object_add(a, "count", json_object_new_uint64(e->count));
+	json_object_object_add(a, "bytes", size ? json_object_new_uint64(e->count * size) : NULL);
+	if (e->peer >= 0)
+		json_object_object_add(a, e->fn == GP_NCCL_Send || e->fn == GP_NCCL_Recv ? "peer" : "root",
+				       json_object_new_int(e->peer));
+	json_object_object_add(a, "stream", gp_json__hex(e->stream));
+	return a;
+}
+
+/* ---- /metrics ---- */
+
+static const struct {
+	const char *name;
+} fams[] = {
+	{ "gpuprobe_nccl_calls_total" }, { "gpuprobe_nccl_bytes_total" }, { "gpuprobe_nccl_api_seconds_total" },
+	{ "gpuprobe_nccl_p2p_bytes_total" }, { "gpuprobe_nccl_p2p_calls_total" }, { "gpuprobe_nccl_completed_calls_total" },
+	{ "gpuprobe_nccl_completion_upper_bound_seconds_total" }, { "gpuprobe_nccl_completed_size_bytes_total" },
+	{ "gpuprobe_nccl_bad_calls_total" }, { "gpuprobe_nccl_failed_calls_total" }, { "gpuprobe_nccl_groups_total" },
+};
+enum { F_CALLS, F_BYTES, F_API, F_P2P_BYTES, F_P2P_CALLS, F_DONE, F_WINDOW, F_SIZE, F_BAD, F_FAILED, F_GROUPS };
+
+/* Sums of the communicators past the series cap, per (fn, dtype) and p2p direction. */
+struct other {
+	uint64_t calls[GP_NCCL__COUNT][NCCL_NTYPES + 1], bytes[GP_NCCL__COUNT][NCCL_NTYPES + 1];
+	uint64_t api[GP_NCCL__COUNT][NCCL_NTYPES + 1];
+	uint64_t p2p_calls[2], p2p_bytes[2];
+	bool any;
+};
+
+static void prom_colls(struct prom_out *p, const struct gp_snap_pid *pp, const struct nccl_comm_snap *c,
+		       const char *id, const char *rank)
+{
+	for (size_t i = 0; i < c->nr_colls; i++) {
+		const struct nccl_coll *x = &c->colls[i];
+		const char *kv[] = { "comm_id", id, "rank", rank, "op", nccl_op_name(x->fn), "call",
+				     nccl_fn_name(x->fn), "dtype", nccl_dtype_name(x->dtype), NULL };
+
+		prom__u64(p, fams[F_CALLS].name, pp, kv, x->calls);
+		prom__u64(p, fams[F_BYTES].name, pp, kv, x->bytes);
+		prom__secs(p, fams[F_API].name, pp, kv, secs(x->api_ns));
+	}
+}
+
+static void prom_p2p(struct prom_out *p, const struct gp_snap_pid *pp, const struct nccl_comm_snap *c,
+		     const char *id, const char *rank)
+{
+	uint64_t oc[2] = { 0 }, ob[2] = { 0 };
+	char peer[16];
+
+	for (size_t i = 0; i < c->nr_p2p; i++) {
+		const struct nccl_p2p *x = &c->p2p[i];
+		const char *kv[] = { "comm_id", id, "rank", rank, "peer", peer, "direction", x->send ? "send" : "recv",
+				     NULL };
+
+		if (i >= PEER_SERIES) {
+			oc[x->send] += x->calls;
+			ob[x->send] += x->bytes;
+			continue;
+		}
+		snprintf(peer, sizeof(peer), "%d", x->peer);
+		prom__u64(p, fams[F_P2P_CALLS].name, pp, kv, x->calls);
+		prom__u64(p, fams[F_P2P_BYTES].name, pp, kv, x->bytes);
+	}
+	for (int s = 0; s < 2 && c->nr_p2p > PEER_SERIES; s++) {
+		const char *kv[] = { "comm_id", id, "rank", rank, "peer", "other", "direction", s ? "send" : "recv", NULL };
+
+		prom__u64(p, fams[F_P2P_CALLS].name, pp, kv, oc[s]);
+		prom__u64(p, fams[F_P2P_BYTES].name, pp, kv, ob[s]);
+	}
+}
+
+/* Completion per op: the size buckets summed (the JSON has them apart). */
+static void prom_times(struct prom_out *p, const struct gp_snap_pid *pp, const struct nccl_comm_snap *c,
+		       const char *id, const char *rank)
+{
+	for (int fn = GP_NCCL_AllReduce; fn <= GP_NCCL_Recv; fn++) {
+		uint64_t calls = 0, ns = 0, size = 0;
+		const char *kv[] = { "comm_id", id, "rank", rank, "op", nccl_op_name(fn), "call", nccl_fn_name(fn), NULL };
+
+		for (size_t i = 0; i < c->nr_times; i++) {
+			if (c->times[i].fn != fn)
+				continue;
+			calls += c->times[i].calls;
+			ns += c->times[i].window_ns;
+			size += c->times[i].size;
+		}
+		if (!calls)
+			continue;
+		prom__u64(p, fams[F_DONE].name, pp, kv, calls);
+		prom__secs(p, fams[F_WINDOW].name, pp, kv, secs(ns));
+		prom__u64(p, fams[F_SIZE].name, pp, kv, size);
+	}
+}
+
+static void add_other(struct other *o, const struct nccl_comm_snap *c)
+{
+	o->any = true;
+	for (size_t i = 0; i < c->nr_colls; i++) {
+		const struct nccl_coll *x = &c->colls[i];
+
+		o->calls[x->fn][x->dtype + 1] += x->calls;
+		o->bytes[x->fn][x->dtype + 1] += x->bytes;
+		o->api[x->fn][x->dtype + 1] += x->api_ns;
+	}
+	for (size_t i = 0; i < c->nr_p2p; i++) {
+		o->p2p_calls[c->p2p[i].send] += c->p2p[i].calls;
+		o->p2p_bytes[c->p2p[i].send] += c->p2p[i].bytes;
+	}
+}
+
+static void prom_other(struct prom_out *p, const struct gp_snap_pid *pp, const struct other *o)
+{
+	for (int fn = 0; o->any && fn < GP_NCCL__COUNT; fn++)
+		for (int t = 0; t <= NCCL_NTYPES; t++) {
+			const char *kv[] = { "comm_id", "other", "rank", "", "op", nccl_op_name(fn), "call", nccl_fn_name(fn),
+					     "dtype", nccl_dtype_name(t - 1), NULL };
+
+			if (!o->calls[fn][t])
+				continue;
+			prom__u64(p, fams[F_CALLS].name, pp, kv, o->calls[fn][t]);
+			prom__u64(p, fams[F_BYTES].name, pp, kv, o->bytes[fn][t]);
+			prom__secs(p, fams[F_API].name, pp, kv, secs(o->api[fn][t]));
+		}
+	for (int s = 0; o->any && s < 2; s++) {
+		const char *kv[] = { "comm_id", "other", "rank", "", "peer", "other", "direction", s ? "send" : "recv", NULL };
+
+		if (!o->p2p_calls[s])
+			continue;
+		prom__u64(p, fams[F_P2P_CALLS].name, pp, kv, o->p2p_calls[s]);
+		prom__u64(p, fams[F_P2P_BYTES].name, pp, kv, o->p2p_bytes[s]);
+	}
+}
+
+/* pp: this process's own, for the render (src/out/prom.c tells processes apart by it) */
+static void prom_proc(struct prom_out *p, const struct nccl_proc_snap *sp, uint64_t max_comms,
+		      struct gp_snap_pid *pp)
+{
+	struct other *o = calloc(1, sizeof(*o));
+
+	*pp = (struct gp_snap_pid){ .pid = sp->pid, .exited = sp->exited };
+	memcpy(pp->comm, sp->comm, sizeof(pp->comm));
+	for (size_t j = 0; j < sp->nr_comms; j++) {
+		const struct nccl_comm_snap *c = &sp->comms[j];
+		char id[32], rank[16] = "";
+
+		if (j >= max_comms) {
+			if (o)
+				add_other(o, c);
+			continue;
+		}
+		comm_id_str(id, sizeof(id), c->id_known, c->id);
+		if (!c->id_known) /* one series per communicator even when its id is unknown */
+			snprintf(id, sizeof(id), "handle:0x%" PRIx64, c->handle);
+		if (c->rank >= 0)
+			snprintf(rank, sizeof(rank), "%d", c->rank);
+		prom_colls(p, pp, c, id, rank);
+		prom_p2p(p, pp, c, id, rank);
+		prom_times(p, pp, c, id, rank);
+	}
+	if (o)
+		prom_other(p, pp, o);
+	free(o);
+	for (int k = 0; k < NCCL_BAD__COUNT; k++) {
+		const char *kv[] = { "reason", nccl_bad_name((enum nccl_bad)k), NULL };
+
+		prom__u64(p, fams[F_BAD].name, pp, kv, sp->bad[k]);
+	}
+	prom__u64(p, fams[F_FAILED].name, pp, NULL, sp->failed);
+	prom__u64(p, fams[F_GROUPS].name, pp, NULL, sp->groups);
+}
+
+int nccl_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
+{
+	const struct nccl_snap *s = SNAP(hdr);
+	struct gp_snap_pid *pids = calloc(s->d.nr_procs + 1, sizeof(*pids));
+
+	(void)run;
+	if (!pids)
+		return -ENOMEM;
+	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
+		prom__family(p, fams[f].name);
+	for (size_t i = 0; i < s->d.nr_procs; i++)
+		if (s->d.procs[i].calls) /* no NCCL call yet: no series */
+			prom_proc(p, &s->d.procs[i], s->max_comm_series, &pids[i]);
+	free(pids);
+	return 0;
+}

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#define _GNU_SOURCE
+#include <string.h>
+#include "metrics.h"
+
+#define P GP_M_PROCESS
+
+const struct gp_metric gp_metrics[] = {
+	/* --memleak */
+	{ "gpuprobe_cuda_outstanding_bytes", GP_GAUGE, P, "kind", NULL, "--memleak",
+	  "Bytes allocated through the CUDA driver and not freed yet, by memory kind, of the processes running now.",
+	  "`kind` is `device`, `managed`, `host_pinned` or `physical` (`cuMemCreate` handles). A process's bytes "
+	  "leave the sum when it exits (the driver frees them)." },
+	{ "gpuprobe_cuda_outstanding_allocations", GP_GAUGE, P, "kind", NULL, "--memleak",
+	  "Allocations made through the CUDA driver and not freed yet, by memory kind, of the processes running now.",
+	  NULL },
+	{ "gpuprobe_cuda_alloc_calls_total", GP_COUNTER, P, "", NULL, "--memleak",
+	  "Successful CUDA driver allocation calls.",
+	  "`cuMemAlloc_v2`, pitch, managed, async, pool, host, `cuMemCreate`; counted since gpuprobe attached." },
+	{ "gpuprobe_cuda_free_calls_total", GP_COUNTER, P, "", NULL, "--memleak",
+	  "Successful CUDA driver frees of allocations gpuprobe saw being made.",
+	  "Frees of allocations made before gpuprobe attached are not counted." },
+	{ "gpuprobe_cuda_alloc_bytes_total", GP_COUNTER, P, "", NULL, "--memleak",
+	  "Bytes allocated by the calls counted in gpuprobe_cuda_alloc_calls_total.", NULL },
+	{ "gpuprobe_cuda_freed_bytes_total", GP_COUNTER, P, "", NULL, "--memleak",
+	  "Bytes released by the calls counted in gpuprobe_cuda_free_calls_total.", NULL },
+	/* --cudatrace */
+	{ "gpuprobe_cuda_kernel_launches_total", GP_COUNTER, P, "kernel", "kernel", "--cudatrace",
+	  "Kernel launch calls by kernel name (cuLaunchKernel, cuLaunchKernelEx, cooperative; failed calls too).",
+	  "`kernel` is the demangled name, `unknown` when gpuprobe never saw the handle named. The first "
+	  "`--max-kernel-series` (default 20) kernel names of a series get their own; later ones are summed "
+	  "under `kernel=\"other\"`. The choice never changes while the series lives, so no count moves "
+	  "between series." },
+	{ "gpuprobe_cuda_graph_launches_total", GP_COUNTER, P, "", NULL, "--cudatrace",
+	  "CUDA graph launches (cuGraphLaunch); a graph's kernels are not launch calls.", NULL },
+	{ "gpuprobe_cuda_sync_calls_total", GP_COUNTER, P, "", NULL, "--cudatrace",
+	  "Stream, context and event synchronize calls (counted at entry).",
+	  "`cuStreamSynchronize`, `cuCtxSynchronize(_v2)`, `cuEventSynchronize`." },
+	{ "gpuprobe_cuda_sync_duration_seconds", GP_HISTOGRAM, P, "", NULL, "--cudatrace",
+	  "Seconds the host was blocked in each synchronize call whose return was seen.",
+	  "None without latency (`--no-latency`). `_sum` is the time blocked in synchronization: "
+	  "`rate(..._sum[1m])` is the share of a second spent waiting for the GPU." },
+	{ "gpuprobe_cuda_launch_duration_seconds", GP_HISTOGRAM, P, "", NULL, "--cudatrace",
+	  "Seconds each kernel launch call took on the host, entry to return.",
+	  "The API call's cost, not the kernel's run time. None with `--no-latency`." },
+	/* --cudatrace under --max-overhead (src/core/budget.h): gauges, since an estimate may go
+	 * down; each sums over the series' running processes, so a series of several processes
+	 * gets their seen and estimated calls added (the share seen is seen / estimate) */
+	{ "gpuprobe_sampled_processes", GP_GAUGE, P, "", NULL, "--max-overhead",
+	  "Running processes whose launch and synchronize calls --max-overhead samples now: their counters above count the calls seen, the *_estimate gauges hold estimates.",
+	  "With `--cudatrace`; the daemon's default is `--max-overhead 1`. A process is sampled from the "
+	  "first period its probes were attached for a window only, until it exits. Its "
+	  "`gpuprobe_cuda_kernel_launches_total`, `gpuprobe_cuda_graph_launches_total` and "
+	  "`gpuprobe_cuda_sync_calls_total` count what the probes saw (counters never go down; an "
+	  "estimate may). No series while every call is seen." },
+	{ "gpuprobe_cuda_launches_estimate", GP_GAUGE, P, "bound", NULL, "--max-overhead",
+	  "Kernel launch calls of the sampled running processes: seen by the probes (bound=seen), estimated (bound=estimate), and the ends of a 95 % interval (bound=low, bound=high).",
+	  "Summed over the series' sampled processes: `seen / estimate` is the share of their calls "
+	  "seen, and `low`, `high` are the sums of each process's 95 % bounds. No `high` sample when "
+	  "some process's calls cost less than a probe (its interval has no upper end)." },
+	{ "gpuprobe_cuda_graph_launches_estimate", GP_GAUGE, P, "bound", NULL, "--max-overhead",
+	  "cuGraphLaunch calls of the sampled running processes, as gpuprobe_cuda_launches_estimate.", NULL },
+	{ "gpuprobe_cuda_sync_calls_estimate", GP_GAUGE, P, "bound", NULL, "--max-overhead",
+	  "Synchronize calls of the sampled running processes, as gpuprobe_cuda_launches_estimate.", NULL },
+	/* --bandwidth-util */
+	{ "gpuprobe_cuda_memcpy_calls_total", GP_COUNTER, P, "gpu,direction", NULL, "--bandwidth-util",
+	  "Successful CUDA driver copies (cuMemcpy*) of at least --min-bytes bytes, by GPU and direction.",
+	  "Every `cuMemcpy*` entry point: sync, async, 2D, 3D, peer, `_ptds`/`_ptsz`. `gpu` is the device "
+	  "side's ordinal (the source's for device-to-device and peer copies), `\"\"` when unknown. "
+	  "`direction` is `H2D`, `D2H`, `D2D`, `peer` or `H2H`; for unified copies decided by the allocations "
+	  "gpuprobe saw made, never guessed. Zero-byte and failed copies are not counted." },
+	{ "gpuprobe_cuda_memcpy_bytes_total", GP_COUNTER, P, "gpu,direction", NULL, "--bandwidth-util",
+	  "Bytes of the copies counted in gpuprobe_cuda_memcpy_calls_total.", NULL },
+	{ "gpuprobe_cuda_memcpy_sync_seconds_total", GP_COUNTER, P, "gpu,direction", NULL, "--bandwidth-util",
+	  "Seconds spent in synchronous copy calls, entry to return.",
+	  "`D2D` and peer copies return before they are done and are timed as asynchronous." },
+	{ "gpuprobe_cuda_memcpy_async_upper_bound_seconds_total", GP_COUNTER, P, "gpu,direction", NULL,
+	  "--bandwidth-util",
+	  "Upper bound of the seconds asynchronous copies took: from the first submission of a batch to the return of the synchronize covering it.",
+	  "**An upper bound**: more than the transfer when the GPU was busy with other work; copies never "
+	  "synchronized add nothing." },
+	{ "gpuprobe_cuda_memcpy_pageable_bytes_total", GP_COUNTER, P, "gpu,direction", NULL, "--bandwidth-util",
+	  "Bytes of the counted copies whose host side is pageable (not pinned) memory.",
+	  "Staged by the driver, slower than pinned (`cuMemAllocHost`, `cuMemHostRegister`) memory." },
+	{ "gpuprobe_cuda_memcpy_small_calls_total", GP_COUNTER, 0, "", NULL, "--bandwidth-util",
+	  "Successful copies under --min-bytes bytes, every process together (counted in BPF, in no family above).",
+	  NULL },
+	{ "gpuprobe_cuda_copy_pair_copies_total", GP_COUNTER, P, "src_gpu,dst_gpu", NULL, "--bandwidth-util",
+	  "Copies between device memory by (source GPU, destination GPU): peer copies, and copies within a GPU where src_gpu equals dst_gpu.",
+	  "Every device-to-device entry point (`cuMemcpyPeer[Async]`, `cuMemcpy[Async]`/`cuMemcpyDtoD*` between "
+	  "device pointers, 3D peer copies); a GPU gpuprobe cannot tell (contexts made before it attached) is `\"\"`." },
+	{ "gpuprobe_cuda_copy_pair_bytes_total", GP_COUNTER, P, "src_gpu,dst_gpu", NULL, "--bandwidth-util",
+	  "Bytes of the copies counted in gpuprobe_cuda_copy_pair_copies_total.", NULL },
+	{ "gpuprobe_cuda_copy_pair_completed_bytes_total", GP_COUNTER, P, "src_gpu,dst_gpu", NULL, "--bandwidth-util",
+	  "Bytes of those copies completed by a synchronization that covered them (stream, context or event).", NULL },
+	{ "gpuprobe_cuda_copy_pair_upper_bound_seconds_total", GP_COUNTER, P, "src_gpu,dst_gpu", NULL, "--bandwidth-util",
+	  "Upper bound of the seconds the completed copies took: from the first submission of a batch to the return of the synchronization covering it.",
+	  "Never the calls' own time (they return before the copy is done). "
+	  "`completed_bytes / upper_bound_seconds` is a lower bound of the pair's bandwidth." },
+	{ "gpuprobe_link_speed_bytes", GP_GAUGE, 0, "link,name,read_here", NULL, "--bandwidth-util",
+	  "Bytes per second a link can carry in one direction (as node_network_speed_bytes), the bound no reported bandwidth passes.",
+	  "`link` is `host` (the GPUs' PCIe links from sysfs), `peer` (NVLink by PCI device id) or `local` "
+	  "(GPU memory); `read_here` `0` when the figure is the fastest such link, not this node's." },
+	/* --nccl */
+	{ "gpuprobe_nccl_calls_total", GP_COUNTER, P, "comm_id,rank,op,call,dtype", NULL, "--nccl",
+	  "Successful NCCL collective calls by communicator (comm_id, rank), op and dtype.",
+	  "`comm_id` is the communicator's id, equal on every rank (from the ncclUniqueId, or the parent "
+	  "of a split); `comm_id=\"other\"` sums the communicators past `--nccl-max-comm-series`." },
+	{ "gpuprobe_nccl_bytes_total", GP_COUNTER, P, "comm_id,rank,op,call,dtype", NULL, "--nccl",
+	  "Bytes of those calls: the count argument times the data type's size.", NULL },
+	{ "gpuprobe_nccl_api_seconds_total", GP_COUNTER, P, "comm_id,rank,op,call,dtype", NULL, "--nccl",
+	  "Seconds in those calls, entry to return (the host side: NCCL returns before the GPU is done).", NULL },
+	{ "gpuprobe_nccl_p2p_bytes_total", GP_COUNTER, P, "comm_id,rank,peer,direction", NULL, "--nccl",
+	  "Bytes of ncclSend/ncclRecv calls by communicator, rank, peer rank and direction.",
+	  "`peer=\"other\"` sums the peers past the first 64." },
+	{ "gpuprobe_nccl_p2p_calls_total", GP_COUNTER, P, "comm_id,rank,peer,direction", NULL, "--nccl",
+	  "ncclSend/ncclRecv calls, labelled as gpuprobe_nccl_p2p_bytes_total.", NULL },
+	{ "gpuprobe_nccl_completed_calls_total", GP_COUNTER, P, "comm_id,rank,op,call", NULL, "--nccl",
+	  "Calls completed by a synchronization that covered their stream.", NULL },
+	{ "gpuprobe_nccl_completion_upper_bound_seconds_total", GP_COUNTER, P, "comm_id,rank,op,call", NULL, "--nccl",
+	  "Upper bound of the seconds those calls took: from the first submission of a batch to the return of the synchronization covering it.",
+	  NULL },
+	{ "gpuprobe_nccl_completed_size_bytes_total", GP_COUNTER, P, "comm_id,rank,op,call", NULL, "--nccl",
+	  "nccl-tests' size of the completed calls: over the seconds above, a lower bound of the algorithm bandwidth.",
+	  "AllGather, ReduceScatter, AlltoAll, Gather, Scatter: all ranks' data, as nccl-tests counts it." },
+	{ "gpuprobe_nccl_bad_calls_total", GP_COUNTER, P, "reason", NULL, "--nccl",
+	  "NCCL calls on a NULL or destroyed communicator, or with a data type NCCL does not have, by reason.", NULL },
+	{ "gpuprobe_nccl_failed_calls_total", GP_COUNTER, P, "", NULL, "--nccl",
+	  "NCCL calls that returned an error.", NULL },
+	{ "gpuprobe_nccl_groups_total", GP_COUNTER, P, "", NULL, "--nccl",
+	  "Outermost ncclGroupStart/ncclGroupEnd pairs.", NULL },
+	/* --ioctl */
+	{ "gpuprobe_nvidia_ioctl_calls_total", GP_COUNTER, P, "node,cmd,ctrl", "cmd,ctrl", "--ioctl",
+	  "ioctls on nvidia device nodes by node, command (decoded name or hex) and RM control command (NV_ESC_RM_CONTROL only).",
+	  "`node` is the device node (`/dev/nvidiactl`, `/dev/nvidia0`, `/dev/nvidia-uvm`, "
+	  "`/dev/char/MAJOR:MINOR` for `--ioctl-dev` majors); `cmd` the request's decoded name "
+	  "(`NV_ESC_RM_CONTROL`, `UVM_MAP_EXTERNAL_ALLOCATION`, ...) or its number in hex; `ctrl` the RM "
+	  "control command of an `NV_ESC_RM_CONTROL`, else `\"\"`. The first `--max-ioctl-series` (default "
+	  "20) (`cmd`, `ctrl`) pairs of a series get their own; later ones are summed under "
+	  "`cmd=\"other\", ctrl=\"\"`. Kprobes on the drivers' ioctl entry points where the kernel has them, "
+	  "else the ioctl syscall tracepoints filtered by the file's device major." },
+	{ "gpuprobe_nvidia_ioctl_errors_total", GP_COUNTER, P, "node,cmd,ctrl", "cmd,ctrl", "--ioctl",
+	  "Those ioctls that returned an error.", NULL },
+	{ "gpuprobe_nvidia_ioctl_seconds_total", GP_COUNTER, P, "node,cmd,ctrl", "cmd,ctrl", "--ioctl",
+	  "Seconds spent in those ioctls, entry to return.", NULL },
+	/* every mode: the run's own (src/core/run.c) */
+	{ "gpuprobe_probe_hits_total", GP_COUNTER, P, "", NULL, "",
+	  "Uprobe hits gpuprobe's probes took in the processes (entries and returns of the probed driver calls).",
+	  "One definition with the CLI's overhead line: entry and return of each successful allocation, "
+	  "free and mapping (whenever the allocation probes are loaded: `--memleak` or `--bandwidth-util`), "
+	  "of each counted copy (`--bandwidth-util`), and each launch, graph launch and synchronize "
+	  "(`--cudatrace`; two hits each with latency). ioctls are syscalls, not uprobe hits." },
+	{ "gpuprobe_probe_seconds_total", GP_COUNTER, P, "", NULL, "",
+	  "ESTIMATE of the seconds the processes spent in gpuprobe's probes: gpuprobe_probe_hits_total times gpuprobe_probe_hit_cost_seconds, not a measurement.",
+	  "**An estimate**: `rate()` of it is the share of a CPU the probes cost the traced processes." },
+	{ "gpuprobe_probe_hit_cost_seconds", GP_GAUGE, 0, "", NULL, "",
+	  "Cost of one probe hit in seconds: calibrated at start-up on this node (a uprobe on a function of gpuprobe, timed with and without), or --probe-cost.",
+	  NULL },
+	{ "gpuprobe_events_dropped_total", GP_COUNTER, 0, "mode,reason", NULL, "",
+	  "Events or calls gpuprobe could not account for, by mode and reason (see docs/metrics.md).",
+	  "Non-zero means the numbers above are low; the reasons are listed below." },
+	/* --max-overhead: the budget's own (src/core/budget_report.c) */
+	{ "gpuprobe_budget_max_overhead_ratio", GP_GAUGE, 0, "", NULL, "--max-overhead",
+	  "The budget: the share of a process's time gpuprobe's launch and synchronize probes may take (0.01 = 1 %).",
+	  "Absent without a budget (`--max-overhead 100`, or a CLI run without the option)." },
+	{ "gpuprobe_budget_attached_ratio", GP_GAUGE, 0, "", NULL, "--max-overhead",
+	  "The share of time the sampled probes (launches, syncs) are attached now: 1 when every call is seen.", NULL },
+	{ "gpuprobe_budget_over", GP_GAUGE, 0, "", NULL, "--max-overhead",
+	  "1 when a process passes the budget even with the sampled probes attached for the least share of time.",
+	  NULL },
+	{ "gpuprobe_budget_sampled_periods_total", GP_COUNTER, 0, "", NULL, "--max-overhead",
+	  "Periods (100 ms, up to 1 s) in which the sampled probes were attached for a window only.", NULL },
+	{ "gpuprobe_tracked_processes", GP_GAUGE, 0, "", NULL, "",
+	  "Processes gpuprobe holds records of now (running, and exited ones not yet folded into their series).",
+	  NULL },
+	/* the daemon's own (src/cli/daemon.c) */
+	{ "gpuprobe_build_info", GP_GAUGE, 0, "version,libbpf,modes", NULL, "",
+	  "Always 1: the gpuprobe version, the libbpf it runs with and the modes enabled, as labels.", NULL },
+	{ "gpuprobe_libcuda_files", GP_GAUGE, 0, "", NULL, "",
+	  "Distinct libcuda files (device+inode) gpuprobe has probes on.", NULL },
+	{ "gpuprobe_probes_attached", GP_GAUGE, 0, "", NULL, "",
+	  "Probes attached (one per function and direction; --ioctl adds its 2 tracepoints or 4 kprobes).", NULL },
+	{ "gpuprobe_series", GP_GAUGE, 0, "", NULL, "",
+	  "Series of the per-process families on this endpoint.",
+	  "Bounded by the workload's shape (comm, cgroup, pod, kernel, GPU, direction), not by how many "
+	  "processes came and went; with `--per-process-series`, by `--max-process-series` too." },
+	{ "gpuprobe_scrapes_total", GP_COUNTER, 0, "", NULL, "",
+	  "Requests for /metrics answered.", NULL },
+	{ "gpuprobe_scrape_duration_seconds", GP_HISTOGRAM, 0, "", NULL, "",
+	  "Seconds the daemon took to build each /metrics answer (snapshots of every mode, folding, writing).",
+	  NULL },
+	{ "gpuprobe_http_connections_closed_total", GP_COUNTER, 0, "", NULL, "",
+	  "Connections the daemon closed because their request did not arrive in time, or to keep room for new clients.",
+	  NULL },
+	{ "gpuprobe_http_auth_failures_total", GP_COUNTER, 0, "", NULL, "--web-config",
+	  "Requests refused with 401 (basic_auth_users of --web-config).", NULL },
+	{ "gpuprobe_rescans_total", GP_COUNTER, 0, "", NULL, "",
+	  "Rescans of /proc/*/maps for new libcuda files (--rescan-interval).", NULL },
+	{ "gpuprobe_rescan_seconds_total", GP_COUNTER, 0, "", NULL, "",
+	  "Seconds spent in those rescans.", NULL },
+	{ "process_cpu_seconds_total", GP_COUNTER, 0, "", NULL, "",
+	  "User and system CPU time the daemon spent, in seconds.",
+	  "The name every Prometheus client library uses for a process's own CPU." },
+	{ "process_resident_memory_bytes", GP_GAUGE, 0, "", NULL, "",
+	  "The daemon's resident memory in bytes (its BPF maps are kernel memory, not counted here).", NULL },
+	{ "process_open_fds", GP_GAUGE, 0, "", NULL, "", "File descriptors the daemon has open.", NULL },
+	{ "process_start_time_seconds", GP_GAUGE, 0, "", NULL, "",
+	  "When the daemon started, in seconds since the Unix epoch.", NULL },
+	{ NULL },
+};
+
+int gp_metric__find(const char *name)
+{
+	for (int i = 0; name && gp_metrics[i].name; i++)
+		if (!strcmp(gp_metrics[i].name, name))
+			return i;
+	return -1;
+}
+
+const char *gp_metric__type_name(enum gp_metric_type t)
+{
+	return t == GP_COUNTER ? "counter" : t == GP_GAUGE ? "gauge" : "histogram";
+}
+
+/* "a,b" -> "`a`, `b`" */
+static void code_list(FILE *f, const char *list)
+{
+	const char *s = list;
+
+	while (*s) {
+		size_t n = strcspn(s, ",");
+
+		fprintf(f, "%s`%.*s`", s == list ? "" : ", ", (int)n, s);
+		s += n + (s[n] == ',');
+	}
+}
+
+void gp_metrics__doc(FILE *f)
+{
+	fputs("| name | type | labels | with | meaning |\n|---|---|---|---|---|\n", f);
+	for (const struct gp_metric *m = gp_metrics; m->name; m++) {
+		fprintf(f, "| `%s` | %s | ", m->name, gp_metric__type_name(m->type));
+		if (m->flags & GP_M_PROCESS)
+			fputs("process labels", f);
+		if ((m->flags & GP_M_PROCESS) && m->labels[0])
+			fputs(", ", f);
+		code_list(f, m->labels);
+		if (!(m->flags & GP_M_PROCESS) && !m->labels[0])
+			fputs("—", f);
+		if (m->with[0])
+			fprintf(f, " | `%s` | %s", m->with, m->help);
+		else
+			fprintf(f, " | always | %s", m->help);
+		if (m->doc)
+			fprintf(f, " %s", m->doc);
+		fputs(" |\n", f);
+	}
+}

@@ -1,0 +1,384 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Leak stacks that name the user's code (issue 15), end to end: gpuprobe --memleak with
+real BPF on the stand-in driver, against tests/stacks/stackapp built -O2
+-fomit-frame-pointer (and its variants: stripped with a separate debug file, a debug file
+of another build, a corrupt .eh_frame) and tests/stacks/pyalloc.py through ctypes.
+
+PYSTACK_PYTHONS: the CPython interpreters the Python checks run under (default Debian's
+/usr/bin/python3.11; `make test-pystack-all` passes every one found)."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import gp
+from gp import FAKECUDA, check, eq, final, proc
+
+STK = os.path.join(gp.OUT, "stacks")
+SRC = os.path.join(gp.ROOT, "tests", "stacks")
+PYALLOC = os.path.join(SRC, "pyalloc.py")
+BASE = ["--memleak", "--json", "--libcuda", FAKECUDA]
+CHAIN = ["stackapp_leaf", "stackapp_middle", "stackapp_outer"]
+
+
+def source_line(path, pattern, after=None):
+    """The line number of the first line matching pattern (after the line matching after)."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    start = 0
+    if after:
+        start = next(i for i, l in enumerate(lines) if re.search(after, l))
+    return next(i + 1 for i, l in enumerate(lines) if i >= start and re.search(pattern, l))
+
+
+def func(frame):
+    """"f+0x1a (lib) at f.c:1" -> "f"; a Python frame "f (file.py:1)" -> "f"."""
+    return re.split(r"[+ ]", frame, 1)[0]
+
+
+def in_order(names, want):
+    """Index where want appears as consecutive entries of names, or -1."""
+    for i in range(len(names) - len(want) + 1):
+        if names[i:i + len(want)] == want:
+            return i
+    return -1
+
+
+def run_app(args, extra=(), timeout=60):
+    """gpuprobe --memleak on a command that allocates (pyalloc.py: once it printed READY
+    and got a line), prints DONE and waits for stdin to close: closed 0.3 s after DONE, so
+    the stack is read while the process runs, as with a program that goes on after its
+    leak. Returns (stdout, stderr, final report)."""
+    # -o -: the command's READY/DONE on gpuprobe's stdout with the reports (a pipe would
+    # otherwise send the command's stdout to gpuprobe's stderr)
+    p = subprocess.Popen([gp.GPUPROBE] + BASE + list(extra) + ["-o", "-", "--"] + args, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = []
+    try:
+        deadline = time.time() + timeout
+        for line in p.stdout:
+            out.append(line)
+            if line.strip() == "READY":
+                p.stdin.write("\n")
+                p.stdin.flush()
+            if line.strip() == "DONE" or time.time() > deadline:
+                break
+        time.sleep(0.3)
+        p.stdin.close()
+        p.stdin = None  # communicate() then only reads
+        rest, err = p.communicate(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    stdout = "".join(out) + rest
+    eq(p.returncode, 0, f"exit status: {err[-800:]}")
+    return stdout, err, final(stdout)
+
+
+def only_stack(rep, comm=None):
+    """The one stack of the one process (with comm) in a report."""
+    ps = [p for p in rep["processes"] if comm is None or p["comm"] == comm]
+    eq(len(ps), 1, f"processes named {comm}")
+    eq(len(ps[0]["stacks"]), 1, f"stacks of {ps[0]['comm']}")
+    return ps[0]["stacks"][0]
+
+
+def stackapp(name, *args, extra=()):
+    _, _, rep = run_app([os.path.join(STK, name)] + list(args), extra=extra)
+    return only_stack(rep)
+
+
+def test_chain_without_frame_pointers():
+    """-O2 -fomit-frame-pointer: the leaking function and its callers, in order, to main,
+    with their lines."""
+    s = stackapp("stackapp", "chain")
+    names = [func(f) for f in s["frames"]]
+    eq(names[0], "cuMemAlloc_v2", "the probed function first")
+    eq(in_order(names, ["cuMemAlloc_v2"] + CHAIN + ["main"]), 0, f"leaf <- middle <- outer <- main in {names}")
+    eq((s["partial"], s["flags"]), (False, []), "a complete stack")
+    eq(names[-1], "_start", "ends at _start")
+    src = os.path.join(SRC, "stackapp.c")
+    want = [source_line(src, r"cuMemAlloc_v2\(&p, bytes\)"), source_line(src, r"stackapp_leaf\(bytes \+ 1\)"),
+            source_line(src, r"stackapp_middle\(bytes \* 2\)")]
+    got = [f.rsplit(" at ", 1)[-1] for f in s["frames"][1:4]]
+    eq(got, [f"stackapp.c:{n}" for n in want], "file:line of each call")
+
+
+def test_chain_on_another_thread():
+    s = stackapp("stackapp", "thread")
+    names = [func(f) for f in s["frames"]]
+    eq(in_order(names, CHAIN + ["thread_main"]), 1, f"the chain then thread_main: {names}")
+    check("truncated" not in s["flags"], s["flags"])
+
+
+def test_frame_pointer_fallback_without_cfi():
+    """No call-frame information for the program's functions (built without unwind
+    tables or -g; only the C runtime's _start has an FDE) but frame pointers: the unwinder
+    walks them frame by frame where CFI is missing, and CFI again in libc."""
+    s = stackapp("stackapp-fp", "chain")
+    names = [func(f) for f in s["frames"]]
+    eq(in_order(names, ["cuMemAlloc_v2"] + CHAIN + ["main"]), 0, f"to main by frame pointers: {names}")
+    eq((s["partial"], s["flags"], names[-1]), (False, [], "_start"), "complete, to _start")
+
+
+def test_frame_pointer_mode():
+    """--stacks fp: the kernel's walk; without frame pointers it names the caller (6.11+
+    adds it at a function's entry) but cannot go on from there."""
+    _, _, rep = run_app([os.path.join(STK, "stackapp"), "chain"], extra=["--stacks", "fp"])
+    eq(rep["stack_mode"], "fp", "stacks mode")
+    s = only_stack(rep)
+    names = [func(f) for f in s["frames"]]
+    eq(names[:2], ["cuMemAlloc_v2", "stackapp_leaf"], f"the probed function and its caller: {names}")
+    check(in_order(names, CHAIN + ["main"]) < 0, f"fp walks through code without frame pointers: {names}")
+
+
+def test_stripped_with_separate_debug_file():
+    """No .symtab, no .eh_frame: CFI, names and lines come from the .gnu_debuglink file
+    (its build-id checked)."""
+    s = stackapp("stackapp-nocfi", "chain")
+    names = [func(f) for f in s["frames"]]
+    eq(in_order(names, CHAIN + ["main"]), 1, f"leaf <- middle <- outer <- main: {s['frames']}")
+    check(all("(stackapp-nocfi) at stackapp.c:" in f for f in s["frames"][1:5]), s["frames"][1:5])
+    eq(s["partial"], False, "complete")
+
+
+def check_stopped(s):
+    """Partial, stopped. The frame-pointer fallback may also have read a garbage %rbp just
+    above a copy that a missing page cut short (the main thread's stack has a random
+    untouched gap), which adds "truncated": both are true."""
+    check(s["partial"] and "stopped" in s["flags"] and set(s["flags"]) <= {"stopped", "truncated"},
+          f"partial, stopped: {s['flags']}")
+
+
+def test_debug_file_of_another_build():
+    """The same binary beside a debug file of another build: rejected; the stack stops
+    where the driver's CFI ends and says so."""
+    s = stackapp("bad/stackapp-nocfi", "chain")
+    check_stopped(s)
+    eq(len(s["frames"]), 2, f"the probed function and the leaf only: {s['frames']}")
+    check(s["frames"][1].startswith("0x") and "(stackapp-nocfi)" in s["frames"][1],
+          f"the leaf unnamed: the rejected file gave nothing: {s['frames']}")
+
+
+def test_corrupt_eh_frame():
+    s = stackapp("stackapp-corrupt", "chain")
+    check_stopped(s)
+    eq([func(f) for f in s["frames"]], ["cuMemAlloc_v2", "stackapp_leaf"], "nothing invented")
+
+
+def test_deep_recursion_is_partial():
+    """Deeper than the copy: the innermost frames, every one right, marked partial — in
+    the JSON, the text and the folded stacks."""
+    d = tempfile.mkdtemp(prefix="gp-stk-")
+    try:
+        folded = os.path.join(d, "deep.folded")
+        _, _, rep = run_app([os.path.join(STK, "stackapp"), "deep", "200"], extra=["--folded", folded])
+        s = only_stack(rep)
+        names = [func(f) for f in s["frames"]]
+        eq((s["partial"], s["flags"]), (True, ["truncated"]), "partial, truncated")
+        eq(in_order(names, ["cuMemAlloc_v2"] + CHAIN + ["stackapp_recurse"]), 0, f"innermost frames: {names}")
+        eq(set(names[4:]), {"stackapp_recurse"}, "nothing but recursion frames after them")
+        check("main" not in names and len(names) > 20, f"{len(names)} frames")
+        line = open(folded).read().split(";")
+        eq(line[1], "[partial stack]", "the folded stack says partial under its process")
+        _, _, rep4 = run_app([os.path.join(STK, "stackapp"), "deep", "200"], extra=["--stack-bytes", "4096"])
+        s4 = only_stack(rep4)
+        check(s4["flags"] == ["truncated"] and len(s4["frames"]) < len(s["frames"]),
+              f"4 KiB: fewer frames ({len(s4['frames'])} vs {len(s['frames'])}), truncated")
+        r = subprocess.run([gp.GPUPROBE, "--memleak", "--libcuda", FAKECUDA, "--",
+                            os.path.join(STK, "stackapp"), "deep", "200"], input="\n",
+                           capture_output=True, text=True, timeout=60)
+        check("[partial: the stack copy ended before the stack did (--stack-bytes)]" in r.stdout, r.stdout)
+        check(r.stdout.count("stackapp_recurse+") == len(names) - 4, "the same frames in the text report")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_unreadable_stack():
+    """Pages above the frame never touched (BPF cannot fault them in): the readable part,
+    marked partial; no copy at all: the probed function alone, marked."""
+    s = stackapp("stackapp", "gap")
+    names = [func(f) for f in s["frames"]]
+    eq(in_order(names, CHAIN + ["gap_frame"]), 1, f"frames up to gap_frame: {names}")
+    eq((s["partial"], s["flags"]), (True, ["truncated"]), "partial")
+    s = stackapp("stackapp", "chain", extra=["--stack-bytes", "0"])
+    eq([func(f) for f in s["frames"]], ["cuMemAlloc_v2"], "the probed function alone")
+    eq((s["partial"], s["flags"]), (True, ["no_stack"]), "marked no_stack")
+
+
+def make_root():
+    """A container-like root: stackapp at /app, its libraries at their own paths (libcuda
+    hard-linked, so the probes on the host's inode fire)."""
+    root = tempfile.mkdtemp(prefix="gp-root-")
+    app = os.path.join(STK, "stackapp")
+    os.makedirs(os.path.join(root, "app"))
+    shutil.copy2(app, os.path.join(root, "app", "stackapp"))
+    out = subprocess.run(["ldd", app], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        path = next((x for x in line.split() if x.startswith("/")), None)
+        if not path:
+            continue
+        dst = root + path
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        real = os.path.realpath(path)
+        if real == os.path.realpath(FAKECUDA):
+            os.link(real, dst)
+        else:
+            shutil.copy2(real, dst)
+    return root
+
+
+def test_program_only_inside_its_root():
+    """The program and its libraries exist only in the process's root (a container's):
+    read through /proc/PID/root."""
+    root = make_root()
+    try:
+        check(not os.path.exists("/app/stackapp"), "/app/stackapp must not exist on the host")
+        _, _, rep = run_app(["chroot", root, "/app/stackapp", "chain"])
+        s = only_stack(rep, "stackapp")
+        names = [func(f) for f in s["frames"]]
+        eq(in_order(names, ["cuMemAlloc_v2"] + CHAIN + ["main"]), 0, f"to main: {s['frames']}")
+        check(" at stackapp.c:" in s["frames"][1], s["frames"][1])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# ---- CPython ----
+
+def tags():
+    """{"leak_buffer": 27, ...} from the "# @name" tags of pyalloc.py."""
+    out = {}
+    with open(PYALLOC) as f:
+        for n, line in enumerate(f, 1):
+            if "# @" in line and not line.lstrip().startswith(('"', "functions")):
+                out[line.rsplit("# @", 1)[1].strip()] = n
+    return out
+
+
+def py_frames(s):
+    """The Python frames of a stack, file names cut to their base name."""
+    return [re.sub(r"\((/[^:]*/)?([^/:]+\.py):", r"(\2:", f) for f in s["frames"] if ".py:" in f]
+
+
+def check_interleaved(s, what):
+    """Python frames where the interpreter ran them: after the ctypes call, before the
+    interpreter's start-up frames; none left as "after"."""
+    fr = s["frames"]
+    first = next(i for i, f in enumerate(fr) if ".py:" in f)
+    last = max(i for i, f in enumerate(fr) if ".py:" in f)
+    check(any("_ctypes" in f or "ffi_call" in f for f in fr[:first]), f"{what}: ctypes below the Python frames: {fr}")
+    check("python_after" not in s["flags"], f"{what}: Python frames not placed: {s['flags']}")
+    check(not any(f.startswith("_PyEval_EvalFrameDefault") for f in fr[first:last]),
+          f"{what}: an interpreter frame left among its Python frames: {fr}")
+
+
+def python_checks(py):
+    t, f = tags(), "pyalloc.py"
+    want = [f"leak_buffer ({f}:{t['leak_buffer']})", f"make_layer ({f}:{t['make_layer']})"]
+    ver = subprocess.run([py, "-c", "import platform; print(platform.python_version())"],
+                         capture_output=True, text=True).stdout.strip()
+    what = f"{os.path.basename(py)} {ver}"
+    # a command: the interpreter is recognized at its exec
+    _, _, rep = run_app([py, PYALLOC, FAKECUDA])
+    s = only_stack(rep)
+    pf = [x for x in py_frames(s) if "listcomp" not in x]
+    eq(pf[:2], want, f"{what}: leak_buffer <- make_layer on their lines")
+    build = [x for x in pf[2:] if x.startswith(("Model.build ", "build "))]
+    check(len(build) == 1 and build[0].endswith(f"({f}:{t['build']})"), f"{what}: Model.build: {pf}")
+    eq(pf[-2:], [f"main ({f}:{t['main']})", f"<module> ({f}:{t['module']})"], f"{what}: main, <module>")
+    check_interleaved(s, what)
+    eq(s["partial"], False, f"{what}: complete")
+    # a thread of its own: its frames, not the main thread's
+    _, _, rep = run_app([py, PYALLOC, FAKECUDA, "thread"])
+    pf = py_frames(only_stack(rep))
+    check(pf[:2] == want and any("Thread.run" in x or x.startswith("run ") for x in pf) and
+          not any(x.startswith("main ") for x in pf), f"{what}: the thread's frames: {pf}")
+    # two threads allocating at once: two stacks, five allocations each
+    _, _, rep = run_app([py, PYALLOC, FAKECUDA, "two"])
+    p = rep["processes"][0]
+    got = sorted((s["outstanding_allocs"], [x for x in py_frames(s) if x.startswith("worker")]) for s in p["stacks"])
+    eq(got, [(5, [f"worker_a ({f}:{t['worker_a']})"]), (5, [f"worker_b ({f}:{t['worker_b']})"])],
+       f"{what}: each thread's allocations under its own stack")
+    # more frames than the walk keeps: the innermost 64, marked
+    _, _, rep = run_app([py, PYALLOC, FAKECUDA, "deep", "100"])
+    s = only_stack(rep)
+    pf = py_frames(s)
+    check(len(pf) == 64 and "python_truncated" in s["flags"] and pf[0].startswith("leak_buffer ") and
+          pf[1] == f"recurse ({f}:{t['recurse_base']})", f"{what}: deep: {s['flags']} {pf[:3]} ({len(pf)})")
+    # a fork without exec: the child has its parent's interpreter (the parent allocates nothing)
+    _, _, rep = run_app([py, PYALLOC, FAKECUDA, "fork"])
+    eq(len(rep["processes"]), 1, f"{what}: only the child allocated")
+    pf = py_frames(only_stack(rep))
+    eq(pf[:2], [want[0], f"forked_child ({f}:{t['forked_child']})"], f"{what}: the forked child's frames")
+    # its own PID namespace (a container's): found through the thread pointer, not the tid
+    _, _, rep = run_app(["unshare", "--pid", "--fork", py, PYALLOC, FAKECUDA, "thread"])
+    pf = py_frames(only_stack(rep, os.path.basename(os.path.realpath(py))[:15]))
+    eq(pf[:2], want, f"{what}: in a PID namespace")
+    python_attach_mid_run(py, what, want)
+
+
+def python_attach_mid_run(py, what, want):
+    """-p on a running interpreter: looked at when tracing starts."""
+    p = subprocess.Popen([py, PYALLOC, FAKECUDA], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    g = None
+    try:
+        eq(p.stdout.readline().strip(), "READY", f"{what}: READY")
+        g = gp.start_gpuprobe(BASE + ["-p", str(p.pid)])
+        p.stdin.write("\n")
+        p.stdin.flush()
+        eq(p.stdout.readline().strip(), "DONE", f"{what}: DONE")
+        p.stdin.close()
+        p.wait(timeout=30)
+        eq(g.wait(), 0, f"{what}: gpuprobe ends with its PID")
+        s = only_stack(final(g.stdout()))
+        pf = py_frames(s)
+        eq(pf[:2], want, f"{what}: -p: leak_buffer <- make_layer")
+        check_interleaved(s, f"{what} -p")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if g:
+            g.kill()
+
+
+def test_python_frames():
+    for py in os.environ.get("PYSTACK_PYTHONS", "/usr/bin/python3.11").split():
+        if not os.path.exists(py):
+            raise gp.Failure(f"{py}: no such interpreter")
+        python_checks(py)
+
+
+def test_python_in_its_own_mount_namespace():
+    """The interpreter at a path only its mount namespace has (a container's): looked
+    at through /proc/PID/root."""
+    d = tempfile.mkdtemp(prefix="gp-pyns-")
+    try:
+        script = (f"mount -t tmpfs tmpfs {d} && cp /usr/bin/python3.11 {d}/python3.11 && "
+                  f"exec {d}/python3.11 {PYALLOC} {FAKECUDA}")
+        _, _, rep = run_app(["unshare", "-m", "--propagation", "private", "sh", "-c", script])
+        check(not os.path.exists(os.path.join(d, "python3.11")), "the interpreter is invisible outside")
+        s = only_stack(rep, "python3.11")
+        t = tags()
+        eq(py_frames(s)[:2], [f"leak_buffer (pyalloc.py:{t['leak_buffer']})", f"make_layer (pyalloc.py:{t['make_layer']})"],
+           "Python frames of an interpreter only the namespace has")
+        check_interleaved(s, "mount namespace")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_python_frames_off():
+    _, _, rep = run_app(["/usr/bin/python3.11", PYALLOC, FAKECUDA], extra=["--no-python-frames"])
+    s = only_stack(rep)
+    eq(py_frames(s), [], "no Python frames with --no-python-frames")
+    check(any(f.startswith("_PyEval_EvalFrameDefault") for f in s["frames"]), "the interpreter's frames stay")
+
+
+if __name__ == "__main__":
+    gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])

@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Libraries loaded after gpuprobe started (src/core/libwatch.c), end to end with real BPF:
+a libcuda a Python program loads with ctypes from a folder nobody named (the dynamic
+linker's hook, then --memleak's exact counts); a libnccl bind-mounted in a private mount
+namespace, found through the process's own root; a file named libnccl.so.2 that is not NCCL
+refused with one warning; the hook's calls counted once per consistent link map."""
+import os
+import shutil
+import signal
+import tempfile
+import time
+
+import gp
+from gp import FAKECUDA, OUT, app, check, eq
+
+FAKENCCL = os.path.join(OUT, "fakenccl", "libnccl.so.2")
+DLOPEN_APP = app("nccl_dlopen_app")
+
+LATE_CUDA = r'''
+import ctypes, os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+lib = ctypes.CDLL(sys.argv[1])
+print("LOADED %d" % os.getpid(), flush=True)
+signal.sigwait({signal.SIGUSR1})
+ctx, p = ctypes.c_void_p(), ctypes.c_uint64()
+assert lib.cuInit(0) == 0
+assert lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
+assert lib.cuCtxSetCurrent(ctx) == 0
+for i in range(int(sys.argv[2])):
+    assert lib.cuMemAlloc_v2(ctypes.byref(p), 4096 * (i + 1)) == 0
+print('{"pid":%d,"api":"late_cuda","allocs":%s}' % (os.getpid(), sys.argv[2]), file=sys.stderr)
+'''
+
+
+def copy_to(name, src):
+    d = tempfile.mkdtemp(prefix="gp-late-")
+    shutil.copy(src, os.path.join(d, name))
+    return d, os.path.join(d, name)
+
+
+def wait_line(b, text, where="stdout", timeout=20):
+    return b.wait_for(text, where=where, timeout=timeout)
+
+
+def test_libcuda_loaded_by_python_later():
+    d, lib = copy_to("libcuda.so.1", FAKECUDA)
+    script = os.path.join(d, "late.py")
+    with open(script, "w") as f:
+        f.write(LATE_CUDA)
+    g = gp.Background([gp.GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "-o", "-", "--",
+                       "python3", script, lib, "6"])
+    try:
+        out = wait_line(g, "LOADED")
+        pid = int(out.split("LOADED")[1].split()[0])
+        err = wait_line(g, f"libcuda {lib} of PID {pid}", where="stderr")
+        check("after the linker reported it" in err, f"by the linker's hook: {err[-600:]}")
+        os.kill(pid, signal.SIGUSR1)
+        eq(g.wait(60), 0, f"exit ({g.stderr()[-600:]})")
+        rep = gp.final(g.stdout(), "memleak")
+        p = gp.proc(rep, pid)
+        eq(p["outstanding_allocs"], 6, "every allocation after the probes went in")
+        eq(p["outstanding_bytes"], sum(4096 * (i + 1) for i in range(6)), "their bytes")
+    finally:
+        g.kill()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_libnccl_in_a_private_mount_namespace():
+    """The library lives at a path that exists only in the process's mount namespace: it is
+    opened through /proc/PID/root (safe_open_mapped), as in a container."""
+    d, lib = copy_to("libnccl.so.2", FAKENCCL)
+    mnt = tempfile.mkdtemp(prefix="gp-mnt-")
+    inner = os.path.join(mnt, "nvidia", "nccl", "lib")
+    shell = (f"mkdir -p {inner} && mount --bind {d} {inner} && "
+             f"exec {DLOPEN_APP} --lib {inner}/libnccl.so.2 --wait --hold --n 3")
+    g = gp.Background([gp.GPUPROBE, "--nccl", "--json", "--libcuda", FAKECUDA, "--libnccl", FAKENCCL, "-o", "-", "--",
+                       "unshare", "-m", "--propagation", "private", "sh", "-c", shell])
+    try:
+        ready = wait_line(g, "READY")
+        time.sleep(0.3)
+        os.kill(int(ready.split("READY")[1].split()[0]), signal.SIGUSR1)
+        out = wait_line(g, "LOADED")
+        pid = int(out.split("LOADED")[1].split()[0])
+        wait_line(g, f"{inner}/libnccl.so.2 of PID {pid}", where="stderr")
+        check(not os.path.exists(os.path.join(inner, "libnccl.so.2")), "not there in gpuprobe's namespace")
+        os.kill(pid, signal.SIGUSR1)
+        eq(g.wait(60), 0, f"exit ({g.stderr()[-600:]})")
+        t = gp.truth(g.stderr())
+        rep = gp.final(g.stdout(), "nccl")
+        p = [x for x in rep["processes"] if x["pid"] == t["pid"]][0]
+        eq([(c["op"], c["dtype"], c["calls"], c["bytes"]) for c in p["comms"][0]["collectives"]],
+           [("AllReduce", "float32", 3, 3 * 4096 * 4)], "its calls")
+    finally:
+        g.kill()
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.rmtree(mnt, ignore_errors=True)
+
+
+def test_a_file_named_libnccl_that_is_not():
+    """A library named libnccl.so.2 without NCCL's calls: one warning, nothing probed, the
+    program runs on (its dlopen of it succeeds: it is a real library)."""
+    d = tempfile.mkdtemp(prefix="gp-fake-")
+    shutil.copy(FAKECUDA, os.path.join(d, "libnccl.so.2"))
+    g = gp.Background([gp.GPUPROBE, "--nccl", "--json", "--libcuda", FAKECUDA, "--libnccl", FAKENCCL, "-o", "-", "--",
+                       DLOPEN_APP, "--lib", os.path.join(d, "libnccl.so.2"), "--wait", "--hold"])
+    try:
+        ready = wait_line(g, "READY")
+        time.sleep(0.3)
+        os.kill(int(ready.split("READY")[1].split()[0]), signal.SIGUSR1)
+        out = wait_line(g, "LOADED")
+        pid = int(out.split("LOADED")[1].split()[0])
+        err = wait_line(g, "not probing", where="stderr")
+        check("not an NCCL library" in err, err[-400:])
+        os.kill(pid, signal.SIGUSR1)
+        g.wait(60)  # the app fails: the stand-in driver has no ncclGetUniqueId
+        rep = gp.final(g.stdout(), "nccl")
+        eq(len(rep["libraries"]), 1, f"only --libnccl's file probed: {rep['libraries']}")
+    finally:
+        g.kill()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_hook_reports_consistent_maps_only():
+    """Each dlopen calls the hook twice (RT_ADD, RT_CONSISTENT): one report each (-v counts)."""
+    d, lib = copy_to("libnccl.so.2", FAKENCCL)
+    r = gp.gpuprobe(["-v", "--nccl", "--json", "--libcuda", FAKECUDA, "--libnccl", FAKENCCL],
+                    cmd=[DLOPEN_APP, "--lib", lib, "--n", "2"], timeout=60)
+    shutil.rmtree(d, ignore_errors=True)
+    eq(r.returncode, 0, f"exit ({r.stderr[-600:]})")
+    line = [l for l in r.stderr.splitlines() if "library watcher:" in l]
+    eq(len(line), 1, "the watcher's account (-v)")
+    calls = int(line[0].split(" hook calls")[0].split()[-1])
+    skipped = int(line[0].split("(")[1].split()[0])
+    check(calls >= 2 and skipped * 2 == calls, f"half the calls while the link map changed: {line[0]}")
+
+
+if __name__ == "__main__":
+    gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])

@@ -1,0 +1,399 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""--nccl end to end: real gpuprobe, real BPF, the stand-in NCCL (pnccl* functions with
+nccl* aliases, ranks as processes meeting through a shared unique id) on the stand-in
+driver. Jobs of nccl_launcher.sh (ranks as children of a shell, as torchrun starts them)
+checked exactly per rank and communicator against each rank's own account: collectives per
+op and dtype, point-to-point per peer and direction, the split, groups, bad calls; the rank x
+rank matrices; a libnccl loaded with dlopen from a folder nobody named (the dynamic linker's
+hook, and the rescans alone); a libnccl with missing symbols; --libnccl errors; the daemon's
+metrics; the --trace NCCL lane."""
+import json
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import time
+import urllib.request
+
+import gp
+from gp import FAKECUDA, OUT, app, check, eq
+
+LAUNCHER = app("nccl_launcher.sh")
+DLOPEN_APP = app("nccl_dlopen_app")
+FAKENCCL = os.path.join(OUT, "fakenccl", "libnccl.so.2")
+PARTIAL = os.path.join(OUT, "fakenccl", "partial", "libnccl.so.2")
+BASE = ["--nccl", "--json", "--libcuda", FAKECUDA]
+
+
+def job(nranks, args=(), extra=(), env=None, libnccl=FAKENCCL):
+    lib = ["--libnccl", libnccl] if libnccl else []
+    r = gp.gpuprobe(BASE + lib + list(extra), cmd=[LAUNCHER, str(nranks)] + list(args), env=env, timeout=120)
+    eq(r.returncode, 0, f"exit status ({r.stderr[-1500:]})")
+    t = gp.truth(r.stderr)
+    eq(t["exit_codes"], [0] * nranks, "every rank exited 0")
+    return gp.final(r.stdout, "nccl"), t, r
+
+
+def by_pid(rep):
+    return {p["pid"]: p for p in rep["processes"]}
+
+
+def norm_colls(cs):
+    return sorted((c["op"], c["call"], c["dtype"], c["calls"], c["bytes"]) for c in cs)
+
+
+def norm_p2p(ps):
+    return sorted((p["peer"], p["direction"], p["calls"], p["bytes"]) for p in ps)
+
+
+def check_rank(p, want, shape_known=True):
+    """One rank's communicators against its truth, matched in the order they were made."""
+    eq(len(p["comms"]), len(want["comms"]), f"PID {p['pid']}: communicators")
+    for got, w in zip(p["comms"], want["comms"]):
+        what = f"PID {p['pid']} comm {w['label']}"
+        if shape_known:
+            eq([got["nranks"], got["rank"], got["device"]], [w["nranks"], w["rank"], w["device"]],
+               f"{what}: nranks, rank, device")
+        eq(got["made_by"], w["made_by"] if w.get("made_before_ready") is not True else None, f"{what}: made by")
+        eq(norm_colls(got["collectives"]), norm_colls(w["collectives"]), f"{what}: collectives")
+        eq(norm_p2p(got["p2p"]), norm_p2p(w["p2p"]), f"{what}: p2p")
+        if "color" in w:
+            eq([got["color"], got["key"]], [w["color"], w["key"]], f"{what}: color, key")
+
+
+def comm_ids_match(rep, t):
+    """Ranks whose communicators share members share a comm_id; others differ."""
+    ids = {}
+    for rk in t["ranks"]:
+        p = by_pid(rep)[rk["pid"]]
+        for got, w in zip(p["comms"], rk["comms"]):
+            ids.setdefault((w["label"], tuple(w["members"])), set()).add(got["comm_id"])
+    for k, v in ids.items():
+        eq(len(v), 1, f"one comm_id for {k}")
+        check(None not in v, f"{k}: comm_id known")
+    eq(len({next(iter(v)) for v in ids.values()}), len(ids), "distinct communicators, distinct ids")
+
+
+def test_two_ranks_exact():
+    rep, t, _ = job(2)
+    eq(sorted(by_pid(rep)), sorted(r["pid"] for r in t["ranks"]), "one process per rank")
+    for rk in t["ranks"]:
+        p = by_pid(rep)[rk["pid"]]
+        check_rank(p, rk)
+        eq(p["groups"], rk["groups"], f"PID {p['pid']}: groups")
+        eq([p["failed_calls"], p["unsynced_calls"], p["nested_calls"]], [0, 0, 0], "no failed, unsynced, nested")
+        eq(p["comm"], "nccl_app", "comm")
+    comm_ids_match(rep, t)
+    eq(rep["dropped_events"], 0, "dropped events")
+    eq([l["missing_calls"] for l in rep["libraries"]], [[]], "one library, every call probed")
+
+
+def test_four_ranks_split_and_matrices():
+    rep, t, _ = job(4, ["--n", "2"])
+    for rk in t["ranks"]:
+        check_rank(by_pid(rep)[rk["pid"]], rk)
+    comm_ids_match(rep, t)
+    world = [m for m in rep["communicators"] if m["nranks"] == 4]
+    eq(len(world), 1, "one 4-rank communicator")
+    m = world[0]
+    eq(m["pids_by_rank"], [rk["pid"] for rk in t["ranks"]], "processes by rank")
+    # ncclSend rows (measured): each rank sends to rank + 1
+    n = 4
+    want = [[0] * n for _ in range(n)]
+    for rk in t["ranks"]:
+        for p in rk["comms"][0]["p2p"]:
+            if p["direction"] == "send":
+                want[rk["rank"]][p["peer"]] += p["bytes"]
+    eq(m["p2p_bytes"], want, "point-to-point matrix")
+    # the ring inference, by the documented rules, from each rank's own calls
+    ring = [[0] * n for _ in range(n)]
+    for rk in t["ranks"]:
+        r, nxt = rk["rank"], (rk["rank"] + 1) % n
+        for c in rk["comms"][0]["collectives"]:
+            b, calls = c["bytes"] // max(c["calls"], 1), c["calls"]
+            for _ in range(calls):
+                if c["op"] == "AllReduce":
+                    ring[r][nxt] += 2 * (n - 1) * b // n
+                elif c["op"] in ("AllGather", "ReduceScatter"):
+                    ring[r][nxt] += (n - 1) * b
+                elif c["op"] == "Broadcast" and nxt != 0:
+                    ring[r][nxt] += b
+                elif c["op"] == "Reduce" and r != n - 1:
+                    ring[r][nxt] += b
+                elif c["op"] == "AlltoAll":
+                    for j in range(n):
+                        if j != r:
+                            ring[r][j] += b
+                elif c["op"] == "Gather" and r != 0:
+                    ring[r][0] += b
+                elif c["op"] == "Scatter" and r == 1:
+                    for j in range(n):
+                        if j != r:
+                            ring[r][j] += b
+    eq(m["collective_bytes_inferred"], ring, "ring-inferred collective matrix")
+    check("inferred" in m["inference"], "says it is inferred")
+    splits = [x for x in rep["communicators"] if x["nranks"] == 2]
+    eq(len(splits), 2, "two split communicators of 2 ranks")
+
+
+def test_completion_and_bandwidth_bounds():
+    gbps = 2.0
+    rep, t, _ = job(2, ["--n", "4"], env={"FAKENCCL_BUSBW_GBPS": str(gbps)})
+    for rk in t["ranks"]:
+        p = by_pid(rep)[rk["pid"]]
+        world = p["comms"][0]
+        done = {(x["call"]): 0 for x in world["completion"]}
+        for x in world["completion"]:
+            done[x["call"]] += x["calls"]
+            eq(sum(x["completed_by"].values()), x["calls"], f"{x['call']}: completed by one sync each")
+            bus = x["busbw_bytes_per_second_lower_bound"]
+            # the kernels of the stand-in last 5 us + bus bytes / FAKENCCL_BUSBW_GBPS: a lower
+            # bound is never above that rate
+            check(bus is None or bus <= gbps * 1e9 * 1.02, f"{x['call']} {x['size_bucket']}: busbw {bus}")
+        calls = {}
+        for c in world["collectives"]:
+            if c["bytes"]:
+                calls[c["call"]] = calls.get(c["call"], 0) + c["calls"]
+        for c in world["p2p"]:
+            name = "ncclSend" if c["direction"] == "send" else "ncclRecv"
+            calls[name] = calls.get(name, 0) + c["calls"]
+        eq(done, calls, "every collective with data completed by a synchronization")
+        big = [x for x in world["completion"] if x["call"] == "ncclAllReduce" and x["size_bucket"][0] == 1 << 20]
+        eq(len(big), 1, "the 1 MiB AllReduce bucket")
+        # 2(n-1)/n x 1 MiB at 2 GB/s is 0.52 ms a call: the bound is near the stand-in's rate
+        check(big[0]["busbw_bytes_per_second_lower_bound"] > 0.2 * gbps * 1e9,
+              f"busbw lower bound {big[0]['busbw_bytes_per_second_lower_bound']}")
+        eq(big[0]["completed_by"], {"stream": 4, "context": 0, "event": 0}, "by the stream sync")
+
+
+def test_bad_calls_counted():
+    rep, t, _ = job(2, ["--bad", "--n", "1"])
+    for rk in t["ranks"]:
+        p = by_pid(rep)[rk["pid"]]
+        eq(p["bad_calls"], {"null_comm": 1, "destroyed_comm": 1, "unknown_dtype": 1}, "bad calls by reason")
+        eq(p["failed_calls"], 3, "failed calls")
+        check_rank(p, rk)
+        eq(p["comms"][0]["destroyed"], True, "world destroyed")
+
+
+def test_partial_library_missing_symbols():
+    env = {"LD_LIBRARY_PATH": os.path.dirname(PARTIAL)}
+    rep, t, _ = job(2, ["--subset", "basic", "--n", "1"], env=env, libnccl=PARTIAL)
+    for rk in t["ranks"]:
+        check_rank(by_pid(rep)[rk["pid"]], rk)
+    libs = rep["libraries"]
+    eq(len(libs), 1, "the partial library")
+    eq(sorted(libs[0]["missing_calls"]),
+       sorted(["ncclAlltoAll", "ncclGather", "ncclScatter", "ncclSend", "ncclRecv", "ncclCommShrink",
+               "ncclCommInitRankScalable"]), "missing calls named")
+
+
+def test_attach_after_init_wait():
+    """-p on the launcher with --tree after the ranks made their communicator: the world's
+    id and shape are unknown (never guessed); everything after is exact."""
+    tmp = tempfile.mkdtemp(prefix="gp-nccl-")
+    a = gp.Background([LAUNCHER, "2", "--wait"], env={"TMPDIR": tmp})
+    try:
+        deadline = time.time() + 30
+        while a.stdout().count("READY") < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        pids = [int(l.split()[1]) for l in a.stdout().splitlines() if l.startswith("READY")]
+        eq(len(pids), 2, "two ranks ready")
+        g = gp.start_gpuprobe(["--nccl", "--json", "--libcuda", FAKECUDA, "-p", str(a.pid), "--tree"])
+        for pid in pids:
+            os.kill(pid, signal.SIGUSR1)
+        eq(a.wait(60), 0, "job exit")
+        eq(g.wait(60), 0, "gpuprobe exit")
+        t = gp.truth(a.stderr())
+        rep = gp.final(g.stdout(), "nccl")
+        for rk in t["ranks"]:
+            p = by_pid(rep)[rk["pid"]]
+            check_rank(p, rk, shape_known=False)
+            world, split = p["comms"]
+            eq([world["comm_id"], world["nranks"], world["rank"], world["made_by"]], [None, None, None, None],
+               "the world was made before the attach: unknown")
+            # the split asks its shape (ncclCommCount, ncclCommUserRank) after READY
+            eq([split["nranks"], split["rank"], split["shape_from"]], [1, 0, "query"], "split's shape from queries")
+        check(any("libnccl" in l["path"] for l in rep["libraries"]), "libnccl found in the ranks' maps")
+    finally:
+        a.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_wait_early_sees_the_init():
+    tmp = tempfile.mkdtemp(prefix="gp-nccl-")
+    a = gp.Background([LAUNCHER, "2", "--wait-early"], env={"TMPDIR": tmp})
+    try:
+        deadline = time.time() + 30
+        while a.stdout().count("READY") < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        pids = [int(l.split()[1]) for l in a.stdout().splitlines() if l.startswith("READY")]
+        g = gp.start_gpuprobe(["--nccl", "--json", "--libcuda", FAKECUDA, "-p", ",".join(str(p) for p in pids)])
+        for pid in pids:
+            os.kill(pid, signal.SIGUSR1)
+        eq(a.wait(60), 0, "job exit")
+        eq(g.wait(60), 0, "gpuprobe exit")
+        t = gp.truth(a.stderr())
+        rep = gp.final(g.stdout(), "nccl")
+        for rk in t["ranks"]:
+            p = by_pid(rep)[rk["pid"]]
+            eq(p["comms"][0]["made_by"], "ncclCommInitRank", "the init seen")
+            eq([p["comms"][0]["nranks"], p["comms"][0]["rank"]], [2, rk["rank"]], "its shape")
+            eq(norm_colls(p["comms"][0]["collectives"]), norm_colls(rk["comms"][0]["collectives"]), "collectives")
+        comm_ids_match(rep, t)
+    finally:
+        a.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def wheel_copy():
+    """libnccl in a folder of its own, as a PyTorch wheel carries it: a new inode."""
+    d = tempfile.mkdtemp(prefix="gp-wheel-")
+    lib = os.path.join(d, "site-packages", "nvidia", "nccl", "lib")
+    os.makedirs(lib)
+    shutil.copy(FAKENCCL, lib)
+    return d, os.path.join(lib, "libnccl.so.2")
+
+
+def dlopen_run(env=None, timeout=20):
+    d, lib = wheel_copy()
+    g = None
+    a = None
+    try:
+        g = gp.Background([gp.GPUPROBE, "--nccl", "--json", "--libcuda", FAKECUDA, "-o", "-", "--",
+                           DLOPEN_APP, "--lib", lib, "--wait", "--hold", "--n", "7"], env=env)
+        a_pid = None
+        # READY before the dlopen: the tracer has read the new process's maps (its exec) by
+        # then, so what finds the library is the linker's hook or a rescan
+        ready = g.wait_for("READY", timeout=timeout)
+        time.sleep(0.3)
+        os.kill(int(ready.split("READY")[1].split()[0]), signal.SIGUSR1)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            out = g.stdout()
+            if "LOADED" in out:
+                a_pid = int(out.split("LOADED")[1].split()[0])
+                break
+            time.sleep(0.02)
+        check(a_pid, f"the app loaded the library: {g.stderr()[-800:]}")
+        t0 = time.time()
+        g.wait_for(f"{lib} of PID {a_pid}", where="stderr", timeout=timeout)
+        found_s = time.time() - t0
+        os.kill(a_pid, signal.SIGUSR1)
+        eq(g.wait(60), 0, f"gpuprobe exit ({g.stderr()[-800:]})")
+        t = gp.truth(g.stderr())
+        rep = gp.final(g.stdout(), "nccl")
+        return rep, t, lib, found_s, g.stderr()
+    finally:
+        if g:
+            g.kill()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_dlopen_from_an_unknown_folder_hook():
+    rep, t, lib, found_s, err = dlopen_run()
+    p = by_pid(rep)[t["pid"]]
+    check_rank(p, {"comms": [dict(label="world", **t["comms"][0])]})
+    check(any(l["path"] == lib for l in rep["libraries"]), f"the wheel's library probed: {rep['libraries']}")
+    check("after the linker reported it" in err, "found through the linker's hook")
+
+
+def test_dlopen_found_by_rescans_without_the_hook():
+    rep, t, lib, found_s, err = dlopen_run(env={"GPUPROBE_TEST_NO_DLHOOK": "1"})
+    p = by_pid(rep)[t["pid"]]
+    eq(norm_colls(p["comms"][0]["collectives"]), norm_colls(t["comms"][0]["collectives"]), "collectives")
+    check("after the linker reported it" not in err, "no hook: a rescan found it")
+    check(found_s < 5, f"found by a rescan within the period: {found_s:.2f} s")
+
+
+def test_libnccl_not_nccl_is_one_error():
+    r = gp.gpuprobe(["--nccl", "--libcuda", FAKECUDA, "--libnccl", FAKECUDA], cmd=["true"])
+    gp.one_error_line(r, "not an NCCL library")
+    gp.assert_nothing_attached()
+    r = gp.gpuprobe(["--nccl", "--libcuda", FAKECUDA, "--libnccl", "/nonexistent/libnccl.so.2"], cmd=["true"])
+    gp.one_error_line(r, "--libnccl /nonexistent/libnccl.so.2")
+    gp.assert_nothing_attached()
+    r = gp.gpuprobe(["--memleak", "--libnccl", FAKENCCL, "--libcuda", FAKECUDA], cmd=["true"])
+    check(r.returncode == 2 and "--libnccl" in r.stderr and "--nccl" in r.stderr, f"needs --nccl: {r.stderr!r}")
+
+
+def test_no_libnccl_anywhere():
+    # a program without NCCL: a warning, an empty report, exit 0
+    r = gp.gpuprobe(["--nccl", "--json", "--libcuda", FAKECUDA], cmd=[app("copy_app"), "--n", "1"],
+                    env={"LD_LIBRARY_PATH": ""})
+    eq(r.returncode, 0, f"exit ({r.stderr[-500:]})")
+    rep = gp.final(r.stdout, "nccl")
+    eq(rep["processes"], [], "no NCCL process")
+    eq(rep["dropped_events"], 0, "nothing dropped")
+
+
+def test_trace_lane():
+    path = os.path.join(tempfile.mkdtemp(prefix="gp-trace-"), "t.jsonl")
+    rep, t, _ = job(2, ["--n", "1"], extra=["--trace", path])
+    recs = [json.loads(l) for l in open(path) if l.strip()]
+    nccl = [x for x in recs if x.get("type") == "nccl"]
+    for rk in t["ranks"]:
+        mine = [x for x in nccl if x["pid"] == rk["pid"]]
+        eq(len(mine), by_pid(rep)[rk["pid"]]["calls"], f"PID {rk['pid']}: one event per NCCL call")
+        eq(sum(1 for x in mine if x["fn"] == "ncclGroupStart"), rk["groups"], "group boundaries")
+        ar = [x for x in mine if x["fn"] == "ncclAllReduce" and x["args"].get("dtype") == "float32"]
+        check(ar and all(x["args"]["bytes"] == 262144 * 4 for x in ar if x["args"]["count"] == 262144),
+              "AllReduce args")
+    r = gp.run([gp.GPUPROBE, "convert", "--chrome", path])
+    eq(r.returncode, 0, f"convert: {r.stderr}")
+    doc = json.loads(r.stdout)
+    check(any(e.get("cat") == "nccl" for e in doc["traceEvents"]), "NCCL events in the Chrome file")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_daemon_metrics():
+    port = free_port()
+    # the ranks share comm, cgroup and pod: per-process series tell them apart (pid label)
+    d = gp.Background([gp.GPUPROBE, "daemon", "--nccl", "--libcuda", FAKECUDA, "--libnccl", FAKENCCL,
+                       "--per-process-series", "--listen", f"127.0.0.1:{port}"],
+                      env={"LD_LIBRARY_PATH": gp.FAKECUDA_DIR})
+    try:
+        d.wait_for("listening on", where="stderr")
+        r = gp.run([LAUNCHER, "2", "--n", "2"], timeout=60)
+        eq(r.returncode, 0, f"job ({r.stderr[-500:]})")
+        t = gp.truth(r.stderr)
+        # a new series is served at zero once (so increase() counts its first counts): the
+        # counts are in the scrapes after that
+        deadline = time.time() + 10
+        while True:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as h:
+                text = h.read().decode()
+            done = [l for l in text.splitlines() if l.startswith("gpuprobe_nccl_calls_total{") and
+                    not l.endswith(" 0")]
+            if len(done) >= 2 * len(t["ranks"]) or time.time() > deadline:
+                break
+            time.sleep(0.3)
+        world = set()
+        for rk in t["ranks"]:
+            lines = [l for l in text.splitlines() if l.startswith("gpuprobe_nccl_calls_total{") and
+                     f'pid="{rk["pid"]}"' in l and 'call="ncclAllReduce"' in l and 'dtype="float32"' in l]
+            eq(len(lines), 2, f"rank {rk['rank']}: a series for the world's and the split's float32 AllReduce")
+            want = sorted(c["calls"] for cm in rk["comms"] for c in cm["collectives"]
+                          if c["call"] == "ncclAllReduce" and c["dtype"] == "float32")
+            eq(sorted(float(l.rsplit(" ", 1)[1]) for l in lines), want, "their calls")
+            ids = {l.split('comm_id="')[1].split('"')[0] for l in lines}
+            world = ids if not world else world & ids
+        eq(len(world), 1, "the world's comm_id is the same on both ranks")
+        check("gpuprobe_nccl_p2p_bytes_total{" in text, "p2p series")
+        check('gpuprobe_nccl_bad_calls_total{' in text, "bad-call series")
+    finally:
+        d.signal(signal.SIGTERM)
+        d.wait(20)
+        d.kill()
+
+
+if __name__ == "__main__":
+    gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])

@@ -1,0 +1,223 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Which stream carries what (real BPF, the stand-in driver): with a command that prints,
+stdout piped to a JSON parser holds reports only and parses line by line; --trace -
+writes the trace alone to stdout; -o FILE takes the reports and leaves the command its
+stdout; -o - shares stdout as asked; on a terminal the command keeps it; output files
+are never followed through a symlink, are created 0600, and a write error is one line
+and a failing exit."""
+import json
+import os
+import pty
+import re
+import select
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+
+import gp
+from gp import FAKECUDA, GPUPROBE, app, check, eq
+
+TMP = tempfile.mkdtemp(prefix="gp-output-")
+sys.path.insert(0, os.path.join(gp.ROOT, "tests", "tools"))
+import check_chrome_trace  # noqa: E402
+
+# A command that prints on stdout (a line that looks like a report among them) and on
+# stderr around a workload with known leaks.
+LEAKY = app("memleak_app")
+SAYS = ["hello from the command", '{"mode":"memleak","report":"final","fake":true}', "bye"]
+
+
+def chatty(extra=""):
+    return ["sh", "-c", f"echo '{SAYS[0]}'; echo '{SAYS[1]}'; echo oops >&2; {LEAKY} --allocs 4 --leaks 2{extra}; "
+            f"echo '{SAYS[2]}'"]
+
+
+def path(name):
+    return os.path.join(TMP, name)
+
+
+def parse_lines(text, what):
+    out = []
+    for i, line in enumerate(text.splitlines()):
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            raise gp.Failure(f"{what}: line {i + 1} is not JSON: {line[:200]!r}")
+    return out
+
+
+def test_json_pipe_holds_reports_only():
+    r = gp.gpuprobe(["--memleak", "--json", "--libcuda", FAKECUDA], cmd=chatty())
+    eq(r.returncode, 0, f"exit ({r.stderr[-500:]})")
+    recs = parse_lines(r.stdout, "stdout")
+    eq(sorted({x["mode"] for x in recs}), ["memleak", "overhead"], "modes on stdout")
+    check(not any(x.get("fake") for x in recs), "the command's JSON-looking line is not on stdout")
+    t = gp.truth(r.stderr)
+    p = gp.proc(gp.final(r.stdout), t["pid"])
+    eq((p["outstanding_allocs"], p["outstanding_bytes"]), (t["leaks"], t["leaked_bytes"]), "the leaks")
+    for s in SAYS + ["oops"]:
+        check(s in r.stderr, f"the command's {s!r} on stderr: {r.stderr[-800:]}")
+    check(r.stderr.index(SAYS[0]) < r.stderr.index(SAYS[2]), "in the command's order")
+
+
+def test_trace_dash_chrome_alone_on_stdout():
+    r = gp.gpuprobe(["--trace", "-", "--trace-format", "chrome", "--memleak", "--libcuda", FAKECUDA], cmd=chatty())
+    eq(r.returncode, 0, f"exit ({r.stderr[-500:]})")
+    found, seen = check_chrome_trace.validate(json.loads(r.stdout))  # one document, nothing after it
+    eq(found, [], "stdout is a valid Chrome trace")
+    check(seen["by_ph"].get("X", 0) > 10, f"calls in it: {seen}")
+    for s in ("trace summary:", "memleak final report", "gpuprobe overhead", SAYS[0], SAYS[2]):
+        check(s in r.stderr, f"{s!r} on stderr")
+
+
+def test_trace_dash_jsonl_and_json_reports():
+    r = gp.gpuprobe(["--trace", "-", "--json", "--memleak", "--libcuda", FAKECUDA], cmd=chatty())
+    eq(r.returncode, 0, f"exit ({r.stderr[-500:]})")
+    recs = parse_lines(r.stdout, "stdout")
+    types = {x["type"] for x in recs}
+    check({"process", "call", "summary"} <= types and "mode" not in recs[0], f"trace records only: {types}")
+    eq(recs[-1]["type"], "summary", "the summary ends the trace")
+    reports = [json.loads(l) for l in r.stderr.splitlines() if l.startswith('{"mode"')]
+    eq([x["mode"] for x in reports if x.get("report") == "final" and not x.get("fake")], ["memleak", "trace"],
+       "the JSON reports, on stderr")
+
+
+def test_output_file_leaves_the_command_its_stdout():
+    out = path("reports.jsonl")
+    r = gp.gpuprobe(["--memleak", "--json", "-o", out, "--libcuda", FAKECUDA], cmd=chatty())
+    eq(r.returncode, 0, f"exit ({r.stderr[-500:]})")
+    eq(r.stdout, "\n".join(SAYS) + "\n", "stdout: the command's own output, exactly")
+    eq(stat.S_IMODE(os.stat(out).st_mode), 0o600, "created 0600")
+    recs = parse_lines(open(out).read(), out)
+    eq([x["mode"] for x in recs if x.get("report") != "exit"], ["memleak", "overhead"], "reports in the file")
+    text = path("reports.txt")
+    r = gp.gpuprobe(["--memleak", "--output", text, "--libcuda", FAKECUDA], cmd=chatty())
+    eq(r.returncode, 0, "exit (text)")
+    body = open(text).read()
+    check("memleak final report" in body and "gpuprobe overhead (estimate)" in body, body[-600:])
+    check(SAYS[0] not in body, "nothing of the command in the file")
+
+
+def test_output_dash_shares_stdout_as_asked():
+    r = gp.gpuprobe(["--memleak", "--json", "-o", "-", "--libcuda", FAKECUDA], cmd=chatty())
+    eq(r.returncode, 0, "exit")
+    check(SAYS[0] in r.stdout and '"mode":"overhead"' in r.stdout, "both on stdout")
+
+
+def test_terminal_keeps_the_command_output():
+    """On a terminal, gpuprobe and the command both print there (as strace does)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([GPUPROBE, "--memleak", "--libcuda", FAKECUDA, "--"] + chatty(), stdout=slave,
+                         stderr=subprocess.PIPE, text=True)
+    os.close(slave)
+    buf = b""
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 30)
+            if not ready:
+                break
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's last writer closed it
+                break
+            if not chunk:
+                break
+            buf += chunk
+        err = p.communicate(timeout=30)[1]
+    finally:
+        os.close(master)
+        if p.poll() is None:
+            p.kill()
+    text = buf.decode(errors="replace")
+    eq(p.returncode, 0, "exit")
+    check(SAYS[0] in text and "memleak final report" in text, f"both on the terminal: {text[-500:]}")
+    check(SAYS[0] not in err, "the command's stdout stayed on the terminal")
+
+
+def test_output_file_refused_through_a_symlink():
+    target = path("victim")
+    with open(target, "w") as f:
+        f.write("keep me\n")
+    link = path("link.jsonl")
+    os.symlink(target, link)
+    r = gp.gpuprobe(["--memleak", "--json", "-o", link, "--libcuda", FAKECUDA], cmd=["sh", "-c", "echo ran"])
+    gp.one_error_line(r, f"-o {link}: Too many levels of symbolic links")
+    eq(r.stdout, "", "the command never ran")
+    eq(open(target).read(), "keep me\n", "the link's target untouched")
+    gp.assert_nothing_attached()
+
+
+def test_output_to_a_fifo():
+    fifo = path("reports.fifo")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo).read()))
+    reader.start()
+    r = gp.gpuprobe(["--memleak", "--json", "-o", fifo, "--libcuda", FAKECUDA], cmd=chatty())
+    reader.join(30)
+    eq(r.returncode, 0, "exit")
+    check(got and '"mode":"memleak"' in got[0], "reports through the FIFO")
+
+
+def test_write_error_fails():
+    r = gp.gpuprobe(["--memleak", "-o", "/dev/full", "--libcuda", FAKECUDA], cmd=[LEAKY])
+    eq(r.returncode, 1, "exit status when reports were lost")
+    lines = [l for l in r.stderr.splitlines() if l.startswith("gpuprobe: ") and "tracing" not in l]
+    eq(lines, ["gpuprobe: writing the reports to /dev/full: No space left on device"], "one line")
+
+
+def test_overhead_line_only_with_modes_that_count_hits():
+    """docs/json.md: the overhead line follows --memleak, --cudatrace and --bandwidth-util
+    (the modes that count probe hits), never --trace or --ioctl alone."""
+    runs = {"--memleak": True, "--cudatrace": True, "--bandwidth-util": True, "--trace": False, "--ioctl": False}
+    for mode, want in runs.items():
+        extra = [mode, path("t.jsonl")] if mode == "--trace" else [mode]
+        r = gp.gpuprobe(extra + ["--json", "--libcuda", FAKECUDA], cmd=[app("copy_app")])
+        eq(r.returncode, 0, f"{mode}: exit ({r.stderr[-300:]})")
+        got = any(json.loads(l)["mode"] == "overhead" for l in r.stdout.splitlines())
+        eq(got, want, f"{mode}: an overhead line")
+
+
+def test_small_copies_line_only_with_min_bytes():
+    r = gp.gpuprobe(["--bandwidth-util", "--libcuda", FAKECUDA], cmd=[app("copy_app")])
+    eq(r.returncode, 0, "exit")
+    check("Small copies" not in r.stdout and "zero-byte copies 1" in r.stdout, r.stdout[-400:])
+    r = gp.gpuprobe(["--bandwidth-util", "--min-bytes", "200", "--libcuda", FAKECUDA], cmd=[app("copy_app")])
+    check("Small copies (< 200 bytes, not counted above): 10 (1000 B)" in r.stdout, r.stdout[-400:])
+
+
+def test_csv_rows_through_an_output_file():
+    csv = path("bw.csv")
+    rows = []
+    for _ in range(3):  # appended: never truncated, the header once
+        r = gp.gpuprobe(["--bandwidth-util", "--csv", csv, "-o", "/dev/null", "--libcuda", FAKECUDA],
+                        cmd=[app("copy_app")])
+        eq(r.returncode, 0, "exit")
+    lines = open(csv).read().splitlines()
+    eq(lines[0].split(",")[0], "timestamp", "the header")
+    eq(sum(1 for l in lines if l.startswith("timestamp")), 1, "one header")
+    rows = [l.split(",") for l in lines[1:]]
+    eq(len(rows), 6, "a row per GPU per run (two GPUs, three runs)")
+    check(all(re.fullmatch(r"\d{10}\.\d{3}", x[0]) for x in rows), f"millisecond timestamps: {rows}")
+    check(any(not x[0].endswith(".000") for x in rows), f"fractions, not time()'s .000: {rows}")
+    eq(stat.S_IMODE(os.stat(csv).st_mode), 0o600, "created 0600")
+    link = path("bw-link.csv")
+    os.symlink(csv, link)
+    r = gp.gpuprobe(["--bandwidth-util", "--csv", link, "--libcuda", FAKECUDA], cmd=["true"])
+    gp.one_error_line(r, f"--csv {link}: Too many levels of symbolic links")
+
+
+def test_both_on_stdout_refused():
+    r = gp.gpuprobe(["--trace", "-", "-o", "-", "--libcuda", FAKECUDA], cmd=["true"])
+    eq(r.returncode, 2, "usage error")
+    gp.one_error_line(r, "-o - and --trace - both want stdout")
+
+
+if __name__ == "__main__":
+    try:
+        gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)

@@ -1,0 +1,219 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""gpuprobe top in a real terminal: tmux (a private server) runs it at 80x24 against
+stand-in workloads; the screen is captured (capture-pane) and checked for the figures
+the workloads make by construction (outstanding bytes held, launches per kernel, bytes
+copied per GPU and direction, a paced launch rate), keys are sent (send-keys: sort,
+select, quit), the window is resized; --batch frames, and the refusals."""
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+
+import gp
+from gp import FAKECUDA, GPUPROBE, app, check, eq
+
+TMP = tempfile.mkdtemp(prefix="gp-top-")
+SOCK = f"gp-top-test-{os.getpid()}"
+
+
+def tmux(*args, check_rc=True):
+    r = subprocess.run(["tmux", "-L", SOCK] + list(args), capture_output=True, text=True, timeout=20)
+    if check_rc and r.returncode:
+        raise gp.Failure(f"tmux {args[0]}: {r.stderr.strip()}")
+    return r.stdout
+
+
+class Screen:
+    """gpuprobe top in a detached tmux session of its own; its exit status lands in a file."""
+
+    def __init__(self, args, cmd, width=80, height=24):
+        self.status = os.path.join(TMP, f"status-{time.monotonic_ns()}")
+        line = " ".join(shlex.quote(a) for a in [GPUPROBE, "top", "--libcuda", FAKECUDA] + args + ["--"] + cmd)
+        self.name = f"top{time.monotonic_ns()}"
+        tmux("new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
+             f"{line} 2>{self.status}.err; echo $? > {self.status}")
+
+    def text(self):
+        return tmux("capture-pane", "-p", "-t", self.name, check_rc=False)
+
+    def wait_for(self, pattern, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            s = self.text()
+            if re.search(pattern, s, re.M):
+                return s
+            time.sleep(0.2)
+        raise gp.Failure(f"no {pattern!r} on the screen:\n{self.text()}\nstderr: {self.stderr()}")
+
+    def keys(self, *keys):
+        tmux("send-keys", "-t", self.name, *keys)
+
+    def stderr(self):
+        try:
+            return open(self.status + ".err").read()
+        except OSError:
+            return ""
+
+    def exit_status(self, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if os.path.exists(self.status) and open(self.status).read().strip():
+                return int(open(self.status).read())
+            time.sleep(0.1)
+        raise gp.Failure(f"gpuprobe top did not end:\n{self.text()}")
+
+    def close(self):
+        tmux("kill-session", "-t", self.name, check_rc=False)
+
+
+def row(screen, comm):
+    """The table row of the process named comm: its cells, split on spaces."""
+    for line in screen.splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[0].isdigit() and f[1].lstrip("*") == comm:
+            return f
+    raise gp.Failure(f"no row for {comm}:\n{screen}")
+
+
+def mib(n):
+    """num__bytes for a whole number of MiB below 1000 MiB: what the screen prints."""
+    v = n / 1048576
+    return f"{v:.2f} MiB" if v < 9.995 else f"{v:.1f} MiB" if v < 99.95 else f"{v:.0f} MiB"
+
+
+def descendants_named(root, comm):
+    """Processes named comm under root (ours only: other runs share the machine)."""
+    procs = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            st = open(f"/proc/{d}/stat").read()
+        except OSError:
+            continue
+        rest = st[st.rindex(")") + 2:].split()
+        procs[int(d)] = (st[st.index("(") + 1:st.rindex(")")], int(rest[1]))
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        for pid, (name, ppid) in procs.items():
+            if ppid == p:
+                todo.append(pid)
+                if name == comm:
+                    out.append(pid)
+    return out
+
+
+def truth_of(log, api):
+    for line in reversed(open(log).read().splitlines()):
+        if line.startswith("{") and f'"api":"{api}"' in line:
+            return json.loads(line)
+    raise gp.Failure(f"no {api} truth in {log}")
+
+
+def test_figures_keys_and_the_end():
+    log = os.path.join(TMP, "cmd.log")
+    script = (f"{app('memleak_app')} --hold --allocs 6 --leaks 4 --size 1048576 & "
+              f"{app('copy_app')}; {app('launch_app')} --n 40; {app('rate_app')} --phases 1000:4000; wait")
+    s = Screen(["--command-log", log, "--keep-exited", "600"], ["sh", "-c", script])
+    try:
+        screen = s.wait_for(r"^\s*\d+ \*?rate_app\s+(9\d\d|1\.0\dk)\s", timeout=30)
+        lines = screen.splitlines()
+        eq(len(lines), 24, "24 lines")
+        check(all(len(l) <= 80 for l in lines), "80 columns")
+        check(lines[0].startswith("gpuprobe top") and "processes" in lines[0], lines[0])
+        check("q quit" in lines[-1], lines[-1])
+        # a paced rate: 1000 launches/s (the frame's second may catch 90-110 % of it)
+        rate = row(screen, "rate_app")[2]
+        check(re.fullmatch(r"9\d\d|1\.0\dk", rate), f"rate_app's launches/s {rate}")
+        # the held leaks (checked against the workload's account once it has ended)
+        held_mem = " ".join(row(screen, "memleak_app")[3:5])
+        # sort by memory: the next column after LAUNCH/s
+        s.keys(">")
+        screen = s.wait_for(r"sort: MEMORY")
+        first = [l for l in screen.splitlines() if re.match(r"^\s*\d+ ", l)][0]
+        check("memleak_app" in first, f"the biggest memory first: {first}")
+        check(re.search(rf"^PID \d+ memleak_app: 0 launches, {held_mem} outstanding", screen, re.M), screen)
+        # end the held workload: every process ends, the final figures stay
+        held = descendants_named(int(tmux("display", "-p", "-t", s.name, "#{pane_pid}")), "memleak_app")
+        eq(len(held), 1, "our memleak_app")
+        os.kill(held[0], 10)  # SIGUSR1
+        screen = s.wait_for(r"ENDED", timeout=30)
+        check("ended: final figures" in screen.splitlines()[-1], screen)
+        eq(held_mem, mib(truth_of(log, "alloc")["leaked_bytes"]), "memleak_app's outstanding bytes, held")
+        # sort by name (copy_app, launch_app, memleak_app, rate_app), select launch_app
+        s.keys("<", "<")
+        screen = s.wait_for(r"sort: COMM")
+        s.keys("Up", "Up", "Up", "Down")
+        lt = truth_of(log, "launch")
+        total = sum(k["launches"] for k in lt["kernels"].values()) + lt["null_launches"] + lt["graph_launches"]
+        screen = s.wait_for(rf"^PID \d+ launch_app \(exited\): {total} launches")
+        for kern, k in sorted(lt["kernels"].items(), key=lambda kv: -kv[1]["launches"])[:4]:
+            check(re.search(rf"^  {re.escape(kern)}\s+0\s+{k['launches']}$", screen, re.M),
+                  f"{kern} {k['launches']}:\n{screen}")
+        s.keys("Up")
+        screen = s.wait_for(r"^PID \d+ copy_app \(exited\)")
+        t = truth_of(log, "copy")
+        cells = {l.split()[0]: l.split()[1:] for l in screen.splitlines() if re.match(r"^  (gpu\d|host) ", l)}
+        check("bytes copied" in screen, screen)
+        # the stand-in's copies: small ones count too (the workload's own line leaves them out)
+        h2d0 = t["transfers"]["0/H2D"]["bytes"] + t["small_bytes"]
+        eq(" ".join(cells["gpu0"][0:2]), mib(h2d0), "H2D gpu0 bytes")
+        eq(" ".join(cells["gpu1"][0:2]), mib(t["transfers"]["1/H2D"]["bytes"]), "H2D gpu1 bytes")
+        eq(" ".join(cells["host"][-2:]), mib(t["transfers"]["-/H2H"]["bytes"]), "H2H bytes")
+        s.keys("q")
+        eq(s.exit_status(), 0, f"exit status ({s.stderr()})")
+        gp.assert_nothing_attached()
+    finally:
+        s.close()
+
+
+def test_wide_window_and_resize():
+    s = Screen([], [app("rate_app"), "--phases", "500:6000"], width=120, height=30)
+    try:
+        screen = s.wait_for(r"rate_app\s+\d")
+        check("TOP KERNEL" in screen and "rate_kernel()" in row(screen, "rate_app")[-1], screen)
+        tmux("resize-window", "-t", s.name, "-x", "80", "-y", "24")
+        screen = s.wait_for(r"^(?!.*TOP KERNEL).*LAUNCH/s", timeout=10)
+        check(all(len(l) <= 80 for l in screen.splitlines()), "redrawn for 80 columns")
+        s.keys("q")
+        eq(s.exit_status(), 0, "quit before the command ended")
+    finally:
+        s.close()
+
+
+def test_batch_frames():
+    r = gp.run([GPUPROBE, "top", "--batch", "-i", "0.3", "--libcuda", FAKECUDA, "--", app("memleak_app"),
+                "--allocs", "5", "--leaks", "2"])
+    eq(r.returncode, 0, f"exit ({r.stderr[-300:]})")
+    frames = [f for f in r.stdout.split("\n\n") if f.strip()]
+    check(frames and "ENDED" in frames[-1].splitlines()[0], f"the last frame is the end:\n{r.stdout[-800:]}")
+    check(re.search(r"^PID \d+ memleak_app \(exited\): 0 launches", frames[-1], re.M), frames[-1])
+    r = gp.run([GPUPROBE, "top", "--batch", "-n", "2", "-i", "0.2", "--width", "100", "--libcuda", FAKECUDA])
+    eq(r.returncode, 0, "node-wide, two frames")
+    eq(len([f for f in r.stdout.split("\n\n") if f.strip()]), 2, "two frames")
+    check(all(len(l) <= 100 for l in r.stdout.splitlines()), "100 columns")
+
+
+def test_refusals():
+    r = gp.run([GPUPROBE, "top", "--libcuda", FAKECUDA])  # stdout is a pipe here
+    gp.one_error_line(r, "top: stdin and stdout must be a terminal (or use --batch)")
+    gp.assert_nothing_attached()
+    r = gp.run([GPUPROBE, "top", "--json"])
+    eq(r.returncode, 2, "--json is a usage error")
+    r = gp.run([GPUPROBE, "top", "--command-log", "/tmp/x"])
+    gp.one_error_line(r, "--command-log needs a command")
+    r = gp.run([GPUPROBE, "top", "--help"])
+    check(r.returncode == 0 and "KEYS:" in r.stdout and "--batch" in r.stdout, r.stdout[-500:])
+
+
+if __name__ == "__main__":
+    try:
+        gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])
+    finally:
+        subprocess.run(["tmux", "-L", SOCK, "kill-server"], capture_output=True)
+        shutil.rmtree(TMP, ignore_errors=True)

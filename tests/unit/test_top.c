@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/* gpuprobe top's view without a terminal (src/cli/top_view.c): frames from counter rows
+ * (rates over the tick, per-process sums, copies per GPU and direction), sorting, and the
+ * layout in 80x24 (every line fits, the selected process's detail, scrolling) and --batch. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "counters.h"
+#include "top_view.h"
+#include "unit.h"
+
+static void add(struct gp_counters *cs, uint32_t pid, const char *track, const char *series, double v,
+		unsigned int flags)
+{
+	gp_counters__add(cs, &(struct gp_counter){ pid, track, series, v, flags });
+}
+
+/* Two ticks one second apart: process 100 launches and allocates, 200 copies. */
+static size_t two_ticks(struct gp_counters *cs, const struct gp_counter_row **rows)
+{
+	for (int t = 0; t < 2; t++) {
+		gp_counters__begin(cs, (uint64_t)(t + 1) * 1000000000ULL);
+		add(cs, 100, GP_TRACK_LAUNCHES, "kernels", t ? 1500 : 500, GP_CTR_TOTAL);
+		add(cs, 100, GP_TRACK_LAUNCHES, "graphs", t ? 20 : 10, GP_CTR_TOTAL);
+		add(cs, 100, GP_TRACK_KERNELS, "gemm", t ? 1200 : 400, GP_CTR_TOTAL | GP_CTR_DETAIL);
+		add(cs, 100, GP_TRACK_KERNELS, "relu", t ? 300 : 100, GP_CTR_TOTAL | GP_CTR_DETAIL);
+		add(cs, 100, GP_TRACK_MEMORY, "device", t ? 3 << 20 : 1 << 20, 0);
+		add(cs, 100, GP_TRACK_MEMORY, "host_pinned", 1 << 20, 0);
+		add(cs, 100, TOP_TRACK_HITS, "all", t ? 4000 : 1000, GP_CTR_TOTAL);
+		add(cs, 200, GP_TRACK_COPIES, "H2D gpu1", t ? 3e9 : 1e9, GP_CTR_TOTAL);
+		add(cs, 200, GP_TRACK_COPIES, "H2D gpu0", t ? 5e9 : 0, GP_CTR_TOTAL);
+		add(cs, 200, GP_TRACK_COPIES, "D2H gpu0", t ? 1e9 : 0, GP_CTR_TOTAL);
+		add(cs, 200, GP_TRACK_COPIES, "H2H", 4096, GP_CTR_TOTAL);
+		add(cs, 200, TOP_TRACK_HITS, "all", 10, GP_CTR_TOTAL);
+		if (!t)
+			gp_counters__end(cs, rows);
+	}
+	return gp_counters__end(cs, rows);
+}
+
+static const struct gp_snap_pid pids[] = {
+	{ .pid = 200, .comm = "copier", .exited = true },
+	{ .pid = 100, .comm = "trainer" },
+};
+
+static void test_frame(void)
+{
+	struct gp_counters *cs = gp_counters__new(64);
+	struct top_frame f = { 0 };
+	const struct gp_counter_row *rows;
+	const struct top_proc *p, *q;
+	size_t n;
+
+	if (!ASSERT_TRUE(cs, "counters"))
+		goto cleanup;
+	n = two_ticks(cs, &rows);
+	if (!ASSERT_EQ(top_frame__build(&f, rows, n, pids, 2, 1.0, 1e-6), 0, "build") ||
+	    !ASSERT_EQ(f.nr_procs, 2, "two processes"))
+		goto cleanup;
+	p = &f.procs[0];
+	q = &f.procs[1];
+	if (!ASSERT_EQ(p->pid, 100, "by pid") || !ASSERT_STR_EQ(p->comm, "trainer", "named") || !ASSERT_FALSE(p->exited, "live") ||
+	    !ASSERT_EQ(p->launch_rate, 1010, "launches/s: kernels and graphs") || !ASSERT_EQ(p->launches, 1520, "total") ||
+	    !ASSERT_EQ(p->memory, 4 << 20, "every kind") || !ASSERT_EQ(p->growth, 2 << 20, "growth/s") ||
+	    !ASSERT_EQ(p->hits, 4000, "hits") || !ASSERT_EQ(p->probe_pct * 1000, 300, "3000 hits/s x 1 us = 0.3%") ||
+	    !ASSERT_FALSE(p->has_copies, "no copies"))
+		goto cleanup;
+	if (!ASSERT_EQ(p->nr_kernels, 2, "kernels") || !ASSERT_STR_EQ(p->kernels[0].name, "gemm", "busiest first") ||
+	    !ASSERT_EQ(p->kernels[0].rate, 800, "its rate") || !ASSERT_EQ(p->kernels[1].total, 300, "relu's total"))
+		goto cleanup;
+	if (!ASSERT_TRUE(q->exited, "exited") || !ASSERT_EQ(q->h2d, 7e9, "H2D over both GPUs") ||
+	    !ASSERT_EQ(q->d2h, 1e9, "D2H") || !ASSERT_EQ(q->nr_copies, 4, "copies") ||
+	    !ASSERT_STR_EQ(q->copies[0].dir, "H2D", "gpu0 H2D first") || !ASSERT_EQ(q->copies[0].gpu, 0, "gpu0") ||
+	    !ASSERT_STR_EQ(q->copies[1].dir, "D2H", "then D2H") || !ASSERT_EQ(q->copies[2].gpu, 1, "then gpu1") ||
+	    !ASSERT_EQ(q->copies[3].gpu, -1, "host last") || !ASSERT_EQ(q->launch_rate, 0, "no launches"))
+		goto cleanup;
+	if (!ASSERT_EQ(f.hit_rate, 3000, "hits/s of every process"))
+		goto cleanup;
+	top_frame__sort(&f, TOP_H2D, false);
+	if (!ASSERT_EQ(f.procs[0].pid, 200, "by H2D"))
+		goto cleanup;
+	top_frame__sort(&f, TOP_H2D, true);
+	if (!ASSERT_EQ(f.procs[0].pid, 100, "reversed"))
+		goto cleanup;
+	top_frame__sort(&f, TOP_COMM, false);
+	if (!ASSERT_STR_EQ(f.procs[0].comm, "copier", "by name"))
+		goto cleanup;
+cleanup:
+	top_frame__clear(&f);
+	gp_counters__free(cs);
+}
+
+static bool has(const struct top_line *l, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strstr(l[i].text, s))
+			return true;
+	return false;
+}
+
+static void test_layout_80x24(void)
+{
+	struct gp_counters *cs = gp_counters__new(4096);
+	struct top_frame f = { .cost = 1e-6 };
+	const struct gp_counter_row *rows;
+	static struct top_line lines[64];
+	char name[96];
+	size_t n, k;
+
+	if (!ASSERT_TRUE(cs, "counters"))
+		goto cleanup;
+	/* 30 processes, one with long kernel names */
+	for (int t = 0; t < 2; t++) {
+		gp_counters__begin(cs, (uint64_t)(t + 1) * 1000000000ULL);
+		for (uint32_t pid = 1000; pid < 1030; pid++) {
+			add(cs, pid, GP_TRACK_LAUNCHES, "kernels", t * (pid - 999) * 100.0, GP_CTR_TOTAL);
+			add(cs, pid, TOP_TRACK_HITS, "all", 0, GP_CTR_TOTAL);
+		}
+		for (int j = 0; j < 8; j++) {
+			snprintf(name, sizeof(name), "kernel_%d_with_a_name_long_enough_to_be_cut_somewhere", j);
+			add(cs, 1029, GP_TRACK_KERNELS, name, t * 10.0 * (j + 1), GP_CTR_TOTAL | GP_CTR_DETAIL);
+		}
+		add(cs, 1029, GP_TRACK_COPIES, "H2D gpu0", t * 52e9, GP_CTR_TOTAL);
+		n = gp_counters__end(cs, &rows);
+	}
+	snprintf(f.who, sizeof(f.who), "every CUDA process");
+	snprintf(f.drops, sizeof(f.drops), "none");
+	if (!ASSERT_EQ(top_frame__build(&f, rows, n, NULL, 0, 1.0, 1e-6), 0, "build"))
+		goto cleanup;
+	top_frame__sort(&f, TOP_LAUNCHES, false);
+	k = top__layout(&f, 80, 24, TOP_LAUNCHES, false, 0, lines, 64);
+	for (size_t i = 0; getenv("TOP_SHOW") && i < k; i++)
+		printf("# %s\n", lines[i].text);
+	if (!ASSERT_EQ(k, 24, "24 lines"))
+		goto cleanup;
+	for (size_t i = 0; i < k; i++)
+		if (!ASSERT_TRUE(strlen(lines[i].text) <= 80, lines[i].text))
+			goto cleanup;
+	if (!ASSERT_STR_CONTAINS(lines[0].text, "30 processes", "title") ||
+	    !ASSERT_STR_CONTAINS(lines[2].text, "LAUNCH/s", "the table's header") ||
+	    !ASSERT_STR_CONTAINS(lines[3].text, "   1029 ", "busiest first") || !ASSERT_EQ(lines[3].attr, TOP_SELECTED, "selected") ||
+	    !ASSERT_STR_CONTAINS(lines[3].text, "3.00k", "3000 launches/s") ||
+	    !ASSERT_STR_CONTAINS(lines[3].text, "52.0 GB/s", "H2D/s") ||
+	    !ASSERT_TRUE(has(lines, k, "PID 1029: 3000 launches"), "its detail") ||
+	    !ASSERT_TRUE(has(lines, k, "kernel_7_with"), "its busiest kernel") ||
+	    !ASSERT_TRUE(has(lines, k, "  gpu0      52.0 GB/s"), "its copies") ||
+	    !ASSERT_STR_CONTAINS(lines[23].text, "q quit", "the keys last"))
+		goto cleanup;
+	/* a selection below the visible rows scrolls the table */
+	k = top__layout(&f, 80, 24, TOP_LAUNCHES, false, 25, lines, 64);
+	if (!ASSERT_TRUE(has(lines, k, "   1004 "), "the 26th row shows") || !ASSERT_FALSE(has(lines, k, "   1029 "), "the first does not"))
+		goto cleanup;
+	/* a wider terminal gets the busiest kernel of each process */
+	k = top__layout(&f, 132, 24, TOP_LAUNCHES, false, 0, lines, 64);
+	if (!ASSERT_STR_CONTAINS(lines[2].text, "TOP KERNEL", "wide header") ||
+	    !ASSERT_STR_CONTAINS(lines[3].text, "kernel_7_with", "wide row"))
+		goto cleanup;
+	/* --batch: every process, each with its detail */
+	k = top__layout(&f, 80, 0, TOP_LAUNCHES, false, 0, lines, 64);
+	if (!ASSERT_EQ(k, 64, "fills what it is given") || !ASSERT_TRUE(has(lines, k, "   1000 "), "the last process"))
+		goto cleanup;
+	/* a tiny terminal still gets the title and the keys */
+	k = top__layout(&f, 40, 5, TOP_LAUNCHES, false, 0, lines, 64);
+	if (!ASSERT_EQ(k, 5, "5 lines") || !ASSERT_STR_CONTAINS(lines[4].text, "q quit", "keys") ||
+	    !ASSERT_TRUE(strlen(lines[0].text) <= 40, "cut to the width"))
+		goto cleanup;
+cleanup:
+	top_frame__clear(&f);
+	gp_counters__free(cs);
+}
+
+int main(int argc, char **argv)
+{
+	unit_select(argc, argv);
+	RUN_TEST(test_frame);
+	RUN_TEST(test_layout_80x24);
+	return unit_done();
+}

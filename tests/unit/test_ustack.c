@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Where CPython frames go among native ones (src/core/ustack.c), by hand-made stacks. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include "unit.h"
+#include "ustack.h"
+
+/* The merged order as text: native frames by index ("n0"), Python frames as "p0". */
+static void order_text(const int *order, size_t n, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%c%d", i ? " " : "", order[i] >= 0 ? 'n' : 'p',
+					order[i] >= 0 ? order[i] : -1 - order[i]);
+}
+
+static void merged(const bool *ev, size_t nn, const bool *entry, size_t np, bool partial, char *buf,
+		   size_t len, unsigned int *flags)
+{
+	int order[USTACK_MAX_FRAMES];
+	size_t n;
+
+	*flags = 0;
+	n = ustack__interleave(ev, nn, entry, np, partial, order, USTACK_MAX_FRAMES, flags);
+	order_text(order, n, buf, len);
+}
+
+/* 3.11+: one interpreter-loop frame runs several Python frames (n3 ran p0..p2, n5 ran p3..p4). */
+static void test_runs_replace_loop_frames(void)
+{
+	bool ev[8] = { false, false, false, true, false, true, false, false };
+	bool entry[5] = { false, false, true, false, true };
+	unsigned int flags;
+	char buf[256];
+
+	merged(ev, 8, entry, 5, false, buf, sizeof(buf), &flags);
+	if (!ASSERT_STR_EQ(buf, "n0 n1 n2 p0 p1 p2 n4 p3 p4 n6 n7", "each run where its loop frame was") ||
+	    !ASSERT_EQ(flags, 0, "no flag"))
+		return;
+}
+
+/* 3.10: every Python frame is a loop run of its own. */
+static void test_one_frame_per_run(void)
+{
+	bool ev[6] = { false, true, false, true, false, true };
+	bool entry[3] = { true, true, true };
+	unsigned int flags;
+	char buf[256];
+
+	merged(ev, 6, entry, 3, false, buf, sizeof(buf), &flags);
+	ASSERT_STR_EQ(buf, "n0 p0 n2 p1 n4 p2", "one Python frame per loop frame");
+}
+
+/* A partial native stack (truncated copy): the outer runs follow it, in order. */
+static void test_partial_native_stack(void)
+{
+	bool ev[3] = { false, true, false };
+	bool entry[4] = { true, false, true, true };
+	unsigned int flags;
+	char buf[256];
+
+	merged(ev, 3, entry, 4, true, buf, sizeof(buf), &flags);
+	if (!ASSERT_STR_EQ(buf, "n0 p0 n2 p1 p2 p3", "the runs beyond the copy after it"))
+		return;
+	ASSERT_EQ(flags, 0, "placed, not a fallback");
+	/* no loop frame at all within the copy: all of them after it */
+	bool none[2] = { false, false };
+	merged(none, 2, entry, 4, true, buf, sizeof(buf), &flags);
+	if (!ASSERT_STR_EQ(buf, "n0 n1 p0 p1 p2 p3", "all after a copy that holds no loop frame"))
+		return;
+	ASSERT_EQ(flags, 0, "placed, not a fallback");
+}
+
+/* A complete native stack with fewer loop frames than runs (the loop's frames are not
+ * named): the Python frames follow, said so. */
+static void test_unmatched_runs_follow(void)
+{
+	bool ev[4] = { false, false, false, false };
+	bool entry[2] = { false, true };
+	unsigned int flags;
+	char buf[256];
+
+	merged(ev, 4, entry, 2, false, buf, sizeof(buf), &flags);
+	if (!ASSERT_STR_EQ(buf, "n0 n1 n2 n3 p0 p1", "after the native frames"))
+		return;
+	ASSERT_EQ(flags, USTACK_PY_AFTER, "USTACK_PY_AFTER");
+}
+
+/* More loop frames than runs (the Python walk kept the innermost 64): the inner ones get
+ * them, the rest stay native. No Python frames: the native stack as it is. */
+static void test_more_loop_frames_than_runs(void)
+{
+	bool ev[5] = { true, false, true, false, true };
+	bool entry[1] = { true };
+	unsigned int flags;
+	char buf[256];
+
+	merged(ev, 5, entry, 1, false, buf, sizeof(buf), &flags);
+	if (!ASSERT_STR_EQ(buf, "p0 n1 n2 n3 n4", "the innermost loop frame takes the run"))
+		return;
+	merged(ev, 5, entry, 0, false, buf, sizeof(buf), &flags);
+	if (!ASSERT_STR_EQ(buf, "n0 n1 n2 n3 n4", "native only") || !ASSERT_EQ(flags, 0, "no flag"))
+		return;
+}
+
+/* The output is bounded by cap. */
+static void test_bounded(void)
+{
+	bool ev[3] = { true, true, true };
+	bool entry[3] = { true, true, true };
+	int order[4];
+	unsigned int flags = 0;
+
+	ASSERT_EQ(ustack__interleave(ev, 3, entry, 3, false, order, 2, &flags), 2, "at most cap entries");
+}
+
+int main(int argc, char **argv)
+{
+	unit_select(argc, argv);
+	RUN_TEST(test_runs_replace_loop_frames);
+	RUN_TEST(test_one_frame_per_run);
+	RUN_TEST(test_partial_native_stack);
+	RUN_TEST(test_unmatched_runs_follow);
+	RUN_TEST(test_more_loop_frames_than_runs);
+	RUN_TEST(test_bounded);
+	return unit_done();
+}

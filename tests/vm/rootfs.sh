@@ -1,0 +1,43 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# The userland of the arm64 test VM: Debian 12 packages for ARCH, unpacked (mmdebstrap's
+# extract variant: dependencies resolved by apt, nothing configured, so no emulator is
+# needed to build it), then given what the maintainer scripts would have: merged /usr,
+# the user database, a host table. Cached: rebuilt only when the package list changes.
+#
+#   tests/vm/rootfs.sh DIR ARCH
+set -eu
+dir=$1
+arch=$2
+# What the suites run: the interpreter, gpuprobe's libraries, the tools the tests call
+# (bpftool, unshare, setpriv, mount, pkill, ip, promtool, prometheus, systemd-analyze),
+# and busybox for the initramfs.
+pkgs="base-files base-passwd dash bash coreutils findutils grep sed gawk util-linux mount procps
+iproute2 kmod python3 libbpf1 libelf1 zlib1g libzstd1 libjson-c5 libmicrohttpd12 bpftool
+prometheus systemd busybox-static"
+want="$arch $(echo $pkgs)"
+if [ -f "$dir/.gp-rootfs" ] && [ "$(cat "$dir/.gp-rootfs")" = "$want" ]; then
+	exit 0
+fi
+command -v mmdebstrap >/dev/null || { echo "vmtest: mmdebstrap is missing (make vmtest-deps)" >&2; exit 2; }
+echo "vmtest: unpacking a Debian 12 $arch userland into $dir"
+rm -rf "$dir"
+mmdebstrap --quiet --mode=root --variant=extract --architectures="$arch" \
+	--include="$(echo $pkgs | tr ' ' ,)" bookworm "$dir" \
+	"deb http://deb.debian.org/debian bookworm main" \
+	"deb http://deb.debian.org/debian-security bookworm-security main"
+# merged /usr, as an installed Debian 12 has it (the VM mounts only usr and etc)
+for d in bin sbin lib; do
+	if [ -d "$dir/$d" ] && [ ! -L "$dir/$d" ]; then
+		mkdir -p "$dir/usr/$d"
+		cp -a "$dir/$d/." "$dir/usr/$d/"
+		rm -rf "${dir:?}/$d"
+		ln -s "usr/$d" "$dir/$d"
+	fi
+done
+# base-passwd's postinst: the user and group databases (tests run things as nobody)
+cp "$dir/usr/share/base-passwd/passwd.master" "$dir/etc/passwd"
+cp "$dir/usr/share/base-passwd/group.master" "$dir/etc/group"
+printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$dir/etc/hosts"
+: >"$dir/etc/machine-id"
+echo "$want" >"$dir/.gp-rootfs"
