@@ -461,12 +461,13 @@ static __always_inline int count_launch(void *ctx, const struct launch *l)
 	if (l->kind == GP_LAUNCH_GRAPH)
 		k.gen = exec_version(tgid, img, l->handle);
 	else if (captured(tgid, img, api, l))
-		return 0;
+		goto timed; /* the call itself is timed like any launch call */
 	else
 		k.gen = launch_gen(l->hot, tgid, img, l->handle, &named);
 	bump_launch(&k);
 	if (!named)
 		sample_unnamed(ctx, tgid, l->handle);
+timed:
 	if (measure_latency) {
 		h = hist_of(tgid, GP_HIST_LAUNCH);
 		if (h)

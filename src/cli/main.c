@@ -777,8 +777,10 @@ static int top_session(struct cli *c, char *err, size_t len)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	char who[512];
-	int r = preflight(err, len);
+	int r = top__check_terminal(&top_o, err, len); /* before anything is attached */
 
+	if (!r)
+		r = preflight(err, len);
 	if (!r)
 		r = top_log(c, top_cmd_log, err, len);
 	if (!r)

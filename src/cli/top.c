@@ -261,12 +261,21 @@ static int run_screen(struct top *t)
 	return r;
 }
 
-static int screen_open(SCREEN **s, char *err, size_t len)
+int top__check_terminal(const struct top_opts *o, char *err, size_t len)
 {
-	if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
+	if (!o->batch && (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO))) {
 		snprintf(err, len, "top: stdin and stdout must be a terminal (or use --batch)");
 		return -ENOTTY;
 	}
+	return 0;
+}
+
+static int screen_open(SCREEN **s, const struct top_opts *o, char *err, size_t len)
+{
+	int r = top__check_terminal(o, err, len);
+
+	if (r)
+		return r;
 	*s = newterm(NULL, stdout, stdin);
 	if (!*s) {
 		snprintf(err, len, "top: cannot drive the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
@@ -296,7 +305,7 @@ int top__run(struct gp_run *run, const struct top_opts *o, char *err, size_t len
 	t.cost = calibrate__probe_cost(2000);
 	snprintf(t.f.who, sizeof(t.f.who), "%s", o->who);
 	if (!o->batch)
-		r = screen_open(&s, err, len);
+		r = screen_open(&s, o, err, len);
 	if (!r)
 		r = tick(&t, false); /* the start of the first interval */
 	if (!r)

@@ -32,6 +32,9 @@ struct top_opts {
 
 /* Until q (or the end, --batch), a signal, --duration or --iterations. 0 or -errno with
  * one reason in err. */
+/* 0 when the view can be drawn here (--batch, or stdin and stdout on a terminal); -ENOTTY with
+ * err set otherwise: checked before anything is attached. */
+int top__check_terminal(const struct top_opts *o, char *err, size_t len);
 int top__run(struct gp_run *run, const struct top_opts *o, char *err, size_t len);
 
 #endif

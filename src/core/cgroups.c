@@ -173,8 +173,18 @@ const char *const *cgroups__labels(struct cgroups *c, uint32_t pid, uint64_t now
 {
 	static const char *const none[] = { NULL };
 	struct cg_entry *e = known(c, pid, now_ns, max_age_ns);
+	char comm[sizeof(e->comm)] = "";
 
-	return e ? e->kv : none;
+	if (!e)
+		return none;
+	/* a forked child names itself after its fork (prctl, setproctitle): the name it has
+	 * now, while it lives, not the one read at its fork */
+	if (!e->gone_ns) {
+		read_comm(pid, comm, sizeof(comm));
+		if (comm[0])
+			memcpy(e->comm, comm, sizeof(comm));
+	}
+	return e->kv;
 }
 
 void cgroups__prune(struct cgroups *c, uint64_t now_ns, uint64_t keep_ns)

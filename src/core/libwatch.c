@@ -578,6 +578,8 @@ int libwatch__start(struct libwatch *w, unsigned int kinds, char *err, size_t le
 	int r = 0;
 
 	w->kinds = kinds & gp_run__needs(o->modes) & (GP_NEED_LIBCUDA | GP_NEED_LIBNCCL);
+	if (o->libcuda)
+		w->kinds &= ~GP_NEED_LIBCUDA; /* --libcuda: that file instead of discovery */
 	if (!w->kinds || !w->skel)
 		return 0;
 	if ((w->kinds & GP_NEED_LIBNCCL) && o->libnccl) {

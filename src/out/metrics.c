@@ -31,6 +31,17 @@ const struct gp_metric gp_metrics[] = {
 	  "`--max-kernel-series` (default 20) kernel names of a series get their own; later ones are summed "
 	  "under `kernel=\"other\"`. The choice never changes while the series lives, so no count moves "
 	  "between series." },
+	{ "gpuprobe_cuda_kernel_captures_total", GP_COUNTER, P, "kernel", "kernel", "--cudatrace",
+	  "Kernel launch calls made on a stream capturing a CUDA graph, by kernel name: they become graph "
+	  "nodes and run nothing when called.",
+	  "Not in gpuprobe_cuda_kernel_launches_total; their runs are counted in "
+	  "gpuprobe_cuda_graph_kernel_executions_total. Capped like the launches (`--max-kernel-series`)." },
+	{ "gpuprobe_cuda_graph_kernel_executions_total", GP_COUNTER, P, "kernel", "kernel", "--cudatrace",
+	  "Kernel runs as nodes of launched CUDA graphs (each graph launch runs each of its kernel nodes once), "
+	  "by kernel name.",
+	  "Counted when gpuprobe followed the graph's construction (capture or the graph API); a graph "
+	  "made before gpuprobe attached is counted in gpuprobe_cuda_graph_launches_total only. Capped like "
+	  "the launches." },
 	{ "gpuprobe_cuda_graph_launches_total", GP_COUNTER, P, "", NULL, "--cudatrace",
 	  "CUDA graph launches (cuGraphLaunch); a graph's kernels are not launch calls.", NULL },
 	{ "gpuprobe_cuda_sync_calls_total", GP_COUNTER, P, "", NULL, "--cudatrace",
@@ -50,9 +61,10 @@ const struct gp_metric gp_metrics[] = {
 	  "Running processes whose launch and synchronize calls --max-overhead samples now: their counters above count the calls seen, the *_estimate gauges hold estimates.",
 	  "With `--cudatrace`; the daemon's default is `--max-overhead 1`. A process is sampled from the "
 	  "first period its probes were attached for a window only, until it exits. Its "
-	  "`gpuprobe_cuda_kernel_launches_total`, `gpuprobe_cuda_graph_launches_total` and "
-	  "`gpuprobe_cuda_sync_calls_total` count what the probes saw (counters never go down; an "
-	  "estimate may). No series while every call is seen." },
+	  "`gpuprobe_cuda_kernel_launches_total`, `gpuprobe_cuda_graph_launches_total`, "
+	  "`gpuprobe_cuda_graph_kernel_executions_total` and `gpuprobe_cuda_sync_calls_total` count what "
+	  "the probes saw (counters never go down; an estimate may); captures are never sampled. No "
+	  "series while every call is seen." },
 	{ "gpuprobe_cuda_launches_estimate", GP_GAUGE, P, "bound", NULL, "--max-overhead",
 	  "Kernel launch calls of the sampled running processes: seen by the probes (bound=seen), estimated (bound=estimate), and the ends of a 95 % interval (bound=low, bound=high).",
 	  "Summed over the series' sampled processes: `seen / estimate` is the share of their calls "

@@ -74,9 +74,13 @@ def main():
         ok &= total(s, "gpuprobe_cuda_alloc_calls_total") >= t["allocs"]
     elif mode == "launch":
         for name, k in t["kernels"].items():
+            # the workload counts launch calls: those on a capturing stream are captures
             got = total(s, "gpuprobe_cuda_kernel_launches_total", kernel=name)
-            ok &= got == k["launches"]
-            print(f"  {'ok' if got == k['launches'] else 'WRONG'} {name}: {got:g} (want {k['launches']})")
+            cap = total(s, "gpuprobe_cuda_kernel_captures_total", kernel=name)
+            run = total(s, "gpuprobe_cuda_graph_kernel_executions_total", kernel=name)
+            ok &= got + cap == k["launches"]
+            print(f"  {'ok' if got + cap == k['launches'] else 'WRONG'} {name}: {got:g} launched + {cap:g} captured "
+                  f"(want {k['launches']} calls); {run:g} runs in graphs")
         got = total(s, "gpuprobe_cuda_graph_launches_total")
         ok &= got == t["graph_launches"]
         print(f"  graph launches {got:g} (want {t['graph_launches']})")

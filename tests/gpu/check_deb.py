@@ -94,7 +94,8 @@ def check(d, torch_cg, cuda_cg):
     if t:
         for name, k in t["kernels"].items():
             got = total(final, COUNTERS[0], cgroup=cuda_cg, kernel=name)
-            verdict(got == k["launches"], f"CUDA C {name}: {got} launches (want {k['launches']})")
+            cap = total(final, "gpuprobe_cuda_kernel_captures_total", cgroup=cuda_cg, kernel=name)
+            verdict((got or 0) + (cap or 0) == k["launches"], f"CUDA C {name}: {got} launches + {cap} captured (want {k['launches']} calls)")
         got = total(final, "gpuprobe_cuda_graph_launches_total", cgroup=cuda_cg)
         verdict(got == t["graph_launches"], f"CUDA C graph launches {got} (want {t['graph_launches']})")
     for cg in (torch_cg, cuda_cg):

@@ -60,7 +60,7 @@ echo "== (2) probes through a descriptor on the real driver"
 nvcc -g -Xcompiler -fno-omit-frame-pointer -o $W/memleak_static tests/gpu/memleak_cuda.cu || exit 1
 for multi in 0 1; do
 	echo "-- GPUPROBE_NO_UPROBE_MULTI=$multi: --libcuda /proc/self/fd/9"
-	GPUPROBE_NO_UPROBE_MULTI=$multi $GP --memleak --json --libcuda /proc/self/fd/9 -- $W/memleak_static \
+	GPUPROBE_NO_UPROBE_MULTI=$multi $GP --memleak --json --show-allocs --libcuda /proc/self/fd/9 -- $W/memleak_static \
 		9<$LC >$O/fd_$multi.jsonl 2>$O/fd_$multi.err
 	echo "exit $?"
 	grep "gpuprobe: tracing" $O/fd_$multi.err
@@ -78,9 +78,9 @@ for line in open(sys.argv[1]):
     if not line.startswith('{"mode":"memleak"'):
         continue
     for p in json.loads(line).get("processes", []):
-        for a in p.get("allocs", []):
-            frames.update(a.get("stack", []))
-named = sorted(f for f in frames if re.match(r"^[^0].*\+0x[0-9a-f]+ \(libtorch_cuda\.so\)$", f))
+        for s in p.get("stacks", []):
+            frames.update(s.get("frames", []))
+named = sorted(f for f in frames if re.match(r"^[^0].*\+0x[0-9a-f]+ \(libtorch_cuda\.so\)( at .*)?$", f))
 print(f"{len(frames)} distinct frames, {len(named)} named in libtorch_cuda.so; e.g. {named[:2]}")
 sys.exit(0 if named else "FAIL: no named libtorch_cuda.so frame")
 PY

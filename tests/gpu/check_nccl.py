@@ -138,10 +138,16 @@ def check_bw(rk, p):
             print(f"    {tm['op']:10s} {tm['size'] >> 20:5d} MiB: no completion bucket")
             continue
         gp = best["busbw_bytes_per_second_lower_bound"] or 0
-        ok &= verdict(gp <= NVLINK4_X18 and gp <= 1.05 * tm["busbw"],
+        # gpuprobe's window (first call to the synchronize that covered it) lies inside the
+        # script's host window (before the first call to that synchronize's return): its
+        # bound is at least the script's host figure, and never above the link. The CUDA
+        # events' figure is shown for comparison: it counts from before the first call.
+        host = tm["busbw_host"]
+        ok &= verdict(0.999 * host <= gp <= NVLINK4_X18,
                       f"rank {rk['rank']} {tm['op']:10s} {tm['dtype']:9s} {tm['size'] >> 10:7d} KiB: busbw "
-                      f"gpuprobe >= {gp / 1e9:7.1f} GB/s, script {tm['busbw'] / 1e9:7.1f} GB/s (ratio "
-                      f"{gp / tm['busbw']:.3f}; completed by {best['completed_by']})")
+                      f"gpuprobe >= {gp / 1e9:7.1f} GB/s, script host window {host / 1e9:7.1f} GB/s, "
+                      f"CUDA events {tm['busbw'] / 1e9:7.1f} GB/s (ratio to events {gp / tm['busbw']:.3f}; "
+                      f"completed by {best['completed_by']})")
     return ok
 
 

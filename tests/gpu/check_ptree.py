@@ -36,7 +36,7 @@ def main():
                                    for s in k["shapes"])
         nccl = {n: v["launches"] for n, v in ks.items() if "ncclDevKernel" in n}
         named = p["launches"] - p["unnamed_launches"]
-        allocs = {a["address"]: a["size"] for a in m["allocs"]}
+        allocs = {a["address"]: a["size"] for s in m["stacks"] for a in s["allocs"]}
         leaks_ok = all(allocs.get(a) == w["leak_size"] for a in w["leaked"])
         segs_ok = all(allocs.get(s["address"]) == s["size"] for s in r["segments"])
         rank_ok = got == w["launches"] and shape_ok and leaks_ok and segs_ok and bool(nccl)

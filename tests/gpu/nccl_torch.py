@@ -15,19 +15,28 @@ size the gathered total, 1 for Broadcast and send/recv)."""
 import json
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
 
 
+HOST_MS = []
+
+
 def timed(fn, calls):
+    """CUDA events around the batch (GPU time, from before the first call is made), and the
+    host's time from just before the first call to the return of the synchronize that ends
+    the batch: a window that holds gpuprobe's (first NCCL call to that synchronize)."""
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
     a.record()
+    t0 = time.perf_counter()
     for _ in range(calls):
         fn()
     b.record()
     torch.cuda.synchronize()
+    HOST_MS.append((time.perf_counter() - t0) * 1e3)
     return a.elapsed_time(b)
 
 
@@ -43,8 +52,9 @@ def main():
         ops.append({"op": op, "dtype": str(t.dtype).replace("torch.", ""), "count": t.numel(), "calls": calls,
                     "bytes": calls * t.numel() * t.element_size()})
         algbw = size / (ms / 1e3 / calls)
+        host = size / (HOST_MS[-1] / 1e3 / calls) * factor
         timing.append({"op": op, "dtype": ops[-1]["dtype"], "size": size, "calls": calls, "ms": ms,
-                       "algbw": algbw, "busbw": algbw * factor})
+                       "algbw": algbw, "busbw": algbw * factor, "host_ms": HOST_MS[-1], "busbw_host": host})
 
     x = torch.ones(16 << 20, dtype=torch.float32, device=dev)
     ms = timed(lambda: dist.all_reduce(x), 20)
@@ -69,8 +79,10 @@ def main():
         p2p.append({"peer": peer, "direction": "send" if rank == src else "recv", "calls": calls,
                     "bytes": calls * buf.numel() * 4})
         algbw = buf.numel() * 4 / (ms / 1e3 / calls)
+        host = buf.numel() * 4 / (HOST_MS[-1] / 1e3 / calls)
         timing.append({"op": "Send" if rank == src else "Recv", "dtype": "float32", "size": buf.numel() * 4,
-                       "calls": calls, "ms": ms, "algbw": algbw, "busbw": algbw})
+                       "calls": calls, "ms": ms, "algbw": algbw, "busbw": algbw, "host_ms": HOST_MS[-1],
+                       "busbw_host": host})
     torch.cuda.synchronize()
     dist.destroy_process_group()
     print(json.dumps({"pid": os.getpid(), "api": "torch_nccl", "rank": rank, "nranks": world,

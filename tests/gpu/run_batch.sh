@@ -16,14 +16,14 @@ for arg in "$@"; do
 	name=${arg%%:*}
 	limit=120
 	[ "$name" != "$arg" ] && limit=${arg#*:}
-	t0=$(date +%s.%N)
+	t0=$SECONDS
 	if [ -f "tests/gpu/$name.sh" ]; then
 		timeout "$limit" bash "tests/gpu/$name.sh" >"$OUT/$name.log" 2>&1
 	else
 		timeout "$limit" $PY "tests/gpu/$name.py" >"$OUT/$name.log" 2>&1
 	fi
 	rc=$?
-	t=$(echo "$(date +%s.%N) - $t0" | bc)
+	t=$((SECONDS - t0))
 	[ $rc -ne 0 ] && fails=$((fails + 1))
 	summary="$summary
 == $name: exit $rc in ${t%.*} s"

@@ -73,7 +73,7 @@ drive_pid() {
 	app=$!
 	exec 8>$W/in
 	for i in $(seq 1200); do grep -q '^READY' $W/app.out && break; sleep 0.1; done
-	"$GP" --memleak --json --show-allocs -p $app >"$out" 2>$W/gp.err 8>&- &
+	"$GP" -o - --memleak --json --show-allocs -p $app >"$out" 2>$W/gp.err 8>&- &
 	gp=$!
 	for i in $(seq 200); do grep -q "gpuprobe: tracing" $W/gp.err && break; sleep 0.1; done
 	cat $W/gp.err
@@ -105,7 +105,7 @@ PY
 
 for v in static shared; do
 	echo "== gpuprobe --memleak --json --show-allocs -- stacks_leak_$v (cudart $v, no frame pointers)"
-	drive $O/cuda_$v.jsonl $O/cuda_$v.err "$GP" --memleak --json --show-allocs --folded $O/cuda_$v.folded \
+	drive $O/cuda_$v.jsonl $O/cuda_$v.err "$GP" -o - --memleak --json --show-allocs --folded $O/cuda_$v.folded \
 		-- "$ROOT/.output/gpu/stacks_leak_$v"
 	tail -2 $O/cuda_$v.err
 	python3 tests/gpu/check_stacks.py cuda $O/cuda_$v.err $O/cuda_$v.jsonl || status=1
@@ -117,12 +117,12 @@ drive_pid $O/cuda_pid.jsonl $O/cuda_pid.err "$ROOT/.output/gpu/stacks_leak_stati
 python3 tests/gpu/check_stacks.py cuda $O/cuda_pid.err $O/cuda_pid.jsonl || status=1
 
 echo "== text report (stacks_leak_shared)"
-drive $O/cuda_text.out $O/cuda_text.err "$GP" --memleak --top 3 -- "$ROOT/.output/gpu/stacks_leak_shared"
+drive $O/cuda_text.out $O/cuda_text.err "$GP" -o - --memleak --top 3 -- "$ROOT/.output/gpu/stacks_leak_shared"
 sed -n '/memleak final report/,/Dropped events/p' $O/cuda_text.out | cut -c1-200
 
 echo "== gpuprobe --memleak --json --show-allocs -- $PY stacks_torch.py"
 t0=$(date +%s%N)
-drive $O/torch.jsonl $O/torch.err "$GP" --memleak --json --show-allocs --folded $O/torch.folded -- \
+drive $O/torch.jsonl $O/torch.err "$GP" -o - --memleak --json --show-allocs --folded $O/torch.folded -- \
 	"$PY" tests/gpu/stacks_torch.py
 echo "run took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 tail -2 $O/torch.err
@@ -135,11 +135,11 @@ python3 tests/gpu/check_stacks.py torch tests/gpu/stacks_torch.py $O/torch_pid.e
 
 echo "== expandable segments (cuMemCreate): PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
 drive $O/torch_exp.jsonl $O/torch_exp.err env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
-	"$GP" --memleak --json --show-allocs -- "$PY" tests/gpu/stacks_torch.py
+	"$GP" -o - --memleak --json --show-allocs -- "$PY" tests/gpu/stacks_torch.py
 python3 tests/gpu/check_stacks.py torch tests/gpu/stacks_torch.py $O/torch_exp.err $O/torch_exp.jsonl || status=1
 
 echo "== gpuprobe -v: what the stacks cost gpuprobe (torch, command mode)"
-drive $O/torch_v.jsonl $O/torch_v.err "$GP" -v --memleak --json -- "$PY" tests/gpu/stacks_torch.py
+drive $O/torch_v.jsonl $O/torch_v.err "$GP" -o - -v --memleak --json -- "$PY" tests/gpu/stacks_torch.py
 grep -E "stacks: |CPython" $O/torch_v.err
 
 tar czf "$RESULTS/gpu-stacks.tgz" -C "$W" out

@@ -36,7 +36,7 @@ multi() {
 	nvidia-smi topo -m | head -4
 	nvcc -shared -Xcompiler -fPIC -o $W/librank_work.so tests/gpu/rank_work.cu || exit 1
 	echo "== gpuprobe --cudatrace --memleak --json -- torch.distributed.run --nproc_per_node 2 ddp_ranks.py"
-	RANK_WORK_LIB=$W/librank_work.so $GP --cudatrace --memleak --json -- \
+	RANK_WORK_LIB=$W/librank_work.so $GP --cudatrace --memleak --json --show-allocs -- \
 		$PY -m torch.distributed.run --nproc_per_node 2 tests/gpu/ddp_ranks.py >$W/ddp.jsonl 2>$W/ddp.err
 	echo "exit $?"
 	grep "gpuprobe:" $W/ddp.err

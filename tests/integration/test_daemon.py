@@ -334,6 +334,27 @@ def test_later_process_traced_and_retention():
         d.kill()
 
 
+def test_graph_kernels_captured_and_executed():
+    """A graph's kernels: captured launch calls and their runs as graph nodes, per kernel,
+    exact against graph_app's truth (they are not in the launches)."""
+    d = start_daemon(modes=("--cudatrace",))
+    try:
+        r = gp.run([app("graph_app")], env=ENV)
+        eq(r.returncode, 0, f"graph_app: {r.stderr[-300:]}")
+        t = truth(r.stderr)
+        pid = t["pid"]
+        for name, k in t["kernels"].items():
+            wait_metric(d.port, "gpuprobe_cuda_kernel_launches_total", k["launched"], pid=pid, kernel=name)
+            wait_metric(d.port, "gpuprobe_cuda_kernel_captures_total", k["captured"], pid=pid, kernel=name)
+            wait_metric(d.port, "gpuprobe_cuda_graph_kernel_executions_total", k["graph_executed"], pid=pid,
+                        kernel=name)
+        wait_metric(d.port, "gpuprobe_cuda_graph_launches_total", t["graph_launches"], pid=pid)
+        check(sum(k["captured"] for k in t["kernels"].values()) > 0, "the workload captures kernels")
+        stop(d)
+    finally:
+        d.kill()
+
+
 def test_private_mount_namespace_after_start():
     d = start_daemon(["--rescan-interval", "0.3"], modes=("--memleak",))
     tmp = tempfile.mkdtemp(prefix="gp-dns-")
@@ -525,6 +546,7 @@ if __name__ == "__main__":
         test_bandwidth_exact_and_promtool,
         test_ioctl_exact_promtool_retention,
         test_later_process_traced_and_retention,
+        test_graph_kernels_captured_and_executed,
         test_private_mount_namespace_after_start,
         test_bad_configuration,
         test_slow_clients_cannot_starve_scrapes,

@@ -36,8 +36,13 @@ def test_capture_instantiate_update_exact():
     r = gp.gpuprobe(BASE, cmd=[APP])
     eq(r.returncode, 0, f"exit status ({r.stderr[-600:]})")
     t = gp.truth(r.stderr)
-    p = proc(gp.final(r.stdout, "cudatrace"), t["pid"])
+    rep = gp.final(r.stdout, "cudatrace")
+    p = proc(rep, t["pid"])
     check_kernels(p, t)
+    # a captured launch is a launch call like any: timed, its return expected
+    calls = sum(k["launched"] + k["captured"] for k in t["kernels"].values()) + t["graph_launches"]
+    eq((p["launch_latency"]["calls"], p["launch_latency"]["timed"]), (calls, calls), "launch calls timed")
+    eq(rep["drops"]["return_without_entry"], 0, "every return had its entry")
     eq(p["captured"], sum(k["captured"] for k in t["kernels"].values()), "captured in all")
     eq(p["graph_executed"], sum(k["graph_executed"] for k in t["kernels"].values()), "graph executions in all")
     eq(p["unexpanded_graph_launches"], 0, "every graph expanded")

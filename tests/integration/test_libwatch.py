@@ -47,7 +47,7 @@ def test_libcuda_loaded_by_python_later():
     script = os.path.join(d, "late.py")
     with open(script, "w") as f:
         f.write(LATE_CUDA)
-    g = gp.Background([gp.GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "-o", "-", "--",
+    g = gp.Background([gp.GPUPROBE, "--memleak", "--json", "-o", "-", "--",
                        "python3", script, lib, "6"])
     try:
         out = wait_line(g, "LOADED")

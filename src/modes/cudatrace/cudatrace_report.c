@@ -321,6 +321,8 @@ static void kernel_series(struct prom_out *p, const struct ct_proc *cp, const st
 		const char *kv[] = { "kernel", k->source == CT_NAME_NONE || !k->name ? "unknown" : k->name, NULL };
 
 		prom__u64(p, "gpuprobe_cuda_kernel_launches_total", pp, kv, k->launches);
+		prom__u64(p, "gpuprobe_cuda_kernel_captures_total", pp, kv, k->captured);
+		prom__u64(p, "gpuprobe_cuda_graph_kernel_executions_total", pp, kv, k->graph_executed);
 	}
 }
 
@@ -364,6 +366,10 @@ int ct_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run
 	(void)run;
 	prom__family(p, "gpuprobe_cuda_kernel_launches_total");
 	prom__cap(p, "gpuprobe_cuda_kernel_launches_total", s->max_kernel_series);
+	prom__family(p, "gpuprobe_cuda_kernel_captures_total");
+	prom__cap(p, "gpuprobe_cuda_kernel_captures_total", s->max_kernel_series);
+	prom__family(p, "gpuprobe_cuda_graph_kernel_executions_total");
+	prom__cap(p, "gpuprobe_cuda_graph_kernel_executions_total", s->max_kernel_series);
 	prom__family(p, "gpuprobe_cuda_graph_launches_total");
 	prom__family(p, "gpuprobe_cuda_sync_calls_total");
 	prom__family(p, "gpuprobe_cuda_sync_duration_seconds");
