@@ -74,11 +74,13 @@ __u64 names_seq = 1; /* 0 never matches: a cache entry starts zeroed */
 
 /* A thread's launch state, in its own storage (no other program writes it while this one
  * runs: a task runs on one CPU at a time). Whether its process is followed: that holds for
- * the life of an image (a fork is followed before the child runs, an exec makes a new
- * image, user space seeds the set before the probes attach), so the hash look-up of
- * gp_traced_self() is done once per thread and image. And the namings its launches looked
- * up last: a launch loop launches the same few handles over and over, and a hit saves the
- * two hash look-ups of handle_gen(); direct-mapped by handle. */
+ * the life of an image once the run has started (a fork is followed before the child runs,
+ * an exec makes a new image), so the hash look-up of gp_traced_self() is done once per
+ * thread and image; before that, user space may still add running processes (--comm and
+ * --cgroup match them after the probes are attached), so a "not followed" is kept only
+ * when the look-up was made after that (followed_settled). And the namings its launches
+ * looked up last: a launch loop launches the same few handles over and over, and a hit
+ * saves the two hash look-ups of handle_gen(); direct-mapped by handle. */
 #define GEN_CACHE 16
 #define GEN_NAMED (1U << 31)
 struct gen_cached {
@@ -90,7 +92,7 @@ struct gen_cached {
 
 struct hot {
 	__u32 img;     /* the image `traced` was looked up for */
-	__u32 traced;  /* 0: not looked up, 1: not followed, 2: followed */
+	__u32 traced;  /* 0: to look up, 1: not followed, 2: followed */
 	struct gen_cached e[GEN_CACHE];
 };
 
@@ -100,6 +102,11 @@ struct {
 	__type(key, int);
 	__type(value, struct hot);
 } hot_store SEC(".maps");
+
+/* Set by user space when the run starts (src/modes/cudatrace/cudatrace_mode.c, after the
+ * processes running at start were matched): from then on the followed set grows only by
+ * forks and execs, so a "not followed" looked up since holds for the thread's image. */
+__u32 followed_settled;
 
 /* Unnamed handles whose launch stack was already sent once. */
 struct {
@@ -281,14 +288,19 @@ static __always_inline struct hot *hot_self(void)
 /* gp_traced_self() for a launch or a sync, answered once per thread and image. */
 static __always_inline bool hot_traced(struct hot *h, __u32 img)
 {
+	__u32 settled;
+
 	if (!gp_filter)
 		return true;
 	if (!h)
 		return gp_traced_self() != NULL;
-	if (h->img != img || !h->traced) {
-		h->traced = gp_traced_self() ? 2 : 1;
-		h->img = img;
-	}
+	if (h->img == img && h->traced)
+		return h->traced == 2;
+	/* read before the look-up: a "not followed" found once the set was settled holds; one
+	 * found before may be stale by the next call (its process matched since) */
+	settled = *(volatile __u32 *)&followed_settled;
+	h->traced = gp_traced_self() ? 2 : settled ? 1 : 0;
+	h->img = img;
 	return h->traced == 2;
 }
 

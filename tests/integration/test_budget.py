@@ -250,5 +250,24 @@ def test_daemon_default_budget_metrics():
         d.kill()
 
 
+def test_comm_process_running_at_start_counted():
+    """--comm follows the processes that run already once the probes are in (the run's
+    start): a launch in between must not leave its thread marked "not followed" for the
+    rest of its image (the hot path caches gp_traced_self per thread, bpf/cuda_launch.bpf.c).
+    Without that, 2 runs of 3 counted nothing here."""
+    for i in range(3):
+        w = gp.Background([RATE, "--phases", "50000:2500"], env=ENV)
+        try:
+            time.sleep(0.5)
+            r = gp.gpuprobe(["--libcuda", FAKECUDA, "--json", "--cudatrace", "--no-latency", "--comm", "rate_app",
+                             "-d", "1"])
+            eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-800:]})")
+            n = final_proc(r.stdout, "cudatrace", w.pid)["launches"]
+            check(n > 10000, f"run {i}: {n} launches of a process launching 50000/s, followed for 1 s")
+            eq(w.wait(), 0, "workload exit")
+        finally:
+            w.kill()
+
+
 if __name__ == "__main__":
     gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])

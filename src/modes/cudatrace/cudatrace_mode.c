@@ -298,6 +298,9 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 
 	if (r)
 		return r;
+	/* the run's ptree matched the processes running at start (--comm, --cgroup) before
+	 * the modes start: a thread's "not followed" holds from now on (bpf/cuda_launch.bpf.c) */
+	__atomic_store_n(&m->skel->bss->followed_settled, 1, __ATOMIC_RELEASE);
 	cudatrace__set_start(m->ct, gp_mono_ns());
 	cudatrace__set_take(m->ct, take_graph_count, m);
 	cudatrace__set_resolve(m->ct, resolve_name, m);
