@@ -18,7 +18,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -44,6 +46,7 @@
 
 struct group {
 	int enter, leave;
+	int file_fd;    /* the library, held: windows attach through path, "/proc/self/fd/N" of it */
 	char *path;
 	__u64 *offs, *cookies, *roffs, *rcookies;
 	int n, nr;
@@ -125,6 +128,8 @@ struct gp_budget {
 
 static void group_free(struct group *g)
 {
+	if (g->file_fd >= 0)
+		close(g->file_fd);
 	free(g->path);
 	free(g->offs);
 	free(g->cookies);
@@ -705,15 +710,39 @@ int gp_budget__hits_fd(const struct gp_budget *b)
 	return b->hits_fd;
 }
 
+/*
+ * The library, opened once for the life of the group: every window attaches to this very
+ * file. The path the caller attached by may stop naming it: a "/proc/self/fd/N" whose
+ * descriptor its owner closes after the attach (src/core/libwatch.c does, and N then
+ * names whatever is opened next), or a path a process swaps. Opening "/proc/self/fd/N"
+ * opens the file that descriptor holds.
+ */
+static int hold_file(struct group *g, const char *path)
+{
+	char own[32];
+	struct stat st;
+
+	g->file_fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (g->file_fd < 0)
+		return -errno;
+	if (fstat(g->file_fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	snprintf(own, sizeof(own), "/proc/self/fd/%d", g->file_fd);
+	g->path = strdup(own);
+	return g->path ? 0 : -ENOMEM;
+}
+
 int gp_budget__add(struct gp_budget *b, const struct gp_sampled *s, char *err, size_t len)
 {
 	struct group g = { .enter = s->enter, .leave = s->leave, .pid = s->pid > 0 ? (__u32)s->pid : 0,
 			   .hold = s->hold, .fd_enter = -1, .fd_leave = -1 };
 	struct group *ng;
-	int r;
+	int r = hold_file(&g, s->path);
 
-	g.path = strdup(s->path);
-	r = g.path ? compact(s->offsets, s->cookies, s->n, &g.offs, &g.cookies) : -ENOMEM;
+	if (!r)
+		r = compact(s->offsets, s->cookies, s->n, &g.offs, &g.cookies);
 	if (r >= 0) {
 		g.n = r;
 		r = compact(s->ret_offsets ? s->ret_offsets : s->offsets, s->cookies, s->n, &g.roffs, &g.rcookies);

@@ -7,8 +7,10 @@ true counts, allocations stay exact, the budget reacts within a second both ways
 one: every count exact. Bad input: one line, exit 2."""
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 import gp
@@ -248,6 +250,33 @@ def test_daemon_default_budget_metrics():
         td.stop(d)
     finally:
         d.kill()
+
+
+def test_budget_library_loaded_later():
+    """A libcuda the command loads after the start is probed through a descriptor that
+    libwatch closes once attached (/proc/self/fd/N): the budget keeps its own, so every
+    window attaches to that file again (it used to find N closed, "cannot attach the
+    sampled probes ... again", and saw none of the process's later calls: 8810 launches
+    estimated of 150800)."""
+    d = tempfile.mkdtemp(prefix="gp-blate-")
+    os.chmod(d, 0o755)
+    try:
+        shutil.copy(FAKECUDA, d)
+        lib = os.path.join(d, "libcuda.so.1")
+        r = gp.gpuprobe(["--cudatrace", "--max-overhead", "1", "--json", "-o", "-"],
+                        cmd=["sh", "-c", f'sleep 0.5; LD_LIBRARY_PATH="{d}" exec "$0" --phases 1000:300,100000:1500,1000:500',
+                             RATE], timeout=60)
+        eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
+        t = truth(r.stderr)
+        check(f"probing libcuda {lib} of PID {t['pid']}" in r.stderr, f"probed after the start: {r.stderr[-1500:]}")
+        check("cannot attach the sampled probes" not in r.stderr, r.stderr[-1500:])
+        b = budget_record(r.stdout)
+        check(b["windows"] >= 5, f"windows {b['windows']}")
+        ct = final_proc(r.stdout, "cudatrace", t["pid"])
+        check(t["launches"] / 2 <= ct["launches"] <= t["launches"] * 2,
+              f"estimate {ct['launches']} of {t['launches']} launches ({ct.get('sampling')})")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_comm_process_running_at_start_counted():
