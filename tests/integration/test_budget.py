@@ -111,6 +111,24 @@ def test_bad_input():
         lines = [l for l in r.stderr.splitlines() if l.strip()]
         eq(len(lines), 1, f"daemon stderr lines ({r.stderr!r})")
         check("--max-overhead" in lines[0], lines[0])
+    # the daemon's --config file goes through the same parser, and names its line
+    with tempfile.NamedTemporaryFile("w", suffix=".conf") as f:
+        f.write("cudatrace\nmax-overhead 0\n")
+        f.flush()
+        r = gp.run([gp.GPUPROBE, "daemon", "--config", f.name])
+        eq(r.returncode, 2, "daemon exit status for max-overhead 0 in --config")
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        eq(len(lines), 1, f"daemon stderr lines ({r.stderr!r})")
+        check(f"{f.name}:2" in lines[0] and "--max-overhead" in lines[0], lines[0])
+    # top reads its counters from the BPF tables as they are: sampled, they would pass for
+    # exact counts
+    r = gp.run([gp.GPUPROBE, "top", "--batch", "--max-overhead", "1"])
+    eq(r.returncode, 2, "top exit status with --max-overhead")
+    gp.one_error_line(r, "--max-overhead")
+    # --trace probes every call, which no budget bounds
+    r = gp.gpuprobe(["--cudatrace", "--trace", "/dev/null", "--max-overhead", "1"], cmd=["true"])
+    eq(r.returncode, 2, "exit status with --trace")
+    gp.one_error_line(r, "--max-overhead with --trace")
     gp.assert_nothing_attached()
 
 
