@@ -218,7 +218,7 @@ const struct gp_metric gp_metrics[] = {
 	{ "process_open_fds", GP_GAUGE, 0, "", NULL, "", "File descriptors the daemon has open.", NULL },
 	{ "process_start_time_seconds", GP_GAUGE, 0, "", NULL, "",
 	  "When the daemon started, in seconds since the Unix epoch.", NULL },
-	{ NULL },
+	{ .name = NULL },
 };
 
 int gp_metric__find(const char *name)
