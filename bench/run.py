@@ -200,7 +200,9 @@ def tracer_prefix(cfg):
     if kind == "empty":
         return [EMPTY] + cfg["flags"] + [LIB, cfg["funcs"], "--"], {}
     if kind == "gp":
-        return [GP] + cfg["flags"] + ["--libcuda", LIB, "--"], cfg.get("env", {})
+        # -o -: the reports and the workload's output both on stdout, where the bench reads
+        # the workload's result line (with stdout a pipe, a command's output goes to stderr)
+        return [GP] + cfg["flags"] + ["--libcuda", LIB, "-o", "-", "--"], cfg.get("env", {})
     if kind == "bt":
         out = ["-o", B + "/bt_out.txt"] if cfg.get("to_file") else []
         if "prog" in cfg:
@@ -838,7 +840,7 @@ def proc_cpu_s(pid):
 
 def soak(results, seconds):
     jsonl = B + "/soak.jsonl"
-    cmd = [GP, "--memleak", "--cudatrace", "--json", "-i", "5", "--libcuda", LIB, "--",
+    cmd = [GP, "--memleak", "--cudatrace", "--json", "-i", "5", "--libcuda", LIB, "-o", "-", "--",
            WL, "soak", "-s", str(seconds), "-k", "256"]
     samples = []
     with open(jsonl, "w") as out:
@@ -956,10 +958,10 @@ def ringbuf(results):
     if FEAT.get("trace"):
         # paced launches, 2 s each: the highest rate with no drop is what --trace sustains
         for rate in TRACE_RATES:
-            cmd = [GP, "--json", "--trace", TRACE_FILE, "--libcuda", LIB, "--", WL, "launch", "-n",
+            cmd = [GP, "--json", "--trace", TRACE_FILE, "--libcuda", LIB, "-o", "-", "--", WL, "launch", "-n",
                    str(2 * rate), "-r", "1", "-w", "0", "-R", str(rate), "-H", "1"]
             cases.append(("--trace", 1, rate, None, cmd, lambda calls: calls, 2))
-        cmd = [GP, "--json", "--trace", TRACE_FILE, "--libcuda", LIB, "--", WL, "launch", "-n",
+        cmd = [GP, "--json", "--trace", TRACE_FILE, "--libcuda", LIB, "-o", "-", "--", WL, "launch", "-n",
                "200000", "-r", "1", "-w", "0", "-t", "2", "-H", "1"]
         cases.append(("--trace", 2, None, None, cmd, lambda calls: calls, 2))
     for rb in (None, 4096):
@@ -1004,7 +1006,7 @@ def sampling_one(name, arg):
     elif name == "floor_multi":
         cmd = [EMPTY, "--multi", LIB, "cuLaunchKernel", "--"] + SAMPLING_WORK
     elif name == "gp_budget":
-        cmd = [GP, "--cudatrace", "--no-latency", "--max-overhead", "1", "--json", "--libcuda", LIB, "--"] + SAMPLING_WORK
+        cmd = [GP, "--cudatrace", "--no-latency", "--max-overhead", "1", "--json", "--libcuda", LIB, "-o", "-", "--"] + SAMPLING_WORK
     else:
         cmd = [EMPTY, "--multi", "--toggle", arg, LIB, "cuLaunchKernel", "--"] + SAMPLING_WORK
     r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
@@ -1066,7 +1068,7 @@ def overhead_estimate(results, reps=5):
     rows = []
     for _ in range(reps):
         plain = subprocess.run(work, capture_output=True, text=True, env=ENV, timeout=120)
-        traced = subprocess.run([GP, "--cudatrace", "--no-latency", "--json", "--libcuda", LIB, "--"] + work,
+        traced = subprocess.run([GP, "--cudatrace", "--no-latency", "--json", "--libcuda", LIB, "-o", "-", "--"] + work,
                                 capture_output=True, text=True, env=ENV, timeout=180)
         m0 = re.search(r"^result \S+ ns_per_call ([0-9.]+)", plain.stdout, re.M)
         m1 = re.search(r"^result \S+ ns_per_call ([0-9.]+)", traced.stdout, re.M)
