@@ -303,9 +303,11 @@ def test_budget_library_loaded_later():
     try:
         shutil.copy(FAKECUDA, d)
         lib = os.path.join(d, "libcuda.so.1")
+        # gpuprobe finds the build's stand-in at start (its LD_LIBRARY_PATH: the CLI needs
+        # one); the copy the command loads later is another file
         r = gp.gpuprobe(["--cudatrace", "--max-overhead", "1", "--json", "-o", "-"],
                         cmd=["sh", "-c", f'sleep 0.5; LD_LIBRARY_PATH="{d}" exec "$0" --phases 1000:300,100000:1500,1000:500',
-                             RATE], timeout=60)
+                             RATE], timeout=60, env={"LD_LIBRARY_PATH": gp.FAKECUDA_DIR})
         eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
         t = truth(r.stderr)
         check(f"probing libcuda {lib} of PID {t['pid']}" in r.stderr, f"probed after the start: {r.stderr[-1500:]}")
