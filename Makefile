@@ -492,6 +492,16 @@ $(OUTPUT)/bundle/gpu/peer_cuda: tests/gpu/peer_cuda.cu
 	$(call msg,NVCC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(NVCC) -O2 -std=c++17 -o $@ $<
+
+# `make gpu-node`: what tests/gpu/run_node.sh runs on a multi-GPU node (issue 20; any GPU
+# count), built here: the static gpuprobe and peer_matrix (sm_90 code and PTX).
+.PHONY: gpu-node
+gpu-node: $(OUTPUT)/bundle/gpuprobe $(OUTPUT)/bundle/gpu/peer_matrix
+
+$(OUTPUT)/bundle/gpu/peer_matrix: tests/gpu/peer_matrix.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(NVCC) -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 -o $@ $<
 # ==== vmtest: the suites on other kernels and on arm64, in QEMU (tests/vm/README.md) ====
 # `make vmtest` boots Debian 12's 6.1 kernel on x86-64; `make vmtest ARCH=arm64` cross-
 # builds gpuprobe, its BPF and the stand-in driver and workloads into .output/arm64 and

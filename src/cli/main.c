@@ -210,9 +210,18 @@ static int resolve_libs(struct cli *c, char *err, size_t len)
 
 	if (!(gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA))
 		return 0;
-	if (!gp_opts.nr_pids || gp_opts.libcuda)
-		return target__resolve(gp_opts.libcuda, gp_opts.nr_pids ? gp_opts.pids[0] : -1, gp_opts.verbose,
-				       &c->libs, err, len);
+	if (!gp_opts.nr_pids || gp_opts.libcuda) {
+		r = target__resolve(gp_opts.libcuda, gp_opts.nr_pids ? gp_opts.pids[0] : -1, gp_opts.verbose,
+				    &c->libs, err, len);
+		if (r == -ENOENT && gp_opts.cmd && !gp_opts.libcuda) {
+			/* the command may load one from where only it knows (dlopen of a path, a
+			 * wheel): the linker's hook reports it (src/core/libwatch.c) */
+			gp_log(GP_LOG_WARN, "%s: probing each libcuda the command loads", err);
+			err[0] = '\0';
+			r = 0;
+		}
+		return r;
+	}
 	for (int i = 0; i < gp_opts.nr_pids; i++) {
 		r = target__resolve(NULL, gp_opts.pids[i], gp_opts.verbose, &c->libs, err, len);
 		if (r && (strict || (r != -ENOENT && r != -ESRCH)))
@@ -397,7 +406,8 @@ static void announce(const struct cli *c)
 		off += (size_t)snprintf(where + off, sizeof(where) - off, "%s%s", i ? ", " : "",
 					libset__label(&c->libs.libs[i], label, sizeof(label)));
 	if (!c->libs.n)
-		snprintf(where, sizeof(where), "the ioctl syscalls");
+		snprintf(where, sizeof(where), "%s", (gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA) ?
+			 "no libcuda yet (each one the processes load)" : "the ioctl syscalls");
 	describe_targets(c, who, sizeof(who));
 	fprintf(stderr, "gpuprobe: tracing %s: %d probes on %s%s\n", who, attach_set__count(c->run->links),
 		where, gp_opts.cmd ? "" : "; Ctrl-C to end");

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/bpf.h>
@@ -13,6 +12,7 @@
 #include <bpf/bpf.h>
 #include "attach.h"
 #include "calibrate.h"
+#include "kernel_features.h"
 #include "procmaps.h"
 #include "util.h"
 
@@ -71,35 +71,9 @@ static uint64_t time_loop(int n)
 }
 
 struct find {
-	uint64_t addr, off;
+	unsigned long long off;
 	char path[4096];
-	int found;
 };
-
-static int find_cb(const struct map_entry *e, void *ctx)
-{
-	struct find *f = ctx;
-
-	if (f->addr >= e->start && f->addr < e->end && e->path[0] == '/') {
-		f->off = f->addr - e->start + e->offset;
-		snprintf(f->path, sizeof(f->path), "%s", e->path);
-		f->found = 1;
-	}
-	return 0;
-}
-
-static int uprobe_type(void)
-{
-	FILE *f = fopen("/sys/bus/event_source/devices/uprobe/type", "r");
-	int t = -1;
-
-	if (!f)
-		return -errno;
-	if (fscanf(f, "%d", &t) != 1)
-		t = -EINVAL;
-	fclose(f);
-	return t;
-}
 
 /* The probe the modes would use: a uprobe_multi link where the kernel has them (also the
  * one a non-root tracer with CAP_BPF and CAP_PERFMON may make: perf-event uprobes need
@@ -107,22 +81,13 @@ static int uprobe_type(void)
  * on our own text, this process only. Returns an fd to close, or -errno. */
 static int probe_self(int prog, const struct find *f)
 {
-	struct perf_event_attr attr;
-	int type, pfd;
+	int pfd;
 
 	if (attach__has_uprobe_multi())
 		return attach__uprobe_multi_one(prog, f->path, f->off, getpid());
-	type = uprobe_type();
-	if (type < 0)
-		return type;
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.type = (__u32)type;
-	attr.config1 = (__u64)(uintptr_t)f->path;
-	attr.config2 = f->off;
-	pfd = (int)syscall(__NR_perf_event_open, &attr, getpid(), -1, -1, PERF_FLAG_FD_CLOEXEC);
+	pfd = features__uprobe_event(f->path, f->off, getpid(), false);
 	if (pfd < 0)
-		return -errno;
+		return pfd;
 	if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog) || ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0)) {
 		int r = -errno;
 
@@ -138,14 +103,14 @@ double calibrate__probe_cost(int n)
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
-	struct find f = { .addr = (uint64_t)(uintptr_t)&gp_calibrate_target };
+	struct find f;
 	LIBBPF_OPTS(bpf_prog_load_opts, opts);
 	uint64_t plain, probed;
 	int prog, pfd, err;
 
-	err = procmaps__foreach("/proc", getpid(), find_cb, &f);
-	if (err < 0 || !f.found)
-		return err < 0 ? err : -ENOENT;
+	err = procmaps__locate("/proc", getpid(), (uintptr_t)&gp_calibrate_target, f.path, sizeof(f.path), &f.off);
+	if (err < 0)
+		return err;
 	if (attach__has_uprobe_multi())
 		opts.expected_attach_type = attach__uprobe_multi_type();
 	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "gp_calibrate", "GPL", insns, 2, &opts);

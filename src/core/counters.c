@@ -4,6 +4,7 @@
 #include <string.h>
 #include "counters.h"
 #include "u64map.h"
+#include "util.h"
 
 struct series {
 	uint32_t pid;
@@ -30,16 +31,12 @@ struct gp_counters {
  * dropped and counted, never merged. */
 static uint64_t hash(uint32_t pid, const char *track, const char *name)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	const uint8_t le[4] = { pid & 0xff, (pid >> 8) & 0xff, (pid >> 16) & 0xff, pid >> 24 };
+	uint64_t h = gp_fnv1a(le, sizeof(le), GP_FNV1A_INIT);
 
-	for (int i = 0; i < 4; i++)
-		h = (h ^ ((pid >> (8 * i)) & 0xff)) * 0x100000001b3ULL;
-	for (const char *s = track; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	h = (h ^ 0xff) * 0x100000001b3ULL; /* "ab"+"c" is not "a"+"bc" */
-	for (const char *s = name; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
+	h = gp_fnv1a(track, strlen(track), h);
+	h = gp_fnv1a("\xff", 1, h); /* "ab"+"c" is not "a"+"bc" */
+	return gp_fnv1a(name, strlen(name), h);
 }
 
 static void series_free(void *v)

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE
 #include "elfsym.h"
+#include "errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,18 +84,6 @@ struct elf_symtab {
 	bool is_exec;
 };
 
-static void __attribute__((format(printf, 3, 4)))
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-}
-
 /* "2952 B", "140.0 KiB", "6.0 GiB": sizes in messages people read. */
 static const char *fmt_size(unsigned long long n, char *buf, size_t len)
 {
@@ -155,18 +143,18 @@ static int claim(struct elf_file *ef, const char *what, unsigned long long off,
 
 	if (off > ef->size || n > ef->size - off) {
 		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: %s out of bounds", what);
+		gp_set_err(err, errlen, "corrupt ELF: %s out of bounds", what);
 	} else if (n > ef->data + ELFSYM_DATA_SLACK) {
 		ret = -EFBIG;
-		set_err(err, errlen, "%s claims %s, larger than the file's data (%s)",
+		gp_set_err(err, errlen, "%s claims %s, larger than the file's data (%s)",
 			what, fmt_size(n, a, sizeof(a)), fmt_size(ef->data, b, sizeof(b)));
 	} else if (n > cap) {
 		ret = -EFBIG;
-		set_err(err, errlen, "%s claims %s, larger than the cap (%s)", what,
+		gp_set_err(err, errlen, "%s claims %s, larger than the cap (%s)", what,
 			fmt_size(n, a, sizeof(a)), fmt_size(cap, b, sizeof(b)));
 	} else if (n > ef->budget) {
 		ret = -EFBIG;
-		set_err(err, errlen,
+		gp_set_err(err, errlen,
 			"%s claims %s, more than is left of what one file may cost (%s)",
 			what, fmt_size(n, a, sizeof(a)), fmt_size(ef->budget, b, sizeof(b)));
 	} else {
@@ -191,12 +179,12 @@ static int read_claimed(struct elf_file *ef, const char *what,
 	buf = malloc(n ? (size_t)n : 1);
 	if (!buf) {
 		ret = -ENOMEM;
-		set_err(err, errlen, "%s", strerror(ENOMEM));
+		gp_set_err(err, errlen, "%s", strerror(ENOMEM));
 		goto cleanup;
 	}
 	ret = read_at(ef, off, buf, (size_t)n);
 	if (ret) {
-		set_err(err, errlen, ret == -EBADMSG ? "corrupt ELF: %s cut short" :
+		gp_set_err(err, errlen, ret == -EBADMSG ? "corrupt ELF: %s cut short" :
 			"%s: %s", what, strerror(-ret));
 		goto cleanup;
 	}
@@ -289,6 +277,80 @@ static void elf_file__close(struct elf_file *ef)
 }
 
 /*
+ * The identification bytes of the header in raw (r bytes read): an ELF file of either
+ * class, little-endian. Sets cls and enc.
+ */
+static int check_ident(struct elf_file *ef, const unsigned char *raw, size_t r,
+		       char *err, size_t errlen)
+{
+	if (r < SELFMAG || memcmp(raw, ELFMAG, SELFMAG)) {
+		gp_set_err(err, errlen, "not an ELF file");
+		return -ENOEXEC;
+	}
+	if (r < EI_NIDENT || (raw[EI_CLASS] != ELFCLASS32 &&
+			      raw[EI_CLASS] != ELFCLASS64)) {
+		gp_set_err(err, errlen, "corrupt ELF: bad identification");
+		return -EBADMSG;
+	}
+	/* gpuprobe runs on little-endian hosts only; the processes it traces, too */
+	if (raw[EI_DATA] != ELFDATA2LSB) {
+		gp_set_err(err, errlen, "not a little-endian ELF file");
+		return -ENOEXEC;
+	}
+	ef->cls = raw[EI_CLASS];
+	ef->enc = raw[EI_DATA];
+	return 0;
+}
+
+/* ehdr from a translated header of the file's class. */
+static void widen_ehdr(struct elf_file *ef, const unsigned char *raw)
+{
+	const Elf32_Ehdr *e = (const Elf32_Ehdr *)raw;
+
+	if (ef->cls == ELFCLASS64) {
+		memcpy(&ef->ehdr, raw, sizeof(ef->ehdr));
+		return;
+	}
+	memcpy(ef->ehdr.e_ident, e->e_ident, EI_NIDENT);
+	ef->ehdr.e_type = e->e_type;
+	ef->ehdr.e_machine = e->e_machine;
+	ef->ehdr.e_version = e->e_version;
+	ef->ehdr.e_entry = e->e_entry;
+	ef->ehdr.e_phoff = e->e_phoff;
+	ef->ehdr.e_shoff = e->e_shoff;
+	ef->ehdr.e_flags = e->e_flags;
+	ef->ehdr.e_ehsize = e->e_ehsize;
+	ef->ehdr.e_phentsize = e->e_phentsize;
+	ef->ehdr.e_phnum = e->e_phnum;
+	ef->ehdr.e_shentsize = e->e_shentsize;
+	ef->ehdr.e_shnum = e->e_shnum;
+	ef->ehdr.e_shstrndx = e->e_shstrndx;
+}
+
+/* Extended numbering: the real counts are in section 0, read within the file. */
+static int read_ext_counts(struct elf_file *ef, unsigned long long *shnum,
+			   unsigned long long *phnum, char *err, size_t errlen)
+{
+	unsigned char sec0[sizeof(Elf64_Shdr)] __attribute__((aligned(8)));
+	size_t shsize = ef->cls == ELFCLASS32 ? sizeof(Elf32_Shdr) : sizeof(Elf64_Shdr);
+	GElf_Shdr s0;
+
+	if (ef->ehdr.e_shentsize != shsize || ef->ehdr.e_shoff > ef->size ||
+	    shsize > ef->size - ef->ehdr.e_shoff ||
+	    read_at(ef, ef->ehdr.e_shoff, sec0, shsize) ||
+	    xlate(ef, ELF_T_SHDR, sec0, shsize) != 1) {
+		gp_set_err(err, errlen, "corrupt ELF: section header table out of bounds");
+		return -EBADMSG;
+	}
+	widen_shdr(ef, sec0, 0, &s0);
+	if (ef->ehdr.e_shnum == 0)
+		*shnum = s0.sh_size;
+	if (ef->ehdr.e_phnum == PN_XNUM && ef->ehdr.e_phoff)
+		*phnum = s0.sh_info;
+	return 0;
+}
+
+/*
  * The ELF header and, when the counts do not fit in it (extended numbering),
  * section 0, which holds them. Fills ehdr, cls, enc and the real counts.
  */
@@ -296,88 +358,36 @@ static int read_ehdr(struct elf_file *ef, unsigned long long *shnum,
 		     unsigned long long *phnum, char *err, size_t errlen)
 {
 	unsigned char raw[sizeof(Elf64_Ehdr)] __attribute__((aligned(8)));
-	unsigned char sec0[sizeof(Elf64_Shdr)] __attribute__((aligned(8)));
-	size_t ehsize, shsize;
-	GElf_Shdr s0;
+	size_t ehsize;
 	ssize_t r;
 	int ret = 0;
 
 	r = pread(ef->fd, raw, sizeof(raw), 0);
 	if (r < 0) {
 		ret = -errno;
-		set_err(err, errlen, "%s", strerror(-ret));
+		gp_set_err(err, errlen, "%s", strerror(-ret));
 		goto cleanup;
 	}
-	if ((size_t)r < SELFMAG || memcmp(raw, ELFMAG, SELFMAG)) {
-		ret = -ENOEXEC;
-		set_err(err, errlen, "not an ELF file");
+	ret = check_ident(ef, raw, (size_t)r, err, errlen);
+	if (ret)
 		goto cleanup;
-	}
-	if ((size_t)r < EI_NIDENT || (raw[EI_CLASS] != ELFCLASS32 &&
-				      raw[EI_CLASS] != ELFCLASS64)) {
-		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: bad identification");
-		goto cleanup;
-	}
-	/* gpuprobe runs on little-endian hosts only; the processes it traces, too */
-	if (raw[EI_DATA] != ELFDATA2LSB) {
-		ret = -ENOEXEC;
-		set_err(err, errlen, "not a little-endian ELF file");
-		goto cleanup;
-	}
-	ef->cls = raw[EI_CLASS];
-	ef->enc = raw[EI_DATA];
 	ehsize = ef->cls == ELFCLASS32 ? sizeof(Elf32_Ehdr) : sizeof(Elf64_Ehdr);
 	if ((size_t)r < ehsize) {
 		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: truncated ELF header");
+		gp_set_err(err, errlen, "corrupt ELF: truncated ELF header");
 		goto cleanup;
 	}
 	if (xlate(ef, ELF_T_EHDR, raw, ehsize) != 1) {
 		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: %s", elf_errmsg(-1));
+		gp_set_err(err, errlen, "corrupt ELF: %s", elf_errmsg(-1));
 		goto cleanup;
 	}
-	if (ef->cls == ELFCLASS64) {
-		memcpy(&ef->ehdr, raw, sizeof(ef->ehdr));
-	} else {
-		const Elf32_Ehdr *e = (const Elf32_Ehdr *)raw;
-
-		memcpy(ef->ehdr.e_ident, e->e_ident, EI_NIDENT);
-		ef->ehdr.e_type = e->e_type;
-		ef->ehdr.e_machine = e->e_machine;
-		ef->ehdr.e_version = e->e_version;
-		ef->ehdr.e_entry = e->e_entry;
-		ef->ehdr.e_phoff = e->e_phoff;
-		ef->ehdr.e_shoff = e->e_shoff;
-		ef->ehdr.e_flags = e->e_flags;
-		ef->ehdr.e_ehsize = e->e_ehsize;
-		ef->ehdr.e_phentsize = e->e_phentsize;
-		ef->ehdr.e_phnum = e->e_phnum;
-		ef->ehdr.e_shentsize = e->e_shentsize;
-		ef->ehdr.e_shnum = e->e_shnum;
-		ef->ehdr.e_shstrndx = e->e_shstrndx;
-	}
+	widen_ehdr(ef, raw);
 	/* no section header table, by the spec's definition */
 	*shnum = ef->ehdr.e_shoff ? ef->ehdr.e_shnum : 0;
 	*phnum = ef->ehdr.e_phoff ? ef->ehdr.e_phnum : 0;
-	if (!ef->ehdr.e_shoff || (ef->ehdr.e_shnum && ef->ehdr.e_phnum != PN_XNUM))
-		goto cleanup;
-	/* extended numbering: the real counts are in section 0 */
-	shsize = ef->cls == ELFCLASS32 ? sizeof(Elf32_Shdr) : sizeof(Elf64_Shdr);
-	if (ef->ehdr.e_shentsize != shsize || ef->ehdr.e_shoff > ef->size ||
-	    shsize > ef->size - ef->ehdr.e_shoff ||
-	    read_at(ef, ef->ehdr.e_shoff, sec0, shsize) ||
-	    xlate(ef, ELF_T_SHDR, sec0, shsize) != 1) {
-		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: section header table out of bounds");
-		goto cleanup;
-	}
-	widen_shdr(ef, sec0, 0, &s0);
-	if (ef->ehdr.e_shnum == 0)
-		*shnum = s0.sh_size;
-	if (ef->ehdr.e_phnum == PN_XNUM && ef->ehdr.e_phoff)
-		*phnum = s0.sh_info;
+	if (ef->ehdr.e_shoff && (!ef->ehdr.e_shnum || ef->ehdr.e_phnum == PN_XNUM))
+		ret = read_ext_counts(ef, shnum, phnum, err, errlen);
 cleanup:
 	return ret;
 }
@@ -398,7 +408,7 @@ static int read_hdrs(struct elf_file *ef, const char *what, Elf_Type t,
 	/* num comes from a 64-bit field with extended numbering: divide, never multiply */
 	if (off > ef->size || num > (ef->size - off) / ent) {
 		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: %s out of bounds", what);
+		gp_set_err(err, errlen, "corrupt ELF: %s out of bounds", what);
 		goto cleanup;
 	}
 	ret = read_claimed(ef, what, off, num * ent, ELFSYM_HDRS_MAX, &raw, err, errlen);
@@ -407,12 +417,12 @@ static int read_hdrs(struct elf_file *ef, const char *what, Elf_Type t,
 	hdrs = calloc((size_t)num, wide);
 	if (!hdrs) {
 		ret = -ENOMEM;
-		set_err(err, errlen, "%s", strerror(ENOMEM));
+		gp_set_err(err, errlen, "%s", strerror(ENOMEM));
 		goto cleanup;
 	}
 	if (xlate(ef, t, raw, (size_t)(num * ent)) != num) {
 		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: %s", elf_errmsg(-1));
+		gp_set_err(err, errlen, "corrupt ELF: %s", elf_errmsg(-1));
 		goto cleanup;
 	}
 	for (size_t i = 0; i < num; i++) {
@@ -429,79 +439,91 @@ cleanup:
 	return ret;
 }
 
+/* The section (or program) header table of num entries (0: none), checked and widened
+ * into shdrs (phdrs). */
+static int read_table(struct elf_file *ef, bool sections, unsigned long long num,
+		      char *err, size_t errlen)
+{
+	bool c32 = ef->cls == ELFCLASS32;
+	unsigned long long ent = sections ? (c32 ? sizeof(Elf32_Shdr) : sizeof(Elf64_Shdr)) :
+					    (c32 ? sizeof(Elf32_Phdr) : sizeof(Elf64_Phdr));
+	const char *what = sections ? "section header table" : "program header table";
+	void *hdrs;
+	int ret;
+
+	if (!num)
+		return 0;
+	if ((sections ? ef->ehdr.e_shentsize : ef->ehdr.e_phentsize) != ent) {
+		gp_set_err(err, errlen, "corrupt ELF: %s out of bounds", what);
+		return -EBADMSG;
+	}
+	ret = read_hdrs(ef, what, sections ? ELF_T_SHDR : ELF_T_PHDR,
+			sections ? ef->ehdr.e_shoff : ef->ehdr.e_phoff, num, ent, &hdrs, err, errlen);
+	if (ret)
+		return ret;
+	if (sections) {
+		ef->shdrs = hdrs;
+		ef->shnum = (size_t)num;
+	} else {
+		ef->phdrs = hdrs;
+		ef->phnum = (size_t)num;
+	}
+	return 0;
+}
+
+/* fstat of fd: a regular file (a FIFO or /dev/zero would block or read forever). */
+static int check_regular(int fd, struct stat *st, char *err, size_t errlen)
+{
+	if (fstat(fd, st)) {
+		int ret = -errno;
+
+		gp_set_err(err, errlen, "%s", strerror(-ret));
+		return ret;
+	}
+	if (S_ISDIR(st->st_mode)) {
+		gp_set_err(err, errlen, "%s", strerror(EISDIR));
+		return -EISDIR;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		gp_set_err(err, errlen, "not a regular file");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /*
  * Reads and checks the headers of the file open on fd. Nothing is read
  * before its size has been checked against the file's real data and caps.
  */
 static int elf_file__open(struct elf_file *ef, int fd, char *err, size_t errlen)
 {
-	unsigned long long shnum = 0, phnum = 0, ent;
+	unsigned long long shnum = 0, phnum = 0;
 	struct stat st;
-	void *hdrs;
 	int ret = 0;
 
 	*ef = (struct elf_file){ .fd = fd };
 	if (fd < 0) {
 		ret = -EBADF;
-		set_err(err, errlen, "%s", strerror(EBADF));
+		gp_set_err(err, errlen, "%s", strerror(EBADF));
 		goto cleanup;
 	}
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		ret = -ENOSYS;
-		set_err(err, errlen, "libelf: %s", elf_errmsg(-1));
+		gp_set_err(err, errlen, "libelf: %s", elf_errmsg(-1));
 		goto cleanup;
 	}
-	if (fstat(fd, &st)) {
-		ret = -errno;
-		set_err(err, errlen, "%s", strerror(-ret));
+	ret = check_regular(fd, &st, err, errlen);
+	if (ret)
 		goto cleanup;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		ret = -EISDIR;
-		set_err(err, errlen, "%s", strerror(EISDIR));
-		goto cleanup;
-	}
-	/* A FIFO or /dev/zero would block or read forever. */
-	if (!S_ISREG(st.st_mode)) {
-		ret = -EINVAL;
-		set_err(err, errlen, "not a regular file");
-		goto cleanup;
-	}
 	ef->size = (unsigned long long)st.st_size;
 	ef->data = (unsigned long long)st.st_blocks * 512;
 	ef->budget = ef->data + ELFSYM_DATA_SLACK < ELFSYM_FILE_MAX ?
 		     ef->data + ELFSYM_DATA_SLACK : ELFSYM_FILE_MAX;
 	ret = read_ehdr(ef, &shnum, &phnum, err, errlen);
-	if (ret)
-		goto cleanup;
-	if (shnum) {
-		ent = ef->cls == ELFCLASS32 ? sizeof(Elf32_Shdr) : sizeof(Elf64_Shdr);
-		if (ef->ehdr.e_shentsize != ent) {
-			ret = -EBADMSG;
-			set_err(err, errlen, "corrupt ELF: section header table out of bounds");
-			goto cleanup;
-		}
-		ret = read_hdrs(ef, "section header table", ELF_T_SHDR, ef->ehdr.e_shoff,
-				shnum, ent, &hdrs, err, errlen);
-		if (ret)
-			goto cleanup;
-		ef->shdrs = hdrs;
-		ef->shnum = (size_t)shnum;
-	}
-	if (phnum) {
-		ent = ef->cls == ELFCLASS32 ? sizeof(Elf32_Phdr) : sizeof(Elf64_Phdr);
-		if (ef->ehdr.e_phentsize != ent) {
-			ret = -EBADMSG;
-			set_err(err, errlen, "corrupt ELF: program header table out of bounds");
-			goto cleanup;
-		}
-		ret = read_hdrs(ef, "program header table", ELF_T_PHDR, ef->ehdr.e_phoff,
-				phnum, ent, &hdrs, err, errlen);
-		if (ret)
-			goto cleanup;
-		ef->phdrs = hdrs;
-		ef->phnum = (size_t)phnum;
-	}
+	if (!ret)
+		ret = read_table(ef, true, shnum, err, errlen);
+	if (!ret)
+		ret = read_table(ef, false, phnum, err, errlen);
 cleanup:
 	if (ret)
 		elf_file__close(ef);
@@ -540,18 +562,18 @@ static int symtab_view__init(struct elf_file *ef, size_t idx,
 	if (!sh->sh_link || sh->sh_link >= ef->shnum ||
 	    ef->shdrs[sh->sh_link].sh_type != SHT_STRTAB) {
 		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: bad symbol string table");
+		gp_set_err(err, errlen, "corrupt ELF: bad symbol string table");
 		goto cleanup;
 	}
 	strsh = &ef->shdrs[sh->sh_link];
 	if (strsh->sh_offset > ef->size || strsh->sh_size > ef->size - strsh->sh_offset) {
 		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: bad symbol string table");
+		gp_set_err(err, errlen, "corrupt ELF: bad symbol string table");
 		goto cleanup;
 	}
 	if (sh->sh_offset > ef->size || sh->sh_size > ef->size - sh->sh_offset) {
 		ret = -EBADMSG;
-		set_err(err, errlen, "corrupt ELF: symbol table out of bounds");
+		gp_set_err(err, errlen, "corrupt ELF: symbol table out of bounds");
 		goto cleanup;
 	}
 	snprintf(what, sizeof(what), "%s", symtab_name(sh));
@@ -608,7 +630,7 @@ static int find_dynsym(struct elf_file *ef, struct symtab_view *v,
 	memset(v, 0, sizeof(*v));
 	if (!idx) {
 		ret = -ENODATA;
-		set_err(err, errlen, "no dynamic symbol table");
+		gp_set_err(err, errlen, "no dynamic symbol table");
 		goto cleanup;
 	}
 	ret = symtab_view__init(ef, idx, v, err, errlen);
@@ -624,30 +646,18 @@ static int open_chosen(const char *path, char *err, size_t errlen)
 
 	if (!path) {
 		ret = -EINVAL;
-		set_err(err, errlen, "%s", strerror(EINVAL));
+		gp_set_err(err, errlen, "%s", strerror(EINVAL));
 		goto cleanup;
 	}
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
-		set_err(err, errlen, "%s", strerror(-ret));
+		gp_set_err(err, errlen, "%s", strerror(-ret));
 		goto cleanup;
 	}
-	if (fstat(fd, &st)) {
-		ret = -errno;
-		set_err(err, errlen, "%s", strerror(-ret));
+	ret = check_regular(fd, &st, err, errlen);
+	if (ret)
 		goto cleanup;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		ret = -EISDIR;
-		set_err(err, errlen, "%s", strerror(EISDIR));
-		goto cleanup;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		ret = -EINVAL;
-		set_err(err, errlen, "not a regular file");
-		goto cleanup;
-	}
 	ret = fd;
 	fd = -1;
 cleanup:
@@ -667,12 +677,12 @@ int elfsym__check_fd(int fd, char *err, size_t errlen)
 		goto cleanup;
 	if (ef.cls != ELFCLASS64 || ef.ehdr.e_machine != GP_NATIVE_MACHINE) {
 		ret = -ENOEXEC;
-		set_err(err, errlen, "not an " GP_NATIVE_NAME " ELF file");
+		gp_set_err(err, errlen, "not an " GP_NATIVE_NAME " ELF file");
 		goto cleanup;
 	}
 	if (ef.ehdr.e_type != ET_EXEC && ef.ehdr.e_type != ET_DYN) {
 		ret = -ENOEXEC;
-		set_err(err, errlen, "not an executable or shared object");
+		gp_set_err(err, errlen, "not an executable or shared object");
 		goto cleanup;
 	}
 	ret = find_dynsym(&ef, &v, err, errlen);
@@ -926,7 +936,7 @@ static int add_symbols(struct elf_symtab *st, struct elf_file *ef, size_t idx,
 		if (grow((void **)&st->syms, &st->syms_cap, st->nsyms + 1,
 			 sizeof(*st->syms))) {
 			ret = -ENOMEM;
-			set_err(err, errlen, "%s", strerror(ENOMEM));
+			gp_set_err(err, errlen, "%s", strerror(ENOMEM));
 			goto cleanup;
 		}
 		e = &st->syms[st->nsyms++];
@@ -945,7 +955,7 @@ static int add_symbols(struct elf_symtab *st, struct elf_file *ef, size_t idx,
 		names = realloc(st->names, base + v.strs_len + 1);
 		if (!names) {
 			ret = -ENOMEM;
-			set_err(err, errlen, "%s", strerror(ENOMEM));
+			gp_set_err(err, errlen, "%s", strerror(ENOMEM));
 			goto cleanup;
 		}
 		st->names = names;
@@ -1038,7 +1048,7 @@ static int load_segments(struct elf_symtab *st, const struct elf_file *ef,
 		if (grow((void **)&st->segs, &cap, st->nsegs + 1,
 			 sizeof(*st->segs))) {
 			ret = -ENOMEM;
-			set_err(err, errlen, "%s", strerror(ENOMEM));
+			gp_set_err(err, errlen, "%s", strerror(ENOMEM));
 			goto cleanup;
 		}
 		st->segs[st->nsegs++] = (struct seg){
@@ -1060,7 +1070,7 @@ struct elf_symtab *elf_symtab__load_fd(int fd, char *err, size_t errlen)
 	st = calloc(1, sizeof(*st));
 	if (!st) {
 		ret = -ENOMEM;
-		set_err(err, errlen, "%s", strerror(ENOMEM));
+		gp_set_err(err, errlen, "%s", strerror(ENOMEM));
 		goto cleanup;
 	}
 	ret = elf_file__open(&ef, fd, err, errlen);

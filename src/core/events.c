@@ -26,104 +26,99 @@ struct gp_events {
 
 #define CALL(h, fn, data) do { if ((h)->fn) (h)->fn((h)->ctx, data); } while (0)
 
-/* Checks a record's type and size and hands it to h; 0 or -EINVAL. */
-static int deliver(const struct gp_handlers *h, const void *data, size_t size)
-{
-	const __u32 *type = data;
+/* The size of each record type (0: no such type): a shorter record is malformed. */
+static const size_t min_size[] = {
+	[GP_EV_ALLOC] = sizeof(struct gp_alloc_event),
+	[GP_EV_FREE] = sizeof(struct gp_free_event),
+	[GP_EV_MAP] = sizeof(struct gp_free_event),
+	[GP_EV_UNMAP] = sizeof(struct gp_free_event),
+	[GP_EV_EXIT] = sizeof(struct gp_exit_event),
+	[GP_EV_NAME] = sizeof(struct gp_name_event),
+	[GP_EV_STUB] = sizeof(struct gp_stub_event),
+	[GP_EV_COPY] = sizeof(struct gp_copy_event),
+	[GP_EV_AUX] = sizeof(struct gp_aux_event),
+	[GP_EV_IOCTL] = sizeof(struct gp_ioctl_event),
+	[GP_EV_CALL] = sizeof(struct gp_call_event),
+	[GP_EV_FORK] = sizeof(struct gp_proc_event),
+	[GP_EV_EXEC] = sizeof(struct gp_proc_event),
+	[GP_EV_GONE] = sizeof(struct gp_proc_event),
+	[GP_EV_GRAPH] = sizeof(struct gp_graph_event),
+	[GP_EV_CALL_STR] = sizeof(struct gp_call_str_event),
+	[GP_EV_NCCL] = sizeof(struct gp_nccl_event),
+	[GP_EV_NCCL_CUDA] = sizeof(struct gp_aux_event),
+	[GP_EV_DLOPEN] = sizeof(struct gp_dlopen_event),
+	[GP_EV_STACK] = sizeof(struct gp_stack_event),
+};
 
-	if (size < sizeof(*type))
-		goto bad;
-	switch (*type) {
+/* Hands a record whose type and size were checked to h's handler of that type. */
+static void call(const struct gp_handlers *h, __u32 type, const void *data)
+{
+	switch (type) {
 	case GP_EV_ALLOC:
-		if (size < sizeof(struct gp_alloc_event))
-			goto bad;
 		CALL(h, on_alloc, data);
 		break;
 	case GP_EV_FREE:
 	case GP_EV_MAP:
 	case GP_EV_UNMAP:
-		if (size < sizeof(struct gp_free_event))
-			goto bad;
 		CALL(h, on_free, data);
 		break;
 	case GP_EV_EXIT:
-		if (size < sizeof(struct gp_exit_event))
-			goto bad;
 		CALL(h, on_exit, data);
 		break;
 	case GP_EV_NAME:
-		if (size < sizeof(struct gp_name_event))
-			goto bad;
 		CALL(h, on_name, data);
 		break;
 	case GP_EV_STUB:
-		if (size < sizeof(struct gp_stub_event))
-			goto bad;
 		CALL(h, on_stub, data);
 		break;
 	case GP_EV_COPY:
-		if (size < sizeof(struct gp_copy_event))
-			goto bad;
 		CALL(h, on_copy, data);
 		break;
 	case GP_EV_AUX:
-		if (size < sizeof(struct gp_aux_event))
-			goto bad;
 		CALL(h, on_aux, data);
 		break;
 	case GP_EV_CALL:
-		if (size < sizeof(struct gp_call_event))
-			goto bad;
 		CALL(h, on_call, data);
 		break;
 	case GP_EV_FORK:
 	case GP_EV_EXEC:
 	case GP_EV_GONE:
-		if (size < sizeof(struct gp_proc_event))
-			goto bad;
 		CALL(h, on_proc, data);
 		break;
 	case GP_EV_CALL_STR:
-		if (size < sizeof(struct gp_call_str_event))
-			goto bad;
 		CALL(h, on_call_str, data);
 		break;
 	case GP_EV_GRAPH:
-		if (size < sizeof(struct gp_graph_event))
-			goto bad;
 		CALL(h, on_graph, data);
 		break;
 	case GP_EV_STACK:
-		if (size < sizeof(struct gp_stack_event))
-			goto bad;
 		CALL(h, on_stack, data);
 		break;
 	case GP_EV_IOCTL:
-		if (size < sizeof(struct gp_ioctl_event))
-			goto bad;
 		CALL(h, on_ioctl, data);
 		break;
 	case GP_EV_NCCL:
-		if (size < sizeof(struct gp_nccl_event))
-			goto bad;
 		CALL(h, on_nccl, data);
 		break;
 	case GP_EV_NCCL_CUDA:
-		if (size < sizeof(struct gp_aux_event))
-			goto bad;
 		CALL(h, on_nccl_cuda, data);
 		break;
 	case GP_EV_DLOPEN:
-		if (size < sizeof(struct gp_dlopen_event))
-			goto bad;
 		CALL(h, on_dlopen, data);
 		break;
-	default:
-		goto bad;
 	}
+}
+
+/* Checks a record's type and size and hands it to h; 0 or -EINVAL. */
+static int deliver(const struct gp_handlers *h, const void *data, size_t size)
+{
+	const __u32 *type = data;
+
+	if (size < sizeof(*type) || *type >= sizeof(min_size) / sizeof(min_size[0]) ||
+	    !min_size[*type] || size < min_size[*type])
+		return -EINVAL;
+	call(h, *type, data);
 	return 0;
-bad:
-	return -EINVAL;
 }
 
 int gp_events__dispatch(struct gp_events *ev, const struct gp_handlers *h, const void *data,

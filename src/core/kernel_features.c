@@ -276,6 +276,26 @@ static int pmu_retprobe_bit(void)
 	return bit;
 }
 
+int features__uprobe_event(const char *path, unsigned long long off, int pid, bool ret)
+{
+	struct perf_event_attr attr;
+	int type = pmu_type("uprobe"), bit = ret ? pmu_retprobe_bit() : 0, fd;
+
+	if (type < 0)
+		return type;
+	if (bit < 0)
+		return bit;
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = (__u32)type;
+	attr.config = ret ? 1ULL << bit : 0;
+	attr.config1 = (__u64)(uintptr_t)path;
+	attr.config2 = off;
+	attr.disabled = 1;
+	fd = (int)syscall(__NR_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 /* Children that die on purpose (the seccomp probe, the uretprobe syscall) leave no core. */
 static void no_core(void)
 {
@@ -352,54 +372,20 @@ __attribute__((noinline)) static int call_target(feat_fn fn, int x)
 }
 
 struct where {
-	uint64_t addr, off;
+	unsigned long long off;
 	char path[4096];
-	int found;
 };
-
-static int where_cb(const struct map_entry *e, void *ctx)
-{
-	struct where *w = ctx;
-
-	if (w->addr >= e->start && w->addr < e->end && e->path[0] == '/') {
-		w->off = w->addr - e->start + e->offset;
-		snprintf(w->path, sizeof(w->path), "%s", e->path);
-		w->found = 1;
-	}
-	return 0;
-}
 
 /* The file and offset a uprobe on fn takes (fn is in gpuprobe's own text). */
 static int locate(feat_fn fn, struct where *w)
 {
-	int r;
-
 	memset(w, 0, sizeof(*w));
-	w->addr = (uint64_t)(uintptr_t)fn;
-	r = procmaps__foreach("/proc", getpid(), where_cb, w);
-	if (r < 0)
-		return r;
-	return w->found ? 0 : -ENOENT;
+	return procmaps__locate("/proc", getpid(), (uintptr_t)fn, w->path, sizeof(w->path), &w->off);
 }
 
 static int uprobe_event(const struct where *w, pid_t pid, bool ret)
 {
-	struct perf_event_attr attr;
-	int type = pmu_type("uprobe"), bit = ret ? pmu_retprobe_bit() : 0, fd;
-
-	if (type < 0)
-		return type;
-	if (bit < 0)
-		return bit;
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.type = (__u32)type;
-	attr.config = ret ? 1ULL << bit : 0;
-	attr.config1 = (__u64)(uintptr_t)w->path;
-	attr.config2 = w->off;
-	attr.disabled = 1;
-	fd = (int)syscall(__NR_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	return features__uprobe_event(w->path, w->off, pid, ret);
 }
 
 /*
@@ -532,12 +518,33 @@ static void child_end(struct child *c)
 	c->pid = c->go = c->done = -1;
 }
 
+/* A child started for job on fn (located at w), with an enabled uprobe (ret: a return
+ * probe) on fn in it that runs prog (-1: none); the probe's fd in *pfd. Whatever it
+ * returns, the caller closes *pfd when >= 0 and ends the child. */
+static int child_probed(struct child *c, int *pfd, const struct where *w, feat_fn fn,
+			enum child_job job, bool ret, int prog)
+{
+	int r;
+
+	*pfd = -1;
+	r = child_start(c, fn, job);
+	if (r)
+		return r;
+	*pfd = uprobe_event(w, c->pid, ret);
+	if (*pfd < 0)
+		return *pfd;
+	if ((prog >= 0 && ioctl(*pfd, PERF_EVENT_IOC_SET_BPF, prog)) ||
+	    ioctl(*pfd, PERF_EVENT_IOC_ENABLE, 0))
+		return -errno;
+	return 0;
+}
+
 /* 1: the kernel emulates fn's first instruction; 0: it single-steps it; -errno. A probed
  * instruction that is single-stepped makes the kernel map the [uprobes] slots area into
  * the process at the first hit; an emulated one never needs it. */
 static int entry_emulated(feat_fn fn)
 {
-	struct child c;
+	struct child c = { .pid = -1, .go = -1, .done = -1 };
 	struct where w;
 	int r, pfd = -1, status;
 	bool before;
@@ -545,18 +552,9 @@ static int entry_emulated(feat_fn fn)
 	r = locate(fn, &w);
 	if (r)
 		return r;
-	r = child_start(&c, fn, JOB_CALL);
+	r = child_probed(&c, &pfd, &w, fn, JOB_CALL, false, -1);
 	if (r)
-		return r;
-	pfd = uprobe_event(&w, c.pid, false);
-	if (pfd < 0) {
-		r = pfd;
 		goto cleanup;
-	}
-	if (ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0)) {
-		r = -errno;
-		goto cleanup;
-	}
 	before = has_xol_area(c.pid);
 	r = child_run(&c, &status);
 	if (r)
@@ -606,74 +604,44 @@ static void probe_emulation(struct features *f)
 	(void)n;
 }
 
-/*
- * A uprobe on fn called from call_target, whose BPF program keeps the second frame of
- * bpf_get_stack(BPF_F_USER_STACK): 1 when that frame is in call_target (the kernel put
- * the caller in), 0 when not, -errno. Raw instructions: r6 = ctx; get_stack(ctx, fp-32,
- * 32, USER) -> fp-40 = r0; map[0] = fp-40..fp-1.
- */
-static int caller_at_entry(feat_fn fn, long long *frames)
+/* Raw instructions: r6 = ctx; get_stack(ctx, fp-32, 32, USER) -> fp-40 = r0;
+ * map[0] = fp-40..fp-1. A program fd or -errno. */
+static int stack_prog(int map)
 {
-	struct where w;
-	struct child c = { .pid = -1, .go = -1, .done = -1 };
-	int map = -1, prog = -1, pfd = -1, r, status;
-	__u32 key = 0;
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_6, .src_reg = BPF_REG_1 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10 },
+		{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .imm = -32 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3, .imm = 32 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_4, .imm = BPF_F_USER_STACK },
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_get_stack },
+		{ .code = BPF_STX | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_10, .src_reg = BPF_REG_0, .off = -40 },
+		{ .code = BPF_ST | BPF_MEM | BPF_W, .dst_reg = BPF_REG_10, .off = -44, .imm = 0 },
+		{ .code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_1, .src_reg = BPF_PSEUDO_MAP_FD, .imm = map },
+		{ 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10 },
+		{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .imm = -44 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_3, .src_reg = BPF_REG_10 },
+		{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_3, .imm = -40 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_4, .imm = 0 },
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_map_update_elem },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "gp_feat_stack", "GPL", insns,
+				 sizeof(insns) / sizeof(insns[0]), NULL);
+
+	return prog < 0 ? -errno : prog;
+}
+
+/* What the program kept: 1 when the second frame is in call_target, 0 when not, -errno;
+ * the stack's depth in *frames. */
+static int read_caller(int map, long long *frames)
+{
 	__u64 val[5] = {};
+	__u32 key = 0;
+	int r = bpf_map_lookup_elem(map, &key, val) ? -errno : 0;
 
-	*frames = 0;
-	r = locate(fn, &w);
-	if (r)
-		goto cleanup;
-	map = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_feat_stack", 4, sizeof(val), 1, NULL);
-	if (map < 0) {
-		r = -errno;
-		goto cleanup;
-	}
-	{
-		struct bpf_insn insns[] = {
-			{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_6, .src_reg = BPF_REG_1 },
-			{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10 },
-			{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .imm = -32 },
-			{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3, .imm = 32 },
-			{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_4, .imm = BPF_F_USER_STACK },
-			{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_get_stack },
-			{ .code = BPF_STX | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_10, .src_reg = BPF_REG_0, .off = -40 },
-			{ .code = BPF_ST | BPF_MEM | BPF_W, .dst_reg = BPF_REG_10, .off = -44, .imm = 0 },
-			{ .code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_1, .src_reg = BPF_PSEUDO_MAP_FD, .imm = map },
-			{ 0 },
-			{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10 },
-			{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .imm = -44 },
-			{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_3, .src_reg = BPF_REG_10 },
-			{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_3, .imm = -40 },
-			{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_4, .imm = 0 },
-			{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_map_update_elem },
-			{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-			{ .code = BPF_JMP | BPF_EXIT },
-		};
-
-		prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "gp_feat_stack", "GPL", insns,
-				     sizeof(insns) / sizeof(insns[0]), NULL);
-	}
-	if (prog < 0) {
-		r = -errno;
-		goto cleanup;
-	}
-	r = child_start(&c, fn, JOB_CALL);
-	if (r)
-		goto cleanup;
-	pfd = uprobe_event(&w, c.pid, false);
-	if (pfd < 0) {
-		r = pfd;
-		goto cleanup;
-	}
-	if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog) || ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0)) {
-		r = -errno;
-		goto cleanup;
-	}
-	r = child_run(&c, &status);
-	if (r)
-		goto cleanup;
-	r = bpf_map_lookup_elem(map, &key, val) ? -errno : 0;
 	if (!r && (__s64)val[0] < 16)
 		r = (__s64)val[0] < 0 ? (int)(__s64)val[0] : -ENODATA;
 	if (!r) {
@@ -681,6 +649,37 @@ static int caller_at_entry(feat_fn fn, long long *frames)
 		/* the child is a fork: its addresses are ours */
 		r = val[2] - (uint64_t)(uintptr_t)call_target < 64;
 	}
+	return r;
+}
+
+/*
+ * A uprobe on fn called from call_target, whose BPF program (stack_prog) keeps the second
+ * frame of bpf_get_stack(BPF_F_USER_STACK): 1 when that frame is in call_target (the
+ * kernel put the caller in), 0 when not, -errno.
+ */
+static int caller_at_entry(feat_fn fn, long long *frames)
+{
+	struct where w;
+	struct child c = { .pid = -1, .go = -1, .done = -1 };
+	int map = -1, prog = -1, pfd = -1, r, status;
+
+	*frames = 0;
+	r = locate(fn, &w);
+	if (r)
+		goto cleanup;
+	map = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_feat_stack", 4, sizeof(__u64[5]), 1, NULL);
+	if (map < 0) {
+		r = -errno;
+		goto cleanup;
+	}
+	r = prog = stack_prog(map);
+	if (prog < 0)
+		goto cleanup;
+	r = child_probed(&c, &pfd, &w, fn, JOB_CALL, false, prog);
+	if (!r)
+		r = child_run(&c, &status);
+	if (!r)
+		r = read_caller(map, frames);
 cleanup:
 	if (pfd >= 0)
 		close(pfd);
@@ -720,22 +719,10 @@ static void probe_uretprobe_seccomp(struct features *f)
 	int r, pfd = -1, status = 0;
 
 	r = locate(gp_feat_push, &w);
-	if (r)
-		goto cleanup;
-	r = child_start(&c, gp_feat_push, JOB_SECCOMP_CALL);
-	if (r)
-		goto cleanup;
-	pfd = uprobe_event(&w, c.pid, true);
-	if (pfd < 0) {
-		r = pfd;
-		goto cleanup;
-	}
-	if (ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0)) {
-		r = -errno;
-		goto cleanup;
-	}
-	r = child_run(&c, &status);
-cleanup:
+	if (!r)
+		r = child_probed(&c, &pfd, &w, gp_feat_push, JOB_SECCOMP_CALL, true, -1);
+	if (!r)
+		r = child_run(&c, &status);
 	if (pfd >= 0)
 		close(pfd);
 	child_end(&c);
@@ -1001,30 +988,27 @@ static bool exists_under(const char *root, const char *rel)
 	return lstat(path, &st) == 0;
 }
 
-int features__container_runtimes(const char *root, char *buf, size_t len)
+static const struct {
+	const char *name;
+	const char *sockets[3];
+	const char *comms[2];
+} runtimes[] = {
+	{ "docker", { "run/docker.sock", "var/run/docker.sock" }, { "dockerd" } },
+	{ "containerd", { "run/containerd/containerd.sock", "var/run/containerd/containerd.sock" },
+	  { "containerd" } },
+	{ "cri-o", { "run/crio/crio.sock", "var/run/crio/crio.sock" }, { "crio" } },
+	{ "podman", { "run/podman/podman.sock", "var/run/podman/podman.sock" }, { "podman", "conmon" } },
+};
+#define NR_RUNTIMES (sizeof(runtimes) / sizeof(runtimes[0]))
+
+/* A runtime without its socket where we look (rootless, other paths): its process, by
+ * name, among the first 100000 of root's /proc. */
+static void runtime_processes(const char *root, bool *found)
 {
-	static const struct {
-		const char *name;
-		const char *sockets[3];
-		const char *comms[2];
-	} rt[] = {
-		{ "docker", { "run/docker.sock", "var/run/docker.sock" }, { "dockerd" } },
-		{ "containerd", { "run/containerd/containerd.sock", "var/run/containerd/containerd.sock" },
-		  { "containerd" } },
-		{ "cri-o", { "run/crio/crio.sock", "var/run/crio/crio.sock" }, { "crio" } },
-		{ "podman", { "run/podman/podman.sock", "var/run/podman/podman.sock" }, { "podman", "conmon" } },
-	};
-	bool found[sizeof(rt) / sizeof(rt[0])] = {};
 	char path[4096];
-	int n = 0, scanned = 0;
-	size_t used = 0;
+	int scanned = 0;
 	DIR *d;
 
-	for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++)
-		for (int j = 0; j < 3 && rt[i].sockets[j]; j++)
-			if (exists_under(root, rt[i].sockets[j]))
-				found[i] = true;
-	/* a runtime without its socket where we look (rootless, other paths): its process */
 	snprintf(path, sizeof(path), "%s/proc", root);
 	d = opendir(path);
 	for (struct dirent *e; d && (e = readdir(d)) && scanned < 100000;) {
@@ -1042,22 +1026,35 @@ int features__container_runtimes(const char *root, char *buf, size_t len)
 		if (fgets(comm, sizeof(comm), fp))
 			comm[strcspn(comm, "\n")] = '\0';
 		fclose(fp);
-		for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++)
-			for (int j = 0; j < 2 && rt[i].comms[j]; j++)
-				if (!strcmp(comm, rt[i].comms[j]))
+		for (size_t i = 0; i < NR_RUNTIMES; i++)
+			for (int j = 0; j < 2 && runtimes[i].comms[j]; j++)
+				if (!strcmp(comm, runtimes[i].comms[j]))
 					found[i] = true;
 	}
 	if (d)
 		closedir(d);
+}
+
+int features__container_runtimes(const char *root, char *buf, size_t len)
+{
+	bool found[NR_RUNTIMES] = {};
+	int n = 0;
+	size_t used = 0;
+
+	for (size_t i = 0; i < NR_RUNTIMES; i++)
+		for (int j = 0; j < 3 && runtimes[i].sockets[j]; j++)
+			if (exists_under(root, runtimes[i].sockets[j]))
+				found[i] = true;
+	runtime_processes(root, found);
 	if (len)
 		buf[0] = '\0';
-	for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++) {
+	for (size_t i = 0; i < NR_RUNTIMES; i++) {
 		int w;
 
 		if (!found[i])
 			continue;
 		if (used < len) {
-			w = snprintf(buf + used, len - used, "%s%s", n ? ", " : "", rt[i].name);
+			w = snprintf(buf + used, len - used, "%s%s", n ? ", " : "", runtimes[i].name);
 			used = w < 0 ? len : used + (size_t)w;
 		}
 		n++;

@@ -110,6 +110,10 @@ int features__print_matrix(FILE *out);
  * endbr64, and only then. */
 int features__caller_at_entry(int (*fn)(int));
 
+/* A perf-event uprobe (ret: a return probe) on path at file offset off, in process pid
+ * only, created disabled; an fd to close, or -errno. */
+int features__uprobe_event(const char *path, unsigned long long off, int pid, bool ret);
+
 /* Kernel release "6.12.13-amd64" -> 6, 12, 13; -EINVAL when it does not start so. */
 struct gp_kver {
 	int major, minor, patch;

@@ -23,6 +23,17 @@ static int hex_digit(char c)
 	return d;
 }
 
+/* The end of a number of n digits worth v (p NULL: refused); no digit is no number. */
+static const char *num_end(const char *p, unsigned int n, unsigned long long v,
+			   unsigned long long *out)
+{
+	if (p && n == 0)
+		p = NULL;
+	if (p)
+		*out = v;
+	return p;
+}
+
 /*
  * Strict hex parser: sscanf("%llx") would also accept signs, "0x" prefixes
  * and leading blanks, which the kernel never prints, and silently wraps on
@@ -44,11 +55,7 @@ static const char *parse_hex(const char *p, unsigned long long *out,
 		p++;
 		n++;
 	}
-	if (p && n == 0)
-		p = NULL;
-	if (p)
-		*out = v;
-	return p;
+	return num_end(p, n, v, out);
 }
 
 /* Decimal, refusing overflow (sscanf would wrap silently). */
@@ -67,11 +74,7 @@ static const char *parse_dec(const char *p, unsigned long long *out)
 		p++;
 		n++;
 	}
-	if (p && n == 0)
-		p = NULL;
-	if (p)
-		*out = v;
-	return p;
+	return num_end(p, n, v, out);
 }
 
 static bool perms_valid(const char *p)
@@ -82,91 +85,103 @@ static bool perms_valid(const char *p)
 	       (p[3] == 'p' || p[3] == 's');
 }
 
+/* The fields before the path. */
+struct head {
+	unsigned long long start, end, offset, major, minor, inode;
+	const char *perms;
+};
+
+/* "start-end perms offset major:minor inode": the position after the inode, or NULL. */
+static const char *parse_head(const char *p, struct head *h)
+{
+	p = parse_hex(p, &h->start, 16);
+	if (!p || *p++ != '-')
+		return NULL;
+	p = parse_hex(p, &h->end, 16);
+	if (!p || *p++ != ' ')
+		return NULL;
+	h->perms = p;
+	if (!perms_valid(h->perms) || h->perms[4] != ' ')
+		return NULL;
+	p += 5;
+	p = parse_hex(p, &h->offset, 16);
+	if (!p || *p++ != ' ')
+		return NULL;
+	/* MAJOR is 12 bits and MINOR 20 bits in the kernel's dev_t. */
+	p = parse_hex(p, &h->major, 3);
+	if (!p || *p++ != ':')
+		return NULL;
+	p = parse_hex(p, &h->minor, 5);
+	if (!p || *p++ != ' ')
+		return NULL;
+	return parse_dec(p, &h->inode);
+}
+
+/*
+ * The path column after the inode: its length (without " (deleted)") through len, or
+ * -EINVAL when it is not one line or would not fit in max bytes with its NUL.
+ */
+static int parse_path(const char *p, const char **path, size_t *len, bool *deleted,
+		      size_t max)
+{
+	const size_t sfx = strlen(DELETED_SUFFIX);
+	const char *path_end;
+
+	/* The kernel pads with spaces up to the path column. */
+	if (*p != '\0' && *p != '\n' && *p != ' ')
+		return -EINVAL;
+	while (*p == ' ')
+		p++;
+	*path = p;
+	path_end = strchr(p, '\n');
+	if (path_end) {
+		/* One line only: nothing may follow the newline. */
+		if (path_end[1] != '\0')
+			return -EINVAL;
+	} else {
+		path_end = p + strlen(p);
+	}
+	*len = (size_t)(path_end - p);
+	/*
+	 * Ambiguous for a file literally named "x (deleted)", but that is
+	 * what the kernel prints and there is no other signal in the line.
+	 */
+	*deleted = *len > sfx && memcmp(path_end - sfx, DELETED_SUFFIX, sfx) == 0;
+	if (*deleted)
+		*len -= sfx;
+	/* A truncated path would name a different file: refuse it. */
+	return *len >= max ? -EINVAL : 0;
+}
+
 int procmaps__parse_line(const char *line, struct map_entry *out)
 {
-	unsigned long long start, end, offset, major, minor, inode;
-	const char *p = line;
-	const char *perms, *path, *path_end;
+	struct head h;
+	const char *p, *path;
 	size_t path_len;
-	bool deleted = false;
+	bool deleted;
 	int err = 0;
 
 	if (!line || !out) {
 		err = -EINVAL;
 		goto cleanup;
 	}
-
-	/* "start-end perms offset major:minor inode [path]" */
-	p = parse_hex(p, &start, 16);
-	if (!p || *p++ != '-')
-		goto bad;
-	p = parse_hex(p, &end, 16);
-	if (!p || *p++ != ' ')
-		goto bad;
-	perms = p;
-	if (!perms_valid(perms) || perms[4] != ' ')
-		goto bad;
-	p += 5;
-	p = parse_hex(p, &offset, 16);
-	if (!p || *p++ != ' ')
-		goto bad;
-	/* MAJOR is 12 bits and MINOR 20 bits in the kernel's dev_t. */
-	p = parse_hex(p, &major, 3);
-	if (!p || *p++ != ':')
-		goto bad;
-	p = parse_hex(p, &minor, 5);
-	if (!p)
-		goto bad;
-	if (*p++ != ' ')
-		goto bad;
-	p = parse_dec(p, &inode);
-	if (!p)
-		goto bad;
-	/* The kernel pads with spaces up to the path column. */
-	if (*p != '\0' && *p != '\n' && *p != ' ')
-		goto bad;
-	while (*p == ' ')
-		p++;
-	path = p;
-	path_end = strchr(path, '\n');
-	if (path_end) {
-		/* One line only: nothing may follow the newline. */
-		if (path_end[1] != '\0')
-			goto bad;
-	} else {
-		path_end = path + strlen(path);
+	p = parse_head(line, &h);
+	if (!p || parse_path(p, &path, &path_len, &deleted, sizeof(out->path)) ||
+	    h.start >= h.end) {
+		err = -EINVAL;
+		goto cleanup;
 	}
-	path_len = (size_t)(path_end - path);
-	/*
-	 * Ambiguous for a file literally named "x (deleted)", but that is
-	 * what the kernel prints and there is no other signal in the line.
-	 */
-	if (path_len > strlen(DELETED_SUFFIX) &&
-	    memcmp(path_end - strlen(DELETED_SUFFIX), DELETED_SUFFIX,
-		   strlen(DELETED_SUFFIX)) == 0) {
-		deleted = true;
-		path_len -= strlen(DELETED_SUFFIX);
-	}
-	/* A truncated path would name a different file: refuse it. */
-	if (path_len >= sizeof(out->path))
-		goto bad;
-	if (start >= end)
-		goto bad;
-
-	out->start = start;
-	out->end = end;
-	out->offset = offset;
-	out->dev_major = (unsigned int)major;
-	out->dev_minor = (unsigned int)minor;
-	out->inode = inode;
-	memcpy(out->perms, perms, 4);
+	out->start = h.start;
+	out->end = h.end;
+	out->offset = h.offset;
+	out->dev_major = (unsigned int)h.major;
+	out->dev_minor = (unsigned int)h.minor;
+	out->inode = h.inode;
+	memcpy(out->perms, h.perms, 4);
 	out->perms[4] = '\0';
 	memcpy(out->path, path, path_len);
 	out->path[path_len] = '\0';
 	out->deleted = deleted;
-	goto cleanup;
-bad:
-	err = -EINVAL;
 cleanup:
 	return err;
 }
@@ -223,6 +238,36 @@ cleanup:
 	free(line);
 	free(e);
 	return err;
+}
+
+struct locate {
+	unsigned long long addr, *off;
+	char *path;
+	size_t len;
+	bool found;
+};
+
+static int locate_cb(const struct map_entry *e, void *ctx)
+{
+	struct locate *l = ctx;
+
+	if (l->addr >= e->start && l->addr < e->end && e->path[0] == '/') {
+		*l->off = l->addr - e->start + e->offset;
+		snprintf(l->path, l->len, "%s", e->path);
+		l->found = true;
+	}
+	return 0;
+}
+
+int procmaps__locate(const char *proc_root, int pid, unsigned long long addr, char *path, size_t len,
+		     unsigned long long *off)
+{
+	struct locate l = { .addr = addr, .off = off, .path = path, .len = len };
+	int r = procmaps__foreach(proc_root, pid, locate_cb, &l);
+
+	if (r < 0)
+		return r;
+	return l.found ? 0 : -ENOENT;
 }
 
 struct find_libs_ctx {

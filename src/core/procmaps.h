@@ -9,6 +9,7 @@
 #define GPUPROBE_PROCMAPS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #define PROCMAPS_PATH_MAX 4096
 
@@ -38,6 +39,14 @@ int procmaps__parse_line(const char *line, struct map_entry *out);
  */
 int procmaps__foreach(const char *proc_root, int pid,
 		      int (*cb)(const struct map_entry *e, void *ctx), void *ctx);
+
+/*
+ * Where addr is mapped in pid from a file: the file's path (as maps prints it, into path
+ * of len bytes) and the file offset. 0, -ENOENT when no file mapping holds it, or
+ * procmaps__foreach's error. (gpuprobe's own text: the file a uprobe on it takes.)
+ */
+int procmaps__locate(const char *proc_root, int pid, unsigned long long addr, char *path, size_t len,
+		     unsigned long long *off);
 
 struct mapped_lib {
 	char path[PROCMAPS_PATH_MAX];	/* as seen inside the process */

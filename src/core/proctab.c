@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "proctab.h"
 #include "u64map.h"
@@ -24,11 +25,11 @@ struct proctab {
 	size_t nr_exited, cap_exited;
 	struct row *rows;
 	void **view;
-	void (*free_proc)(void *ctx, void *p);
+	const struct proctab_ops *ops;
 	void *ctx;
 };
 
-struct proctab *proctab__new(void (*free_proc)(void *ctx, void *p), void *ctx)
+struct proctab *proctab__new(const struct proctab_ops *ops, void *ctx)
 {
 	struct proctab *t = calloc(1, sizeof(*t));
 
@@ -39,9 +40,46 @@ struct proctab *proctab__new(void (*free_proc)(void *ctx, void *p), void *ctx)
 		free(t);
 		return NULL;
 	}
-	t->free_proc = free_proc;
+	t->ops = ops;
 	t->ctx = ctx;
 	return t;
+}
+
+void *proctab__new_owner(size_t size, const struct proctab_ops *ops)
+{
+	struct proctab **owner = calloc(1, size);
+
+	if (owner && !(*owner = proctab__new(ops, owner))) {
+		free(owner);
+		owner = NULL;
+	}
+	return owner;
+}
+
+void proctab__free_owner(void *owner)
+{
+	if (!owner)
+		return;
+	proctab__free(*(struct proctab **)owner);
+	free(owner);
+}
+
+static void release(struct proctab *t, void *p)
+{
+	t->ops->fini(t->ctx, p);
+	free(p);
+}
+
+/* A zeroed record for pid, made by the ops; NULL on failure. */
+static void *make_rec(struct proctab *t, uint32_t pid)
+{
+	void *p = calloc(1, t->ops->size);
+
+	if (p && t->ops->init(p, pid)) {
+		release(t, p);
+		p = NULL;
+	}
+	return p;
 }
 
 void proctab__free(struct proctab *t)
@@ -52,10 +90,10 @@ void proctab__free(struct proctab *t)
 	if (!t)
 		return;
 	for (size_t it = 0; u64map__next(t->live, &it, &k, &v);)
-		t->free_proc(t->ctx, v);
+		release(t, v);
 	u64map__free(t->live);
 	for (size_t i = 0; i < t->nr_exited; i++)
-		t->free_proc(t->ctx, t->exited[i].p);
+		release(t, t->exited[i].p);
 	free(t->exited);
 	free(t->rows);
 	free(t->view);
@@ -67,15 +105,15 @@ void *proctab__live(const struct proctab *t, uint32_t pid)
 	return u64map__get(t->live, pid);
 }
 
-void *proctab__get(struct proctab *t, uint32_t pid, void *(*make)(uint32_t pid))
+void *proctab__get(struct proctab *t, uint32_t pid)
 {
 	void *p = u64map__get(t->live, pid);
 
 	if (p)
 		return p;
-	p = make(pid);
+	p = make_rec(t, pid);
 	if (p && u64map__put(t->live, pid, p)) {
-		t->free_proc(t->ctx, p);
+		release(t, p);
 		p = NULL;
 	}
 	return p;
@@ -115,7 +153,7 @@ void *proctab__exit(struct proctab *t, uint32_t pid, uint64_t exit_ns)
 		struct exited *n = realloc(t->exited, cap * sizeof(*n));
 
 		if (!n) {
-			t->free_proc(t->ctx, p);
+			release(t, p);
 			return NULL;
 		}
 		t->exited = n;
@@ -175,7 +213,7 @@ void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
 		}
 		if (before_free)
 			before_free(rctx, e->p);
-		t->free_proc(t->ctx, e->p);
+		release(t, e->p);
 	}
 	t->nr_exited = kept;
 }
@@ -202,4 +240,44 @@ void proctab__sweep(struct proctab *t, void (*on_gone)(void *ctx, uint32_t pid),
 	n = gone(t, pids, sizeof(pids) / sizeof(pids[0]));
 	for (size_t i = 0; i < n; i++)
 		on_gone(ctx, pids[i]);
+}
+
+void *proctab__get_named(struct proctab *t, uint32_t pid, const char *comm)
+{
+	struct gp_proc_head *h = proctab__get(t, pid);
+
+	if (h && comm && comm[0])
+		snprintf(h->comm, sizeof(h->comm), "%.*s", GP_COMM_LEN - 1, comm);
+	return h;
+}
+
+void *proctab__end(struct proctab *t, uint32_t pid, uint64_t ts_ns, bool exec)
+{
+	struct gp_proc_head *h = proctab__exit(t, pid, ts_ns);
+
+	if (h) {
+		h->exited = true;
+		h->exec = exec;
+		h->exit_ns = ts_ns;
+	}
+	return h;
+}
+
+struct sweep_end {
+	struct proctab *t;
+	uint64_t now_ns;
+};
+
+static void gone_end(void *ctx, uint32_t pid)
+{
+	struct sweep_end *s = ctx;
+
+	proctab__end(s->t, pid, s->now_ns, false);
+}
+
+void proctab__sweep_end(struct proctab *t, uint64_t now_ns)
+{
+	struct sweep_end s = { t, now_ns };
+
+	proctab__sweep(t, gone_end, &s);
 }

@@ -2,7 +2,7 @@
 /*
  * The per-process records of an aggregator: live ones by PID, and those of exited
  * processes, detached from their PID (a new process may reuse it) and kept until they
- * have been reported. Shared by --memleak, --cudatrace and --bandwidth-util.
+ * have been reported. Shared by every mode that keeps records per process.
  */
 #ifndef GP_PROCTAB_H
 #define GP_PROCTAB_H
@@ -10,17 +10,36 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "gpuprobe.h"
 
 struct proctab;
 
-/* free_proc(ctx, p) releases one record (on reap and on proctab__free). */
-struct proctab *proctab__new(void (*free_proc)(void *ctx, void *p), void *ctx);
+/* How a table makes and frees its records. */
+struct proctab_ops {
+	size_t size; /* of a record: the table allocates it zeroed */
+	/* what the record of pid holds (its pid, its tables); 0 or -ENOMEM */
+	int (*init)(void *p, uint32_t pid);
+	/* releases what it holds, not the record itself: at reap, at proctab__free, and
+	 * after a failed init */
+	void (*fini)(void *ctx, void *p);
+};
+
+/* ctx is fini's. */
+struct proctab *proctab__new(const struct proctab_ops *ops, void *ctx);
 void proctab__free(struct proctab *t);
+
+/*
+ * An aggregator of size bytes, zeroed, whose FIRST member is the struct proctab * of its
+ * records (made with ops; the aggregator is fini's ctx); NULL when out of memory.
+ * proctab__free_owner frees it and its table (safe on NULL).
+ */
+void *proctab__new_owner(size_t size, const struct proctab_ops *ops);
+void proctab__free_owner(void *owner);
 
 /* The live record of pid, or NULL. */
 void *proctab__live(const struct proctab *t, uint32_t pid);
-/* The live record of pid, made with make(pid) when there is none; NULL on failure. */
-void *proctab__get(struct proctab *t, uint32_t pid, void *(*make)(uint32_t pid));
+/* The live record of pid, made when there is none; NULL on failure. */
+void *proctab__get(struct proctab *t, uint32_t pid);
 /* The live record of pid, else the newest exited one awaiting its report, or NULL. */
 void *proctab__find(const struct proctab *t, uint32_t pid);
 /* The first of pid's records, live then exited from the newest, for which match(p, ctx)
@@ -43,5 +62,23 @@ void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
  * record (lost, or the process made no call that asks for one); on_gone applies the exit.
  * Drain the records still in flight first, or they would make it live again. */
 void proctab__sweep(struct proctab *t, void (*on_gone)(void *ctx, uint32_t pid), void *ctx);
+
+/* The head of the records of the calls below (their first member), which end records
+ * themselves: what every report says of a process's record. */
+struct gp_proc_head {
+	uint32_t pid;
+	char comm[GP_COMM_LEN];
+	bool exited;
+	bool exec;        /* ended by an exec: the PID lives on in a new image (a new record) */
+	uint64_t exit_ns; /* CLOCK_MONOTONIC, from the exit record */
+};
+
+/* proctab__get, and comm (when given, not empty) as the record's name. */
+void *proctab__get_named(struct proctab *t, uint32_t pid, const char *comm);
+/* proctab__exit of a record that ended at ts_ns by an exit, or by an exec (GP_EV_EXEC);
+ * returns it (still owned by t), or NULL. */
+void *proctab__end(struct proctab *t, uint32_t pid, uint64_t ts_ns, bool exec);
+/* proctab__sweep: the records of processes gone end (by an exit) at now_ns. */
+void proctab__sweep_end(struct proctab *t, uint64_t now_ns);
 
 #endif

@@ -5,11 +5,12 @@
 #include "procmaps.h"
 #include "pyoffsets_gen.h"
 #include "safeopen.h"
+#include "errbuf.h"
 
 #include <errno.h>
 #include <gelf.h>
-#include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,17 +49,6 @@ struct pystack {
 	struct py_code *codes;
 	unsigned long long tick;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static int read_mem(int pid, uint64_t addr, void *buf, size_t len)
 {
@@ -99,6 +89,66 @@ static bool is_version_string(const char *s, size_t n)
 	return dots == 2;
 }
 
+/* _PyRuntime and Py_Version among one symbol table's defined symbols. */
+static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct py_syms *ps)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t i, n;
+
+	if (!d)
+		return;
+	n = d->d_size / sizeof(Elf64_Sym);
+	for (i = 0; i < n; i++) {
+		GElf_Sym s;
+		const char *name;
+
+		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, s.st_name);
+		if (!name)
+			continue;
+		if (!strcmp(name, "_PyRuntime"))
+			ps->runtime = s.st_value;
+		else if (!strcmp(name, "Py_Version"))
+			ps->version = s.st_value;
+	}
+}
+
+/*
+ * PY_VERSION ("3.10.13") among .rodata's strings: the linker may have merged it into the
+ * tail of a longer string ("/usr/lib/python-3.10.13"), so suffixes count too. Every
+ * candidate must agree on 3.minor, or none is taken.
+ */
+static void scan_rodata(Elf_Scn *scn, struct py_syms *ps)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	const char *p, *end;
+
+	if (!d || !d->d_buf)
+		return;
+	p = d->d_buf;
+	end = p + d->d_size;
+	while (p < end) {
+		size_t len = strnlen(p, (size_t)(end - p)), k = len;
+
+		if (len == (size_t)(end - p))
+			break;
+		while (k > 0 && strchr("0123456789.abrc+", p[k - 1]))
+			k--;
+		/* the suffix must start at a '3' */
+		while (k < len && p[k] != '3')
+			k++;
+		if (is_version_string(p + k, len - k) &&
+		    len - k < sizeof(ps->rodata_version)) {
+			if (!ps->rodata_version[0])
+				memcpy(ps->rodata_version, p + k, len - k + 1);
+			else if (strncmp(ps->rodata_version, p + k, 4))
+				ps->version_conflict = true;
+		}
+		p += len + 1;
+	}
+}
+
 /* Symbols from .dynsym/.symtab, and (3.10) the version string in .rodata. */
 static void elf_py_syms(Elf *elf, struct py_syms *ps)
 {
@@ -109,68 +159,17 @@ static void elf_py_syms(Elf *elf, struct py_syms *ps)
 	if (elf_getshdrstrndx(elf, &shstrndx))
 		return;
 	while ((scn = elf_nextscn(elf, scn))) {
-		Elf_Data *d;
 		const char *sname;
-		size_t i, n;
 
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		sname = elf_strptr(elf, shstrndx, sh.sh_name);
 		if ((sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB) &&
-		    sh.sh_entsize) {
-			d = elf_getdata(scn, NULL);
-			if (!d)
-				continue;
-			n = d->d_size / sizeof(Elf64_Sym);
-			for (i = 0; i < n; i++) {
-				GElf_Sym s;
-				const char *name;
-
-				if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF)
-					continue;
-				name = elf_strptr(elf, sh.sh_link, s.st_name);
-				if (!name)
-					continue;
-				if (!strcmp(name, "_PyRuntime"))
-					ps->runtime = s.st_value;
-				else if (!strcmp(name, "Py_Version"))
-					ps->version = s.st_value;
-			}
-		} else if (sname && !strcmp(sname, ".rodata") &&
-			   sh.sh_size <= PY_RODATA_MAX) {
-			const char *p, *end;
-
-			d = elf_getdata(scn, NULL);
-			if (!d || !d->d_buf)
-				continue;
-			p = d->d_buf;
-			end = p + d->d_size;
-			/*
-			 * PY_VERSION ("3.10.13"): the linker may have merged it
-			 * into the tail of a longer string ("/usr/lib/python-
-			 * 3.10.13"), so suffixes count too. Every candidate must
-			 * agree on 3.minor, or none is taken.
-			 */
-			while (p < end) {
-				size_t len = strnlen(p, (size_t)(end - p)), k = len;
-
-				if (len == (size_t)(end - p))
-					break;
-				while (k > 0 && strchr("0123456789.abrc+", p[k - 1]))
-					k--;
-				/* the suffix must start at a '3' */
-				while (k < len && p[k] != '3')
-					k++;
-				if (is_version_string(p + k, len - k) &&
-				    len - k < sizeof(ps->rodata_version)) {
-					if (!ps->rodata_version[0])
-						memcpy(ps->rodata_version, p + k, len - k + 1);
-					else if (strncmp(ps->rodata_version, p + k, 4))
-						ps->version_conflict = true;
-				}
-				p += len + 1;
-			}
-		}
+		    sh.sh_entsize)
+			scan_symbols(elf, scn, &sh, ps);
+		else if (sname && !strcmp(sname, ".rodata") &&
+			 sh.sh_size <= PY_RODATA_MAX)
+			scan_rodata(scn, ps);
 	}
 }
 
@@ -246,6 +245,45 @@ static const struct py_offsets_gen *gen_row(unsigned int minor)
 	return NULL;
 }
 
+/* The offsets _Py_DebugOffsets publishes: where each lives in it, which one it sets. */
+#define DBG(f) { #f, offsetof(struct py_offsets_gen, dbg_##f), offsetof(struct py_offsets_gen, f) }
+static const struct {
+	const char *name;
+	size_t at, to;
+} dbg_fields[] = {
+	DBG(runtime_interpreters_head), DBG(interp_threads_head), DBG(tstate_next),
+	DBG(tstate_thread_id), DBG(tstate_native_thread_id), DBG(tstate_frame),
+	DBG(frame_previous), DBG(frame_code), DBG(frame_instr), DBG(frame_owner),
+	DBG(code_filename), DBG(code_name), DBG(code_qualname), DBG(code_linetable),
+	DBG(code_firstlineno), DBG(code_adaptive), DBG(unicode_length),
+	DBG(unicode_ascii_size), DBG(bytes_sval),
+};
+#undef DBG
+
+/* o's fields from the _Py_DebugOffsets copy in buf (o->dbg_size bytes): each one the
+ * layout places inside it, and no larger than 64 KiB. */
+static int take_debug_offsets(const unsigned char *buf, struct py_offsets_gen *o,
+			      char *err, size_t errlen)
+{
+	uint64_t v;
+	size_t i;
+
+	for (i = 0; i < sizeof(dbg_fields) / sizeof(dbg_fields[0]); i++) {
+		int at = *(const int *)((const char *)o + dbg_fields[i].at);
+
+		if (at <= 0 || (size_t)at + 8 > (size_t)o->dbg_size)
+			continue;
+		memcpy(&v, buf + at, 8);
+		if (v > 65536) {
+			gp_set_err(err, errlen, "_Py_DebugOffsets: %s = %llu", dbg_fields[i].name,
+				   (unsigned long long)v);
+			return -EBADMSG;
+		}
+		*(int *)((char *)o + dbg_fields[i].to) = (int)v;
+	}
+	return 0;
+}
+
 /* 3.13+: the offsets the interpreter publishes at the start of _PyRuntime. */
 static int apply_debug_offsets(int pid, uint64_t runtime, struct py_offsets_gen *o,
 			       unsigned int version_hex, char *err, size_t errlen)
@@ -254,64 +292,29 @@ static int apply_debug_offsets(int pid, uint64_t runtime, struct py_offsets_gen 
 	uint64_t v;
 	int ret;
 
-#define DBG(field)                                                      \
-	do {                                                            \
-		if (o->dbg_##field <= 0 ||                              \
-		    (size_t)o->dbg_##field + 8 > (size_t)o->dbg_size)   \
-			break;                                          \
-		memcpy(&v, buf + o->dbg_##field, 8);                    \
-		if (v > 65536) {                                        \
-			ret = -EBADMSG;                                 \
-			set_err(err, errlen, "_Py_DebugOffsets: %s = %llu", #field, \
-				(unsigned long long)v);                 \
-			goto cleanup;                                   \
-		}                                                       \
-		o->field = (int)v;                                      \
-	} while (0)
-
 	if (o->dbg_size <= 16 || (size_t)o->dbg_size > sizeof(buf)) {
 		ret = -ENOTSUP;
-		set_err(err, errlen, "no _Py_DebugOffsets layout for 3.%u", o->minor);
+		gp_set_err(err, errlen, "no _Py_DebugOffsets layout for 3.%u", o->minor);
 		goto cleanup;
 	}
 	ret = read_mem(pid, runtime, buf, (size_t)o->dbg_size);
 	if (ret) {
-		set_err(err, errlen, "reading _Py_DebugOffsets: %s", strerror(-ret));
+		gp_set_err(err, errlen, "reading _Py_DebugOffsets: %s", strerror(-ret));
 		goto cleanup;
 	}
 	if (memcmp(buf, "xdebugpy", 8)) {
 		ret = -EBADMSG;
-		set_err(err, errlen, "_PyRuntime does not start with _Py_DebugOffsets");
+		gp_set_err(err, errlen, "_PyRuntime does not start with _Py_DebugOffsets");
 		goto cleanup;
 	}
 	memcpy(&v, buf + o->dbg_version, 8);
 	if ((v >> 16) != (version_hex >> 16)) {
 		ret = -EBADMSG;
-		set_err(err, errlen, "_Py_DebugOffsets says version %#llx, binary %#x",
-			(unsigned long long)v, version_hex);
+		gp_set_err(err, errlen, "_Py_DebugOffsets says version %#llx, binary %#x",
+			   (unsigned long long)v, version_hex);
 		goto cleanup;
 	}
-	DBG(runtime_interpreters_head);
-	DBG(interp_threads_head);
-	DBG(tstate_next);
-	DBG(tstate_thread_id);
-	DBG(tstate_native_thread_id);
-	DBG(tstate_frame);
-	DBG(frame_previous);
-	DBG(frame_code);
-	DBG(frame_instr);
-	DBG(frame_owner);
-	DBG(code_filename);
-	DBG(code_name);
-	DBG(code_qualname);
-	DBG(code_linetable);
-	DBG(code_firstlineno);
-	DBG(code_adaptive);
-	DBG(unicode_length);
-	DBG(unicode_ascii_size);
-	DBG(bytes_sval);
-	ret = 0;
-#undef DBG
+	ret = take_debug_offsets(buf, o, err, errlen);
 cleanup:
 	return ret;
 }
@@ -343,174 +346,234 @@ static __u32 u32_or_none(int v)
 	return v < 0 ? GP_PY_NONE : (__u32)v;
 }
 
+struct py_version {
+	unsigned int hex, major, minor, micro;
+};
+
+/* The mapped CPython (an executable or libpython defining _PyRuntime) of pid. */
+static int find_python(struct pystack *ps, int pid, struct find_ctx *c, char *err, size_t errlen)
+{
+	int ret = procmaps__foreach(ps->proc_root, pid, find_cb, c);
+
+	if (ret) {
+		gp_set_err(err, errlen, "pid %d: %s", pid, strerror(-ret));
+		return ret;
+	}
+	if (!c->syms.found) {
+		gp_set_err(err, errlen, "pid %d: no CPython (_PyRuntime) mapped", pid);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* Its version: Py_Version in memory (3.11+), else the one string in .rodata (3.10). */
+static int python_version(int pid, const struct find_ctx *c, struct py_version *ver,
+			  char *err, size_t errlen)
+{
+	uint64_t v;
+	int ret;
+
+	if (c->syms.version) {
+		ret = read_mem(pid, c->bias + c->syms.version, &v, sizeof(v));
+		if (ret) {
+			gp_set_err(err, errlen, "reading Py_Version: %s", strerror(-ret));
+			return ret;
+		}
+		ver->hex = (unsigned int)v;
+		ver->major = ver->hex >> 24;
+		ver->minor = (ver->hex >> 16) & 0xff;
+		ver->micro = (ver->hex >> 8) & 0xff;
+	} else if (c->syms.version_conflict) {
+		gp_set_err(err, errlen, "pid %d: conflicting version strings in the binary", pid);
+		return -EBADMSG;
+	} else if (c->syms.rodata_version[0]) {
+		if (sscanf(c->syms.rodata_version, "%u.%u.%u", &ver->major, &ver->minor,
+			   &ver->micro) != 3) {
+			gp_set_err(err, errlen, "unreadable version string");
+			return -EBADMSG;
+		}
+		ver->hex = ver->major << 24 | ver->minor << 16 | ver->micro << 8;
+	}
+	return 0;
+}
+
+/* The offsets of that version: the generated row, 3.13+ corrected by the interpreter. */
+static int python_offsets(int pid, const struct find_ctx *c, const struct py_version *ver,
+			  struct py_offsets_gen *o, char *err, size_t errlen)
+{
+	const struct py_offsets_gen *row = ver->major == 3 ? gen_row(ver->minor) : NULL;
+
+	if (!row) {
+		gp_set_err(err, errlen, "CPython %u.%u.%u: no offsets (3.10-3.13 known)",
+			   ver->major, ver->minor, ver->micro);
+		return -ENOTSUP;
+	}
+	*o = *row;
+	if (ver->minor < 13)
+		return 0;
+	return apply_debug_offsets(pid, c->bias + c->syms.runtime, o, ver->hex, err, errlen);
+}
+
+/* What the BPF side reads with: the offsets, and how much of a frame holds them all. */
+static int fill_proc(struct gp_py_proc *out, const struct find_ctx *c, const struct py_offsets_gen *o,
+		     const struct py_version *ver, char *err, size_t errlen)
+{
+	int offs[5] = { o->frame_previous, o->frame_code, o->frame_instr, o->frame_owner,
+			o->frame_is_entry };
+
+	memset(out, 0, sizeof(*out));
+	out->runtime_addr = c->bias + c->syms.runtime;
+	out->version_hex = ver->hex;
+	out->runtime_interpreters_head = u32_or_none(o->runtime_interpreters_head);
+	out->interp_threads_head = u32_or_none(o->interp_threads_head);
+	out->tstate_next = u32_or_none(o->tstate_next);
+	out->tstate_native_thread_id = u32_or_none(o->tstate_native_thread_id);
+	out->tstate_thread_id = u32_or_none(o->tstate_thread_id);
+	out->tstate_cframe = u32_or_none(o->tstate_cframe);
+	out->cframe_current_frame = u32_or_none(o->cframe_current_frame);
+	out->tstate_frame = u32_or_none(o->tstate_frame);
+	out->frame_previous = u32_or_none(o->frame_previous);
+	out->frame_code = u32_or_none(o->frame_code);
+	out->frame_instr = u32_or_none(o->frame_instr);
+	out->frame_owner = u32_or_none(o->frame_owner);
+	out->owner_cstack = u32_or_none(o->owner_cstack);
+	out->code_firstlineno = u32_or_none(o->code_firstlineno);
+	out->instr_is_int = ver->minor < 11;
+	out->frame_is_entry = u32_or_none(o->frame_is_entry);
+	out->frame_read = 0;
+	for (unsigned int k = 0; k < 5; k++)
+		if (offs[k] >= 0 && (unsigned int)offs[k] + 8 > out->frame_read)
+			out->frame_read = (unsigned int)offs[k] + 8;
+	if (out->frame_read > GP_PY_FRAME_READ) {
+		gp_set_err(err, errlen, "frame fields beyond %d bytes", GP_PY_FRAME_READ);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
 int pystack__inspect(struct pystack *ps, int pid, struct gp_py_proc *out,
 		     char *version, size_t vlen, char *err, size_t errlen)
 {
 	struct find_ctx c = { .ps = ps, .pid = pid };
-	const struct py_offsets_gen *row;
+	struct py_version ver = { 0 };
 	struct py_offsets_gen o;
-	unsigned int hex = 0, major = 0, minor = 0, micro = 0;
 	struct py_pid *p;
-	uint64_t v;
 	int ret;
 
 	if (!ps || !out || pid <= 0) {
 		ret = -EINVAL;
-		set_err(err, errlen, "bad arguments");
+		gp_set_err(err, errlen, "bad arguments");
 		goto cleanup;
 	}
-	ret = procmaps__foreach(ps->proc_root, pid, find_cb, &c);
-	if (ret) {
-		set_err(err, errlen, "pid %d: %s", pid, strerror(-ret));
+	ret = find_python(ps, pid, &c, err, errlen);
+	if (!ret)
+		ret = python_version(pid, &c, &ver, err, errlen);
+	if (!ret)
+		ret = python_offsets(pid, &c, &ver, &o, err, errlen);
+	if (!ret)
+		ret = fill_proc(out, &c, &o, &ver, err, errlen);
+	if (ret)
 		goto cleanup;
-	}
-	if (!c.syms.found) {
-		ret = -ENOENT;
-		set_err(err, errlen, "pid %d: no CPython (_PyRuntime) mapped", pid);
-		goto cleanup;
-	}
-	if (c.syms.version) {
-		ret = read_mem(pid, c.bias + c.syms.version, &v, sizeof(v));
-		if (ret) {
-			set_err(err, errlen, "reading Py_Version: %s", strerror(-ret));
-			goto cleanup;
-		}
-		hex = (unsigned int)v;
-		major = hex >> 24;
-		minor = (hex >> 16) & 0xff;
-		micro = (hex >> 8) & 0xff;
-	} else if (c.syms.version_conflict) {
-		ret = -EBADMSG;
-		set_err(err, errlen, "pid %d: conflicting version strings in the binary", pid);
-		goto cleanup;
-	} else if (c.syms.rodata_version[0]) {
-		if (sscanf(c.syms.rodata_version, "%u.%u.%u", &major, &minor, &micro) != 3) {
-			ret = -EBADMSG;
-			set_err(err, errlen, "unreadable version string");
-			goto cleanup;
-		}
-		hex = major << 24 | minor << 16 | micro << 8;
-	}
-	row = major == 3 ? gen_row(minor) : NULL;
-	if (!row) {
-		ret = -ENOTSUP;
-		set_err(err, errlen, "CPython %u.%u.%u: no offsets (3.10-3.13 known)",
-			major, minor, micro);
-		goto cleanup;
-	}
-	o = *row;
-	if (minor >= 13) {
-		ret = apply_debug_offsets(pid, c.bias + c.syms.runtime, &o, hex, err, errlen);
-		if (ret)
-			goto cleanup;
-	}
-	memset(out, 0, sizeof(*out));
-	out->runtime_addr = c.bias + c.syms.runtime;
-	out->version_hex = hex;
-	out->runtime_interpreters_head = u32_or_none(o.runtime_interpreters_head);
-	out->interp_threads_head = u32_or_none(o.interp_threads_head);
-	out->tstate_next = u32_or_none(o.tstate_next);
-	out->tstate_native_thread_id = u32_or_none(o.tstate_native_thread_id);
-	out->tstate_thread_id = u32_or_none(o.tstate_thread_id);
-	out->tstate_cframe = u32_or_none(o.tstate_cframe);
-	out->cframe_current_frame = u32_or_none(o.cframe_current_frame);
-	out->tstate_frame = u32_or_none(o.tstate_frame);
-	out->frame_previous = u32_or_none(o.frame_previous);
-	out->frame_code = u32_or_none(o.frame_code);
-	out->frame_instr = u32_or_none(o.frame_instr);
-	out->frame_owner = u32_or_none(o.frame_owner);
-	out->owner_cstack = u32_or_none(o.owner_cstack);
-	out->code_firstlineno = u32_or_none(o.code_firstlineno);
-	out->instr_is_int = minor < 11;
-	out->frame_is_entry = u32_or_none(o.frame_is_entry);
-	out->frame_read = 0;
-	{
-		int offs[5] = { o.frame_previous, o.frame_code, o.frame_instr, o.frame_owner,
-				o.frame_is_entry };
-		unsigned int k;
-
-		for (k = 0; k < 5; k++)
-			if (offs[k] >= 0 && (unsigned int)offs[k] + 8 > out->frame_read)
-				out->frame_read = (unsigned int)offs[k] + 8;
-	}
-	if (out->frame_read > GP_PY_FRAME_READ) {
-		ret = -ENOTSUP;
-		set_err(err, errlen, "frame fields beyond %d bytes", GP_PY_FRAME_READ);
-		goto cleanup;
-	}
 	p = pid_slot(ps, pid, true);
 	p->used = true;
-	p->version_hex = hex;
+	p->version_hex = ver.hex;
 	p->off = o;
 	if (version)
-		snprintf(version, vlen, "%u.%u.%u", major, minor, micro);
-	ret = 0;
+		snprintf(version, vlen, "%u.%u.%u", ver.major, ver.minor, ver.micro);
 cleanup:
 	return ret;
 }
 
 /* ---- code objects ---- */
 
-/* A str object as UTF-8, at most PY_STR_MAX - 1 bytes. */
-static int read_str(int pid, const struct py_offsets_gen *o, uint64_t obj,
-		    char *buf, size_t len)
+/* One code point as UTF-8 into u (4 bytes); its length. Past U+10FFFF: '?'. */
+static size_t utf8_put(uint32_t cp, char *u)
 {
-	unsigned char hdr[128], raw[PY_STR_MAX * 4];
-	unsigned int state = 0, kind, compact, ascii;
-	uint64_t n = 0, data;
-	size_t i, w = 0, want;
+	if (cp < 0x80) {
+		u[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		u[0] = (char)(0xc0 | cp >> 6);
+		u[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		u[0] = (char)(0xe0 | cp >> 12);
+		u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		u[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	if (cp < 0x110000) {
+		u[0] = (char)(0xf0 | cp >> 18);
+		u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		u[3] = (char)(0x80 | (cp & 0x3f));
+		return 4;
+	}
+	u[0] = '?';
+	return 1;
+}
+
+/* Character i of a compact string's data of kind 1, 2 or 4 bytes per character. */
+static uint32_t code_point(const unsigned char *raw, unsigned int kind, size_t i)
+{
+	if (kind == 1)
+		return raw[i];
+	if (kind == 2)
+		return (uint32_t)(raw[2 * i] | raw[2 * i + 1] << 8);
+	return (uint32_t)(raw[4 * i] | raw[4 * i + 1] << 8 | raw[4 * i + 2] << 16 |
+			  (uint32_t)raw[4 * i + 3] << 24);
+}
+
+/* A str object's length (capped at PY_STR_MAX - 1), kind and data address, from its
+ * header; only compact strings (those of code objects). */
+static int str_layout(int pid, const struct py_offsets_gen *o, uint64_t obj,
+		      uint64_t *n, unsigned int *kind, uint64_t *data)
+{
+	unsigned char hdr[128];
+	unsigned int state = 0, compact, ascii;
 	int ret;
 
-	buf[0] = 0;
 	if ((size_t)o->unicode_compact_size > sizeof(hdr))
 		return -EINVAL;
 	ret = read_mem(pid, obj, hdr, (size_t)o->unicode_ascii_size);
 	if (ret)
 		return ret;
-	memcpy(&n, hdr + o->unicode_length, 8);
+	*n = 0;
+	memcpy(n, hdr + o->unicode_length, 8);
 	memcpy(&state, hdr + o->unicode_state, 4);
-	kind = (state >> o->unicode_kind_shift) & (unsigned)o->unicode_kind_mask;
+	*kind = (state >> o->unicode_kind_shift) & (unsigned)o->unicode_kind_mask;
 	compact = (state >> o->unicode_compact_shift) & (unsigned)o->unicode_compact_mask;
 	ascii = (state >> o->unicode_ascii_shift) & (unsigned)o->unicode_ascii_mask;
-	if (!compact || (kind != 1 && kind != 2 && kind != 4))
+	if (!compact || (*kind != 1 && *kind != 2 && *kind != 4))
 		return -EBADMSG;	/* code objects' strings are compact */
-	if (n > PY_STR_MAX - 1)
-		n = PY_STR_MAX - 1;
-	data = obj + (uint64_t)(ascii ? o->unicode_ascii_size : o->unicode_compact_size);
-	want = (size_t)n * kind;
-	ret = read_mem(pid, data, raw, want);
+	if (*n > PY_STR_MAX - 1)
+		*n = PY_STR_MAX - 1;
+	*data = obj + (uint64_t)(ascii ? o->unicode_ascii_size : o->unicode_compact_size);
+	return 0;
+}
+
+/* A str object as UTF-8, at most PY_STR_MAX - 1 bytes. */
+static int read_str(int pid, const struct py_offsets_gen *o, uint64_t obj,
+		    char *buf, size_t len)
+{
+	unsigned char raw[PY_STR_MAX * 4];
+	unsigned int kind;
+	uint64_t n, data;
+	size_t i, w = 0;
+	int ret;
+
+	buf[0] = 0;
+	ret = str_layout(pid, o, obj, &n, &kind, &data);
+	if (!ret)
+		ret = read_mem(pid, data, raw, (size_t)n * kind);
 	if (ret)
 		return ret;
 	for (i = 0; i < n; i++) {
-		uint32_t cp = kind == 1 ? raw[i] :
-			      kind == 2 ? (uint32_t)(raw[2 * i] | raw[2 * i + 1] << 8) :
-					  (uint32_t)(raw[4 * i] | raw[4 * i + 1] << 8 |
-						     raw[4 * i + 2] << 16 | (uint32_t)raw[4 * i + 3] << 24);
 		char u[4];
-		size_t k;
+		size_t k = utf8_put(code_point(raw, kind, i), u);
 
-		if (cp < 0x80) {
-			u[0] = (char)cp;
-			k = 1;
-		} else if (cp < 0x800) {
-			u[0] = (char)(0xc0 | cp >> 6);
-			u[1] = (char)(0x80 | (cp & 0x3f));
-			k = 2;
-		} else if (cp < 0x10000) {
-			u[0] = (char)(0xe0 | cp >> 12);
-			u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-			u[2] = (char)(0x80 | (cp & 0x3f));
-			k = 3;
-		} else if (cp < 0x110000) {
-			u[0] = (char)(0xf0 | cp >> 18);
-			u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-			u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-			u[3] = (char)(0x80 | (cp & 0x3f));
-			k = 4;
-		} else {
-			u[0] = '?';
-			k = 1;
-		}
 		if (w + k >= len)
 			break;
 		memcpy(buf + w, u, k);

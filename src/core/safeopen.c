@@ -2,13 +2,13 @@
 /* safeopen: see safeopen.h for why each step is there. */
 #define _GNU_SOURCE
 #include "safeopen.h"
+#include "errbuf.h"
 
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libelf.h>
 #include <linux/openat2.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,17 +18,6 @@
 #include <unistd.h>
 
 #define SAFEOPEN_PATH_MAX 4096
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static int sys_openat2(int dirfd, const char *path, struct open_how *how)
 {
@@ -47,11 +36,11 @@ static int check_stat(const struct stat *st, const struct safeopen_id *id,
 		      const char *what, char *err, size_t errlen)
 {
 	if (!S_ISREG(st->st_mode)) {
-		set_err(err, errlen, "%s: not a regular file", what);
+		gp_set_err(err, errlen, "%s: not a regular file", what);
 		return -EINVAL;
 	}
 	if (id && !same_id(st, id)) {
-		set_err(err, errlen,
+		gp_set_err(err, errlen,
 			"%s: is %u:%u inode %llu, not the mapped %u:%u inode %llu",
 			what, major(st->st_dev), minor(st->st_dev),
 			(unsigned long long)st->st_ino, id->dev_major,
@@ -77,18 +66,18 @@ static int reopen_checked(int pathfd, const struct stat *want,
 	fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
-		set_err(err, errlen, "%s: %s", what, strerror(-ret));
+		gp_set_err(err, errlen, "%s: %s", what, strerror(-ret));
 		goto cleanup;
 	}
 	if (fstat(fd, &st)) {
 		ret = -errno;
-		set_err(err, errlen, "%s: %s", what, strerror(-ret));
+		gp_set_err(err, errlen, "%s: %s", what, strerror(-ret));
 		goto cleanup;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_dev != want->st_dev ||
 	    st.st_ino != want->st_ino) {
 		ret = -ESTALE;
-		set_err(err, errlen, "%s: changed while being opened", what);
+		gp_set_err(err, errlen, "%s: changed while being opened", what);
 		goto cleanup;
 	}
 	ret = fd;
@@ -99,6 +88,58 @@ cleanup:
 	return ret;
 }
 
+/* "<proc_root>/<pid>/root" opened O_PATH: /proc/PID/root is followed on purpose, it is
+ * the kernel's link, not theirs. A descriptor, or -errno with one reason in err. */
+static int open_proc_root(const char *proc_root, int pid, char *err, size_t errlen)
+{
+	char root[SAFEOPEN_PATH_MAX];
+	int fd, n;
+
+	n = snprintf(root, sizeof(root), "%s/%d/root", proc_root, pid);
+	if (n < 0 || (size_t)n >= sizeof(root)) {
+		gp_set_err(err, errlen, "%s: proc root too long", proc_root);
+		return -ENAMETOOLONG;
+	}
+	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		fd = -errno;
+		gp_set_err(err, errlen, "%s: %s", root, strerror(-fd));
+	}
+	return fd;
+}
+
+/* An absolute path of a bounded length, for a real PID. */
+static int check_path(const char *path, int pid, char *err, size_t errlen)
+{
+	if (!path || path[0] != '/' || pid <= 0) {
+		gp_set_err(err, errlen, "%s: not an absolute path",
+			   path ? path : "(null)");
+		return -EINVAL;
+	}
+	if (strnlen(path, SAFEOPEN_PATH_MAX) >= SAFEOPEN_PATH_MAX) {
+		gp_set_err(err, errlen, "path too long");
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+/* The last steps of both opens: the O_PATH descriptor must be a regular file with the
+ * mapped identity; then the readable descriptor of that very inode (or -errno). */
+static int accept_path_fd(int pathfd, const struct safeopen_id *id,
+			  const char *what, char *err, size_t errlen)
+{
+	struct stat st;
+	int ret;
+
+	if (fstat(pathfd, &st)) {
+		ret = -errno;
+		gp_set_err(err, errlen, "%s: %s", what, strerror(-ret));
+		return ret;
+	}
+	ret = check_stat(&st, id, what, err, errlen);
+	return ret ? ret : reopen_checked(pathfd, &st, what, err, errlen);
+}
+
 int safe_open_mapped(const char *proc_root, int pid, const char *path,
 		     const struct safeopen_id *id, char *err, size_t errlen)
 {
@@ -106,55 +147,27 @@ int safe_open_mapped(const char *proc_root, int pid, const char *path,
 		.flags = O_PATH | O_CLOEXEC,
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
 	};
-	char root[SAFEOPEN_PATH_MAX];
-	int rootfd = -1, pathfd = -1, ret, n;
-	struct stat st;
+	int rootfd = -1, pathfd = -1, ret;
 
-	if (!proc_root)
-		proc_root = "/proc";
-	if (!path || path[0] != '/' || pid <= 0) {
-		ret = -EINVAL;
-		set_err(err, errlen, "%s: not an absolute path",
-			path ? path : "(null)");
+	ret = check_path(path, pid, err, errlen);
+	if (ret)
 		goto cleanup;
-	}
-	if (strnlen(path, SAFEOPEN_PATH_MAX) >= SAFEOPEN_PATH_MAX) {
-		ret = -ENAMETOOLONG;
-		set_err(err, errlen, "path too long");
-		goto cleanup;
-	}
-	n = snprintf(root, sizeof(root), "%s/%d/root", proc_root, pid);
-	if (n < 0 || (size_t)n >= sizeof(root)) {
-		ret = -ENAMETOOLONG;
-		set_err(err, errlen, "%s: proc root too long", proc_root);
-		goto cleanup;
-	}
-	/* /proc/PID/root is followed on purpose: it is the kernel's, not theirs */
-	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	rootfd = open_proc_root(proc_root ? proc_root : "/proc", pid, err, errlen);
 	if (rootfd < 0) {
-		ret = -errno;
-		set_err(err, errlen, "%s: %s", root, strerror(-ret));
+		ret = rootfd;
 		goto cleanup;
 	}
 	pathfd = sys_openat2(rootfd, path, &how);
 	if (pathfd < 0) {
 		ret = -errno;
 		if (ret == -ELOOP || ret == -EXDEV)
-			set_err(err, errlen,
-				"%s: symlink loop or magic link refused", path);
+			gp_set_err(err, errlen,
+				   "%s: symlink loop or magic link refused", path);
 		else
-			set_err(err, errlen, "%s: %s", path, strerror(-ret));
+			gp_set_err(err, errlen, "%s: %s", path, strerror(-ret));
 		goto cleanup;
 	}
-	if (fstat(pathfd, &st)) {
-		ret = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror(-ret));
-		goto cleanup;
-	}
-	ret = check_stat(&st, id, path, err, errlen);
-	if (ret)
-		goto cleanup;
-	ret = reopen_checked(pathfd, &st, path, err, errlen);
+	ret = accept_path_fd(pathfd, id, path, err, errlen);
 cleanup:
 	if (pathfd >= 0)
 		close(pathfd);
@@ -169,39 +182,30 @@ int safe_open_map_file(const char *proc_root, int pid,
 {
 	char path[SAFEOPEN_PATH_MAX];
 	int pathfd = -1, ret, n;
-	struct stat st;
 
 	if (!proc_root)
 		proc_root = "/proc";
 	if (pid <= 0 || end <= start) {
 		ret = -EINVAL;
-		set_err(err, errlen, "bad mapping %llx-%llx", start, end);
+		gp_set_err(err, errlen, "bad mapping %llx-%llx", start, end);
 		goto cleanup;
 	}
 	n = snprintf(path, sizeof(path), "%s/%d/map_files/%llx-%llx",
 		     proc_root, pid, start, end);
 	if (n < 0 || (size_t)n >= sizeof(path)) {
 		ret = -ENAMETOOLONG;
-		set_err(err, errlen, "%s: proc root too long", proc_root);
+		gp_set_err(err, errlen, "%s: proc root too long", proc_root);
 		goto cleanup;
 	}
 	/* the map_files link is the kernel's own handle on the mapped file */
 	pathfd = open(path, O_PATH | O_CLOEXEC);
 	if (pathfd < 0) {
 		ret = -errno;
-		set_err(err, errlen, "%s: %s%s", path, strerror(-ret),
-			ret == -EPERM ? " (map_files needs CAP_SYS_ADMIN)" : "");
+		gp_set_err(err, errlen, "%s: %s%s", path, strerror(-ret),
+			   ret == -EPERM ? " (map_files needs CAP_SYS_ADMIN)" : "");
 		goto cleanup;
 	}
-	if (fstat(pathfd, &st)) {
-		ret = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror(-ret));
-		goto cleanup;
-	}
-	ret = check_stat(&st, id, path, err, errlen);
-	if (ret)
-		goto cleanup;
-	ret = reopen_checked(pathfd, &st, path, err, errlen);
+	ret = accept_path_fd(pathfd, id, path, err, errlen);
 cleanup:
 	if (pathfd >= 0)
 		close(pathfd);
@@ -219,27 +223,27 @@ Elf *safe_elf_begin(int fd, char *err, size_t errlen)
 
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		e = EINVAL;
-		set_err(err, errlen, "not a regular file");
+		gp_set_err(err, errlen, "not a regular file");
 		goto cleanup;
 	}
 	size = (unsigned long long)st.st_size;
 	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64) {
 		e = ENOEXEC;
-		set_err(err, errlen, "not a 64-bit ELF file");
+		gp_set_err(err, errlen, "not a 64-bit ELF file");
 		goto cleanup;
 	}
 	shnum = eh.e_shnum;
 	if (eh.e_shoff) {
 		if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > size) {
 			e = EBADMSG;
-			set_err(err, errlen, "corrupt ELF: section header table");
+			gp_set_err(err, errlen, "corrupt ELF: section header table");
 			goto cleanup;
 		}
 		if (shnum == 0) {	/* extended numbering: the count is in section 0 */
 			if (pread(fd, &sh0, sizeof(sh0), (off_t)eh.e_shoff) != (ssize_t)sizeof(sh0)) {
 				e = EBADMSG;
-				set_err(err, errlen, "corrupt ELF: section 0");
+				gp_set_err(err, errlen, "corrupt ELF: section 0");
 				goto cleanup;
 			}
 			shnum = sh0.sh_size;
@@ -247,7 +251,7 @@ Elf *safe_elf_begin(int fd, char *err, size_t errlen)
 		end = eh.e_shoff + shnum * sizeof(Elf64_Shdr);
 		if (shnum > size / sizeof(Elf64_Shdr) || end > size) {
 			e = EBADMSG;
-			set_err(err, errlen, "corrupt ELF: %llu section headers past the end", shnum);
+			gp_set_err(err, errlen, "corrupt ELF: %llu section headers past the end", shnum);
 			goto cleanup;
 		}
 	}
@@ -255,7 +259,7 @@ Elf *safe_elf_begin(int fd, char *err, size_t errlen)
 		end = eh.e_phoff + (unsigned long long)eh.e_phnum * sizeof(Elf64_Phdr);
 		if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > size || end > size) {
 			e = EBADMSG;
-			set_err(err, errlen, "corrupt ELF: program header table");
+			gp_set_err(err, errlen, "corrupt ELF: program header table");
 			goto cleanup;
 		}
 	}
@@ -263,7 +267,7 @@ Elf *safe_elf_begin(int fd, char *err, size_t errlen)
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		e = EBADMSG;
-		set_err(err, errlen, "libelf: %s", elf_errmsg(-1));
+		gp_set_err(err, errlen, "libelf: %s", elf_errmsg(-1));
 		if (elf)
 			elf_end(elf);
 		elf = NULL;
@@ -280,18 +284,12 @@ int safe_path_is_plain(const char *proc_root, int pid, const char *path, int fd)
 		.flags = O_PATH | O_CLOEXEC,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
-	char root[SAFEOPEN_PATH_MAX];
 	struct stat want, got;
-	int rootfd = -1, pathfd = -1, plain = 0, n;
+	int rootfd = -1, pathfd = -1, plain = 0;
 
-	if (!proc_root)
-		proc_root = "/proc";
 	if (!path || path[0] != '/' || !path[1] || pid <= 0 || fstat(fd, &want))
 		goto cleanup;
-	n = snprintf(root, sizeof(root), "%s/%d/root", proc_root, pid);
-	if (n < 0 || (size_t)n >= sizeof(root))
-		goto cleanup;
-	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	rootfd = open_proc_root(proc_root ? proc_root : "/proc", pid, NULL, 0);
 	if (rootfd < 0)
 		goto cleanup;
 	/* beneath the root: relative to it, so no absolute path */

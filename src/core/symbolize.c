@@ -474,35 +474,28 @@ cleanup:
 	free(d);
 }
 
-int symbolizer__format(struct symbolizer *s, int pid, unsigned long long addr,
-		       char *buf, size_t len)
+/*
+ * The mapping of addr in pid (*m NULL: none), from the cached maps; they are read again
+ * when addr is in none of them, at most every MAPS_REREAD_MIN_NS (the old ones are kept
+ * when the process is gone by now). 0 or -errno when pid's maps cannot be read at all.
+ */
+static int pmap_of(struct symbolizer *s, int pid, unsigned long long addr,
+		   const struct pmap **m)
 {
-	const struct elf_symtab *st;
-	struct pid_maps *pm = NULL, *fresh;
-	const struct pmap *m = NULL;
-	struct cache_slot *sl;
-	unsigned long long off = 0;
-	const char *name = NULL, *base;
-	long long vaddr;
-	char *dem = NULL;
-	int err = 0;
+	struct cache_slot *sl = cache_find(&s->pids, (unsigned long long)pid, 0);
+	struct pid_maps *pm, *fresh;
+	int err;
 
-	if (!s || !buf || !len || pid <= 0) {
-		err = -EINVAL;
-		goto cleanup;
-	}
-	sl = cache_find(&s->pids, (unsigned long long)pid, 0);
 	if (sl) {
 		pm = sl->val;
 	} else {
 		err = read_pid_maps(s, pid, &pm);
 		if (err)
-			goto cleanup;
+			return err;
 		sl = cache_insert(&s->pids, (unsigned long long)pid, 0, pm);
 	}
-	m = find_pmap(pm, addr);
-	if (!m && now_ns() - pm->read_ns >= MAPS_REREAD_MIN_NS) {
-		/* keep the old maps if the process is gone by now */
+	*m = find_pmap(pm, addr);
+	if (!*m && now_ns() - pm->read_ns >= MAPS_REREAD_MIN_NS) {
 		if (read_pid_maps(s, pid, &fresh) == 0) {
 			pid_maps__free(pm);
 			pm = fresh;
@@ -510,26 +503,49 @@ int symbolizer__format(struct symbolizer *s, int pid, unsigned long long addr,
 		} else {
 			pm->read_ns = now_ns();
 		}
-		m = find_pmap(pm, addr);
+		*m = find_pmap(pm, addr);
 	}
+	return 0;
+}
+
+/* The symbol covering addr in file-backed mapping m, its offset in *off; or NULL. */
+static const char *symbol_of(struct symbolizer *s, int pid, const struct pmap *m,
+			     unsigned long long addr, unsigned long long *off)
+{
+	const struct elf_symtab *st = get_symtab(s, pid, m);
+	long long vaddr;
+
+	if (!st)
+		return NULL;
+	if (elf_symtab__is_exec(st))
+		return elf_symtab__lookup(st, addr, off);
+	/* map offset -> file offset -> link-time address */
+	vaddr = elf_symtab__offset_to_vaddr(st, addr - m->start + m->offset);
+	return vaddr >= 0 ? elf_symtab__lookup(st, (unsigned long long)vaddr, off) : NULL;
+}
+
+int symbolizer__format(struct symbolizer *s, int pid, unsigned long long addr,
+		       char *buf, size_t len)
+{
+	const struct pmap *m = NULL;
+	unsigned long long off = 0;
+	const char *name, *base;
+	char *dem = NULL;
+	int err = 0;
+
+	if (!s || !buf || !len || pid <= 0) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	err = pmap_of(s, pid, addr, &m);
+	if (err)
+		goto cleanup;
 	if (!m || !m->path) {
 		snprintf(buf, len, "0x%llx", addr);
 		err = 1;
 		goto cleanup;
 	}
-	st = get_symtab(s, pid, m);
-	if (st) {
-		if (elf_symtab__is_exec(st)) {
-			name = elf_symtab__lookup(st, addr, &off);
-		} else {
-			/* map offset -> file offset -> link-time address */
-			vaddr = elf_symtab__offset_to_vaddr(st,
-					addr - m->start + m->offset);
-			if (vaddr >= 0)
-				name = elf_symtab__lookup(
-					st, (unsigned long long)vaddr, &off);
-		}
-	}
+	name = symbol_of(s, pid, m, addr, &off);
 	base = strrchr(m->path, '/');
 	base = base ? base + 1 : m->path;
 	if (name) {

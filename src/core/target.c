@@ -541,9 +541,65 @@ static int check_each(const struct lib_set *found, struct lib_set *libs, bool ve
 	return libs->n;
 }
 
-int target__resolve(const char *libcuda, int pid, bool verbose, struct lib_set *libs, char *err, size_t len)
+/* --libcuda PATH: that one file, checked. found is scratch space. */
+static int resolve_given(const char *libcuda, struct lib_set *found, struct lib_set *libs, char *err,
+			 size_t len)
 {
 	char real[PATH_MAX], why[GP_PATH_MAX + 512] = "";
+	int r;
+
+	/* libbpf resolves a relative name through fixed folders: give it an absolute one
+	 * (a descriptor handed down, /proc/self/fd/N, is one already) */
+	if (is_self_fd(libcuda)) {
+		snprintf(real, sizeof(real), "%s", libcuda);
+	} else if (!realpath(libcuda, real)) {
+		r = -errno;
+		snprintf(err, len, "--libcuda %s: %s", libcuda, strerror(-r));
+		return r;
+	}
+	r = libset__add(found, real);
+	if (r < 0) {
+		snprintf(err, len, "--libcuda %s: %s", libcuda, strerror(-r));
+		return r;
+	}
+	if (!is_self_fd(libcuda))
+		snprintf(found->libs[0].name, sizeof(found->libs[0].name), "%s", libcuda);
+	r = target__check_lib(&found->libs[0], why, sizeof(why));
+	if (r) {
+		snprintf(err, len, "--libcuda %s", why);
+		return r;
+	}
+	libset__add_entry(libs, &found->libs[0]);
+	return 0;
+}
+
+/* -p PID: the libcuda files pid maps into found (0), or -errno with the line that says
+ * why none (why: the first candidate refused). */
+static int resolve_pid(int pid, struct lib_set *found, bool verbose, char *why, size_t wlen, char *err,
+		       size_t len)
+{
+	int r = find_pid_libcuda(pid, found, verbose, why, wlen);
+
+	if (r == 0 && !*why && !readable_maps(pid))
+		r = -EACCES;
+	if (r == -ESRCH)
+		snprintf(err, len, "no process with PID %d", pid);
+	else if (r == -EACCES || r == -EPERM)
+		snprintf(err, len, "cannot read the mappings of PID %d: %s (another user's process: needs CAP_SYS_PTRACE, or root)",
+			 pid, strerror(-r));
+	else if (r < 0)
+		snprintf(err, len, "cannot read the mappings of PID %d: %s", pid, strerror(-r));
+	else if (r == 0 && *why)
+		snprintf(err, len, "no usable libcuda found (%s)", why);
+	else if (r == 0)
+		snprintf(err, len, "PID %d does not map libcuda.so (not a CUDA process yet? use --libcuda PATH to probe a file anyway)",
+			 pid);
+	return r <= 0 ? (r ? r : -ENOENT) : 0;
+}
+
+int target__resolve(const char *libcuda, int pid, bool verbose, struct lib_set *libs, char *err, size_t len)
+{
+	char why[GP_PATH_MAX + 512] = "";
 	struct lib_set *found;
 	int r = 0;
 
@@ -551,47 +607,11 @@ int target__resolve(const char *libcuda, int pid, bool verbose, struct lib_set *
 	if (!found)
 		return -ENOMEM;
 	if (libcuda) {
-		/* libbpf resolves a relative name through fixed folders: give it an absolute one
-		 * (a descriptor handed down, /proc/self/fd/N, is one already) */
-		if (is_self_fd(libcuda))
-			snprintf(real, sizeof(real), "%s", libcuda);
-		else if (!realpath(libcuda, real)) {
-			r = -errno;
-			snprintf(err, len, "--libcuda %s: %s", libcuda, strerror(-r));
-			goto cleanup;
-		}
-		r = libset__add(found, real);
-		if (r < 0) {
-			snprintf(err, len, "--libcuda %s: %s", libcuda, strerror(-r));
-			goto cleanup;
-		}
-		if (!is_self_fd(libcuda))
-			snprintf(found->libs[0].name, sizeof(found->libs[0].name), "%s", libcuda);
-		r = target__check_lib(&found->libs[0], why, sizeof(why));
-		if (r) {
-			snprintf(err, len, "--libcuda %s", why);
-			goto cleanup;
-		}
-		libset__add_entry(libs, &found->libs[0]);
+		r = resolve_given(libcuda, found, libs, err, len);
 		goto cleanup;
 	}
 	if (pid > 0) {
-		r = find_pid_libcuda(pid, found, verbose, why, sizeof(why));
-		if (r == 0 && !*why && !readable_maps(pid))
-			r = -EACCES;
-		if (r == -ESRCH)
-			snprintf(err, len, "no process with PID %d", pid);
-		else if (r == -EACCES || r == -EPERM)
-			snprintf(err, len, "cannot read the mappings of PID %d: %s (another user's process: needs CAP_SYS_PTRACE, or root)",
-				 pid, strerror(-r));
-		else if (r < 0)
-			snprintf(err, len, "cannot read the mappings of PID %d: %s", pid, strerror(-r));
-		else if (r == 0 && *why)
-			snprintf(err, len, "no usable libcuda found (%s)", why);
-		else if (r == 0)
-			snprintf(err, len, "PID %d does not map libcuda.so (not a CUDA process yet? use --libcuda PATH to probe a file anyway)",
-				 pid);
-		r = r <= 0 ? (r ? r : -ENOENT) : 0;
+		r = resolve_pid(pid, found, verbose, why, sizeof(why), err, len);
 	} else if (find_libcuda(found, verbose) == 0) {
 		snprintf(err, len, "no libcuda.so.1 found (LD_LIBRARY_PATH, ldconfig, the usual driver folders, running processes): use --libcuda PATH");
 		r = -ENOENT;

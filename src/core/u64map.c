@@ -67,6 +67,20 @@ void *u64map__get(const struct u64map *m, uint64_t key)
 	return s ? s->val : NULL;
 }
 
+void *u64map__get_new(struct u64map *m, uint64_t key, size_t size)
+{
+	void *v = u64map__get(m, key);
+
+	if (v)
+		return v;
+	v = calloc(1, size);
+	if (v && u64map__put(m, key, v)) {
+		free(v);
+		v = NULL;
+	}
+	return v;
+}
+
 static void insert(struct slot *slots, size_t cap, uint64_t key, void *val)
 {
 	size_t mask = cap - 1, i = hash64(key) & mask;
@@ -168,4 +182,22 @@ void u64map__free_all(struct u64map *m, void (*free_value)(void *v))
 	for (size_t it = 0; u64map__next(m, &it, &k, &v);)
 		(free_value ? free_value : free)(v);
 	u64map__free(m);
+}
+
+void **u64map__sorted(const struct u64map *m, void ***view, size_t *n, int (*cmp)(const void *, const void *))
+{
+	size_t cnt = u64map__size(m), i = 0;
+	void **v = realloc(*view, (cnt ? cnt : 1) * sizeof(*v));
+	uint64_t k;
+	void *val;
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	*view = v;
+	for (size_t it = 0; u64map__next(m, &it, &k, &val);)
+		v[i++] = val;
+	qsort(v, cnt, sizeof(*v), cmp);
+	*n = cnt;
+	return v;
 }

@@ -282,8 +282,35 @@ cleanup:
 }
 
 /*
- * libdwfl's find_debuginfo: the build-id path, then the .gnu_debuglink name
- * beside the file, in .debug/ and under /usr/lib/debug, all inside the
+ * Candidate i (0-3) for a debug file: the build-id path, then the .gnu_debuglink name
+ * (a plain name, no folder) beside the file (in dir), in its .debug/ and under
+ * /usr/lib/debug. The length written into cand, or -1 when candidate i does not exist.
+ */
+static int debug_candidate(int i, const unsigned char *bid, int bid_len, const char *dir,
+			   const char *debuglink_file, char *cand, size_t len)
+{
+	if (i == 0 && bid_len > 1 && bid_len <= 64) {
+		char hex[130];
+		int k;
+
+		for (k = 0; k < bid_len; k++)
+			sprintf(hex + 2 * k, "%02x", bid[k]);
+		return snprintf(cand, len, "/usr/lib/debug/.build-id/%.2s/%s.debug",
+				hex, hex + 2);
+	}
+	if (i > 0 && debuglink_file && debuglink_file[0] &&
+	    !strchr(debuglink_file, '/')) {
+		const char *fmt = i == 1 ? "%s/%s" :
+				  i == 2 ? "%s/.debug/%s" :
+					   "/usr/lib/debug%s/%s";
+
+		return snprintf(cand, len, fmt, strcmp(dir, "/") ? dir : "", debuglink_file);
+	}
+	return -1;
+}
+
+/*
+ * libdwfl's find_debuginfo: the candidates of debug_candidate, all inside the
  * process's root. A candidate counts only if its build-id (or, without
  * one, the debuglink CRC) matches: a stale debug file would give wrong CFI.
  */
@@ -318,25 +345,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 	if (slash)
 		slash[slash == dir ? 1 : 0] = '\0';
 	for (i = 0; i < 4 && fd < 0; i++) {
-		n = -1;
-		if (i == 0 && bid_len > 1 && bid_len <= 64) {
-			char hex[130];
-			int k;
-
-			for (k = 0; k < bid_len; k++)
-				sprintf(hex + 2 * k, "%02x", bid[k]);
-			n = snprintf(cand, sizeof(cand),
-				     "/usr/lib/debug/.build-id/%.2s/%s.debug",
-				     hex, hex + 2);
-		} else if (i > 0 && debuglink_file && debuglink_file[0] &&
-			   !strchr(debuglink_file, '/')) {
-			const char *fmt = i == 1 ? "%s/%s" :
-					  i == 2 ? "%s/.debug/%s" :
-						   "/usr/lib/debug%s/%s";
-
-			n = snprintf(cand, sizeof(cand), fmt,
-				     strcmp(dir, "/") ? dir : "", debuglink_file);
-		}
+		n = debug_candidate(i, bid, bid_len, dir, debuglink_file, cand, sizeof(cand));
 		if (n < 0 || (size_t)n >= sizeof(cand))
 			continue;
 		fd = try_debug(u, m->owner->pid, cand, f, bid,
@@ -732,25 +741,31 @@ static bool dwarf_size_ok(Dwfl_Module *mod)
 	return total <= UNWIND_DWARF_MAX;
 }
 
+/* The module of pc in pid's session (NULL: none there); -ESRCH when pid has none. */
+static int module_at(struct unwinder *u, int pid, uint64_t pc, Dwfl_Module **mod)
+{
+	struct upid *p = upid_for_pc(u, pid, pc);
+
+	*mod = p ? dwfl_addrmodule(p->dwfl, pc) : NULL;
+	return p ? 0 : -ESRCH;
+}
+
 int unwinder__srcline(struct unwinder *u, int pid, uint64_t pc, char *file,
 		      size_t flen, int *line)
 {
 	Dwfl_Module *mod;
 	Dwfl_Line *ln;
 	const char *src, *base;
-	struct upid *p;
 	int lineno = 0, err = -ENOENT;
 
 	if (!u || pid <= 0 || !file || !flen || !line) {
 		err = -EINVAL;
 		goto cleanup;
 	}
-	p = upid_for_pc(u, pid, pc);
-	if (!p) {
+	if (module_at(u, pid, pc, &mod)) {
 		err = -ESRCH;
 		goto cleanup;
 	}
-	mod = dwfl_addrmodule(p->dwfl, pc);
 	if (!mod || !dwarf_size_ok(mod))
 		goto cleanup;
 	ln = dwfl_module_getsrc(mod, pc);
@@ -771,19 +786,16 @@ int unwinder__symbol(struct unwinder *u, int pid, uint64_t pc, char *buf, size_t
 	GElf_Off off = 0;
 	GElf_Sym sym;
 	const char *name;
-	struct upid *p;
 	int err = -ENOENT;
 
 	if (!u || pid <= 0 || !buf || !len) {
 		err = -EINVAL;
 		goto cleanup;
 	}
-	p = upid_for_pc(u, pid, pc);
-	if (!p) {
+	if (module_at(u, pid, pc, &mod)) {
 		err = -ESRCH;
 		goto cleanup;
 	}
-	mod = dwfl_addrmodule(p->dwfl, pc);
 	name = mod ? dwfl_module_addrinfo(mod, pc, &off, &sym, NULL, NULL, NULL) : NULL;
 	if (!name || !name[0])
 		goto cleanup;

@@ -20,6 +20,26 @@ uint64_t gp_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+unsigned int gp_log2_slot(uint64_t v, unsigned int slots)
+{
+	unsigned int r = 0;
+
+	while (v > 1 && r < slots - 1) {
+		v >>= 1;
+		r++;
+	}
+	return r;
+}
+
+uint64_t gp_fnv1a(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *s = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 0x100000001b3ULL;
+	return h;
+}
+
 bool gp_has_cap(int cap)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };

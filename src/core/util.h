@@ -41,6 +41,14 @@ int gp_parse_seconds(const char *s, double max, double *out);
 /* Seconds as nanoseconds, for a value that gp_parse_seconds accepted. */
 uint64_t gp_seconds_to_ns(double s);
 
+/* The log2 histogram slot of v: floor(log2(v)), 0 for 0 and 1, at most slots - 1. */
+unsigned int gp_log2_slot(uint64_t v, unsigned int slots);
+
+/* FNV-1a of n bytes at p, continuing from h (GP_FNV1A_INIT to start): the hash of the
+ * tables and ids; keys that traced processes choose are compared, never trusted to it. */
+#define GP_FNV1A_INIT 0xcbf29ce484222325ULL
+uint64_t gp_fnv1a(const void *p, size_t n, uint64_t h);
+
 /* Log lines on stderr: "gpuprobe: ...", with the syslog priority prefix journald reads
  * ("<3>gpuprobe: ...") once gp_log_setup(true, ...) is called (the daemon). Debug lines
  * only with verbose. */

@@ -8,6 +8,7 @@
 #include "flame.h"
 #include "folded.h"
 #include "jsonnum.h"
+#include "util.h"
 
 #define XPAD 10.0
 #define YPAD_TOP 56.0	/* title, subtitle, buttons */
@@ -78,17 +79,6 @@ static void xml_put_safe(FILE *out, const char *s)
 	xml_put(out, buf, n);
 }
 
-static uint64_t fnv1a(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static bool has(const char *s, size_t n, const char *what)
 {
 	size_t w = strlen(what);
@@ -112,7 +102,7 @@ static void colour(const char *name, size_t len, int rgb[3])
 			fn = i;
 			break;
 		}
-	h = fnv1a(name, fn);
+	h = gp_fnv1a(name, fn, GP_FNV1A_INIT);
 	a = (double)(h & 0xffff) / 65535.0;
 	b = (double)((h >> 16) & 0xffff) / 65535.0;
 	c = (double)((h >> 32) & 0xffff) / 65535.0;
@@ -376,59 +366,46 @@ static const char STYLE[] =
 "g.anc { opacity: 0.55; }\n"
 "g.m rect { fill: rgb(230,0,230); }\n";
 
-int flame__render(struct folded *f, const struct flame_opts *o, FILE *out)
+/* A copy of f's stacks in frame-wise order (the folded's own order is byte order), in
+ * *out (the caller's to free); -ENOMEM. */
+static int frame_order(struct folded *f, struct folded_stack **out, size_t *n)
 {
-	struct flame_opts def = { 0 };
-	struct render r = { .out = out };
-	struct folded_stack *s = NULL;
 	const struct folded_stack *sorted;
-	struct open_frame *path = NULL;
-	size_t n = folded__sorted(f, &sorted);
-	double width, drawable;
-	char tot[96];
-	int err = 0;
+	struct folded_stack *s;
 
-	if (!o)
-		o = &def;
-	r.o = o;
-	width = o->width ? o->width : 1200;
-	if (width < FLAME_WIDTH_MIN || width > FLAME_WIDTH_MAX) {
-		err = -EINVAL;
-		goto cleanup;
-	}
-	if (folded__count(f) && !sorted) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	/* a sorted copy in frame-wise order; the folded's own order is byte order */
-	s = malloc((n ? n : 1) * sizeof(*s));
-	path = malloc(FOLDED_DEPTH_MAX * sizeof(*path));
-	if (!s || !path) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	if (n)
-		memcpy(s, sorted, n * sizeof(*s));
-	qsort(s, n, sizeof(*s), frame_cmp);
-	r.total = folded__total(f);
-	drawable = width - 2 * XPAD;
-	r.scale = r.total ? drawable / (double)r.total : 0;
-	r.minval = r.total ? FLAME_MIN_PX / r.scale : 1;
-	walk(&r, s, n, path);
-	r.height = YPAD_TOP + (double)(r.max_depth + 1) * FRAME_H + YPAD_BOTTOM;
+	*n = folded__sorted(f, &sorted);
+	*out = NULL;
+	if (folded__count(f) && !sorted)
+		return -ENOMEM;
+	s = malloc((*n ? *n : 1) * sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	if (*n)
+		memcpy(s, sorted, *n * sizeof(*s));
+	qsort(s, *n, sizeof(*s), frame_cmp);
+	*out = s;
+	return 0;
+}
+
+/* Everything before the frames: the SVG element, style, background, title, the line
+ * that says what is drawn, the buttons and the details line. */
+static void svg_head(const struct render *r, double width, double drawable, size_t n)
+{
+	FILE *out = r->out;
+	char tot[96];
 
 	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
 		"<svg id=\"fg\" version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
 		"viewBox=\"0 0 %.0f %.0f\" data-xpad=\"%.0f\" data-w=\"%.2f\" data-total=\"%" PRIu64 "\" data-fontw=\"%.3f\">\n",
-		width, r.height, width, r.height, XPAD, drawable, r.total, FONT_W);
+		width, r->height, width, r->height, XPAD, drawable, r->total, FONT_W);
 	fprintf(out, "<style>\n%s</style>\n", STYLE);
 	fputs("<defs><linearGradient id=\"fg-bg\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\">"
 	      "<stop stop-color=\"#eeeeee\" offset=\"5%\"/><stop stop-color=\"#eeeeb0\" offset=\"95%\"/>"
 	      "</linearGradient></defs>\n", out);
 	fputs("<rect width=\"100%\" height=\"100%\" fill=\"url(#fg-bg)\"/>\n", out);
 	fprintf(out, "<text id=\"fg-title\" x=\"%.0f\" y=\"24\" text-anchor=\"middle\">", width / 2);
-	xml_put_safe(out, o->title ? o->title : "Flame Graph");
-	value_text(&r, r.total, tot, sizeof(tot));
+	xml_put_safe(out, r->o->title ? r->o->title : "Flame Graph");
+	value_text(r, r->total, tot, sizeof(tot));
 	fprintf(out, "</text>\n<text class=\"sub\" x=\"%.0f\" y=\"42\" text-anchor=\"middle\">", width / 2);
 	if (n)
 		fprintf(out, "%zu stack%s, total ", n, n == 1 ? "" : "s");
@@ -441,8 +418,43 @@ int flame__render(struct folded *f, const struct flame_opts *o, FILE *out)
 	fprintf(out, "<text id=\"fg-search\" class=\"btn\" x=\"%.0f\" y=\"24\" text-anchor=\"end\">Search</text>\n",
 		width - XPAD);
 	fprintf(out, "<text id=\"fg-matched\" x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\"></text>\n", width - XPAD,
-		r.height - 10);
-	fprintf(out, "<text id=\"fg-details\" x=\"%.0f\" y=\"%.0f\"> </text>\n", XPAD, r.height - 10);
+		r->height - 10);
+	fprintf(out, "<text id=\"fg-details\" x=\"%.0f\" y=\"%.0f\"> </text>\n", XPAD, r->height - 10);
+}
+
+int flame__render(struct folded *f, const struct flame_opts *o, FILE *out)
+{
+	struct flame_opts def = { 0 };
+	struct render r = { .out = out };
+	struct folded_stack *s = NULL;
+	struct open_frame *path = NULL;
+	double width, drawable;
+	size_t n;
+	int err = 0;
+
+	if (!o)
+		o = &def;
+	r.o = o;
+	width = o->width ? o->width : 1200;
+	if (width < FLAME_WIDTH_MIN || width > FLAME_WIDTH_MAX) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	err = frame_order(f, &s, &n);
+	if (err)
+		goto cleanup;
+	path = malloc(FOLDED_DEPTH_MAX * sizeof(*path));
+	if (!path) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	r.total = folded__total(f);
+	drawable = width - 2 * XPAD;
+	r.scale = r.total ? drawable / (double)r.total : 0;
+	r.minval = r.total ? FLAME_MIN_PX / r.scale : 1;
+	walk(&r, s, n, path); /* the sizing pass: how deep the drawn frames go */
+	r.height = YPAD_TOP + (double)(r.max_depth + 1) * FRAME_H + YPAD_BOTTOM;
+	svg_head(&r, width, drawable, n);
 	fputs("<g id=\"fg-frames\">\n", out);
 	r.emit = true;
 	if (n)

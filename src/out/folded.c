@@ -6,6 +6,7 @@
 #include <string.h>
 #include "folded.h"
 #include "lines.h"
+#include "util.h"
 
 struct entry {
 	char *stack;
@@ -21,17 +22,6 @@ struct folded {
 	uint64_t total;
 	struct folded_stack *sorted; /* built on demand, dropped by every add */
 };
-
-static uint64_t fnv1a(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
 
 struct folded *folded__new(void)
 {
@@ -158,7 +148,7 @@ static int grow_slots(struct folded *f)
 /* Adds value to the stack text s (root-first, sanitized frames) of depth frames. */
 static int add_text(struct folded *f, const char *s, size_t len, size_t depth, uint64_t value)
 {
-	uint64_t h = fnv1a(s, len);
+	uint64_t h = gp_fnv1a(s, len, GP_FNV1A_INIT);
 	struct entry *e;
 	size_t j;
 
@@ -322,6 +312,56 @@ static bool parse_value(char *line, size_t len, size_t *stack_len, uint64_t *val
 	return true;
 }
 
+/* The frames of the stack text line[0, slen), split at ';' into frames and lens; their
+ * count, or FOLDED_DEPTH_MAX + 1 when there are more. */
+static size_t split_frames(const char *line, size_t slen, const char **frames, size_t *lens)
+{
+	size_t depth = 0;
+
+	for (size_t i = 0, start = 0; i <= slen; i++) {
+		if (i < slen && line[i] != ';')
+			continue;
+		if (depth == FOLDED_DEPTH_MAX)
+			return depth + 1;
+		frames[depth] = line + start;
+		lens[depth++] = i - start;
+		start = i + 1;
+	}
+	return depth;
+}
+
+/* One line of n bytes (its newline gone): a stack added, or counted as skipped;
+ * -ENOMEM, else 0. */
+static int read_stack(struct folded *f, char *line, size_t n, struct folded_read_stats *st,
+		      const char **frames, size_t *lens)
+{
+	size_t slen, depth;
+	uint64_t value;
+	int r;
+
+	if (n && line[n - 1] == '\r')
+		line[--n] = '\0';
+	if (!n)
+		return 0;
+	if (memchr(line, '\0', n) || !parse_value(line, n, &slen, &value)) {
+		skip(st, &st->malformed, "not \"frame;frame;... value\"");
+		return 0;
+	}
+	depth = split_frames(line, slen, frames, lens);
+	if (depth > FOLDED_DEPTH_MAX) {
+		skip(st, &st->too_deep, "deeper than the frame limit");
+		return 0;
+	}
+	r = add_frames(f, frames, lens, depth, false, value);
+	if (r == -E2BIG) {
+		skip(st, &st->too_many, "past the limit of distinct stacks");
+		return 0;
+	}
+	if (!r)
+		st->stacks++;
+	return r;
+}
+
 int folded__read(struct folded *f, FILE *in, struct folded_read_stats *st, char *err, size_t len)
 {
 	struct folded_read_stats dummy;
@@ -342,8 +382,7 @@ int folded__read(struct folded *f, FILE *in, struct folded_read_stats *st, char 
 		goto cleanup;
 	}
 	for (;;) {
-		size_t n, slen, depth = 0;
-		uint64_t value;
+		size_t n;
 		bool nl;
 		enum line_status ls = lines__read(in, line, FOLDED_LINE_MAX + 1, &n, &nl);
 
@@ -351,7 +390,7 @@ int folded__read(struct folded *f, FILE *in, struct folded_read_stats *st, char 
 			break;
 		if (ls == LINE_ERROR) {
 			r = -errno;
-			snprintf(err, len, "reading line %zu: %s", st->lines + 1, strerror(errno));
+			snprintf(err, len, "reading line %zu: %s", st->lines + 1, strerror(-r));
 			goto cleanup;
 		}
 		st->lines++;
@@ -359,40 +398,11 @@ int folded__read(struct folded *f, FILE *in, struct folded_read_stats *st, char 
 			skip(st, &st->too_long, "longer than the line limit");
 			continue;
 		}
-		if (n && line[n - 1] == '\r')
-			line[--n] = '\0';
-		if (!n)
-			continue;
-		if (memchr(line, '\0', n) || !parse_value(line, n, &slen, &value)) {
-			skip(st, &st->malformed, "not \"frame;frame;... value\"");
-			continue;
-		}
-		for (size_t i = 0, start = 0; i <= slen; i++) {
-			if (i < slen && line[i] != ';')
-				continue;
-			if (depth == FOLDED_DEPTH_MAX) {
-				depth++;
-				break;
-			}
-			frames[depth] = line + start;
-			lens[depth++] = i - start;
-			start = i + 1;
-		}
-		if (depth > FOLDED_DEPTH_MAX) {
-			skip(st, &st->too_deep, "deeper than the frame limit");
-			continue;
-		}
-		r = add_frames(f, frames, lens, depth, false, value);
-		if (r == -E2BIG) {
-			skip(st, &st->too_many, "past the limit of distinct stacks");
-			r = 0;
-			continue;
-		}
+		r = read_stack(f, line, n, st, frames, lens);
 		if (r) {
 			snprintf(err, len, "out of memory");
 			goto cleanup;
 		}
-		st->stacks++;
 	}
 cleanup:
 	free(line);

@@ -9,6 +9,7 @@
 #include "mode.h"
 #include "prom.h"
 #include "u64map.h"
+#include "util.h"
 
 _Static_assert(PROM_HIST_SLOTS == GP_HIST_SLOTS, "the BPF histograms' slots");
 
@@ -111,16 +112,9 @@ struct prom_out {
 	struct u64map *ridx; /* hash(fam, proc pointer) -> index + 1 */
 };
 
-static uint64_t fnv1a(const char *s, size_t n, uint64_t h)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-	return h;
-}
-
 static uint64_t hstr(uint64_t h, const char *s)
 {
-	return fnv1a(s, strlen(s) + 1, h); /* the NUL too: "a","bc" differs from "ab","c" */
+	return gp_fnv1a(s, strlen(s) + 1, h); /* the NUL too: "a","bc" differs from "ab","c" */
 }
 
 static uint64_t mix(uint64_t a, uint64_t b)

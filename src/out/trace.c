@@ -333,12 +333,83 @@ static const char *get_str(json_object *o, const char *key)
 
 enum rec { REC_BAD, REC_UNKNOWN, REC_OK };
 
+/* The optional "args" object of o, with a reference for the writer (NULL: none);
+ * false when it is there but not an object. */
+static bool get_args(json_object *o, json_object **args)
+{
+	*args = NULL;
+	if (!json_object_object_get_ex(o, "args", args))
+		return true;
+	if (!json_object_is_type(*args, json_type_object))
+		return false;
+	json_object_get(*args);
+	return true;
+}
+
+/* The pid and tid (32-bit) and ts_ns every thread record has. */
+static bool get_thread(json_object *o, int64_t *pid, int64_t *tid, uint64_t *ts)
+{
+	return get_int(o, "pid", 0, UINT32_MAX, pid) && get_int(o, "tid", 0, UINT32_MAX, tid) &&
+	       get_u64(o, "ts_ns", ts);
+}
+
+/* "call", "ioctl", "nccl": one call, entry to return. */
+static enum rec convert_event(struct trace_writer *w, json_object *o, const char *type)
+{
+	const char *fn = get_str(o, "fn");
+	int64_t pid, tid, ret;
+	uint64_t ts, dur;
+	json_object *args;
+
+	if (!fn || !get_thread(o, &pid, &tid, &ts) || !get_u64(o, "dur_ns", &dur) ||
+	    !get_int(o, "ret", INT64_MIN, INT64_MAX, &ret) || !get_args(o, &args))
+		return REC_BAD;
+	trace_writer__event(w, type, (uint32_t)pid, (uint32_t)tid, fn, ts, dur, ret, args);
+	return REC_OK;
+}
+
+static enum rec convert_instant(struct trace_writer *w, json_object *o)
+{
+	const char *name = get_str(o, "name");
+	int64_t pid, tid;
+	json_object *args;
+	uint64_t ts;
+
+	if (!name || !get_thread(o, &pid, &tid, &ts) || !get_args(o, &args))
+		return REC_BAD;
+	trace_writer__instant(w, (uint32_t)pid, (uint32_t)tid, name, ts, args);
+	return REC_OK;
+}
+
+/* A counter sample: 1 to TRACE_SERIES_MAX numbers. */
+static enum rec convert_counter(struct trace_writer *w, json_object *o)
+{
+	struct trace_series s[TRACE_SERIES_MAX];
+	const char *name = get_str(o, "name");
+	json_object *vals;
+	size_t n = 0;
+	int64_t pid;
+	uint64_t ts;
+
+	if (!name || !get_int(o, "pid", 0, UINT32_MAX, &pid) || !get_u64(o, "ts_ns", &ts) ||
+	    !json_object_object_get_ex(o, "values", &vals) || !json_object_is_type(vals, json_type_object) ||
+	    json_object_object_length(vals) < 1 || json_object_object_length(vals) > TRACE_SERIES_MAX)
+		return REC_BAD;
+	json_object_object_foreach(vals, k, v) {
+		if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
+			return REC_BAD;
+		s[n].name = k;
+		s[n++].value = json_object_get_double(v);
+	}
+	trace_writer__counter(w, (uint32_t)pid, name, ts, s, n);
+	return REC_OK;
+}
+
 /* Writes one JSON Lines record to w; the summary is kept in *summary. */
 static enum rec convert_record(struct trace_writer *w, json_object *o, json_object **summary)
 {
 	const char *type = json_object_is_type(o, json_type_object) ? get_str(o, "type") : NULL;
-	int64_t pid, tid, ret;
-	uint64_t ts, dur;
+	int64_t pid;
 
 	if (!type)
 		return REC_BAD;
@@ -354,56 +425,12 @@ static enum rec convert_record(struct trace_writer *w, json_object *o, json_obje
 		json_object_object_del(*summary, "type");
 		return REC_OK;
 	}
-	if (!strcmp(type, "call") || !strcmp(type, "ioctl") || !strcmp(type, "nccl")) {
-		const char *fn = get_str(o, "fn");
-		json_object *args = NULL;
-
-		if (!fn || !get_int(o, "pid", 0, UINT32_MAX, &pid) || !get_int(o, "tid", 0, UINT32_MAX, &tid) ||
-		    !get_u64(o, "ts_ns", &ts) || !get_u64(o, "dur_ns", &dur) ||
-		    !get_int(o, "ret", INT64_MIN, INT64_MAX, &ret))
-			return REC_BAD;
-		if (json_object_object_get_ex(o, "args", &args)) {
-			if (!json_object_is_type(args, json_type_object))
-				return REC_BAD;
-			json_object_get(args);
-		}
-		trace_writer__event(w, type, (uint32_t)pid, (uint32_t)tid, fn, ts, dur, ret, args);
-		return REC_OK;
-	}
-	if (!strcmp(type, "instant")) {
-		const char *name = get_str(o, "name");
-		json_object *args = NULL;
-
-		if (!name || !get_int(o, "pid", 0, UINT32_MAX, &pid) || !get_int(o, "tid", 0, UINT32_MAX, &tid) ||
-		    !get_u64(o, "ts_ns", &ts))
-			return REC_BAD;
-		if (json_object_object_get_ex(o, "args", &args)) {
-			if (!json_object_is_type(args, json_type_object))
-				return REC_BAD;
-			json_object_get(args);
-		}
-		trace_writer__instant(w, (uint32_t)pid, (uint32_t)tid, name, ts, args);
-		return REC_OK;
-	}
-	if (!strcmp(type, "counter")) {
-		struct trace_series s[TRACE_SERIES_MAX];
-		const char *name = get_str(o, "name");
-		json_object *vals;
-		size_t n = 0;
-
-		if (!name || !get_int(o, "pid", 0, UINT32_MAX, &pid) || !get_u64(o, "ts_ns", &ts) ||
-		    !json_object_object_get_ex(o, "values", &vals) || !json_object_is_type(vals, json_type_object) ||
-		    json_object_object_length(vals) < 1 || json_object_object_length(vals) > TRACE_SERIES_MAX)
-			return REC_BAD;
-		json_object_object_foreach(vals, k, v) {
-			if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
-				return REC_BAD;
-			s[n].name = k;
-			s[n++].value = json_object_get_double(v);
-		}
-		trace_writer__counter(w, (uint32_t)pid, name, ts, s, n);
-		return REC_OK;
-	}
+	if (!strcmp(type, "call") || !strcmp(type, "ioctl") || !strcmp(type, "nccl"))
+		return convert_event(w, o, type);
+	if (!strcmp(type, "instant"))
+		return convert_instant(w, o);
+	if (!strcmp(type, "counter"))
+		return convert_counter(w, o);
 	return REC_UNKNOWN;
 }
 
@@ -437,6 +464,82 @@ static void dropped(struct trace_convert_stats *st, size_t *why)
 		st->first_dropped = st->lines;
 }
 
+/* Converts every line of in into w, counting in st; 0, or -errno with one line in err
+ * when reading fails (what was converted stays). */
+static int convert_lines(FILE *in, const char *in_path, struct trace_writer *w, struct json_tokener *tok,
+			 char *line, struct trace_convert_stats *st, json_object **summary, char *err,
+			 size_t len)
+{
+	for (;;) {
+		size_t n;
+		bool nl;
+		enum line_status ls = lines__read(in, line, TRACE_LINE_MAX + 1, &n, &nl);
+		json_object *o;
+		enum rec k;
+
+		if (ls == LINE_EOF)
+			return 0;
+		if (ls == LINE_ERROR) {
+			int r = -errno;
+
+			snprintf(err, len, "%s: reading line %zu: %s", in_path, st->lines + 1, strerror(-r));
+			return r;
+		}
+		st->lines++;
+		if (ls == LINE_LONG) {
+			dropped(st, &st->too_long);
+			continue;
+		}
+		if (!n)
+			continue;
+		o = parse_line(tok, line, n);
+		if (!o) {
+			/* a last line without its newline that does not parse: the writer was
+			 * stopped inside it */
+			dropped(st, nl ? &st->malformed : &st->truncated);
+			continue;
+		}
+		k = convert_record(w, o, summary);
+		json_object_put(o);
+		if (k == REC_OK)
+			st->records++;
+		else
+			dropped(st, k == REC_BAD ? &st->malformed : &st->unknown);
+	}
+}
+
+/* The document's otherData: the trace's summary, and what convert dropped when it
+ * dropped anything or found no summary. */
+static json_object *other_data(const struct trace_convert_stats *st, json_object *summary)
+{
+	json_object *other, *c;
+
+	if (!st->dropped && summary)
+		return json_object_get(summary);
+	other = summary ? json_object_get(summary) : json_object_new_object();
+	c = json_object_new_object();
+	json_object_object_add(c, "lines", json_object_new_uint64(st->lines));
+	json_object_object_add(c, "records", json_object_new_uint64(st->records));
+	json_object_object_add(c, "dropped_lines", json_object_new_uint64(st->dropped));
+	json_object_object_add(c, "truncated", json_object_new_boolean(st->truncated > 0));
+	json_object_object_add(c, "summary_missing", json_object_new_boolean(!summary));
+	json_object_object_add(other, "convert", c);
+	return other;
+}
+
+/* Input that gave no record at all is not a trace: -EINVAL with the reason. */
+static int no_record(const char *in_path, const struct trace_convert_stats *st, char *err, size_t len)
+{
+	if (!st->dropped || st->records)
+		return 0;
+	if (st->dropped == st->truncated)
+		snprintf(err, len, "%s: no complete record: the trace ends inside its first line", in_path);
+	else
+		snprintf(err, len, "%s: not a gpuprobe JSON Lines trace (no record in %zu lines)", in_path,
+			 st->lines);
+	return -EINVAL;
+}
+
 int trace__convert(const char *in_path, FILE *out, struct trace_convert_stats *st, char *err,
 		   size_t len)
 {
@@ -463,69 +566,17 @@ int trace__convert(const char *in_path, FILE *out, struct trace_convert_stats *s
 	}
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	/* from here on the document is always finished, whatever the input holds */
-	for (;;) {
-		size_t n;
-		bool nl;
-		enum line_status ls = lines__read(in, line, TRACE_LINE_MAX + 1, &n, &nl);
-		json_object *o;
-		enum rec k;
-
-		if (ls == LINE_EOF)
-			break;
-		if (ls == LINE_ERROR) {
-			r = -errno;
-			snprintf(err, len, "%s: reading line %zu: %s", in_path, st->lines + 1, strerror(errno));
-			break;
-		}
-		st->lines++;
-		if (ls == LINE_LONG) {
-			dropped(st, &st->too_long);
-			continue;
-		}
-		if (!n)
-			continue;
-		o = parse_line(tok, line, n);
-		if (!o) {
-			/* a last line without its newline that does not parse: the writer was
-			 * stopped inside it */
-			dropped(st, nl ? &st->malformed : &st->truncated);
-			continue;
-		}
-		k = convert_record(w, o, &summary);
-		json_object_put(o);
-		if (k == REC_OK)
-			st->records++;
-		else
-			dropped(st, k == REC_BAD ? &st->malformed : &st->unknown);
-	}
+	r = convert_lines(in, in_path, w, tok, line, st, &summary, err, len);
 	st->summary = summary != NULL;
-	if (st->dropped || !summary) {
-		other = summary ? json_object_get(summary) : json_object_new_object();
-		json_object *c = json_object_new_object();
-
-		json_object_object_add(c, "lines", json_object_new_uint64(st->lines));
-		json_object_object_add(c, "records", json_object_new_uint64(st->records));
-		json_object_object_add(c, "dropped_lines", json_object_new_uint64(st->dropped));
-		json_object_object_add(c, "truncated", json_object_new_boolean(st->truncated > 0));
-		json_object_object_add(c, "summary_missing", json_object_new_boolean(!summary));
-		json_object_object_add(other, "convert", c);
-	} else {
-		other = json_object_get(summary);
-	}
+	other = other_data(st, summary);
 	num__json_shorten(other);
 	chrome_tail(out, other);
 	if ((fflush(out) || ferror(out)) && !r) {
 		r = -EIO;
 		snprintf(err, len, "writing the output: %s", strerror(EIO));
 	}
-	if (!r && st->dropped && !st->records) {
-		r = -EINVAL;
-		if (st->dropped == st->truncated)
-			snprintf(err, len, "%s: no complete record: the trace ends inside its first line", in_path);
-		else
-			snprintf(err, len, "%s: not a gpuprobe JSON Lines trace (no record in %zu lines)", in_path,
-				 st->lines);
-	}
+	if (!r)
+		r = no_record(in_path, st, err, len);
 cleanup:
 	json_object_put(summary);
 	json_object_put(other);

@@ -786,6 +786,37 @@ static uint64_t qword(const void *p, size_t off)
 	return v;
 }
 
+/*
+ * A CUkernel's CUfunction lies in a module the library keeps: driver 580's
+ * cuFuncGetModule returns CUDA_SUCCESS for it (tests/gpu/check_standins.sh on
+ * the H200), and the module works with the calls that take a CUmodule.
+ */
+static void test_library_module(CUkernel k, CUfunction fk)
+{
+	CUmodule m = NULL, m2 = NULL;
+	CUfunction f = NULL, fs[3] = { 0 }, fk2 = NULL;
+	unsigned int n = 0;
+
+	RC(cuFuncGetModule(&m, fk), CUDA_SUCCESS);
+	RC(cuFuncGetModule(&m2, fk), CUDA_SUCCESS);
+	check(m && m == m2, "cuFuncGetModule of a CUkernel's function: one module per library");
+	RC(cuModuleGetFunctionCount(&n, m), CUDA_SUCCESS);
+	check(n == 2, "the library's module has its 2 kernels' functions (%u)", n);
+	RC(cuModuleGetFunction(&f, m, "kern_b"), CUDA_SUCCESS);
+	RC(cuKernelGetFunction(&fk2, k), CUDA_SUCCESS);
+	check(f == fk && fk2 == fk,
+	      "cuModuleGetFunction on it gives cuKernelGetFunction's handle, every time");
+	RC(cuModuleEnumerateFunctions(fs, 3, m), CUDA_SUCCESS);
+	check(fs[1] == fk && fs[2] == NULL && fs[0] &&
+	      strcmp((const char *)(uintptr_t)qword(fs[0], 8), "kern_a") == 0,
+	      "cuModuleEnumerateFunctions on it: the kernels' functions, in order");
+	RC(cuFuncGetModule(&m2, fs[0]), CUDA_SUCCESS);
+	check(m2 == m, "the other kernel's function is in the same module");
+	RC(cuModuleUnload(m), CUDA_ERROR_NOT_PERMITTED);
+	RC(cuModuleGetFunctionCount(&n, m), CUDA_SUCCESS);
+	check(n == 2, "... and the module is still there");
+}
+
 static void test_handle_layout(void)
 {
 	static const char image[] = "_Z4gemmPfS_S_i\nrelu\nsoftmax\n";
@@ -817,7 +848,11 @@ static void test_handle_layout(void)
 	}
 	check(same && fs[3] == NULL,
 	      "cuModuleEnumerateFunctions: cuModuleGetFunction's handles, in order");
-	RC(cuModuleEnumerateFunctions(fs, 0, mod), CUDA_ERROR_INVALID_VALUE);
+	/* Driver 580 returns CUDA_SUCCESS for numFunctions 0 (tests/gpu/check_standins.sh). */
+	fs[0] = NULL;
+	RC(cuModuleEnumerateFunctions(fs, 0, mod), CUDA_SUCCESS);
+	check(fs[0] == NULL, "cuModuleEnumerateFunctions(numFunctions 0) writes nothing");
+	RC(cuModuleEnumerateFunctions(NULL, 4, mod), CUDA_ERROR_INVALID_VALUE);
 	RC(cuModuleEnumerateFunctions(fs, 4, (CUmodule)(void *)&n),
 	   CUDA_ERROR_INVALID_HANDLE);
 	RC(cuFuncGetModule(&m2, f), CUDA_SUCCESS);
@@ -838,17 +873,24 @@ static void test_handle_layout(void)
 	RC(cuKernelGetFunction(&fk, k), CUDA_SUCCESS);
 	check(qword(fk, 0) == 0x0000000100000001ull && qword(fk, 8) == qword(k, 8),
 	      "the kernel's CUfunction: function tag, the same name pointer");
-	RC(cuFuncGetModule(&m2, fk), CUDA_ERROR_NOT_FOUND);
+	test_library_module(k, fk);
 	RC(cuLibraryGetKernelCount(&n, lib), CUDA_SUCCESS);
 	check(n == 2, "cuLibraryGetKernelCount = %u", n);
+	/* Driver 580 returns CUDA_SUCCESS for numKernels 0 (tests/gpu/check_standins.sh). */
+	RC(cuLibraryEnumerateKernels(ks, 0, lib), CUDA_SUCCESS);
+	check(ks[0] == NULL, "cuLibraryEnumerateKernels(numKernels 0) writes nothing");
+	RC(cuLibraryEnumerateKernels(NULL, 1, lib), CUDA_ERROR_INVALID_VALUE);
 	RC(cuLibraryEnumerateKernels(ks, 1, lib), CUDA_SUCCESS);
 	check(ks[0] && ks[1] == NULL && qword(ks[0], 8) &&
 	      strcmp((const char *)(uintptr_t)qword(ks[0], 8), "kern_a") == 0,
 	      "cuLibraryEnumerateKernels returns at most numKernels");
 	RC(cuKernelGetName(&kname, (CUkernel)(void *)f), CUDA_ERROR_INVALID_HANDLE);
 	RC(cuKernelGetName(NULL, k), CUDA_ERROR_INVALID_VALUE);
+	RC(cuFuncGetModule(&m2, fk), CUDA_SUCCESS);
 	RC(cuLibraryUnload(lib), CUDA_SUCCESS);
 	RC(cuKernelGetName(&kname, k), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuFuncGetName(&kname, fk), CUDA_ERROR_INVALID_HANDLE);
+	RC(cuModuleGetFunctionCount(&n, m2), CUDA_ERROR_INVALID_HANDLE);
 	RC(cuModuleUnload(mod), CUDA_SUCCESS);
 	RC(cuFuncGetModule(&m2, f), CUDA_ERROR_INVALID_VALUE);
 }
@@ -887,6 +929,44 @@ static CUkernel cap_k;
 static void launch1(CUfunction f, CUstream s)
 {
 	T(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+}
+
+/*
+ * Waiting for or querying a captured event: driver 580's sequence on the H200
+ * (tests/gpu/check_standins.sh) was cuEventSynchronize -> CUDA_ERROR_CAPTURED_EVENT,
+ * then cuEventQuery -> CUDA_ERROR_INVALID_VALUE and, with a fork unjoined,
+ * EndCapture -> CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.  No launches here: the
+ * kernel counters of test_capture stay as they are.
+ */
+static void test_captured_events(CUstream s, CUstream s2, CUevent e)
+{
+	CUstreamCaptureStatus st;
+	CUgraph gr;
+
+	RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	RC(cuEventRecord(e, s), CUDA_SUCCESS);
+	RC(cuStreamWaitEvent(s2, e, 0), CUDA_SUCCESS);
+	RC(cuEventSynchronize(e), CUDA_ERROR_CAPTURED_EVENT);
+	RC(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+	check(st == CU_STREAM_CAPTURE_STATUS_INVALIDATED,
+	      "cuEventSynchronize of a captured event invalidates the capture");
+	RC(cuEventQuery(e), CUDA_ERROR_INVALID_VALUE);
+	RC(cuEventSynchronize(e), CUDA_ERROR_INVALID_VALUE);
+	RC(cuStreamEndCapture(s2, &gr), CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+	gr = (CUgraph)(void *)&st;
+	RC(cuStreamEndCapture(s, &gr), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	check(gr == NULL, "... and its EndCapture, fork unjoined, returns no graph");
+	RC(cuStreamIsCapturing(s2, &st), CUDA_SUCCESS);
+	check(st == CU_STREAM_CAPTURE_STATUS_NONE, "the forked stream stops capturing with it");
+
+	RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	RC(cuEventRecord(e, s), CUDA_SUCCESS);
+	RC(cuEventQuery(e), CUDA_ERROR_CAPTURED_EVENT);
+	RC(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+	check(st == CU_STREAM_CAPTURE_STATUS_INVALIDATED,
+	      "cuEventQuery of a captured event invalidates the capture");
+	RC(cuEventQuery(e), CUDA_ERROR_INVALID_VALUE);
+	RC(cuStreamEndCapture(s, &gr), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
 }
 
 static void test_capture(void)
@@ -952,8 +1032,10 @@ static void test_capture(void)
 	RC(cuStreamGetCaptureInfo_v3(s2, &st, &id2, &gr2, &deps, &edges, &nd), CUDA_SUCCESS);
 	check(id && id == id2 && nd == 1 && deps && edges && edges[0].type == 0,
 	      "cuStreamGetCaptureInfo_v3: one capture id, one dependency on the forked stream");
-	RC(cuEventSynchronize(e1), CUDA_ERROR_CAPTURED_EVENT);
 	RC(cuStreamEndCapture(s2, &gr), CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+	RC(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+	check(st == CU_STREAM_CAPTURE_STATUS_ACTIVE, "EndCapture on the forked stream invalidates nothing");
+	gr = (CUgraph)(void *)&nd;
 	RC(cuStreamEndCapture(s, &gr), CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
 	check(gr == NULL, "a failed capture returns no graph");
 	RC(cuStreamIsCapturing(s2, &st), CUDA_SUCCESS);
@@ -962,6 +1044,7 @@ static void test_capture(void)
 	      "captured launches take no time");
 	check(kst_is("cap_a", 2, 3, 0) && kst_is("cap_b", 0, 1, 0) && kst_is("cap_c", 0, 2, 0),
 	      "captured launches count as captured, not launched");
+	test_captured_events(s, s2, e1);
 
 	/* Fork and join: 3 x cap_a, cap_b, then 2 x cap_c on s2 beside 1 x cap_d on s. */
 	RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
@@ -1681,6 +1764,30 @@ static void run_workload(const char *dir, const char *what, const char *args)
 	      WIFEXITED(st) ? WEXITSTATUS(st) : -1, strlen(last));
 }
 
+/*
+ * tests/gpu/standins_probe.c built against the toolkit's cuda.h and run on the
+ * stand-in in appdir/../fakecuda: its stand-in column holds what driver 580
+ * returned on the H200 (tests/gpu/check_standins.sh), and the stand-in's model
+ * for lines added since, so every line must say SAME.
+ */
+static void run_probe(const char *appdir)
+{
+	char cmd[4096];
+
+	if (access("tests/gpu/standins_probe.c", R_OK) != 0 ||
+	    access("/usr/local/cuda/include/cuda.h", R_OK) != 0) {
+		printf("# SKIP: no /usr/local/cuda/include/cuda.h to build tests/gpu/standins_probe.c\n");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "d=$(mktemp -d) && trap 'rm -rf \"$d\"' EXIT && "
+		 "${CC:-cc} -I/usr/local/cuda/include -o \"$d/probe\" tests/gpu/standins_probe.c "
+		 "-L'%s/../fakecuda' -l:libcuda.so.1 -ldl 2>&1 && "
+		 "FAKECUDA_BW=1e10 LD_LIBRARY_PATH='%s/../fakecuda' \"$d/probe\" 2>&1",
+		 appdir, appdir);
+	run_check("standins_probe on the stand-in: driver 580's return codes", cmd);
+}
+
 int main(int argc, char **argv)
 {
 	char cmd[4096], self[1024];
@@ -1741,6 +1848,7 @@ int main(int argc, char **argv)
 		run_workload(self, "nccl_launcher.sh", "2 --n 1 --bad");
 		run_workload(self, "tree_launcher.sh", "--late-child --n 2");
 		run_workload(self, "rate_app", "--phases 2000:20,20000:20 --alloc-every 10");
+		run_probe(self);
 	} else {
 		check(0, "readlink /proc/self/exe");
 	}

@@ -5,7 +5,7 @@
  * rank (nccl_launcher.sh does, as torchrun would):
  *
  *   nccl_app --rank R --nranks N --id-file F [--device D] [--n K] [--wait | --wait-early]
- *            [--bad] [--subset basic]
+ *            [--bad] [--subset basic] [--no-split-query]
  *
  * Rank 0 makes the ncclUniqueId and writes it to F (atomically); the others
  * read it.  The GPU is R modulo the device count unless --device says.  On the
@@ -26,6 +26,7 @@
  * --bad, at the end: an AllReduce with data type 99 on a live communicator,
  * one on NULL, one on the destroyed world: each must fail with
  * ncclInvalidArgument, and none is a collective.
+ * --no-split-query: the split is never asked its shape (as PyTorch's new_group).
  * --wait: READY after the world communicator is made; --wait-early: before.
  * --subset basic calls nothing the partial stand-in lacks (no p2p, AlltoAll,
  * Gather, Scatter), for tests with .output/fakenccl/partial/libnccl.so.2.
@@ -52,7 +53,7 @@
 
 static const char usage[] =
 	"--rank R --nranks N --id-file F [--device D] [--n K] [--wait | --wait-early] [--bad] "
-	"[--subset basic]";
+	"[--subset basic] [--no-split-query]";
 
 #define NCC(call) nccl_check((call), #call, __LINE__)
 
@@ -277,7 +278,7 @@ static void expect_launches(const char *base, unsigned long long n)
 int main(int argc, char **argv)
 {
 	unsigned long long k = 3;
-	int rank = -1, nranks = -1, dev = -1, wait = 0, early = 0, bad = 0, basic = 0, ndev = 0;
+	int rank = -1, nranks = -1, dev = -1, wait = 0, early = 0, bad = 0, basic = 0, ndev = 0, no_split_query = 0;
 	const char *id_file = NULL;
 	ncclUniqueId id;
 	CUcontext ctx;
@@ -306,6 +307,8 @@ int main(int argc, char **argv)
 			early = 1;
 		else if (!strcmp(argv[i], "--bad"))
 			bad = 1;
+		else if (!strcmp(argv[i], "--no-split-query"))
+			no_split_query = 1;
 		else if (!strcmp(argv[i], "--subset") && i + 1 < argc && !strcmp(argv[i + 1], "basic"))
 			basic = 1, i++;
 		else
@@ -441,8 +444,13 @@ int main(int argc, char **argv)
 	sub.nranks = sub.nmembers;
 	sub.rank = rank / 2;
 	NCC(ncclCommSplit(world.c, sub.color, sub.key, &sub.c, NULL));
-	NCC(ncclCommCount(sub.c, &n));
-	NCC(ncclCommUserRank(sub.c, &r));
+	if (no_split_query) { /* as PyTorch's new_group: the shape is never asked */
+		n = sub.nranks;
+		r = sub.rank;
+	} else {
+		NCC(ncclCommCount(sub.c, &n));
+		NCC(ncclCommUserRank(sub.c, &r));
+	}
 	if (n != sub.nranks || r != sub.rank) {
 		fprintf(stderr, "nccl_app: split communicator says %d ranks, rank %d\n", n, r);
 		return 1;

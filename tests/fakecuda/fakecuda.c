@@ -25,6 +25,14 @@
  *  - it counts what really ran per kernel name and per copy direction
  *    (fakecuda_ext.h), so workloads can check their own ground truth.
  *
+ * Checked against driver 580: tests/gpu/standins_probe.c runs the edge cases
+ * modelled here on a real driver and prints its codes beside the stand-in's
+ * (tests/gpu/check_standins.sh on the GPU machine).  The H200 run (driver
+ * 580.159.04) found 5 differences; the stand-in now returns driver 580's code
+ * on every line of that run: 0 differences.  fakecuda_smoke runs the probe on
+ * the stand-in; the probe's lines added since hold the stand-in's model until
+ * the next GPU run.
+ *
  * Environment (read once, by the first successful cuInit):
  *   FAKECUDA_DEVICES    number of devices (default 2, 0 = no device, at most 8)
  *   FAKECUDA_MEM_LIMIT  bytes per device (default 80 GiB; K/M/G/T suffix ok)
@@ -271,29 +279,39 @@ struct kstat {
 struct CUfunc_st {
 	uint64_t tag;	/* +0: FUNC_TAG */
 	const char *name;	/* +8: as the real driver's */
-	struct CUmod_st *mod;	/* NULL for functions got from a CUkernel */
-	struct CUkern_st *kern;
+	struct CUmod_st *mod;	/* a library's module for functions got from a CUkernel */
+	struct CUkern_st *kern;	/* the CUkernel it was got from, or NULL */
 	struct kstat *stat;
 };
 
 struct CUmod_st {
 	size_t n;
 	struct CUfunc_st *funcs;
-	char *names;	/* one buffer holding all the names */
+	char *names;	/* one buffer holding all the names (NULL: the library's) */
+	struct CUlib_st *lib;	/* the library this is the module of, or NULL */
 };
 
 struct CUkern_st {
 	uint64_t tag;	/* +0: KERN_TAG */
 	const char *name;	/* +8 */
 	struct CUlib_st *lib;	/* +16: as the real driver's */
-	struct CUfunc_st *func;	/* made by the first cuKernelGetFunction */
+	struct CUfunc_st *func;	/* what cuKernelGetFunction returns: in lib->mod */
 	struct kstat *stat;
 };
 
+/*
+ * A library keeps one module holding a CUfunction per kernel: what
+ * cuKernelGetFunction returns and cuFuncGetModule finds the module of.
+ * Driver 580 returns CUDA_SUCCESS and a module from cuFuncGetModule on a
+ * function got from a CUkernel (tests/gpu/check_standins.sh on the H200); the
+ * real driver keeps one such module per context (cuLibraryGetModule), the
+ * stand-in one per library.
+ */
 struct CUlib_st {
 	size_t n;
 	struct CUkern_st *kerns;
 	char *names;
+	struct CUmod_st *mod;
 };
 
 _Static_assert(offsetof(struct CUfunc_st, name) == 8, "name at +8");
@@ -974,6 +992,32 @@ static CUresult sync_capture_check(struct CUstream_st *st)
 static bool event_captured(const struct CUevent_st *ev)
 {
 	return ev->cap_id && capture_by_id(ev->cap_id);
+}
+
+/*
+ * cuEventSynchronize and cuEventQuery of an event recorded in a capture under
+ * way: CUDA_ERROR_CAPTURED_EVENT, and the capture is invalidated (CUDA's
+ * programming guide: synchronizing or querying a captured event is invalid).
+ * Once it is, driver 580 returns CUDA_ERROR_INVALID_VALUE here
+ * (tests/gpu/check_standins.sh on the H200: cuEventQuery after
+ * cuEventSynchronize of the same captured event), and the capture's
+ * cuStreamEndCapture CUDA_ERROR_STREAM_CAPTURE_INVALIDATED although a fork
+ * was unjoined.  That the cuEventSynchronize is what invalidated it is our
+ * reading of that run: real drivers return CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+ * for an unjoined fork alone (NVIDIA/warp#1469) and CUDA_ERROR_CAPTURED_EVENT
+ * for a query in a valid capture (pytorch/pytorch#193982);
+ * standins_probe's probe_capture_events checks it on the next GPU run.
+ */
+static CUresult captured_event_check(const struct CUevent_st *ev)
+{
+	struct capture *c = capture_by_id(ev->cap_id);
+
+	if (!c)
+		return CUDA_SUCCESS;
+	if (c->invalid)
+		return CUDA_ERROR_INVALID_VALUE;
+	c->invalid = true;
+	return CUDA_ERROR_CAPTURED_EVENT;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -3123,10 +3167,96 @@ CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
 /* ------------------------------------------------------------------------ */
 /* Modules and libraries. */
 
+/* Drops a module's handles and frees it; NULL is fine (g_lock held). */
+static void mod_free(struct CUmod_st *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; m->funcs && i < m->n; i++)
+		obj_del(&m->funcs[i]);
+	obj_del(m);
+	free(m->funcs);
+	free(m->names);
+	free(m);
+}
+
+/*
+ * A module with one function per name (names[] stay the caller's), the
+ * module and its functions registered; NULL when out of memory (g_lock held).
+ */
+static struct CUmod_st *mod_new(const char **names, size_t n)
+{
+	struct CUmod_st *m = calloc(1, sizeof(*m));
+	bool ok = m && (m->funcs = calloc(n + 1, sizeof(*m->funcs)));
+
+	if (m)
+		m->n = n;
+	for (size_t i = 0; ok && i < n; i++) {
+		m->funcs[i].tag = FUNC_TAG;
+		m->funcs[i].mod = m;
+		m->funcs[i].name = names[i];
+		m->funcs[i].stat = kstat_of(names[i]);
+		/* Each CUfunction is a distinct pointer into m->funcs. */
+		ok = m->funcs[i].stat && obj_add(&m->funcs[i], OBJ_FUNC);
+	}
+	if (ok)
+		ok = obj_add(m, OBJ_MODULE);
+	if (!ok) {
+		mod_free(m);
+		m = NULL;
+	}
+	return m;
+}
+
+/* Drops a library's handles, its module's too, and frees it; NULL is fine. */
+static void lib_free(struct CUlib_st *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; l->kerns && i < l->n; i++)
+		obj_del(&l->kerns[i]);
+	mod_free(l->mod);
+	obj_del(l);
+	free(l->kerns);
+	free(l->names);
+	free(l);
+}
+
+/* A library with one kernel per name and its module; NULL when out of memory. */
+static struct CUlib_st *lib_new(const char **names, size_t n)
+{
+	struct CUlib_st *l = calloc(1, sizeof(*l));
+	bool ok = l && (l->kerns = calloc(n + 1, sizeof(*l->kerns))) &&
+		  (l->mod = mod_new(names, n));
+
+	if (l)
+		l->n = n;
+	for (size_t i = 0; ok && i < n; i++) {
+		struct CUkern_st *k = &l->kerns[i];
+
+		k->tag = KERN_TAG;
+		k->lib = l;
+		k->name = names[i];
+		k->func = &l->mod->funcs[i];
+		k->func->kern = k;
+		k->stat = k->func->stat;
+		ok = obj_add(k, OBJ_KERNEL);
+	}
+	if (ok) {
+		l->mod->lib = l;
+		ok = obj_add(l, OBJ_LIB);
+	}
+	if (!ok) {
+		lib_free(l);
+		l = NULL;
+	}
+	return l;
+}
+
 CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
 	struct CUctx_st *ctx;
-	struct CUmod_st *m = NULL;
+	struct CUmod_st *m;
 	const char **names = NULL;
 	char *buf = NULL;
 	size_t n = 0;
@@ -3143,38 +3273,15 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	rc = parse_image(image, &buf, &names, &n);
 	if (rc)
 		goto out;
-	m = calloc(1, sizeof(*m));
-	if (m)
-		m->funcs = calloc(n + 1, sizeof(*m->funcs));
-	if (!m || !m->funcs || !obj_add(m, OBJ_MODULE)) {
+	m = mod_new(names, n);
+	free(names);
+	if (!m) {
+		free(buf);
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
-		goto fail;
+		goto out;
 	}
-	m->n = n;
 	m->names = buf;
-	for (size_t i = 0; i < n; i++) {
-		m->funcs[i].tag = FUNC_TAG;
-		m->funcs[i].mod = m;
-		m->funcs[i].name = names[i];
-		m->funcs[i].stat = kstat_of(names[i]);
-		/* Each CUfunction is a distinct pointer into m->funcs. */
-		if (!m->funcs[i].stat || !obj_add(&m->funcs[i], OBJ_FUNC)) {
-			while (i--)
-				obj_del(&m->funcs[i]);
-			obj_del(m);
-			rc = CUDA_ERROR_OUT_OF_MEMORY;
-			goto fail;
-		}
-	}
-	free(names);
 	*module = m;
-	goto out;
-fail:
-	if (m)
-		free(m->funcs);
-	free(m);
-	free(buf);
-	free(names);
 out:
 	UNLOCK();
 	return rc;
@@ -3209,18 +3316,14 @@ CUresult cuModuleUnload(CUmodule hmod)
 	CUresult rc = CUDA_SUCCESS;
 
 	LOCK();
-	if (!g.inited) {
+	if (!g.inited)
 		rc = CUDA_ERROR_NOT_INITIALIZED;
-	} else if (!obj_ok(hmod, OBJ_MODULE)) {
+	else if (!obj_ok(hmod, OBJ_MODULE))
 		rc = CUDA_ERROR_INVALID_HANDLE;
-	} else {
-		for (size_t i = 0; i < hmod->n; i++)
-			obj_del(&hmod->funcs[i]);
-		obj_del(hmod);
-		free(hmod->funcs);
-		free(hmod->names);
-		free(hmod);
-	}
+	else if (hmod->lib)	/* cuda.h: a library's module is not the caller's to unload */
+		rc = CUDA_ERROR_NOT_PERMITTED;
+	else
+		mod_free(hmod);
 	UNLOCK();
 	return rc;
 }
@@ -3232,7 +3335,7 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 			   void **libraryOptionValues,
 			   unsigned int numLibraryOptions)
 {
-	struct CUlib_st *l = NULL;
+	struct CUlib_st *l;
 	const char **names = NULL;
 	char *buf = NULL;
 	size_t n = 0;
@@ -3251,37 +3354,15 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 	rc = parse_image(code, &buf, &names, &n);
 	if (rc)
 		goto out;
-	l = calloc(1, sizeof(*l));
-	if (l)
-		l->kerns = calloc(n + 1, sizeof(*l->kerns));
-	if (!l || !l->kerns || !obj_add(l, OBJ_LIB)) {
+	l = lib_new(names, n);
+	free(names);
+	if (!l) {
+		free(buf);
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
-		goto fail;
+		goto out;
 	}
-	l->n = n;
 	l->names = buf;
-	for (size_t i = 0; i < n; i++) {
-		l->kerns[i].tag = KERN_TAG;
-		l->kerns[i].lib = l;
-		l->kerns[i].name = names[i];
-		l->kerns[i].stat = kstat_of(names[i]);
-		if (!l->kerns[i].stat || !obj_add(&l->kerns[i], OBJ_KERNEL)) {
-			while (i--)
-				obj_del(&l->kerns[i]);
-			obj_del(l);
-			rc = CUDA_ERROR_OUT_OF_MEMORY;
-			goto fail;
-		}
-	}
-	free(names);
 	*library = l;
-	goto out;
-fail:
-	if (l)
-		free(l->kerns);
-	free(l);
-	free(buf);
-	free(names);
 out:
 	UNLOCK();
 	return rc;
@@ -3312,39 +3393,20 @@ CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
 	return rc;
 }
 
+/* The kernel's function in its library's module: the same handle every time. */
 CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 {
 	struct CUctx_st *ctx;
-	struct CUfunc_st *f;
 	CUresult rc;
 
 	LOCK();
 	rc = cur_ctx(&ctx);
-	if (rc)
-		goto out;
-	if (!pFunc) {
+	if (rc == CUDA_SUCCESS && !pFunc)
 		rc = CUDA_ERROR_INVALID_VALUE;
-		goto out;
-	}
-	if (!obj_ok(kernel, OBJ_KERNEL)) {
+	else if (rc == CUDA_SUCCESS && !obj_ok(kernel, OBJ_KERNEL))
 		rc = CUDA_ERROR_INVALID_HANDLE;
-		goto out;
-	}
-	if (!kernel->func) {
-		f = calloc(1, sizeof(*f));
-		if (!f || !obj_add(f, OBJ_FUNC)) {
-			free(f);
-			rc = CUDA_ERROR_OUT_OF_MEMORY;
-			goto out;
-		}
-		f->tag = FUNC_TAG;
-		f->kern = kernel;
-		f->name = kernel->name;
-		f->stat = kernel->stat;
-		kernel->func = f;
-	}
-	*pFunc = kernel->func;
-out:
+	else if (rc == CUDA_SUCCESS)
+		*pFunc = kernel->func;
 	UNLOCK();
 	return rc;
 }
@@ -3354,25 +3416,12 @@ CUresult cuLibraryUnload(CUlibrary library)
 	CUresult rc = CUDA_SUCCESS;
 
 	LOCK();
-	if (!g.inited) {
+	if (!g.inited)
 		rc = CUDA_ERROR_NOT_INITIALIZED;
-	} else if (!obj_ok(library, OBJ_LIB)) {
+	else if (!obj_ok(library, OBJ_LIB))
 		rc = CUDA_ERROR_INVALID_HANDLE;
-	} else {
-		for (size_t i = 0; i < library->n; i++) {
-			struct CUkern_st *k = &library->kerns[i];
-
-			obj_del(k);
-			if (k->func) {
-				obj_del(k->func);
-				free(k->func);
-			}
-		}
-		obj_del(library);
-		free(library->kerns);
-		free(library->names);
-		free(library);
-	}
+	else
+		lib_free(library);
 	UNLOCK();
 	return rc;
 }
@@ -3407,9 +3456,8 @@ CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 	else if (!hmod || !obj_ok(hfunc, OBJ_FUNC))
 		rc = CUDA_ERROR_INVALID_VALUE;
-	else if (!hfunc->mod)	/* from a CUkernel: no module of the caller's */
-		rc = CUDA_ERROR_NOT_FOUND;
-	else
+	else	/* a CUkernel's function: driver 580 returns CUDA_SUCCESS and its
+		 * library's module here (tests/gpu/check_standins.sh on the H200) */
 		*hmod = hfunc->mod;
 	UNLOCK();
 	return rc;
@@ -3466,7 +3514,11 @@ CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib)
 	return rc;
 }
 
-/* At most numKernels handles, in the image's order. */
+/*
+ * At most numKernels handles, in the image's order.  numKernels 0: driver 580
+ * returns CUDA_SUCCESS here (tests/gpu/check_standins.sh on the H200), and the
+ * stand-in writes nothing.
+ */
 CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels,
 				   CUlibrary lib)
 {
@@ -3475,7 +3527,7 @@ CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels,
 	LOCK();
 	if (!g.inited) {
 		rc = CUDA_ERROR_NOT_INITIALIZED;
-	} else if (!kernels || !numKernels) {
+	} else if (!kernels) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 	} else if (!obj_ok(lib, OBJ_LIB)) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
@@ -3504,7 +3556,11 @@ CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule mod)
 	return rc;
 }
 
-/* The same handles cuModuleGetFunction returns, at most numFunctions of them. */
+/*
+ * The same handles cuModuleGetFunction returns, at most numFunctions of them.
+ * numFunctions 0: driver 580 returns CUDA_SUCCESS here
+ * (tests/gpu/check_standins.sh on the H200), and the stand-in writes nothing.
+ */
 CUresult cuModuleEnumerateFunctions(CUfunction *functions,
 				    unsigned int numFunctions, CUmodule mod)
 {
@@ -3513,7 +3569,7 @@ CUresult cuModuleEnumerateFunctions(CUfunction *functions,
 	LOCK();
 	if (!g.inited) {
 		rc = CUDA_ERROR_NOT_INITIALIZED;
-	} else if (!functions || !numFunctions) {
+	} else if (!functions) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 	} else if (!obj_ok(mod, OBJ_MODULE)) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
@@ -3736,9 +3792,9 @@ CUresult cuEventSynchronize(CUevent hEvent)
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 	else if (!obj_ok(hEvent, OBJ_EVENT))
 		rc = CUDA_ERROR_INVALID_HANDLE;
-	else if (event_captured(hEvent))
-		rc = CUDA_ERROR_CAPTURED_EVENT;
-	else if (hEvent->recorded)	/* never recorded: nothing to wait for */
+	else
+		rc = captured_event_check(hEvent);
+	if (rc == CUDA_SUCCESS && hEvent->recorded)	/* never recorded: nothing to wait for */
 		until = hEvent->t;
 	UNLOCK();
 	if (rc == CUDA_SUCCESS)
@@ -3755,9 +3811,9 @@ CUresult cuEventQuery(CUevent hEvent)
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 	else if (!obj_ok(hEvent, OBJ_EVENT))
 		rc = CUDA_ERROR_INVALID_HANDLE;
-	else if (event_captured(hEvent))
-		rc = CUDA_ERROR_CAPTURED_EVENT;
-	else if (hEvent->recorded && hEvent->t > now_ns())
+	else
+		rc = captured_event_check(hEvent);
+	if (rc == CUDA_SUCCESS && hEvent->recorded && hEvent->t > now_ns())
 		rc = CUDA_ERROR_NOT_READY;
 	UNLOCK();
 	return rc;
@@ -3877,7 +3933,10 @@ out:
  * Ends the capture that s began.  Every stream forked into it must have been
  * joined back: its last captured work must be among what s depends on now
  * (CUDA_ERROR_STREAM_CAPTURE_UNJOINED otherwise).  Failed or invalidated
- * captures return no graph.
+ * captures return no graph.  An invalidated capture says so before anything
+ * else: with a fork unjoined too, driver 580 returns
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED here (tests/gpu/check_standins.sh on
+ * the H200), and every stream forked into it stops capturing.
  */
 static NOINL CUresult do_end_capture(CUstream s, bool ptsz, CUgraph *out)
 {

@@ -4,10 +4,15 @@
  * models from cuda.h's documentation rather than from measurement, and prints
  * for each what this driver returned next to what the stand-in returns:
  *   <case>: got <x> stand-in <y> SAME|DIFFERS
- * Linked with the stand-in every line must say SAME (fakecuda_smoke's checks
- * are stricter); on the GPU machine a DIFFERS line is where the stand-in's
- * model departs from driver 580 and should be fixed (or its comment made
- * honest).  Build against the real cuda.h (tests/gpu/check_standins.sh does):
+ * Linked with the stand-in every line must say SAME (fakecuda_smoke runs it so,
+ * and its own checks are stricter); on the GPU machine a DIFFERS line is where
+ * the stand-in's model departs from driver 580 and should be fixed (or its
+ * comment made honest).  The H200 run (driver 580.159.04) found 5; the
+ * stand-in now returns what that driver did on every line that run had, and
+ * the lines added since (the library's module, the capture status after
+ * cuEventSynchronize, probe_capture_events, cuModuleUnload of the library's
+ * module) hold the stand-in's model until the next run.
+ * Build against the real cuda.h (tests/gpu/check_standins.sh does):
  *   cc -I/usr/local/cuda/include -o standins_probe standins_probe.c -lcuda -ldl
  */
 #define _GNU_SOURCE
@@ -54,6 +59,55 @@ static const char ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
 			exit(2);                                                 \
 		}                                                                \
 	} while (0)
+
+/*
+ * Which call invalidated the capture above?  Each case alone, in a capture of
+ * its own: an unjoined fork, a query first, EndCapture on the forked stream of
+ * a joined capture.
+ */
+static void probe_capture_events(CUfunction f, CUstream s, CUstream s2, CUevent e, CUevent e2)
+{
+	CUstreamCaptureStatus st;
+	CUgraph g;
+	char local[16];
+
+	OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
+	OK(cuEventRecord(e, s));
+	OK(cuStreamWaitEvent(s2, e, 0));
+	OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s2, NULL, NULL));
+	g = (CUgraph)(void *)local;
+	same("EndCapture with an unjoined fork, nothing else wrong", cuStreamEndCapture(s, &g),
+	     CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+	same("... graph returned is NULL", g == NULL, 1);
+	OK(cuStreamIsCapturing(s2, &st));
+	same("... the forked stream after it", st, CU_STREAM_CAPTURE_STATUS_NONE);
+
+	OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
+	OK(cuEventRecord(e, s));
+	same("cuEventQuery on a captured event, capture valid", cuEventQuery(e),
+	     CUDA_ERROR_CAPTURED_EVENT);
+	OK(cuStreamIsCapturing(s, &st));
+	same("... capture status after it", st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	same("... cuEventSynchronize on the event now", cuEventSynchronize(e),
+	     CUDA_ERROR_INVALID_VALUE);
+	same("... EndCapture", cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+
+	OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
+	OK(cuEventRecord(e, s));
+	OK(cuStreamWaitEvent(s2, e, 0));
+	OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s2, NULL, NULL));
+	OK(cuEventRecord(e2, s2));
+	OK(cuStreamWaitEvent(s, e2, 0));
+	same("EndCapture on the forked stream of a joined capture", cuStreamEndCapture(s2, &g),
+	     CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+	g = NULL;
+	same("... then EndCapture on the origin", cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+	if (g)
+		cuGraphDestroy(g);
+}
 
 int main(void)
 {
@@ -112,12 +166,22 @@ int main(void)
 	/* Names and enumeration. */
 	same("cuKernelGetName(CUfunction)", cuKernelGetName(&name, (CUkernel)(void *)f),
 	     CUDA_ERROR_INVALID_HANDLE);
-	same("cuFuncGetModule(function of a CUkernel)", cuFuncGetModule(&mod, fk),
-	     CUDA_ERROR_NOT_FOUND);
+	/* From here mod is the library's module, as it was on the H200 (driver 580). */
+	same("cuFuncGetModule(function of a CUkernel)", cuFuncGetModule(&mod, fk), CUDA_SUCCESS);
+	{
+		CUfunction f2 = NULL;
+		unsigned int nf = 0;
+		CUresult rc = cuModuleGetFunction(&f2, mod, "empty");
+
+		same("... cuModuleGetFunction there is cuKernelGetFunction's handle",
+		     rc ? -(long long)rc : f2 == fk, 1);
+		rc = cuModuleGetFunctionCount(&nf, mod);
+		same("... cuModuleGetFunctionCount there", rc ? -(long long)rc : nf, 1);
+	}
 	same("cuModuleEnumerateFunctions(numFunctions 0)", cuModuleEnumerateFunctions(&f, 0, mod),
-	     CUDA_ERROR_INVALID_VALUE);
+	     CUDA_SUCCESS);
 	same("cuLibraryEnumerateKernels(numKernels 0)", cuLibraryEnumerateKernels(&k, 0, lib),
-	     CUDA_ERROR_INVALID_VALUE);
+	     CUDA_SUCCESS);
 
 	/* Capture: the error codes and when a capture is invalidated. */
 	same("BeginCapture on the legacy stream", cuStreamBeginCapture(NULL, 0),
@@ -166,11 +230,19 @@ int main(void)
 	OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s2, NULL, NULL));
 	same("cuEventSynchronize on a captured event", cuEventSynchronize(e),
 	     CUDA_ERROR_CAPTURED_EVENT);
-	same("cuEventQuery on a captured event", cuEventQuery(e), CUDA_ERROR_CAPTURED_EVENT);
+	/*
+	 * Driver 580 on the H200: this query gave CUDA_ERROR_INVALID_VALUE and the
+	 * unjoined fork's EndCapture CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, read as:
+	 * the cuEventSynchronize above invalidated the capture.  The status line
+	 * and the cases after "6 captured launches" check that reading.
+	 */
+	OK(cuStreamIsCapturing(s, &st));
+	same("... capture status after it", st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	same("cuEventQuery on a captured event", cuEventQuery(e), CUDA_ERROR_INVALID_VALUE);
 	same("EndCapture on the forked stream", cuStreamEndCapture(s2, &g),
 	     CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
 	same("EndCapture with an unjoined fork", cuStreamEndCapture(s, &g),
-	     CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+	     CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
 	OK(cuStreamIsCapturing(s2, &st));
 	same("... the forked stream after it", st, CU_STREAM_CAPTURE_STATUS_NONE);
 
@@ -186,6 +258,7 @@ int main(void)
 	OK(cuStreamEndCapture(s, &g));
 	OK(cuGraphGetNodes(g, NULL, &nn));
 	same("6 captured launches: graph nodes", (long long)nn, 6);
+	probe_capture_events(f, s, s2, e, e2);
 
 	/* Graph update across a changed topology. */
 	OK(cuGraphInstantiateWithFlags(&x, g, 0));
@@ -271,6 +344,8 @@ int main(void)
 	} else {
 		printf("peer cases: skipped (%d device)\n", ndev);
 	}
+	/* Last: on a driver that allowed it, the library's kernels would be gone. */
+	same("cuModuleUnload of the library's module", cuModuleUnload(mod), CUDA_ERROR_NOT_PERMITTED);
 	printf("%d differences\n", ndiff);
 	return ndiff ? 1 : 0;
 }

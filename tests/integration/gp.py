@@ -109,7 +109,10 @@ class Background:
             e.update(env)
         self.out = tempfile.TemporaryFile(mode="w+")
         self.err = tempfile.TemporaryFile(mode="w+")
-        self.p = subprocess.Popen(argv, stdout=self.out, stderr=self.err, text=True, env=e)
+        # a group of its own: kill() ends what it started too (a traced command outlives a
+        # gpuprobe killed with SIGKILL, and a failed test must not leave it running)
+        self.p = subprocess.Popen(argv, stdout=self.out, stderr=self.err, text=True, env=e,
+                                  start_new_session=True)
         self.pid = self.p.pid
 
     def _read(self, f):
@@ -145,9 +148,13 @@ class Background:
         return self.p.wait(timeout=timeout)
 
     def kill(self):
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         if self.p.poll() is None:
             self.p.kill()
-            self.p.wait()
+        self.p.wait()
 
 
 def start_app(argv, env=None):

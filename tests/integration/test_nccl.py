@@ -137,6 +137,28 @@ def test_four_ranks_split_and_matrices():
     eq(len(splits), 2, "two split communicators of 2 ranks")
 
 
+
+def test_split_shape_never_asked():
+    """PyTorch's new_group never asks a split its shape: gpuprobe derives it at the snapshot
+    from every rank's split record, and the split's completion batches get their nccl-tests
+    size and bus factor then."""
+    rep, t, _ = job(4, ["--n", "2", "--no-split-query"])
+    for rk in t["ranks"]:
+        check_rank(by_pid(rep)[rk["pid"]], rk)
+    timed = 0
+    for p in rep["processes"]:
+        for c in p["comms"]:
+            if c["made_by"] != "ncclCommSplit":
+                continue
+            for x in c["completion"]:
+                if x["seconds_upper_bound"]:
+                    timed += 1
+                    check(x["busbw_bytes_per_second_lower_bound"] is not None, f"split's busbw: {x}")
+                    per_call = x["size_bytes"] // x["calls"]
+                    check(x["size_bucket"][0] <= per_call <= x["size_bucket"][1], f"split's size bucket: {x}")
+    check(timed > 0, "the splits' calls were completed")
+
+
 def test_completion_and_bandwidth_bounds():
     gbps = 2.0
     rep, t, _ = job(2, ["--n", "4"], env={"FAKENCCL_BUSBW_GBPS": str(gbps)})

@@ -50,7 +50,7 @@ static struct ml_proc *only_proc(struct memleak *ml, uint32_t pid)
 	size_t n = memleak__procs(ml, &v);
 
 	for (size_t i = 0; i < n; i++)
-		if (v[i]->pid == pid)
+		if (v[i]->h.pid == pid)
 			return v[i];
 	return NULL;
 }
@@ -418,7 +418,7 @@ static void test_exit_detaches_pid(void)
 	gone = memleak__on_exit(ml, &x);
 	if (!ASSERT_TRUE(gone != NULL, "gone != NULL"))
 		goto cleanup;
-	if (!ASSERT_TRUE(gone->exited, "gone->exited"))
+	if (!ASSERT_TRUE(gone->h.exited, "gone->h.exited"))
 		goto cleanup;
 	if (!ASSERT_EQ(gone->st.outstanding_allocs, 1, "gone->st.outstanding_allocs"))
 		goto cleanup;
@@ -427,11 +427,11 @@ static void test_exit_detaches_pid(void)
 	memleak__on_alloc(ml, &a, NULL);
 	if (!ASSERT_EQ(memleak__procs(ml, &v), 2, "memleak__procs(ml, &v)"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!v[0]->exited, "!v[0]->exited"))
+	if (!ASSERT_TRUE(!v[0]->h.exited, "!v[0]->h.exited"))
 		goto cleanup;
 	if (!ASSERT_EQ(v[0]->st.outstanding_bytes, 20, "v[0]->st.outstanding_bytes"))
 		goto cleanup;
-	if (!ASSERT_TRUE(v[1]->exited, "v[1]->exited"))
+	if (!ASSERT_TRUE(v[1]->h.exited, "v[1]->h.exited"))
 		goto cleanup;
 	if (!ASSERT_EQ(v[1]->st.outstanding_bytes, 10, "v[1]->st.outstanding_bytes"))
 		goto cleanup;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The shared per-process table: live records by PID, exited ones until reaped. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "proctab.h"
 #include "unit.h"
 
@@ -12,21 +14,20 @@ struct rec {
 
 static int freed;
 
-static void free_rec(void *ctx, void *p)
+static int init_rec(void *p, uint32_t pid)
+{
+	((struct rec *)p)->pid = pid;
+	return 0;
+}
+
+static void fini_rec(void *ctx, void *p)
 {
 	(void)ctx;
+	(void)p;
 	freed++;
-	free(p);
 }
 
-static void *make_rec(uint32_t pid)
-{
-	struct rec *r = calloc(1, sizeof(*r));
-
-	if (r)
-		r->pid = pid;
-	return r;
-}
+static const struct proctab_ops rec_ops = { sizeof(struct rec), init_rec, fini_rec };
 
 static int forgotten;
 
@@ -39,14 +40,14 @@ static void count_forget(void *ctx, void *p)
 
 static void test_live_exit_reuse_list(void)
 {
-	struct proctab *t = proctab__new(free_rec, NULL);
+	struct proctab *t = proctab__new(&rec_ops, NULL);
 	struct rec *a, *b, *old, **v;
 
 	if (!ASSERT_TRUE(t != NULL, "t != NULL"))
 		goto cleanup;
-	a = proctab__get(t, 30, make_rec);
-	b = proctab__get(t, 10, make_rec);
-	if (!ASSERT_TRUE(a && b && proctab__get(t, 30, make_rec) == a, "a && b && proctab__get(t, 30, make_rec) == a"))
+	a = proctab__get(t, 30);
+	b = proctab__get(t, 10);
+	if (!ASSERT_TRUE(a && b && proctab__get(t, 30) == a, "a && b && proctab__get(t, 30) == a"))
 		goto cleanup;
 	if (!ASSERT_TRUE(proctab__exit(t, 30, 100) == a, "proctab__exit(t, 30, 100) == a"))
 		goto cleanup;
@@ -58,7 +59,7 @@ static void test_live_exit_reuse_list(void)
 		goto cleanup;
 	/* PID reuse: a new live record; find prefers it */
 	old = a;
-	a = proctab__get(t, 30, make_rec);
+	a = proctab__get(t, 30);
 	if (!ASSERT_TRUE(a != old && proctab__find(t, 30) == a, "a != old && proctab__find(t, 30) == a"))
 		goto cleanup;
 	/* live first, by pid, then exited */
@@ -74,12 +75,12 @@ cleanup:;
 
 static void test_reap_keep_and_cutoff(void)
 {
-	struct proctab *t = proctab__new(free_rec, NULL);
+	struct proctab *t = proctab__new(&rec_ops, NULL);
 	void **v;
 
 	freed = forgotten = 0;
 	for (uint32_t pid = 1; pid <= 4; pid++) {
-		proctab__get(t, pid, make_rec);
+		proctab__get(t, pid);
 		proctab__exit(t, pid, pid * 10);
 	}
 	proctab__reap(t, 0, 25, count_forget, NULL); /* exited before 25: pids 1, 2 */
@@ -115,23 +116,23 @@ static bool never(const void *p, void *ctx)
  * from the newest. The records tag their image in pid's place here. */
 static void test_find_if_images(void)
 {
-	struct proctab *t = proctab__new(free_rec, NULL);
+	struct proctab *t = proctab__new(&rec_ops, NULL);
 	struct rec *img1, *img2, *img3;
 	uint32_t want;
 
 	if (!ASSERT_TRUE(t != NULL, "t != NULL"))
 		goto cleanup;
-	img1 = proctab__get(t, 7, make_rec);
+	img1 = proctab__get(t, 7);
 	if (!ASSERT_TRUE(img1 != NULL, "image 1"))
 		goto cleanup;
 	img1->pid = 1;
 	proctab__exit(t, 7, 10);
-	img2 = proctab__get(t, 7, make_rec);
+	img2 = proctab__get(t, 7);
 	if (!ASSERT_TRUE(img2 != NULL, "image 2"))
 		goto cleanup;
 	img2->pid = 2;
 	proctab__exit(t, 7, 20);
-	img3 = proctab__get(t, 7, make_rec);
+	img3 = proctab__get(t, 7);
 	if (!ASSERT_TRUE(img3 != NULL, "image 3"))
 		goto cleanup;
 	img3->pid = 3;
@@ -152,8 +153,85 @@ cleanup:
 	proctab__free(t);
 }
 
+/* Records with a head: named, ended by an exit or an exec, swept when gone; an owner
+ * made and freed with its table; a failed init frees what it made. */
+struct hrec {
+	struct gp_proc_head h;
+	int *mem;
+};
+
+struct owner {
+	struct proctab *procs;
+	int fini_calls;
+};
+
+static bool fail_init;
+
+static int init_hrec(void *p, uint32_t pid)
+{
+	struct hrec *r = p;
+
+	r->h.pid = pid;
+	r->mem = fail_init ? NULL : malloc(sizeof(int));
+	return r->mem ? 0 : -ENOMEM;
+}
+
+static void fini_hrec(void *ctx, void *p)
+{
+	((struct owner *)ctx)->fini_calls++;
+	free(((struct hrec *)p)->mem);
+}
+
+static const struct proctab_ops hrec_ops = { sizeof(struct hrec), init_hrec, fini_hrec };
+
+static void test_head_records(void)
+{
+	struct owner *o = proctab__new_owner(sizeof(struct owner), &hrec_ops);
+	struct hrec *a, *b;
+	uint32_t gone_pid = 4000000; /* above pid_max's default: no such process */
+
+	if (!ASSERT_TRUE(o && o->procs, "owner and its table"))
+		goto cleanup;
+	a = proctab__get_named(o->procs, 10, "first");
+	if (!ASSERT_TRUE(a && a->h.pid == 10, "a's pid"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(a->h.comm, "first", "a's name"))
+		goto cleanup;
+	if (!ASSERT_TRUE(proctab__get_named(o->procs, 10, "") == a, "no name keeps the name"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(a->h.comm, "first", "a's name kept"))
+		goto cleanup;
+	proctab__get_named(o->procs, 10, "a-name-longer-than-sixteen");
+	if (!ASSERT_EQ(strlen(a->h.comm), GP_COMM_LEN - 1, "a name cut to GP_COMM_LEN - 1"))
+		goto cleanup;
+	if (!ASSERT_TRUE(proctab__end(o->procs, 10, 500, true) == a, "end by exec"))
+		goto cleanup;
+	if (!ASSERT_TRUE(a->h.exited && a->h.exec && a->h.exit_ns == 500, "a ended by an exec at 500"))
+		goto cleanup;
+	if (!ASSERT_TRUE(proctab__end(o->procs, 10, 600, false) == NULL, "nothing live to end"))
+		goto cleanup;
+	b = proctab__get_named(o->procs, gone_pid, NULL);
+	if (!ASSERT_TRUE(b && !b->h.exited && b->h.comm[0] == 0, "b live, unnamed"))
+		goto cleanup;
+	proctab__sweep_end(o->procs, 700);
+	if (!ASSERT_TRUE(b->h.exited && !b->h.exec && b->h.exit_ns == 700, "b swept: exited at 700"))
+		goto cleanup;
+	if (!ASSERT_TRUE(proctab__live(o->procs, gone_pid) == NULL, "b no longer live"))
+		goto cleanup;
+	fail_init = true;
+	if (!ASSERT_TRUE(proctab__get(o->procs, 11) == NULL, "a failed init makes no record"))
+		goto cleanup;
+	if (!ASSERT_EQ(o->fini_calls, 1, "and is finished"))
+		goto cleanup;
+cleanup:
+	fail_init = false;
+	proctab__free_owner(o);
+	proctab__free_owner(NULL);
+}
+
 int main(void)
 {
+	RUN_TEST(test_head_records);
 	RUN_TEST(test_live_exit_reuse_list);
 	RUN_TEST(test_find_if_images);
 	RUN_TEST(test_reap_keep_and_cutoff);

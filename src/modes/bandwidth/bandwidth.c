@@ -1,16 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "apis.h"
 #include "bandwidth.h"
+#include "cuctx.h"
 #include "proctab.h"
 #include "u64map.h"
+#include "util.h"
 
 #define MAX_GPUS 64
 #define KIND_HOSTREG GP_KIND__COUNT /* cuMemHostRegister'ed: pinned host memory */
-#define CTX_STACK 8
+
+_Static_assert(BW_SYNC_STREAM == (int)CU_SYNC_STREAM && BW_SYNC_CONTEXT == (int)CU_SYNC_CONTEXT &&
+		       BW_SYNC_EVENT == (int)CU_SYNC_EVENT && BW_SYNC__COUNT == (int)CU_SYNC__COUNT,
+	       "a copy's completion is counted by the kind of cuctx's synchronization");
 
 struct range {
 	uint64_t start, end;
@@ -18,37 +24,11 @@ struct range {
 	int gpu;
 };
 
-struct pending_copy {
-	uint64_t stream, ts_ns, bytes;
-	struct bw_stat *st;
-	struct bw_pair *pair; /* device-to-device copies; else NULL */
-};
-
-/* Stream keys: the legacy default stream is 0 whatever names it (0 in a plain call,
- * CU_STREAM_LEGACY); the per-thread default stream (0 in a _ptds/_ptsz call,
- * CU_STREAM_PER_THREAD) is one stream per thread; other streams are their handles. */
-#define CU_STREAM_LEGACY_H 1
-#define CU_STREAM_PER_THREAD_H 2
-#define STREAM_PER_THREAD (1ULL << 63)
-
-struct thread_ctx {
-	uint64_t stack[CTX_STACK]; /* current context on top */
-	int depth;
-};
-
 struct bw_proc {
-	uint32_t pid;
-	char comm[GP_COMM_LEN];
-	bool exited;
-	bool exec; /* ended by an exec */
-	uint64_t exit_ns; /* CLOCK_MONOTONIC, from the exit record */
+	struct gp_proc_head h;
 	struct range *ranges; /* sorted by start, disjoint */
 	size_t nr_ranges, cap_ranges;
-	struct u64map *threads;   /* tid -> struct thread_ctx */
-	struct u64map *ctx_gpu;   /* context -> gpu + 1 */
-	struct u64map *ev_stream; /* event -> (uint64_t *) {stream, record time} */
-	struct pending_copy *pending;
-	size_t nr_pending, cap_pending;
+	struct cuctx *cu; /* contexts, events, the copies that wait for a synchronization */
 	struct u64map *stats; /* (gpu + 1) << 8 | dir -> struct bw_stat */
 	struct bw_stat **view;
 	struct u64map *pairs; /* (src + 1) << 16 | (dst + 1) -> struct bw_pair */
@@ -56,11 +36,12 @@ struct bw_proc {
 };
 
 struct bandwidth {
-	struct proctab *procs; /* struct bw_proc */
+	struct proctab *procs; /* struct bw_proc; first (proctab__new_owner) */
 	/* --csv: bytes per GPU and direction since the last row */
 	uint64_t interval[MAX_GPUS + 1][BW__COUNT];
 	bool gpu_seen[MAX_GPUS + 1];
 };
+_Static_assert(offsetof(struct bandwidth, procs) == 0, "proctab__new_owner: the table first");
 
 const char *bw_dir_name(enum bw_dir d)
 {
@@ -71,9 +52,7 @@ const char *bw_dir_name(enum bw_dir d)
 
 const char *bw_sync_kind_name(enum bw_sync_kind k)
 {
-	static const char *const n[BW_SYNC__COUNT] = { "stream", "context", "event" };
-
-	return k < BW_SYNC__COUNT ? n[k] : "?";
+	return cu_sync_name((enum cu_sync)k);
 }
 
 /* The entry points that name the per-thread default stream by 0. */
@@ -105,81 +84,72 @@ static bool per_thread_api(unsigned int api)
 	}
 }
 
-static uint64_t stream_key(unsigned int api, uint64_t handle, uint64_t tid)
+/* A synchronization completed an asynchronous copy (key[0] its bw_stat, key[1] its
+ * bw_pair or NULL). */
+static void copy_done(const struct cu_work *w, enum cu_sync kind)
 {
-	if (handle == CU_STREAM_LEGACY_H)
-		return 0;
-	if (handle == CU_STREAM_PER_THREAD_H || (handle == 0 && per_thread_api(api)))
-		return STREAM_PER_THREAD | tid;
-	return handle;
+	struct bw_stat *st = w->key[0];
+	struct bw_pair *pair = w->key[1];
+
+	st->async_done_copies++;
+	st->async_done_bytes += w->bytes;
+	st->async_done_by[kind]++;
+	if (!pair)
+		return;
+	pair->done_copies++;
+	pair->done_bytes += w->bytes;
+	pair->done_by[kind]++;
 }
 
-/* proctab's callback (and on a failed make_proc) */
-static void free_proc(void *ctx, void *v)
+static void copy_charge(int slot, void *key, uint64_t ns)
+{
+	if (slot == 0)
+		((struct bw_stat *)key)->async_ns += ns;
+	else
+		((struct bw_pair *)key)->window_ns += ns;
+}
+
+static const struct cu_work_ops copy_ops = { .done = copy_done, .charge = copy_charge };
+
+static int init_proc(void *v, uint32_t pid)
+{
+	struct bw_proc *p = v;
+
+	p->h.pid = pid;
+	p->cu = cuctx__new(&copy_ops);
+	p->stats = u64map__new();
+	p->pairs = u64map__new();
+	return p->cu && p->stats && p->pairs ? 0 : -ENOMEM;
+}
+
+static void fini_proc(void *ctx, void *v)
 {
 	struct bw_proc *p = v;
 
 	(void)ctx;
-	if (!p)
-		return;
 	free(p->ranges);
-	u64map__free_all(p->threads, NULL);
-	u64map__free_all(p->ctx_gpu, NULL);
-	u64map__free_all(p->ev_stream, NULL);
-	free(p->pending);
+	cuctx__free(p->cu);
 	u64map__free_all(p->stats, NULL);
 	free(p->view);
 	u64map__free_all(p->pairs, NULL);
 	free(p->pview);
-	free(p);
 }
 
-static void *make_proc(uint32_t pid)
-{
-	struct bw_proc *p = calloc(1, sizeof(*p));
-
-	if (!p)
-		return NULL;
-	p->pid = pid;
-	p->threads = u64map__new();
-	p->ctx_gpu = u64map__new();
-	p->ev_stream = u64map__new();
-	p->stats = u64map__new();
-	p->pairs = u64map__new();
-	if (!p->threads || !p->ctx_gpu || !p->ev_stream || !p->stats || !p->pairs) {
-		free_proc(NULL, p);
-		return NULL;
-	}
-	return p;
-}
-
+static const struct proctab_ops proc_ops = { sizeof(struct bw_proc), init_proc, fini_proc };
 
 struct bandwidth *bandwidth__new(void)
 {
-	struct bandwidth *bw = calloc(1, sizeof(*bw));
-
-	if (bw && !(bw->procs = proctab__new(free_proc, NULL))) {
-		free(bw);
-		bw = NULL;
-	}
-	return bw;
+	return proctab__new_owner(sizeof(struct bandwidth), &proc_ops);
 }
 
 void bandwidth__free(struct bandwidth *bw)
 {
-	if (!bw)
-		return;
-	proctab__free(bw->procs);
-	free(bw);
+	proctab__free_owner(bw);
 }
 
 static struct bw_proc *get_proc(struct bandwidth *bw, uint32_t pid, const char *comm)
 {
-	struct bw_proc *p = proctab__get(bw->procs, pid, make_proc);
-
-	if (p && comm && comm[0])
-		snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, comm);
-	return p;
+	return proctab__get_named(bw->procs, pid, comm);
 }
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -251,37 +221,10 @@ static void add_range(struct bw_proc *p, uint64_t start, uint64_t size, int kind
 	p->nr_ranges++;
 }
 
-static struct thread_ctx *thread(struct bw_proc *p, uint64_t tid)
-{
-	struct thread_ctx *t = u64map__get(p->threads, tid);
-
-	if (t)
-		return t;
-	t = calloc(1, sizeof(*t));
-	if (t && u64map__put(p->threads, tid, t)) {
-		free(t);
-		t = NULL;
-	}
-	return t;
-}
-
 /* The GPU of the calling thread's current context, -1 when unknown. */
 static int thread_gpu(struct bw_proc *p, uint64_t tid)
 {
-	struct thread_ctx *t = u64map__get(p->threads, tid);
-	uint64_t *g;
-
-	if (!t || !t->depth)
-		return -1;
-	g = u64map__get(p->ctx_gpu, t->stack[t->depth - 1]);
-	return g ? (int)(*g - 1) : -1;
-}
-
-static int ctx_gpu(struct bw_proc *p, uint64_t ctx)
-{
-	uint64_t *g = u64map__get(p->ctx_gpu, ctx);
-
-	return g ? (int)(*g - 1) : -1;
+	return cuctx__thread_gpu(p->cu, tid);
 }
 
 void bandwidth__on_alloc(struct bandwidth *bw, const struct gp_alloc_event *e)
@@ -344,18 +287,11 @@ static struct side classify(struct bw_proc *p, uint64_t ptr, uint32_t type, uint
 static struct bw_stat *stat_of(struct bw_proc *p, int gpu, enum bw_dir dir)
 {
 	uint64_t key = ((uint64_t)(gpu + 1) << 8) | (uint64_t)dir;
-	struct bw_stat *st = u64map__get(p->stats, key);
+	struct bw_stat *st = u64map__get_new(p->stats, key, sizeof(*st));
 
-	if (st)
-		return st;
-	st = calloc(1, sizeof(*st));
-	if (!st)
-		return NULL;
-	st->gpu = gpu;
-	st->dir = dir;
-	if (u64map__put(p->stats, key, st)) {
-		free(st);
-		return NULL;
+	if (st) { /* the key's own values */
+		st->gpu = gpu;
+		st->dir = dir;
 	}
 	return st;
 }
@@ -363,31 +299,13 @@ static struct bw_stat *stat_of(struct bw_proc *p, int gpu, enum bw_dir dir)
 static struct bw_pair *pair_of(struct bw_proc *p, int src, int dst)
 {
 	uint64_t key = ((uint64_t)(uint32_t)(src + 1) << 16) | (uint64_t)(uint32_t)(dst + 1);
-	struct bw_pair *x = u64map__get(p->pairs, key);
+	struct bw_pair *x = u64map__get_new(p->pairs, key, sizeof(*x));
 
-	if (x)
-		return x;
-	x = calloc(1, sizeof(*x));
-	if (!x)
-		return NULL;
-	x->src = src;
-	x->dst = dst;
-	if (u64map__put(p->pairs, key, x)) {
-		free(x);
-		return NULL;
+	if (x) {
+		x->src = src;
+		x->dst = dst;
 	}
 	return x;
-}
-
-static unsigned int log2_slot(uint64_t v)
-{
-	unsigned int r = 0;
-
-	while (v > 1 && r < BW_HIST_SLOTS - 1) {
-		v >>= 1;
-		r++;
-	}
-	return r;
 }
 
 static enum bw_dir direction(struct bw_proc *p, const struct gp_copy_event *e, int *gpu,
@@ -400,9 +318,9 @@ static enum bw_dir direction(struct bw_proc *p, const struct gp_copy_event *e, i
 	s = classify(p, e->src, e->src_type, e->tid);
 	if (e->peer) {
 		if (e->dst_ctx)
-			d.gpu = ctx_gpu(p, e->dst_ctx);
+			d.gpu = cuctx__ctx_gpu(p->cu, e->dst_ctx);
 		if (e->src_ctx)
-			s.gpu = ctx_gpu(p, e->src_ctx);
+			s.gpu = cuctx__ctx_gpu(p->cu, e->src_ctx);
 	}
 	if (s.device && d.device)
 		dir = e->peer || (s.gpu >= 0 && d.gpu >= 0 && s.gpu != d.gpu) ? BW_PEER : BW_D2D;
@@ -436,11 +354,10 @@ static void add_pending(struct bw_proc *p, const struct gp_copy_event *e, struct
 {
 	st->async_copies++;
 	st->async_bytes += e->bytes;
-	if (!grow((void **)&p->pending, &p->cap_pending, p->nr_pending + 1, sizeof(*p->pending)))
-		p->pending[p->nr_pending++] = (struct pending_copy){
-			.stream = stream_key(e->api, e->async ? e->stream : 0, e->tid),
-			.ts_ns = e->ts_ns, .bytes = e->bytes, .st = st, .pair = pair,
-		};
+	cuctx__submit(p->cu, &(struct cu_work){
+		.stream = cu_stream_key(per_thread_api(e->api), e->async ? e->stream : 0, e->tid),
+		.ts_ns = e->ts_ns, .bytes = e->bytes, .key = { st, pair },
+	});
 }
 
 void bandwidth__on_copy(struct bandwidth *bw, const struct gp_copy_event *e)
@@ -468,7 +385,7 @@ void bandwidth__on_copy(struct bandwidth *bw, const struct gp_copy_event *e)
 	}
 	st->copies++;
 	st->bytes += e->bytes;
-	st->size_hist[log2_slot(e->bytes)]++;
+	st->size_hist[gp_log2_slot(e->bytes, BW_HIST_SLOTS)]++;
 	if (pageable) {
 		st->pageable_copies++;
 		st->pageable_bytes += e->bytes;
@@ -488,187 +405,34 @@ void bandwidth__on_copy(struct bandwidth *bw, const struct gp_copy_event *e)
 			st->pageable_sync_ns += e->dur_ns;
 		}
 		if (e->dur_ns)
-			st->rate_hist[log2_slot(e->bytes * 1000000000ULL / e->dur_ns >> 20)]++;
+			st->rate_hist[gp_log2_slot(e->bytes * 1000000000ULL / e->dur_ns >> 20, BW_HIST_SLOTS)]++;
 	}
 	bw->gpu_seen[gpu + 1 > MAX_GPUS ? MAX_GPUS : gpu + 1] = true;
 	bw->interval[gpu + 1 > MAX_GPUS ? MAX_GPUS : gpu + 1][dir] += e->bytes;
 }
 
-#define BATCHES 32
-
-/* The earliest submission per statistic (a bw_stat or a bw_pair) among the copies one
- * synchronization completed. */
-struct batch {
-	void *key;
-	uint64_t first;
-};
-
-/* Adds ts_ns to key's batch; false when there are BATCHES already (the copy is charged
- * from its own submission: never less than its share of the window). */
-static bool batch_add(struct batch *b, int *nb, void *key, uint64_t ts_ns)
-{
-	int i;
-
-	for (i = 0; i < *nb && b[i].key != key; i++)
-		;
-	if (i == *nb) {
-		if (*nb == BATCHES)
-			return false;
-		b[(*nb)++] = (struct batch){ key, ts_ns };
-	} else if (ts_ns < b[i].first) {
-		b[i].first = ts_ns;
-	}
-	return true;
-}
-
-static void pending_done(struct pending_copy *c, enum bw_sync_kind kind, uint64_t ts,
-			 struct batch *sb, int *nsb, struct batch *pb, int *npb)
-{
-	c->st->async_done_copies++;
-	c->st->async_done_bytes += c->bytes;
-	c->st->async_done_by[kind]++;
-	if (!batch_add(sb, nsb, c->st, c->ts_ns))
-		c->st->async_ns += ts - c->ts_ns;
-	if (!c->pair)
-		return;
-	c->pair->done_copies++;
-	c->pair->done_bytes += c->bytes;
-	c->pair->done_by[kind]++;
-	if (!batch_add(pb, npb, c->pair, c->ts_ns))
-		c->pair->window_ns += ts - c->ts_ns;
-}
-
-/*
- * A synchronization (of kind) returned at ts: the async copies it covers are done by then.
- * Each batch (per direction and GPU, and per GPU pair) is charged the window from its first
- * submission to ts — more than the transfer took when the GPU was busy with other work: an
- * upper bound of the time, a lower bound of the bandwidth.
- */
-static void complete(struct bw_proc *p, enum bw_sync_kind kind, bool all, uint64_t stream,
-		     uint64_t before, uint64_t ts)
-{
-	struct batch sb[BATCHES], pb[BATCHES];
-	int nsb = 0, npb = 0;
-	size_t kept = 0;
-
-	for (size_t i = 0; i < p->nr_pending; i++) {
-		struct pending_copy *c = &p->pending[i];
-
-		if ((!all && c->stream != stream) || c->ts_ns > before || c->ts_ns > ts) {
-			p->pending[kept++] = *c;
-			continue;
-		}
-		pending_done(c, kind, ts, sb, &nsb, pb, &npb);
-	}
-	p->nr_pending = kept;
-	for (int b = 0; b < nsb; b++)
-		((struct bw_stat *)sb[b].key)->async_ns += ts - sb[b].first;
-	for (int b = 0; b < npb; b++)
-		((struct bw_pair *)pb[b].key)->window_ns += ts - pb[b].first;
-}
-
+/* Contexts, synchronizations and event records go to the process's cuctx; host
+ * registrations are pinned ranges. */
 void bandwidth__on_aux(struct bandwidth *bw, const struct gp_aux_event *e)
 {
 	struct bw_proc *p = get_proc(bw, e->pid, NULL);
-	struct thread_ctx *t;
-	uint64_t *v;
 
-	if (!p)
+	if (!p || cuctx__on_aux(p->cu, e))
 		return;
-	switch (e->api) {
-	case GP_API_cuStreamSynchronize:
-	case GP_API_cuStreamSynchronize_ptsz:
-		complete(p, BW_SYNC_STREAM, false, stream_key(e->api, e->handle, e->tid), UINT64_MAX, e->ts_ns);
-		break;
-	case GP_API_cuCtxSynchronize:
-	case GP_API_cuCtxSynchronize_v2:
-		complete(p, BW_SYNC_CONTEXT, true, 0, UINT64_MAX, e->ts_ns);
-		break;
-	case GP_API_cuEventSynchronize:
-		v = u64map__get(p->ev_stream, e->handle);
-		if (v) /* the copies on the event's stream submitted before it was recorded */
-			complete(p, BW_SYNC_EVENT, false, v[0], v[1], e->ts_ns);
-		break;
-	case GP_API_cuEventRecord:
-	case GP_API_cuEventRecord_ptsz:
-		v = u64map__get(p->ev_stream, e->handle);
-		if (!v) {
-			v = malloc(2 * sizeof(*v));
-			if (!v || u64map__put(p->ev_stream, e->handle, v)) {
-				free(v);
-				break;
-			}
-		}
-		v[0] = stream_key(e->api, e->aux, e->tid);
-		v[1] = e->ts_ns;
-		break;
-	case GP_API_cuCtxSetCurrent:
-		t = thread(p, e->tid);
-		if (t) {
-			if (!t->depth)
-				t->depth = 1;
-			t->stack[t->depth - 1] = e->handle;
-		}
-		break;
-	case GP_API_cuCtxPushCurrent_v2:
-		t = thread(p, e->tid);
-		if (t && t->depth < CTX_STACK)
-			t->stack[t->depth++] = e->handle;
-		break;
-	case GP_API_cuCtxPopCurrent_v2:
-		t = thread(p, e->tid);
-		if (t && t->depth)
-			t->depth--;
-		break;
-	case GP_API_cuCtxCreate_v2:
-	case GP_API_cuCtxCreate_v3:
-	case GP_API_cuCtxCreate_v4:
-		/* a created context becomes current on the creating thread */
-		t = thread(p, e->tid);
-		if (t && t->depth < CTX_STACK)
-			t->stack[t->depth++] = e->handle;
-		/* fall through */
-	case GP_API_cuDevicePrimaryCtxRetain:
-		v = u64map__get(p->ctx_gpu, e->handle);
-		if (!v) {
-			v = malloc(sizeof(*v));
-			if (!v || u64map__put(p->ctx_gpu, e->handle, v)) {
-				free(v);
-				break;
-			}
-		}
-		*v = e->aux + 1;
-		break;
-	case GP_API_cuMemHostRegister_v2:
+	if (e->api == GP_API_cuMemHostRegister_v2)
 		add_range(p, e->handle, e->aux, KIND_HOSTREG, -1);
-		break;
-	case GP_API_cuMemHostUnregister:
+	else if (e->api == GP_API_cuMemHostUnregister)
 		remove_range(p, e->handle);
-		break;
-	default:
-		break;
-	}
 }
 
 void bandwidth__on_exit(struct bandwidth *bw, const struct gp_exit_event *e)
 {
-	struct bw_proc *p = proctab__exit(bw->procs, e->pid, e->ts_ns);
-
-	if (!p)
-		return;
-	p->exited = true;
-	p->exit_ns = e->ts_ns;
+	proctab__end(bw->procs, e->pid, e->ts_ns, false);
 }
 
 void bandwidth__on_exec(struct bandwidth *bw, const struct gp_proc_event *e)
 {
-	struct bw_proc *p = proctab__exit(bw->procs, e->pid, e->ts_ns);
-
-	if (!p)
-		return;
-	p->exited = true;
-	p->exec = true;
-	p->exit_ns = e->ts_ns;
+	proctab__end(bw->procs, e->pid, e->ts_ns, true);
 }
 
 size_t bandwidth__procs(struct bandwidth *bw, struct bw_proc ***out)
@@ -678,22 +442,22 @@ size_t bandwidth__procs(struct bandwidth *bw, struct bw_proc ***out)
 
 uint32_t bw_proc__pid(const struct bw_proc *p)
 {
-	return p->pid;
+	return p->h.pid;
 }
 
 const char *bw_proc__comm(const struct bw_proc *p)
 {
-	return p->comm;
+	return p->h.comm;
 }
 
 bool bw_proc__exited(const struct bw_proc *p)
 {
-	return p->exited;
+	return p->h.exited;
 }
 
 uint64_t bw_proc__unsynced(const struct bw_proc *p)
 {
-	return p->nr_pending;
+	return cuctx__pending(p->cu);
 }
 
 static int cmp_stat(const void *a, const void *b)
@@ -707,19 +471,9 @@ static int cmp_stat(const void *a, const void *b)
 
 size_t bw_proc__stats(struct bw_proc *p, struct bw_stat ***out)
 {
-	size_t n = u64map__size(p->stats), i = 0;
-	struct bw_stat **v = realloc(p->view, (n ? n : 1) * sizeof(*v));
-	uint64_t k;
-	void *val;
+	size_t n;
 
-	*out = NULL;
-	if (!v)
-		return 0;
-	p->view = v;
-	for (size_t it = 0; u64map__next(p->stats, &it, &k, &val);)
-		v[i++] = val;
-	qsort(v, n, sizeof(*v), cmp_stat);
-	*out = v;
+	*out = (struct bw_stat **)u64map__sorted(p->stats, (void ***)&p->view, &n, cmp_stat);
 	return n;
 }
 
@@ -734,41 +488,16 @@ static int cmp_pair(const void *a, const void *b)
 
 size_t bw_proc__pairs(struct bw_proc *p, struct bw_pair ***out)
 {
-	size_t n = u64map__size(p->pairs), i = 0;
-	struct bw_pair **v = realloc(p->pview, (n ? n : 1) * sizeof(*v));
-	uint64_t k;
-	void *val;
+	size_t n;
 
-	*out = NULL;
-	if (!v)
-		return 0;
-	p->pview = v;
-	for (size_t it = 0; u64map__next(p->pairs, &it, &k, &val);)
-		v[i++] = val;
-	qsort(v, n, sizeof(*v), cmp_pair);
-	*out = v;
+	*out = (struct bw_pair **)u64map__sorted(p->pairs, (void ***)&p->pview, &n, cmp_pair);
 	return n;
-}
-
-struct sweep {
-	struct bandwidth *bw;
-	uint64_t now_ns;
-};
-
-static void gone(void *ctx, uint32_t pid)
-{
-	struct sweep *s = ctx;
-	struct gp_exit_event e = { .type = GP_EV_EXIT, .pid = pid, .ts_ns = s->now_ns };
-
-	bandwidth__on_exit(s->bw, &e);
 }
 
 void bandwidth__sweep(struct bandwidth *bw, uint64_t now_ns)
 {
-	struct sweep s = { .bw = bw, .now_ns = now_ns };
-
 	/* processes that only copied, synchronized or made contexts get no exit record */
-	proctab__sweep(bw->procs, gone, &s);
+	proctab__sweep_end(bw->procs, now_ns);
 }
 
 void bandwidth__reap(struct bandwidth *bw, uint64_t cutoff_ns, uint32_t keep_pid)
@@ -791,14 +520,14 @@ int bandwidth__snapshot(struct bandwidth *bw, uint32_t pid, struct bw_snap_data 
 		struct bw_pair **pp;
 		size_t ns, np;
 
-		if (pid && procs[i]->pid != pid)
+		if (pid && procs[i]->h.pid != pid)
 			continue;
 		ns = bw_proc__stats(procs[i], &st);
-		sp->pid = procs[i]->pid;
-		memcpy(sp->comm, procs[i]->comm, sizeof(sp->comm));
-		sp->exited = procs[i]->exited;
-		sp->exec = procs[i]->exec;
-		sp->unsynced = procs[i]->nr_pending;
+		sp->pid = procs[i]->h.pid;
+		memcpy(sp->comm, procs[i]->h.comm, sizeof(sp->comm));
+		sp->exited = procs[i]->h.exited;
+		sp->exec = procs[i]->h.exec;
+		sp->unsynced = cuctx__pending(procs[i]->cu);
 		out->nr_procs = ++k;
 		sp->stats = calloc(ns ? ns : 1, sizeof(*sp->stats));
 		if (!sp->stats)

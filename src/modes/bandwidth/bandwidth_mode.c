@@ -18,6 +18,7 @@
 #include "bandwidth_mode.h"
 #include "cuda_copy.skel.h"
 #include "events.h"
+#include "modeshare.h"
 #include "option.h"
 #include "outfile.h"
 #include "options.h"
@@ -82,22 +83,9 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	bw_links__read(getenv("GPUPROBE_TEST_SYSFS"), &m->snap.links);
 	attach_pair__prepare(&m->probes, m->skel->progs.copy_enter, m->skel->progs.copy_leave, "copy");
 	m->skel->rodata->min_bytes = bw_settings.min_bytes;
-	r = gp_run__adopt(run, m->skel);
-	if (r) {
-		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
-		return r;
-	}
 	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
-	/* one ring buffer with the allocation records: one order for allocations and copies */
-	r = bpf_map__reuse_fd(m->skel->maps.events, run->shared_rb);
-	if (r) {
-		snprintf(err, len, "cannot share the ring buffer: %s", strerror(-r));
-		return r;
-	}
-	r = cuda_copy_bpf__load(m->skel);
-	if (r)
-		attach__load_error(r, err, len);
-	return r;
+	/* the allocation records' ring buffer: one order for allocations and copies */
+	return gp_share__load(run, m->skel, m->skel->maps.events, err, len);
 }
 
 static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len)
@@ -128,50 +116,46 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 				   err, len);
 }
 
-static void h_alloc(void *ctx, const struct gp_alloc_event *e)
+/* The records go to the aggregator (the handlers' ctx), in the ring buffer's order. */
+static void h_alloc(void *bw, const struct gp_alloc_event *e)
 {
-	bandwidth__on_alloc(((struct bw_mode *)ctx)->bw, e);
+	bandwidth__on_alloc(bw, e);
 }
 
-static void h_free(void *ctx, const struct gp_free_event *e)
+static void h_free(void *bw, const struct gp_free_event *e)
 {
-	bandwidth__on_free(((struct bw_mode *)ctx)->bw, e);
+	bandwidth__on_free(bw, e);
 }
 
-static void h_copy(void *ctx, const struct gp_copy_event *e)
+static void h_copy(void *bw, const struct gp_copy_event *e)
 {
-	bandwidth__on_copy(((struct bw_mode *)ctx)->bw, e);
+	bandwidth__on_copy(bw, e);
 }
 
-static void h_aux(void *ctx, const struct gp_aux_event *e)
+static void h_aux(void *bw, const struct gp_aux_event *e)
 {
-	bandwidth__on_aux(((struct bw_mode *)ctx)->bw, e);
+	bandwidth__on_aux(bw, e);
 }
 
-static void h_exit(void *ctx, const struct gp_exit_event *e)
+static void h_exit(void *bw, const struct gp_exit_event *e)
 {
-	bandwidth__on_exit(((struct bw_mode *)ctx)->bw, e);
+	bandwidth__on_exit(bw, e);
 }
 
-static void h_proc(void *ctx, const struct gp_proc_event *e)
+/* An exec ends the image's record; the new image starts its own. */
+static void h_proc(void *bw, const struct gp_proc_event *e)
 {
 	if (e->type == GP_EV_EXEC)
-		bandwidth__on_exec(((struct bw_mode *)ctx)->bw, e);
+		bandwidth__on_exec(bw, e);
 }
 
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct bw_mode *m = st;
-	struct gp_handlers h = { .ctx = m, .on_alloc = h_alloc, .on_free = h_free, .on_copy = h_copy,
+	struct gp_handlers h = { .ctx = m->bw, .on_alloc = h_alloc, .on_free = h_free, .on_copy = h_copy,
 				 .on_aux = h_aux, .on_exit = h_exit, .on_proc = h_proc };
-	int r = attach_set__auto(run->links, m->skel->progs.copy_proc_exit, err, len);
 
-	if (r)
-		return r;
-	r = gp_run__subscribe(run, &h);
-	if (r)
-		snprintf(err, len, "cannot read the ring buffer: %s", strerror(-r));
-	return r;
+	return gp_share__start(run, m->skel->progs.copy_proc_exit, &h, err, len);
 }
 
 /* --csv: a row per GPU for each report, with the bytes of the interval */
@@ -222,12 +206,8 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	/* a report's CSV rows go with it */
 	if (m->csv && (!strcmp(kind, "interval") || !strcmp(kind, "final")))
 		csv_rows(m);
-	if (bandwidth__snapshot(m->bw, pid, &s->d))
+	if (bandwidth__snapshot(m->bw, pid, &s->d) || !(pids = gp_snap__pids(&s->pids, s->d.nr_procs)))
 		return NULL;
-	pids = realloc(s->pids, (s->d.nr_procs ? s->d.nr_procs : 1) * sizeof(*pids));
-	if (!pids)
-		return NULL;
-	s->pids = pids;
 	s->hdr = (struct gp_snap){ .mode = "bandwidth", .kind = kind, .now_ns = gp_mono_ns(), .pids = pids };
 	for (size_t i = 0; i < s->d.nr_procs; i++) {
 		const struct bw_snap_proc *p = &s->d.procs[i];
@@ -240,8 +220,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 		for (size_t j = 0; j < p->nr_stats; j++)
 			copies += p->stats[j].copies;
 		/* entry and return of each copy counted */
-		pids[s->hdr.nr_pids] = (struct gp_snap_pid){ .pid = p->pid, .exited = p->exited, .probe_hits = 2 * copies };
-		memcpy(pids[s->hdr.nr_pids++].comm, p->comm, sizeof(pids[0].comm));
+		gp_snap__add_pid(&s->hdr, pids, p->pid, p->comm, p->exited, 2 * copies);
 	}
 	fill(m, s);
 	return &s->hdr;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cudatrace.h"
@@ -11,14 +12,15 @@
 #include "u64map.h"
 
 struct cudatrace {
+	struct proctab *procs; /* struct ct_proc; first (proctab__new_owner) */
 	uint64_t start_ns;      /* rates of a process's first report count from here */
 	uint64_t last_ns;       /* the latest record's or snapshot's time */
-	struct proctab *procs; /* struct ct_proc */
 	ct_take_fn take;        /* a retired graph version's final count, from BPF */
 	void *take_ctx;
 	ct_resolve_fn resolve;  /* a name from memory for a handle made before the attach */
 	void *resolve_ctx;
 };
+_Static_assert(offsetof(struct cudatrace, procs) == 0, "proctab__new_owner: the table first");
 
 struct ct_acc {
 	struct ct_gnode k; /* kernel and shape (node unused) */
@@ -38,14 +40,11 @@ static void clear_snapshot(struct ct_proc *p)
 	memset(p->hist, 0, sizeof(p->hist));
 }
 
-/* proctab's callback (and on a failed make_proc) */
-static void free_proc(void *ctx, void *v)
+static void fini_proc(void *ctx, void *v)
 {
 	struct ct_proc *p = v;
 
 	(void)ctx;
-	if (!p)
-		return;
 	clear_snapshot(p);
 	free(p->kernels);
 	free(p->graphs);
@@ -56,46 +55,31 @@ static void free_proc(void *ctx, void *v)
 	free(p->acc);
 	u64map__free(p->acc_idx);
 	u64map__free_all(p->retired, NULL);
-	free(p);
 }
 
-static void *make_proc(uint32_t pid)
+static int init_proc(void *v, uint32_t pid)
 {
-	struct ct_proc *p = calloc(1, sizeof(*p));
+	struct ct_proc *p = v;
 
-	if (!p)
-		return NULL;
 	p->pid = pid;
 	p->names = u64map__new();
 	p->host_names = u64map__new();
 	p->mem_names = u64map__new();
 	p->acc_idx = u64map__new();
 	p->retired = u64map__new();
-	if (!p->names || !p->host_names || !p->mem_names || !p->acc_idx || !p->retired) {
-		free_proc(NULL, p);
-		return NULL;
-	}
-	return p;
+	return p->names && p->host_names && p->mem_names && p->acc_idx && p->retired ? 0 : -ENOMEM;
 }
 
+static const struct proctab_ops proc_ops = { sizeof(struct ct_proc), init_proc, fini_proc };
 
 struct cudatrace *cudatrace__new(void)
 {
-	struct cudatrace *ct = calloc(1, sizeof(*ct));
-
-	if (ct && !(ct->procs = proctab__new(free_proc, NULL))) {
-		free(ct);
-		ct = NULL;
-	}
-	return ct;
+	return proctab__new_owner(sizeof(struct cudatrace), &proc_ops);
 }
 
 void cudatrace__free(struct cudatrace *ct)
 {
-	if (!ct)
-		return;
-	proctab__free(ct->procs);
-	free(ct);
+	proctab__free_owner(ct);
 }
 
 static bool same_img(const void *p, void *ctx)
@@ -131,7 +115,7 @@ static struct ct_proc *proc_of(struct cudatrace *ct, uint32_t pid, uint32_t img)
 		end_image(p, ct->last_ns, true);
 	}
 	fresh = !proctab__live(ct->procs, pid);
-	p = proctab__get(ct->procs, pid, make_proc);
+	p = proctab__get(ct->procs, pid);
 	if (p && fresh) {
 		p->img = img;
 		p->ct = ct;

@@ -269,11 +269,38 @@ static void captured(struct ct_gstore *g, const struct gp_graph_event *e)
 		append(g, l, &n);
 }
 
+static void capture_failed(struct ct_gstore *g, const struct gp_graph_event *e)
+{
+	nodes_free(u64map__del(g->captures, e->a));
+	u64map__del(g->into, e->a);
+}
+
+static void add_node(struct ct_gstore *g, const struct gp_graph_event *e)
+{
+	struct nodes *l = list_of(g, g->graphs, e->a, CT_GRAPH_API);
+	struct ct_gnode n = node_of(e, e->b);
+
+	if (l)
+		append(g, l, &n);
+}
+
+static void graph_create(struct ct_gstore *g, const struct gp_graph_event *e)
+{
+	nodes_free(u64map__del(g->graphs, e->a)); /* a handle value reused */
+	list_of(g, g->graphs, e->a, CT_GRAPH_API);
+}
+
+/* A child graph node: what it runs is not followed, so the graph is known in part. */
+static void child_graph(struct ct_gstore *g, const struct gp_graph_event *e)
+{
+	struct nodes *l = list_of(g, g->graphs, e->a, CT_GRAPH_API);
+
+	if (l)
+		l->partial = true;
+}
+
 void ct_gstore__on_event(struct ct_gstore *g, const struct gp_graph_event *e)
 {
-	struct nodes *l;
-	struct ct_gnode n;
-
 	switch (e->op) {
 	case GP_GOP_CAPTURED:
 		captured(g, e);
@@ -285,24 +312,18 @@ void ct_gstore__on_event(struct ct_gstore *g, const struct gp_graph_event *e)
 		capture_end(g, e);
 		break;
 	case GP_GOP_CAPTURE_FAILED:
-		nodes_free(u64map__del(g->captures, e->a));
-		u64map__del(g->into, e->a);
+		capture_failed(g, e);
 		break;
 	case GP_GOP_INSTANTIATE:
 	case GP_GOP_EXEC_UPDATE:
 		new_version(g, e->a, e->version, u64map__get(g->graphs, e->b));
 		break;
 	case GP_GOP_ADD_NODE:
-		l = list_of(g, g->graphs, e->a, CT_GRAPH_API);
-		n = node_of(e, e->b);
-		if (l)
-			append(g, l, &n);
+		add_node(g, e);
 		break;
 	case GP_GOP_NODE_SET:
-		node_set(g, e, false);
-		break;
 	case GP_GOP_NODE_DESTROY:
-		node_set(g, e, true);
+		node_set(g, e, e->op == GP_GOP_NODE_DESTROY);
 		break;
 	case GP_GOP_EXEC_NODE_SET:
 		exec_node_set(g, e);
@@ -317,13 +338,10 @@ void ct_gstore__on_event(struct ct_gstore *g, const struct gp_graph_event *e)
 		clone_graph(g, e);
 		break;
 	case GP_GOP_GRAPH_CREATE:
-		nodes_free(u64map__del(g->graphs, e->a)); /* a handle value reused */
-		list_of(g, g->graphs, e->a, CT_GRAPH_API);
+		graph_create(g, e);
 		break;
 	case GP_GOP_CHILD_GRAPH:
-		l = list_of(g, g->graphs, e->a, CT_GRAPH_API);
-		if (l)
-			l->partial = true;
+		child_graph(g, e);
 		break;
 	default:
 		g->overflows++;

@@ -2,29 +2,31 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "apis.h"
 #include "memleak.h"
 #include "proctab.h"
 #include "u64map.h"
+#include "util.h"
 
 struct memleak {
-	struct proctab *procs; /* struct ml_proc */
+	struct proctab *procs; /* struct ml_proc; first (proctab__new_owner) */
 	size_t max_allocs, nr_allocs;
 	uint64_t table_full;
 };
+_Static_assert(offsetof(struct memleak, procs) == 0, "proctab__new_owner: the table first");
 
 /* ---- stacks, one copy per process ---- */
 
 static uint64_t stack_hash(const struct ml_stack_in *in)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ in->flags; /* FNV-1a */
+	uint64_t h = GP_FNV1A_INIT ^ in->flags;
 
 	for (uint32_t i = 0; i < in->nr; i++) {
-		for (const unsigned char *c = (const unsigned char *)in->frames[i]; *c; c++)
-			h = (h ^ *c) * 0x100000001b3ull;
-		h = (h ^ 0xff) * 0x100000001b3ull; /* frame boundary */
+		h = gp_fnv1a(in->frames[i], strlen(in->frames[i]), h);
+		h = gp_fnv1a("\xff", 1, h); /* frame boundary */
 	}
 	return h;
 }
@@ -99,81 +101,54 @@ static void stack_put(struct ml_proc *p, struct ml_stack *s)
 		free(u64map__del(p->stacks, s->hash));
 }
 
-static void proc__free(struct ml_proc *p)
+static int init_proc(void *v, uint32_t pid)
 {
-	if (!p)
-		return;
-	u64map__free_all(p->allocs, NULL);
-	u64map__free_all(p->handles, NULL);
-	u64map__free_all(p->mappings, NULL);
-	u64map__free_all(p->stacks, NULL);
-	free(p);
-}
+	struct ml_proc *p = v;
 
-static struct ml_proc *proc__new(uint32_t pid, const char *comm)
-{
-	struct ml_proc *p = calloc(1, sizeof(*p));
-
-	if (!p)
-		return NULL;
-	p->pid = pid;
-	snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, comm);
+	p->h.pid = pid;
 	p->allocs = u64map__new();
 	p->handles = u64map__new();
 	p->mappings = u64map__new();
 	p->stacks = u64map__new();
-	if (!p->allocs || !p->handles || !p->mappings || !p->stacks) {
-		proc__free(p);
-		return NULL;
-	}
-	return p;
+	return p->allocs && p->handles && p->mappings && p->stacks ? 0 : -ENOMEM;
 }
 
 /* A record goes: its allocations leave the --max-allocs count with it. */
-static void free_proc(void *ctx, void *v)
+static void fini_proc(void *ctx, void *v)
 {
 	struct memleak *ml = ctx;
 	struct ml_proc *p = v;
 
 	ml->nr_allocs -= u64map__size(p->allocs) + u64map__size(p->handles);
-	proc__free(p);
+	u64map__free_all(p->allocs, NULL);
+	u64map__free_all(p->handles, NULL);
+	u64map__free_all(p->mappings, NULL);
+	u64map__free_all(p->stacks, NULL);
 }
 
-static void *make_proc(uint32_t pid)
-{
-	return proc__new(pid, "");
-}
+static const struct proctab_ops proc_ops = { sizeof(struct ml_proc), init_proc, fini_proc };
 
 struct memleak *memleak__new(size_t max_allocs)
 {
-	struct memleak *ml = calloc(1, sizeof(*ml));
+	struct memleak *ml = proctab__new_owner(sizeof(struct memleak), &proc_ops);
 
-	if (!ml)
-		return NULL;
-	ml->procs = proctab__new(free_proc, ml);
-	if (!ml->procs) {
-		free(ml);
-		return NULL;
-	}
-	ml->max_allocs = max_allocs;
+	if (ml)
+		ml->max_allocs = max_allocs;
 	return ml;
 }
 
 void memleak__free(struct memleak *ml)
 {
-	if (!ml)
-		return;
-	proctab__free(ml->procs);
-	free(ml);
+	proctab__free_owner(ml);
 }
 
 static struct ml_proc *get_proc(struct memleak *ml, uint32_t pid, const char *comm)
 {
-	struct ml_proc *p = proctab__get(ml->procs, pid, make_proc);
+	struct ml_proc *p = proctab__get(ml->procs, pid);
 
 	/* comm changes on exec; keep the latest */
 	if (p)
-		snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, comm);
+		snprintf(p->h.comm, sizeof(p->h.comm), "%.*s", GP_COMM_LEN - 1, comm);
 	return p;
 }
 
@@ -293,25 +268,12 @@ void memleak__on_free(struct memleak *ml, const struct gp_free_event *e)
 
 struct ml_proc *memleak__on_exit(struct memleak *ml, const struct gp_exit_event *e)
 {
-	struct ml_proc *p = proctab__exit(ml->procs, e->pid, e->ts_ns);
-
-	if (p) {
-		p->exited = true;
-		p->exit_ns = e->ts_ns;
-	}
-	return p;
+	return proctab__end(ml->procs, e->pid, e->ts_ns, false);
 }
 
 struct ml_proc *memleak__on_exec(struct memleak *ml, const struct gp_proc_event *e)
 {
-	struct ml_proc *p = proctab__exit(ml->procs, e->pid, e->ts_ns);
-
-	if (p) {
-		p->exited = true;
-		p->exec = true;
-		p->exit_ns = e->ts_ns;
-	}
-	return p;
+	return proctab__end(ml->procs, e->pid, e->ts_ns, true);
 }
 
 size_t memleak__procs(struct memleak *ml, struct ml_proc ***out)
@@ -351,24 +313,9 @@ void memleak__free_allocs_array(struct ml_alloc **arr)
 	free(arr);
 }
 
-struct sweep {
-	struct memleak *ml;
-	uint64_t now_ns;
-};
-
-static void gone(void *ctx, uint32_t pid)
-{
-	struct sweep *s = ctx;
-	struct gp_exit_event e = { .type = GP_EV_EXIT, .pid = pid, .ts_ns = s->now_ns };
-
-	memleak__on_exit(s->ml, &e);
-}
-
 void memleak__sweep(struct memleak *ml, uint64_t now_ns)
 {
-	struct sweep s = { .ml = ml, .now_ns = now_ns };
-
-	proctab__sweep(ml->procs, gone, &s);
+	proctab__sweep_end(ml->procs, now_ns);
 }
 
 void memleak__reap(struct memleak *ml, uint64_t cutoff_ns, uint32_t keep_pid)
@@ -430,7 +377,7 @@ static void group(struct ml_snap_stack *g, struct ml_alloc *const *v, size_t fro
 /* The allocations older than min_age_ns, grouped by stack, most bytes first. */
 static int snap_allocs(struct ml_proc *p, uint64_t now_ns, uint64_t min_age_ns, struct ml_snap_proc *sp)
 {
-	uint64_t end = p->exited ? p->exit_ns : now_ns;
+	uint64_t end = p->h.exited ? p->h.exit_ns : now_ns;
 	struct ml_alloc **v;
 	size_t n = memleak__proc_allocs(p, &v), kept = 0, ng = 0;
 	int err = -ENOMEM;
@@ -485,7 +432,8 @@ int memleak__snapshot(struct memleak *ml, uint64_t now_ns, uint32_t pid, unsigne
 
 	/* a process's exit report: its last image (earlier ones, ended by exec, had theirs) */
 	for (size_t i = 0; pid && (flags & ML_SNAP_EXITED) && i < n; i++)
-		if (procs[i]->pid == pid && procs[i]->exited && (!newest || procs[i]->exit_ns >= newest->exit_ns))
+		if (procs[i]->h.pid == pid && procs[i]->h.exited &&
+		    (!newest || procs[i]->h.exit_ns >= newest->h.exit_ns))
 			newest = procs[i];
 	ml_snap_data__clear(out);
 	out->procs = calloc(n ? n : 1, sizeof(*out->procs));
@@ -494,13 +442,13 @@ int memleak__snapshot(struct memleak *ml, uint64_t now_ns, uint32_t pid, unsigne
 	for (size_t i = 0; i < n; i++) {
 		struct ml_snap_proc *sp = &out->procs[k];
 
-		if ((pid && procs[i]->pid != pid) || ((flags & ML_SNAP_EXITED) && !procs[i]->exited) ||
+		if ((pid && procs[i]->h.pid != pid) || ((flags & ML_SNAP_EXITED) && !procs[i]->h.exited) ||
 		    (newest && procs[i] != newest))
 			continue;
-		sp->pid = procs[i]->pid;
-		memcpy(sp->comm, procs[i]->comm, sizeof(sp->comm));
-		sp->exited = procs[i]->exited;
-		sp->exec = procs[i]->exec;
+		sp->pid = procs[i]->h.pid;
+		memcpy(sp->comm, procs[i]->h.comm, sizeof(sp->comm));
+		sp->exited = procs[i]->h.exited;
+		sp->exec = procs[i]->h.exec;
 		sp->st = procs[i]->st;
 		k++;
 		out->nr_procs = k;

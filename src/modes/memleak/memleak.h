@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gpuprobe.h"
+#include "proctab.h"
 
 struct u64map;
 
@@ -61,11 +62,7 @@ struct ml_stats {
 };
 
 struct ml_proc {
-	uint32_t pid;
-	char comm[GP_COMM_LEN];
-	bool exited;
-	bool exec; /* ended by an exec: the PID lives on in a new image (a new record) */
-	uint64_t exit_ns;
+	struct gp_proc_head h; /* pid, comm, exited, exec, exit_ns */
 	struct u64map *allocs;   /* address -> struct ml_alloc (device, managed, host) */
 	struct u64map *handles;  /* handle -> struct ml_alloc (physical) */
 	struct u64map *mappings; /* address -> struct ml_mapping */

@@ -15,6 +15,7 @@
 #include "events.h"
 #include "memleak.h"
 #include "memleak_mode.h"
+#include "modeshare.h"
 #include "option.h"
 #include "options.h"
 #include "outfile.h"
@@ -282,27 +283,21 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 		}
 		watch_seeds(m);
 	}
-	r = gp_run__subscribe(run, &h);
-	if (r)
-		snprintf(err, len, "cannot read the ring buffer: %s", strerror(-r));
+	r = gp_share__start(run, NULL, &h, err, len);
 	gp_events__want_tick(run->events, READ_MS);
 	return r;
 }
 
 static int fill_pids(struct ml_snap *s)
 {
-	struct gp_snap_pid *pids = realloc(s->pids, (s->d.nr_procs ? s->d.nr_procs : 1) * sizeof(*pids));
+	struct gp_snap_pid *pids = gp_snap__pids(&s->pids, s->d.nr_procs);
 
 	if (!pids)
 		return -ENOMEM;
-	s->pids = pids;
-	for (size_t i = 0; i < s->d.nr_procs; i++) {
-		/* the allocation probes' hits are counted once, by the run */
-		pids[i] = (struct gp_snap_pid){ .pid = s->d.procs[i].pid, .exited = s->d.procs[i].exited };
-		memcpy(pids[i].comm, s->d.procs[i].comm, sizeof(pids[i].comm));
-	}
 	s->hdr.pids = pids;
-	s->hdr.nr_pids = s->d.nr_procs;
+	/* the allocation probes' hits are counted once, by the run */
+	for (size_t i = 0; i < s->d.nr_procs; i++)
+		gp_snap__add_pid(&s->hdr, pids, s->d.procs[i].pid, s->d.procs[i].comm, s->d.procs[i].exited, 0);
 	return 0;
 }
 
@@ -375,9 +370,9 @@ static void m_counters(void *st, struct gp_run *run, gp_counter_fn emit, void *c
 
 	(void)run;
 	for (size_t i = 0; i < n; i++)
-		for (unsigned int k = 0; k < GP_KIND__COUNT && !procs[i]->exited; k++)
+		for (unsigned int k = 0; k < GP_KIND__COUNT && !procs[i]->h.exited; k++)
 			if (procs[i]->st.allocs_by_kind[k] || (k == GP_KIND_DEVICE && procs[i]->st.allocs_total))
-				emit(ctx, &(struct gp_counter){ procs[i]->pid, GP_TRACK_MEMORY, gp_kind_name(k),
+				emit(ctx, &(struct gp_counter){ procs[i]->h.pid, GP_TRACK_MEMORY, gp_kind_name(k),
 								(double)procs[i]->st.bytes_by_kind[k], 0 });
 }
 

@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cuctx.h"
 #include "nccl.h"
 #include "proctab.h"
 #include "u64map.h"
+#include "util.h"
 
-#define CTX_STACK 8
-#define CU_STREAM_LEGACY_H 1
-#define CU_STREAM_PER_THREAD_H 2
-#define STREAM_PER_THREAD (1ULL << 63)
+_Static_assert(NCCL_SYNC_STREAM == (int)CU_SYNC_STREAM && NCCL_SYNC_CONTEXT == (int)CU_SYNC_CONTEXT &&
+		       NCCL_SYNC_EVENT == (int)CU_SYNC_EVENT && NCCL_SYNC__COUNT == (int)CU_SYNC__COUNT,
+	       "a call's completion is counted by the kind of cuctx's synchronization");
 
 struct ncomm {
 	struct nccl_comm_snap s; /* the scalars; the arrays are made by the snapshot */
@@ -23,38 +25,21 @@ struct ncomm {
 	uint64_t p2p_row[NCCL_MATRIX_MAX], ring_row[NCCL_MATRIX_MAX];
 };
 
-struct nthread {
-	uint64_t ctx[CTX_STACK];
-	int depth;
-	int group; /* ncclGroupStart depth */
-};
-
-struct pending {
-	uint64_t stream, ts_ns, size;
-	struct ncomm *c;
-	struct nccl_time *t;
-};
-
 struct nproc {
-	uint32_t pid;
-	char comm[GP_COMM_LEN];
-	bool exited, exec;
-	uint64_t exit_ns;
-	struct u64map *threads;   /* tid -> struct nthread */
-	struct u64map *ctx_gpu;   /* context -> gpu + 1 */
-	struct u64map *ev_stream; /* event -> uint64_t[2] {stream, record time} */
+	struct gp_proc_head h;
+	struct cuctx *cu;         /* contexts, events, the calls that wait for a synchronization */
+	struct u64map *group;     /* tid -> (int *) its ncclGroupStart depth */
 	struct u64map *by_handle; /* communicator handle -> its newest struct ncomm */
 	struct ncomm **comms;
 	size_t nr_comms;
-	struct pending *pending;
-	size_t nr_pending, cap_pending;
 	uint64_t groups, bad[NCCL_BAD__COUNT], failed, nested, other, calls;
 };
 
 struct nccl_agg {
-	struct proctab *procs;
+	struct proctab *procs; /* struct nproc; first (proctab__new_owner) */
 	uint64_t comm_table_full;
 };
+_Static_assert(offsetof(struct nccl_agg, procs) == 0, "proctab__new_owner: the table first");
 
 static const struct {
 	const char *fn, *op;
@@ -119,9 +104,7 @@ unsigned int nccl_dtype_size(int dtype)
 
 const char *nccl_sync_name(enum nccl_sync k)
 {
-	static const char *const n[NCCL_SYNC__COUNT] = { "stream", "context", "event" };
-
-	return k < NCCL_SYNC__COUNT ? n[k] : "?";
+	return cu_sync_name((enum cu_sync)k);
 }
 
 const char *nccl_bad_name(enum nccl_bad b)
@@ -140,13 +123,7 @@ const char *nccl_shape_name(enum nccl_shape s)
 
 uint64_t nccl_comm_id(const uint8_t *id, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= id[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
+	return gp_fnv1a(id, len, GP_FNV1A_INIT);
 }
 
 /* ---- processes ---- */
@@ -163,95 +140,70 @@ static void free_comm(void *v)
 	free(c);
 }
 
-static void free_proc(void *ctx, void *v)
+/* A synchronization completed a call (key[0] its struct nccl_time). */
+static void call_done(const struct cu_work *w, enum cu_sync kind)
+{
+	struct nccl_time *t = w->key[0];
+
+	t->calls++;
+	t->size += w->bytes;
+	t->by[kind]++;
+}
+
+static void call_charge(int slot, void *key, uint64_t ns)
+{
+	(void)slot;
+	((struct nccl_time *)key)->window_ns += ns;
+}
+
+static const struct cu_work_ops call_ops = { .done = call_done, .charge = call_charge };
+
+static int init_proc(void *v, uint32_t pid)
+{
+	struct nproc *p = v;
+
+	p->h.pid = pid;
+	p->cu = cuctx__new(&call_ops);
+	p->group = u64map__new();
+	p->by_handle = u64map__new();
+	p->comms = calloc(NCCL_MAX_COMMS, sizeof(*p->comms));
+	return p->cu && p->group && p->by_handle && p->comms ? 0 : -ENOMEM;
+}
+
+static void fini_proc(void *ctx, void *v)
 {
 	struct nproc *p = v;
 
 	(void)ctx;
-	if (!p)
-		return;
-	u64map__free_all(p->threads, NULL);
-	u64map__free_all(p->ctx_gpu, NULL);
-	u64map__free_all(p->ev_stream, NULL);
+	cuctx__free(p->cu);
+	u64map__free_all(p->group, NULL);
 	u64map__free(p->by_handle);
 	for (size_t i = 0; i < p->nr_comms; i++)
 		free_comm(p->comms[i]);
 	free(p->comms);
-	free(p->pending);
-	free(p);
 }
 
-static void *make_proc(uint32_t pid)
-{
-	struct nproc *p = calloc(1, sizeof(*p));
-
-	if (!p)
-		return NULL;
-	p->pid = pid;
-	p->threads = u64map__new();
-	p->ctx_gpu = u64map__new();
-	p->ev_stream = u64map__new();
-	p->by_handle = u64map__new();
-	p->comms = calloc(NCCL_MAX_COMMS, sizeof(*p->comms));
-	if (!p->threads || !p->ctx_gpu || !p->ev_stream || !p->by_handle || !p->comms) {
-		free_proc(NULL, p);
-		return NULL;
-	}
-	return p;
-}
+static const struct proctab_ops proc_ops = { sizeof(struct nproc), init_proc, fini_proc };
 
 struct nccl_agg *nccl_agg__new(void)
 {
-	struct nccl_agg *a = calloc(1, sizeof(*a));
-
-	if (a && !(a->procs = proctab__new(free_proc, NULL))) {
-		free(a);
-		a = NULL;
-	}
-	return a;
+	return proctab__new_owner(sizeof(struct nccl_agg), &proc_ops);
 }
 
 void nccl_agg__free(struct nccl_agg *a)
 {
-	if (!a)
-		return;
-	proctab__free(a->procs);
-	free(a);
+	proctab__free_owner(a);
 }
 
 static struct nproc *get_proc(struct nccl_agg *a, uint32_t pid, const char *comm)
 {
-	struct nproc *p = proctab__get(a->procs, pid, make_proc);
-
-	if (p && comm && comm[0])
-		snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, comm);
-	return p;
-}
-
-static struct nthread *thread(struct nproc *p, uint64_t tid)
-{
-	struct nthread *t = u64map__get(p->threads, tid);
-
-	if (t)
-		return t;
-	t = calloc(1, sizeof(*t));
-	if (t && u64map__put(p->threads, tid, t)) {
-		free(t);
-		t = NULL;
-	}
-	return t;
+	return proctab__get_named(a->procs, pid, comm);
 }
 
 /* The GPU of the thread's current context, -1 when unknown. */
 static int thread_gpu(struct nproc *p, uint64_t tid)
 {
-	struct nthread *t = u64map__get(p->threads, tid);
-	uint64_t *g;
-
-	if (!t || !t->depth)
-		return -1;
-	g = u64map__get(p->ctx_gpu, t->ctx[t->depth - 1]);
-	return g ? (int)(*g - 1) : -1;
+	return cuctx__thread_gpu(p->cu, tid);
 }
 
 /* ---- communicators ---- */
@@ -392,13 +344,13 @@ static void on_end(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_eve
 
 static void on_group(struct nproc *p, const struct gp_nccl_event *e)
 {
-	struct nthread *t = thread(p, e->tid);
+	int *depth = u64map__get_new(p->group, e->tid, sizeof(*depth));
 
-	if (e->ret || !t)
+	if (e->ret || !depth)
 		return;
 	if (e->fn == GP_NCCL_GroupStart) {
-		t->group++;
-	} else if (t->group > 0 && --t->group == 0) {
+		(*depth)++;
+	} else if (*depth > 0 && --*depth == 0) {
 		p->groups++;
 	}
 }
@@ -498,27 +450,13 @@ static void attribute(struct ncomm *c, int fn, int root, uint64_t b)
 	}
 }
 
-static void *stat_get(struct u64map *m, uint64_t key, size_t size)
-{
-	void *v = u64map__get(m, key);
-
-	if (v)
-		return v;
-	v = calloc(1, size);
-	if (v && u64map__put(m, key, v)) {
-		free(v);
-		v = NULL;
-	}
-	return v;
-}
-
 static void count_data(struct ncomm *c, const struct gp_nccl_event *e, uint64_t bytes)
 {
 	int dtype = nccl_dtype_size(e->dtype) ? e->dtype : -1;
 
 	if (e->fn == GP_NCCL_Send || e->fn == GP_NCCL_Recv) {
 		bool send = e->fn == GP_NCCL_Send;
-		struct nccl_p2p *x = stat_get(c->p2p, (uint64_t)(uint32_t)e->peer << 1 | send, sizeof(*x));
+		struct nccl_p2p *x = u64map__get_new(c->p2p, (uint64_t)(uint32_t)e->peer << 1 | send, sizeof(*x));
 
 		if (!x)
 			return;
@@ -529,7 +467,7 @@ static void count_data(struct ncomm *c, const struct gp_nccl_event *e, uint64_t 
 		x->api_ns += e->dur_ns;
 		return;
 	}
-	struct nccl_coll *x = stat_get(c->colls, (uint64_t)e->fn << 8 | (uint64_t)(dtype + 1), sizeof(*x));
+	struct nccl_coll *x = u64map__get_new(c->colls, (uint64_t)e->fn << 8 | (uint64_t)(dtype + 1), sizeof(*x));
 
 	if (!x)
 		return;
@@ -540,33 +478,12 @@ static void count_data(struct ncomm *c, const struct gp_nccl_event *e, uint64_t 
 	x->api_ns += e->dur_ns;
 }
 
-static unsigned int log2_slot(uint64_t v)
-{
-	unsigned int r = 0;
-
-	while (v > 1 && r < NCCL_SIZE_SLOTS - 1) {
-		v >>= 1;
-		r++;
-	}
-	return r;
-}
-
-static uint64_t stream_key(bool per_thread_api, uint64_t handle, uint64_t tid)
-{
-	if (handle == CU_STREAM_LEGACY_H)
-		return 0;
-	if (handle == CU_STREAM_PER_THREAD_H || (handle == 0 && per_thread_api))
-		return STREAM_PER_THREAD | tid;
-	return handle;
-}
-
 /* The call runs on its stream until a synchronization covers it. */
 static void add_pending(struct nproc *p, struct ncomm *c, const struct gp_nccl_event *e, uint64_t bytes)
 {
 	uint64_t size = tests_size((int)e->fn, bytes, c->s.nranks);
-	unsigned int slot = log2_slot(size);
-	struct nccl_time *t = stat_get(c->times, (uint64_t)e->fn << 8 | slot, sizeof(*t));
-	size_t cap = p->cap_pending;
+	unsigned int slot = gp_log2_slot(size, NCCL_SIZE_SLOTS);
+	struct nccl_time *t = u64map__get_new(c->times, (uint64_t)e->fn << 8 | slot, sizeof(*t));
 
 	if (!t)
 		return;
@@ -574,18 +491,10 @@ static void add_pending(struct nproc *p, struct ncomm *c, const struct gp_nccl_e
 	t->slot = (int)slot;
 	if (!t->bus_factor)
 		t->bus_factor = bus_factor((int)e->fn, c->s.nranks);
-	if (p->nr_pending == cap) {
-		struct pending *n = realloc(p->pending, (cap ? 2 * cap : 16) * sizeof(*n));
-
-		if (!n)
-			return;
-		p->pending = n;
-		p->cap_pending = cap ? 2 * cap : 16;
-	}
 	/* NCCL launches on the stream it is given; 0 is the legacy default stream */
-	p->pending[p->nr_pending++] = (struct pending){
-		.stream = stream_key(false, e->stream, e->tid), .ts_ns = e->ts_ns, .size = size, .c = c, .t = t,
-	};
+	cuctx__submit(p->cu, &(struct cu_work){
+		.stream = cu_stream_key(false, e->stream, e->tid), .ts_ns = e->ts_ns, .bytes = size, .key = { t },
+	});
 }
 
 /* A call on a NULL or destroyed communicator, or with a data type NCCL does not have. */
@@ -666,187 +575,31 @@ void nccl_agg__on_call(struct nccl_agg *a, const struct gp_nccl_event *e)
 	}
 }
 
-/* ---- completion: the first synchronization that covers a call's stream ---- */
-
-#define BATCHES 32
-
-/*
- * A synchronization of kind returned at ts: the calls it covers (on stream, or all,
- * submitted before `before`) are done. Each (communicator, op, size) batch is charged the
- * window from its first submission to ts: more than the calls took when the GPU did other
- * work, so an upper bound of their time and a lower bound of their bandwidth.
- */
-static void complete(struct nproc *p, enum nccl_sync kind, bool all, uint64_t stream, uint64_t before,
-		     uint64_t ts)
-{
-	struct {
-		struct nccl_time *t;
-		uint64_t first;
-	} b[BATCHES];
-	int nb = 0;
-	size_t kept = 0;
-
-	for (size_t i = 0; i < p->nr_pending; i++) {
-		struct pending *x = &p->pending[i];
-		int j;
-
-		if ((!all && x->stream != stream) || x->ts_ns > before || x->ts_ns > ts) {
-			p->pending[kept++] = *x;
-			continue;
-		}
-		x->t->calls++;
-		x->t->size += x->size;
-		x->t->by[kind]++;
-		for (j = 0; j < nb && b[j].t != x->t; j++)
-			;
-		if (j == nb && nb < BATCHES)
-			b[nb++] = (typeof(b[0])){ x->t, x->ts_ns };
-		else if (j == nb) /* charged alone: never less than its share */
-			x->t->window_ns += ts - x->ts_ns;
-		else if (x->ts_ns < b[j].first)
-			b[j].first = x->ts_ns;
-	}
-	p->nr_pending = kept;
-	for (int j = 0; j < nb; j++)
-		b[j].t->window_ns += ts - b[j].first;
-}
-
-static void set_ctx_gpu(struct nproc *p, uint64_t ctx, uint64_t dev)
-{
-	uint64_t *v = u64map__get(p->ctx_gpu, ctx);
-
-	if (!v) {
-		v = malloc(sizeof(*v));
-		if (!v || u64map__put(p->ctx_gpu, ctx, v)) {
-			free(v);
-			return;
-		}
-	}
-	*v = dev + 1;
-}
-
-static void on_event_record(struct nproc *p, const struct gp_aux_event *e)
-{
-	uint64_t *v = u64map__get(p->ev_stream, e->handle);
-
-	if (!v) {
-		v = malloc(2 * sizeof(*v));
-		if (!v || u64map__put(p->ev_stream, e->handle, v)) {
-			free(v);
-			return;
-		}
-	}
-	v[0] = stream_key(e->api == GP_API_cuEventRecord_ptsz, e->aux, e->tid);
-	v[1] = e->ts_ns;
-}
-
-static void on_ctx(struct nproc *p, const struct gp_aux_event *e)
-{
-	struct nthread *t = thread(p, e->tid);
-
-	if (!t)
-		return;
-	switch (e->api) {
-	case GP_API_cuCtxSetCurrent:
-		if (!t->depth)
-			t->depth = 1;
-		t->ctx[t->depth - 1] = e->handle;
-		break;
-	case GP_API_cuCtxPushCurrent_v2:
-		if (t->depth < CTX_STACK)
-			t->ctx[t->depth++] = e->handle;
-		break;
-	case GP_API_cuCtxPopCurrent_v2:
-		if (t->depth)
-			t->depth--;
-		break;
-	case GP_API_cuCtxCreate_v2:
-	case GP_API_cuCtxCreate_v3:
-	case GP_API_cuCtxCreate_v4:
-		if (t->depth < CTX_STACK) /* a created context becomes current */
-			t->ctx[t->depth++] = e->handle;
-		set_ctx_gpu(p, e->handle, e->aux);
-		break;
-	case GP_API_cuDevicePrimaryCtxRetain:
-		set_ctx_gpu(p, e->handle, e->aux);
-		break;
-	default:
-		break;
-	}
-}
+/* ---- the driver calls: contexts, event records, synchronizations (cuctx.h) ---- */
 
 void nccl_agg__on_cuda(struct nccl_agg *a, const struct gp_aux_event *e)
 {
 	struct nproc *p = get_proc(a, e->pid, NULL);
-	uint64_t *v;
 
-	if (!p)
-		return;
-	switch (e->api) {
-	case GP_API_cuStreamSynchronize:
-	case GP_API_cuStreamSynchronize_ptsz:
-		complete(p, NCCL_SYNC_STREAM, false,
-			 stream_key(e->api == GP_API_cuStreamSynchronize_ptsz, e->handle, e->tid), UINT64_MAX, e->ts_ns);
-		break;
-	case GP_API_cuCtxSynchronize:
-	case GP_API_cuCtxSynchronize_v2:
-		complete(p, NCCL_SYNC_CONTEXT, true, 0, UINT64_MAX, e->ts_ns);
-		break;
-	case GP_API_cuEventSynchronize:
-		v = u64map__get(p->ev_stream, e->handle);
-		if (v) /* the calls on the event's stream submitted before it was recorded */
-			complete(p, NCCL_SYNC_EVENT, false, v[0], v[1], e->ts_ns);
-		break;
-	case GP_API_cuEventRecord:
-	case GP_API_cuEventRecord_ptsz:
-		on_event_record(p, e);
-		break;
-	default:
-		on_ctx(p, e);
-		break;
-	}
+	if (p)
+		cuctx__on_aux(p->cu, e);
 }
 
 /* ---- process lifetime ---- */
 
-static void ended(struct nccl_agg *a, uint32_t pid, uint64_t ts, bool exec)
-{
-	struct nproc *p = proctab__exit(a->procs, pid, ts);
-
-	if (!p)
-		return;
-	p->exited = true;
-	p->exec = exec;
-	p->exit_ns = ts;
-}
-
 void nccl_agg__on_exit(struct nccl_agg *a, const struct gp_exit_event *e)
 {
-	ended(a, e->pid, e->ts_ns, false);
+	proctab__end(a->procs, e->pid, e->ts_ns, false);
 }
 
 void nccl_agg__on_exec(struct nccl_agg *a, const struct gp_proc_event *e)
 {
-	ended(a, e->pid, e->ts_ns, true);
-}
-
-struct sweep {
-	struct nccl_agg *a;
-	uint64_t now_ns;
-};
-
-static void gone(void *ctx, uint32_t pid)
-{
-	struct sweep *s = ctx;
-
-	ended(s->a, pid, s->now_ns, false);
+	proctab__end(a->procs, e->pid, e->ts_ns, true);
 }
 
 void nccl_agg__sweep(struct nccl_agg *a, uint64_t now_ns)
 {
-	struct sweep s = { a, now_ns };
-
-	proctab__sweep(a->procs, gone, &s);
+	proctab__sweep_end(a->procs, now_ns);
 }
 
 void nccl_agg__reap(struct nccl_agg *a, uint64_t cutoff_ns, uint32_t keep_pid)
@@ -907,6 +660,23 @@ static uint64_t *row_copy(const uint64_t *row, int n)
 	return r;
 }
 
+/* Completion batches counted before the communicator's size was known (a split whose shape
+ * is derived at the snapshot): nccl-tests' size and bus factor now that it is. */
+static void times_of_shape(struct nccl_comm_snap *c)
+{
+	for (size_t i = 0; i < c->nr_times; i++) {
+		struct nccl_time *t = &c->times[i];
+		uint64_t per_call;
+
+		if (t->bus_factor)
+			continue;
+		t->bus_factor = bus_factor(t->fn, c->nranks);
+		t->size = tests_size(t->fn, t->size, c->nranks);
+		per_call = t->calls ? t->size / t->calls : t->size;
+		t->slot = (int)gp_log2_slot(per_call, NCCL_SIZE_SLOTS);
+	}
+}
+
 static int comm_snap(const struct ncomm *c, const struct nproc *p, struct nccl_comm_snap *o)
 {
 	*o = c->s;
@@ -919,6 +689,8 @@ static int comm_snap(const struct ncomm *c, const struct nproc *p, struct nccl_c
 	o->parent_rank = c->parent_rank;
 	o->parent_nranks = c->parent_nranks;
 	(void)p;
+	if (o->times && o->nranks > 0) /* a size learned after calls (its queries) */
+		times_of_shape(o);
 	return o->colls && o->p2p && o->times ? 0 : -ENOMEM;
 }
 
@@ -927,16 +699,16 @@ static int proc_snap(const struct nproc *p, struct nccl_proc_snap *o)
 	int r = 0;
 
 	memset(o, 0, sizeof(*o));
-	o->pid = p->pid;
-	memcpy(o->comm, p->comm, sizeof(o->comm));
-	o->exited = p->exited;
-	o->exec = p->exec;
+	o->pid = p->h.pid;
+	memcpy(o->comm, p->h.comm, sizeof(o->comm));
+	o->exited = p->h.exited;
+	o->exec = p->h.exec;
 	o->groups = p->groups;
 	memcpy(o->bad, p->bad, sizeof(o->bad));
 	o->failed = p->failed;
 	o->nested = p->nested;
 	o->other = p->other;
-	o->unsynced = p->nr_pending;
+	o->unsynced = cuctx__pending(p->cu);
 	o->calls = p->calls;
 	o->comms = calloc(p->nr_comms ? p->nr_comms : 1, sizeof(*o->comms));
 	if (!o->comms)
@@ -1002,6 +774,7 @@ static void derive_split(void *ctx, struct nccl_proc_snap *p, struct nccl_comm_s
 	c->nranks = q.n;
 	c->rank = q.rank;
 	c->shape = NCCL_SHAPE_SPLIT;
+	times_of_shape(c);
 }
 
 static struct nccl_matrix *matrix_of(struct nccl_snap_data *d, const struct nccl_comm_snap *c)
@@ -1061,7 +834,7 @@ int nccl_agg__snapshot(struct nccl_agg *a, uint32_t pid, struct nccl_snap_data *
 		return -ENOMEM;
 	for (size_t i = 0; i < n && !r; i++) {
 		/* contexts and syncs only: a process that never called NCCL is not reported */
-		if ((pid && procs[i]->pid != pid) || (!procs[i]->calls && !procs[i]->nested))
+		if ((pid && procs[i]->h.pid != pid) || (!procs[i]->calls && !procs[i]->nested))
 			continue;
 		r = proc_snap(procs[i], &out->procs[k]);
 		out->nr_procs = ++k;

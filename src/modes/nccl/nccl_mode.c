@@ -15,6 +15,7 @@
 #include "apis.h"
 #include "attach.h"
 #include "events.h"
+#include "modeshare.h"
 #include "nccl.skel.h"
 #include "nccl_mode.h"
 #include "option.h"
@@ -69,7 +70,6 @@ static void m_free(void *st)
 static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 {
 	struct nccl_mode *m = calloc(1, sizeof(*m));
-	int r;
 
 	*st = m;
 	if (!m || !(m->agg = nccl_agg__new()) || !(m->skel = nccl_bpf__open())) {
@@ -80,23 +80,10 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	attach_pair__prepare(&m->probes, m->skel->progs.nccl_enter, m->skel->progs.nccl_leave, "nccl");
 	attach_pair__prepare(&m->cuda_probes, m->skel->progs.nccl_cuda_enter, m->skel->progs.nccl_cuda_leave,
 			     "nccl's driver");
-	r = gp_run__adopt(run, m->skel);
-	if (r) {
-		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
-		return r;
-	}
 	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
 	bpf_map__set_max_entries(m->skel->maps.cuda_calls, (__u32)run->o->max_pending);
 	bpf_map__set_max_entries(m->skel->maps.nccl_procs, (__u32)run->o->max_procs);
-	r = bpf_map__reuse_fd(m->skel->maps.events, run->shared_rb);
-	if (r) {
-		snprintf(err, len, "cannot share the ring buffer: %s", strerror(-r));
-		return r;
-	}
-	r = nccl_bpf__load(m->skel);
-	if (r)
-		attach__load_error(r, err, len);
-	return r;
+	return gp_share__load(run, m->skel, m->skel->maps.events, err, len);
 }
 
 /* The name to probe for fn in lib: ncclX; pncclX where only it is exported. NCCL exports
@@ -230,14 +217,8 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 	struct nccl_mode *m = st;
 	struct gp_handlers h = { .ctx = m, .on_nccl = h_nccl, .on_nccl_cuda = h_cuda, .on_exit = h_exit,
 				 .on_proc = h_proc };
-	int r = attach_set__auto(run->links, m->skel->progs.nccl_proc_exit, err, len);
 
-	if (r)
-		return r;
-	r = gp_run__subscribe(run, &h);
-	if (r)
-		snprintf(err, len, "cannot read the ring buffer: %s", strerror(-r));
-	return r;
+	return gp_share__start(run, m->skel->progs.nccl_proc_exit, &h, err, len);
 }
 
 static void fill_drops(struct nccl_mode *m, struct nccl_snap *s)
@@ -265,12 +246,8 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	struct gp_snap_pid *pids;
 
 	(void)run;
-	if (nccl_agg__snapshot(m->agg, pid, &s->d))
+	if (nccl_agg__snapshot(m->agg, pid, &s->d) || !(pids = gp_snap__pids(&s->pids, s->d.nr_procs)))
 		return NULL;
-	pids = realloc(s->pids, (s->d.nr_procs ? s->d.nr_procs : 1) * sizeof(*pids));
-	if (!pids)
-		return NULL;
-	s->pids = pids;
 	s->hdr = (struct gp_snap){ .mode = "nccl", .kind = kind, .now_ns = gp_mono_ns(), .pids = pids };
 	for (size_t i = 0; i < s->d.nr_procs; i++) {
 		const struct nccl_proc_snap *p = &s->d.procs[i];
@@ -278,9 +255,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 		/* contexts and syncs only: not a process that used NCCL */
 		if (!p->calls && !p->nested)
 			continue;
-		pids[s->hdr.nr_pids] = (struct gp_snap_pid){ .pid = p->pid, .exited = p->exited,
-							     .probe_hits = 2 * (p->calls + p->nested) };
-		memcpy(pids[s->hdr.nr_pids++].comm, p->comm, sizeof(pids[0].comm));
+		gp_snap__add_pid(&s->hdr, pids, p->pid, p->comm, p->exited, 2 * (p->calls + p->nested));
 	}
 	s->libs = m->libs;
 	s->nr_libs = m->nr_libs;
