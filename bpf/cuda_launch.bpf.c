@@ -13,6 +13,7 @@
 #include "gpuprobe.h"
 #include "common.bpf.h"
 #include "gp_arch.bpf.h"
+#include "budget.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -66,6 +67,46 @@ struct {
 } unloaded SEC(".maps");
 
 __u32 next_gen;
+
+/* Bumped by every change of `known` or `unloaded` a launch could see (a naming, an alias,
+ * an unload): a cached naming (below) is valid while this has not moved. */
+__u64 names_seq = 1; /* 0 never matches: a cache entry starts zeroed */
+
+/* A thread's launch state, in its own storage (no other program writes it while this one
+ * runs: a task runs on one CPU at a time). Whether its process is followed: that holds for
+ * the life of an image once the run has started (a fork is followed before the child runs,
+ * an exec makes a new image), so the hash look-up of gp_traced_self() is done once per
+ * thread and image; before that, user space may still add running processes (--comm and
+ * --cgroup match them after the probes are attached), so a "not followed" is kept only
+ * when the look-up was made after that (followed_settled). And the namings its launches
+ * looked up last: a launch loop launches the same few handles over and over, and a hit
+ * saves the two hash look-ups of handle_gen(); direct-mapped by handle. */
+#define GEN_CACHE 16
+#define GEN_NAMED (1U << 31)
+struct gen_cached {
+	__u64 handle;
+	__u64 seq;  /* names_seq when looked up */
+	__u32 img;
+	__u32 gen;  /* the naming generation; bit 31: named */
+};
+
+struct hot {
+	__u32 img;     /* the image `traced` was looked up for */
+	__u32 traced;  /* 0: to look up, 1: not followed, 2: followed */
+	struct gen_cached e[GEN_CACHE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct hot);
+} hot_store SEC(".maps");
+
+/* Set by user space when the run starts (src/modes/cudatrace/cudatrace_mode.c, after the
+ * processes running at start were matched): from then on the followed set grows only by
+ * forks and execs, so a "not followed" looked up since holds for the thread's image. */
+__u32 followed_settled;
 
 /* Unnamed handles whose launch stack was already sent once. */
 struct {
@@ -208,12 +249,19 @@ static __always_inline void start_timer(__u64 id, __u32 api, __u32 hist, __u64 u
 		count_drop(GP_LDROP_PENDING);
 }
 
+/* A process's histogram of a kind, made at its first call of that kind (the process is
+ * remembered then, for its exit record). */
 static __always_inline struct gp_hist *hist_of(__u32 tgid, __u32 kind)
 {
 	struct gp_hist_key k = { .pid = tgid, .kind = kind, .img = gp_image() };
 	static const struct gp_hist zero;
+	struct gp_hist *h = bpf_map_lookup_elem(&hists, &k);
 
-	return gp_lookup_or_init(&hists, &k, &zero);
+	if (h)
+		return h;
+	remember_proc(tgid);
+	bpf_map_update_elem(&hists, &k, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&hists, &k);
 }
 
 /* The naming generation of a handle (0: never named, or its module was unloaded); *named
@@ -229,6 +277,55 @@ static __always_inline __u32 handle_gen(__u32 tgid, __u32 img, __u64 handle, boo
 		return 0;
 	ok.handle = kv->owner;
 	return bpf_map_lookup_elem(&unloaded, &ok) ? 0 : kv->gen;
+}
+
+static __always_inline struct hot *hot_self(void)
+{
+	return bpf_task_storage_get(&hot_store, bpf_get_current_task_btf(), NULL,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+/* gp_traced_self() for a launch or a sync, answered once per thread and image. */
+static __always_inline bool hot_traced(struct hot *h, __u32 img)
+{
+	__u32 settled;
+
+	if (!gp_filter)
+		return true;
+	if (!h)
+		return gp_traced_self() != NULL;
+	if (h->img == img && h->traced)
+		return h->traced == 2;
+	/* read before the look-up: a "not followed" found once the set was settled holds; one
+	 * found before may be stale by the next call (its process matched since) */
+	settled = *(volatile __u32 *)&followed_settled;
+	h->traced = gp_traced_self() ? 2 : settled ? 1 : 0;
+	h->img = img;
+	return h->traced == 2;
+}
+
+/* handle_gen() for a launch, through the thread's cache. The sequence is read before the
+ * look-ups and every writer bumps it after its change, so an entry cached from a state
+ * that changed since is never used. A thread is one process: no PID in the key. */
+static __always_inline __u32 launch_gen(struct hot *h, __u32 tgid, __u32 img, __u64 handle, bool *named)
+{
+	__u64 seq = *(volatile __u64 *)&names_seq;
+	struct gen_cached *c;
+	__u32 gen;
+
+	if (!h)
+		return handle_gen(tgid, img, handle, named);
+	c = &h->e[(handle >> 4 ^ handle >> 10) & (GEN_CACHE - 1)];
+	if (c->seq == seq && c->handle == handle && c->img == img) {
+		*named = c->gen & GEN_NAMED;
+		return c->gen & ~GEN_NAMED;
+	}
+	gen = handle_gen(tgid, img, handle, named);
+	c->handle = handle;
+	c->seq = seq;
+	c->img = img;
+	c->gen = gen | (*named ? GEN_NAMED : 0);
+	return gen;
 }
 
 static __always_inline bool is_ptsz(__u32 api)
@@ -301,6 +398,8 @@ static __always_inline void emit_graph(__u32 op, __u64 a, __u64 b, __u64 handle,
 }
 
 struct launch {
+	struct hot *hot; /* the thread's (NULL when its storage could not be made) */
+	__u32 img;
 	__u32 kind;
 	__u64 handle, stream;
 	__u32 dims[6]; /* grid x, y, z, block x, y, z */
@@ -332,38 +431,52 @@ static __always_inline __u32 exec_version(__u32 tgid, __u32 img, __u64 exec)
 	return v ? *v : 0;
 }
 
-static __always_inline int count_launch(void *ctx, const struct launch *l)
+/* One more launch under key k: a look-up, and an insert the first time (the process is
+ * remembered then, for its exit record: its keys go only once it has exited). */
+static __always_inline void bump_launch(const struct gp_launch_key *k)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, img = gp_image(), api = (__u32)bpf_get_attach_cookie(ctx);
-	struct gp_launch_key k = {
-		.pid = tgid, .kind = l->kind, .handle = l->handle, .img = img,
-		.grid = { l->dims[0], l->dims[1], l->dims[2] },
-		.block = { l->dims[3], l->dims[4], l->dims[5] },
-	};
-	__u64 one = 1, *v;
-	bool named = true;
-	struct gp_hist *h;
+	__u64 one = 1, *v = bpf_map_lookup_elem(&launches, k);
 
-	if (l->kind == GP_LAUNCH_GRAPH)
-		k.gen = exec_version(tgid, img, l->handle);
-	else if (captured(tgid, img, api, l))
-		goto timed; /* the call itself is timed like any launch call */
-	else
-		k.gen = handle_gen(tgid, img, l->handle, &named);
-
-	v = bpf_map_lookup_elem(&launches, &k);
 	if (v) {
 		__sync_fetch_and_add(v, 1);
-	} else if (bpf_map_update_elem(&launches, &k, &one, BPF_NOEXIST)) {
+		return;
+	}
+	if (bpf_map_update_elem(&launches, k, &one, BPF_NOEXIST)) {
 		/* lost a race to create the key, or the table is full */
-		v = bpf_map_lookup_elem(&launches, &k);
+		v = bpf_map_lookup_elem(&launches, k);
 		if (v)
 			__sync_fetch_and_add(v, 1);
 		else
 			count_drop(GP_LDROP_KEYS);
 	}
-	remember_proc(tgid);
+	remember_proc(k->pid);
+}
+
+static __always_inline int count_launch(void *ctx, const struct launch *l)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, img = l->img, api = (__u32)bpf_get_attach_cookie(ctx);
+	struct gp_launch_key k = {
+		.pid = tgid, .kind = l->kind, .handle = l->handle, .img = img,
+		.grid = { l->dims[0], l->dims[1], l->dims[2] },
+		.block = { l->dims[3], l->dims[4], l->dims[5] },
+	};
+	bool named = true;
+	struct gp_hist *h;
+
+	if (!gp_sampled_hit(tgid)) {
+		/* a stray: no entry left behind for its return to time */
+		if (measure_latency)
+			bpf_map_delete_elem(&calls, &id);
+		return 0;
+	}
+	if (l->kind == GP_LAUNCH_GRAPH)
+		k.gen = exec_version(tgid, img, l->handle);
+	else if (captured(tgid, img, api, l))
+		goto timed; /* the call itself is timed like any launch call */
+	else
+		k.gen = launch_gen(l->hot, tgid, img, l->handle, &named);
+	bump_launch(&k);
 	if (!named)
 		sample_unnamed(ctx, tgid, l->handle);
 timed:
@@ -378,20 +491,27 @@ timed:
 
 /* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra) and
  * cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params): the 7th
- * argument on (blockDimZ, shmem, stream) per the architecture's ABI (gp_arch.bpf.h) */
-static __always_inline int launch_kernel(struct pt_regs *ctx, __u32 kind)
+ * argument on (blockDimZ, shmem, stream) per the architecture's ABI (gp_arch.bpf.h), in
+ * one user-memory read where they are on the stack (x86-64: all three) */
+static __always_inline int launch_kernel(struct pt_regs *ctx, struct launch *l, __u32 kind)
 {
-	struct launch l = {
-		.kind = kind, .handle = gp_arg(ctx, 0), .stream = gp_arg(ctx, 8),
-		.dims = { gp_arg(ctx, 1), gp_arg(ctx, 2), gp_arg(ctx, 3), gp_arg(ctx, 4), gp_arg(ctx, 5),
-			  gp_arg(ctx, 6) },
-	};
+	__u64 a[3]; /* blockDimZ, sharedMemBytes, hStream */
 
-	return count_launch(ctx, &l);
+	gp_args(ctx, 6, 3, a);
+	l->kind = kind;
+	l->handle = gp_arg(ctx, 0);
+	l->stream = a[2];
+	l->dims[0] = gp_arg(ctx, 1);
+	l->dims[1] = gp_arg(ctx, 2);
+	l->dims[2] = gp_arg(ctx, 3);
+	l->dims[3] = gp_arg(ctx, 4);
+	l->dims[4] = gp_arg(ctx, 5);
+	l->dims[5] = (__u32)a[0];
+	return count_launch(ctx, l);
 }
 
 /* cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, params, extra) */
-static __always_inline int launch_ex(struct pt_regs *ctx)
+static __always_inline int launch_ex(struct pt_regs *ctx, struct launch *l)
 {
 	/* CUlaunchConfig: gridDimX..Z, blockDimX..Z, sharedMemBytes (unsigned ints), then
 	 * hStream at offset 32 */
@@ -400,29 +520,36 @@ static __always_inline int launch_ex(struct pt_regs *ctx)
 		__u32 shmem, pad;
 		__u64 stream;
 	} cfg = {};
-	struct launch l = { .kind = GP_LAUNCH_EX, .handle = PT_REGS_PARM2(ctx) };
 
 	bpf_probe_read_user(&cfg, sizeof(cfg), (void *)PT_REGS_PARM1(ctx));
-	l.stream = cfg.stream;
-	__builtin_memcpy(l.dims, cfg.dims, sizeof(l.dims));
-	return count_launch(ctx, &l);
+	l->kind = GP_LAUNCH_EX;
+	l->handle = PT_REGS_PARM2(ctx);
+	l->stream = cfg.stream;
+	__builtin_memcpy(l->dims, cfg.dims, sizeof(l->dims));
+	return count_launch(ctx, l);
 }
 
 /* cuGraphLaunch(CUgraphExec, CUstream) */
-static __always_inline int launch_graph(struct pt_regs *ctx)
+static __always_inline int launch_graph(struct pt_regs *ctx, struct launch *l)
 {
-	struct launch l = { .kind = GP_LAUNCH_GRAPH, .handle = PT_REGS_PARM1(ctx), .stream = PT_REGS_PARM2(ctx) };
-
-	return count_launch(ctx, &l);
+	l->kind = GP_LAUNCH_GRAPH;
+	l->handle = PT_REGS_PARM1(ctx);
+	l->stream = PT_REGS_PARM2(ctx);
+	return count_launch(ctx, l);
 }
 
 /* cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize */
 static __always_inline int sync_enter(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct gp_hist *h = hist_of(id >> 32, GP_HIST_SYNC);
+	struct gp_hist *h;
 
-	remember_proc(id >> 32);
+	if (!gp_sampled_hit(id >> 32)) {
+		if (measure_latency)
+			bpf_map_delete_elem(&calls, &id);
+		return 0;
+	}
+	h = hist_of(id >> 32, GP_HIST_SYNC);
 	if (h)
 		__sync_fetch_and_add(&h->count, 1);
 	if (measure_latency)
@@ -434,13 +561,21 @@ static __always_inline int sync_enter(struct pt_regs *ctx)
 static __always_inline int timed_leave(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct call *c = bpf_map_lookup_elem(&calls, &id);
+	struct call *c;
 	struct gp_hist *h;
 	__u64 d, old;
 	__u32 slot;
 
+	if (!gp_window_open()) {
+		/* the window closed while the call ran: its entry may be stale by the next */
+		bpf_map_delete_elem(&calls, &id);
+		return 0;
+	}
+	c = bpf_map_lookup_elem(&calls, &id);
 	if (!c) {
-		count_drop(GP_LDROP_NORETURN);
+		/* under a budget, a call that entered outside the window returns without one */
+		if (!gp_count_hits)
+			count_drop(GP_LDROP_NORETURN);
 		return 0;
 	}
 	d = bpf_ktime_get_ns() - c->ts_ns;
@@ -529,6 +664,7 @@ static __always_inline int unload_leave(struct pt_regs *ctx)
 		ok.img = gp_image();
 		ok.handle = c->owner;
 		bpf_map_update_elem(&unloaded, &ok, &one, BPF_ANY);
+		__sync_fetch_and_add(&names_seq, 1); /* after the change: cached namings go */
 	}
 	bpf_map_delete_elem(&calls, &id);
 	return 0;
@@ -558,6 +694,7 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 		if (kp) {
 			kv = *kp;
 			bpf_map_update_elem(&known, &hk, &kv, BPF_ANY);
+			__sync_fetch_and_add(&names_seq, 1);
 		}
 		goto out;
 	}
@@ -584,42 +721,57 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 	ok.handle = c->owner;
 	bpf_map_delete_elem(&unloaded, &ok);
 	bpf_map_update_elem(&known, &hk, &kv, BPF_ANY);
+	__sync_fetch_and_add(&names_seq, 1);
 	bpf_map_delete_elem(&sampled, &hk);
 out:
 	bpf_map_delete_elem(&calls, &id);
 	return 0;
 }
 
+/* Launches and syncs: the hot path (see struct hot). */
+static __always_inline int hot_enter(struct pt_regs *ctx, __u32 api)
+{
+	struct launch l = { .hot = hot_self(), .img = gp_image() };
+
+	if (!hot_traced(l.hot, l.img))
+		return 0;
+	switch (api) {
+	case GP_API_cuLaunchKernel:
+	case GP_API_cuLaunchKernel_ptsz:
+		return launch_kernel(ctx, &l, GP_LAUNCH_KERNEL);
+	case GP_API_cuLaunchKernelEx:
+	case GP_API_cuLaunchKernelEx_ptsz:
+		return launch_ex(ctx, &l);
+	case GP_API_cuLaunchCooperativeKernel:
+	case GP_API_cuLaunchCooperativeKernel_ptsz:
+		return launch_kernel(ctx, &l, GP_LAUNCH_COOPERATIVE);
+	case GP_API_cuGraphLaunch:
+	case GP_API_cuGraphLaunch_ptsz:
+		return launch_graph(ctx, &l);
+	default:
+		return sync_enter(ctx);
+	}
+}
+
 /* One entry and one return program for every launch-side entry point, dispatching on the
- * attach cookie: one uprobe_multi link each per library. */
+ * attach cookie: one uprobe_multi link each per library (two with --max-overhead: the
+ * launches and syncs it may sample, and the rest). */
 SEC("uprobe")
 int launch_enter(struct pt_regs *ctx)
 {
-	if (!gp_traced_self())
-		return 0;
-	switch ((__u32)bpf_get_attach_cookie(ctx)) {
-	case GP_API_cuLaunchKernel:
-	case GP_API_cuLaunchKernel_ptsz:
-		return launch_kernel(ctx, GP_LAUNCH_KERNEL);
-	case GP_API_cuLaunchKernelEx:
-	case GP_API_cuLaunchKernelEx_ptsz:
-		return launch_ex(ctx);
-	case GP_API_cuLaunchCooperativeKernel:
-	case GP_API_cuLaunchCooperativeKernel_ptsz:
-		return launch_kernel(ctx, GP_LAUNCH_COOPERATIVE);
-	case GP_API_cuGraphLaunch:
-	case GP_API_cuGraphLaunch_ptsz:
-		return launch_graph(ctx);
+	__u32 api = (__u32)bpf_get_attach_cookie(ctx);
+
+	switch (api) {
 	case GP_API_cuModuleGetFunction:
 	case GP_API_cuLibraryGetKernel:
-		return name_enter(ctx);
+		return gp_traced_self() ? name_enter(ctx) : 0;
 	case GP_API_cuKernelGetFunction:
-		return alias_enter(ctx);
+		return gp_traced_self() ? alias_enter(ctx) : 0;
 	case GP_API_cuModuleUnload:
 	case GP_API_cuLibraryUnload:
-		return unload_enter(ctx);
+		return gp_traced_self() ? unload_enter(ctx) : 0;
 	default:
-		return sync_enter(ctx);
+		return hot_enter(ctx, api);
 	}
 }
 

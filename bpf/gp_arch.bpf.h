@@ -69,6 +69,30 @@ static __always_inline __u64 gp_arg(struct pt_regs *ctx, int n)
 	return v;
 }
 
+/*
+ * Integer arguments first .. first+n-1 (constants, n at most 4) into v: the registers'
+ * as gp_arg reads them, the stack's in ONE user-memory read (a launch's hot path: x86-64
+ * puts cuLaunchKernel's blockDimZ, sharedMemBytes and hStream there, three reads with
+ * gp_arg). Stack arguments that cannot be read come back 0.
+ */
+static __always_inline void gp_args(struct pt_regs *ctx, int first, int n, __u64 *v)
+{
+	int s = first > GP_REG_ARGS ? first : GP_REG_ARGS; /* the first on the stack */
+
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		if (i < n && first + i < GP_REG_ARGS)
+			v[i] = gp_reg_arg(ctx, first + i);
+	if (first + n <= s)
+		return;
+	if (bpf_probe_read_user(&v[s - first], 8 * (first + n - s),
+				(void *)(PT_REGS_SP(ctx) + GP_STACK_ARGS_AT + 8 * (s - GP_REG_ARGS))))
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			if (i < n && first + i >= s)
+				v[i] = 0;
+}
+
 #ifdef GP_MAX_STACK
 /*
  * bpf_get_stack(BPF_F_USER_STACK) at a function's first instruction, in frames, with the

@@ -47,6 +47,26 @@ struct gp_traced {
 	__u32 _pad;
 };
 
+/*
+ * --max-overhead: hits of the probes the budget may sample (launches, syncs), per process,
+ * in the array `gp_hits` that the run creates (mmapped: read without a system call) and
+ * every BPF object with such probes reuses (bpf/budget.bpf.h). Slot tgid % GP_HIT_SLOTS
+ * belongs to the first process that hits it; slot GP_HIT_SLOTS sums the hits of processes
+ * whose slot another one holds; slot GP_HIT_WINDOW says whether the window is open
+ * (flags 1). A hit outside the window (a probe whose link is being made or closed: its
+ * breakpoints come and go some milliseconds after the budget says so) is a stray: it
+ * costs the process, but is not counted.
+ */
+#define GP_HIT_SLOTS 4096
+#define GP_HIT_WINDOW (GP_HIT_SLOTS + 1)
+struct gp_hit_slot {
+	__u32 pid;   /* the tgid that holds the slot; 0: free */
+	__u32 flags; /* GP_HIT_WINDOW: 1 while the window is open */
+	__u64 hits;  /* counted, in the window */
+	__u64 stray; /* taken outside it */
+	__u64 _pad;
+};
+
 /* GP_EV_FORK, GP_EV_EXEC and GP_EV_GONE */
 struct gp_proc_event {
 	__u32 type;

@@ -5,12 +5,19 @@
  * one command's PID, then runs the command. Nothing is recorded: what the command pays per
  * probed call is the price of the uprobe mechanism itself.
  *
- *   empty_uprobe [--multi] [--ret] [--all] LIB FUNC[,FUNC...] -- COMMAND [ARGS...]
+ *   empty_uprobe [--multi] [--ret] [--all] [--toggle ON_US:OFF_US] LIB FUNC[,FUNC...] -- COMMAND [ARGS...]
  *
  *   --multi  one uprobe_multi link per program (BPF_TRACE_UPROBE_MULTI, Linux 6.6+), as
  *            gpuprobe attaches; default: one perf-event uprobe per function
  *   --ret    also an empty return probe on every function
  *   --all    every exported function of LIB (FUNC is then ignored; give "-")
+ *   --toggle with --multi: while the command runs, the links are closed after ON_US
+ *            microseconds and made again after OFF_US (what --max-overhead's sampling
+ *            does: a detached uprobe costs the traced process nothing, an attached one
+ *            whose program returns at once still costs the trap). At exit it prints
+ *            "empty_uprobe: toggle cycles C attach_us_median A detach_us_median D
+ *            on_fraction F" (F: the time from a link made to the start of its close, over
+ *            the command's run).
  *
  * Prints "empty_uprobe: N probes attached in T ms" to stderr before the command runs,
  * and exits with the command's status.
@@ -48,6 +55,21 @@ static double now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void sleep_us(double us)
+{
+	struct timespec ts = { (time_t)(us / 1e6), (long)((us - (double)(time_t)(us / 1e6) * 1e6) * 1e3) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 }
 
 /* Every defined function in .dynsym (all, or those named in the comma list), as file
@@ -139,9 +161,61 @@ static int attach_multi(int prog_fd, const char *path, unsigned long *offs, int 
 	return fd < 0 ? -errno : fd;
 }
 
+#define MAX_CYCLES 200000
+
+/* Closes and remakes the links every ON_US + OFF_US until the child exits; prints what
+ * making and closing them took (the tracer's side) and the share of time they existed. */
+static int toggle(int *fds, int nfd, const int *progs, const char *path, unsigned long *offs, int n,
+		  pid_t child, double on_us, double off_us, int *status)
+{
+	static double att[MAX_CYCLES], det[MAX_CYCLES];
+	double t0 = now_ms(), on_ms = 0, t_on = t0;
+	int cycles = 0;
+
+	for (;;) {
+		double a, b;
+
+		sleep_us(on_us);
+		a = now_ms();
+		for (int k = 0; k < nfd; k++)
+			close(fds[k]);
+		b = now_ms();
+		/* a link's breakpoints go at the start of close() (the rest waits for RCU
+		 * grace periods) and come when making it returns */
+		on_ms += a - t_on;
+		if (cycles < MAX_CYCLES)
+			det[cycles] = (b - a) * 1e3;
+		if (waitpid(child, status, WNOHANG) == child)
+			break;
+		sleep_us(off_us);
+		a = now_ms();
+		for (int k = 0; k < nfd; k++) {
+			fds[k] = attach_multi(progs[k], path, offs, n, k, child);
+			if (fds[k] < 0) {
+				fprintf(stderr, "empty_uprobe: toggle: uprobe_multi: %s\n", strerror(-fds[k]));
+				return -1;
+			}
+		}
+		b = now_ms();
+		t_on = b;
+		if (cycles < MAX_CYCLES)
+			att[cycles] = (b - a) * 1e3;
+		cycles++;
+	}
+	int m = cycles < MAX_CYCLES ? cycles : MAX_CYCLES;
+
+	qsort(att, (size_t)m, sizeof(double), cmp_double);
+	qsort(det, (size_t)m + 1 <= MAX_CYCLES ? (size_t)m + 1 : MAX_CYCLES, sizeof(double), cmp_double);
+	fprintf(stderr, "empty_uprobe: toggle cycles %d attach_us_median %.1f detach_us_median %.1f on_fraction %.4f\n",
+		cycles, m ? att[m / 2] : 0.0, det[(m + 1) / 2], on_ms / (now_ms() - t0));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int multi = 0, ret = 0, all = 0, i = 1, n, go[2], status, err = 1, probes = 0;
+	int fds[2] = { -1, -1 }, progs[2] = { -1, -1 };
+	double on_us = 0, off_us = 0;
 	const char **names = NULL;
 	unsigned long *offs = NULL;
 	struct empty_bpf *skel = NULL;
@@ -157,12 +231,19 @@ int main(int argc, char **argv)
 			ret = 1;
 		else if (!strcmp(argv[i], "--all"))
 			all = 1;
+		else if (!strcmp(argv[i], "--toggle") && i + 1 < argc &&
+			 sscanf(argv[i + 1], "%lf:%lf", &on_us, &off_us) == 2 && on_us > 0 && off_us > 0)
+			i++;
 		else
 			break;
 	}
+	if (on_us > 0 && !multi) {
+		fprintf(stderr, "empty_uprobe: --toggle needs --multi\n");
+		return 2;
+	}
 	if (argc - i < 4 || strcmp(argv[i + 2], "--")) {
-		fprintf(stderr, "usage: empty_uprobe [--multi] [--ret] [--all] LIB FUNC[,FUNC...] "
-				"-- COMMAND [ARGS...]\n");
+		fprintf(stderr, "usage: empty_uprobe [--multi] [--ret] [--all] [--toggle ON_US:OFF_US] "
+				"LIB FUNC[,FUNC...] -- COMMAND [ARGS...]\n");
 		return 2;
 	}
 	lib = argv[i];
@@ -218,6 +299,8 @@ int main(int argc, char **argv)
 				goto out;
 			}
 			probes += n; /* the fd stays open until exit */
+			fds[r] = fd;
+			progs[r] = bpf_program__fd(prog);
 			continue;
 		}
 		for (int k = 0; k < n; k++) {
@@ -241,8 +324,15 @@ out:
 	if (write(go[1], "g", 1) != 1)
 		return 1;
 	close(go[1]);
-	if (waitpid(child, &status, 0) < 0)
+	if (on_us > 0) {
+		if (toggle(fds, ret + 1, progs, path, offs, n, child, on_us, off_us, &status)) {
+			kill(child, SIGKILL);
+			waitpid(child, NULL, 0);
+			return 1;
+		}
+	} else if (waitpid(child, &status, 0) < 0) {
 		return 1;
+	}
 	/* links are released by exit */
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

@@ -26,6 +26,7 @@ struct gp_opts gp_opts = {
 	.retention = 300,
 	.rescan = 5,
 	.probe_cost = -1,
+	.max_overhead = -1,
 	.trace_counters = 0.1,
 	.kubelet_log_dir = "/var/log",
 	.max_process_series = 100,
@@ -67,6 +68,19 @@ static int parse_ringbuf(const char *arg, void *dest, char *err, size_t len)
 	}
 	*(uint64_t *)dest = v;
 	gp_opts.ringbuf_set = true;
+	return 0;
+}
+
+/* --max-overhead PCT: above 0, at most 100 (100: no budget) */
+static int parse_overhead(const char *arg, void *dest, char *err, size_t len)
+{
+	double v;
+
+	if (gp_parse_seconds(arg, 100, &v) || v <= 0) {
+		snprintf(err, len, "--max-overhead takes a percentage above 0 and at most 100 (got '%s')", arg);
+		return -EINVAL;
+	}
+	*(double *)dest = v;
 	return 0;
 }
 
@@ -112,6 +126,9 @@ static const struct gp_option global_options[] = {
 	  GP_OPT_SECONDS, &gp_opts.probe_cost, 0, 1, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
 	{ "ringbuf-size", 0, "BYTES", "Ring buffer size, a power of two >= 4096 (default 4 MiB)",
 	  GP_OPT_CUSTOM, &gp_opts.ringbuf_size, .parse = parse_ringbuf, .frontends = GP_FE_ALL,
+	  .group = GP_GRP_LIMITS },
+	{ "max-overhead", 0, "PCT", "Sample launch and sync probes to keep each process's time in them under PCT % (daemon default 1, CLI none; 100: every call)",
+	  GP_OPT_CUSTOM, &gp_opts.max_overhead, .parse = parse_overhead, .frontends = GP_FE_ALL,
 	  .group = GP_GRP_LIMITS },
 	{ "max-pending", 0, "N", "Calls in flight tracked at once (default 10240)", GP_OPT_U64,
 	  &gp_opts.max_pending, 1, 1 << 24, .frontends = GP_FE_ALL, .group = GP_GRP_LIMITS },

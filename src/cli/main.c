@@ -619,6 +619,9 @@ static int trace_main(int argc, char **argv)
 		return r;
 	if (output_path && gp_opts.trace && !strcmp(output_path, "-") && !strcmp(gp_opts.trace, "-"))
 		return gp_options__error(&cl, "-o - and --trace - both want stdout: give one of them a file");
+	/* the trace probes every call, and its launch counter tracks read the sampled table */
+	if (gp_opts.trace && gp_opts.max_overhead > 0 && gp_opts.max_overhead < 100)
+		return gp_options__error(&cl, "--max-overhead with --trace: the trace probes every call, which no budget bounds");
 	libbpf_set_print(libbpf_print_fn);
 	gp_log_setup(false, gp_opts.verbose);
 	r = preflight(err, sizeof(err));
@@ -840,6 +843,9 @@ static int top_main(int argc, char **argv)
 		return gp_options__error(&cl, "--json: top draws a view (gpuprobe --json prints reports)");
 	if (top_cmd_log && !gp_opts.cmd)
 		return gp_options__error(&cl, "--command-log needs a command");
+	/* its counters read the BPF tables as they are: sampled counts would show as exact */
+	if (gp_opts.max_overhead >= 0)
+		return gp_options__error(&cl, "--max-overhead: top shows every call (use it with gpuprobe or the daemon)");
 	gp_opts.modes = counter_modes();
 	gp_opts.frontend = GP_FE_TOP; /* parsed as the CLI, running as a view: no stacks, no reports */
 	libbpf_set_print(libbpf_print_fn);

@@ -144,6 +144,11 @@ int attach_set__count(const struct attach_set *s)
 	return s->probes;
 }
 
+void attach_set__note(struct attach_set *s, int probes)
+{
+	s->probes += probes;
+}
+
 /* BPF_LINK_CREATE's uprobe_multi layout (include/uapi/linux/bpf.h, Linux 6.6+). */
 struct link_create_uprobe_multi {
 	__u32 prog_fd;
@@ -216,6 +221,13 @@ int attach__uprobe_multi_one(int prog_fd, const char *path, unsigned long long o
 	__u64 off = offset, cookie = 0;
 
 	return link_create_uprobe_multi(prog_fd, path, &off, &cookie, 1, 0, pid > 0 ? (__u32)pid : 0);
+}
+
+int attach__multi_fd(int prog_fd, const char *path, const __u64 *offsets, const __u64 *cookies, int cnt,
+		     __u32 pid, bool retprobe)
+{
+	return link_create_uprobe_multi(prog_fd, path, offsets, cookies, (__u32)cnt,
+					retprobe ? GP_BPF_F_UPROBE_MULTI_RETURN : 0, pid);
 }
 
 unsigned int attach__uprobe_multi_type(void)

@@ -24,6 +24,8 @@ void attach__load_error(int r, char *err, size_t len);
 int attach_set__auto(struct attach_set *s, struct bpf_program *prog, char *err, size_t len);
 /* Probes attached (one per function and direction, whatever the link type). */
 int attach_set__count(const struct attach_set *s);
+/* Counts probes attached elsewhere (the budget's links) in that number. */
+void attach_set__note(struct attach_set *s, int probes);
 
 /*
  * Whether the kernel has uprobe_multi links (Linux 6.6): one link for many functions
@@ -36,6 +38,11 @@ bool attach__has_uprobe_multi(void);
  * for pid; the link's fd or -errno. */
 int attach__uprobe_multi_one(int prog_fd, const char *path, unsigned long long offset, pid_t pid);
 unsigned int attach__uprobe_multi_type(void);
+/* One uprobe_multi link of prog_fd on cnt functions of path (offsets and cookies compacted,
+ * no -1), entry or return probes, for pid (0: every process); the link's fd or -errno.
+ * The overhead budget makes and closes these per window (src/core/budget.c). */
+int attach__multi_fd(int prog_fd, const char *path, const __u64 *offsets, const __u64 *cookies, int cnt,
+		     __u32 pid, bool retprobe);
 /* Programs used with uprobe_multi must say so before load. */
 int attach__prepare_prog(struct bpf_program *prog, bool multi);
 

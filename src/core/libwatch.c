@@ -350,6 +350,10 @@ static void scan(struct libwatch *w, uint32_t pid, uint64_t since_ns)
 	struct scan_ctx s = { .w = w };
 	char path[64];
 
+	/* the probes are gone (the run's end drains the ring buffers after gp_run__detach):
+	 * a linker report still in them has nothing to attach to */
+	if (!w->run->links)
+		return;
 	w->st.scans++;
 	if (procmaps__foreach(NULL, (int)pid, collect, &s))
 		return;

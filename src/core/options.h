@@ -35,6 +35,9 @@ struct gp_opts {
 	/* BPF table limits, every mode */
 	uint64_t ringbuf_size, max_pending, max_procs;
 	bool ringbuf_set;       /* --ringbuf-size given */
+	/* --max-overhead: the share of a process's time the probes may take, in percent
+	 * (src/core/budget.h); -1: the front end's default (the daemon's 1, the CLI's none) */
+	double max_overhead;
 	/* gpuprobe daemon */
 	const char *listen;
 	double retention, rescan, probe_cost;

@@ -10,6 +10,8 @@
 #include <json-c/json.h>
 #include "allocsrc.h"
 #include "attach.h"
+#include "budget.h"
+#include "calibrate.h"
 #include "counters.h"
 #include "drops.h"
 #include "events.h"
@@ -90,11 +92,56 @@ static int open_shared_rb(struct gp_run *run, char *err, size_t len)
 	return 0;
 }
 
+/* What one probe hit costs, for the budget: --probe-cost, else calibrated now (the
+ * empty-program trap; the modes' programs add a little: the budget aims under its limit). */
+static double hit_cost(const struct gp_opts *o)
+{
+	double c = o->probe_cost;
+
+	for (int i = 0; c <= 0 && i < 3; i++)
+		c = calibrate__probe_cost(2000);
+	if (c <= 0) {
+		gp_log(GP_LOG_WARN, "cannot calibrate the probe cost (%s): the budget prices a hit at 1 us",
+		       c < 0 ? strerror((int)-c) : "no difference measured");
+		c = 1e-6;
+	}
+	return c;
+}
+
+/*
+ * --max-overhead (the daemon's default 1 %, the CLI's none; 100: none). It needs
+ * uprobe_multi links, made and closed per window: perf-event uprobes take ~0.1 s each to
+ * release. Asked for where there are none, that is an error; the daemon's default is
+ * only a warning.
+ */
+static int open_budget(struct gp_run *run, char *err, size_t len)
+{
+	const struct gp_opts *o = run->o;
+	bool given = o->max_overhead >= 0;
+	double pct = given ? o->max_overhead : o->frontend == GP_FE_DAEMON ? 1.0 : 0;
+
+	if (pct <= 0 || pct >= 100 || !(gp_run__needs(o->modes) & GP_NEED_LIBCUDA))
+		return 0;
+	if (!attach__has_uprobe_multi()) {
+		if (!given) {
+			gp_log(GP_LOG_WARN, "no uprobe_multi links here: no overhead budget (--max-overhead), every call is counted");
+			return 0;
+		}
+		snprintf(err, len, "--max-overhead needs uprobe_multi links (Linux 6.6 or later)%s",
+			 getenv("GPUPROBE_NO_UPROBE_MULTI") ? ", and GPUPROBE_NO_UPROBE_MULTI is set" : "");
+		return -EOPNOTSUPP;
+	}
+	run->budget = gp_budget__new(pct, hit_cost(o), err, len);
+	return run->budget ? 0 : -ENOMEM;
+}
+
 int gp_run__open(struct gp_run *run, char *err, size_t len)
 {
 	unsigned int needs = gp_run__needs(run->o->modes);
-	int r;
+	int r = open_budget(run, err, len);
 
+	if (r)
+		return r;
 	if (run->o->trace) {
 		run->timeline = gp_timeline__open(run->o->trace, run->o->trace_format, err, len);
 		if (!run->timeline)
@@ -187,6 +234,8 @@ int gp_run__start(struct gp_run *run, char *err, size_t len)
 	for (int i = 0; i < run->nr && !r; i++)
 		if (run->slot[i].m->start)
 			r = run->slot[i].m->start(run->slot[i].st, run, err, len);
+	if (!r && run->budget)
+		r = gp_budget__start(run->budget, err, len);
 	return r;
 }
 
@@ -195,6 +244,40 @@ int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, bool *filter)
 	*filter = run->filter;
 	bpf_map__set_max_entries(traced, (__u32)run->o->max_procs);
 	return run->ptree ? bpf_map__reuse_fd(traced, ptree__traced_fd(run->ptree)) : 0;
+}
+
+int gp_run__adopt_hits_map(struct gp_run *run, struct bpf_map *hits, bool *count)
+{
+	*count = run->budget != NULL;
+	if (!run->budget)
+		return bpf_map__set_max_entries(hits, 1); /* never written */
+	return bpf_map__reuse_fd(hits, gp_budget__hits_fd(run->budget));
+}
+
+int gp_run__attach_sampled(struct gp_run *run, const struct attach_pair *p, const char *lib,
+			   const long long *offsets, const long long *ret_offsets, const __u64 *cookies,
+			   int n, pid_t pid, const volatile int64_t *hold, char *err, size_t len)
+{
+	struct gp_sampled g = {
+		.enter = bpf_program__fd(p->enter), .leave = p->leave ? bpf_program__fd(p->leave) : -1,
+		.path = lib, .offsets = offsets, .ret_offsets = ret_offsets, .cookies = cookies, .n = n,
+		.pid = pid, .hold = hold, .what = p->what,
+	};
+	int r, probes = 0;
+
+	if (!run->budget)
+		return attach_pair__attach(p, run->links, lib, offsets, ret_offsets, cookies, n, pid, err, len);
+	r = gp_budget__add(run->budget, &g, err, len);
+	for (int i = 0; !r && i < n; i++)
+		probes += (offsets[i] >= 0) + (g.leave >= 0 && (ret_offsets ? ret_offsets : offsets)[i] >= 0);
+	if (!r)
+		attach_set__note(run->links, probes);
+	return r;
+}
+
+bool gp_run__sampling(struct gp_run *run, uint32_t pid, struct gp_sampling *out)
+{
+	return gp_budget__sampling(run->budget, pid, out);
 }
 
 size_t gp_run__drops(const struct gp_run *run, struct gp_snap_drop *drops)
@@ -256,10 +339,32 @@ static void report_one(struct gp_run *run, int i, const char *kind, uint32_t pid
 	gp_json__print(run->out, o);
 }
 
+/* The budget's own record, after the modes': what it sampled and what the probes cost. */
+static void report_budget(struct gp_run *run, const char *kind)
+{
+	struct gp_budget_stats st;
+	json_object *o;
+
+	if (!run->budget || gp_budget__stats(run->budget, &st))
+		return;
+	if (!run->o->json) {
+		gp_budget__text(run->out, &st);
+	} else {
+		o = json_object_new_object();
+		json_object_object_add(o, "mode", json_object_new_string("budget"));
+		json_object_object_add(o, "report", json_object_new_string(kind));
+		json_object_object_add(o, "time", json_object_new_int64((int64_t)time(NULL)));
+		gp_budget__json(o, &st);
+		gp_json__print(run->out, o);
+	}
+	gp_budget__stats_free(&st);
+}
+
 void gp_run__report(struct gp_run *run, const char *kind, uint32_t pid)
 {
 	for (int i = 0; i < run->nr; i++)
 		report_one(run, i, kind, pid);
+	report_budget(run, kind);
 }
 
 void gp_run__exit_report(struct gp_run *run, const void *st, uint32_t pid)
@@ -423,6 +528,14 @@ int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 
 		prom__u64(p, "gpuprobe_events_dropped_total", NULL, kv, gp_events__malformed(run->events));
 	}
+	if (run->budget) {
+		struct gp_budget_stats st;
+
+		if (!gp_budget__stats(run->budget, &st)) {
+			gp_budget__prom(p, &st);
+			gp_budget__stats_free(&st);
+		}
+	}
 	prom__family(p, "gpuprobe_tracked_processes");
 	prom__u64(p, "gpuprobe_tracked_processes", NULL, NULL, pids_of(run, snaps, true, count_pid, NULL));
 	return 0;
@@ -462,6 +575,7 @@ void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
 	for (int i = 0; i < run->nr; i++)
 		if (run->slot[i].m->reap)
 			run->slot[i].m->reap(run->slot[i].st, run, cutoff_ns, keep_pid);
+	gp_budget__reap(run->budget, cutoff_ns, keep_pid);
 	gp_run__sample(run);
 }
 
@@ -492,6 +606,7 @@ void gp_run__mode_names(const struct gp_run *run, char *buf, size_t len)
 
 void gp_run__detach(struct gp_run *run)
 {
+	gp_budget__stop(run->budget);
 	attach_set__free(run->links);
 	run->links = NULL;
 }
@@ -501,6 +616,7 @@ void gp_run__free(struct gp_run *run)
 	if (!run)
 		return;
 	/* links first: no probe may fire into a freed object */
+	gp_budget__stop(run->budget);
 	attach_set__free(run->links);
 	gp_events__free(run->events);
 	for (int i = 0; i < run->nr; i++)
@@ -509,6 +625,7 @@ void gp_run__free(struct gp_run *run)
 	allocsrc__free(run->allocs);
 	libwatch__free(run->watch);
 	ptree__free(run->ptree);
+	gp_budget__free(run->budget);
 	gp_timeline__close(run->timeline, NULL);
 	if (run->shared_rb >= 0)
 		close(run->shared_rb);

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
+#include <linux/types.h>
 #include "mode.h"
 
 struct gp_opts;
@@ -25,6 +27,9 @@ struct lib_set;
 struct prom_out;
 struct bpf_map;
 struct ptree;
+struct gp_budget;
+struct gp_sampling;
+struct attach_pair;
 struct libwatch;
 
 #define GP_MAX_MODES 16
@@ -40,6 +45,7 @@ struct gp_run {
 	const struct lib_set *libs[GP_LIB__COUNT]; /* the files of each kind found at start */
 	int target_pid;              /* the uprobes' own PID filter; -1: none */
 	struct ptree *ptree;         /* the processes followed, forks and execs */
+	struct gp_budget *budget;    /* --max-overhead (src/core/budget.h), or NULL */
 	struct libwatch *watch;      /* library files claimed, and those loaded later */
 	bool filter;                 /* only the processes in the ptree (else every one) */
 	bool follow_forks;           /* a followed process's children are followed too */
@@ -106,6 +112,20 @@ void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid);
  * follows processes (its const volatile gp_filter). */
 #define gp_run__adopt(run, skel) gp_run__adopt_map(run, (skel)->maps.traced, (bool *)&(skel)->rodata->gp_filter)
 int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, bool *filter);
+/* Before a BPF object with probes the budget may sample loads (bpf/budget.bpf.h): it
+ * counts their hits in the budget's array, or not at all without a budget. */
+#define gp_run__adopt_hits(run, skel) \
+	gp_run__adopt_hits_map(run, (skel)->maps.gp_hits, (bool *)&(skel)->rodata->gp_count_hits)
+int gp_run__adopt_hits_map(struct gp_run *run, struct bpf_map *hits, bool *count);
+/* Probes the budget may sample (launches, syncs; never allocations): attach_pair__attach's
+ * arguments, and hold (NULL: none), a counter of the mode's while which every call must be
+ * seen. Without a budget, attached for good like any other. */
+int gp_run__attach_sampled(struct gp_run *run, const struct attach_pair *p, const char *lib,
+			   const long long *offsets, const long long *ret_offsets, const __u64 *cookies,
+			   int n, pid_t pid, const volatile int64_t *hold, char *err, size_t len);
+/* pid's sampling (a mode scales its counts of the sampled probes by it); false when every
+ * call of it was seen. */
+bool gp_run__sampling(struct gp_run *run, uint32_t pid, struct gp_sampling *out);
 /* Follows pid (and with descendants, the processes it started already); after open. */
 /* The run's own drops (the process tree's), appended at drops; returns how many
  * (GP_RUN_DROPS at most). */

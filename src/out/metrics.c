@@ -54,6 +54,26 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_cuda_launch_duration_seconds", GP_HISTOGRAM, P, "", NULL, "--cudatrace",
 	  "Seconds each kernel launch call took on the host, entry to return.",
 	  "The API call's cost, not the kernel's run time. None with `--no-latency`." },
+	/* --cudatrace under --max-overhead (src/core/budget.h): gauges, since an estimate may go
+	 * down; each sums over the series' running processes, so a series of several processes
+	 * gets their seen and estimated calls added (the share seen is seen / estimate) */
+	{ "gpuprobe_sampled_processes", GP_GAUGE, P, "", NULL, "--max-overhead",
+	  "Running processes whose launch and synchronize calls --max-overhead samples now: their counters above count the calls seen, the *_estimate gauges hold estimates.",
+	  "With `--cudatrace`; the daemon's default is `--max-overhead 1`. A process is sampled from the "
+	  "first period its probes were attached for a window only, until it exits. Its "
+	  "`gpuprobe_cuda_kernel_launches_total`, `gpuprobe_cuda_graph_launches_total`, "
+	  "`gpuprobe_cuda_graph_kernel_executions_total` and `gpuprobe_cuda_sync_calls_total` count what "
+	  "the probes saw (counters never go down; an estimate may); captures are never sampled. No "
+	  "series while every call is seen." },
+	{ "gpuprobe_cuda_launches_estimate", GP_GAUGE, P, "bound", NULL, "--max-overhead",
+	  "Kernel launch calls of the sampled running processes: seen by the probes (bound=seen), estimated (bound=estimate), and the ends of a 95 % interval (bound=low, bound=high).",
+	  "Summed over the series' sampled processes: `seen / estimate` is the share of their calls "
+	  "seen, and `low`, `high` are the sums of each process's 95 % bounds. No `high` sample when "
+	  "some process's calls cost less than a probe (its interval has no upper end)." },
+	{ "gpuprobe_cuda_graph_launches_estimate", GP_GAUGE, P, "bound", NULL, "--max-overhead",
+	  "cuGraphLaunch calls of the sampled running processes, as gpuprobe_cuda_launches_estimate.", NULL },
+	{ "gpuprobe_cuda_sync_calls_estimate", GP_GAUGE, P, "bound", NULL, "--max-overhead",
+	  "Synchronize calls of the sampled running processes, as gpuprobe_cuda_launches_estimate.", NULL },
 	/* --bandwidth-util */
 	{ "gpuprobe_cuda_memcpy_calls_total", GP_COUNTER, P, "gpu,direction", NULL, "--bandwidth-util",
 	  "Successful CUDA driver copies (cuMemcpy*) of at least --min-bytes bytes, by GPU and direction.",
@@ -151,6 +171,17 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_events_dropped_total", GP_COUNTER, 0, "mode,reason", NULL, "",
 	  "Events or calls gpuprobe could not account for, by mode and reason (see docs/metrics.md).",
 	  "Non-zero means the numbers above are low; the reasons are listed below." },
+	/* --max-overhead: the budget's own (src/core/budget_report.c) */
+	{ "gpuprobe_budget_max_overhead_ratio", GP_GAUGE, 0, "", NULL, "--max-overhead",
+	  "The budget: the share of a process's time gpuprobe's launch and synchronize probes may take (0.01 = 1 %).",
+	  "Absent without a budget (`--max-overhead 100`, or a CLI run without the option)." },
+	{ "gpuprobe_budget_attached_ratio", GP_GAUGE, 0, "", NULL, "--max-overhead",
+	  "The share of time the sampled probes (launches, syncs) are attached now: 1 when every call is seen.", NULL },
+	{ "gpuprobe_budget_over", GP_GAUGE, 0, "", NULL, "--max-overhead",
+	  "1 when a process passes the budget even with the sampled probes attached for the least share of time.",
+	  NULL },
+	{ "gpuprobe_budget_sampled_periods_total", GP_COUNTER, 0, "", NULL, "--max-overhead",
+	  "Periods (100 ms, up to 1 s) in which the sampled probes were attached for a window only.", NULL },
 	{ "gpuprobe_tracked_processes", GP_GAUGE, 0, "", NULL, "",
 	  "Processes gpuprobe holds records of now (running, and exited ones not yet folded into their series).",
 	  NULL },
@@ -187,7 +218,7 @@ const struct gp_metric gp_metrics[] = {
 	{ "process_open_fds", GP_GAUGE, 0, "", NULL, "", "File descriptors the daemon has open.", NULL },
 	{ "process_start_time_seconds", GP_GAUGE, 0, "", NULL, "",
 	  "When the daemon started, in seconds since the Unix epoch.", NULL },
-	{ NULL },
+	{ .name = NULL },
 };
 
 int gp_metric__find(const char *name)

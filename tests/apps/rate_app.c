@@ -3,7 +3,7 @@
  * rate_app: a launch rate that steps up and down in phases of known length
  * and rate, with known totals, for gpuprobe's overhead-budget tests.
  *
- *   rate_app [--phases RATE:MS,RATE:MS,...] [--alloc-every K] [--wait]
+ *   rate_app [--phases RATE:MS,RATE:MS,...] [--alloc-every K] [--time-calls] [--wait] [--linger MS]
  *
  * Phase i launches rate_kernel() exactly RATE x MS / 1000 times, paced on
  * CLOCK_MONOTONIC (launch j is due at the phase start + j / RATE; a launch
@@ -14,7 +14,12 @@
  * 1000:500,20000:500,100000:500,1000:500.  The truth (last JSON line on
  * stderr) gives per phase the launches, allocations, the planned and the
  * achieved rate and the CLOCK_MONOTONIC ns it started and ended at, so a test
- * can line its windows up with the phases.
+ * can line its windows up with the phases.  --time-calls also times every launch call
+ * (CLOCK_MONOTONIC before and after): per phase "call_ns", the time spent inside the
+ * calls that took at most 200 us, and "slow_calls", those that took longer (a descheduled
+ * thread, not a probe), so that a test can tell what a tracer's probes cost the workload.
+ * --linger MS keeps the process alive MS ms after the truth is printed, calling nothing:
+ * a test can read what a tracer says of a running process whose totals are known.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,13 +31,16 @@
 #include "common.h"
 #include "fakecuda_ext.h"
 
-static const char usage[] = "[--phases RATE:MS,...] [--alloc-every K] [--wait]";
+static const char usage[] = "[--phases RATE:MS,...] [--alloc-every K] [--time-calls] [--wait] [--linger MS]";
+
+#define SLOW_CALL_NS 200000ULL
 
 #define MAX_PHASES 32
 
 struct phase {
 	unsigned long long rate, ms, launches, allocs;
 	unsigned long long start_ns, end_ns;
+	unsigned long long call_ns, slow_calls;
 };
 
 static void sleep_until_ns(unsigned long long t)
@@ -75,9 +83,9 @@ static int parse_phases(const char *s, struct phase *ph)
 int main(int argc, char **argv)
 {
 	const char *spec = "1000:500,20000:500,100000:500,1000:500";
-	unsigned long long every = 100, total = 0, allocs = 0;
+	unsigned long long every = 100, total = 0, allocs = 0, linger = 0;
 	struct phase ph[MAX_PHASES];
-	int nph, wait = 0;
+	int nph, wait = 0, time_calls = 0;
 	CUmodule mod;
 	CUfunction f;
 	CUstream s;
@@ -89,6 +97,10 @@ int main(int argc, char **argv)
 			every = app_parse_u64("--alloc-every", argv[++i]);
 		else if (!strcmp(argv[i], "--wait"))
 			wait = 1;
+		else if (!strcmp(argv[i], "--time-calls"))
+			time_calls = 1;
+		else if (!strcmp(argv[i], "--linger") && i + 1 < argc)
+			linger = app_parse_u64("--linger", argv[++i]);
 		else
 			app_usage_error(argv[0], usage, "unknown option %s", argv[i]);
 	}
@@ -114,7 +126,18 @@ int main(int argc, char **argv)
 
 			if (app_now_ns() < due)
 				sleep_until_ns(due);
-			CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+			if (time_calls) {
+				unsigned long long c0 = app_now_ns(), d;
+
+				CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+				d = app_now_ns() - c0;
+				if (d <= SLOW_CALL_NS)
+					ph[i].call_ns += d;
+				else
+					ph[i].slow_calls++;
+			} else {
+				CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+			}
 			ph[i].launches++;
 			if (every && ph[i].launches % every == 0) {
 				CUdeviceptr p;
@@ -141,10 +164,16 @@ int main(int argc, char **argv)
 		double secs = (double)(ph[i].end_ns - ph[i].start_ns) / 1e9;
 
 		fprintf(stderr, "%s{\"rate\":%llu,\"ms\":%llu,\"launches\":%llu,\"allocs\":%llu,"
-				"\"start_ns\":%llu,\"end_ns\":%llu,\"achieved_rate\":%.1f}",
+				"\"start_ns\":%llu,\"end_ns\":%llu,\"achieved_rate\":%.1f",
 			i ? "," : "", ph[i].rate, ph[i].ms, ph[i].launches, ph[i].allocs,
 			ph[i].start_ns, ph[i].end_ns, secs > 0 ? (double)ph[i].launches / secs : 0);
+		if (time_calls)
+			fprintf(stderr, ",\"call_ns\":%llu,\"slow_calls\":%llu", ph[i].call_ns, ph[i].slow_calls);
+		fprintf(stderr, "}");
 	}
 	fprintf(stderr, "]}\n");
+	fflush(stderr);
+	if (linger)
+		sleep_until_ns(app_now_ns() + linger * 1000000ull);
 	return 0;
 }

@@ -45,8 +45,12 @@ DASHBOARD = os.path.join(ROOT, "examples", "grafana", "gpuprobe.json")
 
 
 def daemon(args, env=ENV, wait=True):
+    # exact counts: without the daemon's default --max-overhead 1, which samples the
+    # launches of a program as fast as launch_app (its counters then count the calls seen;
+    # tests/integration/test_budget.py tests that)
     port = free_port()
-    d = gp.Background([gp.GPUPROBE, "daemon", "--listen", f"127.0.0.1:{port}", *args], env=env)
+    d = gp.Background([gp.GPUPROBE, "daemon", "--max-overhead", "100", "--listen", f"127.0.0.1:{port}", *args],
+                      env=env)
     d.port = port
     if wait:
         try:

@@ -47,8 +47,10 @@ def test_libcuda_loaded_by_python_later():
     script = os.path.join(d, "late.py")
     with open(script, "w") as f:
         f.write(LATE_CUDA)
+    # the build's stand-in found at start through gpuprobe's LD_LIBRARY_PATH (with none
+    # found, the CLI stops: unless some other process maps one then); the copy is another file
     g = gp.Background([gp.GPUPROBE, "--memleak", "--json", "-o", "-", "--",
-                       "python3", script, lib, "6"])
+                       "python3", script, lib, "6"], env={"LD_LIBRARY_PATH": gp.FAKECUDA_DIR})
     try:
         out = wait_line(g, "LOADED")
         pid = int(out.split("LOADED")[1].split()[0])

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,7 @@ struct ct_mode {
 	struct midname *mn;                 /* names of handles made before the attach */
 	uint64_t learns;                    /* known names offered to mn so far */
 	struct ct_snap snap;
+	struct ct_sampled *sampled; /* snap.sampled */
 };
 
 /* Known names teach midname where the driver keeps them; enough of them tell it (each
@@ -72,6 +74,7 @@ static void m_free(void *st)
 	cudatrace__free(m->ct);
 	free(m->snap.pids);
 	free(m->snap.procs);
+	free(m->sampled);
 	free(m);
 }
 
@@ -104,6 +107,8 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	attach_pair__prepare(&m->gprobes, m->skel->progs.graph_enter, m->skel->progs.graph_leave, "graph");
 	m->skel->rodata->measure_latency = ct_settings.latency;
 	r = gp_run__adopt(run, m->skel);
+	if (!r)
+		r = gp_run__adopt_hits(run, m->skel);
 	if (r) {
 		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
 		return r;
@@ -147,11 +152,18 @@ static int attach_graphs(struct ct_mode *m, struct gp_run *run, const char *lib,
 				   run->target_pid, err, len);
 }
 
+/* Launches and syncs are the high-rate probes the budget may sample (--max-overhead); the
+ * naming, alias and unload calls are never sampled (a name missed is a kernel unnamed). */
+static bool sampleable(enum gp_launch_prog p)
+{
+	return p != GP_LP_NAME && p != GP_LP_ALIAS && p != GP_LP_UNLOAD;
+}
+
 static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len)
 {
 	struct ct_mode *m = st;
 	const char *names[GP_API__COUNT] = { 0 };
-	long long offsets[GP_API__COUNT], ret_offsets[GP_API__COUNT];
+	long long offsets[GP_API__COUNT], ret_offsets[GP_API__COUNT], hot[GP_API__COUNT], hot_ret[GP_API__COUNT];
 	__u64 cookies[GP_API__COUNT];
 	int r, n = gp_launch_apis_cnt;
 	(void)kind; /* libcuda only */
@@ -163,16 +175,24 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	r = attach__resolve(lib, names, n, offsets, err, len);
 	if (r < 0)
 		return r;
+	attach__log_missing(lib, names, offsets, n);
 	for (int i = 0; i < n; i++) {
 		ret_offsets[i] = needs_return(gp_launch_apis[i].prog) ? offsets[i] : -1;
 		if (offsets[i] < 0 && gp_launch_apis[i].id == GP_API_cuLaunchKernel) {
 			snprintf(err, len, "%s: does not export cuLaunchKernel", lib);
 			return -ENOENT;
 		}
+		/* two sets: the sampled ones, and the rest */
+		hot[i] = sampleable(gp_launch_apis[i].prog) ? offsets[i] : -1;
+		hot_ret[i] = sampleable(gp_launch_apis[i].prog) ? ret_offsets[i] : -1;
+		if (hot[i] >= 0)
+			offsets[i] = ret_offsets[i] = -1;
 	}
-	attach__log_missing(lib, names, offsets, n);
 	r = attach_pair__attach(&m->probes, run->links, lib, offsets, ret_offsets, cookies, n,
 				run->target_pid, err, len);
+	if (!r)
+		r = gp_run__attach_sampled(run, &m->probes, lib, hot, hot_ret, cookies, n, run->target_pid,
+					   (const volatile int64_t *)&m->skel->bss->live_captures, err, len);
 	return r ? r : attach_graphs(m, run, lib, err, len);
 }
 
@@ -278,6 +298,9 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 
 	if (r)
 		return r;
+	/* the run's ptree matched the processes running at start (--comm, --cgroup) before
+	 * the modes start: a thread's "not followed" holds from now on (bpf/cuda_launch.bpf.c) */
+	__atomic_store_n(&m->skel->bss->followed_settled, 1, __ATOMIC_RELEASE);
 	cudatrace__set_start(m->ct, gp_mono_ns());
 	cudatrace__set_take(m->ct, take_graph_count, m);
 	cudatrace__set_resolve(m->ct, resolve_name, m);
@@ -338,6 +361,31 @@ static void fill_drops(struct ct_mode *m, struct ct_snap *s)
 	s->hdr.nr_drops = n;
 }
 
+uint64_t ct_sampled__count(const struct ct_sampled *smp, uint64_t v)
+{
+	return smp && smp->on ? (uint64_t)llround((double)v * smp->ratio) : v;
+}
+
+/* A process's counts of sampled probes are estimates (--max-overhead): its ratio and the
+ * intervals of its count fields. Captures are never sampled (the budget holds every call
+ * seen while one is live), so captured counts stay as seen. */
+static void sample_of(struct gp_run *run, const struct ct_proc *p, struct ct_sampled *out)
+{
+	const uint64_t v[CT_IV__COUNT] = {
+		[CT_IV_LAUNCHES] = p->launches, [CT_IV_UNNAMED] = p->unnamed_launches,
+		[CT_IV_GRAPH_LAUNCHES] = p->graph_launches, [CT_IV_GRAPH_EXECUTED] = p->graph_executed,
+		[CT_IV_SYNCS] = p->hist[GP_HIST_SYNC].count,
+	};
+
+	memset(out, 0, sizeof(*out));
+	if (!gp_run__sampling(run, p->pid, &out->s) || out->s.observed <= 0)
+		return;
+	out->on = true;
+	out->ratio = out->s.estimate / out->s.observed;
+	for (int i = 0; i < CT_IV__COUNT; i++)
+		gp_sampling__count(&out->s, v[i], out->iv[i]);
+}
+
 static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char *kind, uint32_t pid)
 {
 	struct ct_mode *m = st;
@@ -346,14 +394,16 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	size_t n, k = 0;
 	uint64_t per = ct_settings.latency ? 2 : 1; /* entry, and return when timed */
 
-	(void)run;
 	read_maps(m);
 	n = cudatrace__procs(m->ct, &procs);
 	free(s->procs);
 	free(s->pids);
+	free(m->sampled);
 	s->procs = calloc(n ? n : 1, sizeof(*s->procs));
 	s->pids = calloc(n ? n : 1, sizeof(*s->pids));
-	if (!s->procs || !s->pids)
+	m->sampled = calloc(n ? n : 1, sizeof(*m->sampled));
+	s->sampled = m->sampled;
+	if (!s->procs || !s->pids || !m->sampled)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		const struct ct_proc *p = procs[i];
@@ -364,6 +414,8 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 		s->pids[k] = (struct gp_snap_pid){ .pid = p->pid, .exited = p->exited,
 			.probe_hits = per * (p->launches + p->graph_launches + p->hist[GP_HIST_SYNC].count) };
 		memcpy(s->pids[k].comm, p->comm, sizeof(s->pids[k].comm));
+		if (strcmp(kind, "hits")) /* the probe hits are what was seen: no estimate needed */
+			sample_of(run, p, &m->sampled[k]);
 		k++;
 	}
 	s->nr_procs = k;

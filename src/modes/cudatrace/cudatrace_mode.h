@@ -8,6 +8,7 @@
 #include "cudatrace.h"
 #include "drops.h"
 #include "mode.h"
+#include "sampling.h"
 
 struct ct_settings {
 	bool latency;     /* return probes on launches and syncs (--no-latency clears) */
@@ -18,11 +19,27 @@ struct ct_settings {
 
 extern struct ct_settings ct_settings;
 
+/* The counts of a process whose launches and syncs were sampled (--max-overhead): what the
+ * probes saw stays in the snapshot (the /metrics counters are those); text and JSON print
+ * the estimates, each count times `ratio`, with these intervals. */
+enum ct_iv { CT_IV_LAUNCHES, CT_IV_UNNAMED, CT_IV_GRAPH_LAUNCHES, CT_IV_GRAPH_EXECUTED, CT_IV_SYNCS, CT_IV__COUNT };
+
+struct ct_sampled {
+	bool on;              /* false: every call seen */
+	struct gp_sampling s;
+	double ratio;         /* estimate ÷ observed */
+	double iv[CT_IV__COUNT][3]; /* estimate, lo, hi */
+};
+
+/* A count as text and JSON print it: the estimate when sampled. */
+uint64_t ct_sampled__count(const struct ct_sampled *smp, uint64_t v);
+
 /* What the renderers read: the processes' snapshot parts (kernels, shapes, graphs,
  * histograms are plain arrays rebuilt at each snapshot). */
 struct ct_snap {
 	struct gp_snap hdr;
 	const struct ct_proc **procs;
+	const struct ct_sampled *sampled; /* one per process */
 	size_t nr_procs;
 	struct gp_snap_pid *pids;
 	struct gp_snap_drop drops[GP_LDROP__COUNT + 1 + GP_RUN_DROPS];

@@ -2,6 +2,7 @@
 /* --cudatrace's renderers: text, JSON and Prometheus, from a snapshot only. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
@@ -14,11 +15,20 @@
 
 #define SNAP(s) ((const struct ct_snap *)(s))
 
-static void text_hist(FILE *f, const char *what, const struct gp_hist *h, bool latency)
+/* A process's sampling; a snapshot made without (a test's) is every call seen. */
+static const struct ct_sampled *sampled_of(const struct ct_snap *s, size_t i)
+{
+	static const struct ct_sampled exact;
+
+	return s->sampled ? &s->sampled[i] : &exact;
+}
+
+static void text_hist(FILE *f, const char *what, const struct gp_hist *h, bool latency,
+		      const struct ct_sampled *smp)
 {
 	if (!h->count)
 		return;
-	fprintf(f, "  %s: %" PRIu64 " calls", what, (uint64_t)h->count);
+	fprintf(f, "  %s: %" PRIu64 " calls", what, ct_sampled__count(smp, h->count));
 	if (latency && h->timed)
 		fprintf(f, ", total %.6fs, max %.6fs, mean %.1fus", (double)h->total_ns / 1e9,
 			(double)h->max_ns / 1e9, (double)h->total_ns / 1e3 / (double)h->timed);
@@ -29,18 +39,20 @@ static void text_hist(FILE *f, const char *what, const struct gp_hist *h, bool l
 
 /* graphs: the process used CUDA graphs, so the GRAPH and CAPTURED columns are shown
  * and a shape's count is its executions (direct + in graphs) */
-static void text_kernel(FILE *f, const struct ct_kernel *kn, int top_shapes, bool graphs)
+static void text_kernel(FILE *f, const struct ct_kernel *kn, int top_shapes, bool graphs,
+			const struct ct_sampled *smp)
 {
 	char nccl[160];
 
-	fprintf(f, "  %-48.*s %10" PRIu64 " ", 120, kn->name, kn->launches);
+	fprintf(f, "  %-48.*s %10" PRIu64 " ", 120, kn->name, ct_sampled__count(smp, kn->launches));
 	if (graphs)
-		fprintf(f, "%10" PRIu64 " %9" PRIu64 " ", kn->graph_executed, kn->captured);
+		fprintf(f, "%10" PRIu64 " %9" PRIu64 " ", ct_sampled__count(smp, kn->graph_executed), kn->captured);
 	for (size_t s = 0; s < kn->nr_shapes && (int)s < top_shapes; s++) {
 		const struct ct_shape *sh = &kn->shapes[s];
 
 		fprintf(f, " (%u,%u,%u)x(%u,%u,%u): %" PRIu64, sh->grid[0], sh->grid[1], sh->grid[2],
-			sh->block[0], sh->block[1], sh->block[2], sh->launches + sh->graph_executed);
+			sh->block[0], sh->block[1], sh->block[2],
+			ct_sampled__count(smp, sh->launches + sh->graph_executed));
 	}
 	if (kn->nr_shapes > (size_t)top_shapes)
 		fprintf(f, " ... %zu more shapes", kn->nr_shapes - (size_t)top_shapes);
@@ -53,11 +65,11 @@ static void text_kernel(FILE *f, const struct ct_kernel *kn, int top_shapes, boo
 	fputc('\n', f);
 }
 
-static void text_graph(FILE *f, const struct ct_graph *g)
+static void text_graph(FILE *f, const struct ct_graph *g, const struct ct_sampled *smp)
 {
 	static const char *const made_by[] = { "made before the attach", "captured", "graph API" };
 
-	fprintf(f, "  graph 0x%" PRIx64 ": %" PRIu64 " launches", g->handle, g->launches);
+	fprintf(f, "  graph 0x%" PRIx64 ": %" PRIu64 " launches", g->handle, ct_sampled__count(smp, g->launches));
 	if (g->source > 0 && g->source < 3)
 		fprintf(f, ", %zu kernel nodes (%s)%s", g->nodes, made_by[g->source],
 			g->partial ? ", some nodes not followed" : "");
@@ -66,13 +78,36 @@ static void text_graph(FILE *f, const struct ct_graph *g)
 	fputc('\n', f);
 }
 
+/* Never mixed silently with exact counts: the line that says these are estimates. */
+static void text_sampled(FILE *f, const struct ct_sampled *smp)
+{
+	static const struct {
+		const char *what;
+		enum ct_iv iv;
+	} show[] = { { "launches", CT_IV_LAUNCHES }, { "graph launches", CT_IV_GRAPH_LAUNCHES }, { "syncs", CT_IV_SYNCS } };
+
+	fprintf(f, "  sampled (--max-overhead): %.1f%% of its launch and sync calls seen; its counts are estimates (95%%:",
+		smp->s.fraction * 100);
+	for (size_t i = 0; i < sizeof(show) / sizeof(show[0]); i++) {
+		const double *v = smp->iv[show[i].iv];
+
+		if (isinf(v[2]))
+			fprintf(f, "%s %s at least %.0f", i ? "," : "", show[i].what, v[1]);
+		else
+			fprintf(f, "%s %s %.0f-%.0f", i ? "," : "", show[i].what, v[1], v[2]);
+	}
+	fprintf(f, ")%s\n", smp->s.unbounded ? "; its calls cost less than a probe: how many it made unseen has no upper bound" : "");
+}
+
 static struct gp_trees *jobs(const struct ct_snap *s, struct gp_run *run)
 {
 	struct gp_trees *t = gp_trees__new(run);
 
 	for (size_t i = 0; t && i < s->nr_procs; i++) {
 		const struct ct_proc *p = s->procs[i];
-		uint64_t v[GP_TREE_VALUES] = { p->launches, p->graph_launches, p->unnamed_launches };
+		const struct ct_sampled *smp = sampled_of(s, i);
+		uint64_t v[GP_TREE_VALUES] = { ct_sampled__count(smp, p->launches), ct_sampled__count(smp, p->graph_launches),
+					       ct_sampled__count(smp, p->unnamed_launches) };
 
 		gp_trees__add(t, p->pid, v);
 	}
@@ -93,10 +128,14 @@ void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 		s->nr_procs == 1 ? "" : "es");
 	for (size_t i = 0; i < s->nr_procs; i++) {
 		const struct ct_proc *p = s->procs[i];
+		const struct ct_sampled *smp = sampled_of(s, i);
 
-		fprintf(f, "PID %u (%s)%s: %" PRIu64 " launches (%.1f/s), %" PRIu64 " unnamed, %" PRIu64 " graph launches\n",
-			p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "", p->launches, p->launches_per_s,
-			p->unnamed_launches, p->graph_launches);
+		fprintf(f, "PID %u (%s)%s: %s%" PRIu64 " launches (%.1f/s), %" PRIu64 " unnamed, %" PRIu64 " graph launches\n",
+			p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "", smp->on ? "~" : "",
+			ct_sampled__count(smp, p->launches), p->launches_per_s * (smp->on ? smp->ratio : 1),
+			ct_sampled__count(smp, p->unnamed_launches), ct_sampled__count(smp, p->graph_launches));
+		if (smp->on)
+			text_sampled(f, smp);
 		graphs = p->graph_executed || p->captured_total;
 		if (p->nr_kernels && graphs)
 			fprintf(f, "  %-48s %10s %10s %9s  %s\n", "KERNEL", "LAUNCHES", "GRAPH", "CAPTURED",
@@ -104,25 +143,25 @@ void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 		else if (p->nr_kernels)
 			fprintf(f, "  %-48s %10s  %s\n", "KERNEL", "LAUNCHES", "GRID x BLOCK: LAUNCHES");
 		for (size_t k = 0; k < p->nr_kernels; k++)
-			text_kernel(f, &p->kernels[k], s->top_shapes, graphs);
+			text_kernel(f, &p->kernels[k], s->top_shapes, graphs, smp);
 		for (size_t g = 0; g < p->nr_graphs; g++)
-			text_graph(f, &p->graphs[g]);
+			text_graph(f, &p->graphs[g], smp);
 		if (p->unexpanded_graph_launches)
 			fprintf(f, "  %" PRIu64 " launches of graphs made before gpuprobe attached: their kernels not counted\n",
-				p->unexpanded_graph_launches);
-		text_hist(f, "launch API latency", &p->hist[GP_HIST_LAUNCH], s->latency);
-		text_hist(f, "synchronize", &p->hist[GP_HIST_SYNC], s->latency);
+				ct_sampled__count(smp, p->unexpanded_graph_launches));
+		text_hist(f, "launch API latency", &p->hist[GP_HIST_LAUNCH], s->latency, smp);
+		text_hist(f, "synchronize", &p->hist[GP_HIST_SYNC], s->latency, smp);
 	}
 	gp_trees__text(t, f, fmt);
 	gp_trees__free(t);
 	gp_drops__text(f, hdr);
 }
 
-static json_object *json_hist(const struct gp_hist *h, bool latency)
+static json_object *json_hist(const struct gp_hist *h, bool latency, const struct ct_sampled *smp)
 {
 	json_object *o = json_object_new_object();
 
-	json_object_object_add(o, "calls", json_object_new_uint64(h->count));
+	json_object_object_add(o, "calls", json_object_new_uint64(ct_sampled__count(smp, h->count)));
 	if (!latency) {
 		/* no return probes: times unknown, not zero */
 		json_object_object_add(o, "total_s", NULL);
@@ -162,33 +201,60 @@ static void json_nccl(json_object *ko, const char *name)
 	json_object_object_add(ko, "nccl", o);
 }
 
-static json_object *json_kernel(const struct ct_kernel *kn)
+static json_object *json_kernel(const struct ct_kernel *kn, const struct ct_sampled *smp)
 {
 	static const char *const sources[] = { "driver", "host", "none", "memory" };
 	json_object *ko = json_object_new_object(), *ss = json_object_new_array();
 
 	json_object_object_add(ko, "name", json_object_new_string(kn->name));
 	json_object_object_add(ko, "source", json_object_new_string(sources[kn->source]));
-	json_object_object_add(ko, "launches", json_object_new_uint64(kn->launches));
+	json_object_object_add(ko, "launches", json_object_new_uint64(ct_sampled__count(smp, kn->launches)));
 	json_object_object_add(ko, "captured", json_object_new_uint64(kn->captured));
 	json_nccl(ko, kn->name);
-	json_object_object_add(ko, "graph_executed", json_object_new_uint64(kn->graph_executed));
+	json_object_object_add(ko, "graph_executed", json_object_new_uint64(ct_sampled__count(smp, kn->graph_executed)));
 	for (size_t s = 0; s < kn->nr_shapes; s++) {
 		const struct ct_shape *sh = &kn->shapes[s];
 		json_object *so = json_object_new_object();
 
 		json_object_object_add(so, "grid", json_u32x3(sh->grid));
 		json_object_object_add(so, "block", json_u32x3(sh->block));
-		json_object_object_add(so, "launches", json_object_new_uint64(sh->launches));
+		json_object_object_add(so, "launches", json_object_new_uint64(ct_sampled__count(smp, sh->launches)));
 		json_object_object_add(so, "captured", json_object_new_uint64(sh->captured));
-		json_object_object_add(so, "graph_executed", json_object_new_uint64(sh->graph_executed));
+		json_object_object_add(so, "graph_executed", json_object_new_uint64(ct_sampled__count(smp, sh->graph_executed)));
 		json_object_array_add(ss, so);
 	}
 	json_object_object_add(ko, "shapes", ss);
 	return ko;
 }
 
-static json_object *json_proc(const struct ct_proc *p, bool latency, struct gp_run *run)
+/* "sampling":{"fraction":F,"intervals":{"launches":[LO,HI],...}}: the count fields beside
+ * it hold estimates. */
+static json_object *json_sampling(const struct ct_sampled *smp)
+{
+	static const char *const keys[CT_IV__COUNT] = {
+		[CT_IV_LAUNCHES] = "launches", [CT_IV_UNNAMED] = "unnamed_launches",
+		[CT_IV_GRAPH_LAUNCHES] = "graph_launches", [CT_IV_GRAPH_EXECUTED] = "graph_executed",
+		[CT_IV_SYNCS] = "sync_calls",
+	};
+	json_object *o = json_object_new_object(), *iv = json_object_new_object();
+
+	json_object_object_add(o, "fraction", json_object_new_double(smp->s.fraction));
+	if (smp->s.unbounded)
+		json_object_object_add(o, "unbounded", json_object_new_boolean(true));
+	for (int i = 0; i < CT_IV__COUNT; i++) {
+		json_object *a = json_object_new_array();
+
+		json_object_array_add(a, json_object_new_uint64((uint64_t)floor(smp->iv[i][1])));
+		/* no upper end known: null */
+		json_object_array_add(a, isinf(smp->iv[i][2]) ? NULL : json_object_new_uint64((uint64_t)ceil(smp->iv[i][2])));
+		json_object_object_add(iv, keys[i], a);
+	}
+	json_object_object_add(o, "intervals", iv);
+	return o;
+}
+
+static json_object *json_proc(const struct ct_proc *p, bool latency, struct gp_run *run,
+			      const struct ct_sampled *smp)
 {
 	json_object *po = json_object_new_object(), *ks = json_object_new_array();
 	json_object *gs = json_object_new_array();
@@ -198,15 +264,18 @@ static json_object *json_proc(const struct ct_proc *p, bool latency, struct gp_r
 	json_object_object_add(po, "exited", json_object_new_boolean(p->exited));
 	json_object_object_add(po, "exec", json_object_new_boolean(p->exec));
 	gp_trees__json_proc(run, po, p->pid);
-	json_object_object_add(po, "launches", json_object_new_uint64(p->launches));
-	json_object_object_add(po, "launches_per_s", json_object_new_double(p->launches_per_s));
-	json_object_object_add(po, "unnamed_launches", json_object_new_uint64(p->unnamed_launches));
+	if (smp->on)
+		json_object_object_add(po, "sampling", json_sampling(smp));
+	json_object_object_add(po, "launches", json_object_new_uint64(ct_sampled__count(smp, p->launches)));
+	json_object_object_add(po, "launches_per_s", json_object_new_double(p->launches_per_s * (smp->on ? smp->ratio : 1)));
+	json_object_object_add(po, "unnamed_launches", json_object_new_uint64(ct_sampled__count(smp, p->unnamed_launches)));
 	for (size_t k = 0; k < p->nr_kernels; k++)
-		json_object_array_add(ks, json_kernel(&p->kernels[k]));
+		json_object_array_add(ks, json_kernel(&p->kernels[k], smp));
 	json_object_object_add(po, "kernels", ks);
-	json_object_object_add(po, "graph_launches", json_object_new_uint64(p->graph_launches));
-	json_object_object_add(po, "graph_executed", json_object_new_uint64(p->graph_executed));
-	json_object_object_add(po, "unexpanded_graph_launches", json_object_new_uint64(p->unexpanded_graph_launches));
+	json_object_object_add(po, "graph_launches", json_object_new_uint64(ct_sampled__count(smp, p->graph_launches)));
+	json_object_object_add(po, "graph_executed", json_object_new_uint64(ct_sampled__count(smp, p->graph_executed)));
+	json_object_object_add(po, "unexpanded_graph_launches",
+			       json_object_new_uint64(ct_sampled__count(smp, p->unexpanded_graph_launches)));
 	json_object_object_add(po, "captured", json_object_new_uint64(p->captured_total));
 	for (size_t g = 0; g < p->nr_graphs; g++) {
 		static const char *const made_by[] = { "unknown", "stream_capture", "graph_api" };
@@ -214,15 +283,15 @@ static json_object *json_proc(const struct ct_proc *p, bool latency, struct gp_r
 		json_object *go = json_object_new_object();
 
 		json_object_object_add(go, "handle", gp_json__hex(gr->handle));
-		json_object_object_add(go, "launches", json_object_new_uint64(gr->launches));
+		json_object_object_add(go, "launches", json_object_new_uint64(ct_sampled__count(smp, gr->launches)));
 		json_object_object_add(go, "made_by", json_object_new_string(made_by[gr->source < 3 ? gr->source : 0]));
 		json_object_object_add(go, "kernel_nodes", json_object_new_uint64(gr->nodes));
 		json_object_object_add(go, "partial", json_object_new_boolean(gr->partial));
 		json_object_array_add(gs, go);
 	}
 	json_object_object_add(po, "graphs", gs);
-	json_object_object_add(po, "launch_latency", json_hist(&p->hist[GP_HIST_LAUNCH], latency));
-	json_object_object_add(po, "sync", json_hist(&p->hist[GP_HIST_SYNC], latency));
+	json_object_object_add(po, "launch_latency", json_hist(&p->hist[GP_HIST_LAUNCH], latency, smp));
+	json_object_object_add(po, "sync", json_hist(&p->hist[GP_HIST_SYNC], latency, smp));
 	return po;
 }
 
@@ -236,7 +305,7 @@ void ct_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 
 	json_object_object_add(o, "latency", json_object_new_boolean(s->latency));
 	for (size_t i = 0; i < s->nr_procs; i++)
-		json_object_array_add(arr, json_proc(s->procs[i], s->latency, run));
+		json_object_array_add(arr, json_proc(s->procs[i], s->latency, run, sampled_of(s, i)));
 	json_object_object_add(o, "processes", arr);
 	gp_trees__json(t, o, keys);
 	gp_trees__free(t);
@@ -257,6 +326,39 @@ static void kernel_series(struct prom_out *p, const struct ct_proc *cp, const st
 	}
 }
 
+/* A sampled process: its calls seen and estimated, in gauges of their own (counters hold
+ * what was seen, which never goes down; an estimate may). Summed per series: a series of
+ * several processes gets their calls added (src/out/metrics.c). */
+static void prom_sampled(struct prom_out *p, const struct gp_snap_pid *pp, const struct ct_proc *cp,
+			 const struct ct_sampled *smp)
+{
+	static const char *const bounds[3] = { "estimate", "low", "high" };
+	static const struct {
+		const char *family;
+		enum ct_iv iv;
+	} fams[] = {
+		{ "gpuprobe_cuda_launches_estimate", CT_IV_LAUNCHES },
+		{ "gpuprobe_cuda_graph_launches_estimate", CT_IV_GRAPH_LAUNCHES },
+		{ "gpuprobe_cuda_sync_calls_estimate", CT_IV_SYNCS },
+	};
+	const uint64_t seen[CT_IV__COUNT] = {
+		[CT_IV_LAUNCHES] = cp->launches, [CT_IV_GRAPH_LAUNCHES] = cp->graph_launches,
+		[CT_IV_SYNCS] = cp->hist[GP_HIST_SYNC].count,
+	};
+	const char *kv[] = { "bound", "seen", NULL };
+
+	prom__u64(p, "gpuprobe_sampled_processes", pp, NULL, 1);
+	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
+		kv[1] = "seen";
+		prom__u64(p, fams[f].family, pp, kv, seen[fams[f].iv]);
+		for (int b = 0; b < 3; b++) {
+			kv[1] = bounds[b];
+			if (!isinf(smp->iv[fams[f].iv][b])) /* no upper end known: no "high" sample */
+				prom__real(p, fams[f].family, pp, kv, smp->iv[fams[f].iv][b]);
+		}
+	}
+}
+
 int ct_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
 {
 	const struct ct_snap *s = SNAP(hdr);
@@ -272,6 +374,10 @@ int ct_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run
 	prom__family(p, "gpuprobe_cuda_sync_calls_total");
 	prom__family(p, "gpuprobe_cuda_sync_duration_seconds");
 	prom__family(p, "gpuprobe_cuda_launch_duration_seconds");
+	prom__family(p, "gpuprobe_sampled_processes");
+	prom__family(p, "gpuprobe_cuda_launches_estimate");
+	prom__family(p, "gpuprobe_cuda_graph_launches_estimate");
+	prom__family(p, "gpuprobe_cuda_sync_calls_estimate");
 	for (size_t i = 0; i < s->nr_procs; i++) {
 		const struct ct_proc *cp = s->procs[i];
 		const struct gp_snap_pid *pp = &s->pids[i];
@@ -280,6 +386,8 @@ int ct_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run
 		kernel_series(p, cp, pp);
 		prom__u64(p, "gpuprobe_cuda_graph_launches_total", pp, NULL, cp->graph_launches);
 		prom__u64(p, "gpuprobe_cuda_sync_calls_total", pp, NULL, sync->count);
+		if (sampled_of(s, i)->on && !cp->exited)
+			prom_sampled(p, pp, cp, sampled_of(s, i));
 		if (!s->latency)
 			continue;
 		prom__hist(p, "gpuprobe_cuda_sync_duration_seconds", pp, NULL, (const uint64_t *)sync->slots, (double)sync->total_ns / 1e9);

@@ -1,0 +1,47 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# gpuprobe's overhead inside one process on the GPU machine (issue 16): bench/gpu/inproc.py
+# (its header says how). Nothing is built on the GPU machine: on the build host run
+#     make bundle && bench/gpu/inproc.sh --build
+# (a static gpuprobe in .output/bundle, launch_inproc from cuda.h and the toolkit's stub into
+# .output/bench/gpu), carry the tree with .output/bundle and .output/bench/gpu, then there:
+#     bench/gpu/inproc.sh
+# About 5 minutes of GPU time. Writes $OUT (else /tmp/gp-inproc): inproc.md (the tables),
+# inproc_raw.json, logs/. Copy inproc.md to bench/gpu/results-inproc-<gpu>.md to keep it.
+# GPU_INPROC_MOCK=1 bench/gpu/inproc.sh runs the plumbing here on the stand-in driver.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+ROOT=$PWD
+BIN=$ROOT/.output/bench/gpu
+die() {
+	echo "bench/gpu/inproc: error: $*" >&2
+	exit 1
+}
+
+if [ "${1:-}" = --build ]; then
+	mkdir -p "$BIN" || die "cannot create $BIN"
+	CUDA=${CUDA_HOME:-/usr/local/cuda}
+	[ -f "$CUDA/include/cuda.h" ] || die "no $CUDA/include/cuda.h (set CUDA_HOME)"
+	gcc -O2 -Wall -Wextra -Werror -I"$CUDA/include" -o "$BIN/launch_inproc" bench/gpu/launch_inproc.c \
+		-L"$CUDA/lib64/stubs" -lcuda || die "cannot build launch_inproc"
+	echo "built $BIN/launch_inproc"
+	exit 0
+fi
+
+[ "$(id -u)" = 0 ] || die "needs root (BPF)"
+[ -x "$BIN/launch_inproc" ] || die "no $BIN/launch_inproc: run bench/gpu/inproc.sh --build on the build host and carry .output/bench/gpu"
+OUTDIR=${OUT:-/tmp/gp-inproc}
+if [ "${GPU_INPROC_MOCK:-0}" = 1 ]; then
+	# make bench's copy of the stand-in: a name node-wide tracers on this host do not look for
+	[ -e "$ROOT/.output/bench/lib/libcuda.so.1" ] || die "mock runs need .output/bench (make bench, or python3 bench/run.py --only sampling)"
+	export LD_LIBRARY_PATH=$ROOT/.output/bench/lib FAKECUDA_KERNEL_NS=0 FAKECUDA_TEARDOWN_MS=0
+	exec python3 bench/gpu/inproc.py --mock --gp "$ROOT/.output/gpuprobe" --libcuda "$ROOT/.output/bench/fakecuda_bench.so.1" \
+		--launch-bin "$BIN/launch_inproc" --out "$OUTDIR" "$@"
+fi
+GP=${GP:-$ROOT/.output/bundle/gpuprobe}
+[ -x "$GP" ] || die "no gpuprobe at $GP: run 'make bundle' on the build host and carry .output/bundle"
+PY=python3
+[ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
+PY=${GPU_BENCH_PYTHON:-$PY}
+"$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' || die "$PY: no PyTorch with a GPU"
+exec python3 bench/gpu/inproc.py --gp "$GP" --launch-bin "$BIN/launch_inproc" --python "$PY" --out "$OUTDIR" "$@"

@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The PyTorch training loop of torch_step.py (8-layer MLP, width 512, batch 256, AdamW:
+steps of a couple of milliseconds, ~35 launches each), run until told to stop, for
+bench/gpu/inproc.py. Every step (synchronized) is appended to LOG as "step T D"
+(CLOCK_MONOTONIC ns, start and duration). The peer, torch.profiler with CPU and CUDA
+activities, is switched in the process: SIGUSR1 starts it before the next step, SIGUSR2
+stops it after the current one; LOG gets "prof_on T", "prof_off T" (the last profiled
+step's end) and "prof_done T" (after its post-processing, which no step overlaps).
+--mock: no torch, 2 ms sleeps (a dry run of the harness without a GPU).
+
+    torch_inproc.py LOG [--seconds 600] [--mock]
+"""
+import argparse
+import os
+import signal
+import sys
+import time
+
+want = {"prof": False}
+
+
+def now_ns():
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("log")
+    ap.add_argument("--seconds", type=float, default=600)
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--mock", action="store_true")
+    a = ap.parse_args()
+
+    if a.mock:
+        def step():
+            time.sleep(0.002)
+
+        def sync():
+            pass
+    else:
+        import torch
+        dev = torch.device("cuda")
+        layers = []
+        for _ in range(8):
+            layers += [torch.nn.Linear(512, 512), torch.nn.GELU()]
+        model = torch.nn.Sequential(*layers, torch.nn.Linear(512, 10)).to(dev)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        x = torch.randn(256, 512, device=dev)
+        y = torch.randint(0, 10, (256,), device=dev)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+
+        sync = torch.cuda.synchronize
+
+    signal.signal(signal.SIGUSR1, lambda *_: want.__setitem__("prof", True))
+    signal.signal(signal.SIGUSR2, lambda *_: want.__setitem__("prof", False))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    for _ in range(a.warmup):
+        step()
+    sync()
+    prof = None
+    end = now_ns() + int(a.seconds * 1e9)
+    with open(a.log, "w", buffering=1 << 16) as log:
+        print("READY %d" % os.getpid(), flush=True)
+        try:
+            while now_ns() < end:
+                if want["prof"] and prof is None:
+                    if a.mock:
+                        prof = "mock"
+                    else:
+                        from torch.profiler import ProfilerActivity, profile
+                        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+                        prof.__enter__()
+                    log.write("prof_on %d\n" % now_ns())
+                elif not want["prof"] and prof is not None:
+                    log.write("prof_off %d\n" % now_ns())
+                    if prof != "mock":
+                        prof.__exit__(None, None, None)
+                    prof = None
+                    log.write("prof_done %d\n" % now_ns())
+                    log.flush()
+                t0 = now_ns()
+                step()
+                sync()
+                log.write("step %d %d\n" % (t0, now_ns() - t0))
+        except SystemExit:
+            pass
+        log.flush()
+
+
+if __name__ == "__main__":
+    main()

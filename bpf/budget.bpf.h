@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The probe hits the overhead budget reads (src/core/budget.h): a BPF object whose probes
+ * the budget may sample includes this and counts each hit with gp_sampled_hit(). The run
+ * creates the array (BPF_F_MMAPABLE, read by user space without a system call) and the
+ * object reuses it before loading (gp_run__adopt_hits); without a budget, gp_count_hits is
+ * false and the count compiles away.
+ */
+#ifndef GP_BUDGET_BPF_H
+#define GP_BUDGET_BPF_H
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, GP_HIT_WINDOW + 1);
+	__type(key, __u32);
+	__type(value, struct gp_hit_slot);
+} gp_hits SEC(".maps");
+
+const volatile bool gp_count_hits = false;
+
+/*
+ * One hit of a sampleable probe by process tgid: an inlined array look-up and an atomic
+ * add; a process takes its slot with a compare-and-swap the first time. Returns whether
+ * the call is to be counted: false outside the budget's window (then it is a stray, and
+ * the mode counts nothing of it, so that its counts and the budget's agree).
+ */
+static __always_inline bool gp_sampled_hit(__u32 tgid)
+{
+	__u32 i = tgid & (GP_HIT_SLOTS - 1), spill = GP_HIT_SLOTS, win = GP_HIT_WINDOW;
+	struct gp_hit_slot *s, *w;
+	bool open;
+
+	if (!gp_count_hits)
+		return true;
+	w = bpf_map_lookup_elem(&gp_hits, &win);
+	s = bpf_map_lookup_elem(&gp_hits, &i);
+	if (!w || !s)
+		return true;
+	open = *(volatile __u32 *)&w->flags;
+	if (s->pid != tgid) {
+		__u32 old = s->pid ? s->pid : __sync_val_compare_and_swap(&s->pid, 0, tgid);
+
+		if (old && old != tgid) {
+			s = bpf_map_lookup_elem(&gp_hits, &spill);
+			if (!s)
+				return true;
+		}
+	}
+	if (open)
+		__sync_fetch_and_add(&s->hits, 1);
+	else
+		__sync_fetch_and_add(&s->stray, 1);
+	return open;
+}
+
+/* Whether the budget's window is open (always, without a budget): a return probe times
+ * only the calls whose entry was counted. */
+static __always_inline bool gp_window_open(void)
+{
+	__u32 win = GP_HIT_WINDOW;
+	struct gp_hit_slot *w;
+
+	if (!gp_count_hits)
+		return true;
+	w = bpf_map_lookup_elem(&gp_hits, &win);
+	return !w || *(volatile __u32 *)&w->flags;
+}
+
+#endif /* GP_BUDGET_BPF_H */

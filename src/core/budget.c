@@ -1,0 +1,957 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The overhead budget (budget.h): the links it may close, the hits array, and a thread
+ * that cuts time into periods (docs/design.md, "The overhead budget"). Why a thread: a
+ * window can be a millisecond long while the front ends' loops wake every 100 ms, and
+ * making a link waits for an RCU grace period before its breakpoints go in, closing one
+ * for grace periods before and after they go (tens of ms here), which no report should
+ * wait for; links are closed from short-lived threads of their own. Breakpoints come and
+ * go some time after the system calls, so what counts is the window flag BPF reads: hits
+ * outside it are strays, priced and not counted. Two locks: `links` (groups and their
+ * link fds, held across the system calls) and `acc` (accounts and statistics, held
+ * briefly; snapshots read them).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "attach.h"
+#include "budget.h"
+#include "gpuprobe.h"
+#include "u64map.h"
+#include "util.h"
+
+#define PERIOD_NS 100000000ULL    /* a period while every call is seen */
+#define TICK_NS 5000000ULL        /* how often a waiting thread looks at stop and holds */
+#define EXACT_CHECK_NS 5000000ULL /* how often the rates are checked while all is seen */
+/* The share of the budget aimed at. The rest is for what the price misses: a call made
+ * after the process slept costs more than the calibrated (warm) trap (on the stand-in,
+ * 4.6-5.1 us a launch with return probes at 1000 launches/s against 2.7-3.0 us at 20 000-
+ * 100 000/s: tests/integration/test_budget.py), the reaction to a rate that rose, and
+ * making and closing links. */
+#define MARGIN 0.5
+#define RING 256                  /* attach/detach durations kept for the medians */
+#define MAX_CHANGES 1024
+#define SLOTS (GP_HIT_SLOTS + 1)  /* the last sums the processes that found theirs taken */
+#define MAP_SLOTS (GP_HIT_WINDOW + 1)
+
+struct group {
+	int enter, leave;
+	int file_fd;    /* the library, held: windows attach through path, "/proc/self/fd/N" of it */
+	char *path;
+	__u64 *offs, *cookies, *roffs, *rcookies;
+	int n, nr;
+	__u32 pid;
+	const volatile int64_t *hold;
+	int fd_enter, fd_leave; /* -1 while detached */
+};
+
+struct account {
+	uint32_t pid;  /* 0: no process (the spill slot is always accounted) */
+	uint64_t last, last_stray; /* its hits and strays at the last boundary */
+	struct gp_account acc;
+	double rho, stray_s; /* the last period's: share of the window in probes, strays' seconds */
+	bool fresh;    /* accounted in the last period */
+};
+
+/* What the last period says of the next: its length and share, the least of every
+ * process's (links are shared). */
+struct plan {
+	double period_s, fraction;
+	bool over;
+};
+
+struct ended {
+	struct gp_account acc;
+	uint64_t end_ns;
+};
+
+/* What the probes' own programs cost, measured with the kernel's BPF run-time statistics
+ * for a while after the start and every 10 minutes (BPF_ENABLE_STATS: they cost every BPF
+ * program on the node two clock reads while on). */
+#define PROG_MEASURE_NS (10ULL * 1000000000ULL) /* at most this long */
+#define PROG_MEASURE_RUNS 2000                  /* or until this many runs */
+#define PROG_REMEASURE_NS (600ULL * 1000000000ULL)
+
+struct prog_cost {
+	int stats_fd;          /* BPF_ENABLE_STATS while measuring, else -1 */
+	uint64_t since, next;  /* when the measure began; when the next begins */
+	uint64_t ns0[2], runs0[2]; /* entry and return programs at its start */
+	double ns[2];          /* mean ns per run, entry and return (0: not measured) */
+	bool refused;          /* EPERM: not without CAP_SYS_ADMIN */
+};
+
+struct gp_budget {
+	double pct, target, cost; /* cost: of one counted call: its traps and programs */
+	double trap;              /* of one probe hit (calibrated: the empty-program trap) */
+	bool returns;             /* the sampled calls have return probes: two traps each */
+	struct prog_cost prog;
+	int hits_fd;
+	struct gp_hit_slot *hits; /* mmapped */
+	size_t map_len;
+	pthread_t thread;
+	bool started;
+	int stop;                 /* __atomic */
+	pthread_mutex_t links;    /* groups, fds, attached */
+	struct group *groups;
+	int ngroups;
+	bool attached;
+	pthread_mutex_t acc;      /* everything below */
+	struct account *accounts; /* SLOTS of them */
+	struct u64map *ended;     /* pid -> struct ended */
+	double fraction;
+	bool over;
+	uint64_t periods, sampled_periods, windows;
+	double attach_ms[RING], detach_ms[RING];
+	uint64_t nr_attach, nr_detach;
+	struct gp_budget_change changes[MAX_CHANGES];
+	size_t nr_changes;
+	int closing;              /* closer threads running */
+	pthread_cond_t closed;
+	uint32_t *snap_pid;       /* the hits array as read at a boundary */
+	uint64_t *snap_hits, *snap_stray;
+	double period_s;          /* of the sampled periods now */
+	double last_unseen;       /* seconds of the last period's that went unseen */
+};
+
+/* -------------------------------------------------------------------------------------
+ * The links */
+
+static void group_free(struct group *g)
+{
+	if (g->file_fd >= 0)
+		close(g->file_fd);
+	free(g->path);
+	free(g->offs);
+	free(g->cookies);
+	free(g->roffs);
+	free(g->rcookies);
+}
+
+/* The offsets libbpf-style arrays hold, without the -1 entries. */
+static int compact(const long long *offsets, const __u64 *cookies, int n, __u64 **offs, __u64 **cks)
+{
+	int cnt = 0;
+
+	*offs = calloc((size_t)(n ? n : 1), sizeof(**offs));
+	*cks = calloc((size_t)(n ? n : 1), sizeof(**cks));
+	if (!*offs || !*cks)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		if (offsets[i] < 0)
+			continue;
+		(*offs)[cnt] = (__u64)offsets[i];
+		(*cks)[cnt++] = cookies[i];
+	}
+	return cnt;
+}
+
+/* Entry links first, then return links: a return probe then always has its entry seen. */
+static int group_attach(struct group *g)
+{
+	int fd;
+
+	if (g->fd_enter < 0 && g->n) {
+		fd = attach__multi_fd(g->enter, g->path, g->offs, g->cookies, g->n, g->pid, false);
+		if (fd < 0)
+			return fd;
+		g->fd_enter = fd;
+	}
+	if (g->fd_leave < 0 && g->leave >= 0 && g->nr) {
+		fd = attach__multi_fd(g->leave, g->path, g->roffs, g->rcookies, g->nr, g->pid, true);
+		if (fd < 0)
+			return fd;
+		g->fd_leave = fd;
+	}
+	return 0;
+}
+
+static void note_ms(double *ring, uint64_t *nr, double ms)
+{
+	ring[*nr % RING] = ms;
+	(*nr)++;
+}
+
+struct closer {
+	struct gp_budget *b;
+	int fd;
+};
+
+/* One link closed: its breakpoints go once the kernel has waited for an RCU grace period
+ * (register_for_each_vma), and close() then waits for RCU Tasks Trace and SRCU ones. */
+static void *closer_main(void *arg)
+{
+	struct closer *c = arg;
+	struct gp_budget *b = c->b;
+	uint64_t t0 = gp_mono_ns();
+
+	close(c->fd);
+	pthread_mutex_lock(&b->acc);
+	note_ms(b->detach_ms, &b->nr_detach, (double)(gp_mono_ns() - t0) / 1e6);
+	b->closing--;
+	pthread_cond_broadcast(&b->closed);
+	pthread_mutex_unlock(&b->acc);
+	free(c);
+	return NULL;
+}
+
+/* Closes fd in a thread of its own; here when no thread can be made. */
+static void close_async(struct gp_budget *b, int fd)
+{
+	struct closer *c = malloc(sizeof(*c));
+	pthread_attr_t at;
+	pthread_t t;
+	int r = -1;
+
+	if (c) {
+		*c = (struct closer){ b, fd };
+		pthread_mutex_lock(&b->acc);
+		b->closing++;
+		pthread_mutex_unlock(&b->acc);
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		r = pthread_create(&t, &at, closer_main, c);
+		pthread_attr_destroy(&at);
+		if (!r)
+			return;
+		pthread_mutex_lock(&b->acc);
+		b->closing--;
+		pthread_mutex_unlock(&b->acc);
+		free(c);
+	}
+	close(fd);
+}
+
+/*
+ * Every sampled link closed, all at once, each from a thread of its own: closed one after
+ * the other, the second would wait for the first one's grace periods with its breakpoints
+ * still in (a function's breakpoint goes when both its entry and return links have).
+ * Called with b->links held; the window is closed already (what the links still catch are
+ * strays).
+ */
+static void detach_all(struct gp_budget *b)
+{
+	for (int i = 0; i < b->ngroups; i++) {
+		struct group *g = &b->groups[i];
+
+		if (g->fd_leave >= 0)
+			close_async(b, g->fd_leave);
+		if (g->fd_enter >= 0)
+			close_async(b, g->fd_enter);
+		g->fd_leave = g->fd_enter = -1;
+	}
+	b->attached = false;
+}
+
+/* Every group attached, entry links before return links; a group that cannot be is
+ * logged and stays out (its calls go unseen: the window was shorter for them). */
+static void attach_all(struct gp_budget *b)
+{
+	uint64_t t0 = gp_mono_ns();
+
+	for (int i = 0; i < b->ngroups; i++) {
+		int r = group_attach(&b->groups[i]);
+
+		if (r)
+			gp_log(GP_LOG_WARN, "budget: cannot attach the sampled probes to %s again: %s",
+			       b->groups[i].path, strerror(-r));
+	}
+	b->attached = true;
+	pthread_mutex_lock(&b->acc);
+	note_ms(b->attach_ms, &b->nr_attach, (double)(gp_mono_ns() - t0) / 1e6);
+	pthread_mutex_unlock(&b->acc);
+}
+
+static bool held(struct gp_budget *b)
+{
+	bool h = false;
+
+	pthread_mutex_lock(&b->links);
+	for (int i = 0; i < b->ngroups && !h; i++)
+		h = b->groups[i].hold && *b->groups[i].hold;
+	pthread_mutex_unlock(&b->links);
+	return h;
+}
+
+/* -------------------------------------------------------------------------------------
+ * Accounting */
+
+/* The hits array as it is now (owners first: a slot's hits never belong to an older owner
+ * than the one read with them). */
+static void take_snapshot(struct gp_budget *b)
+{
+	for (size_t i = 0; i < SLOTS; i++) {
+		b->snap_pid[i] = i == GP_HIT_SLOTS ? 0 : __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
+		b->snap_hits[i] = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
+		b->snap_stray[i] = __atomic_load_n(&b->hits[i].stray, __ATOMIC_RELAXED);
+	}
+}
+
+/* Opens or closes the window: BPF counts only while it is open (a hit outside is a stray). */
+static void set_window(struct gp_budget *b, bool open)
+{
+	__atomic_store_n(&b->hits[GP_HIT_WINDOW].flags, open ? 1 : 0, __ATOMIC_RELEASE);
+}
+
+/* The account of a process that ended moves out of its slot; with free_slot the slot is
+ * freed for the next process that hashes there (hits first, then the owner). */
+static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_slot)
+{
+	struct account *a = &b->accounts[i];
+	struct ended *e = malloc(sizeof(*e));
+	uint32_t pid = a->pid;
+
+	if (e) {
+		e->acc = a->acc;
+		e->end_ns = now;
+		free(u64map__del(b->ended, pid));
+		if (u64map__put(b->ended, pid, e))
+			free(e);
+	}
+	if (free_slot) {
+		__atomic_store_n(&b->hits[i].hits, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].stray, 0, __ATOMIC_RELAXED);
+		__atomic_compare_exchange_n(&b->hits[i].pid, &pid, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	}
+	memset(a, 0, sizeof(*a));
+}
+
+/* Whose hits slot i holds now: false when none (nothing to account). */
+static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now)
+{
+	struct account *a = &b->accounts[i];
+
+	if (i == GP_HIT_SLOTS)
+		return true;
+	if (pid == a->pid)
+		return pid != 0;
+	if (a->pid) /* freed and taken again since the last boundary */
+		end_account(b, i, now, false);
+	if (!pid)
+		return false;
+	a->pid = pid;
+	a->last = a->last_stray = 0;
+	/* it may have begun in the last period's unseen part */
+	gp_account__begin(&a->acc, b->last_unseen);
+	return true;
+}
+
+/* The share of a T-second period every fresh account can afford: the least. */
+static double least_fraction(struct gp_budget *b, double T, bool *over)
+{
+	double f = 1.0;
+
+	*over = false;
+	for (size_t i = 0; i < SLOTS; i++) {
+		bool o;
+		double g;
+
+		if (!b->accounts[i].fresh)
+			continue;
+		g = gp_budget_fraction(b->accounts[i].rho, b->accounts[i].stray_s, b->target, T, &o);
+		if (g < f)
+			f = g;
+		*over |= o;
+	}
+	return f;
+}
+
+/* What the next period must be for every process to keep its budget (links are shared):
+ * 100 ms, longer when a process's strays need it, or when the window its share allows
+ * would be under a millisecond. Called with b->acc held. */
+static void plan(struct gp_budget *b, struct plan *p)
+{
+	double T = GP_PERIOD_S;
+
+	for (size_t i = 0; i < SLOTS; i++)
+		if (b->accounts[i].fresh && gp_budget_period(b->accounts[i].stray_s, b->target) > T)
+			T = gp_budget_period(b->accounts[i].stray_s, b->target);
+	p->fraction = least_fraction(b, T, &p->over);
+	if (p->fraction < GP_MIN_WINDOW_S / T && T < GP_MAX_PERIOD_S) {
+		T = GP_MIN_WINDOW_S / p->fraction < GP_MAX_PERIOD_S ? GP_MIN_WINDOW_S / p->fraction : GP_MAX_PERIOD_S;
+		p->fraction = least_fraction(b, T, &p->over);
+	}
+	p->period_s = T;
+}
+
+/*
+ * One period ended (T seconds, counting for `on` of them): every process's hits and
+ * strays in it, from the last snapshot, go to its account; *p gets what the next period
+ * must be for every process to keep its budget.
+ */
+static void account_period(struct gp_budget *b, double T, double on, uint64_t now, struct plan *p)
+{
+	pthread_mutex_lock(&b->acc);
+	for (size_t i = 0; i < SLOTS; i++) {
+		struct account *a = &b->accounts[i];
+		uint64_t hits = b->snap_hits[i], stray = b->snap_stray[i];
+		double n, ns;
+
+		a->fresh = false;
+		if (!slot_owner(b, i, b->snap_pid[i], now))
+			continue;
+		n = hits >= a->last ? (double)(hits - a->last) : 0;
+		ns = stray >= a->last_stray ? (double)(stray - a->last_stray) : 0;
+		a->last = hits;
+		a->last_stray = stray;
+		if (i == GP_HIT_SLOTS && !n && !ns && !a->acc.seconds)
+			continue;
+		gp_account__period(&a->acc, n, ns, T, on, b->cost);
+		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits and %.0f strays",
+		       T * 1e3, on * 1e3, a->pid, n, ns);
+		a->fresh = on > 0;
+		a->rho = on > 0 ? n * b->cost / on : 0;
+		a->stray_s = ns * b->cost;
+		if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
+			end_account(b, i, now, true);
+	}
+	b->periods++;
+	if (on < T)
+		b->sampled_periods++;
+	b->last_unseen = T - on;
+	plan(b, p);
+	pthread_mutex_unlock(&b->acc);
+}
+
+/* The largest share of time in the probes since the last boundary, all calls seen. */
+static double rho_since(struct gp_budget *b, double secs)
+{
+	double rho = 0;
+
+	if (secs <= 0)
+		return 0;
+	pthread_mutex_lock(&b->acc);
+	for (size_t i = 0; i < SLOTS; i++) {
+		uint32_t pid = i == GP_HIT_SLOTS ? 0 : __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
+		uint64_t hits = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
+		double n;
+
+		/* a new owner since the boundary: all its hits are since then */
+		n = pid == b->accounts[i].pid && hits >= b->accounts[i].last ? (double)(hits - b->accounts[i].last)
+									   : (double)hits;
+		if (n * b->cost / secs > rho)
+			rho = n * b->cost / secs;
+	}
+	pthread_mutex_unlock(&b->acc);
+	return rho;
+}
+
+static void set_fraction(struct gp_budget *b, double f, bool over, uint64_t now)
+{
+	pthread_mutex_lock(&b->acc);
+	b->over = over;
+	if (fabs(f - b->fraction) > 1e-3 * b->fraction) {
+		if (b->nr_changes == MAX_CHANGES) {
+			memmove(b->changes + 1, b->changes + 2, (MAX_CHANGES - 2) * sizeof(b->changes[0]));
+			b->nr_changes--;
+		}
+		b->changes[b->nr_changes++] = (struct gp_budget_change){ now, f };
+	}
+	b->fraction = f;
+	pthread_mutex_unlock(&b->acc);
+}
+
+/* -------------------------------------------------------------------------------------
+ * The thread */
+
+static bool stopping(struct gp_budget *b)
+{
+	return __atomic_load_n(&b->stop, __ATOMIC_ACQUIRE);
+}
+
+/* Sleeps until `until` (CLOCK_MONOTONIC ns) in ticks; false when stopped, or (watch)
+ * when a hold came up. */
+static bool wait_until(struct gp_budget *b, uint64_t until, bool watch)
+{
+	for (;;) {
+		uint64_t now = gp_mono_ns(), step;
+		struct timespec ts;
+
+		if (stopping(b) || (watch && held(b)))
+			return false;
+		if (now >= until)
+			return true;
+		step = until - now < TICK_NS ? until - now : TICK_NS;
+		ts.tv_sec = (time_t)(step / 1000000000ULL);
+		ts.tv_nsec = (long)(step % 1000000000ULL);
+		nanosleep(&ts, NULL);
+	}
+}
+
+static double median_of(const double *ring, uint64_t nr)
+{
+	size_t n = nr < RING ? (size_t)nr : RING;
+	double v[RING];
+
+	if (!n)
+		return 0;
+	memcpy(v, ring, n * sizeof(v[0]));
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			double t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Run time and runs so far of the first group's entry (k 0) or return (k 1) program. */
+static bool prog_stats(struct gp_budget *b, int k, uint64_t *ns, uint64_t *runs)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	int fd;
+
+	pthread_mutex_lock(&b->links);
+	fd = !b->ngroups ? -1 : k ? b->groups[0].leave : b->groups[0].enter;
+	pthread_mutex_unlock(&b->links);
+	memset(&info, 0, sizeof(info));
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+		return false;
+	*ns = info.run_time_ns;
+	*runs = info.run_cnt;
+	return true;
+}
+
+/*
+ * The price of a counted call: its traps (calibrated) and its programs' run time, which
+ * the kernel measures only while asked to: for at most 10 s or 2000 runs after the start,
+ * then again every 10 minutes. Without CAP_SYS_ADMIN (EPERM) the traps alone, and said so.
+ */
+static void measure_progs(struct gp_budget *b, uint64_t now)
+{
+	struct prog_cost *pc = &b->prog;
+	uint64_t ns[2] = { 0 }, runs[2] = { 0 };
+
+	if (pc->refused)
+		return;
+	if (pc->stats_fd < 0) {
+		if (now < pc->next)
+			return;
+		pc->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (pc->stats_fd < 0) {
+			pc->refused = true;
+			gp_log(GP_LOG_WARN, "budget: cannot measure the probes' programs (%s): a hit is priced at the trap alone",
+			       strerror(errno));
+			return;
+		}
+		pc->since = now;
+		for (int k = 0; k < 2; k++)
+			prog_stats(b, k, &pc->ns0[k], &pc->runs0[k]);
+		return;
+	}
+	for (int k = 0; k < 2; k++)
+		prog_stats(b, k, &ns[k], &runs[k]);
+	if (runs[0] - pc->runs0[0] < PROG_MEASURE_RUNS && now - pc->since < PROG_MEASURE_NS)
+		return;
+	close(pc->stats_fd);
+	pc->stats_fd = -1;
+	pc->next = now + PROG_REMEASURE_NS;
+	pthread_mutex_lock(&b->acc);
+	for (int k = 0; k < 2; k++)
+		if (runs[k] > pc->runs0[k])
+			pc->ns[k] = (double)(ns[k] - pc->ns0[k]) / (double)(runs[k] - pc->runs0[k]);
+	b->cost = (b->returns ? 2 : 1) * b->trap + pc->ns[0] * 1e-9 + (b->returns ? pc->ns[1] * 1e-9 : 0);
+	pthread_mutex_unlock(&b->acc);
+	gp_log(GP_LOG_DEBUG, "budget: programs %.0f ns (entry), %.0f ns (return) a run: a call costs %.2f us",
+	       pc->ns[0], pc->ns[1], b->cost * 1e6);
+}
+
+/* The next period as planned, unless a hold (a stream capture) wants every call seen. */
+static double next_fraction(struct gp_budget *b, const struct plan *p, uint64_t now)
+{
+	double f = held(b) ? 1.0 : p->fraction;
+
+	measure_progs(b, now);
+	b->period_s = p->period_s;
+	set_fraction(b, f, f < 1 && p->over, now);
+	return f;
+}
+
+/* Every call seen: a boundary each period, or as soon as a process's rate would pass the
+ * target. Returns the share to sample next (its window begins now, at *start). */
+static double exact_period(struct gp_budget *b, uint64_t *start)
+{
+	uint64_t t0 = *start, now = t0;
+	struct plan p;
+
+	while (now < t0 + PERIOD_NS) {
+		if (!wait_until(b, now + EXACT_CHECK_NS, false))
+			break;
+		now = gp_mono_ns();
+		if (now - t0 >= 2 * EXACT_CHECK_NS && rho_since(b, (double)(now - t0) / 1e9) > b->target)
+			break;
+	}
+	now = gp_mono_ns();
+	take_snapshot(b);
+	account_period(b, (double)(now - t0) / 1e9, (double)(now - t0) / 1e9, now, &p);
+	*start = now;
+	return next_fraction(b, &p, now);
+}
+
+/*
+ * A sampled period: its window first (the links are in since *start), then the window
+ * closes (BPF counts nothing more: what the links still catch until they are gone are
+ * strays), the links close, and nothing until the next window. The period is accounted
+ * when it ends, just before the next window's links come. A hold (a stream capture began)
+ * ends the wait at once. Returns the share for the period that begins with the new window.
+ */
+static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
+{
+	uint64_t t0 = *start, T = (uint64_t)(b->period_s * 1e9), t_off, now;
+	double attach_est;
+	struct plan p;
+
+	if (!wait_until(b, t0 + (uint64_t)(f * (double)T), false))
+		return f;
+	set_window(b, false);
+	t_off = gp_mono_ns();
+	pthread_mutex_lock(&b->links);
+	detach_all(b);
+	pthread_mutex_unlock(&b->links);
+	pthread_mutex_lock(&b->acc);
+	attach_est = median_of(b->attach_ms, b->nr_attach) * 1e6;
+	pthread_mutex_unlock(&b->acc);
+	if (attach_est > (double)T / 4)
+		attach_est = (double)T / 4;
+	wait_until(b, t0 + T - (uint64_t)attach_est, true);
+	if (stopping(b))
+		return f;
+	pthread_mutex_lock(&b->links);
+	attach_all(b);
+	pthread_mutex_unlock(&b->links);
+	/* the breakpoints are in: this period ends and the next window opens */
+	now = gp_mono_ns();
+	take_snapshot(b);
+	set_window(b, true);
+	pthread_mutex_lock(&b->acc);
+	b->windows++;
+	pthread_mutex_unlock(&b->acc);
+	account_period(b, (double)(now - t0) / 1e9, (double)(t_off - t0) / 1e9, now, &p);
+	*start = now;
+	return next_fraction(b, &p, now);
+}
+
+static void *budget_main(void *arg)
+{
+	struct gp_budget *b = arg;
+	uint64_t start = gp_mono_ns();
+	double f = 1.0;
+
+	set_window(b, true);
+	while (!stopping(b))
+		f = f >= 1 ? exact_period(b, &start) : sampled_period(b, &start, f);
+	return NULL;
+}
+
+/* -------------------------------------------------------------------------------------
+ * The module */
+
+struct gp_budget *gp_budget__new(double pct, double cost, char *err, size_t len)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
+	struct gp_budget *b = calloc(1, sizeof(*b));
+	long page = sysconf(_SC_PAGESIZE);
+	void *m;
+
+	if (!b)
+		goto oom;
+	b->hits_fd = -1;
+	b->pct = pct;
+	b->cost = b->trap = cost;
+	b->prog.stats_fd = -1;
+	b->target = MARGIN * pct / 100.0;
+	b->fraction = 1.0;
+	b->period_s = GP_PERIOD_S;
+	pthread_mutex_init(&b->links, NULL);
+	pthread_mutex_init(&b->acc, NULL);
+	pthread_cond_init(&b->closed, NULL);
+	b->accounts = calloc(SLOTS, sizeof(*b->accounts));
+	b->snap_pid = calloc(SLOTS, sizeof(*b->snap_pid));
+	b->snap_hits = calloc(SLOTS, sizeof(*b->snap_hits));
+	b->snap_stray = calloc(SLOTS, sizeof(*b->snap_stray));
+	b->ended = u64map__new();
+	if (!b->accounts || !b->ended || !b->snap_pid || !b->snap_hits || !b->snap_stray)
+		goto oom;
+	b->hits_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_hits", sizeof(__u32), sizeof(struct gp_hit_slot),
+				    MAP_SLOTS, &o);
+	if (b->hits_fd < 0) {
+		snprintf(err, len, "cannot create the budget's hit counters: %s", strerror(errno));
+		goto fail;
+	}
+	b->map_len = (MAP_SLOTS * sizeof(struct gp_hit_slot) + (size_t)page - 1) / (size_t)page * (size_t)page;
+	m = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, b->hits_fd, 0);
+	if (m == MAP_FAILED) {
+		snprintf(err, len, "cannot map the budget's hit counters: %s", strerror(errno));
+		goto fail;
+	}
+	b->hits = m;
+	set_window(b, true);
+	return b;
+oom:
+	snprintf(err, len, "out of memory");
+fail:
+	gp_budget__free(b);
+	return NULL;
+}
+
+int gp_budget__hits_fd(const struct gp_budget *b)
+{
+	return b->hits_fd;
+}
+
+/*
+ * The library, opened once for the life of the group: every window attaches to this very
+ * file. The path the caller attached by may stop naming it: a "/proc/self/fd/N" whose
+ * descriptor its owner closes after the attach (src/core/libwatch.c does, and N then
+ * names whatever is opened next), or a path a process swaps. Opening "/proc/self/fd/N"
+ * opens the file that descriptor holds.
+ */
+static int hold_file(struct group *g, const char *path)
+{
+	char own[32];
+	struct stat st;
+
+	g->file_fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (g->file_fd < 0)
+		return -errno;
+	if (fstat(g->file_fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	snprintf(own, sizeof(own), "/proc/self/fd/%d", g->file_fd);
+	g->path = strdup(own);
+	return g->path ? 0 : -ENOMEM;
+}
+
+int gp_budget__add(struct gp_budget *b, const struct gp_sampled *s, char *err, size_t len)
+{
+	struct group g = { .enter = s->enter, .leave = s->leave, .pid = s->pid > 0 ? (__u32)s->pid : 0,
+			   .hold = s->hold, .fd_enter = -1, .fd_leave = -1 };
+	struct group *ng;
+	int r = hold_file(&g, s->path);
+
+	if (!r)
+		r = compact(s->offsets, s->cookies, s->n, &g.offs, &g.cookies);
+	if (r >= 0) {
+		g.n = r;
+		r = compact(s->ret_offsets ? s->ret_offsets : s->offsets, s->cookies, s->n, &g.roffs, &g.rcookies);
+	}
+	if (r >= 0) {
+		g.nr = r;
+		pthread_mutex_lock(&b->links);
+		ng = realloc(b->groups, (size_t)(b->ngroups + 1) * sizeof(*ng));
+		r = ng ? 0 : -ENOMEM;
+		if (ng) {
+			b->groups = ng;
+			/* while the probes are off, the next window attaches this group too */
+			r = b->attached || !b->started ? group_attach(&g) : 0;
+			if (!r)
+				b->groups[b->ngroups++] = g;
+			/* a call with a return probe takes two traps for the one counted */
+			if (!r && g.leave >= 0 && g.nr) {
+				pthread_mutex_lock(&b->acc);
+				b->returns = true;
+				b->cost = 2 * b->trap + b->prog.ns[0] * 1e-9 + b->prog.ns[1] * 1e-9;
+				pthread_mutex_unlock(&b->acc);
+			}
+			if (!b->started)
+				b->attached = true;
+		}
+		pthread_mutex_unlock(&b->links);
+	}
+	if (r) {
+		if (g.fd_enter >= 0)
+			close(g.fd_enter);
+		group_free(&g);
+		snprintf(err, len, "cannot attach the %s probes to %s: %s", s->what, s->path, strerror(-r));
+	}
+	return r;
+}
+
+int gp_budget__start(struct gp_budget *b, char *err, size_t len)
+{
+	int r;
+
+	b->attached = true;
+	b->started = true;
+	r = pthread_create(&b->thread, NULL, budget_main, b);
+	if (r) {
+		b->started = false;
+		snprintf(err, len, "cannot start the budget's thread: %s", strerror(r));
+		return -r;
+	}
+	return 0;
+}
+
+void gp_budget__stop(struct gp_budget *b)
+{
+	if (!b)
+		return;
+	if (b->started) {
+		__atomic_store_n(&b->stop, 1, __ATOMIC_RELEASE);
+		pthread_join(b->thread, NULL);
+		b->started = false;
+	}
+	if (b->prog.stats_fd >= 0)
+		close(b->prog.stats_fd);
+	b->prog.stats_fd = -1;
+	/* as the run's own links: released from several threads at once */
+	pthread_mutex_lock(&b->links);
+	detach_all(b);
+	pthread_mutex_unlock(&b->links);
+	pthread_mutex_lock(&b->acc);
+	while (b->closing)
+		pthread_cond_wait(&b->closed, &b->acc);
+	pthread_mutex_unlock(&b->acc);
+}
+
+void gp_budget__free(struct gp_budget *b)
+{
+	if (!b)
+		return;
+	gp_budget__stop(b);
+	for (int i = 0; i < b->ngroups; i++)
+		group_free(&b->groups[i]);
+	free(b->groups);
+	if (b->hits)
+		munmap(b->hits, b->map_len);
+	if (b->hits_fd >= 0)
+		close(b->hits_fd);
+	free(b->accounts);
+	free(b->snap_pid);
+	free(b->snap_hits);
+	free(b->snap_stray);
+	u64map__free_all(b->ended, NULL);
+	pthread_mutex_destroy(&b->links);
+	pthread_mutex_destroy(&b->acc);
+	pthread_cond_destroy(&b->closed);
+	free(b);
+}
+
+/* The account of pid: its slot's, else the one it left when it ended, else (its slot
+ * held by another process) the spill slot's, which all such processes share. */
+static const struct gp_account *account_of(struct gp_budget *b, uint32_t pid)
+{
+	size_t i = pid & (GP_HIT_SLOTS - 1);
+	struct ended *e;
+
+	if (b->accounts[i].pid == pid)
+		return &b->accounts[i].acc;
+	e = u64map__get(b->ended, pid);
+	if (e)
+		return &e->acc;
+	return b->accounts[i].pid ? &b->accounts[GP_HIT_SLOTS].acc : NULL;
+}
+
+bool gp_budget__sampling(struct gp_budget *b, uint32_t pid, struct gp_sampling *out)
+{
+	const struct gp_account *a;
+	bool r = false;
+
+	memset(out, 0, sizeof(*out));
+	if (!b)
+		return false;
+	pthread_mutex_lock(&b->acc);
+	a = account_of(b, pid);
+	if (a)
+		r = gp_account__sampling(a, out);
+	pthread_mutex_unlock(&b->acc);
+	return r;
+}
+
+void gp_budget__reap(struct gp_budget *b, uint64_t cutoff_ns, uint32_t keep_pid)
+{
+	uint64_t gone[256], pid;
+	size_t n = 0;
+	void *v;
+
+	if (!b)
+		return;
+	pthread_mutex_lock(&b->acc);
+	do {
+		n = 0;
+		for (size_t it = 0; n < 256 && u64map__next(b->ended, &it, &pid, &v);)
+			if (pid != keep_pid && ((struct ended *)v)->end_ns < cutoff_ns)
+				gone[n++] = pid;
+		for (size_t i = 0; i < n; i++)
+			free(u64map__del(b->ended, gone[i]));
+	} while (n == 256);
+	pthread_mutex_unlock(&b->acc);
+}
+
+static int add_proc(struct gp_budget_stats *s, size_t *cap, uint32_t pid, bool ended, const struct gp_account *a)
+{
+	if (s->nr_procs == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		struct gp_budget_proc *np = realloc(s->procs, nc * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		s->procs = np;
+		*cap = nc;
+	}
+	s->procs[s->nr_procs++] = (struct gp_budget_proc){ pid, ended, *a };
+	return 0;
+}
+
+int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
+{
+	size_t cap = 0;
+	uint64_t pid;
+	void *v;
+	int r = 0;
+
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_lock(&b->acc);
+	s->pct = b->pct;
+	s->cost = b->trap;
+	s->call_cost = b->cost;
+	s->prog_ns[0] = b->prog.ns[0];
+	s->prog_ns[1] = b->returns ? b->prog.ns[1] : 0;
+	s->prog_measured = !b->prog.refused && (b->prog.ns[0] > 0);
+	s->target = b->target;
+	s->fraction = b->fraction;
+	s->over = b->over;
+	s->periods = b->periods;
+	s->sampled_periods = b->sampled_periods;
+	s->windows = b->windows;
+	s->attach_ms = median_of(b->attach_ms, b->nr_attach);
+	s->detach_ms = median_of(b->detach_ms, b->nr_detach);
+	s->changes = calloc(b->nr_changes ? b->nr_changes : 1, sizeof(*s->changes));
+	if (s->changes) {
+		memcpy(s->changes, b->changes, b->nr_changes * sizeof(*s->changes));
+		s->nr_changes = b->nr_changes;
+	}
+	/* pid 0: the processes whose slot another one held, together */
+	for (size_t i = 0; i < SLOTS && !r; i++)
+		if (b->accounts[i].pid || (i == GP_HIT_SLOTS && b->accounts[i].acc.obs))
+			r = add_proc(s, &cap, b->accounts[i].pid, false, &b->accounts[i].acc);
+	for (size_t it = 0; !r && u64map__next(b->ended, &it, &pid, &v);)
+		r = add_proc(s, &cap, (uint32_t)pid, true, &((struct ended *)v)->acc);
+	pthread_mutex_unlock(&b->acc);
+	if (!s->changes || r) {
+		gp_budget__stats_free(s);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void gp_budget__stats_free(struct gp_budget_stats *s)
+{
+	free(s->changes);
+	free(s->procs);
+	s->changes = NULL;
+	s->procs = NULL;
+	s->nr_changes = s->nr_procs = 0;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * --max-overhead: a run-level budget on the time a process spends in gpuprobe's probes.
+ * Modes attach the probes it may sample (launches, syncs: high-rate, each call counted on
+ * its own) through it (gp_run__attach_sampled); their BPF programs count each hit per
+ * process in the shared array `gp_hits` (bpf/budget.bpf.h), which this module maps and
+ * reads without a system call. A thread of its own cuts time into periods (100 ms); when a
+ * process's probe time would pass the budget it attaches those probes for a window of
+ * each period only and closes their uprobe_multi links for the rest — a detached uprobe
+ * costs the process nothing, while a program that returns at once still costs the trap
+ * (docs/benchmarks.md) — and estimates the unseen calls (src/core/sampling.h). When the
+ * rate falls it attaches them for good again. Allocation and free probes never go
+ * through it.
+ */
+#ifndef GP_BUDGET_H
+#define GP_BUDGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "sampling.h"
+
+struct gp_budget;
+
+/* Probes the budget may sample: one entry and (leave >= 0) one return program on the
+ * functions of one library, as attach_pair__attach takes them. */
+struct gp_sampled {
+	int enter, leave;               /* program fds (leave -1: no return probes) */
+	const char *path;
+	const long long *offsets;       /* -1: not exported, skipped */
+	const long long *ret_offsets;   /* NULL: the same; -1: no return probe there */
+	const __u64 *cookies;
+	int n;
+	pid_t pid;                      /* the links' PID filter; -1: every process */
+	const volatile int64_t *hold;   /* while non-zero every call is seen (NULL: none) */
+	const char *what;               /* "launch": for error lines */
+};
+
+/* pct: the share of a process's time its probes may take, in percent (0 < pct < 100);
+ * cost: seconds per probe hit (calibrated). NULL with a reason in err. */
+struct gp_budget *gp_budget__new(double pct, double cost, char *err, size_t len);
+/* The `gp_hits` array BPF objects reuse (bpf_map__reuse_fd). */
+int gp_budget__hits_fd(const struct gp_budget *b);
+/* Attaches g's probes now (every call seen until the budget says otherwise) and keeps what
+ * it needs to attach them again; 0 or -errno with one line in err. */
+int gp_budget__add(struct gp_budget *b, const struct gp_sampled *g, char *err, size_t len);
+/* The thread that keeps the budget. */
+int gp_budget__start(struct gp_budget *b, char *err, size_t len);
+/* Ends the thread and closes every sampled link (waits for the closes). */
+void gp_budget__stop(struct gp_budget *b);
+void gp_budget__free(struct gp_budget *b);
+
+/* pid's sampling, false when every call of it was seen. */
+bool gp_budget__sampling(struct gp_budget *b, uint32_t pid, struct gp_sampling *out);
+/* Forgets the processes that ended before cutoff_ns (UINT64_MAX: all), except keep_pid. */
+void gp_budget__reap(struct gp_budget *b, uint64_t cutoff_ns, uint32_t keep_pid);
+
+/* A change of the share of time the probes were attached. */
+struct gp_budget_change {
+	uint64_t ns;      /* CLOCK_MONOTONIC */
+	double fraction;  /* 1: every call seen */
+};
+
+/* A process the budget has an account of. */
+struct gp_budget_proc {
+	uint32_t pid;
+	bool ended;
+	struct gp_account acc;
+};
+
+/* What the budget did, for a report (gp_budget__stats fills it; free with __stats_free). */
+struct gp_budget_stats {
+	double pct, target;         /* the budget, the share aimed at */
+	double cost, call_cost;     /* the price of a probe hit (the trap), and of a counted call
+				     * (its traps, two with a return probe, and its programs) */
+	double prog_ns[2];          /* the programs' mean run time: entry, return (0: none) */
+	bool prog_measured;
+	double fraction;            /* now */
+	bool over;                  /* a process would pass the budget even at the least share */
+	uint64_t periods, sampled_periods, windows;
+	double attach_ms, detach_ms; /* medians: making the links, closing them */
+	struct gp_budget_change *changes;
+	size_t nr_changes;
+	struct gp_budget_proc *procs;
+	size_t nr_procs;
+};
+
+int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *out);
+void gp_budget__stats_free(struct gp_budget_stats *s);
+
+/* Renderers of those stats (src/core/budget_report.c). */
+struct json_object;
+struct prom_out;
+void gp_budget__text(FILE *f, const struct gp_budget_stats *s);
+void gp_budget__json(struct json_object *o, const struct gp_budget_stats *s);
+void gp_budget__prom(struct prom_out *p, const struct gp_budget_stats *s);
+
+#endif

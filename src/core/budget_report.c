@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The budget's own report (--max-overhead): text, JSON and /metrics, from its stats. */
+#include <inttypes.h>
+#include <math.h>
+#include <json-c/json.h>
+#include "budget.h"
+#include "prom.h"
+
+void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
+{
+	fprintf(f, "gpuprobe budget (--max-overhead %g%%): a probe hit costs %.2f us here, a counted call %.2f us; launch and sync probes attached %.1f%% of the time now%s; %" PRIu64
+		   " of %" PRIu64 " periods sampled (attaching took %.1f ms, closing %.1f ms, medians)\n",
+		s->pct, s->cost * 1e6, s->call_cost * 1e6, s->fraction * 100,
+		s->over ? " (a process passes the budget even then)" : "", s->sampled_periods, s->periods,
+		s->attach_ms, s->detach_ms);
+	for (size_t i = 0; i < s->nr_procs; i++) {
+		const struct gp_budget_proc *p = &s->procs[i];
+		struct gp_sampling smp;
+
+		if (!p->pid)
+			fprintf(f, "  processes sharing a slot:");
+		else
+			fprintf(f, "  PID %u%s:", p->pid, p->ended ? " (ended)" : "");
+		if (gp_account__sampling(&p->acc, &smp) && smp.unbounded)
+			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%.0f calls (at least %.0f: no upper bound, its calls cost less than a probe),",
+				smp.fraction * 100, smp.estimate, smp.lo);
+		else if (smp.observed || p->acc.sampled)
+			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%.0f calls (95%%: %.0f-%.0f),",
+				smp.fraction * 100, smp.estimate, smp.lo, smp.hi);
+		else
+			fprintf(f, " every launch and sync call seen (%.0f),", p->acc.obs);
+		fprintf(f, " %.3f%% of its time in those probes (estimate)\n", gp_account__overhead(&p->acc) * 100);
+	}
+	fflush(f);
+}
+
+static json_object *json_proc(const struct gp_budget_proc *p)
+{
+	json_object *o = json_object_new_object(), *iv;
+	struct gp_sampling smp;
+	bool sampled = gp_account__sampling(&p->acc, &smp);
+
+	json_object_object_add(o, "pid", p->pid ? json_object_new_int64(p->pid) : NULL);
+	json_object_object_add(o, "ended", json_object_new_boolean(p->ended));
+	json_object_object_add(o, "sampled", json_object_new_boolean(sampled));
+	json_object_object_add(o, "hits", json_object_new_uint64((uint64_t)p->acc.obs));
+	json_object_object_add(o, "calls_estimate", json_object_new_double(sampled ? smp.estimate : p->acc.obs));
+	if (sampled) {
+		iv = json_object_new_array();
+		json_object_array_add(iv, json_object_new_double(smp.lo));
+		json_object_array_add(iv, smp.unbounded ? NULL : json_object_new_double(smp.hi));
+		json_object_object_add(o, "interval", iv);
+		json_object_object_add(o, "fraction", json_object_new_double(smp.fraction));
+	}
+	json_object_object_add(o, "probe_seconds_estimate", json_object_new_double(p->acc.probe_s));
+	json_object_object_add(o, "seconds", json_object_new_double(p->acc.seconds));
+	json_object_object_add(o, "overhead_pct_estimate", json_object_new_double(gp_account__overhead(&p->acc) * 100));
+	return o;
+}
+
+void gp_budget__json(json_object *o, const struct gp_budget_stats *s)
+{
+	json_object *ch = json_object_new_array(), *ps = json_object_new_array();
+
+	json_object_object_add(o, "max_overhead_pct", json_object_new_double(s->pct));
+	json_object_object_add(o, "target_pct", json_object_new_double(s->target * 100));
+	json_object_object_add(o, "probe_hit_cost_s", json_object_new_double(s->cost));
+	json_object_object_add(o, "call_cost_s", json_object_new_double(s->call_cost));
+	json_object_object_add(o, "program_ns", s->prog_measured ? json_object_new_double(s->prog_ns[0] + s->prog_ns[1]) : NULL);
+	json_object_object_add(o, "fraction", json_object_new_double(s->fraction));
+	json_object_object_add(o, "over_budget", json_object_new_boolean(s->over));
+	json_object_object_add(o, "periods", json_object_new_uint64(s->periods));
+	json_object_object_add(o, "sampled_periods", json_object_new_uint64(s->sampled_periods));
+	json_object_object_add(o, "windows", json_object_new_uint64(s->windows));
+	json_object_object_add(o, "attach_ms_median", json_object_new_double(s->attach_ms));
+	json_object_object_add(o, "detach_ms_median", json_object_new_double(s->detach_ms));
+	for (size_t i = 0; i < s->nr_changes; i++) {
+		json_object *c = json_object_new_object();
+
+		json_object_object_add(c, "t_ns", json_object_new_uint64(s->changes[i].ns));
+		json_object_object_add(c, "fraction", json_object_new_double(s->changes[i].fraction));
+		json_object_array_add(ch, c);
+	}
+	json_object_object_add(o, "changes", ch);
+	for (size_t i = 0; i < s->nr_procs; i++)
+		json_object_array_add(ps, json_proc(&s->procs[i]));
+	json_object_object_add(o, "processes", ps);
+}
+
+void gp_budget__prom(struct prom_out *p, const struct gp_budget_stats *s)
+{
+	prom__family(p, "gpuprobe_budget_max_overhead_ratio");
+	prom__real(p, "gpuprobe_budget_max_overhead_ratio", NULL, NULL, s->pct / 100);
+	prom__family(p, "gpuprobe_budget_attached_ratio");
+	prom__real(p, "gpuprobe_budget_attached_ratio", NULL, NULL, s->fraction);
+	prom__family(p, "gpuprobe_budget_over");
+	prom__u64(p, "gpuprobe_budget_over", NULL, NULL, s->over);
+	prom__family(p, "gpuprobe_budget_sampled_periods_total");
+	prom__u64(p, "gpuprobe_budget_sampled_periods_total", NULL, NULL, s->sampled_periods);
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The arithmetic of --max-overhead (pure C, unit tested; the module that drives it is
+ * src/core/budget.c). Time is cut into periods; in a sampled period the probes count for
+ * a window at its start (`on` seconds of `T`) and the rest is unseen. A process's calls in
+ * an unseen part are estimated from the windows on either side of it, whose rates bracket
+ * it when the rate moved once or not at all in between (a step at an unknown time: the
+ * midpoint is off by at most half the difference), and from each window's
+ * rate two models bracket every program:
+ *   - paced (its rate does not depend on the probes: sleeps, a GPU it waits on): n / on;
+ *   - call-bound (it calls as fast as it can, so the probes slowed it in the window: the
+ *     window's time less the time in probes ran its n calls): n / (on − n × cost).
+ * The estimate is the midpoint; the interval holds both models' ends (added up: the same
+ * program is one or the other all along) and 1.96 standard deviations of the steps and of
+ * arrival noise (Poisson) in every period. The last unseen part, whose next window has not
+ * come, is extrapolated from its own window, with the last step's size as its own.
+ * A process that spent most of a window in the probes calls faster unprobed than any
+ * window can tell (its calls cost less than a probe): its interval has no upper end.
+ */
+#ifndef GP_SAMPLING_H
+#define GP_SAMPLING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* One process's sampling, as its reports carry it (absent when every call was seen). */
+struct gp_sampling {
+	double fraction;     /* calls seen ÷ calls estimated, of the sampled probes */
+	double observed;     /* hits the sampled probes took */
+	double estimate;     /* calls estimated */
+	double lo, hi;       /* 95 % interval of the calls; hi is INFINITY when unbounded */
+	bool unbounded;      /* in some window the process spent most of its time in the probes:
+			      * its calls cost less than a probe, and how fast it calls unprobed
+			      * cannot be told from the windows (estimate and lo stand) */
+};
+
+/* A count x_obs that is part of s's hits (launches of one kernel, syncs): its estimate
+ * and interval in out[0..2] (estimate, lo, hi), lo never under x_obs. */
+void gp_sampling__count(const struct gp_sampling *s, uint64_t x_obs, double out[3]);
+
+/* One process's account of its sampled probes' hits, period by period. */
+struct gp_account {
+	double obs;          /* hits seen */
+	double est;          /* calls estimated, in the periods done with */
+	double half;         /* their models' half range, summed */
+	double var;          /* their variance: steps and arrivals */
+	bool sampled;        /* some part of its life was unseen */
+	bool unbounded;      /* see struct gp_sampling */
+	/* the last unseen part, waiting for the next window */
+	bool pending;
+	double p_unseen;     /* seconds */
+	double p_rlo, p_rhi; /* its window's rate, paced and call-bound */
+	double p_n, p_on;    /* its window's hits and seconds */
+	double p_step;       /* the rate's change at that window (calls/s) */
+	bool have_rate;
+	double probe_s;      /* seconds it spent in the probes (hits and strays × cost) */
+	double seconds;      /* seconds accounted */
+};
+
+/* A process first seen in a period: it may have begun in the previous period's unseen
+ * part (lead_unseen seconds), when its calls went uncounted. */
+void gp_account__begin(struct gp_account *a, double lead_unseen);
+/* A period of T seconds whose probes counted for `on` of them (on == T: every call seen),
+ * in which the process took n hits in the window and `stray` outside it (probes not yet
+ * gone or already back, which cost it without being counted), `cost` seconds each. */
+void gp_account__period(struct gp_account *a, double n, double stray, double T, double on, double cost);
+/* The account as a report carries it; false when every call was seen. */
+bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out);
+/* Its share of time in the probes so far (0 before any period). */
+double gp_account__overhead(const struct gp_account *a);
+
+#define GP_PERIOD_S 0.1      /* a sampled period, unless strays need a longer one */
+#define GP_MAX_PERIOD_S 1.0  /* never longer: the budget reacts within a second */
+#define GP_MIN_WINDOW_S 0.001 /* a window shorter than this sees too little */
+
+/*
+ * The next sampled period's length: 100 ms, longer when a process's strays (seconds of its
+ * time in probes outside the window, per period: the links take that long to go) would
+ * take more than half of the target (the share of time allowed) of 100 ms.
+ */
+double gp_budget_period(double stray_s, double target);
+/*
+ * The share of a period of T seconds to count in: rho is the share of time a process spent
+ * in the probes while they counted (hits × cost ÷ window), stray_s its strays' seconds per
+ * period. 1 when rho fits the target with every call seen; never under the least window
+ * (then the budget cannot be kept: *over is set).
+ */
+double gp_budget_fraction(double rho, double stray_s, double target, double T, bool *over);
+
+#endif
