@@ -44,12 +44,14 @@ struct gp_account {
 	double est;          /* calls estimated, in the periods done with */
 	double half;         /* their models' half range, summed */
 	double var;          /* their variance: steps and arrivals */
+	double wide;         /* the upper end's allowance for a hit dearer than calibrated */
 	bool sampled;        /* some part of its life was unseen */
 	bool unbounded;      /* see struct gp_sampling */
 	/* the last unseen part, waiting for the next window */
 	bool pending;
 	double p_unseen;     /* seconds */
 	double p_rlo, p_rhi; /* its window's rate, paced and call-bound */
+	double p_rwide;      /* call-bound at COST_SPREAD x the price (sampling.c) */
 	double p_n, p_on;    /* its window's hits and seconds */
 	double p_step;       /* the rate's change at that window (calls/s) */
 	bool have_rate;
