@@ -16,6 +16,8 @@ import signal
 import sys
 import time
 
+from torch_step import make_step  # beside this file (the script's folder is on sys.path)
+
 want = {"prof": False}
 
 
@@ -31,30 +33,7 @@ def main():
     ap.add_argument("--mock", action="store_true")
     a = ap.parse_args()
 
-    if a.mock:
-        def step():
-            time.sleep(0.002)
-
-        def sync():
-            pass
-    else:
-        import torch
-        dev = torch.device("cuda")
-        layers = []
-        for _ in range(8):
-            layers += [torch.nn.Linear(512, 512), torch.nn.GELU()]
-        model = torch.nn.Sequential(*layers, torch.nn.Linear(512, 10)).to(dev)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        x = torch.randn(256, 512, device=dev)
-        y = torch.randint(0, 10, (256,), device=dev)
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-
-        sync = torch.cuda.synchronize
+    step, sync = make_step(a.mock)  # the model of bench/gpu/torch_step.py
 
     signal.signal(signal.SIGUSR1, lambda *_: want.__setitem__("prof", True))
     signal.signal(signal.SIGUSR2, lambda *_: want.__setitem__("prof", False))

@@ -12,6 +12,29 @@ import sys
 import time
 
 
+def make_step(mock):
+    """One training step and the synchronize that ends it (also bench/gpu/torch_inproc.py's)."""
+    if mock:
+        return (lambda: time.sleep(0.002)), (lambda: None)
+    import torch
+    dev = torch.device("cuda")
+    layers = []
+    for _ in range(8):
+        layers += [torch.nn.Linear(512, 512), torch.nn.GELU()]
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(512, 10)).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randn(256, 512, device=dev)
+    y = torch.randint(0, 10, (256,), device=dev)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+
+    return step, torch.cuda.synchronize
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=300)
@@ -20,30 +43,7 @@ def main():
     ap.add_argument("--mock", action="store_true")
     a = ap.parse_args()
 
-    if a.mock:
-        def step():
-            time.sleep(0.002)
-
-        def sync():
-            pass
-    else:
-        import torch
-        dev = torch.device("cuda")
-        layers = []
-        for _ in range(8):
-            layers += [torch.nn.Linear(512, 512), torch.nn.GELU()]
-        model = torch.nn.Sequential(*layers, torch.nn.Linear(512, 10)).to(dev)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        x = torch.randn(256, 512, device=dev)
-        y = torch.randint(0, 10, (256,), device=dev)
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-
-        sync = torch.cuda.synchronize
+    step, sync = make_step(a.mock)
 
     for _ in range(a.warmup):
         step()
