@@ -22,6 +22,7 @@
 #include "events.h"
 #include "maps.h"
 #include "midname.h"
+#include "modeshare.h"
 #include "option.h"
 #include "options.h"
 #include "run.h"
@@ -106,9 +107,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	attach_pair__prepare(&m->probes, m->skel->progs.launch_enter, m->skel->progs.launch_leave, "launch");
 	attach_pair__prepare(&m->gprobes, m->skel->progs.graph_enter, m->skel->progs.graph_leave, "graph");
 	m->skel->rodata->measure_latency = ct_settings.latency;
-	r = gp_run__adopt(run, m->skel);
-	if (!r)
-		r = gp_run__adopt_hits(run, m->skel);
+	r = gp_run__adopt_hits(run, m->skel);
 	if (r) {
 		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
 		return r;
@@ -116,10 +115,8 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	bpf_map__set_max_entries(m->skel->maps.launches, (__u32)ct_settings.max_launch_keys);
 	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
 	bpf_map__set_max_entries(m->skel->maps.procs, (__u32)run->o->max_procs);
-	r = cuda_launch_bpf__load(m->skel);
-	if (r)
-		attach__load_error(r, err, len);
-	return r;
+	/* its names come on a ring buffer of its own (read in m_start), not the shared one */
+	return gp_share__load(run, m->skel, NULL, err, len);
 }
 
 /* Return probes: always where a handle or an unload must be read back; on launches and
