@@ -27,6 +27,23 @@ const volatile bool gp_filter = false;
 
 static const struct gp_traced gp_unfiltered;
 
+/*
+ * The flags a record on a hot path is submitted with: no wake-up, unless the ring is more
+ * than half full (so that a burst is not lost). A wake-up costs the traced thread far more
+ * than the record: the kernel raises an irq_work (a self-IPI, a VM exit on a virtual
+ * machine) and wakes the reader on another CPU. Measured: 13-24 us per alloc/free pair on
+ * the 2-CPU development machine against 4.6 us without (bench/run.py's stacks section);
+ * --bandwidth-util's synchronize and event records cost a PyTorch loop on the H200 about
+ * 2 % of its time with wake-ups (bench/gpu/results-inproc-h200.md). The reader reads every
+ * few milliseconds without being woken (gp_events__poll, the daemon's loop). Records that
+ * steer attaching (a process, a library) still wake it: they are rare and must be prompt.
+ */
+static __always_inline __u64 gp_quiet_flags(void *rb)
+{
+	return bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(rb, BPF_RB_RING_SIZE) / 2 ?
+		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 /* Whether the calling process is one the run follows: its entry in `traced`,
  * &gp_unfiltered when the run filters nothing, NULL when it is not followed. */
 static __always_inline const struct gp_traced *gp_traced_self(void)

@@ -259,7 +259,7 @@ static __always_inline void emit_copy(struct call *c, __u64 id, __u64 now)
 	l.dur_ns = now - c->ts_ns;
 	gp_leader_comm(l.comm);
 	__builtin_memcpy(e, &l, sizeof(l));
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 }
 
 static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
@@ -310,7 +310,7 @@ static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
 	e->ts_ns = now;
 	e->handle = handle;
 	e->aux = aux;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 }
 
 SEC("uretprobe")

@@ -238,7 +238,7 @@ static __always_inline void sample_unnamed(void *ctx, __u32 tgid, __u64 handle)
 	e->nr_stack = s->nr_stack;
 	e->img = hk.img;
 	__builtin_memcpy(e->stack, s->stack, sizeof(e->stack));
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, gp_quiet_flags(&names));
 }
 
 static __always_inline void start_timer(__u64 id, __u32 api, __u32 hist, __u64 unnamed)
@@ -394,7 +394,7 @@ static __always_inline void emit_graph(__u32 op, __u64 a, __u64 b, __u64 handle,
 		e->grid[i] = dims ? dims[i] : 0;
 		e->block[i] = dims ? dims[3 + i] : 0;
 	}
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, gp_quiet_flags(&names));
 }
 
 struct launch {
@@ -716,7 +716,7 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 	gp_leader_comm(e->comm);
 	if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)c->arg) < 0)
 		e->name[0] = '\0';
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, gp_quiet_flags(&names));
 	/* a module handle value may be reused after an unload: this one is alive */
 	ok.handle = c->owner;
 	bpf_map_delete_elem(&unloaded, &ok);

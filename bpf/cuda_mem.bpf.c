@@ -83,18 +83,7 @@ __u64 ok_calls[GP_API__COUNT];
 
 #define count_drop(what) gp_count_drop(drops, what)
 
-/*
- * Records are submitted without waking the reader, which reads every few milliseconds
- * (gp_events__poll): a wake-up costs the traced thread far more than the record (on the
- * 2-CPU development machine, 13-24 us per alloc/free pair when the reader sleeps between
- * paced allocations, against 4.6 us in all without; bench/run.py's stacks section). Only a
- * ring more than half full wakes it, so that a burst is not lost.
- */
-static __always_inline __u64 wake_flags(void)
-{
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 2 ?
-		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-}
+/* Records are submitted without waking the reader (gp_quiet_flags, common.bpf.h). */
 
 /*
  * --stacks dwarf: the registers and the top of the user stack (and the CPython frames)
@@ -126,7 +115,7 @@ static __noinline void emit_stack(struct pt_regs *ctx, __u64 id, struct pending 
 		e->py.truncated = 0;
 		e->py.pad = 0;
 	}
-	bpf_ringbuf_submit(e, wake_flags());
+	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 	p->stack_rec = 1;
 }
 
@@ -223,7 +212,7 @@ static __always_inline int emit_alloc(struct pending *p, __u64 id)
 	e->_pad = 0;
 	gp_leader_comm(e->comm);
 	__builtin_memcpy(e->stack, p->stack, sizeof(e->stack));
-	bpf_ringbuf_submit(e, wake_flags());
+	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 	return 0;
 }
 
@@ -246,7 +235,7 @@ static __always_inline int emit_free(struct pending *p, __u64 id)
 	e->size = p->size;
 	e->handle = p->handle;
 	gp_leader_comm(e->comm);
-	bpf_ringbuf_submit(e, wake_flags());
+	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 	return 0;
 }
 

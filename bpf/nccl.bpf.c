@@ -288,7 +288,7 @@ static __always_inline void emit(struct pt_regs *ctx, struct nstack *st, struct 
 		__builtin_memcpy(e->id, st->id, GP_NCCL_ID_BYTES);
 		e->id_len = n;
 	}
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 }
 
 SEC("uretprobe")
@@ -409,7 +409,7 @@ int nccl_cuda_leave(struct pt_regs *ctx)
 	e->ts_ns = now;
 	e->handle = handle;
 	e->aux = aux;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 out:
 	bpf_map_delete_elem(&cuda_calls, &id);
 	return 0;

@@ -140,7 +140,7 @@ static __always_inline int ioctl_leave(long ret)
 			e->minor = s->minor;
 			e->ctrl_cmd = s->ctrl_cmd;
 			e->_pad = 0;
-			bpf_ringbuf_submit(e, 0);
+			bpf_ringbuf_submit(e, gp_quiet_flags(&ioctl_events));
 		} else {
 			count_drop(GP_IDROP_RINGBUF);
 		}

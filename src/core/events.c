@@ -6,6 +6,7 @@
 #include "events.h"
 
 #define MAX_SOURCES 8
+#define GP_READ_MS 20 /* the longest a record submitted without a wake-up waits in gp_events__poll */
 #define MAX_SUBSCRIBERS 16 /* the run, its process tree, the allocation source, every mode */
 
 /* One ring buffer; its records go to every subscriber, in the order they subscribed. */
@@ -205,10 +206,17 @@ int gp_events__poll(struct gp_events *ev, int timeout_ms)
 		usleep((useconds_t)timeout_ms * 1000);
 		return 0;
 	}
+	/* records on hot paths come without a wake-up (gp_quiet_flags, common.bpf.h): read
+	 * every ring when the wait ends, also when a record that wakes (a process, a library)
+	 * ended it */
+	if (timeout_ms > GP_READ_MS)
+		timeout_ms = GP_READ_MS;
 	n = ring_buffer__poll(ev->rb, timeout_ms);
-	/* records submitted without a wake-up (--memleak's) are read when the wait ends */
-	if (n == 0)
-		n = ring_buffer__consume(ev->rb);
+	if (n >= 0) {
+		int m = ring_buffer__consume(ev->rb);
+
+		n = m < 0 ? m : n + m;
+	}
 	for (int i = 0; i < ev->nr_src; i++)
 		for (int k = 0; k < ev->src[i].nr_h; k++)
 			if (ev->src[i].h[k].on_tick)

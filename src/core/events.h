@@ -42,7 +42,9 @@ void gp_events__want_tick(struct gp_events *ev, int ms);
 int gp_events__poll(struct gp_events *ev, int timeout_ms);
 /* Handles everything already in the buffers without waiting. */
 int gp_events__drain(struct gp_events *ev);
-/* An fd that polls readable when a record waits (ring_buffer__epoll_fd); -1 if none. */
+/* An fd that polls readable when a record that wakes waits, or a ring is half full
+ * (ring_buffer__epoll_fd; most records come without a wake-up: drain on a timer too); -1
+ * if none. */
 int gp_events__epoll_fd(const struct gp_events *ev);
 /* Records handled so far and records of unknown type or size (a bug if non-zero). */
 uint64_t gp_events__handled(const struct gp_events *ev);
