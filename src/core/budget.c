@@ -37,11 +37,13 @@
  * after the process slept costs more than the calibrated (warm) trap (on the stand-in,
  * 4.6-5.1 us a launch with return probes at 1000 launches/s against 2.7-3.0 us at 20 000-
  * 100 000/s: tests/integration/test_budget.py), the reaction to a rate that rose, and
- * making and closing links. Measured: a program's own timing pays about 2x what the price
- * says (test_budget on a loaded 2-CPU machine: 1.02-1.08 % against 0.47-0.55 % priced; the
- * H200's launch loop: 46 % against 23 %, bench/gpu/results-inproc-h200.md); at 0.4 the same
- * test measured 0.95 %. */
-#define MARGIN 0.35
+ * making and closing links. Measured: test_budget on a loaded 2-CPU machine paid 1.02-
+ * 1.08 % of a 1 % budget aimed at half, 0.95 % at 0.4, 0.85 % at 0.35. On the H200
+ * (bench/gpu/results-inproc-h200.md) a launch-bound loop pays about what is aimed at, but
+ * a PyTorch loop pays ~3 % under a 1 % budget whatever the aim: the probes that are never
+ * sampled and making and closing the links cost it more than the sampled calls do (not
+ * priced yet: docs/benchmarks.md). */
+#define MARGIN 0.25
 #define RING 256                  /* attach/detach durations kept for the medians */
 #define MAX_CHANGES 1024
 #define SLOTS (GP_HIT_SLOTS + 1)  /* the last sums the processes that found theirs taken */
