@@ -5,25 +5,37 @@
 A workload runs without stopping and logs every step's time; gpuprobe attaches to it
 (-p PID, --duration W) and goes away in alternating windows, the configurations taking
 turns within the same process: off, config 1, off, config 2, ..., off. Each on-window is
-compared with the off-windows on either side of it (ratio of median step times); a
-configuration's figure is the median of its ratios with a distribution-free 95 % interval
-(order statistics), and windows are added until every interval is narrower than the
-budget (1 %) or the time is up. Steps within SETTLE of a change are left out.
+compared with the off-windows on either side of it: the ratio of its mean step time to
+theirs (the cost in time: under --max-overhead only a share of the steps meet the sampled
+probes, and a window's median step would not see them), and beside it the ratio of median
+step times. A configuration's figure is the Hodges-Lehmann estimate of its ratios of means
+with the 95 % interval of the Wilcoxon signed-rank test (distribution-free for a symmetric
+spread; normal approximation from 20 windows); the median of the ratios of medians comes
+with its order-statistic interval. Windows are added until every interval is narrower
+than --width points or the time is up. Steps within --settle of a change are left out.
 
-Workloads: launch_inproc (steps of 1000 empty-kernel launches and a synchronize) and
-torch_inproc.py (a ~2 ms PyTorch training step, ~35 launches), with
+Why many short windows: on the GPU machines (VMs) a ~2 ms PyTorch step's window mean wanders
+by ~4-5 % from one window to the next at every window length from 0.25 s to 4 s (measured
+without tracing: docs/benchmarks.md), so the interval narrows only with the number of
+windows, as 1/sqrt(n).
+
+Workloads: launch (bench/gpu/launch_inproc.c: steps of 1000 empty-kernel launches and a
+synchronize) and torch (torch_inproc.py: a ~2 ms PyTorch training step, ~35 launches), with
   three         --memleak --cudatrace --bandwidth-util (every call)
   three_budget  the same with --max-overhead 1
-and, on PyTorch, torch.profiler (CPU and CUDA activities) switched the same way in the
-process (the peer). gpuprobe's own estimate of each window (its overhead line: probe
-hits x calibrated cost, over the window; and the budget's) is kept beside the measure, and
-on the launch loop its launch count (or estimate and interval) beside the loop's own count
-of its launches in the window. Exit status 1 when a configuration got no window or an
-interval misses the loop's count.
+and profiler: torch.profiler (CPU and CUDA activities) switched the same way inside a
+PyTorch process of its own (the peer): after its first session the process stays ~25 %
+slower (CUPTI stays on), which would spoil any window measured after it in the same process.
+gpuprobe's own estimate of each window (its overhead line: probe hits x calibrated cost; and
+the budget's) is kept beside the measure, and on the launch loop its launch count (or
+estimate and interval) beside the loop's own count of its launches in the window. Exit
+status 1 when a configuration got no window or an interval misses the loop's count.
 
 Run on the GPU machine from the repository root, as root, with what `make bundle` and
 bench/gpu/inproc.sh built here carried (nothing is built there):
-    bench/gpu/inproc.sh        (about 5 minutes; writes $OUT or /tmp/gp-inproc)
+    bench/gpu/inproc.sh                  (about 6 minutes; writes $OUT or /tmp/gp-inproc)
+    bench/gpu/inproc.sh --workloads torch --configs three_budget --torch-cap 540
+Runs' raw results (inproc_raw.json) merge into one table: inproc.py --merge A.json B.json --out DIR.
 GPU_INPROC_MOCK=1 runs the plumbing here on the stand-in driver (no GPU).
 """
 import argparse
@@ -37,18 +49,23 @@ import subprocess
 import sys
 import time
 
-SETTLE_NS = 300_000_000
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 THREE = ["--memleak", "--cudatrace", "--bandwidth-util"]
 CONFIGS = {
     "launch": [("three", THREE), ("three_budget", THREE + ["--max-overhead", "1"])],
-    "torch": [("three", THREE), ("three_budget", THREE + ["--max-overhead", "1"]), ("profiler", None)],
+    "torch": [("three", THREE), ("three_budget", THREE + ["--max-overhead", "1"])],
+    "profiler": [("profiler", None)],
 }
 LABELS = {
     "three": "gpuprobe --memleak --cudatrace --bandwidth-util",
     "three_budget": "the same, --max-overhead 1",
     "profiler": "torch.profiler (CPU + CUDA activities)",
+}
+TITLES = {
+    "launch": "Launch-bound CUDA loop (steps of 1000 empty-kernel launches and a synchronize)",
+    "torch": "PyTorch training loop (one step: forward, backward, AdamW)",
+    "profiler": "The peer: torch.profiler in a PyTorch process of its own (the same loop)",
 }
 
 
@@ -86,6 +103,39 @@ def median_ci(v):
     return x[k - 1], x[n - k], cov
 
 
+def signed_rank_cdf(n):
+    """P(W+ <= w) for w = 0 .. n(n+1)/2 under the null (exact, by counting subsets)."""
+    cnt = [1] + [0] * (n * (n + 1) // 2)
+    for r in range(1, n + 1):
+        for w in range(len(cnt) - 1, r - 1, -1):
+            cnt[w] += cnt[w - r]
+    total, acc, out = 2 ** n, 0, []
+    for c in cnt:
+        acc += c
+        out.append(acc / total)
+    return out
+
+
+def hl_ci(v):
+    """The Hodges-Lehmann estimate (median of the Walsh averages) and the 95 % interval of
+    the Wilcoxon signed-rank test: exact up to 60 values, normal approximation above; the
+    widest there is when n is small. Returns (estimate, low, high, coverage)."""
+    n = len(v)
+    walsh = sorted((v[i] + v[j]) / 2 for i in range(n) for j in range(i, n))
+    est = statistics.median(walsh)
+    if n <= 60:
+        cdf = signed_rank_cdf(n)
+        d, cov = 1, 1 - 2 * cdf[0]
+        while d + 1 < len(cdf) and cdf[d] <= 0.025:
+            d += 1
+            cov = 1 - 2 * cdf[d - 1]
+    else:
+        m, sd = n * (n + 1) / 4, math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+        d = max(1, int(math.floor(m - 1.959964 * sd)))
+        cov = 1 - math.erfc((m - d + 0.5) / (sd * math.sqrt(2)))
+    return est, walsh[d - 1], walsh[len(walsh) - d], cov
+
+
 class Workload:
     def __init__(self, name, argv, env, logpath):
         self.name, self.logpath = name, logpath
@@ -107,10 +157,30 @@ class Workload:
                 self.p.wait()
 
 
-def off_window(w, secs):
-    t0 = now_ns() + SETTLE_NS
-    time.sleep(secs + SETTLE_NS / 1e9)
+def off_window(w, a, secs):
+    t0 = now_ns() + a.settle_ns
+    time.sleep(secs + a.settle_ns / 1e9)
     w.windows.append(("off", None, t0, now_ns(), {}))
+
+
+def read_report(path, pid, secs, extra):
+    """gpuprobe's own figures for the window from its --json lines."""
+    with open(path) as f:
+        for line in f:
+            if not line.startswith('{"mode"'):
+                continue
+            r = json.loads(line)
+            ps = [x for x in r.get("processes", []) if x.get("pid") == pid]
+            if not ps:
+                continue
+            if r["mode"] == "overhead" and ps[0]["probe_seconds_estimate"] is not None:
+                extra["estimate_pct"] = 100 * ps[0]["probe_seconds_estimate"] / secs
+            elif r["mode"] == "budget":
+                extra["budget_pct"] = ps[0]["overhead_pct_estimate"]
+                extra["fraction"] = ps[0].get("fraction", 1.0)
+            elif r["mode"] == "cudatrace":
+                extra["launches"] = ps[0]["launches"]
+                extra["interval"] = (ps[0].get("sampling") or {}).get("intervals", {}).get("launches")
 
 
 def gp_window(w, a, cfg, flags, secs, n):
@@ -127,62 +197,68 @@ def gp_window(w, a, cfg, flags, secs, n):
         p.wait()
     if p.returncode or t_on is None:
         raise SystemExit("gpuprobe failed (exit %s): %s; see %s" % (p.returncode, " ".join(cmd), err))
-    extra = dict(cmd=" ".join(cmd), t_attached=t_on, t_done=t_on + int(secs * 1e9))
-    with open(out) as f:
-        for line in f:
-            if not line.startswith('{"mode"'):
-                continue
-            r = json.loads(line)
-            if r["mode"] == "overhead":
-                ps = [x for x in r["processes"] if x["pid"] == w.pid]
-                if ps and ps[0]["probe_seconds_estimate"] is not None:
-                    extra["estimate_pct"] = 100 * ps[0]["probe_seconds_estimate"] / secs
-            elif r["mode"] == "budget":
-                ps = [x for x in r["processes"] if x.get("pid") == w.pid]
-                if ps:
-                    extra["budget_pct"] = ps[0]["overhead_pct_estimate"]
-                    extra["fraction"] = ps[0].get("fraction", 1.0)
-            elif r["mode"] == "cudatrace":
-                ps = [x for x in r["processes"] if x["pid"] == w.pid]
-                if ps:
-                    extra["launches"] = ps[0]["launches"]
-                    extra["interval"] = (ps[0].get("sampling") or {}).get("intervals", {}).get("launches")
+    extra = dict(t_attached=t_on, t_done=t_on + int(secs * 1e9))
+    read_report(out, w.pid, secs, extra)
+    if n < 3:  # the window's files are kept for the first few rounds only (hundreds of windows)
+        extra["cmd"] = " ".join(cmd)
+    else:
+        os.unlink(out)
+        os.unlink(err)
     # probes in from "tracing" until the duration ran out (then the report and the detach)
-    w.windows.append(("on", cfg, t_on + SETTLE_NS, t_on + int(secs * 1e9), extra))
+    w.windows.append(("on", cfg, t_on + a.settle_ns, t_on + int(secs * 1e9), extra))
 
 
-def prof_window(w, secs):
+def prof_window(w, a, secs):
+    done = sum(1 for k, _ in read_steps(w.logpath)[1] if k == "prof_done")
     w.p.send_signal(signal.SIGUSR1)
-    time.sleep(secs + SETTLE_NS / 1e9)
+    time.sleep(secs + a.settle_ns / 1e9)
     w.p.send_signal(signal.SIGUSR2)
-    # the window is read back from the workload's own marks once it is done
+    # the window is read back from the workload's own marks once this session's are in
     deadline = time.time() + 120
     while time.time() < deadline:
         _, prof = read_steps(w.logpath)
-        if prof and prof[-1][0] == "prof_done":
+        if sum(1 for k, _ in prof if k == "prof_done") > done:
             break
         time.sleep(0.2)
+    else:
+        raise SystemExit("%s: torch.profiler's session did not end within 120 s" % w.name)
     on = [t for k, t in prof if k == "prof_on"][-1]
     off = [t for k, t in prof if k == "prof_off"][-1]
-    w.windows.append(("on", "profiler", on + SETTLE_NS, off, {}))
-    w.windows.append(("gap", None, off, prof[-1][1] + SETTLE_NS, {}))
+    w.windows.append(("on", "profiler", on + a.settle_ns, off, {}))
+    w.windows.append(("gap", None, off, prof[-1][1] + a.settle_ns, {}))
+
+
+def window_stats(w, steps):
+    """(kind, config, mean, median, steps, extra) of every window; None where under 20 steps."""
+    out, j = [], 0
+    steps = sorted(steps)
+    for kind, cfg, t0, t1, extra in w.windows:
+        while j < len(steps) and steps[j][0] < t0:
+            j += 1
+        d, k = [], j
+        while k < len(steps) and steps[k][0] < t1:
+            if steps[k][0] + steps[k][1] <= t1:
+                d.append(steps[k][1])
+            k += 1
+        ok = len(d) >= 20
+        out.append((kind, cfg, statistics.mean(d) if ok else None, statistics.median(d) if ok else None, len(d), extra))
+    return out
 
 
 def summarize(w, steps):
-    """Per on-window: median step time over the mean of its neighbouring off-windows'."""
-    meds = []
-    for kind, cfg, t0, t1, extra in w.windows:
-        d = [dur for t, dur in steps if t0 <= t and t + dur <= t1]
-        meds.append((kind, cfg, statistics.median(d) if len(d) >= 20 else None, len(d), extra))
+    """Per on-window: its mean (and median) step time over the mean of its neighbouring
+    off-windows' means (medians)."""
+    st = window_stats(w, steps)
     res = {}
-    for i, (kind, cfg, m, n, extra) in enumerate(meds):
-        if kind != "on" or m is None:
+    for i, (kind, cfg, mean, med, n, extra) in enumerate(st):
+        if kind != "on" or mean is None:
             continue
-        before = next((x[2] for x in reversed(meds[:i]) if x[0] == "off" and x[2]), None)
-        after = next((x[2] for x in meds[i + 1:] if x[0] == "off" and x[2]), None)
+        before = next((x for x in reversed(st[:i]) if x[0] == "off" and x[2]), None)
+        after = next((x for x in st[i + 1:] if x[0] == "off" and x[2]), None)
         if not before or not after:
             continue
-        row = dict(ratio=m / ((before + after) / 2), on_ms=m / 1e6, steps=n, **extra)
+        row = dict(ratio_mean=mean / ((before[2] + after[2]) / 2), ratio=med / ((before[3] + after[3]) / 2),
+                   on_ms=mean / 1e6, steps=n, **extra)
         if w.name == "launch" and "t_attached" in extra:
             # the loop's own count of its launches while gpuprobe was attached (steps of 1000
             # wholly inside; the report is made as the duration runs out: +-2 steps)
@@ -193,25 +269,34 @@ def summarize(w, steps):
 
 def enough(res, cfgs, min_pairs, width):
     for cfg, _ in cfgs:
-        r = [x["ratio"] for x in res.get(cfg, [])]
+        r = [x["ratio_mean"] for x in res.get(cfg, [])]
         if len(r) < min_pairs:
             return False
-        lo, hi, _ = median_ci(r)
+        _, lo, hi, _ = hl_ci(r)
         if (hi - lo) * 100 >= width:
             return False
     return True
 
 
+def progress(res, cfgs):
+    out = []
+    for c, _ in cfgs:
+        if res.get(c):
+            est, lo, hi, _ = hl_ci([x["ratio_mean"] for x in res[c]])
+            out.append("%s %+.2f %% (%+.2f … %+.2f, %d)" % (c, 100 * (est - 1), 100 * (lo - 1), 100 * (hi - 1), len(res[c])))
+    return "  ".join(out)
+
+
 def run_workload(a, name, argv, env, secs, cap):
     path = os.path.join(a.out, "logs", "%s.steps" % name)
     w = Workload(name, argv, env, path)
-    cfgs = CONFIGS[name]
+    cfgs = [c for c in CONFIGS[name] if not a.configs or c[0] in a.configs]
     t_end = time.time() + cap
-    log("== %s: PID %d, windows of %.1f s, until every interval is under %.1f points or %d s" %
+    log("== %s: PID %d, windows of %.2f s, until every interval is under %.1f points or %d s" %
         (name, w.pid, secs, a.width, cap))
     try:
         time.sleep(2)
-        off_window(w, secs)
+        off_window(w, a, secs)
         n = 0
         rng = random.Random(16)
         while time.time() < t_end:
@@ -219,26 +304,25 @@ def run_workload(a, name, argv, env, secs, cap):
             rng.shuffle(order)
             for cfg, flags in order:
                 if flags is None:
-                    prof_window(w, secs)
+                    prof_window(w, a, secs)
                 else:
                     gp_window(w, a, cfg, flags, secs, n)
-                off_window(w, secs)
+                off_window(w, a, secs)
             n += 1
-            res = summarize(w, read_steps(path)[0])
-            log("  cycle %d: %s" % (n, "  ".join(
-                "%s %+.2f %%" % (c, 100 * (statistics.median([x["ratio"] for x in res[c]]) - 1))
-                for c, _ in cfgs if res.get(c))))
-            if enough(res, cfgs, a.min_pairs, a.width):
-                break
+            if n % 10 == 0 or time.time() >= t_end:
+                res = summarize(w, read_steps(path)[0])
+                log("  round %d: %s" % (n, progress(res, cfgs)))
+                if enough(res, cfgs, a.min_pairs, a.width):
+                    break
     finally:
         w.stop()
     steps, _ = read_steps(path)
-    return summarize(w, steps), w
+    return summarize(w, steps)
 
 
-def table(name, res, unit):
-    out = ["| configuration | windows | median step, on (%s) | overhead: median of ratios | 95 %% interval (coverage) | mean ± 1.96 s.e. | gpuprobe's own estimate | budget's estimate, sampled share |" % unit,
-           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+def table(name, res):
+    out = ["| configuration | windows | mean step, on (ms) | overhead: ratio of window means, Hodges-Lehmann | its 95 % interval (coverage) | ratio of window medians: median | its 95 % interval (coverage) | gpuprobe's own estimate | budget's estimate, sampled share |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     checks = []
     for cfg, _ in CONFIGS[name]:
         rs = res.get(cfg, [])
@@ -250,70 +334,126 @@ def table(name, res, unit):
                     "" if not iv else ", interval [%s, %s]%s" % (iv[0], iv[1], "" if (
                         iv[0] - 2000 <= x["true_launches"] <= (iv[1] if iv[1] is not None else 1e18) + 2000) else " MISSES IT")))
         if not rs:
-            out.append("| %s | 0 | — | — | — | — | — | — |" % LABELS[cfg])
+            out.append("| %s | 0 | — | — | — | — | — | — | — |" % LABELS[cfg])
             continue
+        est, lo, hi, cov = hl_ci([x["ratio_mean"] for x in rs])
         r = [x["ratio"] for x in rs]
-        lo, hi, cov = median_ci(r)
-        m = statistics.mean(r)
-        se = statistics.stdev(r) / math.sqrt(len(r)) if len(r) > 1 else float("nan")
-        est = [x["estimate_pct"] for x in rs if "estimate_pct" in x]
+        mlo, mhi, mcov = median_ci(r)
+        gest = [x["estimate_pct"] for x in rs if "estimate_pct" in x]
         bud = [x["budget_pct"] for x in rs if "budget_pct" in x]
         frac = [x["fraction"] for x in rs if "fraction" in x]
-        out.append("| %s | %d | %.4g | %+.2f %% | %+.2f … %+.2f %% (%.1f %%) | %+.2f ± %.2f %% | %s | %s |" % (
-            LABELS[cfg], len(r), statistics.median(x["on_ms"] for x in rs), 100 * (statistics.median(r) - 1),
-            100 * (lo - 1), 100 * (hi - 1), 100 * cov, 100 * (m - 1), 196 * se,
-            "%.2f %%" % statistics.median(est) if est else "—",
-            "%.2f %%, %.2f" % (statistics.median(bud), statistics.median(frac)) if bud else "—"))
+        out.append("| %s | %d | %.4g | %+.2f %% | %+.2f … %+.2f %% (%.1f %%) | %+.2f %% | %+.2f … %+.2f %% (%.1f %%) | %s | %s |" % (
+            LABELS[cfg], len(rs), statistics.median(x["on_ms"] for x in rs), 100 * (est - 1),
+            100 * (lo - 1), 100 * (hi - 1), 100 * cov, 100 * (statistics.median(r) - 1),
+            100 * (mlo - 1), 100 * (mhi - 1), 100 * mcov,
+            "%.2f %%" % statistics.median(gest) if gest else "—",
+            "%.2f %%, %.3f" % (statistics.median(bud), statistics.median(frac)) if bud else "—"))
     if checks:
-        out += ["", "Launches per window, gpuprobe's against the loop's own count:", ""] + ["- " + c for c in checks]
+        miss = [c for c in checks if "MISSES IT" in c]
+        out += ["", "Launches per window, gpuprobe's against the loop's own count (%d windows, %d missed):" % (
+            len(checks), len(miss)), ""] + ["- " + c for c in (checks[:6] + miss)]
     return out
+
+
+def describe(a, secs):
+    gpu = "none (GPU_INPROC_MOCK=1: the stand-in driver)" if a.mock else (subprocess.run(
+        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+        capture_output=True, text=True).stdout.strip().splitlines() or ["?"])[0]
+    ver = subprocess.run([a.gp, "--version"], capture_output=True, text=True).stdout.strip()
+    return dict(machine="%s, %d CPUs" % (os.uname()[2], os.cpu_count()), gpu=gpu, gpuprobe="%s (%s)" % (a.gp, ver),
+                args=" ".join(sys.argv[1:]), seconds=round(secs))
+
+
+def report(a, results, metas):
+    md = ["# gpuprobe's overhead inside one process (bench/gpu/inproc.py)", ""]
+    for m in metas:
+        md.append("- run: %s; gpu %s; %s; `%s`; %d s" % (m["machine"], m["gpu"], m["gpuprobe"], m["args"], m["seconds"]))
+    md += ["- method: alternating windows in one process (off, each configuration in a shuffled order, off between); "
+           "each on-window's mean (median) step time over the mean of its neighbouring off-windows'; the figure is "
+           "the Hodges-Lehmann estimate of the ratios of means with the Wilcoxon signed-rank interval, beside the "
+           "median of the ratios of medians with its order-statistic interval", ""]
+    for name in ("launch", "torch", "profiler"):
+        if results.get(name):
+            md += ["## " + TITLES[name], ""] + table(name, results[name]) + [""]
+    return md
+
+
+def merge(paths):
+    results, metas = {}, []
+    for p in paths:
+        with open(p) as f:
+            raw = json.load(f)
+        metas += raw.get("meta", [])
+        for name, cfgs in raw["results"].items():
+            for cfg, rows in cfgs.items():
+                results.setdefault(name, {}).setdefault(cfg, []).extend(rows)
+    return results, metas
+
+
+def measure(a):
+    env = dict(os.environ)
+    t0 = time.time()
+    results = {}
+    torch_log = lambda n: [a.python, os.path.join(ROOT, "bench", "gpu", "torch_inproc.py"),
+                           os.path.join(a.out, "logs", "%s.steps" % n), "--seconds", "3600"] + (["--mock"] if a.mock else [])
+    runs = {
+        "launch": ([a.launch_bin, os.path.join(a.out, "logs", "launch.steps"), "1000", "3600"], a.launch_window, a.launch_cap),
+        "torch": (torch_log("torch"), a.torch_window, a.torch_cap),
+        "profiler": (torch_log("profiler"), a.profiler_window, a.profiler_cap),
+    }
+    for name in a.workloads:
+        argv, secs, cap = runs[name]
+        if any(not a.configs or c in a.configs for c, _ in CONFIGS[name]):
+            results[name] = run_workload(a, name, argv, env, secs, cap)
+    return results, [describe(a, time.time() - t0)]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--gp", required=True)
-    ap.add_argument("--launch-bin", required=True)
+    ap.add_argument("--gp")
+    ap.add_argument("--launch-bin")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--out", required=True)
     ap.add_argument("--mock", action="store_true", help="the stand-in driver and a sleeping 'PyTorch'")
     ap.add_argument("--libcuda", help="probe this file (mock runs)")
+    ap.add_argument("--workloads", default="launch,torch,profiler", help="which of launch,torch,profiler")
+    ap.add_argument("--configs", default="", help="only these configurations (three,three_budget,profiler)")
     ap.add_argument("--width", type=float, default=1.0, help="stop once every interval is narrower (points)")
     ap.add_argument("--min-pairs", type=int, default=8)
-    ap.add_argument("--launch-cap", type=float, default=100)
-    ap.add_argument("--torch-cap", type=float, default=190)
+    ap.add_argument("--settle", type=float, default=0.15, help="seconds left out after each change")
+    ap.add_argument("--launch-window", type=float, default=1.5)
+    ap.add_argument("--torch-window", type=float, default=0.6)
+    ap.add_argument("--profiler-window", type=float, default=2.0)
+    ap.add_argument("--launch-cap", type=float, default=90)
+    ap.add_argument("--torch-cap", type=float, default=180)
+    ap.add_argument("--profiler-cap", type=float, default=80)
+    ap.add_argument("--merge", nargs="+", metavar="RAW", help="no run: one table from these inproc_raw.json files")
     a = ap.parse_args()
+    a.workloads = [x for x in a.workloads.split(",") if x]
+    a.configs = [x for x in a.configs.split(",") if x]
+    a.settle_ns = int(a.settle * 1e9)
+    bad = [x for x in a.workloads if x not in CONFIGS] + [x for x in a.configs if x not in LABELS]
+    if bad:
+        ap.error("unknown workload or configuration: " + ", ".join(bad))
     os.makedirs(os.path.join(a.out, "logs"), exist_ok=True)
-    a.gp_extra = ["--libcuda", a.libcuda] if a.libcuda else []
-    env = dict(os.environ)
-    t0 = time.time()
-    results = {}
-    launch_argv = [a.launch_bin, os.path.join(a.out, "logs", "launch.steps"), "1000", "900"]
-    results["launch"], _ = run_workload(a, "launch", launch_argv, env, 1.5, a.launch_cap)
-    torch_argv = [a.python, os.path.join(ROOT, "bench", "gpu", "torch_inproc.py"),
-                  os.path.join(a.out, "logs", "torch.steps"), "--seconds", "900"] + (["--mock"] if a.mock else [])
-    results["torch"], _ = run_workload(a, "torch", torch_argv, env, 2.0, a.torch_cap)
-    with open(os.path.join(a.out, "inproc_raw.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    md = ["# gpuprobe's overhead inside one process (bench/gpu/inproc.py)", "",
-          "- machine: %s" % " ".join(os.uname()[2:3]) + ", %d CPUs" % os.cpu_count(),
-          "- gpu: %s" % (subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                                         capture_output=True, text=True).stdout.strip().splitlines() or ["none (mock)"])[0]
-          if not a.mock else "- gpu: none (GPU_INPROC_MOCK=1: the stand-in driver)",
-          "- gpuprobe: %s (%s)" % (a.gp, subprocess.run([a.gp, "--version"], capture_output=True, text=True).stdout.strip()),
-          "- method: alternating windows in one process (off, each configuration in a shuffled order, off between), "
-          "ratio of an on-window's median step time to the mean of its neighbouring off-windows'; the figure is the "
-          "median of the ratios with its order-statistic interval; %.0f s in all" % (time.time() - t0), ""]
-    md += ["## Launch-bound CUDA loop (steps of 1000 empty-kernel launches and a synchronize)", ""]
-    md += table("launch", results["launch"], "ms") + [""]
-    md += ["## PyTorch training loop (one step: forward, backward, AdamW)", ""]
-    md += table("torch", results["torch"], "ms") + [""]
+    if a.merge:
+        results, metas = merge(a.merge)
+    else:
+        if not a.gp or not a.launch_bin:
+            ap.error("--gp and --launch-bin are needed to measure")
+        a.gp_extra = ["--libcuda", a.libcuda] if a.libcuda else []
+        results, metas = measure(a)
+        with open(os.path.join(a.out, "inproc_raw.json"), "w") as f:
+            json.dump(dict(meta=metas, results=results), f, indent=1)
+    md = report(a, results, metas)
     text = "\n".join(md)
     with open(os.path.join(a.out, "inproc.md"), "w") as f:
         f.write(text + "\n")
     print(text)
     # the checks: every configuration measured; every interval holds the loop's own count
     bad = [l for l in md if "MISSES IT" in l]
-    bad += ["%s %s: no window" % (n, c) for n in CONFIGS for c, _ in CONFIGS[n] if not results[n].get(c)]
+    bad += ["%s %s: no window" % (n, c) for n in results for c, _ in CONFIGS[n]
+            if (not a.configs or c in a.configs) and not results[n].get(c)]
     for b in bad:
         print("bench/gpu/inproc: check failed: " + b.lstrip("- "), file=sys.stderr)
     sys.exit(1 if bad else 0)
