@@ -1317,13 +1317,17 @@ def write_doc(results, wall):
       "GPU: the workload (a launch-bound CUDA loop, bench/gpu/launch_inproc.c, and a PyTorch training loop, "
       "bench/gpu/torch_inproc.py) runs without stopping and logs every step; gpuprobe attaches (`-p PID "
       "--duration W`) and goes away in alternating windows, the configurations taking turns in the same "
-      "process (every call, and `--max-overhead 1`, with `--memleak --cudatrace --bandwidth-util`; "
-      "torch.profiler switched the same way as the peer); each on-window's median step time is divided by "
-      "its neighbouring off-windows', and a configuration's figure is the median of those ratios with a "
-      "distribution-free 95 % interval, windows being added until every interval is narrower than 1 point "
-      "(or the time is up). It needs a GPU, so `make bench` does not run it; it builds nothing on the GPU "
-      "machine (`make bundle && bench/gpu/inproc.sh --build` here, then `bench/gpu/inproc.sh` there, about "
-      "5 minutes).")
+      "process (every call, and `--max-overhead 1`, with `--memleak --cudatrace --bandwidth-util`); the "
+      "peer, torch.profiler, is switched the same way in a PyTorch process of its own (after its first "
+      "session a process stays slower). Each on-window's mean step time is divided by its neighbouring "
+      "off-windows' (the mean, not the median: under a budget only the sampled share of the steps meets "
+      "the probes), and a configuration's figure is the Hodges-Lehmann estimate of those ratios with the "
+      "Wilcoxon signed-rank 95 % interval; the median of the ratios of medians is shown beside it. Windows "
+      "are short (0.6 s on PyTorch) and many: without tracing, a window's mean step wanders by 4-5 % from "
+      "one window to the next at every length from 0.25 s to 4 s on the H200, so only the number of "
+      "windows narrows the interval. It needs a GPU, so `make bench` does not run it; it builds nothing on "
+      "the GPU machine (`make bundle && bench/gpu/inproc.sh --build` here, then `bench/gpu/inproc.sh` "
+      "there, about 6 minutes; runs merge with `inproc.py --merge`).")
     a("")
     if inproc:
         for name in inproc:
@@ -1653,19 +1657,19 @@ def analysis(results):
                   "`pending` and sends a record. memleak.bt keeps a stack id (`ustack` in a stack map) and "
                   "updates its table in the kernel, sending nothing" % (gm, gn))
         n.append(s + ".")
-        n.append("What closes the memleak and bandwidth gaps (measured by cutting the programs, "
-                 "bench/hotpath-steps.json; bpf/cuda_mem.bpf.c and bpf/cuda_copy.bpf.c are other engineers' "
-                 "files and were not changed here): most of their programs' time is the ring buffer waking its "
-                 "reader at each record. `bpf_ringbuf_submit(e, 0)` wakes the consumer whenever it has caught "
-                 "up, which on this guest costs about 3.5 us a record; with `BPF_RB_NO_WAKEUP` an alloc+free "
-                 "pair's programs ran 1.6 us instead of 8.5-10.5 (no stacks) and 2.4 instead of 8.4-12.9 "
-                 "(stacks), and a copy's 0.8 us instead of 2.6-4.9 (what `--min-bytes` costs, which sends no "
-                 "record). The readers poll every 100 ms anyway; so that a burst does not fill the buffer "
-                 "between polls, a record would force the wake-up once the buffer holds more than a quarter of "
-                 "its size (`bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA)`). Then, smaller: the entry-to-return "
-                 "state in task storage instead of the `pending` hash, only the fields a free needs for a free "
-                 "(today each free copies the 330-byte record with its 32-frame stack array), and the stack as "
-                 "a `bpf_get_stackid` id instead of 256 bytes in every record.")
+        n.append("What closed part of the memleak and bandwidth gaps (measured by cutting the programs, "
+                 "bench/hotpath-steps.json): most of their programs' time was the ring buffer waking its reader "
+                 "at each record. `bpf_ringbuf_submit(e, 0)` wakes the consumer whenever it has caught up, which "
+                 "on this guest cost about 3.5 us a record; with `BPF_RB_NO_WAKEUP` an alloc+free pair's programs "
+                 "ran 1.6 us instead of 8.5-10.5 (no stacks) and 2.4 instead of 8.4-12.9 (stacks), and a copy's "
+                 "0.8 us instead of 2.6-4.9. Every record on a hot path (allocations, copies, synchronizations, "
+                 "events, --trace calls, ioctls, NCCL calls, kernel names) is now submitted without a wake-up "
+                 "unless the ring is more than half full (`gp_quiet_flags`, bpf/common.bpf.h); the reader reads "
+                 "every 10-20 ms (gp_events__poll) and the daemon every 100 ms; only process and library records, "
+                 "which steer attaching, still wake it. Left: the entry-to-return state in task storage instead "
+                 "of the `pending` hash, only the fields a free needs for a free (today each free copies the "
+                 "330-byte record with its 32-frame stack array), and the stack as a `bpf_get_stackid` id "
+                 "instead of 256 bytes in every record.")
     rb = [r for r in results.get("ringbuf", []) if r["mode"] == "--trace" and r["offered"]]
     if rb:
         ok = [r for r in rb if not any(r["dropped"])]
