@@ -36,6 +36,20 @@ static int stack_end_cb(const struct map_entry *e, void *arg)
 }
 
 /*
+ * A copy of raw stack bytes, as bpf_probe_read_user takes them: they include
+ * the redzones AddressSanitizer poisons, so neither instrumented loads nor its
+ * memcpy interceptor may read them (make sanitize).
+ */
+__attribute__((no_sanitize("address"), noinline)) static void raw_copy(void *dst, const void *src, size_t n)
+{
+	const volatile unsigned char *s = src;
+	unsigned char *d = dst;
+
+	for (size_t i = 0; i < n; i++)
+		d[i] = s[i];
+}
+
+/*
  * Registers at one point of this function (the asm label) and the stack
  * from there, at most GP_STACK_COPY_MAX and never past the stack's end.
  */
@@ -68,7 +82,7 @@ static __attribute__((noinline)) void capture(struct gp_stack_copy *c,
 		c->size = (unsigned int)(e.end - sp);
 		c->flags |= GP_STACK_COPY_TO_END;
 	}
-	memcpy(c->data, (const void *)(uintptr_t)sp, c->size);
+	raw_copy(c->data, (const void *)(uintptr_t)sp, c->size);
 }
 
 static char names[UNWIND_MAX_FRAMES][256];
