@@ -945,7 +945,8 @@ def ringbuf_run(cmd, events_of):
     out = "".join(out)
     if p.returncode:
         die("ringbuf run failed: %s\n%s" % (" ".join(cmd), err[-2000:]))
-    m = re.search(r"^result \S+ ns_per_call \S+ calls (\d+) threads \d+ seconds ([0-9.]+)", out, re.M)
+    # the workload's own lines: on stdout with -o -, else on gpuprobe's stderr (stdout a pipe)
+    m = re.search(r"^result \S+ ns_per_call \S+ calls (\d+) threads \d+ seconds ([0-9.]+)", out + err, re.M)
     final = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
     final = [r for r in final if r.get("report") == "final"]
     if not m or not final:
@@ -1691,10 +1692,10 @@ def analysis(results):
                  "on this guest cost about 3.5 us a record; with `BPF_RB_NO_WAKEUP` an alloc+free pair's programs "
                  "ran 1.6 us instead of 8.5-10.5 (no stacks) and 2.4 instead of 8.4-12.9 (stacks), and a copy's "
                  "0.8 us instead of 2.6-4.9. Every record on a hot path (allocations, copies, synchronizations, "
-                 "events, --trace calls, ioctls, NCCL calls, kernel names) is now submitted without a wake-up "
+                 "events, ioctls, NCCL calls, kernel names) is now submitted without a wake-up "
                  "unless the ring is more than half full (`gp_quiet_flags`, bpf/common.bpf.h); the reader reads "
                  "every 10-20 ms (gp_events__poll) and the daemon every 100 ms; only process and library records, "
-                 "which steer attaching, still wake it. Left: the entry-to-return state in task storage instead "
+                 "which steer attaching, and --trace's (a reader woken late fell behind two unpaced threads) still wake it. Left: the entry-to-return state in task storage instead "
                  "of the `pending` hash, only the fields a free needs for a free (today each free copies the "
                  "330-byte record with its 32-frame stack array), and the stack as a `bpf_get_stackid` id "
                  "instead of 256 bytes in every record.")

@@ -132,7 +132,7 @@ static __always_inline void send_name(__u64 id, const void *name)
 	s->_pad = 0;
 	if (bpf_probe_read_user_str(s->str, sizeof(s->str), name) < 0)
 		s->str[0] = '\0';
-	bpf_ringbuf_submit(s, gp_quiet_flags(&calls_rb));
+	bpf_ringbuf_submit(s, 0);
 }
 
 SEC("uretprobe")
@@ -180,7 +180,7 @@ int trace_leave(struct pt_regs *ctx)
 	if (f->args[0])
 		bpf_probe_read_user(&e->out0, sizeof(e->out0), (void *)f->args[0]);
 	__builtin_memcpy(e->str, f->str, sizeof(e->str));
-	bpf_ringbuf_submit(e, gp_quiet_flags(&calls_rb));
+	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
 
