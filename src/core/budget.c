@@ -42,8 +42,10 @@
  * (bench/gpu/results-inproc-h200.md) a launch-bound loop pays about what is aimed at, but
  * a PyTorch loop pays ~3 % under a 1 % budget whatever the aim: the probes that are never
  * sampled and making and closing the links cost it more than the sampled calls do (not
- * priced yet: docs/benchmarks.md). */
-#define MARGIN 0.25
+ * priced yet: docs/benchmarks.md). Those H200 runs aimed at 25 %; the aim stays at 35 %
+ * because at 25 % a program at 1000 launches/s (0.27 % priced here) would never be counted
+ * whole again (test_budget's last phase). */
+#define MARGIN 0.35
 #define RING 256                  /* attach/detach durations kept for the medians */
 #define MAX_CHANGES 1024
 #define SLOTS (GP_HIT_SLOTS + 1)  /* the last sums the processes that found theirs taken */
