@@ -3,14 +3,45 @@
 ambient capabilities: CAP_BPF + CAP_PERFMON (+ CAP_SYS_PTRACE) runs every uprobe mode with
 exact numbers; `check` tells the truth about it; what such a user cannot do is refused with
 one line naming the permission that is missing."""
+import atexit
 import os
 import shutil
 import subprocess
+import tempfile
 
 import gp
-from gp import FAKECUDA, GPUPROBE, app, check, eq, final, one_error_line, proc, truth
+from gp import check, eq, final, one_error_line, proc, truth
 
 CAPS = "+bpf,+perfmon,+sys_ptrace"
+
+
+def stage():
+    """What uid 65534 runs, copied into a folder of its own (0755), laid out as .output is
+    (the apps find the stand-in through $ORIGIN/../fakecuda): the tree itself may sit under
+    a folder only root can enter, such as a clean clone in `mktemp -d`'s."""
+    d = tempfile.mkdtemp(prefix="gp-priv-")
+    atexit.register(shutil.rmtree, d, True)
+    os.chmod(d, 0o755)
+    shutil.copytree(gp.FAKECUDA_DIR, os.path.join(d, "fakecuda"), symlinks=True)
+    os.makedirs(os.path.join(d, "apps"))
+    shutil.copy2(gp.app("memleak_app"), os.path.join(d, "apps"))
+    shutil.copy2(gp.GPUPROBE, d)
+    for root, dirs, files in os.walk(d):
+        for n in dirs + files:
+            q = os.path.join(root, n)
+            if not os.path.islink(q):
+                os.chmod(q, os.stat(q).st_mode | 0o055)
+    return d
+
+
+STAGE = stage()
+GPUPROBE = os.path.join(STAGE, "gpuprobe")
+FAKECUDA_DIR = os.path.join(STAGE, "fakecuda")
+FAKECUDA = os.path.join(FAKECUDA_DIR, "libcuda.so.1")
+
+
+def app(name):
+    return os.path.join(STAGE, "apps", name)
 
 
 def as_user(argv, caps=CAPS, env=None):
@@ -40,7 +71,7 @@ def test_capable_user_traces_exactly():
 
 
 def test_check_tells_the_truth():
-    r = as_user([GPUPROBE, "check"], env={"LD_LIBRARY_PATH": gp.FAKECUDA_DIR})
+    r = as_user([GPUPROBE, "check"], env={"LD_LIBRARY_PATH": FAKECUDA_DIR})
     lines = r.stdout.splitlines()
     check(any(l == "ok privileges: CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE" for l in lines), r.stdout)
     check(any(l.startswith("ok uprobe_multi:") for l in lines), r.stdout)
