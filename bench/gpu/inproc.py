@@ -50,6 +50,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from run import median_ci  # noqa: E402 (bench/run.py: constants and functions only at import)
 
 THREE = ["--memleak", "--cudatrace", "--bandwidth-util"]
 CONFIGS = {
@@ -87,20 +89,6 @@ def read_steps(path):
             elif len(w) == 2 and w[0].startswith("prof_"):
                 prof.append((w[0], int(w[1])))
     return steps, prof
-
-
-def median_ci(v):
-    """The narrowest order-statistic interval of the median with >= 95 % coverage (or the
-    widest there is when n is small), and its coverage."""
-    x = sorted(v)
-    n = len(x)
-    k, cov = 1, 1 - 2 * 0.5 ** n
-    for j in range(2, n // 2 + 1):
-        c = 1 - 2 * sum(math.comb(n, i) for i in range(j)) * 0.5 ** n
-        if c < 0.95:
-            break
-        k, cov = j, c
-    return x[k - 1], x[n - k], cov
 
 
 def signed_rank_cdf(n):

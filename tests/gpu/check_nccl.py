@@ -38,7 +38,7 @@ def final(path, mode):
 
 def verdict(ok, what):
     print(f"  {'ok' if ok else 'WRONG'} {what}")
-    return ok
+    return bool(ok)
 
 
 def check_peer(err, out):

@@ -28,29 +28,8 @@ import os
 import re
 import sys
 
-NVLINK4_X18 = 450e9  # one direction; the link limit unless a report says another
-
-
-def truths(path, api):
-    out = []
-    for line in open(path, errors="replace"):
-        line = line.strip()
-        if line.startswith("{") and f'"api": "{api}"' in line.replace('"api":"', '"api": "'):
-            out.append(json.loads(line))
-    return out
-
-
-def final(path, mode):
-    reps = [json.loads(x) for x in open(path) if x.startswith("{") and f'"mode":"{mode}"' in x]
-    fin = [r for r in reps if r.get("report") == "final"]
-    if not fin:
-        sys.exit(f"FAIL: no final {mode} report in {path}")
-    return fin[-1]
-
-
-def verdict(ok, what):
-    print(f"  {'ok' if ok else 'WRONG'} {what}")
-    return bool(ok)
+# the NCCL check's readers (beside this file, on sys.path as the script's folder)
+from check_nccl import NVLINK4_X18, final, truths, verdict  # noqa: E402
 
 
 def show(title, m):
