@@ -370,7 +370,7 @@ static double probe_cost(bool uprobes)
 		return c;
 	if (!uprobes)
 		return 4.4e-6; /* no probe hits to price */
-	c = calibrate__probe_cost(2000);
+	c = calibrate__probe_cost(GP_CALIBRATE_CALLS);
 	if (c < 0) {
 		gp_log(GP_LOG_WARN, "daemon: cannot calibrate the probe cost (%s): assuming 4.4e-6 s", strerror((int)-c));
 		return 4.4e-6;

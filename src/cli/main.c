@@ -516,7 +516,7 @@ static void overhead_json(FILE *f, const struct hits *h, double cost)
  */
 static void overhead_report(struct gp_run *run)
 {
-	double cost = calibrate__probe_cost(2000);
+	double cost = calibrate__probe_cost(GP_CALIBRATE_CALLS);
 	struct hits h = { 0 };
 
 	if (cost < 0)

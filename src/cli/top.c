@@ -302,7 +302,7 @@ int top__run(struct gp_run *run, const struct top_opts *o, char *err, size_t len
 		snprintf(err, len, "out of memory");
 		return -ENOMEM;
 	}
-	t.cost = calibrate__probe_cost(2000);
+	t.cost = calibrate__probe_cost(GP_CALIBRATE_CALLS);
 	snprintf(t.f.who, sizeof(t.f.who), "%s", o->who);
 	if (!o->batch)
 		r = screen_open(&s, o, err, len);

@@ -98,8 +98,11 @@ struct prog_cost {
 };
 
 struct gp_budget {
-	double pct, target, cost; /* cost: of one counted call: its traps and programs */
-	double trap;              /* of one probe hit (calibrated: the empty-program trap) */
+	double pct, target;
+	double cost, price;       /* of one counted call, its traps and programs: with the traps
+				   * warm (the estimates' models) and cold (what the budget holds) */
+	double trap, cold;        /* of one probe hit (calibrated: the empty-program trap, warm
+				   * and cold: src/core/calibrate.c) */
 	bool returns;             /* the sampled calls have return probes: two traps each */
 	struct prog_cost prog;
 	int hits_fd;
@@ -412,12 +415,12 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		a->last_stray = stray;
 		if (i == GP_HIT_SLOTS && !n && !ns && !a->acc.seconds)
 			continue;
-		gp_account__period(&a->acc, n, ns, T, on, b->cost);
+		gp_account__period(&a->acc, n, ns, T, on, b->cost, b->price);
 		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits and %.0f strays",
 		       T * 1e3, on * 1e3, a->pid, n, ns);
 		a->fresh = on > 0;
-		a->rho = on > 0 ? n * b->cost / on : 0;
-		a->stray_s = ns * b->cost;
+		a->rho = on > 0 ? n * b->price / on : 0;
+		a->stray_s = ns * b->price;
 		if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
 			end_account(b, i, now, true);
 	}
@@ -445,8 +448,8 @@ static double rho_since(struct gp_budget *b, double secs)
 		/* a new owner since the boundary: all its hits are since then */
 		n = pid == b->accounts[i].pid && hits >= b->accounts[i].last ? (double)(hits - b->accounts[i].last)
 									   : (double)hits;
-		if (n * b->cost / secs > rho)
-			rho = n * b->cost / secs;
+		if (n * b->price / secs > rho)
+			rho = n * b->price / secs;
 	}
 	pthread_mutex_unlock(&b->acc);
 	return rho;
@@ -530,6 +533,17 @@ static bool prog_stats(struct gp_budget *b, int k, uint64_t *ns, uint64_t *runs)
 	return true;
 }
 
+/* A counted call's traps (two with a return probe) and programs, warm and cold. Called with
+ * b->acc held (or before the thread starts). */
+static void set_cost(struct gp_budget *b)
+{
+	int k = b->returns ? 2 : 1;
+	double progs = b->prog.ns[0] * 1e-9 + (b->returns ? b->prog.ns[1] * 1e-9 : 0);
+
+	b->cost = k * b->trap + progs;
+	b->price = k * b->cold + progs;
+}
+
 /*
  * The price of a counted call: its traps (calibrated) and its programs' run time, which
  * the kernel measures only while asked to: for at most 10 s or 2000 runs after the start,
@@ -568,10 +582,10 @@ static void measure_progs(struct gp_budget *b, uint64_t now)
 	for (int k = 0; k < 2; k++)
 		if (runs[k] > pc->runs0[k])
 			pc->ns[k] = (double)(ns[k] - pc->ns0[k]) / (double)(runs[k] - pc->runs0[k]);
-	b->cost = (b->returns ? 2 : 1) * b->trap + pc->ns[0] * 1e-9 + (b->returns ? pc->ns[1] * 1e-9 : 0);
+	set_cost(b);
 	pthread_mutex_unlock(&b->acc);
-	gp_log(GP_LOG_DEBUG, "budget: programs %.0f ns (entry), %.0f ns (return) a run: a call costs %.2f us",
-	       pc->ns[0], pc->ns[1], b->cost * 1e6);
+	gp_log(GP_LOG_DEBUG, "budget: programs %.0f ns (entry), %.0f ns (return) a run: a call costs %.2f us (%.2f us warm)",
+	       pc->ns[0], pc->ns[1], b->price * 1e6, b->cost * 1e6);
 }
 
 /* The next period as planned, unless a hold (a stream capture) wants every call seen. */
@@ -664,7 +678,7 @@ static void *budget_main(void *arg)
 /* -------------------------------------------------------------------------------------
  * The module */
 
-struct gp_budget *gp_budget__new(double pct, double cost, char *err, size_t len)
+struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char *err, size_t len)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
 	struct gp_budget *b = calloc(1, sizeof(*b));
@@ -675,7 +689,9 @@ struct gp_budget *gp_budget__new(double pct, double cost, char *err, size_t len)
 		goto oom;
 	b->hits_fd = -1;
 	b->pct = pct;
-	b->cost = b->trap = cost;
+	b->trap = c->warm;
+	b->cold = c->cold > c->warm ? c->cold : c->warm;
+	set_cost(b);
 	b->prog.stats_fd = -1;
 	b->target = MARGIN * pct / 100.0;
 	b->fraction = 1.0;
@@ -769,7 +785,7 @@ int gp_budget__add(struct gp_budget *b, const struct gp_sampled *s, char *err, s
 			if (!r && g.leave >= 0 && g.nr) {
 				pthread_mutex_lock(&b->acc);
 				b->returns = true;
-				b->cost = 2 * b->trap + b->prog.ns[0] * 1e-9 + b->prog.ns[1] * 1e-9;
+				set_cost(b);
 				pthread_mutex_unlock(&b->acc);
 			}
 			if (!b->started)
@@ -922,8 +938,9 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_lock(&b->acc);
 	s->pct = b->pct;
-	s->cost = b->trap;
-	s->call_cost = b->cost;
+	s->cost = b->cold;
+	s->call_cost = b->price;
+	s->warm_cost = b->trap;
 	s->prog_ns[0] = b->prog.ns[0];
 	s->prog_ns[1] = b->returns ? b->prog.ns[1] : 0;
 	s->prog_measured = !b->prog.refused && (b->prog.ns[0] > 0);

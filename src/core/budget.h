@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include <linux/types.h>
+#include "calibrate.h"
 #include "sampling.h"
 
 struct gp_budget;
@@ -40,8 +41,9 @@ struct gp_sampled {
 };
 
 /* pct: the share of a process's time its probes may take, in percent (0 < pct < 100);
- * cost: seconds per probe hit (calibrated). NULL with a reason in err. */
-struct gp_budget *gp_budget__new(double pct, double cost, char *err, size_t len);
+ * c: seconds per probe hit, warm and cold (calibrated: the budget holds the cold price, the
+ * estimates' models take the warm one). NULL with a reason in err. */
+struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char *err, size_t len);
 /* The `gp_hits` array BPF objects reuse (bpf_map__reuse_fd). */
 int gp_budget__hits_fd(const struct gp_budget *b);
 /* Attaches g's probes now (every call seen until the budget says otherwise) and keeps what
@@ -74,8 +76,9 @@ struct gp_budget_proc {
 /* What the budget did, for a report (gp_budget__stats fills it; free with __stats_free). */
 struct gp_budget_stats {
 	double pct, target;         /* the budget, the share aimed at */
-	double cost, call_cost;     /* the price of a probe hit (the trap), and of a counted call
-				     * (its traps, two with a return probe, and its programs) */
+	double cost, call_cost;     /* the price of a probe hit (the trap, cold), and of a counted
+				     * call (its traps, two with a return probe, and its programs) */
+	double warm_cost;           /* a hit in a tight loop (calibrate.h) */
 	double prog_ns[2];          /* the programs' mean run time: entry, return (0: none) */
 	bool prog_measured;
 	double fraction;            /* now */

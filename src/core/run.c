@@ -92,18 +92,22 @@ static int open_shared_rb(struct gp_run *run, char *err, size_t len)
 	return 0;
 }
 
-/* What one probe hit costs, for the budget: --probe-cost, else calibrated now (the
- * empty-program trap; the modes' programs add a little: the budget aims under its limit). */
-static double hit_cost(const struct gp_opts *o)
+/* What one probe hit costs, for the budget: --probe-cost (both prices), else calibrated
+ * now, warm and cold (src/core/calibrate.c). */
+static struct gp_probe_cost hit_cost(const struct gp_opts *o)
 {
-	double c = o->probe_cost;
+	struct gp_probe_cost c = { o->probe_cost, o->probe_cost };
+	int r = 0;
 
-	for (int i = 0; c <= 0 && i < 3; i++)
-		c = calibrate__probe_cost(2000);
-	if (c <= 0) {
-		gp_log(GP_LOG_WARN, "cannot calibrate the probe cost (%s): the budget prices a hit at 1 us",
-		       c < 0 ? strerror((int)-c) : "no difference measured");
-		c = 1e-6;
+	for (int i = 0; o->probe_cost <= 0 && i < 3; i++) {
+		r = calibrate__probe_costs(GP_CALIBRATE_CALLS, &c);
+		if (!r && c.warm > 0)
+			break;
+	}
+	if (c.warm <= 0 || r) {
+		gp_log(GP_LOG_WARN, "cannot calibrate the probe cost (%s): the budget prices a hit at 1 us warm, 3 us cold",
+		       r ? strerror(-r) : "no difference measured");
+		c = (struct gp_probe_cost){ 1e-6, 3e-6 };
 	}
 	return c;
 }
@@ -131,7 +135,9 @@ static int open_budget(struct gp_run *run, char *err, size_t len)
 			 getenv("GPUPROBE_NO_UPROBE_MULTI") ? ", and GPUPROBE_NO_UPROBE_MULTI is set" : "");
 		return -EOPNOTSUPP;
 	}
-	run->budget = gp_budget__new(pct, hit_cost(o), err, len);
+	struct gp_probe_cost c = hit_cost(o);
+
+	run->budget = gp_budget__new(pct, &c, err, len);
 	return run->budget ? 0 : -ENOMEM;
 }
 

@@ -63,7 +63,8 @@ static void between(const struct gp_account *a, double lo2, double hi2, double n
 	*var = step * step * u * u / 4 + u * u * (a->p_n / (a->p_on * a->p_on) + n2 / (on2 * on2)) / 4 + *y;
 }
 
-void gp_account__period(struct gp_account *a, double n, double stray, double T, double on, double cost)
+void gp_account__period(struct gp_account *a, double n, double stray, double T, double on, double cost,
+			double price)
 {
 	double lo, hi, wide, y, half, var, m;
 
@@ -100,7 +101,7 @@ void gp_account__period(struct gp_account *a, double n, double stray, double T, 
 		a->p_rwide = wide;
 	}
 	a->have_rate = on > 0;
-	a->probe_s += (n + stray) * cost;
+	a->probe_s += (n + stray) * price;
 	a->seconds += T;
 }
 

@@ -64,8 +64,11 @@ struct gp_account {
 void gp_account__begin(struct gp_account *a, double lead_unseen);
 /* A period of T seconds whose probes counted for `on` of them (on == T: every call seen),
  * in which the process took n hits in the window and `stray` outside it (probes not yet
- * gone or already back, which cost it without being counted), `cost` seconds each. */
-void gp_account__period(struct gp_account *a, double n, double stray, double T, double on, double cost);
+ * gone or already back, which cost it without being counted): `cost` seconds each in the
+ * call-bound model (the warm price: a program calling as fast as it can keeps the trap's
+ * path in its caches), `price` each in its time in probes (the cold price). */
+void gp_account__period(struct gp_account *a, double n, double stray, double T, double on, double cost,
+			double price);
 /* The account as a report carries it; false when every call was seen. */
 bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out);
 /* Its share of time in the probes so far (0 before any period). */

@@ -166,7 +166,7 @@ const struct gp_metric gp_metrics[] = {
 	  "ESTIMATE of the seconds the processes spent in gpuprobe's probes: gpuprobe_probe_hits_total times gpuprobe_probe_hit_cost_seconds, not a measurement.",
 	  "**An estimate**: `rate()` of it is the share of a CPU the probes cost the traced processes." },
 	{ "gpuprobe_probe_hit_cost_seconds", GP_GAUGE, 0, "", NULL, "",
-	  "Cost of one probe hit in seconds: calibrated at start-up on this node (a uprobe on a function of gpuprobe, timed with and without), or --probe-cost.",
+	  "Cost of one probe hit in seconds: calibrated at start-up on this node (a uprobe on a function of gpuprobe, timed with and without, each call after a 32 MiB memory sweep: a hit in a program that works between calls), or --probe-cost.",
 	  NULL },
 	{ "gpuprobe_events_dropped_total", GP_COUNTER, 0, "mode,reason", NULL, "",
 	  "Events or calls gpuprobe could not account for, by mode and reason (see docs/metrics.md).",

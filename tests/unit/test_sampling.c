@@ -18,7 +18,7 @@ static double paced(struct gp_account *a, const double *rates, int n, double f)
 	for (int i = 0; i < n; i++) {
 		double on = f * T;
 
-		gp_account__period(a, rates[i] * on, 0, T, on, COST);
+		gp_account__period(a, rates[i] * on, 0, T, on, COST, COST);
 		truth += rates[i] * T;
 	}
 	return truth;
@@ -30,7 +30,7 @@ static void test_exact_periods(void)
 	struct gp_sampling s;
 
 	for (int i = 0; i < 10; i++)
-		gp_account__period(&a, 1000, 0, T, T, COST);
+		gp_account__period(&a, 1000, 0, T, T, COST, COST);
 	if (!ASSERT_FALSE(gp_account__sampling(&a, &s), "every call seen: no sampling"))
 		return;
 	ASSERT_EQ(a.obs, 10000, "hits seen");
@@ -89,7 +89,7 @@ static void test_call_bound_and_step_in_the_dark(void)
 		double pp = i >= 15 ? 5 * p : p;
 		double n = floor(on / (pp + COST)), off = (T - on) / (i >= 14 ? 5 * p : p);
 
-		gp_account__period(&a, n, 0, T, on, COST);
+		gp_account__period(&a, n, 0, T, on, COST, COST);
 		truth += n + off;
 	}
 	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
@@ -110,7 +110,7 @@ static void test_calls_cheaper_than_probes(void)
 	for (int i = 0; i < 10; i++) {
 		double n = floor(on / (p + COST));
 
-		gp_account__period(&a, n, 0, T, on, COST);
+		gp_account__period(&a, n, 0, T, on, COST, COST);
 		truth += n + (T - on) / p;
 	}
 	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
@@ -128,7 +128,7 @@ static void test_begins_unseen(void)
 
 	gp_account__begin(&a, 0.09);
 	for (int i = 0; i < 5; i++) {
-		gp_account__period(&a, 20000 * 0.01, 0, T, 0.01, COST);
+		gp_account__period(&a, 20000 * 0.01, 0, T, 0.01, COST, COST);
 		truth += 20000 * T;
 	}
 	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
@@ -177,7 +177,7 @@ static void test_poisson_coverage(void)
 		for (int i = 0; i < 40; i++) {
 			double seen = poisson(rate * f * T), unseen = poisson(rate * (1 - f) * T);
 
-			gp_account__period(&a, seen, 0, T, f * T, COST);
+			gp_account__period(&a, seen, 0, T, f * T, COST, COST);
 			truth += seen + unseen;
 			if (uniform() < 0.1)
 				rate *= 0.5 + uniform();
@@ -215,7 +215,7 @@ static void test_fraction_policy(void)
 		    "strays take their share first");
 	ASSERT_TRUE(gp_budget_fraction(50, 0, 0.008, T, &over) == 0.01 && over, "the least window, over budget");
 	ASSERT_TRUE(gp_budget_fraction(0, 0, 0.008, T, &over) == 1.0, "idle: all");
-	ASSERT_TRUE(fabs(gp_budget_period(0, 0.008) - 0.1) < 1e-12, "no strays: 100 ms");
+	ASSERT_TRUE(fabs(gp_budget_period(0, 0.008) - GP_PERIOD_S) < 1e-12, "no strays: the usual period");
 	ASSERT_TRUE(fabs(gp_budget_period(0.0008, 0.008) - 0.2) < 1e-12, "strays of half the target: longer");
 	ASSERT_TRUE(gp_budget_period(1, 0.008) == 1.0, "never over a second");
 }
@@ -224,9 +224,19 @@ static void test_strays_cost(void)
 {
 	struct gp_account a = { 0 };
 
-	gp_account__period(&a, 100, 50, T, 0.01, COST);
+	struct gp_account b = { 0 };
+	struct gp_sampling sa, sb;
+
+	gp_account__period(&a, 100, 50, T, 0.01, COST, 3 * COST);
 	ASSERT_EQ(a.obs, 100, "strays are not seen calls");
-	ASSERT_TRUE(fabs(a.probe_s - 150 * COST) < 1e-12, "but they cost");
+	ASSERT_TRUE(fabs(a.probe_s - 150 * 3 * COST) < 1e-12, "but they cost, at the cold price");
+	/* the price is what the process paid; the models of its rate take the warm cost */
+	gp_account__period(&b, 100, 50, T, 0.01, COST, COST);
+	gp_account__period(&a, 120, 0, T, 0.01, COST, 3 * COST);
+	gp_account__period(&b, 120, 0, T, 0.01, COST, COST);
+	ASSERT_TRUE(gp_account__sampling(&a, &sa) && gp_account__sampling(&b, &sb), "sampled");
+	ASSERT_TRUE(sa.estimate == sb.estimate && sa.lo == sb.lo && sa.hi == sb.hi,
+		    "the price does not move the estimate or its interval");
 }
 
 /* The H200's launch-bound loop (bench/gpu/results-inproc-h200.md): 2.84 us a launch
@@ -241,7 +251,7 @@ static void test_hit_dearer_than_calibrated(void)
 	for (int i = 0; i < 50; i++) {
 		double n = floor(on / (p + real));
 
-		gp_account__period(&a, n, 0, T, on, priced);
+		gp_account__period(&a, n, 0, T, on, priced, priced);
 		truth += n + (T - on) / p;
 	}
 	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
