@@ -19,6 +19,22 @@ struct {
 
 const volatile bool gp_count_hits = false;
 
+/* Process tgid's slot (the spill slot when another process holds its own), taken with a
+ * compare-and-swap the first time; NULL only if the look-up fails. */
+static __always_inline struct gp_hit_slot *gp_hit_slot_of(__u32 tgid)
+{
+	__u32 i = tgid & (GP_HIT_SLOTS - 1), spill = GP_HIT_SLOTS;
+	struct gp_hit_slot *s = bpf_map_lookup_elem(&gp_hits, &i);
+
+	if (s && s->pid != tgid) {
+		__u32 old = s->pid ? s->pid : __sync_val_compare_and_swap(&s->pid, 0, tgid);
+
+		if (old && old != tgid)
+			s = bpf_map_lookup_elem(&gp_hits, &spill);
+	}
+	return s;
+}
+
 /*
  * One hit of a sampleable probe by process tgid: an inlined array look-up and an atomic
  * add; a process takes its slot with a compare-and-swap the first time. Returns whether
@@ -27,31 +43,43 @@ const volatile bool gp_count_hits = false;
  */
 static __always_inline bool gp_sampled_hit(__u32 tgid)
 {
-	__u32 i = tgid & (GP_HIT_SLOTS - 1), spill = GP_HIT_SLOTS, win = GP_HIT_WINDOW;
+	__u32 win = GP_HIT_WINDOW;
 	struct gp_hit_slot *s, *w;
 	bool open;
 
 	if (!gp_count_hits)
 		return true;
 	w = bpf_map_lookup_elem(&gp_hits, &win);
-	s = bpf_map_lookup_elem(&gp_hits, &i);
-	if (!w || !s)
+	if (!w)
 		return true;
 	open = *(volatile __u32 *)&w->flags;
-	if (s->pid != tgid) {
-		__u32 old = s->pid ? s->pid : __sync_val_compare_and_swap(&s->pid, 0, tgid);
-
-		if (old && old != tgid) {
-			s = bpf_map_lookup_elem(&gp_hits, &spill);
-			if (!s)
-				return true;
-		}
-	}
+	s = gp_hit_slot_of(tgid);
+	if (!s)
+		return true;
 	if (open)
 		__sync_fetch_and_add(&s->hits, 1);
 	else
 		__sync_fetch_and_add(&s->stray, 1);
 	return open;
+}
+
+/*
+ * One hit of a probe the budget samples but whose calls are not the ones it counts (the
+ * naming calls, which a driver may make for every launch): priced with the strays, never
+ * counted. Returns whether its window is open (its program then does its work).
+ */
+static __always_inline bool gp_sampled_extra(__u32 tgid)
+{
+	__u32 win = GP_HIT_WINDOW;
+	struct gp_hit_slot *s, *w;
+
+	if (!gp_count_hits)
+		return true;
+	w = bpf_map_lookup_elem(&gp_hits, &win);
+	s = gp_hit_slot_of(tgid);
+	if (s)
+		__sync_fetch_and_add(&s->stray, 1);
+	return !w || *(volatile __u32 *)&w->flags;
 }
 
 /* Whether the budget's window is open (always, without a budget): a return probe times

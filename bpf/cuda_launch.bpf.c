@@ -680,9 +680,14 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 	struct gp_name_event *e;
 
 	if (!c) {
-		count_drop(GP_LDROP_NORETURN);
+		/* under a budget, a naming call that entered outside the window */
+		if (!gp_count_hits)
+			count_drop(GP_LDROP_NORETURN);
 		return 0;
 	}
+	if (c->api != GP_API_cuModuleGetFunction && c->api != GP_API_cuLibraryGetKernel &&
+	    c->api != GP_API_cuKernelGetFunction)
+		return 0; /* another call's entry: this one's was not kept */
 	if (rc != 0 || bpf_probe_read_user(&handle, sizeof(handle), (void *)c->out_ptr) || !handle)
 		goto out;
 	remember_proc(tgid);
@@ -753,6 +758,19 @@ static __always_inline int hot_enter(struct pt_regs *ctx, __u32 api)
 	}
 }
 
+/* Under a budget the naming calls are sampled with the launches (some libraries, cuBLAS
+ * among them, make one for every launch: a PyTorch loop on the H200 made ~3600 a second):
+ * one outside the window leaves no entry behind, so that its return does nothing. */
+static __always_inline bool naming_seen(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (gp_sampled_extra(id >> 32))
+		return true;
+	bpf_map_delete_elem(&calls, &id);
+	return false;
+}
+
 /* One entry and one return program for every launch-side entry point, dispatching on the
  * attach cookie: one uprobe_multi link each per library (two with --max-overhead: the
  * launches and syncs it may sample, and the rest). */
@@ -764,9 +782,9 @@ int launch_enter(struct pt_regs *ctx)
 	switch (api) {
 	case GP_API_cuModuleGetFunction:
 	case GP_API_cuLibraryGetKernel:
-		return gp_traced_self() ? name_enter(ctx) : 0;
+		return gp_traced_self() && naming_seen() ? name_enter(ctx) : 0;
 	case GP_API_cuKernelGetFunction:
-		return gp_traced_self() ? alias_enter(ctx) : 0;
+		return gp_traced_self() && naming_seen() ? alias_enter(ctx) : 0;
 	case GP_API_cuModuleUnload:
 	case GP_API_cuLibraryUnload:
 		return gp_traced_self() ? unload_enter(ctx) : 0;

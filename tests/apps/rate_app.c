@@ -3,7 +3,8 @@
  * rate_app: a launch rate that steps up and down in phases of known length
  * and rate, with known totals, for gpuprobe's overhead-budget tests.
  *
- *   rate_app [--phases RATE:MS,RATE:MS,...] [--alloc-every K] [--time-calls] [--wait] [--linger MS]
+ *   rate_app [--phases RATE:MS,RATE:MS,...] [--alloc-every K] [--time-calls] [--get-function]
+ *            [--wait] [--linger MS]
  *
  * Phase i launches rate_kernel() exactly RATE x MS / 1000 times, paced on
  * CLOCK_MONOTONIC (launch j is due at the phase start + j / RATE; a launch
@@ -18,6 +19,8 @@
  * (CLOCK_MONOTONIC before and after): per phase "call_ns", the time spent inside the
  * calls that took at most 200 us, and "slow_calls", those that took longer (a descheduled
  * thread, not a probe), so that a test can tell what a tracer's probes cost the workload.
+ * --get-function: the kernel comes from a library (cuLibraryGetKernel) and every launch
+ * first asks for its CUfunction (cuKernelGetFunction), as cuBLAS does; timed with it.
  * --linger MS keeps the process alive MS ms after the truth is printed, calling nothing:
  * a test can read what a tracer says of a running process whose totals are known.
  */
@@ -31,7 +34,7 @@
 #include "common.h"
 #include "fakecuda_ext.h"
 
-static const char usage[] = "[--phases RATE:MS,...] [--alloc-every K] [--time-calls] [--wait] [--linger MS]";
+static const char usage[] = "[--phases RATE:MS,...] [--alloc-every K] [--time-calls] [--get-function] [--wait] [--linger MS]";
 
 #define SLOW_CALL_NS 200000ULL
 
@@ -85,8 +88,10 @@ int main(int argc, char **argv)
 	const char *spec = "1000:500,20000:500,100000:500,1000:500";
 	unsigned long long every = 100, total = 0, allocs = 0, linger = 0;
 	struct phase ph[MAX_PHASES];
-	int nph, wait = 0, time_calls = 0;
+	int nph, wait = 0, time_calls = 0, get_function = 0;
 	CUmodule mod;
+	CUlibrary lib;
+	CUkernel k;
 	CUfunction f;
 	CUstream s;
 
@@ -99,6 +104,8 @@ int main(int argc, char **argv)
 			wait = 1;
 		else if (!strcmp(argv[i], "--time-calls"))
 			time_calls = 1;
+		else if (!strcmp(argv[i], "--get-function"))
+			get_function = 1;
 		else if (!strcmp(argv[i], "--linger") && i + 1 < argc)
 			linger = app_parse_u64("--linger", argv[++i]);
 		else
@@ -111,8 +118,14 @@ int main(int argc, char **argv)
 
 	app_block_signal();
 	app_cuda_init();
-	CHECK(cuModuleLoadData(&mod, "_Z11rate_kernelv\n"));
-	CHECK(cuModuleGetFunction(&f, mod, "_Z11rate_kernelv"));
+	if (get_function) {
+		/* as cuBLAS does: the kernel from a library, its function asked for at every launch */
+		CHECK(cuLibraryLoadData(&lib, "_Z11rate_kernelv\n", NULL, NULL, 0, NULL, NULL, 0));
+		CHECK(cuLibraryGetKernel(&k, lib, "_Z11rate_kernelv"));
+	} else {
+		CHECK(cuModuleLoadData(&mod, "_Z11rate_kernelv\n"));
+		CHECK(cuModuleGetFunction(&f, mod, "_Z11rate_kernelv"));
+	}
 	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	if (wait)
 		app_wait_ready();
@@ -129,6 +142,8 @@ int main(int argc, char **argv)
 			if (time_calls) {
 				unsigned long long c0 = app_now_ns(), d;
 
+				if (get_function)
+					CHECK(cuKernelGetFunction(&f, k));
 				CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
 				d = app_now_ns() - c0;
 				if (d <= SLOW_CALL_NS)
@@ -136,6 +151,8 @@ int main(int argc, char **argv)
 				else
 					ph[i].slow_calls++;
 			} else {
+				if (get_function)
+					CHECK(cuKernelGetFunction(&f, k));
 				CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
 			}
 			ph[i].launches++;

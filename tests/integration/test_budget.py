@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """--max-overhead end to end: real BPF, the stand-in driver, tests/apps/rate_app (a launch
-rate that steps 1000 -> 20000 -> 100000 -> 1000 per second, 500 ms each, an alloc+free
-every 100 launches). With a budget: the estimated overhead stays under it by gpuprobe's own
+rate that steps 200 -> 20000 -> 100000 -> 200 per second, 1 s each, an alloc+free every
+100 launches). The low rate is one the budget counts whole: a launch with its latency probe
+is priced at two cold hits (~2-3 us each here) and its programs, ~6 us, so a 1 % budget
+aiming at 0.35 % counts every call up to ~600 launches/s. A phase outlasts the longest
+period (1 s), so the rate moves at most once between two windows (src/core/sampling.h). With a budget: the estimated overhead stays under it by gpuprobe's own
 accounting and by the workload's own timing of its calls, the estimates' intervals hold the
 true counts, allocations stay exact, the budget reacts within a second both ways. Without
 one: every count exact. Bad input: one line, exit 2."""
@@ -18,6 +21,7 @@ import gp
 from gp import FAKECUDA, app, check, eq, truth
 
 RATE = app("rate_app")
+PHASES = "200:1000,20000:1000,100000:1000,200:1000"
 BASE = ["--libcuda", FAKECUDA, "--json"]
 ENV = {"LD_LIBRARY_PATH": gp.FAKECUDA_DIR}
 
@@ -47,15 +51,15 @@ def budget_record(out):
     return rs[0]
 
 
-def run_rate(args, budget=True, phases=None):
-    cmd = [RATE, "--time-calls"] + (["--phases", phases] if phases else [])
+def run_rate(args, budget=True, phases=PHASES):
+    cmd = [RATE, "--time-calls", "--phases", phases]
     r = gp.gpuprobe(BASE + ["--cudatrace", "--memleak"] + args, cmd=cmd, timeout=60)
     eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
     return r, truth(r.stderr)
 
 
-def plain_rate(phases=None):
-    r = gp.run([RATE, "--time-calls"] + (["--phases", phases] if phases else []), timeout=60)
+def plain_rate(phases=PHASES):
+    r = gp.run([RATE, "--time-calls", "--phases", phases], timeout=60)
     eq(r.returncode, 0, "rate_app exit")
     return truth(r.stderr)
 
@@ -105,11 +109,11 @@ def check_budget_run(r, t, pct=1.0):
 
 def check_reaction(b, t):
     """Sampling within a second of the 100000/s phase's start, every call seen again within
-    a second of the last phase's; nothing sampled in the first phase (1000/s)."""
+    a second of the last phase's; nothing sampled in the first phase (200/s)."""
     ph = t["phases"]
     ch = b["changes"]
     early = [c for c in ch if c["t_ns"] < ph[1]["start_ns"]]
-    eq(early, [], "changes while the rate was 1000/s")
+    eq(early, [], "changes while the rate was 200/s")
     down = [c for c in ch if ph[2]["start_ns"] <= c["t_ns"] <= ph[2]["start_ns"] + 1e9 and c["fraction"] < 0.5]
     check(down, f"no sampling within 1 s of the 100000/s phase: {ch}")
     up = [c for c in ch if ph[3]["start_ns"] <= c["t_ns"] <= ph[3]["start_ns"] + 1e9 and c["fraction"] == 1]
@@ -196,6 +200,40 @@ def test_budget_keeps_the_overhead_under_it():
     check(added <= 0.01 + noise, f"the workload's launches took {added * 100:.2f} % more of its time")
     check(exact3 > 0.05, f"without a budget the 100000/s phase should cost it more: {exact3 * 100:.2f} %")
     check(added3 < exact3 / 3, f"the budget kept {added3 * 100:.2f} % of {exact3 * 100:.2f} % in the 100000/s phase")
+
+
+@retried
+def test_budget_samples_naming_calls():
+    """Launches that each ask for their function first (cuKernelGetFunction, as cuBLAS
+    does): under a budget the naming calls are sampled with the launches, priced and not
+    counted, and the kernel keeps its name. Before, they stayed attached, and cost the
+    workload (its own timing) about half of what every call cost it."""
+    cmd = [RATE, "--time-calls", "--get-function", "--alloc-every", "0", "--phases", "100000:1500"]
+    plain = gp.run(cmd, timeout=60)
+    eq(plain.returncode, 0, "rate_app exit")
+    base = call_share(truth(plain.stderr))
+    runs = {}
+    for name, extra in (("exact", []), ("budget", ["--max-overhead", "1"])):
+        r = gp.gpuprobe(BASE + ["--cudatrace"] + extra, cmd=cmd, timeout=60)
+        eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-800:]})")
+        runs[name] = (r, truth(r.stderr))
+    r, t = runs["budget"]
+    ct = final_proc(r.stdout, "cudatrace", t["pid"])
+    check(0 < ct["sampling"]["fraction"] < 1, f"sampled: {ct.get('sampling')}")
+    k = [x for x in ct["kernels"] if x["name"] == t["kernel"]]
+    eq(len(k), 1, "the kernel by name")
+    eq(ct["unnamed_launches"], 0, "unnamed launches")
+    # priced: every counted launch brought a naming call, priced as much as the launch
+    b = budget_record(r.stdout)
+    bp = [p for p in b["processes"] if p["pid"] == t["pid"]][0]
+    check(bp["probe_seconds_estimate"] >= 1.3 * bp["hits"] * b["call_cost_s"],
+          f"probe seconds {bp['probe_seconds_estimate']} for {bp['hits']} hits at {b['call_cost_s']}")
+    exact = call_share(runs["exact"][1]) - base
+    added = call_share(t) - base
+    print(f"#   naming and launch calls: {exact * 100:+.2f} % of the workload's time added with every call seen,"
+          f" {added * 100:+.2f} % under --max-overhead 1")
+    check(exact > 0.05, f"every call seen should cost it more: {exact * 100:.2f} %")
+    check(added < exact / 3, f"the budget kept {added * 100:.2f} % of {exact * 100:.2f} %")
 
 
 @retried

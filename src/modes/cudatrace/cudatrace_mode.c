@@ -149,11 +149,16 @@ static int attach_graphs(struct ct_mode *m, struct gp_run *run, const char *lib,
 				   run->target_pid, err, len);
 }
 
-/* Launches and syncs are the high-rate probes the budget may sample (--max-overhead); the
- * naming, alias and unload calls are never sampled (a name missed is a kernel unnamed). */
+/* Launches and syncs are the high-rate probes the budget may sample (--max-overhead), and
+ * with them the naming and alias calls: cuBLAS asks for a kernel's function at every launch
+ * (~3600 a second in the H200's PyTorch loop, entry and return probes each, which cost it
+ * more than all its sampled launches). Their hits are priced, not counted (BPF
+ * gp_sampled_extra). A name is learned once per handle: one missed is learned from a later
+ * window's call, or read from the driver's memory (midname.c). Unload calls are never
+ * sampled: a name kept past its module's unload would name another kernel. */
 static bool sampleable(enum gp_launch_prog p)
 {
-	return p != GP_LP_NAME && p != GP_LP_ALIAS && p != GP_LP_UNLOAD;
+	return p != GP_LP_UNLOAD;
 }
 
 static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len)
