@@ -489,12 +489,13 @@ static void add_hits(void *ctx, const struct gp_snap_pid *p)
 	h->v[h->n++] = *p;
 }
 
-static void overhead_json(FILE *f, const struct hits *h, double cost)
+static void overhead_json(FILE *f, const struct hits *h, double cost, double warm)
 {
 	json_object *o = json_object_new_object(), *arr = json_object_new_array();
 
 	json_object_object_add(o, "mode", json_object_new_string("overhead"));
 	json_object_object_add(o, "probe_hit_cost_s", cost >= 0 ? json_object_new_double(cost) : NULL);
+	json_object_object_add(o, "probe_hit_warm_cost_s", cost >= 0 ? json_object_new_double(warm) : NULL);
 	for (size_t i = 0; i < h->n; i++) {
 		json_object *p = json_object_new_object();
 
@@ -516,20 +517,24 @@ static void overhead_json(FILE *f, const struct hits *h, double cost)
  */
 static void overhead_report(struct gp_run *run)
 {
-	double cost = calibrate__probe_cost(GP_CALIBRATE_CALLS);
+	struct gp_probe_cost c = { 0 };
+	int r = calibrate__probe_costs(GP_CALIBRATE_CALLS, &c);
+	double cost = r ? r : c.cold;
 	struct hits h = { 0 };
 
-	if (cost < 0)
-		gp_log(GP_LOG_DEBUG, "cannot calibrate the probe cost: %s", strerror((int)-cost));
+	if (r)
+		gp_log(GP_LOG_DEBUG, "cannot calibrate the probe cost: %s", strerror(-r));
 	gp_run__hits(run, add_hits, &h);
 	if (run->o->json) {
-		overhead_json(run->out, &h, cost);
+		overhead_json(run->out, &h, cost, c.warm);
 	} else if (h.n) {
-		char one[32], total[32];
+		char one[32], warm[32], total[32];
 
 		num__seconds(cost, one, sizeof(one));
-		fprintf(run->out, "gpuprobe overhead (estimate): one probe hit costs %s on this machine (calibrated when the run ended)\n",
-			one);
+		num__seconds(r ? -1 : c.warm, warm, sizeof(warm));
+		fprintf(run->out,
+			"gpuprobe overhead (estimate): one probe hit costs %s on this machine (%s in a tight loop; calibrated when the run ended)\n",
+			one, warm);
 		for (size_t i = 0; i < h.n; i++) {
 			num__seconds(cost >= 0 ? (double)h.v[i].probe_hits * cost : -1, total, sizeof(total));
 			fprintf(run->out, "  PID %u (%s): %llu probe hits, ~%s in probes\n", h.v[i].pid, h.v[i].comm,

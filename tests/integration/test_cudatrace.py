@@ -137,6 +137,9 @@ def test_overhead_estimate():
     eq(len(ov), 1, "one overhead line")
     cost = ov[0]["probe_hit_cost_s"]
     check(cost is not None and 0 < cost < 1e-3, f"calibrated cost per hit {cost}")
+    # the price charged is the cold one (after a sweep of the L2): never under a tight loop's
+    warm = ov[0]["probe_hit_warm_cost_s"]
+    check(warm is not None and 0 < warm <= cost, f"warm {warm} against cold {cost}")
     o = proc(ov[0], t["pid"])
     # entry and return probe of every launch, graph launch and sync call
     eq(o["probe_hits"], 2 * (p["launches"] + p["graph_launches"] + p["sync"]["calls"]), "probe hits")
