@@ -36,6 +36,7 @@ bench/gpu/inproc.sh built here carried (nothing is built there):
     bench/gpu/inproc.sh                  (about 6 minutes; writes $OUT or /tmp/gp-inproc)
     bench/gpu/inproc.sh --workloads torch --configs three_budget --torch-cap 540
 Runs' raw results (inproc_raw.json) merge into one table: inproc.py --merge A.json B.json --out DIR.
+The per-window files and step logs end in logs.tgz beside them.
 GPU_INPROC_MOCK=1 runs the plumbing here on the stand-in driver (no GPU).
 """
 import argparse
@@ -43,10 +44,12 @@ import json
 import math
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tarfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -396,6 +399,16 @@ def measure(a):
     return results, [describe(a, time.time() - t0)]
 
 
+def pack_logs(out):
+    """The per-window files and step logs into one logs.tgz beside the results: the device
+    tool brings back a limited number of files, and a run's dozens of logs crowded out
+    another run's inproc_raw.json (2026-11-23)."""
+    logs = os.path.join(out, "logs")
+    with tarfile.open(os.path.join(out, "logs.tgz"), "w:gz") as t:
+        t.add(logs, arcname="logs")
+    shutil.rmtree(logs)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gp")
@@ -438,6 +451,8 @@ def main():
     with open(os.path.join(a.out, "inproc.md"), "w") as f:
         f.write(text + "\n")
     print(text)
+    if not a.merge:
+        pack_logs(a.out)
     # the checks: every configuration measured; every interval holds the loop's own count
     bad = [l for l in md if "MISSES IT" in l]
     bad += ["%s %s: no window" % (n, c) for n in results for c, _ in CONFIGS[n]

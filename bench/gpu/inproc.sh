@@ -7,7 +7,7 @@
 # .output/bench/gpu), carry the tree with .output/bundle and .output/bench/gpu, then there:
 #     bench/gpu/inproc.sh
 # About 5 minutes of GPU time. Writes $OUT (else /tmp/gp-inproc): inproc.md (the tables),
-# inproc_raw.json, logs/. Copy inproc.md to bench/gpu/results-inproc-<gpu>.md to keep it.
+# inproc_raw.json, logs.tgz. Copy inproc.md to bench/gpu/results-inproc-<gpu>.md to keep it.
 # GPU_INPROC_MOCK=1 bench/gpu/inproc.sh runs the plumbing here on the stand-in driver.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
