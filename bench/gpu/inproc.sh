@@ -4,7 +4,8 @@
 # (its header says how). Nothing is built on the GPU machine: on the build host run
 #     make bundle && bench/gpu/inproc.sh --build
 # (a static gpuprobe in .output/bundle, launch_inproc from cuda.h and the toolkit's stub into
-# .output/bench/gpu), carry the tree with .output/bundle and .output/bench/gpu, then there:
+# .output/bench/gpu, and bpftool with its libraries for bench/gpu/runcounts.sh), carry the
+# tree with .output/bundle and .output/bench/gpu, then there:
 #     bench/gpu/inproc.sh
 # About 5 minutes of GPU time. Writes $OUT (else /tmp/gp-inproc): inproc.md (the tables),
 # inproc_raw.json, logs.tgz. Copy inproc.md to bench/gpu/results-inproc-<gpu>.md to keep it.
@@ -25,6 +26,13 @@ if [ "${1:-}" = --build ]; then
 	gcc -O2 -Wall -Wextra -Werror -I"$CUDA/include" -o "$BIN/launch_inproc" bench/gpu/launch_inproc.c \
 		-L"$CUDA/lib64/stubs" -lcuda || die "cannot build launch_inproc"
 	echo "built $BIN/launch_inproc"
+	# bpftool and the libraries it needs beyond libc, for bench/gpu/runcounts.sh there
+	BT=$(command -v bpftool) || die "no bpftool here (apt-get install bpftool)"
+	mkdir -p "$BIN/bpftool" && cp "$BT" "$BIN/bpftool/" || die "cannot copy $BT"
+	for lib in $(ldd "$BT" | awk '$3 ~ /^\// && $1 !~ /^(libc\.so|ld-linux)/ {print $3}'); do
+		cp -L "$lib" "$BIN/bpftool/" || die "cannot copy $lib"
+	done
+	echo "copied $BT and its libraries into $BIN/bpftool"
 	exit 0
 fi
 
