@@ -63,25 +63,6 @@ static __always_inline bool gp_sampled_hit(__u32 tgid)
 	return open;
 }
 
-/*
- * One hit of a probe the budget samples but whose calls are not the ones it counts (the
- * naming calls, which a driver may make for every launch): priced with the strays, never
- * counted. Returns whether its window is open (its program then does its work).
- */
-static __always_inline bool gp_sampled_extra(__u32 tgid)
-{
-	__u32 win = GP_HIT_WINDOW;
-	struct gp_hit_slot *s, *w;
-
-	if (!gp_count_hits)
-		return true;
-	w = bpf_map_lookup_elem(&gp_hits, &win);
-	s = gp_hit_slot_of(tgid);
-	if (s)
-		__sync_fetch_and_add(&s->stray, 1);
-	return !w || *(volatile __u32 *)&w->flags;
-}
-
 /* Whether the budget's window is open (always, without a budget): a return probe times
  * only the calls whose entry was counted. */
 static __always_inline bool gp_window_open(void)
@@ -93,6 +74,23 @@ static __always_inline bool gp_window_open(void)
 		return true;
 	w = bpf_map_lookup_elem(&gp_hits, &win);
 	return !w || *(volatile __u32 *)&w->flags;
+}
+
+/*
+ * One hit of a probe the budget samples but whose calls are not the ones it counts (the
+ * naming calls, which a driver may make for every launch): priced with the strays, never
+ * counted. Returns whether its window is open (its program then does its work).
+ */
+static __always_inline bool gp_sampled_extra(__u32 tgid)
+{
+	struct gp_hit_slot *s;
+
+	if (!gp_count_hits)
+		return true;
+	s = gp_hit_slot_of(tgid);
+	if (s)
+		__sync_fetch_and_add(&s->stray, 1);
+	return gp_window_open();
 }
 
 #endif /* GP_BUDGET_BPF_H */

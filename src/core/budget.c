@@ -688,7 +688,7 @@ struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char
 	b->hits_fd = -1;
 	b->pct = pct;
 	b->trap = c->warm;
-	b->cold = c->cold > c->warm ? c->cold : c->warm;
+	b->cold = c->cold; /* never under warm (calibrate.c) */
 	set_cost(b);
 	b->prog.stats_fd = -1;
 	b->target = MARGIN * pct / 100.0;

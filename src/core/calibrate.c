@@ -82,11 +82,11 @@ int gp_calibrate_twin(int x); /* the same code, never probed: the call's own tim
  * after it; the shared L3 still may). Measured with an entry probe, the median of 200
  * calls: on the H200 VM (2 MiB L2) 0.67 us in a tight loop, 1.9-2.3 us after the sweep,
  * where the PyTorch loop of bench/gpu paid ~1.8 us a hit; on the development machine 0.73
- * and 1.7. Sweeps over a page of each 4 KiB (the TLB) gave 1.1 us there, and over every
- * line of 16-256 MiB (no cache holds the path) 4-13 us (docs/benchmarks.md). What a hit
- * costs the program's own code after it is not in it.
+ * and 1.7. On the H200, sweeps over one line in each page of 32 MiB (the TLB) gave 1.1 us,
+ * and over every line of 16-256 MiB (no cache holds the path) 4-9 us
+ * (bench/gpu/results-inproc-h200.md). What a hit costs the program's own code after it is
+ * not in it.
  */
-#define PAGE 4096UL
 #define LINE 64UL
 
 static size_t sweep_bytes(void)

@@ -135,25 +135,21 @@ int main(int argc, char **argv)
 
 		ph[i].start_ns = t0;
 		for (unsigned long long j = 0; j < want; j++) {
-			unsigned long long due = t0 + j * 1000000000ull / ph[i].rate;
+			unsigned long long due = t0 + j * 1000000000ull / ph[i].rate, c0;
 
 			if (app_now_ns() < due)
 				sleep_until_ns(due);
+			c0 = time_calls ? app_now_ns() : 0;
+			if (get_function)
+				CHECK(cuKernelGetFunction(&f, k));
+			CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
 			if (time_calls) {
-				unsigned long long c0 = app_now_ns(), d;
+				unsigned long long d = app_now_ns() - c0;
 
-				if (get_function)
-					CHECK(cuKernelGetFunction(&f, k));
-				CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
-				d = app_now_ns() - c0;
 				if (d <= SLOW_CALL_NS)
 					ph[i].call_ns += d;
 				else
 					ph[i].slow_calls++;
-			} else {
-				if (get_function)
-					CHECK(cuKernelGetFunction(&f, k));
-				CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
 			}
 			ph[i].launches++;
 			if (every && ph[i].launches % every == 0) {
