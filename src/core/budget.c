@@ -375,7 +375,7 @@ static double least_fraction(struct gp_budget *b, double T, bool *over)
 
 /* What the next period must be for every process to keep its budget (links are shared):
  * 100 ms, longer when a process's strays need it, or when the window its share allows
- * would be under a millisecond. Called with b->acc held. */
+ * would be under GP_MIN_WINDOW_S (2 ms). Called with b->acc held. */
 static void plan(struct gp_budget *b, struct plan *p)
 {
 	double T = GP_PERIOD_S;
