@@ -2,6 +2,7 @@
 """Harness for the integration tests: runs the real gpuprobe binary, with real BPF,
 against the workload programs on the stand-in driver, and checks exact numbers in its
 --json output. Standard library only."""
+import fcntl
 import json
 import os
 import signal
@@ -100,6 +101,16 @@ def gpuprobe(args, cmd=None, timeout=60, env=None):
     return run(argv, timeout=timeout, env=env)
 
 
+def capture_file():
+    """A temporary file for a child's stdout or stderr, read while the child runs: opened
+    O_APPEND, so the child's writes go to its end whatever our reads do to the offset the
+    two share (without it a seek(0) between the child's writes put its next line at the
+    start, over its first one)."""
+    f = tempfile.TemporaryFile(mode="w+")
+    fcntl.fcntl(f.fileno(), fcntl.F_SETFL, fcntl.fcntl(f.fileno(), fcntl.F_GETFL) | os.O_APPEND)
+    return f
+
+
 class Background:
     """A process in the background whose stdout and stderr are collected to files."""
 
@@ -107,8 +118,8 @@ class Background:
         e = dict(os.environ)
         if env:
             e.update(env)
-        self.out = tempfile.TemporaryFile(mode="w+")
-        self.err = tempfile.TemporaryFile(mode="w+")
+        self.out = capture_file()
+        self.err = capture_file()
         # a group of its own: kill() ends what it started too (a traced command outlives a
         # gpuprobe killed with SIGKILL, and a failed test must not leave it running)
         self.p = subprocess.Popen(argv, stdout=self.out, stderr=self.err, text=True, env=e,

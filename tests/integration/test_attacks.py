@@ -197,7 +197,7 @@ class Run:
     def __init__(self, args, prefix=(), env=None, timeout=30, pass_fds=()):
         e = dict(os.environ)
         e.update(env or {})
-        out, err = tempfile.TemporaryFile(mode="w+"), tempfile.TemporaryFile(mode="w+")
+        out, err = gp.capture_file(), gp.capture_file()
         t0 = time.time()
         p = subprocess.Popen([*prefix, GPUPROBE, *args], stdout=out, stderr=err, env=e,
                              text=True, pass_fds=pass_fds)
@@ -492,8 +492,8 @@ def test_attach_through_proc_self_fd():
         fd = os.open(FAKECUDA, os.O_RDONLY)
         try:
             pid = int(a.stdout().split("READY")[1].split()[0])
-            out = tempfile.TemporaryFile(mode="w+")
-            err = tempfile.TemporaryFile(mode="w+")
+            out = gp.capture_file()
+            err = gp.capture_file()
             g = subprocess.Popen([GPUPROBE, "--memleak", "--json", "-p", str(pid), "--libcuda",
                                   f"/proc/self/fd/{fd}"], stdout=out, stderr=err, text=True,
                                  pass_fds=(fd,), env=dict(os.environ, GPUPROBE_NO_UPROBE_MULTI=multi))
