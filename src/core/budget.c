@@ -33,6 +33,8 @@
 #define PERIOD_NS 100000000ULL    /* a period while every call is seen */
 #define TICK_NS 5000000ULL        /* how often a waiting thread looks at stop and holds */
 #define EXACT_CHECK_NS 5000000ULL /* how often the rates are checked while all is seen */
+#define WINDOW_TICK_NS 500000ULL  /* how often a window looks at its hits (at least 2 ms long) */
+#define GUARD 2.0                 /* a window ends at this many times its period's allowance */
 /* The share of the budget aimed at. The rest is for what the price misses: the reaction to
  * a rate that rose, the probes it does not sample, and making and closing links. A hit is
  * priced cold (src/core/calibrate.c; a launch with its latency probe ~6 us here, where the
@@ -42,7 +44,7 @@
  * at half with the warm price, 0.85 % at 0.35, +0.5 % with the cold price at 0.35. On the
  * H200 a PyTorch loop paid +2.16 % (1.53-2.81) under a 1 % budget while its probes' hits
  * explain ~0.5 %: making and closing the links is the suspect (bench/gpu/results-inproc-
- * h200.md); a lower aim would not reach it. */
+ * h200.md), hence 500-ms sampled periods (sampling.h); a lower aim would not reach it. */
 #define MARGIN 0.35
 #define RING 256                  /* attach/detach durations kept for the medians */
 #define MAX_CHANGES 1024
@@ -126,6 +128,9 @@ struct gp_budget {
 	int closing;              /* closer threads running */
 	pthread_cond_t closed;
 	uint32_t *snap_pid;       /* the hits array as read at a boundary */
+	uint32_t *watch;          /* the slots accounted in the last period, for the window's guard */
+	size_t nr_watch;
+	uint64_t cut_windows;     /* windows ended early: a process took its period's hits */
 	uint64_t *snap_hits, *snap_stray;
 	double period_s;          /* of the sampled periods now */
 	double last_unseen;       /* seconds of the last period's that went unseen */
@@ -399,6 +404,7 @@ static void plan(struct gp_budget *b, struct plan *p)
 static void account_period(struct gp_budget *b, double T, double on, uint64_t now, struct plan *p)
 {
 	pthread_mutex_lock(&b->acc);
+	b->nr_watch = 0;
 	for (size_t i = 0; i < SLOTS; i++) {
 		struct account *a = &b->accounts[i];
 		uint64_t hits = b->snap_hits[i], stray = b->snap_stray[i];
@@ -421,6 +427,8 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		a->stray_s = ns * b->price;
 		if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
 			end_account(b, i, now, true);
+		else if (a->fresh)
+			b->watch[b->nr_watch++] = (uint32_t)i;
 	}
 	b->periods++;
 	if (on < T)
@@ -619,6 +627,60 @@ static double exact_period(struct gp_budget *b, uint64_t *start)
 }
 
 /*
+ * Whether a process has taken, in the open window, twice the hits its budget allows for the
+ * whole T-second period: its rate at least doubled since the plan (a window is planned to
+ * take all of them, so the allowance alone would cut every other window on noise). Then the
+ * window ends now and the next plan is made from the rate it found: a rise costs one
+ * period at most twice the target. Only the processes accounted in the last period are
+ * looked at (a new one waits for the next plan, as before the guard).
+ */
+static bool window_spent(struct gp_budget *b, double T)
+{
+	bool spent = false;
+
+	pthread_mutex_lock(&b->acc);
+	for (size_t k = 0; k < b->nr_watch && !spent; k++) {
+		uint32_t i = b->watch[k];
+		const struct account *a = &b->accounts[i];
+		uint32_t pid = i == GP_HIT_SLOTS ? 0 : __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
+		uint64_t hits = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
+		double n = pid == a->pid && hits >= a->last ? (double)(hits - a->last) : (double)hits;
+		double allow = b->target * T - a->stray_s;
+
+		spent = allow > 0 && n * b->price > GUARD * allow;
+	}
+	pthread_mutex_unlock(&b->acc);
+	return spent;
+}
+
+/* The window of a sampled period: f of its T seconds from t0, ended sooner (never under
+ * GP_MIN_WINDOW_S) once a process has taken its period's hits. False when stopped. */
+static bool wait_window(struct gp_budget *b, uint64_t t0, uint64_t T, double f)
+{
+	uint64_t end = t0 + (uint64_t)(f * (double)T), least = t0 + (uint64_t)(GP_MIN_WINDOW_S * 1e9);
+
+	for (;;) {
+		uint64_t now = gp_mono_ns(), step;
+		struct timespec ts;
+
+		if (stopping(b))
+			return false;
+		if (now >= end)
+			return true;
+		if (now >= least && window_spent(b, (double)T / 1e9)) {
+			pthread_mutex_lock(&b->acc);
+			b->cut_windows++;
+			pthread_mutex_unlock(&b->acc);
+			return true;
+		}
+		step = end - now < WINDOW_TICK_NS ? end - now : WINDOW_TICK_NS;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)step;
+		nanosleep(&ts, NULL);
+	}
+}
+
+/*
  * A sampled period: its window first (the links are in since *start), then the window
  * closes (BPF counts nothing more: what the links still catch until they are gone are
  * strays), the links close, and nothing until the next window. The period is accounted
@@ -631,7 +693,7 @@ static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 	double attach_est;
 	struct plan p;
 
-	if (!wait_until(b, t0 + (uint64_t)(f * (double)T), false))
+	if (!wait_window(b, t0, T, f))
 		return f;
 	set_window(b, false);
 	t_off = gp_mono_ns();
@@ -699,10 +761,11 @@ struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char
 	pthread_cond_init(&b->closed, NULL);
 	b->accounts = calloc(SLOTS, sizeof(*b->accounts));
 	b->snap_pid = calloc(SLOTS, sizeof(*b->snap_pid));
+	b->watch = calloc(SLOTS, sizeof(*b->watch));
 	b->snap_hits = calloc(SLOTS, sizeof(*b->snap_hits));
 	b->snap_stray = calloc(SLOTS, sizeof(*b->snap_stray));
 	b->ended = u64map__new();
-	if (!b->accounts || !b->ended || !b->snap_pid || !b->snap_hits || !b->snap_stray)
+	if (!b->accounts || !b->ended || !b->snap_pid || !b->watch || !b->snap_hits || !b->snap_stray)
 		goto oom;
 	b->hits_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_hits", sizeof(__u32), sizeof(struct gp_hit_slot),
 				    MAP_SLOTS, &o);
@@ -851,6 +914,7 @@ void gp_budget__free(struct gp_budget *b)
 		close(b->hits_fd);
 	free(b->accounts);
 	free(b->snap_pid);
+	free(b->watch);
 	free(b->snap_hits);
 	free(b->snap_stray);
 	u64map__free_all(b->ended, NULL);
@@ -948,6 +1012,7 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	s->periods = b->periods;
 	s->sampled_periods = b->sampled_periods;
 	s->windows = b->windows;
+	s->cut_windows = b->cut_windows;
 	s->attach_ms = median_of(b->attach_ms, b->nr_attach);
 	s->detach_ms = median_of(b->detach_ms, b->nr_detach);
 	s->changes = calloc(b->nr_changes ? b->nr_changes : 1, sizeof(*s->changes));

@@ -4,7 +4,8 @@
  * Modes attach the probes it may sample (launches, syncs: high-rate, each call counted on
  * its own) through it (gp_run__attach_sampled); their BPF programs count each hit per
  * process in the shared array `gp_hits` (bpf/budget.bpf.h), which this module maps and
- * reads without a system call. A thread of its own cuts time into periods (100 ms); when a
+ * reads without a system call. A thread of its own cuts time into periods (100 ms while
+ * every call is seen, 500 ms sampled); when a
  * process's probe time would pass the budget it attaches those probes for a window of
  * each period only and closes their uprobe_multi links for the rest — a detached uprobe
  * costs the process nothing, while a program that returns at once still costs the trap
@@ -84,6 +85,7 @@ struct gp_budget_stats {
 	double fraction;            /* now */
 	bool over;                  /* a process would pass the budget even at the least share */
 	uint64_t periods, sampled_periods, windows;
+	uint64_t cut_windows;       /* windows ended early: a process took its period's hits */
 	double attach_ms, detach_ms; /* medians: making the links, closing them */
 	struct gp_budget_change *changes;
 	size_t nr_changes;

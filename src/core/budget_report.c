@@ -9,10 +9,10 @@
 void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
 {
 	fprintf(f, "gpuprobe budget (--max-overhead %g%%): a probe hit costs %.2f us here (%.2f us in a tight loop), a counted call %.2f us; launch and sync probes attached %.1f%% of the time now%s; %" PRIu64
-		   " of %" PRIu64 " periods sampled (attaching took %.1f ms, closing %.1f ms, medians)\n",
+		   " of %" PRIu64 " periods sampled, %" PRIu64 " of %" PRIu64 " windows ended early by a rate that rose (attaching took %.1f ms, closing %.1f ms, medians)\n",
 		s->pct, s->cost * 1e6, s->warm_cost * 1e6, s->call_cost * 1e6, s->fraction * 100,
 		s->over ? " (a process passes the budget even then)" : "", s->sampled_periods, s->periods,
-		s->attach_ms, s->detach_ms);
+		s->cut_windows, s->windows, s->attach_ms, s->detach_ms);
 	for (size_t i = 0; i < s->nr_procs; i++) {
 		const struct gp_budget_proc *p = &s->procs[i];
 		struct gp_sampling smp;
@@ -73,6 +73,7 @@ void gp_budget__json(json_object *o, const struct gp_budget_stats *s)
 	json_object_object_add(o, "periods", json_object_new_uint64(s->periods));
 	json_object_object_add(o, "sampled_periods", json_object_new_uint64(s->sampled_periods));
 	json_object_object_add(o, "windows", json_object_new_uint64(s->windows));
+	json_object_object_add(o, "windows_cut", json_object_new_uint64(s->cut_windows));
 	json_object_object_add(o, "attach_ms_median", json_object_new_double(s->attach_ms));
 	json_object_object_add(o, "detach_ms_median", json_object_new_double(s->detach_ms));
 	for (size_t i = 0; i < s->nr_changes; i++) {
@@ -98,4 +99,6 @@ void gp_budget__prom(struct prom_out *p, const struct gp_budget_stats *s)
 	prom__u64(p, "gpuprobe_budget_over", NULL, NULL, s->over);
 	prom__family(p, "gpuprobe_budget_sampled_periods_total");
 	prom__u64(p, "gpuprobe_budget_sampled_periods_total", NULL, NULL, s->sampled_periods);
+	prom__family(p, "gpuprobe_budget_windows_cut_total");
+	prom__u64(p, "gpuprobe_budget_windows_cut_total", NULL, NULL, s->cut_windows);
 }

@@ -74,7 +74,12 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out);
 /* Its share of time in the probes so far (0 before any period). */
 double gp_account__overhead(const struct gp_account *a);
 
-#define GP_PERIOD_S 0.1      /* a sampled period, unless strays need a longer one */
+/* A sampled period, unless strays need a longer one. Each one makes and closes the sampled
+ * links once, which costs the process more than its strays (breakpoints written into its
+ * text under its mmap lock, TLB flushes): on the H200 a PyTorch loop under a 1 % budget paid
+ * +2.16 % (1.53-2.81) with 100-ms periods, +1.21 % (0.27-2.15) with 500-ms ones. A rate
+ * that rises inside a long period's window ends the window (src/core/budget.c). */
+#define GP_PERIOD_S 0.5
 #define GP_MAX_PERIOD_S 1.0  /* never longer: the budget reacts within a second */
 /* A window shorter than this sees too little: at 1 ms, a paced workload that fell behind
  * while the links were made (a loaded 2-CPU machine) caught up within the window, which
@@ -83,9 +88,9 @@ double gp_account__overhead(const struct gp_account *a);
 #define GP_MIN_WINDOW_S 0.002
 
 /*
- * The next sampled period's length: 100 ms, longer when a process's strays (seconds of its
- * time in probes outside the window, per period: the links take that long to go) would
- * take more than half of the target (the share of time allowed) of 100 ms.
+ * The next sampled period's length: GP_PERIOD_S, longer when a process's strays (seconds of
+ * its time in probes outside the window, per period: the links take that long to go) would
+ * take more than half of the target (the share of time allowed) of it.
  */
 double gp_budget_period(double stray_s, double target);
 /*

@@ -217,7 +217,10 @@ static void test_fraction_policy(void)
 		    "the least window, over budget");
 	ASSERT_TRUE(gp_budget_fraction(0, 0, 0.008, T, &over) == 1.0, "idle: all");
 	ASSERT_TRUE(fabs(gp_budget_period(0, 0.008) - GP_PERIOD_S) < 1e-12, "no strays: the usual period");
-	ASSERT_TRUE(fabs(gp_budget_period(0.0008, 0.008) - 0.2) < 1e-12, "strays of half the target: longer");
+	ASSERT_TRUE(fabs(gp_budget_period(0.008 * GP_PERIOD_S / 2, 0.008) - GP_PERIOD_S) < 1e-12,
+		    "strays of half the target of a period: the usual period still");
+	ASSERT_TRUE(fabs(gp_budget_period(0.003, 0.008) - 0.75) < 1e-12,
+		    "strays of more: a period they take half the target of");
 	ASSERT_TRUE(gp_budget_period(1, 0.008) == 1.0, "never over a second");
 }
 
