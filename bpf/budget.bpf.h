@@ -93,4 +93,20 @@ static __always_inline bool gp_sampled_extra(__u32 tgid)
 	return gp_window_open();
 }
 
+/*
+ * One hit of a probe the budget never samples (allocation and free, copy and the calls
+ * that time copies): always attached, so it is priced, and the budget leaves the sampled
+ * probes what is left of its share.
+ */
+static __always_inline void gp_priced_hit(__u32 tgid)
+{
+	struct gp_hit_slot *s;
+
+	if (!gp_count_hits)
+		return;
+	s = gp_hit_slot_of(tgid);
+	if (s)
+		__sync_fetch_and_add(&s->fixed, 1);
+}
+
 #endif /* GP_BUDGET_BPF_H */

@@ -13,6 +13,7 @@
 #include "gpuprobe.h"
 #include "common.bpf.h"
 #include "gp_arch.bpf.h"
+#include "budget.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -63,6 +64,7 @@ int copy_enter(struct pt_regs *ctx)
 {
 	if (!gp_traced_self())
 		return 0;
+	gp_priced_hit(bpf_get_current_pid_tgid() >> 32);
 	return copy_enter_traced(ctx);
 }
 

@@ -16,6 +16,7 @@
 #include "gp_arch.bpf.h"
 #include "stackcopy.bpf.h"
 #include "pystack.bpf.h"
+#include "budget.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -276,6 +277,7 @@ int mem_enter(struct pt_regs *ctx)
 
 	if (!gp_traced_self())
 		return 0;
+	gp_priced_hit(bpf_get_current_pid_tgid() >> 32);
 	switch ((__u32)bpf_get_attach_cookie(ctx)) {
 	case GP_API_cuMemAllocPitch_v2:
 		/* (CUdeviceptr *out, size_t *pitch, size_t width, size_t height, ...) */

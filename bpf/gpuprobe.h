@@ -64,7 +64,7 @@ struct gp_hit_slot {
 	__u32 flags; /* GP_HIT_WINDOW: 1 while the window is open */
 	__u64 hits;  /* counted, in the window */
 	__u64 stray; /* taken outside it */
-	__u64 _pad;
+	__u64 fixed; /* taken by probes the budget never samples (allocations, copies): priced */
 };
 
 /* GP_EV_FORK, GP_EV_EXEC and GP_EV_GONE */

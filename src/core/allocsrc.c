@@ -48,6 +48,12 @@ int allocsrc__open(struct allocsrc **out, struct gp_run *run, char *err, size_t 
 		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
 		goto fail;
 	}
+	/* allocations are never sampled, but priced under a budget */
+	r = gp_run__adopt_hits(run, as->skel);
+	if (r) {
+		snprintf(err, len, "cannot share the budget's hit counters: %s", strerror(-r));
+		goto fail;
+	}
 	bpf_map__set_max_entries(as->skel->maps.pending, run->o->max_pending);
 	bpf_map__set_max_entries(as->skel->maps.procs, run->o->max_procs);
 	/* the run's ordered buffer: allocations and the copies that use them, in one order */

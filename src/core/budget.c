@@ -64,9 +64,10 @@ struct group {
 
 struct account {
 	uint32_t pid;  /* 0: no process (the spill slot is always accounted) */
-	uint64_t last, last_stray; /* its hits and strays at the last boundary */
+	uint64_t last, last_stray, last_fixed; /* its hits, strays and priced hits at the last boundary */
 	struct gp_account acc;
 	double rho, stray_s; /* the last period's: share of the window in probes, strays' seconds */
+	double fixed;        /* the last period's share of time in the probes never sampled */
 	bool fresh;    /* accounted in the last period */
 };
 
@@ -75,6 +76,7 @@ struct account {
 struct plan {
 	double period_s, fraction;
 	bool over;
+	bool fixed_over; /* the probes never sampled take more than the share alone */
 };
 
 struct ended {
@@ -101,6 +103,8 @@ struct gp_budget {
 	double pct, target;
 	double cost, price;       /* of one counted call, its traps and programs: with the traps
 				   * warm (the estimates' models) and cold (what the budget holds) */
+	double fixed_price;       /* of a call to a probe never sampled: its entry and return
+				   * traps, cold, and (a proxy) the sampled probes' programs */
 	double trap, cold;        /* of one probe hit (calibrated: the empty-program trap, warm
 				   * and cold: src/core/calibrate.c) */
 	bool returns;             /* the sampled calls have return probes: two traps each */
@@ -131,7 +135,7 @@ struct gp_budget {
 	uint32_t *watch;          /* the slots accounted in the last period, for the window's guard */
 	size_t nr_watch;
 	uint64_t cut_windows;     /* windows ended early: a process took its period's hits */
-	uint64_t *snap_hits, *snap_stray;
+	uint64_t *snap_hits, *snap_stray, *snap_fixed;
 	double period_s;          /* of the sampled periods now */
 	double last_unseen;       /* seconds of the last period's that went unseen */
 };
@@ -306,6 +310,7 @@ static void take_snapshot(struct gp_budget *b)
 		b->snap_pid[i] = i == GP_HIT_SLOTS ? 0 : __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
 		b->snap_hits[i] = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
 		b->snap_stray[i] = __atomic_load_n(&b->hits[i].stray, __ATOMIC_RELAXED);
+		b->snap_fixed[i] = __atomic_load_n(&b->hits[i].fixed, __ATOMIC_RELAXED);
 	}
 }
 
@@ -333,6 +338,7 @@ static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_s
 	if (free_slot) {
 		__atomic_store_n(&b->hits[i].hits, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].stray, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].fixed, 0, __ATOMIC_RELAXED);
 		__atomic_compare_exchange_n(&b->hits[i].pid, &pid, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 	}
 	memset(a, 0, sizeof(*a));
@@ -352,28 +358,31 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now
 	if (!pid)
 		return false;
 	a->pid = pid;
-	a->last = a->last_stray = 0;
+	a->last = a->last_stray = a->last_fixed = 0;
 	/* it may have begun in the last period's unseen part */
 	gp_account__begin(&a->acc, b->last_unseen);
 	return true;
 }
 
 /* The share of a T-second period every fresh account can afford: the least. */
-static double least_fraction(struct gp_budget *b, double T, bool *over)
+static double least_fraction(struct gp_budget *b, double T, bool *over, bool *fixed_over)
 {
 	double f = 1.0;
 
-	*over = false;
+	*over = *fixed_over = false;
 	for (size_t i = 0; i < SLOTS; i++) {
 		bool o;
 		double g;
 
 		if (!b->accounts[i].fresh)
 			continue;
-		g = gp_budget_fraction(b->accounts[i].rho, b->accounts[i].stray_s, b->target, T, &o);
+		/* what the probes never sampled take comes off the share first */
+		g = gp_budget_fraction(b->accounts[i].rho, b->accounts[i].stray_s,
+				       b->target - b->accounts[i].fixed, T, &o);
 		if (g < f)
 			f = g;
 		*over |= o;
+		*fixed_over |= b->accounts[i].fixed > b->target;
 	}
 	return f;
 }
@@ -388,10 +397,10 @@ static void plan(struct gp_budget *b, struct plan *p)
 	for (size_t i = 0; i < SLOTS; i++)
 		if (b->accounts[i].fresh && gp_budget_period(b->accounts[i].stray_s, b->target) > T)
 			T = gp_budget_period(b->accounts[i].stray_s, b->target);
-	p->fraction = least_fraction(b, T, &p->over);
+	p->fraction = least_fraction(b, T, &p->over, &p->fixed_over);
 	if (p->fraction < GP_MIN_WINDOW_S / T && T < GP_MAX_PERIOD_S) {
 		T = GP_MIN_WINDOW_S / p->fraction < GP_MAX_PERIOD_S ? GP_MIN_WINDOW_S / p->fraction : GP_MAX_PERIOD_S;
-		p->fraction = least_fraction(b, T, &p->over);
+		p->fraction = least_fraction(b, T, &p->over, &p->fixed_over);
 	}
 	p->period_s = T;
 }
@@ -407,24 +416,28 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 	b->nr_watch = 0;
 	for (size_t i = 0; i < SLOTS; i++) {
 		struct account *a = &b->accounts[i];
-		uint64_t hits = b->snap_hits[i], stray = b->snap_stray[i];
-		double n, ns;
+		uint64_t hits = b->snap_hits[i], stray = b->snap_stray[i], fixed = b->snap_fixed[i];
+		double n, ns, nf;
 
 		a->fresh = false;
 		if (!slot_owner(b, i, b->snap_pid[i], now))
 			continue;
 		n = hits >= a->last ? (double)(hits - a->last) : 0;
 		ns = stray >= a->last_stray ? (double)(stray - a->last_stray) : 0;
+		nf = fixed >= a->last_fixed ? (double)(fixed - a->last_fixed) : 0;
 		a->last = hits;
 		a->last_stray = stray;
-		if (i == GP_HIT_SLOTS && !n && !ns && !a->acc.seconds)
+		a->last_fixed = fixed;
+		if (i == GP_HIT_SLOTS && !n && !ns && !nf && !a->acc.seconds)
 			continue;
-		gp_account__period(&a->acc, n, ns, T, on, b->cost, b->price);
-		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits and %.0f strays",
-		       T * 1e3, on * 1e3, a->pid, n, ns);
+		/* the priced hits cost the process like strays: never counted, always paid */
+		gp_account__period(&a->acc, n, ns + nf * b->fixed_price / b->price, T, on, b->cost, b->price);
+		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits, %.0f strays and %.0f priced hits",
+		       T * 1e3, on * 1e3, a->pid, n, ns, nf);
 		a->fresh = on > 0;
 		a->rho = on > 0 ? n * b->price / on : 0;
 		a->stray_s = ns * b->price;
+		a->fixed = T > 0 ? nf * b->fixed_price / T : 0;
 		if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
 			end_account(b, i, now, true);
 		else if (a->fresh)
@@ -449,11 +462,15 @@ static double rho_since(struct gp_budget *b, double secs)
 	for (size_t i = 0; i < SLOTS; i++) {
 		uint32_t pid = i == GP_HIT_SLOTS ? 0 : __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
 		uint64_t hits = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
+		uint64_t fixed = __atomic_load_n(&b->hits[i].fixed, __ATOMIC_RELAXED);
+		const struct account *a = &b->accounts[i];
 		double n;
 
-		/* a new owner since the boundary: all its hits are since then */
-		n = pid == b->accounts[i].pid && hits >= b->accounts[i].last ? (double)(hits - b->accounts[i].last)
-									   : (double)hits;
+		/* a new owner since the boundary: all its hits are since then; the priced ones
+		 * count as much as the counted ones */
+		n = pid == a->pid && hits >= a->last ? (double)(hits - a->last) : (double)hits;
+		n += (pid == a->pid && fixed >= a->last_fixed ? (double)(fixed - a->last_fixed) : (double)fixed) *
+		     b->fixed_price / b->price;
 		if (n * b->price / secs > rho)
 			rho = n * b->price / secs;
 	}
@@ -548,6 +565,7 @@ static void set_cost(struct gp_budget *b)
 
 	b->cost = k * b->trap + progs;
 	b->price = k * b->cold + progs;
+	b->fixed_price = 2 * b->cold + progs;
 }
 
 /*
@@ -601,7 +619,8 @@ static double next_fraction(struct gp_budget *b, const struct plan *p, uint64_t 
 
 	measure_progs(b, now);
 	b->period_s = p->period_s;
-	set_fraction(b, f, f < 1 && p->over, now);
+	/* over: even the least window passes it, or the probes it never samples do alone */
+	set_fraction(b, f, (f < 1 && p->over) || p->fixed_over, now);
 	return f;
 }
 
@@ -645,7 +664,7 @@ static bool window_spent(struct gp_budget *b, double T)
 		uint32_t pid = i == GP_HIT_SLOTS ? 0 : __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
 		uint64_t hits = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
 		double n = pid == a->pid && hits >= a->last ? (double)(hits - a->last) : (double)hits;
-		double allow = b->target * T - a->stray_s;
+		double allow = (b->target - a->fixed) * T - a->stray_s;
 
 		spent = allow > 0 && n * b->price > GUARD * allow;
 	}
@@ -764,8 +783,10 @@ struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char
 	b->watch = calloc(SLOTS, sizeof(*b->watch));
 	b->snap_hits = calloc(SLOTS, sizeof(*b->snap_hits));
 	b->snap_stray = calloc(SLOTS, sizeof(*b->snap_stray));
+	b->snap_fixed = calloc(SLOTS, sizeof(*b->snap_fixed));
 	b->ended = u64map__new();
-	if (!b->accounts || !b->ended || !b->snap_pid || !b->watch || !b->snap_hits || !b->snap_stray)
+	if (!b->accounts || !b->ended || !b->snap_pid || !b->watch || !b->snap_hits || !b->snap_stray ||
+	    !b->snap_fixed)
 		goto oom;
 	b->hits_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_hits", sizeof(__u32), sizeof(struct gp_hit_slot),
 				    MAP_SLOTS, &o);
@@ -917,6 +938,7 @@ void gp_budget__free(struct gp_budget *b)
 	free(b->watch);
 	free(b->snap_hits);
 	free(b->snap_stray);
+	free(b->snap_fixed);
 	u64map__free_all(b->ended, NULL);
 	pthread_mutex_destroy(&b->links);
 	pthread_mutex_destroy(&b->acc);

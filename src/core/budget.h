@@ -10,8 +10,8 @@
  * each period only and closes their uprobe_multi links for the rest — a detached uprobe
  * costs the process nothing, while a program that returns at once still costs the trap
  * (docs/benchmarks.md) — and estimates the unseen calls (src/core/sampling.h). When the
- * rate falls it attaches them for good again. Allocation and free probes never go
- * through it.
+ * rate falls it attaches them for good again. Allocation, free and copy probes never go
+ * through it, but are priced (gp_priced_hit): their share comes off the budget first.
  */
 #ifndef GP_BUDGET_H
 #define GP_BUDGET_H

@@ -363,6 +363,43 @@ def test_budget_library_loaded_later():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def test_budget_prices_the_probes_it_never_samples():
+    """Allocation, free and copy probes are never sampled, so the budget prices them (two
+    cold traps a call) and leaves the sampled probes what is left: 4000 launches/s with an
+    allocation and a free after each is 8000 priced calls/s, more than the 0.35 % the
+    budget aims at by themselves, so it says so (over budget) and samples the launches at
+    its least share; its estimate of the process's time in probes holds the priced calls.
+    Copies under --bandwidth-util are priced the same way."""
+    r = gp.gpuprobe(BASE + ["--cudatrace", "--memleak", "--max-overhead", "1"],
+                    cmd=[RATE, "--phases", "4000:1500", "--alloc-every", "1"], timeout=60)
+    eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
+    t = truth(r.stderr)
+    b = budget_record(r.stdout)
+    bp = [p for p in b["processes"] if p["pid"] == t["pid"]]
+    eq(len(bp), 1, "the budget's account of the process")
+    priced = (t["allocs"] + t["frees"]) * 2 * b["probe_hit_cost_s"]
+    check(bp[0]["probe_seconds_estimate"] >= 0.95 * priced,
+          f"the budget's {bp[0]['probe_seconds_estimate']:.4f} s in probes holds less than the"
+          f" {t['allocs'] + t['frees']} allocation calls' {priced:.4f} s")
+    eq(b["over_budget"], True, "over budget by the allocation probes alone")
+    check(b["fraction"] <= 0.01, f"launches sampled at the least share: {b['fraction']}")
+    ml = final_proc(r.stdout, "memleak", t["pid"])
+    eq(ml["allocs_total"], t["allocs"], "allocations, exact")
+    eq(ml["frees_total"], t["frees"], "frees, exact")
+
+    r = gp.gpuprobe(BASE + ["--bandwidth-util", "--max-overhead", "1"], cmd=[app("copy_app"), "--n", "100"],
+                    timeout=60)
+    eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
+    t = truth(r.stderr)
+    copies = sum(v["copies"] for v in t["transfers"].values())
+    check(copies >= 500, f"copy_app's copies: {copies}")
+    b = budget_record(r.stdout)
+    bp = [p for p in b["processes"] if p["pid"] == t["pid"]]
+    eq(len(bp), 1, "the budget's account of the copying process")
+    check(bp[0]["probe_seconds_estimate"] >= 0.95 * copies * 2 * b["probe_hit_cost_s"],
+          f"the budget's {bp[0]['probe_seconds_estimate']:.4f} s in probes holds less than {copies} copies")
+
+
 def test_comm_process_running_at_start_counted():
     """--comm follows the processes that run already once the probes are in (the run's
     start): a launch in between must not leave its thread marked "not followed" for the

@@ -84,6 +84,12 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	attach_pair__prepare(&m->probes, m->skel->progs.copy_enter, m->skel->progs.copy_leave, "copy");
 	m->skel->rodata->min_bytes = bw_settings.min_bytes;
 	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
+	/* copies are not sampled (yet), but priced under a budget */
+	r = gp_run__adopt_hits(run, m->skel);
+	if (r) {
+		snprintf(err, len, "cannot share the budget's hit counters: %s", strerror(-r));
+		return r;
+	}
 	/* the allocation records' ring buffer: one order for allocations and copies */
 	return gp_share__load(run, m->skel, m->skel->maps.events, err, len);
 }

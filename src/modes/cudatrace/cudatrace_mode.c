@@ -109,7 +109,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	m->skel->rodata->measure_latency = ct_settings.latency;
 	r = gp_run__adopt_hits(run, m->skel);
 	if (r) {
-		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
+		snprintf(err, len, "cannot share the budget's hit counters: %s", strerror(-r));
 		return r;
 	}
 	bpf_map__set_max_entries(m->skel->maps.launches, (__u32)ct_settings.max_launch_keys);
