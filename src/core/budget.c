@@ -388,8 +388,8 @@ static double least_fraction(struct gp_budget *b, double T, bool *over, bool *fi
 }
 
 /* What the next period must be for every process to keep its budget (links are shared):
- * 100 ms, longer when a process's strays need it, or when the window its share allows
- * would be under GP_MIN_WINDOW_S (2 ms). Called with b->acc held. */
+ * GP_PERIOD_S (500 ms), longer when a process's strays need it, or when the window its
+ * share allows would be under GP_MIN_WINDOW_S (2 ms). Called with b->acc held. */
 static void plan(struct gp_budget *b, struct plan *p)
 {
 	double T = GP_PERIOD_S;
@@ -451,7 +451,20 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 	pthread_mutex_unlock(&b->acc);
 }
 
-/* The largest share of time in the probes since the last boundary, all calls seen. */
+/* Slot i's counted hits (or, with fixed, its priced ones) since the last boundary, read
+ * now; a new owner since then: all of them are. Called with b->acc held. */
+static double since_boundary(struct gp_budget *b, size_t i, bool fixed)
+{
+	const struct account *a = &b->accounts[i];
+	uint32_t pid = i == GP_HIT_SLOTS ? 0 : __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
+	uint64_t v = __atomic_load_n(fixed ? &b->hits[i].fixed : &b->hits[i].hits, __ATOMIC_RELAXED);
+	uint64_t last = fixed ? a->last_fixed : a->last;
+
+	return pid == a->pid && v >= last ? (double)(v - last) : (double)v;
+}
+
+/* The largest share of time in the probes since the last boundary, all calls seen: the
+ * counted hits and the priced ones. */
 static double rho_since(struct gp_budget *b, double secs)
 {
 	double rho = 0;
@@ -460,19 +473,10 @@ static double rho_since(struct gp_budget *b, double secs)
 		return 0;
 	pthread_mutex_lock(&b->acc);
 	for (size_t i = 0; i < SLOTS; i++) {
-		uint32_t pid = i == GP_HIT_SLOTS ? 0 : __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
-		uint64_t hits = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
-		uint64_t fixed = __atomic_load_n(&b->hits[i].fixed, __ATOMIC_RELAXED);
-		const struct account *a = &b->accounts[i];
-		double n;
+		double s = since_boundary(b, i, false) * b->price + since_boundary(b, i, true) * b->fixed_price;
 
-		/* a new owner since the boundary: all its hits are since then; the priced ones
-		 * count as much as the counted ones */
-		n = pid == a->pid && hits >= a->last ? (double)(hits - a->last) : (double)hits;
-		n += (pid == a->pid && fixed >= a->last_fixed ? (double)(fixed - a->last_fixed) : (double)fixed) *
-		     b->fixed_price / b->price;
-		if (n * b->price / secs > rho)
-			rho = n * b->price / secs;
+		if (s / secs > rho)
+			rho = s / secs;
 	}
 	pthread_mutex_unlock(&b->acc);
 	return rho;
@@ -659,43 +663,29 @@ static bool window_spent(struct gp_budget *b, double T)
 
 	pthread_mutex_lock(&b->acc);
 	for (size_t k = 0; k < b->nr_watch && !spent; k++) {
-		uint32_t i = b->watch[k];
-		const struct account *a = &b->accounts[i];
-		uint32_t pid = i == GP_HIT_SLOTS ? 0 : __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
-		uint64_t hits = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
-		double n = pid == a->pid && hits >= a->last ? (double)(hits - a->last) : (double)hits;
+		const struct account *a = &b->accounts[b->watch[k]];
 		double allow = (b->target - a->fixed) * T - a->stray_s;
 
-		spent = allow > 0 && n * b->price > GUARD * allow;
+		spent = allow > 0 && since_boundary(b, b->watch[k], false) * b->price > GUARD * allow;
 	}
+	b->cut_windows += spent;
 	pthread_mutex_unlock(&b->acc);
 	return spent;
 }
 
 /* The window of a sampled period: f of its T seconds from t0, ended sooner (never under
- * GP_MIN_WINDOW_S) once a process has taken its period's hits. False when stopped. */
+ * GP_MIN_WINDOW_S) once a process has taken twice its period's hits. False when stopped. */
 static bool wait_window(struct gp_budget *b, uint64_t t0, uint64_t T, double f)
 {
 	uint64_t end = t0 + (uint64_t)(f * (double)T), least = t0 + (uint64_t)(GP_MIN_WINDOW_S * 1e9);
 
 	for (;;) {
-		uint64_t now = gp_mono_ns(), step;
-		struct timespec ts;
+		uint64_t now = gp_mono_ns();
 
-		if (stopping(b))
+		if (now >= end || (now >= least && window_spent(b, (double)T / 1e9)))
+			return !stopping(b);
+		if (!wait_until(b, now + WINDOW_TICK_NS < end ? now + WINDOW_TICK_NS : end, false))
 			return false;
-		if (now >= end)
-			return true;
-		if (now >= least && window_spent(b, (double)T / 1e9)) {
-			pthread_mutex_lock(&b->acc);
-			b->cut_windows++;
-			pthread_mutex_unlock(&b->acc);
-			return true;
-		}
-		step = end - now < WINDOW_TICK_NS ? end - now : WINDOW_TICK_NS;
-		ts.tv_sec = 0;
-		ts.tv_nsec = (long)step;
-		nanosleep(&ts, NULL);
 	}
 }
 
