@@ -1345,7 +1345,10 @@ def write_doc(results, wall):
       "Wilcoxon signed-rank 95 % interval; the median of the ratios of medians is shown beside it. Windows "
       "are short (0.6 s on PyTorch) and many: without tracing, a window's mean step wanders by 4-5 % from "
       "one window to the next at every length from 0.25 s to 4 s on the H200, so only the number of "
-      "windows narrows the interval. It needs a GPU, so `make bench` does not run it; it builds nothing on "
+      "windows narrows the interval. Under `--max-overhead` a window is measured in steady state "
+      "(`--lead 0.5 --torch-window 1.0`): gpuprobe attaches half a second before the measure begins, past "
+      "its first periods (one that counts every call, one planned from it), which a window measured from the "
+      "attach holds and a daemon does not. It needs a GPU, so `make bench` does not run it; it builds nothing on "
       "the GPU machine (`make bundle && bench/gpu/inproc.sh --build` here, then `bench/gpu/inproc.sh` "
       "there, about 6 minutes; runs merge with `inproc.py --merge`).")
     a("")

@@ -13,6 +13,10 @@ with the 95 % interval of the Wilcoxon signed-rank test (distribution-free for a
 spread; normal approximation from 20 windows); the median of the ratios of medians comes
 with its order-statistic interval. Windows are added until every interval is narrower
 than --width points or the time is up. Steps within --settle of a change are left out.
+With --lead L gpuprobe is attached L seconds before an on-window's measure begins and
+stays to its end: under --max-overhead the first periods are planned from nothing (an
+exact period, then the least window), so a window measured from the attach sees mostly
+them and not the periods a daemon lives in (bench/gpu/results-inproc-h200.md, fifth look).
 
 Why many short windows: on the GPU machines (VMs) a ~2 ms PyTorch step's window mean wanders
 by ~4-5 % from one window to the next at every window length from 0.25 s to 4 s (measured
@@ -23,6 +27,8 @@ Workloads: launch (bench/gpu/launch_inproc.c: steps of 1000 empty-kernel launche
 synchronize) and torch (torch_inproc.py: a ~2 ms PyTorch training step, ~35 launches), with
   three         --memleak --cudatrace --bandwidth-util (every call)
   three_budget  the same with --max-overhead 1
+  unsampled     --memleak --bandwidth-util, every call (only when --configs names it): the
+                probes a budget prices and never samples
 and profiler: torch.profiler (CPU and CUDA activities) switched the same way inside a
 PyTorch process of its own (the peer): after its first session the process stays ~25 %
 slower (CUPTI stays on), which would spoil any window measured after it in the same process.
@@ -57,14 +63,17 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from run import median_ci  # noqa: E402 (bench/run.py: constants and functions only at import)
 
 THREE = ["--memleak", "--cudatrace", "--bandwidth-util"]
+ON_REQUEST = {"unsampled"}  # run only when --configs names them
 CONFIGS = {
     "launch": [("three", THREE), ("three_budget", THREE + ["--max-overhead", "1"])],
-    "torch": [("three", THREE), ("three_budget", THREE + ["--max-overhead", "1"])],
+    "torch": [("three", THREE), ("three_budget", THREE + ["--max-overhead", "1"]),
+              ("unsampled", ["--memleak", "--bandwidth-util"])],
     "profiler": [("profiler", None)],
 }
 LABELS = {
     "three": "gpuprobe --memleak --cudatrace --bandwidth-util",
     "three_budget": "the same, --max-overhead 1",
+    "unsampled": "gpuprobe --memleak --bandwidth-util (the probes a budget never samples, every call)",
     "profiler": "torch.profiler (CPU + CUDA activities)",
 }
 TITLES = {
@@ -177,7 +186,8 @@ def read_report(path, pid, secs, extra):
 def gp_window(w, a, cfg, flags, secs, n):
     out = os.path.join(a.out, "logs", "%s-%s-%d.json" % (w.name, cfg, n))
     err = out[:-5] + ".err"
-    cmd = [a.gp] + flags + a.gp_extra + ["-p", str(w.pid), "--duration", "%.3f" % secs, "--json"]
+    lead = a.lead_ns / 1e9
+    cmd = [a.gp] + flags + a.gp_extra + ["-p", str(w.pid), "--duration", "%.3f" % (lead + secs), "--json"]
     with open(out, "w") as fo, open(err, "w") as fe:
         p = subprocess.Popen(cmd, stdout=fo, stderr=subprocess.PIPE, text=True)
         t_on = None
@@ -188,15 +198,17 @@ def gp_window(w, a, cfg, flags, secs, n):
         p.wait()
     if p.returncode or t_on is None:
         raise SystemExit("gpuprobe failed (exit %s): %s; see %s" % (p.returncode, " ".join(cmd), err))
-    extra = dict(t_attached=t_on, t_done=t_on + int(secs * 1e9))
-    read_report(out, w.pid, secs, extra)
+    t_done = t_on + a.lead_ns + int(secs * 1e9)
+    extra = dict(t_attached=t_on, t_done=t_done)
+    read_report(out, w.pid, lead + secs, extra)
     if n < 3:  # the window's files are kept for the first few rounds only (hundreds of windows)
         extra["cmd"] = " ".join(cmd)
     else:
         os.unlink(out)
         os.unlink(err)
-    # probes in from "tracing" until the duration ran out (then the report and the detach)
-    w.windows.append(("on", cfg, t_on + a.settle_ns, t_on + int(secs * 1e9), extra))
+    # probes in from "tracing" until the duration ran out (then the report and the detach);
+    # with --lead the first seconds are left out (a budget's first periods plan from nothing)
+    w.windows.append(("on", cfg, t_on + max(a.settle_ns, a.lead_ns), t_done, extra))
 
 
 def prof_window(w, a, secs):
@@ -281,7 +293,7 @@ def progress(res, cfgs):
 def run_workload(a, name, argv, env, secs, cap):
     path = os.path.join(a.out, "logs", "%s.steps" % name)
     w = Workload(name, argv, env, path)
-    cfgs = [c for c in CONFIGS[name] if not a.configs or c[0] in a.configs]
+    cfgs = [c for c in CONFIGS[name] if (c[0] in a.configs if a.configs else c[0] not in ON_REQUEST)]
     t_end = time.time() + cap
     log("== %s: PID %d, windows of %.2f s, until every interval is under %.1f points or %d s" %
         (name, w.pid, secs, a.width, cap))
@@ -324,6 +336,8 @@ def table(name, res):
                     cfg, x["launches"], x["true_launches"],
                     "" if not iv else ", interval [%s, %s]%s" % (iv[0], iv[1], "" if (
                         iv[0] - 2000 <= x["true_launches"] <= (iv[1] if iv[1] is not None else 1e18) + 2000) else " MISSES IT")))
+        if not rs and cfg in ON_REQUEST:
+            continue
         if not rs:
             out.append("| %s | 0 | — | — | — | — | — | — | — |" % LABELS[cfg])
             continue
@@ -422,6 +436,8 @@ def main():
     ap.add_argument("--width", type=float, default=1.0, help="stop once every interval is narrower (points)")
     ap.add_argument("--min-pairs", type=int, default=8)
     ap.add_argument("--settle", type=float, default=0.15, help="seconds left out after each change")
+    ap.add_argument("--lead", type=float, default=0.0,
+                    help="seconds gpuprobe is attached before an on-window's measure begins (steady state)")
     ap.add_argument("--launch-window", type=float, default=1.5)
     ap.add_argument("--torch-window", type=float, default=0.6)
     ap.add_argument("--profiler-window", type=float, default=2.0)
@@ -433,6 +449,7 @@ def main():
     a.workloads = [x for x in a.workloads.split(",") if x]
     a.configs = [x for x in a.configs.split(",") if x]
     a.settle_ns = int(a.settle * 1e9)
+    a.lead_ns = int(a.lead * 1e9)
     bad = [x for x in a.workloads if x not in CONFIGS] + [x for x in a.configs if x not in LABELS]
     if bad:
         ap.error("unknown workload or configuration: " + ", ".join(bad))
@@ -456,7 +473,7 @@ def main():
     # the checks: every configuration measured; every interval holds the loop's own count
     bad = [l for l in md if "MISSES IT" in l]
     bad += ["%s %s: no window" % (n, c) for n in results for c, _ in CONFIGS[n]
-            if (not a.configs or c in a.configs) and not results[n].get(c)]
+            if (c in a.configs if a.configs else c not in ON_REQUEST) and not results[n].get(c)]
     for b in bad:
         print("bench/gpu/inproc: check failed: " + b.lstrip("- "), file=sys.stderr)
     sys.exit(1 if bad else 0)

@@ -26,6 +26,10 @@ if [ "${1:-}" = --build ]; then
 	gcc -O2 -Wall -Wextra -Werror -I"$CUDA/include" -o "$BIN/launch_inproc" bench/gpu/launch_inproc.c \
 		-L"$CUDA/lib64/stubs" -lcuda || die "cannot build launch_inproc"
 	echo "built $BIN/launch_inproc"
+	# link churn alone, in gpuprobe's place (its header says how)
+	gcc -O2 -Wall -Wextra -Werror -static -o "$BIN/linkchurn" bench/gpu/linkchurn.c -lbpf -lelf -lz -lzstd ||
+		die "cannot build linkchurn"
+	echo "built $BIN/linkchurn"
 	# bpftool and the libraries it needs beyond libc, for bench/gpu/runcounts.sh there
 	BT=$(command -v bpftool) || die "no bpftool here (apt-get install bpftool)"
 	mkdir -p "$BIN/bpftool" && cp "$BT" "$BIN/bpftool/" || die "cannot copy $BT"
