@@ -26,7 +26,8 @@ Sections (all by default; --only picks some):
 Configurations that need an option this gpuprobe lacks (see its --help) are skipped.
 
 Environment: BENCH_REPS (7), BENCH_SOAK_SECONDS (60), BENCH_ATTACH_FUNCS (700),
-BENCH_OUT (docs/benchmarks.md). Raw figures go to .output/bench/results.json.
+BENCH_OUT (docs/benchmarks.md). Raw figures go to .output/bench/results.json (--only: to
+results-only.json beside it, so that --rewrite still renders the whole run).
 A soak of 600 s or more is also recorded in bench/soak-long.json, which later runs quote.
 """
 import argparse
@@ -1832,7 +1833,9 @@ def main():
     results["analysis"] = analysis(results)
     wall = time.monotonic() - t0
     results["wall"] = wall
-    with open(B + "/results.json", "w") as f:
+    # a part (--only) goes beside the whole run's figures, which --rewrite renders from
+    raw = B + ("/results-only.json" if args.only else "/results.json")
+    with open(raw, "w") as f:
         json.dump(results, f, indent=1)
     for row in results["targets"]:
         log("  %s | %s | %s" % (row["target"], row["measured"], row["verdict"]))
@@ -1843,7 +1846,7 @@ def main():
         replace_stacks_doc(results)
         log("bench: --only stacks: its section of %s rewritten" % os.path.relpath(DOC, ROOT))
     else:
-        log("bench: --only: %s not rewritten; raw figures in .output/bench/results.json" %
+        log("bench: --only: %s not rewritten; raw figures in .output/bench/results-only.json" %
             os.path.relpath(DOC, ROOT))
 
 

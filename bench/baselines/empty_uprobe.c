@@ -39,15 +39,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "empty.skel.h"
+#include "uprobe_multi.h"
 
-#define UPROBE_MULTI 48 /* BPF_TRACE_UPROBE_MULTI; not in older uapi headers */
-#define UPROBE_MULTI_RETURN 1U
-
-struct link_create_uprobe_multi {
-	__u32 prog_fd, target_fd, attach_type, flags;
-	__u64 path, offsets, ref_ctr_offsets, cookies;
-	__u32 cnt, um_flags, pid, _pad;
-};
 
 static double now_ms(void)
 {
@@ -146,19 +139,8 @@ static int resolve(const char *path, const char *list, int all, const char ***na
 static int attach_multi(int prog_fd, const char *path, unsigned long *offs, int n, int ret,
 			pid_t pid)
 {
-	struct link_create_uprobe_multi a;
-	int fd;
-
-	memset(&a, 0, sizeof(a));
-	a.prog_fd = (__u32)prog_fd;
-	a.attach_type = UPROBE_MULTI;
-	a.path = (__u64)(unsigned long)path;
-	a.offsets = (__u64)(unsigned long)offs;
-	a.cnt = (__u32)n;
-	a.um_flags = ret ? UPROBE_MULTI_RETURN : 0;
-	a.pid = (__u32)pid;
-	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
-	return fd < 0 ? -errno : fd;
+	_Static_assert(sizeof(*offs) == 8, "uprobe_multi offsets are 64-bit");
+	return bench_uprobe_multi(prog_fd, path, offs, n, ret, pid);
 }
 
 #define MAX_CYCLES 200000

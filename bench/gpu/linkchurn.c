@@ -27,6 +27,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "../baselines/uprobe_multi.h"
 
 #define MAX_FUNCS 512
 
@@ -146,30 +147,6 @@ static int find_offsets(const char *path, const char *match, unsigned long long 
 	return n;
 }
 
-/* BPF_LINK_CREATE's uprobe_multi layout (include/uapi/linux/bpf.h, Linux 6.6+): Debian 12's
- * libbpf predates it, as in src/core/attach.c. */
-#define TRACE_UPROBE_MULTI 48
-#define UPROBE_MULTI_RETURN 1U
-struct link_create_uprobe_multi {
-	__u32 prog_fd, target_fd, attach_type, flags;
-	__u64 path, offsets, ref_ctr_offsets, cookies;
-	__u32 cnt, um_flags, pid, _pad;
-};
-
-static int make_link(int prog, const char *path, unsigned long long *offs, int n, int pid, bool ret)
-{
-	struct link_create_uprobe_multi a;
-
-	memset(&a, 0, sizeof(a));
-	a.prog_fd = (__u32)prog;
-	a.attach_type = TRACE_UPROBE_MULTI;
-	a.path = (__u64)(unsigned long)path;
-	a.offsets = (__u64)(unsigned long)offs;
-	a.cnt = (__u32)n;
-	a.um_flags = ret ? UPROBE_MULTI_RETURN : 0;
-	a.pid = (__u32)pid;
-	return (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
-}
 
 int main(int argc, char **argv)
 {
@@ -183,7 +160,7 @@ int main(int argc, char **argv)
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
-	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = (enum bpf_attach_type)TRACE_UPROBE_MULTI);
+	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = (enum bpf_attach_type)UPROBE_MULTI);
 
 	/* the harness passes gpuprobe's command line: the churn's own settings may come from the
 	 * environment instead */
@@ -226,7 +203,7 @@ int main(int argc, char **argv)
 		period_ms, hold_ms);
 	end = now_ns() + (unsigned long long)(secs * 1e9);
 	for (unsigned long long t = now_ns(); t < end; t += (unsigned long long)period_ms * 1000000ull) {
-		int a = make_link(prog, path, offs, n, pid, false), b = make_link(prog, path, offs, n, pid, true);
+		int a = bench_uprobe_multi(prog, path, offs, n, 0, pid), b = bench_uprobe_multi(prog, path, offs, n, 1, pid);
 
 		if (a < 0 || b < 0)
 			die("cannot make a link");
