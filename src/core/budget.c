@@ -68,7 +68,6 @@ struct account {
 	struct gp_account acc;
 	double rho, stray_s; /* the last period's: share of the window in probes, strays' seconds */
 	double fixed;        /* the last period's share of time in the probes never sampled */
-	double fixed_price;  /* and what one of their calls cost then (fixed_call_price) */
 	bool fresh;    /* accounted in the last period */
 };
 
@@ -77,7 +76,7 @@ struct account {
 struct plan {
 	double period_s, fraction;
 	bool over;
-	bool fixed_over; /* the probes never sampled take more than the budget alone */
+	bool fixed_over; /* the probes never sampled take more than the share alone */
 };
 
 struct ended {
@@ -104,13 +103,8 @@ struct gp_budget {
 	double pct, target;
 	double cost, price;       /* of one counted call, its traps and programs: with the traps
 				   * warm (the estimates' models) and cold (what the budget holds) */
-	double fixed_price;       /* of a call to a probe never sampled, at most: its entry and
-				   * return traps, sparse (such a probe fires at the program's own
-				   * pace: an allocation, a synchronize a step), and (a proxy) the
-				   * sampled probes' programs; fixed_call_price() by their rate */
-	double sparse;            /* of one such hit (calibrated: calibrate.c) */
-	double cold_gap, sparse_gap; /* hits this far apart cost cold, and sparse (calibrate.h) */
-	double progs;             /* the sampled probes' programs, a call */
+	double fixed_price;       /* of a call to a probe never sampled: its entry and return
+				   * traps, cold, and (a proxy) the sampled probes' programs */
 	double trap, cold;        /* of one probe hit (calibrated: the empty-program trap, warm
 				   * and cold: src/core/calibrate.c) */
 	bool returns;             /* the sampled calls have return probes: two traps each */
@@ -365,7 +359,6 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now
 		return false;
 	a->pid = pid;
 	a->last = a->last_stray = a->last_fixed = 0;
-	a->fixed_price = 0;
 	/* it may have begun in the last period's unseen part */
 	gp_account__begin(&a->acc, b->last_unseen);
 	return true;
@@ -383,15 +376,13 @@ static double least_fraction(struct gp_budget *b, double T, bool *over, bool *fi
 
 		if (!b->accounts[i].fresh)
 			continue;
-		/* what the probes never sampled take comes off the share first; where they take
-		 * all of it, the least window, and over only if that passes the budget itself */
-		const struct account *a = &b->accounts[i];
-
-		g = gp_budget_fraction_fixed(a->rho, a->stray_s, a->fixed, b->target, b->pct / 100.0, T, &o);
+		/* what the probes never sampled take comes off the share first */
+		g = gp_budget_fraction(b->accounts[i].rho, b->accounts[i].stray_s,
+				       b->target - b->accounts[i].fixed, T, &o);
 		if (g < f)
 			f = g;
 		*over |= o;
-		*fixed_over |= a->fixed > b->pct / 100.0;
+		*fixed_over |= b->accounts[i].fixed > b->target;
 	}
 	return f;
 }
@@ -414,19 +405,6 @@ static void plan(struct gp_budget *b, struct plan *p)
 	p->period_s = T;
 }
 
-/* A priced call's price when a process made n of them in T seconds: its two traps sparse
- * when they are at least a sparse sweep apart, cold when a cold sweep apart or closer, in
- * proportion between (calibrate.c); sparse where the sweeps were not timed. */
-static double fixed_call_price(const struct gp_budget *b, double n, double T)
-{
-	double gap = n > 0 ? T / n : b->sparse_gap, p = b->sparse;
-
-	if (b->sparse_gap > b->cold_gap && gap < b->sparse_gap)
-		p = gap <= b->cold_gap ? b->cold :
-		    b->cold + (b->sparse - b->cold) * (gap - b->cold_gap) / (b->sparse_gap - b->cold_gap);
-	return 2 * p + b->progs;
-}
-
 /*
  * One period ended (T seconds, counting for `on` of them): every process's hits and
  * strays in it, from the last snapshot, go to its account; *p gets what the next period
@@ -447,20 +425,19 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		n = hits >= a->last ? (double)(hits - a->last) : 0;
 		ns = stray >= a->last_stray ? (double)(stray - a->last_stray) : 0;
 		nf = fixed >= a->last_fixed ? (double)(fixed - a->last_fixed) : 0;
-		a->fixed_price = fixed_call_price(b, nf, T);
 		a->last = hits;
 		a->last_stray = stray;
 		a->last_fixed = fixed;
 		if (i == GP_HIT_SLOTS && !n && !ns && !nf && !a->acc.seconds)
 			continue;
 		/* the priced hits cost the process like strays: never counted, always paid */
-		gp_account__period(&a->acc, n, ns + nf * a->fixed_price / b->price, T, on, b->cost, b->price);
+		gp_account__period(&a->acc, n, ns + nf * b->fixed_price / b->price, T, on, b->cost, b->price);
 		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits, %.0f strays and %.0f priced hits",
 		       T * 1e3, on * 1e3, a->pid, n, ns, nf);
 		a->fresh = on > 0;
 		a->rho = on > 0 ? n * b->price / on : 0;
 		a->stray_s = ns * b->price;
-		a->fixed = T > 0 ? nf * a->fixed_price / T : 0;
+		a->fixed = T > 0 ? nf * b->fixed_price / T : 0;
 		if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
 			end_account(b, i, now, true);
 		else if (a->fresh)
@@ -496,8 +473,7 @@ static double rho_since(struct gp_budget *b, double secs)
 		return 0;
 	pthread_mutex_lock(&b->acc);
 	for (size_t i = 0; i < SLOTS; i++) {
-		double fp = b->accounts[i].fixed_price > 0 ? b->accounts[i].fixed_price : b->fixed_price;
-		double s = since_boundary(b, i, false) * b->price + since_boundary(b, i, true) * fp;
+		double s = since_boundary(b, i, false) * b->price + since_boundary(b, i, true) * b->fixed_price;
 
 		if (s / secs > rho)
 			rho = s / secs;
@@ -591,12 +567,10 @@ static void set_cost(struct gp_budget *b)
 	int k = b->returns ? 2 : 1;
 	double progs = b->prog.ns[0] * 1e-9 + (b->returns ? b->prog.ns[1] * 1e-9 : 0);
 
-	b->progs = progs;
 	b->cost = k * b->trap + progs;
 	b->price = k * b->cold + progs;
-	b->fixed_price = 2 * b->sparse + progs;
+	b->fixed_price = 2 * b->cold + progs;
 }
-
 
 /*
  * The price of a counted call: its traps (calibrated) and its programs' run time, which
@@ -786,9 +760,6 @@ struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char
 	b->pct = pct;
 	b->trap = c->warm;
 	b->cold = c->cold; /* never under warm (calibrate.c) */
-	b->sparse = c->sparse > c->cold ? c->sparse : c->cold;
-	b->cold_gap = c->cold_gap;
-	b->sparse_gap = c->sparse_gap;
 	set_cost(b);
 	b->prog.stats_fd = -1;
 	b->target = MARGIN * pct / 100.0;
@@ -1042,9 +1013,6 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	pthread_mutex_lock(&b->acc);
 	s->pct = b->pct;
 	s->cost = b->cold;
-	s->sparse_cost = b->sparse;
-	s->cold_gap = b->cold_gap;
-	s->sparse_gap = b->sparse_gap;
 	s->call_cost = b->price;
 	s->warm_cost = b->trap;
 	s->prog_ns[0] = b->prog.ns[0];

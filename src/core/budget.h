@@ -80,8 +80,6 @@ struct gp_budget_stats {
 	double cost, call_cost;     /* the price of a probe hit (the trap, cold), and of a counted
 				     * call (its traps, two with a return probe, and its programs) */
 	double warm_cost;           /* a hit in a tight loop (calibrate.h) */
-	double sparse_cost;         /* a hit of a probe never sampled, at most (calibrate.h) */
-	double cold_gap, sparse_gap; /* hits this far apart cost cold, and sparse (calibrate.h) */
 	double prog_ns[2];          /* the programs' mean run time: entry, return (0: none) */
 	bool prog_measured;
 	double fraction;            /* now */

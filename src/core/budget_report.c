@@ -8,9 +8,9 @@
 
 void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
 {
-	fprintf(f, "gpuprobe budget (--max-overhead %g%%): a probe hit costs %.2f us here (%.2f us in a tight loop, %.2f us where hits are sparse), a counted call %.2f us; launch and sync probes attached %.1f%% of the time now%s; %" PRIu64
+	fprintf(f, "gpuprobe budget (--max-overhead %g%%): a probe hit costs %.2f us here (%.2f us in a tight loop), a counted call %.2f us; launch and sync probes attached %.1f%% of the time now%s; %" PRIu64
 		   " of %" PRIu64 " periods sampled, %" PRIu64 " of %" PRIu64 " windows ended early by a rate that rose (attaching took %.1f ms, closing %.1f ms, medians)\n",
-		s->pct, s->cost * 1e6, s->warm_cost * 1e6, s->sparse_cost * 1e6, s->call_cost * 1e6, s->fraction * 100,
+		s->pct, s->cost * 1e6, s->warm_cost * 1e6, s->call_cost * 1e6, s->fraction * 100,
 		s->over ? " (a process passes the budget even then)" : "", s->sampled_periods, s->periods,
 		s->cut_windows, s->windows, s->attach_ms, s->detach_ms);
 	for (size_t i = 0; i < s->nr_procs; i++) {
@@ -66,9 +66,6 @@ void gp_budget__json(json_object *o, const struct gp_budget_stats *s)
 	json_object_object_add(o, "target_pct", json_object_new_double(s->target * 100));
 	json_object_object_add(o, "probe_hit_cost_s", json_object_new_double(s->cost));
 	json_object_object_add(o, "probe_hit_warm_cost_s", json_object_new_double(s->warm_cost));
-	json_object_object_add(o, "probe_hit_sparse_cost_s", json_object_new_double(s->sparse_cost));
-	json_object_object_add(o, "cold_gap_s", json_object_new_double(s->cold_gap));
-	json_object_object_add(o, "sparse_gap_s", json_object_new_double(s->sparse_gap));
 	json_object_object_add(o, "call_cost_s", json_object_new_double(s->call_cost));
 	json_object_object_add(o, "program_ns", s->prog_measured ? json_object_new_double(s->prog_ns[0] + s->prog_ns[1]) : NULL);
 	json_object_object_add(o, "fraction", json_object_new_double(s->fraction));

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,22 +86,10 @@ int gp_calibrate_twin(int x); /* the same code, never probed: the call's own tim
  * and over every line of 16-256 MiB (no cache holds the path) 4-9 us
  * (bench/gpu/results-inproc-h200.md). What a hit costs the program's own code after it is
  * not in it.
- *
- * A probe hit once a step of a real program (a synchronize) is sparser still: between two
- * hits the program runs milliseconds of its own code, and on the H200 the PyTorch loop paid
- * ~5.6 us a trap under the budget (fifth look, bench/gpu/results-inproc-h200.md) where the
- * L2 sweep priced 1.0-3.6 us. The sparse price follows a sweep over every line of eight
- * times the L2 (16 MiB there: 4.3 us in the third look), over a quarter of the calls (each
- * sweep takes ~4 times as long). How long the sweeps took is kept: the budget prices a hit
- * sparse only when a process's hits are at least a sparse sweep apart, cold when they are a
- * cold sweep apart or closer (a program that touches memory no faster than the sweep has
- * not evicted more between them), and in between in proportion.
  */
 #define LINE 64UL
-#define SPARSE_L2S 8
 
-/* `l2s` times the L2 cache (taken as 1-16 MiB) */
-static size_t sweep_bytes(int l2s)
+static size_t sweep_bytes(void)
 {
 	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
 
@@ -110,7 +97,7 @@ static size_t sweep_bytes(int l2s)
 		l2 = 1L << 20;
 	if (l2 > (16L << 20))
 		l2 = 16L << 20;
-	return (size_t)l2s * (size_t)l2;
+	return 2 * (size_t)l2;
 }
 
 static void sweep(volatile unsigned char *buf, size_t bytes, unsigned int round)
@@ -148,12 +135,12 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* *d: the median time of n calls of the probed function less that of n calls of its
- * twin (ns), each call after a sweep of `bytes`, the two taking turns. 0 or a negative
- * errno. */
-static int time_cold(int n, size_t bytes, double *d, double *gap)
+ * twin (ns), each call after a sweep, the two taking turns. 0 or a negative errno. */
+static int time_cold(int n, double *d)
 {
+	size_t bytes = sweep_bytes();
 	volatile unsigned char *buf;
-	uint64_t *t[3]; /* the probed calls, the twin's, the sweeps */
+	uint64_t *t[2];
 	volatile int sink = 0;
 	int r = -ENOMEM;
 
@@ -162,29 +149,25 @@ static int time_cold(int n, size_t bytes, double *d, double *gap)
 		return -errno;
 	t[0] = calloc((size_t)n, sizeof(uint64_t));
 	t[1] = calloc((size_t)n, sizeof(uint64_t));
-	t[2] = calloc((size_t)n, sizeof(uint64_t));
-	if (t[0] && t[1] && t[2]) {
+	if (t[0] && t[1]) {
 		sweep(buf, bytes, 0);
 		for (int i = 0; i < n; i++)
 			for (int k = 0; k < 2; k++) {
 				int which = k ^ (i & 1);
-				uint64_t t0 = gp_mono_ns();
+				uint64_t t0;
 
 				sweep(buf, bytes, (unsigned int)(2 * i + k + 1));
-				if (k == 0)
-					t[2][i] = gp_mono_ns() - t0;
 				t0 = gp_mono_ns();
 				sink = which ? gp_calibrate_twin(sink) : gp_calibrate_target(sink);
 				t[which][i] = gp_mono_ns() - t0;
 			}
-		for (int k = 0; k < 3; k++)
-			qsort(t[k], (size_t)n, sizeof(uint64_t), cmp_u64);
+		qsort(t[0], (size_t)n, sizeof(uint64_t), cmp_u64);
+		qsort(t[1], (size_t)n, sizeof(uint64_t), cmp_u64);
 		*d = (double)t[0][n / 2] - (double)t[1][n / 2];
-		*gap = (double)t[2][n / 2] / 1e9;
 		r = 0;
 	}
-	for (int k = 0; k < 3; k++)
-		free(t[k]);
+	free(t[0]);
+	free(t[1]);
 	munmap((void *)buf, bytes);
 	return r;
 }
@@ -216,7 +199,7 @@ static int probe_self(int prog, const struct find *f)
 	return pfd;
 }
 
-static int probe_costs(int calls, bool sparse, struct gp_probe_cost *c)
+int calibrate__probe_costs(int calls, struct gp_probe_cost *c)
 {
 	struct bpf_insn insns[] = {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
@@ -225,8 +208,8 @@ static int probe_costs(int calls, bool sparse, struct gp_probe_cost *c)
 	struct find f;
 	LIBBPF_OPTS(bpf_prog_load_opts, opts);
 	uint64_t probed, plain;
-	double d = 0, ds = 0;
-	int prog, pfd, err, n = calls > 0 ? calls : 1, tight = 5 * n, ns = n / 4 > 20 ? n / 4 : 20;
+	double d = 0;
+	int prog, pfd, err, n = calls > 0 ? calls : 1, tight = 5 * n;
 
 	err = procmaps__locate("/proc", getpid(), (uintptr_t)&gp_calibrate_target, f.path, sizeof(f.path), &f.off);
 	if (err < 0)
@@ -242,10 +225,7 @@ static int probe_costs(int calls, bool sparse, struct gp_probe_cost *c)
 		return pfd;
 	}
 	probed = time_warm(tight);
-	c->cold_gap = c->sparse_gap = 0;
-	err = time_cold(n, sweep_bytes(2), &d, &c->cold_gap);
-	if (!err && sparse)
-		err = time_cold(ns, sweep_bytes(SPARSE_L2S), &ds, &c->sparse_gap);
+	err = time_cold(n, &d);
 	close(pfd);
 	close(prog);
 	if (err)
@@ -253,24 +233,10 @@ static int probe_costs(int calls, bool sparse, struct gp_probe_cost *c)
 	plain = time_warm(tight);
 	c->warm = probed > plain ? (double)(probed - plain) / 1e9 / tight : 0.0;
 	c->cold = d > 0 ? d / 1e9 : 0.0;
-	/* a cold hit never costs less than a warm one, nor a sparse one than a cold one; a
-	 * noisy sweep may say it does */
+	/* a cold hit never costs less than a warm one; a noisy sweep may say it does */
 	if (c->cold < c->warm)
 		c->cold = c->warm;
-	c->sparse = ds > 0 ? ds / 1e9 : 0.0;
-	if (c->sparse < c->cold)
-		c->sparse = c->cold;
 	return 0;
-}
-
-int calibrate__probe_costs(int calls, struct gp_probe_cost *c)
-{
-	return probe_costs(calls, false, c);
-}
-
-int calibrate__budget_costs(int calls, struct gp_probe_cost *c)
-{
-	return probe_costs(calls, true, c);
 }
 
 double calibrate__probe_cost(int calls)

@@ -92,22 +92,22 @@ static int open_shared_rb(struct gp_run *run, char *err, size_t len)
 	return 0;
 }
 
-/* What one probe hit costs, for the budget: --probe-cost (every price), else calibrated
- * now, warm, cold and sparse (src/core/calibrate.c). */
+/* What one probe hit costs, for the budget: --probe-cost (both prices), else calibrated
+ * now, warm and cold (src/core/calibrate.c). */
 static struct gp_probe_cost hit_cost(const struct gp_opts *o)
 {
-	struct gp_probe_cost c = { o->probe_cost, o->probe_cost, o->probe_cost, 0, 0 };
+	struct gp_probe_cost c = { o->probe_cost, o->probe_cost };
 	int r = 0;
 
 	for (int i = 0; o->probe_cost <= 0 && i < 3; i++) {
-		r = calibrate__budget_costs(GP_CALIBRATE_CALLS, &c);
+		r = calibrate__probe_costs(GP_CALIBRATE_CALLS, &c);
 		if (!r && c.warm > 0)
 			break;
 	}
 	if (c.warm <= 0 || r) {
-		gp_log(GP_LOG_WARN, "cannot calibrate the probe cost (%s): the budget prices a hit at 1 us warm, 3 us cold, 6 us sparse",
+		gp_log(GP_LOG_WARN, "cannot calibrate the probe cost (%s): the budget prices a hit at 1 us warm, 3 us cold",
 		       r ? strerror(-r) : "no difference measured");
-		c = (struct gp_probe_cost){ 1e-6, 3e-6, 6e-6, 0, 0 };
+		c = (struct gp_probe_cost){ 1e-6, 3e-6 };
 	}
 	return c;
 }

@@ -185,15 +185,3 @@ double gp_budget_fraction(double rho, double stray_s, double target, double T, b
 	}
 	return f;
 }
-
-double gp_budget_fraction_fixed(double rho, double stray_s, double fixed, double target, double budget, double T,
-				bool *over)
-{
-	double f;
-
-	if (target - fixed > 0)
-		return gp_budget_fraction(rho, stray_s, target - fixed, T, over);
-	f = rho > 0 ? GP_MIN_WINDOW_S / T : 1.0;
-	*over = fixed + rho * f + stray_s / T > budget;
-	return f;
-}

@@ -100,13 +100,5 @@ double gp_budget_period(double stray_s, double target);
  * (then the budget cannot be kept: *over is set).
  */
 double gp_budget_fraction(double rho, double stray_s, double target, double T, bool *over);
-/*
- * The same with the probes never sampled: they take `fixed` (share of time, priced) off the
- * target first. Where they take all of it, the least window (all, when the sampled probes are
- * idle), and *over only when they and that window pass `budget` itself (the target is an
- * aim below it).
- */
-double gp_budget_fraction_fixed(double rho, double stray_s, double fixed, double target, double budget, double T,
-				bool *over);
 
 #endif

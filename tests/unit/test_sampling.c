@@ -216,20 +216,6 @@ static void test_fraction_policy(void)
 	ASSERT_TRUE(fabs(gp_budget_fraction(50, 0, 0.008, T, &over) - GP_MIN_WINDOW_S / T) < 1e-12 && over,
 		    "the least window, over budget");
 	ASSERT_TRUE(gp_budget_fraction(0, 0, 0.008, T, &over) == 1.0, "idle: all");
-	/* the probes never sampled take their share off the target first */
-	ASSERT_TRUE(fabs(gp_budget_fraction_fixed(0.08, 0, 0.004, 0.008, 0.01, T, &over) - 0.05) < 1e-12 && !over,
-		    "priced probes take half the target: a twentieth");
-	/* (T 0.1 s: the least window is a fiftieth; 0.009 + 0.02 x 0.02 under 0.01) */
-	ASSERT_TRUE(fabs(gp_budget_fraction_fixed(0.02, 0, 0.009, 0.008, 0.01, T, &over) - GP_MIN_WINDOW_S / T) < 1e-12 &&
-			    !over,
-		    "priced probes past the aim, not the budget: the least window, not over");
-	ASSERT_TRUE(fabs(gp_budget_fraction_fixed(0.08, 0, 0.012, 0.008, 0.01, T, &over) - GP_MIN_WINDOW_S / T) < 1e-12 &&
-			    over,
-		    "priced probes past the budget itself: over");
-	ASSERT_TRUE(gp_budget_fraction_fixed(50, 0, 0.009, 0.008, 0.01, T, &over) == GP_MIN_WINDOW_S / T && over,
-		    "the least window itself past the budget: over");
-	ASSERT_TRUE(gp_budget_fraction_fixed(0, 0, 0.009, 0.008, 0.01, T, &over) == 1.0 && !over,
-		    "idle sampled probes: all, whatever the priced ones take");
 	ASSERT_TRUE(fabs(gp_budget_period(0, 0.008) - GP_PERIOD_S) < 1e-12, "no strays: the usual period");
 	ASSERT_TRUE(fabs(gp_budget_period(0.008 * GP_PERIOD_S / 2, 0.008) - GP_PERIOD_S) < 1e-12,
 		    "strays of half the target of a period: the usual period still");
