@@ -27,7 +27,8 @@ if [ "${1:-}" = --build ]; then
 		-L"$CUDA/lib64/stubs" -lcuda || die "cannot build launch_inproc"
 	echo "built $BIN/launch_inproc"
 	# link churn alone, in gpuprobe's place (its header says how)
-	gcc -O2 -Wall -Wextra -Werror -static -o "$BIN/linkchurn" bench/gpu/linkchurn.c -lbpf -lelf -lz -lzstd ||
+	gcc -O2 -Wall -Wextra -Werror -static -Isrc/core -o "$BIN/linkchurn" bench/gpu/linkchurn.c \
+		src/core/procmaps.c src/core/safeopen.c -lbpf -lelf -lz -lzstd ||
 		die "cannot build linkchurn"
 	echo "built $BIN/linkchurn"
 	# bpftool and the libraries it needs beyond libc, for bench/gpu/runcounts.sh there

@@ -17,17 +17,17 @@
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <linux/bpf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "../baselines/uprobe_multi.h"
+#include "procmaps.h"
+#include "safeopen.h"
 
 #define MAX_FUNCS 512
 
@@ -56,29 +56,47 @@ static void sleep_until(unsigned long long t)
 		;
 }
 
-/* The libcuda the process maps, as a path under /proc/PID/root. */
-static void find_lib(int pid, const char *want, char *out, size_t len)
+struct find {
+	const char *want;
+	struct map_entry e;
+	bool found;
+};
+
+static int find_cb(const struct map_entry *e, void *ctx)
 {
-	char maps[64], line[4096];
-	FILE *f;
+	struct find *f = ctx;
 
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
-	f = fopen(maps, "re");
-	if (!f)
+	if (e->path[0] != '/' || e->deleted || !strstr(e->path, f->want))
+		return 0;
+	f->e = *e;
+	f->found = true;
+	return 1;
+}
+
+/* The library the process maps (a part of its path: want), opened as gpuprobe opens what a
+ * traced process names (src/core/safeopen.h: inside its root, a regular file of the mapped
+ * inode); the fd, which the links attach through. */
+static int open_lib(int pid, const char *want)
+{
+	struct find f = { .want = want };
+	char err[256] = "";
+	int fd, r = procmaps__foreach(NULL, pid, find_cb, &f);
+	struct safeopen_id id;
+
+	if (r < 0) {
+		errno = -r;
 		die("cannot read the process's maps");
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strchr(line, '/');
-
-		if (!p || !strstr(p, want))
-			continue;
-		p[strcspn(p, "\n")] = 0;
-		snprintf(out, len, "/proc/%d/root%s", pid, p);
-		fclose(f);
-		return;
 	}
-	fclose(f);
 	errno = 0;
-	die("the process maps no such library (--lib)");
+	if (!f.found)
+		die("the process maps no such library (--lib)");
+	id = (struct safeopen_id){ f.e.dev_major, f.e.dev_minor, f.e.inode };
+	fd = safe_open_mapped(NULL, pid, f.e.path, &id, err, sizeof(err));
+	if (fd < 0) {
+		fprintf(stderr, "linkchurn: error: cannot open %s: %s\n", f.e.path, err);
+		exit(1);
+	}
+	return fd;
 }
 
 static bool matches(const char *name, const char *list)
@@ -96,19 +114,20 @@ static bool matches(const char *name, const char *list)
 }
 
 /* File offsets of up to `want` distinct functions whose names start with one of `match`. */
-static int find_offsets(const char *path, const char *match, unsigned long long *offs, int want)
+static int find_offsets(int fd, const char *match, unsigned long long *offs, int want)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), n = 0;
+	char err[256] = "";
+	int n = 0;
 	Elf *e;
 	Elf_Scn *scn = NULL;
 	size_t nph;
 
-	if (fd < 0)
-		die("cannot open the library");
 	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e || elf_getphdrnum(e, &nph))
-		die("not an ELF file");
+	e = safe_elf_begin(fd, err, sizeof(err));
+	if (!e || elf_getphdrnum(e, &nph)) {
+		fprintf(stderr, "linkchurn: error: the library is not a usable ELF file: %s\n", err);
+		exit(1);
+	}
 	while ((scn = elf_nextscn(e, scn)) && n < want) {
 		GElf_Shdr sh;
 		Elf_Data *d;
@@ -143,7 +162,6 @@ static int find_offsets(const char *path, const char *match, unsigned long long 
 		}
 	}
 	elf_end(e);
-	close(fd);
 	return n;
 }
 
@@ -153,7 +171,8 @@ int main(int argc, char **argv)
 	int pid = 0, period_ms = 100, hold_ms = 2, want = 48, n, prog;
 	double secs = 0;
 	const char *match = default_match, *lib = "/libcuda.so";
-	char path[4200];
+	char path[64];
+	int lib_fd;
 	static unsigned long long offs[MAX_FUNCS];
 	unsigned long long end, cycles = 0;
 	struct bpf_insn ins[2] = {
@@ -190,8 +209,9 @@ int main(int argc, char **argv)
 	errno = 0;
 	if (pid <= 0 || secs <= 0 || period_ms <= 0 || hold_ms < 0 || hold_ms >= period_ms || want < 1 || want > MAX_FUNCS)
 		die("usage: linkchurn [--period-ms P] [--hold-ms H<P] [--funcs N<=512] [--match P1,...] [--lib NAME] -p PID --duration S");
-	find_lib(pid, lib, path, sizeof(path));
-	n = find_offsets(path, match, offs, want);
+	lib_fd = open_lib(pid, lib);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", lib_fd); /* that inode, not a path again */
+	n = find_offsets(lib_fd, match, offs, want);
 	if (n < 1) {
 		errno = 0;
 		die("no function of the library matches --match");
@@ -199,7 +219,7 @@ int main(int argc, char **argv)
 	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "linkchurn", "GPL", ins, 2, &po);
 	if (prog < 0)
 		die("cannot load the empty program");
-	fprintf(stderr, "gpuprobe: tracing PID %d: links on %d functions of %s every %d ms for %d ms\n", pid, n, path,
+	fprintf(stderr, "gpuprobe: tracing PID %d: links on %d functions of its %s every %d ms for %d ms\n", pid, n, lib,
 		period_ms, hold_ms);
 	end = now_ns() + (unsigned long long)(secs * 1e9);
 	for (unsigned long long t = now_ns(); t < end; t += (unsigned long long)period_ms * 1000000ull) {
