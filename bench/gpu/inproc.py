@@ -64,6 +64,12 @@ from run import median_ci  # noqa: E402 (bench/run.py: constants and functions o
 
 THREE = ["--memleak", "--cudatrace", "--bandwidth-util"]
 ON_REQUEST = {"unsampled"}  # run only when --configs names them
+
+
+def selected(a, cfg):
+    """Whether this run measures configuration cfg (--configs, else all but ON_REQUEST)."""
+    return cfg in a.configs if a.configs else cfg not in ON_REQUEST
+
 CONFIGS = {
     "launch": [("three", THREE), ("three_budget", THREE + ["--max-overhead", "1"])],
     "torch": [("three", THREE), ("three_budget", THREE + ["--max-overhead", "1"]),
@@ -186,8 +192,7 @@ def read_report(path, pid, secs, extra):
 def gp_window(w, a, cfg, flags, secs, n):
     out = os.path.join(a.out, "logs", "%s-%s-%d.json" % (w.name, cfg, n))
     err = out[:-5] + ".err"
-    lead = a.lead_ns / 1e9
-    cmd = [a.gp] + flags + a.gp_extra + ["-p", str(w.pid), "--duration", "%.3f" % (lead + secs), "--json"]
+    cmd = [a.gp] + flags + a.gp_extra + ["-p", str(w.pid), "--duration", "%.3f" % (a.lead + secs), "--json"]
     with open(out, "w") as fo, open(err, "w") as fe:
         p = subprocess.Popen(cmd, stdout=fo, stderr=subprocess.PIPE, text=True)
         t_on = None
@@ -200,7 +205,7 @@ def gp_window(w, a, cfg, flags, secs, n):
         raise SystemExit("gpuprobe failed (exit %s): %s; see %s" % (p.returncode, " ".join(cmd), err))
     t_done = t_on + a.lead_ns + int(secs * 1e9)
     extra = dict(t_attached=t_on, t_done=t_done)
-    read_report(out, w.pid, lead + secs, extra)
+    read_report(out, w.pid, a.lead + secs, extra)
     if n < 3:  # the window's files are kept for the first few rounds only (hundreds of windows)
         extra["cmd"] = " ".join(cmd)
     else:
@@ -293,7 +298,7 @@ def progress(res, cfgs):
 def run_workload(a, name, argv, env, secs, cap):
     path = os.path.join(a.out, "logs", "%s.steps" % name)
     w = Workload(name, argv, env, path)
-    cfgs = [c for c in CONFIGS[name] if (c[0] in a.configs if a.configs else c[0] not in ON_REQUEST)]
+    cfgs = [c for c in CONFIGS[name] if selected(a, c[0])]
     t_end = time.time() + cap
     log("== %s: PID %d, windows of %.2f s, until every interval is under %.1f points or %d s" %
         (name, w.pid, secs, a.width, cap))
@@ -453,6 +458,8 @@ def main():
     bad = [x for x in a.workloads if x not in CONFIGS] + [x for x in a.configs if x not in LABELS]
     if bad:
         ap.error("unknown workload or configuration: " + ", ".join(bad))
+    if a.lead < 0:
+        ap.error("--lead must be 0 or more seconds")
     os.makedirs(os.path.join(a.out, "logs"), exist_ok=True)
     if a.merge:
         results, metas = merge(a.merge)
@@ -473,7 +480,7 @@ def main():
     # the checks: every configuration measured; every interval holds the loop's own count
     bad = [l for l in md if "MISSES IT" in l]
     bad += ["%s %s: no window" % (n, c) for n in results for c, _ in CONFIGS[n]
-            if (c in a.configs if a.configs else c not in ON_REQUEST) and not results[n].get(c)]
+            if selected(a, c) and not results[n].get(c)]
     for b in bad:
         print("bench/gpu/inproc: check failed: " + b.lstrip("- "), file=sys.stderr)
     sys.exit(1 if bad else 0)
