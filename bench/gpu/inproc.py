@@ -50,12 +50,14 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -163,10 +165,59 @@ class Workload:
                 self.p.wait()
 
 
+TCK = os.sysconf("SC_CLK_TCK")
+
+
+def counters(pid, gp=None):
+    """What the kernel counts of the workload's main thread and whole process (and of
+    gpuprobe's process): where a cost the step times show comes from (page faults,
+    preemptions, time waiting for a CPU, system time). None where a file is gone."""
+    c = {}
+    try:
+        with open("/proc/%d/task/%d/stat" % (pid, pid)) as f:
+            v = f.read().rsplit(")", 1)[1].split()
+        c["main_minflt"], c["main_stime_s"] = int(v[7]), int(v[12]) / TCK
+        with open("/proc/%d/task/%d/schedstat" % (pid, pid)) as f:
+            run, wait, _ = f.read().split()
+        c["main_run_s"], c["main_wait_s"] = int(run) / 1e9, int(wait) / 1e9
+        with open("/proc/%d/task/%d/status" % (pid, pid)) as f:
+            for line in f:
+                if line.startswith("nonvoluntary_ctxt_switches"):
+                    c["main_nvcsw"] = int(line.split()[1])
+        with open("/proc/%d/stat" % pid) as f:
+            v = f.read().rsplit(")", 1)[1].split()
+        c["proc_minflt"], c["proc_utime_s"], c["proc_stime_s"] = int(v[7]), int(v[11]) / TCK, int(v[12]) / TCK
+        run = wait = 0
+        for t in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                    v = f.read().split()
+                run, wait = run + int(v[0]), wait + int(v[1])
+            except (OSError, ValueError, IndexError):
+                pass  # a thread that ended
+        c["proc_run_s"], c["proc_wait_s"] = run / 1e9, wait / 1e9
+        if gp:
+            with open("/proc/%d/stat" % gp) as f:
+                v = f.read().rsplit(")", 1)[1].split()
+            c["gp_cpu_s"] = (int(v[11]) + int(v[12])) / TCK
+    except (OSError, ValueError, IndexError):
+        pass
+    c["t"] = now_ns() / 1e9
+    return c
+
+
+def rates(c0, c1):
+    """Per second between two counters() readings, of what both hold."""
+    dt = c1["t"] - c0["t"]
+    return {k: (c1[k] - c0[k]) / dt for k in c0 if k in c1 and k != "t"} if dt > 0 else {}
+
+
 def off_window(w, a, secs):
     t0 = now_ns() + a.settle_ns
-    time.sleep(secs + a.settle_ns / 1e9)
-    w.windows.append(("off", None, t0, now_ns(), {}))
+    time.sleep(a.settle_ns / 1e9)
+    c0 = counters(w.pid)
+    time.sleep(secs)
+    w.windows.append(("off", None, t0, now_ns(), {"ctr": rates(c0, counters(w.pid))}))
 
 
 def read_report(path, pid, secs, extra):
@@ -189,22 +240,77 @@ def read_report(path, pid, secs, extra):
                 extra["interval"] = (ps[0].get("sampling") or {}).get("intervals", {}).get("launches")
 
 
+BUDGET_EVENT = re.compile(r"budget: (attach begins|window open|window closed|link closed) at (\d+)")
+BUDGET_PERIOD = re.compile(r"budget: period .* PID (\d+) took (\d+) hits, (\d+) strays")
+BUDGET_KINDS = {"attach begins": "attach", "window open": "open", "window closed": "close", "link closed": "gone"}
+
+
+def budget_line(line, pid, bw):
+    """gpuprobe -v's budget lines: when links began to go in, windows opened and closed and
+    links were gone (src/core/budget.c), and the hits and strays the process took."""
+    m = BUDGET_EVENT.search(line)
+    if m:
+        bw.setdefault(BUDGET_KINDS[m.group(1)], []).append(int(m.group(2)))
+        return
+    m = BUDGET_PERIOD.search(line)
+    if m and int(m.group(1)) == pid:
+        # logged as the window that ends the period opens
+        bw.setdefault("periods", []).append((bw.get("open", [0])[-1], float(m.group(2)), float(m.group(3))))
+
+
+def probed_spans(bw, t_end):
+    """The parts of a window when breakpoints may be in: from an attach (or the first
+    window's opening) to the last link closed after its window closed; the rest is clean.
+    A window still open at the end runs to t_end."""
+    ev = sorted([(t, k) for k in ("attach", "open", "close", "gone") for t in bw.get(k, [])])
+    spans, start, closed, last = [], None, False, None
+    for t, k in ev:
+        if k == "attach" or (k == "open" and start is None):
+            if start is not None:
+                spans.append((start, last if closed and last else t))
+            start, closed, last = t, False, None
+        elif k == "close":
+            closed = True
+        elif k == "gone" and closed:
+            last = t
+    if start is not None:
+        spans.append((start, last if closed and last else t_end))
+    return spans
+
+
 def gp_window(w, a, cfg, flags, secs, n):
     out = os.path.join(a.out, "logs", "%s-%s-%d.json" % (w.name, cfg, n))
     err = out[:-5] + ".err"
-    cmd = [a.gp] + flags + a.gp_extra + ["-p", str(w.pid), "--duration", "%.3f" % (a.lead + secs), "--json"]
+    budget = "--max-overhead" in flags
+    cmd = [a.gp] + flags + a.gp_extra + (["-v"] if budget else []) + [
+        "-p", str(w.pid), "--duration", "%.3f" % (a.lead + secs), "--json"]
+    bw, snaps = {}, {}
     with open(out, "w") as fo, open(err, "w") as fe:
         p = subprocess.Popen(cmd, stdout=fo, stderr=subprocess.PIPE, text=True)
-        t_on = None
+        t_on, timers = None, []
         for line in p.stderr:
             fe.write(line)
             if t_on is None and "gpuprobe: tracing" in line:
                 t_on = now_ns()
+                for key, at in (("c0", max(a.settle, a.lead)), ("c1", a.lead + secs - 0.05)):
+                    timers.append(threading.Timer(at, lambda k=key: snaps.__setitem__(k, counters(w.pid, p.pid))))
+                    timers[-1].start()
+            if budget:
+                budget_line(line, w.pid, bw)
         p.wait()
+        for t in timers:
+            t.cancel()
     if p.returncode or t_on is None:
         raise SystemExit("gpuprobe failed (exit %s): %s; see %s" % (p.returncode, " ".join(cmd), err))
     t_done = t_on + a.lead_ns + int(secs * 1e9)
-    extra = dict(t_attached=t_on, t_done=t_done)
+    extra = dict(t_attached=t_on, t_measure=t_on + max(a.settle_ns, a.lead_ns), t_done=t_done)
+    if "c0" in snaps and "c1" in snaps:
+        extra["ctr"] = rates(snaps["c0"], snaps["c1"])
+    if bw:
+        t0 = extra["t_measure"]
+        extra["probed"] = [s for s in probed_spans(bw, t_done) if s[1] > t0 and s[0] < t_done]
+        per = [x for x in bw.get("periods", []) if t0 < x[0] <= t_done]
+        extra["hits"], extra["strays"] = sum(x[1] for x in per), sum(x[2] for x in per)
     read_report(out, w.pid, a.lead + secs, extra)
     if n < 3:  # the window's files are kept for the first few rounds only (hundreds of windows)
         extra["cmd"] = " ".join(cmd)
@@ -213,7 +319,7 @@ def gp_window(w, a, cfg, flags, secs, n):
         os.unlink(err)
     # probes in from "tracing" until the duration ran out (then the report and the detach);
     # with --lead the first seconds are left out (a budget's first periods plan from nothing)
-    w.windows.append(("on", cfg, t_on + max(a.settle_ns, a.lead_ns), t_done, extra))
+    w.windows.append(("on", cfg, extra["t_measure"], t_done, extra))
 
 
 def prof_window(w, a, secs):
@@ -253,10 +359,29 @@ def window_stats(w, steps):
     return out
 
 
-def summarize(w, steps):
+def split_steps(steps, extra, off_mean):
+    """An on-window's steps under a budget, split: those that met a probed part of a period
+    (breakpoints in: the window and its strays) and the clean ones (links closed). Each
+    part's mean step over the off-windows', and the share of steps that met a probed part."""
+    spans = extra["probed"]
+    probed, clean = [], []
+    for t, d in steps:
+        if t < extra["t_measure"] or t + d > extra["t_done"]:
+            continue
+        (probed if any(a < t + d and t < b for a, b in spans) else clean).append(d)
+    out = {"n_probed": len(probed), "n_clean": len(clean)}
+    if len(probed) >= 5:
+        out["ratio_probed"] = statistics.mean(probed) / off_mean
+    if len(clean) >= 20:
+        out["ratio_clean"] = statistics.mean(clean) / off_mean
+    return out
+
+
+def summarize(w, steps, canaries=None):
     """Per on-window: its mean (and median) step time over the mean of its neighbouring
-    off-windows' means (medians)."""
+    off-windows' means (medians); the same of each canary's pieces (canary.c) beside it."""
     st = window_stats(w, steps)
+    cst = {k: window_stats(w, v) for k, v in (canaries or {}).items()}
     res = {}
     for i, (kind, cfg, mean, med, n, extra) in enumerate(st):
         if kind != "on" or mean is None:
@@ -265,8 +390,19 @@ def summarize(w, steps):
         after = next((x for x in st[i + 1:] if x[0] == "off" and x[2]), None)
         if not before or not after:
             continue
-        row = dict(ratio_mean=mean / ((before[2] + after[2]) / 2), ratio=med / ((before[3] + after[3]) / 2),
+        off_mean = (before[2] + after[2]) / 2
+        row = dict(ratio_mean=mean / off_mean, ratio=med / ((before[3] + after[3]) / 2),
                    on_ms=mean / 1e6, steps=n, **extra)
+        bc, ac = before[5].get("ctr"), after[5].get("ctr")
+        if bc and ac:
+            row["ctr_off"] = {k: (bc[k] + ac[k]) / 2 for k in bc if k in ac}
+        if "probed" in extra:
+            row.update(split_steps(steps, extra, off_mean))
+        for k, cs in cst.items():
+            b = next((x for x in reversed(cs[:i]) if x[0] == "off" and x[2]), None)
+            f = next((x for x in cs[i + 1:] if x[0] == "off" and x[2]), None)
+            if b and f and cs[i][2]:
+                row["canary_" + k] = cs[i][2] / ((b[2] + f[2]) / 2)
         if w.name == "launch" and "t_attached" in extra:
             # the loop's own count of its launches while gpuprobe was attached (steps of 1000
             # wholly inside; the report is made as the duration runs out: +-2 steps)
@@ -302,6 +438,12 @@ def run_workload(a, name, argv, env, secs, cap):
     t_end = time.time() + cap
     log("== %s: PID %d, windows of %.2f s, until every interval is under %.1f points or %d s" %
         (name, w.pid, secs, a.width, cap))
+    canary = None
+    if a.canary:
+        canary = subprocess.Popen([a.canary, os.path.join(a.out, "logs", "canary"), "%d" % (cap + 120)],
+                                  stdout=subprocess.PIPE, text=True)
+        if not canary.stdout.readline().startswith("READY"):
+            raise SystemExit("%s did not start" % a.canary)
     try:
         time.sleep(2)
         off_window(w, a, secs)
@@ -324,8 +466,14 @@ def run_workload(a, name, argv, env, secs, cap):
                     break
     finally:
         w.stop()
+        if canary:
+            canary.terminate()
+            canary.wait()
     steps, _ = read_steps(path)
-    return summarize(w, steps)
+    canaries = {}
+    if canary:
+        canaries = {k: read_steps(os.path.join(a.out, "logs", "canary." + k))[0] for k in ("compute", "wake")}
+    return summarize(w, steps, canaries)
 
 
 def table(name, res):
@@ -365,6 +513,52 @@ def table(name, res):
     return out
 
 
+CTRS = [("main_minflt", "main thread's minor faults /s", 1), ("main_nvcsw", "its preemptions /s", 1),
+        ("main_wait_s", "its wait for a CPU (ms/s)", 1e3), ("main_stime_s", "its system time (ms/s)", 1e3),
+        ("main_run_s", "its time on a CPU (ms/s)", 1e3),
+        ("proc_stime_s", "the process's system time (ms/s)", 1e3), ("proc_minflt", "its minor faults /s", 1),
+        ("proc_run_s", "its threads' time on a CPU (ms/s)", 1e3), ("proc_wait_s", "their wait for a CPU (ms/s)", 1e3),
+        ("gp_cpu_s", "gpuprobe's CPU time (ms/s)", 1e3)]
+
+
+def diag_table(res):
+    """Where the cost is: under a budget, the steps that met a probed part of a period
+    against the clean ones (the price of a call in the traced process itself), and what
+    the kernel counted of the workload and of gpuprobe, on-windows against their off ones."""
+    out = []
+    for cfg, rs in res.items():
+        sp = [x for x in rs if "ratio_clean" in x and "ratio_probed" in x]
+        if sp:
+            ec, lc, hc, _ = hl_ci([x["ratio_clean"] for x in sp])
+            ep, lp, hp, _ = hl_ci([x["ratio_probed"] for x in sp])
+            share = statistics.mean(x["n_probed"] / (x["n_probed"] + x["n_clean"]) for x in sp)
+            calls = sum(x.get("hits", 0) + x.get("strays", 0) for x in sp)
+            extra = sum((x["ratio_probed"] - 1) * x["on_ms"] / x["ratio_mean"] * 1e-3 * x["n_probed"] for x in sp)
+            out += ["%s, %d windows: steps that met breakpoints (%.1f %% of them) %+.2f %% (%+.2f … %+.2f); "
+                    "clean steps %+.2f %% (%+.2f … %+.2f); the probed steps' extra time over the sampled "
+                    "calls and strays they took: %s a call" % (
+                        LABELS[cfg], len(sp), 100 * share, 100 * (ep - 1), 100 * (lp - 1), 100 * (hp - 1),
+                        100 * (ec - 1), 100 * (lc - 1), 100 * (hc - 1),
+                        "%.2f us" % (extra / calls * 1e6) if calls else "—"), ""]
+        cr = [x for x in rs if "ctr" in x and "ctr_off" in x]
+        if cr:
+            out += ["%s, %d windows, on against off:" % (LABELS[cfg], len(cr)), ""]
+            for k, label, scale in CTRS:
+                on = [x["ctr"][k] for x in cr if k in x["ctr"]]
+                off = [x["ctr_off"][k] for x in cr if k in x["ctr_off"]]
+                if on:
+                    out.append("- %s: %.3g%s" % (label, scale * statistics.mean(on), " against %.3g" % (
+                        scale * statistics.mean(off)) if off else ""))
+            out.append("")
+        for k, what in (("compute", "a fixed piece of arithmetic"), ("wake", "two cross-thread wake-ups")):
+            v = [x["canary_" + k] for x in rs if "canary_" + k in x]
+            if len(v) >= 2:
+                e, lo, hi, _ = hl_ci(v)
+                out += ["%s, canary (bench/gpu/canary.c), %s: %+.2f %% (%+.2f … %+.2f), %d windows" % (
+                    LABELS[cfg], what, 100 * (e - 1), 100 * (lo - 1), 100 * (hi - 1), len(v)), ""]
+    return out
+
+
 def describe(a, secs):
     gpu = "none (GPU_INPROC_MOCK=1: the stand-in driver)" if a.mock else (subprocess.run(
         ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
@@ -384,7 +578,7 @@ def report(a, results, metas):
            "median of the ratios of medians with its order-statistic interval", ""]
     for name in ("launch", "torch", "profiler"):
         if results.get(name):
-            md += ["## " + TITLES[name], ""] + table(name, results[name]) + [""]
+            md += ["## " + TITLES[name], ""] + table(name, results[name]) + [""] + diag_table(results[name])
     return md
 
 
@@ -449,6 +643,7 @@ def main():
     ap.add_argument("--launch-cap", type=float, default=90)
     ap.add_argument("--torch-cap", type=float, default=180)
     ap.add_argument("--profiler-cap", type=float, default=80)
+    ap.add_argument("--canary", help="bench/gpu/canary.c's binary: run it beside each workload (the machine's own slowdowns)")
     ap.add_argument("--merge", nargs="+", metavar="RAW", help="no run: one table from these inproc_raw.json files")
     a = ap.parse_args()
     a.workloads = [x for x in a.workloads.split(",") if x]

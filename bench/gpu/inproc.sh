@@ -31,6 +31,9 @@ if [ "${1:-}" = --build ]; then
 		src/core/procmaps.c src/core/safeopen.c -lbpf -lelf -lz -lzstd ||
 		die "cannot build linkchurn"
 	echo "built $BIN/linkchurn"
+	# the machine's own slowdowns, beside the workload (inproc.py --canary)
+	gcc -O2 -Wall -Wextra -Werror -static -o "$BIN/canary" bench/gpu/canary.c -lpthread || die "cannot build canary"
+	echo "built $BIN/canary"
 	# bpftool and the libraries it needs beyond libc, for bench/gpu/runcounts.sh there
 	BT=$(command -v bpftool) || die "no bpftool here (apt-get install bpftool)"
 	mkdir -p "$BIN/bpftool" && cp "$BT" "$BIN/bpftool/" || die "cannot copy $BT"
@@ -57,4 +60,6 @@ PY=python3
 [ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
 PY=${GPU_BENCH_PYTHON:-$PY}
 "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' || die "$PY: no PyTorch with a GPU"
-exec python3 bench/gpu/inproc.py --gp "$GP" --launch-bin "$BIN/launch_inproc" --python "$PY" --out "$OUTDIR" "$@"
+CANARY=()
+[ -x "$BIN/canary" ] && CANARY=(--canary "$BIN/canary")
+exec python3 bench/gpu/inproc.py --gp "$GP" --launch-bin "$BIN/launch_inproc" --python "$PY" --out "$OUTDIR" "${CANARY[@]}" "$@"

@@ -211,9 +211,14 @@ static void *closer_main(void *arg)
 	struct gp_budget *b = c->b;
 	uint64_t t0 = gp_mono_ns();
 
+	uint64_t t1;
+
 	close(c->fd);
+	t1 = gp_mono_ns();
+	/* -v: the probed parts of a period, for bench/gpu/inproc.py (CLOCK_MONOTONIC ns) */
+	gp_log(GP_LOG_DEBUG, "budget: link closed at %llu", (unsigned long long)t1);
 	pthread_mutex_lock(&b->acc);
-	note_ms(b->detach_ms, &b->nr_detach, (double)(gp_mono_ns() - t0) / 1e6);
+	note_ms(b->detach_ms, &b->nr_detach, (double)(t1 - t0) / 1e6);
 	b->closing--;
 	pthread_cond_broadcast(&b->closed);
 	pthread_mutex_unlock(&b->acc);
@@ -706,6 +711,7 @@ static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 		return f;
 	set_window(b, false);
 	t_off = gp_mono_ns();
+	gp_log(GP_LOG_DEBUG, "budget: window closed at %llu", (unsigned long long)t_off);
 	pthread_mutex_lock(&b->links);
 	detach_all(b);
 	pthread_mutex_unlock(&b->links);
@@ -717,6 +723,7 @@ static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 	wait_until(b, t0 + T - (uint64_t)attach_est, true);
 	if (stopping(b))
 		return f;
+	gp_log(GP_LOG_DEBUG, "budget: attach begins at %llu", (unsigned long long)gp_mono_ns());
 	pthread_mutex_lock(&b->links);
 	attach_all(b);
 	pthread_mutex_unlock(&b->links);
@@ -724,6 +731,7 @@ static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 	now = gp_mono_ns();
 	take_snapshot(b);
 	set_window(b, true);
+	gp_log(GP_LOG_DEBUG, "budget: window open at %llu", (unsigned long long)now);
 	pthread_mutex_lock(&b->acc);
 	b->windows++;
 	pthread_mutex_unlock(&b->acc);
@@ -739,6 +747,7 @@ static void *budget_main(void *arg)
 	double f = 1.0;
 
 	set_window(b, true);
+	gp_log(GP_LOG_DEBUG, "budget: window open at %llu", (unsigned long long)start);
 	while (!stopping(b))
 		f = f >= 1 ? exact_period(b, &start) : sampled_period(b, &start, f);
 	return NULL;

@@ -133,17 +133,26 @@ void gp_log_setup(bool priorities, bool verbose)
 	log_verbose = verbose;
 }
 
+/* One line, written whole: threads (the budget's link closers) log at once. */
 void gp_log(int level, const char *fmt, ...)
 {
+	char line[4096];
 	va_list ap;
+	int n, m;
 
 	if (level >= GP_LOG_DEBUG && !log_verbose)
 		return;
-	if (log_priorities)
-		fprintf(stderr, "<%d>", level);
-	fputs("gpuprobe: ", stderr);
+	n = log_priorities ? snprintf(line, sizeof(line), "<%d>gpuprobe: ", level) :
+			     snprintf(line, sizeof(line), "gpuprobe: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (m < 0)
+		m = 0;
+	n += m < (int)(sizeof(line) - (size_t)n - 1) ? m : (int)(sizeof(line) - (size_t)n - 2);
+	line[n++] = '\n';
+	flockfile(stderr);
+	fwrite(line, 1, (size_t)n, stderr);
+	fflush(stderr);
+	funlockfile(stderr);
 }
