@@ -1347,9 +1347,13 @@ def write_doc(results, wall):
       "are short (0.6 s on PyTorch) and many: without tracing, a window's mean step wanders by 4-5 % from "
       "one window to the next at every length from 0.25 s to 4 s on the H200, so only the number of "
       "windows narrows the interval. Under `--max-overhead` a window is measured in steady state "
-      "(`--lead 0.5 --torch-window 1.0`): gpuprobe attaches half a second before the measure begins, past "
-      "its first periods (one that counts every call, one planned from it), which a window measured from the "
-      "attach holds and a daemon does not. It needs a GPU, so `make bench` does not run it; it builds nothing on "
+      "(`--lead 1.0 --torch-window 1.0`): gpuprobe attaches a second before the measure begins, past "
+      "its start and its first periods (one that counts every call, one planned from it), which a window "
+      "measured from the attach holds and a daemon does not (on the H200 the start costs until ~0.75 s). "
+      "Under a budget each on-window's steps are also split into those that met breakpoints (gpuprobe -v "
+      "logs when links go in and are gone) and the clean ones, the kernel's counters of the workload and of "
+      "gpuprobe are read per window, and bench/gpu/canary.c runs beside the workload (the machine's own "
+      "slowdowns). It needs a GPU, so `make bench` does not run it; it builds nothing on "
       "the GPU machine (`make bundle && bench/gpu/inproc.sh --build` here, then `bench/gpu/inproc.sh` "
       "there, about 6 minutes; runs merge with `inproc.py --merge`).")
     a("")

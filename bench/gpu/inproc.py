@@ -16,7 +16,18 @@ than --width points or the time is up. Steps within --settle of a change are lef
 With --lead L gpuprobe is attached L seconds before an on-window's measure begins and
 stays to its end: under --max-overhead the first periods are planned from nothing (an
 exact period, then the least window), so a window measured from the attach sees mostly
-them and not the periods a daemon lives in (bench/gpu/results-inproc-h200.md, fifth look).
+them and not the periods a daemon lives in (bench/gpu/results-inproc-h200.md, fifth look);
+on the H200 gpuprobe's start costs the loop until ~0.75 s after "tracing", so --lead 1.0
+(sixth look). Beside the figure (where it comes from):
+  - under a budget (gpuprobe -v logs when links begin to go in, windows open and close and
+    links are gone), each on-window's steps split into those that met breakpoints and the
+    clean ones, and the first's extra time per sampled call or stray;
+  - the steps by time since "tracing" (250-ms bins): how long the start costs;
+  - the kernel's counters of the workload's main thread, its threads and gpuprobe, on-windows
+    against their off-windows (system time, time on and waiting for a CPU, faults);
+  - with --canary (bench/gpu/canary.c; inproc.sh passes it when built), a fixed piece of
+    arithmetic and two cross-thread wake-ups timed beside the workload: the machine's own
+    slowdowns, which no probe causes.
 
 Why many short windows: on the GPU machines (VMs) a ~2 ms PyTorch step's window mean wanders
 by ~4-5 % from one window to the next at every window length from 0.25 s to 4 s (measured
@@ -40,7 +51,7 @@ status 1 when a configuration got no window or an interval misses the loop's cou
 Run on the GPU machine from the repository root, as root, with what `make bundle` and
 bench/gpu/inproc.sh built here carried (nothing is built there):
     bench/gpu/inproc.sh                  (about 6 minutes; writes $OUT or /tmp/gp-inproc)
-    bench/gpu/inproc.sh --workloads torch --configs three_budget --torch-cap 540
+    bench/gpu/inproc.sh --workloads torch --configs three_budget --lead 1.0 --torch-window 1.0 --torch-cap 500
 Runs' raw results (inproc_raw.json) merge into one table: inproc.py --merge A.json B.json --out DIR.
 The per-window files and step logs end in logs.tgz beside them.
 GPU_INPROC_MOCK=1 runs the plumbing here on the stand-in driver (no GPU).
@@ -311,6 +322,7 @@ def gp_window(w, a, cfg, flags, secs, n):
         extra["probed"] = [s for s in probed_spans(bw, t_done) if s[1] > t0 and s[0] < t_done]
         per = [x for x in bw.get("periods", []) if t0 < x[0] <= t_done]
         extra["hits"], extra["strays"] = sum(x[1] for x in per), sum(x[2] for x in per)
+        extra["budget_events"] = {k: bw[k] for k in ("attach", "open", "close", "gone") if k in bw}
     read_report(out, w.pid, a.lead + secs, extra)
     if n < 3:  # the window's files are kept for the first few rounds only (hundreds of windows)
         extra["cmd"] = " ".join(cmd)
@@ -377,6 +389,23 @@ def split_steps(steps, extra, off_mean):
     return out
 
 
+PROFILE_NS = 250000000  # the bins of the profile since the attach
+
+
+def profile(steps, extra, off_mean):
+    """An on-window's steps by time since gpuprobe said "tracing", in 250-ms bins from one
+    bin before it to the window's end: {bin: [sum of step/off-mean, steps]}. How long the
+    start's cost lasts, which --lead must outlast (bench/gpu/results-inproc-h200.md)."""
+    out = {}
+    t0 = extra["t_attached"]
+    for t, d in steps:
+        if t >= t0 - PROFILE_NS and t + d <= extra["t_done"]:
+            b = out.setdefault(str((t - t0) // PROFILE_NS), [0.0, 0])
+            b[0] += d / off_mean
+            b[1] += 1
+    return out
+
+
 def summarize(w, steps, canaries=None):
     """Per on-window: its mean (and median) step time over the mean of its neighbouring
     off-windows' means (medians); the same of each canary's pieces (canary.c) beside it."""
@@ -398,6 +427,8 @@ def summarize(w, steps, canaries=None):
             row["ctr_off"] = {k: (bc[k] + ac[k]) / 2 for k in bc if k in ac}
         if "probed" in extra:
             row.update(split_steps(steps, extra, off_mean))
+        if "t_attached" in extra:
+            row["profile"] = profile(steps, extra, off_mean)
         for k, cs in cst.items():
             b = next((x for x in reversed(cs[:i]) if x[0] == "off" and x[2]), None)
             f = next((x for x in cs[i + 1:] if x[0] == "off" and x[2]), None)
@@ -540,6 +571,16 @@ def diag_table(res):
                         LABELS[cfg], len(sp), 100 * share, 100 * (ep - 1), 100 * (lp - 1), 100 * (hp - 1),
                         100 * (ec - 1), 100 * (lc - 1), 100 * (hc - 1),
                         "%.2f us" % (extra / calls * 1e6) if calls else "—"), ""]
+        pr = {}
+        for x in rs:
+            for k, (v, n) in x.get("profile", {}).items():
+                pr.setdefault(int(k), [0.0, 0])
+                pr[int(k)][0] += v
+                pr[int(k)][1] += n
+        if pr:
+            out += ["%s, steps by time since the attach (mean step over the off-windows'): %s" % (
+                LABELS[cfg], ", ".join("%+.2f s %+.2f %%" % (k * PROFILE_NS / 1e9, 100 * (pr[k][0] / pr[k][1] - 1))
+                                       for k in sorted(pr) if pr[k][1] >= 100)), ""]
         cr = [x for x in rs if "ctr" in x and "ctr_off" in x]
         if cr:
             out += ["%s, %d windows, on against off:" % (LABELS[cfg], len(cr)), ""]
