@@ -209,9 +209,7 @@ static void *closer_main(void *arg)
 {
 	struct closer *c = arg;
 	struct gp_budget *b = c->b;
-	uint64_t t0 = gp_mono_ns();
-
-	uint64_t t1;
+	uint64_t t0 = gp_mono_ns(), t1;
 
 	close(c->fd);
 	t1 = gp_mono_ns();
