@@ -406,6 +406,12 @@ def profile(steps, extra, off_mean):
     return out
 
 
+def neighbours(st, i):
+    """The measured off-windows before and after window i of window_stats() (None where none)."""
+    return (next((x for x in reversed(st[:i]) if x[0] == "off" and x[2]), None),
+            next((x for x in st[i + 1:] if x[0] == "off" and x[2]), None))
+
+
 def summarize(w, steps, canaries=None):
     """Per on-window: its mean (and median) step time over the mean of its neighbouring
     off-windows' means (medians); the same of each canary's pieces (canary.c) beside it."""
@@ -415,8 +421,7 @@ def summarize(w, steps, canaries=None):
     for i, (kind, cfg, mean, med, n, extra) in enumerate(st):
         if kind != "on" or mean is None:
             continue
-        before = next((x for x in reversed(st[:i]) if x[0] == "off" and x[2]), None)
-        after = next((x for x in st[i + 1:] if x[0] == "off" and x[2]), None)
+        before, after = neighbours(st, i)
         if not before or not after:
             continue
         off_mean = (before[2] + after[2]) / 2
@@ -430,8 +435,7 @@ def summarize(w, steps, canaries=None):
         if "t_attached" in extra:
             row["profile"] = profile(steps, extra, off_mean)
         for k, cs in cst.items():
-            b = next((x for x in reversed(cs[:i]) if x[0] == "off" and x[2]), None)
-            f = next((x for x in cs[i + 1:] if x[0] == "off" and x[2]), None)
+            b, f = neighbours(cs, i)
             if b and f and cs[i][2]:
                 row["canary_" + k] = cs[i][2] / ((b[2] + f[2]) / 2)
         if w.name == "launch" and "t_attached" in extra:
@@ -470,12 +474,15 @@ def run_workload(a, name, argv, env, secs, cap):
     log("== %s: PID %d, windows of %.2f s, until every interval is under %.1f points or %d s" %
         (name, w.pid, secs, a.width, cap))
     canary = None
-    if a.canary:
-        canary = subprocess.Popen([a.canary, os.path.join(a.out, "logs", "canary"), "%d" % (cap + 120)],
-                                  stdout=subprocess.PIPE, text=True)
-        if not canary.stdout.readline().startswith("READY"):
-            raise SystemExit("%s did not start" % a.canary)
     try:
+        if a.canary:  # inside the try: the workload is stopped if the canary cannot start
+            try:
+                canary = subprocess.Popen([a.canary, os.path.join(a.out, "logs", "canary"), "%d" % (cap + 120)],
+                                          stdout=subprocess.PIPE, text=True)
+            except OSError as e:
+                raise SystemExit("bench/gpu/inproc: cannot run the canary %s: %s" % (a.canary, e.strerror))
+            if not canary.stdout.readline().startswith("READY"):
+                raise SystemExit("bench/gpu/inproc: the canary %s did not start" % a.canary)
         time.sleep(2)
         off_window(w, a, secs)
         n = 0
