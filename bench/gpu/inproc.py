@@ -52,6 +52,10 @@ Run on the GPU machine from the repository root, as root, with what `make bundle
 bench/gpu/inproc.sh built here carried (nothing is built there):
     bench/gpu/inproc.sh                  (about 6 minutes; writes $OUT or /tmp/gp-inproc)
     bench/gpu/inproc.sh --workloads torch --configs three_budget --lead 1.0 --torch-window 1.0 --torch-cap 500
+With --torch-single-thread the PyTorch loop runs backward on the thread that calls it
+(torch_inproc.py --single-thread): the same launches, every one on the step's own thread,
+steps ~30 % shorter; its window means wander about a quarter as much as the default loop's
+with autograd's device thread (bench/gpu/noise.py on the H200: 1.5 against 5.3 points).
 Runs' raw results (inproc_raw.json) merge into one table: inproc.py --merge A.json B.json --out DIR.
 The per-window files and step logs end in logs.tgz beside them.
 GPU_INPROC_MOCK=1 runs the plumbing here on the stand-in driver (no GPU).
@@ -647,7 +651,8 @@ def measure(a):
     t0 = time.time()
     results = {}
     torch_log = lambda n: [a.python, os.path.join(ROOT, "bench", "gpu", "torch_inproc.py"),
-                           os.path.join(a.out, "logs", "%s.steps" % n), "--seconds", "3600"] + (["--mock"] if a.mock else [])
+                           os.path.join(a.out, "logs", "%s.steps" % n), "--seconds", "3600"] + (["--mock"] if a.mock else []) + (
+                               ["--single-thread"] if a.torch_single_thread else [])
     runs = {
         "launch": ([a.launch_bin, os.path.join(a.out, "logs", "launch.steps"), "1000", "3600"], a.launch_window, a.launch_cap),
         "torch": (torch_log("torch"), a.torch_window, a.torch_cap),
@@ -691,6 +696,8 @@ def main():
     ap.add_argument("--launch-cap", type=float, default=90)
     ap.add_argument("--torch-cap", type=float, default=180)
     ap.add_argument("--profiler-cap", type=float, default=80)
+    ap.add_argument("--torch-single-thread", action="store_true",
+                    help="the PyTorch loop runs backward on its own thread (bench/gpu/noise.py: a quarter of the noise)")
     ap.add_argument("--canary", help="bench/gpu/canary.c's binary: run it beside each workload (the machine's own slowdowns)")
     ap.add_argument("--merge", nargs="+", metavar="RAW", help="no run: one table from these inproc_raw.json files")
     a = ap.parse_args()

@@ -7,10 +7,16 @@ activities, is switched in the process: SIGUSR1 starts it before the next step, 
 stops it after the current one; LOG gets "prof_on T", "prof_off T" (the last profiled
 step's end) and "prof_done T" (after its post-processing, which no step overlaps).
 --mock: no torch, 2 ms sleeps (a dry run of the harness without a GPU).
+How the loop runs (bench/gpu/noise.py compares their step-time noise): --single-thread runs
+backward on the calling thread (torch.autograd.set_multithreading_enabled(False): no hand-off
+to the device thread and back, the same launches); --cpus 2,3 pins the process
+(sched_setaffinity, every thread it makes after); --gc-freeze moves everything built before
+the loop out of Python's collector (gc.freeze()).
 
-    torch_inproc.py LOG [--seconds 600] [--mock]
+    torch_inproc.py LOG [--seconds 600] [--mock] [--single-thread] [--cpus LIST] [--gc-freeze]
 """
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -31,9 +37,17 @@ def main():
     ap.add_argument("--seconds", type=float, default=600)
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--mock", action="store_true")
+    ap.add_argument("--single-thread", action="store_true", help="backward on this thread")
+    ap.add_argument("--cpus", help="pin the process to these CPUs (comma-separated)")
+    ap.add_argument("--gc-freeze", action="store_true", help="gc.freeze() before the loop")
     a = ap.parse_args()
 
+    if a.cpus:
+        os.sched_setaffinity(0, {int(c) for c in a.cpus.split(",")})
     step, sync = make_step(a.mock)  # the model of bench/gpu/torch_step.py
+    if a.single_thread and not a.mock:
+        import torch
+        torch.autograd.set_multithreading_enabled(False)
 
     signal.signal(signal.SIGUSR1, lambda *_: want.__setitem__("prof", True))
     signal.signal(signal.SIGUSR2, lambda *_: want.__setitem__("prof", False))
@@ -41,6 +55,9 @@ def main():
     for _ in range(a.warmup):
         step()
     sync()
+    if a.gc_freeze:
+        gc.collect()
+        gc.freeze()
     prof = None
     end = now_ns() + int(a.seconds * 1e9)
     with open(a.log, "w", buffering=1 << 16) as log:
