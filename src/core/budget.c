@@ -89,10 +89,6 @@ struct ended {
  * program on the node two clock reads while on). */
 #define PROG_MEASURE_NS (10ULL * 1000000000ULL) /* at most this long */
 #define PROG_MEASURE_RUNS 2000                  /* or until this many runs */
-/* A first price from this many runs, refined until the measure ends: a window's calls are
- * otherwise priced at their traps alone for the first seconds (on the H200 ~1 us a call,
- * a third of the price, went unpriced for as long as the measure took). */
-#define PROG_FIRST_RUNS 100
 #define PROG_REMEASURE_NS (600ULL * 1000000000ULL)
 
 struct prog_cost {
@@ -101,7 +97,6 @@ struct prog_cost {
 	uint64_t ns0[2], runs0[2]; /* entry and return programs at its start */
 	double ns[2];          /* mean ns per run, entry and return (0: not measured) */
 	bool refused;          /* EPERM: not without CAP_SYS_ADMIN */
-	bool first;            /* this measure's first price is set */
 };
 
 struct gp_budget {
@@ -583,13 +578,12 @@ static void set_cost(struct gp_budget *b)
 /*
  * The price of a counted call: its traps (calibrated) and its programs' run time, which
  * the kernel measures only while asked to: for at most 10 s or 2000 runs after the start,
- * then again every 10 minutes; priced from the first 100 runs on, and again as it goes. Without CAP_SYS_ADMIN (EPERM) the traps alone, and said so.
+ * then again every 10 minutes. Without CAP_SYS_ADMIN (EPERM) the traps alone, and said so.
  */
 static void measure_progs(struct gp_budget *b, uint64_t now)
 {
 	struct prog_cost *pc = &b->prog;
 	uint64_t ns[2] = { 0 }, runs[2] = { 0 };
-	bool done;
 
 	if (pc->refused)
 		return;
@@ -610,24 +604,19 @@ static void measure_progs(struct gp_budget *b, uint64_t now)
 	}
 	for (int k = 0; k < 2; k++)
 		prog_stats(b, k, &ns[k], &runs[k]);
-	done = runs[0] - pc->runs0[0] >= PROG_MEASURE_RUNS || now - pc->since >= PROG_MEASURE_NS;
-	if (!done && runs[0] - pc->runs0[0] < PROG_FIRST_RUNS)
+	if (runs[0] - pc->runs0[0] < PROG_MEASURE_RUNS && now - pc->since < PROG_MEASURE_NS)
 		return;
-	if (done) {
-		close(pc->stats_fd);
-		pc->stats_fd = -1;
-		pc->next = now + PROG_REMEASURE_NS;
-	}
+	close(pc->stats_fd);
+	pc->stats_fd = -1;
+	pc->next = now + PROG_REMEASURE_NS;
 	pthread_mutex_lock(&b->acc);
 	for (int k = 0; k < 2; k++)
 		if (runs[k] > pc->runs0[k])
 			pc->ns[k] = (double)(ns[k] - pc->ns0[k]) / (double)(runs[k] - pc->runs0[k]);
 	set_cost(b);
 	pthread_mutex_unlock(&b->acc);
-	if (done || !pc->first) /* the first price and the measured one */
-		gp_log(GP_LOG_DEBUG, "budget: programs %.0f ns (entry), %.0f ns (return) a run over %llu runs: a call costs %.2f us (%.2f us warm)",
-		       pc->ns[0], pc->ns[1], (unsigned long long)(runs[0] - pc->runs0[0]), b->price * 1e6, b->cost * 1e6);
-	pc->first = !done;
+	gp_log(GP_LOG_DEBUG, "budget: programs %.0f ns (entry), %.0f ns (return) a run: a call costs %.2f us (%.2f us warm)",
+	       pc->ns[0], pc->ns[1], b->price * 1e6, b->cost * 1e6);
 }
 
 /* The next period as planned, unless a hold (a stream capture) wants every call seen. */
