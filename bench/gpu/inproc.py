@@ -54,13 +54,18 @@ bench/gpu/inproc.sh built here carried (nothing is built there):
     bench/gpu/inproc.sh --workloads torch --configs three_budget --lead 1.0 --torch-window 1.0 --torch-cap 500
 With --torch-single-thread the PyTorch loop runs backward on the thread that calls it
 (torch_inproc.py --single-thread): the same launches, every one on the step's own thread,
-steps ~30 % shorter; its window means wander about a quarter as much as the default loop's
-with autograd's device thread (bench/gpu/noise.py on the H200: 1.5 against 5.3 points).
-Runs' raw results (inproc_raw.json) merge into one table: inproc.py --merge A.json B.json --out DIR.
+steps ~30 % shorter. Untraced, its window means wandered a quarter as much as the default
+loop's (bench/gpu/noise.py on the H200: 1.5 against 5.3 points, 1.4826 x MAD); in one
+harness run under a budget its interval was no narrower (bench/gpu/results-inproc-h200.md,
+seventh look).
+Runs' raw results (inproc_raw.json) merge into one table: inproc.py --merge A.json B.json --out DIR;
+the H200 runs' are kept, gzipped, in bench/gpu/raw/ (--merge reads .json.gz), so that later
+sessions can merge windows of the same build.
 The per-window files and step logs end in logs.tgz beside them.
 GPU_INPROC_MOCK=1 runs the plumbing here on the stand-in driver (no GPU).
 """
 import argparse
+import gzip
 import json
 import math
 import os
@@ -637,7 +642,7 @@ def report(a, results, metas):
 def merge(paths):
     results, metas = {}, []
     for p in paths:
-        with open(p) as f:
+        with (gzip.open(p, "rt") if p.endswith(".gz") else open(p)) as f:
             raw = json.load(f)
         metas += raw.get("meta", [])
         for name, cfgs in raw["results"].items():
@@ -697,7 +702,7 @@ def main():
     ap.add_argument("--torch-cap", type=float, default=180)
     ap.add_argument("--profiler-cap", type=float, default=80)
     ap.add_argument("--torch-single-thread", action="store_true",
-                    help="the PyTorch loop runs backward on its own thread (bench/gpu/noise.py: a quarter of the noise)")
+                    help="the PyTorch loop runs backward on the thread that calls it (torch_inproc.py --single-thread)")
     ap.add_argument("--canary", help="bench/gpu/canary.c's binary: run it beside each workload (the machine's own slowdowns)")
     ap.add_argument("--merge", nargs="+", metavar="RAW", help="no run: one table from these inproc_raw.json files")
     a = ap.parse_args()
