@@ -23,27 +23,19 @@ import subprocess
 import sys
 import time
 
+from inproc import read_steps  # noqa: E402 (beside this file: the step logs' reader)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
+LAST2 = ",".join(str(c) for c in sorted(os.sched_getaffinity(0))[-2:])  # pinned: the last two CPUs
 VARIANTS = {
     "default": [],
     "single": ["--single-thread"],
     "gcfreeze": ["--gc-freeze"],
-    "pinned": ["--cpus", "LAST2"],
-    "single_pinned": ["--single-thread", "--cpus", "LAST2"],
+    "pinned": ["--cpus", LAST2],
+    "single_pinned": ["--single-thread", "--cpus", LAST2],
 }
-LAST2 = ",".join(str(c) for c in sorted(os.sched_getaffinity(0))[-2:])  # pinned: the last two CPUs
 LENGTHS = (0.25, 0.5, 1.0, 2.0)
 GAPS = (0.0, 1.5)  # 1.5 s: a window's gpuprobe start and lead before its measure, its exit after
-
-
-def read_steps(path):
-    steps = []
-    with open(path) as f:
-        for line in f:
-            w = line.split()
-            if len(w) == 3 and w[0] == "step":
-                steps.append((int(w[1]), int(w[2])))
-    return steps
 
 
 def ratios(steps, length, gap):
@@ -81,7 +73,7 @@ def table(logs):
             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     res = {}
     for name, path in logs:
-        steps = read_steps(path)
+        steps = read_steps(path)[0]
         if len(steps) < 100:
             rows.append("| %s | — | | | 0 | | | |" % name)
             continue
@@ -118,7 +110,7 @@ def main():
                 raise SystemExit("bench/gpu/noise: unknown variant %r (%s)" % (name, ", ".join(VARIANTS)))
             path = os.path.join(a.out, name + ".steps")
             cmd = [a.python, os.path.join(HERE, "torch_inproc.py"), path, "--seconds", str(a.seconds)]
-            cmd += [LAST2 if x == "LAST2" else x for x in VARIANTS[name]] + (["--mock"] if a.mock else [])
+            cmd += VARIANTS[name] + (["--mock"] if a.mock else [])
             t0 = time.time()
             r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
             if r.returncode:
