@@ -43,7 +43,10 @@ def main():
     a = ap.parse_args()
 
     if a.cpus:
-        os.sched_setaffinity(0, {int(c) for c in a.cpus.split(",")})
+        try:
+            os.sched_setaffinity(0, {int(c) for c in a.cpus.split(",")})
+        except (ValueError, OSError) as e:
+            raise SystemExit("torch_inproc: --cpus %r: %s" % (a.cpus, e))
     step, sync = make_step(a.mock)  # the model of bench/gpu/torch_step.py
     if a.single_thread and not a.mock:
         import torch
