@@ -14,8 +14,9 @@
  * program is one or the other all along) and 1.96 standard deviations of the steps and of
  * arrival noise (Poisson) in every period. The last unseen part, whose next window has not
  * come, is extrapolated from its own window, with the last step's size as its own.
- * A process that spent most of a window in the probes calls faster unprobed than any
- * window can tell (its calls cost less than a probe): its interval has no upper end.
+ * A process that spent most of two sampled windows running in the probes calls faster
+ * unprobed than any window can tell (its calls cost less than a probe): its interval has
+ * no upper end.
  */
 #ifndef GP_SAMPLING_H
 #define GP_SAMPLING_H
@@ -29,7 +30,7 @@ struct gp_sampling {
 	double observed;     /* hits the sampled probes took */
 	double estimate;     /* calls estimated */
 	double lo, hi;       /* 95 % interval of the calls; hi is INFINITY when unbounded */
-	bool unbounded;      /* in some window the process spent most of its time in the probes:
+	bool unbounded;      /* in two sampled windows running the process spent most of its time in the probes:
 			      * its calls cost less than a probe, and how fast it calls unprobed
 			      * cannot be told from the windows (estimate and lo stand) */
 };
@@ -47,6 +48,7 @@ struct gp_account {
 	double wide;         /* the upper end's allowance for a hit dearer than calibrated */
 	bool sampled;        /* some part of its life was unseen */
 	bool unbounded;      /* see struct gp_sampling */
+	bool busy;           /* its last sampled window was more than half in probes */
 	/* the last unseen part, waiting for the next window */
 	bool pending;
 	double p_unseen;     /* seconds */

@@ -119,6 +119,30 @@ static void test_calls_cheaper_than_probes(void)
 	ASSERT_TRUE(s.lo <= truth, "the lower end holds");
 }
 
+/* A paced process (20 000 calls/s, a hit priced 5 us) that fell 10 ms behind while the
+ * links went in and caught up inside one 2-ms window (200 calls more, back to back: the
+ * window reads call-bound): one such window keeps an upper end, wider around it, that holds
+ * the truth; two running take it away. */
+static void test_one_catch_up_window(void)
+{
+	struct gp_account a = { 0 }, b = { 0 };
+	struct gp_sampling s;
+	double on = 0.002, cost = 5 * COST, rate = 20000, truth = 0;
+
+	for (int i = 0; i < 10; i++) {
+		gp_account__period(&a, rate * on + (i == 4 ? 200 : 0), 0, T, on, cost, cost);
+		truth += rate * T; /* it catches up, so it made as many as ever */
+	}
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	ASSERT_FALSE(s.unbounded, "one catch-up window leaves an upper end");
+	ASSERT_TRUE(isfinite(s.hi), "a finite upper end");
+	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the truth within the interval");
+	for (int i = 0; i < 10; i++)
+		gp_account__period(&b, rate * on + (i == 4 || i == 5 ? 200 : 0), 0, T, on, cost, cost);
+	ASSERT_TRUE(gp_account__sampling(&b, &s) && s.unbounded && isinf(s.hi), "two running: no upper end");
+}
+
 /* A process that begins in an unseen part: its first window brackets its start. */
 static void test_begins_unseen(void)
 {
@@ -273,6 +297,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_paced_steps);
 	RUN_TEST(test_call_bound_and_step_in_the_dark);
 	RUN_TEST(test_calls_cheaper_than_probes);
+	RUN_TEST(test_one_catch_up_window);
 	RUN_TEST(test_begins_unseen);
 	RUN_TEST(test_poisson_coverage);
 	RUN_TEST(test_a_part_of_the_hits);
