@@ -76,6 +76,34 @@ static __always_inline bool gp_window_open(void)
 	return !w || *(volatile __u32 *)&w->flags;
 }
 
+/* The window's number (GP_EPOCH_FIRST on) while it is open, GP_EPOCH_UNSEEN while it is
+ * closed, GP_EPOCH_EXACT without a budget. */
+static __always_inline __u32 gp_window_epoch(void)
+{
+	__u32 win = GP_HIT_WINDOW, f;
+	struct gp_hit_slot *w;
+
+	if (!gp_count_hits)
+		return GP_EPOCH_EXACT;
+	w = bpf_map_lookup_elem(&gp_hits, &win);
+	if (!w)
+		return GP_EPOCH_EXACT;
+	f = *(volatile __u32 *)&w->flags;
+	return f ? f : GP_EPOCH_UNSEEN;
+}
+
+/* A hit priced with the strays and never counted (gp_sampled_extra's count). */
+static __always_inline void gp_extra_hit(__u32 tgid)
+{
+	struct gp_hit_slot *s;
+
+	if (!gp_count_hits)
+		return;
+	s = gp_hit_slot_of(tgid);
+	if (s)
+		__sync_fetch_and_add(&s->stray, 1);
+}
+
 /*
  * One hit of a probe the budget samples but whose calls are not the ones it counts (the
  * naming calls, which a driver may make for every launch): priced with the strays, never
@@ -83,13 +111,7 @@ static __always_inline bool gp_window_open(void)
  */
 static __always_inline bool gp_sampled_extra(__u32 tgid)
 {
-	struct gp_hit_slot *s;
-
-	if (!gp_count_hits)
-		return true;
-	s = gp_hit_slot_of(tgid);
-	if (s)
-		__sync_fetch_and_add(&s->stray, 1);
+	gp_extra_hit(tgid);
 	return gp_window_open();
 }
 

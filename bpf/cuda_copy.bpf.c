@@ -27,7 +27,7 @@ struct {
 struct call {
 	__u64 ts_ns;
 	__u32 api;
-	__u32 _pad;
+	__u32 epoch; /* gp_window_epoch() at entry */
 	__u64 a[6];
 };
 
@@ -44,12 +44,12 @@ __u64 failed_copies, zero_copies;
 
 #define count_drop(what) gp_count_drop(cdrops, what)
 
-static __always_inline int copy_enter_traced(struct pt_regs *ctx)
+static __always_inline int copy_enter_traced(struct pt_regs *ctx, __u64 id, __u32 api, __u32 epoch)
 {
-	__u64 id = bpf_get_current_pid_tgid();
 	struct call c = {
 		.ts_ns = bpf_ktime_get_ns(),
-		.api = (__u32)bpf_get_attach_cookie(ctx),
+		.api = api,
+		.epoch = epoch,
 		.a = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
 		       PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), gp_arg(ctx, 5) },
 	};
@@ -59,15 +59,37 @@ static __always_inline int copy_enter_traced(struct pt_regs *ctx)
 	return 0;
 }
 
+/* The synchronizations: the budget samples them (bandwidth_mode.c attaches them through
+ * gp_run__attach_sampled); every other call here is always attached, and priced. */
+static __always_inline bool is_sync(__u32 api)
+{
+	return api == GP_API_cuStreamSynchronize || api == GP_API_cuStreamSynchronize_ptsz ||
+	       api == GP_API_cuCtxSynchronize || api == GP_API_cuCtxSynchronize_v2 ||
+	       api == GP_API_cuEventSynchronize;
+}
+
 SEC("uprobe")
 int copy_enter(struct pt_regs *ctx)
 {
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 api = (__u32)bpf_get_attach_cookie(ctx), epoch;
+
 	if (!gp_traced_self())
 		return 0;
-	gp_priced_hit(bpf_get_current_pid_tgid() >> 32);
-	return copy_enter_traced(ctx);
+	epoch = gp_window_epoch();
+	if (is_sync(api)) {
+		gp_extra_hit(id >> 32);
+		if (epoch == GP_EPOCH_UNSEEN) {
+			/* a stray: its return must not find the entry of a call whose return went
+			 * unseen (its link closed while it ran) */
+			bpf_map_delete_elem(&calls, &id);
+			return 0;
+		}
+	} else {
+		gp_priced_hit(id >> 32);
+	}
+	return copy_enter_traced(ctx, id, api, epoch);
 }
-
 
 /* CUDA_MEMCPY2D / CUDA_MEMCPY3D (cuda.h): the fields a copy's size and ends come from. */
 #define M2D_SRC_TYPE 16
@@ -259,6 +281,7 @@ static __always_inline void emit_copy(struct call *c, __u64 id, __u64 now)
 	l.tid = (__u32)id;
 	l.ts_ns = c->ts_ns;
 	l.dur_ns = now - c->ts_ns;
+	l.epoch = c->epoch;
 	gp_leader_comm(l.comm);
 	__builtin_memcpy(e, &l, sizeof(l));
 	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
@@ -312,6 +335,8 @@ static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
 	e->ts_ns = now;
 	e->handle = handle;
 	e->aux = aux;
+	e->epoch = c->epoch;
+	e->_pad = 0;
 	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 }
 
@@ -325,7 +350,9 @@ int copy_leave(struct pt_regs *ctx)
 		return 0;
 	c = bpf_map_lookup_elem(&calls, &id);
 	if (!c) {
-		count_drop(GP_CDROP_NORETURN);
+		/* under a budget, a synchronization's stray leaves no entry: not a loss */
+		if (!gp_count_hits)
+			count_drop(GP_CDROP_NORETURN);
 		return 0;
 	}
 	if ((__u32)PT_REGS_RC(ctx) != 0) {

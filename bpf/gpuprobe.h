@@ -53,7 +53,7 @@ struct gp_traced {
  * every BPF object with such probes reuses (bpf/budget.bpf.h). Slot tgid % GP_HIT_SLOTS
  * belongs to the first process that hits it; slot GP_HIT_SLOTS sums the hits of processes
  * whose slot another one holds; slot GP_HIT_WINDOW says whether the window is open
- * (flags 1). A hit outside the window (a probe whose link is being made or closed: its
+ * (flags: the window's number, GP_EPOCH_FIRST on, while it is open; 0 while it is closed). A hit outside the window (a probe whose link is being made or closed: its
  * breakpoints come and go some milliseconds after the budget says so) is a stray: it
  * costs the process, but is not counted.
  */
@@ -61,11 +61,21 @@ struct gp_traced {
 #define GP_HIT_WINDOW (GP_HIT_SLOTS + 1)
 struct gp_hit_slot {
 	__u32 pid;   /* the tgid that holds the slot; 0: free */
-	__u32 flags; /* GP_HIT_WINDOW: 1 while the window is open */
+	__u32 flags; /* GP_HIT_WINDOW: the window's number while it is open, else 0 */
 	__u64 hits;  /* counted, in the window */
 	__u64 stray; /* taken outside it */
 	__u64 fixed; /* taken by probes the budget never samples (allocations, copies): priced */
 };
+
+/*
+ * Which window a piece of work that a synchronization completes was submitted in, and
+ * which window a synchronization was seen in (struct gp_copy_event's and gp_aux_event's
+ * `epoch`): under a budget the synchronization probes are sampled, so work is timed only
+ * by a synchronization of its own window (src/core/cuctx.c).
+ */
+#define GP_EPOCH_EXACT 0  /* no budget: every synchronization is seen */
+#define GP_EPOCH_UNSEEN 1 /* the window was closed: the synchronization may go unseen */
+#define GP_EPOCH_FIRST 2  /* the first window's number; numbers never wrap to 0 or 1 */
 
 /* GP_EV_FORK, GP_EV_EXEC and GP_EV_GONE */
 struct gp_proc_event {
@@ -420,6 +430,8 @@ struct gp_copy_event {
 	__u32 dst_type, src_type; /* enum gp_memtype */
 	__u32 async;
 	__u32 peer;
+	__u32 epoch; /* GP_EPOCH_*, or the window's number at entry */
+	__u32 _pad;
 	char comm[GP_COMM_LEN];
 };
 
@@ -436,6 +448,8 @@ struct gp_aux_event {
 	__u64 ts_ns;
 	__u64 handle;
 	__u64 aux;
+	__u32 epoch; /* synchronizations: GP_EPOCH_*, or the window's number at entry */
+	__u32 _pad;
 };
 
 enum gp_cdrop {

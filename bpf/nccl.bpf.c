@@ -409,6 +409,8 @@ int nccl_cuda_leave(struct pt_regs *ctx)
 	e->ts_ns = now;
 	e->handle = handle;
 	e->aux = aux;
+	e->epoch = GP_EPOCH_EXACT; /* --nccl's synchronizations are never sampled */
+	e->_pad = 0;
 	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 out:
 	bpf_map_delete_elem(&cuda_calls, &id);

@@ -138,6 +138,7 @@ struct gp_budget {
 	uint64_t *snap_hits, *snap_stray, *snap_fixed;
 	double period_s;          /* of the sampled periods now */
 	double last_unseen;       /* seconds of the last period's that went unseen */
+	uint32_t epoch;           /* the number of the window last opened (set_window) */
 };
 
 /* -------------------------------------------------------------------------------------
@@ -317,10 +318,19 @@ static void take_snapshot(struct gp_budget *b)
 	}
 }
 
-/* Opens or closes the window: BPF counts only while it is open (a hit outside is a stray). */
+/* Opens or closes the window: BPF counts only while it is open (a hit outside is a stray).
+ * A window that opens gets a number of its own (GP_EPOCH_FIRST on; one that is open stays
+ * as it is): the work a synchronization completes is timed only by one of its own window
+ * (gpuprobe.h, GP_EPOCH_*). Called by the budget's thread alone (and before it starts). */
 static void set_window(struct gp_budget *b, bool open)
 {
-	__atomic_store_n(&b->hits[GP_HIT_WINDOW].flags, open ? 1 : 0, __ATOMIC_RELEASE);
+	uint32_t *flags = &b->hits[GP_HIT_WINDOW].flags;
+
+	if (open && __atomic_load_n(flags, __ATOMIC_RELAXED))
+		return;
+	if (open)
+		b->epoch = b->epoch < GP_EPOCH_FIRST || b->epoch == UINT32_MAX ? GP_EPOCH_FIRST : b->epoch + 1;
+	__atomic_store_n(flags, open ? b->epoch : 0, __ATOMIC_RELEASE);
 }
 
 /* The account of a process that ended moves out of its slot; with free_slot the slot is

@@ -25,6 +25,7 @@ struct cuctx {
 	struct u64map *ev_stream; /* event -> (uint64_t *) {stream, record time} */
 	struct cu_work *pending;
 	size_t nr_pending, cap_pending;
+	uint64_t untimed, untimed_bytes;
 };
 
 struct cuctx *cuctx__new(const struct cu_work_ops *ops)
@@ -141,8 +142,18 @@ static void on_event_record(struct cuctx *c, const struct gp_aux_event *e)
 
 /* ---- work on streams ---- */
 
+static void untime(struct cuctx *c, const struct cu_work *w)
+{
+	c->untimed++;
+	c->untimed_bytes += w->bytes;
+}
+
 int cuctx__submit(struct cuctx *c, const struct cu_work *w)
 {
+	if (w->epoch == GP_EPOCH_UNSEEN) {
+		untime(c, w);
+		return 0;
+	}
 	if (c->nr_pending == c->cap_pending) {
 		size_t cap = c->cap_pending ? 2 * c->cap_pending : 16;
 		struct cu_work *n = realloc(c->pending, cap * sizeof(*n));
@@ -159,6 +170,12 @@ int cuctx__submit(struct cuctx *c, const struct cu_work *w)
 size_t cuctx__pending(const struct cuctx *c)
 {
 	return c->nr_pending;
+}
+
+uint64_t cuctx__untimed(const struct cuctx *c, uint64_t *bytes)
+{
+	*bytes = c->untimed_bytes;
+	return c->untimed;
 }
 
 /* The earliest submission per statistic among the work one synchronization completed. */
@@ -185,11 +202,13 @@ static bool batch_add(struct batch *b, int *nb, void *key, uint64_t ts_ns)
 }
 
 /*
- * A synchronization of kind returned at ts: the work it covers (on stream, or all,
- * submitted before `before` and ts) is done, and each batch is charged its window.
+ * A synchronization of kind, seen in window `epoch`, returned at ts: the work it covers (on
+ * stream, or all, submitted before `before` and ts) is done, and each batch is charged its
+ * window. Under a budget only the work of its own window: covered work of an earlier one
+ * lost its own synchronization to an unseen part, and is untimed.
  */
 static void complete(struct cuctx *c, enum cu_sync kind, bool all, uint64_t stream, uint64_t before,
-		     uint64_t ts)
+		     uint64_t ts, uint32_t epoch)
 {
 	struct batch b[2][BATCHES];
 	int nb[2] = { 0, 0 };
@@ -198,8 +217,13 @@ static void complete(struct cuctx *c, enum cu_sync kind, bool all, uint64_t stre
 	for (size_t i = 0; i < c->nr_pending; i++) {
 		struct cu_work *w = &c->pending[i];
 
-		if ((!all && w->stream != stream) || w->ts_ns > before || w->ts_ns > ts) {
+		if ((!all && w->stream != stream) || w->ts_ns > before || w->ts_ns > ts ||
+		    (epoch != GP_EPOCH_EXACT && w->epoch > epoch)) {
 			c->pending[kept++] = *w;
+			continue;
+		}
+		if (w->epoch != epoch) {
+			untime(c, w);
 			continue;
 		}
 		c->ops->done(w, kind);
@@ -222,16 +246,16 @@ bool cuctx__on_aux(struct cuctx *c, const struct gp_aux_event *e)
 	case GP_API_cuStreamSynchronize_ptsz:
 		complete(c, CU_SYNC_STREAM, false,
 			 cu_stream_key(e->api == GP_API_cuStreamSynchronize_ptsz, e->handle, e->tid), UINT64_MAX,
-			 e->ts_ns);
+			 e->ts_ns, e->epoch);
 		return true;
 	case GP_API_cuCtxSynchronize:
 	case GP_API_cuCtxSynchronize_v2:
-		complete(c, CU_SYNC_CONTEXT, true, 0, UINT64_MAX, e->ts_ns);
+		complete(c, CU_SYNC_CONTEXT, true, 0, UINT64_MAX, e->ts_ns, e->epoch);
 		return true;
 	case GP_API_cuEventSynchronize:
 		v = u64map__get(c->ev_stream, e->handle);
 		if (v) /* the work on the event's stream submitted before it was recorded */
-			complete(c, CU_SYNC_EVENT, false, v[0], v[1], e->ts_ns);
+			complete(c, CU_SYNC_EVENT, false, v[0], v[1], e->ts_ns, e->epoch);
 		return true;
 	case GP_API_cuEventRecord:
 	case GP_API_cuEventRecord_ptsz:

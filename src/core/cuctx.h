@@ -12,6 +12,12 @@
  * per statistic it is charged to: the batch is charged the window from its first
  * submission to the synchronization, more than the work took when the GPU did other work
  * too: an upper bound of its time, a lower bound of its bandwidth.
+ *
+ * Under a budget (--max-overhead) the synchronizations are sampled: work and
+ * synchronizations carry the number of the budget's window they were seen in (`epoch`,
+ * GP_EPOCH_* in gpuprobe.h), and work is timed only by a synchronization of its own
+ * window. Work submitted while the window was closed, and work that a synchronization of
+ * a later window covers (its own went unseen), is untimed: counted, never charged.
  */
 #ifndef GP_CUCTX_H
 #define GP_CUCTX_H
@@ -29,6 +35,7 @@ enum cu_sync { CU_SYNC_STREAM, CU_SYNC_CONTEXT, CU_SYNC_EVENT, CU_SYNC__COUNT };
 struct cu_work {
 	uint64_t stream, ts_ns, bytes;
 	void *key[2];
+	uint32_t epoch; /* GP_EPOCH_*, or the budget's window it was submitted in */
 };
 
 /* The aggregator's answers when a synchronization completes work. */
@@ -55,10 +62,13 @@ bool cuctx__on_aux(struct cuctx *c, const struct gp_aux_event *e);
 int cuctx__thread_gpu(const struct cuctx *c, uint64_t tid);
 int cuctx__ctx_gpu(const struct cuctx *c, uint64_t ctx);
 
-/* Work that waits for a synchronization; -ENOMEM (then it is never completed). */
+/* Work that waits for a synchronization; -ENOMEM (then it is never completed). Work of
+ * GP_EPOCH_UNSEEN is untimed at once. */
 int cuctx__submit(struct cuctx *c, const struct cu_work *w);
 /* Work submitted and not covered by a synchronization (yet). */
 size_t cuctx__pending(const struct cuctx *c);
+/* Work untimed because its synchronization went unseen (a budget's); *bytes its bytes. */
+uint64_t cuctx__untimed(const struct cuctx *c, uint64_t *bytes);
 
 /* The key of the stream a call names by handle (0: the default stream): the legacy
  * default stream is 0 whatever names it (0 in a plain call, CU_STREAM_LEGACY); the

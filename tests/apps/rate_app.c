@@ -3,8 +3,8 @@
  * rate_app: a launch rate that steps up and down in phases of known length
  * and rate, with known totals, for gpuprobe's overhead-budget tests.
  *
- *   rate_app [--phases RATE:MS,RATE:MS,...] [--alloc-every K] [--time-calls] [--get-function]
- *            [--wait] [--linger MS]
+ *   rate_app [--phases RATE:MS,RATE:MS,...] [--alloc-every K] [--copy-every K] [--time-calls]
+ *            [--get-function] [--wait] [--linger MS]
  *
  * Phase i launches rate_kernel() exactly RATE x MS / 1000 times, paced on
  * CLOCK_MONOTONIC (launch j is due at the phase start + j / RATE; a launch
@@ -21,6 +21,10 @@
  * thread, not a probe), so that a test can tell what a tracer's probes cost the workload.
  * --get-function: the kernel comes from a library (cuLibraryGetKernel) and every launch
  * first asks for its CUfunction (cuKernelGetFunction), as cuBLAS does; timed with it.
+ * --copy-every K: every K-th launch is followed by an asynchronous 64 KiB host-to-device copy
+ * from pinned memory on the launches' stream and a cuStreamSynchronize of it, as a training
+ * loop's per-step input copy and synchronize (truth: "copies", "copy_bytes", "syncs"; its two
+ * buffers, allocated before the phases and freed after them, are not in "allocs").
  * --linger MS keeps the process alive MS ms after the truth is printed, calling nothing:
  * a test can read what a tracer says of a running process whose totals are known.
  */
@@ -34,14 +38,17 @@
 #include "common.h"
 #include "fakecuda_ext.h"
 
-static const char usage[] = "[--phases RATE:MS,...] [--alloc-every K] [--time-calls] [--get-function] [--wait] [--linger MS]";
+static const char usage[] =
+	"[--phases RATE:MS,...] [--alloc-every K] [--copy-every K] [--time-calls] [--get-function] [--wait] [--linger MS]";
+
+#define COPY_BYTES 65536ULL
 
 #define SLOW_CALL_NS 200000ULL
 
 #define MAX_PHASES 32
 
 struct phase {
-	unsigned long long rate, ms, launches, allocs;
+	unsigned long long rate, ms, launches, allocs, copies;
 	unsigned long long start_ns, end_ns;
 	unsigned long long call_ns, slow_calls;
 };
@@ -86,7 +93,9 @@ static int parse_phases(const char *s, struct phase *ph)
 int main(int argc, char **argv)
 {
 	const char *spec = "1000:500,20000:500,100000:500,1000:500";
-	unsigned long long every = 100, total = 0, allocs = 0, linger = 0;
+	unsigned long long every = 100, total = 0, allocs = 0, linger = 0, copy_every = 0, copies = 0;
+	CUdeviceptr dbuf = 0;
+	void *host = NULL;
 	struct phase ph[MAX_PHASES];
 	int nph, wait = 0, time_calls = 0, get_function = 0;
 	CUmodule mod;
@@ -100,6 +109,8 @@ int main(int argc, char **argv)
 			spec = argv[++i];
 		else if (!strcmp(argv[i], "--alloc-every") && i + 1 < argc)
 			every = app_parse_u64("--alloc-every", argv[++i]);
+		else if (!strcmp(argv[i], "--copy-every") && i + 1 < argc)
+			copy_every = app_parse_u64("--copy-every", argv[++i]);
 		else if (!strcmp(argv[i], "--wait"))
 			wait = 1;
 		else if (!strcmp(argv[i], "--time-calls"))
@@ -127,6 +138,10 @@ int main(int argc, char **argv)
 		CHECK(cuModuleGetFunction(&f, mod, "_Z11rate_kernelv"));
 	}
 	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	if (copy_every) {
+		CHECK(cuMemAllocHost_v2(&host, COPY_BYTES));
+		CHECK(cuMemAlloc_v2(&dbuf, COPY_BYTES));
+	}
 	if (wait)
 		app_wait_ready();
 
@@ -159,6 +174,11 @@ int main(int argc, char **argv)
 				CHECK(cuMemFree_v2(p));
 				ph[i].allocs++;
 			}
+			if (copy_every && ph[i].launches % copy_every == 0) {
+				CHECK(cuMemcpyHtoDAsync_v2(dbuf, host, COPY_BYTES, s));
+				CHECK(cuStreamSynchronize(s));
+				ph[i].copies++;
+			}
 		}
 		/* The phase lasts its planned time even if the last launch came early. */
 		sleep_until_ns(t0 + ph[i].ms * 1000000ull);
@@ -166,19 +186,25 @@ int main(int argc, char **argv)
 		ph[i].end_ns = app_now_ns();
 		total += ph[i].launches;
 		allocs += ph[i].allocs;
+		copies += ph[i].copies;
+	}
+	if (copy_every) {
+		CHECK(cuMemFree_v2(dbuf));
+		CHECK(cuMemFreeHost(host));
 	}
 	app_expect_kernel("_Z11rate_kernelv", total, 0, 0);
 
 	fprintf(stderr, "{\"pid\":%d,\"api\":\"rate\",\"kernel\":\"rate_kernel()\",\"launches\":%llu,"
 			"\"allocs\":%llu,\"frees\":%llu,\"alloc_every\":%llu,\"clock\":\"CLOCK_MONOTONIC\","
-			"\"phases\":[",
-		(int)getpid(), total, allocs, allocs, every);
+			"\"copies\":%llu,\"copy_bytes\":%llu,\"syncs\":%llu,\"phases\":[",
+		(int)getpid(), total, allocs, allocs, every, copies,
+		copies * COPY_BYTES, copies + (unsigned long long)nph);
 	for (int i = 0; i < nph; i++) {
 		double secs = (double)(ph[i].end_ns - ph[i].start_ns) / 1e9;
 
 		fprintf(stderr, "%s{\"rate\":%llu,\"ms\":%llu,\"launches\":%llu,\"allocs\":%llu,"
-				"\"start_ns\":%llu,\"end_ns\":%llu,\"achieved_rate\":%.1f",
-			i ? "," : "", ph[i].rate, ph[i].ms, ph[i].launches, ph[i].allocs,
+				"\"copies\":%llu,\"start_ns\":%llu,\"end_ns\":%llu,\"achieved_rate\":%.1f",
+			i ? "," : "", ph[i].rate, ph[i].ms, ph[i].launches, ph[i].allocs, ph[i].copies,
 			ph[i].start_ns, ph[i].end_ns, secs > 0 ? (double)ph[i].launches / secs : 0);
 		if (time_calls)
 			fprintf(stderr, ",\"call_ns\":%llu,\"slow_calls\":%llu", ph[i].call_ns, ph[i].slow_calls);

@@ -400,6 +400,53 @@ def test_budget_prices_the_probes_it_never_samples():
           f"the budget's {bp[0]['probe_seconds_estimate']:.4f} s in probes holds less than {copies} copies")
 
 
+def bw_async(out, pid):
+    """A process's --bandwidth-util account of its asynchronous copies: (copies, bytes, timed
+    copies, untimed copies, untimed bytes, unsynced copies, dropped events)."""
+    fin = gp.final(out, "bandwidth")
+    p = gp.proc(fin, pid)
+    ts = p["transfers"]
+    return (sum(x["copies"] for x in ts), sum(x["bytes"] for x in ts), sum(x["async_synced_copies"] for x in ts),
+            p["untimed_async_copies"], p["untimed_async_bytes"], p["unsynced_async_copies"], fin["dropped_events"])
+
+
+def test_budget_samples_the_synchronizations():
+    """--bandwidth-util's synchronization probes are sampled with the launches (a training
+    loop's synchronize every step would otherwise be always attached): a copy and its
+    synchronize after every 20th launch, 10/s in the first phase (every call seen) and
+    1000/s in the second (sampled). Every copy is counted exactly, bytes too; those whose
+    synchronization came in their own window are timed, the others untimed, none lost;
+    nothing dropped. Without a budget every copy is timed."""
+    phases = "200:1000,20000:1000"
+    cmd = [RATE, "--phases", phases, "--copy-every", "20", "--alloc-every", "0"]
+    r = gp.gpuprobe(BASE + ["--cudatrace", "--bandwidth-util", "--max-overhead", "1"], cmd=cmd, timeout=60)
+    eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
+    t = truth(r.stderr)
+    eq(t["copies"], 1010, "rate_app's copies")
+    copies, nbytes, timed, untimed, ubytes, unsynced, dropped = bw_async(r.stdout, t["pid"])
+    eq(copies, t["copies"], "copies, exact under a budget")
+    eq(nbytes, t["copy_bytes"], "bytes, exact under a budget")
+    eq(dropped, 0, "dropped events")
+    eq(timed + untimed + unsynced, copies, "every asynchronous copy timed, untimed or waiting")
+    check(timed >= t["phases"][0]["copies"], f"the first phase's copies (every call seen) timed: {timed}")
+    check(untimed > 0, f"sampled synchronizations leave copies untimed: {untimed}")
+    eq(ubytes, untimed * 65536, "untimed bytes")
+    b = budget_record(r.stdout)
+    check(b["fraction"] < 1 or any(c["fraction"] < 1 for c in b["changes"]), "the launches were sampled")
+    r = gp.gpuprobe(["--libcuda", FAKECUDA, "--bandwidth-util", "--cudatrace", "--max-overhead", "1"], cmd=cmd,
+                    timeout=60)
+    eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
+    check(re.search(r"\d+ asynchronous copies \(\d+ bytes\) counted, not timed", r.stdout),
+          f"the text report's untimed copies: {r.stdout[-1500:]}")
+
+    r = gp.gpuprobe(BASE + ["--bandwidth-util"], cmd=cmd, timeout=60)
+    eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
+    t = truth(r.stderr)
+    copies, nbytes, timed, untimed, ubytes, unsynced, dropped = bw_async(r.stdout, t["pid"])
+    eq((copies, nbytes, timed, untimed, unsynced, dropped), (t["copies"], t["copy_bytes"], t["copies"], 0, 0, 0),
+       "without a budget: every copy counted and timed")
+
+
 def test_comm_process_running_at_start_counted():
     """--comm follows the processes that run already once the probes are in (the run's
     start): a launch in between must not leave its thread marked "not followed" for the

@@ -122,6 +122,56 @@ cleanup:
 	cuctx__free(c);
 }
 
+/* Under a budget the synchronizations are sampled: work is timed only by a
+ * synchronization of its own window (epoch); work made while the window was closed, or
+ * covered by a synchronization of a later window, is untimed. */
+static void test_windows(void)
+{
+	struct cuctx *c = cuctx__new(&ops);
+	struct stat a = { 0 };
+	struct gp_aux_event e;
+	uint64_t bytes = 0;
+
+	if (!ASSERT_TRUE(c != NULL, "cuctx__new"))
+		goto cleanup;
+	/* window 2: a copy at 100; the window closes: one at 200 (unseen); window 3: one at 300 */
+	cuctx__submit(c, &(struct cu_work){ .stream = 0x50, .ts_ns = 100, .bytes = 10, .key = { &a }, .epoch = 2 });
+	cuctx__submit(c, &(struct cu_work){ .stream = 0x50, .ts_ns = 200, .bytes = 20, .key = { &a },
+					     .epoch = GP_EPOCH_UNSEEN });
+	if (!ASSERT_TRUE(cuctx__pending(c) == 1 && cuctx__untimed(c, &bytes) == 1 && bytes == 20,
+			 "made while the window was closed: untimed at once"))
+		goto cleanup;
+	cuctx__submit(c, &(struct cu_work){ .stream = 0x50, .ts_ns = 300, .bytes = 30, .key = { &a }, .epoch = 3 });
+	cuctx__submit(c, &(struct cu_work){ .stream = 0x60, .ts_ns = 310, .bytes = 5, .key = { &a }, .epoch = 3 });
+	/* a synchronization that entered in window 2 and returned late covers its window's copy only */
+	e = aux(GP_API_cuStreamSynchronize, 7, 320, 0x50, 0);
+	e.epoch = 2;
+	cuctx__on_aux(c, &e);
+	if (!ASSERT_TRUE(a.done == 1 && a.bytes == 10 && a.ns == 220, "window 2's copy timed by window 2's sync"))
+		goto cleanup;
+	if (!ASSERT_EQ(cuctx__pending(c), 2, "window 3's copies wait for window 3's synchronizations"))
+		goto cleanup;
+	/* window 4's stream sync: window 3's copy on 0x50 lost its own synchronization */
+	cuctx__submit(c, &(struct cu_work){ .stream = 0x50, .ts_ns = 400, .bytes = 40, .key = { &a }, .epoch = 4 });
+	e = aux(GP_API_cuStreamSynchronize, 7, 450, 0x50, 0);
+	e.epoch = 4;
+	cuctx__on_aux(c, &e);
+	if (!ASSERT_TRUE(a.done == 2 && a.bytes == 50 && a.ns == 220 + 50, "window 4's copy timed"))
+		goto cleanup;
+	if (!ASSERT_TRUE(cuctx__untimed(c, &bytes) == 2 && bytes == 50, "window 3's copy on 0x50: untimed"))
+		goto cleanup;
+	if (!ASSERT_EQ(cuctx__pending(c), 1, "the copy on 0x60 is not covered yet"))
+		goto cleanup;
+	e = aux(GP_API_cuCtxSynchronize, 7, 500, 0, 0);
+	e.epoch = 4;
+	cuctx__on_aux(c, &e);
+	if (!ASSERT_TRUE(cuctx__pending(c) == 0 && cuctx__untimed(c, &bytes) == 3 && bytes == 55,
+			 "a later window's context sync: window 3's copy on 0x60 untimed"))
+		goto cleanup;
+cleanup:
+	cuctx__free(c);
+}
+
 /* One synchronization charges at most 32 batches a slot; past them each piece of work is
  * charged from its own submission. */
 static void test_batches_overflow(void)
@@ -190,6 +240,7 @@ int main(int argc, char **argv)
 	unit_select(argc, argv);
 	RUN_TEST(test_contexts);
 	RUN_TEST(test_streams_and_syncs);
+	RUN_TEST(test_windows);
 	RUN_TEST(test_batches_overflow);
 	RUN_TEST(test_helpers);
 	return unit_done();

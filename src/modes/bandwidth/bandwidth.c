@@ -356,7 +356,7 @@ static void add_pending(struct bw_proc *p, const struct gp_copy_event *e, struct
 	st->async_bytes += e->bytes;
 	cuctx__submit(p->cu, &(struct cu_work){
 		.stream = cu_stream_key(per_thread_api(e->api), e->async ? e->stream : 0, e->tid),
-		.ts_ns = e->ts_ns, .bytes = e->bytes, .key = { st, pair },
+		.ts_ns = e->ts_ns, .bytes = e->bytes, .key = { st, pair }, .epoch = e->epoch,
 	});
 }
 
@@ -528,6 +528,7 @@ int bandwidth__snapshot(struct bandwidth *bw, uint32_t pid, struct bw_snap_data 
 		sp->exited = procs[i]->h.exited;
 		sp->exec = procs[i]->h.exec;
 		sp->unsynced = cuctx__pending(procs[i]->cu);
+		sp->untimed = cuctx__untimed(procs[i]->cu, &sp->untimed_bytes);
 		out->nr_procs = ++k;
 		sp->stats = calloc(ns ? ns : 1, sizeof(*sp->stats));
 		if (!sp->stats)

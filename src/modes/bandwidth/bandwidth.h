@@ -91,6 +91,7 @@ struct bw_snap_proc {
 	char comm[GP_COMM_LEN];
 	bool exited, exec;
 	uint64_t unsynced; /* async copies not yet covered by a synchronization */
+	uint64_t untimed, untimed_bytes; /* async copies whose synchronization a budget left unseen */
 	size_t nr_stats;
 	struct bw_stat *stats; /* by gpu, then direction */
 	size_t nr_pairs;

@@ -84,7 +84,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	attach_pair__prepare(&m->probes, m->skel->progs.copy_enter, m->skel->progs.copy_leave, "copy");
 	m->skel->rodata->min_bytes = bw_settings.min_bytes;
 	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
-	/* copies are not sampled (yet), but priced under a budget */
+	/* copies are priced under a budget, synchronizations sampled (m_attach) */
 	r = gp_run__adopt_hits(run, m->skel);
 	if (r) {
 		snprintf(err, len, "cannot share the budget's hit counters: %s", strerror(-r));
@@ -94,19 +94,29 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	return gp_share__load(run, m->skel, m->skel->maps.events, err, len);
 }
 
+/*
+ * The copies, contexts, event records and host registrations are always attached (priced
+ * under a budget: a copy's bytes are counted exactly); the synchronizations that end
+ * asynchronous copies are sampled with --cudatrace's launches (--max-overhead): a training
+ * loop synchronizes every step, and on the H200 that one always-attached synchronize cost
+ * its PyTorch loop ~0.3 % (bench/gpu/results-inproc-h200.md). Under a budget a copy is
+ * then timed only by a synchronization of its own window (src/core/cuctx.h); the others
+ * are counted as untimed.
+ */
 static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len)
 {
 	struct bw_mode *m = st;
 	const char *names[GP_API__COUNT] = { 0 };
-	long long offsets[GP_API__COUNT];
+	long long offsets[GP_API__COUNT], syncs[GP_API__COUNT];
 	__u64 cookies[GP_API__COUNT];
-	int r, n = 0;
+	int r, n = 0, ncopy;
 	(void)kind; /* libcuda only */
 
 	for (int i = 0; i < gp_copy_apis_cnt; i++) {
 		names[n] = gp_copy_apis[i].name;
 		cookies[n++] = gp_copy_apis[i].id;
 	}
+	ncopy = n;
 	/* synchronizations end asynchronous copies */
 	for (int i = 0; i < gp_launch_apis_cnt; i++) {
 		if (gp_launch_apis[i].prog != GP_LP_SYNC)
@@ -118,8 +128,15 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	if (r < 0)
 		return r;
 	attach__log_missing(lib, names, offsets, n);
-	return attach_pair__attach(&m->probes, run->links, lib, offsets, NULL, cookies, n, run->target_pid,
-				   err, len);
+	for (int i = 0; i < n; i++) {
+		syncs[i] = i < ncopy ? -1 : offsets[i];
+		if (i >= ncopy)
+			offsets[i] = -1;
+	}
+	r = attach_pair__attach(&m->probes, run->links, lib, offsets, NULL, cookies, n, run->target_pid,
+				err, len);
+	return r ? r : gp_run__attach_sampled(run, &m->probes, lib, syncs, NULL, cookies, n, run->target_pid,
+					     NULL, err, len);
 }
 
 /* The records go to the aggregator (the handlers' ctx), in the ring buffer's order. */

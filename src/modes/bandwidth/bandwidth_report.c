@@ -193,6 +193,9 @@ static void text_proc(FILE *f, const struct bw_snap_proc *p, const struct bw_lin
 	}
 	if (p->unsynced)
 		fprintf(f, "  %" PRIu64 " asynchronous copies not yet covered by a synchronization\n", p->unsynced);
+	if (p->untimed)
+		fprintf(f, "  %" PRIu64 " asynchronous copies (%" PRIu64 " bytes) counted, not timed: the budget sampled "
+			"their synchronizations, and theirs came outside its windows\n", p->untimed, p->untimed_bytes);
 }
 
 static void text_links(FILE *f, const struct bw_links *l)
@@ -342,6 +345,8 @@ static json_object *json_proc(const struct bw_snap_proc *p, const struct bw_link
 		json_object_array_add(ps, json_pair(&p->pairs[j], links));
 	json_object_object_add(po, "pairs", ps);
 	json_object_object_add(po, "unsynced_async_copies", json_object_new_uint64(p->unsynced));
+	json_object_object_add(po, "untimed_async_copies", json_object_new_uint64(p->untimed));
+	json_object_object_add(po, "untimed_async_bytes", json_object_new_uint64(p->untimed_bytes));
 	return po;
 }
 
