@@ -35,47 +35,6 @@ static __always_inline struct gp_hit_slot *gp_hit_slot_of(__u32 tgid)
 	return s;
 }
 
-/*
- * One hit of a sampleable probe by process tgid: an inlined array look-up and an atomic
- * add; a process takes its slot with a compare-and-swap the first time. Returns whether
- * the call is to be counted: false outside the budget's window (then it is a stray, and
- * the mode counts nothing of it, so that its counts and the budget's agree).
- */
-static __always_inline bool gp_sampled_hit(__u32 tgid)
-{
-	__u32 win = GP_HIT_WINDOW;
-	struct gp_hit_slot *s, *w;
-	bool open;
-
-	if (!gp_count_hits)
-		return true;
-	w = bpf_map_lookup_elem(&gp_hits, &win);
-	if (!w)
-		return true;
-	open = *(volatile __u32 *)&w->flags;
-	s = gp_hit_slot_of(tgid);
-	if (!s)
-		return true;
-	if (open)
-		__sync_fetch_and_add(&s->hits, 1);
-	else
-		__sync_fetch_and_add(&s->stray, 1);
-	return open;
-}
-
-/* Whether the budget's window is open (always, without a budget): a return probe times
- * only the calls whose entry was counted. */
-static __always_inline bool gp_window_open(void)
-{
-	__u32 win = GP_HIT_WINDOW;
-	struct gp_hit_slot *w;
-
-	if (!gp_count_hits)
-		return true;
-	w = bpf_map_lookup_elem(&gp_hits, &win);
-	return !w || *(volatile __u32 *)&w->flags;
-}
-
 /* The window's number (GP_EPOCH_FIRST on) while it is open, GP_EPOCH_UNSEEN while it is
  * closed, GP_EPOCH_EXACT without a budget. */
 static __always_inline __u32 gp_window_epoch(void)
@@ -90,6 +49,37 @@ static __always_inline __u32 gp_window_epoch(void)
 		return GP_EPOCH_EXACT;
 	f = *(volatile __u32 *)&w->flags;
 	return f ? f : GP_EPOCH_UNSEEN;
+}
+
+/* Whether the budget's window is open (always, without a budget): a return probe times
+ * only the calls whose entry was counted. */
+static __always_inline bool gp_window_open(void)
+{
+	return gp_window_epoch() != GP_EPOCH_UNSEEN;
+}
+
+/*
+ * One hit of a sampleable probe by process tgid: an inlined array look-up and an atomic
+ * add; a process takes its slot with a compare-and-swap the first time. Returns whether
+ * the call is to be counted: false outside the budget's window (then it is a stray, and
+ * the mode counts nothing of it, so that its counts and the budget's agree).
+ */
+static __always_inline bool gp_sampled_hit(__u32 tgid)
+{
+	struct gp_hit_slot *s;
+	bool open;
+
+	if (!gp_count_hits)
+		return true;
+	open = gp_window_open();
+	s = gp_hit_slot_of(tgid);
+	if (!s)
+		return true;
+	if (open)
+		__sync_fetch_and_add(&s->hits, 1);
+	else
+		__sync_fetch_and_add(&s->stray, 1);
+	return open;
 }
 
 /* A hit priced with the strays and never counted (gp_sampled_extra's count). */
