@@ -1585,10 +1585,12 @@ def judge(results):
         part = text.split("## PyTorch training loop", 1)[-1]
         m = re.search(r"^\| the same, --max-overhead 1 \| (\d+) \| [^|]+ \| ([-+][0-9.]+) % \| ([-+][0-9.]+) … ([-+][0-9.]+) % ",
                       part, re.M)
+        build = re.search(r"^Build: (.+)$", text, re.M)  # which build the file's figures are of
         if m:
             n, est, lo, hi = int(m.group(1)), float(m.group(2)), float(m.group(3)), float(m.group(4))
-            t.append(dict(target="on the GPU (%s): `--memleak --cudatrace --bandwidth-util --max-overhead 1` ≤ 1 %% "
-                                 "on the PyTorch loop, with a 95 %% interval that says so" % name,
+            t.append(dict(target="on the GPU (%s%s): `--memleak --cudatrace --bandwidth-util --max-overhead 1` ≤ 1 %% "
+                                 "on the PyTorch loop, with a 95 %% interval that says so" % (
+                                     name, "; " + build.group(1) if build else ""),
                           measured="%+.2f %% (%+.2f … %+.2f %%), %d windows" % (est, lo, hi, n),
                           verdict="met" if hi <= 1 else "missed: the interval's upper end is %.2f %%" % hi))
     oe = results.get("overhead_estimate")
