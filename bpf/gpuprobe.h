@@ -53,7 +53,8 @@ struct gp_traced {
  * every BPF object with such probes reuses (bpf/budget.bpf.h). Slot tgid % GP_HIT_SLOTS
  * belongs to the first process that hits it; slot GP_HIT_SLOTS sums the hits of processes
  * whose slot another one holds; slot GP_HIT_WINDOW says whether the window is open
- * (flags: the window's number, GP_EPOCH_FIRST on, while it is open; 0 while it is closed). A hit outside the window (a probe whose link is being made or closed: its
+ * (flags: the window's number, GP_EPOCH_FIRST on, while it is open; 0 while it is
+ * closed). A hit outside the window (a probe whose link is being made or closed: its
  * breakpoints come and go some milliseconds after the budget says so) is a stray: it
  * costs the process, but is not counted.
  */
