@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -155,4 +156,30 @@ void gp_log(int level, const char *fmt, ...)
 	fwrite(line, 1, (size_t)n, stderr);
 	fflush(stderr);
 	funlockfile(stderr);
+}
+
+int gp_proc_comm(uint32_t pid, char *buf, size_t len)
+{
+	char path[64], tmp[64];
+	ssize_t r;
+	int fd;
+
+	if (!len)
+		return -EINVAL;
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	r = read(fd, tmp, sizeof(tmp) - 1);
+	close(fd);
+	if (r < 0)
+		return -EIO;
+	tmp[r] = '\0';
+	tmp[strcspn(tmp, "\n")] = '\0';
+	for (char *c = tmp; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+			*c = '?';
+	snprintf(buf, len, "%s", tmp);
+	return 0;
 }

@@ -56,6 +56,10 @@ enum { GP_LOG_ERR = 3, GP_LOG_WARN = 4, GP_LOG_INFO = 6, GP_LOG_DEBUG = 7 };
 void gp_log_setup(bool priorities, bool verbose);
 void gp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* pid's name from /proc/PID/comm (the kernel's 15 characters; what is not printable
+ * becomes '?'): 0, or -errno and buf "". */
+int gp_proc_comm(uint32_t pid, char *buf, size_t len);
+
 /* The longest seconds any duration or interval may take: about a year. */
 #define GP_MAX_SECONDS (366.0 * 24 * 3600)
 

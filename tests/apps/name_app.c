@@ -21,6 +21,10 @@
  * (3 launches, all fail in the driver), and with --forge a fake handle in the
  * program's own memory that looks like a CUfunction whose +8 points to
  * "forged_name" (5 launches, all fail): a tracer must not name either.
+ * With --steady no module is loaded and no handle made after READY (a job at steady
+ * state: a tracer attached then sees no naming call at all); with --rounds R (implies
+ * --wait) the program waits for SIGUSR1 R times, and after each launches every handle
+ * again and prints that round's ground truth (the counts are per round).
  * The ground truth is the last JSON line on stderr.
  */
 #include <stdio.h>
@@ -31,7 +35,7 @@
 #include "common.h"
 #include "fakecuda_ext.h"
 
-static const char usage[] = "[--n N] [--wait] [--forge]";
+static const char usage[] = "[--n N] [--wait] [--forge] [--steady] [--rounds R]";
 
 enum call { L_KERNEL, L_KERNEL_PTSZ, L_EX, L_EX_PTSZ, L_COOP };
 static const char *const call_names[] = { "cuLaunchKernel", "cuLaunchKernel_ptsz",
@@ -127,7 +131,8 @@ static void launch(struct handle *x)
 int main(int argc, char **argv)
 {
 	unsigned long long n = 10, stale_failed = 0, forged_failed = 0;
-	int wait = 0, forge = 0, seen;
+	int wait = 0, forge = 0, steady = 0, seen;
+	unsigned long long rounds = 1;
 	CUmodule ma, mb, mc, md, me;
 	CUlibrary lib;
 	CUfunction f, fe[2], stale;
@@ -147,11 +152,19 @@ int main(int argc, char **argv)
 			wait = 1;
 		else if (!strcmp(argv[i], "--forge"))
 			forge = 1;
+		else if (!strcmp(argv[i], "--steady"))
+			steady = 1;
+		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+			rounds = app_parse_u64("--rounds", argv[++i]);
+			wait = 1;
+		}
 		else
 			app_usage_error(argv[0], usage, "unknown option %s", argv[i]);
 	}
 	if (n < 1 || n > 1000000)
 		app_usage_error(argv[0], usage, "need 1 <= N <= 1000000");
+	if (rounds < 1 || rounds > 100 || (rounds > 1 && !steady))
+		app_usage_error(argv[0], usage, "need 1 <= R <= 100, and --steady with R > 1");
 
 	app_block_signal();
 	app_cuda_init();
@@ -199,12 +212,23 @@ int main(int argc, char **argv)
 	CHECK(cuModuleGetFunction(&stale, md, "_Z11stale_kernv"));
 	CHECK(cuModuleUnload(md));
 
+	if (steady) { /* made now, named before any tracer comes */
+		CHECK(cuModuleLoadData(&mc, "_Z9late_kernv\n"));
+		CHECK(cuModuleGetFunction(&f, mc, "_Z9late_kernv"));
+		add("_Z9late_kernv", "late_kern()", "cuModuleGetFunction", f, 0, seen, L_KERNEL);
+	}
+	for (unsigned long long round = 0; round < rounds; round++) {
+	stale_failed = forged_failed = 0;
+	for (int i = 0; i < nh; i++)
+		hs[i].launches = 0;
 	if (wait)
 		app_wait_ready();
 
-	CHECK(cuModuleLoadData(&mc, "_Z9late_kernv\n"));
-	CHECK(cuModuleGetFunction(&f, mc, "_Z9late_kernv"));
-	add("_Z9late_kernv", "late_kern()", "cuModuleGetFunction", f, 0, 1, L_KERNEL);
+	if (!steady) {
+		CHECK(cuModuleLoadData(&mc, "_Z9late_kernv\n"));
+		CHECK(cuModuleGetFunction(&f, mc, "_Z9late_kernv"));
+		add("_Z9late_kernv", "late_kern()", "cuModuleGetFunction", f, 0, 1, L_KERNEL);
+	}
 
 	for (int i = 0; i < nh; i++) {
 		unsigned long long want = i == nh - 1 ? n : (unsigned long long)(i + 1) * n;
@@ -223,7 +247,7 @@ int main(int argc, char **argv)
 				forged_failed++;
 	CHECK(cuStreamSynchronize(stream));
 	for (int i = 0; i < nh; i++)
-		app_expect_kernel(hs[i].mangled, hs[i].launches, 0, 0);
+		app_expect_kernel(hs[i].mangled, hs[i].launches * (round + 1), 0, 0);
 
 	fprintf(stderr, "{\"pid\":%d,\"api\":\"names\",\"n\":%llu,\"wait\":%s,\"handles\":[",
 		(int)getpid(), n, wait ? "true" : "false");
@@ -259,6 +283,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, ",\"forged\":{\"handle\":\"%p\",\"name_at_8\":\"forged_name\","
 				"\"failed_launches\":%llu}",
 			(void *)&forged, forged_failed);
-	fprintf(stderr, ",\"failed_launches\":%llu}\n", stale_failed + forged_failed);
+	fprintf(stderr, ",\"failed_launches\":%llu,\"round\":%llu}\n", stale_failed + forged_failed, round + 1);
+	}
 	return 0;
 }

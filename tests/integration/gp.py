@@ -23,6 +23,33 @@ FAKECUDA_DIR = os.path.dirname(FAKECUDA)
 # runs everything, probes included, several times slower than the machine it models.
 TIME_SLACK = float(os.environ.get("GP_TIME_SLACK", "1"))
 
+# Every gpuprobe a test starts keeps what it learns (--state-dir, default /var/lib/gpuprobe)
+# in a folder of its own unless the test names one: one test's learned driver layouts must
+# not name another test's kernels, nor the machine's state file leak into the tests.
+_STATE_DIRS = []
+
+
+def state_dir():
+    d = tempfile.mkdtemp(prefix="gp-state-")
+    _STATE_DIRS.append(d)
+    return d
+
+
+def _with_state(env):
+    e = dict(env or {})
+    if "GPUPROBE_STATE_DIR" not in e:
+        e["GPUPROBE_STATE_DIR"] = state_dir()
+    return e
+
+
+os.environ.setdefault("GPUPROBE_STATE_DIR", state_dir())
+
+
+@__import__("atexit").register
+def _drop_state_dirs():
+    for d in _STATE_DIRS:
+        __import__("shutil").rmtree(d, ignore_errors=True)
+
 
 def app(name):
     return os.path.join(OUT, "apps", name)
@@ -98,7 +125,7 @@ def gpuprobe(args, cmd=None, timeout=60, env=None):
     argv = [GPUPROBE] + args
     if cmd:
         argv += ["--"] + cmd
-    return run(argv, timeout=timeout, env=env)
+    return run(argv, timeout=timeout, env=_with_state(env))
 
 
 def capture_file():
@@ -176,7 +203,7 @@ def start_app(argv, env=None):
 
 
 def start_gpuprobe(args, env=None):
-    b = Background([GPUPROBE] + args, env=env)
+    b = Background([GPUPROBE] + args, env=_with_state(env))
     b.wait_for("gpuprobe: tracing", where="stderr")
     return b
 

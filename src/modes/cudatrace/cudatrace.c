@@ -10,6 +10,7 @@
 #include "proctab.h"
 #include "symbolize.h"
 #include "u64map.h"
+#include "util.h"
 
 struct cudatrace {
 	struct proctab *procs; /* struct ct_proc; first (proctab__new_owner) */
@@ -35,7 +36,7 @@ static void clear_snapshot(struct ct_proc *p)
 	}
 	p->nr_kernels = 0;
 	p->nr_graphs = 0;
-	p->launches = p->unnamed_launches = p->graph_launches = 0;
+	p->launches = p->unnamed_launches = p->graph_launches = p->unnamed_no_layout = 0;
 	p->graph_executed = p->unexpanded_graph_launches = 0;
 	memset(p->hist, 0, sizeof(p->hist));
 }
@@ -119,6 +120,9 @@ static struct ct_proc *proc_of(struct cudatrace *ct, uint32_t pid, uint32_t img)
 	if (p && fresh) {
 		p->img = img;
 		p->ct = ct;
+		/* launches are counted in BPF with no name: a process attached at steady state
+		 * may send no record that carries one before the report */
+		gp_proc_comm(pid, p->comm, sizeof(p->comm));
 	}
 	return p;
 }
@@ -227,21 +231,24 @@ void cudatrace__set_resolve(struct cudatrace *ct, ct_resolve_fn resolve, void *c
 
 /* A handle no record named: ask the resolver once it can tell (its answer, or "" for a
  * definite no, is kept). */
-static void try_resolve(struct ct_proc *p, uint64_t handle)
+/* -ENODATA when no layout is learned for the handle's build and kind (asked again at the
+ * next snapshot: one may be learned by then). */
+static int try_resolve(struct ct_proc *p, uint64_t handle)
 {
 	char raw[GP_NAME_LEN + 1], buf[4096];
 	int r;
 
 	if (!p->ct || !p->ct->resolve || !handle || u64map__get(p->mem_names, handle))
-		return;
+		return 0;
 	r = p->ct->resolve(p->ct->resolve_ctx, p->pid, p->img, handle, raw, sizeof(raw));
-	if (r == -EAGAIN)
-		return;
+	if (r == -EAGAIN || r == -ENODATA)
+		return r;
 	if (r)
 		buf[0] = '\0';
 	else
 		symbolize__demangle(raw, buf, sizeof(buf));
 	put_name(p->mem_names, handle, buf);
+	return 0;
 }
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -271,9 +278,10 @@ static struct ct_shape *kernel_row(struct ct_proc *p, uint64_t handle, uint32_t 
 	struct ct_kernel *kern = NULL;
 	struct ct_shape *sh = NULL;
 	char unknown[40];
+	int why = 0;
 
 	if (!name && !gen) {
-		try_resolve(p, handle);
+		why = try_resolve(p, handle);
 		name = cudatrace__name_of(p, handle, gen, &src);
 	}
 	if (!name) {
@@ -294,6 +302,7 @@ static struct ct_shape *kernel_row(struct ct_proc *p, uint64_t handle, uint32_t 
 		if (!kern->name)
 			return NULL;
 		kern->source = src;
+		kern->no_layout = src == CT_NAME_NONE && why == -ENODATA;
 		kern->handle = handle;
 		p->nr_kernels++;
 	}
@@ -331,6 +340,8 @@ static void kernel_add(struct ct_proc *p, const struct ct_gnode *n, uint64_t lau
 	p->graph_executed += executed;
 	if (kern->source == CT_NAME_NONE)
 		p->unnamed_launches += launched;
+	if (kern->source == CT_NAME_NONE && kern->no_layout)
+		p->unnamed_no_layout += launched;
 }
 
 static struct ct_graph *graph_row(struct ct_proc *p, uint64_t exec)

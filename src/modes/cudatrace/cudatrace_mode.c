@@ -11,6 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -20,10 +24,12 @@
 #include "cudatrace.h"
 #include "cudatrace_mode.h"
 #include "events.h"
+#include "layouts.h"
 #include "maps.h"
 #include "midname.h"
 #include "modeshare.h"
 #include "option.h"
+#include "procmaps.h"
 #include "options.h"
 #include "run.h"
 #include "symbolize.h"
@@ -46,8 +52,13 @@ static const struct gp_option options[] = {
 	  GP_OPT_U64, &ct_settings.max_launch_keys, 1, 1 << 24, .frontends = GP_FE_ALL, .group = GP_GRP_MODE },
 	{ "max-kernel-series", 0, "N", "Kernel names with their own series per series of labels, first come; the rest are summed under kernel=\"other\" (default 20)",
 	  GP_OPT_U64, &ct_settings.max_kernel_series, 0, 100000, .frontends = GP_FE_DAEMON, .group = GP_GRP_MODE },
+	{ "state-dir", 0, "DIR", "Where kernel-handle layouts learned per libcuda build are kept, to name the launches of jobs at steady state (default $GPUPROBE_STATE_DIR or " LAY_DEFAULT_DIR ")",
+	  GP_OPT_STRING, &ct_settings.state_dir, .frontends = GP_FE_ALL, .group = GP_GRP_MODE },
 	{},
 };
+
+#define CT_BUILDS 16 /* distinct libcuda builds whose layouts are kept (more: learned per run only) */
+#define CT_FILES 64
 
 struct ct_mode {
 	struct gp_run *run;
@@ -56,6 +67,13 @@ struct ct_mode {
 	struct attach_pair probes, gprobes; /* launches, syncs, names; capture and graphs */
 	struct midname *mn;                 /* names of handles made before the attach */
 	uint64_t learns;                    /* known names offered to mn so far */
+	/* libcuda builds probed (midname's build i + 1 is builds[i]) and their files */
+	char builds[CT_BUILDS][LAY_KEY_LEN];
+	unsigned int nr_builds;
+	struct { dev_t dev; ino_t ino; uint32_t build; } files[CT_FILES];
+	unsigned int nr_files;
+	struct u64map *pid_build;           /* pid -> build + 1 (its libcuda's, from its maps) */
+	bool state_off, state_said;         /* the state file refused (not written); its line said */
 	struct ct_snap snap;
 	struct ct_sampled *sampled; /* snap.sampled */
 };
@@ -72,6 +90,7 @@ static void m_free(void *st)
 		return;
 	cuda_launch_bpf__destroy(m->skel);
 	midname__free(m->mn);
+	u64map__free(m->pid_build);
 	cudatrace__free(m->ct);
 	free(m->snap.pids);
 	free(m->snap.procs);
@@ -92,6 +111,172 @@ static long read_mem(void *ctx, uint32_t pid, uint64_t addr, void *buf, size_t l
 	return r < 0 ? -errno : (long)r;
 }
 
+/* The real uid of pid (the second field of /proc/PID/status's Uid: line is the effective
+ * one; the real one cannot be changed by the process without privilege). Read at every
+ * use, never cached: a process that drops root is judged as what it is now. */
+static int uid_of(uint32_t pid, uint32_t *uid)
+{
+	char path[64], buf[4096], *u;
+	unsigned long v;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r <= 0)
+		return -EIO;
+	buf[r] = '\0';
+	u = strstr(buf, "\nUid:\t");
+	if (!u || sscanf(u + 6, "%lu", &v) != 1 || v >= UINT32_MAX)
+		return -EINVAL;
+	*uid = (uint32_t)v;
+	return 0;
+}
+
+struct build_scan {
+	const struct ct_mode *m;
+	uint32_t build; /* 0: none yet; UINT32_MAX: two builds */
+};
+
+static int scan_map(const struct map_entry *e, void *ctx)
+{
+	struct build_scan *b = ctx;
+
+	for (unsigned int i = 0; i < b->m->nr_files; i++)
+		if (b->m->files[i].ino == e->inode && major(b->m->files[i].dev) == e->dev_major &&
+		    minor(b->m->files[i].dev) == e->dev_minor && b->build != b->m->files[i].build)
+			b->build = b->build ? UINT32_MAX : b->m->files[i].build;
+	return 0;
+}
+
+/* midname's question: which probed libcuda build pid's handles come from (one build
+ * probed: that one, since only probed files report; else the one its maps show, 0 when
+ * none or two), and its uid. */
+static int who_is(void *ctx, uint32_t pid, uint32_t *build, uint32_t *uid)
+{
+	struct ct_mode *m = ctx;
+	uintptr_t b = m->pid_build ? (uintptr_t)u64map__get(m->pid_build, pid) : 0;
+
+	if (m->nr_builds <= 1) {
+		*build = m->nr_builds;
+	} else if (b) {
+		*build = (uint32_t)(b - 1);
+	} else {
+		struct build_scan s = { m, 0 };
+
+		procmaps__foreach("/proc", (int)pid, scan_map, &s);
+		*build = s.build == UINT32_MAX ? 0 : s.build;
+		if (m->pid_build)
+			u64map__put(m->pid_build, pid, (void *)(uintptr_t)(*build + 1));
+	}
+	return uid_of(pid, uid);
+}
+
+/* One line per run; stop: the directory or file is refused (a link, another owner), never
+ * written (a corrupt file is written anew from what the run learns). */
+static void state_error(struct ct_mode *m, const char *what, const char *why, bool stop)
+{
+	if (!m->state_off && !m->state_said)
+		gp_log(GP_LOG_WARN, "%s: %s", what, why);
+	m->state_said = true;
+	m->state_off |= stop;
+}
+
+/* The layouts of a build learned in earlier runs: into midname, as build idx. */
+static void state_load(struct ct_mode *m, uint32_t idx)
+{
+	static struct lay_entry e[LAY_MAX];
+	const char *dir = layouts__dir(ct_settings.state_dir);
+	char err[512];
+	size_t n = 0;
+
+	int r = layouts__load(dir, e, LAY_MAX, &n, err, sizeof(err));
+
+	if (r) {
+		state_error(m, "learned kernel-handle layouts not loaded", err, r != -EINVAL && r != -E2BIG);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(e[i].key, m->builds[idx - 1]))
+			midname__seed(m->mn, &(struct mn_layout){ .build = idx, .uid = e[i].uid, .tag = e[i].tag,
+								  .slot = e[i].slot });
+	gp_log(GP_LOG_DEBUG, "%s: %zu layouts of libcuda build %s loaded", dir, midname__stats(m->mn).seeded,
+	       m->builds[idx - 1]);
+}
+
+/* What this run learned (or saw broken) into the state file, merged with what is there
+ * (other runs write it too: the last one to write keeps what both knew of other builds). */
+static void state_save(struct ct_mode *m)
+{
+	static struct lay_entry e[LAY_MAX];
+	struct mn_layout mine[MN_LAYOUTS];
+	const char *dir = layouts__dir(ct_settings.state_dir);
+	size_t n = 0, k = midname__export(m->mn, mine, MN_LAYOUTS);
+	char err[512];
+
+	if (m->state_off)
+		return;
+	if (layouts__load(dir, e, LAY_MAX, &n, err, sizeof(err)))
+		n = 0; /* corrupt: written anew from what this run knows */
+	for (size_t i = 0; i < k; i++) {
+		const char *key = m->builds[mine[i].build - 1];
+		size_t j;
+
+		for (j = 0; j < n; j++)
+			if (!strcmp(e[j].key, key) && e[j].tag == mine[i].tag && e[j].slot == mine[i].slot &&
+			    e[j].uid == mine[i].uid)
+				break;
+		if (mine[i].contradicted && j < n)
+			e[j] = e[--n];
+		else if (!mine[i].contradicted && j == n && n < LAY_MAX) {
+			snprintf(e[n].key, sizeof(e[n].key), "%s", key);
+			e[n].tag = mine[i].tag;
+			e[n].slot = mine[i].slot;
+			e[n].uid = mine[i].uid;
+			n++;
+		}
+	}
+	if (layouts__save(dir, e, n, err, sizeof(err)))
+		state_error(m, "learned kernel-handle layouts not saved", err, true);
+}
+
+/* A probed libcuda file: its build's number for midname (made, and its layouts loaded,
+ * when new); 0 when it has no key or the table of builds is full. */
+static void add_build(struct ct_mode *m, const char *lib)
+{
+	char key[LAY_KEY_LEN];
+	struct stat st;
+	uint32_t idx = 0;
+
+	if (stat(lib, &st) || m->nr_files == CT_FILES)
+		return;
+	if (layouts__build_key(lib, key, sizeof(key))) {
+		gp_log(GP_LOG_WARN, "%s: no build key (unreadable): layouts learned for it are not kept", lib);
+		return;
+	}
+	for (unsigned int i = 0; i < m->nr_builds && !idx; i++)
+		if (!strcmp(m->builds[i], key))
+			idx = i + 1;
+	if (!idx && m->nr_builds < CT_BUILDS) {
+		snprintf(m->builds[m->nr_builds], LAY_KEY_LEN, "%s", key);
+		idx = ++m->nr_builds;
+		state_load(m, idx);
+	}
+	if (!idx) {
+		gp_log(GP_LOG_WARN, "%s: more than %d libcuda builds: its layouts are learned for this run only", lib, CT_BUILDS);
+		return;
+	}
+	m->files[m->nr_files].dev = st.st_dev;
+	m->files[m->nr_files].ino = st.st_ino;
+	m->files[m->nr_files++].build = idx;
+	u64map__free(m->pid_build); /* a new build: processes' builds are asked again */
+	m->pid_build = u64map__new();
+}
+
 static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 {
 	struct ct_mode *m = calloc(1, sizeof(*m));
@@ -99,11 +284,12 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 
 	*st = m;
 	if (!m || !(m->ct = cudatrace__new()) || !(m->mn = midname__new(read_mem, m)) ||
-	    !(m->skel = cuda_launch_bpf__open())) {
+	    !(m->pid_build = u64map__new()) || !(m->skel = cuda_launch_bpf__open())) {
 		snprintf(err, len, "cannot open the launch BPF object");
 		return -ENOMEM;
 	}
 	m->run = run;
+	midname__set_who(m->mn, who_is);
 	attach_pair__prepare(&m->probes, m->skel->progs.launch_enter, m->skel->progs.launch_leave, "launch");
 	attach_pair__prepare(&m->gprobes, m->skel->progs.graph_enter, m->skel->progs.graph_leave, "graph");
 	m->skel->rodata->measure_latency = ct_settings.latency;
@@ -195,7 +381,11 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	if (!r)
 		r = gp_run__attach_sampled(run, &m->probes, lib, hot, hot_ret, cookies, n, run->target_pid,
 					   (const volatile int64_t *)&m->skel->bss->live_captures, err, len);
-	return r ? r : attach_graphs(m, run, lib, err, len);
+	if (!r)
+		r = attach_graphs(m, run, lib, err, len);
+	if (!r)
+		add_build(m, lib);
+	return r;
 }
 
 static void learn(struct ct_mode *m, uint32_t pid, uint64_t handle, const char *mangled)
@@ -203,6 +393,8 @@ static void learn(struct ct_mode *m, uint32_t pid, uint64_t handle, const char *
 	if (mangled[0] && m->learns < MAX_LEARNS) {
 		m->learns++;
 		midname__learn(m->mn, pid, handle, mangled);
+		if (midname__take_changed(m->mn))
+			state_save(m);
 	}
 }
 
@@ -286,8 +478,13 @@ static void h_exit(void *ctx, const struct gp_exit_event *e)
 /* An exec ends the image's record; the new image starts its own. */
 static void h_proc(void *ctx, const struct gp_proc_event *e)
 {
-	if (e->type == GP_EV_EXEC)
-		cudatrace__on_exec(((struct ct_mode *)ctx)->ct, e);
+	struct ct_mode *m = ctx;
+
+	if (e->type != GP_EV_EXEC)
+		return;
+	cudatrace__on_exec(m->ct, e);
+	if (m->pid_build) /* the new image may map another libcuda */
+		u64map__del(m->pid_build, e->pid);
 }
 
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
@@ -473,6 +670,8 @@ static void forget_pid(void *ctx, uint32_t pid, const uint32_t *img)
 			gp_map__delete_pid(fd, ks, pid);
 	}
 	midname__forget(((struct ct_mode *)ctx)->mn, pid, img);
+	if (!img && ((struct ct_mode *)ctx)->pid_build)
+		u64map__del(((struct ct_mode *)ctx)->pid_build, pid);
 }
 
 static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)

@@ -15,6 +15,7 @@ struct ct_settings {
 	int top_shapes;   /* text: shapes per kernel */
 	uint64_t max_launch_keys;
 	uint64_t max_kernel_series; /* daemon: kernels with their own series per process */
+	const char *state_dir; /* learned driver layouts (layouts.h); NULL: the default */
 };
 
 extern struct ct_settings ct_settings;

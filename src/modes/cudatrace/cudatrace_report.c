@@ -136,6 +136,10 @@ void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 			ct_sampled__count(smp, p->unnamed_launches), ct_sampled__count(smp, p->graph_launches));
 		if (smp->on)
 			text_sampled(f, smp);
+		if (p->unnamed_no_layout)
+			fprintf(f, "  %" PRIu64 " of the unnamed launches: no kernel-handle layout learned yet for this libcuda build "
+				   "(made before the attach; one run of any CUDA program under gpuprobe with this driver teaches it, see --state-dir)\n",
+				ct_sampled__count(smp, p->unnamed_no_layout));
 		graphs = p->graph_executed || p->captured_total;
 		if (p->nr_kernels && graphs)
 			fprintf(f, "  %-48s %10s %10s %9s  %s\n", "KERNEL", "LAUNCHES", "GRAPH", "CAPTURED",
@@ -269,6 +273,7 @@ static json_object *json_proc(const struct ct_proc *p, bool latency, struct gp_r
 	json_object_object_add(po, "launches", json_object_new_uint64(ct_sampled__count(smp, p->launches)));
 	json_object_object_add(po, "launches_per_s", json_object_new_double(p->launches_per_s * (smp->on ? smp->ratio : 1)));
 	json_object_object_add(po, "unnamed_launches", json_object_new_uint64(ct_sampled__count(smp, p->unnamed_launches)));
+	json_object_object_add(po, "unnamed_no_layout", json_object_new_uint64(ct_sampled__count(smp, p->unnamed_no_layout)));
 	for (size_t k = 0; k < p->nr_kernels; k++)
 		json_object_array_add(ks, json_kernel(&p->kernels[k], smp));
 	json_object_object_add(po, "kernels", ks);

@@ -8,13 +8,14 @@
 #include "midname.h"
 #include "u64map.h"
 
-#define MN_LAYOUTS 16 /* distinct (tag, slot) layouts tracked: a driver has one per kind */
-
 struct layout {
+	uint32_t build, uid;
 	uint64_t tag;
 	unsigned int slot;
 	uint64_t votes;
-	bool contradicted; /* a known handle with this tag held another name there */
+	bool contradicted; /* a known handle of this uid with this tag held another name there */
+	bool seeded;       /* from the state file */
+	bool told;         /* usable (or contradicted) as last told by midname__take_changed */
 };
 
 /* A handle to name: read when a layout allows (its result kept) */
@@ -27,7 +28,9 @@ struct note {
 
 struct midname {
 	mn_read_fn read;
+	mn_who_fn who;
 	void *ctx;
+	bool changed;
 	struct layout l[MN_LAYOUTS];
 	int n;
 	struct midname_stats st;
@@ -106,15 +109,138 @@ static int read_str(struct midname *m, uint32_t pid, uint64_t addr, char *buf, s
 	return -ENOENT;
 }
 
-static struct layout *layout_of(struct midname *m, uint64_t tag, unsigned int slot)
+void midname__set_who(struct midname *m, mn_who_fn who)
+{
+	m->who = who;
+}
+
+/* pid's build and uid; without a way to tell, all processes are one (build 0, uid 0). */
+static void who(struct midname *m, uint32_t pid, uint32_t *build, uint32_t *uid)
+{
+	*build = 0;
+	*uid = 0;
+	if (m->who && m->who(m->ctx, pid, build, uid)) {
+		*build = 0;
+		*uid = UINT32_MAX;
+	}
+}
+
+static struct layout *find(struct midname *m, uint32_t build, uint64_t tag, unsigned int slot, uint32_t uid)
 {
 	for (int i = 0; i < m->n; i++)
-		if (m->l[i].tag == tag && m->l[i].slot == slot)
+		if (m->l[i].build == build && m->l[i].tag == tag && m->l[i].slot == slot && m->l[i].uid == uid)
 			return &m->l[i];
-	if (m->n == MN_LAYOUTS)
+	return NULL;
+}
+
+/* The entry, made when absent: NULL (counted) when the table or the uid's share is full,
+ * so one user's forged handles cannot crowd out the layouts of the others. */
+static struct layout *layout_of(struct midname *m, uint32_t build, uint64_t tag, unsigned int slot, uint32_t uid)
+{
+	struct layout *l = find(m, build, tag, slot, uid);
+	int mine = 0;
+
+	if (l)
+		return l;
+	for (int i = 0; i < m->n; i++)
+		mine += m->l[i].build == build && m->l[i].uid == uid;
+	if (m->n == MN_LAYOUTS || mine >= MN_PER_UID || uid == UINT32_MAX) {
+		m->st.full++;
 		return NULL;
-	m->l[m->n] = (struct layout){ .tag = tag, .slot = slot };
+	}
+	m->l[m->n] = (struct layout){ .build = build, .uid = uid, .tag = tag, .slot = slot };
 	return &m->l[m->n++];
+}
+
+static bool ok(const struct layout *l)
+{
+	return l && !l->contradicted && l->votes >= MN_MIN_VOTES;
+}
+
+/* Whether slot is the rule of tag in build for a process of uid (midname.h: whose lessons
+ * it may use). */
+static bool trusted(const struct midname *m, uint32_t build, uint64_t tag, unsigned int slot, uint32_t uid)
+{
+	const struct layout *own = NULL, *root = NULL;
+	int agree = 0;
+
+	for (int i = 0; i < m->n; i++) {
+		const struct layout *l = &m->l[i];
+
+		if (l->build != build || l->tag != tag || l->slot != slot)
+			continue;
+		if (l->uid == uid)
+			own = l;
+		if (l->uid == 0)
+			root = l;
+		agree += ok(l);
+	}
+	if ((own && own->contradicted) || (root && root->contradicted))
+		return false;
+	return ok(own) || ok(root) || agree >= 2;
+}
+
+/* The one slot usable for (build, tag) by uid: 0 when none, or when two are (ambiguous). */
+static unsigned int usable(const struct midname *m, uint32_t build, uint64_t tag, uint32_t uid)
+{
+	unsigned int best = 0;
+
+	for (unsigned int s = 1; s < MN_SLOTS; s++) {
+		if (!trusted(m, build, tag, s, uid))
+			continue;
+		if (best) /* two slots hold the name for every known handle: ambiguous, use none */
+			return 0;
+		best = s;
+	}
+	return best;
+}
+
+/* Something to save: an entry of a known build that became usable or broke. */
+static void mark(struct midname *m, struct layout *l)
+{
+	bool now = l->contradicted || l->votes >= MN_MIN_VOTES;
+
+	if (l->build && now != l->told && !(l->seeded && !l->contradicted)) {
+		l->told = now;
+		m->changed = true;
+	}
+}
+
+void midname__seed(struct midname *m, const struct mn_layout *s)
+{
+	struct layout *l;
+
+	if (!s->build || !s->slot || s->slot >= MN_SLOTS)
+		return;
+	l = layout_of(m, s->build, s->tag, s->slot, s->uid);
+	if (!l || l->contradicted)
+		return;
+	if (l->votes < MN_MIN_VOTES)
+		l->votes = MN_MIN_VOTES;
+	l->seeded = l->told = true;
+	m->st.seeded++;
+}
+
+size_t midname__export(const struct midname *m, struct mn_layout *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < m->n && n < cap; i++) {
+		const struct layout *l = &m->l[i];
+
+		if (l->build && (l->contradicted || l->votes >= MN_MIN_VOTES))
+			out[n++] = (struct mn_layout){ .build = l->build, .uid = l->uid, .tag = l->tag,
+						       .slot = l->slot, .contradicted = l->contradicted };
+	}
+	return n;
+}
+
+int midname__take_changed(struct midname *m)
+{
+	bool c = m->changed;
+
+	m->changed = false;
+	return c;
 }
 
 static void notes_retry(struct midname *m);
@@ -125,29 +251,40 @@ void midname__learn(struct midname *m, uint32_t pid, uint64_t handle, const char
 	size_t want = strlen(mangled) + 1;
 	char *s = malloc(want);
 	bool voted = false;
+	uint32_t build, uid;
 
 	if (!s || want > MN_MAX_NAME || m->read(m->ctx, pid, handle, q, sizeof(q)) != (long)sizeof(q)) {
 		free(s);
 		return;
 	}
+	who(m, pid, &build, &uid);
 	for (unsigned int j = 1; j < MN_SLOTS; j++) {
 		struct layout *l;
 
 		if (!user_ptr(q[j]) || m->read(m->ctx, pid, q[j], s, want) != (long)want || memcmp(s, mangled, want))
 			continue;
-		l = layout_of(m, q[0], j);
+		l = layout_of(m, build, q[0], j, uid);
 		if (l) {
 			l->votes++;
 			voted = true;
+			mark(m, l);
 		}
 	}
-	/* a layout of this tag that this handle does not follow is not a rule */
-	for (int i = 0; i < m->n; i++) {
-		if (m->l[i].tag != q[0])
+	/* a layout of this tag that this handle does not follow is not a rule (for its uid) */
+	for (unsigned int slot = 1; slot < MN_SLOTS; slot++) {
+		struct layout *l;
+		bool known = false;
+
+		for (int i = 0; i < m->n && !known; i++)
+			known = m->l[i].build == build && m->l[i].tag == q[0] && m->l[i].slot == slot;
+		if (!known || (user_ptr(q[slot]) && m->read(m->ctx, pid, q[slot], s, want) == (long)want &&
+			       !memcmp(s, mangled, want)))
 			continue;
-		if (!user_ptr(q[m->l[i].slot]) || m->read(m->ctx, pid, q[m->l[i].slot], s, want) != (long)want ||
-		    memcmp(s, mangled, want))
-			m->l[i].contradicted = true;
+		l = layout_of(m, build, q[0], slot, uid);
+		if (l && !l->contradicted) {
+			l->contradicted = true;
+			mark(m, l);
+		}
 	}
 	free(s);
 	if (voted) {
@@ -158,48 +295,34 @@ void midname__learn(struct midname *m, uint32_t pid, uint64_t handle, const char
 	}
 }
 
-static const struct layout *usable(const struct midname *m, uint64_t tag)
-{
-	const struct layout *best = NULL;
-
-	for (int i = 0; i < m->n; i++) {
-		const struct layout *l = &m->l[i];
-
-		if (l->tag != tag || l->contradicted || l->votes < MN_MIN_VOTES)
-			continue;
-		if (best) /* two slots hold the name for every known handle: ambiguous, use none */
-			return NULL;
-		best = l;
-	}
-	return best;
-}
-
 int midname__ready(const struct midname *m)
 {
 	for (int i = 0; i < m->n; i++)
-		if (usable(m, m->l[i].tag))
+		if (usable(m, m->l[i].build, m->l[i].tag, m->l[i].uid))
 			return 1;
 	return 0;
 }
 
 int midname__resolve(struct midname *m, uint32_t pid, uint64_t handle, char *buf, size_t len)
 {
-	const struct layout *l;
 	uint64_t q[MN_SLOTS];
+	uint32_t build, uid;
+	unsigned int slot;
 	long r;
 	int e;
 
-	if (!midname__ready(m))
+	if (!m->n)
 		return -EAGAIN;
 	if (len > MN_MAX_NAME)
 		len = MN_MAX_NAME;
 	r = m->read(m->ctx, pid, handle, q, sizeof(q));
 	if (r != (long)sizeof(q))
 		return r < 0 ? (int)r : -ENOENT;
-	l = usable(m, q[0]);
-	if (!l)
-		return -EAGAIN; /* nothing learned for this kind (yet) */
-	e = user_ptr(q[l->slot]) ? read_str(m, pid, q[l->slot], buf, len) : -ENOENT;
+	who(m, pid, &build, &uid);
+	slot = usable(m, build, q[0], uid);
+	if (!slot)
+		return -EAGAIN; /* nothing learned for this build and kind (yet) */
+	e = user_ptr(q[slot]) ? read_str(m, pid, q[slot], buf, len) : -ENOENT;
 	if (!e && !plausible(buf, strlen(buf)))
 		e = -ENOENT;
 	if (e)
@@ -276,10 +399,14 @@ int midname__name(struct midname *m, uint32_t pid, uint32_t img, uint64_t handle
 {
 	struct note *n = note_get(m, pid, img, handle, true);
 
-	if (!n)
-		return midname__resolve(m, pid, handle, buf, len);
+	int r;
+
+	if (!n) {
+		r = midname__resolve(m, pid, handle, buf, len);
+		return r == -EAGAIN ? -ENODATA : r;
+	}
 	if (note_read(m, n))
-		return -EAGAIN;
+		return -ENODATA;
 	if (!n->name)
 		return -ENOENT;
 	snprintf(buf, len, "%s", n->name);
