@@ -4,7 +4,10 @@ named from the process's memory through a layout learned from handles gpuprobe s
 a handle of a kind no known handle taught stays unknown@0x..., and so do a forged handle and
 a stale one (their launches fail in the driver). Never a wrong name. name_app's handles are
 laid out as driver 580's (tests/fakecuda/fakecuda.c)."""
+import json
+import os
 import signal
+import time
 
 import gp
 from gp import FAKECUDA, app, check, eq, proc
@@ -84,5 +87,137 @@ def test_command_mode_names_everything():
         eq(rows[h["name"]]["launches"], h["launches"], f"{h['name'][:40]} launches")
 
 
+def learn(state):
+    """One run of a program that names its kernels while gpuprobe watches: the layouts of
+    this libcuda build go to the state file."""
+    r = gp.gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "--state-dir", state], cmd=[APP])
+    eq(r.returncode, 0, f"learning run ({r.stderr[-500:]})")
+    return r
+
+
+def rounds_of(a, n):
+    """The ground truth of each round name_app --rounds printed so far (wait for n)."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        got = [json.loads(l) for l in a.stderr().splitlines() if l.startswith("{") and '"round"' in l]
+        if len(got) >= n:
+            return got
+        check(a.p.poll() is None, f"name_app ended early: {a.stderr()[-500:]}")
+        time.sleep(0.05)
+    raise gp.Failure(f"name_app printed no round {n}")
+
+
+def steady_attaches(state, attaches=3):
+    """name_app makes and names every handle, then waits (a job at steady state); gpuprobe
+    attaches -p `attaches` times, each while one round of launches runs: (report, truth)."""
+    a = gp.start_app([APP, "--steady", "--rounds", str(attaches), "--forge"])
+    out = []
+    try:
+        for r in range(1, attaches + 1):
+            g = gp.start_gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "--state-dir", state,
+                                   "-p", str(a.pid)])
+            try:
+                a.signal(signal.SIGUSR1)
+                t = rounds_of(a, r)[r - 1]
+                g.signal(signal.SIGINT)
+                eq(g.wait(), 0, f"gpuprobe exit, attach {r} ({g.stderr()[-500:]})")
+            finally:
+                g.kill()
+            out.append((proc(gp.final(g.stdout(), "cudatrace"), a.pid), t, g.stderr()))
+        eq(a.wait(), 0, "name_app exit")
+    finally:
+        a.kill()
+    return out
+
+
+def test_steady_state_named_from_the_state_file():
+    """A layout learned once (another process, an earlier run) names every launch of a job
+    at steady state, on every attach; forged and stale handles stay unknown."""
+    state = gp.state_dir()
+    learn(state)
+    st = os.stat(os.path.join(state, "layouts"))
+    eq(oct(st.st_mode & 0o777), "0o600", "state file mode")
+    eq(oct(os.stat(state).st_mode & 0o777), "0o700", "state directory mode")
+    for i, (p, t, err) in enumerate(steady_attaches(state), 1):
+        rows = by_handle(p)
+        for h in t["handles"]:
+            check(h["name"] in rows, f"attach {i}: {h['name'][:50]!r} not named; rows {sorted(rows)[:20]}")
+            eq(rows[h["name"]]["launches"], h["launches"], f"attach {i}: {h['name'][:40]} launches")
+            eq(rows[h["name"]]["source"], "memory", f"attach {i}: {h['name'][:40]} name source")
+        for bad in (t["forged"], t["stale"]):
+            unk = f"unknown@{bad['handle']}"
+            check(unk in rows, f"attach {i}: a handle the driver refused stays unknown: {bad}")
+            eq(rows[unk]["launches"], bad["failed_launches"], f"attach {i}: {unk} launches")
+        eq(p["launches"], t["launches"] + t["failed_launches"], f"attach {i}: launches")
+        eq(p["unnamed_launches"], t["failed_launches"], f"attach {i}: unnamed (the refused handles only)")
+        eq(p["unnamed_no_layout"], 0, f"attach {i}: unnamed for want of a layout")
+        eq(p["comm"], "name_app", f"attach {i}: the process's name")
+
+
+def test_steady_state_without_a_layout_says_why():
+    """Nothing learned for this build yet: every launch of a handle made before the attach
+    is unknown, and the report counts them as such (not silent); nothing is saved."""
+    state = gp.state_dir()
+    ((p, t, err),) = steady_attaches(state, attaches=1)
+    eq(p["unnamed_launches"], t["launches"] + t["failed_launches"], "unnamed launches")
+    eq(p["unnamed_no_layout"], t["launches"], "unnamed for want of a layout (the verified handles)")
+    eq(p["comm"], "name_app", "the process's name")
+    eq(os.listdir(state), [], "nothing learned, nothing written")
+
+
+def test_text_report_names_process_and_why():
+    state = gp.state_dir()
+    a = gp.start_app([APP, "--steady", "--wait"])
+    g = gp.start_gpuprobe(["--cudatrace", "--libcuda", FAKECUDA, "--state-dir", state, "-p", str(a.pid)])
+    try:
+        a.signal(signal.SIGUSR1)
+        eq(a.wait(), 0, "name_app exit")
+        eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-500:]})")
+    finally:
+        a.kill()
+        g.kill()
+    t = gp.truth(a.stderr())
+    out = g.stdout()
+    check(f"PID {a.pid} (name_app)" in out, f"the header names the process: {out[:300]!r}")
+    check(f"{t['launches']} of the unnamed launches: no kernel-handle layout learned yet" in out,
+          f"the reason is given: {out[:600]!r}")
+
+
+def test_bad_state_files_refused():
+    """A corrupt state file: one line, ignored, written anew with what the run learns. A
+    symbolic link, or a folder others may write: one line, neither read nor written."""
+    state = gp.state_dir()
+    path = os.path.join(state, "layouts")
+    with open(path, "wb") as f:
+        f.write(b"gpuprobe-layouts 1\ngnu-00 zz 1 0\n" + b"\0" * 100)
+    r = learn(state)
+    lines = [l for l in r.stderr.splitlines() if "layouts" in l and l.startswith("gpuprobe: ")]
+    eq(len(lines), 1, f"one line for the corrupt file: {r.stderr[-800:]!r}")
+    check("corrupt" in lines[0], f"says corrupt: {lines[0]!r}")
+    with open(path) as f:
+        text = f.read()
+    check(text.count("\ngnu-") == 2 and "zz" not in text, f"written anew: {text!r}")
+    # a link to a file of the attacker's choosing (planted as root here: only the name matters)
+    state2 = gp.state_dir()
+    decoy = os.path.join(state, "decoy")
+    with open(decoy, "w") as f:
+        f.write(text.replace(" 1 0\n", " 2 0\n"))  # a wrong slot, were it used
+    os.symlink(decoy, os.path.join(state2, "layouts"))
+    before = open(decoy).read()
+    ((p, t, err),) = steady_attaches(state2, attaches=1)
+    check("symbolic link" in err, f"the link is refused in one line: {err[-500:]!r}")
+    eq(p["unnamed_no_layout"], t["launches"], "nothing read through the link")
+    eq(open(decoy).read(), before, "the link's target untouched")
+    check(os.path.islink(os.path.join(state2, "layouts")), "the link itself untouched")
+    # a folder others may write
+    state3 = gp.state_dir()
+    os.chmod(state3, 0o777)
+    r = learn(state3)
+    check("writable by others" in r.stderr, f"the folder is refused: {r.stderr[-500:]!r}")
+    eq(os.listdir(state3), [], "nothing written there")
+
+
 if __name__ == "__main__":
-    gp.main([test_names_read_from_memory, test_no_latency_reads_no_memory, test_command_mode_names_everything])
+    gp.main([test_names_read_from_memory, test_no_latency_reads_no_memory, test_command_mode_names_everything,
+             test_steady_state_named_from_the_state_file, test_steady_state_without_a_layout_says_why,
+             test_text_report_names_process_and_why, test_bad_state_files_refused])
