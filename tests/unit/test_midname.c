@@ -19,7 +19,7 @@ static size_t mapped = SIZE;
 static long fake_read(void *ctx, uint32_t pid, uint64_t addr, void *buf, size_t len)
 {
 	(void)ctx;
-	if (pid != 7)
+	if (pid < 7 || pid > 10) /* 7-10: processes of several users sharing one fake memory */
 		return -ESRCH;
 	if (addr < BASE || addr >= BASE + mapped)
 		return -EFAULT;
@@ -156,7 +156,7 @@ static void test_hostile_names(void)
 	if (!ASSERT_EQ(midname__resolve(m, 7, bad, buf, sizeof(buf)), 0, "ends at the page") ||
 	    !ASSERT_STR_EQ(buf, "tail_", "the name before the page end"))
 		goto cleanup;
-	ASSERT_EQ(midname__resolve(m, 8, bad, buf, sizeof(buf)), -ESRCH, "a process gone");
+	ASSERT_EQ(midname__resolve(m, 6, bad, buf, sizeof(buf)), -ESRCH, "a process gone");
 cleanup:
 	midname__free(m);
 }
@@ -186,11 +186,117 @@ cleanup:
 	midname__free(m);
 }
 
+/* pid 7: root, 8: the victim (uid 1000), 9: a hostile user (65534), 10: uid 2000 */
+static int fake_who(void *ctx, uint32_t pid, uint32_t *build, uint32_t *uid)
+{
+	static const uint32_t uids[] = { 0, 1000, 65534, 2000 };
+
+	(void)ctx;
+	if (pid < 7 || pid > 10)
+		return -ESRCH;
+	*build = 1;
+	*uid = uids[pid - 7];
+	return 0;
+}
+
+#define FTAG 0x100000001ULL
+
+/* A hostile process teaches a wrong layout (it forges its own handle objects): used for
+ * its own handles only; another user's launches keep the right layout, taught by root. */
+static void test_hostile_layouts_stay_theirs(void)
+{
+	struct midname *m = midname__new(fake_read, NULL), *m2 = NULL;
+	struct mn_layout ex[MN_LAYOUTS];
+	char buf[64];
+	uint64_t forged, victim, known;
+	size_t n;
+
+	reset();
+	if (!ASSERT_TRUE(m != NULL, "midname"))
+		return;
+	midname__set_who(m, fake_who);
+	forged = put_handle(BASE + 0x100, FTAG, 3, put_str(BASE + 0x1000, "_Z4evilv"));
+	victim = put_handle(BASE + 0x200, FTAG, 1, put_str(BASE + 0x1100, "_Z6victimv"));
+	put_str(BASE + 0x1200, "_Z5wrongv"); /* what slot 3 of the victim's object leads to */
+	memcpy(mem + 0x200 + 24, &(uint64_t){ BASE + 0x1200 }, 8);
+	midname__learn(m, 9, forged, "_Z4evilv");
+	if (!ASSERT_EQ(midname__resolve(m, 8, victim, buf, sizeof(buf)), -EAGAIN,
+		       "a hostile user's lesson is not used for another user"))
+		goto cleanup;
+	if (!ASSERT_EQ(midname__resolve(m, 9, victim, buf, sizeof(buf)), 0, "its own user's handles use it") ||
+	    !ASSERT_STR_EQ(buf, "_Z5wrongv", "(only its own processes can be misnamed)"))
+		goto cleanup;
+	known = put_handle(BASE + 0x300, FTAG, 1, put_str(BASE + 0x1300, "_Z4goodv"));
+	midname__learn(m, 7, known, "_Z4goodv"); /* root's process, the driver's real layout */
+	/* the hostile user now contradicts slot 1 with another forged handle */
+	midname__learn(m, 9, put_handle(BASE + 0x400, FTAG, 3, put_str(BASE + 0x1400, "_Z5evil2v")), "_Z5evil2v");
+	if (!ASSERT_EQ(midname__resolve(m, 8, victim, buf, sizeof(buf)), 0, "root's layout names the victim") ||
+	    !ASSERT_STR_EQ(buf, "_Z6victimv", "the right name, whatever the hostile user taught"))
+		goto cleanup;
+	/* saved and loaded: the same trust in a later run, with no lesson */
+	n = midname__export(m, ex, MN_LAYOUTS);
+	if (!ASSERT_TRUE(midname__take_changed(m) && !midname__take_changed(m), "a change to save, once"))
+		goto cleanup;
+	m2 = midname__new(fake_read, NULL);
+	if (!ASSERT_TRUE(m2 != NULL, "midname"))
+		goto cleanup;
+	midname__set_who(m2, fake_who);
+	for (size_t i = 0; i < n; i++)
+		if (!ex[i].contradicted)
+			midname__seed(m2, &ex[i]);
+	if (!ASSERT_EQ(midname__resolve(m2, 8, victim, buf, sizeof(buf)), 0, "seeded: named with no lesson") ||
+	    !ASSERT_STR_EQ(buf, "_Z6victimv", "the seeded name") || !ASSERT_FALSE(midname__take_changed(m2), "seeding is no change"))
+		goto cleanup;
+	ASSERT_EQ(midname__resolve(m2, 10, victim, buf, sizeof(buf)), 0, "root's layout serves every user");
+cleanup:
+	midname__free(m);
+	midname__free(m2);
+}
+
+/* Two users that agree are trusted by a third; one is not. A user's flood of forged kinds
+ * fills its own share, not the table. */
+static void test_agreement_and_shares(void)
+{
+	struct midname *m = midname__new(fake_read, NULL);
+	char buf[64];
+	uint64_t a, b, u;
+
+	reset();
+	if (!ASSERT_TRUE(m != NULL, "midname"))
+		return;
+	midname__set_who(m, fake_who);
+	a = put_handle(BASE + 0x100, 0x2, 2, put_str(BASE + 0x1000, "ka"));
+	b = put_handle(BASE + 0x200, 0x2, 2, put_str(BASE + 0x1100, "kb"));
+	u = put_handle(BASE + 0x300, 0x2, 2, put_str(BASE + 0x1200, "ku"));
+	midname__learn(m, 8, a, "ka");
+	if (!ASSERT_EQ(midname__resolve(m, 9, u, buf, sizeof(buf)), -EAGAIN, "one other user: not trusted"))
+		goto cleanup;
+	midname__learn(m, 10, b, "kb");
+	if (!ASSERT_EQ(midname__resolve(m, 9, u, buf, sizeof(buf)), 0, "two users agree: trusted") ||
+	    !ASSERT_STR_EQ(buf, "ku", "the name"))
+		goto cleanup;
+	for (unsigned int i = 0; i < 40; i++) {
+		uint64_t h = BASE + 0x2000 + i * 0x80;
+
+		put_handle(h, 0x1000 + i, 1, put_str(h + 0x40, "_Z1fv"));
+		midname__learn(m, 9, h, "_Z1fv");
+	}
+	if (!ASSERT_TRUE(midname__stats(m).full >= 40 - MN_PER_UID, "the flood is counted"))
+		goto cleanup;
+	midname__learn(m, 7, put_handle(BASE + 0x5000, 0x77, 1, put_str(BASE + 0x5040, "_Z1gv")), "_Z1gv");
+	ASSERT_EQ(midname__resolve(m, 8, put_handle(BASE + 0x5100, 0x77, 1, put_str(BASE + 0x5140, "_Z1hv")), buf,
+				   sizeof(buf)), 0, "root still learns after the flood");
+cleanup:
+	midname__free(m);
+}
+
 int main(void)
 {
 	RUN_TEST(test_learn_then_resolve);
 	RUN_TEST(test_contradiction_and_ambiguity);
 	RUN_TEST(test_hostile_names);
 	RUN_TEST(test_notes);
+	RUN_TEST(test_hostile_layouts_stay_theirs);
+	RUN_TEST(test_agreement_and_shares);
 	return unit_done();
 }
