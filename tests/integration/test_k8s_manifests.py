@@ -28,7 +28,8 @@ K8S = os.path.join(ROOT, "examples", "kubernetes")
 DOC = os.path.join(ROOT, "docs", "kubernetes.md")
 CAPS = {"BPF", "PERFMON", "SYS_PTRACE"}
 MOUNTS = {"/sys/kernel/btf", "/var/log/pods", "/var/log/containers",
-          "/usr/local/nvidia/lib64", "/etc/gpuprobe/web"}
+          "/usr/local/nvidia/lib64", "/etc/gpuprobe/web", "/var/lib/gpuprobe"}
+WRITABLE = {"/var/lib/gpuprobe"}  # the learned driver layouts (--state-dir), the host's
 TARGET_C = os.path.join(ROOT, "src", "core", "target.c")
 
 
@@ -107,9 +108,9 @@ def test_daemonset_promises():
     eq(set(mounts), MOUNTS, "mount paths")
     vols = {v["name"]: v for v in spec["volumes"]}
     for path, m in mounts.items():
-        eq(m.get("readOnly"), True, f"{path} mounted read-only")
+        eq(m.get("readOnly"), None if path in WRITABLE else True, f"{path} mounted read-only (but the state)")
         check(m["name"] in vols, f"{path}: volume {m['name']} exists")
-    for path in ("/sys/kernel/btf", "/var/log/pods", "/var/log/containers"):
+    for path in ("/sys/kernel/btf", "/var/log/pods", "/var/log/containers", "/var/lib/gpuprobe"):
         eq(vols[mounts[path]["name"]]["hostPath"]["path"], path, f"{path} is the host's")
     # the web config comes from the Secret, at the path --web-config names
     wc = args[args.index("--web-config") + 1]
