@@ -51,6 +51,11 @@ def as_user(argv, caps=CAPS, env=None):
         pre += [f"--inh-caps={caps}", f"--ambient-caps={caps}"]
     else:
         pre += ["--inh-caps=-all"]
+    # the user's own state folder (the harness's is root's, 0700: refused with a line)
+    state = gp.state_dir()
+    os.chown(state, 65534, 65534)
+    env = dict(env or {})
+    env.setdefault("GPUPROBE_STATE_DIR", state)
     return gp.run(pre + argv, env=env, timeout=120)
 
 

@@ -180,8 +180,12 @@ static int who_is(void *ctx, uint32_t pid, uint32_t *build, uint32_t *uid)
  * written (a corrupt file is written anew from what the run learns). */
 static void state_error(struct ct_mode *m, const char *what, const char *why, bool stop)
 {
+	/* the default folder is root's: a capable user's run that named none has no state
+	 * (its reports count the launches unnamed for want of a layout), not a warning */
+	bool quiet = geteuid() && !ct_settings.state_dir && !getenv("GPUPROBE_STATE_DIR");
+
 	if (!m->state_off && !m->state_said)
-		gp_log(GP_LOG_WARN, "%s: %s", what, why);
+		gp_log(quiet ? GP_LOG_DEBUG : GP_LOG_WARN, "%s: %s", what, why);
 	m->state_said = true;
 	m->state_off |= stop;
 }
