@@ -6,7 +6,10 @@ a stale one (their launches fail in the driver). Never a wrong name. name_app's 
 laid out as driver 580's (tests/fakecuda/fakecuda.c)."""
 import json
 import os
+import re
+import shutil
 import signal
+import tempfile
 import time
 
 import gp
@@ -217,7 +220,66 @@ def test_bad_state_files_refused():
     eq(os.listdir(state3), [], "nothing written there")
 
 
+def poison(state):
+    """poison_app, as nobody, teaches gpuprobe a wrong layout (slot 3) from a forged handle
+    and a fake host stub; returns once the lesson is in the state file."""
+    top = tempfile.mkdtemp(prefix="gp-poison-")
+    try:
+        os.chmod(top, 0o755)
+        for sub, src in (("apps", app("poison_app")), ("fakecuda", FAKECUDA)):
+            os.mkdir(os.path.join(top, sub))
+            shutil.copy(src, os.path.join(top, sub))
+        lib = os.path.join(top, "fakecuda", os.path.basename(FAKECUDA))  # a copy: the same build
+        g = gp.start_gpuprobe(["--cudatrace", "--libcuda", lib, "--state-dir", state, "--",
+                               "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               os.path.join(top, "apps", "poison_app")])
+        try:
+            g.wait_for("POISONED", where="stderr")
+            pid = int(re.search(r"tracing PID (\d+)", g.stderr()).group(1))
+            deadline = time.time() + 30
+            while time.time() < deadline and not re.search(r" 0*100000001 3 65534$", _layouts(state), re.M):
+                time.sleep(0.05)
+            os.kill(pid, signal.SIGUSR1)
+            eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-500:]})")
+        finally:
+            g.kill()
+        t = gp.truth(g.stderr())
+        eq(t["launch_rc"], 400, "the driver refused the forged handle (CUDA_ERROR_INVALID_HANDLE)")
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _layouts(state):
+    try:
+        with open(os.path.join(state, "layouts")) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+def test_hostile_lesson_stays_its_users():
+    """A nobody process teaches (and gpuprobe saves) a wrong layout: root's job at steady
+    state does not use it (no layout for it yet: counted), and once root's processes
+    taught the real one, every launch of the job has its right name."""
+    state = gp.state_dir()
+    poison(state)
+    check(re.search(r" 0*100000001 3 65534$", _layouts(state), re.M), f"the lesson was saved: {_layouts(state)!r}")
+    ((p, t, err),) = steady_attaches(state, attaches=1)
+    eq([k["name"] for k in p["kernels"] if k["source"] == "memory"], [], "nothing named by another user's lesson")
+    eq(p["unnamed_no_layout"], t["launches"], "the job's launches: no layout of its own yet")
+    learn(state)
+    ((p, t, err),) = steady_attaches(state, attaches=1)
+    rows = by_handle(p)
+    for h in t["handles"]:
+        check(h["name"] in rows, f"{h['name'][:50]!r} named; rows {sorted(rows)[:20]}")
+        eq(rows[h["name"]]["launches"], h["launches"], f"{h['name'][:40]} launches")
+    eq(p["unnamed_launches"], t["failed_launches"], "unnamed: the refused handles only")
+    check(re.search(r" 0*100000001 3 65534$", _layouts(state), re.M) and
+          re.search(r" 0*100000001 1 0$", _layouts(state), re.M), f"both lessons kept, each its uid's: {_layouts(state)!r}")
+
+
 if __name__ == "__main__":
     gp.main([test_names_read_from_memory, test_no_latency_reads_no_memory, test_command_mode_names_everything,
              test_steady_state_named_from_the_state_file, test_steady_state_without_a_layout_says_why,
-             test_text_report_names_process_and_why, test_bad_state_files_refused])
+             test_text_report_names_process_and_why, test_bad_state_files_refused,
+             test_hostile_lesson_stays_its_users])
