@@ -355,6 +355,30 @@ def test_graph_kernels_captured_and_executed():
         d.kill()
 
 
+def test_steady_state_job_named_from_the_start():
+    """A job whose kernels were all made and named before the daemon started (no naming
+    call after it): its launches carry their names from the first scrape, through the
+    layout an earlier run (another process) learned for this libcuda build."""
+    state = gp.state_dir()
+    r = gp.gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "--state-dir", state], cmd=[app("name_app")])
+    eq(r.returncode, 0, f"learning run ({r.stderr[-300:]})")
+    a = gp.start_app([app("name_app"), "--steady", "--wait"], env=ENV)
+    d = None
+    try:
+        d = start_daemon(["--state-dir", state], modes=("--cudatrace",))
+        a.signal(signal.SIGUSR1)
+        eq(a.wait(), 0, "name_app exit")
+        t = truth(a.stderr())
+        for h in t["handles"]:
+            wait_metric(d.port, "gpuprobe_cuda_kernel_launches_total", h["launches"], pid=a.pid, kernel=h["name"])
+        wait_metric(d.port, "gpuprobe_cuda_kernel_launches_total", t["failed_launches"], pid=a.pid, kernel="unknown")
+        stop(d)
+    finally:
+        a.kill()
+        if d:
+            d.kill()
+
+
 def test_private_mount_namespace_after_start():
     d = start_daemon(["--rescan-interval", "0.3"], modes=("--memleak",))
     tmp = tempfile.mkdtemp(prefix="gp-dns-")
@@ -547,6 +571,7 @@ if __name__ == "__main__":
         test_ioctl_exact_promtool_retention,
         test_later_process_traced_and_retention,
         test_graph_kernels_captured_and_executed,
+        test_steady_state_job_named_from_the_start,
         test_private_mount_namespace_after_start,
         test_bad_configuration,
         test_slow_clients_cannot_starve_scrapes,
