@@ -66,7 +66,7 @@ struct ct_mode {
 	struct cudatrace *ct;
 	struct attach_pair probes, gprobes; /* launches, syncs, names; capture and graphs */
 	struct midname *mn;                 /* names of handles made before the attach */
-	uint64_t learns;                    /* known names offered to mn so far */
+	struct u64map *learns;              /* uid -> known names offered to mn so far (+ 0) */
 	/* libcuda builds probed (midname's build i + 1 is builds[i]) and their files */
 	char builds[CT_BUILDS][LAY_KEY_LEN];
 	unsigned int nr_builds;
@@ -79,7 +79,8 @@ struct ct_mode {
 };
 
 /* Known names teach midname where the driver keeps them; enough of them tell it (each
- * costs a few reads of the process's memory). */
+ * costs a few reads of the process's memory). Per uid: one user's flood of namings (a
+ * long-lived daemon sees them all) leaves the others their lessons. */
 #define MAX_LEARNS 512
 
 static void m_free(void *st)
@@ -91,6 +92,7 @@ static void m_free(void *st)
 	cuda_launch_bpf__destroy(m->skel);
 	midname__free(m->mn);
 	u64map__free(m->pid_build);
+	u64map__free(m->learns);
 	cudatrace__free(m->ct);
 	free(m->snap.pids);
 	free(m->snap.procs);
@@ -288,7 +290,8 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 
 	*st = m;
 	if (!m || !(m->ct = cudatrace__new()) || !(m->mn = midname__new(read_mem, m)) ||
-	    !(m->pid_build = u64map__new()) || !(m->skel = cuda_launch_bpf__open())) {
+	    !(m->pid_build = u64map__new()) || !(m->learns = u64map__new()) ||
+	    !(m->skel = cuda_launch_bpf__open())) {
 		snprintf(err, len, "cannot open the launch BPF object");
 		return -ENOMEM;
 	}
@@ -394,8 +397,13 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 
 static void learn(struct ct_mode *m, uint32_t pid, uint64_t handle, const char *mangled)
 {
-	if (mangled[0] && m->learns < MAX_LEARNS) {
-		m->learns++;
+	uint32_t uid;
+	uintptr_t n;
+
+	if (!mangled[0] || uid_of(pid, &uid))
+		return;
+	n = (uintptr_t)u64map__get(m->learns, uid);
+	if (n < MAX_LEARNS && !u64map__put(m->learns, uid, (void *)(n + 1))) {
 		midname__learn(m->mn, pid, handle, mangled);
 		if (midname__take_changed(m->mn))
 			state_save(m);
