@@ -74,6 +74,7 @@ struct ct_mode {
 	unsigned int nr_files;
 	struct u64map *pid_build;           /* pid -> build + 1 (its libcuda's, from its maps) */
 	bool state_off, state_said;         /* the state file refused (not written); its line said */
+	bool said_no_layout[CT_BUILDS + 1]; /* per build: "unnamed for want of a layout" logged */
 	struct ct_snap snap;
 	struct ct_sampled *sampled; /* snap.sampled */
 };
@@ -433,9 +434,19 @@ static int resolve_name(void *ctx, uint32_t pid, uint32_t img, uint64_t handle, 
 
 	if (!ct_settings.latency)
 		return -ENOTSUP; /* --no-latency: no launch returns, nothing verified */
+	uint32_t build = 0, uid;
+	int r;
+
 	if (bpf_map_lookup_elem(bpf_map__fd(m->skel->maps.verified), &k, &ok))
 		return -EAGAIN;
-	return midname__name(m->mn, pid, img, handle, buf, len);
+	r = midname__name(m->mn, pid, img, handle, buf, len);
+	/* said once per build and run (the reports count the launches per process) */
+	if (r == -ENODATA && !who_is(m, pid, &build, &uid) && build <= CT_BUILDS && !m->said_no_layout[build]) {
+		m->said_no_layout[build] = true;
+		gp_log(GP_LOG_INFO, "PID %u: kernels made before the attach stay unnamed: no kernel-handle layout learned yet for libcuda build %s (one run of any CUDA program under gpuprobe with this driver teaches it; --state-dir %s)",
+		       pid, build ? m->builds[build - 1] : "(unknown)", layouts__dir(ct_settings.state_dir));
+	}
+	return r;
 }
 
 static void h_graph(void *ctx, const struct gp_graph_event *e)
