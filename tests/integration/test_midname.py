@@ -278,8 +278,23 @@ def test_hostile_lesson_stays_its_users():
           re.search(r" 0*100000001 1 0$", _layouts(state), re.M), f"both lessons kept, each its uid's: {_layouts(state)!r}")
 
 
+def test_container_root_is_not_the_nodes_root():
+    """uid 0 in a pid namespace of its own (a container's root) teaches a principal of its
+    own, not root's lessons that serve every user: a host job does not use them."""
+    if not shutil.which("unshare"):
+        raise gp.Skip("unshare (util-linux) is needed")
+    state = gp.state_dir()
+    r = gp.gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "--state-dir", state],
+                    cmd=["unshare", "--pid", "--fork", APP])
+    eq(r.returncode, 0, f"learning run in a pid namespace ({r.stderr[-500:]})")
+    check(re.search(r" 0*100000001 1 4294967294$", _layouts(state), re.M) and
+          not re.search(r" 0$", _layouts(state), re.M), f"kept as a container root's: {_layouts(state)!r}")
+    ((p, t, err),) = steady_attaches(state, attaches=1)
+    eq(p["unnamed_no_layout"], t["launches"], "the host job: no layout of its own or root's")
+
+
 if __name__ == "__main__":
     gp.main([test_names_read_from_memory, test_no_latency_reads_no_memory, test_command_mode_names_everything,
              test_steady_state_named_from_the_state_file, test_steady_state_without_a_layout_says_why,
              test_text_report_names_process_and_why, test_bad_state_files_refused,
-             test_hostile_lesson_stays_its_users])
+             test_hostile_lesson_stays_its_users, test_container_root_is_not_the_nodes_root])

@@ -114,9 +114,13 @@ static long read_mem(void *ctx, uint32_t pid, uint64_t addr, void *buf, size_t l
 	return r < 0 ? -errno : (long)r;
 }
 
-/* The real uid of pid (the second field of /proc/PID/status's Uid: line is the effective
- * one; the real one cannot be changed by the process without privilege). Read at every
- * use, never cached: a process that drops root is judged as what it is now. */
+/* A container's root (uid 0 in another pid namespace than gpuprobe's): not the node's root,
+ * whose lessons serve every user (midname.h); one principal of its own. */
+#define CT_UID_NS_ROOT 0xfffffffeU
+
+/* The real uid of pid (the first field of /proc/PID/status's Uid: line; the real one
+ * cannot be changed by the process without privilege). Read at every use, never cached:
+ * a process that drops root is judged as what it is now. */
 static int uid_of(uint32_t pid, uint32_t *uid)
 {
 	char path[64], buf[4096], *u;
@@ -137,6 +141,14 @@ static int uid_of(uint32_t pid, uint32_t *uid)
 	if (!u || sscanf(u + 6, "%lu", &v) != 1 || v >= UINT32_MAX)
 		return -EINVAL;
 	*uid = (uint32_t)v;
+	if (!v) {
+		struct stat mine, its;
+
+		snprintf(path, sizeof(path), "/proc/%u/ns/pid", pid);
+		if (stat("/proc/self/ns/pid", &mine) || stat(path, &its) || mine.st_ino != its.st_ino ||
+		    mine.st_dev != its.st_dev)
+			*uid = CT_UID_NS_ROOT;
+	}
 	return 0;
 }
 

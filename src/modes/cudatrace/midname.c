@@ -162,7 +162,6 @@ static bool ok(const struct layout *l)
 static bool trusted(const struct midname *m, uint32_t build, uint64_t tag, unsigned int slot, uint32_t uid)
 {
 	const struct layout *own = NULL, *root = NULL;
-	int agree = 0;
 
 	for (int i = 0; i < m->n; i++) {
 		const struct layout *l = &m->l[i];
@@ -173,11 +172,12 @@ static bool trusted(const struct midname *m, uint32_t build, uint64_t tag, unsig
 			own = l;
 		if (l->uid == 0)
 			root = l;
-		agree += ok(l);
 	}
 	if ((own && own->contradicted) || (root && root->contradicted))
 		return false;
-	return ok(own) || ok(root) || agree >= 2;
+	/* no "several users agree": whoever holds two uids (a container's root can setuid)
+	 * would be several users */
+	return ok(own) || ok(root);
 }
 
 /* The one slot usable for (build, tag) by uid: 0 when none, or when two are (ambiguous). */

@@ -16,8 +16,9 @@
  * processes that make no naming call while gpuprobe watches (a job at steady state). A
  * process can forge its own handles' objects, so what it teaches is trusted only where it
  * could do no harm beyond what its user can already do to its own processes: a process of
- * uid U uses a layout of its build taught by uid U, by root (uid 0), or by at least two
- * uids that agree; a contradiction from U (or from root) stops the slot for U (for all).
+ * uid U uses a layout of its build taught by uid U or by root (uid 0 in gpuprobe's own pid
+ * namespace: the caller maps a container's root to a uid of its own); a contradiction from
+ * U (or from root) stops the slot for U (for all).
  * A hostile process can thus neither make another user's launches wrongly named nor
  * print a name of its choosing for them (names are read from the named process's own
  * memory), nor stop their naming (its contradictions count for its uid only).
