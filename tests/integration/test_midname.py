@@ -171,7 +171,8 @@ def test_steady_state_without_a_layout_says_why():
 def test_text_report_names_process_and_why():
     state = gp.state_dir()
     a = gp.start_app([APP, "--steady", "--wait"])
-    g = gp.start_gpuprobe(["--cudatrace", "--libcuda", FAKECUDA, "--state-dir", state, "-p", str(a.pid)])
+    g = gp.start_gpuprobe(["--cudatrace", "--memleak", "--bandwidth-util", "--libcuda", FAKECUDA, "--state-dir", state,
+                           "-p", str(a.pid)])
     try:
         a.signal(signal.SIGUSR1)
         eq(a.wait(), 0, "name_app exit")
@@ -182,6 +183,10 @@ def test_text_report_names_process_and_why():
     t = gp.truth(a.stderr())
     out = g.stdout()
     check(f"PID {a.pid} (name_app)" in out, f"the header names the process: {out[:300]!r}")
+    # every report names it, whatever modes ran (a process attached at steady state sends
+    # no record that carries its name before the report)
+    heads = re.findall(r"PID %d \(([^)]*)\)" % a.pid, out)
+    check(len(heads) >= 3 and set(heads) == {"name_app"}, f"every header names the process: {heads}")
     check(f"{t['launches']} of the unnamed launches: no kernel-handle layout learned yet" in out,
           f"the reason is given: {out[:600]!r}")
 

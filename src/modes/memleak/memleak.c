@@ -146,9 +146,11 @@ static struct ml_proc *get_proc(struct memleak *ml, uint32_t pid, const char *co
 {
 	struct ml_proc *p = proctab__get(ml->procs, pid);
 
-	/* comm changes on exec; keep the latest */
-	if (p)
+	/* comm changes on exec; keep the latest (a record without one: /proc's) */
+	if (p && comm && comm[0])
 		snprintf(p->h.comm, sizeof(p->h.comm), "%.*s", GP_COMM_LEN - 1, comm);
+	else if (p && !p->h.comm[0])
+		gp_proc_comm(pid, p->h.comm, sizeof(p->h.comm));
 	return p;
 }
 
