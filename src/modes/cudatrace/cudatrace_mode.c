@@ -74,6 +74,7 @@ struct ct_mode {
 	unsigned int nr_files;
 	struct u64map *pid_build;           /* pid -> build + 1 (its libcuda's, from its maps) */
 	bool state_off, state_said;         /* the state file refused (not written); its line said */
+	bool state_full;                    /* its LAY_MAX entries reached: said */
 	bool said_no_layout[CT_BUILDS + 1]; /* per build: "unnamed for want of a layout" logged */
 	struct ct_snap snap;
 	struct ct_sampled *sampled; /* snap.sampled */
@@ -251,7 +252,11 @@ static void state_save(struct ct_mode *m)
 				break;
 		if (mine[i].contradicted && j < n)
 			e[j] = e[--n];
-		else if (!mine[i].contradicted && j == n && n < LAY_MAX) {
+		else if (!mine[i].contradicted && j == n && n == LAY_MAX && !m->state_full) {
+			m->state_full = true;
+			gp_log(GP_LOG_WARN, "%s/" LAY_FILE ": full (%d layouts): layouts learned from uid %u and later ones are kept for this run only",
+			       dir, LAY_MAX, mine[i].uid);
+		} else if (!mine[i].contradicted && j == n && n < LAY_MAX) {
 			snprintf(e[n].key, sizeof(e[n].key), "%s", key);
 			e[n].tag = mine[i].tag;
 			e[n].slot = mine[i].slot;

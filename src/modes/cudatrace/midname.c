@@ -15,7 +15,7 @@ struct layout {
 	uint64_t votes;
 	bool contradicted; /* a known handle of this uid with this tag held another name there */
 	bool seeded;       /* from the state file */
-	bool told;         /* usable (or contradicted) as last told by midname__take_changed */
+	int told;          /* 0 nothing, 1 usable, 2 contradicted: as last told (take_changed) */
 };
 
 /* A handle to name: read when a layout allows (its result kept) */
@@ -198,9 +198,9 @@ static unsigned int usable(const struct midname *m, uint32_t build, uint64_t tag
 /* Something to save: an entry of a known build that became usable or broke. */
 static void mark(struct midname *m, struct layout *l)
 {
-	bool now = l->contradicted || l->votes >= MN_MIN_VOTES;
+	int now = l->contradicted ? 2 : l->votes >= MN_MIN_VOTES;
 
-	if (l->build && now != l->told && !(l->seeded && !l->contradicted)) {
+	if (l->build && now != l->told) {
 		l->told = now;
 		m->changed = true;
 	}
@@ -217,7 +217,8 @@ void midname__seed(struct midname *m, const struct mn_layout *s)
 		return;
 	if (l->votes < MN_MIN_VOTES)
 		l->votes = MN_MIN_VOTES;
-	l->seeded = l->told = true;
+	l->seeded = true;
+	l->told = 1; /* in the file already */
 	m->st.seeded++;
 }
 

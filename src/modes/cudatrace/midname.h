@@ -33,7 +33,7 @@
 #define MN_SLOTS 8         /* qwords of a handle's object searched for the name pointer */
 #define MN_MAX_NAME 4096   /* longest name read */
 #define MN_MAX_NOTES 65536 /* handles waiting for a name */
-#define MN_LAYOUTS 64      /* (build, tag, slot, uid) entries kept */
+#define MN_LAYOUTS 256     /* (build, tag, slot, uid) entries kept (the state file's LAY_MAX) */
 #define MN_PER_UID 8       /* ... of one uid and build (a driver has one per kind: a few) */
 
 /* Reads len bytes of pid's memory at addr into buf; returns the bytes read or -errno. */
