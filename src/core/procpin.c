@@ -33,7 +33,9 @@ struct kproc {
 	struct kmap *maps;
 	size_t n;
 	unsigned int *files;	/* slots in pp->files this process holds a reference on */
-	unsigned int nfiles, unkept;
+	unsigned int nfiles;
+	unsigned int unkept, failed;	/* of the files mapped at the last take: not kept; of
+					 * which not openable */
 	uint64_t taken_ns, gone_ns;
 };
 
@@ -186,7 +188,6 @@ static void keep_file(struct procpin *pp, int pid, struct kproc *k, const struct
 		return;
 	if (k->nfiles >= pp->pid_files || (slot < 0 && pp->open >= pp->max_files)) {
 		k->unkept++;
-		pp->st.files_unkept++;
 		return;
 	}
 	if (slot < 0) {
@@ -200,7 +201,7 @@ static void keep_file(struct procpin *pp, int pid, struct kproc *k, const struct
 			if (fd >= 0)
 				close(fd);
 			k->unkept++;
-			pp->st.files_failed++;
+			k->failed++;
 			return;
 		}
 		pp->files[slot] = (struct kfile){ .id = id, .fd = fd };
@@ -247,9 +248,20 @@ static int add_map(const struct map_entry *e, void *arg)
 	return 0;
 }
 
+/* Whether an executable mapping before maps[i] is of the same file. */
+static bool seen_before(const struct kproc *k, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (k->maps[j].perms[2] == 'x' && k->maps[j].inode == k->maps[i].inode &&
+		    k->maps[j].dev_major == k->maps[i].dev_major && k->maps[j].dev_minor == k->maps[i].dev_minor)
+			return true;
+	return false;
+}
+
 int procpin__take(struct procpin *pp, int pid)
 {
 	struct take_ctx c = { 0 };
+	unsigned int unkept, failed;
 	struct kproc *k;
 	int err;
 
@@ -296,9 +308,17 @@ int procpin__take(struct procpin *pp, int pid)
 	c.n = 0;
 	k->taken_ns = mono_ns();
 	k->gone_ns = 0;
+	/* what is not kept is counted again at each take: the files mapped now */
+	unkept = k->unkept;
+	failed = k->failed;
+	k->unkept = k->failed = 0;
 	for (size_t i = 0; i < k->n; i++)
-		if (k->maps[i].perms[2] == 'x')
+		if (k->maps[i].perms[2] == 'x' && !seen_before(k, i))
 			keep_file(pp, pid, k, &k->maps[i]);
+	if (k->unkept - k->failed > unkept - failed)
+		pp->st.files_unkept += (k->unkept - k->failed) - (unkept - failed);
+	if (k->failed > failed)
+		pp->st.files_failed += k->failed - failed;
 cleanup:
 	for (size_t i = 0; i < c.n; i++)
 		free(c.maps[i].path);

@@ -4,6 +4,7 @@
 
 #include "elfsym.h"
 #include "procmaps.h"
+#include "procpin.h"
 #include "safeopen.h"
 
 #include <errno.h>
@@ -202,6 +203,7 @@ struct pid_maps {
 
 struct symbolizer {
 	char *proc_root;
+	const struct procpin *pin;	/* what exited processes kept (not owned), or NULL */
 	struct cache pids;	/* key: pid, 0 -> struct pid_maps */
 	struct cache files;	/* key: dev, inode -> struct elf_symtab or NULL */
 };
@@ -296,6 +298,14 @@ static int read_pid_maps(struct symbolizer *s, int pid, struct pid_maps **out)
 	}
 	pm->read_ns = now_ns();
 	err = procmaps__foreach(s->proc_root, pid, pid_maps_add, pm);
+	/* gone (or a zombie): the maps kept while it lived (procpin) */
+	if ((err == -ENOENT || err == -ESRCH || (!err && !pm->n)) && s->pin &&
+	    procpin__taken_ns(s->pin, pid)) {
+		for (size_t i = 0; i < pm->n; i++)
+			free(pm->maps[i].path);
+		pm->n = 0;
+		err = procpin__foreach(s->pin, pid, pid_maps_add, pm);
+	}
 	if (err)
 		goto cleanup;
 	/*
@@ -352,6 +362,13 @@ static int open_mapped(const struct symbolizer *s, int pid, const struct pmap *m
 	fd = safe_open_map_file(s->proc_root, pid, m->start, m->end, &id, NULL, 0);
 	if (fd < 0 && !m->deleted)
 		fd = safe_open_mapped(s->proc_root, pid, m->path, &id, NULL, 0);
+	/* the process is gone: the descriptor kept while it lived */
+	if (fd < 0 && s->pin) {
+		int kept = procpin__open(s->pin, &id);
+
+		if (kept >= 0)
+			fd = kept;
+	}
 	return fd;
 }
 
@@ -437,6 +454,12 @@ void symbolizer__set_files_budget(struct symbolizer *s, unsigned long long bytes
 unsigned long long symbolizer__files_bytes(const struct symbolizer *s)
 {
 	return s ? s->files.bytes : 0;
+}
+
+void symbolizer__set_pin(struct symbolizer *s, const struct procpin *pin)
+{
+	if (s)
+		s->pin = pin;
 }
 
 void symbolizer__forget_pid(struct symbolizer *s, int pid)
