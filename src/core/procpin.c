@@ -248,6 +248,13 @@ static int add_map(const struct map_entry *e, void *arg)
 	return 0;
 }
 
+static int kmap_cmp(const void *a, const void *b)
+{
+	const struct kmap *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
 /* Whether an executable mapping before maps[i] is of the same file. */
 static bool seen_before(const struct kproc *k, size_t i)
 {
@@ -301,6 +308,7 @@ int procpin__take(struct procpin *pp, int pid)
 		}
 		pp->st.procs_kept++;
 	}
+	qsort(c.maps, c.n, sizeof(*c.maps), kmap_cmp);
 	kproc_free_maps(k);
 	k->maps = c.maps;
 	k->n = c.n;
@@ -340,14 +348,21 @@ bool procpin__gone(const struct procpin *pp, int pid)
 	return k && k->gone_ns;
 }
 
+/* Called for every pc of every stack: a binary search (maps lists mappings in address
+ * order; procpin__take sorts what a fake tree may not). */
 bool procpin__covers(const struct procpin *pp, int pid, unsigned long long addr)
 {
 	const struct kproc *k = pp ? u64map__get(pp->procs, (uint64_t)pid) : NULL;
+	size_t lo = 0, hi = k ? k->n : 0, mid;
 
-	for (size_t i = 0; k && i < k->n; i++)
-		if (k->maps[i].perms[2] == 'x' && addr >= k->maps[i].start && addr < k->maps[i].end)
-			return true;
-	return false;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (k->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && addr < k->maps[lo - 1].end && k->maps[lo - 1].perms[2] == 'x';
 }
 
 int procpin__foreach(const struct procpin *pp, int pid,
