@@ -518,7 +518,13 @@ static int pmap_of(struct symbolizer *s, int pid, unsigned long long addr,
 		sl = cache_insert(&s->pids, (unsigned long long)pid, 0, pm);
 	}
 	*m = find_pmap(pm, addr);
-	if (!*m && now_ns() - pm->read_ns >= MAPS_REREAD_MIN_NS) {
+	/*
+	 * Not throttled when the kept maps (procpin) say a file is mapped there: a read of
+	 * maps while the process changes its mappings can miss some (seen with 1500
+	 * mappings on 6.18), and a gone process's kept maps are what there is.
+	 */
+	if (!*m && (now_ns() - pm->read_ns >= MAPS_REREAD_MIN_NS ||
+		    (s->pin && procpin__covers(s->pin, pid, addr)))) {
 		if (read_pid_maps(s, pid, &fresh) == 0) {
 			pid_maps__free(pm);
 			pm = fresh;

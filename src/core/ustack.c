@@ -236,8 +236,9 @@ static void sweep(struct ustack *u)
 	for (size_t it = 0; n < 256 && u64map__next(u->procs, &it, &pid, &v);)
 		if (kill((pid_t)pid, 0) && errno == ESRCH)
 			gone[n++] = (uint32_t)pid;
+	/* what was kept to name their frames stays for records still in the ring (sweep_pins) */
 	for (size_t i = 0; i < n; i++)
-		ustack__forget(u, gone[i]);
+		ustack__gone(u, gone[i]);
 }
 
 static struct pyproc *proc_of(struct ustack *u, uint32_t pid)
@@ -283,7 +284,11 @@ void ustack__fork(struct ustack *u, uint32_t parent, uint32_t child)
 {
 	struct pyproc *pp, *cp;
 
-	if (!u || u->py_fd < 0)
+	if (!u)
+		return;
+	/* a new process: whatever an old one of this PID kept is not its */
+	procpin__release(u->pin, (int)child);
+	if (u->py_fd < 0)
 		return;
 	pp = u64map__get(u->procs, parent);
 	if (!pp || pp->state != PY_YES) {
@@ -327,10 +332,17 @@ void ustack__forget(struct ustack *u, uint32_t pid)
 {
 	if (!u)
 		return;
+	ustack__gone(u, pid);
+	procpin__release(u->pin, (int)pid);
+}
+
+void ustack__gone(struct ustack *u, uint32_t pid)
+{
+	if (!u)
+		return;
 	drop_proc(u, pid);
 	pystack__forget_pid(u->ps, (int)pid);
 	unwinder__forget_pid(u->uw, (int)pid);
-	procpin__release(u->pin, (int)pid);
 	for (size_t i = 0; i < CACHE_SLOTS; i++) {
 		if (u->cache[i].text && u->cache[i].pid == pid) {
 			free(u->cache[i].text);
@@ -418,7 +430,8 @@ static const char *native(struct ustack *u, uint32_t pid, uint64_t pc, bool ret,
 	if (s->text && s->pc == pc && s->pid == pid && s->ret == ret)
 		return s->text;
 	name_native(u, pid, pc, ret, buf, sizeof(buf), unresolved);
-	if (!*unresolved) {
+	/* a bare address is not kept: maps read again (or kept ones) may name it later */
+	if (!*unresolved && strncmp(buf, "0x", 2)) {
 		char *t = strdup(buf);
 
 		if (t) {

@@ -103,8 +103,12 @@ void ustack__fork(struct ustack *u, uint32_t parent, uint32_t child);
 /* Retries the processes still waiting for their libpython; returns how many still
  * wait (the caller ticks again within a few milliseconds while any does). */
 size_t ustack__tick(struct ustack *u);
-/* Forgets a process that exited or exec'd (its BPF entry too). */
+/* Forgets a process that exited or exec'd (its BPF entry too, what was kept for it). */
 void ustack__forget(struct ustack *u, uint32_t pid);
+/* A process gone whose records may still come (they come through another ring than
+ * this news): forgotten, but what was kept to name its frames stays until its exit
+ * record (ustack__forget) or a few seconds. */
+void ustack__gone(struct ustack *u, uint32_t pid);
 
 /* The frames of a GP_EV_STACK record. 0, or -errno (the frames then say why). */
 int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_frames *out);
