@@ -255,6 +255,43 @@ static int kmap_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/*
+ * The mappings kept before that the new read (c, sorted) has nothing over join it: a
+ * read of maps while the process exits (or changes its mappings) can miss some, and a
+ * library unmapped since may still be in records of its time. Where the new read has a
+ * mapping, it wins. Sorted again after.
+ */
+static int keep_old(struct kproc *k, struct take_ctx *c)
+{
+	size_t n_new = c->n, j = 0;
+
+	for (size_t i = 0; i < k->n; i++) {
+		const struct kmap *o = &k->maps[i];
+		struct kmap *grown;
+
+		/* the first new mapping that ends after o starts: o overlaps it, or none */
+		while (j < n_new && c->maps[j].end <= o->start)
+			j++;
+		if ((j < n_new && c->maps[j].start < o->end) || c->n >= PROCPIN_MAX_MAPS)
+			continue;
+		if (c->n == c->cap) {
+			c->cap = c->cap ? c->cap * 2 : 64;
+			grown = realloc(c->maps, c->cap * sizeof(*grown));
+			if (!grown)
+				return -ENOMEM;
+			c->maps = grown;
+		}
+		c->maps[c->n] = *o;
+		c->maps[c->n].path = strdup(o->path);
+		if (!c->maps[c->n].path)
+			return -ENOMEM;
+		c->n++;
+	}
+	if (c->n > n_new)
+		qsort(c->maps, c->n, sizeof(*c->maps), kmap_cmp);
+	return 0;
+}
+
 /* Whether an executable mapping before maps[i] is of the same file. */
 static bool seen_before(const struct kproc *k, size_t i)
 {
@@ -265,7 +302,7 @@ static bool seen_before(const struct kproc *k, size_t i)
 	return false;
 }
 
-int procpin__take(struct procpin *pp, int pid)
+int procpin__take(struct procpin *pp, int pid, unsigned long long hint)
 {
 	struct take_ctx c = { 0 };
 	unsigned int unkept, failed;
@@ -309,6 +346,9 @@ int procpin__take(struct procpin *pp, int pid)
 		pp->st.procs_kept++;
 	}
 	qsort(c.maps, c.n, sizeof(*c.maps), kmap_cmp);
+	err = keep_old(k, &c);
+	if (err)
+		goto cleanup;
 	kproc_free_maps(k);
 	k->maps = c.maps;
 	k->n = c.n;
@@ -320,9 +360,21 @@ int procpin__take(struct procpin *pp, int pid)
 	unkept = k->unkept;
 	failed = k->failed;
 	k->unkept = k->failed = 0;
+	/*
+	 * A process may be exiting while its files are opened (hundreds take tens of
+	 * milliseconds): the file of hint (the pc of the stack at hand) first, the program's
+	 * own (the lowest mapping), then from the top of the address space down, where the
+	 * libraries loaded at start-up sit, above those dlopen'ed later.
+	 */
 	for (size_t i = 0; i < k->n; i++)
+		if (hint >= k->maps[i].start && hint < k->maps[i].end && k->maps[i].perms[2] == 'x')
+			keep_file(pp, pid, k, &k->maps[i]);
+	for (size_t r = 0; r < k->n; r++) {
+		size_t i = r ? k->n - r : 0;
+
 		if (k->maps[i].perms[2] == 'x' && !seen_before(k, i))
 			keep_file(pp, pid, k, &k->maps[i]);
+	}
 	if (k->unkept - k->failed > unkept - failed)
 		pp->st.files_unkept += (k->unkept - k->failed) - (unkept - failed);
 	if (k->failed > failed)

@@ -44,10 +44,12 @@ void procpin__set_limits(struct procpin *pp, unsigned int pid_files, unsigned in
 /*
  * Reads pid's maps now and keeps them, and a descriptor on each file it maps executable
  * that is not kept yet (files kept earlier stay, also when unmapped since: records of
- * that time may still come). 0; -ESRCH when the process is gone (what was kept stays);
- * -ENOSPC when PROCPIN_MAX_PIDS processes are kept; other -errno.
+ * that time may still come; so do mappings a new read does not have where nothing else
+ * is mapped now: a read while the process exits misses some). The file mapped at hint
+ * (a pc; 0 for none) is opened first. 0; -ESRCH when the process is gone (what was kept
+ * stays); -ENOSPC when PROCPIN_MAX_PIDS processes are kept; other -errno.
  */
-int procpin__take(struct procpin *pp, int pid);
+int procpin__take(struct procpin *pp, int pid, unsigned long long hint);
 
 /* Nanoseconds (CLOCK_MONOTONIC) of pid's last successful take; 0 when nothing is kept. */
 uint64_t procpin__taken_ns(const struct procpin *pp, int pid);

@@ -297,7 +297,8 @@ static int read_pid_maps(struct symbolizer *s, int pid, struct pid_maps **out)
 		goto cleanup;
 	}
 	pm->read_ns = now_ns();
-	err = procmaps__foreach(s->proc_root, pid, pid_maps_add, pm);
+	/* maps kept (procpin) win: a read while the process exits can miss some */
+	err = s->pin && procpin__taken_ns(s->pin, pid) ? -ESRCH : procmaps__foreach(s->proc_root, pid, pid_maps_add, pm);
 	/* gone (or a zombie): the maps kept while it lived (procpin) */
 	if ((err == -ENOENT || err == -ESRCH || (!err && !pm->n)) && s->pin &&
 	    procpin__taken_ns(s->pin, pid)) {

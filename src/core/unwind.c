@@ -547,8 +547,12 @@ static int upid_load(struct unwinder *u, struct upid *p, int pid)
 	p->used = true;
 	p->maps_ns = now_ns();
 	u->stats.maps_reads++;
-	err = procmaps__foreach(u->proc_root, pid, maps_add, &c);
-	/* gone (or a zombie without mappings): the maps kept while it lived */
+	/*
+	 * A process whose maps are kept (procpin, read at its stacks): those, which also
+	 * hold what a read while it exits would miss; else /proc, and the kept ones if it
+	 * is gone by then.
+	 */
+	err = u->pin && procpin__taken_ns(u->pin, pid) ? -ESRCH : procmaps__foreach(u->proc_root, pid, maps_add, &c);
 	if ((err == -ENOENT || err == -ESRCH || (!err && !c.err && !p->nmaps)) && u->pin) {
 		upid_clear(p);
 		p->u = u;

@@ -113,16 +113,16 @@ void ustack__stats(const struct ustack *u, struct ustack_stats *st)
 /* ---- what naming frames needs after the process is gone ---- */
 
 /*
- * Keeps pid's maps and files (procpin) while it lives: at its first stack (its startup
+ * Keeps pid's maps and files (procpin) while it lives: at its first stack (its start-up
  * libraries are mapped by then; an exec's early maps would not hold them), again when a
- * pc of a stack lies outside what was kept (a library loaded since) and, at most every
- * PIN_REFRESH_NS, at later stacks. What the unwinder and the symbolizer cached of the
+ * pc of a stack lies outside what was kept (a library loaded since; that pc's file is
+ * opened first) and, at most every PIN_REFRESH_NS, at later stacks. What the unwinder and the symbolizer cached of the
  * process is read again when something new was kept, so that the kept files are open
  * (and their separate debug files found) before the process can go.
  */
 static void pin(struct ustack *u, uint32_t pid, const uint64_t *pcs, unsigned int n)
 {
-	uint64_t taken = procpin__taken_ns(u->pin, (int)pid), kept;
+	uint64_t taken = procpin__taken_ns(u->pin, (int)pid), kept, t0;
 	struct procpin_stats st;
 	unsigned int unkept, i;
 	int r;
@@ -131,10 +131,11 @@ static void pin(struct ustack *u, uint32_t pid, const uint64_t *pcs, unsigned in
 		;
 	if (taken && (procpin__gone(u->pin, (int)pid) || (i == n && gp_mono_ns() - taken < PIN_REFRESH_NS)))
 		return;
+	t0 = gp_mono_ns();
 	procpin__stats(u->pin, &st);
 	kept = st.files_kept;
 	unkept = procpin__unkept(u->pin, (int)pid);
-	r = procpin__take(u->pin, (int)pid);
+	r = procpin__take(u->pin, (int)pid, i < n ? pcs[i] : 0);
 	if (r == -ENOSPC)
 		gp_log(GP_LOG_WARN, "PID %u: its maps and files not kept (%d processes are): its frames are "
 		       "named only while it lives", pid, PROCPIN_MAX_PIDS);
@@ -148,6 +149,8 @@ static void pin(struct ustack *u, uint32_t pid, const uint64_t *pcs, unsigned in
 	if (!taken || st.files_kept != kept) {
 		symbolizer__forget_pid(u->sym, (int)pid);
 		unwinder__prepare(u->uw, (int)pid);
+		gp_log(GP_LOG_DEBUG, "PID %u: maps and %llu more files kept for after its exit in %.1f ms", pid,
+		       (unsigned long long)(st.files_kept - kept), (gp_mono_ns() - t0) / 1e6);
 	}
 }
 
@@ -598,9 +601,6 @@ int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct u
 	ip = e->copy.regs.ip;
 	pin(u, e->pid, &ip, 1);
 	r = unwinder__unwind(u->uw, (int)e->pid, &e->copy, &u->uf);
-	/* every file the stack went through kept (a pc outside them: taken again) */
-	if (!r)
-		pin(u, e->pid, u->uf.pcs, u->uf.nr);
 	if (r) { /* the process is gone: the probed pc, unnamed */
 		u->uf.nr = 1;
 		u->uf.pcs[0] = e->copy.regs.ip;
@@ -614,6 +614,8 @@ int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct u
 	    (e->py.status == GP_PY_NOT_PYTHON && p && p->state == PY_YES))
 		out->flags |= USTACK_PY_UNREAD;
 	merge(u, e->pid, u->uf.pcs, u->uf.nr, &pt, out);
+	/* every file this stack went through kept: a pc outside them takes them again */
+	pin(u, e->pid, u->uf.pcs, u->uf.nr);
 	return r;
 }
 

@@ -8,6 +8,7 @@ PYSTACK_PYTHONS: the CPython interpreters the Python checks run under (default D
 /usr/bin/python3.11; `make test-pystack-all` passes every one found)."""
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -332,10 +333,11 @@ def test_exit_at_once_keeps_whole_stacks():
     check_leak_stack(s, "read after the exit")
 
 
-def gated(argv, kept=LEAKHELP, timeout=60):
+def gated(argv, kept=LEAKHELP, timeout=60, wait_err=None):
     """gpuprobe on leakexit gate|many: once the program made its first allocation (WARM)
-    and gpuprobe holds a descriptor on kept, gpuprobe is stopped, the program goes on and
-    exits, and gpuprobe is let go once the process's memory is gone. (stack, stderr)."""
+    and gpuprobe holds a descriptor on kept (or printed a line matching wait_err: what it
+    keeps is then all opened), gpuprobe is stopped, the program goes on and exits, and
+    gpuprobe is let go once the process's memory is gone. (stack, (stderr, maps))."""
     p = subprocess.Popen([gp.GPUPROBE] + BASE + ["-o", "-", "--"] + argv, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=dict(os.environ, FAKECUDA_TEARDOWN_MS="0"))
@@ -345,6 +347,11 @@ def gated(argv, kept=LEAKHELP, timeout=60):
         app = int(line.split()[1])
         maps = open(f"/proc/{app}/maps").read()
         deadline = time.time() + timeout
+        early = ""
+        # the descriptor itself (a buffered readline would hide a second line from select)
+        while wait_err and not re.search(wait_err, early) and time.time() < deadline:
+            if select.select([p.stderr.fileno()], [], [], max(0.0, deadline - time.time()))[0]:
+                early += os.read(p.stderr.fileno(), 65536).decode(errors="replace")
         while time.time() < deadline:
             fds = []
             for fd in os.listdir(f"/proc/{p.pid}/fd"):
@@ -356,7 +363,7 @@ def gated(argv, kept=LEAKHELP, timeout=60):
                 break
             time.sleep(0.01)
         else:
-            raise gp.Failure(f"gpuprobe kept no descriptor on {kept}")
+            raise gp.Failure(f"gpuprobe kept no descriptor on {kept}; {early[-600:]}")
         os.kill(p.pid, signal.SIGSTOP)
         try:
             p.stdin.write("\n")
@@ -380,7 +387,7 @@ def gated(argv, kept=LEAKHELP, timeout=60):
             p.kill()
             p.wait()
     eq(p.returncode, 0, f"exit status: {err[-800:]}")
-    return only_stack(final(line + out)), (err, maps)
+    return only_stack(final(line + out)), (early + err, maps)
 
 
 def test_kept_files_limit():
@@ -395,7 +402,8 @@ def test_kept_files_limit():
         n = 300
         for i in range(1, n):
             shutil.copy(os.path.join(d, "lib0.so"), os.path.join(d, f"lib{i}.so"))
-        s, (err, maps) = gated([LEAKEXIT, "many", str(n), d], kept=os.path.join(d, "lib0.so"))
+        s, (err, maps) = gated([LEAKEXIT, "many", str(n), d], kept=os.path.join(d, "lib0.so"),
+                               wait_err=r"files it maps executable not kept")
         files = {(l.split()[3], l.split()[4]) for l in maps.splitlines()
                  if len(l.split()) >= 6 and l.split()[1][2] == "x" and l.split()[5].startswith("/")}
         check(len(files) > n, f"{len(files)} executable files mapped")
