@@ -374,7 +374,11 @@ $(STK)/stackapp: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) | $(STK
 $(STK)/libleakhelp.so: tests/stacks/leakhelp.c tests/apps/common.c $(FAKECUDA) | $(STK)
 	$(call msg,LIB,$@)
 	$(Q)$(CC) $(STK_APP_FLAGS) -fPIC -shared -o $@ $< $(STK_APP_LINK)
-$(STK)/leakexit: tests/stacks/leakexit.c tests/apps/common.c $(STK)/libleakhelp.so $(FAKECUDA) | $(STK)
+$(STK)/libleaklate.so: tests/stacks/leakhelp.c tests/apps/common.c $(FAKECUDA) | $(STK)
+	$(call msg,LIB,$@)
+	$(Q)$(CC) $(STK_APP_FLAGS) -DLATE -fPIC -shared -o $@ $< $(STK_APP_LINK)
+$(STK)/leakexit: tests/stacks/leakexit.c tests/apps/common.c $(STK)/libleakhelp.so $(STK)/libleaklate.so \
+		$(FAKECUDA) | $(STK)
 	$(call msg,APP,$@)
 	$(Q)$(CC) $(STK_APP_FLAGS) -o $@ $< -L$(STK) -l:libleakhelp.so -Wl,-rpath,$(abspath $(STK)) $(STK_APP_LINK) -ldl
 

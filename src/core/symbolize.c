@@ -285,7 +285,7 @@ static int pmap_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int read_pid_maps(struct symbolizer *s, int pid, struct pid_maps **out)
+static int read_pid_maps(struct symbolizer *s, int pid, struct pid_maps **out, bool live)
 {
 	struct pid_maps *pm;
 	int err;
@@ -297,8 +297,10 @@ static int read_pid_maps(struct symbolizer *s, int pid, struct pid_maps **out)
 		goto cleanup;
 	}
 	pm->read_ns = now_ns();
-	/* maps kept (procpin) win: a read while the process exits can miss some */
-	err = s->pin && procpin__taken_ns(s->pin, pid) ? -ESRCH : procmaps__foreach(s->proc_root, pid, pid_maps_add, pm);
+	/* maps kept (procpin) win, but for a miss (live: a library loaded since): a read
+	 * while the process exits can miss some */
+	err = !live && s->pin && procpin__taken_ns(s->pin, pid) ? -ESRCH :
+								 procmaps__foreach(s->proc_root, pid, pid_maps_add, pm);
 	/* gone (or a zombie): the maps kept while it lived (procpin) */
 	if ((err == -ENOENT || err == -ESRCH || (!err && !pm->n)) && s->pin &&
 	    procpin__taken_ns(s->pin, pid)) {
@@ -508,25 +510,25 @@ static int pmap_of(struct symbolizer *s, int pid, unsigned long long addr,
 {
 	struct cache_slot *sl = cache_find(&s->pids, (unsigned long long)pid, 0);
 	struct pid_maps *pm, *fresh;
+	bool pinned;
 	int err;
 
 	if (sl) {
 		pm = sl->val;
 	} else {
-		err = read_pid_maps(s, pid, &pm);
+		err = read_pid_maps(s, pid, &pm, false);
 		if (err)
 			return err;
 		sl = cache_insert(&s->pids, (unsigned long long)pid, 0, pm);
 	}
 	*m = find_pmap(pm, addr);
 	/*
-	 * Not throttled when the kept maps (procpin) say a file is mapped there: a read of
-	 * maps while the process changes its mappings can miss some (seen with 1500
-	 * mappings on 6.18), and a gone process's kept maps are what there is.
+	 * A miss: the kept maps (procpin) when they cover addr (taken again since these were
+	 * read), at once; else /proc, at most every MAPS_REREAD_MIN_NS.
 	 */
-	if (!*m && (now_ns() - pm->read_ns >= MAPS_REREAD_MIN_NS ||
-		    (s->pin && procpin__covers(s->pin, pid, addr)))) {
-		if (read_pid_maps(s, pid, &fresh) == 0) {
+	pinned = !*m && s->pin && procpin__covers(s->pin, pid, addr);
+	if (!*m && (pinned || now_ns() - pm->read_ns >= MAPS_REREAD_MIN_NS)) {
+		if (read_pid_maps(s, pid, &fresh, !pinned) == 0) {
 			pid_maps__free(pm);
 			pm = fresh;
 			sl->val = pm;

@@ -534,7 +534,7 @@ static int maps_add(const struct map_entry *e, void *arg)
  * Reads the maps and reports one module per mapped file (first mapping to
  * last, as dwfl_linux_proc_report does), with our opener behind it.
  */
-static int upid_load(struct unwinder *u, struct upid *p, int pid)
+static int upid_load(struct unwinder *u, struct upid *p, int pid, bool live)
 {
 	struct maps_ctx c = { .p = p };
 	void **ud;
@@ -549,10 +549,11 @@ static int upid_load(struct unwinder *u, struct upid *p, int pid)
 	u->stats.maps_reads++;
 	/*
 	 * A process whose maps are kept (procpin, read at its stacks): those, which also
-	 * hold what a read while it exits would miss; else /proc, and the kept ones if it
-	 * is gone by then.
+	 * hold what a read while it exits would miss; else, and for a pc they do not cover
+	 * (live: a library loaded since), /proc, and the kept ones if it is gone by then.
 	 */
-	err = u->pin && procpin__taken_ns(u->pin, pid) ? -ESRCH : procmaps__foreach(u->proc_root, pid, maps_add, &c);
+	err = !live && u->pin && procpin__taken_ns(u->pin, pid) ? -ESRCH :
+								procmaps__foreach(u->proc_root, pid, maps_add, &c);
 	if ((err == -ENOENT || err == -ESRCH || (!err && !c.err && !p->nmaps)) && u->pin) {
 		upid_clear(p);
 		p->u = u;
@@ -614,7 +615,7 @@ static struct upid *upid_get(struct unwinder *u, int pid)
 			victim = p;
 	}
 	upid_clear(victim);
-	if (upid_load(u, victim, pid))
+	if (upid_load(u, victim, pid, false))
 		return NULL;
 	victim->last_use = ++u->tick;
 	return victim;
@@ -647,6 +648,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	/* a return address outside any executable mapping is garbage */
 	if (pc == 0 || !pc_mapped(w->p, pc)) {
 		w->unmapped = pc != 0;
+		w->out->stop_pc = pc;
 		return DWARF_CB_ABORT;
 	}
 	if (w->out->nr >= UNWIND_MAX_FRAMES) {
@@ -717,14 +719,14 @@ int unwinder__unwind(struct unwinder *u, int pid,
 	/* a pc we have no mapping for: a library loaded since the maps were read */
 	if (!pc_mapped(p, copy->regs.ip) &&
 	    now_ns() - p->maps_ns >= UNWIND_MAPS_MIN_NS) {
-		if (upid_load(u, p, pid)) {
+		if (upid_load(u, p, pid, true)) {
 			err = -ESRCH;
 			goto cleanup;
 		}
 	}
 	err = walk_once(p, copy, out, &unmapped);
 	if (!err && unmapped && now_ns() - p->maps_ns >= UNWIND_MAPS_MIN_NS &&
-	    !upid_load(u, p, pid))
+	    !upid_load(u, p, pid, true))
 		err = walk_once(p, copy, out, &unmapped);
 	if (err)
 		goto cleanup;
@@ -747,7 +749,7 @@ static struct upid *upid_for_pc(struct unwinder *u, int pid, uint64_t pc)
 	struct upid *p = upid_get(u, pid);
 
 	if (p && p->dwfl && !pc_mapped(p, pc) && now_ns() - p->maps_ns >= UNWIND_MAPS_MIN_NS &&
-	    upid_load(u, p, pid))
+	    upid_load(u, p, pid, true))
 		return NULL;
 	return p && p->dwfl ? p : NULL;
 }

@@ -51,6 +51,8 @@ struct unwind_frames {
 	unsigned int nr;
 	unsigned int flags;		/* enum unwind_flags */
 	unsigned int nr_fp;		/* frames found by the frame-pointer fallback */
+	uint64_t stop_pc;		/* a return address in no executable mapping known
+					 * (a library loaded since they were read?), or 0 */
 };
 
 struct unwinder;

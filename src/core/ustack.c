@@ -23,6 +23,7 @@
 #define RETRY_NS (2ull * 1000000)    /* between two looks at a waiting process */
 #define SWEEP_NS (5ull * 1000000000) /* between two sweeps of exited processes */
 #define PIN_REFRESH_NS (100ull * 1000000) /* between two takes of a live process's maps */
+#define PIN_MISS_NS (2ull * 1000000)      /* the same, for a pc outside what was kept */
 #define EVAL_FN "_PyEval_EvalFrameDefault"
 
 enum py_state { PY_UNKNOWN, PY_YES, PY_NO, PY_WAIT, PY_FAILED };
@@ -129,7 +130,10 @@ static void pin(struct ustack *u, uint32_t pid, const uint64_t *pcs, unsigned in
 
 	for (i = 0; i < n && procpin__covers(u->pin, (int)pid, pcs[i]); i++)
 		;
-	if (taken && (procpin__gone(u->pin, (int)pid) || (i == n && gp_mono_ns() - taken < PIN_REFRESH_NS)))
+	/* a pc outside what was kept: taken again, but not more often than PIN_MISS_NS (a
+	 * garbage return address must not cost a read of maps per stack) */
+	if (taken && (procpin__gone(u->pin, (int)pid) ||
+		      gp_mono_ns() - taken < (i == n ? PIN_REFRESH_NS : PIN_MISS_NS)))
 		return;
 	t0 = gp_mono_ns();
 	procpin__stats(u->pin, &st);
@@ -601,6 +605,15 @@ int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct u
 	ip = e->copy.regs.ip;
 	pin(u, e->pid, &ip, 1);
 	r = unwinder__unwind(u->uw, (int)e->pid, &e->copy, &u->uf);
+	/* stopped at a return address in no mapping kept: a library loaded since? kept, and
+	 * the stack walked again */
+	if (!r && u->uf.stop_pc && !procpin__covers(u->pin, (int)e->pid, u->uf.stop_pc)) {
+		uint64_t stop = u->uf.stop_pc;
+
+		pin(u, e->pid, &stop, 1);
+		if (procpin__covers(u->pin, (int)e->pid, stop))
+			r = unwinder__unwind(u->uw, (int)e->pid, &e->copy, &u->uf);
+	}
 	if (r) { /* the process is gone: the probed pc, unnamed */
 		u->uf.nr = 1;
 		u->uf.pcs[0] = e->copy.regs.ip;

@@ -333,6 +333,21 @@ def test_exit_at_once_keeps_whole_stacks():
     check_leak_stack(s, "read after the exit")
 
 
+def test_library_loaded_after_the_first_stack():
+    """A library dlopen'ed after the process's first stack (what was kept then lacks it):
+    the leak through it is followed and named while the process lives, and what is kept
+    grows by it."""
+    late = os.path.realpath(os.path.join(STK, "libleaklate.so"))
+    _, err, rep = run_app([LEAKEXIT, "late", late], extra=["-v"])
+    s = only_stack(rep)
+    names = [func(f) for f in s["frames"]]
+    eq(names[:3], ["cuMemAlloc_v2", "late_alloc", "main"], f"through the late library: {s['frames']}")
+    eq(s["frames"][1].rsplit(" at ", 1)[-1], f"leakhelp.c:{tag(os.path.join(SRC, 'leakhelp.c'), 'help_alloc')}",
+       "its line")
+    eq((s["partial"], s["flags"]), (False, []), "complete")
+    check(re.search(r"maps and \d+ more files kept", err), f"kept again: {err[-800:]}")
+
+
 def gated(argv, kept=LEAKHELP, timeout=60, wait_err=None):
     """gpuprobe on leakexit gate|many: once the program made its first allocation (WARM)
     and gpuprobe holds a descriptor on kept (or printed a line matching wait_err: what it

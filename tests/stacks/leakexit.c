@@ -17,6 +17,9 @@
  *                             before exiting (the stacks are named while it lives)
  *   leakexit many N DIR       first dlopens DIR/lib0.so .. DIR/lib{N-1}.so (distinct
  *                             files), then as gate: more mapped files than are kept
+ *   leakexit late LIB         after WARM, dlopens LIB (libleaklate.so) and leaks through
+ *                             its late_alloc, prints DONE and waits for a line on stdin:
+ *                             a library mapped after the process's first stack
  *
  * Lines tagged "@name" are what the test reads from this file.
  */
@@ -89,6 +92,8 @@ int main(int argc, char **argv)
 			}
 		}
 		ai = 4;
+	} else if (!strcmp(mode, "late")) {
+		ai = 3;
 	} else if (strcmp(mode, "exit") && strcmp(mode, "linger") && strcmp(mode, "gate")) {
 		return 2;
 	}
@@ -98,6 +103,21 @@ int main(int argc, char **argv)
 	CHECK(cuMemFree_v2(warm));
 	printf("WARM %d\n", (int)getpid());
 	fflush(stdout);
+	if (!strcmp(mode, "late")) {
+		void *h = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+		CUdeviceptr (*late)(size_t) = h ? (CUdeviceptr(*)(size_t))dlsym(h, "late_alloc") : NULL;
+
+		if (!late) {
+			fprintf(stderr, "%s\n", dlerror());
+			return 1;
+		}
+		sink += late(8192); /* @late */
+		printf("DONE\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			line[0] = 0;
+		return 0;
+	}
 	if (!strcmp(mode, "gate") || !strcmp(mode, "many")) {
 		if (!fgets(line, sizeof(line), stdin))
 			line[0] = 0;

@@ -6,6 +6,10 @@
  */
 #include "common.h"
 
+#ifdef LATE
+#define help_alloc late_alloc /* libleaklate.so: dlopen'ed after the first stack */
+#endif
+
 __attribute__((noinline)) CUdeviceptr help_alloc(size_t bytes)
 {
 	CUdeviceptr p = 0;
