@@ -55,18 +55,32 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* What the rest of gpuprobe keeps open at most (BPF objects, links, the unwinder's 256
+ * files, outputs), left to it out of RLIMIT_NOFILE. */
+#define FDS_RESERVED 1024u
+
 /*
  * The kept descriptors count against RLIMIT_NOFILE, whose soft limit is often 1024:
- * raised to what they and the rest of gpuprobe need, where the hard limit allows.
+ * raised to what they and the rest of gpuprobe need, where the hard limit allows; the
+ * descriptors kept in all are what is left after FDS_RESERVED (at least 64).
  */
-static void room_for_fds(unsigned int want)
+static unsigned int room_for_fds(unsigned int want)
 {
 	struct rlimit rl;
+	unsigned long long cur;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
-		return;
-	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
-	setrlimit(RLIMIT_NOFILE, &rl);
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 64;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < FDS_RESERVED + want) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > FDS_RESERVED + want ? FDS_RESERVED + want :
+													rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	cur = rl.rlim_cur == RLIM_INFINITY ? FDS_RESERVED + want : rl.rlim_cur;
+	if (cur < FDS_RESERVED + 64)
+		return 64;
+	return cur - FDS_RESERVED < want ? (unsigned int)(cur - FDS_RESERVED) : want;
 }
 
 struct procpin *procpin__new(const char *proc_root)
@@ -85,8 +99,7 @@ struct procpin *procpin__new(const char *proc_root)
 	for (unsigned int i = 0; i < PROCPIN_MAX_FILES; i++)
 		pp->files[i].fd = -1;
 	pp->pid_files = PROCPIN_PID_FILES;
-	pp->max_files = PROCPIN_MAX_FILES;
-	room_for_fds(PROCPIN_MAX_FILES + 1024);
+	pp->max_files = room_for_fds(PROCPIN_MAX_FILES);
 	return pp;
 }
 
@@ -154,6 +167,12 @@ void procpin__set_limits(struct procpin *pp, unsigned int pid_files, unsigned in
 		pp->pid_files = pid_files < PROCPIN_PID_FILES ? pid_files : PROCPIN_PID_FILES;
 	if (max_files)
 		pp->max_files = max_files < PROCPIN_MAX_FILES ? max_files : PROCPIN_MAX_FILES;
+}
+
+void procpin__limits(const struct procpin *pp, unsigned int *pid_files, unsigned int *max_files)
+{
+	*pid_files = pp ? pp->pid_files : 0;
+	*max_files = pp ? pp->max_files : 0;
 }
 
 static bool same_id(const struct safeopen_id *a, const struct safeopen_id *b)

@@ -30,7 +30,7 @@
 #define PROCPIN_MAX_PIDS 1024
 #define PROCPIN_MAX_MAPS 4096
 #define PROCPIN_PID_FILES 256
-#define PROCPIN_MAX_FILES 512
+#define PROCPIN_MAX_FILES 2048 /* fewer where RLIMIT_NOFILE cannot make room */
 
 struct procpin;
 
@@ -40,6 +40,8 @@ void procpin__free(struct procpin *pp);
 
 /* Lower limits (tests): files a process, descriptors in all (0 keeps the default). */
 void procpin__set_limits(struct procpin *pp, unsigned int pid_files, unsigned int max_files);
+/* The limits in force: files a process, descriptors in all. */
+void procpin__limits(const struct procpin *pp, unsigned int *pid_files, unsigned int *max_files);
 
 /*
  * Reads pid's maps now and keeps them, and a descriptor on each file it maps executable

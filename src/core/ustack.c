@@ -145,10 +145,14 @@ static void pin(struct ustack *u, uint32_t pid, const uint64_t *pcs, unsigned in
 		       "named only while it lives", pid, PROCPIN_MAX_PIDS);
 	if (r)
 		return;
-	if (procpin__unkept(u->pin, (int)pid) > unkept)
-		gp_log(GP_LOG_WARN, "PID %u: %u of the files it maps executable not kept (at most %d a process, "
-		       "%d in all, or not openable): frames in them are not named if it exits first", pid,
-		       procpin__unkept(u->pin, (int)pid), PROCPIN_PID_FILES, PROCPIN_MAX_FILES);
+	if (procpin__unkept(u->pin, (int)pid) > unkept) {
+		unsigned int per_pid, total;
+
+		procpin__limits(u->pin, &per_pid, &total);
+		gp_log(GP_LOG_WARN, "PID %u: %u of the files it maps executable not kept (at most %u a process, "
+		       "%u in all, or not openable): frames in them are not named if it exits first", pid,
+		       procpin__unkept(u->pin, (int)pid), per_pid, total);
+	}
 	procpin__stats(u->pin, &st);
 	if (!taken || st.files_kept != kept) {
 		symbolizer__forget_pid(u->sym, (int)pid);
