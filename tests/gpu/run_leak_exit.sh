@@ -11,7 +11,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
-GP=$ROOT/.output/bundle/gpuprobe
+GP=${GP:-$ROOT/.output/bundle/gpuprobe}	# GP=/path/to/an/older/gpuprobe for the "before"
 [ -x "$GP" ] || GP=$ROOT/.output/gpuprobe
 RESULTS=${OUT:-/tmp/gp-gpu}
 RUNS=${RUNS:-5}
