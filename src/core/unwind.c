@@ -42,6 +42,7 @@ struct ufile {
 	Elf *elf;		/* ELF_C_READ (pread): a file cut short cannot SIGBUS us */
 	int debug_state;	/* 0 not looked up, 1 found (debug_fd), -1 none */
 	int debug_fd;		/* sealed memfd copy of the verified debug file */
+	char *debug_name;	/* its name inside the process's root */
 	unsigned long long last_use;
 };
 
@@ -104,6 +105,7 @@ static void ufile_drop(struct ufile *f)
 	}
 	if (f->debug_fd >= 0)
 		close(f->debug_fd);
+	free(f->debug_name);
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
 	f->debug_fd = -1;
@@ -352,6 +354,7 @@ static void ufile_find_debug(struct unwinder *u, struct ufile *f, int pid, const
 	if (fd >= 0) {
 		f->debug_state = 1;
 		f->debug_fd = fd;
+		f->debug_name = strdup(cand);
 	} else if (!(kill(pid, 0) && errno == ESRCH)) {
 		f->debug_state = -1;
 	}
@@ -381,7 +384,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 	if (f->debug_state <= 0)
 		return -1;
 	if (debuginfo_file_name)
-		*debuginfo_file_name = strdup(m->path);
+		*debuginfo_file_name = strdup(f->debug_name ? f->debug_name : m->path);
 	return dup(f->debug_fd);
 }
 
