@@ -344,7 +344,7 @@ STK_APP_FLAGS := -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -Itests/fakec
 STK_APP_LINK := tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
 	-Wl,-rpath,$(abspath $(OUTPUT)/fakecuda)
 STK_BINS := $(STK)/stackprobe $(STK)/stackapp $(STK)/stackapp-nocfi $(STK)/bad/stackapp-nocfi \
-	$(STK)/stackapp-corrupt $(STK)/stackapp-fp $(OUTPUT)/unit/test_stacks_bpf
+	$(STK)/stackapp-corrupt $(STK)/stackapp-fp $(OUTPUT)/unit/test_stacks_bpf $(STK)/leakexit
 
 testbins: $(STK_BINS)
 
@@ -370,6 +370,18 @@ $(STK)/stackprobe: tests/stacks/stackprobe.c tests/stacks/stackprobe.h tests/sta
 $(STK)/stackapp: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) | $(STK)
 	$(call msg,APP,$@)
 	$(Q)$(CC) $(STK_APP_FLAGS) -o $@ $< $(STK_APP_LINK)
+
+# The memleak example of issue 29: exits at once, its allocating helper inlined twice over.
+$(STK)/libleakhelp.so: tests/stacks/leakhelp.c tests/apps/common.c $(FAKECUDA) | $(STK)
+	$(call msg,LIB,$@)
+	$(Q)$(CC) $(STK_APP_FLAGS) -fPIC -shared -o $@ $< $(STK_APP_LINK)
+$(STK)/libleaklate.so: tests/stacks/leakhelp.c tests/apps/common.c $(FAKECUDA) | $(STK)
+	$(call msg,LIB,$@)
+	$(Q)$(CC) $(STK_APP_FLAGS) -DLATE -fPIC -shared -o $@ $< $(STK_APP_LINK)
+$(STK)/leakexit: tests/stacks/leakexit.c tests/apps/common.c $(STK)/libleakhelp.so $(STK)/libleaklate.so \
+		$(FAKECUDA) | $(STK)
+	$(call msg,APP,$@)
+	$(Q)$(CC) $(STK_APP_FLAGS) -o $@ $< -L$(STK) -l:libleakhelp.so -Wl,-rpath,$(abspath $(STK)) $(STK_APP_LINK) -ldl
 
 # No .eh_frame for our code: CFI only in .debug_frame, moved to a separate debug
 # file found through .gnu_debuglink (and build-id); the binary is stripped.
@@ -428,13 +440,24 @@ GPU_OUT := $(OUTPUT)/gpu
 NVCC_FLAGS := -O2 -g -Xcompiler -fomit-frame-pointer -gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90
 .PHONY: gpu-stacks
-gpu-stacks: $(GPU_OUT)/stacks_leak_static $(GPU_OUT)/stacks_leak_shared
+gpu-stacks: $(GPU_OUT)/stacks_leak_static $(GPU_OUT)/stacks_leak_shared $(GPU_OUT)/leak_exit_static \
+	$(GPU_OUT)/leak_exit_shared
 $(GPU_OUT)/stacks_leak_static: tests/gpu/stacks_leak.cu
 	$(call msg,NVCC,$@)
 	$(Q)mkdir -p $(GPU_OUT) && $(NVCC) $(NVCC_FLAGS) -o $@ $<
 $(GPU_OUT)/stacks_leak_shared: tests/gpu/stacks_leak.cu
 	$(call msg,NVCC,$@)
 	$(Q)mkdir -p $(GPU_OUT) && $(NVCC) $(NVCC_FLAGS) -cudart shared -o $@ $<
+
+# tests/gpu/run_leak_exit.sh (issue 29): the memleak example as users build it, -O2 -g.
+$(GPU_OUT)/leak_exit_static: tests/gpu/leak_exit.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(GPU_OUT) && $(NVCC) -O2 -g -gencode arch=compute_90,code=sm_90 \
+		-gencode arch=compute_90,code=compute_90 -o $@ $<
+$(GPU_OUT)/leak_exit_shared: tests/gpu/leak_exit.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(GPU_OUT) && $(NVCC) -O2 -g -gencode arch=compute_90,code=sm_90 \
+		-gencode arch=compute_90,code=compute_90 -cudart shared -o $@ $<
 
 # libFuzzer on the CPython line-table decoders (tables come out of traced processes).
 .PHONY: fuzz-stacks

@@ -95,6 +95,7 @@ __u64 ok_calls[GP_API__COUNT];
 static __noinline void emit_stack(struct pt_regs *ctx, __u64 id, struct pending *p)
 {
 	struct gp_stack_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	__u32 tgid = id >> 32;
 
 	if (!e) {
 		p->stack_err = -GP_ENOSPC;
@@ -116,7 +117,10 @@ static __noinline void emit_stack(struct pt_regs *ctx, __u64 id, struct pending 
 		e->py.truncated = 0;
 		e->py.pad = 0;
 	}
-	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
+	/* A process's first allocation wakes the reader, which keeps the process's maps and
+	 * files (src/core/procpin.c) while the process lives: one that exits right after its
+	 * last allocation still gets its stacks named. */
+	bpf_ringbuf_submit(e, bpf_map_lookup_elem(&procs, &tgid) ? gp_quiet_flags(&events) : BPF_RB_FORCE_WAKEUP);
 	p->stack_rec = 1;
 }
 

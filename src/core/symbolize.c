@@ -4,6 +4,7 @@
 
 #include "elfsym.h"
 #include "procmaps.h"
+#include "procpin.h"
 #include "safeopen.h"
 
 #include <errno.h>
@@ -202,6 +203,7 @@ struct pid_maps {
 
 struct symbolizer {
 	char *proc_root;
+	const struct procpin *pin;	/* what exited processes kept (not owned), or NULL */
 	struct cache pids;	/* key: pid, 0 -> struct pid_maps */
 	struct cache files;	/* key: dev, inode -> struct elf_symtab or NULL */
 };
@@ -283,7 +285,7 @@ static int pmap_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int read_pid_maps(struct symbolizer *s, int pid, struct pid_maps **out)
+static int read_pid_maps(struct symbolizer *s, int pid, struct pid_maps **out, bool live)
 {
 	struct pid_maps *pm;
 	int err;
@@ -295,7 +297,18 @@ static int read_pid_maps(struct symbolizer *s, int pid, struct pid_maps **out)
 		goto cleanup;
 	}
 	pm->read_ns = now_ns();
-	err = procmaps__foreach(s->proc_root, pid, pid_maps_add, pm);
+	/* maps kept (procpin) win, but for a miss (live: a library loaded since): a read
+	 * while the process exits can miss some */
+	err = !live && s->pin && procpin__taken_ns(s->pin, pid) ? -ESRCH :
+								 procmaps__foreach(s->proc_root, pid, pid_maps_add, pm);
+	/* gone (or a zombie): the maps kept while it lived (procpin) */
+	if ((err == -ENOENT || err == -ESRCH || (!err && !pm->n)) && s->pin &&
+	    procpin__taken_ns(s->pin, pid)) {
+		for (size_t i = 0; i < pm->n; i++)
+			free(pm->maps[i].path);
+		pm->n = 0;
+		err = procpin__foreach(s->pin, pid, pid_maps_add, pm);
+	}
 	if (err)
 		goto cleanup;
 	/*
@@ -352,6 +365,13 @@ static int open_mapped(const struct symbolizer *s, int pid, const struct pmap *m
 	fd = safe_open_map_file(s->proc_root, pid, m->start, m->end, &id, NULL, 0);
 	if (fd < 0 && !m->deleted)
 		fd = safe_open_mapped(s->proc_root, pid, m->path, &id, NULL, 0);
+	/* the process is gone: the descriptor kept while it lived */
+	if (fd < 0 && s->pin) {
+		int kept = procpin__open(s->pin, &id);
+
+		if (kept >= 0)
+			fd = kept;
+	}
 	return fd;
 }
 
@@ -439,6 +459,12 @@ unsigned long long symbolizer__files_bytes(const struct symbolizer *s)
 	return s ? s->files.bytes : 0;
 }
 
+void symbolizer__set_pin(struct symbolizer *s, const struct procpin *pin)
+{
+	if (s)
+		s->pin = pin;
+}
+
 void symbolizer__forget_pid(struct symbolizer *s, int pid)
 {
 	if (s)
@@ -484,19 +510,25 @@ static int pmap_of(struct symbolizer *s, int pid, unsigned long long addr,
 {
 	struct cache_slot *sl = cache_find(&s->pids, (unsigned long long)pid, 0);
 	struct pid_maps *pm, *fresh;
+	bool pinned;
 	int err;
 
 	if (sl) {
 		pm = sl->val;
 	} else {
-		err = read_pid_maps(s, pid, &pm);
+		err = read_pid_maps(s, pid, &pm, false);
 		if (err)
 			return err;
 		sl = cache_insert(&s->pids, (unsigned long long)pid, 0, pm);
 	}
 	*m = find_pmap(pm, addr);
-	if (!*m && now_ns() - pm->read_ns >= MAPS_REREAD_MIN_NS) {
-		if (read_pid_maps(s, pid, &fresh) == 0) {
+	/*
+	 * A miss: the kept maps (procpin) when they cover addr (taken again since these were
+	 * read), at once; else /proc, at most every MAPS_REREAD_MIN_NS.
+	 */
+	pinned = !*m && s->pin && procpin__covers(s->pin, pid, addr);
+	if (!*m && (pinned || now_ns() - pm->read_ns >= MAPS_REREAD_MIN_NS)) {
+		if (read_pid_maps(s, pid, &fresh, !pinned) == 0) {
 			pid_maps__free(pm);
 			pm = fresh;
 			sl->val = pm;

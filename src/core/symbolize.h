@@ -42,6 +42,13 @@ int symbolizer__format(struct symbolizer *s, int pid, unsigned long long addr,
 void symbolizer__set_files_budget(struct symbolizer *s, unsigned long long bytes);
 unsigned long long symbolizer__files_bytes(const struct symbolizer *s);
 
+/*
+ * What exited processes kept (procpin.h, not owned; NULL for none): their maps and file
+ * descriptors stand in for /proc when the process is gone.
+ */
+struct procpin;
+void symbolizer__set_pin(struct symbolizer *s, const struct procpin *pin);
+
 /* Drops the cached maps of an exited process (pids get reused). */
 void symbolizer__forget_pid(struct symbolizer *s, int pid);
 

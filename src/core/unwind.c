@@ -3,14 +3,18 @@
 #define _GNU_SOURCE
 #include "unwind.h"
 #include "procmaps.h"
+#include "procpin.h"
 #include "safeopen.h"
 
 #include <elfutils/libdwelf.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +42,7 @@ struct ufile {
 	Elf *elf;		/* ELF_C_READ (pread): a file cut short cannot SIGBUS us */
 	int debug_state;	/* 0 not looked up, 1 found (debug_fd), -1 none */
 	int debug_fd;		/* sealed memfd copy of the verified debug file */
+	char *debug_name;	/* its name inside the process's root */
 	unsigned long long last_use;
 };
 
@@ -69,6 +74,7 @@ struct upid {
 
 struct unwinder {
 	char *proc_root;
+	const struct procpin *pin;	/* what exited processes kept (not owned), or NULL */
 	struct upid pids[UNWIND_MAX_PIDS];
 	struct ufile files[UNWIND_MAX_FILES];
 	unsigned long long tick;
@@ -99,6 +105,7 @@ static void ufile_drop(struct ufile *f)
 	}
 	if (f->debug_fd >= 0)
 		close(f->debug_fd);
+	free(f->debug_name);
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
 	f->debug_fd = -1;
@@ -164,6 +171,13 @@ static int ufile_open(struct unwinder *u, struct ufile *f, int pid,
 			snprintf(u->last_err + n, sizeof(u->last_err) - n,
 				 "; by map_files: %s", strerror(-fd));
 		}
+	}
+	/* the process is gone: the descriptor kept while it lived (procpin) */
+	if (fd < 0 && u->pin) {
+		int kept = procpin__open(u->pin, &m->id);
+
+		if (kept >= 0)
+			fd = kept;
 	}
 	if (fd < 0) {
 		ret = fd;	/* maybe transient (process gone): tried again later */
@@ -310,10 +324,43 @@ static int debug_candidate(int i, const unsigned char *bid, int bid_len, const c
 }
 
 /*
- * libdwfl's find_debuginfo: the candidates of debug_candidate, all inside the
- * process's root. A candidate counts only if its build-id (or, without
- * one, the debuglink CRC) matches: a stale debug file would give wrong CFI.
+ * Looks up f's separate debug file once: the candidates of debug_candidate, all inside
+ * the root of process pid (path: the file as the process maps it). A candidate counts
+ * only if its build-id (or, without one, the debuglink CRC) matches: a stale debug file
+ * would give wrong CFI. Sets f->debug_state; nothing is cached when the process is gone
+ * (its root went with it: another process mapping the file may still find it).
  */
+static void ufile_find_debug(struct unwinder *u, struct ufile *f, int pid, const char *path,
+			     const unsigned char *bid, int bid_len, const char *debuglink_file,
+			     GElf_Word debuglink_crc)
+{
+	char cand[PROCMAPS_PATH_MAX + 64], dir[PROCMAPS_PATH_MAX];
+	int fd = -1, i, n;
+	char *slash;
+
+	if (f->debug_state)
+		return;
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		slash[slash == dir ? 1 : 0] = '\0';
+	for (i = 0; i < 4 && fd < 0; i++) {
+		n = debug_candidate(i, bid, bid_len, dir, debuglink_file, cand, sizeof(cand));
+		if (n < 0 || (size_t)n >= sizeof(cand))
+			continue;
+		fd = try_debug(u, pid, cand, f, bid, bid_len > 0 ? bid_len : 0, debuglink_crc,
+			       debuglink_file != NULL);
+	}
+	if (fd >= 0) {
+		f->debug_state = 1;
+		f->debug_fd = fd;
+		f->debug_name = strdup(cand);
+	} else if (!(kill(pid, 0) && errno == ESRCH)) {
+		f->debug_state = -1;
+	}
+}
+
+/* libdwfl's find_debuginfo: ufile_find_debug's file, shared by every process. */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 			  const char *modname, Dwarf_Addr base,
 			  const char *file_name, const char *debuglink_file,
@@ -322,45 +369,23 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 	const struct umap *m = *userdata;
 	struct unwinder *u = m->owner->u;
 	const unsigned char *bid = NULL;
-	char cand[PROCMAPS_PATH_MAX + 64], dir[PROCMAPS_PATH_MAX];
 	struct ufile *f;
 	GElf_Addr bid_vaddr;
-	int bid_len, fd = -1, i, n;
-	char *slash;
+	int bid_len;
 
 	(void)modname;
 	(void)base;
 	(void)file_name;
 	f = ufile_slot(u, &m->id);
-	if (f->debug_state < 0)
-		goto cleanup;
-	if (f->debug_state > 0) {
-		fd = dup(f->debug_fd);
-		goto cleanup;
+	if (!f->debug_state) {
+		bid_len = dwfl_module_build_id(mod, &bid, &bid_vaddr);
+		ufile_find_debug(u, f, m->owner->pid, m->path, bid, bid_len, debuglink_file, debuglink_crc);
 	}
-	f->debug_state = -1;
-	bid_len = dwfl_module_build_id(mod, &bid, &bid_vaddr);
-	snprintf(dir, sizeof(dir), "%s", m->path);
-	slash = strrchr(dir, '/');
-	if (slash)
-		slash[slash == dir ? 1 : 0] = '\0';
-	for (i = 0; i < 4 && fd < 0; i++) {
-		n = debug_candidate(i, bid, bid_len, dir, debuglink_file, cand, sizeof(cand));
-		if (n < 0 || (size_t)n >= sizeof(cand))
-			continue;
-		fd = try_debug(u, m->owner->pid, cand, f, bid,
-			       bid_len > 0 ? bid_len : 0, debuglink_crc,
-			       debuglink_file != NULL);
-	}
-	if (fd >= 0) {
-		f->debug_state = 1;
-		f->debug_fd = fd;
-		fd = dup(fd);
-		if (debuginfo_file_name)
-			*debuginfo_file_name = strdup(cand);
-	}
-cleanup:
-	return fd;
+	if (f->debug_state <= 0)
+		return -1;
+	if (debuginfo_file_name)
+		*debuginfo_file_name = strdup(f->debug_name ? f->debug_name : m->path);
+	return dup(f->debug_fd);
 }
 
 /* libdwfl's find_elf: the shared, already opened Elf of the file. */
@@ -512,7 +537,7 @@ static int maps_add(const struct map_entry *e, void *arg)
  * Reads the maps and reports one module per mapped file (first mapping to
  * last, as dwfl_linux_proc_report does), with our opener behind it.
  */
-static int upid_load(struct unwinder *u, struct upid *p, int pid)
+static int upid_load(struct unwinder *u, struct upid *p, int pid, bool live)
 {
 	struct maps_ctx c = { .p = p };
 	void **ud;
@@ -525,7 +550,22 @@ static int upid_load(struct unwinder *u, struct upid *p, int pid)
 	p->used = true;
 	p->maps_ns = now_ns();
 	u->stats.maps_reads++;
-	err = procmaps__foreach(u->proc_root, pid, maps_add, &c);
+	/*
+	 * A process whose maps are kept (procpin, read at its stacks): those, which also
+	 * hold what a read while it exits would miss; else, and for a pc they do not cover
+	 * (live: a library loaded since), /proc, and the kept ones if it is gone by then.
+	 */
+	err = !live && u->pin && procpin__taken_ns(u->pin, pid) ? -ESRCH :
+								procmaps__foreach(u->proc_root, pid, maps_add, &c);
+	if ((err == -ENOENT || err == -ESRCH || (!err && !c.err && !p->nmaps)) && u->pin) {
+		upid_clear(p);
+		p->u = u;
+		p->pid = pid;
+		p->used = true;
+		p->maps_ns = now_ns();
+		c = (struct maps_ctx){ .p = p };
+		err = procpin__foreach(u->pin, pid, maps_add, &c);
+	}
 	if (!err)
 		err = c.err;
 	if (err)
@@ -578,7 +618,7 @@ static struct upid *upid_get(struct unwinder *u, int pid)
 			victim = p;
 	}
 	upid_clear(victim);
-	if (upid_load(u, victim, pid))
+	if (upid_load(u, victim, pid, false))
 		return NULL;
 	victim->last_use = ++u->tick;
 	return victim;
@@ -611,6 +651,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	/* a return address outside any executable mapping is garbage */
 	if (pc == 0 || !pc_mapped(w->p, pc)) {
 		w->unmapped = pc != 0;
+		w->out->stop_pc = pc;
 		return DWARF_CB_ABORT;
 	}
 	if (w->out->nr >= UNWIND_MAX_FRAMES) {
@@ -681,14 +722,14 @@ int unwinder__unwind(struct unwinder *u, int pid,
 	/* a pc we have no mapping for: a library loaded since the maps were read */
 	if (!pc_mapped(p, copy->regs.ip) &&
 	    now_ns() - p->maps_ns >= UNWIND_MAPS_MIN_NS) {
-		if (upid_load(u, p, pid)) {
+		if (upid_load(u, p, pid, true)) {
 			err = -ESRCH;
 			goto cleanup;
 		}
 	}
 	err = walk_once(p, copy, out, &unmapped);
 	if (!err && unmapped && now_ns() - p->maps_ns >= UNWIND_MAPS_MIN_NS &&
-	    !upid_load(u, p, pid))
+	    !upid_load(u, p, pid, true))
 		err = walk_once(p, copy, out, &unmapped);
 	if (err)
 		goto cleanup;
@@ -711,7 +752,7 @@ static struct upid *upid_for_pc(struct unwinder *u, int pid, uint64_t pc)
 	struct upid *p = upid_get(u, pid);
 
 	if (p && p->dwfl && !pc_mapped(p, pc) && now_ns() - p->maps_ns >= UNWIND_MAPS_MIN_NS &&
-	    upid_load(u, p, pid))
+	    upid_load(u, p, pid, true))
 		return NULL;
 	return p && p->dwfl ? p : NULL;
 }
@@ -780,6 +821,100 @@ cleanup:
 	return err;
 }
 
+static void base_name(char *dst, size_t len, const char *src)
+{
+	const char *base = strrchr(src, '/');
+
+	snprintf(dst, len, "%s", base && base[1] ? base + 1 : src);
+}
+
+/* An inlined function's name: its linkage name where it has one (C++), else its name,
+ * both looked for through DW_AT_abstract_origin. */
+static void inline_name(Dwarf_Die *die, char *buf, size_t len)
+{
+	Dwarf_Attribute a;
+	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+	snprintf(buf, len, "%s", name ? name : "??");
+}
+
+int unwinder__inlines(struct unwinder *u, int pid, uint64_t pc, struct unwind_loc *locs, int max)
+{
+	Dwarf_Die *cu, *scopes = NULL;
+	Dwarf_Files *files = NULL;
+	Dwfl_Module *mod;
+	Dwarf_Addr bias;
+	Dwfl_Line *ln;
+	const char *src;
+	size_t nfiles = 0;
+	int n = 0, ns, i, k, lineno = 0, err = -ENOENT;
+
+	if (!u || pid <= 0 || !locs || max < 1) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	if (module_at(u, pid, pc, &mod)) {
+		err = -ESRCH;
+		goto cleanup;
+	}
+	if (!mod || !dwarf_size_ok(mod))
+		goto cleanup;
+	ln = dwfl_module_getsrc(mod, pc);
+	src = ln ? dwfl_lineinfo(ln, NULL, &lineno, NULL, NULL, NULL) : NULL;
+	if (!src || !src[0] || lineno <= 0)
+		goto cleanup;
+	memset(&locs[0], 0, sizeof(locs[0]));
+	base_name(locs[0].file, sizeof(locs[0].file), src);
+	locs[0].line = lineno;
+	n = 1;
+	cu = dwfl_module_addrdie(mod, pc, &bias);
+	ns = cu ? dwarf_getscopes(cu, pc - bias, &scopes) : -1;
+	/*
+	 * dwarf_getscopes goes on from an inlined instance into its abstract definition's
+	 * scopes; the instance's own nesting (the callers it was inlined into) comes from
+	 * the innermost scope's place in the tree, as eu-addr2line -i does.
+	 */
+	if (ns > 0) {
+		Dwarf_Die inner = scopes[0];
+
+		free(scopes);
+		scopes = NULL;
+		ns = dwarf_getscopes_die(&inner, &scopes);
+	}
+	if (ns > 0 && dwarf_getsrcfiles(cu, &files, &nfiles))
+		files = NULL;
+	/* innermost first, out to the function they were inlined into */
+	for (i = 0; i < ns && dwarf_tag(&scopes[i]) != DW_TAG_subprogram; i++) {
+		Dwarf_Attribute a;
+		Dwarf_Word call_line = 0, call_file = 0;
+		const char *cf;
+
+		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+			continue;
+		/* deeper than max: the middle ones go, the last slot is the real function's */
+		if (n < max) {
+			inline_name(&scopes[i], locs[n - 1].func, sizeof(locs[n - 1].func));
+			k = n++;
+		} else {
+			k = max - 1;
+		}
+		dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &call_line);
+		dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &call_file);
+		cf = files && call_file < nfiles ? dwarf_filesrc(files, call_file, NULL, NULL) : NULL;
+		memset(&locs[k], 0, sizeof(locs[k]));
+		base_name(locs[k].file, sizeof(locs[k].file), cf && cf[0] ? cf : "??");
+		locs[k].line = (int)call_line;
+	}
+	err = 0;
+cleanup:
+	free(scopes);
+	return err ? err : n;
+}
+
 int unwinder__symbol(struct unwinder *u, int pid, uint64_t pc, char *buf, size_t len)
 {
 	Dwfl_Module *mod;
@@ -801,6 +936,65 @@ int unwinder__symbol(struct unwinder *u, int pid, uint64_t pc, char *buf, size_t
 		goto cleanup;
 	snprintf(buf, len, "%s+0x%llx", name, (unsigned long long)off);
 	err = 0;
+cleanup:
+	return err;
+}
+
+void unwinder__set_pin(struct unwinder *u, const struct procpin *pin)
+{
+	if (u)
+		u->pin = pin;
+}
+
+/* Whether elf has a section called name. */
+static bool has_section(Elf *elf, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+
+		if (n && !strcmp(n, name))
+			return true;
+	}
+	return false;
+}
+
+int unwinder__prepare(struct unwinder *u, int pid)
+{
+	struct upid *p;
+	size_t i;
+	int err = 0;
+
+	if (!u || pid <= 0)
+		return -EINVAL;
+	unwinder__forget_pid(u, pid);
+	p = upid_get(u, pid);
+	if (!p || !p->dwfl) {
+		err = -ESRCH;
+		goto cleanup;
+	}
+	for (i = 0; i < p->nmaps; i++) {
+		const struct umap *m = &p->maps[i];
+		const unsigned char *bid = NULL;
+		const char *link;
+		struct ufile *f;
+		GElf_Word crc = 0;
+		int bid_len;
+
+		if (!m->exec)
+			continue;
+		f = ufile_slot(u, &m->id);
+		if (ufile_open(u, f, pid, m) || f->debug_state || has_section(f->elf, ".debug_info"))
+			continue;
+		bid_len = dwelf_elf_gnu_build_id(f->elf, (const void **)&bid);
+		link = dwelf_elf_gnu_debuglink(f->elf, &crc);
+		ufile_find_debug(u, f, pid, m->path, bid, (int)bid_len, link, crc);
+	}
 cleanup:
 	return err;
 }

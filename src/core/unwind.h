@@ -51,6 +51,8 @@ struct unwind_frames {
 	unsigned int nr;
 	unsigned int flags;		/* enum unwind_flags */
 	unsigned int nr_fp;		/* frames found by the frame-pointer fallback */
+	uint64_t stop_pc;		/* a return address in no executable mapping known
+					 * (a library loaded since they were read?), or 0 */
 };
 
 struct unwinder;
@@ -83,11 +85,43 @@ int unwinder__srcline(struct unwinder *u, int pid, uint64_t pc, char *file,
 		      size_t flen, int *line);
 
 /*
+ * The inline chain at pc (for a return address pass pc - 1), from DWARF's inline records
+ * (DW_TAG_inlined_subroutine with DW_AT_call_file / DW_AT_call_line), as `addr2line -i`
+ * gives it: locs[0] is the innermost function at pc, with the line of pc; each next one
+ * is its caller, with the line of the call; the last is the real (not inlined) function,
+ * whose name is left empty (the symbol table names it). At most max entries (the
+ * innermost inlined ones and the real function when the chain is deeper). Returns how
+ * many (1: nothing inlined, the line of pc), -ENOENT without line information, -ESRCH
+ * when the process is gone and nothing is cached.
+ */
+#define UNWIND_MAX_INLINE 8
+struct unwind_loc {
+	char func[256];	/* the inlined function (its linkage name where DWARF has one) */
+	char file[256];	/* base name */
+	int line;
+};
+int unwinder__inlines(struct unwinder *u, int pid, uint64_t pc, struct unwind_loc *locs, int max);
+
+/*
  * "func+0x1a" for pc from the symbols libdwfl finds: .symtab, .dynsym, the
  * MiniDebugInfo in .gnu_debugdata, or the verified separate debug file; for frames
  * the ELF symbol tables of the mapped file do not name. 0, or -ENOENT.
  */
 int unwinder__symbol(struct unwinder *u, int pid, uint64_t pc, char *buf, size_t len);
+
+/*
+ * What exited processes kept (procpin.h, not owned; NULL for none): their maps and file
+ * descriptors stand in for /proc when the process is gone.
+ */
+struct procpin;
+void unwinder__set_pin(struct unwinder *u, const struct procpin *pin);
+
+/*
+ * While pid lives: reads its maps again, opens each file it maps executable (kept in the
+ * shared file cache) and looks up the separate debug files of those without DWARF, inside
+ * its root, so that its frames can be unwound and named after it is gone. 0 or -errno.
+ */
+int unwinder__prepare(struct unwinder *u, int pid);
 
 /* Drops what is cached for an exited process (pids get reused). */
 void unwinder__forget_pid(struct unwinder *u, int pid);

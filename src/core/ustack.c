@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include "procpin.h"
 #include "pystack.h"
 #include "symbolize.h"
 #include "u64map.h"
@@ -21,6 +22,8 @@
 #define WAIT_NS (5ull * 1000000000)  /* how long a python* waits for its libpython */
 #define RETRY_NS (2ull * 1000000)    /* between two looks at a waiting process */
 #define SWEEP_NS (5ull * 1000000000) /* between two sweeps of exited processes */
+#define PIN_REFRESH_NS (100ull * 1000000) /* between two takes of a live process's maps */
+#define PIN_MISS_NS (2ull * 1000000)      /* the same, for a pc outside what was kept */
 #define EVAL_FN "_PyEval_EvalFrameDefault"
 
 enum py_state { PY_UNKNOWN, PY_YES, PY_NO, PY_WAIT, PY_FAILED };
@@ -42,6 +45,8 @@ struct ustack {
 	struct symbolizer *sym;
 	struct unwinder *uw;
 	struct pystack *ps;
+	struct procpin *pin; /* maps and files kept while processes live */
+	uint64_t next_pin_sweep_ns;
 	char *proc_root;
 	int py_fd;
 	struct u64map *procs; /* pid -> struct pyproc */
@@ -64,13 +69,16 @@ struct ustack *ustack__new(struct symbolizer *sym, const char *proc_root, int py
 	u->proc_root = strdup(proc_root ? proc_root : "/proc");
 	u->uw = unwinder__new(proc_root);
 	u->ps = pystack__new(proc_root);
+	u->pin = procpin__new(proc_root);
 	u->procs = u64map__new();
 	u->cache = calloc(CACHE_SLOTS, sizeof(*u->cache));
 	u->arena = malloc((size_t)USTACK_MAX_FRAMES * USTACK_FRAME_MAX);
-	if (!u->proc_root || !u->uw || !u->ps || !u->procs || !u->cache || !u->arena) {
+	if (!u->proc_root || !u->uw || !u->ps || !u->pin || !u->procs || !u->cache || !u->arena) {
 		ustack__free(u);
 		return NULL;
 	}
+	unwinder__set_pin(u->uw, u->pin);
+	symbolizer__set_pin(u->sym, u->pin);
 	return u;
 }
 
@@ -85,13 +93,88 @@ void ustack__free(struct ustack *u)
 	u64map__free_all(u->procs, NULL);
 	pystack__free(u->ps);
 	unwinder__free(u->uw);
+	symbolizer__set_pin(u->sym, NULL);
+	procpin__free(u->pin);
 	free(u->proc_root);
 	free(u);
 }
 
 void ustack__stats(const struct ustack *u, struct ustack_stats *st)
 {
+	struct procpin_stats ps = { 0 };
+
 	*st = u->st;
+	procpin__stats(u->pin, &ps);
+	st->kept_procs = ps.procs_kept;
+	st->kept_files = ps.files_open;
+	st->unkept_files = ps.files_unkept + ps.files_failed;
+	st->unkept_procs = ps.procs_unkept;
+}
+
+/* ---- what naming frames needs after the process is gone ---- */
+
+/*
+ * Keeps pid's maps and files (procpin) while it lives: at its first stack (its start-up
+ * libraries are mapped by then; an exec's early maps would not hold them), again when a
+ * pc of a stack lies outside what was kept (a library loaded since; that pc's file is
+ * opened first) and, at most every PIN_REFRESH_NS, at later stacks. What the unwinder and the symbolizer cached of the
+ * process is read again when something new was kept, so that the kept files are open
+ * (and their separate debug files found) before the process can go.
+ */
+static void pin(struct ustack *u, uint32_t pid, const uint64_t *pcs, unsigned int n)
+{
+	uint64_t taken = procpin__taken_ns(u->pin, (int)pid), kept, t0;
+	struct procpin_stats st;
+	unsigned int unkept, i;
+	int r;
+
+	for (i = 0; i < n && procpin__covers(u->pin, (int)pid, pcs[i]); i++)
+		;
+	/* a pc outside what was kept: taken again, but not more often than PIN_MISS_NS (a
+	 * garbage return address must not cost a read of maps per stack) */
+	if (taken && (procpin__gone(u->pin, (int)pid) ||
+		      gp_mono_ns() - taken < (i == n ? PIN_REFRESH_NS : PIN_MISS_NS)))
+		return;
+	t0 = gp_mono_ns();
+	procpin__stats(u->pin, &st);
+	kept = st.files_kept;
+	unkept = procpin__unkept(u->pin, (int)pid);
+	r = procpin__take(u->pin, (int)pid, i < n ? pcs[i] : 0);
+	if (r == -ENOSPC)
+		gp_log(GP_LOG_WARN, "PID %u: its maps and files not kept (%d processes are): its frames are "
+		       "named only while it lives", pid, PROCPIN_MAX_PIDS);
+	if (r)
+		return;
+	if (procpin__unkept(u->pin, (int)pid) > unkept) {
+		unsigned int per_pid, total;
+
+		procpin__limits(u->pin, &per_pid, &total);
+		gp_log(GP_LOG_WARN, "PID %u: %u of the files it maps executable not kept (at most %u a process, "
+		       "%u in all, or not openable): frames in them are not named if it exits first", pid,
+		       procpin__unkept(u->pin, (int)pid), per_pid, total);
+	}
+	procpin__stats(u->pin, &st);
+	if (!taken || st.files_kept != kept) {
+		symbolizer__forget_pid(u->sym, (int)pid);
+		unwinder__prepare(u->uw, (int)pid);
+		gp_log(GP_LOG_DEBUG, "PID %u: maps and %llu more files kept for after its exit in %.1f ms", pid,
+		       (unsigned long long)(st.files_kept - kept), (gp_mono_ns() - t0) / 1e6);
+	}
+}
+
+/* Processes gone for SWEEP_NS without an exit record (never allocated, or not followed):
+ * what they kept goes. */
+static void sweep_pins(struct ustack *u, uint64_t now)
+{
+	int gone[256];
+	size_t n;
+
+	if (now < u->next_pin_sweep_ns)
+		return;
+	u->next_pin_sweep_ns = now + SWEEP_NS;
+	n = procpin__dead(u->pin, now, SWEEP_NS, gone, 256);
+	for (size_t i = 0; i < n; i++)
+		ustack__forget(u, (uint32_t)gone[i]);
 }
 
 /* ---- CPython processes ---- */
@@ -164,8 +247,9 @@ static void sweep(struct ustack *u)
 	for (size_t it = 0; n < 256 && u64map__next(u->procs, &it, &pid, &v);)
 		if (kill((pid_t)pid, 0) && errno == ESRCH)
 			gone[n++] = (uint32_t)pid;
+	/* what was kept to name their frames stays for records still in the ring (sweep_pins) */
 	for (size_t i = 0; i < n; i++)
-		ustack__forget(u, gone[i]);
+		ustack__gone(u, gone[i]);
 }
 
 static struct pyproc *proc_of(struct ustack *u, uint32_t pid)
@@ -211,7 +295,11 @@ void ustack__fork(struct ustack *u, uint32_t parent, uint32_t child)
 {
 	struct pyproc *pp, *cp;
 
-	if (!u || u->py_fd < 0)
+	if (!u)
+		return;
+	/* a new process: whatever an old one of this PID kept is not its */
+	procpin__release(u->pin, (int)child);
+	if (u->py_fd < 0)
 		return;
 	pp = u64map__get(u->procs, parent);
 	if (!pp || pp->state != PY_YES) {
@@ -233,6 +321,8 @@ size_t ustack__tick(struct ustack *u)
 	size_t waiting = 0;
 	void *v;
 
+	if (u)
+		sweep_pins(u, now);
 	if (!u || u->py_fd < 0)
 		return 0;
 	for (size_t it = 0; u64map__next(u->procs, &it, &pid, &v);) {
@@ -250,6 +340,14 @@ size_t ustack__tick(struct ustack *u)
 }
 
 void ustack__forget(struct ustack *u, uint32_t pid)
+{
+	if (!u)
+		return;
+	ustack__gone(u, pid);
+	procpin__release(u->pin, (int)pid);
+}
+
+void ustack__gone(struct ustack *u, uint32_t pid)
 {
 	if (!u)
 		return;
@@ -296,42 +394,61 @@ static void name_from_dwfl(struct ustack *u, uint32_t pid, uint64_t pc, char *bu
 	snprintf(buf + n, len - n, "%s", rest);
 }
 
-/* "func+0x1a (lib) at file.c:42"; ret: a return address (its line is the call's). */
+/*
+ * "func+0x1a (lib) at file.c:42"; ret: a return address (its line is the call's). Where
+ * DWARF says functions were inlined at pc, one line a frame, innermost first:
+ * "inlined [inlined] (lib) at file.c:8\n...\nfunc+0x1a (lib) at file.c:28".
+ */
 static void name_native(struct ustack *u, uint32_t pid, uint64_t pc, bool ret, char *buf,
 			size_t len, bool *unresolved)
 {
-	char file[256];
-	int r, line = 0;
-	size_t n;
+	struct unwind_loc locs[UNWIND_MAX_INLINE];
+	char real[USTACK_FRAME_MAX], name[USTACK_FRAME_MAX];
+	const char *lib;
+	size_t n = 0;
+	int r, nl;
 
-	r = symbolizer__format(u->sym, (int)pid, pc, buf, len);
+	r = symbolizer__format(u->sym, (int)pid, pc, real, sizeof(real));
 	*unresolved = r < 0;
-	if (r < 0)
+	if (r < 0) {
+		snprintf(buf, len, "%s", real);
 		return;
-	if (r == 1)
-		name_from_dwfl(u, pid, pc, buf, len);
-	if (unwinder__srcline(u->uw, (int)pid, ret ? pc - 1 : pc, file, sizeof(file), &line) == 0) {
-		n = strlen(buf);
-		snprintf(buf + n, len - n, " at %s:%d", file, line);
 	}
+	if (r == 1)
+		name_from_dwfl(u, pid, pc, real, sizeof(real));
+	nl = unwinder__inlines(u->uw, (int)pid, ret ? pc - 1 : pc, locs, UNWIND_MAX_INLINE);
+	lib = strstr(real, " (");
+	buf[0] = '\0';
+	for (int i = 0; i + 1 < nl && n < len; i++) {
+		symbolize__demangle(locs[i].func, name, sizeof(name));
+		n += (size_t)snprintf(buf + n, len - n, "%.*s [inlined]%s at %s:%d\n", USTACK_FRAME_MAX / 2, name,
+				      lib ? lib : "", locs[i].file, locs[i].line);
+	}
+	if (n < len && nl > 0)
+		snprintf(buf + n, len - n, "%s at %s:%d", real, locs[nl - 1].file, locs[nl - 1].line);
+	else if (n < len)
+		snprintf(buf + n, len - n, "%s", real);
 }
 
+/* The frame texts of pc: one, or several with inlined functions (lines of one text). */
 static const char *native(struct ustack *u, uint32_t pid, uint64_t pc, bool ret, bool *unresolved)
 {
 	uint64_t h = (pc ^ ((uint64_t)pid << 40) ^ ret) * 0x9E3779B97F4A7C15ull;
 	struct fslot *s = &u->cache[(h >> 32) % CACHE_SLOTS];
-	char buf[USTACK_FRAME_MAX];
+	char buf[USTACK_FRAME_MAX * UNWIND_MAX_INLINE];
 
 	*unresolved = false;
 	if (s->text && s->pc == pc && s->pid == pid && s->ret == ret)
-		return keep(u, s->text);
+		return s->text;
 	name_native(u, pid, pc, ret, buf, sizeof(buf), unresolved);
-	if (!*unresolved) {
+	/* a bare address is not kept: maps read again (or kept ones) may name it later */
+	if (!*unresolved && strncmp(buf, "0x", 2)) {
 		char *t = strdup(buf);
 
 		if (t) {
 			free(s->text);
 			*s = (struct fslot){ .pc = pc, .pid = pid, .ret = ret, .text = t };
+			return t;
 		}
 	}
 	return keep(u, buf);
@@ -422,32 +539,53 @@ static void py_texts(struct ustack *u, uint32_t pid, const struct gp_py_stack *p
 	}
 }
 
-/* Native frames (named) and Python frames into out, in their merged order. */
+/* Native frames (named, inlined functions expanded) and Python frames into out, in
+ * their merged order. */
 static void merge(struct ustack *u, uint32_t pid, const uint64_t *pcs, unsigned int nn,
 		  const struct pytexts *pt, struct ustack_frames *out)
 {
-	const char *nat[UNWIND_MAX_FRAMES + 1];
-	bool ev[UNWIND_MAX_FRAMES + 1], unresolved = false, un;
+	const char *nat[USTACK_MAX_FRAMES];
+	bool ev[USTACK_MAX_FRAMES], unresolved = false, un;
 	int order[USTACK_MAX_FRAMES];
-	size_t n;
+	size_t n, ne = 0;
 
 	if (nn > UNWIND_MAX_FRAMES + 1)
 		nn = UNWIND_MAX_FRAMES + 1;
-	for (unsigned int i = 0; i < nn; i++) {
-		nat[i] = native(u, pid, pcs[i], i > 0, &un);
+	for (unsigned int i = 0; i < nn && ne < USTACK_MAX_FRAMES; i++) {
+		const char *t = native(u, pid, pcs[i], i > 0, &un);
+
 		unresolved |= un;
-		ev[i] = is_eval(nat[i]);
+		/* one frame a line (a cached text stays whole: its lines are copied out) */
+		while (ne < USTACK_MAX_FRAMES) {
+			const char *nl = strchr(t, '\n');
+			char line[USTACK_FRAME_MAX];
+
+			if (!nl) {
+				nat[ne++] = keep(u, t);
+				break;
+			}
+			snprintf(line, sizeof(line), "%.*s", (int)(nl - t), t);
+			nat[ne++] = keep(u, line);
+			t = nl + 1;
+		}
 	}
+	if (ne == USTACK_MAX_FRAMES)
+		out->flags |= USTACK_TOO_DEEP;
+	for (size_t i = 0; i < ne; i++)
+		ev[i] = is_eval(nat[i]);
 	if (unresolved)
 		out->flags |= USTACK_UNRESOLVED;
-	n = ustack__interleave(ev, nn, pt->entry, pt->n, out->flags & USTACK_PARTIAL, order, USTACK_MAX_FRAMES,
+	/* gone, and what would have named it was not all kept: say why */
+	if ((out->flags & (USTACK_UNRESOLVED | USTACK_STOPPED)) && procpin__unkept(u->pin, (int)pid))
+		out->flags |= USTACK_UNKEPT;
+	n = ustack__interleave(ev, ne, pt->entry, pt->n, out->flags & USTACK_PARTIAL, order, USTACK_MAX_FRAMES,
 			       &out->flags);
 	for (size_t i = 0; i < n; i++)
 		out->frames[i] = order[i] >= 0 ? nat[order[i]] : pt->text[-1 - order[i]];
 	out->nr = (unsigned int)n;
 	out->nr_py = pt->n;
 	u->st.stacks++;
-	u->st.native_frames += nn;
+	u->st.native_frames += ne;
 	u->st.py_frames += pt->n;
 	u->st.unresolved += unresolved;
 }
@@ -456,6 +594,7 @@ int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct u
 {
 	struct pyproc *p = u->py_fd >= 0 ? u64map__get(u->procs, e->pid) : NULL;
 	struct pytexts pt;
+	uint64_t ip;
 	int r;
 
 	memset(out, 0, offsetof(struct ustack_frames, frames));
@@ -467,7 +606,18 @@ int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct u
 		p = u64map__get(u->procs, e->pid);
 	}
 	py_texts(u, e->pid, &e->py, &pt);
+	ip = e->copy.regs.ip;
+	pin(u, e->pid, &ip, 1);
 	r = unwinder__unwind(u->uw, (int)e->pid, &e->copy, &u->uf);
+	/* stopped at a return address in no mapping kept: a library loaded since? kept, and
+	 * the stack walked again */
+	if (!r && u->uf.stop_pc && !procpin__covers(u->pin, (int)e->pid, u->uf.stop_pc)) {
+		uint64_t stop = u->uf.stop_pc;
+
+		pin(u, e->pid, &stop, 1);
+		if (procpin__covers(u->pin, (int)e->pid, stop))
+			r = unwinder__unwind(u->uw, (int)e->pid, &e->copy, &u->uf);
+	}
 	if (r) { /* the process is gone: the probed pc, unnamed */
 		u->uf.nr = 1;
 		u->uf.pcs[0] = e->copy.regs.ip;
@@ -481,6 +631,8 @@ int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct u
 	    (e->py.status == GP_PY_NOT_PYTHON && p && p->state == PY_YES))
 		out->flags |= USTACK_PY_UNREAD;
 	merge(u, e->pid, u->uf.pcs, u->uf.nr, &pt, out);
+	/* every file this stack went through kept: a pc outside them takes them again */
+	pin(u, e->pid, u->uf.pcs, u->uf.nr);
 	return r;
 }
 
@@ -499,6 +651,7 @@ int ustack__from_pcs(struct ustack *u, uint32_t pid, const __u64 *pcs, unsigned 
 
 	for (unsigned int i = 0; i < n; i++)
 		v[i] = pcs[i];
+	pin(u, pid, v, n);
 	merge(u, pid, v, n, &none, out);
 	return 0;
 }

@@ -15,7 +15,15 @@
  * It also decides when a process is looked at for CPython (ustack__watch): the BPF walk
  * needs the interpreter's offsets in the gp_py_procs map before the allocation happens.
  *
- * Everything is read while the record is handled, when the process still exists. Caches
+ * Functions inlined into a frame's function are expanded into frames of their own, from
+ * DWARF's inline records, as `addr2line -i` does: "name [inlined] (lib) at file.c:8",
+ * each with its line, the real frame with the line of the call the innermost inlined one
+ * came from.
+ *
+ * What naming needs once the process is gone (its maps, a descriptor on each executable
+ * file it maps) is kept from its first stack on (src/core/procpin.c), so a program that
+ * exits right after its last allocation keeps its whole stacks; CPython frames are read
+ * from the process's memory while the record is handled. Caches
  * are bounded. Not thread-safe: one consumer thread.
  */
 #ifndef GP_USTACK_H
@@ -50,11 +58,15 @@ enum ustack_flags {
 	USTACK_LOST = 1u << 7,
 	/* the process was gone before its frames could be named: raw addresses */
 	USTACK_UNRESOLVED = 1u << 8,
+	/* the process is gone and some of the files it mapped were not kept while it lived
+	 * (the limits of procpin.h, or they could not be opened): set with UNRESOLVED or
+	 * STOPPED, it says why */
+	USTACK_UNKEPT = 1u << 9,
 };
 
 /* A partial stack: its outermost frames are missing. */
 #define USTACK_PARTIAL (USTACK_TRUNCATED | USTACK_STOPPED | USTACK_TOO_DEEP | USTACK_NO_STACK | \
-			USTACK_LOST | USTACK_UNRESOLVED)
+			USTACK_LOST | USTACK_UNRESOLVED | USTACK_UNKEPT)
 
 struct ustack_frames {
 	unsigned int nr;
@@ -66,6 +78,9 @@ struct ustack_frames {
 struct ustack_stats {
 	uint64_t stacks, native_frames, py_frames, unresolved;
 	uint64_t inspected, python_procs; /* processes looked at for CPython; found */
+	/* kept for after the exit (procpin.h): processes, files open now; files and
+	 * processes a limit (or a failed open) left out */
+	uint64_t kept_procs, kept_files, unkept_files, unkept_procs;
 };
 
 struct symbolizer;
@@ -88,8 +103,12 @@ void ustack__fork(struct ustack *u, uint32_t parent, uint32_t child);
 /* Retries the processes still waiting for their libpython; returns how many still
  * wait (the caller ticks again within a few milliseconds while any does). */
 size_t ustack__tick(struct ustack *u);
-/* Forgets a process that exited or exec'd (its BPF entry too). */
+/* Forgets a process that exited or exec'd (its BPF entry too, what was kept for it). */
 void ustack__forget(struct ustack *u, uint32_t pid);
+/* A process gone whose records may still come (they come through another ring than
+ * this news): forgotten, but what was kept to name its frames stays until its exit
+ * record (ustack__forget) or a few seconds. */
+void ustack__gone(struct ustack *u, uint32_t pid);
 
 /* The frames of a GP_EV_STACK record. 0, or -errno (the frames then say why). */
 int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_frames *out);

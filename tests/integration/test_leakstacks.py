@@ -8,6 +8,7 @@ PYSTACK_PYTHONS: the CPython interpreters the Python checks run under (default D
 /usr/bin/python3.11; `make test-pystack-all` passes every one found)."""
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -246,6 +247,187 @@ def test_program_only_inside_its_root():
         check(" at stackapp.c:" in s["frames"][1], s["frames"][1])
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# ---- programs that exit at once; inlined allocators (issue 29) ----
+
+LEAKEXIT = os.path.join(STK, "leakexit")
+LEAKSRC = os.path.join(SRC, "leakexit.c")
+LEAKHELP = os.path.realpath(os.path.join(STK, "libleakhelp.so"))
+
+
+def tag(path, name):
+    return source_line(path, rf"@{name}\b")
+
+
+def addr2line_chain(binary, frame):
+    """What `addr2line -i -f` (binutils: a source independent of gpuprobe's libdw) says of
+    the call a return-address frame "main+0x219 (leakexit) ..." made: [(function,
+    "file.c:LINE")], innermost first."""
+    sym, off = re.match(r"([\w.]+)\+0x([0-9a-f]+) ", frame).groups()
+    nm = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
+    base = next(int(l.split()[0], 16) for l in nm.splitlines() if l.split()[-1] == sym and l.split()[1] in "Tt")
+    out = subprocess.run(["addr2line", "-i", "-f", "-e", binary, hex(base + int(off, 16) - 1)],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    return [(out[i], os.path.basename(out[i + 1].split(" (discriminator")[0])) for i in range(0, len(out) - 1, 2)]
+
+
+def leak_frames(s):
+    """From the leak's help_alloc frame out to main (the inline chain between)."""
+    names = [func(f) for f in s["frames"]]
+    return s["frames"][names.index("help_alloc"):names.index("main") + 1]
+
+
+def check_leak_stack(s, what):
+    """help_alloc (libleakhelp.so) <- make_buffer <- train_step (both inlined) <- main, on
+    the lines leakexit.c's tags name and as addr2line -i gives them."""
+    fr = leak_frames(s)
+    names = [func(f) for f in fr]
+    eq(names, ["help_alloc", "make_buffer", "train_step", "main"], f"{what}: the inline chain expanded: {s['frames']}")
+    eq([("[inlined]" in f) for f in fr], [False, True, True, False], f"{what}: inlined frames marked: {fr}")
+    eq(fr[0].rsplit(" at ", 1)[-1], f"leakhelp.c:{tag(os.path.join(SRC, 'leakhelp.c'), 'help_alloc')}",
+       f"{what}: help_alloc's line")
+    got = [(func(f), f.rsplit(" at ", 1)[-1]) for f in fr[1:]]
+    eq(got, [(n, f"leakexit.c:{tag(LEAKSRC, n)}") for n in ("make_buffer", "train_step", "main")],
+       f"{what}: each frame's line (the tags)")
+    eq(got, addr2line_chain(LEAKEXIT, fr[-1]), f"{what}: as addr2line -i -f gives it")
+    eq(s["frames"][0].split("+")[0], "cuMemAlloc_v2", f"{what}: the probed function first")
+    eq((s["partial"], s["flags"], func(s["frames"][-1])), (False, [], "_start"), f"{what}: complete, to _start")
+
+
+def test_inlined_allocator_matches_addr2line():
+    """-O2 -g, make_buffer inlined into train_step inlined into main: one frame each, with
+    the line of each call, as addr2line -i; in the JSON, the text and the folded stacks."""
+    d = tempfile.mkdtemp(prefix="gp-inl-")
+    try:
+        folded = os.path.join(d, "leak.folded")
+        _, _, rep = run_app([LEAKEXIT, "linger", "0"], extra=["--folded", folded])
+        s = only_stack(rep)
+        check_leak_stack(s, "lingering")
+        line = open(folded).read().strip()
+        check(";".join(reversed(leak_frames(s))) in line, f"the folded stack has the inlined frames: {line}")
+        r = subprocess.run([gp.GPUPROBE, "--memleak", "--libcuda", FAKECUDA, "--", LEAKEXIT, "linger", "0"],
+                           input="\n", capture_output=True, text=True, timeout=60)
+        for f in leak_frames(s):
+            check(f"        {f}\n" in r.stdout, f"the text report has {f!r}: {r.stdout}")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_exit_at_once_keeps_whole_stacks():
+    """A program that exits about 1 ms after its last allocation: the same frames, names
+    and lines as the same program lingering. Then the reader is stopped (SIGSTOP) once
+    the process's first stack is handled, and let go only after the process is gone:
+    every record of its leak is read after its exit, through files its first stack never
+    went through (libleakhelp.so), from what was kept while it lived."""
+    _, _, rep = run_app([LEAKEXIT, "linger", "0"])
+    linger = only_stack(rep)["frames"]
+    # the stand-in's emulated exit teardown off: gone 1 ms after its last allocation
+    r = gp.gpuprobe(BASE + ["-o", "-"], [LEAKEXIT, "exit"], env={"FAKECUDA_TEARDOWN_MS": "0"})
+    eq(r.returncode, 0, r.stderr[-800:])
+    s = only_stack(final(r.stdout))
+    eq(s["frames"], linger, "exit 1 ms after the last allocation: the lingering process's frames")
+    check_leak_stack(s, "exit at once")
+    s, _ = gated([LEAKEXIT, "gate"])
+    eq(s["frames"], linger, "records read after the exit: the lingering process's frames")
+    check_leak_stack(s, "read after the exit")
+
+
+def test_library_loaded_after_the_first_stack():
+    """A library dlopen'ed after the process's first stack (what was kept then lacks it):
+    the leak through it is followed and named while the process lives, and what is kept
+    grows by it."""
+    late = os.path.realpath(os.path.join(STK, "libleaklate.so"))
+    _, err, rep = run_app([LEAKEXIT, "late", late], extra=["-v"])
+    s = only_stack(rep)
+    names = [func(f) for f in s["frames"]]
+    eq(names[:3], ["cuMemAlloc_v2", "late_alloc", "main"], f"through the late library: {s['frames']}")
+    eq(s["frames"][1].rsplit(" at ", 1)[-1], f"leakhelp.c:{tag(os.path.join(SRC, 'leakhelp.c'), 'help_alloc')}",
+       "its line")
+    eq((s["partial"], s["flags"]), (False, []), "complete")
+    check(re.search(r"maps and \d+ more files kept", err), f"kept again: {err[-800:]}")
+
+
+def gated(argv, kept=LEAKHELP, timeout=60, wait_err=None):
+    """gpuprobe on leakexit gate|many: once the program made its first allocation (WARM)
+    and gpuprobe holds a descriptor on kept (or printed a line matching wait_err: what it
+    keeps is then all opened), gpuprobe is stopped, the program goes on and exits, and
+    gpuprobe is let go once the process's memory is gone. (stack, (stderr, maps))."""
+    p = subprocess.Popen([gp.GPUPROBE] + BASE + ["-o", "-", "--"] + argv, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, FAKECUDA_TEARDOWN_MS="0"))
+    try:
+        line = p.stdout.readline()
+        check(line.startswith("WARM "), f"WARM: {line!r}")
+        app = int(line.split()[1])
+        maps = open(f"/proc/{app}/maps").read()
+        deadline = time.time() + timeout
+        early = ""
+        # the descriptor itself (a buffered readline would hide a second line from select)
+        while wait_err and not re.search(wait_err, early) and time.time() < deadline:
+            if select.select([p.stderr.fileno()], [], [], max(0.0, deadline - time.time()))[0]:
+                early += os.read(p.stderr.fileno(), 65536).decode(errors="replace")
+        while time.time() < deadline:
+            fds = []
+            for fd in os.listdir(f"/proc/{p.pid}/fd"):
+                try:
+                    fds.append(os.readlink(f"/proc/{p.pid}/fd/{fd}"))
+                except OSError:
+                    pass
+            if kept in fds:
+                break
+            time.sleep(0.01)
+        else:
+            raise gp.Failure(f"gpuprobe kept no descriptor on {kept}; {early[-600:]}")
+        os.kill(p.pid, signal.SIGSTOP)
+        try:
+            p.stdin.write("\n")
+            p.stdin.close()
+            p.stdin = None
+            # gone: a zombie has no mappings (gpuprobe, its parent, cannot reap it now)
+            while time.time() < deadline:
+                try:
+                    if not open(f"/proc/{app}/maps").read():
+                        break
+                except OSError:
+                    break
+                time.sleep(0.01)
+            else:
+                raise gp.Failure("the program did not exit")
+        finally:
+            os.kill(p.pid, signal.SIGCONT)
+        out, err = p.communicate(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    eq(p.returncode, 0, f"exit status: {err[-800:]}")
+    return only_stack(final(line + out)), (early + err, maps)
+
+
+def test_kept_files_limit():
+    """More executable files mapped than a process may keep (256): the rest is counted and
+    said, with the process's PID, in a warning line; the count is the process's own maps'."""
+    d = tempfile.mkdtemp(prefix="gp-many-")
+    try:
+        src = os.path.join(d, "one.c")
+        with open(src, "w") as f:
+            f.write("int one(void) { return 1; }\n")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", os.path.join(d, "lib0.so"), src], check=True)
+        n = 300
+        for i in range(1, n):
+            shutil.copy(os.path.join(d, "lib0.so"), os.path.join(d, f"lib{i}.so"))
+        s, (err, maps) = gated([LEAKEXIT, "many", str(n), d], kept=os.path.join(d, "lib0.so"),
+                               wait_err=r"files it maps executable not kept")
+        files = {(l.split()[3], l.split()[4]) for l in maps.splitlines()
+                 if len(l.split()) >= 6 and l.split()[1][2] == "x" and l.split()[5].startswith("/")}
+        check(len(files) > n, f"{len(files)} executable files mapped")
+        m = re.search(r"PID (\d+): (\d+) of the files it maps executable not kept \(at most 256 a process", err)
+        check(m, f"a warning line: {err[-1500:]}")
+        eq(int(m.group(2)), len(files) - 256, "files not kept: those over 256")
+        check(s["frames"][0].startswith("cuMemAlloc_v2"), f"the stack still starts at the probe: {s['frames']}")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 # ---- CPython ----

@@ -238,8 +238,8 @@ static void h_proc(void *ctx, const struct gp_proc_event *e)
 
 	if (e->type == GP_EV_FORK)
 		ustack__fork(m->us, e->ppid, e->pid);
-	if (e->type == GP_EV_GONE)
-		ustack__forget(m->us, e->pid);
+	if (e->type == GP_EV_GONE) /* its stack records may still be in the allocation ring */
+		ustack__gone(m->us, e->pid);
 	if (e->type != GP_EV_EXEC)
 		return;
 	ustack__exec(m->us, e->pid, m->run->filter);

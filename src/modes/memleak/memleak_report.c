@@ -22,6 +22,7 @@ static const struct {
 } stack_flags[] = {
 	{ USTACK_LOST, "lost", "no stack: its record was lost (ring buffer full)" },
 	{ USTACK_NO_STACK, "no_stack", "partial: the stack could not be read, the called function alone" },
+	{ USTACK_UNKEPT, "unkept", "partial: the process was gone and files it mapped had not been kept (over the limit of kept files, or not openable)" },
 	{ USTACK_UNRESOLVED, "unresolved", "partial: the process was gone before its frames were named" },
 	{ USTACK_TRUNCATED, "truncated", "partial: the stack copy ended before the stack did (--stack-bytes)" },
 	{ USTACK_STOPPED, "stopped", "partial: a frame could not be unwound (no call-frame information)" },
