@@ -11,7 +11,17 @@ struct exited {
 	void *p;
 	uint32_t pid;
 	uint64_t exit_ns;
+	uint64_t seq; /* its place among every table's exits (proctab__exits) */
 };
+
+/* Exits moved out of every table so far, in the order they were handled (atomic: the
+ * daemon's scrapes read tables on another thread). */
+static uint64_t exits_handled;
+
+uint64_t proctab__exits(void)
+{
+	return __atomic_load_n(&exits_handled, __ATOMIC_ACQUIRE);
+}
 
 struct row {
 	void *p;
@@ -159,7 +169,8 @@ void *proctab__exit(struct proctab *t, uint32_t pid, uint64_t exit_ns)
 		t->exited = n;
 		t->cap_exited = cap;
 	}
-	t->exited[t->nr_exited++] = (struct exited){ .p = p, .pid = pid, .exit_ns = exit_ns };
+	t->exited[t->nr_exited++] = (struct exited){ .p = p, .pid = pid, .exit_ns = exit_ns,
+						     .seq = __atomic_fetch_add(&exits_handled, 1, __ATOMIC_ACQ_REL) };
 	return p;
 }
 
@@ -202,12 +213,14 @@ size_t proctab__list(struct proctab *t, void ***out)
 void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
 		   void (*before_free)(void *rctx, void *p), void *rctx)
 {
+	bool by_seq = before_ns & GP_REAP_SEQ(0);
 	size_t kept = 0;
 
 	for (size_t i = 0; i < t->nr_exited; i++) {
 		struct exited *e = &t->exited[i];
 
-		if ((keep_pid && e->pid == keep_pid) || e->exit_ns >= before_ns) {
+		if ((keep_pid && e->pid == keep_pid) ||
+		    (by_seq ? e->seq >= (before_ns & ~GP_REAP_SEQ(0)) : e->exit_ns >= before_ns)) {
 			t->exited[kept++] = *e;
 			continue;
 		}

@@ -610,6 +610,12 @@ void gp_run__mode_names(const struct gp_run *run, char *buf, size_t len)
 		off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? "," : "", run->slot[i].m->name);
 }
 
+void gp_run__unprobe(struct gp_run *run)
+{
+	attach_set__free(run->links);
+	run->links = NULL;
+}
+
 void gp_run__detach(struct gp_run *run)
 {
 	gp_budget__stop(run->budget);
