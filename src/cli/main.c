@@ -717,6 +717,8 @@ cleanup:
 		close(c.pidfds[i]);
 	/* a command that ran is waited for; one held before its exec is killed */
 	code = r == -127 ? 127 : exit_code(&c, r);
+	if (r && r != -127 && !code) /* an output lost after the command succeeded */
+		code = 1;
 	target__abort(&c.child);
 	if (!code && !lost && stop_signal == SIGPIPE && !c.released)
 		code = 128 + SIGPIPE; /* as the default action's, for a pipeline's status */
