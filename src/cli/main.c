@@ -510,6 +510,10 @@ static int loop(struct cli *c, char *err, size_t len)
 	return 0;
 }
 
+/* How long a process is seen gone before a sweep ends it (src/core/proctab.h): its last
+ * records may wait behind one that another CPU is still writing. */
+#define SWEEP_GRACE_NS 500000000ULL
+
 /* The longest the final read takes while a budget's sampled probes still write. */
 #define FINAL_DRAIN_MS 2000
 
@@ -599,6 +603,7 @@ static int finish(struct cli *c, char *err, size_t len)
 	 * hence a bound); processes gone without an exit record are marked exited. */
 	gp_run__unprobe(c->run);
 	gp_events__drain_for(c->run->events, FINAL_DRAIN_MS);
+	proctab__set_sweep_grace(0);
 	gp_run__reap(c->run, 0, c->run->keep_pid);
 	gp_run__report(c->run, "final", 0);
 	if (gp_run__counts_hits(c->run))
@@ -679,6 +684,7 @@ static int trace_main(int argc, char **argv)
 	libbpf_set_print(libbpf_print_fn);
 	gp_log_setup(false, gp_opts.verbose);
 	catch_signals(true);
+	proctab__set_sweep_grace(SWEEP_GRACE_NS);
 	r = preflight(err, sizeof(err));
 	if (!r)
 		r = open_reports(&c, err, sizeof(err));

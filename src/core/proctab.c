@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "proctab.h"
 #include "u64map.h"
+#include "util.h"
 
 struct exited {
 	void *p;
@@ -23,6 +24,13 @@ uint64_t proctab__exits(void)
 	return __atomic_load_n(&exits_handled, __ATOMIC_ACQUIRE);
 }
 
+static uint64_t sweep_grace_ns;
+
+void proctab__set_sweep_grace(uint64_t ns)
+{
+	sweep_grace_ns = ns;
+}
+
 struct row {
 	void *p;
 	uint32_t pid;
@@ -31,6 +39,7 @@ struct row {
 
 struct proctab {
 	struct u64map *live; /* pid -> record */
+	struct u64map *gone_at; /* pid -> when a sweep first found it gone (ns | 1) */
 	struct exited *exited;
 	size_t nr_exited, cap_exited;
 	struct row *rows;
@@ -102,6 +111,7 @@ void proctab__free(struct proctab *t)
 	for (size_t it = 0; u64map__next(t->live, &it, &k, &v);)
 		release(t, v);
 	u64map__free(t->live);
+	u64map__free(t->gone_at);
 	for (size_t i = 0; i < t->nr_exited; i++)
 		release(t, t->exited[i].p);
 	free(t->exited);
@@ -158,6 +168,8 @@ void *proctab__exit(struct proctab *t, uint32_t pid, uint64_t exit_ns)
 
 	if (!p)
 		return NULL;
+	if (t->gone_at)
+		u64map__del(t->gone_at, pid);
 	if (t->nr_exited == t->cap_exited) {
 		size_t cap = t->cap_exited ? t->cap_exited * 2 : 16;
 		struct exited *n = realloc(t->exited, cap * sizeof(*n));
@@ -231,15 +243,38 @@ void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
 	t->nr_exited = kept;
 }
 
-static size_t gone(const struct proctab *t, uint32_t *pids, size_t max)
+/*
+ * The live records whose process is gone. With a grace (proctab__set_sweep_grace), gone
+ * since a sweep at least that long ago: a process's last records may be behind a record
+ * another CPU has not committed yet, and a sweep that ended it first would make a second
+ * record of them.
+ */
+static size_t gone(struct proctab *t, uint32_t *pids, size_t max)
 {
-	uint64_t pid;
+	uint64_t pid, now = sweep_grace_ns ? gp_mono_ns() : 0;
 	size_t n = 0;
 	void *v;
 
-	for (size_t it = 0; n < max && u64map__next(t->live, &it, &pid, &v);)
-		if (kill((pid_t)pid, 0) && errno == ESRCH)
+	if (sweep_grace_ns && !t->gone_at && !(t->gone_at = u64map__new()))
+		return 0;
+	for (size_t it = 0; n < max && u64map__next(t->live, &it, &pid, &v);) {
+		uintptr_t at;
+
+		if (!kill((pid_t)pid, 0) || errno != ESRCH) {
+			if (t->gone_at)
+				u64map__del(t->gone_at, pid);
+			continue;
+		}
+		if (!sweep_grace_ns) {
 			pids[n++] = (uint32_t)pid;
+			continue;
+		}
+		at = (uintptr_t)u64map__get(t->gone_at, pid);
+		if (!at)
+			u64map__put(t->gone_at, pid, (void *)(uintptr_t)(now | 1));
+		else if (now - at >= sweep_grace_ns)
+			pids[n++] = (uint32_t)pid;
+	}
 	return n;
 }
 

@@ -70,6 +70,11 @@ void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
 uint64_t proctab__exits(void);
 #define GP_REAP_SEQ(n) ((1ULL << 63) | (uint64_t)(n))
 
+/* A sweep ends a process only once it has been gone for ns (0, the default: at once),
+ * for every table: a front end that reads while processes still run sets one, and 0
+ * once its probes are out and the buffers read. */
+void proctab__set_sweep_grace(uint64_t ns);
+
 /* Calls on_gone(ctx, pid) for each live record whose process is gone without an exit
  * record (lost, or the process made no call that asks for one); on_gone applies the exit.
  * Drain the records still in flight first, or they would make it live again. */

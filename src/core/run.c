@@ -571,6 +571,7 @@ void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
 	/* records still in flight first: a process gone without an exit record is marked
 	 * exited by the modes, and a late record of it would make it live again */
 	gp_events__drain(run->events);
+	run->behind = gp_events__more(run->events);
 	/* the timeline's running totals: their last change before the records go, and a
 	 * sample right after, so a total that drops with them hides no later change */
 	gp_run__sample(run);

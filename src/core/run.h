@@ -51,6 +51,8 @@ struct gp_run {
 	bool follow_forks;           /* a followed process's children are followed too */
 	const char *comm, *cgroup;   /* --comm, --cgroup */
 	uint32_t keep_pid;           /* its records stay until the final report; 0: none */
+	bool behind;                 /* the last reap's read left records: no mode sweeps
+	                              * (a process gone may have records still to be read) */
 	FILE *out;                   /* reports */
 	uint64_t start_ns;
 	/* the front end's answer to a mode that reports a process as it exits */

@@ -260,8 +260,8 @@ static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t ke
 {
 	struct bw_mode *m = st;
 
-	(void)run;
-	bandwidth__sweep(m->bw, gp_mono_ns());
+	if (!run->behind) /* a process's last records may still be in the buffers */
+		bandwidth__sweep(m->bw, gp_mono_ns());
 	bandwidth__reap(m->bw, cutoff_ns, keep_pid);
 }
 
