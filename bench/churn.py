@@ -144,7 +144,6 @@ def judge(res, reps, starts, modes):
                 # an exit report and the interval/final report after it list one record
                 # twice: count a record once, by the report kind that saw it first
                 if p["exited"] and r.get("report") in ("exit", "interval", "final"):
-                    key = (pid, r.get("report") == "exit")
                     listed_exited.setdefault(pid, []).append((r.get("report"), c))
         want_keys = [k for k in TRUTH if k in counts(mode, _probe(mode))]
         missing = wrong = running = 0
@@ -201,8 +200,79 @@ def counted(res):
                (sum(m["lost"].values()) == 0 or m["drops"] > 0) for m in res["modes_judged"].values())
 
 
+BEGIN, END = "<!-- churn:begin -->", "<!-- churn:end -->"
+LADDER = (50, 100, 200, 400)
+CONFIGS = (("--stacks none, -i 1", ["--stacks", "none"], 1), ("--stacks fp", ["--stacks", "fp"], None),
+           ("default stacks (dwarf), -i 1", [], 1))
+
+
+def ladder(n=600):
+    """Each configuration at each paced rate: what was reached, and whether it was exact."""
+    rows = []
+    for name, extra, interval in CONFIGS:
+        for rate in LADDER:
+            r = churn(n, 20, rate, ["memleak", "cudatrace", "bandwidth-util"], interval, extra)
+            m = r["modes_judged"]
+            rows.append({"config": name, "paced": rate, "reached": r["achieved_rate"], "exact": exact(r),
+                         "counted": counted(r), "stop_s": r["stop_s"],
+                         "lost_allocs": m["memleak"]["lost"]["allocs"], "lost_copies": m["bandwidth"]["lost"]["copies"],
+                         "drops": sum(x["drops"] for x in m.values()),
+                         "running_after_exit": sum(x["listed_running"] for x in m.values())})
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
+def doc_lines(rows, n=600):
+    L = [BEGIN, "## Churn (`bench/churn.py`, `make bench` section `churn`)", "",
+         f"{n} processes of `rate_app --phases 100000:10 --alloc-every 10 --copy-every 20` (1,000 launches, "
+         "102 allocations and frees, 50 copies of 64 KiB each), 20 at a time, paced to each rate, under one "
+         "node-wide `gpuprobe --json --memleak --cudatrace --bandwidth-util`; every process's last listing "
+         "compared with its truth. *Reached* is the rate the machine started them at (the pacing cannot "
+         "beat the machine); *exact*: every process present, exited, with its exact counts; *counted*: "
+         "what is missing shows in the drop counters, nothing listed running after its exit, nothing added "
+         "to another process.", "",
+         "| configuration | paced /s | reached /s | exact | counted | allocations lost | copies lost | drops | SIGINT to exit |",
+         "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        L.append(f"| {r['config']} | {r['paced']} | {r['reached']} | {'yes' if r['exact'] else 'no'} | "
+                 f"{'yes' if r['counted'] else 'no'} | {r['lost_allocs']} | {r['lost_copies']} | {r['drops']} | "
+                 f"{r['stop_s']:.2f} s |")
+    L.append("")
+    for name, _, _ in CONFIGS:
+        rs = [r for r in rows if r["config"] == name]
+        held = [r["reached"] for r in rs if r["exact"]]
+        lossy = [r["reached"] for r in rs if not r["exact"]]
+        L.append(f"- {name}: held exactly up to {max(held) if held else 'no rate tried'}/s reached; "
+                 + (f"counted losses from {min(lossy)}/s." if lossy else "no loss at any rate this machine reached."))
+    L += ["", "Machine: " + os.uname().release + f", {os.cpu_count()} CPUs (shared: the rates reached are "
+          "this machine's, not gpuprobe's limit where every run was exact).", END]
+    return L
+
+
+def replace_doc(path, lines):
+    text = open(path).read() if os.path.exists(path) else ""
+    new = "\n".join(lines)
+    if BEGIN in text and END in text:
+        a, rest = text.split(BEGIN, 1)
+        text = a + new + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + new + "\n"
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def section(path):
+    if not os.path.exists(path):
+        return None
+    text = open(path).read()
+    if BEGIN not in text or END not in text:
+        return None
+    return [BEGIN + text.split(BEGIN, 1)[1].split(END, 1)[0] + END]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--doc", help="run the rate ladder and write its section into this markdown file")
     ap.add_argument("-n", type=int, default=1000)
     ap.add_argument("--par", type=int, default=20)
     ap.add_argument("--rate", type=float, default=400)
@@ -210,6 +280,9 @@ def main():
     ap.add_argument("--modes", default="memleak,cudatrace,bandwidth-util")
     ap.add_argument("--extra", default="", help="more gpuprobe arguments, space-separated")
     a = ap.parse_args()
+    if a.doc:
+        replace_doc(a.doc, doc_lines(ladder()))
+        return 0
     res = churn(a.n, a.par, a.rate, a.modes.split(","), a.interval, a.extra.split())
     res["exact"] = exact(res)
     res["counted"] = counted(res)

@@ -87,8 +87,13 @@ static const char epilog[] =
 	"  writes the trace alone to stdout, and the reports then go to stderr (or -o FILE).\n"
 	"  The \"tracing\" line, warnings and errors always go to stderr.\n"
 	"\n"
+	"SIGNALS: SIGINT, SIGTERM, SIGHUP end the run with the final report (SIGTERM is\n"
+	"  passed on to the command); SIGUSR1 prints an interval report now; SIGPIPE (the\n"
+	"  reports' reader gone) writes the final report to the file outputs and exits 141.\n"
+	"\n"
 	"Exit status: the command's own when gpuprobe started one, else 0;\n"
-	"1 on an error; 2 on bad usage.\n";
+	"1 on an error (an output that could not be written among them); 2 on bad usage;\n"
+	"141 after SIGPIPE.\n";
 
 /* -o FILE: where the reports go (src/out/outfile.c: no symlinks, 0600) */
 static const char *output_path;
