@@ -709,6 +709,11 @@ static int trace_main(int argc, char **argv)
 	r = loop(&c, err, sizeof(err));
 	if (!r)
 		r = finish(&c, err, sizeof(err));
+	/* --trace - whose reader went away (stdio tells an earlier failed write as EIO) */
+	if ((r == -EPIPE || r == -EIO) && stop_signal == SIGPIPE && gp_opts.trace && !strcmp(gp_opts.trace, "-")) {
+		r = 0;
+		err[0] = '\0';
+	}
 cleanup:
 	gp_run__free(c.run);
 	/* SIGPIPE: the reader of the reports went away; that stream's loss is no error */

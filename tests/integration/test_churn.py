@@ -221,6 +221,38 @@ def test_sigpipe_final_report_to_files():
     gp.assert_nothing_attached()
 
 
+def test_sigpipe_trace_on_stdout():
+    """--trace - whose reader goes away: the final report still goes to stderr (the
+    reports' stream then), no error line for the closed stdout, exit 141."""
+    rfd, wfd = os.pipe()
+    err = gp.capture_file()
+    p = subprocess.Popen([GPUPROBE, "--memleak", "--trace", "-", "-i", "0.2", "--libcuda", FAKECUDA],
+                         stdout=wfd, stderr=err, start_new_session=True)
+    os.close(wfd)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            err.seek(0)
+            if "gpuprobe: tracing" in err.read():
+                break
+            time.sleep(0.05)
+        os.close(rfd)
+        r = gp.run([RATE, "--phases", "1000:50", "--alloc-every", "10"], env=ENV)
+        eq(r.returncode, 0, "rate_app")
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    err.seek(0)
+    text = err.read()
+    eq(p.returncode, 141, f"exit status ({text[-500:]})")
+    check("memleak final report" in text, f"no final report on stderr: {text[-800:]}")
+    lines = [l for l in text.splitlines() if l.startswith("gpuprobe:") and "tracing" not in l]
+    eq(lines, [], "error lines")
+    gp.assert_nothing_attached()
+
+
 def test_write_error_on_each_output():
     """/dev/full as each output: one line naming it, a non-zero exit even though the
     command succeeded (--csv wrote nothing and exited 0)."""
