@@ -241,11 +241,15 @@ def doc_lines(rows, n=600):
     for name, _, _ in CONFIGS:
         rs = [r for r in rows if r["config"] == name]
         held = [r["reached"] for r in rs if r["exact"]]
-        lossy = [r["reached"] for r in rs if not r["exact"]]
-        L.append(f"- {name}: held exactly up to {max(held) if held else 'no rate tried'}/s reached; "
-                 + (f"counted losses from {min(lossy)}/s." if lossy else "no loss at any rate this machine reached."))
-    L += ["", "Machine: " + os.uname().release + f", {os.cpu_count()} CPUs (shared: the rates reached are "
-          "this machine's, not gpuprobe's limit where every run was exact).", END]
+        lossy = [r for r in rs if not r["exact"]]
+        L.append(f"- {name}: exact in {len(held)} of {len(rs)} runs, the fastest at "
+                 f"{max(held) if held else '—'}/s; "
+                 + ("losses in the runs at " + ", ".join(f"{r['reached']}/s ({r['drops']} drops counted"
+                                                        f"{'' if r['counted'] else ', NOT all counted'})" for r in lossy)
+                    if lossy else "no loss at any rate this machine reached") + ".")
+    L += ["", "Machine: " + os.uname().release + f", {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f} at the end (shared: where every run was exact, the rates reached are the "
+          "machine's limit, not gpuprobe's).", END]
     return L
 
 
