@@ -17,7 +17,7 @@
  * ~100 ms (a producer faster than the consumer would otherwise keep it in one read
  * forever); what is left is read at once by the next call, the rings taken in turn.
  */
-#define GP_CONSUME_MS 25
+#define GP_CONSUME_MS 15
 
 /* One ring buffer; its records go to every subscriber, in the order they subscribed.
  * Each has its own reader (libbpf 1.1 has no per-ring consume): the rings take turns. */

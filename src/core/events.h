@@ -40,10 +40,10 @@ int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h
 /* A subscriber wants its on_tick within ms: the next gp_events__poll waits no longer. */
 void gp_events__want_tick(struct gp_events *ev, int ms);
 /* Waits up to timeout_ms (not at all when the last read left records), then reads for at
- * most ~25 ms (the consumer yields: a signal or a timer of the caller's is never kept
+ * most ~15 ms (the consumer yields: a signal or a timer of the caller's is never kept
  * waiting by a fast producer); returns records handled or -errno (-EINTR is not one). */
 int gp_events__poll(struct gp_events *ev, int timeout_ms);
-/* Handles what is in the buffers without waiting, for at most ~25 ms (see
+/* Handles what is in the buffers without waiting, for at most ~15 ms (see
  * gp_events__more). */
 int gp_events__drain(struct gp_events *ev);
 /* The same for at most ms (0: until the buffers are empty: only once the probes are
