@@ -44,6 +44,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import churn as churn_bench  # noqa: E402  (bench/churn.py)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(ROOT)
 B = os.path.join(ROOT, ".output", "bench")
@@ -1788,7 +1791,10 @@ def main():
         judge(results)
         results["analysis"] = analysis(results)
         kept = stacks_section(DOC) if not results.get("stacks") else None
+        kept_churn = results.get("churn") or churn_bench.section(DOC)
         write_doc(results, results.get("wall", 0))
+        if kept_churn:
+            churn_bench.replace_doc(DOC, kept_churn)
         if kept:
             with open(DOC) as f:
                 text = f.read()
@@ -1799,7 +1805,7 @@ def main():
         return
     if os.geteuid() != 0:
         die("needs root (BPF)")
-    secs = ["percall", "progcost", "sampling", "attach", "soak", "ringbuf", "estimate", "stacks"]
+    secs = ["percall", "progcost", "sampling", "attach", "soak", "ringbuf", "estimate", "stacks", "churn"]
     only = args.only.split(",") if args.only else secs
     for x in only:
         if x not in secs:
@@ -1835,6 +1841,11 @@ def main():
     if "stacks" in only:
         log("bench: what a stack costs per allocation (%d repetitions)" % REPS)
         stacks(have_bt, results)
+    churn_lines = churn_bench.section(DOC)  # kept unless measured again
+    if "churn" in only:
+        log("bench: churn, short processes paced to %s/s" % ",".join(map(str, churn_bench.LADDER)))
+        churn_lines = churn_bench.doc_lines(churn_bench.ladder())
+        results["churn"] = churn_lines
     judge(results)
     results["analysis"] = analysis(results)
     wall = time.monotonic() - t0
@@ -1847,7 +1858,12 @@ def main():
         log("  %s | %s | %s" % (row["target"], row["measured"], row["verdict"]))
     if not args.only:
         write_doc(results, wall)
+        if churn_lines:
+            churn_bench.replace_doc(DOC, churn_lines)
         log("bench: wrote %s (%.0f s)" % (os.path.relpath(DOC, ROOT), wall))
+    elif only == ["churn"]:
+        churn_bench.replace_doc(DOC, churn_lines)
+        log("bench: --only churn: its section of %s rewritten" % os.path.relpath(DOC, ROOT))
     elif only == ["stacks"] and os.path.exists(DOC):
         replace_stacks_doc(results)
         log("bench: --only stacks: its section of %s rewritten" % os.path.relpath(DOC, ROOT))

@@ -508,7 +508,8 @@ static int loop(struct daemon *d, char *err, size_t len)
 		uint64_t now;
 		int r;
 
-		if (poll(fds, 2, 100) < 0 && errno != EINTR) {
+		/* records left by a read that yielded (src/core/events.c): no wait */
+		if (poll(fds, 2, gp_events__more(d->run->events) ? 0 : 100) < 0 && errno != EINTR) {
 			snprintf(err, len, "poll: %s", strerror(errno));
 			return -errno;
 		}

@@ -30,6 +30,7 @@
 #include "option.h"
 #include "options.h"
 #include "outfile.h"
+#include "proctab.h"
 #include "ptree.h"
 #include "run.h"
 #include "target.h"
@@ -86,8 +87,13 @@ static const char epilog[] =
 	"  writes the trace alone to stdout, and the reports then go to stderr (or -o FILE).\n"
 	"  The \"tracing\" line, warnings and errors always go to stderr.\n"
 	"\n"
+	"SIGNALS: SIGINT, SIGTERM, SIGHUP end the run with the final report (SIGTERM is\n"
+	"  passed on to the command); SIGUSR1 prints an interval report now; SIGPIPE (the\n"
+	"  reports' reader gone) writes the final report to the file outputs and exits 141.\n"
+	"\n"
 	"Exit status: the command's own when gpuprobe started one, else 0;\n"
-	"1 on an error; 2 on bad usage.\n";
+	"1 on an error (an output that could not be written among them); 2 on bad usage;\n"
+	"141 after SIGPIPE.\n";
 
 /* -o FILE: where the reports go (src/out/outfile.c: no symlinks, 0600) */
 static const char *output_path;
@@ -98,11 +104,35 @@ static const struct gp_option cli_options[] = {
 	{},
 };
 
-static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_signal, report_signal;
 
 static void on_signal(int sig)
 {
-	stop_signal = sig;
+	if (sig == SIGUSR1)
+		report_signal = 1;
+	else if (!stop_signal) /* the first one says how the run ended */
+		stop_signal = sig;
+}
+
+/*
+ * The signals that end a run with its final report (SIGPIPE: the reports' reader went
+ * away; what is left is written to the file outputs, and the exit status is 141 as the
+ * default action's) and SIGUSR1 (a report now, as --interval's). Set before anything
+ * else, so that a signal during the start-up is not lost: the run ends as soon as it is
+ * set up (a held command is not let run).
+ */
+static void catch_signals(bool usr1)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&sa.sa_mask, sigs[i]);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+	if (usr1)
+		sigaction(SIGUSR1, &sa, NULL);
 }
 
 static int libbpf_print_fn(enum libbpf_print_level level, const char *fmt, va_list args)
@@ -413,6 +443,20 @@ static void announce(const struct cli *c)
 		where, gp_opts.cmd ? "" : "; Ctrl-C to end");
 }
 
+/*
+ * An interval report (--interval, SIGUSR1), then the records it listed as exited go (the
+ * target's stays until the final report): processes gone without an exit record are
+ * marked exited first (a reap with cutoff 0 drains and sweeps, releasing nothing), and a
+ * process whose exit is read after the report stays for the next one.
+ */
+static void interval_report(struct cli *c)
+{
+	report_signal = 0;
+	gp_run__reap(c->run, 0, c->run->keep_pid);
+	gp_run__report(c->run, "interval", 0);
+	gp_run__reap(c->run, GP_REAP_SEQ(proctab__exits()), c->run->keep_pid);
+}
+
 /* Until the command or the target ends, a signal, or --duration; reports on --interval. */
 static int loop(struct cli *c, char *err, size_t len)
 {
@@ -431,6 +475,8 @@ static int loop(struct cli *c, char *err, size_t len)
 	for (;;) {
 		uint64_t t;
 
+		if (stop_signal)
+			break;
 		r = gp_events__poll(c->run->events, wait_ms);
 		if (r < 0) {
 			snprintf(err, len, "reading the ring buffer: %s", strerror(-r));
@@ -443,12 +489,8 @@ static int loop(struct cli *c, char *err, size_t len)
 		}
 		if (targets_gone(c))
 			return 0;
-		if (stop_signal) {
-			/* a terminal's Ctrl-C reached the command too; a SIGTERM did not */
-			if (gp_opts.cmd && stop_signal == SIGTERM)
-				kill(c->child.pid, SIGTERM);
-			return 0;
-		}
+		if (stop_signal)
+			break;
 		t = gp_mono_ns();
 		if (end && t >= end)
 			return 0;
@@ -458,15 +500,27 @@ static int loop(struct cli *c, char *err, size_t len)
 			while (sample <= t)
 				sample += gp_seconds_to_ns(gp_opts.trace_counters);
 		}
-		if (next && t >= next) {
-			gp_events__drain(c->run->events);
-			gp_run__report(c->run, "interval", 0);
-			/* the target's record stays until the final report; others go once reported */
-			gp_run__reap(c->run, UINT64_MAX, c->run->keep_pid);
-			next += gp_seconds_to_ns(gp_opts.interval);
+		if (report_signal || (next && t >= next)) {
+			interval_report(c);
+			if (next && t >= next)
+				next += gp_seconds_to_ns(gp_opts.interval);
+			/* a late loop skips reports rather than writing a burst of them */
+			while (next && next <= t)
+				next += gp_seconds_to_ns(gp_opts.interval);
 		}
 	}
+	/* a terminal's Ctrl-C or hangup reached the command too; a SIGTERM did not */
+	if (gp_opts.cmd && c->released && stop_signal == SIGTERM)
+		kill(c->child.pid, SIGTERM);
+	return 0;
 }
+
+/* How long a process is seen gone before a sweep ends it (src/core/proctab.h): its last
+ * records may wait behind one that another CPU is still writing. */
+#define SWEEP_GRACE_NS 500000000ULL
+
+/* The longest the final read takes while a budget's sampled probes still write. */
+#define FINAL_DRAIN_MS 2000
 
 struct hits {
 	struct gp_snap_pid *v;
@@ -548,14 +602,20 @@ static void overhead_report(struct gp_run *run)
 /* The end: last records, the final reports, probes out, the modes' files. */
 static int finish(struct cli *c, char *err, size_t len)
 {
-	/* the exit tracepoint ran before the parent could reap: its record is in the buffer */
-	gp_events__drain(c->run->events);
+	/* the exit tracepoint ran before the parent could reap: its record is in the buffer.
+	 * The probes go first, so that what is left is a bounded read however fast the
+	 * processes still call (the sampled probes of a budget stay until gp_run__detach,
+	 * hence a bound); processes gone without an exit record are marked exited. */
+	gp_run__unprobe(c->run);
+	gp_events__drain_for(c->run->events, FINAL_DRAIN_MS);
+	proctab__set_sweep_grace(0);
+	gp_run__reap(c->run, 0, c->run->keep_pid);
 	gp_run__report(c->run, "final", 0);
 	if (gp_run__counts_hits(c->run))
 		overhead_report(c->run);
 	gp_run__detach(c->run);
 	/* probes are gone: whatever is still in the buffers is the last of the timeline */
-	gp_events__drain(c->run->events);
+	gp_events__drain_for(c->run->events, 0);
 	return gp_run__finish(c->run, err, len);
 }
 
@@ -612,7 +672,6 @@ static int trace_main(int argc, char **argv)
 	struct gp_cmdline cl = { .name = "gpuprobe", .frontend = GP_FE_CLI, .modes = true,
 				 .args_doc = "[-- COMMAND [ARGS...]]", .doc = doc, .epilog = epilog,
 				 .positionals = GP_POS_COMMAND, .extra = cli_options };
-	struct sigaction sa = { .sa_handler = on_signal };
 	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 }, .cmd_fd = { -1, -1 }, .log_fd = -1 };
 	char err[1024] = "";
 	int r = gp_options__parse(&cl, argc, argv), code, lost = 0;
@@ -629,6 +688,8 @@ static int trace_main(int argc, char **argv)
 		return gp_options__error(&cl, "--max-overhead with --trace: the trace probes every call, which no budget bounds");
 	libbpf_set_print(libbpf_print_fn);
 	gp_log_setup(false, gp_opts.verbose);
+	catch_signals(true);
+	proctab__set_sweep_grace(SWEEP_GRACE_NS);
 	r = preflight(err, sizeof(err));
 	if (!r)
 		r = open_reports(&c, err, sizeof(err));
@@ -636,10 +697,11 @@ static int trace_main(int argc, char **argv)
 		r = setup(&c, err, sizeof(err));
 	if (r)
 		goto cleanup;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	announce(&c);
-	r = release_command(&c, err, sizeof(err));
+	if (getenv("GPUPROBE_TEST_START_MS")) /* tests: a signal during the start-up */
+		usleep((useconds_t)atoi(getenv("GPUPROBE_TEST_START_MS")) * 1000);
+	/* a signal during the start-up ends the run now: a held command never runs */
+	r = stop_signal ? 0 : release_command(&c, err, sizeof(err));
 	if (r)
 		goto cleanup;
 	if (getenv("GPUPROBE_TEST_STALL_MS")) /* tests: let the ring buffer overflow */
@@ -647,9 +709,17 @@ static int trace_main(int argc, char **argv)
 	r = loop(&c, err, sizeof(err));
 	if (!r)
 		r = finish(&c, err, sizeof(err));
+	/* --trace - whose reader went away (stdio tells an earlier failed write as EIO) */
+	if ((r == -EPIPE || r == -EIO) && stop_signal == SIGPIPE && gp_opts.trace && !strcmp(gp_opts.trace, "-")) {
+		r = 0;
+		err[0] = '\0';
+	}
 cleanup:
 	gp_run__free(c.run);
-	if (c.out && c.out != stderr && (lost = outfile__close(c.out)) && !r) {
+	/* SIGPIPE: the reader of the reports went away; that stream's loss is no error */
+	if (c.out && c.out != stderr && (lost = outfile__close(c.out)) == -EPIPE && stop_signal == SIGPIPE)
+		lost = 0;
+	if (lost && !r) {
 		/* a full disk or a closed pipe lost reports: say so, and fail even when the
 		 * command succeeded */
 		r = lost;
@@ -663,7 +733,11 @@ cleanup:
 		close(c.pidfds[i]);
 	/* a command that ran is waited for; one held before its exec is killed */
 	code = r == -127 ? 127 : exit_code(&c, r);
+	if (r && r != -127 && !code) /* an output lost after the command succeeded */
+		code = 1;
 	target__abort(&c.child);
+	if (!code && !lost && stop_signal == SIGPIPE && !c.released)
+		code = 128 + SIGPIPE; /* as the default action's, for a pipeline's status */
 	return lost && !code ? 1 : code;
 }
 
@@ -793,10 +867,10 @@ static const struct gp_option top_options[] = {
  * could not run). */
 static int top_session(struct cli *c, char *err, size_t len)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
 	char who[512];
 	int r = top__check_terminal(&top_o, err, len); /* before anything is attached */
 
+	catch_signals(false);
 	if (!r)
 		r = preflight(err, len);
 	if (!r)
@@ -806,9 +880,7 @@ static int top_session(struct cli *c, char *err, size_t len)
 	if (r)
 		return r;
 	c->run->exit_report = NULL; /* the view prints no reports */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	r = release_command(c, err, len);
+	r = stop_signal ? 0 : release_command(c, err, len);
 	if (r)
 		return r;
 	describe_targets(c, who, sizeof(who));

@@ -1,27 +1,43 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "events.h"
+#include "util.h"
 
 #define MAX_SOURCES 8
 #define GP_READ_MS 20 /* the longest a record submitted without a wake-up waits in gp_events__poll */
 #define MAX_SUBSCRIBERS 16 /* the run, its process tree, the allocation source, every mode */
 
-/* One ring buffer; its records go to every subscriber, in the order they subscribed. */
+/*
+ * The longest one gp_events__poll or gp_events__drain reads records: the consumer yields
+ * whatever the event rate, so that a signal, --interval and --duration take effect within
+ * ~100 ms (a producer faster than the consumer would otherwise keep it in one read
+ * forever); what is left is read at once by the next call, the rings taken in turn.
+ */
+#define GP_CONSUME_MS 15
+
+/* One ring buffer; its records go to every subscriber, in the order they subscribed.
+ * Each has its own reader (libbpf 1.1 has no per-ring consume): the rings take turns. */
 struct source {
 	struct gp_events *ev;
+	struct ring_buffer *rb;
 	int map_fd;
 	struct gp_handlers h[MAX_SUBSCRIBERS];
 	int nr_h;
 };
 
 struct gp_events {
-	struct ring_buffer *rb;
+	int epfd;     /* every ring's wake-ups; -1 until a ring is added */
 	struct source src[MAX_SOURCES];
 	int nr_src;
+	int next;     /* the ring read first by the next read (the one after a yield) */
 	int tick_ms; /* > 0: the shortest wait a subscriber asked for */
+	uint64_t deadline; /* the current read yields at this CLOCK_MONOTONIC ns */
+	bool yielded;      /* the read stopped at the deadline: records are left */
+	bool more;         /* records were left by the last read: the next one does not wait */
 	uint64_t handled, malformed;
 };
 
@@ -142,19 +158,32 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (gp_events__dispatch(s->ev, &s->h[0], data, size) == 0)
 		for (int i = 1; i < s->nr_h; i++)
 			deliver(&s->h[i], data, size);
-	return 0; /* a bad record must not stop the drain */
+	/* a bad record must not stop the drain; the deadline does (libbpf has consumed this
+	 * record already: a negative return only ends the read) */
+	if (s->ev->deadline && gp_mono_ns() >= s->ev->deadline) {
+		s->ev->yielded = true;
+		return -EAGAIN;
+	}
+	return 0;
 }
 
 struct gp_events *gp_events__new(void)
 {
-	return calloc(1, sizeof(struct gp_events));
+	struct gp_events *ev = calloc(1, sizeof(struct gp_events));
+
+	if (ev)
+		ev->epfd = -1;
+	return ev;
 }
 
 void gp_events__free(struct gp_events *ev)
 {
 	if (!ev)
 		return;
-	ring_buffer__free(ev->rb);
+	for (int i = 0; i < ev->nr_src; i++)
+		ring_buffer__free(ev->src[i].rb);
+	if (ev->epfd >= 0)
+		close(ev->epfd);
 	free(ev);
 }
 
@@ -172,20 +201,56 @@ int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h
 	}
 	if (ev->nr_src >= MAX_SOURCES)
 		return -E2BIG;
+	if (ev->epfd < 0) {
+		ev->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (ev->epfd < 0)
+			return -errno;
+	}
 	s = &ev->src[ev->nr_src];
 	s->ev = ev;
 	s->map_fd = map_fd;
 	s->h[0] = *h;
 	s->nr_h = 1;
-	if (!ev->rb) {
-		ev->rb = ring_buffer__new(map_fd, on_record, s, NULL);
-		if (!ev->rb)
-			return -errno;
-	} else if (ring_buffer__add(ev->rb, map_fd, on_record, s)) {
+	s->rb = ring_buffer__new(map_fd, on_record, s, NULL);
+	if (!s->rb)
 		return -errno;
+	/* the rings' wake-ups through one fd (an epoll fd polls readable when its own does) */
+	if (epoll_ctl(ev->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(s->rb),
+		      &(struct epoll_event){ .events = EPOLLIN, .data.u32 = (uint32_t)ev->nr_src })) {
+		int r = -errno;
+
+		ring_buffer__free(s->rb);
+		s->rb = NULL;
+		return r;
 	}
 	ev->nr_src++;
 	return 0;
+}
+
+/* Reads every ring, each in turn from ev->next, until they are empty or budget_ns has
+ * passed (0: no limit); records handled or -errno. */
+static int consume(struct gp_events *ev, uint64_t budget_ns)
+{
+	uint64_t before = ev->handled + ev->malformed;
+	int r = 0;
+
+	ev->more = false;
+	ev->yielded = false;
+	ev->deadline = budget_ns ? gp_mono_ns() + budget_ns : 0;
+	for (int k = 0; k < ev->nr_src && !r; k++) {
+		int i = (ev->next + k) % ev->nr_src;
+
+		r = ring_buffer__consume(ev->src[i].rb);
+		if (r < 0 && ev->yielded) {
+			ev->more = true;
+			ev->next = (i + 1) % ev->nr_src;
+			r = 0;
+			break;
+		}
+		r = r < 0 ? r : 0;
+	}
+	ev->deadline = 0;
+	return r < 0 ? r : (int)(ev->handled + ev->malformed - before);
 }
 
 void gp_events__want_tick(struct gp_events *ev, int ms)
@@ -202,21 +267,23 @@ int gp_events__poll(struct gp_events *ev, int timeout_ms)
 		timeout_ms = ev->tick_ms;
 	ev->tick_ms = 0;
 
-	if (!ev->rb) { /* no ring buffer (--ioctl alone aggregates in BPF): just wait */
+	if (!ev->nr_src) { /* no ring buffer (--ioctl alone aggregates in BPF): just wait */
 		usleep((useconds_t)timeout_ms * 1000);
 		return 0;
 	}
 	/* records on hot paths come without a wake-up (gp_quiet_flags, common.bpf.h): read
 	 * every ring when the wait ends, also when a record that wakes (a process, a library)
-	 * ended it */
+	 * ended it; records left by a read that yielded are read without a wait */
 	if (timeout_ms > GP_READ_MS)
 		timeout_ms = GP_READ_MS;
-	n = ring_buffer__poll(ev->rb, timeout_ms);
-	if (n >= 0) {
-		int m = ring_buffer__consume(ev->rb);
+	if (!ev->more) {
+		struct epoll_event e[MAX_SOURCES];
 
-		n = m < 0 ? m : n + m;
+		n = epoll_wait(ev->epfd, e, MAX_SOURCES, timeout_ms);
+		if (n < 0 && errno != EINTR)
+			return -errno;
 	}
+	n = consume(ev, GP_CONSUME_MS * 1000000ULL);
 	for (int i = 0; i < ev->nr_src; i++)
 		for (int k = 0; k < ev->src[i].nr_h; k++)
 			if (ev->src[i].h[k].on_tick)
@@ -226,12 +293,22 @@ int gp_events__poll(struct gp_events *ev, int timeout_ms)
 
 int gp_events__drain(struct gp_events *ev)
 {
-	return ev->rb ? ring_buffer__consume(ev->rb) : 0;
+	return consume(ev, GP_CONSUME_MS * 1000000ULL);
+}
+
+int gp_events__drain_for(struct gp_events *ev, int ms)
+{
+	return consume(ev, ms > 0 ? (uint64_t)ms * 1000000ULL : 0);
+}
+
+bool gp_events__more(const struct gp_events *ev)
+{
+	return ev->more;
 }
 
 int gp_events__epoll_fd(const struct gp_events *ev)
 {
-	return ev->rb ? ring_buffer__epoll_fd(ev->rb) : -1;
+	return ev->epfd;
 }
 
 uint64_t gp_events__handled(const struct gp_events *ev)

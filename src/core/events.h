@@ -3,6 +3,7 @@
 #ifndef GP_EVENTS_H
 #define GP_EVENTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "gpuprobe.h"
@@ -38,10 +39,18 @@ void gp_events__free(struct gp_events *ev);
 int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h);
 /* A subscriber wants its on_tick within ms: the next gp_events__poll waits no longer. */
 void gp_events__want_tick(struct gp_events *ev, int ms);
-/* Waits up to timeout_ms; returns records handled or -errno (-EINTR is not an error). */
+/* Waits up to timeout_ms (not at all when the last read left records), then reads for at
+ * most ~15 ms (the consumer yields: a signal or a timer of the caller's is never kept
+ * waiting by a fast producer); returns records handled or -errno (-EINTR is not one). */
 int gp_events__poll(struct gp_events *ev, int timeout_ms);
-/* Handles everything already in the buffers without waiting. */
+/* Handles what is in the buffers without waiting, for at most ~15 ms (see
+ * gp_events__more). */
 int gp_events__drain(struct gp_events *ev);
+/* The same for at most ms (0: until the buffers are empty: only once the probes are
+ * gone, or a fast producer keeps it reading). */
+int gp_events__drain_for(struct gp_events *ev, int ms);
+/* The last read yielded with records left in a buffer: read again without waiting. */
+bool gp_events__more(const struct gp_events *ev);
 /* An fd that polls readable when a record that wakes waits, or a ring is half full
  * (ring_buffer__epoll_fd; most records come without a wake-up: drain on a timer too); -1
  * if none. */

@@ -12,7 +12,24 @@ struct exited {
 	void *p;
 	uint32_t pid;
 	uint64_t exit_ns;
+	uint64_t seq; /* its place among every table's exits (proctab__exits) */
 };
+
+/* Exits moved out of every table so far, in the order they were handled (atomic: the
+ * daemon's scrapes read tables on another thread). */
+static uint64_t exits_handled;
+
+uint64_t proctab__exits(void)
+{
+	return __atomic_load_n(&exits_handled, __ATOMIC_ACQUIRE);
+}
+
+static uint64_t sweep_grace_ns;
+
+void proctab__set_sweep_grace(uint64_t ns)
+{
+	sweep_grace_ns = ns;
+}
 
 struct row {
 	void *p;
@@ -22,6 +39,7 @@ struct row {
 
 struct proctab {
 	struct u64map *live; /* pid -> record */
+	struct u64map *gone_at; /* pid -> when a sweep first found it gone (ns | 1) */
 	struct exited *exited;
 	size_t nr_exited, cap_exited;
 	struct row *rows;
@@ -93,6 +111,7 @@ void proctab__free(struct proctab *t)
 	for (size_t it = 0; u64map__next(t->live, &it, &k, &v);)
 		release(t, v);
 	u64map__free(t->live);
+	u64map__free(t->gone_at);
 	for (size_t i = 0; i < t->nr_exited; i++)
 		release(t, t->exited[i].p);
 	free(t->exited);
@@ -149,6 +168,8 @@ void *proctab__exit(struct proctab *t, uint32_t pid, uint64_t exit_ns)
 
 	if (!p)
 		return NULL;
+	if (t->gone_at)
+		u64map__del(t->gone_at, pid);
 	if (t->nr_exited == t->cap_exited) {
 		size_t cap = t->cap_exited ? t->cap_exited * 2 : 16;
 		struct exited *n = realloc(t->exited, cap * sizeof(*n));
@@ -160,7 +181,8 @@ void *proctab__exit(struct proctab *t, uint32_t pid, uint64_t exit_ns)
 		t->exited = n;
 		t->cap_exited = cap;
 	}
-	t->exited[t->nr_exited++] = (struct exited){ .p = p, .pid = pid, .exit_ns = exit_ns };
+	t->exited[t->nr_exited++] = (struct exited){ .p = p, .pid = pid, .exit_ns = exit_ns,
+						     .seq = __atomic_fetch_add(&exits_handled, 1, __ATOMIC_ACQ_REL) };
 	return p;
 }
 
@@ -203,12 +225,14 @@ size_t proctab__list(struct proctab *t, void ***out)
 void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
 		   void (*before_free)(void *rctx, void *p), void *rctx)
 {
+	bool by_seq = before_ns & GP_REAP_SEQ(0);
 	size_t kept = 0;
 
 	for (size_t i = 0; i < t->nr_exited; i++) {
 		struct exited *e = &t->exited[i];
 
-		if ((keep_pid && e->pid == keep_pid) || e->exit_ns >= before_ns) {
+		if ((keep_pid && e->pid == keep_pid) ||
+		    (by_seq ? e->seq >= (before_ns & ~GP_REAP_SEQ(0)) : e->exit_ns >= before_ns)) {
 			t->exited[kept++] = *e;
 			continue;
 		}
@@ -219,15 +243,38 @@ void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
 	t->nr_exited = kept;
 }
 
-static size_t gone(const struct proctab *t, uint32_t *pids, size_t max)
+/*
+ * The live records whose process is gone. With a grace (proctab__set_sweep_grace), gone
+ * since a sweep at least that long ago: a process's last records may be behind a record
+ * another CPU has not committed yet, and a sweep that ended it first would make a second
+ * record of them.
+ */
+static size_t gone(struct proctab *t, uint32_t *pids, size_t max)
 {
-	uint64_t pid;
+	uint64_t pid, now = sweep_grace_ns ? gp_mono_ns() : 0;
 	size_t n = 0;
 	void *v;
 
-	for (size_t it = 0; n < max && u64map__next(t->live, &it, &pid, &v);)
-		if (kill((pid_t)pid, 0) && errno == ESRCH)
+	if (sweep_grace_ns && !t->gone_at && !(t->gone_at = u64map__new()))
+		return 0;
+	for (size_t it = 0; n < max && u64map__next(t->live, &it, &pid, &v);) {
+		uintptr_t at;
+
+		if (!kill((pid_t)pid, 0) || errno != ESRCH) {
+			if (t->gone_at)
+				u64map__del(t->gone_at, pid);
+			continue;
+		}
+		if (!sweep_grace_ns) {
 			pids[n++] = (uint32_t)pid;
+			continue;
+		}
+		at = (uintptr_t)u64map__get(t->gone_at, pid);
+		if (!at)
+			u64map__put(t->gone_at, pid, (void *)(uintptr_t)(now | 1));
+		else if (now - at >= sweep_grace_ns)
+			pids[n++] = (uint32_t)pid;
+	}
 	return n;
 }
 

@@ -53,10 +53,27 @@ void *proctab__exit(struct proctab *t, uint32_t pid, uint64_t exit_ns);
  * until the next call that changes t. */
 size_t proctab__list(struct proctab *t, void ***out);
 
-/* Releases the exited records that exited before before_ns (UINT64_MAX: all), except
+/* Releases the exited records that exited before before_ns (UINT64_MAX: all), or with
+ * before_ns GP_REAP_SEQ(n), those among the first n exits handled (proctab__exits), except
  * keep_pid's (0: none); before_free(rctx, p), when given, runs first for each. */
 void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
 		   void (*before_free)(void *rctx, void *p), void *rctx);
+
+/*
+ * How many exits every table has handled so far. A report lists what was handled before
+ * it: GP_REAP_SEQ(proctab__exits()) taken right after a report, as a reap's cutoff,
+ * releases exactly the records that report listed as exited, never one whose exit was
+ * handled after it (read while the reap drains the buffers, or found by a sweep). Cutoffs
+ * with the top bit are counts, others CLOCK_MONOTONIC times (no time reaches 2^63 ns);
+ * reapers that keep no exit order read them as times, "every exited one".
+ */
+uint64_t proctab__exits(void);
+#define GP_REAP_SEQ(n) ((1ULL << 63) | (uint64_t)(n))
+
+/* A sweep ends a process only once it has been gone for ns (0, the default: at once),
+ * for every table: a front end that reads while processes still run sets one, and 0
+ * once its probes are out and the buffers read. */
+void proctab__set_sweep_grace(uint64_t ns);
 
 /* Calls on_gone(ctx, pid) for each live record whose process is gone without an exit
  * record (lost, or the process made no call that asks for one); on_gone applies the exit.

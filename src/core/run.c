@@ -571,6 +571,7 @@ void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
 	/* records still in flight first: a process gone without an exit record is marked
 	 * exited by the modes, and a late record of it would make it live again */
 	gp_events__drain(run->events);
+	run->behind = gp_events__more(run->events);
 	/* the timeline's running totals: their last change before the records go, and a
 	 * sample right after, so a total that drops with them hides no later change */
 	gp_run__sample(run);
@@ -608,6 +609,12 @@ void gp_run__mode_names(const struct gp_run *run, char *buf, size_t len)
 	buf[0] = '\0';
 	for (int i = 0; i < run->nr && off < len; i++)
 		off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? "," : "", run->slot[i].m->name);
+}
+
+void gp_run__unprobe(struct gp_run *run)
+{
+	attach_set__free(run->links);
+	run->links = NULL;
 }
 
 void gp_run__detach(struct gp_run *run)

@@ -51,6 +51,8 @@ struct gp_run {
 	bool follow_forks;           /* a followed process's children are followed too */
 	const char *comm, *cgroup;   /* --comm, --cgroup */
 	uint32_t keep_pid;           /* its records stay until the final report; 0: none */
+	bool behind;                 /* the last reap's read left records: no mode sweeps
+	                              * (a process gone may have records still to be read) */
 	FILE *out;                   /* reports */
 	uint64_t start_ns;
 	/* the front end's answer to a mode that reports a process as it exits */
@@ -135,6 +137,9 @@ int gp_run__follow(struct gp_run *run, uint32_t pid, bool descendants, char *err
 int gp_run__subscribe(struct gp_run *run, const struct gp_handlers *h);
 /* The mode state of slot i's mode, for a mode's own callbacks. */
 int gp_run__slot_of(const struct gp_run *run, const void *st);
+/* Removes the run's probes but a budget's sampled ones, which gp_run__detach removes:
+ * the buffers stop filling, and a final read of them ends. */
+void gp_run__unprobe(struct gp_run *run);
 /* Removes every probe (the records already written stay to be read). */
 void gp_run__detach(struct gp_run *run);
 /* The end: the modes' last records and files; the first error is returned. */

@@ -72,11 +72,31 @@ struct upid {
 	bool read_failed;	/* any read outside the copy */
 };
 
+/*
+ * Source lines by file (device, inode) and offset in it, for every process: a line is
+ * the file's, whoever maps it. Looking one up costs a process's first use of a file its
+ * debug file, read and decompressed again in each new libdwfl session (a distribution's
+ * libc debug file: ~10 ms); under hundreds of short processes a second that was the
+ * reader's whole time, and the ring buffer filled (issue 30). Direct-mapped; misses
+ * (no line) are kept too.
+ */
+#define SRCLINE_SLOTS 4096
+#define SRCLINE_FILE_MAX 96
+
+struct srcline_slot {
+	struct safeopen_id id;
+	unsigned long long off;
+	bool used;
+	int line;		/* 0: no line there */
+	char file[SRCLINE_FILE_MAX];
+};
+
 struct unwinder {
 	char *proc_root;
 	const struct procpin *pin;	/* what exited processes kept (not owned), or NULL */
 	struct upid pids[UNWIND_MAX_PIDS];
 	struct ufile files[UNWIND_MAX_FILES];
+	struct srcline_slot lines[SRCLINE_SLOTS];
 	unsigned long long tick;
 	struct unwind_stats stats;
 	char last_err[320];	/* why the last file was refused */
@@ -136,6 +156,10 @@ static struct ufile *ufile_slot(struct unwinder *u, const struct safeopen_id *id
 		    (victim->used && f->last_use < victim->last_use))
 			victim = f;
 	}
+	/* the lines of a file go with it: its open fd kept its inode from being reused */
+	for (i = 0; victim->used && i < SRCLINE_SLOTS; i++)
+		if (u->lines[i].used && same_id(&u->lines[i].id, &victim->id))
+			u->lines[i].used = false;
 	ufile_drop(victim);
 	victim->used = true;
 	victim->id = *id;
@@ -791,10 +815,48 @@ static int module_at(struct unwinder *u, int pid, uint64_t pc, Dwfl_Module **mod
 	return p ? 0 : -ESRCH;
 }
 
+/* The mapping of pc in p's maps (sorted by address, as /proc/PID/maps lists them). */
+static const struct umap *map_of(const struct upid *p, unsigned long long pc)
+{
+	size_t lo = 0, hi = p->nmaps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pc < p->maps[mid].start)
+			hi = mid;
+		else if (pc >= p->maps[mid].end)
+			lo = mid + 1;
+		else
+			return &p->maps[mid];
+	}
+	return NULL;
+}
+
+static bool ufile_held(const struct unwinder *u, const struct safeopen_id *id)
+{
+	for (size_t i = 0; i < UNWIND_MAX_FILES; i++)
+		if (u->files[i].used && u->files[i].elf && same_id(&u->files[i].id, id))
+			return true;
+	return false;
+}
+
+static struct srcline_slot *srcline_slot(struct unwinder *u, const struct umap *m, unsigned long long off)
+{
+	uint64_t h = (off ^ ((uint64_t)m->id.ino << 20) ^ ((uint64_t)m->id.dev_minor << 52) ^
+		      ((uint64_t)m->id.dev_major << 44)) * 0x9E3779B97F4A7C15ull;
+
+	return &u->lines[(h >> 40) % SRCLINE_SLOTS];
+}
+
 int unwinder__srcline(struct unwinder *u, int pid, uint64_t pc, char *file,
 		      size_t flen, int *line)
 {
+	struct srcline_slot *slot = NULL;
+	unsigned long long off = 0;
+	const struct umap *m;
 	Dwfl_Module *mod;
+	struct upid *p;
 	Dwfl_Line *ln;
 	const char *src, *base;
 	int lineno = 0, err = -ENOENT;
@@ -803,20 +865,45 @@ int unwinder__srcline(struct unwinder *u, int pid, uint64_t pc, char *file,
 		err = -EINVAL;
 		goto cleanup;
 	}
-	if (module_at(u, pid, pc, &mod)) {
+	p = upid_for_pc(u, pid, pc);
+	if (!p) {
 		err = -ESRCH;
 		goto cleanup;
 	}
+	m = map_of(p, pc);
+	/* kept only while the file is open here (a ufile): its inode cannot be reused */
+	if (m && m->id.ino && ufile_held(u, &m->id)) {
+		off = pc - m->start + m->offset;
+		slot = srcline_slot(u, m, off);
+		if (slot->used && slot->off == off && same_id(&slot->id, &m->id)) {
+			if (!slot->line)
+				goto cleanup;
+			snprintf(file, flen, "%s", slot->file);
+			*line = slot->line;
+			err = 0;
+			goto cleanup;
+		}
+	}
+	mod = dwfl_addrmodule(p->dwfl, pc);
 	if (!mod || !dwarf_size_ok(mod))
-		goto cleanup;
+		goto remember;
 	ln = dwfl_module_getsrc(mod, pc);
 	src = ln ? dwfl_lineinfo(ln, NULL, &lineno, NULL, NULL, NULL) : NULL;
-	if (!src || !src[0] || lineno <= 0)
-		goto cleanup;
+	if (!src || !src[0] || lineno <= 0) {
+		lineno = 0;
+		goto remember;
+	}
 	base = strrchr(src, '/');
 	snprintf(file, flen, "%s", base && base[1] ? base + 1 : src);
 	*line = lineno;
 	err = 0;
+remember:
+	/* a name too long for the slot is looked up each time */
+	if (slot && (!lineno || strlen(file) < SRCLINE_FILE_MAX)) {
+		*slot = (struct srcline_slot){ .id = m->id, .off = off, .used = true, .line = lineno };
+		if (lineno)
+			snprintf(slot->file, sizeof(slot->file), "%s", file);
+	}
 cleanup:
 	return err;
 }

@@ -274,9 +274,9 @@ int folded__write(struct folded *f, FILE *out)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		fprintf(out, "%s %" PRIu64 "\n", s[i].stack, s[i].value);
-	if (fflush(out) || ferror(out))
-		return -EIO;
-	return 0;
+	if (fflush(out))
+		return -(errno ? errno : EIO); /* ENOSPC says more than EIO */
+	return ferror(out) ? -EIO : 0;
 }
 
 static void skip(struct folded_read_stats *st, size_t *counter, const char *why)

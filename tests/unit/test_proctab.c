@@ -229,11 +229,79 @@ cleanup:
 	proctab__free_owner(NULL);
 }
 
+/* An interval report's reap: only the exits handled before the report (GP_REAP_SEQ),
+ * whatever their times; a time cutoff still reads as a time. */
+static void test_reap_by_exit_order(void)
+{
+	struct proctab *t = proctab__new(&rec_ops, NULL);
+	uint64_t mark;
+	void **v;
+
+	freed = 0;
+	for (uint32_t pid = 1; pid <= 3; pid++) {
+		proctab__get(t, pid);
+		proctab__exit(t, pid, 1000 - pid); /* later exits, earlier times */
+	}
+	mark = proctab__exits(); /* the report */
+	proctab__get(t, 4);
+	proctab__exit(t, 4, 1); /* read after it, though it exited first */
+	proctab__reap(t, 0, GP_REAP_SEQ(mark), NULL, NULL);
+	if (!ASSERT_EQ(freed, 3, "the three listed are released"))
+		goto cleanup;
+	if (!ASSERT_EQ(proctab__list(t, &v), 1, "one left"))
+		goto cleanup;
+	if (!ASSERT_EQ(((struct rec *)v[0])->pid, 4, "the exit read after the report stays"))
+		goto cleanup;
+	proctab__reap(t, 0, GP_REAP_SEQ(proctab__exits()), NULL, NULL);
+	if (!ASSERT_EQ(freed, 4, "released by the next report's reap"))
+		goto cleanup;
+cleanup:
+	proctab__free(t);
+}
+
+static int gone_calls;
+
+static void on_gone(void *ctx, uint32_t pid)
+{
+	proctab__exit(ctx, pid, 0);
+	gone_calls++;
+}
+
+/* With a grace, a process gone without an exit record ends at the first sweep that finds
+ * it gone the grace after an earlier one did; without one, at once. */
+static void test_sweep_grace(void)
+{
+	struct proctab *t = proctab__new(&rec_ops, NULL);
+	uint32_t gone_pid = 4000001; /* above pid_max's default: no such process */
+
+	gone_calls = 0;
+	proctab__get(t, gone_pid);
+	proctab__set_sweep_grace(3600ULL * 1000000000ULL);
+	proctab__sweep(t, on_gone, t);
+	proctab__sweep(t, on_gone, t);
+	if (!ASSERT_TRUE(gone_calls == 0 && proctab__live(t, gone_pid), "within the grace: live"))
+		goto cleanup;
+	proctab__set_sweep_grace(1);
+	proctab__sweep(t, on_gone, t);
+	if (!ASSERT_TRUE(gone_calls == 1 && !proctab__live(t, gone_pid), "gone longer than the grace: ended"))
+		goto cleanup;
+	proctab__get(t, gone_pid + 1);
+	proctab__set_sweep_grace(0);
+	proctab__sweep(t, on_gone, t);
+	if (!ASSERT_TRUE(gone_calls == 2 && !proctab__live(t, gone_pid + 1), "no grace: ended at once"))
+		goto cleanup;
+cleanup:
+	proctab__set_sweep_grace(0);
+	proctab__free(t);
+}
+
 int main(void)
 {
 	RUN_TEST(test_head_records);
 	RUN_TEST(test_live_exit_reuse_list);
 	RUN_TEST(test_find_if_images);
 	RUN_TEST(test_reap_keep_and_cutoff);
+	RUN_TEST(test_reap_by_exit_order);
+	RUN_TEST(test_sweep_grace);
 	return unit_done();
 }

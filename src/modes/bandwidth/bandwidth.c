@@ -40,6 +40,7 @@ struct bandwidth {
 	/* --csv: bytes per GPU and direction since the last row */
 	uint64_t interval[MAX_GPUS + 1][BW__COUNT];
 	bool gpu_seen[MAX_GPUS + 1];
+	bool csv_header; /* --csv to a pipe (no position to read): its header is written */
 };
 _Static_assert(offsetof(struct bandwidth, procs) == 0, "proctab__new_owner: the table first");
 
@@ -560,13 +561,14 @@ void bw_snap_data__clear(struct bw_snap_data *d)
 
 int bandwidth__csv_rows(struct bandwidth *bw, FILE *f, double unix_time, double interval_s)
 {
-	long pos;
+	long pos = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
 
-	if (fseek(f, 0, SEEK_END))
+	/* a file appended to has its header once; a pipe gets it with the first rows */
+	if (pos < 0 && errno != ESPIPE)
 		return -errno;
-	pos = ftell(f);
-	if (pos == 0)
+	if (pos == 0 || (pos < 0 && !bw->csv_header))
 		fprintf(f, "timestamp,gpu,h2d_bytes,d2h_bytes,d2d_bytes,h2d_bytes_per_s,d2h_bytes_per_s\n");
+	bw->csv_header = true;
 	for (int g = 1; g <= MAX_GPUS; g++) {
 		uint64_t *b = bw->interval[g];
 
@@ -578,6 +580,7 @@ int bandwidth__csv_rows(struct bandwidth *bw, FILE *f, double unix_time, double 
 			interval_s > 0 ? (double)b[BW_D2H] / interval_s : 0.0);
 		memset(b, 0, sizeof(bw->interval[g]));
 	}
-	fflush(f);
+	if (fflush(f))
+		return -(errno ? errno : EIO);
 	return ferror(f) ? -EIO : 0;
 }

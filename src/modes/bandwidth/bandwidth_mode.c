@@ -41,6 +41,7 @@ struct bw_mode {
 	struct bandwidth *bw;
 	struct attach_pair probes;
 	FILE *csv;
+	int csv_err; /* the first write error of --csv */
 	uint64_t last_csv_ns;
 	struct bw_snap snap;
 };
@@ -188,8 +189,14 @@ static void csv_rows(struct bw_mode *m)
 	struct timespec wall;
 
 	clock_gettime(CLOCK_REALTIME, &wall); /* the row's time to the millisecond, not time(NULL)'s .000 */
-	bandwidth__csv_rows(m->bw, m->csv, (double)wall.tv_sec + (double)wall.tv_nsec / 1e9,
-			    (double)(now - m->last_csv_ns) / 1e9);
+	int r = bandwidth__csv_rows(m->bw, m->csv, (double)wall.tv_sec + (double)wall.tv_nsec / 1e9,
+				    (double)(now - m->last_csv_ns) / 1e9);
+
+	/* flushed with each report: a reader of the file sees its rows, a full disk shows */
+	if (!r && fflush(m->csv))
+		r = -(errno ? errno : EIO);
+	if (r && !m->csv_err)
+		m->csv_err = r;
 	m->last_csv_ns = now;
 }
 
@@ -253,8 +260,8 @@ static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t ke
 {
 	struct bw_mode *m = st;
 
-	(void)run;
-	bandwidth__sweep(m->bw, gp_mono_ns());
+	if (!run->behind) /* a process's last records may still be in the buffers */
+		bandwidth__sweep(m->bw, gp_mono_ns());
 	bandwidth__reap(m->bw, cutoff_ns, keep_pid);
 }
 
@@ -283,6 +290,26 @@ static void m_counters(void *st, struct gp_run *run, gp_counter_fn emit, void *c
 	}
 }
 
+/* --csv: the rows written are on the disk, or the run fails with one line (a full disk
+ * must not pass for a CSV that was written). */
+static int m_finish(void *st, struct gp_run *run, char *err, size_t len)
+{
+	struct bw_mode *m = st;
+	int r = m->csv_err;
+
+	(void)run;
+	if (m->csv) {
+		int c = outfile__close(m->csv);
+
+		m->csv = NULL;
+		if (!r)
+			r = c;
+	}
+	if (r)
+		snprintf(err, len, "--csv %s: %s", bw_settings.csv, strerror(-r));
+	return r;
+}
+
 const struct gp_mode gp_mode_bandwidth = {
 	.name = "bandwidth",
 	.flag = "bandwidth-util",
@@ -299,6 +326,7 @@ const struct gp_mode gp_mode_bandwidth = {
 	.json = bw_report__json,
 	.prom = bw_report__prom,
 	.reap = m_reap,
+	.finish = m_finish,
 	.counters = m_counters,
 	.free = m_free,
 };

@@ -718,8 +718,8 @@ static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t ke
 {
 	struct ct_mode *m = st;
 
-	(void)run;
-	cudatrace__sweep(m->ct, gp_mono_ns());
+	if (!run->behind) /* a process's last records may still be in the buffers */
+		cudatrace__sweep(m->ct, gp_mono_ns());
 	cudatrace__reap(m->ct, cutoff_ns, keep_pid, forget_pid, st);
 }
 

@@ -355,8 +355,8 @@ static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t ke
 {
 	struct memleak_mode *m = st;
 
-	(void)run;
-	memleak__sweep(m->ml, gp_mono_ns());
+	if (!run->behind) /* a process's last records may still be in the buffers */
+		memleak__sweep(m->ml, gp_mono_ns());
 	memleak__reap(m->ml, cutoff_ns, keep_pid);
 }
 

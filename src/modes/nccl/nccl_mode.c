@@ -268,8 +268,8 @@ static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t ke
 {
 	struct nccl_mode *m = st;
 
-	(void)run;
-	nccl_agg__sweep(m->agg, gp_mono_ns());
+	if (!run->behind) /* a process's last records may still be in the buffers */
+		nccl_agg__sweep(m->agg, gp_mono_ns());
 	nccl_agg__reap(m->agg, cutoff_ns, keep_pid);
 }
 

@@ -1,0 +1,277 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Churn and signals (issue 30): a node-wide CLI run under hundreds of short processes a
+second reports every process with its exact counts or counts its loss; no process is
+listed running after it exited; signals, --interval and a signal during start-up take
+effect under load; SIGHUP/SIGTERM/SIGPIPE end with the final report; a write error on
+any output is one line and a non-zero exit."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import gp
+from gp import FAKECUDA, GPUPROBE, app, check, eq
+
+sys.path.insert(0, os.path.join(gp.ROOT, "bench"))
+import churn  # noqa: E402  (bench/churn.py: the driver and the per-process truth)
+
+RATE = app("rate_app")
+MEMLEAK = app("memleak_app")
+ENV = {"LD_LIBRARY_PATH": gp.FAKECUDA_DIR}
+
+
+def _churn_case(n, extra, interval):
+    """1,000 (or n) rate_app processes paced to 400/s, 20 at a time. A loaded 2-core
+    machine may not start them that fast: the rate reached is printed, and the truth is
+    compared whatever it was."""
+    res = churn.churn(n, 20, 400, ["memleak", "cudatrace", "bandwidth-util"], interval, extra)
+    eq(res["app_failures"], 0, "rate_app runs that failed")
+    eq(res["gpuprobe_exit"], 0, f"gpuprobe's exit status ({res['stderr_tail']!r})")
+    for mode, m in res["modes_judged"].items():
+        eq(m["processes"], n, f"{mode}: processes started")
+        eq(m["listed_running"], 0, f"{mode}: processes whose last listing says running after they exited")
+        eq(m["extra"], {k: 0 for k in m["extra"]}, f"{mode}: counts above the truth (records folded into another)")
+        lost = sum(m["lost"].values())
+        if m["drops"] == 0:
+            eq((m["missing"], m["wrong"], lost), (0, 0, 0), f"{mode}: missing, wrong, lost with no drop counted")
+        else:
+            check(lost > 0 or m["missing"] == 0, f"{mode}: {m}")
+    print(f"#   {n} processes at {res['achieved_rate']}/s ({' '.join(extra) or 'default stacks'}, "
+          f"-i {interval}): " + "; ".join(f"{k} missing {m['missing']} wrong {m['wrong']} lost {m['lost']} "
+                                         f"drops {m['drops']}" for k, m in res["modes_judged"].items()))
+    return res
+
+
+def test_churn_exact_without_stacks_interval():
+    """-i 1, --stacks none: every process exact, reaped only once reported exited."""
+    _churn_case(1000, ["--stacks", "none"], 1)
+
+
+def test_churn_exact_frame_pointers():
+    """--stacks fp, no interval: every process exact in the final report."""
+    _churn_case(1000, ["--stacks", "fp"], None)
+
+
+def test_churn_dwarf_stacks_counted():
+    """Default stacks (a stack copy per allocation): what cannot be read in time is
+    counted (ringbuf_full), and no process is listed running after it exited."""
+    _churn_case(400, [], 1)
+
+
+def _load(stop, procs_started):
+    """Short CUDA processes, 20 at a time, until stop is set."""
+    env = dict(os.environ, **ENV)
+    running = []
+    while not stop.is_set():
+        running = [p for p in running if p.poll() is None]
+        while len(running) < 20:
+            running.append(subprocess.Popen([RATE, "--phases", "100000:10", "--alloc-every", "10",
+                                             "--copy-every", "20"], env=env, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL))
+            procs_started[0] += 1
+        time.sleep(0.002)
+    for p in running:
+        p.wait()
+
+
+def _stop_time(args, load):
+    """Seconds from SIGINT to gpuprobe's exit, with load or not, and its interval reports."""
+    g = gp.start_gpuprobe(args)
+    stop = threading.Event()
+    started = [0]
+    t = threading.Thread(target=_load, args=(stop, started)) if load else None
+    try:
+        if t:
+            t.start()
+        time.sleep(4)
+        t0 = time.monotonic()
+        g.signal(signal.SIGINT)
+        g.wait(timeout=120)
+        took = time.monotonic() - t0
+    finally:
+        stop.set()
+        if t:
+            t.join()
+        g.kill()
+    eq(g.p.returncode, 0, f"exit status ({g.stderr()[-500:]})")
+    reps = gp.json_lines(g.stdout())
+    return took, [r for r in reps if r.get("report") == "interval"], started[0]
+
+
+def test_signal_latency_under_load():
+    """SIGINT ends a node-wide run with -i 1 under churn about as fast as an idle one, and
+    the interval reports keep coming. The product's target is 100 ms; measured against an
+    idle baseline taken in this run, with a margin for a loaded 2-core CI machine: the
+    loaded stop may take the baseline plus 2 s (the final read of what the ring holds and
+    the report), never the tens of seconds it took when the consumer never yielded."""
+    args = ["--memleak", "--bandwidth-util", "--json", "-i", "1", "--libcuda", FAKECUDA]
+    base, _, _ = _stop_time(args, False)
+    took, intervals, n = _stop_time(args, True)
+    print(f"#   SIGINT to exit: idle {base * 1000:.0f} ms, under churn ({n} processes in 4 s) {took * 1000:.0f} ms; "
+          f"{len(intervals) // 2} interval reports")
+    check(took <= base + 2.0 * gp.TIME_SLACK, f"stop under load took {took:.2f} s (idle {base:.2f} s)")
+    # two modes, a report each per second: at least 2 seconds of the 4 reported
+    check(len(intervals) >= 4, f"interval reports under load: {len(intervals)}")
+
+
+def test_signal_during_startup_is_honoured():
+    """A SIGINT before the probes are in (here: held between setup and the start of the
+    command) ends the run: the command never runs, the final report is written."""
+    g = gp.Background([GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "--", MEMLEAK, "--allocs", "1"],
+                      env=dict(ENV, GPUPROBE_TEST_START_MS="3000"))
+    try:
+        g.wait_for("gpuprobe: tracing", where="stderr")
+        t0 = time.monotonic()
+        g.signal(signal.SIGINT)
+        g.wait(timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        g.kill()
+    check(took < 2.5, f"the signal waited for the start-up's end ({took:.2f} s of a 3 s hold)")
+    eq(len(gp.reports(g.stdout(), "final")), 1, "final reports")
+    check('"api"' not in g.stderr(), "the held command ran")
+    gp.assert_nothing_attached()
+
+
+def _signal_run(sig):
+    g = gp.start_gpuprobe(["--memleak", "--json", "--libcuda", FAKECUDA])
+    try:
+        r = gp.run([MEMLEAK, "--allocs", "4", "--leaks", "2", "--size", "4096"], env=ENV)
+        pid = gp.truth(r.stderr)["pid"]
+        time.sleep(0.3)
+        g.signal(sig)
+        g.wait(timeout=30)
+    finally:
+        g.kill()
+    return g, pid
+
+
+def test_sighup_sigterm_final_report():
+    """SIGHUP and SIGTERM end a run as SIGINT does: the final report, exit 0, nothing left
+    attached (they were fatal: exit 129, no report)."""
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        g, pid = _signal_run(sig)
+        eq(g.p.returncode, 0, f"{sig.name}: exit status")
+        p = gp.proc(gp.final(g.stdout()), pid)
+        eq((p["allocs_total"], p["outstanding_allocs"]), (4, 2), f"{sig.name}: the process's allocations")
+    gp.assert_nothing_attached()
+
+
+def test_sigusr1_prints_a_report():
+    """SIGUSR1 prints an interval report now (as dd's status) and the run goes on."""
+    g = gp.start_gpuprobe(["--memleak", "--json", "--libcuda", FAKECUDA])
+    try:
+        r = gp.run([MEMLEAK, "--allocs", "4", "--leaks", "2", "--size", "4096"], env=ENV)
+        pid = gp.truth(r.stderr)["pid"]
+        time.sleep(0.3)
+        g.signal(signal.SIGUSR1)
+        deadline = time.time() + 10
+        while time.time() < deadline and not gp.reports(g.stdout(), "interval"):
+            time.sleep(0.05)
+        check(g.p.poll() is None, "gpuprobe ended on SIGUSR1")
+        rep = gp.reports(g.stdout(), "interval")
+        eq(len(rep), 1, "interval reports after SIGUSR1")
+        eq(gp.proc(rep[0], pid)["outstanding_allocs"], 2, "the report's process")
+        g.signal(signal.SIGINT)
+        g.wait(timeout=30)
+    finally:
+        g.kill()
+    eq(g.p.returncode, 0, "exit status")
+
+
+def test_sigpipe_final_report_to_files():
+    """The reports' reader goes away (stdout a pipe closed): the final rows still go to
+    --csv, no error line, exit 141 (as SIGPIPE's default action, for a pipeline's status)."""
+    csv = os.path.join(gp.OUT, "test-logs", "churn-sigpipe.csv")
+    if os.path.exists(csv):
+        os.unlink(csv)
+    rfd, wfd = os.pipe()
+    err = gp.capture_file()
+    p = subprocess.Popen([GPUPROBE, "--bandwidth-util", "--json", "-i", "0.2", "--csv", csv, "--libcuda", FAKECUDA],
+                         stdout=wfd, stderr=err, start_new_session=True)
+    os.close(wfd)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            err.seek(0)
+            if "gpuprobe: tracing" in err.read():
+                break
+            time.sleep(0.05)
+        r = gp.run([RATE, "--phases", "1000:10", "--copy-every", "2"], env=ENV)
+        eq(r.returncode, 0, "rate_app")
+        time.sleep(0.5)
+        os.close(rfd)  # the reader goes: the next interval report meets EPIPE
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    err.seek(0)
+    text = err.read()
+    eq(p.returncode, 141, f"exit status ({text[-500:]})")
+    lines = [l for l in text.splitlines() if l.startswith("gpuprobe:") and "tracing" not in l]
+    eq(lines, [], "error lines")
+    with open(csv) as f:
+        rows = f.read().splitlines()
+    check(len(rows) >= 2 and rows[0].startswith("timestamp,"), f"CSV rows: {rows}")
+    eq(sum(int(r.split(",")[2]) for r in rows[1:]), 5 * 65536, "H2D bytes in the CSV rows")
+    gp.assert_nothing_attached()
+
+
+def test_sigpipe_trace_on_stdout():
+    """--trace - whose reader goes away: the final report still goes to stderr (the
+    reports' stream then), no error line for the closed stdout, exit 141."""
+    rfd, wfd = os.pipe()
+    err = gp.capture_file()
+    p = subprocess.Popen([GPUPROBE, "--memleak", "--trace", "-", "-i", "0.2", "--libcuda", FAKECUDA],
+                         stdout=wfd, stderr=err, start_new_session=True)
+    os.close(wfd)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            err.seek(0)
+            if "gpuprobe: tracing" in err.read():
+                break
+            time.sleep(0.05)
+        os.close(rfd)
+        r = gp.run([RATE, "--phases", "1000:50", "--alloc-every", "10"], env=ENV)
+        eq(r.returncode, 0, "rate_app")
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    err.seek(0)
+    text = err.read()
+    eq(p.returncode, 141, f"exit status ({text[-500:]})")
+    check("memleak final report" in text, f"no final report on stderr: {text[-800:]}")
+    lines = [l for l in text.splitlines() if l.startswith("gpuprobe:") and "tracing" not in l]
+    eq(lines, [], "error lines")
+    gp.assert_nothing_attached()
+
+
+def test_write_error_on_each_output():
+    """/dev/full as each output: one line naming it, a non-zero exit even though the
+    command succeeded (--csv wrote nothing and exited 0)."""
+    cmd = ["--libcuda", FAKECUDA]
+    work = ["--", MEMLEAK, "--allocs", "3", "--leaks", "2", "--size", "4096"]
+    cases = [(["--memleak", "-o", "/dev/full"], "writing the reports to /dev/full"),
+             (["--memleak", "--json", "-o", "/dev/full"], "writing the reports to /dev/full"),
+             (["--bandwidth-util", "--csv", "/dev/full"], "--csv /dev/full"),
+             (["--memleak", "--trace", "/dev/full"], "--trace /dev/full"),
+             (["--memleak", "--trace", "/dev/full", "--trace-format", "chrome"], "--trace /dev/full"),
+             (["--memleak", "--folded", "/dev/full"], "--folded /dev/full")]
+    for args, what in cases:
+        r = gp.run([GPUPROBE] + args + cmd + work, env=ENV)
+        lines = [l for l in r.stderr.splitlines() if l.startswith("gpuprobe:") and "tracing" not in l]
+        check(r.returncode != 0, f"{args}: exit 0 ({r.stderr[-300:]!r})")
+        eq(len(lines), 1, f"{args}: error lines {lines}")
+        check(what in lines[0] and "No space left on device" in lines[0], f"{args}: {lines[0]!r}")
+    gp.assert_nothing_attached()
+
+
+if __name__ == "__main__":
+    gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])
