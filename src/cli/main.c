@@ -211,9 +211,21 @@ static int resolve_libs(struct cli *c, char *err, size_t len)
 	if (!(gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA))
 		return 0;
 	if (!gp_opts.nr_pids || gp_opts.libcuda) {
+		int own = 0;
+
+		/* the command's own folders first (its RPATH/RUNPATH, its libraries'): a libcuda
+		 * found only there is probed before it runs, not after its loader mapped it */
+		if (gp_opts.cmd && !gp_opts.libcuda)
+			own = target__resolve_command(gp_opts.cmd, gp_opts.verbose, &c->libs);
+		if (own)
+			gp_log(GP_LOG_INFO, "%s: %d libcuda file%s found through the program's own library folders",
+			       gp_opts.cmd[0], own, own > 1 ? "s" : "");
 		r = target__resolve(gp_opts.libcuda, gp_opts.nr_pids ? gp_opts.pids[0] : -1, gp_opts.verbose,
 				    &c->libs, err, len);
-		if (r == -ENOENT && gp_opts.cmd && !gp_opts.libcuda) {
+		if (r == -ENOENT && own) {
+			err[0] = '\0';
+			r = 0;
+		} else if (r == -ENOENT && gp_opts.cmd && !gp_opts.libcuda) {
 			/* the command may load one from where only it knows (dlopen of a path, a
 			 * wheel): the linker's hook reports it (src/core/libwatch.c) */
 			gp_log(GP_LOG_WARN, "%s: probing each libcuda the command loads", err);

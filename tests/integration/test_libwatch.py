@@ -67,6 +67,39 @@ def test_libcuda_loaded_by_python_later():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def rpath_copy():
+    """memleak_app and the stand-in copied to a fresh folder pair: the app's RUNPATH
+    ($ORIGIN/../fakecuda) is the only way to its driver, a file no other process maps and
+    no default folder, LD_LIBRARY_PATH or ldconfig names."""
+    d = tempfile.mkdtemp(prefix="gp-rpath-")
+    os.makedirs(os.path.join(d, "apps"))
+    os.makedirs(os.path.join(d, "fakecuda"))
+    shutil.copy(app("memleak_app"), os.path.join(d, "apps", "memleak_app"))
+    shutil.copy(FAKECUDA, os.path.join(d, "fakecuda", "libcuda.so.1"))
+    return d, os.path.join(d, "apps", "memleak_app")
+
+
+def test_libcuda_only_through_the_programs_rpath():
+    """The command's loader finds libcuda only through the program's RUNPATH: it is found
+    the same way before the command runs (src/core/ldpath.c), so every call is seen
+    (before: the linker's report probed it after the first calls, or after all of them)."""
+    d, exe = rpath_copy()
+    try:
+        r = gp.gpuprobe(["--memleak", "--json", "-v"], cmd=[exe, "--allocs", "10", "--leaks", "3"],
+                        timeout=60, env={"LD_LIBRARY_PATH": ""})
+        eq(r.returncode, 0, f"exit ({r.stderr[-800:]})")
+        check("found through the program's own library folders" in r.stderr, r.stderr[-800:])
+        t = gp.truth(r.stderr)
+        rep = gp.final(r.stdout, "memleak")
+        p = gp.proc(rep, t["pid"])
+        eq(p["outstanding_allocs"], t["leaks"], "every leak")
+        eq(p["outstanding_bytes"], t["leaked_bytes"], "their bytes")
+        eq(p["untracked_frees"], 0, "no free of an unseen allocation")
+        eq(p.get("unseen_before_probes"), None, "no gap to report")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def test_libnccl_in_a_private_mount_namespace():
     """The library lives at a path that exists only in the process's mount namespace: it is
     opened through /proc/PID/root (safe_open_mapped), as in a container."""
