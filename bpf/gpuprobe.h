@@ -588,6 +588,9 @@ struct gp_dlopen_event {
 	__u64 ts_ns;
 	__u32 img;
 	__s32 state; /* r_debug.r_state (0 RT_CONSISTENT), -1: not read */
+	__u32 held;  /* 1: a libcuda is the newest object and the process was stopped
+		      * (SIGSTOP) until user space probes it and sends SIGCONT */
+	__u32 _pad;
 };
 
 #endif /* GPUPROBE_H */

@@ -9,6 +9,7 @@
 #include "json.h"
 #include "memleak_mode.h"
 #include "prom.h"
+#include "run.h"
 #include "text.h"
 #include "trees.h"
 #include "ustack.h"
@@ -74,9 +75,10 @@ static void text_stack(FILE *f, const struct ml_snap_proc *p, const struct ml_sn
 	}
 }
 
-static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_snap *s)
+static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_snap *s, struct gp_run *run)
 {
-	char hb[32];
+	const struct gp_unseen *u = gp_run__unseen(run, p->pid);
+	char hb[32], line[160];
 
 	gp_text__bytes(p->st.outstanding_bytes, hb, sizeof(hb));
 	fprintf(f, "PID %u (%s)%s: %" PRIu64 " outstanding allocations, %" PRIu64 " bytes (%s)\n",
@@ -90,6 +92,10 @@ static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_sna
 	if (p->st.maps_total)
 		fprintf(f, ", mapped %" PRIu64 " B", p->st.mapped_bytes);
 	fputc('\n', f);
+	if (u) {
+		gp_unseen__text(u, line, sizeof(line));
+		fprintf(f, "    [%s]\n", line);
+	}
 	if (s->older_than > 0) {
 		gp_text__bytes(p->shown_bytes, hb, sizeof(hb));
 		fprintf(f, "    outstanding for more than %gs: %" PRIu64 " allocations, %" PRIu64 " bytes (%s)\n",
@@ -138,7 +144,7 @@ void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 			fprintf(f, "Process %u (%s) %s with %" PRIu64 " allocations never freed (%" PRIu64 " bytes)\n",
 				p->pid, p->comm, p->exec ? "replaced its image (exec)" : "exited",
 				p->st.outstanding_allocs, p->st.outstanding_bytes);
-			text_proc(f, p, s);
+			text_proc(f, p, s, run);
 		}
 		return;
 	}
@@ -151,7 +157,7 @@ void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 	fprintf(f, "[%s] memleak %s report: %zu process%s, %" PRIu64 " outstanding allocations, %" PRIu64 " bytes (%s)\n",
 		tbuf, hdr->kind, s->d.nr_procs, s->d.nr_procs == 1 ? "" : "es", allocs, bytes, hb);
 	for (size_t i = 0; i < s->d.nr_procs; i++)
-		text_proc(f, &s->d.procs[i], s);
+		text_proc(f, &s->d.procs[i], s, run);
 	text_jobs(f, s, run);
 	gp_drops__text(f, hdr);
 }
@@ -232,6 +238,7 @@ static json_object *json_proc(const struct ml_snap_proc *p, const struct ml_snap
 	json_object_object_add(o, "outstanding_bytes", json_object_new_uint64(st->outstanding_bytes));
 	json_object_object_add(o, "outstanding_allocs", json_object_new_uint64(st->outstanding_allocs));
 	json_object_object_add(o, "untracked_frees", json_object_new_uint64(st->untracked_frees));
+	json_object_object_add(o, "unseen_before_probes", gp_unseen__json(gp_run__unseen(run, p->pid)));
 	json_object_object_add(o, "allocs_total", json_object_new_uint64(st->allocs_total));
 	json_object_object_add(o, "frees_total", json_object_new_uint64(st->frees_total));
 	json_object_object_add(o, "alloc_bytes_total", json_object_new_uint64(st->alloc_bytes_total));
