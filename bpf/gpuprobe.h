@@ -208,6 +208,9 @@ enum gp_api {
 	GP_API_cuMemcpy3DPeer_ptds,
 	GP_API_cuMemcpy3DPeerAsync,
 	GP_API_cuMemcpy3DPeerAsync_ptsz,
+	GP_API_cuCtxGetDevice,          /* (CUdevice *): the calling thread's context's GPU */
+	GP_API_cuGraphAddMemAllocNode,  /* (..., CUDA_MEM_ALLOC_NODE_PARAMS *): dptr out, bytesize in */
+	GP_API_cuGraphAddMemFreeNode,   /* (..., CUdeviceptr dptr) */
 	GP_API__COUNT,
 };
 
@@ -224,6 +227,7 @@ enum gp_mem_kind {
 	GP_KIND_MANAGED = 1,
 	GP_KIND_HOST = 2,     /* pinned host memory */
 	GP_KIND_PHYSICAL = 3, /* cuMemCreate handle (virtual memory management API) */
+	GP_KIND_GRAPH = 4,    /* a CUDA graph's memory allocation node (cuGraphAddMemAllocNode) */
 	GP_KIND__COUNT,
 };
 

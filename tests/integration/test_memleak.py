@@ -461,6 +461,31 @@ def test_direct_caller_in_stacks():
             check(s[2].startswith("workload_alloc+0x"), f"{api}: frame 2 should be its caller: {s}")
 
 
+def test_graph_memory_nodes():
+    """Memory CUDA graphs allocate and free (tests/apps/graphmem_app.c: alloc + free nodes,
+    an alloc node freed by the stream after each launch, one never freed, a captured
+    cuMemAllocAsync/cuMemFreeAsync): the graph's allocation is tracked from its node, so
+    no free is untracked, a free of memory a relaunch made again is counted as such, and
+    the graph memory never freed is outstanding, kind "graph", with its stack."""
+    r = gp.gpuprobe(BASE, cmd=[app("graphmem_app"), "--launches", "3"])
+    eq(r.returncode, 0, f"exit status (stderr: {r.stderr[-800:]})")
+    t = truth(r.stderr)
+    rep = final(r.stdout)
+    p = proc(rep, t["pid"])
+    eq(p["untracked_frees"], 0, "no free of graph memory is untracked")
+    eq(p["graph_relaunch_frees"], t["graph_relaunch_frees"], "frees of what a relaunch made again")
+    eq(p["allocs_total"], t["allocs"], "allocation nodes and the captured allocation")
+    eq(p["outstanding_allocs"], t["leaks"], "the graph memory never freed")
+    eq(p["outstanding_bytes"], t["leaked_bytes"], "its bytes")
+    eq(p["by_kind"]["graph"], {"bytes": t["leaked_bytes"], "allocs": t["leaks"]}, "of kind graph")
+    eq(rep["calls"]["cuGraphAddMemAllocNode"], 3, "allocation nodes seen")
+    eq(rep["calls"]["cuGraphAddMemFreeNode"], 1, "free nodes seen")
+    st = p["stacks"][0]
+    eq(st["apis"], ["cuGraphAddMemAllocNode"], "made by its node")
+    eq(int(st["allocs"][0]["address"], 16), t["leaked_address"], "at the node's address")
+    check(any(f.startswith("alloc_node+0x") and "(graphmem_app)" in f for f in st["frames"]), st["frames"])
+
+
 def test_perf_event_uprobe_fallback():
     """Kernels before 6.6 have no uprobe_multi links: one perf-event uprobe per function."""
     r = gp.gpuprobe(BASE, cmd=[APP, "--api", "async", "--allocs", "5", "--leaks", "2"],

@@ -46,9 +46,9 @@ static void api_list(uint64_t apis, char *buf, size_t len)
 	size_t off = 0;
 
 	buf[0] = '\0';
-	for (int a = 0; a < 64 && off < len; a++)
+	for (int a = 0; a < gp_mem_apis_cnt && a < 64 && off < len; a++)
 		if (apis & (1ull << a))
-			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? ", " : "", gp_api_name((uint32_t)a));
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? ", " : "", gp_mem_apis[a].name);
 }
 
 static void text_stack(FILE *f, const struct ml_snap_proc *p, const struct ml_snap_stack *st,
@@ -91,6 +91,8 @@ static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_sna
 			fprintf(f, ", %s %" PRIu64 " B", gp_kind_name(k), p->st.bytes_by_kind[k]);
 	if (p->st.maps_total)
 		fprintf(f, ", mapped %" PRIu64 " B", p->st.mapped_bytes);
+	if (p->st.graph_relaunch_frees)
+		fprintf(f, ", frees of graph memory a relaunch made again %" PRIu64, p->st.graph_relaunch_frees);
 	fputc('\n', f);
 	if (u) {
 		gp_unseen__text(u, line, sizeof(line));
@@ -200,8 +202,8 @@ static json_object *json_stack(const struct ml_snap_proc *p, const struct ml_sna
 	json_object_object_add(o, "outstanding_allocs", json_object_new_uint64(st->allocs));
 	json_object_object_add(o, "oldest_age_s", json_object_new_double(st->oldest_age_s));
 	for (int a = 0; a < 64; a++)
-		if (st->apis & (1ull << a))
-			json_object_array_add(apis, json_object_new_string(gp_api_name((uint32_t)a)));
+		if (a < gp_mem_apis_cnt && (st->apis & (1ull << a)))
+			json_object_array_add(apis, json_object_new_string(gp_mem_apis[a].name));
 	json_object_object_add(o, "apis", apis);
 	for (int k = 0; k < GP_KIND__COUNT; k++)
 		if (st->kinds & (1u << k))
@@ -238,6 +240,7 @@ static json_object *json_proc(const struct ml_snap_proc *p, const struct ml_snap
 	json_object_object_add(o, "outstanding_bytes", json_object_new_uint64(st->outstanding_bytes));
 	json_object_object_add(o, "outstanding_allocs", json_object_new_uint64(st->outstanding_allocs));
 	json_object_object_add(o, "untracked_frees", json_object_new_uint64(st->untracked_frees));
+	json_object_object_add(o, "graph_relaunch_frees", json_object_new_uint64(st->graph_relaunch_frees));
 	json_object_object_add(o, "unseen_before_probes", gp_unseen__json(gp_run__unseen(run, p->pid)));
 	json_object_object_add(o, "allocs_total", json_object_new_uint64(st->allocs_total));
 	json_object_object_add(o, "frees_total", json_object_new_uint64(st->frees_total));
