@@ -311,6 +311,9 @@ static void note(struct gp_run *run, uint32_t pid, uint64_t mapped_ns, uint64_t 
 {
 	struct gp_unseen *u;
 
+	/* one -p process: the linker's hook and scans may meet others, which are not traced */
+	if (run->target_pid > 0 && pid != (uint32_t)run->target_pid)
+		return;
 	if (!run->unseen)
 		run->unseen = u64map__new();
 	if (!run->unseen || u64map__get(run->unseen, pid))
@@ -334,6 +337,8 @@ void gp_run__note_unseen(struct gp_run *run, uint32_t pid, uint64_t mapped_ns, u
 	struct gp_unseen u = { mapped_ns, probed_ns, false };
 	char line[160];
 
+	if (run->target_pid > 0 && pid != (uint32_t)run->target_pid)
+		return;
 	note(run, pid, mapped_ns, probed_ns, false);
 	gp_unseen__text(&u, line, sizeof(line));
 	gp_log(GP_LOG_INFO, "PID %u: %s", pid, line);
@@ -611,6 +616,8 @@ int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 			gp_budget__stats_free(&st);
 		}
 	}
+	prom__family(p, "gpuprobe_processes_unseen_calls_total");
+	prom__u64(p, "gpuprobe_processes_unseen_calls_total", NULL, NULL, run->unseen_total);
 	prom__family(p, "gpuprobe_tracked_processes");
 	prom__u64(p, "gpuprobe_tracked_processes", NULL, NULL, pids_of(run, snaps, true, count_pid, NULL));
 	return 0;
