@@ -9,7 +9,7 @@ const struct gp_metric gp_metrics[] = {
 	/* --memleak */
 	{ "gpuprobe_cuda_outstanding_bytes", GP_GAUGE, P, "kind", NULL, "--memleak",
 	  "Bytes allocated through the CUDA driver and not freed yet, by memory kind, of the processes running now.",
-	  "`kind` is `device`, `managed`, `host_pinned` or `physical` (`cuMemCreate` handles). A process's bytes "
+	  "`kind` is `device`, `managed`, `host_pinned`, `physical` (`cuMemCreate` handles) or `graph` (CUDA graph allocation nodes). A process's bytes "
 	  "leave the sum when it exits (the driver frees them)." },
 	{ "gpuprobe_cuda_outstanding_allocations", GP_GAUGE, P, "kind", NULL, "--memleak",
 	  "Allocations made through the CUDA driver and not freed yet, by memory kind, of the processes running now.",
