@@ -113,6 +113,8 @@ enum gp_api {
 	GP_API_cuMemRelease,
 	GP_API_cuMemMap,
 	GP_API_cuMemUnmap,
+	GP_API_cuGraphAddMemAllocNode,  /* (..., CUDA_MEM_ALLOC_NODE_PARAMS *): dptr out, bytesize in */
+	GP_API_cuGraphAddMemFreeNode,   /* (..., CUdeviceptr dptr) */
 	GP_API_cuLaunchKernel,
 	GP_API_cuLaunchKernel_ptsz,
 	GP_API_cuLaunchKernelEx,
@@ -209,8 +211,6 @@ enum gp_api {
 	GP_API_cuMemcpy3DPeerAsync,
 	GP_API_cuMemcpy3DPeerAsync_ptsz,
 	GP_API_cuCtxGetDevice,          /* (CUdevice *): the calling thread's context's GPU */
-	GP_API_cuGraphAddMemAllocNode,  /* (..., CUDA_MEM_ALLOC_NODE_PARAMS *): dptr out, bytesize in */
-	GP_API_cuGraphAddMemFreeNode,   /* (..., CUdeviceptr dptr) */
 	GP_API__COUNT,
 };
 
