@@ -36,6 +36,15 @@ const volatile bool hold_libcuda = false;
 
 __u64 hook_hits, hook_skipped, hook_lost, hook_held;
 
+/* The processes stopped and not continued yet: user space continues those left at its end
+ * (an error path that never reads their records). A process that finds it full runs on. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} held SEC(".maps");
+
 #define NEW_FIRST 8
 #define NEW_LAST 8
 #define NEW_SLOTS (NEW_FIRST + NEW_LAST)
@@ -54,8 +63,9 @@ struct {
 	__type(value, struct scratch);
 } namebuf SEC(".maps");
 
-/* Whether the path at user address name ends in "/libcuda.so.1" or "/libcuda.so". */
-static __always_inline bool is_libcuda(__u64 name)
+/* Whether the path at user address name ends in "/libcuda.so.1" or "/libcuda.so". A
+ * global function: the verifier checks it once, not once for each of its callers' states. */
+__noinline int is_libcuda(__u64 name)
 {
 	static const char want[] = "/libcuda.so.1";
 	__u32 zero = 0;
@@ -65,11 +75,11 @@ static __always_inline bool is_libcuda(__u64 name)
 	__u32 at;
 
 	if (!sc || !name)
-		return false;
+		return 0;
 	buf = sc->buf;
 	n = bpf_probe_read_user_str(buf, NAME_BUF, (void *)name);
 	if (n < 12 || n > NAME_BUF) /* with its NUL; a longer path is cut: not read */
-		return false;
+		return 0;
 	/* "/libcuda.so.1": 13 characters before the NUL; "/libcuda.so": 11 */
 	if (n >= 14) {
 		at = (__u32)(n - 14) & (NAME_BUF - 1);
@@ -79,13 +89,13 @@ static __always_inline bool is_libcuda(__u64 name)
 			if (buf[at + k] != want[k])
 				match = false;
 		if (match)
-			return true;
+			return 1;
 	}
 	at = (__u32)(n - 12) & (NAME_BUF - 1);
 	for (int k = 0; k < 11; k++)
 		if (buf[at + k] != want[k])
-			return false;
-	return true;
+			return 0;
+	return 1;
 }
 
 /* Objects in each image's link map at its last consistent report: a dlopen appends what it
@@ -165,10 +175,18 @@ int dl_brk(struct pt_regs *ctx)
 	e->held = 0;
 	e->_pad = 0;
 	/* stopped only with the record reserved: user space reads it and sends SIGCONT */
-	if (hold_libcuda && state == 0 && new_libcuda(PT_REGS_IP(ctx) + delta, (id >> 32) << 32 | e->img) &&
-	    !bpf_send_signal(GP_SIGSTOP)) {
-		e->held = 1;
-		__sync_fetch_and_add(&hook_held, 1);
+	if (hold_libcuda && state == 0 && new_libcuda(PT_REGS_IP(ctx) + delta, (id >> 32) << 32 | e->img)) {
+		__u32 pid = id >> 32;
+		__u8 one = 1;
+
+		if (!bpf_map_update_elem(&held, &pid, &one, BPF_ANY)) {
+			if (!bpf_send_signal(GP_SIGSTOP)) {
+				e->held = 1;
+				__sync_fetch_and_add(&hook_held, 1);
+			} else {
+				bpf_map_delete_elem(&held, &pid);
+			}
+		}
 	}
 	bpf_ringbuf_submit(e, 0);
 	return 0;

@@ -79,6 +79,24 @@ struct libwatch *libwatch__new(struct gp_run *run)
 	return w;
 }
 
+/* Processes the hook stopped whose record was never read (the run ended first): let go. */
+static void continue_held(struct libwatch *w)
+{
+	uint32_t key, next;
+	int fd = w->skel && w->skel->maps.held ? bpf_map__fd(w->skel->maps.held) : -1;
+	int n = 0;
+
+	if (fd < 0)
+		return;
+	while (!bpf_map_get_next_key(fd, n ? &key : NULL, &next) && n < 1024) {
+		kill((pid_t)next, SIGCONT);
+		key = next;
+		n++;
+	}
+	if (n)
+		gp_log(GP_LOG_DEBUG, "continued %d processes held at a dlopen of libcuda when the run ended", n);
+}
+
 void libwatch__free(struct libwatch *w)
 {
 	if (!w)
@@ -88,6 +106,7 @@ void libwatch__free(struct libwatch *w)
 		       w->st.hooked, (unsigned long long)w->skel->bss->hook_hits,
 		       (unsigned long long)w->skel->bss->hook_skipped, (unsigned long long)w->skel->bss->hook_lost,
 		       w->st.scans, w->st.deferred, w->st.rescans, w->st.held);
+	continue_held(w);
 	libwatch_bpf__destroy(w->skel);
 	u64map__free(w->seen);
 	free(w->ids);
@@ -425,6 +444,7 @@ static void on_dlopen(void *ctx, const struct gp_dlopen_event *e)
 		scan(w, e->pid, e->ts_ns);
 		w->holding = false;
 		kill((pid_t)e->pid, SIGCONT);
+		bpf_map_delete_elem(bpf_map__fd(w->skel->maps.held), &e->pid);
 		w->st.held++;
 		gp_log(GP_LOG_DEBUG, "PID %u: held %.2f ms while its new libcuda was probed", e->pid,
 		       (gp_mono_ns() - e->ts_ns) / 1e6);
