@@ -351,7 +351,7 @@ void gp_run__note_unseen_start(struct gp_run *run, uint32_t pid, uint64_t starte
 
 const struct gp_unseen *gp_run__unseen(const struct gp_run *run, uint32_t pid)
 {
-	return run->unseen ? u64map__get(run->unseen, pid) : NULL;
+	return run && run->unseen ? u64map__get(run->unseen, pid) : NULL;
 }
 
 void gp_unseen__text(const struct gp_unseen *u, char *buf, size_t len)

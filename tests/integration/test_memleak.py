@@ -292,6 +292,10 @@ def test_attach_to_running_pid():
         p = proc(final(g.stdout()), a.pid)
         check_exact(p, t, "cuMemAlloc_v2")
         check_stacks(p)
+        # the process ran before the attach: its report says so, with how long
+        u = p["unseen_before_probes"]
+        check(u is not None and u["after"] == "start" and u["gap_s"] is not None and u["gap_s"] > 0,
+              f"calls before the attach not seen: {u}")
     finally:
         a.kill()
 

@@ -10,6 +10,7 @@
 #include "json.h"
 #include "ncclkern.h"
 #include "prom.h"
+#include "run.h"
 #include "text.h"
 #include "trees.h"
 
@@ -136,6 +137,12 @@ void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 			ct_sampled__count(smp, p->unnamed_launches), ct_sampled__count(smp, p->graph_launches));
 		if (smp->on)
 			text_sampled(f, smp);
+		if (gp_run__unseen(run, p->pid)) {
+			char line[160];
+
+			gp_unseen__text(gp_run__unseen(run, p->pid), line, sizeof(line));
+			fprintf(f, "  [%s]\n", line);
+		}
 		graphs = p->graph_executed || p->captured_total;
 		if (p->nr_kernels && graphs)
 			fprintf(f, "  %-48s %10s %10s %9s  %s\n", "KERNEL", "LAUNCHES", "GRAPH", "CAPTURED",

@@ -241,7 +241,6 @@ static json_object *json_proc(const struct ml_snap_proc *p, const struct ml_snap
 	json_object_object_add(o, "outstanding_allocs", json_object_new_uint64(st->outstanding_allocs));
 	json_object_object_add(o, "untracked_frees", json_object_new_uint64(st->untracked_frees));
 	json_object_object_add(o, "graph_relaunch_frees", json_object_new_uint64(st->graph_relaunch_frees));
-	json_object_object_add(o, "unseen_before_probes", gp_unseen__json(gp_run__unseen(run, p->pid)));
 	json_object_object_add(o, "allocs_total", json_object_new_uint64(st->allocs_total));
 	json_object_object_add(o, "frees_total", json_object_new_uint64(st->frees_total));
 	json_object_object_add(o, "alloc_bytes_total", json_object_new_uint64(st->alloc_bytes_total));
