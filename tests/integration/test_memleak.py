@@ -465,6 +465,18 @@ def test_direct_caller_in_stacks():
             check(s[2].startswith("workload_alloc+0x"), f"{api}: frame 2 should be its caller: {s}")
 
 
+def test_a_command_that_makes_no_cuda_call_says_so():
+    """A run whose probes never fired ends with one line that says so and why, rather than
+    a silent "0 processes"; the command's exit status stays gpuprobe's."""
+    r = gp.gpuprobe(BASE, cmd=["true"])
+    eq(r.returncode, 0, f"exit status (stderr: {r.stderr[-600:]})")
+    check("gpuprobe: no CUDA call seen: 1 libcuda file probed, none called" in r.stderr, r.stderr[-600:])
+    r = gp.gpuprobe(["--memleak", "--json"], cmd=["sh", "-c", "exit 3"], env={"LD_LIBRARY_PATH": ""})
+    eq(r.returncode, 3, f"the command's exit status (stderr: {r.stderr[-600:]})")
+    check("gpuprobe: no CUDA call seen:" in r.stderr, r.stderr[-600:])
+    eq(final(r.stdout)["processes"], [], "no process in the report")
+
+
 def test_graph_memory_nodes():
     """Memory CUDA graphs allocate and free (tests/apps/graphmem_app.c: alloc + free nodes,
     an alloc node freed by the stream after each launch, one never freed, a captured
