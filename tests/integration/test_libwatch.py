@@ -100,6 +100,30 @@ def test_libcuda_only_through_the_programs_rpath():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def test_libcuda_through_a_librarys_runpath():
+    """The program's RUNPATH names its library's folder, and only that library's RUNPATH
+    names the driver's (as a wheel's libtorch_cuda.so does): the chain is followed before
+    the command runs, so every allocation is seen from the first."""
+    d = tempfile.mkdtemp(prefix="gp-chain-")
+    try:
+        for sub in ("bin", "lib", "drv"):
+            os.makedirs(os.path.join(d, sub))
+        shutil.copy(os.path.join(OUT, "chain", "bin", "chain_app"), os.path.join(d, "bin"))
+        shutil.copy(os.path.join(OUT, "chain", "lib", "libchain.so"), os.path.join(d, "lib"))
+        shutil.copy(FAKECUDA, os.path.join(d, "drv", "libcuda.so.1"))
+        r = gp.gpuprobe(["--memleak", "--json", "-v"], cmd=[os.path.join(d, "bin", "chain_app"), "7"],
+                        timeout=60, env={"LD_LIBRARY_PATH": ""})
+        eq(r.returncode, 0, f"exit ({r.stderr[-800:]})")
+        check("1 libcuda file found through the program's own library folders" in r.stderr, r.stderr[-800:])
+        t = gp.truth(r.stderr)
+        p = gp.proc(gp.final(r.stdout, "memleak"), t["pid"])
+        eq(p["outstanding_allocs"], t["leaks"], "every allocation")
+        eq(p["outstanding_bytes"], t["leaked_bytes"], "their bytes")
+        eq(p["unseen_before_probes"], None, "no gap")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 EAGER_CUDA = r'''
 import ctypes, os, sys
 lib = ctypes.CDLL(sys.argv[1])
