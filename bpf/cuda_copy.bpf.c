@@ -77,7 +77,8 @@ int copy_enter(struct pt_regs *ctx)
 	if (!gp_traced_self())
 		return 0;
 	epoch = gp_window_epoch();
-	if (is_sync(api)) {
+	/* sampled under a budget (bandwidth_mode.c): the synchronizations and cuCtxGetDevice */
+	if (is_sync(api) || api == GP_API_cuCtxGetDevice) {
 		gp_extra_hit(id >> 32);
 		if (epoch == GP_EPOCH_UNSEEN) {
 			/* a stray: its return must not find the entry of a call whose return went

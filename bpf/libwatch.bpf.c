@@ -30,7 +30,7 @@ struct {
 #define NAME_BUF 512
 #define GP_SIGSTOP 19
 
-/* Set by the loader: stop a followed process whose newest object is a libcuda until user
+/* Set by the loader: stop a followed process whose new objects include a libcuda until user
  * space has probed it (a command gpuprobe started: nothing it calls is missed). */
 const volatile bool hold_libcuda = false;
 
