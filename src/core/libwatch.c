@@ -84,7 +84,7 @@ static void continue_held(struct libwatch *w)
 {
 	uint32_t key, next;
 	int fd = w->skel && w->skel->maps.held ? bpf_map__fd(w->skel->maps.held) : -1;
-	int n = 0;
+	int n = 0, saved = errno; /* the walk ends in ENOENT: a caller's errno stays its own */
 
 	if (fd < 0)
 		return;
@@ -95,6 +95,7 @@ static void continue_held(struct libwatch *w)
 	}
 	if (n)
 		gp_log(GP_LOG_DEBUG, "continued %d processes held at a dlopen of libcuda when the run ended", n);
+	errno = saved;
 }
 
 void libwatch__free(struct libwatch *w)
