@@ -19,4 +19,4 @@ for i in range(steps):
     y = x.cuda()
     (w @ y.view(1024, 1024)).sum().item()
 torch.cuda.synchronize()
-print('{"pid":%d,"api":"ctxgpu","steps":%d,"bytes_per_step":%d}' % (os.getpid(), steps, x.numel() * 4), file=sys.stderr)
+sys.stderr.write('{"pid":%d,"api":"ctxgpu","steps":%d,"bytes_per_step":%d}\n' % (os.getpid(), steps, x.numel() * 4))

@@ -133,7 +133,8 @@ assert lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
 assert lib.cuCtxSetCurrent(ctx) == 0
 for i in range(int(sys.argv[2])):
     assert lib.cuMemAlloc_v2(ctypes.byref(p), 4096 * (i + 1)) == 0
-print('{"pid":%d,"api":"eager_cuda","allocs":%s}' % (os.getpid(), sys.argv[2]), file=sys.stderr)
+# one write: gpuprobe's -v lines share this stderr
+sys.stderr.write('{"pid":%d,"api":"eager_cuda","allocs":%s}\n' % (os.getpid(), sys.argv[2]))
 '''
 
 
