@@ -348,6 +348,21 @@ STK_BINS := $(STK)/stackprobe $(STK)/stackapp $(STK)/stackapp-nocfi $(STK)/bad/s
 
 testbins: $(STK_BINS)
 
+# A program whose libcuda is found only through the DT_RUNPATH of a library it needs
+# (bin/chain_app -> lib/libchain.so -> ../drv/libcuda.so.1): src/core/ldpath.c's chain.
+CHAIN := $(OUTPUT)/chain
+$(CHAIN)/lib/libchain.so: tests/apps/chain/chainlib.c tests/fakecuda/fakecuda.h $(FAKECUDA)
+	$(call msg,LIB,$@)
+	$(Q)mkdir -p $(CHAIN)/lib
+	$(Q)$(CC) -shared -fPIC -O0 -g -Wall -Wextra -Werror -Itests/fakecuda -o $@ $< \
+		-L$(OUTPUT)/fakecuda -l:libcuda.so.1 -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/../drv'
+$(CHAIN)/bin/chain_app: tests/apps/chain/chain_app.c $(CHAIN)/lib/libchain.so
+	$(call msg,APP,$@)
+	$(Q)mkdir -p $(CHAIN)/bin
+	$(Q)$(CC) -O0 -g -Wall -Wextra -Werror -o $@ $< -L$(CHAIN)/lib -lchain \
+		-Wl,--enable-new-dtags,-rpath,'$$ORIGIN/../lib' -Wl,-rpath-link,$(OUTPUT)/fakecuda
+testbins: $(CHAIN)/bin/chain_app
+
 $(STK) $(STK)/bad:
 	$(Q)mkdir -p $@
 

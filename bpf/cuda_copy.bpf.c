@@ -77,7 +77,8 @@ int copy_enter(struct pt_regs *ctx)
 	if (!gp_traced_self())
 		return 0;
 	epoch = gp_window_epoch();
-	if (is_sync(api)) {
+	/* sampled under a budget (bandwidth_mode.c): the synchronizations and cuCtxGetDevice */
+	if (is_sync(api) || api == GP_API_cuCtxGetDevice) {
 		gp_extra_hit(id >> 32);
 		if (epoch == GP_EPOCH_UNSEEN) {
 			/* a stray: its return must not find the entry of a call whose return went
@@ -287,6 +288,24 @@ static __always_inline void emit_copy(struct call *c, __u64 id, __u64 now)
 	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 }
 
+/* The GPU each thread's cuCtxGetDevice last returned: only a change is sent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);   /* pid_tgid; a thread's entry goes with it */
+	__type(value, __u64); /* GPU + 1 */
+} thread_gpu SEC(".maps");
+
+static __always_inline bool gp_thread_gpu_changed(__u64 id, __u64 gpu)
+{
+	__u64 *v = bpf_map_lookup_elem(&thread_gpu, &id), want = gpu + 1;
+
+	if (v && *v == want)
+		return false;
+	bpf_map_update_elem(&thread_gpu, &id, &want, BPF_ANY);
+	return true;
+}
+
 static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
 {
 	struct gp_aux_event *e;
@@ -319,6 +338,13 @@ static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
 		break;
 	case GP_API_cuCtxSynchronize:
 		handle = 0;
+		break;
+	case GP_API_cuCtxGetDevice:
+		/* CUdevice is an int: the thread's current context's GPU */
+		handle = 0;
+		aux = (__u32)rd64(c->a[0], 0);
+		if (!gp_thread_gpu_changed(id, aux))
+			return; /* told already: PyTorch asks thousands of times a second */
 		break;
 	default:
 		break;
@@ -370,6 +396,9 @@ int copy_leave(struct pt_regs *ctx)
 SEC("raw_tp/sched_process_exit")
 int copy_proc_exit(void *ctx)
 {
+	__u64 id = bpf_get_current_pid_tgid();
+
+	bpf_map_delete_elem(&thread_gpu, &id);
 	gp_on_exit(&calls, NULL, NULL);
 	return 0;
 }

@@ -32,7 +32,13 @@ enum shape {
 	SHAPE_FREE,      /* (addr_or_handle, ...) */
 	SHAPE_MAP,       /* (CUdeviceptr ptr, size_t size, size_t off, handle, flags) */
 	SHAPE_UNMAP,     /* (CUdeviceptr ptr, size_t size) */
+	SHAPE_GALLOC,    /* cuGraphAddMemAllocNode: params->dptr out, params->bytesize in */
 };
+
+/* CUDA_MEM_ALLOC_NODE_PARAMS (cuda.h): CUmemPoolProps (88 bytes), accessDescs, count, then
+ * these (tests/fakecuda/check_signatures.sh checks them against cuda.h) */
+#define MANP_BYTESIZE 104
+#define MANP_DPTR 112
 
 struct pending {
 	__u32 shape;
@@ -157,6 +163,10 @@ static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u
 		p->pitch_ptr = a1;
 		p->size = a3; /* height */
 		break;
+	case SHAPE_GALLOC:
+		p->out_ptr = a0 + MANP_DPTR;
+		p->pitch_ptr = a0 + MANP_BYTESIZE; /* read at the return, with the address */
+		break;
 	case SHAPE_MAP:
 		p->handle = a3;
 		/* fall through */
@@ -165,7 +175,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u
 		p->size = a1;
 		break;
 	}
-	if (stack_mode == GP_STACKS_FP && (shape == SHAPE_ALLOC || shape == SHAPE_PITCH)) {
+	if (stack_mode == GP_STACKS_FP && (shape == SHAPE_ALLOC || shape == SHAPE_PITCH || shape == SHAPE_GALLOC)) {
 		n = gp_entry_user_stack(ctx, p->stack);
 		if (n < 0) {
 			p->stack_err = (__s32)n;
@@ -173,7 +183,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u
 		} else {
 			p->nr_stack = (__u32)n;
 		}
-	} else if (stack_mode == GP_STACKS_COPY && (shape == SHAPE_ALLOC || shape == SHAPE_PITCH)) {
+	} else if (stack_mode == GP_STACKS_COPY && (shape == SHAPE_ALLOC || shape == SHAPE_PITCH || shape == SHAPE_GALLOC)) {
 		emit_stack(ctx, id, p);
 	}
 	if (bpf_map_update_elem(&pending, &id, p, BPF_ANY))
@@ -198,6 +208,9 @@ static __always_inline int emit_alloc(struct pending *p, __u64 id)
 		if (bpf_probe_read_user(&pitch, sizeof(pitch), (void *)p->pitch_ptr))
 			return 0;
 		size = pitch * p->size;
+	} else if (p->shape == SHAPE_GALLOC &&
+		   bpf_probe_read_user(&size, sizeof(size), (void *)p->pitch_ptr)) {
+		return 0;
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -259,7 +272,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 		if (p->api < GP_API__COUNT)
 			__sync_fetch_and_add(&ok_calls[p->api], 1);
 		remember_proc(id >> 32);
-		if (p->shape == SHAPE_ALLOC || p->shape == SHAPE_PITCH)
+		if (p->shape == SHAPE_ALLOC || p->shape == SHAPE_PITCH || p->shape == SHAPE_GALLOC)
 			emit_alloc(p, id);
 		else
 			emit_free(p, id);
@@ -276,7 +289,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 SEC("uprobe")
 int mem_enter(struct pt_regs *ctx)
 {
-	__u64 a0 = PT_REGS_PARM1(ctx), a1 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM4(ctx);
+	__u64 a0 = PT_REGS_PARM1(ctx), a1 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM4(ctx), a4 = PT_REGS_PARM5(ctx);
 	__u32 shape = SHAPE_ALLOC; /* (T *out, size_t size, ...) */
 
 	if (!gp_traced_self())
@@ -302,6 +315,18 @@ int mem_enter(struct pt_regs *ctx)
 	case GP_API_cuMemUnmap:
 		shape = SHAPE_UNMAP;
 		a3 = 0;
+		break;
+	case GP_API_cuGraphAddMemAllocNode:
+		/* (CUgraphNode *node, CUgraph, const CUgraphNode *deps, size_t n, params *) */
+		shape = SHAPE_GALLOC;
+		a0 = a4;
+		a1 = a3 = 0;
+		break;
+	case GP_API_cuGraphAddMemFreeNode:
+		/* (CUgraphNode *node, CUgraph, const CUgraphNode *deps, size_t n, CUdeviceptr) */
+		shape = SHAPE_FREE;
+		a0 = a4;
+		a1 = a3 = 0;
 		break;
 	default:
 		a3 = 0;

@@ -113,6 +113,8 @@ enum gp_api {
 	GP_API_cuMemRelease,
 	GP_API_cuMemMap,
 	GP_API_cuMemUnmap,
+	GP_API_cuGraphAddMemAllocNode,  /* (..., CUDA_MEM_ALLOC_NODE_PARAMS *): dptr out, bytesize in */
+	GP_API_cuGraphAddMemFreeNode,   /* (..., CUdeviceptr dptr) */
 	GP_API_cuLaunchKernel,
 	GP_API_cuLaunchKernel_ptsz,
 	GP_API_cuLaunchKernelEx,
@@ -208,6 +210,7 @@ enum gp_api {
 	GP_API_cuMemcpy3DPeer_ptds,
 	GP_API_cuMemcpy3DPeerAsync,
 	GP_API_cuMemcpy3DPeerAsync_ptsz,
+	GP_API_cuCtxGetDevice,          /* (CUdevice *): the calling thread's context's GPU */
 	GP_API__COUNT,
 };
 
@@ -224,6 +227,7 @@ enum gp_mem_kind {
 	GP_KIND_MANAGED = 1,
 	GP_KIND_HOST = 2,     /* pinned host memory */
 	GP_KIND_PHYSICAL = 3, /* cuMemCreate handle (virtual memory management API) */
+	GP_KIND_GRAPH = 4,    /* a CUDA graph's memory allocation node (cuGraphAddMemAllocNode) */
 	GP_KIND__COUNT,
 };
 
@@ -588,6 +592,9 @@ struct gp_dlopen_event {
 	__u64 ts_ns;
 	__u32 img;
 	__s32 state; /* r_debug.r_state (0 RT_CONSISTENT), -1: not read */
+	__u32 held;  /* 1: a libcuda is the newest object and the process was stopped
+		      * (SIGSTOP) until user space probes it and sends SIGCONT */
+	__u32 _pad;
 };
 
 #endif /* GPUPROBE_H */

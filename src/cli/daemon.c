@@ -126,9 +126,13 @@ static void probe_lib(struct daemon *d, const struct lib_entry *lib)
 static void add_mapped(struct daemon *d, int pid, const struct mapped_lib *m)
 {
 	int before = d->libs->n;
+	int probed = d->probed;
 
 	if (libset__add_mapped(d->libs, "/proc", pid, m, NULL, 0) == 1)
 		probe_lib(d, &d->libs->libs[before]);
+	/* a file found by a rescan: the process that maps it called it unseen until now */
+	if (d->probed != probed)
+		gp_run__note_unseen(d->run, (uint32_t)pid, 0, gp_mono_ns());
 }
 
 static void add_entry(struct daemon *d, const struct lib_entry *e)

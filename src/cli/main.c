@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "attach.h"
@@ -32,6 +33,7 @@
 #include "outfile.h"
 #include "proctab.h"
 #include "ptree.h"
+#include "libwatch.h"
 #include "run.h"
 #include "target.h"
 #include "top.h"
@@ -241,9 +243,21 @@ static int resolve_libs(struct cli *c, char *err, size_t len)
 	if (!(gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA))
 		return 0;
 	if (!gp_opts.nr_pids || gp_opts.libcuda) {
+		int own = 0;
+
+		/* the command's own folders first (its RPATH/RUNPATH, its libraries'): a libcuda
+		 * found only there is probed before it runs, not after its loader mapped it */
+		if (gp_opts.cmd && !gp_opts.libcuda)
+			own = target__resolve_command(gp_opts.cmd, gp_opts.verbose, &c->libs);
+		if (own)
+			gp_log(GP_LOG_INFO, "%s: %d libcuda file%s found through the program's own library folders",
+			       gp_opts.cmd[0], own, own > 1 ? "s" : "");
 		r = target__resolve(gp_opts.libcuda, gp_opts.nr_pids ? gp_opts.pids[0] : -1, gp_opts.verbose,
 				    &c->libs, err, len);
-		if (r == -ENOENT && gp_opts.cmd && !gp_opts.libcuda) {
+		if (r == -ENOENT && own) {
+			err[0] = '\0';
+			r = 0;
+		} else if (r == -ENOENT && gp_opts.cmd && !gp_opts.libcuda) {
 			/* the command may load one from where only it knows (dlopen of a path, a
 			 * wheel): the linker's hook reports it (src/core/libwatch.c) */
 			gp_log(GP_LOG_WARN, "%s: probing each libcuda the command loads", err);
@@ -399,6 +413,46 @@ static int setup(struct cli *c, char *err, size_t len)
 	if (!r)
 		r = gp_run__start(c->run, err, len);
 	return r;
+}
+
+/* Seconds since pid started (/proc/PID/stat's starttime against CLOCK_BOOTTIME); < 0 unknown. */
+static double process_age(int pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	struct timespec now;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* comm may hold spaces and parentheses: fields follow the last one */
+	/* field 22, starttime: the 20th after the ") " */
+	for (int field = 3; p && field <= 22; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &start) != 1 || clock_gettime(CLOCK_BOOTTIME, &now))
+		return -1;
+	return (double)now.tv_sec + now.tv_nsec / 1e9 - (double)start / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* -p: each process ran before the probes; its reports say for how long. */
+static void note_attached(struct cli *c)
+{
+	uint64_t now = gp_mono_ns();
+
+	for (int i = 0; i < gp_opts.nr_pids; i++) {
+		double age = process_age(gp_opts.pids[i]);
+		uint64_t age_ns = age > 0 ? (uint64_t)(age * 1e9) : 0;
+
+		gp_run__note_unseen_start(c->run, (uint32_t)gp_opts.pids[i], age_ns && age_ns < now ? now - age_ns : 0, now);
+	}
 }
 
 static void describe_targets(const struct cli *c, char *who, size_t len)
@@ -599,6 +653,39 @@ static void overhead_report(struct gp_run *run)
 	free(h.v);
 }
 
+static void sum_hits(void *ctx, const struct gp_snap_pid *p)
+{
+	*(uint64_t *)ctx += p->probe_hits;
+}
+
+/*
+ * A run whose probes on libcuda never fired says so, with the likely reason, rather than
+ * leaving "0 processes" to be read as "no leak".
+ */
+static void no_calls_line(struct cli *c)
+{
+	struct libwatch_stats st;
+	uint64_t hits = 0;
+	int files;
+
+	if (!(gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA) || !gp_run__counts_hits(c->run))
+		return;
+	gp_run__hits(c->run, sum_hits, &hits);
+	if (hits)
+		return;
+	libwatch__stats(c->run->watch, &st);
+	files = c->libs.n + (int)st.files[GP_LIB_CUDA];
+	if (c->run->unseen_total)
+		fprintf(stderr, "gpuprobe: no CUDA call seen since the probes went in: %llu process%s ran before %s libcuda was probed, and %s calls before that were not seen\n",
+			(unsigned long long)c->run->unseen_total, c->run->unseen_total == 1 ? "" : "es",
+			c->run->unseen_total == 1 ? "its" : "their", c->run->unseen_total == 1 ? "its" : "their");
+	else if (!files)
+		fprintf(stderr, "gpuprobe: no CUDA call seen: no libcuda was probed (no traced process mapped one: not a CUDA program, or one that never loaded the driver? --libcuda PATH names one)\n");
+	else
+		fprintf(stderr, "gpuprobe: no CUDA call seen: %d libcuda file%s probed, none called (the processes made no CUDA call, or called a libcuda copy gpuprobe did not find: -v lists the files, --libcuda PATH names one)\n",
+			files, files == 1 ? "" : "s");
+}
+
 /* The end: last records, the final reports, probes out, the modes' files. */
 static int finish(struct cli *c, char *err, size_t len)
 {
@@ -611,6 +698,7 @@ static int finish(struct cli *c, char *err, size_t len)
 	proctab__set_sweep_grace(0);
 	gp_run__reap(c->run, 0, c->run->keep_pid);
 	gp_run__report(c->run, "final", 0);
+	no_calls_line(c);
 	if (gp_run__counts_hits(c->run))
 		overhead_report(c->run);
 	gp_run__detach(c->run);
@@ -701,6 +789,7 @@ static int trace_main(int argc, char **argv)
 	if (getenv("GPUPROBE_TEST_START_MS")) /* tests: a signal during the start-up */
 		usleep((useconds_t)atoi(getenv("GPUPROBE_TEST_START_MS")) * 1000);
 	/* a signal during the start-up ends the run now: a held command never runs */
+	note_attached(&c);
 	r = stop_signal ? 0 : release_command(&c, err, sizeof(err));
 	if (r)
 		goto cleanup;

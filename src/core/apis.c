@@ -22,6 +22,10 @@ const struct gp_api_info gp_mem_apis[] = {
 	{ GP_API_cuMemRelease, "cuMemRelease", GP_SHAPE_FREE, GP_KIND_PHYSICAL, false },
 	{ GP_API_cuMemMap, "cuMemMap", GP_SHAPE_MAP, GP_KIND_PHYSICAL, false },
 	{ GP_API_cuMemUnmap, "cuMemUnmap", GP_SHAPE_UNMAP, GP_KIND_PHYSICAL, false },
+	/* a graph's memory nodes: the address is fixed when the node is made (its dptr
+	 * out-field), and freed by a free node or any stream-ordered or plain free */
+	{ GP_API_cuGraphAddMemAllocNode, "cuGraphAddMemAllocNode", GP_SHAPE_ALLOC, GP_KIND_GRAPH, false },
+	{ GP_API_cuGraphAddMemFreeNode, "cuGraphAddMemFreeNode", GP_SHAPE_FREE, GP_KIND_GRAPH, false },
 };
 const int gp_mem_apis_cnt = sizeof(gp_mem_apis) / sizeof(gp_mem_apis[0]);
 
@@ -128,6 +132,8 @@ const struct gp_copy_api_info gp_copy_apis[] = {
 	{ GP_API_cuCtxCreate_v2, "cuCtxCreate_v2" },
 	{ GP_API_cuCtxCreate_v3, "cuCtxCreate_v3" },
 	{ GP_API_cuCtxCreate_v4, "cuCtxCreate_v4" },
+	/* contexts made before a -p attach: the GPU of the calling thread's current one */
+	{ GP_API_cuCtxGetDevice, "cuCtxGetDevice" },
 	{ GP_API_cuMemHostRegister_v2, "cuMemHostRegister_v2" },
 	{ GP_API_cuMemHostUnregister, "cuMemHostUnregister" },
 	{ GP_API_cuMemcpy3DPeer, "cuMemcpy3DPeer" },
@@ -136,6 +142,14 @@ const struct gp_copy_api_info gp_copy_apis[] = {
 	{ GP_API_cuMemcpy3DPeerAsync_ptsz, "cuMemcpy3DPeerAsync_ptsz" },
 };
 const int gp_copy_apis_cnt = sizeof(gp_copy_apis) / sizeof(gp_copy_apis[0]);
+
+uint64_t gp_mem_api_bit(unsigned int id)
+{
+	for (int i = 0; i < gp_mem_apis_cnt && i < 64; i++)
+		if ((unsigned int)gp_mem_apis[i].id == id)
+			return 1ull << i;
+	return 0;
+}
 
 const struct gp_api_info *gp_api_info(unsigned int id)
 {
@@ -170,6 +184,7 @@ const char *gp_kind_name(unsigned int kind)
 		[GP_KIND_MANAGED] = "managed",
 		[GP_KIND_HOST] = "host_pinned",
 		[GP_KIND_PHYSICAL] = "physical",
+		[GP_KIND_GRAPH] = "graph",
 	};
 
 	return kind < GP_KIND__COUNT ? names[kind] : "unknown";

@@ -4,6 +4,7 @@
 #define GP_APIS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <linux/types.h>
 #include "gpuprobe.h"
 
@@ -72,6 +73,9 @@ extern const int gp_mem_apis_cnt;
 
 const char *gp_api_name(unsigned int id);
 const struct gp_api_info *gp_api_info(unsigned int id);
+/* A memory entry point's bit in a set of them (its place in gp_mem_apis, which the
+ * enum's ids outgrew: 64 and more); 0 for any other id. */
+uint64_t gp_mem_api_bit(unsigned int id);
 const char *gp_kind_name(unsigned int kind);
 
 #endif

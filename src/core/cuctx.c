@@ -16,6 +16,8 @@
 struct thread_ctx {
 	uint64_t stack[CTX_STACK]; /* current context on top */
 	int depth;
+	int gpu_hint; /* GPU + 1 its last cuCtxGetDevice returned: its context is not known
+		       * (made before a -p attach), its GPU is; 0 none */
 };
 
 struct cuctx {
@@ -83,7 +85,9 @@ int cuctx__thread_gpu(const struct cuctx *c, uint64_t tid)
 {
 	struct thread_ctx *t = u64map__get(c->threads, tid);
 
-	return t && t->depth ? cuctx__ctx_gpu(c, t->stack[t->depth - 1]) : -1;
+	int gpu = t && t->depth ? cuctx__ctx_gpu(c, t->stack[t->depth - 1]) : -1;
+
+	return gpu < 0 && t && t->gpu_hint ? t->gpu_hint - 1 : gpu;
 }
 
 /* ---- contexts and events ---- */
@@ -123,6 +127,13 @@ static void on_ctx(struct cuctx *c, const struct gp_aux_event *e)
 		if (t->depth < CTX_STACK) /* a created context becomes current */
 			t->stack[t->depth++] = e->handle;
 		set_ctx_gpu(c, e->handle, e->aux);
+		break;
+	case GP_API_cuCtxGetDevice:
+		/* the thread's current context is on this GPU: bind a known context that was
+		 * made before the attach; otherwise the thread's work goes to it meanwhile */
+		if (t->depth && cuctx__ctx_gpu(c, t->stack[t->depth - 1]) < 0)
+			set_ctx_gpu(c, t->stack[t->depth - 1], e->aux);
+		t->gpu_hint = (int)e->aux + 1;
 		break;
 	default: /* cuDevicePrimaryCtxRetain */
 		set_ctx_gpu(c, e->handle, e->aux);
@@ -268,6 +279,7 @@ bool cuctx__on_aux(struct cuctx *c, const struct gp_aux_event *e)
 	case GP_API_cuCtxCreate_v3:
 	case GP_API_cuCtxCreate_v4:
 	case GP_API_cuDevicePrimaryCtxRetain:
+	case GP_API_cuCtxGetDevice:
 		on_ctx(c, e);
 		return true;
 	default:

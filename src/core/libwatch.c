@@ -6,6 +6,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@ struct libwatch {
 	unsigned int budget_used;
 	uint64_t next_rescan_ns;
 	uint32_t rescan_cursor;  /* the last tgid rescanned (traced map order) */
+	bool holding;            /* the scan's process is stopped until it is probed */
 	bool cursor_valid;
 	struct libwatch_stats st;
 };
@@ -77,15 +79,35 @@ struct libwatch *libwatch__new(struct gp_run *run)
 	return w;
 }
 
+/* Processes the hook stopped whose record was never read (the run ended first): let go. */
+static void continue_held(struct libwatch *w)
+{
+	uint32_t key, next;
+	int fd = w->skel && w->skel->maps.held ? bpf_map__fd(w->skel->maps.held) : -1;
+	int n = 0, saved = errno; /* the walk ends in ENOENT: a caller's errno stays its own */
+
+	if (fd < 0)
+		return;
+	while (!bpf_map_get_next_key(fd, n ? &key : NULL, &next) && n < 1024) {
+		kill((pid_t)next, SIGCONT);
+		key = next;
+		n++;
+	}
+	if (n)
+		gp_log(GP_LOG_DEBUG, "continued %d processes held at a dlopen of libcuda when the run ended", n);
+	errno = saved;
+}
+
 void libwatch__free(struct libwatch *w)
 {
 	if (!w)
 		return;
 	if (w->skel && w->skel->bss && w->kinds)
-		gp_log(GP_LOG_DEBUG, "library watcher: %u linkers hooked, %llu hook calls (%llu while the link map changed, %llu lost), %llu scans (%llu put off), %llu rescans",
+		gp_log(GP_LOG_DEBUG, "library watcher: %u linkers hooked, %llu hook calls (%llu while the link map changed, %llu lost), %llu scans (%llu put off), %llu rescans, %llu processes held for a new libcuda",
 		       w->st.hooked, (unsigned long long)w->skel->bss->hook_hits,
 		       (unsigned long long)w->skel->bss->hook_skipped, (unsigned long long)w->skel->bss->hook_lost,
-		       w->st.scans, w->st.deferred, w->st.rescans);
+		       w->st.scans, w->st.deferred, w->st.rescans, w->st.held);
+	continue_held(w);
 	libwatch_bpf__destroy(w->skel);
 	u64map__free(w->seen);
 	free(w->ids);
@@ -94,6 +116,7 @@ void libwatch__free(struct libwatch *w)
 
 int libwatch__open(struct libwatch *w, char *err, size_t len)
 {
+	const char *no_hold = getenv("GPUPROBE_NO_HOLD");
 	int r;
 
 	w->skel = libwatch_bpf__open();
@@ -102,6 +125,8 @@ int libwatch__open(struct libwatch *w, char *err, size_t len)
 		return -ENOMEM;
 	}
 	w->multi = attach__has_uprobe_multi();
+	/* a command gpuprobe started: held at a dlopen of a libcuda until it is probed */
+	w->skel->rodata->hold_libcuda = w->run->o->cmd && !(no_hold && *no_hold);
 	r = attach__prepare_prog(w->skel->progs.dl_brk, w->multi);
 	if (!r)
 		r = gp_run__adopt(w->run, w->skel);
@@ -338,6 +363,9 @@ static void probe_file(struct libwatch *w, uint32_t pid, const struct cand *c, i
 	if (attach_set__count(w->run->links) == before)
 		return; /* claimed already: probed under another path */
 	w->st.files[c->kind]++;
+	/* the process ran on between mapping it and now: its calls in between went unseen */
+	if (c->kind == GP_LIB_CUDA && !w->holding)
+		gp_run__note_unseen(w->run, pid, since_ns, gp_mono_ns());
 	if (since_ns)
 		snprintf(late, sizeof(late), ", %.1f ms after the linker reported it", (gp_mono_ns() - since_ns) / 1e6);
 	gp_log(GP_LOG_INFO, "probing %s %s (device %u:%u inode %llu): %d probes%s", kind_name[c->kind], shown,
@@ -407,8 +435,22 @@ static void scan_soon(struct libwatch *w, uint32_t pid, uint64_t since_ns)
 
 static void on_dlopen(void *ctx, const struct gp_dlopen_event *e)
 {
+	struct libwatch *w = ctx;
 	uint64_t t0 = gp_mono_ns();
 
+	if (e->held) {
+		/* stopped by the hook (SIGSTOP) with a new libcuda mapped: probed now, whatever the
+		 * scan budget, then let go; a process already gone has nothing to continue */
+		w->holding = true;
+		scan(w, e->pid, e->ts_ns);
+		w->holding = false;
+		kill((pid_t)e->pid, SIGCONT);
+		bpf_map_delete_elem(bpf_map__fd(w->skel->maps.held), &e->pid);
+		w->st.held++;
+		gp_log(GP_LOG_DEBUG, "PID %u: held %.2f ms while its new libcuda was probed", e->pid,
+		       (gp_mono_ns() - e->ts_ns) / 1e6);
+		return;
+	}
 	scan_soon(ctx, e->pid, e->ts_ns);
 	gp_log(GP_LOG_DEBUG, "PID %u: linker report read %.2f ms after it, scanned in %.2f ms", e->pid,
 	       (t0 - e->ts_ns) / 1e6, (gp_mono_ns() - t0) / 1e6);

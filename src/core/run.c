@@ -307,6 +307,80 @@ int gp_run__follow(struct gp_run *run, uint32_t pid, bool descendants, char *err
 	return ptree__seed(run->ptree, pid, descendants, err, len);
 }
 
+static void note(struct gp_run *run, uint32_t pid, uint64_t mapped_ns, uint64_t probed_ns, bool started)
+{
+	struct gp_unseen *u;
+
+	/* one -p process: the linker's hook and scans may meet others, which are not traced */
+	if (run->target_pid > 0 && pid != (uint32_t)run->target_pid)
+		return;
+	if (!run->unseen)
+		run->unseen = u64map__new();
+	if (!run->unseen || u64map__get(run->unseen, pid))
+		return;
+	run->unseen_total++;
+	if (u64map__size(run->unseen) >= GP_UNSEEN_MAX) {
+		gp_log(GP_LOG_DEBUG, "PID %u: calls before the probes not seen (not kept: %d processes noted)", pid,
+		       GP_UNSEEN_MAX);
+		return;
+	}
+	u = malloc(sizeof(*u));
+	if (!u)
+		return;
+	*u = (struct gp_unseen){ mapped_ns, probed_ns, started };
+	if (u64map__put(run->unseen, pid, u))
+		free(u);
+}
+
+void gp_run__note_unseen(struct gp_run *run, uint32_t pid, uint64_t mapped_ns, uint64_t probed_ns)
+{
+	struct gp_unseen u = { mapped_ns, probed_ns, false };
+	char line[160];
+
+	if (run->target_pid > 0 && pid != (uint32_t)run->target_pid)
+		return;
+	note(run, pid, mapped_ns, probed_ns, false);
+	gp_unseen__text(&u, line, sizeof(line));
+	gp_log(GP_LOG_INFO, "PID %u: %s", pid, line);
+}
+
+void gp_run__note_unseen_start(struct gp_run *run, uint32_t pid, uint64_t started_ns, uint64_t probed_ns)
+{
+	note(run, pid, started_ns, probed_ns, true);
+}
+
+const struct gp_unseen *gp_run__unseen(const struct gp_run *run, uint32_t pid)
+{
+	return run && run->unseen ? u64map__get(run->unseen, pid) : NULL;
+}
+
+void gp_unseen__text(const struct gp_unseen *u, char *buf, size_t len)
+{
+	double ms = u->mapped_ns && u->probed_ns > u->mapped_ns ? (double)(u->probed_ns - u->mapped_ns) / 1e6 : -1;
+
+	if (u->started && ms >= 0)
+		snprintf(buf, len, "calls before the attach not seen (attached %.3f s after the process started)", ms / 1e3);
+	else if (u->started)
+		snprintf(buf, len, "calls before the attach not seen (attached after the process started)");
+	else if (ms >= 0)
+		snprintf(buf, len, "calls before the probes not seen (libcuda probed %.1f ms after the process mapped it)", ms);
+	else
+		snprintf(buf, len, "calls before the probes not seen (libcuda probed after the process mapped it, found by a rescan)");
+}
+
+json_object *gp_unseen__json(const struct gp_unseen *u)
+{
+	json_object *o;
+
+	if (!u)
+		return NULL;
+	o = json_object_new_object();
+	json_object_object_add(o, "after", json_object_new_string(u->started ? "start" : "mapping"));
+	json_object_object_add(o, "gap_s", u->mapped_ns && u->probed_ns > u->mapped_ns ?
+				json_object_new_double((double)(u->probed_ns - u->mapped_ns) / 1e9) : NULL);
+	return o;
+}
+
 int gp_run__subscribe(struct gp_run *run, const struct gp_handlers *h)
 {
 	return run->shared_rb >= 0 ? gp_events__add(run->events, run->shared_rb, h) : -ENOENT;
@@ -542,6 +616,8 @@ int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 			gp_budget__stats_free(&st);
 		}
 	}
+	prom__family(p, "gpuprobe_processes_unseen_calls_total");
+	prom__u64(p, "gpuprobe_processes_unseen_calls_total", NULL, NULL, run->unseen_total);
 	prom__family(p, "gpuprobe_tracked_processes");
 	prom__u64(p, "gpuprobe_tracked_processes", NULL, NULL, pids_of(run, snaps, true, count_pid, NULL));
 	return 0;
@@ -643,5 +719,6 @@ void gp_run__free(struct gp_run *run)
 	if (run->shared_rb >= 0)
 		close(run->shared_rb);
 	symbolizer__free(run->sym);
+	u64map__free_all(run->unseen, NULL);
 	free(run);
 }

@@ -58,6 +58,8 @@ struct gp_run {
 	/* the front end's answer to a mode that reports a process as it exits */
 	void (*exit_report)(struct gp_run *run, int slot, uint32_t pid);
 	void *fe;                    /* the front end's own state */
+	struct u64map *unseen;       /* pid -> struct gp_unseen: calls before the probes not seen */
+	uint64_t unseen_total;       /* processes noted so, the table's cap included */
 	struct {
 		const struct gp_mode *m;
 		void *st;
@@ -133,6 +135,26 @@ bool gp_run__sampling(struct gp_run *run, uint32_t pid, struct gp_sampling *out)
  * (GP_RUN_DROPS at most). */
 size_t gp_run__drops(const struct gp_run *run, struct gp_snap_drop *drops);
 int gp_run__follow(struct gp_run *run, uint32_t pid, bool descendants, char *err, size_t len);
+
+/* A process whose libcuda was probed only after it could call it (a library found after
+ * the process mapped it, a -p attach to a running process): its calls before probed_ns
+ * were not seen. mapped_ns: when it mapped the library or started (CLOCK_MONOTONIC), 0
+ * unknown. The first note of a process stays; GP_UNSEEN_MAX processes are kept, every
+ * one counted. */
+#define GP_UNSEEN_MAX 4096
+struct gp_unseen {
+	uint64_t mapped_ns, probed_ns;
+	bool started; /* mapped_ns is the process's start (a -p attach), not a mapping */
+};
+void gp_run__note_unseen(struct gp_run *run, uint32_t pid, uint64_t mapped_ns, uint64_t probed_ns);
+void gp_run__note_unseen_start(struct gp_run *run, uint32_t pid, uint64_t started_ns, uint64_t probed_ns);
+/* The note of pid, or NULL when its calls were all seen from the library's mapping. */
+const struct gp_unseen *gp_run__unseen(const struct gp_run *run, uint32_t pid);
+/* One line for a report: "calls before ... not seen (...)", into buf. */
+void gp_unseen__text(const struct gp_unseen *u, char *buf, size_t len);
+/* {"after": "mapping"|"start", "gap_s": seconds or null}; NULL (JSON null) for no note. */
+struct json_object;
+struct json_object *gp_unseen__json(const struct gp_unseen *u);
 /* Subscribes h to the shared ring buffer (call from a mode's start). */
 int gp_run__subscribe(struct gp_run *run, const struct gp_handlers *h);
 /* The mode state of slot i's mode, for a mode's own callbacks. */

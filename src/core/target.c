@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "elfsym.h"
+#include "ldpath.h"
 #include "procmaps.h"
 #include "safeopen.h"
 #include "target.h"
@@ -624,4 +625,35 @@ cleanup:
 	libset__clear(found);
 	free(found);
 	return r;
+}
+
+struct cmd_found {
+	struct lib_set *found;
+};
+
+static void cmd_candidate(void *ctx, const char *path)
+{
+	struct cmd_found *f = ctx;
+	char real[PATH_MAX];
+
+	/* named as the kernel names it in the process's maps, not as the RUNPATH spelt it */
+	libset__add(f->found, realpath(path, real) ? real : path);
+}
+
+int target__resolve_command(char *const argv[], bool verbose, struct lib_set *libs)
+{
+	struct cmd_found f = { calloc(1, sizeof(struct lib_set)) };
+	char why[GP_PATH_MAX + 512] = "";
+	int before = libs->n, r;
+
+	if (!f.found)
+		return 0;
+	r = ldpath__find(argv[0], "libcuda.so.1", cmd_candidate, &f);
+	if (r < 0 && verbose)
+		fprintf(stderr, "gpuprobe: %s: no dynamic section read (%s): its libraries are found as it loads them\n",
+			argv[0], strerror(-r));
+	check_each(f.found, libs, verbose, why, sizeof(why));
+	libset__clear(f.found);
+	free(f.found);
+	return libs->n - before;
 }

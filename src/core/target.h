@@ -91,6 +91,11 @@ int target__find_pid_libcuda(int pid, struct lib_set *s);
 /* The driver files to probe: --libcuda's (instead of discovery), those pid maps (pid >
  * 0), or every one found on the node; each checked. 0 or -errno with one line in err. */
 int target__resolve(const char *libcuda, int pid, bool verbose, struct lib_set *libs, char *err, size_t len);
+/* A command about to start: the libcuda files its loader will find through the program's
+ * DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH and those of its DT_NEEDED chain (src/core/ldpath.h),
+ * checked and added to libs; files there already are not added twice. Returns how many it
+ * added (0 when the program names no folder of its own, or is a script). */
+int target__resolve_command(char *const argv[], bool verbose, struct lib_set *libs);
 
 /* Checks that path is an ELF CUDA driver library; writes one reason to err, "path: why".
  * A path a process names (/proc/PID/root/...) is opened as libset__add opens it. */

@@ -9,7 +9,7 @@ const struct gp_metric gp_metrics[] = {
 	/* --memleak */
 	{ "gpuprobe_cuda_outstanding_bytes", GP_GAUGE, P, "kind", NULL, "--memleak",
 	  "Bytes allocated through the CUDA driver and not freed yet, by memory kind, of the processes running now.",
-	  "`kind` is `device`, `managed`, `host_pinned` or `physical` (`cuMemCreate` handles). A process's bytes "
+	  "`kind` is `device`, `managed`, `host_pinned`, `physical` (`cuMemCreate` handles) or `graph` (CUDA graph allocation nodes). A process's bytes "
 	  "leave the sum when it exits (the driver frees them)." },
 	{ "gpuprobe_cuda_outstanding_allocations", GP_GAUGE, P, "kind", NULL, "--memleak",
 	  "Allocations made through the CUDA driver and not freed yet, by memory kind, of the processes running now.",
@@ -185,6 +185,9 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_budget_windows_cut_total", GP_COUNTER, 0, "", NULL, "--max-overhead",
 	  "Windows ended before their planned share because a process had already taken twice the probe hits its budget allows for the whole period (its call rate at least doubled).",
 	  NULL },
+	{ "gpuprobe_processes_unseen_calls_total", GP_COUNTER, 0, "", NULL, "",
+	  "Processes whose libcuda gpuprobe probed only after they had mapped it (found by the linker's hook, a rescan, or a -p attach): their CUDA calls before the probes were not seen.",
+	  "The CLI's command is held until its libcuda is probed (its own library folders before it starts, a dlopen of a new libcuda at the linker's hook), so it adds none." },
 	{ "gpuprobe_tracked_processes", GP_GAUGE, 0, "", NULL, "",
 	  "Processes gpuprobe holds records of now (running, and exited ones not yet folded into their series).",
 	  NULL },

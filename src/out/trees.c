@@ -126,6 +126,9 @@ void gp_trees__json_proc(const struct gp_run *run, json_object *po, uint32_t pid
 {
 	const struct pt_proc *p = run && run->filter ? ptree__get(run->ptree, pid) : NULL;
 
+	/* calls before its libcuda was probed, not seen: null when there were none */
+	if (run)
+		json_object_object_add(po, "unseen_before_probes", gp_unseen__json(gp_run__unseen(run, pid)));
 	if (!p)
 		return;
 	json_object_object_add(po, "ppid", json_object_new_int64(p->ppid));

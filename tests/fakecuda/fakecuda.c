@@ -101,6 +101,7 @@ struct ent {
 	int kind;
 	int dev;
 	bool live;
+	bool made;	/* MEM_GRAPH: a launch made the memory, no free since */
 };
 
 struct vec {
@@ -334,6 +335,7 @@ struct cparams {
 struct CUgraphNode_st {
 	struct CUgraph_st *graph;
 	CUgraphNodeType type;
+	CUdeviceptr mem_dptr;	/* MEM_ALLOC / MEM_FREE nodes: the allocation */
 	struct kparams k;
 	struct cparams c;
 	struct nodeset deps;
@@ -349,6 +351,7 @@ struct CUgraph_st {
 
 /* An instantiated node: a copy, keyed by the graph node it came from. */
 struct xnode {
+	CUdeviceptr mem_dptr;	/* MEM_ALLOC / MEM_FREE nodes */
 	uint64_t key;	/* node of the instantiated graph */
 	uint64_t key2;	/* node of the graph of the last cuGraphExecUpdate */
 	CUgraphNodeType type;
@@ -386,6 +389,7 @@ enum mem_kind {
 	MEM_ALLOC = 1, MEM_PITCH, MEM_MANAGED, MEM_ASYNC, MEM_POOL,
 	MEM_RESERVE,	/* VA reservation: no memory, not copyable by itself */
 	MEM_HOST, MEM_HOSTREG, MEM_HANDLE, MEM_MAPPING,
+	MEM_GRAPH,	/* a graph's allocation node: its address is fixed at the node */
 };
 
 struct devstate {
@@ -1191,6 +1195,15 @@ static CUresult dev_alloc_locked(struct CUctx_st *ctx, CUdeviceptr *dptr,
 	return CUDA_SUCCESS;
 }
 
+/* The entry of a graph allocation node's memory, or NULL. */
+static struct ent *graph_mem(CUdeviceptr dptr)
+{
+	int d = dev_of_addr(dptr);
+	struct ent *e = d >= 0 ? vec_find(&g.dev[d].mem, dptr) : NULL;
+
+	return e && e->kind == MEM_GRAPH ? e : NULL;
+}
+
 static NOINL CUresult do_dev_alloc(CUdeviceptr *dptr, size_t bytes, int kind,
 				   bool has_stream, CUstream s, bool ptsz)
 {
@@ -1242,8 +1255,12 @@ static NOINL CUresult do_dev_free(CUdeviceptr dptr, bool has_stream,
 		goto out;
 	d = dev_of_addr(dptr);
 	e = d >= 0 ? vec_find(&g.dev[d].mem, dptr) : NULL;
-	if (!e || e->kind == MEM_RESERVE) {
+	if (!e || e->kind == MEM_RESERVE || (e->kind == MEM_GRAPH && !e->made)) {
 		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	if (e->kind == MEM_GRAPH) {	/* the graph's address stays: its next launch makes it again */
+		e->made = false;
 		goto out;
 	}
 	g.dev[d].used -= e->size;
@@ -1759,14 +1776,28 @@ static NOINL CUresult do_graph_launch(CUgraphExec ge, CUstream s, bool ptsz)
 			goto out;
 		}
 	}
+	/* a graph whose allocation a former launch made and nobody freed cannot run again */
+	for (size_t i = 0; i < ge->n; i++) {
+		struct ent *me = ge->nodes[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ?
+				 graph_mem(ge->nodes[i].mem_dptr) : NULL;
+
+		if (ge->nodes[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && (!me || me->made)) {
+			rc = CUDA_ERROR_INVALID_VALUE;
+			goto out;
+		}
+	}
 	charge(st, g.kernel_ns);
 	for (size_t i = 0; i < ge->n; i++) {
 		struct xnode *x = &ge->nodes[i];
+		struct ent *me;
 
 		if (x->type == CU_GRAPH_NODE_TYPE_KERNEL)
 			kernel_run(st, &x->k, true);
 		else if (x->type == CU_GRAPH_NODE_TYPE_MEMCPY)
 			copy_run(st, &x->c, true);
+		else if ((x->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || x->type == CU_GRAPH_NODE_TYPE_MEM_FREE) &&
+			 (me = graph_mem(x->mem_dptr)))
+			me->made = x->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC;
 	}
 	ge->launches++;
 	g.graph_launches++;
@@ -4221,6 +4252,118 @@ CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 	return rc;
 }
 
+/*
+ * A memory allocation node (CUDA 11.4): the driver fixes the allocation's address when
+ * the node is made and hands it back in nodeParams->dptr; the memory is the graph's (the
+ * real driver maps it at each launch and unmaps it at the free node, or when a stream
+ * frees it with cuMemFreeAsync/cuMemFree after the launch). The stand-in keeps one device
+ * allocation per node from the node on, freed by any of those (MEM_GRAPH).
+ */
+CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+				const CUgraphNode *dependencies,
+				size_t numDependencies,
+				CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
+{
+	struct nodeset set = { 0 };
+	struct CUgraphNode_st *n;
+	struct CUctx_st *ctx;
+	struct ent *e;
+	CUresult rc;
+	uint64_t addr = 0, bytes;
+	int dev;
+
+	LOCK();
+	rc = cur_ctx(&ctx);
+	if (rc)
+		goto out;
+	if (!phGraphNode || !obj_ok(hGraph, OBJ_GRAPH) || !nodeParams || !nodeParams->bytesize ||
+	    nodeParams->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    nodeParams->poolProps.handleTypes != CU_MEM_HANDLE_TYPE_NONE ||
+	    nodeParams->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+	    !dev_ok(nodeParams->poolProps.location.id) ||
+	    (nodeParams->accessDescCount && !nodeParams->accessDescs)) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	rc = deps_of(hGraph, dependencies, numDependencies, &set);
+	if (rc)
+		goto out;
+	dev = nodeParams->poolProps.location.id;
+	bytes = round_up(nodeParams->bytesize, DEV_ALIGN);
+	rc = mem_charge(dev, bytes);
+	if (rc)
+		goto out;
+	addr = dev_va(dev, bytes, DEV_ALIGN);
+	e = addr ? vec_insert(&g.dev[dev].mem, addr) : NULL;
+	n = e ? node_new(hGraph, CU_GRAPH_NODE_TYPE_MEM_ALLOC, &set) : NULL;
+	if (!n) {
+		if (e)
+			vec_kill(&g.dev[dev].mem, e);
+		g.dev[dev].used -= bytes;
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	e->size = bytes;
+	e->kind = MEM_GRAPH;
+	e->made = false;
+	e->dev = dev;
+	e->aux = (uint64_t)(uintptr_t)ctx;
+	n->mem_dptr = addr;
+	nodeParams->dptr = addr;
+	*phGraphNode = n;
+out:
+	set_free(&set);
+	UNLOCK();
+	return rc;
+}
+
+/* A free node: of memory a graph allocated, once per graph (cuda.h). The memory is the
+ * graph's again at its next launch, so the stand-in's allocation stays. */
+CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+			       const CUgraphNode *dependencies,
+			       size_t numDependencies, CUdeviceptr dptr)
+{
+	struct nodeset set = { 0 };
+	struct CUgraphNode_st *n;
+	struct CUctx_st *ctx;
+	struct ent *e;
+	CUresult rc;
+	int d;
+
+	LOCK();
+	rc = cur_ctx(&ctx);
+	if (rc)
+		goto out;
+	d = dev_of_addr(dptr);
+	e = d >= 0 ? vec_find(&g.dev[d].mem, dptr) : NULL;
+	if (!phGraphNode || !obj_ok(hGraph, OBJ_GRAPH) || !e || e->kind != MEM_GRAPH) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	for (size_t i = 0; i < hGraph->nodes.n; i++) {
+		struct CUgraphNode_st *o = hGraph->nodes.v[i];
+
+		if (o->type == CU_GRAPH_NODE_TYPE_MEM_FREE && o->mem_dptr == dptr) {
+			rc = CUDA_ERROR_INVALID_VALUE; /* freed twice in one graph */
+			goto out;
+		}
+	}
+	rc = deps_of(hGraph, dependencies, numDependencies, &set);
+	if (rc)
+		goto out;
+	n = node_new(hGraph, CU_GRAPH_NODE_TYPE_MEM_FREE, &set);
+	if (!n) {
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	n->mem_dptr = dptr;
+	*phGraphNode = n;
+out:
+	set_free(&set);
+	UNLOCK();
+	return rc;
+}
+
 /* Kernel node parameters, v1 (no kern, no ctx) or v2, to what the stand-in keeps. */
 static CUresult knode_params(const CUDA_KERNEL_NODE_PARAMS_v1 *p1,
 			     const CUDA_KERNEL_NODE_PARAMS *p2,
@@ -4478,6 +4621,7 @@ static NOINL CUresult do_instantiate(CUgraphExec *out, CUgraph gr,
 		struct xnode *x = &ge->nodes[i];
 
 		x->key = (uint64_t)(uintptr_t)n;
+		x->mem_dptr = n->mem_dptr;
 		x->type = n->type;
 		x->k = n->k;
 		x->c = n->c;
@@ -4913,6 +5057,8 @@ static const struct proc {
 	P(cuStreamGetCaptureInfo_v3_ptsz, 12030),
 	P(cuThreadExchangeStreamCaptureMode, 10010),
 	P(cuGraphAddKernelNode, 10000),
+	P(cuGraphAddMemAllocNode, 11040),
+	P(cuGraphAddMemFreeNode, 11040),
 	P(cuGraphAddKernelNode_v2, 12000),
 	P(cuGraphKernelNodeGetParams, 10000),
 	P(cuGraphKernelNodeGetParams_v2, 12000),

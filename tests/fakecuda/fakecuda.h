@@ -376,7 +376,9 @@ typedef struct CUgraphEdgeData_st {
 typedef enum CUgraphNodeType_enum {
 	CU_GRAPH_NODE_TYPE_KERNEL = 0,
 	CU_GRAPH_NODE_TYPE_MEMCPY = 1,
-	CU_GRAPH_NODE_TYPE_EMPTY = 5
+	CU_GRAPH_NODE_TYPE_EMPTY = 5,
+	CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
+	CU_GRAPH_NODE_TYPE_MEM_FREE = 11
 } CUgraphNodeType;
 
 typedef struct CUDA_KERNEL_NODE_PARAMS_st {
@@ -493,6 +495,40 @@ typedef struct CUmemAllocationProp_st {
 	} allocFlags;
 } CUmemAllocationProp_v1;
 typedef CUmemAllocationProp_v1 CUmemAllocationProp;
+
+typedef enum CUmemAccess_flags_enum {
+	CU_MEM_ACCESS_FLAGS_PROT_NONE = 0x0,
+	CU_MEM_ACCESS_FLAGS_PROT_READ = 0x1,
+	CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3,
+	CU_MEM_ACCESS_FLAGS_PROT_MAX = 0x7FFFFFFF
+} CUmemAccess_flags;
+
+typedef struct CUmemAccessDesc_st {
+	CUmemLocation location;
+	CUmemAccess_flags flags;
+} CUmemAccessDesc_v1;
+typedef CUmemAccessDesc_v1 CUmemAccessDesc;
+
+typedef struct CUmemPoolProps_st {
+	CUmemAllocationType allocType;
+	CUmemAllocationHandleType handleTypes;
+	CUmemLocation location;
+	void *win32SecurityAttributes;
+	size_t maxSize;
+	unsigned short usage;
+	unsigned char reserved[54];
+} CUmemPoolProps_v1;
+typedef CUmemPoolProps_v1 CUmemPoolProps;
+
+/* A graph's memory allocation node: dptr is the one out-field (gpuprobe reads it). */
+typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
+	CUmemPoolProps poolProps;
+	const CUmemAccessDesc *accessDescs;
+	size_t accessDescCount;
+	size_t bytesize;
+	CUdeviceptr dptr;
+} CUDA_MEM_ALLOC_NODE_PARAMS_v1;
+typedef CUDA_MEM_ALLOC_NODE_PARAMS_v1 CUDA_MEM_ALLOC_NODE_PARAMS;
 
 #endif /* !FAKECUDA_USE_CUDA_H_TYPES */
 
@@ -635,6 +671,8 @@ CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode);
 
 /* ---- graphs ---- */
 CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags);
+CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams);
+CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUdeviceptr dptr);
 CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
 CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams);
 CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);

@@ -67,6 +67,121 @@ def test_libcuda_loaded_by_python_later():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def rpath_copy():
+    """memleak_app and the stand-in copied to a fresh folder pair: the app's RUNPATH
+    ($ORIGIN/../fakecuda) is the only way to its driver, a file no other process maps and
+    no default folder, LD_LIBRARY_PATH or ldconfig names."""
+    d = tempfile.mkdtemp(prefix="gp-rpath-")
+    os.makedirs(os.path.join(d, "apps"))
+    os.makedirs(os.path.join(d, "fakecuda"))
+    shutil.copy(app("memleak_app"), os.path.join(d, "apps", "memleak_app"))
+    shutil.copy(FAKECUDA, os.path.join(d, "fakecuda", "libcuda.so.1"))
+    return d, os.path.join(d, "apps", "memleak_app")
+
+
+def test_libcuda_only_through_the_programs_rpath():
+    """The command's loader finds libcuda only through the program's RUNPATH: it is found
+    the same way before the command runs (src/core/ldpath.c), so every call is seen
+    (before: the linker's report probed it after the first calls, or after all of them)."""
+    d, exe = rpath_copy()
+    try:
+        r = gp.gpuprobe(["--memleak", "--json", "-v"], cmd=[exe, "--allocs", "10", "--leaks", "3"],
+                        timeout=60, env={"LD_LIBRARY_PATH": ""})
+        eq(r.returncode, 0, f"exit ({r.stderr[-800:]})")
+        check("found through the program's own library folders" in r.stderr, r.stderr[-800:])
+        t = gp.truth(r.stderr)
+        rep = gp.final(r.stdout, "memleak")
+        p = gp.proc(rep, t["pid"])
+        eq(p["outstanding_allocs"], t["leaks"], "every leak")
+        eq(p["outstanding_bytes"], t["leaked_bytes"], "their bytes")
+        eq(p["untracked_frees"], 0, "no free of an unseen allocation")
+        eq(p.get("unseen_before_probes"), None, "no gap to report")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_libcuda_through_a_librarys_runpath():
+    """The program's RUNPATH names its library's folder, and only that library's RUNPATH
+    names the driver's (as a wheel's libtorch_cuda.so does): the chain is followed before
+    the command runs, so every allocation is seen from the first."""
+    d = tempfile.mkdtemp(prefix="gp-chain-")
+    try:
+        for sub in ("bin", "lib", "drv"):
+            os.makedirs(os.path.join(d, sub))
+        shutil.copy(os.path.join(OUT, "chain", "bin", "chain_app"), os.path.join(d, "bin"))
+        shutil.copy(os.path.join(OUT, "chain", "lib", "libchain.so"), os.path.join(d, "lib"))
+        shutil.copy(FAKECUDA, os.path.join(d, "drv", "libcuda.so.1"))
+        r = gp.gpuprobe(["--memleak", "--json", "-v"], cmd=[os.path.join(d, "bin", "chain_app"), "7"],
+                        timeout=60, env={"LD_LIBRARY_PATH": ""})
+        eq(r.returncode, 0, f"exit ({r.stderr[-800:]})")
+        check("1 libcuda file found through the program's own library folders" in r.stderr, r.stderr[-800:])
+        t = gp.truth(r.stderr)
+        p = gp.proc(gp.final(r.stdout, "memleak"), t["pid"])
+        eq(p["outstanding_allocs"], t["leaks"], "every allocation")
+        eq(p["outstanding_bytes"], t["leaked_bytes"], "their bytes")
+        eq(p["unseen_before_probes"], None, "no gap")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+EAGER_CUDA = r'''
+import ctypes, os, sys
+lib = ctypes.CDLL(sys.argv[1])
+ctx, p = ctypes.c_void_p(), ctypes.c_uint64()
+assert lib.cuInit(0) == 0
+assert lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
+assert lib.cuCtxSetCurrent(ctx) == 0
+for i in range(int(sys.argv[2])):
+    assert lib.cuMemAlloc_v2(ctypes.byref(p), 4096 * (i + 1)) == 0
+# one write: gpuprobe's -v lines share this stderr
+sys.stderr.write('{"pid":%d,"api":"eager_cuda","allocs":%s}\n' % (os.getpid(), sys.argv[2]))
+'''
+
+
+def eager_run(env):
+    d, lib = copy_to("libcuda.so.1", FAKECUDA)
+    script = os.path.join(d, "eager.py")
+    with open(script, "w") as f:
+        f.write(EAGER_CUDA)
+    try:
+        e = {"LD_LIBRARY_PATH": gp.FAKECUDA_DIR}
+        e.update(env)
+        r = gp.gpuprobe(["--memleak", "--json", "-v"], cmd=["python3", script, lib, "5"], timeout=60, env=e)
+        eq(r.returncode, 0, f"exit ({r.stderr[-800:]})")
+        t = gp.truth(r.stderr)
+        return r, gp.proc(gp.final(r.stdout, "memleak"), t["pid"]) if any(
+            x["pid"] == t["pid"] for x in gp.final(r.stdout, "memleak")["processes"]) else None, t
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_dlopen_of_libcuda_holds_the_command():
+    """A process gpuprobe started dlopens a libcuda nobody named and calls it at once: the
+    linker's hook stops it (SIGSTOP) until the copy is probed, then lets it go (SIGCONT),
+    so every allocation is seen and no gap is reported."""
+    r, p, t = eager_run({})
+    check(p is not None, f"the process is reported: {r.stdout[-600:]}")
+    eq(p["outstanding_allocs"], 5, "every allocation, the first included")
+    eq(p["outstanding_bytes"], sum(4096 * (i + 1) for i in range(5)), "their bytes")
+    eq(p["unseen_before_probes"], None, "no gap: the process waited for the probes")
+    check("1 processes held for a new libcuda" in r.stderr, r.stderr[-800:])
+
+
+def test_dlopen_without_the_hold_says_what_was_not_seen():
+    """The same without the hold (GPUPROBE_NO_HOLD, as for -p and node-wide runs): the
+    process ran on while the copy was probed; its report says that calls before the probes
+    were not seen, with the time between the mapping and the probes."""
+    r, p, t = eager_run({"GPUPROBE_NO_HOLD": "1"})
+    if p is None:  # every call before the probes: the run says it saw none
+        check("no CUDA call seen" in r.stderr or "calls before the probes not seen" in r.stderr, r.stderr[-800:])
+        return
+    u = p["unseen_before_probes"]
+    check(u is not None and u["after"] == "mapping" and u["gap_s"] is not None and u["gap_s"] >= 0,
+          f"the gap is reported: {u}")
+    check(p["outstanding_allocs"] <= 5, "never more than were made")
+    check(f"PID {t['pid']}: calls before the probes not seen" in r.stderr, r.stderr[-800:])
+
+
 def test_libnccl_in_a_private_mount_namespace():
     """The library lives at a path that exists only in the process's mount namespace: it is
     opened through /proc/PID/root (safe_open_mapped), as in a container."""

@@ -292,6 +292,10 @@ def test_attach_to_running_pid():
         p = proc(final(g.stdout()), a.pid)
         check_exact(p, t, "cuMemAlloc_v2")
         check_stacks(p)
+        # the process ran before the attach: its report says so, with how long
+        u = p["unseen_before_probes"]
+        check(u is not None and u["after"] == "start" and u["gap_s"] is not None and u["gap_s"] > 0,
+              f"calls before the attach not seen: {u}")
     finally:
         a.kill()
 
@@ -459,6 +463,43 @@ def test_direct_caller_in_stacks():
             check(s[0].startswith(fn + "+0x0 "), f"{api}: frame 0 should be {fn}: {s}")
             check(s[1].startswith(caller + "+0x"), f"{api}: frame 1 should be the caller {caller}: {s}")
             check(s[2].startswith("workload_alloc+0x"), f"{api}: frame 2 should be its caller: {s}")
+
+
+def test_a_command_that_makes_no_cuda_call_says_so():
+    """A run whose probes never fired ends with one line that says so and why, rather than
+    a silent "0 processes"; the command's exit status stays gpuprobe's."""
+    r = gp.gpuprobe(BASE, cmd=["true"])
+    eq(r.returncode, 0, f"exit status (stderr: {r.stderr[-600:]})")
+    check("gpuprobe: no CUDA call seen: 1 libcuda file probed, none called" in r.stderr, r.stderr[-600:])
+    r = gp.gpuprobe(["--memleak", "--json"], cmd=["sh", "-c", "exit 3"], env={"LD_LIBRARY_PATH": ""})
+    eq(r.returncode, 3, f"the command's exit status (stderr: {r.stderr[-600:]})")
+    check("gpuprobe: no CUDA call seen:" in r.stderr, r.stderr[-600:])
+    eq(final(r.stdout)["processes"], [], "no process in the report")
+
+
+def test_graph_memory_nodes():
+    """Memory CUDA graphs allocate and free (tests/apps/graphmem_app.c: alloc + free nodes,
+    an alloc node freed by the stream after each launch, one never freed, a captured
+    cuMemAllocAsync/cuMemFreeAsync): the graph's allocation is tracked from its node, so
+    no free is untracked, a free of memory a relaunch made again is counted as such, and
+    the graph memory never freed is outstanding, kind "graph", with its stack."""
+    r = gp.gpuprobe(BASE, cmd=[app("graphmem_app"), "--launches", "3"])
+    eq(r.returncode, 0, f"exit status (stderr: {r.stderr[-800:]})")
+    t = truth(r.stderr)
+    rep = final(r.stdout)
+    p = proc(rep, t["pid"])
+    eq(p["untracked_frees"], 0, "no free of graph memory is untracked")
+    eq(p["graph_relaunch_frees"], t["graph_relaunch_frees"], "frees of what a relaunch made again")
+    eq(p["allocs_total"], t["allocs"], "allocation nodes and the captured allocation")
+    eq(p["outstanding_allocs"], t["leaks"], "the graph memory never freed")
+    eq(p["outstanding_bytes"], t["leaked_bytes"], "its bytes")
+    eq(p["by_kind"]["graph"], {"bytes": t["leaked_bytes"], "allocs": t["leaks"]}, "of kind graph")
+    eq(rep["calls"]["cuGraphAddMemAllocNode"], 3, "allocation nodes seen")
+    eq(rep["calls"]["cuGraphAddMemFreeNode"], 1, "free nodes seen")
+    st = p["stacks"][0]
+    eq(st["apis"], ["cuGraphAddMemAllocNode"], "made by its node")
+    eq(int(st["allocs"][0]["address"], 16), t["leaked_address"], "at the node's address")
+    check(any(f.startswith("alloc_node+0x") and "(graphmem_app)" in f for f in st["frames"]), st["frames"])
 
 
 def test_perf_event_uprobe_fallback():

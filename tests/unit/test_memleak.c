@@ -143,7 +143,7 @@ static void test_groups_by_stack(void)
 	if (!ASSERT_EQ(g->bytes, 500, "biggest stack first") || !ASSERT_EQ(g->allocs, 1, "its allocations") ||
 	    !ASSERT_EQ(g->flags, USTACK_TRUNCATED, "its flags") ||
 	    !ASSERT_STR_EQ(g->frames[1], "other+0x8 (app) at app.c:20", "its frames") ||
-	    !ASSERT_EQ(g->apis, 1ull << GP_API_cuMemAllocAsync, "its API"))
+	    !ASSERT_EQ(g->apis, gp_mem_api_bit(GP_API_cuMemAllocAsync), "its API"))
 		goto cleanup;
 	g = &sp->stacks[1];
 	if (!ASSERT_EQ(g->bytes, 300, "second stack's bytes") || !ASSERT_EQ(g->allocs, 3, "second stack's allocations") ||

@@ -97,7 +97,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 
 /*
  * The copies, contexts, event records and host registrations are always attached (priced
- * under a budget: a copy's bytes are counted exactly); the synchronizations that end
+ * under a budget: a copy's bytes are counted exactly); cuCtxGetDevice and the synchronizations that end
  * asynchronous copies are sampled with --cudatrace's launches (--max-overhead): a training
  * loop synchronizes every step, and on the H200 that one always-attached synchronize cost
  * its PyTorch loop ~0.3 % (bench/gpu/results-inproc-h200.md). Under a budget a copy is
@@ -129,9 +129,13 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	if (r < 0)
 		return r;
 	attach__log_missing(lib, names, offsets, n);
+	/* cuCtxGetDevice too: only contexts made before a -p attach need it, PyTorch calls it
+	 * thousands of times a second, and one window's answer names the thread's GPU */
 	for (int i = 0; i < n; i++) {
-		syncs[i] = i < ncopy ? -1 : offsets[i];
-		if (i >= ncopy)
+		bool sampled = i >= ncopy || cookies[i] == GP_API_cuCtxGetDevice;
+
+		syncs[i] = sampled ? offsets[i] : -1;
+		if (sampled)
 			offsets[i] = -1;
 	}
 	r = attach_pair__attach(&m->probes, run->links, lib, offsets, NULL, cookies, n, run->target_pid,

@@ -10,6 +10,7 @@
 #include "json.h"
 #include "ncclkern.h"
 #include "prom.h"
+#include "run.h"
 #include "text.h"
 #include "trees.h"
 
@@ -140,6 +141,12 @@ void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 			fprintf(f, "  %" PRIu64 " of the unnamed launches: no kernel-handle layout learned yet for this libcuda build "
 				   "(made before the attach; one run of any CUDA program under gpuprobe with this driver teaches it, see --state-dir)\n",
 				ct_sampled__count(smp, p->unnamed_no_layout));
+		if (gp_run__unseen(run, p->pid)) {
+			char line[160];
+
+			gp_unseen__text(gp_run__unseen(run, p->pid), line, sizeof(line));
+			fprintf(f, "  [%s]\n", line);
+		}
 		graphs = p->graph_executed || p->captured_total;
 		if (p->nr_kernels && graphs)
 			fprintf(f, "  %-48s %10s %10s %9s  %s\n", "KERNEL", "LAUNCHES", "GRAPH", "CAPTURED",

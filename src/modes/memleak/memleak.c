@@ -110,7 +110,8 @@ static int init_proc(void *v, uint32_t pid)
 	p->handles = u64map__new();
 	p->mappings = u64map__new();
 	p->stacks = u64map__new();
-	return p->allocs && p->handles && p->mappings && p->stacks ? 0 : -ENOMEM;
+	p->graph_mem = u64map__new();
+	return p->allocs && p->handles && p->mappings && p->stacks && p->graph_mem ? 0 : -ENOMEM;
 }
 
 /* A record goes: its allocations leave the --max-allocs count with it. */
@@ -124,6 +125,7 @@ static void fini_proc(void *ctx, void *v)
 	u64map__free_all(p->handles, NULL);
 	u64map__free_all(p->mappings, NULL);
 	u64map__free_all(p->stacks, NULL);
+	u64map__free(p->graph_mem);
 }
 
 static const struct proctab_ops proc_ops = { sizeof(struct ml_proc), init_proc, fini_proc };
@@ -211,6 +213,8 @@ void memleak__on_alloc(struct memleak *ml, const struct gp_alloc_event *e, const
 		free(a);
 		return;
 	}
+	if (a->kind == GP_KIND_GRAPH && u64map__size(p->graph_mem) < ML_GRAPH_NODES)
+		u64map__put(p->graph_mem, a->addr, (void *)(uintptr_t)1);
 	a->stack = stack_get(p, stack); /* NULL (out of memory): reported without a stack */
 	ml->nr_allocs++;
 	account(p, a, +1);
@@ -260,6 +264,11 @@ void memleak__on_free(struct memleak *ml, const struct gp_free_event *e)
 		return;
 	p->st.frees_total++;
 	a = u64map__del(info->kind == GP_KIND_PHYSICAL ? p->handles : p->allocs, e->addr);
+	if (!a && u64map__get(p->graph_mem, e->addr)) {
+		/* a graph's memory freed again: a launch after the first free made it anew */
+		p->st.graph_relaunch_frees++;
+		return;
+	}
 	if (!a) {
 		p->st.untracked_frees++;
 		return;
@@ -370,8 +379,7 @@ static void group(struct ml_snap_stack *g, struct ml_alloc *const *v, size_t fro
 		g->allocs++;
 		if (age > g->oldest_age_s)
 			g->oldest_age_s = age;
-		if (v[i]->api < 64)
-			g->apis |= 1ull << v[i]->api;
+		g->apis |= gp_mem_api_bit(v[i]->api);
 		g->kinds |= 1u << v[i]->kind;
 	}
 }

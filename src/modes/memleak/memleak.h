@@ -57,6 +57,8 @@ struct ml_stats {
 	uint64_t allocs_total, frees_total;
 	uint64_t alloc_bytes_total, freed_bytes_total;
 	uint64_t untracked_frees; /* frees of addresses allocated before gpuprobe attached */
+	uint64_t graph_relaunch_frees; /* frees of a graph allocation node's memory that a
+					* later launch of its graph made again (not untracked) */
 	uint64_t mapped_bytes;
 	uint64_t maps_total, unmaps_total;
 };
@@ -67,8 +69,12 @@ struct ml_proc {
 	struct u64map *handles;  /* handle -> struct ml_alloc (physical) */
 	struct u64map *mappings; /* address -> struct ml_mapping */
 	struct u64map *stacks;   /* hash -> struct ml_stack */
+	struct u64map *graph_mem; /* address of each graph allocation node seen (up to
+				   * ML_GRAPH_NODES): every launch of its graph makes it again */
 	struct ml_stats st;
 };
+
+#define ML_GRAPH_NODES 65536
 
 struct memleak;
 
@@ -111,7 +117,7 @@ struct ml_snap_alloc {
 struct ml_snap_stack {
 	uint64_t bytes, allocs;
 	double oldest_age_s;
-	uint64_t apis;   /* bit (1 << enum gp_api) of each entry point among them */
+	uint64_t apis;   /* gp_mem_api_bit() of each entry point among them */
 	uint32_t kinds;  /* bit (1 << enum gp_mem_kind) of each kind among them */
 	uint32_t flags;  /* enum ustack_flags */
 	uint32_t nr_frames;

@@ -9,6 +9,7 @@
 #include "json.h"
 #include "memleak_mode.h"
 #include "prom.h"
+#include "run.h"
 #include "text.h"
 #include "trees.h"
 #include "ustack.h"
@@ -46,9 +47,9 @@ static void api_list(uint64_t apis, char *buf, size_t len)
 	size_t off = 0;
 
 	buf[0] = '\0';
-	for (int a = 0; a < 64 && off < len; a++)
+	for (int a = 0; a < gp_mem_apis_cnt && a < 64 && off < len; a++)
 		if (apis & (1ull << a))
-			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? ", " : "", gp_api_name((uint32_t)a));
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? ", " : "", gp_mem_apis[a].name);
 }
 
 static void text_stack(FILE *f, const struct ml_snap_proc *p, const struct ml_snap_stack *st,
@@ -75,9 +76,10 @@ static void text_stack(FILE *f, const struct ml_snap_proc *p, const struct ml_sn
 	}
 }
 
-static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_snap *s)
+static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_snap *s, struct gp_run *run)
 {
-	char hb[32];
+	const struct gp_unseen *u = gp_run__unseen(run, p->pid);
+	char hb[32], line[160];
 
 	gp_text__bytes(p->st.outstanding_bytes, hb, sizeof(hb));
 	fprintf(f, "PID %u (%s)%s: %" PRIu64 " outstanding allocations, %" PRIu64 " bytes (%s)\n",
@@ -90,7 +92,13 @@ static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_sna
 			fprintf(f, ", %s %" PRIu64 " B", gp_kind_name(k), p->st.bytes_by_kind[k]);
 	if (p->st.maps_total)
 		fprintf(f, ", mapped %" PRIu64 " B", p->st.mapped_bytes);
+	if (p->st.graph_relaunch_frees)
+		fprintf(f, ", frees of graph memory a relaunch made again %" PRIu64, p->st.graph_relaunch_frees);
 	fputc('\n', f);
+	if (u) {
+		gp_unseen__text(u, line, sizeof(line));
+		fprintf(f, "    [%s]\n", line);
+	}
 	if (s->older_than > 0) {
 		gp_text__bytes(p->shown_bytes, hb, sizeof(hb));
 		fprintf(f, "    outstanding for more than %gs: %" PRIu64 " allocations, %" PRIu64 " bytes (%s)\n",
@@ -139,7 +147,7 @@ void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 			fprintf(f, "Process %u (%s) %s with %" PRIu64 " allocations never freed (%" PRIu64 " bytes)\n",
 				p->pid, p->comm, p->exec ? "replaced its image (exec)" : "exited",
 				p->st.outstanding_allocs, p->st.outstanding_bytes);
-			text_proc(f, p, s);
+			text_proc(f, p, s, run);
 		}
 		return;
 	}
@@ -152,7 +160,7 @@ void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 	fprintf(f, "[%s] memleak %s report: %zu process%s, %" PRIu64 " outstanding allocations, %" PRIu64 " bytes (%s)\n",
 		tbuf, hdr->kind, s->d.nr_procs, s->d.nr_procs == 1 ? "" : "es", allocs, bytes, hb);
 	for (size_t i = 0; i < s->d.nr_procs; i++)
-		text_proc(f, &s->d.procs[i], s);
+		text_proc(f, &s->d.procs[i], s, run);
 	text_jobs(f, s, run);
 	gp_drops__text(f, hdr);
 }
@@ -195,8 +203,8 @@ static json_object *json_stack(const struct ml_snap_proc *p, const struct ml_sna
 	json_object_object_add(o, "outstanding_allocs", json_object_new_uint64(st->allocs));
 	json_object_object_add(o, "oldest_age_s", json_object_new_double(st->oldest_age_s));
 	for (int a = 0; a < 64; a++)
-		if (st->apis & (1ull << a))
-			json_object_array_add(apis, json_object_new_string(gp_api_name((uint32_t)a)));
+		if (a < gp_mem_apis_cnt && (st->apis & (1ull << a)))
+			json_object_array_add(apis, json_object_new_string(gp_mem_apis[a].name));
 	json_object_object_add(o, "apis", apis);
 	for (int k = 0; k < GP_KIND__COUNT; k++)
 		if (st->kinds & (1u << k))
@@ -233,6 +241,7 @@ static json_object *json_proc(const struct ml_snap_proc *p, const struct ml_snap
 	json_object_object_add(o, "outstanding_bytes", json_object_new_uint64(st->outstanding_bytes));
 	json_object_object_add(o, "outstanding_allocs", json_object_new_uint64(st->outstanding_allocs));
 	json_object_object_add(o, "untracked_frees", json_object_new_uint64(st->untracked_frees));
+	json_object_object_add(o, "graph_relaunch_frees", json_object_new_uint64(st->graph_relaunch_frees));
 	json_object_object_add(o, "allocs_total", json_object_new_uint64(st->allocs_total));
 	json_object_object_add(o, "frees_total", json_object_new_uint64(st->frees_total));
 	json_object_object_add(o, "alloc_bytes_total", json_object_new_uint64(st->alloc_bytes_total));
