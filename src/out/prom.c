@@ -25,7 +25,8 @@ struct series {
 	char fmt;
 	bool shown;   /* written by a scrape once (born_at_zero) */
 	bool dead;    /* expired: unlinked from the family's list at the next write */
-	uint64_t key;
+	uint64_t key;  /* where it hangs in the store's map: a hash that only picks the chain */
+	struct series *chain; /* the next series whose labels hash to the same key */
 	uint64_t seen_ns; /* the last render a process counted into it */
 	double v[NV_MAX];
 };
@@ -35,7 +36,7 @@ struct fam_list {
 	size_t n, cap;
 };
 
-/* A process's values in a family at the render before: key hash(fam, pid). */
+/* A process's values in a family at the render before: key fam_pid(fam, pid). */
 struct pstate {
 	uint64_t gen;
 	char comm[GP_COMM_LEN];
@@ -48,11 +49,11 @@ struct stamp {
 
 struct prom_store {
 	struct prom_store_opts o;
-	struct u64map *series;   /* hash(fam, labels) -> struct series */
+	struct u64map *series;   /* hash(fam, labels) -> chain of struct series */
 	struct fam_list *fams;   /* per gp_metrics index, creation order */
 	size_t nr_fams, live_series;
-	struct u64map *pstate;   /* hash(fam, pid) -> struct pstate */
-	struct u64map *exited;   /* hash(fam, pid, fingerprint) -> generation */
+	struct u64map *pstate;   /* fam_pid(fam, pid) -> struct pstate */
+	struct u64map *exited;   /* fam_pid(fam, pid) -> struct exited */
 	struct u64map *cap_count; /* hash(fam, base labels) -> count (as a pointer) */
 	struct u64map *cap_vals; /* hash(fam, base labels, capped labels) -> struct capval */
 	struct u64map *admitted; /* per_process: pid -> struct stamp */
@@ -109,7 +110,7 @@ struct prom_out {
 	size_t nr_fams;
 	struct record **recs;
 	size_t nr, cap;
-	struct u64map *ridx; /* hash(fam, proc pointer) -> index + 1 */
+	struct u64map *ridx; /* hash(fam, proc pointer), probed on -> index + 1 */
 };
 
 static uint64_t hstr(uint64_t h, const char *s)
@@ -129,6 +130,33 @@ static uint64_t mix(uint64_t a, uint64_t b)
 }
 
 #define SEED 1469598103934665603ULL
+
+/*
+ * A process's key in a family: both numbers whole, so no two (family, PID) share one. It
+ * was mix(fam, pid), whose first step (a ^ (b + c + (a << 6) + (a >> 2))) gave (fam, pid)
+ * and (fam + 1, pid - 65) one key: under churn one process's counts went into another's
+ * (issue 30). Hashes elsewhere here only choose where to look; the full key is compared.
+ */
+static uint64_t fam_pid(int fam, uint32_t pid)
+{
+	return (uint64_t)(uint32_t)fam << 32 | pid;
+}
+
+/* The exited records of one (family, PID) still listed: what tells each apart. */
+struct exited {
+	size_t n, cap;
+	struct {
+		uint64_t fp, gen;
+	} *v;
+};
+
+static void free_exited(void *v)
+{
+	struct exited *e = v;
+
+	free(e->v);
+	free(e);
+}
 
 static size_t nvals(int fam)
 {
@@ -181,12 +209,15 @@ void prom_store__free(struct prom_store *s)
 {
 	if (!s)
 		return;
-	u64map__free_all(s->series, free_series);
-	for (size_t i = 0; s->fams && i < s->nr_fams; i++)
+	u64map__free(s->series); /* its values are chains: each series is freed from its family's list */
+	for (size_t i = 0; s->fams && i < s->nr_fams; i++) {
+		for (size_t j = 0; j < s->fams[i].n; j++)
+			free_series(s->fams[i].v[j]);
 		free(s->fams[i].v);
+	}
 	free(s->fams);
 	u64map__free_all(s->pstate, free_pstate);
-	u64map__free(s->exited);
+	u64map__free_all(s->exited, free_exited);
 	u64map__free(s->cap_count);
 	u64map__free_all(s->cap_vals, NULL);
 	u64map__free_all(s->admitted, NULL);
@@ -384,11 +415,14 @@ static void direct(struct prom_out *p, struct famout *fo, const char *name, cons
 static struct record *record_of(struct prom_out *p, int fam, const struct gp_snap_pid *proc, char fmt)
 {
 	uint64_t k = mix((uint64_t)fam, (uint64_t)(uintptr_t)proc);
-	uintptr_t at = (uintptr_t)u64map__get(p->ridx, k);
+	uintptr_t at;
 	struct record *r;
 
-	if (at)
-		return p->recs[at - 1];
+	/* the hash picks where to start; a record is the one of this family and process (no
+	 * record leaves ridx during a render, so the next key along is free or taken) */
+	for (; (at = (uintptr_t)u64map__get(p->ridx, k)); k++)
+		if (p->recs[at - 1]->fam == fam && p->recs[at - 1]->proc == proc)
+			return p->recs[at - 1];
 	if (p->nr == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 64;
 		struct record **nv = realloc(p->recs, cap * sizeof(*nv));
@@ -679,11 +713,14 @@ static struct series *series_of(struct prom_out *p, int fam, const char *labels,
 {
 	struct prom_store *s = p->store;
 	uint64_t k = hstr(mix(SEED, (uint64_t)fam), labels);
-	struct series *x = u64map__get(s->series, k);
+	struct series *head = u64map__get(s->series, k), *x;
 	struct fam_list *fl = &s->fams[fam];
 
-	if (x)
-		return x->fam == fam && !strcmp(x->labels, labels) ? x : NULL; /* NULL: a 64-bit collision */
+	/* labels a process chose (its comm) may be made to collide with another tenant's:
+	 * the chain is walked comparing the whole labels */
+	for (x = head; x; x = x->chain)
+		if (x->fam == fam && !strcmp(x->labels, labels))
+			return x;
 	if (fl->n == fl->cap) {
 		size_t cap = fl->cap ? fl->cap * 2 : 16;
 		struct series **nv = realloc(fl->v, cap * sizeof(*nv));
@@ -700,6 +737,7 @@ static struct series *series_of(struct prom_out *p, int fam, const char *labels,
 		free(x);
 		return NULL;
 	}
+	x->chain = head;
 	x->fam = fam;
 	x->fmt = fmt;
 	x->key = k;
@@ -749,7 +787,9 @@ static void gauge(struct prom_out *p, const struct record *r, const char *proc)
 
 		if (!labels || (!fo->gidx && !(fo->gidx = u64map__new())))
 			goto fail;
-		at = (uintptr_t)u64map__get(fo->gidx, k);
+		/* the hash picks where to start; the gauge is the one with these labels */
+		while ((at = (uintptr_t)u64map__get(fo->gidx, k)) && strcmp(fo->g[at - 1]->labels, labels))
+			k++;
 		if (!at) {
 			struct gauge *g = calloc(1, sizeof(*g));
 			struct gauge **nv = fo->ng == fo->capg ?
@@ -814,7 +854,7 @@ static uint64_t fingerprint(const struct record *r)
 
 static struct pstate *pstate_get(struct prom_out *p, const struct record *r, bool create)
 {
-	uint64_t k = mix((uint64_t)r->fam, r->pid);
+	uint64_t k = fam_pid(r->fam, r->pid);
 	struct pstate *ps = u64map__get(p->store->pstate, k);
 
 	if (ps || !create)
@@ -837,19 +877,38 @@ static struct pstate *pstate_get(struct prom_out *p, const struct record *r, boo
 static void fold_exited(struct prom_out *p, struct record *r, const char *proc)
 {
 	struct prom_store *s = p->store;
-	uint64_t k = mix(mix((uint64_t)r->fam, r->pid), fingerprint(r));
+	uint64_t k = fam_pid(r->fam, r->pid), fp = fingerprint(r);
+	struct exited *e = u64map__get_new(s->exited, k, sizeof(*e));
 	struct pstate *ps;
+	size_t i;
 
-	if (u64map__get(s->exited, k)) {
+	if (!e) {
+		p->failed = true;
+		return;
+	}
+	for (i = 0; i < e->n && e->v[i].fp != fp; i++)
+		;
+	if (i < e->n) {
 		touch(p, r, proc);
 	} else {
+		if (e->n == e->cap) {
+			size_t cap = e->cap ? e->cap * 2 : 2;
+			void *nv = realloc(e->v, cap * sizeof(*e->v));
+
+			if (!nv) {
+				p->failed = true; /* not counted now: counted at the next render */
+				return;
+			}
+			e->v = nv;
+			e->cap = cap;
+		}
+		e->v[e->n++].fp = fp;
 		ps = pstate_get(p, r, false);
 		route(p, r, proc, ps ? ps->last : NULL);
 		if (ps)
-			free_pstate(u64map__del(s->pstate, mix((uint64_t)r->fam, r->pid)));
+			free_pstate(u64map__del(s->pstate, k));
 	}
-	if (u64map__put(s->exited, k, (void *)(uintptr_t)s->gen))
-		p->failed = true;
+	e->v[i].gen = s->gen;
 }
 
 /* A running process's record: what it counted since the render before. */
@@ -925,8 +984,8 @@ static bool expired(const struct prom_out *p, uint64_t seen_ns)
 	return seen_ns < p->now_ns && p->now_ns - seen_ns > keep;
 }
 
-/* Forgets, in m, the entries expired (stamp) or not of this generation (gen). */
-static void sweep(struct prom_out *p, struct u64map *m, bool by_gen, void (*free_v)(void *))
+/* Forgets, in m, the entries expired (their stamp). */
+static void sweep(struct prom_out *p, struct u64map *m, void (*free_v)(void *))
 {
 	uint64_t keys[256], k;
 	size_t n;
@@ -935,9 +994,7 @@ static void sweep(struct prom_out *p, struct u64map *m, bool by_gen, void (*free
 	do {
 		n = 0;
 		for (size_t it = 0; n < 256 && u64map__next(m, &it, &k, &v);) {
-			bool gone = by_gen ? (uintptr_t)v != p->store->gen : expired(p, ((struct stamp *)v)->seen_ns);
-
-			if (gone)
+			if (expired(p, ((struct stamp *)v)->seen_ns))
 				keys[n++] = k;
 		}
 		for (size_t i = 0; i < n; i++) {
@@ -945,6 +1002,32 @@ static void sweep(struct prom_out *p, struct u64map *m, bool by_gen, void (*free
 			if (free_v)
 				free_v(v);
 		}
+	} while (n == 256);
+}
+
+/* Exited records not listed in this render: forgotten. */
+static void sweep_exited(struct prom_out *p)
+{
+	struct u64map *m = p->store->exited;
+	uint64_t keys[256], k;
+	size_t n;
+	void *v;
+
+	do {
+		n = 0;
+		for (size_t it = 0; n < 256 && u64map__next(m, &it, &k, &v);) {
+			struct exited *e = v;
+			size_t keep = 0;
+
+			for (size_t i = 0; i < e->n; i++)
+				if (e->v[i].gen == p->store->gen)
+					e->v[keep++] = e->v[i];
+			e->n = keep;
+			if (!keep)
+				keys[n++] = k;
+		}
+		for (size_t i = 0; i < n; i++)
+			free_exited(u64map__del(m, keys[i]));
 	} while (n == 256);
 }
 
@@ -989,6 +1072,24 @@ static void sweep_caps(struct prom_out *p)
 	} while (n == 256);
 }
 
+/* Takes x out of its key's chain. */
+static void unchain(struct prom_store *s, struct series *x)
+{
+	struct series *at = u64map__get(s->series, x->key);
+
+	if (at == x) {
+		if (x->chain)
+			u64map__put(s->series, x->key, x->chain); /* replaces: no allocation */
+		else
+			u64map__del(s->series, x->key);
+		return;
+	}
+	for (; at && at->chain != x; at = at->chain)
+		;
+	if (at)
+		at->chain = x->chain;
+}
+
 /* Series nothing counted into for the retention: gone. */
 static void sweep_series(struct prom_out *p)
 {
@@ -1005,7 +1106,7 @@ static void sweep_series(struct prom_out *p)
 				fl->v[keep++] = x;
 				continue;
 			}
-			u64map__del(s->series, x->key);
+			unchain(s, x);
 			free_series(x);
 			s->live_series--;
 		}
@@ -1024,9 +1125,9 @@ int prom_out__fold(struct prom_out *p)
 	for (int pass = 0; pass < 3; pass++)
 		fold_pass(p, pass);
 	sweep_pstates(p);
-	sweep(p, s->exited, true, NULL);
+	sweep_exited(p);
 	sweep_caps(p);
-	sweep(p, s->admitted, false, free);
+	sweep(p, s->admitted, free);
 	sweep_series(p);
 	return p->failed ? -ENOMEM : 0;
 }
