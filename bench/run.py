@@ -23,6 +23,9 @@ Sections (all by default; --only picks some):
             built -O2 -fomit-frame-pointer and on Python via ctypes; paced allocations,
             each pair timed alone; BPF ns per allocation and gpuprobe's CPU per allocation.
             Alone (--only stacks) it rewrites its own part of docs/benchmarks.md.
+  churn     the daemon under short processes 20 at a time at stepped rates (bench/churn.py,
+            issue 30): each family's total against the processes' truth, drops counted; the
+            highest rate held exactly and the rate where counted losses begin.
 Configurations that need an option this gpuprobe lacks (see its --help) are skipped.
 
 Environment: BENCH_REPS (7), BENCH_SOAK_SECONDS (60), BENCH_ATTACH_FUNCS (700),
@@ -43,6 +46,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import churn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(ROOT)
@@ -1329,6 +1334,8 @@ def write_doc(results, wall):
     for line in stacks_doc(results):
         a(line)
     a("")
+    for line in churn.doc_lines(results):
+        a(line)
     a("## GPU machine")
     a("")
     inproc = sorted(f for f in os.listdir(os.path.join(ROOT, "bench", "gpu")) if f.startswith("results-inproc-"))
@@ -1776,7 +1783,7 @@ def git_desc():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", help="comma-separated sections: percall,progcost,sampling,attach,soak,ringbuf,estimate,stacks")
+    ap.add_argument("--only", help="comma-separated sections: percall,progcost,sampling,attach,soak,ringbuf,estimate,stacks,churn")
     ap.add_argument("--rewrite", action="store_true",
                     help="rewrite docs/benchmarks.md from the last run's .output/bench/results.json (after a "
                          "recorded file it quotes changed, such as bench/gpu/results-inproc-*.md), measuring nothing")
@@ -1799,7 +1806,7 @@ def main():
         return
     if os.geteuid() != 0:
         die("needs root (BPF)")
-    secs = ["percall", "progcost", "sampling", "attach", "soak", "ringbuf", "estimate", "stacks"]
+    secs = ["percall", "progcost", "sampling", "attach", "soak", "ringbuf", "estimate", "stacks", "churn"]
     only = args.only.split(",") if args.only else secs
     for x in only:
         if x not in secs:
@@ -1835,6 +1842,9 @@ def main():
     if "stacks" in only:
         log("bench: what a stack costs per allocation (%d repetitions)" % REPS)
         stacks(have_bt, results)
+    if "churn" in only:
+        log("bench: the daemon under process churn")
+        churn.measure(results, log=log)
     judge(results)
     results["analysis"] = analysis(results)
     wall = time.monotonic() - t0
