@@ -215,6 +215,8 @@ static void own_families(struct daemon *d, struct prom_out *p)
 	prom__u64(p, "gpuprobe_http_connections_closed_total", NULL, NULL, d->http ? http__closed_slow(d->http) : 0);
 	prom__family(p, "gpuprobe_http_auth_failures_total");
 	prom__u64(p, "gpuprobe_http_auth_failures_total", NULL, NULL, d->http ? http__auth_failures(d->http) : 0);
+	prom__family(p, "gpuprobe_http_auth_busy_total");
+	prom__u64(p, "gpuprobe_http_auth_busy_total", NULL, NULL, d->http ? http__auth_busy(d->http) : 0);
 	prom__family(p, "gpuprobe_rescans_total");
 	prom__u64(p, "gpuprobe_rescans_total", NULL, NULL, d->rescans);
 	prom__family(p, "gpuprobe_rescan_seconds_total");

@@ -209,6 +209,11 @@ const struct gp_metric gp_metrics[] = {
 	  NULL },
 	{ "gpuprobe_http_auth_failures_total", GP_COUNTER, 0, "", NULL, "--web-config",
 	  "Requests refused with 401 (basic_auth_users of --web-config).", NULL },
+	{ "gpuprobe_http_auth_busy_total", GP_COUNTER, 0, "", NULL, "--web-config",
+	  "Requests answered 429 at once because two password checks (bcrypt) were already running or waiting.",
+	  "A password accepted before is a constant-time compare and never waits; others are checked one at a "
+	  "time by a thread of their own, so a flood of wrong passwords is refused here rather than slowing "
+	  "/metrics, /healthz or the ring buffer's reader (docs/security.md)." },
 	{ "gpuprobe_rescans_total", GP_COUNTER, 0, "", NULL, "",
 	  "Rescans of /proc/*/maps for new libcuda files (--rescan-interval).", NULL },
 	{ "gpuprobe_rescan_seconds_total", GP_COUNTER, 0, "", NULL, "",

@@ -713,16 +713,37 @@ static bool ct_equal(const char *a, size_t alen, const char *b, size_t blen)
 	return d == 0;
 }
 
-enum webconfig_auth webconfig__check_auth(struct webconfig *wc, const char *authorization)
+/* A password only bcrypt can judge: checked off the serving thread (webconfig__verify). */
+struct webconfig_check {
+	struct user *u;			/* NULL: an unknown user, checked against the dummy */
+	char hash[CRYPT_OUTPUT_SIZE];	/* the user's hash, or the dummy */
+	char *pass;
+	struct crypt_data *cd;		/* ~32 KiB of libcrypt scratch of its own */
+};
+
+static void free_check(struct webconfig_check *ck)
+{
+	if (!ck)
+		return;
+	free_secret(ck->pass);
+	if (ck->cd)
+		explicit_bzero(ck->cd, sizeof(*ck->cd));
+	free(ck->cd);
+	free(ck);
+}
+
+enum webconfig_auth webconfig__begin_auth(struct webconfig *wc, const char *authorization,
+					  struct webconfig_check **out)
 {
 	unsigned char raw[WEBCONFIG_MAX_AUTH];
 	enum webconfig_auth res = WEBCONFIG_AUTH_MISSING;
+	struct webconfig_check *ck = NULL;
 	struct user *u = NULL;
-	const char *hash, *out;
 	char *colon, *pass;
 	size_t plen;
 	int n;
 
+	*out = NULL;
 	if (!wc || !wc->nr_users)
 		return WEBCONFIG_AUTH_OK;
 	if (!authorization || strlen(authorization) >= WEBCONFIG_MAX_AUTH ||
@@ -750,17 +771,48 @@ enum webconfig_auth webconfig__check_auth(struct webconfig *wc, const char *auth
 		res = WEBCONFIG_AUTH_OK;
 		goto cleanup;
 	}
-	hash = u ? u->hash : wc->dummy;
-	memset(wc->cd, 0, sizeof(*wc->cd));
-	out = crypt_rn(pass, hash, wc->cd, sizeof(*wc->cd));
-	if (out && u && ct_equal(out, strlen(out), hash, strlen(hash))) {
-		res = WEBCONFIG_AUTH_OK;
-		free_secret(u->accepted);
-		u->accepted = strdup(pass);	/* NULL on ENOMEM: only the cache is lost */
+	ck = calloc(1, sizeof(*ck));
+	if (!ck || !(ck->cd = calloc(1, sizeof(*ck->cd))) || !(ck->pass = strdup(pass))) {
+		free_check(ck);
+		goto cleanup;	/* out of memory: refused, never let through */
 	}
+	ck->u = u;
+	snprintf(ck->hash, sizeof(ck->hash), "%s", u ? u->hash : wc->dummy);
+	*out = ck;
+	res = WEBCONFIG_AUTH_PENDING;
 cleanup:
 	explicit_bzero(raw, sizeof(raw));
-	if (wc->cd)
-		explicit_bzero(wc->cd->input, sizeof(wc->cd->input));
 	return res;
+}
+
+bool webconfig__verify(struct webconfig_check *ck)
+{
+	const char *out = crypt_rn(ck->pass, ck->hash, ck->cd, sizeof(*ck->cd));
+	bool ok = out && ck->u && ct_equal(out, strlen(out), ck->hash, strlen(ck->hash));
+
+	explicit_bzero(ck->cd->input, sizeof(ck->cd->input));
+	return ok;
+}
+
+enum webconfig_auth webconfig__end_auth(struct webconfig_check *ck, bool ok)
+{
+	if (!ck)
+		return WEBCONFIG_AUTH_DENIED;
+	if (ok) {
+		free_secret(ck->u->accepted);
+		ck->u->accepted = ck->pass;	/* taken over: the next request is a compare */
+		ck->pass = NULL;
+	}
+	free_check(ck);
+	return ok ? WEBCONFIG_AUTH_OK : WEBCONFIG_AUTH_DENIED;
+}
+
+enum webconfig_auth webconfig__check_auth(struct webconfig *wc, const char *authorization)
+{
+	struct webconfig_check *ck;
+	enum webconfig_auth res = webconfig__begin_auth(wc, authorization, &ck);
+
+	if (res != WEBCONFIG_AUTH_PENDING)
+		return res;
+	return webconfig__end_auth(ck, webconfig__verify(ck));
 }
