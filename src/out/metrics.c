@@ -198,7 +198,19 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_series", GP_GAUGE, 0, "", NULL, "",
 	  "Series of the per-process families on this endpoint.",
 	  "Bounded by the workload's shape (comm, cgroup, pod, kernel, GPU, direction), not by how many "
-	  "processes came and went; with `--per-process-series`, by `--max-process-series` too." },
+	  "processes came and went; with `--per-process-series`, by `--max-process-series` too; and by "
+	  "`--max-label-sets` (gpuprobe_series_label_sets)." },
+	{ "gpuprobe_series_label_sets", GP_GAUGE, 0, "", NULL, "",
+	  "Process label sets (comm and the attribution labels: cgroup, pod...) with series of their own now.",
+	  "At most `--max-label-sets` (default 1000), at most `--max-label-sets-per-cgroup` (default 250) of one "
+	  "cgroup; a set nothing counted into for `--retention` frees its place." },
+	{ "gpuprobe_series_overflow_total", GP_COUNTER, 0, "reason", NULL, "",
+	  "Process records (a process's samples in one family; once per process and family) summed under "
+	  "comm=\"other\" because the label sets' cap was reached.",
+	  "`reason=\"cgroup\"`: the process's cgroup held its share (`--max-label-sets-per-cgroup`), so its series "
+	  "are comm=\"other\" of that cgroup; `reason=\"total\"`: the whole cap (`--max-label-sets`) was reached, "
+	  "so they are comm=\"other\" without attribution labels. No count is lost: the overflow series hold it. "
+	  "The first hit of each is logged once." },
 	{ "gpuprobe_scrapes_total", GP_COUNTER, 0, "", NULL, "",
 	  "Requests for /metrics answered.", NULL },
 	{ "gpuprobe_scrape_duration_seconds", GP_HISTOGRAM, 0, "", NULL, "",

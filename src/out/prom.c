@@ -47,6 +47,21 @@ struct stamp {
 	uint64_t seen_ns;
 };
 
+/* A tenant (a cgroup): how many label sets it holds. */
+struct tenant {
+	char *name;
+	size_t n;
+	struct tenant *chain; /* the next with the same hash */
+};
+
+/* A process label set with series of its own (max_label_sets). */
+struct lset {
+	char *key;  /* comm="..." and the attribution labels, escaped */
+	struct tenant *t;
+	uint64_t seen_ns;
+	struct lset *chain;
+};
+
 struct prom_store {
 	struct prom_store_opts o;
 	struct u64map *series;   /* hash(fam, labels) -> chain of struct series */
@@ -58,6 +73,11 @@ struct prom_store {
 	struct u64map *cap_vals; /* hash(fam, base labels, capped labels) -> struct capval */
 	struct u64map *admitted; /* per_process: pid -> struct stamp */
 	uint64_t gen;
+	struct u64map *sets;     /* hash(key) -> chain of struct lset */
+	struct u64map *tenants;  /* hash(cgroup) -> chain of struct tenant */
+	size_t nr_sets;
+	uint64_t overflow[PROM_OVERFLOW__COUNT];
+	bool overflow_logged[PROM_OVERFLOW__COUNT];
 };
 
 /* One sample of one process record in this render. */
@@ -74,6 +94,7 @@ struct record {
 	uint32_t pid;
 	bool exited, done;
 	bool own_pid; /* per_process: its series carry its pid */
+	int overflow; /* enum prom_overflow + 1: its label set went to comm="other"; 0: not */
 	char comm[GP_COMM_LEN];
 	char fmt;
 	struct sample *s;
@@ -181,8 +202,10 @@ struct prom_store *prom_store__new(const struct prom_store_opts *o)
 	s->cap_count = u64map__new();
 	s->cap_vals = u64map__new();
 	s->admitted = u64map__new();
+	s->sets = u64map__new();
+	s->tenants = u64map__new();
 	if (!s->fams || !s->series || !s->pstate || !s->exited || !s->cap_count ||
-	    !s->cap_vals || !s->admitted) {
+	    !s->cap_vals || !s->admitted || !s->sets || !s->tenants) {
 		prom_store__free(s);
 		return NULL;
 	}
@@ -207,6 +230,9 @@ static void free_pstate(void *v)
 
 void prom_store__free(struct prom_store *s)
 {
+	uint64_t k;
+	void *v;
+
 	if (!s)
 		return;
 	u64map__free(s->series); /* its values are chains: each series is freed from its family's list */
@@ -221,12 +247,36 @@ void prom_store__free(struct prom_store *s)
 	u64map__free(s->cap_count);
 	u64map__free_all(s->cap_vals, NULL);
 	u64map__free_all(s->admitted, NULL);
+	for (size_t it = 0; s->sets && u64map__next(s->sets, &it, &k, &v);)
+		for (struct lset *x = v, *next; x; x = next) {
+			next = x->chain;
+			free(x->key);
+			free(x);
+		}
+	u64map__free(s->sets);
+	for (size_t it = 0; s->tenants && u64map__next(s->tenants, &it, &k, &v);)
+		for (struct tenant *t = v, *next; t; t = next) {
+			next = t->chain;
+			free(t->name);
+			free(t);
+		}
+	u64map__free(s->tenants);
 	free(s);
 }
 
 size_t prom_store__series(const struct prom_store *s)
 {
 	return s ? s->live_series : 0;
+}
+
+size_t prom_store__label_sets(const struct prom_store *s)
+{
+	return s ? s->nr_sets : 0;
+}
+
+uint64_t prom_store__overflow(const struct prom_store *s, int reason)
+{
+	return s && reason >= 0 && reason < PROM_OVERFLOW__COUNT ? s->overflow[reason] : 0;
 }
 
 /* ---- one render ---- */
@@ -598,42 +648,199 @@ static bool admit(struct prom_out *p, uint32_t pid)
 	return true;
 }
 
-/* The labels of a process: pid (per_process), comm, the attribution labels. */
+static bool expired(const struct prom_out *p, uint64_t seen_ns);
+
+static struct tenant *tenant_of(struct prom_store *s, const char *name, bool create)
+{
+	uint64_t h = hstr(SEED, name);
+	struct tenant *head = u64map__get(s->tenants, h), *t;
+
+	for (t = head; t; t = t->chain)
+		if (!strcmp(t->name, name))
+			return t;
+	if (!create || !(t = calloc(1, sizeof(*t))) || !(t->name = strdup(name)) || u64map__put(s->tenants, h, t)) {
+		if (t)
+			free(t->name);
+		free(t);
+		return NULL;
+	}
+	t->chain = head;
+	return t;
+}
+
+static void tenant_put(struct prom_store *s, struct tenant *t)
+{
+	uint64_t h;
+	struct tenant *at;
+
+	if (--t->n)
+		return;
+	h = hstr(SEED, t->name);
+	at = u64map__get(s->tenants, h);
+	if (at == t) {
+		if (t->chain)
+			u64map__put(s->tenants, h, t->chain);
+		else
+			u64map__del(s->tenants, h);
+	} else {
+		for (; at && at->chain != t; at = at->chain)
+			;
+		if (at)
+			at->chain = t->chain;
+	}
+	free(t->name);
+	free(t);
+}
+
+/*
+ * Whether the label set key (of a process in cgroup) has series of its own: 0, or enum
+ * prom_overflow + 1 when a cap keeps it out. A set once in stays in while it is used.
+ */
+static int admit_set(struct prom_out *p, const char *key, const char *cgroup)
+{
+	static const char *const why[] = {
+		[PROM_OVERFLOW_CGROUP] = "a cgroup reached its share of process label sets (--max-label-sets-per-cgroup %zu): "
+					 "its new ones are summed under comm=\"other\" of that cgroup",
+		[PROM_OVERFLOW_TOTAL] = "the series cap of %zu process label sets (--max-label-sets) is reached: new ones "
+					"are summed under comm=\"other\"",
+	};
+	struct prom_store *s = p->store;
+	uint64_t h = hstr(SEED, key);
+	struct lset *head, *x;
+	struct tenant *t;
+	int reason = -1;
+
+	if (!s->o.max_label_sets && !s->o.max_label_sets_per_cgroup)
+		return 0;
+	head = u64map__get(s->sets, h);
+	for (x = head; x; x = x->chain)
+		if (!strcmp(x->key, key)) {
+			x->seen_ns = p->now_ns;
+			return 0;
+		}
+	t = tenant_of(s, cgroup, false);
+	if (s->o.max_label_sets && s->nr_sets >= s->o.max_label_sets)
+		reason = PROM_OVERFLOW_TOTAL;
+	else if (s->o.max_label_sets_per_cgroup && t && t->n >= s->o.max_label_sets_per_cgroup)
+		reason = PROM_OVERFLOW_CGROUP;
+	if (reason >= 0) {
+		if (!s->overflow_logged[reason])
+			gp_log(GP_LOG_WARN, why[reason], reason == PROM_OVERFLOW_TOTAL ? s->o.max_label_sets :
+			       s->o.max_label_sets_per_cgroup);
+		if (!s->overflow_logged[reason])
+			gp_log(GP_LOG_WARN, "(logged once; gpuprobe_series_overflow_total counts every process so summed)");
+		s->overflow_logged[reason] = true;
+		return reason + 1;
+	}
+	if (!t && !(t = tenant_of(s, cgroup, true)))
+		goto nomem;
+	x = calloc(1, sizeof(*x));
+	if (!x || !(x->key = strdup(key)) || u64map__put(s->sets, h, x)) {
+		if (x)
+			free(x->key);
+		free(x);
+		if (!t->n)
+			t->n = 1, tenant_put(s, t);
+		goto nomem;
+	}
+	*x = (struct lset){ .key = x->key, .t = t, .seen_ns = p->now_ns, .chain = head };
+	t->n++;
+	s->nr_sets++;
+	return 0;
+nomem:
+	p->failed = true;
+	return PROM_OVERFLOW_TOTAL + 1;
+}
+
+/* Label sets nothing counted into for the retention: their places are free again. */
+static void sweep_sets(struct prom_out *p)
+{
+	struct prom_store *s = p->store;
+	uint64_t keys[256], k;
+	size_t n;
+	void *v;
+
+	do {
+		n = 0;
+		for (size_t it = 0; n < 256 && u64map__next(s->sets, &it, &k, &v);)
+			for (struct lset *x = v; x && n < 256; x = x->chain)
+				if (expired(p, x->seen_ns)) {
+					keys[n++] = k;
+					break;
+				}
+		for (size_t i = 0; i < n; i++) {
+			struct lset *head = u64map__get(s->sets, keys[i]), **at = &head, *x;
+
+			while ((x = *at)) {
+				if (!expired(p, x->seen_ns)) {
+					at = &x->chain;
+					continue;
+				}
+				*at = x->chain;
+				tenant_put(s, x->t);
+				s->nr_sets--;
+				free(x->key);
+				free(x);
+			}
+			if (head)
+				u64map__put(s->sets, keys[i], head); /* replaces: no allocation */
+			else
+				u64map__del(s->sets, keys[i]);
+		}
+	} while (n == 256);
+}
+
+/* The labels of a process: pid (per_process), comm, the attribution labels; past the
+ * label sets' cap (admit_set) comm="other" and, past the whole cap, no attribution. */
 static char *proc_labels(struct prom_out *p, struct record *r)
 {
 	const char *const *attr = p->attr ? p->attr(p->ctx, r->pid) : NULL;
-	const char *comm = r->comm;
-	char *buf = NULL;
+	const char *comm = r->comm, *cgroup = "";
+	char *buf = NULL, *set = NULL, *out = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	if (!f)
 		return NULL;
-	if (p->store->o.per_process) {
-		r->own_pid = admit(p, r->pid);
-		if (r->own_pid)
-			fprintf(f, "pid=\"%" PRIu32 "\",", r->pid);
-		else
-			fputs("pid=\"other\",", f);
-	}
-	for (const char *const *a = attr; !r->comm[0] && a && a[0]; a += 2)
-		if (!strcmp(a[0], "comm"))
+	for (const char *const *a = attr; a && a[0]; a += 2) {
+		if (!r->comm[0] && !strcmp(a[0], "comm"))
 			comm = a[1]; /* a record without a name: the one the front end knows */
-	fputs("comm=\"", f);
-	prom__label_value(f, comm);
-	fputc('"', f);
-	for (; attr && attr[0]; attr += 2) {
-		if (!attr[1] || !attr[1][0] || !strcmp(attr[0], "comm"))
-			continue;
-		fprintf(f, ",%s=\"", attr[0]);
-		prom__label_value(f, attr[1]);
-		fputc('"', f);
+		if (!strcmp(a[0], "cgroup") && a[1])
+			cgroup = a[1];
 	}
-	if (fclose(f)) {
+	for (int pass = 0; pass < 2; pass++) {
+		fputs("comm=\"", f);
+		prom__label_value(f, r->overflow ? "other" : comm);
+		fputc('"', f);
+		for (const char *const *a = attr; r->overflow != PROM_OVERFLOW_TOTAL + 1 && a && a[0]; a += 2) {
+			if (!a[1] || !a[1][0] || !strcmp(a[0], "comm"))
+				continue;
+			fprintf(f, ",%s=\"", a[0]);
+			prom__label_value(f, a[1]);
+			fputc('"', f);
+		}
+		if (fflush(f))
+			break;
+		if (pass || !(r->overflow = admit_set(p, buf, cgroup)))
+			break;
+		rewind(f); /* past a cap: the set again, as its overflow series */
+		fflush(f);
+		len = 0;
+	}
+	if (fclose(f) || !(set = strndup(buf, len))) {
 		free(buf);
 		return NULL;
 	}
-	return buf;
+	free(buf);
+	if (p->store->o.per_process) {
+		r->own_pid = !r->overflow && admit(p, r->pid);
+		if (r->own_pid ? asprintf(&out, "pid=\"%" PRIu32 "\",%s", r->pid, set) < 0 :
+				 asprintf(&out, "pid=\"other\",%s", set) < 0)
+			out = NULL;
+		free(set);
+		return out;
+	}
+	return set;
 }
 
 /* `cmd="other",ctrl=""` for a family whose capped labels are "cmd,ctrl". */
@@ -759,6 +966,8 @@ static void route(struct prom_out *p, const struct record *r, const char *proc, 
 		bool reset = false;
 
 		free(labels);
+		if (!base && !i && r->overflow)
+			p->store->overflow[r->overflow - 1]++; /* once per process and family */
 		if (!s) {
 			p->failed = true;
 			continue;
@@ -1129,6 +1338,7 @@ int prom_out__fold(struct prom_out *p)
 	sweep_caps(p);
 	sweep(p, s->admitted, free);
 	sweep_series(p);
+	sweep_sets(p);
 	return p->failed ? -ENOMEM : 0;
 }
 

@@ -31,6 +31,12 @@ CHURN = [RATE, "--phases", "100000:10", "--alloc-every", "10", "--copy-every", "
 UNIT = os.path.join(ROOT, "examples", "systemd", "gpuprobe.service")
 
 
+def in_cgroup(cg, rel, argv):
+    """argv run inside cgroup rel (tests/integration/test_fleet.py's)."""
+    path = os.path.join(cg.root, rel.strip("/"), "cgroup.procs")
+    return ["sh", "-c", f'echo $$ > "{path}" && exec "$@"', "sh", *argv]
+
+
 def free_port(family=socket.AF_INET, host="127.0.0.1"):
     s = socket.socket(family, socket.SOCK_STREAM)
     s.bind((host, 0))
@@ -698,6 +704,92 @@ def test_wrong_password_flood():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def families_of(text, **labels):
+    """The counter and histogram families with a series of labels (histograms by name)."""
+    fams = set()
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
+    for n, l, _ in samples(text):
+        base = re.sub(r"_(bucket|sum|count)$", "", n) if n not in types else n
+        if types.get(base) in ("counter", "histogram") and all(l.get(k) == str(v) for k, v in labels.items()):
+            fams.add(base)
+    return fams
+
+
+def test_series_cap_nobody():
+    """Issue 30 row 7: nobody starts short processes, each of a new name (before: 3,000
+    of them made 26,331 series, 11.3 MB a scrape, RSS 19 -> 63 MB). Its cgroup gets its
+    share of label sets (--max-label-sets-per-cgroup), the rest is summed under
+    comm="other" of that cgroup with every count kept, each such process counted in
+    gpuprobe_series_overflow_total and the cap logged; a second batch of new names adds no
+    series (the same scrape size) and no more memory than the first batch took; another tenant's new
+    program, in a cgroup of its own, still gets its own series."""
+    from test_k8s_cgroups import Cgroups
+    import uuid
+    cg = Cgroups()
+    rel = f"gp-cap-{uuid.uuid4().hex[:8]}"
+    tmp = tempfile.mkdtemp(prefix="gp-cap-")
+    os.chmod(tmp, 0o755)
+    work = ["--phases", "1000:10", "--alloc-every", "5", "--copy-every", "5"]
+    share, n = 20, 75
+    d = None
+    try:
+        cg.make(rel + "/nobody")
+        cg.make(rel + "/other")
+        for prefix in ("a", "b"):
+            for i in range(n):
+                os.symlink(RATE, os.path.join(tmp, f"{prefix}{i}"))
+        os.symlink(RATE, os.path.join(tmp, "tenantb"))
+        d = start_daemon(["--max-label-sets", "1000", "--max-label-sets-per-cgroup", str(share)],
+                         modes=("--memleak", "--cudatrace", "--bandwidth-util"), per_process=False)
+        r = gp.run([RATE, *work], env=ENV)
+        one = truth(r.stderr)
+        allocs = one["allocs"] + 2
+        mine = "/" + rel + "/nobody"
+
+        def batch(prefix):
+            r = gp.run(in_cgroup(cg, rel + "/nobody", [SPAWN, "--n", str(n), "--jobs", "20", "--uid", "65534", "--",
+                                                       os.path.join(tmp, prefix + "{}"), *work]), env=ENV, timeout=120)
+            eq(r.returncode, 0, f"spawn_app as nobody: {r.stderr[-300:]}")
+            return settled(d.port, timeout=30, cgroup=mine)
+
+        rss0 = value(get(d.port)[1], "process_resident_memory_bytes")
+        t1 = batch("a")
+        own = {l["comm"] for nm, l, _ in samples(t1) if l.get("cgroup") == mine and nm == "gpuprobe_cuda_alloc_calls_total"}
+        fams = families_of(t1, comm=sorted(own - {"other"})[0], cgroup=mine)
+        eq(len(own - {"other"}), share, f"nobody's label sets with series of their own ({sorted(own)})")
+        check("other" in own, "the rest under comm=other")
+        eq(value(t1, "gpuprobe_cuda_alloc_calls_total", cgroup=mine), n * allocs, "every allocation kept")
+        eq(value(t1, "gpuprobe_series_overflow_total", reason="cgroup"), (n - share) * len(fams),
+           f"processes over the share, once per family ({sorted(fams)})")
+        check("its share of process label sets" in d.stderr(), "the cap's log line")
+        series1, rss1 = value(t1, "gpuprobe_series"), value(t1, "process_resident_memory_bytes")
+        t2 = batch("b")
+        series2, rss2 = value(t2, "gpuprobe_series"), value(t2, "process_resident_memory_bytes")
+        eq(value(t2, "gpuprobe_cuda_alloc_calls_total", cgroup=mine), 2 * n * allocs, "every allocation kept")
+        eq(series2, series1, "series after a second batch of new names")
+        eq(value(t2, "gpuprobe_series_overflow_total", reason="cgroup"), (2 * n - share) * len(fams), "overflow")
+        print(f"#   {2 * n} nobody processes of new names, share {share}: {series2:.0f} series, "
+              f"{len(fams)} families a process; RSS {rss0 / 2**20:.1f} -> {rss1 / 2**20:.1f} -> {rss2 / 2**20:.1f} MiB")
+        # no series, so the scrape does not grow; memory grows no more than in the first batch
+        # (which made the share's series; other tables and the ring buffer's pages make noise
+        # of a few MiB either way: a tenth of the RSS is allowed on top)
+        check(len(t2) <= len(t1) * 1.05, f"scrape of {len(t2)} bytes after the second batch, {len(t1)} before")
+        check(rss2 - rss1 <= max(rss1 - rss0, 0) + rss1 / 10,
+              f"RSS {rss0} -> {rss1} (first batch) -> {rss2} (second batch of new names)")
+        # another tenant: its new program has its series
+        r = gp.run(in_cgroup(cg, rel + "/other", [os.path.join(tmp, "tenantb"), *work]), env=ENV)
+        eq(r.returncode, 0, f"tenantb: {r.stderr[-300:]}")
+        t3 = settled(d.port, timeout=30, comm="tenantb")
+        eq(value(t3, "gpuprobe_cuda_alloc_calls_total", comm="tenantb", cgroup="/" + rel + "/other"), allocs,
+           "another tenant's series of its own")
+        stop(d)
+    finally:
+        if d:
+            d.kill()
+        cg.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
     gp.main([
         test_metrics_exact_and_promtool,
@@ -715,4 +807,5 @@ if __name__ == "__main__":
         test_check_preflight,
         test_churn_exact,
         test_wrong_password_flood,
+        test_series_cap_nobody,
     ])
