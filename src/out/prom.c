@@ -1331,6 +1331,7 @@ int prom_out__fold(struct prom_out *p)
 		return p->failed ? -ENOMEM : 0;
 	p->folded = true;
 	s->gen++;
+	sweep_sets(p); /* first: a place freed by the retention is there for this render */
 	for (int pass = 0; pass < 3; pass++)
 		fold_pass(p, pass);
 	sweep_pstates(p);
@@ -1338,7 +1339,6 @@ int prom_out__fold(struct prom_out *p)
 	sweep_caps(p);
 	sweep(p, s->admitted, free);
 	sweep_series(p);
-	sweep_sets(p);
 	return p->failed ? -ENOMEM : 0;
 }
 

@@ -942,6 +942,68 @@ cleanup:
 	prom_store__free(st);
 }
 
+/* The label sets' cap (3 in all, 1 a cgroup), one process a render: a second name in a
+ * cgroup goes to comm="other" of that cgroup, a name past the whole cap to comm="other"
+ * without attribution, every count kept, each such process counted once per family;
+ * places are free again after the retention. */
+static void test_label_sets_capped(void)
+{
+	static const struct {
+		uint32_t pid;
+		const char *comm;
+	} procs[] = { { 20, "first" }, { 10, "odd" }, { 21, "second" }, { 40, "pod" }, { 22, "third" } };
+	struct prom_store_opts o = { .retention_ns = 100, .max_label_sets = 3, .max_label_sets_per_cgroup = 1 };
+	struct prom_store *st = prom_store__new(&o);
+	struct memleak *ml = memleak__new(100);
+	struct ml_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(ml && st, "aggregator, store"))
+		goto cleanup;
+	/* allocations 1, 2, 4, 8, 16: first (x.service's place), odd (pid 10's cgroup: the
+	 * second place), second (x.service's share taken), pod (the third), third (the cap
+	 * taken) */
+	for (int i = 0; i < 6; i++) { /* the last render again: nothing counted twice */
+		if (i < 5)
+			feed_memleak(ml, procs[i].pid, procs[i].comm, 1 << i, 0);
+		snaps[0] = ml_snap(&s, ml, 0);
+		free(out), out = NULL;
+		out = render_at(ML, snaps, 1, 2e-6, st, 1000 + (uint64_t)i);
+		if (!ASSERT_TRUE(out != NULL, "rendered"))
+			goto cleanup;
+	}
+	if (!ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"first\",cgroup=\"/system.slice/x.service\"} 1\n", "first") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"odd\",cgroup=\"/a\\\\b\\\"c\\nd\"} 2\n", "odd") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"other\",cgroup=\"/system.slice/x.service\"} 4\n", "second: other of its cgroup") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"other\"} 16\n", "third: other") ||
+	    !ASSERT_TRUE(strstr(out, "comm=\"third\"") == NULL && strstr(out, "comm=\"second\"") == NULL,
+			 "no own series past the caps") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"pod\",cgroup=\"/kubepods/burstable/pod1/c0ffee\"", "pod") ||
+	    !ASSERT_EQ(prom_store__label_sets(st), 3, "label sets") ||
+	    !ASSERT_EQ(prom_store__overflow(st, PROM_OVERFLOW_CGROUP), 6, "one process, 6 counter families") ||
+	    !ASSERT_EQ(prom_store__overflow(st, PROM_OVERFLOW_TOTAL), 6, "one process, 6 counter families"))
+		goto cleanup;
+	for (int i = 0; i < 5; i++) {
+		struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = procs[i].pid, .ts_ns = 5 };
+
+		memleak__on_exit(ml, &ex);
+	}
+	memleak__reap(ml, UINT64_MAX, 0);
+	feed_memleak(ml, 24, "later", 1, 0); /* past the retention: x.service's place is free */
+	snaps[0] = ml_snap(&s, ml, 0);
+	free(out), out = NULL;
+	out = render_at(ML, snaps, 1, 2e-6, st, 5000);
+	if (!ASSERT_TRUE(out != NULL, "rendered later"))
+		goto cleanup;
+	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"later\",cgroup=\"/system.slice/x.service\"} 1\n", "a place again");
+cleanup:
+	free(out);
+	ml_snap_free(&s);
+	memleak__free(ml);
+	prom_store__free(st);
+}
+
 static char *render_ioctl(struct ioc_proc *procs, size_t n, uint64_t max)
 {
 	struct gp_snap_pid pids[4] = { 0 };
@@ -1042,5 +1104,6 @@ int main(int argc, char **argv)
 	RUN_TEST(test_bandwidth_two_exits_one_pid);
 	RUN_TEST(test_ioctl_series_cap_and_other);
 	RUN_TEST(test_series_keys_never_collide);
+	RUN_TEST(test_label_sets_capped);
 	return unit_done();
 }
