@@ -8,7 +8,7 @@ tests/apps/spawn_app, against one `gpuprobe daemon --memleak --cudatrace --bandw
 against the processes' truth, and the drops counted (gpuprobe_events_dropped_total).
 The highest rate held exactly, and the first rate with counted losses, go to
 docs/benchmarks.md (bench/run.py's `churn` section); alone: `python3 bench/churn.py`
-prints the table. Environment: BENCH_CHURN_N (processes a step, 400), BENCH_CHURN_RATES
+prints the table. Environment: BENCH_GPUPROBE (the binary, default .output/gpuprobe), BENCH_CHURN_N (processes a step, 400), BENCH_CHURN_RATES
 (comma-separated starts a second, 0 = as fast as 20 at a time go; default 50,100,200,400,800,0).
 """
 import json
@@ -21,7 +21,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, ".output")
-GPUPROBE = os.path.join(OUT, "gpuprobe")
+GPUPROBE = os.environ.get("BENCH_GPUPROBE", os.path.join(OUT, "gpuprobe"))
 FAKE_DIR = os.path.join(OUT, "fakecuda")
 RATE = os.path.join(OUT, "apps", "rate_app")
 SPAWN = os.path.join(OUT, "apps", "spawn_app")
