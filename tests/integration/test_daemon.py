@@ -559,34 +559,63 @@ def test_check_preflight():
         shutil.rmtree(fake, ignore_errors=True)
 
 
-def churn_truth():
+def churn_truth(prog=RATE):
     """One process of CHURN: its own truth line, the two copy buffers added (rate_app's
     truth leaves them out of "allocs")."""
-    r = gp.run(CHURN, env=ENV)
+    r = gp.run([prog, *CHURN[1:]], env=ENV)
     eq(r.returncode, 0, f"rate_app: {r.stderr[-300:]}")
     t = truth(r.stderr)
     return {"gpuprobe_cuda_alloc_calls_total": t["allocs"] + 2, "gpuprobe_cuda_free_calls_total": t["frees"] + 2,
             "gpuprobe_cuda_kernel_launches_total": t["launches"], "gpuprobe_cuda_memcpy_calls_total": t["copies"]}
 
 
-def churn(d, n, jobs=20, rate=0, comm="rate_app"):
+def churn(d, n, jobs=20, rate=0, after=None):
     """n CHURN processes jobs at a time (rate a second at most, 0: as fast as they start)
-    against daemon d: per family, (what /metrics counted of comm, the truth, the drops
-    counted meanwhile), and spawn_app's truth (the achieved rate)."""
-    one = churn_truth()
+    against daemon d: per family, (what /metrics counted of them, the truth, the drops
+    counted meanwhile), and spawn_app's truth (the achieved rate). after() is called once the
+    processes are gone, before /metrics is read. They run under a name of their own (a link
+    to rate_app): the daemon sees every process on the machine, other tests' too."""
+    import uuid
+    tmp = tempfile.mkdtemp(prefix="gp-churn-")
+    os.chmod(tmp, 0o755)
+    comm = "rc" + uuid.uuid4().hex[:10]
+    prog = os.path.join(tmp, comm)
+    os.symlink(RATE, prog)
+    try:
+        return _churn(d, n, jobs, rate, after, prog, comm)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _churn(d, n, jobs, rate, after, prog, comm):
+    one = churn_truth(prog)
     base = get(d.port)[1]
     before = {f: value(base, f, comm=comm) or 0 for f in one}
     drops0 = value(base, "gpuprobe_events_dropped_total") or 0
-    r = gp.run([SPAWN, "--n", str(n), "--jobs", str(jobs), "--rate", str(rate), "--", *CHURN], env=ENV, timeout=300)
+    r = gp.run([SPAWN, "--n", str(n), "--jobs", str(jobs), "--rate", str(rate), "--", prog, *CHURN[1:]], env=ENV,
+               timeout=300)
     eq(r.returncode, 0, f"spawn_app: {r.stderr[-300:]}")
     spawned = truth(r.stderr)
     eq(spawned["started"], n, "processes started")
-    text = settled(d.port, timeout=30, comm=comm)
+    if after:
+        after()
+    text = settled(d.port, timeout=60, comm=comm)
     drops = (value(text, "gpuprobe_events_dropped_total") or 0) - drops0
     got = {f: (value(text, f, comm=comm) or 0) - before[f] for f in one}
     # the truth run above counted too (it is one more process of comm)
     want = {f: (n + 1) * v for f, v in one.items()}
     return got, want, drops, spawned
+
+
+def exact_or_counted(got, want, drops):
+    """Each family exactly the truth, or short by no more than the drops counted (the
+    daemon's, which other processes on the machine may add to: then only bounded)."""
+    for f in want:
+        check(got[f] <= want[f], f"{f}: {got[f]:.0f} counted, more than the truth {want[f]}")
+        check(want[f] - got[f] <= drops, f"{f}: {got[f]:.0f} of {want[f]}, {want[f] - got[f]:.0f} lost "
+              f"but {drops:.0f} drops counted")
+    if drops == 0:
+        eq(got, want, "every family exact (no drops)")
 
 
 def test_churn_exact():
@@ -600,12 +629,7 @@ def test_churn_exact():
         n = 400
         got, want, drops, sp = churn(d, n)
         print(f"#   {n} processes 20 at a time at {sp['rate']:.0f}/s: got {got}, truth {want}, drops {drops:.0f}")
-        for f in want:
-            check(got[f] <= want[f], f"{f}: {got[f]:.0f} counted, more than the truth {want[f]}")
-            check(want[f] - got[f] <= drops, f"{f}: {got[f]:.0f} of {want[f]}, {want[f] - got[f]:.0f} lost "
-                  f"but {drops:.0f} drops counted")
-        if drops == 0:
-            eq(got, want, "every family exact (no drops)")
+        exact_or_counted(got, want, drops)
         stop(d)
     finally:
         d.kill()
@@ -678,10 +702,14 @@ def test_wrong_password_flood():
         time.sleep(1)
         flood_h = median_of(d.port, "/healthz")
         flood_m = median_of(d.port, "/metrics", good)
-        got, want, drops, sp = churn(d, 60, comm="rate_app")
-        stop_flood.set()
-        for t in threads:
-            t.join()
+
+        def end_flood():
+            # what the ring buffer's reader missed under the flood shows in the counts
+            # and drops read after it
+            stop_flood.set()
+            for t in threads:
+                t.join()
+        got, want, drops, sp = churn(d, 60, after=end_flood)
         text = get(d.port)[1]
         busy = value(text, "gpuprobe_http_auth_busy_total")
         failures = value(text, "gpuprobe_http_auth_failures_total")
@@ -693,8 +721,7 @@ def test_wrong_password_flood():
         check(codes.get(429, 0) > 0 and busy and busy >= codes.get(429, 0), f"429s counted: {busy}, {codes}")
         check(failures and failures >= codes.get(401, 0), f"401s counted: {failures}, {codes}")
         check("password checks (bcrypt) already running" in d.stderr(), "the limit's log line")
-        eq(drops, 0, "drops while flooded")
-        eq(got, want, "the workload's counts while flooded")
+        exact_or_counted(got, want, drops)
         stop(d)
     finally:
         AUTH = None
