@@ -1625,6 +1625,20 @@ def judge(results):
     elif "ringbuf" in results:
         t.append(dict(target="ring buffer: rate `--trace` sustains", measured="no `--trace` mode in this build",
                       verdict="not measurable"))
+    c = results.get("churn")
+    if c:
+        top = max(r["achieved"] for r in c["rows"])
+        measured = "exact up to %.0f/s" % (c["held_exactly"] or 0)
+        if c["losses_from"]:
+            measured += "; counted losses from %.0f/s" % c["losses_from"]
+        if c["uncounted"]:
+            verdict = "missed: a loss not counted"
+        elif top >= 400:
+            verdict = "met"
+        else:
+            verdict = "not measurable here: this machine started %.0f processes/s at most" % top
+        t.append(dict(target="daemon: >= 400 short processes/s, 20 at a time, exact or every loss counted (issue 30)",
+                      measured=measured, verdict=verdict))
     results["targets"] = t
 
 
