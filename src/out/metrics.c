@@ -202,7 +202,7 @@ const struct gp_metric gp_metrics[] = {
 	  "`--max-label-sets` (gpuprobe_series_label_sets)." },
 	{ "gpuprobe_series_label_sets", GP_GAUGE, 0, "", NULL, "",
 	  "Process label sets (comm and the attribution labels: cgroup, pod...) with series of their own now.",
-	  "At most `--max-label-sets` (default 1000), at most `--max-label-sets-per-cgroup` (default 250) of one "
+	  "At most `--max-label-sets` (default 500), at most `--max-label-sets-per-cgroup` (default 100) of one "
 	  "cgroup; a set nothing counted into for `--retention` frees its place." },
 	{ "gpuprobe_series_overflow_total", GP_COUNTER, 0, "reason", NULL, "",
 	  "Process records (a process's samples in one family; once per process and family) summed under "
