@@ -700,9 +700,11 @@ static int admit_set(struct prom_out *p, const char *key, const char *cgroup)
 {
 	static const char *const why[] = {
 		[PROM_OVERFLOW_CGROUP] = "a cgroup reached its share of process label sets (--max-label-sets-per-cgroup %zu): "
-					 "its new ones are summed under comm=\"other\" of that cgroup",
+					 "its new ones are summed under comm=\"other\" of that cgroup (logged once; "
+					 "gpuprobe_series_overflow_total{reason=\"cgroup\"} counts them)",
 		[PROM_OVERFLOW_TOTAL] = "the series cap of %zu process label sets (--max-label-sets) is reached: new ones "
-					"are summed under comm=\"other\"",
+					"are summed under comm=\"other\" (logged once; "
+					"gpuprobe_series_overflow_total{reason=\"total\"} counts them)",
 	};
 	struct prom_store *s = p->store;
 	uint64_t h = hstr(SEED, key);
@@ -727,8 +729,6 @@ static int admit_set(struct prom_out *p, const char *key, const char *cgroup)
 		if (!s->overflow_logged[reason])
 			gp_log(GP_LOG_WARN, why[reason], reason == PROM_OVERFLOW_TOTAL ? s->o.max_label_sets :
 			       s->o.max_label_sets_per_cgroup);
-		if (!s->overflow_logged[reason])
-			gp_log(GP_LOG_WARN, "(logged once; gpuprobe_series_overflow_total counts every process so summed)");
 		s->overflow_logged[reason] = true;
 		return reason + 1;
 	}
