@@ -769,7 +769,8 @@ def test_series_cap_nobody():
             for i in range(n):
                 os.symlink(RATE, os.path.join(tmp, f"{prefix}{i}"))
         os.symlink(RATE, os.path.join(tmp, "tenantb"))
-        d = start_daemon(["--max-label-sets", "1000", "--max-label-sets-per-cgroup", str(share)],
+        # --cgroup: this test's processes only (the counters are the endpoint's)
+        d = start_daemon(["--max-label-sets", "1000", "--max-label-sets-per-cgroup", str(share), "--cgroup", "/" + rel],
                          modes=("--memleak", "--cudatrace", "--bandwidth-util"), per_process=False)
         r = gp.run([RATE, *work], env=ENV)
         one = truth(r.stderr)
