@@ -207,10 +207,29 @@ static enum MHD_Result busy(struct http *s, struct MHD_Connection *c)
 }
 
 /*
- * Basic authentication where the web configuration asks for it; a refusal is queued. A
- * password seen accepted before is a compare; another one is checked by the checker
- * thread while the connection waits suspended (*handled: the request is parked or
- * answered 429, *ret says what to return).
+ * A request ended without its handler taking its check back (the client went away while
+ * it waited, or the server stops): the check's place is given back, or a client that
+ * hangs up would keep it for ever and every later check be refused.
+ */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct http *s = cls;
+	struct auth_job *j = *con_cls;
+
+	(void)c, (void)toe;
+	if (!j)
+		return;
+	*con_cls = NULL;
+	s->queued--;
+	webconfig__end_auth(j->ck, false);
+	free(j);
+}
+
+/*
+ * Basic authentication where the web configuration asks for it. true: refused (401
+ * queued), parked while the checker thread runs bcrypt (the connection suspended), or
+ * answered 429 (too many checks at once); *ret says what to return. A password accepted
+ * before is a constant-time compare and never waits.
  */
 static bool refused(struct http *s, struct MHD_Connection *c, const char *url, void **con_cls,
 		    enum MHD_Result *ret)
@@ -333,6 +352,7 @@ struct http *http__start(int lfd, int family, const struct http_limits *lim, str
 				  MHD_OPTION_CONNECTION_LIMIT, lim->max_conns,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)(lim->header_ns / 1000000000ULL) + 1,
 				  MHD_OPTION_NOTIFY_CONNECTION, on_notify, s,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				  MHD_OPTION_ARRAY, wc ? webconfig__mhd_options(wc) : none, MHD_OPTION_END);
 	if (!s->mhd) {
 		close(lfd);
@@ -412,15 +432,8 @@ void http__stop(struct http *s)
 		pthread_mutex_unlock(&s->lock);
 		pthread_join(s->checker, NULL);
 	}
-	/* checks not made or not collected: their connections close with the server */
-	for (struct auth_job *l[2] = { s->todo, s->finished }, **at = l; at < l + 2; at++)
-		while (*at) {
-			struct auth_job *j = *at;
-
-			*at = j->next;
-			webconfig__end_auth(j->ck, false);
-			free(j);
-		}
+	/* checks not made or not collected: their connections close with the server, whose
+	 * completion notices free them (on_completed) */
 	s->todo = s->finished = NULL;
 	if (s->mhd)
 		MHD_stop_daemon(s->mhd); /* every connection closed: the notifications free them */

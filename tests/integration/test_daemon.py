@@ -687,12 +687,23 @@ def test_wrong_password_flood():
         base_h = median_of(d.port, "/healthz")
         base_m = median_of(d.port, "/metrics", good)
 
+        def hang_up(pw):
+            """A wrong password sent, the connection closed at once (while its check waits)."""
+            import base64
+            cred = base64.b64encode(f"prom:{pw}".encode()).decode()
+            with socket.create_connection(("127.0.0.1", d.port), timeout=5) as c:
+                c.sendall(f"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic {cred}\r\n\r\n".encode())
+
         def flood(i):
             k = 0
             while not stop_flood.is_set():
                 k += 1
                 try:
-                    st = timed_get(d.port, "/metrics", ("prom", f"bad{i}-{k}"))[0]
+                    if i < 2 and k % 2:  # two of the clients hang up half the time
+                        hang_up(f"gone{i}-{k}")
+                        st = "hung up"
+                    else:
+                        st = timed_get(d.port, "/metrics", ("prom", f"bad{i}-{k}"))[0]
                 except OSError:
                     st = "error"
                 codes[st] = codes.get(st, 0) + 1
@@ -710,6 +721,10 @@ def test_wrong_password_flood():
             for t in threads:
                 t.join()
         got, want, drops, sp = churn(d, 60, after=end_flood)
+        # the checks of clients that hung up gave their places back: a wrong password is
+        # checked (401), not refused as busy (429)
+        time.sleep(2 * bcrypt_s + 0.5)
+        eq(timed_get(d.port, "/metrics", ("prom", "after"))[0], 401, "a check after the flood")
         text = get(d.port)[1]
         busy = value(text, "gpuprobe_http_auth_busy_total")
         failures = value(text, "gpuprobe_http_auth_failures_total")
