@@ -205,8 +205,7 @@ const struct gp_metric gp_metrics[] = {
 	  "At most `--max-label-sets` (default 500), at most `--max-label-sets-per-cgroup` (default 100) of one "
 	  "cgroup; a set nothing counted into for `--retention` frees its place." },
 	{ "gpuprobe_series_overflow_total", GP_COUNTER, 0, "reason", NULL, "",
-	  "Process records (a process's samples in one family; once per process and family) summed under "
-	  "comm=\"other\" because the label sets' cap was reached.",
+	  "Processes summed under comm=\"other\" because the label sets' cap was reached (once a process).",
 	  "`reason=\"cgroup\"`: the process's cgroup held its share (`--max-label-sets-per-cgroup`), so its series "
 	  "are comm=\"other\" of that cgroup; `reason=\"total\"`: the whole cap (`--max-label-sets`) was reached, "
 	  "so they are comm=\"other\" without attribution labels. No count is lost: the overflow series hold it. "

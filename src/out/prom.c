@@ -78,6 +78,7 @@ struct prom_store {
 	size_t nr_sets;
 	uint64_t overflow[PROM_OVERFLOW__COUNT];
 	bool overflow_logged[PROM_OVERFLOW__COUNT];
+	struct u64map *ovpids;   /* pid -> generation: processes counted in overflow, still listed */
 };
 
 /* One sample of one process record in this render. */
@@ -204,7 +205,8 @@ struct prom_store *prom_store__new(const struct prom_store_opts *o)
 	s->admitted = u64map__new();
 	s->sets = u64map__new();
 	s->tenants = u64map__new();
-	if (!s->fams || !s->series || !s->pstate || !s->exited || !s->cap_count ||
+	s->ovpids = u64map__new();
+	if (!s->ovpids || !s->fams || !s->series || !s->pstate || !s->exited || !s->cap_count ||
 	    !s->cap_vals || !s->admitted || !s->sets || !s->tenants) {
 		prom_store__free(s);
 		return NULL;
@@ -261,6 +263,7 @@ void prom_store__free(struct prom_store *s)
 			free(t);
 		}
 	u64map__free(s->tenants);
+	u64map__free(s->ovpids);
 	free(s);
 }
 
@@ -832,6 +835,11 @@ static char *proc_labels(struct prom_out *p, struct record *r)
 		return NULL;
 	}
 	free(buf);
+	/* counted once a process: while its records are listed its PID stays known */
+	if (r->overflow && !u64map__get(p->store->ovpids, r->pid))
+		p->store->overflow[r->overflow - 1]++;
+	if (r->overflow && u64map__put(p->store->ovpids, r->pid, (void *)(uintptr_t)p->store->gen))
+		p->failed = true;
 	if (p->store->o.per_process) {
 		r->own_pid = !r->overflow && admit(p, r->pid);
 		if (r->own_pid ? asprintf(&out, "pid=\"%" PRIu32 "\",%s", r->pid, set) < 0 :
@@ -966,8 +974,6 @@ static void route(struct prom_out *p, const struct record *r, const char *proc, 
 		bool reset = false;
 
 		free(labels);
-		if (!base && !i && r->overflow)
-			p->store->overflow[r->overflow - 1]++; /* once per process and family */
 		if (!s) {
 			p->failed = true;
 			continue;
@@ -1240,6 +1246,23 @@ static void sweep_exited(struct prom_out *p)
 	} while (n == 256);
 }
 
+/* Processes counted in overflow and no longer listed: forgotten. */
+static void sweep_ovpids(struct prom_out *p)
+{
+	uint64_t keys[256], k;
+	size_t n;
+	void *v;
+
+	do {
+		n = 0;
+		for (size_t it = 0; n < 256 && u64map__next(p->store->ovpids, &it, &k, &v);)
+			if ((uintptr_t)v != p->store->gen)
+				keys[n++] = k;
+		for (size_t i = 0; i < n; i++)
+			u64map__del(p->store->ovpids, keys[i]);
+	} while (n == 256);
+}
+
 static void sweep_pstates(struct prom_out *p)
 {
 	uint64_t keys[256], k;
@@ -1336,6 +1359,7 @@ int prom_out__fold(struct prom_out *p)
 		fold_pass(p, pass);
 	sweep_pstates(p);
 	sweep_exited(p);
+	sweep_ovpids(p);
 	sweep_caps(p);
 	sweep(p, s->admitted, free);
 	sweep_series(p);

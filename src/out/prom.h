@@ -68,8 +68,8 @@ void prom_store__free(struct prom_store *s);
 size_t prom_store__series(const struct prom_store *s);
 /* Process label sets with series of their own now. */
 size_t prom_store__label_sets(const struct prom_store *s);
-/* A process's records (its samples in one family) first folded into an overflow series
- * for reason (enum prom_overflow), so far: once per process and family. */
+/* Processes whose samples went to an overflow series for reason (enum prom_overflow), so
+ * far: once a process (while its records are listed). */
 uint64_t prom_store__overflow(const struct prom_store *s, int reason);
 
 /*
