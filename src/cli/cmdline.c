@@ -30,6 +30,8 @@ struct gp_opts gp_opts = {
 	.trace_counters = 0.1,
 	.kubelet_log_dir = "/var/log",
 	.max_process_series = 100,
+	.max_label_sets = 500,
+	.max_label_sets_per_cgroup = 100,
 };
 
 /* -p PID[,PID...], repeatable */
@@ -118,6 +120,10 @@ static const struct gp_option global_options[] = {
 	  GP_OPT_SWITCH, &gp_opts.per_process, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
 	{ "max-process-series", 0, "N", "Processes with a pid label of their own at a time (default 100)",
 	  GP_OPT_U64, &gp_opts.max_process_series, 1, 100000, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
+	{ "max-label-sets", 0, "N", "Process label sets (comm, cgroup, pod) with series of their own (default 500; 0: no cap); new ones past it are summed under comm=\"other\"",
+	  GP_OPT_U64, &gp_opts.max_label_sets, 0, 10000000, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
+	{ "max-label-sets-per-cgroup", 0, "N", "Of those, one cgroup's share (default 100; 0: no cap); its new ones past it are summed under comm=\"other\" of that cgroup",
+	  GP_OPT_U64, &gp_opts.max_label_sets_per_cgroup, 0, 10000000, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
 	{ "kubelet-log-dir", 0, "DIR", "The kubelet's log folder, with pods/ and containers/: pod and container names (default /var/log)",
 	  GP_OPT_STRING, &gp_opts.kubelet_log_dir, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
 	{ "rescan-interval", 0, "SECONDS", "Look for new libcuda files in /proc/*/maps this often (default 5; 0: only at start)",

@@ -211,6 +211,14 @@ static void own_families(struct daemon *d, struct prom_out *p)
 	prom__u64(p, "gpuprobe_probes_attached", NULL, NULL, (uint64_t)attach_set__count(d->run->links));
 	prom__family(p, "gpuprobe_series");
 	prom__u64(p, "gpuprobe_series", NULL, NULL, prom_store__series(d->store));
+	prom__family(p, "gpuprobe_series_label_sets");
+	prom__u64(p, "gpuprobe_series_label_sets", NULL, NULL, prom_store__label_sets(d->store));
+	prom__family(p, "gpuprobe_series_overflow_total");
+	for (int i = 0; i < PROM_OVERFLOW__COUNT; i++) {
+		const char *kv[] = { "reason", i == PROM_OVERFLOW_TOTAL ? "total" : "cgroup", NULL };
+
+		prom__u64(p, "gpuprobe_series_overflow_total", NULL, kv, prom_store__overflow(d->store, i));
+	}
 	prom__family(p, "gpuprobe_scrapes_total");
 	prom__u64(p, "gpuprobe_scrapes_total", NULL, NULL, d->scrapes);
 	prom__family(p, "gpuprobe_scrape_duration_seconds");
@@ -219,6 +227,8 @@ static void own_families(struct daemon *d, struct prom_out *p)
 	prom__u64(p, "gpuprobe_http_connections_closed_total", NULL, NULL, d->http ? http__closed_slow(d->http) : 0);
 	prom__family(p, "gpuprobe_http_auth_failures_total");
 	prom__u64(p, "gpuprobe_http_auth_failures_total", NULL, NULL, d->http ? http__auth_failures(d->http) : 0);
+	prom__family(p, "gpuprobe_http_auth_busy_total");
+	prom__u64(p, "gpuprobe_http_auth_busy_total", NULL, NULL, d->http ? http__auth_busy(d->http) : 0);
 	prom__family(p, "gpuprobe_rescans_total");
 	prom__u64(p, "gpuprobe_rescans_total", NULL, NULL, d->rescans);
 	prom__family(p, "gpuprobe_rescan_seconds_total");
@@ -447,6 +457,8 @@ static int start(struct daemon *d, char *err, size_t len)
 		.max_process_series = (size_t)gp_opts.max_process_series,
 		.retention_ns = gp_seconds_to_ns(gp_opts.retention),
 		.born_at_zero = true,
+		.max_label_sets = (size_t)gp_opts.max_label_sets,
+		.max_label_sets_per_cgroup = (size_t)gp_opts.max_label_sets_per_cgroup,
 	};
 	struct gp_handlers h = { .ctx = d, .on_proc = on_proc, .on_alloc = on_alloc, .on_free = on_free,
 				 .on_copy = on_copy, .on_aux = on_aux };

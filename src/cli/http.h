@@ -9,7 +9,12 @@
  *
  * With a web configuration (src/out/webconfig.h): TLS through libmicrohttpd's GnuTLS,
  * HTTP basic authentication for every path but one left open (the daemon's /healthz, for
- * liveness probes, which send no credentials), the configured response headers.
+ * liveness probes, which send no credentials), the configured response headers. A
+ * password accepted before is a constant-time compare; any other is checked with bcrypt
+ * by one thread of its own (nice 10) while its connection waits suspended, at most two
+ * at a time: more are answered 429 at once (counted, logged). A flood of wrong passwords
+ * thus costs one core at most, never the serving thread (which also reads the ring
+ * buffer), so accepted clients and /healthz are answered as fast as without it.
  */
 #ifndef GP_HTTP_H
 #define GP_HTTP_H
@@ -50,6 +55,8 @@ unsigned int http__port(struct http *s);
 uint64_t http__closed_slow(const struct http *s);
 /* Requests refused for missing or wrong credentials. */
 uint64_t http__auth_failures(const struct http *s);
+/* Requests answered 429 because AUTH_QUEUE password checks (bcrypt) were running or waiting. */
+uint64_t http__auth_busy(const struct http *s);
 void http__stop(struct http *s);
 
 #endif

@@ -46,6 +46,8 @@ struct gp_opts {
 	const char *kubelet_log_dir; /* holds pods/ and containers/: pod and container names */
 	bool per_process;            /* --per-process-series: a pid label on per-process series */
 	uint64_t max_process_series; /* of those, how many processes at a time */
+	uint64_t max_label_sets;     /* process label sets with series of their own (0: no cap) */
+	uint64_t max_label_sets_per_cgroup; /* of those, one cgroup's share (0: no cap) */
 };
 
 /* The one set of settings of this process, with its defaults (src/cli/options.c). */

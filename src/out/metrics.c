@@ -201,7 +201,18 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_series", GP_GAUGE, 0, "", NULL, "",
 	  "Series of the per-process families on this endpoint.",
 	  "Bounded by the workload's shape (comm, cgroup, pod, kernel, GPU, direction), not by how many "
-	  "processes came and went; with `--per-process-series`, by `--max-process-series` too." },
+	  "processes came and went; with `--per-process-series`, by `--max-process-series` too; and by "
+	  "`--max-label-sets` (gpuprobe_series_label_sets)." },
+	{ "gpuprobe_series_label_sets", GP_GAUGE, 0, "", NULL, "",
+	  "Process label sets (comm and the attribution labels: cgroup, pod...) with series of their own now.",
+	  "At most `--max-label-sets` (default 500), at most `--max-label-sets-per-cgroup` (default 100) of one "
+	  "cgroup; a set nothing counted into for `--retention` frees its place." },
+	{ "gpuprobe_series_overflow_total", GP_COUNTER, 0, "reason", NULL, "",
+	  "Processes summed under comm=\"other\" because the label sets' cap was reached (once a process).",
+	  "`reason=\"cgroup\"`: the process's cgroup held its share (`--max-label-sets-per-cgroup`), so its series "
+	  "are comm=\"other\" of that cgroup; `reason=\"total\"`: the whole cap (`--max-label-sets`) was reached, "
+	  "so they are comm=\"other\" without attribution labels. No count is lost: the overflow series hold it. "
+	  "The first hit of each is logged once." },
 	{ "gpuprobe_scrapes_total", GP_COUNTER, 0, "", NULL, "",
 	  "Requests for /metrics answered.", NULL },
 	{ "gpuprobe_scrape_duration_seconds", GP_HISTOGRAM, 0, "", NULL, "",
@@ -212,6 +223,11 @@ const struct gp_metric gp_metrics[] = {
 	  NULL },
 	{ "gpuprobe_http_auth_failures_total", GP_COUNTER, 0, "", NULL, "--web-config",
 	  "Requests refused with 401 (basic_auth_users of --web-config).", NULL },
+	{ "gpuprobe_http_auth_busy_total", GP_COUNTER, 0, "", NULL, "--web-config",
+	  "Requests answered 429 at once because two password checks (bcrypt) were already running or waiting.",
+	  "A password accepted before is a constant-time compare and never waits; others are checked one at a "
+	  "time by a thread of their own, so a flood of wrong passwords is refused here rather than slowing "
+	  "/metrics, /healthz or the ring buffer's reader (docs/security.md)." },
 	{ "gpuprobe_rescans_total", GP_COUNTER, 0, "", NULL, "",
 	  "Rescans of /proc/*/maps for new libcuda files (--rescan-interval).", NULL },
 	{ "gpuprobe_rescan_seconds_total", GP_COUNTER, 0, "", NULL, "",

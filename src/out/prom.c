@@ -25,7 +25,8 @@ struct series {
 	char fmt;
 	bool shown;   /* written by a scrape once (born_at_zero) */
 	bool dead;    /* expired: unlinked from the family's list at the next write */
-	uint64_t key;
+	uint64_t key;  /* where it hangs in the store's map: a hash that only picks the chain */
+	struct series *chain; /* the next series whose labels hash to the same key */
 	uint64_t seen_ns; /* the last render a process counted into it */
 	double v[NV_MAX];
 };
@@ -35,7 +36,7 @@ struct fam_list {
 	size_t n, cap;
 };
 
-/* A process's values in a family at the render before: key hash(fam, pid). */
+/* A process's values in a family at the render before: key fam_pid(fam, pid). */
 struct pstate {
 	uint64_t gen;
 	char comm[GP_COMM_LEN];
@@ -46,17 +47,38 @@ struct stamp {
 	uint64_t seen_ns;
 };
 
+/* A tenant (a cgroup): how many label sets it holds. */
+struct tenant {
+	char *name;
+	size_t n;
+	struct tenant *chain; /* the next with the same hash */
+};
+
+/* A process label set with series of its own (max_label_sets). */
+struct lset {
+	char *key;  /* comm="..." and the attribution labels, escaped */
+	struct tenant *t;
+	uint64_t seen_ns;
+	struct lset *chain;
+};
+
 struct prom_store {
 	struct prom_store_opts o;
-	struct u64map *series;   /* hash(fam, labels) -> struct series */
+	struct u64map *series;   /* hash(fam, labels) -> chain of struct series */
 	struct fam_list *fams;   /* per gp_metrics index, creation order */
 	size_t nr_fams, live_series;
-	struct u64map *pstate;   /* hash(fam, pid) -> struct pstate */
-	struct u64map *exited;   /* hash(fam, pid, fingerprint) -> generation */
+	struct u64map *pstate;   /* fam_pid(fam, pid) -> struct pstate */
+	struct u64map *exited;   /* fam_pid(fam, pid) -> struct exited */
 	struct u64map *cap_count; /* hash(fam, base labels) -> count (as a pointer) */
 	struct u64map *cap_vals; /* hash(fam, base labels, capped labels) -> struct capval */
 	struct u64map *admitted; /* per_process: pid -> struct stamp */
 	uint64_t gen;
+	struct u64map *sets;     /* hash(key) -> chain of struct lset */
+	struct u64map *tenants;  /* hash(cgroup) -> chain of struct tenant */
+	size_t nr_sets;
+	uint64_t overflow[PROM_OVERFLOW__COUNT];
+	bool overflow_logged[PROM_OVERFLOW__COUNT];
+	struct u64map *ovpids;   /* pid -> generation: processes counted in overflow, still listed */
 };
 
 /* One sample of one process record in this render. */
@@ -73,6 +95,7 @@ struct record {
 	uint32_t pid;
 	bool exited, done;
 	bool own_pid; /* per_process: its series carry its pid */
+	int overflow; /* enum prom_overflow + 1: its label set went to comm="other"; 0: not */
 	char comm[GP_COMM_LEN];
 	char fmt;
 	struct sample *s;
@@ -109,7 +132,7 @@ struct prom_out {
 	size_t nr_fams;
 	struct record **recs;
 	size_t nr, cap;
-	struct u64map *ridx; /* hash(fam, proc pointer) -> index + 1 */
+	struct u64map *ridx; /* hash(fam, proc pointer), probed on -> index + 1 */
 };
 
 static uint64_t hstr(uint64_t h, const char *s)
@@ -129,6 +152,33 @@ static uint64_t mix(uint64_t a, uint64_t b)
 }
 
 #define SEED 1469598103934665603ULL
+
+/*
+ * A process's key in a family: both numbers whole, so no two (family, PID) share one. It
+ * was mix(fam, pid), whose first step (a ^ (b + c + (a << 6) + (a >> 2))) gave (fam, pid)
+ * and (fam + 1, pid - 65) one key: under churn one process's counts went into another's
+ * (issue 30). Hashes elsewhere here only choose where to look; the full key is compared.
+ */
+static uint64_t fam_pid(int fam, uint32_t pid)
+{
+	return (uint64_t)(uint32_t)fam << 32 | pid;
+}
+
+/* The exited records of one (family, PID) still listed: what tells each apart. */
+struct exited {
+	size_t n, cap;
+	struct {
+		uint64_t fp, gen;
+	} *v;
+};
+
+static void free_exited(void *v)
+{
+	struct exited *e = v;
+
+	free(e->v);
+	free(e);
+}
 
 static size_t nvals(int fam)
 {
@@ -153,8 +203,11 @@ struct prom_store *prom_store__new(const struct prom_store_opts *o)
 	s->cap_count = u64map__new();
 	s->cap_vals = u64map__new();
 	s->admitted = u64map__new();
-	if (!s->fams || !s->series || !s->pstate || !s->exited || !s->cap_count ||
-	    !s->cap_vals || !s->admitted) {
+	s->sets = u64map__new();
+	s->tenants = u64map__new();
+	s->ovpids = u64map__new();
+	if (!s->ovpids || !s->fams || !s->series || !s->pstate || !s->exited || !s->cap_count ||
+	    !s->cap_vals || !s->admitted || !s->sets || !s->tenants) {
 		prom_store__free(s);
 		return NULL;
 	}
@@ -179,23 +232,54 @@ static void free_pstate(void *v)
 
 void prom_store__free(struct prom_store *s)
 {
+	uint64_t k;
+	void *v;
+
 	if (!s)
 		return;
-	u64map__free_all(s->series, free_series);
-	for (size_t i = 0; s->fams && i < s->nr_fams; i++)
+	u64map__free(s->series); /* its values are chains: each series is freed from its family's list */
+	for (size_t i = 0; s->fams && i < s->nr_fams; i++) {
+		for (size_t j = 0; j < s->fams[i].n; j++)
+			free_series(s->fams[i].v[j]);
 		free(s->fams[i].v);
+	}
 	free(s->fams);
 	u64map__free_all(s->pstate, free_pstate);
-	u64map__free(s->exited);
+	u64map__free_all(s->exited, free_exited);
 	u64map__free(s->cap_count);
 	u64map__free_all(s->cap_vals, NULL);
 	u64map__free_all(s->admitted, NULL);
+	for (size_t it = 0; s->sets && u64map__next(s->sets, &it, &k, &v);)
+		for (struct lset *x = v, *next; x; x = next) {
+			next = x->chain;
+			free(x->key);
+			free(x);
+		}
+	u64map__free(s->sets);
+	for (size_t it = 0; s->tenants && u64map__next(s->tenants, &it, &k, &v);)
+		for (struct tenant *t = v, *next; t; t = next) {
+			next = t->chain;
+			free(t->name);
+			free(t);
+		}
+	u64map__free(s->tenants);
+	u64map__free(s->ovpids);
 	free(s);
 }
 
 size_t prom_store__series(const struct prom_store *s)
 {
 	return s ? s->live_series : 0;
+}
+
+size_t prom_store__label_sets(const struct prom_store *s)
+{
+	return s ? s->nr_sets : 0;
+}
+
+uint64_t prom_store__overflow(const struct prom_store *s, int reason)
+{
+	return s && reason >= 0 && reason < PROM_OVERFLOW__COUNT ? s->overflow[reason] : 0;
 }
 
 /* ---- one render ---- */
@@ -384,11 +468,14 @@ static void direct(struct prom_out *p, struct famout *fo, const char *name, cons
 static struct record *record_of(struct prom_out *p, int fam, const struct gp_snap_pid *proc, char fmt)
 {
 	uint64_t k = mix((uint64_t)fam, (uint64_t)(uintptr_t)proc);
-	uintptr_t at = (uintptr_t)u64map__get(p->ridx, k);
+	uintptr_t at;
 	struct record *r;
 
-	if (at)
-		return p->recs[at - 1];
+	/* the hash picks where to start; a record is the one of this family and process (no
+	 * record leaves ridx during a render, so the next key along is free or taken) */
+	for (; (at = (uintptr_t)u64map__get(p->ridx, k)); k++)
+		if (p->recs[at - 1]->fam == fam && p->recs[at - 1]->proc == proc)
+			return p->recs[at - 1];
 	if (p->nr == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 64;
 		struct record **nv = realloc(p->recs, cap * sizeof(*nv));
@@ -564,42 +651,204 @@ static bool admit(struct prom_out *p, uint32_t pid)
 	return true;
 }
 
-/* The labels of a process: pid (per_process), comm, the attribution labels. */
+static bool expired(const struct prom_out *p, uint64_t seen_ns);
+
+static struct tenant *tenant_of(struct prom_store *s, const char *name, bool create)
+{
+	uint64_t h = hstr(SEED, name);
+	struct tenant *head = u64map__get(s->tenants, h), *t;
+
+	for (t = head; t; t = t->chain)
+		if (!strcmp(t->name, name))
+			return t;
+	if (!create || !(t = calloc(1, sizeof(*t))) || !(t->name = strdup(name)) || u64map__put(s->tenants, h, t)) {
+		if (t)
+			free(t->name);
+		free(t);
+		return NULL;
+	}
+	t->chain = head;
+	return t;
+}
+
+static void tenant_put(struct prom_store *s, struct tenant *t)
+{
+	uint64_t h;
+	struct tenant *at;
+
+	if (--t->n)
+		return;
+	h = hstr(SEED, t->name);
+	at = u64map__get(s->tenants, h);
+	if (at == t) {
+		if (t->chain)
+			u64map__put(s->tenants, h, t->chain);
+		else
+			u64map__del(s->tenants, h);
+	} else {
+		for (; at && at->chain != t; at = at->chain)
+			;
+		if (at)
+			at->chain = t->chain;
+	}
+	free(t->name);
+	free(t);
+}
+
+/*
+ * Whether the label set key (of a process in cgroup) has series of its own: 0, or enum
+ * prom_overflow + 1 when a cap keeps it out. A set once in stays in while it is used.
+ */
+static int admit_set(struct prom_out *p, const char *key, const char *cgroup)
+{
+	static const char *const why[] = {
+		[PROM_OVERFLOW_CGROUP] = "a cgroup reached its share of process label sets (--max-label-sets-per-cgroup %zu): "
+					 "its new ones are summed under comm=\"other\" of that cgroup (logged once; "
+					 "gpuprobe_series_overflow_total{reason=\"cgroup\"} counts them)",
+		[PROM_OVERFLOW_TOTAL] = "the series cap of %zu process label sets (--max-label-sets) is reached: new ones "
+					"are summed under comm=\"other\" (logged once; "
+					"gpuprobe_series_overflow_total{reason=\"total\"} counts them)",
+	};
+	struct prom_store *s = p->store;
+	uint64_t h = hstr(SEED, key);
+	struct lset *head, *x;
+	struct tenant *t;
+	int reason = -1;
+
+	if (!s->o.max_label_sets && !s->o.max_label_sets_per_cgroup)
+		return 0;
+	head = u64map__get(s->sets, h);
+	for (x = head; x; x = x->chain)
+		if (!strcmp(x->key, key)) {
+			x->seen_ns = p->now_ns;
+			return 0;
+		}
+	t = tenant_of(s, cgroup, false);
+	if (s->o.max_label_sets && s->nr_sets >= s->o.max_label_sets)
+		reason = PROM_OVERFLOW_TOTAL;
+	else if (s->o.max_label_sets_per_cgroup && t && t->n >= s->o.max_label_sets_per_cgroup)
+		reason = PROM_OVERFLOW_CGROUP;
+	if (reason >= 0) {
+		if (!s->overflow_logged[reason])
+			gp_log(GP_LOG_WARN, why[reason], reason == PROM_OVERFLOW_TOTAL ? s->o.max_label_sets :
+			       s->o.max_label_sets_per_cgroup);
+		s->overflow_logged[reason] = true;
+		return reason + 1;
+	}
+	if (!t && !(t = tenant_of(s, cgroup, true)))
+		goto nomem;
+	x = calloc(1, sizeof(*x));
+	if (!x || !(x->key = strdup(key)) || u64map__put(s->sets, h, x)) {
+		if (x)
+			free(x->key);
+		free(x);
+		if (!t->n)
+			t->n = 1, tenant_put(s, t);
+		goto nomem;
+	}
+	*x = (struct lset){ .key = x->key, .t = t, .seen_ns = p->now_ns, .chain = head };
+	t->n++;
+	s->nr_sets++;
+	return 0;
+nomem:
+	p->failed = true;
+	return PROM_OVERFLOW_TOTAL + 1;
+}
+
+/* Label sets nothing counted into for the retention: their places are free again. */
+static void sweep_sets(struct prom_out *p)
+{
+	struct prom_store *s = p->store;
+	uint64_t keys[256], k;
+	size_t n;
+	void *v;
+
+	do {
+		n = 0;
+		for (size_t it = 0; n < 256 && u64map__next(s->sets, &it, &k, &v);)
+			for (struct lset *x = v; x && n < 256; x = x->chain)
+				if (expired(p, x->seen_ns)) {
+					keys[n++] = k;
+					break;
+				}
+		for (size_t i = 0; i < n; i++) {
+			struct lset *head = u64map__get(s->sets, keys[i]), **at = &head, *x;
+
+			while ((x = *at)) {
+				if (!expired(p, x->seen_ns)) {
+					at = &x->chain;
+					continue;
+				}
+				*at = x->chain;
+				tenant_put(s, x->t);
+				s->nr_sets--;
+				free(x->key);
+				free(x);
+			}
+			if (head)
+				u64map__put(s->sets, keys[i], head); /* replaces: no allocation */
+			else
+				u64map__del(s->sets, keys[i]);
+		}
+	} while (n == 256);
+}
+
+/* The labels of a process: pid (per_process), comm, the attribution labels; past the
+ * label sets' cap (admit_set) comm="other" and, past the whole cap, no attribution. */
 static char *proc_labels(struct prom_out *p, struct record *r)
 {
 	const char *const *attr = p->attr ? p->attr(p->ctx, r->pid) : NULL;
-	const char *comm = r->comm;
-	char *buf = NULL;
+	const char *comm = r->comm, *cgroup = "";
+	char *buf = NULL, *set = NULL, *out = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	if (!f)
 		return NULL;
-	if (p->store->o.per_process) {
-		r->own_pid = admit(p, r->pid);
-		if (r->own_pid)
-			fprintf(f, "pid=\"%" PRIu32 "\",", r->pid);
-		else
-			fputs("pid=\"other\",", f);
-	}
-	for (const char *const *a = attr; !r->comm[0] && a && a[0]; a += 2)
-		if (!strcmp(a[0], "comm"))
+	for (const char *const *a = attr; a && a[0]; a += 2) {
+		if (!r->comm[0] && !strcmp(a[0], "comm"))
 			comm = a[1]; /* a record without a name: the one the front end knows */
-	fputs("comm=\"", f);
-	prom__label_value(f, comm);
-	fputc('"', f);
-	for (; attr && attr[0]; attr += 2) {
-		if (!attr[1] || !attr[1][0] || !strcmp(attr[0], "comm"))
-			continue;
-		fprintf(f, ",%s=\"", attr[0]);
-		prom__label_value(f, attr[1]);
-		fputc('"', f);
+		if (!strcmp(a[0], "cgroup") && a[1])
+			cgroup = a[1];
 	}
-	if (fclose(f)) {
+	for (int pass = 0; pass < 2; pass++) {
+		fputs("comm=\"", f);
+		prom__label_value(f, r->overflow ? "other" : comm);
+		fputc('"', f);
+		for (const char *const *a = attr; r->overflow != PROM_OVERFLOW_TOTAL + 1 && a && a[0]; a += 2) {
+			if (!a[1] || !a[1][0] || !strcmp(a[0], "comm"))
+				continue;
+			fprintf(f, ",%s=\"", a[0]);
+			prom__label_value(f, a[1]);
+			fputc('"', f);
+		}
+		if (fflush(f))
+			break;
+		if (pass || !(r->overflow = admit_set(p, buf, cgroup)))
+			break;
+		rewind(f); /* past a cap: the set again, as its overflow series */
+		fflush(f);
+		len = 0;
+	}
+	if (fclose(f) || !(set = strndup(buf, len))) {
 		free(buf);
 		return NULL;
 	}
-	return buf;
+	free(buf);
+	/* counted once a process: while its records are listed its PID stays known */
+	if (r->overflow && !u64map__get(p->store->ovpids, r->pid))
+		p->store->overflow[r->overflow - 1]++;
+	if (r->overflow && u64map__put(p->store->ovpids, r->pid, (void *)(uintptr_t)p->store->gen))
+		p->failed = true;
+	if (p->store->o.per_process) {
+		r->own_pid = !r->overflow && admit(p, r->pid);
+		if (r->own_pid ? asprintf(&out, "pid=\"%" PRIu32 "\",%s", r->pid, set) < 0 :
+				 asprintf(&out, "pid=\"other\",%s", set) < 0)
+			out = NULL;
+		free(set);
+		return out;
+	}
+	return set;
 }
 
 /* `cmd="other",ctrl=""` for a family whose capped labels are "cmd,ctrl". */
@@ -679,11 +928,14 @@ static struct series *series_of(struct prom_out *p, int fam, const char *labels,
 {
 	struct prom_store *s = p->store;
 	uint64_t k = hstr(mix(SEED, (uint64_t)fam), labels);
-	struct series *x = u64map__get(s->series, k);
+	struct series *head = u64map__get(s->series, k), *x;
 	struct fam_list *fl = &s->fams[fam];
 
-	if (x)
-		return x->fam == fam && !strcmp(x->labels, labels) ? x : NULL; /* NULL: a 64-bit collision */
+	/* labels a process chose (its comm) may be made to collide with another tenant's:
+	 * the chain is walked comparing the whole labels */
+	for (x = head; x; x = x->chain)
+		if (x->fam == fam && !strcmp(x->labels, labels))
+			return x;
 	if (fl->n == fl->cap) {
 		size_t cap = fl->cap ? fl->cap * 2 : 16;
 		struct series **nv = realloc(fl->v, cap * sizeof(*nv));
@@ -700,6 +952,7 @@ static struct series *series_of(struct prom_out *p, int fam, const char *labels,
 		free(x);
 		return NULL;
 	}
+	x->chain = head;
 	x->fam = fam;
 	x->fmt = fmt;
 	x->key = k;
@@ -749,7 +1002,9 @@ static void gauge(struct prom_out *p, const struct record *r, const char *proc)
 
 		if (!labels || (!fo->gidx && !(fo->gidx = u64map__new())))
 			goto fail;
-		at = (uintptr_t)u64map__get(fo->gidx, k);
+		/* the hash picks where to start; the gauge is the one with these labels */
+		while ((at = (uintptr_t)u64map__get(fo->gidx, k)) && strcmp(fo->g[at - 1]->labels, labels))
+			k++;
 		if (!at) {
 			struct gauge *g = calloc(1, sizeof(*g));
 			struct gauge **nv = fo->ng == fo->capg ?
@@ -814,7 +1069,7 @@ static uint64_t fingerprint(const struct record *r)
 
 static struct pstate *pstate_get(struct prom_out *p, const struct record *r, bool create)
 {
-	uint64_t k = mix((uint64_t)r->fam, r->pid);
+	uint64_t k = fam_pid(r->fam, r->pid);
 	struct pstate *ps = u64map__get(p->store->pstate, k);
 
 	if (ps || !create)
@@ -837,19 +1092,38 @@ static struct pstate *pstate_get(struct prom_out *p, const struct record *r, boo
 static void fold_exited(struct prom_out *p, struct record *r, const char *proc)
 {
 	struct prom_store *s = p->store;
-	uint64_t k = mix(mix((uint64_t)r->fam, r->pid), fingerprint(r));
+	uint64_t k = fam_pid(r->fam, r->pid), fp = fingerprint(r);
+	struct exited *e = u64map__get_new(s->exited, k, sizeof(*e));
 	struct pstate *ps;
+	size_t i;
 
-	if (u64map__get(s->exited, k)) {
+	if (!e) {
+		p->failed = true;
+		return;
+	}
+	for (i = 0; i < e->n && e->v[i].fp != fp; i++)
+		;
+	if (i < e->n) {
 		touch(p, r, proc);
 	} else {
+		if (e->n == e->cap) {
+			size_t cap = e->cap ? e->cap * 2 : 2;
+			void *nv = realloc(e->v, cap * sizeof(*e->v));
+
+			if (!nv) {
+				p->failed = true; /* not counted now: counted at the next render */
+				return;
+			}
+			e->v = nv;
+			e->cap = cap;
+		}
+		e->v[e->n++].fp = fp;
 		ps = pstate_get(p, r, false);
 		route(p, r, proc, ps ? ps->last : NULL);
 		if (ps)
-			free_pstate(u64map__del(s->pstate, mix((uint64_t)r->fam, r->pid)));
+			free_pstate(u64map__del(s->pstate, k));
 	}
-	if (u64map__put(s->exited, k, (void *)(uintptr_t)s->gen))
-		p->failed = true;
+	e->v[i].gen = s->gen;
 }
 
 /* A running process's record: what it counted since the render before. */
@@ -925,8 +1199,8 @@ static bool expired(const struct prom_out *p, uint64_t seen_ns)
 	return seen_ns < p->now_ns && p->now_ns - seen_ns > keep;
 }
 
-/* Forgets, in m, the entries expired (stamp) or not of this generation (gen). */
-static void sweep(struct prom_out *p, struct u64map *m, bool by_gen, void (*free_v)(void *))
+/* Forgets, in m, the entries expired (their stamp). */
+static void sweep(struct prom_out *p, struct u64map *m, void (*free_v)(void *))
 {
 	uint64_t keys[256], k;
 	size_t n;
@@ -935,9 +1209,7 @@ static void sweep(struct prom_out *p, struct u64map *m, bool by_gen, void (*free
 	do {
 		n = 0;
 		for (size_t it = 0; n < 256 && u64map__next(m, &it, &k, &v);) {
-			bool gone = by_gen ? (uintptr_t)v != p->store->gen : expired(p, ((struct stamp *)v)->seen_ns);
-
-			if (gone)
+			if (expired(p, ((struct stamp *)v)->seen_ns))
 				keys[n++] = k;
 		}
 		for (size_t i = 0; i < n; i++) {
@@ -945,6 +1217,49 @@ static void sweep(struct prom_out *p, struct u64map *m, bool by_gen, void (*free
 			if (free_v)
 				free_v(v);
 		}
+	} while (n == 256);
+}
+
+/* Exited records not listed in this render: forgotten. */
+static void sweep_exited(struct prom_out *p)
+{
+	struct u64map *m = p->store->exited;
+	uint64_t keys[256], k;
+	size_t n;
+	void *v;
+
+	do {
+		n = 0;
+		for (size_t it = 0; n < 256 && u64map__next(m, &it, &k, &v);) {
+			struct exited *e = v;
+			size_t keep = 0;
+
+			for (size_t i = 0; i < e->n; i++)
+				if (e->v[i].gen == p->store->gen)
+					e->v[keep++] = e->v[i];
+			e->n = keep;
+			if (!keep)
+				keys[n++] = k;
+		}
+		for (size_t i = 0; i < n; i++)
+			free_exited(u64map__del(m, keys[i]));
+	} while (n == 256);
+}
+
+/* Processes counted in overflow and no longer listed: forgotten. */
+static void sweep_ovpids(struct prom_out *p)
+{
+	uint64_t keys[256], k;
+	size_t n;
+	void *v;
+
+	do {
+		n = 0;
+		for (size_t it = 0; n < 256 && u64map__next(p->store->ovpids, &it, &k, &v);)
+			if ((uintptr_t)v != p->store->gen)
+				keys[n++] = k;
+		for (size_t i = 0; i < n; i++)
+			u64map__del(p->store->ovpids, keys[i]);
 	} while (n == 256);
 }
 
@@ -989,6 +1304,24 @@ static void sweep_caps(struct prom_out *p)
 	} while (n == 256);
 }
 
+/* Takes x out of its key's chain. */
+static void unchain(struct prom_store *s, struct series *x)
+{
+	struct series *at = u64map__get(s->series, x->key);
+
+	if (at == x) {
+		if (x->chain)
+			u64map__put(s->series, x->key, x->chain); /* replaces: no allocation */
+		else
+			u64map__del(s->series, x->key);
+		return;
+	}
+	for (; at && at->chain != x; at = at->chain)
+		;
+	if (at)
+		at->chain = x->chain;
+}
+
 /* Series nothing counted into for the retention: gone. */
 static void sweep_series(struct prom_out *p)
 {
@@ -1005,7 +1338,7 @@ static void sweep_series(struct prom_out *p)
 				fl->v[keep++] = x;
 				continue;
 			}
-			u64map__del(s->series, x->key);
+			unchain(s, x);
 			free_series(x);
 			s->live_series--;
 		}
@@ -1021,12 +1354,14 @@ int prom_out__fold(struct prom_out *p)
 		return p->failed ? -ENOMEM : 0;
 	p->folded = true;
 	s->gen++;
+	sweep_sets(p); /* first: a place freed by the retention is there for this render */
 	for (int pass = 0; pass < 3; pass++)
 		fold_pass(p, pass);
 	sweep_pstates(p);
-	sweep(p, s->exited, true, NULL);
+	sweep_exited(p);
+	sweep_ovpids(p);
 	sweep_caps(p);
-	sweep(p, s->admitted, false, free);
+	sweep(p, s->admitted, free);
 	sweep_series(p);
 	return p->failed ? -ENOMEM : 0;
 }

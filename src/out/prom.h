@@ -21,6 +21,9 @@
  *  - A series is first written with zeros, and with its counts from the next scrape on,
  *    so rate() and increase() count a new series' first counts too (born_at_zero).
  *  - A series nothing has counted into for retention_ns is dropped.
+ *  - Process label sets are capped (max_label_sets, in all and per cgroup, the options
+ *    above): a tenant starting processes of ever new names gets comm="other" past its
+ *    share, and cannot take the others' (issue 30).
  *
  * One prom_out per render: modes add samples from their snapshots (a sample names its
  * process, a struct gp_snap_pid, whose pointer tells records apart within one render);
@@ -44,12 +47,30 @@ struct prom_store_opts {
 	size_t max_process_series;  /* per_process: processes with their own pid label */
 	uint64_t retention_ns;      /* a series nothing counted into this long goes */
 	bool born_at_zero;          /* a new series is written with zeros once */
+	/* Process label sets (comm and the attribution labels, pid aside) with series of
+	 * their own, in all (0: no cap) and per cgroup (the attribution's "cgroup" label; 0:
+	 * no cap): the first come; a new set past a cap is summed under comm="other", of its
+	 * cgroup (that cgroup's share full) or of none (the whole cap full), counted and
+	 * logged. A set nothing counted into for retention_ns frees its place. */
+	size_t max_label_sets, max_label_sets_per_cgroup;
+};
+
+/* Why a process's samples went to an overflow series (comm="other"). */
+enum prom_overflow {
+	PROM_OVERFLOW_CGROUP, /* its cgroup had max_label_sets_per_cgroup label sets */
+	PROM_OVERFLOW_TOTAL,  /* the store had max_label_sets */
+	PROM_OVERFLOW__COUNT,
 };
 
 struct prom_store *prom_store__new(const struct prom_store_opts *o);
 void prom_store__free(struct prom_store *s);
 /* Series of the per-process families held now. */
 size_t prom_store__series(const struct prom_store *s);
+/* Process label sets with series of their own now. */
+size_t prom_store__label_sets(const struct prom_store *s);
+/* Processes whose samples went to an overflow series for reason (enum prom_overflow), so
+ * far: once a process (while its records are listed). */
+uint64_t prom_store__overflow(const struct prom_store *s, int reason);
 
 /*
  * The attribution labels of a process, as NULL-terminated name/value pairs (values ""

@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include <yaml.h>
@@ -31,7 +32,8 @@ extern const int gp_no_tls __attribute__((weak));
 struct user {
 	char name[MAX_NAME];
 	char hash[BCRYPT_LEN + 1];
-	char *accepted;		/* the last password that matched, or NULL */
+	bool accepted;		/* mac holds the last password that matched */
+	unsigned char mac[16];	/* its SipHash-2-4-128 under the process's random key */
 };
 
 struct webconfig {
@@ -48,6 +50,7 @@ struct webconfig {
 	} headers[MAX_HEADERS];
 	size_t nr_headers;
 	struct crypt_data *cd;	/* ~32 KiB of libcrypt scratch, reused */
+	uint64_t mac_key[2];	/* random, this process's: accepted passwords are kept as MACs */
 };
 
 /* Parsing state: the file, its folder (relative cert paths) and the error line. */
@@ -603,6 +606,10 @@ struct webconfig *webconfig__load(const char *path, char *err, size_t errlen)
 		r = fail(&c, NULL, "out of memory");
 		goto cleanup;
 	}
+	if (getrandom(wc->mac_key, sizeof(wc->mac_key), 0) != sizeof(wc->mac_key)) {
+		r = fail(&c, NULL, "no random key for the password cache: %s", strerror(errno));
+		goto cleanup;
+	}
 	wc->min_ver = 12;
 	wc->max_ver = 13;
 	wc->prefer_server = true;
@@ -647,13 +654,12 @@ void webconfig__free(struct webconfig *wc)
 		return;
 	free(wc->cert);
 	free_secret(wc->key);
-	for (size_t i = 0; i < wc->nr_users; i++)
-		free_secret(wc->users[i].accepted);
 	for (size_t i = 0; i < wc->nr_headers; i++)
 		free(wc->headers[i].value);
 	if (wc->cd)
 		explicit_bzero(wc->cd, sizeof(*wc->cd));
 	free(wc->cd);
+	explicit_bzero(wc, sizeof(*wc));
 	free(wc);
 }
 
@@ -713,16 +719,86 @@ static bool ct_equal(const char *a, size_t alen, const char *b, size_t blen)
 	return d == 0;
 }
 
-enum webconfig_auth webconfig__check_auth(struct webconfig *wc, const char *authorization)
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                         \
+	do {                                                                             \
+		v0 += v1, v1 = ROTL(v1, 13), v1 ^= v0, v0 = ROTL(v0, 32);                 \
+		v2 += v3, v3 = ROTL(v3, 16), v3 ^= v2;                                    \
+		v0 += v3, v3 = ROTL(v3, 21), v3 ^= v0;                                    \
+		v2 += v1, v1 = ROTL(v1, 17), v1 ^= v2, v2 = ROTL(v2, 32);                 \
+	} while (0)
+
+/*
+ * SipHash-2-4 with 128 bits out (Aumasson and Bernstein): what the cache keeps of an
+ * accepted password, under a key drawn at load, so the process never holds an accepted
+ * password after its request, and a guess is compared in constant time to a MAC no one
+ * outside can compute.
+ */
+static void siphash128(const uint64_t k[2], const char *in, size_t len, unsigned char out[16])
+{
+	uint64_t v0 = 0x736f6d6570736575ULL ^ k[0], v1 = 0x646f72616e646f6dULL ^ k[1] ^ 0xee;
+	uint64_t v2 = 0x6c7967656e657261ULL ^ k[0], v3 = 0x7465646279746573ULL ^ k[1];
+	uint64_t b = (uint64_t)len << 56, m;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		memcpy(&m, in + i, 8); /* little-endian hosts (x86-64, arm64): the reference's order */
+		v3 ^= m;
+		SIPROUND;
+		SIPROUND;
+		v0 ^= m;
+	}
+	for (size_t j = 0; i + j < len; j++)
+		b |= (uint64_t)(unsigned char)in[i + j] << (8 * j);
+	v3 ^= b;
+	SIPROUND;
+	SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xee;
+	for (int r = 0; r < 4; r++)
+		SIPROUND;
+	m = v0 ^ v1 ^ v2 ^ v3;
+	memcpy(out, &m, 8);
+	v1 ^= 0xdd;
+	for (int r = 0; r < 4; r++)
+		SIPROUND;
+	m = v0 ^ v1 ^ v2 ^ v3;
+	memcpy(out + 8, &m, 8);
+}
+
+/* A password only bcrypt can judge: checked off the serving thread (webconfig__verify). */
+struct webconfig_check {
+	struct user *u;			/* NULL: an unknown user, checked against the dummy */
+	unsigned char mac[16];		/* the password's, for the cache */
+	char hash[CRYPT_OUTPUT_SIZE];	/* the user's hash, or the dummy */
+	char *pass;
+	struct crypt_data *cd;		/* ~32 KiB of libcrypt scratch of its own */
+};
+
+static void free_check(struct webconfig_check *ck)
+{
+	if (!ck)
+		return;
+	free_secret(ck->pass);
+	if (ck->cd)
+		explicit_bzero(ck->cd, sizeof(*ck->cd));
+	free(ck->cd);
+	free(ck);
+}
+
+enum webconfig_auth webconfig__begin_auth(struct webconfig *wc, const char *authorization,
+					  struct webconfig_check **out)
 {
 	unsigned char raw[WEBCONFIG_MAX_AUTH];
 	enum webconfig_auth res = WEBCONFIG_AUTH_MISSING;
+	struct webconfig_check *ck = NULL;
 	struct user *u = NULL;
-	const char *hash, *out;
+	unsigned char mac[16];
 	char *colon, *pass;
 	size_t plen;
 	int n;
 
+	*out = NULL;
 	if (!wc || !wc->nr_users)
 		return WEBCONFIG_AUTH_OK;
 	if (!authorization || strlen(authorization) >= WEBCONFIG_MAX_AUTH ||
@@ -746,21 +822,54 @@ enum webconfig_auth webconfig__check_auth(struct webconfig *wc, const char *auth
 			u = &wc->users[i];
 	}
 	res = WEBCONFIG_AUTH_DENIED;
-	if (u && u->accepted && ct_equal(u->accepted, strlen(u->accepted), pass, plen)) {
+	siphash128(wc->mac_key, pass, plen, mac);
+	if (u && u->accepted && ct_equal((char *)u->mac, sizeof(u->mac), (char *)mac, sizeof(mac))) {
 		res = WEBCONFIG_AUTH_OK;
 		goto cleanup;
 	}
-	hash = u ? u->hash : wc->dummy;
-	memset(wc->cd, 0, sizeof(*wc->cd));
-	out = crypt_rn(pass, hash, wc->cd, sizeof(*wc->cd));
-	if (out && u && ct_equal(out, strlen(out), hash, strlen(hash))) {
-		res = WEBCONFIG_AUTH_OK;
-		free_secret(u->accepted);
-		u->accepted = strdup(pass);	/* NULL on ENOMEM: only the cache is lost */
+	ck = calloc(1, sizeof(*ck));
+	if (!ck || !(ck->cd = calloc(1, sizeof(*ck->cd))) || !(ck->pass = strdup(pass))) {
+		free_check(ck);
+		goto cleanup;	/* out of memory: refused, never let through */
 	}
+	ck->u = u;
+	memcpy(ck->mac, mac, sizeof(mac));
+	snprintf(ck->hash, sizeof(ck->hash), "%s", u ? u->hash : wc->dummy);
+	*out = ck;
+	res = WEBCONFIG_AUTH_PENDING;
 cleanup:
 	explicit_bzero(raw, sizeof(raw));
-	if (wc->cd)
-		explicit_bzero(wc->cd->input, sizeof(wc->cd->input));
+	explicit_bzero(mac, sizeof(mac));
 	return res;
+}
+
+bool webconfig__verify(struct webconfig_check *ck)
+{
+	const char *out = crypt_rn(ck->pass, ck->hash, ck->cd, sizeof(*ck->cd));
+	bool ok = out && ck->u && ct_equal(out, strlen(out), ck->hash, strlen(ck->hash));
+
+	explicit_bzero(ck->cd->input, sizeof(ck->cd->input));
+	return ok;
+}
+
+enum webconfig_auth webconfig__end_auth(struct webconfig_check *ck, bool ok)
+{
+	if (!ck)
+		return WEBCONFIG_AUTH_DENIED;
+	if (ok) {
+		memcpy(ck->u->mac, ck->mac, sizeof(ck->mac)); /* the next request is a compare */
+		ck->u->accepted = true;
+	}
+	free_check(ck);
+	return ok ? WEBCONFIG_AUTH_OK : WEBCONFIG_AUTH_DENIED;
+}
+
+enum webconfig_auth webconfig__check_auth(struct webconfig *wc, const char *authorization)
+{
+	struct webconfig_check *ck;
+	enum webconfig_auth res = webconfig__begin_auth(wc, authorization, &ck);
+
+	if (res != WEBCONFIG_AUTH_PENDING)
+		return res;
+	return webconfig__end_auth(ck, webconfig__verify(ck));
 }

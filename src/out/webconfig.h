@@ -21,7 +21,8 @@
  * a read-only tmpfs) passes, a link in a folder others may write does not.
  *
  * The file is read once (the daemon decides when to reload). Not thread-safe: call
- * webconfig__check_auth from one thread (libmicrohttpd's external-select loop) or lock.
+ * webconfig__check_auth, __begin_auth and __end_auth from one thread (libmicrohttpd's
+ * external-select loop) or lock; only webconfig__verify may run on another.
  */
 #ifndef GP_WEBCONFIG_H
 #define GP_WEBCONFIG_H
@@ -42,7 +43,11 @@ enum webconfig_auth {
 	WEBCONFIG_AUTH_OK = 0,	/* no users configured, or the credentials are right */
 	WEBCONFIG_AUTH_MISSING,	/* users configured, no usable Basic credentials sent */
 	WEBCONFIG_AUTH_DENIED,	/* unknown user or wrong password */
+	WEBCONFIG_AUTH_PENDING,	/* only bcrypt can tell (webconfig__begin_auth) */
 };
+
+/* A password check that needs bcrypt (webconfig__begin_auth .. __end_auth). */
+struct webconfig_check;
 
 /*
  * Reads and checks path. On error returns NULL with one line in err, starting with the
@@ -76,6 +81,19 @@ size_t webconfig__users(const struct webconfig *wc);
  * caches too). Answer 401 with WWW-Authenticate: Basic to anything but _OK.
  */
 enum webconfig_auth webconfig__check_auth(struct webconfig *wc, const char *authorization);
+
+/*
+ * webconfig__check_auth in three steps, so that bcrypt (~0.25 s at cost 12) runs off the
+ * thread that serves and reads the ring buffer. begin: everything but bcrypt, on the
+ * serving thread: _OK (no users, or the password accepted before, compared in constant
+ * time), _MISSING, _DENIED (malformed), or _PENDING with *out, a check holding copies of
+ * what bcrypt needs. verify: bcrypt, on any thread (touches only *ck; one thread per
+ * check). end: on the serving thread again; remembers an accepted password, frees ck.
+ */
+enum webconfig_auth webconfig__begin_auth(struct webconfig *wc, const char *authorization,
+					  struct webconfig_check **out);
+bool webconfig__verify(struct webconfig_check *ck);
+enum webconfig_auth webconfig__end_auth(struct webconfig_check *ck, bool ok);
 
 /* http_server_config.headers: the i-th (name, value), false past the last. */
 bool webconfig__header(const struct webconfig *wc, size_t i, const char **name,

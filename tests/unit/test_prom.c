@@ -19,6 +19,7 @@
 #include "events.h"
 #include "ioctl_mode.h"
 #include "memleak_mode.h"
+#include "metrics.h"
 #include "options.h"
 #include "prom.h"
 #include "run.h"
@@ -857,6 +858,154 @@ cleanup:
 	prom_store__free(st);
 }
 
+/* The per-process key the store used before issue 30: mix(fam, pid), whose first step
+ * gives (fam, pid) and (fam + 1, pid - 65) one value. Kept here to find such pairs. */
+static uint64_t old_key(uint64_t a, uint64_t b)
+{
+	uint64_t k = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+
+	k ^= k >> 30;
+	k *= 0xbf58476d1ce4e5b9ULL;
+	k ^= k >> 27;
+	k *= 0x94d049bb133111ebULL;
+	return k ^ (k >> 31);
+}
+
+/* Two running processes whose (family, PID) pairs collided under the old key: each
+ * family keeps each process's counts exactly, while both run and after both exit. */
+static void test_series_keys_never_collide(void)
+{
+	static const char *const fams[] = { "gpuprobe_cuda_alloc_calls_total", "gpuprobe_cuda_free_calls_total",
+					    "gpuprobe_cuda_alloc_bytes_total", "gpuprobe_cuda_freed_bytes_total" };
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	struct memleak *ml = memleak__new(100);
+	struct ml_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	uint32_t a = 5000, b = 0;
+	char *out = NULL, want[256];
+
+	if (!ASSERT_TRUE(ml && st, "aggregator, store"))
+		goto cleanup;
+	/* a PID b one of whose families met one of a's under the old key */
+	for (uint32_t q = 1; q < 10000 && !b; q++)
+		for (int fa = 0; fa < 4; fa++)
+			for (int fb = 0; fb < 4; fb++)
+				if (q != a && old_key((uint64_t)gp_metric__find(fams[fa]), a) ==
+						      old_key((uint64_t)gp_metric__find(fams[fb]), q)) {
+					b = q;
+					printf("# %s of PID %u met %s of PID %u\n", fams[fa], a, fams[fb], q);
+				}
+	if (!ASSERT_TRUE(b != 0, "a pair that collided under the old key"))
+		goto cleanup;
+	/* both run (rounds 1, 2), a exits (3), b exits (4), then both are forgotten (5): each
+	 * render shows exactly what each counted so far */
+	for (int round = 1; round <= 5; round++) {
+		int ra = round < 3 ? round : 3, rb = round < 4 ? round : 4;
+		struct gp_exit_event ex = { .type = GP_EV_EXIT, .ts_ns = 5 };
+
+		if (round <= 3)
+			feed_memleak(ml, a, "first", 3, 1); /* 3 allocations, 1 free a round */
+		if (round <= 4)
+			feed_memleak(ml, b, "second", 5, 2); /* 5 and 2 */
+		ex.pid = round == 3 ? a : b;
+		snprintf(ex.comm, sizeof(ex.comm), "%s", round == 3 ? "first" : "second");
+		if (round == 3 || round == 4)
+			memleak__on_exit(ml, &ex);
+		if (round == 5)
+			memleak__reap(ml, UINT64_MAX, 0);
+		snaps[0] = ml_snap(&s, ml, 0);
+		free(out), out = NULL;
+		out = render_at(ML, snaps, 1, 2e-6, st, 10 * (uint64_t)round);
+		if (!ASSERT_TRUE(out != NULL, "rendered"))
+			goto cleanup;
+		/* feed_memleak reuses addresses: each round's allocations and frees count */
+		const struct {
+			const char *fam, *comm;
+			int v;
+		} w[] = {
+			{ fams[0], "first", 3 * ra }, { fams[0], "second", 5 * rb },
+			{ fams[1], "first", 1 * ra }, { fams[1], "second", 2 * rb },
+			{ fams[2], "first", 300 * ra }, { fams[2], "second", 500 * rb },
+			{ fams[3], "first", 100 * ra }, { fams[3], "second", 200 * rb },
+		};
+		for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+			snprintf(want, sizeof(want), "%s{comm=\"%s\",cgroup=\"/system.slice/x.service\"} %d\n",
+				 w[i].fam, w[i].comm, w[i].v);
+			if (!ASSERT_STR_CONTAINS(out, want, "each process's counts, exactly"))
+				goto cleanup;
+		}
+	}
+cleanup:
+	free(out);
+	ml_snap_free(&s);
+	memleak__free(ml);
+	prom_store__free(st);
+}
+
+/* The label sets' cap (3 in all, 1 a cgroup), one process a render: a second name in a
+ * cgroup goes to comm="other" of that cgroup, a name past the whole cap to comm="other"
+ * without attribution, every count kept, each such process counted once (the renders
+ * after its first, which list it again, count it no more);
+ * places are free again after the retention. */
+static void test_label_sets_capped(void)
+{
+	static const struct {
+		uint32_t pid;
+		const char *comm;
+	} procs[] = { { 20, "first" }, { 10, "odd" }, { 21, "second" }, { 40, "pod" }, { 22, "third" } };
+	struct prom_store_opts o = { .retention_ns = 100, .max_label_sets = 3, .max_label_sets_per_cgroup = 1 };
+	struct prom_store *st = prom_store__new(&o);
+	struct memleak *ml = memleak__new(100);
+	struct ml_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(ml && st, "aggregator, store"))
+		goto cleanup;
+	/* allocations 1, 2, 4, 8, 16: first (x.service's place), odd (pid 10's cgroup: the
+	 * second place), second (x.service's share taken), pod (the third), third (the cap
+	 * taken) */
+	for (int i = 0; i < 6; i++) { /* the last render again: nothing counted twice */
+		if (i < 5)
+			feed_memleak(ml, procs[i].pid, procs[i].comm, 1 << i, 0);
+		snaps[0] = ml_snap(&s, ml, 0);
+		free(out), out = NULL;
+		out = render_at(ML, snaps, 1, 2e-6, st, 1000 + (uint64_t)i);
+		if (!ASSERT_TRUE(out != NULL, "rendered"))
+			goto cleanup;
+	}
+	if (!ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"first\",cgroup=\"/system.slice/x.service\"} 1\n", "first") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"odd\",cgroup=\"/a\\\\b\\\"c\\nd\"} 2\n", "odd") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"other\",cgroup=\"/system.slice/x.service\"} 4\n", "second: other of its cgroup") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"other\"} 16\n", "third: other") ||
+	    !ASSERT_TRUE(strstr(out, "comm=\"third\"") == NULL && strstr(out, "comm=\"second\"") == NULL,
+			 "no own series past the caps") ||
+	    !ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"pod\",cgroup=\"/kubepods/burstable/pod1/c0ffee\"", "pod") ||
+	    !ASSERT_EQ(prom_store__label_sets(st), 3, "label sets") ||
+	    !ASSERT_EQ(prom_store__overflow(st, PROM_OVERFLOW_CGROUP), 1, "one process over a cgroup's share") ||
+	    !ASSERT_EQ(prom_store__overflow(st, PROM_OVERFLOW_TOTAL), 1, "one process over the cap"))
+		goto cleanup;
+	for (int i = 0; i < 5; i++) {
+		struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = procs[i].pid, .ts_ns = 5 };
+
+		memleak__on_exit(ml, &ex);
+	}
+	memleak__reap(ml, UINT64_MAX, 0);
+	feed_memleak(ml, 24, "later", 1, 0); /* past the retention: x.service's place is free */
+	snaps[0] = ml_snap(&s, ml, 0);
+	free(out), out = NULL;
+	out = render_at(ML, snaps, 1, 2e-6, st, 5000);
+	if (!ASSERT_TRUE(out != NULL, "rendered later"))
+		goto cleanup;
+	ASSERT_STR_CONTAINS(out, "gpuprobe_cuda_alloc_calls_total{comm=\"later\",cgroup=\"/system.slice/x.service\"} 1\n", "a place again");
+cleanup:
+	free(out);
+	ml_snap_free(&s);
+	memleak__free(ml);
+	prom_store__free(st);
+}
+
 static char *render_ioctl(struct ioc_proc *procs, size_t n, uint64_t max)
 {
 	struct gp_snap_pid pids[4] = { 0 };
@@ -956,5 +1105,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_bandwidth_series);
 	RUN_TEST(test_bandwidth_two_exits_one_pid);
 	RUN_TEST(test_ioctl_series_cap_and_other);
+	RUN_TEST(test_series_keys_never_collide);
+	RUN_TEST(test_label_sets_capped);
 	return unit_done();
 }
