@@ -156,6 +156,7 @@ struct cli {
 	FILE *out;          /* the reports: stdout, stderr (--trace -) or -o FILE */
 	int cmd_fd[2];      /* the command's stdout and stderr when not gpuprobe's (-1) */
 	int log_fd;         /* top's --command-log, or /dev/null */
+	uint64_t hits_reaped; /* probe hits of processes an interval report listed and forgot */
 };
 
 /* The front end's answer to a mode that reports processes as they exit: in text, the
@@ -503,11 +504,15 @@ static void announce(const struct cli *c)
  * marked exited first (a reap with cutoff 0 drains and sweeps, releasing nothing), and a
  * process whose exit is read after the report stays for the next one.
  */
+static void sum_hits(void *ctx, const struct gp_snap_pid *p);
+
 static void interval_report(struct cli *c)
 {
 	report_signal = 0;
 	gp_run__reap(c->run, 0, c->run->keep_pid);
 	gp_run__report(c->run, "interval", 0);
+	/* the final report's "no CUDA call seen" must not forget the processes reaped here */
+	gp_run__hits(c->run, sum_hits, &c->hits_reaped);
 	gp_run__reap(c->run, GP_REAP_SEQ(proctab__exits()), c->run->keep_pid);
 }
 
@@ -671,7 +676,7 @@ static void no_calls_line(struct cli *c)
 	if (!(gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA) || !gp_run__counts_hits(c->run))
 		return;
 	gp_run__hits(c->run, sum_hits, &hits);
-	if (hits)
+	if (hits || c->hits_reaped)
 		return;
 	libwatch__stats(c->run->watch, &st);
 	files = c->libs.n + (int)st.files[GP_LIB_CUDA];

@@ -309,8 +309,8 @@ def test_pid_fifo():
                 # the mapping itself: the attacker's own driver copy is what is probed
                 eq(r.rc, 0, f"{route}: exit ({r.stderr[-800:]})")
                 check_links(r.links, a, route)
-                # 17 entry and 17 return probes, as on the stand-in driver
-                eq(sum(n for t, p, n in r.links if p == a.lib), 34, f"{route}: probes on its file")
+                # 19 entry and 19 return probes, as on the stand-in driver
+                eq(sum(n for t, p, n in r.links if p == a.lib), 38, f"{route}: probes on its file")
             else:
                 gp.one_error_line(r, f"no usable libcuda found ({a.seen}: not a regular file)")
         finally:

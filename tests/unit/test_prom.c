@@ -740,7 +740,7 @@ static void test_pod_labels(void)
 	if (!ASSERT_TRUE(ml != NULL, "aggregator"))
 		goto cleanup;
 	feed_memleak(ml, 40, "trainer", 2, 0);
-	feed_memleak(ml, 30, "", 1, 0); /* a record without a name: the front end's */
+	feed_memleak(ml, 4194305, "", 1, 0); /* no name, and no such process (above PID_MAX_LIMIT): the front end's */
 	snaps[0] = ml_snap(&s, ml, 0);
 	out = render(ML, snaps, 1, 2e-6);
 	if (!ASSERT_TRUE(out != NULL, "rendered") ||

@@ -22,8 +22,9 @@ struct layout {
 struct note {
 	uint32_t pid, img;
 	uint64_t handle;
-	char *name; /* NULL: not read yet */
-	bool none;  /* read: no name there */
+	char *name;  /* NULL: not read yet */
+	bool none;   /* read: no name there */
+	bool waited; /* tried while no layout was usable: unnamed for want of one */
 };
 
 struct midname {
@@ -318,7 +319,7 @@ int midname__resolve(struct midname *m, uint32_t pid, uint64_t handle, char *buf
 		len = MN_MAX_NAME;
 	r = m->read(m->ctx, pid, handle, q, sizeof(q));
 	if (r != (long)sizeof(q))
-		return r < 0 ? (int)r : -ENOENT;
+		return -ESRCH; /* the handle's object is unreadable (the process may be gone) */
 	who(m, pid, &build, &uid);
 	slot = usable(m, build, q[0], uid);
 	if (!slot)
@@ -371,8 +372,12 @@ static int note_read(struct midname *m, struct note *n)
 	if (n->name || n->none)
 		return 0;
 	r = midname__resolve(m, n->pid, n->handle, buf, sizeof(buf));
-	if (r == -EAGAIN)
-		return r;
+	/* a handle noted while no layout was usable, whose process is gone by the report:
+	 * still unnamed for want of a layout, not "read and found none" */
+	if (r == -EAGAIN || (r == -ESRCH && n->waited)) {
+		n->waited = true;
+		return -EAGAIN;
+	}
 	if (!r)
 		n->name = strdup(buf);
 	n->none = !n->name;

@@ -79,7 +79,7 @@ void midname__learn(struct midname *m, uint32_t pid, uint64_t handle, const char
 int midname__ready(const struct midname *m);
 /* The raw (mangled) name of an unknown handle read through a learned layout: 0 and buf
  * filled, -EAGAIN when nothing is learned (yet) for the handle's kind (its tag), -ENOENT
- * when the checks fail (pointer or name), -errno of a failed read. */
+ * when the checks fail (pointer or name), -ESRCH when the handle's object cannot be read (the process may be gone). */
 int midname__resolve(struct midname *m, uint32_t pid, uint64_t handle, char *buf, size_t len);
 struct midname_stats midname__stats(const struct midname *m);
 
