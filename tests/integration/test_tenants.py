@@ -3,13 +3,16 @@
 user's share of what gpuprobe keeps for everyone. Each attack runs as nobody (uid 65534)
 beside a victim of another user whose counts are known by construction; the victim's
 numbers must be exact and the attacker's excess counted under a reason of its own."""
+import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 import gp
-from gp import FAKECUDA, GPUPROBE, app, check, eq, final, proc, truth
+from gp import FAKECUDA, FAKECUDA_DIR, GPUPROBE, app, check, eq, final, proc, truth
 
 NOBODY = 65534
 AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
@@ -81,5 +84,97 @@ def test_pending_share_storm():
         g.kill()
 
 
+# ---- a hostile library's symbol table ----
+
+# Maps a file PROT_EXEC as a library does and waits: the file is in this process's maps.
+MAPPER = r"""
+import mmap, sys
+f = open(sys.argv[1], "rb")
+m = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC)
+print("READY", flush=True)
+sys.stdin.read()
+"""
+
+
+class NobodyLib:
+    """A library named libcuda.so.1 in a folder nobody owns, built from assembly, mapped by
+    a nobody process until stop()."""
+
+    def __init__(self, asm):
+        self.top = tempfile.mkdtemp(prefix="gp-tenant-")
+        os.chmod(self.top, 0o755)
+        self.lib = os.path.join(self.top, "libcuda.so.1")
+        src = os.path.join(self.top, "lib.s")
+        with open(src, "w") as f:
+            f.write(asm)
+        r = gp.run(["cc", "-shared", "-nostdlib", "-o", self.lib, src], timeout=120)
+        eq(r.returncode, 0, f"cc: {r.stderr[-800:]}")
+        for p in (self.top, self.lib, src):
+            os.chown(p, NOBODY, NOBODY)
+        self.p = subprocess.Popen([*AS_NOBODY, "python3", "-c", MAPPER, self.lib], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  start_new_session=True)
+        line = self.p.stdout.readline()
+        if not line.startswith("READY"):
+            self.stop()
+            raise gp.Failure(f"mapper did not start: {line!r}")
+        self.seen = f"/proc/{self.p.pid}/root{self.lib}"
+
+    def stop(self):
+        if self.p and self.p.poll() is None:
+            self.p.kill()
+        if self.p:
+            self.p.wait()
+            for s in (self.p.stdout, self.p.stdin, self.p.stderr):
+                s.close()
+        shutil.rmtree(self.top, ignore_errors=True)
+
+
+def exports_asm(names):
+    """Assembly of a shared library with one distinct function per name."""
+    out = [".text"]
+    for n in names:
+        out += [f".globl {n}", f".type {n},@function", f"{n}:", "  xor %eax, %eax", "  ret",
+                f".size {n}, .-{n}"]
+    return "\n".join(out) + "\n"
+
+
+HOSTILE_EXTRA = 5000  # with cuMemAlloc_v2 (so it passes for a driver): 5,001 cu* exports
+LIB_NEW_MAX = 1024    # src/modes/trace/trace_mode.c
+
+
+def test_hostile_symbol_table():
+    """docs/security.md: a library's symbol table has a bounded cost; the driver is traced."""
+    h = NobodyLib(exports_asm(["cuMemAlloc_v2"] + [f"cuEvil{i:05d}" for i in range(HOSTILE_EXTRA)]))
+    out = os.path.join(h.top, "trace.jsonl")
+    g = None
+    try:
+        g = gp.Background([GPUPROBE, "--trace", out, "--json"], env={"LD_LIBRARY_PATH": FAKECUDA_DIR})
+        g.wait_for("gpuprobe: tracing", where="stderr", timeout=60)
+        v = gp.run([app("memleak_app"), "--allocs", "6", "--leaks", "1"], timeout=60)
+        eq(v.returncode, 0, f"victim exit ({v.stderr[-800:]})")
+        vt = truth(v.stderr)
+        g.signal(signal.SIGINT)
+        eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-1500:]})")
+        err = g.stderr()
+        skipped = HOSTILE_EXTRA - LIB_NEW_MAX
+        named = [l for l in err.splitlines() if h.seen in l and "not traced" in l]
+        eq(named, [f"gpuprobe: --trace: {h.seen}: {skipped} of its cu* functions not traced "
+                   f"(a library root does not own adds at most {LIB_NEW_MAX})"], "the line naming the file")
+        recs = [json.loads(l) for l in open(out)]
+        calls = {}
+        for r in recs:
+            if r["type"] == "call" and r["pid"] == vt["pid"]:
+                calls[r["fn"]] = calls.get(r["fn"], 0) + 1
+        eq((calls.get("cuMemAlloc_v2"), calls.get("cuMemFree_v2")), (6, 5), "the victim's calls traced")
+        s = [r for r in gp.json_lines(g.stdout()) if r.get("mode") == "trace"]
+        eq(len(s), 1, "one trace summary")
+        eq(s[0]["drops"]["functions_not_traced"], skipped, "functions_not_traced")
+    finally:
+        if g:
+            g.kill()
+        h.stop()
+
+
 if __name__ == "__main__":
-    gp.main([test_pending_share_storm])
+    gp.main([test_pending_share_storm, test_hostile_symbol_table])
