@@ -151,6 +151,15 @@ int libwatch__claim(struct libwatch *w, enum gp_lib kind, const char *path)
 	return add_id(w, (int)kind, st.st_dev, st.st_ino);
 }
 
+void libwatch__unclaim(struct libwatch *w, enum gp_lib kind, dev_t dev, ino_t ino)
+{
+	for (size_t i = 0; w && i < w->nr_ids; i++)
+		if (w->ids[i].kind == (int)kind && w->ids[i].dev == dev && w->ids[i].ino == ino) {
+			w->ids[i] = w->ids[--w->nr_ids];
+			return;
+		}
+}
+
 int libwatch__check(enum gp_lib kind, const char *path, char *err, size_t len)
 {
 	char why[256];

@@ -194,6 +194,15 @@ int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, c
 	return r;
 }
 
+int gp_run__detach_lib(struct gp_run *run, enum gp_lib kind, int tag, dev_t dev, ino_t ino)
+{
+	int gone = attach_set__detach_tag(run->links, tag), sampled = gp_budget__remove_file(run->budget, dev, ino);
+
+	attach_set__note(run->links, -sampled);
+	libwatch__unclaim(run->watch, kind, dev, ino);
+	return gone + sampled;
+}
+
 int gp_run__watch_libs(struct gp_run *run, unsigned int kinds, char *err, size_t len)
 {
 	return libwatch__start(run->watch, kinds, err, len);

@@ -176,5 +176,113 @@ def test_hostile_symbol_table():
         h.stop()
 
 
+# ---- library slots ----
+
+# Maps every file named on its command line PROT_EXEC and waits.
+MAP_MANY = r"""
+import mmap, sys
+maps = []
+for p in sys.argv[1:]:
+    f = open(p, "rb")
+    maps.append(mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC))
+print("READY", flush=True)
+sys.stdin.read()
+"""
+
+COPIES, MAPPERS = 40, 10  # the audit's: 10 nobody processes, 40 copies of a libcuda
+PER_OWNER = 4             # src/core/target.h GP_SLOTS_PER_OWNER
+
+
+def test_library_slots_fair_and_freed():
+    """docs/security.md: one user's copies of libcuda take at most their share of the
+    daemon's library slots; a driver that comes later is probed; slots are freed."""
+    import test_daemon as td
+    top = tempfile.mkdtemp(prefix="gp-slots-")
+    os.chmod(top, 0o755)
+    mine = os.path.join(top, "nobody")
+    os.mkdir(mine)
+    copies = []
+    for i in range(COPIES):
+        d = os.path.join(mine, f"c{i:02d}")
+        os.mkdir(d)
+        copies.append(os.path.join(d, "libcuda.so.1"))
+        shutil.copyfile(FAKECUDA, copies[-1])
+        os.chmod(copies[-1], 0o755)
+        os.chown(copies[-1], NOBODY, NOBODY)
+    # the driver that comes later: root's, in a folder of root's
+    real = os.path.join(top, "driver")
+    os.mkdir(real)
+    shutil.copyfile(FAKECUDA, os.path.join(real, "libcuda.so.1"))
+    os.chmod(os.path.join(real, "libcuda.so.1"), 0o755)
+    mappers, d, victim = [], None, None
+    try:
+        per = COPIES // MAPPERS
+        for k in range(MAPPERS):
+            p = subprocess.Popen([*AS_NOBODY, "python3", "-c", MAP_MANY, *copies[k * per:(k + 1) * per]],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                 start_new_session=True)
+            mappers.append(p)
+            eq(p.stdout.readline().strip(), "READY", f"mapper {k}")
+        d = td.start_daemon(extra=["-v", "--rescan-interval", "0.3"], modes=("--memleak",))
+        port = int(d.p.args[d.p.args.index("--listen") + 1].rsplit(":", 1)[1])
+
+        def rescans_after(n):
+            deadline = time.time() + 20
+            while d.stderr().count("rescan:") < n:
+                check(time.time() < deadline, f"no rescan {n}: {d.stderr()[-800:]}")
+                time.sleep(0.1)
+
+        rescans_after(d.stderr().count("rescan:") + 2)
+        ours = [l for l in d.stderr().splitlines() if mine in l and "probing" in l and "not probing" not in l]
+        eq(len(ours), PER_OWNER, f"nobody's copies probed: {ours}")
+        told = [l for l in d.stderr().splitlines() if "not probing" in l and "(owner uid 65534)" in l]
+        eq(len(told), 1, "one line for nobody's refused copies")
+        text = td.get(port)[1]
+        check(td.value(text, "gpuprobe_library_slots_refused_total", reason="owner_share") >= COPIES - PER_OWNER,
+              "refusals counted")
+        # the driver that appears later is probed, and its process's calls are exact
+        victim = gp.Background([app("memleak_app"), "--wait", "--allocs", "20", "--leaks", "2"],
+                               env={"LD_LIBRARY_PATH": real})
+        victim.wait_for("READY")
+        deadline = time.time() + 20
+        while not [l for l in d.stderr().splitlines() if real in l and "probing" in l]:
+            check(time.time() < deadline, f"the later driver not probed: {d.stderr()[-1500:]}")
+            time.sleep(0.1)
+        with open(f"/proc/{victim.pid}/maps") as f:
+            check(os.path.join(real, "libcuda.so.1") in f.read(), "the victim maps the later driver")
+        victim.signal(signal.SIGUSR1)
+        eq(victim.wait(), 0, f"victim exit {victim.stderr()[-800:]}")
+        vt = truth(victim.stderr())
+        # the series appear at the next fold; then two scrapes in a row agree
+        td.wait_metric(port, "gpuprobe_cuda_alloc_calls_total", vt["allocs"], timeout=20, pid=vt["pid"])
+        text = td.settled(port, pid=vt["pid"])
+        eq(td.value(text, "gpuprobe_cuda_alloc_calls_total", pid=vt["pid"]), vt["allocs"], "victim's allocations")
+        eq(td.value(text, "gpuprobe_cuda_free_calls_total", pid=vt["pid"]), vt["frees"], "victim's frees")
+        # nobody's processes end: their files' slots and probes are given back
+        probes = td.value(text, "gpuprobe_probes_attached")
+        for p in mappers:
+            p.kill()
+            p.wait()
+        mappers = []
+        rescans_after(d.stderr().count("rescan:") + 3)
+        freed = [l for l in d.stderr().splitlines() if mine in l and "no process maps" in l]
+        eq(len(freed), PER_OWNER, f"nobody's slots freed: {freed}")
+        text = td.get(port)[1]
+        check(td.value(text, "gpuprobe_library_slots_freed_total") >= PER_OWNER, "slots freed counted")
+        check(td.value(text, "gpuprobe_probes_attached") < probes, "probes detached")
+        check(f"{real}/libcuda.so.1" not in "".join(freed), "root's driver keeps its slot")
+        td.stop(d)
+        d = None
+    finally:
+        for p in mappers:
+            p.kill()
+            p.wait()
+        if victim:
+            victim.kill()
+        if d:
+            d.kill()
+        shutil.rmtree(top, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    gp.main([test_pending_share_storm, test_hostile_symbol_table])
+    gp.main([test_pending_share_storm, test_hostile_symbol_table, test_library_slots_fair_and_freed])
