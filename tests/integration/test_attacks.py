@@ -272,7 +272,9 @@ def node_wide(plant, route, crafted=False):
     try:
         r = Run(args, prefix=ROUTES[route], env=ENV)
         eq(r.rc, 0, f"exit status ({r.stderr[-1500:]})")
-        check(r.seconds < 10, f"a 2 s run took {r.seconds:.1f} s")
+        # against the same run without the attacker, just before: a busy node's other
+        # libcuda copies slow both (a hang on a FIFO would run into Run's timeout)
+        check(r.seconds < 2 * base.seconds + 5, f"a 2 s run took {r.seconds:.1f} s, {base.seconds:.1f} s without the attacker")
         check(a.secret not in r.stderr, f"the root-only driver named: {r.stderr[-1500:]}")
         check(a.secret not in r.files, "the root-only driver open")
         check_links(r.links, a, route)
@@ -383,7 +385,7 @@ def test_pid_sparse_elf():
         a = Attack("hardlink", crafted=True)
         try:
             r = Run(["--memleak", "-p", str(a.pid), "-d", "1"], prefix=ROUTES[route])
-            check(r.seconds < 5, f"{route}: took {r.seconds:.1f} s")
+            check(r.seconds < 2 * base.seconds + 3, f"{route}: took {r.seconds:.1f} s, {base.seconds:.1f} s on the plain file")
             r.check_rss(base)
             gp.one_error_line(r, f"no usable libcuda found ({a.seen}: .dynsym claims 6.0 GiB, "
                                  "larger than the file's data (")
