@@ -57,6 +57,7 @@ struct libwatch {
 	uint64_t next_rescan_ns;
 	uint32_t rescan_cursor;  /* the last tgid rescanned (traced map order) */
 	bool cursor_valid;
+	struct u64map *owners;   /* uid + 1 -> libcuda files of that owner probed (not root's) */
 	struct libwatch_stats st;
 };
 
@@ -70,7 +71,10 @@ struct libwatch *libwatch__new(struct gp_run *run)
 		return NULL;
 	w->run = run;
 	w->seen = u64map__new();
-	if (!w->seen) {
+	w->owners = u64map__new();
+	if (!w->seen || !w->owners) {
+		u64map__free(w->seen);
+		u64map__free(w->owners);
 		free(w);
 		return NULL;
 	}
@@ -86,8 +90,12 @@ void libwatch__free(struct libwatch *w)
 		       w->st.hooked, (unsigned long long)w->skel->bss->hook_hits,
 		       (unsigned long long)w->skel->bss->hook_skipped, (unsigned long long)w->skel->bss->hook_lost,
 		       w->st.scans, w->st.deferred, w->st.rescans);
+	if (w->st.refused)
+		gp_log(GP_LOG_WARN, "%llu libcuda files loaded later were not probed: their owners held their share of library slots",
+		       w->st.refused);
 	libwatch_bpf__destroy(w->skel);
 	u64map__free(w->seen);
+	u64map__free_all(w->owners, free);
 	free(w->ids);
 	free(w);
 }
@@ -324,6 +332,34 @@ static int open_mapped(uint32_t pid, const struct map_entry *m)
 	return fd;
 }
 
+/*
+ * A libcuda file root does not own (or that others may write) is probed only while its
+ * owner has fewer than GP_SLOTS_PER_OWNER probed (issue 30: one user's copies must not make
+ * the run attach without end); what is refused is counted, the first refusal of an owner
+ * logged. Root's files, and libnccl (users' environments carry their own), are not limited.
+ */
+static bool fair_share(struct libwatch *w, int kind, int fd, const char *shown)
+{
+	struct stat st;
+	uintptr_t *n;
+
+	if (kind != GP_LIB_CUDA || fstat(fd, &st) || (st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH))))
+		return true;
+	n = u64map__get_new(w->owners, (uint64_t)st.st_uid + 1, sizeof(*n));
+	if (!n)
+		return true;
+	if (*n < GP_SLOTS_PER_OWNER) {
+		(*n)++;
+		return true;
+	}
+	w->st.refused++;
+	if (*n == GP_SLOTS_PER_OWNER) /* the first refusal of this owner */
+		gp_log(GP_LOG_WARN, "not probing %s (owner uid %u) nor further libcuda files of that owner: it holds its share of %d library slots (counted)",
+		       shown, (unsigned)st.st_uid, GP_SLOTS_PER_OWNER);
+	*n = GP_SLOTS_PER_OWNER + 1;
+	return false;
+}
+
 static void probe_file(struct libwatch *w, uint32_t pid, const struct cand *c, int fd, const char *path,
 		       uint64_t since_ns)
 {
@@ -339,6 +375,8 @@ static void probe_file(struct libwatch *w, uint32_t pid, const struct cand *c, i
 		gp_log(GP_LOG_WARN, "not probing %s: %s", shown, strchr(err, ':') ? strchr(err, ':') + 2 : err);
 		return;
 	}
+	if (!fair_share(w, c->kind, fd, shown))
+		return;
 	r = gp_run__attach_lib(w->run, (enum gp_lib)c->kind, path, err, sizeof(err));
 	if (r) {
 		gp_log(GP_LOG_ERR, "%s: %s", shown, err);

@@ -52,6 +52,7 @@ struct libwatch_stats {
 	unsigned int hooked;   /* dynamic linker files with the hook */
 	unsigned int files[GP_LIB__COUNT];
 	unsigned long long hook_reports, scans, deferred, rescans;
+	unsigned long long refused; /* libcuda files past their owner's share (fair_share) */
 };
 void libwatch__stats(const struct libwatch *w, struct libwatch_stats *st);
 void libwatch__free(struct libwatch *w);

@@ -284,5 +284,63 @@ def test_library_slots_fair_and_freed():
         shutil.rmtree(top, ignore_errors=True)
 
 
+# dlopen()s every file named (the dynamic linker's hook reports it to a node-wide run)
+DLOPEN_MANY = r"""
+import ctypes, sys
+libs = [ctypes.CDLL(p) for p in sys.argv[1:]]
+print("READY", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_cli_later_copies_take_their_share():
+    """docs/security.md: a node-wide run probes at most a user's share of the libcuda
+    copies that user loads after the start; the rest are counted and said."""
+    top = tempfile.mkdtemp(prefix="gp-later-")
+    os.chmod(top, 0o755)
+    copies = []
+    for i in range(10):
+        d = os.path.join(top, f"c{i}")
+        os.mkdir(d)
+        copies.append(os.path.join(d, "libcuda.so.1"))
+        shutil.copyfile(FAKECUDA, copies[-1])
+        os.chmod(copies[-1], 0o755)
+        os.chown(copies[-1], NOBODY, NOBODY)
+    g = p = None
+    try:
+        g = gp.Background([GPUPROBE, "--memleak", "-d", "30"], env={"LD_LIBRARY_PATH": FAKECUDA_DIR})
+        g.wait_for("gpuprobe: tracing", where="stderr", timeout=60)
+        p = subprocess.Popen([*AS_NOBODY, "python3", "-c", DLOPEN_MANY, *copies], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+        eq(p.stdout.readline().strip(), "READY", "loader")
+        deadline = time.time() + 20
+        while len([l for l in g.stderr().splitlines() if top in l]) < PER_OWNER + 1:
+            check(time.time() < deadline, f"copies not looked at: {g.stderr()[-1500:]}")
+            time.sleep(0.1)
+        time.sleep(1)  # every copy reported by now; none more probed
+        g.signal(signal.SIGINT)
+        try:
+            rc = g.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise gp.Failure(f"no exit 30 s after SIGINT: {g.stderr()[-2500:]}")
+        eq(rc, 0, f"gpuprobe exit ({g.stderr()[-1500:]})")
+        err = g.stderr().splitlines()
+        probed = [l for l in err if top in l and "probing libcuda" in l and "not probing" not in l]
+        eq(len(probed), PER_OWNER, f"nobody's copies probed: {probed}")
+        told = [l for l in err if top in l and "not probing" in l and "(owner uid 65534)" in l]
+        eq(len(told), 1, f"one line for the refused copies: {told}")
+        end = [l for l in err if "libcuda files loaded later were not probed" in l]
+        check(end and int(end[0].split("gpuprobe: ")[1].split()[0]) >= len(copies) - PER_OWNER,
+              f"the count at the end: {end}")
+    finally:
+        if p:
+            p.kill()
+            p.wait()
+        if g:
+            g.kill()
+        shutil.rmtree(top, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    gp.main([test_pending_share_storm, test_hostile_symbol_table, test_library_slots_fair_and_freed])
+    gp.main([test_pending_share_storm, test_hostile_symbol_table, test_library_slots_fair_and_freed,
+              test_cli_later_copies_take_their_share])
