@@ -238,6 +238,8 @@ enum gp_drop {
 	GP_DROP_STACK = 2,    /* user stack could not be read (still counted) */
 	GP_DROP_NORETURN = 3, /* a return probe fired without its entry record */
 	GP_DROP_PROCS = 4,    /* the process table was full: its exit goes unseen */
+	GP_DROP_SHARE = 5,    /* the caller's process or user held its share of the
+			       * entry->return map: call not seen (shares.bpf.h) */
 	GP_DROP__COUNT,
 };
 

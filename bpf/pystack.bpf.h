@@ -132,13 +132,20 @@ static long gp_py_frame_cb(__u32 i, void *arg)
 	__u64 frame = c->frame;
 	__u8 owner = 0;
 	__s32 lasti = 0;
+	__u32 n = pp->frame_read;
 
 	(void)i;
 	if (!frame || c->bad)
 		return 1;
+	if (n < 8) {
+		c->bad = 1;
+		return 1;
+	}
+	/* 6.1's verifier keeps no bound from a compound condition (R2 unbounded memory
+	 * access): one comparison right before the read, the compiler kept from merging it */
+	asm volatile("" : "+r"(n));
 	/* the frame's fields in one read, not one per field */
-	if (pp->frame_read < 8 || pp->frame_read > GP_PY_FRAME_READ ||
-	    bpf_probe_read_user(c->buf, pp->frame_read, (const void *)frame)) {
+	if (n > GP_PY_FRAME_READ || bpf_probe_read_user(c->buf, n, (const void *)frame)) {
 		c->bad = 1;
 		return 1;
 	}

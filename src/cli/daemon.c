@@ -42,14 +42,32 @@
 #include "prom.h"
 #include "run.h"
 #include "target.h"
+#include "u64map.h"
 #include "util.h"
 #include "version.h"
 #include "webconfig.h"
 
+/* What the daemon knows of each entry of its library set (same index). */
+struct slot {
+	int tag;       /* its probes' tag (attach_set__tag); 0: none attached */
+	bool pinned;   /* found by path at start (a driver folder): kept while unmapped */
+	uint64_t seen; /* the last rescan that found it mapped */
+};
+
+/* Files one process maps that a rescan looks at: enough that every file still mapped is
+ * seen (and so keeps its slot). */
+#define RESCAN_LIBS_PER_PROC 64
+
 struct daemon {
 	struct gp_run *run;
 	struct lib_set *libs; /* every library file seen (probed or rejected), by dev+inode */
+	struct slot slots[GP_MAX_LIBS];
 	int probed;           /* of those, the ones with probes */
+	int next_tag;
+	struct mapped_lib *maps; /* RESCAN_LIBS_PER_PROC of them, for rescans */
+	struct u64map *refused;  /* files refused a slot (libset__map_id), until a slot frees */
+	struct u64map *told;     /* owners (uid + 1) whose refusals were logged */
+	uint64_t slots_freed;
 	struct cgroups *cgroups;
 	struct prom_store *store;
 	struct webconfig *wc;
@@ -102,18 +120,25 @@ static const char *const *attr_of(void *ctx, uint32_t pid)
 	return cgroups__labels(d->cgroups, pid, gp_mono_ns(), ATTR_MAX_AGE_NS);
 }
 
-/* Probes one more library for every process; logs what happened. */
-static void probe_lib(struct daemon *d, const struct lib_entry *lib)
+/* Probes one more library (entry i of the set) for every process; logs what happened. */
+static void probe_lib(struct daemon *d, int i)
 {
+	const struct lib_entry *lib = &d->libs->libs[i];
 	char err[1024] = "", why[512], label[GP_PATH_MAX + 64];
-	int before = attach_set__count(d->run->links);
+	int before = attach_set__count(d->run->links), r;
 
+	d->slots[i] = (struct slot){ .seen = d->rescans + 1 };
 	if (target__check_lib(lib, why, sizeof(why))) {
 		gp_log(GP_LOG_WARN, "not probing %s", why);
 		return;
 	}
+	/* its own tag: its probes go when no process maps it any more */
+	d->slots[i].tag = ++d->next_tag;
+	attach_set__tag(d->run->links, d->slots[i].tag);
 	/* through the checked descriptor: a path the process swaps now is not followed */
-	if (gp_run__attach_lib(d->run, GP_LIB_CUDA, lib->fd_path, err, sizeof(err))) {
+	r = gp_run__attach_lib(d->run, GP_LIB_CUDA, lib->fd_path, err, sizeof(err));
+	attach_set__tag(d->run->links, 0);
+	if (r) {
 		gp_log(GP_LOG_ERR, "%s: %s", libset__label(lib, label, sizeof(label)), err);
 		return;
 	}
@@ -122,14 +147,53 @@ static void probe_lib(struct daemon *d, const struct lib_entry *lib)
 	       minor(lib->dev), (unsigned long)lib->ino, attach_set__count(d->run->links) - before);
 }
 
+/* A refusal of a slot: counted in the set, logged once per owner. */
+static void refused(struct daemon *d, uint64_t id, const struct mapped_lib *m, int why, uid_t owner)
+{
+	if (u64map__size(d->refused) < 65536)
+		u64map__put(d->refused, id, (void *)1);
+	if (u64map__get(d->told, (uint64_t)owner + 1))
+		return;
+	u64map__put(d->told, (uint64_t)owner + 1, (void *)1);
+	gp_log(GP_LOG_WARN, "not probing %s (owner uid %d) nor further files refused for the same reason: %s (counted in gpuprobe_library_slots_refused_total{reason=\"%s\"})",
+	       m->host_path, (int)owner,
+	       why == GP_SLOT_OWNER_SHARE ? "its owner holds its share of the library slots" :
+	       why == GP_SLOT_USERS_SHARE ? "files root does not own hold their share of the library slots" :
+	       "every library slot is taken", libset__refusal_name(why));
+}
+
 /* A file a process maps, opened inside its root with the dev/inode its maps show. */
 static void add_mapped(struct daemon *d, int pid, const struct mapped_lib *m)
 {
-	int before = d->libs->n;
+	uint64_t id = libset__map_id(m);
+	int before = d->libs->n, r, why;
 	int probed = d->probed;
 
-	if (libset__add_mapped(d->libs, "/proc", pid, m, NULL, 0) == 1)
-		probe_lib(d, &d->libs->libs[before]);
+	for (int i = 0; i < d->libs->n; i++)
+		if (d->libs->libs[i].ino == m->inode &&
+		    d->libs->libs[i].dev == makedev(m->dev_major, m->dev_minor)) {
+			d->slots[i].seen = d->rescans + 1; /* still mapped: keeps its slot */
+			return;
+		}
+	if (u64map__get(d->refused, id))
+		return;
+	r = libset__add_mapped(d->libs, "/proc", pid, m, NULL, 0);
+	if (r == 0 && d->libs->n == GP_MAX_LIBS) {
+		refused(d, id, m, GP_SLOT_FULL, (uid_t)-1);
+		return;
+	}
+	if (r != 1)
+		return;
+	{
+		uid_t owner = d->libs->libs[before].owner;
+
+		why = libset__admit_last(d->libs);
+		if (why >= 0) {
+			refused(d, id, m, why, owner);
+			return;
+		}
+	}
+	probe_lib(d, before);
 	/* a file found by a rescan: the process that maps it called it unseen until now */
 	if (d->probed != probed)
 		gp_run__note_unseen(d->run, (uint32_t)pid, 0, gp_mono_ns());
@@ -139,14 +203,54 @@ static void add_entry(struct daemon *d, const struct lib_entry *e)
 {
 	int before = d->libs->n;
 
-	if (libset__add_entry(d->libs, e) == 1)
-		probe_lib(d, &d->libs->libs[before]);
+	if (libset__add_entry(d->libs, e) == 1) {
+		probe_lib(d, before);
+		/* a driver folder's file (not one a process maps): kept while nobody maps it */
+		d->slots[before].pinned = strncmp(e->name, "/proc/", 6) != 0;
+	}
+}
+
+/*
+ * After a rescan: the files of users (not root's) that no process mapped in this rescan or
+ * the one before lose their probes and their slot. Root's files keep theirs (a driver
+ * that short jobs map now and then stays probed from their first call) unless the set is
+ * full; then the unmapped ones go too.
+ */
+static void free_slots(struct daemon *d)
+{
+	bool full = d->libs->n == GP_MAX_LIBS;
+	char label[GP_PATH_MAX + 64];
+	int freed = 0;
+
+	for (int i = d->libs->n - 1; i >= 0; i--) {
+		struct lib_entry *e = &d->libs->libs[i];
+		int probes;
+
+		if (d->slots[i].pinned || d->slots[i].seen + 1 >= d->rescans || (e->trusted && !full))
+			continue;
+		probes = d->slots[i].tag ? gp_run__detach_lib(d->run, GP_LIB_CUDA, d->slots[i].tag, e->dev, e->ino) : 0;
+		gp_log(GP_LOG_INFO, "no process maps %s (device %u:%u inode %lu) any more: %d probes detached, its library slot freed",
+		       libset__label(e, label, sizeof(label)), major(e->dev), minor(e->dev), (unsigned long)e->ino, probes);
+		if (d->slots[i].tag)
+			d->probed--;
+		libset__remove(d->libs, i);
+		d->slots[i] = d->slots[d->libs->n]; /* as libset__remove moved the entries */
+		freed++;
+	}
+	if (freed) {
+		d->slots_freed += (uint64_t)freed;
+		/* files refused a slot may have one now */
+		u64map__free(d->refused);
+		d->refused = u64map__new();
+		u64map__free(d->told);
+		d->told = u64map__new();
+	}
 }
 
 /* Every library file some process maps now, through /proc/PID/root (containers). */
 static void rescan(struct daemon *d)
 {
-	struct mapped_lib libs[4];
+	struct mapped_lib *libs = d->maps;
 	uint64_t t0 = gp_mono_ns();
 	int self = getpid(), nproc = 0;
 	struct dirent *de;
@@ -160,12 +264,14 @@ static void rescan(struct daemon *d)
 		if (pid <= 0 || pid == self)
 			continue;
 		nproc++;
-		n = procmaps__find_libs("/proc", pid, "libcuda.so", libs, 4);
+		n = procmaps__find_libs("/proc", pid, "libcuda.so", libs, RESCAN_LIBS_PER_PROC);
 		for (int i = 0; i < n; i++)
 			add_mapped(d, pid, &libs[i]);
 	}
 	closedir(dir);
 	d->rescans++;
+	if (d->refused && d->told)
+		free_slots(d);
 	d->rescan_ns = gp_mono_ns() - t0;
 	d->rescan_s += (double)d->rescan_ns / 1e9;
 	gp_log(GP_LOG_DEBUG, "rescan: %d processes in %.1f ms", nproc, d->rescan_ns / 1e6);
@@ -184,6 +290,8 @@ static void initial_libs(struct daemon *d)
 		target__find_libcuda(found);
 	for (int i = 0; i < found->n; i++)
 		add_entry(d, &found->libs[i]);
+	for (int i = 0; i < GP_SLOT__COUNT; i++) /* one user's copies refused at start */
+		d->libs->refused[i] += found->refused[i];
 	libset__clear(found);
 	free(found);
 	if (!d->probed)
@@ -207,6 +315,16 @@ static void own_families(struct daemon *d, struct prom_out *p)
 	prom__u64(p, "gpuprobe_build_info", NULL, kv, 1);
 	prom__family(p, "gpuprobe_libcuda_files");
 	prom__u64(p, "gpuprobe_libcuda_files", NULL, NULL, (uint64_t)d->probed);
+	prom__family(p, "gpuprobe_library_slots_used");
+	prom__u64(p, "gpuprobe_library_slots_used", NULL, NULL, (uint64_t)d->libs->n);
+	prom__family(p, "gpuprobe_library_slots_refused_total");
+	for (int i = 0; i < GP_SLOT__COUNT; i++) {
+		const char *kv[] = { "reason", libset__refusal_name(i), NULL };
+
+		prom__u64(p, "gpuprobe_library_slots_refused_total", NULL, kv, d->libs->refused[i]);
+	}
+	prom__family(p, "gpuprobe_library_slots_freed_total");
+	prom__u64(p, "gpuprobe_library_slots_freed_total", NULL, NULL, d->slots_freed);
 	prom__family(p, "gpuprobe_probes_attached");
 	prom__u64(p, "gpuprobe_probes_attached", NULL, NULL, (uint64_t)attach_set__count(d->run->links));
 	prom__family(p, "gpuprobe_series");
@@ -464,10 +582,13 @@ static int start(struct daemon *d, char *err, size_t len)
 				 .on_copy = on_copy, .on_aux = on_aux };
 
 	d->libs = calloc(1, sizeof(*d->libs));
+	d->maps = calloc(RESCAN_LIBS_PER_PROC, sizeof(*d->maps));
+	d->refused = u64map__new();
+	d->told = u64map__new();
 	d->cgroups = cgroups__new(gp_opts.kubelet_log_dir);
 	d->store = prom_store__new(&so);
 	d->run = gp_run__new(&gp_opts, err, len);
-	if (!d->libs || !d->cgroups || !d->store || !d->run) {
+	if (!d->libs || !d->maps || !d->refused || !d->told || !d->cgroups || !d->store || !d->run) {
 		snprintf(err, len, "out of memory");
 		return -ENOMEM;
 	}
@@ -608,5 +729,8 @@ cleanup:
 	prom_store__free(d.store);
 	webconfig__free(d.wc);
 	free(d.libs);
+	free(d.maps);
+	u64map__free(d.refused);
+	u64map__free(d.told);
 	return r ? 1 : 0;
 }

@@ -481,6 +481,22 @@ static void describe_targets(const struct cli *c, char *who, size_t len)
 		snprintf(who, len, "every CUDA process");
 }
 
+/* Files refused a library slot (src/core/target.h: one user's copies take their share),
+ * each reason counted: one line. */
+static void skipped_libs(const struct cli *c)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < GP_SLOT__COUNT; i++)
+		n += c->libs.refused[i];
+	if (n)
+		fprintf(stderr, "gpuprobe: warning: %llu libcuda files not probed, refused a library slot "
+				"(owner_share %llu, users_share %llu, table_full %llu)\n", (unsigned long long)n,
+			(unsigned long long)c->libs.refused[GP_SLOT_OWNER_SHARE],
+			(unsigned long long)c->libs.refused[GP_SLOT_USERS_SHARE],
+			(unsigned long long)c->libs.refused[GP_SLOT_FULL]);
+}
+
 /* One line on stderr, so people and scripts know the probes are in, and where. */
 static void announce(const struct cli *c)
 {
@@ -496,6 +512,7 @@ static void announce(const struct cli *c)
 	describe_targets(c, who, sizeof(who));
 	fprintf(stderr, "gpuprobe: tracing %s: %d probes on %s%s\n", who, attach_set__count(c->run->links),
 		where, gp_opts.cmd ? "" : "; Ctrl-C to end");
+	skipped_libs(c);
 }
 
 /*

@@ -23,10 +23,13 @@
 
 struct attach_set {
 	struct bpf_link **links; /* libbpf links (perf-event uprobes, tracepoints) */
+	int *ltags;              /* each link's tag (attach_set__tag) */
 	int n, cap;
 	int *fds; /* uprobe_multi link fds */
+	int *ftags, *fprobes;    /* each fd's tag and its probes */
 	int nfd, capfd;
 	int probes;
+	int tag;                 /* what links added now are tagged with; 0: never detached alone */
 };
 
 struct attach_set *attach_set__new(void)
@@ -80,8 +83,51 @@ void attach_set__free(struct attach_set *s)
 		if (started[t])
 			pthread_join(tids[t], NULL);
 	free(s->links);
+	free(s->ltags);
 	free(s->fds);
+	free(s->ftags);
+	free(s->fprobes);
 	free(s);
+}
+
+int attach_set__tag(struct attach_set *s, int tag)
+{
+	int old = s->tag;
+
+	s->tag = tag;
+	return old;
+}
+
+int attach_set__detach_tag(struct attach_set *s, int tag)
+{
+	int gone = 0, k = 0;
+
+	if (!tag)
+		return 0;
+	for (int i = 0; i < s->n; i++) {
+		if (s->ltags[i] != tag) {
+			s->ltags[k] = s->ltags[i];
+			s->links[k++] = s->links[i];
+			continue;
+		}
+		bpf_link__destroy(s->links[i]);
+		gone++;
+	}
+	s->n = k;
+	k = 0;
+	for (int i = 0; i < s->nfd; i++) {
+		if (s->ftags[i] != tag) {
+			s->ftags[k] = s->ftags[i];
+			s->fprobes[k] = s->fprobes[i];
+			s->fds[k++] = s->fds[i];
+			continue;
+		}
+		close(s->fds[i]);
+		gone += s->fprobes[i];
+	}
+	s->nfd = k;
+	s->probes -= gone;
+	return gone;
 }
 
 int attach_set__add(struct attach_set *s, struct bpf_link *link)
@@ -89,12 +135,18 @@ int attach_set__add(struct attach_set *s, struct bpf_link *link)
 	if (s->n == s->cap) {
 		int cap = s->cap ? s->cap * 2 : 64;
 		struct bpf_link **n = realloc(s->links, cap * sizeof(*n));
+		int *t;
 
 		if (!n)
 			return -ENOMEM;
 		s->links = n;
+		t = realloc(s->ltags, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		s->ltags = t;
 		s->cap = cap;
 	}
+	s->ltags[s->n] = s->tag;
 	s->links[s->n++] = link;
 	s->probes++;
 	return 0;
@@ -132,8 +184,18 @@ static int add_fd(struct attach_set *s, int fd, int probes)
 		if (!n)
 			return -ENOMEM;
 		s->fds = n;
+		n = realloc(s->ftags, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->ftags = n;
+		n = realloc(s->fprobes, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->fprobes = n;
 		s->capfd = cap;
 	}
+	s->ftags[s->nfd] = s->tag;
+	s->fprobes[s->nfd] = probes;
 	s->fds[s->nfd++] = fd;
 	s->probes += probes;
 	return 0;

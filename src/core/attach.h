@@ -15,6 +15,11 @@ struct attach_set;
 struct attach_set *attach_set__new(void);
 /* Detaches everything; safe on NULL. */
 void attach_set__free(struct attach_set *s);
+/* Links added from now on carry tag (0, the default: only attach_set__free ends them);
+ * returns the tag before. A front end tags one library's probes to detach them alone. */
+int attach_set__tag(struct attach_set *s, int tag);
+/* Destroys the links tagged tag (non-zero); returns the probes they held. */
+int attach_set__detach_tag(struct attach_set *s, int tag);
 /* Keeps a link made elsewhere (tracepoints). */
 int attach_set__add(struct attach_set *s, struct bpf_link *link);
 /* The one line for a BPF object that would not load (r: its -errno). */

@@ -891,6 +891,33 @@ int gp_budget__add(struct gp_budget *b, const struct gp_sampled *s, char *err, s
 	return r;
 }
 
+int gp_budget__remove_file(struct gp_budget *b, dev_t dev, ino_t ino)
+{
+	int gone = 0, k = 0;
+
+	if (!b)
+		return 0;
+	pthread_mutex_lock(&b->links);
+	for (int i = 0; i < b->ngroups; i++) {
+		struct group *g = &b->groups[i];
+		struct stat st;
+
+		if (fstat(g->file_fd, &st) || st.st_dev != dev || st.st_ino != ino) {
+			b->groups[k++] = *g;
+			continue;
+		}
+		if (g->fd_leave >= 0)
+			close_async(b, g->fd_leave);
+		if (g->fd_enter >= 0)
+			close_async(b, g->fd_enter);
+		gone += g->n + (g->leave >= 0 ? g->nr : 0);
+		group_free(g);
+	}
+	b->ngroups = k;
+	pthread_mutex_unlock(&b->links);
+	return gone;
+}
+
 int gp_budget__start(struct gp_budget *b, char *err, size_t len)
 {
 	int r;

@@ -50,6 +50,9 @@ int gp_budget__hits_fd(const struct gp_budget *b);
 /* Attaches g's probes now (every call seen until the budget says otherwise) and keeps what
  * it needs to attach them again; 0 or -errno with one line in err. */
 int gp_budget__add(struct gp_budget *b, const struct gp_sampled *g, char *err, size_t len);
+/* Forgets the groups on the file dev/ino (a library no process maps any more), their links
+ * closed; returns the probes they held. */
+int gp_budget__remove_file(struct gp_budget *b, dev_t dev, ino_t ino);
 /* The thread that keeps the budget. */
 int gp_budget__start(struct gp_budget *b, char *err, size_t len);
 /* Ends the thread and closes every sampled link (waits for the closes). */

@@ -59,6 +59,7 @@ struct libwatch {
 	uint32_t rescan_cursor;  /* the last tgid rescanned (traced map order) */
 	bool holding;            /* the scan's process is stopped until it is probed */
 	bool cursor_valid;
+	struct u64map *owners;   /* uid + 1 -> libcuda files of that owner probed (not root's) */
 	struct libwatch_stats st;
 };
 
@@ -72,7 +73,10 @@ struct libwatch *libwatch__new(struct gp_run *run)
 		return NULL;
 	w->run = run;
 	w->seen = u64map__new();
-	if (!w->seen) {
+	w->owners = u64map__new();
+	if (!w->seen || !w->owners) {
+		u64map__free(w->seen);
+		u64map__free(w->owners);
 		free(w);
 		return NULL;
 	}
@@ -108,8 +112,12 @@ void libwatch__free(struct libwatch *w)
 		       (unsigned long long)w->skel->bss->hook_skipped, (unsigned long long)w->skel->bss->hook_lost,
 		       w->st.scans, w->st.deferred, w->st.rescans, w->st.held);
 	continue_held(w);
+	if (w->st.refused)
+		gp_log(GP_LOG_WARN, "%llu libcuda files loaded later were not probed: their owners held their share of library slots",
+		       w->st.refused);
 	libwatch_bpf__destroy(w->skel);
 	u64map__free(w->seen);
+	u64map__free_all(w->owners, free);
 	free(w->ids);
 	free(w);
 }
@@ -174,6 +182,15 @@ int libwatch__claim(struct libwatch *w, enum gp_lib kind, const char *path)
 	if (stat(path, &st))
 		return -errno;
 	return add_id(w, (int)kind, st.st_dev, st.st_ino);
+}
+
+void libwatch__unclaim(struct libwatch *w, enum gp_lib kind, dev_t dev, ino_t ino)
+{
+	for (size_t i = 0; w && i < w->nr_ids; i++)
+		if (w->ids[i].kind == (int)kind && w->ids[i].dev == dev && w->ids[i].ino == ino) {
+			w->ids[i] = w->ids[--w->nr_ids];
+			return;
+		}
 }
 
 int libwatch__check(enum gp_lib kind, const char *path, char *err, size_t len)
@@ -340,6 +357,34 @@ static int open_mapped(uint32_t pid, const struct map_entry *m)
 	return fd;
 }
 
+/*
+ * A libcuda file root does not own (or that others may write) is probed only while its
+ * owner has fewer than GP_SLOTS_PER_OWNER probed (issue 30: one user's copies must not make
+ * the run attach without end); what is refused is counted, the first refusal of an owner
+ * logged. Root's files, and libnccl (users' environments carry their own), are not limited.
+ */
+static bool fair_share(struct libwatch *w, int kind, int fd, const char *shown)
+{
+	struct stat st;
+	uintptr_t *n;
+
+	if (kind != GP_LIB_CUDA || fstat(fd, &st) || (st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH))))
+		return true;
+	n = u64map__get_new(w->owners, (uint64_t)st.st_uid + 1, sizeof(*n));
+	if (!n)
+		return true;
+	if (*n < GP_SLOTS_PER_OWNER) {
+		(*n)++;
+		return true;
+	}
+	w->st.refused++;
+	if (*n == GP_SLOTS_PER_OWNER) /* the first refusal of this owner */
+		gp_log(GP_LOG_WARN, "not probing %s (owner uid %u) nor further libcuda files of that owner: it holds its share of %d library slots (counted)",
+		       shown, (unsigned)st.st_uid, GP_SLOTS_PER_OWNER);
+	*n = GP_SLOTS_PER_OWNER + 1;
+	return false;
+}
+
 static void probe_file(struct libwatch *w, uint32_t pid, const struct cand *c, int fd, const char *path,
 		       uint64_t since_ns)
 {
@@ -355,6 +400,8 @@ static void probe_file(struct libwatch *w, uint32_t pid, const struct cand *c, i
 		gp_log(GP_LOG_WARN, "not probing %s: %s", shown, strchr(err, ':') ? strchr(err, ':') + 2 : err);
 		return;
 	}
+	if (!fair_share(w, c->kind, fd, shown))
+		return;
 	r = gp_run__attach_lib(w->run, (enum gp_lib)c->kind, path, err, sizeof(err));
 	if (r) {
 		gp_log(GP_LOG_ERR, "%s: %s", shown, err);

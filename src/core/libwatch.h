@@ -36,6 +36,8 @@ int libwatch__open(struct libwatch *w, char *err, size_t len);
 /* Claims the file at path for kind: 1 when it is new (the caller probes it), 0 when it was
  * claimed already, -errno when it cannot be stat'ed. */
 int libwatch__claim(struct libwatch *w, enum gp_lib kind, const char *path);
+/* Forgets a claim (the file's probes are gone): a later claim of it is new again. */
+void libwatch__unclaim(struct libwatch *w, enum gp_lib kind, dev_t dev, ino_t ino);
 /* The kinds (enum gp_need bits) the front end wants watched and not resolved itself:
  * their files now, then the hook and the rescans. 0 or -errno with one line in err (a
  * --libnccl that is not NCCL's). */
@@ -51,6 +53,7 @@ struct libwatch_stats {
 	unsigned int files[GP_LIB__COUNT];
 	unsigned long long hook_reports, scans, deferred, rescans;
 	unsigned long long held; /* processes stopped at a dlopen of libcuda until probed */
+	unsigned long long refused; /* libcuda files past their owner's share (fair_share) */
 };
 void libwatch__stats(const struct libwatch *w, struct libwatch_stats *st);
 void libwatch__free(struct libwatch *w);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -181,17 +182,40 @@ int gp_run__open(struct gp_run *run, char *err, size_t len)
 
 int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, char *err, size_t len)
 {
-	int r = libwatch__claim(run->watch, kind, path);
+	static int partial_tag; /* a file's own tag when the front end gave none */
+	int r = libwatch__claim(run->watch, kind, path), tag, own;
+	struct stat st;
 
 	if (r == 0)
 		return 0; /* probed already */
+	/* what one file's attach got before it failed is taken back, not left holding
+	 * descriptors (perf-event uprobes: two a function; a library of 5,000 functions ran
+	 * the run out of them and it failed as a whole) */
+	tag = attach_set__tag(run->links, 0);
+	own = tag ? tag : --partial_tag;
+	attach_set__tag(run->links, own);
 	r = 0;
 	if (run->allocs && kind == GP_LIB_CUDA)
 		r = allocsrc__attach(run->allocs, run, path, err, len);
 	for (int i = 0; i < run->nr && !r; i++)
 		if (run->slot[i].m->attach && (run->slot[i].m->needs & gp_need_of_lib(kind)))
 			r = run->slot[i].m->attach(run->slot[i].st, run, kind, path, err, len);
+	if (r) {
+		attach_set__detach_tag(run->links, own);
+		if (!stat(path, &st))
+			attach_set__note(run->links, -gp_budget__remove_file(run->budget, st.st_dev, st.st_ino));
+	}
+	attach_set__tag(run->links, tag);
 	return r;
+}
+
+int gp_run__detach_lib(struct gp_run *run, enum gp_lib kind, int tag, dev_t dev, ino_t ino)
+{
+	int gone = attach_set__detach_tag(run->links, tag), sampled = gp_budget__remove_file(run->budget, dev, ino);
+
+	attach_set__note(run->links, -sampled);
+	libwatch__unclaim(run->watch, kind, dev, ino);
+	return gone + sampled;
 }
 
 int gp_run__watch_libs(struct gp_run *run, unsigned int kinds, char *err, size_t len)

@@ -78,6 +78,10 @@ int gp_run__open(struct gp_run *run, char *err, size_t len);
 /* Probes on one more library file of a kind, for every mode that needs that kind; a file
  * (device and inode) probed already for that kind is skipped (uprobes bind to inodes). */
 int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, char *err, size_t len);
+/* The probes of one library file gone (no process maps it any more): the links attached
+ * while run->links carried tag (attach_set__tag), the budget's groups on the file, and its
+ * claim, so that it is probed again should it come back. Returns the probes removed. */
+int gp_run__detach_lib(struct gp_run *run, enum gp_lib kind, int tag, dev_t dev, ino_t ino);
 /* The library kinds (enum gp_need bits) the front end does not resolve itself: their files
  * now (libnccl: --libnccl, else discovery), then those followed processes load later (the
  * dynamic linker's hook, rescans: src/core/libwatch.h). After the front end's own

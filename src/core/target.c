@@ -17,6 +17,7 @@
 #include "procmaps.h"
 #include "safeopen.h"
 #include "target.h"
+#include "u64map.h"
 
 #if defined(__aarch64__)
 #define GP_MULTIARCH "aarch64-linux-gnu"
@@ -156,12 +157,16 @@ static int add_fd(struct lib_set *s, int fd, const char *path, const char *name)
 	for (int i = 0; i < s->n; i++)
 		if (s->libs[i].dev == st.st_dev && s->libs[i].ino == st.st_ino)
 			goto cleanup;
-	if (s->n >= GP_MAX_LIBS)
+	if (s->n >= GP_MAX_LIBS) {
+		s->refused[GP_SLOT_FULL]++;
 		goto cleanup;
+	}
 	e = &s->libs[s->n++];
 	e->fd = fd;
 	e->dev = st.st_dev;
 	e->ino = st.st_ino;
+	e->owner = st.st_uid;
+	e->trusted = st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH));
 	fd_path(e->fd_path, sizeof(e->fd_path), fd);
 	snprintf(e->path, sizeof(e->path), "%s", path ? path : e->fd_path);
 	snprintf(e->name, sizeof(e->name), "%s", name);
@@ -257,6 +262,53 @@ int libset__add_mapped(struct lib_set *s, const char *proc_root, int pid, const 
 	return add_mapped(s, proc_root, pid, m, true, err, len);
 }
 
+uint64_t libset__map_id(const struct mapped_lib *m)
+{
+	return ((uint64_t)m->dev_major << 52) ^ ((uint64_t)m->dev_minor << 40) ^ m->inode;
+}
+
+const char *libset__refusal_name(int reason)
+{
+	static const char *const names[GP_SLOT__COUNT] = { "owner_share", "users_share", "table_full" };
+
+	return reason >= 0 && reason < GP_SLOT__COUNT ? names[reason] : "unknown";
+}
+
+void libset__remove(struct lib_set *s, int i)
+{
+	if (i < 0 || i >= s->n)
+		return;
+	if (s->libs[i].fd >= 0)
+		close(s->libs[i].fd);
+	if (i != s->n - 1)
+		s->libs[i] = s->libs[s->n - 1];
+	s->n--;
+}
+
+int libset__admit_last(struct lib_set *s)
+{
+	const struct lib_entry *e = s->n ? &s->libs[s->n - 1] : NULL;
+	int owner = 0, users = 0, why = -1;
+
+	if (!e || e->trusted)
+		return -1;
+	for (int i = 0; i < s->n - 1; i++) {
+		if (s->libs[i].trusted)
+			continue;
+		users++;
+		owner += s->libs[i].owner == e->owner;
+	}
+	if (owner >= GP_SLOTS_PER_OWNER)
+		why = GP_SLOT_OWNER_SHARE;
+	else if (users >= GP_SLOTS_USERS)
+		why = GP_SLOT_USERS_SHARE;
+	if (why >= 0) {
+		s->refused[why]++;
+		libset__remove(s, s->n - 1);
+	}
+	return why;
+}
+
 void libset__clear(struct lib_set *s)
 {
 	if (!s)
@@ -321,22 +373,37 @@ static void add_running(struct lib_set *s, bool verbose)
 	char why[GP_PATH_MAX + 256];
 	struct dirent *d;
 	DIR *dir = opendir("/proc");
+	struct u64map *refused = u64map__new(); /* counted once, not per process mapping it */
 
-	if (!dir)
+	if (!dir || !refused) {
+		if (dir)
+			closedir(dir);
+		u64map__free(refused);
 		return;
+	}
 	while ((d = readdir(dir))) {
 		int pid = atoi(d->d_name), n;
 
 		if (pid <= 0)
 			continue;
 		n = procmaps__find_libs("/proc", pid, "libcuda.so", libs, 4);
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
+			uint64_t id = libset__map_id(&libs[i]);
+			int r;
+
+			if (u64map__get(refused, id))
+				continue;
 			/* any process, not the target: it may be gone before the probes go in, its
 			 * name of the file with it; the descriptor stays */
-			if (add_mapped(s, "/proc", pid, &libs[i], false, why, sizeof(why)) < 0 && verbose)
+			r = add_mapped(s, "/proc", pid, &libs[i], false, why, sizeof(why));
+			if (r < 0 && verbose)
 				fprintf(stderr, "gpuprobe: skipping %s\n", why);
+			else if ((r == 1 && libset__admit_last(s) >= 0) || (r == 0 && s->n == GP_MAX_LIBS))
+				u64map__put(refused, id, (void *)1); /* one user's copies: their share */
+		}
 	}
 	closedir(dir);
+	u64map__free(refused);
 }
 
 static int find_libcuda(struct lib_set *s, bool verbose)

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define GP_MAX_LIBS 32
@@ -39,13 +40,43 @@ struct lib_entry {
 	char fd_path[32];
 	dev_t dev;
 	ino_t ino;
+	uid_t owner;  /* the file's owner (fstat) */
+	bool trusted; /* root's, and only root may write it: the system's driver (libset__admit) */
 	int fd;
+};
+
+/*
+ * Library slots are shared by every user of the node (issue 30: one user's 40 copies of a
+ * libcuda took all 32, and a driver that came later was never probed). A file that root
+ * does not own, or that others may write, takes a slot only while its owner holds fewer
+ * than GP_SLOTS_PER_OWNER and all such files fewer than GP_SLOTS_USERS; root's files may
+ * take any slot. What is refused is counted by reason.
+ */
+#define GP_SLOTS_PER_OWNER 4
+#define GP_SLOTS_USERS (GP_MAX_LIBS / 2)
+
+enum gp_slot_refusal {
+	GP_SLOT_OWNER_SHARE, /* its owner holds GP_SLOTS_PER_OWNER slots */
+	GP_SLOT_USERS_SHARE, /* files not root's hold GP_SLOTS_USERS slots */
+	GP_SLOT_FULL,        /* every slot taken */
+	GP_SLOT__COUNT,
 };
 
 struct lib_set {
 	int n;
+	uint64_t refused[GP_SLOT__COUNT]; /* files refused a slot, by reason */
 	struct lib_entry libs[GP_MAX_LIBS];
 };
+
+/* "owner_share", "users_share", "table_full": the reason label of the daemon's metric. */
+const char *libset__refusal_name(int reason);
+/* Keeps the entry added last (index n - 1) if its owner may have one more slot, else
+ * removes it and counts why: -1 kept, else the enum gp_slot_refusal. */
+int libset__admit_last(struct lib_set *s);
+/* A key for the file a mapping shows (device and inode as maps prints them). */
+uint64_t libset__map_id(const struct mapped_lib *m);
+/* Closes entry i's descriptor and gives its slot back (the last entry moves to i). */
+void libset__remove(struct lib_set *s, int i);
 
 /*
  * Adds a file gpuprobe chose: opened O_RDONLY | O_NONBLOCK | O_NOCTTY (a FIFO cannot

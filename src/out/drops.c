@@ -30,6 +30,9 @@ static const struct {
 	[GP_R_GRAPH_TABLE_FULL] = { "graph_table_full", false },
 	/* every call on a communicator not kept is lost */
 	[GP_R_NCCL_COMM_TABLE_FULL] = { "nccl_comm_table_full", true },
+	/* the caller's process or user had its share of the in-flight table: that call is
+	 * not seen, the other tenants' calls are (issue 30) */
+	[GP_R_PENDING_SHARE_FULL] = { "pending_share_full", true },
 };
 
 const char *gp_reason_name(int reason)

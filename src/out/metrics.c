@@ -196,6 +196,18 @@ const struct gp_metric gp_metrics[] = {
 	  "Always 1: the gpuprobe version, the libbpf it runs with and the modes enabled, as labels.", NULL },
 	{ "gpuprobe_libcuda_files", GP_GAUGE, 0, "", NULL, "",
 	  "Distinct libcuda files (device+inode) gpuprobe has probes on.", NULL },
+	{ "gpuprobe_library_slots_used", GP_GAUGE, 0, "", NULL, "",
+	  "libcuda files (device+inode, probed or not) holding one of the daemon's 32 library slots.",
+	  "A file root does not own (or that others may write) holds a slot only while its owner holds fewer "
+	  "than 4 and such files fewer than 16; it gives the slot and its probes back two rescans after "
+	  "no process maps it. Root's files keep theirs unless every slot is taken (docs/security.md)." },
+	{ "gpuprobe_library_slots_refused_total", GP_COUNTER, 0, "reason", NULL, "",
+	  "libcuda files not probed because they were refused a library slot, by reason.",
+	  "`owner_share`: the file's owner held 4 slots; `users_share`: files root does not own held 16; "
+	  "`table_full`: all 32 were taken. Each file is counted once until a slot is freed; the first "
+	  "refusal of each owner is logged." },
+	{ "gpuprobe_library_slots_freed_total", GP_COUNTER, 0, "", NULL, "",
+	  "Library slots given back, with their probes, because no process mapped their file any more.", NULL },
 	{ "gpuprobe_probes_attached", GP_GAUGE, 0, "", NULL, "",
 	  "Probes attached (one per function and direction; --ioctl adds its 2 tracepoints or 4 kprobes).", NULL },
 	{ "gpuprobe_series", GP_GAUGE, 0, "", NULL, "",

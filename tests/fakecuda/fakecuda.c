@@ -71,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NOINL __attribute__((noinline))
 
@@ -2483,8 +2484,24 @@ CUresult cuGetErrorName(CUresult error, const char **pStr)
 /* ------------------------------------------------------------------------ */
 /* Memory. */
 
+/*
+ * FAKECUDA_ALLOC_HOLD_FD=N: each cuMemAlloc_v2 first reads a byte from descriptor N (outside
+ * the driver's lock), so a workload can keep thousands of threads inside the call, as a
+ * real driver does while memory is contended, until it closes the pipe's other end.
+ */
+static void alloc_hold(void)
+{
+	const char *s = getenv("FAKECUDA_ALLOC_HOLD_FD");
+	char c;
+
+	if (s && *s)
+		while (read(atoi(s), &c, 1) < 0 && errno == EINTR)
+			;
+}
+
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
+	alloc_hold();
 	return do_dev_alloc(dptr, bytesize, MEM_ALLOC, false, NULL, false);
 }
 

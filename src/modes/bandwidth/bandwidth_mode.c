@@ -219,7 +219,7 @@ static void fill(struct bw_mode *m, struct bw_snap *s)
 	/* the allocation records decide which ranges are device memory */
 	allocsrc__drops(m->run->allocs, md);
 	s->drops[n++] = (struct gp_snap_drop){ GP_R_ALLOCATION_RECORDS_LOST,
-		md[GP_DROP_RINGBUF] + md[GP_DROP_PENDING] + md[GP_DROP_NORETURN] };
+		md[GP_DROP_RINGBUF] + md[GP_DROP_PENDING] + md[GP_DROP_NORETURN] + md[GP_DROP_SHARE] };
 	n += gp_run__drops(m->run, s->drops + n);
 	s->hdr.drops = s->drops;
 	s->hdr.nr_drops = n;

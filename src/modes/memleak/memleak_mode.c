@@ -306,7 +306,7 @@ static void fill_drops(struct memleak_mode *m, struct ml_snap *s)
 	static const int reason[GP_DROP__COUNT] = {
 		[GP_DROP_RINGBUF] = GP_R_RINGBUF_FULL, [GP_DROP_PENDING] = GP_R_PENDING_TABLE_FULL,
 		[GP_DROP_STACK] = GP_R_STACK_UNREADABLE, [GP_DROP_NORETURN] = GP_R_RETURN_WITHOUT_ENTRY,
-		[GP_DROP_PROCS] = GP_R_PROCESS_TABLE_FULL,
+		[GP_DROP_PROCS] = GP_R_PROCESS_TABLE_FULL, [GP_DROP_SHARE] = GP_R_PENDING_SHARE_FULL,
 	};
 	uint64_t d[GP_DROP__COUNT];
 	size_t n = 0;

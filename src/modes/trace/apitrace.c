@@ -653,6 +653,7 @@ json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *
 	json_object_object_add(dr, "ioctl_ringbuf_full", json_object_new_uint64(d->ioctl_ringbuf));
 	json_object_object_add(dr, "counter_series_full", json_object_new_uint64(d->counter_series));
 	json_object_object_add(dr, "name_args_lost", json_object_new_uint64(d->names_lost));
+	json_object_object_add(dr, "functions_not_traced", json_object_new_uint64(d->fns_skipped));
 	json_object_object_add(o, "drops", dr);
 	return o;
 }
@@ -700,8 +701,8 @@ void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops 
 	free(procs);
 	fprintf(f, "Dropped events: %" PRIu64 " (ring buffer full %" PRIu64 ", pending table full %" PRIu64
 		   ", nested too deep %" PRIu64 ", ioctl ring buffer full %" PRIu64 ", counter series %" PRIu64
-		   "; name arguments lost %" PRIu64 ")\n",
+		   "; name arguments lost %" PRIu64 "; functions not traced %" PRIu64 ")\n",
 		d->ringbuf + d->pending + d->too_deep + d->ioctl_ringbuf + d->counter_series, d->ringbuf, d->pending,
-		d->too_deep, d->ioctl_ringbuf, d->counter_series, d->names_lost);
+		d->too_deep, d->ioctl_ringbuf, d->counter_series, d->names_lost, d->fns_skipped);
 	fflush(f);
 }

@@ -5,6 +5,7 @@
  * (apitrace.c) of the calls and of the other lanes (ioctls).
  */
 #include <errno.h>
+#include <sys/stat.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +25,15 @@
 #include "run.h"
 #include "target.h"
 #include "timeline.h"
+#include "apis.h"
+#include "util.h"
 
 #define MAX_FUNCS 4096   /* bpf/api_trace.bpf.c */
 #define MAX_FILTERS 32
+/* New names one library may add unless root owns it and only root may write it: a
+ * process names any file libcuda.so.1, and one with 5,001 cu* exports took every place
+ * (issue 30: node-wide --trace refused to start, "Argument list too long"). */
+#define LIB_NEW_MAX 1024
 
 static struct {
 	const char *filter[MAX_FILTERS];
@@ -62,6 +69,7 @@ struct trace_mode {
 	struct apitrace *at;
 	char **names;
 	int nr_names;
+	uint64_t skipped; /* cu* functions of libraries over their cap: not traced */
 	struct attach_pair probes;
 };
 
@@ -91,20 +99,43 @@ static bool wanted(const char *name)
 	return false;
 }
 
+/* A driver entry point gpuprobe knows by name (src/core/apis.c): taken first. */
+static bool known(const char *name)
+{
+	for (unsigned int id = 0; id < GP_API__COUNT; id++) {
+		const char *n = gp_api_name(id);
+
+		if (n && !strcmp(n, name))
+			return true;
+	}
+	return false;
+}
+
+/* One library's pass: known names first (pass 0), then the others, cap new names in all. */
+struct collect_ctx {
+	struct trace_mode *m;
+	int pass;
+	int cap, added;
+	uint64_t over; /* wanted names past the cap */
+};
+
 static int collect_cb(const char *name, unsigned long long value, unsigned long long size, void *ctx)
 {
-	struct trace_mode *m = ctx;
+	struct collect_ctx *c = ctx;
+	struct trace_mode *m = c->m;
 	char **nn;
 
 	(void)value;
 	(void)size;
-	if (!wanted(name))
+	if (!wanted(name) || known(name) != (c->pass == 0))
 		return 0;
 	for (int i = 0; i < m->nr_names; i++)
 		if (!strcmp(m->names[i], name))
 			return 0;
-	if (m->nr_names >= MAX_FUNCS)
-		return -E2BIG;
+	if (m->nr_names >= MAX_FUNCS || c->added >= c->cap) {
+		c->over++; /* counted, never fatal: the other libraries are still traced */
+		return 0;
+	}
 	nn = realloc(m->names, (size_t)(m->nr_names + 1) * sizeof(*nn));
 	if (!nn)
 		return -ENOMEM;
@@ -113,20 +144,49 @@ static int collect_cb(const char *name, unsigned long long value, unsigned long 
 	if (!m->names[m->nr_names])
 		return -ENOMEM;
 	m->nr_names++;
+	c->added++;
 	return 0;
 }
 
-/* Automatic discovery: every exported cu* function of the libraries in use. */
+/* Root's file that only root may change: the system's driver, not one a user planted. */
+static bool trusted(int fd)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/*
+ * Automatic discovery: every exported cu* function of the libraries in use, root's files
+ * first; a library of anyone else adds at most LIB_NEW_MAX names, the known entry points
+ * first; what does not fit is counted and logged, and the library is still probed for the
+ * names it shares with the others.
+ */
 static int collect(struct trace_mode *m, const struct lib_set *libs, char *err, size_t len)
 {
-	for (int i = 0; libs && i < libs->n; i++) {
-		int r = elfsym__foreach_func_fd(libs->libs[i].fd, collect_cb, m);
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; libs && i < libs->n; i++) {
+			struct collect_ctx c = { .m = m, .cap = round ? LIB_NEW_MAX : MAX_FUNCS };
+			int r = 0;
 
-		if (r < 0) {
-			snprintf(err, len, "%s: cannot list its functions: %s", libs->libs[i].name, strerror(-r));
-			return r;
+			if (trusted(libs->libs[i].fd) != (round == 0))
+				continue;
+			for (c.pass = 0; c.pass < 2 && r >= 0; c.pass++)
+				r = elfsym__foreach_func_fd(libs->libs[i].fd, collect_cb, &c);
+			if (r < 0) {
+				/* one unreadable file costs its own functions, not the run */
+				gp_log(GP_LOG_WARN, "--trace: %s: cannot list its functions: %s", libs->libs[i].name,
+				       strerror(-r));
+				continue;
+			}
+			if (c.over) {
+				m->skipped += c.over;
+				gp_log(GP_LOG_WARN, "--trace: %s: %llu of its cu* functions not traced (%s)",
+				       libs->libs[i].name, (unsigned long long)c.over,
+				       m->nr_names >= MAX_FUNCS ? "4096 functions in all" :
+				       "a library root does not own adds at most 1024");
+			}
 		}
-	}
 	if (!m->nr_names) {
 		snprintf(err, len, "--trace: no exported cu* function matches the --trace-filter patterns");
 		return -ENOENT;
@@ -265,6 +325,7 @@ static int m_finish(void *st, struct gp_run *run, char *err, size_t len)
 		.noreturn = m->skel->bss->tdrops[GP_CDROP_NORETURN],
 		.too_deep = m->skel->bss->tdeep,
 		.names_lost = m->skel->bss->tnames_lost,
+		.fns_skipped = m->skipped,
 		.ioctl_ringbuf = gp_timeline__drops(run->timeline, GP_LANE_IOCTL),
 	};
 	struct at_file file = {

@@ -1,0 +1,346 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Tenant isolation (issue 30): an unprivileged user on the node cannot take another
+user's share of what gpuprobe keeps for everyone. Each attack runs as nobody (uid 65534)
+beside a victim of another user whose counts are known by construction; the victim's
+numbers must be exact and the attacker's excess counted under a reason of its own."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import gp
+from gp import FAKECUDA, FAKECUDA_DIR, GPUPROBE, app, check, eq, final, proc, truth
+
+NOBODY = 65534
+AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+
+
+def start_storm(threads):
+    """alloc_storm as nobody: `threads` threads inside cuMemAlloc_v2 until stdin closes."""
+    p = subprocess.Popen([*AS_NOBODY, app("alloc_storm"), "--threads", str(threads)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    line = p.stdout.readline()
+    if not line.startswith("READY"):
+        p.kill()
+        raise gp.Failure(f"alloc_storm --threads {threads}: {line!r} {p.stderr.read()[-800:]}")
+    return p, int(line.split()[1])
+
+
+def end_storm(p):
+    p.stdin.close()
+    err = p.stderr.read()
+    p.wait(timeout=60)
+    eq(p.returncode, 0, f"alloc_storm exit ({err[-800:]})")
+    return truth(err)
+
+
+# --max-pending 1024: a process holds at most 256 calls in flight, a user 512
+# (src/core/allocsrc.c). The storm: one nobody process with 1,000 threads in
+# cuMemAlloc_v2 (over its process share), then two of 300 each (over nobody's user share
+# together): 1,600 calls in flight, 512 stashed, 1,088 refused, the table never full.
+TABLE = 1024
+PROC_SHARE, USER_SHARE = TABLE // 4, TABLE // 2
+STORMS = (1000, 300, 300)
+
+
+def test_pending_share_storm():
+    """docs/security.md: a process or user fills only its share of the in-flight table."""
+    g = gp.Background([GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA,
+                       "--max-pending", str(TABLE)])
+    storms = []
+    try:
+        g.wait_for("gpuprobe: tracing", where="stderr")
+        for n in STORMS:
+            storms.append(start_storm(n))
+        # the victim, root, while 1,600 calls of nobody's are in flight
+        v = gp.run([app("memleak_app"), "--allocs", "50", "--leaks", "3"], timeout=60)
+        eq(v.returncode, 0, f"victim exit ({v.stderr[-800:]})")
+        vt = truth(v.stderr)
+        st = [end_storm(p) for p, _ in storms]
+        storms = []
+        g.signal(signal.SIGINT)
+        eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-1500:]})")
+        rep = final(g.stdout())
+        vp = proc(rep, vt["pid"])
+        eq((vp["allocs_total"], vp["frees_total"], vp["outstanding_allocs"], vp["outstanding_bytes"]),
+           (vt["allocs"], vt["frees"] + vt["untracked_frees"], vt["leaks"], vt["leaked_bytes"]),
+           "the victim's allocations, frees and leaks")
+        eq(rep["drops"]["pending_table_full"], 0, "pending_table_full")
+        eq(rep["drops"]["pending_share_full"], sum(STORMS) - USER_SHARE, "pending_share_full")
+        eq(rep["dropped_events"], sum(STORMS) - USER_SHARE, "dropped_events")
+        # the first storm alone met its process share; the other two what was left of the user's
+        seen = [proc(rep, t["pid"])["allocs_total"] for t in st]
+        eq(seen[0], PROC_SHARE, "the first storm's allocations seen")
+        eq(seen[1] + seen[2], USER_SHARE - PROC_SHARE, "the other two storms' allocations seen")
+        # (rep["calls"] counts every process on the node that maps the stand-in: not asserted)
+    finally:
+        for p, _ in storms:
+            p.kill()
+            p.wait()
+        g.kill()
+
+
+# ---- a hostile library's symbol table ----
+
+# Maps a file PROT_EXEC as a library does and waits: the file is in this process's maps.
+MAPPER = r"""
+import mmap, sys
+f = open(sys.argv[1], "rb")
+m = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC)
+print("READY", flush=True)
+sys.stdin.read()
+"""
+
+
+class NobodyLib:
+    """A library named libcuda.so.1 in a folder nobody owns, built from assembly, mapped by
+    a nobody process until stop()."""
+
+    def __init__(self, asm):
+        self.top = tempfile.mkdtemp(prefix="gp-tenant-")
+        os.chmod(self.top, 0o755)
+        self.lib = os.path.join(self.top, "libcuda.so.1")
+        src = os.path.join(self.top, "lib.s")
+        with open(src, "w") as f:
+            f.write(asm)
+        r = gp.run(["cc", "-shared", "-nostdlib", "-o", self.lib, src], timeout=120)
+        eq(r.returncode, 0, f"cc: {r.stderr[-800:]}")
+        for p in (self.top, self.lib, src):
+            os.chown(p, NOBODY, NOBODY)
+        self.p = subprocess.Popen([*AS_NOBODY, "python3", "-c", MAPPER, self.lib], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  start_new_session=True)
+        line = self.p.stdout.readline()
+        if not line.startswith("READY"):
+            self.stop()
+            raise gp.Failure(f"mapper did not start: {line!r}")
+        self.seen = f"/proc/{self.p.pid}/root{self.lib}"
+
+    def stop(self):
+        if self.p and self.p.poll() is None:
+            self.p.kill()
+        if self.p:
+            self.p.wait()
+            for s in (self.p.stdout, self.p.stdin, self.p.stderr):
+                s.close()
+        shutil.rmtree(self.top, ignore_errors=True)
+
+
+def exports_asm(names):
+    """Assembly of a shared library with one distinct function per name."""
+    out = [".text"]
+    for n in names:
+        out += [f".globl {n}", f".type {n},@function", f"{n}:", "  xor %eax, %eax", "  ret",
+                f".size {n}, .-{n}"]
+    return "\n".join(out) + "\n"
+
+
+HOSTILE_EXTRA = 5000  # with cuMemAlloc_v2 (so it passes for a driver): 5,001 cu* exports
+LIB_NEW_MAX = 1024    # src/modes/trace/trace_mode.c
+
+
+def test_hostile_symbol_table():
+    """docs/security.md: a library's symbol table has a bounded cost; the driver is traced."""
+    h = NobodyLib(exports_asm(["cuMemAlloc_v2"] + [f"cuEvil{i:05d}" for i in range(HOSTILE_EXTRA)]))
+    out = os.path.join(h.top, "trace.jsonl")
+    g = None
+    try:
+        g = gp.Background([GPUPROBE, "--trace", out, "--json"], env={"LD_LIBRARY_PATH": FAKECUDA_DIR})
+        g.wait_for("gpuprobe: tracing", where="stderr", timeout=60)
+        v = gp.run([app("memleak_app"), "--allocs", "6", "--leaks", "1"], timeout=60)
+        eq(v.returncode, 0, f"victim exit ({v.stderr[-800:]})")
+        vt = truth(v.stderr)
+        g.signal(signal.SIGINT)
+        eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-1500:]})")
+        err = g.stderr()
+        skipped = HOSTILE_EXTRA - LIB_NEW_MAX
+        named = [l for l in err.splitlines() if h.seen in l and "not traced" in l]
+        eq(named, [f"gpuprobe: --trace: {h.seen}: {skipped} of its cu* functions not traced "
+                   f"(a library root does not own adds at most {LIB_NEW_MAX})"], "the line naming the file")
+        recs = [json.loads(l) for l in open(out)]
+        calls = {}
+        for r in recs:
+            if r["type"] == "call" and r["pid"] == vt["pid"]:
+                calls[r["fn"]] = calls.get(r["fn"], 0) + 1
+        eq((calls.get("cuMemAlloc_v2"), calls.get("cuMemFree_v2")), (6, 5), "the victim's calls traced")
+        s = [r for r in gp.json_lines(g.stdout()) if r.get("mode") == "trace"]
+        eq(len(s), 1, "one trace summary")
+        eq(s[0]["drops"]["functions_not_traced"], skipped, "functions_not_traced")
+    finally:
+        if g:
+            g.kill()
+        h.stop()
+
+
+# ---- library slots ----
+
+# Maps every file named on its command line PROT_EXEC and waits.
+MAP_MANY = r"""
+import mmap, sys
+maps = []
+for p in sys.argv[1:]:
+    f = open(p, "rb")
+    maps.append(mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC))
+print("READY", flush=True)
+sys.stdin.read()
+"""
+
+COPIES, MAPPERS = 40, 10  # the audit's: 10 nobody processes, 40 copies of a libcuda
+PER_OWNER = 4             # src/core/target.h GP_SLOTS_PER_OWNER
+
+
+def test_library_slots_fair_and_freed():
+    """docs/security.md: one user's copies of libcuda take at most their share of the
+    daemon's library slots; a driver that comes later is probed; slots are freed."""
+    import test_daemon as td
+    top = tempfile.mkdtemp(prefix="gp-slots-")
+    os.chmod(top, 0o755)
+    mine = os.path.join(top, "nobody")
+    os.mkdir(mine)
+    copies = []
+    for i in range(COPIES):
+        d = os.path.join(mine, f"c{i:02d}")
+        os.mkdir(d)
+        copies.append(os.path.join(d, "libcuda.so.1"))
+        shutil.copyfile(FAKECUDA, copies[-1])
+        os.chmod(copies[-1], 0o755)
+        os.chown(copies[-1], NOBODY, NOBODY)
+    # the driver that comes later: root's, in a folder of root's
+    real = os.path.join(top, "driver")
+    os.mkdir(real)
+    shutil.copyfile(FAKECUDA, os.path.join(real, "libcuda.so.1"))
+    os.chmod(os.path.join(real, "libcuda.so.1"), 0o755)
+    mappers, d, victim = [], None, None
+    try:
+        per = COPIES // MAPPERS
+        for k in range(MAPPERS):
+            p = subprocess.Popen([*AS_NOBODY, "python3", "-c", MAP_MANY, *copies[k * per:(k + 1) * per]],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                 start_new_session=True)
+            mappers.append(p)
+            eq(p.stdout.readline().strip(), "READY", f"mapper {k}")
+        d = td.start_daemon(extra=["-v", "--rescan-interval", "0.3"], modes=("--memleak",))
+        port = int(d.p.args[d.p.args.index("--listen") + 1].rsplit(":", 1)[1])
+
+        def rescans_after(n):
+            deadline = time.time() + 20
+            while d.stderr().count("rescan:") < n:
+                check(time.time() < deadline, f"no rescan {n}: {d.stderr()[-800:]}")
+                time.sleep(0.1)
+
+        rescans_after(d.stderr().count("rescan:") + 2)
+        ours = [l for l in d.stderr().splitlines() if mine in l and "probing" in l and "not probing" not in l]
+        eq(len(ours), PER_OWNER, f"nobody's copies probed: {ours}")
+        told = [l for l in d.stderr().splitlines() if "not probing" in l and "(owner uid 65534)" in l]
+        eq(len(told), 1, "one line for nobody's refused copies")
+        text = td.get(port)[1]
+        check(td.value(text, "gpuprobe_library_slots_refused_total", reason="owner_share") >= COPIES - PER_OWNER,
+              "refusals counted")
+        # the driver that appears later is probed, and its process's calls are exact
+        victim = gp.Background([app("memleak_app"), "--wait", "--allocs", "20", "--leaks", "2"],
+                               env={"LD_LIBRARY_PATH": real})
+        victim.wait_for("READY")
+        deadline = time.time() + 20
+        while not [l for l in d.stderr().splitlines() if real in l and "probing" in l]:
+            check(time.time() < deadline, f"the later driver not probed: {d.stderr()[-1500:]}")
+            time.sleep(0.1)
+        with open(f"/proc/{victim.pid}/maps") as f:
+            check(os.path.join(real, "libcuda.so.1") in f.read(), "the victim maps the later driver")
+        victim.signal(signal.SIGUSR1)
+        eq(victim.wait(), 0, f"victim exit {victim.stderr()[-800:]}")
+        vt = truth(victim.stderr())
+        # the series appear at the next fold; then two scrapes in a row agree
+        td.wait_metric(port, "gpuprobe_cuda_alloc_calls_total", vt["allocs"], timeout=20, pid=vt["pid"])
+        text = td.settled(port, pid=vt["pid"])
+        eq(td.value(text, "gpuprobe_cuda_alloc_calls_total", pid=vt["pid"]), vt["allocs"], "victim's allocations")
+        eq(td.value(text, "gpuprobe_cuda_free_calls_total", pid=vt["pid"]), vt["frees"], "victim's frees")
+        # nobody's processes end: their files' slots and probes are given back
+        probes = td.value(text, "gpuprobe_probes_attached")
+        for p in mappers:
+            p.kill()
+            p.wait()
+        mappers = []
+        rescans_after(d.stderr().count("rescan:") + 3)
+        freed = [l for l in d.stderr().splitlines() if mine in l and "no process maps" in l]
+        eq(len(freed), PER_OWNER, f"nobody's slots freed: {freed}")
+        text = td.get(port)[1]
+        check(td.value(text, "gpuprobe_library_slots_freed_total") >= PER_OWNER, "slots freed counted")
+        check(td.value(text, "gpuprobe_probes_attached") < probes, "probes detached")
+        check(f"{real}/libcuda.so.1" not in "".join(freed), "root's driver keeps its slot")
+        td.stop(d)
+        d = None
+    finally:
+        for p in mappers:
+            p.kill()
+            p.wait()
+        if victim:
+            victim.kill()
+        if d:
+            d.kill()
+        shutil.rmtree(top, ignore_errors=True)
+
+
+# dlopen()s every file named (the dynamic linker's hook reports it to a node-wide run)
+DLOPEN_MANY = r"""
+import ctypes, sys
+libs = [ctypes.CDLL(p) for p in sys.argv[1:]]
+print("READY", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_cli_later_copies_take_their_share():
+    """docs/security.md: a node-wide run probes at most a user's share of the libcuda
+    copies that user loads after the start; the rest are counted and said."""
+    top = tempfile.mkdtemp(prefix="gp-later-")
+    os.chmod(top, 0o755)
+    copies = []
+    for i in range(10):
+        d = os.path.join(top, f"c{i}")
+        os.mkdir(d)
+        copies.append(os.path.join(d, "libcuda.so.1"))
+        shutil.copyfile(FAKECUDA, copies[-1])
+        os.chmod(copies[-1], 0o755)
+        os.chown(copies[-1], NOBODY, NOBODY)
+    g = p = None
+    try:
+        g = gp.Background([GPUPROBE, "--memleak", "-d", "30"], env={"LD_LIBRARY_PATH": FAKECUDA_DIR})
+        g.wait_for("gpuprobe: tracing", where="stderr", timeout=60)
+        p = subprocess.Popen([*AS_NOBODY, "python3", "-c", DLOPEN_MANY, *copies], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+        eq(p.stdout.readline().strip(), "READY", "loader")
+        deadline = time.time() + 20
+        while len([l for l in g.stderr().splitlines() if top in l]) < PER_OWNER + 1:
+            check(time.time() < deadline, f"copies not looked at: {g.stderr()[-1500:]}")
+            time.sleep(0.1)
+        time.sleep(1)  # every copy reported by now; none more probed
+        g.signal(signal.SIGINT)
+        try:
+            rc = g.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise gp.Failure(f"no exit 30 s after SIGINT: {g.stderr()[-2500:]}")
+        eq(rc, 0, f"gpuprobe exit ({g.stderr()[-1500:]})")
+        err = g.stderr().splitlines()
+        probed = [l for l in err if top in l and "probing libcuda" in l and "not probing" not in l]
+        eq(len(probed), PER_OWNER, f"nobody's copies probed: {probed}")
+        told = [l for l in err if top in l and "not probing" in l and "(owner uid 65534)" in l]
+        eq(len(told), 1, f"one line for the refused copies: {told}")
+        end = [l for l in err if "libcuda files loaded later were not probed" in l]
+        check(end and int(end[0].split("gpuprobe: ")[1].split()[0]) >= len(copies) - PER_OWNER,
+              f"the count at the end: {end}")
+    finally:
+        if p:
+            p.kill()
+            p.wait()
+        if g:
+            g.kill()
+        shutil.rmtree(top, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    gp.main([test_pending_share_storm, test_hostile_symbol_table, test_library_slots_fair_and_freed,
+              test_cli_later_copies_take_their_share])
