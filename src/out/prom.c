@@ -38,6 +38,7 @@ struct fam_list {
 /* A process's values in a family at the render before: key hash(fam, pid). */
 struct pstate {
 	uint64_t gen;
+	bool ended;   /* last folded from an exited record (an estimate family's) */
 	char comm[GP_COMM_LEN];
 	struct u64map *last; /* own-labels hash -> double[NV_MAX] */
 };
@@ -708,10 +709,12 @@ static struct series *series_of(struct prom_out *p, int fam, const char *labels,
 	return x;
 }
 
-/* Adds what each sample of r counted since base (NULL: since zero) to its series. */
+/* Adds what each sample of r counted since base (NULL: since zero) to its series. An
+ * estimate family adds only what passes base (the most the process reported before). */
 static void route(struct prom_out *p, const struct record *r, const char *proc, struct u64map *base)
 {
 	size_t n = nvals(r->fam);
+	bool est = gp_metrics[r->fam].flags & GP_M_ESTIMATE;
 
 	for (size_t i = 0; i < r->n; i++) {
 		const struct sample *x = &r->s[i];
@@ -729,10 +732,14 @@ static void route(struct prom_out *p, const struct record *r, const char *proc, 
 		 * the old process's counts continued */
 		if (!base && r->own_pid && s->seen_ns != p->now_ns)
 			memset(s->v, 0, sizeof(s->v));
-		for (size_t j = 0; b && j < n; j++)
+		for (size_t j = 0; b && !est && j < n; j++)
 			reset = reset || x->v[j] < b[j];
-		for (size_t j = 0; j < n; j++)
-			s->v[j] += x->v[j] - (b && !reset ? b[j] : 0);
+		for (size_t j = 0; j < n; j++) {
+			double d = x->v[j] - (b && !reset ? b[j] : 0);
+
+			if (d > 0 || !est)
+				s->v[j] += d;
+		}
 		s->seen_ns = p->now_ns;
 	}
 }
@@ -857,6 +864,7 @@ static void fold_live(struct prom_out *p, struct record *r, const char *proc)
 {
 	struct pstate *ps = pstate_get(p, r, true);
 	size_t n = nvals(r->fam);
+	bool est = gp_metrics[r->fam].flags & GP_M_ESTIMATE;
 
 	if (!ps) {
 		p->failed = true;
@@ -864,6 +872,16 @@ static void fold_live(struct prom_out *p, struct record *r, const char *proc)
 	}
 	if (ps->gen == p->store->gen)
 		return; /* two running records of one PID in one family: cannot be; not counted twice */
+	if (ps->ended && !r->exited) {
+		/* a running process where an exited one of its PID was: a new one (PID reused) */
+		u64map__free_all(ps->last, NULL);
+		ps->gen = 0;
+		if (!(ps->last = u64map__new())) {
+			p->failed = true;
+			return;
+		}
+	}
+	ps->ended = r->exited;
 	route(p, r, proc, ps->gen ? ps->last : NULL); /* NULL: a process first seen */
 	ps->gen = p->store->gen;
 	memcpy(ps->comm, r->comm, sizeof(ps->comm));
@@ -878,7 +896,9 @@ static void fold_live(struct prom_out *p, struct record *r, const char *proc)
 				continue;
 			}
 		}
-		memcpy(b, r->s[i].v, n * sizeof(*b));
+		for (size_t j = 0; j < n; j++)
+			if (!est || r->s[i].v[j] > b[j])
+				b[j] = r->s[i].v[j];
 	}
 }
 
@@ -910,7 +930,7 @@ static void fold_pass(struct prom_out *p, int pass)
 		}
 		if (gaugef)
 			gauge(p, r, proc);
-		else if (r->exited)
+		else if (r->exited && !(gp_metrics[r->fam].flags & GP_M_ESTIMATE))
 			fold_exited(p, r, proc);
 		else
 			fold_live(p, r, proc);

@@ -379,9 +379,23 @@ static void sample_of(struct gp_run *run, const struct ct_proc *p, struct ct_sam
 		[CT_IV_SYNCS] = p->hist[GP_HIST_SYNC].count,
 	};
 
+	double seen = (double)(p->launches + p->graph_launches + p->hist[GP_HIST_SYNC].count), extra;
+
 	memset(out, 0, sizeof(*out));
 	if (!gp_run__sampling(run, p->pid, &out->s) || out->s.observed <= 0)
 		return;
+	/* The budget's account ends at its last period boundary; the calls seen since (in the
+	 * window open now, or every call seen again) are exact, and scaled by the ratio they
+	 * would count as the whole next unseen part: added as they are, so that a count never
+	 * runs ahead of the calls made (a counter cannot take that back: src/out/prom.c). */
+	extra = seen - out->s.observed;
+	if (extra > 0) {
+		out->s.observed += extra;
+		out->s.estimate += extra;
+		out->s.lo += extra;
+		out->s.hi += extra;
+		out->s.fraction = out->s.observed / out->s.estimate;
+	}
 	out->on = true;
 	out->ratio = out->s.estimate / out->s.observed;
 	for (int i = 0; i < CT_IV__COUNT; i++)
