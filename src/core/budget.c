@@ -1084,6 +1084,7 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	s->cost = b->cold;
 	s->call_cost = b->price;
 	s->warm_cost = b->trap;
+	s->allowance = b->price > 0 ? b->pct / 100.0 * EXACT_ALLOWANCE_S / b->price : 0;
 	s->prog_ns[0] = b->prog.ns[0];
 	s->prog_ns[1] = b->returns ? b->prog.ns[1] : 0;
 	s->prog_measured = !b->prog.refused && (b->prog.ns[0] > 0);

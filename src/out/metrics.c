@@ -216,6 +216,10 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_budget_windows_cut_total", GP_COUNTER, 0, "", NULL, "--max-overhead",
 	  "Windows ended before their planned share because a process had already taken twice the probe hits its budget allows for the whole period (its call rate at least doubled).",
 	  NULL },
+	{ "gpuprobe_budget_exact_allowance_calls", GP_GAUGE, 0, "", NULL, "--max-overhead",
+	  "The launch and synchronize calls a process makes, every one seen, before its rate may make the budget sample (its budget's share of 1 s of probe time at the price of a call).",
+	  "A job that makes fewer is counted exactly however fast it calls, unless it starts while "
+	  "another process is sampled (the probes are off then for every process)." },
 	{ "gpuprobe_tracked_processes", GP_GAUGE, 0, "", NULL, "",
 	  "Processes gpuprobe holds records of now (running, and exited ones not yet folded into their series).",
 	  NULL },
