@@ -118,9 +118,19 @@ def check_reaction(b, t):
     check(down, f"no sampling within 1 s of the 100000/s phase: {ch}")
     up = [c for c in ch if ph[3]["start_ns"] <= c["t_ns"] <= ph[3]["start_ns"] + 1e9 and c["fraction"] == 1]
     check(up, f"not back to every call within 1 s of the last phase: {ch}")
-    # the first window at 100000/s was planned for 20000/s: it ends once it took twice
-    # its period's allowance
-    check(b["windows_cut"] >= 1, f"no window ended early by the step to 100000/s: {b['windows']} windows")
+    # the first window at 100000/s was planned for 20000/s: it ends once it took twice its
+    # period's allowance (the target's share of the period), which its share of the period at
+    # the step, at the rate the process achieved there, passes unless the step was less than
+    # about twofold on a loaded machine (a window planned on a 20000/s that the probes slowed,
+    # a 100000/s the process fell short of; strays, hits while the links go, shrink the share).
+    # (The step to 20000/s used to end one too: the every-call check caught it 10 ms in, on a
+    # rate half 200/s; the process now spends its exact allowance first, about 0.1 s at
+    # 20000/s, so the first window is planned on 20000/s alone.)
+    f3 = ([1.0] + [c["fraction"] for c in ch if c["t_ns"] <= ph[2]["start_ns"]])[-1]
+    takes = f3 * ph[2]["achieved_rate"] * b["call_cost_s"] / (b["target_pct"] / 100)
+    check(b["windows_cut"] >= 1 or takes < 2.5,
+          f"no window ended early by the step to 100000/s: {b['windows']} windows; a window at the step "
+          f"would take {takes:.1f} times its period's allowance (share {f3})")
     eq(b["fraction"], 1.0, "every call seen at the end")
 
 
