@@ -38,7 +38,6 @@ struct fam_list {
 /* A process's values in a family at the render before: key hash(fam, pid). */
 struct pstate {
 	uint64_t gen;
-	bool ended;   /* last folded from an exited record (an estimate family's) */
 	char comm[GP_COMM_LEN];
 	struct u64map *last; /* own-labels hash -> double[NV_MAX] */
 };
@@ -819,9 +818,8 @@ static uint64_t fingerprint(const struct record *r)
 	return fp;
 }
 
-static struct pstate *pstate_get(struct prom_out *p, const struct record *r, bool create)
+static struct pstate *pstate_at(struct prom_out *p, uint64_t k, bool create)
 {
-	uint64_t k = mix((uint64_t)r->fam, r->pid);
 	struct pstate *ps = u64map__get(p->store->pstate, k);
 
 	if (ps || !create)
@@ -834,6 +832,11 @@ static struct pstate *pstate_get(struct prom_out *p, const struct record *r, boo
 		return NULL;
 	}
 	return ps;
+}
+
+static struct pstate *pstate_get(struct prom_out *p, const struct record *r, bool create)
+{
+	return pstate_at(p, mix((uint64_t)r->fam, r->pid), create);
 }
 
 /*
@@ -860,9 +863,8 @@ static void fold_exited(struct prom_out *p, struct record *r, const char *proc)
 }
 
 /* A running process's record: what it counted since the render before. */
-static void fold_live(struct prom_out *p, struct record *r, const char *proc)
+static void fold_state(struct prom_out *p, struct record *r, const char *proc, struct pstate *ps)
 {
-	struct pstate *ps = pstate_get(p, r, true);
 	size_t n = nvals(r->fam);
 	bool est = gp_metrics[r->fam].flags & GP_M_ESTIMATE;
 
@@ -872,16 +874,6 @@ static void fold_live(struct prom_out *p, struct record *r, const char *proc)
 	}
 	if (ps->gen == p->store->gen)
 		return; /* two running records of one PID in one family: cannot be; not counted twice */
-	if (ps->ended && !r->exited) {
-		/* a running process where an exited one of its PID was: a new one (PID reused) */
-		u64map__free_all(ps->last, NULL);
-		ps->gen = 0;
-		if (!(ps->last = u64map__new())) {
-			p->failed = true;
-			return;
-		}
-	}
-	ps->ended = r->exited;
 	route(p, r, proc, ps->gen ? ps->last : NULL); /* NULL: a process first seen */
 	ps->gen = p->store->gen;
 	memcpy(ps->comm, r->comm, sizeof(ps->comm));
@@ -900,6 +892,38 @@ static void fold_live(struct prom_out *p, struct record *r, const char *proc)
 			if (!est || r->s[i].v[j] > b[j])
 				b[j] = r->s[i].v[j];
 	}
+}
+
+/* A running process's record: what it counted since the render before. */
+static void fold_live(struct prom_out *p, struct record *r, const char *proc)
+{
+	fold_state(p, r, proc, pstate_get(p, r, true));
+}
+
+/*
+ * An exited record of an estimate family: its estimate may still move (finished at the
+ * budget's next boundary), so it is folded as a running one's while it is listed, from a
+ * state of its own, keyed by its name too: the live state of its PID when it is first seen
+ * exited and that state has its name (the same process, as fold_exited takes it over),
+ * else from zero. The PID's live state is left to what runs under it now: the image an
+ * exec started, or a new process of a reused PID.
+ */
+static void fold_estimate_exited(struct prom_out *p, struct record *r, const char *proc)
+{
+	uint64_t kl = mix((uint64_t)r->fam, r->pid), kx = hstr(mix(kl, 0xe1), r->comm);
+	struct pstate *ps = pstate_at(p, kx, false), *live;
+
+	if (!ps && (live = pstate_at(p, kl, false)) && !strcmp(live->comm, r->comm) &&
+	    live->gen != p->store->gen) {
+		u64map__del(p->store->pstate, kl);
+		if (u64map__put(p->store->pstate, kx, live)) {
+			free_pstate(live);
+			p->failed = true;
+			return;
+		}
+		ps = live;
+	}
+	fold_state(p, r, proc, ps ? ps : pstate_at(p, kx, true));
 }
 
 /*
@@ -930,7 +954,9 @@ static void fold_pass(struct prom_out *p, int pass)
 		}
 		if (gaugef)
 			gauge(p, r, proc);
-		else if (r->exited && !(gp_metrics[r->fam].flags & GP_M_ESTIMATE))
+		else if (r->exited && (gp_metrics[r->fam].flags & GP_M_ESTIMATE))
+			fold_estimate_exited(p, r, proc);
+		else if (r->exited)
 			fold_exited(p, r, proc);
 		else
 			fold_live(p, r, proc);

@@ -17,9 +17,9 @@
  *  - Estimate families (GP_M_ESTIMATE: counts --max-overhead estimates for a sampled
  *    process): a process adds only what passes the most it reported before, so a series
  *    never goes down when an estimate is revised down; an exited process's record is
- *    folded as a running one's while it is listed (its estimate may still be finished after
- *    its exit). A PID reused while its old record is still listed is counted from the
- *    render after that record goes, from zero.
+ *    folded as a running one's while it is listed, from a state of its own (its estimate
+ *    may still be finished after its exit): the image an exec started, or a new process of
+ *    a reused PID, counts from zero beside it.
  *  - Gauges are the sum over the processes running now: an exited process leaves at
  *    its exit.
  *  - Capped labels (the table's `capped`): a series admits at most the given number of

@@ -8,7 +8,7 @@
 # Under 3 minutes. N: $1 (default 3000000).
 set -u
 cd "$(dirname "$0")/../.."
-GP=$PWD/.output/bundle/gpuprobe
+GP=${GP:-$PWD/.output/bundle/gpuprobe}
 RESULTS=${OUT:-/tmp/gp-gpu}
 W=/tmp/gp-work
 O=$W/out-daemon-budget

@@ -813,7 +813,8 @@ cleanup:
 
 /* An estimate family never goes down: a process adds what passes the most it reported
  * (an estimate revised down adds nothing), and its record is folded after its exit while
- * listed (its estimate finished there counts); a new process of the PID counts from zero. */
+ * listed (its estimate finished there counts); a new process of the PID counts from zero,
+ * beside the old one's record still listed, as the image an exec starts. */
 static void test_estimate_never_down(void)
 {
 	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
@@ -842,6 +843,71 @@ static void test_estimate_never_down(void)
 			goto cleanup;
 	}
 cleanup:
+	prom_store__free(st);
+}
+
+/* An exec: PID 9's first image ("launcher", 10 launches) exits as the second ("job") runs;
+ * both records listed in one render. Each keeps its own counts: the job's are not taken
+ * for a new process of the launcher's PID twice, nor skipped. */
+static void test_estimate_exec_images(void)
+{
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	static const struct {
+		int n;
+		bool exited[2];
+		const char *comm[2];
+		uint64_t v[2];
+	} steps[] = {
+		{ 1, { false }, { "launcher" }, { 10 } },
+		{ 2, { true, false }, { "launcher", "job" }, { 10, 5 } },
+		{ 2, { true, false }, { "launcher", "job" }, { 10, 7 } },
+		{ 1, { false }, { "job" }, { 20 } },
+		{ 1, { false }, { "job" }, { 20 } },
+	};
+	static const char *const want[][2] = {
+		{ "10", NULL }, { "10", "5" }, { "10", "7" }, { "10", "20" }, { "10", "20" },
+	};
+	char *buf = NULL;
+
+	if (!ASSERT_TRUE(st != NULL, "store"))
+		goto cleanup;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		struct prom_out *p = prom_out__new(st, NULL, NULL, 10 + i);
+		struct gp_snap_pid pp[2] = { { .pid = 9 }, { .pid = 9 } };
+		const char *kv[] = { "kernel", "k", NULL };
+		size_t blen = 0;
+		FILE *f;
+		int r;
+
+		free(buf), buf = NULL;
+		f = open_memstream(&buf, &blen);
+		if (!ASSERT_TRUE(p && f, "render"))
+			goto cleanup;
+		prom__family(p, "gpuprobe_cuda_kernel_launches_total");
+		for (int k = 0; k < steps[i].n; k++) {
+			pp[k].exited = steps[i].exited[k];
+			snprintf(pp[k].comm, sizeof(pp[k].comm), "%s", steps[i].comm[k]);
+			prom__u64(p, "gpuprobe_cuda_kernel_launches_total", &pp[k], kv, steps[i].v[k]);
+		}
+		r = prom_out__write(p, f);
+		fclose(f);
+		prom_out__free(p);
+		if (!ASSERT_EQ(r, 0, "written"))
+			goto cleanup;
+		for (int k = 0; k < 2 && i > 0; k++) {
+			char line[128];
+
+			if (!want[i][k])
+				continue;
+			snprintf(line, sizeof(line), "gpuprobe_cuda_kernel_launches_total{comm=\"%s\",kernel=\"k\"} %s\n",
+				 k ? "job" : "launcher", want[i][k]);
+			if (!ASSERT_STR_CONTAINS(buf, line, "each image's count"))
+				goto cleanup;
+		}
+	}
+cleanup:
+	free(buf);
 	prom_store__free(st);
 }
 
@@ -1021,6 +1087,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_pod_labels);
 	RUN_TEST(test_bad_family_fails);
 	RUN_TEST(test_estimate_never_down);
+	RUN_TEST(test_estimate_exec_images);
 	RUN_TEST(test_bandwidth_series);
 	RUN_TEST(test_bandwidth_two_exits_one_pid);
 	RUN_TEST(test_ioctl_series_cap_and_other);
