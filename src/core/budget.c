@@ -1036,6 +1036,26 @@ bool gp_budget__sampling(struct gp_budget *b, uint32_t pid, struct gp_sampling *
 	return r;
 }
 
+bool gp_budget__sampling_settled(struct gp_budget *b, uint32_t pid, struct gp_sampling *out)
+{
+	const struct gp_account *a;
+	struct gp_account c;
+	bool r = false;
+
+	memset(out, 0, sizeof(*out));
+	if (!b)
+		return false;
+	pthread_mutex_lock(&b->acc);
+	a = account_of(b, pid);
+	if (a) {
+		c = *a;
+		c.pending = false;
+		r = gp_account__sampling(&c, out);
+	}
+	pthread_mutex_unlock(&b->acc);
+	return r;
+}
+
 void gp_budget__reap(struct gp_budget *b, uint64_t cutoff_ns, uint32_t keep_pid)
 {
 	uint64_t gone[256], pid;

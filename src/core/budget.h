@@ -58,6 +58,12 @@ void gp_budget__free(struct gp_budget *b);
 
 /* pid's sampling, false when every call of it was seen. */
 bool gp_budget__sampling(struct gp_budget *b, uint32_t pid, struct gp_sampling *out);
+/* The same, through its last unseen part with windows on both sides: the one after its last
+ * window, which __sampling extrapolates at that window's rate until the next window says how
+ * the rate went on, is left out (a process that ended has none). What a counter may add
+ * without running ahead of the calls: it cannot take back an extrapolation the next window
+ * revises down (src/out/prom.c). */
+bool gp_budget__sampling_settled(struct gp_budget *b, uint32_t pid, struct gp_sampling *out);
 /* Forgets the processes that ended before cutoff_ns (UINT64_MAX: all), except keep_pid. */
 void gp_budget__reap(struct gp_budget *b, uint64_t cutoff_ns, uint32_t keep_pid);
 

@@ -286,6 +286,11 @@ bool gp_run__sampling(struct gp_run *run, uint32_t pid, struct gp_sampling *out)
 	return gp_budget__sampling(run->budget, pid, out);
 }
 
+bool gp_run__sampling_settled(struct gp_run *run, uint32_t pid, struct gp_sampling *out)
+{
+	return gp_budget__sampling_settled(run->budget, pid, out);
+}
+
 size_t gp_run__drops(const struct gp_run *run, struct gp_snap_drop *drops)
 {
 	uint64_t lost, full;

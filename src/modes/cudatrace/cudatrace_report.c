@@ -411,12 +411,13 @@ int ct_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run
 		const struct gp_snap_pid *pp = &s->pids[i];
 		const struct gp_hist *sync = &cp->hist[GP_HIST_SYNC], *launch = &cp->hist[GP_HIST_LAUNCH];
 
-		const struct ct_sampled *smp = sampled_of(s, i);
+		const struct ct_sampled *smp = sampled_of(s, i), *cnt = s->counted ? &s->counted[i] : smp;
 
-		kernel_series(p, cp, pp, smp);
-		launch_bounds(p, cp, pp, smp);
-		prom__u64(p, "gpuprobe_cuda_graph_launches_total", pp, NULL, ct_sampled__count(smp, cp->graph_launches));
-		prom__u64(p, "gpuprobe_cuda_sync_calls_total", pp, NULL, ct_sampled__count(smp, sync->count));
+		/* counters: the settled estimate, never ahead of the calls; gauges: the latest */
+		kernel_series(p, cp, pp, cnt);
+		launch_bounds(p, cp, pp, cnt);
+		prom__u64(p, "gpuprobe_cuda_graph_launches_total", pp, NULL, ct_sampled__count(cnt, cp->graph_launches));
+		prom__u64(p, "gpuprobe_cuda_sync_calls_total", pp, NULL, ct_sampled__count(cnt, sync->count));
 		if (smp->on && !cp->exited)
 			prom_sampled(p, pp, cp, smp);
 		if (!s->latency)
