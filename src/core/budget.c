@@ -412,7 +412,11 @@ static double least_fraction(struct gp_budget *b, double T, bool *over, bool *fi
 		bool o;
 		double g;
 
-		if (!b->accounts[i].fresh || in_allowance(b, i, 0))
+		if (!b->accounts[i].fresh)
+			continue;
+		/* the probes never sampled are priced whatever its allowance */
+		*fixed_over |= b->accounts[i].fixed > b->target;
+		if (in_allowance(b, i, 0))
 			continue;
 		/* what the probes never sampled take comes off the share first */
 		g = gp_budget_fraction(b->accounts[i].rho, b->accounts[i].stray_s,
@@ -420,7 +424,6 @@ static double least_fraction(struct gp_budget *b, double T, bool *over, bool *fi
 		if (g < f)
 			f = g;
 		*over |= o;
-		*fixed_over |= b->accounts[i].fixed > b->target;
 	}
 	return f;
 }
