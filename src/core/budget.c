@@ -47,11 +47,16 @@
  * h200.md), hence 500-ms sampled periods (sampling.h); a lower aim would not reach it. */
 #define MARGIN 0.35
 /* A process's exact allowance: the calls it may make, all seen, before it can make the budget
- * sample: its budget's share of this many seconds (at 1 % and ~6 us a call here, ~1,700
- * calls). Links are shared by every process, so one short process that called fast was
- * enough to take the probes off for a 500-ms period, and the short processes after it
- * went unseen whole (the daemon at its default budget counted 703 of four back-to-back
- * runs' 2,812 launches). A process pays for its own allowance once, and only itself. */
+ * sample: the share of time aimed at (MARGIN of the budget) over this many seconds, the calls
+ * one window of the longest period can price (at 1 % and ~4 us a call here, ~850 calls).
+ * Links are shared by every process, so one short process that called fast was enough to
+ * take the probes off for a 500-ms period, and the short processes after it went unseen
+ * whole (the daemon at its default budget counted 703 of four back-to-back runs' 2,812
+ * launches). A process pays for its own allowance once, and only itself. Not more: a paced
+ * process that falls behind while every call is probed catches up in the first window,
+ * which then reads fast (at the whole budget's share of a second, the stand-in's
+ * 200,000/s phase read 2,182 calls in a 6.8-ms window, and its estimate ran 1.3-2.7 times
+ * its count). */
 #define EXACT_ALLOWANCE_S 1.0
 #define RING 256                  /* attach/detach durations kept for the medians */
 #define MAX_CHANGES 1024
@@ -379,7 +384,7 @@ static bool in_allowance(const struct gp_budget *b, size_t i, double more)
 
 	if (i == GP_HIT_SLOTS || a->acc.sampled)
 		return false;
-	return (a->acc.obs + more) * b->price < b->pct / 100.0 * EXACT_ALLOWANCE_S;
+	return (a->acc.obs + more) * b->price < b->target * EXACT_ALLOWANCE_S;
 }
 
 /* Whose hits slot i holds now: false when none (nothing to account). */
@@ -537,7 +542,7 @@ static double rho_since(struct gp_budget *b, double secs)
 
 		/* a process within its exact allowance (a new owner: none of it spent) */
 		if (i < GP_HIT_SLOTS && (pid == b->accounts[i].pid ? in_allowance(b, i, n) :
-					 n * b->price < b->pct / 100.0 * EXACT_ALLOWANCE_S))
+					 n * b->price < b->target * EXACT_ALLOWANCE_S))
 			n = 0;
 		s = n * b->price + since_boundary(b, i, true) * b->fixed_price;
 		if (s / secs > rho)
@@ -1107,7 +1112,7 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	s->cost = b->cold;
 	s->call_cost = b->price;
 	s->warm_cost = b->trap;
-	s->allowance = b->price > 0 ? b->pct / 100.0 * EXACT_ALLOWANCE_S / b->price : 0;
+	s->allowance = b->price > 0 ? b->target * EXACT_ALLOWANCE_S / b->price : 0;
 	s->prog_ns[0] = b->prog.ns[0];
 	s->prog_ns[1] = b->returns ? b->prog.ns[1] : 0;
 	s->prog_measured = !b->prog.refused && (b->prog.ns[0] > 0);

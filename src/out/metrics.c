@@ -40,7 +40,8 @@ const struct gp_metric gp_metrics[] = {
 	  "calls), and never less than it added before (an estimate revised down "
 	  "leaves the counter where it is until the estimate passes it again), so the counter never goes "
 	  "down. Every other process adds its exact count. A process first makes, all seen, the calls of "
-	  "its exact allowance (its budget's share of 1 s of probe time): a short job is never sampled. "
+	  "its exact allowance (the share aimed at, 35 % of the budget, of 1 s of probe time: "
+	  "gpuprobe_budget_exact_allowance_calls): a short job is never sampled. "
 	  "`gpuprobe_cuda_launches_seen_total` holds the calls the probes saw and "
 	  "`gpuprobe_cuda_launches_interval_total` the ends of the 95 % interval, so "
 	  "`sum(increase(gpuprobe_cuda_kernel_launches_total[1h]))` over a node lies between the same "
@@ -219,7 +220,7 @@ const struct gp_metric gp_metrics[] = {
 	  "Windows ended before their planned share because a process had already taken twice the probe hits its budget allows for the whole period (its call rate at least doubled).",
 	  NULL },
 	{ "gpuprobe_budget_exact_allowance_calls", GP_GAUGE, 0, "", NULL, "--max-overhead",
-	  "The launch and synchronize calls a process makes, every one seen, before its rate may make the budget sample (its budget's share of 1 s of probe time at the price of a call).",
+	  "The launch and synchronize calls a process makes, every one seen, before its rate may make the budget sample: the calls one window of the longest period can price (35 % of the budget over 1 s of probe time, at the price of a call).",
 	  "A job that makes fewer is counted exactly however fast it calls, unless it starts while "
 	  "another process is sampled (the probes are off then for every process)." },
 	{ "gpuprobe_tracked_processes", GP_GAUGE, 0, "", NULL, "",
