@@ -550,6 +550,8 @@ static int finish(struct cli *c, char *err, size_t len)
 {
 	/* the exit tracepoint ran before the parent could reap: its record is in the buffer */
 	gp_events__drain(c->run->events);
+	/* the budget's last period, accounted until now: the report holds its calls */
+	gp_run__stop_budget(c->run);
 	gp_run__report(c->run, "final", 0);
 	if (gp_run__counts_hits(c->run))
 		overhead_report(c->run);

@@ -759,6 +759,20 @@ static bool wait_window(struct gp_budget *b, uint64_t t0, uint64_t T, double f)
 	}
 }
 
+/* Stopped within a sampled period: the part of it until now is accounted (t_off: when its
+ * window closed, 0: open until now), so that a final report taken after the stop holds the
+ * calls of its last part (a process that ended in it: its unseen part ends in a step to none
+ * at its account's end); without it, a report missed up to a period's calls and their price. */
+static double last_period(struct gp_budget *b, uint64_t t0, uint64_t t_off, double f)
+{
+	uint64_t now = gp_mono_ns();
+	struct plan p;
+
+	take_snapshot(b);
+	account_period(b, (double)(now - t0) / 1e9, (double)((t_off ? t_off : now) - t0) / 1e9, now, &p);
+	return f;
+}
+
 /*
  * A sampled period: its window first (the links are in since *start), then the window
  * closes (BPF counts nothing more: what the links still catch until they are gone are
@@ -773,7 +787,7 @@ static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 	struct plan p;
 
 	if (!wait_window(b, t0, T, f))
-		return f;
+		return last_period(b, t0, 0, f);
 	set_window(b, false);
 	t_off = gp_mono_ns();
 	gp_log(GP_LOG_DEBUG, "budget: window closed at %llu", (unsigned long long)t_off);
@@ -790,7 +804,7 @@ static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 		if (!wait_until(b, at + TICK_NS < until ? at + TICK_NS : until, true) || sampled_gone(b))
 			break;
 	if (stopping(b))
-		return f;
+		return last_period(b, t0, t_off, f);
 	gp_log(GP_LOG_DEBUG, "budget: attach begins at %llu", (unsigned long long)gp_mono_ns());
 	pthread_mutex_lock(&b->links);
 	attach_all(b);

@@ -52,7 +52,8 @@ int gp_budget__hits_fd(const struct gp_budget *b);
 int gp_budget__add(struct gp_budget *b, const struct gp_sampled *g, char *err, size_t len);
 /* The thread that keeps the budget. */
 int gp_budget__start(struct gp_budget *b, char *err, size_t len);
-/* Ends the thread and closes every sampled link (waits for the closes). */
+/* Ends the thread (a sampled period it was in is accounted until now) and closes every
+ * sampled link (waits for the closes). */
 void gp_budget__stop(struct gp_budget *b);
 void gp_budget__free(struct gp_budget *b);
 

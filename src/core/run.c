@@ -286,6 +286,11 @@ bool gp_run__sampling(struct gp_run *run, uint32_t pid, struct gp_sampling *out)
 	return gp_budget__sampling(run->budget, pid, out);
 }
 
+void gp_run__stop_budget(struct gp_run *run)
+{
+	gp_budget__stop(run->budget);
+}
+
 bool gp_run__sampling_settled(struct gp_run *run, uint32_t pid, struct gp_sampling *out)
 {
 	return gp_budget__sampling_settled(run->budget, pid, out);
