@@ -717,6 +717,8 @@ static int finish(struct cli *c, char *err, size_t len)
 	 * hence a bound); processes gone without an exit record are marked exited. */
 	gp_run__unprobe(c->run);
 	gp_events__drain_for(c->run->events, FINAL_DRAIN_MS);
+	/* the budget's last period, accounted until now: the report holds its calls */
+	gp_run__stop_budget(c->run);
 	proctab__set_sweep_grace(0);
 	gp_run__reap(c->run, 0, c->run->keep_pid);
 	gp_run__report(c->run, "final", 0);

@@ -55,12 +55,19 @@ int gp_budget__add(struct gp_budget *b, const struct gp_sampled *g, char *err, s
 int gp_budget__remove_file(struct gp_budget *b, dev_t dev, ino_t ino);
 /* The thread that keeps the budget. */
 int gp_budget__start(struct gp_budget *b, char *err, size_t len);
-/* Ends the thread and closes every sampled link (waits for the closes). */
+/* Ends the thread (a sampled period it was in is accounted until now) and closes every
+ * sampled link (waits for the closes). */
 void gp_budget__stop(struct gp_budget *b);
 void gp_budget__free(struct gp_budget *b);
 
 /* pid's sampling, false when every call of it was seen. */
 bool gp_budget__sampling(struct gp_budget *b, uint32_t pid, struct gp_sampling *out);
+/* The same, through its last unseen part with windows on both sides: the one after its last
+ * window, which __sampling extrapolates at that window's rate until the next window says how
+ * the rate went on, is left out (a process that ended has none). What a counter may add
+ * without running ahead of the calls: it cannot take back an extrapolation the next window
+ * revises down (src/out/prom.c). */
+bool gp_budget__sampling_settled(struct gp_budget *b, uint32_t pid, struct gp_sampling *out);
 /* Forgets the processes that ended before cutoff_ns (UINT64_MAX: all), except keep_pid. */
 void gp_budget__reap(struct gp_budget *b, uint64_t cutoff_ns, uint32_t keep_pid);
 
@@ -83,6 +90,7 @@ struct gp_budget_stats {
 	double cost, call_cost;     /* the price of a probe hit (the trap, cold), and of a counted
 				     * call (its traps, two with a return probe, and its programs) */
 	double warm_cost;           /* a hit in a tight loop (calibrate.h) */
+	double allowance;           /* a process's exact allowance, in calls (budget.c) */
 	double prog_ns[2];          /* the programs' mean run time: entry, return (0: none) */
 	bool prog_measured;
 	double fraction;            /* now */

@@ -67,6 +67,7 @@ void gp_budget__json(json_object *o, const struct gp_budget_stats *s)
 	json_object_object_add(o, "probe_hit_cost_s", json_object_new_double(s->cost));
 	json_object_object_add(o, "probe_hit_warm_cost_s", json_object_new_double(s->warm_cost));
 	json_object_object_add(o, "call_cost_s", json_object_new_double(s->call_cost));
+	json_object_object_add(o, "exact_allowance_calls", json_object_new_double(s->allowance));
 	json_object_object_add(o, "program_ns", s->prog_measured ? json_object_new_double(s->prog_ns[0] + s->prog_ns[1]) : NULL);
 	json_object_object_add(o, "fraction", json_object_new_double(s->fraction));
 	json_object_object_add(o, "over_budget", json_object_new_boolean(s->over));
@@ -101,4 +102,6 @@ void gp_budget__prom(struct prom_out *p, const struct gp_budget_stats *s)
 	prom__u64(p, "gpuprobe_budget_sampled_periods_total", NULL, NULL, s->sampled_periods);
 	prom__family(p, "gpuprobe_budget_windows_cut_total");
 	prom__u64(p, "gpuprobe_budget_windows_cut_total", NULL, NULL, s->cut_windows);
+	prom__family(p, "gpuprobe_budget_exact_allowance_calls");
+	prom__u64(p, "gpuprobe_budget_exact_allowance_calls", NULL, NULL, (uint64_t)s->allowance);
 }

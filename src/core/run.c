@@ -310,6 +310,16 @@ bool gp_run__sampling(struct gp_run *run, uint32_t pid, struct gp_sampling *out)
 	return gp_budget__sampling(run->budget, pid, out);
 }
 
+void gp_run__stop_budget(struct gp_run *run)
+{
+	gp_budget__stop(run->budget);
+}
+
+bool gp_run__sampling_settled(struct gp_run *run, uint32_t pid, struct gp_sampling *out)
+{
+	return gp_budget__sampling_settled(run->budget, pid, out);
+}
+
 size_t gp_run__drops(const struct gp_run *run, struct gp_snap_drop *drops)
 {
 	uint64_t lost, full;

@@ -134,6 +134,11 @@ int gp_run__attach_sampled(struct gp_run *run, const struct attach_pair *p, cons
 /* pid's sampling (a mode scales its counts of the sampled probes by it); false when every
  * call of it was seen. */
 bool gp_run__sampling(struct gp_run *run, uint32_t pid, struct gp_sampling *out);
+/* Ends the budget's sampling (its last period accounted until now; its links closed), as
+ * gp_run__detach does: before a final report, so that it holds the last period's calls. */
+void gp_run__stop_budget(struct gp_run *run);
+/* The same, settled: what counters add (gp_budget__sampling_settled). */
+bool gp_run__sampling_settled(struct gp_run *run, uint32_t pid, struct gp_sampling *out);
 /* Follows pid (and with descendants, the processes it started already); after open. */
 /* The run's own drops (the process tree's), appended at drops; returns how many
  * (GP_RUN_DROPS at most). */

@@ -4,6 +4,7 @@
 #include "metrics.h"
 
 #define P GP_M_PROCESS
+#define PE (GP_M_PROCESS | GP_M_ESTIMATE)
 
 const struct gp_metric gp_metrics[] = {
 	/* --memleak */
@@ -25,28 +26,61 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_cuda_freed_bytes_total", GP_COUNTER, P, "", NULL, "--memleak",
 	  "Bytes released by the calls counted in gpuprobe_cuda_free_calls_total.", NULL },
 	/* --cudatrace */
-	{ "gpuprobe_cuda_kernel_launches_total", GP_COUNTER, P, "kernel", "kernel", "--cudatrace",
-	  "Kernel launch calls by kernel name (cuLaunchKernel, cuLaunchKernelEx, cooperative; failed calls too).",
+	{ "gpuprobe_cuda_kernel_launches_total", GP_COUNTER, PE, "kernel", "kernel", "--cudatrace",
+	  "Kernel launch calls by kernel name (cuLaunchKernel, cuLaunchKernelEx, cooperative; failed calls too): "
+	  "counted, or estimated for a process --max-overhead samples (calls seen: gpuprobe_cuda_launches_seen_total; "
+	  "95 % interval: gpuprobe_cuda_launches_interval_total).",
 	  "`kernel` is the demangled name, `unknown` when gpuprobe never saw the handle named. The first "
 	  "`--max-kernel-series` (default 20) kernel names of a series get their own; later ones are summed "
 	  "under `kernel=\"other\"`. The choice never changes while the series lives, so no count moves "
-	  "between series." },
+	  "between series. Under `--max-overhead` (the daemon's default, 1 %) a process whose probes "
+	  "the budget samples adds its **estimate**: each kernel's calls seen times the process's "
+	  "estimated ÷ seen calls (estimated through its last unseen part with windows on both sides, "
+	  "so a counter lags the `_estimate` gauges by up to a second and never runs ahead of the "
+	  "calls), and never less than it added before (an estimate revised down "
+	  "leaves the counter where it is until the estimate passes it again), so the counter never goes "
+	  "down. Every other process adds its exact count. A process first makes, all seen, the calls of "
+	  "its exact allowance (the share aimed at, 35 % of the budget, of 1 s of probe time: "
+	  "gpuprobe_budget_exact_allowance_calls): a short job is never sampled. "
+	  "`gpuprobe_cuda_launches_seen_total` holds the calls the probes saw and "
+	  "`gpuprobe_cuda_launches_interval_total` the ends of the 95 % interval, so "
+	  "`sum(increase(gpuprobe_cuda_kernel_launches_total[1h]))` over a node lies between the same "
+	  "sums of `bound=\"low\"` and `bound=\"high\"`, and equals the `seen` sum when nothing was sampled." },
 	{ "gpuprobe_cuda_kernel_captures_total", GP_COUNTER, P, "kernel", "kernel", "--cudatrace",
 	  "Kernel launch calls made on a stream capturing a CUDA graph, by kernel name: they become graph "
 	  "nodes and run nothing when called.",
 	  "Not in gpuprobe_cuda_kernel_launches_total; their runs are counted in "
 	  "gpuprobe_cuda_graph_kernel_executions_total. Capped like the launches (`--max-kernel-series`)." },
-	{ "gpuprobe_cuda_graph_kernel_executions_total", GP_COUNTER, P, "kernel", "kernel", "--cudatrace",
+	{ "gpuprobe_cuda_graph_kernel_executions_total", GP_COUNTER, PE, "kernel", "kernel", "--cudatrace",
 	  "Kernel runs as nodes of launched CUDA graphs (each graph launch runs each of its kernel nodes once), "
 	  "by kernel name.",
 	  "Counted when gpuprobe followed the graph's construction (capture or the graph API); a graph "
 	  "made before gpuprobe attached is counted in gpuprobe_cuda_graph_launches_total only. Capped like "
-	  "the launches." },
-	{ "gpuprobe_cuda_graph_launches_total", GP_COUNTER, P, "", NULL, "--cudatrace",
-	  "CUDA graph launches (cuGraphLaunch); a graph's kernels are not launch calls.", NULL },
-	{ "gpuprobe_cuda_sync_calls_total", GP_COUNTER, P, "", NULL, "--cudatrace",
+	  "the launches. Estimated for a sampled process, as the launches." },
+	{ "gpuprobe_cuda_graph_launches_total", GP_COUNTER, PE, "", NULL, "--cudatrace",
+	  "CUDA graph launches (cuGraphLaunch); a graph's kernels are not launch calls.",
+	  "Estimated for a process --max-overhead samples, as gpuprobe_cuda_kernel_launches_total." },
+	{ "gpuprobe_cuda_sync_calls_total", GP_COUNTER, PE, "", NULL, "--cudatrace",
 	  "Stream, context and event synchronize calls (counted at entry).",
-	  "`cuStreamSynchronize`, `cuCtxSynchronize(_v2)`, `cuEventSynchronize`." },
+	  "`cuStreamSynchronize`, `cuCtxSynchronize(_v2)`, `cuEventSynchronize`. Estimated for a process "
+	  "--max-overhead samples, as gpuprobe_cuda_kernel_launches_total." },
+	{ "gpuprobe_cuda_launches_seen_total", GP_COUNTER, P, "", NULL, "--cudatrace",
+	  "Kernel launch calls the probes saw: every one of a process counted exactly, those of the sampled windows of a process --max-overhead samples.",
+	  "Never an estimate. With no process sampled it equals the sum of "
+	  "gpuprobe_cuda_kernel_launches_total over `kernel`; the difference is the estimated calls "
+	  "the probes did not see." },
+	{ "gpuprobe_cuda_launches_interval_total", GP_COUNTER, PE, "bound", NULL, "--cudatrace",
+	  "The ends of the 95 % interval of gpuprobe_cuda_kernel_launches_total summed over kernels (bound=low, bound=high): a process counted exactly adds its count to both.",
+	  "A sampled process adds the ends of its interval, each never less than it added before, "
+	  "so `low <= sum by kernel of the launches <= high` holds for every series and every sum of "
+	  "series (the ends of a sum's interval are the sums of its processes' ends: wider than a "
+	  "95 % interval of the sum, never narrower). A process whose calls cost less than a probe "
+	  "has no upper end (sampling.h): it adds its estimate to `high` and to "
+	  "gpuprobe_cuda_launches_unbounded_total, which says by how much `high` may fall short." },
+	{ "gpuprobe_cuda_launches_unbounded_total", GP_COUNTER, PE, "", NULL, "--cudatrace",
+	  "Estimated kernel launch calls of sampled processes whose interval has no upper end (their calls cost less than a probe).",
+	  "Zero when every sampled process's interval is bounded. Such a process adds only its "
+	  "estimate to gpuprobe_cuda_launches_interval_total{bound=\"high\"}." },
 	{ "gpuprobe_cuda_sync_duration_seconds", GP_HISTOGRAM, P, "", NULL, "--cudatrace",
 	  "Seconds the host was blocked in each synchronize call whose return was seen.",
 	  "None without latency (`--no-latency`). `_sum` is the time blocked in synchronization: "
@@ -58,13 +92,13 @@ const struct gp_metric gp_metrics[] = {
 	 * down; each sums over the series' running processes, so a series of several processes
 	 * gets their seen and estimated calls added (the share seen is seen / estimate) */
 	{ "gpuprobe_sampled_processes", GP_GAUGE, P, "", NULL, "--max-overhead",
-	  "Running processes whose launch and synchronize calls --max-overhead samples now: their counters above count the calls seen, the *_estimate gauges hold estimates.",
+	  "Running processes whose launch and synchronize calls --max-overhead samples now: their counters above add estimates, the *_estimate gauges hold them with the calls seen.",
 	  "With `--cudatrace`; the daemon's default is `--max-overhead 1`. A process is sampled from the "
 	  "first period its probes were attached for a window only, until it exits. Its "
 	  "`gpuprobe_cuda_kernel_launches_total`, `gpuprobe_cuda_graph_launches_total`, "
-	  "`gpuprobe_cuda_graph_kernel_executions_total` and `gpuprobe_cuda_sync_calls_total` count what "
-	  "the probes saw (counters never go down; an estimate may); captures are never sampled. No "
-	  "series while every call is seen." },
+	  "`gpuprobe_cuda_graph_kernel_executions_total` and `gpuprobe_cuda_sync_calls_total` add its "
+	  "estimates (never going down); captures are never sampled. The latency histograms hold the "
+	  "calls seen. No series while every call is seen." },
 	{ "gpuprobe_cuda_launches_estimate", GP_GAUGE, P, "bound", NULL, "--max-overhead",
 	  "Kernel launch calls of the sampled running processes: seen by the probes (bound=seen), estimated (bound=estimate), and the ends of a 95 % interval (bound=low, bound=high).",
 	  "Summed over the series' sampled processes: `seen / estimate` is the share of their calls "
@@ -188,6 +222,10 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_processes_unseen_calls_total", GP_COUNTER, 0, "", NULL, "",
 	  "Processes whose libcuda gpuprobe probed only after they had mapped it (found by the linker's hook, a rescan, or a -p attach): their CUDA calls before the probes were not seen.",
 	  "The CLI's command is held until its libcuda is probed (its own library folders before it starts, a dlopen of a new libcuda at the linker's hook), so it adds none." },
+	{ "gpuprobe_budget_exact_allowance_calls", GP_GAUGE, 0, "", NULL, "--max-overhead",
+	  "The launch and synchronize calls a process makes, every one seen, before its rate may make the budget sample: the calls one window of the longest period can price (35 % of the budget over 1 s of probe time, at the price of a call).",
+	  "A job that makes fewer is counted exactly however fast it calls, unless it starts while "
+	  "another process is sampled (the probes are off then for every process)." },
 	{ "gpuprobe_tracked_processes", GP_GAUGE, 0, "", NULL, "",
 	  "Processes gpuprobe holds records of now (running, and exited ones not yet folded into their series).",
 	  NULL },

@@ -22,6 +22,11 @@ enum gp_metric_flags {
 	/* a per-process family: its samples carry the process labels (comm, cgroup, the pod
 	 * labels; pid with --per-process-series) and are folded by src/out/prom.c */
 	GP_M_PROCESS = 1 << 0,
+	/* a per-process counter whose samples may be estimates (--max-overhead) that a later
+	 * one can revise down: a process adds what passes the most it reported before, so the
+	 * series never goes down; a process's record is folded while it is listed, after its
+	 * exit too (its estimate is finished at the budget's next period boundary) */
+	GP_M_ESTIMATE = 1 << 1,
 };
 
 struct gp_metric {

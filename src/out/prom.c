@@ -961,10 +961,12 @@ static struct series *series_of(struct prom_out *p, int fam, const char *labels,
 	return x;
 }
 
-/* Adds what each sample of r counted since base (NULL: since zero) to its series. */
+/* Adds what each sample of r counted since base (NULL: since zero) to its series. An
+ * estimate family adds only what passes base (the most the process reported before). */
 static void route(struct prom_out *p, const struct record *r, const char *proc, struct u64map *base)
 {
 	size_t n = nvals(r->fam);
+	bool est = gp_metrics[r->fam].flags & GP_M_ESTIMATE;
 
 	for (size_t i = 0; i < r->n; i++) {
 		const struct sample *x = &r->s[i];
@@ -982,10 +984,14 @@ static void route(struct prom_out *p, const struct record *r, const char *proc, 
 		 * the old process's counts continued */
 		if (!base && r->own_pid && s->seen_ns != p->now_ns)
 			memset(s->v, 0, sizeof(s->v));
-		for (size_t j = 0; b && j < n; j++)
+		for (size_t j = 0; b && !est && j < n; j++)
 			reset = reset || x->v[j] < b[j];
-		for (size_t j = 0; j < n; j++)
-			s->v[j] += x->v[j] - (b && !reset ? b[j] : 0);
+		for (size_t j = 0; j < n; j++) {
+			double d = x->v[j] - (b && !reset ? b[j] : 0);
+
+			if (d > 0 || !est)
+				s->v[j] += d;
+		}
 		s->seen_ns = p->now_ns;
 	}
 }
@@ -1067,9 +1073,8 @@ static uint64_t fingerprint(const struct record *r)
 	return fp;
 }
 
-static struct pstate *pstate_get(struct prom_out *p, const struct record *r, bool create)
+static struct pstate *pstate_at(struct prom_out *p, uint64_t k, bool create)
 {
-	uint64_t k = fam_pid(r->fam, r->pid);
 	struct pstate *ps = u64map__get(p->store->pstate, k);
 
 	if (ps || !create)
@@ -1082,6 +1087,11 @@ static struct pstate *pstate_get(struct prom_out *p, const struct record *r, boo
 		return NULL;
 	}
 	return ps;
+}
+
+static struct pstate *pstate_get(struct prom_out *p, const struct record *r, bool create)
+{
+	return pstate_at(p, fam_pid(r->fam, r->pid), create);
 }
 
 /*
@@ -1127,10 +1137,10 @@ static void fold_exited(struct prom_out *p, struct record *r, const char *proc)
 }
 
 /* A running process's record: what it counted since the render before. */
-static void fold_live(struct prom_out *p, struct record *r, const char *proc)
+static void fold_state(struct prom_out *p, struct record *r, const char *proc, struct pstate *ps)
 {
-	struct pstate *ps = pstate_get(p, r, true);
 	size_t n = nvals(r->fam);
+	bool est = gp_metrics[r->fam].flags & GP_M_ESTIMATE;
 
 	if (!ps) {
 		p->failed = true;
@@ -1152,8 +1162,43 @@ static void fold_live(struct prom_out *p, struct record *r, const char *proc)
 				continue;
 			}
 		}
-		memcpy(b, r->s[i].v, n * sizeof(*b));
+		for (size_t j = 0; j < n; j++)
+			if (!est || r->s[i].v[j] > b[j])
+				b[j] = r->s[i].v[j];
 	}
+}
+
+/* A running process's record: what it counted since the render before. */
+static void fold_live(struct prom_out *p, struct record *r, const char *proc)
+{
+	fold_state(p, r, proc, pstate_get(p, r, true));
+}
+
+/*
+ * An exited record of an estimate family: its estimate may still move (finished at the
+ * budget's next boundary), so it is folded as a running one's while it is listed, from a
+ * state of its own, keyed by its name too: the live state of its PID when it is first seen
+ * exited and that state has its name (the same process, as fold_exited takes it over),
+ * else from zero. The PID's live state is left to what runs under it now: the image an
+ * exec started, or a new process of a reused PID.
+ */
+static void fold_estimate_exited(struct prom_out *p, struct record *r, const char *proc)
+{
+	/* kx: the top bit set, so that it never meets a fam_pid() key (below 2^63) */
+	uint64_t kl = fam_pid(r->fam, r->pid), kx = hstr(mix(kl, 0xe1), r->comm) | 1ULL << 63;
+	struct pstate *ps = pstate_at(p, kx, false), *live;
+
+	if (!ps && (live = pstate_at(p, kl, false)) && !strcmp(live->comm, r->comm) &&
+	    live->gen != p->store->gen) {
+		u64map__del(p->store->pstate, kl);
+		if (u64map__put(p->store->pstate, kx, live)) {
+			free_pstate(live);
+			p->failed = true;
+			return;
+		}
+		ps = live;
+	}
+	fold_state(p, r, proc, ps ? ps : pstate_at(p, kx, true));
 }
 
 /*
@@ -1184,6 +1229,8 @@ static void fold_pass(struct prom_out *p, int pass)
 		}
 		if (gaugef)
 			gauge(p, r, proc);
+		else if (r->exited && (gp_metrics[r->fam].flags & GP_M_ESTIMATE))
+			fold_estimate_exited(p, r, proc);
 		else if (r->exited)
 			fold_exited(p, r, proc);
 		else

@@ -14,6 +14,12 @@
  *    process's counts stay in the series after gpuprobe forgets it, a process that
  *    lived between two scrapes still adds exactly its counts, and a process whose labels
  *    change (a rename, a cgroup move) leaves what it counted where it was.
+ *  - Estimate families (GP_M_ESTIMATE: counts --max-overhead estimates for a sampled
+ *    process): a process adds only what passes the most it reported before, so a series
+ *    never goes down when an estimate is revised down; an exited process's record is
+ *    folded as a running one's while it is listed, from a state of its own (its estimate
+ *    may still be finished after its exit): the image an exec started, or a new process of
+ *    a reused PID, counts from zero beside it.
  *  - Gauges are the sum over the processes running now: an exited process leaves at
  *    its exit.
  *  - Capped labels (the table's `capped`): a series admits at most the given number of

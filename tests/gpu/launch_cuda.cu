@@ -3,6 +3,8 @@
 // real GPU: two named kernels (one a template), fixed shapes, a CUDA graph, syncs.
 // With --wait it launches each kernel once, prints READY, waits for a line on stdin,
 // then does the counted work (for -p: the handles then predate the tracer).
+// With --count N [--sync-every K] it launches k1 N times instead, synchronizing the stream
+// every K launches (default 1024) and at the end (the daemon's counters under a budget).
 // Its account is one JSON line on stderr.
 #include <cstdio>
 #include <cstdlib>
@@ -39,9 +41,35 @@ __global__ void k_graph(float *p)
 	p[threadIdx.x] = 0.0f;
 }
 
+/* --count N [--sync-every K]: N launches of k1, a stream synchronize every K and at the end */
+static int count_main(long long count, long long every)
+{
+	const int n = 1 << 10;
+	long long syncs = 0;
+	float *d;
+	cudaStream_t s;
+
+	CK(cudaMalloc(&d, n * sizeof(float)));
+	CK(cudaStreamCreate(&s));
+	for (long long i = 1; i <= count; i++) {
+		k1<<<1, 32, 0, s>>>(d, n);
+		if (every > 0 && i % every == 0) {
+			CK(cudaStreamSynchronize(s));
+			syncs++;
+		}
+	}
+	CK(cudaStreamSynchronize(s));
+	syncs++;
+	fprintf(stderr, "{\"pid\":%d,\"api\":\"cuda-launch-count\",\"launches\":%lld,\"stream_syncs\":%lld}\n",
+		(int)getpid(), count, syncs);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	bool wait = argc > 1 && !strcmp(argv[1], "--wait");
+	if (argc > 2 && !strcmp(argv[1], "--count"))
+		return count_main(atoll(argv[2]), argc > 4 && !strcmp(argv[3], "--sync-every") ? atoll(argv[4]) : 1024);
 	const int n = 1 << 20;
 	float *d;
 	cudaStream_t s;

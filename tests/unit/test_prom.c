@@ -631,9 +631,9 @@ static void test_help_type_every_family(void)
 			       !strcmp(name + n, "_sum") || !strcmp(name + n, "_count")), "sample under its family"))
 			goto cleanup;
 	}
-	/* 19 (gpuprobe_processes_unseen_calls_total among them), and --cudatrace's 4 of
-	 * --max-overhead (declared whether or not a process is sampled) */
-	ASSERT_EQ(families, 23, "families");
+	/* 19 (gpuprobe_processes_unseen_calls_total among them), --cudatrace's 4 of --max-overhead
+	 * (declared whether or not a process is sampled) and the launch estimate's 3 */
+	ASSERT_EQ(families, 26, "families");
 cleanup:
 	free(out);
 	ml_snap_free(&ms);
@@ -777,6 +777,140 @@ cleanup:
 	if (f)
 		fclose(f);
 	free(buf);
+}
+
+/* One render of an estimate family (gpuprobe_cuda_launches_seen_total: an exact one) into
+ * st: process 7 (exited or not) with the given value; the series' line. */
+static bool est_render(struct prom_store *st, uint64_t now, bool exited, uint64_t est, uint64_t seen,
+		       char *line, size_t len)
+{
+	struct prom_out *p = prom_out__new(st, NULL, NULL, now);
+	struct gp_snap_pid pp = { .pid = 7, .exited = exited, .comm = "job" };
+	const char *kv[] = { "kernel", "k", NULL };
+	char *buf = NULL, *at;
+	size_t blen = 0;
+	FILE *f = open_memstream(&buf, &blen);
+	bool ok = false;
+
+	if (!p || !f)
+		goto cleanup;
+	prom__family(p, "gpuprobe_cuda_kernel_launches_total");
+	prom__family(p, "gpuprobe_cuda_launches_seen_total");
+	prom__u64(p, "gpuprobe_cuda_kernel_launches_total", &pp, kv, est);
+	prom__u64(p, "gpuprobe_cuda_launches_seen_total", &pp, NULL, seen);
+	ok = !prom_out__write(p, f);
+	fclose(f);
+	f = NULL;
+	at = ok ? strstr(buf, "gpuprobe_cuda_kernel_launches_total{comm=\"job\",kernel=\"k\"} ") : NULL;
+	ok = at && (at = strstr(at, "} ")) != NULL;
+	if (ok)
+		snprintf(line, len, "%.*s", (int)strcspn(at + 2, "\n"), at + 2);
+cleanup:
+	if (f)
+		fclose(f);
+	free(buf);
+	prom_out__free(p);
+	return ok;
+}
+
+/* An estimate family never goes down: a process adds what passes the most it reported
+ * (an estimate revised down adds nothing), and its record is folded after its exit while
+ * listed (its estimate finished there counts); a new process of the PID counts from zero,
+ * beside the old one's record still listed, as the image an exec starts. */
+static void test_estimate_never_down(void)
+{
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	static const struct {
+		bool exited;
+		uint64_t est;
+		const char *want;
+	} steps[] = {
+		{ false, 100, "100" }, { false, 80, "100" }, { false, 150, "150" },
+		{ true, 140, "150" },  { true, 170, "170" }, { true, 170, "170" },
+		{ false, 30, "200" }, /* the PID reused: a new process while the old one is unlisted */
+		{ false, 20, "200" }, { false, 50, "220" },
+	};
+	char line[64];
+
+	if (!ASSERT_TRUE(st != NULL, "store"))
+		goto cleanup;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "render %zu", i);
+		/* each render after the first writes the series' counts (born_at_zero off) */
+		if (!ASSERT_TRUE(est_render(st, 10 + i, steps[i].exited, steps[i].est, 3, line, sizeof(line)), what) ||
+		    !ASSERT_STR_EQ(line, steps[i].want, what))
+			goto cleanup;
+	}
+cleanup:
+	prom_store__free(st);
+}
+
+/* An exec: PID 9's first image ("launcher", 10 launches) exits as the second ("job") runs;
+ * both records listed in one render. Each keeps its own counts: the job's are not taken
+ * for a new process of the launcher's PID twice, nor skipped. */
+static void test_estimate_exec_images(void)
+{
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	static const struct {
+		int n;
+		bool exited[2];
+		const char *comm[2];
+		uint64_t v[2];
+	} steps[] = {
+		{ 1, { false }, { "launcher" }, { 10 } },
+		{ 2, { true, false }, { "launcher", "job" }, { 10, 5 } },
+		{ 2, { true, false }, { "launcher", "job" }, { 10, 7 } },
+		{ 1, { false }, { "job" }, { 20 } },
+		{ 1, { false }, { "job" }, { 20 } },
+	};
+	static const char *const want[][2] = {
+		{ "10", NULL }, { "10", "5" }, { "10", "7" }, { "10", "20" }, { "10", "20" },
+	};
+	char *buf = NULL;
+
+	if (!ASSERT_TRUE(st != NULL, "store"))
+		goto cleanup;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		struct prom_out *p = prom_out__new(st, NULL, NULL, 10 + i);
+		struct gp_snap_pid pp[2] = { { .pid = 9 }, { .pid = 9 } };
+		const char *kv[] = { "kernel", "k", NULL };
+		size_t blen = 0;
+		FILE *f;
+		int r;
+
+		free(buf), buf = NULL;
+		f = open_memstream(&buf, &blen);
+		if (!ASSERT_TRUE(p && f, "render"))
+			goto cleanup;
+		prom__family(p, "gpuprobe_cuda_kernel_launches_total");
+		for (int k = 0; k < steps[i].n; k++) {
+			pp[k].exited = steps[i].exited[k];
+			snprintf(pp[k].comm, sizeof(pp[k].comm), "%s", steps[i].comm[k]);
+			prom__u64(p, "gpuprobe_cuda_kernel_launches_total", &pp[k], kv, steps[i].v[k]);
+		}
+		r = prom_out__write(p, f);
+		fclose(f);
+		prom_out__free(p);
+		if (!ASSERT_EQ(r, 0, "written"))
+			goto cleanup;
+		for (int k = 0; k < 2 && i > 0; k++) {
+			char line[128];
+
+			if (!want[i][k])
+				continue;
+			snprintf(line, sizeof(line), "gpuprobe_cuda_kernel_launches_total{comm=\"%s\",kernel=\"k\"} %s\n",
+				 k ? "job" : "launcher", want[i][k]);
+			if (!ASSERT_STR_CONTAINS(buf, line, "each image's count"))
+				goto cleanup;
+		}
+	}
+cleanup:
+	free(buf);
+	prom_store__free(st);
 }
 
 #define BW_LABELS "{comm=\"copier\",cgroup=\"/system.slice/x.service\""
@@ -1102,6 +1236,8 @@ int main(int argc, char **argv)
 	RUN_TEST(test_per_process_series);
 	RUN_TEST(test_pod_labels);
 	RUN_TEST(test_bad_family_fails);
+	RUN_TEST(test_estimate_never_down);
+	RUN_TEST(test_estimate_exec_images);
 	RUN_TEST(test_bandwidth_series);
 	RUN_TEST(test_bandwidth_two_exits_one_pid);
 	RUN_TEST(test_ioctl_series_cap_and_other);

@@ -78,6 +78,7 @@ struct ct_mode {
 	bool said_no_layout[CT_BUILDS + 1]; /* per build: "unnamed for want of a layout" logged */
 	struct ct_snap snap;
 	struct ct_sampled *sampled; /* snap.sampled */
+	struct ct_sampled *counted; /* snap.counted */
 };
 
 /* Known names teach midname where the driver keeps them; enough of them tell it (each
@@ -99,6 +100,7 @@ static void m_free(void *st)
 	free(m->snap.pids);
 	free(m->snap.procs);
 	free(m->sampled);
+	free(m->counted);
 	free(m);
 }
 
@@ -608,7 +610,7 @@ uint64_t ct_sampled__count(const struct ct_sampled *smp, uint64_t v)
 /* A process's counts of sampled probes are estimates (--max-overhead): its ratio and the
  * intervals of its count fields. Captures are never sampled (the budget holds every call
  * seen while one is live), so captured counts stay as seen. */
-static void sample_of(struct gp_run *run, const struct ct_proc *p, struct ct_sampled *out)
+static void sample_of(struct gp_run *run, const struct ct_proc *p, struct ct_sampled *out, bool settled)
 {
 	const uint64_t v[CT_IV__COUNT] = {
 		[CT_IV_LAUNCHES] = p->launches, [CT_IV_UNNAMED] = p->unnamed_launches,
@@ -616,9 +618,23 @@ static void sample_of(struct gp_run *run, const struct ct_proc *p, struct ct_sam
 		[CT_IV_SYNCS] = p->hist[GP_HIST_SYNC].count,
 	};
 
+	double seen = (double)(p->launches + p->graph_launches + p->hist[GP_HIST_SYNC].count), extra;
+
 	memset(out, 0, sizeof(*out));
-	if (!gp_run__sampling(run, p->pid, &out->s) || out->s.observed <= 0)
+	if (!(settled ? gp_run__sampling_settled : gp_run__sampling)(run, p->pid, &out->s) || out->s.observed <= 0)
 		return;
+	/* The budget's account ends at its last period boundary; the calls seen since (in the
+	 * window open now, or every call seen again) are exact, and scaled by the ratio they
+	 * would count as the whole next unseen part: added as they are, so that a count never
+	 * runs ahead of the calls made (a counter cannot take that back: src/out/prom.c). */
+	extra = seen - out->s.observed;
+	if (extra > 0) {
+		out->s.observed += extra;
+		out->s.estimate += extra;
+		out->s.lo += extra;
+		out->s.hi += extra;
+		out->s.fraction = out->s.observed / out->s.estimate;
+	}
 	out->on = true;
 	out->ratio = out->s.estimate / out->s.observed;
 	for (int i = 0; i < CT_IV__COUNT; i++)
@@ -638,11 +654,14 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	free(s->procs);
 	free(s->pids);
 	free(m->sampled);
+	free(m->counted);
 	s->procs = calloc(n ? n : 1, sizeof(*s->procs));
 	s->pids = calloc(n ? n : 1, sizeof(*s->pids));
 	m->sampled = calloc(n ? n : 1, sizeof(*m->sampled));
+	m->counted = calloc(n ? n : 1, sizeof(*m->counted));
 	s->sampled = m->sampled;
-	if (!s->procs || !s->pids || !m->sampled)
+	s->counted = m->counted;
+	if (!s->procs || !s->pids || !m->sampled || !m->counted)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		const struct ct_proc *p = procs[i];
@@ -653,8 +672,10 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 		s->pids[k] = (struct gp_snap_pid){ .pid = p->pid, .exited = p->exited,
 			.probe_hits = per * (p->launches + p->graph_launches + p->hist[GP_HIST_SYNC].count) };
 		memcpy(s->pids[k].comm, p->comm, sizeof(s->pids[k].comm));
-		if (strcmp(kind, "hits")) /* the probe hits are what was seen: no estimate needed */
-			sample_of(run, p, &m->sampled[k]);
+		if (strcmp(kind, "hits")) { /* the probe hits are what was seen: no estimate needed */
+			sample_of(run, p, &m->sampled[k], false);
+			sample_of(run, p, &m->counted[k], true);
+		}
 		k++;
 	}
 	s->nr_procs = k;

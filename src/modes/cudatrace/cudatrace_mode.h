@@ -41,6 +41,8 @@ struct ct_snap {
 	struct gp_snap hdr;
 	const struct ct_proc **procs;
 	const struct ct_sampled *sampled; /* one per process */
+	const struct ct_sampled *counted; /* the same, settled (gp_run__sampling_settled): what
+					   * /metrics counters add; NULL: none */
 	size_t nr_procs;
 	struct gp_snap_pid *pids;
 	struct gp_snap_drop drops[GP_LDROP__COUNT + 1 + GP_RUN_DROPS];

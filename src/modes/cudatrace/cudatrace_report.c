@@ -326,20 +326,45 @@ void ct_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 /* Every kernel of the process: src/out/prom.c caps the distinct names per series
  * (--max-kernel-series, the rest under kernel="other"). Unnamed handles are one name,
  * "unknown": their handle values differ in every process. */
-static void kernel_series(struct prom_out *p, const struct ct_proc *cp, const struct gp_snap_pid *pp)
+static void kernel_series(struct prom_out *p, const struct ct_proc *cp, const struct gp_snap_pid *pp,
+			  const struct ct_sampled *smp)
 {
 	for (size_t i = 0; i < cp->nr_kernels; i++) {
 		const struct ct_kernel *k = &cp->kernels[i];
 		const char *kv[] = { "kernel", k->source == CT_NAME_NONE || !k->name ? "unknown" : k->name, NULL };
 
-		prom__u64(p, "gpuprobe_cuda_kernel_launches_total", pp, kv, k->launches);
+		prom__u64(p, "gpuprobe_cuda_kernel_launches_total", pp, kv, ct_sampled__count(smp, k->launches));
 		prom__u64(p, "gpuprobe_cuda_kernel_captures_total", pp, kv, k->captured);
-		prom__u64(p, "gpuprobe_cuda_graph_kernel_executions_total", pp, kv, k->graph_executed);
+		prom__u64(p, "gpuprobe_cuda_graph_kernel_executions_total", pp, kv,
+			  ct_sampled__count(smp, k->graph_executed));
 	}
 }
 
-/* A sampled process: its calls seen and estimated, in gauges of their own (counters hold
- * what was seen, which never goes down; an estimate may). Summed per series: a series of
+/* The launches' companions: the calls seen, and the ends of the 95 % interval (a process
+ * counted exactly: its count at both); src/out/prom.c keeps every estimate family from going
+ * down. No upper end: the estimate, and as much in the unbounded family. */
+static void launch_bounds(struct prom_out *p, const struct ct_proc *cp, const struct gp_snap_pid *pp,
+			  const struct ct_sampled *smp)
+{
+	const char *kv[] = { "bound", "low", NULL };
+	double lo = (double)cp->launches, hi = lo, unbounded = 0;
+
+	if (smp->on) {
+		lo = smp->iv[CT_IV_LAUNCHES][1];
+		hi = smp->iv[CT_IV_LAUNCHES][2];
+		if (isinf(hi)) {
+			unbounded = hi = (double)ct_sampled__count(smp, cp->launches);
+		}
+	}
+	prom__u64(p, "gpuprobe_cuda_launches_seen_total", pp, NULL, cp->launches);
+	prom__u64(p, "gpuprobe_cuda_launches_interval_total", pp, kv, (uint64_t)floor(lo));
+	kv[1] = "high";
+	prom__u64(p, "gpuprobe_cuda_launches_interval_total", pp, kv, (uint64_t)ceil(hi));
+	prom__u64(p, "gpuprobe_cuda_launches_unbounded_total", pp, NULL, (uint64_t)unbounded);
+}
+
+/* A sampled process that runs: its calls seen and estimated as they stand now, in gauges
+ * (the counters add the estimates and never go down). Summed per series: a series of
  * several processes gets their calls added (src/out/metrics.c). */
 static void prom_sampled(struct prom_out *p, const struct gp_snap_pid *pp, const struct ct_proc *cp,
 			 const struct ct_sampled *smp)
@@ -384,6 +409,9 @@ int ct_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run
 	prom__cap(p, "gpuprobe_cuda_graph_kernel_executions_total", s->max_kernel_series);
 	prom__family(p, "gpuprobe_cuda_graph_launches_total");
 	prom__family(p, "gpuprobe_cuda_sync_calls_total");
+	prom__family(p, "gpuprobe_cuda_launches_seen_total");
+	prom__family(p, "gpuprobe_cuda_launches_interval_total");
+	prom__family(p, "gpuprobe_cuda_launches_unbounded_total");
 	prom__family(p, "gpuprobe_cuda_sync_duration_seconds");
 	prom__family(p, "gpuprobe_cuda_launch_duration_seconds");
 	prom__family(p, "gpuprobe_sampled_processes");
@@ -395,11 +423,15 @@ int ct_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run
 		const struct gp_snap_pid *pp = &s->pids[i];
 		const struct gp_hist *sync = &cp->hist[GP_HIST_SYNC], *launch = &cp->hist[GP_HIST_LAUNCH];
 
-		kernel_series(p, cp, pp);
-		prom__u64(p, "gpuprobe_cuda_graph_launches_total", pp, NULL, cp->graph_launches);
-		prom__u64(p, "gpuprobe_cuda_sync_calls_total", pp, NULL, sync->count);
-		if (sampled_of(s, i)->on && !cp->exited)
-			prom_sampled(p, pp, cp, sampled_of(s, i));
+		const struct ct_sampled *smp = sampled_of(s, i), *cnt = s->counted ? &s->counted[i] : smp;
+
+		/* counters: the settled estimate, never ahead of the calls; gauges: the latest */
+		kernel_series(p, cp, pp, cnt);
+		launch_bounds(p, cp, pp, cnt);
+		prom__u64(p, "gpuprobe_cuda_graph_launches_total", pp, NULL, ct_sampled__count(cnt, cp->graph_launches));
+		prom__u64(p, "gpuprobe_cuda_sync_calls_total", pp, NULL, ct_sampled__count(cnt, sync->count));
+		if (smp->on && !cp->exited)
+			prom_sampled(p, pp, cp, smp);
 		if (!s->latency)
 			continue;
 		prom__hist(p, "gpuprobe_cuda_sync_duration_seconds", pp, NULL, (const uint64_t *)sync->slots, (double)sync->total_ns / 1e9);
