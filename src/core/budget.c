@@ -68,6 +68,7 @@ struct account {
 	struct gp_account acc;
 	double rho, stray_s; /* the last period's: share of the window in probes, strays' seconds */
 	double fixed;        /* the last period's share of time in the probes never sampled */
+	double cpu_last;     /* its CPU seconds at the last boundary (negative: not known) */
 	bool fresh;    /* accounted in the last period */
 };
 
@@ -306,6 +307,21 @@ static bool held(struct gp_budget *b)
 /* -------------------------------------------------------------------------------------
  * Accounting */
 
+/* pid's CPU time so far, all its threads (seconds; negative when it cannot be read). The
+ * estimates' call-bound model counts calls per CPU second of the process (src/core/sampling.c):
+ * a paced process that sleeps between calls where the probes did not slow it gets the calls
+ * its CPU time paid for, and threads on several CPUs are not read as one in probes. */
+static double proc_cpu_s(uint32_t pid)
+{
+	struct timespec ts;
+	clockid_t id;
+
+	if (!pid || clock_getcpuclockid((pid_t)pid, &id) || clock_gettime(id, &ts))
+		return -1;
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+
 /* The hits array as it is now (owners first: a slot's hits never belong to an older owner
  * than the one read with them). */
 static void take_snapshot(struct gp_budget *b)
@@ -372,6 +388,7 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now
 		return false;
 	a->pid = pid;
 	a->last = a->last_stray = a->last_fixed = 0;
+	a->cpu_last = -1; /* not known until its first boundary */
 	/* it may have begun in the last period's unseen part */
 	gp_account__begin(&a->acc, b->last_unseen);
 	return true;
@@ -430,7 +447,7 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 	for (size_t i = 0; i < SLOTS; i++) {
 		struct account *a = &b->accounts[i];
 		uint64_t hits = b->snap_hits[i], stray = b->snap_stray[i], fixed = b->snap_fixed[i];
-		double n, ns, nf;
+		double n, ns, nf, cpu_now, cpu_T = -1;
 
 		a->fresh = false;
 		if (!slot_owner(b, i, b->snap_pid[i], now))
@@ -443,10 +460,14 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		a->last_fixed = fixed;
 		if (i == GP_HIT_SLOTS && !n && !ns && !nf && !a->acc.seconds)
 			continue;
+		cpu_now = a->pid ? proc_cpu_s(a->pid) : -1;
+		if (a->cpu_last >= 0 && cpu_now >= a->cpu_last)
+			cpu_T = cpu_now - a->cpu_last;
+		a->cpu_last = cpu_now;
 		/* the priced hits cost the process like strays: never counted, always paid */
-		gp_account__period(&a->acc, n, ns + nf * b->fixed_price / b->price, T, on, b->cost, b->price);
-		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits, %.0f strays and %.0f priced hits",
-		       T * 1e3, on * 1e3, a->pid, n, ns, nf);
+		gp_account__period_cpu(&a->acc, n, ns + nf * b->fixed_price / b->price, T, on, cpu_T, b->cost, b->price);
+		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits, %.0f strays and %.0f priced hits, %.1f ms on a CPU",
+		       T * 1e3, on * 1e3, a->pid, n, ns, nf, cpu_T * 1e3);
 		a->fresh = on > 0;
 		a->rho = on > 0 ? n * b->price / on : 0;
 		a->stray_s = ns * b->price;
