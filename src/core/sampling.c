@@ -116,8 +116,11 @@ static void between(const struct gp_account *a, const struct rates *r2, double n
 	*y = middle(*ylo, *yhi);
 	/* a step anywhere in it: within ±step/2 of the midpoint, at worst at either end (the
 	 * largest variance a bounded error can have); arrivals: the windows' rates and the
-	 * unseen count itself */
-	*var = step * step / 4 + u * u * (a->p_n / (a->p_on * a->p_on) + n2 / (on2 * on2)) / 4 + *y;
+	 * unseen count itself. Each window's rate serves the unseen parts on both sides of it,
+	 * so its noise counts twice over (their errors go together): /2 where two independent
+	 * halves would be /4 (at /4 a paced process's interval held its count in 94 % of
+	 * simulated runs, test_sampling's test_simulated_coverage) */
+	*var = step * step / 4 + u * u * (a->p_n / (a->p_on * a->p_on) + n2 / (on2 * on2)) / 2 + *y;
 }
 
 void gp_account__period(struct gp_account *a, double n, double stray, double T, double on, double cost,
