@@ -466,5 +466,46 @@ def test_comm_process_running_at_start_counted():
             w.kill()
 
 
+
+
+# issue 29's patterns: (rate_app arguments, what it is). Each is known to the count: rate_app
+# makes exactly RATE x MS / 1000 launches a thread whatever it achieves.
+COVERAGE_PATTERNS = [
+    ("--phases 500000:1500", "a loop paced every 2 us (the stand-in's row)"),
+    ("--phases 1000000:600 --spin 3000 --sync-every 1024", "a tight loop, 3 us of host work a launch, a sync every 1024"),
+    ("--phases 20000:1500 --threads 8", "8 threads launching at once, 20000/s each"),
+    ("--phases 20000:1500 --spin 2000", "a paced loop at 20000/s with 2 us of host work a launch"),
+]
+
+
+def test_budget_interval_coverage():
+    """Repeated runs across patterns and budgets (1 % and 5 %): every estimate within 2x of
+    rate_app's own count, bounded or not, and the 95 % intervals holding it in at least
+    80 % of the runs (16 runs: a true 95 % coverage falls under that about once in 100).
+    Bursts are not in it: windows 500 ms apart alias bursts shorter than that (issue 29,
+    open; test_sampling prints their simulated coverage)."""
+    held, runs, lines = 0, 0, []
+    for rep in range(2):
+        for pct in (1, 5):
+            for args, what in COVERAGE_PATTERNS:
+                cmd = [RATE, "--alloc-every", "0"] + args.split()
+                r = gp.gpuprobe(BASE + ["--cudatrace", "--max-overhead", str(pct)], cmd=cmd, timeout=60)
+                eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
+                t = truth(r.stderr)
+                ct = final_proc(r.stdout, "cudatrace", t["pid"])
+                est = ct["launches"]
+                smp = ct.get("sampling")
+                lo, hi = smp["intervals"]["launches"] if smp else (est, est)
+                ok = lo <= t["launches"] <= (hi if hi is not None else float("inf"))
+                held += ok
+                runs += 1
+                lines.append(f"{what}, {pct} %: {t['launches']} launches, estimate {est} ({est / t['launches']:.2f}x),"
+                             f" [{lo}, {hi}]{'' if ok else ' MISSED'}")
+                check(0.5 <= est / t["launches"] <= 2, f"estimate off by more than 2x: {lines[-1]}")
+    for l in lines:
+        print(f"#   {l}")
+    check(held >= 0.8 * runs, f"intervals held the count in {held} of {runs} runs")
+
+
 if __name__ == "__main__":
     gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])
