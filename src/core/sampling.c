@@ -178,6 +178,15 @@ void gp_account__period_cpu(struct gp_account *a, double n, double stray, double
 	if (on > 0 && on < T) {
 		unseen_calls(&r, T - on, cpu_T >= 0 ? cpu_T - cpu_on : -1, &ulo, &uhi, &uwide);
 		m = middle(ulo, uhi) / (T - on);
+		/* successive windows' rates, for the spread of an irregular process */
+		if (a->windows)
+			a->ssd += (m - a->p_mid) * (m - a->p_mid);
+		if (!a->windows || m < a->m_min)
+			a->m_min = m;
+		if (!a->windows || m > a->m_max)
+			a->m_max = m;
+		a->windows++;
+		a->u2 += (T - on) * (T - on);
 		a->sampled = a->pending = true;
 		a->p_step = a->have_rate ? fabs(m - a->p_mid) : m;
 		a->p_mid = m;
@@ -223,6 +232,19 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 		hi += yhi;
 		wide += ywide - yhi;
 		var += a->p_step * a->p_step * u * u / 4 + u * u * a->p_n / (a->p_on * a->p_on) + y;
+	}
+	/* A process whose rate moves from one window to the next more than once between two
+	 * (bursts shorter than a period, which windows at random points of them catch or miss)
+	 * is no step model's: its windows' rates are a sample of its rate, and their spread
+	 * (half the mean squared difference of successive ones, which a trend moves little)
+	 * on each unseen part is the variance to hold when it is larger. */
+	if (a->windows >= 3) {
+		/* one more difference, the widest the windows saw: a few windows in bursts say
+		 * little of how often bursts come (a binomial count's small-sample pull) */
+		double spread = a->m_max - a->m_min, v = (a->ssd + spread * spread) / (2.0 * (double)a->windows) * a->u2;
+
+		if (v > var)
+			var = v;
 	}
 	sd = Z95 * sqrt(var);
 	out->observed = a->obs;

@@ -60,6 +60,10 @@ struct gp_account {
 	double p_n, p_on;    /* its window's hits and seconds */
 	double p_step;       /* the rate's change at that window (calls/s) */
 	bool have_rate;
+	uint64_t windows;    /* sampled windows */
+	double ssd;          /* the sum of squared differences of successive windows' rates */
+	double u2;           /* the sum of squared unseen parts' seconds */
+	double m_min, m_max; /* the least and the largest of those rates */
 	double probe_s;      /* seconds it spent in the probes (hits and strays × cost) */
 	double seconds;      /* seconds accounted */
 };

@@ -343,7 +343,11 @@ static bool sim_one(const struct pattern *p, uint64_t seed, double pct, double *
 	struct gp_sampling s;
 	double truth = 0, f = 1, phase;
 
-	sim_rng = seed * 0x9e3779b97f4a7c15ULL + 1;
+	/* splitmix64 of the seed: nearby seeds start far apart */
+	sim_rng = seed + 0x9e3779b97f4a7c15ULL;
+	sim_rng = (sim_rng ^ (sim_rng >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	sim_rng = (sim_rng ^ (sim_rng >> 27)) * 0x94d049bb133111ebULL;
+	sim_rng = (sim_rng ^ (sim_rng >> 31)) | 1;
 	phase = urand() * (p->burst_on + p->burst_off);
 	for (int i = 0; i < 16; i++) {
 		double on = f >= 1 ? Tp : f * Tp, n = 0, nu = 0, cpu = 0;
@@ -354,10 +358,14 @@ static bool sim_one(const struct pattern *p, uint64_t seed, double pct, double *
 			double sun = (Tp - on) * (1 - p->desched), act = 1;
 
 			if (p->burst_on > 0) {
-				/* the window falls in a burst or between two; the unseen part has its share */
-				double at = fmod(phase + i * Tp, p->burst_on + p->burst_off);
+				/* the window falls in a burst or between two (the budget draws each
+				 * period's length at random: at any point of the bursts' cycle); the
+				 * unseen part has its share */
+				double at = fmod(phase + urand() * (p->burst_on + p->burst_off), p->burst_on + p->burst_off);
 
 				act = at < p->burst_on ? 1 : 0;
+				if (f >= 1) /* every call seen: the whole period, its bursts' share */
+					act = p->burst_on / (p->burst_on + p->burst_off);
 			}
 			sim_run(p, son * act, cost * p->real, &x, &xc);
 			sim_run(p, sun * (p->burst_on > 0 ? p->burst_on / (p->burst_on + p->burst_off) : 1), 0, &y, &yc);
