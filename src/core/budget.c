@@ -69,10 +69,14 @@ struct group {
 struct account {
 	uint32_t pid;  /* 0: no process (the spill slot is always accounted) */
 	uint64_t last, last_stray, last_fixed; /* its hits, strays and priced hits at the last boundary */
+	uint64_t last_active; /* and its hits' active_ns (bpf/gpuprobe.h) */
 	struct gp_account acc;
 	double rho, stray_s; /* the last period's: share of the window in probes, strays' seconds */
 	double fixed;        /* the last period's share of time in the probes never sampled */
 	double cpu_last;     /* its CPU seconds at the last boundary (negative: not known) */
+	uint64_t off_ns;     /* when the window of its pending unseen part closed (0: none) */
+	uint64_t exit_ns;    /* when it exited (gp_budget__exited; 0: not known) */
+	bool closed;         /* accounted to its exit already (gp_budget__exited) */
 	bool fresh;    /* accounted in the last period */
 };
 
@@ -87,6 +91,7 @@ struct plan {
 struct ended {
 	struct gp_account acc;
 	uint64_t end_ns;
+	uint64_t off_ns; /* struct account's */
 };
 
 /* What the probes' own programs cost, measured with the kernel's BPF run-time statistics
@@ -140,11 +145,12 @@ struct gp_budget {
 	uint32_t *watch;          /* the slots accounted in the last period, for the window's guard */
 	size_t nr_watch;
 	uint64_t cut_windows;     /* windows ended early: a process took its period's hits */
-	uint64_t *snap_hits, *snap_stray, *snap_fixed;
+	uint64_t *snap_hits, *snap_stray, *snap_fixed, *snap_active;
 	double period_s;          /* of the sampled periods now */
 	double last_unseen;       /* seconds of the last period's that went unseen */
 	uint32_t epoch;           /* the number of the window last opened (set_window) */
 	uint64_t rng;             /* xorshift state: the sampled periods' lengths */
+	uint64_t cur_start, cur_off; /* the period now: its start, its window's close (0: open) */
 };
 
 /* -------------------------------------------------------------------------------------
@@ -336,6 +342,7 @@ static void take_snapshot(struct gp_budget *b)
 		b->snap_hits[i] = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
 		b->snap_stray[i] = __atomic_load_n(&b->hits[i].stray, __ATOMIC_RELAXED);
 		b->snap_fixed[i] = __atomic_load_n(&b->hits[i].fixed, __ATOMIC_RELAXED);
+		b->snap_active[i] = __atomic_load_n(&b->hits[i].active_ns, __ATOMIC_RELAXED);
 	}
 }
 
@@ -365,6 +372,7 @@ static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_s
 	if (e) {
 		e->acc = a->acc;
 		e->end_ns = now;
+		e->off_ns = a->off_ns;
 		free(u64map__del(b->ended, pid));
 		if (u64map__put(b->ended, pid, e))
 			free(e);
@@ -373,6 +381,8 @@ static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_s
 		__atomic_store_n(&b->hits[i].hits, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].stray, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].fixed, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].active_ns, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].last_ns, 0, __ATOMIC_RELAXED);
 		__atomic_compare_exchange_n(&b->hits[i].pid, &pid, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 	}
 	memset(a, 0, sizeof(*a));
@@ -392,8 +402,9 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now
 	if (!pid)
 		return false;
 	a->pid = pid;
-	a->last = a->last_stray = a->last_fixed = 0;
+	a->last = a->last_stray = a->last_fixed = a->last_active = 0;
 	a->cpu_last = -1; /* not known until its first boundary */
+	a->off_ns = a->exit_ns = 0;
 	/* it may have begun in the last period's unseen part */
 	gp_account__begin(&a->acc, b->last_unseen);
 	return true;
@@ -447,12 +458,15 @@ static void plan(struct gp_budget *b, struct plan *p)
  */
 static void account_period(struct gp_budget *b, double T, double on, uint64_t now, struct plan *p)
 {
+	uint64_t t0 = now - (uint64_t)(T * 1e9);
+
 	pthread_mutex_lock(&b->acc);
 	b->nr_watch = 0;
 	for (size_t i = 0; i < SLOTS; i++) {
 		struct account *a = &b->accounts[i];
 		uint64_t hits = b->snap_hits[i], stray = b->snap_stray[i], fixed = b->snap_fixed[i];
-		double n, ns, nf, cpu_now, cpu_T = -1;
+		uint64_t active = b->snap_active[i];
+		double n, ns, nf, act, cpu_now, cpu_T = -1, Te, one;
 
 		a->fresh = false;
 		if (!slot_owner(b, i, b->snap_pid[i], now))
@@ -463,16 +477,35 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		a->last = hits;
 		a->last_stray = stray;
 		a->last_fixed = fixed;
+		act = active >= a->last_active ? (double)(active - a->last_active) * 1e-9 : -1;
+		a->last_active = active;
+		if (a->closed) { /* accounted to its exit: nothing more of it */
+			if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
+				end_account(b, i, now, true);
+			continue;
+		}
 		if (i == GP_HIT_SLOTS && !n && !ns && !nf && !a->acc.seconds)
 			continue;
 		cpu_now = a->pid ? proc_cpu_s(a->pid) : -1;
 		if (a->cpu_last >= 0 && cpu_now >= a->cpu_last)
 			cpu_T = cpu_now - a->cpu_last;
 		a->cpu_last = cpu_now;
+		/* A process that exited in this period (its exit record came first) lived only
+		 * to its exit: the rest of the period is not an unseen part of it. */
+		Te = T;
+		one = on;
+		if (a->exit_ns && a->exit_ns < t0 + (uint64_t)(T * 1e9)) {
+			Te = a->exit_ns > t0 ? (double)(a->exit_ns - t0) / 1e9 : 0;
+			if (Te <= on)
+				one = Te;
+		}
 		/* the priced hits cost the process like strays: never counted, always paid */
-		gp_account__period_cpu(&a->acc, n, ns + nf * b->fixed_price / b->price, T, on, cpu_T, b->cost, b->price);
-		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits, %.0f strays and %.0f priced hits, %.1f ms on a CPU",
-		       T * 1e3, on * 1e3, a->pid, n, ns, nf, cpu_T * 1e3);
+		if (Te > 0)
+			gp_account__period_cpu(&a->acc, n, ns + nf * b->fixed_price / b->price, Te, one, act, cpu_T,
+					       b->cost, b->price);
+		a->off_ns = one < Te ? t0 + (uint64_t)(on * 1e9) : 0;
+		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits (calling for %.2f ms), %.0f strays and %.0f priced hits, %.1f ms on a CPU",
+		       T * 1e3, on * 1e3, a->pid, n, act * 1e3, ns, nf, cpu_T * 1e3);
 		a->fresh = on > 0;
 		a->rho = on > 0 ? n * b->price / on : 0;
 		a->stray_s = ns * b->price;
@@ -669,6 +702,15 @@ static double next_fraction(struct gp_budget *b, const struct plan *p, uint64_t 
 
 /* Every call seen: a boundary each period, or as soon as a process's rate would pass the
  * target. Returns the share to sample next (its window begins now, at *start). */
+/* The period now begins at start, its window open (or, with off, closed at off). */
+static void set_current(struct gp_budget *b, uint64_t start, uint64_t off)
+{
+	pthread_mutex_lock(&b->acc);
+	b->cur_start = start;
+	b->cur_off = off;
+	pthread_mutex_unlock(&b->acc);
+}
+
 static double exact_period(struct gp_budget *b, uint64_t *start)
 {
 	uint64_t t0 = *start, now = t0;
@@ -684,6 +726,7 @@ static double exact_period(struct gp_budget *b, uint64_t *start)
 	now = gp_mono_ns();
 	take_snapshot(b);
 	account_period(b, (double)(now - t0) / 1e9, (double)(now - t0) / 1e9, now, &p);
+	set_current(b, now, 0);
 	*start = now;
 	return next_fraction(b, &p, now);
 }
@@ -779,6 +822,7 @@ static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 		return f;
 	set_window(b, false);
 	t_off = gp_mono_ns();
+	set_current(b, t0, t_off);
 	gp_log(GP_LOG_DEBUG, "budget: window closed at %llu", (unsigned long long)t_off);
 	pthread_mutex_lock(&b->links);
 	detach_all(b);
@@ -814,6 +858,7 @@ static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 	b->windows++;
 	pthread_mutex_unlock(&b->acc);
 	account_period(b, (double)(now - t0) / 1e9, (double)(t_off - t0) / 1e9, now, &p);
+	set_current(b, now, 0);
 	*start = now;
 	return next_fraction(b, &p, now);
 }
@@ -825,6 +870,7 @@ static void *budget_main(void *arg)
 	double f = 1.0;
 
 	set_window(b, true);
+	set_current(b, start, 0);
 	gp_log(GP_LOG_DEBUG, "budget: window open at %llu", (unsigned long long)start);
 	while (!stopping(b))
 		f = f >= 1 ? exact_period(b, &start) : sampled_period(b, &start, f);
@@ -862,9 +908,10 @@ struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char
 	b->snap_hits = calloc(SLOTS, sizeof(*b->snap_hits));
 	b->snap_stray = calloc(SLOTS, sizeof(*b->snap_stray));
 	b->snap_fixed = calloc(SLOTS, sizeof(*b->snap_fixed));
+	b->snap_active = calloc(SLOTS, sizeof(*b->snap_active));
 	b->ended = u64map__new();
 	if (!b->accounts || !b->ended || !b->snap_pid || !b->watch || !b->snap_hits || !b->snap_stray ||
-	    !b->snap_fixed)
+	    !b->snap_fixed || !b->snap_active)
 		goto oom;
 	b->hits_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_hits", sizeof(__u32), sizeof(struct gp_hit_slot),
 				    MAP_SLOTS, &o);
@@ -1017,6 +1064,7 @@ void gp_budget__free(struct gp_budget *b)
 	free(b->snap_hits);
 	free(b->snap_stray);
 	free(b->snap_fixed);
+	free(b->snap_active);
 	u64map__free_all(b->ended, NULL);
 	pthread_mutex_destroy(&b->links);
 	pthread_mutex_destroy(&b->acc);
@@ -1037,6 +1085,50 @@ static const struct gp_account *account_of(struct gp_budget *b, uint32_t pid)
 	if (e)
 		return &e->acc;
 	return b->accounts[i].pid ? &b->accounts[GP_HIT_SLOTS].acc : NULL;
+}
+
+void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
+{
+	size_t i = pid & (GP_HIT_SLOTS - 1);
+	struct ended *e;
+
+	if (!b || !pid)
+		return;
+	gp_log(GP_LOG_DEBUG, "budget: PID %u exited at %llu", pid, (unsigned long long)ts_ns);
+	pthread_mutex_lock(&b->acc);
+	if (b->accounts[i].pid == pid && !b->accounts[i].closed) {
+		struct account *a = &b->accounts[i];
+
+		a->exit_ns = ts_ns;
+		if (ts_ns >= b->cur_start && b->cur_start) {
+			/* It exited in the period now: its part of it is accounted at once, to its
+			 * exit (the report that follows an exit would otherwise leave out the hits
+			 * since the boundary, and scale them as if they had been sampled), and
+			 * nothing of it after. */
+			double T = (double)(ts_ns - b->cur_start) / 1e9;
+			double on = b->cur_off && b->cur_off < ts_ns ? (double)(b->cur_off - b->cur_start) / 1e9 : T;
+			double n = since_boundary(b, i, false), nf = since_boundary(b, i, true);
+			uint64_t st = __atomic_load_n(&b->hits[i].stray, __ATOMIC_RELAXED);
+			uint64_t act = __atomic_load_n(&b->hits[i].active_ns, __ATOMIC_RELAXED);
+			double ns = st >= a->last_stray ? (double)(st - a->last_stray) : 0;
+
+			a->last += (uint64_t)n;
+			a->last_fixed += (uint64_t)nf;
+			a->last_stray = st;
+			if (T > 0)
+				gp_account__period_cpu(&a->acc, n, ns + nf * b->fixed_price / b->price, T, on,
+						       act >= a->last_active ? (double)(act - a->last_active) * 1e-9 : -1,
+						       -1, b->cost, b->price);
+			a->last_active = act;
+			a->closed = true;
+			gp_account__trim(&a->acc, T - on);
+		} else if (a->off_ns) {
+			gp_account__trim(&a->acc, ts_ns > a->off_ns ? (double)(ts_ns - a->off_ns) / 1e9 : 0);
+		}
+	} else if ((e = u64map__get(b->ended, pid)) && e->off_ns) {
+		gp_account__trim(&e->acc, ts_ns > e->off_ns ? (double)(ts_ns - e->off_ns) / 1e9 : 0);
+	}
+	pthread_mutex_unlock(&b->acc);
 }
 
 bool gp_budget__sampling(struct gp_budget *b, uint32_t pid, struct gp_sampling *out)

@@ -212,6 +212,8 @@ static void run_on_proc(void *ctx, const struct gp_proc_event *e)
 
 	if (e->type == GP_EV_EXEC)
 		symbolizer__forget_pid(run->sym, (int)e->pid);
+	if (e->type == GP_EV_GONE)
+		gp_budget__exited(run->budget, e->pid, e->ts_ns);
 	if (run->timeline)
 		gp_timeline__proc(run->timeline, e->type, e->pid, e->ppid, e->root, e->ts_ns, e->comm);
 }
@@ -222,6 +224,7 @@ static void run_on_exit(void *ctx, const struct gp_exit_event *e)
 {
 	struct gp_run *run = ctx;
 
+	gp_budget__exited(run->budget, e->pid, e->ts_ns);
 	if (run->timeline)
 		gp_timeline__proc(run->timeline, GP_EV_EXIT, e->pid, 0, 0, e->ts_ns, e->comm);
 }

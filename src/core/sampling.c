@@ -126,11 +126,11 @@ static void between(const struct gp_account *a, const struct rates *r2, double n
 void gp_account__period(struct gp_account *a, double n, double stray, double T, double on, double cost,
 			double price)
 {
-	gp_account__period_cpu(a, n, stray, T, on, -1, cost, price);
+	gp_account__period_cpu(a, n, stray, T, on, -1, -1, cost, price);
 }
 
-void gp_account__period_cpu(struct gp_account *a, double n, double stray, double T, double on, double cpu_T,
-			    double cost, double price)
+void gp_account__period_cpu(struct gp_account *a, double n, double stray, double T, double on, double act,
+			    double cpu_T, double cost, double price)
 {
 	double y, ylo, yhi, ywide, var, m, ulo, uhi, uwide, cpu_on = -1;
 	struct rates r;
@@ -141,12 +141,15 @@ void gp_account__period_cpu(struct gp_account *a, double n, double stray, double
 		on = T;
 	/* The window's CPU time: the kernel's count of it is a tick stale for a process that
 	 * ran through a 2-ms window (it moves only when the process is scheduled or the tick
-	 * comes), so it is taken as the window's wall time on as many CPUs as the process kept
-	 * busy over the period, and at least one: the probes slowed the process there, and
-	 * a process that ran threads on several CPUs (8 threads launching at once) took its n
-	 * hits on all of them. */
+	 * comes), so it is taken as the time the process was calling in the window (act: the
+	 * gaps between its hits, each up to 100 us, so that a slice it waited for a CPU is not
+	 * in it; the window's wall time when not known) on as many CPUs as the process kept
+	 * busy over the period, and at least one: a process that ran threads on several CPUs
+	 * (8 threads launching at once) took its n hits on all of them. */
 	if (cpu_T >= 0 && on > 0 && on < T) {
-		cpu_on = on * (cpu_T / T > 1 ? cpu_T / T : 1);
+		double base = act > 0 && act < on ? act : on;
+
+		cpu_on = base * (cpu_T / T > 1 ? cpu_T / T : 1);
 		if (cpu_on > cpu_T)
 			cpu_T = cpu_on;
 	} else {
@@ -261,6 +264,23 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 	if (a->unbounded)
 		out->hi = INFINITY;
 	return true;
+}
+
+void gp_account__trim(struct gp_account *a, double unseen)
+{
+	if (!a->pending)
+		return;
+	if (unseen < 0)
+		unseen = 0;
+	if (unseen < a->p_unseen) {
+		if (a->p_cpu_u > 0 && a->p_unseen > 0)
+			a->p_cpu_u *= unseen / a->p_unseen;
+		a->p_unseen = unseen;
+	}
+	/* A process's last calls come some time before its exit (a synchronization, its
+	 * teardown): a step to no calls anywhere in the part, whose variance holds it. */
+	if (a->p_step < a->p_mid)
+		a->p_step = a->p_mid;
 }
 
 double gp_account__overhead(const struct gp_account *a)

@@ -78,11 +78,17 @@ void gp_account__begin(struct gp_account *a, double lead_unseen);
  * path in its caches), `price` each in its time in probes (the cold price). */
 void gp_account__period(struct gp_account *a, double n, double stray, double T, double on, double cost,
 			double price);
-/* The same with the process's CPU time in the period (cpu_T seconds, all its threads;
- * negative: not known, as gp_account__period): the call-bound model then counts calls per
- * CPU second, and an unseen part gets the calls its CPU time paid for (sampling.c). */
-void gp_account__period_cpu(struct gp_account *a, double n, double stray, double T, double on, double cpu_T,
-			    double cost, double price);
+/* The same with the time the process was calling in the window (act seconds: the gaps
+ * between its counted hits, each up to GP_ACTIVE_GAP_NS) and its CPU time in the period
+ * (cpu_T seconds, all its threads; either negative: not known, as gp_account__period): the
+ * call-bound model then counts calls per CPU second, and an unseen part gets the calls its
+ * CPU time paid for (sampling.c). */
+void gp_account__period_cpu(struct gp_account *a, double n, double stray, double T, double on, double act,
+			    double cpu_T, double cost, double price);
+/* The process ended `unseen` seconds into the unseen part waiting for its next window (which
+ * will not come): that part is no longer than that, and its calls may have stopped anywhere
+ * in it (its interval then reaches down to none there). */
+void gp_account__trim(struct gp_account *a, double unseen);
 /* The account as a report carries it; false when every call was seen. */
 bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out);
 /* Its share of time in the probes so far (0 before any period). */

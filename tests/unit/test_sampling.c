@@ -350,12 +350,12 @@ static bool sim_one(const struct pattern *p, uint64_t seed, double pct, double *
 	sim_rng = (sim_rng ^ (sim_rng >> 31)) | 1;
 	phase = urand() * (p->burst_on + p->burst_off);
 	for (int i = 0; i < 16; i++) {
-		double on = f >= 1 ? Tp : f * Tp, n = 0, nu = 0, cpu = 0;
+		double on = f >= 1 ? Tp : f * Tp, n = 0, nu = 0, cpu = 0, act_on = 0;
 		bool over;
 
 		for (int t = 0; t < p->threads; t++) {
 			double x, y, xc, yc, lost = p->desched * urand() * 2, son = on * (1 - (lost > 1 ? 1 : lost));
-			double sun = (Tp - on) * (1 - p->desched), act = 1;
+			double sun = (Tp - on) * (1 - p->desched), act = 1, calling;
 
 			if (p->burst_on > 0) {
 				/* the window falls in a burst or between two (the budget draws each
@@ -375,10 +375,15 @@ static bool sim_one(const struct pattern *p, uint64_t seed, double pct, double *
 				x = 0;
 			n += x;
 			nu += f >= 1 ? 0 : y;
-			cpu += xc + yc + (x * cost * p->real - xc * 0) * 0;
+			cpu += xc + (f >= 1 ? 0 : yc);
+			/* the time it was calling, as BPF measures it: gaps up to 100 us (threads
+			 * overlap: the longest one's) */
+			calling = x * 100e-6 < son * act ? x * 100e-6 : son * act;
+			if (calling > act_on)
+				act_on = calling;
 		}
 		truth += n + nu;
-		gp_account__period_cpu(&a, n, 0, Tp, on, cpu, cost, price);
+		gp_account__period_cpu(&a, n, 0, Tp, on, act_on, cpu, cost, price);
 		f = gp_budget_fraction(n * price / on, 0, target, Tp, &over);
 	}
 	if (!gp_account__sampling(&a, &s)) {
