@@ -37,7 +37,6 @@
 #define GUARD 2.0                 /* a window ends at this many times its period's allowance */
 #define MIN_WINDOW_HITS 32        /* a window goes on until a process that called has this many */
 #define WIDEN_S 0.05              /* but no longer than this past its start (see window_thin) */
-#define SETTLE_S 0.003            /* a window opens up to this long after its links are in */
 #define JITTER 0.2                /* a sampled period is its length x (1 +- this), at random */
 /* The share of the budget aimed at. The rest is for what the price misses: the reaction to
  * a rate that rose, the probes it does not sample, and making and closing links. A hit is
@@ -804,7 +803,7 @@ static bool wait_window(struct gp_budget *b, uint64_t t0, uint64_t T, double f)
  */
 static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 {
-	uint64_t t0 = *start, T, t_off, t_on, now, settle;
+	uint64_t t0 = *start, T, t_off, now;
 	double attach_est, len;
 
 	/* Windows a fixed period apart alias a process that calls in bursts of about that
@@ -837,18 +836,9 @@ static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 		return f;
 	gp_log(GP_LOG_DEBUG, "budget: attach begins at %llu", (unsigned long long)gp_mono_ns());
 	pthread_mutex_lock(&b->links);
-	t_on = gp_mono_ns();
 	attach_all(b);
 	pthread_mutex_unlock(&b->links);
-	/* The breakpoints are in, but a paced process that the links' making held up (its
-	 * text's pages written under its mmap lock: ~10 ms here) now catches up, faster than
-	 * its pace: a window open at once counted that (test_budget_interval_coverage's 20000/s
-	 * loop estimated 1.06x, its interval above the count). The window opens once as long
-	 * again has passed (at most SETTLE_S): the hits until then are strays, priced. */
-	now = gp_mono_ns();
-	settle = now - t_on < (uint64_t)(SETTLE_S * 1e9) ? now - t_on : (uint64_t)(SETTLE_S * 1e9);
-	if (!wait_until(b, now + settle, true) && stopping(b))
-		return f;
+	/* the breakpoints are in: */
 	/* this period ends and the next window opens */
 	now = gp_mono_ns();
 	take_snapshot(b);

@@ -91,9 +91,16 @@ static void unseen_calls(const struct rates *r, double u, double cpu_u, double *
 /* The estimate between a paced count lo and a call-bound one hi: their geometric mean, the
  * point whose worst ratio to either end is least (sqrt(hi / lo)); the arithmetic one is
  * off by up to (1 + hi / lo) / 2, which for a window all but spent in probes made a paced
- * process's estimate 21 times its count on the H200. */
+ * process's estimate 21 times its count on the H200. Past EST_SPAN x lo (a window more
+ * than three quarters in probes: the call-bound model then divides by what is left, and a
+ * price a little high sends it anywhere) the estimate stays at sqrt(EST_SPAN) x lo, within
+ * 2x of any count up to EST_SPAN x lo; the interval keeps the model's end, or none. */
+#define EST_SPAN 4.0
+
 static double middle(double lo, double hi)
 {
+	if (hi > EST_SPAN * lo)
+		hi = EST_SPAN * lo;
 	return lo > 0 && hi > lo ? sqrt(lo * hi) : lo;
 }
 

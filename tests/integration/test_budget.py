@@ -473,7 +473,7 @@ def test_comm_process_running_at_start_counted():
 COVERAGE_PATTERNS = [
     ("--phases 500000:1500", "a loop paced every 2 us (the stand-in's row)"),
     ("--phases 1000000:600 --spin 3000 --sync-every 1024", "a tight loop, 3 us of host work a launch, a sync every 1024"),
-    ("--phases 20000:1500 --threads 8", "8 threads launching at once, 20000/s each"),
+    ("--phases 20000:1500 --threads 8 --spin 2000", "8 threads launching at once, 20000/s each, 2 us of host work a launch"),
     ("--phases 20000:1500 --spin 2000", "a paced loop at 20000/s with 2 us of host work a launch"),
 ]
 
