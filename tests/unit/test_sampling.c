@@ -436,6 +436,48 @@ static void test_simulated_coverage(void)
 		}
 }
 
+/* The H200's row: a loop synchronizing every 1024 launches, the GPU setting its pace, whose
+ * windows ran 97.6 % in probes by the price (a hit priced dearer than it was): its midpoint
+ * estimate was 21x its count. Now within 2x, and the interval says it has no upper end. */
+static void test_h200_sync_row(void)
+{
+	struct gp_account a = { 0 };
+	struct gp_sampling s;
+	double truth = 0, rate = 240000, on = 0.004, cost = 0.976 / rate;
+
+	for (int i = 0; i < 16; i++) {
+		gp_account__period_cpu(&a, rate * on, 0, GP_PERIOD_S, on, on, GP_PERIOD_S, cost, cost);
+		truth += rate * GP_PERIOD_S;
+	}
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	ASSERT_TRUE(s.unbounded, "no upper end: most of each window in probes");
+	ASSERT_TRUE(s.estimate <= 2 * truth && s.estimate >= truth, "the estimate within 2x of the count");
+	ASSERT_TRUE(s.lo <= truth, "the interval's lower end holds it");
+}
+
+/* A process that stopped calling after its last window and exited later: its last unseen
+ * part ends at the exit, and may hold no calls at all. */
+static void test_exit_ends_the_last_part(void)
+{
+	struct gp_account a = { 0 };
+	struct gp_sampling s;
+	double rate = 20000, on = 0.05, truth = 0;
+
+	for (int i = 0; i < 3; i++) {
+		gp_account__period(&a, rate * on, 0, GP_PERIOD_S, on, COST, COST);
+		truth += rate * GP_PERIOD_S;
+	}
+	/* the last period: its window, then 50 ms of calls and 200 ms without before the exit */
+	gp_account__period(&a, rate * on, 0, GP_PERIOD_S, on, COST, COST);
+	truth += rate * (on + 0.05);
+	gp_account__trim(&a, 0.25);
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the truth within the interval");
+	ASSERT_TRUE(s.estimate < truth + rate * 0.25, "the part after the exit not estimated");
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
@@ -452,5 +494,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_strays_cost);
 	RUN_TEST(test_hit_dearer_than_calibrated);
 	RUN_TEST(test_simulated_coverage);
+	RUN_TEST(test_h200_sync_row);
+	RUN_TEST(test_exit_ends_the_last_part);
 	return unit_done();
 }
