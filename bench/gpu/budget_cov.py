@@ -14,6 +14,7 @@ more than 2x, the slowdown per pattern and budget (median of the reps). Exit 1 w
 is under 95 % or an estimate is off by more than 2x."""
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -42,6 +43,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--patterns", default=",".join(p for p, _ in PATTERNS))
     ap.add_argument("--budgets", default=",".join(str(b) for b in BUDGETS))
+    ap.add_argument("--logs", default="", help="a folder for each run's gpuprobe -v log (its periods, "
+                    "windows, hits and strays: where a slowdown comes from)")
     a = ap.parse_args()
     pats = [p for p in PATTERNS if p[0] in a.patterns.split(",")]
     budgets = [float(b) for b in a.budgets.split(",")]
@@ -52,8 +55,13 @@ def main():
             for pct in budgets:
                 plain = subprocess.run([a.bin] + args.split(), capture_output=True, text=True, timeout=600)
                 base = account(plain.stderr)
-                r = subprocess.run([a.gpuprobe, "--cudatrace", "--json", "--max-overhead", f"{pct:g}", "--", a.bin]
-                                   + args.split(), capture_output=True, text=True, timeout=600)
+                r = subprocess.run([a.gpuprobe, "--cudatrace", "--json", "--max-overhead", f"{pct:g}"]
+                                   + (["-v"] if a.logs else []) + ["--", a.bin] + args.split(),
+                                   capture_output=True, text=True, timeout=600)
+                if a.logs:
+                    os.makedirs(a.logs, exist_ok=True)
+                    with open(os.path.join(a.logs, f"{name}-{pct:g}-{rep}.log"), "w") as f:
+                        f.write(r.stderr)
                 t = account(r.stderr)
                 ct = None
                 for line in r.stdout.splitlines():

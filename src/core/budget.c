@@ -447,6 +447,12 @@ static void plan(struct gp_budget *b, struct plan *p)
 		T = GP_MIN_WINDOW_S / p->fraction < GP_MAX_PERIOD_S ? GP_MIN_WINDOW_S / p->fraction : GP_MAX_PERIOD_S;
 		p->fraction = least_fraction(b, T, &p->over, &p->fixed_over);
 	}
+	/* A process whose strays alone (hits while the links go, priced) take more than the
+	 * target of even the longest period passes the budget whatever the window: said so,
+	 * never silently (the links' closing, slower on a loaded machine, sets them). */
+	for (size_t i = 0; i < SLOTS; i++)
+		if (b->accounts[i].fresh && b->accounts[i].stray_s > b->target * T)
+			p->over = true;
 	p->period_s = T;
 }
 

@@ -164,9 +164,12 @@ void gp_account__period_cpu(struct gp_account *a, double n, double stray, double
 	}
 	window_rates(n, on, cpu_on, cost, &r);
 	if (on > 0 && on < T) {
-		/* most of the window in probes: by its CPU time where known (a process off the
-		 * CPU for part of the window was not in probes then) */
-		bool busy = n * cost > UNBOUNDED_BUSY * (cpu_on > 0 ? cpu_on : on);
+		/* Most of the window in probes, on as many CPUs as it kept busy (8 threads take
+		 * their hits on several). Not by the time it was calling: a paced process that
+		 * lost the CPU catches up in a burst, all but all in probes, and would read as
+		 * one whose calls cost less than a probe (test_budget's paced 100 000/s phase
+		 * lost its upper end on a loaded machine). */
+		bool busy = n * cost > UNBOUNDED_BUSY * on * (cpu_T > 0 && cpu_T / T > 1 ? cpu_T / T : 1);
 
 		if (busy && a->busy)
 			a->unbounded = true;
