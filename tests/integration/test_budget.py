@@ -484,6 +484,7 @@ COVERAGE_PATTERNS = [
 ]
 
 
+@retried
 def test_budget_interval_coverage():
     """Repeated runs across patterns and budgets (1 % and 5 %): every estimate within 2x of
     rate_app's own count, bounded or not, and the 95 % intervals holding it in at least
