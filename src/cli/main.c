@@ -550,6 +550,17 @@ static int finish(struct cli *c, char *err, size_t len)
 {
 	/* the exit tracepoint ran before the parent could reap: its record is in the buffer */
 	gp_events__drain(c->run->events);
+	/* -p's targets and the command that have ended, by now at the latest: a sampled
+	 * estimate must not run on past them (their exit records, where they came, said
+	 * when exactly) */
+	for (int i = 0; i < c->nr_pidfds && i < gp_opts.nr_pids; i++) {
+		struct pollfd p = { .fd = c->pidfds[i], .events = POLLIN };
+
+		if (poll(&p, 1, 0) == 1)
+			gp_run__exited(c->run, (uint32_t)gp_opts.pids[i], gp_mono_ns());
+	}
+	if (gp_opts.cmd && c->child_done && c->child.pid > 0)
+		gp_run__exited(c->run, (uint32_t)c->child.pid, gp_mono_ns());
 	gp_run__report(c->run, "final", 0);
 	if (gp_run__counts_hits(c->run))
 		overhead_report(c->run);

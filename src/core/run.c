@@ -284,6 +284,11 @@ int gp_run__attach_sampled(struct gp_run *run, const struct attach_pair *p, cons
 	return r;
 }
 
+void gp_run__exited(struct gp_run *run, uint32_t pid, uint64_t ts_ns)
+{
+	gp_budget__exited(run->budget, pid, ts_ns);
+}
+
 bool gp_run__sampling(struct gp_run *run, uint32_t pid, struct gp_sampling *out)
 {
 	return gp_budget__sampling(run->budget, pid, out);

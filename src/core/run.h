@@ -126,6 +126,9 @@ int gp_run__attach_sampled(struct gp_run *run, const struct attach_pair *p, cons
 /* pid's sampling (a mode scales its counts of the sampled probes by it); false when every
  * call of it was seen. */
 bool gp_run__sampling(struct gp_run *run, uint32_t pid, struct gp_sampling *out);
+/* pid has exited, by ts_ns (CLOCK_MONOTONIC) at the latest: its sampled estimate ends there
+ * (a front end that saw the exit itself, before or without the exit record). */
+void gp_run__exited(struct gp_run *run, uint32_t pid, uint64_t ts_ns);
 /* Follows pid (and with descendants, the processes it started already); after open. */
 /* The run's own drops (the process tree's), appended at drops; returns how many
  * (GP_RUN_DROPS at most). */
