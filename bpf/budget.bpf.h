@@ -75,9 +75,17 @@ static __always_inline bool gp_sampled_hit(__u32 tgid)
 	s = gp_hit_slot_of(tgid);
 	if (!s)
 		return true;
-	if (open)
+	if (open) {
+		/* how long it was calling: plain loads and stores of the last hit's time (threads
+		 * may race on it: a gap is then counted from another thread's hit, still a time
+		 * the process was calling); no atomic exchange before Linux 5.12 */
+		__u64 now = bpf_ktime_get_ns(), last = *(volatile __u64 *)&s->last_ns, gap;
+
+		*(volatile __u64 *)&s->last_ns = now;
+		gap = now > last ? now - last : 0;
+		__sync_fetch_and_add(&s->active_ns, gap < GP_ACTIVE_GAP_NS ? gap : GP_ACTIVE_GAP_NS);
 		__sync_fetch_and_add(&s->hits, 1);
-	else
+	} else
 		__sync_fetch_and_add(&s->stray, 1);
 	return open;
 }

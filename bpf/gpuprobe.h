@@ -66,7 +66,14 @@ struct gp_hit_slot {
 	__u64 hits;  /* counted, in the window */
 	__u64 stray; /* taken outside it */
 	__u64 fixed; /* taken by probes the budget never samples (allocations, copies): priced */
+	__u64 last_ns;   /* bpf_ktime_get_ns() of its last counted hit (any thread) */
+	__u64 active_ns; /* the gaps between its counted hits, each up to GP_ACTIVE_GAP_NS: how
+			  * long in the window it was calling (not waiting for a CPU, not asleep) */
 };
+
+/* A gap between two counted hits longer than this is the process off a CPU or asleep: it
+ * adds only this much to active_ns (src/core/sampling.c, the window's CPU time). */
+#define GP_ACTIVE_GAP_NS 100000ULL
 
 /*
  * Which window a piece of work that a synchronization completes was submitted in, and

@@ -717,6 +717,17 @@ static int finish(struct cli *c, char *err, size_t len)
 	 * hence a bound); processes gone without an exit record are marked exited. */
 	gp_run__unprobe(c->run);
 	gp_events__drain_for(c->run->events, FINAL_DRAIN_MS);
+	/* -p's targets and the command that have ended, by now at the latest: a sampled
+	 * estimate must not run on past them (their exit records, where they came, said
+	 * when exactly) */
+	for (int i = 0; i < c->nr_pidfds && i < gp_opts.nr_pids; i++) {
+		struct pollfd p = { .fd = c->pidfds[i], .events = POLLIN };
+
+		if (poll(&p, 1, 0) == 1)
+			gp_run__exited(c->run, (uint32_t)gp_opts.pids[i], gp_mono_ns());
+	}
+	if (gp_opts.cmd && c->child_done && c->child.pid > 0)
+		gp_run__exited(c->run, (uint32_t)c->child.pid, gp_mono_ns());
 	/* the budget's last period, accounted until now: the report holds its calls */
 	gp_run__stop_budget(c->run);
 	proctab__set_sweep_grace(0);

@@ -35,6 +35,9 @@
 #define EXACT_CHECK_NS 5000000ULL /* how often the rates are checked while all is seen */
 #define WINDOW_TICK_NS 500000ULL  /* how often a window looks at its hits (at least 2 ms long) */
 #define GUARD 2.0                 /* a window ends at this many times its period's allowance */
+#define MIN_WINDOW_HITS 32        /* a window goes on until a process that called has this many */
+#define WIDEN_S 0.05              /* but no longer than this past its start (see window_thin) */
+#define JITTER 0.2                /* a sampled period is its length x (1 +- this), at random */
 /* The share of the budget aimed at. The rest is for what the price misses: the reaction to
  * a rate that rose, the probes it does not sample, and making and closing links. A hit is
  * priced cold (src/core/calibrate.c; a launch with its latency probe ~6 us here, where the
@@ -77,9 +80,14 @@ struct group {
 struct account {
 	uint32_t pid;  /* 0: no process (the spill slot is always accounted) */
 	uint64_t last, last_stray, last_fixed; /* its hits, strays and priced hits at the last boundary */
+	uint64_t last_active; /* and its hits' active_ns (bpf/gpuprobe.h) */
 	struct gp_account acc;
 	double rho, stray_s; /* the last period's: share of the window in probes, strays' seconds */
 	double fixed;        /* the last period's share of time in the probes never sampled */
+	double cpu_last;     /* its CPU seconds at the last boundary (negative: not known) */
+	uint64_t off_ns;     /* when the window of its pending unseen part closed (0: none) */
+	uint64_t exit_ns;    /* when it exited (gp_budget__exited; 0: not known) */
+	bool closed;         /* accounted to its exit already (gp_budget__exited) */
 	bool fresh;    /* accounted in the last period */
 };
 
@@ -94,6 +102,7 @@ struct plan {
 struct ended {
 	struct gp_account acc;
 	uint64_t end_ns;
+	uint64_t off_ns; /* struct account's */
 };
 
 /* What the probes' own programs cost, measured with the kernel's BPF run-time statistics
@@ -147,10 +156,12 @@ struct gp_budget {
 	uint32_t *watch;          /* the slots accounted in the last period, for the window's guard */
 	size_t nr_watch;
 	uint64_t cut_windows;     /* windows ended early: a process took its period's hits */
-	uint64_t *snap_hits, *snap_stray, *snap_fixed;
+	uint64_t *snap_hits, *snap_stray, *snap_fixed, *snap_active;
 	double period_s;          /* of the sampled periods now */
 	double last_unseen;       /* seconds of the last period's that went unseen */
 	uint32_t epoch;           /* the number of the window last opened (set_window) */
+	uint64_t rng;             /* xorshift state: the sampled periods' lengths */
+	uint64_t cur_start, cur_off; /* the period now: its start, its window's close (0: open) */
 };
 
 /* -------------------------------------------------------------------------------------
@@ -318,6 +329,21 @@ static bool held(struct gp_budget *b)
 /* -------------------------------------------------------------------------------------
  * Accounting */
 
+/* pid's CPU time so far, all its threads (seconds; negative when it cannot be read). The
+ * estimates' call-bound model counts calls per CPU second of the process (src/core/sampling.c):
+ * a paced process that sleeps between calls where the probes did not slow it gets the calls
+ * its CPU time paid for, and threads on several CPUs are not read as one in probes. */
+static double proc_cpu_s(uint32_t pid)
+{
+	struct timespec ts;
+	clockid_t id;
+
+	if (!pid || clock_getcpuclockid((pid_t)pid, &id) || clock_gettime(id, &ts))
+		return -1;
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+
 /* The hits array as it is now (owners first: a slot's hits never belong to an older owner
  * than the one read with them). */
 static void take_snapshot(struct gp_budget *b)
@@ -327,6 +353,7 @@ static void take_snapshot(struct gp_budget *b)
 		b->snap_hits[i] = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
 		b->snap_stray[i] = __atomic_load_n(&b->hits[i].stray, __ATOMIC_RELAXED);
 		b->snap_fixed[i] = __atomic_load_n(&b->hits[i].fixed, __ATOMIC_RELAXED);
+		b->snap_active[i] = __atomic_load_n(&b->hits[i].active_ns, __ATOMIC_RELAXED);
 	}
 }
 
@@ -362,6 +389,7 @@ static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_s
 	if (e) {
 		e->acc = a->acc;
 		e->end_ns = now;
+		e->off_ns = a->off_ns;
 		free(u64map__del(b->ended, pid));
 		if (u64map__put(b->ended, pid, e))
 			free(e);
@@ -370,6 +398,8 @@ static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_s
 		__atomic_store_n(&b->hits[i].hits, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].stray, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].fixed, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].active_ns, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].last_ns, 0, __ATOMIC_RELAXED);
 		__atomic_compare_exchange_n(&b->hits[i].pid, &pid, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 	}
 	memset(a, 0, sizeof(*a));
@@ -401,7 +431,9 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now
 	if (!pid)
 		return false;
 	a->pid = pid;
-	a->last = a->last_stray = a->last_fixed = 0;
+	a->last = a->last_stray = a->last_fixed = a->last_active = 0;
+	a->cpu_last = -1; /* not known until its first boundary */
+	a->off_ns = a->exit_ns = 0;
 	/* it may have begun in the last period's unseen part */
 	gp_account__begin(&a->acc, b->last_unseen);
 	return true;
@@ -448,6 +480,12 @@ static void plan(struct gp_budget *b, struct plan *p)
 		T = GP_MIN_WINDOW_S / p->fraction < GP_MAX_PERIOD_S ? GP_MIN_WINDOW_S / p->fraction : GP_MAX_PERIOD_S;
 		p->fraction = least_fraction(b, T, &p->over, &p->fixed_over);
 	}
+	/* A process whose strays alone (hits while the links go, priced) take more than the
+	 * target of even the longest period passes the budget whatever the window: said so,
+	 * never silently (the links' closing, slower on a loaded machine, sets them). */
+	for (size_t i = 0; i < SLOTS; i++)
+		if (b->accounts[i].fresh && b->accounts[i].stray_s > b->target * T)
+			p->over = true;
 	p->period_s = T;
 }
 
@@ -458,12 +496,15 @@ static void plan(struct gp_budget *b, struct plan *p)
  */
 static void account_period(struct gp_budget *b, double T, double on, uint64_t now, struct plan *p)
 {
+	uint64_t t0 = now - (uint64_t)(T * 1e9);
+
 	pthread_mutex_lock(&b->acc);
 	b->nr_watch = 0;
 	for (size_t i = 0; i < SLOTS; i++) {
 		struct account *a = &b->accounts[i];
 		uint64_t hits = b->snap_hits[i], stray = b->snap_stray[i], fixed = b->snap_fixed[i];
-		double n, ns, nf;
+		uint64_t active = b->snap_active[i];
+		double n, ns, nf, act, cpu_now, cpu_T = -1, Te, one;
 
 		a->fresh = false;
 		if (!slot_owner(b, i, b->snap_pid[i], now))
@@ -474,12 +515,35 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		a->last = hits;
 		a->last_stray = stray;
 		a->last_fixed = fixed;
+		act = active >= a->last_active ? (double)(active - a->last_active) * 1e-9 : -1;
+		a->last_active = active;
+		if (a->closed) { /* accounted to its exit: nothing more of it */
+			if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
+				end_account(b, i, now, true);
+			continue;
+		}
 		if (i == GP_HIT_SLOTS && !n && !ns && !nf && !a->acc.seconds)
 			continue;
+		cpu_now = a->pid ? proc_cpu_s(a->pid) : -1;
+		if (a->cpu_last >= 0 && cpu_now >= a->cpu_last)
+			cpu_T = cpu_now - a->cpu_last;
+		a->cpu_last = cpu_now;
+		/* A process that exited in this period (its exit record came first) lived only
+		 * to its exit: the rest of the period is not an unseen part of it. */
+		Te = T;
+		one = on;
+		if (a->exit_ns && a->exit_ns < t0 + (uint64_t)(T * 1e9)) {
+			Te = a->exit_ns > t0 ? (double)(a->exit_ns - t0) / 1e9 : 0;
+			if (Te <= on)
+				one = Te;
+		}
 		/* the priced hits cost the process like strays: never counted, always paid */
-		gp_account__period(&a->acc, n, ns + nf * b->fixed_price / b->price, T, on, b->cost, b->price);
-		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits, %.0f strays and %.0f priced hits",
-		       T * 1e3, on * 1e3, a->pid, n, ns, nf);
+		if (Te > 0)
+			gp_account__period_cpu(&a->acc, n, ns + nf * b->fixed_price / b->price, Te, one, act, cpu_T,
+					       b->cost, b->price);
+		a->off_ns = one < Te ? t0 + (uint64_t)(on * 1e9) : 0;
+		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits (calling for %.2f ms), %.0f strays and %.0f priced hits, %.1f ms on a CPU",
+		       T * 1e3, on * 1e3, a->pid, n, act * 1e3, ns, nf, cpu_T * 1e3);
 		a->fresh = on > 0;
 		a->rho = on > 0 ? n * b->price / on : 0;
 		a->stray_s = ns * b->price;
@@ -700,6 +764,15 @@ static double next_fraction(struct gp_budget *b, const struct plan *p, uint64_t 
 
 /* Every call seen: a boundary each period, or as soon as a process's rate would pass the
  * target. Returns the share to sample next (its window begins now, at *start). */
+/* The period now begins at start, its window open (or, with off, closed at off). */
+static void set_current(struct gp_budget *b, uint64_t start, uint64_t off)
+{
+	pthread_mutex_lock(&b->acc);
+	b->cur_start = start;
+	b->cur_off = off;
+	pthread_mutex_unlock(&b->acc);
+}
+
 static double exact_period(struct gp_budget *b, uint64_t *start)
 {
 	uint64_t t0 = *start, now = t0;
@@ -715,6 +788,7 @@ static double exact_period(struct gp_budget *b, uint64_t *start)
 	now = gp_mono_ns();
 	take_snapshot(b);
 	account_period(b, (double)(now - t0) / 1e9, (double)(now - t0) / 1e9, now, &p);
+	set_current(b, now, 0);
 	*start = now;
 	return next_fraction(b, &p, now);
 }
@@ -743,18 +817,42 @@ static bool window_spent(struct gp_budget *b, double T)
 	return spent;
 }
 
+/*
+ * Whether a process that called in the last window has taken fewer than MIN_WINDOW_HITS hits
+ * in this one: the window then says little of its rate (a 2-ms window on a loaded machine can
+ * fall in a slice the process spent waiting for a CPU: on the 2-CPU development machine a
+ * window saw 0 calls of a loop that ran 254 ms of the period, and the stand-in's 2-us loop was
+ * estimated at 0.17x its count), and costs it little (few hits): it goes on.
+ */
+static bool window_thin(struct gp_budget *b)
+{
+	bool thin = false;
+
+	pthread_mutex_lock(&b->acc);
+	for (size_t k = 0; k < b->nr_watch && !thin; k++)
+		thin = b->accounts[b->watch[k]].rho > 0 && since_boundary(b, b->watch[k], false) < MIN_WINDOW_HITS;
+	pthread_mutex_unlock(&b->acc);
+	return thin;
+}
+
 /* The window of a sampled period: f of its T seconds from t0, ended sooner (never under
- * GP_MIN_WINDOW_S) once a process has taken twice its period's hits. False when stopped. */
+ * GP_MIN_WINDOW_S) once a process has taken twice its period's hits, later (up to
+ * WIDEN_S, never past an eighth of the period) while a process that called in the last one
+ * has taken too few to tell its rate. False when stopped. */
 static bool wait_window(struct gp_budget *b, uint64_t t0, uint64_t T, double f)
 {
 	uint64_t end = t0 + (uint64_t)(f * (double)T), least = t0 + (uint64_t)(GP_MIN_WINDOW_S * 1e9);
+	uint64_t widen = (uint64_t)(WIDEN_S * 1e9) < T / 8 ? (uint64_t)(WIDEN_S * 1e9) : T / 8;
+	uint64_t cap = end > t0 + widen ? end : t0 + widen;
 
 	for (;;) {
 		uint64_t now = gp_mono_ns();
 
-		if (now >= end || (now >= least && window_spent(b, (double)T / 1e9)))
+		if (now >= least && window_spent(b, (double)T / 1e9))
 			return !stopping(b);
-		if (!wait_until(b, now + WINDOW_TICK_NS < end ? now + WINDOW_TICK_NS : end, false))
+		if (now >= end && (now >= cap || !window_thin(b)))
+			return !stopping(b);
+		if (!wait_until(b, now < end && end < now + WINDOW_TICK_NS ? end : now + WINDOW_TICK_NS, false))
 			return false;
 	}
 }
@@ -782,14 +880,25 @@ static double last_period(struct gp_budget *b, uint64_t t0, uint64_t t_off, doub
  */
 static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 {
-	uint64_t t0 = *start, T = (uint64_t)(b->period_s * 1e9), t_off, now;
-	double attach_est;
+	uint64_t t0 = *start, T, t_off, now;
+	double attach_est, len;
+
+	/* Windows a fixed period apart alias a process that calls in bursts of about that
+	 * period (every window in a burst, or none): each period's length is drawn at random,
+	 * so that windows fall at any point of a burst and consecutive ones disagree (their
+	 * steps widen the interval) instead of agreeing on a wrong rate. */
+	b->rng ^= b->rng << 13;
+	b->rng ^= b->rng >> 7;
+	b->rng ^= b->rng << 17;
+	len = b->period_s * (1 + JITTER * (2 * (double)(b->rng >> 11) / 9007199254740992.0 - 1));
+	T = (uint64_t)((len < GP_MAX_PERIOD_S ? len : GP_MAX_PERIOD_S) * 1e9);
 	struct plan p;
 
 	if (!wait_window(b, t0, T, f))
 		return last_period(b, t0, 0, f);
 	set_window(b, false);
 	t_off = gp_mono_ns();
+	set_current(b, t0, t_off);
 	gp_log(GP_LOG_DEBUG, "budget: window closed at %llu", (unsigned long long)t_off);
 	pthread_mutex_lock(&b->links);
 	detach_all(b);
@@ -809,7 +918,8 @@ static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 	pthread_mutex_lock(&b->links);
 	attach_all(b);
 	pthread_mutex_unlock(&b->links);
-	/* the breakpoints are in: this period ends and the next window opens */
+	/* the breakpoints are in: */
+	/* this period ends and the next window opens */
 	now = gp_mono_ns();
 	take_snapshot(b);
 	set_window(b, true);
@@ -818,6 +928,7 @@ static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 	b->windows++;
 	pthread_mutex_unlock(&b->acc);
 	account_period(b, (double)(now - t0) / 1e9, (double)(t_off - t0) / 1e9, now, &p);
+	set_current(b, now, 0);
 	*start = now;
 	return next_fraction(b, &p, now);
 }
@@ -829,6 +940,7 @@ static void *budget_main(void *arg)
 	double f = 1.0;
 
 	set_window(b, true);
+	set_current(b, start, 0);
 	gp_log(GP_LOG_DEBUG, "budget: window open at %llu", (unsigned long long)start);
 	while (!stopping(b))
 		f = f >= 1 ? exact_period(b, &start) : sampled_period(b, &start, f);
@@ -856,6 +968,7 @@ struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char
 	b->target = MARGIN * pct / 100.0;
 	b->fraction = 1.0;
 	b->period_s = GP_PERIOD_S;
+	b->rng = gp_mono_ns() | 1;
 	pthread_mutex_init(&b->links, NULL);
 	pthread_mutex_init(&b->acc, NULL);
 	pthread_cond_init(&b->closed, NULL);
@@ -865,9 +978,10 @@ struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char
 	b->snap_hits = calloc(SLOTS, sizeof(*b->snap_hits));
 	b->snap_stray = calloc(SLOTS, sizeof(*b->snap_stray));
 	b->snap_fixed = calloc(SLOTS, sizeof(*b->snap_fixed));
+	b->snap_active = calloc(SLOTS, sizeof(*b->snap_active));
 	b->ended = u64map__new();
 	if (!b->accounts || !b->ended || !b->snap_pid || !b->watch || !b->snap_hits || !b->snap_stray ||
-	    !b->snap_fixed)
+	    !b->snap_fixed || !b->snap_active)
 		goto oom;
 	b->hits_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_hits", sizeof(__u32), sizeof(struct gp_hit_slot),
 				    MAP_SLOTS, &o);
@@ -1047,6 +1161,7 @@ void gp_budget__free(struct gp_budget *b)
 	free(b->snap_hits);
 	free(b->snap_stray);
 	free(b->snap_fixed);
+	free(b->snap_active);
 	u64map__free_all(b->ended, NULL);
 	pthread_mutex_destroy(&b->links);
 	pthread_mutex_destroy(&b->acc);
@@ -1067,6 +1182,50 @@ static const struct gp_account *account_of(struct gp_budget *b, uint32_t pid)
 	if (e)
 		return &e->acc;
 	return b->accounts[i].pid ? &b->accounts[GP_HIT_SLOTS].acc : NULL;
+}
+
+void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
+{
+	size_t i = pid & (GP_HIT_SLOTS - 1);
+	struct ended *e;
+
+	if (!b || !pid)
+		return;
+	gp_log(GP_LOG_DEBUG, "budget: PID %u exited at %llu", pid, (unsigned long long)ts_ns);
+	pthread_mutex_lock(&b->acc);
+	if (b->accounts[i].pid == pid && !b->accounts[i].closed) {
+		struct account *a = &b->accounts[i];
+
+		a->exit_ns = ts_ns;
+		if (ts_ns >= b->cur_start && b->cur_start) {
+			/* It exited in the period now: its part of it is accounted at once, to its
+			 * exit (the report that follows an exit would otherwise leave out the hits
+			 * since the boundary, and scale them as if they had been sampled), and
+			 * nothing of it after. */
+			double T = (double)(ts_ns - b->cur_start) / 1e9;
+			double on = b->cur_off && b->cur_off < ts_ns ? (double)(b->cur_off - b->cur_start) / 1e9 : T;
+			double n = since_boundary(b, i, false), nf = since_boundary(b, i, true);
+			uint64_t st = __atomic_load_n(&b->hits[i].stray, __ATOMIC_RELAXED);
+			uint64_t act = __atomic_load_n(&b->hits[i].active_ns, __ATOMIC_RELAXED);
+			double ns = st >= a->last_stray ? (double)(st - a->last_stray) : 0;
+
+			a->last += (uint64_t)n;
+			a->last_fixed += (uint64_t)nf;
+			a->last_stray = st;
+			if (T > 0)
+				gp_account__period_cpu(&a->acc, n, ns + nf * b->fixed_price / b->price, T, on,
+						       act >= a->last_active ? (double)(act - a->last_active) * 1e-9 : -1,
+						       -1, b->cost, b->price);
+			a->last_active = act;
+			a->closed = true;
+			gp_account__trim(&a->acc, T - on);
+		} else if (a->off_ns) {
+			gp_account__trim(&a->acc, ts_ns > a->off_ns ? (double)(ts_ns - a->off_ns) / 1e9 : 0);
+		}
+	} else if ((e = u64map__get(b->ended, pid)) && e->off_ns) {
+		gp_account__trim(&e->acc, ts_ns > e->off_ns ? (double)(ts_ns - e->off_ns) / 1e9 : 0);
+	}
+	pthread_mutex_unlock(&b->acc);
 }
 
 bool gp_budget__sampling(struct gp_budget *b, uint32_t pid, struct gp_sampling *out)

@@ -60,6 +60,9 @@ int gp_budget__start(struct gp_budget *b, char *err, size_t len);
 void gp_budget__stop(struct gp_budget *b);
 void gp_budget__free(struct gp_budget *b);
 
+/* pid exited at ts_ns (CLOCK_MONOTONIC): its last unseen part ends there, not at the end
+ * of the period (its calls were extrapolated to the period's end). */
+void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns);
 /* pid's sampling, false when every call of it was seen. */
 bool gp_budget__sampling(struct gp_budget *b, uint32_t pid, struct gp_sampling *out);
 /* The same, through its last unseen part with windows on both sides: the one after its last

@@ -236,6 +236,8 @@ static void run_on_proc(void *ctx, const struct gp_proc_event *e)
 
 	if (e->type == GP_EV_EXEC)
 		symbolizer__forget_pid(run->sym, (int)e->pid);
+	if (e->type == GP_EV_GONE)
+		gp_budget__exited(run->budget, e->pid, e->ts_ns);
 	if (run->timeline)
 		gp_timeline__proc(run->timeline, e->type, e->pid, e->ppid, e->root, e->ts_ns, e->comm);
 }
@@ -246,6 +248,7 @@ static void run_on_exit(void *ctx, const struct gp_exit_event *e)
 {
 	struct gp_run *run = ctx;
 
+	gp_budget__exited(run->budget, e->pid, e->ts_ns);
 	if (run->timeline)
 		gp_timeline__proc(run->timeline, GP_EV_EXIT, e->pid, 0, 0, e->ts_ns, e->comm);
 }
@@ -303,6 +306,11 @@ int gp_run__attach_sampled(struct gp_run *run, const struct attach_pair *p, cons
 	if (!r)
 		attach_set__note(run->links, probes);
 	return r;
+}
+
+void gp_run__exited(struct gp_run *run, uint32_t pid, uint64_t ts_ns)
+{
+	gp_budget__exited(run->budget, pid, ts_ns);
 }
 
 bool gp_run__sampling(struct gp_run *run, uint32_t pid, struct gp_sampling *out)

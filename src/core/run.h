@@ -139,6 +139,9 @@ bool gp_run__sampling(struct gp_run *run, uint32_t pid, struct gp_sampling *out)
 void gp_run__stop_budget(struct gp_run *run);
 /* The same, settled: what counters add (gp_budget__sampling_settled). */
 bool gp_run__sampling_settled(struct gp_run *run, uint32_t pid, struct gp_sampling *out);
+/* pid has exited, by ts_ns (CLOCK_MONOTONIC) at the latest: its sampled estimate ends there
+ * (a front end that saw the exit itself, before or without the exit record). */
+void gp_run__exited(struct gp_run *run, uint32_t pid, uint64_t ts_ns);
 /* Follows pid (and with descendants, the processes it started already); after open. */
 /* The run's own drops (the process tree's), appended at drops; returns how many
  * (GP_RUN_DROPS at most). */

@@ -43,7 +43,7 @@ void gp_sampling__count(const struct gp_sampling *s, uint64_t x_obs, double out[
 struct gp_account {
 	double obs;          /* hits seen */
 	double est;          /* calls estimated, in the periods done with */
-	double half;         /* their models' half range, summed */
+	double lo_sum, hi_sum; /* the paced and the call-bound models' calls, seen ones included */
 	double var;          /* their variance: steps and arrivals */
 	double wide;         /* the upper end's allowance for a hit dearer than calibrated */
 	bool sampled;        /* some part of its life was unseen */
@@ -54,9 +54,16 @@ struct gp_account {
 	double p_unseen;     /* seconds */
 	double p_rlo, p_rhi; /* its window's rate, paced and call-bound */
 	double p_rwide;      /* call-bound at COST_SPREAD x the price (sampling.c) */
+	double p_qhi, p_qwide; /* call-bound per CPU second (0: its CPU time not known) */
+	double p_cpu_u;      /* the process's CPU seconds in the unseen part (negative: not known) */
+	double p_mid;        /* the estimate's rate there (calls/s) */
 	double p_n, p_on;    /* its window's hits and seconds */
 	double p_step;       /* the rate's change at that window (calls/s) */
 	bool have_rate;
+	uint64_t windows;    /* sampled windows */
+	double ssd;          /* the sum of squared differences of successive windows' rates */
+	double u2;           /* the sum of squared unseen parts' seconds */
+	double m_min, m_max; /* the least and the largest of those rates */
 	double probe_s;      /* seconds it spent in the probes (hits and strays × cost) */
 	double seconds;      /* seconds accounted */
 };
@@ -71,6 +78,17 @@ void gp_account__begin(struct gp_account *a, double lead_unseen);
  * path in its caches), `price` each in its time in probes (the cold price). */
 void gp_account__period(struct gp_account *a, double n, double stray, double T, double on, double cost,
 			double price);
+/* The same with the time the process was calling in the window (act seconds: the gaps
+ * between its counted hits, each up to GP_ACTIVE_GAP_NS) and its CPU time in the period
+ * (cpu_T seconds, all its threads; either negative: not known, as gp_account__period): the
+ * call-bound model then counts calls per CPU second, and an unseen part gets the calls its
+ * CPU time paid for (sampling.c). */
+void gp_account__period_cpu(struct gp_account *a, double n, double stray, double T, double on, double act,
+			    double cpu_T, double cost, double price);
+/* The process ended `unseen` seconds into the unseen part waiting for its next window (which
+ * will not come): that part is no longer than that, and its calls may have stopped anywhere
+ * in it (its interval then reaches down to none there). */
+void gp_account__trim(struct gp_account *a, double unseen);
 /* The account as a report carries it; false when every call was seen. */
 bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out);
 /* Its share of time in the probes so far (0 before any period). */

@@ -4,7 +4,8 @@
  * and rate, with known totals, for gpuprobe's overhead-budget tests.
  *
  *   rate_app [--phases RATE:MS,RATE:MS,...] [--alloc-every K] [--copy-every K] [--time-calls]
- *            [--get-function] [--wait] [--linger MS]
+ *            [--get-function] [--wait] [--linger MS] [--spin NS] [--sync-every N]
+ *            [--repeat K] [--threads N]
  *
  * Phase i launches rate_kernel() exactly RATE x MS / 1000 times, paced on
  * CLOCK_MONOTONIC (launch j is due at the phase start + j / RATE; a launch
@@ -27,8 +28,17 @@
  * buffers, allocated before the phases and freed after them, are not in "allocs").
  * --linger MS keeps the process alive MS ms after the truth is printed, calling nothing:
  * a test can read what a tracer says of a running process whose totals are known.
+ * The budget's sampling patterns (tests/integration/test_budget.py's coverage test):
+ * --spin NS: NS ns of host work (a busy loop on CLOCK_MONOTONIC) after each launch, so that
+ * a phase whose rate it cannot keep is a tight loop of a few us a launch, as a real one is;
+ * --sync-every N: a cuStreamSynchronize after every N-th launch (truth "syncs" counts them);
+ * --repeat K: the phase list run K times (bursts: "500000:20,1:80" with --repeat 30), each
+ * phase's figures summed over the repeats (start of the first, end of the last);
+ * --threads N: N threads run the phases at once, each on a stream of its own, each with
+ * the phases' counts (the truth sums them: N times as many launches).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,13 +49,15 @@
 #include "fakecuda_ext.h"
 
 static const char usage[] =
-	"[--phases RATE:MS,...] [--alloc-every K] [--copy-every K] [--time-calls] [--get-function] [--wait] [--linger MS]";
+	"[--phases RATE:MS,...] [--alloc-every K] [--copy-every K] [--time-calls] [--get-function] [--wait] [--linger MS]"
+	" [--spin NS] [--sync-every N] [--repeat K] [--threads N]";
 
 #define COPY_BYTES 65536ULL
 
 #define SLOW_CALL_NS 200000ULL
 
 #define MAX_PHASES 32
+#define MAX_THREADS 64
 
 struct phase {
 	unsigned long long rate, ms, launches, allocs, copies;
@@ -90,35 +102,130 @@ static int parse_phases(const char *s, struct phase *ph)
 	return n;
 }
 
+/* What every thread shares (read only) and what each one counts. */
+struct opts {
+	unsigned long long every, copy_every, spin_ns, sync_every, repeat;
+	int nph, time_calls, get_function;
+	const struct phase *ph;
+	CUfunction f;
+	CUkernel k;
+	CUdeviceptr dbuf;
+	void *host;
+};
+
+struct worker {
+	const struct opts *o;
+	pthread_t t;
+	struct phase ph[MAX_PHASES];
+	unsigned long long syncs;
+	CUstream s;
+};
+
+static void spin(unsigned long long ns)
+{
+	unsigned long long t0 = app_now_ns();
+
+	while (app_now_ns() - t0 < ns)
+		;
+}
+
+/* The phases, --repeat times, on the worker's own stream. */
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	const struct opts *o = w->o;
+	CUfunction f = o->f;
+	unsigned long long n = 0;
+
+	for (unsigned long long r = 0; r < o->repeat; r++)
+		for (int i = 0; i < o->nph; i++) {
+			struct phase *p = &w->ph[i];
+			unsigned long long rate = o->ph[i].rate, want = rate * o->ph[i].ms / 1000, t0 = app_now_ns();
+
+			if (!r)
+				p->start_ns = t0;
+			for (unsigned long long j = 0; j < want; j++) {
+				unsigned long long due = t0 + j * 1000000000ull / rate, c0;
+
+				if (app_now_ns() < due)
+					sleep_until_ns(due);
+				c0 = o->time_calls ? app_now_ns() : 0;
+				if (o->get_function)
+					CHECK(cuKernelGetFunction(&f, o->k));
+				CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, w->s, NULL, NULL));
+				if (o->time_calls) {
+					unsigned long long d = app_now_ns() - c0;
+
+					if (d <= SLOW_CALL_NS)
+						p->call_ns += d;
+					else
+						p->slow_calls++;
+				}
+				p->launches++;
+				n++;
+				if (o->spin_ns)
+					spin(o->spin_ns);
+				if (o->every && p->launches % o->every == 0) {
+					CUdeviceptr d;
+
+					CHECK(cuMemAlloc_v2(&d, 4096));
+					CHECK(cuMemFree_v2(d));
+					p->allocs++;
+				}
+				if (o->copy_every && p->launches % o->copy_every == 0) {
+					CHECK(cuMemcpyHtoDAsync_v2(o->dbuf, o->host, COPY_BYTES, w->s));
+					CHECK(cuStreamSynchronize(w->s));
+					w->syncs++;
+					p->copies++;
+				}
+				if (o->sync_every && n % o->sync_every == 0) {
+					CHECK(cuStreamSynchronize(w->s));
+					w->syncs++;
+				}
+			}
+			/* The phase lasts its planned time even if the last launch came early. */
+			sleep_until_ns(t0 + o->ph[i].ms * 1000000ull);
+			CHECK(cuStreamSynchronize(w->s));
+			w->syncs++;
+			p->end_ns = app_now_ns();
+		}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *spec = "1000:500,20000:500,100000:500,1000:500";
-	unsigned long long every = 100, total = 0, allocs = 0, linger = 0, copy_every = 0, copies = 0;
-	CUdeviceptr dbuf = 0;
-	void *host = NULL;
+	unsigned long long total = 0, allocs = 0, linger = 0, copies = 0, syncs = 0, threads = 1;
+	struct opts o = { .every = 100, .repeat = 1 };
+	static struct worker w[MAX_THREADS];
 	struct phase ph[MAX_PHASES];
-	int nph, wait = 0, time_calls = 0, get_function = 0;
+	int nph, wait = 0;
 	CUmodule mod;
 	CUlibrary lib;
-	CUkernel k;
-	CUfunction f;
-	CUstream s;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--phases") && i + 1 < argc)
 			spec = argv[++i];
 		else if (!strcmp(argv[i], "--alloc-every") && i + 1 < argc)
-			every = app_parse_u64("--alloc-every", argv[++i]);
+			o.every = app_parse_u64("--alloc-every", argv[++i]);
 		else if (!strcmp(argv[i], "--copy-every") && i + 1 < argc)
-			copy_every = app_parse_u64("--copy-every", argv[++i]);
+			o.copy_every = app_parse_u64("--copy-every", argv[++i]);
 		else if (!strcmp(argv[i], "--wait"))
 			wait = 1;
 		else if (!strcmp(argv[i], "--time-calls"))
-			time_calls = 1;
+			o.time_calls = 1;
 		else if (!strcmp(argv[i], "--get-function"))
-			get_function = 1;
+			o.get_function = 1;
 		else if (!strcmp(argv[i], "--linger") && i + 1 < argc)
 			linger = app_parse_u64("--linger", argv[++i]);
+		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
+			o.spin_ns = app_parse_u64("--spin", argv[++i]);
+		else if (!strcmp(argv[i], "--sync-every") && i + 1 < argc)
+			o.sync_every = app_parse_u64("--sync-every", argv[++i]);
+		else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+			o.repeat = app_parse_u64("--repeat", argv[++i]);
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			threads = app_parse_u64("--threads", argv[++i]);
 		else
 			app_usage_error(argv[0], usage, "unknown option %s", argv[i]);
 	}
@@ -126,79 +233,76 @@ int main(int argc, char **argv)
 	if (nph < 1)
 		app_usage_error(argv[0], usage,
 				"phases are RATE:MS pairs (RATE x MS a multiple of 1000), at most 32");
+	if (threads < 1 || threads > MAX_THREADS || o.repeat < 1 || o.repeat > 100000 || o.spin_ns > 1000000000ull)
+		app_usage_error(argv[0], usage, "--threads is 1 to 64, --repeat 1 to 100000, --spin at most 1 s");
+	o.nph = nph;
+	o.ph = ph;
 
 	app_block_signal();
 	app_cuda_init();
-	if (get_function) {
+	if (o.get_function) {
 		/* as cuBLAS does: the kernel from a library, its function asked for at every launch */
 		CHECK(cuLibraryLoadData(&lib, "_Z11rate_kernelv\n", NULL, NULL, 0, NULL, NULL, 0));
-		CHECK(cuLibraryGetKernel(&k, lib, "_Z11rate_kernelv"));
+		CHECK(cuLibraryGetKernel(&o.k, lib, "_Z11rate_kernelv"));
 	} else {
 		CHECK(cuModuleLoadData(&mod, "_Z11rate_kernelv\n"));
-		CHECK(cuModuleGetFunction(&f, mod, "_Z11rate_kernelv"));
+		CHECK(cuModuleGetFunction(&o.f, mod, "_Z11rate_kernelv"));
 	}
-	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	if (copy_every) {
-		CHECK(cuMemAllocHost_v2(&host, COPY_BYTES));
-		CHECK(cuMemAlloc_v2(&dbuf, COPY_BYTES));
+	for (unsigned long long t = 0; t < threads; t++) {
+		w[t].o = &o;
+		CHECK(cuStreamCreate(&w[t].s, CU_STREAM_NON_BLOCKING));
+	}
+	if (o.copy_every) {
+		CHECK(cuMemAllocHost_v2(&o.host, COPY_BYTES));
+		CHECK(cuMemAlloc_v2(&o.dbuf, COPY_BYTES));
 	}
 	if (wait)
 		app_wait_ready();
 
-	for (int i = 0; i < nph; i++) {
-		unsigned long long want = ph[i].rate * ph[i].ms / 1000, t0 = app_now_ns();
-
-		ph[i].start_ns = t0;
-		for (unsigned long long j = 0; j < want; j++) {
-			unsigned long long due = t0 + j * 1000000000ull / ph[i].rate, c0;
-
-			if (app_now_ns() < due)
-				sleep_until_ns(due);
-			c0 = time_calls ? app_now_ns() : 0;
-			if (get_function)
-				CHECK(cuKernelGetFunction(&f, k));
-			CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
-			if (time_calls) {
-				unsigned long long d = app_now_ns() - c0;
-
-				if (d <= SLOW_CALL_NS)
-					ph[i].call_ns += d;
-				else
-					ph[i].slow_calls++;
+	if (threads == 1) {
+		work(&w[0]);
+	} else {
+		for (unsigned long long t = 0; t < threads; t++)
+			if (pthread_create(&w[t].t, NULL, work, &w[t])) {
+				fprintf(stderr, "rate_app: cannot start thread %llu\n", t);
+				return 1;
 			}
-			ph[i].launches++;
-			if (every && ph[i].launches % every == 0) {
-				CUdeviceptr p;
+		for (unsigned long long t = 0; t < threads; t++)
+			pthread_join(w[t].t, NULL);
+	}
+	/* the threads' figures, summed: a phase from the first start to the last end */
+	for (int i = 0; i < nph; i++)
+		for (unsigned long long t = 0; t < threads; t++) {
+			const struct phase *q = &w[t].ph[i];
 
-				CHECK(cuMemAlloc_v2(&p, 4096));
-				CHECK(cuMemFree_v2(p));
-				ph[i].allocs++;
-			}
-			if (copy_every && ph[i].launches % copy_every == 0) {
-				CHECK(cuMemcpyHtoDAsync_v2(dbuf, host, COPY_BYTES, s));
-				CHECK(cuStreamSynchronize(s));
-				ph[i].copies++;
-			}
+			if (!t || q->start_ns < ph[i].start_ns)
+				ph[i].start_ns = q->start_ns;
+			if (!t || q->end_ns > ph[i].end_ns)
+				ph[i].end_ns = q->end_ns;
+			ph[i].launches += q->launches;
+			ph[i].allocs += q->allocs;
+			ph[i].copies += q->copies;
+			ph[i].call_ns += q->call_ns;
+			ph[i].slow_calls += q->slow_calls;
 		}
-		/* The phase lasts its planned time even if the last launch came early. */
-		sleep_until_ns(t0 + ph[i].ms * 1000000ull);
-		CHECK(cuStreamSynchronize(s));
-		ph[i].end_ns = app_now_ns();
+	for (int i = 0; i < nph; i++) {
 		total += ph[i].launches;
 		allocs += ph[i].allocs;
 		copies += ph[i].copies;
 	}
-	if (copy_every) {
-		CHECK(cuMemFree_v2(dbuf));
-		CHECK(cuMemFreeHost(host));
+	for (unsigned long long t = 0; t < threads; t++)
+		syncs += w[t].syncs;
+	if (o.copy_every) {
+		CHECK(cuMemFree_v2(o.dbuf));
+		CHECK(cuMemFreeHost(o.host));
 	}
 	app_expect_kernel("_Z11rate_kernelv", total, 0, 0);
 
 	fprintf(stderr, "{\"pid\":%d,\"api\":\"rate\",\"kernel\":\"rate_kernel()\",\"launches\":%llu,"
 			"\"allocs\":%llu,\"frees\":%llu,\"alloc_every\":%llu,\"clock\":\"CLOCK_MONOTONIC\","
-			"\"copies\":%llu,\"copy_bytes\":%llu,\"syncs\":%llu,\"phases\":[",
-		(int)getpid(), total, allocs, allocs, every, copies,
-		copies * COPY_BYTES, copies + (unsigned long long)nph);
+			"\"copies\":%llu,\"copy_bytes\":%llu,\"syncs\":%llu,\"threads\":%llu,\"phases\":[",
+		(int)getpid(), total, allocs, allocs, o.every, copies,
+		copies * COPY_BYTES, syncs, threads);
 	for (int i = 0; i < nph; i++) {
 		double secs = (double)(ph[i].end_ns - ph[i].start_ns) / 1e9;
 
@@ -206,7 +310,7 @@ int main(int argc, char **argv)
 				"\"copies\":%llu,\"start_ns\":%llu,\"end_ns\":%llu,\"achieved_rate\":%.1f",
 			i ? "," : "", ph[i].rate, ph[i].ms, ph[i].launches, ph[i].allocs, ph[i].copies,
 			ph[i].start_ns, ph[i].end_ns, secs > 0 ? (double)ph[i].launches / secs : 0);
-		if (time_calls)
+		if (o.time_calls)
 			fprintf(stderr, ",\"call_ns\":%llu,\"slow_calls\":%llu", ph[i].call_ns, ph[i].slow_calls);
 		fprintf(stderr, "}");
 	}

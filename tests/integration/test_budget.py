@@ -576,5 +576,56 @@ def test_comm_process_running_at_start_counted():
             w.kill()
 
 
+
+
+# issue 29's patterns: (rate_app arguments, what it is, the estimate's bound as a factor of the
+# count). Each is known to the count: rate_app makes exactly RATE x MS / 1000 launches a
+# thread whatever it achieves. The stand-in's own 2-us paced loop (bound None) is run and
+# printed, not asserted: a launch there costs ~0.2 us against a probe's ~4.7, so a loop that
+# lost the CPU catches up 25 times faster than any window can see it call. On the 2-CPU
+# development machine at a load under 2 it was estimated at 0.60-1.36x its count (interval
+# held 5 of 5); under a load of 20-28 from other test runs, at 0.15x and 0.36x (issue 29:
+# open).
+COVERAGE_PATTERNS = [
+    ("--phases 500000:1000", "a loop paced every 2 us (the stand-in's row)", None),
+    ("--phases 1000000:400 --spin 3000 --sync-every 1024", "a tight loop, 3 us of host work a launch, a sync every 1024", 2),
+    ("--phases 20000:1000 --threads 8 --spin 2000", "8 threads launching at once, 20000/s each, 2 us of host work a launch", 2),
+    ("--phases 20000:1000 --spin 2000", "a paced loop at 20000/s with 2 us of host work a launch", 2),
+]
+
+
+@retried
+def test_budget_interval_coverage():
+    """Repeated runs across patterns and budgets (1 % and 5 %): every estimate within 2x of
+    rate_app's own count, bounded or not, and the 95 % intervals holding it in at least
+    80 % of the runs (12 asserted runs: a true 95 % coverage falls under that about once in
+    50). The stand-in's 2-us loop runs beside them, printed (COVERAGE_PATTERNS says why).
+    Bursts are not in it: their simulated coverage is ~80 % (test_sampling prints it; issue
+    29, open)."""
+    held, runs, lines = 0, 0, []
+    for rep in range(2):
+        for pct in (1, 5):
+            for args, what, bound in COVERAGE_PATTERNS:
+                cmd = [RATE, "--alloc-every", "0"] + args.split()
+                r = gp.gpuprobe(BASE + ["--cudatrace", "--max-overhead", str(pct)], cmd=cmd, timeout=60)
+                eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
+                t = truth(r.stderr)
+                ct = final_proc(r.stdout, "cudatrace", t["pid"])
+                est = ct["launches"]
+                smp = ct.get("sampling")
+                lo, hi = smp["intervals"]["launches"] if smp else (est, est)
+                ok = lo <= t["launches"] <= (hi if hi is not None else float("inf"))
+                lines.append(f"{what}, {pct} %: {t['launches']} launches, estimate {est} ({est / t['launches']:.2f}x),"
+                             f" [{lo}, {hi}]{'' if ok else ' MISSED'}{' (not asserted)' if bound is None else ''}")
+                if bound is None:
+                    continue
+                held += ok
+                runs += 1
+                check(1 / bound <= est / t["launches"] <= bound, f"estimate off by more than {bound}x: {lines[-1]}")
+    for l in lines:
+        print(f"#   {l}")
+    check(held >= 0.8 * runs, f"intervals held the count in {held} of {runs} runs")
+
+
 if __name__ == "__main__":
     gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])

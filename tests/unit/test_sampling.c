@@ -289,6 +289,195 @@ static void test_hit_dearer_than_calibrated(void)
 	ASSERT_TRUE(s.estimate < truth, "the estimate, on the calibrated price, is under");
 }
 
+/* -------------------------------------------------------------------------------------
+ * Simulated processes (issue 29's rows): a deterministic model of a loop per pattern, run
+ * through sampled periods with a seeded generator; the interval must hold the true count
+ * in >= 95 % of the seeds, and the estimate stay within 2x of it whenever the interval has
+ * an upper end, and within 2x also when it has none where the pattern says so. */
+
+struct pattern {
+	const char *name;
+	double w;        /* CPU seconds of host work per call (all of a thread's) */
+	double rate;     /* paced: calls/s per thread (0: as fast as it can) */
+	double gpu;      /* GPU seconds per call (0: none; > w: the GPU sets the pace) */
+	bool spin_wait;  /* waiting on the GPU spins on a CPU (CUDA's default) */
+	int threads;
+	double burst_on, burst_off; /* seconds of calls and of sleep, in turn (0: steady) */
+	double real;     /* a probe hit's true cost, x the calibrated warm price */
+	double desched;  /* share of the machine's time the process loses to others (0-1) */
+};
+
+static uint64_t sim_rng;
+
+static double urand(void)
+{
+	sim_rng ^= sim_rng << 13;
+	sim_rng ^= sim_rng >> 7;
+	sim_rng ^= sim_rng << 17;
+	return (double)(sim_rng >> 11) / 9007199254740992.0;
+}
+
+/* Calls a thread makes in d seconds with a hit costing c (0 unseen), and its CPU seconds. */
+static void sim_run(const struct pattern *p, double d, double c, double *calls, double *cpu)
+{
+	double per = p->w + c, r = 1 / per, busy = 1;
+
+	if (p->gpu > per) { /* the GPU sets the pace; the probes' time hides in the wait */
+		r = 1 / p->gpu;
+		busy = p->spin_wait ? 1 : per / p->gpu;
+	}
+	if (p->rate > 0 && p->rate < r) {
+		busy *= p->rate / r;
+		r = p->rate;
+	}
+	*calls = r * d;
+	*cpu = busy * d;
+}
+
+/* One seed of a pattern: returns whether the interval held the truth; *ratio the
+ * estimate's ratio to the truth, *bounded whether it had an upper end. */
+static bool sim_one(const struct pattern *p, uint64_t seed, double pct, double *ratio, bool *bounded)
+{
+	const double Tp = GP_PERIOD_S, cost = 1.2e-6, price = 2.4e-6, target = 0.35 * pct / 100;
+	struct gp_account a = { 0 };
+	struct gp_sampling s;
+	double truth = 0, f = 1, phase;
+
+	/* splitmix64 of the seed: nearby seeds start far apart */
+	sim_rng = seed + 0x9e3779b97f4a7c15ULL;
+	sim_rng = (sim_rng ^ (sim_rng >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	sim_rng = (sim_rng ^ (sim_rng >> 27)) * 0x94d049bb133111ebULL;
+	sim_rng = (sim_rng ^ (sim_rng >> 31)) | 1;
+	phase = urand() * (p->burst_on + p->burst_off);
+	for (int i = 0; i < 16; i++) {
+		double on = f >= 1 ? Tp : f * Tp, n = 0, nu = 0, cpu = 0, act_on = 0;
+		bool over;
+
+		for (int t = 0; t < p->threads; t++) {
+			double x, y, xc, yc, lost = p->desched * urand() * 2, son = on * (1 - (lost > 1 ? 1 : lost));
+			double sun = (Tp - on) * (1 - p->desched), act = 1, calling;
+
+			if (p->burst_on > 0) {
+				/* the window falls in a burst or between two (the budget draws each
+				 * period's length at random: at any point of the bursts' cycle); the
+				 * unseen part has its share */
+				double at = fmod(phase + urand() * (p->burst_on + p->burst_off), p->burst_on + p->burst_off);
+
+				act = at < p->burst_on ? 1 : 0;
+				if (f >= 1) /* every call seen: the whole period, its bursts' share */
+					act = p->burst_on / (p->burst_on + p->burst_off);
+			}
+			sim_run(p, son * act, cost * p->real, &x, &xc);
+			sim_run(p, sun * (p->burst_on > 0 ? p->burst_on / (p->burst_on + p->burst_off) : 1), 0, &y, &yc);
+			/* arrivals: Poisson noise on what the window saw */
+			x = floor(x + sqrt(x) * (urand() + urand() + urand() - 1.5) * 2);
+			if (x < 0)
+				x = 0;
+			n += x;
+			nu += f >= 1 ? 0 : y;
+			cpu += xc + (f >= 1 ? 0 : yc);
+			/* the time it was calling, as BPF measures it: gaps up to 100 us (threads
+			 * overlap: the longest one's) */
+			calling = x * 100e-6 < son * act ? x * 100e-6 : son * act;
+			if (calling > act_on)
+				act_on = calling;
+		}
+		truth += n + nu;
+		gp_account__period_cpu(&a, n, 0, Tp, on, act_on, cpu, cost, price);
+		f = gp_budget_fraction(n * price / on, 0, target, Tp, &over);
+	}
+	if (!gp_account__sampling(&a, &s)) {
+		*ratio = 1;
+		*bounded = true;
+		return true;
+	}
+	*ratio = s.estimate / truth;
+	*bounded = !s.unbounded;
+	return s.lo <= truth && truth <= s.hi;
+}
+
+static void test_simulated_coverage(void)
+{
+	/* a launch on the H200 ~2-4 us of host work; the stand-in's ~0.1 us */
+	static const struct pattern pats[] = {
+		{ "tight loop, 3 us of host work a launch", 3e-6, 0, 0, false, 1, 0, 0, 1.0, 0 },
+		{ "tight loop, a hit 2x the calibrated price", 3e-6, 0, 0, false, 1, 0, 0, 2.0, 0 },
+		{ "a sync every 1024, the GPU setting the pace, spinning", 2e-6, 0, 5e-6, true, 1, 0, 0, 1.5, 0 },
+		{ "a sync every 1024, the GPU setting the pace, sleeping", 2e-6, 0, 5e-6, false, 1, 0, 0, 1.5, 0 },
+		{ "a paced loop every 2 us (the stand-in's row)", 0.3e-6, 500000, 0, false, 1, 0, 0, 1.5, 0.3 },
+		{ "a paced loop at 20000/s", 3e-6, 20000, 0, false, 1, 0, 0, 1.0, 0 },
+		{ "8 threads launching at once", 4e-6, 0, 0, false, 8, 0, 0, 1.0, 0.2 },
+		/* not held yet (issue 29): windows 500 ms apart alias bursts shorter than that, and
+		 * the steps between windows do not widen the interval enough; printed, not asserted */
+		{ "bursts of 50 ms every 250 ms", 3e-6, 0, 0, false, 1, 0.05, 0.2, 1.0, 0 },
+	};
+	static const double pcts[] = { 0.5, 1, 5, 10 };
+
+	for (size_t k = 0; k < sizeof(pats) / sizeof(pats[0]); k++)
+		for (size_t j = 0; j < sizeof(pcts) / sizeof(pcts[0]); j++) {
+			int held = 0, runs = 200, far = 0;
+
+			for (int seed = 1; seed <= runs; seed++) {
+				double ratio;
+				bool bounded;
+
+				held += sim_one(&pats[k], (uint64_t)seed + 1000 * k + 100000 * j, pcts[j], &ratio, &bounded);
+				far += ratio > 2 || ratio < 0.5;
+			}
+			if (pats[k].burst_on > 0) {
+				printf("#   %s, --max-overhead %g: %d of %d held, %d estimates off by more than 2x (known gap)\n",
+				       pats[k].name, pcts[j], held, runs, far);
+				continue;
+			}
+			if (!ASSERT_TRUE(held >= runs * 95 / 100, "the interval holds the truth in >= 95 % of the seeds") ||
+			    !ASSERT_EQ(far, 0, "the estimate within 2x of the truth"))
+				printf("#   %s, --max-overhead %g: %d of %d held, %d estimates off by more than 2x\n",
+				       pats[k].name, pcts[j], held, runs, far);
+		}
+}
+
+/* The H200's row: a loop synchronizing every 1024 launches, the GPU setting its pace, whose
+ * windows ran 97.6 % in probes by the price (a hit priced dearer than it was): its midpoint
+ * estimate was 21x its count. Now within 2x, and the interval says it has no upper end. */
+static void test_h200_sync_row(void)
+{
+	struct gp_account a = { 0 };
+	struct gp_sampling s;
+	double truth = 0, rate = 240000, on = 0.004, cost = 0.976 / rate;
+
+	for (int i = 0; i < 16; i++) {
+		gp_account__period_cpu(&a, rate * on, 0, GP_PERIOD_S, on, on, GP_PERIOD_S, cost, cost);
+		truth += rate * GP_PERIOD_S;
+	}
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	ASSERT_TRUE(s.unbounded, "no upper end: most of each window in probes");
+	ASSERT_TRUE(s.estimate <= 2 * truth && s.estimate >= truth, "the estimate within 2x of the count");
+	ASSERT_TRUE(s.lo <= truth, "the interval's lower end holds it");
+}
+
+/* A process that stopped calling after its last window and exited later: its last unseen
+ * part ends at the exit, and may hold no calls at all. */
+static void test_exit_ends_the_last_part(void)
+{
+	struct gp_account a = { 0 };
+	struct gp_sampling s;
+	double rate = 20000, on = 0.05, truth = 0;
+
+	for (int i = 0; i < 3; i++) {
+		gp_account__period(&a, rate * on, 0, GP_PERIOD_S, on, COST, COST);
+		truth += rate * GP_PERIOD_S;
+	}
+	/* the last period: its window, then 50 ms of calls and 200 ms without before the exit */
+	gp_account__period(&a, rate * on, 0, GP_PERIOD_S, on, COST, COST);
+	truth += rate * (on + 0.05);
+	gp_account__trim(&a, 0.25);
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the truth within the interval");
+	ASSERT_TRUE(s.estimate < truth + rate * 0.25, "the part after the exit not estimated");
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
@@ -304,5 +493,8 @@ int main(int argc, char **argv)
 	RUN_TEST(test_fraction_policy);
 	RUN_TEST(test_strays_cost);
 	RUN_TEST(test_hit_dearer_than_calibrated);
+	RUN_TEST(test_simulated_coverage);
+	RUN_TEST(test_h200_sync_row);
+	RUN_TEST(test_exit_ends_the_last_part);
 	return unit_done();
 }
