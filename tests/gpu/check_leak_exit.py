@@ -15,7 +15,7 @@ import sys
 
 rep_path, binary, src = sys.argv[1:4]
 reps = [json.loads(l) for l in open(rep_path) if l.startswith("{")]
-final = [r for r in reps if r.get("kind") == "final" and r.get("mode", "memleak") == "memleak"][-1]
+final = [r for r in reps if r.get("report", r.get("kind")) == "final" and r.get("mode", "memleak") == "memleak"][-1]
 ok = True
 
 
