@@ -550,7 +550,7 @@ static int resolve_name(void *ctx, uint32_t pid, uint32_t img, uint64_t handle, 
 	/* said once per build and run (the reports count the launches per process) */
 	if (r == -ENODATA && !who_is(m, pid, &build, &uid) && build <= CT_BUILDS && !m->said_no_layout[build]) {
 		m->said_no_layout[build] = true;
-		gp_log(GP_LOG_INFO, "PID %u: kernels made before the attach stay unnamed: no kernel-handle layout learned yet for libcuda build %s (one run of any CUDA program under gpuprobe with this driver teaches it; --state-dir %s)",
+		gp_log(GP_LOG_INFO, "PID %u: kernels made before the attach stay unnamed: no kernel-handle layout learned yet for libcuda build %s (gpuprobe's self-learning was off or refused, see above; one run of any CUDA program under gpuprobe with this driver teaches it; --state-dir %s)",
 		       pid, build ? m->builds[build - 1] : "(unknown)", layouts__dir(ct_settings.state_dir));
 	}
 	return r;
