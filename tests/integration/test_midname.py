@@ -116,7 +116,7 @@ def rounds_of(a, n):
     raise gp.Failure(f"name_app printed no round {n}")
 
 
-def steady_attaches(state, attaches=3, extra=("--no-self-learn",), app_path=APP, lib=FAKECUDA):
+def steady_attaches(state, attaches=3, extra=("--no-self-learn",), app_path=APP, lib=FAKECUDA, env=None):
     """name_app makes and names every handle, then waits (a job at steady state); gpuprobe
     attaches -p `attaches` times, each while one round of launches runs: (report, truth,
     gpuprobe's stderr)."""
@@ -125,7 +125,7 @@ def steady_attaches(state, attaches=3, extra=("--no-self-learn",), app_path=APP,
     try:
         for r in range(1, attaches + 1):
             g = gp.start_gpuprobe(["--cudatrace", "--json", "--libcuda", lib, "--state-dir", state,
-                                   "-p", str(a.pid)] + list(extra))
+                                   "-p", str(a.pid)] + list(extra), env=env)
             try:
                 a.signal(signal.SIGUSR1)
                 t = rounds_of(a, r)[r - 1]
@@ -379,9 +379,24 @@ def test_unsafe_libcuda_not_loaded():
             shutil.rmtree(top, ignore_errors=True)
 
 
+def test_self_learn_without_a_gpu_says_why():
+    """The driver finds no GPU in gpuprobe's child (FAKECUDA_DEVICES=0 in gpuprobe's
+    environment only): one line says so, nothing is saved, the job's launches are counted
+    unnamed for want of a layout."""
+    state = gp.state_dir()
+    env = dict(os.environ, FAKECUDA_DEVICES="0")
+    ((p, t, err),) = steady_attaches(state, attaches=1, extra=(), env=env)
+    lines = [l for l in err.splitlines() if "self-learned" in l]
+    eq(len(lines), 1, f"one line: {err[-800:]!r}")
+    check("no GPU" in lines[0], f"says why: {lines[0]!r}")
+    eq(p["unnamed_no_layout"], t["launches"], "unnamed for want of a layout")
+    eq(_layouts(state), "", "nothing saved")
+
+
 if __name__ == "__main__":
     gp.main([test_names_read_from_memory, test_no_latency_reads_no_memory, test_command_mode_names_everything,
              test_steady_state_named_from_the_state_file, test_steady_state_without_a_layout_says_why,
              test_text_report_names_process_and_why, test_bad_state_files_refused,
              test_hostile_lesson_stays_its_users, test_container_root_is_not_the_nodes_root,
-             test_self_learned_on_first_attach, test_unsafe_libcuda_not_loaded])
+             test_self_learned_on_first_attach, test_unsafe_libcuda_not_loaded,
+             test_self_learn_without_a_gpu_says_why])

@@ -199,8 +199,9 @@ int selflearn__parse(const char *buf, size_t len, struct sl_lesson *out, size_t 
 		}
 		if (fl[0] == 1 && f[0][0] == 'E' && !fl[3] && step_what(f[1], fl[1]) &&
 		    num(f[2], fl[2], 10, 999999, &b)) {
+			bool nodev = fl[1] == 4 && !memcmp(f[1], "init", 4) && b == CU_ERROR_NO_DEVICE;
 			int w = snprintf(why + at, wlen - at, "%s%s (%" PRIu64 ")", at ? "; " : "",
-					 step_what(f[1], fl[1]), b);
+					 nodev ? "no GPU (cuInit: CUDA_ERROR_NO_DEVICE)" : step_what(f[1], fl[1]), b);
 
 			if (w > 0 && (size_t)w < wlen - at)
 				at += (size_t)w;
@@ -268,19 +269,20 @@ static void child(const char *real, int fd)
 	cu_mod_func_fn mod_func;
 	cu_unload_fn mod_unload, lib_unload;
 	cu_handle lib = NULL, kern = NULL, ctx = NULL, mod = NULL, fn = NULL, kfn = NULL;
-	struct mn_layout l[MN_LAYOUTS];
-	struct midname *m = midname__new(self_read, NULL);
+	struct mn_layout l[MN_LAYOUTS], lk[MN_LAYOUTS];
+	struct midname *m = midname__new(self_read, NULL), *mk = midname__new(self_read, NULL);
 	uint32_t me = (uint32_t)getpid();
 	const char *image = NULL;
 	cu_device dev = 0;
 	cu_result r;
-	size_t k;
+	size_t k, kk;
 
-	if (!h || !m) {
+	if (!h || !m || !mk) {
 		say(fd, "E dlopen 0\n");
 		return;
 	}
 	midname__set_who(m, self_who);
+	midname__set_who(mk, self_who);
 	init = SYM(h, "cuInit", cu_init_fn);
 	dev_get = SYM(h, "cuDeviceGet", cu_device_get_fn);
 	retain = SYM(h, "cuDevicePrimaryCtxRetain", cu_ctx_retain_fn);
@@ -329,15 +331,25 @@ static void child(const char *real, int fd)
 			midname__learn(m, me, (uint64_t)(uintptr_t)fn, SL_KERNEL);
 		if (kern && (r = kernel_func(&kfn, kern)))
 			say(fd, "E kfunction %d\n", r);
-		else if (kern)
-			midname__learn(m, me, (uint64_t)(uintptr_t)kfn, SL_KERNEL);
+		else if (kern) /* apart: it may only add a kind (below), never void the others */
+			midname__learn(mk, me, (uint64_t)(uintptr_t)kfn, SL_KERNEL);
 	}
-	if (midname__stats(m).unlearned)
-		say(fd, "E unlearned %" PRIu64 "\n", midname__stats(m).unlearned);
+	if (midname__stats(m).unlearned + midname__stats(mk).unlearned)
+		say(fd, "E unlearned %" PRIu64 "\n", midname__stats(m).unlearned + midname__stats(mk).unlearned);
 	k = midname__export(m, l, MN_LAYOUTS);
 	for (size_t i = 0; i < k; i++)
 		if (!l[i].contradicted)
 			say(fd, "L %016" PRIx64 " %u\n", l[i].tag, l[i].slot);
+	/* cuKernelGetFunction's CUfunction: its layout only for a tag the others did not teach */
+	kk = midname__export(mk, lk, MN_LAYOUTS);
+	for (size_t i = 0; i < kk; i++) {
+		bool known = lk[i].contradicted;
+
+		for (size_t j = 0; j < k && !known; j++)
+			known = l[j].tag == lk[i].tag;
+		if (!known)
+			say(fd, "L %016" PRIx64 " %u\n", lk[i].tag, lk[i].slot);
+	}
 	say(fd, "END\n");
 	if (mod)
 		mod_unload(mod);
