@@ -317,8 +317,10 @@ static unsigned int root_tags(const char *key)
 /* Before lib is probed (the child's calls must not count as a traced process's): when
  * the state holds no root lessons for both kinds of handle (CUfunction, CUkernel) of its
  * build, learn them from kernels of gpuprobe's own (selflearn.h), once per build and run.
- * --no-latency names nothing from memory (no launch is verified), so it learns nothing. */
-static void self_teach(struct ct_mode *m, const char *lib)
+ * --no-latency names nothing from memory (no launch is verified), so it learns nothing; a
+ * command started by gpuprobe is held until its libcuda is probed, so its naming calls are
+ * all seen (and teach): no driver is loaded for it. */
+static void self_teach(struct ct_mode *m, struct gp_run *run, const char *lib)
 {
 	char key[LAY_KEY_LEN], why[1024], what[256];
 	struct sl_lesson l[SL_MAX_LESSONS];
@@ -326,7 +328,7 @@ static void self_teach(struct ct_mode *m, const char *lib)
 	size_t n = 0, at = 0;
 	int r;
 
-	if (!ct_settings.self_learn || !ct_settings.latency || m->nr_taught == CT_BUILDS ||
+	if (!ct_settings.self_learn || !ct_settings.latency || run->o->cmd || m->nr_taught == CT_BUILDS ||
 	    layouts__build_key(lib, key, sizeof(key)))
 		return;
 	for (unsigned int i = 0; i < m->nr_taught; i++)
@@ -470,7 +472,7 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	int r, n = gp_launch_apis_cnt;
 	(void)kind; /* libcuda only */
 
-	self_teach(m, lib);
+	self_teach(m, run, lib);
 	for (int i = 0; i < n; i++) {
 		names[i] = gp_launch_apis[i].name;
 		cookies[i] = gp_launch_apis[i].id;
