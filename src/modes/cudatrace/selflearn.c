@@ -412,6 +412,10 @@ int selflearn__run(const char *lib, unsigned int timeout_ms, struct sl_lesson *o
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(1);
+		/* gpuprobe's handlers are not the child's: a Ctrl-C or a stop ends it */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		close(p[0]);
