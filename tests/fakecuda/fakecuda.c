@@ -1575,11 +1575,38 @@ static NOINL CUresult do_copy3d_peer(const CUDA_MEMCPY3D_PEER *p, int mode,
 }
 
 /* ------------------------------------------------------------------------ */
-/* Modules and libraries: a fake image is a text list of kernel names. */
+/* Modules and libraries: a fake image is a text list of kernel names, or PTX. */
+
+/*
+ * A PTX line's kernel: the NAME of ".entry NAME" (".visible .entry NAME(",
+ * ".weak .entry NAME (" ...), cut in place; NULL when the line declares none.
+ */
+static char *ptx_entry(char *line)
+{
+	char *e = strstr(line, ".entry"), *name, *end;
+
+	if (!e || (e > line && e[-1] != ' ' && e[-1] != '\t') ||
+	    (e[6] != ' ' && e[6] != '\t'))
+		return NULL;
+	name = e + 6;
+	while (*name == ' ' || *name == '\t')
+		name++;
+	end = name;
+	while (*end && *end != '(' && *end != ' ' && *end != '\t' &&
+	       *end != '{' && *end != '\r')
+		end++;
+	if (end == name)
+		return NULL;
+	*end = '\0';
+	return name;
+}
 
 /*
  * Splits image into names (one per line; blank lines and '#' comments are
- * skipped).  *buf receives the storage, *names n pointers into it.
+ * skipped), or, for a PTX text (it starts with "//" or ".version", as
+ * compilers emit it), the names of its .entry lines: gpuprobe's self-learning
+ * (src/modes/cudatrace/selflearn.c) hands the driver a tiny PTX image.
+ * *buf receives the storage, *names n pointers into it.
  */
 static CUresult parse_image(const void *image, char **buf, const char ***names,
 			    size_t *n)
@@ -1587,6 +1614,7 @@ static CUresult parse_image(const void *image, char **buf, const char ***names,
 	size_t len, cnt = 0;
 	char *b, *line, *save = NULL;
 	const char **v;
+	bool ptx;
 
 	if (!image)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1601,6 +1629,13 @@ static CUresult parse_image(const void *image, char **buf, const char ***names,
 		free(v);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	{
+		const char *t = b;
+
+		while (*t == ' ' || *t == '\t' || *t == '\r' || *t == '\n')
+			t++;
+		ptx = !strncmp(t, "//", 2) || !strncmp(t, ".version", 8);
+	}
 	for (line = strtok_r(b, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *end;
@@ -1608,6 +1643,8 @@ static CUresult parse_image(const void *image, char **buf, const char ***names,
 
 		while (*line == ' ' || *line == '\t' || *line == '\r')
 			line++;
+		if (ptx && !(line = ptx_entry(line)))
+			continue;
 		end = line + strlen(line);
 		while (end > line && (end[-1] == ' ' || end[-1] == '\t' ||
 				      end[-1] == '\r'))

@@ -3,7 +3,11 @@
 named from the process's memory through a layout learned from handles gpuprobe saw named;
 a handle of a kind no known handle taught stays unknown@0x..., and so do a forged handle and
 a stale one (their launches fail in the driver). Never a wrong name. name_app's handles are
-laid out as driver 580's (tests/fakecuda/fakecuda.c)."""
+laid out as driver 580's (tests/fakecuda/fakecuda.c).
+
+gpuprobe also teaches itself a build's layouts from kernels of its own (selflearn.h): the
+tests of lessons taught by watched processes pass --no-self-learn, so that what they check
+comes from those processes only."""
 import json
 import os
 import re
@@ -20,7 +24,8 @@ APP = app("name_app")
 
 def attach(extra=(), app_args=("--wait", "--forge")):
     a = gp.start_app([APP] + list(app_args))
-    g = gp.start_gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "-p", str(a.pid)] + list(extra))
+    g = gp.start_gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "--no-self-learn", "-p", str(a.pid)] +
+                          list(extra))
     try:
         a.signal(signal.SIGUSR1)
         eq(a.wait(), 0, "name_app exit")
@@ -76,7 +81,7 @@ def test_no_latency_reads_no_memory():
 
 
 def test_command_mode_names_everything():
-    r = gp.gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA], cmd=[APP, "--forge"])
+    r = gp.gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "--no-self-learn"], cmd=[APP, "--forge"])
     eq(r.returncode, 0, f"exit status ({r.stderr[-500:]})")
     t = gp.truth(r.stderr)
     p = proc(gp.final(r.stdout, "cudatrace"), t["pid"])
@@ -93,7 +98,8 @@ def test_command_mode_names_everything():
 def learn(state):
     """One run of a program that names its kernels while gpuprobe watches: the layouts of
     this libcuda build go to the state file."""
-    r = gp.gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "--state-dir", state], cmd=[APP])
+    r = gp.gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "--state-dir", state, "--no-self-learn"],
+                    cmd=[APP])
     eq(r.returncode, 0, f"learning run ({r.stderr[-500:]})")
     return r
 
@@ -110,15 +116,16 @@ def rounds_of(a, n):
     raise gp.Failure(f"name_app printed no round {n}")
 
 
-def steady_attaches(state, attaches=3):
+def steady_attaches(state, attaches=3, extra=("--no-self-learn",), app_path=APP, lib=FAKECUDA, env=None):
     """name_app makes and names every handle, then waits (a job at steady state); gpuprobe
-    attaches -p `attaches` times, each while one round of launches runs: (report, truth)."""
-    a = gp.start_app([APP, "--steady", "--rounds", str(attaches), "--forge"])
+    attaches -p `attaches` times, each while one round of launches runs: (report, truth,
+    gpuprobe's stderr)."""
+    a = gp.start_app([app_path, "--steady", "--rounds", str(attaches), "--forge"])
     out = []
     try:
         for r in range(1, attaches + 1):
-            g = gp.start_gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "--state-dir", state,
-                                   "-p", str(a.pid)])
+            g = gp.start_gpuprobe(["--cudatrace", "--json", "--libcuda", lib, "--state-dir", state,
+                                   "-p", str(a.pid)] + list(extra), env=env)
             try:
                 a.signal(signal.SIGUSR1)
                 t = rounds_of(a, r)[r - 1]
@@ -158,7 +165,7 @@ def test_steady_state_named_from_the_state_file():
 
 
 def test_steady_state_without_a_layout_says_why():
-    """Nothing learned for this build yet: every launch of a handle made before the attach
+    """Nothing learned for this build yet (and --no-self-learn): every launch of a handle made before the attach
     is unknown, and the report counts them as such (not silent); nothing is saved."""
     state = gp.state_dir()
     ((p, t, err),) = steady_attaches(state, attaches=1)
@@ -166,13 +173,15 @@ def test_steady_state_without_a_layout_says_why():
     eq(p["unnamed_no_layout"], t["launches"], "unnamed for want of a layout (the verified handles)")
     eq(p["comm"], "name_app", "the process's name")
     eq(os.listdir(state), [], "nothing learned, nothing written")
+    check("from a kernel of its own" not in err and "self-learned" not in err,
+          f"--no-self-learn loads no driver: {err[-500:]!r}")
 
 
 def test_text_report_names_process_and_why():
     state = gp.state_dir()
     a = gp.start_app([APP, "--steady", "--wait"])
     g = gp.start_gpuprobe(["--cudatrace", "--memleak", "--bandwidth-util", "--libcuda", FAKECUDA, "--state-dir", state,
-                           "-p", str(a.pid)])
+                           "--no-self-learn", "-p", str(a.pid)])
     try:
         a.signal(signal.SIGUSR1)
         eq(a.wait(), 0, "name_app exit")
@@ -289,7 +298,7 @@ def test_container_root_is_not_the_nodes_root():
     if not shutil.which("unshare"):
         raise gp.Skip("unshare (util-linux) is needed")
     state = gp.state_dir()
-    r = gp.gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "--state-dir", state],
+    r = gp.gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "--state-dir", state, "--no-self-learn"],
                     cmd=["unshare", "--pid", "--fork", APP])
     eq(r.returncode, 0, f"learning run in a pid namespace ({r.stderr[-500:]})")
     check(re.search(r" 0*100000001 1 4294967294$", _layouts(state), re.M) and
@@ -298,8 +307,96 @@ def test_container_root_is_not_the_nodes_root():
     eq(p["unnamed_no_layout"], t["launches"], "the host job: no layout of its own or root's")
 
 
+SELF = "from a kernel of its own"
+
+
+def assert_all_named(p, t, what):
+    rows = by_handle(p)
+    for h in t["handles"]:
+        check(h["name"] in rows, f"{what}: {h['name'][:50]!r} not named; rows {sorted(rows)[:20]}")
+        eq(rows[h["name"]]["launches"], h["launches"], f"{what}: {h['name'][:40]} launches")
+        eq(rows[h["name"]]["source"], "memory", f"{what}: {h['name'][:40]} name source")
+    for bad in (t["forged"], t["stale"]):
+        unk = f"unknown@{bad['handle']}"
+        check(unk in rows, f"{what}: a handle the driver refused stays unknown: {bad}")
+        eq(rows[unk]["launches"], bad["failed_launches"], f"{what}: {unk} launches")
+    eq(p["launches"], t["launches"] + t["failed_launches"], f"{what}: launches")
+    eq(p["unnamed_launches"], t["failed_launches"], f"{what}: unnamed (the refused handles only)")
+    eq(p["unnamed_no_layout"], 0, f"{what}: unnamed for want of a layout")
+
+
+def test_self_learned_on_first_attach():
+    """An empty state: gpuprobe teaches itself the build's layouts (a CUkernel and a
+    CUfunction of its own, in a child that loads the stand-in) before the attach, so the
+    first -p attach to a job at steady state names every launch; the lessons are root's,
+    for both kinds, in the state file; a second attach has nothing left to learn."""
+    state = gp.state_dir()
+    (p1, t1, err1), (p2, t2, err2) = steady_attaches(state, attaches=2, extra=())
+    lines = [l for l in err1.splitlines() if SELF in l]
+    eq(len(lines), 1, f"one line says what was learned: {err1[-800:]!r}")
+    check(re.search(r"learned kernel-handle layouts for libcuda build gnu-[0-9a-f]+ from a kernel of its own "
+                    r"\(\d+ ms\): tag 0x2 slot 1, tag 0x100000001 slot 1", lines[0]), f"what and what it cost: {lines[0]!r}")
+    assert_all_named(p1, t1, "attach 1")
+    assert_all_named(p2, t2, "attach 2")
+    text = _layouts(state)
+    check(re.search(r" 0*2 1 0$", text, re.M) and re.search(r" 0*100000001 1 0$", text, re.M),
+          f"root's lessons for both kinds saved: {text!r}")
+    eq(len([l for l in text.splitlines() if l.startswith("gnu-")]), 2, f"two lessons: {text!r}")
+    check(SELF not in err2 and "self-learned" not in err2, f"learned once: {err2[-500:]!r}")
+
+
+def copies(where, lib_owner=0, dir_mode=0o755):
+    """name_app and the stand-in copied under `where` (apps/, fakecuda/: the app finds the
+    copy through its RUNPATH), the copy owned by lib_owner, its folder of mode dir_mode."""
+    top = tempfile.mkdtemp(prefix="gp-selflearn-", dir=where)
+    os.chmod(top, 0o755)
+    for sub, src in (("apps", APP), ("fakecuda", FAKECUDA)):
+        os.mkdir(os.path.join(top, sub))
+        shutil.copy(src, os.path.join(top, sub))
+    lib = os.path.join(top, "fakecuda", os.path.basename(FAKECUDA))
+    os.chown(lib, lib_owner, lib_owner)
+    os.chmod(os.path.join(top, "fakecuda"), dir_mode)
+    return top, os.path.join(top, "apps", os.path.basename(APP)), lib
+
+
+def test_unsafe_libcuda_not_loaded():
+    """A libcuda a user could have planted (a copy owned by nobody; one in a folder others
+    may write) is never loaded into gpuprobe's child: one line says why, nothing is learned,
+    and the job's launches are counted unnamed for want of a layout, as before."""
+    for owner, mode, why in ((65534, 0o755, "not a regular file owned by root"),
+                             (0, 0o777, "a directory not owned by root or writable by others")):
+        top, app_path, lib = copies(gp.OUT, owner, mode)
+        try:
+            state = gp.state_dir()
+            ((p, t, err),) = steady_attaches(state, attaches=1, extra=(), app_path=app_path, lib=lib)
+            lines = [l for l in err.splitlines() if "self-learned" in l]
+            eq(len(lines), 1, f"one line ({why}): {err[-800:]!r}")
+            check(why in lines[0] and "not loaded" in lines[0], f"says why: {lines[0]!r}")
+            check(SELF not in err, f"nothing learned: {err[-500:]!r}")
+            eq(p["unnamed_no_layout"], t["launches"], f"{why}: unnamed for want of a layout")
+            eq(_layouts(state), "", "nothing saved")
+        finally:
+            shutil.rmtree(top, ignore_errors=True)
+
+
+def test_self_learn_without_a_gpu_says_why():
+    """The driver finds no GPU in gpuprobe's child (FAKECUDA_DEVICES=0 in gpuprobe's
+    environment only): one line says so, nothing is saved, the job's launches are counted
+    unnamed for want of a layout."""
+    state = gp.state_dir()
+    env = dict(os.environ, FAKECUDA_DEVICES="0")
+    ((p, t, err),) = steady_attaches(state, attaches=1, extra=(), env=env)
+    lines = [l for l in err.splitlines() if "self-learned" in l]
+    eq(len(lines), 1, f"one line: {err[-800:]!r}")
+    check("no GPU" in lines[0], f"says why: {lines[0]!r}")
+    eq(p["unnamed_no_layout"], t["launches"], "unnamed for want of a layout")
+    eq(_layouts(state), "", "nothing saved")
+
+
 if __name__ == "__main__":
     gp.main([test_names_read_from_memory, test_no_latency_reads_no_memory, test_command_mode_names_everything,
              test_steady_state_named_from_the_state_file, test_steady_state_without_a_layout_says_why,
              test_text_report_names_process_and_why, test_bad_state_files_refused,
-             test_hostile_lesson_stays_its_users, test_container_root_is_not_the_nodes_root])
+             test_hostile_lesson_stays_its_users, test_container_root_is_not_the_nodes_root,
+             test_self_learned_on_first_attach, test_unsafe_libcuda_not_loaded,
+             test_self_learn_without_a_gpu_says_why])

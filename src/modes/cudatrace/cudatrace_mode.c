@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 #include "procmaps.h"
 #include "options.h"
 #include "run.h"
+#include "selflearn.h"
 #include "symbolize.h"
 #include "u64map.h"
 #include "util.h"
@@ -41,6 +43,7 @@ struct ct_settings ct_settings = {
 	.top_shapes = 3,
 	.max_launch_keys = 65536,
 	.max_kernel_series = 20,
+	.self_learn = true,
 };
 
 static const struct gp_option options[] = {
@@ -54,6 +57,8 @@ static const struct gp_option options[] = {
 	  GP_OPT_U64, &ct_settings.max_kernel_series, 0, 100000, .frontends = GP_FE_DAEMON, .group = GP_GRP_MODE },
 	{ "state-dir", 0, "DIR", "Where kernel-handle layouts learned per libcuda build are kept, to name the launches of jobs at steady state (default $GPUPROBE_STATE_DIR or " LAY_DEFAULT_DIR ")",
 	  GP_OPT_STRING, &ct_settings.state_dir, .frontends = GP_FE_ALL, .group = GP_GRP_MODE },
+	{ "no-self-learn", 0, NULL, "Do not learn a libcuda build's kernel-handle layouts from a kernel of gpuprobe's own (a child that loads the driver, once per build with no layouts kept)",
+	  GP_OPT_CLEAR, &ct_settings.self_learn, .frontends = GP_FE_ALL, .group = GP_GRP_MODE },
 	{},
 };
 
@@ -73,6 +78,9 @@ struct ct_mode {
 	struct { dev_t dev; ino_t ino; uint32_t build; } files[CT_FILES];
 	unsigned int nr_files;
 	struct u64map *pid_build;           /* pid -> build + 1 (its libcuda's, from its maps) */
+	/* builds gpuprobe tried to teach itself this run (once each), and what it learned */
+	struct { char key[LAY_KEY_LEN]; struct sl_lesson l[SL_MAX_LESSONS]; size_t n; } taught[CT_BUILDS];
+	unsigned int nr_taught;
 	bool state_off, state_said;         /* the state file refused (not written); its line said */
 	bool state_full;                    /* its LAY_MAX entries reached: said */
 	bool said_no_layout[CT_BUILDS + 1]; /* per build: "unnamed for want of a layout" logged */
@@ -270,6 +278,86 @@ static void state_save(struct ct_mode *m)
 		state_error(m, "learned kernel-handle layouts not saved", err, true);
 }
 
+/* What gpuprobe taught itself of build idx (self_teach): root's lessons (they serve every
+ * user: midname.h), into midname and the state file. */
+static void taught_seed(struct ct_mode *m, uint32_t idx)
+{
+	bool any = false;
+
+	for (unsigned int i = 0; i < m->nr_taught; i++) {
+		if (strcmp(m->taught[i].key, m->builds[idx - 1]))
+			continue;
+		for (size_t j = 0; j < m->taught[i].n; j++) {
+			midname__seed(m->mn, &(struct mn_layout){ .build = idx, .uid = 0, .tag = m->taught[i].l[j].tag,
+								  .slot = m->taught[i].l[j].slot });
+			any = true;
+		}
+	}
+	if (any)
+		state_save(m);
+}
+
+/* Kinds of handle (tags) root's lessons of build key cover in the state file. */
+static unsigned int root_tags(const char *key)
+{
+	static struct lay_entry e[LAY_MAX];
+	char err[512];
+	size_t n = 0;
+	uint64_t tags[2];
+	unsigned int k = 0;
+
+	if (layouts__load(layouts__dir(ct_settings.state_dir), e, LAY_MAX, &n, err, sizeof(err)))
+		return 0;
+	for (size_t i = 0; i < n && k < 2; i++)
+		if (!e[i].uid && !strcmp(e[i].key, key) && !(k == 1 && tags[0] == e[i].tag))
+			tags[k++] = e[i].tag;
+	return k;
+}
+
+/* Before lib is probed (the child's calls must not count as a traced process's): when
+ * the state holds no root lessons for both kinds of handle (CUfunction, CUkernel) of its
+ * build, learn them from kernels of gpuprobe's own (selflearn.h), once per build and run.
+ * --no-latency names nothing from memory (no launch is verified), so it learns nothing; a
+ * command started by gpuprobe is held until its libcuda is probed, so its naming calls are
+ * all seen (and teach): no driver is loaded for it. */
+static void self_teach(struct ct_mode *m, struct gp_run *run, const char *lib)
+{
+	char key[LAY_KEY_LEN], why[1024], what[256];
+	struct sl_lesson l[SL_MAX_LESSONS];
+	unsigned int ms = 0;
+	size_t n = 0, at = 0;
+	int r;
+
+	if (!ct_settings.self_learn || !ct_settings.latency || run->o->cmd || m->nr_taught == CT_BUILDS ||
+	    layouts__build_key(lib, key, sizeof(key)))
+		return;
+	for (unsigned int i = 0; i < m->nr_taught; i++)
+		if (!strcmp(m->taught[i].key, key))
+			return;
+	snprintf(m->taught[m->nr_taught].key, LAY_KEY_LEN, "%s", key);
+	m->taught[m->nr_taught++].n = 0;
+	if (root_tags(key) >= 2)
+		return; /* learned already (by gpuprobe itself, or from root's processes) */
+	r = selflearn__run(lib, SL_TIMEOUT_MS, l, SL_MAX_LESSONS, &n, &ms, why, sizeof(why));
+	if (r || !n) {
+		gp_log(GP_LOG_INFO, "kernel-handle layouts of libcuda build %s not self-learned: %s (%u ms; --no-self-learn turns this off)",
+		       key, r || why[0] ? why : "no layout found", ms);
+		return;
+	}
+	what[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		int w = snprintf(what + at, sizeof(what) - at, "%stag 0x%" PRIx64 " slot %u", i ? ", " : "", l[i].tag,
+				 l[i].slot);
+
+		if (w > 0 && (size_t)w < sizeof(what) - at)
+			at += (size_t)w;
+	}
+	memcpy(m->taught[m->nr_taught - 1].l, l, n * sizeof(l[0]));
+	m->taught[m->nr_taught - 1].n = n;
+	gp_log(GP_LOG_INFO, "learned kernel-handle layouts for libcuda build %s from a kernel of its own (%u ms): %s%s%s",
+	       key, ms, what, why[0] ? "; not learned: " : "", why);
+}
+
 /* A probed libcuda file: its build's number for midname (made, and its layouts loaded,
  * when new); 0 when it has no key or the table of builds is full. */
 static void add_build(struct ct_mode *m, const char *lib)
@@ -291,6 +379,7 @@ static void add_build(struct ct_mode *m, const char *lib)
 		snprintf(m->builds[m->nr_builds], LAY_KEY_LEN, "%s", key);
 		idx = ++m->nr_builds;
 		state_load(m, idx);
+		taught_seed(m, idx);
 	}
 	if (!idx) {
 		gp_log(GP_LOG_WARN, "%s: more than %d libcuda builds: its layouts are learned for this run only", lib, CT_BUILDS);
@@ -383,6 +472,7 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	int r, n = gp_launch_apis_cnt;
 	(void)kind; /* libcuda only */
 
+	self_teach(m, run, lib);
 	for (int i = 0; i < n; i++) {
 		names[i] = gp_launch_apis[i].name;
 		cookies[i] = gp_launch_apis[i].id;
@@ -462,7 +552,7 @@ static int resolve_name(void *ctx, uint32_t pid, uint32_t img, uint64_t handle, 
 	/* said once per build and run (the reports count the launches per process) */
 	if (r == -ENODATA && !who_is(m, pid, &build, &uid) && build <= CT_BUILDS && !m->said_no_layout[build]) {
 		m->said_no_layout[build] = true;
-		gp_log(GP_LOG_INFO, "PID %u: kernels made before the attach stay unnamed: no kernel-handle layout learned yet for libcuda build %s (one run of any CUDA program under gpuprobe with this driver teaches it; --state-dir %s)",
+		gp_log(GP_LOG_INFO, "PID %u: kernels made before the attach stay unnamed: no kernel-handle layout learned yet for libcuda build %s (gpuprobe's self-learning was off or refused, see above; one run of any CUDA program under gpuprobe with this driver teaches it; --state-dir %s)",
 		       pid, build ? m->builds[build - 1] : "(unknown)", layouts__dir(ct_settings.state_dir));
 	}
 	return r;

@@ -16,6 +16,7 @@ struct ct_settings {
 	uint64_t max_launch_keys;
 	uint64_t max_kernel_series; /* daemon: kernels with their own series per process */
 	const char *state_dir; /* learned driver layouts (layouts.h); NULL: the default */
+	bool self_learn;       /* learn a build's layouts from kernels of gpuprobe's own (selflearn.h) */
 };
 
 extern struct ct_settings ct_settings;
