@@ -78,7 +78,7 @@ int copy_enter(struct pt_regs *ctx)
 		return 0;
 	epoch = gp_window_epoch();
 	/* sampled under a budget (bandwidth_mode.c): the synchronizations and cuCtxGetDevice */
-	if (is_sync(api) || api == GP_API_cuCtxGetDevice) {
+	if (is_sync(api) || api == GP_API_cuCtxGetDevice || api == GP_API_cuCtxGetDevice_v2) {
 		gp_extra_hit(id >> 32);
 		if (epoch == GP_EPOCH_UNSEEN) {
 			/* a stray: its return must not find the entry of a call whose return went
@@ -345,6 +345,13 @@ static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
 		aux = (__u32)rd64(c->a[0], 0);
 		if (!gp_thread_gpu_changed(id, aux))
 			return; /* told already: PyTorch asks thousands of times a second */
+		break;
+	case GP_API_cuCtxGetDevice_v2:
+		/* a named context (handle) is on this GPU; NULL: the current one's, as above */
+		handle = c->a[1];
+		aux = (__u32)rd64(c->a[0], 0);
+		if (!handle && !gp_thread_gpu_changed(id, aux))
+			return;
 		break;
 	default:
 		break;

@@ -218,6 +218,7 @@ enum gp_api {
 	GP_API_cuMemcpy3DPeerAsync,
 	GP_API_cuMemcpy3DPeerAsync_ptsz,
 	GP_API_cuCtxGetDevice,          /* (CUdevice *): the calling thread's context's GPU */
+	GP_API_cuCtxGetDevice_v2,       /* (CUdevice *, CUcontext): ctx's GPU, or the current one's (NULL); CUDA 13 */
 	GP_API__COUNT,
 };
 

@@ -134,6 +134,7 @@ const struct gp_copy_api_info gp_copy_apis[] = {
 	{ GP_API_cuCtxCreate_v4, "cuCtxCreate_v4" },
 	/* contexts made before a -p attach: the GPU of the calling thread's current one */
 	{ GP_API_cuCtxGetDevice, "cuCtxGetDevice" },
+	{ GP_API_cuCtxGetDevice_v2, "cuCtxGetDevice_v2" }, /* what CUDA 13's runtime calls */
 	{ GP_API_cuMemHostRegister_v2, "cuMemHostRegister_v2" },
 	{ GP_API_cuMemHostUnregister, "cuMemHostUnregister" },
 	{ GP_API_cuMemcpy3DPeer, "cuMemcpy3DPeer" },

@@ -128,6 +128,14 @@ static void on_ctx(struct cuctx *c, const struct gp_aux_event *e)
 			t->stack[t->depth++] = e->handle;
 		set_ctx_gpu(c, e->handle, e->aux);
 		break;
+	case GP_API_cuCtxGetDevice_v2:
+		if (e->handle) { /* a named context's GPU: the thread's current one is not told */
+			if (cuctx__ctx_gpu(c, e->handle) < 0)
+				set_ctx_gpu(c, e->handle, e->aux);
+			break;
+		}
+		/* NULL asks for the current context's, as cuCtxGetDevice */
+		__attribute__((fallthrough));
 	case GP_API_cuCtxGetDevice:
 		/* the thread's current context is on this GPU: bind a known context that was
 		 * made before the attach; otherwise the thread's work goes to it meanwhile */
@@ -280,6 +288,7 @@ bool cuctx__on_aux(struct cuctx *c, const struct gp_aux_event *e)
 	case GP_API_cuCtxCreate_v4:
 	case GP_API_cuDevicePrimaryCtxRetain:
 	case GP_API_cuCtxGetDevice:
+	case GP_API_cuCtxGetDevice_v2:
 		on_ctx(c, e);
 		return true;
 	default:

@@ -963,17 +963,40 @@ static struct series *series_of(struct prom_out *p, int fam, const char *labels,
 
 /* Adds what each sample of r counted since base (NULL: since zero) to its series. An
  * estimate family adds only what passes base (the most the process reported before). */
+/*
+ * What a process's label sets that are gone from its record had counted (summed per
+ * value): a process's counts move between its own label sets (a kernel first counted as
+ * "unknown" and named later, from memory or a layout learned meanwhile; a name capped into
+ * "other"), and what moved was counted already: the label sets new to its record take it
+ * over before they count from zero (issue 29: the daemon counted such launches twice).
+ */
+static void moved_away(const struct record *r, struct u64map *base, size_t n, double *gone)
+{
+	uint64_t k;
+	void *v;
+
+	for (size_t j = 0; j < n; j++)
+		gone[j] = 0;
+	for (size_t it = 0; base && u64map__next(base, &it, &k, &v);)
+		if (!r->idx || !u64map__get(r->idx, k))
+			for (size_t j = 0; j < n; j++)
+				gone[j] += ((const double *)v)[j];
+}
+
 static void route(struct prom_out *p, const struct record *r, const char *proc, struct u64map *base)
 {
 	size_t n = nvals(r->fam);
 	bool est = gp_metrics[r->fam].flags & GP_M_ESTIMATE;
+	double gone[NV_MAX];
 
+	moved_away(r, base, n, gone);
 	for (size_t i = 0; i < r->n; i++) {
 		const struct sample *x = &r->s[i];
 		const double *b = base ? u64map__get(base, x->lkey) : NULL;
 		char *labels = sample_labels(p, r, proc, x);
 		struct series *s = labels ? series_of(p, r->fam, labels, r->fmt) : NULL;
 		bool reset = false;
+		double took[NV_MAX] = { 0 };
 
 		free(labels);
 		if (!s) {
@@ -986,8 +1009,12 @@ static void route(struct prom_out *p, const struct record *r, const char *proc, 
 			memset(s->v, 0, sizeof(s->v));
 		for (size_t j = 0; b && !est && j < n; j++)
 			reset = reset || x->v[j] < b[j];
+		for (size_t j = 0; base && !b && j < n; j++) { /* new to a known process */
+			took[j] = x->v[j] < gone[j] ? x->v[j] : gone[j];
+			gone[j] -= took[j];
+		}
 		for (size_t j = 0; j < n; j++) {
-			double d = x->v[j] - (b && !reset ? b[j] : 0);
+			double d = x->v[j] - (b && !reset ? b[j] : took[j]);
 
 			if (d > 0 || !est)
 				s->v[j] += d;
@@ -1136,6 +1163,35 @@ static void fold_exited(struct prom_out *p, struct record *r, const char *proc)
 	e->v[i].gen = s->gen;
 }
 
+/* The label sets gone from a process's record: route() handed what they had counted to
+ * the new ones, so they are no base any more. */
+static void forget_moved(struct prom_out *p, const struct record *r, struct u64map *last)
+{
+	uint64_t k, *doomed = NULL;
+	size_t nd = 0, cap = 0;
+	void *v;
+
+	for (size_t it = 0; u64map__next(last, &it, &k, &v);) {
+		if (r->idx && u64map__get(r->idx, k))
+			continue;
+		if (nd == cap) {
+			size_t c = cap ? cap * 2 : 8;
+			uint64_t *nv = realloc(doomed, c * sizeof(*nv));
+
+			if (!nv) {
+				p->failed = true;
+				break;
+			}
+			doomed = nv;
+			cap = c;
+		}
+		doomed[nd++] = k;
+	}
+	for (size_t i = 0; i < nd; i++)
+		free(u64map__del(last, doomed[i]));
+	free(doomed);
+}
+
 /* A running process's record: what it counted since the render before. */
 static void fold_state(struct prom_out *p, struct record *r, const char *proc, struct pstate *ps)
 {
@@ -1166,6 +1222,7 @@ static void fold_state(struct prom_out *p, struct record *r, const char *proc, s
 			if (!est || r->s[i].v[j] > b[j])
 				b[j] = r->s[i].v[j];
 	}
+	forget_moved(p, r, ps->last);
 }
 
 /* A running process's record: what it counted since the render before. */

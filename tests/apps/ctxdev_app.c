@@ -5,7 +5,8 @@
  * the thread asks its context's device (cuCtxGetDevice, --asks times, as PyTorch does all
  * the time) and makes --n synchronous host-to-device copies of --size bytes. A tracer
  * attached at READY never saw the context made: only cuCtxGetDevice says where the copies
- * go. The truth (JSON on stderr) names the GPU.
+ * go. --v2 asks cuCtxGetDevice_v2(&dev, NULL) instead, as CUDA 13's runtime does (PyTorch
+ * on the H200 called only that one). The truth (JSON on stderr) names the GPU.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,21 +15,21 @@
 
 #include "common.h"
 
-static const char usage[] = "[--dev D] [--n N] [--size BYTES] [--asks K] [--wait]";
+static const char usage[] = "[--dev D] [--n N] [--size BYTES] [--asks K] [--v2] [--wait]";
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "dev", required_argument, NULL, 'd' }, { "n", required_argument, NULL, 'n' },
 		{ "size", required_argument, NULL, 's' }, { "asks", required_argument, NULL, 'a' },
-		{ "wait", no_argument, NULL, 'w' }, { NULL, 0, NULL, 0 },
+		{ "wait", no_argument, NULL, 'w' }, { "v2", no_argument, NULL, '2' }, { NULL, 0, NULL, 0 },
 	};
 	unsigned long long dev = 1, n = 5, size = 1 << 20, asks = 3;
 	CUcontext ctx;
 	CUdevice d, got;
 	CUdeviceptr buf;
 	char *host;
-	int wait = 0, o;
+	int wait = 0, v2 = 0, o;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
@@ -37,6 +38,7 @@ int main(int argc, char **argv)
 		case 's': size = app_parse_u64("--size", optarg); break;
 		case 'a': asks = app_parse_u64("--asks", optarg); break;
 		case 'w': wait = 1; break;
+		case '2': v2 = 1; break;
 		default: app_usage_error(argv[0], usage, "unknown option");
 		}
 	}
@@ -55,7 +57,10 @@ int main(int argc, char **argv)
 	if (wait)
 		app_wait_ready();
 	for (unsigned long long i = 0; i < asks; i++) {
-		CHECK(cuCtxGetDevice(&got));
+		if (v2)
+			CHECK(cuCtxGetDevice_v2(&got, NULL));
+		else
+			CHECK(cuCtxGetDevice(&got));
 		if (got != d)
 			return 1;
 	}

@@ -2321,6 +2321,20 @@ CUresult cuCtxGetDevice(CUdevice *device)
 	return rc;
 }
 
+CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+	CUresult rc;
+
+	if (!ctx)
+		return cuCtxGetDevice(device);
+	LOCK();
+	rc = device ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	if (rc == CUDA_SUCCESS)
+		*device = ctx->dev;
+	UNLOCK();
+	return rc;
+}
+
 CUresult cuCtxSynchronize(void)
 {
 	struct CUctx_st *ctx;
@@ -4994,6 +5008,7 @@ static const struct proc {
 	P(cuCtxPushCurrent_v2, 4000),
 	P(cuCtxPopCurrent_v2, 4000),
 	P(cuCtxGetDevice, 2000),
+	P(cuCtxGetDevice_v2, 13000),
 	P(cuCtxSynchronize, 2000),
 	P(cuCtxSynchronize_v2, 13000),
 	P(cuGetErrorString, 6000),

@@ -6,6 +6,7 @@
 //  C: alloc node -> kernel, launched once, never freed (the leak: graph memory)
 //  D: captured cudaMallocAsync -> kernel -> cudaFreeAsync, launched L times
 // Truth on stderr as one JSON line.
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>

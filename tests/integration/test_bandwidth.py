@@ -126,8 +126,14 @@ def test_attach_to_running_pid():
 def test_gpu_of_a_context_made_before_the_attach():
     """The context was made before the -p attach; the process then asks cuCtxGetDevice (as
     PyTorch does thousands of times a second) and copies: the copies are named with that
-    GPU (before: unknown, '-'), and without the ask they would stay unknown."""
-    a = gp.start_app([app("ctxdev_app"), "--wait", "--dev", "1", "--n", "5"], env=ENV)
+    GPU (before: unknown, '-'), and without the ask they would stay unknown. Asked the
+    CUDA 13 way too (cuCtxGetDevice_v2 with no context: what PyTorch called on the H200)."""
+    for how in ([], ["--v2"]):
+        one_context_before_the_attach(how)
+
+
+def one_context_before_the_attach(how):
+    a = gp.start_app([app("ctxdev_app"), "--wait", "--dev", "1", "--n", "5"] + how, env=ENV)
     try:
         g = gp.start_gpuprobe(["--bandwidth-util", "--json", "--min-bytes", "1000", "-p", str(a.pid)])
         a.signal(signal.SIGUSR1)
@@ -135,7 +141,7 @@ def test_gpu_of_a_context_made_before_the_attach():
         eq(g.wait(), 0, "gpuprobe exit")
         t = gp.truth(a.stderr())
         got = by_key(proc(final(g.stdout()), a.pid))
-        eq(sorted(got), [f"{t['gpu']}/H2D"], "the copies' GPU, from cuCtxGetDevice")
+        eq(sorted(got), [f"{t['gpu']}/H2D"], f"the copies' GPU, from cuCtxGetDevice {how}")
         eq([got[f"{t['gpu']}/H2D"]["copies"], got[f"{t['gpu']}/H2D"]["bytes"]], [t["copies"], t["bytes"]],
            "copies and bytes")
     finally:

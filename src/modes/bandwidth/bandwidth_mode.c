@@ -132,7 +132,8 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	/* cuCtxGetDevice too: only contexts made before a -p attach need it, PyTorch calls it
 	 * thousands of times a second, and one window's answer names the thread's GPU */
 	for (int i = 0; i < n; i++) {
-		bool sampled = i >= ncopy || cookies[i] == GP_API_cuCtxGetDevice;
+		bool sampled = i >= ncopy || cookies[i] == GP_API_cuCtxGetDevice ||
+			       cookies[i] == GP_API_cuCtxGetDevice_v2;
 
 		syncs[i] = sampled ? offsets[i] : -1;
 		if (sampled)
