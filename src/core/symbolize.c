@@ -465,6 +465,11 @@ void symbolizer__set_pin(struct symbolizer *s, const struct procpin *pin)
 		s->pin = pin;
 }
 
+struct procpin *symbolizer__pin(const struct symbolizer *s)
+{
+	return s ? (struct procpin *)s->pin : NULL;
+}
+
 void symbolizer__forget_pid(struct symbolizer *s, int pid)
 {
 	if (s)

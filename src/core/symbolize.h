@@ -48,6 +48,8 @@ unsigned long long symbolizer__files_bytes(const struct symbolizer *s);
  */
 struct procpin;
 void symbolizer__set_pin(struct symbolizer *s, const struct procpin *pin);
+/* The pin set (NULL: none): a mode may keep a process's state in it while it lives. */
+struct procpin *symbolizer__pin(const struct symbolizer *s);
 
 /* Drops the cached maps of an exited process (pids get reused). */
 void symbolizer__forget_pid(struct symbolizer *s, int pid);

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """--cudatrace end to end: real gpuprobe, real BPF, the stand-in driver, exact counts."""
+import os
 import re
 import signal
 
@@ -111,6 +112,29 @@ def test_attach_later_names_by_host_stub():
                 check(k["name"].startswith("unknown@0x"), k["name"])
     finally:
         a.kill()
+
+
+def test_attach_later_exit_at_once_names_by_host_stub():
+    """The same with a process that exits right after its launches (the stand-in's teardown
+    0 ms): its launch stacks are read after its exit record (another ring), so the maps and
+    files that name the host stub are kept while it lives (procpin) or k1 stays unknown
+    (before: unknown in 3 runs of 3). Names read from the process's memory need it alive:
+    they are not asked for here."""
+    env = dict(os.environ, FAKECUDA_TEARDOWN_MS="0")
+    for _ in range(3):
+        a = gp.start_app([APP, "--wait", "--n", "40"], env=env)
+        try:
+            g = gp.start_gpuprobe(["--cudatrace", "--json", "-p", str(a.pid)])
+            a.signal(signal.SIGUSR1)
+            eq(a.wait(), 0, "workload exit")
+            eq(g.wait(), 0, "gpuprobe exit")
+            t = gp.truth(a.stderr())
+            p = proc(final(g.stdout()), a.pid)
+            k1 = [k for k in p["kernels"] if k["name"] == "k1(float*, int)"]
+            eq([(k["source"], k["launches"]) for k in k1], [("host", t["kernels"]["k1(float*, int)"]["launches"])],
+               "k1 named by its host stub after the process is gone")
+        finally:
+            a.kill()
 
 
 def test_combined_with_memleak():

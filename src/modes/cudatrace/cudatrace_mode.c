@@ -31,6 +31,7 @@
 #include "modeshare.h"
 #include "option.h"
 #include "procmaps.h"
+#include "procpin.h"
 #include "options.h"
 #include "run.h"
 #include "selflearn.h"
@@ -84,6 +85,9 @@ struct ct_mode {
 	bool state_off, state_said;         /* the state file refused (not written); its line said */
 	bool state_full;                    /* its LAY_MAX entries reached: said */
 	bool said_no_layout[CT_BUILDS + 1]; /* per build: "unnamed for want of a layout" logged */
+	/* a process's maps and files kept while it lives, so that a launch stack read after
+	 * its exit is still named by its host stub (memleak's, when it runs; else its own) */
+	struct procpin *own_pin;
 	struct ct_snap snap;
 	struct ct_sampled *sampled; /* snap.sampled */
 	struct ct_sampled *counted; /* snap.counted */
@@ -101,6 +105,9 @@ static void m_free(void *st)
 	if (!m)
 		return;
 	cuda_launch_bpf__destroy(m->skel);
+	if (m->own_pin && m->run)
+		symbolizer__set_pin(m->run->sym, NULL);
+	procpin__free(m->own_pin);
 	midname__free(m->mn);
 	u64map__free(m->pid_build);
 	u64map__free(m->learns);
@@ -584,7 +591,11 @@ static void h_stub(void *ctx, const struct gp_stub_event *e)
 	char frames[GP_MAX_STACK][512], name[1024], mangled[1024];
 	const char *ptrs[GP_MAX_STACK];
 	uint32_t n = e->nr_stack > GP_MAX_STACK ? GP_MAX_STACK : e->nr_stack;
+	struct procpin *pin = symbolizer__pin(m->run->sym);
 
+	/* its exit may be read first (another ring): keep what naming needs while it lives */
+	if (pin && n && !procpin__taken_ns(pin, (int)e->pid))
+		procpin__take(pin, (int)e->pid, e->stack[0]);
 	for (uint32_t i = 0; i < n; i++) {
 		symbolizer__format(m->run->sym, (int)e->pid, e->stack[i], frames[i], sizeof(frames[i]));
 		ptrs[i] = frames[i];
@@ -633,6 +644,12 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 	 * the modes start: a thread's "not followed" holds from now on (bpf/cuda_launch.bpf.c) */
 	__atomic_store_n(&m->skel->bss->followed_settled, 1, __ATOMIC_RELEASE);
 	cudatrace__set_start(m->ct, gp_mono_ns());
+	if (!symbolizer__pin(run->sym) && (m->own_pin = procpin__new("/proc")))
+		symbolizer__set_pin(run->sym, m->own_pin);
+	/* -p targets: kept now, while they surely live (a program that exits right after its
+	 * launches is gone before its stacks are read) */
+	for (int i = 0; symbolizer__pin(run->sym) && i < run->o->nr_pids; i++)
+		procpin__take(symbolizer__pin(run->sym), run->o->pids[i], 0);
 	cudatrace__set_take(m->ct, take_graph_count, m);
 	cudatrace__set_resolve(m->ct, resolve_name, m);
 	r = gp_events__add(run->events, bpf_map__fd(m->skel->maps.names), &h);
@@ -821,6 +838,8 @@ static void forget_pid(void *ctx, uint32_t pid, const uint32_t *img)
 			gp_map__delete_pid(fd, ks, pid);
 	}
 	midname__forget(((struct ct_mode *)ctx)->mn, pid, img);
+	if (!img && ((struct ct_mode *)ctx)->own_pin)
+		procpin__release(((struct ct_mode *)ctx)->own_pin, (int)pid);
 	if (!img && ((struct ct_mode *)ctx)->pid_build)
 		u64map__del(((struct ct_mode *)ctx)->pid_build, pid);
 }
