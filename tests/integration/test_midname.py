@@ -325,13 +325,39 @@ def assert_all_named(p, t, what):
     eq(p["unnamed_no_layout"], 0, f"{what}: unnamed for want of a layout")
 
 
+def safe_base():
+    """A folder gpuprobe's child may load a driver from: root's, and no folder on its path
+    writable by group or others (the checkout may lie under /tmp, as a CI clone can)."""
+    for d in ("/run", "/root", "/var/lib", "/opt", "/srv"):
+        real, ok = os.path.realpath(d), os.path.isdir(d)
+        p = real
+        while ok:
+            st = os.stat(p)
+            ok = st.st_uid == 0 and not st.st_mode & 0o022
+            if p == "/":
+                break
+            p = os.path.dirname(p)
+        if ok:
+            return real
+    raise gp.Skip("no root-owned folder here that others cannot write")
+
+
 def test_self_learned_on_first_attach():
     """An empty state: gpuprobe teaches itself the build's layouts (a CUkernel and a
     CUfunction of its own, in a child that loads the stand-in) before the attach, so the
     first -p attach to a job at steady state names every launch; the lessons are root's,
-    for both kinds, in the state file; a second attach has nothing left to learn."""
+    for both kinds, in the state file; a second attach has nothing left to learn. The
+    stand-in is copied to a safe folder first: the checkout's may be refused (/tmp)."""
+    top, app_path, lib = copies(safe_base())
+    try:
+        self_learned_on_first_attach(app_path, lib)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def self_learned_on_first_attach(app_path, lib):
     state = gp.state_dir()
-    (p1, t1, err1), (p2, t2, err2) = steady_attaches(state, attaches=2, extra=())
+    (p1, t1, err1), (p2, t2, err2) = steady_attaches(state, attaches=2, extra=(), app_path=app_path, lib=lib)
     lines = [l for l in err1.splitlines() if SELF in l]
     eq(len(lines), 1, f"one line says what was learned: {err1[-800:]!r}")
     check(re.search(r"learned kernel-handle layouts for libcuda build gnu-[0-9a-f]+ from a kernel of its own "
@@ -385,7 +411,11 @@ def test_self_learn_without_a_gpu_says_why():
     unnamed for want of a layout."""
     state = gp.state_dir()
     env = dict(os.environ, FAKECUDA_DEVICES="0")
-    ((p, t, err),) = steady_attaches(state, attaches=1, extra=(), env=env)
+    top, app_path, lib = copies(safe_base())
+    try:
+        ((p, t, err),) = steady_attaches(state, attaches=1, extra=(), env=env, app_path=app_path, lib=lib)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
     lines = [l for l in err.splitlines() if "self-learned" in l]
     eq(len(lines), 1, f"one line: {err[-800:]!r}")
     check("no GPU" in lines[0], f"says why: {lines[0]!r}")
