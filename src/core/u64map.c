@@ -172,6 +172,29 @@ bool u64map__next(const struct u64map *m, size_t *it, uint64_t *key, void **val)
 	return false;
 }
 
+size_t u64map__delete_if(struct u64map *m, bool (*doomed)(void *ctx, uint64_t key, void *val), void *ctx,
+			 void (*free_value)(void *v))
+{
+	uint64_t keys[256], k;
+	size_t n, total = 0;
+	void *v;
+
+	/* deletions shift entries: collect a batch, delete it, look again */
+	do {
+		n = 0;
+		for (size_t it = 0; m && n < 256 && u64map__next(m, &it, &k, &v);)
+			if (doomed(ctx, k, v))
+				keys[n++] = k;
+		for (size_t i = 0; i < n; i++) {
+			v = u64map__del(m, keys[i]);
+			if (free_value)
+				free_value(v);
+		}
+		total += n;
+	} while (n == 256);
+	return total;
+}
+
 void u64map__free_all(struct u64map *m, void (*free_value)(void *v))
 {
 	uint64_t k;

@@ -38,4 +38,9 @@ void **u64map__sorted(const struct u64map *m, void ***view, size_t *n, int (*cmp
  * deletions while iterating. */
 bool u64map__next(const struct u64map *m, size_t *it, uint64_t *key, void **val);
 
+/* Removes every entry doomed(ctx, key, value) says to, handing its value to free_value
+ * (NULL: kept); returns how many went. doomed must not change the map. */
+size_t u64map__delete_if(struct u64map *m, bool (*doomed)(void *ctx, uint64_t key, void *val), void *ctx,
+			 void (*free_value)(void *v));
+
 #endif

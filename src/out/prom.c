@@ -1163,33 +1163,17 @@ static void fold_exited(struct prom_out *p, struct record *r, const char *proc)
 	e->v[i].gen = s->gen;
 }
 
+static bool not_in_record(void *r, uint64_t key, void *v)
+{
+	(void)v;
+	return !((const struct record *)r)->idx || !u64map__get(((const struct record *)r)->idx, key);
+}
+
 /* The label sets gone from a process's record: route() handed what they had counted to
  * the new ones, so they are no base any more. */
-static void forget_moved(struct prom_out *p, const struct record *r, struct u64map *last)
+static void forget_moved(const struct record *r, struct u64map *last)
 {
-	uint64_t k, *doomed = NULL;
-	size_t nd = 0, cap = 0;
-	void *v;
-
-	for (size_t it = 0; u64map__next(last, &it, &k, &v);) {
-		if (r->idx && u64map__get(r->idx, k))
-			continue;
-		if (nd == cap) {
-			size_t c = cap ? cap * 2 : 8;
-			uint64_t *nv = realloc(doomed, c * sizeof(*nv));
-
-			if (!nv) {
-				p->failed = true;
-				break;
-			}
-			doomed = nv;
-			cap = c;
-		}
-		doomed[nd++] = k;
-	}
-	for (size_t i = 0; i < nd; i++)
-		free(u64map__del(last, doomed[i]));
-	free(doomed);
+	u64map__delete_if(last, not_in_record, (void *)r, free);
 }
 
 /* A running process's record: what it counted since the render before. */
@@ -1222,7 +1206,7 @@ static void fold_state(struct prom_out *p, struct record *r, const char *proc, s
 			if (!est || r->s[i].v[j] > b[j])
 				b[j] = r->s[i].v[j];
 	}
-	forget_moved(p, r, ps->last);
+	forget_moved(r, ps->last);
 }
 
 /* A running process's record: what it counted since the render before. */
@@ -1303,25 +1287,16 @@ static bool expired(const struct prom_out *p, uint64_t seen_ns)
 	return seen_ns < p->now_ns && p->now_ns - seen_ns > keep;
 }
 
+static bool stamp_expired(void *p, uint64_t key, void *v)
+{
+	(void)key;
+	return expired(p, ((struct stamp *)v)->seen_ns);
+}
+
 /* Forgets, in m, the entries expired (their stamp). */
 static void sweep(struct prom_out *p, struct u64map *m, void (*free_v)(void *))
 {
-	uint64_t keys[256], k;
-	size_t n;
-	void *v;
-
-	do {
-		n = 0;
-		for (size_t it = 0; n < 256 && u64map__next(m, &it, &k, &v);) {
-			if (expired(p, ((struct stamp *)v)->seen_ns))
-				keys[n++] = k;
-		}
-		for (size_t i = 0; i < n; i++) {
-			v = u64map__del(m, keys[i]);
-			if (free_v)
-				free_v(v);
-		}
-	} while (n == 256);
+	u64map__delete_if(m, stamp_expired, p, free_v);
 }
 
 /* Exited records not listed in this render: forgotten. */
@@ -1350,37 +1325,27 @@ static void sweep_exited(struct prom_out *p)
 	} while (n == 256);
 }
 
+static bool ovpid_unlisted(void *p, uint64_t key, void *v)
+{
+	(void)key;
+	return (uintptr_t)v != ((struct prom_out *)p)->store->gen;
+}
+
 /* Processes counted in overflow and no longer listed: forgotten. */
 static void sweep_ovpids(struct prom_out *p)
 {
-	uint64_t keys[256], k;
-	size_t n;
-	void *v;
+	u64map__delete_if(p->store->ovpids, ovpid_unlisted, p, NULL);
+}
 
-	do {
-		n = 0;
-		for (size_t it = 0; n < 256 && u64map__next(p->store->ovpids, &it, &k, &v);)
-			if ((uintptr_t)v != p->store->gen)
-				keys[n++] = k;
-		for (size_t i = 0; i < n; i++)
-			u64map__del(p->store->ovpids, keys[i]);
-	} while (n == 256);
+static bool pstate_unlisted(void *p, uint64_t key, void *v)
+{
+	(void)key;
+	return ((struct pstate *)v)->gen != ((struct prom_out *)p)->store->gen;
 }
 
 static void sweep_pstates(struct prom_out *p)
 {
-	uint64_t keys[256], k;
-	size_t n;
-	void *v;
-
-	do {
-		n = 0;
-		for (size_t it = 0; n < 256 && u64map__next(p->store->pstate, &it, &k, &v);)
-			if (((struct pstate *)v)->gen != p->store->gen)
-				keys[n++] = k;
-		for (size_t i = 0; i < n; i++)
-			free_pstate(u64map__del(p->store->pstate, keys[i]));
-	} while (n == 256);
+	u64map__delete_if(p->store->pstate, pstate_unlisted, p, free_pstate);
 }
 
 static void sweep_caps(struct prom_out *p)

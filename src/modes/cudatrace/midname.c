@@ -419,18 +419,19 @@ int midname__name(struct midname *m, uint32_t pid, uint32_t img, uint64_t handle
 	return 0;
 }
 
+struct whose { uint32_t pid; const uint32_t *img; };
+
+static bool of_whose(void *ctx, uint64_t key, void *v)
+{
+	const struct whose *w = ctx;
+
+	(void)key;
+	return ((struct note *)v)->pid == w->pid && (!w->img || ((struct note *)v)->img == *w->img);
+}
+
 void midname__forget(struct midname *m, uint32_t pid, const uint32_t *img)
 {
-	uint64_t doomed[256], k;
-	size_t n;
-	void *v;
+	struct whose w = { pid, img };
 
-	do {
-		n = 0;
-		for (size_t it = 0; n < 256 && u64map__next(m->notes, &it, &k, &v);)
-			if (((struct note *)v)->pid == pid && (!img || ((struct note *)v)->img == *img))
-				doomed[n++] = k;
-		for (size_t i = 0; i < n; i++)
-			note_free(u64map__del(m->notes, doomed[i]));
-	} while (n == 256);
+	u64map__delete_if(m->notes, of_whose, &w, note_free);
 }
