@@ -64,6 +64,20 @@ class Skip(Exception):
     skip counted, never silent."""
 
 
+def need_nobody_access():
+    """Skips a test whose nobody processes run the checkout's own binaries (the stand-in
+    probed by its inode) when a folder above them is closed to others (a clone in
+    `mktemp -d`'s 0700 folder): nobody could not even start them."""
+    d = OUT
+    while True:
+        if not os.stat(d).st_mode & 0o001:
+            raise Skip(f"{d} is not searchable by others (mode {oct(os.stat(d).st_mode & 0o777)}): "
+                       "nobody cannot run this checkout's binaries")
+        if d == "/":
+            return
+        d = os.path.dirname(d)
+
+
 def skip(reason):
     raise Skip(reason)
 

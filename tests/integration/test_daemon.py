@@ -789,6 +789,7 @@ def test_series_cap_nobody():
     gpuprobe_series_overflow_total and the cap logged; a second batch of new names adds no
     series (the same scrape size) and no more memory than the first batch took; another tenant's new
     program, in a cgroup of its own, still gets its own series."""
+    gp.need_nobody_access()
     from test_k8s_cgroups import Cgroups
     import uuid
     cg = Cgroups()

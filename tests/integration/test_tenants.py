@@ -49,6 +49,7 @@ STORMS = (1000, 300, 300)
 
 def test_pending_share_storm():
     """docs/security.md: a process or user fills only its share of the in-flight table."""
+    gp.need_nobody_access()
     g = gp.Background([GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA,
                        "--max-pending", str(TABLE)])
     storms = []
