@@ -579,7 +579,7 @@ vmtest: vmtest-deps
 endif
 # ==== end of vmtest ====
 
-# ==== the BPF load gate (gpuprobe check --bpf) ====
+# ==== the BPF load gate (gpuprobe check --bpf; tests/vm/gate.sh runs it on Debian 12's 6.1) ====
 # $(OUTPUT)/bpf_objects.h: every skeleton, from bpf/*.bpf.c, for src/cli/bpfcheck.c (a new
 # object is checked without being named anywhere).
 BPF_NAMES := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
@@ -591,4 +591,21 @@ $(OUTPUT)/bpf_objects.h: $(SKELS) | $(OUTPUT)
 	$(Q)mv $@.tmp $@
 $(OUTPUT)/obj/cli/bpfcheck.o: $(OUTPUT)/bpf_objects.h
 
+# `make test` runs the gate (tests/run.sh's suite bpf-gate): QEMU and what tests/vm/vmtest.sh
+# builds an initramfs with, installed here when missing (no recommends: no GUI, no firmware).
+GATE_DEB_PKGS := qemu-system-x86 busybox-static cpio kmod xz-utils zstd binutils
+.PHONY: gate gate-deps
+gate-deps:
+	@missing=""; for p in $(GATE_DEB_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+test: gate-deps
+# The gate alone (a few minutes): make gate [VM_KERNEL=...]
+gate: deps gate-deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/vm/gate.sh x86
 # ==== end of the BPF load gate ====
