@@ -282,7 +282,8 @@ static void check_knobs(struct checker *c, const struct obj_desc *d, struct bpf_
 		if (!v || !btf_is_var(v) || btf_var(v)->linkage != BTF_VAR_GLOBAL_ALLOCATED || !name)
 			continue; /* a function's static constant: no setting */
 		if (!knob_known(name))
-			table_error(c, "%s.bpf.c's const volatile %s is unknown to the load check: add it, and the options that set it", d->name, name);
+			table_error(c, "%s.bpf.c's const volatile %s is unknown to the load check: add it, and the "
+				    "options that set it", d->name, name);
 	}
 }
 

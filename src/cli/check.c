@@ -320,12 +320,14 @@ static struct bpfcheck_opts bpf_opts;
 static const struct gp_option check_options[] = {
 	{ "bpf", 0, NULL, "Instead: load and verify every BPF program in every configuration the options can "
 	  "produce (each mode alone and all together, every target, every option that changes what "
-	  "loads), attaching nothing; one line per configuration", GP_OPT_SWITCH, &bpf_only, .frontends = GP_FE_CLI },
+	  "loads), attaching nothing; one line per configuration", GP_OPT_SWITCH, &bpf_only,
+	  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
 	{ "libcuda", 0, "PATH", "--bpf: the libcuda --trace lists its functions from (default: those found here)",
-	  GP_OPT_STRING, &bpf_opts.libcuda, .frontends = GP_FE_CLI },
+	  GP_OPT_STRING, &bpf_opts.libcuda, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
 	{ "log-dir", 0, "DIR", "--bpf: where the logs of failed loads go (default: a new folder in $TMPDIR)",
-	  GP_OPT_STRING, &bpf_opts.log_dir, .frontends = GP_FE_CLI },
-	{ "verbose", 'v', NULL, "--bpf: also the log of each failed load on stderr", GP_OPT_SWITCH, &bpf_opts.verbose, .frontends = GP_FE_CLI },
+	  GP_OPT_STRING, &bpf_opts.log_dir, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "verbose", 'v', NULL, "--bpf: also the log of each failed load on stderr", GP_OPT_SWITCH,
+	  &bpf_opts.verbose, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
 	{},
 };
 
