@@ -1009,6 +1009,10 @@ int bpfcheck__run(const struct bpfcheck_opts *o)
 		return -ENOMEM;
 	c->o = o;
 	c->out = stdout;
+	/* settings of the environment that would leave paths out: the configurations set
+	 * them where they belong (the perf-event fallback's) */
+	unsetenv("GPUPROBE_NO_UPROBE_MULTI");
+	unsetenv("GPUPROBE_NO_HOLD");
 	if (!gp_has_cap(CAP_SYS_ADMIN) && !(gp_has_cap(CAP_BPF) && gp_has_cap(CAP_PERFMON))) {
 		fprintf(c->out, "fail bpf: loading BPF programs needs root, or CAP_BPF and CAP_PERFMON\n");
 		free(c);
