@@ -81,8 +81,10 @@ __u64 ndrops[GP_NDROP__COUNT];
 #define count_drop(what) gp_count_drop(ndrops, what)
 
 /* The unique id of an init (by value on the stack, or an array for the scalable init),
- * or a shrink's excluded ranks. */
-static __always_inline void read_id(struct pt_regs *ctx, struct nstack *st, __u32 fn, __u32 d)
+ * or a shrink's excluded ranks. a: the register arguments, read from ctx already: the
+ * compiler turned per-case reads of ctx into one read through ctx plus a chosen offset,
+ * which every verifier refuses ("dereference of modified ctx ptr", arm64). */
+static __always_inline void read_id(struct pt_regs *ctx, const __u64 *a, struct nstack *st, __u32 fn, __u32 d)
 {
 	const void *src = NULL;
 	__u32 n = GP_NCCL_ID_BYTES;
@@ -92,14 +94,14 @@ static __always_inline void read_id(struct pt_regs *ctx, struct nstack *st, __u3
 	case GP_NCCL_CommInitRankConfig:
 		/* the 128-byte id by value: x86-64 copies it onto the stack above the return
 		 * address; AAPCS64 passes a pointer to the caller's copy in its register */
-		src = GP_BIG_BYVAL_BY_REF ? (const void *)PT_REGS_PARM3(ctx) : (const void *)(PT_REGS_SP(ctx) + 8);
+		src = GP_BIG_BYVAL_BY_REF ? (const void *)a[2] : (const void *)(PT_REGS_SP(ctx) + 8);
 		break;
 	case GP_NCCL_CommInitRankScalable:
-		src = (const void *)PT_REGS_PARM5(ctx);
+		src = (const void *)a[4];
 		break;
 	case GP_NCCL_CommShrink:
-		src = (const void *)PT_REGS_PARM2(ctx);
-		n = (__u32)PT_REGS_PARM3(ctx);
+		src = (const void *)a[1];
+		n = (__u32)a[2];
 		n = n > GP_NCCL_ID_BYTES / 4 ? GP_NCCL_ID_BYTES : n * 4;
 		break;
 	default:
@@ -139,7 +141,7 @@ static __always_inline int nccl_enter_traced(struct pt_regs *ctx)
 	f->a[5] = gp_arg(ctx, 5);
 	f->s[0] = gp_arg(ctx, 6);
 	f->s[1] = gp_arg(ctx, 7);
-	read_id(ctx, st, fn, d);
+	read_id(ctx, f->a, st, fn, d);
 	return 0;
 }
 

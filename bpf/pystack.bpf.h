@@ -85,7 +85,14 @@ static __always_inline __u64 gp_py_find_tstate(const struct gp_py_proc *pp,
 	 * no namespace translation in a container.
 	 */
 	c.off = pp->tstate_thread_id;
+#if defined(__TARGET_ARCH_x86)
 	c.want = BPF_CORE_READ(task, thread.fsbase);
+#else
+	/* arm64's thread pointer (thread.uw.tp_value) is not glibc's pthread_t: no
+	 * thread state is matched, no CPython frame read, until this learns arm64 */
+	(void)task;
+	c.want = 0;
+#endif
 	if (*bad)
 		return 0;
 	bpf_loop(GP_PY_MAX_THREADS, gp_py_thread_cb, &c, 0);

@@ -57,11 +57,17 @@ static __always_inline int gp_stack_copy(struct pt_regs *ctx,
 	sp = PT_REGS_SP(ctx);
 	out->regs.sp = sp;
 	out->regs.bp = PT_REGS_FP(ctx);
+#if defined(__TARGET_ARCH_x86)
 	out->regs.bx = BPF_CORE_READ(ctx, bx);
 	out->regs.r12 = BPF_CORE_READ(ctx, r12);
 	out->regs.r13 = BPF_CORE_READ(ctx, r13);
 	out->regs.r14 = BPF_CORE_READ(ctx, r14);
 	out->regs.r15 = BPF_CORE_READ(ctx, r15);
+#else
+	/* x86-64's callee-saved registers, which src/core/unwind.c's unwinder reads; arm64's
+	 * are not carried (the record has no place for them yet) */
+	out->regs.bx = out->regs.r12 = out->regs.r13 = out->regs.r14 = out->regs.r15 = 0;
+#endif
 	out->size = 0;
 	out->err = 0;
 	out->flags = 0;

@@ -69,5 +69,9 @@ for t in tests/integration/test_*.py; do
 	run_suite "integration-$(basename "$t" .py)" python3 "$t"
 done
 
+# The BPF load gate (tests/vm/gate.sh): every program, in every configuration the options
+# can produce, loaded on Debian 12's 6.1 kernel in QEMU; one test per configuration.
+run_suite bpf-gate tests/vm/gate.sh x86
+
 echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 [ "$total_fail" -eq 0 ]

@@ -24,8 +24,11 @@
 #include <bpf/libbpf.h>
 #include "apis.h"
 #include "attach.h"
+#include "bpfcheck.h"
 #include "check.h"
 #include "cmdline.h"
+#include "mode.h"
+#include "option.h"
 #include "target.h"
 #include "util.h"
 #define TRACEFS_MAGIC_ 0x74726163
@@ -311,16 +314,41 @@ static void check_driver_isolated(struct checker *c)
 		     WTERMSIG(st), is_static ? "; this gpuprobe is statically linked and cannot host the driver: run a dynamically linked build for this check" : "");
 }
 
+static bool bpf_only;
+static struct bpfcheck_opts bpf_opts;
+
+static const struct gp_option check_options[] = {
+	{ "bpf", 0, NULL, "Instead: load and verify every BPF program in every configuration the options can "
+	  "produce (each mode alone and all together, every target, every option that changes what "
+	  "loads), attaching nothing; one line per configuration", GP_OPT_SWITCH, &bpf_only,
+	  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "libcuda", 0, "PATH", "--bpf: the libcuda --trace lists its functions from (default: those found here)",
+	  GP_OPT_STRING, &bpf_opts.libcuda, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "log-dir", 0, "DIR", "--bpf: where the logs of failed loads go (default: a new folder in $TMPDIR)",
+	  GP_OPT_STRING, &bpf_opts.log_dir, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{ "verbose", 'v', NULL, "--bpf: also the log of each failed load on stderr", GP_OPT_SWITCH,
+	  &bpf_opts.verbose, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	{},
+};
+
 int check__main(int argc, char **argv)
 {
-	struct gp_cmdline cl = { .name = "gpuprobe check", .positionals = GP_POS_NONE,
-				 .doc = "Checks what gpuprobe needs here; prints ok|warn|fail <item>: <detail> lines.\n",
+	struct gp_cmdline cl = { .name = "gpuprobe check", .positionals = GP_POS_NONE, .extra = check_options,
+				 .doc = "Checks what gpuprobe needs here; prints ok|warn|fail <item>: <detail> lines.\n"
+					"With --bpf, loads every BPF program instead (ok|fail|skip bpf: <command line>: ...).\n",
 				 .epilog = "Exit status 1 when any line is fail, 2 on bad usage, else 0.\n" };
 	struct checker c = { .sysfs = gp_sysfs() };
 	int r = gp_options__parse(&cl, argc, argv);
 
 	if (r)
 		return r == GP_PARSED_EXIT ? 0 : r;
+	if (!bpf_only && (bpf_opts.libcuda || bpf_opts.log_dir || bpf_opts.verbose))
+		return gp_options__error(&cl, "--libcuda, --log-dir and -v go with --bpf");
+	if (bpf_only) {
+		r = bpfcheck__run(&bpf_opts);
+		fflush(stdout);
+		return r ? 1 : 0;
+	}
 	libbpf_set_print(quiet_print);
 	check_kernel(&c);
 	check_privileges(&c);

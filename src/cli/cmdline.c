@@ -143,6 +143,11 @@ static const struct gp_option global_options[] = {
 	{},
 };
 
+const struct gp_option *gp_options__globals(void)
+{
+	return global_options;
+}
+
 static const char *const group_titles[] = {
 	[GP_GRP_MODES] = "Modes:",
 	[GP_GRP_TARGET] = "Target:",

@@ -43,4 +43,8 @@ int gp_options__parse(struct gp_cmdline *c, int argc, char **argv);
 int gp_options__error(const struct gp_cmdline *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* The options that are no mode's own (name NULL ends): gpuprobe check --bpf reads them. */
+struct gp_option;
+const struct gp_option *gp_options__globals(void);
+
 #endif

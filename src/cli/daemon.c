@@ -42,6 +42,7 @@
 #include "prom.h"
 #include "run.h"
 #include "target.h"
+#include "targets.h"
 #include "u64map.h"
 #include "util.h"
 #include "version.h"
@@ -593,11 +594,7 @@ static int start(struct daemon *d, char *err, size_t len)
 		return -ENOMEM;
 	}
 	d->run->fe = d;
-	d->run->target_pid = -1;
-	/* --comm, --cgroup: the node's processes of that name or cgroup, and their children */
-	d->run->comm = gp_opts.comm;
-	d->run->cgroup = gp_opts.cgroup;
-	d->run->filter = d->run->follow_forks = gp_opts.comm || gp_opts.cgroup;
+	daemon_targets__choose(d->run);
 	if (gp_run__open(d->run, err, len) || gp_run__start(d->run, err, len))
 		return -EINVAL;
 	/* execs (and followed forks): each process's cgroup read while it is there */

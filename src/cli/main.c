@@ -36,6 +36,7 @@
 #include "libwatch.h"
 #include "run.h"
 #include "target.h"
+#include "targets.h"
 #include "top.h"
 #include "top_view.h"
 #include "trace.h"
@@ -277,27 +278,6 @@ static int resolve_libs(struct cli *c, char *err, size_t len)
 	return r;
 }
 
-/*
- * Who the probes count: one -p PID alone is filtered by the uprobes themselves (cheapest);
- * a command, several PIDs, --tree, --comm and --cgroup follow a set of processes that
- * grows as they fork (bpf/procs.bpf.c), with the probes node-wide.
- */
-static void choose_targets(struct cli *c)
-{
-	struct gp_run *run = c->run;
-
-	run->follow_forks = gp_opts.cmd || gp_opts.tree || gp_opts.comm || gp_opts.cgroup;
-	run->filter = run->follow_forks || gp_opts.nr_pids > 1;
-	run->comm = gp_opts.comm;
-	run->cgroup = gp_opts.cgroup;
-	if (gp_opts.cmd)
-		run->keep_pid = (uint32_t)c->child.pid;
-	else if (gp_opts.nr_pids == 1)
-		run->keep_pid = (uint32_t)gp_opts.pids[0];
-	if (!run->filter && gp_opts.nr_pids == 1)
-		run->target_pid = gp_opts.pids[0];
-}
-
 /* The command, or the -p processes (with --tree their descendants), into the set. */
 static int seed_targets(struct cli *c, char *err, size_t len)
 {
@@ -403,7 +383,7 @@ static int setup(struct cli *c, char *err, size_t len)
 	c->run->out = c->out;
 	c->run->exit_report = exit_report;
 	c->run->libs[GP_LIB_CUDA] = &c->libs;
-	choose_targets(c);
+	cli_targets__choose(c->run, c->child.pid);
 	r = gp_run__open(c->run, err, len);
 	if (!r)
 		r = seed_targets(c, err, len);
@@ -773,23 +753,6 @@ static int release_command(struct cli *c, char *err, size_t len)
 	return 0;
 }
 
-/* What picks the processes: one way at a time. GP_EXIT_USAGE with one line, or 0. */
-static int target_usage(const struct gp_cmdline *cl)
-{
-	if (gp_opts.cmd && gp_opts.nr_pids)
-		return gp_options__error(cl, "-p and a command exclude each other");
-	if (gp_opts.tree && !gp_opts.nr_pids)
-		return gp_options__error(cl, "--tree needs -p (a command's children are always followed)");
-	if (gp_opts.nr_pids && (gp_opts.comm || gp_opts.cgroup))
-		return gp_options__error(cl, "-p excludes --comm and --cgroup (they choose processes node-wide)");
-	if (gp_opts.cmd && (gp_opts.comm || gp_opts.cgroup))
-		return gp_options__error(cl, "a command excludes --comm and --cgroup (they choose processes node-wide)");
-	for (int i = 0; gp_opts.tree && i < gp_opts.nr_pids; i++)
-		if (gp_opts.pids[i] == 1)
-			return gp_options__error(cl, "--tree on PID 1 would follow every process: trace the node without -p (or use --comm, --cgroup)");
-	return 0;
-}
-
 static int trace_main(int argc, char **argv)
 {
 	struct gp_cmdline cl = { .name = "gpuprobe", .frontend = GP_FE_CLI, .modes = true,
@@ -801,14 +764,11 @@ static int trace_main(int argc, char **argv)
 
 	if (r)
 		return r == GP_PARSED_EXIT ? 0 : r;
-	r = target_usage(&cl);
+	r = cli_targets__usage(&cl);
 	if (r)
 		return r;
 	if (output_path && gp_opts.trace && !strcmp(output_path, "-") && !strcmp(gp_opts.trace, "-"))
 		return gp_options__error(&cl, "-o - and --trace - both want stdout: give one of them a file");
-	/* the trace probes every call, and its launch counter tracks read the sampled table */
-	if (gp_opts.trace && gp_opts.max_overhead > 0 && gp_opts.max_overhead < 100)
-		return gp_options__error(&cl, "--max-overhead with --trace: the trace probes every call, which no budget bounds");
 	libbpf_set_print(libbpf_print_fn);
 	gp_log_setup(false, gp_opts.verbose);
 	catch_signals(true);
@@ -1037,7 +997,7 @@ static int top_main(int argc, char **argv)
 
 	if (r)
 		return r == GP_PARSED_EXIT ? 0 : r;
-	r = target_usage(&cl);
+	r = cli_targets__usage(&cl);
 	if (r)
 		return r;
 	if (gp_opts.json)

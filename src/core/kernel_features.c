@@ -1238,3 +1238,53 @@ cleanup:
 	close(fd);
 	return r;
 }
+
+/* The helpers gpuprobe's programs call and the first mainline release of each (the
+ * kernel's uapi bpf.h and bcc's docs/kernel-versions.md): a program refused for calling
+ * one the kernel lacks is reported with the release that has it. */
+static const struct {
+	const char *name, *since;
+} helper_since[] = {
+	{ "bpf_map_lookup_elem", "3.19" },
+	{ "bpf_map_update_elem", "3.19" },
+	{ "bpf_map_delete_elem", "3.19" },
+	{ "bpf_ktime_get_ns", "4.1" },
+	{ "bpf_get_current_pid_tgid", "4.2" },
+	{ "bpf_get_current_uid_gid", "4.2" },
+	{ "bpf_get_current_comm", "4.2" },
+	{ "bpf_get_current_task", "4.8" },
+	{ "bpf_get_stack", "4.18" },
+	{ "bpf_send_signal", "5.3" },
+	{ "bpf_probe_read_user", "5.5" },
+	{ "bpf_probe_read_user_str", "5.5" },
+	{ "bpf_probe_read_kernel", "5.5" },
+	{ "bpf_probe_read_kernel_str", "5.5" },
+	{ "bpf_get_current_ancestor_cgroup_id", "5.6" },
+	{ "bpf_ringbuf_output", "5.8" },
+	{ "bpf_ringbuf_reserve", "5.8" },
+	{ "bpf_ringbuf_submit", "5.8" },
+	{ "bpf_ringbuf_discard", "5.8" },
+	{ "bpf_ringbuf_query", "5.8" },
+	{ "bpf_get_current_task_btf", "5.11" },
+	{ "bpf_task_storage_get", "5.11" },
+	{ "bpf_task_storage_delete", "5.11" },
+	{ "bpf_get_attach_cookie", "5.15" },
+	{ "bpf_find_vma", "5.17" },
+	{ "bpf_loop", "5.17" },
+};
+
+const char *features__helper_since(const char *name)
+{
+	for (size_t i = 0; i < sizeof(helper_since) / sizeof(helper_since[0]); i++)
+		if (!strcmp(helper_since[i].name, name))
+			return helper_since[i].since;
+	return NULL;
+}
+
+#define GP_HELPER_NAME(x) "bpf_" #x
+static const char *const helper_names[] = { __BPF_FUNC_MAPPER(GP_HELPER_NAME) };
+
+const char *features__helper_name(int id)
+{
+	return id > 0 && id < (int)(sizeof(helper_names) / sizeof(helper_names[0])) ? helper_names[id] : NULL;
+}

@@ -179,4 +179,10 @@ int features__classify_entries(const char *path, const long long *offsets, int n
 			       unsigned emulated_mask, struct gp_entry_counts *out, char *err,
 			       size_t len);
 
+/* The first mainline release with BPF helper name ("bpf_find_vma" -> "5.17"), for the
+ * helpers gpuprobe's programs call; NULL for others. */
+const char *features__helper_since(const char *name);
+/* A helper's name from its number (the build's uapi bpf.h), NULL when unknown. */
+const char *features__helper_name(int id);
+
 #endif /* GP_KERNEL_FEATURES_H */

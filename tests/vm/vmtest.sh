@@ -11,6 +11,7 @@
 # VM_SUITES (suite names for tests/run.sh; default all), VM_CMD (a command to run instead
 # of the suites, to look into one failure), VM_KCMDLINE (kernel options instead of
 # "loglevel=5 softlockup_all_cpu_backtrace=1").
+# VM_RESULTS (a folder for out/ and console.log instead of .output/vm/<arch>/).
 # The kernel, the initramfs and (arm64) the root file system are cached under
 # .output/vm/<arch>/; nothing is installed on this machine but the QEMU, busybox and cross
 # packages that `make vmtest-deps` lists.
@@ -150,7 +151,9 @@ EOF
 (cd "$ird" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.gz"
 
 # --- boot -----------------------------------------------------------------------------
-out=$work/out
+# VM_RESULTS: where out/ and console.log go (tests/vm/gate.sh keeps its own)
+res=${VM_RESULTS:-$work}
+out=$res/out
 rm -rf "$out" && mkdir -p "$out"
 if [ "$arch" = arm64 ]; then
 	usr=$rootfs/usr etc=$rootfs/etc
@@ -160,7 +163,7 @@ fi
 share() { # path tag [ro]
 	echo "-virtfs local,path=$1,mount_tag=$2,security_model=none,multidevs=remap${3:+,readonly=on}"
 }
-log=$work/console.log
+log=$res/console.log
 # One host thread runs all vCPUs unless VM_TCG_THREAD=multi. With a thread per vCPU two
 # runs out of eleven died in the kernel, each once: "Oops: int3" in __schedule on 6.12
 # (the int3 of a jump label being patched: they flip as perf events come and go) and a
