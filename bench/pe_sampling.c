@@ -27,6 +27,10 @@
  *       and prints the medians (ms for the whole set).
  *
  * The program counts its runs in an array map; the tool reads it after each run.
+ *
+ * Build (bench/run.py's build() makes bench_workload and its stand-in in .output/bench):
+ *   gcc -O2 bench/pe_sampling.c -o .output/bench/pe_sampling -lbpf -lelf -lz -lpthread
+ * Figures: docs/design.md, "The budget without uprobe_multi".
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -1053,7 +1053,7 @@ enum gp_budget_how gp_budget_mechanism(bool mount, char *why, size_t len, const 
 	if (!r)
 		return GP_BUDGET_UEVENTS;
 	*reason = r == -EOPNOTSUPP ? "uprobe_events_off" : r == -ENOENT ? "no_uprobe_events" :
-		  r == -EROFS ? "uprobe_events_permission" : "no_tracefs";
+		  r == -EROFS || r == -EACCES ? "uprobe_events_permission" : "no_tracefs";
 	snprintf(why, len, "no uprobe_multi links (Linux 6.6 or later)%s, and no tracefs uprobe events: %s",
 		 getenv("GPUPROBE_NO_UPROBE_MULTI") ? ", GPUPROBE_NO_UPROBE_MULTI is set" : "", err);
 	return GP_BUDGET_NONE;
@@ -1218,6 +1218,10 @@ int gp_budget__add(struct gp_budget *b, const struct gp_sampled *s, char *err, s
 	if (r) {
 		if (g.fd_enter >= 0)
 			close(g.fd_enter);
+		/* disarmed before they are freed: an armed event cannot be removed */
+		for (int i = 0; g.armed && i < g.nue; i++)
+			if (g.armed[i] >= 0)
+				close(g.armed[i]), g.armed[i] = -1;
 		if (g.ue)
 			uevent__free_all(g.ue, g.nue);
 		group_free(&g);

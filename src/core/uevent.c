@@ -67,6 +67,11 @@ int uevent__available(bool mount, char *err, size_t len)
 	if (e)
 		return e;
 	r = find_root();
+	if (!r && (!access("/sys/kernel/tracing", F_OK) || errno == EACCES) &&
+	    access("/sys/kernel/tracing/uprobe_events", F_OK) && errno == EACCES) {
+		snprintf(err, len, "cannot read tracefs at /sys/kernel/tracing (needs root, or CAP_DAC_READ_SEARCH)");
+		return -EACCES;
+	}
 	if (!r) {
 		snprintf(err, len, "tracefs has no uprobe_events (a kernel built without CONFIG_UPROBE_EVENTS)");
 		return -ENOENT;

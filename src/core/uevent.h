@@ -28,8 +28,8 @@
 struct uevent;
 
 /* Whether uprobe events can be made here: 0, or -errno with one line in err naming what
- * is missing: tracefs (-EACCES, -EPERM: as attach__ensure_tracefs), its uprobe_events file
- * (-ENOENT), the permission to write it (-EROFS). mount: tracefs is mounted if it is not
+ * is missing: tracefs (-EPERM and others: as attach__ensure_tracefs), its uprobe_events
+ * file (-ENOENT), the permission to read tracefs (-EACCES) or to write it (-EROFS). mount: tracefs is mounted if it is not
  * (else one that could be counts as there). GPUPROBE_NO_UPROBE_EVENTS=1 says they cannot
  * (-EOPNOTSUPP; tests use it). */
 int uevent__available(bool mount, char *err, size_t len);

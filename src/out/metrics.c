@@ -215,9 +215,9 @@ const struct gp_metric gp_metrics[] = {
 	  "`mechanism=\"uprobe_multi\"`: links made and closed per window (Linux 6.6 or later); "
 	  "`\"uprobe_events\"`: tracefs uprobe events armed per window (kernels without uprobe_multi "
 	  "links: a perf-event uprobe takes ~0.1 s to release, and one disabled still traps); "
-	  "`\"none\"` (value 0) with `reason`: `no_tracefs` (not mounted and cannot be, or not "
-	  "readable), `no_uprobe_events` (a kernel without CONFIG_UPROBE_EVENTS), "
-	  "`uprobe_events_permission` (uprobe_events not writable: root or CAP_DAC_OVERRIDE), "
+	  "`\"none\"` (value 0) with `reason`: `no_tracefs` (not mounted, and it cannot mount it), "
+	  "`no_uprobe_events` (a kernel without CONFIG_UPROBE_EVENTS), `uprobe_events_permission` "
+	  "(tracefs not readable or uprobe_events not writable: root, or CAP_DAC_OVERRIDE), "
 	  "`uprobe_events_off` (GPUPROBE_NO_UPROBE_EVENTS). The daemon says the same in one line at "
 	  "start; an explicit `--max-overhead` is refused there." },
 	{ "gpuprobe_budget_attached_ratio", GP_GAUGE, 0, "", NULL, "--max-overhead",

@@ -309,7 +309,8 @@ def test_budget_no_latency_and_text():
                   r"estimates \(95%: launches (\d+)-(\d+)", r.stdout)
     check(m, f"no sampling line:\n{r.stdout[-2000:]}")
     check(int(m.group(2)) <= t["launches"] <= int(m.group(3)), f"true launches {t['launches']} outside {m.groups()}")
-    check(re.search(r"gpuprobe budget \(--max-overhead 2%\)", r.stdout), "no budget line")
+    how = {"uprobe_multi": "uprobe_multi links", "uprobe_events": "tracefs uprobe events"}[gp.budget_mechanism()]
+    check(re.search(r"gpuprobe budget \(--max-overhead 2%%, %s\)" % how, r.stdout), f"no budget line ({how})")
 
 
 @retried
