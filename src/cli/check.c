@@ -25,6 +25,7 @@
 #include "apis.h"
 #include "attach.h"
 #include "bpfcheck.h"
+#include "budget.h"
 #include "check.h"
 #include "cmdline.h"
 #include "mode.h"
@@ -70,8 +71,9 @@ static int quiet_print(enum libbpf_print_level l, const char *f, va_list a)
 	return 0;
 }
 
-/* Only --ioctl's syscall tracepoints need tracefs: the exit programs are raw tracepoints
- * and uprobes are perf events or uprobe_multi links. */
+/* --ioctl's syscall tracepoints need tracefs, and without uprobe_multi links the overhead
+ * budget's uprobe events (check_budget says so): the exit programs are raw tracepoints and
+ * the other uprobes are perf events or uprobe_multi links. */
 static void check_tracefs(struct checker *c)
 {
 	struct statfs sf;
@@ -86,6 +88,22 @@ static void check_tracefs(struct checker *c)
 		line(c, OK, "tracefs", "not mounted; gpuprobe mounts it at /sys/kernel/tracing when --ioctl needs it");
 	else
 		line(c, WARN, "tracefs", "not mounted at /sys/kernel/tracing, and this user cannot mount it (CAP_SYS_ADMIN): --ioctl's syscall tracepoints need it (mount -t tracefs nodev /sys/kernel/tracing); the other modes do not");
+}
+
+/* --max-overhead (the daemon's default 1 %): how it takes the sampled probes off. */
+static void check_budget(struct checker *c)
+{
+	char why[320];
+	const char *reason;
+	enum gp_budget_how h = gp_budget_mechanism(false, why, sizeof(why), &reason);
+
+	if (h == GP_BUDGET_MULTI)
+		line(c, OK, "overhead budget", "samples the launch and sync probes with uprobe_multi links made and closed per window");
+	else if (h == GP_BUDGET_UEVENTS)
+		line(c, OK, "overhead budget", "samples the launch and sync probes with tracefs uprobe events armed per window (no uprobe_multi links)");
+	else
+		line(c, WARN, "overhead budget", "this kernel cannot sample the probes (%s): the daemon counts every call at full cost, and --max-overhead is refused",
+		     why);
 }
 
 static void check_kernel(struct checker *c)
@@ -105,6 +123,7 @@ static void check_kernel(struct checker *c)
 		line(c, OK, "uprobe_multi", "one link per library and direction (Linux >= 6.6)");
 	else
 		line(c, WARN, "uprobe_multi", "not available (or GPUPROBE_NO_UPROBE_MULTI set): one perf event per probe, slower attach and detach");
+	check_budget(c);
 	fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gp_check", 0, 0, 4096, NULL);
 	if (fd >= 0) {
 		line(c, OK, "ring buffer", "BPF_MAP_TYPE_RINGBUF created");

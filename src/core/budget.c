@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The overhead budget (budget.h): the links it may close, the hits array, and a thread
+ * The overhead budget (budget.h): the links it may close (or, without uprobe_multi, the
+ * uprobe events it may disarm: uevent.h; "links" below means either), the hits array, and a thread
  * that cuts time into periods (docs/design.md, "The overhead budget"). Why a thread: a
  * window can be a millisecond long while the front ends' loops wake every 100 ms, and
  * making a link waits for an RCU grace period before its breakpoints go in, closing one
@@ -28,6 +29,7 @@
 #include "budget.h"
 #include "gpuprobe.h"
 #include "u64map.h"
+#include "uevent.h"
 #include "util.h"
 
 #define PERIOD_NS 100000000ULL    /* a period while every call is seen */
@@ -75,6 +77,11 @@ struct group {
 	__u32 pid;
 	const volatile int64_t *hold;
 	int fd_enter, fd_leave; /* -1 while detached */
+	/* Without uprobe_multi links: an event per probe, entries then returns, held for the
+	 * group's life, and the descriptors that arm them while attached (-1 while detached) */
+	struct uevent **ue;
+	int *armed;
+	int nue;
 };
 
 struct account {
@@ -129,6 +136,7 @@ struct gp_budget {
 	double trap, cold;        /* of one probe hit (calibrated: the empty-program trap, warm
 				   * and cold: src/core/calibrate.c) */
 	bool returns;             /* the sampled calls have return probes: two traps each */
+	bool multi;               /* uprobe_multi links, else uprobe events (uevent.h) */
 	struct prog_cost prog;
 	int hits_fd;
 	struct gp_hit_slot *hits; /* mmapped */
@@ -167,8 +175,14 @@ struct gp_budget {
 /* -------------------------------------------------------------------------------------
  * The links */
 
+/* Not the events (g->ue: slow to free, callers free many at once). */
 static void group_free(struct group *g)
 {
+	for (int i = 0; g->armed && i < g->nue; i++)
+		if (g->armed[i] >= 0)
+			close(g->armed[i]);
+	free(g->armed);
+	free(g->ue);
 	if (g->file_fd >= 0)
 		close(g->file_fd);
 	free(g->path);
@@ -196,11 +210,26 @@ static int compact(const long long *offsets, const __u64 *cookies, int n, __u64 
 	return cnt;
 }
 
+/* Without uprobe_multi: each probe's event armed, entries first. */
+static int group_arm(struct group *g)
+{
+	for (int i = 0; i < g->nue; i++) {
+		int fd = g->armed[i] >= 0 ? g->armed[i] : uevent__arm(g->ue[i], g->pid);
+
+		if (fd < 0)
+			return fd;
+		g->armed[i] = fd;
+	}
+	return 0;
+}
+
 /* Entry links first, then return links: a return probe then always has its entry seen. */
-static int group_attach(struct group *g)
+static int group_attach(struct gp_budget *b, struct group *g)
 {
 	int fd;
 
+	if (!b->multi)
+		return group_arm(g);
 	if (g->fd_enter < 0 && g->n) {
 		fd = attach__multi_fd(g->enter, g->path, g->offs, g->cookies, g->n, g->pid, false);
 		if (fd < 0)
@@ -224,19 +253,27 @@ static void note_ms(double *ring, uint64_t *nr, double ms)
 
 struct closer {
 	struct gp_budget *b;
-	int fd;
+	int *fds;           /* closed in order */
+	int n;
+	struct uevent **ue; /* then freed (a group removed), NULL: none */
+	int nue;
 };
 
-/* One link closed: its breakpoints go once the kernel has waited for an RCU grace period
- * (register_for_each_vma), and close() then waits for RCU Tasks Trace and SRCU ones. */
+/* A uprobe_multi link closed: its breakpoints go once the kernel has waited for an RCU
+ * grace period (register_for_each_vma), and close() then waits for RCU Tasks Trace and
+ * SRCU ones. Armed uprobe events (no uprobe_multi) go without those waits: one thread
+ * closes them all, in order (from threads of their own they took longer, bench/pe_sampling.c). */
 static void *closer_main(void *arg)
 {
 	struct closer *c = arg;
 	struct gp_budget *b = c->b;
 	uint64_t t0 = gp_mono_ns(), t1;
 
-	close(c->fd);
+	for (int i = 0; i < c->n; i++)
+		close(c->fds[i]);
 	t1 = gp_mono_ns();
+	if (c->ue)
+		uevent__free_all(c->ue, c->nue);
 	/* -v: the probed parts of a period, for bench/gpu/inproc.py (CLOCK_MONOTONIC ns) */
 	gp_log(GP_LOG_DEBUG, "budget: link closed at %llu", (unsigned long long)t1);
 	pthread_mutex_lock(&b->acc);
@@ -244,12 +281,15 @@ static void *closer_main(void *arg)
 	b->closing--;
 	pthread_cond_broadcast(&b->closed);
 	pthread_mutex_unlock(&b->acc);
+	free(c->fds);
+	free(c->ue);
 	free(c);
 	return NULL;
 }
 
-/* Closes fd in a thread of its own; here when no thread can be made. */
-static void close_async(struct gp_budget *b, int fd)
+/* Closes fds[0..n) (taken: the caller's copy is freed here), then frees ue[0..nue) (taken,
+ * may be NULL), in a thread of their own; here when no thread can be made. */
+static void close_many_async(struct gp_budget *b, int *fds, int n, struct uevent **ue, int nue)
 {
 	struct closer *c = malloc(sizeof(*c));
 	pthread_attr_t at;
@@ -257,7 +297,7 @@ static void close_async(struct gp_budget *b, int fd)
 	int r = -1;
 
 	if (c) {
-		*c = (struct closer){ b, fd };
+		*c = (struct closer){ b, fds, n, ue, nue };
 		pthread_mutex_lock(&b->acc);
 		b->closing++;
 		pthread_mutex_unlock(&b->acc);
@@ -272,7 +312,36 @@ static void close_async(struct gp_budget *b, int fd)
 		pthread_mutex_unlock(&b->acc);
 		free(c);
 	}
-	close(fd);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	free(fds);
+	if (ue)
+		uevent__free_all(ue, nue);
+	free(ue);
+}
+
+/* Closes fd in a thread of its own. */
+static void close_async(struct gp_budget *b, int fd)
+{
+	int *one = malloc(sizeof(*one));
+
+	if (!one) {
+		close(fd);
+		return;
+	}
+	*one = fd;
+	close_many_async(b, one, 1, NULL, 0);
+}
+
+/* The armed descriptors of g appended to fds (room for g->nue more), g's set to -1. */
+static int take_armed(struct group *g, int *fds, int n)
+{
+	for (int i = 0; i < g->nue; i++)
+		if (g->armed[i] >= 0) {
+			fds[n++] = g->armed[i];
+			g->armed[i] = -1;
+		}
+	return n;
 }
 
 /*
@@ -284,6 +353,28 @@ static void close_async(struct gp_budget *b, int fd)
  */
 static void detach_all(struct gp_budget *b)
 {
+	if (!b->multi) {
+		int total = 0, n = 0, *fds;
+
+		for (int i = 0; i < b->ngroups; i++)
+			total += b->groups[i].nue;
+		fds = malloc((size_t)(total ? total : 1) * sizeof(*fds));
+		for (int i = 0; i < b->ngroups; i++) {
+			if (fds) {
+				n = take_armed(&b->groups[i], fds, n);
+				continue;
+			}
+			for (int j = 0; j < b->groups[i].nue; j++) /* no memory: here, in order */
+				if (b->groups[i].armed[j] >= 0)
+					close(b->groups[i].armed[j]), b->groups[i].armed[j] = -1;
+		}
+		if (fds && n)
+			close_many_async(b, fds, n, NULL, 0);
+		else
+			free(fds);
+		b->attached = false;
+		return;
+	}
 	for (int i = 0; i < b->ngroups; i++) {
 		struct group *g = &b->groups[i];
 
@@ -303,7 +394,7 @@ static void attach_all(struct gp_budget *b)
 	uint64_t t0 = gp_mono_ns();
 
 	for (int i = 0; i < b->ngroups; i++) {
-		int r = group_attach(&b->groups[i]);
+		int r = group_attach(b, &b->groups[i]);
 
 		if (r)
 			gp_log(GP_LOG_WARN, "budget: cannot attach the sampled probes to %s again: %s",
@@ -950,6 +1041,29 @@ static void *budget_main(void *arg)
 /* -------------------------------------------------------------------------------------
  * The module */
 
+enum gp_budget_how gp_budget_mechanism(bool mount, char *why, size_t len, const char **reason)
+{
+	char err[200];
+	int r;
+
+	*reason = "";
+	if (attach__has_uprobe_multi())
+		return GP_BUDGET_MULTI;
+	r = uevent__available(mount, err, sizeof(err));
+	if (!r)
+		return GP_BUDGET_UEVENTS;
+	*reason = r == -EOPNOTSUPP ? "uprobe_events_off" : r == -ENOENT ? "no_uprobe_events" :
+		  r == -EROFS || r == -EACCES ? "uprobe_events_permission" : "no_tracefs";
+	snprintf(why, len, "no uprobe_multi links (Linux 6.6 or later)%s, and no tracefs uprobe events: %s",
+		 getenv("GPUPROBE_NO_UPROBE_MULTI") ? ", GPUPROBE_NO_UPROBE_MULTI is set" : "", err);
+	return GP_BUDGET_NONE;
+}
+
+const char *gp_budget_how_name(enum gp_budget_how h)
+{
+	return h == GP_BUDGET_MULTI ? "uprobe_multi" : h == GP_BUDGET_UEVENTS ? "uprobe_events" : "none";
+}
+
 struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char *err, size_t len)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
@@ -961,6 +1075,7 @@ struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char
 		goto oom;
 	b->hits_fd = -1;
 	b->pct = pct;
+	b->multi = attach__has_uprobe_multi();
 	b->trap = c->warm;
 	b->cold = c->cold; /* never under warm (calibrate.c) */
 	set_cost(b);
@@ -1034,8 +1149,35 @@ static int hold_file(struct group *g, const char *path)
 	return g->path ? 0 : -ENOMEM;
 }
 
+/* Without uprobe_multi: the group's events, entries then returns, made once (uevent.h);
+ * 0, or -errno with one line in why. */
+static int group_events(struct group *g, char *why, size_t len)
+{
+	int total = g->n + (g->leave >= 0 ? g->nr : 0);
+
+	g->ue = calloc((size_t)(total ? total : 1), sizeof(*g->ue));
+	g->armed = malloc((size_t)(total ? total : 1) * sizeof(*g->armed));
+	if (!g->ue || !g->armed) {
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	for (int i = 0; i < total; i++)
+		g->armed[i] = -1;
+	for (g->nue = 0; g->nue < total; g->nue++) {
+		int i = g->nue, k = i - g->n;
+		struct uevent *e = k < 0 ? uevent__new(g->path, g->offs[i], false, g->enter, g->cookies[i], why, len)
+					 : uevent__new(g->path, g->roffs[k], true, g->leave, g->rcookies[k], why, len);
+
+		if (!e)
+			return -EIO;
+		g->ue[i] = e;
+	}
+	return 0;
+}
+
 int gp_budget__add(struct gp_budget *b, const struct gp_sampled *s, char *err, size_t len)
 {
+	char why[256] = "";
 	struct group g = { .enter = s->enter, .leave = s->leave, .pid = s->pid > 0 ? (__u32)s->pid : 0,
 			   .hold = s->hold, .fd_enter = -1, .fd_leave = -1 };
 	struct group *ng;
@@ -1049,13 +1191,16 @@ int gp_budget__add(struct gp_budget *b, const struct gp_sampled *s, char *err, s
 	}
 	if (r >= 0) {
 		g.nr = r;
+		r = b->multi ? 0 : group_events(&g, why, sizeof(why));
+	}
+	if (!r) {
 		pthread_mutex_lock(&b->links);
 		ng = realloc(b->groups, (size_t)(b->ngroups + 1) * sizeof(*ng));
 		r = ng ? 0 : -ENOMEM;
 		if (ng) {
 			b->groups = ng;
 			/* while the probes are off, the next window attaches this group too */
-			r = b->attached || !b->started ? group_attach(&g) : 0;
+			r = b->attached || !b->started ? group_attach(b, &g) : 0;
 			if (!r)
 				b->groups[b->ngroups++] = g;
 			/* a call with a return probe takes two traps for the one counted */
@@ -1073,8 +1218,14 @@ int gp_budget__add(struct gp_budget *b, const struct gp_sampled *s, char *err, s
 	if (r) {
 		if (g.fd_enter >= 0)
 			close(g.fd_enter);
+		/* disarmed before they are freed: an armed event cannot be removed */
+		for (int i = 0; g.armed && i < g.nue; i++)
+			if (g.armed[i] >= 0)
+				close(g.armed[i]), g.armed[i] = -1;
+		if (g.ue)
+			uevent__free_all(g.ue, g.nue);
 		group_free(&g);
-		snprintf(err, len, "cannot attach the %s probes to %s: %s", s->what, s->path, strerror(-r));
+		snprintf(err, len, "cannot attach the %s probes to %s: %s", s->what, s->path, why[0] ? why : strerror(-r));
 	}
 	return r;
 }
@@ -1098,6 +1249,19 @@ int gp_budget__remove_file(struct gp_budget *b, dev_t dev, ino_t ino)
 			close_async(b, g->fd_leave);
 		if (g->fd_enter >= 0)
 			close_async(b, g->fd_enter);
+		if (g->ue) { /* its events disarmed, then freed, in a thread of their own */
+			int *fds = malloc((size_t)(g->nue ? g->nue : 1) * sizeof(*fds));
+
+			if (fds) {
+				close_many_async(b, fds, take_armed(g, fds, 0), g->ue, g->nue);
+			} else {
+				for (int j = 0; j < g->nue; j++)
+					if (g->armed[j] >= 0)
+						close(g->armed[j]), g->armed[j] = -1;
+				uevent__free_all(g->ue, g->nue);
+			}
+			g->ue = NULL;
+		}
 		gone += g->n + (g->leave >= 0 ? g->nr : 0);
 		group_free(g);
 	}
@@ -1143,11 +1307,39 @@ void gp_budget__stop(struct gp_budget *b)
 	pthread_mutex_unlock(&b->acc);
 }
 
+/* Every group's events (disarmed: gp_budget__stop), all at once: each takes the kernel's
+ * grace periods (uevent.h). */
+static void free_events(struct gp_budget *b)
+{
+	struct uevent **all;
+	int n = 0;
+
+	for (int i = 0; i < b->ngroups; i++)
+		n += b->groups[i].nue;
+	all = n ? malloc((size_t)n * sizeof(*all)) : NULL;
+	n = 0;
+	for (int i = 0; i < b->ngroups; i++) {
+		struct group *g = &b->groups[i];
+
+		for (int j = 0; g->ue && j < g->nue; j++) {
+			if (all)
+				all[n++] = g->ue[j];
+			else
+				uevent__free(g->ue[j]);
+			g->ue[j] = NULL;
+		}
+	}
+	if (all)
+		uevent__free_all(all, n);
+	free(all);
+}
+
 void gp_budget__free(struct gp_budget *b)
 {
 	if (!b)
 		return;
 	gp_budget__stop(b);
+	free_events(b);
 	for (int i = 0; i < b->ngroups; i++)
 		group_free(&b->groups[i]);
 	free(b->groups);
@@ -1325,6 +1517,7 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	s->cut_windows = b->cut_windows;
 	s->attach_ms = median_of(b->attach_ms, b->nr_attach);
 	s->detach_ms = median_of(b->detach_ms, b->nr_detach);
+	s->mechanism = gp_budget_how_name(b->multi ? GP_BUDGET_MULTI : GP_BUDGET_UEVENTS);
 	s->changes = calloc(b->nr_changes ? b->nr_changes : 1, sizeof(*s->changes));
 	if (s->changes) {
 		memcpy(s->changes, b->changes, b->nr_changes * sizeof(*s->changes));

@@ -7,7 +7,8 @@
  * reads without a system call. A thread of its own cuts time into periods (100 ms while
  * every call is seen, 500 ms sampled); when a
  * process's probe time would pass the budget it attaches those probes for a window of
- * each period only and closes their uprobe_multi links for the rest — a detached uprobe
+ * each period only and closes their uprobe_multi links for the rest (without them, Linux
+ * < 6.6: disarms their tracefs uprobe events, src/core/uevent.h) — a detached uprobe
  * costs the process nothing, while a program that returns at once still costs the trap
  * (docs/benchmarks.md) — and estimates the unseen calls (src/core/sampling.h). When the
  * rate falls it attaches them for good again. Allocation, free and copy probes never go
@@ -26,6 +27,17 @@
 #include "sampling.h"
 
 struct gp_budget;
+
+/* How the budget arms and disarms its probes on this kernel: uprobe_multi links (Linux
+ * 6.6), tracefs uprobe events (src/core/uevent.h), or not at all (it cannot sample). */
+enum gp_budget_how { GP_BUDGET_NONE, GP_BUDGET_MULTI, GP_BUDGET_UEVENTS };
+
+/* This kernel's; with NONE, one line in why naming what is missing and *reason a metric
+ * label for it (gpuprobe_budget_in_force). mount: tracefs may be mounted now (a check
+ * only looks: an unmounted tracefs that could be mounted counts as there). */
+enum gp_budget_how gp_budget_mechanism(bool mount, char *why, size_t len, const char **reason);
+/* "uprobe_multi", "uprobe_events", "none". */
+const char *gp_budget_how_name(enum gp_budget_how h);
 
 /* Probes the budget may sample: one entry and (leave >= 0) one return program on the
  * functions of one library, as attach_pair__attach takes them. */
@@ -101,6 +113,7 @@ struct gp_budget_stats {
 	uint64_t periods, sampled_periods, windows;
 	uint64_t cut_windows;       /* windows ended early: a process took its period's hits */
 	double attach_ms, detach_ms; /* medians: making the links, closing them */
+	const char *mechanism;      /* gp_budget_how_name: how it takes the probes off */
 	struct gp_budget_change *changes;
 	size_t nr_changes;
 	struct gp_budget_proc *procs;

@@ -2,15 +2,16 @@
 /* The budget's own report (--max-overhead): text, JSON and /metrics, from its stats. */
 #include <inttypes.h>
 #include <math.h>
+#include <string.h>
 #include <json-c/json.h>
 #include "budget.h"
 #include "prom.h"
 
 void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
 {
-	fprintf(f, "gpuprobe budget (--max-overhead %g%%): a probe hit costs %.2f us here (%.2f us in a tight loop), a counted call %.2f us; launch and sync probes attached %.1f%% of the time now%s; %" PRIu64
+	fprintf(f, "gpuprobe budget (--max-overhead %g%%, %s): a probe hit costs %.2f us here (%.2f us in a tight loop), a counted call %.2f us; launch and sync probes attached %.1f%% of the time now%s; %" PRIu64
 		   " of %" PRIu64 " periods sampled, %" PRIu64 " of %" PRIu64 " windows ended early by a rate that rose (attaching took %.1f ms, closing %.1f ms, medians)\n",
-		s->pct, s->cost * 1e6, s->warm_cost * 1e6, s->call_cost * 1e6, s->fraction * 100,
+		s->pct, !strcmp(s->mechanism, "uprobe_multi") ? "uprobe_multi links" : "tracefs uprobe events", s->cost * 1e6, s->warm_cost * 1e6, s->call_cost * 1e6, s->fraction * 100,
 		s->over ? " (a process passes the budget even then)" : "", s->sampled_periods, s->periods,
 		s->cut_windows, s->windows, s->attach_ms, s->detach_ms);
 	for (size_t i = 0; i < s->nr_procs; i++) {
@@ -63,6 +64,7 @@ void gp_budget__json(json_object *o, const struct gp_budget_stats *s)
 	json_object *ch = json_object_new_array(), *ps = json_object_new_array();
 
 	json_object_object_add(o, "max_overhead_pct", json_object_new_double(s->pct));
+	json_object_object_add(o, "mechanism", json_object_new_string(s->mechanism));
 	json_object_object_add(o, "target_pct", json_object_new_double(s->target * 100));
 	json_object_object_add(o, "probe_hit_cost_s", json_object_new_double(s->cost));
 	json_object_object_add(o, "probe_hit_warm_cost_s", json_object_new_double(s->warm_cost));

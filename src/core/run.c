@@ -114,28 +114,34 @@ static struct gp_probe_cost hit_cost(const struct gp_opts *o)
 }
 
 /*
- * --max-overhead (the daemon's default 1 %, the CLI's none; 100: none). It needs
- * uprobe_multi links, made and closed per window: perf-event uprobes take ~0.1 s each to
- * release. Asked for where there are none, that is an error; the daemon's default is
- * only a warning.
+ * --max-overhead (the daemon's default 1 %, the CLI's none; 100: none). It arms the sampled
+ * probes for a window of each period: uprobe_multi links made and closed (Linux 6.6), else
+ * tracefs uprobe events armed and disarmed (uevent.h; a perf-event uprobe takes ~0.1 s to
+ * release, and one disabled still traps). Where neither can be, the kernel cannot sample:
+ * asked for, that is an error; the daemon's default says so once and counts every call.
  */
 static int open_budget(struct gp_run *run, char *err, size_t len)
 {
 	const struct gp_opts *o = run->o;
 	bool given = o->max_overhead >= 0;
 	double pct = given ? o->max_overhead : o->frontend == GP_FE_DAEMON ? 1.0 : 0;
+	char why[320];
 
 	if (pct <= 0 || pct >= 100 || !(gp_run__needs(o->modes) & GP_NEED_LIBCUDA))
 		return 0;
-	if (!attach__has_uprobe_multi()) {
+	run->budget_pct = pct;
+	run->budget_how = gp_budget_mechanism(true, why, sizeof(why), &run->budget_reason);
+	if (run->budget_how == GP_BUDGET_NONE) {
 		if (!given) {
-			gp_log(GP_LOG_WARN, "no uprobe_multi links here: no overhead budget (--max-overhead), every call is counted");
+			gp_log(GP_LOG_WARN, "this kernel cannot sample the probes (%s): no overhead budget, every call is counted at full cost",
+			       why);
 			return 0;
 		}
-		snprintf(err, len, "--max-overhead needs uprobe_multi links (Linux 6.6 or later)%s",
-			 getenv("GPUPROBE_NO_UPROBE_MULTI") ? ", and GPUPROBE_NO_UPROBE_MULTI is set" : "");
+		snprintf(err, len, "--max-overhead cannot sample on this kernel: %s", why);
 		return -EOPNOTSUPP;
 	}
+	gp_log(GP_LOG_DEBUG, "budget: the sampled probes are armed per window through %s",
+	       run->budget_how == GP_BUDGET_MULTI ? "uprobe_multi links" : "tracefs uprobe events");
 	struct gp_probe_cost c = hit_cost(o);
 
 	run->budget = gp_budget__new(pct, &c, err, len);
@@ -650,12 +656,20 @@ int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 
 		prom__u64(p, "gpuprobe_events_dropped_total", NULL, kv, gp_events__malformed(run->events));
 	}
-	if (run->budget) {
+	if (run->budget_pct > 0) {
+		/* reason: only where it cannot sample */
+		const char *kv[] = { "mechanism", gp_budget_how_name(run->budget_how),
+				     run->budget ? NULL : "reason", run->budget_reason, NULL };
 		struct gp_budget_stats st;
 
-		if (!gp_budget__stats(run->budget, &st)) {
+		prom__family(p, "gpuprobe_budget_in_force");
+		prom__u64(p, "gpuprobe_budget_in_force", NULL, kv, run->budget != NULL);
+		if (run->budget && !gp_budget__stats(run->budget, &st)) {
 			gp_budget__prom(p, &st);
 			gp_budget__stats_free(&st);
+		} else if (!run->budget) {
+			prom__family(p, "gpuprobe_budget_max_overhead_ratio");
+			prom__real(p, "gpuprobe_budget_max_overhead_ratio", NULL, NULL, run->budget_pct / 100);
 		}
 	}
 	prom__family(p, "gpuprobe_processes_unseen_calls_total");

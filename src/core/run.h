@@ -46,6 +46,9 @@ struct gp_run {
 	int target_pid;              /* the uprobes' own PID filter; -1: none */
 	struct ptree *ptree;         /* the processes followed, forks and execs */
 	struct gp_budget *budget;    /* --max-overhead (src/core/budget.h), or NULL */
+	double budget_pct;           /* the budget asked for (the daemon's default), 0: none */
+	int budget_how;              /* enum gp_budget_how: how it samples, or that it cannot */
+	const char *budget_reason;   /* then why, a metric label */
 	struct libwatch *watch;      /* library files claimed, and those loaded later */
 	bool filter;                 /* only the processes in the ptree (else every one) */
 	bool follow_forks;           /* a followed process's children are followed too */

@@ -208,7 +208,18 @@ const struct gp_metric gp_metrics[] = {
 	/* --max-overhead: the budget's own (src/core/budget_report.c) */
 	{ "gpuprobe_budget_max_overhead_ratio", GP_GAUGE, 0, "", NULL, "--max-overhead",
 	  "The budget: the share of a process's time gpuprobe's launch and synchronize probes may take (0.01 = 1 %).",
-	  "Absent without a budget (`--max-overhead 100`, or a CLI run without the option)." },
+	  "The budget asked for, in force or not (gpuprobe_budget_in_force). Absent without a budget "
+	  "(`--max-overhead 100`, or a CLI run without the option)." },
+	{ "gpuprobe_budget_in_force", GP_GAUGE, 0, "mechanism,reason", NULL, "--max-overhead",
+	  "1 when the budget samples the launch and synchronize probes, 0 when this kernel cannot and every call is counted at full cost; `mechanism` says how it takes the probes off.",
+	  "`mechanism=\"uprobe_multi\"`: links made and closed per window (Linux 6.6 or later); "
+	  "`\"uprobe_events\"`: tracefs uprobe events armed per window (kernels without uprobe_multi "
+	  "links: a perf-event uprobe takes ~0.1 s to release, and one disabled still traps); "
+	  "`\"none\"` (value 0) with `reason`: `no_tracefs` (not mounted, and it cannot mount it), "
+	  "`no_uprobe_events` (a kernel without CONFIG_UPROBE_EVENTS), `uprobe_events_permission` "
+	  "(tracefs not readable or uprobe_events not writable: root, or CAP_DAC_OVERRIDE), "
+	  "`uprobe_events_off` (GPUPROBE_NO_UPROBE_EVENTS). The daemon says the same in one line at "
+	  "start; an explicit `--max-overhead` is refused there." },
 	{ "gpuprobe_budget_attached_ratio", GP_GAUGE, 0, "", NULL, "--max-overhead",
 	  "The share of time the sampled probes (launches, syncs) are attached now: 1 when every call is seen.", NULL },
 	{ "gpuprobe_budget_over", GP_GAUGE, 0, "", NULL, "--max-overhead",

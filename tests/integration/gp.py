@@ -5,6 +5,7 @@ against the workload programs on the stand-in driver, and checks exact numbers i
 import fcntl
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -275,6 +276,39 @@ def assert_nothing_attached():
         time.sleep(0.1)
         left = our_bpf_programs(orphans_only=True)
     eq(left, [], "gpuprobe BPF programs left loaded with no process holding them")
+
+
+def kernel_has_uprobe_multi():
+    """Whether gpuprobe should find uprobe_multi links: the kernel's own version (Linux 6.6,
+    not gpuprobe's probe of it), unless GPUPROBE_NO_UPROBE_MULTI hides them."""
+    f = os.environ.get("GPUPROBE_NO_UPROBE_MULTI", "")
+    if f and f != "0":
+        return False
+    m = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    return (int(m.group(1)), int(m.group(2))) >= (6, 6)
+
+
+def budget_mechanism():
+    """How --max-overhead takes its probes off on this kernel: uprobe_multi links made and
+    closed, else tracefs uprobe events armed and disarmed (src/core/uevent.h)."""
+    return "uprobe_multi" if kernel_has_uprobe_multi() else "uprobe_events"
+
+
+def uprobe_events():
+    """gpuprobe's tracefs uprobe events now: (gpuprobe's PID, group/event) pairs (their groups
+    are gpuprobe_<pid>_<random>)."""
+    out = []
+    for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        try:
+            with open(os.path.join(root, "uprobe_events")) as f:
+                for line in f:
+                    m = re.match(r"[pr]:(gpuprobe_(\d+)_[0-9a-f]+/\S+) ", line)
+                    if m:
+                        out.append((int(m.group(2)), m.group(1)))
+            return out
+        except OSError:
+            continue
+    return out
 
 
 def one_error_line(r, contains):

@@ -24,6 +24,10 @@ RATE = app("rate_app")
 PHASES = "200:1000,20000:1000,100000:1000,200:1000"
 BASE = ["--libcuda", FAKECUDA, "--json"]
 ENV = {"LD_LIBRARY_PATH": gp.FAKECUDA_DIR}
+# a kernel without uprobe_multi links (< 6.6; on one, this changes nothing) ...
+NO_MULTI = {"GPUPROBE_NO_UPROBE_MULTI": "1"}
+# ... and without tracefs uprobe events either: it cannot sample
+CANNOT = {"GPUPROBE_NO_UPROBE_MULTI": "1", "GPUPROBE_NO_UPROBE_EVENTS": "1"}
 
 
 def retried(t):
@@ -51,9 +55,9 @@ def budget_record(out):
     return rs[0]
 
 
-def run_rate(args, budget=True, phases=PHASES):
+def run_rate(args, budget=True, phases=PHASES, env=None):
     cmd = [RATE, "--time-calls", "--phases", phases]
-    r = gp.gpuprobe(BASE + ["--cudatrace", "--memleak"] + args, cmd=cmd, timeout=60)
+    r = gp.gpuprobe(BASE + ["--cudatrace", "--memleak"] + args, cmd=cmd, timeout=60, env=env)
     eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
     return r, truth(r.stderr)
 
@@ -70,7 +74,7 @@ def call_share(t, phase=None):
     return sum(p["call_ns"] for p in ps) / sum(p["end_ns"] - p["start_ns"] for p in ps)
 
 
-def check_budget_run(r, t, pct=1.0):
+def check_budget_run(r, t, pct=1.0, mechanism=None):
     pid = t["pid"]
     ct = final_proc(r.stdout, "cudatrace", pid)
     smp = ct.get("sampling")
@@ -96,6 +100,7 @@ def check_budget_run(r, t, pct=1.0):
     # probe hit, allocations' too, at the price calibrated at the end)
     b = budget_record(r.stdout)
     eq(b["max_overhead_pct"], pct, "the budget")
+    eq(b["mechanism"], mechanism or gp.budget_mechanism(), "how the probes are taken off on this kernel")
     eq(b["over_budget"], False, "over budget")
     bp = [p for p in b["processes"] if p["pid"] == pid]
     eq(len(bp), 1, "the budget's account of the process")
@@ -165,11 +170,54 @@ def test_bad_input():
     gp.assert_nothing_attached()
 
 
-def test_needs_uprobe_multi():
-    r = gp.gpuprobe(["--cudatrace", "--max-overhead", "1", "--libcuda", FAKECUDA], cmd=["true"],
-                    env={"GPUPROBE_NO_UPROBE_MULTI": "1"})
+def test_cannot_sample_refused():
+    """Where the kernel cannot sample (no uprobe_multi links and no tracefs uprobe events,
+    forced here), --max-overhead is refused: one line naming both, and the first release
+    with uprobe_multi."""
+    r = gp.gpuprobe(["--cudatrace", "--max-overhead", "1", "--libcuda", FAKECUDA], cmd=["true"], env=CANNOT)
     eq(r.returncode, 1, "exit status")
-    gp.one_error_line(r, "needs uprobe_multi")
+    gp.one_error_line(r, "--max-overhead cannot sample on this kernel")
+    check("no uprobe_multi links (Linux 6.6 or later)" in r.stderr and "no tracefs uprobe events" in r.stderr,
+          r.stderr)
+    gp.assert_nothing_attached()
+
+
+@retried
+def test_budget_without_uprobe_multi():
+    """Kernels before 6.6 have no uprobe_multi links (forced here; on such a kernel this is
+    what every budget test runs): the budget arms tracefs uprobe events for each window
+    instead. Its estimates hold the truth and the allocations stay exact as with links,
+    what it estimates it cost stays under the budget, and its events go with it."""
+    before = set(gp.uprobe_events())
+    r, t = run_rate(["--max-overhead", "1"], env=NO_MULTI)
+    b, share = check_budget_run(r, t, mechanism="uprobe_events")
+    check(b["windows"] >= 2, f"windows {b['windows']}")
+    left = set(gp.uprobe_events()) - before
+    eq(sorted(left), [], "uprobe events left after gpuprobe exited")
+    gp.assert_nothing_attached()
+
+
+def test_uprobe_events_of_a_killed_gpuprobe_removed():
+    """A gpuprobe killed with SIGKILL cannot remove its uprobe events (names only: its perf
+    events, and with them the breakpoints and programs, went with it); the next gpuprobe
+    that makes some removes them."""
+    a = gp.start_app([RATE, "--wait", "--phases", "1000:200"], env=ENV)
+    g = None
+    try:
+        g = gp.start_gpuprobe(BASE + ["--cudatrace", "--max-overhead", "1", "-p", str(a.pid)], env=NO_MULTI)
+        mine = [n for p, n in gp.uprobe_events() if p == g.pid]
+        check(mine, f"no uprobe events of gpuprobe {g.pid} while it runs: {gp.uprobe_events()}")
+        g.kill()
+        left = [n for p, n in gp.uprobe_events() if p == g.pid]
+        eq(sorted(left), sorted(mine), "the events of the killed gpuprobe, until another comes")
+    finally:
+        a.kill()
+        if g:
+            g.kill()
+    r = gp.gpuprobe(BASE + ["--cudatrace", "--max-overhead", "1"], cmd=[RATE, "--phases", "1000:50"],
+                    env=dict(NO_MULTI, **ENV))
+    eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-800:]})")
+    eq([n for p, n in gp.uprobe_events() if p == g.pid], [], "the killed gpuprobe's events removed")
     gp.assert_nothing_attached()
 
 
@@ -261,7 +309,8 @@ def test_budget_no_latency_and_text():
                   r"estimates \(95%: launches (\d+)-(\d+)", r.stdout)
     check(m, f"no sampling line:\n{r.stdout[-2000:]}")
     check(int(m.group(2)) <= t["launches"] <= int(m.group(3)), f"true launches {t['launches']} outside {m.groups()}")
-    check(re.search(r"gpuprobe budget \(--max-overhead 2%\)", r.stdout), "no budget line")
+    how = {"uprobe_multi": "uprobe_multi links", "uprobe_events": "tracefs uprobe events"}[gp.budget_mechanism()]
+    check(re.search(r"gpuprobe budget \(--max-overhead 2%%, %s\)" % how, r.stdout), f"no budget line ({how})")
 
 
 @retried
@@ -296,6 +345,9 @@ def test_daemon_default_budget_metrics():
     try:
         m = td.get(d.port)[1]
         eq(td.value(m, "gpuprobe_budget_max_overhead_ratio"), 0.01, "the daemon's default budget")
+        # in force on either kind of kernel: links (6.6 or later), or uprobe events
+        eq(td.value(m, "gpuprobe_budget_in_force", mechanism=gp.budget_mechanism()), 1,
+           f"gpuprobe_budget_in_force with mechanism {gp.budget_mechanism()}")
         # 100000/s: with latency probes a window is a third probes, so the interval has an
         # upper end (faster, the stand-in's launches would cost less than the probes)
         w = gp.Background([RATE, "--phases", "100000:2000,1000:200", "--linger", "5000"], env=ENV)
@@ -344,6 +396,37 @@ def test_daemon_default_budget_metrics():
     try:
         eq(td.value(td.get(d.port)[1], "gpuprobe_budget_max_overhead_ratio"), None, "no budget at 100 %")
         td.stop(d)
+    finally:
+        d.kill()
+
+
+def test_daemon_cannot_sample_says_so():
+    """The daemon's default budget where the kernel cannot sample (no uprobe_multi links,
+    no tracefs uprobe events: forced): one line at start says so, /metrics has the budget
+    asked for, not in force, with the reason, and every call is counted, exactly."""
+    import test_daemon as td
+    d = td.start_daemon(extra=["--libcuda", FAKECUDA], modes=("--cudatrace",), budget=True, per_process=False,
+                        env=CANNOT)
+    try:
+        lines = [l for l in d.stderr().splitlines() if "cannot sample" in l]
+        eq(len(lines), 1, f"one line at start: {d.stderr()[-1500:]}")
+        check("uprobe_multi links (Linux 6.6 or later)" in lines[0] and "every call is counted at full cost" in lines[0],
+              lines[0])
+        m = td.get(d.port)[1]
+        eq(td.value(m, "gpuprobe_budget_max_overhead_ratio"), 0.01, "the budget asked for")
+        eq(td.value(m, "gpuprobe_budget_in_force", mechanism="none", reason="uprobe_events_off"), 0, "in force")
+        eq(td.value(m, "gpuprobe_budget_attached_ratio"), None, "no sampling families")
+        base = launch_sums(td, d.port)
+        # far past what a 1 % budget would count whole (test_budget_keeps_the_overhead_under_it)
+        r = gp.run([RATE, "--phases", "100000:1000", "--alloc-every", "0"], env=ENV)
+        eq(r.returncode, 0, "rate_app exit")
+        want = truth(r.stderr)["launches"]
+        end = settled_sums(td, d.port)
+        got = {k: end[k] - base[k] for k in end}
+        eq((got["counter"], got["seen"]), (want, want), f"every launch counted ({got})")
+        eq(got["periods"], 0, "sampled periods")
+        td.stop(d)
+        eq(len([l for l in d.stderr().splitlines() if "cannot sample" in l]), 1, "said once")
     finally:
         d.kill()
 

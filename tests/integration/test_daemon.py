@@ -45,13 +45,14 @@ def free_port(family=socket.AF_INET, host="127.0.0.1"):
     return port
 
 
-def start_daemon(extra=(), modes=("--memleak", "--cudatrace"), per_process=True, budget=False):
+def start_daemon(extra=(), modes=("--memleak", "--cudatrace"), per_process=True, budget=False, env=None):
     port = free_port()
     pp = ["--per-process-series"] if per_process else []
     # exact counts unless asked: the daemon's default --max-overhead 1 samples the launches
     # of a program as fast as launch_app (tests/integration/test_budget.py tests that)
     nb = [] if budget else ["--max-overhead", "100"]
-    d = gp.Background([gp.GPUPROBE, "daemon", *modes, *pp, *nb, "--listen", f"127.0.0.1:{port}", *extra], env=ENV)
+    d = gp.Background([gp.GPUPROBE, "daemon", *modes, *pp, *nb, "--listen", f"127.0.0.1:{port}", *extra],
+                      env=dict(ENV, **(env or {})))
     try:
         d.wait_for("listening on", where="stderr")
     except Exception:
