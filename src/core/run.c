@@ -279,6 +279,24 @@ int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, bool *filter)
 	return run->ptree ? bpf_map__reuse_fd(traced, ptree__traced_fd(run->ptree)) : 0;
 }
 
+/*
+ * The in-flight tables' shares (issue 30): the first quarter of a table's places go to any
+ * call unshared; past that a process counts against an eighth, a user against a quarter.
+ * So one process holds at most 3/8 of a table, one user half, two users 3/4: whoever else
+ * calls keeps the rest. The counters: one per process that calls under pressure (the
+ * followed-process table's size) and as many users.
+ */
+void gp_run__set_shares_of(struct gp_run *run, struct bpf_map *counters, __u32 *free_places, __u32 *proc,
+			   __u32 *user)
+{
+	uint64_t n = run->o->max_pending;
+
+	*free_places = (__u32)(n / 4);
+	*proc = (__u32)(n / 8 ? n / 8 : 1);
+	*user = (__u32)(n / 4 ? n / 4 : 1);
+	bpf_map__set_max_entries(counters, (__u32)run->o->max_procs + 1024);
+}
+
 int gp_run__adopt_hits_map(struct gp_run *run, struct bpf_map *hits, bool *count)
 {
 	*count = run->budget != NULL;
