@@ -17,6 +17,7 @@
 #include "drops.h"
 #include "events.h"
 #include "json.h"
+#include "libslots.h"
 #include "libwatch.h"
 #include "options.h"
 #include "prom.h"
@@ -60,7 +61,8 @@ struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len)
 	run->links = attach_set__new();
 	run->events = gp_events__new();
 	run->watch = libwatch__new(run);
-	if (!run->sym || !run->links || !run->events || !run->watch)
+	run->slots = libslots__new();
+	if (!run->sym || !run->links || !run->events || !run->watch || !run->slots)
 		goto oom;
 	for (int i = 0; gp_modes[i] && run->nr < GP_MAX_MODES; i++)
 		if (o->modes & (1ULL << i))
@@ -773,6 +775,7 @@ void gp_run__free(struct gp_run *run)
 			run->slot[i].m->free(run->slot[i].st);
 	allocsrc__free(run->allocs);
 	libwatch__free(run->watch);
+	libslots__free(run->slots);
 	ptree__free(run->ptree);
 	gp_budget__free(run->budget);
 	gp_timeline__close(run->timeline, NULL);

@@ -31,6 +31,7 @@ struct gp_budget;
 struct gp_sampling;
 struct attach_pair;
 struct libwatch;
+struct libslots;
 
 #define GP_MAX_MODES 16
 
@@ -47,6 +48,7 @@ struct gp_run {
 	struct ptree *ptree;         /* the processes followed, forks and execs */
 	struct gp_budget *budget;    /* --max-overhead (src/core/budget.h), or NULL */
 	struct libwatch *watch;      /* library files claimed, and those loaded later */
+	struct libslots *slots;      /* the driver files probed that a sweep may free (libslots.h) */
 	bool filter;                 /* only the processes in the ptree (else every one) */
 	bool follow_forks;           /* a followed process's children are followed too */
 	const char *comm, *cgroup;   /* --comm, --cgroup */

@@ -439,7 +439,69 @@ def test_cli_later_copies_take_their_share():
         shutil.rmtree(top, ignore_errors=True)
 
 
+def test_cli_slots_freed_when_unmapped():
+    """docs/security.md: a node-wide run frees the slots of a user's libcuda files once no
+    process maps them (the daemon's rule, src/core/libslots.c): their probes go, and that
+    user's later copies are probed. Before: the slots were held for the whole run, and a
+    user's fifth file ever was refused."""
+    top = tempfile.mkdtemp(prefix="gp-freed-")
+    os.chmod(top, 0o755)
+    copies = []
+    for i in range(2 * PER_OWNER):
+        d = os.path.join(top, f"c{i}")
+        os.mkdir(d)
+        copies.append(os.path.join(d, "libcuda.so.1"))
+        shutil.copyfile(FAKECUDA, copies[-1])
+        os.chmod(copies[-1], 0o755)
+        os.chown(copies[-1], NOBODY, NOBODY)
+    g = p = None
+
+    def lines(what):
+        return [l for l in g.stderr().splitlines() if what in l]
+
+    def wait_lines(what, n, timeout):
+        deadline = time.time() + timeout
+        while len(lines(what)) < n:
+            check(time.time() < deadline, f"{n} lines {what!r} awaited: {g.stderr()[-2500:]}")
+            time.sleep(0.2)
+
+    def load(paths):
+        q = subprocess.Popen([*AS_NOBODY, "python3", "-c", DLOPEN_MANY, *paths], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+        eq(q.stdout.readline().strip(), "READY", "loader")
+        return q
+
+    try:
+        g = gp.Background([GPUPROBE, "--memleak", "-d", "90"], env={"LD_LIBRARY_PATH": FAKECUDA_DIR})
+        g.wait_for("gpuprobe: tracing", where="stderr", timeout=60)
+        p = load(copies[:PER_OWNER])
+        wait_lines(top, PER_OWNER, 20)
+        p.stdin.close()
+        p.wait(timeout=30)
+        p = None
+        # two sweeps (5 s apart) without a process mapping them
+        wait_lines("its library slot freed", PER_OWNER, 30)
+        freed = [l for l in lines("its library slot freed") if "(owner uid 65534)" in l]
+        eq(len(freed), PER_OWNER, f"nobody's slots freed: {freed}")
+        check(all(int(l.split(": ")[-1].split()[0]) > 0 for l in freed), f"probes detached: {freed}")
+        p = load(copies[PER_OWNER:])
+        wait_lines(top, 2 * PER_OWNER, 20)
+        time.sleep(1)
+        probed = [l for l in lines(top) if "probing libcuda" in l and "not probing" not in l]
+        eq(len(probed), 2 * PER_OWNER, f"nobody's copies probed, the later ones too: {probed}")
+        eq([l for l in lines("not probing") if "(owner uid 65534)" in l], [], "no copy refused")
+        g.signal(signal.SIGINT)
+        eq(g.wait(timeout=30), 0, f"gpuprobe exit ({g.stderr()[-1500:]})")
+    finally:
+        if p:
+            p.kill()
+            p.wait()
+        if g:
+            g.kill()
+        shutil.rmtree(top, ignore_errors=True)
+
+
 if __name__ == "__main__":
     gp.main([test_pending_share_storm, test_copy_share_storm, test_launch_share_storm, test_nccl_share_storm,
              test_trace_share_storm, test_hostile_symbol_table, test_library_slots_fair_and_freed,
-              test_cli_later_copies_take_their_share])
+              test_cli_later_copies_take_their_share, test_cli_slots_freed_when_unmapped])
