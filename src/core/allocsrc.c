@@ -13,10 +13,11 @@
 #include "options.h"
 #include "run.h"
 #include "u64map.h"
+#include "util.h"
 
 struct hits {
 	struct gp_snap_pid p;
-	uint64_t exit_ns;
+	uint64_t exit_ns; /* when its exit was handled: a reap's time cutoff keeps it till a report has listed it */
 };
 
 struct allocsrc {
@@ -167,7 +168,8 @@ static void proc_exit(void *ctx, const struct gp_exit_event *e)
 
 	if (h && !h->p.exited) {
 		h->p.exited = true;
-		h->exit_ns = e->ts_ns;
+		/* handled now, whenever it happened (a reader behind reads it late): proctab.h */
+		h->exit_ns = gp_mono_ns();
 	}
 }
 
