@@ -360,18 +360,12 @@ static int open_mapped(uint32_t pid, const struct map_entry *m)
 	return fd;
 }
 
-/*
- * A libcuda file root does not own (or that others may write) is probed only while its
- * owner has fewer than GP_SLOTS_PER_OWNER probed (issue 30: one user's copies must not make
- * the run attach without end); what is refused is counted, the first refusal of an owner
- * logged. Root's files, and libnccl (users' environments carry their own), are not limited.
- */
 static bool trusted(const struct stat *st)
 {
 	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH));
 }
 
-/* A place of owner's share free again (a file of its unprobed, or its slot freed). */
+/* A place of the owner's share free again: a file of its not probed after all, or its slot freed. */
 static void give_back(struct libwatch *w, uid_t owner, bool is_trusted)
 {
 	uintptr_t *n = is_trusted ? NULL : u64map__get(w->owners, (uint64_t)owner + 1);
@@ -380,6 +374,12 @@ static void give_back(struct libwatch *w, uid_t owner, bool is_trusted)
 		*n = (*n > GP_SLOTS_PER_OWNER ? GP_SLOTS_PER_OWNER : *n) - 1;
 }
 
+/*
+ * A libcuda file root does not own (or that others may write) is probed only while its
+ * owner has fewer than GP_SLOTS_PER_OWNER probed (issue 30: one user's copies must not make
+ * the run attach without end); what is refused is counted, the first refusal of an owner
+ * logged. Root's files, and libnccl (users' environments carry their own), are not limited.
+ */
 static bool fair_share(struct libwatch *w, int kind, int fd, const char *shown)
 {
 	struct stat st;
