@@ -12,6 +12,7 @@
 #include "gpuprobe.h"
 #include "common.bpf.h"
 #include "gp_arch.bpf.h"
+#include "shares.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -42,6 +43,7 @@ struct frame {
 };
 
 struct tstack {
+	struct gp_held held; /* its place in the table, for the thread's life (shares.bpf.h) */
 	__u32 depth;
 	__u32 _pad;
 	struct frame f[MAX_DEPTH];
@@ -61,7 +63,7 @@ struct {
 	__type(value, struct tstack);
 } zero_stack SEC(".maps");
 
-__u64 tdrops[GP_CDROP__COUNT]; /* ringbuf_full, pending_full, return_without_entry */
+__u64 tdrops[GP_CDROP__COUNT]; /* ringbuf_full, pending_full, return_without_entry, share */
 __u64 tdeep;                   /* calls nested deeper than MAX_DEPTH: not recorded */
 __u64 tnames_lost;             /* name arguments lost (their calls recorded, the name empty) */
 
@@ -77,11 +79,17 @@ int trace_enter(struct pt_regs *ctx)
 		return 0;
 	st = bpf_map_lookup_elem(&stacks, &id);
 	if (!st) {
+		/* the thread's first call: its stack, for its life, if its process and user have
+		 * room in the table */
 		struct tstack *z = bpf_map_lookup_elem(&zero_stack, &zero);
 
 		if (!z)
 			return 0;
-		if (bpf_map_update_elem(&stacks, &id, z, BPF_NOEXIST) == -GP_E2BIG) {
+		if (gp_share_hold(0, id >> 32, &z->held)) {
+			__sync_fetch_and_add(&tdrops[GP_CDROP_SHARE], 1);
+			return 0;
+		}
+		if (gp_inflight_put(&stacks, 0, id, z)) {
 			__sync_fetch_and_add(&tdrops[GP_CDROP_PENDING], 1);
 			return 0;
 		}
@@ -187,6 +195,6 @@ int trace_leave(struct pt_regs *ctx)
 SEC("raw_tp/sched_process_exit")
 int trace_proc_exit(void *ctx)
 {
-	gp_on_exit(&stacks, NULL, NULL);
+	gp_inflight_exit(&stacks, 0);
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include "common.bpf.h"
 #include "gp_arch.bpf.h"
 #include "budget.bpf.h"
+#include "shares.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -25,6 +26,7 @@ struct {
 } events SEC(".maps");
 
 struct call {
+	struct gp_held held; /* its place in the table (shares.bpf.h) */
 	__u64 ts_ns;
 	__u32 api;
 	__u32 epoch; /* gp_window_epoch() at entry */
@@ -33,7 +35,7 @@ struct call {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
+	__uint(max_entries, 10240); /* --max-pending */
 	__type(key, __u64);
 	__type(value, struct call);
 } calls SEC(".maps");
@@ -54,7 +56,11 @@ static __always_inline int copy_enter_traced(struct pt_regs *ctx, __u64 id, __u3
 		       PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), gp_arg(ctx, 5) },
 	};
 
-	if (bpf_map_update_elem(&calls, &id, &c, BPF_ANY))
+	if (gp_share_hold(0, id >> 32, &c.held)) {
+		count_drop(GP_CDROP_SHARE);
+		return 0;
+	}
+	if (gp_inflight_put(&calls, 0, id, &c))
 		count_drop(GP_CDROP_PENDING);
 	return 0;
 }
@@ -83,7 +89,7 @@ int copy_enter(struct pt_regs *ctx)
 		if (epoch == GP_EPOCH_UNSEEN) {
 			/* a stray: its return must not find the entry of a call whose return went
 			 * unseen (its link closed while it ran) */
-			bpf_map_delete_elem(&calls, &id);
+			gp_inflight_del(&calls, 0, id);
 			return 0;
 		}
 	} else {
@@ -396,7 +402,7 @@ int copy_leave(struct pt_regs *ctx)
 	} else {
 		emit_aux(c, id, now);
 	}
-	bpf_map_delete_elem(&calls, &id);
+	gp_inflight_done(&calls, 0, id, c);
 	return 0;
 }
 
@@ -406,6 +412,6 @@ int copy_proc_exit(void *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 
 	bpf_map_delete_elem(&thread_gpu, &id);
-	gp_on_exit(&calls, NULL, NULL);
+	gp_inflight_exit(&calls, 0);
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include "common.bpf.h"
 #include "gp_arch.bpf.h"
 #include "budget.bpf.h"
+#include "shares.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -117,6 +118,7 @@ struct {
 } sampled SEC(".maps");
 
 struct call {
+	struct gp_held held; /* its place in the table (shares.bpf.h) */
 	__u64 ts_ns;
 	__u32 api;
 	__u32 hist; /* enum gp_hist_kind */
@@ -179,7 +181,7 @@ __s64 live_captures;
 /* In-flight calls by thread. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
+	__uint(max_entries, 10240); /* --max-pending */
 	__type(key, __u64);
 	__type(value, struct call);
 } calls SEC(".maps");
@@ -201,6 +203,24 @@ struct {
 __u64 ldrops[GP_LDROP__COUNT];
 
 #define count_drop(what) gp_count_drop(ldrops, what)
+
+/* Stashes c as thread id's call in flight, if its process and user have room in the table
+ * (shares.bpf.h); a stale entry of the thread is replaced. */
+static __always_inline void stash(__u64 id, struct call *c)
+{
+	if (gp_share_hold(0, id >> 32, &c->held)) {
+		count_drop(GP_LDROP_SHARE);
+		return;
+	}
+	if (gp_inflight_put(&calls, 0, id, c))
+		count_drop(GP_LDROP_PENDING);
+}
+
+/* Thread id's call in flight goes, if it has one (a stray's return must not find it). */
+static __always_inline void unstash(__u64 id)
+{
+	gp_inflight_del(&calls, 0, id);
+}
 
 static __always_inline void remember_proc(__u32 tgid)
 {
@@ -245,8 +265,7 @@ static __always_inline void start_timer(__u64 id, __u32 api, __u32 hist, __u64 u
 {
 	struct call c = { .ts_ns = bpf_ktime_get_ns(), .api = api, .hist = hist, .handle = unnamed };
 
-	if (bpf_map_update_elem(&calls, &id, &c, BPF_ANY))
-		count_drop(GP_LDROP_PENDING);
+	stash(id, &c);
 }
 
 /* A process's histogram of a kind, made at its first call of that kind (the process is
@@ -467,7 +486,7 @@ static __always_inline int count_launch(void *ctx, const struct launch *l)
 	if (!gp_sampled_hit(tgid)) {
 		/* a stray: no entry left behind for its return to time */
 		if (measure_latency)
-			bpf_map_delete_elem(&calls, &id);
+			unstash(id);
 		return 0;
 	}
 	if (l->kind == GP_LAUNCH_GRAPH)
@@ -546,7 +565,7 @@ static __always_inline int sync_enter(struct pt_regs *ctx)
 
 	if (!gp_sampled_hit(id >> 32)) {
 		if (measure_latency)
-			bpf_map_delete_elem(&calls, &id);
+			unstash(id);
 		return 0;
 	}
 	h = hist_of(id >> 32, GP_HIST_SYNC);
@@ -568,7 +587,7 @@ static __always_inline int timed_leave(struct pt_regs *ctx)
 
 	if (!gp_window_open()) {
 		/* the window closed while the call ran: its entry may be stale by the next */
-		bpf_map_delete_elem(&calls, &id);
+		unstash(id);
 		return 0;
 	}
 	c = bpf_map_lookup_elem(&calls, &id);
@@ -587,7 +606,7 @@ static __always_inline int timed_leave(struct pt_regs *ctx)
 
 		bpf_map_update_elem(&verified, &vk, &one, BPF_NOEXIST);
 	}
-	bpf_map_delete_elem(&calls, &id);
+	gp_inflight_done(&calls, 0, id, c);
 	if (!h)
 		return 0;
 	slot = gp_log2_slot(d / 1000, GP_HIST_SLOTS);
@@ -616,8 +635,7 @@ static __always_inline int name_enter(struct pt_regs *ctx)
 		.out_ptr = (__u64)out, .arg = (__u64)name, .owner = owner,
 	};
 
-	if (bpf_map_update_elem(&calls, &id, &c, BPF_ANY))
-		count_drop(GP_LDROP_PENDING);
+	stash(id, &c);
 	return 0;
 }
 
@@ -631,8 +649,7 @@ static __always_inline int alias_enter(struct pt_regs *ctx)
 		.api = (__u32)bpf_get_attach_cookie(ctx), .out_ptr = (__u64)out, .arg = kernel,
 	};
 
-	if (bpf_map_update_elem(&calls, &id, &c, BPF_ANY))
-		count_drop(GP_LDROP_PENDING);
+	stash(id, &c);
 	return 0;
 }
 
@@ -643,8 +660,7 @@ static __always_inline int unload_enter(struct pt_regs *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct call c = { .api = (__u32)bpf_get_attach_cookie(ctx), .owner = owner };
 
-	if (bpf_map_update_elem(&calls, &id, &c, BPF_ANY))
-		count_drop(GP_LDROP_PENDING);
+	stash(id, &c);
 	return 0;
 }
 
@@ -666,7 +682,7 @@ static __always_inline int unload_leave(struct pt_regs *ctx)
 		bpf_map_update_elem(&unloaded, &ok, &one, BPF_ANY);
 		__sync_fetch_and_add(&names_seq, 1); /* after the change: cached namings go */
 	}
-	bpf_map_delete_elem(&calls, &id);
+	gp_inflight_done(&calls, 0, id, c);
 	return 0;
 }
 
@@ -729,7 +745,7 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 	__sync_fetch_and_add(&names_seq, 1);
 	bpf_map_delete_elem(&sampled, &hk);
 out:
-	bpf_map_delete_elem(&calls, &id);
+	gp_inflight_done(&calls, 0, id, c);
 	return 0;
 }
 
@@ -767,7 +783,7 @@ static __always_inline bool naming_seen(void)
 
 	if (gp_sampled_extra(id >> 32))
 		return true;
-	bpf_map_delete_elem(&calls, &id);
+	unstash(id);
 	return false;
 }
 
@@ -818,10 +834,7 @@ int launch_leave(struct pt_regs *ctx)
  */
 static __always_inline void save_call(struct call *c)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-
-	if (bpf_map_update_elem(&calls, &id, c, BPF_ANY))
-		count_drop(GP_LDROP_PENDING);
+	stash(bpf_get_current_pid_tgid(), c);
 }
 
 /* CUDA_KERNEL_NODE_PARAMS (v1 and v2 share the head): func, grid, block; v2 adds the
@@ -1104,14 +1117,15 @@ int graph_leave(struct pt_regs *ctx)
 		return 0;
 	}
 	graph_leave_call(c, (__u32)PT_REGS_RC(ctx) == 0);
-	bpf_map_delete_elem(&calls, &id);
+	gp_inflight_done(&calls, 0, id, c);
 	return 0;
 }
 
 SEC("raw_tp/sched_process_exit")
 int launch_proc_exit(void *ctx)
 {
-	if (!gp_on_exit(&calls, &procs, &names))
+	gp_inflight_exit(&calls, 0);
+	if (!gp_on_exit(NULL, &procs, &names))
 		count_drop(GP_LDROP_RINGBUF);
 	return 0;
 }

@@ -42,6 +42,7 @@ enum shape {
 #define MANP_DPTR 112
 
 struct pending {
+	struct gp_held held; /* its place in the table (shares.bpf.h) */
 	__u32 shape;
 	__u32 api;
 	__u64 ts_ns;
@@ -53,8 +54,6 @@ struct pending {
 	__s32 stack_err;
 	__u32 nr_stack;
 	__u32 stack_rec; /* a GP_EV_STACK record of this call was sent */
-	__u32 uid;       /* the caller's user at entry: whose share the call holds */
-	__u32 took;      /* GP_TOOK_*: the shares it holds (shares.bpf.h) */
 	__u32 _pad;
 	__u64 stack[GP_MAX_STACK];
 };
@@ -137,31 +136,17 @@ static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u
 				 __u64 a3)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 zero = 0, uid = (__u32)bpf_get_current_uid_gid();
-	struct pending *p, *old;
-	int took;
+	__u32 zero = 0;
+	struct pending *p;
 	long n;
 
-	/* a thread's stale entry (a return never seen) is replaced and keeps its places */
-	old = bpf_map_lookup_elem(&pending, &id);
-	if (old) {
-		took = (int)old->took;
-		uid = old->uid;
-	} else {
-		took = gp_share_take(id >> 32, uid);
-		if (took < 0) {
-			count_drop(GP_DROP_SHARE);
-			return 0;
-		}
-	}
 	p = bpf_map_lookup_elem(&scratch, &zero);
-	if (!p) {
-		if (!old)
-			gp_share_put(id >> 32, uid, (__u32)took);
+	if (!p)
+		return 0;
+	if (gp_share_hold(0, id >> 32, &p->held)) {
+		count_drop(GP_DROP_SHARE);
 		return 0;
 	}
-	p->uid = uid;
-	p->took = (__u32)took;
 	p->shape = shape;
 	p->api = (__u32)bpf_get_attach_cookie(ctx);
 	p->ts_ns = bpf_ktime_get_ns();
@@ -207,11 +192,9 @@ static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u
 	} else if (stack_mode == GP_STACKS_COPY && (shape == SHAPE_ALLOC || shape == SHAPE_PITCH || shape == SHAPE_GALLOC)) {
 		emit_stack(ctx, id, p);
 	}
-	if (bpf_map_update_elem(&pending, &id, p, BPF_ANY)) {
+	/* a thread's stale entry (a return never seen) is replaced and keeps its place */
+	if (gp_inflight_put(&pending, 0, id, p))
 		count_drop(GP_DROP_PENDING);
-		if (!old)
-			gp_share_put(id >> 32, uid, (__u32)took);
-	}
 	return 0;
 }
 
@@ -301,8 +284,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 		else
 			emit_free(p, id);
 	}
-	gp_share_put(id >> 32, p->uid, p->took);
-	bpf_map_delete_elem(&pending, &id);
+	gp_inflight_done(&pending, 0, id, p);
 	return 0;
 }
 
@@ -372,15 +354,9 @@ int mem_leave(struct pt_regs *ctx)
 SEC("raw_tp/sched_process_exit")
 int mem_proc_exit(void *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct pending *p = bpf_map_lookup_elem(&pending, &id);
-
-	/* a thread that dies inside a call gives its places back (gp_on_exit drops its entry) */
-	if (p)
-		gp_share_put(id >> 32, p->uid, p->took);
-	if (gp_process_dead())
-		gp_share_forget(id >> 32);
-	if (!gp_on_exit(&pending, &procs, &events))
+	/* a thread that dies inside a call gives its place back */
+	gp_inflight_exit(&pending, 0);
+	if (!gp_on_exit(NULL, &procs, &events))
 		count_drop(GP_DROP_RINGBUF);
 	return 0;
 }

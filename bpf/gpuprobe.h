@@ -419,6 +419,7 @@ enum gp_ldrop {
 	GP_LDROP_NORETURN = 3,
 	GP_LDROP_PROCS = 4,
 	GP_LDROP_GRAPH = 5,   /* capture/graph tables full: a capture or graph not followed */
+	GP_LDROP_SHARE = 6,   /* the caller's process or user held its share of the entry->return table */
 	GP_LDROP__COUNT,
 };
 
@@ -471,6 +472,7 @@ enum gp_cdrop {
 	GP_CDROP_RINGBUF = 0,
 	GP_CDROP_PENDING = 1,
 	GP_CDROP_NORETURN = 2,
+	GP_CDROP_SHARE = 3,    /* the caller's process or user held its share of the table */
 	GP_CDROP__COUNT,
 };
 
@@ -591,6 +593,7 @@ enum gp_ndrop {
 	GP_NDROP_NORETURN = 2, /* a return without its entry (in flight at attach) */
 	GP_NDROP_TOO_DEEP = 3, /* NCCL calls nested deeper than the per-thread stack */
 	GP_NDROP_PROCS = 4,    /* the NCCL process table was full: its syncs go unseen */
+	GP_NDROP_SHARE = 5,    /* the caller's process or user held its share of a table */
 	GP_NDROP__COUNT,
 };
 

@@ -15,6 +15,7 @@
 #include "gpuprobe.h"
 #include "common.bpf.h"
 #include "gp_arch.bpf.h"
+#include "shares.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -36,6 +37,7 @@ struct nframe {
 };
 
 struct nstack {
+	struct gp_held held; /* its place in the table, for the thread's life (shares.bpf.h) */
 	__u32 depth;
 	__u32 id_len;  /* bytes in id[], read at the entry of the frame at id_depth */
 	__u32 id_depth;
@@ -53,8 +55,13 @@ struct {
 
 static const struct nstack zero_stack;
 
+/* The in-flight tables' numbers (shares.bpf.h) */
+#define T_STACKS 0 /* calls: each thread's stack, from its first NCCL call to its end */
+#define T_CUDA 1   /* cuda_calls */
+
 /* The libcuda calls in flight (they never nest among themselves). */
 struct ccall {
+	struct gp_held held; /* its place in the table (shares.bpf.h) */
 	__u64 ts_ns;
 	__u32 api;
 	__u32 _pad;
@@ -113,17 +120,37 @@ static __always_inline void read_id(struct pt_regs *ctx, const __u64 *a, struct 
 		st->id_len = n;
 }
 
+/* The calling thread's stack, made at its first call when its process and user have room
+ * in the table; NULL when not (the drop counted). */
+static __always_inline struct nstack *stack_of(__u64 id)
+{
+	struct nstack *st = bpf_map_lookup_elem(&calls, &id);
+	struct gp_held h;
+
+	if (st)
+		return st;
+	if (gp_share_hold(T_STACKS, id >> 32, &h)) {
+		count_drop(GP_NDROP_SHARE);
+		return NULL;
+	}
+	if (bpf_map_update_elem(&calls, &id, &zero_stack, BPF_NOEXIST) || !(st = bpf_map_lookup_elem(&calls, &id))) {
+		gp_share_release(T_STACKS, id >> 32, &h);
+		count_drop(GP_NDROP_PENDING);
+		return NULL;
+	}
+	st->held = h;
+	return st;
+}
+
 static __always_inline int nccl_enter_traced(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 fn = (__u32)bpf_get_attach_cookie(ctx), d;
-	struct nstack *st = gp_lookup_or_init(&calls, &id, &zero_stack);
+	struct nstack *st = stack_of(id);
 	struct nframe *f;
 
-	if (!st) {
-		count_drop(GP_NDROP_PENDING);
+	if (!st)
 		return 0;
-	}
 	d = st->depth;
 	st->depth = d + 1; /* counted even when too deep: the returns stay paired */
 	if (d >= NSTACK) {
@@ -331,7 +358,11 @@ int nccl_cuda_enter(struct pt_regs *ctx)
 
 	if (!gp_traced_self())
 		return 0;
-	if (bpf_map_update_elem(&cuda_calls, &id, &c, BPF_ANY))
+	if (gp_share_hold(T_CUDA, id >> 32, &c.held)) {
+		count_drop(GP_NDROP_SHARE);
+		return 0;
+	}
+	if (gp_inflight_put(&cuda_calls, T_CUDA, id, &c))
 		count_drop(GP_NDROP_PENDING);
 	return 0;
 }
@@ -415,17 +446,16 @@ int nccl_cuda_leave(struct pt_regs *ctx)
 	e->_pad = 0;
 	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 out:
-	bpf_map_delete_elem(&cuda_calls, &id);
+	gp_inflight_done(&cuda_calls, T_CUDA, id, c);
 	return 0;
 }
 
 SEC("raw_tp/sched_process_exit")
 int nccl_proc_exit(void *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-
-	bpf_map_delete_elem(&cuda_calls, &id);
-	if (!gp_on_exit(&calls, &nccl_procs, &events))
+	gp_inflight_exit(&cuda_calls, T_CUDA);
+	gp_inflight_exit(&calls, T_STACKS);
+	if (!gp_on_exit(NULL, &nccl_procs, &events))
 		count_drop(GP_NDROP_RINGBUF);
 	return 0;
 }

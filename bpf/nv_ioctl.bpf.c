@@ -16,6 +16,7 @@
 #include "gpuprobe.h"
 #include "nv_ioctl.h"
 #include "common.bpf.h"
+#include "shares.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -36,6 +37,7 @@ struct {
 } ioctl_stats SEC(".maps");
 
 struct start {
+	struct gp_held held; /* its place in the table (shares.bpf.h) */
 	__u64 ts_ns;
 	__u32 major, minor;
 	__u32 cmd, ctrl_cmd;
@@ -91,8 +93,12 @@ static __always_inline int ioctl_enter(__u32 rdev, __u32 cmd, __u64 arg)
 						(void *)(arg + GP_NVOS54_CMD_OFFSET)))
 			count_drop(GP_IDROP_CTRL_READ);
 	}
+	if (gp_share_hold(0, id >> 32, &s.held)) {
+		count_drop(GP_IDROP_SHARE);
+		return 0;
+	}
 	s.ts_ns = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&ioctl_start, &id, &s, BPF_ANY))
+	if (gp_inflight_put(&ioctl_start, 0, id, &s))
 		count_drop(GP_IDROP_PENDING);
 	return 0;
 }
@@ -145,7 +151,7 @@ static __always_inline int ioctl_leave(long ret)
 			count_drop(GP_IDROP_RINGBUF);
 		}
 	}
-	bpf_map_delete_elem(&ioctl_start, &id);
+	gp_inflight_done(&ioctl_start, 0, id, s);
 
 	if (!bpf_map_lookup_elem(&ioctl_comms, &tgid)) {
 		gp_leader_comm(comm);
@@ -226,4 +232,13 @@ SEC("kretprobe")
 int BPF_KRETPROBE(ioctl_kp_exit, long ret)
 {
 	return ioctl_leave(ret);
+}
+
+/* A thread that dies inside an ioctl, or whose return went unseen (a kretprobe's instances
+ * all taken), gives its place back. */
+SEC("raw_tp/sched_process_exit")
+int ioctl_proc_exit(void *ctx)
+{
+	gp_inflight_exit(&ioctl_start, 0);
+	return 0;
 }

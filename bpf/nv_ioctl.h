@@ -35,6 +35,7 @@ enum gp_idrop {
 	GP_IDROP_RINGBUF = 2,   /* emit_events: record lost */
 	GP_IDROP_PROCS = 3,     /* process-name table full (counted, named by /proc) */
 	GP_IDROP_CTRL_READ = 4, /* RM_CONTROL parameters unreadable: ctrl_cmd 0 */
+	GP_IDROP_SHARE = 5,     /* the caller's process or user held its share of the entry table */
 	GP_IDROP__COUNT,
 };
 

@@ -36,6 +36,7 @@
 #include "daemon.h"
 #include "events.h"
 #include "http.h"
+#include "libslots.h"
 #include "listen.h"
 #include "options.h"
 #include "procmaps.h"
@@ -48,27 +49,14 @@
 #include "version.h"
 #include "webconfig.h"
 
-/* What the daemon knows of each entry of its library set (same index). */
-struct slot {
-	int tag;       /* its probes' tag (attach_set__tag); 0: none attached */
-	bool pinned;   /* found by path at start (a driver folder): kept while unmapped */
-	uint64_t seen; /* the last rescan that found it mapped */
-};
-
-/* Files one process maps that a rescan looks at: enough that every file still mapped is
- * seen (and so keeps its slot). */
-#define RESCAN_LIBS_PER_PROC 64
-
 struct daemon {
 	struct gp_run *run;
-	struct lib_set *libs; /* every library file seen (probed or rejected), by dev+inode */
-	struct slot slots[GP_MAX_LIBS];
+	/* every library file seen (probed or rejected), by dev+inode; each holds a slot of the
+	 * run's (run->slots, src/core/libslots.h: when its probes go) */
+	struct lib_set *libs;
 	int probed;           /* of those, the ones with probes */
-	int next_tag;
-	struct mapped_lib *maps; /* RESCAN_LIBS_PER_PROC of them, for rescans */
 	struct u64map *refused;  /* files refused a slot (libset__map_id), until a slot frees */
 	struct u64map *told;     /* owners (uid + 1) whose refusals were logged */
-	uint64_t slots_freed;
 	struct cgroups *cgroups;
 	struct prom_store *store;
 	struct webconfig *wc;
@@ -127,15 +115,19 @@ static void probe_lib(struct daemon *d, int i)
 	const struct lib_entry *lib = &d->libs->libs[i];
 	char err[1024] = "", why[512], label[GP_PATH_MAX + 64];
 	int before = attach_set__count(d->run->links), r;
+	bool ok = !target__check_lib(lib, why, sizeof(why));
+	/* its slot, seen now; with a tag of its own: its probes go when no process maps it */
+	struct libslot *slot = libslots__add(d->run->slots, lib->dev, lib->ino, lib->owner, lib->trusted, false, ok);
 
-	d->slots[i] = (struct slot){ .seen = d->rescans + 1 };
-	if (target__check_lib(lib, why, sizeof(why))) {
+	if (!ok) {
 		gp_log(GP_LOG_WARN, "not probing %s", why);
 		return;
 	}
-	/* its own tag: its probes go when no process maps it any more */
-	d->slots[i].tag = ++d->next_tag;
-	attach_set__tag(d->run->links, d->slots[i].tag);
+	if (!slot) {
+		gp_log(GP_LOG_ERR, "%s: out of memory", libset__label(lib, label, sizeof(label)));
+		return;
+	}
+	attach_set__tag(d->run->links, slot->tag);
 	/* through the checked descriptor: a path the process swaps now is not followed */
 	r = gp_run__attach_lib(d->run, GP_LIB_CUDA, lib->fd_path, err, sizeof(err));
 	attach_set__tag(d->run->links, 0);
@@ -170,12 +162,10 @@ static void add_mapped(struct daemon *d, int pid, const struct mapped_lib *m)
 	int before = d->libs->n, r, why;
 	int probed = d->probed;
 
-	for (int i = 0; i < d->libs->n; i++)
+	for (int i = 0; i < d->libs->n; i++) /* still mapped: the rescan kept its slot */
 		if (d->libs->libs[i].ino == m->inode &&
-		    d->libs->libs[i].dev == makedev(m->dev_major, m->dev_minor)) {
-			d->slots[i].seen = d->rescans + 1; /* still mapped: keeps its slot */
+		    d->libs->libs[i].dev == makedev(m->dev_major, m->dev_minor))
 			return;
-		}
 	if (u64map__get(d->refused, id))
 		return;
 	r = libset__add_mapped(d->libs, "/proc", pid, m, NULL, 0);
@@ -203,76 +193,59 @@ static void add_mapped(struct daemon *d, int pid, const struct mapped_lib *m)
 static void add_entry(struct daemon *d, const struct lib_entry *e)
 {
 	int before = d->libs->n;
+	struct libslot *slot;
 
 	if (libset__add_entry(d->libs, e) == 1) {
 		probe_lib(d, before);
 		/* a driver folder's file (not one a process maps): kept while nobody maps it */
-		d->slots[before].pinned = strncmp(e->name, "/proc/", 6) != 0;
+		slot = libslots__find(d->run->slots, e->dev, e->ino);
+		if (slot)
+			slot->pinned = strncmp(e->name, "/proc/", 6) != 0;
 	}
 }
 
-/*
- * After a rescan: the files of users (not root's) that no process mapped in this rescan or
- * the one before lose their probes and their slot. Root's files keep theirs (a driver
- * that short jobs map now and then stays probed from their first call) unless the set is
- * full; then the unmapped ones go too.
- */
-static void free_slots(struct daemon *d)
+/* A slot the rescan frees (src/core/libslots.h: a user's file no process mapped in it or
+ * the one before, or any unmapped file when the set is full): its probes and its place in
+ * the set go. */
+static void drop_lib(void *ctx, const struct libslot *slot)
 {
-	bool full = d->libs->n == GP_MAX_LIBS;
+	struct daemon *d = ctx;
 	char label[GP_PATH_MAX + 64];
-	int freed = 0;
+	int probes, i;
 
-	for (int i = d->libs->n - 1; i >= 0; i--) {
-		struct lib_entry *e = &d->libs->libs[i];
-		int probes;
+	for (i = 0; i < d->libs->n && (d->libs->libs[i].dev != slot->dev || d->libs->libs[i].ino != slot->ino); i++)
+		;
+	if (i == d->libs->n)
+		return;
+	probes = slot->tag ? gp_run__detach_lib(d->run, GP_LIB_CUDA, slot->tag, slot->dev, slot->ino) : 0;
+	gp_log(GP_LOG_INFO, "no process maps %s (device %u:%u inode %lu) any more: %d probes detached, its library slot freed",
+	       libset__label(&d->libs->libs[i], label, sizeof(label)), major(slot->dev), minor(slot->dev),
+	       (unsigned long)slot->ino, probes);
+	if (slot->tag)
+		d->probed--;
+	libset__remove(d->libs, i);
+}
 
-		if (d->slots[i].pinned || d->slots[i].seen + 1 >= d->rescans || (e->trusted && !full))
-			continue;
-		probes = d->slots[i].tag ? gp_run__detach_lib(d->run, GP_LIB_CUDA, d->slots[i].tag, e->dev, e->ino) : 0;
-		gp_log(GP_LOG_INFO, "no process maps %s (device %u:%u inode %lu) any more: %d probes detached, its library slot freed",
-		       libset__label(e, label, sizeof(label)), major(e->dev), minor(e->dev), (unsigned long)e->ino, probes);
-		if (d->slots[i].tag)
-			d->probed--;
-		libset__remove(d->libs, i);
-		d->slots[i] = d->slots[d->libs->n]; /* as libset__remove moved the entries */
-		freed++;
-	}
-	if (freed) {
-		d->slots_freed += (uint64_t)freed;
+static void on_mapped(void *ctx, int pid, const struct mapped_lib *m)
+{
+	add_mapped(ctx, pid, m);
+}
+
+/* Every library file some process maps now, through /proc/PID/root (containers); then the
+ * slots of those unmapped go. */
+static void rescan(struct daemon *d)
+{
+	uint64_t t0 = gp_mono_ns();
+	int nproc = libslots__rescan(d->run->slots, "/proc", getpid(), "libcuda.so", on_mapped, d);
+
+	d->rescans++;
+	if (d->refused && d->told && libslots__sweep(d->run->slots, d->libs->n == GP_MAX_LIBS, drop_lib, d)) {
 		/* files refused a slot may have one now */
 		u64map__free(d->refused);
 		d->refused = u64map__new();
 		u64map__free(d->told);
 		d->told = u64map__new();
 	}
-}
-
-/* Every library file some process maps now, through /proc/PID/root (containers). */
-static void rescan(struct daemon *d)
-{
-	struct mapped_lib *libs = d->maps;
-	uint64_t t0 = gp_mono_ns();
-	int self = getpid(), nproc = 0;
-	struct dirent *de;
-	DIR *dir = opendir("/proc");
-
-	if (!dir)
-		return;
-	while ((de = readdir(dir))) {
-		int pid = atoi(de->d_name), n;
-
-		if (pid <= 0 || pid == self)
-			continue;
-		nproc++;
-		n = procmaps__find_libs("/proc", pid, "libcuda.so", libs, RESCAN_LIBS_PER_PROC);
-		for (int i = 0; i < n; i++)
-			add_mapped(d, pid, &libs[i]);
-	}
-	closedir(dir);
-	d->rescans++;
-	if (d->refused && d->told)
-		free_slots(d);
 	d->rescan_ns = gp_mono_ns() - t0;
 	d->rescan_s += (double)d->rescan_ns / 1e9;
 	gp_log(GP_LOG_DEBUG, "rescan: %d processes in %.1f ms", nproc, d->rescan_ns / 1e6);
@@ -325,7 +298,7 @@ static void own_families(struct daemon *d, struct prom_out *p)
 		prom__u64(p, "gpuprobe_library_slots_refused_total", NULL, kv, d->libs->refused[i]);
 	}
 	prom__family(p, "gpuprobe_library_slots_freed_total");
-	prom__u64(p, "gpuprobe_library_slots_freed_total", NULL, NULL, d->slots_freed);
+	prom__u64(p, "gpuprobe_library_slots_freed_total", NULL, NULL, libslots__freed(d->run->slots));
 	prom__family(p, "gpuprobe_probes_attached");
 	prom__u64(p, "gpuprobe_probes_attached", NULL, NULL, (uint64_t)attach_set__count(d->run->links));
 	prom__family(p, "gpuprobe_series");
@@ -583,13 +556,12 @@ static int start(struct daemon *d, char *err, size_t len)
 				 .on_copy = on_copy, .on_aux = on_aux };
 
 	d->libs = calloc(1, sizeof(*d->libs));
-	d->maps = calloc(RESCAN_LIBS_PER_PROC, sizeof(*d->maps));
 	d->refused = u64map__new();
 	d->told = u64map__new();
 	d->cgroups = cgroups__new(gp_opts.kubelet_log_dir);
 	d->store = prom_store__new(&so);
 	d->run = gp_run__new(&gp_opts, err, len);
-	if (!d->libs || !d->maps || !d->refused || !d->told || !d->cgroups || !d->store || !d->run) {
+	if (!d->libs || !d->refused || !d->told || !d->cgroups || !d->store || !d->run) {
 		snprintf(err, len, "out of memory");
 		return -ENOMEM;
 	}
@@ -726,7 +698,6 @@ cleanup:
 	prom_store__free(d.store);
 	webconfig__free(d.wc);
 	free(d.libs);
-	free(d.maps);
 	u64map__free(d.refused);
 	u64map__free(d.told);
 	return r ? 1 : 0;

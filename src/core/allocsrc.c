@@ -13,13 +13,11 @@
 #include "options.h"
 #include "run.h"
 #include "u64map.h"
-
-/* A fair share of a table of n places: n / parts, at least 1. */
-#define GP_SHARE_OF(n, parts) ((__u32)((n) / (parts) ? (n) / (parts) : 1))
+#include "util.h"
 
 struct hits {
 	struct gp_snap_pid p;
-	uint64_t exit_ns;
+	uint64_t exit_ns; /* when its exit was handled: a reap's time cutoff keeps it till a report has listed it */
 };
 
 struct allocsrc {
@@ -59,11 +57,8 @@ int allocsrc__open(struct allocsrc **out, struct gp_run *run, char *err, size_t 
 	}
 	bpf_map__set_max_entries(as->skel->maps.pending, run->o->max_pending);
 	bpf_map__set_max_entries(as->skel->maps.procs, run->o->max_procs);
-	/* no process takes more than a quarter of the in-flight table, no user more than half
-	 * (issue 30: one process's 11,000 blocked threads hid every other user's calls) */
-	as->skel->rodata->gp_share_proc = GP_SHARE_OF(run->o->max_pending, 4);
-	as->skel->rodata->gp_share_user = GP_SHARE_OF(run->o->max_pending, 2);
-	bpf_map__set_max_entries(as->skel->maps.gp_shares, run->o->max_procs + 1024);
+	/* issue 30: one process's 11,000 blocked threads hid every other user's calls */
+	gp_run__set_shares(run, as->skel);
 	/* the run's ordered buffer: allocations and the copies that use them, in one order */
 	r = bpf_map__reuse_fd(as->skel->maps.events, run->shared_rb);
 	if (r) {
@@ -173,7 +168,8 @@ static void proc_exit(void *ctx, const struct gp_exit_event *e)
 
 	if (h && !h->p.exited) {
 		h->p.exited = true;
-		h->exit_ns = e->ts_ns;
+		/* handled now, whenever it happened (a reader behind reads it late): proctab.h */
+		h->exit_ns = gp_mono_ns();
 	}
 }
 

@@ -18,6 +18,7 @@
 #include "attach.h"
 #include "elfsym.h"
 #include "events.h"
+#include "libslots.h"
 #include "libwatch.h"
 #include "libwatch.skel.h"
 #include "options.h"
@@ -36,6 +37,7 @@
 #define RESCAN_PER_TICK 64
 #define SEEN_MAX 65536          /* mappings looked at already (dev, inode) */
 #define CANDIDATES 32           /* files of interest in one process's maps */
+#define SWEEP_NS 5000000000ULL  /* the maps of every process, while users' files hold slots */
 
 struct libid {
 	dev_t dev;
@@ -56,6 +58,7 @@ struct libwatch {
 	uint64_t budget_start_ns;
 	unsigned int budget_used;
 	uint64_t next_rescan_ns;
+	uint64_t next_sweep_ns;
 	uint32_t rescan_cursor;  /* the last tgid rescanned (traced map order) */
 	bool holding;            /* the scan's process is stopped until it is probed */
 	bool cursor_valid;
@@ -357,6 +360,20 @@ static int open_mapped(uint32_t pid, const struct map_entry *m)
 	return fd;
 }
 
+static bool trusted(const struct stat *st)
+{
+	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/* A place of the owner's share free again: a file of its not probed after all, or its slot freed. */
+static void give_back(struct libwatch *w, uid_t owner, bool is_trusted)
+{
+	uintptr_t *n = is_trusted ? NULL : u64map__get(w->owners, (uint64_t)owner + 1);
+
+	if (n && *n)
+		*n = (*n > GP_SLOTS_PER_OWNER ? GP_SLOTS_PER_OWNER : *n) - 1;
+}
+
 /*
  * A libcuda file root does not own (or that others may write) is probed only while its
  * owner has fewer than GP_SLOTS_PER_OWNER probed (issue 30: one user's copies must not make
@@ -368,7 +385,7 @@ static bool fair_share(struct libwatch *w, int kind, int fd, const char *shown)
 	struct stat st;
 	uintptr_t *n;
 
-	if (kind != GP_LIB_CUDA || fstat(fd, &st) || (st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH))))
+	if (kind != GP_LIB_CUDA || fstat(fd, &st) || trusted(&st))
 		return true;
 	n = u64map__get_new(w->owners, (uint64_t)st.st_uid + 1, sizeof(*n));
 	if (!n)
@@ -390,6 +407,8 @@ static void probe_file(struct libwatch *w, uint32_t pid, const struct cand *c, i
 {
 	char err[1024], shown[PROCMAPS_PATH_MAX + 64], late[64] = "";
 	int before = attach_set__count(w->run->links), r;
+	struct libslot *slot = NULL;
+	struct stat st;
 
 	snprintf(shown, sizeof(shown), "%s of PID %u", c->m.path, pid);
 	if (c->kind == KIND_LDSO) {
@@ -402,13 +421,23 @@ static void probe_file(struct libwatch *w, uint32_t pid, const struct cand *c, i
 	}
 	if (!fair_share(w, c->kind, fd, shown))
 		return;
+	/* a libcuda file's probes under a tag of its own: they go, and its slot is freed, when
+	 * no process maps it any more (libslots.h, sweep) */
+	if (c->kind == GP_LIB_CUDA && !fstat(fd, &st) && !libslots__find(w->run->slots, st.st_dev, st.st_ino))
+		slot = libslots__add(w->run->slots, st.st_dev, st.st_ino, st.st_uid, trusted(&st), false, true);
+	attach_set__tag(w->run->links, slot ? slot->tag : 0);
 	r = gp_run__attach_lib(w->run, (enum gp_lib)c->kind, path, err, sizeof(err));
-	if (r) {
-		gp_log(GP_LOG_ERR, "%s: %s", shown, err);
+	attach_set__tag(w->run->links, 0);
+	if (r || attach_set__count(w->run->links) == before) {
+		/* not probed (or claimed already: probed under another path): no slot of its own */
+		if (slot) {
+			give_back(w, slot->owner, slot->trusted);
+			libslots__remove(w->run->slots, st.st_dev, st.st_ino);
+		}
+		if (r)
+			gp_log(GP_LOG_ERR, "%s: %s", shown, err);
 		return;
 	}
-	if (attach_set__count(w->run->links) == before)
-		return; /* claimed already: probed under another path */
 	w->st.files[c->kind]++;
 	/* the process ran on between mapping it and now: its calls in between went unseen */
 	if (c->kind == GP_LIB_CUDA && !w->holding)
@@ -695,6 +724,32 @@ int libwatch__start(struct libwatch *w, unsigned int kinds, char *err, size_t le
 	return 0;
 }
 
+/* A slot the sweep frees: the file's probes go, its owner may have another probed, and a
+ * process that maps it again gets it looked at again. */
+static void drop_lib(void *ctx, const struct libslot *slot)
+{
+	struct libwatch *w = ctx;
+	struct map_entry m = { .dev_major = major(slot->dev), .dev_minor = minor(slot->dev), .inode = slot->ino };
+	int probes = gp_run__detach_lib(w->run, GP_LIB_CUDA, slot->tag, slot->dev, slot->ino);
+
+	give_back(w, slot->owner, slot->trusted);
+	u64map__del(w->seen, seen_key(GP_LIB_CUDA, &m));
+	gp_log(GP_LOG_INFO, "no process maps libcuda device %u:%u inode %lu (owner uid %u) any more: %d probes detached, its library slot freed",
+	       major(slot->dev), minor(slot->dev), (unsigned long)slot->ino, (unsigned)slot->owner, probes);
+}
+
+/* The daemon's rule for the files loaded after the start (src/core/libslots.h): every
+ * SWEEP_NS, while a user's file holds a slot, every process's maps are read, and the
+ * files that none mapped in that sweep or the one before lose their probes and slots. */
+static void sweep(struct libwatch *w, uint64_t now)
+{
+	if (!(w->kinds & GP_NEED_LIBCUDA) || now < w->next_sweep_ns || !libslots__freeable(w->run->slots))
+		return;
+	w->next_sweep_ns = now + SWEEP_NS;
+	libslots__rescan(w->run->slots, "/proc", getpid(), "libcuda.so", NULL, NULL);
+	w->st.slots_freed += (uint64_t)libslots__sweep(w->run->slots, false, drop_lib, w);
+}
+
 void libwatch__tick(struct libwatch *w)
 {
 	uint64_t now = gp_mono_ns();
@@ -702,6 +757,7 @@ void libwatch__tick(struct libwatch *w)
 
 	if (!w || !w->kinds)
 		return;
+	sweep(w, now);
 	while (n < w->nr_deferred && budget(w))
 		scan(w, w->deferred[n++], 0);
 	memmove(w->deferred, w->deferred + n, (w->nr_deferred - n) * sizeof(w->deferred[0]));

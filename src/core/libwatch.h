@@ -54,6 +54,7 @@ struct libwatch_stats {
 	unsigned long long hook_reports, scans, deferred, rescans;
 	unsigned long long held; /* processes stopped at a dlopen of libcuda until probed */
 	unsigned long long refused; /* libcuda files past their owner's share (fair_share) */
+	unsigned long long slots_freed; /* libcuda files no process mapped any more: probes gone */
 };
 void libwatch__stats(const struct libwatch *w, struct libwatch_stats *st);
 void libwatch__free(struct libwatch *w);

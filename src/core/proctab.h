@@ -53,9 +53,10 @@ void *proctab__exit(struct proctab *t, uint32_t pid, uint64_t exit_ns);
  * until the next call that changes t. */
 size_t proctab__list(struct proctab *t, void ***out);
 
-/* Releases the exited records that exited before before_ns (UINT64_MAX: all), or with
- * before_ns GP_REAP_SEQ(n), those among the first n exits handled (proctab__exits), except
- * keep_pid's (0: none); before_free(rctx, p), when given, runs first for each. */
+/* Releases the exited records that exited, and whose exit was handled, before before_ns
+ * (CLOCK_MONOTONIC; UINT64_MAX: all), or with before_ns GP_REAP_SEQ(n), those among the
+ * first n exits handled (proctab__exits), except keep_pid's (0: none); before_free(rctx, p),
+ * when given, runs first for each. */
 void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
 		   void (*before_free)(void *rctx, void *p), void *rctx);
 

@@ -23,7 +23,7 @@
 
 struct pt_entry {
 	struct pt_proc p;
-	uint64_t exit_ns;
+	uint64_t exit_ns; /* when its exit was handled (a reap's time cutoff: proctab.h) */
 };
 
 struct ptree {
@@ -276,7 +276,7 @@ static void on_proc(void *ctx, const struct gp_proc_event *e)
 		pe = u64map__get(pt->procs, e->pid);
 		if (pe) {
 			pe->p.exited = true;
-			pe->exit_ns = e->ts_ns;
+			pe->exit_ns = gp_mono_ns();
 		}
 		return;
 	}

@@ -17,6 +17,7 @@
 #include "drops.h"
 #include "events.h"
 #include "json.h"
+#include "libslots.h"
 #include "libwatch.h"
 #include "options.h"
 #include "prom.h"
@@ -60,7 +61,8 @@ struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len)
 	run->links = attach_set__new();
 	run->events = gp_events__new();
 	run->watch = libwatch__new(run);
-	if (!run->sym || !run->links || !run->events || !run->watch)
+	run->slots = libslots__new();
+	if (!run->sym || !run->links || !run->events || !run->watch || !run->slots)
 		goto oom;
 	for (int i = 0; gp_modes[i] && run->nr < GP_MAX_MODES; i++)
 		if (o->modes & (1ULL << i))
@@ -283,6 +285,24 @@ int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, bool *filter)
 	*filter = run->filter;
 	bpf_map__set_max_entries(traced, (__u32)run->o->max_procs);
 	return run->ptree ? bpf_map__reuse_fd(traced, ptree__traced_fd(run->ptree)) : 0;
+}
+
+/*
+ * The in-flight tables' shares (issue 30): the first quarter of a table's places go to any
+ * call unshared; past that a process counts against an eighth, a user against a quarter.
+ * So one process holds at most 3/8 of a table, one user half, two users 3/4: whoever else
+ * calls keeps the rest. The counters: one per process that calls under pressure (the
+ * followed-process table's size) and as many users.
+ */
+void gp_run__set_shares_of(struct gp_run *run, struct bpf_map *counters, __u32 *free_places, __u32 *proc,
+			   __u32 *user)
+{
+	uint64_t n = run->o->max_pending;
+
+	*free_places = (__u32)(n / 4);
+	*proc = (__u32)(n / 8 ? n / 8 : 1);
+	*user = (__u32)(n / 4 ? n / 4 : 1);
+	bpf_map__set_max_entries(counters, (__u32)run->o->max_procs + 1024);
 }
 
 int gp_run__adopt_hits_map(struct gp_run *run, struct bpf_map *hits, bool *count)
@@ -769,6 +789,7 @@ void gp_run__free(struct gp_run *run)
 			run->slot[i].m->free(run->slot[i].st);
 	allocsrc__free(run->allocs);
 	libwatch__free(run->watch);
+	libslots__free(run->slots);
 	ptree__free(run->ptree);
 	gp_budget__free(run->budget);
 	gp_timeline__close(run->timeline, NULL);

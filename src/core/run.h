@@ -31,6 +31,7 @@ struct gp_budget;
 struct gp_sampling;
 struct attach_pair;
 struct libwatch;
+struct libslots;
 
 #define GP_MAX_MODES 16
 
@@ -50,6 +51,7 @@ struct gp_run {
 	int budget_how;              /* enum gp_budget_how: how it samples, or that it cannot */
 	const char *budget_reason;   /* then why, a metric label */
 	struct libwatch *watch;      /* library files claimed, and those loaded later */
+	struct libslots *slots;      /* the driver files probed that a sweep may free (libslots.h) */
 	bool filter;                 /* only the processes in the ptree (else every one) */
 	bool follow_forks;           /* a followed process's children are followed too */
 	const char *comm, *cgroup;   /* --comm, --cgroup */
@@ -128,6 +130,13 @@ int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, bool *filter);
 #define gp_run__adopt_hits(run, skel) \
 	gp_run__adopt_hits_map(run, (skel)->maps.gp_hits, (bool *)&(skel)->rodata->gp_count_hits)
 int gp_run__adopt_hits_map(struct gp_run *run, struct bpf_map *hits, bool *count);
+/* The fair shares of an object's in-flight tables (bpf/shares.bpf.h), all of --max-pending
+ * places: set between open and load. */
+#define gp_run__set_shares(run, skel)                                                             \
+	gp_run__set_shares_of(run, (skel)->maps.gp_shares, (__u32 *)&(skel)->rodata->gp_share_free,  \
+			      (__u32 *)&(skel)->rodata->gp_share_proc, (__u32 *)&(skel)->rodata->gp_share_user)
+void gp_run__set_shares_of(struct gp_run *run, struct bpf_map *counters, __u32 *free_places, __u32 *proc,
+			   __u32 *user);
 /* Probes the budget may sample (launches, syncs; never allocations): attach_pair__attach's
  * arguments, and hold (NULL: none), a counter of the mode's while which every call must be
  * seen. Without a budget, attached for good like any other. */

@@ -408,6 +408,40 @@ struct copytally {
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * FAKECUDA_HOLD_FD=N and FAKECUDA_HOLD=NAME[,NAME...] (cuMemAlloc_v2, cuMemcpyHtoD_v2,
+ * cuCtxSynchronize, cuLaunchKernel): each call so named first reads a byte from descriptor
+ * N, outside the driver's lock, so a workload can keep thousands of threads inside a call,
+ * as a real driver does while memory is contended or a GPU busy, until it closes the pipe's
+ * other end (tests/apps/call_storm). Read once, at the first such call.
+ */
+static pthread_once_t hold_once = PTHREAD_ONCE_INIT;
+static int hold_fd = -1;
+static char hold_names[256];
+
+static void hold_init(void)
+{
+	const char *fd = getenv("FAKECUDA_HOLD_FD"), *names = getenv("FAKECUDA_HOLD");
+
+	if (fd && *fd && names && strlen(names) < sizeof(hold_names) - 2) {
+		hold_fd = atoi(fd);
+		snprintf(hold_names, sizeof(hold_names), ",%s,", names);
+	}
+}
+
+static void hold_call(const char *name)
+{
+	char key[64], c;
+
+	pthread_once(&hold_once, hold_init);
+	if (hold_fd < 0)
+		return;
+	snprintf(key, sizeof(key), ",%s,", name);
+	if (strstr(hold_names, key))
+		while (read(hold_fd, &c, 1) < 0 && errno == EINTR)
+			;
+}
+
 static struct {
 	bool inited;
 	bool forked;	/* this is a child forked after cuInit: CUDA is unusable */
@@ -2341,6 +2375,7 @@ CUresult cuCtxSynchronize(void)
 	uint64_t until = 0;
 	CUresult rc;
 
+	hold_call("cuCtxSynchronize");
 	LOCK();
 	rc = cur_ctx(&ctx);
 	if (rc == CUDA_SUCCESS)
@@ -2535,24 +2570,9 @@ CUresult cuGetErrorName(CUresult error, const char **pStr)
 /* ------------------------------------------------------------------------ */
 /* Memory. */
 
-/*
- * FAKECUDA_ALLOC_HOLD_FD=N: each cuMemAlloc_v2 first reads a byte from descriptor N (outside
- * the driver's lock), so a workload can keep thousands of threads inside the call, as a
- * real driver does while memory is contended, until it closes the pipe's other end.
- */
-static void alloc_hold(void)
-{
-	const char *s = getenv("FAKECUDA_ALLOC_HOLD_FD");
-	char c;
-
-	if (s && *s)
-		while (read(atoi(s), &c, 1) < 0 && errno == EINTR)
-			;
-}
-
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
-	alloc_hold();
+	hold_call("cuMemAlloc_v2");
 	return do_dev_alloc(dptr, bytesize, MEM_ALLOC, false, NULL, false);
 }
 
@@ -3108,6 +3128,7 @@ CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost,
 			 size_t ByteCount)
 {
+	hold_call("cuMemcpyHtoD_v2");
 	return do_copy(SIDE_DEV, dstDevice, SIDE_HOST, U(srcHost), ByteCount,
 		       COPY_SYNC, NULL);
 }
@@ -3689,6 +3710,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
 			unsigned int blockDimZ, unsigned int sharedMemBytes,
 			CUstream hStream, void **kernelParams, void **extra)
 {
+	hold_call("cuLaunchKernel");
 	return do_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
 			 blockDimZ, sharedMemBytes, hStream, kernelParams, extra,
 			 false);

@@ -660,6 +660,44 @@ def test_churn_exact():
         d.kill()
 
 
+def test_exits_read_late_are_counted():
+    """Issue 30 row 1: a daemon behind its ring buffer by more than its second (stopped 2 s
+    here while 400 short processes run) reads some exits inside a reap, whose drain comes
+    after the render: their records went at once with their last counts (whole processes
+    here), every drop counter 0 (24 of a churn process's 102 allocations, 1 run in ~70 of
+    test_churn_exact on the loaded 2-CPU machine). Every family exact, no drop."""
+    import uuid
+    n = 400  # ~82,000 records: more than the three 15-ms reads before the reap's own
+    d = start_daemon(["--ringbuf-size", str(128 << 20)], modes=("--memleak",), per_process=False)
+    tmp = tempfile.mkdtemp(prefix="gp-late-")
+    os.chmod(tmp, 0o755)
+    comm = "rl" + uuid.uuid4().hex[:10]
+    prog = os.path.join(tmp, comm)
+    os.symlink(RATE, prog)
+    try:
+        one = churn_truth(prog)
+        fams = ("gpuprobe_cuda_alloc_calls_total", "gpuprobe_cuda_free_calls_total")
+        text = settled(d.port, timeout=60, comm=comm)
+        before = {f: value(text, f, comm=comm) or 0 for f in fams}
+        drops0 = value(text, "gpuprobe_events_dropped_total") or 0
+        d.signal(signal.SIGSTOP)
+        try:
+            r = gp.run([SPAWN, "--n", str(n), "--jobs", "20", "--rate", "0", "--", prog, *CHURN[1:]], env=ENV,
+                       timeout=300)
+            time.sleep(2)
+        finally:
+            d.signal(signal.SIGCONT)
+        eq(r.returncode, 0, f"spawn_app: {r.stderr[-300:]}")
+        text = settled(d.port, timeout=60, comm=comm)
+        eq((value(text, "gpuprobe_events_dropped_total") or 0) - drops0, 0, "drops (the ring buffer holds the backlog)")
+        eq({f: (value(text, f, comm=comm) or 0) - before[f] for f in fams}, {f: n * one[f] for f in fams},
+           "every process's allocations and frees")
+        stop(d)
+    finally:
+        d.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def timed_get(port, path, auth=None):
     """(status, seconds) of one GET on a new connection, basic credentials auth=(user, pw)."""
     import base64
@@ -908,6 +946,7 @@ if __name__ == "__main__":
         test_systemd_unit_verifies,
         test_check_preflight,
         test_churn_exact,
+        test_exits_read_late_are_counted,
         test_wrong_password_flood,
         test_series_cap_nobody,
     ])

@@ -18,71 +18,168 @@ NOBODY = 65534
 AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
 
 
-def start_storm(threads):
-    """alloc_storm as nobody: `threads` threads inside cuMemAlloc_v2 until stdin closes."""
-    p = subprocess.Popen([*AS_NOBODY, app("alloc_storm"), "--threads", str(threads)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+def start_storm(threads, call="alloc", lib=None):
+    """call_storm as nobody, its own set-up calls made: go(p) starts its `threads` threads
+    inside `call` (alloc, copy, sync, launch), or each past one NCCL call (nccl, through
+    lib); they stay until stdin closes."""
+    argv = [*AS_NOBODY, app("call_storm"), "--threads", str(threads), "--call", call] + (["--lib", lib] if lib else [])
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, start_new_session=True)
+    expect(p, "INIT", argv)
+    return p
+
+
+def expect(p, word, argv):
     line = p.stdout.readline()
-    if not line.startswith("READY"):
+    if not line.startswith(word):
         p.kill()
-        raise gp.Failure(f"alloc_storm --threads {threads}: {line!r} {p.stderr.read()[-800:]}")
-    return p, int(line.split()[1])
+        raise gp.Failure(f"{' '.join(argv[-6:])}: {line!r} {p.stderr.read()[-800:]}")
+    return int(line.split()[1])
+
+
+def go(p):
+    """A storm's threads into their calls: its PID once they all are."""
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    return expect(p, "READY", p.args)
 
 
 def end_storm(p):
     p.stdin.close()
     err = p.stderr.read()
     p.wait(timeout=60)
-    eq(p.returncode, 0, f"alloc_storm exit ({err[-800:]})")
+    eq(p.returncode, 0, f"call_storm exit ({err[-800:]})")
     return truth(err)
 
 
-# --max-pending 1024: a process holds at most 256 calls in flight, a user 512
-# (src/core/allocsrc.c). The storm: one nobody process with 1,000 threads in
-# cuMemAlloc_v2 (over its process share), then two of 300 each (over nobody's user share
-# together): 1,600 calls in flight, 512 stashed, 1,088 refused, the table never full.
+# --max-pending 1024 (src/core/run.c, gp_run__set_shares_of): the first 256 places of a
+# table go to any call; past them a process counts against 128, a user against 256. The
+# storm: one nobody process with 1,000 threads in the call (the free places, then its
+# process share), then two of 300 each (what is left of nobody's user share): 1,600 calls
+# in flight, 512 stashed, 1,088 refused, the table never full.
 TABLE = 1024
-PROC_SHARE, USER_SHARE = TABLE // 4, TABLE // 2
+FREE, PROC_SHARE, USER_SHARE = TABLE // 4, TABLE // 8, TABLE // 4
 STORMS = (1000, 300, 300)
+REFUSED = sum(STORMS) - FREE - USER_SHARE
+
+
+def storm_run(args, calls, victim, mode, env=None, lib=None, timeout=120):
+    """gpuprobe node-wide (args, --json, --max-pending TABLE) while nobody's STORMS threads
+    sit in each of calls in turn, one table after another, and the victim (argv, root) runs
+    beside them: (the final report of mode, the victim's truth, the storms' truths by call,
+    the storms' PIDs by call)."""
+    gp.need_nobody_access()
+    g = gp.Background([GPUPROBE, *args, "--json", "--libcuda", FAKECUDA, "--max-pending", str(TABLE)], env=env)
+    storms = []
+    try:
+        g.wait_for("gpuprobe: tracing", where="stderr")
+        # every storm's own calls first, on an empty table; then one storm after another
+        for call in calls:
+            for n in STORMS:
+                storms.append((call, [start_storm(n, call, lib), 0]))
+        for s in storms:
+            s[1][1] = go(s[1][0])
+        v = gp.run(victim, timeout=timeout, env=env)
+        eq(v.returncode, 0, f"victim exit ({v.stderr[-800:]})")
+        vt = truth(v.stderr)
+        st, pids = {}, {}
+        for call, (p, pid) in storms:
+            st.setdefault(call, []).append(end_storm(p))
+            pids.setdefault(call, []).append(pid)
+        storms = []
+        g.signal(signal.SIGINT)
+        eq(g.wait(timeout=60), 0, f"gpuprobe exit ({g.stderr()[-1500:]})")
+        return final(g.stdout(), mode), vt, st, pids
+    finally:
+        for _, (p, _) in storms:
+            p.kill()
+            p.wait()
+        g.kill()
 
 
 def test_pending_share_storm():
     """docs/security.md: a process or user fills only its share of the in-flight table."""
-    gp.need_nobody_access()
-    g = gp.Background([GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA,
-                       "--max-pending", str(TABLE)])
-    storms = []
+    rep, vt, st, _ = storm_run(["--memleak"], ["alloc"], [app("memleak_app"), "--allocs", "50", "--leaks", "3"],
+                               "memleak")
+    vp = proc(rep, vt["pid"])
+    eq((vp["allocs_total"], vp["frees_total"], vp["outstanding_allocs"], vp["outstanding_bytes"]),
+       (vt["allocs"], vt["frees"] + vt["untracked_frees"], vt["leaks"], vt["leaked_bytes"]),
+       "the victim's allocations, frees and leaks")
+    eq(rep["drops"]["pending_table_full"], 0, "pending_table_full")
+    eq(rep["drops"]["pending_share_full"], REFUSED, "pending_share_full")
+    eq(rep["dropped_events"], REFUSED, "dropped_events")
+    # the first storm alone took the free places and met its process share; the other two
+    # what was left of the user's
+    seen = [proc(rep, t["pid"])["allocs_total"] for t in st["alloc"]]
+    eq(seen[0], FREE + PROC_SHARE, "the first storm's allocations seen")
+    eq(seen[1] + seen[2], USER_SHARE - PROC_SHARE, "the other two storms' allocations seen")
+    # (rep["calls"] counts every process on the node that maps the stand-in: not asserted)
+
+
+def test_copy_share_storm():
+    """docs/security.md: --bandwidth-util's in-flight table (copies, synchronizations)."""
+    import test_bandwidth as tb
+    rep, vt, st, _ = storm_run(["--bandwidth-util"], ["copy"], [tb.APP], "bandwidth", env=tb.ENV)
+    tb.check_transfers(proc(rep, vt["pid"]), vt, extra_small=vt["small_copies"])
+    eq(rep["drops"]["pending_table_full"], 0, "pending_table_full")
+    eq(rep["drops"]["pending_share_full"], REFUSED, "pending_share_full")
+    seen = [sum(t["copies"] for t in proc(rep, s["pid"])["transfers"]) for s in st["copy"]]
+    eq(seen[0], FREE + PROC_SHARE, "the first storm's copies seen")
+    eq(seen[1] + seen[2], USER_SHARE - PROC_SHARE, "the other two storms' copies seen")
+
+
+def test_launch_share_storm():
+    """docs/security.md: --cudatrace's in-flight table (launches and synchronizations timed,
+    naming calls)."""
+    import test_cudatrace as tc
+    rep, vt, st, pids = storm_run(["--cudatrace"], ["launch"], [tc.APP], "cudatrace")
+    vp = proc(rep, vt["pid"])
+    tc.check_kernels(vp, vt)
+    eq(vp["launch_latency"]["calls"], vp["launches"] + vp["graph_launches"], "the victim's launches all timed")
+    eq(vp["sync"]["timed"], vt["syncs"], "the victim's syncs all timed")
+    eq(rep["drops"]["pending_table_full"], 0, "pending_table_full")
+    eq(rep["drops"]["pending_share_full"], REFUSED, "pending_share_full")
+    # every storm launch is counted; only the ones with a place are timed
+    timed = [proc(rep, pid)["launch_latency"]["timed"] for pid in pids["launch"]]
+    eq([proc(rep, pid)["launches"] for pid in pids["launch"]], list(STORMS), "the storms' launches counted")
+    eq(timed[0], FREE + PROC_SHARE, "the first storm's launches timed")
+    eq(timed[1] + timed[2], USER_SHARE - PROC_SHARE, "the other two storms' launches timed")
+
+
+def test_nccl_share_storm():
+    """docs/security.md: --nccl's two tables: each thread's NCCL call stack (held from its
+    first call to its end) and the libcuda calls in flight (synchronizations)."""
+    import test_nccl as tn
+    rep, vt, st, _ = storm_run(["--nccl", "--libnccl", tn.FAKENCCL], ["nccl", "sync"],
+                               [tn.LAUNCHER, "2"], "nccl", lib=tn.FAKENCCL)
+    eq(vt["exit_codes"], [0, 0], "every rank exited 0")
+    for rk in vt["ranks"]:
+        tn.check_rank(tn.by_pid(rep)[rk["pid"]], rk)
+    eq(rep["drops"]["pending_table_full"], 0, "pending_table_full")
+    # a thread refused a stack is refused again at its next call: ncclGroupStart, ncclGroupEnd
+    eq(rep["drops"]["pending_share_full"], 2 * REFUSED + REFUSED, "pending_share_full")
+
+
+def test_trace_share_storm():
+    """docs/security.md: --trace's table of call stacks, one per thread from its first call
+    to its end."""
+    out = tempfile.mkdtemp(prefix="gp-trace-storm-")
     try:
-        g.wait_for("gpuprobe: tracing", where="stderr")
-        for n in STORMS:
-            storms.append(start_storm(n))
-        # the victim, root, while 1,600 calls of nobody's are in flight
-        v = gp.run([app("memleak_app"), "--allocs", "50", "--leaks", "3"], timeout=60)
-        eq(v.returncode, 0, f"victim exit ({v.stderr[-800:]})")
-        vt = truth(v.stderr)
-        st = [end_storm(p) for p, _ in storms]
-        storms = []
-        g.signal(signal.SIGINT)
-        eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-1500:]})")
-        rep = final(g.stdout())
-        vp = proc(rep, vt["pid"])
-        eq((vp["allocs_total"], vp["frees_total"], vp["outstanding_allocs"], vp["outstanding_bytes"]),
-           (vt["allocs"], vt["frees"] + vt["untracked_frees"], vt["leaks"], vt["leaked_bytes"]),
-           "the victim's allocations, frees and leaks")
-        eq(rep["drops"]["pending_table_full"], 0, "pending_table_full")
-        eq(rep["drops"]["pending_share_full"], sum(STORMS) - USER_SHARE, "pending_share_full")
-        eq(rep["dropped_events"], sum(STORMS) - USER_SHARE, "dropped_events")
-        # the first storm alone met its process share; the other two what was left of the user's
-        seen = [proc(rep, t["pid"])["allocs_total"] for t in st]
-        eq(seen[0], PROC_SHARE, "the first storm's allocations seen")
-        eq(seen[1] + seen[2], USER_SHARE - PROC_SHARE, "the other two storms' allocations seen")
-        # (rep["calls"] counts every process on the node that maps the stand-in: not asserted)
+        rep, vt, st, pids = storm_run(["--trace", os.path.join(out, "t.jsonl")], ["alloc"],
+                                      [app("launch_app"), "--n", "20"], "trace")
     finally:
-        for p, _ in storms:
-            p.kill()
-            p.wait()
-        g.kill()
+        shutil.rmtree(out, ignore_errors=True)
+    vp = proc(rep, vt["pid"])
+    eq(vp["launches"], sum(v["launches"] for v in vt["kernels"].values()) + 3, "the victim's launches")
+    eq(vp["sync"]["calls"], vt["syncs"], "the victim's sync calls")
+    eq(rep["drops"]["pending_table_full"], 0, "pending_table_full")
+    # each storm's main thread made its calls first, on an empty table: it holds a free
+    # place for its life, and the threads have three fewer
+    held = [next((f["calls"] for f in proc(rep, pid)["functions"] if f["name"] == "cuMemAlloc_v2"), 0)
+            for pid in pids["alloc"]]
+    eq(held[0], FREE - 3 + PROC_SHARE, "the first storm's threads with a stack")
+    eq(held[1] + held[2], USER_SHARE - PROC_SHARE, "the other two storms' threads with a stack")
+    eq(rep["drops"]["pending_share_full"], REFUSED + 3, "pending_share_full")
 
 
 # ---- a hostile library's symbol table ----
@@ -342,6 +439,69 @@ def test_cli_later_copies_take_their_share():
         shutil.rmtree(top, ignore_errors=True)
 
 
+def test_cli_slots_freed_when_unmapped():
+    """docs/security.md: a node-wide run frees the slots of a user's libcuda files once no
+    process maps them (the daemon's rule, src/core/libslots.c): their probes go, and that
+    user's later copies are probed. Before: the slots were held for the whole run, and a
+    user's fifth file ever was refused."""
+    top = tempfile.mkdtemp(prefix="gp-freed-")
+    os.chmod(top, 0o755)
+    copies = []
+    for i in range(2 * PER_OWNER):
+        d = os.path.join(top, f"c{i}")
+        os.mkdir(d)
+        copies.append(os.path.join(d, "libcuda.so.1"))
+        shutil.copyfile(FAKECUDA, copies[-1])
+        os.chmod(copies[-1], 0o755)
+        os.chown(copies[-1], NOBODY, NOBODY)
+    g = p = None
+
+    def lines(what):
+        return [l for l in g.stderr().splitlines() if what in l]
+
+    def wait_lines(what, n, timeout):
+        deadline = time.time() + timeout
+        while len(lines(what)) < n:
+            check(time.time() < deadline, f"{n} lines {what!r} awaited: {g.stderr()[-2500:]}")
+            time.sleep(0.2)
+
+    def load(paths):
+        q = subprocess.Popen([*AS_NOBODY, "python3", "-c", DLOPEN_MANY, *paths], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+        eq(q.stdout.readline().strip(), "READY", "loader")
+        return q
+
+    try:
+        g = gp.Background([GPUPROBE, "--memleak", "-d", "90"], env={"LD_LIBRARY_PATH": FAKECUDA_DIR})
+        g.wait_for("gpuprobe: tracing", where="stderr", timeout=60)
+        p = load(copies[:PER_OWNER])
+        wait_lines(top, PER_OWNER, 20)
+        p.stdin.close()
+        p.wait(timeout=30)
+        p = None
+        # two sweeps (5 s apart) without a process mapping them
+        wait_lines("its library slot freed", PER_OWNER, 30)
+        freed = [l for l in lines("its library slot freed") if "(owner uid 65534)" in l]
+        eq(len(freed), PER_OWNER, f"nobody's slots freed: {freed}")
+        check(all(int(l.split(": ")[-1].split()[0]) > 0 for l in freed), f"probes detached: {freed}")
+        p = load(copies[PER_OWNER:])
+        wait_lines(top, 2 * PER_OWNER, 20)
+        time.sleep(1)
+        probed = [l for l in lines(top) if "probing libcuda" in l and "not probing" not in l]
+        eq(len(probed), 2 * PER_OWNER, f"nobody's copies probed, the later ones too: {probed}")
+        eq([l for l in lines("not probing") if "(owner uid 65534)" in l], [], "no copy refused")
+        g.signal(signal.SIGINT)
+        eq(g.wait(timeout=30), 0, f"gpuprobe exit ({g.stderr()[-1500:]})")
+    finally:
+        if p:
+            p.kill()
+            p.wait()
+        if g:
+            g.kill()
+        shutil.rmtree(top, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    gp.main([test_pending_share_storm, test_hostile_symbol_table, test_library_slots_fair_and_freed,
-              test_cli_later_copies_take_their_share])
+    gp.main([test_pending_share_storm, test_copy_share_storm, test_launch_share_storm, test_nccl_share_storm,
+             test_trace_share_storm, test_hostile_symbol_table, test_library_slots_fair_and_freed,
+              test_cli_later_copies_take_their_share, test_cli_slots_freed_when_unmapped])

@@ -85,6 +85,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	attach_pair__prepare(&m->probes, m->skel->progs.copy_enter, m->skel->progs.copy_leave, "copy");
 	m->skel->rodata->min_bytes = bw_settings.min_bytes;
 	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
+	gp_run__set_shares(run, m->skel);
 	/* copies are priced under a budget, synchronizations sampled (m_attach) */
 	r = gp_run__adopt_hits(run, m->skel);
 	if (r) {
@@ -209,7 +210,7 @@ static void fill(struct bw_mode *m, struct bw_snap *s)
 {
 	static const int reason[GP_CDROP__COUNT] = {
 		[GP_CDROP_RINGBUF] = GP_R_RINGBUF_FULL, [GP_CDROP_PENDING] = GP_R_PENDING_TABLE_FULL,
-		[GP_CDROP_NORETURN] = GP_R_RETURN_WITHOUT_ENTRY,
+		[GP_CDROP_NORETURN] = GP_R_RETURN_WITHOUT_ENTRY, [GP_CDROP_SHARE] = GP_R_PENDING_SHARE_FULL,
 	};
 	uint64_t md[GP_DROP__COUNT];
 	size_t n = 0;

@@ -423,6 +423,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	}
 	bpf_map__set_max_entries(m->skel->maps.launches, (__u32)ct_settings.max_launch_keys);
 	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
+	gp_run__set_shares(run, m->skel);
 	bpf_map__set_max_entries(m->skel->maps.procs, (__u32)run->o->max_procs);
 	/* its names come on a ring buffer of its own (read in m_start), not the shared one */
 	return gp_share__load(run, m->skel, NULL, err, len);
@@ -693,6 +694,7 @@ static void fill_drops(struct ct_mode *m, struct ct_snap *s)
 		[GP_LDROP_RINGBUF] = GP_R_RINGBUF_FULL, [GP_LDROP_KEYS] = GP_R_LAUNCH_TABLE_FULL,
 		[GP_LDROP_PENDING] = GP_R_PENDING_TABLE_FULL, [GP_LDROP_NORETURN] = GP_R_RETURN_WITHOUT_ENTRY,
 		[GP_LDROP_PROCS] = GP_R_PROCESS_TABLE_FULL, [GP_LDROP_GRAPH] = GP_R_GRAPH_TABLE_FULL,
+		[GP_LDROP_SHARE] = GP_R_PENDING_SHARE_FULL,
 	};
 	struct ct_proc **procs;
 	size_t n = 0, np = cudatrace__procs(m->ct, &procs);

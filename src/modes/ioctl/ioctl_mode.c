@@ -168,6 +168,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	if (run->timeline)
 		bpf_map__set_max_entries(m->skel->maps.ioctl_events, (__u32)run->o->ringbuf_size);
 	bpf_map__set_max_entries(m->skel->maps.ioctl_start, (__u32)run->o->max_pending);
+	gp_run__set_shares(run, m->skel);
 	bpf_map__set_max_entries(m->skel->maps.ioctl_comms, (__u32)run->o->max_procs);
 	r = gp_run__adopt(run, m->skel);
 	if (r) {
@@ -262,6 +263,10 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 		if (r)
 			return r;
 	}
+	/* a thread that dies inside an ioctl gives its entry back */
+	r = attach_set__auto(run->links, m->skel->progs.ioctl_proc_exit, err, len);
+	if (r)
+		return r;
 	gp_log(GP_LOG_INFO, "ioctl backend: %s (%s)", m->backend, m->why);
 	if (!run->timeline)
 		return 0;
@@ -317,7 +322,7 @@ static void fill_drops(struct ioc_mode *m, struct ioc_snap *s)
 	static const int reason[GP_IDROP__COUNT] = {
 		[GP_IDROP_KEYS] = GP_R_COUNTER_TABLE_FULL, [GP_IDROP_PENDING] = GP_R_PENDING_TABLE_FULL,
 		[GP_IDROP_RINGBUF] = GP_R_RINGBUF_FULL, [GP_IDROP_PROCS] = GP_R_PROCESS_NAME_TABLE_FULL,
-		[GP_IDROP_CTRL_READ] = GP_R_CONTROL_PARAMS_UNREADABLE,
+		[GP_IDROP_CTRL_READ] = GP_R_CONTROL_PARAMS_UNREADABLE, [GP_IDROP_SHARE] = GP_R_PENDING_SHARE_FULL,
 	};
 
 	for (int i = 0; i < GP_IDROP__COUNT; i++)

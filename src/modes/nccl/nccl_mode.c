@@ -82,6 +82,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 			     "nccl's driver");
 	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
 	bpf_map__set_max_entries(m->skel->maps.cuda_calls, (__u32)run->o->max_pending);
+	gp_run__set_shares(run, m->skel);
 	bpf_map__set_max_entries(m->skel->maps.nccl_procs, (__u32)run->o->max_procs);
 	return gp_share__load(run, m->skel, m->skel->maps.events, err, len);
 }
@@ -226,7 +227,7 @@ static void fill_drops(struct nccl_mode *m, struct nccl_snap *s)
 	static const int reason[GP_NDROP__COUNT] = {
 		[GP_NDROP_RINGBUF] = GP_R_RINGBUF_FULL, [GP_NDROP_PENDING] = GP_R_PENDING_TABLE_FULL,
 		[GP_NDROP_NORETURN] = GP_R_RETURN_WITHOUT_ENTRY, [GP_NDROP_TOO_DEEP] = GP_R_NESTED_TOO_DEEP,
-		[GP_NDROP_PROCS] = GP_R_PROCESS_TABLE_FULL,
+		[GP_NDROP_PROCS] = GP_R_PROCESS_TABLE_FULL, [GP_NDROP_SHARE] = GP_R_PENDING_SHARE_FULL,
 	};
 	size_t n = 0;
 

@@ -643,11 +643,12 @@ json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *
 	free(procs);
 	json_object_object_add(o, "processes", arr);
 	json_object_object_add(o, "dropped_events",
-			       json_object_new_uint64(d->ringbuf + d->pending + d->too_deep + d->ioctl_ringbuf +
-						      d->counter_series));
+			       json_object_new_uint64(d->ringbuf + d->pending + d->share + d->too_deep +
+						      d->ioctl_ringbuf + d->counter_series));
 	dr = json_object_new_object();
 	json_object_object_add(dr, "ringbuf_full", json_object_new_uint64(d->ringbuf));
 	json_object_object_add(dr, "pending_table_full", json_object_new_uint64(d->pending));
+	json_object_object_add(dr, "pending_share_full", json_object_new_uint64(d->share));
 	json_object_object_add(dr, "nested_too_deep", json_object_new_uint64(d->too_deep));
 	json_object_object_add(dr, "return_without_entry", json_object_new_uint64(d->noreturn));
 	json_object_object_add(dr, "ioctl_ringbuf_full", json_object_new_uint64(d->ioctl_ringbuf));
@@ -700,9 +701,9 @@ void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops 
 	}
 	free(procs);
 	fprintf(f, "Dropped events: %" PRIu64 " (ring buffer full %" PRIu64 ", pending table full %" PRIu64
-		   ", nested too deep %" PRIu64 ", ioctl ring buffer full %" PRIu64 ", counter series %" PRIu64
-		   "; name arguments lost %" PRIu64 "; functions not traced %" PRIu64 ")\n",
-		d->ringbuf + d->pending + d->too_deep + d->ioctl_ringbuf + d->counter_series, d->ringbuf, d->pending,
-		d->too_deep, d->ioctl_ringbuf, d->counter_series, d->names_lost, d->fns_skipped);
+		   ", pending share full %" PRIu64 ", nested too deep %" PRIu64 ", ioctl ring buffer full %" PRIu64
+		   ", counter series %" PRIu64 "; name arguments lost %" PRIu64 "; functions not traced %" PRIu64 ")\n",
+		d->ringbuf + d->pending + d->share + d->too_deep + d->ioctl_ringbuf + d->counter_series, d->ringbuf,
+		d->pending, d->share, d->too_deep, d->ioctl_ringbuf, d->counter_series, d->names_lost, d->fns_skipped);
 	fflush(f);
 }

@@ -33,6 +33,7 @@ const char *apitrace__comm(struct apitrace *at, uint32_t pid);
 
 struct at_drops {
 	uint64_t ringbuf, pending, noreturn, too_deep, ioctl_ringbuf;
+	uint64_t share;          /* threads whose process or user held its share of the stacks table */
 	uint64_t counter_series; /* counter series the timeline could not keep */
 	uint64_t names_lost;     /* name arguments lost: their calls are there, without the name */
 	uint64_t fns_skipped;    /* cu* functions of a library over its cap: never probed */

@@ -215,6 +215,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	attach_pair__prepare(&m->probes, m->skel->progs.trace_enter, m->skel->progs.trace_leave, "trace");
 	bpf_map__set_max_entries(m->skel->maps.calls_rb, run->o->ringbuf_set ? (__u32)run->o->ringbuf_size : 16U << 20);
 	bpf_map__set_max_entries(m->skel->maps.stacks, (__u32)run->o->max_pending);
+	gp_run__set_shares(run, m->skel);
 	r = gp_run__adopt(run, m->skel);
 	if (r) {
 		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
@@ -323,6 +324,7 @@ static int m_finish(void *st, struct gp_run *run, char *err, size_t len)
 		.ringbuf = m->skel->bss->tdrops[GP_CDROP_RINGBUF],
 		.pending = m->skel->bss->tdrops[GP_CDROP_PENDING],
 		.noreturn = m->skel->bss->tdrops[GP_CDROP_NORETURN],
+		.share = m->skel->bss->tdrops[GP_CDROP_SHARE],
 		.too_deep = m->skel->bss->tdeep,
 		.names_lost = m->skel->bss->tnames_lost,
 		.fns_skipped = m->skipped,
