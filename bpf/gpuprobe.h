@@ -38,6 +38,9 @@ enum gp_event_type {
 	GP_EV_DLOPEN = 20, /* the dynamic linker's debugger hook ran: a library set changed */
 	GP_EV_STACK = 21, /* --memleak --stacks dwarf: the registers, a copy of the user stack and
 			   * the Python frames at an allocation's entry (struct gp_stack_event) */
+	GP_EV_PYCODE = 22, /* a code object's first sight in a process: its names and line table
+			    * (struct gp_pycode_event), before the stack record that names it */
+	GP_EV_PYLINES = 23, /* a further chunk of that line table (struct gp_pylines_event) */
 };
 
 /* A process gpuprobe follows (the tree of a command, -p --tree, --comm, --cgroup): the
@@ -248,6 +251,8 @@ enum gp_drop {
 	GP_DROP_PROCS = 4,    /* the process table was full: its exit goes unseen */
 	GP_DROP_SHARE = 5,    /* the caller's process or user held its share of the
 			       * entry->return map: call not seen (shares.bpf.h) */
+	GP_DROP_PYCODE = 6,   /* a code object's copy lost (ring full): sent again at its
+			       * next sight; until then named only while the process lives */
 	GP_DROP__COUNT,
 };
 
@@ -279,6 +284,24 @@ struct gp_stack_event {
 	__u64 ts_ns; /* the call's entry: its gp_alloc_event carries the same */
 	struct gp_py_stack py;     /* status GP_PY_NOT_PYTHON when the process is not CPython */
 	struct gp_stack_copy copy; /* user registers and the top of the user stack */
+};
+
+/* GP_EV_PYCODE and GP_EV_PYLINES: sent with the first stack record whose Python frames
+ * reach a code object (bpf/pystack.bpf.h) */
+struct gp_pycode_event {
+	__u32 type; /* GP_EV_PYCODE */
+	__u32 pid;
+	__u32 img;
+	__u32 _pad;
+	struct gp_py_code c;
+};
+
+struct gp_pylines_event {
+	__u32 type; /* GP_EV_PYLINES */
+	__u32 pid;
+	__u32 img;
+	__u32 _pad;
+	struct gp_py_lines l;
 };
 
 /* GP_EV_FREE, GP_EV_MAP and GP_EV_UNMAP */

@@ -224,6 +224,225 @@ static __always_inline void gp_py_stack(struct gp_py_stack *out)
 	out->status = c.bad ? GP_PY_READ_FAILED : GP_PY_OK;
 }
 
+/*
+ * Code objects' first sight: what naming a frame needs (struct gp_py_code), copied into
+ * the including object's ring buffer GP_PY_CODE_RB (its drops counted in GP_PY_CODE_DROP)
+ * before the stack record that names them (GP_PY_CODE_AFTER bytes, kept room for), while the process surely lives. A (process,
+ * code object, co_firstlineno) is copied once: gp_py_seen remembers it (LRU: a process
+ * that makes many code objects pushes out others' entries, which costs them a copy again,
+ * never a name). The cost stays at the first sight: one look-up per frame otherwise.
+ */
+#ifdef GP_PY_CODE_RB
+
+struct gp_py_seen_key {
+	__u32 pid;
+	__u32 img;
+	__u64 code;
+	__u64 start;	/* the process's start time: a reused PID is another process */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);	/* the loader sets 1 when Python frames are off */
+	__type(key, struct gp_py_seen_key);
+	__type(value, __s32);		/* co_firstlineno: another code object at the address */
+} gp_py_seen SEC(".maps");
+
+/* A compact str object's raw data: at most GP_PY_STR_CHARS characters and their width. */
+static __always_inline int gp_py_copy_str(const struct gp_py_proc *pp, __u64 obj, __u8 *dst,
+					  __u32 *len, __u32 *kind)
+{
+	__u32 state = 0, k, bytes;
+	__u64 n = 0, data;
+
+	*len = 0;
+	*kind = 1;
+	if (!obj || pp->unicode_length == GP_PY_NONE || pp->unicode_state == GP_PY_NONE ||
+	    bpf_probe_read_user(&n, sizeof(n), (const void *)(obj + pp->unicode_length)) ||
+	    bpf_probe_read_user(&state, sizeof(state), (const void *)(obj + pp->unicode_state)))
+		return -1;
+	k = (state >> (pp->unicode_kind_shift & 31)) & pp->unicode_kind_mask;
+	if (!((state >> (pp->unicode_compact_shift & 31)) & pp->unicode_compact_mask) ||
+	    (k != 1 && k != 2 && k != 4))
+		return -1;	/* code objects' strings are compact */
+	data = obj + (((state >> (pp->unicode_ascii_shift & 31)) & pp->unicode_ascii_mask) ?
+			      pp->unicode_ascii_size : pp->unicode_compact_size);
+	if (n > GP_PY_STR_CHARS)
+		n = GP_PY_STR_CHARS;
+	bytes = (__u32)n * k;
+	/* one comparison right before the read (6.1's verifier, as gp_py_frame_cb) */
+	asm volatile("" : "+r"(bytes));
+	if (bytes > GP_PY_STR_BYTES || bpf_probe_read_user(dst, bytes, (const void *)data))
+		return -1;
+	*len = (__u32)n;
+	*kind = k;
+	return 0;
+}
+
+/* Chunk k of a line table (data at lt, lt_len bytes in all) into dst. */
+static __always_inline int gp_py_copy_chunk(__u8 *dst, __u64 lt, __u32 lt_len, __u32 k)
+{
+	__u32 off = k * GP_PY_LT_CHUNK, n;
+
+	if (off >= lt_len)
+		return 0;
+	n = lt_len - off;
+	asm volatile("" : "+r"(n));
+	if (n > GP_PY_LT_CHUNK)
+		n = GP_PY_LT_CHUNK;
+	return bpf_probe_read_user(dst, n, (const void *)(lt + off)) ? -1 : (int)n;
+}
+
+struct gp_py_cctx {
+	const struct gp_py_proc *pp;
+	const struct gp_py_stack *st;
+	struct gp_py_seen_key key;
+	__u32 img;
+};
+
+/*
+ * Whether the ring has room for a code record and still for the record it precedes
+ * (GP_PY_CODE_AFTER bytes, defined by the includer): a full ring loses the copy, never the
+ * stack record that needs it more.
+ */
+static __always_inline bool gp_py_room(void)
+{
+	__u64 size = bpf_ringbuf_query(&GP_PY_CODE_RB, BPF_RB_RING_SIZE);
+	__u64 used = bpf_ringbuf_query(&GP_PY_CODE_RB, BPF_RB_AVAIL_DATA);
+
+	return used < size && size - used >= sizeof(struct gp_pycode_event) + GP_PY_CODE_AFTER + 64;
+}
+
+/* The line table's chunks after the first, as records of their own; 0 when all went. */
+static __always_inline int gp_py_send_lines(const struct gp_py_cctx *c, const struct gp_py_frame *f,
+					    __u64 lt, __u32 lt_len, __u32 chunks)
+{
+	struct gp_pylines_event *e;
+
+	for (__u32 k = 1; k < GP_PY_LT_CHUNKS; k++) {
+		if (k > chunks)
+			break;
+		if (!gp_py_room())
+			return -1;
+		e = bpf_ringbuf_reserve(&GP_PY_CODE_RB, sizeof(*e), 0);
+		if (!e)
+			return -1;
+		e->type = GP_EV_PYLINES;
+		e->pid = c->key.pid;
+		e->img = c->img;
+		e->_pad = 0;
+		e->l.code = f->code;
+		e->l.firstlineno = f->firstlineno;
+		e->l.off = k * GP_PY_LT_CHUNK;
+		e->l._pad = 0;
+		e->l.len = (__u32)gp_py_copy_chunk(e->l.lt, lt, lt_len, k);
+		if ((int)e->l.len < 0)
+			e->l.len = 0;	/* user space sees the hole: lines past it unknown */
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	}
+	return 0;
+}
+
+/* One code object's copy; 0 when every record of it went. */
+static __always_inline int gp_py_send_code(const struct gp_py_cctx *c, const struct gp_py_frame *f)
+{
+	const struct gp_py_proc *pp = c->pp;
+	struct gp_pycode_event *e;
+	__u64 name = 0, file = 0, lt = 0, lt_len = 0;
+	int bad = 0, n;
+
+	if (!gp_py_room())
+		return -1;
+	e = bpf_ringbuf_reserve(&GP_PY_CODE_RB, sizeof(*e), 0);
+	if (!e)
+		return -1;
+	e->type = GP_EV_PYCODE;
+	e->pid = c->key.pid;
+	e->img = c->img;
+	e->_pad = 0;
+	e->c.code = f->code;
+	e->c.start = c->key.start;
+	e->c.firstlineno = f->firstlineno;
+	e->c.flags = 0;
+	e->c.version_hex = pp->version_hex;
+	e->c.code_adaptive = pp->code_adaptive;
+	name = gp_py_read_ptr(f->code, pp->code_name, &bad);
+	if (gp_py_copy_str(pp, name, e->c.name, &e->c.name_len, &e->c.name_kind))
+		e->c.flags |= GP_PY_CODE_NAME_BAD;
+	bad = 0;
+	file = gp_py_read_ptr(f->code, pp->code_filename, &bad);
+	if (gp_py_copy_str(pp, file, e->c.file, &e->c.file_len, &e->c.file_kind))
+		e->c.flags |= GP_PY_CODE_FILE_BAD;
+	bad = 0;
+	lt = gp_py_read_ptr(f->code, pp->code_linetable, &bad);
+	if (!bad && pp->bytes_size != GP_PY_NONE)
+		lt_len = gp_py_read_ptr(lt, pp->bytes_size, &bad);
+	if (bad || pp->bytes_sval == GP_PY_NONE || (__s64)lt_len < 0) {
+		e->c.flags |= GP_PY_CODE_LT_BAD;
+		lt_len = 0;
+	}
+	if (lt_len > GP_PY_LT_MAX) {
+		e->c.flags |= GP_PY_CODE_LT_CUT;
+		lt_len = GP_PY_LT_MAX;
+	}
+	lt += pp->bytes_sval;
+	e->c.lt_len = (__u32)lt_len;
+	e->c.lt_chunks = lt_len ? ((__u32)lt_len - 1) / GP_PY_LT_CHUNK : 0;
+	n = lt_len ? gp_py_copy_chunk(e->c.lt, lt, (__u32)lt_len, 0) : 0;
+	if (n < 0) {
+		e->c.flags |= GP_PY_CODE_LT_BAD;
+		e->c.lt_len = 0;
+		e->c.lt_chunks = 0;
+	}
+	n = (int)e->c.lt_chunks;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return gp_py_send_lines(c, f, lt, (__u32)lt_len, (__u32)n);
+}
+
+static long gp_py_code_cb(__u32 i, void *arg)
+{
+	struct gp_py_cctx *c = arg;
+	const struct gp_py_frame *f;
+	__s32 *seen, first;
+
+	if (i >= c->st->nr)
+		return 1;
+	f = &c->st->frames[i & (GP_PY_MAX_FRAMES - 1)];
+	if (!f->code)
+		return 0;
+	c->key.code = f->code;
+	first = f->firstlineno;
+	seen = bpf_map_lookup_elem(&gp_py_seen, &c->key);
+	if (seen && *seen == first)
+		return 0;
+	if (gp_py_send_code(c, f)) {
+		gp_count_drop(GP_PY_CODE_DROP, GP_DROP_PYCODE);
+		return 0;	/* not marked: copied again at its next sight */
+	}
+	bpf_map_update_elem(&gp_py_seen, &c->key, &first, BPF_ANY);
+	return 0;
+}
+
+/* The code objects of st (the calling thread's frames) not copied yet for this process. */
+static __always_inline void gp_py_copy_codes(const struct gp_py_stack *st)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct gp_py_cctx c = { .st = st };
+
+	c.key.pid = bpf_get_current_pid_tgid() >> 32;
+	if (st->status != GP_PY_OK || !st->nr)
+		return;
+	c.pp = bpf_map_lookup_elem(&gp_py_procs, &c.key.pid);
+	if (!c.pp || !c.pp->copy_codes)
+		return;
+	c.img = gp_image();
+	c.key.img = c.img;
+	c.key.start = BPF_CORE_READ(task, group_leader, start_time);
+	bpf_loop(GP_PY_MAX_FRAMES, gp_py_code_cb, &c, 0);
+}
+
+#endif /* GP_PY_CODE_RB */
+
 #endif /* __bpf__ */
 
 #endif /* GPUPROBE_PYSTACK_BPF_H */

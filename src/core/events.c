@@ -65,6 +65,8 @@ static const size_t min_size[] = {
 	[GP_EV_NCCL_CUDA] = sizeof(struct gp_aux_event),
 	[GP_EV_DLOPEN] = sizeof(struct gp_dlopen_event),
 	[GP_EV_STACK] = sizeof(struct gp_stack_event),
+	[GP_EV_PYCODE] = sizeof(struct gp_pycode_event),
+	[GP_EV_PYLINES] = sizeof(struct gp_pylines_event),
 };
 
 /* Hands a record whose type and size were checked to h's handler of that type. */
@@ -110,6 +112,12 @@ static void call(const struct gp_handlers *h, __u32 type, const void *data)
 		break;
 	case GP_EV_STACK:
 		CALL(h, on_stack, data);
+		break;
+	case GP_EV_PYCODE:
+		CALL(h, on_pycode, data);
+		break;
+	case GP_EV_PYLINES:
+		CALL(h, on_pylines, data);
 		break;
 	case GP_EV_IOCTL:
 		CALL(h, on_ioctl, data);

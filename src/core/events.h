@@ -26,6 +26,8 @@ struct gp_handlers {
 	void (*on_nccl_cuda)(void *ctx, const struct gp_aux_event *e); /* GP_EV_NCCL_CUDA */
 	void (*on_dlopen)(void *ctx, const struct gp_dlopen_event *e);
 	void (*on_stack)(void *ctx, const struct gp_stack_event *e);
+	void (*on_pycode)(void *ctx, const struct gp_pycode_event *e);
+	void (*on_pylines)(void *ctx, const struct gp_pylines_event *e);
 	/* after each gp_events__poll (at least every poll timeout): work that waits on time */
 	void (*on_tick)(void *ctx);
 };

@@ -56,6 +56,7 @@ struct ustack {
 	size_t used;
 	struct unwind_frames uf;
 	struct ustack_stats st;
+	bool said_refused;
 };
 
 struct ustack *ustack__new(struct symbolizer *sym, const char *proc_root, int py_map_fd)
@@ -109,6 +110,39 @@ void ustack__stats(const struct ustack *u, struct ustack_stats *st)
 	st->kept_files = ps.files_open;
 	st->unkept_files = ps.files_unkept + ps.files_failed;
 	st->unkept_procs = ps.procs_unkept;
+	{
+		struct pystack_copy_stats cs;
+
+		pystack__copy_stats(u->ps, &cs);
+		st->py_copies = cs.copies;
+		st->py_copies_refused = cs.refused;
+		st->py_copies_malformed = cs.malformed;
+		st->py_named_from_copy = cs.named;
+	}
+}
+
+/* One line the first time copies are refused (the limits of pystack.h). */
+static void said_refused(struct ustack *u, uint32_t pid, int r)
+{
+	if (r != -ENOSPC && r != -EEXIST)
+		return;
+	if (!u->said_refused)
+		gp_log(GP_LOG_WARN, "PID %u: a Python code object's copy not kept (%s): frames of code objects "
+		       "not kept are named only while their process lives (counted)", pid,
+		       r == -ENOSPC ? "16384 copies or 32 MiB of line tables are kept" : "its key is another's");
+	u->said_refused = true;
+}
+
+void ustack__py_code(struct ustack *u, const struct gp_pycode_event *e)
+{
+	if (u)
+		said_refused(u, e->pid, pystack__add_code(u->ps, (int)e->pid, &e->c));
+}
+
+void ustack__py_lines(struct ustack *u, const struct gp_pylines_event *e)
+{
+	if (u)
+		pystack__add_lines(u->ps, (int)e->pid, &e->l);
 }
 
 /* ---- what naming frames needs after the process is gone ---- */
@@ -345,6 +379,7 @@ void ustack__forget(struct ustack *u, uint32_t pid)
 		return;
 	ustack__gone(u, pid);
 	procpin__release(u->pin, (int)pid);
+	pystack__forget_copies(u->ps, (int)pid);
 }
 
 void ustack__gone(struct ustack *u, uint32_t pid)
@@ -501,8 +536,9 @@ size_t ustack__interleave(const bool *is_ev, size_t nn, const bool *py_entry, si
 	return w;
 }
 
-/* Python frame k's text; a process not known to pystack (evicted, forked) is looked at. */
-static const char *py_frame(struct ustack *u, uint32_t pid, const struct gp_py_frame *f)
+/* Python frame k's text; a process not known to pystack (evicted, forked) is looked at.
+ * A frame left unnamed, or named without its line, says so in *flags. */
+static const char *py_frame(struct ustack *u, uint32_t pid, const struct gp_py_frame *f, unsigned int *flags)
 {
 	char buf[USTACK_FRAME_MAX];
 	struct gp_py_proc pp;
@@ -510,7 +546,13 @@ static const char *py_frame(struct ustack *u, uint32_t pid, const struct gp_py_f
 
 	if (r == -ENOENT && f->code &&
 	    !pystack__inspect(u->ps, (int)pid, &pp, NULL, 0, NULL, 0))
-		pystack__format(u->ps, (int)pid, f, buf, sizeof(buf));
+		r = pystack__format(u->ps, (int)pid, f, buf, sizeof(buf));
+	if (r < 0) {
+		*flags |= USTACK_PY_UNNAMED;
+		u->st.py_unnamed++;
+	} else if (r == PYSTACK_NO_LINE) {
+		*flags |= USTACK_PY_NO_LINE;
+	}
 	return keep(u, buf);
 }
 
@@ -523,7 +565,7 @@ static unsigned int unwind_flags(unsigned int f)
 /* The texts of a record's Python frames: read first, before anything slower, because a
  * code object may die soon after the call (a module's, once the script has run). */
 struct pytexts {
-	unsigned int n;
+	unsigned int n, flags;
 	const char *text[GP_PY_MAX_FRAMES];
 	bool entry[GP_PY_MAX_FRAMES];
 };
@@ -531,10 +573,11 @@ struct pytexts {
 static void py_texts(struct ustack *u, uint32_t pid, const struct gp_py_stack *py, struct pytexts *pt)
 {
 	pt->n = py && py->status == GP_PY_OK ? py->nr : 0;
+	pt->flags = 0;
 	if (pt->n > GP_PY_MAX_FRAMES)
 		pt->n = GP_PY_MAX_FRAMES;
 	for (unsigned int k = 0; k < pt->n; k++) {
-		pt->text[k] = py_frame(u, pid, &py->frames[k]);
+		pt->text[k] = py_frame(u, pid, &py->frames[k], &pt->flags);
 		pt->entry[k] = py->frames[k].flags & GP_PY_FRAME_ENTRY;
 	}
 }
@@ -626,6 +669,7 @@ int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct u
 	out->flags = unwind_flags(u->uf.flags);
 	if (e->py.truncated)
 		out->flags |= USTACK_PY_TRUNCATED;
+	out->flags |= pt.flags;
 	/* a Python process whose frames were not read at this call */
 	if ((e->py.status != GP_PY_OK && e->py.status != GP_PY_NOT_PYTHON) ||
 	    (e->py.status == GP_PY_NOT_PYTHON && p && p->state == PY_YES))

@@ -191,6 +191,17 @@ static void h_stack(void *ctx, const struct gp_stack_event *e)
 		free(p);
 }
 
+/* A code object's copy: before the stack records that name its frames. */
+static void h_pycode(void *ctx, const struct gp_pycode_event *e)
+{
+	ustack__py_code(((struct memleak_mode *)ctx)->us, e);
+}
+
+static void h_pylines(void *ctx, const struct gp_pylines_event *e)
+{
+	ustack__py_lines(((struct memleak_mode *)ctx)->us, e);
+}
+
 static void h_alloc(void *ctx, const struct gp_alloc_event *e)
 {
 	struct memleak_mode *m = ctx;
@@ -272,7 +283,8 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct memleak_mode *m = st;
 	struct gp_handlers h = { .ctx = st, .on_alloc = h_alloc, .on_free = h_free, .on_exit = h_exit,
-				 .on_proc = h_proc, .on_stack = h_stack, .on_tick = h_tick };
+				 .on_proc = h_proc, .on_stack = h_stack, .on_pycode = h_pycode, .on_pylines = h_pylines,
+				 .on_tick = h_tick };
 	int r;
 
 	if (m->stacks != GP_STACKS_NONE) {
@@ -307,6 +319,7 @@ static void fill_drops(struct memleak_mode *m, struct ml_snap *s)
 		[GP_DROP_RINGBUF] = GP_R_RINGBUF_FULL, [GP_DROP_PENDING] = GP_R_PENDING_TABLE_FULL,
 		[GP_DROP_STACK] = GP_R_STACK_UNREADABLE, [GP_DROP_NORETURN] = GP_R_RETURN_WITHOUT_ENTRY,
 		[GP_DROP_PROCS] = GP_R_PROCESS_TABLE_FULL, [GP_DROP_SHARE] = GP_R_PENDING_SHARE_FULL,
+		[GP_DROP_PYCODE] = GP_R_PYTHON_CODE_LOST,
 	};
 	uint64_t d[GP_DROP__COUNT];
 	size_t n = 0;
@@ -390,6 +403,11 @@ static int m_finish(void *st, struct gp_run *run, char *err, size_t len)
 		       (unsigned long long)us.py_frames, (unsigned long long)us.unresolved,
 		       (unsigned long long)us.inspected, (unsigned long long)us.python_procs,
 		       (unsigned long long)m->lost_joins);
+		gp_log(GP_LOG_DEBUG, "Python code objects: %llu copied at their first sight, %llu not kept, "
+		       "%llu malformed; %llu frames named from a copy, %llu not named",
+		       (unsigned long long)us.py_copies, (unsigned long long)us.py_copies_refused,
+		       (unsigned long long)us.py_copies_malformed, (unsigned long long)us.py_named_from_copy,
+		       (unsigned long long)us.py_unnamed);
 	}
 	if (m->folded) /* no final report was taken (an error ended the run) */
 		write_folded(m);
