@@ -41,6 +41,8 @@ enum gp_event_type {
 	GP_EV_PYCODE = 22, /* a code object's first sight in a process: its names and line table
 			    * (struct gp_pycode_event), before the stack record that names it */
 	GP_EV_PYLINES = 23, /* a further chunk of that line table (struct gp_pylines_event) */
+	GP_EV_NAMECOPY = 24, /* --cudatrace: a named handle's object, to learn its kind's layout
+			      * from (struct gp_namecopy_event) */
 };
 
 /* A process gpuprobe follows (the tree of a command, -p --tree, --comm, --cgroup): the
@@ -420,9 +422,32 @@ struct gp_name_event {
 	__u64 handle;
 	__u64 owner; /* the CUmodule or CUlibrary */
 	__u32 img;   /* the process image (gp_image()) */
-	__u32 _pad;
+	__u32 copy_follows; /* 1: a GP_EV_NAMECOPY record of this handle follows */
 	char comm[GP_COMM_LEN];
 	char name[GP_NAME_LEN];
+};
+
+/*
+ * A kernel handle's object and the strings it points to, copied from the traced process
+ * in BPF while it surely lives (src/modes/cudatrace/midname.h reads them as it would the
+ * process's memory): its first GP_KOBJ_SLOTS qwords, and for each slot holding a user
+ * pointer that the layouts learned so far name for the object's kind (kname_hints), or
+ * for every such slot when none is, the NUL-terminated string there. Strings follow one
+ * another in names[], each at most GP_KOBJ_STR bytes; one cut at that length is not taken.
+ */
+#define GP_KOBJ_SLOTS 8      /* midname.h MN_SLOTS */
+#define GP_KOBJ_STR 2048     /* bytes of one string, its NUL included (a power of two) */
+#define GP_KOBJ_AREA (2 * GP_KOBJ_STR)
+
+struct gp_kobj_copy {
+	__u32 uid;     /* the caller's real uid at the call */
+	__u32 pidns;   /* the inode number of its pid namespace */
+	__u32 obj_ok;  /* 1: obj[] was read */
+	__u32 hinted;  /* 1: only the slots the learned layouts name were copied */
+	__u16 str_off[GP_KOBJ_SLOTS]; /* slot s's string at names[str_off[s]] */
+	__u16 str_len[GP_KOBJ_SLOTS]; /* its bytes with the NUL (0: not copied) */
+	__u64 obj[GP_KOBJ_SLOTS];
+	char names[GP_KOBJ_AREA];
 };
 
 struct gp_stub_event {
@@ -432,6 +457,19 @@ struct gp_stub_event {
 	__u32 nr_stack;
 	__u32 img; /* the process image the handle belongs to */
 	__u64 stack[GP_MAX_STACK];
+	struct gp_kobj_copy copy; /* the handle's object at this first sight */
+};
+
+/* GP_EV_NAMECOPY: after the GP_EV_NAME record of a handle whose kind no learned layout
+ * covers yet (its gp_name_event.copy_follows set): what learning the layout needs, read
+ * while the process surely lives. */
+struct gp_namecopy_event {
+	__u32 type; /* GP_EV_NAMECOPY */
+	__u32 pid;
+	__u32 img;
+	__u32 gen;  /* the naming's generation (its GP_EV_NAME record's) */
+	__u64 handle;
+	struct gp_kobj_copy copy;
 };
 
 /* BPF .bss counters of cuda_launch.bpf.c */

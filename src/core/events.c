@@ -52,6 +52,7 @@ static const size_t min_size[] = {
 	[GP_EV_EXIT] = sizeof(struct gp_exit_event),
 	[GP_EV_NAME] = sizeof(struct gp_name_event),
 	[GP_EV_STUB] = sizeof(struct gp_stub_event),
+	[GP_EV_NAMECOPY] = sizeof(struct gp_namecopy_event),
 	[GP_EV_COPY] = sizeof(struct gp_copy_event),
 	[GP_EV_AUX] = sizeof(struct gp_aux_event),
 	[GP_EV_IOCTL] = sizeof(struct gp_ioctl_event),
@@ -89,6 +90,9 @@ static void call(const struct gp_handlers *h, __u32 type, const void *data)
 		break;
 	case GP_EV_STUB:
 		CALL(h, on_stub, data);
+		break;
+	case GP_EV_NAMECOPY:
+		CALL(h, on_namecopy, data);
 		break;
 	case GP_EV_COPY:
 		CALL(h, on_copy, data);

@@ -15,6 +15,7 @@ struct gp_handlers {
 	void (*on_exit)(void *ctx, const struct gp_exit_event *e);
 	void (*on_name)(void *ctx, const struct gp_name_event *e);
 	void (*on_stub)(void *ctx, const struct gp_stub_event *e);
+	void (*on_namecopy)(void *ctx, const struct gp_namecopy_event *e);
 	void (*on_copy)(void *ctx, const struct gp_copy_event *e);
 	void (*on_aux)(void *ctx, const struct gp_aux_event *e);
 	void (*on_call)(void *ctx, const struct gp_call_event *e);
