@@ -290,14 +290,20 @@ struct view {
 	char *scratch;           /* want bytes, for a live read */
 };
 
-/* 1: it is; 0: it is not; -1: not known (a copy without that slot's string). */
+/* 1: it is; 0: it is not; -1: not known (a copy without that slot's string, BPF could not
+ * read it: a page not present then; and the process's memory no longer has it). */
 static int view_holds(const struct view *v, const uint64_t *q, unsigned int s, const char *mangled, size_t want)
 {
+	long r;
+
 	if (!user_ptr(q[s]))
 		return 0;
-	if (v->c)
-		return !v->c->str[s] ? -1 : strnlen(v->c->str[s], want) + 1 == want && !memcmp(v->c->str[s], mangled, want);
-	return v->m->read(v->m->ctx, v->pid, q[s], v->scratch, want) == (long)want && !memcmp(v->scratch, mangled, want);
+	if (v->c && v->c->str[s])
+		return strnlen(v->c->str[s], want) + 1 == want && !memcmp(v->c->str[s], mangled, want);
+	r = v->m->read(v->m->ctx, v->pid, q[s], v->scratch, want);
+	if (v->c && r < 0)
+		return -1;
+	return r == (long)want && !memcmp(v->scratch, mangled, want);
 }
 
 /* The votes of one known handle (its object q, seen through v) for (build, uid). */
@@ -360,13 +366,15 @@ void midname__learn(struct midname *m, uint32_t pid, uint64_t handle, const char
 
 void midname__learn_copy(struct midname *m, uint32_t pid, const char *mangled, const struct mn_copy *c)
 {
-	struct view v = { m, pid, c, NULL };
 	size_t want = strlen(mangled) + 1;
+	char *s = malloc(want);
+	struct view v = { m, pid, c, s };
 
-	if (!c->obj_ok || want > MN_MAX_NAME || c->uid == UINT32_MAX)
-		return;
-	m->st.learned_copy++;
-	learn_from(m, &v, c->q, c->build, c->uid, mangled, want);
+	if (s && c->obj_ok && want <= MN_MAX_NAME && c->uid != UINT32_MAX) {
+		m->st.learned_copy++;
+		learn_from(m, &v, c->q, c->build, c->uid, mangled, want);
+	}
+	free(s);
 }
 
 int midname__ready(const struct midname *m)
