@@ -24,6 +24,7 @@ struct kept {
 	uint32_t build, uid;
 	uint64_t q[MN_SLOTS];
 	char *str[MN_SLOTS];
+	bool had[MN_SLOTS]; /* the copy held a string there (kept only when it could be a name) */
 	size_t bytes;
 };
 
@@ -452,8 +453,12 @@ static int resolve_copy(struct midname *m, const struct kept *k, char *buf, size
 
 	if (!slot)
 		return -EAGAIN;
-	if (!k->str[slot])
+	if (!k->str[slot] && !k->had[slot])
 		return -ENODATA;
+	if (!k->str[slot]) { /* copied, and not a symbol name */
+		m->st.rejected++;
+		return -ENOENT;
+	}
 	if (strlen(k->str[slot]) >= len || !plausible(k->str[slot], strlen(k->str[slot]))) {
 		m->st.rejected++;
 		return -ENOENT;
@@ -532,6 +537,7 @@ static struct kept *keep_copy(struct midname *m, const struct mn_copy *c)
 	for (unsigned int s = 1; s < MN_SLOTS; s++) {
 		size_t n = c->str[s] ? strnlen(c->str[s], MN_MAX_NAME) : 0;
 
+		k->had[s] = c->str[s] != NULL;
 		if (!n || n == MN_MAX_NAME || !plausible(c->str[s], n))
 			continue;
 		k->str[s] = strndup(c->str[s], n);
