@@ -92,20 +92,12 @@ __u64 ok_calls[GP_API__COUNT];
 
 #define count_drop(what) gp_count_drop(drops, what)
 
-/* code objects' copies go before the stack records that name them, in the same ring */
+/* code objects' copies follow the stack record that names them and precede the call's
+ * allocation record, in the same ring (user space names the Python frames at the latter) */
 #define GP_PY_CODE_RB events
 #define GP_PY_CODE_DROP drops
-#define GP_PY_CODE_AFTER sizeof(struct gp_stack_event)
+#define GP_PY_CODE_AFTER sizeof(struct gp_alloc_event)
 #include "pystack.bpf.h"
-
-/* The Python frames of a call, walked before its stack record is reserved: the copies of
- * code objects first seen go before it in the ring (pystack.bpf.h). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct gp_py_stack);
-} py_scratch SEC(".maps");
 
 /* Records are submitted without waking the reader (gp_quiet_flags, common.bpf.h). */
 
@@ -117,18 +109,9 @@ struct {
  */
 static __noinline void emit_stack(struct pt_regs *ctx, __u64 id, struct pending *p)
 {
-	struct gp_py_stack *py = NULL;
-	struct gp_stack_event *e;
-	__u32 tgid = id >> 32, zero = 0;
+	struct gp_stack_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	__u32 tgid = id >> 32;
 
-	if (py_frames) {
-		py = bpf_map_lookup_elem(&py_scratch, &zero);
-		if (py) {
-			gp_py_stack(py);
-			gp_py_copy_codes(py);
-		}
-	}
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		p->stack_err = -GP_ENOSPC;
 		count_drop(GP_DROP_STACK);
@@ -141,14 +124,11 @@ static __noinline void emit_stack(struct pt_regs *ctx, __u64 id, struct pending 
 	e->ts_ns = p->ts_ns;
 	if (gp_stack_copy(ctx, &e->copy) < 0)
 		count_drop(GP_DROP_STACK); /* the pc alone */
-	if (py && py->status != GP_PY_NOT_PYTHON) {
-		/* the header and the frames walked, not the whole array */
-		__u32 n = py->nr;
-
-		asm volatile("" : "+r"(n));
-		if (n > GP_PY_MAX_FRAMES)
-			n = GP_PY_MAX_FRAMES;
-		bpf_probe_read_kernel(&e->py, offsetof(struct gp_py_stack, frames) + n * sizeof(struct gp_py_frame), py);
+	if (py_frames) {
+		gp_py_stack(&e->py);
+		/* the code objects this process reaches for the first time: copied now, while it
+		 * surely lives (records after this one, before the allocation's) */
+		gp_py_copy_codes(&e->py);
 	} else {
 		e->py.nr = 0;
 		e->py.status = GP_PY_NOT_PYTHON;

@@ -227,7 +227,8 @@ static __always_inline void gp_py_stack(struct gp_py_stack *out)
 /*
  * Code objects' first sight: what naming a frame needs (struct gp_py_code), copied into
  * the including object's ring buffer GP_PY_CODE_RB (its drops counted in GP_PY_CODE_DROP)
- * before the stack record that names them (GP_PY_CODE_AFTER bytes, kept room for), while the process surely lives. A (process,
+ * after the stack record that names them and before the record that completes it
+ * (GP_PY_CODE_AFTER bytes, kept room for; user space names the frames at that one), while the process surely lives. A (process,
  * code object, co_firstlineno) is copied once: gp_py_seen remembers it (LRU: a process
  * that makes many code objects pushes out others' entries, which costs them a copy again,
  * never a name). The cost stays at the first sight: one look-up per frame otherwise.
@@ -301,9 +302,9 @@ struct gp_py_cctx {
 };
 
 /*
- * Whether the ring has room for a code record and still for the record it precedes
- * (GP_PY_CODE_AFTER bytes, defined by the includer): a full ring loses the copy, never the
- * stack record that needs it more.
+ * Whether the ring has room for a code record and still for the record that completes
+ * the call (GP_PY_CODE_AFTER bytes, defined by the includer): a full ring loses the copy,
+ * never the allocation record that needs it more.
  */
 static __always_inline bool gp_py_room(void)
 {

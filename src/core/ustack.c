@@ -57,6 +57,8 @@ struct ustack {
 	struct unwind_frames uf;
 	struct ustack_stats st;
 	bool said_refused;
+	struct ustack_pending *pending; /* ustack__from_copy's */
+	struct gp_py_stack *py_scratch;  /* ustack__finish's */
 };
 
 struct ustack *ustack__new(struct symbolizer *sym, const char *proc_root, int py_map_fd)
@@ -74,7 +76,10 @@ struct ustack *ustack__new(struct symbolizer *sym, const char *proc_root, int py
 	u->procs = u64map__new();
 	u->cache = calloc(CACHE_SLOTS, sizeof(*u->cache));
 	u->arena = malloc((size_t)USTACK_MAX_FRAMES * USTACK_FRAME_MAX);
-	if (!u->proc_root || !u->uw || !u->ps || !u->pin || !u->procs || !u->cache || !u->arena) {
+	u->pending = malloc(sizeof(*u->pending));
+	u->py_scratch = malloc(sizeof(*u->py_scratch));
+	if (!u->proc_root || !u->uw || !u->ps || !u->pin || !u->procs || !u->cache || !u->arena || !u->pending ||
+	    !u->py_scratch) {
 		ustack__free(u);
 		return NULL;
 	}
@@ -91,6 +96,8 @@ void ustack__free(struct ustack *u)
 		free(u->cache[i].text);
 	free(u->cache);
 	free(u->arena);
+	free(u->pending);
+	free(u->py_scratch);
 	u64map__free_all(u->procs, NULL);
 	pystack__free(u->ps);
 	unwinder__free(u->uw);
@@ -633,22 +640,18 @@ static void merge(struct ustack *u, uint32_t pid, const uint64_t *pcs, unsigned 
 	u->st.unresolved += unresolved;
 }
 
-int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_frames *out)
+int ustack__unwind_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_pending *pd)
 {
 	struct pyproc *p = u->py_fd >= 0 ? u64map__get(u->procs, e->pid) : NULL;
-	struct pytexts pt;
 	uint64_t ip;
 	int r;
 
-	memset(out, 0, offsetof(struct ustack_frames, frames));
-	u->used = 0;
 	/* not seen before (node-wide, a -p --tree descendant started late), or still waiting
 	 * for its libpython: looked at now, for the next allocations */
 	if (u->py_fd >= 0 && (!p || p->state == PY_WAIT)) {
 		ustack__watch(u, e->pid);
 		p = u64map__get(u->procs, e->pid);
 	}
-	py_texts(u, e->pid, &e->py, &pt);
 	ip = e->copy.regs.ip;
 	pin(u, e->pid, &ip, 1);
 	r = unwinder__unwind(u->uw, (int)e->pid, &e->copy, &u->uf);
@@ -666,17 +669,46 @@ int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct u
 		u->uf.pcs[0] = e->copy.regs.ip;
 		u->uf.flags = UNWIND_STOPPED;
 	}
-	out->flags = unwind_flags(u->uf.flags);
+	pd->pid = e->pid;
+	pd->err = r;
+	pd->flags = unwind_flags(u->uf.flags);
 	if (e->py.truncated)
-		out->flags |= USTACK_PY_TRUNCATED;
-	out->flags |= pt.flags;
+		pd->flags |= USTACK_PY_TRUNCATED;
 	/* a Python process whose frames were not read at this call */
 	if ((e->py.status != GP_PY_OK && e->py.status != GP_PY_NOT_PYTHON) ||
 	    (e->py.status == GP_PY_NOT_PYTHON && p && p->state == PY_YES))
-		out->flags |= USTACK_PY_UNREAD;
-	merge(u, e->pid, u->uf.pcs, u->uf.nr, &pt, out);
+		pd->flags |= USTACK_PY_UNREAD;
+	pd->nr = u->uf.nr < USTACK_PENDING_PCS ? u->uf.nr : USTACK_PENDING_PCS;
+	memcpy(pd->pcs, u->uf.pcs, pd->nr * sizeof(pd->pcs[0]));
+	pd->py_status = e->py.status;
+	pd->nr_py = e->py.status == GP_PY_OK && e->py.nr <= GP_PY_MAX_FRAMES ? e->py.nr : 0;
+	memcpy(pd->py, e->py.frames, pd->nr_py * sizeof(pd->py[0]));
 	/* every file this stack went through kept: a pc outside them takes them again */
 	pin(u, e->pid, u->uf.pcs, u->uf.nr);
+	return r;
+}
+
+int ustack__finish(struct ustack *u, const struct ustack_pending *pd, struct ustack_frames *out)
+{
+	struct gp_py_stack *py = u->py_scratch;
+	struct pytexts pt;
+
+	memset(out, 0, offsetof(struct ustack_frames, frames));
+	u->used = 0;
+	py->status = pd->nr_py ? GP_PY_OK : GP_PY_NOT_PYTHON;
+	py->nr = pd->nr_py;
+	memcpy(py->frames, pd->py, pd->nr_py * sizeof(pd->py[0]));
+	py_texts(u, pd->pid, py, &pt);
+	out->flags = pd->flags | pt.flags;
+	merge(u, pd->pid, pd->pcs, pd->nr, &pt, out);
+	return pd->err;
+}
+
+int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_frames *out)
+{
+	int r = ustack__unwind_copy(u, e, u->pending);
+
+	ustack__finish(u, u->pending, out);
 	return r;
 }
 

@@ -129,6 +129,24 @@ void ustack__py_lines(struct ustack *u, const struct gp_pylines_event *e);
 
 /* The frames of a GP_EV_STACK record. 0, or -errno (the frames then say why). */
 int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_frames *out);
+
+/*
+ * The same in two steps: the native stack is unwound when the stack record comes (its
+ * process's files are kept then), and its Python frames are named and placed when the
+ * call's allocation record comes (ustack__finish): the copies of the code objects the
+ * call reached first follow its stack record in the ring (bpf/pystack.bpf.h), and precede
+ * the allocation record.
+ */
+#define USTACK_PENDING_PCS 128 /* UNWIND_MAX_FRAMES + 1 */
+struct ustack_pending {
+	uint32_t pid;
+	int err;
+	unsigned int flags, nr, nr_py, py_status;
+	uint64_t pcs[USTACK_PENDING_PCS];
+	struct gp_py_frame py[GP_PY_MAX_FRAMES];
+};
+int ustack__unwind_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_pending *p);
+int ustack__finish(struct ustack *u, const struct ustack_pending *p, struct ustack_frames *out);
 /* The frames of a frame-pointer stack (bpf_get_stack's pcs, innermost first). */
 int ustack__from_pcs(struct ustack *u, uint32_t pid, const __u64 *pcs, unsigned int n,
 		     struct ustack_frames *out);

@@ -348,12 +348,13 @@ def test_library_loaded_after_the_first_stack():
     check(re.search(r"maps and \d+ more files kept", err), f"kept again: {err[-800:]}")
 
 
-def gated(argv, kept=LEAKHELP, timeout=60, wait_err=None, extra=(), whole=False):
+def gated(argv, kept=LEAKHELP, timeout=60, wait_err=None, extra=(), whole=False, settle=0):
     """gpuprobe on leakexit gate|many (or pyalloc.py gate): once the program made its first
     allocation (WARM) and gpuprobe holds a descriptor on kept (or printed a line matching
     wait_err: what it keeps is then all opened), gpuprobe is stopped, the program goes on
     and exits, and gpuprobe is let go once the process's memory is gone. (stack, (stderr,
-    maps)); whole: (final report, (stderr, maps))."""
+    maps)); whole: (final report, (stderr, maps)). settle: seconds gpuprobe reads on before
+    it is stopped."""
     p = subprocess.Popen([gp.GPUPROBE] + BASE + list(extra) + ["-o", "-", "--"] + argv, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=dict(os.environ, FAKECUDA_TEARDOWN_MS="0"))
@@ -380,6 +381,7 @@ def gated(argv, kept=LEAKHELP, timeout=60, wait_err=None, extra=(), whole=False)
             time.sleep(0.01)
         else:
             raise gp.Failure(f"gpuprobe kept no descriptor on {kept}; {early[-600:]}")
+        time.sleep(settle)  # the first call's later records read too
         os.kill(p.pid, signal.SIGSTOP)
         try:
             p.stdin.write("\n")
@@ -558,7 +560,9 @@ def want_gate(t, main_tag):
 
 def test_python_exit_at_once_keeps_its_frames():
     """A Python program that leaks and leaves at once (os._exit right after its last
-    allocation, the stand-in's exit teardown off): its CPython frames named, on the lines
+    allocation, the stand-in's exit teardown off; a first allocation 0.3 s before, so that
+    its native files are kept: tested in test_exit_at_once_keeps_whole_stacks), the code
+    objects of its leak reached for the first time by it: its CPython frames named, on the lines
     its source's tags say, as a program that lingers (issue 29). Then the reader is stopped
     once the process's first stack is handled and let go only after the process is gone:
     the code objects it reached only after that (make_layer, Model.build) are named from the
@@ -566,12 +570,13 @@ def test_python_exit_at_once_keeps_its_frames():
     t = tags()
     r = gp.gpuprobe(BASE + ["-o", "-"], [PY, PYALLOC, FAKECUDA, "exit"], env={"FAKECUDA_TEARDOWN_MS": "0"})
     eq(r.returncode, 0, r.stderr[-800:])
-    s = only_stack(final(r.stdout))
+    s = gate_stack(final(r.stdout))
     pf = [x for x in py_frames(s) if "listcomp" not in x]
     eq(pf, want_gate(t, "main_exit"), "exit at once: the Python frames on their lines")
     eq((s["partial"], s["flags"]), (False, []), "exit at once: complete, nothing flagged")
     check_interleaved(s, "exit at once")
-    rep, (err, _) = gated([PY, PYALLOC, FAKECUDA, "gate"], kept=os.path.realpath(PY), extra=["-v"], whole=True)
+    rep, (err, _) = gated([PY, PYALLOC, FAKECUDA, "gate"], kept=os.path.realpath(PY), extra=["-v"], whole=True,
+                          settle=0.3)
     s = gate_stack(rep)
     pf = [x for x in py_frames(s) if "listcomp" not in x]
     eq(pf, want_gate(t, "main_gate"), "read after the exit: the Python frames on their lines")
@@ -587,14 +592,14 @@ def test_python_exit_at_once_keeps_its_frames():
 
 
 def test_python_copies_lost_are_counted():
-    """A ring too small for every copy (64 KiB: a stack record and six copies) and a leak
+    """A ring too small for every copy (64 KiB: a stack record and seven copies) and a leak
     that reaches twelve code objects first seen at once (chain_a ... chain_l): the copies it
     cannot hold are lost before the stack record is (counted: python_code_lost); the stack,
     read after the process's exit, names the frames whose copies came, on their lines, and
     flags the others (python_unnamed, "0x... (?)"), never a wrong name."""
     t = tags()
     rep, _ = gated([PY, PYALLOC, FAKECUDA, "gate", "chain"], kept=os.path.realpath(PY),
-                   extra=["--ringbuf-size", "65536"], whole=True)
+                   extra=["--ringbuf-size", "65536"], whole=True, settle=0.3)
     s = gate_stack(rep)
     pf = py_frames(s)
     unnamed = [x for x in s["frames"] if re.fullmatch(r"0x[0-9a-f]+ \(\?\)", x)]

@@ -6,9 +6,10 @@ are what the walk must report; the test reads them from this file.
     python pyalloc.py LIBCUDA [thread | loop N | deep N | two | fork | exit | gate [chain]]
 
 Prints READY (the harness then attaches), waits for a line, allocates,
-prints DONE and waits for stdin to close; with exit, it leaves right after its
-allocation instead (os._exit: no interpreter teardown, the process is gone about a
-millisecond after its last call). With gate, it allocates once from warm_up (a first
+prints DONE and waits for stdin to close; with exit, it allocates once from warm_up,
+then 0.3 s later leaks through Model.build and leaves right after that allocation
+(os._exit: no interpreter teardown, the process is gone about a millisecond after its
+last call). With gate, it allocates once from warm_up (a first
 stack: the tracer knows the process), prints WARM <pid>, waits for a line, then leaks
 through Model.build (gate chain: through twelve functions chain_a ... chain_l) and leaves
 at once the same way."""
@@ -164,6 +165,9 @@ def main():
         t.join()
     elif len(sys.argv) > 2 and sys.argv[2] == "exit":
         import os
+        import time
+        warm_up()  # the tracer keeps the process's files from its first stack on
+        time.sleep(0.3)
         Model().build()  # @main_exit
         os._exit(0)
     else:

@@ -63,11 +63,12 @@ static const struct gp_option options[] = {
 	{},
 };
 
-/* A stack record waiting for its allocation record (same thread, same entry time). */
+/* A stack record waiting for its allocation record (same thread, same entry time): its
+ * native stack unwound, its Python frames named when the allocation comes (ustack.h). */
 struct pending {
 	uint64_t ts_ns;
-	uint32_t pid, nr, flags;
-	char *frames[]; /* nr texts follow in the same block */
+	uint32_t pid;
+	struct ustack_pending up;
 };
 
 struct memleak_mode {
@@ -160,31 +161,21 @@ static void drop_pending(struct memleak_mode *m, uint32_t pid)
 	} while (n == 256);
 }
 
-/* The frames of a stack record, kept until its allocation record comes. */
+/* A stack record, unwound now (while the process's files are surely kept) and kept until
+ * its allocation record comes. */
 static void h_stack(void *ctx, const struct gp_stack_event *e)
 {
 	struct memleak_mode *m = ctx;
-	struct ustack_frames f;
 	struct pending *p;
-	size_t bytes = sizeof(*p);
-	char *t;
 
 	if (!m->us)
 		return;
-	ustack__from_copy(m->us, e, &f);
-	for (unsigned int i = 0; i < f.nr; i++)
-		bytes += sizeof(char *) + strlen(f.frames[i]) + 1;
-	p = malloc(bytes);
+	p = malloc(sizeof(*p));
 	if (!p)
 		return;
-	*p = (struct pending){ .ts_ns = e->ts_ns, .pid = e->pid, .nr = f.nr, .flags = f.flags };
-	t = (char *)(p->frames + f.nr);
-	for (unsigned int i = 0; i < f.nr; i++) {
-		size_t n = strlen(f.frames[i]) + 1;
-
-		p->frames[i] = memcpy(t, f.frames[i], n);
-		t += n;
-	}
+	p->ts_ns = e->ts_ns;
+	p->pid = e->pid;
+	ustack__unwind_copy(m->us, e, &p->up);
 	/* a call that failed sent its stack and no allocation: the next stack replaces it */
 	free(u64map__del(m->pending, e->tid));
 	if (u64map__size(m->pending) >= MAX_PENDING_STACKS || u64map__put(m->pending, e->tid, p))
@@ -214,11 +205,13 @@ static void h_alloc(void *ctx, const struct gp_alloc_event *e)
 		in = (struct ml_stack_in){ .frames = f.frames, .nr = f.nr, .flags = f.flags };
 	} else if (m->stacks == GP_STACKS_COPY && e->stack_rec) {
 		p = u64map__del(m->pending, e->tid);
-		if (p && p->pid == e->pid && p->ts_ns == e->ts_ns)
-			in = (struct ml_stack_in){ .frames = (const char *const *)p->frames, .nr = p->nr,
-						   .flags = p->flags };
-		else
+		if (p && p->pid == e->pid && p->ts_ns == e->ts_ns) {
+			/* the copies of code objects it reached first have come by now */
+			ustack__finish(m->us, &p->up, &f);
+			in = (struct ml_stack_in){ .frames = f.frames, .nr = f.nr, .flags = f.flags };
+		} else {
 			m->lost_joins++;
+		}
 	}
 	memleak__on_alloc(m->ml, e, &in);
 	free(p);
