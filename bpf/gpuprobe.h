@@ -39,7 +39,8 @@ enum gp_event_type {
 	GP_EV_STACK = 21, /* --memleak --stacks dwarf: the registers, a copy of the user stack and
 			   * the Python frames at an allocation's entry (struct gp_stack_event) */
 	GP_EV_PYCODE = 22, /* a code object's first sight in a process: its names and line table
-			    * (struct gp_pycode_event), after the stack record that names it, before its allocation record */
+			    * (struct gp_pycode_event), after the stack record that names it and
+			    * before that call's allocation record */
 	GP_EV_PYLINES = 23, /* a further chunk of that line table (struct gp_pylines_event) */
 	GP_EV_NAMECOPY = 24, /* --cudatrace: a named handle's object, to learn its kind's layout
 			      * from (struct gp_namecopy_event) */

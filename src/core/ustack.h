@@ -122,8 +122,9 @@ void ustack__forget(struct ustack *u, uint32_t pid);
 void ustack__gone(struct ustack *u, uint32_t pid);
 
 /* A code object's copy (GP_EV_PYCODE) and the further chunks of its line table
- * (GP_EV_PYLINES): they come between the stack record and the allocation record of the call that reached them first, and name their
- * frames even once the process is gone (until ustack__forget). */
+ * (GP_EV_PYLINES): they come between the stack record and the allocation record of the
+ * call that reached them first, and name their frames even once the process is gone
+ * (until ustack__forget). */
 void ustack__py_code(struct ustack *u, const struct gp_pycode_event *e);
 void ustack__py_lines(struct ustack *u, const struct gp_pylines_event *e);
 
