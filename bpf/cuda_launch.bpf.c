@@ -791,6 +791,7 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 	struct gp_namecopy_event *nc = NULL;
 	struct gp_name_event *e;
 	__u64 tag = 0;
+	__u32 uid;
 
 	if (!c) {
 		/* under a budget, a naming call that entered outside the window */
@@ -837,8 +838,10 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 	/* a kind no usable layout covers for this process: what learning one needs, copied
 	 * now (the process may be gone before its record is read); reserved after the name's
 	 * record, so read after it */
+	uid = (__u32)bpf_get_current_uid_gid();
+	/* the pid namespace tells only root from a container's root */
 	if (!bpf_probe_read_user(&tag, sizeof(tag), (const void *)handle) &&
-	    !kobj_mask(tag, (__u32)bpf_get_current_uid_gid(), own_pidns_of(bpf_get_current_task_btf())))
+	    !kobj_mask(tag, uid, uid ? 0 : own_pidns_of(bpf_get_current_task_btf())))
 		nc = bpf_ringbuf_reserve(&names, sizeof(*nc), 0);
 	if (nc && (kobj_head(&nc->copy, handle) || !nc->copy.obj_ok)) {
 		bpf_ringbuf_discard(nc, BPF_RB_NO_WAKEUP); /* changed since (a layout came) */
