@@ -6,9 +6,10 @@ their last CUDA call: no interpreter or driver teardown).
                          attaches meanwhile: it sees no naming call), runs STEPS steps,
                          synchronizes and exits at once; prints {"api":"exit_launch",...}
                          on stderr first: the steps and this PID.
-  exit_torch.py leak     leaks 256 MiB through make_buffer <- train_step <- <module> (a
-                         new segment of the caching allocator: one cudaMalloc) and exits at
-                         once; the frames gpuprobe must give are the lines tagged "# @"."""
+  exit_torch.py leak     allocates a first small tensor, 0.3 s later leaks 256 MiB through
+                         make_buffer <- train_step <- <module> (a new segment of the caching
+                         allocator: one cudaMalloc) and exits at once; the frames gpuprobe
+                         must give are the lines tagged "# @"."""
 import os
 import signal
 import sys
@@ -58,10 +59,15 @@ def launch():
 
 
 def leak():
-    torch.cuda.init()
+    # a first allocation (its own segment) 0.3 s before: the process's native files are kept
+    # from its first stack on (that race is the native side's); make_buffer and train_step
+    # are first reached by the leak itself
+    warm = torch.empty(1, device="cuda")
+    torch.cuda.synchronize()
+    time.sleep(0.3)
     keep = train_step()  # @module
     torch.cuda.synchronize()
-    os._exit(0 if keep is not None else 1)
+    os._exit(0 if keep is not None and warm is not None else 1)
 
 
 if __name__ == "__main__":
