@@ -253,8 +253,8 @@ struct {
 static __always_inline int gp_py_copy_str(const struct gp_py_proc *pp, __u64 obj, __u8 *dst,
 					  __u32 *len, __u32 *kind)
 {
-	__u32 state = 0, k, bytes;
-	__u64 n = 0, data;
+	__u32 state = 0, k;
+	__u64 n = 0, data, bytes;
 
 	*len = 0;
 	*kind = 1;
@@ -270,8 +270,9 @@ static __always_inline int gp_py_copy_str(const struct gp_py_proc *pp, __u64 obj
 			      pp->unicode_ascii_size : pp->unicode_compact_size);
 	if (n > GP_PY_STR_CHARS)
 		n = GP_PY_STR_CHARS;
-	bytes = (__u32)n * k;
-	/* one comparison right before the read (6.1's verifier, as gp_py_frame_cb) */
+	/* 64-bit, and one comparison right before the read: 6.1's verifier keeps no 64-bit
+	 * bound from a 32-bit multiply's (R2 min value is negative) */
+	bytes = n * k;
 	asm volatile("" : "+r"(bytes));
 	if (bytes > GP_PY_STR_BYTES || bpf_probe_read_user(dst, bytes, (const void *)data))
 		return -1;
@@ -283,7 +284,7 @@ static __always_inline int gp_py_copy_str(const struct gp_py_proc *pp, __u64 obj
 /* Chunk k of a line table (data at lt, lt_len bytes in all) into dst. */
 static __always_inline int gp_py_copy_chunk(__u8 *dst, __u64 lt, __u32 lt_len, __u32 k)
 {
-	__u32 off = k * GP_PY_LT_CHUNK, n;
+	__u64 off = (__u64)k * GP_PY_LT_CHUNK, n;
 
 	if (off >= lt_len)
 		return 0;
@@ -294,11 +295,22 @@ static __always_inline int gp_py_copy_chunk(__u8 *dst, __u64 lt, __u32 lt_len, _
 	return bpf_probe_read_user(dst, n, (const void *)(lt + off)) ? -1 : (int)n;
 }
 
+/*
+ * The copies of one stack's new code objects, one record an iteration of a single bpf_loop
+ * (the verifier checks its body once, however many code objects and chunks): frame i's code
+ * record (k == 0), then its line table's chunks 1 .. chunks.
+ */
 struct gp_py_cctx {
 	const struct gp_py_proc *pp;
 	const struct gp_py_stack *st;
 	struct gp_py_seen_key key;
+	__u64 lt;	/* the current code object's line-table data */
+	__u32 lt_len;	/* its bytes copied in all */
+	__u32 chunks;	/* its chunks after the first */
 	__u32 img;
+	__u32 i;	/* the frame whose code object is copied */
+	__u32 k;	/* the next chunk of it; 0: its code record */
+	__s32 first;	/* its co_firstlineno */
 };
 
 /*
@@ -314,38 +326,34 @@ static __always_inline bool gp_py_room(void)
 	return used < size && size - used >= sizeof(struct gp_pycode_event) + GP_PY_CODE_AFTER + 64;
 }
 
-/* The line table's chunks after the first, as records of their own; 0 when all went. */
-static __always_inline int gp_py_send_lines(const struct gp_py_cctx *c, const struct gp_py_frame *f,
-					    __u64 lt, __u32 lt_len, __u32 chunks)
+/* Chunk k (>= 1) of the current code object's line table, as a record of its own. */
+static __always_inline int gp_py_send_lines(const struct gp_py_cctx *c, const struct gp_py_frame *f)
 {
 	struct gp_pylines_event *e;
+	int n;
 
-	for (__u32 k = 1; k < GP_PY_LT_CHUNKS; k++) {
-		if (k > chunks)
-			break;
-		if (!gp_py_room())
-			return -1;
-		e = bpf_ringbuf_reserve(&GP_PY_CODE_RB, sizeof(*e), 0);
-		if (!e)
-			return -1;
-		e->type = GP_EV_PYLINES;
-		e->pid = c->key.pid;
-		e->img = c->img;
-		e->_pad = 0;
-		e->l.code = f->code;
-		e->l.firstlineno = f->firstlineno;
-		e->l.off = k * GP_PY_LT_CHUNK;
-		e->l._pad = 0;
-		e->l.len = (__u32)gp_py_copy_chunk(e->l.lt, lt, lt_len, k);
-		if ((int)e->l.len < 0)
-			e->l.len = 0;	/* user space sees the hole: lines past it unknown */
-		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
-	}
+	if (!gp_py_room())
+		return -1;
+	e = bpf_ringbuf_reserve(&GP_PY_CODE_RB, sizeof(*e), 0);
+	if (!e)
+		return -1;
+	e->type = GP_EV_PYLINES;
+	e->pid = c->key.pid;
+	e->img = c->img;
+	e->_pad = 0;
+	e->l.code = f->code;
+	e->l.firstlineno = f->firstlineno;
+	e->l.off = (c->k & (GP_PY_LT_CHUNKS - 1)) * GP_PY_LT_CHUNK;
+	e->l._pad = 0;
+	n = gp_py_copy_chunk(e->l.lt, c->lt, c->lt_len, c->k & (GP_PY_LT_CHUNKS - 1));
+	e->l.len = n < 0 ? 0 : (__u32)n;	/* 0: user space sees the hole, lines past it unknown */
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
-/* One code object's copy; 0 when every record of it went. */
-static __always_inline int gp_py_send_code(const struct gp_py_cctx *c, const struct gp_py_frame *f)
+/* The current code object's record (its names and the first chunk of its line table);
+ * 0 when it went. */
+static __always_inline int gp_py_send_code(struct gp_py_cctx *c, const struct gp_py_frame *f)
 {
 	const struct gp_py_proc *pp = c->pp;
 	struct gp_pycode_event *e;
@@ -386,41 +394,71 @@ static __always_inline int gp_py_send_code(const struct gp_py_cctx *c, const str
 		e->c.flags |= GP_PY_CODE_LT_CUT;
 		lt_len = GP_PY_LT_MAX;
 	}
-	lt += pp->bytes_sval;
-	e->c.lt_len = (__u32)lt_len;
-	e->c.lt_chunks = lt_len ? ((__u32)lt_len - 1) / GP_PY_LT_CHUNK : 0;
-	n = lt_len ? gp_py_copy_chunk(e->c.lt, lt, (__u32)lt_len, 0) : 0;
+	c->lt = lt + pp->bytes_sval;
+	c->lt_len = (__u32)lt_len;
+	c->chunks = lt_len ? ((__u32)lt_len - 1) / GP_PY_LT_CHUNK : 0;
+	n = lt_len ? gp_py_copy_chunk(e->c.lt, c->lt, c->lt_len, 0) : 0;
 	if (n < 0) {
 		e->c.flags |= GP_PY_CODE_LT_BAD;
-		e->c.lt_len = 0;
-		e->c.lt_chunks = 0;
+		c->lt_len = 0;
+		c->chunks = 0;
 	}
-	n = (int)e->c.lt_chunks;
+	e->c.lt_len = c->lt_len;
+	e->c.lt_chunks = c->chunks;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
-	return gp_py_send_lines(c, f, lt, (__u32)lt_len, (__u32)n);
+	return 0;
 }
 
-static long gp_py_code_cb(__u32 i, void *arg)
+/* Frame i's code object copied whole: it is not sent again for this process. */
+static __always_inline void gp_py_next(struct gp_py_cctx *c, bool done)
+{
+	if (done)
+		bpf_map_update_elem(&gp_py_seen, &c->key, &c->first, BPF_ANY);
+	c->k = 0;
+	c->i++;
+}
+
+static long gp_py_code_cb(__u32 it, void *arg)
 {
 	struct gp_py_cctx *c = arg;
 	const struct gp_py_frame *f;
-	__s32 *seen, first;
+	__s32 *seen;
 
-	if (i >= c->st->nr)
+	(void)it;
+	if (c->i >= c->st->nr || c->i >= GP_PY_MAX_FRAMES)
 		return 1;
-	f = &c->st->frames[i & (GP_PY_MAX_FRAMES - 1)];
-	if (!f->code)
+	f = &c->st->frames[c->i & (GP_PY_MAX_FRAMES - 1)];
+	if (c->k) {	/* a chunk of its line table */
+		if (gp_py_send_lines(c, f)) {
+			gp_count_drop(GP_PY_CODE_DROP, GP_DROP_PYCODE);
+			gp_py_next(c, false);	/* copied again at its next sight */
+		} else if (c->k >= c->chunks) {
+			gp_py_next(c, true);
+		} else {
+			c->k++;
+		}
 		return 0;
+	}
+	if (!f->code) {
+		c->i++;
+		return 0;
+	}
 	c->key.code = f->code;
-	first = f->firstlineno;
+	c->first = f->firstlineno;
 	seen = bpf_map_lookup_elem(&gp_py_seen, &c->key);
-	if (seen && *seen == first)
+	if (seen && *seen == c->first) {
+		c->i++;
 		return 0;
+	}
 	if (gp_py_send_code(c, f)) {
 		gp_count_drop(GP_PY_CODE_DROP, GP_DROP_PYCODE);
-		return 0;	/* not marked: copied again at its next sight */
+		c->i++;
+		return 0;
 	}
-	bpf_map_update_elem(&gp_py_seen, &c->key, &first, BPF_ANY);
+	if (c->chunks)
+		c->k = 1;
+	else
+		gp_py_next(c, true);
 	return 0;
 }
 
@@ -439,7 +477,7 @@ static __always_inline void gp_py_copy_codes(const struct gp_py_stack *st)
 	c.img = gp_image();
 	c.key.img = c.img;
 	c.key.start = BPF_CORE_READ(task, group_leader, start_time);
-	bpf_loop(GP_PY_MAX_FRAMES, gp_py_code_cb, &c, 0);
+	bpf_loop(GP_PY_MAX_FRAMES * GP_PY_LT_CHUNKS, gp_py_code_cb, &c, 0);
 }
 
 #endif /* GP_PY_CODE_RB */

@@ -6,8 +6,9 @@ are what the walk must report; the test reads them from this file.
     python pyalloc.py LIBCUDA [thread | loop N | deep N | two | fork | exit | gate [chain]]
 
 Prints READY (the harness then attaches), waits for a line, allocates,
-prints DONE and waits for stdin to close; with exit, it allocates once from warm_up,
-then 0.3 s later leaks through Model.build and leaves right after that allocation
+prints DONE and waits for stdin to close; with exit, it prints nothing and waits for
+nothing: it allocates once from warm_up, then 0.3 s later leaks through Model.build and
+leaves right after that allocation
 (os._exit: no interpreter teardown, the process is gone about a millisecond after its
 last call). With gate, it allocates once from warm_up (a first
 stack: the tracer knows the process), prints WARM <pid>, waits for a line, then leaks
@@ -139,6 +140,13 @@ def main():
         else:
             Model().build()  # @main_gate
         os._exit(0)
+    if len(sys.argv) > 2 and sys.argv[2] == "exit":  # no READY: nothing to wait for
+        import os
+        import time
+        warm_up()  # the tracer keeps the process's files from its first stack on
+        time.sleep(0.3)
+        Model().build()  # @main_exit
+        os._exit(0)
     print("READY", flush=True)
     sys.stdin.readline()
     if len(sys.argv) > 3 and sys.argv[2] == "loop":
@@ -163,13 +171,6 @@ def main():
         t = threading.Thread(target=Model().build)  # the thread's own stack
         t.start()
         t.join()
-    elif len(sys.argv) > 2 and sys.argv[2] == "exit":
-        import os
-        import time
-        warm_up()  # the tracer keeps the process's files from its first stack on
-        time.sleep(0.3)
-        Model().build()  # @main_exit
-        os._exit(0)
     else:
         Model().build()  # @main
     print("DONE", flush=True)

@@ -15,6 +15,7 @@ struct layout {
 	uint64_t votes;
 	bool contradicted; /* a known handle of this uid with this tag held another name there */
 	bool seeded;       /* from the state file */
+	bool hinted;       /* usable as the hints were last made (midname__hints_gen) */
 	int told;          /* 0 nothing, 1 usable, 2 contradicted: as last told (take_changed) */
 };
 
@@ -234,7 +235,10 @@ static void mark(struct midname *m, struct layout *l)
 {
 	int now = l->contradicted ? 2 : l->votes >= MN_MIN_VOTES;
 
-	m->hints_gen++;
+	if (ok(l) != l->hinted) { /* the hints change only when a layout's use does */
+		l->hinted = ok(l);
+		m->hints_gen++;
+	}
 	if (l->build && now != l->told) {
 		l->told = now;
 		m->changed = true;
@@ -255,7 +259,10 @@ void midname__seed(struct midname *m, const struct mn_layout *s)
 	l->seeded = true;
 	l->told = 1; /* in the file already */
 	m->st.seeded++;
-	m->hints_gen++;
+	if (!l->hinted) {
+		l->hinted = true;
+		m->hints_gen++;
+	}
 }
 
 size_t midname__export(const struct midname *m, struct mn_layout *out, size_t cap)
