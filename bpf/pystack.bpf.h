@@ -34,6 +34,20 @@ struct {
 	__type(value, struct gp_py_proc);
 } gp_py_procs SEC(".maps");
 
+/*
+ * 0, but not to the verifier (.bss): the counters of a bpf_loop callback's state start from
+ * it. A verifier that checks a callback once, with the state of its first call (6.1),
+ * otherwise takes the first iteration's constants for every iteration and drops the
+ * branches only later ones take: on 6.1 the frame walk's bound (64) never stopped it
+ * (nr 104 for 104 frames, the array written round), and a copy's chunks were never sent.
+ */
+__u32 gp_py_zero;
+
+static __always_inline __u32 gp_py_opaque_zero(void)
+{
+	return *(volatile __u32 *)&gp_py_zero;
+}
+
 static __always_inline __u64 gp_py_read_ptr(__u64 addr, __u32 off, int *bad)
 {
 	__u64 v = 0;
@@ -75,6 +89,9 @@ static __always_inline __u64 gp_py_find_tstate(const struct gp_py_proc *pp,
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct gp_py_tctx c = { .pp = pp };
 	__u64 interp;
+
+	c.found = gp_py_opaque_zero();
+	c.bad = (int)gp_py_opaque_zero();
 
 	interp = gp_py_read_ptr(pp->runtime_addr, pp->runtime_interpreters_head, bad);
 	c.ts = gp_py_read_ptr(interp, pp->interp_threads_head, bad);
@@ -195,6 +212,8 @@ static __always_inline void gp_py_stack(struct gp_py_stack *out)
 	__u64 ts, cf;
 	int bad = 0;
 
+	c.n = gp_py_opaque_zero();
+
 	out->nr = 0;
 	out->truncated = 0;
 	out->pad = 0;
@@ -215,7 +234,7 @@ static __always_inline void gp_py_stack(struct gp_py_stack *out)
 		c.frame = gp_py_read_ptr(ts, pp->tstate_frame, &bad);
 	}
 	c.pp = pp;
-	c.bad = bad;
+	c.bad = bad | (int)gp_py_opaque_zero();
 	/* twice the frames: C-stack shim frames are walked but not kept */
 	bpf_loop(GP_PY_MAX_FRAMES * 2, gp_py_frame_cb, &c, 0);
 	if (c.frame && !c.bad && c.n >= GP_PY_MAX_FRAMES)
@@ -477,6 +496,9 @@ static __always_inline void gp_py_copy_codes(const struct gp_py_stack *st)
 	c.img = gp_image();
 	c.key.img = c.img;
 	c.key.start = BPF_CORE_READ(task, group_leader, start_time);
+	c.i = gp_py_opaque_zero();
+	c.k = gp_py_opaque_zero();
+	c.chunks = gp_py_opaque_zero();
 	bpf_loop(GP_PY_MAX_FRAMES * GP_PY_LT_CHUNKS, gp_py_code_cb, &c, 0);
 }
 

@@ -614,6 +614,23 @@ def test_python_copies_lost_are_counted():
     check(len(pf) >= 4, f"the copies that fitted name their frames: {pf}")
 
 
+def test_python_line_table_in_chunks():
+    """A function whose line table spans several 4 KiB chunks (3000 statements, pybig.py),
+    first reached by a leak read after the process's exit: its line, past the first chunk,
+    comes from the chunks copied at its first sight (the generated source says which)."""
+    t = tags()
+    rep, (err, _) = gated([PY, PYALLOC, FAKECUDA, "gate", "big"], kept=os.path.realpath(PY), extra=["-v"],
+                          whole=True, settle=0.3)
+    s = gate_stack(rep)
+    pf = py_frames(s)
+    eq(pf[:2], [f"leak_buffer (pyalloc.py:{t['leak_buffer']})", "big (pybig.py:3002)"],
+       "the leak's line in the big function (def on line 1, 3000 statements, then the call)")
+    eq(pf[2], f"main (pyalloc.py:{t['main_big']})", "its caller")
+    eq((s["partial"], s["flags"]), (False, []), "complete, nothing flagged")
+    check(re.search(r"Python code objects: \d+ copied at their first sight, 0 not kept, 0 malformed", err),
+          f"nothing refused: {err[-500:]}")
+
+
 def test_python_in_its_own_mount_namespace():
     """The interpreter at a path only its mount namespace has (a container's): looked
     at through /proc/PID/root."""

@@ -3,7 +3,7 @@
 functions on known lines, for the Python-frames test. Lines tagged "# @name"
 are what the walk must report; the test reads them from this file.
 
-    python pyalloc.py LIBCUDA [thread | loop N | deep N | two | fork | exit | gate [chain]]
+    python pyalloc.py LIBCUDA [thread | loop N | deep N | two | fork | exit | gate [chain | big]]
 
 Prints READY (the harness then attaches), waits for a line, allocates,
 prints DONE and waits for stdin to close; with exit, it prints nothing and waits for
@@ -12,8 +12,8 @@ leaves right after that allocation
 (os._exit: no interpreter teardown, the process is gone about a millisecond after its
 last call). With gate, it allocates once from warm_up (a first
 stack: the tracer knows the process), prints WARM <pid>, waits for a line, then leaks
-through Model.build (gate chain: through twelve functions chain_a ... chain_l) and leaves
-at once the same way."""
+through Model.build (gate chain: through twelve functions chain_a ... chain_l; gate big:
+through big, whose line table takes several chunks) and leaves at once the same way."""
 import ctypes
 import sys
 import threading
@@ -107,6 +107,16 @@ def chain_l():
     return leak_buffer(32)  # @chain_l
 
 
+# gate big: a function whose line table spans several 4 KiB chunks (BIG_STATEMENTS
+# statements, made from a source of its own named pybig.py), leaking on its last line
+BIG_STATEMENTS = 3000
+
+
+def big_source():
+    body = [f"    x{i} = n + {i}" for i in range(BIG_STATEMENTS)]
+    return "\n".join(["def big(n):"] + body + ["    return leak_buffer(96)"]) + "\n"
+
+
 def warm_up():
     leak_buffer(64)  # @warm_up
 
@@ -137,6 +147,9 @@ def main():
         sys.stdin.readline()
         if len(sys.argv) > 3 and sys.argv[3] == "chain":
             chain_a()  # @main_chain
+        elif len(sys.argv) > 3 and sys.argv[3] == "big":
+            exec(compile(big_source(), "pybig.py", "exec"), globals())
+            big(0)  # @main_big
         else:
             Model().build()  # @main_gate
         os._exit(0)
