@@ -841,8 +841,11 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 	uid = (__u32)bpf_get_current_uid_gid();
 	/* the pid namespace tells only root from a container's root */
 	if (!bpf_probe_read_user(&tag, sizeof(tag), (const void *)handle) &&
-	    !kobj_mask(tag, uid, uid ? 0 : own_pidns_of(bpf_get_current_task_btf())))
+	    !kobj_mask(tag, uid, uid ? 0 : own_pidns_of(bpf_get_current_task_btf()))) {
 		nc = bpf_ringbuf_reserve(&names, sizeof(*nc), 0);
+		if (!nc)
+			count_drop(GP_LDROP_RINGBUF); /* learned from memory instead, while it lives */
+	}
 	if (nc && (kobj_head(&nc->copy, handle) || !nc->copy.obj_ok)) {
 		bpf_ringbuf_discard(nc, BPF_RB_NO_WAKEUP); /* changed since (a layout came) */
 		nc = NULL;
