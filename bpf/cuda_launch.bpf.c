@@ -22,7 +22,7 @@ const volatile bool measure_latency = true;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, 1 << 22); /* a handle's first sight carries its object (4.5 KiB) */
 } names SEC(".maps");
 
 struct {
@@ -200,6 +200,31 @@ struct {
 	__type(value, struct gp_stub_event);
 } stub_scratch SEC(".maps");
 
+/*
+ * The slots the usable layouts name for a kind of handle (its object's first qword, the
+ * tag) and a principal (midname.h: a uid, or CT_UID_NS_ROOT), bit s for slot s: user space
+ * keeps it (src/modes/cudatrace/cudatrace_mode.c). A handle's first sight copies the
+ * strings of those slots, of every slot when none is named; a naming call of a kind no
+ * usable layout covers for its process copies what learning one needs.
+ */
+struct kname_hint_key {
+	__u64 tag;
+	__u32 uid;
+	__u32 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 512); /* midname's layouts are 256 at most */
+	__type(key, struct kname_hint_key);
+	__type(value, __u32);
+} kname_hints SEC(".maps");
+
+/* gpuprobe's pid namespace: uid 0 in another is a container's root, a principal of its own */
+const volatile __u32 own_pidns = 0;
+#define CT_UID_NS_ROOT 0xfffffffeU
+#define KOBJ_ALL_SLOTS 0xfeU /* slots 1 .. GP_KOBJ_SLOTS - 1 */
+
 __u64 ldrops[GP_LDROP__COUNT];
 
 #define count_drop(what) gp_count_drop(ldrops, what)
@@ -228,7 +253,92 @@ static __always_inline void remember_proc(__u32 tgid)
 		count_drop(GP_LDROP_PROCS);
 }
 
-/* Once per unnamed handle: its launch stack, so user space can name it by the host stub. */
+/* The inode number of the calling task's pid namespace (task_active_pid_ns()). */
+static __always_inline __u32 own_pidns_of(struct task_struct *t)
+{
+	struct pid *pid = BPF_CORE_READ(t, thread_pid);
+	unsigned int level = BPF_CORE_READ(pid, level);
+	struct pid_namespace *ns = NULL;
+	struct upid *up;
+
+	up = (struct upid *)((char *)pid + bpf_core_field_offset(struct pid, numbers) +
+			     (level & 31) * bpf_core_type_size(struct upid));
+	if (bpf_core_read(&ns, sizeof(ns), &up->ns) || !ns)
+		return 0;
+	return BPF_CORE_READ(ns, ns.inum);
+}
+
+/* The slots the usable layouts of a kind (tag) name for a caller of uid in pid namespace
+ * pidns: its principal's own and root's (midname.h); 0 when none does. */
+static __always_inline __u32 kobj_mask(__u64 tag, __u32 uid, __u32 pidns)
+{
+	struct kname_hint_key k = { .tag = tag };
+	__u32 *m, mask = 0;
+
+	k.uid = uid == 0 && pidns != own_pidns ? CT_UID_NS_ROOT : uid;
+	m = bpf_map_lookup_elem(&kname_hints, &k);
+	if (m)
+		mask = *m;
+	if (k.uid) {
+		k.uid = 0; /* root's lessons serve every user */
+		m = bpf_map_lookup_elem(&kname_hints, &k);
+		if (m)
+			mask |= *m;
+	}
+	return mask & KOBJ_ALL_SLOTS;
+}
+
+/* The caller and the handle's object into c; the slots its kind's usable layouts name
+ * for the caller, 0 when none does or the object is unreadable. */
+static __always_inline __u32 kobj_head(struct gp_kobj_copy *c, __u64 handle)
+{
+	c->uid = (__u32)bpf_get_current_uid_gid();
+	c->pidns = own_pidns_of(bpf_get_current_task_btf());
+	c->hinted = 0;
+	c->obj_ok = !bpf_probe_read_user(c->obj, sizeof(c->obj), (const void *)handle);
+	return c->obj_ok ? kobj_mask(c->obj[0], c->uid, c->pidns) : 0;
+}
+
+/* The strings of the slots in mask whose qword is a user pointer, one after another. */
+static __always_inline void kobj_strings(struct gp_kobj_copy *c, __u32 mask)
+{
+	__u32 off = 0;
+	long n;
+
+	for (int s = 0; s < GP_KOBJ_SLOTS; s++) {
+		c->str_off[s] = 0;
+		c->str_len[s] = 0;
+	}
+	for (int s = 1; s < GP_KOBJ_SLOTS; s++) {
+		__u64 p = c->obj[s];
+
+		if (!(mask & (1U << s)) || p < 0x10000 || p >= (1ULL << 47))
+			continue;
+		if (off >= GP_KOBJ_STR)
+			break;
+		/* one comparison, then the mask: the read ends inside names[] (6.1's verifier) */
+		off &= GP_KOBJ_STR - 1;
+		n = bpf_probe_read_user_str(&c->names[off], GP_KOBJ_STR, (const void *)p);
+		if (n <= 0)
+			continue;
+		c->str_off[s] = (__u16)off;
+		c->str_len[s] = (__u16)n;
+		off += (__u32)n;
+	}
+}
+
+/* A handle's first sight: its object, and the strings its kind's layouts name (all the
+ * candidates while none is learned). */
+static __always_inline void kobj_copy(struct gp_kobj_copy *c, __u64 handle)
+{
+	__u32 mask = kobj_head(c, handle);
+
+	c->hinted = mask != 0;
+	kobj_strings(c, c->obj_ok ? (mask ? mask : KOBJ_ALL_SLOTS) : 0);
+}
+
+/* Once per unnamed handle: its launch stack, so user space can name it by the host stub,
+ * and its object as it is now (kobj_copy), so that a name read from it survives the exit. */
 static __always_inline void sample_unnamed(void *ctx, __u32 tgid, __u64 handle)
 {
 	struct handle_key hk = { .pid = tgid, .img = gp_image(), .handle = handle };
@@ -258,6 +368,7 @@ static __always_inline void sample_unnamed(void *ctx, __u32 tgid, __u64 handle)
 	e->nr_stack = s->nr_stack;
 	e->img = hk.img;
 	__builtin_memcpy(e->stack, s->stack, sizeof(e->stack));
+	kobj_copy(&e->copy, handle);
 	bpf_ringbuf_submit(e, gp_quiet_flags(&names));
 }
 
@@ -693,7 +804,10 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 	struct call *c = bpf_map_lookup_elem(&calls, &id);
 	struct handle_key hk = { .pid = tgid, .img = gp_image() }, ok = { .pid = tgid, .img = hk.img };
 	struct known_val kv = {}, *kp;
+	struct gp_namecopy_event *nc = NULL;
 	struct gp_name_event *e;
+	__u64 tag = 0;
+	__u32 uid;
 
 	if (!c) {
 		/* under a budget, a naming call that entered outside the window */
@@ -733,11 +847,37 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 	e->handle = handle;
 	e->owner = c->owner;
 	e->img = hk.img;
-	e->_pad = 0;
+	e->copy_follows = 0;
 	gp_leader_comm(e->comm);
 	if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)c->arg) < 0)
 		e->name[0] = '\0';
+	/* a kind no usable layout covers for this process: what learning one needs, copied
+	 * now (the process may be gone before its record is read); reserved after the name's
+	 * record, so read after it */
+	uid = (__u32)bpf_get_current_uid_gid();
+	/* the pid namespace tells only root from a container's root */
+	if (!bpf_probe_read_user(&tag, sizeof(tag), (const void *)handle) &&
+	    !kobj_mask(tag, uid, uid ? 0 : own_pidns_of(bpf_get_current_task_btf()))) {
+		nc = bpf_ringbuf_reserve(&names, sizeof(*nc), 0);
+		if (!nc)
+			count_drop(GP_LDROP_RINGBUF); /* learned from memory instead, while it lives */
+	}
+	if (nc && (kobj_head(&nc->copy, handle) || !nc->copy.obj_ok)) {
+		bpf_ringbuf_discard(nc, BPF_RB_NO_WAKEUP); /* changed since (a layout came) */
+		nc = NULL;
+	}
+	if (nc) {
+		nc->type = GP_EV_NAMECOPY;
+		nc->pid = tgid;
+		nc->img = hk.img;
+		nc->gen = kv.gen;
+		nc->handle = handle;
+		kobj_strings(&nc->copy, KOBJ_ALL_SLOTS);
+		e->copy_follows = 1;
+	}
 	bpf_ringbuf_submit(e, gp_quiet_flags(&names));
+	if (nc)
+		bpf_ringbuf_submit(nc, gp_quiet_flags(&names));
 	/* a module handle value may be reused after an unload: this one is alive */
 	ok.handle = c->owner;
 	bpf_map_delete_elem(&unloaded, &ok);

@@ -15,7 +15,6 @@
 #include "common.bpf.h"
 #include "gp_arch.bpf.h"
 #include "stackcopy.bpf.h"
-#include "pystack.bpf.h"
 #include "budget.bpf.h"
 #include "shares.bpf.h"
 
@@ -92,6 +91,13 @@ __u64 ok_calls[GP_API__COUNT];
 
 #define count_drop(what) gp_count_drop(drops, what)
 
+/* code objects' copies follow the stack record that names them and precede the call's
+ * allocation record, in the same ring (user space names the Python frames at the latter) */
+#define GP_PY_CODE_RB events
+#define GP_PY_CODE_DROP drops
+#define GP_PY_CODE_AFTER sizeof(struct gp_alloc_event)
+#include "pystack.bpf.h"
+
 /* Records are submitted without waking the reader (gp_quiet_flags, common.bpf.h). */
 
 /*
@@ -119,6 +125,9 @@ static __noinline void emit_stack(struct pt_regs *ctx, __u64 id, struct pending 
 		count_drop(GP_DROP_STACK); /* the pc alone */
 	if (py_frames) {
 		gp_py_stack(&e->py);
+		/* the code objects this process reaches for the first time: copied now, while it
+		 * surely lives (records after this one, before the allocation's) */
+		gp_py_copy_codes(&e->py);
 	} else {
 		e->py.nr = 0;
 		e->py.status = GP_PY_NOT_PYTHON;

@@ -38,6 +38,12 @@ enum gp_event_type {
 	GP_EV_DLOPEN = 20, /* the dynamic linker's debugger hook ran: a library set changed */
 	GP_EV_STACK = 21, /* --memleak --stacks dwarf: the registers, a copy of the user stack and
 			   * the Python frames at an allocation's entry (struct gp_stack_event) */
+	GP_EV_PYCODE = 22, /* a code object's first sight in a process: its names and line table
+			    * (struct gp_pycode_event), after the stack record that names it and
+			    * before that call's allocation record */
+	GP_EV_PYLINES = 23, /* a further chunk of that line table (struct gp_pylines_event) */
+	GP_EV_NAMECOPY = 24, /* --cudatrace: a named handle's object, to learn its kind's layout
+			      * from (struct gp_namecopy_event) */
 };
 
 /* A process gpuprobe follows (the tree of a command, -p --tree, --comm, --cgroup): the
@@ -248,6 +254,8 @@ enum gp_drop {
 	GP_DROP_PROCS = 4,    /* the process table was full: its exit goes unseen */
 	GP_DROP_SHARE = 5,    /* the caller's process or user held its share of the
 			       * entry->return map: call not seen (shares.bpf.h) */
+	GP_DROP_PYCODE = 6,   /* a code object's copy lost (ring full): sent again at its
+			       * next sight; until then named only while the process lives */
 	GP_DROP__COUNT,
 };
 
@@ -279,6 +287,24 @@ struct gp_stack_event {
 	__u64 ts_ns; /* the call's entry: its gp_alloc_event carries the same */
 	struct gp_py_stack py;     /* status GP_PY_NOT_PYTHON when the process is not CPython */
 	struct gp_stack_copy copy; /* user registers and the top of the user stack */
+};
+
+/* GP_EV_PYCODE and GP_EV_PYLINES: sent with the first stack record whose Python frames
+ * reach a code object (bpf/pystack.bpf.h) */
+struct gp_pycode_event {
+	__u32 type; /* GP_EV_PYCODE */
+	__u32 pid;
+	__u32 img;
+	__u32 _pad;
+	struct gp_py_code c;
+};
+
+struct gp_pylines_event {
+	__u32 type; /* GP_EV_PYLINES */
+	__u32 pid;
+	__u32 img;
+	__u32 _pad;
+	struct gp_py_lines l;
 };
 
 /* GP_EV_FREE, GP_EV_MAP and GP_EV_UNMAP */
@@ -397,9 +423,32 @@ struct gp_name_event {
 	__u64 handle;
 	__u64 owner; /* the CUmodule or CUlibrary */
 	__u32 img;   /* the process image (gp_image()) */
-	__u32 _pad;
+	__u32 copy_follows; /* 1: a GP_EV_NAMECOPY record of this handle follows */
 	char comm[GP_COMM_LEN];
 	char name[GP_NAME_LEN];
+};
+
+/*
+ * A kernel handle's object and the strings it points to, copied from the traced process
+ * in BPF while it surely lives (src/modes/cudatrace/midname.h reads them as it would the
+ * process's memory): its first GP_KOBJ_SLOTS qwords, and for each slot holding a user
+ * pointer that the layouts learned so far name for the object's kind (kname_hints), or
+ * for every such slot when none is, the NUL-terminated string there. Strings follow one
+ * another in names[], each at most GP_KOBJ_STR bytes; one cut at that length is not taken.
+ */
+#define GP_KOBJ_SLOTS 8      /* midname.h MN_SLOTS */
+#define GP_KOBJ_STR 2048     /* bytes of one string, its NUL included (a power of two) */
+#define GP_KOBJ_AREA (2 * GP_KOBJ_STR)
+
+struct gp_kobj_copy {
+	__u32 uid;     /* the caller's real uid at the call */
+	__u32 pidns;   /* the inode number of its pid namespace */
+	__u32 obj_ok;  /* 1: obj[] was read */
+	__u32 hinted;  /* 1: only the slots the learned layouts name were copied */
+	__u16 str_off[GP_KOBJ_SLOTS]; /* slot s's string at names[str_off[s]] */
+	__u16 str_len[GP_KOBJ_SLOTS]; /* its bytes with the NUL (0: not copied) */
+	__u64 obj[GP_KOBJ_SLOTS];
+	char names[GP_KOBJ_AREA];
 };
 
 struct gp_stub_event {
@@ -409,6 +458,19 @@ struct gp_stub_event {
 	__u32 nr_stack;
 	__u32 img; /* the process image the handle belongs to */
 	__u64 stack[GP_MAX_STACK];
+	struct gp_kobj_copy copy; /* the handle's object at this first sight */
+};
+
+/* GP_EV_NAMECOPY: after the GP_EV_NAME record of a handle whose kind no learned layout
+ * covers yet (its gp_name_event.copy_follows set): what learning the layout needs, read
+ * while the process surely lives. */
+struct gp_namecopy_event {
+	__u32 type; /* GP_EV_NAMECOPY */
+	__u32 pid;
+	__u32 img;
+	__u32 gen;  /* the naming's generation (its GP_EV_NAME record's) */
+	__u64 handle;
+	struct gp_kobj_copy copy;
 };
 
 /* BPF .bss counters of cuda_launch.bpf.c */

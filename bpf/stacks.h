@@ -80,6 +80,23 @@ struct gp_py_proc {
 	__u32 frame_read;		/* bytes of a frame holding those fields (<= 128):
 					 * no more, a frame may end where memory does */
 	__u32 frame_is_entry;		/* 3.11: _PyInterpreterFrame.is_entry; else GP_PY_NONE */
+	/* what a code object's first sight copies (struct gp_py_code): its name (3.11+
+	 * co_qualname, 3.10 co_name), file and line table, and how to read those objects */
+	__u32 code_name;
+	__u32 code_filename;
+	__u32 code_linetable;
+	__u32 code_adaptive;		/* GP_PY_NONE on 3.10; passed on for user space */
+	__u32 unicode_length;
+	__u32 unicode_state;
+	__u32 unicode_ascii_size;
+	__u32 unicode_compact_size;
+	__u32 unicode_kind_shift, unicode_kind_mask;
+	__u32 unicode_compact_shift, unicode_compact_mask;
+	__u32 unicode_ascii_shift, unicode_ascii_mask;
+	__u32 bytes_size;
+	__u32 bytes_sval;
+	__u32 copy_codes;		/* 1: copy code objects at their first sight */
+	__u32 _pad;
 };
 
 struct gp_py_frame {
@@ -105,6 +122,54 @@ enum gp_py_status {
 	GP_PY_NOT_PYTHON = 1,	/* no entry for this process */
 	GP_PY_NO_THREAD = 2,	/* no thread state for this thread (not a Python thread) */
 	GP_PY_READ_FAILED = 3,	/* interpreter memory unreadable (paged out, torn) */
+};
+
+/*
+ * A code object's first sight in a process (bpf/pystack.bpf.h, gp_py_copy_codes): what
+ * naming its frames needs, copied while the process surely lives, so that a program that
+ * exits right after its last call keeps its Python frames. Strings are the raw data of
+ * compact str objects (len characters of kind bytes each, at most GP_PY_STR_CHARS); the
+ * line table is the bytes object's data, in chunks of GP_PY_LT_CHUNK bytes: the first
+ * here, the others in struct gp_py_lines records that follow it. Copied from the traced
+ * process: hostile input, every length checked by user space (src/core/pystack.c).
+ */
+#define GP_PY_STR_CHARS 255	/* characters of a name or a file name kept (user space's cap) */
+#define GP_PY_STR_BYTES 1024	/* raw bytes: 255 characters of up to 4 bytes */
+#define GP_PY_LT_CHUNK 4096	/* line-table bytes per record (a power of two) */
+#define GP_PY_LT_CHUNKS 16	/* records a line table may take */
+#define GP_PY_LT_MAX (GP_PY_LT_CHUNK * GP_PY_LT_CHUNKS)
+
+enum gp_py_code_flags {
+	GP_PY_CODE_NAME_BAD = 1u << 0,	/* the name could not be read (not a compact str) */
+	GP_PY_CODE_FILE_BAD = 1u << 1,	/* the file name could not be read */
+	GP_PY_CODE_LT_BAD = 1u << 2,	/* the line table could not be read */
+	GP_PY_CODE_LT_CUT = 1u << 3,	/* longer than GP_PY_LT_MAX: its prefix only */
+};
+
+struct gp_py_code {
+	__u64 code;		/* PyCodeObject * */
+	__u64 start;		/* the process's start time (ns since boot): tells a reused PID */
+	__s32 firstlineno;
+	__u32 flags;		/* enum gp_py_code_flags */
+	__u32 version_hex;	/* the interpreter's (3.10: the frame's instr is f_lasti) */
+	__u32 code_adaptive;	/* 3.11+: where the instructions start in the code object */
+	__u32 name_len, name_kind;
+	__u32 file_len, file_kind;
+	__u32 lt_len;		/* line-table bytes copied in all (<= GP_PY_LT_MAX) */
+	__u32 lt_chunks;	/* struct gp_py_lines records that follow this one */
+	__u8 name[GP_PY_STR_BYTES];
+	__u8 file[GP_PY_STR_BYTES];
+	__u8 lt[GP_PY_LT_CHUNK];	/* line-table bytes [0, min(lt_len, GP_PY_LT_CHUNK)) */
+};
+
+/* Chunk k (1 .. lt_chunks) of a code object's line table. */
+struct gp_py_lines {
+	__u64 code;
+	__s32 firstlineno;
+	__u32 off;		/* k * GP_PY_LT_CHUNK */
+	__u32 len;		/* min(GP_PY_LT_CHUNK, lt_len - off) */
+	__u32 _pad;
+	__u8 lt[GP_PY_LT_CHUNK];
 };
 
 struct gp_py_stack {

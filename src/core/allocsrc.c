@@ -79,6 +79,8 @@ void allocsrc__want_stacks(struct allocsrc *as, int mode, uint32_t bytes, bool p
 	as->skel->rodata->py_frames = python;
 	/* only CPython processes get an entry: the map is small unless it is used */
 	bpf_map__set_max_entries(as->skel->maps.gp_py_procs, mode == GP_STACKS_COPY && python ? 4096 : 1);
+	/* (process, code object) pairs copied already (bpf/pystack.bpf.h) */
+	bpf_map__set_max_entries(as->skel->maps.gp_py_seen, mode == GP_STACKS_COPY && python ? 16384 : 1);
 }
 
 int allocsrc__py_map_fd(const struct allocsrc *as)

@@ -52,6 +52,7 @@ static const size_t min_size[] = {
 	[GP_EV_EXIT] = sizeof(struct gp_exit_event),
 	[GP_EV_NAME] = sizeof(struct gp_name_event),
 	[GP_EV_STUB] = sizeof(struct gp_stub_event),
+	[GP_EV_NAMECOPY] = sizeof(struct gp_namecopy_event),
 	[GP_EV_COPY] = sizeof(struct gp_copy_event),
 	[GP_EV_AUX] = sizeof(struct gp_aux_event),
 	[GP_EV_IOCTL] = sizeof(struct gp_ioctl_event),
@@ -65,6 +66,8 @@ static const size_t min_size[] = {
 	[GP_EV_NCCL_CUDA] = sizeof(struct gp_aux_event),
 	[GP_EV_DLOPEN] = sizeof(struct gp_dlopen_event),
 	[GP_EV_STACK] = sizeof(struct gp_stack_event),
+	[GP_EV_PYCODE] = sizeof(struct gp_pycode_event),
+	[GP_EV_PYLINES] = sizeof(struct gp_pylines_event),
 };
 
 /* Hands a record whose type and size were checked to h's handler of that type. */
@@ -88,6 +91,9 @@ static void call(const struct gp_handlers *h, __u32 type, const void *data)
 	case GP_EV_STUB:
 		CALL(h, on_stub, data);
 		break;
+	case GP_EV_NAMECOPY:
+		CALL(h, on_namecopy, data);
+		break;
 	case GP_EV_COPY:
 		CALL(h, on_copy, data);
 		break;
@@ -110,6 +116,12 @@ static void call(const struct gp_handlers *h, __u32 type, const void *data)
 		break;
 	case GP_EV_STACK:
 		CALL(h, on_stack, data);
+		break;
+	case GP_EV_PYCODE:
+		CALL(h, on_pycode, data);
+		break;
+	case GP_EV_PYLINES:
+		CALL(h, on_pylines, data);
 		break;
 	case GP_EV_IOCTL:
 		CALL(h, on_ioctl, data);

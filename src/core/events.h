@@ -15,6 +15,7 @@ struct gp_handlers {
 	void (*on_exit)(void *ctx, const struct gp_exit_event *e);
 	void (*on_name)(void *ctx, const struct gp_name_event *e);
 	void (*on_stub)(void *ctx, const struct gp_stub_event *e);
+	void (*on_namecopy)(void *ctx, const struct gp_namecopy_event *e);
 	void (*on_copy)(void *ctx, const struct gp_copy_event *e);
 	void (*on_aux)(void *ctx, const struct gp_aux_event *e);
 	void (*on_call)(void *ctx, const struct gp_call_event *e);
@@ -26,6 +27,8 @@ struct gp_handlers {
 	void (*on_nccl_cuda)(void *ctx, const struct gp_aux_event *e); /* GP_EV_NCCL_CUDA */
 	void (*on_dlopen)(void *ctx, const struct gp_dlopen_event *e);
 	void (*on_stack)(void *ctx, const struct gp_stack_event *e);
+	void (*on_pycode)(void *ctx, const struct gp_pycode_event *e);
+	void (*on_pylines)(void *ctx, const struct gp_pylines_event *e);
 	/* after each gp_events__poll (at least every poll timeout): work that waits on time */
 	void (*on_tick)(void *ctx);
 };

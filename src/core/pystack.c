@@ -6,6 +6,7 @@
 #include "pyoffsets_gen.h"
 #include "safeopen.h"
 #include "errbuf.h"
+#include "u64map.h"
 
 #include <errno.h>
 #include <gelf.h>
@@ -23,6 +24,8 @@
 #define PY_STR_MAX 256		/* characters of a name or file kept */
 #define PY_LINETABLE_MAX 65536
 #define PY_RODATA_MAX (16u << 20)
+#define PY_COPY_MAX 16384		/* code objects copied by BPF, kept until their process's exit */
+#define PY_COPY_BYTES (32u << 20)	/* ... and the bytes of their line tables */
 
 struct py_pid {
 	int pid;
@@ -43,11 +46,28 @@ struct py_code {
 	size_t linetable_len;
 };
 
+/* A code object as BPF copied it at its first sight (struct gp_py_code): enough to name
+ * its frames once the process is gone. */
+struct py_copy {
+	int pid;
+	uint64_t code, start;
+	int firstlineno;
+	unsigned int version_hex, adaptive, flags;
+	char name[PY_STR_MAX];
+	char file[PY_STR_MAX];
+	unsigned char *lt;
+	size_t lt_len;		/* the table's bytes copied in all */
+	uint32_t chunks;	/* bit k: chunk k arrived */
+};
+
 struct pystack {
 	char *proc_root;
 	struct py_pid pids[PY_MAX_PIDS];
 	struct py_code *codes;
 	unsigned long long tick;
+	struct u64map *copies;	/* copy_key(pid, code) -> struct py_copy */
+	size_t copy_bytes;
+	struct pystack_copy_stats cst;
 };
 
 static int read_mem(int pid, uint64_t addr, void *buf, size_t len)
@@ -440,6 +460,28 @@ static int fill_proc(struct gp_py_proc *out, const struct find_ctx *c, const str
 	out->code_firstlineno = u32_or_none(o->code_firstlineno);
 	out->instr_is_int = ver->minor < 11;
 	out->frame_is_entry = u32_or_none(o->frame_is_entry);
+	out->code_name = u32_or_none(o->code_qualname >= 0 ? o->code_qualname : o->code_name);
+	out->code_filename = u32_or_none(o->code_filename);
+	out->code_linetable = u32_or_none(o->code_linetable);
+	out->code_adaptive = u32_or_none(o->code_adaptive);
+	out->unicode_length = u32_or_none(o->unicode_length);
+	out->unicode_state = u32_or_none(o->unicode_state);
+	out->unicode_ascii_size = u32_or_none(o->unicode_ascii_size);
+	out->unicode_compact_size = u32_or_none(o->unicode_compact_size);
+	out->unicode_kind_shift = u32_or_none(o->unicode_kind_shift);
+	out->unicode_kind_mask = u32_or_none(o->unicode_kind_mask);
+	out->unicode_compact_shift = u32_or_none(o->unicode_compact_shift);
+	out->unicode_compact_mask = u32_or_none(o->unicode_compact_mask);
+	out->unicode_ascii_shift = u32_or_none(o->unicode_ascii_shift);
+	out->unicode_ascii_mask = u32_or_none(o->unicode_ascii_mask);
+	out->bytes_size = u32_or_none(o->bytes_size);
+	out->bytes_sval = u32_or_none(o->bytes_sval);
+	/* a field the copy needs that this version lacks: no copies, names read live */
+	out->copy_codes = out->code_name != GP_PY_NONE && out->code_filename != GP_PY_NONE &&
+			  out->unicode_length != GP_PY_NONE && out->unicode_state != GP_PY_NONE &&
+			  out->unicode_ascii_size != GP_PY_NONE && out->unicode_compact_size != GP_PY_NONE &&
+			  out->unicode_kind_mask != GP_PY_NONE && out->unicode_compact_mask != GP_PY_NONE &&
+			  out->unicode_ascii_mask != GP_PY_NONE;
 	out->frame_read = 0;
 	for (unsigned int k = 0; k < 5; k++)
 		if (offs[k] >= 0 && (unsigned int)offs[k] + 8 > out->frame_read)
@@ -719,6 +761,206 @@ int pystack__line_311(const unsigned char *tab, size_t n, int firstlineno,
 	return -1;
 }
 
+/* ---- code objects copied by BPF at their first sight ---- */
+
+static uint64_t copy_key(int pid, uint64_t code)
+{
+	/* code objects are 16-byte aligned user addresses (< 2^47): a clash is possible only
+	 * for PIDs of 2^21 and more, and is then a miss (the entry says whose it is) */
+	return (code >> 4) ^ ((uint64_t)(uint32_t)pid << 42);
+}
+
+static void copy_free(void *v)
+{
+	if (v)
+		free(((struct py_copy *)v)->lt);
+	free(v);
+}
+
+/* A str's raw data (len characters of kind bytes, checked by the caller) as UTF-8. */
+static void decode_str(const unsigned char *raw, unsigned int kind, size_t n, char *buf, size_t len)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char u[4];
+		size_t k = utf8_put(code_point(raw, kind, i), u);
+
+		if (w + k >= len)
+			break;
+		memcpy(buf + w, u, k);
+		w += k;
+	}
+	buf[w] = 0;
+}
+
+static bool str_ok(uint32_t n, uint32_t kind)
+{
+	return n <= GP_PY_STR_CHARS && (kind == 1 || kind == 2 || kind == 4) && n * kind <= GP_PY_STR_BYTES;
+}
+
+static void drop_copy(struct pystack *ps, uint64_t key)
+{
+	struct py_copy *c = u64map__del(ps->copies, key);
+
+	if (c)
+		ps->copy_bytes -= c->lt_len;
+	copy_free(c);
+}
+
+int pystack__add_code(struct pystack *ps, int pid, const struct gp_py_code *g)
+{
+	uint64_t key = copy_key(pid, g->code);
+	uint32_t chunks = g->lt_len ? (g->lt_len - 1) / GP_PY_LT_CHUNK : 0;
+	struct py_copy *c = u64map__get(ps->copies, key);
+	int ret = 0;
+
+	/* the record is the traced process's memory: every length checked */
+	if (!g->code || !str_ok(g->name_len, g->name_kind) || !str_ok(g->file_len, g->file_kind) ||
+	    g->lt_len > GP_PY_LT_MAX || g->lt_chunks != chunks) {
+		ps->cst.malformed++;
+		return -EINVAL;
+	}
+	if (c && (c->pid != pid || c->code != g->code)) {
+		ps->cst.refused++;	/* another (pid, code) holds its key */
+		return -EEXIST;
+	}
+	if (c)	/* a code object of the same address since (or sent again): the newest holds */
+		drop_copy(ps, key);
+	if (u64map__size(ps->copies) >= PY_COPY_MAX || ps->copy_bytes + g->lt_len > PY_COPY_BYTES) {
+		ps->cst.refused++;
+		return -ENOSPC;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c || (g->lt_len && !(c->lt = malloc(g->lt_len))) || u64map__put(ps->copies, key, c)) {
+		copy_free(c);
+		return -ENOMEM;
+	}
+	c->pid = pid;
+	c->code = g->code;
+	c->start = g->start;
+	c->firstlineno = g->firstlineno;
+	c->version_hex = g->version_hex;
+	c->adaptive = g->code_adaptive;
+	c->flags = g->flags;
+	if (g->flags & GP_PY_CODE_NAME_BAD)
+		snprintf(c->name, sizeof(c->name), "?");
+	else
+		decode_str(g->name, g->name_kind, g->name_len, c->name, sizeof(c->name));
+	if (g->flags & GP_PY_CODE_FILE_BAD)
+		snprintf(c->file, sizeof(c->file), "?");
+	else
+		decode_str(g->file, g->file_kind, g->file_len, c->file, sizeof(c->file));
+	c->lt_len = g->lt_len;
+	ps->copy_bytes += c->lt_len;
+	if (c->lt_len) {
+		memcpy(c->lt, g->lt, c->lt_len < GP_PY_LT_CHUNK ? c->lt_len : GP_PY_LT_CHUNK);
+		c->chunks = 1;
+	}
+	ps->cst.copies++;
+	return ret;
+}
+
+int pystack__add_lines(struct pystack *ps, int pid, const struct gp_py_lines *l)
+{
+	struct py_copy *c = u64map__get(ps->copies, copy_key(pid, l->code));
+	uint32_t k = l->off / GP_PY_LT_CHUNK;
+
+	if (!c || c->pid != pid || c->code != l->code || c->firstlineno != l->firstlineno)
+		return -ENOENT;	/* its code record was refused or lost */
+	if (l->off % GP_PY_LT_CHUNK || k == 0 || k >= GP_PY_LT_CHUNKS || l->off >= c->lt_len ||
+	    (l->len && l->len != (c->lt_len - l->off < GP_PY_LT_CHUNK ? c->lt_len - l->off : GP_PY_LT_CHUNK))) {
+		ps->cst.malformed++;
+		return -EINVAL;
+	}
+	if (!l->len)
+		return 0;	/* BPF could not read it: a hole, lines past it unknown */
+	memcpy(c->lt + l->off, l->lt, l->len);
+	c->chunks |= 1u << k;
+	return 0;
+}
+
+/* The bytes of the table that arrived without a hole from its start. */
+static size_t copy_have(const struct py_copy *c)
+{
+	size_t have = 0;
+
+	for (uint32_t k = 0; k < GP_PY_LT_CHUNKS && (c->chunks & (1u << k)); k++)
+		have = (k + 1) * (size_t)GP_PY_LT_CHUNK;
+	return have < c->lt_len ? have : c->lt_len;
+}
+
+/* The line of f in c; -1 when the table does not say (or not the part of it copied). */
+static int copy_line(const struct py_copy *c, const struct gp_py_frame *f, bool *cut)
+{
+	size_t have = copy_have(c);
+	int line;
+
+	if (((c->version_hex >> 16) & 0xff) < 11)	/* 3.10: f_lasti in code units */
+		line = pystack__line_310(c->lt, have, c->firstlineno, (long)f->instr * 2);
+	else if (c->adaptive == GP_PY_NONE)
+		line = -1;
+	else
+		line = pystack__line_311(c->lt, have, c->firstlineno,
+					 (long)(f->instr - (f->code + (uint64_t)c->adaptive)) / 2);
+	*cut = line <= 0 && (have < c->lt_len || (c->flags & (GP_PY_CODE_LT_CUT | GP_PY_CODE_LT_BAD)));
+	return line;
+}
+
+/* f named from a copy: 0, PYSTACK_NO_LINE (named, its line not in what was copied), or
+ * -ENOENT when there is no copy of its code object. */
+static int format_copy(struct pystack *ps, int pid, const struct gp_py_frame *f, char *buf, size_t len)
+{
+	struct py_copy *c = u64map__get(ps->copies, copy_key(pid, f->code));
+	bool cut = false;
+	int line;
+
+	if (!c || c->pid != pid || c->code != f->code || c->firstlineno != f->firstlineno)
+		return -ENOENT;
+	line = copy_line(c, f, &cut);
+	ps->cst.named++;
+	if (line > 0) {
+		snprintf(buf, len, "%s (%s:%d)", c->name, c->file, line);
+		return 0;
+	}
+	snprintf(buf, len, "%s (%s:?)", c->name, c->file);
+	if (!cut)
+		return 0;	/* the table itself does not cover it, as read live */
+	ps->cst.lines_cut++;
+	return PYSTACK_NO_LINE;
+}
+
+struct whose_copy {
+	int pid;
+};
+
+static bool copy_of(void *ctx, uint64_t key, void *v)
+{
+	(void)key;
+	return ((struct py_copy *)v)->pid == ((struct whose_copy *)ctx)->pid;
+}
+
+void pystack__forget_copies(struct pystack *ps, int pid)
+{
+	struct whose_copy w = { pid };
+	uint64_t key;
+	void *v;
+
+	if (!ps)
+		return;
+	for (size_t it = 0; u64map__next(ps->copies, &it, &key, &v);)
+		if (((struct py_copy *)v)->pid == pid)
+			ps->copy_bytes -= ((struct py_copy *)v)->lt_len;
+	u64map__delete_if(ps->copies, copy_of, &w, copy_free);
+}
+
+void pystack__copy_stats(const struct pystack *ps, struct pystack_copy_stats *st)
+{
+	*st = ps->cst;
+	st->kept = u64map__size(ps->copies);
+	st->kept_bytes = ps->copy_bytes;
+}
+
 int pystack__format(struct pystack *ps, int pid, const struct gp_py_frame *f,
 		    char *buf, size_t len)
 {
@@ -729,6 +971,11 @@ int pystack__format(struct pystack *ps, int pid, const struct gp_py_frame *f,
 	int ret = 0, line;
 
 	snprintf(buf, len, "0x%llx (?)", (unsigned long long)f->code);
+	/* a copy first: the process may be gone, and the copy is what the call saw */
+	ret = f->code ? format_copy(ps, pid, f, buf, len) : -ENOENT;
+	if (ret != -ENOENT)
+		goto cleanup;
+	ret = 0;
 	p = pid_slot(ps, pid, false);
 	if (!p || !p->used || !f->code) {
 		ret = -ENOENT;
@@ -769,7 +1016,8 @@ struct pystack *pystack__new(const char *proc_root)
 		return NULL;
 	ps->proc_root = strdup(proc_root ? proc_root : "/proc");
 	ps->codes = calloc(PY_CODE_CACHE, sizeof(*ps->codes));
-	if (!ps->proc_root || !ps->codes) {
+	ps->copies = u64map__new();
+	if (!ps->proc_root || !ps->codes || !ps->copies) {
 		pystack__free(ps);
 		return NULL;
 	}
@@ -785,6 +1033,7 @@ void pystack__free(struct pystack *ps)
 	for (i = 0; ps->codes && i < PY_CODE_CACHE; i++)
 		free(ps->codes[i].linetable);
 	free(ps->codes);
+	u64map__free_all(ps->copies, copy_free);
 	free(ps->proc_root);
 	free(ps);
 }

@@ -39,14 +39,40 @@ int pystack__inspect(struct pystack *ps, int pid, struct gp_py_proc *out,
 		     char *version, size_t vlen, char *err, size_t errlen);
 
 /*
- * "qualname (file:line)" for frame f of pid (3.10: co_name). Returns 0, or
- * -errno with "0x<code> (?)" in buf when the code object cannot be read.
+ * "qualname (file:line)" for frame f of pid (3.10: co_name). Returns 0,
+ * PYSTACK_NO_LINE when it is named from a copy but its line lies past the part of the
+ * line table copied ("file:?"), or -errno with "0x<code> (?)" in buf when the code
+ * object cannot be read.
  */
+#define PYSTACK_NO_LINE 1
 int pystack__format(struct pystack *ps, int pid, const struct gp_py_frame *f,
 		    char *buf, size_t len);
 
-/* Drops the cached state of an exited process. */
+/* Drops the cached state of an exited process (not its copies: records naming its
+ * frames may still come). */
 void pystack__forget_pid(struct pystack *ps, int pid);
+
+/*
+ * Code objects BPF copied at their first sight in a process (struct gp_py_code, and the
+ * chunks of its line table): pystack__format names pid's frames of such a code object
+ * from the copy, whether or not the process still lives. Every length of a record is
+ * checked (it is the traced process's memory); at most 16384 copies and 32 MiB of line
+ * tables are kept, beyond that frames are read live (counted: refused). 0, or -errno.
+ */
+int pystack__add_code(struct pystack *ps, int pid, const struct gp_py_code *c);
+int pystack__add_lines(struct pystack *ps, int pid, const struct gp_py_lines *l);
+/* pid's copies go: at its exit record, after which none of its records comes. */
+void pystack__forget_copies(struct pystack *ps, int pid);
+
+struct pystack_copy_stats {
+	unsigned long long copies;	/* code records taken */
+	unsigned long long refused;	/* not kept: the limits above (or a key clash) */
+	unsigned long long malformed;	/* records whose lengths did not hold */
+	unsigned long long named;	/* frames named from a copy */
+	unsigned long long lines_cut;	/* ... whose line lay past what was copied */
+	unsigned long long kept, kept_bytes; /* copies held now, and their line-table bytes */
+};
+void pystack__copy_stats(const struct pystack *ps, struct pystack_copy_stats *st);
 
 /* Exposed for unit tests: line of a code-unit/byte offset from a line table. */
 int pystack__line_310(const unsigned char *tab, size_t n, int firstlineno,

@@ -56,6 +56,9 @@ struct ustack {
 	size_t used;
 	struct unwind_frames uf;
 	struct ustack_stats st;
+	bool said_refused;
+	struct ustack_pending *pending; /* ustack__from_copy's */
+	struct gp_py_stack *py_scratch;  /* ustack__finish's */
 };
 
 struct ustack *ustack__new(struct symbolizer *sym, const char *proc_root, int py_map_fd)
@@ -73,7 +76,10 @@ struct ustack *ustack__new(struct symbolizer *sym, const char *proc_root, int py
 	u->procs = u64map__new();
 	u->cache = calloc(CACHE_SLOTS, sizeof(*u->cache));
 	u->arena = malloc((size_t)USTACK_MAX_FRAMES * USTACK_FRAME_MAX);
-	if (!u->proc_root || !u->uw || !u->ps || !u->pin || !u->procs || !u->cache || !u->arena) {
+	u->pending = malloc(sizeof(*u->pending));
+	u->py_scratch = malloc(sizeof(*u->py_scratch));
+	if (!u->proc_root || !u->uw || !u->ps || !u->pin || !u->procs || !u->cache || !u->arena || !u->pending ||
+	    !u->py_scratch) {
 		ustack__free(u);
 		return NULL;
 	}
@@ -90,6 +96,8 @@ void ustack__free(struct ustack *u)
 		free(u->cache[i].text);
 	free(u->cache);
 	free(u->arena);
+	free(u->pending);
+	free(u->py_scratch);
 	u64map__free_all(u->procs, NULL);
 	pystack__free(u->ps);
 	unwinder__free(u->uw);
@@ -109,6 +117,39 @@ void ustack__stats(const struct ustack *u, struct ustack_stats *st)
 	st->kept_files = ps.files_open;
 	st->unkept_files = ps.files_unkept + ps.files_failed;
 	st->unkept_procs = ps.procs_unkept;
+	{
+		struct pystack_copy_stats cs;
+
+		pystack__copy_stats(u->ps, &cs);
+		st->py_copies = cs.copies;
+		st->py_copies_refused = cs.refused;
+		st->py_copies_malformed = cs.malformed;
+		st->py_named_from_copy = cs.named;
+	}
+}
+
+/* One line the first time copies are refused (the limits of pystack.h). */
+static void said_refused(struct ustack *u, uint32_t pid, int r)
+{
+	if (r != -ENOSPC && r != -EEXIST)
+		return;
+	if (!u->said_refused)
+		gp_log(GP_LOG_WARN, "PID %u: a Python code object's copy not kept (%s): frames of code objects "
+		       "not kept are named only while their process lives (counted)", pid,
+		       r == -ENOSPC ? "16384 copies or 32 MiB of line tables are kept" : "its key is another's");
+	u->said_refused = true;
+}
+
+void ustack__py_code(struct ustack *u, const struct gp_pycode_event *e)
+{
+	if (u)
+		said_refused(u, e->pid, pystack__add_code(u->ps, (int)e->pid, &e->c));
+}
+
+void ustack__py_lines(struct ustack *u, const struct gp_pylines_event *e)
+{
+	if (u)
+		pystack__add_lines(u->ps, (int)e->pid, &e->l);
 }
 
 /* ---- what naming frames needs after the process is gone ---- */
@@ -345,6 +386,7 @@ void ustack__forget(struct ustack *u, uint32_t pid)
 		return;
 	ustack__gone(u, pid);
 	procpin__release(u->pin, (int)pid);
+	pystack__forget_copies(u->ps, (int)pid);
 }
 
 void ustack__gone(struct ustack *u, uint32_t pid)
@@ -501,8 +543,9 @@ size_t ustack__interleave(const bool *is_ev, size_t nn, const bool *py_entry, si
 	return w;
 }
 
-/* Python frame k's text; a process not known to pystack (evicted, forked) is looked at. */
-static const char *py_frame(struct ustack *u, uint32_t pid, const struct gp_py_frame *f)
+/* Python frame k's text; a process not known to pystack (evicted, forked) is looked at.
+ * A frame left unnamed, or named without its line, says so in *flags. */
+static const char *py_frame(struct ustack *u, uint32_t pid, const struct gp_py_frame *f, unsigned int *flags)
 {
 	char buf[USTACK_FRAME_MAX];
 	struct gp_py_proc pp;
@@ -510,7 +553,13 @@ static const char *py_frame(struct ustack *u, uint32_t pid, const struct gp_py_f
 
 	if (r == -ENOENT && f->code &&
 	    !pystack__inspect(u->ps, (int)pid, &pp, NULL, 0, NULL, 0))
-		pystack__format(u->ps, (int)pid, f, buf, sizeof(buf));
+		r = pystack__format(u->ps, (int)pid, f, buf, sizeof(buf));
+	if (r < 0) {
+		*flags |= USTACK_PY_UNNAMED;
+		u->st.py_unnamed++;
+	} else if (r == PYSTACK_NO_LINE) {
+		*flags |= USTACK_PY_NO_LINE;
+	}
 	return keep(u, buf);
 }
 
@@ -523,7 +572,7 @@ static unsigned int unwind_flags(unsigned int f)
 /* The texts of a record's Python frames: read first, before anything slower, because a
  * code object may die soon after the call (a module's, once the script has run). */
 struct pytexts {
-	unsigned int n;
+	unsigned int n, flags;
 	const char *text[GP_PY_MAX_FRAMES];
 	bool entry[GP_PY_MAX_FRAMES];
 };
@@ -531,10 +580,11 @@ struct pytexts {
 static void py_texts(struct ustack *u, uint32_t pid, const struct gp_py_stack *py, struct pytexts *pt)
 {
 	pt->n = py && py->status == GP_PY_OK ? py->nr : 0;
+	pt->flags = 0;
 	if (pt->n > GP_PY_MAX_FRAMES)
 		pt->n = GP_PY_MAX_FRAMES;
 	for (unsigned int k = 0; k < pt->n; k++) {
-		pt->text[k] = py_frame(u, pid, &py->frames[k]);
+		pt->text[k] = py_frame(u, pid, &py->frames[k], &pt->flags);
 		pt->entry[k] = py->frames[k].flags & GP_PY_FRAME_ENTRY;
 	}
 }
@@ -590,22 +640,18 @@ static void merge(struct ustack *u, uint32_t pid, const uint64_t *pcs, unsigned 
 	u->st.unresolved += unresolved;
 }
 
-int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_frames *out)
+int ustack__unwind_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_pending *pd)
 {
 	struct pyproc *p = u->py_fd >= 0 ? u64map__get(u->procs, e->pid) : NULL;
-	struct pytexts pt;
 	uint64_t ip;
 	int r;
 
-	memset(out, 0, offsetof(struct ustack_frames, frames));
-	u->used = 0;
 	/* not seen before (node-wide, a -p --tree descendant started late), or still waiting
 	 * for its libpython: looked at now, for the next allocations */
 	if (u->py_fd >= 0 && (!p || p->state == PY_WAIT)) {
 		ustack__watch(u, e->pid);
 		p = u64map__get(u->procs, e->pid);
 	}
-	py_texts(u, e->pid, &e->py, &pt);
 	ip = e->copy.regs.ip;
 	pin(u, e->pid, &ip, 1);
 	r = unwinder__unwind(u->uw, (int)e->pid, &e->copy, &u->uf);
@@ -623,16 +669,46 @@ int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct u
 		u->uf.pcs[0] = e->copy.regs.ip;
 		u->uf.flags = UNWIND_STOPPED;
 	}
-	out->flags = unwind_flags(u->uf.flags);
+	pd->pid = e->pid;
+	pd->err = r;
+	pd->flags = unwind_flags(u->uf.flags);
 	if (e->py.truncated)
-		out->flags |= USTACK_PY_TRUNCATED;
+		pd->flags |= USTACK_PY_TRUNCATED;
 	/* a Python process whose frames were not read at this call */
 	if ((e->py.status != GP_PY_OK && e->py.status != GP_PY_NOT_PYTHON) ||
 	    (e->py.status == GP_PY_NOT_PYTHON && p && p->state == PY_YES))
-		out->flags |= USTACK_PY_UNREAD;
-	merge(u, e->pid, u->uf.pcs, u->uf.nr, &pt, out);
+		pd->flags |= USTACK_PY_UNREAD;
+	pd->nr = u->uf.nr < USTACK_PENDING_PCS ? u->uf.nr : USTACK_PENDING_PCS;
+	memcpy(pd->pcs, u->uf.pcs, pd->nr * sizeof(pd->pcs[0]));
+	pd->py_status = e->py.status;
+	pd->nr_py = e->py.status == GP_PY_OK && e->py.nr <= GP_PY_MAX_FRAMES ? e->py.nr : 0;
+	memcpy(pd->py, e->py.frames, pd->nr_py * sizeof(pd->py[0]));
 	/* every file this stack went through kept: a pc outside them takes them again */
 	pin(u, e->pid, u->uf.pcs, u->uf.nr);
+	return r;
+}
+
+int ustack__finish(struct ustack *u, const struct ustack_pending *pd, struct ustack_frames *out)
+{
+	struct gp_py_stack *py = u->py_scratch;
+	struct pytexts pt;
+
+	memset(out, 0, offsetof(struct ustack_frames, frames));
+	u->used = 0;
+	py->status = pd->nr_py ? GP_PY_OK : GP_PY_NOT_PYTHON;
+	py->nr = pd->nr_py;
+	memcpy(py->frames, pd->py, pd->nr_py * sizeof(pd->py[0]));
+	py_texts(u, pd->pid, py, &pt);
+	out->flags = pd->flags | pt.flags;
+	merge(u, pd->pid, pd->pcs, pd->nr, &pt, out);
+	return pd->err;
+}
+
+int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_frames *out)
+{
+	int r = ustack__unwind_copy(u, e, u->pending);
+
+	ustack__finish(u, u->pending, out);
 	return r;
 }
 

@@ -22,9 +22,11 @@
  *
  * What naming needs once the process is gone (its maps, a descriptor on each executable
  * file it maps) is kept from its first stack on (src/core/procpin.c), so a program that
- * exits right after its last allocation keeps its whole stacks; CPython frames are read
- * from the process's memory while the record is handled. Caches
- * are bounded. Not thread-safe: one consumer thread.
+ * exits right after its last allocation keeps its whole stacks; CPython code objects are
+ * copied by BPF at their first sight in a process (struct gp_py_code, before the stack
+ * record), so their frames are named whether or not the process still lives; frames of
+ * a code object not copied are read from the process's memory while the record is
+ * handled. Caches are bounded. Not thread-safe: one consumer thread.
  */
 #ifndef GP_USTACK_H
 #define GP_USTACK_H
@@ -62,6 +64,12 @@ enum ustack_flags {
 	 * (the limits of procpin.h, or they could not be opened): set with UNRESOLVED or
 	 * STOPPED, it says why */
 	USTACK_UNKEPT = 1u << 9,
+	/* a Python frame could not be named: its process was gone and its code object had
+	 * not been copied (the copy was lost or refused: see the counts), "0x... (?)" */
+	USTACK_PY_UNNAMED = 1u << 10,
+	/* a Python frame named from its copy, but its line lies past the part of the line
+	 * table copied (64 KiB), or a part of it was lost: "file.py:?" */
+	USTACK_PY_NO_LINE = 1u << 11,
 };
 
 /* A partial stack: its outermost frames are missing. */
@@ -81,6 +89,9 @@ struct ustack_stats {
 	/* kept for after the exit (procpin.h): processes, files open now; files and
 	 * processes a limit (or a failed open) left out */
 	uint64_t kept_procs, kept_files, unkept_files, unkept_procs;
+	/* Python frames not named (USTACK_PY_UNNAMED); code objects copied at their first
+	 * sight, copies refused (limits) or malformed, frames named from a copy */
+	uint64_t py_unnamed, py_copies, py_copies_refused, py_copies_malformed, py_named_from_copy;
 };
 
 struct symbolizer;
@@ -110,8 +121,33 @@ void ustack__forget(struct ustack *u, uint32_t pid);
  * record (ustack__forget) or a few seconds. */
 void ustack__gone(struct ustack *u, uint32_t pid);
 
+/* A code object's copy (GP_EV_PYCODE) and the further chunks of its line table
+ * (GP_EV_PYLINES): they come between the stack record and the allocation record of the
+ * call that reached them first, and name their frames even once the process is gone
+ * (until ustack__forget). */
+void ustack__py_code(struct ustack *u, const struct gp_pycode_event *e);
+void ustack__py_lines(struct ustack *u, const struct gp_pylines_event *e);
+
 /* The frames of a GP_EV_STACK record. 0, or -errno (the frames then say why). */
 int ustack__from_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_frames *out);
+
+/*
+ * The same in two steps: the native stack is unwound when the stack record comes (its
+ * process's files are kept then), and its Python frames are named and placed when the
+ * call's allocation record comes (ustack__finish): the copies of the code objects the
+ * call reached first follow its stack record in the ring (bpf/pystack.bpf.h), and precede
+ * the allocation record.
+ */
+#define USTACK_PENDING_PCS 128 /* UNWIND_MAX_FRAMES + 1 */
+struct ustack_pending {
+	uint32_t pid;
+	int err;
+	unsigned int flags, nr, nr_py, py_status;
+	uint64_t pcs[USTACK_PENDING_PCS];
+	struct gp_py_frame py[GP_PY_MAX_FRAMES];
+};
+int ustack__unwind_copy(struct ustack *u, const struct gp_stack_event *e, struct ustack_pending *p);
+int ustack__finish(struct ustack *u, const struct ustack_pending *p, struct ustack_frames *out);
 /* The frames of a frame-pointer stack (bpf_get_stack's pcs, innermost first). */
 int ustack__from_pcs(struct ustack *u, uint32_t pid, const __u64 *pcs, unsigned int n,
 		     struct ustack_frames *out);

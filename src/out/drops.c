@@ -33,6 +33,9 @@ static const struct {
 	/* the caller's process or user had its share of the in-flight table: that call is
 	 * not seen, the other tenants' calls are (issue 30) */
 	[GP_R_PENDING_SHARE_FULL] = { "pending_share_full", true },
+	/* a CPython code object's copy lost (ring full): sent again at its next sight; a
+	 * stack of it read after its process exited shows the frame unnamed (python_unnamed) */
+	[GP_R_PYTHON_CODE_LOST] = { "python_code_lost", false },
 };
 
 const char *gp_reason_name(int reason)

@@ -33,6 +33,7 @@ enum gp_reason {
 	GP_R_GRAPH_TABLE_FULL,     /* a capture, graph or graph version not followed: kernels of graph launches not counted */
 	GP_R_NCCL_COMM_TABLE_FULL, /* --nccl: a process's communicators past the table's size */
 	GP_R_PENDING_SHARE_FULL,   /* a process or user held its share of the entry->return table */
+	GP_R_PYTHON_CODE_LOST,     /* a code object's copy lost: its frames named only while it lives */
 	GP_R__COUNT,
 };
 

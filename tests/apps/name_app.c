@@ -21,6 +21,8 @@
  * (3 launches, all fail in the driver), and with --forge a fake handle in the
  * program's own memory that looks like a CUfunction whose +8 points to
  * "forged_name" (5 launches, all fail): a tracer must not name either.
+ * With --huge one more module (H) holds a kernel of a 3000-character name, enumerated only
+ * (huge_kernel_xx...x): longer than a tracer copies at a handle's first sight.
  * With --steady no module is loaded and no handle made after READY (a job at steady
  * state: a tracer attached then sees no naming call at all); with --rounds R (implies
  * --wait) the program waits for SIGUSR1 R times, and after each launches every handle
@@ -35,16 +37,18 @@
 #include "common.h"
 #include "fakecuda_ext.h"
 
-static const char usage[] = "[--n N] [--wait] [--forge] [--steady] [--rounds R]";
+static const char usage[] = "[--n N] [--wait] [--forge] [--steady] [--rounds R] [--huge]";
 
 enum call { L_KERNEL, L_KERNEL_PTSZ, L_EX, L_EX_PTSZ, L_COOP };
 static const char *const call_names[] = { "cuLaunchKernel", "cuLaunchKernel_ptsz",
 					  "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
 					  "cuLaunchCooperativeKernel" };
 
+#define HUGE_NAME 3000
+
 struct handle {
 	const char *mangled;
-	char name[512];	/* demangled, as c++filt prints it */
+	char name[HUGE_NAME + 1];	/* demangled, as c++filt prints it */
 	const char *via;
 	void *h;	/* CUfunction or CUkernel */
 	int is_kernel;
@@ -59,6 +63,7 @@ static CUstream stream;
 
 /* "ns0::ns1::...::kernel(float*, int)" of more than 255 characters, and its mangled form. */
 static char long_mangled[600], long_name[600];
+static char huge_name[HUGE_NAME + 1], huge_image[HUGE_NAME + 2];
 
 static void make_long_name(void)
 {
@@ -131,7 +136,7 @@ static void launch(struct handle *x)
 int main(int argc, char **argv)
 {
 	unsigned long long n = 10, stale_failed = 0, forged_failed = 0;
-	int wait = 0, forge = 0, steady = 0, seen;
+	int wait = 0, forge = 0, steady = 0, huge = 0, seen;
 	unsigned long long rounds = 1;
 	CUmodule ma, mb, mc, md, me;
 	CUlibrary lib;
@@ -154,6 +159,8 @@ int main(int argc, char **argv)
 			forge = 1;
 		else if (!strcmp(argv[i], "--steady"))
 			steady = 1;
+		else if (!strcmp(argv[i], "--huge"))
+			huge = 1;
 		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
 			rounds = app_parse_u64("--rounds", argv[++i]);
 			wait = 1;
@@ -196,6 +203,19 @@ int main(int argc, char **argv)
 	CHECK(cuModuleEnumerateFunctions(fe, 2, me));
 	add("_Z8enum_onev", "enum_one()", "cuModuleEnumerateFunctions", fe[0], 0, seen, L_KERNEL);
 	add("_Z8enum_twov", "enum_two()", "cuModuleEnumerateFunctions", fe[1], 0, seen, L_EX_PTSZ);
+
+	if (huge) {
+		CUmodule mh;
+		CUfunction fh;
+
+		memset(huge_name, 'x', HUGE_NAME);
+		memcpy(huge_name, "huge_kernel_", 12);
+		huge_name[HUGE_NAME] = '\0';
+		snprintf(huge_image, sizeof(huge_image), "%s\n", huge_name);
+		CHECK(cuModuleLoadData(&mh, huge_image));
+		CHECK(cuModuleEnumerateFunctions(&fh, 1, mh));
+		add(huge_name, huge_name, "cuModuleEnumerateFunctions", fh, 0, seen, L_KERNEL);
+	}
 
 	CHECK(cuLibraryLoadData(&lib, "lib_kernel_x\n_Z10lib_kernelPf\nlib_kernel_ex\n", NULL, NULL,
 				0, NULL, NULL, 0));

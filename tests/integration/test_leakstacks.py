@@ -348,12 +348,14 @@ def test_library_loaded_after_the_first_stack():
     check(re.search(r"maps and \d+ more files kept", err), f"kept again: {err[-800:]}")
 
 
-def gated(argv, kept=LEAKHELP, timeout=60, wait_err=None):
-    """gpuprobe on leakexit gate|many: once the program made its first allocation (WARM)
-    and gpuprobe holds a descriptor on kept (or printed a line matching wait_err: what it
-    keeps is then all opened), gpuprobe is stopped, the program goes on and exits, and
-    gpuprobe is let go once the process's memory is gone. (stack, (stderr, maps))."""
-    p = subprocess.Popen([gp.GPUPROBE] + BASE + ["-o", "-", "--"] + argv, stdin=subprocess.PIPE,
+def gated(argv, kept=LEAKHELP, timeout=60, wait_err=None, extra=(), whole=False, settle=0):
+    """gpuprobe on leakexit gate|many (or pyalloc.py gate): once the program made its first
+    allocation (WARM) and gpuprobe holds a descriptor on kept (or printed a line matching
+    wait_err: what it keeps is then all opened), gpuprobe is stopped, the program goes on
+    and exits, and gpuprobe is let go once the process's memory is gone. (stack, (stderr,
+    maps)); whole: (final report, (stderr, maps)). settle: seconds gpuprobe reads on before
+    it is stopped."""
+    p = subprocess.Popen([gp.GPUPROBE] + BASE + list(extra) + ["-o", "-", "--"] + argv, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=dict(os.environ, FAKECUDA_TEARDOWN_MS="0"))
     try:
@@ -379,6 +381,7 @@ def gated(argv, kept=LEAKHELP, timeout=60, wait_err=None):
             time.sleep(0.01)
         else:
             raise gp.Failure(f"gpuprobe kept no descriptor on {kept}; {early[-600:]}")
+        time.sleep(settle)  # the first call's later records read too
         os.kill(p.pid, signal.SIGSTOP)
         try:
             p.stdin.write("\n")
@@ -402,7 +405,8 @@ def gated(argv, kept=LEAKHELP, timeout=60, wait_err=None):
             p.kill()
             p.wait()
     eq(p.returncode, 0, f"exit status: {err[-800:]}")
-    return only_stack(final(line + out)), (early + err, maps)
+    rep = final(line + out)
+    return rep if whole else only_stack(rep), (early + err, maps)
 
 
 def test_kept_files_limit():
@@ -535,6 +539,96 @@ def test_python_frames():
         if not os.path.exists(py):
             raise gp.Failure(f"{py}: no such interpreter")
         python_checks(py)
+
+
+PY = "/usr/bin/python3.11"
+
+
+def gate_stack(rep):
+    """The stack of pyalloc.py gate's (or exit's) leak through Model.build or chain_a (its
+    other one is warm_up's, 64 bytes)."""
+    p = rep["processes"][0]
+    ss = [s for s in p["stacks"] if s["outstanding_bytes"] != 64]
+    eq(len(ss), 1, f"one stack besides warm_up's: {[s['frames'] for s in p['stacks']]}")
+    return ss[0]
+
+
+def want_gate(t, main_tag):
+    f = "pyalloc.py"
+    return [f"leak_buffer ({f}:{t['leak_buffer']})", f"make_layer ({f}:{t['make_layer']})",
+            f"Model.build ({f}:{t['build']})", f"main ({f}:{t[main_tag]})", f"<module> ({f}:{t['module']})"]
+
+
+def test_python_exit_at_once_keeps_its_frames():
+    """A Python program that leaks and leaves at once (os._exit right after its last
+    allocation, the stand-in's exit teardown off; a first allocation 0.3 s before, so that
+    its native files are kept: tested in test_exit_at_once_keeps_whole_stacks), the code
+    objects of its leak reached for the first time by it: its CPython frames named, on the lines
+    its source's tags say, as a program that lingers (issue 29). Then the reader is stopped
+    once the process's first stack is handled and let go only after the process is gone:
+    the code objects it reached only after that (make_layer, Model.build) are named from the
+    copies BPF made at their first sight, not from the process's memory (gone)."""
+    t = tags()
+    r = gp.gpuprobe(BASE + ["-o", "-"], [PY, PYALLOC, FAKECUDA, "exit"], env={"FAKECUDA_TEARDOWN_MS": "0"})
+    eq(r.returncode, 0, r.stderr[-800:])
+    s = gate_stack(final(r.stdout))
+    pf = [x for x in py_frames(s) if "listcomp" not in x]
+    eq(pf, want_gate(t, "main_exit"), "exit at once: the Python frames on their lines")
+    eq((s["partial"], s["flags"]), (False, []), "exit at once: complete, nothing flagged")
+    check_interleaved(s, "exit at once")
+    rep, (err, _) = gated([PY, PYALLOC, FAKECUDA, "gate"], kept=os.path.realpath(PY), extra=["-v"], whole=True,
+                          settle=0.3)
+    s = gate_stack(rep)
+    pf = [x for x in py_frames(s) if "listcomp" not in x]
+    eq(pf, want_gate(t, "main_gate"), "read after the exit: the Python frames on their lines")
+    eq((s["partial"], s["flags"]), (False, []), "read after the exit: complete, nothing flagged")
+    check_interleaved(s, "read after the exit")
+    m = re.search(r"Python code objects: (\d+) copied at their first sight, (\d+) not kept, (\d+) malformed; "
+                  r"(\d+) frames named from a copy, (\d+) not named", err)
+    check(m, f"the copies' line: {err[-800:]}")
+    named = sum(len(py_frames(x)) for x in rep["processes"][0]["stacks"])
+    eq((int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5))), (0, 0, named, 0),
+       "every Python frame named from a copy, none refused or unnamed")
+    eq(rep["drops"]["python_code_lost"], 0, "no copy lost")
+
+
+def test_python_copies_lost_are_counted():
+    """A ring too small for every copy (64 KiB: a stack record and seven copies) and a leak
+    that reaches twelve code objects first seen at once (chain_a ... chain_l): the copies it
+    cannot hold are lost before the stack record is (counted: python_code_lost); the stack,
+    read after the process's exit, names the frames whose copies came, on their lines, and
+    flags the others (python_unnamed, "0x... (?)"), never a wrong name."""
+    t = tags()
+    rep, _ = gated([PY, PYALLOC, FAKECUDA, "gate", "chain"], kept=os.path.realpath(PY),
+                   extra=["--ringbuf-size", "65536"], whole=True, settle=0.3)
+    s = gate_stack(rep)
+    pf = py_frames(s)
+    unnamed = [x for x in s["frames"] if re.fullmatch(r"0x[0-9a-f]+ \(\?\)", x)]
+    check(len(unnamed) >= 1 and "python_unnamed" in s["flags"], f"frames not copied are flagged: {s['flags']} {s['frames']}")
+    check(rep["drops"]["python_code_lost"] >= len(unnamed), f"lost copies counted: {rep['drops']} {len(unnamed)}")
+    want = [f"leak_buffer (pyalloc.py:{t['leak_buffer']})"] + \
+        [f"chain_{c} (pyalloc.py:{t['chain_' + c]})" for c in reversed("abcdefghijkl")] + \
+        [f"main (pyalloc.py:{t['main_chain']})", f"<module> (pyalloc.py:{t['module']})"]
+    eq(len(pf) + len(unnamed), len(want), f"every Python frame, named or not: {s['frames']}")
+    check(pf == [w for w in want if w in pf], f"the frames named are right and in order: {pf}")
+    check(len(pf) >= 4, f"the copies that fitted name their frames: {pf}")
+
+
+def test_python_line_table_in_chunks():
+    """A function whose line table spans several 4 KiB chunks (3000 statements, pybig.py),
+    first reached by a leak read after the process's exit: its line, past the first chunk,
+    comes from the chunks copied at its first sight (the generated source says which)."""
+    t = tags()
+    rep, (err, _) = gated([PY, PYALLOC, FAKECUDA, "gate", "big"], kept=os.path.realpath(PY), extra=["-v"],
+                          whole=True, settle=0.3)
+    s = gate_stack(rep)
+    pf = py_frames(s)
+    eq(pf[:2], [f"leak_buffer (pyalloc.py:{t['leak_buffer']})", "big (pybig.py:3002)"],
+       "the leak's line in the big function (def on line 1, 3000 statements, then the call)")
+    eq(pf[2], f"main (pyalloc.py:{t['main_big']})", "its caller")
+    eq((s["partial"], s["flags"]), (False, []), "complete, nothing flagged")
+    check(re.search(r"Python code objects: \d+ copied at their first sight, 0 not kept, 0 malformed", err),
+          f"nothing refused: {err[-500:]}")
 
 
 def test_python_in_its_own_mount_namespace():

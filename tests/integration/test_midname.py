@@ -423,10 +423,121 @@ def test_self_learn_without_a_gpu_says_why():
     eq(_layouts(state), "", "nothing saved")
 
 
+def gone(pid, timeout=30):
+    """Waits until pid's memory is gone (exited: a zombie maps nothing)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(f"/proc/{pid}/maps") as f:
+                if not f.read():
+                    return
+        except OSError:
+            return
+        time.sleep(0.01)
+    raise gp.Failure(f"PID {pid} did not exit")
+
+
+def gated_command(app_args=("--wait", "--forge"), extra=()):
+    """gpuprobe starts name_app --wait (every handle made, and those of a naming call named,
+    before READY; all launched after it); at READY gpuprobe is stopped, the program launches
+    and exits at once (FAKECUDA_TEARDOWN_MS=0), and gpuprobe is let go once its memory is
+    gone: every record of its namings and launches is read after its exit.
+    (process report, truth, gpuprobe's stderr)."""
+    d = tempfile.mkdtemp(prefix="gp-gate-")
+    out = os.path.join(d, "r.json")
+    g = gp.Background([gp.GPUPROBE, "--cudatrace", "--json", "-o", out, "--libcuda", FAKECUDA, "--no-self-learn", "-v"] +
+                      list(extra) + ["--", APP] + list(app_args),
+                      env={"GPUPROBE_STATE_DIR": gp.state_dir(), "FAKECUDA_TEARDOWN_MS": "0"})
+    try:
+        pid = int(re.search(r"READY (\d+)", g.wait_for("READY")).group(1))
+        os.kill(g.pid, signal.SIGSTOP)
+        try:
+            os.kill(pid, signal.SIGUSR1)
+            gone(pid)
+        finally:
+            os.kill(g.pid, signal.SIGCONT)
+        eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-500:]})")
+        with open(out) as f:
+            rep = gp.final(f.read(), "cudatrace")
+    finally:
+        g.kill()
+        shutil.rmtree(d, ignore_errors=True)
+    return proc(rep, pid), gp.truth(g.stderr()), g.stderr()
+
+
+def test_exit_at_once_names_from_first_sight_copies():
+    """A command that names its kernels, launches them and exits at once, its records all
+    read after its exit (gated_command): the layout is learned from the copies BPF made at
+    the naming calls, and the handles only cuModuleEnumerateFunctions returned are named
+    from the copies made at their first launch, as when the program lingers (issue 29);
+    a forged and a stale handle stay unknown. A kernel whose name is longer than a copy
+    holds (3000 characters, --huge) is named while its process lives, and once it is gone is
+    counted unnamed for that reason (unnamed_unread), never silently."""
+    p, t, err = gated_command(("--wait", "--forge", "--huge"))
+    rows = by_handle(p)
+    huge = next(h for h in t["handles"] if h["name"].startswith("huge_kernel_"))
+    for h in t["handles"]:
+        if h is huge:
+            continue
+        want = "memory" if h["via"] == "cuModuleEnumerateFunctions" else "driver"
+        check(h["name"] in rows, f"{h['name'][:50]!r} named; rows {sorted(rows)[:20]}")
+        eq(rows[h["name"]]["source"], want, f"{h['name'][:40]} name source")
+        eq(rows[h["name"]]["launches"], h["launches"], f"{h['name'][:40]} launches")
+    unk = f"unknown@{huge['handle']}"
+    check(unk in rows, f"the 3000-character name, not in the copy: {unk} unnamed; rows {sorted(rows)[:20]}")
+    eq(rows[unk]["launches"], huge["launches"], "its launches")
+    eq(p["unnamed_unread"], huge["launches"], "counted: gone before its name was read")
+    for bad in (t["forged"], t["stale"]):
+        u = f"unknown@{bad['handle']}"
+        check(u in rows, f"a handle the driver refused stays unknown: {bad}")
+        eq(rows[u]["launches"], bad["failed_launches"], f"{u} launches")
+    check("forged_name" not in rows, "the forged handle's name was not taken")
+    eq(p["unnamed_launches"], t["failed_launches"] + huge["launches"], "unnamed launches")
+    eq(p["unnamed_no_layout"], 0, "unnamed for want of a layout")
+    eq(p["comm"], "name_app", "the process's name")
+    # the same program lingering (the stand-in's 100 ms exit): the long name read live (a
+    # name read from memory is shown up to 1024 characters, as before)
+    r = gp.gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "--no-self-learn"], cmd=[APP, "--huge"])
+    eq(r.returncode, 0, f"exit status ({r.stderr[-500:]})")
+    t = gp.truth(r.stderr)
+    rows = by_handle(proc(gp.final(r.stdout, "cudatrace"), t["pid"]))
+    huge = next(h for h in t["handles"] if h["name"].startswith("huge_kernel_"))["name"][:1024]
+    check(huge in rows, f"lingering: the 3000-character name read live; rows {[n[:30] for n in rows]}")
+    eq(rows[huge]["source"], "memory", "lingering: read from memory")
+
+
+def test_node_wide_exit_at_once_steady_state():
+    """Node-wide (no -p, no command) with a layout in the state file, a job whose handles
+    were all made and named before gpuprobe started launches every one and exits at once,
+    while gpuprobe is stopped: every launch is named from the copies made at the first
+    launch of each handle (no naming call, the process gone when its records are read);
+    forged and stale handles stay unknown."""
+    state = gp.state_dir()
+    learn(state)
+    a = gp.start_app([APP, "--steady", "--rounds", "1", "--forge"], env={"FAKECUDA_TEARDOWN_MS": "0"})
+    g = gp.start_gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "--state-dir", state, "--no-self-learn"])
+    try:
+        os.kill(g.pid, signal.SIGSTOP)
+        try:
+            a.signal(signal.SIGUSR1)
+            eq(a.wait(), 0, "name_app exit")  # reaped: gone
+        finally:
+            os.kill(g.pid, signal.SIGCONT)
+        g.signal(signal.SIGINT)
+        eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-500:]})")
+    finally:
+        a.kill()
+        g.kill()
+    p, t = proc(gp.final(g.stdout(), "cudatrace"), a.pid), gp.truth(a.stderr())
+    assert_all_named(p, t, "node-wide, exit at once")
+    eq((p["unnamed_unread"], p["comm"]), (0, "name_app"), "none unread; the process's name")
+
+
 if __name__ == "__main__":
     gp.main([test_names_read_from_memory, test_no_latency_reads_no_memory, test_command_mode_names_everything,
              test_steady_state_named_from_the_state_file, test_steady_state_without_a_layout_says_why,
              test_text_report_names_process_and_why, test_bad_state_files_refused,
              test_hostile_lesson_stays_its_users, test_container_root_is_not_the_nodes_root,
              test_self_learned_on_first_attach, test_unsafe_libcuda_not_loaded,
-             test_self_learn_without_a_gpu_says_why])
+             test_self_learn_without_a_gpu_says_why, test_exit_at_once_names_from_first_sight_copies,
+             test_node_wide_exit_at_once_steady_state])

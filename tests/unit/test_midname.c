@@ -306,6 +306,87 @@ cleanup:
 	midname__free(m);
 }
 
+/* A copy of a handle's object as BPF would make it (the strings of slots 1..7 given). */
+static void make_copy(struct mn_copy *c, uint32_t uid, uint64_t tag, const char *const str[MN_SLOTS])
+{
+	memset(c, 0, sizeof(*c));
+	c->build = 1;
+	c->uid = uid;
+	c->obj_ok = 1;
+	c->q[0] = tag;
+	for (unsigned int s = 1; s < MN_SLOTS; s++) {
+		c->str[s] = str[s];
+		c->q[s] = str[s] ? BASE + 0x8000 + s * 0x100 : 0; /* a user pointer, never read */
+	}
+}
+
+/* Processes gone before their records are read (pid 42: fake_read says ESRCH): a layout
+ * learned from a naming call's copy, an unknown handle named from its first sight's copy,
+ * under the same trust as from memory (another user's lesson not used, a forged implausible
+ * string refused); a copy that lacks the string the layout names is counted unread; the
+ * hints follow the usable layouts. */
+static void test_copies_outlive_the_process(void)
+{
+	struct midname *m = midname__new(fake_read, NULL);
+	const char *known[MN_SLOTS] = { NULL, "_Z4decov", NULL, "_Z5knownv" };
+	const char *unk[MN_SLOTS] = { NULL, "_Z5decoyv", NULL, "_Z6copiedv" };
+	const char *evil[MN_SLOTS] = { NULL, NULL, NULL, "bad name\x01" };
+	const char *lacks[MN_SLOTS] = { NULL, "_Z5decoyv" };
+	struct mn_hint h[4];
+	struct mn_copy c;
+	uint64_t gen;
+	char buf[64];
+	uint32_t img = 1;
+
+	reset();
+	if (!ASSERT_TRUE(m != NULL, "midname"))
+		return;
+	midname__set_who(m, fake_who);
+	gen = midname__hints_gen(m);
+	make_copy(&c, 1000, FTAG, unk);
+	midname__note_copy(m, 42, img, 0x1000, &c); /* no layout yet: it waits */
+	if (!ASSERT_EQ(midname__name(m, 42, img, 0x1000, buf, sizeof(buf)), -ENODATA, "waiting for a layout"))
+		goto cleanup;
+	make_copy(&c, 1000, FTAG, known);
+	midname__learn_copy(m, 42, "_Z5knownv", &c); /* the naming call's copy: slot 3 */
+	if (!ASSERT_TRUE(midname__hints_gen(m) != gen, "the hints moved") ||
+	    !ASSERT_EQ(midname__hints(m, h, 4), 1, "one hint") || !ASSERT_EQ(h[0].tag, FTAG, "its tag") ||
+	    !ASSERT_EQ(h[0].uid, 1000, "its uid") || !ASSERT_EQ(h[0].mask, 1u << 3, "slot 3"))
+		goto cleanup;
+	if (!ASSERT_EQ(midname__name(m, 42, img, 0x1000, buf, sizeof(buf)), 0, "named from its copy, the process gone") ||
+	    !ASSERT_STR_EQ(buf, "_Z6copiedv", "the copied name"))
+		goto cleanup;
+	/* another user's handle: uid 1000's lesson is not its */
+	make_copy(&c, 2000, FTAG, unk);
+	midname__note_copy(m, 42, img, 0x2000, &c);
+	if (!ASSERT_EQ(midname__name(m, 42, img, 0x2000, buf, sizeof(buf)), -ENODATA, "not another user's layout"))
+		goto cleanup;
+	/* its own user's, but the string is not a symbol name: refused */
+	make_copy(&c, 1000, FTAG, evil);
+	midname__note_copy(m, 42, img, 0x3000, &c);
+	if (!ASSERT_EQ(midname__name(m, 42, img, 0x3000, buf, sizeof(buf)), -ENOENT, "an implausible name refused"))
+		goto cleanup;
+	/* the slot the layout names was not copied, and the process is gone: counted */
+	make_copy(&c, 1000, FTAG, lacks);
+	c.q[3] = BASE + 0x8300;
+	midname__note_copy(m, 42, img, 0x4000, &c);
+	if (!ASSERT_EQ(midname__name(m, 42, img, 0x4000, buf, sizeof(buf)), -ESRCH, "gone before its name was read") ||
+	    !ASSERT_EQ(midname__stats(m).unread, 1, "counted unread") ||
+	    !ASSERT_EQ(midname__stats(m).from_copy, 1, "one named from a copy") ||
+	    !ASSERT_EQ(midname__stats(m).copied, 4, "four copies noted"))
+		goto cleanup;
+	/* a copy whose object was unreadable teaches nothing and names nothing */
+	make_copy(&c, 1000, 0x77, known);
+	c.obj_ok = 0;
+	midname__learn_copy(m, 42, "_Z5knownv", &c);
+	if (!ASSERT_EQ(midname__hints(m, h, 4), 1, "no lesson from an unread object"))
+		goto cleanup;
+	midname__forget(m, 42, NULL);
+	ASSERT_EQ(midname__name(m, 42, img, 0x1000, buf, sizeof(buf)), -ESRCH, "forgotten: its copy went with it");
+cleanup:
+	midname__free(m);
+}
+
 int main(void)
 {
 	RUN_TEST(test_learn_then_resolve);
@@ -314,5 +395,6 @@ int main(void)
 	RUN_TEST(test_notes);
 	RUN_TEST(test_hostile_layouts_stay_theirs);
 	RUN_TEST(test_agreement_and_shares);
+	RUN_TEST(test_copies_outlive_the_process);
 	return unit_done();
 }

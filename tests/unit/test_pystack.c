@@ -11,6 +11,8 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <string.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -276,6 +278,127 @@ cleanup:
 	pystack__free(NULL);
 }
 
+/* A code object's copy as BPF sends it: name, file, a 3.10 line table of `pairs` (2 bytes,
+ * +1 line) pairs, so that the code unit at byte 2i is on line first + i + 1. */
+static struct gp_py_code *make_copy(uint64_t code, int first, size_t pairs)
+{
+	struct gp_py_code *c = calloc(1, sizeof(*c));
+	static const char name[] = "Model.build", file[] = "/x/model.py";
+
+	if (!c)
+		return NULL;
+	c->code = code;
+	c->firstlineno = first;
+	c->version_hex = 0x030a0d00;	/* 3.10.13: f_lasti in code units */
+	c->code_adaptive = GP_PY_NONE;
+	c->name_len = sizeof(name) - 1;
+	c->name_kind = 1;
+	memcpy(c->name, name, c->name_len);
+	c->file_len = sizeof(file) - 1;
+	c->file_kind = 1;
+	memcpy(c->file, file, c->file_len);
+	c->lt_len = (uint32_t)(pairs * 2);
+	c->lt_chunks = c->lt_len ? (c->lt_len - 1) / GP_PY_LT_CHUNK : 0;
+	for (size_t i = 0; i < pairs && 2 * i + 1 < GP_PY_LT_CHUNK; i++) {
+		c->lt[2 * i] = 2;
+		c->lt[2 * i + 1] = 1;
+	}
+	return c;
+}
+
+/* Frames of a code object copied at its first sight: named from the copy alone (the pid
+ * was never inspected, as for a process gone), lines from the chunks that arrived; records
+ * whose lengths do not hold are refused and counted; a pid's copies go with it. */
+static void test_copies(void)
+{
+	const int pid = 999999;	/* no such process: nothing is read live */
+	struct gp_py_code *c = make_copy(0x7f0000001000, 10, 3000), *bad = NULL;
+	struct gp_py_lines *l = calloc(1, sizeof(*l));
+	struct pystack_copy_stats st;
+	struct gp_py_frame f = { .code = 0x7f0000001000, .instr = 5, .firstlineno = 10 };
+	char buf[512];
+
+	if (!ASSERT_TRUE(c && l, "allocated"))
+		goto cleanup;
+	if (!ASSERT_EQ(pystack__add_code(ps, pid, c), 0, "pystack__add_code"))
+		goto cleanup;
+	/* byte 10: pair 5, line 10 + 6 */
+	if (!ASSERT_EQ(pystack__format(ps, pid, &f, buf, sizeof(buf)), 0, "format from the copy") ||
+	    !ASSERT_STR_EQ(buf, "Model.build (/x/model.py:16)", "named from the copy"))
+		goto cleanup;
+	/* byte 5000 lies in the second chunk, not arrived yet: named, its line unknown */
+	f.instr = 2500;
+	if (!ASSERT_EQ(pystack__format(ps, pid, &f, buf, sizeof(buf)), PYSTACK_NO_LINE, "past the chunks arrived") ||
+	    !ASSERT_STR_EQ(buf, "Model.build (/x/model.py:?)", "named, line unknown"))
+		goto cleanup;
+	l->code = c->code;
+	l->firstlineno = c->firstlineno;
+	l->off = GP_PY_LT_CHUNK;
+	l->len = 6000 - GP_PY_LT_CHUNK;
+	for (size_t i = 0; i < l->len; i += 2) {
+		l->lt[i] = 2;
+		l->lt[i + 1] = 1;
+	}
+	if (!ASSERT_EQ(pystack__add_lines(ps, pid, l), 0, "pystack__add_lines"))
+		goto cleanup;
+	if (!ASSERT_EQ(pystack__format(ps, pid, &f, buf, sizeof(buf)), 0, "format with both chunks") ||
+	    !ASSERT_STR_EQ(buf, "Model.build (/x/model.py:2511)", "the line from the second chunk"))
+		goto cleanup;
+	/* another code object at the address (co_firstlineno differs): not this copy */
+	f.firstlineno = 11;
+	if (!ASSERT_EQ(pystack__format(ps, pid, &f, buf, sizeof(buf)), -ENOENT, "a reused address") ||
+	    !ASSERT_STR_EQ(buf, "0x7f0000001000 (?)", "unnamed, never a guess"))
+		goto cleanup;
+	f.firstlineno = 10;
+	/* hostile lengths: refused whole */
+	bad = make_copy(0x7f0000002000, 1, 10);
+	if (!ASSERT_TRUE(bad != NULL, "allocated"))
+		goto cleanup;
+	bad->name_len = GP_PY_STR_CHARS + 1;
+	if (!ASSERT_EQ(pystack__add_code(ps, pid, bad), -EINVAL, "a name longer than copied"))
+		goto cleanup;
+	bad->name_len = 4;
+	bad->name_kind = 3;
+	if (!ASSERT_EQ(pystack__add_code(ps, pid, bad), -EINVAL, "a character of 3 bytes"))
+		goto cleanup;
+	bad->name_kind = 4;
+	bad->file_len = 300;
+	if (!ASSERT_EQ(pystack__add_code(ps, pid, bad), -EINVAL, "a file name of 300 characters"))
+		goto cleanup;
+	bad->file_len = 3;
+	bad->lt_len = GP_PY_LT_MAX + 2;
+	bad->lt_chunks = GP_PY_LT_CHUNKS;
+	if (!ASSERT_EQ(pystack__add_code(ps, pid, bad), -EINVAL, "a line table longer than copied"))
+		goto cleanup;
+	bad->lt_len = 20;
+	bad->lt_chunks = 3;
+	if (!ASSERT_EQ(pystack__add_code(ps, pid, bad), -EINVAL, "chunks that do not match its length"))
+		goto cleanup;
+	l->off = 2 * GP_PY_LT_CHUNK;	/* past the table's 6000 bytes */
+	if (!ASSERT_EQ(pystack__add_lines(ps, pid, l), -EINVAL, "a chunk past the table"))
+		goto cleanup;
+	l->off = GP_PY_LT_CHUNK;
+	l->len = 100;
+	if (!ASSERT_EQ(pystack__add_lines(ps, pid, l), -EINVAL, "a chunk of another length"))
+		goto cleanup;
+	if (!ASSERT_EQ(pystack__add_lines(ps, pid + 1, l), -ENOENT, "a chunk of another process's copy"))
+		goto cleanup;
+	pystack__copy_stats(ps, &st);
+	if (!ASSERT_EQ(st.malformed, 7, "malformed records counted") || !ASSERT_EQ(st.kept, 1, "one copy kept") ||
+	    !ASSERT_EQ(st.kept_bytes, 6000, "its line-table bytes"))
+		goto cleanup;
+	pystack__forget_copies(ps, pid);
+	pystack__copy_stats(ps, &st);
+	if (!ASSERT_EQ(st.kept, 0, "forgotten with its process") || !ASSERT_EQ(st.kept_bytes, 0, "and its bytes"))
+		goto cleanup;
+	if (!ASSERT_EQ(pystack__format(ps, pid, &f, buf, sizeof(buf)), -ENOENT, "no copy once forgotten"))
+		goto cleanup;
+cleanup:
+	free(c);
+	free(bad);
+	free(l);
+}
+
 int main(void)
 {
 	int ret;
@@ -290,6 +413,7 @@ int main(void)
 	RUN_TEST(test_lines_match_cpython);
 	RUN_TEST(test_inspect_interpreters);
 	RUN_TEST(test_not_python);
+	RUN_TEST(test_copies);
 	ret = unit_done();
 	pystack__free(ps);
 	return ret;

@@ -36,7 +36,7 @@ static void clear_snapshot(struct ct_proc *p)
 	}
 	p->nr_kernels = 0;
 	p->nr_graphs = 0;
-	p->launches = p->unnamed_launches = p->graph_launches = p->unnamed_no_layout = 0;
+	p->launches = p->unnamed_launches = p->graph_launches = p->unnamed_no_layout = p->unnamed_unread = 0;
 	p->graph_executed = p->unexpanded_graph_launches = 0;
 	memset(p->hist, 0, sizeof(p->hist));
 }
@@ -203,6 +203,10 @@ void cudatrace__snapshot_begin(struct cudatrace *ct)
 		clear_snapshot(v[i]);
 }
 
+/* mem_names' value for a handle whose process went before its name was read (the
+ * reason is kept: later snapshots count it the same) */
+#define CT_UNREAD "\1"
+
 const char *cudatrace__name_of(struct ct_proc *p, uint64_t handle, uint32_t gen,
 			       enum ct_name_source *source)
 {
@@ -217,7 +221,7 @@ const char *cudatrace__name_of(struct ct_proc *p, uint64_t handle, uint32_t gen,
 		return n;
 	*source = CT_NAME_MEMORY;
 	n = u64map__get(p->mem_names, handle);
-	if (n && *n)
+	if (n && *n && strcmp(n, CT_UNREAD))
 		return n;
 	*source = CT_NAME_NONE;
 	return NULL;
@@ -236,19 +240,23 @@ void cudatrace__set_resolve(struct cudatrace *ct, ct_resolve_fn resolve, void *c
 static int try_resolve(struct ct_proc *p, uint64_t handle)
 {
 	char raw[GP_NAME_LEN + 1], buf[4096];
+	const char *had;
 	int r;
 
-	if (!p->ct || !p->ct->resolve || !handle || u64map__get(p->mem_names, handle))
+	if (!p->ct || !p->ct->resolve || !handle)
 		return 0;
+	had = u64map__get(p->mem_names, handle);
+	if (had)
+		return strcmp(had, CT_UNREAD) ? 0 : -ESRCH;
 	r = p->ct->resolve(p->ct->resolve_ctx, p->pid, p->img, handle, raw, sizeof(raw));
 	if (r == -EAGAIN || r == -ENODATA)
 		return r;
 	if (r)
-		buf[0] = '\0';
+		snprintf(buf, sizeof(buf), "%s", r == -ESRCH ? CT_UNREAD : "");
 	else
 		symbolize__demangle(raw, buf, sizeof(buf));
 	put_name(p->mem_names, handle, buf);
-	return 0;
+	return r == -ESRCH ? r : 0;
 }
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -303,6 +311,7 @@ static struct ct_shape *kernel_row(struct ct_proc *p, uint64_t handle, uint32_t 
 			return NULL;
 		kern->source = src;
 		kern->no_layout = src == CT_NAME_NONE && why == -ENODATA;
+		kern->unread = src == CT_NAME_NONE && why == -ESRCH;
 		kern->handle = handle;
 		p->nr_kernels++;
 	}
@@ -342,6 +351,8 @@ static void kernel_add(struct ct_proc *p, const struct ct_gnode *n, uint64_t lau
 		p->unnamed_launches += launched;
 	if (kern->source == CT_NAME_NONE && kern->no_layout)
 		p->unnamed_no_layout += launched;
+	if (kern->source == CT_NAME_NONE && kern->unread)
+		p->unnamed_unread += launched;
 }
 
 static struct ct_graph *graph_row(struct ct_proc *p, uint64_t exec)

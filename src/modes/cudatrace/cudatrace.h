@@ -32,6 +32,8 @@ struct ct_kernel {
 	char *name;
 	enum ct_name_source source;
 	bool no_layout;  /* unnamed: no layout learned for its libcuda build and kind (midname.h) */
+	bool unread;     /* unnamed: its process went before its name was read, and the copy of
+			  * its object made at its first launch lacked it (midname.h) */
 	uint64_t handle; /* the first handle seen under this name */
 	uint64_t launches, captured, graph_executed; /* as in struct ct_shape */
 	struct ct_shape *shapes; /* sorted, most frequent first */
@@ -75,6 +77,7 @@ struct ct_proc {
 	size_t nr_graphs, cap_graphs;
 	uint64_t launches, unnamed_launches, graph_launches;
 	uint64_t unnamed_no_layout;   /* of the unnamed: no layout learned for the driver build */
+	uint64_t unnamed_unread;      /* of the unnamed: the process went before the name was read */
 	uint64_t graph_executed;      /* kernel executions inside graph launches */
 	uint64_t unexpanded_graph_launches; /* of graphs made before the attach */
 	struct gp_hist hist[GP_HIST__COUNT];

@@ -88,6 +88,13 @@ struct ct_mode {
 	/* a process's maps and files kept while it lives, so that a launch stack read after
 	 * its exit is still named by its host stub (memleak's, when it runs; else its own) */
 	struct procpin *own_pin;
+	uint32_t own_pidns;                 /* gpuprobe's pid namespace (its inode number) */
+	/* naming records whose handle's object follows in a GP_EV_NAMECOPY record: gen -> the
+	 * name, learned from when the copy comes */
+	struct u64map *awaiting;
+	uint64_t hints_gen;                 /* midname's hints as last put in kname_hints */
+	struct mn_hint hints[MN_LAYOUTS];
+	size_t nr_hints;
 	struct ct_snap snap;
 	struct ct_sampled *sampled; /* snap.sampled */
 	struct ct_sampled *counted; /* snap.counted */
@@ -109,6 +116,7 @@ static void m_free(void *st)
 		symbolizer__set_pin(m->run->sym, NULL);
 	procpin__free(m->own_pin);
 	midname__free(m->mn);
+	u64map__free_all(m->awaiting, NULL);
 	u64map__free(m->pid_build);
 	u64map__free(m->learns);
 	cudatrace__free(m->ct);
@@ -186,27 +194,84 @@ static int scan_map(const struct map_entry *e, void *ctx)
 	return 0;
 }
 
-/* midname's question: which probed libcuda build pid's handles come from (one build
- * probed: that one, since only probed files report; else the one its maps show, 0 when
- * none or two), and its uid. */
+/* Which probed libcuda build pid's handles come from: one build probed, that one (only
+ * probed files report); else the one its maps show, 0 when none or two (or it is gone). */
+static uint32_t build_of(struct ct_mode *m, uint32_t pid)
+{
+	uintptr_t b = m->pid_build ? (uintptr_t)u64map__get(m->pid_build, pid) : 0;
+	struct build_scan s = { m, 0 };
+
+	if (m->nr_builds <= 1)
+		return m->nr_builds;
+	if (b)
+		return (uint32_t)(b - 1);
+	if (procmaps__foreach("/proc", (int)pid, scan_map, &s))
+		return 0; /* gone: not kept as its build */
+	s.build = s.build == UINT32_MAX ? 0 : s.build;
+	if (m->pid_build)
+		u64map__put(m->pid_build, pid, (void *)(uintptr_t)(s.build + 1));
+	return s.build;
+}
+
+/* midname's question: pid's build and its uid. */
 static int who_is(void *ctx, uint32_t pid, uint32_t *build, uint32_t *uid)
 {
 	struct ct_mode *m = ctx;
-	uintptr_t b = m->pid_build ? (uintptr_t)u64map__get(m->pid_build, pid) : 0;
 
-	if (m->nr_builds <= 1) {
-		*build = m->nr_builds;
-	} else if (b) {
-		*build = (uint32_t)(b - 1);
-	} else {
-		struct build_scan s = { m, 0 };
-
-		procmaps__foreach("/proc", (int)pid, scan_map, &s);
-		*build = s.build == UINT32_MAX ? 0 : s.build;
-		if (m->pid_build)
-			u64map__put(m->pid_build, pid, (void *)(uintptr_t)(*build + 1));
-	}
+	*build = build_of(m, pid);
 	return uid_of(pid, uid);
+}
+
+/* A copy of a handle's object from a record (the BPF side's framing, the process's bytes:
+ * each string is taken only when it lies inside names[] and ends with its NUL there). */
+static void copy_of(struct ct_mode *m, uint32_t pid, const struct gp_kobj_copy *k, struct mn_copy *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->build = build_of(m, pid);
+	/* the uid at the call; root in another pid namespace is a container's (uid_of) */
+	c->uid = k->uid == 0 && k->pidns != m->own_pidns ? CT_UID_NS_ROOT : k->uid;
+	if (k->uid == UINT32_MAX)
+		c->uid = UINT32_MAX;
+	c->obj_ok = k->obj_ok == 1;
+	memcpy(c->q, k->obj, sizeof(c->q));
+	for (unsigned int s = 1; s < MN_SLOTS && s < GP_KOBJ_SLOTS; s++) {
+		uint32_t off = k->str_off[s], len = k->str_len[s];
+
+		if (len && len < GP_KOBJ_STR && off + len <= GP_KOBJ_AREA && k->names[off + len - 1] == '\0' &&
+		    strlen(&k->names[off]) + 1 == len)
+			c->str[s] = &k->names[off];
+	}
+}
+
+/* What BPF copies at a handle's first sight follows midname's usable layouts (kname_hints,
+ * bpf/cuda_launch.bpf.c): put there whenever they may have changed. */
+static void push_hints(struct ct_mode *m)
+{
+	struct mn_hint now[MN_LAYOUTS];
+	size_t n;
+	int fd;
+
+	if (!m->skel || midname__hints_gen(m->mn) == m->hints_gen)
+		return;
+	m->hints_gen = midname__hints_gen(m->mn);
+	fd = bpf_map__fd(m->skel->maps.kname_hints);
+	n = midname__hints(m->mn, now, MN_LAYOUTS);
+	for (size_t i = 0; i < m->nr_hints; i++) {
+		struct { uint64_t tag; uint32_t uid, pad; } k = { m->hints[i].tag, m->hints[i].uid, 0 };
+		size_t j;
+
+		for (j = 0; j < n && !(now[j].tag == k.tag && now[j].uid == k.uid); j++)
+			;
+		if (j == n)
+			bpf_map_delete_elem(fd, &k);
+	}
+	for (size_t j = 0; j < n; j++) {
+		struct { uint64_t tag; uint32_t uid, pad; } k = { now[j].tag, now[j].uid, 0 };
+
+		bpf_map_update_elem(fd, &k, &now[j].mask, BPF_ANY);
+	}
+	memcpy(m->hints, now, n * sizeof(now[0]));
+	m->nr_hints = n;
 }
 
 /* One line per run; stop: the directory or file is refused (a link, another owner), never
@@ -413,6 +478,18 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	}
 	m->run = run;
 	midname__set_who(m->mn, who_is);
+	{
+		struct stat ns;
+
+		if (!stat("/proc/self/ns/pid", &ns))
+			m->own_pidns = (uint32_t)ns.st_ino;
+		m->skel->rodata->own_pidns = m->own_pidns;
+	}
+	m->awaiting = u64map__new();
+	if (!m->awaiting) {
+		snprintf(err, len, "out of memory");
+		return -ENOMEM;
+	}
 	attach_pair__prepare(&m->probes, m->skel->progs.launch_enter, m->skel->progs.launch_leave, "launch");
 	attach_pair__prepare(&m->gprobes, m->skel->progs.graph_enter, m->skel->progs.graph_leave, "graph");
 	m->skel->rodata->measure_latency = ct_settings.latency;
@@ -510,34 +587,72 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 		r = attach_graphs(m, run, lib, err, len);
 	if (!r)
 		add_build(m, lib);
+	push_hints(m);
 	return r;
+}
+
+/* One more lesson of uid's (at most MAX_LEARNS each). */
+static bool may_learn(struct ct_mode *m, uint32_t uid)
+{
+	uintptr_t n = (uintptr_t)u64map__get(m->learns, uid);
+
+	return n < MAX_LEARNS && !u64map__put(m->learns, uid, (void *)(n + 1));
+}
+
+static void learned(struct ct_mode *m)
+{
+	if (midname__take_changed(m->mn))
+		state_save(m);
+	push_hints(m);
 }
 
 static void learn(struct ct_mode *m, uint32_t pid, uint64_t handle, const char *mangled)
 {
 	uint32_t uid;
-	uintptr_t n;
 
-	if (!mangled[0] || uid_of(pid, &uid))
+	if (!mangled[0] || uid_of(pid, &uid) || !may_learn(m, uid))
 		return;
-	n = (uintptr_t)u64map__get(m->learns, uid);
-	if (n < MAX_LEARNS && !u64map__put(m->learns, uid, (void *)(n + 1))) {
-		midname__learn(m->mn, pid, handle, mangled);
-		if (midname__take_changed(m->mn))
-			state_save(m);
-	}
+	midname__learn(m->mn, pid, handle, mangled);
+	learned(m);
 }
+
+#define MAX_AWAITING 4096 /* names whose handle's copy is yet to come */
 
 static void h_name(void *ctx, const struct gp_name_event *e)
 {
 	struct ct_mode *m = ctx;
-	char raw[GP_NAME_LEN + 1];
+	char raw[GP_NAME_LEN + 1], *keep;
 
 	cudatrace__on_name(m->ct, e);
 	snprintf(raw, sizeof(raw), "%.*s", GP_NAME_LEN, e->name);
 	/* a name cut at GP_NAME_LEN is not the driver's: no lesson */
-	if (strnlen(e->name, GP_NAME_LEN) < GP_NAME_LEN)
-		learn(m, e->pid, e->handle, raw);
+	if (strnlen(e->name, GP_NAME_LEN) >= GP_NAME_LEN || !raw[0])
+		return;
+	/* its handle's object follows (no usable layout covered its kind): learned from that
+	 * copy, which the process's exit does not take away */
+	if (e->copy_follows && u64map__size(m->awaiting) < MAX_AWAITING && (keep = strdup(raw))) {
+		free(u64map__del(m->awaiting, e->gen));
+		if (!u64map__put(m->awaiting, e->gen, keep))
+			return;
+		free(keep);
+	}
+	learn(m, e->pid, e->handle, raw);
+}
+
+static void h_namecopy(void *ctx, const struct gp_namecopy_event *e)
+{
+	struct ct_mode *m = ctx;
+	char *mangled = u64map__del(m->awaiting, e->gen);
+	struct mn_copy c;
+
+	if (!mangled)
+		return; /* learned live instead */
+	copy_of(m, e->pid, &e->copy, &c);
+	if (c.uid != UINT32_MAX && may_learn(m, c.uid)) {
+		midname__learn_copy(m->mn, e->pid, mangled, &c);
+		learned(m);
+	}
+	free(mangled);
 }
 
 /* The snapshot's question for an unnamed handle (see cudatrace__set_resolve): a name read
@@ -593,6 +708,7 @@ static void h_stub(void *ctx, const struct gp_stub_event *e)
 	const char *ptrs[GP_MAX_STACK];
 	uint32_t n = e->nr_stack > GP_MAX_STACK ? GP_MAX_STACK : e->nr_stack;
 	struct procpin *pin = symbolizer__pin(m->run->sym);
+	struct mn_copy c;
 
 	/* its exit may be read first (another ring): keep what naming needs while it lives */
 	if (pin && n && !procpin__taken_ns(pin, (int)e->pid))
@@ -602,13 +718,20 @@ static void h_stub(void *ctx, const struct gp_stub_event *e)
 		ptrs[i] = frames[i];
 	}
 	cudatrace__stub_name2(ptrs, n, name, sizeof(name), mangled, sizeof(mangled));
+	copy_of(m, e->pid, &e->copy, &c);
 	if (name[0]) {
 		cudatrace__on_host_name(m->ct, e->pid, e->img, e->handle, name);
-		learn(m, e->pid, e->handle, mangled);
+		/* a lesson from the object as copied (the process may be gone by now) */
+		if (mangled[0] && c.obj_ok && c.uid != UINT32_MAX && may_learn(m, c.uid)) {
+			midname__learn_copy(m->mn, e->pid, mangled, &c);
+			learned(m);
+		}
 		return;
 	}
-	/* no stub: read the name from memory while the process lives, to use once verified */
-	midname__note(m->mn, e->pid, e->img, e->handle);
+	/* no stub: the name read through a layout from the handle's object as BPF copied it
+	 * at this first sight (or, for a string it lacks, from memory while the process
+	 * lives), to use once verified */
+	midname__note_copy(m->mn, e->pid, e->img, e->handle, &c);
 }
 
 static void h_exit(void *ctx, const struct gp_exit_event *e)
@@ -635,7 +758,7 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct ct_mode *m = st;
 	struct gp_handlers h = { .ctx = m, .on_name = h_name, .on_stub = h_stub, .on_exit = h_exit,
-				 .on_graph = h_graph };
+				 .on_graph = h_graph, .on_namecopy = h_namecopy };
 	struct gp_handlers hp = { .ctx = m, .on_proc = h_proc };
 	int r = attach_set__auto(run->links, m->skel->progs.launch_proc_exit, err, len);
 

@@ -141,6 +141,10 @@ void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 			fprintf(f, "  %" PRIu64 " of the unnamed launches: no kernel-handle layout learned yet for this libcuda build "
 				   "(made before the attach; one run of any CUDA program under gpuprobe with this driver teaches it, see --state-dir)\n",
 				ct_sampled__count(smp, p->unnamed_no_layout));
+		if (p->unnamed_unread)
+			fprintf(f, "  %" PRIu64 " of the unnamed launches: the process was gone before their kernels' names were read "
+				   "(not in the copy made at their first launch: see gpuprobe -v)\n",
+				ct_sampled__count(smp, p->unnamed_unread));
 		if (gp_run__unseen(run, p->pid)) {
 			char line[160];
 
@@ -281,6 +285,7 @@ static json_object *json_proc(const struct ct_proc *p, bool latency, struct gp_r
 	json_object_object_add(po, "launches_per_s", json_object_new_double(p->launches_per_s * (smp->on ? smp->ratio : 1)));
 	json_object_object_add(po, "unnamed_launches", json_object_new_uint64(ct_sampled__count(smp, p->unnamed_launches)));
 	json_object_object_add(po, "unnamed_no_layout", json_object_new_uint64(ct_sampled__count(smp, p->unnamed_no_layout)));
+	json_object_object_add(po, "unnamed_unread", json_object_new_uint64(ct_sampled__count(smp, p->unnamed_unread)));
 	for (size_t k = 0; k < p->nr_kernels; k++)
 		json_object_array_add(ks, json_kernel(&p->kernels[k], smp));
 	json_object_object_add(po, "kernels", ks);

@@ -15,7 +15,18 @@ struct layout {
 	uint64_t votes;
 	bool contradicted; /* a known handle of this uid with this tag held another name there */
 	bool seeded;       /* from the state file */
+	bool hinted;       /* usable as the hints were last made (midname__hints_gen) */
 	int told;          /* 0 nothing, 1 usable, 2 contradicted: as last told (take_changed) */
+};
+
+/* A handle's object as BPF copied it at the handle's first sight (struct mn_copy, kept):
+ * only the strings that could be a name (plausible), each its own allocation. */
+struct kept {
+	uint32_t build, uid;
+	uint64_t q[MN_SLOTS];
+	char *str[MN_SLOTS];
+	bool had[MN_SLOTS]; /* the copy held a string there (kept only when it could be a name) */
+	size_t bytes;
 };
 
 /* A handle to name: read when a layout allows (its result kept) */
@@ -25,6 +36,8 @@ struct note {
 	char *name;  /* NULL: not read yet */
 	bool none;   /* read: no name there */
 	bool waited; /* tried while no layout was usable: unnamed for want of one */
+	bool unread; /* its name was neither copied nor readable: the process was gone */
+	struct kept *cp; /* its object at its first sight; NULL: read live */
 };
 
 struct midname {
@@ -36,6 +49,8 @@ struct midname {
 	int n;
 	struct midname_stats st;
 	struct u64map *notes; /* note_key -> struct note */
+	size_t kept_bytes;    /* of the notes' copies: at most MN_COPY_BYTES */
+	uint64_t hints_gen;   /* moves when the usable layouts may have changed */
 };
 
 struct midname *midname__new(mn_read_fn read, void *ctx)
@@ -53,11 +68,30 @@ struct midname *midname__new(mn_read_fn read, void *ctx)
 	return m;
 }
 
+static void kept_free(struct kept *k)
+{
+	for (unsigned int s = 0; k && s < MN_SLOTS; s++)
+		free(k->str[s]);
+	free(k);
+}
+
 static void note_free(void *v)
 {
-	if (v)
+	if (v) {
 		free(((struct note *)v)->name);
+		kept_free(((struct note *)v)->cp);
+	}
 	free(v);
+}
+
+/* The midname whose notes are being freed (u64map's free callback has no context). */
+static struct midname *freeing;
+
+static void note_free_counted(void *v)
+{
+	if (v && ((struct note *)v)->cp && freeing)
+		freeing->kept_bytes -= ((struct note *)v)->cp->bytes;
+	note_free(v);
 }
 
 void midname__free(struct midname *m)
@@ -201,6 +235,10 @@ static void mark(struct midname *m, struct layout *l)
 {
 	int now = l->contradicted ? 2 : l->votes >= MN_MIN_VOTES;
 
+	if (ok(l) != l->hinted) { /* the hints change only when a layout's use does */
+		l->hinted = ok(l);
+		m->hints_gen++;
+	}
 	if (l->build && now != l->told) {
 		l->told = now;
 		m->changed = true;
@@ -221,6 +259,10 @@ void midname__seed(struct midname *m, const struct mn_layout *s)
 	l->seeded = true;
 	l->told = 1; /* in the file already */
 	m->st.seeded++;
+	if (!l->hinted) {
+		l->hinted = true;
+		m->hints_gen++;
+	}
 }
 
 size_t midname__export(const struct midname *m, struct mn_layout *out, size_t cap)
@@ -247,23 +289,41 @@ int midname__take_changed(struct midname *m)
 
 static void notes_retry(struct midname *m);
 
-void midname__learn(struct midname *m, uint32_t pid, uint64_t handle, const char *mangled)
-{
-	uint64_t q[MN_SLOTS];
-	size_t want = strlen(mangled) + 1;
-	char *s = malloc(want);
-	bool voted = false;
-	uint32_t build, uid;
+/* A handle's object, as read live or as BPF copied it: its qwords, and whether the
+ * string slot s points to is exactly `want` bytes equal to mangled and its NUL. */
+struct view {
+	struct midname *m;
+	uint32_t pid;
+	const struct mn_copy *c; /* NULL: the process's memory */
+	char *scratch;           /* want bytes, for a live read */
+};
 
-	if (!s || want > MN_MAX_NAME || m->read(m->ctx, pid, handle, q, sizeof(q)) != (long)sizeof(q)) {
-		free(s);
-		return;
-	}
-	who(m, pid, &build, &uid);
+/* 1: it is; 0: it is not; -1: not known (a copy without that slot's string, BPF could not
+ * read it: a page not present then; and the process's memory no longer has it). */
+static int view_holds(const struct view *v, const uint64_t *q, unsigned int s, const char *mangled, size_t want)
+{
+	long r;
+
+	if (!user_ptr(q[s]))
+		return 0;
+	if (v->c && v->c->str[s])
+		return strnlen(v->c->str[s], want) + 1 == want && !memcmp(v->c->str[s], mangled, want);
+	r = v->m->read(v->m->ctx, v->pid, q[s], v->scratch, want);
+	if (v->c && r < 0)
+		return -1;
+	return r == (long)want && !memcmp(v->scratch, mangled, want);
+}
+
+/* The votes of one known handle (its object q, seen through v) for (build, uid). */
+static void learn_from(struct midname *m, const struct view *v, const uint64_t *q, uint32_t build, uint32_t uid,
+		       const char *mangled, size_t want)
+{
+	bool voted = false;
+
 	for (unsigned int j = 1; j < MN_SLOTS; j++) {
 		struct layout *l;
 
-		if (!user_ptr(q[j]) || m->read(m->ctx, pid, q[j], s, want) != (long)want || memcmp(s, mangled, want))
+		if (view_holds(v, q, j, mangled, want) != 1)
 			continue;
 		l = layout_of(m, build, q[0], j, uid);
 		if (l) {
@@ -279,8 +339,7 @@ void midname__learn(struct midname *m, uint32_t pid, uint64_t handle, const char
 
 		for (int i = 0; i < m->n && !known; i++)
 			known = m->l[i].build == build && m->l[i].tag == q[0] && m->l[i].slot == slot;
-		if (!known || (user_ptr(q[slot]) && m->read(m->ctx, pid, q[slot], s, want) == (long)want &&
-			       !memcmp(s, mangled, want)))
+		if (!known || view_holds(v, q, slot, mangled, want) != 0)
 			continue;
 		l = layout_of(m, build, q[0], slot, uid);
 		if (l && !l->contradicted) {
@@ -288,13 +347,42 @@ void midname__learn(struct midname *m, uint32_t pid, uint64_t handle, const char
 			mark(m, l);
 		}
 	}
-	free(s);
 	if (voted) {
 		m->st.learned++;
 		notes_retry(m);
 	} else {
 		m->st.unlearned++;
 	}
+}
+
+void midname__learn(struct midname *m, uint32_t pid, uint64_t handle, const char *mangled)
+{
+	uint64_t q[MN_SLOTS];
+	size_t want = strlen(mangled) + 1;
+	char *s = malloc(want);
+	struct view v = { m, pid, NULL, s };
+	uint32_t build, uid;
+
+	if (!s || want > MN_MAX_NAME || m->read(m->ctx, pid, handle, q, sizeof(q)) != (long)sizeof(q)) {
+		free(s);
+		return;
+	}
+	who(m, pid, &build, &uid);
+	learn_from(m, &v, q, build, uid, mangled, want);
+	free(s);
+}
+
+void midname__learn_copy(struct midname *m, uint32_t pid, const char *mangled, const struct mn_copy *c)
+{
+	size_t want = strlen(mangled) + 1;
+	char *s = malloc(want);
+	struct view v = { m, pid, c, s };
+
+	if (s && c->obj_ok && want <= MN_MAX_NAME && c->uid != UINT32_MAX) {
+		m->st.learned_copy++;
+		learn_from(m, &v, c->q, c->build, c->uid, mangled, want);
+	}
+	free(s);
 }
 
 int midname__ready(const struct midname *m)
@@ -363,24 +451,64 @@ static struct note *note_get(struct midname *m, uint32_t pid, uint32_t img, uint
 	return n;
 }
 
+/* A note's name from its copy: as midname__resolve, the object and the string being
+ * those BPF copied at the handle's first sight; -ENODATA when the string of the slot the
+ * layout names was not copied (the process's memory may still have it). */
+static int resolve_copy(struct midname *m, const struct kept *k, char *buf, size_t len)
+{
+	unsigned int slot = usable(m, k->build, k->q[0], k->uid);
+
+	if (!slot)
+		return -EAGAIN;
+	if (!k->str[slot] && !k->had[slot])
+		return -ENODATA;
+	if (!k->str[slot]) { /* copied, and not a symbol name */
+		m->st.rejected++;
+		return -ENOENT;
+	}
+	if (strlen(k->str[slot]) >= len || !plausible(k->str[slot], strlen(k->str[slot]))) {
+		m->st.rejected++;
+		return -ENOENT;
+	}
+	snprintf(buf, len, "%s", k->str[slot]);
+	m->st.resolved++;
+	m->st.from_copy++;
+	return 0;
+}
+
+static void drop_kept(struct midname *m, struct note *n)
+{
+	if (n->cp)
+		m->kept_bytes -= n->cp->bytes;
+	kept_free(n->cp);
+	n->cp = NULL;
+}
+
 /* Reads a note's name if a layout allows: -EAGAIN when none does yet. */
 static int note_read(struct midname *m, struct note *n)
 {
 	char buf[MN_MAX_NAME];
-	int r;
+	int r = -ENODATA;
 
 	if (n->name || n->none)
 		return 0;
-	r = midname__resolve(m, n->pid, n->handle, buf, sizeof(buf));
+	if (n->cp)
+		r = resolve_copy(m, n->cp, buf, sizeof(buf));
+	if (r == -ENODATA)
+		r = midname__resolve(m, n->pid, n->handle, buf, sizeof(buf));
 	/* a handle noted while no layout was usable, whose process is gone by the report:
 	 * still unnamed for want of a layout, not "read and found none" */
-	if (r == -EAGAIN || (r == -ESRCH && n->waited)) {
+	if (r == -EAGAIN || (r == -ESRCH && n->waited && !n->cp)) {
 		n->waited = true;
 		return -EAGAIN;
 	}
 	if (!r)
 		n->name = strdup(buf);
 	n->none = !n->name;
+	/* neither copied nor readable now: the process went before its name was read */
+	n->unread = r == -ESRCH;
+	m->st.unread += n->unread;
+	drop_kept(m, n);
 	return 0;
 }
 
@@ -401,6 +529,79 @@ void midname__note(struct midname *m, uint32_t pid, uint32_t img, uint64_t handl
 		note_read(m, n);
 }
 
+/* What of a copy a note keeps: the qwords, and the strings that could be a name; NULL
+ * when that would pass MN_COPY_BYTES (counted: the note is then read live). */
+static struct kept *keep_copy(struct midname *m, const struct mn_copy *c)
+{
+	struct kept *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return NULL;
+	k->build = c->build;
+	k->uid = c->uid;
+	memcpy(k->q, c->q, sizeof(k->q));
+	k->bytes = sizeof(*k);
+	for (unsigned int s = 1; s < MN_SLOTS; s++) {
+		size_t n = c->str[s] ? strnlen(c->str[s], MN_MAX_NAME) : 0;
+
+		k->had[s] = c->str[s] != NULL;
+		if (!n || n == MN_MAX_NAME || !plausible(c->str[s], n))
+			continue;
+		k->str[s] = strndup(c->str[s], n);
+		k->bytes += n + 1;
+		if (!k->str[s]) {
+			kept_free(k);
+			return NULL;
+		}
+	}
+	if (m->kept_bytes + k->bytes > MN_COPY_BYTES) {
+		m->st.copies_dropped++;
+		kept_free(k);
+		return NULL;
+	}
+	m->kept_bytes += k->bytes;
+	return k;
+}
+
+void midname__note_copy(struct midname *m, uint32_t pid, uint32_t img, uint64_t handle, const struct mn_copy *c)
+{
+	struct note *n = note_get(m, pid, img, handle, true);
+
+	if (!n)
+		return;
+	m->st.copied++;
+	if (c->obj_ok && c->uid != UINT32_MAX && !n->cp && !n->name && !n->none)
+		n->cp = keep_copy(m, c);
+	note_read(m, n);
+}
+
+size_t midname__hints(const struct midname *m, struct mn_hint *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < m->n; i++) {
+		const struct layout *l = &m->l[i];
+		size_t j;
+
+		if (!ok(l))
+			continue;
+		for (j = 0; j < n && !(out[j].tag == l->tag && out[j].uid == l->uid); j++)
+			;
+		if (j == n) {
+			if (n == cap)
+				continue;
+			out[n++] = (struct mn_hint){ .tag = l->tag, .uid = l->uid };
+		}
+		out[j].mask |= 1u << l->slot;
+	}
+	return n;
+}
+
+uint64_t midname__hints_gen(const struct midname *m)
+{
+	return m->hints_gen;
+}
+
 int midname__name(struct midname *m, uint32_t pid, uint32_t img, uint64_t handle, char *buf, size_t len)
 {
 	struct note *n = note_get(m, pid, img, handle, true);
@@ -414,7 +615,7 @@ int midname__name(struct midname *m, uint32_t pid, uint32_t img, uint64_t handle
 	if (note_read(m, n))
 		return -ENODATA;
 	if (!n->name)
-		return -ENOENT;
+		return n->unread ? -ESRCH : -ENOENT;
 	snprintf(buf, len, "%s", n->name);
 	return 0;
 }
@@ -433,5 +634,7 @@ void midname__forget(struct midname *m, uint32_t pid, const uint32_t *img)
 {
 	struct whose w = { pid, img };
 
-	u64map__delete_if(m->notes, of_whose, &w, note_free);
+	freeing = m;
+	u64map__delete_if(m->notes, of_whose, &w, note_free_counted);
+	freeing = NULL;
 }

@@ -63,11 +63,12 @@ static const struct gp_option options[] = {
 	{},
 };
 
-/* A stack record waiting for its allocation record (same thread, same entry time). */
+/* A stack record waiting for its allocation record (same thread, same entry time): its
+ * native stack unwound, its Python frames named when the allocation comes (ustack.h). */
 struct pending {
 	uint64_t ts_ns;
-	uint32_t pid, nr, flags;
-	char *frames[]; /* nr texts follow in the same block */
+	uint32_t pid;
+	struct ustack_pending up;
 };
 
 struct memleak_mode {
@@ -160,35 +161,36 @@ static void drop_pending(struct memleak_mode *m, uint32_t pid)
 	} while (n == 256);
 }
 
-/* The frames of a stack record, kept until its allocation record comes. */
+/* A stack record, unwound now (while the process's files are surely kept) and kept until
+ * its allocation record comes. */
 static void h_stack(void *ctx, const struct gp_stack_event *e)
 {
 	struct memleak_mode *m = ctx;
-	struct ustack_frames f;
 	struct pending *p;
-	size_t bytes = sizeof(*p);
-	char *t;
 
 	if (!m->us)
 		return;
-	ustack__from_copy(m->us, e, &f);
-	for (unsigned int i = 0; i < f.nr; i++)
-		bytes += sizeof(char *) + strlen(f.frames[i]) + 1;
-	p = malloc(bytes);
+	p = malloc(sizeof(*p));
 	if (!p)
 		return;
-	*p = (struct pending){ .ts_ns = e->ts_ns, .pid = e->pid, .nr = f.nr, .flags = f.flags };
-	t = (char *)(p->frames + f.nr);
-	for (unsigned int i = 0; i < f.nr; i++) {
-		size_t n = strlen(f.frames[i]) + 1;
-
-		p->frames[i] = memcpy(t, f.frames[i], n);
-		t += n;
-	}
+	p->ts_ns = e->ts_ns;
+	p->pid = e->pid;
+	ustack__unwind_copy(m->us, e, &p->up);
 	/* a call that failed sent its stack and no allocation: the next stack replaces it */
 	free(u64map__del(m->pending, e->tid));
 	if (u64map__size(m->pending) >= MAX_PENDING_STACKS || u64map__put(m->pending, e->tid, p))
 		free(p);
+}
+
+/* A code object's copy: before the stack records that name its frames. */
+static void h_pycode(void *ctx, const struct gp_pycode_event *e)
+{
+	ustack__py_code(((struct memleak_mode *)ctx)->us, e);
+}
+
+static void h_pylines(void *ctx, const struct gp_pylines_event *e)
+{
+	ustack__py_lines(((struct memleak_mode *)ctx)->us, e);
 }
 
 static void h_alloc(void *ctx, const struct gp_alloc_event *e)
@@ -203,11 +205,13 @@ static void h_alloc(void *ctx, const struct gp_alloc_event *e)
 		in = (struct ml_stack_in){ .frames = f.frames, .nr = f.nr, .flags = f.flags };
 	} else if (m->stacks == GP_STACKS_COPY && e->stack_rec) {
 		p = u64map__del(m->pending, e->tid);
-		if (p && p->pid == e->pid && p->ts_ns == e->ts_ns)
-			in = (struct ml_stack_in){ .frames = (const char *const *)p->frames, .nr = p->nr,
-						   .flags = p->flags };
-		else
+		if (p && p->pid == e->pid && p->ts_ns == e->ts_ns) {
+			/* the copies of code objects it reached first have come by now */
+			ustack__finish(m->us, &p->up, &f);
+			in = (struct ml_stack_in){ .frames = f.frames, .nr = f.nr, .flags = f.flags };
+		} else {
 			m->lost_joins++;
+		}
 	}
 	memleak__on_alloc(m->ml, e, &in);
 	free(p);
@@ -272,7 +276,8 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct memleak_mode *m = st;
 	struct gp_handlers h = { .ctx = st, .on_alloc = h_alloc, .on_free = h_free, .on_exit = h_exit,
-				 .on_proc = h_proc, .on_stack = h_stack, .on_tick = h_tick };
+				 .on_proc = h_proc, .on_stack = h_stack, .on_pycode = h_pycode, .on_pylines = h_pylines,
+				 .on_tick = h_tick };
 	int r;
 
 	if (m->stacks != GP_STACKS_NONE) {
@@ -307,6 +312,7 @@ static void fill_drops(struct memleak_mode *m, struct ml_snap *s)
 		[GP_DROP_RINGBUF] = GP_R_RINGBUF_FULL, [GP_DROP_PENDING] = GP_R_PENDING_TABLE_FULL,
 		[GP_DROP_STACK] = GP_R_STACK_UNREADABLE, [GP_DROP_NORETURN] = GP_R_RETURN_WITHOUT_ENTRY,
 		[GP_DROP_PROCS] = GP_R_PROCESS_TABLE_FULL, [GP_DROP_SHARE] = GP_R_PENDING_SHARE_FULL,
+		[GP_DROP_PYCODE] = GP_R_PYTHON_CODE_LOST,
 	};
 	uint64_t d[GP_DROP__COUNT];
 	size_t n = 0;
@@ -390,6 +396,11 @@ static int m_finish(void *st, struct gp_run *run, char *err, size_t len)
 		       (unsigned long long)us.py_frames, (unsigned long long)us.unresolved,
 		       (unsigned long long)us.inspected, (unsigned long long)us.python_procs,
 		       (unsigned long long)m->lost_joins);
+		gp_log(GP_LOG_DEBUG, "Python code objects: %llu copied at their first sight, %llu not kept, "
+		       "%llu malformed; %llu frames named from a copy, %llu not named",
+		       (unsigned long long)us.py_copies, (unsigned long long)us.py_copies_refused,
+		       (unsigned long long)us.py_copies_malformed, (unsigned long long)us.py_named_from_copy,
+		       (unsigned long long)us.py_unnamed);
 	}
 	if (m->folded) /* no final report was taken (an error ended the run) */
 		write_folded(m);

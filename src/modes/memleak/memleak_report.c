@@ -31,6 +31,8 @@ static const struct {
 	{ USTACK_PY_TRUNCATED, "python_truncated", "more than 64 Python frames: the outermost are missing" },
 	{ USTACK_PY_AFTER, "python_after", "the Python frames could not be placed among the native ones: they follow them" },
 	{ USTACK_PY_UNREAD, "python_unread", "the Python frames of this call could not be read" },
+	{ USTACK_PY_UNNAMED, "python_unnamed", "a Python frame could not be named: the process was gone and its code object had not been copied" },
+	{ USTACK_PY_NO_LINE, "python_no_line", "a Python frame's line lies past the part of its line table copied" },
 };
 
 const char *ml_report__stack_status(uint32_t flags, bool json)
