@@ -138,6 +138,8 @@ static const struct knob {
 	{ "gp_count_hits", "max-overhead" },
 	{ "gp_share_proc", "max-pending" },
 	{ "gp_share_user", "max-pending" },
+	{ "gp_share_free", "max-pending" },
+	{ "own_pidns", "cudatrace" }, /* gpuprobe's own pid namespace, set whenever the mode loads */
 	{ "stack_mode", "stacks no-stacks" },
 	{ "py_frames", "no-python-frames" },
 	{ "gp_stack_bytes", "stack-bytes" },
