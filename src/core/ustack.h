@@ -62,11 +62,14 @@ enum ustack_flags {
 	 * (the limits of procpin.h, or they could not be opened): set with UNRESOLVED or
 	 * STOPPED, it says why */
 	USTACK_UNKEPT = 1u << 9,
+	/* --stacks fp: the kernel's frame-pointer walk met code without frame pointers and
+	 * read no return address (0 or junk): the stack is cut there */
+	USTACK_FP_END = 1u << 10,
 };
 
 /* A partial stack: its outermost frames are missing. */
 #define USTACK_PARTIAL (USTACK_TRUNCATED | USTACK_STOPPED | USTACK_TOO_DEEP | USTACK_NO_STACK | \
-			USTACK_LOST | USTACK_UNRESOLVED | USTACK_UNKEPT)
+			USTACK_LOST | USTACK_UNRESOLVED | USTACK_UNKEPT | USTACK_FP_END)
 
 struct ustack_frames {
 	unsigned int nr;
