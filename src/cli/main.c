@@ -156,6 +156,7 @@ struct cli {
 	bool child_done;
 	FILE *out;          /* the reports: stdout, a stream on stderr, or -o FILE */
 	bool reports_stderr; /* out writes to stderr (a command's run, --trace -) */
+	int out_errno;       /* the first failed write of a report (ENOSPC), as it failed */
 	int cmd_fd[2];      /* the command's stdout and stderr when not gpuprobe's (-1) */
 	int log_fd;         /* top's --command-log, or /dev/null */
 	uint64_t hits_reaped; /* probe hits of processes an interval report listed and forgot */
@@ -542,11 +543,20 @@ static void announce(const struct cli *c)
  */
 static void sum_hits(void *ctx, const struct gp_snap_pid *p);
 
+/* A report that could not be written: the reason, kept as it was (errno moves on; the
+ * stream keeps only that it failed). */
+static void note_write_error(struct cli *c)
+{
+	if (ferror(c->out) && !c->out_errno)
+		c->out_errno = errno ? errno : EIO;
+}
+
 static void interval_report(struct cli *c)
 {
 	report_signal = 0;
 	gp_run__reap(c->run, 0, c->run->keep_pid);
 	gp_run__report(c->run, "interval", 0);
+	note_write_error(c);
 	/* the final report's "no CUDA call seen" must not forget the processes reaped here */
 	gp_run__hits(c->run, sum_hits, &c->hits_reaped);
 	gp_run__reap(c->run, GP_REAP_SEQ(proctab__exits()), c->run->keep_pid);
@@ -781,6 +791,7 @@ static int finish(struct cli *c, char *err, size_t len)
 	gp_run__reap(c->run, 0, c->run->keep_pid);
 	no_calls_line(c, why, sizeof(why));
 	gp_run__report(c->run, "final", 0);
+	note_write_error(c);
 	c->run->empty_hint = NULL;
 	if (gp_run__counts_hits(c->run))
 		overhead_report(c->run);
@@ -889,7 +900,9 @@ static int trace_main(int argc, char **argv)
 cleanup:
 	gp_run__free(c.run);
 	/* SIGPIPE: the reader of the reports went away; that stream's loss is no error */
-	if (c.out && c.out != stderr && (lost = outfile__close(c.out)) == -EPIPE && stop_signal == SIGPIPE)
+	if (c.out && c.out != stderr && (lost = outfile__close(c.out)) == -EIO && c.out_errno)
+		lost = -c.out_errno;
+	if (lost == -EPIPE && stop_signal == SIGPIPE)
 		lost = 0;
 	if (lost && !r) {
 		/* a full disk or a closed pipe lost reports: say so, and fail even when the
