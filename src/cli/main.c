@@ -254,7 +254,7 @@ static int resolve_libs(struct cli *c, char *err, size_t len)
 		if (gp_opts.cmd && !gp_opts.libcuda)
 			own = target__resolve_command(gp_opts.cmd, gp_opts.verbose, &c->libs);
 		if (own)
-			gp_log(GP_LOG_INFO, "%s: %d libcuda file%s found through the program's own library folders",
+			gp_log(GP_LOG_DEBUG, "%s: %d libcuda file%s found through the program's own library folders",
 			       gp_opts.cmd[0], own, own > 1 ? "s" : "");
 		r = target__resolve(gp_opts.libcuda, gp_opts.nr_pids ? gp_opts.pids[0] : -1, gp_opts.verbose,
 				    &c->libs, err, len);

@@ -153,7 +153,10 @@ void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 				p->exec ? "replaced its image (exec)" : "exited",
 				gp_text__n(p->st.outstanding_allocs, "allocation", "allocations").s,
 				gp_text__bytes_exact(p->st.outstanding_bytes).s);
-			text_proc(f, p, s, run);
+			/* a command's processes stay until the final report, which has their stacks:
+			 * the line is enough (node-wide and -p, that report may be hours away) */
+			if (!run || !run->o->cmd || run->o->verbose)
+				text_proc(f, p, s, run);
 		}
 		return;
 	}
