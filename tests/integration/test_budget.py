@@ -552,8 +552,9 @@ def test_budget_samples_the_synchronizations():
     r = gp.gpuprobe(["--libcuda", FAKECUDA, "--bandwidth-util", "--cudatrace", "--max-overhead", "1"], cmd=cmd,
                     timeout=60)
     eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
-    check(re.search(r"\d+ asynchronous copies \(\d+ bytes\) counted, not timed", r.stdout),
-          f"the text report's untimed copies: {r.stdout[-1500:]}")
+    m = re.search(r"([\d,]+) asynchronous cop(?:y|ies) \(\S+ [KMG]iB \(([\d,]+) B\)\) counted, not timed", r.stdout)
+    check(m and int(m.group(2).replace(",", "")) == int(m.group(1).replace(",", "")) * 65536,
+          f"the text report's untimed copies and their exact bytes: {r.stdout[-1500:]}")
 
     r = gp.gpuprobe(BASE + ["--bandwidth-util"], cmd=cmd, timeout=60)
     eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")

@@ -180,8 +180,9 @@ def test_steady_state_without_a_layout_says_why():
 def test_text_report_names_process_and_why():
     state = gp.state_dir()
     a = gp.start_app([APP, "--steady", "--wait"])
+    # -v: the overhead footer too, which names it (without -v, only when the probes cost)
     g = gp.start_gpuprobe(["--cudatrace", "--memleak", "--bandwidth-util", "--libcuda", FAKECUDA, "--state-dir", state,
-                           "--no-self-learn", "-p", str(a.pid)])
+                           "--no-self-learn", "-v", "-p", str(a.pid)])
     try:
         a.signal(signal.SIGUSR1)
         eq(a.wait(), 0, "name_app exit")

@@ -95,7 +95,7 @@ print(json.dumps(s, sort_keys=True, indent=1))'"""),
     Example("peer", [Cmd(f"gpuprobe --bandwidth-util {LIB} -- peer_app --n 8 --size 8388608 --n-back 4 "
                          "--size-back 4194304")],
             "peer copies in the stand-in's early-return mode"),
-    Example("overhead", [Cmd(f"gpuprobe --cudatrace --no-latency {LIB} -- rate_app --phases 20000:20000")],
+    Example("overhead", [Cmd(f"gpuprobe --cudatrace --no-latency {LIB} -- rate_app --phases 20000:1000")],
             "20,000 launches a second for a second: the probes' share is worth the footer"),
     Example("flame", [Cmd(f"gpuprobe --memleak --folded leak.folded {LIB} -o /dev/null -- memleak_app --allocs 10 --leaks 3"),
                       Cmd("cut -d';' -f1-3 leak.folded"),
@@ -457,11 +457,29 @@ def check_docs(got):
 
 
 TOP_SCRIPT = ("memleak_app --hold --allocs 6 --leaks 4 --size 1048576 & copy_app; launch_app --n 40; "
-              "rate_app --phases 20000:400000; kill -USR1 $!; wait")
+              "rate_app --phases 20000:30000; kill -USR1 $!; wait")
 
 
 def tmux(sock, *args):
     return subprocess.run(["tmux", "-L", sock] + list(args), capture_output=True, text=True, timeout=20).stdout
+
+
+def descendants(root):
+    """The processes under root, by /proc's parent links (ours alone: we started root)."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        try:
+            st = open(f"/proc/{d}/stat").read()
+            parent[int(d)] = int(st[st.rindex(")") + 2:].split()[1])
+        except (OSError, ValueError):
+            pass
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        todo += kids
+    return out
 
 
 def top_capture(width, height, select, want, env):
@@ -494,8 +512,14 @@ def top_capture(width, height, select, want, env):
             time.sleep(0.2)
         raise RuntimeError(f"top at {width}x{height}: no {want!r} on the screen:\n{screen}")
     finally:
+        pane = tmux(sock, "display", "-p", "-t", "top", "#{pane_pid}").strip()
         tmux(sock, "send-keys", "-t", "top", "q")
         time.sleep(0.5)
+        for pid in descendants(int(pane)) if pane.isdigit() else []:  # the workloads it started
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
         tmux(sock, "kill-server")
 
 
