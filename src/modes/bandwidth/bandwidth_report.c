@@ -236,7 +236,7 @@ static void text_links(FILE *f, const struct bw_links *l)
 void bw_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 {
 	const struct bw_snap *s = SNAP(hdr);
-	bool all = run && run->o->verbose;
+	bool all = run && run->o && run->o->verbose;
 	char tbuf[32];
 
 	gp_text__clock(tbuf, sizeof(tbuf));

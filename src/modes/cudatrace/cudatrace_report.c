@@ -180,7 +180,7 @@ void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 		text_proc(f, s, i, run);
 	gp_trees__text(t, f, job_values);
 	gp_trees__free(t);
-	gp_drops__text(f, hdr, run && run->o->verbose);
+	gp_drops__text(f, hdr, run && run->o && run->o->verbose);
 }
 
 static json_object *json_hist(const struct gp_hist *h, bool latency, const struct ct_sampled *smp)

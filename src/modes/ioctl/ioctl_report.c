@@ -68,7 +68,7 @@ void ioc_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 		for (size_t d = 0; d < p->nr_devs; d++)
 			text_dev(f, &p->devs[d]);
 	}
-	gp_drops__text(f, hdr, run && run->o->verbose);
+	gp_drops__text(f, hdr, run && run->o && run->o->verbose);
 }
 
 static json_object *json_hex32(uint32_t v)

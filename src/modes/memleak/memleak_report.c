@@ -80,7 +80,7 @@ static void text_stack(FILE *f, const struct ml_snap_proc *p, const struct ml_sn
 static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_snap *s, struct gp_run *run)
 {
 	const struct gp_unseen *u = gp_run__unseen(run, p->pid);
-	bool all = run && run->o->verbose;
+	bool all = run && run->o && run->o->verbose;
 	char line[160];
 
 	fprintf(f, "PID %u (%s)%s: %s, %s\n", p->pid, p->comm,
@@ -155,7 +155,7 @@ void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 				gp_text__bytes_exact(p->st.outstanding_bytes).s);
 			/* a command's processes stay until the final report, which has their stacks:
 			 * the line is enough (node-wide and -p, that report may be hours away) */
-			if (!run || !run->o->cmd || run->o->verbose)
+			if (!run || !run->o || !run->o->cmd || run->o->verbose)
 				text_proc(f, p, s, run);
 		}
 		return;
@@ -171,7 +171,7 @@ void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 	for (size_t i = 0; i < s->d.nr_procs; i++)
 		text_proc(f, &s->d.procs[i], s, run);
 	text_jobs(f, s, run);
-	gp_drops__text(f, hdr, run && run->o->verbose);
+	gp_drops__text(f, hdr, run && run->o && run->o->verbose);
 }
 
 static json_object *json_kinds(const struct ml_stats *st)

@@ -179,7 +179,7 @@ static void text_matrices(FILE *f, const struct nccl_snap_data *d)
 void nccl_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 {
 	const struct nccl_snap *s = SNAP(hdr);
-	bool all = run && run->o->verbose;
+	bool all = run && run->o && run->o->verbose;
 	char tbuf[32];
 
 	gp_text__clock(tbuf, sizeof(tbuf));
