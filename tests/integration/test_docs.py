@@ -190,6 +190,8 @@ def test_links_lead_to_files():
 
 
 def test_generated_examples_match_the_tool():
+    if not os.path.exists("/usr/bin/python3.11"):
+        gp.skip("the Python example runs Debian 12's /usr/bin/python3.11, absent here")
     r = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "tools", "docgen.py"), "--check"],
                        capture_output=True, text=True, timeout=600)
     check(r.returncode == 0, f"tests/tools/docgen.py --check:\n{r.stdout[-4000:]}{r.stderr[-2000:]}")

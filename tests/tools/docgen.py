@@ -95,8 +95,8 @@ print(json.dumps(s, sort_keys=True, indent=1))'"""),
     Example("peer", [Cmd(f"gpuprobe --bandwidth-util {LIB} -- peer_app --n 8 --size 8388608 --n-back 4 "
                          "--size-back 4194304")],
             "peer copies in the stand-in's early-return mode"),
-    Example("overhead", [Cmd(f"gpuprobe --cudatrace --no-latency {LIB} -- rate_app --phases 20000:1000")],
-            "20,000 launches a second for a second: the probes' share is worth the footer"),
+    Example("overhead", [Cmd(f"gpuprobe --cudatrace --no-latency {LIB} -- rate_app --phases 50000:1000")],
+            "50,000 launches a second for a second: the probes' share is worth the footer"),
     Example("flame", [Cmd(f"gpuprobe --memleak --folded leak.folded {LIB} -o /dev/null -- memleak_app --allocs 10 --leaks 3"),
                       Cmd("cut -d';' -f1-3 leak.folded"),
                       Cmd("sed 's/.* //' leak.folded"),
@@ -378,7 +378,8 @@ UNSTABLE = re.compile(r"^  (cu\w+\s+[\d,]+\s+[\d,]+\s+\S+ \S+|\.\.\. [\d,]+ more
 
 
 def normalize_loose(text):
-    return [re.sub(r"\d[\d,.]*", "N", l) for l in normalize(text)]
+    """Estimates: the lines' kinds only (their first words, numbers masked), as a set."""
+    return sorted({" ".join(re.sub(r"\d[\d,.]*", "N", l).split()[:4]) for l in normalize(text)})
 
 
 def normalize(text):
