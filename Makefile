@@ -47,7 +47,7 @@ DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev libj
 	libiberty-dev gcc make util-linux procps
 DEB_PKGS += libmicrohttpd-dev prometheus systemd # gpuprobe daemon; promtool, a server and systemd-analyze for its tests
 
-.PHONY: all gpuprobe testbins test demo deps clean fuzz bundle
+.PHONY: all gpuprobe testbins test demo deps clean fuzz bundle docs
 .SECONDARY:
 .DEFAULT_GOAL := all
 
@@ -202,6 +202,12 @@ DEB_PKGS += libyaml-dev libcrypt-dev openssl whois apache2-utils curl python3-ya
 # docs/metrics.md's family list, generated from the metric table (src/out/metrics.c);
 # tests/unit/test_metrics_doc fails when they differ.
 .PHONY: metrics-doc
+# The README's and docs/' example outputs, probe counts and top captures, made by running
+# the tool on the stand-in driver (root: it loads BPF); `make test` checks them.
+docs: all
+	$(call msg,DOCGEN,README.md docs/)
+	$(Q)python3 tests/tools/docgen.py --write
+
 metrics-doc: $(OUTPUT)/unit/test_metrics_doc
 	$(Q)$(OUTPUT)/unit/test_metrics_doc --write docs/metrics.md
 

@@ -209,7 +209,7 @@ def tracer_prefix(cfg):
         return [EMPTY] + cfg["flags"] + [LIB, cfg["funcs"], "--"], {}
     if kind == "gp":
         # -o -: the reports and the workload's output both on stdout, where the bench reads
-        # the workload's result line (with stdout a pipe, a command's output goes to stderr)
+        # the workload's result line (without -o, a command's reports go to stderr)
         return [GP] + cfg["flags"] + ["--libcuda", LIB, "-o", "-", "--"], cfg.get("env", {})
     if kind == "bt":
         out = ["-o", B + "/bt_out.txt"] if cfg.get("to_file") else []
@@ -953,7 +953,7 @@ def ringbuf_run(cmd, events_of):
     out = "".join(out)
     if p.returncode:
         die("ringbuf run failed: %s\n%s" % (" ".join(cmd), err[-2000:]))
-    # the workload's own lines: on stdout with -o -, else on gpuprobe's stderr (stdout a pipe)
+    # the workload's own lines: on stdout (a command keeps its stdout), the reports there too with -o -
     m = re.search(r"^result \S+ ns_per_call \S+ calls (\d+) threads \d+ seconds ([0-9.]+)", out + err, re.M)
     final = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
     final = [r for r in final if r.get("report") == "final"]

@@ -13,6 +13,6 @@ if [ -e /dev/nvidiactl ] && command -v nvcc >/dev/null 2>&1 && ldconfig -p | gre
 	exec $GP --memleak -- .output/demo/memleak_cuda
 fi
 echo "# no GPU here: the stand-in driver .output/fakecuda/libcuda.so.1"
-echo "# $GP --memleak --libcuda .output/fakecuda/libcuda.so.1 -- .output/apps/memleak_app --api all --allocs 10 --leaks 3"
+echo "# $GP --memleak --top 3 --libcuda .output/fakecuda/libcuda.so.1 -- .output/apps/memleak_app --api all --allocs 10 --leaks 3"
 exec $GP --memleak --top 3 --libcuda .output/fakecuda/libcuda.so.1 -- \
 	.output/apps/memleak_app --api all --allocs 10 --leaks 3

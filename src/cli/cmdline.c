@@ -91,23 +91,23 @@ static int parse_overhead(const char *arg, void *dest, char *err, size_t len)
 /* The options that are no mode's own. */
 static const struct gp_option global_options[] = {
 	{ "pid", 'p', "PID[,PID...]", "Trace these running processes only (repeatable)", GP_OPT_CUSTOM, NULL,
-	  .parse = parse_pids, .frontends = GP_FE_CLI, .group = GP_GRP_TARGET },
+	  .parse = parse_pids, .frontends = GP_FE_CLI | GP_FE_TOP, .group = GP_GRP_TARGET },
 	{ "tree", 0, NULL, "With -p: their descendants too, present and future", GP_OPT_SWITCH, &gp_opts.tree,
-	  .frontends = GP_FE_CLI, .group = GP_GRP_TARGET },
+	  .frontends = GP_FE_CLI | GP_FE_TOP, .group = GP_GRP_TARGET },
 	{ "comm", 0, "NAME", "Node-wide: only processes with this name (and what they start)", GP_OPT_STRING,
-	  &gp_opts.comm, .frontends = GP_FE_ALL, .group = GP_GRP_TARGET },
+	  &gp_opts.comm, .frontends = GP_FE_ALL | GP_FE_TOP, .group = GP_GRP_TARGET },
 	{ "cgroup", 0, "PATH", "Node-wide: only processes in this cgroup v2 subtree (a pod, a systemd unit)",
-	  GP_OPT_STRING, &gp_opts.cgroup, .frontends = GP_FE_ALL, .group = GP_GRP_TARGET },
+	  GP_OPT_STRING, &gp_opts.cgroup, .frontends = GP_FE_ALL | GP_FE_TOP, .group = GP_GRP_TARGET },
 	{ "libcuda", 0, "PATH", "Probe this libcuda.so instead of discovering them (no rescans in the daemon)", GP_OPT_STRING,
-	  &gp_opts.libcuda, .frontends = GP_FE_ALL, .group = GP_GRP_TARGET },
+	  &gp_opts.libcuda, .frontends = GP_FE_ALL | GP_FE_TOP, .group = GP_GRP_TARGET },
 	{ "interval", 'i', "SECONDS", "Print a report every SECONDS (default: only at the end)",
 	  GP_OPT_SECONDS, &gp_opts.interval, 0, SECS, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
 	{ "duration", 'd', "SECONDS", "Stop tracing after SECONDS", GP_OPT_SECONDS, &gp_opts.duration,
-	  1e-3, SECS, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
+	  1e-3, SECS, .frontends = GP_FE_CLI | GP_FE_TOP, .group = GP_GRP_OUTPUT },
 	{ "json", 0, NULL, "Reports as JSON Lines (on stdout, or -o FILE)", GP_OPT_SWITCH, &gp_opts.json,
 	  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
 	{ "verbose", 'v', NULL, "Log libbpf and attach details to stderr", GP_OPT_SWITCH, &gp_opts.verbose,
-	  .frontends = GP_FE_ALL, .group = GP_GRP_OUTPUT },
+	  .frontends = GP_FE_ALL | GP_FE_TOP, .group = GP_GRP_OUTPUT },
 	{ "listen", 0, "ADDR:PORT", "Where to serve /metrics and /healthz (default 127.0.0.1:9464; IPv6 as [::1]:9464)",
 	  GP_OPT_STRING, &gp_opts.listen, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
 	{ "config", 0, "FILE", "Read options from FILE first: one per line, long names without --, e.g. 'listen 0.0.0.0:9464' (the command line comes after)",
@@ -131,15 +131,15 @@ static const struct gp_option global_options[] = {
 	{ "probe-cost", 0, "SECONDS", "Cost of one probe hit (default: calibrated at start-up)",
 	  GP_OPT_SECONDS, &gp_opts.probe_cost, 0, 1, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
 	{ "ringbuf-size", 0, "BYTES", "Ring buffer size, a power of two >= 4096 (default 4 MiB)",
-	  GP_OPT_CUSTOM, &gp_opts.ringbuf_size, .parse = parse_ringbuf, .frontends = GP_FE_ALL,
+	  GP_OPT_CUSTOM, &gp_opts.ringbuf_size, .parse = parse_ringbuf, .frontends = GP_FE_ALL | GP_FE_TOP,
 	  .group = GP_GRP_LIMITS },
 	{ "max-overhead", 0, "PCT", "Sample launch and sync probes to keep each process's time in them under PCT % (daemon default 1, CLI none; 100: every call)",
 	  GP_OPT_CUSTOM, &gp_opts.max_overhead, .parse = parse_overhead, .frontends = GP_FE_ALL,
 	  .group = GP_GRP_LIMITS },
 	{ "max-pending", 0, "N", "Calls in flight tracked at once (default 10240)", GP_OPT_U64,
-	  &gp_opts.max_pending, 1, 1 << 24, .frontends = GP_FE_ALL, .group = GP_GRP_LIMITS },
+	  &gp_opts.max_pending, 1, 1 << 24, .frontends = GP_FE_ALL | GP_FE_TOP, .group = GP_GRP_LIMITS },
 	{ "max-procs", 0, "N", "Processes tracked for exit in BPF (default 8192)", GP_OPT_U64,
-	  &gp_opts.max_procs, 1, 1 << 24, .frontends = GP_FE_ALL, .group = GP_GRP_LIMITS },
+	  &gp_opts.max_procs, 1, 1 << 24, .frontends = GP_FE_ALL | GP_FE_TOP, .group = GP_GRP_LIMITS },
 	{},
 };
 
@@ -386,6 +386,16 @@ static void help(const struct parser *p)
 
 	printf("Usage: %s [OPTION...]%s%s\n%s\n", c->name, c->args_doc ? " " : "",
 	       c->args_doc ? c->args_doc : "", c->doc ? c->doc : "");
+	/* a subcommand's own options without a section (convert, flame) */
+	for (int i = 0, title = 0; i < p->n; i++) {
+		const struct entry *e = &p->e[i];
+
+		if (e->owner || e->mode >= 0 || e->o->group)
+			continue;
+		if (!title++)
+			printf("\n Options:\n");
+		help_entry(e);
+	}
 	for (int g = GP_GRP_MODES; g < GP_GRP_MODE; g++) {
 		bool title = false;
 
@@ -665,6 +675,20 @@ static bool switch_with_value(const struct parser *p, const char *arg)
 	return false;
 }
 
+/* Why this front end refuses an option another one has ("--json=x" or "--json"), or NULL. */
+static const char *refusal(const struct gp_cmdline *c, const char *arg)
+{
+	size_t n;
+
+	if (!c->refused || strncmp(arg, "--", 2))
+		return NULL;
+	n = strcspn(arg + 2, "=");
+	for (size_t i = 0; c->refused[i][0]; i++)
+		if (strlen(c->refused[i][0]) == n && !strncmp(arg + 2, c->refused[i][0], n))
+			return c->refused[i][1];
+	return NULL;
+}
+
 int gp_options__parse(struct gp_cmdline *c, int argc, char **argv)
 {
 	struct parser p = { .c = c };
@@ -700,6 +724,9 @@ int gp_options__parse(struct gp_cmdline *c, int argc, char **argv)
 		if (opt == '?' && switch_with_value(&p, argv[optind - 1]))
 			return gp_options__error(c, "option %.*s takes no value", (int)strcspn(argv[optind - 1], "="),
 						 argv[optind - 1]);
+		if (opt == '?' && refusal(c, argv[optind - 1]))
+			return gp_options__error(c, "%.*s: %s", (int)strcspn(argv[optind - 1], "="), argv[optind - 1],
+						 refusal(c, argv[optind - 1]));
 		if (opt == '?')
 			return gp_options__error(c, "unrecognized option '%s' (see %s --help)", argv[optind - 1],
 						 c->name);

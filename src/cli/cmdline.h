@@ -30,6 +30,10 @@ struct gp_cmdline {
 	int positionals;       /* enum gp_positionals */
 	int min_args, max_args; /* GP_POS_FILES */
 	const struct gp_option *extra; /* the subcommand's own options, or NULL */
+	/* options of other front ends this one refuses with a reason ("json", "top draws a
+	 * view: gpuprobe --json prints reports"), NULL-terminated; not in --help (it lists
+	 * what is accepted), but a better line than "unrecognized option" */
+	const char *const (*refused)[2];
 	const char *log_prefix; /* before "gpuprobe: " on error lines ("<3>" for journald) */
 	/* out: GP_POS_FILES arguments */
 	char **args;

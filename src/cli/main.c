@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -37,6 +38,7 @@
 #include "run.h"
 #include "target.h"
 #include "targets.h"
+#include "text.h"
 #include "top.h"
 #include "top_view.h"
 #include "trace.h"
@@ -66,11 +68,11 @@ static const char doc[] =
 
 static const char epilog[] =
 	"EXAMPLES:\n"
-	"  gpuprobe --memleak -- python3 train.py   # leaks of a command\n"
+	"  gpuprobe --memleak -- python3 train.py   # leaks of a command (report on stderr)\n"
 	"  gpuprobe --memleak -p 4242 --interval 5  # a running process, every 5 s\n"
 	"  gpuprobe --memleak                       # every CUDA process on the node\n"
-	"  gpuprobe --memleak --json -- ./app | jq .  # JSON Lines on stdout, ./app's output on stderr\n"
-	"  gpuprobe --memleak -o leaks.txt -- ./app # reports to a file, ./app's output untouched\n"
+	"  gpuprobe --memleak --json -o leaks.jsonl -- ./app  # JSON Lines to a file\n"
+	"  gpuprobe --memleak --json -p 4242 | jq . # no command: reports on stdout\n"
 	"  gpuprobe --cudatrace -p 4242 --interval 2 # launches by kernel name, live\n"
 	"  gpuprobe --bandwidth-util --interval 1 --csv pcie.csv -- ./train\n"
 	"  gpuprobe --trace run.jsonl -- python3 infer.py   # every driver call\n"
@@ -82,13 +84,12 @@ static const char epilog[] =
 	"  gpuprobe check                           # preflight: can gpuprobe run here?\n"
 	"\n"
 	"STREAMS:\n"
-	"  Reports (text or --json) go to stdout, or to -o FILE. They never share a stream\n"
-	"  with a traced command's output unless asked: when stdout is a pipe or a file, the\n"
-	"  command's stdout goes to stderr (beside its stderr), so `gpuprobe --json -- CMD | jq`\n"
-	"  reads reports only; on a terminal both show there; with -o FILE the command keeps\n"
-	"  stdout; -o - asks for reports on stdout beside the command's output. --trace -\n"
-	"  writes the trace alone to stdout, and the reports then go to stderr (or -o FILE).\n"
-	"  The \"tracing\" line, warnings and errors always go to stderr.\n"
+	"  With a command, the reports go to stderr, where strace, ltrace and perf trace put\n"
+	"  theirs: the command keeps its stdout and stderr (`gpuprobe ... -- cmd > out.txt`\n"
+	"  leaves out.txt to the command). Without one (-p, node-wide) they go to stdout.\n"
+	"  -o FILE writes them to FILE; -o - to stdout (beside a command's output). --trace -\n"
+	"  writes the trace alone to stdout; the reports and a command's stdout then go to\n"
+	"  stderr. The \"tracing\" line, warnings and errors always go to stderr.\n"
 	"\n"
 	"SIGNALS: SIGINT, SIGTERM, SIGHUP end the run with the final report (SIGTERM is\n"
 	"  passed on to the command); SIGUSR1 prints an interval report now; SIGPIPE (the\n"
@@ -102,7 +103,7 @@ static const char epilog[] =
 static const char *output_path;
 
 static const struct gp_option cli_options[] = {
-	{ "output", 'o', "FILE", "Reports (text or --json) to FILE, not stdout ('-': stdout, shared with a command's output)",
+	{ "output", 'o', "FILE", "Reports (text or --json) to FILE ('-': stdout, beside a command's output); default: stderr with a command, else stdout",
 	  GP_OPT_STRING, &output_path, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
 	{},
 };
@@ -154,7 +155,9 @@ struct cli {
 	int nr_pidfds;
 	bool released; /* the command ran (it is waited for, not killed) */
 	bool child_done;
-	FILE *out;          /* the reports: stdout, stderr (--trace -) or -o FILE */
+	FILE *out;          /* the reports: stdout, a stream on stderr, or -o FILE */
+	bool reports_stderr; /* out writes to stderr (a command's run, --trace -) */
+	int out_errno;       /* the first failed write of a report (ENOSPC), as it failed */
 	int cmd_fd[2];      /* the command's stdout and stderr when not gpuprobe's (-1) */
 	int log_fd;         /* top's --command-log, or /dev/null */
 	uint64_t hits_reaped; /* probe hits of processes an interval report listed and forgot */
@@ -252,7 +255,7 @@ static int resolve_libs(struct cli *c, char *err, size_t len)
 		if (gp_opts.cmd && !gp_opts.libcuda)
 			own = target__resolve_command(gp_opts.cmd, gp_opts.verbose, &c->libs);
 		if (own)
-			gp_log(GP_LOG_INFO, "%s: %d libcuda file%s found through the program's own library folders",
+			gp_log(GP_LOG_DEBUG, "%s: %d libcuda file%s found through the program's own library folders",
 			       gp_opts.cmd[0], own, own > 1 ? "s" : "");
 		r = target__resolve(gp_opts.libcuda, gp_opts.nr_pids ? gp_opts.pids[0] : -1, gp_opts.verbose,
 				    &c->libs, err, len);
@@ -313,24 +316,40 @@ static int attach_libs(struct cli *c, char *err, size_t len)
 }
 
 /*
- * Where the reports go, and whether the command's stdout must leave gpuprobe's stdout so
- * that the two never share a stream (strace -o, ltrace -o and perf trace -o keep the
- * command's output its own the same way; without -o they write to stderr, which the
- * command shares: gpuprobe's reports keep stdout, a stream a program can read alone).
+ * Where the reports go. With a command, as strace, ltrace and perf trace do: to stderr
+ * (or -o FILE), and the command keeps its stdout and stderr — `gpuprobe ... -- cmd > file`
+ * leaves file to the command. Without one (-p, node-wide) there is no program output to
+ * share: stdout, as bcc's tools. -o - is stdout in both cases (beside a command's output,
+ * as asked). --trace - wants stdout for the trace alone: the reports go to stderr, and a
+ * command's stdout too (a Chrome document or JSON Lines must parse). Reports on stderr are
+ * written through a buffered stream of their own, flushed after each report, so that a
+ * report is a few large writes and gpuprobe's own lines never fall inside one.
  */
 static int open_reports(struct cli *c, char *err, size_t len)
 {
 	bool trace_stdout = gp_opts.trace && !strcmp(gp_opts.trace, "-");
+	int fd;
 
-	c->out = trace_stdout ? stderr : stdout;
 	if (output_path) {
 		c->out = outfile__open(output_path);
 		if (!c->out) {
 			snprintf(err, len, "-o %s: %s", output_path, strerror(errno));
 			return -errno;
 		}
+	} else if (gp_opts.cmd || trace_stdout) {
+		fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+		c->out = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!c->out) {
+			snprintf(err, len, "cannot write the reports to stderr: %s", strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return -errno;
+		}
+		c->reports_stderr = true;
+	} else {
+		c->out = stdout;
 	}
-	if (gp_opts.cmd && (trace_stdout || (!output_path && !isatty(STDOUT_FILENO))))
+	if (gp_opts.cmd && trace_stdout)
 		c->cmd_fd[0] = STDERR_FILENO;
 	return 0;
 }
@@ -441,7 +460,8 @@ static void describe_targets(const struct cli *c, char *who, size_t len)
 	size_t off = 0;
 
 	if (gp_opts.cmd) {
-		snprintf(who, len, "PID %d and the processes it starts", c->child.pid);
+		snprintf(who, len, c->run && c->run->o->frontend == GP_FE_TOP ? "PID %d and its descendants" :
+			 "PID %d and the processes it starts", c->child.pid);
 		return;
 	}
 	for (int i = 0; i < gp_opts.nr_pids && off < len; i++)
@@ -503,11 +523,20 @@ static void announce(const struct cli *c)
  */
 static void sum_hits(void *ctx, const struct gp_snap_pid *p);
 
+/* A report that could not be written: the reason, kept as it was (errno moves on; the
+ * stream keeps only that it failed). */
+static void note_write_error(struct cli *c)
+{
+	if (ferror(c->out) && !c->out_errno)
+		c->out_errno = errno ? errno : EIO;
+}
+
 static void interval_report(struct cli *c)
 {
 	report_signal = 0;
 	gp_run__reap(c->run, 0, c->run->keep_pid);
 	gp_run__report(c->run, "interval", 0);
+	note_write_error(c);
 	/* the final report's "no CUDA call seen" must not forget the processes reaped here */
 	gp_run__hits(c->run, sum_hits, &c->hits_reaped);
 	gp_run__reap(c->run, GP_REAP_SEQ(proctab__exits()), c->run->keep_pid);
@@ -625,30 +654,37 @@ static void overhead_json(FILE *f, const struct hits *h, double cost, double war
  * one hit, calibrated after the run on this machine (so the command does not wait for
  * it). An estimate, and said to be one.
  */
+/* The share of the traced time below which the overhead footer says nothing worth a line
+ * (text without -v; JSON always has it): the probes cost a process less than 1 % of it. */
+#define OVERHEAD_SMALL 0.01
+
 static void overhead_report(struct gp_run *run)
 {
 	struct gp_probe_cost c = { 0 };
 	int r = calibrate__probe_costs(GP_CALIBRATE_CALLS, &c);
-	double cost = r ? r : c.cold;
+	double cost = r ? r : c.cold, traced = (double)(gp_mono_ns() - run->start_ns) / 1e9, most = 0;
 	struct hits h = { 0 };
 
 	if (r)
 		gp_log(GP_LOG_DEBUG, "cannot calibrate the probe cost: %s", strerror(-r));
 	gp_run__hits(run, add_hits, &h);
+	for (size_t i = 0; cost >= 0 && i < h.n; i++)
+		if ((double)h.v[i].probe_hits * cost > most)
+			most = (double)h.v[i].probe_hits * cost;
 	if (run->o->json) {
 		overhead_json(run->out, &h, cost, c.warm);
-	} else if (h.n) {
-		char one[32], warm[32], total[32];
-
-		num__seconds(cost, one, sizeof(one));
-		num__seconds(r ? -1 : c.warm, warm, sizeof(warm));
+	} else if (h.n && (run->o->verbose || cost < 0 || most >= OVERHEAD_SMALL * traced)) {
 		fprintf(run->out,
 			"gpuprobe overhead (estimate): one probe hit costs %s on this machine (%s in a tight loop; calibrated when the run ended)\n",
-			one, warm);
+			gp_text__duration(cost).s, gp_text__duration(r ? -1 : c.warm).s);
 		for (size_t i = 0; i < h.n; i++) {
-			num__seconds(cost >= 0 ? (double)h.v[i].probe_hits * cost : -1, total, sizeof(total));
-			fprintf(run->out, "  PID %u (%s): %llu probe hits, ~%s in probes\n", h.v[i].pid, h.v[i].comm,
-				(unsigned long long)h.v[i].probe_hits, total);
+			double t = cost >= 0 ? (double)h.v[i].probe_hits * cost : -1;
+
+			fprintf(run->out, "  PID %u (%s): %s, ~%s in probes", h.v[i].pid, h.v[i].comm,
+				gp_text__n(h.v[i].probe_hits, "probe hit", "probe hits").s, gp_text__duration(t).s);
+			if (t >= 0 && traced > 0)
+				fprintf(run->out, " (%.2f%% of the %s traced)", 100 * t / traced, gp_text__duration(traced).s);
+			fputc('\n', run->out);
 		}
 		fflush(run->out);
 	}
@@ -661,36 +697,57 @@ static void sum_hits(void *ctx, const struct gp_snap_pid *p)
 }
 
 /*
- * A run whose probes on libcuda never fired says so, with the likely reason, rather than
- * leaving "0 processes" to be read as "no leak".
+ * Why a run's reports may be empty, rather than leaving "0 processes" to be read as "no
+ * leak": the probes on libcuda never fired (and the likely reason), or they did but no
+ * process made a call of the kind a mode follows. 0 when the probes fired; the reason
+ * in why otherwise.
  */
-static void no_calls_line(struct cli *c)
+static int no_calls_reason(struct cli *c, char *why, size_t len)
 {
 	struct libwatch_stats st;
 	uint64_t hits = 0;
 	int files;
+	const char *perm = geteuid() && !gp_has_cap(CAP_SYS_PTRACE) && !gp_opts.cmd ?
+			   "; without CAP_SYS_PTRACE other users' processes cannot be looked at" : "";
 
 	if (!(gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA) || !gp_run__counts_hits(c->run))
-		return;
+		return 0;
 	gp_run__hits(c->run, sum_hits, &hits);
 	if (hits || c->hits_reaped)
-		return;
+		return 0;
 	libwatch__stats(c->run->watch, &st);
 	files = c->libs.n + (int)st.files[GP_LIB_CUDA];
 	if (c->run->unseen_total)
-		fprintf(stderr, "gpuprobe: no CUDA call seen since the probes went in: %llu process%s ran before %s libcuda was probed, and %s calls before that were not seen\n",
-			(unsigned long long)c->run->unseen_total, c->run->unseen_total == 1 ? "" : "es",
-			c->run->unseen_total == 1 ? "its" : "their", c->run->unseen_total == 1 ? "its" : "their");
+		snprintf(why, len, "no CUDA call seen since the probes went in: %llu process%s ran before %s libcuda was probed, and %s calls before that were not seen",
+			 (unsigned long long)c->run->unseen_total, c->run->unseen_total == 1 ? "" : "es",
+			 c->run->unseen_total == 1 ? "its" : "their", c->run->unseen_total == 1 ? "its" : "their");
 	else if (!files)
-		fprintf(stderr, "gpuprobe: no CUDA call seen: no libcuda was probed (no traced process mapped one: not a CUDA program, or one that never loaded the driver? --libcuda PATH names one)\n");
+		snprintf(why, len, "no CUDA call seen: no libcuda was probed (no traced process mapped one: not a CUDA program, or one that never loaded the driver? --libcuda PATH names one%s)",
+			 perm);
 	else
-		fprintf(stderr, "gpuprobe: no CUDA call seen: %d libcuda file%s probed, none called (the processes made no CUDA call, or called a libcuda copy gpuprobe did not find: -v lists the files, --libcuda PATH names one)\n",
-			files, files == 1 ? "" : "s");
+		snprintf(why, len, "no CUDA call seen: %d libcuda file%s probed, none called (the processes made no CUDA call, or called a libcuda copy gpuprobe did not find: -v lists the files, --libcuda PATH names one%s)",
+			 files, files == 1 ? "" : "s", perm);
+	return 1;
+}
+
+/* The final reports' hint, and one line on stderr for those who read JSON or a file. */
+static void no_calls_line(struct cli *c, char *why, size_t len)
+{
+	if (!no_calls_reason(c, why, len)) {
+		snprintf(why, len, "the traced processes called the driver, but none made a call this mode follows");
+		c->run->empty_hint = why;
+		return;
+	}
+	c->run->empty_hint = why;
+	if (gp_opts.json || !c->reports_stderr)
+		fprintf(stderr, "gpuprobe: %s\n", why);
 }
 
 /* The end: last records, the final reports, probes out, the modes' files. */
 static int finish(struct cli *c, char *err, size_t len)
 {
+	char why[512];
+
 	/* the exit tracepoint ran before the parent could reap: its record is in the buffer.
 	 * The probes go first, so that what is left is a bounded read however fast the
 	 * processes still call (the sampled probes of a budget stay until gp_run__detach,
@@ -712,8 +769,10 @@ static int finish(struct cli *c, char *err, size_t len)
 	gp_run__stop_budget(c->run);
 	proctab__set_sweep_grace(0);
 	gp_run__reap(c->run, 0, c->run->keep_pid);
+	no_calls_line(c, why, sizeof(why));
 	gp_run__report(c->run, "final", 0);
-	no_calls_line(c);
+	note_write_error(c);
+	c->run->empty_hint = NULL;
 	if (gp_run__counts_hits(c->run))
 		overhead_report(c->run);
 	gp_run__detach(c->run);
@@ -801,14 +860,16 @@ static int trace_main(int argc, char **argv)
 cleanup:
 	gp_run__free(c.run);
 	/* SIGPIPE: the reader of the reports went away; that stream's loss is no error */
-	if (c.out && c.out != stderr && (lost = outfile__close(c.out)) == -EPIPE && stop_signal == SIGPIPE)
+	if (c.out && c.out != stderr && (lost = outfile__close(c.out)) == -EIO && c.out_errno)
+		lost = -c.out_errno;
+	if (lost == -EPIPE && stop_signal == SIGPIPE)
 		lost = 0;
 	if (lost && !r) {
 		/* a full disk or a closed pipe lost reports: say so, and fail even when the
 		 * command succeeded */
 		r = lost;
-		snprintf(err, sizeof(err), "writing the reports to %s: %s", output_path ? output_path : "stdout",
-			 strerror(-lost));
+		snprintf(err, sizeof(err), "writing the reports to %s: %s",
+			 output_path ? output_path : c.reports_stderr ? "stderr" : "stdout", strerror(-lost));
 	}
 	if (r && err[0])
 		fprintf(stderr, "gpuprobe: %s\n", err);
@@ -860,11 +921,15 @@ static const char top_doc[] =
 static const char top_epilog[] =
 	"KEYS: q quits; < and > (or left, right) choose the sort column; r reverses it;\n"
 	"up and down (or k, j) select the process whose kernels and copies are shown.\n"
-	"A process marked * has exited (it stays --keep-exited seconds, 10; the command stays).\n"
+	"A process marked * has exited: it keeps its final figures (memory it held at exit,\n"
+	"launches, copies) for --keep-exited seconds (10), or until it scrolls off; the\n"
+	"command's own stays. Launches are kernel launches, as --cudatrace counts them;\n"
+	"graph launches are counted apart.\n"
 	"When the command or every -p process has ended, the screen keeps the final figures\n"
 	"until q.\n"
-	"-i SECONDS sets the refresh period (default 1). COMMAND's stdout and stderr go to\n"
-	"--command-log FILE (default /dev/null): the terminal is the view's.\n"
+	"COMMAND's stdout and stderr go to --command-log FILE (default /dev/null): the\n"
+	"terminal is the view's. --batch prints the frames' data on stdout, every process\n"
+	"with its detail, and no keys.\n"
 	"\n"
 	"EXAMPLES:\n"
 	"  gpuprobe top                             # every CUDA process on the node\n"
@@ -929,6 +994,8 @@ static struct top_opts top_o = { .sort = TOP_LAUNCHES, .width = 80, .keep_exited
 static const char *top_cmd_log;
 
 static const struct gp_option top_options[] = {
+	{ "interval", 'i', "SECONDS", "Refresh the view every SECONDS (default 1)", GP_OPT_SECONDS, &gp_opts.interval,
+	  0.01, GP_MAX_SECONDS, .frontends = GP_FE_TOP, .group = GP_GRP_OUTPUT },
 	{ "batch", 'b', NULL, "Print a text frame every interval instead of drawing (like top -b)",
 	  GP_OPT_SWITCH, &top_o.batch, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
 	{ "iterations", 'n', "N", "--batch: stop after N frames", GP_OPT_U64, &top_o.iterations, 1, 1e9,
@@ -988,9 +1055,15 @@ static int top_session(struct cli *c, char *err, size_t len)
 /* gpuprobe top [-p PID | --comm NAME | -- COMMAND] */
 static int top_main(int argc, char **argv)
 {
-	struct gp_cmdline cl = { .name = "gpuprobe top", .frontend = GP_FE_CLI, .args_doc = "[-- COMMAND [ARGS...]]",
+	static const char *const refused[][2] = {
+		{ "json", "top draws a view (gpuprobe --json prints reports; --batch prints text frames)" },
+		{ "max-overhead", "top shows every call (use it with gpuprobe or the daemon)" },
+		{ "output", "top draws on the terminal (--batch prints on stdout)" },
+		{ NULL, NULL },
+	};
+	struct gp_cmdline cl = { .name = "gpuprobe top", .frontend = GP_FE_TOP, .args_doc = "[-- COMMAND [ARGS...]]",
 				 .doc = top_doc, .epilog = top_epilog, .positionals = GP_POS_COMMAND,
-				 .extra = top_options };
+				 .extra = top_options, .refused = refused };
 	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 }, .cmd_fd = { -1, -1 }, .log_fd = -1 };
 	char err[1024] = "";
 	int r = gp_options__parse(&cl, argc, argv), code;
@@ -1000,13 +1073,10 @@ static int top_main(int argc, char **argv)
 	r = cli_targets__usage(&cl);
 	if (r)
 		return r;
-	if (gp_opts.json)
-		return gp_options__error(&cl, "--json: top draws a view (gpuprobe --json prints reports)");
 	if (top_cmd_log && !gp_opts.cmd)
 		return gp_options__error(&cl, "--command-log needs a command");
-	/* its counters read the BPF tables as they are: sampled counts would show as exact */
-	if (gp_opts.max_overhead >= 0)
-		return gp_options__error(&cl, "--max-overhead: top shows every call (use it with gpuprobe or the daemon)");
+	/* --json, --max-overhead (its counters read the BPF tables as they are: sampled counts
+	 * would show as exact) and -o are not top's: refused by the parser */
 	gp_opts.modes = counter_modes();
 	gp_opts.frontend = GP_FE_TOP; /* parsed as the CLI, running as a view: no stacks, no reports */
 	libbpf_set_print(libbpf_print_fn);

@@ -69,7 +69,14 @@ static int add_row(struct top_proc *p, const struct gp_counter_row *r, double dt
 	if (!strcmp(r->track, GP_TRACK_MEMORY)) {
 		p->has_memory = true;
 		p->memory += r->value;
-		p->growth += rate;
+		/* a live view's own series: what an exited process held at its exit */
+		if (r->flags & GP_CTR_DETAIL)
+			p->memory_at_exit = true;
+		else
+			p->growth += rate;
+	} else if (!strcmp(r->track, GP_TRACK_LAUNCHES) && !strcmp(r->series, "graphs")) {
+		p->graph_launches += r->value;
+		p->graph_rate += rate;
 	} else if (!strcmp(r->track, GP_TRACK_LAUNCHES)) {
 		p->launches += r->value;
 		p->launch_rate += rate;
@@ -328,11 +335,19 @@ static void table_row(struct out *o, struct widths w, const struct top_proc *p, 
 
 static void title(struct out *o, const struct top_frame *f)
 {
-	char one[32], rate[16];
+	char one[32], rate[16], head[96];
+	int room, n;
 
-	/* what is traced comes last: a narrow terminal cuts only that */
-	put(o, TOP_TITLE, "gpuprobe top  %s  %zu process%s%s  %s", f->clock, f->nr_procs, f->nr_procs == 1 ? "" : "es",
-	    f->ended ? "  ENDED" : "", f->who);
+	/* what is traced comes last, and is shortened to fit rather than cut */
+	n = snprintf(head, sizeof(head), "gpuprobe top  %s  %zu process%s%s  ", f->clock, f->nr_procs,
+		     f->nr_procs == 1 ? "" : "es", f->ended ? "  ENDED" : "");
+	room = (o->width < TOP_MAX_WIDTH ? o->width : TOP_MAX_WIDTH) - n;
+	if ((int)strlen(f->who) <= room)
+		put(o, TOP_TITLE, "%s%s", head, f->who);
+	else if (room > 3)
+		put(o, TOP_TITLE, "%s%.*s...", head, room - 3, f->who);
+	else
+		put(o, TOP_TITLE, "%s", head);
 	fmt_count(f->hit_rate, rate, sizeof(rate));
 	if (f->cost >= 0) {
 		num__seconds(f->cost, one, sizeof(one));
@@ -357,12 +372,16 @@ static size_t nr_gpus(const struct top_proc *p)
 static void detail(struct out *o, const struct top_frame *f, const struct top_proc *p, size_t k)
 {
 	bool totals = f->ended || p->exited; /* no rates left to show: what it did */
-	char a[32], b[32], cells[NR_DIRS][32];
+	char a[32], b[32], g[48] = "", m[64] = "", cells[NR_DIRS][32];
 	int kw = o->width - 25; /* "  NAME LAUNCH/s TOTAL" */
 
 	fmt_bytes(p->memory, b, sizeof(b));
-	put(o, TOP_HEADER, "PID %u%s%s%s: %.0f launches, %s outstanding, %.0f probe hits", p->pid, p->comm[0] ? " " : "",
-	    p->comm, p->exited ? " (exited)" : "", p->launches, p->has_memory ? b : "-", p->hits);
+	if (p->graph_launches)
+		snprintf(g, sizeof(g), ", %.0f graph launch%s", p->graph_launches, p->graph_launches == 1 ? "" : "es");
+	if (p->has_memory)
+		snprintf(m, sizeof(m), ", %s %s", b, p->memory_at_exit ? "held at exit" : "outstanding");
+	put(o, TOP_HEADER, "PID %u%s%s%s: %.0f launch%s%s%s, %.0f probe hits", p->pid, p->comm[0] ? " " : "",
+	    p->comm, p->exited ? " (exited)" : "", p->launches, p->launches == 1 ? "" : "es", g, m, p->hits);
 	if (p->nr_kernels && k) {
 		put(o, TOP_TEXT, "  %-*s %10s %11s", kw > 10 ? kw : 10, "KERNEL", "LAUNCH/s", "TOTAL");
 		for (size_t i = 0; i < p->nr_kernels && i < k; i++) {
@@ -441,6 +460,7 @@ size_t top__layout(const struct top_frame *f, int width, int height, enum top_co
 		o.n = (size_t)height - 1;
 	while (height > 0 && o.n + 1 < (size_t)height) /* the keys on the last line */
 		put(&o, TOP_TEXT, "%s", "");
-	footer(&o, f, col, reverse);
+	if (height > 0) /* --batch prints data only: no one presses keys there */
+		footer(&o, f, col, reverse);
 	return o.n;
 }

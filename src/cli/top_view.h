@@ -37,8 +37,12 @@ struct top_proc {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
 	bool exited;
-	double launch_rate, launches; /* per second over the last tick; since first seen */
+	/* kernel launches (as --cudatrace counts them: graph launches apart), per second over
+	 * the last tick and since first seen; graph launches the same */
+	double launch_rate, launches;
+	double graph_rate, graph_launches;
 	bool has_memory;
+	bool memory_at_exit;          /* memory is what it held when it exited */
 	double memory, growth;        /* outstanding bytes; their change per second */
 	double h2d, d2h;              /* bytes per second, every GPU */
 	bool has_copies;

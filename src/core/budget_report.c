@@ -6,14 +6,23 @@
 #include <json-c/json.h>
 #include "budget.h"
 #include "prom.h"
+#include "text.h"
+
+static struct gp_str count(double v)
+{
+	return gp_text__count(v > 0 ? (uint64_t)llround(v) : 0);
+}
 
 void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
 {
-	fprintf(f, "gpuprobe budget (--max-overhead %g%%, %s): a probe hit costs %.2f us here (%.2f us in a tight loop), a counted call %.2f us; launch and sync probes attached %.1f%% of the time now%s; %" PRIu64
-		   " of %" PRIu64 " periods sampled, %" PRIu64 " of %" PRIu64 " windows ended early by a rate that rose (attaching took %.1f ms, closing %.1f ms, medians)\n",
-		s->pct, !strcmp(s->mechanism, "uprobe_multi") ? "uprobe_multi links" : "tracefs uprobe events", s->cost * 1e6, s->warm_cost * 1e6, s->call_cost * 1e6, s->fraction * 100,
-		s->over ? " (a process passes the budget even then)" : "", s->sampled_periods, s->periods,
-		s->cut_windows, s->windows, s->attach_ms, s->detach_ms);
+	fprintf(f, "gpuprobe budget (--max-overhead %g%%, %s): a probe hit costs %s here (%s in a tight loop), a counted call %s; "
+		   "launch and sync probes attached %.1f%% of the time now%s; %s of %s periods sampled, %s of %s windows "
+		   "ended early by a rate that rose (attaching took %s, closing %s, medians)\n",
+		s->pct, !strcmp(s->mechanism, "uprobe_multi") ? "uprobe_multi links" : "tracefs uprobe events",
+		gp_text__duration(s->cost).s, gp_text__duration(s->warm_cost).s, gp_text__duration(s->call_cost).s,
+		s->fraction * 100, s->over ? " (a process passes the budget even then)" : "",
+		gp_text__count(s->sampled_periods).s, gp_text__count(s->periods).s, gp_text__count(s->cut_windows).s,
+		gp_text__count(s->windows).s, gp_text__duration(s->attach_ms / 1e3).s, gp_text__duration(s->detach_ms / 1e3).s);
 	for (size_t i = 0; i < s->nr_procs; i++) {
 		const struct gp_budget_proc *p = &s->procs[i];
 		struct gp_sampling smp;
@@ -23,13 +32,13 @@ void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
 		else
 			fprintf(f, "  PID %u%s:", p->pid, p->ended ? " (ended)" : "");
 		if (gp_account__sampling(&p->acc, &smp) && smp.unbounded)
-			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%.0f calls (at least %.0f: no upper bound, its calls cost less than a probe),",
-				smp.fraction * 100, smp.estimate, smp.lo);
+			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%s calls (at least %s: no upper bound, its calls cost less than a probe),",
+				smp.fraction * 100, count(smp.estimate).s, count(smp.lo).s);
 		else if (smp.observed || p->acc.sampled)
-			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%.0f calls (95%%: %.0f-%.0f),",
-				smp.fraction * 100, smp.estimate, smp.lo, smp.hi);
+			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%s calls (95%%: %s-%s),",
+				smp.fraction * 100, count(smp.estimate).s, count(smp.lo).s, count(smp.hi).s);
 		else
-			fprintf(f, " every launch and sync call seen (%.0f),", p->acc.obs);
+			fprintf(f, " every launch and sync call seen (%s),", count(p->acc.obs).s);
 		fprintf(f, " %.3f%% of its time in those probes (estimate)\n", gp_account__overhead(&p->acc) * 100);
 	}
 	fflush(f);

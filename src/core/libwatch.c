@@ -509,10 +509,21 @@ static void scan_soon(struct libwatch *w, uint32_t pid, uint64_t since_ns)
 		defer(w, pid);
 }
 
+/* One -p PID alone is followed by the uprobes' own PID filter, not a followed set: the exec
+ * records of every process on the node reach here (the tracepoint is not filtered then).
+ * Those processes are not traced: their libraries are none of this run's business. */
+static bool wanted(const struct libwatch *w, uint32_t pid)
+{
+	return w->run->target_pid <= 0 || pid == (uint32_t)w->run->target_pid;
+}
+
 static void on_dlopen(void *ctx, const struct gp_dlopen_event *e)
 {
 	struct libwatch *w = ctx;
 	uint64_t t0 = gp_mono_ns();
+
+	if (!wanted(w, e->pid) && !e->held)
+		return;
 
 	if (e->held) {
 		/* stopped by the hook (SIGSTOP) with a new libcuda mapped: probed now, whatever the
@@ -535,7 +546,7 @@ static void on_dlopen(void *ctx, const struct gp_dlopen_event *e)
 /* A new image maps its own linker, perhaps from another root. */
 static void on_proc(void *ctx, const struct gp_proc_event *e)
 {
-	if (e->type == GP_EV_EXEC)
+	if (e->type == GP_EV_EXEC && wanted(ctx, e->pid))
 		scan_soon(ctx, e->pid, 0);
 }
 

@@ -94,7 +94,8 @@ enum gp_counter_flag {
 	/* a running total (since the process was first seen): drawn as its change from one
 	 * sample to the next; counters of one series emitted in one call add up */
 	GP_CTR_TOTAL = 1 << 0,
-	/* for live views only: too many series for a timeline (one per kernel) */
+	/* for live views only: too many series for a timeline (one per kernel), or a figure an
+	 * exited process left (what it held at its exit), which a timeline draws as 0 */
 	GP_CTR_DETAIL = 1 << 1,
 };
 

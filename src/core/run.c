@@ -473,6 +473,10 @@ static void report_one(struct gp_run *run, int i, const char *kind, uint32_t pid
 	if (!run->o->json) {
 		if (m->text)
 			m->text(run->out, s, run);
+		/* "0 processes" alone reads as "nothing wrong": say why there is nothing */
+		if (m->text && !s->nr_pids && strcmp(kind, "exit"))
+			fprintf(run->out, "  nothing to report: %s\n", run->empty_hint ? run->empty_hint :
+				"no traced process has made a call this mode follows yet");
 		fflush(run->out);
 		return;
 	}

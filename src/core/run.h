@@ -59,6 +59,9 @@ struct gp_run {
 	bool behind;                 /* the last reap's read left records: no mode sweeps
 	                              * (a process gone may have records still to be read) */
 	FILE *out;                   /* reports */
+	/* why a text report may list no process (the front end's, e.g. "no CUDA call seen: no
+	 * libcuda was probed ..."); NULL: the general one. Printed under an empty report. */
+	const char *empty_hint;
 	uint64_t start_ns;
 	/* the front end's answer to a mode that reports a process as it exits */
 	void (*exit_report)(struct gp_run *run, int slot, uint32_t pid);

@@ -164,14 +164,18 @@ static void write_track(struct gp_timeline *tl, const struct gp_counter_row *row
 	if (p)
 		p->shown = true;
 	for (size_t i = from; i < to; i++) {
+		if (rows[i].flags & GP_CTR_DETAIL) /* live views' own series */
+			continue;
 		s[n].name = rows[i].series;
 		s[n++].value = total ? rows[i].delta : rows[i].value;
-		if (n == TRACE_SERIES_MAX || i + 1 == to) { /* more series: more events, one name */
+		if (n == TRACE_SERIES_MAX) { /* more series: more events, one name */
 			trace_writer__counter(tl->w, rows[from].pid, rows[from].track, total ? tl->last_sample_ns : now_ns,
 					      s, n);
 			n = 0;
 		}
 	}
+	if (n)
+		trace_writer__counter(tl->w, rows[from].pid, rows[from].track, total ? tl->last_sample_ns : now_ns, s, n);
 }
 
 struct gp_counters *gp_timeline__sample_begin(struct gp_timeline *tl, uint64_t now_ns)
@@ -192,9 +196,9 @@ void gp_timeline__sample_end(struct gp_timeline *tl)
 		if (i < n && rows[i].pid == rows[from].pid && !strcmp(rows[i].track, rows[from].track))
 			continue;
 		for (size_t j = from; j < i; j++)
-			quiet = quiet && rows[j].quiet;
+			quiet = quiet && (rows[j].quiet || (rows[j].flags & GP_CTR_DETAIL));
 		/* a track that says nothing new is not written: its curve holds its last point */
-		if (!quiet && !(rows[from].flags & GP_CTR_DETAIL))
+		if (!quiet)
 			write_track(tl, rows, from, i, now);
 		from = i;
 	}

@@ -725,8 +725,17 @@ int ustack__from_pcs(struct ustack *u, uint32_t pid, const __u64 *pcs, unsigned 
 		out->flags |= USTACK_TOO_DEEP;
 	struct pytexts none = { 0 };
 
-	for (unsigned int i = 0; i < n; i++)
+	for (unsigned int i = 0; i < n; i++) {
+		/* a walk that went past code without frame pointers reads a saved "return
+		 * address" that is none (0, or the low page): a bare 0x0 frame says nothing */
+		if (pcs[i] < 4096) {
+			out->flags |= USTACK_FP_END;
+			out->flags &= ~USTACK_TOO_DEEP;
+			n = i;
+			break;
+		}
 		v[i] = pcs[i];
+	}
 	pin(u, pid, v, n);
 	merge(u, pid, v, n, &none, out);
 	return 0;

@@ -70,11 +70,14 @@ enum ustack_flags {
 	/* a Python frame named from its copy, but its line lies past the part of the line
 	 * table copied (64 KiB), or a part of it was lost: "file.py:?" */
 	USTACK_PY_NO_LINE = 1u << 11,
+	/* --stacks fp: the kernel's frame-pointer walk met code without frame pointers and
+	 * read no return address (0 or junk): the stack is cut there */
+	USTACK_FP_END = 1u << 12,
 };
 
 /* A partial stack: its outermost frames are missing. */
 #define USTACK_PARTIAL (USTACK_TRUNCATED | USTACK_STOPPED | USTACK_TOO_DEEP | USTACK_NO_STACK | \
-			USTACK_LOST | USTACK_UNRESOLVED | USTACK_UNKEPT)
+			USTACK_LOST | USTACK_UNRESOLVED | USTACK_UNKEPT | USTACK_FP_END)
 
 struct ustack_frames {
 	unsigned int nr;

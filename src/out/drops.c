@@ -58,12 +58,21 @@ uint64_t gp_snap__dropped(const struct gp_snap *s)
 	return n;
 }
 
-void gp_drops__text(FILE *f, const struct gp_snap *s)
+void gp_drops__text(FILE *f, const struct gp_snap *s, bool all)
 {
-	fprintf(f, "Dropped events: %" PRIu64 " (", gp_snap__dropped(s));
+	bool any = false, first = true;
+
 	for (size_t i = 0; i < s->nr_drops; i++)
-		fprintf(f, "%s%s %" PRIu64, i ? ", " : "", gp_reason_name(s->drops[i].reason),
-			s->drops[i].count);
+		any = any || s->drops[i].count;
+	if (!any && !all)
+		return;
+	fprintf(f, "Dropped events: %" PRIu64 " (", gp_snap__dropped(s));
+	for (size_t i = 0; i < s->nr_drops; i++) {
+		if (!s->drops[i].count && !all)
+			continue;
+		fprintf(f, "%s%s %" PRIu64, first ? "" : ", ", gp_reason_name(s->drops[i].reason), s->drops[i].count);
+		first = false;
+	}
 	fputs(")\n", f);
 }
 

@@ -45,8 +45,10 @@ bool gp_reason_loses(int reason);
 
 /* The sum of the drops of s that lose events. */
 uint64_t gp_snap__dropped(const struct gp_snap *s);
-/* "Dropped events: N (ringbuf_full 0, ...)" */
-void gp_drops__text(FILE *f, const struct gp_snap *s);
+/* "Dropped events: N (ringbuf_full 3, ...)", N the events lost, then every counter that is
+ * not 0: nothing at all when all are 0, unless all (-v), which names every counter. The
+ * JSON reports always carry every counter. */
+void gp_drops__text(FILE *f, const struct gp_snap *s, bool all);
 /* "dropped_events": N and "drops": {name: count} */
 void gp_drops__json(struct json_object *o, const struct gp_snap *s);
 

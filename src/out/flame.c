@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -132,20 +133,45 @@ static size_t utf8_chars(const char *s, size_t n)
 	return k;
 }
 
-/* The label that fits w pixels: the whole name, or its start and "..", or nothing. The
- * script computes the same when zooming. */
+/*
+ * The label that fits w pixels: the whole name; else the name without what follows the
+ * function ("f+0x23 (app) at app.c:63" -> "f+0x23 (app)" -> "f+0x23" -> "f"), so that
+ * a narrow frame still says which function it is; else the start of that and "..";
+ * else nothing. The script computes the same when zooming.
+ */
+static size_t short_form(const char *name, size_t len, int form)
+{
+	const char *cut = NULL;
+
+	if (form >= 1) { /* without " at file:line" */
+		for (size_t i = len; i > 4; i--)
+			if (!memcmp(name + i - 4, " at ", 4)) {
+				len = i - 4;
+				break;
+			}
+	}
+	if (form >= 2 && (cut = memmem(name, len, " (", 2)) && cut > name) /* without " (file)" */
+		len = (size_t)(cut - name);
+	if (form >= 3 && (cut = memmem(name, len, "+0x", 3)) && cut > name) /* without "+0x23" */
+		len = (size_t)(cut - name);
+	return len;
+}
+
 static void put_label(FILE *out, const char *name, size_t len, double w)
 {
 	double fit = (w - 6) / FONT_W;
-	size_t n = fit > 0 ? (size_t)fit : 0, i = 0, k = 0;
+	size_t n = fit > 0 ? (size_t)fit : 0, i = 0, k = 0, l = len;
 
 	if (n < 3)
 		return;
-	if (utf8_chars(name, len) <= n) {
-		xml_put(out, name, len);
-		return;
+	for (int form = 0; form <= 3; form++) {
+		l = short_form(name, len, form);
+		if (utf8_chars(name, l) <= n) {
+			xml_put(out, name, l);
+			return;
+		}
 	}
-	for (; i < len; i++) {
+	for (; i < l; i++) {
 		if (((unsigned char)name[i] & 0xc0) != 0x80 && k++ == n - 2)
 			break;
 	}
@@ -252,11 +278,27 @@ static const char SCRIPT[] =
 "\n"
 "\tfunction num(g, a) { return +g.getAttribute(a); }\n"
 "\tfunction name(g) { return g.querySelector(\"title\").textContent.split(\"\\n\")[0]; }\n"
-"\t/* the label that fits w pixels, as the C side cuts it */\n"
+"\t/* the label that fits w pixels, as the C side makes it: the name, shorter forms of it\n"
+"\t * (without \" at file:line\", \" (file)\", \"+0x..\"), then the shortest's start */\n"
+"\tfunction forms(text) {\n"
+"\t\tvar f = [text], t = text, i = t.lastIndexOf(\" at \");\n"
+"\t\tif (i > 0) t = t.slice(0, i);\n"
+"\t\tf.push(t);\n"
+"\t\ti = t.indexOf(\" (\");\n"
+"\t\tif (i > 0) t = t.slice(0, i);\n"
+"\t\tf.push(t);\n"
+"\t\ti = t.indexOf(\"+0x\");\n"
+"\t\tif (i > 0) t = t.slice(0, i);\n"
+"\t\tf.push(t);\n"
+"\t\treturn f;\n"
+"\t}\n"
 "\tfunction label(text, w) {\n"
-"\t\tvar n = Math.floor((w - 6) / fontw), chars = Array.from(text);\n"
+"\t\tvar n = Math.floor((w - 6) / fontw), f = forms(text), chars;\n"
 "\t\tif (n < 3) return \"\";\n"
-"\t\treturn chars.length <= n ? text : chars.slice(0, n - 2).join(\"\") + \"..\";\n"
+"\t\tfor (var k = 0; k < f.length; k++)\n"
+"\t\t\tif (Array.from(f[k]).length <= n) return f[k];\n"
+"\t\tchars = Array.from(f[f.length - 1]);\n"
+"\t\treturn chars.slice(0, n - 2).join(\"\") + \"..\";\n"
 "\t}\n"
 "\tfunction place(g, x, w) {\n"
 "\t\tvar box = g.querySelector(\"svg\");\n"
@@ -490,6 +532,13 @@ int flame__file(const char *path, const struct flame_opts *o, FILE *out, char *e
 	r = folded__read(f, in, &st, why, sizeof(why));
 	if (r) {
 		snprintf(err, len, "%s: %s", path, why);
+		goto cleanup;
+	}
+	/* nothing read but lines that are no folded stacks: not an empty graph, an error (an
+	 * empty file, or blank lines only, is a run with nothing outstanding: drawn empty) */
+	if (st.skipped && !st.stacks) {
+		r = -EINVAL;
+		snprintf(err, len, "%s: not folded stacks (line %zu: %s)", path, st.first_bad_line, st.first_bad_why);
 		goto cleanup;
 	}
 	if (st.skipped)

@@ -1,22 +1,83 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#define _GNU_SOURCE
 #include <inttypes.h>
+#include <math.h>
+#include <string.h>
 #include <time.h>
+#include "jsonnum.h"
 #include "text.h"
 
-void gp_text__bytes(uint64_t bytes, char *buf, size_t len)
+struct gp_str gp_text__count(uint64_t n)
 {
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)bytes;
-	int u = 0;
+	struct gp_str r;
+	char digits[24];
+	int len = snprintf(digits, sizeof(digits), "%" PRIu64, n), o = 0;
 
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
+	for (int i = 0; i < len; i++) {
+		if (i && (len - i) % 3 == 0)
+			r.s[o++] = ',';
+		r.s[o++] = digits[i];
 	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", bytes);
+	r.s[o] = '\0';
+	return r;
+}
+
+struct gp_str gp_text__n(uint64_t n, const char *one, const char *many)
+{
+	struct gp_str r;
+
+	snprintf(r.s, sizeof(r.s), "%.30s %.40s", gp_text__count(n).s, n == 1 ? one : many);
+	return r;
+}
+
+struct gp_str gp_text__bytes(uint64_t bytes)
+{
+	struct gp_str r;
+
+	num__bytes(bytes, r.s, sizeof(r.s));
+	return r;
+}
+
+struct gp_str gp_text__bytes_exact(uint64_t bytes)
+{
+	struct gp_str r;
+
+	if (bytes < 1024)
+		snprintf(r.s, sizeof(r.s), "%" PRIu64 " B", bytes);
 	else
-		snprintf(buf, len, "%.1f %s", v, units[u]);
+		snprintf(r.s, sizeof(r.s), "%.24s (%.30s B)", gp_text__bytes(bytes).s, gp_text__count(bytes).s);
+	return r;
+}
+
+struct gp_str gp_text__duration(double seconds)
+{
+	struct gp_str r;
+
+	num__seconds(seconds, r.s, sizeof(r.s));
+	return r;
+}
+
+struct gp_str gp_text__rate(double bytes_per_s)
+{
+	struct gp_str r;
+
+	num__rate(bytes_per_s, r.s, sizeof(r.s));
+	return r;
+}
+
+struct gp_str gp_text__per_s(double per_s)
+{
+	struct gp_str r;
+	uint64_t tenths;
+
+	if (!isfinite(per_s) || per_s < 0 || per_s >= 1e17) {
+		snprintf(r.s, sizeof(r.s), "-");
+		return r;
+	}
+	/* one decimal, the whole part grouped: 3,336.5/s */
+	tenths = (uint64_t)llround(per_s * 10);
+	snprintf(r.s, sizeof(r.s), "%.30s.%d/s", gp_text__count(tenths / 10).s, (int)(tenths % 10));
+	return r;
 }
 
 static void stars(FILE *f, uint64_t val, uint64_t max, int width)
@@ -55,6 +116,31 @@ void gp_text__log2_hist(FILE *f, const uint64_t *slots, int n, const char *unit)
 	}
 }
 
+void gp_text__rate_hist(FILE *f, const uint64_t *slots, int n, double unit_bytes_per_s)
+{
+	int first = -1, last = -1;
+	uint64_t max = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (slots[i] && first < 0)
+			first = i;
+		if (slots[i])
+			last = i;
+		if (slots[i] > max)
+			max = slots[i];
+	}
+	if (last < 0)
+		return;
+	fprintf(f, "%-26s : count    distribution\n", "       rate");
+	for (int i = first; i <= last; i++) {
+		double lo = i ? ldexp(1, i) * unit_bytes_per_s : 0, hi = ldexp(1, i + 1) * unit_bytes_per_s;
+
+		fprintf(f, "%11s .. %-10s : %-8" PRIu64 " |", gp_text__rate(lo).s, gp_text__rate(hi).s, slots[i]);
+		stars(f, slots[i], max, 40);
+		fprintf(f, "|\n");
+	}
+}
+
 void gp_text__clock(char *buf, size_t len)
 {
 	time_t now = time(NULL);
@@ -62,4 +148,102 @@ void gp_text__clock(char *buf, size_t len)
 
 	localtime_r(&now, &tm);
 	strftime(buf, len, "%H:%M:%S", &tm);
+}
+
+/* The file a native frame names: "f+0x1 (libffi.so.8) at x.c:3" -> "libffi.so.8"; NULL for
+ * a Python frame ("f (file.py:12)") or a frame without one. */
+static const char *frame_module(const char *frame, size_t *len)
+{
+	const char *at = strstr(frame, ") at "), *open, *close;
+
+	close = at ? at : strrchr(frame, ')');
+	if (!close)
+		return NULL;
+	for (open = close; open > frame && *open != '('; open--)
+		;
+	if (*open != '(' || open == frame || open[-1] != ' ')
+		return NULL;
+	*len = (size_t)(close - open - 1);
+	open++;
+	/* a Python frame's parentheses hold its file and line */
+	if (*len > 3 && memchr(open, ':', *len) && memmem(open, *len, ".py:", 4))
+		return NULL;
+	return open;
+}
+
+static bool starts(const char *s, size_t n, const char *prefix)
+{
+	size_t k = strlen(prefix);
+
+	return n >= k && !memcmp(s, prefix, k);
+}
+
+bool gp_text__internal_frame(const char *frame)
+{
+	size_t n = 0;
+	const char *m = frame_module(frame, &n);
+
+	if (!m)
+		return false;
+	/* libffi, ctypes' extension module, the interpreter's binary or library */
+	return starts(m, n, "libffi.so") || starts(m, n, "_ctypes") || starts(m, n, "libpython") ||
+	       (starts(m, n, "python") && !memchr(m, '/', n));
+}
+
+/* "libffi.so.8.1.2" -> "libffi", "python3.11" stays */
+static void short_module(const char *frame, char *buf, size_t len)
+{
+	size_t n = 0;
+	const char *m = frame_module(frame, &n);
+	size_t k = n;
+
+	if (!m) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	if (memmem(m, n, ".so", 3))
+		k = (size_t)((const char *)memmem(m, n, ".so", 3) - m);
+	if (starts(m, n, "_ctypes"))
+		k = 7;
+	snprintf(buf, len, "%.*s", (int)k, m);
+}
+
+static void fold_line(FILE *f, const char *const *frames, size_t from, size_t to, const char *indent)
+{
+	char mods[3][48], m[48];
+	size_t nm = 0;
+
+	for (size_t i = from; i < to; i++) {
+		size_t k;
+
+		short_module(frames[i], m, sizeof(m));
+		for (k = 0; k < nm && strcmp(mods[k], m); k++)
+			;
+		if (k == nm && nm < 3)
+			snprintf(mods[nm++], sizeof(mods[0]), "%s", m);
+	}
+	fprintf(f, "%s[%zu interpreter and FFI frames (%s%s%s%s%s); -v shows them]\n", indent, to - from, mods[0],
+		nm > 1 ? ", " : "", nm > 1 ? mods[1] : "", nm > 2 ? ", " : "", nm > 2 ? mods[2] : "");
+}
+
+size_t gp_text__stack(FILE *f, const char *const *frames, size_t n, const char *indent, bool all)
+{
+	size_t folded = 0;
+
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+
+		/* the innermost frame is the probed call itself: always shown */
+		while (!all && i > 0 && j < n && gp_text__internal_frame(frames[j]))
+			j++;
+		if (j - i >= 2) { /* one line for one frame saves nothing */
+			fold_line(f, frames, i, j, indent);
+			folded += j - i;
+			i = j;
+			continue;
+		}
+		fprintf(f, "%s%s\n", indent, frames[i]);
+		i++;
+	}
+	return folded;
 }

@@ -1,17 +1,61 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Pieces of the text reports every mode uses: sizes, histograms, the report's clock. */
+/*
+ * Pieces of the text reports every mode uses, so that they read alike (docs/design.md,
+ * "Output conventions"): human units first, the exact figure beside them where a reader
+ * checks it against the program's own; digits grouped; one unit family per quantity —
+ * bytes in IEC units (KiB, MiB), rates in SI bytes per second (kB/s, MB/s, GB/s),
+ * durations scaled (ns, us, ms, s); nouns in the singular for one. JSON keeps the raw
+ * numbers (src/out/jsonnum.h).
+ *
+ * The gp_text__* formatters return a small struct holding the text, so that a call can
+ * stand as a printf argument: fprintf(f, "%s", gp_text__count(n).s). The struct is a
+ * temporary that lives until the end of the full expression (C11 6.2.4p8).
+ */
 #ifndef GP_TEXT_H
 #define GP_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-/* "1.5 MiB" */
-void gp_text__bytes(uint64_t bytes, char *buf, size_t len);
+struct gp_str {
+	char s[80];
+};
+
+/* "12,582,912" */
+struct gp_str gp_text__count(uint64_t n);
+/* "1 allocation", "3 allocations", "1,024 allocations" */
+struct gp_str gp_text__n(uint64_t n, const char *one, const char *many);
+/* "512 B", "3.01 MiB": IEC units, three significant digits */
+struct gp_str gp_text__bytes(uint64_t bytes);
+/* "3.01 MiB (3,158,016 B)": the human figure, then the exact one (below 1 KiB, "512 B") */
+struct gp_str gp_text__bytes_exact(uint64_t bytes);
+/* "752 ns", "3.40 us", "2.49 ms", "1.50 s", "2m 05s"; "-" when nothing was measured (< 0) */
+struct gp_str gp_text__duration(double seconds);
+/* "950 B/s", "12.5 MB/s", "3.43 GB/s"; "-" when nothing was measured (< 0) */
+struct gp_str gp_text__rate(double bytes_per_s);
+/* "3,336.5/s": a count per second */
+struct gp_str gp_text__per_s(double per_s);
+
 /* bcc-style log2 histogram of n slots (slot i holds [2^i, 2^(i+1)) of unit) */
 void gp_text__log2_hist(FILE *f, const uint64_t *slots, int n, const char *unit);
+/* The same for rates: slot i holds [2^i, 2^(i+1)) x unit_bytes_per_s, each row labelled in
+ * SI bytes per second ("537 MB/s .. 1.07 GB/s"), one unit family with the reports' rates. */
+void gp_text__rate_hist(FILE *f, const uint64_t *slots, int n, double unit_bytes_per_s);
 /* "HH:MM:SS", local time now */
 void gp_text__clock(char *buf, size_t len);
+
+/*
+ * Stacks for people: a run of interpreter and FFI frames (libffi, ctypes, the CPython
+ * interpreter's own functions) between the user's frames is one line,
+ * "[5 interpreter and FFI frames: ffi_call, _PyObject_MakeTpCall, ...; -v shows them]".
+ * The full stack stays in JSON and with -v. Writes each line of frames (innermost first)
+ * with indent; returns the number of frames folded away.
+ */
+size_t gp_text__stack(FILE *f, const char *const *frames, size_t n, const char *indent, bool all);
+/* Whether a frame's text is the interpreter's or FFI machinery ("ffi_call+0xcd (libffi.so.8)",
+ * "_PyEval_EvalFrameDefault+0x… (python3.11)"), not a line the user wrote. */
+bool gp_text__internal_frame(const char *frame);
 
 #endif

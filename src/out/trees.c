@@ -4,6 +4,7 @@
 #include <string.h>
 #include "ptree.h"
 #include "run.h"
+#include "text.h"
 #include "trees.h"
 #include "u64map.h"
 
@@ -84,19 +85,16 @@ static const char *root_comm(const struct gp_trees *t, uint32_t root)
 	return p && p->comm[0] ? p->comm : "?";
 }
 
-void gp_trees__text(const struct gp_trees *t, FILE *f, const char *const fmt[GP_TREE_VALUES])
+void gp_trees__text(const struct gp_trees *t, FILE *f, gp_tree_values_fn values)
 {
 	for (size_t i = 0; t && i < t->n; i++) {
 		const struct job *j = u64map__get(t->jobs, t->order[i]);
 
 		if (j->images < 2)
 			continue;
-		fprintf(f, "job PID %u (%.*s): %u process images", j->root, GP_COMM_LEN, root_comm(t, j->root),
-			j->images);
-		for (int k = 0; k < GP_TREE_VALUES && fmt[k]; k++) {
-			fputs(", ", f);
-			fprintf(f, fmt[k], j->v[k]);
-		}
+		fprintf(f, "job PID %u (%.*s): %s", j->root, GP_COMM_LEN, root_comm(t, j->root),
+			gp_text__n(j->images, "process image", "process images").s);
+		values(f, j->v);
 		fputc('\n', f);
 	}
 }

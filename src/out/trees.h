@@ -21,9 +21,11 @@ struct gp_trees;
 struct gp_trees *gp_trees__new(const struct gp_run *run);
 /* One process image's values (names given to the renderers, in this order). */
 void gp_trees__add(struct gp_trees *t, uint32_t pid, const uint64_t v[GP_TREE_VALUES]);
-/* "job PID 12 (torchrun): 3 processes, 1200 launches, ..." for each tree of two images or
- * more; fmt[i] prints value i ("%" PRIu64 " launches"), NULL ends the list. */
-void gp_trees__text(const struct gp_trees *t, FILE *f, const char *const fmt[GP_TREE_VALUES]);
+/* Writes a job's values after its head, each as ", 1,200 launches" (src/out/text.h). */
+typedef void (*gp_tree_values_fn)(FILE *f, const uint64_t v[GP_TREE_VALUES]);
+/* "job PID 12 (torchrun): 3 process images, 1,200 launches, ..." for each tree of two images
+ * or more, the values written by values(). */
+void gp_trees__text(const struct gp_trees *t, FILE *f, gp_tree_values_fn values);
 /* "jobs": [{"root": 12, "comm": "torchrun", "processes": 3, key[i]: value i, ...}] */
 void gp_trees__json(const struct gp_trees *t, json_object *o, const char *const key[GP_TREE_VALUES]);
 /* {"ppid": .., "root": ..} of one process, added to its object when the tree knows it. */

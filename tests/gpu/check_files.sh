@@ -60,8 +60,8 @@ echo "== (2) probes through a descriptor on the real driver"
 nvcc -g -Xcompiler -fno-omit-frame-pointer -o $W/memleak_static tests/gpu/memleak_cuda.cu || exit 1
 for multi in 0 1; do
 	echo "-- GPUPROBE_NO_UPROBE_MULTI=$multi: --libcuda /proc/self/fd/9"
-	GPUPROBE_NO_UPROBE_MULTI=$multi $GP --memleak --json --show-allocs --libcuda /proc/self/fd/9 -- $W/memleak_static \
-		9<$LC >$O/fd_$multi.jsonl 2>$O/fd_$multi.err
+	GPUPROBE_NO_UPROBE_MULTI=$multi $GP -o $O/fd_$multi.jsonl --memleak --json --show-allocs --libcuda /proc/self/fd/9 -- $W/memleak_static \
+		9<$LC >$O/fd_$multi.err 2>&1
 	echo "exit $?"
 	grep "gpuprobe: tracing" $O/fd_$multi.err
 	grep -q "probes on /proc/self/fd/" $O/fd_$multi.err || { echo "FAIL: not attached through the descriptor"; status=1; }
@@ -69,7 +69,7 @@ for multi in 0 1; do
 done
 
 echo "== (3) PyTorch stacks through the bounded parser"
-$GP --memleak --json -- $PY tests/gpu/memleak_torch.py >$O/torch.jsonl 2>$O/torch.err
+$GP -o $O/torch.jsonl --memleak --json -- $PY tests/gpu/memleak_torch.py >$O/torch.err 2>&1
 echo "exit $?"
 python3 - $O/torch.jsonl <<'PY' || status=1
 import json, re, sys

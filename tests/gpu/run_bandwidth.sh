@@ -14,7 +14,7 @@ nvcc -O2 -std=c++17 -o $W/copy_static tests/gpu/copy_cuda.cu || exit 1
 nvcc -O2 -std=c++17 -cudart shared -o $W/copy_shared tests/gpu/copy_cuda.cu || exit 1
 for v in static shared; do
 	echo "== gpuprobe --bandwidth-util --json --csv -- copy_$v"
-	$GP --bandwidth-util --json --csv $O/bw_$v.csv -- $W/copy_$v >$O/bw_$v.jsonl 2>$O/bw_$v.err
+	$GP -o $O/bw_$v.jsonl --bandwidth-util --json --csv $O/bw_$v.csv -- $W/copy_$v >$O/bw_$v.err 2>&1
 	echo "exit $?"
 	python3 tests/gpu/check_bandwidth.py $O/bw_$v.err $O/bw_$v.jsonl || status=1
 	cat $O/bw_$v.csv

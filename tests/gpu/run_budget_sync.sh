@@ -11,9 +11,9 @@ PY=python3
 O=${OUT:-/tmp/gp-gpu}/budget-sync
 STEPS=${STEPS:-3000}
 mkdir -p "$O"
-$GP --bandwidth-util --json -- $PY tests/gpu/sync_torch.py $STEPS >$O/whole.jsonl 2>$O/whole.err
+$GP -o $O/whole.jsonl --bandwidth-util --json -- $PY tests/gpu/sync_torch.py $STEPS >$O/whole.err 2>&1
 echo "whole run: exit $?"
-$GP --bandwidth-util --cudatrace --max-overhead 1 --json -- $PY tests/gpu/sync_torch.py $STEPS \
-	>$O/budget.jsonl 2>$O/budget.err
+$GP -o $O/budget.jsonl --bandwidth-util --cudatrace --max-overhead 1 --json -- $PY tests/gpu/sync_torch.py $STEPS \
+	>$O/budget.err 2>&1
 echo "budget run: exit $?"
 python3 tests/gpu/check_budget_sync.py $O/whole.err $O/whole.jsonl $O/budget.err $O/budget.jsonl

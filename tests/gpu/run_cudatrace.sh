@@ -17,7 +17,7 @@ nvcc -g -cudart shared -Xcompiler -fno-omit-frame-pointer -o $W/launch_shared te
 
 for v in static shared; do
 	echo "== gpuprobe --cudatrace --json -- launch_$v"
-	$GP --cudatrace --json -- $W/launch_$v >$O/ct_$v.jsonl 2>$O/ct_$v.err
+	$GP -o $O/ct_$v.jsonl --cudatrace --json -- $W/launch_$v >$O/ct_$v.err 2>&1
 	echo "exit $?"
 	python3 tests/gpu/check_cudatrace.py cuda $O/ct_$v.err $O/ct_$v.jsonl || status=1
 done
@@ -40,12 +40,12 @@ echo "== text report (launch_shared)"
 $GP --cudatrace -- $W/launch_shared 2>&1 | tail -45
 
 echo "== gpuprobe --cudatrace -- $PY launch_torch.py"
-$GP --cudatrace --json -- $PY tests/gpu/launch_torch.py >$O/ct_torch.jsonl 2>$O/ct_torch.err
+$GP -o $O/ct_torch.jsonl --cudatrace --json -- $PY tests/gpu/launch_torch.py >$O/ct_torch.err 2>&1
 echo "exit $?"
 python3 tests/gpu/check_cudatrace.py torch $O/ct_torch.err $O/ct_torch.jsonl || status=1
 
 echo "== gpuprobe --memleak --cudatrace -- $PY launch_torch.py (modes together)"
-$GP --memleak --cudatrace --json -- $PY tests/gpu/launch_torch.py >$O/both_torch.jsonl 2>$O/both_torch.err
+$GP -o $O/both_torch.jsonl --memleak --cudatrace --json -- $PY tests/gpu/launch_torch.py >$O/both_torch.err 2>&1
 echo "exit $?"
 python3 tests/gpu/check_cudatrace.py torch $O/both_torch.err $O/both_torch.jsonl || status=1
 grep -c '"mode":"memleak","report":"final"' $O/both_torch.jsonl

@@ -38,7 +38,7 @@ PY
 for w in cuda torch; do
 	if [ $w = cuda ]; then cmd=($W/memleak_static); else cmd=($PY tests/gpu/memleak_torch.py); fi
 	echo "== gpuprobe --memleak --folded $w.folded --json -- ${cmd[*]}"
-	$GP --memleak --folded $O/$w.folded --json -- "${cmd[@]}" >$O/$w.jsonl 2>$O/$w.err
+	$GP -o $O/$w.jsonl --memleak --folded $O/$w.folded --json -- "${cmd[@]}" >$O/$w.err 2>&1
 	echo "exit $?"; tail -3 $O/$w.err
 	sum_check $O/$w.folded $O/$w.jsonl || { echo "FAIL: folded sum"; status=1; }
 	head -5 $O/$w.folded
@@ -50,8 +50,8 @@ for w in cuda torch; do
 done
 
 echo "== gpuprobe --memleak --cudatrace --bandwidth-util --trace torch-trace.json --trace-format chrome"
-$GP --memleak --cudatrace --bandwidth-util --trace $O/torch-trace.json --trace-format chrome -- \
-	$PY tests/gpu/memleak_torch.py >$O/trace.out 2>$O/trace.err
+$GP -o $O/trace.out --memleak --cudatrace --bandwidth-util --trace $O/torch-trace.json --trace-format chrome -- \
+	$PY tests/gpu/memleak_torch.py >$O/trace.err 2>&1
 echo "exit $?"
 python3 tests/tools/check_chrome_trace.py $O/torch-trace.json || { echo "FAIL: chrome trace"; status=1; }
 python3 - $O/torch-trace.json <<'PY'

@@ -47,15 +47,15 @@ PY
 }
 
 echo "== gpuprobe --ioctl --json -- memleak_cuda"
-timeout 50 $GP --ioctl --json -- $W/memleak_cuda >$O/cuda.jsonl 2>$O/cuda.err
+timeout 50 $GP -o $O/cuda.jsonl --ioctl --json -- $W/memleak_cuda >$O/cuda.err 2>&1
 echo "exit $?"; grep "^gpuprobe:" $O/cuda.err
 summarize $O/cuda.jsonl $O/cuda.err | tee $O/cuda.summary || status=1
 
 echo "== gpuprobe --ioctl -- memleak_cuda (text, head)"
-timeout 30 $GP --ioctl -- $W/memleak_cuda 2>/dev/null | grep -v "^ \+[0-9]* -> \|usecs" | head -40
+timeout 30 $GP -o - --ioctl -- $W/memleak_cuda 2>/dev/null | grep -v "^ \+[0-9]* -> \|usecs" | head -40
 
 echo "== gpuprobe --ioctl --json -- $PY launch_torch.py"
-timeout 60 $GP --ioctl --json -- $PY tests/gpu/launch_torch.py >$O/torch.jsonl 2>$O/torch.err
+timeout 60 $GP -o $O/torch.jsonl --ioctl --json -- $PY tests/gpu/launch_torch.py >$O/torch.err 2>&1
 echo "exit $?"; grep "^gpuprobe:" $O/torch.err
 summarize $O/torch.jsonl $O/torch.err | tee $O/torch.summary || status=1
 

@@ -26,23 +26,23 @@ single() {
 	python3 tests/gpu/check_issue13.py midrun $W/midrun.jsonl $app || status=1
 
 	echo "== PyTorch CUDA graph: gpuprobe --cudatrace --json -- graph_torch.py"
-	$GP --cudatrace --json -- $PY tests/gpu/graph_torch.py >$W/graph.jsonl 2>$W/graph.err
+	$GP -o $W/graph.jsonl --cudatrace --json -- $PY tests/gpu/graph_torch.py >$W/graph.err 2>&1
 	echo "exit $?"
 	python3 tests/gpu/check_issue13.py graph $W/graph.err $W/graph.jsonl || status=1
-	$GP --cudatrace -- $PY tests/gpu/graph_torch.py 2>/dev/null | sed -n 1,30p
+	$GP -o - --cudatrace -- $PY tests/gpu/graph_torch.py 2>/dev/null | sed -n 1,30p
 }
 
 multi() {
 	nvidia-smi topo -m | head -4
 	nvcc -shared -Xcompiler -fPIC -o $W/librank_work.so tests/gpu/rank_work.cu || exit 1
 	echo "== gpuprobe --cudatrace --memleak --json -- torch.distributed.run --nproc_per_node 2 ddp_ranks.py"
-	RANK_WORK_LIB=$W/librank_work.so $GP --cudatrace --memleak --json --show-allocs -- \
-		$PY -m torch.distributed.run --nproc_per_node 2 tests/gpu/ddp_ranks.py >$W/ddp.jsonl 2>$W/ddp.err
+	RANK_WORK_LIB=$W/librank_work.so $GP -o $W/ddp.jsonl --cudatrace --memleak --json --show-allocs -- \
+		$PY -m torch.distributed.run --nproc_per_node 2 tests/gpu/ddp_ranks.py >$W/ddp.err 2>&1
 	echo "exit $?"
 	grep "gpuprobe:" $W/ddp.err
 	python3 tests/gpu/check_ptree.py $W/ddp.err $W/ddp.jsonl || status=1
 	echo "== text (the job lines)"
-	RANK_WORK_LIB=$W/librank_work.so $GP --cudatrace -- $PY -m torch.distributed.run --nproc_per_node 2 \
+	RANK_WORK_LIB=$W/librank_work.so $GP -o - --cudatrace -- $PY -m torch.distributed.run --nproc_per_node 2 \
 		tests/gpu/ddp_ranks.py 2>/dev/null | grep -E "^PID|^job|report" | head -20
 }
 

@@ -18,7 +18,7 @@ nvcc -g -cudart shared -Xcompiler -fno-omit-frame-pointer -o $W/memleak_shared t
 
 for v in static shared; do
 	echo "== gpuprobe --memleak --json -- memleak_$v"
-	$GP --memleak --json --show-allocs -- $W/memleak_$v >$O/ml_$v.jsonl 2>$O/ml_$v.err
+	$GP -o $O/ml_$v.jsonl --memleak --json --show-allocs -- $W/memleak_$v >$O/ml_$v.err 2>&1
 	echo "exit $?"
 	python3 tests/gpu/check_memleak.py cuda $O/ml_$v.err $O/ml_$v.jsonl || status=1
 done
@@ -43,7 +43,7 @@ $GP --memleak --top 3 -- $W/memleak_shared 2>&1 | tail -40
 for conf in "" "expandable_segments:True"; do
 	echo "== gpuprobe --memleak -- $PY memleak_torch.py (PYTORCH_CUDA_ALLOC_CONF=$conf)"
 	t0=$(date +%s%N)
-	PYTORCH_CUDA_ALLOC_CONF=$conf $GP --memleak --json --show-allocs -- $PY tests/gpu/memleak_torch.py >$O/torch$conf.jsonl 2>$O/torch$conf.err
+	PYTORCH_CUDA_ALLOC_CONF=$conf $GP -o $O/torch$conf.jsonl --memleak --json --show-allocs -- $PY tests/gpu/memleak_torch.py >$O/torch$conf.err 2>&1
 	echo "exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 	python3 tests/gpu/check_memleak.py torch "$O/torch$conf.err" "$O/torch$conf.jsonl" || status=1
 done

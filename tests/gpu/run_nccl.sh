@@ -37,16 +37,16 @@ for d in /sys/bus/pci/devices/*; do
 done
 
 echo "== 1. peer_cuda under --bandwidth-util"
-$GP --bandwidth-util --json -- $B/gpu/peer_cuda >$O/peer.jsonl 2>$O/peer.err
+$GP -o $O/peer.jsonl --bandwidth-util --json -- $B/gpu/peer_cuda >$O/peer.err 2>&1
 echo "exit $?"
 grep -v '^{' $O/peer.err | head -5
 python3 tests/gpu/check_nccl.py peer $O/peer.err $O/peer.jsonl || status=1
 echo "-- text report"
-$GP --bandwidth-util -- $B/gpu/peer_cuda 2>/dev/null | grep -v '^{' | head -40
+$GP -o - --bandwidth-util -- $B/gpu/peer_cuda 2>/dev/null | grep -v '^{' | head -40
 
 JOB="$PY -m torch.distributed.run --nproc_per_node 2 tests/gpu/nccl_torch.py"
 echo "== 2. torch.distributed, 2 ranks, under --nccl --trace (no --libnccl)"
-$GP --nccl --json --trace $O/nccl-trace.jsonl --trace-filter "cu*Synchronize*" -- $JOB >$O/nccl.jsonl 2>$O/nccl.err
+$GP -o $O/nccl.jsonl --nccl --json --trace $O/nccl-trace.jsonl --trace-filter "cu*Synchronize*" -- $JOB >$O/nccl.err 2>&1
 echo "exit $?"
 grep '^gpuprobe' $O/nccl.err
 python3 tests/gpu/check_nccl.py nccl $O/nccl.err $O/nccl.jsonl $O/nccl-trace.jsonl || status=1
@@ -54,7 +54,7 @@ echo "-- text report"
 $GP --nccl -- $JOB 2>&1 | grep -v '^{' | head -80
 
 echo "== 3. the same job under --cudatrace: NCCL's kernels"
-$GP --cudatrace --json -- $JOB >$O/ct.jsonl 2>$O/ct.err
+$GP -o $O/ct.jsonl --cudatrace --json -- $JOB >$O/ct.err 2>&1
 echo "exit $?"
 python3 tests/gpu/check_nccl.py kernels $O/ct.jsonl || status=1
 

@@ -42,7 +42,7 @@ nvidia-smi topo -m
 [ "$N" -ge 2 ] || { echo "FAIL: $N GPUs, 2 needed"; exit 1; }
 
 echo "== 1. peer_matrix ($N GPUs, $((N * (N - 1))) ordered pairs) under --bandwidth-util"
-$GP --bandwidth-util --json -- $B/gpu/peer_matrix >$O/peer.jsonl 2>$O/peer.err
+$GP -o $O/peer.jsonl --bandwidth-util --json -- $B/gpu/peer_matrix >$O/peer.err 2>&1
 echo "exit $?"
 grep -v '^{' $O/peer.err | head -5
 python3 tests/gpu/check_node.py peer $O/peer.err $O/peer.jsonl || status=1
@@ -52,7 +52,7 @@ lap
 
 JOB="$PY -m torch.distributed.run --nproc_per_node $N tests/gpu/nccl_node.py"
 echo "== 2. nccl_node.py, $N ranks, under --nccl (no --libnccl: the wheel's found when torch loads it)"
-$GP --nccl --json -- $JOB >$O/nccl.jsonl 2>$O/nccl.err
+$GP -o $O/nccl.jsonl --nccl --json -- $JOB >$O/nccl.err 2>&1
 echo "exit $?"
 grep '^gpuprobe' $O/nccl.err
 python3 tests/gpu/check_node.py nccl $O/nccl.err $O/nccl.jsonl $O/peer.jsonl || status=1

@@ -21,21 +21,21 @@ echo "driver $LIBCUDA copied to $W/drv"
 
 echo "== graph memory nodes: gpuprobe --memleak -- graphmem 3"
 nvcc -g -Xcompiler -fno-omit-frame-pointer -o $W/graphmem tests/gpu/graphmem_cuda.cu || exit 1
-$GP --memleak --json --show-allocs -- $W/graphmem 3 >$O/gm.jsonl 2>$O/gm.err; echo "exit $?"
+$GP -o $O/gm.jsonl --memleak --json --show-allocs -- $W/graphmem 3 >$O/gm.err 2>&1; echo "exit $?"
 python3 tests/gpu/check_start.py graphmem $O/gm.err $O/gm.jsonl || status=1
 
 echo "== libcuda only through the program's RPATH (a copy of the driver)"
 nvcc -g -Xcompiler -fno-omit-frame-pointer -o $W/leak_rpath tests/gpu/memleak_cuda.cu -lcuda \
 	-Xlinker -rpath=$W/drv || exit 1
 readelf -d $W/leak_rpath | grep -E "RPATH|RUNPATH|libcuda"
-$GP -v --memleak --json --show-allocs -- $W/leak_rpath >$O/rp.jsonl 2>$O/rp.err; echo "exit $?"
+$GP -o $O/rp.jsonl -v --memleak --json --show-allocs -- $W/leak_rpath >$O/rp.err 2>&1; echo "exit $?"
 grep -E "own library folders|probing libcuda|not seen|no CUDA call" $O/rp.err
 python3 tests/gpu/check_memleak.py cuda $O/rp.err $O/rp.jsonl || status=1
 
 for how in hold nohold; do
 	echo "== the driver dlopened by path and called at once ($how)"
-	env $([ $how = nohold ] && echo GPUPROBE_NO_HOLD=1) $GP -v --memleak --json -- \
-		$PY tests/gpu/late_libcuda.py $W/drv/libcuda.so.1 5 >$O/late_$how.jsonl 2>$O/late_$how.err
+	env $([ $how = nohold ] && echo GPUPROBE_NO_HOLD=1) $GP -o $O/late_$how.jsonl -v --memleak --json -- \
+		$PY tests/gpu/late_libcuda.py $W/drv/libcuda.so.1 5 >$O/late_$how.err 2>&1
 	echo "exit $?"
 	grep -E "held|not seen|no CUDA call|probing libcuda" $O/late_$how.err
 	python3 tests/gpu/check_start.py late $O/late_$how.err $O/late_$how.jsonl $how || status=1

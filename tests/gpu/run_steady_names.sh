@@ -20,7 +20,7 @@ echo "== torch.profiler: the loop's kernels"
 STEPS=20 $PY tests/gpu/profile_midrun.py >$W/profiler.json 2>$W/profiler.err || { cat $W/profiler.err; status=1; }
 
 echo "== learning run: gpuprobe --cudatrace --state-dir S -- launch_torch.py (another program)"
-$GP --cudatrace --json --state-dir $S -- $PY tests/gpu/launch_torch.py >$W/learn.jsonl 2>$W/learn.err
+$GP -o $W/learn.jsonl --cudatrace --json --state-dir $S -- $PY tests/gpu/launch_torch.py >$W/learn.err 2>&1
 echo "exit $?"; grep "gpuprobe:" $W/learn.err; ls -la $S; cat $S/layouts
 
 WARM=${WARM:-30} $PY tests/gpu/midrun_torch.py >$W/midrun.out 2>$W/midrun.err &

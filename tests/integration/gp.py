@@ -136,8 +136,20 @@ def run(args, timeout=60, env=None, **kw):
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=e, **kw)
 
 
-def gpuprobe(args, cmd=None, timeout=60, env=None):
-    argv = [GPUPROBE] + args
+def reports_on_stdout(args, cmd):
+    """With a command, gpuprobe writes its reports to stderr, as strace does (README, "Where
+    the output goes"); the tests read them from stdout apart from the workload's own account
+    on stderr, so they ask for that with -o - (test_output.py tests the default streams)."""
+    if not cmd or "-o" in args or "--output" in args or any(a.startswith("--output=") for a in args):
+        return list(args)
+    if any(a == "--trace" and i + 1 < len(args) and args[i + 1] == "-" for i, a in enumerate(args)):
+        return list(args)
+    return ["-o", "-"] + list(args)
+
+
+def gpuprobe(args, cmd=None, timeout=60, env=None, streams="tests"):
+    """streams="tests": reports on stdout (reports_on_stdout); "default": as a user gets them."""
+    argv = [GPUPROBE] + (reports_on_stdout(args, cmd) if streams == "tests" else list(args))
     if cmd:
         argv += ["--"] + cmd
     return run(argv, timeout=timeout, env=_with_state(env))

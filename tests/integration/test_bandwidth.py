@@ -2,6 +2,7 @@
 """--bandwidth-util end to end: real gpuprobe, real BPF, the stand-in driver (whose copies
 take bytes / FAKECUDA_BW seconds), exact copies and bytes per GPU and direction."""
 import os
+import re
 import signal
 import tempfile
 
@@ -159,10 +160,20 @@ def test_all_modes_together():
 
 
 def test_text_report():
+    """The text report's process line says the copies and bytes that JSON counts (the
+    workload copies the same every run), the exact byte count beside the IEC figure; rates
+    are SI bytes per second; no drop line when nothing was dropped."""
+    r = gp.gpuprobe(["--bandwidth-util", "--json", "--libcuda", FAKECUDA], cmd=[APP, "--n", "1"], env=ENV)
+    t = gp.truth(r.stderr)
+    p = proc(final(r.stdout), t["pid"])
+    copies, nbytes = sum(x["copies"] for x in p["transfers"]), sum(x["bytes"] for x in p["transfers"])
     r = gp.gpuprobe(["--bandwidth-util", "--libcuda", FAKECUDA], cmd=[APP, "--n", "1"], env=ENV)
     eq(r.returncode, 0, "exit status")
     check("bandwidth final report" in r.stdout, r.stdout)
-    check("MiB/s" in r.stdout and "Dropped events: 0" in r.stdout, r.stdout)
+    check(re.search(r"^PID \d+ \(copy_app\) exited: %s copies, \S+ [KMG]iB \(%s B\)$" % (f"{copies:,}", f"{nbytes:,}"),
+                    r.stdout, re.M), f"{copies} copies, {nbytes} bytes in\n{r.stdout[:600]}")
+    check(re.search(r"\d [MG]B/s", r.stdout) and "MiB/s" not in r.stdout, "rates in SI bytes per second")
+    check("Dropped events" not in r.stdout, "no drop line when none was dropped")
 
 
 if __name__ == "__main__":

@@ -162,7 +162,7 @@ def test_bad_input():
     # exact counts
     r = gp.run([gp.GPUPROBE, "top", "--batch", "--max-overhead", "1"])
     eq(r.returncode, 2, "top exit status with --max-overhead")
-    gp.one_error_line(r, "--max-overhead")
+    gp.one_error_line(r, "--max-overhead: top shows every call")
     # --trace probes every call, which no budget bounds
     r = gp.gpuprobe(["--cudatrace", "--trace", "/dev/null", "--max-overhead", "1"], cmd=["true"])
     eq(r.returncode, 2, "exit status with --trace")
@@ -303,12 +303,13 @@ def test_budget_no_latency_and_text():
                     cmd=[RATE, "--phases", "1000:300,200000:1000,1000:300"], timeout=60)
     eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-800:]})")
     t = truth(r.stderr)
-    m = re.search(r"PID %d \(rate_app\)[^\n]*: ~(\d+) launches" % t["pid"], r.stdout)
+    m = re.search(r"PID %d \(rate_app\)[^\n]*: ~([\d,]+) launches" % t["pid"], r.stdout)
     check(m, f"no estimated launch line:\n{r.stdout[-2000:]}")
     m = re.search(r"sampled \(--max-overhead\): ([0-9.]+)% of its launch and sync calls seen; its counts are "
-                  r"estimates \(95%: launches (\d+)-(\d+)", r.stdout)
+                  r"estimates \(95%: launches ([\d,]+)-([\d,]+)", r.stdout)
     check(m, f"no sampling line:\n{r.stdout[-2000:]}")
-    check(int(m.group(2)) <= t["launches"] <= int(m.group(3)), f"true launches {t['launches']} outside {m.groups()}")
+    lo, hi = (int(x.replace(",", "")) for x in m.groups()[1:])
+    check(lo <= t["launches"] <= hi, f"true launches {t['launches']} outside {m.groups()}")
     how = {"uprobe_multi": "uprobe_multi links", "uprobe_events": "tracefs uprobe events"}[gp.budget_mechanism()]
     check(re.search(r"gpuprobe budget \(--max-overhead 2%%, %s\)" % how, r.stdout), f"no budget line ({how})")
 
@@ -634,8 +635,9 @@ def test_budget_samples_the_synchronizations():
     r = gp.gpuprobe(["--libcuda", FAKECUDA, "--bandwidth-util", "--cudatrace", "--max-overhead", "1"], cmd=cmd,
                     timeout=60)
     eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
-    check(re.search(r"\d+ asynchronous copies \(\d+ bytes\) counted, not timed", r.stdout),
-          f"the text report's untimed copies: {r.stdout[-1500:]}")
+    m = re.search(r"([\d,]+) asynchronous cop(?:y|ies) \(\S+ [KMG]iB \(([\d,]+) B\)\) counted, not timed", r.stdout)
+    check(m and int(m.group(2).replace(",", "")) == int(m.group(1).replace(",", "")) * 65536,
+          f"the text report's untimed copies and their exact bytes: {r.stdout[-1500:]}")
 
     r = gp.gpuprobe(BASE + ["--bandwidth-util"], cmd=cmd, timeout=60)
     eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")

@@ -120,7 +120,7 @@ def test_signal_latency_under_load():
 def test_signal_during_startup_is_honoured():
     """A SIGINT before the probes are in (here: held between setup and the start of the
     command) ends the run: the command never runs, the final report is written."""
-    g = gp.Background([GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "--", MEMLEAK, "--allocs", "1"],
+    g = gp.Background([GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "-o", "-", "--", MEMLEAK, "--allocs", "1"],
                       env=dict(ENV, GPUPROBE_TEST_START_MS="3000"))
     try:
         g.wait_for("gpuprobe: tracing", where="stderr")

@@ -116,10 +116,10 @@ def children(pid):
 def test_outstanding_bytes_follow_held_leaks():
     out = path("held.jsonl")
     g = gp.Background([GPUPROBE, "--trace", out, "--memleak", "--json", "--trace-counters", "0.05",
-                       "--libcuda", FAKECUDA, "--", app("memleak_app"), "--hold", "--allocs", "6",
+                       "--libcuda", FAKECUDA, "-o", "-", "--", app("memleak_app"), "--hold", "--allocs", "6",
                        "--leaks", "4", "--size", "1048576"])
     try:
-        g.wait_for("HELD", where="stderr")  # its stdout is on gpuprobe's stderr (a file here)
+        g.wait_for("HELD")  # the command keeps its stdout, which -o - shares with the reports
         time.sleep(0.4)
         kids = children(g.pid)
         eq(len(kids), 1, "the command")

@@ -200,7 +200,7 @@ def test_system_wide_without_any_libcuda():
 def test_nothing_left_after_command_is_killed():
     a = gp.Background([GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "--",
                        app("memleak_app"), "--wait"])
-    a.wait_for("READY", where="stderr")  # the command's stdout: gpuprobe's stderr (a file here)
+    a.wait_for("READY")  # the command keeps its stdout
     check(gp.our_bpf_programs(), "programs loaded while tracing")
     # the workload is gpuprobe's child: note its PID now, it is orphaned below
     with open(f"/proc/{a.pid}/task/{a.pid}/children") as f:
@@ -212,6 +212,19 @@ def test_nothing_left_after_command_is_killed():
     # end the orphaned workload by its own PID (never by name: on a shared machine other
     # checkouts run the same workload)
     os.kill(kids[0], signal.SIGKILL)
+
+
+def test_input_a_subcommand_cannot_read():
+    """gpuprobe flame on a file that is no folded stacks, gpuprobe convert on one that is no
+    --trace JSON Lines: one line, exit 1, nothing on stdout (an empty folded file is a run
+    with nothing outstanding: an empty graph, exit 0)."""
+    text = tmpfile("notes.txt", b"hello world\nthis is not a stack\n")
+    expect_error(["flame", text], f"flame: {text}: not folded stacks (line 1:")
+    r = gp.gpuprobe(["flame", tmpfile("empty.folded", b"")])
+    eq(r.returncode, 0, f"an empty folded file ({r.stderr!r})")
+    check(r.stdout.startswith("<?xml"), "an empty graph")
+    r = gp.gpuprobe(["convert", "--chrome", text])
+    check(r.returncode != 0 and r.stderr.startswith("gpuprobe: convert: "), f"convert on text: {r.stderr!r}")
 
 
 if __name__ == "__main__":

@@ -198,7 +198,9 @@ def test_text_report():
                     r.stdout), r.stdout)
     check(re.search(r"\n    0x12345678\s+-\s+5\s+5\s", r.stdout), r.stdout)
     check("usecs" in r.stdout and "distribution" in r.stdout, "log2 histograms")
-    check("Dropped events: 0" in r.stdout, "drops line")
+    check("Dropped events" not in r.stdout, "no drop line when nothing was dropped")
+    r = gp.gpuprobe(["--ioctl", "-v", "--ioctl-dev", "1:mem"], cmd=[APP, "--n", "2"])
+    check("Dropped events: 0 (" in r.stdout, "every drop counter with -v")
 
 
 if __name__ == "__main__":

@@ -49,14 +49,14 @@ def in_order(names, want):
     return -1
 
 
-def run_app(args, extra=(), timeout=60):
+def run_app(args, extra=(), timeout=60, base=BASE):
     """gpuprobe --memleak on a command that allocates (pyalloc.py: once it printed READY
     and got a line), prints DONE and waits for stdin to close: closed 0.3 s after DONE, so
     the stack is read while the process runs, as with a program that goes on after its
     leak. Returns (stdout, stderr, final report)."""
     # -o -: the command's READY/DONE on gpuprobe's stdout with the reports (a pipe would
     # otherwise send the command's stdout to gpuprobe's stderr)
-    p = subprocess.Popen([gp.GPUPROBE] + BASE + list(extra) + ["-o", "-", "--"] + args, stdin=subprocess.PIPE,
+    p = subprocess.Popen([gp.GPUPROBE] + base + list(extra) + ["-o", "-", "--"] + args, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out = []
     try:
@@ -78,7 +78,7 @@ def run_app(args, extra=(), timeout=60):
             p.wait()
     stdout = "".join(out) + rest
     eq(p.returncode, 0, f"exit status: {err[-800:]}")
-    return stdout, err, final(stdout)
+    return stdout, err, final(stdout) if "--json" in base else None
 
 
 def only_stack(rep, comm=None):
@@ -191,7 +191,7 @@ def test_deep_recursion_is_partial():
         s4 = only_stack(rep4)
         check(s4["flags"] == ["truncated"] and len(s4["frames"]) < len(s["frames"]),
               f"4 KiB: fewer frames ({len(s4['frames'])} vs {len(s['frames'])}), truncated")
-        r = subprocess.run([gp.GPUPROBE, "--memleak", "--libcuda", FAKECUDA, "--",
+        r = subprocess.run([gp.GPUPROBE, "--memleak", "--libcuda", FAKECUDA, "-o", "-", "--",
                             os.path.join(STK, "stackapp"), "deep", "200"], input="\n",
                            capture_output=True, text=True, timeout=60)
         check("[partial: the stack copy ended before the stack did (--stack-bytes)]" in r.stdout, r.stdout)
@@ -306,7 +306,7 @@ def test_inlined_allocator_matches_addr2line():
         check_leak_stack(s, "lingering")
         line = open(folded).read().strip()
         check(";".join(reversed(leak_frames(s))) in line, f"the folded stack has the inlined frames: {line}")
-        r = subprocess.run([gp.GPUPROBE, "--memleak", "--libcuda", FAKECUDA, "--", LEAKEXIT, "linger", "0"],
+        r = subprocess.run([gp.GPUPROBE, "--memleak", "--libcuda", FAKECUDA, "-o", "-", "--", LEAKEXIT, "linger", "0"],
                            input="\n", capture_output=True, text=True, timeout=60)
         for f in leak_frames(s):
             check(f"        {f}\n" in r.stdout, f"the text report has {f!r}: {r.stdout}")
@@ -647,6 +647,29 @@ def test_python_in_its_own_mount_namespace():
         check_interleaved(s, "mount namespace")
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+INTERNAL = re.compile(r"\((libffi\.so[^)]*|_ctypes[^)]*|libpython[^)]*|python[0-9.]*)\)")
+
+
+def test_python_text_folds_interpreter_frames():
+    """The text report folds the libffi, ctypes and interpreter frames between the driver
+    call and the user's Python lines into one line (docs/design.md, "Output conventions");
+    -v shows each of them, and JSON keeps them all."""
+    py = "/usr/bin/python3.11"
+    _, _, rep = run_app([py, PYALLOC, FAKECUDA])
+    frames = only_stack(rep)["frames"]
+    first_py = next(i for i, f in enumerate(frames) if ".py:" in f)
+    inner = frames[1:first_py]
+    check(len(inner) >= 2 and all(INTERNAL.search(f) for f in inner), f"FFI frames under the Python ones: {frames}")
+    text, _, _ = run_app([py, PYALLOC, FAKECUDA], base=["--memleak", "--libcuda", FAKECUDA])
+    lines = [l.strip() for l in text.splitlines()]
+    at = next(i for i, l in enumerate(lines) if l.startswith("cuMemAlloc_v2+0x0 "))
+    check(re.fullmatch(r"\[%d interpreter and FFI frames \(.*\); -v shows them\]" % len(inner), lines[at + 1]),
+          f"one line for the {len(inner)} frames: {lines[at:at + 4]}")
+    check(lines[at + 2].startswith("leak_buffer (") and ".py:" in lines[at + 2], f"then the user's line: {lines[at + 2]}")
+    text, _, _ = run_app([py, PYALLOC, FAKECUDA], base=["--memleak", "-v", "--libcuda", FAKECUDA])
+    check("interpreter and FFI frames" not in text and "ffi_call" in text, f"-v shows every frame:\n{text[-1500:]}")
 
 
 def test_python_frames_off():

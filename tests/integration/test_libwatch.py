@@ -42,6 +42,40 @@ def wait_line(b, text, where="stdout", timeout=20):
     return b.wait_for(text, where=where, timeout=timeout)
 
 
+def test_one_pid_probes_no_other_process():
+    """-p PID: another process that starts and maps a libcuda file of its own meanwhile
+    (its exec record reaches gpuprobe: the tracepoint is node-wide without a followed set)
+    is not probed, not reported; the target's leaks are exact."""
+    d = tempfile.mkdtemp(prefix="gp-other-")
+    os.chmod(d, 0o755)
+    for sub, src in (("apps", app("memleak_app")), ("fakecuda", FAKECUDA)):
+        os.mkdir(os.path.join(d, sub))
+        shutil.copy(src, os.path.join(d, sub))
+    a = gp.start_app([app("memleak_app"), "--wait", "--allocs", "5", "--leaks", "2"])
+    other = []
+    try:
+        g = gp.start_gpuprobe(["--memleak", "--json", "-p", str(a.pid)])
+        for _ in range(3):  # while the target runs: another libcuda file, another process
+            b = gp.start_app([os.path.join(d, "apps", "memleak_app"), "--wait", "--allocs", "3", "--leaks", "1"])
+            other.append(b.pid)
+            time.sleep(0.5)  # the exec record is read, the library mapped by now
+            b.signal(signal.SIGUSR1)
+            eq(b.wait(), 0, "the other process")
+        a.signal(signal.SIGUSR1)
+        eq(a.wait(), 0, "the target")
+        eq(g.wait(timeout=30), 0, f"gpuprobe ({g.stderr()[-500:]})")
+    finally:
+        a.kill()
+        shutil.rmtree(d, ignore_errors=True)
+    err = g.stderr()
+    check(not any(f"of PID {p} " in err for p in other) and "probing libcuda" not in err,
+          f"a process not asked for was probed:\n{err[-1500:]}")
+    rep = gp.final(g.stdout())
+    eq([p["pid"] for p in rep["processes"]], [a.pid], "the target alone in the report")
+    t = gp.truth(a.stderr())
+    eq(gp.proc(rep, a.pid)["outstanding_allocs"], t["leaks"], "the target's leaks")
+
+
 def test_libcuda_loaded_by_python_later():
     d, lib = copy_to("libcuda.so.1", FAKECUDA)
     script = os.path.join(d, "late.py")

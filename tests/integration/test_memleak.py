@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """--memleak end to end: real gpuprobe, real BPF, the stand-in driver, exact numbers."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -150,11 +151,15 @@ def test_text_report():
     r = gp.gpuprobe(["--memleak", "--libcuda", FAKECUDA], cmd=[APP, "--allocs", "5", "--leaks", "2"])
     eq(r.returncode, 0, "exit status")
     t = truth(r.stderr)
-    check(f"PID {t['pid']} (memleak_app) exited: 2 outstanding allocations, {t['leaked_bytes']} bytes"
-          in r.stdout, r.stdout)
+    # human units first, the exact count beside them (docs/design.md, "Output conventions")
+    check(re.search(r"^PID %d \(memleak_app\) exited: 2 outstanding allocations, \S+ [KMG]iB \(%s B\)$"
+                    % (t["pid"], f"{t['leaked_bytes']:,}"), r.stdout, re.M), r.stdout)
+    check(re.search(r"^    5 allocations, 3 frees; device ", r.stdout, re.M), r.stdout)
     check("workload_alloc+0x" in r.stdout, "stack in the text report")
-    check("memleak final report" in r.stdout, r.stdout)
-    check("Dropped events: 0" in r.stdout, r.stdout)
+    check("memleak final report: 1 process, 2 outstanding allocations" in r.stdout, r.stdout)
+    check("Dropped events" not in r.stdout, "no drop line when nothing was dropped")
+    r = gp.gpuprobe(["--memleak", "--libcuda", FAKECUDA], cmd=[APP, "--allocs", "2", "--leaks", "1"])
+    check("1 outstanding allocation," in r.stdout and "in 1 allocation from" in r.stdout, f"the singular: {r.stdout}")
 
 
 def test_no_stacks():
@@ -190,8 +195,7 @@ def test_grouped_by_stack():
     # the text report: the group, its frames, then nothing per allocation
     r = gp.gpuprobe(["--memleak", "--libcuda", FAKECUDA], cmd=[APP, "--allocs", "12", "--leaks", "5"])
     t = truth(r.stderr)
-    check(f"{t['leaked_bytes']} bytes" in r.stdout and "in 5 allocations from cuMemAlloc_v2, oldest" in r.stdout,
-          r.stdout)
+    check(f"({t['leaked_bytes']:,} B) in 5 allocations from cuMemAlloc_v2, oldest" in r.stdout, r.stdout)
     check(" by cuMemAlloc_v2, age " not in r.stdout, "allocations listed without --show-allocs")
     r = gp.gpuprobe(["--memleak", "--show-allocs", "--libcuda", FAKECUDA], cmd=[APP, "--allocs", "12", "--leaks", "5"])
     eq(r.stdout.count(" by cuMemAlloc_v2, age "), 5, "--show-allocs lists each allocation in text")
@@ -475,6 +479,10 @@ def test_a_command_that_makes_no_cuda_call_says_so():
     eq(r.returncode, 3, f"the command's exit status (stderr: {r.stderr[-600:]})")
     check("gpuprobe: no CUDA call seen:" in r.stderr, r.stderr[-600:])
     eq(final(r.stdout)["processes"], [], "no process in the report")
+    # text: the empty report says why, under it
+    r = gp.gpuprobe(["--memleak", "--libcuda", FAKECUDA], cmd=["true"])
+    check(re.search(r"memleak final report: 0 processes, 0 outstanding allocations, 0 B\n"
+                    r"  nothing to report: no CUDA call seen: 1 libcuda file probed, none called", r.stdout), r.stdout)
 
 
 def test_graph_memory_nodes():

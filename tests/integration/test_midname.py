@@ -180,8 +180,9 @@ def test_steady_state_without_a_layout_says_why():
 def test_text_report_names_process_and_why():
     state = gp.state_dir()
     a = gp.start_app([APP, "--steady", "--wait"])
+    # -v: the overhead footer too, which names it (without -v, only when the probes cost)
     g = gp.start_gpuprobe(["--cudatrace", "--memleak", "--bandwidth-util", "--libcuda", FAKECUDA, "--state-dir", state,
-                           "--no-self-learn", "-p", str(a.pid)])
+                           "--no-self-learn", "-v", "-p", str(a.pid)])
     try:
         a.signal(signal.SIGUSR1)
         eq(a.wait(), 0, "name_app exit")
@@ -196,7 +197,7 @@ def test_text_report_names_process_and_why():
     # no record that carries its name before the report)
     heads = re.findall(r"PID %d \(([^)]*)\)" % a.pid, out)
     check(len(heads) >= 3 and set(heads) == {"name_app"}, f"every header names the process: {heads}")
-    check(f"{t['launches']} of the unnamed launches: no kernel-handle layout learned yet" in out,
+    check(f"{t['launches']:,} of the unnamed launches: no kernel-handle layout learned yet" in out,
           f"the reason is given: {out[:600]!r}")
 
 
@@ -244,11 +245,11 @@ def poison(state):
             os.mkdir(os.path.join(top, sub))
             shutil.copy(src, os.path.join(top, sub))
         lib = os.path.join(top, "fakecuda", os.path.basename(FAKECUDA))  # a copy: the same build
-        g = gp.start_gpuprobe(["--cudatrace", "--libcuda", lib, "--state-dir", state, "--",
+        g = gp.start_gpuprobe(["--cudatrace", "--libcuda", lib, "--state-dir", state, "-o", "-", "--",
                                "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                                os.path.join(top, "apps", "poison_app")])
         try:
-            g.wait_for("POISONED", where="stderr")
+            g.wait_for("POISONED")  # the command's stdout, as it printed it
             pid = int(re.search(r"tracing PID (\d+)", g.stderr()).group(1))
             deadline = time.time() + 30
             while time.time() < deadline and not re.search(r" 0*100000001 3 65534$", _layouts(state), re.M):

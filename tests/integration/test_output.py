@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Which stream carries what (real BPF, the stand-in driver): with a command that prints,
-stdout piped to a JSON parser holds reports only and parses line by line; --trace -
-writes the trace alone to stdout; -o FILE takes the reports and leaves the command its
-stdout; -o - shares stdout as asked; on a terminal the command keeps it; output files
-are never followed through a symlink, are created 0600, and a write error is one line
-and a failing exit."""
+"""Which stream carries what (real BPF, the stand-in driver), as strace, ltrace and perf
+trace users expect: with a command, the reports go to stderr and the command keeps its
+stdout (`gpuprobe ... -- cmd > file` leaves file to the command); without one (-p), the
+reports go to stdout, which a JSON parser reads alone; --trace - writes the trace alone to
+stdout; -o FILE takes the reports; -o - puts them on stdout beside the command's output;
+on a terminal the command keeps it; output files are never followed through a symlink,
+are created 0600, and a write error is one line and a failing exit."""
 import json
 import os
 import pty
@@ -49,22 +50,44 @@ def parse_lines(text, what):
     return out
 
 
-def test_json_pipe_holds_reports_only():
-    r = gp.gpuprobe(["--memleak", "--json", "--libcuda", FAKECUDA], cmd=chatty())
+def test_command_keeps_its_stdout():
+    """gpuprobe --memleak --json -- cmd > file: file holds the command's stdout exactly; the
+    reports are on stderr, each a whole JSON line among the command's own stderr lines."""
+    r = gp.gpuprobe(["--memleak", "--json", "--libcuda", FAKECUDA], cmd=chatty(), streams="default")
     eq(r.returncode, 0, f"exit ({r.stderr[-500:]})")
-    recs = parse_lines(r.stdout, "stdout")
-    eq(sorted({x["mode"] for x in recs}), ["memleak", "overhead"], "modes on stdout")
-    check(not any(x.get("fake") for x in recs), "the command's JSON-looking line is not on stdout")
+    eq(r.stdout, "\n".join(SAYS) + "\n", "stdout: the command's own output, exactly")
+    recs = [json.loads(l) for l in r.stderr.splitlines() if l.startswith('{"mode"')]
+    eq(sorted({x["mode"] for x in recs}), ["memleak", "overhead"], "the reports, on stderr")
     t = gp.truth(r.stderr)
-    p = gp.proc(gp.final(r.stdout), t["pid"])
+    p = gp.proc(gp.final(r.stderr), t["pid"])
     eq((p["outstanding_allocs"], p["outstanding_bytes"]), (t["leaks"], t["leaked_bytes"]), "the leaks")
-    for s in SAYS + ["oops"]:
-        check(s in r.stderr, f"the command's {s!r} on stderr: {r.stderr[-800:]}")
-    check(r.stderr.index(SAYS[0]) < r.stderr.index(SAYS[2]), "in the command's order")
+    check("oops" in r.stderr, "the command's stderr stays its stderr")
+    # text: the report on stderr too, after the command's lines
+    r = gp.gpuprobe(["--memleak", "--libcuda", FAKECUDA], cmd=chatty(), streams="default")
+    eq(r.returncode, 0, "exit (text)")
+    eq(r.stdout, "\n".join(SAYS) + "\n", "stdout: the command's own output (text)")
+    check(r.stderr.index("oops") < r.stderr.index("memleak final report"), r.stderr[-800:])
+
+
+def test_without_a_command_stdout_holds_reports_only():
+    """-p: no program output to share; stdout piped to a JSON parser reads reports only,
+    line by line (as bcc's tools print theirs)."""
+    a = gp.start_app([LEAKY, "--wait", "--allocs", "4", "--leaks", "2"], env={"LD_LIBRARY_PATH": gp.FAKECUDA_DIR})
+    try:
+        g = gp.start_gpuprobe(["--memleak", "--json", "-p", str(a.pid)])
+        a.signal(__import__("signal").SIGUSR1)
+        eq(a.wait(), 0, "workload")
+        eq(g.wait(timeout=30), 0, f"gpuprobe ({g.stderr()[-400:]})")
+    finally:
+        a.kill()
+    recs = parse_lines(g.stdout(), "stdout")
+    check({"memleak", "overhead"} <= {x["mode"] for x in recs}, f"reports on stdout: {recs[:2]}")
+    t = gp.truth(a.stderr())
+    eq(gp.proc(gp.final(g.stdout()), a.pid)["outstanding_allocs"], t["leaks"], "the leaks")
 
 
 def test_trace_dash_chrome_alone_on_stdout():
-    r = gp.gpuprobe(["--trace", "-", "--trace-format", "chrome", "--memleak", "--libcuda", FAKECUDA], cmd=chatty())
+    r = gp.gpuprobe(["--trace", "-", "--trace-format", "chrome", "--memleak", "-v", "--libcuda", FAKECUDA], cmd=chatty())
     eq(r.returncode, 0, f"exit ({r.stderr[-500:]})")
     found, seen = check_chrome_trace.validate(json.loads(r.stdout))  # one document, nothing after it
     eq(found, [], "stdout is a valid Chrome trace")
@@ -94,7 +117,7 @@ def test_output_file_leaves_the_command_its_stdout():
     recs = parse_lines(open(out).read(), out)
     eq([x["mode"] for x in recs if x.get("report") != "exit"], ["memleak", "overhead"], "reports in the file")
     text = path("reports.txt")
-    r = gp.gpuprobe(["--memleak", "--output", text, "--libcuda", FAKECUDA], cmd=chatty())
+    r = gp.gpuprobe(["--memleak", "-v", "--output", text, "--libcuda", FAKECUDA], cmd=chatty())
     eq(r.returncode, 0, "exit (text)")
     body = open(text).read()
     check("memleak final report" in body and "gpuprobe overhead (estimate)" in body, body[-600:])
@@ -108,7 +131,7 @@ def test_output_dash_shares_stdout_as_asked():
 
 
 def test_terminal_keeps_the_command_output():
-    """On a terminal, gpuprobe and the command both print there (as strace does)."""
+    """On a terminal, the command prints there; the report goes to stderr (as strace's)."""
     master, slave = pty.openpty()
     p = subprocess.Popen([GPUPROBE, "--memleak", "--libcuda", FAKECUDA, "--"] + chatty(), stdout=slave,
                          stderr=subprocess.PIPE, text=True)
@@ -133,8 +156,8 @@ def test_terminal_keeps_the_command_output():
             p.kill()
     text = buf.decode(errors="replace")
     eq(p.returncode, 0, "exit")
-    check(SAYS[0] in text and "memleak final report" in text, f"both on the terminal: {text[-500:]}")
-    check(SAYS[0] not in err, "the command's stdout stayed on the terminal")
+    check(SAYS[0] in text and "memleak final report" not in text, f"the command's output on the terminal: {text[-500:]}")
+    check(SAYS[0] not in err and "memleak final report" in err, f"the report on stderr: {err[-500:]}")
 
 
 def test_output_file_refused_through_a_symlink():
@@ -181,12 +204,36 @@ def test_overhead_line_only_with_modes_that_count_hits():
         eq(got, want, f"{mode}: an overhead line")
 
 
+def test_exceptions_only_unless_verbose():
+    """Text reports show the drop line and the overhead footer when they say something (a
+    counter not 0, probes that took 1 % of the traced time or more); -v shows them always;
+    JSON always has both."""
+    r = gp.gpuprobe(["--memleak", "--libcuda", FAKECUDA], cmd=[LEAKY, "--allocs", "4", "--leaks", "2"])
+    eq(r.returncode, 0, "exit")
+    check("memleak final report" in r.stdout, r.stdout[-400:])
+    check("Dropped events" not in r.stdout and "gpuprobe overhead" not in r.stdout, f"quiet: {r.stdout[-600:]}")
+    r = gp.gpuprobe(["--memleak", "-v", "--libcuda", FAKECUDA], cmd=[LEAKY, "--allocs", "4", "--leaks", "2"])
+    check(re.search(r"^Dropped events: 0 \(ringbuf_full 0, ", r.stdout, re.M), f"every counter with -v: {r.stdout[-600:]}")
+    check(re.search(r"^  PID \d+ \(memleak_app\): \d+ probe hits, ~\S+ \S+ in probes \(", r.stdout, re.M),
+          f"the footer with -v: {r.stdout[-600:]}")
+    r = gp.gpuprobe(["--memleak", "--json", "--libcuda", FAKECUDA], cmd=[LEAKY, "--allocs", "4", "--leaks", "2"])
+    f = gp.final(r.stdout)
+    check("drops" in f and f["dropped_events"] == 0, f"JSON drops: {f.get('drops')}")
+    eq(len(gp.reports(r.stdout, mode="overhead")), 1, "the JSON overhead line")
+    # a ring buffer too small for the stacks: the drop line names what was not 0, alone
+    r = gp.gpuprobe(["--memleak", "--ringbuf-size", "4096", "--libcuda", FAKECUDA],
+                    cmd=[LEAKY, "--allocs", "300", "--leaks", "200"])
+    m = re.search(r"^Dropped events: (\d+) \((.*)\)$", r.stdout, re.M)
+    if m:
+        check(all(not c.endswith(" 0") for c in m.group(2).split(", ")), f"only counters not 0: {m.group(0)}")
+
+
 def test_small_copies_line_only_with_min_bytes():
     r = gp.gpuprobe(["--bandwidth-util", "--libcuda", FAKECUDA], cmd=[app("copy_app")])
     eq(r.returncode, 0, "exit")
-    check("Small copies" not in r.stdout and "zero-byte copies 1" in r.stdout, r.stdout[-400:])
+    check("Small copies" not in r.stdout and "Zero-byte copies 1, failed copies 2" in r.stdout, r.stdout[-400:])
     r = gp.gpuprobe(["--bandwidth-util", "--min-bytes", "200", "--libcuda", FAKECUDA], cmd=[app("copy_app")])
-    check("Small copies (< 200 bytes, not counted above): 10 (1000 B)" in r.stdout, r.stdout[-400:])
+    check("Small copies (under 200 B, not counted above): 10, 1000 B" in r.stdout, r.stdout[-400:])
 
 
 def test_csv_rows_through_an_output_file():

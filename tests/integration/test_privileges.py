@@ -60,7 +60,7 @@ def as_user(argv, caps=CAPS, env=None):
 
 
 def test_capable_user_traces_exactly():
-    r = as_user([GPUPROBE, "--memleak", "--cudatrace", "--json", "--libcuda", FAKECUDA, "--",
+    r = as_user([GPUPROBE, "--memleak", "--cudatrace", "--json", "--libcuda", FAKECUDA, "-o", "-", "--",
                  app("memleak_app"), "--allocs", "10", "--leaks", "3"])
     eq(r.returncode, 0, f"exit status ({r.stderr[-600:]!r})")
     t = truth(r.stderr)

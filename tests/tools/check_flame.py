@@ -3,7 +3,7 @@
 """Checks a gpuprobe flame graph SVG (standard library only; exit 1 and one line per problem).
 
   check_flame.py GRAPH.svg [--folded FILE]   the SVG parses as XML; frames nest (each inside a
-      frame one level down), boxes are where their values put them, labels are the name or
+      frame one level down), boxes are where their values put them, labels are the name, a shorter form or
       its start and "..". With --folded: every frame's value is the sum of the folded lines
       under its path, and every path wider than 0.1 px is drawn.
   check_flame.py --dom DOM.xml [--zoom S,D] [--search REGEX]   the document after the
@@ -47,9 +47,25 @@ def frames_of(root):
     return out
 
 
+def forms(name):
+    """The name, then its shorter forms (without " at file:line", " (file)", "+0x.."), as
+    src/out/flame.c labels a frame too narrow for its whole name."""
+    out, t = [name], name
+    i = t.rfind(" at ")
+    t = t[:i] if i > 0 else t
+    out.append(t)
+    i = t.find(" (")
+    t = t[:i] if i > 0 else t
+    out.append(t)
+    i = t.find("+0x")
+    t = t[:i] if i > 0 else t
+    out.append(t)
+    return out
+
+
 def label_ok(f):
     lab, name = f["label"], f["name"]
-    return lab == "" or lab == name or (lab.endswith("..") and name.startswith(lab[:-2]))
+    return lab == "" or lab in forms(name) or (lab.endswith("..") and forms(name)[-1].startswith(lab[:-2]))
 
 
 def check_layout(root, frames):

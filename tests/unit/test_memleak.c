@@ -294,9 +294,12 @@ static void test_report_text(void)
 	if (!ASSERT_EQ(report_snap(ml, &s, false, 1), 0, "snapshot"))
 		goto cleanup;
 	out = render(as_text, &s);
-	if (!ASSERT_STR_CONTAINS(out, "PID 21 (app): 4 outstanding allocations, 3070 bytes", "process line") ||
-	    !ASSERT_STR_CONTAINS(out, "    3000 bytes (2.9 KiB) in 3 allocations from cuMemAlloc_v2, oldest 0.000s:\n"
+	if (!ASSERT_STR_CONTAINS(out, "PID 21 (app): 4 outstanding allocations, 3.00 KiB (3,070 B)\n", "process line") ||
+	    !ASSERT_STR_CONTAINS(out, "PID 22 (trainer): 1 outstanding allocation, 4.00 KiB (4,096 B)\n", "the singular") ||
+	    !ASSERT_STR_CONTAINS(out, "    4 allocations, 0 frees; device 3.00 KiB\n", "its calls, no untracked frees") ||
+	    !ASSERT_STR_CONTAINS(out, "    2.93 KiB (3,000 B) in 3 allocations from cuMemAlloc_v2, oldest 0 ns:\n"
 				 "        cuMemAlloc_v2+0x0 (libcuda.so.1)\n        leaf+0x1a (app) at app.c:10\n", "the stack") ||
+	    !ASSERT_FALSE(strstr(out, "Dropped events") != NULL, "no drop line when none was dropped") ||
 	    !ASSERT_STR_CONTAINS(out, "    ... 1 more stack (--top)", "--top 1") ||
 	    !ASSERT_FALSE(strstr(out, " by cuMemAlloc_v2, age ") != NULL, "no allocation listed"))
 		goto cleanup;
@@ -308,8 +311,8 @@ static void test_report_text(void)
 		goto cleanup;
 	out = render(as_text, &s);
 	if (!ASSERT_STR_CONTAINS(out, "        [partial: the stack copy ended before the stack did (--stack-bytes)]\n"
-				 "      70 bytes at 0x5000 by cuMemAlloc_v2", "partial, then its allocation") ||
-	    !ASSERT_STR_CONTAINS(out, "      4096 bytes at 0x9000 by cuMemAllocManaged", "the managed one"))
+				 "      70 B at 0x5000 by cuMemAlloc_v2", "partial, then its allocation") ||
+	    !ASSERT_STR_CONTAINS(out, "      4.00 KiB (4,096 B) at 0x9000 by cuMemAllocManaged", "the managed one"))
 		goto cleanup;
 cleanup:
 	free(out);

@@ -32,6 +32,8 @@ static size_t two_ticks(struct gp_counters *cs, const struct gp_counter_row **ro
 		add(cs, 200, GP_TRACK_COPIES, "D2H gpu0", t ? 1e9 : 0, GP_CTR_TOTAL);
 		add(cs, 200, GP_TRACK_COPIES, "H2H", 4096, GP_CTR_TOTAL);
 		add(cs, 200, TOP_TRACK_HITS, "all", 10, GP_CTR_TOTAL);
+		/* exited: what it held at its exit, for live views only */
+		add(cs, 200, GP_TRACK_MEMORY, "device at exit", 5 << 20, GP_CTR_DETAIL);
 		if (!t)
 			gp_counters__end(cs, rows);
 	}
@@ -60,7 +62,9 @@ static void test_frame(void)
 	p = &f.procs[0];
 	q = &f.procs[1];
 	if (!ASSERT_EQ(p->pid, 100, "by pid") || !ASSERT_STR_EQ(p->comm, "trainer", "named") || !ASSERT_FALSE(p->exited, "live") ||
-	    !ASSERT_EQ(p->launch_rate, 1010, "launches/s: kernels and graphs") || !ASSERT_EQ(p->launches, 1520, "total") ||
+	    !ASSERT_EQ(p->launch_rate, 1000, "launches/s: kernel launches, as --cudatrace counts them") ||
+	    !ASSERT_EQ(p->launches, 1500, "total") || !ASSERT_EQ(p->graph_rate, 10, "graph launches/s apart") ||
+	    !ASSERT_EQ(p->graph_launches, 20, "graph launches") || !ASSERT_FALSE(p->memory_at_exit, "live memory") ||
 	    !ASSERT_EQ(p->memory, 4 << 20, "every kind") || !ASSERT_EQ(p->growth, 2 << 20, "growth/s") ||
 	    !ASSERT_EQ(p->hits, 4000, "hits") || !ASSERT_EQ(p->probe_pct * 1000, 300, "3000 hits/s x 1 us = 0.3%") ||
 	    !ASSERT_FALSE(p->has_copies, "no copies"))
@@ -70,6 +74,8 @@ static void test_frame(void)
 		goto cleanup;
 	if (!ASSERT_TRUE(q->exited, "exited") || !ASSERT_EQ(q->h2d, 7e9, "H2D over both GPUs") ||
 	    !ASSERT_EQ(q->d2h, 1e9, "D2H") || !ASSERT_EQ(q->nr_copies, 4, "copies") ||
+	    !ASSERT_TRUE(q->has_memory, "its memory at exit kept") || !ASSERT_EQ(q->memory, 5 << 20, "held at exit") ||
+	    !ASSERT_TRUE(q->memory_at_exit, "said so") || !ASSERT_EQ(q->growth, 0, "no growth after its exit") ||
 	    !ASSERT_STR_EQ(q->copies[0].dir, "H2D", "gpu0 H2D first") || !ASSERT_EQ(q->copies[0].gpu, 0, "gpu0") ||
 	    !ASSERT_STR_EQ(q->copies[1].dir, "D2H", "then D2H") || !ASSERT_EQ(q->copies[2].gpu, 1, "then gpu1") ||
 	    !ASSERT_EQ(q->copies[3].gpu, -1, "host last") || !ASSERT_EQ(q->launch_rate, 0, "no launches"))
@@ -157,8 +163,17 @@ static void test_layout_80x24(void)
 		goto cleanup;
 	/* --batch: every process, each with its detail */
 	k = top__layout(&f, 80, 0, TOP_LAUNCHES, false, 0, lines, 64);
-	if (!ASSERT_EQ(k, 64, "fills what it is given") || !ASSERT_TRUE(has(lines, k, "   1000 "), "the last process"))
+	if (!ASSERT_EQ(k, 64, "fills what it is given") || !ASSERT_TRUE(has(lines, k, "   1000 "), "the last process") ||
+	    !ASSERT_FALSE(has(lines, k, "q quit"), "data only: no keys"))
 		goto cleanup;
+	/* a long description of what is traced is shortened, never cut at the screen's edge */
+	snprintf(f.who, sizeof(f.who), "PIDs 4242,4243,4244,4245,4246,4247 and their descendants");
+	f.ended = true;
+	k = top__layout(&f, 80, 24, TOP_LAUNCHES, false, 0, lines, 64);
+	if (!ASSERT_TRUE(strlen(lines[0].text) <= 80, lines[0].text) || !ASSERT_STR_CONTAINS(lines[0].text, "ENDED", "ended") ||
+	    !ASSERT_STR_CONTAINS(lines[0].text, "...", "shortened"))
+		goto cleanup;
+	f.ended = false;
 	/* a tiny terminal still gets the title and the keys */
 	k = top__layout(&f, 40, 5, TOP_LAUNCHES, false, 0, lines, 64);
 	if (!ASSERT_EQ(k, 5, "5 lines") || !ASSERT_STR_CONTAINS(lines[4].text, "q quit", "keys") ||

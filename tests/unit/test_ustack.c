@@ -3,6 +3,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include "symbolize.h"
 #include "unit.h"
 #include "ustack.h"
 
@@ -117,6 +119,28 @@ static void test_bounded(void)
 	ASSERT_EQ(ustack__interleave(ev, 3, entry, 3, false, order, 2, &flags), 2, "at most cap entries");
 }
 
+/* --stacks fp past code without frame pointers: the kernel's walk reads "return addresses"
+ * of 0 or in the low page; the stack ends there, flagged, never with a bare 0x0 frame. */
+static void test_fp_walk_end(void)
+{
+	struct symbolizer *sym = symbolizer__new("/proc");
+	struct ustack *u = sym ? ustack__new(sym, "/proc", -1) : NULL;
+	const __u64 pcs[] = { (__u64)(uintptr_t)test_fp_walk_end + 4, 0, 0x7f0000001000ULL };
+	struct ustack_frames f;
+
+	if (!ASSERT_TRUE(u, "ustack__new"))
+		goto cleanup;
+	if (!ASSERT_EQ(ustack__from_pcs(u, (uint32_t)getpid(), pcs, 3, &f), 0, "from_pcs"))
+		goto cleanup;
+	if (!ASSERT_EQ(f.nr, 1, "the frames before the walk's end") ||
+	    !ASSERT_STR_CONTAINS(f.frames[0], "test_fp_walk_end", "named") ||
+	    !ASSERT_TRUE(f.flags & USTACK_FP_END, "flagged fp_ended") || !ASSERT_TRUE(f.flags & USTACK_PARTIAL, "partial"))
+		goto cleanup;
+cleanup:
+	ustack__free(u);
+	symbolizer__free(sym);
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
@@ -126,5 +150,6 @@ int main(int argc, char **argv)
 	RUN_TEST(test_unmatched_runs_follow);
 	RUN_TEST(test_more_loop_frames_than_runs);
 	RUN_TEST(test_bounded);
+	RUN_TEST(test_fp_walk_end);
 	return unit_done();
 }

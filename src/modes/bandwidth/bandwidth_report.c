@@ -11,7 +11,9 @@
 #include <json-c/json.h>
 #include "bandwidth_mode.h"
 #include "json.h"
+#include "options.h"
 #include "prom.h"
+#include "run.h"
 #include "text.h"
 
 #define SNAP(s) ((const struct bw_snap *)(s))
@@ -48,13 +50,16 @@ static const struct bw_link *pair_link(const struct bw_links *l, const struct bw
 	return bw_links__for(l, x->src >= 0 && x->src == x->dst ? BW_D2D : BW_PEER);
 }
 
-/* A rate column: MiB/s, or "suspect" when the link cannot carry it. */
+/* A rate column: SI bytes per second, "-" when nothing was measured, or "suspect" when the
+ * link cannot carry it. */
 static void rate_col(char *buf, size_t len, const struct bw_link *l, double bps)
 {
 	if (bw_links__suspect(l, bps))
 		snprintf(buf, len, "suspect");
+	else if (bps <= 0)
+		snprintf(buf, len, "-");
 	else
-		snprintf(buf, len, "%.1f", bps / 1048576.0);
+		snprintf(buf, len, "%s", gp_text__rate(bps).s);
 }
 
 static void gpu_name(char *buf, size_t len, int gpu)
@@ -65,22 +70,32 @@ static void gpu_name(char *buf, size_t len, int gpu)
 		snprintf(buf, len, "%d", gpu);
 }
 
+/* A duration column: "-" when there was no such copy */
+static const char *dur_col(char *buf, size_t len, uint64_t ns, uint64_t copies)
+{
+	snprintf(buf, len, "%s", copies ? gp_text__duration(secs(ns)).s : "-");
+	return buf;
+}
+
 static void text_stats(FILE *f, const struct bw_snap_proc *p, const struct bw_links *links)
 {
-	fprintf(f, "  %-4s %-5s %8s %14s %10s %12s %12s %12s %12s %10s\n", "GPU", "DIR", "COPIES", "BYTES",
-		"SYNC_S", "PINNED_MiB/s", "PAGED_MiB/s", "ASYNC_S<=", "ASYNC_MiB/s>=", "PAGEABLE");
+	fprintf(f, "  %-4s %-5s %7s %10s %10s %11s %11s %11s %12s %8s\n", "GPU", "DIR", "COPIES", "BYTES",
+		"SYNC TIME", "PINNED", "PAGED", "ASYNC <=", "ASYNC >=", "PAGEABLE");
+	fprintf(f, "  %-4s %-5s %7s %10s %10s %11s %11s %11s %12s %8s\n", "", "", "", "", "", "sync rate", "sync rate",
+		"time", "rate", "copies");
 	for (size_t s = 0; s < p->nr_stats; s++) {
 		const struct bw_stat *x = &p->stats[s];
 		const struct bw_link *l = bw_links__for(links, x->dir);
-		char gpu[16], pin[24], pag[24], asy[24];
+		char gpu[16], pin[80], pag[80], asy[80], st[80], at[80];
 
 		snprintf(gpu, sizeof(gpu), x->gpu < 0 ? "-" : "%d", x->gpu);
 		rate_col(pin, sizeof(pin), l, pinned_rate(x));
 		rate_col(pag, sizeof(pag), l, pageable_rate(x));
 		rate_col(asy, sizeof(asy), l, async_rate(x));
-		fprintf(f, "  %-4s %-5s %8" PRIu64 " %14" PRIu64 " %10.6f %12s %12s %12.6f %12s %10" PRIu64 "\n",
-			gpu, bw_dir_name(x->dir), x->copies, x->bytes, secs(x->sync_ns), pin, pag,
-			secs(x->async_ns), asy, x->pageable_copies);
+		fprintf(f, "  %-4s %-5s %7s %10s %10s %11s %11s %11s %12s %8s\n", gpu, bw_dir_name(x->dir),
+			gp_text__count(x->copies).s, gp_text__bytes(x->bytes).s,
+			dur_col(st, sizeof(st), x->sync_ns, x->sync_copies), pin, pag,
+			dur_col(at, sizeof(at), x->async_ns, x->async_done_copies), asy, gp_text__count(x->pageable_copies).s);
 	}
 }
 
@@ -123,12 +138,12 @@ static const struct bw_pair *find_pair(const struct bw_snap_proc *p, int src, in
 static void text_matrix(FILE *f, const struct bw_snap_proc *p, const struct bw_links *links,
 			const int *gpus, int n, bool rate)
 {
-	char name[16], cell[32];
+	char name[16], cell[80];
 
-	fprintf(f, "    %-8s", rate ? "MiB/s>=" : "bytes");
+	fprintf(f, "    %-8s", rate ? "rate >=" : "bytes");
 	for (int j = 0; j < n; j++) {
 		gpu_name(name, sizeof(name), gpus[j]);
-		fprintf(f, " %14s", name);
+		fprintf(f, " %11s", name);
 	}
 	fputc('\n', f);
 	for (int i = 0; i < n; i++) {
@@ -140,12 +155,12 @@ static void text_matrix(FILE *f, const struct bw_snap_proc *p, const struct bw_l
 			if (!x)
 				snprintf(cell, sizeof(cell), "-");
 			else if (!rate)
-				snprintf(cell, sizeof(cell), "%" PRIu64, x->bytes);
+				snprintf(cell, sizeof(cell), "%s", gp_text__bytes(x->bytes).s);
 			else if (!x->window_ns)
 				snprintf(cell, sizeof(cell), "unsynced");
 			else
 				rate_col(cell, sizeof(cell), pair_link(links, x), pair_rate(x));
-			fprintf(f, " %14s", cell);
+			fprintf(f, " %11s", cell);
 		}
 		fputc('\n', f);
 	}
@@ -169,13 +184,21 @@ static void text_pairs(FILE *f, const struct bw_snap_proc *p, const struct bw_li
 	fprintf(f, "    bandwidth: bytes over the window from the first submission to the synchronization that\n"
 		   "    covered them (a lower bound; the calls return before the copy is done):\n");
 	text_matrix(f, p, links, gpus, n, true);
-	fprintf(f, "    %" PRIu64 " of %" PRIu64 " completed by a synchronization: stream %" PRIu64 ", context %" PRIu64
-		   ", event %" PRIu64 "\n", done, copies, by[BW_SYNC_STREAM], by[BW_SYNC_CONTEXT], by[BW_SYNC_EVENT]);
+	fprintf(f, "    %s of %s completed by a synchronization: stream %s, context %s, event %s\n",
+		gp_text__count(done).s, gp_text__count(copies).s, gp_text__count(by[BW_SYNC_STREAM]).s,
+		gp_text__count(by[BW_SYNC_CONTEXT]).s, gp_text__count(by[BW_SYNC_EVENT]).s);
 }
 
 static void text_proc(FILE *f, const struct bw_snap_proc *p, const struct bw_links *links)
 {
-	fprintf(f, "PID %u (%s)%s\n", p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "");
+	uint64_t copies = 0, bytes = 0;
+
+	for (size_t s = 0; s < p->nr_stats; s++) {
+		copies += p->stats[s].copies;
+		bytes += p->stats[s].bytes;
+	}
+	fprintf(f, "PID %u (%s)%s: %s, %s\n", p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "",
+		gp_text__n(copies, "copy", "copies").s, gp_text__bytes_exact(bytes).s);
 	if (!p->nr_stats)
 		return;
 	text_stats(f, p, links);
@@ -189,42 +212,46 @@ static void text_proc(FILE *f, const struct bw_snap_proc *p, const struct bw_lin
 			fprintf(f, "  %s synchronous copy bandwidth:\n", bw_dir_name(x->dir));
 		else
 			fprintf(f, "  GPU %d %s synchronous copy bandwidth:\n", x->gpu, bw_dir_name(x->dir));
-		gp_text__log2_hist(f, x->rate_hist, BW_HIST_SLOTS, "MiB/s");
+		gp_text__rate_hist(f, x->rate_hist, BW_HIST_SLOTS, 1048576.0);
 	}
 	if (p->unsynced)
-		fprintf(f, "  %" PRIu64 " asynchronous copies not yet covered by a synchronization\n", p->unsynced);
+		fprintf(f, "  %s not yet covered by a synchronization\n",
+			gp_text__n(p->unsynced, "asynchronous copy", "asynchronous copies").s);
 	if (p->untimed)
-		fprintf(f, "  %" PRIu64 " asynchronous copies (%" PRIu64 " bytes) counted, not timed: the budget sampled "
-			"their synchronizations, and theirs came outside its windows\n", p->untimed, p->untimed_bytes);
+		fprintf(f, "  %s (%s) counted, not timed: the budget sampled "
+			"their synchronizations, and theirs came outside its windows\n",
+			gp_text__n(p->untimed, "asynchronous copy", "asynchronous copies").s,
+			gp_text__bytes_exact(p->untimed_bytes).s);
 }
 
 static void text_links(FILE *f, const struct bw_links *l)
 {
 	if (!l->host.bytes_per_s)
 		return;
-	fprintf(f, "Link limits (one direction; a rate above its limit is printed as suspect): host-GPU %s %.1f GB/s; "
-		   "GPU-GPU %s %.1f GB/s; within a GPU %s\n", l->host.name, l->host.bytes_per_s / 1e9, l->peer.name,
-		l->peer.bytes_per_s / 1e9, l->local.name);
+	fprintf(f, "Link limits (one direction; a rate above its limit is printed as suspect): host-GPU %s %s; "
+		   "GPU-GPU %s %s; within a GPU %s\n", l->host.name, gp_text__rate(l->host.bytes_per_s).s, l->peer.name,
+		gp_text__rate(l->peer.bytes_per_s).s, l->local.name);
 }
 
 void bw_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 {
 	const struct bw_snap *s = SNAP(hdr);
-	char tbuf[32], hb[32];
+	bool all = run && run->o && run->o->verbose;
+	char tbuf[32];
 
-	(void)run;
 	gp_text__clock(tbuf, sizeof(tbuf));
-	fprintf(f, "[%s] bandwidth %s report: %zu process%s\n", tbuf, hdr->kind, s->d.nr_procs,
-		s->d.nr_procs == 1 ? "" : "es");
+	fprintf(f, "[%s] bandwidth %s report: %s\n", tbuf, hdr->kind, gp_text__n(s->d.nr_procs, "process", "processes").s);
 	for (size_t i = 0; i < s->d.nr_procs; i++)
 		text_proc(f, &s->d.procs[i], &s->links);
-	gp_text__bytes(s->small_bytes, hb, sizeof(hb));
 	if (s->min_bytes)
-		fprintf(f, "Small copies (< %" PRIu64 " bytes, not counted above): %" PRIu64 " (%s); ",
-			s->min_bytes, s->small_copies, hb);
-	fprintf(f, "zero-byte copies %" PRIu64 ", failed %" PRIu64 "\n", s->zero_copies, s->failed_copies);
-	text_links(f, &s->links);
-	gp_drops__text(f, hdr);
+		fprintf(f, "Small copies (under %s B, not counted above): %s, %s\n", gp_text__count(s->min_bytes).s,
+			gp_text__count(s->small_copies).s, gp_text__bytes_exact(s->small_bytes).s);
+	if (s->zero_copies || s->failed_copies || all)
+		fprintf(f, "Zero-byte copies %s, failed copies %s\n", gp_text__count(s->zero_copies).s,
+			gp_text__count(s->failed_copies).s);
+	if (s->d.nr_procs || all)
+		text_links(f, &s->links);
+	gp_drops__text(f, hdr, all);
 }
 
 /* A measured rate (null when there is none), or null with the figure under "suspect". */

@@ -460,13 +460,15 @@ static int cmp_kernel(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-static void finish(struct ct_proc *p, uint64_t start_ns, uint64_t now_ns)
+static void finish(struct ct_proc *p, uint64_t start_ns, uint64_t now_ns, bool rates)
 {
 	for (size_t i = 0; i < p->nr_kernels; i++)
 		if (p->kernels[i].nr_shapes)
 			qsort(p->kernels[i].shapes, p->kernels[i].nr_shapes, sizeof(struct ct_shape), cmp_shape);
 	if (p->nr_kernels) /* qsort(NULL, 0) is undefined */
 		qsort(p->kernels, p->nr_kernels, sizeof(*p->kernels), cmp_kernel);
+	if (!rates) /* a look at the counts alone: the next report's rate keeps its window */
+		return;
 	if (!p->prev_ns)
 		p->prev_ns = start_ns;
 	if (p->prev_ns && now_ns > p->prev_ns && p->launches >= p->prev_launches)
@@ -478,7 +480,7 @@ static void finish(struct ct_proc *p, uint64_t start_ns, uint64_t now_ns)
 	p->prev_ns = now_ns;
 }
 
-void cudatrace__snapshot_end(struct cudatrace *ct, uint64_t now_ns)
+static void snapshot_end(struct cudatrace *ct, uint64_t now_ns, bool rates)
 {
 	struct ct_proc **v;
 	size_t n = cudatrace__procs(ct, &v);
@@ -486,8 +488,18 @@ void cudatrace__snapshot_end(struct cudatrace *ct, uint64_t now_ns)
 	ct->last_ns = now_ns;
 	for (size_t i = 0; i < n; i++) {
 		add_kept(v[i]);
-		finish(v[i], ct->start_ns, now_ns);
+		finish(v[i], ct->start_ns, now_ns, rates);
 	}
+}
+
+void cudatrace__snapshot_end(struct cudatrace *ct, uint64_t now_ns)
+{
+	snapshot_end(ct, now_ns, true);
+}
+
+void cudatrace__snapshot_end_counts(struct cudatrace *ct, uint64_t now_ns)
+{
+	snapshot_end(ct, now_ns, false);
 }
 
 size_t cudatrace__procs(struct cudatrace *ct, struct ct_proc ***out)

@@ -110,6 +110,9 @@ void cudatrace__snapshot_begin(struct cudatrace *ct);
 void cudatrace__add_launch(struct cudatrace *ct, const struct gp_launch_key *k, uint64_t count);
 void cudatrace__set_hist(struct cudatrace *ct, const struct gp_hist_key *k, const struct gp_hist *h);
 void cudatrace__snapshot_end(struct cudatrace *ct, uint64_t now_ns);
+/* The same without moving the launch rates' window (a look at the probe hits between two
+ * reports: the next report's launches/s still covers the time since the previous one). */
+void cudatrace__snapshot_end_counts(struct cudatrace *ct, uint64_t now_ns);
 
 /* Processes sorted by pid (live first); the array is owned by ct. */
 size_t cudatrace__procs(struct cudatrace *ct, struct ct_proc ***out);

@@ -785,7 +785,7 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 }
 
 /* The in-kernel counts into the aggregator. */
-static void read_maps(struct ct_mode *m)
+static void read_maps(struct ct_mode *m, bool rates)
 {
 	int lfd = bpf_map__fd(m->skel->maps.launches), hfd = bpf_map__fd(m->skel->maps.hists);
 	struct gp_launch_key k, next;
@@ -808,7 +808,10 @@ static void read_maps(struct ct_mode *m)
 		hk = hnext;
 		prev = &hk;
 	}
-	cudatrace__snapshot_end(m->ct, gp_mono_ns());
+	if (rates)
+		cudatrace__snapshot_end(m->ct, gp_mono_ns());
+	else
+		cudatrace__snapshot_end_counts(m->ct, gp_mono_ns());
 }
 
 static void fill_drops(struct ct_mode *m, struct ct_snap *s)
@@ -881,7 +884,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	size_t n, k = 0;
 	uint64_t per = ct_settings.latency ? 2 : 1; /* entry, and return when timed */
 
-	read_maps(m);
+	read_maps(m, strcmp(kind, "hits") != 0);
 	n = cudatrace__procs(m->ct, &procs);
 	free(s->procs);
 	free(s->pids);

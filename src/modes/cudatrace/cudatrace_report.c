@@ -9,6 +9,7 @@
 #include "cudatrace_mode.h"
 #include "json.h"
 #include "ncclkern.h"
+#include "options.h"
 #include "prom.h"
 #include "run.h"
 #include "text.h"
@@ -29,10 +30,11 @@ static void text_hist(FILE *f, const char *what, const struct gp_hist *h, bool l
 {
 	if (!h->count)
 		return;
-	fprintf(f, "  %s: %" PRIu64 " calls", what, ct_sampled__count(smp, h->count));
+	fprintf(f, "  %s: %s", what, gp_text__n(ct_sampled__count(smp, h->count), "call", "calls").s);
 	if (latency && h->timed)
-		fprintf(f, ", total %.6fs, max %.6fs, mean %.1fus", (double)h->total_ns / 1e9,
-			(double)h->max_ns / 1e9, (double)h->total_ns / 1e3 / (double)h->timed);
+		fprintf(f, ", total %s, max %s, mean %s", gp_text__duration((double)h->total_ns / 1e9).s,
+			gp_text__duration((double)h->max_ns / 1e9).s,
+			gp_text__duration((double)h->total_ns / 1e9 / (double)h->timed).s);
 	fputc('\n', f);
 	if (latency)
 		gp_text__log2_hist(f, (const uint64_t *)h->slots, GP_HIST_SLOTS, "usecs");
@@ -45,18 +47,19 @@ static void text_kernel(FILE *f, const struct ct_kernel *kn, int top_shapes, boo
 {
 	char nccl[160];
 
-	fprintf(f, "  %-48.*s %10" PRIu64 " ", 120, kn->name, ct_sampled__count(smp, kn->launches));
+	fprintf(f, "  %-48.*s %10s ", 120, kn->name, gp_text__count(ct_sampled__count(smp, kn->launches)).s);
 	if (graphs)
-		fprintf(f, "%10" PRIu64 " %9" PRIu64 " ", ct_sampled__count(smp, kn->graph_executed), kn->captured);
+		fprintf(f, "%10s %9s ", gp_text__count(ct_sampled__count(smp, kn->graph_executed)).s,
+			gp_text__count(kn->captured).s);
 	for (size_t s = 0; s < kn->nr_shapes && (int)s < top_shapes; s++) {
 		const struct ct_shape *sh = &kn->shapes[s];
 
-		fprintf(f, " (%u,%u,%u)x(%u,%u,%u): %" PRIu64, sh->grid[0], sh->grid[1], sh->grid[2],
+		fprintf(f, " (%u,%u,%u)x(%u,%u,%u): %s", sh->grid[0], sh->grid[1], sh->grid[2],
 			sh->block[0], sh->block[1], sh->block[2],
-			ct_sampled__count(smp, sh->launches + sh->graph_executed));
+			gp_text__count(ct_sampled__count(smp, sh->launches + sh->graph_executed)).s);
 	}
 	if (kn->nr_shapes > (size_t)top_shapes)
-		fprintf(f, " ... %zu more shapes", kn->nr_shapes - (size_t)top_shapes);
+		fprintf(f, " ... %s", gp_text__n(kn->nr_shapes - (size_t)top_shapes, "more shape", "more shapes").s);
 	if (kn->source == CT_NAME_HOST)
 		fprintf(f, "  [host-side name]");
 	else if (kn->source == CT_NAME_MEMORY)
@@ -70,9 +73,10 @@ static void text_graph(FILE *f, const struct ct_graph *g, const struct ct_sample
 {
 	static const char *const made_by[] = { "made before the attach", "captured", "graph API" };
 
-	fprintf(f, "  graph 0x%" PRIx64 ": %" PRIu64 " launches", g->handle, ct_sampled__count(smp, g->launches));
+	fprintf(f, "  graph 0x%" PRIx64 ": %s", g->handle,
+		gp_text__n(ct_sampled__count(smp, g->launches), "launch", "launches").s);
 	if (g->source > 0 && g->source < 3)
-		fprintf(f, ", %zu kernel nodes (%s)%s", g->nodes, made_by[g->source],
+		fprintf(f, ", %s (%s)%s", gp_text__n(g->nodes, "kernel node", "kernel nodes").s, made_by[g->source],
 			g->partial ? ", some nodes not followed" : "");
 	else
 		fprintf(f, " (%s)", made_by[0]);
@@ -93,9 +97,10 @@ static void text_sampled(FILE *f, const struct ct_sampled *smp)
 		const double *v = smp->iv[show[i].iv];
 
 		if (isinf(v[2]))
-			fprintf(f, "%s %s at least %.0f", i ? "," : "", show[i].what, v[1]);
+			fprintf(f, "%s %s at least %s", i ? "," : "", show[i].what, gp_text__count((uint64_t)llround(v[1])).s);
 		else
-			fprintf(f, "%s %s %.0f-%.0f", i ? "," : "", show[i].what, v[1], v[2]);
+			fprintf(f, "%s %s %s-%s", i ? "," : "", show[i].what, gp_text__count((uint64_t)llround(v[1])).s,
+				gp_text__count((uint64_t)llround(v[2])).s);
 	}
 	fprintf(f, ")%s\n", smp->s.unbounded ? "; its calls cost less than a probe: how many it made unseen has no upper bound" : "");
 }
@@ -115,61 +120,71 @@ static struct gp_trees *jobs(const struct ct_snap *s, struct gp_run *run)
 	return t;
 }
 
+static void job_values(FILE *f, const uint64_t v[GP_TREE_VALUES])
+{
+	fprintf(f, ", %s, %s, %s unnamed", gp_text__n(v[0], "launch", "launches").s,
+		gp_text__n(v[1], "graph launch", "graph launches").s, gp_text__count(v[2]).s);
+}
+
+static void text_proc(FILE *f, const struct ct_snap *s, size_t i, struct gp_run *run)
+{
+	const struct ct_proc *p = s->procs[i];
+	const struct ct_sampled *smp = sampled_of(s, i);
+	uint64_t launches = ct_sampled__count(smp, p->launches);
+	bool graphs;
+
+	fprintf(f, "PID %u (%s)%s: %s%s (%s), %s unnamed, %s\n", p->pid, p->comm,
+		p->exec ? " before its exec" : p->exited ? " exited" : "", smp->on ? "~" : "",
+		gp_text__n(launches, "launch", "launches").s,
+		gp_text__per_s(p->launches_per_s * (smp->on ? smp->ratio : 1)).s,
+		gp_text__count(ct_sampled__count(smp, p->unnamed_launches)).s,
+		gp_text__n(ct_sampled__count(smp, p->graph_launches), "graph launch", "graph launches").s);
+	if (smp->on)
+		text_sampled(f, smp);
+	if (p->unnamed_no_layout)
+		fprintf(f, "  %s of the unnamed launches: no kernel-handle layout learned yet for this libcuda build "
+			   "(made before the attach; one run of any CUDA program under gpuprobe with this driver teaches it, see --state-dir)\n",
+			gp_text__count(ct_sampled__count(smp, p->unnamed_no_layout)).s);
+	if (p->unnamed_unread)
+		fprintf(f, "  %s of the unnamed launches: the process was gone before their kernels' names were read "
+			   "(not in the copy made at their first launch: see gpuprobe -v)\n",
+			gp_text__count(ct_sampled__count(smp, p->unnamed_unread)).s);
+	if (gp_run__unseen(run, p->pid)) {
+		char line[160];
+
+		gp_unseen__text(gp_run__unseen(run, p->pid), line, sizeof(line));
+		fprintf(f, "  [%s]\n", line);
+	}
+	graphs = p->graph_executed || p->captured_total;
+	if (p->nr_kernels && graphs)
+		fprintf(f, "  %-48s %10s %10s %9s  %s\n", "KERNEL", "LAUNCHES", "GRAPH", "CAPTURED",
+			"GRID x BLOCK: RUNS");
+	else if (p->nr_kernels)
+		fprintf(f, "  %-48s %10s  %s\n", "KERNEL", "LAUNCHES", "GRID x BLOCK: LAUNCHES");
+	for (size_t k = 0; k < p->nr_kernels; k++)
+		text_kernel(f, &p->kernels[k], s->top_shapes, graphs, smp);
+	for (size_t g = 0; g < p->nr_graphs; g++)
+		text_graph(f, &p->graphs[g], smp);
+	if (p->unexpanded_graph_launches)
+		fprintf(f, "  %s of graphs made before gpuprobe attached: their kernels not counted\n",
+			gp_text__n(ct_sampled__count(smp, p->unexpanded_graph_launches), "launch", "launches").s);
+	text_hist(f, "launch API latency", &p->hist[GP_HIST_LAUNCH], s->latency, smp);
+	text_hist(f, "synchronize", &p->hist[GP_HIST_SYNC], s->latency, smp);
+}
+
 void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 {
-	static const char *const fmt[GP_TREE_VALUES] = { "%" PRIu64 " launches", "%" PRIu64 " graph launches",
-							 "%" PRIu64 " unnamed" };
 	const struct ct_snap *s = SNAP(hdr);
 	struct gp_trees *t = jobs(s, run);
 	char tbuf[32];
-	bool graphs;
 
 	gp_text__clock(tbuf, sizeof(tbuf));
-	fprintf(f, "[%s] cudatrace %s report: %zu process%s\n", tbuf, hdr->kind, s->nr_procs,
-		s->nr_procs == 1 ? "" : "es");
-	for (size_t i = 0; i < s->nr_procs; i++) {
-		const struct ct_proc *p = s->procs[i];
-		const struct ct_sampled *smp = sampled_of(s, i);
-
-		fprintf(f, "PID %u (%s)%s: %s%" PRIu64 " launches (%.1f/s), %" PRIu64 " unnamed, %" PRIu64 " graph launches\n",
-			p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "", smp->on ? "~" : "",
-			ct_sampled__count(smp, p->launches), p->launches_per_s * (smp->on ? smp->ratio : 1),
-			ct_sampled__count(smp, p->unnamed_launches), ct_sampled__count(smp, p->graph_launches));
-		if (smp->on)
-			text_sampled(f, smp);
-		if (p->unnamed_no_layout)
-			fprintf(f, "  %" PRIu64 " of the unnamed launches: no kernel-handle layout learned yet for this libcuda build "
-				   "(made before the attach; one run of any CUDA program under gpuprobe with this driver teaches it, see --state-dir)\n",
-				ct_sampled__count(smp, p->unnamed_no_layout));
-		if (p->unnamed_unread)
-			fprintf(f, "  %" PRIu64 " of the unnamed launches: the process was gone before their kernels' names were read "
-				   "(not in the copy made at their first launch: see gpuprobe -v)\n",
-				ct_sampled__count(smp, p->unnamed_unread));
-		if (gp_run__unseen(run, p->pid)) {
-			char line[160];
-
-			gp_unseen__text(gp_run__unseen(run, p->pid), line, sizeof(line));
-			fprintf(f, "  [%s]\n", line);
-		}
-		graphs = p->graph_executed || p->captured_total;
-		if (p->nr_kernels && graphs)
-			fprintf(f, "  %-48s %10s %10s %9s  %s\n", "KERNEL", "LAUNCHES", "GRAPH", "CAPTURED",
-				"GRID x BLOCK: RUNS");
-		else if (p->nr_kernels)
-			fprintf(f, "  %-48s %10s  %s\n", "KERNEL", "LAUNCHES", "GRID x BLOCK: LAUNCHES");
-		for (size_t k = 0; k < p->nr_kernels; k++)
-			text_kernel(f, &p->kernels[k], s->top_shapes, graphs, smp);
-		for (size_t g = 0; g < p->nr_graphs; g++)
-			text_graph(f, &p->graphs[g], smp);
-		if (p->unexpanded_graph_launches)
-			fprintf(f, "  %" PRIu64 " launches of graphs made before gpuprobe attached: their kernels not counted\n",
-				ct_sampled__count(smp, p->unexpanded_graph_launches));
-		text_hist(f, "launch API latency", &p->hist[GP_HIST_LAUNCH], s->latency, smp);
-		text_hist(f, "synchronize", &p->hist[GP_HIST_SYNC], s->latency, smp);
-	}
-	gp_trees__text(t, f, fmt);
+	fprintf(f, "[%s] cudatrace %s report: %s\n", tbuf, hdr->kind, gp_text__n(s->nr_procs, "process", "processes").s);
+	for (size_t i = 0; i < s->nr_procs; i++)
+		text_proc(f, s, i, run);
+	gp_trees__text(t, f, job_values);
 	gp_trees__free(t);
-	gp_drops__text(f, hdr);
+	gp_drops__text(f, hdr, run && run->o && run->o->verbose);
 }
 
 static json_object *json_hist(const struct gp_hist *h, bool latency, const struct ct_sampled *smp)

@@ -7,7 +7,9 @@
 #include <json-c/json.h>
 #include "ioctl_mode.h"
 #include "json.h"
+#include "options.h"
 #include "prom.h"
+#include "run.h"
 #include "text.h"
 
 #define SNAP(s) ((const struct ioc_snap *)(s))
@@ -34,18 +36,17 @@ static void text_dev(FILE *f, const struct ioc_dev *dv)
 {
 	char lbl[128], ctl[128];
 
-	fprintf(f, "  %s (%u:%u%s%s): %" PRIu64 " ioctls, %" PRIu64 " errors\n", dv->node, dv->major,
-		dv->minor, dv->driver[0] ? " " : "", dv->driver, dv->calls, dv->errors);
-	fprintf(f, "    %-44s %-52s %8s %7s %11s %10s\n", "COMMAND", "CONTROL", "CALLS", "ERRORS", "TOTAL ms",
-		"MAX ms");
+	fprintf(f, "  %s (%u:%u%s%s): %s, %s\n", dv->node, dv->major, dv->minor, dv->driver[0] ? " " : "", dv->driver,
+		gp_text__n(dv->calls, "ioctl", "ioctls").s, gp_text__n(dv->errors, "error", "errors").s);
+	fprintf(f, "    %-44s %-52s %8s %7s %10s %10s\n", "COMMAND", "CONTROL", "CALLS", "ERRORS", "TOTAL", "MAX");
 	for (size_t k = 0; k < dv->nr_cmds; k++) {
 		const struct ioc_cmd *cm = &dv->cmds[k];
 
 		cmd_label(cm, lbl, sizeof(lbl));
 		ctrl_label(cm, ctl, sizeof(ctl));
-		fprintf(f, "    %-44s %-52s %8" PRIu64 " %7" PRIu64 " %11.3f %10.3f\n", lbl, ctl,
-			(uint64_t)cm->st.calls, (uint64_t)cm->st.errors, (double)cm->st.total_ns / 1e6,
-			(double)cm->st.max_ns / 1e6);
+		fprintf(f, "    %-44s %-52s %8s %7s %10s %10s\n", lbl, ctl, gp_text__count(cm->st.calls).s,
+			gp_text__count(cm->st.errors).s, gp_text__duration((double)cm->st.total_ns / 1e9).s,
+			gp_text__duration((double)cm->st.max_ns / 1e9).s);
 		gp_text__log2_hist(f, (const uint64_t *)cm->st.slots, GP_HIST_SLOTS, "usecs");
 	}
 }
@@ -55,19 +56,19 @@ void ioc_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 	const struct ioc_snap *s = SNAP(hdr);
 	char tbuf[32];
 
-	(void)run;
 	gp_text__clock(tbuf, sizeof(tbuf));
-	fprintf(f, "[%s] ioctl %s report (backend %s): %zu process%s\n", tbuf, hdr->kind, s->backend,
-		s->nr_procs, s->nr_procs == 1 ? "" : "es");
+	fprintf(f, "[%s] ioctl %s report (backend %s): %s\n", tbuf, hdr->kind, s->backend,
+		gp_text__n(s->nr_procs, "process", "processes").s);
 	for (size_t i = 0; i < s->nr_procs; i++) {
 		const struct ioc_proc *p = &s->procs[i];
 
-		fprintf(f, "PID %u (%s): %" PRIu64 " ioctls, %" PRIu64 " errors, %.1f%% decoded\n", p->pid,
-			p->comm, p->calls, p->errors, p->calls ? 100.0 * (double)p->decoded / (double)p->calls : 0.0);
+		fprintf(f, "PID %u (%s): %s, %s, %.1f%% decoded\n", p->pid, p->comm, gp_text__n(p->calls, "ioctl", "ioctls").s,
+			gp_text__n(p->errors, "error", "errors").s,
+			p->calls ? 100.0 * (double)p->decoded / (double)p->calls : 0.0);
 		for (size_t d = 0; d < p->nr_devs; d++)
 			text_dev(f, &p->devs[d]);
 	}
-	gp_drops__text(f, hdr);
+	gp_drops__text(f, hdr, run && run->o && run->o->verbose);
 }
 
 static json_object *json_hex32(uint32_t v)

@@ -367,19 +367,28 @@ static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t ke
 }
 
 /* Outstanding bytes of each live process by memory kind, device memory even at 0 once it
- * allocated (an exited process's memory went with it: its series stop). */
+ * allocated (an exited process's memory went with it: its series stop, and a timeline
+ * draws them down to 0). What an exited process held at its exit goes to live views only
+ * (GP_CTR_DETAIL, series "device at exit"...): gpuprobe top keeps its final figures. */
 static void m_counters(void *st, struct gp_run *run, gp_counter_fn emit, void *ctx)
 {
 	struct memleak_mode *m = st;
 	struct ml_proc **procs;
 	size_t n = memleak__procs(m->ml, &procs);
+	char series[48];
 
 	(void)run;
 	for (size_t i = 0; i < n; i++)
-		for (unsigned int k = 0; k < GP_KIND__COUNT && !procs[i]->h.exited; k++)
-			if (procs[i]->st.allocs_by_kind[k] || (k == GP_KIND_DEVICE && procs[i]->st.allocs_total))
-				emit(ctx, &(struct gp_counter){ procs[i]->h.pid, GP_TRACK_MEMORY, gp_kind_name(k),
-								(double)procs[i]->st.bytes_by_kind[k], 0 });
+		for (unsigned int k = 0; k < GP_KIND__COUNT; k++) {
+			bool exited = procs[i]->h.exited;
+
+			if (!procs[i]->st.allocs_by_kind[k] && !(k == GP_KIND_DEVICE && procs[i]->st.allocs_total))
+				continue;
+			snprintf(series, sizeof(series), "%s%s", gp_kind_name(k), exited ? " at exit" : "");
+			emit(ctx, &(struct gp_counter){ procs[i]->h.pid, GP_TRACK_MEMORY, series,
+							(double)procs[i]->st.bytes_by_kind[k],
+							exited ? GP_CTR_DETAIL : 0 });
+		}
 }
 
 static int m_finish(void *st, struct gp_run *run, char *err, size_t len)

@@ -8,6 +8,7 @@
 #include "folded.h"
 #include "json.h"
 #include "memleak_mode.h"
+#include "options.h"
 #include "prom.h"
 #include "run.h"
 #include "text.h"
@@ -28,6 +29,7 @@ static const struct {
 	{ USTACK_TRUNCATED, "truncated", "partial: the stack copy ended before the stack did (--stack-bytes)" },
 	{ USTACK_STOPPED, "stopped", "partial: a frame could not be unwound (no call-frame information)" },
 	{ USTACK_TOO_DEEP, "too_deep", "partial: more frames than are kept" },
+	{ USTACK_FP_END, "fp_ended", "partial: the frame-pointer walk reached code built without frame pointers (--stacks dwarf unwinds it)" },
 	{ USTACK_PY_TRUNCATED, "python_truncated", "more than 64 Python frames: the outermost are missing" },
 	{ USTACK_PY_AFTER, "python_after", "the Python frames could not be placed among the native ones: they follow them" },
 	{ USTACK_PY_UNREAD, "python_unread", "the Python frames of this call could not be read" },
@@ -55,16 +57,14 @@ static void api_list(uint64_t apis, char *buf, size_t len)
 }
 
 static void text_stack(FILE *f, const struct ml_snap_proc *p, const struct ml_snap_stack *st,
-		       const struct ml_snap *s)
+		       const struct ml_snap *s, bool all)
 {
-	char hb[32], apis[256];
+	char apis[256];
 
-	gp_text__bytes(st->bytes, hb, sizeof(hb));
 	api_list(st->apis, apis, sizeof(apis));
-	fprintf(f, "    %" PRIu64 " bytes (%s) in %" PRIu64 " allocation%s from %s, oldest %.3fs:\n", st->bytes, hb,
-		st->allocs, st->allocs == 1 ? "" : "s", apis, st->oldest_age_s);
-	for (uint32_t k = 0; k < st->nr_frames; k++)
-		fprintf(f, "        %s\n", st->frames[k]);
+	fprintf(f, "    %s in %s from %s, oldest %s:\n", gp_text__bytes_exact(st->bytes).s,
+		gp_text__n(st->allocs, "allocation", "allocations").s, apis, gp_text__duration(st->oldest_age_s).s);
+	gp_text__stack(f, st->frames, st->nr_frames, "        ", all);
 	if (s->stacks == GP_STACKS_NONE)
 		fprintf(f, "        (no stacks taken)\n");
 	for (size_t i = 0; i < sizeof(stack_flags) / sizeof(stack_flags[0]); i++)
@@ -73,44 +73,45 @@ static void text_stack(FILE *f, const struct ml_snap_proc *p, const struct ml_sn
 	for (size_t i = st->first; s->show_allocs && i < st->first + st->allocs; i++) {
 		const struct ml_snap_alloc *a = &p->allocs[i];
 
-		fprintf(f, "      %" PRIu64 " bytes %s 0x%" PRIx64 " by %s, age %.3fs, tid %u\n", a->size,
-			a->kind == GP_KIND_PHYSICAL ? "handle" : "at", a->addr, gp_api_name(a->api), a->age_s, a->tid);
+		fprintf(f, "      %s %s 0x%" PRIx64 " by %s, age %s, tid %u\n", gp_text__bytes_exact(a->size).s,
+			a->kind == GP_KIND_PHYSICAL ? "handle" : "at", a->addr, gp_api_name(a->api),
+			gp_text__duration(a->age_s).s, a->tid);
 	}
 }
 
 static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_snap *s, struct gp_run *run)
 {
 	const struct gp_unseen *u = gp_run__unseen(run, p->pid);
-	char hb[32], line[160];
+	bool all = run && run->o && run->o->verbose;
+	char line[160];
 
-	gp_text__bytes(p->st.outstanding_bytes, hb, sizeof(hb));
-	fprintf(f, "PID %u (%s)%s: %" PRIu64 " outstanding allocations, %" PRIu64 " bytes (%s)\n",
-		p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "", p->st.outstanding_allocs,
-		p->st.outstanding_bytes, hb);
-	fprintf(f, "    allocs %" PRIu64 ", frees %" PRIu64 ", untracked frees %" PRIu64,
-		p->st.allocs_total, p->st.frees_total, p->st.untracked_frees);
+	fprintf(f, "PID %u (%s)%s: %s, %s\n", p->pid, p->comm,
+		p->exec ? " before its exec" : p->exited ? " exited" : "",
+		gp_text__n(p->st.outstanding_allocs, "outstanding allocation", "outstanding allocations").s,
+		gp_text__bytes_exact(p->st.outstanding_bytes).s);
+	fprintf(f, "    %s, %s", gp_text__n(p->st.allocs_total, "allocation", "allocations").s,
+		gp_text__n(p->st.frees_total, "free", "frees").s);
+	if (p->st.untracked_frees || all)
+		fprintf(f, ", %s", gp_text__n(p->st.untracked_frees, "untracked free", "untracked frees").s);
 	for (int k = 0; k < GP_KIND__COUNT; k++)
 		if (p->st.allocs_by_kind[k])
-			fprintf(f, ", %s %" PRIu64 " B", gp_kind_name(k), p->st.bytes_by_kind[k]);
+			fprintf(f, "; %s %s", gp_kind_name(k), gp_text__bytes(p->st.bytes_by_kind[k]).s);
 	if (p->st.maps_total)
-		fprintf(f, ", mapped %" PRIu64 " B", p->st.mapped_bytes);
+		fprintf(f, "; mapped %s", gp_text__bytes(p->st.mapped_bytes).s);
 	if (p->st.graph_relaunch_frees)
-		fprintf(f, ", frees of graph memory a relaunch made again %" PRIu64, p->st.graph_relaunch_frees);
+		fprintf(f, "; frees of graph memory a relaunch made again %s", gp_text__count(p->st.graph_relaunch_frees).s);
 	fputc('\n', f);
 	if (u) {
 		gp_unseen__text(u, line, sizeof(line));
 		fprintf(f, "    [%s]\n", line);
 	}
-	if (s->older_than > 0) {
-		gp_text__bytes(p->shown_bytes, hb, sizeof(hb));
-		fprintf(f, "    outstanding for more than %gs: %" PRIu64 " allocations, %" PRIu64 " bytes (%s)\n",
-			s->older_than, p->shown_allocs, p->shown_bytes, hb);
-	}
+	if (s->older_than > 0)
+		fprintf(f, "    outstanding for more than %s: %s, %s\n", gp_text__duration(s->older_than).s,
+			gp_text__n(p->shown_allocs, "allocation", "allocations").s, gp_text__bytes_exact(p->shown_bytes).s);
 	for (size_t i = 0; i < p->nr_stacks && (s->top < 0 || (int)i < s->top); i++)
-		text_stack(f, p, &p->stacks[i], s);
+		text_stack(f, p, &p->stacks[i], s, all);
 	if (s->top >= 0 && p->nr_stacks > (size_t)s->top)
-		fprintf(f, "    ... %zu more stack%s (--top)\n", p->nr_stacks - (size_t)s->top,
-			p->nr_stacks - (size_t)s->top == 1 ? "" : "s");
+		fprintf(f, "    ... %s (--top)\n", gp_text__n(p->nr_stacks - (size_t)s->top, "more stack", "more stacks").s);
 }
 
 static struct gp_trees *jobs(const struct ml_snap *s, struct gp_run *run)
@@ -126,13 +127,17 @@ static struct gp_trees *jobs(const struct ml_snap *s, struct gp_run *run)
 	return t;
 }
 
+static void job_values(FILE *f, const uint64_t v[GP_TREE_VALUES])
+{
+	fprintf(f, ", %s, %s, %s in all", gp_text__n(v[0], "outstanding allocation", "outstanding allocations").s,
+		gp_text__bytes_exact(v[1]).s, gp_text__n(v[2], "allocation", "allocations").s);
+}
+
 static void text_jobs(FILE *f, const struct ml_snap *s, struct gp_run *run)
 {
-	static const char *const fmt[GP_TREE_VALUES] = { "%" PRIu64 " outstanding allocations",
-							 "%" PRIu64 " bytes", "%" PRIu64 " allocations in all" };
 	struct gp_trees *t = jobs(s, run);
 
-	gp_trees__text(t, f, fmt);
+	gp_trees__text(t, f, job_values);
 	gp_trees__free(t);
 }
 
@@ -140,16 +145,20 @@ void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 {
 	const struct ml_snap *s = SNAP(hdr);
 	uint64_t bytes = 0, allocs = 0;
-	char tbuf[32], hb[32];
+	char tbuf[32];
 
 	if (!strcmp(hdr->kind, "exit")) {
 		for (size_t i = 0; i < s->d.nr_procs; i++) {
 			const struct ml_snap_proc *p = &s->d.procs[i];
 
-			fprintf(f, "Process %u (%s) %s with %" PRIu64 " allocations never freed (%" PRIu64 " bytes)\n",
-				p->pid, p->comm, p->exec ? "replaced its image (exec)" : "exited",
-				p->st.outstanding_allocs, p->st.outstanding_bytes);
-			text_proc(f, p, s, run);
+			fprintf(f, "Process %u (%s) %s with %s never freed, %s\n", p->pid, p->comm,
+				p->exec ? "replaced its image (exec)" : "exited",
+				gp_text__n(p->st.outstanding_allocs, "allocation", "allocations").s,
+				gp_text__bytes_exact(p->st.outstanding_bytes).s);
+			/* a command's processes stay until the final report, which has their stacks:
+			 * the line is enough (node-wide and -p, that report may be hours away) */
+			if (!run || !run->o || !run->o->cmd || run->o->verbose)
+				text_proc(f, p, s, run);
 		}
 		return;
 	}
@@ -158,13 +167,13 @@ void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 		allocs += s->d.procs[i].st.outstanding_allocs;
 	}
 	gp_text__clock(tbuf, sizeof(tbuf));
-	gp_text__bytes(bytes, hb, sizeof(hb));
-	fprintf(f, "[%s] memleak %s report: %zu process%s, %" PRIu64 " outstanding allocations, %" PRIu64 " bytes (%s)\n",
-		tbuf, hdr->kind, s->d.nr_procs, s->d.nr_procs == 1 ? "" : "es", allocs, bytes, hb);
+	fprintf(f, "[%s] memleak %s report: %s, %s, %s\n", tbuf, hdr->kind,
+		gp_text__n(s->d.nr_procs, "process", "processes").s,
+		gp_text__n(allocs, "outstanding allocation", "outstanding allocations").s, gp_text__bytes_exact(bytes).s);
 	for (size_t i = 0; i < s->d.nr_procs; i++)
 		text_proc(f, &s->d.procs[i], s, run);
 	text_jobs(f, s, run);
-	gp_drops__text(f, hdr);
+	gp_drops__text(f, hdr, run && run->o && run->o->verbose);
 }
 
 static json_object *json_kinds(const struct ml_stats *st)

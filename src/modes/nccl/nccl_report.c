@@ -12,7 +12,9 @@
 #include <json-c/json.h>
 #include "json.h"
 #include "nccl_mode.h"
+#include "options.h"
 #include "prom.h"
+#include "run.h"
 #include "text.h"
 
 #define SNAP(s) ((const struct nccl_snap *)(s))
@@ -62,12 +64,13 @@ static void text_colls(FILE *f, const struct nccl_comm_snap *c)
 {
 	if (!c->nr_colls)
 		return;
-	fprintf(f, "    %-14s %-18s %-10s %8s %14s %10s\n", "OP", "CALL", "DTYPE", "CALLS", "BYTES", "API_S");
+	fprintf(f, "    %-14s %-18s %-10s %8s %10s %10s\n", "OP", "CALL", "DTYPE", "CALLS", "BYTES", "API TIME");
 	for (size_t i = 0; i < c->nr_colls; i++) {
 		const struct nccl_coll *x = &c->colls[i];
 
-		fprintf(f, "    %-14s %-18s %-10s %8" PRIu64 " %14" PRIu64 " %10.6f\n", nccl_op_name(x->fn),
-			nccl_fn_name(x->fn), nccl_dtype_name(x->dtype), x->calls, x->bytes, secs(x->api_ns));
+		fprintf(f, "    %-14s %-18s %-10s %8s %10s %10s\n", nccl_op_name(x->fn), nccl_fn_name(x->fn),
+			nccl_dtype_name(x->dtype), gp_text__count(x->calls).s, gp_text__bytes(x->bytes).s,
+			gp_text__duration(secs(x->api_ns)).s);
 	}
 }
 
@@ -75,37 +78,34 @@ static void text_p2p(FILE *f, const struct nccl_comm_snap *c)
 {
 	if (!c->nr_p2p)
 		return;
-	fprintf(f, "    %-8s %-6s %8s %14s %10s\n", "PEER", "DIR", "CALLS", "BYTES", "API_S");
+	fprintf(f, "    %-8s %-6s %8s %10s %10s\n", "PEER", "DIR", "CALLS", "BYTES", "API TIME");
 	for (size_t i = 0; i < c->nr_p2p; i++) {
 		const struct nccl_p2p *x = &c->p2p[i];
 
-		fprintf(f, "    %-8d %-6s %8" PRIu64 " %14" PRIu64 " %10.6f\n", x->peer, x->send ? "send" : "recv",
-			x->calls, x->bytes, secs(x->api_ns));
+		fprintf(f, "    %-8d %-6s %8s %10s %10s\n", x->peer, x->send ? "send" : "recv", gp_text__count(x->calls).s,
+			gp_text__bytes(x->bytes).s, gp_text__duration(secs(x->api_ns)).s);
 	}
 }
 
 static void text_times(FILE *f, const struct nccl_comm_snap *c)
 {
-	char sz[32];
-
 	if (!c->nr_times)
 		return;
 	fprintf(f, "    completion (first submission to the sync that covered it: time upper bound, bandwidth lower bound)\n");
-	fprintf(f, "    %-14s %12s %8s %12s %14s %14s\n", "OP", "SIZE>=", "CALLS", "SECONDS<=", "ALGBW_GB/s>=",
-		"BUSBW_GB/s>=");
+	fprintf(f, "    %-14s %10s %8s %10s %12s %12s\n", "OP", "SIZE >=", "CALLS", "TIME <=", "ALGBW >=", "BUSBW >=");
 	for (size_t i = 0; i < c->nr_times; i++) {
 		const struct nccl_time *t = &c->times[i];
-		char bus[24];
+		char bus[80];
 
 		if (!t->calls)
 			continue;
-		gp_text__bytes(1ULL << t->slot, sz, sizeof(sz));
 		if (t->bus_factor && t->window_ns)
-			snprintf(bus, sizeof(bus), "%.3f", algbw(t) * t->bus_factor / 1e9);
+			snprintf(bus, sizeof(bus), "%s", gp_text__rate(algbw(t) * t->bus_factor).s);
 		else
 			snprintf(bus, sizeof(bus), "-");
-		fprintf(f, "    %-14s %12s %8" PRIu64 " %12.6f %14.3f %14s\n", nccl_op_name(t->fn), sz, t->calls,
-			secs(t->window_ns), algbw(t) / 1e9, bus);
+		fprintf(f, "    %-14s %10s %8s %10s %12s %12s\n", nccl_op_name(t->fn), gp_text__bytes(1ULL << t->slot).s,
+			gp_text__count(t->calls).s, gp_text__duration(secs(t->window_ns)).s,
+			t->window_ns ? gp_text__rate(algbw(t)).s : "-", bus);
 	}
 }
 
@@ -127,14 +127,16 @@ static void text_comm(FILE *f, const struct nccl_comm_snap *c)
 	text_times(f, c);
 }
 
-static void text_proc(FILE *f, const struct nccl_proc_snap *p)
+static void text_proc(FILE *f, const struct nccl_proc_snap *p, bool all)
 {
-	fprintf(f, "PID %u (%s)%s: %" PRIu64 " NCCL calls, %" PRIu64 " groups; failed %" PRIu64 " (null_comm %" PRIu64
-		   ", destroyed_comm %" PRIu64 ", unknown_dtype %" PRIu64 ")",
-		p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "", p->calls, p->groups,
-		p->failed, p->bad[NCCL_BAD_NULL_COMM], p->bad[NCCL_BAD_DESTROYED_COMM], p->bad[NCCL_BAD_UNKNOWN_DTYPE]);
+	fprintf(f, "PID %u (%s)%s: %s, %s", p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "",
+		gp_text__n(p->calls, "NCCL call", "NCCL calls").s, gp_text__n(p->groups, "group", "groups").s);
+	if (p->failed || all)
+		fprintf(f, "; failed %s (null_comm %s, destroyed_comm %s, unknown_dtype %s)", gp_text__count(p->failed).s,
+			gp_text__count(p->bad[NCCL_BAD_NULL_COMM]).s, gp_text__count(p->bad[NCCL_BAD_DESTROYED_COMM]).s,
+			gp_text__count(p->bad[NCCL_BAD_UNKNOWN_DTYPE]).s);
 	if (p->unsynced)
-		fprintf(f, "; %" PRIu64 " not yet covered by a synchronization", p->unsynced);
+		fprintf(f, "; %s not yet covered by a synchronization", gp_text__count(p->unsynced).s);
 	fputc('\n', f);
 	for (size_t i = 0; i < p->nr_comms; i++)
 		text_comm(f, &p->comms[i]);
@@ -147,12 +149,12 @@ static void text_matrix(FILE *f, const struct nccl_matrix *m, const uint64_t *ce
 	fprintf(f, "  %s (rows: from rank, columns: to rank%s)\n    %6s", what, m->nranks > 16 ? "; the first 16" : "",
 		"");
 	for (int j = 0; j < n; j++)
-		fprintf(f, " %14d", j);
+		fprintf(f, " %10d", j);
 	fputc('\n', f);
 	for (int i = 0; i < n; i++) {
 		fprintf(f, "    %6d", i);
 		for (int j = 0; j < n; j++)
-			fprintf(f, " %14" PRIu64, cells[i * m->nranks + j]);
+			fprintf(f, " %10s", cells[i * m->nranks + j] ? gp_text__bytes(cells[i * m->nranks + j]).s : "-");
 		fputc('\n', f);
 	}
 }
@@ -177,21 +179,20 @@ static void text_matrices(FILE *f, const struct nccl_snap_data *d)
 void nccl_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 {
 	const struct nccl_snap *s = SNAP(hdr);
+	bool all = run && run->o && run->o->verbose;
 	char tbuf[32];
 
-	(void)run;
 	gp_text__clock(tbuf, sizeof(tbuf));
-	fprintf(f, "[%s] nccl %s report: %zu process%s\n", tbuf, hdr->kind, s->d.nr_procs,
-		s->d.nr_procs == 1 ? "" : "es");
+	fprintf(f, "[%s] nccl %s report: %s\n", tbuf, hdr->kind, gp_text__n(s->d.nr_procs, "process", "processes").s);
 	for (size_t i = 0; i < s->d.nr_procs; i++)
-		text_proc(f, &s->d.procs[i]);
+		text_proc(f, &s->d.procs[i], all);
 	text_matrices(f, &s->d);
 	for (size_t i = 0; i < s->nr_libs; i++)
 		fprintf(f, "libnccl %s: %d calls probed, %d not exported\n", s->libs[i].path, s->libs[i].probed,
 			__builtin_popcount(s->libs[i].missing));
 	if (!s->nr_libs)
 		fprintf(f, "No libnccl probed (none found yet).\n");
-	gp_drops__text(f, hdr);
+	gp_drops__text(f, hdr, all);
 }
 
 /* ---- JSON ---- */

@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 #include "apis.h"
 #include "apitrace.h"
+#include "text.h"
 #include "jsonnum.h"
 #include "bandwidth.h"
 #include "symbolize.h"
@@ -659,51 +660,81 @@ json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *
 	return o;
 }
 
-void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops *d, const struct at_file *file)
+/* The drops line: every counter that is not 0, or all of them with -v. */
+static void drops_text(FILE *f, const struct at_drops *d, bool all)
+{
+	const struct {
+		const char *name;
+		uint64_t n;
+	} c[] = {
+		{ "ring buffer full", d->ringbuf }, { "pending table full", d->pending },
+		{ "pending share full", d->share }, { "nested too deep", d->too_deep }, { "ioctl ring buffer full", d->ioctl_ringbuf },
+		{ "counter series", d->counter_series }, { "name arguments lost", d->names_lost },
+		{ "functions not traced", d->fns_skipped },
+	};
+	bool any = false, first = true;
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		any = any || c[i].n;
+	if (!any && !all)
+		return;
+	fprintf(f, "Dropped events: %s (", gp_text__count(d->ringbuf + d->pending + d->share + d->too_deep + d->ioctl_ringbuf +
+						     d->counter_series).s);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		if (!c[i].n && !all)
+			continue;
+		fprintf(f, "%s%s %s", first ? "" : ", ", c[i].name, gp_text__count(c[i].n).s);
+		first = false;
+	}
+	fputs(")\n", f);
+}
+
+void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops *d, const struct at_file *file,
+			    bool all)
 {
 	struct at_proc **procs;
 	size_t n = sorted_procs(at, &procs);
-	char a[32], b[32];
 
-	fprintf(f, "trace summary: %" PRIu64 " calls, %" PRIu64 " counter samples and %" PRIu64
-		   " process events written to %s (%s)\n",
-		file->written, file->counters, file->instants, file->path, file->format);
+	fprintf(f, "trace summary: %s, %s and %s written to %s (%s)\n", gp_text__n(file->written, "call", "calls").s,
+		gp_text__n(file->counters, "counter sample", "counter samples").s,
+		gp_text__n(file->instants, "process event", "process events").s, file->path, file->format);
 	for (size_t i = 0; i < n; i++) {
 		struct at_proc *p = procs[i];
 		uint32_t *fns;
 		size_t nf = called_fns(at, p, &fns);
+		bool any = false;
 
 		fprintf(f, "PID %u (%s)\n", p->pid, p->comm);
-		fprintf(f, "  %-36s %10s %8s %14s\n", "FUNCTION", "CALLS", "ERRORS", "TOTAL_MS");
+		fprintf(f, "  %-36s %10s %8s %10s\n", "FUNCTION", "CALLS", "ERRORS", "TOTAL");
 		for (size_t j = 0; j < nf && j < 25; j++)
-			fprintf(f, "  %-36s %10" PRIu64 " %8" PRIu64 " %14.3f\n", at->fns[fns[j]].name,
-				p->fn_calls[fns[j]], p->fn_errors[fns[j]], (double)p->fn_ns[fns[j]] / 1e6);
+			fprintf(f, "  %-36s %10s %8s %10s\n", at->fns[fns[j]].name, gp_text__count(p->fn_calls[fns[j]]).s,
+				gp_text__count(p->fn_errors[fns[j]]).s, gp_text__duration((double)p->fn_ns[fns[j]] / 1e9).s);
 		if (nf > 25)
-			fprintf(f, "  ... %zu more functions\n", nf - 25);
+			fprintf(f, "  ... %s\n", gp_text__n(nf - 25, "more function", "more functions").s);
 		free(fns);
-		fprintf(f, "  allocations %" PRIu64 " (%" PRIu64 " bytes), frees %" PRIu64 "\n", p->allocs,
-			p->alloc_bytes, p->frees);
-		fprintf(f, "  copies:");
-		for (int k = 0; k < BW__COUNT; k++)
-			if (p->copies[k])
-				fprintf(f, " %s %" PRIu64 " (%" PRIu64 " bytes)", bw_dir_name(k), p->copies[k],
-					p->copy_bytes[k]);
-		fprintf(f, "%s\n", p->copies_undecoded ? " (+ 2D/3D copies, not decoded)" : "");
-		num__seconds((double)p->sync_ns / 1e9, a, sizeof(a));
-		num__seconds((double)p->ioctl_ns / 1e9, b, sizeof(b));
-		fprintf(f, "  launches %" PRIu64 ", graph launches %" PRIu64 ", sync calls %" PRIu64
-			   " blocked %s, ioctls %" PRIu64 " (%s)\n",
-			p->launches, p->graph_launches, p->syncs, a, p->ioctls, b);
-		for (int g = 0; g < p->nr_gaps; g++) {
-			num__seconds((double)p->gaps[g].gap_ns / 1e9, a, sizeof(a));
-			fprintf(f, "  launch gap %s between %s and %s\n", a, p->gaps[g].before, p->gaps[g].after);
+		if (p->allocs || p->frees || all)
+			fprintf(f, "  %s (%s), %s\n", gp_text__n(p->allocs, "allocation", "allocations").s,
+				gp_text__bytes_exact(p->alloc_bytes).s, gp_text__n(p->frees, "free", "frees").s);
+		for (int k = 0; k < BW__COUNT; k++) {
+			if (!p->copies[k])
+				continue;
+			fprintf(f, "%s %s %s (%s)", any ? "," : "  copies:", bw_dir_name(k), gp_text__count(p->copies[k]).s,
+				gp_text__bytes_exact(p->copy_bytes[k]).s);
+			any = true;
 		}
+		if (p->copies_undecoded)
+			fprintf(f, "%s2D/3D copies, not decoded", any ? ", " : "  copies: ");
+		if (any || p->copies_undecoded)
+			fputc('\n', f);
+		fprintf(f, "  %s, %s, %s blocked %s, %s (%s)\n", gp_text__n(p->launches, "launch", "launches").s,
+			gp_text__n(p->graph_launches, "graph launch", "graph launches").s,
+			gp_text__n(p->syncs, "sync call", "sync calls").s, gp_text__duration((double)p->sync_ns / 1e9).s,
+			gp_text__n(p->ioctls, "ioctl", "ioctls").s, gp_text__duration((double)p->ioctl_ns / 1e9).s);
+		for (int g = 0; g < p->nr_gaps; g++)
+			fprintf(f, "  launch gap %s between %s and %s\n", gp_text__duration((double)p->gaps[g].gap_ns / 1e9).s,
+				p->gaps[g].before, p->gaps[g].after);
 	}
 	free(procs);
-	fprintf(f, "Dropped events: %" PRIu64 " (ring buffer full %" PRIu64 ", pending table full %" PRIu64
-		   ", pending share full %" PRIu64 ", nested too deep %" PRIu64 ", ioctl ring buffer full %" PRIu64
-		   ", counter series %" PRIu64 "; name arguments lost %" PRIu64 "; functions not traced %" PRIu64 ")\n",
-		d->ringbuf + d->pending + d->share + d->too_deep + d->ioctl_ringbuf + d->counter_series, d->ringbuf,
-		d->pending, d->share, d->too_deep, d->ioctl_ringbuf, d->counter_series, d->names_lost, d->fns_skipped);
+	drops_text(f, d, all);
 	fflush(f);
 }

@@ -50,6 +50,8 @@ struct at_file {
 
 /* The summary, as JSON (new object) or text. */
 struct json_object *apitrace__summary_json(struct apitrace *at, const struct at_drops *d, const struct at_file *file);
-void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops *d, const struct at_file *file);
+/* all (-v): every drop counter, and the lines that say 0 */
+void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops *d, const struct at_file *file,
+			    bool all);
 
 #endif

@@ -346,7 +346,7 @@ static int m_finish(void *st, struct gp_run *run, char *err, size_t len)
 	if (run->o->json)
 		gp_json__print(run->out, apitrace__summary_json(m->at, &d, &file));
 	else
-		apitrace__summary_text(m->at, run->out, &d, &file);
+		apitrace__summary_text(m->at, run->out, &d, &file, run->o->verbose);
 	fflush(run->out);
 	if (r)
 		snprintf(err, len, "--trace %s: %s", run->o->trace, strerror(-r));

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The text reports' conventions (src/out/text.h, docs/design.md "Output conventions"):
+ * grouped digits, human units with the exact figure beside them, singular and plural,
+ * scaled durations and SI rates, and stacks that fold interpreter and FFI frames. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "text.h"
+#include "unit.h"
+
+static void test_numbers(void)
+{
+	if (!ASSERT_STR_EQ(gp_text__count(0).s, "0", "0") || !ASSERT_STR_EQ(gp_text__count(999).s, "999", "999") ||
+	    !ASSERT_STR_EQ(gp_text__count(1000).s, "1,000", "1,000") ||
+	    !ASSERT_STR_EQ(gp_text__count(12582912).s, "12,582,912", "grouped") ||
+	    !ASSERT_STR_EQ(gp_text__count(18446744073709551615ULL).s, "18,446,744,073,709,551,615", "the largest"))
+		return;
+	if (!ASSERT_STR_EQ(gp_text__n(1, "allocation", "allocations").s, "1 allocation", "one") ||
+	    !ASSERT_STR_EQ(gp_text__n(0, "allocation", "allocations").s, "0 allocations", "none") ||
+	    !ASSERT_STR_EQ(gp_text__n(1200, "launch", "launches").s, "1,200 launches", "many"))
+		return;
+	if (!ASSERT_STR_EQ(gp_text__bytes_exact(512).s, "512 B", "small: exact alone") ||
+	    !ASSERT_STR_EQ(gp_text__bytes_exact(12582912).s, "12.0 MiB (12,582,912 B)", "human, then exact") ||
+	    !ASSERT_STR_EQ(gp_text__bytes(3158016).s, "3.01 MiB", "IEC, three digits"))
+		return;
+	if (!ASSERT_STR_EQ(gp_text__duration(0.002490).s, "2.49 ms", "scaled") ||
+	    !ASSERT_STR_EQ(gp_text__duration(3.4e-6).s, "3.40 us", "us") || !ASSERT_STR_EQ(gp_text__duration(-1).s, "-", "none") ||
+	    !ASSERT_STR_EQ(gp_text__rate(52e9).s, "52.0 GB/s", "SI rate") ||
+	    !ASSERT_STR_EQ(gp_text__per_s(3336.46).s, "3,336.5/s", "a count per second"))
+		return;
+}
+
+static char *stack_text(const char *const *frames, size_t n, bool all, size_t *folded)
+{
+	static char buf[4096];
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+	*folded = gp_text__stack(f, frames, n, "  ", all);
+	fclose(f);
+	return buf;
+}
+
+static void test_stack_folding(void)
+{
+	static const char *const frames[] = {
+		"cuMemAlloc_v2+0x0 (libcuda.so.1) at fakecuda.c:2554",
+		"ffi_call_unix64+0x4c (libffi.so.8.1.2)",
+		"ffi_call+0xcd (libffi.so.8.1.2)",
+		"_ctypes_callproc+0x2a1 (_ctypes.cpython-311-x86_64-linux-gnu.so)",
+		"_PyObject_MakeTpCall+0x223 (python3.11)",
+		"leak_buffer (/app/pyalloc.py:27)",
+		"_PyEval_Vector+0x11 (libpython3.11.so.1.0)",
+		"main (/app/pyalloc.py:98)",
+		"Py_RunMain+0x20f (python3.11)",
+		"Py_BytesMain+0x2b (python3.11)",
+		"_start+0x21 (python3.11)",
+	};
+	size_t folded;
+	char *t = stack_text(frames, sizeof(frames) / sizeof(frames[0]), false, &folded);
+
+	if (!ASSERT_EQ(folded, 7, "the runs of two or more") ||
+	    !ASSERT_STR_EQ(t, "  cuMemAlloc_v2+0x0 (libcuda.so.1) at fakecuda.c:2554\n"
+			      "  [4 interpreter and FFI frames (libffi, _ctypes, python3.11); -v shows them]\n"
+			      "  leak_buffer (/app/pyalloc.py:27)\n"
+			      "  _PyEval_Vector+0x11 (libpython3.11.so.1.0)\n"
+			      "  main (/app/pyalloc.py:98)\n"
+			      "  [3 interpreter and FFI frames (python3.11); -v shows them]\n", "folded"))
+		return;
+	t = stack_text(frames, sizeof(frames) / sizeof(frames[0]), true, &folded);
+	if (!ASSERT_EQ(folded, 0, "-v: every frame") || !ASSERT_STR_CONTAINS(t, "  ffi_call+0xcd (libffi.so.8.1.2)\n", "shown"))
+		return;
+	if (!ASSERT_TRUE(gp_text__internal_frame("_PyEval_EvalFrameDefault+0x1 (libpython3.12.so.1.0) at ceval.c:9"), "libpython") ||
+	    !ASSERT_FALSE(gp_text__internal_frame("leak (train.py:3)"), "a Python line") ||
+	    !ASSERT_FALSE(gp_text__internal_frame("main+0x2a5 (memleak_app) at memleak_app.c:523"), "the user's") ||
+	    !ASSERT_FALSE(gp_text__internal_frame("f (/opt/python3/lib/x.so)"), "a path is no interpreter") ||
+	    !ASSERT_FALSE(gp_text__internal_frame("0x7f0000001000"), "no file"))
+		return;
+}
+
+int main(int argc, char **argv)
+{
+	unit_select(argc, argv);
+	RUN_TEST(test_numbers);
+	RUN_TEST(test_stack_folding);
+	return unit_done();
+}
