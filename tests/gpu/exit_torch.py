@@ -71,4 +71,4 @@ def leak():
 
 
 if __name__ == "__main__":
-    {"launch": launch, "leak": leak}[sys.argv[1]]()
+    {"launch": launch, "leak": leak}[sys.argv[1]]()  # @main

@@ -34,7 +34,7 @@ for r in $(seq "$RUNS"); do
 	"$GP" -o - --memleak --json -- $PY tests/gpu/exit_torch.py leak >$W/torchleak.$r.json 2>$W/torchleak.$r.err
 	echo "gpuprobe exit $?"
 	python3 tests/gpu/check_exit_names.py leak $W/torchleak.$r.json tests/gpu/exit_torch.py \
-		make_buffer=make_buffer train_step=train_step "<module>=module" || status=1
+		make_buffer=make_buffer train_step=train_step leak=module "<module>=main" || status=1
 done
 
 echo "== torch.profiler: the loop's kernels"
