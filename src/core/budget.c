@@ -1259,6 +1259,7 @@ int gp_budget__remove_file(struct gp_budget *b, dev_t dev, ino_t ino)
 					if (g->armed[j] >= 0)
 						close(g->armed[j]), g->armed[j] = -1;
 				uevent__free_all(g->ue, g->nue);
+				free(g->ue);
 			}
 			g->ue = NULL;
 		}
