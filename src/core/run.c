@@ -482,6 +482,17 @@ static void report_budget(struct gp_run *run, const char *kind)
 	gp_budget__stats_free(&st);
 }
 
+void gp_run__end(struct gp_run *run)
+{
+	if (!run->end_ns)
+		run->end_ns = gp_mono_ns();
+}
+
+uint64_t gp_run__now(const struct gp_run *run)
+{
+	return run->end_ns ? run->end_ns : gp_mono_ns();
+}
+
 void gp_run__report(struct gp_run *run, const char *kind, uint32_t pid)
 {
 	for (int i = 0; i < run->nr; i++)
