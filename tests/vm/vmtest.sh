@@ -137,8 +137,20 @@ for m in virtio_pci 9pnet_virtio 9p virtio-rng; do
 		echo "$b" >>"$ird/modules.order"
 	done
 done
-copy="tests:tests examples:examples"
-for f in gpuprobe fakecuda apps unit; do
+# GP_COPY: what the guest copies into tmpfs. The checkout's tracked top-level entries (the
+# suites read docs/, examples/, src/ and bench/, and `make install` needs the Makefile with
+# the sources it was built from: copied with their times, the build is up to date there)
+# and everything the build made (gpuprobe, the stand-in driver and NCCL, the workloads,
+# the unit tests, the BPF objects and skeletons make checks), but not the VMs' own files.
+top=$(git ls-files 2>/dev/null | cut -d/ -f1 | sort -u)
+[ -n "$top" ] || top="Makefile README.md bench bpf docs examples src tests vmlinux"
+copy=
+for f in $top; do
+	case $f in .*) continue ;; esac
+	[ -e "$f" ] && copy="$copy $f:$f"
+done
+for f in $(ls -A "$build"); do
+	case $f in vm | arm64 | test-logs | deb) continue ;; esac
 	copy="$copy $build/$f:.output/$f"
 done
 cat >"$ird/vm.conf" <<EOF
@@ -171,6 +183,11 @@ accelopt=$accel
 echo "vmtest: booting $pkg ($kver) in $qemu ($accelopt, ${VM_CPUS:-2} CPUs); console: $log"
 t0=$(date +%s)
 rc=0
+# the guest reads this machine's /usr as it is now: a package installed during the run can
+# reach a running guest half-replaced (9p finds files by path), so a run that saw dpkg
+# work says so next to its failures
+dpkg_mark() { [ "$arch" = x86 ] && stat -c %Y /var/lib/dpkg/status 2>/dev/null; }
+dpkg0=$(dpkg_mark)
 # shellcheck disable=SC2046 # word splitting of the option lists is wanted
 timeout "${VM_TIMEOUT:-5400}" "$qemu" $machine -accel "$accelopt" -m "${VM_MEM:-2048}" \
 	-smp "${VM_CPUS:-2}" -nographic -no-reboot -nic none \
@@ -180,6 +197,11 @@ timeout "${VM_TIMEOUT:-5400}" "$qemu" $machine -accel "$accelopt" -m "${VM_MEM:-
 	-device virtio-rng-pci </dev/null >"$log" 2>&1 || rc=$?
 secs=$(($(date +%s) - t0))
 echo "vmtest: the VM ran ${secs}s (exit $rc)"
+host_dpkg=
+if [ "$(dpkg_mark)" != "$dpkg0" ]; then
+	host_dpkg=$(date -d "@$(dpkg_mark)" '+%H:%M:%S')
+	echo "vmtest: warning: dpkg changed this machine's packages during the run (last at $host_dpkg): the guest's /usr is this machine's, so a failure after that time may be a file replaced under a running guest" >&2
+fi
 
 complaint='soft lockup\|hard LOCKUP\|Kernel panic\|BUG:\|Oops'
 if grep -q "$complaint" "$log"; then
