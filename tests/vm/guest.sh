@@ -17,6 +17,7 @@ echo gpuprobe-vm >/proc/sys/kernel/hostname
 
 {
 	echo "kernel: $(uname -r) $(uname -m)"
+	echo "version: $(uname -v)"
 	echo "cpus: $(nproc)"
 	echo "btf: $(ls /sys/kernel/btf 2>/dev/null | wc -l) objects"
 } | tee "$out/facts"

@@ -7,7 +7,7 @@
 #
 # Environment: VM_KERNEL (a linux-image package name; default: the newest -unsigned kernel
 # of this Debian release), VM_ACCEL (tcg, the default, or kvm), VM_TCG_THREAD (single, the
-# default, or multi), VM_CPUS (2), VM_MEM (MiB, 2048), VM_TIMEOUT (seconds, 5400),
+# default, or multi), VM_CPUS (2), VM_MEM (MiB, 2048), VM_TIMEOUT (seconds, 14400),
 # VM_SUITES (suite names for tests/run.sh; default all), VM_CMD (a command to run instead
 # of the suites, to look into one failure), VM_KCMDLINE (kernel options instead of
 # "loglevel=5 softlockup_all_cpu_backtrace=1").
@@ -180,6 +180,13 @@ log=$work/console.log
 # not proven; one thread was as fast here (136 s against 143 s on 6.12) and has not failed.
 accelopt=$accel
 [ "$accel" = tcg ] && accelopt="tcg,thread=${VM_TCG_THREAD:-single}"
+# what the run record says it measured (tests/vm/matrix.py): the commit the binaries were
+# built from, "dirty" when tracked files differ from it (the generated page and the run
+# records aside)
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+dirty=no
+[ -z "$(git status --porcelain --untracked-files=no -- . ':!docs/vmruns' ':!docs/support-matrix.md' 2>/dev/null)" ] || dirty=yes
+qemuver=$("$qemu" --version | sed -n 's/^QEMU emulator version \([0-9.]*\).*/\1/p')
 echo "vmtest: booting $pkg ($kver) in $qemu ($accelopt, ${VM_CPUS:-2} CPUs); console: $log"
 t0=$(date +%s)
 rc=0
@@ -189,7 +196,7 @@ rc=0
 dpkg_mark() { [ "$arch" = x86 ] && stat -c %Y /var/lib/dpkg/status 2>/dev/null; }
 dpkg0=$(dpkg_mark)
 # shellcheck disable=SC2046 # word splitting of the option lists is wanted
-timeout "${VM_TIMEOUT:-5400}" "$qemu" $machine -accel "$accelopt" -m "${VM_MEM:-2048}" \
+timeout "${VM_TIMEOUT:-14400}" "$qemu" $machine -accel "$accelopt" -m "${VM_MEM:-2048}" \
 	-smp "${VM_CPUS:-2}" -nographic -no-reboot -nic none \
 	-kernel "$vmlinuz" -initrd "$work/initramfs.gz" \
 	-append "console=$console rdinit=/init panic=-1 ${VM_KCMDLINE:-loglevel=5 softlockup_all_cpu_backtrace=1} mitigations=off" \
@@ -229,6 +236,16 @@ echo "vmtest: $arch, kernel $kver, ${secs}s: $summary"
 	echo "cpus=${VM_CPUS:-2}"
 	echo "vm_seconds=$secs"
 	echo "summary=$summary"
+	echo "date=$(date -u +%Y-%m-%d)"
+	echo "commit=$commit"
+	echo "dirty=$dirty"
+	echo "qemu=$qemuver"
+	echo "suites=${VM_SUITES:-}${VM_CMD:+command: $VM_CMD}"
+	echo "host_dpkg=$host_dpkg"
 	cat "$out/rc"
 } >"$out/result"
+# a full run's record for docs/support-matrix.md (make support-matrix renders the page)
+if [ -z "${VM_SUITES:-}${VM_CMD:-}" ] && [ "${VM_RECORD:-1}" != 0 ]; then
+	python3 tests/vm/matrix.py record "$out" && python3 tests/vm/matrix.py render || true
+fi
 grep -q '^rc=0$' "$out/rc"
