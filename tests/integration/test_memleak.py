@@ -542,5 +542,22 @@ def test_perf_event_uprobe_fallback():
     gp.assert_nothing_attached()
 
 
+def test_perf_event_uprobes_raise_the_descriptor_limit():
+    """Without uprobe_multi every probe holds two descriptors: gpuprobe raises its soft
+    RLIMIT_NOFILE to the hard limit (--trace's 525 probes on 6.1 failed with "Too many open
+    files" under the usual 1024). Here the soft limit is 64, below memleak's 84."""
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 256:
+        gp.skip(f"the hard RLIMIT_NOFILE here is {hard}: no room to raise into")
+    r = gp.run([gp.GPUPROBE] + BASE + ["--", APP, "--allocs", "5", "--leaks", "2"],
+               env={"GPUPROBE_NO_UPROBE_MULTI": "1", "GPUPROBE_STATE_DIR": gp.state_dir()},
+               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard)), timeout=120)
+    eq(r.returncode, 0, f"exit status ({r.stderr[-800:]})")
+    t = truth(r.stderr)
+    check_exact(proc(final(r.stdout), t["pid"]), t)
+    gp.assert_nothing_attached()
+
+
 if __name__ == "__main__":
     gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])
