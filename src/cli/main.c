@@ -27,6 +27,7 @@
 #include "events.h"
 #include "flame_cmd.h"
 #include "json.h"
+#include "kernel_features.h"
 #include "jsonnum.h"
 #include "option.h"
 #include "options.h"
@@ -179,6 +180,8 @@ static int preflight(char *err, size_t len)
 
 	if (!r)
 		r = gp_check_kernel(needs & GP_NEED_LIBCUDA, err, len);
+	if (!r)
+		r = features__check_kernel(err, len);
 	return r;
 }
 
