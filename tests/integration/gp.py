@@ -147,18 +147,28 @@ def refusal(returncode, stderr):
     return None
 
 
-_KERNEL_REFUSAL = []
+_CHECK = []
+
+
+def _check_lines():
+    """gpuprobe check's lines on this machine (once), GPUPROBE_NO_UPROBE_MULTI aside."""
+    if not _CHECK:
+        e = {k: v for k, v in os.environ.items() if k != "GPUPROBE_NO_UPROBE_MULTI"}
+        r = subprocess.run([GPUPROBE, "check"], capture_output=True, text=True, timeout=60, env=e)
+        _CHECK.append(r.stdout.splitlines())
+    return _CHECK[0]
 
 
 def kernel_refusal():
     """What gpuprobe refuses this kernel with ("this kernel lacks ..."), from gpuprobe
     check's "kernel features" line, or None where it runs."""
-    if not _KERNEL_REFUSAL:
-        r = subprocess.run([GPUPROBE, "check"], capture_output=True, text=True, timeout=60)
-        line = next((l for l in r.stdout.splitlines() if l.startswith("fail kernel features: this kernel lacks ")),
-                    None)
-        _KERNEL_REFUSAL.append(line.split(": ", 1)[1] if line else None)
-    return _KERNEL_REFUSAL[0]
+    line = next((l for l in _check_lines() if l.startswith("fail kernel features: this kernel lacks ")), None)
+    return line.split(": ", 1)[1] if line else None
+
+
+def has_uprobe_multi():
+    """Whether the kernel has uprobe_multi links (6.6), as gpuprobe check says."""
+    return any(l.startswith("ok uprobe_multi:") for l in _check_lines())
 
 
 def _is_gpuprobe(argv):

@@ -212,13 +212,19 @@ def test_sigpipe_final_report_to_files():
     err.seek(0)
     text = err.read()
     eq(p.returncode, 141, f"exit status ({text[-500:]})")
-    lines = [l for l in text.splitlines() if l.startswith("gpuprobe:") and "tracing" not in l]
+    lines = [l for l in text.splitlines() if l.startswith("gpuprobe:") and "tracing" not in l and not kernel_warning(l)]
     eq(lines, [], "error lines")
     with open(csv) as f:
         rows = f.read().splitlines()
     check(len(rows) >= 2 and rows[0].startswith("timestamp,"), f"CSV rows: {rows}")
     eq(sum(int(r.split(",")[2]) for r in rows[1:]), 5 * 65536, "H2D bytes in the CSV rows")
     gp.assert_nothing_attached()
+
+
+def kernel_warning(line):
+    """The kernel's, not an error: without uprobe_multi (6.1) --trace's functions attach
+    one by one, and gpuprobe says so."""
+    return line.startswith("gpuprobe: warning: no uprobe_multi links")
 
 
 def test_sigpipe_trace_on_stdout():
@@ -248,7 +254,7 @@ def test_sigpipe_trace_on_stdout():
     text = err.read()
     eq(p.returncode, 141, f"exit status ({text[-500:]})")
     check("memleak final report" in text, f"no final report on stderr: {text[-800:]}")
-    lines = [l for l in text.splitlines() if l.startswith("gpuprobe:") and "tracing" not in l]
+    lines = [l for l in text.splitlines() if l.startswith("gpuprobe:") and "tracing" not in l and not kernel_warning(l)]
     eq(lines, [], "error lines")
     gp.assert_nothing_attached()
 
@@ -266,7 +272,8 @@ def test_write_error_on_each_output():
              (["--memleak", "--folded", "/dev/full"], "--folded /dev/full")]
     for args, what in cases:
         r = gp.run([GPUPROBE] + args + cmd + work, env=ENV)
-        lines = [l for l in r.stderr.splitlines() if l.startswith("gpuprobe:") and "tracing" not in l]
+        lines = [l for l in r.stderr.splitlines()
+                 if l.startswith("gpuprobe:") and "tracing" not in l and not kernel_warning(l)]
         check(r.returncode != 0, f"{args}: exit 0 ({r.stderr[-300:]!r})")
         eq(len(lines), 1, f"{args}: error lines {lines}")
         check(what in lines[0] and "No space left on device" in lines[0], f"{args}: {lines[0]!r}")
