@@ -583,6 +583,19 @@ vmtest: vmtest-deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/vm/vmtest.sh x86
 endif
+
+# docs/support-matrix.md's measured tables, regenerated from the run records that every
+# full `make vmtest` (and `make support-matrix-native`, the suites on this machine's own
+# kernel) saves in docs/vmruns/ (tests/vm/matrix.py); test_support_matrix fails when the
+# page and the records differ.
+.PHONY: support-matrix support-matrix-native
+support-matrix:
+	$(Q)python3 tests/vm/matrix.py render
+
+support-matrix-native: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/vm/native.sh
+	$(Q)python3 tests/vm/matrix.py render
 # ==== end of vmtest ====
 
 # ==== the BPF load gate (gpuprobe check --bpf; tests/vm/gate.sh runs it on Debian 12's 6.1) ====

@@ -30,6 +30,7 @@
 #include "cmdline.h"
 #include "mode.h"
 #include "option.h"
+#include "kernel_features.h"
 #include "target.h"
 #include "util.h"
 #define TRACEFS_MAGIC_ 0x74726163
@@ -108,7 +109,7 @@ static void check_budget(struct checker *c)
 
 static void check_kernel(struct checker *c)
 {
-	char path[512];
+	char path[512], why[512];
 	int fd;
 
 	if (sys_exists(c, "kernel/btf/vmlinux", path, sizeof(path)))
@@ -132,6 +133,11 @@ static void check_kernel(struct checker *c)
 		line(c, FAIL, "ring buffer", "cannot create a BPF ring buffer: %s (Linux >= 5.8 and CAP_BPF needed)",
 		     strerror(errno));
 	}
+	/* what every mode checks at start (features__check_kernel): attach cookies first */
+	if (features__check_kernel(why, sizeof(why)))
+		line(c, FAIL, "kernel features", "%s", why);
+	else
+		line(c, OK, "kernel features", "none that gpuprobe needs is missing (attach cookies and perf-event links: 5.15)");
 	if (sys_exists(c, "bus/event_source/devices/kprobe/type", path, sizeof(path)))
 		line(c, OK, "kprobes", "available: the ioctl mode can use kprobes on the NVIDIA driver");
 	else

@@ -37,6 +37,7 @@
 #include "events.h"
 #include "http.h"
 #include "libslots.h"
+#include "kernel_features.h"
 #include "listen.h"
 #include "options.h"
 #include "procmaps.h"
@@ -528,6 +529,8 @@ static int preflight(struct daemon *d, int *lfd, int *family, char *err, size_t 
 
 	if (!r)
 		r = gp_check_kernel(uprobes, err, len);
+	if (!r)
+		r = features__check_kernel(err, len);
 	if (!r && gp_opts.libcuda && target__check_libcuda(gp_opts.libcuda, err + 10, len - 10)) {
 		memcpy(err, "--libcuda ", 10);
 		r = -EINVAL;

@@ -28,6 +28,7 @@
 #include "events.h"
 #include "flame_cmd.h"
 #include "json.h"
+#include "kernel_features.h"
 #include "jsonnum.h"
 #include "option.h"
 #include "options.h"
@@ -183,6 +184,8 @@ static int preflight(char *err, size_t len)
 
 	if (!r)
 		r = gp_check_kernel(needs & GP_NEED_LIBCUDA, err, len);
+	if (!r)
+		r = features__check_kernel(err, len);
 	return r;
 }
 
@@ -751,7 +754,10 @@ static int finish(struct cli *c, char *err, size_t len)
 	/* the exit tracepoint ran before the parent could reap: its record is in the buffer.
 	 * The probes go first, so that what is left is a bounded read however fast the
 	 * processes still call (the sampled probes of a budget stay until gp_run__detach,
-	 * hence a bound); processes gone without an exit record are marked exited. */
+	 * hence a bound); processes gone without an exit record are marked exited. The
+	 * reports describe this moment, not the end of the probes' removal (seconds without
+	 * uprobe_multi). */
+	gp_run__end(c->run);
 	gp_run__unprobe(c->run);
 	gp_events__drain_for(c->run->events, FINAL_DRAIN_MS);
 	/* -p's targets and the command that have ended, by now at the latest: a sampled

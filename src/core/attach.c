@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/bpf.h>
@@ -353,6 +354,28 @@ cleanup:
 	return r;
 }
 
+/*
+ * Without uprobe_multi every probe holds two descriptors (its perf event and its BPF link):
+ * --trace's 152 functions, entry and return, are 608 on one library, and node-wide every
+ * libcuda copy adds as many, past the soft RLIMIT_NOFILE of 1024 that shells and
+ * services start with (seen: "Too many open files" on 6.1). The soft limit is raised to
+ * the hard one, once, the first time they are attached so (gpuprobe polls and its HTTP
+ * server uses epoll: no select() to outgrow).
+ */
+static void room_for_perf_probes(void)
+{
+	static bool raised;
+	struct rlimit rl;
+
+	if (raised || getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	raised = true;
+	if (rl.rlim_cur != rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int attach_set__uprobes(struct attach_set *s, struct bpf_program *prog, const char *path,
 			const long long *offsets, const __u64 *cookies, int n, pid_t pid,
 			bool retprobe, bool multi)
@@ -361,6 +384,7 @@ int attach_set__uprobes(struct attach_set *s, struct bpf_program *prog, const ch
 	int cnt = 0, err = 0, fd;
 
 	if (!multi) {
+		room_for_perf_probes();
 		for (int i = 0; i < n; i++) {
 			LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = retprobe, .bpf_cookie = cookies[i]);
 			struct bpf_link *link;
@@ -460,6 +484,8 @@ int attach_pair__attach(const struct attach_pair *p, struct attach_set *s, const
 		snprintf(err, len, "cannot attach the %s probes to %s: %s%s", p->what, lib, strerror(-r),
 			 (r == -EACCES || r == -EPERM) && !p->multi ?
 			 " (without uprobe_multi links gpuprobe attaches perf-event uprobes, which recent kernels allow only with CAP_SYS_ADMIN: run as root)" :
+			 r == -EMFILE && !p->multi ?
+			 " (without uprobe_multi links each probe holds two descriptors: raise the hard RLIMIT_NOFILE, ulimit -Hn)" :
 			 r == -EACCES || r == -EPERM ? " (needs CAP_BPF and CAP_PERFMON, or root)" : "");
 	return r;
 }

@@ -909,6 +909,20 @@ int features__check_required(const struct features *f, char *err, size_t len)
 	return 0;
 }
 
+int features__check_kernel(char *err, size_t len)
+{
+	struct features *f = features__probe(0);
+	int r;
+
+	if (!f) {
+		snprintf(err, len, "cannot probe the kernel's BPF features: out of memory");
+		return -ENOMEM;
+	}
+	r = features__check_required(f, err, len);
+	features__free(f);
+	return r;
+}
+
 static const char *state_word(enum gp_feat_state s)
 {
 	switch (s) {

@@ -96,6 +96,11 @@ bool features__has(const struct features *f, enum gp_feature id);
 /* The first required feature that is missing: -ENOTSUP with one line in err naming it, its
  * kernel option or version and what was seen; 0 when every required feature is there. */
 int features__check_required(const struct features *f, char *err, size_t len);
+/* At start, for every mode and the daemon: the features every mode needs, probed without
+ * the live experiments (a few ms). 0, or -ENOTSUP with one line in err naming the first
+ * one missing and the first release with it (5.10 has no attach cookies: 5.15), never a
+ * verifier log; -ENOMEM. */
+int features__check_kernel(char *err, size_t len);
 /* The matrix, one line per feature ("feature  yes|no|unknown|n/a  since  arch  what was
  * seen, or what gpuprobe does without it"), then the seccomp warning where it applies. */
 void features__print(const struct features *f, FILE *out);

@@ -63,6 +63,7 @@ struct gp_run {
 	 * libcuda was probed ..."); NULL: the general one. Printed under an empty report. */
 	const char *empty_hint;
 	uint64_t start_ns;
+	uint64_t end_ns;             /* gp_run__end's moment; 0: the run goes on */
 	/* the front end's answer to a mode that reports a process as it exits */
 	void (*exit_report)(struct gp_run *run, int slot, uint32_t pid);
 	void *fe;                    /* the front end's own state */
@@ -99,6 +100,14 @@ int gp_run__watch_libs(struct gp_run *run, unsigned int kinds, char *err, size_t
 void gp_run__tick(struct gp_run *run);
 /* Tracepoints and ring buffers, once every library is attached. */
 int gp_run__start(struct gp_run *run, char *err, size_t len);
+/* The run is over (the front end's end: a signal, its targets gone, --duration): from now
+ * on its reports describe this moment, however long the probes then take to come out
+ * (without uprobe_multi one RCU grace period each, under a global lock: seconds for a
+ * mode's probes on 6.1), so that the final report's ages and rates do not grow by
+ * gpuprobe's own teardown. */
+void gp_run__end(struct gp_run *run);
+/* The moment a report describes: now, or the run's end once gp_run__end was called. */
+uint64_t gp_run__now(const struct gp_run *run);
 /* Reports of every mode (pid 0: every process) to run->out, text or JSON. */
 void gp_run__report(struct gp_run *run, const char *kind, uint32_t pid);
 /* One mode's report (by slot) of one process or all (pid 0). */

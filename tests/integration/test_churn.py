@@ -119,18 +119,32 @@ def test_signal_latency_under_load():
 
 def test_signal_during_startup_is_honoured():
     """A SIGINT before the probes are in (here: held between setup and the start of the
-    command) ends the run: the command never runs, the final report is written."""
-    g = gp.Background([GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "-o", "-", "--", MEMLEAK, "--allocs", "1"],
-                      env=dict(ENV, GPUPROBE_TEST_START_MS="3000"))
+    command) ends the run: the command never runs, the final report is written. Against a
+    baseline taken here, the same probes with -p stopped once tracing: gpuprobe's own end
+    (the probes' removal) takes 0.3 s with uprobe_multi and seconds without it (6.1)."""
+    hold = 3.0 * gp.TIME_SLACK
+
+    def stop(env, target):
+        g = gp.Background([GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "-o", "-"] + target, env=env)
+        try:
+            g.wait_for("gpuprobe: tracing", where="stderr")
+            t0 = time.monotonic()
+            g.signal(signal.SIGINT)
+            g.wait(timeout=60 + hold)
+            return time.monotonic() - t0, g
+        finally:
+            g.kill()
+    # the baseline: the same probes, on a process of its own (-p), stopped at once
+    sleeper = subprocess.Popen(["sleep", "120"])
     try:
-        g.wait_for("gpuprobe: tracing", where="stderr")
-        t0 = time.monotonic()
-        g.signal(signal.SIGINT)
-        g.wait(timeout=30)
-        took = time.monotonic() - t0
+        base, _ = stop(ENV, ["-p", str(sleeper.pid)])
     finally:
-        g.kill()
-    check(took < 2.5, f"the signal waited for the start-up's end ({took:.2f} s of a 3 s hold)")
+        sleeper.kill()
+        sleeper.wait()
+    took, g = stop(dict(ENV, GPUPROBE_TEST_START_MS=str(int(hold * 1000))), ["--", MEMLEAK, "--allocs", "1"])
+    print(f"#   SIGINT to exit: {took:.2f} s in a {hold:.0f} s start-up hold, {base:.2f} s for -p once tracing")
+    check(took < base + hold / 2, f"the signal waited for the start-up's end ({took:.2f} s of a {hold:.0f} s hold; "
+          f"{base:.2f} s for -p once tracing)")
     eq(len(gp.reports(g.stdout(), "final")), 1, "final reports")
     check('"api"' not in g.stderr(), "the held command ran")
     gp.assert_nothing_attached()
@@ -212,13 +226,19 @@ def test_sigpipe_final_report_to_files():
     err.seek(0)
     text = err.read()
     eq(p.returncode, 141, f"exit status ({text[-500:]})")
-    lines = [l for l in text.splitlines() if l.startswith("gpuprobe:") and "tracing" not in l]
+    lines = [l for l in text.splitlines() if l.startswith("gpuprobe:") and "tracing" not in l and not kernel_warning(l)]
     eq(lines, [], "error lines")
     with open(csv) as f:
         rows = f.read().splitlines()
     check(len(rows) >= 2 and rows[0].startswith("timestamp,"), f"CSV rows: {rows}")
     eq(sum(int(r.split(",")[2]) for r in rows[1:]), 5 * 65536, "H2D bytes in the CSV rows")
     gp.assert_nothing_attached()
+
+
+def kernel_warning(line):
+    """The kernel's, not an error: without uprobe_multi (6.1) --trace's functions attach
+    one by one, and gpuprobe says so."""
+    return line.startswith("gpuprobe: warning: no uprobe_multi links")
 
 
 def test_sigpipe_trace_on_stdout():
@@ -248,7 +268,7 @@ def test_sigpipe_trace_on_stdout():
     text = err.read()
     eq(p.returncode, 141, f"exit status ({text[-500:]})")
     check("memleak final report" in text, f"no final report on stderr: {text[-800:]}")
-    lines = [l for l in text.splitlines() if l.startswith("gpuprobe:") and "tracing" not in l]
+    lines = [l for l in text.splitlines() if l.startswith("gpuprobe:") and "tracing" not in l and not kernel_warning(l)]
     eq(lines, [], "error lines")
     gp.assert_nothing_attached()
 
@@ -266,7 +286,8 @@ def test_write_error_on_each_output():
              (["--memleak", "--folded", "/dev/full"], "--folded /dev/full")]
     for args, what in cases:
         r = gp.run([GPUPROBE] + args + cmd + work, env=ENV)
-        lines = [l for l in r.stderr.splitlines() if l.startswith("gpuprobe:") and "tracing" not in l]
+        lines = [l for l in r.stderr.splitlines()
+                 if l.startswith("gpuprobe:") and "tracing" not in l and not kernel_warning(l)]
         check(r.returncode != 0, f"{args}: exit 0 ({r.stderr[-300:]!r})")
         eq(len(lines), 1, f"{args}: error lines {lines}")
         check(what in lines[0] and "No space left on device" in lines[0], f"{args}: {lines[0]!r}")

@@ -227,6 +227,37 @@ def test_input_a_subcommand_cannot_read():
     check(r.returncode != 0 and r.stderr.startswith("gpuprobe: convert: "), f"convert on text: {r.stderr!r}")
 
 
+def test_kernel_without_a_needed_feature_refused_in_one_line():
+    """A kernel without a feature every mode needs (Debian 11's 5.10: attach cookies, 5.15)
+    is refused at start by every mode, the trace mode, top and the daemon, in one line
+    naming the feature and the first release with it: never a verifier log, nothing
+    attached. `gpuprobe check` says the same in its "kernel features" line."""
+    r = subprocess.run([GPUPROBE, "check"], capture_output=True, text=True, timeout=60)
+    feat = [l for l in r.stdout.splitlines() if " kernel features: " in l]
+    eq(len(feat), 1, f"one kernel features line in gpuprobe check: {r.stdout}")
+    if feat[0].startswith("ok "):
+        gp.skip(f"this kernel has every feature gpuprobe needs ({feat[0]})")
+    check(feat[0].startswith("fail kernel features: this kernel lacks "), feat[0])
+    why = feat[0].split(": ", 1)[1]
+    eq(r.returncode, 1, "gpuprobe check's exit status")
+    trace = os.path.join(TMP, "refused.jsonl")
+    runs = [[m, "--libcuda", FAKECUDA, "--", "/bin/true"] for m in
+            ("--memleak", "--cudatrace", "--bandwidth-util", "--nccl")]
+    runs += [["--ioctl", "--", "/bin/true"], ["--trace", trace, "--libcuda", FAKECUDA, "--", "/bin/true"],
+             ["--memleak", "-p", "1"], ["top", "--batch", "-n", "1", "--libcuda", FAKECUDA],
+             ["daemon", "--memleak", "--listen", "127.0.0.1:0", "--libcuda", FAKECUDA]]
+    for args in runs:
+        # subprocess itself: gp.run would skip on the very refusal this test asserts
+        r = subprocess.run([GPUPROBE] + args, capture_output=True, text=True, timeout=60)
+        line = gp.refusal(r.returncode, r.stderr)
+        check(line is not None, f"{' '.join(args)}: exit {r.returncode}, not the one refusal line: {r.stderr[-1500:]!r}")
+        check(line.endswith("gpuprobe: " + why), f"{' '.join(args)}: {line!r}, gpuprobe check says {why!r}")
+        check("verifier" not in r.stderr and "libbpf" not in r.stderr, f"{' '.join(args)}: {r.stderr[-1500:]!r}")
+        check(not os.path.exists(trace), f"{' '.join(args)}: the trace file made")
+    print(f"#   {len(runs)} front ends refused: {why}")
+    gp.assert_nothing_attached()
+
+
 if __name__ == "__main__":
     try:
         gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])

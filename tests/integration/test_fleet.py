@@ -456,10 +456,12 @@ def test_exposed_endpoint_warns():
         d = gp.Background([gp.GPUPROBE, "daemon", "--memleak", "--listen", f"0.0.0.0:{port}", "--web-config", web],
                           env=ENV)
         d.wait_for("listening on", where="stderr")
-        check("<4>" not in d.stderr(), f"no warning with TLS and users: {d.stderr()}")
+        # (other warnings are the kernel's to give: 6.1 has no uprobe_multi links)
+        exposed = lambda: [l for l in d.stderr().splitlines() if "not a loopback address" in l]
+        eq(exposed(), [], f"no warning with TLS and users: {d.stderr()}")
         stop(d)
         d = daemon(["--memleak"])
-        check("<4>" not in d.stderr(), f"no warning on loopback: {d.stderr()}")
+        eq(exposed(), [], f"no warning on loopback: {d.stderr()}")
         stop(d)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

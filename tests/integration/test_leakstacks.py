@@ -360,6 +360,8 @@ def gated(argv, kept=LEAKHELP, timeout=60, wait_err=None, extra=(), whole=False,
                          env=dict(os.environ, FAKECUDA_TEARDOWN_MS="0"))
     try:
         line = p.stdout.readline()
+        if not line:  # gpuprobe's stdout closed: it ended, refused this kernel perhaps
+            gp._skip_if_refused([gp.GPUPROBE], p.wait(timeout=30), p.stderr.read())
         check(line.startswith("WARM "), f"WARM: {line!r}")
         app = int(line.split()[1])
         maps = open(f"/proc/{app}/maps").read()

@@ -284,6 +284,36 @@ def test_older_than():
             x.kill()
 
 
+def test_final_ages_at_the_end_not_after_the_teardown():
+    """The final report describes the moment the run was told to end: without uprobe_multi
+    (kernels before 6.6, forced here) the probes take seconds to come out, one RCU grace
+    period each, and the allocations still held must not age by that time (they did: 8.9 s
+    for a 0.1 s old allocation on 6.18, 2.0 s on 6.1 in QEMU)."""
+    a = gp.start_app([APP, "--wait", "--hold", "--allocs", "3", "--leaks", "3"])
+    try:
+        g = gp.start_gpuprobe(["--memleak", "--json", "-p", str(a.pid)], env={"GPUPROBE_NO_UPROBE_MULTI": "1"})
+        t_usr1 = time.time()
+        a.signal(signal.SIGUSR1)
+        a.wait_for("HELD")
+        t_held = time.time()
+        time.sleep(0.3)
+        t_term = time.time()
+        g.signal(signal.SIGTERM)
+        eq(g.wait(timeout=120), 0, "gpuprobe exit")
+        teardown = time.time() - t_term
+        p = proc(final(g.stdout()), a.pid)
+        eq(p["outstanding_allocs"], 3, "allocations held")
+        age = max(s["oldest_age_s"] for s in p["stacks"])
+        # the allocations came between SIGUSR1 and HELD; the run ended at SIGTERM
+        lo, hi = t_term - t_held, t_term - t_usr1
+        print(f"#   oldest age {age:.2f} s, between {lo:.2f} and {hi:.2f} s; teardown {teardown:.1f} s")
+        check(lo - 0.05 <= age <= hi + 0.5 * gp.TIME_SLACK,
+              f"oldest age {age:.2f} s, expected {lo:.2f} to {hi:.2f} s (the teardown took {teardown:.1f} s)")
+    finally:
+        a.signal(signal.SIGUSR1)
+        a.kill()
+
+
 def test_attach_to_running_pid():
     a = gp.start_app([APP, "--wait", "--pre", "2", "--allocs", "8", "--leaks", "3"])
     try:
@@ -517,6 +547,23 @@ def test_perf_event_uprobe_fallback():
     eq(r.returncode, 0, "exit status")
     t = truth(r.stderr)
     check_exact(proc(final(r.stdout), t["pid"]), t, "cuMemAllocAsync", "device")
+    gp.assert_nothing_attached()
+
+
+def test_perf_event_uprobes_raise_the_descriptor_limit():
+    """Without uprobe_multi every probe holds two descriptors: gpuprobe raises its soft
+    RLIMIT_NOFILE to the hard limit (--trace's 525 probes on 6.1 failed with "Too many open
+    files" under the usual 1024). Here the soft limit is 64, below memleak's 84."""
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 256:
+        gp.skip(f"the hard RLIMIT_NOFILE here is {hard}: no room to raise into")
+    r = gp.run([gp.GPUPROBE] + BASE + ["--", APP, "--allocs", "5", "--leaks", "2"],
+               env={"GPUPROBE_NO_UPROBE_MULTI": "1", "GPUPROBE_STATE_DIR": gp.state_dir()},
+               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard)), timeout=120)
+    eq(r.returncode, 0, f"exit status ({r.stderr[-800:]})")
+    t = truth(r.stderr)
+    check_exact(proc(final(r.stdout), t["pid"]), t)
     gp.assert_nothing_attached()
 
 

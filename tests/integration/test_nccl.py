@@ -184,7 +184,8 @@ def test_completion_and_bandwidth_bounds():
         big = [x for x in world["completion"] if x["call"] == "ncclAllReduce" and x["size_bucket"][0] == 1 << 20]
         eq(len(big), 1, "the 1 MiB AllReduce bucket")
         # 2(n-1)/n x 1 MiB at 2 GB/s is 0.52 ms a call: the bound is near the stand-in's rate
-        check(big[0]["busbw_bytes_per_second_lower_bound"] > 0.2 * gbps * 1e9,
+        # (an emulated CPU stretches the measured time: 0.10 of it on 6.1 in QEMU)
+        check(big[0]["busbw_bytes_per_second_lower_bound"] > 0.2 * gbps * 1e9 / gp.TIME_SLACK,
               f"busbw lower bound {big[0]['busbw_bytes_per_second_lower_bound']}")
         eq(big[0]["completed_by"], {"stream": 4, "context": 0, "event": 0}, "by the stream sync")
 

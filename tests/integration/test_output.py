@@ -155,7 +155,7 @@ def test_terminal_keeps_the_command_output():
         if p.poll() is None:
             p.kill()
     text = buf.decode(errors="replace")
-    eq(p.returncode, 0, "exit")
+    eq(p.returncode, 0, f"exit ({err[-500:]!r})")
     check(SAYS[0] in text and "memleak final report" not in text, f"the command's output on the terminal: {text[-500:]}")
     check(SAYS[0] not in err and "memleak final report" in err, f"the report on stderr: {err[-500:]}")
 

@@ -120,6 +120,9 @@ def lintian_tags(deb):
 
 
 def test_deb_install_check_scrape_purge():
+    if not os.path.exists("/var/lib/dpkg/status") or not os.access("/usr/bin", os.W_OK):
+        # tests/vm's guest: the host's /usr and /etc over read-only 9p, no /var/lib/dpkg
+        gp.skip("no package can be installed here: no dpkg database or a read-only /usr")
     with open(LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         _deb_cycle()

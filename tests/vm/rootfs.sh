@@ -10,11 +10,12 @@ set -eu
 dir=$1
 arch=$2
 # What the suites run: the interpreter, gpuprobe's libraries, the tools the tests call
-# (bpftool, unshare, setpriv, mount, pkill, ip, promtool, prometheus, systemd-analyze),
+# (bpftool, unshare, setpriv, mount, pkill, ip, promtool, prometheus, systemd-analyze, make
+# for `make install`),
 # and busybox for the initramfs.
 pkgs="base-files base-passwd dash bash coreutils findutils grep sed gawk util-linux mount procps
 iproute2 kmod python3 libbpf1 libelf1 zlib1g libzstd1 libjson-c5 libmicrohttpd12 bpftool
-prometheus systemd busybox-static"
+prometheus systemd make busybox-static"
 want="$arch $(echo $pkgs)"
 if [ -f "$dir/.gp-rootfs" ] && [ "$(cat "$dir/.gp-rootfs")" = "$want" ]; then
 	exit 0

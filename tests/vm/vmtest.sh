@@ -7,7 +7,7 @@
 #
 # Environment: VM_KERNEL (a linux-image package name; default: the newest -unsigned kernel
 # of this Debian release), VM_ACCEL (tcg, the default, or kvm), VM_TCG_THREAD (single, the
-# default, or multi), VM_CPUS (2), VM_MEM (MiB, 2048), VM_TIMEOUT (seconds, 5400),
+# default, or multi), VM_CPUS (2), VM_MEM (MiB, 2048), VM_TIMEOUT (seconds, 14400),
 # VM_SUITES (suite names for tests/run.sh; default all), VM_CMD (a command to run instead
 # of the suites, to look into one failure), VM_KCMDLINE (kernel options instead of
 # "loglevel=5 softlockup_all_cpu_backtrace=1").
@@ -138,8 +138,20 @@ for m in virtio_pci 9pnet_virtio 9p virtio-rng; do
 		echo "$b" >>"$ird/modules.order"
 	done
 done
-copy="tests:tests examples:examples"
-for f in gpuprobe fakecuda apps unit; do
+# GP_COPY: what the guest copies into tmpfs. The checkout's tracked top-level entries (the
+# suites read docs/, examples/, src/ and bench/, and `make install` needs the Makefile with
+# the sources it was built from: copied with their times, the build is up to date there)
+# and everything the build made (gpuprobe, the stand-in driver and NCCL, the workloads,
+# the unit tests, the BPF objects and skeletons make checks), but not the VMs' own files.
+top=$(git ls-files 2>/dev/null | cut -d/ -f1 | sort -u)
+[ -n "$top" ] || top="Makefile README.md bench bpf docs examples src tests vmlinux"
+copy=
+for f in $top; do
+	case $f in .*) continue ;; esac
+	[ -e "$f" ] && copy="$copy $f:$f"
+done
+for f in $(ls -A "$build"); do
+	case $f in vm | arm64 | test-logs | deb) continue ;; esac
 	copy="$copy $build/$f:.output/$f"
 done
 cat >"$ird/vm.conf" <<EOF
@@ -171,11 +183,23 @@ log=$res/console.log
 # not proven; one thread was as fast here (136 s against 143 s on 6.12) and has not failed.
 accelopt=$accel
 [ "$accel" = tcg ] && accelopt="tcg,thread=${VM_TCG_THREAD:-single}"
+# what the run record says it measured (tests/vm/matrix.py): the commit the binaries were
+# built from, "dirty" when tracked files differ from it (the generated page and the run
+# records aside)
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+dirty=no
+[ -z "$(git status --porcelain --untracked-files=no -- . ':!docs/vmruns' ':!docs/support-matrix.md' 2>/dev/null)" ] || dirty=yes
+qemuver=$("$qemu" --version | sed -n 's/^QEMU emulator version \([0-9.]*\).*/\1/p')
 echo "vmtest: booting $pkg ($kver) in $qemu ($accelopt, ${VM_CPUS:-2} CPUs); console: $log"
 t0=$(date +%s)
 rc=0
+# the guest reads this machine's /usr as it is now: a package installed during the run can
+# reach a running guest half-replaced (9p finds files by path), so a run that saw dpkg
+# work says so next to its failures
+dpkg_mark() { [ "$arch" = x86 ] && stat -c %Y /var/lib/dpkg/status 2>/dev/null; }
+dpkg0=$(dpkg_mark)
 # shellcheck disable=SC2046 # word splitting of the option lists is wanted
-timeout "${VM_TIMEOUT:-5400}" "$qemu" $machine -accel "$accelopt" -m "${VM_MEM:-2048}" \
+timeout "${VM_TIMEOUT:-14400}" "$qemu" $machine -accel "$accelopt" -m "${VM_MEM:-2048}" \
 	-smp "${VM_CPUS:-2}" -nographic -no-reboot -nic none \
 	-kernel "$vmlinuz" -initrd "$work/initramfs.gz" \
 	-append "console=$console rdinit=/init panic=-1 ${VM_KCMDLINE:-loglevel=5 softlockup_all_cpu_backtrace=1} mitigations=off" \
@@ -183,6 +207,11 @@ timeout "${VM_TIMEOUT:-5400}" "$qemu" $machine -accel "$accelopt" -m "${VM_MEM:-
 	-device virtio-rng-pci </dev/null >"$log" 2>&1 || rc=$?
 secs=$(($(date +%s) - t0))
 echo "vmtest: the VM ran ${secs}s (exit $rc)"
+host_dpkg=
+if [ "$(dpkg_mark)" != "$dpkg0" ]; then
+	host_dpkg=$(date -d "@$(dpkg_mark)" '+%H:%M:%S')
+	echo "vmtest: warning: dpkg changed this machine's packages during the run (last at $host_dpkg): the guest's /usr is this machine's, so a failure after that time may be a file replaced under a running guest" >&2
+fi
 
 complaint='soft lockup\|hard LOCKUP\|Kernel panic\|BUG:\|Oops'
 if grep -q "$complaint" "$log"; then
@@ -210,6 +239,16 @@ echo "vmtest: $arch, kernel $kver, ${secs}s: $summary"
 	echo "cpus=${VM_CPUS:-2}"
 	echo "vm_seconds=$secs"
 	echo "summary=$summary"
+	echo "date=$(date -u +%Y-%m-%d)"
+	echo "commit=$commit"
+	echo "dirty=$dirty"
+	echo "qemu=$qemuver"
+	echo "suites=${VM_SUITES:-}${VM_CMD:+command: $VM_CMD}"
+	echo "host_dpkg=$host_dpkg"
 	cat "$out/rc"
 } >"$out/result"
+# a full run's record for docs/support-matrix.md (make support-matrix renders the page)
+if [ -z "${VM_SUITES:-}${VM_CMD:-}" ] && [ "${VM_RECORD:-1}" != 0 ]; then
+	python3 tests/vm/matrix.py record "$out" && python3 tests/vm/matrix.py render || true
+fi
 grep -q '^rc=0$' "$out/rc"

@@ -238,13 +238,12 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	struct bw_snap *s = &m->snap;
 	struct gp_snap_pid *pids;
 
-	(void)run;
 	/* a report's CSV rows go with it */
 	if (m->csv && (!strcmp(kind, "interval") || !strcmp(kind, "final")))
 		csv_rows(m);
 	if (bandwidth__snapshot(m->bw, pid, &s->d) || !(pids = gp_snap__pids(&s->pids, s->d.nr_procs)))
 		return NULL;
-	s->hdr = (struct gp_snap){ .mode = "bandwidth", .kind = kind, .now_ns = gp_mono_ns(), .pids = pids };
+	s->hdr = (struct gp_snap){ .mode = "bandwidth", .kind = kind, .now_ns = gp_run__now(run), .pids = pids };
 	for (size_t i = 0; i < s->d.nr_procs; i++) {
 		const struct bw_snap_proc *p = &s->d.procs[i];
 		uint64_t copies = 0;

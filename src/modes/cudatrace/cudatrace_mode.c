@@ -785,7 +785,7 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 }
 
 /* The in-kernel counts into the aggregator. */
-static void read_maps(struct ct_mode *m, bool rates)
+static void read_maps(struct ct_mode *m, bool rates, uint64_t now_ns)
 {
 	int lfd = bpf_map__fd(m->skel->maps.launches), hfd = bpf_map__fd(m->skel->maps.hists);
 	struct gp_launch_key k, next;
@@ -809,9 +809,9 @@ static void read_maps(struct ct_mode *m, bool rates)
 		prev = &hk;
 	}
 	if (rates)
-		cudatrace__snapshot_end(m->ct, gp_mono_ns());
+		cudatrace__snapshot_end(m->ct, now_ns);
 	else
-		cudatrace__snapshot_end_counts(m->ct, gp_mono_ns());
+		cudatrace__snapshot_end_counts(m->ct, now_ns);
 }
 
 static void fill_drops(struct ct_mode *m, struct ct_snap *s)
@@ -884,7 +884,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	size_t n, k = 0;
 	uint64_t per = ct_settings.latency ? 2 : 1; /* entry, and return when timed */
 
-	read_maps(m, strcmp(kind, "hits") != 0);
+	read_maps(m, strcmp(kind, "hits") != 0, gp_run__now(run));
 	n = cudatrace__procs(m->ct, &procs);
 	free(s->procs);
 	free(s->pids);
@@ -914,7 +914,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 		k++;
 	}
 	s->nr_procs = k;
-	s->hdr = (struct gp_snap){ .mode = "cudatrace", .kind = kind, .now_ns = gp_mono_ns(),
+	s->hdr = (struct gp_snap){ .mode = "cudatrace", .kind = kind, .now_ns = gp_run__now(run),
 				   .pids = s->pids, .nr_pids = k };
 	s->latency = ct_settings.latency;
 	s->top_shapes = ct_settings.top_shapes < 0 ? 1000000 : ct_settings.top_shapes;

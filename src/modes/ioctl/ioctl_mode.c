@@ -339,7 +339,6 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	struct ioc_proc *procs;
 	size_t n, k = 0;
 
-	(void)run;
 	read_maps(m);
 	n = ioctl_agg__procs(m->agg, &procs);
 	free(s->pids);
@@ -358,7 +357,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 		k++;
 	}
 	s->nr_procs = k;
-	s->hdr = (struct gp_snap){ .mode = "ioctl", .kind = kind, .now_ns = gp_mono_ns(), .pids = s->pids,
+	s->hdr = (struct gp_snap){ .mode = "ioctl", .kind = kind, .now_ns = gp_run__now(run), .pids = s->pids,
 				   .nr_pids = k };
 	s->backend = m->backend ? m->backend : "none";
 	s->max_series = ioc_settings.max_series;

@@ -342,7 +342,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	bool lists = strcmp(kind, "scrape") && strcmp(kind, "hits");
 	unsigned int flags = (lists ? ML_SNAP_ALLOCS : 0) | (!strcmp(kind, "exit") ? ML_SNAP_EXITED : 0);
 
-	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = kind, .now_ns = gp_mono_ns() };
+	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = kind, .now_ns = gp_run__now(run) };
 	if (memleak__snapshot(m->ml, s->hdr.now_ns, pid, flags, gp_seconds_to_ns(ml_settings.older_than), &s->d) ||
 	    fill_pids(s))
 		return NULL;

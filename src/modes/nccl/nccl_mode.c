@@ -246,10 +246,9 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	struct nccl_snap *s = &m->snap;
 	struct gp_snap_pid *pids;
 
-	(void)run;
 	if (nccl_agg__snapshot(m->agg, pid, &s->d) || !(pids = gp_snap__pids(&s->pids, s->d.nr_procs)))
 		return NULL;
-	s->hdr = (struct gp_snap){ .mode = "nccl", .kind = kind, .now_ns = gp_mono_ns(), .pids = pids };
+	s->hdr = (struct gp_snap){ .mode = "nccl", .kind = kind, .now_ns = gp_run__now(run), .pids = pids };
 	for (size_t i = 0; i < s->d.nr_procs; i++) {
 		const struct nccl_proc_snap *p = &s->d.procs[i];
 

@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""docs/support-matrix.md's measured tables, from saved run records, never by hand.
+
+  matrix.py record OUTDIR [--native]   one run's results (what tests/vm/guest.sh leaves in
+                                       .output/vm/<arch>/out, or tests/vm/native.sh's) into
+                                       docs/vmruns/<kernel>-<arch>.json
+  matrix.py render                     regenerates the generated parts of
+                                       docs/support-matrix.md from docs/vmruns/*.json
+  matrix.py check                      exits 1 when the page differs from what render makes
+
+A record is small (counts, times, the feature probe's rows, the names of the failed and
+skipped tests with their reasons) and committed: .output is not. `make vmtest` records
+every full run (no VM_SUITES, no VM_CMD); a kernel and architecture keep their latest run
+and a line for each earlier one. The page's prose stays as written; what lies between
+`<!-- generated: NAME -->` and `<!-- end: NAME -->` is replaced."""
+import glob
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+RUNS = os.path.join(ROOT, "docs", "vmruns")
+PAGE = os.path.join(ROOT, "docs", "support-matrix.md")
+HISTORY = 10  # earlier runs kept per record
+
+# --- reading one run's files -------------------------------------------------------------
+
+
+def read(path, default=""):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return default
+
+
+def keyvals(text):
+    out = {}
+    for line in text.splitlines():
+        k, sep, v = line.partition("=")
+        if sep:
+            out[k.strip()] = v.strip()
+    return out
+
+
+def parse_features(text):
+    """test_features --matrix: a header naming the columns, then one row per feature."""
+    lines = text.splitlines()
+    head = next((i for i, l in enumerate(lines) if l.startswith("feature ")), None)
+    if head is None:
+        return {}
+    h = lines[head]
+    cols = [h.index("here"), h.index("since"), h.index("arch"), h.index("seen")]
+    out = {}
+    for l in lines[head + 1:]:
+        if not l.strip():
+            continue
+        name = l[:cols[0]].strip()
+        out[name] = {"here": l[cols[0]:cols[1]].strip(), "since": l[cols[1]:cols[2]].strip(),
+                     "arch": l[cols[2]:cols[3]].strip(), "seen": l[cols[3]:].strip()}
+    return out
+
+
+def parse_runlog(text):
+    """tests/run.sh's log: the summary, each failure and each skip with its suite."""
+    suite, failures, skips, summary = "", [], [], None
+    for line in text.splitlines():
+        if line.startswith("=== "):
+            suite = line[4:].strip()
+        elif line.startswith("not ok - "):
+            failures.append({"suite": suite, "test": line[9:].split(":", 1)[0].strip(),
+                             "message": line[9:].split(":", 1)[-1].strip()[:300]})
+        elif line.startswith("ok - ") and "# SKIP" in line:
+            name, _, why = line[5:].partition("# SKIP")
+            skips.append({"suite": suite, "test": re.sub(r"\s*\([0-9.]+s\)\s*$", "", name.strip()),
+                          "reason": why.strip()[:300]})
+        m = re.match(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?", line)
+        if m:
+            summary = [int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)]
+    return summary, failures, skips
+
+
+def record(outdir, native=False):
+    res = keyvals(read(os.path.join(outdir, "result")))
+    facts = dict(l.split(": ", 1) for l in read(os.path.join(outdir, "facts")).splitlines() if ": " in l)
+    summary, failures, skips = parse_runlog(read(os.path.join(outdir, "run.log")))
+    if not res or summary is None:
+        sys.exit(f"matrix.py: {outdir} holds no finished run (result, run.log's summary)")
+    kernel = res.get("kernel") or facts.get("kernel", "?").split()[0]
+    arch = "arm64" if res.get("arch") in ("arm64", "aarch64") else "x86-64"
+    ver = re.search(r"Debian (\S+)", facts.get("version", ""))
+    rec = {
+        "kernel": kernel,
+        "version": ver.group(1) if ver else facts.get("version", ""),
+        "arch": arch,
+        "package": res.get("package", ""),
+        "how": f"native, {res.get('cpus', '?')} CPUs" if native else f"QEMU {res.get('qemu', '?')} {res.get('accel', 'tcg').upper()}, "
+                                       f"{res.get('cpus', '?')} vCPUs",
+        "host": res.get("host", ""),
+        "date": res.get("date", ""),
+        "commit": res.get("commit", ""),
+        "dirty": res.get("dirty") == "yes",
+        "suites": res.get("suites") or "all",
+        "passed": summary[0], "failed": summary[1], "skipped": summary[2],
+        "seconds": int(res.get("vm_seconds") or res.get("seconds") or 0),
+        "host_dpkg_changed": res.get("host_dpkg") or None,
+        "failures": failures,
+        "skips": skips,
+        "features": parse_features(read(os.path.join(outdir, "features.txt"))),
+    }
+    os.makedirs(RUNS, exist_ok=True)
+    path = os.path.join(RUNS, f"{kernel}-{arch}.json")
+    old = json.loads(read(path, "{}") or "{}")
+    hist = old.get("earlier", [])
+    if old.get("date"):
+        hist.insert(0, {k: old.get(k) for k in ("date", "commit", "dirty", "passed", "failed", "skipped",
+                                                 "seconds")})
+    rec["earlier"] = hist[:HISTORY]
+    with open(path + ".tmp", "w") as f:
+        json.dump(rec, f, indent=1, sort_keys=False)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+    print(f"matrix.py: recorded {os.path.relpath(path, ROOT)}: {summary[0]} passed, {summary[1]} failed, "
+          f"{summary[2]} skipped, {rec['seconds']} s")
+
+
+# --- the page ------------------------------------------------------------------------------
+
+
+def records():
+    out = []
+    for p in sorted(glob.glob(os.path.join(RUNS, "*.json"))):
+        with open(p) as f:
+            r = json.load(f)
+        r["_file"] = os.path.relpath(p, ROOT)
+        out.append(r)
+
+    def order(r):
+        nums = [int(x) for x in re.findall(r"\d+", r["kernel"].split("-")[0])[:3]]
+        return (nums, r["arch"])
+    return sorted(out, key=order)
+
+
+def kname(r):
+    v = f" ({r['version']})" if r.get("version") and r["version"] not in r["kernel"] else ""
+    return f"{r['kernel']}{v}"
+
+
+def commit(r):
+    return f"{r['commit']}{' + changes' if r.get('dirty') else ''}" if r.get("commit") else "?"
+
+
+def feat(r, name):
+    f = r.get("features", {}).get(name)
+    if not f:
+        return None
+    a = f.get("arch", "all")
+    if a not in ("all", "") and a.replace("_", "-") != r["arch"] and not (a == "aarch64" and r["arch"] == "arm64"):
+        return "n/a"
+    return f.get("here")
+
+
+COLS = [("uprobe_multi", "uprobe_multi link"), ("uretprobe syscall", "uretprobe system call"),
+        ("caller at entry", "caller at entry in user stacks"), ("ring buffer", "ring buffer"),
+        ("bpf_loop", "bpf_loop"), ("module BTF", "module BTF"),
+        ("cookies", "bpf_get_attach_cookie (cookies)"), ("group_dead", "sched_process_exit group_dead")]
+
+
+def what_it_does(r):
+    """What gpuprobe does with the features measured (the fallbacks of the table below)."""
+    if feat(r, "bpf_get_attach_cookie (cookies)") == "no":
+        return "refuses to start, one line naming attach cookies (5.15)"
+    did = ["uprobe_multi links" if feat(r, "uprobe_multi link") == "yes" else "perf-event uprobes"]
+    if feat(r, "caller at entry in user stacks") == "no":
+        did.append("BPF adds the caller")
+    if feat(r, "sched_process_exit group_dead") == "no":
+        did.append("leader-exit rule")
+    emu = emulated(r)
+    if emu is not None and ("stp-fp" if r["arch"] == "arm64" else "push") not in emu:
+        did.append("frame-record prologues single-stepped")
+    return ", ".join(did)
+
+
+def emulated(r):
+    f = r.get("features", {}).get("frame prologue emulated at the trap")
+    if not f or "emulated here:" not in f.get("seen", ""):
+        return None
+    return f["seen"].split("emulated here:", 1)[1].split()
+
+
+def result(r):
+    s = f"{r['passed']} passed, {r['failed']} failed, {r['skipped']} skipped"
+    return s if not r["failed"] else f"**{s}**"
+
+
+def table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def gen_features(rs):
+    head = ["kernel", "arch", "measured"] + [c for c, _ in COLS] + ["prologue emulated", "what gpuprobe does"]
+    rows = []
+    for r in rs:
+        emu = emulated(r)
+        rows.append([kname(r), r["arch"], f"{r['how'].split(',')[0]}, {r['date']}"] +
+                    [feat(r, n) or "?" for _, n in COLS] +
+                    [", ".join(emu) if emu else "none" if emu == [] else "?", what_it_does(r)])
+    return table(head, rows)
+
+
+PROLOGUES = {"x86-64": ["push", "endbr/bti", "nop", "branch", "mov", "sub-sp"],
+             "arm64": ["stp-fp", "endbr/bti", "pac", "nop", "branch", "mov", "sub-sp"]}
+PROLOGUE_HEAD = [("push %rbp / stp x29,x30", {"push", "stp-fp"}), ("endbr64 / bti", {"endbr/bti"}),
+                 ("paciasp", {"pac"}), ("nop", {"nop"}), ("jmp / b", {"branch"}), ("mov", {"mov"}),
+                 ("sub sp", {"sub-sp"})]
+
+
+def gen_prologues(rs):
+    rows = []
+    for r in rs:
+        emu = emulated(r)
+        if emu is None:
+            continue
+        tried = PROLOGUES[r["arch"]]
+        row = [f"{r['arch']} {kname(r)}"]
+        for _, kinds in PROLOGUE_HEAD:
+            k = next((k for k in tried if k in kinds), None)
+            row.append("—" if k is None else "emulated" if k in emu else
+                       "**stepped**" if k in ("push", "stp-fp") else "stepped")
+        rows.append(row)
+    return table(["kernel"] + [h for h, _ in PROLOGUE_HEAD], rows)
+
+
+def gen_runs(rs):
+    rows = []
+    for r in rs:
+        times = [r["seconds"]] + [e["seconds"] for e in r.get("earlier", []) if e.get("commit") == r["commit"]]
+        t = f"{min(times)}–{max(times)} s ({len(times)} runs)" if len(times) > 1 else f"{r['seconds']} s"
+        earlier = "; ".join(f"{e['date']} {e['commit']}{'+' if e.get('dirty') else ''}: {e['passed']}/{e['failed']}/"
+                            f"{e['skipped']}, {e['seconds']} s" for e in r.get("earlier", [])[:3])
+        rows.append([kname(r), r["arch"], r["how"], r["date"], f"`{commit(r)}`", r["suites"], result(r), t,
+                     earlier or "—"])
+    return table(["kernel", "arch", "how", "date", "commit", "suites", "result", "time", "earlier (p/f/s)"], rows)
+
+
+def gen_outcomes(rs):
+    """Failures and skips of the latest run of each kernel, grouped by test."""
+    out = []
+    fails = [(f, r) for r in rs for f in r.get("failures", [])]
+    if fails:
+        out.append("Failed in the latest runs:\n")
+        for f, r in fails:
+            out.append(f"- `{f['test']}` ({f['suite']}) on {kname(r)} {r['arch']}: {f['message']}")
+        out.append("")
+    else:
+        out.append("No test failed in the latest run of any kernel above.\n")
+    by = {}
+    for r in rs:
+        for s in r.get("skips", []):
+            by.setdefault((s["test"], s["reason"]), []).append(f"{r['kernel']} {r['arch']}")
+    if by:
+        out.append("Skipped, each with the reason the test printed (counted in the skips above):\n")
+        for (test, why), where in sorted(by.items()):
+            out.append(f"- `{test}` on {', '.join(where)}: {why}")
+    return "\n".join(out)
+
+
+def gen_dpkg(rs):
+    warn = [r for r in rs if r.get("host_dpkg_changed")]
+    return "\n".join(f"- {kname(r)} {r['arch']}: dpkg changed the host's packages during the run "
+                     f"(last at {r['host_dpkg_changed']}); the guest's /usr is the host's" for r in warn)
+
+
+GENERATORS = {"features": gen_features, "prologues": gen_prologues, "runs": gen_runs, "outcomes": gen_outcomes}
+
+
+def render_text(text):
+    rs = records()
+    for name, gen in GENERATORS.items():
+        pat = re.compile(rf"(<!-- generated: {name} [^>]*-->\n)(.*?)(<!-- end: {name} -->)", re.S)
+        if not pat.search(text):
+            sys.exit(f"matrix.py: {PAGE} has no '<!-- generated: {name} ... -->' ... '<!-- end: {name} -->'")
+        body = gen(rs)
+        if name == "runs" and gen_dpkg(rs):
+            body += "\n\n" + gen_dpkg(rs)
+        text = pat.sub(lambda m: m.group(1) + body + "\n" + m.group(3), text, count=1)
+    return text
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[0] == "record":
+        record(argv[1], native="--native" in argv[2:])
+    elif argv == ["render"]:
+        old = read(PAGE)
+        new = render_text(old)
+        if new != old:
+            with open(PAGE, "w") as f:
+                f.write(new)
+        print(f"matrix.py: {os.path.relpath(PAGE, ROOT)} from {len(records())} run records")
+    elif argv == ["check"]:
+        if render_text(read(PAGE)) != read(PAGE):
+            print("matrix.py: docs/support-matrix.md differs from its run records: make support-matrix",
+                  file=sys.stderr)
+            return 1
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
