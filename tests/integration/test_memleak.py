@@ -558,7 +558,7 @@ def test_perf_event_uprobes_raise_the_descriptor_limit():
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     if hard != resource.RLIM_INFINITY and hard < 256:
         gp.skip(f"the hard RLIMIT_NOFILE here is {hard}: no room to raise into")
-    r = gp.run([gp.GPUPROBE] + BASE + ["--", APP, "--allocs", "5", "--leaks", "2"],
+    r = gp.run([gp.GPUPROBE] + BASE + ["-o", "-", "--", APP, "--allocs", "5", "--leaks", "2"],
                env={"GPUPROBE_NO_UPROBE_MULTI": "1", "GPUPROBE_STATE_DIR": gp.state_dir()},
                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard)), timeout=120)
     eq(r.returncode, 0, f"exit status ({r.stderr[-800:]})")
