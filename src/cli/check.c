@@ -159,6 +159,10 @@ static void check_privileges(struct checker *c)
 		line(c, OK, "privileges", "CAP_SYS_ADMIN (covers BPF and perf events)");
 	else
 		line(c, FAIL, "privileges", "need root, or CAP_BPF + CAP_PERFMON (+ CAP_SYS_PTRACE)");
+	/* what gpuprobe's attach then refuses with: the capabilities above do not cover it */
+	if (bpf && perfmon && !gp_has_cap(CAP_SYS_ADMIN) && !attach__has_uprobe_multi())
+		line(c, FAIL, "perf-event uprobes",
+		     "no uprobe_multi links here (Linux < 6.6, or GPUPROBE_NO_UPROBE_MULTI set): gpuprobe attaches perf-event uprobes, which the kernel allows only with CAP_SYS_ADMIN: run as root");
 }
 
 static void check_libs(struct checker *c)

@@ -65,17 +65,24 @@ def parse_features(text):
 
 def parse_runlog(text):
     """tests/run.sh's log: the summary, each failure and each skip with its suite."""
-    suite, failures, skips, summary = "", [], [], None
+    suite, failures, skips, summary, note = "", [], [], None, ""
     for line in text.splitlines():
         if line.startswith("=== "):
             suite = line[4:].strip()
-        elif line.startswith("not ok - "):
-            failures.append({"suite": suite, "test": line[9:].split(":", 1)[0].strip(),
-                             "message": line[9:].split(":", 1)[-1].strip()[:300]})
-        elif line.startswith("ok - ") and "# SKIP" in line:
-            name, _, why = line[5:].partition("# SKIP")
+        elif line.startswith("#   "):
+            note = line[4:].strip()  # a unit test's failed check, printed before its verdict
+        elif re.match(r"^not ok \d+ - ", line):  # unit tests: "not ok N - name"
+            failures.append({"suite": suite, "test": re.sub(r"^not ok \d+ - ", "", line).strip(),
+                             "message": note[:300]})
+        elif line.startswith("not ok - "):  # integration tests: "not ok - name: why"
+            name, _, why = line[9:].partition(": ")
+            failures.append({"suite": suite, "test": name.strip(), "message": why.strip()[:300]})
+        elif re.match(r"^ok(?: \d+)? - ", line) and "# SKIP" in line:
+            name, _, why = re.sub(r"^ok(?: \d+)? - ", "", line).partition("# SKIP")
             skips.append({"suite": suite, "test": re.sub(r"\s*\([0-9.]+s\)\s*$", "", name.strip()),
                           "reason": why.strip()[:300]})
+        if re.match(r"^(not )?ok", line):
+            note = ""
         m = re.match(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?", line)
         if m:
             summary = [int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)]

@@ -61,9 +61,10 @@ if [ -z "$pkg" ]; then
 	[ -n "$pkg" ] || { echo "vmtest: apt-cache knows no linux-image-$debarch (apt-get update; for arm64: dpkg --add-architecture arm64)" >&2; exit 2; }
 	pkg=$pkg-unsigned
 fi
-# Packages this machine's apt does not know (a newer kernel: VM_KERNEL=linux-image-6.12...)
-# come from Debian 13 and its backports through a private apt state under .output/vm/apt,
-# leaving this machine's sources alone.
+# Packages this machine's apt does not know (a newer kernel: VM_KERNEL=linux-image-6.12...;
+# an older one: Debian 11's 5.10, VM_KERNEL=linux-image-5.10.0-N-amd64-unsigned) come from
+# Debian 13 and its backports, or Debian 11 and its security updates, through a private apt
+# state under .output/vm/apt, leaving this machine's sources alone.
 private_apt() {
 	a=$proj/.output/vm/apt
 	mkdir -p "$a/lists/partial" "$a/cache/archives/partial"
@@ -72,11 +73,16 @@ private_apt() {
 		echo "deb [signed-by=$k] http://deb.debian.org/debian trixie main"
 		echo "deb [signed-by=$k] http://deb.debian.org/debian trixie-backports main"
 		echo "deb [signed-by=$k] http://deb.debian.org/debian bookworm-backports main"
-	} >"$a/sources.list"
+		echo "deb [signed-by=$k] http://deb.debian.org/debian bullseye main"
+		echo "deb [signed-by=$k] http://deb.debian.org/debian-security bullseye-security main"
+	} >"$a/sources.list.new"
 	set -- -o "Dir::Etc::SourceList=$a/sources.list" -o Dir::Etc::SourceParts=/dev/null \
 		-o "Dir::State::Lists=$a/lists" -o "Dir::Cache=$a/cache" \
 		-o APT::Architectures::=amd64 -o APT::Architectures::=arm64
-	if [ -z "$(find "$a/lists" -name '*Packages' -mtime -1 2>/dev/null | head -1)" ]; then
+	# the lists are fetched again after a day, or when the sources changed
+	if ! cmp -s "$a/sources.list.new" "$a/sources.list" ||
+		[ -z "$(find "$a/lists" -name '*Packages' -mtime -1 2>/dev/null | head -1)" ]; then
+		mv "$a/sources.list.new" "$a/sources.list"
 		apt-get "$@" update -qq >/dev/null
 	fi
 	apt-get "$@" download -q "$pkg:$debarch"
