@@ -459,7 +459,7 @@ static void test_probe_this_kernel(void)
 	char err[512], *buf = NULL;
 	size_t len = 0;
 	FILE *mem;
-	int lines = 0, new611 = kernel_at_least(6, 11), new66 = kernel_at_least(6, 6);
+	int lines = 0, new611 = kernel_at_least(6, 11), new66 = kernel_at_least(6, 6), new515 = kernel_at_least(5, 15);
 
 	if (!ASSERT_TRUE(f, "f"))
 		goto cleanup;
@@ -486,6 +486,16 @@ static void test_probe_this_kernel(void)
 		printf("# not root: live results not checked\n");
 		features__free(f);
 		return;
+	}
+	if (!new515) {
+		/* an older kernel (Debian 11's 5.10) is refused, naming attach cookies and the
+		 * first release with them; the rows below hold on the kernels gpuprobe runs on */
+		if (!ASSERT_EQ(features__check_required(f, err, sizeof(err)), -ENOTSUP, "refused before 5.15"))
+			goto cleanup;
+		if (!ASSERT_STR_CONTAINS(err, "this kernel lacks bpf_get_attach_cookie (cookies) (Linux 5.15+)", "names cookies and 5.15"))
+			goto cleanup;
+		printf("# before 5.15: %s\n", err);
+		goto cleanup;
 	}
 	/* every kernel gpuprobe supports (5.15+) has all it requires */
 	if (!ASSERT_EQ(features__check_required(f, err, sizeof(err)), 0, "features__check_required(f, err, sizeof(err))"))
