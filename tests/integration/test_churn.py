@@ -61,6 +61,53 @@ def test_churn_dwarf_stacks_counted():
     _churn_case(400, [], 1)
 
 
+def test_ioctl_churn_exact():
+    """--ioctl node-wide, -i 1, under 400 short ioctl_app processes 20 at a time as fast as
+    they start (under a name of their own, a link to ioctl_app): every process listed with
+    its exact ioctls and errors (its own truth) and listed exited, or its loss counted in
+    the ioctl drops."""
+    import shutil
+    import tempfile
+    import uuid
+    n = 400
+    tmp = tempfile.mkdtemp(prefix="gp-ichurn-")
+    os.chmod(tmp, 0o755)
+    comm = "ic" + uuid.uuid4().hex[:10]
+    prog = os.path.join(tmp, comm)
+    os.symlink(app("ioctl_app"), prog)
+    g = gp.start_gpuprobe(["--ioctl", "--ioctl-dev", "1:mem", "--json", "-i", "1"])
+    try:
+        r = gp.run([prog, "--n", "20"])
+        eq(r.returncode, 0, f"ioctl_app ({r.stderr[-300:]})")
+        want = sum(c["calls"] for c in gp.truth(r.stderr)["commands"])
+        r = gp.run([app("spawn_app"), "--n", str(n), "--jobs", "20", "--rate", "0", "--", prog, "--n", "20"],
+                   timeout=300)
+        eq(r.returncode, 0, f"spawn_app: {r.stderr[-300:]}")
+        sp = gp.truth(r.stderr)
+        eq(sp["exited_ok"], n, "processes that ran")
+        time.sleep(2.5)
+        g.signal(signal.SIGINT)
+        eq(g.wait(timeout=120), 0, f"gpuprobe exit ({g.stderr()[-500:]})")
+    finally:
+        g.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+    reps = [x for x in gp.json_lines(g.stdout()) if x.get("mode") == "ioctl"]
+    last = {}
+    for x in reps:
+        for p in x.get("processes", []):
+            if p.get("comm") == comm:
+                last[p["pid"]] = p
+    wrong = [p for p in last.values() if (p["ioctls"], p["errors"]) != (want, want)]
+    running = [p["pid"] for p in last.values() if not p["exited"]]
+    final = [x for x in reps if x.get("report") == "final"][-1]
+    drops = sum(v for v in final.get("drops", {}).values() if isinstance(v, int))
+    print(f"#   {n + 1} ioctl_app processes at {sp['rate']:.0f}/s, -i 1: listed {len(last)}, wrong {len(wrong)}, "
+          f"listed running {len(running)}, drops {drops}")
+    eq(running, [], "processes whose last listing says running after they exited")
+    if drops == 0:
+        eq((len(last), len(wrong)), (n + 1, 0), "processes listed, and those with wrong counts, no drop counted")
+
+
 def _load(stop, procs_started):
     """Short CUDA processes, 20 at a time, until stop is set."""
     env = dict(os.environ, **ENV)

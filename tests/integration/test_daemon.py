@@ -663,6 +663,41 @@ def test_churn_exact():
         d.kill()
 
 
+def test_ioctl_churn_exact():
+    """Issue 30 "churn without loss, every mode": --ioctl under 400 short processes 20 at a
+    time, as fast as they start: each family's total over the processes' name is exactly
+    their own count (ioctl_app's truth), or the shortfall is counted in the ioctl drops."""
+    import uuid
+    n = 400
+    tmp = tempfile.mkdtemp(prefix="gp-ichurn-")
+    os.chmod(tmp, 0o755)
+    comm = "ic" + uuid.uuid4().hex[:10]
+    prog = os.path.join(tmp, comm)
+    os.symlink(IOCTL, prog)
+    d = start_daemon(["--ioctl-dev", "1:mem"], modes=("--ioctl",), per_process=False)
+    try:
+        r = gp.run([prog, "--n", "20"])
+        eq(r.returncode, 0, f"ioctl_app ({r.stderr[-300:]})")
+        one = truth(r.stderr)["commands"]
+        fams = {"gpuprobe_nvidia_ioctl_calls_total": "calls", "gpuprobe_nvidia_ioctl_errors_total": "errors"}
+        r = gp.run([SPAWN, "--n", str(n), "--jobs", "20", "--rate", "0", "--", prog, "--n", "20"], timeout=300)
+        eq(r.returncode, 0, f"spawn_app: {r.stderr[-300:]}")
+        sp = truth(r.stderr)
+        eq(sp["started"], n, "processes started")
+        text = settled(d.port, timeout=60, comm=comm)
+        drops = sum(value(text, "gpuprobe_events_dropped_total", mode="ioctl", reason=x) or 0
+                    for x in ("counter_table_full", "pending_table_full", "ringbuf_full"))
+        want = {f: (n + 1) * sum(c[k] for c in one) for f, k in fams.items()}
+        got = {f: value(text, f, comm=comm) or 0 for f in fams}
+        print(f"#   {n} ioctl_app processes 20 at a time at {sp['rate']:.0f}/s: got {got}, truth {want}, "
+              f"drops {drops:.0f}")
+        exact_or_counted(got, want, drops)
+        stop(d)
+    finally:
+        d.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_exits_read_late_are_counted():
     """Issue 30 row 1: a daemon behind its ring buffer by more than its second (stopped 2 s
     here while 400 short processes run) reads some exits inside a reap, whose drain comes
@@ -950,6 +985,7 @@ if __name__ == "__main__":
         test_check_preflight,
         test_churn_exact,
         test_exits_read_late_are_counted,
+        test_ioctl_churn_exact,
         test_wrong_password_flood,
         test_series_cap_nobody,
     ])

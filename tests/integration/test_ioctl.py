@@ -191,7 +191,7 @@ def test_text_report():
     check("ioctl final report (backend tracepoint)" in r.stdout, r.stdout)
     calls = sum(c["calls"] for c in t["commands"])
     decoded = sum(c["calls"] for c in t["commands"] if c["name"])
-    want = "PID %d (ioctl_app): %d ioctls, %d errors, %.1f%% decoded" % (t["pid"], calls, calls,
+    want = "PID %d (ioctl_app) exited: %d ioctls, %d errors, %.1f%% decoded" % (t["pid"], calls, calls,
                                                                          100.0 * decoded / calls)
     check(want in r.stdout, f"{want!r} in {r.stdout}")
     check(re.search(r"NV_ESC_RM_CONTROL \(0xc020462a\)\s+NV2080_CTRL_CMD_GPU_GET_NAME_STRING \(0x20800110\)\s+20\s+20\s",

@@ -62,7 +62,8 @@ void ioc_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 	for (size_t i = 0; i < s->nr_procs; i++) {
 		const struct ioc_proc *p = &s->procs[i];
 
-		fprintf(f, "PID %u (%s): %s, %s, %.1f%% decoded\n", p->pid, p->comm, gp_text__n(p->calls, "ioctl", "ioctls").s,
+		fprintf(f, "PID %u (%s)%s: %s, %s, %.1f%% decoded\n", p->pid, p->comm, hdr->pids[i].exited ? " exited" : "",
+			gp_text__n(p->calls, "ioctl", "ioctls").s,
 			gp_text__n(p->errors, "error", "errors").s,
 			p->calls ? 100.0 * (double)p->decoded / (double)p->calls : 0.0);
 		for (size_t d = 0; d < p->nr_devs; d++)
@@ -125,6 +126,7 @@ void ioc_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *
 
 		json_object_object_add(po, "pid", json_object_new_int64(p->pid));
 		json_object_object_add(po, "comm", json_object_new_string(p->comm));
+		json_object_object_add(po, "exited", json_object_new_boolean(hdr->pids[i].exited));
 		json_object_object_add(po, "ioctls", json_object_new_uint64(p->calls));
 		json_object_object_add(po, "errors", json_object_new_uint64(p->errors));
 		json_object_object_add(po, "decoded_calls", json_object_new_uint64(p->decoded));
