@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The daemon's launch counters at its default budget against a program's own count
 (tests/gpu/run_daemon_budget.sh): check_daemon_budget.py BEFORE AFTER TRUTH... compares the
-node-wide increase of the launch families of comm launch_static (the sum a dashboard
+node-wide increase of the launch families of comm launch_static (--comm=NAME: another) (the sum a dashboard
 takes) between two scrapes with the sum of the programs' own launch counts (their JSON lines).
 --exact: every call must have been seen (short jobs): counter, seen, low and high equal the
 truth. Otherwise the truth must lie in [low, high] and the counter inside it."""
@@ -19,6 +19,9 @@ FAMS = {"counter": ("gpuprobe_cuda_kernel_launches_total", {}),
         "unbounded": ("gpuprobe_cuda_launches_unbounded_total", {})}
 
 
+COMM = "launch_static"
+
+
 def sums(path):
     out = {k: 0.0 for k in FAMS}
     for line in open(path):
@@ -27,7 +30,7 @@ def sums(path):
             continue
         labels = dict(LABEL.findall(m.group(3) or ""))
         for k, (name, want) in FAMS.items():
-            if m.group(1) == name and labels.get("comm") == "launch_static" and \
+            if m.group(1) == name and labels.get("comm") == COMM and \
                     all(labels.get(a) == b for a, b in want.items()):
                 out[k] += float(m.group(4))
     return out
@@ -35,8 +38,11 @@ def sums(path):
 
 def main():
     args = sys.argv[1:]
+    global COMM
     exact = "--exact" in args
     args = [a for a in args if a != "--exact"]
+    if args[0].startswith("--comm="):
+        COMM = args.pop(0).split("=", 1)[1]
     before, after = sums(args[0]), sums(args[1])
     truth = 0
     for f in args[2:]:
