@@ -110,9 +110,9 @@ def _end_after_target(reuse_pid):
         a.kill()
         holder = None
         for _ in range(50 if reuse_pid else 0):
-            # another process may take the PID first on a busy machine (in QEMU, a kernel
-            # worker started while gpuprobe's probes come out did): the PID lives again
-            # all the same
+            # another task may take the PID first: a process on a busy machine, or a thread
+            # (gpuprobe's own detach threads start as its target ends; in QEMU one took it
+            # 50 times over): the PID lives again all the same, and who holds it is said
             holder = comm_of(target)
             if holder:
                 break

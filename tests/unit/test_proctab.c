@@ -319,6 +319,29 @@ cleanup:
 	proctab__free(t);
 }
 
+/* One sweep ends every gone process, not a batch of them: the final report's reap is the
+ * last (1,000 processes gone without their exit records read left 256 listed running). */
+static void test_sweep_takes_every_gone_process(void)
+{
+	struct proctab *t = proctab__new(&rec_ops, NULL);
+	uint32_t first = 4100000, n = 1000; /* above pid_max's default: no such processes */
+	uint32_t left = 0;
+
+	if (!ASSERT_TRUE(t, "t"))
+		goto cleanup;
+	gone_calls = 0;
+	for (uint32_t i = 0; i < n; i++)
+		proctab__get(t, first + i);
+	proctab__set_sweep_grace(0);
+	proctab__sweep(t, on_gone, t);
+	for (uint32_t i = 0; i < n; i++)
+		left += proctab__live(t, first + i) != NULL;
+	ASSERT_EQ(gone_calls, (int)n, "every gone process ended by one sweep");
+	ASSERT_EQ(left, 0, "none left live");
+cleanup:
+	proctab__free(t);
+}
+
 int main(void)
 {
 	RUN_TEST(test_head_records);
@@ -328,5 +351,6 @@ int main(void)
 	RUN_TEST(test_reap_handled_late);
 	RUN_TEST(test_reap_by_exit_order);
 	RUN_TEST(test_sweep_grace);
+	RUN_TEST(test_sweep_takes_every_gone_process);
 	return unit_done();
 }
