@@ -76,6 +76,7 @@ struct ioc_mode {
 	char why_buf[256];
 	const char *backend;
 	struct u64map *gone; /* pid -> when first seen gone (CLOCK_MONOTONIC) */
+	struct u64map *shown; /* pids a snapshot listed as exited: the CLI's reap forgets only these */
 	struct ioc_snap snap;
 };
 
@@ -88,6 +89,7 @@ static void m_free(void *st)
 	nv_ioctl_bpf__destroy(m->skel);
 	ioctl_agg__free(m->agg);
 	u64map__free(m->gone);
+	u64map__free(m->shown);
 	free(m->snap.pids);
 	free(m);
 }
@@ -155,8 +157,9 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	read_majors(m);
 	m->agg = ioctl_agg__new(m->majors, m->nr_majors);
 	m->gone = u64map__new();
+	m->shown = u64map__new();
 	m->skel = nv_ioctl_bpf__open();
-	if (!m->agg || !m->gone || !m->skel) {
+	if (!m->agg || !m->gone || !m->shown || !m->skel) {
 		snprintf(err, len, "cannot open the ioctl BPF object");
 		return -ENOMEM;
 	}
@@ -353,6 +356,8 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 		procs[k] = procs[i];
 		/* syscalls, not probe hits */
 		s->pids[k] = (struct gp_snap_pid){ .pid = procs[k].pid, .exited = !alive(procs[k].pid) };
+		if (s->pids[k].exited)
+			u64map__put(m->shown, procs[k].pid, (void *)1);
 		memcpy(s->pids[k].comm, procs[k].comm, sizeof(s->pids[k].comm));
 		k++;
 	}
@@ -374,7 +379,10 @@ struct forget {
 
 /* The counters of a process stay in BPF after it exits (a syscall tracepoint sees no
  * exit): a process gone since before the cutoff is forgotten; the CLI's reap after a
- * report (cutoff UINT64_MAX) forgets every process gone by then. */
+ * report (cutoff UINT64_MAX) forgets every process that report listed as exited, and no
+ * other: one that exited between the report's snapshot and the reap was listed running,
+ * and its exit comes in the next report (before, it was forgotten unlisted: on 6.1 in
+ * QEMU, 56 of 401 churning processes were last listed running). */
 static bool doomed(void *ctx, uint32_t pid)
 {
 	struct forget *f = ctx;
@@ -384,8 +392,11 @@ static bool doomed(void *ctx, uint32_t pid)
 		return true;
 	if (pid == f->keep || alive(pid)) {
 		u64map__del(f->m->gone, pid);
+		u64map__del(f->m->shown, pid);
 		return false;
 	}
+	if (f->cutoff == UINT64_MAX && !u64map__get(f->m->shown, pid))
+		return false;
 	gone = (uintptr_t)u64map__get(f->m->gone, pid);
 	if (!gone) {
 		gone = (uintptr_t)f->now;
@@ -414,6 +425,7 @@ static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t ke
 
 		bpf_map_delete_elem(bpf_map__fd(m->skel->maps.ioctl_comms), &p);
 		u64map__del(m->gone, pid);
+		u64map__del(m->shown, pid);
 	}
 	(void)run;
 	if (n > 0)
