@@ -25,6 +25,28 @@ struct {
 
 const volatile bool gp_filter = false;
 
+/*
+ * The run's end, shared by every object that follows processes (the run creates it and
+ * each object reuses its fd before loading, as `traced`): once the run sets it, every
+ * probe returns at once. The final read is then bounded and the final report comes at
+ * once; the probes' removal follows it (without uprobe_multi links, on Linux before 6.6,
+ * that takes seconds: ~0.1 s a perf-event uprobe). A look-up of a one-entry array is
+ * inlined by the verifier: a load, no call.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} gp_ended SEC(".maps");
+
+static __always_inline bool gp_run_ended(void)
+{
+	__u32 zero = 0, *v = bpf_map_lookup_elem(&gp_ended, &zero);
+
+	return v && *v;
+}
+
 static const struct gp_traced gp_unfiltered;
 
 /*
@@ -48,11 +70,14 @@ static __always_inline __u64 gp_quiet_flags(void *rb)
 }
 
 /* Whether the calling process is one the run follows: its entry in `traced`,
- * &gp_unfiltered when the run filters nothing, NULL when it is not followed. */
+ * &gp_unfiltered when the run filters nothing, NULL when it is not followed or the run
+ * has ended. */
 static __always_inline const struct gp_traced *gp_traced_self(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
+	if (gp_run_ended())
+		return NULL;
 	if (!gp_filter)
 		return &gp_unfiltered;
 	return bpf_map_lookup_elem(&traced, &tgid);

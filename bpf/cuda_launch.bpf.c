@@ -420,6 +420,8 @@ static __always_inline bool hot_traced(struct hot *h, __u32 img)
 {
 	__u32 settled;
 
+	if (gp_run_ended())
+		return false;
 	if (!gp_filter)
 		return true;
 	if (!h)

@@ -752,13 +752,14 @@ static int finish(struct cli *c, char *err, size_t len)
 	char why[512];
 
 	/* the exit tracepoint ran before the parent could reap: its record is in the buffer.
-	 * The probes go first, so that what is left is a bounded read however fast the
-	 * processes still call (the sampled probes of a budget stay until gp_run__detach,
-	 * hence a bound); processes gone without an exit record are marked exited. The
-	 * reports describe this moment, not the end of the probes' removal (seconds without
-	 * uprobe_multi). */
+	 * The run's end comes first: every probe returns at once from then (bpf/common.bpf.h,
+	 * gp_ended), so that what is left is a bounded read however fast the processes still
+	 * call (a return whose entry came before the end still writes: hence a bound);
+	 * processes gone without an exit record are marked exited. The reports describe this
+	 * moment and come before the probes' removal, which takes seconds without uprobe_multi
+	 * links (~0.1 s a perf-event uprobe: 20 s for 152 of them, before, between a SIGINT
+	 * and the final report). */
 	gp_run__end(c->run);
-	gp_run__unprobe(c->run);
 	gp_events__drain_for(c->run->events, FINAL_DRAIN_MS);
 	/* -p's targets and the command that have ended, by now at the latest: a sampled
 	 * estimate must not run on past them (their exit records, where they came, said

@@ -54,6 +54,7 @@ struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len)
 		goto oom;
 	run->o = o;
 	run->shared_rb = -1;
+	run->ended_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_ended", sizeof(__u32), sizeof(__u32), 1, NULL);
 	run->target_pid = -1;
 	run->out = stdout;
 	run->start_ns = gp_mono_ns();
@@ -280,10 +281,14 @@ int gp_run__start(struct gp_run *run, char *err, size_t len)
 	return r;
 }
 
-int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, bool *filter)
+int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, struct bpf_map *ended, bool *filter)
 {
+	int r = run->ended_fd >= 0 ? bpf_map__reuse_fd(ended, run->ended_fd) : 0;
+
 	*filter = run->filter;
 	bpf_map__set_max_entries(traced, (__u32)run->o->max_procs);
+	if (r)
+		return r;
 	return run->ptree ? bpf_map__reuse_fd(traced, ptree__traced_fd(run->ptree)) : 0;
 }
 
@@ -514,8 +519,12 @@ static void report_budget(struct gp_run *run, const char *kind)
 
 void gp_run__end(struct gp_run *run)
 {
+	__u32 zero = 0, one = 1;
+
 	if (!run->end_ns)
 		run->end_ns = gp_mono_ns();
+	if (run->ended_fd >= 0)
+		bpf_map_update_elem(run->ended_fd, &zero, &one, BPF_ANY);
 }
 
 uint64_t gp_run__now(const struct gp_run *run)
@@ -782,12 +791,6 @@ void gp_run__mode_names(const struct gp_run *run, char *buf, size_t len)
 		off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? "," : "", run->slot[i].m->name);
 }
 
-void gp_run__unprobe(struct gp_run *run)
-{
-	attach_set__free(run->links);
-	run->links = NULL;
-}
-
 void gp_run__detach(struct gp_run *run)
 {
 	gp_budget__stop(run->budget);
@@ -814,6 +817,8 @@ void gp_run__free(struct gp_run *run)
 	gp_timeline__close(run->timeline, NULL);
 	if (run->shared_rb >= 0)
 		close(run->shared_rb);
+	if (run->ended_fd >= 0)
+		close(run->ended_fd);
 	symbolizer__free(run->sym);
 	u64map__free_all(run->unseen, NULL);
 	free(run);

@@ -41,6 +41,7 @@ struct gp_run {
 	struct gp_events *events;
 	struct attach_set *links;
 	int shared_rb;               /* the ordered ring buffer's fd, or -1 */
+	int ended_fd;                /* bpf/common.bpf.h's gp_ended, shared by the objects; -1 */
 	struct allocsrc *allocs;     /* when an enabled mode needs GP_NEED_ALLOCS */
 	struct gp_timeline *timeline; /* --trace FILE */
 	const struct lib_set *libs[GP_LIB__COUNT]; /* the files of each kind found at start */
@@ -104,7 +105,9 @@ int gp_run__start(struct gp_run *run, char *err, size_t len);
  * on its reports describe this moment, however long the probes then take to come out
  * (without uprobe_multi one RCU grace period each, under a global lock: seconds for a
  * mode's probes on 6.1), so that the final report's ages and rates do not grow by
- * gpuprobe's own teardown. */
+ * gpuprobe's own teardown. Every probe of the objects that follow processes returns at
+ * once from then (bpf/common.bpf.h, gp_ended): the front end reads what is left, reports,
+ * and only then removes the probes. */
 void gp_run__end(struct gp_run *run);
 /* The moment a report describes: now, or the run's end once gp_run__end was called. */
 uint64_t gp_run__now(const struct gp_run *run);
@@ -135,8 +138,9 @@ void gp_run__sample(struct gp_run *run);
 void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid);
 /* Before a BPF object loads: it filters on the run's `traced` map (reused) when the run
  * follows processes (its const volatile gp_filter). */
-#define gp_run__adopt(run, skel) gp_run__adopt_map(run, (skel)->maps.traced, (bool *)&(skel)->rodata->gp_filter)
-int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, bool *filter);
+#define gp_run__adopt(run, skel) \
+	gp_run__adopt_map(run, (skel)->maps.traced, (skel)->maps.gp_ended, (bool *)&(skel)->rodata->gp_filter)
+int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, struct bpf_map *ended, bool *filter);
 /* Before a BPF object with probes the budget may sample loads (bpf/budget.bpf.h): it
  * counts their hits in the budget's array, or not at all without a budget. */
 #define gp_run__adopt_hits(run, skel) \
@@ -195,9 +199,6 @@ struct json_object *gp_unseen__json(const struct gp_unseen *u);
 int gp_run__subscribe(struct gp_run *run, const struct gp_handlers *h);
 /* The mode state of slot i's mode, for a mode's own callbacks. */
 int gp_run__slot_of(const struct gp_run *run, const void *st);
-/* Removes the run's probes but a budget's sampled ones, which gp_run__detach removes:
- * the buffers stop filling, and a final read of them ends. */
-void gp_run__unprobe(struct gp_run *run);
 /* Removes every probe (the records already written stay to be read). */
 void gp_run__detach(struct gp_run *run);
 /* The end: the modes' last records and files; the first error is returned. */

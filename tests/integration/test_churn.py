@@ -6,6 +6,7 @@ effect under load; SIGHUP/SIGTERM/SIGPIPE end with the final report; a write err
 any output is one line and a non-zero exit."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -124,19 +125,25 @@ def _load(stop, procs_started):
         p.wait()
 
 
-def _stop_time(args, load):
-    """Seconds from SIGINT to gpuprobe's exit, with load or not, and its interval reports."""
-    g = gp.start_gpuprobe(args)
+def _stop_time(args, load, env=None, modes=2):
+    """Seconds from SIGINT to the final reports (modes of them) and to gpuprobe's exit, with
+    load or not, and its interval reports."""
+    g = gp.start_gpuprobe(args, env=env)
     stop = threading.Event()
     started = [0]
     t = threading.Thread(target=_load, args=(stop, started)) if load else None
+    report = None
     try:
         if t:
             t.start()
         time.sleep(4)
         t0 = time.monotonic()
         g.signal(signal.SIGINT)
-        g.wait(timeout=120)
+        while g.p.poll() is None and time.monotonic() - t0 < 120:
+            if report is None and len(re.findall(r'"report": *"final"', g.stdout())) >= modes:
+                report = time.monotonic() - t0
+            time.sleep(0.01)
+        g.wait(timeout=1)
         took = time.monotonic() - t0
     finally:
         stop.set()
@@ -145,23 +152,40 @@ def _stop_time(args, load):
         g.kill()
     eq(g.p.returncode, 0, f"exit status ({g.stderr()[-500:]})")
     reps = gp.json_lines(g.stdout())
-    return took, [r for r in reps if r.get("report") == "interval"], started[0]
+    eq(len([r for r in reps if r.get("report") == "final"]), modes, "final reports")
+    return (report if report is not None else took), took, [r for r in reps if r.get("report") == "interval"], \
+        started[0]
 
 
 def test_signal_latency_under_load():
     """SIGINT ends a node-wide run with -i 1 under churn about as fast as an idle one, and
     the interval reports keep coming. The product's target is 100 ms; measured against an
     idle baseline taken in this run, with a margin for a loaded 2-core CI machine: the
-    loaded stop may take the baseline plus 2 s (the final read of what the ring holds and
-    the report), never the tens of seconds it took when the consumer never yielded."""
+    final report under load may come the baseline plus 2 s after the signal (the final
+    read of what the ring holds and the report), never the tens of seconds it took when
+    the consumer never yielded. The exit after it waits for the probes' removal (the
+    kernel's: seconds without uprobe_multi links, longer while processes map the library:
+    44.7 s under churn against 6.2 s idle on 6.1 in QEMU): printed, not judged."""
     args = ["--memleak", "--bandwidth-util", "--json", "-i", "1", "--libcuda", FAKECUDA]
-    base, _, _ = _stop_time(args, False)
-    took, intervals, n = _stop_time(args, True)
-    print(f"#   SIGINT to exit: idle {base * 1000:.0f} ms, under churn ({n} processes in 4 s) {took * 1000:.0f} ms; "
+    base, base_exit, _, _ = _stop_time(args, False)
+    took, took_exit, intervals, n = _stop_time(args, True)
+    print(f"#   SIGINT to the final reports: idle {base * 1000:.0f} ms, under churn ({n} processes in 4 s) "
+          f"{took * 1000:.0f} ms; to the exit {base_exit * 1000:.0f} and {took_exit * 1000:.0f} ms; "
           f"{len(intervals) // 2} interval reports")
-    check(took <= base + 2.0 * gp.TIME_SLACK, f"stop under load took {took:.2f} s (idle {base:.2f} s)")
+    check(took <= base + 2.0 * gp.TIME_SLACK, f"the final report under load took {took:.2f} s (idle {base:.2f} s)")
     # two modes, a report each per second: at least 2 seconds of the 4 reported
     check(len(intervals) >= 4, f"interval reports under load: {len(intervals)}")
+
+
+def test_final_report_before_the_probes_removal():
+    """Without uprobe_multi links (Linux < 6.6; forced here) removing the probes takes
+    ~0.1 s each: the final report comes first (every probe returns at once from the
+    run's end, bpf/common.bpf.h gp_ended), the exit after the removal. Before, the
+    report waited for it: 20.6 s between SIGINT and the report, idle, on this machine."""
+    args = ["--memleak", "--bandwidth-util", "--json", "--libcuda", FAKECUDA]
+    report, took, _, _ = _stop_time(args, False, env={"GPUPROBE_NO_UPROBE_MULTI": "1"})
+    print(f"#   perf-event uprobes: SIGINT to the final reports {report * 1000:.0f} ms, to the exit {took * 1000:.0f} ms")
+    check(report <= 1.0 * gp.TIME_SLACK, f"the final report took {report:.2f} s (the exit {took:.2f} s)")
 
 
 def test_signal_during_startup_is_honoured():
