@@ -7,6 +7,9 @@ CLANG ?= clang
 BPFTOOL ?= bpftool
 CC ?= gcc
 ARCH := x86
+# binutils of the target: a cross compiler's prefix (aarch64-linux-gnu-gcc: aarch64-linux-gnu-)
+CROSS_COMPILE ?= $(patsubst %gcc,%,$(filter %-gcc,$(notdir $(CC))))
+OBJCOPY ?= $(CROSS_COMPILE)objcopy
 
 ifeq ($(V),1)
 Q :=
@@ -346,6 +349,7 @@ DEB_PKGS += libdw-dev libunwind-dev liblzma-dev libbz2-dev binutils python3.11 #
 LIBS += -ldw -lelf -lz -llzma -lbz2 -lzstd
 
 STK := $(OUTPUT)/stacks
+UNWIND_ARCH := $(if $(filter arm64,$(ARCH)),aarch64,x86_64) # libunwind's name of the target
 STK_APP_FLAGS := -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/apps
 STK_APP_LINK := tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
 	-Wl,-rpath,$(abspath $(OUTPUT)/fakecuda)
@@ -385,7 +389,7 @@ $(STK)/stackprobe: tests/stacks/stackprobe.c tests/stacks/stackprobe.h tests/sta
 		tests/stacks/unwind_libunwind.h $(STK)/stackprobe.skel.h $(LIB_OBJS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -I$(STK) -Itests/stacks -o $@ $< tests/stacks/unwind_libunwind.c \
-		$(LIB_OBJS) $(LIBS) -lunwind-x86_64 -lunwind
+		$(LIB_OBJS) $(LIBS) -lunwind-$(UNWIND_ARCH) -lunwind
 
 # -O2 without frame pointers, with .eh_frame: what `gcc -O2` gives users.
 $(STK)/stackapp: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) | $(STK)
@@ -409,8 +413,8 @@ $(STK)/leakexit: tests/stacks/leakexit.c tests/apps/common.c $(STK)/libleakhelp.
 $(STK)/stackapp-nocfi: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) | $(STK)
 	$(call msg,APP,$@)
 	$(Q)$(CC) $(STK_APP_FLAGS) -fno-asynchronous-unwind-tables -fno-unwind-tables -o $@.full $< $(STK_APP_LINK)
-	$(Q)objcopy --only-keep-debug $@.full $@.debug
-	$(Q)objcopy --strip-all --add-gnu-debuglink=$@.debug $@.full $@ && rm -f $@.full
+	$(Q)$(OBJCOPY) --only-keep-debug $@.full $@.debug
+	$(Q)$(OBJCOPY) --strip-all --add-gnu-debuglink=$@.debug $@.full $@ && rm -f $@.full
 
 # No call-frame information at all (no .eh_frame, no -g) but frame pointers: the unwinder's
 # frame-pointer fallback, frame by frame.
@@ -424,7 +428,7 @@ $(STK)/bad/stackapp-nocfi: $(STK)/stackapp-nocfi tests/stacks/stackapp.c | $(STK
 	$(call msg,APP,$@)
 	$(Q)$(CC) $(STK_APP_FLAGS) -DSTACKAPP_VARIANT -fno-asynchronous-unwind-tables -fno-unwind-tables \
 		-o $@.other tests/stacks/stackapp.c $(STK_APP_LINK)
-	$(Q)objcopy --only-keep-debug $@.other $@.debug && rm -f $@.other
+	$(Q)$(OBJCOPY) --only-keep-debug $@.other $@.debug && rm -f $@.other
 	$(Q)cp $(STK)/stackapp-nocfi $@
 
 # .eh_frame overwritten with seeded random bytes (same size, same place).
@@ -553,9 +557,10 @@ $(OUTPUT)/bundle/gpu/peer_matrix: tests/gpu/peer_matrix.cu
 # boots Debian 12's arm64 kernel. Both run under TCG (no KVM needed) and take minutes,
 # too long for CI's `make test`. VM_KERNEL=<linux-image package> picks another kernel.
 VM_DEB_PKGS := qemu-system-x86 qemu-system-arm busybox-static cpio kmod xz-utils zstd binutils
-VM_ARM64_DEB_PKGS := mmdebstrap gcc-aarch64-linux-gnu libc6-dev:arm64 libbpf-dev:arm64 \
-	libelf-dev:arm64 zlib1g-dev:arm64 libzstd-dev:arm64 libjson-c-dev:arm64 \
-	libiberty-dev:arm64 libmicrohttpd-dev:arm64
+# the cross build's -dev packages come from tests/vm/libs.list, which tests/vm/rootfs.sh
+# reads for the VM's runtime packages: one list for both
+VM_ARM64_DEB_PKGS := mmdebstrap gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu \
+	$(shell sed 's/\#.*//' tests/vm/libs.list | awk 'NF { print $$1 ":arm64" }')
 VM_CROSS := ARCH=arm64 OUTPUT=$(OUTPUT)/arm64 CC=aarch64-linux-gnu-gcc
 
 .PHONY: vmtest vmtest-deps

@@ -312,7 +312,7 @@ static __always_inline void kobj_strings(struct gp_kobj_copy *c, __u32 mask)
 	for (int s = 1; s < GP_KOBJ_SLOTS; s++) {
 		__u64 p = c->obj[s];
 
-		if (!(mask & (1U << s)) || p < 0x10000 || p >= (1ULL << 47))
+		if (!(mask & (1U << s)) || p < 0x10000 || p >= (1ULL << GP_USER_ADDR_BITS))
 			continue;
 		if (off >= GP_KOBJ_STR)
 			break;

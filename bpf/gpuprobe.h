@@ -14,6 +14,15 @@
 #define GP_MAX_STACK 32
 #define GP_COMM_LEN 16
 
+/* Where a user address space ends, to tell a pointer from other data: x86-64's user half
+ * (4-level paging) below 2^47; arm64's 48-bit VA (Debian's kernels) below 2^48, where PIE
+ * programs load at 0xaaaa... and mmap hands out 0xffff... (BPF: __TARGET_ARCH_arm64). */
+#if defined(__TARGET_ARCH_arm64) || defined(__aarch64__)
+#define GP_USER_ADDR_BITS 48
+#else
+#define GP_USER_ADDR_BITS 47
+#endif
+
 enum gp_event_type {
 	GP_EV_ALLOC = 1, /* a successful allocation: address, size, stack */
 	GP_EV_FREE = 2,  /* a successful free of an address or handle */

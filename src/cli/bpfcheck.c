@@ -563,6 +563,10 @@ static void child(struct checker *c, int idx, int wfd, int logfd)
 	r = gp_options__parse(&cl, argc, argv);
 	if (!r && k->fe == GP_FE_CLI)
 		r = cli_targets__usage(&cl);
+	if (r && gp_options__unbuilt()) { /* a choice this build lacks: skipped, saying why */
+		dprintf(wfd, "e %s\nr %d\n", gp_options__unbuilt(), -EOPNOTSUPP);
+		_exit(0);
+	}
 	if (r) {
 		dprintf(wfd, "u\n");
 		_exit(0);

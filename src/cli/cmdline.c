@@ -272,6 +272,14 @@ static const char *choices_text(const char *choices, char *buf, size_t len)
 	return buf;
 }
 
+/* Why the last parse refused a choice this build lacks (struct gp_option's unbuilt). */
+static const char *unbuilt_why;
+
+const char *gp_options__unbuilt(void)
+{
+	return unbuilt_why;
+}
+
 static int apply(struct parser *p, struct entry *e, const char *arg)
 {
 	const struct gp_option *o = e->o;
@@ -325,6 +333,10 @@ static int apply(struct parser *p, struct entry *e, const char *arg)
 
 			return gp_options__error(p->c, "--%s must be %s (got %s)", o->name,
 						 choices_text(o->choices, alts, sizeof(alts)), arg);
+		}
+		if (o->unbuilt && o->unbuilt_why && !strcmp(arg, o->unbuilt)) {
+			unbuilt_why = o->unbuilt_why;
+			return gp_options__error(p->c, "--%s %s: %s", o->name, arg, o->unbuilt_why);
 		}
 		*(int *)o->dest = r;
 		break;
@@ -698,6 +710,7 @@ int gp_options__parse(struct gp_cmdline *c, int argc, char **argv)
 	int opt, r, *lines = NULL;
 
 	gp_opts.frontend = c->frontend;
+	unbuilt_why = NULL;
 	collect(&p);
 	build(&p, lo, shorts, sizeof(shorts));
 	if (conf) {

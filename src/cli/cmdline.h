@@ -43,6 +43,9 @@ struct gp_cmdline {
 /* Parses argv into gp_opts and the modes' option storage. Returns 0, GP_PARSED_EXIT, or
  * GP_EXIT_USAGE after one error line on stderr. */
 int gp_options__parse(struct gp_cmdline *c, int argc, char **argv);
+/* After a parse that returned GP_EXIT_USAGE: why, when it refused a choice this build
+ * cannot honour (struct gp_option's unbuilt: --stacks dwarf on arm64), else NULL. */
+const char *gp_options__unbuilt(void);
 /* One usage error line in c's style (for checks made after parsing); GP_EXIT_USAGE. */
 int gp_options__error(const struct gp_cmdline *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -41,6 +41,10 @@ struct gp_option {
 	void *dest;
 	double min, max;    /* GP_OPT_U64, GP_OPT_COUNT, GP_OPT_SECONDS */
 	const char *choices; /* GP_OPT_CHOICE */
+	/* GP_OPT_CHOICE: a choice this build cannot honour (on this architecture) and why, or
+	 * NULL: refused with that reason as a usage error; gpuprobe check --bpf skips the
+	 * configurations that give it, saying why */
+	const char *unbuilt, *unbuilt_why;
 	int (*parse)(const char *arg, void *dest, char *err, size_t len); /* GP_OPT_CUSTOM */
 	unsigned int frontends; /* enum gp_frontend (src/core/mode.h) */
 	int group;              /* enum gp_opt_group */

@@ -13,6 +13,7 @@ import gp
 from gp import FAKECUDA, app, check, eq, final, proc, truth
 
 APP = app("memleak_app")
+X86 = os.uname().machine == "x86_64"  # --stacks dwarf is built for x86-64 only
 BASE = ["--memleak", "--json", "--show-allocs", "--libcuda", FAKECUDA]
 
 # --api of memleak_app -> (allocating entry point, kind)
@@ -190,7 +191,10 @@ def test_grouped_by_stack():
     eq(s["kinds"], ["device"], "its kind")
     check("allocs" not in s and "allocs" not in p, "no per-allocation list without --show-allocs")
     check(0 < s["oldest_age_s"] < 30, f"oldest age {s['oldest_age_s']}")
-    eq(rep["stack_mode"], "dwarf", "auto picks dwarf on this kernel")
+    # arm64: the stack copy is not built (src/core/unwind.h): frame pointers, said once
+    eq(rep["stack_mode"], "dwarf" if X86 else "fp", f"auto's choice on {os.uname().machine}")
+    check(X86 or r.stderr.count("--stacks auto: frame pointers (DWARF unwinding") == 1,
+          f"the line saying why auto took frame pointers: {r.stderr[-600:]}")
     check_stacks(p)
     # the text report: the group, its frames, then nothing per allocation
     r = gp.gpuprobe(["--memleak", "--libcuda", FAKECUDA], cmd=[APP, "--allocs", "12", "--leaks", "5"])
@@ -199,6 +203,19 @@ def test_grouped_by_stack():
     check(" by cuMemAlloc_v2, age " not in r.stdout, "allocations listed without --show-allocs")
     r = gp.gpuprobe(["--memleak", "--show-allocs", "--libcuda", FAKECUDA], cmd=[APP, "--allocs", "12", "--leaks", "5"])
     eq(r.stdout.count(" by cuMemAlloc_v2, age "), 5, "--show-allocs lists each allocation in text")
+
+
+def test_stacks_dwarf_where_it_is_not_built():
+    """Off x86-64 --stacks dwarf is a usage error: one line naming why, exit 2, and the
+    command never runs (its stderr would hold the workload's account)."""
+    if X86:
+        gp.skip("x86-64 builds --stacks dwarf (test_grouped_by_stack and test_leakstacks run it)")
+    r = gp.gpuprobe(BASE + ["--stacks", "dwarf"], cmd=[APP, "--allocs", "2", "--leaks", "1"])
+    eq(r.returncode, 2, f"exit status ({r.stderr[-600:]})")
+    lines = r.stderr.strip().splitlines()
+    eq(len(lines), 1, f"one line: {lines}")
+    check("--stacks dwarf: DWARF unwinding of a stack copy is built for x86-64 only" in lines[0], lines[0])
+    eq(r.stdout, "", "no report")
 
 
 def folded_lines(path):

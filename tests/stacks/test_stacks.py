@@ -147,6 +147,13 @@ def python_checks(python):
 
 
 def main():
+    # src/core/unwind.h: the stack copy carries x86-64's registers only; gpuprobe refuses
+    # --stacks dwarf elsewhere, so there is nothing of it to test on another machine
+    if os.uname().machine != "x86_64":
+        print(f"ok 1 - stack copy and DWARF unwinding # SKIP built for x86-64 only "
+              f"(src/core/unwind.h), this is {os.uname().machine}")
+        print("0 passed, 0 failed, 1 skipped")
+        return 0
     if os.geteuid() != 0:
         print("not ok 1 - needs root (BPF)\n0 passed, 1 failed")
         return 1

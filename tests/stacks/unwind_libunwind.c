@@ -220,6 +220,12 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *valp,
 	if (write)
 		return -UNW_EREADONLYREG;
 	switch (reg) {
+#if defined(__aarch64__)
+	/* what the copy has on arm64 (src/core/unwind.h: no x19-x30 yet) */
+	case UNW_AARCH64_PC: *valp = r->ip; return 0;
+	case UNW_AARCH64_SP: *valp = r->sp; return 0;
+	case UNW_AARCH64_X29: *valp = r->bp; return 0;
+#else
 	case UNW_X86_64_RIP: *valp = r->ip; return 0;
 	case UNW_X86_64_RSP: *valp = r->sp; return 0;
 	case UNW_X86_64_RBP: *valp = r->bp; return 0;
@@ -228,6 +234,7 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *valp,
 	case UNW_X86_64_R13: *valp = r->r13; return 0;
 	case UNW_X86_64_R14: *valp = r->r14; return 0;
 	case UNW_X86_64_R15: *valp = r->r15; return 0;
+#endif
 	default: return -UNW_EBADREG;
 	}
 }

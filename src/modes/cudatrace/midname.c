@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include "gpuprobe.h"
 #include "midname.h"
 #include "u64map.h"
 
@@ -102,10 +103,11 @@ void midname__free(struct midname *m)
 	free(m);
 }
 
-/* A user-space pointer (x86-64 and arm64 user halves), not NULL, not a small integer. */
+/* A user-space pointer (GP_USER_ADDR_BITS: x86-64's 2^47, arm64's 2^48), not NULL, not a
+ * small integer. */
 static bool user_ptr(uint64_t v)
 {
-	return v >= 0x10000 && v < (1ULL << 47);
+	return v >= 0x10000 && v < (1ULL << GP_USER_ADDR_BITS);
 }
 
 /* A symbol name as compilers emit them: printable, no spaces at the ends, starting like
@@ -429,7 +431,7 @@ struct midname_stats midname__stats(const struct midname *m)
 
 static uint64_t note_key(uint32_t pid, uint64_t handle)
 {
-	return handle ^ ((uint64_t)pid << 47); /* user pointers stay below 2^47 */
+	return handle ^ ((uint64_t)pid << GP_USER_ADDR_BITS); /* user pointers stay below */
 }
 
 /* The note of (pid, img, handle), made when absent and make is set; NULL when another

@@ -22,6 +22,7 @@
 #include "ptree.h"
 #include "run.h"
 #include "u64map.h"
+#include "unwind.h"
 #include "ustack.h"
 #include "util.h"
 
@@ -39,9 +40,9 @@ static const struct gp_option options[] = {
 	{ "stacks", 0, "auto|fp|dwarf|none",
 	  "How stacks are taken at allocations: dwarf (a copy of the stack, unwound with the "
 	  "call-frame information; CPython frames), fp (frame pointers), auto (dwarf where the "
-	  "kernel can, else fp), none",
+	  "kernel can, else fp; fp on arm64, where dwarf is not built), none",
 	  GP_OPT_CHOICE, &ml_settings.stacks, .choices = "auto|fp|dwarf|none", .frontends = GP_FE_CLI,
-	  .group = GP_GRP_MODE },
+	  .group = GP_GRP_MODE, .unbuilt = "dwarf", .unbuilt_why = UNWIND_UNSUPPORTED_WHY },
 	{ "stack-bytes", 0, "N", "--stacks dwarf: bytes of the stack copied at each allocation (default 16384, at most 16384)",
 	  GP_OPT_U64, &ml_settings.stack_bytes, 0, GP_STACK_COPY_MAX, .frontends = GP_FE_CLI,
 	  .group = GP_GRP_MODE },
@@ -98,13 +99,14 @@ static void m_free(void *st)
 	free(m);
 }
 
-/* What auto means: a stack copy where the kernel can take one (bpf_find_vma, 5.17+),
- * else frame pointers; no stacks in the daemon, which shows none. */
+/* What auto means: a stack copy where the kernel can take one (bpf_find_vma, 5.17+) and
+ * this build can unwind it (x86-64: unwind.h), else frame pointers; no stacks in the
+ * daemon, which shows none. (--stacks dwarf where it is not built: refused by the parser.) */
 static int stack_mode(const struct gp_run *run)
 {
 	if (ml_settings.no_stacks || ml_settings.stacks == ML_STACKS_NONE || run->o->frontend != GP_FE_CLI)
 		return GP_STACKS_NONE;
-	if (ml_settings.stacks == ML_STACKS_FP)
+	if (ml_settings.stacks == ML_STACKS_FP || !UNWIND_SUPPORTED)
 		return GP_STACKS_FP;
 	if (ml_settings.stacks == ML_STACKS_DWARF)
 		return GP_STACKS_COPY;
@@ -133,6 +135,10 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	}
 	m->run = run;
 	m->stacks = stack_mode(run);
+#if !UNWIND_SUPPORTED
+	if (ml_settings.stacks == ML_STACKS_AUTO && m->stacks == GP_STACKS_FP)
+		gp_log(GP_LOG_INFO, "--stacks auto: frame pointers (%s)", UNWIND_UNSUPPORTED_WHY);
+#endif
 	allocsrc__want_stacks(run->allocs, m->stacks, (uint32_t)ml_settings.stack_bytes, !ml_settings.no_python);
 	/* before tracing: a file that cannot be written is an error now, not at the end */
 	if (ml_settings.folded && !(m->folded = outfile__open(ml_settings.folded))) {
