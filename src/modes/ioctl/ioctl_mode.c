@@ -340,14 +340,31 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	struct ioc_mode *m = st;
 	struct ioc_snap *s = &m->snap;
 	struct ioc_proc *procs;
+	struct u64map *dead = u64map__new();
 	size_t n, k = 0;
 
+	if (!dead)
+		return NULL;
+	/* A process is listed exited with the counters read after it was found gone: read
+	 * before, they could miss its last ioctls (it ran on between the read and the look),
+	 * and the next listing's other final values were counted again (the daemon counted
+	 * 10-206 ioctls above the truth under churn). So the dead are looked for first, and
+	 * the counters read again when some are. */
 	read_maps(m);
 	n = ioctl_agg__procs(m->agg, &procs);
+	for (size_t i = 0; i < n; i++)
+		if (!alive(procs[i].pid))
+			u64map__put(dead, procs[i].pid, (void *)1);
+	if (u64map__size(dead)) {
+		read_maps(m);
+		n = ioctl_agg__procs(m->agg, &procs);
+	}
 	free(s->pids);
 	s->pids = calloc(n ? n : 1, sizeof(*s->pids));
-	if (!s->pids)
+	if (!s->pids) {
+		u64map__free(dead);
 		return NULL;
+	}
 	s->procs = procs;
 	for (size_t i = 0; i < n; i++) {
 		fill_comm(m, &procs[i]);
@@ -355,7 +372,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 			continue;
 		procs[k] = procs[i];
 		/* syscalls, not probe hits */
-		s->pids[k] = (struct gp_snap_pid){ .pid = procs[k].pid, .exited = !alive(procs[k].pid) };
+		s->pids[k] = (struct gp_snap_pid){ .pid = procs[k].pid, .exited = u64map__get(dead, procs[k].pid) != NULL };
 		if (s->pids[k].exited)
 			u64map__put(m->shown, procs[k].pid, (void *)1);
 		memcpy(s->pids[k].comm, procs[k].comm, sizeof(s->pids[k].comm));
@@ -367,6 +384,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	s->backend = m->backend ? m->backend : "none";
 	s->max_series = ioc_settings.max_series;
 	fill_drops(m, s);
+	u64map__free(dead);
 	return &s->hdr;
 }
 
