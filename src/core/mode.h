@@ -57,6 +57,9 @@ struct gp_snap_pid {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
 	bool exited;
+	/* when it exited (CLOCK_MONOTONIC; 0: unknown): one process's exited records, listed
+	 * by several renders, are told from another's of a reused PID by it (src/out/prom.c) */
+	uint64_t exit_ns;
 	uint64_t probe_hits; /* uprobe hits this mode's probes took in this process */
 };
 

@@ -993,6 +993,42 @@ cleanup:
 	prom_store__free(st);
 }
 
+/* Two processes of one PID with the same counts, both exited and listed in one render
+ * (a PID reused within a render): told apart by their exits' times, each counted. By
+ * their final values alone they were one, and the second's copies were lost. */
+static void test_reused_pid_same_counts_counted_twice(void)
+{
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	struct bandwidth *bw = bandwidth__new();
+	struct bw_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(bw && st, "aggregator, store"))
+		goto cleanup;
+	for (uint64_t ts = 1000; ts <= 2000; ts += 1000) {
+		struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = 40, .ts_ns = ts, .comm = "copier" };
+
+		bw_copy(bw, 40, GP_API_cuMemcpyHtoD_v2, 0x10000, GP_MEMTYPE_DEVICE, 0x900000, GP_MEMTYPE_HOST,
+			4096, 10, 0);
+		bandwidth__on_exit(bw, &ex);
+	}
+	for (int i = 0; i < 2; i++) { /* listed twice: still each once */
+		snaps[0] = bw_snap(&s, bw, 0);
+		free(out), out = NULL;
+		out = render_at(BW, snaps, 1, 1e-6, st, 10 + (uint64_t)i);
+		if (!ASSERT_TRUE(out != NULL, "rendered") ||
+		    !ASSERT_STR_CONTAINS(out, ",gpu=\"\",direction=\"H2D\"} 2\n", "both processes' copies"))
+			goto cleanup;
+	}
+cleanup:
+	free(out);
+	bw_snap_free(&s);
+	bandwidth__free(bw);
+	prom_store__free(st);
+}
+
 /* The per-process key the store used before issue 30: mix(fam, pid), whose first step
  * gives (fam, pid) and (fam + 1, pid - 65) one value. Kept here to find such pairs. */
 static uint64_t old_key(uint64_t a, uint64_t b)
@@ -1291,6 +1327,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_memleak_series);
 	RUN_TEST(test_exited_counts_kept_gauges_dropped);
 	RUN_TEST(test_short_process_between_renders);
+	RUN_TEST(test_reused_pid_same_counts_counted_twice);
 	RUN_TEST(test_exec_same_pid_counted_once);
 	RUN_TEST(test_rename_moves_no_count);
 	RUN_TEST(test_kernel_cap_sticky);

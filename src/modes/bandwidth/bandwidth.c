@@ -528,6 +528,7 @@ int bandwidth__snapshot(struct bandwidth *bw, uint32_t pid, struct bw_snap_data 
 		memcpy(sp->comm, procs[i]->h.comm, sizeof(sp->comm));
 		sp->exited = procs[i]->h.exited;
 		sp->exec = procs[i]->h.exec;
+		sp->exit_ns = procs[i]->h.exit_ns;
 		sp->unsynced = cuctx__pending(procs[i]->cu);
 		sp->untimed = cuctx__untimed(procs[i]->cu, &sp->untimed_bytes);
 		out->nr_procs = ++k;

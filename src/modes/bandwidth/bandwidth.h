@@ -90,6 +90,7 @@ struct bw_snap_proc {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
 	bool exited, exec;
+	uint64_t exit_ns; /* when it exited (CLOCK_MONOTONIC) */
 	uint64_t unsynced; /* async copies not yet covered by a synchronization */
 	uint64_t untimed, untimed_bytes; /* async copies whose synchronization a budget left unseen */
 	size_t nr_stats;

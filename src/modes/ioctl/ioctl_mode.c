@@ -352,9 +352,19 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	 * the counters read again when some are. */
 	read_maps(m);
 	n = ioctl_agg__procs(m->agg, &procs);
-	for (size_t i = 0; i < n; i++)
-		if (!alive(procs[i].pid))
-			u64map__put(dead, procs[i].pid, (void *)1);
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t gone;
+
+		if (alive(procs[i].pid))
+			continue;
+		/* when it was first found gone: the same for every listing of this process */
+		gone = (uintptr_t)u64map__get(m->gone, procs[i].pid);
+		if (!gone) {
+			gone = (uintptr_t)gp_mono_ns();
+			u64map__put(m->gone, procs[i].pid, (void *)gone);
+		}
+		u64map__put(dead, procs[i].pid, (void *)gone);
+	}
 	if (u64map__size(dead)) {
 		read_maps(m);
 		n = ioctl_agg__procs(m->agg, &procs);
@@ -372,7 +382,8 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 			continue;
 		procs[k] = procs[i];
 		/* syscalls, not probe hits */
-		s->pids[k] = (struct gp_snap_pid){ .pid = procs[k].pid, .exited = u64map__get(dead, procs[k].pid) != NULL };
+		s->pids[k] = (struct gp_snap_pid){ .pid = procs[k].pid, .exited = u64map__get(dead, procs[k].pid) != NULL,
+						   .exit_ns = (uintptr_t)u64map__get(dead, procs[k].pid) };
 		if (s->pids[k].exited)
 			u64map__put(m->shown, procs[k].pid, (void *)1);
 		memcpy(s->pids[k].comm, procs[k].comm, sizeof(s->pids[k].comm));

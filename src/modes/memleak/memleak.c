@@ -459,6 +459,7 @@ int memleak__snapshot(struct memleak *ml, uint64_t now_ns, uint32_t pid, unsigne
 		memcpy(sp->comm, procs[i]->h.comm, sizeof(sp->comm));
 		sp->exited = procs[i]->h.exited;
 		sp->exec = procs[i]->h.exec;
+		sp->exit_ns = procs[i]->h.exit_ns;
 		sp->st = procs[i]->st;
 		k++;
 		out->nr_procs = k;

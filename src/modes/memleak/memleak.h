@@ -129,6 +129,7 @@ struct ml_snap_proc {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
 	bool exited, exec;
+	uint64_t exit_ns; /* when it exited (CLOCK_MONOTONIC) */
 	struct ml_stats st;
 	/* with ML_SNAP_ALLOCS: the allocations older than the snapshot's min_age_ns, by stack */
 	uint64_t shown_bytes, shown_allocs;

@@ -703,6 +703,7 @@ static int proc_snap(const struct nproc *p, struct nccl_proc_snap *o)
 	memcpy(o->comm, p->h.comm, sizeof(o->comm));
 	o->exited = p->h.exited;
 	o->exec = p->h.exec;
+	o->exit_ns = p->h.exit_ns;
 	o->groups = p->groups;
 	memcpy(o->bad, p->bad, sizeof(o->bad));
 	o->failed = p->failed;

@@ -87,6 +87,7 @@ struct nccl_proc_snap {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
 	bool exited, exec;
+	uint64_t exit_ns; /* when it exited (CLOCK_MONOTONIC) */
 	size_t nr_comms;
 	struct nccl_comm_snap *comms;
 	uint64_t groups;          /* outermost ncclGroupStart/ncclGroupEnd pairs */
