@@ -177,7 +177,8 @@ top=$(git ls-files 2>/dev/null | cut -d/ -f1 | sort -u)
 [ -n "$top" ] || top="Makefile README.md bench bpf docs examples src tests vmlinux"
 copy=
 for f in $top; do
-	case $f in .*) continue ;; esac
+	# hidden entries but .ci (test_docs reads .ci/run: CI runs the README's test command)
+	case $f in .ci) ;; .*) continue ;; esac
 	[ -e "$f" ] && copy="$copy $f:$f"
 done
 for f in $(ls -A "$build"); do
