@@ -1390,8 +1390,10 @@ enum gp_budget_how gp_budget_mechanism(bool mount, char *why, size_t len, const 
 	r = uevent__available(mount, err, sizeof(err));
 	if (!r)
 		return GP_BUDGET_UEVENTS;
-	if (attach__has_uprobe_multi())
+	if (attach__has_uprobe_multi()) {
+		snprintf(why, len, "%s", err);
 		return GP_BUDGET_MULTI;
+	}
 	*reason = r == -EOPNOTSUPP ? "uprobe_events_off" : r == -ENOENT ? "no_uprobe_events" :
 		  r == -EROFS || r == -EACCES ? "uprobe_events_permission" : "no_tracefs";
 	snprintf(why, len, "no uprobe_multi links (Linux 6.6 or later)%s, and no tracefs uprobe events: %s",

@@ -7,8 +7,9 @@
  * reads without a system call. A thread of its own cuts time into periods (100 ms while
  * every call is seen, 500 ms sampled); when a
  * process's probe time would pass the budget it attaches those probes for a window of
- * each period only and closes their uprobe_multi links for the rest (without them, Linux
- * < 6.6: disarms their tracefs uprobe events, src/core/uevent.h) — a detached uprobe
+ * each period only and disarms their tracefs uprobe events for the rest (src/core/uevent.h;
+ * where those cannot be made, closes their uprobe_multi links), and arms a process new to it
+ * for itself until it spent its exact allowance (budget.c) — a detached uprobe
  * costs the process nothing, while a program that returns at once still costs the trap
  * (docs/benchmarks.md) — and estimates the unseen calls (src/core/sampling.h). When the
  * rate falls it attaches them for good again. Allocation, free and copy probes never go
@@ -32,8 +33,9 @@ struct gp_budget;
  * 6.6), tracefs uprobe events (src/core/uevent.h), or not at all (it cannot sample). */
 enum gp_budget_how { GP_BUDGET_NONE, GP_BUDGET_MULTI, GP_BUDGET_UEVENTS };
 
-/* This kernel's; with NONE, one line in why naming what is missing and *reason a metric
- * label for it (gpuprobe_budget_in_force). mount: tracefs may be mounted now (a check
+/* This kernel's: tracefs uprobe events wherever they can be made, else uprobe_multi links
+ * (why: what the uprobe events lack); with NONE, one line in why naming what is missing and
+ * *reason a metric label for it (gpuprobe_budget_in_force). mount: tracefs may be mounted now (a check
  * only looks: an unmounted tracefs that could be mounted counts as there). */
 enum gp_budget_how gp_budget_mechanism(bool mount, char *why, size_t len, const char **reason);
 /* "uprobe_multi", "uprobe_events", "none". */
