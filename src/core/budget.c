@@ -193,6 +193,7 @@ struct gp_budget {
 	uint32_t epoch;           /* the number of the window last opened (set_window) */
 	uint64_t rng;             /* xorshift state: the sampled periods' lengths */
 	uint64_t cur_start, cur_off; /* the period now: its start, its window's close (0: open) */
+	uint64_t prev_off;        /* the last period's window's close (0: every call seen in it) */
 	struct fresh *fresh;      /* GP_HIT_SLOTS of them */
 	uint32_t armed[GP_BUDGET_FRESH_MAX]; /* the slots FRESH_ARMED */
 	int nr_armed;
@@ -511,11 +512,15 @@ static uint64_t fresh_end(const struct gp_budget *b, size_t i)
  * far longer than the arming. Called with b->acc held. */
 static void note_gap(struct gp_budget *b, struct fresh *f, uint64_t since, uint64_t armed, bool ready)
 {
-	uint64_t gap = ready && since && armed > since ? armed - since : 0, wopen = b->cur_start;
-	uint64_t wclose = b->cur_off ? b->cur_off : armed;
+	uint64_t gap = 0, from;
 
-	if (gap && wclose > since && wopen < armed) /* the window that overlapped it saw its calls */
-		gap -= (wclose < armed ? wclose : armed) - (wopen > since ? wopen : since);
+	/* the unseen parts between: this period's after its window, the last one's after its */
+	from = since > b->cur_off ? since : b->cur_off;
+	if (ready && since && b->cur_off && armed > from)
+		gap += armed - from;
+	from = since > b->prev_off ? since : b->prev_off;
+	if (ready && since && b->prev_off && b->cur_start > from)
+		gap += b->cur_start - from;
 	f->since_ns = since;
 	f->gap_ns = gap;
 }
@@ -658,7 +663,9 @@ static void fresh_disarm(struct gp_budget *b, int k, uint64_t now)
  * are off at times) or left pending. Called with b->links held. */
 static void fresh_scan(struct gp_budget *b, uint64_t now)
 {
-	bool sampling = b->fraction < 1;
+	/* not while the window is open: it sees every call, and arming (up to tens of ms on a
+	 * loaded machine) would hold the window open past its share; armed when it closes */
+	bool sampling = b->fraction < 1 && !__atomic_load_n(&b->hits[GP_HIT_WINDOW].flags, __ATOMIC_RELAXED);
 
 	for (size_t i = 0; i < GP_HIT_SLOTS; i++) {
 		uint32_t pid = __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
@@ -680,8 +687,8 @@ static void fresh_scan(struct gp_budget *b, uint64_t now)
 	}
 }
 
-/* Sampling begins (the shared probes go off): the pending processes still within their
- * allowance are armed for themselves. Called with b->links held. */
+/* The window is about to close (the shared probes go off): the pending processes still
+ * within their allowance are armed for themselves. Called with b->links held. */
 static void fresh_arm_pending(struct gp_budget *b, uint64_t now)
 {
 	for (size_t i = 0; i < GP_HIT_SLOTS; i++) {
@@ -1195,6 +1202,8 @@ static double next_fraction(struct gp_budget *b, const struct plan *p, uint64_t 
 static void set_current(struct gp_budget *b, uint64_t start, uint64_t off)
 {
 	pthread_mutex_lock(&b->acc);
+	if (start != b->cur_start) /* a new period: the last one's unseen part began at its close */
+		b->prev_off = b->cur_off;
 	b->cur_start = start;
 	b->cur_off = off;
 	pthread_mutex_unlock(&b->acc);
@@ -1323,13 +1332,17 @@ static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 
 	if (!wait_window(b, t0, T, f))
 		return last_period(b, t0, 0, f);
+	/* the processes new to the budget that came in the window armed for themselves before
+	 * it closes: none of their calls falls between the window and their own probes */
+	pthread_mutex_lock(&b->links);
+	fresh_arm_pending(b, gp_mono_ns());
+	pthread_mutex_unlock(&b->links);
 	set_window(b, false);
 	t_off = gp_mono_ns();
 	set_current(b, t0, t_off);
 	gp_log(GP_LOG_DEBUG, "budget: window closed at %llu", (unsigned long long)t_off);
 	pthread_mutex_lock(&b->links);
 	detach_all(b);
-	fresh_arm_pending(b, t_off);
 	pthread_mutex_unlock(&b->links);
 	pthread_mutex_lock(&b->acc);
 	attach_est = median_of(b->attach_ms, b->nr_attach) * 1e6;
