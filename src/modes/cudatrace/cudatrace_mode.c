@@ -576,6 +576,9 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 			snprintf(err, len, "%s: does not export cuLaunchKernel", lib);
 			return -ENOENT;
 		}
+		/* cuInit tells only a budget of a new process (budget.c): not probed without one */
+		if (gp_launch_apis[i].prog == GP_LP_INIT && !run->budget)
+			offsets[i] = ret_offsets[i] = -1;
 		/* two sets: the sampled ones, and the rest */
 		hot[i] = sampleable(gp_launch_apis[i].prog) ? offsets[i] : -1;
 		hot_ret[i] = sampleable(gp_launch_apis[i].prog) ? ret_offsets[i] : -1;
