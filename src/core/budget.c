@@ -199,6 +199,7 @@ struct gp_budget {
 	int nr_armed;
 	uint64_t fresh_seq;       /* slots taken (GP_HIT_WINDOW's hits) at the last look */
 	uint64_t rate_start, rate_n; /* arms in the second from rate_start */
+	uint64_t gone_ns;         /* when the armed processes were last looked for gone */
 	uint64_t fresh_armed, unarmed[GP_UNARMED__COUNT]; /* under acc */
 };
 
@@ -497,6 +498,29 @@ static uint32_t uid_of(uint32_t pid)
 	return stat(path, &st) ? UINT32_MAX : (uint32_t)st.st_uid;
 }
 
+/* Whether pid has ended: gone, or a zombie its parent has not reaped yet (kill(0) still
+ * finds one: its account would run on to the boundary, all of it "seen"). */
+static bool ended(uint32_t pid)
+{
+	char path[32], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	if (kill((pid_t)pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* the name may hold anything, even ") Z" */
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 /* Slot i's owner, armed for itself, is gone (kill(0) says so, a zombie too late): its last
  * counted call ends its life (its calls before the arm, if any, were accounted as unseen). */
 static uint64_t fresh_end(const struct gp_budget *b, size_t i)
@@ -708,10 +732,14 @@ static void fresh_arm_pending(struct gp_budget *b, uint64_t now)
 static void fresh_tick(struct gp_budget *b)
 {
 	uint64_t seq = __atomic_load_n(&b->hits[GP_HIT_WINDOW].hits, __ATOMIC_RELAXED), now = gp_mono_ns();
-	bool look_gone = true; /* each tick: a short job's end bounds its account (a kill(0) each) */
+	/* every 5 ms (a short job's end bounds its account): a kill(0) and a read of its stat each */
+	bool look_gone = b->nr_armed && now - b->gone_ns >= TICK_NS;
+
 
 	if (seq == b->fresh_seq && !b->nr_armed)
 		return;
+	if (look_gone)
+		b->gone_ns = now;
 	pthread_mutex_lock(&b->links);
 	if (seq != b->fresh_seq) {
 		b->fresh_seq = seq;
@@ -721,7 +749,7 @@ static void fresh_tick(struct gp_budget *b)
 		size_t i = b->armed[k];
 		uint32_t pid = b->fresh[i].pid;
 
-		bool gone = look_gone && kill((pid_t)pid, 0) && errno == ESRCH;
+		bool gone = look_gone && ended(pid);
 
 		if (gone) {
 			pthread_mutex_lock(&b->acc);
@@ -967,7 +995,7 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		}
 		/* armed for itself (a process new to the budget): ended since the last tick? */
 		if (b->fresh[i].state == FRESH_ARMED && b->fresh[i].pid == a->pid && !b->fresh[i].end_ns &&
-		    kill((pid_t)a->pid, 0) && errno == ESRCH)
+		    ended(a->pid))
 			b->fresh[i].end_ns = fresh_end(b, i);
 		fresh_seen(b, i, t0, &Te, &one);
 		/* the priced hits cost the process like strays: never counted, always paid */
