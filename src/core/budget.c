@@ -479,7 +479,7 @@ static bool fresh_spent(const struct gp_budget *b, size_t i)
 static void count_unarmed(struct gp_budget *b, struct fresh *f, enum gp_budget_unarmed why)
 {
 	static const char *const what[] = { "processes armed at once or a second", "its user's share of them",
-					    "an error", "uprobe_multi links arm no process alone" };
+					    "an error", "uprobe_multi links arm no process alone", "" };
 
 	f->state = FRESH_DONE;
 	pthread_mutex_lock(&b->acc);
@@ -496,6 +496,25 @@ static uint32_t uid_of(uint32_t pid)
 
 	snprintf(path, sizeof(path), "/proc/%u", pid);
 	return stat(path, &st) ? UINT32_MAX : (uint32_t)st.st_uid;
+}
+
+/* Slot i's owner took it at since (its first driver call) and its probes were armed at
+ * armed: what of that time no window covered went unseen (its account says so: an estimate,
+ * never a count short of its calls). The stand-in's cuInit returns at once; a GPU's takes
+ * far longer than the arming. Called with b->acc held. */
+static void note_gap(struct gp_budget *b, struct fresh *f, uint64_t since, uint64_t armed, bool ready)
+{
+	uint64_t gap = 0, from;
+
+	/* the unseen parts between: this period's after its window, the last one's after its */
+	from = since > b->cur_off ? since : b->cur_off;
+	if (ready && since && b->cur_off && armed > from)
+		gap += armed - from;
+	from = since > b->prev_off ? since : b->prev_off;
+	if (ready && since && b->prev_off && b->cur_start > from)
+		gap += b->cur_start - from;
+	f->since_ns = since;
+	f->gap_ns = gap;
 }
 
 /* Whether pid has ended: gone, or a zombie its parent has not reaped yet (kill(0) still
@@ -530,25 +549,6 @@ static uint64_t fresh_end(const struct gp_budget *b, size_t i)
 	return last > b->fresh[i].armed_ns ? last : b->fresh[i].armed_ns;
 }
 
-/* Slot i's owner took it at since (its first driver call) and its probes were armed at
- * armed: what of that time no window covered went unseen (its account says so: an estimate,
- * never a count short of its calls). The stand-in's cuInit returns at once; a GPU's takes
- * far longer than the arming. Called with b->acc held. */
-static void note_gap(struct gp_budget *b, struct fresh *f, uint64_t since, uint64_t armed, bool ready)
-{
-	uint64_t gap = 0, from;
-
-	/* the unseen parts between: this period's after its window, the last one's after its */
-	from = since > b->cur_off ? since : b->cur_off;
-	if (ready && since && b->cur_off && armed > from)
-		gap += armed - from;
-	from = since > b->prev_off ? since : b->prev_off;
-	if (ready && since && b->prev_off && b->cur_start > from)
-		gap += b->cur_start - from;
-	f->since_ns = since;
-	f->gap_ns = gap;
-}
-
 /*
  * The part of a period from t0, *Te seconds long (to its end or the process's exit), that
  * slot i's owner was seen for (*one: the window alone, for the others), when it was armed
@@ -572,6 +572,12 @@ static void fresh_seen(struct gp_budget *b, size_t i, uint64_t t0, double *Te, d
 	end = start + (uint64_t)(*Te * 1e9);
 	if (f->end_ns && f->end_ns < end) { /* nothing of it after it was found gone */
 		end = f->end_ns > start ? f->end_ns : start;
+		*Te = (double)(end - start) / 1e9;
+	}
+	/* an unseen gap is extrapolated at its rate while calling: to its last counted call (a
+	 * job that ended but was not yet found so, or paused: nothing unseen after that call) */
+	if (f->gap_ns && fresh_end(b, i) > start && fresh_end(b, i) < end) {
+		end = fresh_end(b, i);
 		*Te = (double)(end - start) / 1e9;
 	}
 	offn = __atomic_exchange_n(&f->off_ns, 0, __ATOMIC_ACQ_REL);
@@ -656,6 +662,9 @@ static void fresh_arm(struct gp_budget *b, size_t i, uint64_t now)
 	/* armed before its cuInit returned: before any call it could make (none unseen) */
 	note_gap(b, f, __atomic_load_n(&b->hits[i].since_ns, __ATOMIC_RELAXED), gp_mono_ns(),
 		 __atomic_load_n(&b->hits[i].flags, __ATOMIC_ACQUIRE) & GP_SLOT_READY);
+	if (f->gap_ns && !b->unarmed[GP_UNARMED_LATE]++)
+		gp_log(GP_LOG_WARN, "budget: PID %u was armed for itself %.1f ms after its cuInit returned: its calls before were sampled with the others' (counted in gpuprobe_budget_unarmed_processes_total{reason=\"late\"})",
+		       f->pid, (double)f->gap_ns / 1e6);
 	pthread_mutex_unlock(&b->acc);
 	gp_log(GP_LOG_DEBUG, "budget: PID %u is new: %d probes armed for it alone in %.2f ms, %.2f ms after its first driver call (%.2f ms of it unseen)",
 	       f->pid, n, (double)(gp_mono_ns() - now) / 1e6, f->since_ns ? (double)(gp_mono_ns() - f->since_ns) / 1e6 : -1.0,
@@ -1449,7 +1458,7 @@ const char *gp_budget_how_name(enum gp_budget_how h)
 
 const char *gp_budget_unarmed_name(enum gp_budget_unarmed r)
 {
-	static const char *const n[GP_UNARMED__COUNT] = { "cap", "user_cap", "error", "mechanism" };
+	static const char *const n[GP_UNARMED__COUNT] = { "cap", "user_cap", "error", "mechanism", "late" };
 
 	return r < GP_UNARMED__COUNT ? n[r] : "?";
 }

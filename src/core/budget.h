@@ -106,12 +106,14 @@ enum gp_budget_unarmed {
 	GP_UNARMED_USER,      /* its user holds GP_BUDGET_FRESH_PER_USER of them */
 	GP_UNARMED_ERROR,     /* arming failed (descriptors, memory, the process gone) */
 	GP_UNARMED_MECHANISM, /* uprobe_multi links (no tracefs uprobe events): not per process */
+	GP_UNARMED_LATE,      /* armed only after its cuInit had returned: its calls before, if
+			       * any, were sampled (its account says so: an estimate) */
 	GP_UNARMED__COUNT,
 };
 #define GP_BUDGET_FRESH_MAX 32
 #define GP_BUDGET_FRESH_PER_USER 8
 #define GP_BUDGET_FRESH_RATE 64
-/* "cap", "user_cap", "error", "mechanism": a metric label */
+/* "cap", "user_cap", "error", "mechanism", "late": a metric label */
 const char *gp_budget_unarmed_name(enum gp_budget_unarmed r);
 
 /* A process the budget has an account of. */
