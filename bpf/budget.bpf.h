@@ -122,6 +122,21 @@ static __always_inline bool gp_sampled_hit(__u32 tgid)
 	return open;
 }
 
+/* tgid entered cuInit (a priced hit): until it returns it makes no other call. */
+static __always_inline void gp_init_begin(__u32 tgid)
+{
+	struct gp_hit_slot *s;
+
+	if (!gp_count_hits)
+		return;
+	s = gp_hit_slot_of(tgid);
+	if (!s)
+		return;
+	__sync_fetch_and_add(&s->fixed, 1);
+	if (s->pid == tgid)
+		__sync_fetch_and_or(&s->flags, GP_SLOT_INIT);
+}
+
 /* tgid's cuInit returned: no launch or synchronization of it came before (the budget
  * arming its probes for it alone missed none if armed by then). */
 static __always_inline void gp_init_done(__u32 tgid)

@@ -947,7 +947,7 @@ static __always_inline int launch_enter_body(struct pt_regs *ctx)
 		/* priced, never sampled: a process's first driver call takes its budget slot,
 		 * and the budget arms its sampled probes for it alone (src/core/budget.c) */
 		if (gp_traced_self())
-			gp_priced_hit(bpf_get_current_pid_tgid() >> 32);
+			gp_init_begin(bpf_get_current_pid_tgid() >> 32);
 		return 0;
 	default:
 		return hot_enter(ctx, api);

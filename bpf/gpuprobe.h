@@ -69,6 +69,7 @@ struct gp_traced {
  */
 #define GP_SLOT_EXACT 1
 #define GP_SLOT_READY 2 /* set by BPF when the process's cuInit returned (since_ns: then) */
+#define GP_SLOT_INIT 4  /* set by BPF when the process entered cuInit (no call before) */
 #define GP_HIT_SLOTS 4096
 #define GP_HIT_WINDOW (GP_HIT_SLOTS + 1)
 struct gp_hit_slot {

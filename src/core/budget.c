@@ -193,7 +193,6 @@ struct gp_budget {
 	uint32_t epoch;           /* the number of the window last opened (set_window) */
 	uint64_t rng;             /* xorshift state: the sampled periods' lengths */
 	uint64_t cur_start, cur_off; /* the period now: its start, its window's close (0: open) */
-	uint64_t prev_off;        /* the last period's window's close (0: every call seen in it) */
 	struct fresh *fresh;      /* GP_HIT_SLOTS of them */
 	uint32_t armed[GP_BUDGET_FRESH_MAX]; /* the slots FRESH_ARMED */
 	int nr_armed;
@@ -506,13 +505,11 @@ static void note_gap(struct gp_budget *b, struct fresh *f, uint64_t since, uint6
 {
 	uint64_t gap = 0, from;
 
-	/* the unseen parts between: this period's after its window, the last one's after its */
+	/* the unseen part between in this period, after its window (a process there at the last
+	 * boundary was accounted then, its unseen part with it) */
 	from = since > b->cur_off ? since : b->cur_off;
 	if (ready && since && b->cur_off && armed > from)
 		gap += armed - from;
-	from = since > b->prev_off ? since : b->prev_off;
-	if (ready && since && b->prev_off && b->cur_start > from)
-		gap += b->cur_start - from;
 	f->since_ns = since;
 	f->gap_ns = gap;
 }
@@ -882,6 +879,14 @@ static bool in_allowance(const struct gp_budget *b, size_t i, double more)
 	return (a->acc.obs + more) * b->price < b->target * EXACT_ALLOWANCE_S;
 }
 
+/* Whether slot i's owner is in its cuInit still: it has made no other call. */
+static bool in_init(const struct gp_budget *b, size_t i)
+{
+	uint32_t f = __atomic_load_n(&b->hits[i].flags, __ATOMIC_ACQUIRE);
+
+	return i < GP_HIT_SLOTS && (f & GP_SLOT_INIT) && !(f & GP_SLOT_READY);
+}
+
 /* Whose hits slot i holds now: false when none (nothing to account). */
 static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now)
 {
@@ -900,7 +905,8 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now
 	a->cpu_last = -1; /* not known until its first boundary */
 	a->off_ns = a->exit_ns = 0;
 	/* it may have begun in the last period's unseen part, unless it was armed for itself */
-	gp_account__begin(&a->acc, b->fresh[i].pid == pid && b->fresh[i].armed_ever ? 0 : b->last_unseen);
+	gp_account__begin(&a->acc, in_init(b, i) || (b->fresh[i].pid == pid && b->fresh[i].armed_ever) ? 0 :
+				   b->last_unseen);
 	return true;
 }
 
@@ -1002,6 +1008,11 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 			if (Te <= on)
 				one = Te;
 		}
+		/* new to the budget, in its cuInit still (no call of it seen, none it could make):
+		 * nothing of it went unseen, whatever the window */
+		if ((b->fresh[i].pid != a->pid || b->fresh[i].state == FRESH_PENDING) && !n && !ns &&
+		    in_init(b, i))
+			one = Te;
 		/* armed for itself (a process new to the budget): ended since the last tick? */
 		if (b->fresh[i].state == FRESH_ARMED && b->fresh[i].pid == a->pid && !b->fresh[i].end_ns &&
 		    ended(a->pid))
@@ -1239,8 +1250,6 @@ static double next_fraction(struct gp_budget *b, const struct plan *p, uint64_t 
 static void set_current(struct gp_budget *b, uint64_t start, uint64_t off)
 {
 	pthread_mutex_lock(&b->acc);
-	if (start != b->cur_start) /* a new period: the last one's unseen part began at its close */
-		b->prev_off = b->cur_off;
 	b->cur_start = start;
 	b->cur_off = off;
 	pthread_mutex_unlock(&b->acc);

@@ -802,7 +802,7 @@ def test_short_jobs_beside_a_sampled_process_exact():
             continue
         p = gp.proc(fin, t["pid"])
         if i < 4:
-            eq(p["launches"], t["launches"], f"job {i} (cuInit {INIT_MS} ms): launches exact")
+            eq(p["launches"], t["launches"], f"job {i} (cuInit {INIT_MS} ms): launches exact ({p.get('sampling')}; {b['unarmed_processes']}, attach {b['attach_ms_median']:.1f} ms)")
             check("sampling" not in p, f"job {i}: every call seen ({p.get('sampling')})")
             continue
         smp = p.get("sampling")
