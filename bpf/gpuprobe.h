@@ -155,6 +155,7 @@ enum gp_api {
 	GP_API_cuCtxSynchronize_v2,
 	GP_API_cuModuleUnload,
 	GP_API_cuLibraryUnload,
+	GP_API_cuInit,                  /* --max-overhead: a process new to the budget (budget.bpf.h) */
 	GP_API_cuMemcpy,
 	GP_API_cuMemcpy_ptds,
 	GP_API_cuMemcpyAsync,
@@ -234,7 +235,6 @@ enum gp_api {
 	GP_API_cuMemcpy3DPeerAsync_ptsz,
 	GP_API_cuCtxGetDevice,          /* (CUdevice *): the calling thread's context's GPU */
 	GP_API_cuCtxGetDevice_v2,       /* (CUdevice *, CUcontext): ctx's GPU, or the current one's (NULL); CUDA 13 */
-	GP_API_cuInit,                  /* --max-overhead: a process new to the budget (budget.bpf.h) */
 	GP_API__COUNT,
 };
 
