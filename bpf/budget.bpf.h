@@ -29,10 +29,25 @@ static __always_inline struct gp_hit_slot *gp_hit_slot_of(__u32 tgid)
 	if (s && s->pid != tgid) {
 		__u32 old = s->pid ? s->pid : __sync_val_compare_and_swap(&s->pid, 0, tgid);
 
-		if (old && old != tgid)
+		if (old && old != tgid) {
 			s = bpf_map_lookup_elem(&gp_hits, &spill);
+		} else if (!old) {
+			/* taken: the budget looks for its new owner (a process new to it) */
+			__u32 win = GP_HIT_WINDOW;
+			struct gp_hit_slot *w = bpf_map_lookup_elem(&gp_hits, &win);
+
+			s->since_ns = bpf_ktime_get_ns();
+			if (w)
+				__sync_fetch_and_add(&w->hits, 1);
+		}
 	}
 	return s;
+}
+
+/* Whether the budget armed tgid's probes for it alone (slot s, its own): every call counted. */
+static __always_inline bool gp_slot_exact(const struct gp_hit_slot *s, __u32 tgid)
+{
+	return s && s->pid == tgid && (*(volatile __u32 *)&s->flags & GP_SLOT_EXACT);
 }
 
 /* The window's number (GP_EPOCH_FIRST on) while it is open, GP_EPOCH_UNSEEN while it is
@@ -58,6 +73,22 @@ static __always_inline bool gp_window_open(void)
 	return gp_window_epoch() != GP_EPOCH_UNSEEN;
 }
 
+/* The same for tgid: a process whose calls are all counted (GP_SLOT_EXACT) is seen whatever
+ * the window, and its epoch is GP_EPOCH_EXACT (every synchronization of it is seen). */
+static __always_inline __u32 gp_window_epoch_of(__u32 tgid)
+{
+	__u32 e = gp_window_epoch();
+
+	if (e != GP_EPOCH_UNSEEN)
+		return e;
+	return gp_slot_exact(gp_hit_slot_of(tgid), tgid) ? GP_EPOCH_EXACT : e;
+}
+
+static __always_inline bool gp_window_open_of(__u32 tgid)
+{
+	return gp_window_epoch_of(tgid) != GP_EPOCH_UNSEEN;
+}
+
 /*
  * One hit of a sampleable probe by process tgid: an inlined array look-up and an atomic
  * add; a process takes its slot with a compare-and-swap the first time. Returns whether
@@ -75,6 +106,7 @@ static __always_inline bool gp_sampled_hit(__u32 tgid)
 	s = gp_hit_slot_of(tgid);
 	if (!s)
 		return true;
+	open = open || gp_slot_exact(s, tgid);
 	if (open) {
 		/* how long it was calling: plain loads and stores of the last hit's time (threads
 		 * may race on it: a gap is then counted from another thread's hit, still a time
@@ -88,6 +120,36 @@ static __always_inline bool gp_sampled_hit(__u32 tgid)
 	} else
 		__sync_fetch_and_add(&s->stray, 1);
 	return open;
+}
+
+/* tgid entered cuInit (a priced hit): until it returns it makes no other call. */
+static __always_inline void gp_init_begin(__u32 tgid)
+{
+	struct gp_hit_slot *s;
+
+	if (!gp_count_hits)
+		return;
+	s = gp_hit_slot_of(tgid);
+	if (!s)
+		return;
+	__sync_fetch_and_add(&s->fixed, 1);
+	if (s->pid == tgid)
+		__sync_fetch_and_or(&s->flags, GP_SLOT_INIT);
+}
+
+/* tgid's cuInit returned: no launch or synchronization of it came before (the budget
+ * arming its probes for it alone missed none if armed by then). */
+static __always_inline void gp_init_done(__u32 tgid)
+{
+	struct gp_hit_slot *s;
+
+	if (!gp_count_hits)
+		return;
+	s = gp_hit_slot_of(tgid);
+	if (!s || s->pid != tgid)
+		return;
+	s->since_ns = bpf_ktime_get_ns();
+	__sync_fetch_and_or(&s->flags, GP_SLOT_READY);
 }
 
 /* A hit priced with the strays and never counted (gp_sampled_extra's count). */
@@ -110,7 +172,7 @@ static __always_inline void gp_extra_hit(__u32 tgid)
 static __always_inline bool gp_sampled_extra(__u32 tgid)
 {
 	gp_extra_hit(tgid);
-	return gp_window_open();
+	return gp_window_open_of(tgid);
 }
 
 /*

@@ -74,15 +74,14 @@ static __always_inline bool is_sync(__u32 api)
 	       api == GP_API_cuEventSynchronize;
 }
 
-SEC("uprobe")
-int copy_enter(struct pt_regs *ctx)
+static __always_inline int copy_enter_body(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 api = (__u32)bpf_get_attach_cookie(ctx), epoch;
 
 	if (!gp_traced_self())
 		return 0;
-	epoch = gp_window_epoch();
+	epoch = gp_window_epoch_of(id >> 32);
 	/* sampled under a budget (bandwidth_mode.c): the synchronizations and cuCtxGetDevice */
 	if (is_sync(api) || api == GP_API_cuCtxGetDevice || api == GP_API_cuCtxGetDevice_v2) {
 		gp_extra_hit(id >> 32);
@@ -96,6 +95,20 @@ int copy_enter(struct pt_regs *ctx)
 		gp_priced_hit(id >> 32);
 	}
 	return copy_enter_traced(ctx, id, api, epoch);
+}
+
+SEC("uprobe")
+int copy_enter(struct pt_regs *ctx)
+{
+	return copy_enter_body(ctx);
+}
+
+/* The same program as a plain uprobe (not uprobe_multi): the budget's tracefs uprobe
+ * events take it for the probes it samples (gp_run__prepare_sampled; not loaded otherwise). */
+SEC("uprobe")
+int copy_enter_ev(struct pt_regs *ctx)
+{
+	return copy_enter_body(ctx);
 }
 
 /* CUDA_MEMCPY2D / CUDA_MEMCPY3D (cuda.h): the fields a copy's size and ends come from. */
@@ -379,8 +392,7 @@ static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
 	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 }
 
-SEC("uretprobe")
-int copy_leave(struct pt_regs *ctx)
+static __always_inline int copy_leave_body(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	struct call *c;
@@ -404,6 +416,20 @@ int copy_leave(struct pt_regs *ctx)
 	}
 	gp_inflight_done(&calls, 0, id, c);
 	return 0;
+}
+
+SEC("uretprobe")
+int copy_leave(struct pt_regs *ctx)
+{
+	return copy_leave_body(ctx);
+}
+
+/* The same program as a plain uretprobe (not uprobe_multi): the budget's tracefs uprobe
+ * events take it for the probes it samples (gp_run__prepare_sampled; not loaded otherwise). */
+SEC("uretprobe")
+int copy_leave_ev(struct pt_regs *ctx)
+{
+	return copy_leave_body(ctx);
 }
 
 SEC("raw_tp/sched_process_exit")

@@ -698,7 +698,7 @@ static __always_inline int timed_leave(struct pt_regs *ctx)
 	__u64 d, old;
 	__u32 slot;
 
-	if (!gp_window_open()) {
+	if (!gp_window_open_of(id >> 32)) {
 		/* the window closed while the call ran: its entry may be stale by the next */
 		unstash(id);
 		return 0;
@@ -932,8 +932,7 @@ static __always_inline bool naming_seen(void)
 /* One entry and one return program for every launch-side entry point, dispatching on the
  * attach cookie: one uprobe_multi link each per library (two with --max-overhead: the
  * launches and syncs it may sample, and the rest). */
-SEC("uprobe")
-int launch_enter(struct pt_regs *ctx)
+static __always_inline int launch_enter_body(struct pt_regs *ctx)
 {
 	__u32 api = (__u32)bpf_get_attach_cookie(ctx);
 
@@ -946,13 +945,32 @@ int launch_enter(struct pt_regs *ctx)
 	case GP_API_cuModuleUnload:
 	case GP_API_cuLibraryUnload:
 		return gp_traced_self() ? unload_enter(ctx) : 0;
+	case GP_API_cuInit:
+		/* priced, never sampled: a process's first driver call takes its budget slot,
+		 * and the budget arms its sampled probes for it alone (src/core/budget.c) */
+		if (gp_traced_self())
+			gp_init_begin(bpf_get_current_pid_tgid() >> 32);
+		return 0;
 	default:
 		return hot_enter(ctx, api);
 	}
 }
 
-SEC("uretprobe")
-int launch_leave(struct pt_regs *ctx)
+SEC("uprobe")
+int launch_enter(struct pt_regs *ctx)
+{
+	return launch_enter_body(ctx);
+}
+
+/* The same program as a plain uprobe (not uprobe_multi): the budget's tracefs uprobe
+ * events take it for the probes it samples (gp_run__prepare_sampled; not loaded otherwise). */
+SEC("uprobe")
+int launch_enter_ev(struct pt_regs *ctx)
+{
+	return launch_enter_body(ctx);
+}
+
+static __always_inline int launch_leave_body(struct pt_regs *ctx)
 {
 	if (!gp_traced_self())
 		return 0;
@@ -964,9 +982,26 @@ int launch_leave(struct pt_regs *ctx)
 	case GP_API_cuModuleUnload:
 	case GP_API_cuLibraryUnload:
 		return unload_leave(ctx);
+	case GP_API_cuInit:
+		gp_init_done(bpf_get_current_pid_tgid() >> 32);
+		return 0;
 	default:
 		return timed_leave(ctx);
 	}
+}
+
+SEC("uretprobe")
+int launch_leave(struct pt_regs *ctx)
+{
+	return launch_leave_body(ctx);
+}
+
+/* The same program as a plain uretprobe (not uprobe_multi): the budget's tracefs uprobe
+ * events take it for the probes it samples (gp_run__prepare_sampled; not loaded otherwise). */
+SEC("uretprobe")
+int launch_leave_ev(struct pt_regs *ctx)
+{
+	return launch_leave_body(ctx);
 }
 
 /*

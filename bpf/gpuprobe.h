@@ -71,19 +71,28 @@ struct gp_traced {
  * (flags: the window's number, GP_EPOCH_FIRST on, while it is open; 0 while it is
  * closed). A hit outside the window (a probe whose link is being made or closed: its
  * breakpoints come and go some milliseconds after the budget says so) is a stray: it
- * costs the process, but is not counted.
+ * costs the process, but is not counted, unless the process's slot has GP_SLOT_EXACT: its
+ * probes are armed for it alone while it spends its exact allowance (src/core/budget.c),
+ * and every call of it is counted. Slot GP_HIT_WINDOW's `hits` counts the slots taken:
+ * the budget looks for new processes when it moves.
  */
+#define GP_SLOT_EXACT 1
+#define GP_SLOT_READY 2 /* set by BPF when the process's cuInit returned (since_ns: then) */
+#define GP_SLOT_INIT 4  /* set by BPF when the process entered cuInit (no call before) */
 #define GP_HIT_SLOTS 4096
 #define GP_HIT_WINDOW (GP_HIT_SLOTS + 1)
 struct gp_hit_slot {
 	__u32 pid;   /* the tgid that holds the slot; 0: free */
-	__u32 flags; /* GP_HIT_WINDOW: the window's number while it is open, else 0 */
+	__u32 flags; /* GP_HIT_WINDOW: the window's number while it is open, else 0; a
+		      * process's: GP_SLOT_EXACT (set and cleared by user space) */
 	__u64 hits;  /* counted, in the window */
 	__u64 stray; /* taken outside it */
 	__u64 fixed; /* taken by probes the budget never samples (allocations, copies): priced */
 	__u64 last_ns;   /* bpf_ktime_get_ns() of its last counted hit (any thread) */
 	__u64 active_ns; /* the gaps between its counted hits, each up to GP_ACTIVE_GAP_NS: how
 			  * long in the window it was calling (not waiting for a CPU, not asleep) */
+	__u64 since_ns;  /* bpf_ktime_get_ns() when the process took the slot (its first hit),
+			  * then when its cuInit returned (GP_SLOT_READY): no call comes before */
 };
 
 /* A gap between two counted hits longer than this is the process off a CPU or asleep: it
@@ -155,6 +164,7 @@ enum gp_api {
 	GP_API_cuCtxSynchronize_v2,
 	GP_API_cuModuleUnload,
 	GP_API_cuLibraryUnload,
+	GP_API_cuInit,                  /* --max-overhead: a process new to the budget (budget.bpf.h) */
 	GP_API_cuMemcpy,
 	GP_API_cuMemcpy_ptds,
 	GP_API_cuMemcpyAsync,

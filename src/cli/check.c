@@ -99,9 +99,10 @@ static void check_budget(struct checker *c)
 	enum gp_budget_how h = gp_budget_mechanism(false, why, sizeof(why), &reason);
 
 	if (h == GP_BUDGET_MULTI)
-		line(c, OK, "overhead budget", "samples the launch and sync probes with uprobe_multi links made and closed per window");
+		line(c, OK, "overhead budget", "samples the launch and sync probes with uprobe_multi links made and closed per window (no tracefs uprobe events: %s; a process new to the budget is not armed alone)",
+		     why);
 	else if (h == GP_BUDGET_UEVENTS)
-		line(c, OK, "overhead budget", "samples the launch and sync probes with tracefs uprobe events armed per window (no uprobe_multi links)");
+		line(c, OK, "overhead budget", "samples the launch and sync probes with tracefs uprobe events armed per window, and per process for a process new to the budget");
 	else
 		line(c, WARN, "overhead budget", "this kernel cannot sample the probes (%s): the daemon counts every call at full cost, and --max-overhead is refused",
 		     why);

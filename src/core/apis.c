@@ -50,6 +50,7 @@ const struct gp_launch_api_info gp_launch_apis[] = {
 	{ GP_API_cuCtxSynchronize_v2, "cuCtxSynchronize_v2", GP_LP_SYNC }, /* CUDA 13 */
 	{ GP_API_cuModuleUnload, "cuModuleUnload", GP_LP_UNLOAD },
 	{ GP_API_cuLibraryUnload, "cuLibraryUnload", GP_LP_UNLOAD },
+	{ GP_API_cuInit, "cuInit", GP_LP_INIT },
 };
 const int gp_launch_apis_cnt = sizeof(gp_launch_apis) / sizeof(gp_launch_apis[0]);
 

@@ -98,6 +98,29 @@ struct account {
 	bool fresh;    /* accounted in the last period */
 };
 
+/* A process new to the budget, by its hit slot (budget.h, enum gp_budget_unarmed). Its
+ * state and descriptors change under b->links, from the budget's thread (and
+ * gp_budget__remove_file, gp_budget__stop). */
+enum fresh_state {
+	FRESH_NONE,    /* no owner known */
+	FRESH_PENDING, /* within its allowance while every call is seen: armed when sampling begins */
+	FRESH_ARMED,   /* its probes armed for it alone, GP_SLOT_EXACT set */
+	FRESH_DONE,    /* allowance spent, gone, or not armed (counted): the shared probes' */
+};
+
+struct fresh {
+	uint32_t pid;       /* the slot's owner this is about */
+	uint32_t uid;
+	enum fresh_state state;
+	bool armed_ever;    /* seen from its start: its account begins with nothing unseen */
+	int *fds, nfds;     /* the per-process perf events arming its probes */
+	uint64_t off_ns;    /* when they were disarmed (account_period takes it; 0: none) */
+	uint64_t since_ns;  /* its first driver call (the slot taken, or its cuInit returned) */
+	uint64_t end_ns;    /* its exit, or (found gone: no exit record may come) its last call */
+	uint64_t armed_ns;
+	uint64_t gap_ns;    /* from then until its probes were armed, outside a window: unseen */
+};
+
 /* What the last period says of the next: its length and share, the least of every
  * process's (links are shared). */
 struct plan {
@@ -170,6 +193,13 @@ struct gp_budget {
 	uint32_t epoch;           /* the number of the window last opened (set_window) */
 	uint64_t rng;             /* xorshift state: the sampled periods' lengths */
 	uint64_t cur_start, cur_off; /* the period now: its start, its window's close (0: open) */
+	struct fresh *fresh;      /* GP_HIT_SLOTS of them */
+	uint32_t armed[GP_BUDGET_FRESH_MAX]; /* the slots FRESH_ARMED */
+	int nr_armed;
+	uint64_t fresh_seq;       /* slots taken (GP_HIT_WINDOW's hits) at the last look */
+	uint64_t rate_start, rate_n; /* arms in the second from rate_start */
+	uint64_t gone_ns;         /* when the armed processes were last looked for gone */
+	uint64_t fresh_armed, unarmed[GP_UNARMED__COUNT]; /* under acc */
 };
 
 /* -------------------------------------------------------------------------------------
@@ -418,6 +448,346 @@ static bool held(struct gp_budget *b)
 }
 
 /* -------------------------------------------------------------------------------------
+ * Processes new to the budget, armed for themselves (budget.h, enum gp_budget_unarmed)
+ *
+ * The shared probes are off outside the windows for every process, so a short job that
+ * started and ended between two windows went unseen whole beside one fast process (and its
+ * launches, no estimate, no series, no counter). A process's first driver call (cuInit,
+ * never sampled) takes its hit slot; the budget's thread, which looks at the slots each
+ * tick (5 ms) when one was taken, arms that process's sampled probes for it alone until it
+ * has made the calls of its exact allowance (or ends), and sets GP_SLOT_EXACT: BPF counts
+ * its every call, window or not. With tracefs uprobe events (the budget's mechanism
+ * wherever they exist) arming is a program-less perf event per probe for that PID
+ * (uevent__arm: 32 probes ~0.4 ms here), the breakpoint is one for all, and its program
+ * runs once per hit however many events arm it. */
+
+static void set_exact(struct gp_budget *b, size_t i, bool on)
+{
+	if (on)
+		__atomic_fetch_or(&b->hits[i].flags, GP_SLOT_EXACT, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_and(&b->hits[i].flags, ~(__u32)GP_SLOT_EXACT, __ATOMIC_RELEASE);
+}
+
+/* Whether slot i's owner has made the calls of its exact allowance (counted hits). */
+static bool fresh_spent(const struct gp_budget *b, size_t i)
+{
+	return (double)__atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED) * b->price >= b->target * EXACT_ALLOWANCE_S;
+}
+
+static void count_unarmed(struct gp_budget *b, struct fresh *f, enum gp_budget_unarmed why)
+{
+	static const char *const what[] = { "processes armed at once or a second", "its user's share of them",
+					    "an error", "uprobe_multi links arm no process alone", "" };
+
+	f->state = FRESH_DONE;
+	pthread_mutex_lock(&b->acc);
+	if (!b->unarmed[why]++)
+		gp_log(GP_LOG_WARN, "budget: PID %u is new but cannot be counted exactly (%s): its calls are sampled with the others' (counted in gpuprobe_budget_unarmed_processes_total)",
+		       f->pid, what[why]);
+	pthread_mutex_unlock(&b->acc);
+}
+
+static uint32_t uid_of(uint32_t pid)
+{
+	char path[32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	return stat(path, &st) ? UINT32_MAX : (uint32_t)st.st_uid;
+}
+
+/* Slot i's owner took it at since (its first driver call) and its probes were armed at
+ * armed: what of that time no window covered went unseen (its account says so: an estimate,
+ * never a count short of its calls). The stand-in's cuInit returns at once; a GPU's takes
+ * far longer than the arming. Called with b->acc held. */
+static void note_gap(struct gp_budget *b, struct fresh *f, uint64_t since, uint64_t armed, bool ready)
+{
+	uint64_t gap = 0, from;
+
+	/* the unseen part between in this period, after its window (a process there at the last
+	 * boundary was accounted then, its unseen part with it) */
+	from = since > b->cur_off ? since : b->cur_off;
+	if (ready && since && b->cur_off && armed > from)
+		gap += armed - from;
+	f->since_ns = since;
+	f->gap_ns = gap;
+}
+
+/* Whether pid has ended: gone, or a zombie its parent has not reaped yet (kill(0) still
+ * finds one: its account would run on to the boundary, all of it "seen"). */
+static bool ended(uint32_t pid)
+{
+	char path[32], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	if (kill((pid_t)pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* the name may hold anything, even ") Z" */
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* Slot i's owner, armed for itself, is gone (kill(0) says so, a zombie too late): its last
+ * counted call ends its life (its calls before the arm, if any, were accounted as unseen). */
+static uint64_t fresh_end(const struct gp_budget *b, size_t i)
+{
+	uint64_t last = __atomic_load_n(&b->hits[i].last_ns, __ATOMIC_RELAXED);
+
+	return last > b->fresh[i].armed_ns ? last : b->fresh[i].armed_ns;
+}
+
+/*
+ * The part of a period from t0, *Te seconds long (to its end or the process's exit), that
+ * slot i's owner was seen for (*one: the window alone, for the others), when it was armed
+ * for itself: from its first driver call (it began then: *Te shortened), but for the time
+ * its probes took to be armed, until they were disarmed (or all of it, still armed). Called
+ * with b->acc held, by the budget's thread (or gp_budget__exited).
+ */
+static void fresh_seen(struct gp_budget *b, size_t i, uint64_t t0, double *Te, double *one)
+{
+	struct fresh *f = &b->fresh[i];
+	uint64_t start = t0, offn, end, seen;
+	double s;
+
+	if (!f->armed_ever || !f->pid || f->pid != b->accounts[i].pid)
+		return;
+	if (f->since_ns > t0)
+		start = f->since_ns;
+	*Te -= (double)(start - t0) / 1e9;
+	if (*Te < 0)
+		*Te = 0;
+	end = start + (uint64_t)(*Te * 1e9);
+	if (f->end_ns && f->end_ns < end) { /* nothing of it after it was found gone */
+		end = f->end_ns > start ? f->end_ns : start;
+		*Te = (double)(end - start) / 1e9;
+	}
+	/* an unseen gap is extrapolated at its rate while calling: to its last counted call (a
+	 * job that ended but was not yet found so, or paused: nothing unseen after that call) */
+	if (f->gap_ns && fresh_end(b, i) > start && fresh_end(b, i) < end) {
+		end = fresh_end(b, i);
+		*Te = (double)(end - start) / 1e9;
+	}
+	offn = __atomic_exchange_n(&f->off_ns, 0, __ATOMIC_ACQ_REL);
+	if (f->state == FRESH_ARMED) {
+		seen = end;
+	} else {
+		seen = t0 + (uint64_t)(*one * 1e9);
+		if (offn > seen)
+			seen = offn < end ? offn : end;
+	}
+	s = seen > start ? (double)(seen - start) / 1e9 - (double)f->gap_ns / 1e9 : 0;
+	*one = s < 0 ? 0 : s > *Te - 1e-6 ? *Te : s; /* (nanoseconds to seconds and back) */
+	f->since_ns = 0;
+	f->gap_ns = 0;
+}
+
+/* Its probes armed for slot i's owner alone, within the caps. Called with b->links held. */
+static void fresh_arm(struct gp_budget *b, size_t i, uint64_t now)
+{
+	struct fresh *f = &b->fresh[i];
+	int total = 0, n = 0, per_user = 0, r = 0;
+
+	if (b->multi) {
+		count_unarmed(b, f, GP_UNARMED_MECHANISM);
+		return;
+	}
+	if (now - b->rate_start >= 1000000000ULL) {
+		b->rate_start = now;
+		b->rate_n = 0;
+	}
+	if (b->nr_armed == GP_BUDGET_FRESH_MAX || b->rate_n >= GP_BUDGET_FRESH_RATE) {
+		count_unarmed(b, f, GP_UNARMED_CAP);
+		return;
+	}
+	f->uid = uid_of(f->pid);
+	for (int k = 0; k < b->nr_armed; k++)
+		per_user += b->fresh[b->armed[k]].uid == f->uid;
+	if (per_user >= GP_BUDGET_FRESH_PER_USER) {
+		count_unarmed(b, f, GP_UNARMED_USER);
+		return;
+	}
+	b->rate_n++;
+	for (int g = 0; g < b->ngroups; g++)
+		total += b->groups[g].nue;
+	f->fds = malloc((size_t)(total ? total : 1) * sizeof(*f->fds));
+	if (!f->fds) {
+		count_unarmed(b, f, GP_UNARMED_ERROR);
+		return;
+	}
+	/* counted before the breakpoints go in: a hit then is never a stray of a counted call */
+	set_exact(b, i, true);
+	for (int g = 0; g < b->ngroups && !r; g++)
+		for (int k = 0; k < b->groups[g].nue && !r; k++) {
+			int fd = uevent__arm(b->groups[g].ue[k], f->pid);
+
+			if (fd < 0)
+				r = fd;
+			else
+				f->fds[n++] = fd;
+		}
+	if (r || __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE) != f->pid) {
+		set_exact(b, i, false);
+		for (int k = 0; k < n; k++)
+			close(f->fds[k]);
+		free(f->fds);
+		f->fds = NULL;
+		gp_log(GP_LOG_DEBUG, "budget: cannot arm the probes of PID %u alone: %s", f->pid,
+		       r ? strerror(-r) : "its slot changed owner");
+		if (r != -ESRCH && r)
+			count_unarmed(b, f, GP_UNARMED_ERROR);
+		else
+			f->state = FRESH_DONE; /* gone already: nothing to count */
+		return;
+	}
+	f->nfds = n;
+	f->armed_ns = gp_mono_ns();
+	f->state = FRESH_ARMED;
+	f->armed_ever = true;
+	b->armed[b->nr_armed++] = (uint32_t)i;
+	pthread_mutex_lock(&b->acc);
+	b->fresh_armed++;
+	/* armed before its cuInit returned: before any call it could make (none unseen) */
+	note_gap(b, f, __atomic_load_n(&b->hits[i].since_ns, __ATOMIC_RELAXED), gp_mono_ns(),
+		 __atomic_load_n(&b->hits[i].flags, __ATOMIC_ACQUIRE) & GP_SLOT_READY);
+	if (f->gap_ns && !b->unarmed[GP_UNARMED_LATE]++)
+		gp_log(GP_LOG_WARN, "budget: PID %u was armed for itself %.1f ms after its cuInit returned: its calls before were sampled with the others' (counted in gpuprobe_budget_unarmed_processes_total{reason=\"late\"})",
+		       f->pid, (double)f->gap_ns / 1e6);
+	pthread_mutex_unlock(&b->acc);
+	gp_log(GP_LOG_DEBUG, "budget: PID %u is new: %d probes armed for it alone in %.2f ms, %.2f ms after its first driver call (%.2f ms of it unseen)",
+	       f->pid, n, (double)(gp_mono_ns() - now) / 1e6, f->since_ns ? (double)(gp_mono_ns() - f->since_ns) / 1e6 : -1.0,
+	       (double)f->gap_ns / 1e6);
+}
+
+/* Slot i's owner joins the shared sampling (its allowance spent, or it ended): counted as
+ * the others from now (strays while its events go), its events disarmed. Called with
+ * b->links held. */
+static void fresh_disarm(struct gp_budget *b, int k, uint64_t now)
+{
+	size_t i = b->armed[k];
+	struct fresh *f = &b->fresh[i];
+
+	set_exact(b, i, false);
+	if (f->nfds)
+		close_many_async(b, f->fds, f->nfds, NULL, 0);
+	else
+		free(f->fds);
+	f->fds = NULL;
+	f->nfds = 0;
+	f->state = FRESH_DONE;
+	__atomic_store_n(&f->off_ns, now, __ATOMIC_RELEASE);
+	b->armed[k] = b->armed[--b->nr_armed];
+	gp_log(GP_LOG_DEBUG, "budget: PID %u joins the shared sampling", f->pid);
+}
+
+/* The slots taken since the last look: their new owners armed (sampling: the shared probes
+ * are off at times) or left pending. Called with b->links held. */
+static void fresh_scan(struct gp_budget *b, uint64_t now)
+{
+	/* not while the window is open: it sees every call, and arming (up to tens of ms on a
+	 * loaded machine) would hold the window open past its share; armed when it closes */
+	bool sampling = b->fraction < 1 && !__atomic_load_n(&b->hits[GP_HIT_WINDOW].flags, __ATOMIC_RELAXED);
+
+	for (size_t i = 0; i < GP_HIT_SLOTS; i++) {
+		uint32_t pid = __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE);
+		struct fresh *f = &b->fresh[i];
+
+		if (pid == f->pid)
+			continue;
+		if (f->state == FRESH_ARMED) /* freed and taken again: the old owner's go first */
+			for (int k = 0; k < b->nr_armed; k++)
+				if (b->armed[k] == i)
+					fresh_disarm(b, k, now);
+		*f = (struct fresh){ .pid = pid, .state = pid ? FRESH_PENDING : FRESH_NONE };
+		if (!pid)
+			continue;
+		if (fresh_spent(b, i))
+			f->state = FRESH_DONE;
+		else if (sampling)
+			fresh_arm(b, i, now);
+	}
+}
+
+/* The window is about to close (the shared probes go off): the pending processes still
+ * within their allowance are armed for themselves. Called with b->links held. */
+static void fresh_arm_pending(struct gp_budget *b, uint64_t now)
+{
+	for (size_t i = 0; i < GP_HIT_SLOTS; i++) {
+		struct fresh *f = &b->fresh[i];
+
+		if (f->state != FRESH_PENDING)
+			continue;
+		if (fresh_spent(b, i) || __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE) != f->pid)
+			f->state = FRESH_DONE;
+		else
+			fresh_arm(b, i, now);
+	}
+}
+
+/* Each tick of the budget's thread: new owners (only when a slot was taken), and the armed
+ * processes that spent their allowance, lost their slot or ended (looked for every 100 ms). */
+static void fresh_tick(struct gp_budget *b)
+{
+	uint64_t seq = __atomic_load_n(&b->hits[GP_HIT_WINDOW].hits, __ATOMIC_RELAXED), now = gp_mono_ns();
+	/* every 5 ms (a short job's end bounds its account): a kill(0) and a read of its stat each */
+	bool look_gone = b->nr_armed && now - b->gone_ns >= TICK_NS;
+
+
+	if (seq == b->fresh_seq && !b->nr_armed)
+		return;
+	if (look_gone)
+		b->gone_ns = now;
+	pthread_mutex_lock(&b->links);
+	if (seq != b->fresh_seq) {
+		b->fresh_seq = seq;
+		fresh_scan(b, now);
+	}
+	for (int k = b->nr_armed - 1; k >= 0; k--) {
+		size_t i = b->armed[k];
+		uint32_t pid = b->fresh[i].pid;
+
+		bool gone = look_gone && ended(pid);
+
+		if (gone) {
+			pthread_mutex_lock(&b->acc);
+			if (!b->fresh[i].end_ns)
+				b->fresh[i].end_ns = fresh_end(b, i);
+			pthread_mutex_unlock(&b->acc);
+		}
+		if (gone || fresh_spent(b, i) || !b->fresh[i].nfds || __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE) != pid)
+			fresh_disarm(b, k, now);
+	}
+	pthread_mutex_unlock(&b->links);
+}
+
+/* Every armed process's events closed now (the run's end, a library removed). Called with
+ * b->links held. */
+static void fresh_disarm_all(struct gp_budget *b, bool wait)
+{
+	uint64_t now = gp_mono_ns();
+
+	while (b->nr_armed) {
+		struct fresh *f = &b->fresh[b->armed[b->nr_armed - 1]];
+
+		if (wait) {
+			for (int k = 0; k < f->nfds; k++)
+				close(f->fds[k]);
+			f->nfds = 0;
+		}
+		fresh_disarm(b, b->nr_armed - 1, now);
+	}
+}
+
+/* -------------------------------------------------------------------------------------
  * Accounting */
 
 /* pid's CPU time so far, all its threads (seconds; negative when it cannot be read). The
@@ -491,6 +861,7 @@ static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_s
 		__atomic_store_n(&b->hits[i].fixed, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].active_ns, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].last_ns, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].flags, 0, __ATOMIC_RELAXED);
 		__atomic_compare_exchange_n(&b->hits[i].pid, &pid, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 	}
 	memset(a, 0, sizeof(*a));
@@ -506,6 +877,14 @@ static bool in_allowance(const struct gp_budget *b, size_t i, double more)
 	if (i == GP_HIT_SLOTS || a->acc.sampled)
 		return false;
 	return (a->acc.obs + more) * b->price < b->target * EXACT_ALLOWANCE_S;
+}
+
+/* Whether slot i's owner is in its cuInit still: it has made no other call. */
+static bool in_init(const struct gp_budget *b, size_t i)
+{
+	uint32_t f = __atomic_load_n(&b->hits[i].flags, __ATOMIC_ACQUIRE);
+
+	return i < GP_HIT_SLOTS && (f & GP_SLOT_INIT) && !(f & GP_SLOT_READY);
 }
 
 /* Whose hits slot i holds now: false when none (nothing to account). */
@@ -525,8 +904,9 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now
 	a->last = a->last_stray = a->last_fixed = a->last_active = 0;
 	a->cpu_last = -1; /* not known until its first boundary */
 	a->off_ns = a->exit_ns = 0;
-	/* it may have begun in the last period's unseen part */
-	gp_account__begin(&a->acc, b->last_unseen);
+	/* it may have begun in the last period's unseen part, unless it was armed for itself */
+	gp_account__begin(&a->acc, in_init(b, i) || (b->fresh[i].pid == pid && b->fresh[i].armed_ever) ? 0 :
+				   b->last_unseen);
 	return true;
 }
 
@@ -628,15 +1008,25 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 			if (Te <= on)
 				one = Te;
 		}
+		/* new to the budget, in its cuInit still (no call of it seen, none it could make):
+		 * nothing of it went unseen, whatever the window */
+		if ((b->fresh[i].pid != a->pid || b->fresh[i].state == FRESH_PENDING) && !n && !ns &&
+		    in_init(b, i))
+			one = Te;
+		/* armed for itself (a process new to the budget): ended since the last tick? */
+		if (b->fresh[i].state == FRESH_ARMED && b->fresh[i].pid == a->pid && !b->fresh[i].end_ns &&
+		    ended(a->pid))
+			b->fresh[i].end_ns = fresh_end(b, i);
+		fresh_seen(b, i, t0, &Te, &one);
 		/* the priced hits cost the process like strays: never counted, always paid */
 		if (Te > 0)
 			gp_account__period_cpu(&a->acc, n, ns + nf * b->fixed_price / b->price, Te, one, act, cpu_T,
 					       b->cost, b->price);
-		a->off_ns = one < Te ? t0 + (uint64_t)(on * 1e9) : 0;
+		a->off_ns = one < Te ? t0 + (uint64_t)(one * 1e9) : 0;
 		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits (calling for %.2f ms), %.0f strays and %.0f priced hits, %.1f ms on a CPU",
 		       T * 1e3, on * 1e3, a->pid, n, act * 1e3, ns, nf, cpu_T * 1e3);
-		a->fresh = on > 0;
-		a->rho = on > 0 ? n * b->price / on : 0;
+		a->fresh = one > 0;
+		a->rho = one > 0 ? n * b->price / one : 0;
 		a->stray_s = ns * b->price;
 		a->fixed = T > 0 ? nf * b->fixed_price / T : 0;
 		if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
@@ -740,6 +1130,7 @@ static bool wait_until(struct gp_budget *b, uint64_t until, bool watch)
 
 		if (stopping(b) || (watch && held(b)))
 			return false;
+		fresh_tick(b);
 		if (now >= until)
 			return true;
 		step = until - now < TICK_NS ? until - now : TICK_NS;
@@ -987,6 +1378,11 @@ static double sampled_period(struct gp_budget *b, uint64_t *start, double f)
 
 	if (!wait_window(b, t0, T, f))
 		return last_period(b, t0, 0, f);
+	/* the processes new to the budget that came in the window armed for themselves before
+	 * it closes: none of their calls falls between the window and their own probes */
+	pthread_mutex_lock(&b->links);
+	fresh_arm_pending(b, gp_mono_ns());
+	pthread_mutex_unlock(&b->links);
 	set_window(b, false);
 	t_off = gp_mono_ns();
 	set_current(b, t0, t_off);
@@ -1047,11 +1443,16 @@ enum gp_budget_how gp_budget_mechanism(bool mount, char *why, size_t len, const 
 	int r;
 
 	*reason = "";
-	if (attach__has_uprobe_multi())
-		return GP_BUDGET_MULTI;
+	/* uprobe events first: disarmed in well under a millisecond where a uprobe_multi link
+	 * takes 30-120 ms to close with its breakpoints still in (strays), and they arm one
+	 * process alone (a process new to the budget); uprobe_multi where tracefs cannot be used */
 	r = uevent__available(mount, err, sizeof(err));
 	if (!r)
 		return GP_BUDGET_UEVENTS;
+	if (attach__has_uprobe_multi()) {
+		snprintf(why, len, "%s", err);
+		return GP_BUDGET_MULTI;
+	}
 	*reason = r == -EOPNOTSUPP ? "uprobe_events_off" : r == -ENOENT ? "no_uprobe_events" :
 		  r == -EROFS || r == -EACCES ? "uprobe_events_permission" : "no_tracefs";
 	snprintf(why, len, "no uprobe_multi links (Linux 6.6 or later)%s, and no tracefs uprobe events: %s",
@@ -1064,7 +1465,15 @@ const char *gp_budget_how_name(enum gp_budget_how h)
 	return h == GP_BUDGET_MULTI ? "uprobe_multi" : h == GP_BUDGET_UEVENTS ? "uprobe_events" : "none";
 }
 
-struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char *err, size_t len)
+const char *gp_budget_unarmed_name(enum gp_budget_unarmed r)
+{
+	static const char *const n[GP_UNARMED__COUNT] = { "cap", "user_cap", "error", "mechanism", "late" };
+
+	return r < GP_UNARMED__COUNT ? n[r] : "?";
+}
+
+struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, enum gp_budget_how how, char *err,
+				 size_t len)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
 	struct gp_budget *b = calloc(1, sizeof(*b));
@@ -1075,7 +1484,7 @@ struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char
 		goto oom;
 	b->hits_fd = -1;
 	b->pct = pct;
-	b->multi = attach__has_uprobe_multi();
+	b->multi = how == GP_BUDGET_MULTI;
 	b->trap = c->warm;
 	b->cold = c->cold; /* never under warm (calibrate.c) */
 	set_cost(b);
@@ -1095,7 +1504,8 @@ struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char
 	b->snap_fixed = calloc(SLOTS, sizeof(*b->snap_fixed));
 	b->snap_active = calloc(SLOTS, sizeof(*b->snap_active));
 	b->ended = u64map__new();
-	if (!b->accounts || !b->ended || !b->snap_pid || !b->watch || !b->snap_hits || !b->snap_stray ||
+	b->fresh = calloc(GP_HIT_SLOTS, sizeof(*b->fresh));
+	if (!b->fresh || !b->accounts || !b->ended || !b->snap_pid || !b->watch || !b->snap_hits || !b->snap_stray ||
 	    !b->snap_fixed || !b->snap_active)
 		goto oom;
 	b->hits_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_hits", sizeof(__u32), sizeof(struct gp_hit_slot),
@@ -1245,6 +1655,8 @@ int gp_budget__remove_file(struct gp_budget *b, dev_t dev, ino_t ino)
 			b->groups[k++] = *g;
 			continue;
 		}
+		/* an armed event cannot be removed: the processes armed alone join the others */
+		fresh_disarm_all(b, true);
 		if (g->fd_leave >= 0)
 			close_async(b, g->fd_leave);
 		if (g->fd_enter >= 0)
@@ -1300,6 +1712,7 @@ void gp_budget__stop(struct gp_budget *b)
 	b->prog.stats_fd = -1;
 	/* as the run's own links: released from several threads at once */
 	pthread_mutex_lock(&b->links);
+	fresh_disarm_all(b, true);
 	detach_all(b);
 	pthread_mutex_unlock(&b->links);
 	pthread_mutex_lock(&b->acc);
@@ -1355,6 +1768,7 @@ void gp_budget__free(struct gp_budget *b)
 	free(b->snap_stray);
 	free(b->snap_fixed);
 	free(b->snap_active);
+	free(b->fresh);
 	u64map__free_all(b->ended, NULL);
 	pthread_mutex_destroy(&b->links);
 	pthread_mutex_destroy(&b->acc);
@@ -1386,6 +1800,8 @@ void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
 		return;
 	gp_log(GP_LOG_DEBUG, "budget: PID %u exited at %llu", pid, (unsigned long long)ts_ns);
 	pthread_mutex_lock(&b->acc);
+	if (b->fresh && b->fresh[i].pid == pid && b->fresh[i].armed_ever && !b->fresh[i].end_ns)
+		b->fresh[i].end_ns = ts_ns;
 	if (b->accounts[i].pid == pid && !b->accounts[i].closed) {
 		struct account *a = &b->accounts[i];
 
@@ -1405,6 +1821,7 @@ void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
 			a->last += (uint64_t)n;
 			a->last_fixed += (uint64_t)nf;
 			a->last_stray = st;
+			fresh_seen(b, i, b->cur_start, &T, &on);
 			if (T > 0)
 				gp_account__period_cpu(&a->acc, n, ns + nf * b->fixed_price / b->price, T, on,
 						       act >= a->last_active ? (double)(act - a->last_active) * 1e-9 : -1,
@@ -1519,6 +1936,9 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	s->attach_ms = median_of(b->attach_ms, b->nr_attach);
 	s->detach_ms = median_of(b->detach_ms, b->nr_detach);
 	s->mechanism = gp_budget_how_name(b->multi ? GP_BUDGET_MULTI : GP_BUDGET_UEVENTS);
+	s->fresh_armed = b->fresh_armed;
+	s->fresh_now = (uint64_t)__atomic_load_n(&b->nr_armed, __ATOMIC_RELAXED);
+	memcpy(s->unarmed, b->unarmed, sizeof(s->unarmed));
 	s->changes = calloc(b->nr_changes ? b->nr_changes : 1, sizeof(*s->changes));
 	if (s->changes) {
 		memcpy(s->changes, b->changes, b->nr_changes * sizeof(*s->changes));

@@ -7,8 +7,9 @@
  * reads without a system call. A thread of its own cuts time into periods (100 ms while
  * every call is seen, 500 ms sampled); when a
  * process's probe time would pass the budget it attaches those probes for a window of
- * each period only and closes their uprobe_multi links for the rest (without them, Linux
- * < 6.6: disarms their tracefs uprobe events, src/core/uevent.h) — a detached uprobe
+ * each period only and disarms their tracefs uprobe events for the rest (src/core/uevent.h;
+ * where those cannot be made, closes their uprobe_multi links), and arms a process new to it
+ * for itself until it spent its exact allowance (budget.c) — a detached uprobe
  * costs the process nothing, while a program that returns at once still costs the trap
  * (docs/benchmarks.md) — and estimates the unseen calls (src/core/sampling.h). When the
  * rate falls it attaches them for good again. Allocation, free and copy probes never go
@@ -32,8 +33,9 @@ struct gp_budget;
  * 6.6), tracefs uprobe events (src/core/uevent.h), or not at all (it cannot sample). */
 enum gp_budget_how { GP_BUDGET_NONE, GP_BUDGET_MULTI, GP_BUDGET_UEVENTS };
 
-/* This kernel's; with NONE, one line in why naming what is missing and *reason a metric
- * label for it (gpuprobe_budget_in_force). mount: tracefs may be mounted now (a check
+/* This kernel's: tracefs uprobe events wherever they can be made, else uprobe_multi links
+ * (why: what the uprobe events lack); with NONE, one line in why naming what is missing and
+ * *reason a metric label for it (gpuprobe_budget_in_force). mount: tracefs may be mounted now (a check
  * only looks: an unmounted tracefs that could be mounted counts as there). */
 enum gp_budget_how gp_budget_mechanism(bool mount, char *why, size_t len, const char **reason);
 /* "uprobe_multi", "uprobe_events", "none". */
@@ -55,8 +57,10 @@ struct gp_sampled {
 
 /* pct: the share of a process's time its probes may take, in percent (0 < pct < 100);
  * c: seconds per probe hit, warm and cold (calibrated: the budget holds the cold price, the
- * estimates' models take the warm one). NULL with a reason in err. */
-struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, char *err, size_t len);
+ * estimates' models take the warm one); how: gp_budget_mechanism's (not NONE). NULL with a
+ * reason in err. */
+struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, enum gp_budget_how how, char *err,
+				 size_t len);
 /* The `gp_hits` array BPF objects reuse (bpf_map__reuse_fd). */
 int gp_budget__hits_fd(const struct gp_budget *b);
 /* Attaches g's probes now (every call seen until the budget says otherwise) and keeps what
@@ -92,6 +96,26 @@ struct gp_budget_change {
 	double fraction;  /* 1: every call seen */
 };
 
+/*
+ * Processes new to the budget (their first driver call, cuInit, took a hit slot: bpf/
+ * budget.bpf.h) are counted exactly until they spend their exact allowance: while the
+ * shared probes are off, theirs are armed for them alone (a tracefs uprobe event's
+ * per-process perf event, uevent__arm). The processes that could not be, by reason: */
+enum gp_budget_unarmed {
+	GP_UNARMED_CAP,       /* GP_BUDGET_FRESH_MAX armed at once, or GP_BUDGET_FRESH_RATE a second */
+	GP_UNARMED_USER,      /* its user holds GP_BUDGET_FRESH_PER_USER of them */
+	GP_UNARMED_ERROR,     /* arming failed (descriptors, memory, the process gone) */
+	GP_UNARMED_MECHANISM, /* uprobe_multi links (no tracefs uprobe events): not per process */
+	GP_UNARMED_LATE,      /* armed only after its cuInit had returned: its calls before, if
+			       * any, were sampled (its account says so: an estimate) */
+	GP_UNARMED__COUNT,
+};
+#define GP_BUDGET_FRESH_MAX 32
+#define GP_BUDGET_FRESH_PER_USER 8
+#define GP_BUDGET_FRESH_RATE 64
+/* "cap", "user_cap", "error", "mechanism", "late": a metric label */
+const char *gp_budget_unarmed_name(enum gp_budget_unarmed r);
+
 /* A process the budget has an account of. */
 struct gp_budget_proc {
 	uint32_t pid;
@@ -114,6 +138,9 @@ struct gp_budget_stats {
 	uint64_t cut_windows;       /* windows ended early: a process took its period's hits */
 	double attach_ms, detach_ms; /* medians: making the links, closing them */
 	const char *mechanism;      /* gp_budget_how_name: how it takes the probes off */
+	uint64_t fresh_armed;       /* processes new to it armed for themselves, ever */
+	uint64_t fresh_now;         /* armed now */
+	uint64_t unarmed[GP_UNARMED__COUNT]; /* processes new to it that could not be (counted) */
 	struct gp_budget_change *changes;
 	size_t nr_changes;
 	struct gp_budget_proc *procs;

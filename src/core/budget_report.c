@@ -23,6 +23,20 @@ void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
 		s->fraction * 100, s->over ? " (a process passes the budget even then)" : "",
 		gp_text__count(s->sampled_periods).s, gp_text__count(s->periods).s, gp_text__count(s->cut_windows).s,
 		gp_text__count(s->windows).s, gp_text__duration(s->attach_ms / 1e3).s, gp_text__duration(s->detach_ms / 1e3).s);
+	{
+		uint64_t un = 0;
+
+		for (int r = 0; r < GP_UNARMED__COUNT; r++)
+			un += s->unarmed[r];
+		fprintf(f, "  %s processes new to it counted exactly on probes armed for them alone", gp_text__count(s->fresh_armed).s);
+		if (un) {
+			fprintf(f, "; %s could not be (their calls sampled with the others'):", gp_text__count(un).s);
+			for (int r = 0; r < GP_UNARMED__COUNT; r++)
+				if (s->unarmed[r])
+					fprintf(f, " %s %s", gp_text__count(s->unarmed[r]).s, gp_budget_unarmed_name(r));
+		}
+		fprintf(f, "\n");
+	}
 	for (size_t i = 0; i < s->nr_procs; i++) {
 		const struct gp_budget_proc *p = &s->procs[i];
 		struct gp_sampling smp;
@@ -88,6 +102,14 @@ void gp_budget__json(json_object *o, const struct gp_budget_stats *s)
 	json_object_object_add(o, "windows_cut", json_object_new_uint64(s->cut_windows));
 	json_object_object_add(o, "attach_ms_median", json_object_new_double(s->attach_ms));
 	json_object_object_add(o, "detach_ms_median", json_object_new_double(s->detach_ms));
+	json_object_object_add(o, "exact_processes", json_object_new_uint64(s->fresh_armed));
+	{
+		json_object *u = json_object_new_object();
+
+		for (int r = 0; r < GP_UNARMED__COUNT; r++)
+			json_object_object_add(u, gp_budget_unarmed_name(r), json_object_new_uint64(s->unarmed[r]));
+		json_object_object_add(o, "unarmed_processes", u);
+	}
 	for (size_t i = 0; i < s->nr_changes; i++) {
 		json_object *c = json_object_new_object();
 
@@ -115,4 +137,12 @@ void gp_budget__prom(struct prom_out *p, const struct gp_budget_stats *s)
 	prom__u64(p, "gpuprobe_budget_windows_cut_total", NULL, NULL, s->cut_windows);
 	prom__family(p, "gpuprobe_budget_exact_allowance_calls");
 	prom__u64(p, "gpuprobe_budget_exact_allowance_calls", NULL, NULL, (uint64_t)s->allowance);
+	prom__family(p, "gpuprobe_budget_exact_processes_total");
+	prom__u64(p, "gpuprobe_budget_exact_processes_total", NULL, NULL, s->fresh_armed);
+	prom__family(p, "gpuprobe_budget_unarmed_processes_total");
+	for (int r = 0; r < GP_UNARMED__COUNT; r++) {
+		const char *kv[] = { "reason", gp_budget_unarmed_name(r), NULL };
+
+		prom__u64(p, "gpuprobe_budget_unarmed_processes_total", NULL, kv, s->unarmed[r]);
+	}
 }

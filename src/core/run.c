@@ -147,7 +147,7 @@ static int open_budget(struct gp_run *run, char *err, size_t len)
 	       run->budget_how == GP_BUDGET_MULTI ? "uprobe_multi links" : "tracefs uprobe events");
 	struct gp_probe_cost c = hit_cost(o);
 
-	run->budget = gp_budget__new(pct, &c, err, len);
+	run->budget = gp_budget__new(pct, &c, run->budget_how, err, len);
 	return run->budget ? 0 : -ENOMEM;
 }
 
@@ -316,6 +316,21 @@ int gp_run__adopt_hits_map(struct gp_run *run, struct bpf_map *hits, bool *count
 	if (!run->budget)
 		return bpf_map__set_max_entries(hits, 1); /* never written */
 	return bpf_map__reuse_fd(hits, gp_budget__hits_fd(run->budget));
+}
+
+void gp_run__prepare_sampled(struct gp_run *run, struct attach_pair *sampled, const struct attach_pair *all,
+			     struct bpf_program *enter_ev, struct bpf_program *leave_ev)
+{
+	bool own = run->budget && run->budget_how == GP_BUDGET_UEVENTS && all->multi;
+
+	bpf_program__set_autoload(enter_ev, own);
+	bpf_program__set_autoload(leave_ev, own);
+	*sampled = *all;
+	if (own) {
+		sampled->enter = enter_ev;
+		sampled->leave = leave_ev;
+		sampled->multi = false;
+	}
 }
 
 int gp_run__attach_sampled(struct gp_run *run, const struct attach_pair *p, const char *lib,

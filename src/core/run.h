@@ -26,6 +26,8 @@ struct gp_timeline;
 struct lib_set;
 struct prom_out;
 struct bpf_map;
+struct bpf_program;
+struct attach_pair;
 struct ptree;
 struct gp_budget;
 struct gp_sampling;
@@ -153,6 +155,12 @@ int gp_run__adopt_hits_map(struct gp_run *run, struct bpf_map *hits, bool *count
 			      (__u32 *)&(skel)->rodata->gp_share_proc, (__u32 *)&(skel)->rodata->gp_share_user)
 void gp_run__set_shares_of(struct gp_run *run, struct bpf_map *counters, __u32 *free_places, __u32 *proc,
 			   __u32 *user);
+/* Before the object loads: the pair the budget's probes take (gp_run__attach_sampled). all:
+ * the mode's pair, prepared; enter_ev, leave_ev: the same programs as plain uprobes, loaded
+ * only where the budget arms tracefs uprobe events and all's are uprobe_multi programs
+ * (which a perf event cannot take); elsewhere *sampled is all. */
+void gp_run__prepare_sampled(struct gp_run *run, struct attach_pair *sampled, const struct attach_pair *all,
+			     struct bpf_program *enter_ev, struct bpf_program *leave_ev);
 /* Probes the budget may sample (launches, syncs; never allocations): attach_pair__attach's
  * arguments, and hold (NULL: none), a counter of the mode's while which every call must be
  * seen. Without a budget, attached for good like any other. */

@@ -212,9 +212,11 @@ const struct gp_metric gp_metrics[] = {
 	  "(`--max-overhead 100`, or a CLI run without the option)." },
 	{ "gpuprobe_budget_in_force", GP_GAUGE, 0, "mechanism,reason", NULL, "--max-overhead",
 	  "1 when the budget samples the launch and synchronize probes, 0 when this kernel cannot and every call is counted at full cost; `mechanism` says how it takes the probes off.",
-	  "`mechanism=\"uprobe_multi\"`: links made and closed per window (Linux 6.6 or later); "
-	  "`\"uprobe_events\"`: tracefs uprobe events armed per window (kernels without uprobe_multi "
-	  "links: a perf-event uprobe takes ~0.1 s to release, and one disabled still traps); "
+	  "`mechanism=\"uprobe_events\"`: tracefs uprobe events armed and disarmed per window (wherever "
+	  "tracefs uprobe events can be used: they disarm in well under a millisecond, where a uprobe_multi "
+	  "link takes 30-120 ms to close with its breakpoints still in, and they arm one process alone); "
+	  "`\"uprobe_multi\"`: links made and closed per window (Linux 6.6 or later, where tracefs uprobe "
+	  "events cannot be used); "
 	  "`\"none\"` (value 0) with `reason`: `no_tracefs` (not mounted, and it cannot mount it), "
 	  "`no_uprobe_events` (a kernel without CONFIG_UPROBE_EVENTS), `uprobe_events_permission` "
 	  "(tracefs not readable or uprobe_events not writable: root, or CAP_DAC_OVERRIDE), "
@@ -235,8 +237,20 @@ const struct gp_metric gp_metrics[] = {
 	  "The CLI's command is held until its libcuda is probed (its own library folders before it starts, a dlopen of a new libcuda at the linker's hook), so it adds none." },
 	{ "gpuprobe_budget_exact_allowance_calls", GP_GAUGE, 0, "", NULL, "--max-overhead",
 	  "The launch and synchronize calls a process makes, every one seen, before its rate may make the budget sample: the calls one window of the longest period can price (35 % of the budget over 1 s of probe time, at the price of a call).",
-	  "A job that makes fewer is counted exactly however fast it calls, unless it starts while "
-	  "another process is sampled (the probes are off then for every process)." },
+	  "A job that makes fewer is counted exactly however fast it calls: while another process is "
+	  "sampled (the shared probes off), a process new to the budget has its probes armed for it alone "
+	  "from its first driver call (cuInit) until it has made these calls "
+	  "(gpuprobe_budget_exact_processes_total; those that cannot be: gpuprobe_budget_unarmed_processes_total)." },
+	{ "gpuprobe_budget_exact_processes_total", GP_COUNTER, 0, "", NULL, "--max-overhead",
+	  "Processes new to the budget whose launch and synchronize probes were armed for them alone (every call counted) while the shared ones were off, until they made their exact allowance of calls.",
+	  NULL },
+	{ "gpuprobe_budget_unarmed_processes_total", GP_COUNTER, 0, "reason", NULL, "--max-overhead",
+	  "Processes new to the budget that could not have their probes armed for them alone: their calls were sampled with the others' (a short one may go unseen whole).",
+	  "`reason`: `cap` (32 armed at once, or 64 arms in a second), `user_cap` (their user holds 8 of "
+	  "the 32), `error` (arming failed), `mechanism` (uprobe_multi links, where tracefs uprobe events "
+	  "cannot be used: they cannot arm one process alone), `late` (armed only after its cuInit had "
+	  "returned, outside a window: its calls in between, if any, were unseen, and its counts are an "
+	  "estimate; a GPU's cuInit takes far longer than the arming)." },
 	{ "gpuprobe_tracked_processes", GP_GAUGE, 0, "", NULL, "",
 	  "Processes gpuprobe holds records of now (running, and exited ones not yet folded into their series).",
 	  NULL },

@@ -35,6 +35,8 @@
  *
  * Environment (read once, by the first successful cuInit):
  *   FAKECUDA_DEVICES    number of devices (default 2, 0 = no device, at most 8)
+ *   FAKECUDA_INIT_MS    milliseconds the first cuInit takes (default 0; a GPU
+ *                       driver's takes 0.1 s or more: it loads and opens the devices)
  *   FAKECUDA_MEM_LIMIT  bytes per device (default 80 GiB; K/M/G/T suffix ok)
  *   FAKECUDA_BW         copy bandwidth in bytes/s (default 4e9): host<->device
  *                       and within one device
@@ -2082,6 +2084,13 @@ CUresult cuInit(unsigned int Flags)
 	}
 	if (g.inited)
 		goto out;
+	{
+		uint64_t ms = env_u64("FAKECUDA_INIT_MS", 0);
+		struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+		while (ms && nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
 	ndev = (int)env_u64("FAKECUDA_DEVICES", 2);
 	if (ndev <= 0) {
 		rc = CUDA_ERROR_NO_DEVICE;

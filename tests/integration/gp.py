@@ -356,10 +356,23 @@ def kernel_has_uprobe_multi():
     return (int(m.group(1)), int(m.group(2))) >= (6, 6)
 
 
+def tracefs_uprobe_events():
+    """Whether gpuprobe (root here) can make tracefs uprobe events: an uprobe_events file it
+    may write, unless GPUPROBE_NO_UPROBE_EVENTS says not to."""
+    f = os.environ.get("GPUPROBE_NO_UPROBE_EVENTS", "")
+    if f and f != "0":
+        return False
+    return any(os.access(os.path.join(r, "uprobe_events"), os.W_OK)
+               for r in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
+
+
 def budget_mechanism():
-    """How --max-overhead takes its probes off on this kernel: uprobe_multi links made and
-    closed, else tracefs uprobe events armed and disarmed (src/core/uevent.h)."""
-    return "uprobe_multi" if kernel_has_uprobe_multi() else "uprobe_events"
+    """How --max-overhead takes its probes off on this kernel: tracefs uprobe events armed and
+    disarmed (src/core/uevent.h) wherever they can be made, else uprobe_multi links made and
+    closed (Linux 6.6)."""
+    if tracefs_uprobe_events():
+        return "uprobe_events"
+    return "uprobe_multi" if kernel_has_uprobe_multi() else "none"
 
 
 def uprobe_events():

@@ -729,5 +729,145 @@ def test_budget_interval_coverage():
     check(held >= 0.8 * runs, f"intervals held the count in {held} of {runs} runs")
 
 
+
+
+# A GPU driver's cuInit takes 0.1 s or more (it loads and opens the devices); the stand-in's
+# returns at once unless asked (tests/fakecuda: FAKECUDA_INIT_MS).
+INIT_MS = "100"
+
+
+def heavy_app(tmp):
+    """rate_app under another name (its own comm: the short jobs' series are theirs alone)."""
+    path = os.path.join(tmp, "rate_heavy")
+    shutil.copy(RATE, path)
+    return path
+
+
+def short_jobs(n, ms, init_ms=INIT_MS):
+    """n short rate_app jobs back to back (20,000 launches a second for ms), each's truth."""
+    out = []
+    for _ in range(n):
+        r = gp.run([RATE, "--phases", f"20000:{ms}", "--alloc-every", "0"],
+                   env=dict(ENV, FAKECUDA_INIT_MS=init_ms))
+        eq(r.returncode, 0, f"rate_app exit ({r.stderr[-300:]})")
+        out.append(truth(r.stderr))
+        time.sleep(0.05)
+    return out
+
+
+def unarmed(b):
+    return sum(b["unarmed_processes"].values())
+
+
+@retried
+def test_short_jobs_beside_a_sampled_process_exact():
+    """Node-wide --cudatrace --max-overhead 1: while a process launching 100,000 kernels a
+    second is sampled (its probes off but for a few ms of each period, for every process),
+    short jobs run back to back beside it are each counted exactly: a process new to the
+    budget has its probes armed for it alone from its cuInit until it has made its exact
+    allowance. They used to go unseen whole (no launches, no record, no counter). With the
+    stand-in's instant cuInit (a GPU's takes 0.1 s or more) the arm may come after the
+    first calls: such a job is counted late, and its count is an estimate whose interval
+    holds it (or, armed after its last call, it has no record)."""
+    tmp = tempfile.mkdtemp(prefix="gp-budget-short-")
+    out = os.path.join(tmp, "out.json")
+    g = gp.Background([gp.GPUPROBE, "--libcuda", FAKECUDA, "--json", "--cudatrace", "--max-overhead", "1",
+                       "-d", "9", "-o", out], env=ENV)
+    heavy = None
+    try:
+        g.wait_for("probes on", where="stderr")
+        heavy = gp.Background([heavy_app(tmp), "--phases", "100000:6000", "--alloc-every", "0"], env=ENV)
+        time.sleep(1.5)  # sampled by now
+        jobs = short_jobs(4, 30) + short_jobs(2, 30, init_ms="0")
+        eq(heavy.wait(), 0, "the sampled process's exit")
+        eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-800:]})")
+        with open(out) as f:
+            text = f.read()
+    finally:
+        for p in (heavy, g):
+            if p:
+                p.kill()
+    fin = gp.final(text, "cudatrace")
+    b = budget_record(text)
+    check(b["sampled_periods"] > 0, f"the heavy process was sampled: {b['sampled_periods']} periods")
+    eq(unarmed(b) - b["unarmed_processes"]["late"], 0,
+       f"processes new to the budget that could not be armed: {b['unarmed_processes']}")
+    check(b["unarmed_processes"]["late"] <= 2, f"only the instant-cuInit jobs armed late: {b['unarmed_processes']}")
+    check(b["exact_processes"] >= len(jobs), f"processes armed alone {b['exact_processes']} of {len(jobs)} jobs")
+    for i, t in enumerate(jobs):
+        p = [x for x in fin["processes"] if x["pid"] == t["pid"]]
+        if not p and i >= 4:
+            # armed after it had made every call: nothing seen, and counted so
+            check(b["unarmed_processes"]["late"] >= 1, f"job {i} unseen whole and not counted late: {b}")
+            continue
+        p = gp.proc(fin, t["pid"])
+        if i < 4:
+            eq(p["launches"], t["launches"], f"job {i} (cuInit {INIT_MS} ms): launches exact ({p.get('sampling')}; {b['unarmed_processes']}, attach {b['attach_ms_median']:.1f} ms)")
+            check("sampling" not in p, f"job {i}: every call seen ({p.get('sampling')})")
+            continue
+        smp = p.get("sampling")
+        if smp is None:
+            eq(p["launches"], t["launches"], f"job {i} (instant cuInit): launches exact, or an estimate")
+            continue
+        lo, hi = smp["intervals"]["launches"]
+        check(lo <= t["launches"] <= (hi if hi is not None else float("inf")),
+              f"job {i} (instant cuInit): its {t['launches']} launches outside [{lo}, {hi}]")
+    print(f"#   {len(jobs)} short jobs beside a sampled process: {b['exact_processes']} armed alone, "
+          f"{b['sampled_periods']} sampled periods, mechanism {b['mechanism']}")
+
+
+@retried
+def test_daemon_short_jobs_beside_a_sampled_process_exact():
+    """The daemon at its default budget: the same short jobs beside a process it samples add
+    their exact launches to gpuprobe_cuda_kernel_launches_total (comm rate_app: the sampled
+    one runs under another name), every call seen, and the budget counts them as armed alone
+    (gpuprobe_budget_exact_processes_total), none unarmed."""
+    import test_daemon as td
+    tmp = tempfile.mkdtemp(prefix="gp-budget-short-")
+    d = td.start_daemon(extra=["--libcuda", FAKECUDA], modes=("--cudatrace",), budget=True, per_process=False)
+    heavy = None
+    try:
+        m0 = td.get(d.port)[1]
+        base = launch_sums(td, d.port)
+        exact0 = td.value(m0, "gpuprobe_budget_exact_processes_total") or 0
+        un0 = td.value(m0, "gpuprobe_budget_unarmed_processes_total") or 0
+        heavy = gp.Background([heavy_app(tmp), "--phases", "100000:5000", "--alloc-every", "0"], env=ENV)
+        time.sleep(1.5)
+        jobs = short_jobs(5, 30)
+        want = sum(t["launches"] for t in jobs)
+        eq(heavy.wait(), 0, "the sampled process's exit")
+        end = settled_sums(td, d.port)
+        got = {k: end[k] - base[k] for k in end}
+        m = td.get(d.port)[1]
+        exact = (td.value(m, "gpuprobe_budget_exact_processes_total") or 0) - exact0
+        un = (td.value(m, "gpuprobe_budget_unarmed_processes_total") or 0) - un0
+        check(got["periods"] > 0, f"the heavy process was sampled: {got}")
+        eq(un, 0, "processes new to the budget that could not be armed")
+        check(exact >= len(jobs), f"processes armed alone {exact} of {len(jobs)} jobs")
+        eq(got["counter"], want, f"launches of five short jobs beside a sampled process ({got})")
+        eq((got["seen"], got["low"], got["high"], got["unbounded"]), (want, want, want, 0),
+           "every call seen: the interval is the count")
+        td.stop(d)
+    finally:
+        if heavy:
+            heavy.kill()
+        d.kill()
+
+
+@retried
+def test_budget_uprobe_multi_fallback():
+    """Where tracefs uprobe events cannot be used (forced here), the budget takes its probes
+    off with uprobe_multi links (made and closed per window): its estimates hold the truth as
+    with uprobe events. (A process new to it cannot be armed alone then: counted, reason
+    mechanism, when it comes while another is sampled.)"""
+    env = {"GPUPROBE_NO_UPROBE_EVENTS": "1"}
+    if not gp.kernel_has_uprobe_multi():
+        gp.skip("no uprobe_multi links on this kernel")
+    r, t = run_rate(["--max-overhead", "1"], env=env)
+    b, share = check_budget_run(r, t, mechanism="uprobe_multi")
+    check(b["windows"] >= 2, f"windows {b['windows']}")
+    check(b["detach_ms_median"] > 0, "closing the links timed")
+
+
 if __name__ == "__main__":
     gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])

@@ -39,7 +39,7 @@ struct bw_mode {
 	struct gp_run *run;
 	struct cuda_copy_bpf *skel;
 	struct bandwidth *bw;
-	struct attach_pair probes;
+	struct attach_pair probes, sprobes; /* sprobes: the budget's (gp_run__prepare_sampled) */
 	FILE *csv;
 	int csv_err; /* the first write error of --csv */
 	uint64_t last_csv_ns;
@@ -83,6 +83,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	/* GPUPROBE_TEST_SYSFS: tests point this at a fake tree (a machine's links are fixed) */
 	bw_links__read(getenv("GPUPROBE_TEST_SYSFS"), &m->snap.links);
 	attach_pair__prepare(&m->probes, m->skel->progs.copy_enter, m->skel->progs.copy_leave, "copy");
+	gp_run__prepare_sampled(run, &m->sprobes, &m->probes, m->skel->progs.copy_enter_ev, m->skel->progs.copy_leave_ev);
 	m->skel->rodata->min_bytes = bw_settings.min_bytes;
 	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
 	gp_run__set_shares(run, m->skel);
@@ -142,7 +143,7 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	}
 	r = attach_pair__attach(&m->probes, run->links, lib, offsets, NULL, cookies, n, run->target_pid,
 				err, len);
-	return r ? r : gp_run__attach_sampled(run, &m->probes, lib, syncs, NULL, cookies, n, run->target_pid,
+	return r ? r : gp_run__attach_sampled(run, &m->sprobes, lib, syncs, NULL, cookies, n, run->target_pid,
 					     NULL, err, len);
 }
 

@@ -71,6 +71,7 @@ struct ct_mode {
 	struct cuda_launch_bpf *skel;
 	struct cudatrace *ct;
 	struct attach_pair probes, gprobes; /* launches, syncs, names; capture and graphs */
+	struct attach_pair sprobes;         /* the budget's (gp_run__prepare_sampled) */
 	struct midname *mn;                 /* names of handles made before the attach */
 	struct u64map *learns;              /* uid -> known names offered to mn so far (+ 0) */
 	/* libcuda builds probed (midname's build i + 1 is builds[i]) and their files */
@@ -491,6 +492,8 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 		return -ENOMEM;
 	}
 	attach_pair__prepare(&m->probes, m->skel->progs.launch_enter, m->skel->progs.launch_leave, "launch");
+	gp_run__prepare_sampled(run, &m->sprobes, &m->probes, m->skel->progs.launch_enter_ev,
+				m->skel->progs.launch_leave_ev);
 	attach_pair__prepare(&m->gprobes, m->skel->progs.graph_enter, m->skel->progs.graph_leave, "graph");
 	m->skel->rodata->measure_latency = ct_settings.latency;
 	r = gp_run__adopt_hits(run, m->skel);
@@ -510,7 +513,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
  * syncs only to time them (--no-latency leaves them out). */
 static bool needs_return(enum gp_launch_prog p)
 {
-	return p == GP_LP_NAME || p == GP_LP_ALIAS || p == GP_LP_UNLOAD || ct_settings.latency;
+	return p == GP_LP_NAME || p == GP_LP_ALIAS || p == GP_LP_UNLOAD || p == GP_LP_INIT || ct_settings.latency;
 }
 
 /* Stream capture and graph calls; a driver older than some of them (cuGraphExecUpdate_v2,
@@ -542,10 +545,11 @@ static int attach_graphs(struct ct_mode *m, struct gp_run *run, const char *lib,
  * more than all its sampled launches). Their hits are priced, not counted (BPF
  * gp_sampled_extra). A name is learned once per handle: one missed is learned from a later
  * window's call, or read from the driver's memory (midname.c). Unload calls are never
- * sampled: a name kept past its module's unload would name another kernel. */
+ * sampled: a name kept past its module's unload would name another kernel. Nor is cuInit:
+ * a process's first call, which tells the budget of a process new to it (budget.c). */
 static bool sampleable(enum gp_launch_prog p)
 {
-	return p != GP_LP_UNLOAD;
+	return p != GP_LP_UNLOAD && p != GP_LP_INIT;
 }
 
 static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len)
@@ -572,6 +576,9 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 			snprintf(err, len, "%s: does not export cuLaunchKernel", lib);
 			return -ENOENT;
 		}
+		/* cuInit tells only a budget of a new process (budget.c): not probed without one */
+		if (gp_launch_apis[i].prog == GP_LP_INIT && !run->budget)
+			offsets[i] = ret_offsets[i] = -1;
 		/* two sets: the sampled ones, and the rest */
 		hot[i] = sampleable(gp_launch_apis[i].prog) ? offsets[i] : -1;
 		hot_ret[i] = sampleable(gp_launch_apis[i].prog) ? ret_offsets[i] : -1;
@@ -581,7 +588,7 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	r = attach_pair__attach(&m->probes, run->links, lib, offsets, ret_offsets, cookies, n,
 				run->target_pid, err, len);
 	if (!r)
-		r = gp_run__attach_sampled(run, &m->probes, lib, hot, hot_ret, cookies, n, run->target_pid,
+		r = gp_run__attach_sampled(run, &m->sprobes, lib, hot, hot_ret, cookies, n, run->target_pid,
 					   (const volatile int64_t *)&m->skel->bss->live_captures, err, len);
 	if (!r)
 		r = attach_graphs(m, run, lib, err, len);
