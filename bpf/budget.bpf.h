@@ -137,8 +137,12 @@ static __always_inline void gp_init_begin(__u32 tgid)
 		__sync_fetch_and_or(&s->flags, GP_SLOT_INIT);
 }
 
-/* tgid's cuInit returned: no launch or synchronization of it came before (the budget
- * arming its probes for it alone missed none if armed by then). */
+/* tgid's first context was made (cuDevicePrimaryCtxRetain, cuCtxCreate returned): no
+ * launch or synchronization of it came before, none can without a context (the budget
+ * arming its probes for it alone missed none if armed by then). It was cuInit's return:
+ * on the H200 a job's cuInit returned in a few ms, before its arm, while making its context
+ * took far longer, and 4 of 4 short jobs were estimated (2,956 for their 2,812 launches,
+ * every one seen) where they were counted whole. */
 static __always_inline void gp_init_done(__u32 tgid)
 {
 	struct gp_hit_slot *s;
@@ -146,7 +150,7 @@ static __always_inline void gp_init_done(__u32 tgid)
 	if (!gp_count_hits)
 		return;
 	s = gp_hit_slot_of(tgid);
-	if (!s || s->pid != tgid)
+	if (!s || s->pid != tgid || (s->flags & GP_SLOT_READY))
 		return;
 	s->since_ns = bpf_ktime_get_ns();
 	__sync_fetch_and_or(&s->flags, GP_SLOT_READY);

@@ -946,6 +946,10 @@ static __always_inline int launch_enter_body(struct pt_regs *ctx)
 	case GP_API_cuLibraryUnload:
 		return gp_traced_self() ? unload_enter(ctx) : 0;
 	case GP_API_cuInit:
+	case GP_API_cuDevicePrimaryCtxRetain:
+	case GP_API_cuCtxCreate_v2:
+	case GP_API_cuCtxCreate_v3:
+	case GP_API_cuCtxCreate_v4:
 		/* priced, never sampled: a process's first driver call takes its budget slot,
 		 * and the budget arms its sampled probes for it alone (src/core/budget.c) */
 		if (gp_traced_self())
@@ -983,6 +987,11 @@ static __always_inline int launch_leave_body(struct pt_regs *ctx)
 	case GP_API_cuLibraryUnload:
 		return unload_leave(ctx);
 	case GP_API_cuInit:
+		return 0;
+	case GP_API_cuDevicePrimaryCtxRetain:
+	case GP_API_cuCtxCreate_v2:
+	case GP_API_cuCtxCreate_v3:
+	case GP_API_cuCtxCreate_v4:
 		gp_init_done(bpf_get_current_pid_tgid() >> 32);
 		return 0;
 	default:

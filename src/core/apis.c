@@ -51,6 +51,11 @@ const struct gp_launch_api_info gp_launch_apis[] = {
 	{ GP_API_cuModuleUnload, "cuModuleUnload", GP_LP_UNLOAD },
 	{ GP_API_cuLibraryUnload, "cuLibraryUnload", GP_LP_UNLOAD },
 	{ GP_API_cuInit, "cuInit", GP_LP_INIT },
+	/* a process's first context: no launch or synchronization can come before its return */
+	{ GP_API_cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", GP_LP_INIT },
+	{ GP_API_cuCtxCreate_v2, "cuCtxCreate_v2", GP_LP_INIT },
+	{ GP_API_cuCtxCreate_v3, "cuCtxCreate_v3", GP_LP_INIT },
+	{ GP_API_cuCtxCreate_v4, "cuCtxCreate_v4", GP_LP_INIT },
 };
 const int gp_launch_apis_cnt = sizeof(gp_launch_apis) / sizeof(gp_launch_apis[0]);
 

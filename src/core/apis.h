@@ -35,7 +35,8 @@ enum gp_launch_prog {
 	GP_LP_NAME,    /* handle creation with a name: always needs its return */
 	GP_LP_ALIAS,   /* cuKernelGetFunction: always needs its return */
 	GP_LP_UNLOAD,  /* cuModuleUnload/cuLibraryUnload: their handles go stale */
-	GP_LP_INIT,    /* cuInit: a process new to the --max-overhead budget (budget.bpf.h) */
+	GP_LP_INIT,    /* cuInit and a context's creation: a process new to the --max-overhead
+			* budget, ready to launch once it has a context (budget.bpf.h) */
 };
 
 struct gp_launch_api_info {
