@@ -248,9 +248,9 @@ const struct gp_metric gp_metrics[] = {
 	  "Processes new to the budget that could not have their probes armed for them alone: their calls were sampled with the others' (a short one may go unseen whole).",
 	  "`reason`: `cap` (32 armed at once, or 64 arms in a second), `user_cap` (their user holds 8 of "
 	  "the 32), `error` (arming failed), `mechanism` (uprobe_multi links, where tracefs uprobe events "
-	  "cannot be used: they cannot arm one process alone), `late` (armed only after its cuInit had "
-	  "returned, outside a window: its calls in between, if any, were unseen, and its counts are an "
-	  "estimate; a GPU's cuInit takes far longer than the arming)." },
+	  "cannot be used: they cannot arm one process alone), `late` (armed only after its first context "
+	  "was made, outside a window: its calls in between, if any, were unseen, and its counts are an "
+	  "estimate; making a context on a GPU takes far longer than the arming)." },
 	{ "gpuprobe_tracked_processes", GP_GAUGE, 0, "", NULL, "",
 	  "Processes gpuprobe holds records of now (running, and exited ones not yet folded into their series).",
 	  NULL },
