@@ -127,8 +127,11 @@ case $arch in
 x86) triplet=x86_64-linux-gnu ;;
 arm64) triplet=aarch64-linux-gnu ;;
 esac
+# (.output/gpu, bundle and bench/gpu hold what runs on the GPU machines, against their CUDA
+# toolkit: never run in the VM, not copied there)
 needed=$(find "$build" \( -path "$build/vm" -o -path "$build/arm64" -o -path "$build/test-logs" \
-	-o -path "$build/deb" \) -prune -o -type f -perm -u+x -print -o -type f -name '*.so*' -print |
+	-o -path "$build/deb" -o -path "$build/gpu" -o -path "$build/bundle" -o -path "$build/bench/gpu" \) -prune \
+	-o -type f -perm -u+x -print -o -type f -name '*.so*' -print |
 	while read -r f; do
 		readelf -d "$f" 2>/dev/null | sed -n "s|.*(NEEDED).*\[\(.*\)\]|\1 $f|p"
 	done | sort -u -k1,1)
@@ -182,7 +185,7 @@ for f in $top; do
 	[ -e "$f" ] && copy="$copy $f:$f"
 done
 for f in $(ls -A "$build"); do
-	case $f in vm | arm64 | test-logs | deb) continue ;; esac
+	case $f in vm | arm64 | test-logs | deb | gpu | bundle) continue ;; esac
 	copy="$copy $build/$f:.output/$f"
 done
 cat >"$ird/vm.conf" <<EOF
