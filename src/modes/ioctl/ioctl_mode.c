@@ -408,7 +408,7 @@ struct forget {
 
 /* The counters of a process stay in BPF after it exits (a syscall tracepoint sees no
  * exit): a process gone since before the cutoff is forgotten; the CLI's reap after a
- * report (cutoff UINT64_MAX) forgets every process that report listed as exited, and no
+ * report (a GP_REAP_SEQ cutoff) forgets every process that report listed as exited, and no
  * other: one that exited between the report's snapshot and the reap was listed running,
  * and its exit comes in the next report (before, it was forgotten unlisted: on 6.1 in
  * QEMU, 56 of 401 churning processes were last listed running). */
@@ -424,7 +424,8 @@ static bool doomed(void *ctx, uint32_t pid)
 		u64map__del(f->m->shown, pid);
 		return false;
 	}
-	if (f->cutoff == UINT64_MAX && !u64map__get(f->m->shown, pid))
+	/* a report's reap (GP_REAP_SEQ: the top bit) releases what that report listed exited */
+	if ((f->cutoff >> 63) && !u64map__get(f->m->shown, pid))
 		return false;
 	gone = (uintptr_t)u64map__get(f->m->gone, pid);
 	if (!gone) {
