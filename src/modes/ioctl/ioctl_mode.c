@@ -384,7 +384,8 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 		/* syscalls, not probe hits */
 		s->pids[k] = (struct gp_snap_pid){ .pid = procs[k].pid, .exited = u64map__get(dead, procs[k].pid) != NULL,
 						   .exit_ns = (uintptr_t)u64map__get(dead, procs[k].pid) };
-		if (s->pids[k].exited)
+		/* listed exited by a report (the run's "hits" look prints nothing) */
+		if (s->pids[k].exited && strcmp(kind, "hits"))
 			u64map__put(m->shown, procs[k].pid, (void *)1);
 		memcpy(s->pids[k].comm, procs[k].comm, sizeof(s->pids[k].comm));
 		k++;
