@@ -421,24 +421,14 @@ static int setup(struct cli *c, char *err, size_t len)
 /* Seconds since pid started (/proc/PID/stat's starttime against CLOCK_BOOTTIME); < 0 unknown. */
 static double process_age(int pid)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024], *p;
 	unsigned long long start = 0;
 	struct timespec now;
-	ssize_t n;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (gp_proc_stat((uint32_t)pid, buf, sizeof(buf), &p))
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	p = strrchr(buf, ')'); /* comm may hold spaces and parentheses: fields follow the last one */
-	/* field 22, starttime: the 20th after the ") " */
-	for (int field = 3; p && field <= 22; field++)
+	/* field 22, starttime: 19 spaces after the state (field 3) */
+	for (int field = 3; p && field < 22; field++)
 		p = strchr(p + 1, ' ');
 	if (!p || sscanf(p + 1, "%llu", &start) != 1 || clock_gettime(CLOCK_BOOTTIME, &now))
 		return -1;

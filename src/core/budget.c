@@ -518,23 +518,15 @@ static void note_gap(struct gp_budget *b, struct fresh *f, uint64_t since, uint6
  * finds one: its account would run on to the boundary, all of it "seen"). */
 static bool ended(uint32_t pid)
 {
-	char path[32], buf[256], *p;
-	ssize_t n;
-	int fd;
+	char buf[256], *st;
+	int r;
 
 	if (kill((pid_t)pid, 0) && errno == ESRCH)
 		return true;
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	p = strrchr(buf, ')'); /* the name may hold anything, even ") Z" */
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	r = gp_proc_stat(pid, buf, sizeof(buf), &st);
+	if (r)
+		return r == -ENOENT;
+	return st[0] == 'Z' || st[0] == 'X';
 }
 
 /* Slot i's owner, armed for itself, is gone (kill(0) says so, a zombie too late): its last

@@ -148,23 +148,12 @@ static int follow(struct ptree *pt, uint32_t pid, uint32_t ppid, uint32_t root)
 /* The parent of pid from /proc/PID/stat ("pid (comm) S ppid ..."; comm may hold ')'). */
 static int parent_of(const char *pid, uint32_t *ppid)
 {
-	char path[64], buf[512], *rp;
-	ssize_t n;
-	int fd;
+	char buf[512], *st;
+	int r = gp_proc_stat((uint32_t)strtoul(pid, NULL, 10), buf, sizeof(buf), &st);
 
-	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	rp = strrchr(buf, ')');
-	if (!rp || sscanf(rp + 1, " %*c %u", ppid) != 1)
-		return -EINVAL;
-	return 0;
+	if (r)
+		return r;
+	return sscanf(st, "%*c %u", ppid) == 1 ? 0 : -EINVAL;
 }
 
 /* Every process whose ancestry reaches root (followed as root's tree). */

@@ -158,6 +158,28 @@ void gp_log(int level, const char *fmt, ...)
 	funlockfile(stderr);
 }
 
+int gp_proc_stat(uint32_t pid, char *buf, size_t len, char **rest)
+{
+	char path[64], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return -EINVAL;
+	*rest = p + 2;
+	return 0;
+}
+
 int gp_proc_comm(uint32_t pid, char *buf, size_t len)
 {
 	char path[64], tmp[64];

@@ -60,6 +60,11 @@ void gp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
  * becomes '?'): 0, or -errno and buf "". */
 int gp_proc_comm(uint32_t pid, char *buf, size_t len);
 
+/* /proc/PID/stat read into buf: the fields after the name (which may hold spaces and
+ * parentheses: they follow its last ')'), from the state on, as *rest; 0, or -errno
+ * (-EINVAL: no ')'). */
+int gp_proc_stat(uint32_t pid, char *buf, size_t len, char **rest);
+
 /* The longest seconds any duration or interval may take: about a year. */
 #define GP_MAX_SECONDS (366.0 * 24 * 3600)
 
