@@ -288,10 +288,42 @@ static __always_inline __u32 kobj_mask(__u64 tag, __u32 uid, __u32 pidns)
 	return mask & KOBJ_ALL_SLOTS;
 }
 
+struct kobj_file_ctx {
+	__u64 ino;
+	__u32 dev;
+};
+
+static long kobj_file_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct kobj_file_ctx *f = data;
+	struct file *file = BPF_CORE_READ(vma, vm_file);
+
+	(void)task;
+	if (file) {
+		f->ino = BPF_CORE_READ(file, f_inode, i_ino);
+		f->dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+	}
+	return 0;
+}
+
+/* Which file is mapped at ip in the current process (the kernel's answer, not the
+ * process's memory): the libcuda a launch probe fired in, when a process maps two. */
+static __always_inline void kobj_file(struct gp_kobj_copy *c, __u64 ip)
+{
+	struct kobj_file_ctx f = { 0 };
+
+	if (ip)
+		bpf_find_vma(bpf_get_current_task_btf(), ip, kobj_file_cb, &f, 0);
+	c->file_ino = f.ino;
+	c->file_dev = f.dev;
+}
+
 /* The caller and the handle's object into c; the slots its kind's usable layouts name
  * for the caller, 0 when none does or the object is unreadable. */
 static __always_inline __u32 kobj_head(struct gp_kobj_copy *c, __u64 handle)
 {
+	c->file_ino = 0;
+	c->file_dev = 0;
 	c->uid = (__u32)bpf_get_current_uid_gid();
 	c->pidns = own_pidns_of(bpf_get_current_task_btf());
 	c->hinted = 0;
@@ -369,6 +401,7 @@ static __always_inline void sample_unnamed(void *ctx, __u32 tgid, __u64 handle)
 	e->img = hk.img;
 	__builtin_memcpy(e->stack, s->stack, sizeof(e->stack));
 	kobj_copy(&e->copy, handle);
+	kobj_file(&e->copy, PT_REGS_IP((struct pt_regs *)ctx));
 	bpf_ringbuf_submit(e, gp_quiet_flags(&names));
 }
 

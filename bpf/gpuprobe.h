@@ -464,6 +464,9 @@ struct gp_kobj_copy {
 	__u32 pidns;   /* the inode number of its pid namespace */
 	__u32 obj_ok;  /* 1: obj[] was read */
 	__u32 hinted;  /* 1: only the slots the learned layouts name were copied */
+	__u32 file_dev; /* the file mapped at the launch probe's address (the libcuda called, */
+	__u64 file_ino; /* of the two a process may map): its device (the kernel's dev_t:
+			 * major << 20 | minor) and inode; 0: not known */
 	__u16 str_off[GP_KOBJ_SLOTS]; /* slot s's string at names[str_off[s]] */
 	__u16 str_len[GP_KOBJ_SLOTS]; /* its bytes with the NUL (0: not copied) */
 	__u64 obj[GP_KOBJ_SLOTS];

@@ -27,8 +27,12 @@
  * state: a tracer attached then sees no naming call at all); with --rounds R (implies
  * --wait) the program waits for SIGUSR1 R times, and after each launches every handle
  * again and prints that round's ground truth (the counts are per round).
+ * With --map-also LIB the program also loads LIB (dlopen, its symbols kept local) and never
+ * calls it: a process that maps two libcuda files and uses one (a container's CUDA compat
+ * libcuda beside the driver's).
  * The ground truth is the last JSON line on stderr.
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +41,7 @@
 #include "common.h"
 #include "fakecuda_ext.h"
 
-static const char usage[] = "[--n N] [--wait] [--forge] [--steady] [--rounds R] [--huge]";
+static const char usage[] = "[--n N] [--wait] [--forge] [--steady] [--rounds R] [--huge] [--map-also LIB]";
 
 enum call { L_KERNEL, L_KERNEL_PTSZ, L_EX, L_EX_PTSZ, L_COOP };
 static const char *const call_names[] = { "cuLaunchKernel", "cuLaunchKernel_ptsz",
@@ -161,7 +165,10 @@ int main(int argc, char **argv)
 			steady = 1;
 		else if (!strcmp(argv[i], "--huge"))
 			huge = 1;
-		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+		else if (!strcmp(argv[i], "--map-also") && i + 1 < argc) {
+			if (!dlopen(argv[++i], RTLD_NOW | RTLD_LOCAL))
+				app_usage_error(argv[0], usage, "cannot load %s: %s", argv[i], dlerror());
+		} else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
 			rounds = app_parse_u64("--rounds", argv[++i]);
 			wait = 1;
 		}

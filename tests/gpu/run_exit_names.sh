@@ -9,7 +9,8 @@
 #    once (os._exit: no teardown), attached with -p and node-wide: >= 99 % of its launches
 #    named, none unnamed_unread, every name one torch.profiler recorded.
 # Run from the repository root as root with `make bundle` carried. Outputs in $OUT (or
-# /tmp/gp-gpu). Prints PASS/FAIL lines and "== overall".
+# /tmp/gp-gpu). Prints PASS/FAIL lines and "== overall". GP_ARGS: more options for the
+# launch runs' gpuprobe (e.g. -v: their logs end in the tarball).
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -46,9 +47,9 @@ for how in p node; do
 		app=$!
 		for i in $(seq 900); do grep -q READY $W/launch-$how.$r.out && break; sleep 0.1; done
 		if [ $how = p ]; then
-			"$GP" --cudatrace --json -p $app >$W/launch-$how.$r.json 2>$W/launch-$how.$r.err &
+			"$GP" --cudatrace --json ${GP_ARGS:-} -p $app >$W/launch-$how.$r.json 2>$W/launch-$how.$r.err &
 		else
-			"$GP" --cudatrace --json --duration 15 >$W/launch-$how.$r.json 2>$W/launch-$how.$r.err &
+			"$GP" --cudatrace --json ${GP_ARGS:-} --duration 15 >$W/launch-$how.$r.json 2>$W/launch-$how.$r.err &
 		fi
 		g=$!
 		for i in $(seq 300); do grep -q "gpuprobe: tracing" $W/launch-$how.$r.err && break; sleep 0.1; done

@@ -534,6 +534,47 @@ def test_node_wide_exit_at_once_steady_state():
     eq((p["unnamed_unread"], p["comm"]), (0, "name_app"), "none unread; the process's name")
 
 
+def test_node_wide_two_libcuda_builds_in_one_process():
+    """A process that maps two libcuda files of different builds and calls one (a
+    container's CUDA compat libcuda beside the driver's; here a copy of the stand-in without
+    its build id, loaded and never called), node-wide by discovery, exit at once: its
+    handles' copies are named through the layouts of the build it called, the one mapped
+    at the launch probe's address. Before, the process's build was "two, unknown" and its
+    launches unnamed for want of a layout (on the H200 node-wide: PyTorch beside
+    /usr/local/cuda/compat, two cuDNN kernels, 20 of 710 launches)."""
+    state = gp.state_dir()
+    learn(state)
+    d = tempfile.mkdtemp(prefix="gp-compat-")
+    try:
+        os.chmod(d, 0o755)
+        other = os.path.join(d, "libcuda.so.1")
+        r = gp.run(["objcopy", "--remove-section=.note.gnu.build-id", FAKECUDA, other])
+        eq(r.returncode, 0, f"objcopy: {r.stderr}")
+        a = gp.start_app([APP, "--steady", "--rounds", "1", "--forge", "--map-also", other],
+                         env={"FAKECUDA_TEARDOWN_MS": "0"})
+        g = gp.start_gpuprobe(["--cudatrace", "--json", "--state-dir", state, "--no-self-learn", "-v"])
+        try:
+            os.kill(g.pid, signal.SIGSTOP)
+            try:
+                a.signal(signal.SIGUSR1)
+                eq(a.wait(), 0, "name_app exit")  # reaped: gone
+            finally:
+                os.kill(g.pid, signal.SIGCONT)
+            g.signal(signal.SIGINT)
+            eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-500:]})")
+        finally:
+            a.kill()
+            g.kill()
+        err = g.stderr()
+        probed = re.search(r"tracing every CUDA process: \d+ probes on (.*?);", err)
+        check(probed and other in probed.group(1) and "," in probed.group(1),
+              f"both files probed: {probed.group(1) if probed else err[-800:]}")
+        p, t = proc(gp.final(g.stdout(), "cudatrace"), a.pid), gp.truth(a.stderr())
+        assert_all_named(p, t, "two builds mapped, exit at once")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 if __name__ == "__main__":
     gp.main([test_names_read_from_memory, test_no_latency_reads_no_memory, test_command_mode_names_everything,
              test_steady_state_named_from_the_state_file, test_steady_state_without_a_layout_says_why,
@@ -541,4 +582,4 @@ if __name__ == "__main__":
              test_hostile_lesson_stays_its_users, test_container_root_is_not_the_nodes_root,
              test_self_learned_on_first_attach, test_unsafe_libcuda_not_loaded,
              test_self_learn_without_a_gpu_says_why, test_exit_at_once_names_from_first_sight_copies,
-             test_node_wide_exit_at_once_steady_state])
+             test_node_wide_exit_at_once_steady_state, test_node_wide_two_libcuda_builds_in_one_process])

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include "gpuprobe.h"
 #include "midname.h"
 #include "u64map.h"
+#include "util.h"
 
 struct layout {
 	uint32_t build, uid;
@@ -332,6 +334,9 @@ static void learn_from(struct midname *m, const struct view *v, const uint64_t *
 			l->votes++;
 			voted = true;
 			mark(m, l);
+			if (l->votes == MN_MIN_VOTES && !l->seeded)
+				gp_log(GP_LOG_DEBUG, "kernel-handle layout (build %u, tag 0x%" PRIx64 ", slot %u, uid %u) learned from a handle %s",
+				       build, q[0], j, uid, v->c ? "copied at its first sight" : "read live");
 		}
 	}
 	/* a layout of this tag that this handle does not follow is not a rule (for its uid) */
@@ -347,6 +352,8 @@ static void learn_from(struct midname *m, const struct view *v, const uint64_t *
 		if (l && !l->contradicted) {
 			l->contradicted = true;
 			mark(m, l);
+			gp_log(GP_LOG_DEBUG, "kernel-handle layout (build %u, tag 0x%" PRIx64 ", slot %u, uid %u) contradicted: a handle %s named (%zu bytes) does not hold its name there",
+			       build, q[0], slot, uid, v->c ? "copied and" : "read live and", want - 1);
 		}
 	}
 	if (voted) {
@@ -501,6 +508,11 @@ static int note_read(struct midname *m, struct note *n)
 	/* a handle noted while no layout was usable, whose process is gone by the report:
 	 * still unnamed for want of a layout, not "read and found none" */
 	if (r == -EAGAIN || (r == -ESRCH && n->waited && !n->cp)) {
+		if (!n->waited && n->cp)
+			gp_log(GP_LOG_DEBUG, "PID %u handle 0x%" PRIx64 ": no usable layout for its copy (build %u, tag 0x%" PRIx64 ", uid %u; strings copied at slots %s%s%s%s%s%s%s)",
+			       n->pid, n->handle, n->cp->build, n->cp->q[0], n->cp->uid, n->cp->had[1] ? "1" : "-",
+			       n->cp->had[2] ? "2" : "-", n->cp->had[3] ? "3" : "-", n->cp->had[4] ? "4" : "-",
+			       n->cp->had[5] ? "5" : "-", n->cp->had[6] ? "6" : "-", n->cp->had[7] ? "7" : "-");
 		n->waited = true;
 		return -EAGAIN;
 	}
