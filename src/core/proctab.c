@@ -306,12 +306,14 @@ void *proctab__get_named(struct proctab *t, uint32_t pid, const char *comm)
 	bool fresh = !u64map__get(t->live, pid);
 	struct gp_proc_head *h = proctab__get(t, pid);
 
-	if (h && comm && comm[0])
+	if (h && comm && comm[0]) {
 		snprintf(h->comm, sizeof(h->comm), "%.*s", GP_COMM_LEN - 1, comm);
-	else if (h && fresh && !h->comm[0])
+		h->unnamed = false;
+	} else if (h && fresh && !h->comm[0]) {
 		/* made from a record that carries no name (a process attached with -p may send
-		 * none before the report): its name from /proc while it lives */
-		gp_proc_comm(pid, h->comm, sizeof(h->comm));
+		 * none before the report): its name from /proc while it lives; gone, none yet */
+		h->unnamed = gp_proc_comm(pid, h->comm, sizeof(h->comm)) != 0;
+	}
 	return h;
 }
 

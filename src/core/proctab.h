@@ -89,9 +89,11 @@ struct gp_proc_head {
 	bool exited;
 	bool exec;        /* ended by an exec: the PID lives on in a new image (a new record) */
 	uint64_t exit_ns; /* CLOCK_MONOTONIC, from the exit record */
+	bool unnamed;     /* made without a name after its process was gone (gp_snap_pid.unnamed) */
 };
 
-/* proctab__get, and comm (when given, not empty) as the record's name. */
+/* proctab__get, and comm (when given, not empty) as the record's name; a record made without
+ * one is named from /proc, or marked unnamed until a record with one names it. */
 void *proctab__get_named(struct proctab *t, uint32_t pid, const char *comm);
 /* proctab__exit of a record that ended at ts_ns by an exit, or by an exec (GP_EV_EXEC);
  * returns it (still owned by t), or NULL. */

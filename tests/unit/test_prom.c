@@ -26,6 +26,12 @@
 #include "util.h"
 #include "unit.h"
 
+/* PIDs no process can have (above PID_MAX_LIMIT, 2^22): /proc has no name for them, as for
+ * a process gone before its record was made. The front end (cg) knows GONE_PID's name
+ * ("fromproc", as every PID's but 10's and 40's) and nothing of GONE_NONAME's and above. */
+#define GONE_PID 4194404u
+#define GONE_NONAME 4194405u
+
 static const char *const *cg(void *ctx, uint32_t pid)
 {
 	static const char *const odd[] = { "cgroup", "/a\\b\"c\nd", NULL };
@@ -34,7 +40,11 @@ static const char *const *cg(void *ctx, uint32_t pid)
 					   "pod", "trainer-0", "container", "main", "pod_uid", "0000-1",
 					   "container_id", "", NULL };
 
+	static const char *const nameless[] = { "cgroup", "/system.slice/x.service", NULL };
+
 	(void)ctx;
+	if (pid >= GONE_NONAME)
+		return nameless;
 	return pid == 10 ? odd : pid == 40 ? pod : unit;
 }
 
@@ -98,6 +108,7 @@ static const struct gp_snap *ml_snap(struct ml_snap *s, struct memleak *ml, uint
 		const struct ml_stats *st = &s->d.procs[i].st;
 
 		s->pids[i] = (struct gp_snap_pid){ .pid = s->d.procs[i].pid, .exited = s->d.procs[i].exited,
+			.exit_ns = s->d.procs[i].exit_ns, .unnamed = s->d.procs[i].unnamed,
 			/* the allocation probes' hits: entry and return of each call */
 			.probe_hits = 2 * (st->allocs_total + st->frees_total + st->maps_total + st->unmaps_total) };
 		memcpy(s->pids[i].comm, s->d.procs[i].comm, sizeof(s->pids[i].comm));
@@ -127,6 +138,7 @@ static const struct gp_snap *ct_snap(struct ct_snap *s, struct cudatrace *ct, ui
 	for (size_t i = 0; s->procs && s->pids && i < n; i++) {
 		s->procs[i] = procs[i];
 		s->pids[i] = (struct gp_snap_pid){ .pid = procs[i]->pid, .exited = procs[i]->exited,
+			.exit_ns = procs[i]->exit_ns, .unnamed = procs[i]->unnamed,
 			.probe_hits = procs[i]->launches + procs[i]->graph_launches + procs[i]->hist[GP_HIST_SYNC].count };
 		memcpy(s->pids[i].comm, procs[i]->comm, sizeof(s->pids[i].comm));
 	}
@@ -1029,6 +1041,204 @@ cleanup:
 	prom_store__free(st);
 }
 
+/* The sum of every sample of family fam in an exposition (-1 if none), and of those whose
+ * labels contain with (NULL: all). */
+static double family_sum(const char *text, const char *fam, const char *with)
+{
+	size_t n = strlen(fam);
+	double sum = -1;
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		const char *end = strchr(l, '\n'), *sp;
+
+		if (strncmp(l, fam, n) || (l[n] != '{' && l[n] != ' '))
+			continue;
+		sp = end ? end : l + strlen(l);
+		while (sp > l && sp[-1] != ' ')
+			sp--;
+		if (with && !memmem(l, (size_t)(sp - l), with, strlen(with)))
+			continue;
+		sum = (sum < 0 ? 0 : sum) + strtod(sp, NULL);
+	}
+	return sum;
+}
+
+/* One render of ct's launches (the table read as a snapshot reads it: count for pid) into st. */
+static char *ct_render(struct prom_store *st, struct cudatrace *ct, struct ct_snap *s, uint32_t pid, uint64_t count,
+		       uint64_t now)
+{
+	const struct gp_snap *snaps[1];
+
+	cudatrace__snapshot_begin(ct);
+	launch(ct, pid, GP_LAUNCH_KERNEL, 0, 0x100, count);
+	cudatrace__snapshot_end(ct, now);
+	snaps[0] = ct_snap(s, ct, 20);
+	return render_at(CT, snaps, 1, 1e-6, st, now);
+}
+
+/* The daemon under a flood on 6.1: a process's launches found in the BPF table after it was
+ * gone, its name and exit records still behind in the ring buffer. Its record has no name of
+ * its own and is labelled with the front end's; its exit record, read later, names it. Its
+ * launches count once: the exited record takes over the state the running one left. Before,
+ * that state was kept under the record's own name, "", the exited record found none of its
+ * name and counted the process from zero again (63,000 launches of 61,000). */
+static void test_unnamed_launches_counted_once(void)
+{
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	struct cudatrace *ct = cudatrace__new();
+	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = GONE_PID, .ts_ns = 5, .comm = "fromproc" };
+	const char *fam = "gpuprobe_cuda_kernel_launches_total";
+	struct ct_snap s = { 0 };
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(ct && st, "aggregator, store"))
+		goto cleanup;
+	out = ct_render(st, ct, &s, GONE_PID, 1000, 10);
+	if (!ASSERT_TRUE(out != NULL, "rendered") || !ASSERT_TRUE(s.nr_procs == 1 && s.pids[0].unnamed, "no name of its own") ||
+	    !ASSERT_EQ(family_sum(out, fam, "comm=\"fromproc\""), 1000, "running, under the front end's name"))
+		goto cleanup;
+	cudatrace__on_exit(ct, &ex);
+	for (int i = 0; i < 3; i++) { /* listed exited by three renders */
+		free(out);
+		out = ct_render(st, ct, &s, GONE_PID, 1000, 20 + (uint64_t)i);
+		if (!ASSERT_TRUE(out != NULL, "rendered after the exit") ||
+		    !ASSERT_EQ(family_sum(out, fam, NULL), 1000, "its launches, once"))
+			goto cleanup;
+	}
+cleanup:
+	free(out);
+	ct_snap_free(&s);
+	cudatrace__free(ct);
+	prom_store__free(st);
+}
+
+/* The same where the front end knows nothing of the process either: it is not counted under
+ * an empty name while it runs unnamed (its counts would stay there once it is named: 56,000
+ * launches of 61,000 under the churn's name, the rest under comm=""), then counted whole
+ * under the name its records give it, once, through its exit. */
+static void test_unnamed_waits_for_its_name(void)
+{
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	struct cudatrace *ct = cudatrace__new();
+	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = GONE_NONAME, .ts_ns = 5, .comm = "trainer" };
+	const char *fam = "gpuprobe_cuda_kernel_launches_total";
+	struct ct_snap s = { 0 };
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(ct && st, "aggregator, store"))
+		goto cleanup;
+	out = ct_render(st, ct, &s, GONE_NONAME, 600, 10);
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_EQ(family_sum(out, fam, "comm=\"\""), -1, "no series under an empty name"))
+		goto cleanup;
+	free(out);
+	out = ct_render(st, ct, &s, GONE_NONAME, 1000, 11); /* still unnamed, more launches read */
+	free(out);
+	name_kernel(ct, GONE_NONAME, 1, 0x200, "k"); /* its name record, read at last */
+	out = ct_render(st, ct, &s, GONE_NONAME, 1000, 12);
+	if (!ASSERT_TRUE(out != NULL, "rendered once named") ||
+	    !ASSERT_EQ(family_sum(out, fam, "comm=\"trainer\""), 1000, "every launch under its name"))
+		goto cleanup;
+	cudatrace__on_exit(ct, &ex);
+	free(out);
+	out = ct_render(st, ct, &s, GONE_NONAME, 1000, 13);
+	if (!ASSERT_TRUE(out != NULL, "rendered after the exit") ||
+	    !ASSERT_EQ(family_sum(out, fam, "comm=\"trainer\""), 1000, "once, after its exit") ||
+	    !ASSERT_EQ(family_sum(out, fam, NULL), 1000, "and nowhere else"))
+		goto cleanup;
+cleanup:
+	free(out);
+	ct_snap_free(&s);
+	cudatrace__free(ct);
+	prom_store__free(st);
+}
+
+/* A process that renamed itself just before its exit (setproctitle, prctl): its running
+ * record was named "trainer", its exit record says "worker", no record of its PID runs any
+ * more. Its launches count once (an estimate family: before, the exited record found no
+ * state of its name and counted them again from zero). */
+static void test_estimate_renamed_before_exit_once(void)
+{
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	struct cudatrace *ct = cudatrace__new();
+	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = GONE_PID, .ts_ns = 5, .comm = "worker" };
+	const char *fam = "gpuprobe_cuda_kernel_launches_total";
+	struct ct_snap s = { 0 };
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(ct && st, "aggregator, store"))
+		goto cleanup;
+	name_kernel(ct, GONE_PID, 1, 0x200, "k"); /* named "trainer" */
+	out = ct_render(st, ct, &s, GONE_PID, 500, 10);
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_EQ(family_sum(out, fam, "comm=\"trainer\""), 500, "running as trainer"))
+		goto cleanup;
+	cudatrace__on_exit(ct, &ex);
+	for (int i = 0; i < 2; i++) {
+		free(out);
+		out = ct_render(st, ct, &s, GONE_PID, 500, 20 + (uint64_t)i);
+		if (!ASSERT_TRUE(out != NULL, "rendered after the exit") ||
+		    !ASSERT_EQ(family_sum(out, fam, NULL), 500, "its launches, once"))
+			goto cleanup;
+	}
+cleanup:
+	free(out);
+	ct_snap_free(&s);
+	cudatrace__free(ct);
+	prom_store__free(st);
+}
+
+/* --memleak: a record made without a name (its first record carried none, /proc had none)
+ * waits for one: its counts go under the name a later record gives it, none under comm="";
+ * one that exits unnamed is counted there, once (not lost). */
+static void test_memleak_unnamed_waits_for_its_name(void)
+{
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	struct memleak *ml = memleak__new(100);
+	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = GONE_NONAME, .ts_ns = 5 };
+	const char *fam = "gpuprobe_cuda_alloc_calls_total";
+	struct ml_snap s = { 0 };
+	const struct gp_snap *snaps[1];
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(ml && st, "aggregator, store"))
+		goto cleanup;
+	feed_memleak(ml, GONE_NONAME, "", 3, 0);
+	snaps[0] = ml_snap(&s, ml, 0);
+	out = render_at(ML, snaps, 1, 2e-6, st, 10);
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_EQ(family_sum(out, fam, "comm=\"\""), -1, "no series under an empty name") ||
+	    !ASSERT_EQ(family_sum(out, "gpuprobe_cuda_outstanding_allocations", "comm=\"\""), -1, "nor gauges"))
+		goto cleanup;
+	feed_memleak(ml, GONE_NONAME, "trainer", 2, 0);
+	snaps[0] = ml_snap(&s, ml, 0);
+	free(out);
+	out = render_at(ML, snaps, 1, 2e-6, st, 20);
+	if (!ASSERT_TRUE(out != NULL, "rendered once named") ||
+	    !ASSERT_EQ(family_sum(out, fam, "comm=\"trainer\""), 5, "all five under its name") ||
+	    !ASSERT_EQ(family_sum(out, fam, "comm=\"\""), -1, "none under an empty name"))
+		goto cleanup;
+	memleak__reap(ml, UINT64_MAX, 0);
+	ex.pid = GONE_NONAME + 1; /* another, never named, unknown to the front end too */
+	feed_memleak(ml, ex.pid, "", 4, 0);
+	memleak__on_exit(ml, &ex);
+	snaps[0] = ml_snap(&s, ml, 0);
+	free(out);
+	out = render_at(ML, snaps, 1, 2e-6, st, 30);
+	if (!ASSERT_TRUE(out != NULL, "rendered after an unnamed exit") ||
+	    !ASSERT_EQ(family_sum(out, fam, "comm=\"\""), 4, "counted at its exit, under no name"))
+		goto cleanup;
+cleanup:
+	free(out);
+	ml_snap_free(&s);
+	memleak__free(ml);
+	prom_store__free(st);
+}
+
 /* The per-process key the store used before issue 30: mix(fam, pid), whose first step
  * gives (fam, pid) and (fam + 1, pid - 65) one value. Kept here to find such pairs. */
 static uint64_t old_key(uint64_t a, uint64_t b)
@@ -1328,6 +1538,10 @@ int main(int argc, char **argv)
 	RUN_TEST(test_exited_counts_kept_gauges_dropped);
 	RUN_TEST(test_short_process_between_renders);
 	RUN_TEST(test_reused_pid_same_counts_counted_twice);
+	RUN_TEST(test_unnamed_launches_counted_once);
+	RUN_TEST(test_unnamed_waits_for_its_name);
+	RUN_TEST(test_estimate_renamed_before_exit_once);
+	RUN_TEST(test_memleak_unnamed_waits_for_its_name);
 	RUN_TEST(test_exec_same_pid_counted_once);
 	RUN_TEST(test_rename_moves_no_count);
 	RUN_TEST(test_kernel_cap_sticky);

@@ -526,6 +526,7 @@ int bandwidth__snapshot(struct bandwidth *bw, uint32_t pid, struct bw_snap_data 
 		ns = bw_proc__stats(procs[i], &st);
 		sp->pid = procs[i]->h.pid;
 		memcpy(sp->comm, procs[i]->h.comm, sizeof(sp->comm));
+		sp->unnamed = procs[i]->h.unnamed;
 		sp->exited = procs[i]->h.exited;
 		sp->exec = procs[i]->h.exec;
 		sp->exit_ns = procs[i]->h.exit_ns;

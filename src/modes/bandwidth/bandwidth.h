@@ -89,6 +89,7 @@ void bandwidth__reap(struct bandwidth *bw, uint64_t cutoff_ns, uint32_t keep_pid
 struct bw_snap_proc {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
+	bool unnamed; /* gp_snap_pid's */
 	bool exited, exec;
 	uint64_t exit_ns; /* when it exited (CLOCK_MONOTONIC) */
 	uint64_t unsynced; /* async copies not yet covered by a synchronization */

@@ -467,7 +467,8 @@ int bw_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run
 		struct gp_snap_pid *pp = &pids[i];
 
 		/* a process without copies (contexts and synchronizes only) has no series */
-		*pp = (struct gp_snap_pid){ .pid = sp->pid, .exited = sp->exited, .exit_ns = sp->exit_ns };
+		*pp = (struct gp_snap_pid){ .pid = sp->pid, .exited = sp->exited, .exit_ns = sp->exit_ns,
+					    .unnamed = sp->unnamed };
 		memcpy(pp->comm, sp->comm, sizeof(pp->comm));
 		prom_stats(p, pp, sp);
 	}

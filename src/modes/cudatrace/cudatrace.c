@@ -121,8 +121,9 @@ static struct ct_proc *proc_of(struct cudatrace *ct, uint32_t pid, uint32_t img)
 		p->img = img;
 		p->ct = ct;
 		/* launches are counted in BPF with no name: a process attached at steady state
-		 * may send no record that carries one before the report */
-		gp_proc_comm(pid, p->comm, sizeof(p->comm));
+		 * may send no record that carries one before the report; one gone already (its
+		 * records behind in the ring buffer) is named by them later */
+		p->unnamed = gp_proc_comm(pid, p->comm, sizeof(p->comm)) != 0;
 	}
 	return p;
 }
@@ -146,6 +147,7 @@ void cudatrace__on_name(struct cudatrace *ct, const struct gp_name_event *e)
 	if (!p)
 		return;
 	snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, e->comm);
+	p->unnamed = p->unnamed && !p->comm[0];
 	snprintf(raw, sizeof(raw), "%.*s", GP_NAME_LEN, e->name);
 	if (!raw[0])
 		return;
@@ -174,6 +176,7 @@ void cudatrace__on_exit(struct cudatrace *ct, const struct gp_exit_event *e)
 		return;
 	proctab__exit(ct->procs, e->pid, e->ts_ns);
 	snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, e->comm);
+	p->unnamed = p->unnamed && !p->comm[0];
 	end_image(p, e->ts_ns, false);
 }
 

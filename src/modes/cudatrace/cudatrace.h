@@ -56,6 +56,7 @@ struct ct_proc {
 	uint32_t pid;
 	uint32_t img; /* the process image (gp_image()): an exec starts a new record */
 	char comm[GP_COMM_LEN];
+	bool unnamed;     /* made from the BPF tables after its process was gone (gp_snap_pid's) */
 	bool exited;
 	bool exec;        /* ended by an exec, not an exit (the PID lives on in a new image) */
 	uint64_t exit_ns; /* CLOCK_MONOTONIC, from the exit record */

@@ -941,6 +941,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 			continue;
 		s->procs[k] = p;
 		s->pids[k] = (struct gp_snap_pid){ .pid = p->pid, .exited = p->exited, .exit_ns = p->exit_ns,
+			.unnamed = p->unnamed,
 			.probe_hits = per * (p->launches + p->graph_launches + p->hist[GP_HIST_SYNC].count) };
 		memcpy(s->pids[k].comm, p->comm, sizeof(s->pids[k].comm));
 		if (strcmp(kind, "hits")) { /* the probe hits are what was seen: no estimate needed */

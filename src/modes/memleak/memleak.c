@@ -148,11 +148,13 @@ static struct ml_proc *get_proc(struct memleak *ml, uint32_t pid, const char *co
 {
 	struct ml_proc *p = proctab__get(ml->procs, pid);
 
-	/* comm changes on exec; keep the latest (a record without one: /proc's) */
-	if (p && comm && comm[0])
+	/* comm changes on exec; keep the latest (a record without one: /proc's; gone, none yet) */
+	if (p && comm && comm[0]) {
 		snprintf(p->h.comm, sizeof(p->h.comm), "%.*s", GP_COMM_LEN - 1, comm);
-	else if (p && !p->h.comm[0])
-		gp_proc_comm(pid, p->h.comm, sizeof(p->h.comm));
+		p->h.unnamed = false;
+	} else if (p && !p->h.comm[0]) {
+		p->h.unnamed = gp_proc_comm(pid, p->h.comm, sizeof(p->h.comm)) != 0;
+	}
 	return p;
 }
 
@@ -457,6 +459,7 @@ int memleak__snapshot(struct memleak *ml, uint64_t now_ns, uint32_t pid, unsigne
 			continue;
 		sp->pid = procs[i]->h.pid;
 		memcpy(sp->comm, procs[i]->h.comm, sizeof(sp->comm));
+		sp->unnamed = procs[i]->h.unnamed;
 		sp->exited = procs[i]->h.exited;
 		sp->exec = procs[i]->h.exec;
 		sp->exit_ns = procs[i]->h.exit_ns;

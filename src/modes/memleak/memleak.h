@@ -128,6 +128,7 @@ struct ml_snap_stack {
 struct ml_snap_proc {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
+	bool unnamed; /* gp_snap_pid's */
 	bool exited, exec;
 	uint64_t exit_ns; /* when it exited (CLOCK_MONOTONIC) */
 	struct ml_stats st;

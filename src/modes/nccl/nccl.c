@@ -701,6 +701,7 @@ static int proc_snap(const struct nproc *p, struct nccl_proc_snap *o)
 	memset(o, 0, sizeof(*o));
 	o->pid = p->h.pid;
 	memcpy(o->comm, p->h.comm, sizeof(o->comm));
+	o->unnamed = p->h.unnamed;
 	o->exited = p->h.exited;
 	o->exec = p->h.exec;
 	o->exit_ns = p->h.exit_ns;

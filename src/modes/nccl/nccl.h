@@ -86,6 +86,7 @@ struct nccl_comm_snap {
 struct nccl_proc_snap {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
+	bool unnamed; /* gp_snap_pid's */
 	bool exited, exec;
 	uint64_t exit_ns; /* when it exited (CLOCK_MONOTONIC) */
 	size_t nr_comms;

@@ -255,7 +255,8 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 		/* contexts and syncs only: not a process that used NCCL */
 		if (!p->calls && !p->nested)
 			continue;
-		gp_snap__add_pid(&s->hdr, pids, p->pid, p->comm, p->exited, p->exit_ns, 2 * (p->calls + p->nested));
+		gp_snap__add_pid(&s->hdr, pids, p->pid, p->comm, p->unnamed, p->exited, p->exit_ns,
+				 2 * (p->calls + p->nested));
 	}
 	s->libs = m->libs;
 	s->nr_libs = m->nr_libs;

@@ -531,7 +531,7 @@ static void prom_proc(struct prom_out *p, const struct nccl_proc_snap *sp, uint6
 {
 	struct other *o = calloc(1, sizeof(*o));
 
-	*pp = (struct gp_snap_pid){ .pid = sp->pid, .exited = sp->exited, .exit_ns = sp->exit_ns };
+	*pp = (struct gp_snap_pid){ .pid = sp->pid, .exited = sp->exited, .exit_ns = sp->exit_ns, .unnamed = sp->unnamed };
 	memcpy(pp->comm, sp->comm, sizeof(pp->comm));
 	for (size_t j = 0; j < sp->nr_comms; j++) {
 		const struct nccl_comm_snap *c = &sp->comms[j];
