@@ -402,6 +402,9 @@ static int setup(struct cli *c, char *err, size_t len)
 	if (!c->run)
 		return -ENOMEM;
 	c->run->fe = c;
+	/* the consumer yields to a stop signal after the record it is handling (finish
+	 * reads what is left) */
+	gp_events__stop_on(c->run->events, &stop_signal);
 	c->run->out = c->out;
 	c->run->exit_report = exit_report;
 	c->run->libs[GP_LIB_CUDA] = &c->libs;
@@ -528,11 +531,33 @@ static void interval_report(struct cli *c)
 {
 	report_signal = 0;
 	gp_run__reap(c->run, 0, c->run->keep_pid);
+	if (stop_signal) /* it came during the read: the final report says it all, at once */
+		return;
 	gp_run__report(c->run, "interval", 0);
 	note_write_error(c);
 	/* the final report's "no CUDA call seen" must not forget the processes reaped here */
 	gp_run__hits(c->run, sum_hits, &c->hits_reaped);
 	gp_run__reap(c->run, GP_REAP_SEQ(proctab__exits()), c->run->keep_pid);
+}
+
+/* The poll's wait: at most wait_ms, and no later than the first of the deadlines that
+ * are set (an interval report, --duration's end, a counter sample), so that each is met
+ * on time rather than up to a wait late. */
+static int wait_until(int wait_ms, uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t now = gp_mono_ns(), due = UINT64_MAX;
+
+	if (a && a < due)
+		due = a;
+	if (b && b < due)
+		due = b;
+	if (c && c < due)
+		due = c;
+	if (due <= now)
+		return 0;
+	if (due - now < (uint64_t)wait_ms * 1000000ULL)
+		return (int)((due - now + 999999) / 1000000);
+	return wait_ms;
 }
 
 /* Until the command or the target ends, a signal, or --duration; reports on --interval. */
@@ -555,7 +580,7 @@ static int loop(struct cli *c, char *err, size_t len)
 
 		if (stop_signal)
 			break;
-		r = gp_events__poll(c->run->events, wait_ms);
+		r = gp_events__poll(c->run->events, wait_until(wait_ms, next, end, sample));
 		if (r < 0) {
 			snprintf(err, len, "reading the ring buffer: %s", strerror(-r));
 			return r;
@@ -750,6 +775,7 @@ static int finish(struct cli *c, char *err, size_t len)
 	 * links (~0.1 s a perf-event uprobe: 20 s for 152 of them, before, between a SIGINT
 	 * and the final report). */
 	gp_run__end(c->run);
+	gp_events__stop_on(c->run->events, NULL);
 	gp_events__drain_for(c->run->events, FINAL_DRAIN_MS);
 	/* -p's targets and the command that have ended, by now at the latest: a sampled
 	 * estimate must not run on past them (their exit records, where they came, said
@@ -1040,6 +1066,7 @@ static int top_session(struct cli *c, char *err, size_t len)
 	top_o.stop = top_stop;
 	top_o.ctx = c;
 	r = top__run(c->run, &top_o, err, len);
+	gp_events__stop_on(c->run->events, NULL);
 	gp_run__detach(c->run);
 	if (!r)
 		r = gp_run__finish(c->run, err, len);
