@@ -283,6 +283,8 @@ void gp_events__want_tick(struct gp_events *ev, int ms)
 
 int gp_events__poll(struct gp_events *ev, int timeout_ms)
 {
+	/* the caller's next deadline (an interval report, --duration's end) */
+	uint64_t until = gp_mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ULL, now;
 	int n;
 
 	if (ev->tick_ms && ev->tick_ms < timeout_ms)
@@ -305,7 +307,11 @@ int gp_events__poll(struct gp_events *ev, int timeout_ms)
 		if (n < 0 && errno != EINTR)
 			return -errno;
 	}
-	n = consume(ev, GP_CONSUME_MS * 1000000ULL);
+	/* the read yields at the caller's deadline too, not a whole budget past it: a record
+	 * at least, so that a deadline that is due makes the read no longer than that */
+	now = gp_mono_ns();
+	n = consume(ev, until > now + GP_CONSUME_MS * 1000000ULL ? GP_CONSUME_MS * 1000000ULL :
+			until > now ? until - now : 1);
 	for (int i = 0; i < ev->nr_src; i++)
 		for (int k = 0; k < ev->src[i].nr_h; k++)
 			if (ev->src[i].h[k].on_tick)

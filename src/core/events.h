@@ -48,8 +48,10 @@ void gp_events__stop_on(struct gp_events *ev, const volatile sig_atomic_t *flag)
 /* A subscriber wants its on_tick within ms: the next gp_events__poll waits no longer. */
 void gp_events__want_tick(struct gp_events *ev, int ms);
 /* Waits up to timeout_ms (not at all when the last read left records), then reads for at
- * most ~15 ms (the consumer yields: a signal or a timer of the caller's is never kept
- * waiting by a fast producer); returns records handled or -errno (-EINTR is not one). */
+ * most ~15 ms, and no longer than until timeout_ms from the call (the caller's next
+ * deadline; past it, one record): the consumer yields, a signal or a timer of the
+ * caller's is never kept waiting by a fast producer. Returns records handled or -errno
+ * (-EINTR is not one). */
 int gp_events__poll(struct gp_events *ev, int timeout_ms);
 /* Handles what is in the buffers without waiting, for at most ~15 ms (see
  * gp_events__more). */
