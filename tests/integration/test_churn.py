@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Churn and signals (issue 30): a node-wide CLI run under hundreds of short processes a
 second reports every process with its exact counts or counts its loss; no process is
-listed running after it exited; signals, --interval and a signal during start-up take
+listed running after it exited; signals, --interval, --duration and a signal during start-up take
 effect under load; SIGHUP/SIGTERM/SIGPIPE end with the final report; a write error on
 any output is one line and a non-zero exit."""
 import fcntl
