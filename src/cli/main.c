@@ -162,6 +162,9 @@ struct cli {
 	int cmd_fd[2];      /* the command's stdout and stderr when not gpuprobe's (-1) */
 	int log_fd;         /* top's --command-log, or /dev/null */
 	uint64_t hits_reaped; /* probe hits of processes an interval report listed and forgot */
+	struct gp_probe_cost cost; /* one probe hit's price, when calibrated at the start */
+	int cost_r;                /* 0, or why it could not be (a negative errno) */
+	bool cost_known;
 };
 
 /* The front end's answer to a mode that reports processes as they exit: in text, the
@@ -402,6 +405,9 @@ static int setup(struct cli *c, char *err, size_t len)
 	if (!c->run)
 		return -ENOMEM;
 	c->run->fe = c;
+	/* the consumer yields to a stop signal after the record it is handling (finish
+	 * reads what is left) */
+	gp_events__stop_on(c->run->events, &stop_signal);
 	c->run->out = c->out;
 	c->run->exit_report = exit_report;
 	c->run->libs[GP_LIB_CUDA] = &c->libs;
@@ -528,11 +534,33 @@ static void interval_report(struct cli *c)
 {
 	report_signal = 0;
 	gp_run__reap(c->run, 0, c->run->keep_pid);
+	if (stop_signal) /* it came during the read: the final report says it all, at once */
+		return;
 	gp_run__report(c->run, "interval", 0);
 	note_write_error(c);
 	/* the final report's "no CUDA call seen" must not forget the processes reaped here */
 	gp_run__hits(c->run, sum_hits, &c->hits_reaped);
 	gp_run__reap(c->run, GP_REAP_SEQ(proctab__exits()), c->run->keep_pid);
+}
+
+/* The poll's wait: at most wait_ms, and no later than the first of the deadlines that
+ * are set (an interval report, --duration's end, a counter sample), so that each is met
+ * on time rather than up to a wait late. */
+static int wait_until(int wait_ms, uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t now = gp_mono_ns(), due = UINT64_MAX;
+
+	if (a && a < due)
+		due = a;
+	if (b && b < due)
+		due = b;
+	if (c && c < due)
+		due = c;
+	if (due <= now)
+		return 0;
+	if (due - now < (uint64_t)wait_ms * 1000000ULL)
+		return (int)((due - now + 999999) / 1000000);
+	return wait_ms;
 }
 
 /* Until the command or the target ends, a signal, or --duration; reports on --interval. */
@@ -555,7 +583,7 @@ static int loop(struct cli *c, char *err, size_t len)
 
 		if (stop_signal)
 			break;
-		r = gp_events__poll(c->run->events, wait_ms);
+		r = gp_events__poll(c->run->events, wait_until(wait_ms, next, end, sample));
 		if (r < 0) {
 			snprintf(err, len, "reading the ring buffer: %s", strerror(-r));
 			return r;
@@ -644,18 +672,28 @@ static void overhead_json(FILE *f, const struct hits *h, double cost, double war
 
 /*
  * gpuprobe's own price: the probe hits the modes counted per process times the cost of
- * one hit, calibrated after the run on this machine (so the command does not wait for
- * it). An estimate, and said to be one.
+ * one hit, calibrated on this machine (~0.1-0.2 s): with a command after the run (so the
+ * command does not wait for it), else before the run starts (calibrate_early: so the
+ * final report does not wait for it after a signal). An estimate, and said to be one.
  */
 /* The share of the traced time below which the overhead footer says nothing worth a line
  * (text without -v; JSON always has it): the probes cost a process less than 1 % of it. */
 #define OVERHEAD_SMALL 0.01
 
-static void overhead_report(struct gp_run *run)
+static void calibrate_early(struct cli *c)
 {
-	struct gp_probe_cost c = { 0 };
-	int r = calibrate__probe_costs(GP_CALIBRATE_CALLS, &c);
-	double cost = r ? r : c.cold, traced = (double)(gp_mono_ns() - run->start_ns) / 1e9, most = 0;
+	if (gp_opts.cmd || stop_signal || !gp_run__counts_hits(c->run))
+		return;
+	c->cost_r = calibrate__probe_costs(GP_CALIBRATE_CALLS, &c->cost);
+	c->cost_known = true;
+}
+
+static void overhead_report(struct cli *c)
+{
+	struct gp_run *run = c->run;
+	struct gp_probe_cost pc = c->cost;
+	int r = c->cost_known ? c->cost_r : calibrate__probe_costs(GP_CALIBRATE_CALLS, &pc);
+	double cost = r ? r : pc.cold, traced = (double)(gp_mono_ns() - run->start_ns) / 1e9, most = 0;
 	struct hits h = { 0 };
 
 	if (r)
@@ -665,11 +703,11 @@ static void overhead_report(struct gp_run *run)
 		if ((double)h.v[i].probe_hits * cost > most)
 			most = (double)h.v[i].probe_hits * cost;
 	if (run->o->json) {
-		overhead_json(run->out, &h, cost, c.warm);
+		overhead_json(run->out, &h, cost, pc.warm);
 	} else if (h.n && (run->o->verbose || cost < 0 || most >= OVERHEAD_SMALL * traced)) {
 		fprintf(run->out,
-			"gpuprobe overhead (estimate): one probe hit costs %s on this machine (%s in a tight loop; calibrated when the run ended)\n",
-			gp_text__duration(cost).s, gp_text__duration(r ? -1 : c.warm).s);
+			"gpuprobe overhead (estimate): one probe hit costs %s on this machine (%s in a tight loop; calibrated when the run %s)\n",
+			gp_text__duration(cost).s, gp_text__duration(r ? -1 : pc.warm).s, c->cost_known ? "started" : "ended");
 		for (size_t i = 0; i < h.n; i++) {
 			double t = cost >= 0 ? (double)h.v[i].probe_hits * cost : -1;
 
@@ -750,6 +788,7 @@ static int finish(struct cli *c, char *err, size_t len)
 	 * links (~0.1 s a perf-event uprobe: 20 s for 152 of them, before, between a SIGINT
 	 * and the final report). */
 	gp_run__end(c->run);
+	gp_events__stop_on(c->run->events, NULL);
 	gp_events__drain_for(c->run->events, FINAL_DRAIN_MS);
 	/* -p's targets and the command that have ended, by now at the latest: a sampled
 	 * estimate must not run on past them (their exit records, where they came, said
@@ -771,7 +810,7 @@ static int finish(struct cli *c, char *err, size_t len)
 	note_write_error(c);
 	c->run->empty_hint = NULL;
 	if (gp_run__counts_hits(c->run))
-		overhead_report(c->run);
+		overhead_report(c);
 	gp_run__detach(c->run);
 	/* probes are gone: whatever is still in the buffers is the last of the timeline */
 	gp_events__drain_for(c->run->events, 0);
@@ -836,6 +875,7 @@ static int trace_main(int argc, char **argv)
 		r = setup(&c, err, sizeof(err));
 	if (r)
 		goto cleanup;
+	calibrate_early(&c);
 	announce(&c);
 	if (getenv("GPUPROBE_TEST_START_MS")) /* tests: a signal during the start-up */
 		usleep((useconds_t)atoi(getenv("GPUPROBE_TEST_START_MS")) * 1000);
@@ -1040,6 +1080,7 @@ static int top_session(struct cli *c, char *err, size_t len)
 	top_o.stop = top_stop;
 	top_o.ctx = c;
 	r = top__run(c->run, &top_o, err, len);
+	gp_events__stop_on(c->run->events, NULL);
 	gp_run__detach(c->run);
 	if (!r)
 		r = gp_run__finish(c->run, err, len);

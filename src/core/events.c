@@ -36,6 +36,7 @@ struct gp_events {
 	int next;     /* the ring read first by the next read (the one after a yield) */
 	int tick_ms; /* > 0: the shortest wait a subscriber asked for */
 	uint64_t deadline; /* the current read yields at this CLOCK_MONOTONIC ns */
+	const volatile sig_atomic_t *stop; /* the current read yields once this is non-zero */
 	bool yielded;      /* the read stopped at the deadline: records are left */
 	bool more;         /* records were left by the last read: the next one does not wait */
 	uint64_t handled, malformed;
@@ -170,9 +171,9 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (gp_events__dispatch(s->ev, &s->h[0], data, size) == 0)
 		for (int i = 1; i < s->nr_h; i++)
 			deliver(&s->h[i], data, size);
-	/* a bad record must not stop the drain; the deadline does (libbpf has consumed this
-	 * record already: a negative return only ends the read) */
-	if (s->ev->deadline && gp_mono_ns() >= s->ev->deadline) {
+	/* a bad record must not stop the drain; the deadline or a stop does (libbpf has
+	 * consumed this record already: a negative return only ends the read) */
+	if ((s->ev->stop && *s->ev->stop) || (s->ev->deadline && gp_mono_ns() >= s->ev->deadline)) {
 		s->ev->yielded = true;
 		return -EAGAIN;
 	}
@@ -248,6 +249,10 @@ static int consume(struct gp_events *ev, uint64_t budget_ns)
 
 	ev->more = false;
 	ev->yielded = false;
+	if (ev->stop && *ev->stop) { /* records left or not: the caller ends the read */
+		ev->more = true;
+		return 0;
+	}
 	ev->deadline = budget_ns ? gp_mono_ns() + budget_ns : 0;
 	for (int k = 0; k < ev->nr_src && !r; k++) {
 		int i = (ev->next + k) % ev->nr_src;
@@ -265,6 +270,11 @@ static int consume(struct gp_events *ev, uint64_t budget_ns)
 	return r < 0 ? r : (int)(ev->handled + ev->malformed - before);
 }
 
+void gp_events__stop_on(struct gp_events *ev, const volatile sig_atomic_t *flag)
+{
+	ev->stop = flag;
+}
+
 void gp_events__want_tick(struct gp_events *ev, int ms)
 {
 	if (ms > 0 && (!ev->tick_ms || ms < ev->tick_ms))
@@ -273,6 +283,8 @@ void gp_events__want_tick(struct gp_events *ev, int ms)
 
 int gp_events__poll(struct gp_events *ev, int timeout_ms)
 {
+	/* the caller's next deadline (an interval report, --duration's end) */
+	uint64_t until = gp_mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ULL, now;
 	int n;
 
 	if (ev->tick_ms && ev->tick_ms < timeout_ms)
@@ -295,7 +307,11 @@ int gp_events__poll(struct gp_events *ev, int timeout_ms)
 		if (n < 0 && errno != EINTR)
 			return -errno;
 	}
-	n = consume(ev, GP_CONSUME_MS * 1000000ULL);
+	/* the read yields at the caller's deadline too, not a whole budget past it: a record
+	 * at least, so that a deadline that is due makes the read no longer than that */
+	now = gp_mono_ns();
+	n = consume(ev, until > now + GP_CONSUME_MS * 1000000ULL ? GP_CONSUME_MS * 1000000ULL :
+			until > now ? until - now : 1);
 	for (int i = 0; i < ev->nr_src; i++)
 		for (int k = 0; k < ev->src[i].nr_h; k++)
 			if (ev->src[i].h[k].on_tick)

@@ -3,6 +3,7 @@
 #ifndef GP_EVENTS_H
 #define GP_EVENTS_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,11 +41,17 @@ void gp_events__free(struct gp_events *ev);
 /* Adds a ring buffer map fd whose records go to h; adding an fd again adds a subscriber
  * to the same buffer (the run's shared buffer feeds several modes). 0 or -errno. */
 int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h);
+/* Reads end at once when *flag is non-zero (a front end's stop signal): a signal takes
+ * effect after the record being handled, whatever the event rate; what is left is read
+ * by the drains after a call with NULL (never stop), as before the final report. */
+void gp_events__stop_on(struct gp_events *ev, const volatile sig_atomic_t *flag);
 /* A subscriber wants its on_tick within ms: the next gp_events__poll waits no longer. */
 void gp_events__want_tick(struct gp_events *ev, int ms);
 /* Waits up to timeout_ms (not at all when the last read left records), then reads for at
- * most ~15 ms (the consumer yields: a signal or a timer of the caller's is never kept
- * waiting by a fast producer); returns records handled or -errno (-EINTR is not one). */
+ * most ~15 ms, and no longer than until timeout_ms from the call (the caller's next
+ * deadline; past it, one record): the consumer yields, a signal or a timer of the
+ * caller's is never kept waiting by a fast producer. Returns records handled or -errno
+ * (-EINTR is not one). */
 int gp_events__poll(struct gp_events *ev, int timeout_ms);
 /* Handles what is in the buffers without waiting, for at most ~15 ms (see
  * gp_events__more). */

@@ -73,22 +73,23 @@ struct upid {
 };
 
 /*
- * Source lines by file (device, inode) and offset in it, for every process: a line is
- * the file's, whoever maps it. Looking one up costs a process's first use of a file its
- * debug file, read and decompressed again in each new libdwfl session (a distribution's
- * libc debug file: ~10 ms); under hundreds of short processes a second that was the
- * reader's whole time, and the ring buffer filled (issue 30). Direct-mapped; misses
- * (no line) are kept too.
+ * Inline chains (unwinder__inlines: the line of a pc and the functions inlined there) by
+ * file (device, inode) and offset in it, for every process: a chain is the file's, whoever
+ * maps it. Looking one up costs a process's first use of a file its debug file, read and
+ * decompressed again in each new libdwfl session (a distribution's libc debug file:
+ * ~10 ms); under hundreds of short processes a second that was the reader's whole time
+ * (68 % in zlib), the ring buffer filled and a signal waited for the backlog (issue 30).
+ * Direct-mapped; misses (no line) are kept too.
  */
-#define SRCLINE_SLOTS 4096
-#define SRCLINE_FILE_MAX 96
+#define CHAIN_SLOTS 4096
 
-struct srcline_slot {
+struct chain_slot {
 	struct safeopen_id id;
 	unsigned long long off;
 	bool used;
-	int line;		/* 0: no line there */
-	char file[SRCLINE_FILE_MAX];
+	int n;			/* entries; 0: no line information there */
+	int line[UNWIND_MAX_INLINE];
+	char *text;		/* n pairs of strings, each NUL-ended: func, file */
 };
 
 struct unwinder {
@@ -96,7 +97,7 @@ struct unwinder {
 	const struct procpin *pin;	/* what exited processes kept (not owned), or NULL */
 	struct upid pids[UNWIND_MAX_PIDS];
 	struct ufile files[UNWIND_MAX_FILES];
-	struct srcline_slot lines[SRCLINE_SLOTS];
+	struct chain_slot chains[CHAIN_SLOTS];
 	unsigned long long tick;
 	struct unwind_stats stats;
 	char last_err[320];	/* why the last file was refused */
@@ -137,6 +138,12 @@ static bool same_id(const struct safeopen_id *a, const struct safeopen_id *b)
 	       a->ino == b->ino;
 }
 
+static void chain_drop(struct chain_slot *c)
+{
+	free(c->text);
+	memset(c, 0, sizeof(*c));
+}
+
 /*
  * The cache slot of a file; evicts the least recently used one when full.
  * Live libdwfl sessions keep their own reference to an evicted file's Elf.
@@ -156,10 +163,10 @@ static struct ufile *ufile_slot(struct unwinder *u, const struct safeopen_id *id
 		    (victim->used && f->last_use < victim->last_use))
 			victim = f;
 	}
-	/* the lines of a file go with it: its open fd kept its inode from being reused */
-	for (i = 0; victim->used && i < SRCLINE_SLOTS; i++)
-		if (u->lines[i].used && same_id(&u->lines[i].id, &victim->id))
-			u->lines[i].used = false;
+	/* the chains of a file go with it: its open fd kept its inode from being reused */
+	for (i = 0; victim->used && i < CHAIN_SLOTS; i++)
+		if (u->chains[i].used && same_id(&u->chains[i].id, &victim->id))
+			chain_drop(&u->chains[i]);
 	ufile_drop(victim);
 	victim->used = true;
 	victim->id = *id;
@@ -841,71 +848,12 @@ static bool ufile_held(const struct unwinder *u, const struct safeopen_id *id)
 	return false;
 }
 
-static struct srcline_slot *srcline_slot(struct unwinder *u, const struct umap *m, unsigned long long off)
+static struct chain_slot *chain_slot(struct unwinder *u, const struct umap *m, unsigned long long off)
 {
 	uint64_t h = (off ^ ((uint64_t)m->id.ino << 20) ^ ((uint64_t)m->id.dev_minor << 52) ^
 		      ((uint64_t)m->id.dev_major << 44)) * 0x9E3779B97F4A7C15ull;
 
-	return &u->lines[(h >> 40) % SRCLINE_SLOTS];
-}
-
-int unwinder__srcline(struct unwinder *u, int pid, uint64_t pc, char *file,
-		      size_t flen, int *line)
-{
-	struct srcline_slot *slot = NULL;
-	unsigned long long off = 0;
-	const struct umap *m;
-	Dwfl_Module *mod;
-	struct upid *p;
-	Dwfl_Line *ln;
-	const char *src, *base;
-	int lineno = 0, err = -ENOENT;
-
-	if (!u || pid <= 0 || !file || !flen || !line) {
-		err = -EINVAL;
-		goto cleanup;
-	}
-	p = upid_for_pc(u, pid, pc);
-	if (!p) {
-		err = -ESRCH;
-		goto cleanup;
-	}
-	m = map_of(p, pc);
-	/* kept only while the file is open here (a ufile): its inode cannot be reused */
-	if (m && m->id.ino && ufile_held(u, &m->id)) {
-		off = pc - m->start + m->offset;
-		slot = srcline_slot(u, m, off);
-		if (slot->used && slot->off == off && same_id(&slot->id, &m->id)) {
-			if (!slot->line)
-				goto cleanup;
-			snprintf(file, flen, "%s", slot->file);
-			*line = slot->line;
-			err = 0;
-			goto cleanup;
-		}
-	}
-	mod = dwfl_addrmodule(p->dwfl, pc);
-	if (!mod || !dwarf_size_ok(mod))
-		goto remember;
-	ln = dwfl_module_getsrc(mod, pc);
-	src = ln ? dwfl_lineinfo(ln, NULL, &lineno, NULL, NULL, NULL) : NULL;
-	if (!src || !src[0] || lineno <= 0) {
-		lineno = 0;
-		goto remember;
-	}
-	base = strrchr(src, '/');
-	snprintf(file, flen, "%s", base && base[1] ? base + 1 : src);
-	*line = lineno;
-	err = 0;
-remember:
-	/* a name too long for the slot is looked up each time */
-	if (slot && (!lineno || strlen(file) < SRCLINE_FILE_MAX)) {
-		*slot = (struct srcline_slot){ .id = m->id, .off = off, .used = true, .line = lineno };
-		if (lineno)
-			snprintf(slot->file, sizeof(slot->file), "%s", file);
-	}
-cleanup:
-	return err;
+	return &u->chains[(h >> 40) % CHAIN_SLOTS];
 }
 
 static void base_name(char *dst, size_t len, const char *src)
@@ -929,25 +877,17 @@ static void inline_name(Dwarf_Die *die, char *buf, size_t len)
 	snprintf(buf, len, "%s", name ? name : "??");
 }
 
-int unwinder__inlines(struct unwinder *u, int pid, uint64_t pc, struct unwind_loc *locs, int max)
+/* The inline chain at pc in mod, read from its DWARF: unwinder__inlines's answer. */
+static int chain_read(Dwfl_Module *mod, uint64_t pc, struct unwind_loc *locs, int max)
 {
 	Dwarf_Die *cu, *scopes = NULL;
 	Dwarf_Files *files = NULL;
-	Dwfl_Module *mod;
 	Dwarf_Addr bias;
 	Dwfl_Line *ln;
 	const char *src;
 	size_t nfiles = 0;
 	int n = 0, ns, i, k, lineno = 0, err = -ENOENT;
 
-	if (!u || pid <= 0 || !locs || max < 1) {
-		err = -EINVAL;
-		goto cleanup;
-	}
-	if (module_at(u, pid, pc, &mod)) {
-		err = -ESRCH;
-		goto cleanup;
-	}
 	if (!mod || !dwarf_size_ok(mod))
 		goto cleanup;
 	ln = dwfl_module_getsrc(mod, pc);
@@ -1000,6 +940,72 @@ int unwinder__inlines(struct unwinder *u, int pid, uint64_t pc, struct unwind_lo
 cleanup:
 	free(scopes);
 	return err ? err : n;
+}
+
+/* A chain into its cache slot (n == 0: none there); a slot that cannot hold it stays empty. */
+static void chain_keep(struct chain_slot *c, const struct umap *m, unsigned long long off,
+		       const struct unwind_loc *locs, int n)
+{
+	size_t len = 0, at = 0;
+	char *t = NULL;
+
+	for (int i = 0; i < n; i++)
+		len += strlen(locs[i].func) + strlen(locs[i].file) + 2;
+	if (n > 0 && !(t = malloc(len)))
+		return;
+	chain_drop(c);
+	*c = (struct chain_slot){ .id = m->id, .off = off, .used = true, .n = n, .text = t };
+	for (int i = 0; i < n; i++) {
+		size_t a = strlen(locs[i].func) + 1, b = strlen(locs[i].file) + 1;
+
+		memcpy(t + at, locs[i].func, a);
+		memcpy(t + at + a, locs[i].file, b);
+		at += a + b;
+		c->line[i] = locs[i].line;
+	}
+}
+
+/* A kept chain back into locs (the strings fit: they came from such fields). */
+static int chain_get(const struct chain_slot *c, struct unwind_loc *locs)
+{
+	const char *t = c->text;
+
+	for (int i = 0; i < c->n; i++) {
+		snprintf(locs[i].func, sizeof(locs[i].func), "%s", t);
+		t += strlen(t) + 1;
+		snprintf(locs[i].file, sizeof(locs[i].file), "%s", t);
+		t += strlen(t) + 1;
+		locs[i].line = c->line[i];
+	}
+	return c->n ? c->n : -ENOENT;
+}
+
+int unwinder__inlines(struct unwinder *u, int pid, uint64_t pc, struct unwind_loc *locs, int max)
+{
+	struct chain_slot *c = NULL;
+	unsigned long long off = 0;
+	const struct umap *m;
+	struct upid *p;
+	int n;
+
+	if (!u || pid <= 0 || !locs || max < 1)
+		return -EINVAL;
+	p = upid_for_pc(u, pid, pc);
+	if (!p)
+		return -ESRCH;
+	m = map_of(p, pc);
+	/* kept only while the file is open here (a ufile, which the read opens): its inode
+	 * cannot be reused; the whole chain only (a shorter max cuts it in the middle) */
+	if (m && m->id.ino && max == UNWIND_MAX_INLINE) {
+		off = pc - m->start + m->offset;
+		c = chain_slot(u, m, off);
+		if (c->used && c->off == off && same_id(&c->id, &m->id))
+			return chain_get(c, locs);
+	}
+	n = chain_read(dwfl_addrmodule(p->dwfl, pc), pc, locs, max);
+	if (c && ufile_held(u, &m->id))
+		chain_keep(c, m, off, locs, n > 0 ? n : 0);
+	return n;
 }
 
 int unwinder__symbol(struct unwinder *u, int pid, uint64_t pc, char *buf, size_t len)
@@ -1117,6 +1123,8 @@ void unwinder__free(struct unwinder *u)
 		upid_clear(&u->pids[i]);
 	for (i = 0; i < UNWIND_MAX_FILES; i++)
 		ufile_drop(&u->files[i]);
+	for (i = 0; i < CHAIN_SLOTS; i++)
+		chain_drop(&u->chains[i]);
 	free(u->proc_root);
 	free(u);
 }

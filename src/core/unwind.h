@@ -90,17 +90,6 @@ int unwinder__unwind(struct unwinder *u, int pid,
 		     struct unwind_frames *out);
 
 /*
- * The source file (its base name) and line of pc in process pid, from the DWARF line
- * table of the mapped file or of its verified separate debug file (files whose DWARF
- * sections together exceed UNWIND_DWARF_MAX are not read). For a return address pass
- * the address of the call (pc - 1). 0, or -ENOENT where there is no line information,
- * -ESRCH when the process is gone and nothing is cached.
- */
-#define UNWIND_DWARF_MAX (256ull << 20)
-int unwinder__srcline(struct unwinder *u, int pid, uint64_t pc, char *file,
-		      size_t flen, int *line);
-
-/*
  * The inline chain at pc (for a return address pass pc - 1), from DWARF's inline records
  * (DW_TAG_inlined_subroutine with DW_AT_call_file / DW_AT_call_line), as `addr2line -i`
  * gives it: locs[0] is the innermost function at pc, with the line of pc; each next one
@@ -108,8 +97,11 @@ int unwinder__srcline(struct unwinder *u, int pid, uint64_t pc, char *file,
  * whose name is left empty (the symbol table names it). At most max entries (the
  * innermost inlined ones and the real function when the chain is deeper). Returns how
  * many (1: nothing inlined, the line of pc), -ENOENT without line information, -ESRCH
- * when the process is gone and nothing is cached.
+ * when the process is gone and nothing is cached. Files whose DWARF sections together
+ * exceed UNWIND_DWARF_MAX are not read. Kept by file (device, inode) and offset while the
+ * file is open here: a process's first stack does not read its DWARF again.
  */
+#define UNWIND_DWARF_MAX (256ull << 20)
 #define UNWIND_MAX_INLINE 8
 struct unwind_loc {
 	char func[256];	/* the inlined function (its linkage name where DWARF has one) */

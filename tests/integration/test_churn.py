@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Churn and signals (issue 30): a node-wide CLI run under hundreds of short processes a
 second reports every process with its exact counts or counts its loss; no process is
-listed running after it exited; signals, --interval and a signal during start-up take
+listed running after it exited; signals, --interval, --duration and a signal during start-up take
 effect under load; SIGHUP/SIGTERM/SIGPIPE end with the final report; a write error on
 any output is one line and a non-zero exit."""
+import fcntl
 import json
 import os
 import re
@@ -109,33 +110,11 @@ def test_ioctl_churn_exact():
         eq((len(last), len(wrong)), (n + 1, 0), "processes listed, and those with wrong counts, no drop counted")
 
 
-def _load(stop, procs_started):
-    """Short CUDA processes, 20 at a time, until stop is set."""
-    env = dict(os.environ, **ENV)
-    running = []
-    while not stop.is_set():
-        running = [p for p in running if p.poll() is None]
-        while len(running) < 20:
-            running.append(subprocess.Popen([RATE, "--phases", "100000:10", "--alloc-every", "10",
-                                             "--copy-every", "20"], env=env, stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL))
-            procs_started[0] += 1
-        time.sleep(0.002)
-    for p in running:
-        p.wait()
-
-
-def _stop_time(args, load, env=None, modes=2):
-    """Seconds from SIGINT to the final reports (modes of them) and to gpuprobe's exit, with
-    load or not, and its interval reports."""
+def _stop_time(args, env=None, modes=2):
+    """Seconds from SIGINT to the final reports (modes of them) and to gpuprobe's exit."""
     g = gp.start_gpuprobe(args, env=env)
-    stop = threading.Event()
-    started = [0]
-    t = threading.Thread(target=_load, args=(stop, started)) if load else None
     report = None
     try:
-        if t:
-            t.start()
         time.sleep(4)
         t0 = time.monotonic()
         g.signal(signal.SIGINT)
@@ -146,36 +125,224 @@ def _stop_time(args, load, env=None, modes=2):
         g.wait(timeout=1)
         took = time.monotonic() - t0
     finally:
-        stop.set()
-        if t:
-            t.join()
         g.kill()
     eq(g.p.returncode, 0, f"exit status ({g.stderr()[-500:]})")
     reps = gp.json_lines(g.stdout())
     eq(len([r for r in reps if r.get("report") == "final"]), modes, "final reports")
-    return (report if report is not None else took), took, [r for r in reps if r.get("report") == "interval"], \
-        started[0]
+    return (report if report is not None else took), took
+
+
+class Timed:
+    """gpuprobe with its stdout and stderr through pipes, each line stamped with
+    time.monotonic() as it arrives: a reader thread blocked in read() per stream sees a
+    report at once (a look at a file every 10 ms, in a process whose other thread starts
+    the churn's processes, added tens of ms under load), and nothing else runs in this
+    process meanwhile (the churn is spawn_app's, in C). The readers run at nice -10, they
+    alone (gpuprobe and the churn keep the test's own priority), so that a loaded machine
+    delays the stamps less; the pipes hold 1 MiB, so that gpuprobe never waits for them to
+    write a report (a 64 KiB pipe held it up to 120 ms at load 15 here)."""
+
+    def __init__(self, args):
+        self.p = subprocess.Popen([GPUPROBE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=dict(os.environ, **gp._with_state(None)), start_new_session=True)
+        self.out, self.err = [], []
+        self.exited = None
+        self.threads = [threading.Thread(target=self._read, args=(f, into), daemon=True)
+                        for f, into in ((self.p.stdout, self.out), (self.p.stderr, self.err))]
+        for t in self.threads:
+            t.start()
+
+    @staticmethod
+    def _read(f, into):
+        try:
+            fcntl.fcntl(f.fileno(), 1031, 1 << 20)  # F_SETPIPE_SZ
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), -10)
+        except OSError:
+            pass  # the stamps are only later for it
+        for line in iter(f.readline, b""):
+            into.append((time.monotonic(), line.decode(errors="replace")))
+
+    def when(self, text, where="stderr", timeout=30):
+        """When the first line holding text came."""
+        deadline = time.monotonic() + timeout
+        lines = self.err if where == "stderr" else self.out
+        while time.monotonic() < deadline:
+            for t, l in list(lines):
+                if text in l:
+                    return t
+            if self.p.poll() is not None:
+                break
+            time.sleep(0.01)
+        gp._skip_if_refused([GPUPROBE], self.p.returncode, self.stderr())
+        raise gp.Failure(f"no {text!r} on gpuprobe's {where}: {self.stderr()[-800:]}")
+
+    def stderr(self):
+        return "".join(l for _, l in list(self.err))
+
+    def reports(self):
+        """(time, record) of each JSON report line on stdout."""
+        return [(t, json.loads(l)) for t, l in list(self.out) if l.startswith("{") and '"mode"' in l]
+
+    def finish(self, timeout=120):
+        """Waits for the exit (killed after timeout), and for the last lines."""
+        try:
+            if self.p.poll() is None:
+                self.p.wait(timeout=timeout)
+                self.exited = time.monotonic()
+        finally:
+            self.kill()
+
+    def kill(self):
+        if self.p.poll() is None:
+            os.killpg(self.p.pid, signal.SIGKILL)
+            self.p.wait()
+        for t in self.threads:
+            t.join(timeout=10)
+
+
+class Churn:
+    """Short CUDA processes (rate_app: 1,000 launches, 100 allocations and frees, 50
+    copies), 20 at a time, as fast as they start, until stopped: spawn_app, in a session of
+    its own (stopped as a group). traced=False: the same processes on a copy of the
+    stand-in driver that gpuprobe does not probe (--libcuda names the other one), so that
+    a baseline has the same load on the CPUs and no events."""
+
+    def __init__(self, traced=True):
+        import shutil
+        import tempfile
+        self.dir = None
+        lib = gp.FAKECUDA_DIR
+        if not traced:
+            self.dir = lib = tempfile.mkdtemp(prefix="gp-untraced-")
+            os.chmod(lib, 0o755)
+            shutil.copy2(FAKECUDA, os.path.join(lib, "libcuda.so.1"))
+        self.p = subprocess.Popen([app("spawn_app"), "--n", "100000000", "--jobs", "20", "--", RATE, "--phases",
+                                   "100000:10", "--alloc-every", "10", "--copy-every", "20"],
+                                  env=dict(os.environ, LD_LIBRARY_PATH=lib), stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def stop(self):
+        import shutil
+        try:
+            os.killpg(self.p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.p.wait()
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _pids(reps, mode="memleak"):
+    return len({p["pid"] for _, r in reps if r.get("mode") == mode for p in r.get("processes", [])})
+
+
+MODES = ["--memleak", "--bandwidth-util"]
+
+
+def _timed_run(args, traced, sigint_after=None):
+    """A node-wide run of both modes under churn, traced or not (the baseline): sigint_after
+    seconds after the probes are in (the "tracing" line), a SIGINT (else the run ends by
+    itself). Returns when the probes were in, when the SIGINT went, each report (time,
+    record), and when gpuprobe exited."""
+    g = Timed(MODES + ["--json", "--libcuda", FAKECUDA] + args)
+    churn = None
+    try:
+        start = g.when("gpuprobe: tracing")
+        churn = Churn(traced)
+        sent = None
+        if sigint_after is not None:
+            time.sleep(max(0, start + sigint_after - time.monotonic()))
+            sent = time.monotonic()
+            g.p.send_signal(signal.SIGINT)
+        g.finish()
+    finally:
+        if churn:
+            churn.stop()
+        g.kill()
+    eq(g.p.returncode, 0, f"gpuprobe's exit status ({g.stderr()[-500:]})")
+    reps = g.reports()
+    eq(len([r for _, r in reps if r.get("report") == "final"]), len(MODES), "final reports")
+    return start, sent, reps, g.exited
+
+
+def _last_final(reps):
+    return max(t for t, r in reps if r.get("report") == "final")
+
+
+def _intervals(reps):
+    """The time each interval report was whole (its last mode's record), in order."""
+    return [t for t, r in reps if r.get("report") == "interval"][len(MODES) - 1::len(MODES)]
+
+
+# What the product promises (README, "Signals"): a signal, an interval report and
+# --duration's end take effect within 100 ms whatever the event rate. Measured from
+# outside, against a baseline taken in the same test: the same churn on a driver gpuprobe
+# does not probe (the same load on the CPUs, the same harness, no events), so that a
+# machine loaded by others, or by the churn itself, is in both; on an emulated CPU
+# GP_TIME_SLACK times as much.
+PROMPT = 0.1 * gp.TIME_SLACK
+
+
+def _ms(v):
+    return " ".join(f"{x * 1000:.0f}" for x in v) if isinstance(v, list) else f"{v * 1000:.0f}"
 
 
 def test_signal_latency_under_load():
-    """SIGINT ends a node-wide run with -i 1 under churn about as fast as an idle one, and
-    the interval reports keep coming. The product's target is 100 ms; measured against an
-    idle baseline taken in this run, with a margin for a loaded 2-core CI machine: the
-    final report under load may come the baseline plus 2 s after the signal (the final
-    read of what the ring holds and the report), never the tens of seconds it took when
-    the consumer never yielded. The exit after it waits for the probes' removal (the
-    kernel's: seconds without uprobe_multi links, longer while processes map the library:
-    44.7 s under churn against 6.2 s idle on 6.1 in QEMU): printed, not judged."""
-    args = ["--memleak", "--bandwidth-util", "--json", "-i", "1", "--libcuda", FAKECUDA]
-    base, base_exit, _, _ = _stop_time(args, False)
-    took, took_exit, intervals, n = _stop_time(args, True)
-    print(f"#   SIGINT to the final reports: idle {base * 1000:.0f} ms, under churn ({n} processes in 4 s) "
-          f"{took * 1000:.0f} ms; to the exit {base_exit * 1000:.0f} and {took_exit * 1000:.0f} ms; "
-          f"{len(intervals) // 2} interval reports")
-    check(took <= base + 2.0 * gp.TIME_SLACK, f"the final report under load took {took:.2f} s (idle {base:.2f} s)")
-    # two modes, a report each per second: at least 2 seconds of the 4 reported (an emulated
-    # CPU, GP_TIME_SLACK: each report's symbolizing of the new processes takes it longer)
-    check(len(intervals) >= max(2, 4 / gp.TIME_SLACK), f"interval reports under load: {len(intervals)}")
+    """SIGINT ends a node-wide run with -i 1 under churn (rate_app processes 20 at a time,
+    as fast as they start) within 100 ms of the same run whose churn is not traced: the
+    reader stops at the record it is handling, and what the buffers hold is read for the
+    final report (the consumer keeps up: little is left). Before (issue 30: the consumer
+    never yielded) this took tens of seconds; then 195-475 ms against 1-20 ms idle (each
+    new process's first stack read libc's debug file again). The exit after it waits for
+    the probes' removal (the kernel's: seconds without uprobe_multi links, longer while
+    processes map the library: 44.7 s under churn against 6.2 s idle on 6.1 in QEMU):
+    printed, not judged."""
+    got = []
+    for traced in (False, True):
+        start, sent, reps, exited = _timed_run(["-i", "1"], traced, sigint_after=4.5)
+        got.append((_last_final(reps) - sent, exited - sent, _pids(reps), len(_intervals(reps))))
+    (base, base_exit, _, _), (took, took_exit, n, intervals) = got
+    print(f"#   SIGINT to the final reports under churn: untraced {_ms(base)} ms, traced ({n} processes in 4.5 s) "
+          f"{_ms(took)} ms; to the exit {_ms(base_exit)} and {_ms(took_exit)} ms")
+    check(took <= base + PROMPT, f"the final reports under churn came {_ms(took)} ms after the SIGINT "
+          f"(untraced {_ms(base)} ms)")
+    eq(intervals, 4, "interval reports under churn in 4.5 s")
+
+
+def test_interval_cadence_under_load():
+    """-i 1 under churn: the report due at each second (counted from the probes going in)
+    comes on time, none skipped: each within 100 ms of the latest of the same run whose
+    churn is not traced (the rendering, this harness's and the scheduler's delays)."""
+    late = []
+    for traced in (False, True):
+        start, _, reps, _ = _timed_run(["-i", "1"], traced, sigint_after=5.5)
+        ts = _intervals(reps)
+        eq(len(ts), 5, f"interval reports in 5.5 s ({'traced' if traced else 'untraced'}: "
+                       f"{_ms([t - start for t in ts])} ms after the start)")
+        # no report comes before its second: where one seems to, the "tracing" line's
+        # stamp was late (this harness), and the reports say when the seconds began
+        start = min([start] + [t - (k + 1) for k, t in enumerate(ts)])
+        late.append([t - (start + k + 1) for k, t in enumerate(ts)])
+    base, churn = late
+    print(f"#   -i 1: each report after its second under churn: untraced {_ms(base)} ms; traced {_ms(churn)} ms")
+    check(max(churn) <= max(base) + PROMPT, f"an interval report under churn came {_ms(max(churn))} ms late "
+          f"(untraced at most {_ms(max(base))} ms)")
+
+
+def test_duration_under_load():
+    """-d 4.5 under churn ends the run on time: the final reports come within 100 ms of when
+    they come in the same run whose churn is not traced. With -i 1, so that the final
+    reports hold the last half second's processes, not the whole run's (700 processes
+    here: 25 ms of rendering, the content's, not a delay)."""
+    took = []
+    for traced in (False, True):
+        start, _, reps, _ = _timed_run(["-i", "1", "-d", "4.5"], traced)
+        took.append((_last_final(reps) - start - 4.5, _pids(reps), len(_intervals(reps))))
+    (base, _, _), (churn, n, intervals) = took
+    print(f"#   -d 4.5: the final reports after their time under churn: untraced {_ms(base)} ms, traced {_ms(churn)} ms "
+          f"({n} processes)")
+    check(churn <= base + PROMPT, f"-d 4.5 under churn: the final reports {_ms(churn)} ms late (untraced {_ms(base)} ms)")
+    eq(intervals, 4, "interval reports under churn before the end")
 
 
 def test_final_report_before_the_probes_removal():
@@ -184,7 +351,7 @@ def test_final_report_before_the_probes_removal():
     run's end, bpf/common.bpf.h gp_ended), the exit after the removal. Before, the
     report waited for it: 20.6 s between SIGINT and the report, idle, on this machine."""
     args = ["--memleak", "--bandwidth-util", "--json", "--libcuda", FAKECUDA]
-    report, took, _, _ = _stop_time(args, False, env={"GPUPROBE_NO_UPROBE_MULTI": "1"})
+    report, took = _stop_time(args, env={"GPUPROBE_NO_UPROBE_MULTI": "1"})
     print(f"#   perf-event uprobes: SIGINT to the final reports {report * 1000:.0f} ms, to the exit {took * 1000:.0f} ms")
     check(report <= 1.0 * gp.TIME_SLACK, f"the final report took {report:.2f} s (the exit {took:.2f} s)")
 
