@@ -825,6 +825,29 @@ static void set_window(struct gp_budget *b, bool open)
 	__atomic_store_n(flags, open ? b->epoch : 0, __ATOMIC_RELEASE);
 }
 
+/* The account's calls, each logged whole with -v (budget: acct ...): bench/budget_replay.c
+ * replays a run's log through src/core/sampling.c, so that an estimator can be tried on
+ * the windows a real run took (and its workload's own count) without running it again. */
+static void acct_begin(struct gp_account *a, uint32_t pid, double lead)
+{
+	gp_log(GP_LOG_DEBUG, "budget: acct %u begin %.9g", pid, lead);
+	gp_account__begin(a, lead);
+}
+
+static void acct_period(struct gp_account *a, uint32_t pid, double n, double stray, double T, double on, double act,
+			double cpu_T, double cost, double price)
+{
+	gp_log(GP_LOG_DEBUG, "budget: acct %u period %.0f %.9g %.9g %.9g %.9g %.9g %.9g %.9g", pid, n, stray, T, on, act,
+	       cpu_T, cost, price);
+	gp_account__period_cpu(a, n, stray, T, on, act, cpu_T, cost, price);
+}
+
+static void acct_trim(struct gp_account *a, uint32_t pid, double unseen)
+{
+	gp_log(GP_LOG_DEBUG, "budget: acct %u trim %.9g", pid, unseen);
+	gp_account__trim(a, unseen);
+}
+
 /* The account of a process that ended moves out of its slot; with free_slot the slot is
  * freed for the next process that hashes there (hits first, then the owner). */
 static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_slot)
@@ -838,7 +861,7 @@ static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_s
 	 * along (a process that exited early in a 500-ms period was counted as if it ran to
 	 * its end); an empty instant with every call seen brings that next rate, 0 */
 	if (a->acc.pending)
-		gp_account__period(&a->acc, 0, 0, 1e-9, 1e-9, b->cost, b->price);
+		acct_period(&a->acc, pid, 0, 0, 1e-9, 1e-9, -1, -1, b->cost, b->price);
 	if (e) {
 		e->acc = a->acc;
 		e->end_ns = now;
@@ -897,7 +920,7 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now
 	a->cpu_last = -1; /* not known until its first boundary */
 	a->off_ns = a->exit_ns = 0;
 	/* it may have begun in the last period's unseen part, unless it was armed for itself */
-	gp_account__begin(&a->acc, in_init(b, i) || (b->fresh[i].pid == pid && b->fresh[i].armed_ever) ? 0 :
+	acct_begin(&a->acc, pid, in_init(b, i) || (b->fresh[i].pid == pid && b->fresh[i].armed_ever) ? 0 :
 				   b->last_unseen);
 	return true;
 }
@@ -1012,8 +1035,8 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		fresh_seen(b, i, t0, &Te, &one);
 		/* the priced hits cost the process like strays: never counted, always paid */
 		if (Te > 0)
-			gp_account__period_cpu(&a->acc, n, ns + nf * b->fixed_price / b->price, Te, one, act, cpu_T,
-					       b->cost, b->price);
+			acct_period(&a->acc, a->pid, n, ns + nf * b->fixed_price / b->price, Te, one, act, cpu_T,
+				    b->cost, b->price);
 		a->off_ns = one < Te ? t0 + (uint64_t)(one * 1e9) : 0;
 		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits (calling for %.2f ms), %.0f strays and %.0f priced hits, %.1f ms on a CPU",
 		       T * 1e3, on * 1e3, a->pid, n, act * 1e3, ns, nf, cpu_T * 1e3);
@@ -1815,17 +1838,17 @@ void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
 			a->last_stray = st;
 			fresh_seen(b, i, b->cur_start, &T, &on);
 			if (T > 0)
-				gp_account__period_cpu(&a->acc, n, ns + nf * b->fixed_price / b->price, T, on,
-						       act >= a->last_active ? (double)(act - a->last_active) * 1e-9 : -1,
-						       -1, b->cost, b->price);
+				acct_period(&a->acc, pid, n, ns + nf * b->fixed_price / b->price, T, on,
+					    act >= a->last_active ? (double)(act - a->last_active) * 1e-9 : -1, -1,
+					    b->cost, b->price);
 			a->last_active = act;
 			a->closed = true;
-			gp_account__trim(&a->acc, T - on);
+			acct_trim(&a->acc, pid, T - on);
 		} else if (a->off_ns) {
-			gp_account__trim(&a->acc, ts_ns > a->off_ns ? (double)(ts_ns - a->off_ns) / 1e9 : 0);
+			acct_trim(&a->acc, pid, ts_ns > a->off_ns ? (double)(ts_ns - a->off_ns) / 1e9 : 0);
 		}
 	} else if ((e = u64map__get(b->ended, pid)) && e->off_ns) {
-		gp_account__trim(&e->acc, ts_ns > e->off_ns ? (double)(ts_ns - e->off_ns) / 1e9 : 0);
+		acct_trim(&e->acc, pid, ts_ns > e->off_ns ? (double)(ts_ns - e->off_ns) / 1e9 : 0);
 	}
 	pthread_mutex_unlock(&b->acc);
 }
