@@ -10,6 +10,7 @@
  *   .output/budget_replay < gpuprobe.log
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,9 +46,10 @@ static void print_hi(const char *key, const struct gp_sampling *s)
 		printf(",\"%s\":%.0f", key, s->hi);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	char line[4096];
+	bool trace = argc > 1 && !strcmp(argv[1], "-v");
 
 	while (fgets(line, sizeof(line), stdin)) {
 		char *p = strstr(line, "budget: acct ");
@@ -69,6 +71,9 @@ int main(void)
 		else if (sscanf(p, "period %lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
 				&v[6], &v[7]) == 8)
 			gp_account__period_cpu(a, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+		if (trace) /* the account after each call: what each period added */
+			printf("# %u %s  -> obs %.0f est %.0f lo %.0f hi %.0f wide %.0f var %.3g pending %d\n", pid,
+			       strtok(p, "\n"), a->obs, a->est, a->lo_sum, a->hi_sum, a->wide, a->var, a->pending);
 	}
 	for (int i = 0; i < nprocs; i++) {
 		struct gp_sampling s, st;

@@ -16,6 +16,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -36,7 +37,7 @@ PATTERNS = {
     "paced2us": ("--phases 500000:1000", (1, 5)),
     "steps": ("--phases 200:500,100000:3000,2000:500", (1,)),
     "later": ("--phases 1000:300,100000:2500,1000:500", (1,)),
-    "bursts": ("--phases 500000:20,1:80 --repeat 30 --spin 1000", (1, 5)),
+    "bursts": ("--phases 500000:20,1000:80 --repeat 30 --spin 1000", (1, 5)),
     "budget": ("--phases 200:1000,20000:1000,100000:1000,200:1000 --alloc-every 100", (1,)),
 }
 
@@ -107,9 +108,27 @@ def line_of(res, got):
             f"({got['estimate'] / n:.2f}x) [{got['lo']}, {got['hi']}] {'held' if ok else 'MISSED'}")
 
 
-def replay_one(res):
+def final_cost(log):
+    """Every period priced at the last measure of the programs (as if it had been known from
+    the start): the "a call costs X us (Y us warm)" line."""
+    cost = price = None
+    for l in log:
+        m = re.search(r"a call costs ([\d.]+) us \(([\d.]+) us warm\)", l)
+        if m:
+            price, cost = float(m.group(1)) * 1e-6, float(m.group(2)) * 1e-6
+    if cost is None:
+        return log
+    out = []
+    for l in log:
+        m = re.search(r"(.*budget: acct \d+ period(?: \S+){6}) \S+ \S+$", l)
+        out.append(f"{m.group(1)} {cost:.9g} {price:.9g}" if m else l)
+    return out
+
+
+def replay_one(res, fixed_cost=False):
     t = res["truth"]
-    r = subprocess.run([REPLAY], input="\n".join(res["log"]) + "\n", capture_output=True, text=True, check=True)
+    log = final_cost(res["log"]) if fixed_cost else res["log"]
+    r = subprocess.run([REPLAY], input="\n".join(log) + "\n", capture_output=True, text=True, check=True)
     for line in r.stdout.splitlines():
         j = json.loads(line)
         if t and j["pid"] == t["pid"]:
@@ -126,7 +145,7 @@ def replay(a):
     for d in a.dirs:
         for path in sorted(glob.glob(os.path.join(d, "*.json"))):
             res = json.load(open(path))
-            got = res["reported"] if a.reported else replay_one(res)
+            got = res["reported"] if a.reported else replay_one(res, a.final_cost)
             key = (res["pattern"], res["pct"], res.get("load", 0))
             by.setdefault(key, []).append((res, got))
             if a.verbose:
@@ -135,6 +154,8 @@ def replay(a):
     for key in sorted(by):
         rows = [(r, g) for r, g in by[key] if r["truth"] and g]
         ratios = [g["estimate"] / r["truth"]["launches"] for r, g in rows]
+        if not rows:
+            continue
         ok = [g["lo"] <= r["truth"]["launches"] <= (g["hi"] if g["hi"] is not None else float("inf")) for r, g in rows]
         wide = [(g["hi"] if g["hi"] is not None else float("inf")) / max(g["lo"], 1) for r, g in rows]
         tot += len(rows)
@@ -157,6 +178,7 @@ def main():
     p = sub.add_parser("replay")
     p.add_argument("dirs", nargs="+")
     p.add_argument("--reported", action="store_true")
+    p.add_argument("--final-cost", action="store_true", help="every period priced at the run's last measure")
     p.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     run(a) if a.cmd == "run" else replay(a)
