@@ -7,7 +7,9 @@
  * their workloads' own counts, without running them again (bench/budget_runs.py).
  *
  *   cc -O2 -Isrc/core -o .output/budget_replay bench/budget_replay.c src/core/sampling.c -lm
- *   .output/budget_replay < gpuprobe.log
+ *   .output/budget_replay [-v] [--no-sigma] < gpuprobe.log
+ * -v: the account after each call; --no-sigma: every window's gaps left out (the estimate as
+ * before windows said how often the process slept).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -49,13 +51,18 @@ static void print_hi(const char *key, const struct gp_sampling *s)
 int main(int argc, char **argv)
 {
 	char line[4096];
-	bool trace = argc > 1 && !strcmp(argv[1], "-v");
+	bool trace = false, no_sigma = false;
+
+	for (int i = 1; i < argc; i++) {
+		trace |= !strcmp(argv[i], "-v");
+		no_sigma |= !strcmp(argv[i], "--no-sigma"); /* as if no window said how it slept */
+	}
 
 	while (fgets(line, sizeof(line), stdin)) {
 		char *p = strstr(line, "budget: acct ");
-		double v[8];
+		double v[14];
 		unsigned pid;
-		int off = 0;
+		int off = 0, k;
 		struct gp_account *a;
 
 		if (!p || sscanf(p, "budget: acct %u %n", &pid, &off) < 1)
@@ -68,9 +75,23 @@ int main(int argc, char **argv)
 			gp_account__begin(a, v[0]);
 		else if (sscanf(p, "trim %lf", &v[0]) == 1)
 			gp_account__trim(a, v[0]);
-		else if (sscanf(p, "period %lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-				&v[6], &v[7]) == 8)
-			gp_account__period_cpu(a, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+		else if ((k = sscanf(p, "period %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1],
+				     &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12],
+				     &v[13])) >= 8) {
+			/* n stray T on act cpu_T cost price [gaps gap_s sleep_s head busy head_s] */
+			struct gp_window w = { .n = v[0], .stray = v[1], .T = v[2], .on = v[3], .act = v[4], .cpu_T = v[5],
+					       .busy = -1, .head_s = -1 };
+
+			if (k == 14 && !no_sigma) {
+				w.busy = v[12];
+				w.head_s = v[13];
+				w.gaps = v[8];
+				w.gap_s = v[9];
+				w.sleep_s = v[10];
+				w.head = v[11];
+			}
+			gp_account__window(a, &w, v[6], v[7]);
+		}
 		if (trace) /* the account after each call: what each period added */
 			printf("# %u %s  -> obs %.0f est %.0f lo %.0f hi %.0f wide %.0f var %.3g pending %d\n", pid,
 			       strtok(p, "\n"), a->obs, a->est, a->lo_sum, a->hi_sum, a->wide, a->var, a->pending);

@@ -125,10 +125,10 @@ def final_cost(log):
     return out
 
 
-def replay_one(res, fixed_cost=False):
+def replay_one(res, fixed_cost=False, no_sigma=False):
     t = res["truth"]
     log = final_cost(res["log"]) if fixed_cost else res["log"]
-    r = subprocess.run([REPLAY], input="\n".join(log) + "\n", capture_output=True, text=True, check=True)
+    r = subprocess.run([REPLAY] + (["--no-sigma"] if no_sigma else []), input="\n".join(log) + "\n", capture_output=True, text=True, check=True)
     for line in r.stdout.splitlines():
         j = json.loads(line)
         if t and j["pid"] == t["pid"]:
@@ -145,7 +145,7 @@ def replay(a):
     for d in a.dirs:
         for path in sorted(glob.glob(os.path.join(d, "*.json"))):
             res = json.load(open(path))
-            got = res["reported"] if a.reported else replay_one(res, a.final_cost)
+            got = res["reported"] if a.reported else replay_one(res, a.final_cost, a.no_sigma)
             key = (res["pattern"], res["pct"], res.get("load", 0))
             by.setdefault(key, []).append((res, got))
             if a.verbose:
@@ -179,6 +179,8 @@ def main():
     p.add_argument("dirs", nargs="+")
     p.add_argument("--reported", action="store_true")
     p.add_argument("--final-cost", action="store_true", help="every period priced at the run's last measure")
+    p.add_argument("--no-sigma", action="store_true", help="as if no window said how its process spent its gaps "
+                   "(the estimate before they did)")
     p.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     run(a) if a.cmd == "run" else replay(a)
