@@ -289,13 +289,94 @@ static void test_hit_dearer_than_calibrated(void)
 	ASSERT_TRUE(s.estimate < truth, "the estimate, on the calibrated price, is under");
 }
 
+#undef T /* struct gp_window's field from here on */
+
+/* A tight loop (3.2 us of CPU a call, a hit 2.6 us as calibrated) with 40 % of a CPU on a
+ * loaded machine, running half of each 3-ms window: its thread never slept in a window and
+ * was always on a CPU or waiting for one (busy 1), so it calls as its CPU time pays for. The
+ * geometric mean of that and its pace (the window's rate, slowed by the probes and by the
+ * CPU it did not get) reads it at 0.83x here (rate_app's at 0.41-0.49x with two busy loops
+ * beside it on the 2-CPU machine); the call-bound model alone, at its count. */
+static void test_bound_by_its_cpu(void)
+{
+	const double w = 3.2e-6, c = 2.6e-6, Tp = 0.5, on = 0.003, share = 0.4;
+	struct gp_account a = { 0 }, old = { 0 };
+	struct gp_sampling s, s0;
+	double truth = 0;
+
+	for (int i = 0; i < 12; i++) {
+		double act = on / 2, n = floor(act / (w + c)), cpu = share * Tp;
+		struct gp_window win = { .n = n, .T = Tp, .on = on, .act = act, .cpu_T = cpu, .gaps = n - 1,
+					 .gap_s = act, .sleep_s = 0, .head = n, .head_s = -1, .busy = 1 };
+
+		gp_account__window(&a, &win, c, c);
+		gp_account__period_cpu(&old, n, 0, Tp, on, act, cpu, c, c);
+		truth += n + (cpu - act) / w;
+	}
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s) && gp_account__sampling(&old, &s0), "sampled"))
+		return;
+	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the truth within the interval");
+	ASSERT_TRUE(fabs(s.estimate / truth - 1) < 0.1, "the estimate within 10 % of the count");
+	ASSERT_TRUE(s0.estimate < 0.9 * truth, "without the gaps' say: the geometric mean, low");
+	printf("#   estimate %.2fx the count (the geometric mean: %.2fx)\n", s.estimate / truth, s0.estimate / truth);
+}
+
+/* A paced loop (100 000 calls/s, 1.5 us of CPU a call, a hit 2.6 us) that the links going in
+ * put 60 calls behind before each 3-ms window: it catches up back to back at the window's
+ * start (244 000/s), then sleeps between calls. Its windows read 120 000/s: the paced model
+ * alone put the interval's low end over its count; counted from its first sleep, its pace. */
+static void test_paced_caught_up_in_the_window(void)
+{
+	const double rate = 100000, w = 1.5e-6, c = 2.6e-6, Tp = 0.5, on = 0.003, back = 60;
+	const double rmax = 1 / (w + c), tc = back / (rmax - rate);
+	struct gp_account a = { 0 }, old = { 0 };
+	struct gp_sampling s, s0;
+	double truth = 0;
+
+	for (int i = 0; i < 12; i++) {
+		double n = rate * on + back, slept = (on - tc) * (1 - rate * (w + c)), cpu = rate * Tp * w + n * c;
+		struct gp_window win = { .n = n, .T = Tp, .on = on, .act = on, .cpu_T = cpu, .gaps = n - 1, .gap_s = on,
+					 .sleep_s = slept, .head = rmax * tc, .head_s = tc, .busy = cpu / Tp };
+
+		gp_account__window(&a, &win, c, c);
+		gp_account__period_cpu(&old, n, 0, Tp, on, on, cpu, c, c);
+		truth += rate * Tp;
+	}
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s) && gp_account__sampling(&old, &s0), "sampled"))
+		return;
+	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the truth within the interval");
+	ASSERT_TRUE(fabs(s.estimate / truth - 1) < 0.05, "the estimate within 5 % of the count");
+	ASSERT_TRUE(s0.lo > truth, "the paced model alone: the low end over the count");
+	printf("#   estimate %.2fx the count, low end %.2fx (the paced model alone: %.2fx, %.2fx)\n", s.estimate / truth,
+	       s.lo / truth, s0.estimate / truth, s0.lo / truth);
+}
+
+/* Windows that cannot say how the process spent its gaps (several threads taking turns:
+ * fewer than 16 gaps of one thread) and periods that cannot say how busy its threads were
+ * keep the geometric mean, exactly as before. */
+static void test_cannot_say_keeps_the_geometric_mean(void)
+{
+	struct gp_account a = { 0 }, old = { 0 };
+	struct gp_sampling s, s0;
+
+	for (int i = 0; i < 8; i++) {
+		double n = 500 + 50 * i;
+		struct gp_window win = { .n = n, .T = 0.5, .on = 0.003, .act = 0.002, .cpu_T = 0.3, .gaps = 10,
+					 .gap_s = 0.001, .sleep_s = 0, .head = n, .head_s = -1, .busy = -1 };
+
+		gp_account__window(&a, &win, 2e-6, 4e-6);
+		gp_account__period_cpu(&old, n, 0, 0.5, 0.003, 0.002, 0.3, 2e-6, 4e-6);
+	}
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s) && gp_account__sampling(&old, &s0), "sampled"))
+		return;
+	ASSERT_TRUE(s.estimate == s0.estimate && s.lo == s0.lo && s.hi == s0.hi, "the same estimate and interval");
+}
+
 /* -------------------------------------------------------------------------------------
  * Simulated processes (issue 29's rows): a deterministic model of a loop per pattern, run
  * through sampled periods with a seeded generator; the interval must hold the true count
  * in >= 95 % of the seeds, and the estimate stay within 2x of it whenever the interval has
  * an upper end, and within 2x also when it has none where the pattern says so. */
-
-#undef T /* struct gp_window's field from here on */
 
 struct pattern {
 	const char *name;
@@ -576,6 +657,9 @@ int main(int argc, char **argv)
 	RUN_TEST(test_fraction_policy);
 	RUN_TEST(test_strays_cost);
 	RUN_TEST(test_hit_dearer_than_calibrated);
+	RUN_TEST(test_bound_by_its_cpu);
+	RUN_TEST(test_paced_caught_up_in_the_window);
+	RUN_TEST(test_cannot_say_keeps_the_geometric_mean);
 	RUN_TEST(test_simulated_coverage);
 	RUN_TEST(test_h200_sync_row);
 	RUN_TEST(test_exit_ends_the_last_part);
