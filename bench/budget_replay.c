@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 
 	while (fgets(line, sizeof(line), stdin)) {
 		char *p = strstr(line, "budget: acct ");
-		double v[14];
+		double v[15];
 		unsigned pid;
 		int off = 0, k;
 		struct gp_account *a;
@@ -75,14 +75,16 @@ int main(int argc, char **argv)
 			gp_account__begin(a, v[0]);
 		else if (sscanf(p, "trim %lf", &v[0]) == 1)
 			gp_account__trim(a, v[0]);
-		else if ((k = sscanf(p, "period %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1],
-				     &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12],
-				     &v[13])) >= 8) {
-			/* n stray T on act cpu_T cost price [gaps gap_s sleep_s head busy head_s] */
+		else if ((k = sscanf(p, "period %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf", &v[0],
+				     &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11],
+				     &v[12], &v[13], &v[14])) >= 8) {
+			/* n stray T on act cpu_T cost price [gaps gap_s sleep_s head busy head_s [stray_calls]] */
 			struct gp_window w = { .n = v[0], .stray = v[1], .T = v[2], .on = v[3], .act = v[4], .cpu_T = v[5],
 					       .busy = -1, .head_s = -1 };
 
-			if (k == 14 && !no_sigma) {
+			if (k == 15)
+				w.stray_calls = v[14];
+			if (k >= 14 && !no_sigma) {
 				w.busy = v[12];
 				w.head_s = v[13];
 				w.gaps = v[8];

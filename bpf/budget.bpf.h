@@ -167,8 +167,10 @@ static __always_inline bool gp_sampled_hit(__u32 tgid)
 		*(volatile __u64 *)&s->last_ns = now;
 		__sync_fetch_and_add(&s->active_ns, gp_gap_active(s, now > last ? now - last : 0, epoch));
 		__sync_fetch_and_add(&s->hits, 1);
-	} else
+	} else {
 		__sync_fetch_and_add(&s->stray, 1);
+		__sync_fetch_and_add(&s->stray_calls, 1);
+	}
 	return open;
 }
 

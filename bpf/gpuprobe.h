@@ -107,6 +107,9 @@ struct gp_hit_slot {
 	__u64 sleep_ns; /* the length of those in which the thread slept (a voluntary switch: it
 			 * waited for a time, a wake-up or the GPU, not for a CPU) */
 	__u64 head;     /* counted hits before the first such sleep of their window */
+	__u64 stray_calls; /* the strays of gp_sampled_hit: calls of the counted kinds made outside
+			    * the window (that many happened at least; `stray` adds the naming
+			    * calls' hits, which it prices) */
 };
 
 /* A gap between two counted hits longer than this, unless one thread took both in one

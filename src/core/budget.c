@@ -94,7 +94,7 @@ struct thread_stat {
 /* A slot's one-thread gaps (bpf/gpuprobe.h): their count, their length, the length of those
  * the thread slept in, and the hits before a window's first sleep. */
 struct gap_counts {
-	uint64_t gaps, gap_ns, sleep_ns, head;
+	uint64_t gaps, gap_ns, sleep_ns, head, stray_calls;
 	uint64_t slept_ns; /* when it last first slept in a window (not a count) */
 };
 
@@ -832,6 +832,7 @@ static void read_gaps(struct gp_hit_slot *h, struct gap_counts *g)
 	g->gap_ns = __atomic_load_n(&h->gap_ns, __ATOMIC_RELAXED);
 	g->sleep_ns = __atomic_load_n(&h->sleep_ns, __ATOMIC_RELAXED);
 	g->head = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+	g->stray_calls = __atomic_load_n(&h->stray_calls, __ATOMIC_RELAXED);
 	g->slept_ns = __atomic_load_n(&h->slept_ns, __ATOMIC_RELAXED);
 }
 
@@ -844,6 +845,7 @@ static void gaps_since(struct gap_counts *last, const struct gap_counts *now, st
 	w->gap_s = now->gap_ns >= last->gap_ns ? (double)(now->gap_ns - last->gap_ns) * 1e-9 : 0;
 	w->sleep_s = now->sleep_ns >= last->sleep_ns ? (double)(now->sleep_ns - last->sleep_ns) * 1e-9 : 0;
 	w->head = now->head >= last->head ? (double)(now->head - last->head) : 0;
+	w->stray_calls = now->stray_calls >= last->stray_calls ? (double)(now->stray_calls - last->stray_calls) : 0;
 	if (w->sleep_s > w->gap_s)
 		w->sleep_s = w->gap_s;
 	if (w->head > w->n)
@@ -1001,9 +1003,10 @@ static void acct_begin(struct gp_account *a, uint32_t pid, double lead)
 
 static void acct_period(struct gp_account *a, uint32_t pid, const struct gp_window *w, double cost, double price)
 {
-	gp_log(GP_LOG_DEBUG, "budget: acct %u period %.0f %.9g %.9g %.9g %.9g %.9g %.9g %.9g %.0f %.9g %.9g %.0f %.4g %.9g",
-	       pid, w->n, w->stray, w->T, w->on, w->act, w->cpu_T, cost, price, w->gaps, w->gap_s, w->sleep_s, w->head,
-	       w->busy, w->head_s);
+	gp_log(GP_LOG_DEBUG,
+	       "budget: acct %u period %.0f %.9g %.9g %.9g %.9g %.9g %.9g %.9g %.0f %.9g %.9g %.0f %.4g %.9g %.0f", pid,
+	       w->n, w->stray, w->T, w->on, w->act, w->cpu_T, cost, price, w->gaps, w->gap_s, w->sleep_s, w->head,
+	       w->busy, w->head_s, w->stray_calls);
 	gp_account__window(a, w, cost, price);
 }
 
@@ -1048,6 +1051,7 @@ static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_s
 		__atomic_store_n(&b->hits[i].gap_ns, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].sleep_ns, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].head, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].stray_calls, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].last_tid, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].last_ns, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].flags, 0, __ATOMIC_RELAXED);

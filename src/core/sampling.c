@@ -351,6 +351,7 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	}
 	a->have_rate = on > 0;
 	a->probe_s += (n + w->stray) * price;
+	a->strays += w->stray_calls;
 	a->seconds += T;
 }
 
@@ -389,9 +390,9 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 	}
 	sd = Z95 * sqrt(var);
 	out->observed = a->obs;
-	out->estimate = est > a->obs ? est : a->obs;
+	out->estimate = est > a->obs + a->strays ? est : a->obs + a->strays;
 	/* the models' ends, each widened by the steps' and arrivals' noise */
-	out->lo = lo - sd > a->obs ? lo - sd : a->obs;
+	out->lo = lo - sd > a->obs + a->strays ? lo - sd : a->obs + a->strays;
 	if (out->lo > out->estimate)
 		out->lo = out->estimate;
 	out->hi = hi + wide + sd;

@@ -351,6 +351,28 @@ static void test_paced_caught_up_in_the_window(void)
 	       s.lo / truth, s0.estimate / truth, s0.lo / truth);
 }
 
+/* A link that took 2 s to close on a stalled machine (bench/budget_runs.py, two busy loops
+ * beside rate_app's phases): 88 341 calls hit it outside the window, while the windows on
+ * either side saw 20 000/s and 200/s and the 100 000/s phase fell between them. The calls
+ * that hit a probe happened: the estimate and the low end are never under them. */
+static void test_strays_are_calls(void)
+{
+	struct gp_account a = { 0 };
+	struct gp_sampling s;
+	struct gp_window w1 = { .n = 804, .T = 2.58, .on = 0.040, .act = 0.037, .cpu_T = 0.5, .busy = -1,
+				.head_s = -1, .stray_calls = 88341 };
+	struct gp_window w2 = { .n = 8, .T = 0.49, .on = 0.050, .act = 0.001, .cpu_T = 0.09, .busy = -1,
+				.head_s = -1 };
+
+	gp_account__window(&a, &w1, 2.8e-6, 4.5e-6);
+	gp_account__window(&a, &w2, 2.8e-6, 4.5e-6);
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	ASSERT_TRUE(s.estimate >= 812 + 88341, "the estimate holds the calls that hit a probe");
+	ASSERT_TRUE(s.lo >= 812 + 88341, "so does the low end");
+	ASSERT_TRUE(s.hi >= s.estimate, "the high end over the estimate");
+}
+
 /* Windows that cannot say how the process spent its gaps (several threads taking turns:
  * fewer than 16 gaps of one thread) and periods that cannot say how busy its threads were
  * keep the geometric mean, exactly as before. */
@@ -660,6 +682,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_bound_by_its_cpu);
 	RUN_TEST(test_paced_caught_up_in_the_window);
 	RUN_TEST(test_cannot_say_keeps_the_geometric_mean);
+	RUN_TEST(test_strays_are_calls);
 	RUN_TEST(test_simulated_coverage);
 	RUN_TEST(test_h200_sync_row);
 	RUN_TEST(test_exit_ends_the_last_part);
