@@ -855,6 +855,28 @@ static void gaps_since(struct gap_counts *last, const struct gap_counts *now, st
 	*last = *now;
 }
 
+/* pid's CPU seconds a second since it started (cpu_s of them so far; negative: not known):
+ * its share where no period of it has been measured yet. */
+static double lifetime_share(uint32_t pid, double cpu_s)
+{
+	char buf[512], *st, *tok, *save = NULL;
+	unsigned long long start = 0;
+	struct timespec now;
+	long hz = sysconf(_SC_CLK_TCK);
+	double age;
+	int field = 3;
+
+	if (cpu_s < 0 || hz <= 0 || gp_proc_stat(pid, buf, sizeof(buf), &st) ||
+	    clock_gettime(CLOCK_BOOTTIME, &now))
+		return -1;
+	for (tok = strtok_r(st, " ", &save); tok && field < 22; tok = strtok_r(NULL, " ", &save))
+		field++;
+	if (!tok || sscanf(tok, "%llu", &start) != 1)
+		return -1;
+	age = (double)now.tv_sec + (double)now.tv_nsec * 1e-9 - (double)start / (double)hz;
+	return age > 0.01 ? cpu_s / age : -1;
+}
+
 /* Thread tid of pid's seconds on a CPU and waiting on a run queue so far (its schedstat:
  * the wait is exact, counted when it ends; the time on a CPU up to a tick stale, which a
  * period's length makes little of); false when it cannot be read (gone, no CONFIG_SCHED_INFO). */
@@ -1197,7 +1219,9 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		if (a->cpu_last >= 0 && cpu_now >= a->cpu_last)
 			cpu_T = cpu_now - a->cpu_last;
 		a->cpu_last = cpu_now;
-		a->cpu_share = cpu_T >= 0 && T > 0 ? cpu_T / T : -1;
+		/* its share over the period, what the exit's last part is taken at (the process is
+		 * gone by then); before it has one, over its life so far */
+		a->cpu_share = cpu_T >= 0 && T > 0 ? cpu_T / T : a->pid ? lifetime_share(a->pid, cpu_now) : -1;
 		w.T = T;
 		w.on = on;
 		w.busy = thread_busy(b, i, a, &w, T);
