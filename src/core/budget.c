@@ -35,6 +35,7 @@
 
 #define PERIOD_NS 100000000ULL    /* a period while every call is seen */
 #define TICK_NS 5000000ULL        /* how often a waiting thread looks at stop and holds */
+#define CPU_POLL_NS 20000000ULL   /* how often the sampled processes' CPU clocks are read */
 #define EXACT_CHECK_NS 5000000ULL /* how often the rates are checked while all is seen */
 #define WINDOW_TICK_NS 500000ULL  /* how often a window looks at its hits (at least 2 ms long) */
 #define GUARD 2.0                 /* a window ends at this many times its period's allowance */
@@ -111,6 +112,8 @@ struct account {
 	struct thread_stat *threads; /* its threads' times then (threads_busy), nthreads of them */
 	int nthreads;
 	double cpu_share;    /* its CPU seconds a second over the last period (negative: not known) */
+	double cpu_poll;     /* its CPU seconds when last polled since the boundary (poll_cpu;
+			      * negative: none), what its exit's part is taken at once it is gone */
 	uint64_t off_ns;     /* when the window of its pending unseen part closed (0: none) */
 	uint64_t exit_ns;    /* when it exited (gp_budget__exited; 0: not known) */
 	bool closed;         /* accounted to its exit already (gp_budget__exited) */
@@ -228,6 +231,7 @@ struct gp_budget {
 	uint64_t fresh_seq;       /* slots taken (GP_HIT_WINDOW's hits) at the last look */
 	uint64_t rate_start, rate_n; /* arms in the second from rate_start */
 	uint64_t gone_ns;         /* when the armed processes were last looked for gone */
+	uint64_t cpu_poll_ns;     /* when the sampled processes' CPU clocks were last read */
 	uint64_t fresh_armed, unarmed[GP_UNARMED__COUNT]; /* under acc */
 };
 
@@ -1119,7 +1123,7 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now
 	a->last = a->last_stray = a->last_fixed = a->last_active = 0;
 	memset(&a->last_gap, 0, sizeof(a->last_gap));
 	a->cpu_last = -1; /* not known until its first boundary */
-	a->busy = a->cpu_share = -1;
+	a->busy = a->cpu_share = a->cpu_poll = -1;
 	a->off_ns = a->exit_ns = 0;
 	/* it may have begun in the last period's unseen part, unless it was armed for itself */
 	acct_begin(&a->acc, pid, in_init(b, i) || (b->fresh[i].pid == pid && b->fresh[i].armed_ever) ? 0 :
@@ -1216,6 +1220,9 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		if (i == GP_HIT_SLOTS && !n && !ns && !nf && !a->acc.seconds)
 			continue;
 		cpu_now = a->pid ? proc_cpu_s(a->pid) : -1;
+		if (cpu_now < 0) /* gone: its clock as last polled */
+			cpu_now = a->cpu_poll;
+		a->cpu_poll = -1;
 		if (a->cpu_last >= 0 && cpu_now >= a->cpu_last)
 			cpu_T = cpu_now - a->cpu_last;
 		a->cpu_last = cpu_now;
@@ -1354,6 +1361,28 @@ static bool stopping(struct gp_budget *b)
 
 /* Sleeps until `until` (CLOCK_MONOTONIC ns) in ticks; false when stopped, or (watch)
  * when a hold came up. */
+/*
+ * Every 20 ms while it waits, the CPU clock of each process the period samples: a process
+ * that exits in an unseen part is gone at the boundary, and its CPU time there (what its
+ * call-bound model counts its calls by: how much of the part it still worked) is the last
+ * one read. A clock read each (~1 us).
+ */
+static void poll_cpu(struct gp_budget *b, uint64_t now)
+{
+	if (now - b->cpu_poll_ns < CPU_POLL_NS)
+		return;
+	b->cpu_poll_ns = now;
+	pthread_mutex_lock(&b->acc);
+	for (size_t k = 0; k < b->nr_watch; k++) {
+		struct account *a = &b->accounts[b->watch[k]];
+		double c = a->pid && !a->closed ? proc_cpu_s(a->pid) : -1;
+
+		if (c >= 0)
+			a->cpu_poll = c;
+	}
+	pthread_mutex_unlock(&b->acc);
+}
+
 static bool wait_until(struct gp_budget *b, uint64_t until, bool watch)
 {
 	for (;;) {
@@ -1363,6 +1392,7 @@ static bool wait_until(struct gp_budget *b, uint64_t until, bool watch)
 		if (stopping(b) || (watch && held(b)))
 			return false;
 		fresh_tick(b);
+		poll_cpu(b, now);
 		if (now >= until)
 			return true;
 		step = until - now < TICK_NS ? until - now : TICK_NS;
@@ -2071,12 +2101,16 @@ void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
 			a->last_stray = st;
 			fresh_seen(b, i, b->cur_start, &T, &on);
 			if (T > 0) {
-				/* its CPU time and its calling thread's busy share since the boundary
-				 * cannot be read (it is gone): as they were over the last period */
+				/* its CPU time since the boundary as last polled (it is gone), else at
+				 * its share over the last period; its calling thread's busy share as
+				 * over the last period */
 				struct gp_window w = {
 					.n = n, .stray = ns + nf * b->fixed_price / b->price, .T = T, .on = on,
 					.act = act >= a->last_active ? (double)(act - a->last_active) * 1e-9 : -1,
-					.cpu_T = a->cpu_share >= 0 ? a->cpu_share * T : -1, .busy = a->busy,
+					.cpu_T = a->cpu_poll >= 0 && a->cpu_last >= 0 && a->cpu_poll >= a->cpu_last ?
+							 a->cpu_poll - a->cpu_last :
+						 a->cpu_share >= 0 ? a->cpu_share * T : -1,
+					.busy = a->busy,
 				};
 
 				read_gaps(&b->hits[i], &gc);

@@ -200,6 +200,18 @@ static void between(const struct gp_account *a, const struct gp_rates *r2, doubl
 	unseen_calls(&a->p_rate, u, a->p_cpu_u, &m1);
 	unseen_calls(r2, u, a->p_cpu_u, &m2);
 	average(&m1, &m2, &m);
+	/* the part its exit ended, with its CPU time there known: the call-bound model counts
+	 * the calls that time paid for, which says itself where they stopped (a step to none
+	 * anywhere in it, the paced model's midpoint, halved a tight loop's last part) */
+	if (a->ended && n2 <= 0 && a->p_cpu_u >= 0 && a->p_rate.qhi > 0) {
+		m.cb = m1.cb;
+		m.beta = m1.beta;
+		m.sigma = m1.sigma;
+		if (m.hi < m.cb)
+			m.hi = m.cb;
+		if (m.wide < m.hi)
+			m.wide = m.hi;
+	}
 	step = point(&m2) - point(&m1);
 	*ylo = m.low;
 	*yhi = m.hi;
@@ -229,26 +241,25 @@ static double slept(const struct gp_window *w)
 }
 
 /*
- * The call-bound model's weight in the estimate. A thread that was on a CPU or waiting for
- * one all the period (busy near 1, however loaded the machine) and did not sleep in the
- * window is bound by its CPU; one that slept in the window, or spent much of the period
- * neither running nor waiting to (busy under a half), is paced. A window that slept none
- * but whose thread slept through the period was behind when it opened (the links going
- * in stall it) and caught up in it: its calls came faster than its pace, and its CPU time
- * a call, back to back, was less than paced (rate_app's 100 000/s phase on a loaded
- * machine read 2.5x through it). Negative when the period does not say (another thread
- * called than at the last boundary: several threads taking turns), or half the
- * window's say where only it does.
+ * The call-bound model's weight in the estimate. A thread that slept in the window was not
+ * held back by its CPU there, probes and all: it is paced (its pace counted from its first
+ * sleep, the clean rate). One that did not sleep was bound by its CPU in the window; if it
+ * was on a CPU or waiting for one all the period too (busy near 1, however loaded the
+ * machine), it is bound by its CPU unprobed as well. If it slept through the rest of the
+ * period (busy under a half), the probes pushed a paced process past what its CPU could do
+ * (8 threads at 20 000/s each, 2 us of work a launch, on a loaded machine) or it was behind
+ * all the window (the links going in stall it): its pace is between the two models, and the
+ * estimate their geometric mean. Negative when neither the window nor the period says.
  */
 static double bound_weight(double sigma, double busy)
 {
 	double b;
 
-	if (busy < 0)
-		return sigma < 0 ? -1 : (1 - sigma) / 2;
-	b = (busy - 0.5) / 0.4;
+	if (busy < 0 && sigma < 0)
+		return -1;
+	b = busy < 0 ? 0 : (busy - 0.5) / 0.4;
 	b = b < 0 ? 0 : b > 1 ? 1 : b;
-	return sigma < 0 ? b : b * (1 - sigma);
+	return (sigma < 0 ? 1 : 1 - sigma) * (0.5 + 0.5 * b);
 }
 
 void gp_account__period(struct gp_account *a, double n, double stray, double T, double on, double cost,
@@ -409,6 +420,7 @@ void gp_account__trim(struct gp_account *a, double unseen)
 {
 	if (!a->pending)
 		return;
+	a->ended = true;
 	if (unseen < 0)
 		unseen = 0;
 	if (unseen < a->p_unseen) {

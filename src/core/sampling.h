@@ -62,6 +62,7 @@ struct gp_account {
 	bool sampled;        /* some part of its life was unseen */
 	bool unbounded;      /* see struct gp_sampling */
 	bool busy;           /* its last sampled window was more than half in probes */
+	bool ended;          /* trimmed at its exit (gp_account__trim) */
 	/* the last unseen part, waiting for the next window */
 	bool pending;
 	double p_unseen;     /* seconds */

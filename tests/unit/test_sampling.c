@@ -373,6 +373,36 @@ static void test_strays_are_calls(void)
 	ASSERT_TRUE(s.hi >= s.estimate, "the high end over the estimate");
 }
 
+/* A tight loop that exits 0.42 s into an unseen part, working to its end (rate_app's, its
+ * CPU clock polled while the budget waits): the part's calls are those its CPU time there
+ * paid for, not the midpoint of its window's and none (0.89x of its count for the run). */
+static void test_exit_part_by_its_cpu(void)
+{
+	const double w = 3.16e-6, c = 2.66e-6, on = 0.0019;
+	struct gp_account a = { 0 };
+	struct gp_sampling s;
+	double truth = 0, n = floor(on / (w + c));
+
+	for (int i = 0; i < 3; i++) {
+		double T = i < 2 ? 0.45 : 0.42, cpu = i < 2 ? T : 0.32;
+		struct gp_window win = { .n = n, .T = T, .on = on, .act = on, .cpu_T = cpu, .gaps = n - 1, .gap_s = on,
+					 .head = n, .head_s = -1, .busy = 1 };
+
+		gp_account__window(&a, &win, c, c);
+		truth += n + (cpu - on) / w;
+	}
+	gp_account__trim(&a, 0.42 - on);
+	{
+		struct gp_window end = { .T = 1e-9, .on = 1e-9, .act = -1, .cpu_T = -1, .busy = -1, .head_s = -1 };
+
+		gp_account__window(&a, &end, c, c);
+	}
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the truth within the interval");
+	ASSERT_TRUE(fabs(s.estimate / truth - 1) < 0.1, "the estimate within 10 % of the count");
+}
+
 /* Windows that cannot say how the process spent its gaps (several threads taking turns:
  * fewer than 16 gaps of one thread) and periods that cannot say how busy its threads were
  * keep the geometric mean, exactly as before. */
@@ -683,6 +713,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_paced_caught_up_in_the_window);
 	RUN_TEST(test_cannot_say_keeps_the_geometric_mean);
 	RUN_TEST(test_strays_are_calls);
+	RUN_TEST(test_exit_part_by_its_cpu);
 	RUN_TEST(test_simulated_coverage);
 	RUN_TEST(test_h200_sync_row);
 	RUN_TEST(test_exit_ends_the_last_part);
