@@ -7,13 +7,19 @@
  * it when the rate moved once or not at all in between (a step at an unknown time: the
  * midpoint is off by at most half the difference), and from each window's
  * rate two models bracket every program:
- *   - paced (its rate does not depend on the probes: sleeps, a GPU it waits on): n / on;
+ *   - paced (its rate does not depend on the probes: sleeps, a GPU it waits on): n / on
+ *     (for the estimate, the calls after its first sleep in the window over their time);
  *   - call-bound (it calls as fast as it can, so the probes slowed it in the window: the
- *     window's time less the time in probes ran its n calls): n / (on − n × cost).
- * The estimate is the midpoint; the interval holds both models' ends (added up: the same
- * program is one or the other all along) and 1.96 standard deviations of the steps and of
- * arrival noise (Poisson) in every period. The last unseen part, whose next window has not
- * come, is extrapolated from its own window, with the last step's size as its own.
+ *     window's CPU time less the time in probes ran its n calls, and the unseen part's CPU
+ *     time runs as many a second): n / (cpu_on − n × cost) per CPU second.
+ * The estimate follows the model the window (did its thread sleep between calls?) and the
+ * period (was its thread on a CPU or waiting for one all along?) point to, and is their
+ * geometric mean where they do not say (sampling.c, "slept" and "bound_weight"); the
+ * interval holds both models' ends (added up: the same program is one or the other all
+ * along) and 1.96 standard deviations of the steps and of arrival noise (Poisson) in every
+ * period, and never drops under the calls seen and those that hit a probe outside the
+ * windows. The last unseen part, whose next window has not come, is extrapolated from its
+ * own window, with the last step's size as its own.
  * A process that spent most of two sampled windows running in the probes calls faster
  * unprobed than any window can tell (its calls cost less than a probe): its interval has
  * no upper end.
