@@ -90,6 +90,57 @@ static __always_inline bool gp_window_open_of(__u32 tgid)
 }
 
 /*
+ * How much of a gap of `gap` ns since the process's last counted hit it spent on a CPU,
+ * calling or working between calls (active_ns: the window's CPU time in the call-bound
+ * model, src/core/sampling.c). Where the same thread took the last hit in the same window,
+ * its context switches since say how the gap went: none, it ran all of it (a loop with
+ * 200 us of work between launches is not read as one with 100); only involuntary ones (a
+ * loaded machine took the CPU from it), it ran all but its wait on a run queue (exact:
+ * task->sched_info.run_delay); a voluntary one, it slept (a paced loop, a blocking
+ * synchronization: sleep_ns, among gap_ns). Anything else (another thread's hit, the
+ * window's first) counts up to GP_ACTIVE_GAP_NS, as a slice spent waiting for a CPU is
+ * longer. `head` counts the hits of a window before the process first slept in it, and
+ * slept_ns is when that was: a paced process that was behind when the window opened calls
+ * back to back until it caught up, and its pace is what it made after.
+ * Plain loads and stores: threads may race on the slot's fields, and a gap is then judged
+ * as another thread's (no atomic exchange before Linux 5.12).
+ */
+static __always_inline __u64 gp_gap_active(struct gp_hit_slot *s, __u64 gap, __u32 epoch)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 nv = BPF_CORE_READ(t, nvcsw), niv = BPF_CORE_READ(t, nivcsw), delay = 0, d, got;
+	bool same = *(volatile __u32 *)&s->last_tid == tid && *(volatile __u32 *)&s->last_epoch == epoch;
+
+	if (bpf_core_field_exists(t->sched_info))
+		delay = BPF_CORE_READ(t, sched_info.run_delay);
+	got = gap < GP_ACTIVE_GAP_NS ? gap : GP_ACTIVE_GAP_NS;
+	if (same) {
+		__sync_fetch_and_add(&s->gaps, 1);
+		__sync_fetch_and_add(&s->gap_ns, gap);
+		d = delay - *(volatile __u64 *)&s->last_delay;
+		if (nv != *(volatile __u64 *)&s->last_nvcsw) {
+			__sync_fetch_and_add(&s->sleep_ns, gap);
+			if (*(volatile __u32 *)&s->slept_epoch != epoch)
+				*(volatile __u64 *)&s->slept_ns = bpf_ktime_get_ns();
+			*(volatile __u32 *)&s->slept_epoch = epoch;
+		} else if (niv == *(volatile __u64 *)&s->last_nivcsw) {
+			got = gap;
+		} else if (d > 0 && d < gap) { /* no run_delay (no CONFIG_SCHED_INFO): as another's */
+			got = gap - d;
+		}
+	}
+	if (*(volatile __u32 *)&s->slept_epoch != epoch)
+		__sync_fetch_and_add(&s->head, 1);
+	*(volatile __u32 *)&s->last_tid = tid;
+	*(volatile __u32 *)&s->last_epoch = epoch;
+	*(volatile __u64 *)&s->last_nvcsw = nv;
+	*(volatile __u64 *)&s->last_nivcsw = niv;
+	*(volatile __u64 *)&s->last_delay = delay;
+	return got;
+}
+
+/*
  * One hit of a sampleable probe by process tgid: an inlined array look-up and an atomic
  * add; a process takes its slot with a compare-and-swap the first time. Returns whether
  * the call is to be counted: false outside the budget's window (then it is a stray, and
@@ -98,27 +149,28 @@ static __always_inline bool gp_window_open_of(__u32 tgid)
 static __always_inline bool gp_sampled_hit(__u32 tgid)
 {
 	struct gp_hit_slot *s;
+	__u32 epoch;
 	bool open;
 
 	if (!gp_count_hits)
 		return true;
-	open = gp_window_open();
+	epoch = gp_window_epoch();
+	open = epoch != GP_EPOCH_UNSEEN;
 	s = gp_hit_slot_of(tgid);
 	if (!s)
 		return true;
 	open = open || gp_slot_exact(s, tgid);
 	if (open) {
-		/* how long it was calling: plain loads and stores of the last hit's time (threads
-		 * may race on it: a gap is then counted from another thread's hit, still a time
-		 * the process was calling); no atomic exchange before Linux 5.12 */
-		__u64 now = bpf_ktime_get_ns(), last = *(volatile __u64 *)&s->last_ns, gap;
+		/* how long it was calling (gp_gap_active) */
+		__u64 now = bpf_ktime_get_ns(), last = *(volatile __u64 *)&s->last_ns;
 
 		*(volatile __u64 *)&s->last_ns = now;
-		gap = now > last ? now - last : 0;
-		__sync_fetch_and_add(&s->active_ns, gap < GP_ACTIVE_GAP_NS ? gap : GP_ACTIVE_GAP_NS);
+		__sync_fetch_and_add(&s->active_ns, gp_gap_active(s, now > last ? now - last : 0, epoch));
 		__sync_fetch_and_add(&s->hits, 1);
-	} else
+	} else {
 		__sync_fetch_and_add(&s->stray, 1);
+		__sync_fetch_and_add(&s->stray_calls, 1);
+	}
 	return open;
 }
 

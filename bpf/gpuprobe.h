@@ -93,10 +93,28 @@ struct gp_hit_slot {
 			  * long in the window it was calling (not waiting for a CPU, not asleep) */
 	__u64 since_ns;  /* bpf_ktime_get_ns() when the process took the slot (its first hit),
 			  * then when its cuInit returned (GP_SLOT_READY): no call comes before */
+	/* The thread of the last counted hit, the window it was in and the thread's context
+	 * switches and run-queue wait then: a gap between two counted hits of one thread in
+	 * one window is known as it was spent (bpf/budget.bpf.h, gp_gap_active). */
+	__u32 last_tid;
+	__u32 last_epoch;
+	__u64 last_nvcsw, last_nivcsw, last_delay;
+	__u32 slept_epoch; /* the last window it slept in */
+	__u32 _pad;
+	__u64 slept_ns;    /* bpf_ktime_get_ns() of the hit after its first sleep there */
+	__u64 gaps;     /* such gaps counted */
+	__u64 gap_ns;   /* their length */
+	__u64 sleep_ns; /* the length of those in which the thread slept (a voluntary switch: it
+			 * waited for a time, a wake-up or the GPU, not for a CPU) */
+	__u64 head;     /* counted hits before the first such sleep of their window */
+	__u64 stray_calls; /* the strays of gp_sampled_hit: calls of the counted kinds made outside
+			    * the window (that many happened at least; `stray` adds the naming
+			    * calls' hits, which it prices) */
 };
 
-/* A gap between two counted hits longer than this is the process off a CPU or asleep: it
- * adds only this much to active_ns (src/core/sampling.c, the window's CPU time). */
+/* A gap between two counted hits longer than this, unless one thread took both in one
+ * window without a context switch between them, is the process off a CPU or asleep: it adds
+ * only this much to active_ns (src/core/sampling.c, the window's CPU time). */
 #define GP_ACTIVE_GAP_NS 100000ULL
 
 /*

@@ -261,7 +261,7 @@ def read_report(path, pid, secs, extra):
 
 
 BUDGET_EVENT = re.compile(r"budget: (attach begins|window open|window closed|link closed) at (\d+)")
-BUDGET_PERIOD = re.compile(r"budget: period .* PID (\d+) took (\d+) hits, (\d+) strays")
+BUDGET_PERIOD = re.compile(r"budget: period .* PID (\d+) took (\d+) hits (?:\([^)]*\))?, (\d+) strays")
 BUDGET_KINDS = {"attach begins": "attach", "window open": "open", "window closed": "close", "link closed": "gone"}
 
 

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -34,6 +35,7 @@
 
 #define PERIOD_NS 100000000ULL    /* a period while every call is seen */
 #define TICK_NS 5000000ULL        /* how often a waiting thread looks at stop and holds */
+#define CPU_POLL_NS 20000000ULL   /* how often the sampled processes' CPU clocks are read */
 #define EXACT_CHECK_NS 5000000ULL /* how often the rates are checked while all is seen */
 #define WINDOW_TICK_NS 500000ULL  /* how often a window looks at its hits (at least 2 ms long) */
 #define GUARD 2.0                 /* a window ends at this many times its period's allowance */
@@ -84,14 +86,34 @@ struct group {
 	int nue;
 };
 
+/* A thread's seconds on a CPU and waiting for one (its schedstat). */
+struct thread_stat {
+	uint32_t tid;
+	double run, wait;
+};
+
+/* A slot's one-thread gaps (bpf/gpuprobe.h): their count, their length, the length of those
+ * the thread slept in, and the hits before a window's first sleep. */
+struct gap_counts {
+	uint64_t gaps, gap_ns, sleep_ns, head, stray_calls;
+	uint64_t slept_ns; /* when it last first slept in a window (not a count) */
+};
+
 struct account {
 	uint32_t pid;  /* 0: no process (the spill slot is always accounted) */
 	uint64_t last, last_stray, last_fixed; /* its hits, strays and priced hits at the last boundary */
 	uint64_t last_active; /* and its hits' active_ns (bpf/gpuprobe.h) */
+	struct gap_counts last_gap; /* and how its hits' gaps went (bpf/budget.bpf.h) */
 	struct gp_account acc;
 	double rho, stray_s; /* the last period's: share of the window in probes, strays' seconds */
 	double fixed;        /* the last period's share of time in the probes never sampled */
 	double cpu_last;     /* its CPU seconds at the last boundary (negative: not known) */
+	double busy;         /* its calling threads' last known busy share (thread_busy; negative: none) */
+	struct thread_stat *threads; /* its threads' times then (threads_busy), nthreads of them */
+	int nthreads;
+	double cpu_share;    /* its CPU seconds a second over the last period (negative: not known) */
+	double cpu_poll;     /* its CPU seconds when last polled since the boundary (poll_cpu;
+			      * negative: none), what its exit's part is taken at once it is gone */
 	uint64_t off_ns;     /* when the window of its pending unseen part closed (0: none) */
 	uint64_t exit_ns;    /* when it exited (gp_budget__exited; 0: not known) */
 	bool closed;         /* accounted to its exit already (gp_budget__exited) */
@@ -136,10 +158,18 @@ struct ended {
 };
 
 /* What the probes' own programs cost, measured with the kernel's BPF run-time statistics
- * for a while after the start and every 10 minutes (BPF_ENABLE_STATS: they cost every BPF
- * program on the node two clock reads while on). */
+ * from the start and every 10 minutes (BPF_ENABLE_STATS: they cost every BPF program on the
+ * node two clock reads while on). The first measure ends after PROG_FIRST_RUNS runs, so that
+ * the first sampled windows are priced with their programs: it ended after 2000 runs, which a
+ * process sampled at once took 2-4 periods to make, and until then a call-bound model priced a
+ * launch at its traps alone (1.5 us of the 2.4 us it cost warm here) and read rate_app's tight
+ * loop at 0.7x its rate; a second, longer one follows at once. The first runs are left out:
+ * a process's first calls make its maps' entries, and 200 runs from the start cost 1.9 us
+ * where the next 2000 cost 0.8. */
 #define PROG_MEASURE_NS (10ULL * 1000000000ULL) /* at most this long */
-#define PROG_MEASURE_RUNS 2000                  /* or until this many runs */
+#define PROG_WARMUP_RUNS 200                    /* runs left out before the first measure */
+#define PROG_FIRST_RUNS 200                     /* the first measure: until this many runs */
+#define PROG_MEASURE_RUNS 2000                  /* the others */
 #define PROG_REMEASURE_NS (600ULL * 1000000000ULL)
 
 struct prog_cost {
@@ -147,6 +177,7 @@ struct prog_cost {
 	uint64_t since, next;  /* when the measure began; when the next begins */
 	uint64_t ns0[2], runs0[2]; /* entry and return programs at its start */
 	double ns[2];          /* mean ns per run, entry and return (0: not measured) */
+	unsigned measures;     /* measures done (the warm-up the first) */
 	bool refused;          /* EPERM: not without CAP_SYS_ADMIN */
 };
 
@@ -188,6 +219,7 @@ struct gp_budget {
 	size_t nr_watch;
 	uint64_t cut_windows;     /* windows ended early: a process took its period's hits */
 	uint64_t *snap_hits, *snap_stray, *snap_fixed, *snap_active;
+	struct gap_counts *snap_gap;
 	double period_s;          /* of the sampled periods now */
 	double last_unseen;       /* seconds of the last period's that went unseen */
 	uint32_t epoch;           /* the number of the window last opened (set_window) */
@@ -199,6 +231,7 @@ struct gp_budget {
 	uint64_t fresh_seq;       /* slots taken (GP_HIT_WINDOW's hits) at the last look */
 	uint64_t rate_start, rate_n; /* arms in the second from rate_start */
 	uint64_t gone_ns;         /* when the armed processes were last looked for gone */
+	uint64_t cpu_poll_ns;     /* when the sampled processes' CPU clocks were last read */
 	uint64_t fresh_armed, unarmed[GP_UNARMED__COUNT]; /* under acc */
 };
 
@@ -797,6 +830,165 @@ static double proc_cpu_s(uint32_t pid)
 }
 
 
+static void read_gaps(struct gp_hit_slot *h, struct gap_counts *g)
+{
+	g->gaps = __atomic_load_n(&h->gaps, __ATOMIC_RELAXED);
+	g->gap_ns = __atomic_load_n(&h->gap_ns, __ATOMIC_RELAXED);
+	g->sleep_ns = __atomic_load_n(&h->sleep_ns, __ATOMIC_RELAXED);
+	g->head = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+	g->stray_calls = __atomic_load_n(&h->stray_calls, __ATOMIC_RELAXED);
+	g->slept_ns = __atomic_load_n(&h->slept_ns, __ATOMIC_RELAXED);
+}
+
+/* What the gaps did since *last (its fields, into w), and *last moved to now; the window
+ * began at t0 and lasted `on` seconds. */
+static void gaps_since(struct gap_counts *last, const struct gap_counts *now, struct gp_window *w, uint64_t t0,
+		       double on)
+{
+	w->gaps = now->gaps >= last->gaps ? (double)(now->gaps - last->gaps) : 0;
+	w->gap_s = now->gap_ns >= last->gap_ns ? (double)(now->gap_ns - last->gap_ns) * 1e-9 : 0;
+	w->sleep_s = now->sleep_ns >= last->sleep_ns ? (double)(now->sleep_ns - last->sleep_ns) * 1e-9 : 0;
+	w->head = now->head >= last->head ? (double)(now->head - last->head) : 0;
+	w->stray_calls = now->stray_calls >= last->stray_calls ? (double)(now->stray_calls - last->stray_calls) : 0;
+	if (w->sleep_s > w->gap_s)
+		w->sleep_s = w->gap_s;
+	if (w->head > w->n)
+		w->head = w->n;
+	w->head_s = now->slept_ns >= t0 && (double)(now->slept_ns - t0) * 1e-9 <= on ? (double)(now->slept_ns - t0) * 1e-9
+										   : -1;
+	*last = *now;
+}
+
+/* pid's CPU seconds a second since it started (cpu_s of them so far; negative: not known):
+ * its share where no period of it has been measured yet. */
+static double lifetime_share(uint32_t pid, double cpu_s)
+{
+	char buf[512], *st, *tok, *save = NULL;
+	unsigned long long start = 0;
+	struct timespec now;
+	long hz = sysconf(_SC_CLK_TCK);
+	double age;
+	int field = 3;
+
+	if (cpu_s < 0 || hz <= 0 || gp_proc_stat(pid, buf, sizeof(buf), &st) ||
+	    clock_gettime(CLOCK_BOOTTIME, &now))
+		return -1;
+	for (tok = strtok_r(st, " ", &save); tok && field < 22; tok = strtok_r(NULL, " ", &save))
+		field++;
+	if (!tok || sscanf(tok, "%llu", &start) != 1)
+		return -1;
+	age = (double)now.tv_sec + (double)now.tv_nsec * 1e-9 - (double)start / (double)hz;
+	return age > 0.01 ? cpu_s / age : -1;
+}
+
+/* Thread tid of pid's seconds on a CPU and waiting on a run queue so far (its schedstat:
+ * the wait is exact, counted when it ends; the time on a CPU up to a tick stale, which a
+ * period's length makes little of); false when it cannot be read (gone, no CONFIG_SCHED_INFO). */
+static bool thread_sched(uint32_t pid, uint32_t tid, double *run, double *wait)
+{
+	char path[64], buf[128];
+	unsigned long long r, w;
+	ssize_t n;
+	int fd;
+
+	if (!pid || !tid)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/schedstat", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &r, &w) != 2)
+		return false;
+	*run = (double)r * 1e-9;
+	*wait = (double)w * 1e-9;
+	return true;
+}
+
+#define BUSY_THREADS 256 /* a process's threads read for its busy share, at most */
+
+/*
+ * How busy the threads that called in a process's window were over the period (T seconds):
+ * a thread's seconds on a CPU and waiting for one, over T. A thread that never slept is near
+ * 1 however loaded the machine; one that sleeps between its calls (a paced loop, a blocking
+ * synchronization) far less (sampling.c, the estimate). With `tid` (one thread made all but
+ * all the window's calls) that thread's; else every thread's, weighted by its seconds on a
+ * CPU (threads that ran little, a driver's or a runtime's, weigh little). Every thread's
+ * times are kept in a->threads for the next boundary (the kernel lists a process's threads
+ * by their ids). Negative when not known: the first boundary, the thread gone, nothing ran.
+ */
+static double threads_busy(struct account *a, uint32_t tid, double T)
+{
+	char path[32];
+	struct thread_stat *now = calloc(BUSY_THREADS, sizeof(*now));
+	double sum_run = 0, sum_busy = 0, one = -1;
+	struct dirent *de;
+	int n = 0, k = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", a->pid);
+	d = now && a->pid ? opendir(path) : NULL;
+	while (d && n < BUSY_THREADS && (de = readdir(d))) {
+		char *end;
+		unsigned long t = strtoul(de->d_name, &end, 10);
+
+		if (*end || !t || t > UINT32_MAX || !thread_sched(a->pid, (uint32_t)t, &now[n].run, &now[n].wait))
+			continue;
+		now[n].tid = (uint32_t)t;
+		n++;
+	}
+	if (d)
+		closedir(d);
+	for (int j = 0; j < n && a->threads; j++) {
+		double run, wait, busy;
+
+		while (k < a->nthreads && a->threads[k].tid < now[j].tid)
+			k++;
+		if (k == a->nthreads || a->threads[k].tid != now[j].tid)
+			continue; /* new since the last boundary */
+		run = now[j].run - a->threads[k].run;
+		wait = now[j].wait - a->threads[k].wait;
+		if (run < 0 || wait < 0 || T <= 0)
+			continue;
+		busy = run + wait > T ? 1 : (run + wait) / T;
+		if (now[j].tid == tid)
+			one = busy;
+		sum_run += run;
+		sum_busy += run * busy;
+	}
+	free(a->threads);
+	a->threads = now;
+	a->nthreads = n;
+	if (tid)
+		return one;
+	return sum_run > 0 ? sum_busy / sum_run : -1;
+}
+
+/* Slot i's calling threads' busy share over the period (threads_busy): the thread of its
+ * last counted hit where one thread made all but all of the window's calls (w's gaps). */
+static double thread_busy(struct gp_budget *b, size_t i, struct account *a, const struct gp_window *w, double T)
+{
+	uint32_t tid = i < GP_HIT_SLOTS ? __atomic_load_n(&b->hits[i].last_tid, __ATOMIC_RELAXED) : 0;
+	double busy;
+
+	/* only while sampling, or about to (every 100 ms while every call is seen would read
+	 * every thread of every process that calls, ten times a second) */
+	if (i == GP_HIT_SLOTS || (w->on >= w->T && w->n * b->price <= b->target * w->on)) {
+		free(a->threads);
+		a->threads = NULL;
+		a->nthreads = 0;
+		return -1;
+	}
+	busy = threads_busy(a, w->n > 0 && w->gaps + 1 >= 0.9 * w->n ? tid : 0, T);
+	if (busy >= 0)
+		a->busy = busy;
+	return busy;
+}
+
 /* The hits array as it is now (owners first: a slot's hits never belong to an older owner
  * than the one read with them). */
 static void take_snapshot(struct gp_budget *b)
@@ -807,6 +999,7 @@ static void take_snapshot(struct gp_budget *b)
 		b->snap_stray[i] = __atomic_load_n(&b->hits[i].stray, __ATOMIC_RELAXED);
 		b->snap_fixed[i] = __atomic_load_n(&b->hits[i].fixed, __ATOMIC_RELAXED);
 		b->snap_active[i] = __atomic_load_n(&b->hits[i].active_ns, __ATOMIC_RELAXED);
+		read_gaps(&b->hits[i], &b->snap_gap[i]);
 	}
 }
 
@@ -825,6 +1018,30 @@ static void set_window(struct gp_budget *b, bool open)
 	__atomic_store_n(flags, open ? b->epoch : 0, __ATOMIC_RELEASE);
 }
 
+/* The account's calls, each logged whole with -v (budget: acct ...): bench/budget_replay.c
+ * replays a run's log through src/core/sampling.c, so that an estimator can be tried on
+ * the windows a real run took (and its workload's own count) without running it again. */
+static void acct_begin(struct gp_account *a, uint32_t pid, double lead)
+{
+	gp_log(GP_LOG_DEBUG, "budget: acct %u begin %.9g", pid, lead);
+	gp_account__begin(a, lead);
+}
+
+static void acct_period(struct gp_account *a, uint32_t pid, const struct gp_window *w, double cost, double price)
+{
+	gp_log(GP_LOG_DEBUG,
+	       "budget: acct %u period %.0f %.9g %.9g %.9g %.9g %.9g %.9g %.9g %.0f %.9g %.9g %.0f %.4g %.9g %.0f", pid,
+	       w->n, w->stray, w->T, w->on, w->act, w->cpu_T, cost, price, w->gaps, w->gap_s, w->sleep_s, w->head,
+	       w->busy, w->head_s, w->stray_calls);
+	gp_account__window(a, w, cost, price);
+}
+
+static void acct_trim(struct gp_account *a, uint32_t pid, double unseen)
+{
+	gp_log(GP_LOG_DEBUG, "budget: acct %u trim %.9g", pid, unseen);
+	gp_account__trim(a, unseen);
+}
+
 /* The account of a process that ended moves out of its slot; with free_slot the slot is
  * freed for the next process that hashes there (hits first, then the owner). */
 static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_slot)
@@ -837,8 +1054,11 @@ static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_s
 	 * midpoint of its window's rate and none (sampling.h), not its window's rate all
 	 * along (a process that exited early in a 500-ms period was counted as if it ran to
 	 * its end); an empty instant with every call seen brings that next rate, 0 */
-	if (a->acc.pending)
-		gp_account__period(&a->acc, 0, 0, 1e-9, 1e-9, b->cost, b->price);
+	if (a->acc.pending) {
+		struct gp_window w = { .T = 1e-9, .on = 1e-9, .act = -1, .cpu_T = -1, .busy = -1, .head_s = -1 };
+
+		acct_period(&a->acc, pid, &w, b->cost, b->price);
+	}
 	if (e) {
 		e->acc = a->acc;
 		e->end_ns = now;
@@ -847,11 +1067,18 @@ static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_s
 		if (u64map__put(b->ended, pid, e))
 			free(e);
 	}
+	free(a->threads);
 	if (free_slot) {
 		__atomic_store_n(&b->hits[i].hits, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].stray, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].fixed, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].active_ns, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].gaps, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].gap_ns, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].sleep_ns, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].head, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].stray_calls, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->hits[i].last_tid, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].last_ns, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].flags, 0, __ATOMIC_RELAXED);
 		__atomic_compare_exchange_n(&b->hits[i].pid, &pid, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
@@ -894,10 +1121,12 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now
 		return false;
 	a->pid = pid;
 	a->last = a->last_stray = a->last_fixed = a->last_active = 0;
+	memset(&a->last_gap, 0, sizeof(a->last_gap));
 	a->cpu_last = -1; /* not known until its first boundary */
+	a->busy = a->cpu_share = a->cpu_poll = -1;
 	a->off_ns = a->exit_ns = 0;
 	/* it may have begun in the last period's unseen part, unless it was armed for itself */
-	gp_account__begin(&a->acc, in_init(b, i) || (b->fresh[i].pid == pid && b->fresh[i].armed_ever) ? 0 :
+	acct_begin(&a->acc, pid, in_init(b, i) || (b->fresh[i].pid == pid && b->fresh[i].armed_ever) ? 0 :
 				   b->last_unseen);
 	return true;
 }
@@ -968,6 +1197,7 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		uint64_t hits = b->snap_hits[i], stray = b->snap_stray[i], fixed = b->snap_fixed[i];
 		uint64_t active = b->snap_active[i];
 		double n, ns, nf, act, cpu_now, cpu_T = -1, Te, one;
+		struct gp_window w = { 0 };
 
 		a->fresh = false;
 		if (!slot_owner(b, i, b->snap_pid[i], now))
@@ -980,6 +1210,8 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		a->last_fixed = fixed;
 		act = active >= a->last_active ? (double)(active - a->last_active) * 1e-9 : -1;
 		a->last_active = active;
+		w.n = n;
+		gaps_since(&a->last_gap, &b->snap_gap[i], &w, t0, on);
 		if (a->closed) { /* accounted to its exit: nothing more of it */
 			if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
 				end_account(b, i, now, true);
@@ -988,9 +1220,18 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		if (i == GP_HIT_SLOTS && !n && !ns && !nf && !a->acc.seconds)
 			continue;
 		cpu_now = a->pid ? proc_cpu_s(a->pid) : -1;
+		if (cpu_now < 0) /* gone: its clock as last polled */
+			cpu_now = a->cpu_poll;
+		a->cpu_poll = -1;
 		if (a->cpu_last >= 0 && cpu_now >= a->cpu_last)
 			cpu_T = cpu_now - a->cpu_last;
 		a->cpu_last = cpu_now;
+		/* its share over the period, what the exit's last part is taken at (the process is
+		 * gone by then); before it has one, over its life so far */
+		a->cpu_share = cpu_T >= 0 && T > 0 ? cpu_T / T : a->pid ? lifetime_share(a->pid, cpu_now) : -1;
+		w.T = T;
+		w.on = on;
+		w.busy = thread_busy(b, i, a, &w, T);
 		/* A process that exited in this period (its exit record came first) lived only
 		 * to its exit: the rest of the period is not an unseen part of it. */
 		Te = T;
@@ -1011,12 +1252,18 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 			b->fresh[i].end_ns = fresh_end(b, i);
 		fresh_seen(b, i, t0, &Te, &one);
 		/* the priced hits cost the process like strays: never counted, always paid */
-		if (Te > 0)
-			gp_account__period_cpu(&a->acc, n, ns + nf * b->fixed_price / b->price, Te, one, act, cpu_T,
-					       b->cost, b->price);
+		if (Te > 0) {
+			w.stray = ns + nf * b->fixed_price / b->price;
+			w.T = Te;
+			w.on = one;
+			w.act = act;
+			w.cpu_T = cpu_T;
+			acct_period(&a->acc, a->pid, &w, b->cost, b->price);
+		}
 		a->off_ns = one < Te ? t0 + (uint64_t)(one * 1e9) : 0;
-		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits (calling for %.2f ms), %.0f strays and %.0f priced hits, %.1f ms on a CPU",
-		       T * 1e3, on * 1e3, a->pid, n, act * 1e3, ns, nf, cpu_T * 1e3);
+		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits (on a CPU for %.2f ms; %.0f gaps of one thread, %.2f of %.2f ms asleep; %.0f before its first sleep, %.2f ms in), %.0f strays and %.0f priced hits, %.1f ms on a CPU, its calling thread busy %.2f",
+		       T * 1e3, on * 1e3, a->pid, n, act * 1e3, w.gaps, w.sleep_s * 1e3, w.gap_s * 1e3, w.head, w.head_s * 1e3, ns, nf,
+		       cpu_T * 1e3, w.busy);
 		a->fresh = one > 0;
 		a->rho = one > 0 ? n * b->price / one : 0;
 		a->stray_s = ns * b->price;
@@ -1114,6 +1361,28 @@ static bool stopping(struct gp_budget *b)
 
 /* Sleeps until `until` (CLOCK_MONOTONIC ns) in ticks; false when stopped, or (watch)
  * when a hold came up. */
+/*
+ * Every 20 ms while it waits, the CPU clock of each process the period samples: a process
+ * that exits in an unseen part is gone at the boundary, and its CPU time there (what its
+ * call-bound model counts its calls by: how much of the part it still worked) is the last
+ * one read. A clock read each (~1 us).
+ */
+static void poll_cpu(struct gp_budget *b, uint64_t now)
+{
+	if (now - b->cpu_poll_ns < CPU_POLL_NS)
+		return;
+	b->cpu_poll_ns = now;
+	pthread_mutex_lock(&b->acc);
+	for (size_t k = 0; k < b->nr_watch; k++) {
+		struct account *a = &b->accounts[b->watch[k]];
+		double c = a->pid && !a->closed ? proc_cpu_s(a->pid) : -1;
+
+		if (c >= 0)
+			a->cpu_poll = c;
+	}
+	pthread_mutex_unlock(&b->acc);
+}
+
 static bool wait_until(struct gp_budget *b, uint64_t until, bool watch)
 {
 	for (;;) {
@@ -1123,6 +1392,7 @@ static bool wait_until(struct gp_budget *b, uint64_t until, bool watch)
 		if (stopping(b) || (watch && held(b)))
 			return false;
 		fresh_tick(b);
+		poll_cpu(b, now);
 		if (now >= until)
 			return true;
 		step = until - now < TICK_NS ? until - now : TICK_NS;
@@ -1182,8 +1452,9 @@ static void set_cost(struct gp_budget *b)
 
 /*
  * The price of a counted call: its traps (calibrated) and its programs' run time, which
- * the kernel measures only while asked to: for at most 10 s or 2000 runs after the start,
- * then again every 10 minutes. Without CAP_SYS_ADMIN (EPERM) the traps alone, and said so.
+ * the kernel measures only while asked to: from the start for 200 runs, then for at most
+ * 10 s or 2000 runs, then again every 10 minutes. Without CAP_SYS_ADMIN (EPERM) the traps
+ * alone, and said so.
  */
 static void measure_progs(struct gp_budget *b, uint64_t now)
 {
@@ -1209,11 +1480,19 @@ static void measure_progs(struct gp_budget *b, uint64_t now)
 	}
 	for (int k = 0; k < 2; k++)
 		prog_stats(b, k, &ns[k], &runs[k]);
-	if (runs[0] - pc->runs0[0] < PROG_MEASURE_RUNS && now - pc->since < PROG_MEASURE_NS)
+	if (runs[0] - pc->runs0[0] < (pc->measures == 0 ? PROG_WARMUP_RUNS : pc->measures == 1 ? PROG_FIRST_RUNS :
+				      PROG_MEASURE_RUNS) &&
+	    now - pc->since < PROG_MEASURE_NS)
 		return;
+	if (!pc->measures++ && runs[0] - pc->runs0[0] >= PROG_WARMUP_RUNS) { /* warmed up: measure now */
+		pc->since = now;
+		memcpy(pc->ns0, ns, sizeof(ns));
+		memcpy(pc->runs0, runs, sizeof(runs));
+		return;
+	}
 	close(pc->stats_fd);
 	pc->stats_fd = -1;
-	pc->next = now + PROG_REMEASURE_NS;
+	pc->next = pc->measures > 2 ? now + PROG_REMEASURE_NS : now;
 	pthread_mutex_lock(&b->acc);
 	for (int k = 0; k < 2; k++)
 		if (runs[k] > pc->runs0[k])
@@ -1256,6 +1535,7 @@ static double exact_period(struct gp_budget *b, uint64_t *start)
 		if (!wait_until(b, now + EXACT_CHECK_NS, false))
 			break;
 		now = gp_mono_ns();
+		measure_progs(b, now); /* priced before the first window if it can be */
 		if (now - t0 >= 2 * EXACT_CHECK_NS && rho_since(b, (double)(now - t0) / 1e9) > b->target)
 			break;
 	}
@@ -1420,6 +1700,7 @@ static void *budget_main(void *arg)
 
 	set_window(b, true);
 	set_current(b, start, 0);
+	measure_progs(b, start);
 	gp_log(GP_LOG_DEBUG, "budget: window open at %llu", (unsigned long long)start);
 	while (!stopping(b))
 		f = f >= 1 ? exact_period(b, &start) : sampled_period(b, &start, f);
@@ -1495,10 +1776,11 @@ struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, enum
 	b->snap_stray = calloc(SLOTS, sizeof(*b->snap_stray));
 	b->snap_fixed = calloc(SLOTS, sizeof(*b->snap_fixed));
 	b->snap_active = calloc(SLOTS, sizeof(*b->snap_active));
+	b->snap_gap = calloc(SLOTS, sizeof(*b->snap_gap));
 	b->ended = u64map__new();
 	b->fresh = calloc(GP_HIT_SLOTS, sizeof(*b->fresh));
 	if (!b->fresh || !b->accounts || !b->ended || !b->snap_pid || !b->watch || !b->snap_hits || !b->snap_stray ||
-	    !b->snap_fixed || !b->snap_active)
+	    !b->snap_fixed || !b->snap_active || !b->snap_gap)
 		goto oom;
 	b->hits_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_hits", sizeof(__u32), sizeof(struct gp_hit_slot),
 				    MAP_SLOTS, &o);
@@ -1753,6 +2035,8 @@ void gp_budget__free(struct gp_budget *b)
 		munmap(b->hits, b->map_len);
 	if (b->hits_fd >= 0)
 		close(b->hits_fd);
+	for (size_t i = 0; b->accounts && i < SLOTS; i++)
+		free(b->accounts[i].threads);
 	free(b->accounts);
 	free(b->snap_pid);
 	free(b->watch);
@@ -1760,6 +2044,7 @@ void gp_budget__free(struct gp_budget *b)
 	free(b->snap_stray);
 	free(b->snap_fixed);
 	free(b->snap_active);
+	free(b->snap_gap);
 	free(b->fresh);
 	u64map__free_all(b->ended, NULL);
 	pthread_mutex_destroy(&b->links);
@@ -1808,24 +2093,38 @@ void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
 			double n = since_boundary(b, i, false), nf = since_boundary(b, i, true);
 			uint64_t st = __atomic_load_n(&b->hits[i].stray, __ATOMIC_RELAXED);
 			uint64_t act = __atomic_load_n(&b->hits[i].active_ns, __ATOMIC_RELAXED);
+			struct gap_counts gc;
 			double ns = st >= a->last_stray ? (double)(st - a->last_stray) : 0;
 
 			a->last += (uint64_t)n;
 			a->last_fixed += (uint64_t)nf;
 			a->last_stray = st;
 			fresh_seen(b, i, b->cur_start, &T, &on);
-			if (T > 0)
-				gp_account__period_cpu(&a->acc, n, ns + nf * b->fixed_price / b->price, T, on,
-						       act >= a->last_active ? (double)(act - a->last_active) * 1e-9 : -1,
-						       -1, b->cost, b->price);
+			if (T > 0) {
+				/* its CPU time since the boundary as last polled (it is gone), else at
+				 * its share over the last period; its calling thread's busy share as
+				 * over the last period */
+				struct gp_window w = {
+					.n = n, .stray = ns + nf * b->fixed_price / b->price, .T = T, .on = on,
+					.act = act >= a->last_active ? (double)(act - a->last_active) * 1e-9 : -1,
+					.cpu_T = a->cpu_poll >= 0 && a->cpu_last >= 0 && a->cpu_poll >= a->cpu_last ?
+							 a->cpu_poll - a->cpu_last :
+						 a->cpu_share >= 0 ? a->cpu_share * T : -1,
+					.busy = a->busy,
+				};
+
+				read_gaps(&b->hits[i], &gc);
+				gaps_since(&a->last_gap, &gc, &w, b->cur_start, on);
+				acct_period(&a->acc, pid, &w, b->cost, b->price);
+			}
 			a->last_active = act;
 			a->closed = true;
-			gp_account__trim(&a->acc, T - on);
+			acct_trim(&a->acc, pid, T - on);
 		} else if (a->off_ns) {
-			gp_account__trim(&a->acc, ts_ns > a->off_ns ? (double)(ts_ns - a->off_ns) / 1e9 : 0);
+			acct_trim(&a->acc, pid, ts_ns > a->off_ns ? (double)(ts_ns - a->off_ns) / 1e9 : 0);
 		}
 	} else if ((e = u64map__get(b->ended, pid)) && e->off_ns) {
-		gp_account__trim(&e->acc, ts_ns > e->off_ns ? (double)(ts_ns - e->off_ns) / 1e9 : 0);
+		acct_trim(&e->acc, pid, ts_ns > e->off_ns ? (double)(ts_ns - e->off_ns) / 1e9 : 0);
 	}
 	pthread_mutex_unlock(&b->acc);
 }

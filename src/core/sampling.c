@@ -34,6 +34,7 @@ void gp_account__begin(struct gp_account *a, double lead_unseen)
 	a->sampled = a->pending = true;
 	a->p_unseen = lead_unseen;
 	a->p_cpu_u = -1; /* its CPU time before it was seen is not known */
+	a->p_rate.sigma = a->p_rate.beta = -1;
 	a->p_on = 1;
 }
 
@@ -42,59 +43,110 @@ static double call_bound(double n, double on, double busy)
 	return n / (on - (busy > MAX_BUSY * on ? MAX_BUSY * on : busy));
 }
 
-/* A window's models, as calls in an unseen part of u wall seconds in which the process ran
- * cpu_u CPU seconds (negative: not known). */
-struct rates {
-	double lo;         /* paced: calls per wall second */
-	double hi, wide;   /* call-bound, per wall second (the warm price; COST_SPREAD x it) */
-	double qhi, qwide; /* call-bound per CPU second (0: the window's CPU time not known) */
-};
-
-/* The two models' rates of a window of `on` seconds (cpu_on of them on a CPU, negative:
- * not known) with n hits. A window's time that the process spent off any CPU (descheduled
- * on a busy machine, or waiting) ran none of its calls: per CPU second, the call-bound model
- * needs no guess of it, and an unseen part where the process waited more (a paced process
- * sleeps between calls, where in the window it was behind and did not) gets the calls its
- * own CPU time paid for, not the window's pace. */
-static void window_rates(double n, double on, double cpu_on, double cost, struct rates *r)
+/* A window's rates (gp_rates) from n hits in `on` seconds, cpu_on of them on a CPU (negative:
+ * not known), with `sigma` the share of its one-thread gaps it slept in (negative: not
+ * known). A window's time that the process spent off any CPU (descheduled on a busy
+ * machine, or waiting) ran none of its calls: per CPU second, the call-bound model needs no
+ * guess of it, and an unseen part where the process waited more (a paced process sleeps
+ * between calls, where in the window it was behind and did not) gets the calls its own CPU
+ * time paid for, not the window's pace. */
+static void window_rates(double n, double on, double cpu_on, double sigma, double head, double head_s,
+			 double cost, struct gp_rates *r)
 {
 	memset(r, 0, sizeof(*r));
+	r->sigma = sigma;
 	if (on <= 0)
 		return;
-	r->lo = n / on;
+	r->pace = n / on;
+	r->after = (n - head) / on;
+	r->clean = r->pace;
+	/* never over the window's rate: a voluntary switch is also a wait on a lock (the
+	 * links going in hold the process's mmap lock), after which a process may still be
+	 * catching up (rate_app's 100 000/s phase read 380 000/s after its first such switch,
+	 * 3.4 ms into a 4.5-ms window) */
+	if (sigma >= 0 && head_s >= 0 && head_s < 0.9 * on && n >= head + 8 && (n - head) / (on - head_s) < r->pace)
+		r->clean = (n - head) / (on - head_s);
 	r->hi = call_bound(n, on, n * cost);
 	r->wide = call_bound(n, on, n * cost * COST_SPREAD);
 	if (cpu_on > 0 && n > 0) {
 		r->qhi = call_bound(n, cpu_on, n * cost);
 		r->qwide = call_bound(n, cpu_on, n * cost * COST_SPREAD);
+		r->q0 = n / cpu_on;
 	}
 }
 
-/* The call-bound models' calls in an unseen part (u wall seconds, cpu_u on a CPU), never
- * under the paced one: by CPU time where both are known, else by wall time. */
-static void unseen_calls(const struct rates *r, double u, double cpu_u, double *lo, double *hi, double *wide)
+/* An unseen part's calls under a window's models. */
+struct models {
+	double pace;  /* paced */
+	double clean; /* paced, after it caught up in the window (its point) */
+	double cb;    /* call-bound (its point: may be under the paced one) */
+	double hi;    /* the interval's upper model: call-bound, never under paced */
+	double wide;  /* the same at COST_SPREAD x the price */
+	double low;   /* the interval's lower model (paced, unless the window says otherwise) */
+	double c0;    /* the calls its CPU time pays for at the window's CPU time a call, probes
+		       * and all: fewer than it makes unprobed (paced: its pace, when not known) */
+	double sigma; /* rates' */
+	double beta;  /* rates' */
+};
+
+/*
+ * A window that says how its process spent its gaps (sigma, the share of its one-thread gaps
+ * it slept in: a paced loop sleeps until its next call is due, a blocking synchronization
+ * sleeps until the GPU is done; a loop bound by its CPU never sleeps) says which model its
+ * calls follow:
+ *   - the estimate is pace^sigma x cb^(1 - sigma): a loop that never slept gets the calls
+ *     its CPU time pays for, a paced one its pace. The geometric mean of the two (what a
+ *     window that cannot say gets) read rate_app's tight loop (3 us of work, 3.2 us a
+ *     launch) at 0.62-0.95x here, and a launch-bound loop on the H200 at 0.78-0.85x:
+ *     the paced model of a loop bound by its CPU is its rate slowed by the probes, and on a
+ *     loaded machine the window's share of a CPU, not its pace;
+ *   - the low end is sigma x pace + (1 - sigma) x min(pace, c0), c0 the calls its CPU time
+ *     pays for at the window's CPU time per call, probes and all (fewer than any, unprobed):
+ *     a paced process that fell behind (the links going in stall it: on a loaded 2-CPU
+ *     machine up to 5 ms of every attach in uninterruptible sleep, bpftrace on
+ *     sched_switch) calls back to back in the window until it caught up, faster than its
+ *     pace, and the paced model alone put the daemon's low end 2-3 % over rate_app's
+ *     count.
+ * Where the window cannot say (fewer than SIGMA_GAPS one-thread gaps: several threads
+ * taking turns, or few calls) the estimate stays the geometric mean and the low end paced.
+ */
+#define SIGMA_GAPS 16
+
+/* By CPU time where both are known, else by wall time. */
+static void unseen_calls(const struct gp_rates *r, double u, double cpu_u, struct models *m)
 {
-	*lo = r->lo * u;
+	double c0;
+
+	m->pace = r->pace * u;
+	m->clean = r->clean * u;
+	m->sigma = r->sigma;
+	m->beta = r->beta;
 	if (r->qhi > 0 && cpu_u >= 0) {
-		*hi = r->qhi * cpu_u;
-		*wide = r->qwide * cpu_u;
+		m->cb = r->qhi * cpu_u;
+		m->wide = r->qwide * cpu_u;
+		c0 = r->q0 * cpu_u;
 	} else {
-		*hi = r->hi * u;
-		*wide = r->wide * u;
+		m->cb = r->hi * u;
+		m->wide = r->wide * u;
+		c0 = m->pace;
 	}
-	if (*hi < *lo)
-		*hi = *lo;
-	if (*wide < *hi)
-		*wide = *hi;
+	m->hi = m->cb > m->pace ? m->cb : m->pace;
+	if (m->wide < m->hi)
+		m->wide = m->hi;
+	m->c0 = c0;
+	m->low = m->pace;
+	if (m->sigma >= 0)
+		m->low = m->sigma * r->after * u + (1 - m->sigma) * (c0 < m->pace ? c0 : m->pace);
 }
 
-/* The estimate between a paced count lo and a call-bound one hi: their geometric mean, the
- * point whose worst ratio to either end is least (sqrt(hi / lo)); the arithmetic one is
- * off by up to (1 + hi / lo) / 2, which for a window all but spent in probes made a paced
- * process's estimate 21 times its count on the H200. Past EST_SPAN x lo (a window more
- * than three quarters in probes: the call-bound model then divides by what is left, and a
- * price a little high sends it anywhere) the estimate stays at sqrt(EST_SPAN) x lo, within
- * 2x of any count up to EST_SPAN x lo; the interval keeps the model's end, or none. */
+/* The estimate between a paced count lo and a call-bound one hi where the window cannot
+ * say which: their geometric mean, the point whose worst ratio to either end is least
+ * (sqrt(hi / lo)); the arithmetic one is off by up to (1 + hi / lo) / 2, which for a window
+ * all but spent in probes made a paced process's estimate 21 times its count on the H200.
+ * Past EST_SPAN x lo (a window more than three quarters in probes: the call-bound model
+ * then divides by what is left, and a price a little high sends it anywhere) the estimate
+ * stays at sqrt(EST_SPAN) x lo, within 2x of any count up to EST_SPAN x lo; the interval
+ * keeps the model's end, or none. */
 #define EST_SPAN 4.0
 
 static double middle(double lo, double hi)
@@ -104,23 +156,71 @@ static double middle(double lo, double hi)
 	return lo > 0 && hi > lo ? sqrt(lo * hi) : lo;
 }
 
+/* An unseen part's estimate under its models (the block comment above SIGMA_GAPS). */
+static double point(const struct models *m)
+{
+	double cb = m->cb, c0 = m->c0 > m->pace ? m->c0 : m->pace, y;
+
+	if (m->beta < 0)
+		return middle(m->pace, m->hi);
+	/* past EST_SPAN x the calls at the window's CPU time a call (its CPU more than three
+	 * quarters in probes) the call-bound model divides by what is left, and the window
+	 * cannot say how fast it calls unprobed: the geometric mean takes its place, as where it
+	 * cannot say which model (the stand-in's 2-us loop, a launch 0.2 us against a probe's
+	 * 2.7) */
+	if (cb > EST_SPAN * c0)
+		cb = middle(m->pace, m->hi);
+	if (m->beta <= 0 || cb <= 0)
+		return m->clean;
+	if (m->clean <= 0)
+		return cb;
+	y = pow(m->clean, 1 - m->beta) * pow(cb, m->beta);
+	return y < m->low ? m->low : y;
+}
+
+/* The models of an unseen part between two windows: each one's, averaged (a step anywhere
+ * in it). Whether the process slept is known when both windows say. */
+static void average(const struct models *a, const struct models *b, struct models *m)
+{
+	m->pace = (a->pace + b->pace) / 2;
+	m->clean = (a->clean + b->clean) / 2;
+	m->cb = (a->cb + b->cb) / 2;
+	m->hi = (a->hi + b->hi) / 2;
+	m->wide = (a->wide + b->wide) / 2;
+	m->low = (a->low + b->low) / 2;
+	m->c0 = (a->c0 + b->c0) / 2;
+	m->sigma = a->sigma >= 0 && b->sigma >= 0 ? (a->sigma + b->sigma) / 2 : -1;
+	m->beta = a->beta >= 0 && b->beta >= 0 ? (a->beta + b->beta) / 2 : -1;
+}
+
 /* The pending unseen part between its window and the next one (r2, from n2 hits in on2
  * seconds): estimate, its models' ends, variance. */
-static void between(const struct gp_account *a, const struct rates *r2, double n2, double on2, double *y,
+static void between(const struct gp_account *a, const struct gp_rates *r2, double n2, double on2, double *y,
 		    double *ylo, double *yhi, double *ywide, double *var)
 {
-	double u = a->p_unseen, lo1, hi1, w1, lo2, hi2, w2, m1, m2, step;
-	struct rates r1 = { a->p_rlo, a->p_rhi, a->p_rwide, a->p_qhi, a->p_qwide };
+	double u = a->p_unseen, step;
+	struct models m1, m2, m;
 
-	unseen_calls(&r1, u, a->p_cpu_u, &lo1, &hi1, &w1);
-	unseen_calls(r2, u, a->p_cpu_u, &lo2, &hi2, &w2);
-	m1 = middle(lo1, hi1);
-	m2 = middle(lo2, hi2);
-	step = m2 - m1;
-	*ylo = (lo1 + lo2) / 2;
-	*yhi = (hi1 + hi2) / 2;
-	*ywide = (w1 + w2) / 2;
-	*y = middle(*ylo, *yhi);
+	unseen_calls(&a->p_rate, u, a->p_cpu_u, &m1);
+	unseen_calls(r2, u, a->p_cpu_u, &m2);
+	average(&m1, &m2, &m);
+	/* the part its exit ended, with its CPU time there known: the call-bound model counts
+	 * the calls that time paid for, which says itself where they stopped (a step to none
+	 * anywhere in it, the paced model's midpoint, halved a tight loop's last part) */
+	if (a->ended && n2 <= 0 && a->p_cpu_u >= 0 && a->p_rate.qhi > 0) {
+		m.cb = m1.cb;
+		m.beta = m1.beta;
+		m.sigma = m1.sigma;
+		if (m.hi < m.cb)
+			m.hi = m.cb;
+		if (m.wide < m.hi)
+			m.wide = m.hi;
+	}
+	step = point(&m2) - point(&m1);
+	*ylo = m.low;
+	*yhi = m.hi;
+	*ywide = m.wide;
+	*y = point(&m);
 	/* a step anywhere in it: within ±step/2 of the midpoint, at worst at either end (the
 	 * largest variance a bounded error can have); arrivals: the windows' rates and the
 	 * unseen count itself. Each window's rate serves the unseen parts on both sides of it,
@@ -128,6 +228,42 @@ static void between(const struct gp_account *a, const struct rates *r2, double n
 	 * halves would be /4 (at /4 a paced process's interval held its count in 94 % of
 	 * simulated runs, test_sampling's test_simulated_coverage) */
 	*var = step * step / 4 + u * u * (a->p_n / (a->p_on * a->p_on) + n2 / (on2 * on2)) / 2 + *y;
+}
+
+/* How far a window's one-thread gaps say the process slept (the share of their time in
+ * gaps with a voluntary switch, twice over: a paced loop sleeps only in the gaps it was not
+ * late for, rate_app's 20 000/s one 0.6-0.8 of the time, and any sleep at all says its
+ * rate was not its CPU's); negative when too few to say. */
+static double slept(const struct gp_window *w)
+{
+	double s;
+
+	if (w->gaps < SIGMA_GAPS || w->gap_s <= 0)
+		return -1;
+	s = 2 * w->sleep_s / w->gap_s;
+	return s > 1 ? 1 : s;
+}
+
+/*
+ * The call-bound model's weight in the estimate. A thread that slept in the window was not
+ * held back by its CPU there, probes and all: it is paced (its pace counted from its first
+ * sleep, the clean rate). One that did not sleep was bound by its CPU in the window; if it
+ * was on a CPU or waiting for one all the period too (busy near 1, however loaded the
+ * machine), it is bound by its CPU unprobed as well. If it slept through the rest of the
+ * period (busy under a half), the probes pushed a paced process past what its CPU could do
+ * (8 threads at 20 000/s each, 2 us of work a launch, on a loaded machine) or it was behind
+ * all the window (the links going in stall it): its pace is between the two models, and the
+ * estimate their geometric mean. Negative when neither the window nor the period says.
+ */
+static double bound_weight(double sigma, double busy)
+{
+	double b;
+
+	if (busy < 0 && sigma < 0)
+		return -1;
+	b = busy < 0 ? 0 : (busy - 0.5) / 0.4;
+	b = b < 0 ? 0 : b > 1 ? 1 : b;
+	return (sigma < 0 ? 1 : 1 - sigma) * (0.5 + 0.5 * b);
 }
 
 void gp_account__period(struct gp_account *a, double n, double stray, double T, double on, double cost,
@@ -139,20 +275,33 @@ void gp_account__period(struct gp_account *a, double n, double stray, double T, 
 void gp_account__period_cpu(struct gp_account *a, double n, double stray, double T, double on, double act,
 			    double cpu_T, double cost, double price)
 {
-	double y, ylo, yhi, ywide, var, m, ulo, uhi, uwide, cpu_on = -1;
-	struct rates r;
+	struct gp_window w = { .n = n, .stray = stray, .T = T, .on = on, .act = act, .cpu_T = cpu_T, .busy = -1,
+			       .head_s = -1 };
+
+	gp_account__window(a, &w, cost, price);
+}
+
+void gp_account__window(struct gp_account *a, const struct gp_window *w, double cost, double price)
+{
+	double n = w->n, T = w->T, on = w->on, act = w->act, cpu_T = w->cpu_T;
+	double y, ylo, yhi, ywide, var, m, cpu_on = -1;
+	double sigma = slept(w);
+	struct gp_rates r;
+	struct models um;
 
 	if (T <= 0)
 		return;
 	if (on > T)
 		on = T;
+	if (sigma > 1)
+		sigma = 1;
 	/* The window's CPU time: the kernel's count of it is a tick stale for a process that
 	 * ran through a 2-ms window (it moves only when the process is scheduled or the tick
-	 * comes), so it is taken as the time the process was calling in the window (act: the
-	 * gaps between its hits, each up to 100 us, so that a slice it waited for a CPU is not
-	 * in it; the window's wall time when not known) on as many CPUs as the process kept
-	 * busy over the period, and at least one: a process that ran threads on several CPUs
-	 * (8 threads launching at once) took its n hits on all of them. */
+	 * comes), so it is taken as the time the process was on a CPU in the window (act: from
+	 * BPF, bpf/budget.bpf.h's gp_gap_active; the window's wall time when not known) on as
+	 * many CPUs as the process kept busy over the period, and at least one: a process that
+	 * ran threads on several CPUs (8 threads launching at once) took its n hits on all of
+	 * them. */
 	if (cpu_T >= 0 && on > 0 && on < T) {
 		double base = act > 0 && act < on ? act : on;
 
@@ -162,7 +311,8 @@ void gp_account__period_cpu(struct gp_account *a, double n, double stray, double
 	} else {
 		cpu_T = -1;
 	}
-	window_rates(n, on, cpu_on, cost, &r);
+	window_rates(n, on, cpu_on, sigma, w->head, w->head_s, cost, &r);
+	r.beta = bound_weight(sigma, w->busy);
 	if (on > 0 && on < T) {
 		/* Most of the window in probes, on as many CPUs as it kept busy (8 threads take
 		 * their hits on several). Not by the time it was calling: a paced process that
@@ -189,8 +339,8 @@ void gp_account__period_cpu(struct gp_account *a, double n, double stray, double
 	a->lo_sum += n;
 	a->hi_sum += n;
 	if (on > 0 && on < T) {
-		unseen_calls(&r, T - on, cpu_T >= 0 ? cpu_T - cpu_on : -1, &ulo, &uhi, &uwide);
-		m = middle(ulo, uhi) / (T - on);
+		unseen_calls(&r, T - on, cpu_T >= 0 ? cpu_T - cpu_on : -1, &um);
+		m = point(&um) / (T - on);
 		/* successive windows' rates, for the spread of an irregular process */
 		if (a->windows)
 			a->ssd += (m - a->p_mid) * (m - a->p_mid);
@@ -205,24 +355,18 @@ void gp_account__period_cpu(struct gp_account *a, double n, double stray, double
 		a->p_mid = m;
 		a->p_unseen = T - on;
 		a->p_cpu_u = cpu_T >= 0 ? cpu_T - cpu_on : -1;
-		a->p_rlo = r.lo;
-		a->p_rhi = r.hi;
-		a->p_rwide = r.wide;
-		a->p_qhi = r.qhi;
-		a->p_qwide = r.qwide;
+		a->p_rate = r;
 		a->p_n = n;
 		a->p_on = on;
 	} else if (on > 0) {
 		/* an exact period's rate: what the next unseen part starts from */
-		a->p_rlo = r.lo;
-		a->p_rhi = r.hi;
-		a->p_rwide = r.wide;
-		a->p_qhi = r.qhi;
-		a->p_qwide = r.qwide;
-		a->p_mid = middle(r.lo, r.hi);
+		a->p_rate = r;
+		unseen_calls(&r, 1, -1, &um);
+		a->p_mid = point(&um);
 	}
 	a->have_rate = on > 0;
-	a->probe_s += (n + stray) * price;
+	a->probe_s += (n + w->stray) * price;
+	a->strays += w->stray_calls;
 	a->seconds += T;
 }
 
@@ -235,15 +379,15 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 		return false;
 	if (a->pending) {
 		/* its next window has not come: its own rate, with the last step's size */
-		double u = a->p_unseen, ylo, yhi, ywide, y;
-		struct rates r = { a->p_rlo, a->p_rhi, a->p_rwide, a->p_qhi, a->p_qwide };
+		double u = a->p_unseen, y;
+		struct models m;
 
-		unseen_calls(&r, u, a->p_cpu_u, &ylo, &yhi, &ywide);
-		y = middle(ylo, yhi);
+		unseen_calls(&a->p_rate, u, a->p_cpu_u, &m);
+		y = point(&m);
 		est += y;
-		lo += ylo;
-		hi += yhi;
-		wide += ywide - yhi;
+		lo += m.low;
+		hi += m.hi;
+		wide += m.wide - m.hi;
 		var += a->p_step * a->p_step * u * u / 4 + u * u * a->p_n / (a->p_on * a->p_on) + y;
 	}
 	/* A process whose rate moves from one window to the next more than once between two
@@ -261,9 +405,9 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 	}
 	sd = Z95 * sqrt(var);
 	out->observed = a->obs;
-	out->estimate = est > a->obs ? est : a->obs;
+	out->estimate = est > a->obs + a->strays ? est : a->obs + a->strays;
 	/* the models' ends, each widened by the steps' and arrivals' noise */
-	out->lo = lo - sd > a->obs ? lo - sd : a->obs;
+	out->lo = lo - sd > a->obs + a->strays ? lo - sd : a->obs + a->strays;
 	if (out->lo > out->estimate)
 		out->lo = out->estimate;
 	out->hi = hi + wide + sd;
@@ -280,6 +424,7 @@ void gp_account__trim(struct gp_account *a, double unseen)
 {
 	if (!a->pending)
 		return;
+	a->ended = true;
 	if (unseen < 0)
 		unseen = 0;
 	if (unseen < a->p_unseen) {

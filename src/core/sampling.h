@@ -7,13 +7,19 @@
  * it when the rate moved once or not at all in between (a step at an unknown time: the
  * midpoint is off by at most half the difference), and from each window's
  * rate two models bracket every program:
- *   - paced (its rate does not depend on the probes: sleeps, a GPU it waits on): n / on;
+ *   - paced (its rate does not depend on the probes: sleeps, a GPU it waits on): n / on
+ *     (for the estimate, the calls after its first sleep in the window over their time);
  *   - call-bound (it calls as fast as it can, so the probes slowed it in the window: the
- *     window's time less the time in probes ran its n calls): n / (on − n × cost).
- * The estimate is the midpoint; the interval holds both models' ends (added up: the same
- * program is one or the other all along) and 1.96 standard deviations of the steps and of
- * arrival noise (Poisson) in every period. The last unseen part, whose next window has not
- * come, is extrapolated from its own window, with the last step's size as its own.
+ *     window's CPU time less the time in probes ran its n calls, and the unseen part's CPU
+ *     time runs as many a second): n / (cpu_on − n × cost) per CPU second.
+ * The estimate follows the model the window (did its thread sleep between calls?) and the
+ * period (was its thread on a CPU or waiting for one all along?) point to, and is their
+ * geometric mean where they do not say (sampling.c, "slept" and "bound_weight"); the
+ * interval holds both models' ends (added up: the same program is one or the other all
+ * along) and 1.96 standard deviations of the steps and of arrival noise (Poisson) in every
+ * period, and never drops under the calls seen and those that hit a probe outside the
+ * windows. The last unseen part, whose next window has not come, is extrapolated from its
+ * own window, with the last step's size as its own.
  * A process that spent most of two sampled windows running in the probes calls faster
  * unprobed than any window can tell (its calls cost less than a probe): its interval has
  * no upper end.
@@ -39,6 +45,19 @@ struct gp_sampling {
  * and interval in out[0..2] (estimate, lo, hi), lo never under x_obs. */
 void gp_sampling__count(const struct gp_sampling *s, uint64_t x_obs, double out[3]);
 
+/* A window's rates under each model (sampling.c). */
+struct gp_rates {
+	double pace;       /* paced: calls per wall second */
+	double hi, wide;   /* call-bound per wall second (the warm price; COST_SPREAD x it) */
+	double qhi, qwide; /* call-bound per CPU second (0: its CPU time not known) */
+	double q0;         /* calls per CPU second in the window, probes and all (0: not known) */
+	double after;      /* paced, the calls before its first sleep in the window left out */
+	double clean;      /* paced, from the calls after its first sleep in the window, over
+			    * their time (its pace once caught up; its window's pace if none) */
+	double sigma;      /* how far its one-thread gaps say it slept, 0 to 1 (negative: not known) */
+	double beta;       /* the call-bound model's weight in the estimate (negative: not known) */
+};
+
 /* One process's account of its sampled probes' hits, period by period. */
 struct gp_account {
 	double obs;          /* hits seen */
@@ -49,12 +68,11 @@ struct gp_account {
 	bool sampled;        /* some part of its life was unseen */
 	bool unbounded;      /* see struct gp_sampling */
 	bool busy;           /* its last sampled window was more than half in probes */
+	bool ended;          /* trimmed at its exit (gp_account__trim) */
 	/* the last unseen part, waiting for the next window */
 	bool pending;
 	double p_unseen;     /* seconds */
-	double p_rlo, p_rhi; /* its window's rate, paced and call-bound */
-	double p_rwide;      /* call-bound at COST_SPREAD x the price (sampling.c) */
-	double p_qhi, p_qwide; /* call-bound per CPU second (0: its CPU time not known) */
+	struct gp_rates p_rate; /* its window's */
 	double p_cpu_u;      /* the process's CPU seconds in the unseen part (negative: not known) */
 	double p_mid;        /* the estimate's rate there (calls/s) */
 	double p_n, p_on;    /* its window's hits and seconds */
@@ -65,6 +83,10 @@ struct gp_account {
 	double u2;           /* the sum of squared unseen parts' seconds */
 	double m_min, m_max; /* the least and the largest of those rates */
 	double probe_s;      /* seconds it spent in the probes (hits and strays × cost) */
+	double strays;       /* calls that hit a probe outside the windows: made, never counted,
+			      * so the estimate and the interval's low end are never under
+			      * obs + strays (a link that took 2 s to close on a stalled machine
+			      * caught 88 341 of them, and the estimate had been 0.23x the count) */
 	double seconds;      /* seconds accounted */
 };
 
@@ -85,6 +107,27 @@ void gp_account__period(struct gp_account *a, double n, double stray, double T, 
  * CPU time paid for (sampling.c). */
 void gp_account__period_cpu(struct gp_account *a, double n, double stray, double T, double on, double act,
 			    double cpu_T, double cost, double price);
+/* A period as the budget measured it (gp_account__window). */
+struct gp_window {
+	double n, stray;  /* hits counted in the window; strays (priced, never counted) */
+	double T, on;     /* the period's seconds and its window's (on == T: every call seen) */
+	double act;       /* seconds on a CPU in the window, calling or between calls (BPF's
+			   * active_ns; negative: not known) */
+	double cpu_T;     /* the process's CPU seconds in the period, all threads (negative: not
+			   * known) */
+	double gaps;      /* the window's gaps between two counted hits of one thread ... */
+	double gap_s;     /* ... their seconds ... */
+	double sleep_s;   /* ... and those of the ones the thread slept in (a voluntary switch) */
+	double head;      /* hits before the process first slept in the window ... */
+	double head_s;    /* ... and its seconds from the window's start (negative: not known) */
+	double stray_calls; /* calls of the counted kinds that hit a probe outside the window */
+	double busy;      /* the share of the period the thread that called spent on a CPU or
+			   * waiting for one (negative: not known) */
+};
+/* The same, with a hit priced at cost in the call-bound model and at price in the time in
+ * probes; how often the process slept between its calls in the window moves the estimate
+ * between the models and the interval's low end (sampling.c, "slept"). */
+void gp_account__window(struct gp_account *a, const struct gp_window *w, double cost, double price);
 /* The process ended `unseen` seconds into the unseen part waiting for its next window (which
  * will not come): that part is no longer than that, and its calls may have stopped anywhere
  * in it (its interval then reaches down to none there). */

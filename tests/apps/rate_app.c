@@ -16,7 +16,8 @@
  * 1000:500,20000:500,100000:500,1000:500.  The truth (last JSON line on
  * stderr) gives per phase the launches, allocations, the planned and the
  * achieved rate and the CLOCK_MONOTONIC ns it started and ended at, so a test
- * can line its windows up with the phases.  --time-calls also times every launch call
+ * can line its windows up with the phases, and "cpu_ns", the process's CPU time over it
+ * (CLOCK_PROCESS_CPUTIME_ID, all threads: calls per CPU second).  --time-calls also times every launch call
  * (CLOCK_MONOTONIC before and after): per phase "call_ns", the time spent inside the
  * calls that took at most 200 us, and "slow_calls", those that took longer (a descheduled
  * thread, not a probe), so that a test can tell what a tracer's probes cost the workload.
@@ -63,7 +64,17 @@ struct phase {
 	unsigned long long rate, ms, launches, allocs, copies;
 	unsigned long long start_ns, end_ns;
 	unsigned long long call_ns, slow_calls;
+	unsigned long long cpu_ns; /* the process's CPU time over the phase (all threads) */
+	unsigned long long cpu_end_ns;
 };
+
+static unsigned long long cpu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
 
 static void sleep_until_ns(unsigned long long t)
 {
@@ -142,8 +153,10 @@ static void *work(void *arg)
 			struct phase *p = &w->ph[i];
 			unsigned long long rate = o->ph[i].rate, want = rate * o->ph[i].ms / 1000, t0 = app_now_ns();
 
-			if (!r)
+			if (!r) {
 				p->start_ns = t0;
+				p->cpu_ns = cpu_now_ns();
+			}
 			for (unsigned long long j = 0; j < want; j++) {
 				unsigned long long due = t0 + j * 1000000000ull / rate, c0;
 
@@ -188,6 +201,8 @@ static void *work(void *arg)
 			CHECK(cuStreamSynchronize(w->s));
 			w->syncs++;
 			p->end_ns = app_now_ns();
+			if (r + 1 == o->repeat)
+				p->cpu_end_ns = cpu_now_ns();
 		}
 	return NULL;
 }
@@ -283,6 +298,11 @@ int main(int argc, char **argv)
 			ph[i].allocs += q->allocs;
 			ph[i].copies += q->copies;
 			ph[i].call_ns += q->call_ns;
+			/* the process's clock read by every thread: the earliest start, the latest end */
+			if (!t || q->cpu_ns < ph[i].cpu_ns)
+				ph[i].cpu_ns = q->cpu_ns;
+			if (!t || q->cpu_end_ns > ph[i].cpu_end_ns)
+				ph[i].cpu_end_ns = q->cpu_end_ns;
 			ph[i].slow_calls += q->slow_calls;
 		}
 	for (int i = 0; i < nph; i++) {
@@ -307,9 +327,10 @@ int main(int argc, char **argv)
 		double secs = (double)(ph[i].end_ns - ph[i].start_ns) / 1e9;
 
 		fprintf(stderr, "%s{\"rate\":%llu,\"ms\":%llu,\"launches\":%llu,\"allocs\":%llu,"
-				"\"copies\":%llu,\"start_ns\":%llu,\"end_ns\":%llu,\"achieved_rate\":%.1f",
+				"\"copies\":%llu,\"start_ns\":%llu,\"end_ns\":%llu,\"achieved_rate\":%.1f,\"cpu_ns\":%llu",
 			i ? "," : "", ph[i].rate, ph[i].ms, ph[i].launches, ph[i].allocs, ph[i].copies,
-			ph[i].start_ns, ph[i].end_ns, secs > 0 ? (double)ph[i].launches / secs : 0);
+			ph[i].start_ns, ph[i].end_ns, secs > 0 ? (double)ph[i].launches / secs : 0,
+			ph[i].cpu_end_ns - ph[i].cpu_ns);
 		if (o.time_calls)
 			fprintf(stderr, ",\"call_ns\":%llu,\"slow_calls\":%llu", ph[i].call_ns, ph[i].slow_calls);
 		fprintf(stderr, "}");
