@@ -30,8 +30,9 @@ BUDGETS = [0.5, 1, 5, 10]
 
 
 def account(stderr):
+    # the workload's own line (gpuprobe's reports of a command go to stderr too, or to -o)
     for line in reversed(stderr.splitlines()):
-        if line.startswith("{") and '"launches"' in line:
+        if line.startswith("{") and '"launch_ns"' in line:
             return json.loads(line)
     raise SystemExit(f"no account from the workload:\n{stderr[-1500:]}")
 
@@ -55,7 +56,7 @@ def main():
             for pct in budgets:
                 plain = subprocess.run([a.bin] + args.split(), capture_output=True, text=True, timeout=600)
                 base = account(plain.stderr)
-                r = subprocess.run([a.gpuprobe, "--cudatrace", "--json", "--max-overhead", f"{pct:g}"]
+                r = subprocess.run([a.gpuprobe, "--cudatrace", "--json", "-o", "-", "--max-overhead", f"{pct:g}"]
                                    + (["-v"] if a.logs else []) + ["--", a.bin] + args.split(),
                                    capture_output=True, text=True, timeout=600)
                 if a.logs:
