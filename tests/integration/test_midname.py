@@ -507,16 +507,13 @@ def test_exit_at_once_names_from_first_sight_copies():
     eq(rows[huge]["source"], "memory", "lingering: read from memory")
 
 
-def test_node_wide_exit_at_once_steady_state():
-    """Node-wide (no -p, no command) with a layout in the state file, a job whose handles
-    were all made and named before gpuprobe started launches every one and exits at once,
-    while gpuprobe is stopped: every launch is named from the copies made at the first
-    launch of each handle (no naming call, the process gone when its records are read);
-    forged and stale handles stay unknown."""
-    state = gp.state_dir()
-    learn(state)
-    a = gp.start_app([APP, "--steady", "--rounds", "1", "--forge"], env={"FAKECUDA_TEARDOWN_MS": "0"})
-    g = gp.start_gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA, "--state-dir", state, "--no-self-learn"])
+def steady_exit_unseen(app_args, gp_args):
+    """name_app at steady state (every handle made and named) under a node-wide gpuprobe
+    (--cudatrace --json and gp_args), which is stopped while the program launches every
+    handle and exits at once: all its records are read after its exit. (app, gpuprobe),
+    both ended."""
+    a = gp.start_app([APP, "--steady", "--rounds", "1", "--forge"] + list(app_args), env={"FAKECUDA_TEARDOWN_MS": "0"})
+    g = gp.start_gpuprobe(["--cudatrace", "--json"] + list(gp_args))
     try:
         os.kill(g.pid, signal.SIGSTOP)
         try:
@@ -529,6 +526,18 @@ def test_node_wide_exit_at_once_steady_state():
     finally:
         a.kill()
         g.kill()
+    return a, g
+
+
+def test_node_wide_exit_at_once_steady_state():
+    """Node-wide (no -p, no command) with a layout in the state file, a job whose handles
+    were all made and named before gpuprobe started launches every one and exits at once,
+    while gpuprobe is stopped: every launch is named from the copies made at the first
+    launch of each handle (no naming call, the process gone when its records are read);
+    forged and stale handles stay unknown."""
+    state = gp.state_dir()
+    learn(state)
+    a, g = steady_exit_unseen([], ["--libcuda", FAKECUDA, "--state-dir", state, "--no-self-learn"])
     p, t = proc(gp.final(g.stdout(), "cudatrace"), a.pid), gp.truth(a.stderr())
     assert_all_named(p, t, "node-wide, exit at once")
     eq((p["unnamed_unread"], p["comm"]), (0, "name_app"), "none unread; the process's name")
@@ -550,21 +559,7 @@ def test_node_wide_two_libcuda_builds_in_one_process():
         other = os.path.join(d, "libcuda.so.1")
         r = gp.run(["objcopy", "--remove-section=.note.gnu.build-id", FAKECUDA, other])
         eq(r.returncode, 0, f"objcopy: {r.stderr}")
-        a = gp.start_app([APP, "--steady", "--rounds", "1", "--forge", "--map-also", other],
-                         env={"FAKECUDA_TEARDOWN_MS": "0"})
-        g = gp.start_gpuprobe(["--cudatrace", "--json", "--state-dir", state, "--no-self-learn", "-v"])
-        try:
-            os.kill(g.pid, signal.SIGSTOP)
-            try:
-                a.signal(signal.SIGUSR1)
-                eq(a.wait(), 0, "name_app exit")  # reaped: gone
-            finally:
-                os.kill(g.pid, signal.SIGCONT)
-            g.signal(signal.SIGINT)
-            eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-500:]})")
-        finally:
-            a.kill()
-            g.kill()
+        a, g = steady_exit_unseen(["--map-also", other], ["--state-dir", state, "--no-self-learn", "-v"])
         err = g.stderr()
         probed = re.search(r"tracing every CUDA process: \d+ probes on (.*?);", err)
         check(probed and other in probed.group(1) and "," in probed.group(1),

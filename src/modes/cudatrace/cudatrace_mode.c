@@ -181,54 +181,45 @@ static int uid_of(uint32_t pid, uint32_t *uid)
 
 struct build_scan {
 	const struct ct_mode *m;
-	uint64_t pc;       /* a pc of the call (0: none): the build mapped there decides */
-	uint32_t build;    /* 0: none yet; UINT32_MAX: two builds */
-	uint32_t at_pc;    /* the probed build mapped at pc (0: none) */
+	uint32_t build; /* 0: none yet; UINT32_MAX: two builds */
 };
 
 static int scan_map(const struct map_entry *e, void *ctx)
 {
 	struct build_scan *b = ctx;
 
-	for (unsigned int i = 0; i < b->m->nr_files; i++) {
-		if (b->m->files[i].ino != e->inode || major(b->m->files[i].dev) != e->dev_major ||
-		    minor(b->m->files[i].dev) != e->dev_minor)
-			continue;
-		if (b->pc && b->pc >= e->start && b->pc < e->end)
-			b->at_pc = b->m->files[i].build;
-		if (b->build != b->m->files[i].build)
+	for (unsigned int i = 0; i < b->m->nr_files; i++)
+		if (b->m->files[i].ino == e->inode && major(b->m->files[i].dev) == e->dev_major &&
+		    minor(b->m->files[i].dev) == e->dev_minor && b->build != b->m->files[i].build)
 			b->build = b->build ? UINT32_MAX : b->m->files[i].build;
-	}
 	return 0;
 }
 
 /*
  * Which probed libcuda build pid's handles come from: one build probed, that one (only
- * probed files report); else the one mapped at pc, a pc of the call that showed the
- * handle (its probe's address: the kernel's, not the process's word), else the one its
- * maps show, 0 when none or two (or it is gone). A process may map two: a container's
- * CUDA compat libcuda beside the driver's (on the H200 node-wide, PyTorch's handles got
- * build 0, "no layout", two cuDNN kernels unnamed after an exit at once). Its maps are
- * the live ones, else those kept while it lived (procpin); a decided build is kept.
+ * probed files report); else the one its maps show (live, else kept while it lived:
+ * procpin), 0 when none or two (or it is gone). A process may map two: a container's CUDA
+ * compat libcuda beside the driver's; a handle's copy then names the file its launch
+ * called (copy_of). Only a decided build is kept.
  */
-static uint32_t build_of(struct ct_mode *m, uint32_t pid, uint64_t pc)
+static uint32_t build_of(struct ct_mode *m, uint32_t pid)
 {
 	uintptr_t b = m->pid_build ? (uintptr_t)u64map__get(m->pid_build, pid) : 0;
 	struct procpin *pin = m->run ? symbolizer__pin(m->run->sym) : NULL;
-	struct build_scan s = { .m = m, .pc = pc };
-	uint32_t got;
+	struct build_scan s = { m, 0 };
 
 	if (m->nr_builds <= 1)
 		return m->nr_builds;
-	if (b && !pc)
+	if (b)
 		return (uint32_t)(b - 1);
 	if (procmaps__foreach("/proc", (int)pid, scan_map, &s) &&
 	    (!pin || procpin__foreach(pin, (int)pid, scan_map, &s)))
-		return b ? (uint32_t)(b - 1) : 0; /* gone: not kept as its build */
-	got = s.at_pc ? s.at_pc : s.build == UINT32_MAX ? 0 : s.build;
-	if (got && m->pid_build && !b)
-		u64map__put(m->pid_build, pid, (void *)(uintptr_t)(got + 1));
-	return got ? got : b ? (uint32_t)(b - 1) : 0;
+		return 0; /* gone: not kept as its build */
+	if (s.build == UINT32_MAX)
+		return 0; /* two: not kept, a copy may tell (copy_of) */
+	if (s.build && m->pid_build)
+		u64map__put(m->pid_build, pid, (void *)(uintptr_t)(s.build + 1));
+	return s.build;
 }
 
 /* The probed build of the file (inode, kernel dev_t) a launch probe fired in; 0: none. */
@@ -246,18 +237,18 @@ static int who_is(void *ctx, uint32_t pid, uint32_t *build, uint32_t *uid)
 {
 	struct ct_mode *m = ctx;
 
-	*build = build_of(m, pid, 0);
+	*build = build_of(m, pid);
 	return uid_of(pid, uid);
 }
 
 /* A copy of a handle's object from a record (the BPF side's framing, the process's bytes:
  * each string is taken only when it lies inside names[] and ends with its NUL there). */
-static void copy_of(struct ct_mode *m, uint32_t pid, uint64_t pc, const struct gp_kobj_copy *k, struct mn_copy *c)
+static void copy_of(struct ct_mode *m, uint32_t pid, const struct gp_kobj_copy *k, struct mn_copy *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->build = k->file_ino ? build_of_file(m, k->file_ino, k->file_dev) : 0;
 	if (!c->build)
-		c->build = build_of(m, pid, pc);
+		c->build = build_of(m, pid);
 	/* the uid at the call; root in another pid namespace is a container's (uid_of) */
 	c->uid = k->uid == 0 && k->pidns != m->own_pidns ? CT_UID_NS_ROOT : k->uid;
 	if (k->uid == UINT32_MAX)
@@ -683,7 +674,7 @@ static void h_namecopy(void *ctx, const struct gp_namecopy_event *e)
 
 	if (!mangled)
 		return; /* learned live instead */
-	copy_of(m, e->pid, 0, &e->copy, &c);
+	copy_of(m, e->pid, &e->copy, &c);
 	if (c.uid != UINT32_MAX && may_learn(m, c.uid)) {
 		midname__learn_copy(m->mn, e->pid, mangled, &c);
 		learned(m);
@@ -754,7 +745,7 @@ static void h_stub(void *ctx, const struct gp_stub_event *e)
 		ptrs[i] = frames[i];
 	}
 	cudatrace__stub_name2(ptrs, n, name, sizeof(name), mangled, sizeof(mangled));
-	copy_of(m, e->pid, n ? e->stack[0] : 0, &e->copy, &c);
+	copy_of(m, e->pid, &e->copy, &c);
 	if (name[0]) {
 		cudatrace__on_host_name(m->ct, e->pid, e->img, e->handle, name);
 		/* a lesson from the object as copied (the process may be gone by now) */
