@@ -74,4 +74,13 @@ void truth_fields(FILE *f, const struct truth *t, int with_pid);
 /* One JSON line; extra (may be NULL) is appended inside the object. */
 void truth_print(FILE *f, const struct truth *t, const char *extra);
 
+/* A frame the stack tests name exactly: never inlined, and (gcc) never cloned for a constant
+ * argument (a frame named foo.constprop.0); clang has no noclone and does not clone
+ * noinline functions. */
+#if defined(__clang__)
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE __attribute__((noinline, noclone))
+#endif
+
 #endif

@@ -33,7 +33,6 @@
 
 #include "common.h"
 
-#define NOINLINE __attribute__((noinline, noclone))
 #define INLINE static inline __attribute__((always_inline))
 
 volatile unsigned long long sink;

@@ -26,14 +26,6 @@
 
 #include "common.h"
 
-/* gcc may clone a function for a constant argument (a frame named foo.constprop.0): noclone
- * keeps each frame's name; clang has no such attribute and does not clone noinline ones */
-#if defined(__clang__)
-#define NOINLINE __attribute__((noinline))
-#else
-#define NOINLINE __attribute__((noinline, noclone))
-#endif
-
 volatile unsigned long long sink;
 
 #ifdef STACKAPP_VARIANT
