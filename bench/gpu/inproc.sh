@@ -24,7 +24,7 @@ if [ "${1:-}" = --build ]; then
 	CUDA=${CUDA_HOME:-/usr/local/cuda}
 	[ -f "$CUDA/include/cuda.h" ] || die "no $CUDA/include/cuda.h (set CUDA_HOME)"
 	gcc -O2 -Wall -Wextra -Werror -I"$CUDA/include" -o "$BIN/launch_inproc" bench/gpu/launch_inproc.c \
-		-L"$CUDA/lib64/stubs" -lcuda || die "cannot build launch_inproc"
+		-L"$CUDA/lib64/stubs" -lcuda -lpthread || die "cannot build launch_inproc"
 	echo "built $BIN/launch_inproc"
 	# link churn alone, in gpuprobe's place (its header says how)
 	gcc -O2 -Wall -Wextra -Werror -static -Isrc/core -o "$BIN/linkchurn" bench/gpu/linkchurn.c \
