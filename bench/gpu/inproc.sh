@@ -61,7 +61,17 @@ GP=${GP:-$ROOT/.output/bundle/gpuprobe}
 PY=python3
 [ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
 PY=${GPU_BENCH_PYTHON:-$PY}
-"$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' || die "$PY: no PyTorch with a GPU"
+# PyTorch is looked for only where a workload needs it (torch and profiler, the default run's)
+WL=launch,torch,profiler
+for ((i = 1; i <= $#; i++)); do
+	case ${!i} in
+	--workloads) j=$((i + 1)) && WL=${!j:-} ;;
+	--workloads=*) WL=${!i#*=} ;;
+	esac
+done
+if [[ ,$WL, =~ ,(torch|profiler), ]]; then
+	"$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' || die "$PY: no PyTorch with a GPU"
+fi
 CANARY=()
 [ -x "$BIN/canary" ] && CANARY=(--canary "$BIN/canary")
 exec python3 bench/gpu/inproc.py --gp "$GP" --launch-bin "$BIN/launch_inproc" --python "$PY" --out "$OUTDIR" "${CANARY[@]}" "$@"
