@@ -120,7 +120,7 @@ static void *work(void *arg)
 		for (unsigned long long i = 0; i < o.k; i++) {
 			if (o.rate) {
 				a = now_ns();
-				spin_until(start + j * 1000000000ULL / o.rate);
+				spin_until(start + j / o.rate * 1000000000ULL + j % o.rate * 1000000000ULL / o.rate);
 				idle += now_ns() - a;
 			}
 			if (o.on_ms && (a = now_ns()) - burst0 >= o.on_ms * 1000000ULL) {
