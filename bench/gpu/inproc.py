@@ -811,7 +811,12 @@ def main():
     if not a.merge:
         pack_logs(a.out)
     # the checks: every configuration measured; every interval holds the loop's own count
-    bad = [l for l in md if "MISSES IT" in l]
+    bad, sec = [], ""
+    for l in md:
+        if l.startswith("## "):
+            sec = next((n for n in results if TITLES[n] == l[3:]), l[3:])
+        elif "MISSES IT" in l:
+            bad.append("%s, %s" % (sec, l.lstrip("- ")))
     bad += ["%s %s: no window" % (n, c) for n in results for c, _ in CONFIGS[n]
             if selected(a, c, n) and not results[n].get(c)]
     for b in bad:
