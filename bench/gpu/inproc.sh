@@ -7,9 +7,10 @@
 # .output/bench/gpu, and bpftool with its libraries for bench/gpu/runcounts.sh), carry the
 # tree with .output/bundle and .output/bench/gpu, then there:
 #     bench/gpu/inproc.sh
-# Issue 29's budget patterns (budget_rate.cu's, one workload each; inproc.py's header):
+# (about 5 minutes of GPU time), or issue 29's budget patterns (budget_rate.cu's, one workload
+# each; inproc.py's header), about 8 minutes at 85 s a pattern:
 #     bench/gpu/inproc.sh --workloads patterns --configs three_budget --lead 1.0 --pattern-cap 85
-# About 5 minutes of GPU time. Writes $OUT (else /tmp/gp-inproc): inproc.md (the tables),
+# Writes $OUT (else /tmp/gp-inproc): inproc.md (the tables),
 # inproc_raw.json, logs.tgz. Copy inproc.md to bench/gpu/results-inproc-<gpu>.md to keep it.
 # GPU_INPROC_MOCK=1 bench/gpu/inproc.sh runs the plumbing here on the stand-in driver.
 set -u
