@@ -48,10 +48,30 @@ the budget's) is kept beside the measure, and on the launch loop its launch coun
 estimate and interval) beside the loop's own count of its launches in the window. Exit
 status 1 when a configuration got no window or an interval misses the loop's count.
 
+The patterns of issue 29's budget (bench/gpu/budget_rate.cu's, measured here inside one
+process rather than across processes as budget_cov.py does): launch_inproc loops of steps of
+1024 launches, one workload each, `--workloads patterns` for all five:
+  launch-sync1024   a synchronize every 1024 launches (the step's end)
+  launch-tight      3 us of host work after each launch, no synchronize at all
+  launch-paced      paced at 100 000 launches/s (busy wait), a synchronize every 1024
+  launch-bursts     50 ms of launching, 200 ms asleep, a synchronize every 1024
+  launch-threads8   8 threads at once, each on its own stream, a synchronize every 1024;
+                    every thread's steps count (a step: 1024 launches of one thread)
+with three_budget and three_budget5 (--max-overhead 5), and three on request (--configs).
+A step's time there is the time the loop worked (launch_inproc.c): its wall time less the
+waits for a paced launch's due time and the sleeps between bursts, so that the paced and
+bursty loops' figure is what a launch's work costs more (pacing hides it from the wall time:
+a paced loop that keeps its pace takes as long traced as not; it is left less time for other
+work). Beside it, for those two, the same extra time as a share of the steps' wall time
+(what the loop's time pays, closer to the budget's own share of time). Their windows are
+--pattern-window long (1 s), --pattern-cap seconds at most a pattern (90); the launch counts
+are checked within 2 steps of each thread.
+
 Run on the GPU machine from the repository root, as root, with what `make bundle` and
 bench/gpu/inproc.sh built here carried (nothing is built there):
     bench/gpu/inproc.sh                  (about 6 minutes; writes $OUT or /tmp/gp-inproc)
     bench/gpu/inproc.sh --workloads torch --configs three_budget --lead 1.0 --torch-window 1.0 --torch-cap 500
+    bench/gpu/inproc.sh --workloads patterns --configs three_budget --lead 1.0 --pattern-cap 85
 With --torch-single-thread the PyTorch loop runs backward on the thread that calls it
 (torch_inproc.py --single-thread): the same launches, every one on the step's own thread,
 steps ~30 % shorter. Untraced, its window means wandered a quarter as much as the default
@@ -86,21 +106,46 @@ from run import median_ci  # noqa: E402 (bench/run.py: constants and functions o
 
 THREE = ["--memleak", "--cudatrace", "--bandwidth-util"]
 ON_REQUEST = {"unsampled"}  # run only when --configs names them
+# issue 29's sampled programs (bench/gpu/budget_rate.cu, budget_cov.py's names), each a
+# launch_inproc loop of steps of 1024 launches: its options, threads and title
+PATTERNS = {
+    "launch-sync1024": (["--sync-every", "1024"], 1,
+                        "steps of 1024 empty-kernel launches and a synchronize (budget_cov's sync1024)"),
+    "launch-tight": (["--sync-every", "0", "--spin", "3000"], 1,
+                     "a launch and 3 us of host work, no synchronize (tight-spin3us); a step: 1024 launches"),
+    "launch-paced": (["--rate", "100000", "--sync-every", "1024"], 1,
+                     "paced at 100 000 launches/s, a synchronize every 1024 (paced-100k); a step: 1024 "
+                     "launches, its time less the waits for the pace"),
+    "launch-bursts": (["--burst", "50:200", "--sync-every", "1024"], 1,
+                      "bursts: 50 ms of launching, 200 ms asleep, a synchronize every 1024 (bursts); a step: "
+                      "1024 launches, its time less the sleeps"),
+    "launch-threads8": (["--threads", "8", "--sync-every", "1024"], 8,
+                        "8 threads launching at once, each on a stream of its own, a synchronize every 1024 "
+                        "(threads8); a step: 1024 launches of one thread, every thread's steps"),
+}
+PATTERN_K = 1024
+PATTERN_ON_REQUEST = {"three"}  # every call: on a pattern only when --configs names it
 
 
-def selected(a, cfg):
-    """Whether this run measures configuration cfg (--configs, else all but ON_REQUEST)."""
-    return cfg in a.configs if a.configs else cfg not in ON_REQUEST
+def selected(a, cfg, name=None):
+    """Whether this run measures configuration cfg (--configs, else all but ON_REQUEST, and
+    on a pattern of PATTERNS all but PATTERN_ON_REQUEST)."""
+    if a.configs:
+        return cfg in a.configs
+    return cfg not in ON_REQUEST and not (name in PATTERNS and cfg in PATTERN_ON_REQUEST)
 
+BUDGETS = [("three_budget", THREE + ["--max-overhead", "1"]), ("three_budget5", THREE + ["--max-overhead", "5"])]
 CONFIGS = {
     "launch": [("three", THREE), ("three_budget", THREE + ["--max-overhead", "1"])],
     "torch": [("three", THREE), ("three_budget", THREE + ["--max-overhead", "1"]),
               ("unsampled", ["--memleak", "--bandwidth-util"])],
     "profiler": [("profiler", None)],
 }
+CONFIGS.update({p: BUDGETS + [("three", THREE)] for p in PATTERNS})
 LABELS = {
     "three": "gpuprobe --memleak --cudatrace --bandwidth-util",
     "three_budget": "the same, --max-overhead 1",
+    "three_budget5": "the same, --max-overhead 5",
     "unsampled": "gpuprobe --memleak --bandwidth-util (the probes a budget never samples, every call)",
     "profiler": "torch.profiler (CPU + CUDA activities)",
 }
@@ -109,6 +154,8 @@ TITLES = {
     "torch": "PyTorch training loop (one step: forward, backward, AdamW)",
     "profiler": "The peer: torch.profiler in a PyTorch process of its own (the same loop)",
 }
+TITLES.update({p: "Pattern %s: %s" % (p, t) for p, (_, _, t) in PATTERNS.items()})
+ORDER = ["launch"] + list(PATTERNS) + ["torch", "profiler"]
 
 
 def now_ns():
@@ -120,12 +167,16 @@ def log(msg):
 
 
 def read_steps(path):
+    """The steps (start, time, wall time) and torch_inproc's profiler marks of a log: "step T D"
+    (wall time D), or launch_inproc's "step T D W I" (D the time worked, W the wall time)."""
     steps, prof = [], []
     with open(path) as f:
         for line in f:
             w = line.split()
             if len(w) == 3 and w[0] == "step":
-                steps.append((int(w[1]), int(w[2])))
+                steps.append((int(w[1]), int(w[2]), int(w[2])))
+            elif len(w) == 5 and w[0] == "step":
+                steps.append((int(w[1]), int(w[2]), int(w[3])))
             elif len(w) == 2 and w[0].startswith("prof_"):
                 prof.append((w[0], int(w[1])))
     return steps, prof
@@ -165,8 +216,10 @@ def hl_ci(v):
 
 
 class Workload:
-    def __init__(self, name, argv, env, logpath):
+    def __init__(self, name, argv, env, logpath, launches=0):
         self.name, self.logpath = name, logpath
+        self.launches = launches  # a step's launches (launch_inproc), else 0
+        self.threads = PATTERNS[name][1] if name in PATTERNS else 1
         self.out = open(logpath + ".stdout", "w")
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.out, text=True, env=env)
         line = self.p.stdout.readline()
@@ -364,19 +417,22 @@ def prof_window(w, a, secs):
 
 
 def window_stats(w, steps):
-    """(kind, config, mean, median, steps, extra) of every window; None where under 20 steps."""
+    """(kind, config, mean, median, steps, extra, mean wall time) of every window's steps
+    (those begun and ended in it); None where under 20 steps."""
     out, j = [], 0
     steps = sorted(steps)
     for kind, cfg, t0, t1, extra in w.windows:
         while j < len(steps) and steps[j][0] < t0:
             j += 1
-        d, k = [], j
+        d, wall, k = [], [], j
         while k < len(steps) and steps[k][0] < t1:
-            if steps[k][0] + steps[k][1] <= t1:
+            if steps[k][0] + steps[k][2] <= t1:
                 d.append(steps[k][1])
+                wall.append(steps[k][2])
             k += 1
         ok = len(d) >= 20
-        out.append((kind, cfg, statistics.mean(d) if ok else None, statistics.median(d) if ok else None, len(d), extra))
+        out.append((kind, cfg, statistics.mean(d) if ok else None, statistics.median(d) if ok else None, len(d), extra,
+                    statistics.mean(wall) if ok else None))
     return out
 
 
@@ -386,10 +442,10 @@ def split_steps(steps, extra, off_mean):
     part's mean step over the off-windows', and the share of steps that met a probed part."""
     spans = extra["probed"]
     probed, clean = [], []
-    for t, d in steps:
-        if t < extra["t_measure"] or t + d > extra["t_done"]:
+    for t, d, wall in steps:
+        if t < extra["t_measure"] or t + wall > extra["t_done"]:
             continue
-        (probed if any(a < t + d and t < b for a, b in spans) else clean).append(d)
+        (probed if any(a < t + wall and t < b for a, b in spans) else clean).append(d)
     out = {"n_probed": len(probed), "n_clean": len(clean)}
     if len(probed) >= 5:
         out["ratio_probed"] = statistics.mean(probed) / off_mean
@@ -407,8 +463,8 @@ def profile(steps, extra, off_mean):
     start's cost lasts, which --lead must outlast (bench/gpu/results-inproc-h200.md)."""
     out = {}
     t0 = extra["t_attached"]
-    for t, d in steps:
-        if t >= t0 - PROFILE_NS and t + d <= extra["t_done"]:
+    for t, d, wall in steps:
+        if t >= t0 - PROFILE_NS and t + wall <= extra["t_done"]:
             b = out.setdefault(str((t - t0) // PROFILE_NS), [0.0, 0])
             b[0] += d / off_mean
             b[1] += 1
@@ -427,7 +483,7 @@ def summarize(w, steps, canaries=None):
     st = window_stats(w, steps)
     cst = {k: window_stats(w, v) for k, v in (canaries or {}).items()}
     res = {}
-    for i, (kind, cfg, mean, med, n, extra) in enumerate(st):
+    for i, (kind, cfg, mean, med, n, extra, _) in enumerate(st):
         if kind != "on" or mean is None:
             continue
         before, after = neighbours(st, i)
@@ -436,6 +492,10 @@ def summarize(w, steps, canaries=None):
         off_mean = (before[2] + after[2]) / 2
         row = dict(ratio_mean=mean / off_mean, ratio=med / ((before[3] + after[3]) / 2),
                    on_ms=mean / 1e6, steps=n, **extra)
+        off_wall = (before[6] + after[6]) / 2
+        if off_wall > 1.001 * off_mean:
+            # a paced or bursty loop's: the extra time it worked as a share of its wall time
+            row["ratio_wall_share"] = 1 + (mean - off_mean) / off_wall
         bc, ac = before[5].get("ctr"), after[5].get("ctr")
         if bc and ac:
             row["ctr_off"] = {k: (bc[k] + ac[k]) / 2 for k in bc if k in ac}
@@ -447,10 +507,12 @@ def summarize(w, steps, canaries=None):
             b, f = neighbours(cs, i)
             if b and f and cs[i][2]:
                 row["canary_" + k] = cs[i][2] / ((b[2] + f[2]) / 2)
-        if w.name == "launch" and "t_attached" in extra:
-            # the loop's own count of its launches while gpuprobe was attached (steps of 1000
-            # wholly inside; the report is made as the duration runs out: +-2 steps)
-            row["true_launches"] = 1000 * sum(1 for t, d in steps if extra["t_attached"] <= t and t + d <= extra["t_done"])
+        if w.launches and "t_attached" in extra:
+            # the loop's own count of its launches while gpuprobe was attached (steps wholly
+            # inside; the report is made as the duration runs out: +-2 steps of each thread)
+            row["true_launches"] = w.launches * sum(
+                1 for t, d, wall in steps if extra["t_attached"] <= t and t + wall <= extra["t_done"])
+            row["true_tol"] = 2 * w.launches * w.threads
         res.setdefault(cfg, []).append(row)
     return res
 
@@ -475,10 +537,10 @@ def progress(res, cfgs):
     return "  ".join(out)
 
 
-def run_workload(a, name, argv, env, secs, cap):
+def run_workload(a, name, argv, env, secs, cap, launches=0):
     path = os.path.join(a.out, "logs", "%s.steps" % name)
-    w = Workload(name, argv, env, path)
-    cfgs = [c for c in CONFIGS[name] if selected(a, c[0])]
+    w = Workload(name, argv, env, path, launches)
+    cfgs = [c for c in CONFIGS[name] if selected(a, c[0], name)]
     t_end = time.time() + cap
     log("== %s: PID %d, windows of %.2f s, until every interval is under %.1f points or %d s" %
         (name, w.pid, secs, a.width, cap))
@@ -523,7 +585,7 @@ def run_workload(a, name, argv, env, secs, cap):
     return summarize(w, steps, canaries)
 
 
-def table(name, res):
+def table(a, name, res):
     out = ["| configuration | windows | mean step, on (ms) | overhead: ratio of window means, Hodges-Lehmann | its 95 % interval (coverage) | ratio of window medians: median | its 95 % interval (coverage) | gpuprobe's own estimate | budget's estimate, sampled share |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     checks = []
@@ -532,11 +594,12 @@ def table(name, res):
         for x in rs:
             if "true_launches" in x and "launches" in x:
                 iv = x.get("interval")
-                checks.append("%s: %d counted or estimated, %d by the loop (+-2000)%s" % (
-                    cfg, x["launches"], x["true_launches"],
+                tol = x.get("true_tol", 2000)
+                checks.append("%s: %d counted or estimated, %d by the loop (+-%d)%s" % (
+                    cfg, x["launches"], x["true_launches"], tol,
                     "" if not iv else ", interval [%s, %s]%s" % (iv[0], iv[1], "" if (
-                        iv[0] - 2000 <= x["true_launches"] <= (iv[1] if iv[1] is not None else 1e18) + 2000) else " MISSES IT")))
-        if not rs and cfg in ON_REQUEST:
+                        iv[0] - tol <= x["true_launches"] <= (iv[1] if iv[1] is not None else 1e18) + tol) else " MISSES IT")))
+        if not rs and not selected(a, cfg, name):
             continue
         if not rs:
             out.append("| %s | 0 | — | — | — | — | — | — | — |" % LABELS[cfg])
@@ -553,10 +616,17 @@ def table(name, res):
             100 * (mlo - 1), 100 * (mhi - 1), 100 * mcov,
             "%.2f %%" % statistics.median(gest) if gest else "—",
             "%.2f %%, %.3f" % (statistics.median(bud), statistics.median(frac)) if bud else "—"))
+    for cfg, _ in CONFIGS[name]:
+        sh = [x["ratio_wall_share"] for x in res.get(cfg, []) if "ratio_wall_share" in x]
+        if sh:
+            est, lo, hi, _ = hl_ci(sh)
+            out += ["", "%s: the step's extra time worked as a share of its wall time (pacing waits and sleeps "
+                    "included: what the loop's time pays, not what a launch's work costs): %+.2f %% (%+.2f … %+.2f %%)" % (
+                        LABELS[cfg], 100 * (est - 1), 100 * (lo - 1), 100 * (hi - 1))]
     if checks:
         miss = [c for c in checks if "MISSES IT" in c]
         out += ["", "Launches per window, gpuprobe's against the loop's own count (%d windows, %d missed):" % (
-            len(checks), len(miss)), ""] + ["- " + c for c in (checks[:6] + miss)]
+            len(checks), len(miss)), ""] + ["- " + c for c in (checks[:6] + [c for c in miss if c not in checks[:6]])]
     return out
 
 
@@ -633,9 +703,9 @@ def report(a, results, metas):
            "each on-window's mean (median) step time over the mean of its neighbouring off-windows'; the figure is "
            "the Hodges-Lehmann estimate of the ratios of means with the Wilcoxon signed-rank interval, beside the "
            "median of the ratios of medians with its order-statistic interval", ""]
-    for name in ("launch", "torch", "profiler"):
+    for name in ORDER:
         if results.get(name):
-            md += ["## " + TITLES[name], ""] + table(name, results[name]) + [""] + diag_table(results[name])
+            md += ["## " + TITLES[name], ""] + table(a, name, results[name]) + [""] + diag_table(results[name])
     return md
 
 
@@ -659,14 +729,18 @@ def measure(a):
                            os.path.join(a.out, "logs", "%s.steps" % n), "--seconds", "3600"] + (["--mock"] if a.mock else []) + (
                                ["--single-thread"] if a.torch_single_thread else [])
     runs = {
-        "launch": ([a.launch_bin, os.path.join(a.out, "logs", "launch.steps"), "1000", "3600"], a.launch_window, a.launch_cap),
-        "torch": (torch_log("torch"), a.torch_window, a.torch_cap),
-        "profiler": (torch_log("profiler"), a.profiler_window, a.profiler_cap),
+        "launch": ([a.launch_bin, os.path.join(a.out, "logs", "launch.steps"), "1000", "3600"], a.launch_window,
+                   a.launch_cap, 1000),
+        "torch": (torch_log("torch"), a.torch_window, a.torch_cap, 0),
+        "profiler": (torch_log("profiler"), a.profiler_window, a.profiler_cap, 0),
     }
+    for p, (opts, _, _) in PATTERNS.items():
+        runs[p] = ([a.launch_bin, os.path.join(a.out, "logs", "%s.steps" % p), str(PATTERN_K), "3600"] + opts,
+                   a.pattern_window, a.pattern_cap, PATTERN_K)
     for name in a.workloads:
-        argv, secs, cap = runs[name]
-        if any(not a.configs or c in a.configs for c, _ in CONFIGS[name]):
-            results[name] = run_workload(a, name, argv, env, secs, cap)
+        argv, secs, cap, launches = runs[name]
+        if any(selected(a, c, name) for c, _ in CONFIGS[name]):
+            results[name] = run_workload(a, name, argv, env, secs, cap, launches)
     return results, [describe(a, time.time() - t0)]
 
 
@@ -688,8 +762,10 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--mock", action="store_true", help="the stand-in driver and a sleeping 'PyTorch'")
     ap.add_argument("--libcuda", help="probe this file (mock runs)")
-    ap.add_argument("--workloads", default="launch,torch,profiler", help="which of launch,torch,profiler")
-    ap.add_argument("--configs", default="", help="only these configurations (three,three_budget,profiler)")
+    ap.add_argument("--workloads", default="launch,torch,profiler",
+                    help="which of launch,torch,profiler and the patterns %s ('patterns': all five)" % ",".join(PATTERNS))
+    ap.add_argument("--configs", default="",
+                    help="only these configurations (%s)" % ",".join(LABELS))
     ap.add_argument("--width", type=float, default=1.0, help="stop once every interval is narrower (points)")
     ap.add_argument("--min-pairs", type=int, default=8)
     ap.add_argument("--settle", type=float, default=0.15, help="seconds left out after each change")
@@ -701,12 +777,14 @@ def main():
     ap.add_argument("--launch-cap", type=float, default=90)
     ap.add_argument("--torch-cap", type=float, default=180)
     ap.add_argument("--profiler-cap", type=float, default=80)
+    ap.add_argument("--pattern-window", type=float, default=1.0, help="window length on each launch-* pattern")
+    ap.add_argument("--pattern-cap", type=float, default=90, help="seconds at most on each launch-* pattern")
     ap.add_argument("--torch-single-thread", action="store_true",
                     help="the PyTorch loop runs backward on the thread that calls it (torch_inproc.py --single-thread)")
     ap.add_argument("--canary", help="bench/gpu/canary.c's binary: run it beside each workload (the machine's own slowdowns)")
     ap.add_argument("--merge", nargs="+", metavar="RAW", help="no run: one table from these inproc_raw.json files")
     a = ap.parse_args()
-    a.workloads = [x for x in a.workloads.split(",") if x]
+    a.workloads = [y for x in a.workloads.split(",") if x for y in (PATTERNS if x == "patterns" else [x])]
     a.configs = [x for x in a.configs.split(",") if x]
     a.settle_ns = int(a.settle * 1e9)
     a.lead_ns = int(a.lead * 1e9)
@@ -733,9 +811,14 @@ def main():
     if not a.merge:
         pack_logs(a.out)
     # the checks: every configuration measured; every interval holds the loop's own count
-    bad = [l for l in md if "MISSES IT" in l]
+    bad, sec = [], ""
+    for l in md:
+        if l.startswith("## "):
+            sec = next((n for n in results if TITLES[n] == l[3:]), l[3:])
+        elif "MISSES IT" in l:
+            bad.append("%s, %s" % (sec, l.lstrip("- ")))
     bad += ["%s %s: no window" % (n, c) for n in results for c, _ in CONFIGS[n]
-            if selected(a, c) and not results[n].get(c)]
+            if selected(a, c, n) and not results[n].get(c)]
     for b in bad:
         print("bench/gpu/inproc: check failed: " + b.lstrip("- "), file=sys.stderr)
     sys.exit(1 if bad else 0)

@@ -7,7 +7,10 @@
 # .output/bench/gpu, and bpftool with its libraries for bench/gpu/runcounts.sh), carry the
 # tree with .output/bundle and .output/bench/gpu, then there:
 #     bench/gpu/inproc.sh
-# About 5 minutes of GPU time. Writes $OUT (else /tmp/gp-inproc): inproc.md (the tables),
+# (about 5 minutes of GPU time), or issue 29's budget patterns (budget_rate.cu's, one workload
+# each; inproc.py's header), about 8 minutes at 85 s a pattern:
+#     bench/gpu/inproc.sh --workloads patterns --configs three_budget --lead 1.0 --pattern-cap 85
+# Writes $OUT (else /tmp/gp-inproc): inproc.md (the tables),
 # inproc_raw.json, logs.tgz. Copy inproc.md to bench/gpu/results-inproc-<gpu>.md to keep it.
 # GPU_INPROC_MOCK=1 bench/gpu/inproc.sh runs the plumbing here on the stand-in driver.
 set -u
@@ -24,7 +27,7 @@ if [ "${1:-}" = --build ]; then
 	CUDA=${CUDA_HOME:-/usr/local/cuda}
 	[ -f "$CUDA/include/cuda.h" ] || die "no $CUDA/include/cuda.h (set CUDA_HOME)"
 	gcc -O2 -Wall -Wextra -Werror -I"$CUDA/include" -o "$BIN/launch_inproc" bench/gpu/launch_inproc.c \
-		-L"$CUDA/lib64/stubs" -lcuda || die "cannot build launch_inproc"
+		-L"$CUDA/lib64/stubs" -lcuda -lpthread || die "cannot build launch_inproc"
 	echo "built $BIN/launch_inproc"
 	# link churn alone, in gpuprobe's place (its header says how)
 	gcc -O2 -Wall -Wextra -Werror -static -Isrc/core -o "$BIN/linkchurn" bench/gpu/linkchurn.c \
@@ -59,7 +62,17 @@ GP=${GP:-$ROOT/.output/bundle/gpuprobe}
 PY=python3
 [ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
 PY=${GPU_BENCH_PYTHON:-$PY}
-"$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' || die "$PY: no PyTorch with a GPU"
+# PyTorch is looked for only where a workload needs it (torch and profiler, the default run's)
+WL=launch,torch,profiler
+for ((i = 1; i <= $#; i++)); do
+	case ${!i} in
+	--workloads) j=$((i + 1)) && WL=${!j:-} ;;
+	--workloads=*) WL=${!i#*=} ;;
+	esac
+done
+if [[ ,$WL, =~ ,(torch|profiler), ]]; then
+	"$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' || die "$PY: no PyTorch with a GPU"
+fi
 CANARY=()
 [ -x "$BIN/canary" ] && CANARY=(--canary "$BIN/canary")
 exec python3 bench/gpu/inproc.py --gp "$GP" --launch-bin "$BIN/launch_inproc" --python "$PY" --out "$OUTDIR" "${CANARY[@]}" "$@"

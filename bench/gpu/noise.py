@@ -51,7 +51,7 @@ def ratios(steps, length, gap):
         j = i
         while j < len(steps) and steps[j][0] < t0 + L:
             j += 1
-        means.append(statistics.fmean(d for _, d in steps[i:j]) if j > i else None)
+        means.append(statistics.fmean(s[1] for s in steps[i:j]) if j > i else None)
         t0 += L + G
     out = []
     for k in range(1, len(means) - 1, 2):
@@ -77,7 +77,7 @@ def table(logs):
         if len(steps) < 100:
             rows.append("| %s | — | | | 0 | | | |" % name)
             continue
-        mean_ms = statistics.fmean(d for _, d in steps) / 1e6
+        mean_ms = statistics.fmean(s[1] for s in steps) / 1e6
         for g in GAPS:
             for length in LENGTHS:
                 rs = ratios(steps, length, g)
