@@ -35,6 +35,9 @@ PATTERNS = {
     "threads8": ("--phases 20000:1000 --threads 8 --spin 2000", (1, 5)),
     "paced20k": ("--phases 20000:1000 --spin 2000", (1, 5)),
     "paced2us": ("--phases 500000:1000", (1, 5)),
+    # paced by a busy wait on the clock (budget_rate.cu's --rate on the H200): never sleeps
+    "busypaced": ("--phases 100000:1500 --busy-pace", (1, 5)),
+    "busypaced20k": ("--phases 20000:2000 --busy-pace", (1, 5)),
     "steps": ("--phases 200:500,100000:3000,2000:500", (1,)),
     "later": ("--phases 1000:300,100000:2500,1000:500", (1,)),
     "bursts": ("--phases 500000:20,1000:80 --repeat 30 --spin 1000", (1, 5)),

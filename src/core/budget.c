@@ -668,10 +668,22 @@ static void fresh_arm(struct gp_budget *b, size_t i, uint64_t now)
 		f->fds = NULL;
 		gp_log(GP_LOG_DEBUG, "budget: cannot arm the probes of PID %u alone: %s", f->pid,
 		       r ? strerror(-r) : "its slot changed owner");
-		if (r != -ESRCH && r)
+		if (r != -ESRCH && r) {
 			count_unarmed(b, f, GP_UNARMED_ERROR);
-		else
-			f->state = FRESH_DONE; /* gone already: nothing to count */
+		} else if (r == -ESRCH && (__atomic_load_n(&b->hits[i].flags, __ATOMIC_ACQUIRE) & GP_SLOT_READY)) {
+			/* gone before its arm, after its cuInit returned: its calls were the shared
+			 * probes' (on a loaded 2-CPU machine the budget's thread spent 1.5-2.1 s in
+			 * one window's attach while five 130-ms jobs came and went; none armed, none
+			 * counted, and the loss said nowhere): late, counted */
+			f->state = FRESH_DONE;
+			pthread_mutex_lock(&b->acc);
+			if (!b->unarmed[GP_UNARMED_LATE]++)
+				gp_log(GP_LOG_WARN, "budget: PID %u was gone before its probes could be armed for it alone: its calls were sampled with the others' (counted in gpuprobe_budget_unarmed_processes_total{reason=\"late\"})",
+				       f->pid);
+			pthread_mutex_unlock(&b->acc);
+		} else {
+			f->state = FRESH_DONE; /* gone before its first context (no call to count), or its slot another's */
+		}
 		return;
 	}
 	f->nfds = n;

@@ -193,6 +193,54 @@ static void average(const struct models *a, const struct models *b, struct model
 	m->beta = a->beta >= 0 && b->beta >= 0 ? (a->beta + b->beta) / 2 : -1;
 }
 
+/*
+ * A thread paced by the clock that waits for its next call in a busy loop (budget_rate.cu's
+ * --rate; a launch loop spinning on a timer) never sleeps and is on a CPU all along: sigma
+ * and busy say "bound by its CPU", and the call-bound model read the H200's paced 100,000/s
+ * loop at 1.16-1.27x, because its probes' time came out of its wait, not out of its calls.
+ * Its gaps tell it apart: each call is due at a fixed time, so a window's k one-thread gaps
+ * add up to the time between its first and last due times, off by the two ends' lateness
+ * only, and their rate is the clock's within a small part of one gap over k: on the H200,
+ * 99,998-100,019/s in 7 of its 9 windows (0.002-0.02 of a gap in 200), where n / on read
+ * 94,200-98,500/s. A loop bound by its CPU has gaps that move with its calls' and probes'
+ * costs, and two windows' rates differ by its gaps' spread over sqrt(k), many gaps' worth
+ * (the stand-in's tight loop: 0.25-2 gaps' worth, 0.14-4.6 %; the H200's synchronizing loop
+ * 1.7-7 %). Two successive windows whose gap rates differ by CLOCK_SAME of a gap or less
+ * (over 1/k1 + 1/k2) are clocked (weight 1), by CLOCK_APART or more not (0), linearly
+ * between; a clocked unseen part follows the paced model at their gap rate (the window's
+ * n / on counts its ends, where no gap of it was yet or any more). A window behind its clock
+ * (it catches up in it) differs by far more, and leaves the weights as they were; so does a
+ * window whose one thread did not call all through it (gaps over CLOCK_SPAN of it: several
+ * threads, a loaded machine), and the part its exit ended (its CPU time there says where its
+ * calls stopped).
+ */
+#define CLOCK_GAPS 64
+#define CLOCK_SIGMA 0.1
+#define CLOCK_SPAN 0.9
+#define CLOCK_SAME 0.05
+#define CLOCK_APART 0.15
+
+static double clocked(const struct gp_rates *r1, const struct gp_rates *r2)
+{
+	double d, c;
+
+	if (r1->grate <= 0 || r2->grate <= 0 || r1->gaps <= 0 || r2->gaps <= 0)
+		return 0;
+	/* in gaps: the relative difference over the ends' share of each window */
+	d = fabs(r1->grate - r2->grate) / ((r1->grate + r2->grate) / 2) / (1 / r1->gaps + 1 / r2->gaps);
+	c = (CLOCK_APART - d) / (CLOCK_APART - CLOCK_SAME);
+	return c < 0 ? 0 : c > 1 ? 1 : c;
+}
+
+/* The models of a clocked share c of an unseen part of u seconds: paced, at gap rate g. */
+static void clock_models(struct models *m, double c, double g, double u)
+{
+	if (c <= 0 || g <= 0 || m->beta < 0)
+		return;
+	m->clean = (1 - c) * m->clean + c * g * u;
+	m->beta *= 1 - c;
+}
+
 /* The pending unseen part between its window and the next one (r2, from n2 hits in on2
  * seconds): estimate, its models' ends, variance. */
 static void between(const struct gp_account *a, const struct gp_rates *r2, double n2, double on2, double *y,
@@ -216,6 +264,7 @@ static void between(const struct gp_account *a, const struct gp_rates *r2, doubl
 		if (m.wide < m.hi)
 			m.wide = m.hi;
 	}
+	clock_models(&m, clocked(&a->p_rate, r2), (a->p_rate.grate + r2->grate) / 2, u);
 	step = point(&m2) - point(&m1);
 	*ylo = m.low;
 	*yhi = m.hi;
@@ -313,6 +362,11 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	}
 	window_rates(n, on, cpu_on, sigma, w->head, w->head_s, cost, &r);
 	r.beta = bound_weight(sigma, w->busy);
+	/* a thread that called all through its window (one thread's gaps span it) */
+	if (w->gaps >= CLOCK_GAPS && w->gap_s >= CLOCK_SPAN * on && sigma >= 0 && sigma < CLOCK_SIGMA) {
+		r.grate = w->gaps / w->gap_s;
+		r.gaps = w->gaps;
+	}
 	if (on > 0 && on < T) {
 		/* Most of the window in probes, on as many CPUs as it kept busy (8 threads take
 		 * their hits on several). Not by the time it was calling: a paced process that
@@ -327,6 +381,8 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	}
 	if (a->pending && on > 0) {
 		between(a, &r, n, on, &y, &ylo, &yhi, &ywide, &var);
+		if (r.grate > 0)
+			a->clock = clocked(&a->p_rate, &r);
 		a->est += y;
 		a->lo_sum += ylo;
 		a->hi_sum += yhi;
@@ -383,6 +439,8 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 		struct models m;
 
 		unseen_calls(&a->p_rate, u, a->p_cpu_u, &m);
+		/* as clocked as its last two windows said (its next one has not come) */
+		clock_models(&m, a->clock, a->p_rate.grate, u);
 		y = point(&m);
 		est += y;
 		lo += m.low;

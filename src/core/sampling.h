@@ -14,7 +14,10 @@
  *     time runs as many a second): n / (cpu_on − n × cost) per CPU second.
  * The estimate follows the model the window (did its thread sleep between calls?) and the
  * period (was its thread on a CPU or waiting for one all along?) point to, and is their
- * geometric mean where they do not say (sampling.c, "slept" and "bound_weight"); the
+ * geometric mean where they do not say (sampling.c, "slept" and "bound_weight"); a thread
+ * that never slept but whose gaps ran at one rate to a small part of a gap in two windows
+ * running is paced by the clock in a busy wait, and follows the paced model (sampling.c,
+ * "clocked"); the
  * interval holds both models' ends (added up: the same program is one or the other all
  * along) and 1.96 standard deviations of the steps and of arrival noise (Poisson) in every
  * period, and never drops under the calls seen and those that hit a probe outside the
@@ -56,6 +59,9 @@ struct gp_rates {
 			    * their time (its pace once caught up; its window's pace if none) */
 	double sigma;      /* how far its one-thread gaps say it slept, 0 to 1 (negative: not known) */
 	double beta;       /* the call-bound model's weight in the estimate (negative: not known) */
+	double grate;      /* its one-thread gaps' rate, gaps over their seconds, where enough of
+			    * them that it never slept in say so (0: not known; sampling.c, "clocked") */
+	double gaps;       /* how many */
 };
 
 /* One process's account of its sampled probes' hits, period by period. */
@@ -77,6 +83,8 @@ struct gp_account {
 	double p_mid;        /* the estimate's rate there (calls/s) */
 	double p_n, p_on;    /* its window's hits and seconds */
 	double p_step;       /* the rate's change at that window (calls/s) */
+	double clock;        /* how surely its last two windows said it is paced by the clock without
+			      * sleeping, 0 to 1 (sampling.c, "clocked") */
 	bool have_rate;
 	uint64_t windows;    /* sampled windows */
 	double ssd;          /* the sum of squared differences of successive windows' rates */

@@ -5,7 +5,7 @@
  *
  *   rate_app [--phases RATE:MS,RATE:MS,...] [--alloc-every K] [--copy-every K] [--time-calls]
  *            [--get-function] [--wait] [--linger MS] [--spin NS] [--sync-every N]
- *            [--repeat K] [--threads N]
+ *            [--repeat K] [--threads N] [--busy-pace]
  *
  * Phase i launches rate_kernel() exactly RATE x MS / 1000 times, paced on
  * CLOCK_MONOTONIC (launch j is due at the phase start + j / RATE; a launch
@@ -36,7 +36,9 @@
  * --repeat K: the phase list run K times (bursts: "500000:20,1:80" with --repeat 30), each
  * phase's figures summed over the repeats (start of the first, end of the last);
  * --threads N: N threads run the phases at once, each on a stream of its own, each with
- * the phases' counts (the truth sums them: N times as many launches).
+ * the phases' counts (the truth sums them: N times as many launches);
+ * --busy-pace: wait for a launch's due time in a busy loop on CLOCK_MONOTONIC instead of
+ * sleeping (bench/gpu/budget_rate.cu's --rate: a paced loop whose thread never sleeps).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -51,7 +53,7 @@
 
 static const char usage[] =
 	"[--phases RATE:MS,...] [--alloc-every K] [--copy-every K] [--time-calls] [--get-function] [--wait] [--linger MS]"
-	" [--spin NS] [--sync-every N] [--repeat K] [--threads N]";
+	" [--spin NS] [--sync-every N] [--repeat K] [--threads N] [--busy-pace]";
 
 #define COPY_BYTES 65536ULL
 
@@ -116,7 +118,7 @@ static int parse_phases(const char *s, struct phase *ph)
 /* What every thread shares (read only) and what each one counts. */
 struct opts {
 	unsigned long long every, copy_every, spin_ns, sync_every, repeat;
-	int nph, time_calls, get_function;
+	int nph, time_calls, get_function, busy_pace;
 	const struct phase *ph;
 	CUfunction f;
 	CUkernel k;
@@ -160,7 +162,10 @@ static void *work(void *arg)
 			for (unsigned long long j = 0; j < want; j++) {
 				unsigned long long due = t0 + j * 1000000000ull / rate, c0;
 
-				if (app_now_ns() < due)
+				if (o->busy_pace)
+					while (app_now_ns() < due)
+						;
+				else if (app_now_ns() < due)
 					sleep_until_ns(due);
 				c0 = o->time_calls ? app_now_ns() : 0;
 				if (o->get_function)
@@ -231,6 +236,8 @@ int main(int argc, char **argv)
 			o.time_calls = 1;
 		else if (!strcmp(argv[i], "--get-function"))
 			o.get_function = 1;
+		else if (!strcmp(argv[i], "--busy-pace"))
+			o.busy_pace = 1;
 		else if (!strcmp(argv[i], "--linger") && i + 1 < argc)
 			linger = app_parse_u64("--linger", argv[++i]);
 		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)

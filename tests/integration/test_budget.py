@@ -744,6 +744,39 @@ def heavy_app(tmp):
     return path
 
 
+# A short job calls at 20,000 launches a second (past any budget's rate); its calls are sized
+# at this share of the exact allowance the budget publishes, read once a sampled process has
+# had its programs priced (the price it calibrated under load can be dearer: the H200's
+# run_daemon_budget.sh met an allowance of 662 calls under its fixed 703-launch jobs).
+JOB_SHARE = 0.8
+
+
+def job_ms(allowance):
+    """A short job's length (ms at 20,000/s: 20 launches a ms) for an exact allowance of that
+    many calls, at most the 30 ms the jobs were written for. Fails when the allowance cannot
+    size a job of 200 calls: at a 1 % budget aimed at 0.35 % of a second that is a call priced
+    over 14 us, three times the dearest calibration seen here or on the GPUs (4.7 us): a
+    calibration gone wrong, not a slow machine."""
+    ms = min(30, int((allowance or 0) * JOB_SHARE / 20))
+    check(ms >= 10, f"exact allowance {allowance} calls: a short job of {JOB_SHARE:.0%} of it makes fewer than 200 "
+          "calls (a call priced three times the dearest calibration seen)")
+    return ms
+
+
+def interval_allowance(g, out):
+    """The exact allowance a running gpuprobe publishes (an interval report, SIGUSR1)."""
+    g.p.send_signal(signal.SIGUSR1)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        time.sleep(0.2)
+        with open(out) as f:
+            text = f.read()
+        rs = gp.reports(text[:text.rfind("\n") + 1], "interval", "budget")  # whole lines only
+        if rs:
+            return rs[-1]["exact_allowance_calls"]
+    raise gp.Failure("no interval report after SIGUSR1")
+
+
 def short_jobs(n, ms, init_ms=INIT_MS):
     """n short rate_app jobs back to back (20,000 launches a second for ms), each's truth."""
     out = []
@@ -779,7 +812,8 @@ def test_short_jobs_beside_a_sampled_process_exact():
         g.wait_for("probes on", where="stderr")
         heavy = gp.Background([heavy_app(tmp), "--phases", "100000:6000", "--alloc-every", "0"], env=ENV)
         time.sleep(1.5)  # sampled by now
-        jobs = short_jobs(4, 30) + short_jobs(2, 30, init_ms="0")
+        ms = job_ms(interval_allowance(g, out))
+        jobs = short_jobs(4, ms) + short_jobs(2, ms, init_ms="0")
         eq(heavy.wait(), 0, "the sampled process's exit")
         eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-800:]})")
         with open(out) as f:
@@ -833,8 +867,9 @@ def test_daemon_short_jobs_beside_a_sampled_process_exact():
         exact0 = td.value(m0, "gpuprobe_budget_exact_processes_total") or 0
         un0 = td.value(m0, "gpuprobe_budget_unarmed_processes_total") or 0
         heavy = gp.Background([heavy_app(tmp), "--phases", "100000:5000", "--alloc-every", "0"], env=ENV)
-        time.sleep(1.5)
-        jobs = short_jobs(5, 30)
+        time.sleep(1.5)  # sampled by now, its programs priced
+        ms = job_ms(td.value(td.get(d.port)[1], "gpuprobe_budget_exact_allowance_calls"))
+        jobs = short_jobs(5, ms)
         want = sum(t["launches"] for t in jobs)
         eq(heavy.wait(), 0, "the sampled process's exit")
         end = settled_sums(td, d.port)
