@@ -21,6 +21,7 @@
 
 #define GROUP_PREFIX "gpuprobe_"
 #define FREE_THREADS 16
+#define FREE_WAIT_NS (2 * 1000000000ull) /* an event still busy at exit: how long it is tried */
 
 struct uevent {
 	int link;      /* the program on the holder perf event (the link holds the event) */
@@ -288,14 +289,18 @@ void uevent__free(struct uevent *e)
 		return;
 	if (e->link >= 0)
 		close(e->link);
-	/* the event goes with its last perf event, in close() above; a few tries in case */
-	for (int i = 0; i < 20 && r == -EBUSY; i++) {
+	/* the event goes with its last perf event, in close() above, but the kernel frees a
+	 * perf event after an RCU grace period, which a loaded machine (or an old kernel's global
+	 * lock) stretches past 100 ms: tried again for up to FREE_WAIT_NS */
+	for (uint64_t end = gp_mono_ns() + FREE_WAIT_NS, ms = 5;; ms = ms < 80 ? 2 * ms : ms) {
 		r = remove_event(e->name);
-		if (r == -EBUSY)
-			usleep(5000);
+		if (r != -EBUSY || gp_mono_ns() >= end)
+			break;
+		usleep((useconds_t)ms * 1000);
 	}
 	if (r)
-		gp_log(GP_LOG_DEBUG, "uprobe events: cannot remove %s: %s", e->name, strerror(-r));
+		gp_log(GP_LOG_WARN, "uprobe events: cannot remove %s: %s (the next gpuprobe removes it)",
+		       e->name, strerror(-r));
 	free(e);
 }
 
