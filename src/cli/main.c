@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,10 +110,12 @@ static const struct gp_option cli_options[] = {
 	{},
 };
 
-static volatile sig_atomic_t stop_signal, report_signal;
+static volatile sig_atomic_t stop_signal, report_signal, pipe_signal;
 
 static void on_signal(int sig)
 {
+	if (sig == SIGPIPE)
+		pipe_signal = 1;
 	if (sig == SIGUSR1)
 		report_signal = 1;
 	else if (!stop_signal) /* the first one says how the run ended */
@@ -522,12 +525,21 @@ static void announce(const struct cli *c)
  */
 static void sum_hits(void *ctx, const struct gp_snap_pid *p);
 
-/* A report that could not be written: the reason, kept as it was (errno moves on; the
- * stream keeps only that it failed). */
+/* A pipe or socket: a write to one whose reader went away fails with EPIPE and SIGPIPE. */
+static bool is_pipe(FILE *f)
+{
+	struct stat st;
+
+	return f && !fstat(fileno(f), &st) && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
+/* A report that could not be written: the reason, kept as it was (errno moves on: the
+ * report reads /proc after the failed write; the stream keeps only that it failed). A
+ * pipe that failed after a SIGPIPE failed because its reader went away. */
 static void note_write_error(struct cli *c)
 {
 	if (ferror(c->out) && !c->out_errno)
-		c->out_errno = errno ? errno : EIO;
+		c->out_errno = pipe_signal && is_pipe(c->out) ? EPIPE : errno ? errno : EIO;
 }
 
 static void interval_report(struct cli *c)
@@ -856,6 +868,7 @@ static int trace_main(int argc, char **argv)
 	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 }, .cmd_fd = { -1, -1 }, .log_fd = -1 };
 	char err[1024] = "";
 	int r = gp_options__parse(&cl, argc, argv), code, lost = 0;
+	bool piped;
 
 	if (r)
 		return r == GP_PARSED_EXIT ? 0 : r;
@@ -897,8 +910,11 @@ static int trace_main(int argc, char **argv)
 cleanup:
 	gp_run__free(c.run);
 	/* SIGPIPE: the reader of the reports went away; that stream's loss is no error */
+	piped = is_pipe(c.out);
 	if (c.out && c.out != stderr && (lost = outfile__close(c.out)) == -EIO && c.out_errno)
 		lost = -c.out_errno;
+	if (lost && pipe_signal && piped) /* stdio's errno may be stale by the close */
+		lost = -EPIPE;
 	if (lost == -EPIPE && stop_signal == SIGPIPE)
 		lost = 0;
 	if (lost && !r) {
