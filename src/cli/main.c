@@ -162,6 +162,7 @@ struct cli {
 	FILE *out;          /* the reports: stdout, a stream on stderr, or -o FILE */
 	bool reports_stderr; /* out writes to stderr (a command's run, --trace -) */
 	int out_errno;       /* the first failed write of a report (ENOSPC), as it failed */
+	int lib_probes;      /* of the probes, those on the libcuda files found at the start */
 	int cmd_fd[2];      /* the command's stdout and stderr when not gpuprobe's (-1) */
 	int log_fd;         /* top's --command-log, or /dev/null */
 	uint64_t hits_reaped; /* probe hits of processes an interval report listed and forgot */
@@ -309,7 +310,7 @@ static int seed_targets(struct cli *c, char *err, size_t len)
 static int attach_libs(struct cli *c, char *err, size_t len)
 {
 	char why[1024], label[GP_PATH_MAX + 64];
-	int r = 0, ok = 0;
+	int r = 0, ok = 0, before = attach_set__count(c->run->links);
 
 	for (int i = 0; i < c->libs.n; i++) {
 		r = gp_run__attach_lib(c->run, GP_LIB_CUDA, c->libs.libs[i].fd_path, why, sizeof(why));
@@ -321,6 +322,7 @@ static int attach_libs(struct cli *c, char *err, size_t len)
 		if (c->libs.n > 1)
 			gp_log(GP_LOG_WARN, "not probing %s", err);
 	}
+	c->lib_probes = attach_set__count(c->run->links) - before;
 	return ok || !c->libs.n ? 0 : r;
 }
 
@@ -499,10 +501,14 @@ static void skipped_libs(const struct cli *c)
 			(unsigned long long)c->libs.refused[GP_SLOT_FULL]);
 }
 
-/* One line on stderr, so people and scripts know the probes are in, and where. */
+/* One line on stderr, so people and scripts know the probes are in, and where: those on the
+ * libcuda files (as many as a file found later gets: its "probing libcuda" line), and in
+ * all (with libnccl's and those that follow the processes: their exits, forks, execs and
+ * library loads). */
 static void announce(const struct cli *c)
 {
-	char who[512], where[1024] = "", label[GP_PATH_MAX + 64];
+	char who[512], where[1024] = "", label[GP_PATH_MAX + 64], all[32] = "";
+	int total = attach_set__count(c->run->links);
 	size_t off = 0;
 
 	for (int i = 0; i < c->libs.n && off < sizeof(where); i++)
@@ -512,8 +518,10 @@ static void announce(const struct cli *c)
 		snprintf(where, sizeof(where), "%s", (gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA) ?
 			 "no libcuda yet (each one the processes load)" : "the ioctl syscalls");
 	describe_targets(c, who, sizeof(who));
-	fprintf(stderr, "gpuprobe: tracing %s: %d probes on %s%s\n", who, attach_set__count(c->run->links),
-		where, gp_opts.cmd ? "" : "; Ctrl-C to end");
+	if (c->libs.n && c->lib_probes != total)
+		snprintf(all, sizeof(all), " (%d in all)", total);
+	fprintf(stderr, "gpuprobe: tracing %s: %d probes on %s%s%s\n", who, c->libs.n ? c->lib_probes : total,
+		where, all, gp_opts.cmd ? "" : "; Ctrl-C to end");
 	skipped_libs(c);
 }
 

@@ -7,11 +7,14 @@ docs/modes.md name every option, and every --option the README and docs/ name ex
 README starts with the two commands for a fresh machine, and its links lead to files. The
 example outputs, captures and probe counts of the README and docs/ are what the tool prints
 now (tests/tools/docgen.py --check, on the stand-in driver; `make docs` regenerates them),
-and the gpuprobe top captures have the table's current header."""
+and the gpuprobe top captures have the table's current header. The tracing line's probe
+counts mean what the docs say (a libcuda file found later gets the first figure)."""
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import gp
 from gp import GPUPROBE, ROOT, check, eq
@@ -206,6 +209,34 @@ def test_top_captures_have_the_current_header():
         eq(r.returncode, 0, f"top --batch ({r.stderr[-300:]})")
         head = [l for l in r.stdout.splitlines() if l.lstrip().startswith("PID COMM")]
         check(head and head[0] in cap, f"top-{w}x{h}.txt has the table's header {head[:1]}")
+
+
+TRACING = re.compile(r"^gpuprobe: tracing .*?: (\d+) probes? on (.*?)(?: \((\d+) in all\))?(?:; Ctrl-C to end)?$", re.M)
+
+
+def test_probe_counts_of_the_tracing_line():
+    """The README's and the man page's reading of the "tracing" line: its first figure is
+    the probes on the libcuda file, the one in parentheses all of them; a libcuda file found
+    later gets as many as the first figure (its "probing libcuda" line). The later file is
+    a private copy of the stand-in (an inode no other process maps, so that it is found
+    late, not at the start)."""
+    d = tempfile.mkdtemp(prefix="gp-docs-late-")
+    try:
+        late = os.path.join(d, "libcuda.so.1")
+        shutil.copy(gp.FAKECUDA, late)
+        load = ["python3", "-c", f"import ctypes, time; time.sleep(0.3); ctypes.CDLL({late!r})"]
+        for mode in (["--memleak"], ["--cudatrace"], ["--cudatrace", "--no-latency"], ["--bandwidth-util"]):
+            r = gp.run([GPUPROBE] + mode + ["--libcuda", gp.FAKECUDA, "--", "true"])
+            m = TRACING.search(r.stderr)
+            check(m and m.group(3), f"{mode}: a tracing line with both figures: {r.stderr[-500:]!r}")
+            first, total = int(m.group(1)), int(m.group(3))
+            check(0 < first < total, f"{mode}: {first} probes on libcuda, {total} in all")
+            r = gp.run([GPUPROBE] + mode + ["--"] + load)
+            m = re.search(r"^gpuprobe: probing libcuda " + re.escape(late) + r" of PID \d+ .*?: (\d+) probes", r.stderr, re.M)
+            check(m, f"{mode}: the copy loaded later was probed: {r.stderr[-800:]!r}")
+            eq(int(m.group(1)), first, f"{mode}: probes on a libcuda file found later")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -155,16 +155,17 @@ def transcript(ex, work, env):
 
 
 def probe_table(work, env):
-    rows = ["| Mode | Probes on the stand-in driver |", "|---|---|"]
+    """The "tracing" line's two figures: the probes on the libcuda file, and in all (with
+    libnccl's, from its own line, and the few that follow the processes)."""
+    rows = ["| Mode | On each libcuda file | On libnccl | In all |", "|---|---|---|---|"]
     for mode, line in PROBE_RUNS:
         out = run_line(Cmd(line), work, env)
-        m = re.search(r"^gpuprobe: tracing .*: (\d+) probes? on ", out, re.M)
-        n = m.group(1) if m else "?"
+        m = re.search(r"^gpuprobe: tracing .*?: (\d+) probes? on (.*?)(?: \((\d+) in all\))?$", out, re.M)
+        lib, total = (m.group(1), m.group(3) or m.group(1)) if m else ("?", "?")
+        if m and "libcuda" not in m.group(2):
+            lib = "none (syscall tracepoints)"
         nccl = re.search(r"^gpuprobe: probing libnccl \S+: (\d+) probes", out, re.M)
-        cell = f"{n} on libcuda" + (f", {nccl.group(1)} on libnccl" if nccl else "")
-        if mode == "--ioctl":
-            cell = f"{n} (tracepoints; no libcuda)"
-        rows.append(f"| `{mode}` | {cell} |")
+        rows.append(f"| `{mode}` | {lib} | {nccl.group(1) if nccl else '-'} | {total} |")
     return "\n".join(rows) + "\n"
 
 
