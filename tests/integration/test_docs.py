@@ -8,7 +8,8 @@ README starts with the two commands for a fresh machine, and its links lead to f
 example outputs, captures and probe counts of the README and docs/ are what the tool prints
 now (tests/tools/docgen.py --check, on the stand-in driver; `make docs` regenerates them),
 and the gpuprobe top captures have the table's current header. The tracing line's probe
-counts mean what the docs say (a libcuda file found later gets the first figure)."""
+counts mean what the docs say (a libcuda file found later gets the first figure), and a
+closed pipe ends with the exit status the docs give."""
 import os
 import re
 import shutil
@@ -237,6 +238,32 @@ def test_probe_counts_of_the_tracing_line():
             eq(int(m.group(1)), first, f"{mode}: probes on a libcuda file found later")
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_closed_pipe_ends_with_the_documented_status():
+    """--help and the man page give the exit status after SIGPIPE (the reports' reader went
+    away); node-wide runs whose stdout is a pipe closed before their first report end with
+    it, and no error line, every time (it was 1, with a stale errno, in half the runs)."""
+    status = int(re.search(r"(\d+) after SIGPIPE", gp.run([GPUPROBE, "--help"]).stdout).group(1))
+    man = doc_text("docs/gpuprobe.8")
+    check(re.search(rf"exit status is {status}\b", man), f"the man page gives {status} after SIGPIPE")
+    check(re.search(rf"\b{status} when the reader of the reports went away", doc_text("docs/modes.md")),
+          f"docs/modes.md gives {status} after SIGPIPE")
+    for mode in ("--memleak", "--cudatrace", "--bandwidth-util"):
+        for _ in range(3):
+            rfd, wfd = os.pipe()
+            os.close(rfd)  # gone before anything is written
+            p = subprocess.Popen([GPUPROBE, mode, "--libcuda", gp.FAKECUDA, "-i", "0.1", "-d", "20"],
+                                 stdout=wfd, stderr=subprocess.PIPE, text=True, start_new_session=True)
+            os.close(wfd)
+            try:
+                _, err = p.communicate(timeout=30)
+            finally:
+                if p.poll() is None:
+                    os.killpg(p.pid, 9)
+                    p.wait()
+            eq(p.returncode, status, f"{mode}: exit status ({err[-400:]!r})")
+            eq([l for l in err.splitlines() if "writing the reports" in l], [], f"{mode}: error lines")
 
 
 if __name__ == "__main__":
