@@ -295,6 +295,21 @@ def until(pattern):
     return f
 
 
+def cut(start, resume):
+    """Lines from one matching start up to (not including) the next matching resume left out."""
+    def f(text):
+        out, skipping = [], False
+        for line in text.splitlines():
+            if re.search(start, line):
+                skipping = True
+            elif skipping and re.search(resume, line):
+                skipping = False
+            if not skipping:
+                out.append(line)
+        return "\n".join(out) + "\n"
+    return f
+
+
 def drop(pattern):
     return lambda text: "\n".join(l for l in text.splitlines() if not re.search(pattern, l)) + "\n"
 
@@ -327,7 +342,11 @@ BLOCKS = {
     # the README's short ones
     "readme-memleak": ("memleak-python", lambda t: t),
     "readme-cudatrace": ("cudatrace", no_hist),
-    "readme-bandwidth": ("bandwidth", chain(until(r"^\$ cat pcie.csv"), no_hist, drop(r"^Link limits"))),
+    "readme-bandwidth": ("bandwidth", chain(until(r"^\$ cat pcie.csv"), no_hist, drop(r"^Link limits"),
+                                            cut(r"^  Copies between device memory", r"^\S"))),
+    # one rank's calls and the measured matrix (modes.md has completion and the inferred one)
+    "readme-nccl": ("nccl", chain(nccl_short, cut(r"^    completion ", r"^\S"),
+                                  cut(r"^  collective bytes sent", r"^\S"))),
     "readme-trace": ("trace", head_rows(3)),
     "readme-ioctl": ("ioctl", chain(no_hist, first_rows(r"^    COMMAND ", 3))),
     # gpuprobe top's screens: from docs/captures/ as written (a live view: its figures move)
