@@ -2,7 +2,8 @@
 """The docs against the tool (issue 32: docs that cannot drift). Every subcommand's --help
 lists exactly the options it accepts: each listed option is tried (with a value of its
 kind, then an option no one has, whose refusal proves the first was taken) and every
-option another front end lists is refused. The man page and the option table of
+option another front end lists is refused; the example commands the helps print take only
+their subcommand's options. The man page and the option table of
 docs/modes.md name every option, and every --option the README and docs/ name exists. The
 README starts with the two commands for a fresh machine, and its links lead to files. The
 example outputs, captures and probe counts of the README and docs/ are what the tool prints
@@ -166,6 +167,23 @@ def test_docs_name_only_real_options():
         if re.match(r"^\.(B|BR|BI|IR|RB|TP)\b", line):
             bad += [f"docs/gpuprobe.8: {o}" for o in OPT.findall(line) if o not in every and o not in FOREIGN]
     eq(sorted(set(bad)), [], "options named in the docs that no gpuprobe --help lists")
+
+
+def test_help_examples_use_real_options():
+    """Each example command a --help prints takes only options its subcommand's --help
+    lists."""
+    helps = {" ".join(sub): help_options(sub) for sub in SUBCOMMANDS}
+    bad, seen = [], 0
+    for sub in SUBCOMMANDS:
+        for line in gp.run([GPUPROBE] + sub + ["--help"]).stdout.splitlines():
+            m = re.match(r"^\s+gpuprobe((?: (?:daemon|check|convert|flame|top)(?= |$))?)(.*)$", line)
+            if not m:
+                continue
+            seen += 1
+            args = re.split(r" -- |\s#|\||>", m.group(2))[0]
+            bad += [f"{line.strip()}: {o}" for o in OPT.findall(args) if o not in helps[m.group(1).strip()]]
+    check(seen >= 15, f"the helps' examples were read ({seen})")
+    eq(bad, [], "options in the helps' examples that their subcommand does not list")
 
 
 def test_readme_starts_with_the_two_commands():
