@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,10 +110,12 @@ static const struct gp_option cli_options[] = {
 	{},
 };
 
-static volatile sig_atomic_t stop_signal, report_signal;
+static volatile sig_atomic_t stop_signal, report_signal, pipe_signal;
 
 static void on_signal(int sig)
 {
+	if (sig == SIGPIPE)
+		pipe_signal = 1;
 	if (sig == SIGUSR1)
 		report_signal = 1;
 	else if (!stop_signal) /* the first one says how the run ended */
@@ -159,6 +162,7 @@ struct cli {
 	FILE *out;          /* the reports: stdout, a stream on stderr, or -o FILE */
 	bool reports_stderr; /* out writes to stderr (a command's run, --trace -) */
 	int out_errno;       /* the first failed write of a report (ENOSPC), as it failed */
+	int lib_probes;      /* of the probes, those on the libcuda files found at the start */
 	int cmd_fd[2];      /* the command's stdout and stderr when not gpuprobe's (-1) */
 	int log_fd;         /* top's --command-log, or /dev/null */
 	uint64_t hits_reaped; /* probe hits of processes an interval report listed and forgot */
@@ -306,7 +310,7 @@ static int seed_targets(struct cli *c, char *err, size_t len)
 static int attach_libs(struct cli *c, char *err, size_t len)
 {
 	char why[1024], label[GP_PATH_MAX + 64];
-	int r = 0, ok = 0;
+	int r = 0, ok = 0, before = attach_set__count(c->run->links);
 
 	for (int i = 0; i < c->libs.n; i++) {
 		r = gp_run__attach_lib(c->run, GP_LIB_CUDA, c->libs.libs[i].fd_path, why, sizeof(why));
@@ -318,6 +322,7 @@ static int attach_libs(struct cli *c, char *err, size_t len)
 		if (c->libs.n > 1)
 			gp_log(GP_LOG_WARN, "not probing %s", err);
 	}
+	c->lib_probes = attach_set__count(c->run->links) - before;
 	return ok || !c->libs.n ? 0 : r;
 }
 
@@ -496,10 +501,14 @@ static void skipped_libs(const struct cli *c)
 			(unsigned long long)c->libs.refused[GP_SLOT_FULL]);
 }
 
-/* One line on stderr, so people and scripts know the probes are in, and where. */
+/* One line on stderr, so people and scripts know the probes are in, and where: those on the
+ * libcuda files (as many as a file found later gets: its "probing libcuda" line), and in
+ * all (with libnccl's and those that follow the processes: their exits, forks, execs and
+ * library loads). */
 static void announce(const struct cli *c)
 {
-	char who[512], where[1024] = "", label[GP_PATH_MAX + 64];
+	char who[512], where[1024] = "", label[GP_PATH_MAX + 64], all[32] = "";
+	int total = attach_set__count(c->run->links);
 	size_t off = 0;
 
 	for (int i = 0; i < c->libs.n && off < sizeof(where); i++)
@@ -509,8 +518,10 @@ static void announce(const struct cli *c)
 		snprintf(where, sizeof(where), "%s", (gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA) ?
 			 "no libcuda yet (each one the processes load)" : "the ioctl syscalls");
 	describe_targets(c, who, sizeof(who));
-	fprintf(stderr, "gpuprobe: tracing %s: %d probes on %s%s\n", who, attach_set__count(c->run->links),
-		where, gp_opts.cmd ? "" : "; Ctrl-C to end");
+	if (c->libs.n && c->lib_probes != total)
+		snprintf(all, sizeof(all), " (%d in all)", total);
+	fprintf(stderr, "gpuprobe: tracing %s: %d probes on %s%s%s\n", who, c->libs.n ? c->lib_probes : total,
+		where, all, gp_opts.cmd ? "" : "; Ctrl-C to end");
 	skipped_libs(c);
 }
 
@@ -522,12 +533,21 @@ static void announce(const struct cli *c)
  */
 static void sum_hits(void *ctx, const struct gp_snap_pid *p);
 
-/* A report that could not be written: the reason, kept as it was (errno moves on; the
- * stream keeps only that it failed). */
+/* A pipe or socket: a write to one whose reader went away fails with EPIPE and SIGPIPE. */
+static bool is_pipe(FILE *f)
+{
+	struct stat st;
+
+	return f && !fstat(fileno(f), &st) && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
+/* A report that could not be written: the reason, kept as it was (errno moves on: the
+ * report reads /proc after the failed write; the stream keeps only that it failed). A
+ * pipe that failed after a SIGPIPE failed because its reader went away. */
 static void note_write_error(struct cli *c)
 {
 	if (ferror(c->out) && !c->out_errno)
-		c->out_errno = errno ? errno : EIO;
+		c->out_errno = pipe_signal && is_pipe(c->out) ? EPIPE : errno ? errno : EIO;
 }
 
 static void interval_report(struct cli *c)
@@ -856,6 +876,7 @@ static int trace_main(int argc, char **argv)
 	struct cli c = { .child = { .pid = -1, .go_fd = -1, .err_fd = -1 }, .cmd_fd = { -1, -1 }, .log_fd = -1 };
 	char err[1024] = "";
 	int r = gp_options__parse(&cl, argc, argv), code, lost = 0;
+	bool piped;
 
 	if (r)
 		return r == GP_PARSED_EXIT ? 0 : r;
@@ -897,8 +918,11 @@ static int trace_main(int argc, char **argv)
 cleanup:
 	gp_run__free(c.run);
 	/* SIGPIPE: the reader of the reports went away; that stream's loss is no error */
+	piped = is_pipe(c.out);
 	if (c.out && c.out != stderr && (lost = outfile__close(c.out)) == -EIO && c.out_errno)
 		lost = -c.out_errno;
+	if (lost && pipe_signal && piped) /* stdio's errno may be stale by the close */
+		lost = -EPIPE;
 	if (lost == -EPIPE && stop_signal == SIGPIPE)
 		lost = 0;
 	if (lost && !r) {

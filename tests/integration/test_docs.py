@@ -2,16 +2,21 @@
 """The docs against the tool (issue 32: docs that cannot drift). Every subcommand's --help
 lists exactly the options it accepts: each listed option is tried (with a value of its
 kind, then an option no one has, whose refusal proves the first was taken) and every
-option another front end lists is refused. The man page and the option table of
+option another front end lists is refused; the example commands the helps print take only
+their subcommand's options. The man page and the option table of
 docs/modes.md name every option, and every --option the README and docs/ name exists. The
 README starts with the two commands for a fresh machine, and its links lead to files. The
 example outputs, captures and probe counts of the README and docs/ are what the tool prints
 now (tests/tools/docgen.py --check, on the stand-in driver; `make docs` regenerates them),
-and the gpuprobe top captures have the table's current header."""
+and the gpuprobe top captures have the table's current header. The tracing line's probe
+counts mean what the docs say (a libcuda file found later gets the first figure), and a
+closed pipe ends with the exit status the docs give."""
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import gp
 from gp import GPUPROBE, ROOT, check, eq
@@ -164,6 +169,23 @@ def test_docs_name_only_real_options():
     eq(sorted(set(bad)), [], "options named in the docs that no gpuprobe --help lists")
 
 
+def test_help_examples_use_real_options():
+    """Each example command a --help prints takes only options its subcommand's --help
+    lists."""
+    helps = {" ".join(sub): help_options(sub) for sub in SUBCOMMANDS}
+    bad, seen = [], 0
+    for sub in SUBCOMMANDS:
+        for line in gp.run([GPUPROBE] + sub + ["--help"]).stdout.splitlines():
+            m = re.match(r"^\s+gpuprobe((?: (?:daemon|check|convert|flame|top)(?= |$))?)(.*)$", line)
+            if not m:
+                continue
+            seen += 1
+            args = re.split(r" -- |\s#|\||>", m.group(2))[0]
+            bad += [f"{line.strip()}: {o}" for o in OPT.findall(args) if o not in helps[m.group(1).strip()]]
+    check(seen >= 15, f"the helps' examples were read ({seen})")
+    eq(bad, [], "options in the helps' examples that their subcommand does not list")
+
+
 def test_readme_starts_with_the_two_commands():
     """A fresh machine's two commands come first (.ci/run runs the second), before any
     other command."""
@@ -206,6 +228,60 @@ def test_top_captures_have_the_current_header():
         eq(r.returncode, 0, f"top --batch ({r.stderr[-300:]})")
         head = [l for l in r.stdout.splitlines() if l.lstrip().startswith("PID COMM")]
         check(head and head[0] in cap, f"top-{w}x{h}.txt has the table's header {head[:1]}")
+
+
+TRACING = re.compile(r"^gpuprobe: tracing .*?: (\d+) probes? on (.*?)(?: \((\d+) in all\))?(?:; Ctrl-C to end)?$", re.M)
+
+
+def test_probe_counts_of_the_tracing_line():
+    """The README's and the man page's reading of the "tracing" line: its first figure is
+    the probes on the libcuda file, the one in parentheses all of them; a libcuda file found
+    later gets as many as the first figure (its "probing libcuda" line). The later file is
+    a private copy of the stand-in (an inode no other process maps, so that it is found
+    late, not at the start)."""
+    d = tempfile.mkdtemp(prefix="gp-docs-late-")
+    try:
+        late = os.path.join(d, "libcuda.so.1")
+        shutil.copy(gp.FAKECUDA, late)
+        load = ["python3", "-c", f"import ctypes, time; time.sleep(0.3); ctypes.CDLL({late!r})"]
+        for mode in (["--memleak"], ["--cudatrace"], ["--cudatrace", "--no-latency"], ["--bandwidth-util"]):
+            r = gp.run([GPUPROBE] + mode + ["--libcuda", gp.FAKECUDA, "--", "true"])
+            m = TRACING.search(r.stderr)
+            check(m and m.group(3), f"{mode}: a tracing line with both figures: {r.stderr[-500:]!r}")
+            first, total = int(m.group(1)), int(m.group(3))
+            check(0 < first < total, f"{mode}: {first} probes on libcuda, {total} in all")
+            r = gp.run([GPUPROBE] + mode + ["--"] + load)
+            m = re.search(r"^gpuprobe: probing libcuda " + re.escape(late) + r" of PID \d+ .*?: (\d+) probes", r.stderr, re.M)
+            check(m, f"{mode}: the copy loaded later was probed: {r.stderr[-800:]!r}")
+            eq(int(m.group(1)), first, f"{mode}: probes on a libcuda file found later")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_closed_pipe_ends_with_the_documented_status():
+    """--help and the man page give the exit status after SIGPIPE (the reports' reader went
+    away); node-wide runs whose stdout is a pipe closed before their first report end with
+    it, and no error line, every time (it was 1, with a stale errno, in half the runs)."""
+    status = int(re.search(r"(\d+) after SIGPIPE", gp.run([GPUPROBE, "--help"]).stdout).group(1))
+    man = doc_text("docs/gpuprobe.8")
+    check(re.search(rf"exit status is {status}\b", man), f"the man page gives {status} after SIGPIPE")
+    check(re.search(rf"\b{status} when the reader of the reports went away", doc_text("docs/modes.md")),
+          f"docs/modes.md gives {status} after SIGPIPE")
+    for mode in ("--memleak", "--cudatrace", "--bandwidth-util"):
+        for _ in range(3):
+            rfd, wfd = os.pipe()
+            os.close(rfd)  # gone before anything is written
+            p = subprocess.Popen([GPUPROBE, mode, "--libcuda", gp.FAKECUDA, "-i", "0.1", "-d", "20"],
+                                 stdout=wfd, stderr=subprocess.PIPE, text=True, start_new_session=True)
+            os.close(wfd)
+            try:
+                _, err = p.communicate(timeout=30)
+            finally:
+                if p.poll() is None:
+                    os.killpg(p.pid, 9)
+                    p.wait()
+            eq(p.returncode, status, f"{mode}: exit status ({err[-400:]!r})")
+            eq([l for l in err.splitlines() if "writing the reports" in l], [], f"{mode}: error lines")
 
 
 if __name__ == "__main__":

@@ -155,16 +155,17 @@ def transcript(ex, work, env):
 
 
 def probe_table(work, env):
-    rows = ["| Mode | Probes on the stand-in driver |", "|---|---|"]
+    """The "tracing" line's two figures: the probes on the libcuda file, and in all (with
+    libnccl's, from its own line, and the few that follow the processes)."""
+    rows = ["| Mode | On each libcuda file | On libnccl | In all |", "|---|---|---|---|"]
     for mode, line in PROBE_RUNS:
         out = run_line(Cmd(line), work, env)
-        m = re.search(r"^gpuprobe: tracing .*: (\d+) probes? on ", out, re.M)
-        n = m.group(1) if m else "?"
+        m = re.search(r"^gpuprobe: tracing .*?: (\d+) probes? on (.*?)(?: \((\d+) in all\))?$", out, re.M)
+        lib, total = (m.group(1), m.group(3) or m.group(1)) if m else ("?", "?")
+        if m and "libcuda" not in m.group(2):
+            lib = "none (syscall tracepoints)"
         nccl = re.search(r"^gpuprobe: probing libnccl \S+: (\d+) probes", out, re.M)
-        cell = f"{n} on libcuda" + (f", {nccl.group(1)} on libnccl" if nccl else "")
-        if mode == "--ioctl":
-            cell = f"{n} (tracepoints; no libcuda)"
-        rows.append(f"| `{mode}` | {cell} |")
+        rows.append(f"| `{mode}` | {lib} | {nccl.group(1) if nccl else '-'} | {total} |")
     return "\n".join(rows) + "\n"
 
 
@@ -294,6 +295,21 @@ def until(pattern):
     return f
 
 
+def cut(start, resume):
+    """Lines from one matching start up to (not including) the next matching resume left out."""
+    def f(text):
+        out, skipping = [], False
+        for line in text.splitlines():
+            if re.search(start, line):
+                skipping = True
+            elif skipping and re.search(resume, line):
+                skipping = False
+            if not skipping:
+                out.append(line)
+        return "\n".join(out) + "\n"
+    return f
+
+
 def drop(pattern):
     return lambda text: "\n".join(l for l in text.splitlines() if not re.search(pattern, l)) + "\n"
 
@@ -326,7 +342,11 @@ BLOCKS = {
     # the README's short ones
     "readme-memleak": ("memleak-python", lambda t: t),
     "readme-cudatrace": ("cudatrace", no_hist),
-    "readme-bandwidth": ("bandwidth", chain(until(r"^\$ cat pcie.csv"), no_hist, drop(r"^Link limits"))),
+    "readme-bandwidth": ("bandwidth", chain(until(r"^\$ cat pcie.csv"), no_hist, drop(r"^Link limits"),
+                                            cut(r"^  Copies between device memory", r"^\S"))),
+    # one rank's calls and the measured matrix (modes.md has completion and the inferred one)
+    "readme-nccl": ("nccl", chain(nccl_short, cut(r"^    completion ", r"^\S"),
+                                  cut(r"^  collective bytes sent", r"^\S"))),
     "readme-trace": ("trace", head_rows(3)),
     "readme-ioctl": ("ioctl", chain(no_hist, first_rows(r"^    COMMAND ", 3))),
     # gpuprobe top's screens: from docs/captures/ as written (a live view: its figures move)
