@@ -816,7 +816,9 @@ def attach(results):
             tm, te, err = timed_start(cmd, marker, env=extra)
             marks.append(tm)
             exits.append(te)
-            m = re.search(r"(\d+) probes", err)
+            # every probe attached: "N probes on FILE (M in all)" gives M, a line without the
+            # total (no probe off libcuda) its N
+            m = re.search(r"\((\d+) in all\)", err) or re.search(r"(\d+) probes", err)
             probes = m.group(1) if m else "?"
         envs = " ".join("%s=%s" % kv for kv in extra.items())
         rows.append(dict(name=name, label=label, probes=probes, attach_s=statistics.median(marks),

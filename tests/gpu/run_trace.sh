@@ -16,7 +16,7 @@ PY=python3; [ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/pytho
 echo "== exported cu* functions: $(nm -D --defined-only /usr/local/nvidia/lib64/libcuda.so.1 | awk '$3 ~ /^cu/' | wc -l)"
 t0=$(date +%s%N)
 $GP -o $O/launch.summary --trace $O/launch.jsonl --json -- $W/launch_static >$O/launch.err 2>&1
-echo "exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms; $(grep -o '[0-9]* probes' $O/launch.err)"
+echo "exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms; $(grep -o '[0-9]* probes on [^ ]*\|([0-9]* in all)' $O/launch.err | tr '\n' ' ')"
 $GP convert --chrome $O/launch.jsonl >$O/launch.json || status=1
 python3 tests/gpu/check_trace.py launch $O/launch.err $O/launch.jsonl $O/launch.json || status=1
 $GP -o $O/memleak.summary --trace $O/memleak.json --trace-format chrome --json -- $W/memleak_static >$O/memleak.err 2>&1
