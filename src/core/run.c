@@ -19,6 +19,7 @@
 #include "json.h"
 #include "libslots.h"
 #include "libwatch.h"
+#include "objshare.h"
 #include "options.h"
 #include "prom.h"
 #include "ptree.h"
@@ -46,9 +47,42 @@ unsigned int gp_run__needs(uint64_t modes)
 	return needs;
 }
 
+/* What the runtime's pieces share, now (the process tree and the budget once opened). */
+static struct objshare share_of(const struct gp_run *run)
+{
+	return (struct objshare){
+		.traced_fd = run->ptree ? ptree__traced_fd(run->ptree) : -1,
+		.ended_fd = run->ended_fd,
+		.ring_fd = run->shared_rb,
+		.hits_fd = run->budget ? gp_budget__hits_fd(run->budget) : -1,
+		.filter = run->filter,
+		.max_procs = (uint32_t)run->o->max_procs,
+		.max_pending = run->o->max_pending,
+		.events = run->events,
+	};
+}
+
+/* The library watch's reports (src/core/libwatch.h): ctx is the run. */
+static int watch_attach(void *ctx, enum gp_lib kind, const char *path, char *err, size_t len)
+{
+	return gp_run__attach_lib(ctx, kind, path, err, len);
+}
+
+static int watch_detach(void *ctx, enum gp_lib kind, int tag, dev_t dev, ino_t ino)
+{
+	return gp_run__detach_lib(ctx, kind, tag, dev, ino);
+}
+
+static void watch_unseen(void *ctx, uint32_t pid, uint64_t mapped_ns, uint64_t probed_ns)
+{
+	gp_run__note_unseen(ctx, pid, mapped_ns, probed_ns);
+}
+
 struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len)
 {
 	struct gp_run *run = calloc(1, sizeof(*run));
+	struct libwatch_ops ops = { .ctx = run, .attach_lib = watch_attach, .detach_lib = watch_detach,
+				    .unseen = watch_unseen };
 
 	if (!run)
 		goto oom;
@@ -61,7 +95,7 @@ struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len)
 	run->sym = symbolizer__new("/proc");
 	run->links = attach_set__new();
 	run->events = gp_events__new();
-	run->watch = libwatch__new(run);
+	run->watch = libwatch__new(&ops);
 	run->slots = libslots__new();
 	if (!run->sym || !run->links || !run->events || !run->watch || !run->slots)
 		goto oom;
@@ -151,6 +185,19 @@ static int open_budget(struct gp_run *run, char *err, size_t len)
 	return run->budget ? 0 : -ENOMEM;
 }
 
+static int open_watch(struct gp_run *run, char *err, size_t len)
+{
+	struct objshare sh = share_of(run);
+	struct libwatch_opts wo = {
+		.share = &sh, .links = run->links, .slots = run->slots, .target_pid = run->target_pid,
+		.hold_libcuda = run->o->cmd != NULL, .needs = gp_run__needs(run->o->modes),
+		.libcuda = run->o->libcuda, .libnccl = run->o->libnccl, .pids = run->o->pids,
+		.nr_pids = run->o->nr_pids,
+	};
+
+	return libwatch__open(run->watch, &wo, err, len);
+}
+
 int gp_run__open(struct gp_run *run, char *err, size_t len)
 {
 	unsigned int needs = gp_run__needs(run->o->modes);
@@ -166,17 +213,22 @@ int gp_run__open(struct gp_run *run, char *err, size_t len)
 	if (needs & (GP_NEED_LIBCUDA | GP_NEED_LIBNCCL | GP_NEED_ALLOCS) || run->filter) {
 		struct ptree_opts po = { .filter = run->filter, .follow_forks = run->follow_forks,
 					 .comm = run->comm, .cgroup = run->cgroup };
+		struct objshare sh;
 
 		r = open_shared_rb(run, err, len);
+		sh = share_of(run);
+		po.share = &sh;
 		if (!r)
-			r = ptree__open(&run->ptree, run, &po, err, len);
+			r = ptree__open(&run->ptree, &po, err, len);
 		if (!r && needs & (GP_NEED_LIBCUDA | GP_NEED_LIBNCCL))
-			r = libwatch__open(run->watch, err, len);
+			r = open_watch(run, err, len);
 		if (r)
 			return r;
 	}
 	if (needs & GP_NEED_ALLOCS) {
-		r = allocsrc__open(&run->allocs, run, err, len);
+		struct objshare sh = share_of(run);
+
+		r = allocsrc__open(&run->allocs, &sh, err, len);
 		if (r)
 			return r;
 	}
@@ -186,7 +238,7 @@ int gp_run__open(struct gp_run *run, char *err, size_t len)
 			return r;
 	}
 	/* configured by the modes that use it (stacks or not): loaded last */
-	return run->allocs ? allocsrc__load(run->allocs, run, err, len) : 0;
+	return run->allocs ? allocsrc__load(run->allocs, err, len) : 0;
 }
 
 int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, char *err, size_t len)
@@ -205,7 +257,7 @@ int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, c
 	attach_set__tag(run->links, own);
 	r = 0;
 	if (run->allocs && kind == GP_LIB_CUDA)
-		r = allocsrc__attach(run->allocs, run, path, err, len);
+		r = allocsrc__attach(run->allocs, run->links, path, run->target_pid, err, len);
 	for (int i = 0; i < run->nr && !r; i++)
 		if (run->slot[i].m->attach && (run->slot[i].m->needs & gp_need_of_lib(kind)))
 			r = run->slot[i].m->attach(run->slot[i].st, run, kind, path, err, len);
@@ -268,11 +320,11 @@ int gp_run__start(struct gp_run *run, char *err, size_t len)
 	int r = 0;
 
 	if (run->ptree)
-		r = ptree__start(run->ptree, run, err, len);
+		r = ptree__start(run->ptree, run->links, err, len);
 	if (!r && run->ptree)
 		r = gp_run__subscribe(run, &h);
 	if (!r && run->allocs)
-		r = allocsrc__start(run->allocs, run, err, len);
+		r = allocsrc__start(run->allocs, run->links, err, len);
 	for (int i = 0; i < run->nr && !r; i++)
 		if (run->slot[i].m->start)
 			r = run->slot[i].m->start(run->slot[i].st, run, err, len);
@@ -283,39 +335,24 @@ int gp_run__start(struct gp_run *run, char *err, size_t len)
 
 int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, struct bpf_map *ended, bool *filter)
 {
-	int r = run->ended_fd >= 0 ? bpf_map__reuse_fd(ended, run->ended_fd) : 0;
+	struct objshare sh = share_of(run);
 
-	*filter = run->filter;
-	bpf_map__set_max_entries(traced, (__u32)run->o->max_procs);
-	if (r)
-		return r;
-	return run->ptree ? bpf_map__reuse_fd(traced, ptree__traced_fd(run->ptree)) : 0;
+	return objshare__adopt(&sh, traced, ended, filter);
 }
 
-/*
- * The in-flight tables' shares (issue 30): the first quarter of a table's places go to any
- * call unshared; past that a process counts against an eighth, a user against a quarter.
- * So one process holds at most 3/8 of a table, one user half, two users 3/4: whoever else
- * calls keeps the rest. The counters: one per process that calls under pressure (the
- * followed-process table's size) and as many users.
- */
 void gp_run__set_shares_of(struct gp_run *run, struct bpf_map *counters, __u32 *free_places, __u32 *proc,
 			   __u32 *user)
 {
-	uint64_t n = run->o->max_pending;
+	struct objshare sh = share_of(run);
 
-	*free_places = (__u32)(n / 4);
-	*proc = (__u32)(n / 8 ? n / 8 : 1);
-	*user = (__u32)(n / 4 ? n / 4 : 1);
-	bpf_map__set_max_entries(counters, (__u32)run->o->max_procs + 1024);
+	objshare__set_shares(&sh, counters, free_places, proc, user);
 }
 
 int gp_run__adopt_hits_map(struct gp_run *run, struct bpf_map *hits, bool *count)
 {
-	*count = run->budget != NULL;
-	if (!run->budget)
-		return bpf_map__set_max_entries(hits, 1); /* never written */
-	return bpf_map__reuse_fd(hits, gp_budget__hits_fd(run->budget));
+	struct objshare sh = share_of(run);
+
+	return objshare__adopt_hits(&sh, hits, count);
 }
 
 void gp_run__prepare_sampled(struct gp_run *run, struct attach_pair *sampled, const struct attach_pair *all,
@@ -471,7 +508,9 @@ json_object *gp_unseen__json(const struct gp_unseen *u)
 
 int gp_run__subscribe(struct gp_run *run, const struct gp_handlers *h)
 {
-	return run->shared_rb >= 0 ? gp_events__add(run->events, run->shared_rb, h) : -ENOENT;
+	struct objshare sh = share_of(run);
+
+	return objshare__subscribe(&sh, h);
 }
 
 int gp_run__slot_of(const struct gp_run *run, const void *st)
@@ -809,6 +848,7 @@ void gp_run__mode_names(const struct gp_run *run, char *buf, size_t len)
 void gp_run__detach(struct gp_run *run)
 {
 	gp_budget__stop(run->budget);
+	libwatch__detach(run->watch);
 	attach_set__free(run->links);
 	run->links = NULL;
 }
