@@ -12,6 +12,7 @@
 #include "allocsrc.h"
 #include "attach.h"
 #include "budget.h"
+#include "budget_report.h"
 #include "calibrate.h"
 #include "counters.h"
 #include "drops.h"
