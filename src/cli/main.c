@@ -489,8 +489,8 @@ static void skipped_libs(const struct cli *c)
 	for (int i = 0; i < GP_SLOT__COUNT; i++)
 		n += c->libs.refused[i];
 	if (n)
-		fprintf(stderr, "gpuprobe: warning: %llu libcuda files not probed, refused a library slot "
-				"(owner_share %llu, users_share %llu, table_full %llu)\n", (unsigned long long)n,
+		gp_log(GP_LOG_WARN, "warning: %llu libcuda files not probed, refused a library slot "
+				    "(owner_share %llu, users_share %llu, table_full %llu)", (unsigned long long)n,
 			(unsigned long long)c->libs.refused[GP_SLOT_OWNER_SHARE],
 			(unsigned long long)c->libs.refused[GP_SLOT_USERS_SHARE],
 			(unsigned long long)c->libs.refused[GP_SLOT_FULL]);
