@@ -42,6 +42,7 @@
 #include "options.h"
 #include "procmaps.h"
 #include "prom.h"
+#include "report.h"
 #include "run.h"
 #include "target.h"
 #include "targets.h"
@@ -362,7 +363,7 @@ static int render(struct daemon *d, FILE *f)
 	if (!p)
 		return r;
 	gp_events__drain(d->run->events);
-	r = gp_run__prom(d->run, p, d->probe_cost);
+	r = gp_report__prom(d->run, p, d->probe_cost);
 	if (!r)
 		r = prom_out__fold(p);
 	if (!r && f) {

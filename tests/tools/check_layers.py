@@ -28,12 +28,6 @@ import tempfile
 
 # (including file, included file), paths relative to src/.
 ALLOWED = {
-    # issue 31, "report assembly (today in run.c) moves to out/": the run's reports and
-    # /metrics (report_one, report_budget, gp_run__prom) use out/'s writers.
-    ("core/run.c", "out/budget_report.h"),
-    ("core/run.c", "out/drops.h"),
-    ("core/run.c", "out/json.h"),
-    ("core/run.c", "out/prom.h"),
     # issue 31, "the --trace timeline" (runtime) writes through out/'s Chrome-trace writer:
     # goes when the timeline hands its records to an out/ writer through a callback.
     ("core/timeline.c", "out/trace.h"),
