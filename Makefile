@@ -50,7 +50,7 @@ DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev libj
 	libiberty-dev gcc make util-linux procps
 DEB_PKGS += libmicrohttpd-dev prometheus systemd # gpuprobe daemon; promtool, a server and systemd-analyze for its tests
 
-.PHONY: all gpuprobe testbins test demo deps clean fuzz bundle docs
+.PHONY: all gpuprobe testbins test demo deps clean fuzz bundle docs check-layers
 .SECONDARY:
 .DEFAULT_GOAL := all
 
@@ -112,6 +112,11 @@ deps:
 		echo "installing Debian packages:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
+
+# The layering of src/ (docs/design.md, "Layout"): no include cycle, no mode including
+# another, no two folders including from each other. tests/run.sh runs it as a suite.
+check-layers:
+	$(Q)tests/tools/check_layers.py
 
 # The README's test command: installs what is missing, builds, runs every suite.
 test: deps

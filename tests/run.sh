@@ -61,6 +61,8 @@ run_suite() {
 	total_skip=$((total_skip + ${k:-0}))
 }
 
+# make check-layers: the includes of src/ against the layering (and the checker's self-test)
+run_suite check-layers tests/tools/check_layers.py
 for t in $out/unit/test_*; do
 	[ -x "$t" ] && run_suite "unit-$(basename "$t")" "$t"
 done

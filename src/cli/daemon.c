@@ -42,6 +42,7 @@
 #include "options.h"
 #include "procmaps.h"
 #include "prom.h"
+#include "report.h"
 #include "run.h"
 #include "target.h"
 #include "targets.h"
@@ -362,7 +363,7 @@ static int render(struct daemon *d, FILE *f)
 	if (!p)
 		return r;
 	gp_events__drain(d->run->events);
-	r = gp_run__prom(d->run, p, d->probe_cost);
+	r = gp_report__prom(d->run, p, d->probe_cost);
 	if (!r)
 		r = prom_out__fold(p);
 	if (!r && f) {
@@ -421,18 +422,6 @@ static void on_aux(void *ctx, const struct gp_aux_event *e)
 
 #define TEXT "text/plain; charset=utf-8"
 
-/* floor(log2(v)), clamped to the last slot: the BPF histograms' slot of v microseconds. */
-static int log2_slot(uint64_t v)
-{
-	int r = 0;
-
-	while (v > 1 && r < PROM_HIST_SLOTS - 1) {
-		v >>= 1;
-		r++;
-	}
-	return r;
-}
-
 static void text_reply(struct http_reply *r, unsigned int status, const char *body)
 {
 	*r = (struct http_reply){ status, TEXT, strdup(body), strlen(body) };
@@ -463,7 +452,8 @@ static void on_request(void *ctx, const char *url, struct http_reply *r)
 		return text_reply(r, 500, "render failed\n");
 	}
 	us = (gp_mono_ns() - t0) / 1000;
-	d->scrape_slots[log2_slot(us)]++;
+	/* the BPF histograms' slot of us microseconds */
+	d->scrape_slots[gp_log2_slot(us, PROM_HIST_SLOTS)]++;
 	d->scrape_s += (double)us / 1e6;
 	*r = (struct http_reply){ 200, "text/plain; version=0.0.4; charset=utf-8", buf, len };
 }

@@ -37,6 +37,7 @@
 #include "proctab.h"
 #include "ptree.h"
 #include "libwatch.h"
+#include "report.h"
 #include "run.h"
 #include "target.h"
 #include "targets.h"
@@ -181,7 +182,7 @@ static void exit_report(struct gp_run *run, int slot, uint32_t pid)
 		return;
 	if (!run->o->json && run->o->cmd && (pid_t)pid == c->child.pid)
 		return;
-	gp_run__report_slot(run, slot, "exit", pid);
+	gp_report__slot(run, slot, "exit", pid);
 }
 
 static int preflight(char *err, size_t len)
@@ -494,8 +495,8 @@ static void skipped_libs(const struct cli *c)
 	for (int i = 0; i < GP_SLOT__COUNT; i++)
 		n += c->libs.refused[i];
 	if (n)
-		fprintf(stderr, "gpuprobe: warning: %llu libcuda files not probed, refused a library slot "
-				"(owner_share %llu, users_share %llu, table_full %llu)\n", (unsigned long long)n,
+		gp_log(GP_LOG_WARN, "warning: %llu libcuda files not probed, refused a library slot "
+				    "(owner_share %llu, users_share %llu, table_full %llu)", (unsigned long long)n,
 			(unsigned long long)c->libs.refused[GP_SLOT_OWNER_SHARE],
 			(unsigned long long)c->libs.refused[GP_SLOT_USERS_SHARE],
 			(unsigned long long)c->libs.refused[GP_SLOT_FULL]);
@@ -556,7 +557,7 @@ static void interval_report(struct cli *c)
 	gp_run__reap(c->run, 0, c->run->keep_pid);
 	if (stop_signal) /* it came during the read: the final report says it all, at once */
 		return;
-	gp_run__report(c->run, "interval", 0);
+	gp_report__run(c->run, "interval", 0);
 	note_write_error(c);
 	/* the final report's "no CUDA call seen" must not forget the processes reaped here */
 	gp_run__hits(c->run, sum_hits, &c->hits_reaped);
@@ -826,7 +827,7 @@ static int finish(struct cli *c, char *err, size_t len)
 	proctab__set_sweep_grace(0);
 	gp_run__reap(c->run, 0, c->run->keep_pid);
 	no_calls_line(c, why, sizeof(why));
-	gp_run__report(c->run, "final", 0);
+	gp_report__run(c->run, "final", 0);
 	note_write_error(c);
 	c->run->empty_hint = NULL;
 	if (gp_run__counts_hits(c->run))

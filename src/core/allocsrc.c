@@ -10,8 +10,7 @@
 #include "cuda_mem.skel.h"
 #include "events.h"
 #include "mode.h"
-#include "options.h"
-#include "run.h"
+#include "objshare.h"
 #include "u64map.h"
 #include "util.h"
 
@@ -25,9 +24,10 @@ struct allocsrc {
 	struct attach_pair probes;
 	struct u64map *hits; /* pid -> struct hits */
 	struct gp_snap_pid *arr;
+	struct objshare share;
 };
 
-int allocsrc__open(struct allocsrc **out, struct gp_run *run, char *err, size_t len)
+int allocsrc__open(struct allocsrc **out, const struct objshare *share, char *err, size_t len)
 {
 	struct allocsrc *as = calloc(1, sizeof(*as));
 	int r;
@@ -35,6 +35,7 @@ int allocsrc__open(struct allocsrc **out, struct gp_run *run, char *err, size_t 
 	*out = NULL;
 	if (!as)
 		return -ENOMEM;
+	as->share = *share;
 	as->hits = u64map__new();
 	as->skel = cuda_mem_bpf__open();
 	if (!as->hits || !as->skel) {
@@ -44,23 +45,25 @@ int allocsrc__open(struct allocsrc **out, struct gp_run *run, char *err, size_t 
 	}
 	attach_pair__prepare(&as->probes, as->skel->progs.mem_enter, as->skel->progs.mem_leave, "memory");
 	allocsrc__want_stacks(as, GP_STACKS_NONE, 0, false);
-	r = gp_run__adopt(run, as->skel);
+	r = objshare__adopt(&as->share, as->skel->maps.traced, as->skel->maps.gp_ended,
+			    (bool *)&as->skel->rodata->gp_filter);
 	if (r) {
 		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
 		goto fail;
 	}
 	/* allocations are never sampled, but priced under a budget */
-	r = gp_run__adopt_hits(run, as->skel);
+	r = objshare__adopt_hits(&as->share, as->skel->maps.gp_hits, (bool *)&as->skel->rodata->gp_count_hits);
 	if (r) {
 		snprintf(err, len, "cannot share the budget's hit counters: %s", strerror(-r));
 		goto fail;
 	}
-	bpf_map__set_max_entries(as->skel->maps.pending, run->o->max_pending);
-	bpf_map__set_max_entries(as->skel->maps.procs, run->o->max_procs);
+	bpf_map__set_max_entries(as->skel->maps.pending, as->share.max_pending);
+	bpf_map__set_max_entries(as->skel->maps.procs, as->share.max_procs);
 	/* issue 30: one process's 11,000 blocked threads hid every other user's calls */
-	gp_run__set_shares(run, as->skel);
+	objshare__set_shares(&as->share, as->skel->maps.gp_shares, (__u32 *)&as->skel->rodata->gp_share_free,
+			     (__u32 *)&as->skel->rodata->gp_share_proc, (__u32 *)&as->skel->rodata->gp_share_user);
 	/* the run's ordered buffer: allocations and the copies that use them, in one order */
-	r = bpf_map__reuse_fd(as->skel->maps.events, run->shared_rb);
+	r = bpf_map__reuse_fd(as->skel->maps.events, as->share.ring_fd);
 	if (r) {
 		snprintf(err, len, "cannot share the ring buffer: %s", strerror(-r));
 		goto fail;
@@ -89,17 +92,17 @@ int allocsrc__py_map_fd(const struct allocsrc *as)
 		       bpf_map__fd(as->skel->maps.gp_py_procs) : -1;
 }
 
-int allocsrc__load(struct allocsrc *as, struct gp_run *run, char *err, size_t len)
+int allocsrc__load(struct allocsrc *as, char *err, size_t len)
 {
 	int r = cuda_mem_bpf__load(as->skel);
 
-	(void)run;
 	if (r)
 		attach__load_error(r, err, len);
 	return r;
 }
 
-int allocsrc__attach(struct allocsrc *as, struct gp_run *run, const char *lib, char *err, size_t len)
+int allocsrc__attach(struct allocsrc *as, struct attach_set *links, const char *lib, int pid, char *err,
+		     size_t len)
 {
 	const char *names[GP_API__COUNT] = { 0 };
 	long long offsets[GP_API__COUNT];
@@ -120,8 +123,7 @@ int allocsrc__attach(struct allocsrc *as, struct gp_run *run, const char *lib, c
 		}
 	}
 	attach__log_missing(lib, names, offsets, n);
-	return attach_pair__attach(&as->probes, run->links, lib, offsets, NULL, cookies, n, run->target_pid,
-				   err, len);
+	return attach_pair__attach(&as->probes, links, lib, offsets, NULL, cookies, n, pid, err, len);
 }
 
 static struct hits *hits_of(struct allocsrc *as, uint32_t pid, const char *comm)
@@ -175,13 +177,13 @@ static void proc_exit(void *ctx, const struct gp_exit_event *e)
 	}
 }
 
-int allocsrc__start(struct allocsrc *as, struct gp_run *run, char *err, size_t len)
+int allocsrc__start(struct allocsrc *as, struct attach_set *links, char *err, size_t len)
 {
 	struct gp_handlers h = { .ctx = as, .on_alloc = on_alloc, .on_free = on_free, .on_exit = proc_exit };
-	int r = attach_set__auto(run->links, as->skel->progs.mem_proc_exit, err, len);
+	int r = attach_set__auto(links, as->skel->progs.mem_proc_exit, err, len);
 
 	if (!r)
-		r = gp_run__subscribe(run, &h);
+		r = objshare__subscribe(&as->share, &h);
 	if (r && !*err)
 		snprintf(err, len, "cannot read the ring buffer: %s", strerror(-r));
 	return r;

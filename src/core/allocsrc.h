@@ -14,18 +14,22 @@
 #include "gpuprobe.h"
 
 struct allocsrc;
-struct gp_run;
+struct attach_set;
+struct objshare;
 struct gp_snap_pid;
 
-int allocsrc__open(struct allocsrc **out, struct gp_run *run, char *err, size_t len);
+/* share (copied): the maps it adopts, the ring buffer it writes and the reader of it. */
+int allocsrc__open(struct allocsrc **out, const struct objshare *share, char *err, size_t len);
 /* User stacks at allocations (--memleak): mode (enum gp_stack_mode), bytes of stack to
  * copy (GP_STACKS_COPY, at most GP_STACK_COPY_MAX), CPython frames too; before the load. */
 void allocsrc__want_stacks(struct allocsrc *as, int mode, uint32_t bytes, bool python);
 /* The BPF map of CPython processes (tgid -> struct gp_py_proc) after the load, or -1. */
 int allocsrc__py_map_fd(const struct allocsrc *as);
-int allocsrc__load(struct allocsrc *as, struct gp_run *run, char *err, size_t len);
-int allocsrc__attach(struct allocsrc *as, struct gp_run *run, const char *lib, char *err, size_t len);
-int allocsrc__start(struct allocsrc *as, struct gp_run *run, char *err, size_t len);
+int allocsrc__load(struct allocsrc *as, char *err, size_t len);
+/* Probes on one libcuda file (links into links; pid: the uprobes' own filter, -1 none). */
+int allocsrc__attach(struct allocsrc *as, struct attach_set *links, const char *lib, int pid, char *err,
+		     size_t len);
+int allocsrc__start(struct allocsrc *as, struct attach_set *links, char *err, size_t len);
 /* The BPF drop counters (enum gp_drop) and successful calls per enum gp_api. */
 void allocsrc__drops(const struct allocsrc *as, uint64_t drops[GP_DROP__COUNT]);
 void allocsrc__ok_calls(const struct allocsrc *as, uint64_t calls[GP_API__COUNT]);

@@ -150,11 +150,6 @@ struct gp_budget_stats {
 int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *out);
 void gp_budget__stats_free(struct gp_budget_stats *s);
 
-/* Renderers of those stats (src/core/budget_report.c). */
-struct json_object;
-struct prom_out;
-void gp_budget__text(FILE *f, const struct gp_budget_stats *s);
-void gp_budget__json(struct json_object *o, const struct gp_budget_stats *s);
-void gp_budget__prom(struct prom_out *p, const struct gp_budget_stats *s);
+/* Its renderers: src/out/budget_report.h. */
 
 #endif

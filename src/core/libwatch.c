@@ -21,10 +21,8 @@
 #include "libslots.h"
 #include "libwatch.h"
 #include "libwatch.skel.h"
-#include "options.h"
+#include "objshare.h"
 #include "procmaps.h"
-#include "ptree.h"
-#include "run.h"
 #include "safeopen.h"
 #include "target.h"
 #include "u64map.h"
@@ -46,7 +44,10 @@ struct libid {
 };
 
 struct libwatch {
-	struct gp_run *run;
+	struct libwatch_ops ops;
+	struct libwatch_opts o;  /* after libwatch__open; o.share points to share */
+	struct objshare share;
+	struct attach_set *links; /* o.links until the probes are gone (libwatch__detach) */
 	struct libwatch_bpf *skel;
 	bool multi;              /* uprobe_multi links (else perf-event uprobes) */
 	unsigned int kinds;      /* enum gp_need: the kinds watched */
@@ -68,13 +69,13 @@ struct libwatch {
 
 static const char *const kind_name[] = { "libcuda", "libnccl", "dynamic linker" };
 
-struct libwatch *libwatch__new(struct gp_run *run)
+struct libwatch *libwatch__new(const struct libwatch_ops *ops)
 {
 	struct libwatch *w = calloc(1, sizeof(*w));
 
 	if (!w)
 		return NULL;
-	w->run = run;
+	w->ops = *ops;
 	w->seen = u64map__new();
 	w->owners = u64map__new();
 	if (!w->seen || !w->owners) {
@@ -125,11 +126,15 @@ void libwatch__free(struct libwatch *w)
 	free(w);
 }
 
-int libwatch__open(struct libwatch *w, char *err, size_t len)
+int libwatch__open(struct libwatch *w, const struct libwatch_opts *o, char *err, size_t len)
 {
 	const char *no_hold = getenv("GPUPROBE_NO_HOLD");
 	int r;
 
+	w->o = *o;
+	w->share = *o->share;
+	w->o.share = &w->share;
+	w->links = o->links;
 	w->skel = libwatch_bpf__open();
 	if (!w->skel) {
 		snprintf(err, len, "cannot open the library watcher's BPF object");
@@ -137,12 +142,13 @@ int libwatch__open(struct libwatch *w, char *err, size_t len)
 	}
 	w->multi = attach__has_uprobe_multi();
 	/* a command gpuprobe started: held at a dlopen of a libcuda until it is probed */
-	w->skel->rodata->hold_libcuda = w->run->o->cmd && !(no_hold && *no_hold);
+	w->skel->rodata->hold_libcuda = o->hold_libcuda && !(no_hold && *no_hold);
 	r = attach__prepare_prog(w->skel->progs.dl_brk, w->multi);
 	if (!r)
-		r = gp_run__adopt(w->run, w->skel);
+		r = objshare__adopt(&w->share, w->skel->maps.traced, w->skel->maps.gp_ended,
+				    (bool *)&w->skel->rodata->gp_filter);
 	if (!r)
-		r = bpf_map__reuse_fd(w->skel->maps.events, w->run->shared_rb);
+		r = bpf_map__reuse_fd(w->skel->maps.events, w->share.ring_fd);
 	if (r) {
 		snprintf(err, len, "cannot share the library watcher's maps: %s", strerror(-r));
 		return r;
@@ -151,6 +157,12 @@ int libwatch__open(struct libwatch *w, char *err, size_t len)
 	if (r)
 		attach__load_error(r, err, len);
 	return r;
+}
+
+void libwatch__detach(struct libwatch *w)
+{
+	if (w)
+		w->links = NULL;
 }
 
 static bool have_id(const struct libwatch *w, int kind, dev_t dev, ino_t ino)
@@ -284,7 +296,7 @@ static int hook_ldso(struct libwatch *w, int fd, const char *path, const char *s
 		return r < 0 ? r : -ENOENT;
 	}
 	cookie = (__u64)r_debug_delta(fd);
-	r = attach_set__uprobes(w->run->links, w->skel->progs.dl_brk, path, &off, &cookie, 1, w->run->target_pid,
+	r = attach_set__uprobes(w->links, w->skel->progs.dl_brk, path, &off, &cookie, 1, w->o.target_pid,
 				false, w->multi);
 	if (r) {
 		gp_log(GP_LOG_WARN, "cannot hook the dynamic linker %s: %s (rescans only)", shown, strerror(-r));
@@ -406,7 +418,7 @@ static void probe_file(struct libwatch *w, uint32_t pid, const struct cand *c, i
 		       uint64_t since_ns)
 {
 	char err[1024], shown[PROCMAPS_PATH_MAX + 64], late[64] = "";
-	int before = attach_set__count(w->run->links), r;
+	int before = attach_set__count(w->links), r;
 	struct libslot *slot = NULL;
 	struct stat st;
 
@@ -423,16 +435,16 @@ static void probe_file(struct libwatch *w, uint32_t pid, const struct cand *c, i
 		return;
 	/* a libcuda file's probes under a tag of its own: they go, and its slot is freed, when
 	 * no process maps it any more (libslots.h, sweep) */
-	if (c->kind == GP_LIB_CUDA && !fstat(fd, &st) && !libslots__find(w->run->slots, st.st_dev, st.st_ino))
-		slot = libslots__add(w->run->slots, st.st_dev, st.st_ino, st.st_uid, trusted(&st), false, true);
-	attach_set__tag(w->run->links, slot ? slot->tag : 0);
-	r = gp_run__attach_lib(w->run, (enum gp_lib)c->kind, path, err, sizeof(err));
-	attach_set__tag(w->run->links, 0);
-	if (r || attach_set__count(w->run->links) == before) {
+	if (c->kind == GP_LIB_CUDA && !fstat(fd, &st) && !libslots__find(w->o.slots, st.st_dev, st.st_ino))
+		slot = libslots__add(w->o.slots, st.st_dev, st.st_ino, st.st_uid, trusted(&st), false, true);
+	attach_set__tag(w->links, slot ? slot->tag : 0);
+	r = w->ops.attach_lib(w->ops.ctx, (enum gp_lib)c->kind, path, err, sizeof(err));
+	attach_set__tag(w->links, 0);
+	if (r || attach_set__count(w->links) == before) {
 		/* not probed (or claimed already: probed under another path): no slot of its own */
 		if (slot) {
 			give_back(w, slot->owner, slot->trusted);
-			libslots__remove(w->run->slots, st.st_dev, st.st_ino);
+			libslots__remove(w->o.slots, st.st_dev, st.st_ino);
 		}
 		if (r)
 			gp_log(GP_LOG_ERR, "%s: %s", shown, err);
@@ -441,11 +453,11 @@ static void probe_file(struct libwatch *w, uint32_t pid, const struct cand *c, i
 	w->st.files[c->kind]++;
 	/* the process ran on between mapping it and now: its calls in between went unseen */
 	if (c->kind == GP_LIB_CUDA && !w->holding)
-		gp_run__note_unseen(w->run, pid, since_ns, gp_mono_ns());
+		w->ops.unseen(w->ops.ctx, pid, since_ns, gp_mono_ns());
 	if (since_ns)
 		snprintf(late, sizeof(late), ", %.1f ms after the linker reported it", (gp_mono_ns() - since_ns) / 1e6);
 	gp_log(GP_LOG_INFO, "probing %s %s (device %u:%u inode %llu): %d probes%s", kind_name[c->kind], shown,
-	       c->m.dev_major, c->m.dev_minor, c->m.inode, attach_set__count(w->run->links) - before, late);
+	       c->m.dev_major, c->m.dev_minor, c->m.inode, attach_set__count(w->links) - before, late);
 }
 
 /* Reads pid's maps and probes the files of the kinds watched it maps and nobody probed. */
@@ -456,7 +468,7 @@ static void scan(struct libwatch *w, uint32_t pid, uint64_t since_ns)
 
 	/* the probes are gone (the run's end drains the ring buffers after gp_run__detach):
 	 * a linker report still in them has nothing to attach to */
-	if (!w->run->links)
+	if (!w->links)
 		return;
 	w->st.scans++;
 	if (procmaps__foreach(NULL, (int)pid, collect, &s))
@@ -514,7 +526,7 @@ static void scan_soon(struct libwatch *w, uint32_t pid, uint64_t since_ns)
  * Those processes are not traced: their libraries are none of this run's business. */
 static bool wanted(const struct libwatch *w, uint32_t pid)
 {
-	return w->run->target_pid <= 0 || pid == (uint32_t)w->run->target_pid;
+	return w->o.target_pid <= 0 || pid == (uint32_t)w->o.target_pid;
 }
 
 static void on_dlopen(void *ctx, const struct gp_dlopen_event *e)
@@ -561,7 +573,7 @@ static const char *const usual_dirs[] = {
 static int probe_path(struct libwatch *w, enum gp_lib kind, const char *path, bool strict, char *err, size_t len)
 {
 	char real[PATH_MAX], why[512];
-	int before = attach_set__count(w->run->links), r;
+	int before = attach_set__count(w->links), r;
 
 	if (libwatch__check(kind, path, why, sizeof(why))) {
 		if (strict)
@@ -574,11 +586,11 @@ static int probe_path(struct libwatch *w, enum gp_lib kind, const char *path, bo
 		snprintf(err, len, "--libnccl %s: %s", path, strerror(errno));
 		return strict ? -errno : 0;
 	}
-	r = gp_run__attach_lib(w->run, kind, real, err, len);
-	if (!r && attach_set__count(w->run->links) > before) {
+	r = w->ops.attach_lib(w->ops.ctx, kind, real, err, len);
+	if (!r && attach_set__count(w->links) > before) {
 		w->st.files[kind]++;
 		gp_log(GP_LOG_INFO, "probing %s %s: %d probes", kind_name[kind], real,
-		       attach_set__count(w->run->links) - before);
+		       attach_set__count(w->links) - before);
 	}
 	return strict || r != -ENOEXEC ? r : 0;
 }
@@ -642,7 +654,7 @@ static void scan_all(struct libwatch *w)
 /* The followed processes, up to max from the one after the cursor; false at the end. */
 static bool scan_followed(struct libwatch *w, int max)
 {
-	int fd = w->run->ptree ? ptree__traced_fd(w->run->ptree) : -1;
+	int fd = w->share.traced_fd;
 	uint32_t key, next;
 
 	if (fd < 0)
@@ -691,9 +703,9 @@ static void hook_self(struct libwatch *w)
 
 static void seed(struct libwatch *w)
 {
-	const struct gp_opts *o = w->run->o;
+	const struct libwatch_opts *o = &w->o;
 
-	if (w->run->filter)
+	if (w->share.filter)
 		while (scan_followed(w, RESCAN_PER_TICK))
 			;
 	else if (o->nr_pids)
@@ -706,14 +718,16 @@ static void seed(struct libwatch *w)
 
 int libwatch__start(struct libwatch *w, unsigned int kinds, char *err, size_t len)
 {
-	const struct gp_opts *o = w->run->o;
+	const struct libwatch_opts *o = &w->o;
 	struct gp_handlers h = { .ctx = w, .on_dlopen = on_dlopen, .on_proc = on_proc };
 	int r = 0;
 
-	w->kinds = kinds & gp_run__needs(o->modes) & (GP_NEED_LIBCUDA | GP_NEED_LIBNCCL);
+	if (!w->skel)
+		return 0; /* not opened: no mode needs a library */
+	w->kinds = kinds & o->needs & (GP_NEED_LIBCUDA | GP_NEED_LIBNCCL);
 	if (o->libcuda)
 		w->kinds &= ~GP_NEED_LIBCUDA; /* --libcuda: that file instead of discovery */
-	if (!w->kinds || !w->skel)
+	if (!w->kinds)
 		return 0;
 	if ((w->kinds & GP_NEED_LIBNCCL) && o->libnccl) {
 		/* that file at start; one a followed process loads later is probed too */
@@ -725,7 +739,7 @@ int libwatch__start(struct libwatch *w, unsigned int kinds, char *err, size_t le
 	}
 	hook_self(w);
 	seed(w);
-	r = gp_run__subscribe(w->run, &h);
+	r = objshare__subscribe(&w->share, &h);
 	if (r) {
 		snprintf(err, len, "cannot read the ring buffer: %s", strerror(-r));
 		return r;
@@ -741,7 +755,7 @@ static void drop_lib(void *ctx, const struct libslot *slot)
 {
 	struct libwatch *w = ctx;
 	struct map_entry m = { .dev_major = major(slot->dev), .dev_minor = minor(slot->dev), .inode = slot->ino };
-	int probes = gp_run__detach_lib(w->run, GP_LIB_CUDA, slot->tag, slot->dev, slot->ino);
+	int probes = w->ops.detach_lib(w->ops.ctx, GP_LIB_CUDA, slot->tag, slot->dev, slot->ino);
 
 	give_back(w, slot->owner, slot->trusted);
 	u64map__del(w->seen, seen_key(GP_LIB_CUDA, &m));
@@ -754,11 +768,11 @@ static void drop_lib(void *ctx, const struct libslot *slot)
  * files that none mapped in that sweep or the one before lose their probes and slots. */
 static void sweep(struct libwatch *w, uint64_t now)
 {
-	if (!(w->kinds & GP_NEED_LIBCUDA) || now < w->next_sweep_ns || !libslots__freeable(w->run->slots))
+	if (!(w->kinds & GP_NEED_LIBCUDA) || now < w->next_sweep_ns || !libslots__freeable(w->o.slots))
 		return;
 	w->next_sweep_ns = now + SWEEP_NS;
-	libslots__rescan(w->run->slots, "/proc", getpid(), "libcuda.so", NULL, NULL);
-	w->st.slots_freed += (uint64_t)libslots__sweep(w->run->slots, false, drop_lib, w);
+	libslots__rescan(w->o.slots, "/proc", getpid(), "libcuda.so", NULL, NULL);
+	w->st.slots_freed += (uint64_t)libslots__sweep(w->o.slots, false, drop_lib, w);
 }
 
 void libwatch__tick(struct libwatch *w)
@@ -775,7 +789,7 @@ void libwatch__tick(struct libwatch *w)
 	w->nr_deferred -= n;
 	/* followed processes only: node-wide, every process's linker reports (and the daemon
 	 * rescans for libcuda on its own) */
-	if (!w->run->filter || now < w->next_rescan_ns)
+	if (!w->share.filter || now < w->next_rescan_ns)
 		return;
 	if (!scan_followed(w, RESCAN_PER_TICK))
 		w->next_rescan_ns = now + RESCAN_NS;

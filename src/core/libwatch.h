@@ -13,26 +13,62 @@
  *     programs have no linker to hook);
  *   - opens each new file through safe_open_mapped (inside the process's root, the mapped
  *     device and inode; /proc/PID/map_files as the fallback), de-duplicated by device and
- *     inode (uprobes bind to inodes), and probes it through gp_run__attach_lib by its
- *     /proc/self/fd path, for every mode that needs its kind.
+ *     inode (uprobes bind to inodes), and reports it by its /proc/self/fd path through
+ *     the attach_lib callback (the run probes it for every mode that needs its kind).
  * Files the front end attaches itself (libcuda at start, the daemon's rescans) are claimed
- * through gp_run__attach_lib too, so nothing is probed twice.
+ * through libwatch__claim too (gp_run__attach_lib), so nothing is probed twice. The watch
+ * knows nothing of the run: it gets the descriptors it needs and reports upward through
+ * struct libwatch_ops [retsnoop's mass_attacher__new(skel, ksyms, &opts)].
  */
 #ifndef GP_LIBWATCH_H
 #define GP_LIBWATCH_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 #include "mode.h"
 
 struct libwatch;
-struct gp_run;
+struct attach_set;
+struct libslots;
+struct objshare;
 
-/* No BPF yet: only the table of files claimed. NULL when out of memory. */
-struct libwatch *libwatch__new(struct gp_run *run);
+/* What the watch asks of its owner (ctx: the owner's, the run). */
+struct libwatch_ops {
+	void *ctx;
+	/* probes one more library file of kind for every mode that needs it (the file was not
+	 * claimed yet: the callee claims it, libwatch__claim); 0 or -errno with one reason in err */
+	int (*attach_lib)(void *ctx, enum gp_lib kind, const char *path, char *err, size_t len);
+	/* the probes of a file no process maps any more, attached under tag: removed, the claim
+	 * forgotten (libwatch__unclaim); returns how many probes went */
+	int (*detach_lib)(void *ctx, enum gp_lib kind, int tag, dev_t dev, ino_t ino);
+	/* pid mapped a libcuda at mapped_ns (0: unknown) that was probed only at probed_ns */
+	void (*unseen)(void *ctx, uint32_t pid, uint64_t mapped_ns, uint64_t probed_ns);
+};
+
+struct libwatch_opts {
+	/* copied: `traced` (the followed processes, rescanned), gp_ended, the ring buffer
+	 * its linker reports go to and its reader, filter (a followed set, else node-wide) */
+	const struct objshare *share;
+	struct attach_set *links; /* the hook's links, and where attach_lib's probes are counted */
+	struct libslots *slots;   /* the libcuda files probed that a sweep may free */
+	int target_pid;           /* the uprobes' own PID filter (one -p PID); -1: none */
+	bool hold_libcuda;        /* a command gpuprobe started: held at a dlopen of libcuda */
+	unsigned int needs;       /* enum gp_need of the enabled modes */
+	const char *libcuda;      /* --libcuda: that file, no discovery of libcuda */
+	const char *libnccl;      /* --libnccl */
+	const int *pids;          /* -p PIDs (the first scans of a run that follows none) */
+	int nr_pids;
+};
+
+/* No BPF yet: only the table of files claimed (ops copied). NULL when out of memory. */
+struct libwatch *libwatch__new(const struct libwatch_ops *ops);
 /* Loads the hook's BPF object (after the run's process tree and shared ring buffer exist,
- * before anything is attached); 0 or -errno with one line in err. */
-int libwatch__open(struct libwatch *w, char *err, size_t len);
+ * before anything is attached); o is copied. 0 or -errno with one line in err. */
+int libwatch__open(struct libwatch *w, const struct libwatch_opts *o, char *err, size_t len);
+/* The probes are gone (o->links freed): linker reports still read attach nothing. */
+void libwatch__detach(struct libwatch *w);
 /* Claims the file at path for kind: 1 when it is new (the caller probes it), 0 when it was
  * claimed already, -errno when it cannot be stat'ed. */
 int libwatch__claim(struct libwatch *w, enum gp_lib kind, const char *path);

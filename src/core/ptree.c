@@ -14,10 +14,9 @@
 #include <bpf/libbpf.h>
 #include "attach.h"
 #include "events.h"
-#include "options.h"
+#include "objshare.h"
 #include "procs.skel.h"
 #include "ptree.h"
-#include "run.h"
 #include "u64map.h"
 #include "util.h"
 
@@ -29,6 +28,7 @@ struct pt_entry {
 struct ptree {
 	struct procs_bpf *skel;
 	struct ptree_opts o;
+	struct objshare share; /* o.share points here */
 	struct u64map *procs; /* pid -> struct pt_entry (followed processes only) */
 };
 
@@ -57,7 +57,7 @@ static int set_cgroup(struct ptree *pt, const char *path, char *err, size_t len)
 	return -ENOENT;
 }
 
-int ptree__open(struct ptree **out, struct gp_run *run, const struct ptree_opts *o, char *err, size_t len)
+int ptree__open(struct ptree **out, const struct ptree_opts *o, char *err, size_t len)
 {
 	struct ptree *pt = calloc(1, sizeof(*pt));
 	int r;
@@ -68,6 +68,8 @@ int ptree__open(struct ptree **out, struct gp_run *run, const struct ptree_opts 
 		return -ENOMEM;
 	}
 	pt->o = *o;
+	pt->share = *o->share;
+	pt->o.share = &pt->share;
 	pt->skel->rodata->gp_filter = o->filter;
 	pt->skel->rodata->follow_forks = o->follow_forks;
 	if (o->comm) {
@@ -76,8 +78,8 @@ int ptree__open(struct ptree **out, struct gp_run *run, const struct ptree_opts 
 	}
 	if (o->cgroup && (r = set_cgroup(pt, o->cgroup, err, len)))
 		return r;
-	bpf_map__set_max_entries(pt->skel->maps.traced, (__u32)run->o->max_procs);
-	r = bpf_map__reuse_fd(pt->skel->maps.events, run->shared_rb);
+	bpf_map__set_max_entries(pt->skel->maps.traced, pt->share.max_procs);
+	r = bpf_map__reuse_fd(pt->skel->maps.events, pt->share.ring_fd);
 	if (!r)
 		r = procs_bpf__load(pt->skel);
 	if (r)
@@ -281,7 +283,7 @@ static void on_proc(void *ctx, const struct gp_proc_event *e)
 	memcpy(pe->p.comm, e->comm, sizeof(pe->p.comm));
 }
 
-int ptree__start(struct ptree *pt, struct gp_run *run, char *err, size_t len)
+int ptree__start(struct ptree *pt, struct attach_set *links, char *err, size_t len)
 {
 	struct gp_handlers h = { .ctx = pt, .on_proc = on_proc };
 	struct bpf_program *progs[] = { pt->skel->progs.procs_fork, pt->skel->progs.procs_exec,
@@ -290,9 +292,9 @@ int ptree__start(struct ptree *pt, struct gp_run *run, char *err, size_t len)
 
 	seed_matches(pt);
 	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]) && !r; i++)
-		r = attach_set__auto(run->links, progs[i], err, len);
+		r = attach_set__auto(links, progs[i], err, len);
 	if (!r)
-		r = gp_run__subscribe(run, &h);
+		r = objshare__subscribe(&pt->share, &h);
 	return r;
 }
 

@@ -15,13 +15,17 @@
 #include "gpuprobe.h"
 
 struct ptree;
-struct gp_run;
+struct attach_set;
+struct objshare;
 
 struct ptree_opts {
 	bool filter;       /* follow only the seeded processes (else every process, execs reported) */
 	bool follow_forks; /* children of followed processes are followed */
 	const char *comm;  /* --comm: processes with this name (at start, and at each exec) */
 	const char *cgroup; /* --cgroup: processes in this cgroup v2 path (subtree) */
+	/* the ring buffer its records go to, its reader, the `traced` map's size (the
+	 * traced_fd, ended_fd and hits_fd of it are not used: the tree makes `traced`) */
+	const struct objshare *share;
 };
 
 struct pt_proc {
@@ -30,13 +34,15 @@ struct pt_proc {
 	bool exited;
 };
 
-int ptree__open(struct ptree **out, struct gp_run *run, const struct ptree_opts *o, char *err, size_t len);
+/* o and o->share are copied. */
+int ptree__open(struct ptree **out, const struct ptree_opts *o, char *err, size_t len);
 /* The shared `traced` map, for the other objects to reuse before they load. */
 int ptree__traced_fd(const struct ptree *pt);
 /* Follows pid (its own root); with descendants, the processes it has started already. */
 int ptree__seed(struct ptree *pt, uint32_t pid, bool descendants, char *err, size_t len);
-/* Raw tracepoints in, records read from the shared ring buffer; after the seeds. */
-int ptree__start(struct ptree *pt, struct gp_run *run, char *err, size_t len);
+/* Raw tracepoints in (their links into links), records read from the shared ring buffer;
+ * after the seeds. */
+int ptree__start(struct ptree *pt, struct attach_set *links, char *err, size_t len);
 /* What the tree knows of pid, or NULL. */
 const struct pt_proc *ptree__get(const struct ptree *pt, uint32_t pid);
 /* The followed processes not known to have exited, up to cap of them into out; returns

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -14,14 +13,13 @@
 #include "budget.h"
 #include "calibrate.h"
 #include "counters.h"
-#include "drops.h"
 #include "events.h"
-#include "json.h"
 #include "libslots.h"
 #include "libwatch.h"
+#include "objshare.h"
 #include "options.h"
-#include "prom.h"
 #include "ptree.h"
+#include "reasons.h"
 #include "run.h"
 #include "symbolize.h"
 #include "timeline.h"
@@ -46,9 +44,42 @@ unsigned int gp_run__needs(uint64_t modes)
 	return needs;
 }
 
+/* What the runtime's pieces share, now (the process tree and the budget once opened). */
+static struct objshare share_of(const struct gp_run *run)
+{
+	return (struct objshare){
+		.traced_fd = run->ptree ? ptree__traced_fd(run->ptree) : -1,
+		.ended_fd = run->ended_fd,
+		.ring_fd = run->shared_rb,
+		.hits_fd = run->budget ? gp_budget__hits_fd(run->budget) : -1,
+		.filter = run->filter,
+		.max_procs = (uint32_t)run->o->max_procs,
+		.max_pending = run->o->max_pending,
+		.events = run->events,
+	};
+}
+
+/* The library watch's reports (src/core/libwatch.h): ctx is the run. */
+static int watch_attach(void *ctx, enum gp_lib kind, const char *path, char *err, size_t len)
+{
+	return gp_run__attach_lib(ctx, kind, path, err, len);
+}
+
+static int watch_detach(void *ctx, enum gp_lib kind, int tag, dev_t dev, ino_t ino)
+{
+	return gp_run__detach_lib(ctx, kind, tag, dev, ino);
+}
+
+static void watch_unseen(void *ctx, uint32_t pid, uint64_t mapped_ns, uint64_t probed_ns)
+{
+	gp_run__note_unseen(ctx, pid, mapped_ns, probed_ns);
+}
+
 struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len)
 {
 	struct gp_run *run = calloc(1, sizeof(*run));
+	struct libwatch_ops ops = { .ctx = run, .attach_lib = watch_attach, .detach_lib = watch_detach,
+				    .unseen = watch_unseen };
 
 	if (!run)
 		goto oom;
@@ -61,7 +92,7 @@ struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len)
 	run->sym = symbolizer__new("/proc");
 	run->links = attach_set__new();
 	run->events = gp_events__new();
-	run->watch = libwatch__new(run);
+	run->watch = libwatch__new(&ops);
 	run->slots = libslots__new();
 	if (!run->sym || !run->links || !run->events || !run->watch || !run->slots)
 		goto oom;
@@ -151,6 +182,19 @@ static int open_budget(struct gp_run *run, char *err, size_t len)
 	return run->budget ? 0 : -ENOMEM;
 }
 
+static int open_watch(struct gp_run *run, char *err, size_t len)
+{
+	struct objshare sh = share_of(run);
+	struct libwatch_opts wo = {
+		.share = &sh, .links = run->links, .slots = run->slots, .target_pid = run->target_pid,
+		.hold_libcuda = run->o->cmd != NULL, .needs = gp_run__needs(run->o->modes),
+		.libcuda = run->o->libcuda, .libnccl = run->o->libnccl, .pids = run->o->pids,
+		.nr_pids = run->o->nr_pids,
+	};
+
+	return libwatch__open(run->watch, &wo, err, len);
+}
+
 int gp_run__open(struct gp_run *run, char *err, size_t len)
 {
 	unsigned int needs = gp_run__needs(run->o->modes);
@@ -166,17 +210,22 @@ int gp_run__open(struct gp_run *run, char *err, size_t len)
 	if (needs & (GP_NEED_LIBCUDA | GP_NEED_LIBNCCL | GP_NEED_ALLOCS) || run->filter) {
 		struct ptree_opts po = { .filter = run->filter, .follow_forks = run->follow_forks,
 					 .comm = run->comm, .cgroup = run->cgroup };
+		struct objshare sh;
 
 		r = open_shared_rb(run, err, len);
+		sh = share_of(run);
+		po.share = &sh;
 		if (!r)
-			r = ptree__open(&run->ptree, run, &po, err, len);
+			r = ptree__open(&run->ptree, &po, err, len);
 		if (!r && needs & (GP_NEED_LIBCUDA | GP_NEED_LIBNCCL))
-			r = libwatch__open(run->watch, err, len);
+			r = open_watch(run, err, len);
 		if (r)
 			return r;
 	}
 	if (needs & GP_NEED_ALLOCS) {
-		r = allocsrc__open(&run->allocs, run, err, len);
+		struct objshare sh = share_of(run);
+
+		r = allocsrc__open(&run->allocs, &sh, err, len);
 		if (r)
 			return r;
 	}
@@ -186,7 +235,7 @@ int gp_run__open(struct gp_run *run, char *err, size_t len)
 			return r;
 	}
 	/* configured by the modes that use it (stacks or not): loaded last */
-	return run->allocs ? allocsrc__load(run->allocs, run, err, len) : 0;
+	return run->allocs ? allocsrc__load(run->allocs, err, len) : 0;
 }
 
 int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, char *err, size_t len)
@@ -205,7 +254,7 @@ int gp_run__attach_lib(struct gp_run *run, enum gp_lib kind, const char *path, c
 	attach_set__tag(run->links, own);
 	r = 0;
 	if (run->allocs && kind == GP_LIB_CUDA)
-		r = allocsrc__attach(run->allocs, run, path, err, len);
+		r = allocsrc__attach(run->allocs, run->links, path, run->target_pid, err, len);
 	for (int i = 0; i < run->nr && !r; i++)
 		if (run->slot[i].m->attach && (run->slot[i].m->needs & gp_need_of_lib(kind)))
 			r = run->slot[i].m->attach(run->slot[i].st, run, kind, path, err, len);
@@ -268,11 +317,11 @@ int gp_run__start(struct gp_run *run, char *err, size_t len)
 	int r = 0;
 
 	if (run->ptree)
-		r = ptree__start(run->ptree, run, err, len);
+		r = ptree__start(run->ptree, run->links, err, len);
 	if (!r && run->ptree)
 		r = gp_run__subscribe(run, &h);
 	if (!r && run->allocs)
-		r = allocsrc__start(run->allocs, run, err, len);
+		r = allocsrc__start(run->allocs, run->links, err, len);
 	for (int i = 0; i < run->nr && !r; i++)
 		if (run->slot[i].m->start)
 			r = run->slot[i].m->start(run->slot[i].st, run, err, len);
@@ -283,39 +332,24 @@ int gp_run__start(struct gp_run *run, char *err, size_t len)
 
 int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, struct bpf_map *ended, bool *filter)
 {
-	int r = run->ended_fd >= 0 ? bpf_map__reuse_fd(ended, run->ended_fd) : 0;
+	struct objshare sh = share_of(run);
 
-	*filter = run->filter;
-	bpf_map__set_max_entries(traced, (__u32)run->o->max_procs);
-	if (r)
-		return r;
-	return run->ptree ? bpf_map__reuse_fd(traced, ptree__traced_fd(run->ptree)) : 0;
+	return objshare__adopt(&sh, traced, ended, filter);
 }
 
-/*
- * The in-flight tables' shares (issue 30): the first quarter of a table's places go to any
- * call unshared; past that a process counts against an eighth, a user against a quarter.
- * So one process holds at most 3/8 of a table, one user half, two users 3/4: whoever else
- * calls keeps the rest. The counters: one per process that calls under pressure (the
- * followed-process table's size) and as many users.
- */
 void gp_run__set_shares_of(struct gp_run *run, struct bpf_map *counters, __u32 *free_places, __u32 *proc,
 			   __u32 *user)
 {
-	uint64_t n = run->o->max_pending;
+	struct objshare sh = share_of(run);
 
-	*free_places = (__u32)(n / 4);
-	*proc = (__u32)(n / 8 ? n / 8 : 1);
-	*user = (__u32)(n / 4 ? n / 4 : 1);
-	bpf_map__set_max_entries(counters, (__u32)run->o->max_procs + 1024);
+	objshare__set_shares(&sh, counters, free_places, proc, user);
 }
 
 int gp_run__adopt_hits_map(struct gp_run *run, struct bpf_map *hits, bool *count)
 {
-	*count = run->budget != NULL;
-	if (!run->budget)
-		return bpf_map__set_max_entries(hits, 1); /* never written */
-	return bpf_map__reuse_fd(hits, gp_budget__hits_fd(run->budget));
+	struct objshare sh = share_of(run);
+
+	return objshare__adopt_hits(&sh, hits, count);
 }
 
 void gp_run__prepare_sampled(struct gp_run *run, struct attach_pair *sampled, const struct attach_pair *all,
@@ -471,7 +505,9 @@ json_object *gp_unseen__json(const struct gp_unseen *u)
 
 int gp_run__subscribe(struct gp_run *run, const struct gp_handlers *h)
 {
-	return run->shared_rb >= 0 ? gp_events__add(run->events, run->shared_rb, h) : -ENOENT;
+	struct objshare sh = share_of(run);
+
+	return objshare__subscribe(&sh, h);
 }
 
 int gp_run__slot_of(const struct gp_run *run, const void *st)
@@ -480,56 +516,6 @@ int gp_run__slot_of(const struct gp_run *run, const void *st)
 		if (run->slot[i].st == st)
 			return i;
 	return -1;
-}
-
-static void report_one(struct gp_run *run, int i, const char *kind, uint32_t pid)
-{
-	const struct gp_mode *m = run->slot[i].m;
-	const struct gp_snap *s = m->snapshot(run->slot[i].st, run, kind, pid);
-	json_object *o;
-
-	if (!s)
-		return;
-	if (!run->o->json) {
-		if (m->text)
-			m->text(run->out, s, run);
-		/* "0 processes" alone reads as "nothing wrong": say why there is nothing */
-		if (m->text && !s->nr_pids && strcmp(kind, "exit"))
-			fprintf(run->out, "  nothing to report: %s\n", run->empty_hint ? run->empty_hint :
-				"no traced process has made a call this mode follows yet");
-		fflush(run->out);
-		return;
-	}
-	if (!m->json)
-		return;
-	o = json_object_new_object();
-	json_object_object_add(o, "mode", json_object_new_string(m->name));
-	json_object_object_add(o, "report", json_object_new_string(kind));
-	json_object_object_add(o, "time", json_object_new_int64((int64_t)time(NULL)));
-	m->json(o, s, run);
-	gp_drops__json(o, s);
-	gp_json__print(run->out, o);
-}
-
-/* The budget's own record, after the modes': what it sampled and what the probes cost. */
-static void report_budget(struct gp_run *run, const char *kind)
-{
-	struct gp_budget_stats st;
-	json_object *o;
-
-	if (!run->budget || gp_budget__stats(run->budget, &st))
-		return;
-	if (!run->o->json) {
-		gp_budget__text(run->out, &st);
-	} else {
-		o = json_object_new_object();
-		json_object_object_add(o, "mode", json_object_new_string("budget"));
-		json_object_object_add(o, "report", json_object_new_string(kind));
-		json_object_object_add(o, "time", json_object_new_int64((int64_t)time(NULL)));
-		gp_budget__json(o, &st);
-		gp_json__print(run->out, o);
-	}
-	gp_budget__stats_free(&st);
 }
 
 void gp_run__end(struct gp_run *run)
@@ -547,13 +533,6 @@ uint64_t gp_run__now(const struct gp_run *run)
 	return run->end_ns ? run->end_ns : gp_mono_ns();
 }
 
-void gp_run__report(struct gp_run *run, const char *kind, uint32_t pid)
-{
-	for (int i = 0; i < run->nr; i++)
-		report_one(run, i, kind, pid);
-	report_budget(run, kind);
-}
-
 void gp_run__exit_report(struct gp_run *run, const void *st, uint32_t pid)
 {
 	int i = gp_run__slot_of(run, st);
@@ -561,12 +540,6 @@ void gp_run__exit_report(struct gp_run *run, const void *st, uint32_t pid)
 	if (i < 0 || !run->exit_report)
 		return;
 	run->exit_report(run, i, pid);
-}
-
-void gp_run__report_slot(struct gp_run *run, int slot, const char *kind, uint32_t pid)
-{
-	if (slot >= 0 && slot < run->nr)
-		report_one(run, slot, kind, pid);
 }
 
 struct hit_acc {
@@ -607,11 +580,8 @@ static void acc_add(struct hit_acc *a, const struct gp_snap_pid *p)
 		memcpy(a->v[at - 1].comm, p->comm, sizeof(p->comm));
 }
 
-/* Probe hits per process summed over the allocation probes and the snapshots of the
- * modes that count them (all modes with all_modes), by PID: the sources see an exit at
- * different times, so a process is exited once every source says so. */
-static size_t pids_of(struct gp_run *run, const struct gp_snap *const *snaps, bool all_modes,
-		      void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx)
+size_t gp_run__pids(struct gp_run *run, const struct gp_snap *const *snaps, bool all_modes,
+		    void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx)
 {
 	struct hit_acc a = { .idx = u64map__new() };
 	const struct gp_snap_pid *pp = NULL;
@@ -649,7 +619,7 @@ size_t gp_run__hits_drops(struct gp_run *run, void (*cb)(void *ctx, const struct
 		for (size_t j = 0; dropped && snaps[i] && j < snaps[i]->nr_drops; j++)
 			dropped[i] += snaps[i]->drops[j].count;
 	}
-	return pids_of(run, snaps, false, cb, ctx);
+	return gp_run__pids(run, snaps, false, cb, ctx);
 }
 
 size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx)
@@ -663,79 +633,6 @@ bool gp_run__counts_hits(const struct gp_run *run)
 		if (run->slot[i].m->probe_hits)
 			return true;
 	return false;
-}
-
-struct prom_hits {
-	struct prom_out *p;
-	double cost;
-};
-
-static void prom_hit(void *ctx, const struct gp_snap_pid *pp)
-{
-	struct prom_hits *h = ctx;
-
-	prom__u64(h->p, "gpuprobe_probe_hits_total", pp, NULL, pp->probe_hits);
-	prom__real(h->p, "gpuprobe_probe_seconds_total", pp, NULL, (double)pp->probe_hits * h->cost);
-}
-
-static void count_pid(void *ctx, const struct gp_snap_pid *p)
-{
-	(void)ctx, (void)p;
-}
-
-int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
-{
-	const struct gp_snap *snaps[GP_MAX_MODES] = { 0 };
-	struct prom_hits h = { .p = p, .cost = probe_cost };
-	int r = 0;
-
-	for (int i = 0; i < run->nr; i++)
-		snaps[i] = run->slot[i].m->snapshot(run->slot[i].st, run, "scrape", 0);
-	for (int i = 0; i < run->nr && !r; i++)
-		if (snaps[i] && run->slot[i].m->prom)
-			r = run->slot[i].m->prom(p, snaps[i], run);
-	if (r)
-		return r;
-	prom__family(p, "gpuprobe_probe_hits_total");
-	prom__family(p, "gpuprobe_probe_seconds_total");
-	pids_of(run, snaps, false, prom_hit, &h);
-	prom__family(p, "gpuprobe_probe_hit_cost_seconds");
-	prom__real(p, "gpuprobe_probe_hit_cost_seconds", NULL, NULL, probe_cost);
-	prom__family(p, "gpuprobe_events_dropped_total");
-	for (int i = 0; i < run->nr; i++) {
-		for (size_t j = 0; snaps[i] && j < snaps[i]->nr_drops; j++) {
-			const char *kv[] = { "mode", run->slot[i].m->name, "reason",
-					     gp_reason_name(snaps[i]->drops[j].reason), NULL };
-
-			prom__u64(p, "gpuprobe_events_dropped_total", NULL, kv, snaps[i]->drops[j].count);
-		}
-	}
-	{
-		const char *kv[] = { "mode", "all", "reason", gp_reason_name(GP_R_MALFORMED_RECORD), NULL };
-
-		prom__u64(p, "gpuprobe_events_dropped_total", NULL, kv, gp_events__malformed(run->events));
-	}
-	if (run->budget_pct > 0) {
-		/* reason: only where it cannot sample */
-		const char *kv[] = { "mechanism", gp_budget_how_name(run->budget_how),
-				     run->budget ? NULL : "reason", run->budget_reason, NULL };
-		struct gp_budget_stats st;
-
-		prom__family(p, "gpuprobe_budget_in_force");
-		prom__u64(p, "gpuprobe_budget_in_force", NULL, kv, run->budget != NULL);
-		if (run->budget && !gp_budget__stats(run->budget, &st)) {
-			gp_budget__prom(p, &st);
-			gp_budget__stats_free(&st);
-		} else if (!run->budget) {
-			prom__family(p, "gpuprobe_budget_max_overhead_ratio");
-			prom__real(p, "gpuprobe_budget_max_overhead_ratio", NULL, NULL, run->budget_pct / 100);
-		}
-	}
-	prom__family(p, "gpuprobe_processes_unseen_calls_total");
-	prom__u64(p, "gpuprobe_processes_unseen_calls_total", NULL, NULL, run->unseen_total);
-	prom__family(p, "gpuprobe_tracked_processes");
-	prom__u64(p, "gpuprobe_tracked_processes", NULL, NULL, pids_of(run, snaps, true, count_pid, NULL));
-	return 0;
 }
 
 void gp_run__counters(struct gp_run *run, gp_counter_fn emit, void *ctx)
@@ -809,6 +706,7 @@ void gp_run__mode_names(const struct gp_run *run, char *buf, size_t len)
 void gp_run__detach(struct gp_run *run)
 {
 	gp_budget__stop(run->budget);
+	libwatch__detach(run->watch);
 	attach_set__free(run->links);
 	run->links = NULL;
 }

@@ -3,7 +3,8 @@
  * One tracing run: the enabled modes (src/core/mode.h) and what they share — settings,
  * symbolizer, ring-buffer reader, probe links, the ring buffer whose records' order
  * matters (allocations before the copies that use them), the allocation records, the
- * --trace timeline. The front ends (src/cli/) drive a run through these calls only.
+ * --trace timeline. The front ends (src/cli/) drive a run through these calls, and its
+ * reports and /metrics through src/out/report.h.
  */
 #ifndef GP_RUN_H
 #define GP_RUN_H
@@ -24,7 +25,6 @@ struct attach_set;
 struct allocsrc;
 struct gp_timeline;
 struct lib_set;
-struct prom_out;
 struct bpf_map;
 struct bpf_program;
 struct attach_pair;
@@ -113,14 +113,15 @@ int gp_run__start(struct gp_run *run, char *err, size_t len);
 void gp_run__end(struct gp_run *run);
 /* The moment a report describes: now, or the run's end once gp_run__end was called. */
 uint64_t gp_run__now(const struct gp_run *run);
-/* Reports of every mode (pid 0: every process) to run->out, text or JSON. */
-void gp_run__report(struct gp_run *run, const char *kind, uint32_t pid);
-/* One mode's report (by slot) of one process or all (pid 0). */
-void gp_run__report_slot(struct gp_run *run, int slot, const char *kind, uint32_t pid);
 /* A mode (by its state) wants process pid reported as it exits: the front end decides. */
 void gp_run__exit_report(struct gp_run *run, const void *st, uint32_t pid);
-/* Every mode's families into p (their snapshots), then the probe hits and the drops. */
-int gp_run__prom(struct gp_run *run, struct prom_out *p, double probe_cost);
+/* Reports and /metrics of a run: src/out/report.h. */
+/* Probe hits per process summed over the allocation probes and snaps[i] (slot i's
+ * snapshot, NULL: none) of the modes that count them (all modes with all_modes), by PID:
+ * the sources see an exit at different times, so a process is exited once every source
+ * says so. cb gets each process once; returns how many. */
+size_t gp_run__pids(struct gp_run *run, const struct gp_snap *const *snaps, bool all_modes,
+		    void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx);
 /* Probe hits per process of every mode (the allocation probes included). cb gets each
  * process once, hits summed; returns how many processes. */
 size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx);

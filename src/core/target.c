@@ -18,6 +18,7 @@
 #include "safeopen.h"
 #include "target.h"
 #include "u64map.h"
+#include "util.h"
 
 #if defined(__aarch64__)
 #define GP_MULTIARCH "aarch64-linux-gnu"
@@ -397,7 +398,7 @@ static void add_running(struct lib_set *s, bool verbose)
 			 * name of the file with it; the descriptor stays */
 			r = add_mapped(s, "/proc", pid, &libs[i], false, why, sizeof(why));
 			if (r < 0 && verbose)
-				fprintf(stderr, "gpuprobe: skipping %s\n", why);
+				gp_log(GP_LOG_INFO, "skipping %s", why);
 			else if ((r == 1 && libset__admit_last(s) >= 0) || (r == 0 && s->n == GP_MAX_LIBS))
 				u64map__put(refused, id, (void *)1); /* one user's copies: their share */
 		}
@@ -438,7 +439,7 @@ static int find_pid_libcuda(int pid, struct lib_set *s, bool verbose, char *why,
 		if (libset__add_mapped(s, "/proc", pid, &libs[i], reason, sizeof(reason)) >= 0)
 			continue;
 		if (verbose)
-			fprintf(stderr, "gpuprobe: skipping %s\n", reason);
+			gp_log(GP_LOG_INFO, "skipping %s", reason);
 		if (why && !*why)
 			snprintf(why, len, "%s", reason);
 	}
@@ -599,7 +600,7 @@ static int check_each(const struct lib_set *found, struct lib_set *libs, bool ve
 	for (int i = 0; i < found->n; i++) {
 		if (target__check_lib(&found->libs[i], reason, sizeof(reason))) {
 			if (verbose)
-				fprintf(stderr, "gpuprobe: skipping %s\n", reason);
+				gp_log(GP_LOG_INFO, "skipping %s", reason);
 			if (!*why)
 				snprintf(why, len, "%s", reason);
 			continue;
@@ -717,8 +718,8 @@ int target__resolve_command(char *const argv[], bool verbose, struct lib_set *li
 		return 0;
 	r = ldpath__find(argv[0], "libcuda.so.1", cmd_candidate, &f);
 	if (r < 0 && verbose)
-		fprintf(stderr, "gpuprobe: %s: no dynamic section read (%s): its libraries are found as it loads them\n",
-			argv[0], strerror(-r));
+		gp_log(GP_LOG_INFO, "%s: no dynamic section read (%s): its libraries are found as it loads them",
+		       argv[0], strerror(-r));
 	check_each(f.found, libs, verbose, why, sizeof(why));
 	libset__clear(f.found);
 	free(f.found);

@@ -2,7 +2,7 @@
 /*
  * The Prometheus exposition: aggregators fed by hand, their snapshots taken as the modes
  * take them, rendered by the modes' renderers through the run's Prometheus pass
- * (gp_run__prom, src/out/prom.c) into a series store kept across renders as the daemon
+ * (gp_report__prom, src/out/prom.c) into a series store kept across renders as the daemon
  * keeps it, compared line by line. No BPF: the modes' snapshot steps are replaced by ones
  * that hand back the snapshots made here. What is checked: series keyed by comm and
  * cgroup, counters that keep exited processes' counts exactly once, gauges of running
@@ -22,6 +22,7 @@
 #include "metrics.h"
 #include "options.h"
 #include "prom.h"
+#include "report.h"
 #include "run.h"
 #include "util.h"
 #include "unit.h"
@@ -78,7 +79,7 @@ static char *render_at(const struct gp_mode *const *modes, const struct gp_snap 
 		run.slot[i].st = (void *)snaps[i];
 	}
 	f = open_memstream(&buf, &len);
-	if (f && !gp_run__prom(&run, p, cost))
+	if (f && !gp_report__prom(&run, p, cost))
 		r = prom_out__write(p, f);
 cleanup:
 	if (f)

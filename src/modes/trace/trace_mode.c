@@ -297,8 +297,8 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 	int r;
 
 	if (!m->probes.multi)
-		fprintf(stderr, "gpuprobe: warning: no uprobe_multi links (Linux < 6.6): %d functions attach "
-				"one by one, and detaching takes ~0.1 s each\n", m->nr_names);
+		gp_log(GP_LOG_WARN, "warning: no uprobe_multi links (Linux < 6.6): %d functions attach "
+				    "one by one, and detaching takes ~0.1 s each", m->nr_names);
 	r = attach_set__auto(run->links, m->skel->progs.trace_proc_exit, err, len);
 	if (r)
 		return r;

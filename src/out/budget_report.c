@@ -5,6 +5,7 @@
 #include <string.h>
 #include <json-c/json.h>
 #include "budget.h"
+#include "budget_report.h"
 #include "prom.h"
 #include "text.h"
 
