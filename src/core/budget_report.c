@@ -46,8 +46,10 @@ void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
 		else
 			fprintf(f, "  PID %u%s:", p->pid, p->ended ? " (ended)" : "");
 		if (gp_account__sampling(&p->acc, &smp) && smp.unbounded)
-			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%s calls (at least %s: no upper bound, its calls cost less than a probe),",
-				smp.fraction * 100, count(smp.estimate).s, count(smp.lo).s);
+			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%s calls (at least %s: no upper bound, %s),",
+				smp.fraction * 100, count(smp.estimate).s, count(smp.lo).s,
+				smp.long_unseen ? "an unseen part outlasted a period: its probes were that slow to go in" :
+						  "its calls cost less than a probe");
 		else if (smp.observed || p->acc.sampled)
 			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%s calls (95%%: %s-%s),",
 				smp.fraction * 100, count(smp.estimate).s, count(smp.lo).s, count(smp.hi).s);
