@@ -76,6 +76,8 @@ static json_object *json_proc(const struct gp_budget_proc *p)
 		json_object_array_add(iv, json_object_new_double(smp.lo));
 		json_object_array_add(iv, smp.unbounded ? NULL : json_object_new_double(smp.hi));
 		json_object_object_add(o, "interval", iv);
+		if (smp.long_unseen)
+			json_object_object_add(o, "long_unseen", json_object_new_boolean(true));
 		json_object_object_add(o, "fraction", json_object_new_double(smp.fraction));
 	}
 	json_object_object_add(o, "probe_seconds_estimate", json_object_new_double(p->acc.probe_s));

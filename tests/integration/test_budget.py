@@ -912,7 +912,8 @@ def test_budget_slow_attach_has_no_false_upper_end():
     the unseen part after rate_app's first window lasts until its exit, 3 s in which its rate
     moves twice, and no window brackets it. Its interval must hold rate_app's own count: with
     no upper end (said so), never a tight wrong one ([110,386-110,386] for 120,400 before), and
-    the estimate within 2x of the count."""
+    the estimate printed (not asserted: the windows say nothing of a rate that moved unseen;
+    0.26-0.92x here)."""
     env = dict(NO_MULTI, GPUPROBE_TEST_ATTACH_MS="3000")
     r, t = run_rate(["--max-overhead", "1"], env=env)
     b = budget_record(r.stdout)
@@ -925,10 +926,14 @@ def test_budget_slow_attach_has_no_false_upper_end():
         raise gp.Failure(f"true launches {t['launches']} outside [{lo}, {hi}]; budget: {b}")
     eq(hi, None, "an unseen part longer than a period: no upper end")
     eq(smp.get("unbounded"), True, "the sampling says it is unbounded")
-    check(0.5 <= ct["launches"] / t["launches"] <= 2, f"estimate {ct['launches']} for {t['launches']} launches")
+    eq(smp.get("long_unseen"), True, "... and why: an unseen part longer than a period")
+    check(lo <= ct["launches"], f"estimate {ct['launches']} under its interval's low end {lo}")
+    print(f"#   attach {b['attach_ms_median']:.0f} ms: estimate {ct['launches'] / t['launches']:.2f}x the count, "
+          f"[{lo / t['launches']:.2f}x, none]", flush=True)
     bp = [p for p in b["processes"] if p["pid"] == t["pid"]]
     eq(len(bp), 1, "the budget's account of the process")
     eq(bp[0]["interval"][1], None, "the budget's interval has no upper end either")
+    eq(bp[0].get("long_unseen"), True, "the budget says why")
     gp.assert_nothing_attached()
 
 if __name__ == "__main__":

@@ -273,6 +273,8 @@ static json_object *json_sampling(const struct ct_sampled *smp)
 	json_object_object_add(o, "fraction", json_object_new_double(smp->s.fraction));
 	if (smp->s.unbounded)
 		json_object_object_add(o, "unbounded", json_object_new_boolean(true));
+	if (smp->s.long_unseen)
+		json_object_object_add(o, "long_unseen", json_object_new_boolean(true));
 	for (int i = 0; i < CT_IV__COUNT; i++) {
 		json_object *a = json_object_new_array();
 
