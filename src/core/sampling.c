@@ -25,6 +25,14 @@
  * models. */
 #define COST_SPREAD 2.5
 
+/* An unseen part of u seconds longer than the step model holds (sampling.h, GP_MAX_UNSEEN_S):
+ * no upper end. */
+static void long_unseen(struct gp_account *a, double u)
+{
+	if (u > GP_MAX_UNSEEN_S)
+		a->unbounded = a->long_unseen = true;
+}
+
 void gp_account__begin(struct gp_account *a, double lead_unseen)
 {
 	memset(a, 0, sizeof(*a));
@@ -32,6 +40,7 @@ void gp_account__begin(struct gp_account *a, double lead_unseen)
 		return;
 	/* a window of rate 0 before it: the next one's rate brackets its start */
 	a->sampled = a->pending = true;
+	long_unseen(a, lead_unseen);
 	a->p_unseen = lead_unseen;
 	a->p_cpu_u = -1; /* its CPU time before it was seen is not known */
 	a->p_rate.sigma = a->p_rate.beta = -1;
@@ -380,6 +389,7 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 		a->busy = busy;
 	}
 	if (a->pending && on > 0) {
+		long_unseen(a, a->p_unseen);
 		between(a, &r, n, on, &y, &ylo, &yhi, &ywide, &var);
 		if (r.grate > 0)
 			a->clock = clocked(&a->p_rate, &r);
@@ -438,6 +448,8 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 		double u = a->p_unseen, y;
 		struct models m;
 
+		if (u > GP_MAX_UNSEEN_S)
+			out->long_unseen = true;
 		unseen_calls(&a->p_rate, u, a->p_cpu_u, &m);
 		/* as clocked as its last two windows said (its next one has not come) */
 		clock_models(&m, a->clock, a->p_rate.grate, u);
@@ -472,8 +484,9 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 	if (out->hi < out->estimate)
 		out->hi = out->estimate;
 	out->fraction = out->estimate > 0 ? out->observed / out->estimate : 1.0;
-	out->unbounded = a->unbounded;
-	if (a->unbounded)
+	out->long_unseen |= a->long_unseen;
+	out->unbounded = a->unbounded || out->long_unseen;
+	if (out->unbounded)
 		out->hi = INFINITY;
 	return true;
 }

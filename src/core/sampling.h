@@ -25,7 +25,8 @@
  * own window, with the last step's size as its own.
  * A process that spent most of two sampled windows running in the probes calls faster
  * unprobed than any window can tell (its calls cost less than a probe): its interval has
- * no upper end.
+ * no upper end; so has one with an unseen part longer than GP_MAX_UNSEEN_S (an attach
+ * slower than the periods stretched it, and its rate may have moved any number of times).
  */
 #ifndef GP_SAMPLING_H
 #define GP_SAMPLING_H
@@ -41,7 +42,9 @@ struct gp_sampling {
 	double lo, hi;       /* 95 % interval of the calls; hi is INFINITY when unbounded */
 	bool unbounded;      /* in two sampled windows running the process spent most of its time in the probes:
 			      * its calls cost less than a probe, and how fast it calls unprobed
-			      * cannot be told from the windows (estimate and lo stand) */
+			      * cannot be told from the windows (estimate and lo stand); or long_unseen */
+	bool long_unseen;    /* an unseen part outlasted GP_MAX_UNSEEN_S (the probes took that long
+			      * to go in or out): unbounded too */
 };
 
 /* A count x_obs that is part of s's hits (launches of one kernel, syncs): its estimate
@@ -73,6 +76,7 @@ struct gp_account {
 	double wide;         /* the upper end's allowance for a hit dearer than calibrated */
 	bool sampled;        /* some part of its life was unseen */
 	bool unbounded;      /* see struct gp_sampling */
+	bool long_unseen;    /* see struct gp_sampling */
 	bool busy;           /* its last sampled window was more than half in probes */
 	bool ended;          /* trimmed at its exit (gp_account__trim) */
 	/* the last unseen part, waiting for the next window */
@@ -152,6 +156,16 @@ double gp_account__overhead(const struct gp_account *a);
  * that rises inside a long period's window ends the window (src/core/budget.c). */
 #define GP_PERIOD_S 0.5
 #define GP_MAX_PERIOD_S 1.0  /* never longer: the budget reacts within a second */
+/* The unseen parts' model holds a rate that moves at most once between two windows: a
+ * program whose rate moves less often than the longest period. An unseen part longer than
+ * this was not planned (a period is never over GP_MAX_PERIOD_S) but stretched by an attach
+ * that took longer than the periods themselves (a loaded machine: under ASan at load 20 a
+ * window's tracefs uprobe events took 6.3 s to arm, longer than rate_app's whole 4-s life,
+ * and its interval [65,807-92,631] missed its 120,400 launches, its rate having moved twice
+ * unseen). The rate may then have moved any number of times there, and no window brackets
+ * it: the interval has no upper end (the estimate and the low end, never under the calls
+ * seen and the strays, stand). A quarter of a period over it: a median attach's overrun. */
+#define GP_MAX_UNSEEN_S (1.25 * GP_MAX_PERIOD_S)
 /* A window shorter than this sees too little: at 1 ms, a paced workload that fell behind
  * while the links were made (a loaded 2-CPU machine) caught up within the window, which
  * then read as call-bound (test_budget_no_latency_and_text: about one run in eight with no

@@ -47,8 +47,10 @@ void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
 		else
 			fprintf(f, "  PID %u%s:", p->pid, p->ended ? " (ended)" : "");
 		if (gp_account__sampling(&p->acc, &smp) && smp.unbounded)
-			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%s calls (at least %s: no upper bound, its calls cost less than a probe),",
-				smp.fraction * 100, count(smp.estimate).s, count(smp.lo).s);
+			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%s calls (at least %s: no upper bound, %s),",
+				smp.fraction * 100, count(smp.estimate).s, count(smp.lo).s,
+				smp.long_unseen ? "an unseen part outlasted a period: its probes were that slow to go in" :
+						  "its calls cost less than a probe");
 		else if (smp.observed || p->acc.sampled)
 			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%s calls (95%%: %s-%s),",
 				smp.fraction * 100, count(smp.estimate).s, count(smp.lo).s, count(smp.hi).s);
@@ -75,6 +77,8 @@ static json_object *json_proc(const struct gp_budget_proc *p)
 		json_object_array_add(iv, json_object_new_double(smp.lo));
 		json_object_array_add(iv, smp.unbounded ? NULL : json_object_new_double(smp.hi));
 		json_object_object_add(o, "interval", iv);
+		if (smp.long_unseen)
+			json_object_object_add(o, "long_unseen", json_object_new_boolean(true));
 		json_object_object_add(o, "fraction", json_object_new_double(smp.fraction));
 	}
 	json_object_object_add(o, "probe_seconds_estimate", json_object_new_double(p->acc.probe_s));

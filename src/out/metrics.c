@@ -74,11 +74,11 @@ const struct gp_metric gp_metrics[] = {
 	  "A sampled process adds the ends of its interval, each never less than it added before, "
 	  "so `low <= sum by kernel of the launches <= high` holds for every series and every sum of "
 	  "series (the ends of a sum's interval are the sums of its processes' ends: wider than a "
-	  "95 % interval of the sum, never narrower). A process whose calls cost less than a probe "
-	  "has no upper end (sampling.h): it adds its estimate to `high` and to "
+	  "95 % interval of the sum, never narrower). A process whose calls cost less than a probe, "
+	  "or with an unseen part longer than a period (its probes slow to go in), has no upper end (sampling.h): it adds its estimate to `high` and to "
 	  "gpuprobe_cuda_launches_unbounded_total, which says by how much `high` may fall short." },
 	{ "gpuprobe_cuda_launches_unbounded_total", GP_COUNTER, PE, "", NULL, "--cudatrace",
-	  "Estimated kernel launch calls of sampled processes whose interval has no upper end (their calls cost less than a probe).",
+	  "Estimated kernel launch calls of sampled processes whose interval has no upper end (their calls cost less than a probe, or an unseen part outlasted a period).",
 	  "Zero when every sampled process's interval is bounded. Such a process adds only its "
 	  "estimate to gpuprobe_cuda_launches_interval_total{bound=\"high\"}." },
 	{ "gpuprobe_cuda_sync_duration_seconds", GP_HISTOGRAM, P, "", NULL, "--cudatrace",
@@ -103,7 +103,8 @@ const struct gp_metric gp_metrics[] = {
 	  "Kernel launch calls of the sampled running processes: seen by the probes (bound=seen), estimated (bound=estimate), and the ends of a 95 % interval (bound=low, bound=high).",
 	  "Summed over the series' sampled processes: `seen / estimate` is the share of their calls "
 	  "seen, and `low`, `high` are the sums of each process's 95 % bounds. No `high` sample when "
-	  "some process's calls cost less than a probe (its interval has no upper end)." },
+	  "some process's interval has no upper end (its calls cost less than a probe, or an unseen "
+	  "part outlasted a period)." },
 	{ "gpuprobe_cuda_graph_launches_estimate", GP_GAUGE, P, "bound", NULL, "--max-overhead",
 	  "cuGraphLaunch calls of the sampled running processes, as gpuprobe_cuda_launches_estimate.", NULL },
 	{ "gpuprobe_cuda_sync_calls_estimate", GP_GAUGE, P, "bound", NULL, "--max-overhead",

@@ -905,5 +905,36 @@ def test_budget_uprobe_multi_fallback():
     check(b["detach_ms_median"] > 0, "closing the links timed")
 
 
+
+def test_budget_slow_attach_has_no_false_upper_end():
+    """An attach slower than the periods (GPUPROBE_TEST_ATTACH_MS: every attach of a window 3 s
+    longer, its uprobe events armed one at a time, as an ASan build's took 6.3 s at load 20):
+    the unseen part after rate_app's first window lasts until its exit, 3 s in which its rate
+    moves twice, and no window brackets it. Its interval must hold rate_app's own count: with
+    no upper end (said so), never a tight wrong one ([110,386-110,386] for 120,400 before), and
+    the estimate printed (not asserted: the windows say nothing of a rate that moved unseen;
+    0.26-0.92x here)."""
+    env = dict(NO_MULTI, GPUPROBE_TEST_ATTACH_MS="3000")
+    r, t = run_rate(["--max-overhead", "1"], env=env)
+    b = budget_record(r.stdout)
+    check(b["attach_ms_median"] >= 2500, f"the attach was not slowed: {b['attach_ms_median']} ms")
+    ct = final_proc(r.stdout, "cudatrace", t["pid"])
+    smp = ct.get("sampling")
+    check(smp is not None, f"no sampling in a run that sampled: {ct}")
+    lo, hi = smp["intervals"]["launches"]
+    if not lo <= t["launches"] <= (hi if hi is not None else float("inf")):
+        raise gp.Failure(f"true launches {t['launches']} outside [{lo}, {hi}]; budget: {b}")
+    eq(hi, None, "an unseen part longer than a period: no upper end")
+    eq(smp.get("unbounded"), True, "the sampling says it is unbounded")
+    eq(smp.get("long_unseen"), True, "... and why: an unseen part longer than a period")
+    check(lo <= ct["launches"], f"estimate {ct['launches']} under its interval's low end {lo}")
+    print(f"#   attach {b['attach_ms_median']:.0f} ms: estimate {ct['launches'] / t['launches']:.2f}x the count, "
+          f"[{lo / t['launches']:.2f}x, none]", flush=True)
+    bp = [p for p in b["processes"] if p["pid"] == t["pid"]]
+    eq(len(bp), 1, "the budget's account of the process")
+    eq(bp[0]["interval"][1], None, "the budget's interval has no upper end either")
+    eq(bp[0].get("long_unseen"), True, "the budget says why")
+    gp.assert_nothing_attached()
+
 if __name__ == "__main__":
     gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])

@@ -725,6 +725,66 @@ static void test_exit_ends_the_last_part(void)
 	ASSERT_TRUE(s.estimate < truth + rate * 0.25, "the part after the exit not estimated");
 }
 
+/*
+ * An attach slower than the process's life (GPUPROBE_TEST_ATTACH_MS=3000 here, as an ASan
+ * build at load 20 took 6.3 s): rate_app's windows, as its -v log gave them (budget: acct
+ * lines, bench/budget_replay.c's order), 120,400 launches by its own count. Its only sampled
+ * window (20 ms, cut at the step to 100,000/s) was followed by 3.05 s unseen until its exit,
+ * in which its rate moved twice; the strays the probes caught while going in (109,163) were
+ * the estimate's floor, and the interval was [110,386-110,386]. No window brackets such a
+ * part: no upper end, and the low end still under the count.
+ */
+static void test_unseen_part_longer_than_a_period(void)
+{
+	static const double log[][15] = {
+		{ 20, 3, 0.104240134, 0.104240134, 0.002, -1, 1.364668e-06, 3.486e-06, 19, 0.095041086, 0.095041086, 1, -1,
+		  0.013713861, 0 },
+		{ 22, 0, 0.112110239, 0.112110239, 0.0022, 0.00100368, 1.364668e-06, 3.486e-06, 22, 0.110012214,
+		  0.110012214, 0, -1, -1, 0 },
+		{ 20, 0, 0.100954576, 0.100954576, 0.002, 0.000837812, 1.364668e-06, 3.486e-06, 20, 0.099979258,
+		  0.099979258, 0, -1, -1, 0 },
+		{ 20, 0, 0.107962801, 0.107962801, 0.002, 0.00070342, 1.364668e-06, 3.486e-06, 20, 0.099994671,
+		  0.099994671, 0, -1, -1, 0 },
+		{ 22, 2, 0.107451363, 0.107451363, 0.002114351, 0.000844853, 1.364668e-06, 3.486e-06, 22, 0.110030071,
+		  0.11001572, 0, -1, -1, 0 },
+		{ 22, 0, 0.100450407, 0.100450407, 0.001956092, 0.000763481, 1.364668e-06, 3.486e-06, 22, 0.109981058,
+		  0.109924966, 0, -1, -1, 0 },
+		{ 20, 0, 0.10435151, 0.10435151, 0.002, 0.00099819, 1.364668e-06, 3.486e-06, 20, 0.099997445,
+		  0.099997445, 0, -1, -1, 0 },
+		{ 20, 0, 0.101135385, 0.101135385, 0.002, 0.000789945, 1.364668e-06, 3.486e-06, 20, 0.100001261,
+		  0.100001261, 0, -1, -1, 0 },
+		{ 21, 0, 0.102948927, 0.102948927, 0.0021, 0.000953237, 1.364668e-06, 3.486e-06, 21, 0.106221265,
+		  0.106221265, 0, -1, -1, 0 },
+		{ 590, 12, 0.095513378, 0.095513378, 0.017750487, 0.006271832, 3.36251277e-06, 5.48384477e-06, 590,
+		  0.097598383, 0.095587398, 0, -1, -1, 0 },
+		{ 446, 111557, 3.07184252, 0.02192409, 0.012540978, 0.054729443, 3.36251277e-06, 5.48384477e-06, 446,
+		  0.022345166, 0.020825631, 0, -1, -1, 109163 },
+	};
+	struct gp_window end = { .T = 1e-9, .on = 1e-9, .act = -1, .cpu_T = -1, .busy = -1, .head_s = -1 };
+	struct gp_account a;
+	struct gp_sampling s;
+	double truth = 120400;
+
+	gp_account__begin(&a, 0);
+	for (size_t i = 0; i < sizeof(log) / sizeof(log[0]); i++) {
+		const double *l = log[i];
+		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = l[4], .cpu_T = l[5],
+				       .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11], .busy = l[12],
+				       .head_s = l[13], .stray_calls = l[14] };
+
+		gp_account__window(&a, &w, l[6], l[7]);
+	}
+	gp_account__trim(&a, 3.04991843);
+	gp_account__window(&a, &end, 3.36251277e-06, 5.48384477e-06);
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	ASSERT_TRUE(s.lo <= truth, "the low end under the count");
+	ASSERT_TRUE(s.unbounded && s.long_unseen && isinf(s.hi), "no upper end after a 3-s unseen part");
+	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the truth within the interval");
+	printf("#   estimate %.3fx the count, [%.2fx, %s]\n", s.estimate / truth, s.lo / truth,
+	       isinf(s.hi) ? "none" : "bounded");
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
@@ -749,5 +809,6 @@ int main(int argc, char **argv)
 	RUN_TEST(test_h200_sync_row);
 	RUN_TEST(test_paced_by_a_busy_wait);
 	RUN_TEST(test_exit_ends_the_last_part);
+	RUN_TEST(test_unseen_part_longer_than_a_period);
 	return unit_done();
 }
