@@ -206,7 +206,8 @@ def test_budget_without_uprobe_multi():
     r, t = run_rate(["--max-overhead", "1"], env=NO_MULTI)
     b, share = check_budget_run(r, t, mechanism="uprobe_events")
     check(b["windows"] >= 2, f"windows {b['windows']}")
-    left = set(gp.uprobe_events()) - before
+    # another gpuprobe running meanwhile (a second checkout's tests) has events of its own
+    left = [(p, n) for p, n in set(gp.uprobe_events()) - before if not os.path.exists(f"/proc/{p}")]
     eq(sorted(left), [], "uprobe events left after gpuprobe exited")
     gp.assert_nothing_attached()
 
@@ -342,7 +343,8 @@ def test_budget_with_pid():
         lo, hi = ct["sampling"]["intervals"]["launches"]
         check(lo <= t["launches"] <= (hi if hi is not None else float("inf")),
               f"true launches {t['launches']} outside [{lo}, {hi}]")
-        check(hi is not None, "a paced process's interval has an upper end")
+        check(hi is not None or ct["sampling"].get("long_unseen"),
+              f"a paced process's interval has an upper end: {ct['sampling']}")
     finally:
         a.kill()
     gp.assert_nothing_attached()
@@ -386,11 +388,18 @@ def test_daemon_default_budget_metrics():
         eq(td.value(m, "gpuprobe_budget_attached_ratio"), 1, "every call seen once the launches stopped")
         est = {b: td.value(m, "gpuprobe_cuda_launches_estimate", pid=w.pid, bound=b)
                for b in ("seen", "estimate", "low", "high")}
-        check(None not in est.values(), f"estimate gauges of a lingering sampled process: {est}")
-        check(est["low"] <= t["launches"] <= est["high"], f"true launches {t['launches']} outside {est}")
+        # no high gauge only where an attach slower than a period left a part unseen: then
+        # the unbounded family says by how much the interval's high counter may fall short
+        unb = td.value(m, "gpuprobe_cuda_launches_unbounded_total", pid=w.pid) or 0
+        check(None not in (est["seen"], est["estimate"], est["low"]) and (est["high"] is not None or unb > 0),
+              f"estimate gauges of a lingering sampled process: {est} (unbounded {unb})")
+        high = est["high"] if est["high"] is not None else float("inf")
+        check(est["low"] <= t["launches"] <= high, f"true launches {t['launches']} outside {est}")
         check(0 < est["seen"] / est["estimate"] < 1, f"the share seen: {est}")
         counter = td.value(m, "gpuprobe_cuda_kernel_launches_total", pid=w.pid)
         iv = [td.value(m, "gpuprobe_cuda_launches_interval_total", pid=w.pid, bound=x) for x in ("low", "high")]
+        if unb:
+            iv[1] = float("inf")
         check(iv[0] <= counter <= iv[1] and iv[0] <= t["launches"] <= iv[1],
               f"the counter {counter} and the truth {t['launches']} inside the interval's counters {iv} (gauges {est})")
         eq(td.value(m, "gpuprobe_cuda_launches_seen_total", pid=w.pid), est["seen"], "the calls seen")
