@@ -664,17 +664,20 @@ def test_comm_process_running_at_start_counted():
     """--comm follows the processes that run already once the probes are in (the run's
     start): a launch in between must not leave its thread marked "not followed" for the
     rest of its image (the hot path caches gp_traced_self per thread, bpf/cuda_launch.bpf.c).
-    Without that, 2 runs of 3 counted nothing here."""
+    Without that, 2 runs of 3 counted nothing here. The workload launches until it is
+    killed after gpuprobe's run, however long the probes take to go in (one perf-event
+    uprobe at a time without uprobe_multi links: 7 s on 6.1 in QEMU, where a 2.5 s workload
+    had ended before they were in and the report was empty)."""
     for i in range(3):
-        w = gp.Background([RATE, "--phases", "50000:2500"], env=ENV)
+        w = gp.Background([RATE, "--phases", "50000:300000"], env=ENV)
         try:
             time.sleep(0.5)
             r = gp.gpuprobe(["--libcuda", FAKECUDA, "--json", "--cudatrace", "--no-latency", "--comm", "rate_app",
                              "-d", "1"])
             eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-800:]})")
+            eq(w.p.poll(), None, f"run {i}: the workload still running at gpuprobe's end ({w.stderr()[-300:]})")
             n = final_proc(r.stdout, "cudatrace", w.pid)["launches"]
             check(n > 10000, f"run {i}: {n} launches of a process launching 50000/s, followed for 1 s")
-            eq(w.wait(), 0, "workload exit")
         finally:
             w.kill()
 
