@@ -370,8 +370,7 @@ def test_daemon_default_budget_metrics():
             time.sleep(0.3)
             sampled = td.value(td.get(d.port)[1], "gpuprobe_sampled_processes", pid=w.pid)
         eq(sampled, 1, "gpuprobe_sampled_processes while sampled")
-        w.wait_for('"api":"rate"', where="stderr", timeout=20)
-        t = truth(w.stderr())
+        t = w.wait_truth(timeout=20)
         # the last unseen part is extrapolated from its window until the next window says
         # how the rate went on: read once every call is seen again (within a second), and
         # a period (100 ms) later
