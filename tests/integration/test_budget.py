@@ -317,10 +317,16 @@ def test_budget_no_latency_and_text():
     t = truth(r.stderr)
     m = re.search(r"PID %d \(rate_app\)[^\n]*: ~([\d,]+) launches" % t["pid"], r.stdout)
     check(m, f"no estimated launch line:\n{r.stdout[-2000:]}")
+    # an interval with no upper end (windows more than half in probes: on 6.1 in QEMU a
+    # probed call cost 3-4 times an unprobed one) says "at least" and why
     m = re.search(r"sampled \(--max-overhead\): ([0-9.]+)% of its launch and sync calls seen; its counts are "
-                  r"estimates \(95%: launches ([\d,]+)-([\d,]+)", r.stdout)
+                  r"estimates \(95%: launches (?:([\d,]+)-([\d,]+)|at least ([\d,]+))[^\n]*", r.stdout)
     check(m, f"no sampling line:\n{r.stdout[-2000:]}")
-    lo, hi = (int(x.replace(",", "")) for x in m.groups()[1:])
+    if m.group(4):
+        lo, hi = int(m.group(4).replace(",", "")), float("inf")
+        check(m.group(0).endswith("how many it made unseen has no upper bound"), f"an unbounded interval says why: {m.group(0)}")
+    else:
+        lo, hi = (int(x.replace(",", "")) for x in m.groups()[1:3])
     check(lo <= t["launches"] <= hi, f"true launches {t['launches']} outside {m.groups()}")
     how = {"uprobe_multi": "uprobe_multi links", "uprobe_events": "tracefs uprobe events"}[gp.budget_mechanism()]
     check(re.search(r"gpuprobe budget \(--max-overhead 2%%, %s\)" % how, r.stdout), f"no budget line ({how})")
