@@ -182,6 +182,17 @@ static void resume_checked(struct http *s)
 		MHD_resume_connection(j->c);
 }
 
+/* Every connection still waiting for its check, resumed (the checker stopped). */
+static void resume_all(struct http *s)
+{
+	struct auth_job *lists[] = { s->todo, s->finished };
+
+	s->todo = s->finished = NULL;
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+		for (struct auth_job *j = lists[i]; j; j = j->next)
+			MHD_resume_connection(j->c);
+}
+
 /* A request the checks are too busy for: 429 at once, counted, logged (once a minute). */
 static enum MHD_Result busy(struct http *s, struct MHD_Connection *c)
 {
@@ -432,9 +443,12 @@ void http__stop(struct http *s)
 		pthread_mutex_unlock(&s->lock);
 		pthread_join(s->checker, NULL);
 	}
-	/* checks not made or not collected: their connections close with the server, whose
-	 * completion notices free them (on_completed) */
-	s->todo = s->finished = NULL;
+	/* checks not made or not collected: their connections are suspended, and
+	 * libmicrohttpd aborts the process when it is stopped with one suspended ("called
+	 * while we have suspended connections": a SIGTERM while a password was checked);
+	 * resumed, they close with the server, whose completion notices free them
+	 * (on_completed) */
+	resume_all(s);
 	if (s->mhd)
 		MHD_stop_daemon(s->mhd); /* every connection closed: the notifications free them */
 	if (s->epfd >= 0)

@@ -320,10 +320,16 @@ def test_budget_no_latency_and_text():
     t = truth(r.stderr)
     m = re.search(r"PID %d \(rate_app\)[^\n]*: ~([\d,]+) launches" % t["pid"], r.stdout)
     check(m, f"no estimated launch line:\n{r.stdout[-2000:]}")
+    # an interval with no upper end (windows more than half in probes: on 6.1 in QEMU a
+    # probed call cost 3-4 times an unprobed one) says "at least" and why
     m = re.search(r"sampled \(--max-overhead\): ([0-9.]+)% of its launch and sync calls seen; its counts are "
-                  r"estimates \(95%: launches ([\d,]+)-([\d,]+)", r.stdout)
+                  r"estimates \(95%: launches (?:([\d,]+)-([\d,]+)|at least ([\d,]+))[^\n]*", r.stdout)
     check(m, f"no sampling line:\n{r.stdout[-2000:]}")
-    lo, hi = (int(x.replace(",", "")) for x in m.groups()[1:])
+    if m.group(4):
+        lo, hi = int(m.group(4).replace(",", "")), float("inf")
+        check(m.group(0).endswith("how many it made unseen has no upper bound"), f"an unbounded interval says why: {m.group(0)}")
+    else:
+        lo, hi = (int(x.replace(",", "")) for x in m.groups()[1:3])
     check(lo <= t["launches"] <= hi, f"true launches {t['launches']} outside {m.groups()}")
     how = {"uprobe_multi": "uprobe_multi links", "uprobe_events": "tracefs uprobe events"}[gp.budget_mechanism()]
     check(re.search(r"gpuprobe budget \(--max-overhead 2%%, %s\)" % how, r.stdout), f"no budget line ({how})")
@@ -374,8 +380,7 @@ def test_daemon_default_budget_metrics():
             time.sleep(0.3)
             sampled = td.value(td.get(d.port)[1], "gpuprobe_sampled_processes", pid=w.pid)
         eq(sampled, 1, "gpuprobe_sampled_processes while sampled")
-        w.wait_for('"api":"rate"', where="stderr", timeout=20)
-        t = truth(w.stderr())
+        t = w.wait_truth(timeout=20)
         # the last unseen part is extrapolated from its window until the next window says
         # how the rate went on: read once every call is seen again (within a second), and
         # a period (100 ms) later
@@ -530,9 +535,11 @@ def test_daemon_default_budget_short_jobs_exact():
     try:
         allowance = td.value(td.get(d.port)[1], "gpuprobe_budget_exact_allowance_calls")
         # ~700 launches a job, fewer when a call is priced so high here that they would come
-        # near the allowance (programs measured later raise the price a little)
+        # near the allowance (programs measured later raise the price a little): on 6.1 in
+        # QEMU, where a probe hit costs several times what it does natively, the allowance
+        # was 330 calls and the jobs 180 launches
         ms = min(35, int(allowance * 0.6 / 20))
-        check(ms >= 10, f"exact allowance {allowance} calls: too few for a short job's 200")
+        check(ms >= 5, f"exact allowance {allowance} calls: too few for a short job's 100")
         base = launch_sums(td, d.port)
         want = 0
         for _ in range(6):
@@ -675,17 +682,20 @@ def test_comm_process_running_at_start_counted():
     """--comm follows the processes that run already once the probes are in (the run's
     start): a launch in between must not leave its thread marked "not followed" for the
     rest of its image (the hot path caches gp_traced_self per thread, bpf/cuda_launch.bpf.c).
-    Without that, 2 runs of 3 counted nothing here."""
+    Without that, 2 runs of 3 counted nothing here. The workload launches until it is
+    killed after gpuprobe's run, however long the probes take to go in (one perf-event
+    uprobe at a time without uprobe_multi links: 7 s on 6.1 in QEMU, where a 2.5 s workload
+    had ended before they were in and the report was empty)."""
     for i in range(3):
-        w = gp.Background([RATE, "--phases", "50000:2500"], env=ENV)
+        w = gp.Background([RATE, "--phases", "50000:300000"], env=ENV)
         try:
             time.sleep(0.5)
             r = gp.gpuprobe(["--libcuda", FAKECUDA, "--json", "--cudatrace", "--no-latency", "--comm", "rate_app",
                              "-d", "1"])
             eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-800:]})")
+            eq(w.p.poll(), None, f"run {i}: the workload still running at gpuprobe's end ({w.stderr()[-300:]})")
             n = final_proc(r.stdout, "cudatrace", w.pid)["launches"]
             check(n > 10000, f"run {i}: {n} launches of a process launching 50000/s, followed for 1 s")
-            eq(w.wait(), 0, "workload exit")
         finally:
             w.kill()
 

@@ -401,9 +401,16 @@ UNSTABLE = re.compile(r"^  (cu\w+\s+[\d,]+\s+[\d,]+\s+\S+ \S+|\.\.\. [\d,]+ more
 KERNEL_LINES = re.compile(r"^gpuprobe: warning: no uprobe_multi links ")
 
 
+# Kinds of line in a loose example that a sampled run prints only when a window caught such
+# a call: the synchronize block (rate_app's four syncs, one a phase; on 6.1 in QEMU, where a
+# call is priced so high that even the 1000/s phase was sampled, none was seen and the block
+# was not printed). Its presence is left out of the comparison.
+LOOSE_OPTIONAL = {"synchronize: N calls, total"}
+
+
 def normalize_loose(text):
     """Estimates: the lines' kinds only (their first words, numbers masked), as a set."""
-    return sorted({" ".join(re.sub(r"\d[\d,.]*", "N", l).split()[:4]) for l in normalize(text)})
+    return sorted({" ".join(re.sub(r"\d[\d,.]*", "N", l).split()[:4]) for l in normalize(text)} - LOOSE_OPTIONAL)
 
 
 def normalize(text):

@@ -39,6 +39,7 @@ else
 	# says nothing about the kernel. GP_TIME_SLACK loosens the tests' upper bounds on
 	# measured times for the emulated CPU.
 	GP_NO_BROWSER="headless chromium under QEMU's TCG outlasts tests/tools/svg2png.sh's 90 s; the flame graph's pictures say nothing about the kernel" \
+	GP_NO_CHURN_TIMING="under QEMU's TCG gpuprobe waits on the run queue behind the 20 churning processes on 2 emulated CPUs (6 s of churn on 6.1: 0.7 s on a CPU, 4.7 s runnable and waiting for one; its first stack's unwinding tables 1.5-2.3 s, 11 ms natively): the 100-ms promise is measured on real CPUs" \
 	GP_TIME_SLACK=4 GP_SKIP_SUITES="fakecuda-smoke=the stand-in's timing self-test, whose 30% windows emulated CPUs miss" \
 		tests/run.sh $GP_SUITES >"$out/run.log" 2>&1
 	echo "rc=$?" >"$out/rc"
