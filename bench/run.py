@@ -955,9 +955,10 @@ def ringbuf_run(cmd, events_of):
     out = "".join(out)
     if p.returncode:
         die("ringbuf run failed: %s\n%s" % (" ".join(cmd), err[-2000:]))
-    # the workload's own lines: on stdout (a command keeps its stdout), the reports there too with -o -
+    # the workload's own lines: on stdout (a command keeps its stdout); the reports there with
+    # -o -, on stderr without it (a command's reports go to stderr)
     m = re.search(r"^result \S+ ns_per_call \S+ calls (\d+) threads \d+ seconds ([0-9.]+)", out + err, re.M)
-    final = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    final = [json.loads(l) for l in (out + "\n" + err).splitlines() if l.startswith("{")]
     final = [r for r in final if r.get("report") == "final"]
     if not m or not final:
         die("ringbuf: no result or no final report:\n%s\n%s" % (out[-1500:], err[-1500:]))
