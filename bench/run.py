@@ -240,7 +240,8 @@ def run_one(cfg, work, timeout=180):
         if "gpuprobe: tracing" not in r.stderr:
             die("gpuprobe did not attach: %s" % r.stderr[-2000:])
         d = re.findall(r"^Dropped events: (\d+)", text, re.M)
-        dropped = sum(int(x) for x in d) if d else None
+        # a text report prints its drop line only when a counter is not 0
+        dropped = sum(int(x) for x in d) if d else 0 if "final report" in text else None
     if cfg["kind"] == "empty" and "probes attached" not in r.stderr:
         die("empty_uprobe did not attach: %s" % r.stderr[-2000:])
     if cfg["kind"] == "preload" and not re.search(r"preload_count: .*[1-9]", r.stderr):
@@ -606,7 +607,7 @@ def stack_run(cfg, work, stats=False):
     su = re.findall(r"stack_unreadable (\d+)", text)
     runs = sum(int(x["run_cnt"]) for x in progs)
     allocs = int(m.group(2)) + 200 + 5  # the timed pairs, the warm-up, set-up calls
-    return dict(ns=float(m.group(1)), dropped=sum(int(x) for x in d) if d else None,
+    return dict(ns=float(m.group(1)), dropped=sum(int(x) for x in d) if d else 0 if "final report" in text else None,
                 stack_unreadable=sum(int(x) for x in su) if su else None,
                 cpu_us=cpu * 1e6 / allocs if cpu is not None else None,
                 bpf_ns=sum(int(x["run_time_ns"]) for x in progs) / allocs if runs else None)
