@@ -698,6 +698,19 @@ def test_ioctl_churn_exact():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def churn_while_stopped(d, prog, n):
+    """n short processes of prog, 20 at a time, while the daemon is stopped (SIGSTOP), and 2 s
+    more: their records wait in the ring buffer behind one another."""
+    d.signal(signal.SIGSTOP)
+    try:
+        r = gp.run([SPAWN, "--n", str(n), "--jobs", "20", "--rate", "0", "--", prog, *CHURN[1:]], env=ENV,
+                   timeout=300)
+        time.sleep(2)
+    finally:
+        d.signal(signal.SIGCONT)
+    eq(r.returncode, 0, f"spawn_app: {r.stderr[-300:]}")
+
+
 def test_exits_read_late_are_counted():
     """Issue 30 row 1: a daemon behind its ring buffer by more than its second (stopped 2 s
     here while 400 short processes run) reads some exits inside a reap, whose drain comes
@@ -718,14 +731,7 @@ def test_exits_read_late_are_counted():
         text = settled(d.port, timeout=60, comm=comm)
         before = {f: value(text, f, comm=comm) or 0 for f in fams}
         drops0 = value(text, "gpuprobe_events_dropped_total") or 0
-        d.signal(signal.SIGSTOP)
-        try:
-            r = gp.run([SPAWN, "--n", str(n), "--jobs", "20", "--rate", "0", "--", prog, *CHURN[1:]], env=ENV,
-                       timeout=300)
-            time.sleep(2)
-        finally:
-            d.signal(signal.SIGCONT)
-        eq(r.returncode, 0, f"spawn_app: {r.stderr[-300:]}")
+        churn_while_stopped(d, prog, n)
         text = settled(d.port, timeout=60, comm=comm)
         eq((value(text, "gpuprobe_events_dropped_total") or 0) - drops0, 0, "drops (the ring buffer holds the backlog)")
         eq({f: (value(text, f, comm=comm) or 0) - before[f] for f in fams}, {f: n * one[f] for f in fams},
@@ -761,14 +767,7 @@ def test_launches_read_before_their_names():
         one = churn_truth(prog)[fam]
         text = settled(d.port, timeout=60, comm=comm)
         before, nameless0 = value(text, fam, comm=comm) or 0, value(text, fam, comm="") or 0
-        d.signal(signal.SIGSTOP)
-        try:
-            r = gp.run([SPAWN, "--n", str(n), "--jobs", "20", "--rate", "0", "--", prog, *CHURN[1:]], env=ENV,
-                       timeout=300)
-            time.sleep(2)
-        finally:
-            d.signal(signal.SIGCONT)
-        eq(r.returncode, 0, f"spawn_app: {r.stderr[-300:]}")
+        churn_while_stopped(d, prog, n)
         text = settled(d.port, timeout=60, comm=comm)
         got, nameless = (value(text, fam, comm=comm) or 0) - before, (value(text, fam, comm="") or 0) - nameless0
         print(f"#   {n} processes read late: {got:.0f} launches under their name, {nameless:.0f} under none, "
