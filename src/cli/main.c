@@ -983,15 +983,17 @@ static const char top_doc[] =
 static const char top_epilog[] =
 	"KEYS: q quits; < and > (or left, right) choose the sort column; r reverses it;\n"
 	"up and down (or k, j) select the process whose kernels and copies are shown.\n"
-	"A process marked * has exited: it keeps its final figures (memory it held at exit,\n"
-	"launches, copies) for --keep-exited seconds (10), or until it scrolls off; the\n"
-	"command's own stays. Launches are kernel launches, as --cudatrace counts them;\n"
-	"graph launches are counted apart.\n"
+	"S is the process's state as ps shows it (R, S, D...); X: it has exited, and its row\n"
+	"(dimmed) keeps its final figures (memory it held at exit, launches, copies) for\n"
+	"--keep seconds (default 10); the command's own stays to the end. LAUNCH/s and\n"
+	"launches are kernel launch calls, as --cudatrace counts them; graph launches\n"
+	"(cuGraphLaunch) are counted apart, as there.\n"
 	"When the command or every -p process has ended, the screen keeps the final figures\n"
 	"until q.\n"
 	"COMMAND's stdout and stderr go to --command-log FILE (default /dev/null): the\n"
-	"terminal is the view's. --batch prints the frames' data on stdout, every process\n"
-	"with its detail, and no keys.\n"
+	"terminal is the view's. --batch prints the frames' data on stdout, like top -b:\n"
+	"each frame starts with its title line and ends with an empty line, every process\n"
+	"has one row (its columns at fixed places) and its detail, and no keys are shown.\n"
 	"\n"
 	"EXAMPLES:\n"
 	"  gpuprobe top                             # every CUDA process on the node\n"
@@ -1052,7 +1054,7 @@ static int top_log(struct cli *c, const char *path, char *err, size_t len)
 	return 0;
 }
 
-static struct top_opts top_o = { .sort = TOP_LAUNCHES, .width = 80, .keep_exited = 10 };
+static struct top_opts top_o = { .sort = TOP_LAUNCHES, .width = 80, .keep = 10 };
 static const char *top_cmd_log;
 
 static const struct gp_option top_options[] = {
@@ -1070,8 +1072,8 @@ static const struct gp_option top_options[] = {
 	  .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
 	{ "command-log", 0, "FILE", "Where COMMAND's stdout and stderr go (default /dev/null)", GP_OPT_STRING,
 	  &top_cmd_log, .frontends = GP_FE_CLI, .group = GP_GRP_OUTPUT },
-	{ "keep-exited", 0, "SECONDS", "How long an exited process stays on screen (default 10; the command's "
-	  "own stays)", GP_OPT_SECONDS, &top_o.keep_exited, 0, GP_MAX_SECONDS, .frontends = GP_FE_CLI,
+	{ "keep", 0, "SECONDS", "How long an exited process keeps its final figures on screen (default 10; "
+	  "the command's own stays)", GP_OPT_SECONDS, &top_o.keep, 0, GP_MAX_SECONDS, .frontends = GP_FE_CLI,
 	  .group = GP_GRP_OUTPUT },
 	{},
 };

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <ncurses.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,28 @@ static void drops_text(struct top *t, const uint64_t *dropped)
 			 (unsigned long long)gp_counters__dropped(t->cs));
 }
 
+/* The S column of a live process: its state in /proc/PID/stat (the field after the
+ * name, which may hold anything: read after its last ')'), '?' where it cannot be read
+ * (gone since, or another PID namespace's). */
+static char proc_state(uint32_t pid)
+{
+	char path[32], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return '?';
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return '?';
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] >= 'A' && p[2] <= 'Z' ? p[2] : '?';
+}
+
 /* One frame's data; reap forgets the processes that exited a while ago. */
 static int tick(struct top *t, bool reap)
 {
@@ -98,12 +121,15 @@ static int tick(struct top *t, bool reap)
 	n = gp_counters__end(t->cs, &rows);
 	r = top_frame__build(&t->f, rows, n, t->pids, t->nr_pids,
 			     (double)(now - gp_counters__prev_ns(t->cs)) / 1e9, t->cost);
+	for (size_t i = 0; i < t->f.nr_procs; i++)
+		if (!t->f.procs[i].exited)
+			t->f.procs[i].state = proc_state(t->f.procs[i].pid);
 	drops_text(t, dropped);
 	gp_text__clock(t->f.clock, sizeof(t->f.clock));
 	top_frame__sort(&t->f, t->col, t->reverse);
-	/* an exited process stays on screen (marked *) for --keep-exited seconds */
-	if (reap && now > gp_seconds_to_ns(t->o->keep_exited))
-		gp_run__reap(t->run, now - gp_seconds_to_ns(t->o->keep_exited), t->o->keep_pid);
+	/* an exited process keeps its final figures on screen (S X) for --keep seconds */
+	if (reap && now > gp_seconds_to_ns(t->o->keep))
+		gp_run__reap(t->run, now - gp_seconds_to_ns(t->o->keep), t->o->keep_pid);
 	return r;
 }
 
@@ -143,7 +169,7 @@ static void draw(struct top *t)
 	erase();
 	for (size_t i = 0; i < n && (int)i < LINES; i++) {
 		int a = t->lines[i].attr == TOP_TITLE || t->lines[i].attr == TOP_SELECTED ? A_REVERSE :
-			t->lines[i].attr == TOP_HEADER ? A_BOLD : A_NORMAL;
+			t->lines[i].attr == TOP_HEADER ? A_BOLD : t->lines[i].attr == TOP_EXITED ? A_DIM : A_NORMAL;
 
 		attrset(a);
 		mvaddnstr((int)i, 0, t->lines[i].text, COLS);

@@ -24,7 +24,7 @@ struct top_opts {
 	int width;          /* --batch: line width */
 	const char *who;    /* what is traced, for the title */
 	uint32_t keep_pid;  /* never forgotten (the command): its final figures stay */
-	double keep_exited; /* seconds an exited process stays on screen */
+	double keep;        /* seconds an exited process keeps its final figures on screen */
 	bool (*ended)(void *ctx); /* the traced processes ended */
 	bool (*stop)(void *ctx);  /* a signal asks to stop */
 	void *ctx;

@@ -131,6 +131,7 @@ static void finish_proc(struct top_proc *p, const struct u64map *names, const st
 		p->comm[sizeof(p->comm) - 1] = '\0';
 		p->exited = pids[at - 1].exited;
 	}
+	p->state = p->exited ? 'X' : '?';
 	if (p->nr_kernels > 1)
 		qsort(p->kernels, p->nr_kernels, sizeof(*p->kernels), cmp_kernel);
 	if (p->nr_copies > 1)
@@ -289,16 +290,21 @@ struct widths {
 	int comm, kernel; /* kernel 0: no TOP KERNEL column */
 };
 
-/* 79 columns with a 14-wide COMM; wider terminals get a full COMM, then the busiest
- * kernel of each process */
+/* A row but COMM: "%7s %c " and " %8s %9s %9s %9s %9s %6s" */
+#define ROW_FIXED 66
+
+/* 80 columns with a 14-wide COMM (a 15-character name loses its last); wider terminals
+ * get the whole name, then the busiest kernel of each process. Every column keeps its
+ * place at every width (--batch is read by scripts). */
 static struct widths widths_for(int width)
 {
-	struct widths w = { .comm = 14 };
-	int extra = width - 79;
+	struct widths w = { .comm = width - ROW_FIXED };
+	int extra = width - 80;
 
-	if (extra > 0)
-		w.comm++;
-	extra = width - 80;
+	if (w.comm > GP_COMM_LEN - 1)
+		w.comm = GP_COMM_LEN - 1;
+	if (w.comm < 6)
+		w.comm = 6;
 	if (extra >= 20)
 		w.kernel = extra - 1 > 60 ? 60 : extra - 1;
 	return w;
@@ -306,7 +312,7 @@ static struct widths widths_for(int width)
 
 static void table_header(struct out *o, struct widths w)
 {
-	put(o, TOP_HEADER, "%7s %-*s %8s %9s %10s %9s %9s %6s%s%s", col_title[TOP_PID], w.comm, col_title[TOP_COMM],
+	put(o, TOP_HEADER, "%7s S %-*s %8s %9s %9s %9s %9s %6s%s%s", col_title[TOP_PID], w.comm, col_title[TOP_COMM],
 	    col_title[TOP_LAUNCHES], col_title[TOP_MEMORY], col_title[TOP_GROWTH], col_title[TOP_H2D],
 	    col_title[TOP_D2H], col_title[TOP_PROBE], w.kernel ? " " : "", w.kernel ? "TOP KERNEL" : "");
 }
@@ -314,7 +320,6 @@ static void table_header(struct out *o, struct widths w)
 static void table_row(struct out *o, struct widths w, const struct top_proc *p, bool sel)
 {
 	char l[32], m[32], g[32], h[32], d[32], pc[32];
-	char comm[GP_COMM_LEN + 2];
 
 	fmt_count(p->launch_rate, l, sizeof(l));
 	if (p->has_memory) {
@@ -327,10 +332,9 @@ static void table_row(struct out *o, struct widths w, const struct top_proc *p, 
 	num__rate(p->has_copies ? p->h2d : -1, h, sizeof(h));
 	num__rate(p->has_copies ? p->d2h : -1, d, sizeof(d));
 	fmt_pct(p->probe_pct, pc, sizeof(pc));
-	snprintf(comm, sizeof(comm), "%s%s", p->exited ? "*" : "", p->comm);
-	put(o, sel ? TOP_SELECTED : TOP_TEXT, "%7u %-*.*s %8s %9s %10s %9s %9s %6s%s%.*s", p->pid, w.comm, w.comm,
-	    comm, l, m, g, h, d, pc, w.kernel ? " " : "", w.kernel,
-	    w.kernel && p->nr_kernels ? p->kernels[0].name : "");
+	put(o, sel ? TOP_SELECTED : p->exited ? TOP_EXITED : TOP_TEXT, "%7u %c %-*.*s %8s %9s %9s %9s %9s %6s%s%.*s",
+	    p->pid, p->state ? p->state : '?', w.comm, w.comm, p->comm[0] ? p->comm : "?", l, m, g, h, d, pc,
+	    w.kernel ? " " : "", w.kernel, w.kernel && p->nr_kernels ? p->kernels[0].name : "");
 }
 
 static void title(struct out *o, const struct top_frame *f)
@@ -368,22 +372,53 @@ static size_t nr_gpus(const struct top_proc *p)
 	return n;
 }
 
+/* The detail's first line(s): "PID 42 app (exited): 703 launches, 20 graph launches, 40.0 MiB
+ * held at exit, 1500 probe hits", wrapped between its parts (never cut) where the width is
+ * short. The number of lines; written to o unless dry. */
+static size_t detail_head(struct out *o, const struct top_proc *p, bool dry)
+{
+	char part[4][96], b[32], line[TOP_MAX_WIDTH + 1];
+	int width = o->width < TOP_MAX_WIDTH ? o->width : TOP_MAX_WIDTH, len;
+	size_t n = 0, lines = 1;
+
+	snprintf(part[n++], sizeof(part[0]), "PID %u%s%s%s: %.0f launch%s", p->pid, p->comm[0] ? " " : "", p->comm,
+		 p->exited ? " (exited)" : "", p->launches, p->launches == 1 ? "" : "es");
+	if (p->graph_launches)
+		snprintf(part[n++], sizeof(part[0]), "%.0f graph launch%s", p->graph_launches,
+			 p->graph_launches == 1 ? "" : "es");
+	fmt_bytes(p->memory, b, sizeof(b));
+	if (p->has_memory)
+		snprintf(part[n++], sizeof(part[0]), "%s %s", b, p->memory_at_exit ? "held at exit" : "outstanding");
+	snprintf(part[n++], sizeof(part[0]), "%.0f probe hit%s", p->hits, p->hits == 1 ? "" : "s");
+	len = snprintf(line, sizeof(line), "%s", part[0]);
+	for (size_t i = 1; i < n; i++) {
+		if (len + 2 + (int)strlen(part[i]) + (i + 1 < n) > width) { /* "," after it, unless last */
+			if (!dry)
+				put(o, TOP_HEADER, "%s,", line);
+			lines++;
+			len = snprintf(line, sizeof(line), "    %s", part[i]);
+		} else {
+			len += snprintf(line + len, sizeof(line) - (size_t)len, ", %s", part[i]);
+		}
+		if (len >= (int)sizeof(line))
+			len = (int)sizeof(line) - 1;
+	}
+	if (!dry)
+		put(o, TOP_HEADER, "%s", line);
+	return lines;
+}
+
 /* The selected process: a line, its kernels (at most k), its copies per GPU. */
 static void detail(struct out *o, const struct top_frame *f, const struct top_proc *p, size_t k)
 {
 	bool totals = f->ended || p->exited; /* no rates left to show: what it did */
-	char a[32], b[32], g[48] = "", m[64] = "", cells[NR_DIRS][32];
-	int kw = o->width - 25; /* "  NAME LAUNCH/s TOTAL" */
+	char a[32], cells[NR_DIRS][32];
+	int kw = o->width - 25; /* "  NAME RUNS/s RUNS" */
 
-	fmt_bytes(p->memory, b, sizeof(b));
-	if (p->graph_launches)
-		snprintf(g, sizeof(g), ", %.0f graph launch%s", p->graph_launches, p->graph_launches == 1 ? "" : "es");
-	if (p->has_memory)
-		snprintf(m, sizeof(m), ", %s %s", b, p->memory_at_exit ? "held at exit" : "outstanding");
-	put(o, TOP_HEADER, "PID %u%s%s%s: %.0f launch%s%s%s, %.0f probe hits", p->pid, p->comm[0] ? " " : "",
-	    p->comm, p->exited ? " (exited)" : "", p->launches, p->launches == 1 ? "" : "es", g, m, p->hits);
+	detail_head(o, p, false);
 	if (p->nr_kernels && k) {
-		put(o, TOP_TEXT, "  %-*s %10s %11s", kw > 10 ? kw : 10, "KERNEL", "LAUNCH/s", "TOTAL");
+		/* runs: launched, and run inside graph launches (--cudatrace's LAUNCHES + GRAPH) */
+		put(o, TOP_TEXT, "  %-*s %10s %11s", kw > 10 ? kw : 10, "KERNEL", "RUNS/s", "RUNS");
 		for (size_t i = 0; i < p->nr_kernels && i < k; i++) {
 			fmt_count(p->kernels[i].rate, a, sizeof(a));
 			put(o, TOP_TEXT, "  %-*.*s %10s %11.0f", kw > 10 ? kw : 10, kw > 10 ? kw : 10, p->kernels[i].name, a,
@@ -427,7 +462,7 @@ size_t top__layout(const struct top_frame *f, int width, int height, enum top_co
 	struct widths w = widths_for(width);
 	const struct top_proc *sel = f->nr_procs ? &f->procs[selected < f->nr_procs ? selected : f->nr_procs - 1] : NULL;
 	size_t kernels = sel ? sel->nr_kernels : 0, copies = sel && sel->nr_copies ? 1 + nr_gpus(sel) : 0;
-	size_t rows = f->nr_procs, first = 0, dl;
+	size_t rows = f->nr_procs, first = 0, dl, head = 0;
 
 	if (height > 0) {
 		/* 2 title lines, the table's header, the footer: the rest is shared between
@@ -436,10 +471,11 @@ size_t top__layout(const struct top_frame *f, int width, int height, enum top_co
 
 		if (kernels > 5)
 			kernels = 5;
-		dl = sel ? 1 + (kernels ? 1 + kernels : 0) + copies : 0;
+		head = sel ? detail_head(&o, sel, true) : 0;
+		dl = sel ? head + (kernels ? 1 + kernels : 0) + copies : 0;
 		while (dl + want_rows > space && kernels) { /* fewer kernels before fewer rows */
 			kernels--;
-			dl = 1 + (kernels ? 1 + kernels : 0) + copies;
+			dl = head + (kernels ? 1 + kernels : 0) + copies;
 		}
 		if (dl > space)
 			dl = space;
@@ -454,7 +490,7 @@ size_t top__layout(const struct top_frame *f, int width, int height, enum top_co
 	if (height <= 0) /* --batch: no one selects, so every process's detail */
 		for (size_t i = 0; i < f->nr_procs; i++)
 			detail(&o, f, &f->procs[i], 10);
-	else if (sel && o.n + 2 <= (size_t)height)
+	else if (sel && o.n + 1 + head <= (size_t)height)
 		detail(&o, f, sel, kernels);
 	if (height > 0 && o.n + 1 > (size_t)height)
 		o.n = (size_t)height - 1;

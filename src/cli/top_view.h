@@ -23,7 +23,7 @@ enum top_col { TOP_PID, TOP_COMM, TOP_LAUNCHES, TOP_MEMORY, TOP_GROWTH, TOP_H2D,
 
 struct top_kernel {
 	const char *name; /* the counter row's: valid until the next tick */
-	double rate, total;
+	double rate, total; /* runs: launched + run inside graph launches */
 };
 
 /* One direction of copies on one GPU ("H2D gpu0"; "H2H" has none). */
@@ -37,6 +37,9 @@ struct top_proc {
 	uint32_t pid;
 	char comm[GP_COMM_LEN];
 	bool exited;
+	/* the S column: X exited (its final figures), else the process's state as ps shows
+	 * it (R, S, D...; top.c reads it), '?' where unknown */
+	char state;
 	/* kernel launches (as --cudatrace counts them: graph launches apart), per second over
 	 * the last tick and since first seen; graph launches the same */
 	double launch_rate, launches;
@@ -76,7 +79,7 @@ void top_frame__sort(struct top_frame *f, enum top_col col, bool reverse);
 /* The longest line the layout writes (wider terminals get no more). */
 #define TOP_MAX_WIDTH 240
 
-enum top_attr { TOP_TEXT, TOP_TITLE, TOP_HEADER, TOP_SELECTED };
+enum top_attr { TOP_TEXT, TOP_TITLE, TOP_HEADER, TOP_SELECTED, TOP_EXITED /* a row of final figures */ };
 
 struct top_line {
 	char text[TOP_MAX_WIDTH + 1];
@@ -84,8 +87,9 @@ struct top_line {
 };
 
 /* The screen: header, the process table (sorted by col, the selected row marked), the
- * selected process's kernels and copies, the keys. width >= 80 is best, height 0 means
- * as long as it takes (--batch). Returns the number of lines written to lines (max). */
+ * selected process's kernels and copies, the keys. width >= 80 is best (every line fits
+ * it: COMM narrows, long detail lines wrap), height 0 means as long as it takes (--batch:
+ * every process's detail, no keys). Returns the number of lines written to lines (max). */
 size_t top__layout(const struct top_frame *f, int width, int height, enum top_col col, bool reverse,
 		   size_t selected, struct top_line *lines, size_t max);
 

@@ -110,7 +110,7 @@ enum gp_counter_flag {
 #define GP_TRACK_MEMORY "outstanding bytes" /* gauge; series: memory kind (device, host_pinned…) */
 #define GP_TRACK_LAUNCHES "launches"        /* total; series: "kernels", "graphs" */
 #define GP_TRACK_COPIES "copy bytes"        /* total; series: "H2D gpu0", "D2H gpu1", "H2H"… */
-#define GP_TRACK_KERNELS "kernel launches"  /* total, detail; series: kernel names */
+#define GP_TRACK_KERNELS "kernel launches"  /* total, detail; series: kernel names; runs: launched + in graphs */
 
 typedef void (*gp_counter_fn)(void *ctx, const struct gp_counter *c);
 

@@ -1010,8 +1010,9 @@ static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t ke
 }
 
 /* Launches per process read from the BPF table itself (a snapshot would move the launch
- * rate of the next report), and per kernel as of the last snapshot (gpuprobe top takes
- * one before each tick). */
+ * rate of the next report), graph launches with those of retired graph versions, and runs
+ * per kernel (launched + run inside graph launches: the report's LAUNCHES + GRAPH) as of
+ * the last snapshot (gpuprobe top takes one before each tick). */
 static void m_counters(void *st, struct gp_run *run, gp_counter_fn emit, void *ctx)
 {
 	struct ct_mode *m = st;
@@ -1032,10 +1033,23 @@ static void m_counters(void *st, struct gp_run *run, gp_counter_fn emit, void *c
 		prev = &k;
 	}
 	n = cudatrace__procs(m->ct, &procs);
+	for (size_t i = 0; i < n; i++) {
+		/* graph versions no longer launched left the table (take_graph_count): their
+		 * launches count as the report counts them */
+		uint64_t exec, retired = 0;
+		void *v;
+
+		for (size_t it = 0; u64map__next(procs[i]->retired, &it, &exec, &v);)
+			retired += ((const struct ct_graph *)v)->launches;
+		if (retired)
+			emit(ctx, &(struct gp_counter){ procs[i]->pid, GP_TRACK_LAUNCHES, "graphs", (double)retired,
+							GP_CTR_TOTAL });
+	}
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < procs[i]->nr_kernels; j++)
 			emit(ctx, &(struct gp_counter){ procs[i]->pid, GP_TRACK_KERNELS, procs[i]->kernels[j].name,
-							(double)procs[i]->kernels[j].launches,
+							(double)(procs[i]->kernels[j].launches +
+								 procs[i]->kernels[j].graph_executed),
 							GP_CTR_TOTAL | GP_CTR_DETAIL });
 }
 
