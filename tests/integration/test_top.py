@@ -71,12 +71,17 @@ class Screen:
 
 
 def row(screen, comm):
-    """The table row of the process named comm: its cells, split on spaces."""
+    """The table row of the process named comm: its cells, split on spaces (PID, S, COMM,
+    LAUNCH/s, MEMORY...)."""
     for line in screen.splitlines():
         f = line.split()
-        if len(f) >= 3 and f[0].isdigit() and f[1].lstrip("*") == comm:
+        if len(f) >= 4 and f[0].isdigit() and len(f[1]) == 1 and f[2] == comm:
             return f
     raise gp.Failure(f"no row for {comm}:\n{screen}")
+
+
+def no_row(screen, comm):
+    return not any(len(f) >= 4 and f[0].isdigit() and f[2] == comm for f in map(str.split, screen.splitlines()))
 
 
 def mib(n):
@@ -127,25 +132,27 @@ def test_figures_keys_and_the_end():
     log = os.path.join(TMP, "cmd.log")
     script = (f"{app('memleak_app')} --hold --allocs 6 --leaks 4 --size 1048576 & "
               f"{app('copy_app')}; {app('launch_app')} --n 40; {app('rate_app')} --phases 1000:4000; wait")
-    s = Screen(["--command-log", log, "--keep-exited", "600"], ["sh", "-c", script])
+    s = Screen(["--command-log", log, "--keep", "600"], ["sh", "-c", script])
     try:
-        screen = s.wait_for(r"^\s*\d+ \*?rate_app\s+(9\d\d|1\.0\dk)\s", timeout=30)
+        screen = s.wait_for(r"^\s*\d+ [A-Z?] rate_app\s+(9\d\d|1\.0\dk)\s", timeout=30)
         lines = screen.splitlines()
         eq(len(lines), 24, "24 lines")
         check(all(len(l) <= 80 for l in lines), "80 columns")
-        check(lines[0].startswith("gpuprobe top") and "processes" in lines[0], lines[0])
+        # the title whole: what is traced ends it, not cut at the screen's edge
+        check(re.fullmatch(r"gpuprobe top  \d\d:\d\d:\d\d  \d+ processes  PID \d+ and its descendants", lines[0]),
+              lines[0])
         check("q quit" in lines[-1], lines[-1])
         # a paced rate: 1000 launches/s (the frame's second may catch 90-110 % of it)
-        rate = row(screen, "rate_app")[2]
+        rate = row(screen, "rate_app")[3]
         check(re.fullmatch(r"9\d\d|1\.0\dk", rate), f"rate_app's launches/s {rate}")
         # the held leaks (checked against the workload's account once it has ended)
-        held_mem = " ".join(row(screen, "memleak_app")[3:5])
+        held_mem = " ".join(row(screen, "memleak_app")[4:6])
         # sort by memory: the next column after LAUNCH/s
         s.keys(">")
         screen = s.wait_for(r"sort: MEMORY")
         # biggest first: exited processes keep what they held at their exit (copy_app's
         # pinned and device buffers), so the order is the figures', whoever holds them
-        mem = [to_bytes(l.split()[3:5]) for l in screen.splitlines() if re.match(r"^\s*\d+ \S+\s+\S+\s+\d", l)]
+        mem = [to_bytes(l.split()[4:6]) for l in screen.splitlines() if re.match(r"^\s*\d+ \S \S+\s+\S+\s+\d", l)]
         check(mem and mem == sorted(mem, reverse=True), f"the biggest memory first: {mem}\n{screen}")
         check(re.search(rf"^PID \d+ memleak_app: 0 launches, {held_mem} outstanding", screen, re.M), screen)
         # end the held workload: every process ends, the final figures stay
@@ -156,7 +163,8 @@ def test_figures_keys_and_the_end():
         check("ended: final figures" in screen.splitlines()[-1], screen)
         eq(held_mem, mib(truth_of(log, "alloc")["leaked_bytes"]), "memleak_app's outstanding bytes, held")
         # its final figures stay once it has exited: what it held at its exit
-        eq(" ".join(row(screen, "memleak_app")[3:5]), held_mem, "memleak_app's memory, kept after its exit")
+        eq(" ".join(row(screen, "memleak_app")[4:6]), held_mem, "memleak_app's memory, kept after its exit")
+        eq(row(screen, "memleak_app")[1], "X", "marked exited")
         # sort by name (copy_app, launch_app, memleak_app, rate_app), select launch_app
         s.keys("<", "<")
         screen = s.wait_for(r"sort: COMM")
@@ -168,7 +176,7 @@ def test_figures_keys_and_the_end():
         rows = "".join(rf"\n  {re.escape(kern)}\s+0\s+{k['launches']}"
                        for kern, k in sorted(lt["kernels"].items(), key=lambda kv: -kv[1]["launches"])[:4])
         screen = s.wait_for(rf"^PID \d+ launch_app \(exited\): {total} launches, {lt['graph_launches']} graph launches,"
-                            rf".*\n  KERNEL.*{rows}$")
+                            rf"[^\n]*(\n    [^\n]*)?\n  KERNEL.*{rows}$")
         s.keys("Up")
         screen = s.wait_for(r"^PID \d+ copy_app \(exited\).*\n  COPIES .*bytes copied\n  gpu0 .*\n  gpu1 .*\n  host ")
         t = truth_of(log, "copy")
@@ -187,10 +195,12 @@ def test_figures_keys_and_the_end():
 
 
 def test_wide_window_and_resize():
-    s = Screen([], [app("rate_app"), "--phases", "500:6000"], width=120, height=30)
+    s = Screen([], [app("rate_app"), "--phases", "500:6000"], width=100, height=30)
     try:
         screen = s.wait_for(r"rate_app\s+\d")
         check("TOP KERNEL" in screen and "rate_kernel()" in row(screen, "rate_app")[-1], screen)
+        eq(len(screen.splitlines()), 30, "30 lines")
+        check(all(len(l) <= 100 for l in screen.splitlines()), "100 columns")
         tmux("resize-window", "-t", s.name, "-x", "80", "-y", "24")
         screen = s.wait_for(r"^(?!.*TOP KERNEL).*LAUNCH/s", timeout=10)
         check(all(len(l) <= 80 for l in screen.splitlines()), "redrawn for 80 columns")
@@ -200,20 +210,107 @@ def test_wide_window_and_resize():
         s.close()
 
 
-def test_batch_frames():
-    r = gp.run([GPUPROBE, "top", "--batch", "-i", "0.3", "--libcuda", FAKECUDA, "--", app("memleak_app"),
-                "--allocs", "5", "--leaks", "2", "--size", "1048576"])
+def batch(args, cmd, log=None):
+    """gpuprobe top --batch: its frames (each starts with its title line; an empty line
+    ends it), and the workloads' own accounts from the command's log."""
+    log = log or os.path.join(TMP, f"batch-{time.monotonic_ns()}.log")
+    r = gp.run([GPUPROBE, "top", "--batch", "--libcuda", FAKECUDA, "--command-log", log] + args + ["--"] + cmd,
+               timeout=120)
     eq(r.returncode, 0, f"exit ({r.stderr[-300:]})")
     frames = [f for f in r.stdout.split("\n\n") if f.strip()]
     check(frames and "ENDED" in frames[-1].splitlines()[0], f"the last frame is the end:\n{r.stdout[-800:]}")
-    # its final figures: the 2 MiB it held when it exited
+    return r, frames, log
+
+
+def detail_head(frame, comm):
+    """The detail's first line of the process named comm, its wrapped parts joined."""
+    m = re.search(rf"^(PID \d+ {comm}\b.*(?:\n    .*)*)", frame, re.M)
+    check(m, f"no detail of {comm}:\n{frame}")
+    return re.sub(r",\n    ", ", ", m.group(1))
+
+
+def test_batch_frames():
+    r, frames, _ = batch(["-i", "0.3"], [app("memleak_app"), "--allocs", "5", "--leaks", "2", "--size", "1048576"])
+    # its final figures: the 2 MiB it held when it exited, in its detail and its row
     check(re.search(r"^PID \d+ memleak_app \(exited\): 0 launches, 2\.00 MiB held at exit,", frames[-1], re.M),
           frames[-1])
-    check("q quit" not in r.stdout, "--batch prints data only, no keys")
+    eq(row(frames[-1], "memleak_app")[1:6], ["X", "memleak_app", "0", "2.00", "MiB"], "its row: exited, 2 MiB")
+    # data only, like top -b: no key hints anywhere, every line within the default 80
+    for hint in ("q quit", "sort:", "select", "reverse", "final figures"):
+        check(hint not in r.stdout, f"--batch prints data only: {hint!r} in\n{r.stdout[-600:]}")
+    check(all(len(l) <= 80 for l in r.stdout.splitlines()), "80 columns")
+    # stable columns: each frame's header, and every row's cells right-aligned under it
+    for f in frames:
+        lines = f.splitlines()
+        check(lines[0].startswith("gpuprobe top  ") and lines[1].startswith("probes: "), f)
+        head = lines[2]
+        eq(head.split(), ["PID", "S", "COMM", "LAUNCH/s", "MEMORY", "GROWTH/s", "H2D/s", "D2H/s", "PROBE%"],
+           "the header")
+        ends = [head.index(c) + len(c) for c in ("PID", "LAUNCH/s", "MEMORY", "GROWTH/s", "H2D/s", "D2H/s", "PROBE%")]
+        for l in lines[3:]:
+            if not re.match(r"^\s*\d+ [A-Z?] ", l):
+                break
+            check(all(l[e - 1] != " " and (e == len(l) or l[e] == " ") for e in ends),
+                  f"a row's cells end where the header's do:\n{head}\n{l}")
     r = gp.run([GPUPROBE, "top", "--batch", "-n", "2", "-i", "0.2", "--width", "100", "--libcuda", FAKECUDA])
     eq(r.returncode, 0, "node-wide, two frames")
     eq(len([f for f in r.stdout.split("\n\n") if f.strip()]), 2, "two frames")
     check(all(len(l) <= 100 for l in r.stdout.splitlines()), "100 columns")
+
+
+def test_counts_agree_with_cudatrace():
+    """Launches as --cudatrace counts them, graph launches apart, kernels' runs (launched +
+    inside graphs): against graph_app's and launch_app's own accounts, and --cudatrace's
+    report of the same workload."""
+    cmd = ["sh", "-c", f"{app('graph_app')} --k 5 --launches 200; {app('launch_app')} --n 40"]
+    _, frames, log = batch(["-i", "0.5"], cmd)
+    last = frames[-1]
+    gt, lt = truth_of(log, "graph"), truth_of(log, "launch")
+    ct = gp.gpuprobe(["--cudatrace", "--json", "--libcuda", FAKECUDA], cmd=[app("graph_app"), "--k", "5",
+                                                                           "--launches", "200"])
+    eq(ct.returncode, 0, f"--cudatrace ({ct.stderr[-300:]})")
+    rep = gp.proc(gp.final(ct.stdout, "cudatrace"), gp.truth(ct.stderr)["pid"])
+    launched = sum(k["launched"] for k in gt["kernels"].values())
+    eq((rep["launches"], rep["graph_launches"]), (launched, gt["graph_launches"]), "--cudatrace against graph_app")
+    eq(detail_head(last, "graph_app").split(": ")[1].split(", ")[:2],
+       [f"{launched} launches", f"{gt['graph_launches']} graph launches"], "graph_app's launches in top")
+    # each kernel's runs: launched + run inside graph launches, the report's LAUNCHES + GRAPH
+    want = {n: k["launched"] + k["graph_executed"] for n, k in gt["kernels"].items()
+            if k["launched"] + k["graph_executed"]}
+    eq(kernel_runs(last, "graph_app"), want, "graph_app's kernels' runs in top")
+    eq({k["name"]: k["launches"] + k["graph_executed"] for k in rep["kernels"] if k["launches"] + k["graph_executed"]},
+       want, "--cudatrace's runs")
+    total = sum(k["launches"] for k in lt["kernels"].values()) + lt["null_launches"]
+    eq(detail_head(last, "launch_app").split(": ")[1].split(", ")[:2],
+       [f"{total} launches", f"{lt['graph_launches']} graph launches"], "launch_app's launches in top")
+
+
+def kernel_runs(frame, comm):
+    """{kernel: RUNS} of the detail of the process named comm (kernels with runs only)."""
+    lines = frame.splitlines()
+    at = next(i for i, l in enumerate(lines) if re.match(rf"PID \d+ {comm}\b", l))
+    out = {}
+    for l in lines[at + 1:]:
+        if l.startswith("PID ") or l.startswith("  COPIES"):
+            break
+        m = re.match(r"^  (.+?)\s+(\S+)\s+(\d+)$", l)
+        if m and m.group(1) != "KERNEL" and int(m.group(3)):
+            out[m.group(1)] = int(m.group(3))
+    return out
+
+
+def test_keep_final_figures():
+    """An exited process keeps its row and final figures for --keep seconds, then goes; the
+    command's own process stays to the end."""
+    cmd = ["sh", "-c", f"{app('memleak_app')} --allocs 5 --leaks 2 --size 1048576; sleep 4"]
+    _, frames, _ = batch(["-i", "0.25", "--keep", "1"], cmd)
+    kept = [f for f in frames if not no_row(f, "memleak_app") and row(f, "memleak_app")[1] == "X"]
+    check(kept, "memleak_app listed once exited")
+    eq(" ".join(row(kept[0], "memleak_app")[4:6]), "2.00 MiB", "what it held at its exit")
+    check(no_row(frames[-1], "memleak_app"), f"gone after --keep 1:\n{frames[-1]}")
+    _, frames, _ = batch(["-i", "0.25", "--keep", "600"], cmd)
+    eq(" ".join(row(frames[-1], "memleak_app")[4:6]), "2.00 MiB", "still there with --keep 600")
+    eq(row(frames[-1], "memleak_app")[1], "X", "exited")
 
 
 def test_refusals():

@@ -184,10 +184,63 @@ cleanup:
 	gp_counters__free(cs);
 }
 
+/* An exited process: S X, its row dimmed; a detail line too long for 80 columns wraps
+ * between its parts; columns keep their places. */
+static void test_exited_and_wrap(void)
+{
+	struct gp_counters *cs = gp_counters__new(64);
+	struct top_frame f = { .cost = 1e-6 };
+	const struct gp_counter_row *rows;
+	static struct top_line lines[64];
+	static const struct gp_snap_pid ps[] = {
+		{ .pid = 4194303, .comm = "fifteen_chars_x", .exited = true },
+		{ .pid = 7, .comm = "live" },
+	};
+	size_t n, k;
+
+	if (!ASSERT_TRUE(cs, "counters"))
+		goto cleanup;
+	for (int t = 0; t < 2; t++) {
+		gp_counters__begin(cs, (uint64_t)(t + 1) * 1000000000ULL);
+		add(cs, 4194303, GP_TRACK_LAUNCHES, "kernels", 123456789, GP_CTR_TOTAL);
+		add(cs, 4194303, GP_TRACK_LAUNCHES, "graphs", 98765432, GP_CTR_TOTAL);
+		add(cs, 4194303, GP_TRACK_MEMORY, "device at exit", 40 << 20, GP_CTR_DETAIL);
+		add(cs, 4194303, TOP_TRACK_HITS, "all", 987654321, GP_CTR_TOTAL);
+		add(cs, 7, GP_TRACK_LAUNCHES, "kernels", t * 5.0, GP_CTR_TOTAL);
+		n = gp_counters__end(cs, &rows);
+	}
+	if (!ASSERT_EQ(top_frame__build(&f, rows, n, ps, 2, 1.0, 1e-6), 0, "build"))
+		goto cleanup;
+	top_frame__sort(&f, TOP_PID, false);
+	if (!ASSERT_EQ(f.procs[1].state, 'X', "exited: X"))
+		goto cleanup;
+	f.procs[0].state = 'S';
+	k = top__layout(&f, 80, 0, TOP_PID, false, 0, lines, 64);
+	for (size_t i = 0; getenv("TOP_SHOW") && i < k; i++)
+		printf("# %s\n", lines[i].text);
+	for (size_t i = 0; i < k; i++)
+		if (!ASSERT_TRUE(strlen(lines[i].text) <= 80, lines[i].text))
+			goto cleanup;
+	if (!ASSERT_STR_CONTAINS(lines[2].text, "    PID S COMM ", "the header") ||
+	    !ASSERT_STR_CONTAINS(lines[3].text, "      7 S live ", "a live row") ||
+	    !ASSERT_STR_CONTAINS(lines[4].text, "4194303 X fifteen_chars_", "an exited row") ||
+	    !ASSERT_EQ(lines[4].attr, TOP_EXITED, "dimmed") || !ASSERT_STR_CONTAINS(lines[4].text, "40.0 MiB", "held") ||
+	    !ASSERT_EQ(strlen(lines[3].text), strlen(lines[4].text), "the columns in place") ||
+	    !ASSERT_STR_EQ(lines[6].text, "PID 4194303 fifteen_chars_x (exited): 123456789 launches,",
+			   "the detail's first line") ||
+	    !ASSERT_STR_EQ(lines[7].text, "    98765432 graph launches, 40.0 MiB held at exit, 987654321 probe hits",
+			   "wrapped between its parts, not cut"))
+		goto cleanup;
+cleanup:
+	top_frame__clear(&f);
+	gp_counters__free(cs);
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
 	RUN_TEST(test_frame);
 	RUN_TEST(test_layout_80x24);
+	RUN_TEST(test_exited_and_wrap);
 	return unit_done();
 }
