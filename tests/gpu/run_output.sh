@@ -111,10 +111,14 @@ print(f"  {len(frames)} frames; the 4th:")
 print(frames[min(3, len(frames) - 1)])
 ok = False
 for f in frames[1:-1]:
+    head = next((l for l in f.splitlines() if l.split()[:3] == ["PID", "S", "COMM"]), "")
+    # the table's fixed columns (src/cli/top_view.c), right-aligned under the header's titles
+    ends = {c: head.index(c) + len(c) for c in ("COMM", "LAUNCH/s", "MEMORY", "GROWTH/s", "H2D/s")}
+    cell = lambda l, a, b: l[ends[a]:ends[b]].strip()
     for l in f.splitlines():
-        # the table's fixed columns (src/cli/top_view.c): PID, COMM, LAUNCH/s, MEMORY, GROWTH/s, H2D/s
-        if re.match(r"^ *\d+ ", l) and l[8:23].lstrip("*").startswith("python"):
-            launch, mem, h2d = l[24:32].strip(), l[33:42].strip(), l[54:63].strip()
+        if head and re.match(r"^ *\d+ \S ", l) and l.split()[2].startswith("python"):
+            launch = l[:ends["LAUNCH/s"]].split()[-1]  # after COMM, which is left-aligned
+            mem, h2d = cell(l, "LAUNCH/s", "MEMORY"), cell(l, "GROWTH/s", "H2D/s")
             ok |= launch not in ("0", "-") and mem not in ("-", "0 B") and h2d not in ("-", "0 B/s")
 print("  a frame with launches/s, memory and H2D/s for python:", ok)
 sys.exit(0 if ok else 1)
