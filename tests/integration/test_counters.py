@@ -66,6 +66,18 @@ def test_launch_totals_add_up():
           "per-kernel series stay out of the timeline")
 
 
+def test_graph_launches_outlive_their_graphs():
+    """graph_app destroys its graph execs (their launches leave the BPF table): the graphs
+    series still adds up to its graph launches, as the report counts them."""
+    out = path("graph.jsonl")
+    r = run_traced(out, ["--cudatrace"], [app("graph_app"), "--launches", "200"], ["--trace-counters", "0.02"])
+    t = gp.truth(r.stderr)
+    rep = gp.proc(gp.final(r.stdout, "cudatrace"), t["pid"])
+    eq(rep["graph_launches"], t["graph_launches"], "the report's graph launches (the workload's)")
+    eq(sums(jsonl(out), "launches").get(t["pid"], {}).get("graphs"), t["graph_launches"],
+       "graph launches per interval, summed")
+
+
 def test_copy_totals_add_up_per_direction_and_gpu():
     out = path("copy.json")
     r = run_traced(out, ["--bandwidth-util"], [app("copy_app")],
