@@ -283,6 +283,12 @@ static void put(struct out *o, enum top_attr attr, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(o->lines[o->n].text, (size_t)w + 1, fmt, ap);
 	va_end(ap);
+	/* names come from the traced processes (comm, kernel names): a control byte would
+	 * drive the terminal (--batch writes it raw), and any byte outside ASCII would take
+	 * other than one column */
+	for (unsigned char *c = (unsigned char *)o->lines[o->n].text; *c; c++)
+		if (*c < 0x20 || *c >= 0x7f)
+			*c = '?';
 	o->lines[o->n++].attr = attr;
 }
 

@@ -313,6 +313,16 @@ def test_keep_final_figures():
     eq(row(frames[-1], "memleak_app")[1], "X", "exited")
 
 
+def test_hostile_names():
+    """A process names itself (its comm): control bytes in it never reach the terminal, and
+    its row keeps the columns in place."""
+    link = os.path.join(TMP, "a\x1b[2Jb\tc")
+    os.symlink(app("memleak_app"), link)
+    r, frames, _ = batch(["-i", "0.3"], [link, "--allocs", "2", "--leaks", "1", "--size", "1048576"])
+    check("\x1b" not in r.stdout and "\t" not in r.stdout, f"no control byte on stdout: {r.stdout[-400:]!r}")
+    eq(row(frames[-1], "a?[2Jb?c")[1:6], ["X", "a?[2Jb?c", "0", "1.00", "MiB"], "its row, in place")
+
+
 def test_refusals():
     r = gp.run([GPUPROBE, "top", "--libcuda", FAKECUDA])  # stdout is a pipe here
     gp.one_error_line(r, "top: stdin and stdout must be a terminal (or use --batch)")
