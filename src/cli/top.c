@@ -59,24 +59,26 @@ static void add_pid(void *ctx, const struct gp_snap_pid *p)
 	t->pids[t->nr_pids++] = *p;
 }
 
+/* "none", or the modes that dropped anything and how much (and the counter series top
+ * could not keep) */
 static void drops_text(struct top *t, const uint64_t *dropped)
 {
 	size_t off = 0;
-	bool any = gp_counters__dropped(t->cs) > 0;
 
-	for (int i = 0; i < t->run->nr; i++)
-		any = any || dropped[i];
-	if (!any) {
-		snprintf(t->f.drops, sizeof(t->f.drops), "none");
-		return;
-	}
+	t->f.dropped = gp_counters__dropped(t->cs);
 	t->f.drops[0] = '\0';
-	for (int i = 0; i < t->run->nr && off < sizeof(t->f.drops); i++)
-		off += (size_t)snprintf(t->f.drops + off, sizeof(t->f.drops) - off, "%s%s %llu", i ? ", " : "",
+	for (int i = 0; i < t->run->nr && off < sizeof(t->f.drops); i++) {
+		if (!dropped[i])
+			continue;
+		t->f.dropped += dropped[i];
+		off += (size_t)snprintf(t->f.drops + off, sizeof(t->f.drops) - off, "%s%s %llu", off ? ", " : "",
 					t->run->slot[i].m->name, (unsigned long long)dropped[i]);
+	}
 	if (gp_counters__dropped(t->cs) && off < sizeof(t->f.drops))
-		snprintf(t->f.drops + off, sizeof(t->f.drops) - off, ", counter series %llu",
+		snprintf(t->f.drops + off, sizeof(t->f.drops) - off, "%scounter series %llu", off ? ", " : "",
 			 (unsigned long long)gp_counters__dropped(t->cs));
+	if (!t->f.dropped)
+		snprintf(t->f.drops, sizeof(t->f.drops), "none");
 }
 
 /* The S column of a live process: its state in /proc/PID/stat (the field after the

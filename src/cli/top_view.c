@@ -361,11 +361,16 @@ static void title(struct out *o, const struct top_frame *f)
 	fmt_count(f->hit_rate, rate, sizeof(rate));
 	if (f->cost >= 0) {
 		num__seconds(f->cost, one, sizeof(one));
-		put(o, TOP_TEXT, "probes: %s hits/s x %s = %.2f%% of a CPU; dropped: %s", rate, one,
-		    100.0 * f->hit_rate * f->cost, f->drops);
+		n = snprintf(head, sizeof(head), "probes: %s hits/s x %s = %.2f%% of a CPU", rate, one,
+			     100.0 * f->hit_rate * f->cost);
 	} else {
-		put(o, TOP_TEXT, "probes: %s hits/s (cost not calibrated); dropped: %s", rate, f->drops);
+		n = snprintf(head, sizeof(head), "probes: %s hits/s (cost not calibrated)", rate);
 	}
+	/* which modes dropped, or where that does not fit, how many in all */
+	if (n + 11 + (int)strlen(f->drops) <= (o->width < TOP_MAX_WIDTH ? o->width : TOP_MAX_WIDTH))
+		put(o, TOP_TEXT, "%s; dropped: %s", head, f->drops);
+	else
+		put(o, TOP_TEXT, "%s; dropped: %llu in all", head, (unsigned long long)f->dropped);
 }
 
 static size_t nr_gpus(const struct top_proc *p)
@@ -475,8 +480,8 @@ size_t top__layout(const struct top_frame *f, int width, int height, enum top_co
 		 * the table (3 rows at least) and the selected process's detail */
 		size_t space = (size_t)height > 4 ? (size_t)height - 4 : 0, want_rows = rows < 3 ? rows : 3;
 
-		if (kernels > 5)
-			kernels = 5;
+		if (kernels > 10)
+			kernels = 10;
 		head = sel ? detail_head(&o, sel, true) : 0;
 		dl = sel ? head + (kernels ? 1 + kernels : 0) + copies : 0;
 		while (dl + want_rows > space && kernels) { /* fewer kernels before fewer rows */

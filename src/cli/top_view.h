@@ -62,7 +62,8 @@ struct top_frame {
 	double dt;         /* seconds the rates are over */
 	double cost;       /* seconds per probe hit (< 0: not calibrated) */
 	double hit_rate;   /* probe hits per second, every process */
-	char drops[160];   /* "none", or "memleak 3, cudatrace 0" */
+	char drops[160];   /* "none", or what dropped anything: "memleak 3, counter series 2" */
+	uint64_t dropped;  /* all of them (what the title shows where drops does not fit) */
 	bool ended;        /* the traced processes ended: the figures are final */
 	struct top_proc *procs;
 	size_t nr_procs;

@@ -231,6 +231,17 @@ static void test_exited_and_wrap(void)
 	    !ASSERT_STR_EQ(lines[7].text, "    98765432 graph launches, 40.0 MiB held at exit, 987654321 probe hits",
 			   "wrapped between its parts, not cut"))
 		goto cleanup;
+	/* drops: which modes where that fits, how many in all where it does not */
+	snprintf(f.drops, sizeof(f.drops), "memleak 123456, cudatrace 7890123, counter series 99999");
+	f.dropped = 123456 + 7890123 + 99999;
+	k = top__layout(&f, 80, 24, TOP_PID, false, 0, lines, 64);
+	if (!ASSERT_STR_CONTAINS(lines[1].text, "; dropped: 8113578 in all", "the total at 80") ||
+	    !ASSERT_TRUE(strlen(lines[1].text) <= 80, lines[1].text))
+		goto cleanup;
+	k = top__layout(&f, 160, 24, TOP_PID, false, 0, lines, 64);
+	if (!ASSERT_STR_CONTAINS(lines[1].text, "; dropped: memleak 123456, cudatrace 7890123, counter series 99999",
+				 "which, where it fits"))
+		goto cleanup;
 cleanup:
 	top_frame__clear(&f);
 	gp_counters__free(cs);
