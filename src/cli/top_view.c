@@ -292,55 +292,95 @@ static void put(struct out *o, enum top_attr attr, const char *fmt, ...)
 	o->lines[o->n++].attr = attr;
 }
 
+/* The figure columns, LAUNCH/s to PROBE% (enum top_col's order), and their widths. */
+#define NR_FIG (TOP__COLS - TOP_LAUNCHES)
+static const int fig_width[NR_FIG] = { 8, 9, 9, 9, 9, 6 };
+/* Under 80 columns, dropped in this order before COMM narrows below 10 */
+static const enum top_col drop_order[] = { TOP_PROBE, TOP_GROWTH, TOP_D2H, TOP_H2D };
+
 struct widths {
+	bool shown[NR_FIG];
 	int comm, kernel; /* kernel 0: no TOP KERNEL column */
 };
 
-/* A row but COMM: "%7s %c " and " %8s %9s %9s %9s %9s %6s" */
-#define ROW_FIXED 66
+/* PID, S and the spaces around COMM, and the figure columns shown */
+static int fixed_width(const struct widths *w)
+{
+	int n = 7 + 2 + 1;
 
-/* 80 columns with a 14-wide COMM (a 15-character name loses its last); wider terminals
- * get the whole name, then the busiest kernel of each process. Every column keeps its
- * place at every width (--batch is read by scripts). */
+	for (int i = 0; i < NR_FIG; i++)
+		n += w->shown[i] ? 1 + fig_width[i] : 0;
+	return n;
+}
+
+/* 80 columns: every column, COMM 14 wide (a 15-character name loses its last); wider
+ * terminals get the whole name, then the busiest kernel of each process; narrower ones
+ * lose PROBE%, GROWTH/s, D2H/s and H2D/s in turn (COMM 10 wide at least till then).
+ * The columns shown keep their places (--batch is read by scripts). */
 static struct widths widths_for(int width)
 {
-	struct widths w = { .comm = width - ROW_FIXED };
-	int extra = width - 80;
+	struct widths w = { .kernel = 0 };
+	size_t d = 0;
 
+	for (int i = 0; i < NR_FIG; i++)
+		w.shown[i] = true;
+	while (width - fixed_width(&w) < 10 && d < sizeof(drop_order) / sizeof(drop_order[0]))
+		w.shown[drop_order[d++] - TOP_LAUNCHES] = false;
+	w.comm = width - fixed_width(&w);
 	if (w.comm > GP_COMM_LEN - 1)
 		w.comm = GP_COMM_LEN - 1;
 	if (w.comm < 6)
 		w.comm = 6;
-	if (extra >= 20)
-		w.kernel = extra - 1 > 60 ? 60 : extra - 1;
+	if (width - 80 >= 20)
+		w.kernel = width - 81 > 60 ? 60 : width - 81;
 	return w;
 }
 
-static void table_header(struct out *o, struct widths w)
+/* One line of the table: PID, S, COMM, the figure cells shown, the top kernel. */
+static void table_line(struct out *o, enum top_attr attr, const struct widths *w, const char *pid, char state,
+		       const char *comm, char cells[NR_FIG][32], const char *kernel)
 {
-	put(o, TOP_HEADER, "%7s S %-*s %8s %9s %9s %9s %9s %6s%s%s", col_title[TOP_PID], w.comm, col_title[TOP_COMM],
-	    col_title[TOP_LAUNCHES], col_title[TOP_MEMORY], col_title[TOP_GROWTH], col_title[TOP_H2D],
-	    col_title[TOP_D2H], col_title[TOP_PROBE], w.kernel ? " " : "", w.kernel ? "TOP KERNEL" : "");
+	char line[TOP_MAX_WIDTH + 1];
+	int n = snprintf(line, sizeof(line), "%7s %c %-*.*s", pid, state, w->comm, w->comm, comm);
+
+	for (int i = 0; i < NR_FIG && n < (int)sizeof(line); i++)
+		if (w->shown[i])
+			n += snprintf(line + n, sizeof(line) - (size_t)n, " %*s", fig_width[i], cells[i]);
+	if (w->kernel && kernel[0] && n < (int)sizeof(line))
+		snprintf(line + n, sizeof(line) - (size_t)n, " %.*s", w->kernel, kernel);
+	put(o, attr, "%s", line);
 }
 
-static void table_row(struct out *o, struct widths w, const struct top_proc *p, bool sel)
+static void table_header(struct out *o, const struct widths *w)
 {
-	char l[32], m[32], g[32], h[32], d[32], pc[32];
+	char cells[NR_FIG][32];
 
-	fmt_count(p->launch_rate, l, sizeof(l));
+	for (int i = 0; i < NR_FIG; i++)
+		snprintf(cells[i], sizeof(cells[i]), "%s", col_title[TOP_LAUNCHES + i]);
+	table_line(o, TOP_HEADER, w, col_title[TOP_PID], 'S', col_title[TOP_COMM], cells,
+		   w->kernel ? "TOP KERNEL" : "");
+}
+
+static void table_row(struct out *o, const struct widths *w, const struct top_proc *p, bool sel)
+{
+	char cells[NR_FIG][32], pid[16];
+	char *l = cells[TOP_LAUNCHES - TOP_LAUNCHES], *m = cells[TOP_MEMORY - TOP_LAUNCHES];
+	char *g = cells[TOP_GROWTH - TOP_LAUNCHES];
+
+	fmt_count(p->launch_rate, l, sizeof(cells[0]));
 	if (p->has_memory) {
-		fmt_bytes(p->memory, m, sizeof(m));
-		fmt_growth(p->growth, g, sizeof(g));
+		fmt_bytes(p->memory, m, sizeof(cells[0]));
+		fmt_growth(p->growth, g, sizeof(cells[0]));
 	} else {
-		snprintf(m, sizeof(m), "-");
-		snprintf(g, sizeof(g), "-");
+		snprintf(m, sizeof(cells[0]), "-");
+		snprintf(g, sizeof(cells[0]), "-");
 	}
-	num__rate(p->has_copies ? p->h2d : -1, h, sizeof(h));
-	num__rate(p->has_copies ? p->d2h : -1, d, sizeof(d));
-	fmt_pct(p->probe_pct, pc, sizeof(pc));
-	put(o, sel ? TOP_SELECTED : p->exited ? TOP_EXITED : TOP_TEXT, "%7u %c %-*.*s %8s %9s %9s %9s %9s %6s%s%.*s",
-	    p->pid, p->state ? p->state : '?', w.comm, w.comm, p->comm[0] ? p->comm : "?", l, m, g, h, d, pc,
-	    w.kernel ? " " : "", w.kernel, w.kernel && p->nr_kernels ? p->kernels[0].name : "");
+	num__rate(p->has_copies ? p->h2d : -1, cells[TOP_H2D - TOP_LAUNCHES], sizeof(cells[0]));
+	num__rate(p->has_copies ? p->d2h : -1, cells[TOP_D2H - TOP_LAUNCHES], sizeof(cells[0]));
+	fmt_pct(p->probe_pct, cells[TOP_PROBE - TOP_LAUNCHES], sizeof(cells[0]));
+	snprintf(pid, sizeof(pid), "%u", p->pid);
+	table_line(o, sel ? TOP_SELECTED : p->exited ? TOP_EXITED : TOP_TEXT, w, pid, p->state ? p->state : '?',
+		   p->comm[0] ? p->comm : "?", cells, w->kernel && p->nr_kernels ? p->kernels[0].name : "");
 }
 
 static void title(struct out *o, const struct top_frame *f)
@@ -495,9 +535,9 @@ size_t top__layout(const struct top_frame *f, int width, int height, enum top_co
 			first = selected - rows + 1;
 	}
 	title(&o, f);
-	table_header(&o, w);
+	table_header(&o, &w);
 	for (size_t i = first; i < f->nr_procs && i < first + rows; i++)
-		table_row(&o, w, &f->procs[i], &f->procs[i] == sel && height > 0);
+		table_row(&o, &w, &f->procs[i], &f->procs[i] == sel && height > 0);
 	if (height <= 0) /* --batch: no one selects, so every process's detail */
 		for (size_t i = 0; i < f->nr_procs; i++)
 			detail(&o, f, &f->procs[i], 10);

@@ -204,6 +204,11 @@ def test_wide_window_and_resize():
         tmux("resize-window", "-t", s.name, "-x", "80", "-y", "24")
         screen = s.wait_for(r"^(?!.*TOP KERNEL).*LAUNCH/s", timeout=10)
         check(all(len(l) <= 80 for l in screen.splitlines()), "redrawn for 80 columns")
+        # narrower: columns drop (PROBE%, then GROWTH/s) rather than COMM being cut short
+        tmux("resize-window", "-t", s.name, "-x", "64", "-y", "20")
+        screen = s.wait_for(r"^\s+PID S COMM\s+LAUNCH/s\s+MEMORY\s+H2D/s\s+D2H/s$", timeout=10)
+        check(all(len(l) <= 64 for l in screen.splitlines()), "redrawn for 64 columns")
+        eq(row(screen, "rate_app")[2], "rate_app", "the whole name")
         s.keys("q")
         eq(s.exit_status(), 0, "quit before the command ended")
     finally:

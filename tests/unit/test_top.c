@@ -174,6 +174,14 @@ static void test_layout_80x24(void)
 	    !ASSERT_STR_CONTAINS(lines[0].text, "...", "shortened"))
 		goto cleanup;
 	f.ended = false;
+	/* narrower than 80: PROBE%, then GROWTH/s go before COMM narrows below 10 */
+	k = top__layout(&f, 60, 24, TOP_LAUNCHES, false, 0, lines, 64);
+	for (size_t i = 0; i < k; i++)
+		if (!ASSERT_TRUE(strlen(lines[i].text) <= 60, lines[i].text))
+			goto cleanup;
+	if (!ASSERT_STR_EQ(lines[2].text, "    PID S COMM        LAUNCH/s    MEMORY     H2D/s     D2H/s", "60: the columns") ||
+	    !ASSERT_STR_CONTAINS(lines[3].text, "3.00k         - 52.0 GB/s", "60: the cells under them"))
+		goto cleanup;
 	/* a tiny terminal still gets the title and the keys */
 	k = top__layout(&f, 40, 5, TOP_LAUNCHES, false, 0, lines, 64);
 	if (!ASSERT_EQ(k, 5, "5 lines") || !ASSERT_STR_CONTAINS(lines[4].text, "q quit", "keys") ||
