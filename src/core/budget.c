@@ -2222,8 +2222,22 @@ void gp_budget__reap(struct gp_budget *b, uint64_t cutoff_ns, uint32_t keep_pid)
 	pthread_mutex_unlock(&b->acc);
 }
 
-static int add_proc(struct gp_budget_stats *s, size_t *cap, uint32_t pid, bool ended, const struct gp_account *a)
+/* Whether a process's own estimate of its time in the probes passed the budget (pct %),
+ * its exact allowance left out (a process spends it by design, every call seen, however
+ * short its life: the spill slot's processes, together, have none); *allowance: only with it. */
+static bool proc_over(const struct gp_budget *b, uint32_t pid, const struct gp_account *a, bool *allowance)
 {
+	double lim = b->pct / 100 * a->seconds, allow = pid ? b->target * EXACT_ALLOWANCE_S : 0;
+
+	*allowance = a->seconds > 0 && a->probe_s > lim && a->probe_s - allow <= lim;
+	return a->seconds > 0 && a->probe_s - allow > lim;
+}
+
+static int add_proc(struct gp_budget_stats *s, size_t *cap, const struct gp_budget *b, uint32_t pid, bool ended,
+		    const struct gp_account *a)
+{
+	bool allowance, over = proc_over(b, pid, a, &allowance);
+
 	if (s->nr_procs == *cap) {
 		size_t nc = *cap ? *cap * 2 : 16;
 		struct gp_budget_proc *np = realloc(s->procs, nc * sizeof(*np));
@@ -2233,7 +2247,9 @@ static int add_proc(struct gp_budget_stats *s, size_t *cap, uint32_t pid, bool e
 		s->procs = np;
 		*cap = nc;
 	}
-	s->procs[s->nr_procs++] = (struct gp_budget_proc){ pid, ended, *a };
+	s->procs[s->nr_procs++] = (struct gp_budget_proc){ pid, ended, *a, over, allowance };
+	s->over_procs += over;
+	s->over |= over;
 	return 0;
 }
 
@@ -2256,7 +2272,7 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	s->prog_measured = !b->prog.refused && (b->prog.ns[0] > 0);
 	s->target = b->target;
 	s->fraction = b->fraction;
-	s->over = b->over;
+	s->over = s->over_now = b->over;
 	s->periods = b->periods;
 	s->sampled_periods = b->sampled_periods;
 	s->windows = b->windows;
@@ -2275,9 +2291,9 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	/* pid 0: the processes whose slot another one held, together */
 	for (size_t i = 0; i < SLOTS && !r; i++)
 		if (b->accounts[i].pid || (i == GP_HIT_SLOTS && b->accounts[i].acc.obs))
-			r = add_proc(s, &cap, b->accounts[i].pid, false, &b->accounts[i].acc);
+			r = add_proc(s, &cap, b, b->accounts[i].pid, false, &b->accounts[i].acc);
 	for (size_t it = 0; !r && u64map__next(b->ended, &it, &pid, &v);)
-		r = add_proc(s, &cap, (uint32_t)pid, true, &((struct ended *)v)->acc);
+		r = add_proc(s, &cap, b, (uint32_t)pid, true, &((struct ended *)v)->acc);
 	pthread_mutex_unlock(&b->acc);
 	if (!s->changes || r) {
 		gp_budget__stats_free(s);
