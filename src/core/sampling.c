@@ -250,12 +250,39 @@ static void clock_models(struct models *m, double c, double g, double u)
 	m->beta *= 1 - c;
 }
 
+/*
+ * An unseen part longer than GP_MAX_UNSEEN_S was stretched by an attach slower than the
+ * periods, and its rate may have moved any number of times there: the window before it says
+ * nothing of its later part. But an attach that slow puts the next window's probes in one at
+ * a time (tracefs uprobe events, entries first), and the ones in catch the process's calls
+ * as strays: the budget's thread counts them, with when, between its probes (budget.c,
+ * attach_poll). Those calls were made, at a rate measured where the window's is stale: the
+ * part is then the dark time before them, at the mean of the window's rate and theirs (a step
+ * anywhere), the strays themselves, and the dark time after (to the next window, at the mean
+ * of theirs and its rate, or to the exit, a step to none anywhere). Under the test hook's
+ * 3-s attach, rate_app's part ran 1,000 ms at 20,000/s then 1,000 ms at 100,000/s unseen,
+ * and the window's rate alone, halved by its exit, read 0.26x of it. Only the estimate
+ * moves: the part still has no upper end (a probe not yet in missed calls of its own).
+ * Negative when no such span was measured.
+ */
+static double spanned(const struct gp_account *a, double u, double r_before, double r_after)
+{
+	double s0 = a->p_s0 < u ? a->p_s0 : u, s1 = a->p_s1 < u ? a->p_s1 : u, rs;
+
+	if (u <= GP_MAX_UNSEEN_S || a->p_sn <= 0 || s1 - s0 < GP_MIN_SPAN_S)
+		return -1;
+	rs = a->p_sn / (s1 - s0);
+	if (r_after < 0)
+		r_after = rs;
+	return s0 * (r_before + rs) / 2 + a->p_sn + (u - s1) * (rs + r_after) / 2;
+}
+
 /* The pending unseen part between its window and the next one (r2, from n2 hits in on2
  * seconds): estimate, its models' ends, variance. */
 static void between(const struct gp_account *a, const struct gp_rates *r2, double n2, double on2, double *y,
 		    double *ylo, double *yhi, double *ywide, double *var)
 {
-	double u = a->p_unseen, step;
+	double u = a->p_unseen, step, ys;
 	struct models m1, m2, m;
 
 	unseen_calls(&a->p_rate, u, a->p_cpu_u, &m1);
@@ -279,6 +306,10 @@ static void between(const struct gp_account *a, const struct gp_rates *r2, doubl
 	*yhi = m.hi;
 	*ywide = m.wide;
 	*y = point(&m);
+	/* a slow attach's strays measured its later part (spanned): to the exit, a step to none */
+	ys = spanned(a, u, a->p_mid, a->ended && n2 <= 0 ? 0 : point(&m2) / u);
+	if (ys > *y)
+		*y = ys;
 	/* a step anywhere in it: within ±step/2 of the midpoint, at worst at either end (the
 	 * largest variance a bounded error can have); arrivals: the windows' rates and the
 	 * unseen count itself. Each window's rate serves the unseen parts on both sides of it,
@@ -424,6 +455,13 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 		a->p_rate = r;
 		a->p_n = n;
 		a->p_on = on;
+		/* the strays its next window's probes caught going in, when measured in the part */
+		a->p_sn = a->p_s0 = a->p_s1 = 0;
+		if (w->span_n > 0 && w->span_from >= on && w->span_to > w->span_from) {
+			a->p_sn = w->span_n;
+			a->p_s0 = w->span_from - on;
+			a->p_s1 = w->span_to - on;
+		}
 	} else if (on > 0) {
 		/* an exact period's rate: what the next unseen part starts from */
 		a->p_rate = r;
@@ -454,6 +492,9 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 		/* as clocked as its last two windows said (its next one has not come) */
 		clock_models(&m, a->clock, a->p_rate.grate, u);
 		y = point(&m);
+		/* a slow attach's strays measured its later part (spanned); its exit ended it */
+		if (spanned(a, u, a->p_mid, a->ended ? 0 : -1) > y)
+			y = spanned(a, u, a->p_mid, a->ended ? 0 : -1);
 		est += y;
 		lo += m.low;
 		hi += m.hi;

@@ -951,9 +951,11 @@ def test_budget_slow_attach_has_no_false_upper_end():
     longer, its uprobe events armed one at a time, as an ASan build's took 6.3 s at load 20):
     the unseen part after rate_app's first window lasts until its exit, 3 s in which its rate
     moves twice, and no window brackets it. Its interval must hold rate_app's own count: with
-    no upper end (said so), never a tight wrong one ([110,386-110,386] for 120,400 before), and
-    the estimate printed (not asserted: the windows say nothing of a rate that moved unseen;
-    0.26-0.92x here)."""
+    no upper end (said so), never a tight wrong one ([110,386-110,386] for 120,400 before).
+    The probes already in catch its calls as strays while the others go in, timed by the
+    budget's thread between them: a rate measured in the part, which keeps the estimate within
+    2x of the count as the issue asks (0.96-1.08x here, 0.88-0.92x on the window's rate and
+    the strays' floor before; src/core/sampling.c, "spanned")."""
     env = dict(NO_MULTI, GPUPROBE_TEST_ATTACH_MS="3000")
     r, t = run_rate(["--max-overhead", "1"], env=env)
     b = budget_record(r.stdout)
@@ -970,6 +972,7 @@ def test_budget_slow_attach_has_no_false_upper_end():
     check(lo <= ct["launches"], f"estimate {ct['launches']} under its interval's low end {lo}")
     print(f"#   attach {b['attach_ms_median']:.0f} ms: estimate {ct['launches'] / t['launches']:.2f}x the count, "
           f"[{lo / t['launches']:.2f}x, none]", flush=True)
+    check(0.5 <= ct["launches"] / t["launches"] <= 2, f"estimate {ct['launches']} not within 2x of {t['launches']}")
     bp = [p for p in b["processes"] if p["pid"] == t["pid"]]
     eq(len(bp), 1, "the budget's account of the process")
     eq(bp[0]["interval"][1], None, "the budget's interval has no upper end either")
