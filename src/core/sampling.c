@@ -229,14 +229,36 @@ static void average(const struct models *a, const struct models *b, struct model
 #define CLOCK_SAME 0.05
 #define CLOCK_APART 0.15
 
-static double clocked(const struct gp_rates *r1, const struct gp_rates *r2)
-{
-	double d, c;
+/*
+ * One pair that agrees can be chance. A loop bound by its CPU has gap rates that wander by
+ * many gaps from one window to the next, and now and then two of them land within
+ * CLOCK_SAME of a gap of each other: one pair in 51 of the H200's call-bound loops did
+ * (tight-spin3us at 5 %: 116,919/s then 116,918/s, after 115,799/s, 7.3 gaps from it), and
+ * its part was estimated at its probed gap rate, 22 % under its call-bound one (0.98x the
+ * count where 1.00x without). A loop paced by the clock keeps its rate from window to window
+ * within a gap (the H200's paced pairs that did not qualify: 0.2-0.5 gap) unless a window
+ * caught up (4.2 gaps faster). So the pair before must agree within CLOCK_LOOSE gaps too,
+ * where there is one (the account's last pair of windows that both had a gap rate): a
+ * call-bound loop must land twice in a row; a clocked one after a window that caught up waits
+ * a pair.
+ */
+#define CLOCK_LOOSE 1.0
 
+/* Two windows' gap rates' difference in gaps: the relative difference over the ends' share
+ * of each window (negative: not both have one). */
+static double clock_gaps(const struct gp_rates *r1, const struct gp_rates *r2)
+{
 	if (r1->grate <= 0 || r2->grate <= 0 || r1->gaps <= 0 || r2->gaps <= 0)
+		return -1;
+	return fabs(r1->grate - r2->grate) / ((r1->grate + r2->grate) / 2) / (1 / r1->gaps + 1 / r2->gaps);
+}
+
+static double clocked(const struct gp_account *a, const struct gp_rates *r1, const struct gp_rates *r2)
+{
+	double d = clock_gaps(r1, r2), c;
+
+	if (d < 0 || (a->clock_d > 0 && a->clock_d - 1 > CLOCK_LOOSE))
 		return 0;
-	/* in gaps: the relative difference over the ends' share of each window */
-	d = fabs(r1->grate - r2->grate) / ((r1->grate + r2->grate) / 2) / (1 / r1->gaps + 1 / r2->gaps);
 	c = (CLOCK_APART - d) / (CLOCK_APART - CLOCK_SAME);
 	return c < 0 ? 0 : c > 1 ? 1 : c;
 }
@@ -300,7 +322,7 @@ static void between(const struct gp_account *a, const struct gp_rates *r2, doubl
 		if (m.wide < m.hi)
 			m.wide = m.hi;
 	}
-	clock_models(&m, clocked(&a->p_rate, r2), (a->p_rate.grate + r2->grate) / 2, u);
+	clock_models(&m, clocked(a, &a->p_rate, r2), (a->p_rate.grate + r2->grate) / 2, u);
 	step = point(&m2) - point(&m1);
 	*ylo = m.low;
 	*yhi = m.hi;
@@ -423,7 +445,9 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 		long_unseen(a, a->p_unseen);
 		between(a, &r, n, on, &y, &ylo, &yhi, &ywide, &var);
 		if (r.grate > 0)
-			a->clock = clocked(&a->p_rate, &r);
+			a->clock = clocked(a, &a->p_rate, &r);
+		/* this pair, for the next one's (clocked): 1 + its difference in gaps, 0 none */
+		a->clock_d = clock_gaps(&a->p_rate, &r) >= 0 ? 1 + clock_gaps(&a->p_rate, &r) : 0;
 		a->est += y;
 		a->lo_sum += ylo;
 		a->hi_sum += yhi;

@@ -90,6 +90,8 @@ struct gp_account {
 	double p_sn, p_s0, p_s1; /* the calls that hit the next window's probes as they went in,
 			      * over [p_s0, p_s1] seconds into the part (p_sn 0: none; sampling.c,
 			      * "spanned") */
+	double clock_d;      /* 1 + its last two windows' gap rates' difference in gaps (0: not both
+			      * had one; sampling.c, "CLOCK_LOOSE") */
 	double clock;        /* how surely its last two windows said it is paced by the clock without
 			      * sleeping, 0 to 1 (sampling.c, "clocked") */
 	bool have_rate;

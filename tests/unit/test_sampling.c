@@ -703,6 +703,42 @@ static void test_paced_by_a_busy_wait(void)
 	printf("#   estimate %.3fx the count, [%.2fx, %.2fx]\n", s.estimate / truth, s.lo / truth, s.hi / truth);
 }
 
+/*
+ * A loop bound by its CPU whose gap rates agreed by chance in one pair of windows (the H200's
+ * tight-spin3us at 5 %, its budget lines: 115,799/s, then 116,919/s and 116,918/s, 1,145 and
+ * 1,589 gaps): that pair alone made the part between them clocked (paced at its probed gap
+ * rate, 22 % under its call-bound estimate). The pair before disagreed by 7.3 gaps: not a
+ * clock's (sampling.c, CLOCK_LOOSE), and the part stays call-bound. A busy-waiting paced
+ * loop whose windows agree all along stays clocked (test_paced_by_a_busy_wait).
+ */
+static void test_chance_agreement_is_not_a_clock(void)
+{
+	static const double log[][14] = {
+		{ 0, 1, 0.102156654, 0.102156654, 0, -1, 1.321442e-06, 4.982e-06, 0, 0, 0, 0, -1, -1 },
+		{ 0, 1, 0.101930619, 0.101930619, 0, 0.098387688, 1.321442e-06, 4.982e-06, 0, 0, 0, 0, -1, -1 },
+		{ 3324, 1, 0.05114503, 0.05114503, 0.027656012, 0.051998241, 2.20638668e-06, 5.86694468e-06, 3322,
+		  0.027456012, 0, 3324, -1, -1 },
+		{ 2225, 312, 0.429265996, 0.01923253, 0.019214251, 0.429283419, 2.20638668e-06, 5.86694468e-06, 2225,
+		  0.019214251, 0, 2225, 0.9994, -1 },
+		{ 1146, 203, 0.483133812, 0.009984099, 0.00989314, 0.483644134, 1.86220106e-06, 5.52275906e-06, 1145,
+		  0.00979314, 0, 1146, 1, -1 },
+		{ 1590, 234, 0.564189148, 0.013682146, 0.013690743, 0.564586118, 1.86220106e-06, 5.52275906e-06, 1589,
+		  0.013590743, 0, 1590, 1, -1 },
+	};
+	struct gp_account a;
+
+	gp_account__begin(&a, 0);
+	for (size_t i = 0; i < sizeof(log) / sizeof(log[0]); i++) {
+		const double *l = log[i];
+		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = l[4], .cpu_T = l[5],
+				       .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11], .busy = l[12],
+				       .head_s = l[13], .stray_calls = l[1] };
+
+		gp_account__window(&a, &w, l[6], l[7]);
+	}
+	ASSERT_TRUE(a.clock == 0, "two windows agreeing by chance after a pair 7 gaps apart: not clocked");
+}
+
 /* A process that stopped calling after its last window and exited later: its last unseen
  * part ends at the exit, and may hold no calls at all. */
 static void test_exit_ends_the_last_part(void)
@@ -877,6 +913,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_simulated_coverage);
 	RUN_TEST(test_h200_sync_row);
 	RUN_TEST(test_paced_by_a_busy_wait);
+	RUN_TEST(test_chance_agreement_is_not_a_clock);
 	RUN_TEST(test_exit_ends_the_last_part);
 	RUN_TEST(test_unseen_part_longer_than_a_period);
 	RUN_TEST(test_slow_attach_strays_timed);
