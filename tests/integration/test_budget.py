@@ -122,7 +122,8 @@ def check_budget_run(r, t, pct=1.0, mechanism=None):
     eq(b["max_overhead_pct"], pct, "the budget")
     eq(b["mechanism"], mechanism or gp.budget_mechanism(), "how the probes are taken off on this kernel")
     check_over_agrees(b)
-    eq(b["over_budget"], False, "over budget")
+    eq(b["over_budget"], False, "over budget (now: %s; processes: %s)" % (
+        b["over_budget_now"], [(p["pid"], round(p["overhead_pct_estimate"], 3), p["over_budget"]) for p in b["processes"]]))
     bp = [p for p in b["processes"] if p["pid"] == pid]
     eq(len(bp), 1, "the budget's account of the process")
     check(bp[0]["overhead_pct_estimate"] <= pct, f"budget's estimate {bp[0]['overhead_pct_estimate']:.3f} %")
