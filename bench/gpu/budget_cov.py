@@ -64,7 +64,7 @@ def main():
                     with open(os.path.join(a.logs, f"{name}-{pct:g}-{rep}.log"), "w") as f:
                         f.write(r.stderr)
                 t = account(r.stderr)
-                ct = None
+                ct = bud = None
                 for line in r.stdout.splitlines():
                     try:
                         j = json.loads(line)
@@ -72,6 +72,13 @@ def main():
                         continue
                     if j.get("mode") == "cudatrace" and j.get("report") == "final":
                         ct = next((p for p in j["processes"] if p["pid"] == t["pid"]), None)
+                    if j.get("mode") == "budget" and j.get("report") == "final":
+                        bud = j
+                # the budget's own estimate of the process's time in probes, and whether it said
+                # so when that passed the budget (over_budget; since 2026-11-28 s14)
+                bp = next((p for p in (bud or {}).get("processes", []) if p["pid"] == t["pid"]), None)
+                own = (f"; budget's own {bp['overhead_pct_estimate']:.2f} %, over_budget {bud.get('over_budget')}"
+                       if bp else "")
                 if ct is None:
                     print(f"{name} {pct:g}%: no report for PID {t['pid']} (exit {r.returncode})", flush=True)
                     runs += 1
@@ -89,7 +96,7 @@ def main():
                 far += not 0.5 <= ratio <= 2
                 print(f"{name} {pct:g}%: truth {t['launches']} estimate {est} ({ratio:.2f}x) [{lo}, {hi}]"
                       f" {'held' if ok else 'MISSED'}; slowdown {s * 100:+.2f} % (plain {base['launch_ns']:.0f} ns,"
-                      f" traced {t['launch_ns']:.0f} ns a launch)", flush=True)
+                      f" traced {t['launch_ns']:.0f} ns a launch){own}", flush=True)
     print(f"coverage: {held} of {runs} intervals held the count; {far} estimates off by more than 2x")
     for (name, pct), v in sorted(slow.items()):
         print(f"slowdown {name} --max-overhead {pct:g}: median {statistics.median(v) * 100:+.2f} %"

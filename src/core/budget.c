@@ -115,6 +115,10 @@ struct account {
 	double cpu_poll;     /* its CPU seconds when last polled since the boundary (poll_cpu;
 			      * negative: none), what its exit's part is taken at once it is gone */
 	uint64_t off_ns;     /* when the window of its pending unseen part closed (0: none) */
+	/* The calls of the counted kinds its probes caught while the next window's went in
+	 * (attach_poll): stray_calls at the last look before any came, and when; at the last
+	 * look since (sp_t1 0: none came) */
+	uint64_t sp_t0, sp_n0, sp_t1, sp_n1;
 	uint64_t exit_ns;    /* when it exited (gp_budget__exited; 0: not known) */
 	bool closed;         /* accounted to its exit already (gp_budget__exited) */
 	bool fresh;    /* accounted in the last period */
@@ -292,8 +296,14 @@ static void test_attach_pause(int parts)
 		usleep((useconds_t)(ms * 1000ULL / (unsigned)parts));
 }
 
-/* Without uprobe_multi: each probe's event armed, entries first. */
-static int group_arm(struct group *g)
+/* A slow attach's strays, timed (the comment above stray_calls_of) */
+static void attach_poll(struct gp_budget *b);
+static void span_begin(struct gp_budget *b, uint64_t now);
+static void span_take(struct account *a, struct gp_window *w, uint64_t t0);
+
+/* Without uprobe_multi: each probe's event armed, entries first (the calls its probes catch
+ * meanwhile counted after each: attach_poll). */
+static int group_arm(struct gp_budget *b, struct group *g)
 {
 	for (int i = 0; i < g->nue; i++) {
 		int fd;
@@ -305,6 +315,7 @@ static int group_arm(struct group *g)
 		if (fd < 0)
 			return fd;
 		g->armed[i] = fd;
+		attach_poll(b);
 	}
 	return 0;
 }
@@ -315,13 +326,14 @@ static int group_attach(struct gp_budget *b, struct group *g)
 	int fd;
 
 	if (!b->multi)
-		return group_arm(g);
+		return group_arm(b, g);
 	if (g->fd_enter < 0 && g->n) {
 		test_attach_pause(2);
 		fd = attach__multi_fd(g->enter, g->path, g->offs, g->cookies, g->n, g->pid, false);
 		if (fd < 0)
 			return fd;
 		g->fd_enter = fd;
+		attach_poll(b);
 	}
 	if (g->fd_leave < 0 && g->leave >= 0 && g->nr) {
 		test_attach_pause(2);
@@ -481,8 +493,11 @@ static void attach_all(struct gp_budget *b)
 {
 	uint64_t t0 = gp_mono_ns();
 
+	span_begin(b, t0);
 	for (int i = 0; i < b->ngroups; i++) {
 		int r = group_attach(b, &b->groups[i]);
+
+		attach_poll(b);
 
 		if (r)
 			gp_log(GP_LOG_WARN, "budget: cannot attach the sampled probes to %s again: %s",
@@ -1067,9 +1082,9 @@ static void acct_begin(struct gp_account *a, uint32_t pid, double lead)
 static void acct_period(struct gp_account *a, uint32_t pid, const struct gp_window *w, double cost, double price)
 {
 	gp_log(GP_LOG_DEBUG,
-	       "budget: acct %u period %.0f %.9g %.9g %.9g %.9g %.9g %.9g %.9g %.0f %.9g %.9g %.0f %.4g %.9g %.0f", pid,
-	       w->n, w->stray, w->T, w->on, w->act, w->cpu_T, cost, price, w->gaps, w->gap_s, w->sleep_s, w->head,
-	       w->busy, w->head_s, w->stray_calls);
+	       "budget: acct %u period %.0f %.9g %.9g %.9g %.9g %.9g %.9g %.9g %.0f %.9g %.9g %.0f %.4g %.9g %.0f %.0f %.9g %.9g",
+	       pid, w->n, w->stray, w->T, w->on, w->act, w->cpu_T, cost, price, w->gaps, w->gap_s, w->sleep_s, w->head,
+	       w->busy, w->head_s, w->stray_calls, w->span_n, w->span_from, w->span_to);
 	gp_account__window(a, w, cost, price);
 }
 
@@ -1249,6 +1264,7 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		a->last_active = active;
 		w.n = n;
 		gaps_since(&a->last_gap, &b->snap_gap[i], &w, t0, on);
+		span_take(a, &w, t0);
 		if (a->closed) { /* accounted to its exit: nothing more of it */
 			if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
 				end_account(b, i, now, true);
@@ -1418,6 +1434,65 @@ static void poll_cpu(struct gp_budget *b, uint64_t now)
 			a->cpu_poll = c;
 	}
 	pthread_mutex_unlock(&b->acc);
+}
+
+/*
+ * An attach can take longer than the periods (a loaded machine: 6.3 s under ASan at load
+ * 20), and the budget's thread, making it, waits for nothing else: the watched processes'
+ * CPU clocks are read between its probes too (a process that exited meanwhile had its CPU
+ * time taken as last read before the attach, 55 ms of its 390), and the calls of the
+ * counted kinds that the probes already in catch (strays), with when: a rate measured
+ * inside the unseen part, where the last window's is stale (sampling.c, "spanned").
+ */
+static uint64_t stray_calls_of(struct gp_budget *b, size_t i)
+{
+	return __atomic_load_n(&b->hits[i].stray_calls, __ATOMIC_RELAXED);
+}
+
+static void span_begin(struct gp_budget *b, uint64_t now)
+{
+	pthread_mutex_lock(&b->acc);
+	for (size_t k = 0; k < b->nr_watch; k++) {
+		struct account *a = &b->accounts[b->watch[k]];
+
+		a->sp_t0 = now;
+		a->sp_n0 = stray_calls_of(b, b->watch[k]);
+		a->sp_t1 = a->sp_n1 = 0;
+	}
+	pthread_mutex_unlock(&b->acc);
+}
+
+static void attach_poll(struct gp_budget *b)
+{
+	uint64_t now = gp_mono_ns();
+
+	poll_cpu(b, now);
+	pthread_mutex_lock(&b->acc);
+	for (size_t k = 0; k < b->nr_watch; k++) {
+		struct account *a = &b->accounts[b->watch[k]];
+		uint64_t v = stray_calls_of(b, b->watch[k]);
+
+		if (!a->sp_t0 || v < a->sp_n0) /* not since span_begin, or a new owner */
+			continue;
+		if (a->sp_t1 || v > a->sp_n0) {
+			a->sp_t1 = now;
+			a->sp_n1 = v;
+		} else {
+			a->sp_t0 = now;
+		}
+	}
+	pthread_mutex_unlock(&b->acc);
+}
+
+/* The span of strays attach_poll measured for account a, into w (t0: the period's start). */
+static void span_take(struct account *a, struct gp_window *w, uint64_t t0)
+{
+	if (a->sp_t1 > a->sp_t0 && a->sp_t0 >= t0 && a->sp_n1 > a->sp_n0) {
+		w->span_n = (double)(a->sp_n1 - a->sp_n0);
+		w->span_from = (double)(a->sp_t0 - t0) / 1e9;
+		w->span_to = (double)(a->sp_t1 - t0) / 1e9;
+	}
+	a->sp_t0 = a->sp_t1 = a->sp_n0 = a->sp_n1 = 0;
 }
 
 static bool wait_until(struct gp_budget *b, uint64_t until, bool watch)
@@ -2152,6 +2227,7 @@ void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
 
 				read_gaps(&b->hits[i], &gc);
 				gaps_since(&a->last_gap, &gc, &w, b->cur_start, on);
+				span_take(a, &w, b->cur_start);
 				acct_period(&a->acc, pid, &w, b->cost, b->price);
 			}
 			a->last_active = act;
@@ -2222,8 +2298,22 @@ void gp_budget__reap(struct gp_budget *b, uint64_t cutoff_ns, uint32_t keep_pid)
 	pthread_mutex_unlock(&b->acc);
 }
 
-static int add_proc(struct gp_budget_stats *s, size_t *cap, uint32_t pid, bool ended, const struct gp_account *a)
+/* Whether a process's own estimate of its time in the probes passed the budget (pct %),
+ * its exact allowance left out (a process spends it by design, every call seen, however
+ * short its life: the spill slot's processes, together, have none); *allowance: only with it. */
+static bool proc_over(const struct gp_budget *b, uint32_t pid, const struct gp_account *a, bool *allowance)
 {
+	double lim = b->pct / 100 * a->seconds, allow = pid ? b->target * EXACT_ALLOWANCE_S : 0;
+
+	*allowance = a->seconds > 0 && a->probe_s > lim && a->probe_s - allow <= lim;
+	return a->seconds > 0 && a->probe_s - allow > lim;
+}
+
+static int add_proc(struct gp_budget_stats *s, size_t *cap, const struct gp_budget *b, uint32_t pid, bool ended,
+		    const struct gp_account *a)
+{
+	bool allowance, over = proc_over(b, pid, a, &allowance);
+
 	if (s->nr_procs == *cap) {
 		size_t nc = *cap ? *cap * 2 : 16;
 		struct gp_budget_proc *np = realloc(s->procs, nc * sizeof(*np));
@@ -2233,7 +2323,9 @@ static int add_proc(struct gp_budget_stats *s, size_t *cap, uint32_t pid, bool e
 		s->procs = np;
 		*cap = nc;
 	}
-	s->procs[s->nr_procs++] = (struct gp_budget_proc){ pid, ended, *a };
+	s->procs[s->nr_procs++] = (struct gp_budget_proc){ pid, ended, *a, over, allowance };
+	s->over_procs += over;
+	s->over |= over;
 	return 0;
 }
 
@@ -2256,7 +2348,7 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	s->prog_measured = !b->prog.refused && (b->prog.ns[0] > 0);
 	s->target = b->target;
 	s->fraction = b->fraction;
-	s->over = b->over;
+	s->over = s->over_now = b->over;
 	s->periods = b->periods;
 	s->sampled_periods = b->sampled_periods;
 	s->windows = b->windows;
@@ -2275,9 +2367,9 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	/* pid 0: the processes whose slot another one held, together */
 	for (size_t i = 0; i < SLOTS && !r; i++)
 		if (b->accounts[i].pid || (i == GP_HIT_SLOTS && b->accounts[i].acc.obs))
-			r = add_proc(s, &cap, b->accounts[i].pid, false, &b->accounts[i].acc);
+			r = add_proc(s, &cap, b, b->accounts[i].pid, false, &b->accounts[i].acc);
 	for (size_t it = 0; !r && u64map__next(b->ended, &it, &pid, &v);)
-		r = add_proc(s, &cap, (uint32_t)pid, true, &((struct ended *)v)->acc);
+		r = add_proc(s, &cap, b, (uint32_t)pid, true, &((struct ended *)v)->acc);
 	pthread_mutex_unlock(&b->acc);
 	if (!s->changes || r) {
 		gp_budget__stats_free(s);

@@ -229,14 +229,36 @@ static void average(const struct models *a, const struct models *b, struct model
 #define CLOCK_SAME 0.05
 #define CLOCK_APART 0.15
 
-static double clocked(const struct gp_rates *r1, const struct gp_rates *r2)
-{
-	double d, c;
+/*
+ * One pair that agrees can be chance. A loop bound by its CPU has gap rates that wander by
+ * many gaps from one window to the next, and now and then two of them land within
+ * CLOCK_SAME of a gap of each other: one pair in 51 of the H200's call-bound loops did
+ * (tight-spin3us at 5 %: 116,919/s then 116,918/s, after 115,799/s, 7.3 gaps from it), and
+ * its part was estimated at its probed gap rate, 22 % under its call-bound one (0.98x the
+ * count where 1.00x without). A loop paced by the clock keeps its rate from window to window
+ * within a gap (the H200's paced pairs that did not qualify: 0.2-0.5 gap) unless a window
+ * caught up (4.2 gaps faster). So the pair before must agree within CLOCK_LOOSE gaps too,
+ * where there is one (the account's last pair of windows that both had a gap rate): a
+ * call-bound loop must land twice in a row; a clocked one after a window that caught up waits
+ * a pair.
+ */
+#define CLOCK_LOOSE 1.0
 
+/* Two windows' gap rates' difference in gaps: the relative difference over the ends' share
+ * of each window (negative: not both have one). */
+static double clock_gaps(const struct gp_rates *r1, const struct gp_rates *r2)
+{
 	if (r1->grate <= 0 || r2->grate <= 0 || r1->gaps <= 0 || r2->gaps <= 0)
+		return -1;
+	return fabs(r1->grate - r2->grate) / ((r1->grate + r2->grate) / 2) / (1 / r1->gaps + 1 / r2->gaps);
+}
+
+static double clocked(const struct gp_account *a, const struct gp_rates *r1, const struct gp_rates *r2)
+{
+	double d = clock_gaps(r1, r2), c;
+
+	if (d < 0 || (a->clock_d > 0 && a->clock_d - 1 > CLOCK_LOOSE))
 		return 0;
-	/* in gaps: the relative difference over the ends' share of each window */
-	d = fabs(r1->grate - r2->grate) / ((r1->grate + r2->grate) / 2) / (1 / r1->gaps + 1 / r2->gaps);
 	c = (CLOCK_APART - d) / (CLOCK_APART - CLOCK_SAME);
 	return c < 0 ? 0 : c > 1 ? 1 : c;
 }
@@ -250,12 +272,39 @@ static void clock_models(struct models *m, double c, double g, double u)
 	m->beta *= 1 - c;
 }
 
+/*
+ * An unseen part longer than GP_MAX_UNSEEN_S was stretched by an attach slower than the
+ * periods, and its rate may have moved any number of times there: the window before it says
+ * nothing of its later part. But an attach that slow puts the next window's probes in one at
+ * a time (tracefs uprobe events, entries first), and the ones in catch the process's calls
+ * as strays: the budget's thread counts them, with when, between its probes (budget.c,
+ * attach_poll). Those calls were made, at a rate measured where the window's is stale: the
+ * part is then the dark time before them, at the mean of the window's rate and theirs (a step
+ * anywhere), the strays themselves, and the dark time after (to the next window, at the mean
+ * of theirs and its rate, or to the exit, a step to none anywhere). Under the test hook's
+ * 3-s attach, rate_app's part ran 1,000 ms at 20,000/s then 1,000 ms at 100,000/s unseen,
+ * and the window's rate alone, halved by its exit, read 0.26x of it. Only the estimate
+ * moves: the part still has no upper end (a probe not yet in missed calls of its own).
+ * Negative when no such span was measured.
+ */
+static double spanned(const struct gp_account *a, double u, double r_before, double r_after)
+{
+	double s0 = a->p_s0 < u ? a->p_s0 : u, s1 = a->p_s1 < u ? a->p_s1 : u, rs;
+
+	if (u <= GP_MAX_UNSEEN_S || a->p_sn <= 0 || s1 - s0 < GP_MIN_SPAN_S)
+		return -1;
+	rs = a->p_sn / (s1 - s0);
+	if (r_after < 0)
+		r_after = rs;
+	return s0 * (r_before + rs) / 2 + a->p_sn + (u - s1) * (rs + r_after) / 2;
+}
+
 /* The pending unseen part between its window and the next one (r2, from n2 hits in on2
  * seconds): estimate, its models' ends, variance. */
 static void between(const struct gp_account *a, const struct gp_rates *r2, double n2, double on2, double *y,
 		    double *ylo, double *yhi, double *ywide, double *var)
 {
-	double u = a->p_unseen, step;
+	double u = a->p_unseen, step, ys;
 	struct models m1, m2, m;
 
 	unseen_calls(&a->p_rate, u, a->p_cpu_u, &m1);
@@ -273,12 +322,16 @@ static void between(const struct gp_account *a, const struct gp_rates *r2, doubl
 		if (m.wide < m.hi)
 			m.wide = m.hi;
 	}
-	clock_models(&m, clocked(&a->p_rate, r2), (a->p_rate.grate + r2->grate) / 2, u);
+	clock_models(&m, clocked(a, &a->p_rate, r2), (a->p_rate.grate + r2->grate) / 2, u);
 	step = point(&m2) - point(&m1);
 	*ylo = m.low;
 	*yhi = m.hi;
 	*ywide = m.wide;
 	*y = point(&m);
+	/* a slow attach's strays measured its later part (spanned): to the exit, a step to none */
+	ys = spanned(a, u, a->p_mid, a->ended && n2 <= 0 ? 0 : point(&m2) / u);
+	if (ys > *y)
+		*y = ys;
 	/* a step anywhere in it: within ±step/2 of the midpoint, at worst at either end (the
 	 * largest variance a bounded error can have); arrivals: the windows' rates and the
 	 * unseen count itself. Each window's rate serves the unseen parts on both sides of it,
@@ -392,7 +445,9 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 		long_unseen(a, a->p_unseen);
 		between(a, &r, n, on, &y, &ylo, &yhi, &ywide, &var);
 		if (r.grate > 0)
-			a->clock = clocked(&a->p_rate, &r);
+			a->clock = clocked(a, &a->p_rate, &r);
+		/* this pair, for the next one's (clocked): 1 + its difference in gaps, 0 none */
+		a->clock_d = clock_gaps(&a->p_rate, &r) >= 0 ? 1 + clock_gaps(&a->p_rate, &r) : 0;
 		a->est += y;
 		a->lo_sum += ylo;
 		a->hi_sum += yhi;
@@ -424,6 +479,13 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 		a->p_rate = r;
 		a->p_n = n;
 		a->p_on = on;
+		/* the strays its next window's probes caught going in, when measured in the part */
+		a->p_sn = a->p_s0 = a->p_s1 = 0;
+		if (w->span_n > 0 && w->span_from >= on && w->span_to > w->span_from) {
+			a->p_sn = w->span_n;
+			a->p_s0 = w->span_from - on;
+			a->p_s1 = w->span_to - on;
+		}
 	} else if (on > 0) {
 		/* an exact period's rate: what the next unseen part starts from */
 		a->p_rate = r;
@@ -454,6 +516,9 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 		/* as clocked as its last two windows said (its next one has not come) */
 		clock_models(&m, a->clock, a->p_rate.grate, u);
 		y = point(&m);
+		/* a slow attach's strays measured its later part (spanned); its exit ended it */
+		if (spanned(a, u, a->p_mid, a->ended ? 0 : -1) > y)
+			y = spanned(a, u, a->p_mid, a->ended ? 0 : -1);
 		est += y;
 		lo += m.low;
 		hi += m.hi;

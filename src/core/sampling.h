@@ -87,6 +87,11 @@ struct gp_account {
 	double p_mid;        /* the estimate's rate there (calls/s) */
 	double p_n, p_on;    /* its window's hits and seconds */
 	double p_step;       /* the rate's change at that window (calls/s) */
+	double p_sn, p_s0, p_s1; /* the calls that hit the next window's probes as they went in,
+			      * over [p_s0, p_s1] seconds into the part (p_sn 0: none; sampling.c,
+			      * "spanned") */
+	double clock_d;      /* 1 + its last two windows' gap rates' difference in gaps (0: not both
+			      * had one; sampling.c, "CLOCK_LOOSE") */
 	double clock;        /* how surely its last two windows said it is paced by the clock without
 			      * sleeping, 0 to 1 (sampling.c, "clocked") */
 	bool have_rate;
@@ -135,6 +140,10 @@ struct gp_window {
 	double stray_calls; /* calls of the counted kinds that hit a probe outside the window */
 	double busy;      /* the share of the period the thread that called spent on a CPU or
 			   * waiting for one (negative: not known) */
+	double span_n;    /* calls of the counted kinds that hit the next window's probes while
+			   * they went in (strays, part of stray_calls), between span_from and
+			   * span_to seconds from the period's start (0: none measured) */
+	double span_from, span_to;
 };
 /* The same, with a hit priced at cost in the call-bound model and at price in the time in
  * probes; how often the process slept between its calls in the window moves the estimate
@@ -166,6 +175,10 @@ double gp_account__overhead(const struct gp_account *a);
  * it: the interval has no upper end (the estimate and the low end, never under the calls
  * seen and the strays, stand). A quarter of a period over it: a median attach's overrun. */
 #define GP_MAX_UNSEEN_S (1.25 * GP_MAX_PERIOD_S)
+/* A long unseen part's later calls hit the next window's probes while an attach that slow put
+ * them in one at a time (strays, counted with when by the budget's thread between them):
+ * measured over at least this long, their rate is the part's there (sampling.c, "spanned"). */
+#define GP_MIN_SPAN_S 0.05
 /* A window shorter than this sees too little: at 1 ms, a paced workload that fell behind
  * while the links were made (a loaded 2-CPU machine) caught up within the window, which
  * then read as call-bound (test_budget_no_latency_and_text: about one run in eight with no

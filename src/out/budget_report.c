@@ -24,6 +24,10 @@ void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
 		s->fraction * 100, s->over ? " (a process passes the budget even then)" : "",
 		gp_text__count(s->sampled_periods).s, gp_text__count(s->periods).s, gp_text__count(s->cut_windows).s,
 		gp_text__count(s->windows).s, gp_text__duration(s->attach_ms / 1e3).s, gp_text__duration(s->detach_ms / 1e3).s);
+	if (s->over_procs)
+		fprintf(f, "  over the budget: %s %s spent more than %g%% of %s time in the probes by the budget's own estimate, "
+			   "beyond the exact allowance\n", gp_text__count(s->over_procs).s,
+			s->over_procs == 1 ? "process" : "processes", s->pct, s->over_procs == 1 ? "its" : "their");
 	{
 		uint64_t un = 0;
 
@@ -56,7 +60,8 @@ void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
 				smp.fraction * 100, count(smp.estimate).s, count(smp.lo).s, count(smp.hi).s);
 		else
 			fprintf(f, " every launch and sync call seen (%s),", count(p->acc.obs).s);
-		fprintf(f, " %.3f%% of its time in those probes (estimate)\n", gp_account__overhead(&p->acc) * 100);
+		fprintf(f, " %.3f%% of its time in those probes (estimate%s)\n", gp_account__overhead(&p->acc) * 100,
+			p->over ? ": over the budget" : p->allowance_over ? ": its exact allowance" : "");
 	}
 	fflush(f);
 }
@@ -84,6 +89,9 @@ static json_object *json_proc(const struct gp_budget_proc *p)
 	json_object_object_add(o, "probe_seconds_estimate", json_object_new_double(p->acc.probe_s));
 	json_object_object_add(o, "seconds", json_object_new_double(p->acc.seconds));
 	json_object_object_add(o, "overhead_pct_estimate", json_object_new_double(gp_account__overhead(&p->acc) * 100));
+	json_object_object_add(o, "over_budget", json_object_new_boolean(p->over));
+	if (p->allowance_over)
+		json_object_object_add(o, "over_by_allowance", json_object_new_boolean(true));
 	return o;
 }
 
@@ -101,6 +109,8 @@ void gp_budget__json(json_object *o, const struct gp_budget_stats *s)
 	json_object_object_add(o, "program_ns", s->prog_measured ? json_object_new_double(s->prog_ns[0] + s->prog_ns[1]) : NULL);
 	json_object_object_add(o, "fraction", json_object_new_double(s->fraction));
 	json_object_object_add(o, "over_budget", json_object_new_boolean(s->over));
+	json_object_object_add(o, "over_budget_now", json_object_new_boolean(s->over_now));
+	json_object_object_add(o, "over_budget_processes", json_object_new_uint64(s->over_procs));
 	json_object_object_add(o, "periods", json_object_new_uint64(s->periods));
 	json_object_object_add(o, "sampled_periods", json_object_new_uint64(s->sampled_periods));
 	json_object_object_add(o, "windows", json_object_new_uint64(s->windows));

@@ -226,7 +226,7 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_budget_attached_ratio", GP_GAUGE, 0, "", NULL, "--max-overhead",
 	  "The share of time the sampled probes (launches, syncs) are attached now: 1 when every call is seen.", NULL },
 	{ "gpuprobe_budget_over", GP_GAUGE, 0, "", NULL, "--max-overhead",
-	  "1 when a process passes the budget even with the sampled probes attached for the least share of time, or when the probes never sampled (allocations, copies: priced) pass it alone.",
+	  "1 when a process's time in the probes by the budget's own estimate, beyond its exact allowance, passed the budget (a process running, or ended and not yet folded into the totals), when a process passes it even with the sampled probes attached for the least share of time, or when the probes never sampled (allocations, copies: priced) pass it alone.",
 	  NULL },
 	{ "gpuprobe_budget_sampled_periods_total", GP_COUNTER, 0, "", NULL, "--max-overhead",
 	  "Periods (500 ms, up to 1 s) in which the sampled probes were attached for a window only.", NULL },

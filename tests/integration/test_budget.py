@@ -74,6 +74,24 @@ def call_share(t, phase=None):
     return sum(p["call_ns"] for p in ps) / sum(p["end_ns"] - p["start_ns"] for p in ps)
 
 
+def check_over_agrees(b):
+    """The budget's over_budget agrees with its own estimates: a process whose time in the
+    probes (overhead_pct_estimate), beyond its exact allowance (call_cost_s x
+    exact_allowance_calls of probe time, spent by design), passed the budget is over it, and
+    the budget is over when one is (or when its planner says a process passes it even at the
+    least window: over_budget_now)."""
+    pct, allow = b["max_overhead_pct"], b["exact_allowance_calls"] * b["call_cost_s"]
+    over = 0
+    for p in b["processes"]:
+        excess = p["probe_seconds_estimate"] - (allow if p["pid"] else 0) - pct / 100 * p["seconds"]
+        if p["seconds"] > 0 and abs(excess) > 1e-9:  # (not at the edge, where rounding decides)
+            eq(p["over_budget"], excess > 0, f"PID {p['pid']}: {p['overhead_pct_estimate']:.3f} % of its time in probes, "
+                                             f"{excess:+.4f} s past the budget beyond its allowance: over")
+        over += p["over_budget"]
+    eq(b["over_budget_processes"], over, "processes over the budget")
+    eq(b["over_budget"], bool(over) or b["over_budget_now"], "over_budget: a process over it, or the planner's flag")
+
+
 def check_budget_run(r, t, pct=1.0, mechanism=None):
     pid = t["pid"]
     ct = final_proc(r.stdout, "cudatrace", pid)
@@ -103,7 +121,9 @@ def check_budget_run(r, t, pct=1.0, mechanism=None):
     b = budget_record(r.stdout)
     eq(b["max_overhead_pct"], pct, "the budget")
     eq(b["mechanism"], mechanism or gp.budget_mechanism(), "how the probes are taken off on this kernel")
-    eq(b["over_budget"], False, "over budget")
+    check_over_agrees(b)
+    eq(b["over_budget"], False, "over budget (now: %s; processes: %s)" % (
+        b["over_budget_now"], [(p["pid"], round(p["overhead_pct_estimate"], 3), p["over_budget"]) for p in b["processes"]]))
     bp = [p for p in b["processes"] if p["pid"] == pid]
     eq(len(bp), 1, "the budget's account of the process")
     check(bp[0]["overhead_pct_estimate"] <= pct, f"budget's estimate {bp[0]['overhead_pct_estimate']:.3f} %")
@@ -932,9 +952,11 @@ def test_budget_slow_attach_has_no_false_upper_end():
     longer, its uprobe events armed one at a time, as an ASan build's took 6.3 s at load 20):
     the unseen part after rate_app's first window lasts until its exit, 3 s in which its rate
     moves twice, and no window brackets it. Its interval must hold rate_app's own count: with
-    no upper end (said so), never a tight wrong one ([110,386-110,386] for 120,400 before), and
-    the estimate printed (not asserted: the windows say nothing of a rate that moved unseen;
-    0.26-0.92x here)."""
+    no upper end (said so), never a tight wrong one ([110,386-110,386] for 120,400 before).
+    The probes already in catch its calls as strays while the others go in, timed by the
+    budget's thread between them: a rate measured in the part, which keeps the estimate within
+    2x of the count as the issue asks (0.84-1.09x in 12 runs here, 0.65-0.92x on the window's
+    rate and the strays' floor before; src/core/sampling.c, "spanned")."""
     env = dict(NO_MULTI, GPUPROBE_TEST_ATTACH_MS="3000")
     r, t = run_rate(["--max-overhead", "1"], env=env)
     b = budget_record(r.stdout)
@@ -951,10 +973,17 @@ def test_budget_slow_attach_has_no_false_upper_end():
     check(lo <= ct["launches"], f"estimate {ct['launches']} under its interval's low end {lo}")
     print(f"#   attach {b['attach_ms_median']:.0f} ms: estimate {ct['launches'] / t['launches']:.2f}x the count, "
           f"[{lo / t['launches']:.2f}x, none]", flush=True)
+    check(0.5 <= ct["launches"] / t["launches"] <= 2, f"estimate {ct['launches']} not within 2x of {t['launches']}")
     bp = [p for p in b["processes"] if p["pid"] == t["pid"]]
     eq(len(bp), 1, "the budget's account of the process")
     eq(bp[0]["interval"][1], None, "the budget's interval has no upper end either")
     eq(bp[0].get("long_unseen"), True, "the budget says why")
+    # the probes already in while the others went caught its calls as strays, priced: the
+    # budget's own estimate of its time in them passed the budget (7.8-15 % here), and its
+    # report must say so (it said over_budget: false, its planner looking one period ahead)
+    print(f"#   its time in probes {bp[0]['overhead_pct_estimate']:.2f} % (budget's estimate), "
+          f"over_budget {b['over_budget']}", flush=True)
+    check_over_agrees(b)
     gp.assert_nothing_attached()
 
 if __name__ == "__main__":

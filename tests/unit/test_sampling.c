@@ -703,6 +703,42 @@ static void test_paced_by_a_busy_wait(void)
 	printf("#   estimate %.3fx the count, [%.2fx, %.2fx]\n", s.estimate / truth, s.lo / truth, s.hi / truth);
 }
 
+/*
+ * A loop bound by its CPU whose gap rates agreed by chance in one pair of windows (the H200's
+ * tight-spin3us at 5 %, its budget lines: 115,799/s, then 116,919/s and 116,918/s, 1,145 and
+ * 1,589 gaps): that pair alone made the part between them clocked (paced at its probed gap
+ * rate, 22 % under its call-bound estimate). The pair before disagreed by 7.3 gaps: not a
+ * clock's (sampling.c, CLOCK_LOOSE), and the part stays call-bound. A busy-waiting paced
+ * loop whose windows agree all along stays clocked (test_paced_by_a_busy_wait).
+ */
+static void test_chance_agreement_is_not_a_clock(void)
+{
+	static const double log[][14] = {
+		{ 0, 1, 0.102156654, 0.102156654, 0, -1, 1.321442e-06, 4.982e-06, 0, 0, 0, 0, -1, -1 },
+		{ 0, 1, 0.101930619, 0.101930619, 0, 0.098387688, 1.321442e-06, 4.982e-06, 0, 0, 0, 0, -1, -1 },
+		{ 3324, 1, 0.05114503, 0.05114503, 0.027656012, 0.051998241, 2.20638668e-06, 5.86694468e-06, 3322,
+		  0.027456012, 0, 3324, -1, -1 },
+		{ 2225, 312, 0.429265996, 0.01923253, 0.019214251, 0.429283419, 2.20638668e-06, 5.86694468e-06, 2225,
+		  0.019214251, 0, 2225, 0.9994, -1 },
+		{ 1146, 203, 0.483133812, 0.009984099, 0.00989314, 0.483644134, 1.86220106e-06, 5.52275906e-06, 1145,
+		  0.00979314, 0, 1146, 1, -1 },
+		{ 1590, 234, 0.564189148, 0.013682146, 0.013690743, 0.564586118, 1.86220106e-06, 5.52275906e-06, 1589,
+		  0.013590743, 0, 1590, 1, -1 },
+	};
+	struct gp_account a;
+
+	gp_account__begin(&a, 0);
+	for (size_t i = 0; i < sizeof(log) / sizeof(log[0]); i++) {
+		const double *l = log[i];
+		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = l[4], .cpu_T = l[5],
+				       .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11], .busy = l[12],
+				       .head_s = l[13], .stray_calls = l[1] };
+
+		gp_account__window(&a, &w, l[6], l[7]);
+	}
+	ASSERT_TRUE(a.clock == 0, "two windows agreeing by chance after a pair 7 gaps apart: not clocked");
+}
+
 /* A process that stopped calling after its last window and exited later: its last unseen
  * part ends at the exit, and may hold no calls at all. */
 static void test_exit_ends_the_last_part(void)
@@ -785,6 +821,75 @@ static void test_unseen_part_longer_than_a_period(void)
 	       isinf(s.hi) ? "none" : "bounded");
 }
 
+/*
+ * The same slow attach (the test hook's 3 s, tracefs uprobe events armed one at a time),
+ * with the strays its probes caught going in timed by the budget's thread (span_n over
+ * [span_from, span_to]: 104,956 calls from 0.73 s to 3.03 s of the last period): rate_app's
+ * part after its window ran 1 s at 20,000/s and 1 s at 100,000/s unseen. The estimate
+ * takes the strays as a rate measured there (sampling.c, "spanned") and holds the count
+ * within 10 %: 1.084x (the three such runs here: 1.044-1.084x); on the window's rate alone,
+ * halved by its exit, under the floor of the strays seen, 0.884x (0.884-0.909x). The
+ * interval keeps no upper end.
+ */
+static void test_slow_attach_strays_timed(void)
+{
+	static const double log[][18] = {
+		{ 20, 3, 0.100979984, 0.100979984, 0.002, -1, 1.370714e-06, 3.064e-06, 19, 0.095376634, 0.095376634, 1, -1,
+		  0.007612591, 0, 0, 0, 0 },
+		{ 21, 0, 0.101615637, 0.101615637, 0.0021, 0.001204638, 1.370714e-06, 3.064e-06, 21, 0.104667098,
+		  0.104667098, 0, -1, -1, 0, 0, 0, 0 },
+		{ 20, 0, 0.101146061, 0.101146061, 0.002, 0.000907043, 1.370714e-06, 3.064e-06, 20, 0.100859266,
+		  0.100859266, 0, -1, -1, 0, 0, 0, 0 },
+		{ 20, 0, 0.100550897, 0.100550897, 0.002, 0.000908216, 1.370714e-06, 3.064e-06, 20, 0.099128655,
+		  0.099128655, 0, -1, -1, 0, 0, 0, 0 },
+		{ 21, 2, 0.104948295, 0.104948295, 0.0021, 0.001098389, 1.370714e-06, 3.064e-06, 21, 0.105016427,
+		  0.105016427, 0, -1, -1, 0, 0, 0, 0 },
+		{ 21, 0, 0.106505037, 0.106505037, 0.002020731, 0.000838852, 1.370714e-06, 3.064e-06, 21, 0.107974489,
+		  0.107953758, 0, -1, -1, 0, 0, 0, 0 },
+		{ 22, 0, 0.107122244, 0.107122244, 0.0022, 0.000940012, 1.370714e-06, 3.064e-06, 22, 0.10720102,
+		  0.10720102, 0, -1, -1, 0, 0, 0, 0 },
+		{ 20, 0, 0.103771538, 0.103771538, 0.002, 0.000996291, 1.370714e-06, 3.064e-06, 20, 0.099823257,
+		  0.099823257, 0, -1, -1, 0, 0, 0, 0 },
+		{ 21, 0, 0.102348746, 0.102348746, 0.0021, 0.001127391, 1.370714e-06, 3.064e-06, 21, 0.10510623,
+		  0.10510623, 0, -1, -1, 0, 0, 0, 0 },
+		{ 583, 12, 0.102244191, 0.102244191, 0.02657904, 0.006361635, 2.94591176e-06, 4.63919776e-06, 583,
+		  0.103376482, 0.102164975, 0, -1, -1, 0, 0, 0, 0 },
+		{ 753, 107350, 3.07316627, 0.037483802, 0.034771883, 0.461864036, 2.94591176e-06, 4.63919776e-06, 753,
+		  0.037646703, 0.036147694, 0, -1, -1, 104956, 104956, 0.733727037, 3.02571096 },
+	};
+	struct gp_window end = { .T = 1e-9, .on = 1e-9, .act = -1, .cpu_T = -1, .busy = -1, .head_s = -1 };
+	double truth = 120400, est[2] = { 0 };
+
+	for (int timed = 1; timed >= 0; timed--) {
+		struct gp_account a;
+		struct gp_sampling s;
+
+		gp_account__begin(&a, 0);
+		for (size_t i = 0; i < sizeof(log) / sizeof(log[0]); i++) {
+			const double *l = log[i];
+			struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = l[4],
+					       .cpu_T = l[5], .gaps = l[8], .gap_s = l[9], .sleep_s = l[10],
+					       .head = l[11], .busy = l[12], .head_s = l[13], .stray_calls = l[14] };
+
+			if (timed) {
+				w.span_n = l[15];
+				w.span_from = l[16];
+				w.span_to = l[17];
+			}
+			gp_account__window(&a, &w, l[6], l[7]);
+		}
+		gp_account__trim(&a, 3.03568247);
+		gp_account__window(&a, &end, 2.94591176e-06, 4.63919776e-06);
+		if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+			return;
+		ASSERT_TRUE(s.lo <= truth, "the low end under the count");
+		ASSERT_TRUE(s.unbounded && s.long_unseen && isinf(s.hi), "no upper end after a 3-s unseen part");
+		est[timed] = s.estimate;
+	}
+	printf("#   estimate %.3fx the count with the strays timed, %.3fx without\n", est[1] / truth, est[0] / truth);
+	ASSERT_TRUE(fabs(est[1] / truth - 1) <= 0.1, "the estimate within 10 % of the count, the strays timed");
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
@@ -808,7 +913,9 @@ int main(int argc, char **argv)
 	RUN_TEST(test_simulated_coverage);
 	RUN_TEST(test_h200_sync_row);
 	RUN_TEST(test_paced_by_a_busy_wait);
+	RUN_TEST(test_chance_agreement_is_not_a_clock);
 	RUN_TEST(test_exit_ends_the_last_part);
 	RUN_TEST(test_unseen_part_longer_than_a_period);
+	RUN_TEST(test_slow_attach_strays_timed);
 	return unit_done();
 }
