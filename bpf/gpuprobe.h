@@ -140,130 +140,37 @@ struct gp_proc_event {
 };
 
 /*
- * Which driver entry point made a call. Shared by every mode; the loader maps an id to
- * its exported name (src/apis.c) and passes it to BPF as the attach cookie.
+ * Which driver entry point made a call. Shared by every mode; ids come from the one list
+ * of entry points (bpf/gp_apis.def), which also names them and says which modes probe
+ * them; the loader passes the id to BPF as the attach cookie.
  */
 enum gp_api {
 	GP_API_NONE = 0,
-	GP_API_cuMemAlloc_v2,
-	GP_API_cuMemAllocPitch_v2,
-	GP_API_cuMemAllocManaged,
-	GP_API_cuMemAllocAsync,
-	GP_API_cuMemAllocAsync_ptsz,
-	GP_API_cuMemAllocFromPoolAsync,
-	GP_API_cuMemAllocFromPoolAsync_ptsz,
-	GP_API_cuMemAllocHost_v2,
-	GP_API_cuMemHostAlloc,
-	GP_API_cuMemCreate,
-	GP_API_cuMemFree_v2,
-	GP_API_cuMemFreeAsync,
-	GP_API_cuMemFreeAsync_ptsz,
-	GP_API_cuMemFreeHost,
-	GP_API_cuMemRelease,
-	GP_API_cuMemMap,
-	GP_API_cuMemUnmap,
-	GP_API_cuGraphAddMemAllocNode,  /* (..., CUDA_MEM_ALLOC_NODE_PARAMS *): dptr out, bytesize in */
-	GP_API_cuGraphAddMemFreeNode,   /* (..., CUdeviceptr dptr) */
-	GP_API_cuLaunchKernel,
-	GP_API_cuLaunchKernel_ptsz,
-	GP_API_cuLaunchKernelEx,
-	GP_API_cuLaunchKernelEx_ptsz,
-	GP_API_cuLaunchCooperativeKernel,
-	GP_API_cuLaunchCooperativeKernel_ptsz,
-	GP_API_cuGraphLaunch,
-	GP_API_cuGraphLaunch_ptsz,
-	GP_API_cuModuleGetFunction,
-	GP_API_cuLibraryGetKernel,
-	GP_API_cuKernelGetFunction,
-	GP_API_cuStreamSynchronize,
-	GP_API_cuStreamSynchronize_ptsz,
-	GP_API_cuCtxSynchronize,
-	GP_API_cuEventSynchronize,
-	GP_API_cuCtxSynchronize_v2,
-	GP_API_cuModuleUnload,
-	GP_API_cuLibraryUnload,
-	GP_API_cuInit,                  /* --max-overhead: a process new to the budget (budget.bpf.h) */
-	GP_API_cuMemcpy,
-	GP_API_cuMemcpy_ptds,
-	GP_API_cuMemcpyAsync,
-	GP_API_cuMemcpyAsync_ptsz,
-	GP_API_cuMemcpyHtoD_v2,
-	GP_API_cuMemcpyHtoD_v2_ptds,
-	GP_API_cuMemcpyDtoH_v2,
-	GP_API_cuMemcpyDtoH_v2_ptds,
-	GP_API_cuMemcpyDtoD_v2,
-	GP_API_cuMemcpyDtoD_v2_ptds,
-	GP_API_cuMemcpyHtoDAsync_v2,
-	GP_API_cuMemcpyHtoDAsync_v2_ptsz,
-	GP_API_cuMemcpyDtoHAsync_v2,
-	GP_API_cuMemcpyDtoHAsync_v2_ptsz,
-	GP_API_cuMemcpyDtoDAsync_v2,
-	GP_API_cuMemcpyDtoDAsync_v2_ptsz,
-	GP_API_cuMemcpyPeer,
-	GP_API_cuMemcpyPeer_ptds,
-	GP_API_cuMemcpyPeerAsync,
-	GP_API_cuMemcpyPeerAsync_ptsz,
-	GP_API_cuMemcpy2D_v2,
-	GP_API_cuMemcpy2D_v2_ptds,
-	GP_API_cuMemcpy2DUnaligned_v2,
-	GP_API_cuMemcpy2DUnaligned_v2_ptds,
-	GP_API_cuMemcpy2DAsync_v2,
-	GP_API_cuMemcpy2DAsync_v2_ptsz,
-	GP_API_cuMemcpy3D_v2,
-	GP_API_cuMemcpy3D_v2_ptds,
-	GP_API_cuMemcpy3DAsync_v2,
-	GP_API_cuMemcpy3DAsync_v2_ptsz,
-	GP_API_cuEventRecord,
-	GP_API_cuEventRecord_ptsz,
-	GP_API_cuCtxSetCurrent,
-	GP_API_cuCtxPushCurrent_v2,
-	GP_API_cuCtxPopCurrent_v2,
-	GP_API_cuDevicePrimaryCtxRetain,
-	GP_API_cuCtxCreate_v2,
-	GP_API_cuCtxCreate_v3,
-	GP_API_cuCtxCreate_v4,
-	GP_API_cuMemHostRegister_v2,
-	GP_API_cuMemHostUnregister,
-	/* --cudatrace: stream capture and CUDA graphs */
-	GP_API_cuStreamBeginCapture,
-	GP_API_cuStreamBeginCapture_ptsz,
-	GP_API_cuStreamBeginCapture_v2,
-	GP_API_cuStreamBeginCapture_v2_ptsz,
-	GP_API_cuStreamBeginCaptureToGraph,
-	GP_API_cuStreamBeginCaptureToGraph_ptsz,
-	GP_API_cuStreamEndCapture,
-	GP_API_cuStreamEndCapture_ptsz,
-	GP_API_cuEventRecordWithFlags,
-	GP_API_cuEventRecordWithFlags_ptsz,
-	GP_API_cuStreamWaitEvent,
-	GP_API_cuStreamWaitEvent_ptsz,
-	GP_API_cuGraphInstantiate,
-	GP_API_cuGraphInstantiate_v2,
-	GP_API_cuGraphInstantiateWithFlags,
-	GP_API_cuGraphInstantiateWithParams,
-	GP_API_cuGraphInstantiateWithParams_ptsz,
-	GP_API_cuGraphAddKernelNode,
-	GP_API_cuGraphAddKernelNode_v2,
-	GP_API_cuGraphKernelNodeSetParams,
-	GP_API_cuGraphKernelNodeSetParams_v2,
-	GP_API_cuGraphExecKernelNodeSetParams,
-	GP_API_cuGraphExecKernelNodeSetParams_v2,
-	GP_API_cuGraphExecUpdate,
-	GP_API_cuGraphExecUpdate_v2,
-	GP_API_cuGraphExecDestroy,
-	GP_API_cuGraphDestroy,
-	GP_API_cuGraphClone,
-	GP_API_cuGraphDestroyNode,
-	GP_API_cuGraphAddChildGraphNode,
-	GP_API_cuGraphCreate,
-	GP_API_cuMemcpy3DPeer,   /* (const CUDA_MEMCPY3D_PEER *): contexts in the descriptor */
-	GP_API_cuMemcpy3DPeer_ptds,
-	GP_API_cuMemcpy3DPeerAsync,
-	GP_API_cuMemcpy3DPeerAsync_ptsz,
-	GP_API_cuCtxGetDevice,          /* (CUdevice *): the calling thread's context's GPU */
-	GP_API_cuCtxGetDevice_v2,       /* (CUdevice *, CUcontext): ctx's GPU, or the current one's (NULL); CUDA 13 */
+#define GP_API(name) GP_API_##name,
+#include "gp_apis.def"
 	GP_API__COUNT,
 };
+
+/* How a memory entry point passes its arguments (GP_MEM's layout in bpf/gp_apis.def):
+ * which of them bpf/cuda_mem.bpf.c's mem_enter reads. */
+enum gp_mem_layout {
+	GP_LAYOUT_ALLOC = 0, /* (T **out, size_t size, ...) */
+	GP_LAYOUT_PITCH,     /* (CUdeviceptr *out, size_t *pitch, size_t w, size_t h, ...) */
+	GP_LAYOUT_FREE,      /* (addr_or_handle, ...) */
+	GP_LAYOUT_MAP,       /* (CUdeviceptr ptr, size_t size, size_t off, handle, flags) */
+	GP_LAYOUT_UNMAP,     /* (CUdeviceptr ptr, size_t size) */
+	GP_LAYOUT_GALLOC,    /* cuGraphAddMemAllocNode (CUgraphNode *, CUgraph, const
+			      * CUgraphNode *, size_t, CUDA_MEM_ALLOC_NODE_PARAMS *): params->dptr
+			      * out, params->bytesize in */
+	GP_LAYOUT_GFREE,     /* cuGraphAddMemFreeNode (CUgraphNode *, CUgraph, const
+			      * CUgraphNode *, size_t, CUdeviceptr) */
+};
+
+/* A memory probe's attach cookie: the entry point's id in the low 32 bits, its argument
+ * layout above, so that mem_enter reads both with one helper call and no look-up. */
+#define GP_MEM_COOKIE(api, layout) ((__u64)(layout) << 32 | (__u32)(api))
+#define GP_COOKIE_API(cookie) ((__u32)(cookie))
+#define GP_COOKIE_LAYOUT(cookie) ((__u32)((cookie) >> 32))
 
 /* How --memleak takes the stack of an allocation (cuda_mem.bpf.c's stack_mode). */
 enum gp_stack_mode {
