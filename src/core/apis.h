@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "gpuprobe.h"
+#include "cuda_mem.h"
 
 struct gp_api_info {
 	enum gp_api id;
