@@ -209,7 +209,7 @@ static int report_snap(struct memleak *ml, struct ml_snap *s, bool show_allocs, 
 	strcpy(a.comm, "trainer");
 	memleak__on_alloc(ml, &a, &in_py);
 	memset(s, 0, sizeof(*s));
-	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = "final", .now_ns = 1000 };
+	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = GP_SNAP_FINAL, .now_ns = 1000 };
 	s->top = top;
 	s->stacks = GP_STACKS_COPY;
 	s->show_allocs = show_allocs;
