@@ -27,7 +27,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 stack_mode = GP_STACKS_NONE; /* enum gp_stack_mode */
 const volatile bool py_frames = true;             /* GP_STACKS_COPY: CPython frames too */
 
-
 /* CUDA_MEM_ALLOC_NODE_PARAMS (cuda.h): CUmemPoolProps (88 bytes), accessDescs, count, then
  * these (tests/fakecuda/check_signatures.sh checks them against cuda.h) */
 #define MANP_BYTESIZE 104
