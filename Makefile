@@ -1,7 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # gpuprobe: BPF objects (clang, CO-RE) -> skeletons (bpftool) -> the loader (gcc).
 # `make V=1` shows the commands; `make STATIC=1` links a static binary for other hosts.
+#
+# Organised by artifact, as bcc's libbpf-tools Makefile: the tools and flags, the libraries
+# and the Debian packages (each once), the lists of what is built, then one section per
+# artifact (BPF objects and skeletons, the loader, the stand-in drivers, the workloads, the
+# unit tests, the stack-unwinding test programs, the GPU programs, the bundle, install and
+# the Debian package), then the commands (test, demo, bench, fuzz, sanitize, vmtest, gate,
+# docs...). A new artifact goes in its section; a new library or package in its list.
 
+# ==== tools and flags ====
 OUTPUT := .output
 CLANG ?= clang
 BPFTOOL ?= bpftool
@@ -10,6 +18,7 @@ ARCH := x86
 # binutils of the target: a cross compiler's prefix (aarch64-linux-gnu-gcc: aarch64-linux-gnu-)
 CROSS_COMPILE ?= $(patsubst %gcc,%,$(filter %-gcc,$(notdir $(CC))))
 OBJCOPY ?= $(CROSS_COMPILE)objcopy
+NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) nvcc)
 
 ifeq ($(V),1)
 Q :=
@@ -23,34 +32,88 @@ CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fno-omit-frame-pointer -MMD -MP
 SRC_DIRS := src/core src/out src/cli src/modes $(patsubst %/,%,$(wildcard src/modes/*/))
 INCLUDES := -I$(OUTPUT) $(addprefix -I,$(SRC_DIRS)) -Ibpf
-LIBS := -lbpf -lelf -lz -ljson-c -liberty -lpthread
-LIBS += -lmicrohttpd -ldl # gpuprobe daemon (src/cli/daemon.c), gpuprobe check (src/cli/check.c)
-ifeq ($(STATIC),1)
-LDFLAGS += -static
-LIBS += -lzstd -lpthread
-endif
-
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Wall -Werror -MMD -MP
 
+# ==== libraries, once, in link order (a static link resolves left to right) ====
+# libbpf, libelf, zlib: BPF objects and ELF symbols; json-c: JSON; libiberty: demangling;
+# libmicrohttpd: gpuprobe daemon (src/cli/daemon.c); libdl: gpuprobe check (src/cli/check.c);
+# STATIC=1: zstd (libelf's) and pthread; libm: number formatting (src/out/jsonnum.c);
+# libyaml (the YAML), libcrypt (bcrypt), libresolv (b64_pton): src/out/webconfig.c; libdw,
+# with libelf after it and its decompressors: .gnu_debugdata (xz), compressed sections
+# (zlib, bzip2, zstd): DWARF unwinding (src/core/unwind.c); ncursesw and tinfo: gpuprobe top.
+ifeq ($(STATIC),1)
+LDFLAGS += -static
+endif
+LIBS := -lbpf -lelf -lz -ljson-c -liberty -lpthread -lmicrohttpd -ldl \
+	$(if $(filter 1,$(STATIC)),-lzstd -lpthread) -lm -lyaml -lcrypt -lresolv \
+	-ldw -lelf -lz -llzma -lbz2 -lzstd -lncursesw -ltinfo
+
+# ==== Debian packages, once ====
+# What the build and the tests need; `make deps` installs the missing ones. The build's;
+# gpuprobe daemon (libmicrohttpd) and its tests (promtool, a server, systemd-analyze);
+# chromium renders SVG pictures (tests/tools/svg2png.sh) and runs the flame graph's script
+# in test_flame, DejaVu Sans is the font its labels are sized for; the web configuration
+# (libyaml, libcrypt) and its tests: openssl (certificates), whois (mkpasswd) and
+# apache2-utils (htpasswd) for bcrypt hashes, curl, python3-yaml (manifests), dpkg-dev and
+# lintian (the package); the stack unwinding (libdw, libunwind, their decompressors,
+# binutils) and python3.11 (Debian's, the CPython the Python-frame tests run); gpuprobe top
+# (ncurses) and its tests in tmux (send-keys, capture-pane).
+DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev libjson-c-dev \
+	libiberty-dev gcc make util-linux procps \
+	libmicrohttpd-dev prometheus systemd \
+	chromium fonts-dejavu-core \
+	libyaml-dev libcrypt-dev openssl whois apache2-utils curl python3-yaml dpkg-dev lintian \
+	init-system-helpers \
+	libdw-dev libunwind-dev liblzma-dev libbz2-dev binutils python3.11 \
+	libncurses-dev tmux
+# `make test` runs the BPF load gate: QEMU and what tests/vm/vmtest.sh builds an initramfs
+# with, installed when missing (no recommends: no GUI, no firmware)
+GATE_DEB_PKGS := qemu-system-x86 busybox-static cpio kmod xz-utils zstd binutils
+# `make vmtest` (both architectures)
+VM_DEB_PKGS := qemu-system-x86 qemu-system-arm busybox-static cpio kmod xz-utils zstd binutils
+# `make vmtest ARCH=arm64`: the cross build's -dev packages come from tests/vm/libs.list,
+# which tests/vm/rootfs.sh reads for the VM's runtime packages: one list for both
+VM_ARM64_DEB_PKGS := mmdebstrap gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu \
+	$(shell sed 's/\#.*//' tests/vm/libs.list | awk 'NF { print $$1 ":arm64" }')
+
+# ==== what is built ====
+# the BPF objects and their skeletons; the loader's objects (LIB_OBJS: all but main, which
+# the unit tests and tests/stacks/stackprobe link)
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 SRCS := $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.c))
 OBJS := $(patsubst src/%.c,$(OUTPUT)/obj/%.o,$(SRCS))
 LIB_OBJS := $(filter-out $(OUTPUT)/obj/cli/main.o,$(OBJS))
-
+BPF_NAMES := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
+# the stand-in driver and NCCL (partial/ lacks some exports: a libnccl with missing
+# symbols), the workloads (those that call NCCL link it), their launcher scripts, the unit
+# tests
 FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1
+FAKENCCL := $(OUTPUT)/fakenccl/libnccl.so.2
+FAKENCCL_PARTIAL := $(OUTPUT)/fakenccl/partial/libnccl.so.2
+NCCL_APPS := $(OUTPUT)/apps/nccl_app $(OUTPUT)/apps/fakenccl_smoke
 APP_SRCS := $(filter-out tests/apps/common.c,$(wildcard tests/apps/*.c))
 APPS := $(patsubst tests/apps/%.c,$(OUTPUT)/apps/%,$(APP_SRCS))
+APP_SCRIPTS := $(patsubst tests/apps/%.sh,$(OUTPUT)/apps/%.sh,$(wildcard tests/apps/*.sh))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNITS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
+# stack-unwinding test programs (tests/stacks/) and the DT_RUNPATH chain (tests/apps/chain/)
+STK := $(OUTPUT)/stacks
+STK_BINS := $(STK)/stackprobe $(STK)/stackapp $(STK)/stackapp-nocfi $(STK)/bad/stackapp-nocfi \
+	$(STK)/stackapp-corrupt $(STK)/stackapp-fp $(OUTPUT)/unit/test_stacks_bpf $(STK)/leakexit
+CHAIN := $(OUTPUT)/chain
+# GPU programs, built here with the CUDA toolkit for the GPU machine
+GPU_OUT := $(OUTPUT)/gpu
+# folders of their own: the Debian package's, the sanitizer build's
+DEB_DIR := $(OUTPUT)/deb
+DEB_BUILD := $(DEB_DIR)/build
+DEB_ROOT := $(DEB_DIR)/root
+SAN_OUTPUT := .output-san
 
-# Debian packages the build and the tests need; `make deps` installs the missing ones.
-DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev libjson-c-dev \
-	libiberty-dev gcc make util-linux procps
-DEB_PKGS += libmicrohttpd-dev prometheus systemd # gpuprobe daemon; promtool, a server and systemd-analyze for its tests
-
-.PHONY: all gpuprobe testbins test demo deps clean fuzz bundle docs check-layers
+.PHONY: all gpuprobe testbins test demo deps clean fuzz bundle docs check-layers bench metrics-doc \
+	install uninstall deb test-pystack-all bench-stacks gpu-stacks fuzz-stacks sanitize gpu-nccl \
+	gpu-node vmtest vmtest-deps support-matrix support-matrix-native gate gate-deps
 .SECONDARY:
 .DEFAULT_GOAL := all
 
@@ -58,11 +121,17 @@ all: gpuprobe testbins
 
 gpuprobe: $(OUTPUT)/gpuprobe
 
-testbins: $(FAKECUDA) $(APPS) $(UNITS)
+testbins: $(FAKECUDA) $(APPS) $(UNITS) $(FAKENCCL) $(FAKENCCL_PARTIAL) $(APP_SCRIPTS) $(STK_BINS) \
+	$(CHAIN)/bin/chain_app
 
 $(OUTPUT) $(OUTPUT)/obj $(OUTPUT)/fakecuda $(OUTPUT)/apps $(OUTPUT)/unit:
 	$(Q)mkdir -p $@
+$(OUTPUT)/fakenccl $(OUTPUT)/fakenccl/partial:
+	$(Q)mkdir -p $@
+$(STK) $(STK)/bad:
+	$(Q)mkdir -p $@
 
+# ==== BPF objects and skeletons ====
 # BPF objects depend on the headers they include (clang -MMD), skeletons on their object.
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)
 	$(call msg,BPF,$@)
@@ -72,253 +141,41 @@ $(OUTPUT)/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+# $(OUTPUT)/bpf_objects.h: every skeleton, from bpf/*.bpf.c, for src/cli/bpfcheck.c (a new
+# object is checked without being named anywhere).
+BPF_NAMES := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
+$(OUTPUT)/bpf_objects.h: $(SKELS) | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q){ echo '/* generated by the Makefile from the objects of bpf/: every skeleton */'; \
+	  for n in $(BPF_NAMES); do echo "#include \"$$n.skel.h\""; done; \
+	  printf '#define GP_BPF_OBJECTS(X)'; for n in $(BPF_NAMES); do printf ' X(%s)' $$n; done; echo; } > $@.tmp
+	$(Q)mv $@.tmp $@
 
+# ==== the loader ====
 # The skeletons are generated first (order-only); an object is rebuilt when a header it
 # really includes changes, its own skeleton among them (-MMD).
 $(OUTPUT)/obj/%.o: src/%.c | $(SKELS) $(OUTPUT)/obj
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -c $< -o $@
+$(OUTPUT)/obj/cli/bpfcheck.o: $(OUTPUT)/bpf_objects.h
 
 $(OUTPUT)/gpuprobe: $(OBJS)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIBS) -o $@
 
+# ==== the stand-in driver and NCCL (tests/fakecuda, tests/fakenccl) ====
 # The stand-in driver: SONAME libcuda.so.1, cuda.h's signatures (tests/fakecuda/).
 $(FAKECUDA): tests/fakecuda/fakecuda.c tests/fakecuda/fakecuda.h | $(OUTPUT)/fakecuda
 	$(call msg,FAKECUDA,$@)
 	$(Q)$(CC) -shared -fPIC -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror \
 		-Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
 	$(Q)ln -sf libcuda.so.1 $(OUTPUT)/fakecuda/libcuda.so
-
-# Workloads: frame pointers and no inlining, so stacks name their functions.
-$(OUTPUT)/apps/%: tests/apps/%.c tests/apps/common.c tests/apps/common.h $(FAKECUDA) | $(OUTPUT)/apps
-	$(call msg,APP,$@)
-	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/apps \
-		-o $@ $< tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
-		-Wl,-rpath,'$$ORIGIN/../fakecuda'
-
-$(OUTPUT)/unit/%: tests/unit/%.c tests/unit/unit.h $(LIB_OBJS) | $(OUTPUT)/unit
-	$(call msg,UNIT,$@)
-	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror $(INCLUDES) \
-		-Itests/unit -o $@ $< $(LIB_OBJS) $(LIBS)
-
-deps:
-	@missing=""; for p in $(DEB_PKGS); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
-	done; \
-	command -v python3 >/dev/null 2>&1 || missing="$$missing python3"; \
-	if [ -n "$$missing" ]; then \
-		echo "installing Debian packages:$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	fi
-
-# The layering of src/ (docs/design.md, "Layout"): no include cycle, no mode including
-# another, no two folders including from each other. tests/run.sh runs it as a suite.
-check-layers:
-	$(Q)tests/tools/check_layers.py
-
-# The README's test command: installs what is missing, builds, runs every suite.
-test: deps
-	$(Q)$(MAKE) --no-print-directory all
-	$(Q)tests/run.sh
-
-# Runs gpuprobe on a bundled workload: real CUDA where a GPU and nvcc exist, else the
-# stand-in driver.
-demo: deps
-	$(Q)$(MAKE) --no-print-directory all
-	$(Q)examples/demo.sh
-
-# libFuzzer targets for what a traced process controls (ELF files, sparse ones included,
-# through the fd-taking parser; /proc/PID/maps lines and the library entries derived from
-# them; a process's root as a fuzzed tree of links, FIFOs and hard links for safeopen),
-# seeded with a hand-made ELF, system libraries and real maps. FUZZ_SECONDS per target; an
-# input that runs past 5 s is a hang and fails the target.
-FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_LIB := src/core/elfsym.c src/core/procmaps.c src/core/safeopen.c src/core/util.c src/modes/cudatrace/layouts.c
-fuzz: deps
-	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/unit/test_elfsym
-	$(Q)mkdir -p $(OUTPUT)/fuzz/seed-elfsym $(OUTPUT)/fuzz/seed-procmaps $(OUTPUT)/fuzz/seed-safeopen $(OUTPUT)/fuzz/seed-layouts
-	$(Q)printf '# c\ngpuprobe-layouts 1\ngnu-0a1b 0000000100000001 1 0\nfnv-9-ff 2 3 1000\n' > $(OUTPUT)/fuzz/seed-layouts/file
-	$(Q)$(OUTPUT)/unit/test_elfsym --write-mini-elf $(OUTPUT)/fuzz/seed-elfsym/mini.elf
-	$(Q)cp /lib/x86_64-linux-gnu/libdl.so.2 $(OUTPUT)/fuzz/seed-elfsym/ 2>/dev/null || true
-	$(Q)cp /proc/self/maps $(OUTPUT)/fuzz/seed-procmaps/self.maps
-	$(Q)printf '\006\001\002\002\002\003\003\001\002\002\002\001\002\000\002\003\002\002\003\000' > $(OUTPUT)/fuzz/seed-safeopen/tree
-	$(Q)for f in $(FUZZ_SRCS); do n=$$(basename $$f .c); s=$${n#fuzz_}; \
-		clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -Isrc/modes/cudatrace -o $(OUTPUT)/fuzz/$$n $$f $(FUZZ_LIB) -lelf -lz || exit 1; \
-		echo "  FUZZ     $$n ($${FUZZ_SECONDS:-30}s)"; \
-		rm -rf $(OUTPUT)/fuzz/tmp && mkdir -p $(OUTPUT)/fuzz/tmp; \
-		FUZZ_TMPDIR=$(abspath $(OUTPUT))/fuzz/tmp $(OUTPUT)/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-30} \
-			-timeout=5 -print_final_stats=1 -artifact_prefix=$(OUTPUT)/fuzz/$$n- \
-			$(OUTPUT)/fuzz/seed-$$s > $(OUTPUT)/fuzz/$$n.log 2>&1 || { tail -30 $(OUTPUT)/fuzz/$$n.log; exit 1; }; \
-		grep -E "stat::number_of_executed_units" $(OUTPUT)/fuzz/$$n.log; \
-	done; rm -rf $(OUTPUT)/fuzz/tmp
-
-# A folder to carry to another host (the GPU machine has no package registry): a static
-# gpuprobe, with the GPU test scripts beside it.
-bundle: $(OUTPUT)/bundle/gpuprobe $(OUTPUT)/bundle/dyn/gpuprobe
-
-# The dynamically linked build with its libraries beside it (glibc excepted: the target's
-# is newer): `gpuprobe check` needs it to load a real driver, which static glibc cannot host.
-$(OUTPUT)/bundle/dyn/gpuprobe: $(OUTPUT)/gpuprobe
-	$(call msg,BUNDLE,$@)
-	$(Q)rm -rf $(OUTPUT)/bundle/dyn && mkdir -p $(OUTPUT)/bundle/dyn/lib
-	$(Q)cp $< $@
-	$(Q)ldd $< | awk '$$3 ~ /^\// {print $$3}' | grep -v -E '/(libc|libm|libpthread|libdl|ld-linux[^/]*)\.so' | \
-		xargs -r -I{} cp -L {} $(OUTPUT)/bundle/dyn/lib/
-	$(Q)printf '#!/bin/sh\nd=$$(dirname "$$0")\nLD_LIBRARY_PATH="$$d/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" exec "$$d/gpuprobe" "$$@"\n' > $(OUTPUT)/bundle/dyn/run && chmod +x $(OUTPUT)/bundle/dyn/run
-
-$(OUTPUT)/bundle/gpuprobe: $(OBJS) src/static/mhd_notls.c
-	$(call msg,STATIC,$@)
-	$(Q)mkdir -p $(OUTPUT)/bundle
-	$(Q)$(CC) $(CFLAGS) -static $^ $(LIBS) -lzstd -lpthread -o $@ 2>&1 | \
-		grep -v "statically linked applications requires at runtime" | grep -v "in function" || true
-	$(Q)test -x $@
-
-clean:
-	$(call msg,CLEAN,$(OUTPUT))
-	$(Q)rm -rf $(OUTPUT)
-
--include $(OBJS:.o=.d) $(BPF_OBJS:.o=.d)
-
-# Benchmarks on the stand-in driver with real BPF (bench/run.py, root): per-call cost against
-# an empty uprobe, bpftrace and LD_PRELOAD, attach time, RSS over BENCH_SOAK_SECONDS (60),
-# ring-buffer rate. Writes docs/benchmarks.md; installs bpftrace with apt if it is missing.
-.PHONY: bench
-bench: deps
-	$(Q)$(MAKE) --no-print-directory all
-	$(Q)python3 bench/run.py
-
-# --- flame (issue 17, phase 1): folded stacks, flame graph SVG, numbers, trace counters ---
-# libm for the number formatting (src/out/jsonnum.c); chromium renders SVG pictures
-# (tests/tools/svg2png.sh) and runs the flame graph's script in test_flame; DejaVu Sans is
-# the font the labels are sized for.
-LIBS += -lm
-DEB_PKGS += chromium fonts-dejavu-core
-# --- end flame ---
-
-# ---- fleet: web configuration, Kubernetes attribution, install and Debian package ----
-# (issue 18; owned by the fleet branch: keep this block last)
-# src/out/webconfig.c: libyaml (the YAML), libcrypt (bcrypt), libresolv (b64_pton).
-LIBS += -lyaml -lcrypt -lresolv
-# Build: libyaml-dev, libcrypt-dev. Tests: openssl (certificates), whois (mkpasswd) and
-# apache2-utils (htpasswd) for bcrypt hashes, curl, python3-yaml (manifests), dpkg-dev and
-# lintian (the package).
-DEB_PKGS += libyaml-dev libcrypt-dev openssl whois apache2-utils curl python3-yaml dpkg-dev lintian \
-	init-system-helpers
-
-# docs/metrics.md's family list, generated from the metric table (src/out/metrics.c);
-# tests/unit/test_metrics_doc fails when they differ.
-.PHONY: metrics-doc
-# The README's and docs/' example outputs, probe counts and top captures, made by running
-# the tool on the stand-in driver (root: it loads BPF); `make test` checks them.
-docs: all
-	$(call msg,DOCGEN,README.md docs/)
-	$(Q)python3 tests/tools/docgen.py --write
-
-metrics-doc: $(OUTPUT)/unit/test_metrics_doc
-	$(Q)$(OUTPUT)/unit/test_metrics_doc --write docs/metrics.md
-
-# `make install`: PREFIX (/usr/local) and DESTDIR as usual. The binary goes to bin, as in
-# node_exporter's Debian package (/usr/bin/prometheus-node-exporter): gpuprobe is also a
-# command users run. The unit goes where systemd looks ($(PREFIX)/lib/systemd/system) with
-# ExecStart pointing at the installed binary; /etc/gpuprobe/gpuprobe.conf (the daemon's
-# --config) is installed only if absent, so an admin's settings survive a reinstall.
-PREFIX ?= /usr/local
-BINDIR ?= $(PREFIX)/bin
-MANDIR ?= $(PREFIX)/share/man
-SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
-SYSCONFDIR ?= /etc
-
-.PHONY: install uninstall deb
-install: $(OUTPUT)/gpuprobe
-	$(call msg,INSTALL,$(DESTDIR)$(BINDIR)/gpuprobe)
-	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) \
-		$(DESTDIR)$(SYSCONFDIR)/gpuprobe
-	$(Q)install -m 0755 $(OUTPUT)/gpuprobe $(DESTDIR)$(BINDIR)/gpuprobe
-	$(Q)install -m 0644 docs/gpuprobe.8 $(DESTDIR)$(MANDIR)/man8/gpuprobe.8
-	$(Q)sed -e 's|^ExecStart=/usr/local/bin/gpuprobe |ExecStart=$(BINDIR)/gpuprobe |' \
-		-e 's| /etc/gpuprobe/gpuprobe.conf$$| $(SYSCONFDIR)/gpuprobe/gpuprobe.conf|' \
-		examples/systemd/gpuprobe.service > $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
-	$(Q)grep -q '^ExecStart=$(BINDIR)/gpuprobe ' $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
-	$(Q)chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
-	$(Q)mv $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service
-	$(Q)test -e $(DESTDIR)$(SYSCONFDIR)/gpuprobe/gpuprobe.conf || \
-		install -m 0644 examples/config/gpuprobe.conf $(DESTDIR)$(SYSCONFDIR)/gpuprobe/gpuprobe.conf
-
-uninstall:
-	$(Q)rm -f $(DESTDIR)$(BINDIR)/gpuprobe $(DESTDIR)$(MANDIR)/man8/gpuprobe.8 \
-		$(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service
-	@echo "  kept     $(DESTDIR)$(SYSCONFDIR)/gpuprobe/gpuprobe.conf (your settings)"
-
-# `make deb`: a Debian package from a staged tree (dpkg-deb), built the Debian way: the
-# hardening flags of dpkg-buildflags in a build folder of its own, the binary stripped as
-# dh_strip does, Depends from dpkg-shlibdeps, maintainer scripts as dh_installsystemd
-# writes them (examples/packaging/debian/). The version is what the binary reports.
-DEB_DIR := $(OUTPUT)/deb
-DEB_BUILD := $(DEB_DIR)/build
-DEB_ROOT := $(DEB_DIR)/root
-DEB_ARCH = $(shell dpkg --print-architecture)
-DEB_MAINTAINER ?= gpuprobe maintainers <maintainers@users.noreply.a-seed-14e45ab7.example>
-DEB_FLAGS = $(shell DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get CFLAGS) \
-	$(shell DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get CPPFLAGS)
-DEB_LDFLAGS = $(shell DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get LDFLAGS)
-
-deb:
-	$(call msg,DEB-CC,$(DEB_BUILD)/gpuprobe)
-	$(Q)CFLAGS="$(DEB_FLAGS)" LDFLAGS="$(DEB_LDFLAGS)" $(MAKE) --no-print-directory \
-		OUTPUT=$(DEB_BUILD) $(DEB_BUILD)/gpuprobe
-	$(Q)rm -rf $(DEB_ROOT) $(DEB_DIR)/shlibs
-	$(Q)$(MAKE) --no-print-directory OUTPUT=$(DEB_BUILD) install DESTDIR=$(abspath $(DEB_ROOT)) \
-		PREFIX=/usr SYSTEMDUNITDIR=/lib/systemd/system
-	$(Q)set -e; r=$(DEB_ROOT); \
-	version=$$($$r/usr/bin/gpuprobe --version | sed -n 's/^gpuprobe \([0-9][0-9A-Za-z.+~-]*\)$$/\1/p'); \
-	test -n "$$version" || { echo "make deb: no version from gpuprobe --version" >&2; exit 1; }; \
-	strip --remove-section=.comment --remove-section=.note --strip-unneeded $$r/usr/bin/gpuprobe; \
-	gzip -9n $$r/usr/share/man/man8/gpuprobe.8; \
-	install -d $$r/usr/share/doc/gpuprobe $$r/DEBIAN; \
-	install -m 0644 examples/packaging/debian/copyright $$r/usr/share/doc/gpuprobe/copyright; \
-	date=$$(date -R -u -d @$$(git log -1 --format=%ct 2>/dev/null || date +%s)); \
-	commit=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown); \
-	sed -e "s|@VERSION@|$$version|" -e "s|@COMMIT@|$$commit|" -e "s|@MAINTAINER@|$(DEB_MAINTAINER)|" \
-		-e "s|@DATE@|$$date|" examples/packaging/debian/changelog.in | gzip -9n > $$r/usr/share/doc/gpuprobe/changelog.gz; \
-	chmod 0644 $$r/usr/share/doc/gpuprobe/changelog.gz; \
-	mkdir -p $(DEB_DIR)/shlibs/debian; \
-	printf 'Source: gpuprobe\n\nPackage: gpuprobe\nArchitecture: any\n' > $(DEB_DIR)/shlibs/debian/control; \
-	deps=$$(cd $(DEB_DIR)/shlibs && dpkg-shlibdeps -O -e$(abspath $(DEB_ROOT))/usr/bin/gpuprobe 2>/dev/null | \
-		sed -n 's/^shlibs:Depends=//p'); \
-	test -n "$$deps" || { echo "make deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }; \
-	install -m 0755 examples/packaging/debian/postinst examples/packaging/debian/prerm \
-		examples/packaging/debian/postrm $$r/DEBIAN/; \
-	install -m 0644 examples/packaging/debian/conffiles $$r/DEBIAN/conffiles; \
-	(cd $$r && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | LC_ALL=C sort -z | \
-		xargs -0 md5sum) > $$r/DEBIAN/md5sums; \
-	chmod 0644 $$r/DEBIAN/md5sums; \
-	size=$$(du -k -s --exclude=DEBIAN $$r | cut -f1); \
-	sed -e "s|@VERSION@|$$version|" -e "s|@ARCH@|$(DEB_ARCH)|" -e "s|@MAINTAINER@|$(DEB_MAINTAINER)|" \
-		-e "s|@SIZE@|$$size|" -e "s|@DEPENDS@|$$deps, init-system-helpers (>= 1.54~)|" \
-		examples/packaging/debian/control.in > $$r/DEBIAN/control; \
-	out=$(DEB_DIR)/gpuprobe_$${version}_$(DEB_ARCH).deb; \
-	dpkg-deb --root-owner-group -Zxz --build $$r $$out >/dev/null; \
-	ln -sf $$(basename $$out) $(DEB_DIR)/gpuprobe.deb; \
-	echo "  DEB      $$out"
-# ---- Stand-in NCCL and the workloads of issues 13 and 14 (tests/fakenccl, tests/apps) ----
-# libnccl.so.2 (SONAME as NCCL's) on the stand-in driver; partial/ lacks some exports (tests of
-# a libnccl with missing symbols). Apps that call NCCL link it; the others stay as above.
-FAKENCCL := $(OUTPUT)/fakenccl/libnccl.so.2
-FAKENCCL_PARTIAL := $(OUTPUT)/fakenccl/partial/libnccl.so.2
-NCCL_APPS := $(OUTPUT)/apps/nccl_app $(OUTPUT)/apps/fakenccl_smoke
-FAKENCCL_CFLAGS := -shared -fPIC -O1 -g -std=gnu11 -fno-omit-frame-pointer -fno-inline \
-	-fvisibility=hidden -Wall -Wextra -Werror -Itests/fakecuda -Itests/fakenccl
-
-APP_SCRIPTS := $(patsubst tests/apps/%.sh,$(OUTPUT)/apps/%.sh,$(wildcard tests/apps/*.sh))
-
-testbins: $(FAKENCCL) $(FAKENCCL_PARTIAL) $(APP_SCRIPTS)
 # The stand-in's extensions header (its own counters), used by the driver and the workloads.
 $(FAKECUDA) $(APPS): tests/fakecuda/fakecuda_ext.h
 
-$(OUTPUT)/fakenccl $(OUTPUT)/fakenccl/partial:
-	$(Q)mkdir -p $@
+FAKENCCL_CFLAGS := -shared -fPIC -O1 -g -std=gnu11 -fno-omit-frame-pointer -fno-inline \
+	-fvisibility=hidden -Wall -Wextra -Werror -Itests/fakecuda -Itests/fakenccl
 
 $(FAKENCCL): tests/fakenccl/fakenccl.c tests/fakenccl/fakenccl.h tests/fakecuda/fakecuda.h \
 		$(FAKECUDA) | $(OUTPUT)/fakenccl
@@ -333,6 +190,14 @@ $(FAKENCCL_PARTIAL): tests/fakenccl/fakenccl.c tests/fakenccl/fakenccl.h tests/f
 	$(Q)$(CC) $(FAKENCCL_CFLAGS) -DFAKENCCL_PARTIAL -Wl,-soname,libnccl.so.2 -o $@ $< \
 		-L$(OUTPUT)/fakecuda -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../../fakecuda' -lpthread
 
+# ==== workloads (tests/apps) ====
+# Workloads: frame pointers and no inlining, so stacks name their functions.
+$(OUTPUT)/apps/%: tests/apps/%.c tests/apps/common.c tests/apps/common.h $(FAKECUDA) | $(OUTPUT)/apps
+	$(call msg,APP,$@)
+	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/apps \
+		-o $@ $< tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
+		-Wl,-rpath,'$$ORIGIN/../fakecuda'
+
 # An explicit rule: overrides the generic app rule for these.
 $(NCCL_APPS): $(OUTPUT)/apps/%: tests/apps/%.c tests/apps/common.c tests/apps/common.h \
 		tests/fakenccl/fakenccl.h $(FAKENCCL) | $(OUTPUT)/apps
@@ -342,30 +207,21 @@ $(NCCL_APPS): $(OUTPUT)/apps/%: tests/apps/%.c tests/apps/common.c tests/apps/co
 		-L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
 		-Wl,-rpath,'$$ORIGIN/../fakenccl:$$ORIGIN/../fakecuda'
 
+# nccl_dlopen_app loads libnccl with dlopen (the stand-in's header only, no link to it).
+$(OUTPUT)/apps/nccl_dlopen_app: tests/apps/nccl_dlopen_app.c tests/apps/common.c tests/apps/common.h \
+		tests/fakenccl/fakenccl.h $(FAKECUDA) | $(OUTPUT)/apps
+	$(call msg,APP,$@)
+	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/fakenccl \
+		-Itests/apps -o $@ $< tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread -ldl \
+		-Wl,-rpath,'$$ORIGIN/../fakecuda'
+
 # Launcher scripts (an NCCL job, a process tree) run the workloads beside them.
 $(OUTPUT)/apps/%.sh: tests/apps/%.sh | $(OUTPUT)/apps
 	$(call msg,COPY,$@)
 	$(Q)install -m 0755 $< $@
-# ---- stacks (issue 15): DWARF unwinding from a stack copy, Python frames. ----
-# Everything below belongs to the stacks work; its test programs live in tests/stacks/.
-DEB_PKGS += libdw-dev libunwind-dev liblzma-dev libbz2-dev binutils python3.11 # python3.11: Debian's, the CPython the Python-frame tests run
-# libdw needs libelf after it (static links resolve left to right) and its
-# decompressors: .gnu_debugdata (xz), compressed sections (zlib, bzip2, zstd).
-LIBS += -ldw -lelf -lz -llzma -lbz2 -lzstd
-
-STK := $(OUTPUT)/stacks
-UNWIND_ARCH := $(if $(filter arm64,$(ARCH)),aarch64,x86_64) # libunwind's name of the target
-STK_APP_FLAGS := -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/apps
-STK_APP_LINK := tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
-	-Wl,-rpath,$(abspath $(OUTPUT)/fakecuda)
-STK_BINS := $(STK)/stackprobe $(STK)/stackapp $(STK)/stackapp-nocfi $(STK)/bad/stackapp-nocfi \
-	$(STK)/stackapp-corrupt $(STK)/stackapp-fp $(OUTPUT)/unit/test_stacks_bpf $(STK)/leakexit
-
-testbins: $(STK_BINS)
 
 # A program whose libcuda is found only through the DT_RUNPATH of a library it needs
 # (bin/chain_app -> lib/libchain.so -> ../drv/libcuda.so.1): src/core/ldpath.c's chain.
-CHAIN := $(OUTPUT)/chain
 $(CHAIN)/lib/libchain.so: tests/apps/chain/chainlib.c tests/fakecuda/fakecuda.h $(FAKECUDA)
 	$(call msg,LIB,$@)
 	$(Q)mkdir -p $(CHAIN)/lib
@@ -376,10 +232,18 @@ $(CHAIN)/bin/chain_app: tests/apps/chain/chain_app.c $(CHAIN)/lib/libchain.so
 	$(Q)mkdir -p $(CHAIN)/bin
 	$(Q)$(CC) -O0 -g -Wall -Wextra -Werror -o $@ $< -L$(CHAIN)/lib -lchain \
 		-Wl,--enable-new-dtags,-rpath,'$$ORIGIN/../lib' -Wl,-rpath-link,$(OUTPUT)/fakecuda
-testbins: $(CHAIN)/bin/chain_app
 
-$(STK) $(STK)/bad:
-	$(Q)mkdir -p $@
+# ==== unit tests ====
+$(OUTPUT)/unit/%: tests/unit/%.c tests/unit/unit.h $(LIB_OBJS) | $(OUTPUT)/unit
+	$(call msg,UNIT,$@)
+	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror $(INCLUDES) \
+		-Itests/unit -o $@ $< $(LIB_OBJS) $(LIBS)
+
+# ==== stack unwinding: DWARF from a stack copy, Python frames (tests/stacks/) ====
+UNWIND_ARCH := $(if $(filter arm64,$(ARCH)),aarch64,x86_64) # libunwind's name of the target
+STK_APP_FLAGS := -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/apps
+STK_APP_LINK := tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
+	-Wl,-rpath,$(abspath $(OUTPUT)/fakecuda)
 
 $(STK)/stackprobe.bpf.o: tests/stacks/stackprobe.bpf.c tests/stacks/stackprobe.h bpf/stackcopy.bpf.h vmlinux/$(ARCH)/vmlinux.h | $(STK)
 	$(call msg,BPF,$@)
@@ -445,31 +309,12 @@ $(STK)/stackapp-corrupt: $(STK)/stackapp tests/stacks/corrupt_eh_frame.py
 $(OUTPUT)/unit/test_stacks_bpf: tests/stacks/test_stacks.py | $(OUTPUT)/unit
 	$(Q)printf '#!/bin/sh\nexec python3 "%s" "$$@"\n' "$(abspath tests/stacks/test_stacks.py)" > $@ && chmod +x $@
 
--include $(STK)/stackprobe.bpf.d
 
-# Every CPython found (Debian's and pyenv's 3.10-3.13; CI has Debian's 3.11 only, which
-# `make test` runs): the Python-frame checks of tests/stacks/test_stacks.py (the building
-# blocks) and of tests/integration/test_leakstacks.py (gpuprobe --memleak).
-PYSTACK_PYTHONS ?= $(wildcard /usr/bin/python3.1[0-9] /root/.pyenv/versions/3.1[0-3].*/bin/python3.1[0-3])
-.PHONY: test-pystack-all bench-stacks
-test-pystack-all: deps
-	$(Q)$(MAKE) --no-print-directory all
-	$(Q)PYSTACK_ONLY=1 PYSTACK_PYTHONS="$(PYSTACK_PYTHONS)" python3 tests/stacks/test_stacks.py
-	$(Q)PYSTACK_PYTHONS="$(PYSTACK_PYTHONS)" python3 tests/integration/test_leakstacks.py python_frames
-
-# What one stack costs per allocation event (fp, copy + DWARF, + Python; libdwfl vs libunwind).
-bench-stacks: deps
-	$(Q)$(MAKE) --no-print-directory all
-	$(Q)python3 tests/stacks/bench_stacks.py | tee $(OUTPUT)/stacks/bench.md
-
-# For the GPU machine (no package registry there): the CUDA C leak workload of
-# tests/gpu/run_gpu_stacks.sh, built here with the CUDA 13 toolkit (-O2, no frame pointers;
-# cudart static and shared; sm_90 code and PTX), to carry with `make bundle`.
-NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) nvcc)
-GPU_OUT := $(OUTPUT)/gpu
+# ==== GPU programs (nvcc), for the GPU machine (no package registry there) ====
+# tests/gpu/run_gpu_stacks.sh's CUDA C leak workload, built with the CUDA 13 toolkit (-O2, no
+# frame pointers; cudart static and shared; sm_90 code and PTX), to carry with `make bundle`.
 NVCC_FLAGS := -O2 -g -Xcompiler -fomit-frame-pointer -gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90
-.PHONY: gpu-stacks
 gpu-stacks: $(GPU_OUT)/stacks_leak_static $(GPU_OUT)/stacks_leak_shared $(GPU_OUT)/leak_exit_static \
 	$(GPU_OUT)/leak_exit_shared
 $(GPU_OUT)/stacks_leak_static: tests/gpu/stacks_leak.cu
@@ -489,57 +334,8 @@ $(GPU_OUT)/leak_exit_shared: tests/gpu/leak_exit.cu
 	$(Q)mkdir -p $(GPU_OUT) && $(NVCC) -O2 -g -gencode arch=compute_90,code=sm_90 \
 		-gencode arch=compute_90,code=compute_90 -cudart shared -o $@ $<
 
-# libFuzzer on the CPython line-table decoders (tables come out of traced processes).
-.PHONY: fuzz-stacks
-fuzz-stacks: deps
-	$(Q)mkdir -p $(STK)/fuzz/seed
-	$(Q)printf '\002\000\000\000\351\002\322\005\011\370\360\007\000\001\001' > $(STK)/fuzz/seed/t311
-	$(Q)printf '\004\000\000\000\004\001\006\000\002\200' > $(STK)/fuzz/seed/t310
-	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -Ibpf -o $(STK)/fuzz/fuzz_pylines \
-		tests/stacks/fuzz_pylines.c src/core/pystack.c src/core/procmaps.c src/core/safeopen.c -lelf
-	$(Q)$(STK)/fuzz/fuzz_pylines -max_total_time=$${FUZZ_SECONDS:-30} -print_final_stats=1 $(STK)/fuzz/seed \
-		> $(STK)/fuzz/fuzz_pylines.log 2>&1 || { tail -30 $(STK)/fuzz/fuzz_pylines.log; exit 1; }
-	$(Q)grep -E "stat::number_of_executed_units" $(STK)/fuzz/fuzz_pylines.log
-
-# ---- harden (issue 12): make sanitize; owned by the harden branch ----
-# gpuprobe and its unit tests built with ASan + UBSan (every report fatal, leaks included)
-# in a folder of their own, the stand-in driver and workloads built plainly beside them (they leak on
-# purpose); then the unit and integration tests run against that build (tests/sanitize.sh:
-# through a shadow of this tree whose .output is that folder). Sanitizer reports go to
-# files, so an error path that exits non-zero anyway cannot hide one: any report fails the
-# run. test_package is left out: it builds its own binary, with Debian's flags.
-# clang: with ASan and UBSan in one runtime, gcc's UBSan ignores log_path (reports only on
-# stderr, where a test expecting an error exit would not notice one); clang's writes them.
-SAN_OUTPUT := .output-san
-# clang also finds failure paths of unit tests that free a never-set pointer
-# (test_folded.c, test_trace.c, test_webconfig.c): warned about, not fatal, until fixed.
-SAN_CC := $(CLANG) -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all \
-	-fno-omit-frame-pointer -Wno-error=sometimes-uninitialized
-.PHONY: sanitize
-sanitize: deps
-	$(Q)$(MAKE) --no-print-directory OUTPUT=$(SAN_OUTPUT)/build \
-		$(patsubst $(OUTPUT)/%,$(SAN_OUTPUT)/build/%,$(FAKECUDA) $(APPS))
-	$(Q)$(MAKE) --no-print-directory OUTPUT=$(SAN_OUTPUT)/build CC="$(SAN_CC)" gpuprobe testbins
-	$(Q)tests/sanitize.sh $(SAN_OUTPUT)
-# ---- end harden ----
-# ---- output (issue 17): gpuprobe top draws with ncurses (wide characters, terminfo from
-# ncurses-base); its tests drive it in tmux (send-keys, capture-pane).
-LIBS += -lncursesw -ltinfo
-DEB_PKGS += libncurses-dev tmux
-# ---- end output ----
-# ---- nccl (issue 14): --nccl, peer copies, late library loading ----
-# nccl_dlopen_app loads libnccl with dlopen (the stand-in's header only, no link to it).
-$(OUTPUT)/apps/nccl_dlopen_app: tests/apps/nccl_dlopen_app.c tests/apps/common.c tests/apps/common.h \
-		tests/fakenccl/fakenccl.h $(FAKECUDA) | $(OUTPUT)/apps
-	$(call msg,APP,$@)
-	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/fakenccl \
-		-Itests/apps -o $@ $< tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread -ldl \
-		-Wl,-rpath,'$$ORIGIN/../fakecuda'
-
 # `make gpu-nccl`: what tests/gpu/run_nccl.sh runs on the 2-GPU machine, built here (nothing
 # is built there): the static gpuprobe and peer_cuda (nvcc from the CUDA toolkit here).
-NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) nvcc)
-.PHONY: gpu-nccl
 gpu-nccl: $(OUTPUT)/bundle/gpuprobe $(OUTPUT)/bundle/gpu/peer_cuda
 
 $(OUTPUT)/bundle/gpu/peer_cuda: tests/gpu/peer_cuda.cu
@@ -549,26 +345,137 @@ $(OUTPUT)/bundle/gpu/peer_cuda: tests/gpu/peer_cuda.cu
 
 # `make gpu-node`: what tests/gpu/run_node.sh runs on a multi-GPU node (issue 20; any GPU
 # count), built here: the static gpuprobe and peer_matrix (sm_90 code and PTX).
-.PHONY: gpu-node
 gpu-node: $(OUTPUT)/bundle/gpuprobe $(OUTPUT)/bundle/gpu/peer_matrix
 
 $(OUTPUT)/bundle/gpu/peer_matrix: tests/gpu/peer_matrix.cu
 	$(call msg,NVCC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(NVCC) -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 -o $@ $<
-# ==== vmtest: the suites on other kernels and on arm64, in QEMU (tests/vm/README.md) ====
-# `make vmtest` boots Debian 12's 6.1 kernel on x86-64; `make vmtest ARCH=arm64` cross-
-# builds gpuprobe, its BPF and the stand-in driver and workloads into .output/arm64 and
-# boots Debian 12's arm64 kernel. Both run under TCG (no KVM needed) and take minutes,
-# too long for CI's `make test`. VM_KERNEL=<linux-image package> picks another kernel.
-VM_DEB_PKGS := qemu-system-x86 qemu-system-arm busybox-static cpio kmod xz-utils zstd binutils
-# the cross build's -dev packages come from tests/vm/libs.list, which tests/vm/rootfs.sh
-# reads for the VM's runtime packages: one list for both
-VM_ARM64_DEB_PKGS := mmdebstrap gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu \
-	$(shell sed 's/\#.*//' tests/vm/libs.list | awk 'NF { print $$1 ":arm64" }')
-VM_CROSS := ARCH=arm64 OUTPUT=$(OUTPUT)/arm64 CC=aarch64-linux-gnu-gcc
+# ==== the bundle: a folder to carry to another host ====
+# A folder to carry to another host (the GPU machine has no package registry): a static
+# gpuprobe, with the GPU test scripts beside it.
+bundle: $(OUTPUT)/bundle/gpuprobe $(OUTPUT)/bundle/dyn/gpuprobe
 
-.PHONY: vmtest vmtest-deps
+# The dynamically linked build with its libraries beside it (glibc excepted: the target's
+# is newer): `gpuprobe check` needs it to load a real driver, which static glibc cannot host.
+$(OUTPUT)/bundle/dyn/gpuprobe: $(OUTPUT)/gpuprobe
+	$(call msg,BUNDLE,$@)
+	$(Q)rm -rf $(OUTPUT)/bundle/dyn && mkdir -p $(OUTPUT)/bundle/dyn/lib
+	$(Q)cp $< $@
+	$(Q)ldd $< | awk '$$3 ~ /^\// {print $$3}' | grep -v -E '/(libc|libm|libpthread|libdl|ld-linux[^/]*)\.so' | \
+		xargs -r -I{} cp -L {} $(OUTPUT)/bundle/dyn/lib/
+	$(Q)printf '#!/bin/sh\nd=$$(dirname "$$0")\nLD_LIBRARY_PATH="$$d/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" exec "$$d/gpuprobe" "$$@"\n' > $(OUTPUT)/bundle/dyn/run && chmod +x $(OUTPUT)/bundle/dyn/run
+
+$(OUTPUT)/bundle/gpuprobe: $(OBJS) src/static/mhd_notls.c
+	$(call msg,STATIC,$@)
+	$(Q)mkdir -p $(OUTPUT)/bundle
+	$(Q)$(CC) $(CFLAGS) -static $^ $(LIBS) -lzstd -lpthread -o $@ 2>&1 | \
+		grep -v "statically linked applications requires at runtime" | grep -v "in function" || true
+	$(Q)test -x $@
+
+# ==== install and the Debian package ====
+# `make install`: PREFIX (/usr/local) and DESTDIR as usual. The binary goes to bin, as in
+# node_exporter's Debian package (/usr/bin/prometheus-node-exporter): gpuprobe is also a
+# command users run. The unit goes where systemd looks ($(PREFIX)/lib/systemd/system) with
+# ExecStart pointing at the installed binary; /etc/gpuprobe/gpuprobe.conf (the daemon's
+# --config) is installed only if absent, so an admin's settings survive a reinstall.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
+
+install: $(OUTPUT)/gpuprobe
+	$(call msg,INSTALL,$(DESTDIR)$(BINDIR)/gpuprobe)
+	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/gpuprobe
+	$(Q)install -m 0755 $(OUTPUT)/gpuprobe $(DESTDIR)$(BINDIR)/gpuprobe
+	$(Q)install -m 0644 docs/gpuprobe.8 $(DESTDIR)$(MANDIR)/man8/gpuprobe.8
+	$(Q)sed -e 's|^ExecStart=/usr/local/bin/gpuprobe |ExecStart=$(BINDIR)/gpuprobe |' \
+		-e 's| /etc/gpuprobe/gpuprobe.conf$$| $(SYSCONFDIR)/gpuprobe/gpuprobe.conf|' \
+		examples/systemd/gpuprobe.service > $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
+	$(Q)grep -q '^ExecStart=$(BINDIR)/gpuprobe ' $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
+	$(Q)chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp
+	$(Q)mv $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service
+	$(Q)test -e $(DESTDIR)$(SYSCONFDIR)/gpuprobe/gpuprobe.conf || \
+		install -m 0644 examples/config/gpuprobe.conf $(DESTDIR)$(SYSCONFDIR)/gpuprobe/gpuprobe.conf
+
+uninstall:
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/gpuprobe $(DESTDIR)$(MANDIR)/man8/gpuprobe.8 \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service
+	@echo "  kept     $(DESTDIR)$(SYSCONFDIR)/gpuprobe/gpuprobe.conf (your settings)"
+
+# `make deb`: a Debian package from a staged tree (dpkg-deb), built the Debian way: the
+# hardening flags of dpkg-buildflags in a build folder of its own, the binary stripped as
+# dh_strip does, Depends from dpkg-shlibdeps, maintainer scripts as dh_installsystemd
+# writes them (examples/packaging/debian/). The version is what the binary reports.
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB_MAINTAINER ?= gpuprobe maintainers <maintainers@users.noreply.a-seed-14e45ab7.example>
+DEB_FLAGS = $(shell DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get CFLAGS) \
+	$(shell DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get CPPFLAGS)
+DEB_LDFLAGS = $(shell DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get LDFLAGS)
+
+deb:
+	$(call msg,DEB-CC,$(DEB_BUILD)/gpuprobe)
+	$(Q)CFLAGS="$(DEB_FLAGS)" LDFLAGS="$(DEB_LDFLAGS)" $(MAKE) --no-print-directory \
+		OUTPUT=$(DEB_BUILD) $(DEB_BUILD)/gpuprobe
+	$(Q)rm -rf $(DEB_ROOT) $(DEB_DIR)/shlibs
+	$(Q)$(MAKE) --no-print-directory OUTPUT=$(DEB_BUILD) install DESTDIR=$(abspath $(DEB_ROOT)) \
+		PREFIX=/usr SYSTEMDUNITDIR=/lib/systemd/system
+	$(Q)set -e; r=$(DEB_ROOT); \
+	version=$$($$r/usr/bin/gpuprobe --version | sed -n 's/^gpuprobe \([0-9][0-9A-Za-z.+~-]*\)$$/\1/p'); \
+	test -n "$$version" || { echo "make deb: no version from gpuprobe --version" >&2; exit 1; }; \
+	strip --remove-section=.comment --remove-section=.note --strip-unneeded $$r/usr/bin/gpuprobe; \
+	gzip -9n $$r/usr/share/man/man8/gpuprobe.8; \
+	install -d $$r/usr/share/doc/gpuprobe $$r/DEBIAN; \
+	install -m 0644 examples/packaging/debian/copyright $$r/usr/share/doc/gpuprobe/copyright; \
+	date=$$(date -R -u -d @$$(git log -1 --format=%ct 2>/dev/null || date +%s)); \
+	commit=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown); \
+	sed -e "s|@VERSION@|$$version|" -e "s|@COMMIT@|$$commit|" -e "s|@MAINTAINER@|$(DEB_MAINTAINER)|" \
+		-e "s|@DATE@|$$date|" examples/packaging/debian/changelog.in | gzip -9n > $$r/usr/share/doc/gpuprobe/changelog.gz; \
+	chmod 0644 $$r/usr/share/doc/gpuprobe/changelog.gz; \
+	mkdir -p $(DEB_DIR)/shlibs/debian; \
+	printf 'Source: gpuprobe\n\nPackage: gpuprobe\nArchitecture: any\n' > $(DEB_DIR)/shlibs/debian/control; \
+	deps=$$(cd $(DEB_DIR)/shlibs && dpkg-shlibdeps -O -e$(abspath $(DEB_ROOT))/usr/bin/gpuprobe 2>/dev/null | \
+		sed -n 's/^shlibs:Depends=//p'); \
+	test -n "$$deps" || { echo "make deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }; \
+	install -m 0755 examples/packaging/debian/postinst examples/packaging/debian/prerm \
+		examples/packaging/debian/postrm $$r/DEBIAN/; \
+	install -m 0644 examples/packaging/debian/conffiles $$r/DEBIAN/conffiles; \
+	(cd $$r && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | LC_ALL=C sort -z | \
+		xargs -0 md5sum) > $$r/DEBIAN/md5sums; \
+	chmod 0644 $$r/DEBIAN/md5sums; \
+	size=$$(du -k -s --exclude=DEBIAN $$r | cut -f1); \
+	sed -e "s|@VERSION@|$$version|" -e "s|@ARCH@|$(DEB_ARCH)|" -e "s|@MAINTAINER@|$(DEB_MAINTAINER)|" \
+		-e "s|@SIZE@|$$size|" -e "s|@DEPENDS@|$$deps, init-system-helpers (>= 1.54~)|" \
+		examples/packaging/debian/control.in > $$r/DEBIAN/control; \
+	out=$(DEB_DIR)/gpuprobe_$${version}_$(DEB_ARCH).deb; \
+	dpkg-deb --root-owner-group -Zxz --build $$r $$out >/dev/null; \
+	ln -sf $$(basename $$out) $(DEB_DIR)/gpuprobe.deb; \
+	echo "  DEB      $$out"
+
+# ==== commands ====
+# The Debian packages of the lists above that are missing, installed (deps: the build's and
+# the tests'; gate-deps: the BPF load gate's; vmtest-deps: vmtest's, for ARCH).
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	command -v python3 >/dev/null 2>&1 || missing="$$missing python3"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+gate-deps:
+	@missing=""; for p in $(GATE_DEB_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
 vmtest-deps: deps
 	@pkgs="$(VM_DEB_PKGS)"; \
 	if [ "$(ARCH)" = arm64 ]; then \
@@ -584,6 +491,100 @@ vmtest-deps: deps
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
+# The layering of src/ (docs/design.md, "Layout"): no include cycle, no mode including
+# another, no two folders including from each other. tests/run.sh runs it as a suite.
+check-layers:
+	$(Q)tests/tools/check_layers.py
+
+# The README's test command: installs what is missing, builds, runs every suite (the BPF
+# load gate among them: tests/run.sh's suite bpf-gate).
+test: deps gate-deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/run.sh
+
+# The gate alone (a few minutes): make gate [VM_KERNEL=...]
+gate: deps gate-deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/vm/gate.sh x86
+
+# Runs gpuprobe on a bundled workload: real CUDA where a GPU and nvcc exist, else the
+# stand-in driver.
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)examples/demo.sh
+
+# Benchmarks on the stand-in driver with real BPF (bench/run.py, root): per-call cost against
+# an empty uprobe, bpftrace and LD_PRELOAD, attach time, RSS over BENCH_SOAK_SECONDS (60),
+# ring-buffer rate. Writes docs/benchmarks.md; installs bpftrace with apt if it is missing.
+bench: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)python3 bench/run.py
+
+# What one stack costs per allocation event (fp, copy + DWARF, + Python; libdwfl vs libunwind).
+bench-stacks: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)python3 tests/stacks/bench_stacks.py | tee $(OUTPUT)/stacks/bench.md
+
+# libFuzzer targets for what a traced process controls (ELF files, sparse ones included,
+# through the fd-taking parser; /proc/PID/maps lines and the library entries derived from
+# them; a process's root as a fuzzed tree of links, FIFOs and hard links for safeopen),
+# seeded with a hand-made ELF, system libraries and real maps. FUZZ_SECONDS per target; an
+# input that runs past 5 s is a hang and fails the target.
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_LIB := src/core/elfsym.c src/core/procmaps.c src/core/safeopen.c src/core/util.c src/modes/cudatrace/layouts.c
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/unit/test_elfsym
+	$(Q)mkdir -p $(OUTPUT)/fuzz/seed-elfsym $(OUTPUT)/fuzz/seed-procmaps $(OUTPUT)/fuzz/seed-safeopen $(OUTPUT)/fuzz/seed-layouts
+	$(Q)printf '# c\ngpuprobe-layouts 1\ngnu-0a1b 0000000100000001 1 0\nfnv-9-ff 2 3 1000\n' > $(OUTPUT)/fuzz/seed-layouts/file
+	$(Q)$(OUTPUT)/unit/test_elfsym --write-mini-elf $(OUTPUT)/fuzz/seed-elfsym/mini.elf
+	$(Q)cp /lib/x86_64-linux-gnu/libdl.so.2 $(OUTPUT)/fuzz/seed-elfsym/ 2>/dev/null || true
+	$(Q)cp /proc/self/maps $(OUTPUT)/fuzz/seed-procmaps/self.maps
+	$(Q)printf '\006\001\002\002\002\003\003\001\002\002\002\001\002\000\002\003\002\002\003\000' > $(OUTPUT)/fuzz/seed-safeopen/tree
+	$(Q)for f in $(FUZZ_SRCS); do n=$$(basename $$f .c); s=$${n#fuzz_}; \
+		clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -Isrc/modes/cudatrace -o $(OUTPUT)/fuzz/$$n $$f $(FUZZ_LIB) -lelf -lz || exit 1; \
+		echo "  FUZZ     $$n ($${FUZZ_SECONDS:-30}s)"; \
+		rm -rf $(OUTPUT)/fuzz/tmp && mkdir -p $(OUTPUT)/fuzz/tmp; \
+		FUZZ_TMPDIR=$(abspath $(OUTPUT))/fuzz/tmp $(OUTPUT)/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-30} \
+			-timeout=5 -print_final_stats=1 -artifact_prefix=$(OUTPUT)/fuzz/$$n- \
+			$(OUTPUT)/fuzz/seed-$$s > $(OUTPUT)/fuzz/$$n.log 2>&1 || { tail -30 $(OUTPUT)/fuzz/$$n.log; exit 1; }; \
+		grep -E "stat::number_of_executed_units" $(OUTPUT)/fuzz/$$n.log; \
+	done; rm -rf $(OUTPUT)/fuzz/tmp
+
+# libFuzzer on the CPython line-table decoders (tables come out of traced processes).
+fuzz-stacks: deps
+	$(Q)mkdir -p $(STK)/fuzz/seed
+	$(Q)printf '\002\000\000\000\351\002\322\005\011\370\360\007\000\001\001' > $(STK)/fuzz/seed/t311
+	$(Q)printf '\004\000\000\000\004\001\006\000\002\200' > $(STK)/fuzz/seed/t310
+	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -Ibpf -o $(STK)/fuzz/fuzz_pylines \
+		tests/stacks/fuzz_pylines.c src/core/pystack.c src/core/procmaps.c src/core/safeopen.c -lelf
+	$(Q)$(STK)/fuzz/fuzz_pylines -max_total_time=$${FUZZ_SECONDS:-30} -print_final_stats=1 $(STK)/fuzz/seed \
+		> $(STK)/fuzz/fuzz_pylines.log 2>&1 || { tail -30 $(STK)/fuzz/fuzz_pylines.log; exit 1; }
+	$(Q)grep -E "stat::number_of_executed_units" $(STK)/fuzz/fuzz_pylines.log
+
+# make sanitize: gpuprobe and its unit tests built with ASan + UBSan (every report fatal,
+# leaks included) in a folder of their own, the stand-in driver and workloads built plainly
+# beside them (they leak on purpose); then the unit and integration tests run against that build (tests/sanitize.sh:
+# through a shadow of this tree whose .output is that folder). Sanitizer reports go to
+# files, so an error path that exits non-zero anyway cannot hide one: any report fails the
+# run. test_package is left out: it builds its own binary, with Debian's flags.
+# clang: with ASan and UBSan in one runtime, gcc's UBSan ignores log_path (reports only on
+# stderr, where a test expecting an error exit would not notice one); clang's writes them.
+# clang also finds failure paths of unit tests that free a never-set pointer
+# (test_folded.c, test_trace.c, test_webconfig.c): warned about, not fatal, until fixed.
+SAN_CC := $(CLANG) -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer -Wno-error=sometimes-uninitialized
+sanitize: deps
+	$(Q)$(MAKE) --no-print-directory OUTPUT=$(SAN_OUTPUT)/build \
+		$(patsubst $(OUTPUT)/%,$(SAN_OUTPUT)/build/%,$(FAKECUDA) $(APPS))
+	$(Q)$(MAKE) --no-print-directory OUTPUT=$(SAN_OUTPUT)/build CC="$(SAN_CC)" gpuprobe testbins
+	$(Q)tests/sanitize.sh $(SAN_OUTPUT)
+
+# vmtest, the suites on other kernels and on arm64 in QEMU (tests/vm/README.md): `make vmtest` boots Debian 12's 6.1 kernel on x86-64; `make vmtest ARCH=arm64` cross-
+# builds gpuprobe, its BPF and the stand-in driver and workloads into .output/arm64 and
+# boots Debian 12's arm64 kernel. Both run under TCG (no KVM needed) and take minutes,
+# too long for CI's `make test`. VM_KERNEL=<linux-image package> picks another kernel.
+VM_CROSS := ARCH=arm64 OUTPUT=$(OUTPUT)/arm64 CC=aarch64-linux-gnu-gcc
+
 ifeq ($(ARCH),arm64)
 vmtest: vmtest-deps
 	$(Q)$(MAKE) --no-print-directory $(VM_CROSS) all
@@ -598,7 +599,6 @@ endif
 # full `make vmtest` (and `make support-matrix-native`, the suites on this machine's own
 # kernel) saves in docs/vmruns/ (tests/vm/matrix.py); test_support_matrix fails when the
 # page and the records differ.
-.PHONY: support-matrix support-matrix-native
 support-matrix:
 	$(Q)python3 tests/vm/matrix.py render
 
@@ -606,35 +606,30 @@ support-matrix-native: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/vm/native.sh
 	$(Q)python3 tests/vm/matrix.py render
-# ==== end of vmtest ====
 
-# ==== the BPF load gate (gpuprobe check --bpf; tests/vm/gate.sh runs it on Debian 12's 6.1) ====
-# $(OUTPUT)/bpf_objects.h: every skeleton, from bpf/*.bpf.c, for src/cli/bpfcheck.c (a new
-# object is checked without being named anywhere).
-BPF_NAMES := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
-$(OUTPUT)/bpf_objects.h: $(SKELS) | $(OUTPUT)
-	$(call msg,GEN,$@)
-	$(Q){ echo '/* generated by the Makefile from the objects of bpf/: every skeleton */'; \
-	  for n in $(BPF_NAMES); do echo "#include \"$$n.skel.h\""; done; \
-	  printf '#define GP_BPF_OBJECTS(X)'; for n in $(BPF_NAMES); do printf ' X(%s)' $$n; done; echo; } > $@.tmp
-	$(Q)mv $@.tmp $@
-$(OUTPUT)/obj/cli/bpfcheck.o: $(OUTPUT)/bpf_objects.h
-
-# `make test` runs the gate (tests/run.sh's suite bpf-gate): QEMU and what tests/vm/vmtest.sh
-# builds an initramfs with, installed here when missing (no recommends: no GUI, no firmware).
-GATE_DEB_PKGS := qemu-system-x86 busybox-static cpio kmod xz-utils zstd binutils
-.PHONY: gate gate-deps
-gate-deps:
-	@missing=""; for p in $(GATE_DEB_PKGS); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-		echo "installing Debian packages:$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
-test: gate-deps
-# The gate alone (a few minutes): make gate [VM_KERNEL=...]
-gate: deps gate-deps
+# Every CPython found (Debian's and pyenv's 3.10-3.13; CI has Debian's 3.11 only, which
+# `make test` runs): the Python-frame checks of tests/stacks/test_stacks.py (the building
+# blocks) and of tests/integration/test_leakstacks.py (gpuprobe --memleak).
+PYSTACK_PYTHONS ?= $(wildcard /usr/bin/python3.1[0-9] /root/.pyenv/versions/3.1[0-3].*/bin/python3.1[0-3])
+test-pystack-all: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)tests/vm/gate.sh x86
-# ==== end of the BPF load gate ====
+	$(Q)PYSTACK_ONLY=1 PYSTACK_PYTHONS="$(PYSTACK_PYTHONS)" python3 tests/stacks/test_stacks.py
+	$(Q)PYSTACK_PYTHONS="$(PYSTACK_PYTHONS)" python3 tests/integration/test_leakstacks.py python_frames
+
+# The README's and docs/' example outputs, probe counts and top captures, made by running
+# the tool on the stand-in driver (root: it loads BPF); `make test` checks them.
+docs: all
+	$(call msg,DOCGEN,README.md docs/)
+	$(Q)python3 tests/tools/docgen.py --write
+
+# docs/metrics.md's family list, generated from the metric table (src/out/metrics.c);
+# tests/unit/test_metrics_doc fails when they differ.
+metrics-doc: $(OUTPUT)/unit/test_metrics_doc
+	$(Q)$(OUTPUT)/unit/test_metrics_doc --write docs/metrics.md
+
+clean:
+	$(call msg,CLEAN,$(OUTPUT))
+	$(Q)rm -rf $(OUTPUT)
+
+
+-include $(OBJS:.o=.d) $(BPF_OBJS:.o=.d) $(STK)/stackprobe.bpf.d

@@ -10,6 +10,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
+#include "api_trace.h"
 #include "common.bpf.h"
 #include "gp_arch.bpf.h"
 #include "shares.bpf.h"

@@ -11,6 +11,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
+#include "cuda_launch.h"
 #include "common.bpf.h"
 #include "gp_arch.bpf.h"
 #include "budget.bpf.h"

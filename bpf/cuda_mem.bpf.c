@@ -12,6 +12,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
+#include "cuda_mem.h"
 #include "common.bpf.h"
 #include "gp_arch.bpf.h"
 #include "stackcopy.bpf.h"
@@ -26,15 +27,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 stack_mode = GP_STACKS_NONE; /* enum gp_stack_mode */
 const volatile bool py_frames = true;             /* GP_STACKS_COPY: CPython frames too */
 
-enum shape {
-	SHAPE_ALLOC = 1, /* (T **out, size_t size, ...) */
-	SHAPE_PITCH,     /* (CUdeviceptr *out, size_t *pitch, size_t w, size_t h, ...) */
-	SHAPE_FREE,      /* (addr_or_handle, ...) */
-	SHAPE_MAP,       /* (CUdeviceptr ptr, size_t size, size_t off, handle, flags) */
-	SHAPE_UNMAP,     /* (CUdeviceptr ptr, size_t size) */
-	SHAPE_GALLOC,    /* cuGraphAddMemAllocNode: params->dptr out, params->bytesize in */
-};
-
 /* CUDA_MEM_ALLOC_NODE_PARAMS (cuda.h): CUmemPoolProps (88 bytes), accessDescs, count, then
  * these (tests/fakecuda/check_signatures.sh checks them against cuda.h) */
 #define MANP_BYTESIZE 104
@@ -42,11 +34,11 @@ enum shape {
 
 struct pending {
 	struct gp_held held; /* its place in the table (shares.bpf.h) */
-	__u32 shape;
+	__u32 shape; /* enum gp_mem_layout, GP_LAYOUT_GFREE read as GP_LAYOUT_FREE */
 	__u32 api;
 	__u64 ts_ns;
 	__u64 out_ptr;   /* user address of the out-parameter */
-	__u64 pitch_ptr; /* SHAPE_PITCH: user address of *pPitch */
+	__u64 pitch_ptr; /* GP_LAYOUT_PITCH: user address of *pPitch */
 	__u64 arg_addr;  /* FREE/MAP/UNMAP: the address or handle */
 	__u64 size;      /* ALLOC: bytes; PITCH: height; MAP/UNMAP: length */
 	__u64 handle;    /* MAP */
@@ -141,8 +133,8 @@ static __noinline void emit_stack(struct pt_regs *ctx, __u64 id, struct pending 
 	p->stack_rec = 1;
 }
 
-static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u64 a1,
-				 __u64 a3)
+static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u32 api, __u64 a0,
+				 __u64 a1, __u64 a3)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 zero = 0;
@@ -157,7 +149,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u
 		return 0;
 	}
 	p->shape = shape;
-	p->api = (__u32)bpf_get_attach_cookie(ctx);
+	p->api = api;
 	p->ts_ns = bpf_ktime_get_ns();
 	p->out_ptr = 0;
 	p->pitch_ptr = 0;
@@ -169,20 +161,20 @@ static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u
 	p->stack_rec = 0;
 	p->_pad = 0;
 	switch (shape) {
-	case SHAPE_ALLOC:
+	case GP_LAYOUT_ALLOC:
 		p->out_ptr = a0;
 		p->size = a1;
 		break;
-	case SHAPE_PITCH:
+	case GP_LAYOUT_PITCH:
 		p->out_ptr = a0;
 		p->pitch_ptr = a1;
 		p->size = a3; /* height */
 		break;
-	case SHAPE_GALLOC:
+	case GP_LAYOUT_GALLOC:
 		p->out_ptr = a0 + MANP_DPTR;
 		p->pitch_ptr = a0 + MANP_BYTESIZE; /* read at the return, with the address */
 		break;
-	case SHAPE_MAP:
+	case GP_LAYOUT_MAP:
 		p->handle = a3;
 		/* fall through */
 	default:
@@ -190,7 +182,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u
 		p->size = a1;
 		break;
 	}
-	if (stack_mode == GP_STACKS_FP && (shape == SHAPE_ALLOC || shape == SHAPE_PITCH || shape == SHAPE_GALLOC)) {
+	if (stack_mode == GP_STACKS_FP && (shape == GP_LAYOUT_ALLOC || shape == GP_LAYOUT_PITCH || shape == GP_LAYOUT_GALLOC)) {
 		n = gp_entry_user_stack(ctx, p->stack);
 		if (n < 0) {
 			p->stack_err = (__s32)n;
@@ -198,7 +190,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u64 a0, __u
 		} else {
 			p->nr_stack = (__u32)n;
 		}
-	} else if (stack_mode == GP_STACKS_COPY && (shape == SHAPE_ALLOC || shape == SHAPE_PITCH || shape == SHAPE_GALLOC)) {
+	} else if (stack_mode == GP_STACKS_COPY && (shape == GP_LAYOUT_ALLOC || shape == GP_LAYOUT_PITCH || shape == GP_LAYOUT_GALLOC)) {
 		emit_stack(ctx, id, p);
 	}
 	/* a thread's stale entry (a return never seen) is replaced and keeps its place */
@@ -220,11 +212,11 @@ static __always_inline int emit_alloc(struct pending *p, __u64 id)
 
 	if (bpf_probe_read_user(&addr, sizeof(addr), (void *)p->out_ptr))
 		return 0;
-	if (p->shape == SHAPE_PITCH) {
+	if (p->shape == GP_LAYOUT_PITCH) {
 		if (bpf_probe_read_user(&pitch, sizeof(pitch), (void *)p->pitch_ptr))
 			return 0;
 		size = pitch * p->size;
-	} else if (p->shape == SHAPE_GALLOC &&
+	} else if (p->shape == GP_LAYOUT_GALLOC &&
 		   bpf_probe_read_user(&size, sizeof(size), (void *)p->pitch_ptr)) {
 		return 0;
 	}
@@ -259,8 +251,8 @@ static __always_inline int emit_free(struct pending *p, __u64 id)
 		count_drop(GP_DROP_RINGBUF);
 		return 0;
 	}
-	e->type = p->shape == SHAPE_MAP ? GP_EV_MAP :
-		  p->shape == SHAPE_UNMAP ? GP_EV_UNMAP : GP_EV_FREE;
+	e->type = p->shape == GP_LAYOUT_MAP ? GP_EV_MAP :
+		  p->shape == GP_LAYOUT_UNMAP ? GP_EV_UNMAP : GP_EV_FREE;
 	e->api = p->api;
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
@@ -288,7 +280,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 		if (p->api < GP_API__COUNT)
 			__sync_fetch_and_add(&ok_calls[p->api], 1);
 		remember_proc(id >> 32);
-		if (p->shape == SHAPE_ALLOC || p->shape == SHAPE_PITCH || p->shape == SHAPE_GALLOC)
+		if (p->shape == GP_LAYOUT_ALLOC || p->shape == GP_LAYOUT_PITCH || p->shape == GP_LAYOUT_GALLOC)
 			emit_alloc(p, id);
 		else
 			emit_free(p, id);
@@ -299,57 +291,48 @@ static __always_inline int leave(struct pt_regs *ctx)
 
 /*
  * One entry program for every memory entry point: the attach cookie says which one, and
- * so how to read its arguments. One program means one uprobe_multi link per library,
- * attached and detached in one go.
+ * how to read its arguments (GP_MEM_COOKIE: its layout from bpf/gp_apis.def). One program
+ * means one uprobe_multi link per library, attached and detached in one go.
  */
 SEC("uprobe")
 int mem_enter(struct pt_regs *ctx)
 {
 	__u64 a0 = PT_REGS_PARM1(ctx), a1 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM4(ctx), a4 = PT_REGS_PARM5(ctx);
-	__u32 shape = SHAPE_ALLOC; /* (T *out, size_t size, ...) */
+	__u64 cookie;
+	__u32 layout;
 
 	if (!gp_traced_self())
 		return 0;
 	gp_priced_hit(bpf_get_current_pid_tgid() >> 32);
-	switch ((__u32)bpf_get_attach_cookie(ctx)) {
-	case GP_API_cuMemAllocPitch_v2:
-		/* (CUdeviceptr *out, size_t *pitch, size_t width, size_t height, ...) */
-		shape = SHAPE_PITCH;
+	cookie = bpf_get_attach_cookie(ctx);
+	layout = GP_COOKIE_LAYOUT(cookie);
+	switch (layout) {
+	case GP_LAYOUT_PITCH:
+	case GP_LAYOUT_MAP:
 		break;
-	case GP_API_cuMemFree_v2:
-	case GP_API_cuMemFreeAsync:
-	case GP_API_cuMemFreeAsync_ptsz:
-	case GP_API_cuMemFreeHost:
-	case GP_API_cuMemRelease:
-		shape = SHAPE_FREE;
+	case GP_LAYOUT_FREE:
 		a1 = a3 = 0;
 		break;
-	case GP_API_cuMemMap:
-		/* (CUdeviceptr ptr, size_t size, size_t offset, handle, flags) */
-		shape = SHAPE_MAP;
-		break;
-	case GP_API_cuMemUnmap:
-		shape = SHAPE_UNMAP;
+	case GP_LAYOUT_UNMAP:
 		a3 = 0;
 		break;
-	case GP_API_cuGraphAddMemAllocNode:
-		/* (CUgraphNode *node, CUgraph, const CUgraphNode *deps, size_t n, params *) */
-		shape = SHAPE_GALLOC;
+	case GP_LAYOUT_GALLOC:
 		a0 = a4;
 		a1 = a3 = 0;
 		break;
-	case GP_API_cuGraphAddMemFreeNode:
-		/* (CUgraphNode *node, CUgraph, const CUgraphNode *deps, size_t n, CUdeviceptr) */
-		shape = SHAPE_FREE;
+	case GP_LAYOUT_GFREE:
+		/* a free from here on */
+		layout = GP_LAYOUT_FREE;
 		a0 = a4;
 		a1 = a3 = 0;
 		break;
 	default:
+		layout = GP_LAYOUT_ALLOC;
 		a3 = 0;
 		break;
 	}
 	/* one call site: the walk's stack space is counted once */
-	return enter(ctx, shape, a0, a1, a3);
+	return enter(ctx, layout, GP_COOKIE_API(cookie), a0, a1, a3);
 }
 
 SEC("uretprobe")

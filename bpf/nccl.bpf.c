@@ -13,6 +13,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "gpuprobe.h"
+#include "nccl_calls.h"
 #include "common.bpf.h"
 #include "gp_arch.bpf.h"
 #include "shares.bpf.h"

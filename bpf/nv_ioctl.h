@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * --ioctl's BPF maps, shared by bpf/nv_ioctl.bpf.c and src/ioctl_probe.c. Kept apart
- * from gpuprobe.h (which has the per-ioctl record, struct gp_ioctl_event) because these
- * are aggregates that never cross the ring buffer.
+ * --ioctl's records and BPF maps, shared by bpf/nv_ioctl.bpf.c and src/modes/ioctl: the
+ * per-ioctl record (struct gp_ioctl_event, only for --trace's timeline) and the aggregates
+ * that never cross the ring buffer.
  */
 #ifndef GP_NV_IOCTL_H
 #define GP_NV_IOCTL_H
@@ -10,6 +10,21 @@
 #include "gpuprobe.h"
 
 #define GP_IOCTL_MAX_MAJORS 16
+
+/* --ioctl: one ioctl on an nvidia device node, sent only when --trace wants a timeline
+ * (the aggregates live in BPF maps). */
+struct gp_ioctl_event {
+	__u32 type; /* GP_EV_IOCTL */
+	__u32 pid;
+	__u32 tid;
+	__u32 cmd;      /* the ioctl request number */
+	__u64 ts_ns;    /* entry */
+	__u64 dur_ns;
+	__s64 ret;
+	__u32 major, minor;
+	__u32 ctrl_cmd; /* NV_ESC_RM_CONTROL: the control command in its parameters, else 0 */
+	__u32 _pad;
+};
 
 /* One counter per process, device node and decoded command. */
 struct gp_ioctl_key {

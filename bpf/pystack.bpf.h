@@ -24,6 +24,7 @@
 #define GPUPROBE_PYSTACK_BPF_H
 
 #include "stacks.h"
+#include "cuda_mem.h" /* struct gp_pycode_event, gp_pylines_event */
 
 #ifdef __bpf__
 

@@ -33,6 +33,8 @@
 #include "calibrate.h"
 #include "cgroups.h"
 #include "cmdline.h"
+#include "cuda_copy.h"
+#include "cuda_mem.h"
 #include "daemon.h"
 #include "events.h"
 #include "http.h"

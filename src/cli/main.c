@@ -182,7 +182,7 @@ static void exit_report(struct gp_run *run, int slot, uint32_t pid)
 		return;
 	if (!run->o->json && run->o->cmd && (pid_t)pid == c->child.pid)
 		return;
-	gp_report__slot(run, slot, "exit", pid);
+	gp_report__slot(run, slot, GP_SNAP_EXIT, pid);
 }
 
 static int preflight(char *err, size_t len)
@@ -557,7 +557,7 @@ static void interval_report(struct cli *c)
 	gp_run__reap(c->run, 0, c->run->keep_pid);
 	if (stop_signal) /* it came during the read: the final report says it all, at once */
 		return;
-	gp_report__run(c->run, "interval", 0);
+	gp_report__run(c->run, GP_SNAP_INTERVAL, 0);
 	note_write_error(c);
 	/* the final report's "no CUDA call seen" must not forget the processes reaped here */
 	gp_run__hits(c->run, sum_hits, &c->hits_reaped);
@@ -827,7 +827,7 @@ static int finish(struct cli *c, char *err, size_t len)
 	proctab__set_sweep_grace(0);
 	gp_run__reap(c->run, 0, c->run->keep_pid);
 	no_calls_line(c, why, sizeof(why));
-	gp_report__run(c->run, "final", 0);
+	gp_report__run(c->run, GP_SNAP_FINAL, 0);
 	note_write_error(c);
 	c->run->empty_hint = NULL;
 	if (gp_run__counts_hits(c->run))

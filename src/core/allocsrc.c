@@ -111,7 +111,8 @@ int allocsrc__attach(struct allocsrc *as, struct attach_set *links, const char *
 
 	for (int i = 0; i < n; i++) {
 		names[i] = gp_mem_apis[i].name;
-		cookies[i] = gp_mem_apis[i].id; /* tells mem_enter how to read the arguments */
+		/* tells mem_enter which entry point it is and how to read its arguments */
+		cookies[i] = GP_MEM_COOKIE(gp_mem_apis[i].id, gp_mem_apis[i].layout);
 	}
 	r = attach__resolve(lib, names, n, offsets, err, len);
 	if (r < 0)

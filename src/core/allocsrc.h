@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gpuprobe.h"
+#include "cuda_mem.h"
 
 struct allocsrc;
 struct attach_set;

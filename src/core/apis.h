@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The driver entry points gpuprobe probes, by id (bpf/gpuprobe.h's enum gp_api). */
+/* The driver entry points gpuprobe probes, by id (bpf/gpuprobe.h's enum gp_api): each
+ * mode's table, generated in id order from the one list, bpf/gp_apis.def. */
 #ifndef GP_APIS_H
 #define GP_APIS_H
 
@@ -7,20 +8,12 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "gpuprobe.h"
-
-/* Which entry program of bpf/cuda_mem.bpf.c reads this function's arguments. */
-enum gp_mem_shape {
-	GP_SHAPE_ALLOC,
-	GP_SHAPE_PITCH,
-	GP_SHAPE_FREE,
-	GP_SHAPE_MAP,
-	GP_SHAPE_UNMAP,
-};
+#include "cuda_mem.h"
 
 struct gp_api_info {
 	enum gp_api id;
 	const char *name;     /* exported symbol of libcuda.so.1 */
-	enum gp_mem_shape shape;
+	enum gp_mem_layout layout; /* how mem_enter reads its arguments (the cookie's) */
 	enum gp_mem_kind kind; /* what it allocates or frees */
 	bool required;        /* a library without it is not a CUDA driver */
 };
@@ -69,7 +62,7 @@ struct gp_copy_api_info {
 extern const struct gp_copy_api_info gp_copy_apis[];
 extern const int gp_copy_apis_cnt;
 
-/* The memory entry points, in enum order; GP_API_NONE excluded. */
+/* The memory entry points, in id order. */
 extern const struct gp_api_info gp_mem_apis[];
 extern const int gp_mem_apis_cnt;
 

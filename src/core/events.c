@@ -5,6 +5,12 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "events.h"
+#include "api_trace.h"
+#include "cuda_copy.h"
+#include "cuda_launch.h"
+#include "cuda_mem.h"
+#include "nccl_calls.h"
+#include "nv_ioctl.h"
 #include "util.h"
 
 #define MAX_SOURCES 8

@@ -9,6 +9,22 @@
 #include <stdint.h>
 #include "gpuprobe.h"
 
+/* each BPF object's records, in its header in bpf/ (events.c reads their sizes) */
+struct gp_alloc_event;
+struct gp_free_event;
+struct gp_stack_event;
+struct gp_pycode_event;
+struct gp_pylines_event;
+struct gp_name_event;
+struct gp_stub_event;
+struct gp_namecopy_event;
+struct gp_graph_event;
+struct gp_copy_event;
+struct gp_call_event;
+struct gp_call_str_event;
+struct gp_ioctl_event;
+struct gp_nccl_event;
+
 struct gp_handlers {
 	void *ctx;
 	void (*on_alloc)(void *ctx, const struct gp_alloc_event *e);

@@ -76,10 +76,44 @@ struct gp_snap_drop {
 /* The drops a run adds to each mode's (gp_run__drops): its process tree's. */
 #define GP_RUN_DROPS 2
 
+/*
+ * What a snapshot is taken for, one list (its name is a report's "report" field and its
+ * text header's word):
+ *   INTERVAL "interval"  the CLI's report every --interval seconds, every process
+ *   FINAL    "final"     the CLI's report at the run's end, every process
+ *   EXIT     "exit"      the CLI's report of one process as it exits (gp_mode.exit_reports)
+ *   SCRAPE   "scrape"    a /metrics scrape (the daemon, --prom-file): no per-allocation lists
+ *   HITS     "hits"      the run's look at each process's probe hits and each mode's drops
+ *                        (gp_run__hits_drops, gpuprobe top and the overhead record): nothing
+ *                        is rendered from it, so nothing costly is gathered
+ * A snapshot has no side effect: what a report writes besides the report (--folded,
+ * --csv) is gp_mode.report_files, called by the report.
+ */
+#define GP_SNAP_KINDS(X) X(INTERVAL, "interval") X(FINAL, "final") X(EXIT, "exit") \
+	X(SCRAPE, "scrape") X(HITS, "hits")
+
+enum gp_snap_kind {
+#define GP_SNAP_ENUM(id, name) GP_SNAP_##id,
+	GP_SNAP_KINDS(GP_SNAP_ENUM)
+#undef GP_SNAP_ENUM
+	GP_SNAP__COUNT,
+};
+
+static inline const char *gp_snap_kind_name(enum gp_snap_kind kind)
+{
+	static const char *const names[GP_SNAP__COUNT] = {
+#define GP_SNAP_NAME(id, name) [GP_SNAP_##id] = name,
+		GP_SNAP_KINDS(GP_SNAP_NAME)
+#undef GP_SNAP_NAME
+	};
+
+	return (unsigned int)kind < GP_SNAP__COUNT ? names[kind] : "unknown";
+}
+
 /* The head of every mode's snapshot (its first member). */
 struct gp_snap {
 	const char *mode; /* the mode's name */
-	const char *kind; /* "interval", "final", "exit", "scrape" */
+	enum gp_snap_kind kind;
 	uint64_t now_ns;  /* CLOCK_MONOTONIC when taken */
 	const struct gp_snap_pid *pids;
 	size_t nr_pids;
@@ -133,8 +167,14 @@ struct gp_mode {
 	/* probes on one more library file of a kind it needs (enum gp_lib) */
 	int (*attach)(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len);
 	int (*start)(void *st, struct gp_run *run, char *err, size_t len);
-	/* pid 0: every process; the snapshot is owned by st and valid until the next one */
-	const struct gp_snap *(*snapshot)(void *st, struct gp_run *run, const char *kind, uint32_t pid);
+	/* pid 0: every process; the snapshot is owned by st and valid until the next one. It
+	 * reads and changes nothing else: taking one more changes no report or file */
+	const struct gp_snap *(*snapshot)(void *st, struct gp_run *run, enum gp_snap_kind kind, uint32_t pid);
+	/* optional: the files a report writes besides the run's output (--csv rows with each
+	 * interval and final report, the --folded file with the final one), given the
+	 * report's snapshot of pid (0: every process); called by the report (src/out/report.c)
+	 * right after the snapshot is taken, before it is rendered */
+	void (*report_files)(void *st, const struct gp_snap *s, uint32_t pid);
 	void (*text)(FILE *f, const struct gp_snap *s, struct gp_run *run);
 	void (*json)(struct json_object *report, const struct gp_snap *s, struct gp_run *run);
 	int (*prom)(struct prom_out *p, const struct gp_snap *s, struct gp_run *run);

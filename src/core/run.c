@@ -613,7 +613,7 @@ size_t gp_run__hits_drops(struct gp_run *run, void (*cb)(void *ctx, const struct
 	const struct gp_snap *snaps[GP_MAX_MODES] = { 0 };
 
 	for (int i = 0; i < run->nr; i++) {
-		snaps[i] = run->slot[i].m->snapshot(run->slot[i].st, run, "hits", 0);
+		snaps[i] = run->slot[i].m->snapshot(run->slot[i].st, run, GP_SNAP_HITS, 0);
 		if (dropped)
 			dropped[i] = 0;
 		for (size_t j = 0; dropped && snaps[i] && j < snaps[i]->nr_drops; j++)

@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gpuprobe.h"
+#include "cuda_mem.h"
 
 #define USTACK_MAX_FRAMES 192 /* 127 native + 64 Python + room */
 #define USTACK_FRAME_MAX 512  /* bytes of one frame's text, NUL included */

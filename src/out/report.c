@@ -14,7 +14,7 @@
 #include "report.h"
 #include "run.h"
 
-static void report_one(struct gp_run *run, int i, const char *kind, uint32_t pid)
+static void report_one(struct gp_run *run, int i, enum gp_snap_kind kind, uint32_t pid)
 {
 	const struct gp_mode *m = run->slot[i].m;
 	const struct gp_snap *s = m->snapshot(run->slot[i].st, run, kind, pid);
@@ -22,11 +22,13 @@ static void report_one(struct gp_run *run, int i, const char *kind, uint32_t pid
 
 	if (!s)
 		return;
+	if (m->report_files)
+		m->report_files(run->slot[i].st, s, pid);
 	if (!run->o->json) {
 		if (m->text)
 			m->text(run->out, s, run);
 		/* "0 processes" alone reads as "nothing wrong": say why there is nothing */
-		if (m->text && !s->nr_pids && strcmp(kind, "exit"))
+		if (m->text && !s->nr_pids && kind != GP_SNAP_EXIT)
 			fprintf(run->out, "  nothing to report: %s\n", run->empty_hint ? run->empty_hint :
 				"no traced process has made a call this mode follows yet");
 		fflush(run->out);
@@ -36,7 +38,7 @@ static void report_one(struct gp_run *run, int i, const char *kind, uint32_t pid
 		return;
 	o = json_object_new_object();
 	json_object_object_add(o, "mode", json_object_new_string(m->name));
-	json_object_object_add(o, "report", json_object_new_string(kind));
+	json_object_object_add(o, "report", json_object_new_string(gp_snap_kind_name(kind)));
 	json_object_object_add(o, "time", json_object_new_int64((int64_t)time(NULL)));
 	m->json(o, s, run);
 	gp_drops__json(o, s);
@@ -44,7 +46,7 @@ static void report_one(struct gp_run *run, int i, const char *kind, uint32_t pid
 }
 
 /* The budget's own record, after the modes': what it sampled and what the probes cost. */
-static void report_budget(struct gp_run *run, const char *kind)
+static void report_budget(struct gp_run *run, enum gp_snap_kind kind)
 {
 	struct gp_budget_stats st;
 	json_object *o;
@@ -56,7 +58,7 @@ static void report_budget(struct gp_run *run, const char *kind)
 	} else {
 		o = json_object_new_object();
 		json_object_object_add(o, "mode", json_object_new_string("budget"));
-		json_object_object_add(o, "report", json_object_new_string(kind));
+		json_object_object_add(o, "report", json_object_new_string(gp_snap_kind_name(kind)));
 		json_object_object_add(o, "time", json_object_new_int64((int64_t)time(NULL)));
 		gp_budget__json(o, &st);
 		gp_json__print(run->out, o);
@@ -64,14 +66,14 @@ static void report_budget(struct gp_run *run, const char *kind)
 	gp_budget__stats_free(&st);
 }
 
-void gp_report__run(struct gp_run *run, const char *kind, uint32_t pid)
+void gp_report__run(struct gp_run *run, enum gp_snap_kind kind, uint32_t pid)
 {
 	for (int i = 0; i < run->nr; i++)
 		report_one(run, i, kind, pid);
 	report_budget(run, kind);
 }
 
-void gp_report__slot(struct gp_run *run, int slot, const char *kind, uint32_t pid)
+void gp_report__slot(struct gp_run *run, int slot, enum gp_snap_kind kind, uint32_t pid)
 {
 	if (slot >= 0 && slot < run->nr)
 		report_one(run, slot, kind, pid);
@@ -102,7 +104,7 @@ int gp_report__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 	int r = 0;
 
 	for (int i = 0; i < run->nr; i++)
-		snaps[i] = run->slot[i].m->snapshot(run->slot[i].st, run, "scrape", 0);
+		snaps[i] = run->slot[i].m->snapshot(run->slot[i].st, run, GP_SNAP_SCRAPE, 0);
 	for (int i = 0; i < run->nr && !r; i++)
 		if (snaps[i] && run->slot[i].m->prom)
 			r = run->slot[i].m->prom(p, snaps[i], run);

@@ -287,20 +287,20 @@ static void test_check_missing(void)
 	struct elf_symtab *st;
 
 	if (!ASSERT_EQ(elfsym__check("/nonexistent/libcuda.so.1", err, sizeof(err)),
-		  -ENOENT, "elfsym__check(/nonexistent/libcuda.so.1, err, sizeof(err))"))
+		  -ENOENT, "missing_file"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(err, "No such file or directory", "err"))
+	if (!ASSERT_STR_EQ(err, "No such file or directory", "missing_file_message"))
 		goto cleanup;
 	errno = 0;
 	st = elf_symtab__load("/nonexistent/libcuda.so.1", err, sizeof(err));
-	if (!ASSERT_TRUE(st == NULL, "st == NULL"))
+	if (!ASSERT_TRUE(st == NULL, "missing_no_symtab"))
 		goto cleanup;
-	if (!ASSERT_EQ(errno, ENOENT, "errno"))
+	if (!ASSERT_EQ(errno, ENOENT, "missing_errno"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func("/nonexistent/x", "malloc"), -ENOENT, "elfsym__has_func(/nonexistent/x, malloc)"))
+	if (!ASSERT_EQ(elfsym__has_func("/nonexistent/x", "malloc"), -ENOENT, "has_func_missing_file"))
 		goto cleanup;
 	/* err is optional */
-	if (!ASSERT_EQ(elfsym__check("/nonexistent/x", NULL, 0), -ENOENT, "elfsym__check(/nonexistent/x, NULL, 0)"))
+	if (!ASSERT_EQ(elfsym__check("/nonexistent/x", NULL, 0), -ENOENT, "err_optional"))
 		goto cleanup;
 cleanup:;
 }
@@ -311,34 +311,34 @@ static void test_check_not_elf(void)
 	static const char text[] = "this is a text file, not an ELF\n";
 
 	tmp_path(path, sizeof(path), "text.so");
-	if (!ASSERT_EQ(write_file(path, text, sizeof(text) - 1), 0, "write_file(path, text, sizeof(text) - 1)"))
+	if (!ASSERT_EQ(write_file(path, text, sizeof(text) - 1), 0, "write_text"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENOEXEC, "elfsym__check(path, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENOEXEC, "text_file_refused"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(err, "not an ELF file", "err"))
+	if (!ASSERT_STR_EQ(err, "not an ELF file", "text_file_message"))
 		goto cleanup;
 
 	tmp_path(path, sizeof(path), "empty.so");
-	if (!ASSERT_EQ(write_file(path, "", 0), 0, "write_file(path, , 0)"))
+	if (!ASSERT_EQ(write_file(path, "", 0), 0, "write_empty"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENOEXEC, "elfsym__check(path, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENOEXEC, "empty_file_refused"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(err, "not an ELF file", "err"))
+	if (!ASSERT_STR_EQ(err, "not an ELF file", "empty_file_message"))
 		goto cleanup;
 
-	if (!ASSERT_EQ(elfsym__check("/tmp", err, sizeof(err)), -EISDIR, "elfsym__check(/tmp, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check("/tmp", err, sizeof(err)), -EISDIR, "directory_refused"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(err, "Is a directory", "err"))
+	if (!ASSERT_STR_EQ(err, "Is a directory", "directory_message"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__check("/dev/null", err, sizeof(err)), -EINVAL, "elfsym__check(/dev/null, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check("/dev/null", err, sizeof(err)), -EINVAL, "device_refused"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(err, "not a regular file", "err"))
+	if (!ASSERT_STR_EQ(err, "not a regular file", "device_message"))
 		goto cleanup;
 
 	/* a tiny err buffer truncates, never overflows */
-	if (!ASSERT_EQ(elfsym__check("/tmp", err, 4), -EISDIR, "elfsym__check(/tmp, err, 4)"))
+	if (!ASSERT_EQ(elfsym__check("/tmp", err, 4), -EISDIR, "tiny_err_buffer"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(err, "Is ", "err"))
+	if (!ASSERT_STR_EQ(err, "Is ", "tiny_err_truncated"))
 		goto cleanup;
 cleanup:;
 }
@@ -351,9 +351,9 @@ static void test_check_truncated(void)
 	size_t len, i;
 
 	buf = read_file(LIBC, 4096, &len);
-	if (!ASSERT_TRUE(buf, "buf"))
+	if (!ASSERT_TRUE(buf, "read_mini"))
 		goto cleanup;
-	if (!ASSERT_EQ(len, 4096, "len"))
+	if (!ASSERT_EQ(len, 4096, "mini_size"))
 		goto cleanup;
 	tmp_path(path, sizeof(path), "trunc.so");
 	for (i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
@@ -370,22 +370,22 @@ static void test_check_truncated(void)
 		printf("#   %zu bytes: %s\n", cuts[i], err);
 	}
 	free(buf);
-	if (!ASSERT_EQ(i, sizeof(cuts) / sizeof(cuts[0]), "i"))
+	if (!ASSERT_EQ(i, sizeof(cuts) / sizeof(cuts[0]), "every_cut_refused"))
 		goto cleanup;
 
 	/* the canonical case from the spec: exactly the ELF header */
 	err[0] = '\0';
-	if (!ASSERT_EQ(write_file(path, "\177ELF", 4), 0, "write_file(path, 177ELF, 4)"))
+	if (!ASSERT_EQ(write_file(path, "\177ELF", 4), 0, "write_header_magic"))
 		goto cleanup;
-	if (!ASSERT_TRUE(elfsym__check(path, err, sizeof(err)) < 0, "elfsym__check(path, err, sizeof(err)) < 0"))
+	if (!ASSERT_TRUE(elfsym__check(path, err, sizeof(err)) < 0, "header_magic_refused"))
 		goto cleanup;
 	buf = read_file(LIBC, 64, &len);
-	if (!ASSERT_TRUE(buf, "buf"))
+	if (!ASSERT_TRUE(buf, "read_mini"))
 		goto cleanup;
-	if (!ASSERT_EQ(write_file(path, buf, 64), 0, "write_file(path, buf, 64)"))
+	if (!ASSERT_EQ(write_file(path, buf, 64), 0, "write_header_only"))
 		goto cleanup;
 	free(buf);
-	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "header_only_refused"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "corrupt ELF: ", "contains corrupt ELF:"))
 		goto cleanup;
@@ -400,30 +400,30 @@ static void test_check_corrupt_shdrs(void)
 	size_t len;
 
 	buf = read_file(LIBC, SIZE_MAX, &len);
-	if (!ASSERT_TRUE(buf, "buf"))
+	if (!ASSERT_TRUE(buf, "read_mini"))
 		goto cleanup;
-	if (!ASSERT_TRUE(len > 64, "len > 64"))
+	if (!ASSERT_TRUE(len > 64, "mini_has_body"))
 		goto cleanup;
 	/* e_shoff (8 bytes at 0x28) and e_shnum (2 bytes at 0x3c): garbage */
 	memset(buf + 0x28, 0x41, 8);
 	memset(buf + 0x3c, 0x7f, 2);
 	tmp_path(path, sizeof(path), "corrupt.so");
-	if (!ASSERT_EQ(write_file(path, buf, len), 0, "write_file(path, buf, len)"))
+	if (!ASSERT_EQ(write_file(path, buf, len), 0, "write_garbage_shdrs"))
 		goto cleanup;
 	free(buf);
 
-	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "garbage_shdrs_refused"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "corrupt ELF: ", "contains corrupt ELF:"))
 		goto cleanup;
 	printf("#   %s\n", err);
-	if (!ASSERT_EQ(elfsym__has_func(path, "malloc"), -EBADMSG, "elfsym__has_func(path, malloc)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "malloc"), -EBADMSG, "has_func_garbage_shdrs"))
 		goto cleanup;
 	errno = 0;
 	st = elf_symtab__load(path, err, sizeof(err));
-	if (!ASSERT_TRUE(st == NULL, "st == NULL"))
+	if (!ASSERT_TRUE(st == NULL, "garbage_shdrs_no_symtab"))
 		goto cleanup;
-	if (!ASSERT_EQ(errno, EBADMSG, "errno"))
+	if (!ASSERT_EQ(errno, EBADMSG, "garbage_shdrs_errno"))
 		goto cleanup;
 cleanup:;
 }
@@ -432,19 +432,19 @@ static void test_check_real_libc(void)
 {
 	char err[128] = "untouched";
 
-	if (!ASSERT_EQ(elfsym__check(LIBC, err, sizeof(err)), 0, "elfsym__check(LIBC, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(LIBC, err, sizeof(err)), 0, "libc_checks"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(err, "untouched", "err"))
+	if (!ASSERT_STR_EQ(err, "untouched", "err_untouched"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(LIBC, "malloc"), 1, "elfsym__has_func(LIBC, malloc)"))
+	if (!ASSERT_EQ(elfsym__has_func(LIBC, "malloc"), 1, "libc_has_malloc"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(LIBC, "gnu_get_libc_version"), 1, "elfsym__has_func(LIBC, gnu_get_libc_version)"))
+	if (!ASSERT_EQ(elfsym__has_func(LIBC, "gnu_get_libc_version"), 1, "libc_has_version_fn"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(LIBC, "mallo"), 0, "elfsym__has_func(LIBC, mallo)"))
+	if (!ASSERT_EQ(elfsym__has_func(LIBC, "mallo"), 0, "no_prefix_match"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(LIBC, "cuLaunchKernel"), 0, "elfsym__has_func(LIBC, cuLaunchKernel)"))
+	if (!ASSERT_EQ(elfsym__has_func(LIBC, "cuLaunchKernel"), 0, "libc_lacks_cuda"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(LIBC, ""), -EINVAL, "elfsym__has_func(LIBC, )"))
+	if (!ASSERT_EQ(elfsym__has_func(LIBC, ""), -EINVAL, "empty_name_refused"))
 		goto cleanup;
 cleanup:;
 }
@@ -480,17 +480,17 @@ static void test_foreach_libc(void)
 	struct collect_ctx ctx = { 0 };
 	int n = 0;
 
-	if (!ASSERT_EQ(elfsym__foreach_func(LIBC, collect_cb, &ctx), 0, "elfsym__foreach_func(LIBC, collect_cb, &ctx)"))
+	if (!ASSERT_EQ(elfsym__foreach_func(LIBC, collect_cb, &ctx), 0, "foreach_libc"))
 		goto cleanup;
-	if (!ASSERT_TRUE(ctx.count > 1000, "ctx.count > 1000"))
+	if (!ASSERT_TRUE(ctx.count > 1000, "libc_functions"))
 		goto cleanup;
-	if (!ASSERT_TRUE(ctx.malloc_value != 0, "ctx.malloc_value != 0"))
+	if (!ASSERT_TRUE(ctx.malloc_value != 0, "malloc_value"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__foreach_func(LIBC, stop_cb, &n), -77, "elfsym__foreach_func(LIBC, stop_cb, &n)"))
+	if (!ASSERT_EQ(elfsym__foreach_func(LIBC, stop_cb, &n), -77, "foreach_stops"))
 		goto cleanup;
-	if (!ASSERT_EQ(n, 3, "n"))
+	if (!ASSERT_EQ(n, 3, "stopped_after_3"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__foreach_func(LIBC, NULL, NULL), -EINVAL, "elfsym__foreach_func(LIBC, NULL, NULL)"))
+	if (!ASSERT_EQ(elfsym__foreach_func(LIBC, NULL, NULL), -EINVAL, "null_callback_refused"))
 		goto cleanup;
 cleanup:;
 }
@@ -503,34 +503,34 @@ static void test_symtab_libc(void)
 	char err[128] = "";
 	const char *name;
 
-	if (!ASSERT_EQ(elfsym__foreach_func(LIBC, collect_cb, &ctx), 0, "elfsym__foreach_func(LIBC, collect_cb, &ctx)"))
+	if (!ASSERT_EQ(elfsym__foreach_func(LIBC, collect_cb, &ctx), 0, "foreach_libc"))
 		goto cleanup;
 	st = elf_symtab__load(LIBC, err, sizeof(err));
-	if (!ASSERT_TRUE(st, "st"))
+	if (!ASSERT_TRUE(st, "libc_symtab"))
 		goto cleanup;
-	if (!ASSERT_TRUE(elf_symtab__count(st) > 1000, "elf_symtab__count(st) > 1000"))
+	if (!ASSERT_TRUE(elf_symtab__count(st) > 1000, "libc_symtab_count"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!elf_symtab__is_exec(st), "!elf_symtab__is_exec(st)"))
+	if (!ASSERT_TRUE(!elf_symtab__is_exec(st), "libc_not_exec"))
 		goto cleanup;
 	/* aliases (__libc_malloc) share the address: the public name wins */
 	name = elf_symtab__lookup(st, ctx.malloc_value, &off);
-	if (!ASSERT_STR_EQ(name, "malloc", "name"))
+	if (!ASSERT_STR_EQ(name, "malloc", "malloc_public_name"))
 		goto cleanup;
-	if (!ASSERT_EQ(off, 0, "off"))
+	if (!ASSERT_EQ(off, 0, "malloc_offset_0"))
 		goto cleanup;
 	name = elf_symtab__lookup(st, ctx.malloc_value + 4, &off);
-	if (!ASSERT_STR_EQ(name, "malloc", "name"))
+	if (!ASSERT_STR_EQ(name, "malloc", "malloc_inside_name"))
 		goto cleanup;
-	if (!ASSERT_EQ(off, 4, "off"))
+	if (!ASSERT_EQ(off, 4, "malloc_offset_4"))
 		goto cleanup;
 	/* libc's first PT_LOAD maps offset 0 at vaddr 0 */
-	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x10), 0x10, "elf_symtab__offset_to_vaddr(st, 0x10)"))
+	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x10), 0x10, "first_load_identity"))
 		goto cleanup;
-	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 1ULL << 40), -1, "elf_symtab__offset_to_vaddr(st, 1ULL << 40)"))
+	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 1ULL << 40), -1, "offset_past_segments"))
 		goto cleanup;
-	if (!ASSERT_TRUE(elf_symtab__lookup(st, 0, &off) == NULL, "elf_symtab__lookup(st, 0, &off) == NULL"))
+	if (!ASSERT_TRUE(elf_symtab__lookup(st, 0, &off) == NULL, "no_symbol_at_0"))
 		goto cleanup;
-	if (!ASSERT_TRUE(elf_symtab__lookup(st, ~0ULL, &off) == NULL, "elf_symtab__lookup(st, ~0ULL, &off) == NULL"))
+	if (!ASSERT_TRUE(elf_symtab__lookup(st, ~0ULL, &off) == NULL, "no_symbol_at_max"))
 		goto cleanup;
 cleanup:
 	elf_symtab__free(st);
@@ -546,31 +546,31 @@ static void test_mini_check_and_funcs(void)
 
 	build_mini_elf(img);
 	path = mini_file(img, "mini.so");
-	if (!ASSERT_TRUE(path, "path"))
+	if (!ASSERT_TRUE(path, "mini_written"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), 0, "elfsym__check(path, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), 0, "mini_checks"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(path, "a"), 1, "elfsym__has_func(path, a)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "a"), 1, "has_a"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(path, "b"), 1, "elfsym__has_func(path, b)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "b"), 1, "has_b"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(path, "vfn"), 1, "elfsym__has_func(path, vfn)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "vfn"), 1, "has_versioned_bare"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(path, "vfn@@VERS_1"), 1, "elfsym__has_func(path, vfn@@VERS_1)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "vfn@@VERS_1"), 1, "has_versioned_full"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(path, "vf"), 0, "elfsym__has_func(path, vf)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "vf"), 0, "no_prefix_match"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(path, "ifn"), 1, "elfsym__has_func(path, ifn)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "ifn"), 1, "has_ifunc"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(path, "undef_fn"), 0, "elfsym__has_func(path, undef_fn)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "undef_fn"), 0, "no_undefined"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(path, "obj"), 0, "elfsym__has_func(path, obj)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "obj"), 0, "no_object"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(path, "local_fn"), 0, "elfsym__has_func(path, local_fn)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "local_fn"), 0, "no_local_in_dynsym"))
 		goto cleanup;	/* .symtab only */
-	if (!ASSERT_EQ(elfsym__foreach_func(path, collect_cb, &ctx), 0, "elfsym__foreach_func(path, collect_cb, &ctx)"))
+	if (!ASSERT_EQ(elfsym__foreach_func(path, collect_cb, &ctx), 0, "foreach_mini"))
 		goto cleanup;
-	if (!ASSERT_EQ(ctx.count, 7, "ctx.count"))
+	if (!ASSERT_EQ(ctx.count, 7, "mini_functions"))
 		goto cleanup;
 cleanup:;
 }
@@ -599,13 +599,13 @@ static void test_mini_symtab(void)
 
 	build_mini_elf(img);
 	path = mini_file(img, "mini.so");
-	if (!ASSERT_TRUE(path, "path"))
+	if (!ASSERT_TRUE(path, "mini_written"))
 		goto cleanup;
 	st = elf_symtab__load(path, err, sizeof(err));
-	if (!ASSERT_TRUE(st, "st"))
+	if (!ASSERT_TRUE(st, "mini_symtab"))
 		goto cleanup;
 	/* a b c d vfn local_fn ifn outer inner tail; aliases/dups merged */
-	if (!ASSERT_EQ(elf_symtab__count(st), 10, "elf_symtab__count(st)"))
+	if (!ASSERT_EQ(elf_symtab__count(st), 10, "mini_symtab_count"))
 		goto cleanup;
 	expect_sym(st, 0x11ff, NULL, 0, &bad);
 	expect_sym(st, 0x1200, "a", 0, &bad);
@@ -626,27 +626,27 @@ static void test_mini_symtab(void)
 	expect_sym(st, 0x130c, "tail", 0xc, &bad);	/* up to section end */
 	expect_sym(st, 0x1310, NULL, 0, &bad);
 	expect_sym(st, 0x1100, NULL, 0, &bad);		/* OBJECT ignored */
-	if (!ASSERT_EQ(bad, 0, "bad"))
+	if (!ASSERT_EQ(bad, 0, "every_symbol_expected"))
 		goto cleanup;
-	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x10), 0x10, "elf_symtab__offset_to_vaddr(st, 0x10)"))
+	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x10), 0x10, "offset_before_text"))
 		goto cleanup;
-	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x210), 0x1210, "elf_symtab__offset_to_vaddr(st, 0x210)"))
+	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x210), 0x1210, "offset_in_text"))
 		goto cleanup;
-	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x310), -1, "elf_symtab__offset_to_vaddr(st, 0x310)"))
+	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x310), -1, "offset_past_segments"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!elf_symtab__is_exec(st), "!elf_symtab__is_exec(st)"))
+	if (!ASSERT_TRUE(!elf_symtab__is_exec(st), "mini_not_exec"))
 		goto cleanup;
 	elf_symtab__free(st);
 
 	/* ET_EXEC is reported as such */
 	((Elf64_Ehdr *)img)->e_type = ET_EXEC;
 	path = mini_file(img, "mini-exec");
-	if (!ASSERT_TRUE(path, "path"))
+	if (!ASSERT_TRUE(path, "exec_written"))
 		goto cleanup;
 	st = elf_symtab__load(path, err, sizeof(err));
-	if (!ASSERT_TRUE(st, "st"))
+	if (!ASSERT_TRUE(st, "exec_symtab"))
 		goto cleanup;
-	if (!ASSERT_TRUE(elf_symtab__is_exec(st), "elf_symtab__is_exec(st)"))
+	if (!ASSERT_TRUE(elf_symtab__is_exec(st), "exec_flag"))
 		goto cleanup;
 cleanup:
 	elf_symtab__free(st);
@@ -670,25 +670,25 @@ static void test_mini_hostile(void)
 	build_mini_elf(img);
 	((Elf64_Ehdr *)img)->e_type = ET_REL;
 	path = mini_file(img, "h.so");
-	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENOEXEC, "elfsym__check(path, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENOEXEC, "relocatable_refused"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(err, "not an executable or shared object", "err"))
+	if (!ASSERT_STR_EQ(err, "not an executable or shared object", "relocatable_message"))
 		goto cleanup;
 
 	/* no .dynsym: check fails, has_func says no, .symtab still loads */
 	build_mini_elf(img);
 	mini_shdr(img, SEC_DYNSYM)->sh_type = SHT_PROGBITS;
 	path = mini_file(img, "h.so");
-	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENODATA, "elfsym__check(path, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -ENODATA, "no_dynsym_refused"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(err, "no dynamic symbol table", "err"))
+	if (!ASSERT_STR_EQ(err, "no dynamic symbol table", "no_dynsym_message"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(path, "a"), 0, "elfsym__has_func(path, a)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "a"), 0, "no_dynsym_no_func"))
 		goto cleanup;
 	st = elf_symtab__load(path, err, sizeof(err));
-	if (!ASSERT_TRUE(st, "st"))
+	if (!ASSERT_TRUE(st, "no_dynsym_symtab_loads"))
 		goto cleanup;
-	if (!ASSERT_EQ(elf_symtab__count(st), 5, "elf_symtab__count(st)"))
+	if (!ASSERT_EQ(elf_symtab__count(st), 5, "no_dynsym_symtab_count"))
 		goto cleanup;
 	elf_symtab__free(st);
 
@@ -696,49 +696,49 @@ static void test_mini_hostile(void)
 	build_mini_elf(img);
 	mini_shdr(img, SEC_DYNSYM)->sh_link = 999;
 	path = mini_file(img, "h.so");
-	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "link_out_of_range_refused"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(err, "corrupt ELF: bad symbol string table", "err"))
+	if (!ASSERT_STR_EQ(err, "corrupt ELF: bad symbol string table", "link_out_of_range_message"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(path, "a"), -EBADMSG, "elfsym__has_func(path, a)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "a"), -EBADMSG, "link_out_of_range_has_func"))
 		goto cleanup;
-	if (!ASSERT_TRUE(elf_symtab__load(path, err, sizeof(err)) == NULL, "elf_symtab__load(path, err, sizeof(err)) == NULL"))
+	if (!ASSERT_TRUE(elf_symtab__load(path, err, sizeof(err)) == NULL, "link_out_of_range_no_symtab"))
 		goto cleanup;
 	mini_shdr(img, SEC_DYNSYM)->sh_link = SEC_TEXT;
 	path = mini_file(img, "h.so");
-	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "link_to_text_refused"))
 		goto cleanup;
 	mini_shdr(img, SEC_DYNSYM)->sh_link = SEC_DYNSYM;
 	path = mini_file(img, "h.so");
-	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "link_to_self_refused"))
 		goto cleanup;
 
 	/* bogus sizes and offsets */
 	build_mini_elf(img);
 	mini_shdr(img, SEC_DYNSYM)->sh_size = 0x7fffffffffffULL;
 	path = mini_file(img, "h.so");
-	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "huge_dynsym_refused"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(err, "corrupt ELF: symbol table out of bounds", "err"))
+	if (!ASSERT_STR_EQ(err, "corrupt ELF: symbol table out of bounds", "huge_dynsym_message"))
 		goto cleanup;
 	build_mini_elf(img);
 	mini_shdr(img, SEC_DYNSTR)->sh_offset = ~0ULL - 4;
 	path = mini_file(img, "h.so");
-	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "far_dynstr_refused"))
 		goto cleanup;
 	build_mini_elf(img);
 	mini_shdr(img, SEC_STRTAB)->sh_size = 1ULL << 40;
 	path = mini_file(img, "h.so");
-	if (!ASSERT_TRUE(elf_symtab__load(path, err, sizeof(err)) == NULL, "elf_symtab__load(path, err, sizeof(err)) == NULL"))
+	if (!ASSERT_TRUE(elf_symtab__load(path, err, sizeof(err)) == NULL, "huge_strtab_no_symtab"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "corrupt ELF: ", "contains corrupt ELF:"))
 		goto cleanup;
 	build_mini_elf(img);
 	((Elf64_Ehdr *)img)->e_phnum = 0x7fff;
 	path = mini_file(img, "h.so");
-	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "elfsym__check(path, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), -EBADMSG, "many_phdrs_refused"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(err, "corrupt ELF: program header table out of bounds", "err"))
+	if (!ASSERT_STR_EQ(err, "corrupt ELF: program header table out of bounds", "many_phdrs_message"))
 		goto cleanup;
 
 	/* string offsets out of range: those symbols are skipped */
@@ -748,16 +748,16 @@ static void test_mini_hostile(void)
 	((Elf64_Sym *)(img + mini_shdr(img, SEC_SYMTAB)->sh_offset))[2]
 		.st_name = 0x7fffffff;
 	path = mini_file(img, "h.so");
-	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), 0, "elfsym__check(path, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(path, err, sizeof(err)), 0, "bad_name_offsets_check"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(path, "a"), 0, "elfsym__has_func(path, a)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "a"), 0, "bad_name_skipped"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__has_func(path, "b"), 1, "elfsym__has_func(path, b)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "b"), 1, "good_name_kept"))
 		goto cleanup;
 	st = elf_symtab__load(path, err, sizeof(err));
-	if (!ASSERT_TRUE(st, "st"))
+	if (!ASSERT_TRUE(st, "bad_name_offsets_symtab"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(elf_symtab__lookup(st, 0x1204, NULL), "__a_alias", "elf_symtab__lookup(st, 0x1204, NULL)"))
+	if (!ASSERT_STR_EQ(elf_symtab__lookup(st, 0x1204, NULL), "__a_alias", "alias_kept"))
 		goto cleanup;
 	elf_symtab__free(st);
 
@@ -769,10 +769,10 @@ static void test_mini_hostile(void)
 		memset(img + s->sh_offset, 'x', s->sh_size);
 	}
 	path = mini_file(img, "h.so");
-	if (!ASSERT_EQ(elfsym__has_func(path, "a"), 0, "elfsym__has_func(path, a)"))
+	if (!ASSERT_EQ(elfsym__has_func(path, "a"), 0, "unterminated_strtab_no_func"))
 		goto cleanup;
 	st = elf_symtab__load(path, err, sizeof(err));
-	if (!ASSERT_TRUE(st, "st"))
+	if (!ASSERT_TRUE(st, "unterminated_strtab_symtab"))
 		goto cleanup;
 	elf_symtab__free(st);
 
@@ -783,23 +783,23 @@ static void test_mini_hostile(void)
 	((Elf64_Phdr *)(img + 64))[1].p_filesz = ~0ULL;
 	path = mini_file(img, "h.so");
 	st = elf_symtab__load(path, err, sizeof(err));
-	if (!ASSERT_TRUE(st, "st"))
+	if (!ASSERT_TRUE(st, "wrapping_symtab"))
 		goto cleanup;
 	/* the wrapping .dynsym "a" is dropped; the .symtab one remains */
-	if (!ASSERT_STR_EQ(elf_symtab__lookup(st, 0x1204, NULL), "a", "elf_symtab__lookup(st, 0x1204, NULL)"))
+	if (!ASSERT_STR_EQ(elf_symtab__lookup(st, 0x1204, NULL), "a", "wrapping_symbol_dropped"))
 		goto cleanup;
-	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x210), -1, "elf_symtab__offset_to_vaddr(st, 0x210)"))
+	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(st, 0x210), -1, "wrapping_segment_dropped"))
 		goto cleanup;
 	elf_symtab__free(st);
 
 	/* NULL-safety of the accessors */
-	if (!ASSERT_TRUE(elf_symtab__lookup(NULL, 0, NULL) == NULL, "elf_symtab__lookup(NULL, 0, NULL) == NULL"))
+	if (!ASSERT_TRUE(elf_symtab__lookup(NULL, 0, NULL) == NULL, "null_lookup"))
 		goto cleanup;
-	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(NULL, 0), -1, "elf_symtab__offset_to_vaddr(NULL, 0)"))
+	if (!ASSERT_EQ(elf_symtab__offset_to_vaddr(NULL, 0), -1, "null_offset_to_vaddr"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!elf_symtab__is_exec(NULL), "!elf_symtab__is_exec(NULL)"))
+	if (!ASSERT_TRUE(!elf_symtab__is_exec(NULL), "null_is_exec"))
 		goto cleanup;
-	if (!ASSERT_EQ(elfsym__check(NULL, err, sizeof(err)), -EINVAL, "elfsym__check(NULL, err, sizeof(err))"))
+	if (!ASSERT_EQ(elfsym__check(NULL, err, sizeof(err)), -EINVAL, "null_path_refused"))
 		goto cleanup;
 cleanup:;
 }

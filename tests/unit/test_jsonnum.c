@@ -22,31 +22,31 @@ static const char *shortest(double v)
 static void test_shortest_known_values(void)
 {
 	/* the example: json-c printed 6.7590350000000005e-07 */
-	if (!ASSERT_STR_EQ(shortest(6.759035e-07), "6.759035e-07", "shortest(6.759035e-07)"))
+	if (!ASSERT_STR_EQ(shortest(6.759035e-07), "6.759035e-07", "small_exponent"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(shortest(0.1), "0.1", "shortest(0.1)"))
+	if (!ASSERT_STR_EQ(shortest(0.1), "0.1", "one_tenth"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(shortest(0.1 + 0.2), "0.30000000000000004", "shortest(0.1 + 0.2)"))
+	if (!ASSERT_STR_EQ(shortest(0.1 + 0.2), "0.30000000000000004", "sum_rounding"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(shortest(1.5), "1.5", "shortest(1.5)"))
+	if (!ASSERT_STR_EQ(shortest(1.5), "1.5", "one_and_half"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(shortest(-2.25), "-2.25", "shortest(-2.25)"))
+	if (!ASSERT_STR_EQ(shortest(-2.25), "-2.25", "negative"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(shortest(0), "0", "shortest(0)"))
+	if (!ASSERT_STR_EQ(shortest(0), "0", "zero"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(shortest(1500000000.0), "1500000000", "shortest(1500000000.0)"))
+	if (!ASSERT_STR_EQ(shortest(1500000000.0), "1500000000", "large_integer"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(shortest(12345678901234567.0), "12345678901234568", "shortest(12345678901234567.0)"))
+	if (!ASSERT_STR_EQ(shortest(12345678901234567.0), "12345678901234568", "past_2_53"))
 		goto cleanup; /* %.17g: fixed */
-	if (!ASSERT_STR_EQ(shortest(-59258725687668448.0), "-5.925872568766845e+16", "shortest(-59258725687668448.0)"))
+	if (!ASSERT_STR_EQ(shortest(-59258725687668448.0), "-5.925872568766845e+16", "negative_past_2_53"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(shortest(1e300), "1e+300", "shortest(1e300)"))
+	if (!ASSERT_STR_EQ(shortest(1e300), "1e+300", "huge"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(shortest(5e-324), "5e-324", "shortest(5e-324)"))
+	if (!ASSERT_STR_EQ(shortest(5e-324), "5e-324", "smallest_subnormal"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(shortest(1234.567), "1234.567", "shortest(1234.567)"))
+	if (!ASSERT_STR_EQ(shortest(1234.567), "1234.567", "decimal"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(shortest(1.0 / 3), "0.3333333333333333", "shortest(1.0 / 3)"))
+	if (!ASSERT_STR_EQ(shortest(1.0 / 3), "0.3333333333333333", "one_third"))
 		goto cleanup;
 cleanup:;
 }
@@ -55,19 +55,19 @@ static void test_shortest_errors(void)
 {
 	char small[4];
 
-	if (!ASSERT_EQ(num__shortest(NAN, small, sizeof(small)), -EDOM, "num__shortest(NAN, small, sizeof(small))"))
+	if (!ASSERT_EQ(num__shortest(NAN, small, sizeof(small)), -EDOM, "nan_refused"))
 		goto cleanup;
-	if (!ASSERT_EQ(num__shortest(INFINITY, small, sizeof(small)), -EDOM, "num__shortest(INFINITY, small, sizeof(small))"))
+	if (!ASSERT_EQ(num__shortest(INFINITY, small, sizeof(small)), -EDOM, "infinity_refused"))
 		goto cleanup;
-	if (!ASSERT_EQ(num__shortest(-INFINITY, small, sizeof(small)), -EDOM, "num__shortest(-INFINITY, small, sizeof(small))"))
+	if (!ASSERT_EQ(num__shortest(-INFINITY, small, sizeof(small)), -EDOM, "minus_infinity_refused"))
 		goto cleanup;
-	if (!ASSERT_EQ(num__shortest(0.125, small, sizeof(small)), -ENOSPC, "num__shortest(0.125, small, sizeof(small))"))
+	if (!ASSERT_EQ(num__shortest(0.125, small, sizeof(small)), -ENOSPC, "too_small_buffer"))
 		goto cleanup;
-	if (!ASSERT_EQ(num__shortest(0.25, small, sizeof(small)), -ENOSPC, "num__shortest(0.25, small, sizeof(small))"))
+	if (!ASSERT_EQ(num__shortest(0.25, small, sizeof(small)), -ENOSPC, "too_small_by_one"))
 		goto cleanup;
-	if (!ASSERT_EQ(num__shortest(0.5, small, sizeof(small)), 3, "num__shortest(0.5, small, sizeof(small))"))
+	if (!ASSERT_EQ(num__shortest(0.5, small, sizeof(small)), 3, "fits_buffer"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(small, "0.5", "small"))
+	if (!ASSERT_STR_EQ(small, "0.5", "fitted_text"))
 		goto cleanup;
 cleanup:;
 }
@@ -113,12 +113,12 @@ static void test_shortest_round_trips(void)
 		if (!isfinite(v))
 			continue;
 		n = num__shortest(v, buf, sizeof(buf));
-		if (!ASSERT_TRUE(n > 0 && n < NUM_SHORTEST_MAX, "n > 0 && n < NUM_SHORTEST_MAX"))
+		if (!ASSERT_TRUE(n > 0 && n < NUM_SHORTEST_MAX, "length_in_range"))
 			goto cleanup;
 		back = strtod(buf, NULL);
 		if (memcmp(&back, &v, sizeof(v)) && !(v == 0 && back == 0)) {
 			printf("#   %.17g printed as %s\n", v, buf);
-			if (!ASSERT_TRUE(0, "0"))
+			if (!ASSERT_TRUE(0, "round_trip"))
 				goto cleanup;
 		}
 		d = sig_digits(buf);
@@ -126,7 +126,7 @@ static void test_shortest_round_trips(void)
 			snprintf(fewer, sizeof(fewer), "%.*g", d - 1, v);
 			if (d > 1 && strtod(fewer, NULL) == v) {
 				printf("#   %s is shorter than %s\n", fewer, buf);
-				if (!ASSERT_TRUE(0, "0"))
+				if (!ASSERT_TRUE(0, "fewest_digits"))
 					goto cleanup;
 			}
 		}
@@ -145,7 +145,7 @@ static void test_shortest_matches_python_repr(void)
 	FILE *p;
 	int n = 0, same = 0;
 
-	if (!ASSERT_TRUE(f, "f"))
+	if (!ASSERT_TRUE(f, "tmpfile_open"))
 		goto cleanup;
 	rng = 12345;
 	for (int i = 0; i < 2000; i++) {
@@ -165,7 +165,7 @@ static void test_shortest_matches_python_repr(void)
 		 " print(int(float(s)==float(r) and s.lstrip(\"-\").split(\"e\")[0].replace(\".\",\"\").strip(\"0\")"
 		 "==r.lstrip(\"-\").split(\"e\")[0].replace(\".\",\"\").strip(\"0\")), s, r)' %s", path);
 	p = popen(cmd, "r");
-	if (!ASSERT_TRUE(p, "p"))
+	if (!ASSERT_TRUE(p, "python_started"))
 		goto cleanup;
 	while (fgets(line, sizeof(line), p)) {
 		if (line[0] == '1')
@@ -173,12 +173,12 @@ static void test_shortest_matches_python_repr(void)
 		else
 			printf("#   differs from repr: %s", line);
 	}
-	if (!ASSERT_EQ(pclose(p), 0, "pclose(p)"))
+	if (!ASSERT_EQ(pclose(p), 0, "python_status"))
 		goto cleanup;
 	unlink(path);
-	if (!ASSERT_EQ(same, n, "same"))
+	if (!ASSERT_EQ(same, n, "same_as_repr"))
 		goto cleanup;
-	if (!ASSERT_TRUE(n > 1900, "n > 1900"))
+	if (!ASSERT_TRUE(n > 1900, "sample_size"))
 		goto cleanup;
 cleanup:;
 }
@@ -196,13 +196,13 @@ static void test_json_double_and_us(void)
 	json_object_object_add(o, "t2", num__json_us(18446744073709551615ULL));
 	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	if (!ASSERT_STR_EQ(s, "{\"a\":6.759035e-07,\"b\":null,\"ts\":1234.567,\"t0\":5,\"t1\":0.001,"
-			 "\"t2\":18446744073709551.615}", "s"))
+			 "\"t2\":18446744073709551.615}", "json_text"))
 		goto cleanup;
 	{
 		json_object *a = NULL;
 
 		json_object_object_get_ex(o, "a", &a);
-		if (!ASSERT_TRUE(json_object_get_double(a) == 6.759035e-07, "json_object_get_double(a) == 6.759035e-07"))
+		if (!ASSERT_TRUE(json_object_get_double(a) == 6.759035e-07, "double_kept"))
 			goto cleanup;
 	}
 cleanup:
@@ -221,7 +221,7 @@ static void test_bytes(void)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		num__bytes(cases[i].v, b, sizeof(b));
-		if (!ASSERT_STR_EQ(b, cases[i].want, "b"))
+		if (!ASSERT_STR_EQ(b, cases[i].want, "bytes_text"))
 			goto cleanup;
 	}
 cleanup:;
@@ -239,7 +239,7 @@ static void test_seconds(void)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		num__seconds(cases[i].v, b, sizeof(b));
-		if (!ASSERT_STR_EQ(b, cases[i].want, "b"))
+		if (!ASSERT_STR_EQ(b, cases[i].want, "seconds_text"))
 			goto cleanup;
 	}
 cleanup:;
@@ -255,7 +255,7 @@ static void test_rate(void)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		num__rate(cases[i].v, b, sizeof(b));
-		if (!ASSERT_STR_EQ(b, cases[i].want, "b"))
+		if (!ASSERT_STR_EQ(b, cases[i].want, "rate_text"))
 			goto cleanup;
 	}
 cleanup:;

@@ -122,7 +122,7 @@ static void test_path_shapes(void)
 		struct k8s_id id;
 
 		memset(&id, 0x55, sizeof(id));	/* everything must be set or cleared */
-		if (!ASSERT_EQ(k8s__parse_cgroup(w->path, &id), 0, "k8s__parse_cgroup(w->path, &id)"))
+		if (!ASSERT_EQ(k8s__parse_cgroup(w->path, &id), 0, "parse_shape"))
 			goto cleanup;
 		if (strcmp(id.pod_uid, w->pod_uid) || strcmp(id.container_id, w->container_id) ||
 		    id.runtime != w->runtime || id.qos != w->qos || strcmp(id.unit, w->unit) ||
@@ -132,7 +132,7 @@ static void test_path_shapes(void)
 			       id.pod_uid, id.container_id, k8s_runtime__str(id.runtime), k8s_qos__str(id.qos),
 			       id.unit, w->pod_uid, w->container_id, k8s_runtime__str(w->runtime),
 			       k8s_qos__str(w->qos), w->unit);
-			if (!ASSERT_TRUE(!"case above", "!case above"))
+			if (!ASSERT_TRUE(!"case above", "shape_fields"))
 				goto cleanup;
 		}
 		unit_asserts_passed++;
@@ -146,29 +146,29 @@ static void test_bad_paths(void)
 	char big[K8S_MAX_PATH + 8], deep[1024];
 	struct k8s_id id;
 
-	if (!ASSERT_EQ(k8s__parse_cgroup(NULL, &id), -EINVAL, "k8s__parse_cgroup(NULL, &id)"))
+	if (!ASSERT_EQ(k8s__parse_cgroup(NULL, &id), -EINVAL, "null_path"))
 		goto cleanup;
-	if (!ASSERT_EQ(k8s__parse_cgroup("", &id), -EINVAL, "k8s__parse_cgroup(, &id)"))
+	if (!ASSERT_EQ(k8s__parse_cgroup("", &id), -EINVAL, "empty_path"))
 		goto cleanup;
-	if (!ASSERT_EQ(k8s__parse_cgroup("kubepods/pod" UID_D "/" CID, &id), -EINVAL, "k8s__parse_cgroup(kubepods/pod UID_D / CID, &id)"))
+	if (!ASSERT_EQ(k8s__parse_cgroup("kubepods/pod" UID_D "/" CID, &id), -EINVAL, "relative_path"))
 		goto cleanup;
 	memset(big, 'a', sizeof(big) - 1);
 	big[0] = '/';
 	big[sizeof(big) - 1] = '\0';
-	if (!ASSERT_EQ(k8s__parse_cgroup(big, &id), -EINVAL, "k8s__parse_cgroup(big, &id)"))
+	if (!ASSERT_EQ(k8s__parse_cgroup(big, &id), -EINVAL, "overlong_path"))
 		goto cleanup;
 	deep[0] = '\0';
 	for (int i = 0; i < 200; i++)
 		strcat(deep, "/a");
-	if (!ASSERT_EQ(k8s__parse_cgroup(deep, &id), -EINVAL, "k8s__parse_cgroup(deep, &id)"))
+	if (!ASSERT_EQ(k8s__parse_cgroup(deep, &id), -EINVAL, "too_deep_path"))
 		goto cleanup;
-	if (!ASSERT_EQ(id.pod_uid[0], 0, "id.pod_uid[0]"))
+	if (!ASSERT_EQ(id.pod_uid[0], 0, "refused_path_clears_uid"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(k8s_runtime__str(K8S_RUNTIME_CRIO), "cri-o", "k8s_runtime__str(K8S_RUNTIME_CRIO)"))
+	if (!ASSERT_STR_EQ(k8s_runtime__str(K8S_RUNTIME_CRIO), "cri-o", "runtime_name"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(k8s_qos__str(K8S_QOS_BESTEFFORT), "BestEffort", "k8s_qos__str(K8S_QOS_BESTEFFORT)"))
+	if (!ASSERT_STR_EQ(k8s_qos__str(K8S_QOS_BESTEFFORT), "BestEffort", "qos_name"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(k8s_qos__str(K8S_QOS_NONE), "", "k8s_qos__str(K8S_QOS_NONE)"))
+	if (!ASSERT_STR_EQ(k8s_qos__str(K8S_QOS_NONE), "", "no_qos_name"))
 		goto cleanup;
 cleanup:;
 }
@@ -178,18 +178,18 @@ static void test_own_process(void)
 	char buf[K8S_MAX_PATH + 1], small[2];
 	struct k8s_id id;
 
-	if (!ASSERT_EQ(k8s__read_cgroup(getpid(), buf, sizeof(buf)), 0, "k8s__read_cgroup(getpid(), buf, sizeof(buf))"))
+	if (!ASSERT_EQ(k8s__read_cgroup(getpid(), buf, sizeof(buf)), 0, "read_own_cgroup"))
 		goto cleanup;
-	if (!ASSERT_EQ(buf[0], '/', "buf[0]"))
+	if (!ASSERT_EQ(buf[0], '/', "own_cgroup_absolute"))
 		goto cleanup;
-	if (!ASSERT_EQ(k8s__of_pid(getpid(), &id), 0, "k8s__of_pid(getpid(), &id)"))
+	if (!ASSERT_EQ(k8s__of_pid(getpid(), &id), 0, "own_pod_id"))
 		goto cleanup;
-	if (!ASSERT_EQ(k8s__read_cgroup(0x7ffffff0, buf, sizeof(buf)), -ENOENT, "k8s__read_cgroup(0x7ffffff0, buf, sizeof(buf))"))
+	if (!ASSERT_EQ(k8s__read_cgroup(0x7ffffff0, buf, sizeof(buf)), -ENOENT, "read_gone_pid"))
 		goto cleanup;
-	if (!ASSERT_EQ(k8s__of_pid(0x7ffffff0, &id), -ENOENT, "k8s__of_pid(0x7ffffff0, &id)"))
+	if (!ASSERT_EQ(k8s__of_pid(0x7ffffff0, &id), -ENOENT, "gone_pid_id"))
 		goto cleanup;
 	if (strlen(buf) >= 2)
-		if (!ASSERT_EQ(k8s__read_cgroup(getpid(), small, sizeof(small)), -ENAMETOOLONG, "k8s__read_cgroup(getpid(), small, sizeof(small))"))
+		if (!ASSERT_EQ(k8s__read_cgroup(getpid(), small, sizeof(small)), -ENAMETOOLONG, "small_buffer"))
 			goto cleanup;
 cleanup:;
 }
@@ -199,10 +199,10 @@ static void pick(const char *text, int want_rc, const char *want)
 	char t[1024], buf[256] = "";
 
 	snprintf(t, sizeof(t), "%s", text);
-	if (!ASSERT_EQ(k8s__cgroup_of(t, buf, sizeof(buf)), want_rc, "k8s__cgroup_of(t, buf, sizeof(buf))"))
+	if (!ASSERT_EQ(k8s__cgroup_of(t, buf, sizeof(buf)), want_rc, "cgroup_line_rc"))
 		goto cleanup;
 	if (!want_rc)
-		if (!ASSERT_STR_EQ(buf, want, "buf"))
+		if (!ASSERT_STR_EQ(buf, want, "cgroup_line"))
 			goto cleanup;
 cleanup:;
 }
@@ -285,70 +285,70 @@ static void test_names_from_log_tree(void)
 	snprintf(pods, sizeof(pods), "%s/pods", root);
 	snprintf(ctrs, sizeof(ctrs), "%s/containers", root);
 	n = k8s_names__new(pods, ctrs, 0);
-	if (!ASSERT_TRUE(n != NULL, "n != NULL"))
+	if (!ASSERT_TRUE(n != NULL, "names_new"))
 		goto cleanup;
 	/* the link names the container of a two-container pod */
 	id = ask(n, UID_D, CID, &rc);
-	if (!ASSERT_EQ(rc, 0, "rc"))
+	if (!ASSERT_EQ(rc, 0, "linked_rc"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.ns, "ml-team", "id.ns"))
+	if (!ASSERT_STR_EQ(id.ns, "ml-team", "linked_ns"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.pod, "trainer-7f9c", "id.pod"))
+	if (!ASSERT_STR_EQ(id.pod, "trainer-7f9c", "linked_pod"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.container, "trainer", "id.container"))
+	if (!ASSERT_STR_EQ(id.container, "trainer", "linked_container"))
 		goto cleanup;
 	id = ask(n, UID_D, CID3, &rc);
-	if (!ASSERT_EQ(rc, 0, "rc"))
+	if (!ASSERT_EQ(rc, 0, "second_link_rc"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.container, "sidecar", "id.container"))
+	if (!ASSERT_STR_EQ(id.container, "sidecar", "second_link_container"))
 		goto cleanup;
 	/* an id without a link in a two-container pod: pod known, container not */
 	id = ask(n, UID_D, CID2, &rc);
-	if (!ASSERT_EQ(rc, 0, "rc"))
+	if (!ASSERT_EQ(rc, 0, "unlinked_rc"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.pod, "trainer-7f9c", "id.pod"))
+	if (!ASSERT_STR_EQ(id.pod, "trainer-7f9c", "unlinked_pod"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.container, "", "id.container"))
+	if (!ASSERT_STR_EQ(id.container, "", "unlinked_no_container"))
 		goto cleanup;
 	/* a one-container pod's folder names its container */
 	id = ask(n, UID2, CID2, &rc);
-	if (!ASSERT_EQ(rc, 0, "rc"))
+	if (!ASSERT_EQ(rc, 0, "solo_rc"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.ns, "default", "id.ns"))
+	if (!ASSERT_STR_EQ(id.ns, "default", "solo_ns"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.pod, "solo.pod-1", "id.pod"))
+	if (!ASSERT_STR_EQ(id.pod, "solo.pod-1", "solo_pod"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.container, "cuda", "id.container"))
+	if (!ASSERT_STR_EQ(id.container, "cuda", "solo_container"))
 		goto cleanup;
 	/* no container id (the pod's own cgroup): no container name */
 	id = ask(n, UID2, "", &rc);
-	if (!ASSERT_EQ(rc, 0, "rc"))
+	if (!ASSERT_EQ(rc, 0, "pod_cgroup_rc"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.container, "", "id.container"))
+	if (!ASSERT_STR_EQ(id.container, "", "pod_cgroup_no_container"))
 		goto cleanup;
 	/* an init container makes two folders: no guess */
 	id = ask(n, UID3, CID2, &rc);
-	if (!ASSERT_EQ(rc, 0, "rc"))
+	if (!ASSERT_EQ(rc, 0, "init_container_rc"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.pod, "two-ctr", "id.pod"))
+	if (!ASSERT_STR_EQ(id.pod, "two-ctr", "init_container_pod"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.container, "", "id.container"))
+	if (!ASSERT_STR_EQ(id.container, "", "init_container_no_guess"))
 		goto cleanup;
 	/* names no kubelet writes, a FIFO and a symlink: not pods */
 	id = ask(n, UID4, "", &rc);
-	if (!ASSERT_EQ(rc, -ENOENT, "rc"))
+	if (!ASSERT_EQ(rc, -ENOENT, "not_kubelet_names_rc"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.pod, "", "id.pod"))
+	if (!ASSERT_STR_EQ(id.pod, "", "not_kubelet_names_pod"))
 		goto cleanup;
 	/* a container link whose namespace or pod disagrees with the uid's is not used */
 	id = ask(n, UID2, CID, &rc);
-	if (!ASSERT_EQ(rc, 0, "rc"))
+	if (!ASSERT_EQ(rc, 0, "disagreeing_link_rc"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.container, "cuda", "id.container"))
+	if (!ASSERT_STR_EQ(id.container, "cuda", "disagreeing_link_unused"))
 		goto cleanup;
 	/* not a pod at all */
 	id = ask(n, "", CID, &rc);
-	if (!ASSERT_EQ(rc, -ENOENT, "rc"))
+	if (!ASSERT_EQ(rc, -ENOENT, "not_a_pod_rc"))
 		goto cleanup;
 cleanup:
 	k8s_names__free(n);
@@ -367,33 +367,33 @@ static void test_names_rescan_throttle(void)
 	snprintf(ctrs, sizeof(ctrs), "%s/containers", root);
 	slow = k8s_names__new(pods, ctrs, 3600 * 1000);
 	fast = k8s_names__new(pods, ctrs, 0);
-	if (!ASSERT_TRUE(slow && fast, "slow && fast"))
+	if (!ASSERT_TRUE(slow && fast, "names_new"))
 		goto cleanup;
 	id = ask(slow, UID_D, CID, &rc);
 	id = ask(fast, UID_D, CID, &rc);
-	if (!ASSERT_EQ(k8s_names__scans(slow), 1, "k8s_names__scans(slow)"))
+	if (!ASSERT_EQ(k8s_names__scans(slow), 1, "first_scan"))
 		goto cleanup;
 	/* hits never rescan */
 	for (int i = 0; i < 100; i++)
 		id = ask(slow, UID_D, CID, &rc);
-	if (!ASSERT_EQ(k8s_names__scans(slow), 1, "k8s_names__scans(slow)"))
+	if (!ASSERT_EQ(k8s_names__scans(slow), 1, "hits_no_rescan"))
 		goto cleanup;
 	/* a pod that appears later: found by the fast one, not before the slow one may rescan */
 	sh("mkdir -p %s/pods/late_newpod_" UID4 "/c", root);
 	id = ask(slow, UID4, "", &rc);
-	if (!ASSERT_EQ(rc, -ENOENT, "rc"))
+	if (!ASSERT_EQ(rc, -ENOENT, "late_pod_slow_rc"))
 		goto cleanup;
-	if (!ASSERT_EQ(k8s_names__scans(slow), 1, "k8s_names__scans(slow)"))
+	if (!ASSERT_EQ(k8s_names__scans(slow), 1, "slow_no_rescan"))
 		goto cleanup;
 	s0 = k8s_names__scans(fast);
 	id = ask(fast, UID4, CID2, &rc);
-	if (!ASSERT_EQ(rc, 0, "rc"))
+	if (!ASSERT_EQ(rc, 0, "late_pod_fast_rc"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.pod, "newpod", "id.pod"))
+	if (!ASSERT_STR_EQ(id.pod, "newpod", "late_pod_name"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.container, "c", "id.container"))
+	if (!ASSERT_STR_EQ(id.container, "c", "late_container_name"))
 		goto cleanup;
-	if (!ASSERT_EQ(k8s_names__scans(fast), s0 + 1, "k8s_names__scans(fast)"))
+	if (!ASSERT_EQ(k8s_names__scans(fast), s0 + 1, "fast_rescans"))
 		goto cleanup;
 	sh("rm -rf %s/pods/late_newpod_" UID4, root);
 cleanup:
@@ -407,16 +407,16 @@ static void test_names_without_folders(void)
 	struct k8s_id id;
 	int rc;
 
-	if (!ASSERT_TRUE(n != NULL, "n != NULL"))
+	if (!ASSERT_TRUE(n != NULL, "names_new"))
 		goto cleanup;
 	id = ask(n, UID_D, CID, &rc);
-	if (!ASSERT_EQ(rc, -ENOENT, "rc"))
+	if (!ASSERT_EQ(rc, -ENOENT, "no_folders_rc"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(id.pod_uid, UID_D, "id.pod_uid"))
+	if (!ASSERT_STR_EQ(id.pod_uid, UID_D, "uid_kept"))
 		goto cleanup;	/* the uid label stays */
-	if (!ASSERT_STR_EQ(id.ns, "", "id.ns"))
+	if (!ASSERT_STR_EQ(id.ns, "", "no_ns"))
 		goto cleanup;
-	if (!ASSERT_EQ(k8s_names__scans(n), 1, "k8s_names__scans(n)"))
+	if (!ASSERT_EQ(k8s_names__scans(n), 1, "one_scan"))
 		goto cleanup;
 cleanup:
 	k8s_names__free(n);

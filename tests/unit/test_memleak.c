@@ -83,19 +83,19 @@ static void test_alloc_free_accounting(void)
 	f = free_ev(GP_EV_FREE, 10, GP_API_cuMemFree_v2, 0); /* cuMemFree(0): a no-op */
 	memleak__on_free(ml, &f);
 	p = only_proc(ml, 10);
-	if (!ASSERT_TRUE(p != NULL, "p != NULL"))
+	if (!ASSERT_TRUE(p != NULL, "proc_found"))
 		goto cleanup;
-	if (!ASSERT_EQ(p->st.outstanding_allocs, 2, "p->st.outstanding_allocs"))
+	if (!ASSERT_EQ(p->st.outstanding_allocs, 2, "outstanding_allocs"))
 		goto cleanup;
-	if (!ASSERT_EQ(p->st.outstanding_bytes, 103 + 104, "p->st.outstanding_bytes"))
+	if (!ASSERT_EQ(p->st.outstanding_bytes, 103 + 104, "outstanding_bytes"))
 		goto cleanup;
-	if (!ASSERT_EQ(p->st.allocs_total, 5, "p->st.allocs_total"))
+	if (!ASSERT_EQ(p->st.allocs_total, 5, "allocs_total"))
 		goto cleanup;
-	if (!ASSERT_EQ(p->st.frees_total, 4, "p->st.frees_total"))
+	if (!ASSERT_EQ(p->st.frees_total, 4, "frees_total"))
 		goto cleanup;
-	if (!ASSERT_EQ(p->st.untracked_frees, 1, "p->st.untracked_frees"))
+	if (!ASSERT_EQ(p->st.untracked_frees, 1, "untracked_frees"))
 		goto cleanup;
-	if (!ASSERT_EQ(p->st.bytes_by_kind[GP_KIND_DEVICE], 207, "p->st.bytes_by_kind[GP_KIND_DEVICE]"))
+	if (!ASSERT_EQ(p->st.bytes_by_kind[GP_KIND_DEVICE], 207, "device_bytes"))
 		goto cleanup;
 	/* five allocations from two stacks: two copies, each kept while used */
 	if (!ASSERT_EQ(u64map__size(p->stacks), 2, "stacks kept once each"))
@@ -209,7 +209,7 @@ static int report_snap(struct memleak *ml, struct ml_snap *s, bool show_allocs, 
 	strcpy(a.comm, "trainer");
 	memleak__on_alloc(ml, &a, &in_py);
 	memset(s, 0, sizeof(*s));
-	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = "final", .now_ns = 1000 };
+	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = GP_SNAP_FINAL, .now_ns = 1000 };
 	s->top = top;
 	s->stacks = GP_STACKS_COPY;
 	s->show_allocs = show_allocs;
@@ -371,13 +371,13 @@ static void test_free_families_do_not_cross(void)
 	f = free_ev(GP_EV_FREE, 7, GP_API_cuMemRelease, 5);
 	memleak__on_free(ml, &f);
 	p = only_proc(ml, 7);
-	if (!ASSERT_EQ(p->st.outstanding_allocs, 1, "p->st.outstanding_allocs"))
+	if (!ASSERT_EQ(p->st.outstanding_allocs, 1, "outstanding_allocs"))
 		goto cleanup;
-	if (!ASSERT_EQ(p->st.outstanding_bytes, 64, "p->st.outstanding_bytes"))
+	if (!ASSERT_EQ(p->st.outstanding_bytes, 64, "outstanding_bytes"))
 		goto cleanup;
-	if (!ASSERT_EQ(memleak__proc_allocs(p, &v), 1, "memleak__proc_allocs(p, &v)"))
+	if (!ASSERT_EQ(memleak__proc_allocs(p, &v), 1, "allocs_listed"))
 		goto cleanup;
-	if (!ASSERT_EQ(v[0]->api, GP_API_cuMemAlloc_v2, "v[0]->api"))
+	if (!ASSERT_EQ(v[0]->api, GP_API_cuMemAlloc_v2, "alloc_api"))
 		goto cleanup;
 	memleak__free_allocs_array(v);
 cleanup:
@@ -398,13 +398,13 @@ static void test_mappings(void)
 	m = free_ev(GP_EV_UNMAP, 3, GP_API_cuMemUnmap, 0x9000);
 	memleak__on_free(ml, &m);
 	p = only_proc(ml, 3);
-	if (!ASSERT_EQ(p->st.maps_total, 2, "p->st.maps_total"))
+	if (!ASSERT_EQ(p->st.maps_total, 2, "maps_total"))
 		goto cleanup;
-	if (!ASSERT_EQ(p->st.unmaps_total, 1, "p->st.unmaps_total"))
+	if (!ASSERT_EQ(p->st.unmaps_total, 1, "unmaps_total"))
 		goto cleanup;
-	if (!ASSERT_EQ(p->st.mapped_bytes, 4096, "p->st.mapped_bytes"))
+	if (!ASSERT_EQ(p->st.mapped_bytes, 4096, "mapped_bytes"))
 		goto cleanup;
-	if (!ASSERT_EQ(p->st.frees_total, 0, "p->st.frees_total"))
+	if (!ASSERT_EQ(p->st.frees_total, 0, "frees_total"))
 		goto cleanup;
 cleanup:
 	memleak__free(ml);
@@ -419,34 +419,34 @@ static void test_exit_detaches_pid(void)
 
 	memleak__on_alloc(ml, &a, NULL);
 	gone = memleak__on_exit(ml, &x);
-	if (!ASSERT_TRUE(gone != NULL, "gone != NULL"))
+	if (!ASSERT_TRUE(gone != NULL, "exited_proc_found"))
 		goto cleanup;
-	if (!ASSERT_TRUE(gone->h.exited, "gone->h.exited"))
+	if (!ASSERT_TRUE(gone->h.exited, "exited_flag"))
 		goto cleanup;
-	if (!ASSERT_EQ(gone->st.outstanding_allocs, 1, "gone->st.outstanding_allocs"))
+	if (!ASSERT_EQ(gone->st.outstanding_allocs, 1, "exited_outstanding_allocs"))
 		goto cleanup;
 	/* PID reuse: the new process starts clean */
 	a = alloc_ev(42, GP_API_cuMemAlloc_v2, 0x200, 20);
 	memleak__on_alloc(ml, &a, NULL);
-	if (!ASSERT_EQ(memleak__procs(ml, &v), 2, "memleak__procs(ml, &v)"))
+	if (!ASSERT_EQ(memleak__procs(ml, &v), 2, "procs_listed"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!v[0]->h.exited, "!v[0]->h.exited"))
+	if (!ASSERT_TRUE(!v[0]->h.exited, "first_running"))
 		goto cleanup;
-	if (!ASSERT_EQ(v[0]->st.outstanding_bytes, 20, "v[0]->st.outstanding_bytes"))
+	if (!ASSERT_EQ(v[0]->st.outstanding_bytes, 20, "first_outstanding_bytes"))
 		goto cleanup;
-	if (!ASSERT_TRUE(v[1]->h.exited, "v[1]->h.exited"))
+	if (!ASSERT_TRUE(v[1]->h.exited, "second_exited"))
 		goto cleanup;
-	if (!ASSERT_EQ(v[1]->st.outstanding_bytes, 10, "v[1]->st.outstanding_bytes"))
+	if (!ASSERT_EQ(v[1]->st.outstanding_bytes, 10, "second_outstanding_bytes"))
 		goto cleanup;
 	memleak__reap(ml, UINT64_MAX, 42); /* the target's record stays for the final report */
-	if (!ASSERT_EQ(memleak__procs(ml, &v), 2, "memleak__procs(ml, &v)"))
+	if (!ASSERT_EQ(memleak__procs(ml, &v), 2, "procs_listed"))
 		goto cleanup;
 	memleak__reap(ml, UINT64_MAX, 0);
-	if (!ASSERT_EQ(memleak__procs(ml, &v), 1, "memleak__procs(ml, &v)"))
+	if (!ASSERT_EQ(memleak__procs(ml, &v), 1, "procs_listed"))
 		goto cleanup;
 	/* an exit of a process never seen is ignored */
 	x.pid = 99;
-	if (!ASSERT_TRUE(memleak__on_exit(ml, &x) == NULL, "memleak__on_exit(ml, &x) == NULL"))
+	if (!ASSERT_TRUE(memleak__on_exit(ml, &x) == NULL, "exit_of_unknown_proc"))
 		goto cleanup;
 cleanup:
 	memleak__free(ml);
@@ -462,13 +462,13 @@ static void test_table_limit(void)
 		a = alloc_ev(1, GP_API_cuMemAlloc_v2, 0x100 * (i + 1), 1);
 		memleak__on_alloc(ml, &a, NULL);
 	}
-	if (!ASSERT_EQ(memleak__table_full(ml), 2, "memleak__table_full(ml)"))
+	if (!ASSERT_EQ(memleak__table_full(ml), 2, "table_full"))
 		goto cleanup;
 	f = free_ev(GP_EV_FREE, 1, GP_API_cuMemFree_v2, 0x100);
 	memleak__on_free(ml, &f);
 	a = alloc_ev(1, GP_API_cuMemAlloc_v2, 0x900, 1); /* room again after a free */
 	memleak__on_alloc(ml, &a, NULL);
-	if (!ASSERT_EQ(memleak__table_full(ml), 2, "memleak__table_full(ml)"))
+	if (!ASSERT_EQ(memleak__table_full(ml), 2, "table_full"))
 		goto cleanup;
 cleanup:
 	memleak__free(ml);
@@ -484,9 +484,9 @@ static void test_reused_address_replaces(void)
 	a.size = 30; /* its free was lost: the driver's word wins */
 	memleak__on_alloc(ml, &a, NULL);
 	p = only_proc(ml, 1);
-	if (!ASSERT_EQ(p->st.outstanding_allocs, 1, "p->st.outstanding_allocs"))
+	if (!ASSERT_EQ(p->st.outstanding_allocs, 1, "outstanding_allocs"))
 		goto cleanup;
-	if (!ASSERT_EQ(p->st.outstanding_bytes, 30, "p->st.outstanding_bytes"))
+	if (!ASSERT_EQ(p->st.outstanding_bytes, 30, "outstanding_bytes"))
 		goto cleanup;
 cleanup:
 	memleak__free(ml);
@@ -506,27 +506,27 @@ static void test_dispatch_by_type_and_size(void)
 	struct gp_exit_event x = { .type = GP_EV_EXIT };
 	__u32 bogus = 77;
 
-	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &a, sizeof(a)), 0, "gp_events__dispatch(ev, &h, &a, sizeof(a))"))
+	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &a, sizeof(a)), 0, "dispatch_alloc"))
 		goto cleanup;
-	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &f, sizeof(f)), 0, "gp_events__dispatch(ev, &h, &f, sizeof(f))"))
+	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &f, sizeof(f)), 0, "dispatch_free"))
 		goto cleanup;
-	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &x, sizeof(x)), 0, "gp_events__dispatch(ev, &h, &x, sizeof(x))"))
+	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &x, sizeof(x)), 0, "dispatch_exit"))
 		goto cleanup;
-	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &a, sizeof(a) - 8), -22, "gp_events__dispatch(ev, &h, &a, sizeof(a) - 8)"))
+	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &a, sizeof(a) - 8), -22, "dispatch_short_record"))
 		goto cleanup; /* short record */
-	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &bogus, sizeof(bogus)), -22, "gp_events__dispatch(ev, &h, &bogus, sizeof(bogus))"))
+	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &bogus, sizeof(bogus)), -22, "dispatch_unknown_type"))
 		goto cleanup;
-	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &bogus, 2), -22, "gp_events__dispatch(ev, &h, &bogus, 2)"))
+	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &bogus, 2), -22, "dispatch_truncated"))
 		goto cleanup;
-	if (!ASSERT_EQ(n_alloc, 1, "n_alloc"))
+	if (!ASSERT_EQ(n_alloc, 1, "alloc_handled"))
 		goto cleanup;
-	if (!ASSERT_EQ(n_free, 1, "n_free"))
+	if (!ASSERT_EQ(n_free, 1, "free_handled"))
 		goto cleanup;
-	if (!ASSERT_EQ(n_exit, 1, "n_exit"))
+	if (!ASSERT_EQ(n_exit, 1, "exit_handled"))
 		goto cleanup;
-	if (!ASSERT_EQ(gp_events__handled(ev), 3, "gp_events__handled(ev)"))
+	if (!ASSERT_EQ(gp_events__handled(ev), 3, "records_handled"))
 		goto cleanup;
-	if (!ASSERT_EQ(gp_events__malformed(ev), 3, "gp_events__malformed(ev)"))
+	if (!ASSERT_EQ(gp_events__malformed(ev), 3, "records_malformed"))
 		goto cleanup;
 cleanup:
 	gp_events__free(ev);
@@ -541,24 +541,24 @@ static void test_u64map_many(void)
 	void *v;
 
 	for (int i = 0; i < 20000; i++)
-		if (!ASSERT_EQ(u64map__put(m, (uint64_t)i << 8, &vals[i]), 0, "u64map__put(m, (uint64_t)i << 8, &vals[i])"))
+		if (!ASSERT_EQ(u64map__put(m, (uint64_t)i << 8, &vals[i]), 0, "map_put"))
 			goto cleanup;
-	if (!ASSERT_EQ(u64map__size(m), 20000, "u64map__size(m)"))
+	if (!ASSERT_EQ(u64map__size(m), 20000, "map_size"))
 		goto cleanup;
 	/* delete every other key: the rest must stay reachable (backward-shift delete) */
 	for (int i = 0; i < 20000; i += 2)
-		if (!ASSERT_TRUE(u64map__del(m, (uint64_t)i << 8) == &vals[i], "u64map__del(m, (uint64_t)i << 8) == &vals[i]"))
+		if (!ASSERT_TRUE(u64map__del(m, (uint64_t)i << 8) == &vals[i], "map_del"))
 			goto cleanup;
 	for (int i = 0; i < 20000; i++)
-		if (!ASSERT_TRUE(u64map__get(m, (uint64_t)i << 8) == (i % 2 ? &vals[i] : NULL), "u64map__get(m, (uint64_t)i << 8) == (i % 2 ? &vals[i] : N..."))
+		if (!ASSERT_TRUE(u64map__get(m, (uint64_t)i << 8) == (i % 2 ? &vals[i] : NULL), "map_get_after_del"))
 			goto cleanup;
 	while (u64map__next(m, &it, &k, &v))
 		seen++;
-	if (!ASSERT_EQ(seen, 10000, "seen"))
+	if (!ASSERT_EQ(seen, 10000, "map_each_count"))
 		goto cleanup;
-	if (!ASSERT_TRUE(u64map__del(m, 12345) == NULL, "u64map__del(m, 12345) == NULL"))
+	if (!ASSERT_TRUE(u64map__del(m, 12345) == NULL, "map_del_missing"))
 		goto cleanup;
-	if (!ASSERT_EQ(u64map__put(m, 1, NULL), -22, "u64map__put(m, 1, NULL)"))
+	if (!ASSERT_EQ(u64map__put(m, 1, NULL), -22, "map_put_null"))
 		goto cleanup;
 cleanup:
 	u64map__free(m);
@@ -567,9 +567,9 @@ cleanup:
 
 static void test_api_table(void)
 {
-	if (!ASSERT_STR_EQ(gp_api_name(GP_API_cuMemAllocAsync_ptsz), "cuMemAllocAsync_ptsz", "gp_api_name(GP_API_cuMemAllocAsync_ptsz)"))
+	if (!ASSERT_STR_EQ(gp_api_name(GP_API_cuMemAllocAsync_ptsz), "cuMemAllocAsync_ptsz", "mem_api_name"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(gp_api_name(9999), "unknown", "gp_api_name(9999)"))
+	if (!ASSERT_STR_EQ(gp_api_name(9999), "unknown", "unknown_api_name"))
 		goto cleanup;
 	/* every id is in one of the mem, launch and copy tables, in enum order, or in the graph
 	 * table (which shares cuEventRecord[_ptsz] with the copy table); the launch table's last
@@ -594,14 +594,14 @@ static void test_api_table(void)
 		if (!ASSERT_TRUE(strcmp(gp_api_name((unsigned int)id), "unknown"), "every id in a table"))
 			goto cleanup;
 	for (int i = 0; i < gp_mem_apis_cnt; i++)
-		if (!ASSERT_EQ(gp_mem_apis[i].id, i + 1, "gp_mem_apis[i].id"))
+		if (!ASSERT_EQ(gp_mem_apis[i].id, i + 1, "mem_table_order"))
 			goto cleanup;
 	for (int i = 0; i < gp_launch_apis_cnt - shared; i++)
-		if (!ASSERT_EQ(gp_launch_apis[i].id, gp_mem_apis_cnt + i + 1, "gp_launch_apis[i].id"))
+		if (!ASSERT_EQ(gp_launch_apis[i].id, gp_mem_apis_cnt + i + 1, "launch_table_order"))
 			goto cleanup;
-	if (!ASSERT_STR_EQ(gp_api_name(GP_API_cuLaunchKernelEx_ptsz), "cuLaunchKernelEx_ptsz", "gp_api_name(GP_API_cuLaunchKernelEx_ptsz)"))
+	if (!ASSERT_STR_EQ(gp_api_name(GP_API_cuLaunchKernelEx_ptsz), "cuLaunchKernelEx_ptsz", "launch_api_name"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(gp_kind_name(GP_KIND_HOST), "host_pinned", "gp_kind_name(GP_KIND_HOST)"))
+	if (!ASSERT_STR_EQ(gp_kind_name(GP_KIND_HOST), "host_pinned", "kind_name"))
 		goto cleanup;
 cleanup:;
 }

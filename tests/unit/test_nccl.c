@@ -383,7 +383,7 @@ static void test_json_schema(void)
 	coll(a, 80, GP_NCCL_AllGather, H_WORLD, 8192, 6, -1, 0, 0);
 	coll(a, 80, GP_NCCL_Send, H_WORLD, 4096, 7, 0, 0, 0);
 	nccl_agg__snapshot(a, 0, &s.d);
-	s.hdr = (struct gp_snap){ .mode = "nccl", .kind = "final" };
+	s.hdr = (struct gp_snap){ .mode = "nccl", .kind = GP_SNAP_FINAL };
 	nccl_report__json(o, &s.hdr, NULL);
 	if (!ASSERT_STR_EQ(json_object_get_string(path(o, (const char *[]){ "processes", "0", "comms", "0", "collectives", "0", "op", NULL })),
 			   "AllGather", "op") ||
@@ -419,7 +419,7 @@ static void test_prom_bounded(void)
 	for (int i = 0; i < 5; i++)
 		coll(a, 90, GP_NCCL_AllReduce, 0x100000 + (uint64_t)i * 16, 1, 7, -1, 0, 0);
 	nccl_agg__snapshot(a, 0, &s.d);
-	s.hdr = (struct gp_snap){ .mode = "nccl", .kind = "scrape" };
+	s.hdr = (struct gp_snap){ .mode = "nccl", .kind = GP_SNAP_SCRAPE };
 	s.max_comm_series = 2;
 	nccl_report__prom(p, &s.hdr, NULL);
 	prom_out__fold(p);

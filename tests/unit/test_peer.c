@@ -241,7 +241,7 @@ static void test_suspect_in_json(void)
 	copy(bw, 40, GP_API_cuMemcpyPeer, 1000, 0x100000, 0x200000, 1 << 20, 0, 0);
 	aux(bw, 40, GP_API_cuCtxSynchronize, 2000, 0, 0); /* 1 MiB in 1 us: 1 TB/s */
 	bandwidth__snapshot(bw, 0, &s.d);
-	s.hdr = (struct gp_snap){ .mode = "bandwidth", .kind = "final" };
+	s.hdr = (struct gp_snap){ .mode = "bandwidth", .kind = GP_SNAP_FINAL };
 	snprintf(s.links.peer.name, sizeof(s.links.peer.name), "test link");
 	s.links.peer.bytes_per_s = 450e9;
 	s.links.host.bytes_per_s = 50e9;

@@ -44,32 +44,32 @@ static void test_live_exit_reuse_list(void)
 	struct proctab *t = proctab__new(&rec_ops, NULL);
 	struct rec *a, *b, *old, **v;
 
-	if (!ASSERT_TRUE(t != NULL, "t != NULL"))
+	if (!ASSERT_TRUE(t != NULL, "table_new"))
 		goto cleanup;
 	a = proctab__get(t, 30);
 	b = proctab__get(t, 10);
-	if (!ASSERT_TRUE(a && b && proctab__get(t, 30) == a, "a && b && proctab__get(t, 30) == a"))
+	if (!ASSERT_TRUE(a && b && proctab__get(t, 30) == a, "get_same_record"))
 		goto cleanup;
-	if (!ASSERT_TRUE(proctab__exit(t, 30, 100) == a, "proctab__exit(t, 30, 100) == a"))
+	if (!ASSERT_TRUE(proctab__exit(t, 30, 100) == a, "exit_returns_record"))
 		goto cleanup;
-	if (!ASSERT_TRUE(proctab__live(t, 30) == NULL, "proctab__live(t, 30) == NULL"))
+	if (!ASSERT_TRUE(proctab__live(t, 30) == NULL, "exited_not_live"))
 		goto cleanup;
-	if (!ASSERT_TRUE(proctab__find(t, 30) == a, "proctab__find(t, 30) == a"))
+	if (!ASSERT_TRUE(proctab__find(t, 30) == a, "find_exited"))
 		goto cleanup; /* awaiting its report */
-	if (!ASSERT_TRUE(proctab__exit(t, 99, 1) == NULL, "proctab__exit(t, 99, 1) == NULL"))
+	if (!ASSERT_TRUE(proctab__exit(t, 99, 1) == NULL, "exit_of_unknown"))
 		goto cleanup;
 	/* PID reuse: a new live record; find prefers it */
 	old = a;
 	a = proctab__get(t, 30);
-	if (!ASSERT_TRUE(a != old && proctab__find(t, 30) == a, "a != old && proctab__find(t, 30) == a"))
+	if (!ASSERT_TRUE(a != old && proctab__find(t, 30) == a, "reuse_new_record"))
 		goto cleanup;
 	/* live first, by pid, then exited */
-	if (!ASSERT_EQ(proctab__list(t, (void ***)&v), 3, "proctab__list(t, (void ***)&v)"))
+	if (!ASSERT_EQ(proctab__list(t, (void ***)&v), 3, "list_count"))
 		goto cleanup;
-	if (!ASSERT_TRUE(v[0] == b && v[1] == a && v[2] == old, "v[0] == b && v[1] == a && v[2] == old"))
+	if (!ASSERT_TRUE(v[0] == b && v[1] == a && v[2] == old, "list_order"))
 		goto cleanup;
 	proctab__free(t);
-	if (!ASSERT_EQ(freed, 3, "freed"))
+	if (!ASSERT_EQ(freed, 3, "all_freed"))
 		goto cleanup;
 cleanup:;
 }
@@ -88,18 +88,18 @@ static void test_reap_keep_and_cutoff(void)
 	}
 	/* handled now, exited before t0 + 2.5 s: pids 1, 2 */
 	proctab__reap(t, 0, t0 + 2500000000ULL, count_forget, NULL);
-	if (!ASSERT_EQ(freed, 2, "freed"))
+	if (!ASSERT_EQ(freed, 2, "reaped_freed"))
 		goto cleanup;
-	if (!ASSERT_EQ(forgotten, 2, "forgotten"))
+	if (!ASSERT_EQ(forgotten, 2, "reaped_forgotten"))
 		goto cleanup;
 	proctab__reap(t, 3, UINT64_MAX, NULL, NULL); /* all but the kept one */
-	if (!ASSERT_EQ(proctab__list(t, &v), 1, "proctab__list(t, &v)"))
+	if (!ASSERT_EQ(proctab__list(t, &v), 1, "kept_listed"))
 		goto cleanup;
-	if (!ASSERT_EQ(((struct rec *)v[0])->pid, 3, "((struct rec *)v[0])->pid"))
+	if (!ASSERT_EQ(((struct rec *)v[0])->pid, 3, "kept_pid"))
 		goto cleanup;
 	proctab__free(t);
 	proctab__free(NULL);
-	if (!ASSERT_EQ(freed, 4, "freed"))
+	if (!ASSERT_EQ(freed, 4, "all_freed"))
 		goto cleanup;
 cleanup:;
 }
@@ -144,7 +144,7 @@ static void test_find_if_images(void)
 	struct rec *img1, *img2, *img3;
 	uint32_t want;
 
-	if (!ASSERT_TRUE(t != NULL, "t != NULL"))
+	if (!ASSERT_TRUE(t != NULL, "table_new"))
 		goto cleanup;
 	img1 = proctab__get(t, 7);
 	if (!ASSERT_TRUE(img1 != NULL, "image 1"))
@@ -327,7 +327,7 @@ static void test_sweep_takes_every_gone_process(void)
 	uint32_t first = 4100000, n = 1000; /* above pid_max's default: no such processes */
 	uint32_t left = 0;
 
-	if (!ASSERT_TRUE(t, "t"))
+	if (!ASSERT_TRUE(t, "table_new"))
 		goto cleanup;
 	gone_calls = 0;
 	for (uint32_t i = 0; i < n; i++)

@@ -49,7 +49,7 @@ static const char *const *cg(void *ctx, uint32_t pid)
 	return pid == 10 ? odd : pid == 40 ? pod : unit;
 }
 
-static const struct gp_snap *given(void *st, struct gp_run *run, const char *kind, uint32_t pid)
+static const struct gp_snap *given(void *st, struct gp_run *run, enum gp_snap_kind kind, uint32_t pid)
 {
 	(void)run, (void)kind, (void)pid;
 	return st;
@@ -75,6 +75,7 @@ static char *render_at(const struct gp_mode *const *modes, const struct gp_snap 
 	for (int i = 0; i < n; i++) {
 		fake[i] = *modes[i];
 		fake[i].snapshot = given;
+		fake[i].report_files = NULL; /* st is the snapshot here */
 		run.slot[i].m = &fake[i];
 		run.slot[i].st = (void *)snaps[i];
 	}
@@ -115,7 +116,7 @@ static const struct gp_snap *ml_snap(struct ml_snap *s, struct memleak *ml, uint
 		memcpy(s->pids[i].comm, s->d.procs[i].comm, sizeof(s->pids[i].comm));
 	}
 	s->drops[0] = (struct gp_snap_drop){ GP_R_RINGBUF_FULL, ringbuf_full };
-	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = "scrape", .pids = s->pids,
+	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = GP_SNAP_SCRAPE, .pids = s->pids,
 				   .nr_pids = s->d.nr_procs, .drops = s->drops, .nr_drops = 1 };
 	return &s->hdr;
 }
@@ -146,7 +147,7 @@ static const struct gp_snap *ct_snap(struct ct_snap *s, struct cudatrace *ct, ui
 	s->nr_procs = n;
 	s->max_kernel_series = max_series;
 	s->latency = true;
-	s->hdr = (struct gp_snap){ .mode = "cudatrace", .kind = "scrape", .pids = s->pids, .nr_pids = n };
+	s->hdr = (struct gp_snap){ .mode = "cudatrace", .kind = GP_SNAP_SCRAPE, .pids = s->pids, .nr_pids = n };
 	return &s->hdr;
 }
 
@@ -162,7 +163,7 @@ static const struct gp_snap *bw_snap(struct bw_snap *s, struct bandwidth *bw, ui
 	free(s->pids);
 	bandwidth__snapshot(bw, 0, &s->d);
 	s->pids = calloc(s->d.nr_procs + 1, sizeof(*s->pids));
-	s->hdr = (struct gp_snap){ .mode = "bandwidth", .kind = "scrape", .pids = s->pids,
+	s->hdr = (struct gp_snap){ .mode = "bandwidth", .kind = GP_SNAP_SCRAPE, .pids = s->pids,
 				   .drops = s->drops, .nr_drops = 1 };
 	for (size_t i = 0; s->pids && i < s->d.nr_procs; i++) {
 		struct gp_snap_pid *pp = &s->pids[s->hdr.nr_pids];
@@ -1463,7 +1464,7 @@ static char *render_ioctl(struct ioc_proc *procs, size_t n, uint64_t max)
 		snprintf(pids[i].comm, sizeof(pids[i].comm), "%s", procs[i].comm);
 	}
 	s.drops[0] = (struct gp_snap_drop){ GP_R_COUNTER_TABLE_FULL, 2 };
-	s.hdr = (struct gp_snap){ .mode = "ioctl", .kind = "scrape", .pids = pids, .nr_pids = n,
+	s.hdr = (struct gp_snap){ .mode = "ioctl", .kind = GP_SNAP_SCRAPE, .pids = pids, .nr_pids = n,
 				  .drops = s.drops, .nr_drops = 1 };
 	return render(IOC, snaps, 1, 2e-6);
 }

@@ -36,13 +36,13 @@ static void test_line_311_hand_made(void)
 	unsigned int i;
 
 	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-		if (!ASSERT_EQ(pystack__line_311(t, sizeof(t), 10, (long)i), want[i], "pystack__line_311(t, sizeof(t), 10, (long)i)"))
+		if (!ASSERT_EQ(pystack__line_311(t, sizeof(t), 10, (long)i), want[i], "line_at_unit"))
 			goto cleanup;
-	if (!ASSERT_EQ(pystack__line_311(t, sizeof(t), 10, 11), -1, "pystack__line_311(t, sizeof(t), 10, 11)"))
+	if (!ASSERT_EQ(pystack__line_311(t, sizeof(t), 10, 11), -1, "past_the_table"))
 		goto cleanup;	/* past the end */
-	if (!ASSERT_EQ(pystack__line_311(t, sizeof(t), 10, -1), 10, "pystack__line_311(t, sizeof(t), 10, -1)"))
+	if (!ASSERT_EQ(pystack__line_311(t, sizeof(t), 10, -1), 10, "before_first_unit"))
 		goto cleanup;	/* before the first */
-	if (!ASSERT_EQ(pystack__line_311(t, 1, 10, 5), -1, "pystack__line_311(t, 1, 10, 5)"))
+	if (!ASSERT_EQ(pystack__line_311(t, 1, 10, 5), -1, "truncated_table"))
 		goto cleanup;	/* cut short: no overrun */
 	if (!ASSERT_EQ(pystack__line_311((const unsigned char *)"\x01\x02", 2, 10, 0), -1, "pystack__line_311((const unsigned char *)x01x02, 2, 10, 0)"))
 		goto cleanup;
@@ -53,19 +53,19 @@ static void test_line_310_hand_made(void)
 {
 	/* (bytes, line delta) pairs; -128: no line */
 	static const unsigned char t[] = { 4, 1, 6, 0, 2, 0x80, 8, 0xfe };
-	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 0), 21, "pystack__line_310(t, sizeof(t), 20, 0)"))
+	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 0), 21, "first_unit"))
 		goto cleanup;
-	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 3), 21, "pystack__line_310(t, sizeof(t), 20, 3)"))
+	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 3), 21, "last_unit_of_entry"))
 		goto cleanup;
-	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 4), 21, "pystack__line_310(t, sizeof(t), 20, 4)"))
+	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 4), 21, "next_entry"))
 		goto cleanup;
-	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 10), -1, "pystack__line_310(t, sizeof(t), 20, 10)"))
+	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 10), -1, "no_line"))
 		goto cleanup;
-	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 12), 19, "pystack__line_310(t, sizeof(t), 20, 12)"))
+	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 12), 19, "negative_delta"))
 		goto cleanup;
-	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 20), -1, "pystack__line_310(t, sizeof(t), 20, 20)"))
+	if (!ASSERT_EQ(pystack__line_310(t, sizeof(t), 20, 20), -1, "past_the_table"))
 		goto cleanup;
-	if (!ASSERT_EQ(pystack__line_310(t, 1, 20, 0), -1, "pystack__line_310(t, 1, 20, 0)"))
+	if (!ASSERT_EQ(pystack__line_310(t, 1, 20, 0), -1, "truncated_table"))
 		goto cleanup;
 cleanup:;
 }
@@ -152,15 +152,15 @@ static void test_lines_match_cpython(void)
 			printf("# %s: not here, skipped\n", pys[i].python);
 			continue;
 		}
-		if (!ASSERT_EQ(bad, 0, "bad"))
+		if (!ASSERT_EQ(bad, 0, "lines_as_co_lines"))
 			goto cleanup;
-		if (!ASSERT_TRUE(checked > 20, "checked > 20"))
+		if (!ASSERT_TRUE(checked > 20, "units_checked"))
 			goto cleanup;
 		printf("# %s: %d code units agree with co_lines()\n", pys[i].python,
 		       checked);
 		found++;
 	}
-	if (!ASSERT_TRUE(found >= 1, "found >= 1"))
+	if (!ASSERT_TRUE(found >= 1, "pythons_found"))
 		goto cleanup;	/* Debian's python3.11 at least (make deps) */
 cleanup:;
 }
@@ -207,24 +207,24 @@ static void inspect_one(const char *python, unsigned int minor, const char *want
 	close(out);
 	if (ret)
 		printf("#   %s: %s\n", python, err);
-	if (!ASSERT_EQ(ret, 0, "ret"))
+	if (!ASSERT_EQ(ret, 0, "inspect"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(ver, want_ver, "ver"))
+	if (!ASSERT_STR_EQ(ver, want_ver, "version_text"))
 		goto cleanup;
-	if (!ASSERT_EQ((pp.version_hex >> 16) & 0xff, minor, "(pp.version_hex >> 16) & 0xff"))
+	if (!ASSERT_EQ((pp.version_hex >> 16) & 0xff, minor, "version_minor"))
 		goto cleanup;
-	if (!ASSERT_TRUE(pp.runtime_addr != 0, "pp.runtime_addr != 0"))
+	if (!ASSERT_TRUE(pp.runtime_addr != 0, "runtime_found"))
 		goto cleanup;
-	if (!ASSERT_EQ(pp.instr_is_int, minor < 11, "pp.instr_is_int"))
+	if (!ASSERT_EQ(pp.instr_is_int, minor < 11, "instr_is_int"))
 		goto cleanup;
 	/* whatever source the offsets came from, they are the headers' */
-	if (!ASSERT_EQ(pp.frame_previous, (unsigned)py_offsets_gen[minor - 10].frame_previous, "pp.frame_previous"))
+	if (!ASSERT_EQ(pp.frame_previous, (unsigned)py_offsets_gen[minor - 10].frame_previous, "frame_previous_offset"))
 		goto cleanup;
-	if (!ASSERT_EQ(pp.frame_code, (unsigned)py_offsets_gen[minor - 10].frame_code, "pp.frame_code"))
+	if (!ASSERT_EQ(pp.frame_code, (unsigned)py_offsets_gen[minor - 10].frame_code, "frame_code_offset"))
 		goto cleanup;
-	if (!ASSERT_EQ(pp.interp_threads_head, (unsigned)py_offsets_gen[minor - 10].interp_threads_head, "pp.interp_threads_head"))
+	if (!ASSERT_EQ(pp.interp_threads_head, (unsigned)py_offsets_gen[minor - 10].interp_threads_head, "interp_threads_head_offset"))
 		goto cleanup;
-	if (!ASSERT_EQ(pp.tstate_next, (unsigned)py_offsets_gen[minor - 10].tstate_next, "pp.tstate_next"))
+	if (!ASSERT_EQ(pp.tstate_next, (unsigned)py_offsets_gen[minor - 10].tstate_next, "tstate_next_offset"))
 		goto cleanup;
 	if (!ASSERT_EQ(pp.tstate_native_thread_id,
 		       minor >= 11 ? (unsigned)py_offsets_gen[minor - 10].tstate_native_thread_id : GP_PY_NONE,
@@ -266,12 +266,12 @@ static void test_not_python(void)
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "no CPython", "contains no CPython"))
 		goto cleanup;
-	if (!ASSERT_EQ(pystack__inspect(ps, 0, &pp, NULL, 0, err, sizeof(err)), -EINVAL, "pystack__inspect(ps, 0, &pp, NULL, 0, err, sizeof(err))"))
+	if (!ASSERT_EQ(pystack__inspect(ps, 0, &pp, NULL, 0, err, sizeof(err)), -EINVAL, "pid_0_refused"))
 		goto cleanup;
 	/* a pid never inspected: the address, never a guess */
-	if (!ASSERT_EQ(pystack__format(ps, getpid(), &f, buf, sizeof(buf)), -ENOENT, "pystack__format(ps, getpid(), &f, buf, sizeof(buf))"))
+	if (!ASSERT_EQ(pystack__format(ps, getpid(), &f, buf, sizeof(buf)), -ENOENT, "format_unknown_pid"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, "0x1000 (?)", "buf"))
+	if (!ASSERT_STR_EQ(buf, "0x1000 (?)", "address_only"))
 		goto cleanup;
 	pystack__forget_pid(ps, getpid());
 cleanup:

@@ -122,17 +122,17 @@ static void test_regular_file_opens(void)
 	id = id_of(p);
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/real.so", &id, err,
 			      sizeof(err));
-	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+	if (!ASSERT_TRUE(fd >= 0, "real_opens"))
 		goto cleanup;
-	if (!ASSERT_EQ(read(fd, buf, sizeof(buf) - 1), 6, "read(fd, buf, sizeof(buf) - 1)"))
+	if (!ASSERT_EQ(read(fd, buf, sizeof(buf) - 1), 6, "content_length"))
 		goto cleanup;
 	close(fd);
-	if (!ASSERT_STR_EQ(buf, "inside", "buf"))
+	if (!ASSERT_STR_EQ(buf, "inside", "content"))
 		goto cleanup;
 	/* O_NONBLOCK must not leak into the readable descriptor's use */
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/link.so", &id, err,
 			      sizeof(err));
-	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+	if (!ASSERT_TRUE(fd >= 0, "link_inside_opens"))
 		goto cleanup;	/* a symlink inside the root is fine */
 cleanup:
 	close(fd);
@@ -149,11 +149,11 @@ static void test_fifo_refused_without_blocking(void)
 	id = id_of(p);	/* even with the FIFO's own identity */
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/fifo.so", &id, err,
 			      sizeof(err));
-	if (!ASSERT_EQ(fd, -EINVAL, "fd"))
+	if (!ASSERT_EQ(fd, -EINVAL, "fifo_refused"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "not a regular file", "contains not a regular file"))
 		goto cleanup;
-	if (!ASSERT_TRUE(time(NULL) - t0 < 2, "time(NULL) - t0 < 2"))
+	if (!ASSERT_TRUE(time(NULL) - t0 < 2, "fifo_no_block"))
 		goto cleanup;
 cleanup:;
 }
@@ -166,12 +166,12 @@ static void test_device_refused(void)
 
 	snprintf(p, sizeof(p), "%s/lib/dev.so", root);
 	/* /dev/zero's numbers: an open of a device node is never attempted */
-	if (!ASSERT_EQ(mknod(p, S_IFCHR | 0644, makedev(1, 5)), 0, "mknod(p, S_IFCHR | 0644, makedev(1, 5))"))
+	if (!ASSERT_EQ(mknod(p, S_IFCHR | 0644, makedev(1, 5)), 0, "mknod"))
 		goto cleanup;
 	id = id_of(p);
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/dev.so", &id, err,
 			      sizeof(err));
-	if (!ASSERT_EQ(fd, -EINVAL, "fd"))
+	if (!ASSERT_EQ(fd, -EINVAL, "device_refused"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "not a regular file", "contains not a regular file"))
 		goto cleanup;
@@ -181,7 +181,7 @@ static void test_device_refused(void)
 		goto cleanup;
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/devlink.so", NULL, err,
 			      sizeof(err));
-	if (!ASSERT_EQ(fd, -ENOENT, "fd"))
+	if (!ASSERT_EQ(fd, -ENOENT, "host_device_link_absent"))
 		goto cleanup;
 cleanup:;
 }
@@ -194,22 +194,22 @@ static void test_symlinks_cannot_escape_root(void)
 
 	snprintf(p, sizeof(p), "%s/secret", tmp);
 	secret = id_of(p);
-	if (!ASSERT_TRUE(secret.ino != 0, "secret.ino != 0"))
+	if (!ASSERT_TRUE(secret.ino != 0, "secret_exists"))
 		goto cleanup;
 	/* relative "..": clamped at the root, where there is no "secret" */
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/up.so", &secret, err,
 			      sizeof(err));
-	if (!ASSERT_EQ(fd, -ENOENT, "fd"))
+	if (!ASSERT_EQ(fd, -ENOENT, "relative_up_clamped"))
 		goto cleanup;
 	/* absolute target: resolved below the root, not the host's "/" */
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/abs.so", &secret, err,
 			      sizeof(err));
-	if (!ASSERT_EQ(fd, -ENOENT, "fd"))
+	if (!ASSERT_EQ(fd, -ENOENT, "absolute_link_inside_root"))
 		goto cleanup;
 	/* ".." in the path itself */
 	fd = safe_open_mapped(tmp, FAKE_PID, "/../../../secret", NULL, err,
 			      sizeof(err));
-	if (!ASSERT_EQ(fd, -ENOENT, "fd"))
+	if (!ASSERT_EQ(fd, -ENOENT, "dotdot_clamped"))
 		goto cleanup;
 	/* and once a copy of the name exists inside, that is what opens */
 	snprintf(p, sizeof(p), "%s/secret", root);
@@ -217,7 +217,7 @@ static void test_symlinks_cannot_escape_root(void)
 		goto cleanup;
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/up.so", &secret, err,
 			      sizeof(err));
-	if (!ASSERT_EQ(fd, -ESTALE, "fd"))
+	if (!ASSERT_EQ(fd, -ESTALE, "decoy_not_the_mapped_file"))
 		goto cleanup;	/* the decoy is not the host file */
 cleanup:
 	unlink(p);
@@ -260,7 +260,7 @@ static void test_bad_arguments(void)
 	if (!ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, "lib/real.so", NULL, err,
 				   sizeof(err)), -EINVAL, "safe_open_mapped(tmp, FAKE_PID, lib/real.so, NULL, err, s..."))
 		goto cleanup;
-	if (!ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, NULL, NULL, NULL, 0), -EINVAL, "safe_open_mapped(tmp, FAKE_PID, NULL, NULL, NULL, 0)"))
+	if (!ASSERT_EQ(safe_open_mapped(tmp, FAKE_PID, NULL, NULL, NULL, 0), -EINVAL, "null_path"))
 		goto cleanup;
 	if (!ASSERT_EQ(safe_open_mapped(tmp, 99999999, "/lib/real.so", NULL, err,
 				   sizeof(err)), -ENOENT, "safe_open_mapped(tmp, 99999999, /lib/real.so, NULL, err, ..."))
@@ -279,11 +279,11 @@ static void test_magic_link_refused(void)
 
 	fd = safe_open_mapped(NULL, getpid(), "/proc/self/exe", NULL, err,
 			      sizeof(err));
-	if (!ASSERT_EQ(fd, -ELOOP, "fd"))
+	if (!ASSERT_EQ(fd, -ELOOP, "magic_exe_refused"))
 		goto cleanup;
 	fd = safe_open_mapped(NULL, getpid(), "/proc/self/root/etc/hostname",
 			      NULL, err, sizeof(err));
-	if (!ASSERT_EQ(fd, -ELOOP, "fd"))
+	if (!ASSERT_EQ(fd, -ELOOP, "magic_root_refused"))
 		goto cleanup;
 cleanup:;
 }
@@ -315,22 +315,22 @@ static void test_real_process(void)
 	int fd;
 
 	n = readlink("/proc/self/exe", f.exe, sizeof(f.exe) - 1);
-	if (!ASSERT_TRUE(n > 0, "n > 0"))
+	if (!ASSERT_TRUE(n > 0, "readlink_exe"))
 		goto cleanup;
-	if (!ASSERT_EQ(procmaps__foreach(NULL, getpid(), find_exe_cb, &f), 0, "procmaps__foreach(NULL, getpid(), find_exe_cb, &f)"))
+	if (!ASSERT_EQ(procmaps__foreach(NULL, getpid(), find_exe_cb, &f), 0, "foreach_maps"))
 		goto cleanup;
-	if (!ASSERT_TRUE(f.found, "f.found"))
+	if (!ASSERT_TRUE(f.found, "exe_mapped"))
 		goto cleanup;
 	id.dev_major = f.hit.dev_major;
 	id.dev_minor = f.hit.dev_minor;
 	id.ino = f.hit.inode;
 	fd = safe_open_mapped(NULL, getpid(), f.exe, &id, err, sizeof(err));
-	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+	if (!ASSERT_TRUE(fd >= 0, "exe_by_path"))
 		goto cleanup;
 	close(fd);
 	fd = safe_open_map_file(NULL, getpid(), f.hit.start, f.hit.end, &id,
 				err, sizeof(err));
-	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+	if (!ASSERT_TRUE(fd >= 0, "exe_by_map_files"))
 		goto cleanup;
 	close(fd);
 	bad = id;
@@ -351,13 +351,13 @@ static void test_fake_map_files(void)
 	if (!ASSERT_EQ(safe_open_map_file(tmp, FAKE_PID, 0x1000, 0x2000, NULL, err,
 				     sizeof(err)), -EINVAL, "safe_open_map_file(tmp, FAKE_PID, 0x1000, 0x2000, NULL, e..."))
 		goto cleanup;
-	if (!ASSERT_TRUE(time(NULL) - t0 < 2, "time(NULL) - t0 < 2"))
+	if (!ASSERT_TRUE(time(NULL) - t0 < 2, "map_files_no_block"))
 		goto cleanup;
 	snprintf(p, sizeof(p), "%s/lib/real.so", root);
 	id = id_of(p);
 	fd = safe_open_map_file(tmp, FAKE_PID, 0x3000, 0x4000, &id, err,
 				sizeof(err));
-	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+	if (!ASSERT_TRUE(fd >= 0, "map_files_opens"))
 		goto cleanup;
 	close(fd);
 	if (!ASSERT_EQ(safe_open_map_file(tmp, FAKE_PID, 0x5000, 0x6000, NULL, err,
@@ -401,58 +401,58 @@ static void test_safe_elf_begin(void)
 
 	snprintf(p, sizeof(p), "%s/bad.elf", tmp);
 	/* 65535 section headers in a 576-byte file: refused before libelf sizes them */
-	if (!ASSERT_EQ(write_elf(p, 64, 65535, sizeof(Elf64_Shdr)), 0, "write_elf(p, 64, 65535, sizeof(Elf64_Shdr))"))
+	if (!ASSERT_EQ(write_elf(p, 64, 65535, sizeof(Elf64_Shdr)), 0, "write_many_headers"))
 		goto cleanup;
 	fd = open(p, O_RDONLY);
-	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+	if (!ASSERT_TRUE(fd >= 0, "open_many_headers"))
 		goto cleanup;
 	elf = safe_elf_begin(fd, err, sizeof(err));
-	if (!ASSERT_TRUE(elf == NULL, "elf == NULL"))
+	if (!ASSERT_TRUE(elf == NULL, "many_headers_refused"))
 		goto cleanup;
-	if (!ASSERT_EQ(errno, EBADMSG, "errno"))
+	if (!ASSERT_EQ(errno, EBADMSG, "many_headers_errno"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "past the end", "contains past the end"))
 		goto cleanup;
 	close(fd);
 	/* a table offset beyond the file */
-	if (!ASSERT_EQ(write_elf(p, 1ull << 40, 1, sizeof(Elf64_Shdr)), 0, "write_elf(p, 1ull << 40, 1, sizeof(Elf64_Shdr))"))
+	if (!ASSERT_EQ(write_elf(p, 1ull << 40, 1, sizeof(Elf64_Shdr)), 0, "write_far_table"))
 		goto cleanup;
 	fd = open(p, O_RDONLY);
 	elf = safe_elf_begin(fd, err, sizeof(err));
-	if (!ASSERT_TRUE(elf == NULL, "elf == NULL"))
+	if (!ASSERT_TRUE(elf == NULL, "far_table_refused"))
 		goto cleanup;
 	close(fd);
 	/* a wrong entry size */
-	if (!ASSERT_EQ(write_elf(p, 64, 2, 12), 0, "write_elf(p, 64, 2, 12)"))
+	if (!ASSERT_EQ(write_elf(p, 64, 2, 12), 0, "write_wrong_entsize"))
 		goto cleanup;
 	fd = open(p, O_RDONLY);
 	elf = safe_elf_begin(fd, err, sizeof(err));
-	if (!ASSERT_TRUE(elf == NULL, "elf == NULL"))
+	if (!ASSERT_TRUE(elf == NULL, "wrong_entsize_refused"))
 		goto cleanup;
 	close(fd);
 	/* not ELF at all */
 	snprintf(p, sizeof(p), "%s/lib/real.so", root);
 	fd = open(p, O_RDONLY);
 	elf = safe_elf_begin(fd, err, sizeof(err));
-	if (!ASSERT_TRUE(elf == NULL, "elf == NULL"))
+	if (!ASSERT_TRUE(elf == NULL, "not_elf_refused"))
 		goto cleanup;
-	if (!ASSERT_EQ(errno, ENOEXEC, "errno"))
+	if (!ASSERT_EQ(errno, ENOEXEC, "not_elf_errno"))
 		goto cleanup;
 	close(fd);
 	/* two section headers inside the file: fine */
 	snprintf(p, sizeof(p), "%s/ok.elf", tmp);
-	if (!ASSERT_EQ(write_elf(p, 64, 2, sizeof(Elf64_Shdr)), 0, "write_elf(p, 64, 2, sizeof(Elf64_Shdr))"))
+	if (!ASSERT_EQ(write_elf(p, 64, 2, sizeof(Elf64_Shdr)), 0, "write_sane_elf"))
 		goto cleanup;
 	fd = open(p, O_RDONLY);
 	elf = safe_elf_begin(fd, err, sizeof(err));
-	if (!ASSERT_TRUE(elf != NULL, "elf != NULL"))
+	if (!ASSERT_TRUE(elf != NULL, "sane_elf_opens"))
 		goto cleanup;
 	elf_end(elf);
 	close(fd);
 	/* and a real one: this test binary */
 	fd = open("/proc/self/exe", O_RDONLY);
 	elf = safe_elf_begin(fd, err, sizeof(err));
-	if (!ASSERT_TRUE(elf != NULL, "elf != NULL"))
+	if (!ASSERT_TRUE(elf != NULL, "own_binary_opens"))
 		goto cleanup;
 	elf_end(elf);
 cleanup:

@@ -191,25 +191,25 @@ static void test_demangle(void)
 	char buf[128];
 
 	symbolize__demangle("_Z2k1Pfi", buf, sizeof(buf));
-	if (!ASSERT_STR_EQ(buf, "k1(float*, int)", "buf"))
+	if (!ASSERT_STR_EQ(buf, "k1(float*, int)", "demangled"))
 		goto cleanup;
 	symbolize__demangle("_ZN3gpu", buf, sizeof(buf));
-	if (!ASSERT_STR_EQ(buf, "_ZN3gpu", "buf"))
+	if (!ASSERT_STR_EQ(buf, "_ZN3gpu", "invalid_kept"))
 		goto cleanup;	/* invalid: kept */
 	symbolize__demangle("_ZN3gpu6kernelEv", buf, sizeof(buf));
-	if (!ASSERT_STR_EQ(buf, "gpu::kernel()", "buf"))
+	if (!ASSERT_STR_EQ(buf, "gpu::kernel()", "nested_name"))
 		goto cleanup;
 	symbolize__demangle("cuLaunchKernel", buf, sizeof(buf));
-	if (!ASSERT_STR_EQ(buf, "cuLaunchKernel", "buf"))
+	if (!ASSERT_STR_EQ(buf, "cuLaunchKernel", "c_name_kept"))
 		goto cleanup;
 	symbolize__demangle("_Z", buf, sizeof(buf));
-	if (!ASSERT_STR_EQ(buf, "_Z", "buf"))
+	if (!ASSERT_STR_EQ(buf, "_Z", "bare_prefix_kept"))
 		goto cleanup;
 	symbolize__demangle(NULL, buf, sizeof(buf));
-	if (!ASSERT_STR_EQ(buf, "", "buf"))
+	if (!ASSERT_STR_EQ(buf, "", "null_name"))
 		goto cleanup;
 	symbolize__demangle("_Z2k1Pfi", buf, 5);
-	if (!ASSERT_STR_EQ(buf, "k1(f", "buf"))
+	if (!ASSERT_STR_EQ(buf, "k1(f", "truncated"))
 		goto cleanup;
 	symbolize__demangle("_Z2k1Pfi", NULL, 0);	/* no crash */
 cleanup:;
@@ -220,24 +220,24 @@ static void test_self_function(void)
 	struct symbolizer *s = symbolizer__new("/proc");
 	char buf[512], want[512];
 
-	if (!ASSERT_TRUE(s, "s"))
+	if (!ASSERT_TRUE(s, "symbolizer_new"))
 		goto cleanup;
 	if (!ASSERT_EQ(symbolizer__format(s, getpid(),
 				     addr_of(&some_noinline_function) + 4,
-				     buf, sizeof(buf)), 0, "symbolizer__format(s, getpid(), addr_of(&some_noinline_fu..."))
+				     buf, sizeof(buf)), 0, "format_own_function"))
 		goto cleanup;
 	snprintf(want, sizeof(want), "some_noinline_function+0x4 (%s)",
 		 exe_name);
-	if (!ASSERT_STR_EQ(buf, want, "buf"))
+	if (!ASSERT_STR_EQ(buf, want, "own_function"))
 		goto cleanup;
 	/* second time from the caches */
 	if (!ASSERT_EQ(symbolizer__format(s, getpid(),
 				     addr_of(&some_noinline_function),
-				     buf, sizeof(buf)), 0, "symbolizer__format(s, getpid(), addr_of(&some_noinline_fu..."))
+				     buf, sizeof(buf)), 0, "format_from_cache"))
 		goto cleanup;
 	snprintf(want, sizeof(want), "some_noinline_function+0x0 (%s)",
 		 exe_name);
-	if (!ASSERT_STR_EQ(buf, want, "buf"))
+	if (!ASSERT_STR_EQ(buf, want, "from_cache"))
 		goto cleanup;
 cleanup:
 	symbolizer__free(s);
@@ -249,13 +249,13 @@ static void test_cxx_name(void)
 	struct symbolizer *s = symbolizer__new(NULL);
 	char buf[512], want[512];
 
-	if (!ASSERT_TRUE(s, "s"))
+	if (!ASSERT_TRUE(s, "symbolizer_new"))
 		goto cleanup;
 	if (!ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(&k1_impl) + 4, buf,
-				     sizeof(buf)), 0, "symbolizer__format(s, getpid(), addr_of(&k1_impl) + 4, bu..."))
+				     sizeof(buf)), 0, "format_cxx"))
 		goto cleanup;
 	snprintf(want, sizeof(want), "k1(float*, int)+0x4 (%s)", exe_name);
-	if (!ASSERT_STR_EQ(buf, want, "buf"))
+	if (!ASSERT_STR_EQ(buf, want, "cxx_name"))
 		goto cleanup;
 cleanup:
 	symbolizer__free(s);
@@ -266,16 +266,16 @@ static void test_libc(void)
 	struct symbolizer *s = symbolizer__new("/proc");
 	char buf[512];
 
-	if (!ASSERT_TRUE(s, "s"))
+	if (!ASSERT_TRUE(s, "symbolizer_new"))
 		goto cleanup;
 	/* not malloc: under ASan that resolves to the interceptor */
 	if (!ASSERT_EQ(symbolizer__format(s, getpid(),
 				     addr_of(&gnu_get_libc_version) + 1,
-				     buf, sizeof(buf)), 0, "symbolizer__format(s, getpid(), addr_of(&gnu_get_libc_ver..."))
+				     buf, sizeof(buf)), 0, "format_libc"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(buf, "(libc.so.6)", "contains (libc.so.6)"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, "gnu_get_libc_version+0x1 (libc.so.6)", "buf"))
+	if (!ASSERT_STR_EQ(buf, "gnu_get_libc_version+0x1 (libc.so.6)", "libc_function"))
 		goto cleanup;
 cleanup:
 	symbolizer__free(s);
@@ -288,48 +288,48 @@ static void test_unsymbolized(void)
 	void *anon = MAP_FAILED, *data = MAP_FAILED;
 	int fd = -1;
 
-	if (!ASSERT_TRUE(s, "s"))
+	if (!ASSERT_TRUE(s, "symbolizer_new"))
 		goto cleanup;
 	/* map first: a miss right after the maps were read is not re-read */
 	anon = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (!ASSERT_TRUE(anon != MAP_FAILED, "anon != MAP_FAILED"))
+	if (!ASSERT_TRUE(anon != MAP_FAILED, "mmap_anon"))
 		goto cleanup;
 	snprintf(path, sizeof(path), "%s/data.bin", tmp_root);
-	if (!ASSERT_EQ(write_str(path, "just some data, not an ELF file\n"), 0, "write_str(path, just some data, not an ELF file)"))
+	if (!ASSERT_EQ(write_str(path, "just some data, not an ELF file\n"), 0, "write_data_file"))
 		goto cleanup;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+	if (!ASSERT_TRUE(fd >= 0, "open_data_file"))
 		goto cleanup;
 	data = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
-	if (!ASSERT_TRUE(data != MAP_FAILED, "data != MAP_FAILED"))
+	if (!ASSERT_TRUE(data != MAP_FAILED, "mmap_data_file"))
 		goto cleanup;
 
 	/* no mapping at all */
-	if (!ASSERT_EQ(symbolizer__format(s, getpid(), 0x10, buf, sizeof(buf)), 1, "symbolizer__format(s, getpid(), 0x10, buf, sizeof(buf))"))
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(), 0x10, buf, sizeof(buf)), 1, "format_unmapped"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, "0x10", "buf"))
+	if (!ASSERT_STR_EQ(buf, "0x10", "unmapped_address"))
 		goto cleanup;
 
 	/* anonymous mapping (think JIT code) */
 	if (!ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(anon) + 8, buf,
-				     sizeof(buf)), 1, "symbolizer__format(s, getpid(), addr_of(anon) + 8, buf, s..."))
+				     sizeof(buf)), 1, "format_anonymous"))
 		goto cleanup;
 	snprintf(want, sizeof(want), "0x%llx", addr_of(anon) + 8);
-	if (!ASSERT_STR_EQ(buf, want, "buf"))
+	if (!ASSERT_STR_EQ(buf, want, "anonymous_address"))
 		goto cleanup;
 
 	/* a mapped file without symbols: "0x.. (name)" (and cached as such) */
 	snprintf(want, sizeof(want), "0x%llx (data.bin)", addr_of(data) + 3);
 	if (!ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(data) + 3, buf,
-				     sizeof(buf)), 1, "symbolizer__format(s, getpid(), addr_of(data) + 3, buf, s..."))
+				     sizeof(buf)), 1, "format_no_symbols"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, want, "buf"))
+	if (!ASSERT_STR_EQ(buf, want, "file_name_only"))
 		goto cleanup;
 	if (!ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(data) + 3, buf,
-				     sizeof(buf)), 1, "symbolizer__format(s, getpid(), addr_of(data) + 3, buf, s..."))
+				     sizeof(buf)), 1, "format_no_symbols_cached"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, want, "buf"))
+	if (!ASSERT_STR_EQ(buf, want, "file_name_only_cached"))
 		goto cleanup;
 	munmap(anon, 4096);
 	munmap(data, 4096);
@@ -337,16 +337,16 @@ static void test_unsymbolized(void)
 	/* truncation is safe */
 	if (!ASSERT_EQ(symbolizer__format(s, getpid(),
 				     addr_of(&some_noinline_function), buf, 8),
-		  0, "symbolizer__format(s, getpid(), addr_of(&some_noinline_fu..."))
+		  0, "format_truncated"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, "some_no", "buf"))
+	if (!ASSERT_STR_EQ(buf, "some_no", "truncated_name"))
 		goto cleanup;
-	if (!ASSERT_EQ(symbolizer__format(s, getpid(), 0x10, buf, 0), -EINVAL, "symbolizer__format(s, getpid(), 0x10, buf, 0)"))
+	if (!ASSERT_EQ(symbolizer__format(s, getpid(), 0x10, buf, 0), -EINVAL, "zero_length_refused"))
 		goto cleanup;
 	if (!ASSERT_EQ(symbolizer__format(NULL, getpid(), 0x10, buf, sizeof(buf)),
-		  -EINVAL, "symbolizer__format(NULL, getpid(), 0x10, buf, sizeof(buf))"))
+		  -EINVAL, "null_symbolizer_refused"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, "0x10", "buf"))
+	if (!ASSERT_STR_EQ(buf, "0x10", "address_on_error"))
 		goto cleanup;
 cleanup:
 	symbolizer__free(s);
@@ -357,12 +357,12 @@ static void test_missing_pid(void)
 	struct symbolizer *s = symbolizer__new(tmp_root);
 	char buf[64];
 
-	if (!ASSERT_TRUE(s, "s"))
+	if (!ASSERT_TRUE(s, "symbolizer_new"))
 		goto cleanup;
 	if (!ASSERT_EQ(symbolizer__format(s, 4242, 0x1234, buf, sizeof(buf)),
-		  -ENOENT, "symbolizer__format(s, 4242, 0x1234, buf, sizeof(buf))"))
+		  -ENOENT, "missing_pid"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, "0x1234", "buf"))
+	if (!ASSERT_STR_EQ(buf, "0x1234", "missing_pid_address"))
 		goto cleanup;
 	symbolizer__forget_pid(s, 4242);	/* never cached: no-op */
 cleanup:
@@ -379,15 +379,15 @@ static void test_fake_root_eviction(void)
 	int pid, bad = 0;
 
 	maps = slurp("/proc/self/maps");
-	if (!ASSERT_TRUE(maps, "maps"))
+	if (!ASSERT_TRUE(maps, "read_maps"))
 		goto cleanup;
 	for (pid = 1; pid <= 300 && !bad; pid++)
 		bad = fake_pid("evict", pid, maps, root, sizeof(root));
 	free(maps);
-	if (!ASSERT_EQ(bad, 0, "bad"))
+	if (!ASSERT_EQ(bad, 0, "fake_pids_made"))
 		goto cleanup;
 	s = symbolizer__new(root);
-	if (!ASSERT_TRUE(s, "s"))
+	if (!ASSERT_TRUE(s, "symbolizer_new"))
 		goto cleanup;
 	snprintf(want, sizeof(want), "some_noinline_function+0x4 (%s)",
 		 exe_name);
@@ -405,7 +405,7 @@ static void test_fake_root_eviction(void)
 		     strcmp(buf, want)))
 		bad = 1;
 	symbolizer__free(s);
-	if (!ASSERT_EQ(bad, 0, "bad"))
+	if (!ASSERT_EQ(bad, 0, "every_pid_named"))
 		goto cleanup;
 cleanup:;
 }
@@ -422,30 +422,30 @@ static void test_map_files_fallback(void)
 	struct symbolizer *s = NULL;
 	struct map_entry e;
 
-	if (!ASSERT_TRUE(self_map(addr, &e), "self_map(addr, &e)"))
+	if (!ASSERT_TRUE(self_map(addr, &e), "own_mapping"))
 		goto cleanup;
 	snprintf(line, sizeof(line),
 		 "%llx-%llx %s %08llx %02x:%02x %llu /gone/%s (deleted)\n",
 		 e.start, e.end, e.perms, e.offset, e.dev_major, e.dev_minor,
 		 e.inode, exe_name);
-	if (!ASSERT_EQ(fake_pid("mapfiles", 77, line, root, sizeof(root)), 0, "fake_pid(mapfiles, 77, line, root, sizeof(root))"))
+	if (!ASSERT_EQ(fake_pid("mapfiles", 77, line, root, sizeof(root)), 0, "fake_pid"))
 		goto cleanup;
 	snprintf(link, sizeof(link), "%s/77/map_files", root);
-	if (!ASSERT_EQ(mkdir(link, 0755), 0, "mkdir(link, 0755)"))
+	if (!ASSERT_EQ(mkdir(link, 0755), 0, "mkdir_map_files"))
 		goto cleanup;
 	snprintf(link, sizeof(link), "%s/77/map_files/%llx-%llx", root,
 		 e.start, e.end);
-	if (!ASSERT_EQ(symlink(exe_path, link), 0, "symlink(exe_path, link)"))
+	if (!ASSERT_EQ(symlink(exe_path, link), 0, "map_files_link"))
 		goto cleanup;
 
 	s = symbolizer__new(root);
-	if (!ASSERT_TRUE(s, "s"))
+	if (!ASSERT_TRUE(s, "symbolizer_new"))
 		goto cleanup;
-	if (!ASSERT_EQ(symbolizer__format(s, 77, addr, buf, sizeof(buf)), 0, "symbolizer__format(s, 77, addr, buf, sizeof(buf))"))
+	if (!ASSERT_EQ(symbolizer__format(s, 77, addr, buf, sizeof(buf)), 0, "format_through_map_files"))
 		goto cleanup;
 	snprintf(want, sizeof(want), "some_noinline_function+0x4 (%s)",
 		 exe_name);
-	if (!ASSERT_STR_EQ(buf, want, "buf"))
+	if (!ASSERT_STR_EQ(buf, want, "named_through_map_files"))
 		goto cleanup;
 cleanup:
 	symbolizer__free(s);
@@ -470,12 +470,12 @@ static void test_offsets_and_exec(void)
 	char *maps;
 	int fd;
 
-	if (!ASSERT_TRUE(self_map(addr, &e), "self_map(addr, &e)"))
+	if (!ASSERT_TRUE(self_map(addr, &e), "own_mapping"))
 		goto cleanup;
 	file_off = addr - e.start + e.offset;
 	/* PIE: link-time vaddr = runtime address - load base (offset-0 map) */
 	maps = slurp("/proc/self/maps");
-	if (!ASSERT_TRUE(maps, "maps"))
+	if (!ASSERT_TRUE(maps, "read_maps"))
 		goto cleanup;
 	{
 		char *p = maps, *nl;
@@ -494,7 +494,7 @@ static void test_offsets_and_exec(void)
 		}
 	}
 	free(maps);
-	if (!ASSERT_TRUE(base != ~0ULL, "base != ~0ULL"))
+	if (!ASSERT_TRUE(base != ~0ULL, "load_base"))
 		goto cleanup;
 	vaddr = addr - base;
 
@@ -503,19 +503,19 @@ static void test_offsets_and_exec(void)
 		 "10000000-20000000 r-xp %08llx %02x:%02x %llu %s\n",
 		 (file_off & ~0xfffULL), e.dev_major, e.dev_minor, e.inode,
 		 e.path);
-	if (!ASSERT_EQ(fake_pid("offsets", 5, line, root, sizeof(root)), 0, "fake_pid(offsets, 5, line, root, sizeof(root))"))
+	if (!ASSERT_EQ(fake_pid("offsets", 5, line, root, sizeof(root)), 0, "fake_pid_shifted"))
 		goto cleanup;
 
 	/* 2: a copy of this binary patched to ET_EXEC */
 	snprintf(copy, sizeof(copy), "%s/exec-copy", tmp_root);
 	img = (unsigned char *)slurp(exe_path);	/* NUL-safe: sized below */
-	if (!ASSERT_TRUE(img, "img"))
+	if (!ASSERT_TRUE(img, "read_binary"))
 		goto cleanup;
-	if (!ASSERT_EQ(stat(exe_path, &st), 0, "stat(exe_path, &st)"))
+	if (!ASSERT_EQ(stat(exe_path, &st), 0, "stat_binary"))
 		goto cleanup;
 	len = (size_t)st.st_size;
 	eh = (Elf64_Ehdr *)img;
-	if (!ASSERT_EQ(eh->e_type, ET_DYN, "eh->e_type"))
+	if (!ASSERT_EQ(eh->e_type, ET_DYN, "binary_is_pie"))
 		goto cleanup;
 	eh->e_type = ET_EXEC;
 	fd = open(copy, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
@@ -526,31 +526,31 @@ static void test_offsets_and_exec(void)
 		}
 	}
 	free(img);
-	if (!ASSERT_TRUE(fd >= 0, "fd >= 0"))
+	if (!ASSERT_TRUE(fd >= 0, "write_exec_copy"))
 		goto cleanup;
 	close(fd);
-	if (!ASSERT_EQ(stat(copy, &st), 0, "stat(copy, &st)"))
+	if (!ASSERT_EQ(stat(copy, &st), 0, "stat_exec_copy"))
 		goto cleanup;
 	snprintf(line, sizeof(line),
 		 "1000-40000000 r-xp 00000000 %02x:%02x %llu %s\n",
 		 major(st.st_dev), minor(st.st_dev),
 		 (unsigned long long)st.st_ino, copy);
-	if (!ASSERT_EQ(fake_pid("offsets", 6, line, root, sizeof(root)), 0, "fake_pid(offsets, 6, line, root, sizeof(root))"))
+	if (!ASSERT_EQ(fake_pid("offsets", 6, line, root, sizeof(root)), 0, "fake_pid_exec"))
 		goto cleanup;
 
 	s = symbolizer__new(root);
-	if (!ASSERT_TRUE(s, "s"))
+	if (!ASSERT_TRUE(s, "symbolizer_new"))
 		goto cleanup;
 	snprintf(want, sizeof(want), "some_noinline_function+0x4 (%s)",
 		 exe_name);
 	if (!ASSERT_EQ(symbolizer__format(s, 5, 0x10000000 + (file_off & 0xfff),
-				     buf, sizeof(buf)), 0, "symbolizer__format(s, 5, 0x10000000 + (file_off & 0xfff),..."))
+				     buf, sizeof(buf)), 0, "format_shifted"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, want, "buf"))
+	if (!ASSERT_STR_EQ(buf, want, "shifted_name"))
 		goto cleanup;
-	if (!ASSERT_EQ(symbolizer__format(s, 6, vaddr, buf, sizeof(buf)), 0, "symbolizer__format(s, 6, vaddr, buf, sizeof(buf))"))
+	if (!ASSERT_EQ(symbolizer__format(s, 6, vaddr, buf, sizeof(buf)), 0, "format_exec"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, "some_noinline_function+0x4 (exec-copy)", "buf"))
+	if (!ASSERT_STR_EQ(buf, "some_noinline_function+0x4 (exec-copy)", "exec_name"))
 		goto cleanup;
 cleanup:
 	symbolizer__free(s);
@@ -569,38 +569,38 @@ static void test_exited_keeps_maps(void)
 	char *maps;
 
 	maps = slurp("/proc/self/maps");
-	if (!ASSERT_TRUE(maps, "maps"))
+	if (!ASSERT_TRUE(maps, "read_maps"))
 		goto cleanup;
-	if (!ASSERT_EQ(fake_pid("zombie", 9, maps, root, sizeof(root)), 0, "fake_pid(zombie, 9, maps, root, sizeof(root))"))
+	if (!ASSERT_EQ(fake_pid("zombie", 9, maps, root, sizeof(root)), 0, "fake_pid_zombie"))
 		goto cleanup;
 	free(maps);
-	if (!ASSERT_EQ(fake_pid("zombie", 10, "", root, sizeof(root)), 0, "fake_pid(zombie, 10, , root, sizeof(root))"))
+	if (!ASSERT_EQ(fake_pid("zombie", 10, "", root, sizeof(root)), 0, "fake_pid_empty"))
 		goto cleanup;
 	s = symbolizer__new(root);
-	if (!ASSERT_TRUE(s, "s"))
+	if (!ASSERT_TRUE(s, "symbolizer_new"))
 		goto cleanup;
 	snprintf(want, sizeof(want), "some_noinline_function+0x4 (%s)",
 		 exe_name);
-	if (!ASSERT_EQ(symbolizer__format(s, 9, addr, buf, sizeof(buf)), 0, "symbolizer__format(s, 9, addr, buf, sizeof(buf))"))
+	if (!ASSERT_EQ(symbolizer__format(s, 9, addr, buf, sizeof(buf)), 0, "format_zombie"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, want, "buf"))
+	if (!ASSERT_STR_EQ(buf, want, "zombie_name"))
 		goto cleanup;
 
 	snprintf(path, sizeof(path), "%s/9/maps", root);
-	if (!ASSERT_EQ(write_str(path, ""), 0, "write_str(path, )"))
+	if (!ASSERT_EQ(write_str(path, ""), 0, "empty_maps"))
 		goto cleanup;
 	nanosleep(&ts, NULL);
 	/* miss -> re-read finds nothing -> old maps stay */
-	if (!ASSERT_EQ(symbolizer__format(s, 9, 0x10, buf, sizeof(buf)), 1, "symbolizer__format(s, 9, 0x10, buf, sizeof(buf))"))
+	if (!ASSERT_EQ(symbolizer__format(s, 9, 0x10, buf, sizeof(buf)), 1, "miss_after_exit"))
 		goto cleanup;
-	if (!ASSERT_EQ(symbolizer__format(s, 9, addr, buf, sizeof(buf)), 0, "symbolizer__format(s, 9, addr, buf, sizeof(buf))"))
+	if (!ASSERT_EQ(symbolizer__format(s, 9, addr, buf, sizeof(buf)), 0, "format_after_exit"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, want, "buf"))
+	if (!ASSERT_STR_EQ(buf, want, "kept_maps_name"))
 		goto cleanup;
 
-	if (!ASSERT_EQ(symbolizer__format(s, 10, 0x20, buf, sizeof(buf)), -ESRCH, "symbolizer__format(s, 10, 0x20, buf, sizeof(buf))"))
+	if (!ASSERT_EQ(symbolizer__format(s, 10, 0x20, buf, sizeof(buf)), -ESRCH, "never_seen_pid"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, "0x20", "buf"))
+	if (!ASSERT_STR_EQ(buf, "0x20", "never_seen_address"))
 		goto cleanup;
 cleanup:
 	symbolizer__free(s);
@@ -621,12 +621,12 @@ static void test_reread_after_dlopen(void)
 	void *h = NULL, *fn = NULL;
 	size_t i;
 
-	if (!ASSERT_TRUE(s, "s"))
+	if (!ASSERT_TRUE(s, "symbolizer_new"))
 		goto cleanup;
 	/* cache our maps now */
 	if (!ASSERT_EQ(symbolizer__format(s, getpid(),
 				     addr_of(&some_noinline_function), buf,
-				     sizeof(buf)), 0, "symbolizer__format(s, getpid(), addr_of(&some_noinline_fu..."))
+				     sizeof(buf)), 0, "format_before_dlopen"))
 		goto cleanup;
 	for (i = 0; i < sizeof(cand) / sizeof(cand[0]) && !fn; i++) {
 		if (procmaps__find_libs("/proc", getpid(), cand[i][0], &lib,
@@ -646,10 +646,10 @@ static void test_reread_after_dlopen(void)
 	/* maps show the symlink's target: "(libbz2.so.1.0.4)" */
 	snprintf(want, sizeof(want), "%s+0x0 (%s", cand[i][1], cand[i][0]);
 	if (!ASSERT_EQ(symbolizer__format(s, getpid(), addr_of(fn), buf,
-				     sizeof(buf)), 0, "symbolizer__format(s, getpid(), addr_of(fn), buf, sizeof(..."))
+				     sizeof(buf)), 0, "format_after_dlopen"))
 		goto cleanup;
 	symbolizer__free(s);
-	if (!ASSERT_EQ(strncmp(buf, want, strlen(want)), 0, "strncmp(buf, want, strlen(want))"))
+	if (!ASSERT_EQ(strncmp(buf, want, strlen(want)), 0, "dlopened_name"))
 		goto cleanup;
 	if (!ASSERT_EQ(buf[strlen(buf) - 1], ')', "frame ends with the library in parentheses"))
 		goto cleanup;

@@ -149,7 +149,7 @@ static void test_full_stack_in_order(void)
 		UNIT_SKIP(UNWIND_UNSUPPORTED_WHY);
 
 	level1(GP_STACK_COPY_MAX);
-	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwinder__unwind(uw, getpid(), &copy, &f)"))
+	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwind"))
 		goto cleanup;
 	symbolize_all(&f);
 	c = index_of(&f, "capture");
@@ -157,18 +157,18 @@ static void test_full_stack_in_order(void)
 	l2 = index_of(&f, "level2");
 	l1 = index_of(&f, "level1");
 	m = index_of(&f, "main");
-	if (!ASSERT_EQ(c, 0, "c"))
+	if (!ASSERT_EQ(c, 0, "capture_frame"))
 		goto cleanup;
-	if (!ASSERT_EQ(l3, 1, "l3"))
+	if (!ASSERT_EQ(l3, 1, "level3_frame"))
 		goto cleanup;
-	if (!ASSERT_EQ(l2, 2, "l2"))
+	if (!ASSERT_EQ(l2, 2, "level2_frame"))
 		goto cleanup;
-	if (!ASSERT_EQ(l1, 3, "l1"))
+	if (!ASSERT_EQ(l1, 3, "level1_frame"))
 		goto cleanup;
-	if (!ASSERT_TRUE(m > l1, "m > l1"))
+	if (!ASSERT_TRUE(m > l1, "main_after_level1"))
 		goto cleanup;
 	/* main's callers end at _start, whose CFI ends the stack cleanly */
-	if (!ASSERT_EQ(f.flags, 0, "f.flags"))
+	if (!ASSERT_EQ(f.flags, 0, "clean_end"))
 		goto cleanup;
 cleanup:;
 }
@@ -185,12 +185,12 @@ static void test_short_copy_is_partial(void)
 	level1(GP_STACK_COPY_MAX);
 	copy.size = 64;	/* capture's own frame, not level1's */
 	copy.flags &= ~GP_STACK_COPY_TO_END;
-	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwinder__unwind(uw, getpid(), &copy, &f)"))
+	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwind"))
 		goto cleanup;
 	symbolize_all(&f);
-	if (!ASSERT_TRUE(f.flags & UNWIND_TRUNCATED, "f.flags & UNWIND_TRUNCATED"))
+	if (!ASSERT_TRUE(f.flags & UNWIND_TRUNCATED, "truncated_flag"))
 		goto cleanup;
-	if (!ASSERT_TRUE(f.nr >= 1, "f.nr >= 1"))
+	if (!ASSERT_TRUE(f.nr >= 1, "some_frames"))
 		goto cleanup;
 	if (!ASSERT_EQ(index_of(&f, "capture"), 0, "index_of(&f, capture)"))
 		goto cleanup;
@@ -210,13 +210,13 @@ static void test_failed_read_gives_pc_only(void)
 	level1(GP_STACK_COPY_MAX);
 	copy.err = -EFAULT;
 	copy.size = 0;
-	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwinder__unwind(uw, getpid(), &copy, &f)"))
+	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwind"))
 		goto cleanup;
-	if (!ASSERT_EQ(f.nr, 1, "f.nr"))
+	if (!ASSERT_EQ(f.nr, 1, "pc_only"))
 		goto cleanup;
-	if (!ASSERT_EQ(f.pcs[0], copy.regs.ip, "f.pcs[0]"))
+	if (!ASSERT_EQ(f.pcs[0], copy.regs.ip, "pc_frame"))
 		goto cleanup;
-	if (!ASSERT_TRUE(f.flags & UNWIND_NO_STACK, "f.flags & UNWIND_NO_STACK"))
+	if (!ASSERT_TRUE(f.flags & UNWIND_NO_STACK, "no_stack_flag"))
 		goto cleanup;
 cleanup:;
 }
@@ -239,9 +239,9 @@ static void test_garbage_never_reported(void)
 			copy.regs.bp = copy.regs.sp + (unsigned)(rand() % 4096);
 		if (round % 3 == 0)
 			copy.regs.ip = ((uint64_t)rand() << 20) | (uint64_t)rand();
-		if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwinder__unwind(uw, getpid(), &copy, &f)"))
+		if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwind"))
 			goto cleanup;
-		if (!ASSERT_TRUE(f.nr >= 1 && f.nr <= UNWIND_MAX_FRAMES, "f.nr >= 1 && f.nr <= UNWIND_MAX_FRAMES"))
+		if (!ASSERT_TRUE(f.nr >= 1 && f.nr <= UNWIND_MAX_FRAMES, "frames_in_range"))
 			goto cleanup;
 		symbolize_all(&f);
 		for (i = 1; i < f.nr; i++)	/* past pc 0: all mapped code */
@@ -259,21 +259,21 @@ static void test_bad_input(void)
 		UNIT_SKIP(UNWIND_UNSUPPORTED_WHY);
 
 	level1(GP_STACK_COPY_MAX);
-	if (!ASSERT_EQ(unwinder__unwind(uw, 0, &copy, &f), -EINVAL, "unwinder__unwind(uw, 0, &copy, &f)"))
+	if (!ASSERT_EQ(unwinder__unwind(uw, 0, &copy, &f), -EINVAL, "pid_0_refused"))
 		goto cleanup;
 	copy.size = GP_STACK_COPY_MAX + 1;
-	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), -EINVAL, "unwinder__unwind(uw, getpid(), &copy, &f)"))
+	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), -EINVAL, "oversized_copy_refused"))
 		goto cleanup;
 	copy.size = 256;
 	/* pid_max is at most 4194304 */
-	if (!ASSERT_EQ(unwinder__unwind(uw, 4194305 + 7, &copy, &f), -ESRCH, "unwinder__unwind(uw, 4194305 + 7, &copy, &f)"))
+	if (!ASSERT_EQ(unwinder__unwind(uw, 4194305 + 7, &copy, &f), -ESRCH, "no_such_pid"))
 		goto cleanup;
 	unwinder__free(NULL);
 	unwinder__forget_pid(uw, getpid());
 	level1(GP_STACK_COPY_MAX);
-	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwinder__unwind(uw, getpid(), &copy, &f)"))
+	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwind_after_forget"))
 		goto cleanup;
-	if (!ASSERT_TRUE(f.nr >= 4, "f.nr >= 4"))
+	if (!ASSERT_TRUE(f.nr >= 4, "frames_after_forget"))
 		goto cleanup;
 cleanup:;
 }
@@ -286,11 +286,11 @@ static void test_stats_count(void)
 		UNIT_SKIP(UNWIND_UNSUPPORTED_WHY);
 
 	unwinder__stats(uw, &st);
-	if (!ASSERT_TRUE(st.unwinds >= 200, "st.unwinds >= 200"))
+	if (!ASSERT_TRUE(st.unwinds >= 200, "unwinds_counted"))
 		goto cleanup;
-	if (!ASSERT_TRUE(st.files_opened >= 2, "st.files_opened >= 2"))
+	if (!ASSERT_TRUE(st.files_opened >= 2, "files_opened_counted"))
 		goto cleanup;	/* this binary and libc */
-	if (!ASSERT_TRUE(st.maps_reads >= 2, "st.maps_reads >= 2"))
+	if (!ASSERT_TRUE(st.maps_reads >= 2, "maps_reads_counted"))
 		goto cleanup;	/* after forget_pid */
 cleanup:;
 }
@@ -317,34 +317,34 @@ static void test_hostile_maps_refused(void)
 	struct stat sb;
 	FILE *m;
 
-	if (!ASSERT_TRUE(mkdtemp(tmp) != NULL, "mkdtemp(tmp) != NULL"))
+	if (!ASSERT_TRUE(mkdtemp(tmp) != NULL, "mkdtemp"))
 		goto cleanup;
 	snprintf(p, sizeof(p), "%s/77", tmp);
-	if (!ASSERT_EQ(mkdir(p, 0755), 0, "mkdir(p, 0755)"))
+	if (!ASSERT_EQ(mkdir(p, 0755), 0, "mkdir_pid"))
 		goto cleanup;
 	snprintf(p, sizeof(p), "%s/77/root", tmp);
-	if (!ASSERT_EQ(mkdir(p, 0755), 0, "mkdir(p, 0755)"))
+	if (!ASSERT_EQ(mkdir(p, 0755), 0, "mkdir_root"))
 		goto cleanup;
 	snprintf(p, sizeof(p), "%s/77/root/lib", tmp);
-	if (!ASSERT_EQ(mkdir(p, 0755), 0, "mkdir(p, 0755)"))
+	if (!ASSERT_EQ(mkdir(p, 0755), 0, "mkdir_lib"))
 		goto cleanup;
 	snprintf(p, sizeof(p), "%s/77/root/lib/fifo.so", tmp);
-	if (!ASSERT_EQ(mkfifo(p, 0644), 0, "mkfifo(p, 0644)"))
+	if (!ASSERT_EQ(mkfifo(p, 0644), 0, "mkfifo"))
 		goto cleanup;
 	snprintf(p, sizeof(p), "%s/77/root/lib/out.so", tmp);
 	if (!ASSERT_EQ(symlink("/proc/self/exe", p), 0, "symlink(/proc/self/exe, p)"))
 		goto cleanup;	/* a magic link, and out of the root */
 	snprintf(p, sizeof(p), "%s/77/root/lib/other.so", tmp);
 	m = fopen(p, "w");
-	if (!ASSERT_TRUE(m != NULL, "m != NULL"))
+	if (!ASSERT_TRUE(m != NULL, "open_other"))
 		goto cleanup;
 	fputs("not the mapped file", m);
 	fclose(m);
-	if (!ASSERT_EQ(stat(p, &sb), 0, "stat(p, &sb)"))
+	if (!ASSERT_EQ(stat(p, &sb), 0, "stat_other"))
 		goto cleanup;
 	snprintf(p, sizeof(p), "%s/77/maps", tmp);
 	m = fopen(p, "w");
-	if (!ASSERT_TRUE(m != NULL, "m != NULL"))
+	if (!ASSERT_TRUE(m != NULL, "open_maps"))
 		goto cleanup;
 	fprintf(m, "10000-20000 r-xp 00000000 08:01 %llu /lib/fifo.so\n"
 		   "20000-30000 r-xp 00000000 08:01 %llu /lib/out.so\n"
@@ -353,23 +353,23 @@ static void test_hostile_maps_refused(void)
 		(unsigned long long)sb.st_ino + 3);
 	fclose(m);
 	fake = unwinder__new(tmp);
-	if (!ASSERT_TRUE(fake != NULL, "fake != NULL"))
+	if (!ASSERT_TRUE(fake != NULL, "fake_unwinder"))
 		goto cleanup;
 	level1(GP_STACK_COPY_MAX);
 	copy.regs.ip = 0x10010;
-	if (!ASSERT_TRUE(unwinder__unwind(fake, 77, &copy, &f) <= 0, "unwinder__unwind(fake, 77, &copy, &f) <= 0"))
+	if (!ASSERT_TRUE(unwinder__unwind(fake, 77, &copy, &f) <= 0, "fifo_refused"))
 		goto cleanup;
 	copy.regs.ip = 0x20010;
-	if (!ASSERT_TRUE(unwinder__unwind(fake, 77, &copy, &f) <= 0, "unwinder__unwind(fake, 77, &copy, &f) <= 0"))
+	if (!ASSERT_TRUE(unwinder__unwind(fake, 77, &copy, &f) <= 0, "symlink_refused"))
 		goto cleanup;
 	copy.regs.ip = 0x30010;
-	if (!ASSERT_TRUE(unwinder__unwind(fake, 77, &copy, &f) <= 0, "unwinder__unwind(fake, 77, &copy, &f) <= 0"))
+	if (!ASSERT_TRUE(unwinder__unwind(fake, 77, &copy, &f) <= 0, "other_inode_refused"))
 		goto cleanup;
 	unwinder__stats(fake, &st);
 	printf("# last refusal: %s\n", unwinder__last_error(fake));
-	if (!ASSERT_EQ(st.files_opened, 0, "st.files_opened"))
+	if (!ASSERT_EQ(st.files_opened, 0, "no_file_opened"))
 		goto cleanup;
-	if (!ASSERT_TRUE(st.files_rejected >= 3, "st.files_rejected >= 3"))
+	if (!ASSERT_TRUE(st.files_rejected >= 3, "files_rejected"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(unwinder__last_error(fake), "/lib/other.so: is ", "contains /lib/other.so: is"))
 		goto cleanup;

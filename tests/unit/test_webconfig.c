@@ -162,17 +162,17 @@ static void test_empty_file_means_nothing_asked(void)
 
 	put("empty.yml", "# nothing\n");
 	wc = load("empty.yml");
-	if (!ASSERT_TRUE(wc != NULL, "wc != NULL"))
+	if (!ASSERT_TRUE(wc != NULL, "loaded"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__tls(wc), 0, "webconfig__tls(wc)"))
+	if (!ASSERT_EQ(webconfig__tls(wc), 0, "no_tls"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__users(wc), 0, "webconfig__users(wc)"))
+	if (!ASSERT_EQ(webconfig__users(wc), 0, "no_users"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__mhd_flags(wc), 0, "webconfig__mhd_flags(wc)"))
+	if (!ASSERT_EQ(webconfig__mhd_flags(wc), 0, "no_mhd_flags"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__mhd_options(wc)[0].option, MHD_OPTION_END, "webconfig__mhd_options(wc)[0].option"))
+	if (!ASSERT_EQ(webconfig__mhd_options(wc)[0].option, MHD_OPTION_END, "no_mhd_options"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__check_auth(wc, NULL), WEBCONFIG_AUTH_OK, "webconfig__check_auth(wc, NULL)"))
+	if (!ASSERT_EQ(webconfig__check_auth(wc, NULL), WEBCONFIG_AUTH_OK, "no_auth_asked"))
 		goto cleanup;
 cleanup:
 	webconfig__free(wc);
@@ -185,11 +185,11 @@ static void test_basic_auth_both_hash_flavours(void)
 
 	if (!wc)
 		printf("# %s\n", err);
-	if (!ASSERT_TRUE(wc != NULL, "wc != NULL"))
+	if (!ASSERT_TRUE(wc != NULL, "loaded"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__users(wc), 4, "webconfig__users(wc)"))
+	if (!ASSERT_EQ(webconfig__users(wc), 4, "users"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__tls(wc), 0, "webconfig__tls(wc)"))
+	if (!ASSERT_EQ(webconfig__tls(wc), 0, "no_tls"))
 		goto cleanup;
 	if (!ASSERT_EQ(webconfig__check_auth(wc, basic("alice:wonder land")), WEBCONFIG_AUTH_OK, "webconfig__check_auth(wc, basic(alice:wonder land))"))
 		goto cleanup;
@@ -212,7 +212,7 @@ static void test_basic_auth_both_hash_flavours(void)
 		char h[600];
 
 		snprintf(h, sizeof(h), "basic   %s", b64("bob:b0b"));
-		if (!ASSERT_EQ(webconfig__check_auth(wc, h), WEBCONFIG_AUTH_OK, "webconfig__check_auth(wc, h)"))
+		if (!ASSERT_EQ(webconfig__check_auth(wc, h), WEBCONFIG_AUTH_OK, "scheme_case_insensitive"))
 			goto cleanup;
 	}
 cleanup:
@@ -224,9 +224,9 @@ static void test_malformed_headers_are_missing(void)
 	struct webconfig *wc = load("users.yml");
 	char big[WEBCONFIG_MAX_AUTH + 16];
 
-	if (!ASSERT_TRUE(wc != NULL, "wc != NULL"))
+	if (!ASSERT_TRUE(wc != NULL, "loaded"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__check_auth(wc, NULL), WEBCONFIG_AUTH_MISSING, "webconfig__check_auth(wc, NULL)"))
+	if (!ASSERT_EQ(webconfig__check_auth(wc, NULL), WEBCONFIG_AUTH_MISSING, "no_header"))
 		goto cleanup;
 	if (!ASSERT_EQ(webconfig__check_auth(wc, ""), WEBCONFIG_AUTH_MISSING, "webconfig__check_auth(wc, )"))
 		goto cleanup;
@@ -244,7 +244,7 @@ static void test_malformed_headers_are_missing(void)
 	memset(big, 'A', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	memcpy(big, "Basic ", 6);
-	if (!ASSERT_EQ(webconfig__check_auth(wc, big), WEBCONFIG_AUTH_MISSING, "webconfig__check_auth(wc, big)"))
+	if (!ASSERT_EQ(webconfig__check_auth(wc, big), WEBCONFIG_AUTH_MISSING, "oversized_header"))
 		goto cleanup;
 cleanup:
 	webconfig__free(wc);
@@ -258,37 +258,37 @@ static void test_cache_and_unknown_user_cost(void)
 	double t0, first, cached, unknown, wrong;
 	char right[600], nobody[600], bad[600];
 
-	if (!ASSERT_TRUE(wc != NULL, "wc != NULL"))
+	if (!ASSERT_TRUE(wc != NULL, "loaded"))
 		goto cleanup;
 	snprintf(right, sizeof(right), "%s", basic("slow:slow"));
 	snprintf(nobody, sizeof(nobody), "%s", basic("nobody:slow"));
 	snprintf(bad, sizeof(bad), "%s", basic("slow:wrong"));
 	t0 = now();
-	if (!ASSERT_EQ(webconfig__check_auth(wc, right), WEBCONFIG_AUTH_OK, "webconfig__check_auth(wc, right)"))
+	if (!ASSERT_EQ(webconfig__check_auth(wc, right), WEBCONFIG_AUTH_OK, "right_password_first"))
 		goto cleanup;
 	first = now() - t0;
 	t0 = now();
-	if (!ASSERT_EQ(webconfig__check_auth(wc, right), WEBCONFIG_AUTH_OK, "webconfig__check_auth(wc, right)"))
+	if (!ASSERT_EQ(webconfig__check_auth(wc, right), WEBCONFIG_AUTH_OK, "right_password_cached"))
 		goto cleanup;
 	cached = now() - t0;
 	t0 = now();
-	if (!ASSERT_EQ(webconfig__check_auth(wc, nobody), WEBCONFIG_AUTH_DENIED, "webconfig__check_auth(wc, nobody)"))
+	if (!ASSERT_EQ(webconfig__check_auth(wc, nobody), WEBCONFIG_AUTH_DENIED, "unknown_user_denied"))
 		goto cleanup;
 	unknown = now() - t0;
 	t0 = now();
-	if (!ASSERT_EQ(webconfig__check_auth(wc, bad), WEBCONFIG_AUTH_DENIED, "webconfig__check_auth(wc, bad)"))
+	if (!ASSERT_EQ(webconfig__check_auth(wc, bad), WEBCONFIG_AUTH_DENIED, "wrong_password_denied"))
 		goto cleanup;
 	wrong = now() - t0;
 	printf("# bcrypt cost 9, CPU time: first %.1f ms, cached %.3f ms, unknown user %.1f ms, wrong %.1f ms\n",
 	       first * 1e3, cached * 1e3, unknown * 1e3, wrong * 1e3);
-	if (!ASSERT_TRUE(cached * 10 < first, "cached * 10 < first"))
+	if (!ASSERT_TRUE(cached * 10 < first, "cache_faster"))
 		goto cleanup;
-	if (!ASSERT_TRUE(unknown * 3 > first, "unknown * 3 > first"))
+	if (!ASSERT_TRUE(unknown * 3 > first, "unknown_user_costs_bcrypt"))
 		goto cleanup;	/* same cost, within scheduling noise */
-	if (!ASSERT_TRUE(wrong * 3 > first, "wrong * 3 > first"))
+	if (!ASSERT_TRUE(wrong * 3 > first, "wrong_password_costs_bcrypt"))
 		goto cleanup;		/* a wrong password is not cached */
 	/* after a wrong one, the right one still passes */
-	if (!ASSERT_EQ(webconfig__check_auth(wc, right), WEBCONFIG_AUTH_OK, "webconfig__check_auth(wc, right)"))
+	if (!ASSERT_EQ(webconfig__check_auth(wc, right), WEBCONFIG_AUTH_OK, "right_password_again"))
 		goto cleanup;
 cleanup:
 	webconfig__free(wc);
@@ -302,27 +302,27 @@ static void test_tls_relative_paths_and_priorities(void)
 	wc = load("sub/tls.yml");
 	if (!wc)
 		printf("# %s\n", err);
-	if (!ASSERT_TRUE(wc != NULL, "wc != NULL"))
+	if (!ASSERT_TRUE(wc != NULL, "loaded"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__tls(wc), 1, "webconfig__tls(wc)"))
+	if (!ASSERT_EQ(webconfig__tls(wc), 1, "tls"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__mhd_flags(wc), MHD_USE_TLS, "webconfig__mhd_flags(wc)"))
+	if (!ASSERT_EQ(webconfig__mhd_flags(wc), MHD_USE_TLS, "mhd_tls_flag"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(webconfig__cert_pem(wc), "-----BEGIN CERTIFICATE-----", "contains -----BEGIN CERTIFICATE-----"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(webconfig__key_pem(wc), "PRIVATE KEY-----", "contains PRIVATE KEY-----"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(webconfig__priorities(wc), "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE", "webconfig__priorities(wc)"))
+	if (!ASSERT_STR_EQ(webconfig__priorities(wc), "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE", "default_priorities"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__mhd_options(wc)[0].option, MHD_OPTION_HTTPS_MEM_CERT, "webconfig__mhd_options(wc)[0].option"))
+	if (!ASSERT_EQ(webconfig__mhd_options(wc)[0].option, MHD_OPTION_HTTPS_MEM_CERT, "option_cert"))
 		goto cleanup;
 	if (!ASSERT_TRUE(webconfig__mhd_options(wc)[0].ptr_value == webconfig__cert_pem(wc), "webconfig__mhd_options(wc)[0].ptr_value == webconfig__cer..."))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__mhd_options(wc)[1].option, MHD_OPTION_HTTPS_MEM_KEY, "webconfig__mhd_options(wc)[1].option"))
+	if (!ASSERT_EQ(webconfig__mhd_options(wc)[1].option, MHD_OPTION_HTTPS_MEM_KEY, "option_key"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__mhd_options(wc)[2].option, MHD_OPTION_HTTPS_PRIORITIES, "webconfig__mhd_options(wc)[2].option"))
+	if (!ASSERT_EQ(webconfig__mhd_options(wc)[2].option, MHD_OPTION_HTTPS_PRIORITIES, "option_priorities"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__mhd_options(wc)[3].option, MHD_OPTION_END, "webconfig__mhd_options(wc)[3].option"))
+	if (!ASSERT_EQ(webconfig__mhd_options(wc)[3].option, MHD_OPTION_END, "options_end"))
 		goto cleanup;
 	webconfig__free(wc);
 
@@ -334,20 +334,20 @@ static void test_tls_relative_paths_and_priorities(void)
 	wc = load("tls13.yml");
 	if (!wc)
 		printf("# %s\n", err);
-	if (!ASSERT_TRUE(wc != NULL, "wc != NULL"))
+	if (!ASSERT_TRUE(wc != NULL, "loaded"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(webconfig__priorities(wc), "NORMAL:-VERS-ALL:+VERS-TLS1.3", "webconfig__priorities(wc)"))
+	if (!ASSERT_STR_EQ(webconfig__priorities(wc), "NORMAL:-VERS-ALL:+VERS-TLS1.3", "tls13_priorities"))
 		goto cleanup;
 	{
 		const char *n, *v;
 
-		if (!ASSERT_TRUE(webconfig__header(wc, 0, &n, &v), "webconfig__header(wc, 0, &n, &v)"))
+		if (!ASSERT_TRUE(webconfig__header(wc, 0, &n, &v), "first_header"))
 			goto cleanup;
-		if (!ASSERT_STR_EQ(n, "X-Frame-Options", "n"))
+		if (!ASSERT_STR_EQ(n, "X-Frame-Options", "header_name"))
 			goto cleanup;
-		if (!ASSERT_STR_EQ(v, "deny", "v"))
+		if (!ASSERT_STR_EQ(v, "deny", "header_value"))
 			goto cleanup;
-		if (!ASSERT_TRUE(!webconfig__header(wc, 1, &n, &v), "!webconfig__header(wc, 1, &n, &v)"))
+		if (!ASSERT_TRUE(!webconfig__header(wc, 1, &n, &v), "one_header"))
 			goto cleanup;	/* blank: unset */
 	}
 cleanup:
@@ -429,7 +429,7 @@ static void test_errors_one_line_each(void)
 
 		snprintf(path, sizeof(path), "%s/big.yml", dir);
 		f = fopen(path, "w");
-		if (!ASSERT_TRUE(f != NULL, "f != NULL"))
+		if (!ASSERT_TRUE(f != NULL, "big_file_written"))
 			goto cleanup;
 		for (int i = 0; i < WEBCONFIG_MAX_FILE / 8 + 1; i++)
 			fputs("# pad  \n", f);
@@ -441,7 +441,7 @@ static void test_errors_one_line_each(void)
 	}
 	if (!ASSERT_TRUE(webconfig__load("/nonexistent/web.yml", err, sizeof(err)) == NULL, "webconfig__load(/nonexistent/web.yml, err, sizeof(err)) =..."))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(err, "web config /nonexistent/web.yml: No such file or directory", "err"))
+	if (!ASSERT_STR_EQ(err, "web config /nonexistent/web.yml: No such file or directory", "missing_file_message"))
 		goto cleanup;
 cleanup:;
 }
@@ -457,16 +457,16 @@ static void test_links_of_root_are_followed(void)
 	wc = webconfig__load(path, err, sizeof(err));
 	if (!wc)
 		printf("# %s\n", err);
-	if (!ASSERT_TRUE(wc != NULL, "wc != NULL"))
+	if (!ASSERT_TRUE(wc != NULL, "secret_links_loaded"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__tls(wc), 1, "webconfig__tls(wc)"))
+	if (!ASSERT_EQ(webconfig__tls(wc), 1, "secret_tls"))
 		goto cleanup;
 	webconfig__free(wc);
 	put("link.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: keylink.pem\n");
 	wc = load("link.yml");
 	if (!wc)
 		printf("# %s\n", err);
-	if (!ASSERT_TRUE(wc != NULL, "wc != NULL"))
+	if (!ASSERT_TRUE(wc != NULL, "key_link_loaded"))
 		goto cleanup;
 cleanup:
 	webconfig__free(wc);
@@ -483,7 +483,7 @@ static void test_inline_cert_and_key(void)
 	snprintf(cmd, sizeof(cmd), "cd %s && { echo 'tls_server_config:'; echo '  cert: |'; sed 's/^/    /' cert.pem; "
 		 "echo '  key: |'; sed 's/^/    /' key.pem; }", dir);
 	p = popen(cmd, "r");
-	if (!ASSERT_TRUE(p != NULL, "p != NULL"))
+	if (!ASSERT_TRUE(p != NULL, "pem_read"))
 		goto cleanup;
 	n = fread(body, 1, sizeof(body) - 1, p);
 	pclose(p);
@@ -492,9 +492,9 @@ static void test_inline_cert_and_key(void)
 	wc = load("inline.yml");
 	if (!wc)
 		printf("# %s\n", err);
-	if (!ASSERT_TRUE(wc != NULL, "wc != NULL"))
+	if (!ASSERT_TRUE(wc != NULL, "loaded"))
 		goto cleanup;
-	if (!ASSERT_EQ(webconfig__tls(wc), 1, "webconfig__tls(wc)"))
+	if (!ASSERT_EQ(webconfig__tls(wc), 1, "inline_tls"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(webconfig__cert_pem(wc), "-----END CERTIFICATE-----\n", "contains -----END CERTIFICATE-----"))
 		goto cleanup;
@@ -570,52 +570,52 @@ static void test_https_with_basic_auth_curl(void)
 	wc = load("https.yml");
 	if (!wc)
 		printf("# %s\n", err);
-	if (!ASSERT_TRUE(wc != NULL, "wc != NULL"))
+	if (!ASSERT_TRUE(wc != NULL, "loaded"))
 		goto cleanup;
-	if (!ASSERT_EQ(MHD_is_feature_supported(MHD_FEATURE_TLS), MHD_YES, "MHD_is_feature_supported(MHD_FEATURE_TLS)"))
+	if (!ASSERT_EQ(MHD_is_feature_supported(MHD_FEATURE_TLS), MHD_YES, "mhd_has_tls"))
 		goto cleanup;
 	d = serve(wc, &port);
 	if (!d)
 		webconfig__free(wc);
-	if (!ASSERT_TRUE(d != NULL, "d != NULL"))
+	if (!ASSERT_TRUE(d != NULL, "daemon_started"))
 		goto cleanup;
 	code = curl_code("-u 'alice:wonder land'", port);
-	if (!ASSERT_EQ(code, 200, "code"))
+	if (!ASSERT_EQ(code, 200, "right_password_200"))
 		goto cleanup;
 	code = curl_code("-u 'alice:wrong'", port);
-	if (!ASSERT_EQ(code, 401, "code"))
+	if (!ASSERT_EQ(code, 401, "wrong_password_401"))
 		goto cleanup;
 	code = curl_code("-u 'eve:wonder land'", port);
-	if (!ASSERT_EQ(code, 401, "code"))
+	if (!ASSERT_EQ(code, 401, "unknown_user_401"))
 		goto cleanup;
 	code = curl_code("", port);
-	if (!ASSERT_EQ(code, 401, "code"))
+	if (!ASSERT_EQ(code, 401, "no_credentials_401"))
 		goto cleanup;
 	/* the 401 asks for Basic; the 200 carries the configured header */
 	sh_out(out, sizeof(out), "curl -s -D - -o /dev/null --cacert %s/cert.pem https://localhost:%u/metrics "
 	       "| grep -i '^www-authenticate' | tr -d '\\r'", dir, port);
-	if (!ASSERT_STR_EQ(out, "WWW-Authenticate: Basic realm=\"gpuprobe\"", "out"))
+	if (!ASSERT_STR_EQ(out, "WWW-Authenticate: Basic realm=\"gpuprobe\"", "basic_challenge"))
 		goto cleanup;
 	sh_out(out, sizeof(out), "curl -s -D - -o /dev/null --cacert %s/cert.pem -u 'alice:wonder land' "
 	       "https://localhost:%u/metrics | grep -i '^x-content-type-options' | tr -d '\\r'", dir, port);
-	if (!ASSERT_STR_EQ(out, "X-Content-Type-Options: nosniff", "out"))
+	if (!ASSERT_STR_EQ(out, "X-Content-Type-Options: nosniff", "configured_header"))
 		goto cleanup;
 	sh_out(out, sizeof(out), "curl -s --cacert %s/cert.pem -u 'alice:wonder land' https://localhost:%u/metrics",
 	       dir, port);
-	if (!ASSERT_STR_EQ(out, "gpuprobe_up 1", "out"))
+	if (!ASSERT_STR_EQ(out, "gpuprobe_up 1", "metrics_served"))
 		goto cleanup;
 	/* TLS is required: plain HTTP gets no answer, TLS 1.1 no handshake (min TLS12) */
 	code = curl_code("", port);	/* keeps port warm */
 	sh_out(out, sizeof(out), "curl -s -o /dev/null -w '%%{http_code}' --max-time 5 http://localhost:%u/metrics", port);
-	if (!ASSERT_STR_EQ(out, "000", "out"))
+	if (!ASSERT_STR_EQ(out, "000", "plain_http_refused"))
 		goto cleanup;
 	sh_out(out, sizeof(out), "curl -s -o /dev/null -w '%%{http_code}' --max-time 5 -k --tls-max 1.1 "
 	       "-u 'alice:wonder land' https://localhost:%u/metrics", port);
-	if (!ASSERT_STR_EQ(out, "000", "out"))
+	if (!ASSERT_STR_EQ(out, "000", "tls11_refused"))
 		goto cleanup;
 	/* the certificate served is the configured one: verified against it by name */
 	code = curl_code("--tlsv1.3 -u 'alice:wonder land'", port);
-	if (!ASSERT_EQ(code, 200, "code"))
+	if (!ASSERT_EQ(code, 200, "cert_verified_by_name"))
 		goto cleanup;
 	MHD_stop_daemon(d);
 cleanup:

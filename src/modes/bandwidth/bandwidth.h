@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "gpuprobe.h"
+#include "cuda_copy.h"
+#include "cuda_mem.h"
 
 enum bw_dir { BW_H2D, BW_D2H, BW_D2D, BW_PEER, BW_H2H, BW__COUNT };
 

@@ -233,15 +233,22 @@ static void fill(struct bw_mode *m, struct bw_snap *s)
 	s->min_bytes = bw_settings.min_bytes;
 }
 
-static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char *kind, uint32_t pid)
+/* --csv: a report's rows go with it (interval and final reports) */
+static void m_report_files(void *st, const struct gp_snap *s, uint32_t pid)
+{
+	struct bw_mode *m = st;
+
+	(void)pid;
+	if (m->csv && (s->kind == GP_SNAP_INTERVAL || s->kind == GP_SNAP_FINAL))
+		csv_rows(m);
+}
+
+static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_snap_kind kind, uint32_t pid)
 {
 	struct bw_mode *m = st;
 	struct bw_snap *s = &m->snap;
 	struct gp_snap_pid *pids;
 
-	/* a report's CSV rows go with it */
-	if (m->csv && (!strcmp(kind, "interval") || !strcmp(kind, "final")))
-		csv_rows(m);
 	if (bandwidth__snapshot(m->bw, pid, &s->d) || !(pids = gp_snap__pids(&s->pids, s->d.nr_procs)))
 		return NULL;
 	s->hdr = (struct gp_snap){ .mode = "bandwidth", .kind = kind, .now_ns = gp_run__now(run), .pids = pids };
@@ -328,6 +335,7 @@ const struct gp_mode gp_mode_bandwidth = {
 	.attach = m_attach,
 	.start = m_start,
 	.snapshot = m_snapshot,
+	.report_files = m_report_files,
 	.text = bw_report__text,
 	.json = bw_report__json,
 	.prom = bw_report__prom,

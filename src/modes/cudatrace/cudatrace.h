@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gpuprobe.h"
+#include "cuda_launch.h"
 
 struct u64map;
 

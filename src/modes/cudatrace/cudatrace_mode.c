@@ -903,7 +903,7 @@ static void sample_of(struct gp_run *run, const struct ct_proc *p, struct ct_sam
 		gp_sampling__count(&out->s, v[i], out->iv[i]);
 }
 
-static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char *kind, uint32_t pid)
+static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_snap_kind kind, uint32_t pid)
 {
 	struct ct_mode *m = st;
 	struct ct_snap *s = &m->snap;
@@ -911,7 +911,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	size_t n, k = 0;
 	uint64_t per = ct_settings.latency ? 2 : 1; /* entry, and return when timed */
 
-	read_maps(m, strcmp(kind, "hits") != 0, gp_run__now(run));
+	read_maps(m, kind != GP_SNAP_HITS, gp_run__now(run));
 	n = cudatrace__procs(m->ct, &procs);
 	free(s->procs);
 	free(s->pids);
@@ -935,7 +935,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 			.unnamed = p->unnamed,
 			.probe_hits = per * (p->launches + p->graph_launches + p->hist[GP_HIST_SYNC].count) };
 		memcpy(s->pids[k].comm, p->comm, sizeof(s->pids[k].comm));
-		if (strcmp(kind, "hits")) { /* the probe hits are what was seen: no estimate needed */
+		if (kind != GP_SNAP_HITS) { /* the probe hits are what was seen: no estimate needed */
 			sample_of(run, p, &m->sampled[k], false);
 			sample_of(run, p, &m->counted[k], true);
 		}

@@ -181,7 +181,7 @@ void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 	char tbuf[32];
 
 	gp_text__clock(tbuf, sizeof(tbuf));
-	fprintf(f, "[%s] cudatrace %s report: %s\n", tbuf, hdr->kind, gp_text__n(s->nr_procs, "process", "processes").s);
+	fprintf(f, "[%s] cudatrace %s report: %s\n", tbuf, gp_snap_kind_name(hdr->kind), gp_text__n(s->nr_procs, "process", "processes").s);
 	for (size_t i = 0; i < s->nr_procs; i++)
 		text_proc(f, s, i, run);
 	gp_trees__text(t, f, job_values);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gpuprobe.h"
+#include "cuda_launch.h"
 
 #define GS_MAX_NODES 65536  /* kernel nodes of one graph */
 #define GS_MAX_OBJECTS 4096 /* graphs, executables and captures of one process image */

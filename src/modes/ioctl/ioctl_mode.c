@@ -335,7 +335,7 @@ static void fill_drops(struct ioc_mode *m, struct ioc_snap *s)
 	s->hdr.nr_drops = GP_IDROP__COUNT + gp_run__drops(m->run, s->drops + GP_IDROP__COUNT);
 }
 
-static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char *kind, uint32_t pid)
+static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_snap_kind kind, uint32_t pid)
 {
 	struct ioc_mode *m = st;
 	struct ioc_snap *s = &m->snap;
@@ -385,7 +385,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 		s->pids[k] = (struct gp_snap_pid){ .pid = procs[k].pid, .exited = u64map__get(dead, procs[k].pid) != NULL,
 						   .exit_ns = (uintptr_t)u64map__get(dead, procs[k].pid) };
 		/* listed exited by a report (the run's "hits" look prints nothing) */
-		if (s->pids[k].exited && strcmp(kind, "hits"))
+		if (s->pids[k].exited && kind != GP_SNAP_HITS)
 			u64map__put(m->shown, procs[k].pid, (void *)1);
 		memcpy(s->pids[k].comm, procs[k].comm, sizeof(s->pids[k].comm));
 		k++;

@@ -57,7 +57,7 @@ void ioc_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 	char tbuf[32];
 
 	gp_text__clock(tbuf, sizeof(tbuf));
-	fprintf(f, "[%s] ioctl %s report (backend %s): %s\n", tbuf, hdr->kind, s->backend,
+	fprintf(f, "[%s] ioctl %s report (backend %s): %s\n", tbuf, gp_snap_kind_name(hdr->kind), s->backend,
 		gp_text__n(s->nr_procs, "process", "processes").s);
 	for (size_t i = 0; i < s->nr_procs; i++) {
 		const struct ioc_proc *p = &s->procs[i];

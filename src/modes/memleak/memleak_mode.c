@@ -334,20 +334,29 @@ static void fill_drops(struct memleak_mode *m, struct ml_snap *s)
 }
 
 /* The final report's stacks, folded: what `gpuprobe flame` draws. */
-static void write_folded(struct memleak_mode *m)
+static void write_folded(struct memleak_mode *m, const struct gp_snap *final)
 {
-	int r = ml_report__folded(m->folded, &m->snap.hdr), c = outfile__close(m->folded);
+	int r = ml_report__folded(m->folded, final), c = outfile__close(m->folded);
 
 	m->folded = NULL;
 	m->folded_err = r ? r : c;
 }
 
-static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char *kind, uint32_t pid)
+/* --folded: written once, from the final report's snapshot of every process */
+static void m_report_files(void *st, const struct gp_snap *s, uint32_t pid)
+{
+	struct memleak_mode *m = st;
+
+	if (m->folded && s->kind == GP_SNAP_FINAL && !pid)
+		write_folded(m, s);
+}
+
+static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_snap_kind kind, uint32_t pid)
 {
 	struct memleak_mode *m = st;
 	struct ml_snap *s = &m->snap;
-	bool lists = strcmp(kind, "scrape") && strcmp(kind, "hits");
-	unsigned int flags = (lists ? ML_SNAP_ALLOCS : 0) | (!strcmp(kind, "exit") ? ML_SNAP_EXITED : 0);
+	bool lists = kind != GP_SNAP_SCRAPE && kind != GP_SNAP_HITS;
+	unsigned int flags = (lists ? ML_SNAP_ALLOCS : 0) | (kind == GP_SNAP_EXIT ? ML_SNAP_EXITED : 0);
 
 	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = kind, .now_ns = gp_run__now(run) };
 	if (memleak__snapshot(m->ml, s->hdr.now_ns, pid, flags, gp_seconds_to_ns(ml_settings.older_than), &s->d) ||
@@ -359,8 +368,6 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char
 	s->stacks = m->stacks;
 	s->show_allocs = ml_settings.show_allocs;
 	s->older_than = ml_settings.older_than;
-	if (m->folded && !strcmp(kind, "final") && !pid)
-		write_folded(m);
 	return &s->hdr;
 }
 
@@ -419,7 +426,7 @@ static int m_finish(void *st, struct gp_run *run, char *err, size_t len)
 		       (unsigned long long)us.py_unnamed);
 	}
 	if (m->folded) /* no final report was taken (an error ended the run) */
-		write_folded(m);
+		write_folded(m, &m->snap.hdr);
 	if (m->folded_err)
 		snprintf(err, len, "--folded %s: %s", ml_settings.folded, strerror(-m->folded_err));
 	return m->folded_err;
@@ -438,6 +445,7 @@ const struct gp_mode gp_mode_memleak = {
 	.open = m_open,
 	.start = m_start,
 	.snapshot = m_snapshot,
+	.report_files = m_report_files,
 	.text = ml_report__text,
 	.json = ml_report__json,
 	.prom = ml_report__prom,

@@ -147,7 +147,7 @@ void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 	uint64_t bytes = 0, allocs = 0;
 	char tbuf[32];
 
-	if (!strcmp(hdr->kind, "exit")) {
+	if (hdr->kind == GP_SNAP_EXIT) {
 		for (size_t i = 0; i < s->d.nr_procs; i++) {
 			const struct ml_snap_proc *p = &s->d.procs[i];
 
@@ -167,7 +167,7 @@ void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 		allocs += s->d.procs[i].st.outstanding_allocs;
 	}
 	gp_text__clock(tbuf, sizeof(tbuf));
-	fprintf(f, "[%s] memleak %s report: %s, %s, %s\n", tbuf, hdr->kind,
+	fprintf(f, "[%s] memleak %s report: %s, %s, %s\n", tbuf, gp_snap_kind_name(hdr->kind),
 		gp_text__n(s->d.nr_procs, "process", "processes").s,
 		gp_text__n(allocs, "outstanding allocation", "outstanding allocations").s, gp_text__bytes_exact(bytes).s);
 	for (size_t i = 0; i < s->d.nr_procs; i++)

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gpuprobe.h"
+#include "nccl_calls.h"
 
 #define NCCL_NTYPES 12     /* ncclInt8 .. ncclFloat8e5m2 (NCCL 2.24+) */
 #define NCCL_MATRIX_MAX 64 /* ranks of a communicator for which a matrix is kept */

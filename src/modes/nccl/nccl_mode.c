@@ -240,7 +240,7 @@ static void fill_drops(struct nccl_mode *m, struct nccl_snap *s)
 	s->hdr.nr_drops = n;
 }
 
-static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char *kind, uint32_t pid)
+static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_snap_kind kind, uint32_t pid)
 {
 	struct nccl_mode *m = st;
 	struct nccl_snap *s = &m->snap;

@@ -183,7 +183,7 @@ void nccl_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 	char tbuf[32];
 
 	gp_text__clock(tbuf, sizeof(tbuf));
-	fprintf(f, "[%s] nccl %s report: %s\n", tbuf, hdr->kind, gp_text__n(s->d.nr_procs, "process", "processes").s);
+	fprintf(f, "[%s] nccl %s report: %s\n", tbuf, gp_snap_kind_name(hdr->kind), gp_text__n(s->d.nr_procs, "process", "processes").s);
 	for (size_t i = 0; i < s->d.nr_procs; i++)
 		text_proc(f, &s->d.procs[i], all);
 	text_matrices(f, &s->d);

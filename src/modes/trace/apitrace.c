@@ -68,8 +68,10 @@ static enum dec dec_of(const char *n, unsigned int *api)
 		if (strcmp(n, mi->name))
 			continue;
 		*api = mi->id;
-		return mi->shape == GP_SHAPE_ALLOC ? DEC_ALLOC : mi->shape == GP_SHAPE_PITCH ? DEC_PITCH :
-		       mi->shape == GP_SHAPE_FREE ? DEC_FREE : DEC_NONE;
+		/* a graph's memory nodes decode as the plain calls' first two arguments */
+		return mi->layout == GP_LAYOUT_ALLOC || mi->layout == GP_LAYOUT_GALLOC ? DEC_ALLOC :
+		       mi->layout == GP_LAYOUT_PITCH ? DEC_PITCH :
+		       mi->layout == GP_LAYOUT_FREE || mi->layout == GP_LAYOUT_GFREE ? DEC_FREE : DEC_NONE;
 	}
 	for (int i = 0; i < gp_copy_apis_cnt; i++)
 		if (!strcmp(n, gp_copy_apis[i].name)) {

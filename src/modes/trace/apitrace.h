@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "gpuprobe.h"
+#include "api_trace.h"
+#include "nv_ioctl.h"
 
 struct json_object;
 struct apitrace;

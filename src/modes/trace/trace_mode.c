@@ -309,7 +309,7 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 	return r;
 }
 
-static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, const char *kind, uint32_t pid)
+static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_snap_kind kind, uint32_t pid)
 {
 	/* no periodic reports: the summary comes at the end (m_finish) */
 	(void)st, (void)run, (void)kind, (void)pid;
