@@ -247,48 +247,49 @@ static int open_targets(struct cli *c, char *err, size_t len)
 }
 
 /*
- * The libcuda files to probe: those the -p processes map (with --tree or several PIDs, a
- * process that has not loaded CUDA yet is no error: the node's are probed for what it and
- * its children will load), else every one on the node.
+ * The libcuda files to probe. Node-wide: every one found, running processes' included.
+ * A command, or -p's processes: the files they map or would load (the command's own
+ * folders, LD_LIBRARY_PATH, ldconfig's cache, the usual folders), never another
+ * process's copy (issue 32: an unrelated process's libcuda was probed, logged and counted);
+ * with --tree or several PIDs, a process that has not loaded CUDA yet is no error, and
+ * what a followed process loads later the library watcher probes (src/core/libwatch.c).
  */
 static int resolve_libs(struct cli *c, char *err, size_t len)
 {
 	bool strict = gp_opts.nr_pids == 1 && !gp_opts.tree;
-	int r = 0;
+	int r = 0, own = 0;
 
 	if (!(gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA))
 		return 0;
-	if (!gp_opts.nr_pids || gp_opts.libcuda) {
-		int own = 0;
-
+	if (gp_opts.libcuda || (!gp_opts.nr_pids && !gp_opts.cmd))
+		return target__resolve(gp_opts.libcuda, -1, gp_opts.verbose, &c->libs, err, len);
+	if (gp_opts.cmd) {
 		/* the command's own folders first (its RPATH/RUNPATH, its libraries'): a libcuda
 		 * found only there is probed before it runs, not after its loader mapped it */
-		if (gp_opts.cmd && !gp_opts.libcuda)
-			own = target__resolve_command(gp_opts.cmd, gp_opts.verbose, &c->libs);
+		own = target__resolve_command(gp_opts.cmd, gp_opts.verbose, &c->libs);
 		if (own)
 			gp_log(GP_LOG_DEBUG, "%s: %d libcuda file%s found through the program's own library folders",
 			       gp_opts.cmd[0], own, own > 1 ? "s" : "");
-		r = target__resolve(gp_opts.libcuda, gp_opts.nr_pids ? gp_opts.pids[0] : -1, gp_opts.verbose,
-				    &c->libs, err, len);
-		if (r == -ENOENT && own) {
-			err[0] = '\0';
-			r = 0;
-		} else if (r == -ENOENT && gp_opts.cmd && !gp_opts.libcuda) {
-			/* the command may load one from where only it knows (dlopen of a path, a
-			 * wheel): the linker's hook reports it (src/core/libwatch.c) */
-			gp_log(GP_LOG_WARN, "%s: probing each libcuda the command loads", err);
-			err[0] = '\0';
-			r = 0;
-		}
-		return r;
 	}
 	for (int i = 0; i < gp_opts.nr_pids; i++) {
 		r = target__resolve(NULL, gp_opts.pids[i], gp_opts.verbose, &c->libs, err, len);
 		if (r && (strict || (r != -ENOENT && r != -ESRCH)))
 			return r;
 	}
-	if (!c->libs.n || gp_opts.tree)
-		r = target__resolve(NULL, -1, gp_opts.verbose, &c->libs, err, len);
+	if (gp_opts.nr_pids && c->libs.n && !gp_opts.tree)
+		return 0;
+	r = target__resolve_installed(gp_opts.verbose, &c->libs, err, len);
+	if (r == -ENOENT && c->libs.n) {
+		err[0] = '\0';
+		r = 0;
+	} else if (r == -ENOENT) {
+		/* the command or a followed process may load one from where only it knows
+		 * (dlopen of a path, a wheel): the linker's hook reports it */
+		gp_log(GP_LOG_WARN, "%s: probing each libcuda the %s load%s", err,
+		       gp_opts.cmd ? "command" : "followed processes", gp_opts.cmd ? "s" : "");
+		err[0] = '\0';
+		r = 0;
+	}
 	return r;
 }
 
@@ -473,7 +474,7 @@ static void describe_targets(const struct cli *c, char *who, size_t len)
 		off += (size_t)snprintf(who + off, len - off, "%s%d", i ? "," : gp_opts.nr_pids > 1 ? "PIDs " : "PID ",
 					gp_opts.pids[i]);
 	if (gp_opts.nr_pids && gp_opts.tree && off < len)
-		snprintf(who + off, len - off, " and their descendants");
+		snprintf(who + off, len - off, gp_opts.nr_pids > 1 ? " and their descendants" : " and its descendants");
 	if (gp_opts.nr_pids)
 		return;
 	if (gp_opts.comm && gp_opts.cgroup)
