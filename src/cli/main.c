@@ -284,9 +284,12 @@ static int resolve_libs(struct cli *c, char *err, size_t len)
 		r = 0;
 	} else if (r == -ENOENT) {
 		/* the command or a followed process may load one from where only it knows
-		 * (dlopen of a path, a wheel): the linker's hook reports it */
-		gp_log(GP_LOG_WARN, "%s: probing each libcuda the %s load%s", err,
-		       gp_opts.cmd ? "command" : "followed processes", gp_opts.cmd ? "s" : "");
+		 * (dlopen of a path, a wheel): the linker's hook reports it. --trace lists its
+		 * functions from the files found now: its own error says so. */
+		if (!gp_opts.trace)
+			gp_log(GP_LOG_WARN, "no libcuda.so.1 found yet (%sLD_LIBRARY_PATH, ldconfig, the usual driver folders): probing each one the %s load%s (--libcuda PATH names one)",
+			       gp_opts.cmd ? "the command's library folders, " : "the processes' mappings, ",
+			       gp_opts.cmd ? "command" : "followed processes", gp_opts.cmd ? "s" : "");
 		err[0] = '\0';
 		r = 0;
 	}

@@ -197,6 +197,29 @@ def test_system_wide_without_any_libcuda():
     gp.assert_nothing_attached()
 
 
+def no_real_driver():
+    if any(os.path.exists(os.path.join(d, "libcuda.so.1"))
+           for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
+                     "/usr/local/nvidia/lib64", "/usr/lib", "/usr/local/cuda/lib64")):
+        gp.skip("a real driver is installed here")
+
+
+def test_trace_without_any_libcuda_says_so():
+    """--trace -- cmd with no libcuda anywhere it looks (issue 32): the one error line gives
+    the real reason, no libcuda found, not a --trace-filter error the user never asked for;
+    and no other process's copy stands in for it (another test's stand-in may be mapped)."""
+    no_real_driver()
+    r = expect_error(["--trace", "/dev/null", "--", "true"], "--trace: no libcuda.so.1 found",
+                     env={"LD_LIBRARY_PATH": ""})
+    check("--trace-filter" not in r.stderr, f"a --trace-filter error: {r.stderr!r}")
+
+
+def test_trace_filter_matching_nothing():
+    """--trace-filter patterns that match no exported function: the patterns are the reason."""
+    expect_error(["--trace", "/dev/null", "--trace-filter", "cuNoSuchFunction*", "--libcuda", FAKECUDA,
+                  "--", "true"], "matches the --trace-filter patterns")
+
+
 def test_nothing_left_after_command_is_killed():
     a = gp.Background([GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "--",
                        app("memleak_app"), "--wait"])
