@@ -223,17 +223,41 @@ def test_exceptions_only_unless_verbose():
     # a ring buffer too small for the stacks: the drop line names what was not 0, alone
     r = gp.gpuprobe(["--memleak", "--ringbuf-size", "4096", "--libcuda", FAKECUDA],
                     cmd=[LEAKY, "--allocs", "300", "--leaks", "200"])
-    m = re.search(r"^Dropped events: (\d+) \((.*)\)$", r.stdout, re.M)
+    m = re.search(r"^Dropped events: ([\d,]+) \((.*)\)$", r.stdout, re.M)
     if m:
         check(all(not c.endswith(" 0") for c in m.group(2).split(", ")), f"only counters not 0: {m.group(0)}")
 
 
+def plural(n, one, many):
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def human_exact(n):
+    """docs/design.md's bytes: the exact figure alone below 1 KiB, else IEC units first."""
+    if n < 1024:
+        return f"{n:,} B"
+    for unit, k in (("KiB", 1), ("MiB", 2), ("GiB", 3)):
+        v = n / 1024 ** k
+        if v < 1024 or unit == "GiB":
+            h = f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
+            return f"{h} {unit} ({n:,} B)"
+
+
 def test_small_copies_line_only_with_min_bytes():
+    """The copies not counted as traffic, in words with their counts from copy_app's own
+    account: one line for zero-byte and failed copies, one for small ones with --min-bytes."""
     r = gp.gpuprobe(["--bandwidth-util", "--libcuda", FAKECUDA], cmd=[app("copy_app")])
     eq(r.returncode, 0, "exit")
-    check("Small copies" not in r.stdout and "Zero-byte copies 1, failed copies 2" in r.stdout, r.stdout[-400:])
-    r = gp.gpuprobe(["--bandwidth-util", "--min-bytes", "200", "--libcuda", FAKECUDA], cmd=[app("copy_app")])
-    check("Small copies (under 200 B, not counted above): 10, 1000 B" in r.stdout, r.stdout[-400:])
+    t = gp.truth(r.stderr)
+    want = (f"Not counted: {plural(t['zero_byte_copies'], 'zero-byte copy', 'zero-byte copies')}, "
+            f"{plural(t['failed_copies'], 'failed copy', 'failed copies')}")
+    check("Small copies" not in r.stdout and want in r.stdout, f"{want!r} in {r.stdout[-400:]}")
+    for size in (200, 4096):
+        r = gp.gpuprobe(["--bandwidth-util", "--min-bytes", str(size), "--libcuda", FAKECUDA], cmd=[app("copy_app")])
+        t = gp.truth(r.stderr)
+        want = (f"Small copies (under {human_exact(size)}, not counted above): "
+                f"{plural(t['small_copies'], 'copy', 'copies')}, {human_exact(t['small_bytes'])}")
+        check(want in r.stdout, f"{want!r} in {r.stdout[-400:]}")
 
 
 def test_csv_rows_through_an_output_file():
