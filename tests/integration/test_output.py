@@ -255,7 +255,7 @@ def test_small_copies_line_only_with_min_bytes():
     for size in (200, 4096):
         r = gp.gpuprobe(["--bandwidth-util", "--min-bytes", str(size), "--libcuda", FAKECUDA], cmd=[app("copy_app")])
         t = gp.truth(r.stderr)
-        want = (f"Small copies (under {human_exact(size)}, not counted above): "
+        want = (f"Small copies (under {size:,} B, not counted above): "
                 f"{plural(t['small_copies'], 'copy', 'copies')}, {human_exact(t['small_bytes'])}")
         check(want in r.stdout, f"{want!r} in {r.stdout[-400:]}")
 

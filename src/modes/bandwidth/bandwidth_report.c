@@ -244,7 +244,7 @@ void bw_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 	for (size_t i = 0; i < s->d.nr_procs; i++)
 		text_proc(f, &s->d.procs[i], &s->links);
 	if (s->min_bytes)
-		fprintf(f, "Small copies (under %s, not counted above): %s, %s\n", gp_text__bytes_exact(s->min_bytes).s,
+		fprintf(f, "Small copies (under %s B, not counted above): %s, %s\n", gp_text__count(s->min_bytes).s,
 			gp_text__n(s->small_copies, "copy", "copies").s, gp_text__bytes_exact(s->small_bytes).s);
 	if (s->zero_copies || s->failed_copies || all)
 		fprintf(f, "Not counted: %s, %s\n", gp_text__n(s->zero_copies, "zero-byte copy", "zero-byte copies").s,
