@@ -243,6 +243,21 @@ def human_exact(n):
             return f"{h} {unit} ({n:,} B)"
 
 
+def test_budget_armed_line_only_when_it_says_something():
+    """The budget's line on processes armed alone appears when one was armed or could not
+    be (its figures then not all 0), and always with -v."""
+    armed = re.compile(r"^  ([\d,]+) process(?:es)? new to it counted exactly.*?(?:; ([\d,]+) could not be)?", re.M)
+    r = gp.gpuprobe(["--cudatrace", "--max-overhead", "1", "--libcuda", FAKECUDA],
+                    cmd=[app("rate_app"), "--phases", "2000:1"])
+    eq(r.returncode, 0, f"exit ({r.stderr[-300:]})")
+    check("gpuprobe budget (" in r.stdout, f"the budget's report: {r.stdout[-600:]}")
+    m = armed.search(r.stdout)
+    check(not m or m.group(1) != "0" or (m.group(2) or "0") != "0", f"an all-0 line without -v: {m and m.group(0)}")
+    r = gp.gpuprobe(["--cudatrace", "--max-overhead", "1", "-v", "--libcuda", FAKECUDA],
+                    cmd=[app("rate_app"), "--phases", "2000:1"])
+    check(armed.search(r.stdout), f"the line with -v: {r.stdout[-600:]}")
+
+
 def test_small_copies_line_only_with_min_bytes():
     """The copies not counted as traffic, in words with their counts from copy_app's own
     account: one line for zero-byte and failed copies, one for small ones with --min-bytes."""

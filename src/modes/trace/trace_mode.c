@@ -164,7 +164,7 @@ static int no_names(const struct lib_set *libs, char *err, size_t len)
 		snprintf(err, len, "--trace: no libcuda.so.1 found to list its functions from (the command's library folders, LD_LIBRARY_PATH, ldconfig, the usual driver folders%s): name one with --libcuda PATH",
 			 gp_opts.nr_pids ? ", the -p processes' mappings" : "");
 	else if (tr_settings.nr_filter)
-		snprintf(err, len, "--trace: no exported cu* function of the %d libcuda file%s matches the --trace-filter patterns",
+		snprintf(err, len, "--trace: no exported cu* function matches the --trace-filter patterns (in %d libcuda file%s)",
 			 libs->n, libs->n > 1 ? "s" : "");
 	else
 		snprintf(err, len, "--trace: the %d libcuda file%s found export%s no cu* function: not the CUDA driver? (--libcuda PATH names it)",
