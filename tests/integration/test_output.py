@@ -12,10 +12,12 @@ import pty
 import re
 import select
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 import threading
 
 import gp
@@ -256,6 +258,26 @@ def test_budget_armed_line_only_when_it_says_something():
     r = gp.gpuprobe(["--cudatrace", "--max-overhead", "1", "-v", "--libcuda", FAKECUDA],
                     cmd=[app("rate_app"), "--phases", "2000:1"])
     check(armed.search(r.stdout), f"the line with -v: {r.stdout[-600:]}")
+
+
+def test_attach_gap_scaled():
+    """-p: the line saying calls before the attach went unseen gives the gap as a scaled
+    duration, three significant digits ("1.52 s"), not "1.520 s"; the process was more than
+    1.2 s old (the test waited that long before the attach)."""
+    a = gp.start_app([LEAKY, "--wait", "--allocs", "2", "--leaks", "1"])
+    try:
+        time.sleep(1.2)  # the process is over a second old at the attach
+        g = gp.start_gpuprobe(["--memleak", "-p", str(a.pid)])
+        a.signal(signal.SIGUSR1)
+        eq(a.wait(), 0, "workload")
+        eq(g.wait(timeout=30), 0, f"gpuprobe ({g.stderr()[-300:]})")
+    finally:
+        a.kill()
+    m = re.search(r"calls before the attach not seen \(attached (\S+) (\S+) after the process started\)", g.stdout())
+    check(m, f"the unseen line: {g.stdout()[-600:]}")
+    num, unit = m.group(1), m.group(2)
+    check(unit == "s" and re.fullmatch(r"\d\.\d\d|\d\d\.\d", num) and float(num) >= 1.2,
+          f"a gap over a second, three significant digits: {m.group(0)}")
 
 
 def test_small_copies_line_only_with_min_bytes():
