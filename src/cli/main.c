@@ -752,6 +752,21 @@ static void sum_hits(void *ctx, const struct gp_snap_pid *p)
 	*(uint64_t *)ctx += p->probe_hits;
 }
 
+/* "memleak", "memleak and cudatrace", "memleak, cudatrace and bandwidth" */
+static void mode_words(struct gp_run *run, char *buf, size_t len)
+{
+	char names[128], *save = NULL, *tok, *next;
+	size_t off = 0;
+	int i = 0;
+
+	gp_run__mode_names(run, names, sizeof(names));
+	buf[0] = '\0';
+	for (tok = strtok_r(names, ",", &save); tok && off < len; tok = next, i++) {
+		next = strtok_r(NULL, ",", &save);
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", !i ? "" : next ? ", " : " and ", tok);
+	}
+}
+
 /*
  * Why a run's reports may be empty, rather than leaving "0 processes" to be read as "no
  * leak": the probes on libcuda never fired (and the likely reason), or they did but no
@@ -762,6 +777,7 @@ static int no_calls_reason(struct cli *c, char *why, size_t len)
 {
 	struct libwatch_stats st;
 	uint64_t hits = 0;
+	char modes[128];
 	int files;
 	const char *perm = geteuid() && !gp_has_cap(CAP_SYS_PTRACE) && !gp_opts.cmd ?
 			   "; without CAP_SYS_PTRACE other users' processes cannot be looked at" : "";
@@ -773,6 +789,7 @@ static int no_calls_reason(struct cli *c, char *why, size_t len)
 		return 0;
 	libwatch__stats(c->run->watch, &st);
 	files = c->libs.n + (int)st.files[GP_LIB_CUDA];
+	mode_words(c->run, modes, sizeof(modes));
 	if (c->run->unseen_total)
 		snprintf(why, len, "no CUDA call seen since the probes went in: %llu process%s ran before %s libcuda was probed, and %s calls before that were not seen",
 			 (unsigned long long)c->run->unseen_total, c->run->unseen_total == 1 ? "" : "es",
@@ -781,8 +798,8 @@ static int no_calls_reason(struct cli *c, char *why, size_t len)
 		snprintf(why, len, "no CUDA call seen: no libcuda was probed (no traced process mapped one: not a CUDA program, or one that never loaded the driver? --libcuda PATH names one%s)",
 			 perm);
 	else
-		snprintf(why, len, "no CUDA call seen: %d libcuda file%s probed, none called (the processes made no CUDA call, or called a libcuda copy gpuprobe did not find: -v lists the files, --libcuda PATH names one%s)",
-			 files, files == 1 ? "" : "s", perm);
+		snprintf(why, len, "no CUDA call seen: %d libcuda file%s probed, none called (the processes made none of the calls %s follow%s, or no CUDA call at all, or called a libcuda copy gpuprobe did not find: -v lists the files, --libcuda PATH names one%s)",
+			 files, files == 1 ? "" : "s", modes, strstr(modes, " and ") ? "" : "s", perm);
 	return 1;
 }
 

@@ -280,6 +280,23 @@ def test_attach_gap_scaled():
           f"a gap over a second, three significant digits: {m.group(0)}")
 
 
+def test_bandwidth_lists_processes_that_copied():
+    """--bandwidth-util's text lists the processes that copied; one that made no copy (a
+    memleak_app: allocations only, by construction) is counted in the title and listed
+    with -v; JSON lists every process."""
+    cmd = ["sh", "-c", f"{LEAKY} --allocs 2 --leaks 1; {app('peer_app')} --n 2"]
+    r = gp.gpuprobe(["--bandwidth-util", "--libcuda", FAKECUDA], cmd=cmd)
+    eq(r.returncode, 0, f"exit ({r.stderr[-300:]})")
+    check(re.search(r"bandwidth final report: 1 process \(and 1 process without a copy: -v lists it\)$", r.stdout, re.M),
+          f"the title: {r.stdout[:400]}")
+    check("(memleak_app)" not in r.stdout and "(peer_app) exited:" in r.stdout, f"the copier alone: {r.stdout[:600]}")
+    r = gp.gpuprobe(["--bandwidth-util", "-v", "--libcuda", FAKECUDA], cmd=cmd)
+    check(re.search(r"^PID \d+ \(memleak_app\) exited: 0 copies, 0 B$", r.stdout, re.M), f"-v: {r.stdout[:600]}")
+    r = gp.gpuprobe(["--bandwidth-util", "--json", "--libcuda", FAKECUDA], cmd=cmd)
+    eq(sorted(p["comm"] for p in gp.final(r.stdout, "bandwidth")["processes"]), ["memleak_app", "peer_app"],
+       "JSON: every process")
+
+
 def test_small_copies_line_only_with_min_bytes():
     """The copies not counted as traffic, in words with their counts from copy_app's own
     account: one line for zero-byte and failed copies, one for small ones with --min-bytes."""
