@@ -803,6 +803,16 @@ static int no_calls_reason(struct cli *c, char *why, size_t len)
 	return 1;
 }
 
+/* Whether two streams write to one file (-o - on the terminal stderr is on too): a line
+ * the report holds need not be said twice there. */
+static bool same_file(FILE *a, FILE *b)
+{
+	struct stat x, y;
+
+	return a && b && !fstat(fileno(a), &x) && !fstat(fileno(b), &y) && x.st_dev == y.st_dev &&
+	       x.st_ino == y.st_ino;
+}
+
 /* The final reports' hint, and one line on stderr for those who read JSON or a file. */
 static void no_calls_line(struct cli *c, char *why, size_t len)
 {
@@ -812,7 +822,7 @@ static void no_calls_line(struct cli *c, char *why, size_t len)
 		return;
 	}
 	c->run->empty_hint = why;
-	if (gp_opts.json || !c->reports_stderr)
+	if (gp_opts.json || (!c->reports_stderr && !same_file(c->out, stderr)))
 		fprintf(stderr, "gpuprobe: %s\n", why);
 }
 
