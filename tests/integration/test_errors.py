@@ -4,6 +4,7 @@ BPF program left loaded."""
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 
@@ -248,6 +249,19 @@ def test_input_a_subcommand_cannot_read():
     check(r.stdout.startswith("<?xml"), "an empty graph")
     r = gp.gpuprobe(["convert", "--chrome", text])
     check(r.returncode != 0 and r.stderr.startswith("gpuprobe: convert: "), f"convert on text: {r.stderr!r}")
+    # -o FILE (after the input, as other tools take it): no file at all on an error; the
+    # whole graph, 0600, on success
+    svg = os.path.join(os.path.dirname(text), "out.svg")
+    expect_error(["flame", text, "-o", svg], "not folded stacks")
+    check(not os.path.exists(svg), "no file left by an input that is not folded stacks")
+    good = tmpfile("good.folded", b"main;alloc 4096\nmain;other 1024\n")
+    r = gp.gpuprobe(["flame", good, "-o", svg])
+    eq(r.returncode, 0, f"flame -o ({r.stderr!r})")
+    eq(r.stdout, "", "nothing on stdout with -o")
+    with open(svg) as f:
+        body = f.read()
+    check(body.startswith("<?xml") and body.rstrip().endswith("</svg>") and "alloc" in body, "the whole graph")
+    eq(stat.S_IMODE(os.stat(svg).st_mode), 0o600, "created 0600")
 
 
 def test_kernel_without_a_needed_feature_refused_in_one_line():
