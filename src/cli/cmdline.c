@@ -447,7 +447,10 @@ static int build(struct parser *p, struct option *lo, char *shorts, size_t slen)
 	size_t s = 0;
 	int n = 0;
 
-	shorts[s++] = '+'; /* stop at the first non-option: the command's own arguments */
+	/* stop at the first non-option: the command's own arguments; files (flame, convert)
+	 * may come before options too ("gpuprobe flame x.folded -o x.svg"), as other tools take them */
+	if (p->c->positionals != GP_POS_FILES)
+		shorts[s++] = '+';
 	shorts[s++] = ':';
 	for (int i = 0; i < p->n; i++) {
 		const struct entry *e = &p->e[i];

@@ -48,6 +48,7 @@
 #include "run.h"
 #include "target.h"
 #include "targets.h"
+#include "text.h"
 #include "u64map.h"
 #include "util.h"
 #include "version.h"
@@ -59,6 +60,7 @@ struct daemon {
 	 * run's (run->slots, src/core/libslots.h: when its probes go) */
 	struct lib_set *libs;
 	int probed;           /* of those, the ones with probes */
+	int lib_probes;       /* the probes on the libcuda files found at the start */
 	struct u64map *refused;  /* files refused a slot (libset__map_id), until a slot frees */
 	struct u64map *told;     /* owners (uid + 1) whose refusals were logged */
 	struct cgroups *cgroups;
@@ -259,6 +261,7 @@ static void rescan(struct daemon *d)
 static void initial_libs(struct daemon *d)
 {
 	struct lib_set *found = calloc(1, sizeof(*found));
+	int before = attach_set__count(d->run->links);
 
 	if (!found)
 		return;
@@ -268,6 +271,7 @@ static void initial_libs(struct daemon *d)
 		target__find_libcuda(found);
 	for (int i = 0; i < found->n; i++)
 		add_entry(d, &found->libs[i]);
+	d->lib_probes = attach_set__count(d->run->links) - before;
 	for (int i = 0; i < GP_SLOT__COUNT; i++) /* one user's copies refused at start */
 		d->libs->refused[i] += found->refused[i];
 	libset__clear(found);
@@ -583,16 +587,26 @@ static const struct http_limits http_limits = {
 
 static int serve(struct daemon *d, int lfd, int family, char *err, size_t len)
 {
-	char modes[128];
+	char modes[128], where[96], all[32] = "";
+	int total;
 
 	d->http = http__start(lfd, family, &http_limits, d->wc, "/healthz", on_request, d, err, len);
 	if (!d->http)
 		return -EIO;
 	gp_run__mode_names(d->run, modes, sizeof(modes));
-	gp_log(GP_LOG_INFO, "listening on %s (port %u, %s%s): /metrics /healthz; tracing every CUDA process (%s): %d probes on %d libcuda files",
+	total = attach_set__count(d->run->links);
+	/* as the CLI's tracing line: the libcuda files' probes, then every probe if others
+	 * (the linker's hook, libnccl's, the process tracepoints) add to them */
+	if (d->probed)
+		snprintf(where, sizeof(where), "%d probes on %s", d->lib_probes,
+			 gp_text__n((uint64_t)d->probed, "libcuda file", "libcuda files").s);
+	else
+		snprintf(where, sizeof(where), "no libcuda yet (probed as processes map one)");
+	if (total != (d->probed ? d->lib_probes : 0))
+		snprintf(all, sizeof(all), " (%d in all)", total);
+	gp_log(GP_LOG_INFO, "listening on %s (port %u, %s%s): /metrics /healthz; tracing every CUDA process (%s): %s%s",
 	       gp_opts.listen, http__port(d->http), d->wc && webconfig__tls(d->wc) ? "https" : "http",
-	       d->wc && webconfig__users(d->wc) ? ", basic auth" : "", modes, attach_set__count(d->run->links),
-	       d->probed);
+	       d->wc && webconfig__users(d->wc) ? ", basic auth" : "", modes, where, all);
 	return 0;
 }
 

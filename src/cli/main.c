@@ -247,48 +247,52 @@ static int open_targets(struct cli *c, char *err, size_t len)
 }
 
 /*
- * The libcuda files to probe: those the -p processes map (with --tree or several PIDs, a
- * process that has not loaded CUDA yet is no error: the node's are probed for what it and
- * its children will load), else every one on the node.
+ * The libcuda files to probe. Node-wide: every one found, running processes' included.
+ * A command, or -p's processes: the files they map or would load (the command's own
+ * folders, LD_LIBRARY_PATH, ldconfig's cache, the usual folders), never another
+ * process's copy (issue 32: an unrelated process's libcuda was probed, logged and counted);
+ * with --tree or several PIDs, a process that has not loaded CUDA yet is no error, and
+ * what a followed process loads later the library watcher probes (src/core/libwatch.c).
  */
 static int resolve_libs(struct cli *c, char *err, size_t len)
 {
 	bool strict = gp_opts.nr_pids == 1 && !gp_opts.tree;
-	int r = 0;
+	int r = 0, own = 0;
 
 	if (!(gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA))
 		return 0;
-	if (!gp_opts.nr_pids || gp_opts.libcuda) {
-		int own = 0;
-
+	if (gp_opts.libcuda || (!gp_opts.nr_pids && !gp_opts.cmd))
+		return target__resolve(gp_opts.libcuda, -1, gp_opts.verbose, &c->libs, err, len);
+	if (gp_opts.cmd) {
 		/* the command's own folders first (its RPATH/RUNPATH, its libraries'): a libcuda
 		 * found only there is probed before it runs, not after its loader mapped it */
-		if (gp_opts.cmd && !gp_opts.libcuda)
-			own = target__resolve_command(gp_opts.cmd, gp_opts.verbose, &c->libs);
+		own = target__resolve_command(gp_opts.cmd, gp_opts.verbose, &c->libs);
 		if (own)
 			gp_log(GP_LOG_DEBUG, "%s: %d libcuda file%s found through the program's own library folders",
 			       gp_opts.cmd[0], own, own > 1 ? "s" : "");
-		r = target__resolve(gp_opts.libcuda, gp_opts.nr_pids ? gp_opts.pids[0] : -1, gp_opts.verbose,
-				    &c->libs, err, len);
-		if (r == -ENOENT && own) {
-			err[0] = '\0';
-			r = 0;
-		} else if (r == -ENOENT && gp_opts.cmd && !gp_opts.libcuda) {
-			/* the command may load one from where only it knows (dlopen of a path, a
-			 * wheel): the linker's hook reports it (src/core/libwatch.c) */
-			gp_log(GP_LOG_WARN, "%s: probing each libcuda the command loads", err);
-			err[0] = '\0';
-			r = 0;
-		}
-		return r;
 	}
 	for (int i = 0; i < gp_opts.nr_pids; i++) {
 		r = target__resolve(NULL, gp_opts.pids[i], gp_opts.verbose, &c->libs, err, len);
 		if (r && (strict || (r != -ENOENT && r != -ESRCH)))
 			return r;
 	}
-	if (!c->libs.n || gp_opts.tree)
-		r = target__resolve(NULL, -1, gp_opts.verbose, &c->libs, err, len);
+	if (gp_opts.nr_pids && c->libs.n && !gp_opts.tree)
+		return 0;
+	r = target__resolve_installed(gp_opts.verbose, &c->libs, err, len);
+	if (r == -ENOENT && c->libs.n) {
+		err[0] = '\0';
+		r = 0;
+	} else if (r == -ENOENT) {
+		/* the command or a followed process may load one from where only it knows
+		 * (dlopen of a path, a wheel): the linker's hook reports it. --trace lists its
+		 * functions from the files found now: its own error says so. */
+		if (!gp_opts.trace)
+			gp_log(GP_LOG_WARN, "no libcuda.so.1 found yet (%sLD_LIBRARY_PATH, ldconfig, the usual driver folders): probing each one the %s load%s (--libcuda PATH names one)",
+			       gp_opts.cmd ? "the command's library folders, " : "the processes' mappings, ",
+			       gp_opts.cmd ? "command" : "followed processes", gp_opts.cmd ? "s" : "");
+		err[0] = '\0';
+		r = 0;
+	}
 	return r;
 }
 
@@ -473,7 +477,7 @@ static void describe_targets(const struct cli *c, char *who, size_t len)
 		off += (size_t)snprintf(who + off, len - off, "%s%d", i ? "," : gp_opts.nr_pids > 1 ? "PIDs " : "PID ",
 					gp_opts.pids[i]);
 	if (gp_opts.nr_pids && gp_opts.tree && off < len)
-		snprintf(who + off, len - off, " and their descendants");
+		snprintf(who + off, len - off, gp_opts.nr_pids > 1 ? " and their descendants" : " and its descendants");
 	if (gp_opts.nr_pids)
 		return;
 	if (gp_opts.comm && gp_opts.cgroup)
@@ -748,6 +752,21 @@ static void sum_hits(void *ctx, const struct gp_snap_pid *p)
 	*(uint64_t *)ctx += p->probe_hits;
 }
 
+/* "memleak", "memleak and cudatrace", "memleak, cudatrace and bandwidth" */
+static void mode_words(struct gp_run *run, char *buf, size_t len)
+{
+	char names[128], *save = NULL, *tok, *next;
+	size_t off = 0;
+	int i = 0;
+
+	gp_run__mode_names(run, names, sizeof(names));
+	buf[0] = '\0';
+	for (tok = strtok_r(names, ",", &save); tok && off < len; tok = next, i++) {
+		next = strtok_r(NULL, ",", &save);
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", !i ? "" : next ? ", " : " and ", tok);
+	}
+}
+
 /*
  * Why a run's reports may be empty, rather than leaving "0 processes" to be read as "no
  * leak": the probes on libcuda never fired (and the likely reason), or they did but no
@@ -758,6 +777,7 @@ static int no_calls_reason(struct cli *c, char *why, size_t len)
 {
 	struct libwatch_stats st;
 	uint64_t hits = 0;
+	char modes[128];
 	int files;
 	const char *perm = geteuid() && !gp_has_cap(CAP_SYS_PTRACE) && !gp_opts.cmd ?
 			   "; without CAP_SYS_PTRACE other users' processes cannot be looked at" : "";
@@ -769,6 +789,7 @@ static int no_calls_reason(struct cli *c, char *why, size_t len)
 		return 0;
 	libwatch__stats(c->run->watch, &st);
 	files = c->libs.n + (int)st.files[GP_LIB_CUDA];
+	mode_words(c->run, modes, sizeof(modes));
 	if (c->run->unseen_total)
 		snprintf(why, len, "no CUDA call seen since the probes went in: %llu process%s ran before %s libcuda was probed, and %s calls before that were not seen",
 			 (unsigned long long)c->run->unseen_total, c->run->unseen_total == 1 ? "" : "es",
@@ -777,9 +798,19 @@ static int no_calls_reason(struct cli *c, char *why, size_t len)
 		snprintf(why, len, "no CUDA call seen: no libcuda was probed (no traced process mapped one: not a CUDA program, or one that never loaded the driver? --libcuda PATH names one%s)",
 			 perm);
 	else
-		snprintf(why, len, "no CUDA call seen: %d libcuda file%s probed, none called (the processes made no CUDA call, or called a libcuda copy gpuprobe did not find: -v lists the files, --libcuda PATH names one%s)",
-			 files, files == 1 ? "" : "s", perm);
+		snprintf(why, len, "no CUDA call seen: %d libcuda file%s probed, none called (the processes made none of the calls %s follow%s, or no CUDA call at all, or called a libcuda copy gpuprobe did not find: -v lists the files, --libcuda PATH names one%s)",
+			 files, files == 1 ? "" : "s", modes, strstr(modes, " and ") ? "" : "s", perm);
 	return 1;
+}
+
+/* Whether two streams write to one file (-o - on the terminal stderr is on too): a line
+ * the report holds need not be said twice there. */
+static bool same_file(FILE *a, FILE *b)
+{
+	struct stat x, y;
+
+	return a && b && !fstat(fileno(a), &x) && !fstat(fileno(b), &y) && x.st_dev == y.st_dev &&
+	       x.st_ino == y.st_ino;
 }
 
 /* The final reports' hint, and one line on stderr for those who read JSON or a file. */
@@ -791,7 +822,7 @@ static void no_calls_line(struct cli *c, char *why, size_t len)
 		return;
 	}
 	c->run->empty_hint = why;
-	if (gp_opts.json || !c->reports_stderr)
+	if (gp_opts.json || (!c->reports_stderr && !same_file(c->out, stderr)))
 		fprintf(stderr, "gpuprobe: %s\n", why);
 }
 

@@ -192,6 +192,7 @@ struct pmap {
 	unsigned long long start, end, offset, inode;
 	unsigned int dev_major, dev_minor;
 	bool deleted;
+	bool code;	/* executable ('x' in its permissions) */
 	char *path;	/* NULL for anonymous mappings */
 };
 
@@ -273,6 +274,7 @@ static int pid_maps_add(const struct map_entry *e, void *ctx)
 	m->dev_major = e->dev_major;
 	m->dev_minor = e->dev_minor;
 	m->deleted = e->deleted;
+	m->code = e->perms[2] == 'x';
 	pm->n++;
 cleanup:
 	return err;
@@ -559,6 +561,19 @@ static const char *symbol_of(struct symbolizer *s, int pid, const struct pmap *m
 	/* map offset -> file offset -> link-time address */
 	vaddr = elf_symtab__offset_to_vaddr(st, addr - m->start + m->offset);
 	return vaddr >= 0 ? elf_symtab__lookup(st, (unsigned long long)vaddr, off) : NULL;
+}
+
+int symbolizer__in_code(struct symbolizer *s, int pid, unsigned long long addr)
+{
+	const struct pmap *m = NULL;
+	int err;
+
+	if (!s || pid <= 0)
+		return -EINVAL;
+	err = pmap_of(s, pid, addr, &m);
+	if (err)
+		return err;
+	return m && m->code;
 }
 
 int symbolizer__format(struct symbolizer *s, int pid, unsigned long long addr,

@@ -35,6 +35,14 @@ int symbolizer__format(struct symbolizer *s, int pid, unsigned long long addr,
 		       char *buf, size_t len);
 
 /*
+ * Whether addr lies in an executable mapping of pid (a file's text or anonymous code, as
+ * JIT code): 1, 0 (data, the stack, nothing), or -errno when pid's maps cannot be read.
+ * A frame-pointer walk that went through code without frame pointers reads "return
+ * addresses" that are none: this tells them apart from a real frame.
+ */
+int symbolizer__in_code(struct symbolizer *s, int pid, unsigned long long addr);
+
+/*
  * Bounds the bytes the cached symbol tables hold together (default 512 MiB;
  * each one is bounded by its file, see elfsym.h): the least recently used
  * go first, the one just loaded stays. files_bytes says what they hold now.

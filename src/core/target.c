@@ -407,19 +407,21 @@ static void add_running(struct lib_set *s, bool verbose)
 	u64map__free(refused);
 }
 
-static int find_libcuda(struct lib_set *s, bool verbose)
+/* running: the files other processes map too (a node-wide run's targets are those processes) */
+static int find_libcuda(struct lib_set *s, bool running, bool verbose)
 {
 	add_ld_library_path(s);
 	add_ldconfig(s);
 	for (size_t i = 0; i < sizeof(usual_dirs) / sizeof(usual_dirs[0]); i++)
 		add_dir(s, usual_dirs[i]);
-	add_running(s, verbose);
+	if (running)
+		add_running(s, verbose);
 	return s->n;
 }
 
 int target__find_libcuda(struct lib_set *s)
 {
-	return find_libcuda(s, false);
+	return find_libcuda(s, true, false);
 }
 
 static int find_pid_libcuda(int pid, struct lib_set *s, bool verbose, char *why, size_t len)
@@ -666,7 +668,8 @@ static int resolve_pid(int pid, struct lib_set *found, bool verbose, char *why, 
 	return r <= 0 ? (r ? r : -ENOENT) : 0;
 }
 
-int target__resolve(const char *libcuda, int pid, bool verbose, struct lib_set *libs, char *err, size_t len)
+static int resolve(const char *libcuda, int pid, bool running, bool verbose, struct lib_set *libs, char *err,
+		   size_t len)
 {
 	char why[GP_PATH_MAX + 512] = "";
 	struct lib_set *found;
@@ -681,8 +684,9 @@ int target__resolve(const char *libcuda, int pid, bool verbose, struct lib_set *
 	}
 	if (pid > 0) {
 		r = resolve_pid(pid, found, verbose, why, sizeof(why), err, len);
-	} else if (find_libcuda(found, verbose) == 0) {
-		snprintf(err, len, "no libcuda.so.1 found (LD_LIBRARY_PATH, ldconfig, the usual driver folders, running processes): use --libcuda PATH");
+	} else if (find_libcuda(found, running, verbose) == 0) {
+		snprintf(err, len, "no libcuda.so.1 found (LD_LIBRARY_PATH, ldconfig, the usual driver folders%s): use --libcuda PATH",
+			 running ? ", running processes" : "");
 		r = -ENOENT;
 	}
 	if (!r && check_each(found, libs, verbose, why, sizeof(why)) == 0) {
@@ -693,6 +697,16 @@ cleanup:
 	libset__clear(found);
 	free(found);
 	return r;
+}
+
+int target__resolve(const char *libcuda, int pid, bool verbose, struct lib_set *libs, char *err, size_t len)
+{
+	return resolve(libcuda, pid, true, verbose, libs, err, len);
+}
+
+int target__resolve_installed(bool verbose, struct lib_set *libs, char *err, size_t len)
+{
+	return resolve(NULL, -1, false, verbose, libs, err, len);
 }
 
 struct cmd_found {

@@ -122,6 +122,12 @@ int target__find_pid_libcuda(int pid, struct lib_set *s);
 /* The driver files to probe: --libcuda's (instead of discovery), those pid maps (pid >
  * 0), or every one found on the node; each checked. 0 or -errno with one line in err. */
 int target__resolve(const char *libcuda, int pid, bool verbose, struct lib_set *libs, char *err, size_t len);
+/* The files a command or a followed set would load from where the system keeps them
+ * (LD_LIBRARY_PATH, ldconfig's cache, the usual driver folders), each checked; not the
+ * copies other processes map: those are not traced, and probing them would log, count and
+ * cost them (issue 32). What a followed process maps or loads later, the library watcher
+ * finds (src/core/libwatch.c). 0, or -ENOENT with one line in err when none. */
+int target__resolve_installed(bool verbose, struct lib_set *libs, char *err, size_t len);
 /* A command about to start: the libcuda files its loader will find through the program's
  * DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH and those of its DT_NEEDED chain (src/core/ldpath.h),
  * checked and added to libs; files there already are not added twice. Returns how many it

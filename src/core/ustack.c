@@ -727,8 +727,9 @@ int ustack__from_pcs(struct ustack *u, uint32_t pid, const __u64 *pcs, unsigned 
 
 	for (unsigned int i = 0; i < n; i++) {
 		/* a walk that went past code without frame pointers reads a saved "return
-		 * address" that is none (0, or the low page): a bare 0x0 frame says nothing */
-		if (pcs[i] < 4096) {
+		 * address" that is none (0, the low page, or an address on the stack or in
+		 * data): a bare 0x0 or 0x7ffd... frame says nothing, the walk's end does */
+		if (pcs[i] < 4096 || (i > 0 && symbolizer__in_code(u->sym, (int)pid, pcs[i]) == 0)) {
 			out->flags |= USTACK_FP_END;
 			out->flags &= ~USTACK_TOO_DEEP;
 			n = i;

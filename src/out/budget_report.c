@@ -14,7 +14,28 @@ static struct gp_str count(double v)
 	return gp_text__count(v > 0 ? (uint64_t)llround(v) : 0);
 }
 
-void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
+/* The processes new to the budget armed alone, and those that could not be: when some
+ * were either (-v and JSON have the 0s). */
+static void armed_line(FILE *f, const struct gp_budget_stats *s, bool all)
+{
+	uint64_t un = 0;
+
+	for (int r = 0; r < GP_UNARMED__COUNT; r++)
+		un += s->unarmed[r];
+	if (!s->fresh_armed && !un && !all)
+		return;
+	fprintf(f, "  %s new to it counted exactly on probes armed for them alone",
+		gp_text__n(s->fresh_armed, "process", "processes").s);
+	if (un) {
+		fprintf(f, "; %s could not be (their calls sampled with the others'):", gp_text__count(un).s);
+		for (int r = 0; r < GP_UNARMED__COUNT; r++)
+			if (s->unarmed[r])
+				fprintf(f, " %s %s", gp_text__count(s->unarmed[r]).s, gp_budget_unarmed_name(r));
+	}
+	fprintf(f, "\n");
+}
+
+void gp_budget__text(FILE *f, const struct gp_budget_stats *s, bool all)
 {
 	fprintf(f, "gpuprobe budget (--max-overhead %g%%, %s): a probe hit costs %s here (%s in a tight loop), a counted call %s; "
 		   "launch and sync probes attached %.1f%% of the time now%s; %s of %s periods sampled, %s of %s windows "
@@ -25,23 +46,10 @@ void gp_budget__text(FILE *f, const struct gp_budget_stats *s)
 		gp_text__count(s->sampled_periods).s, gp_text__count(s->periods).s, gp_text__count(s->cut_windows).s,
 		gp_text__count(s->windows).s, gp_text__duration(s->attach_ms / 1e3).s, gp_text__duration(s->detach_ms / 1e3).s);
 	if (s->over_procs)
-		fprintf(f, "  over the budget: %s %s spent more than %g%% of %s time in the probes by the budget's own estimate, "
-			   "beyond the exact allowance\n", gp_text__count(s->over_procs).s,
-			s->over_procs == 1 ? "process" : "processes", s->pct, s->over_procs == 1 ? "its" : "their");
-	{
-		uint64_t un = 0;
-
-		for (int r = 0; r < GP_UNARMED__COUNT; r++)
-			un += s->unarmed[r];
-		fprintf(f, "  %s processes new to it counted exactly on probes armed for them alone", gp_text__count(s->fresh_armed).s);
-		if (un) {
-			fprintf(f, "; %s could not be (their calls sampled with the others'):", gp_text__count(un).s);
-			for (int r = 0; r < GP_UNARMED__COUNT; r++)
-				if (s->unarmed[r])
-					fprintf(f, " %s %s", gp_text__count(s->unarmed[r]).s, gp_budget_unarmed_name(r));
-		}
-		fprintf(f, "\n");
-	}
+		fprintf(f, "  over the budget: %s spent more than %g%% of %s time in the probes by the budget's own estimate, "
+			   "beyond the exact allowance\n", gp_text__n(s->over_procs, "process", "processes").s,
+			s->pct, s->over_procs == 1 ? "its" : "their");
+	armed_line(f, s, all);
 	for (size_t i = 0; i < s->nr_procs; i++) {
 		const struct gp_budget_proc *p = &s->procs[i];
 		struct gp_sampling smp;

@@ -10,7 +10,7 @@
 struct json_object;
 struct prom_out;
 
-void gp_budget__text(FILE *f, const struct gp_budget_stats *s);
+void gp_budget__text(FILE *f, const struct gp_budget_stats *s, bool all);
 void gp_budget__json(struct json_object *o, const struct gp_budget_stats *s);
 void gp_budget__prom(struct prom_out *p, const struct gp_budget_stats *s);
 

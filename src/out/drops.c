@@ -3,6 +3,7 @@
 #include <json-c/json.h>
 #include "drops.h"
 #include "mode.h"
+#include "text.h"
 
 uint64_t gp_snap__dropped(const struct gp_snap *s)
 {
@@ -22,11 +23,12 @@ void gp_drops__text(FILE *f, const struct gp_snap *s, bool all)
 		any = any || s->drops[i].count;
 	if (!any && !all)
 		return;
-	fprintf(f, "Dropped events: %" PRIu64 " (", gp_snap__dropped(s));
+	fprintf(f, "Dropped events: %s (", gp_text__count(gp_snap__dropped(s)).s);
 	for (size_t i = 0; i < s->nr_drops; i++) {
 		if (!s->drops[i].count && !all)
 			continue;
-		fprintf(f, "%s%s %" PRIu64, first ? "" : ", ", gp_reason_name(s->drops[i].reason), s->drops[i].count);
+		fprintf(f, "%s%s %s", first ? "" : ", ", gp_reason_name(s->drops[i].reason),
+			gp_text__count(s->drops[i].count).s);
 		first = false;
 	}
 	fputs(")\n", f);

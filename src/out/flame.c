@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "flame.h"
+#include "text.h"
 #include "folded.h"
 #include "jsonnum.h"
 #include "util.h"
@@ -183,14 +184,11 @@ static void value_text(const struct render *r, uint64_t v, char *buf, size_t len
 {
 	const char *unit = r->o->unit ? r->o->unit : "bytes";
 
-	if (!strcmp(unit, "bytes") && v >= 1024) {
-		char h[32];
-
-		num__bytes(v, h, sizeof(h));
-		snprintf(buf, len, "%s (%" PRIu64 " bytes)", h, v);
-	} else {
-		snprintf(buf, len, "%" PRIu64 " %s", v, unit);
-	}
+	/* docs/design.md's conventions: "3.01 MiB (3,158,016 B)", "1,200 samples" */
+	if (!strcmp(unit, "bytes"))
+		snprintf(buf, len, "%s", gp_text__bytes_exact(v).s);
+	else
+		snprintf(buf, len, "%s %s", gp_text__count(v).s, unit);
 }
 
 static void draw(struct render *r, const char *name, size_t len, uint64_t start, uint64_t value,

@@ -54,7 +54,7 @@ static void report_budget(struct gp_run *run, enum gp_snap_kind kind)
 	if (!run->budget || gp_budget__stats(run->budget, &st))
 		return;
 	if (!run->o->json) {
-		gp_budget__text(run->out, &st);
+		gp_budget__text(run->out, &st, run->o->verbose);
 	} else {
 		o = json_object_new_object();
 		json_object_object_add(o, "mode", json_object_new_string("budget"));

@@ -34,7 +34,10 @@ struct gp_str gp_text__bytes(uint64_t bytes)
 {
 	struct gp_str r;
 
-	num__bytes(bytes, r.s, sizeof(r.s));
+	if (bytes < 1024) /* "1,000 B": the digits grouped, as every count */
+		snprintf(r.s, sizeof(r.s), "%.30s B", gp_text__count(bytes).s);
+	else
+		num__bytes(bytes, r.s, sizeof(r.s));
 	return r;
 }
 
@@ -43,7 +46,7 @@ struct gp_str gp_text__bytes_exact(uint64_t bytes)
 	struct gp_str r;
 
 	if (bytes < 1024)
-		snprintf(r.s, sizeof(r.s), "%" PRIu64 " B", bytes);
+		return gp_text__bytes(bytes);
 	else
 		snprintf(r.s, sizeof(r.s), "%.24s (%.30s B)", gp_text__bytes(bytes).s, gp_text__count(bytes).s);
 	return r;
@@ -110,7 +113,7 @@ void gp_text__log2_hist(FILE *f, const uint64_t *slots, int n, const char *unit)
 	for (int i = first; i <= last; i++) {
 		uint64_t lo = i ? 1ULL << i : 0, hi = (1ULL << (i + 1)) - 1;
 
-		fprintf(f, "%10" PRIu64 " -> %-10" PRIu64 " : %-8" PRIu64 " |", lo, hi, slots[i]);
+		fprintf(f, "%10" PRIu64 " -> %-10" PRIu64 " : %-8s |", lo, hi, gp_text__count(slots[i]).s);
 		stars(f, slots[i], max, 40);
 		fprintf(f, "|\n");
 	}
@@ -135,7 +138,7 @@ void gp_text__rate_hist(FILE *f, const uint64_t *slots, int n, double unit_bytes
 	for (int i = first; i <= last; i++) {
 		double lo = i ? ldexp(1, i) * unit_bytes_per_s : 0, hi = ldexp(1, i + 1) * unit_bytes_per_s;
 
-		fprintf(f, "%11s .. %-10s : %-8" PRIu64 " |", gp_text__rate(lo).s, gp_text__rate(hi).s, slots[i]);
+		fprintf(f, "%11s .. %-10s : %-8s |", gp_text__rate(lo).s, gp_text__rate(hi).s, gp_text__count(slots[i]).s);
 		stars(f, slots[i], max, 40);
 		fprintf(f, "|\n");
 	}

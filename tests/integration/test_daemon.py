@@ -143,6 +143,25 @@ def check_launches(port, t):
     wait_metric(port, "gpuprobe_cuda_sync_calls_total", t["syncs"], pid=pid)
 
 
+def test_listening_line_gives_the_probes_apart():
+    """The listening line counts the libcuda files' probes apart from every probe, as the
+    CLI's tracing line does (issue 32): the same mode on the same file attaches as many
+    libcuda probes in both."""
+    r = gp.gpuprobe(["--memleak", "--libcuda", gp.FAKECUDA], cmd=["true"])
+    eq(r.returncode, 0, f"gpuprobe ({r.stderr[-300:]})")
+    m = re.search(r"tracing .*: (\d+) probes on .* \((\d+) in all\)", r.stderr)
+    check(m, f"the CLI's tracing line: {r.stderr[:400]!r}")
+    d = start_daemon(["--libcuda", gp.FAKECUDA], modes=("--memleak",))
+    try:
+        line = [l for l in d.stderr().splitlines() if "listening on" in l][0]
+    finally:
+        d.kill()
+    m2 = re.search(r": (\d+) probes on 1 libcuda file \((\d+) in all\)$", line)
+    check(m2, f"the listening line: {line!r}")
+    eq(m2.group(1), m.group(1), "libcuda's probes, daemon and CLI")
+    check(int(m2.group(2)) > int(m2.group(1)), f"every probe counted too: {line!r}")
+
+
 def test_metrics_exact_and_promtool():
     d = start_daemon(modes=("--memleak", "--cudatrace", "--bandwidth-util", "--ioctl"))  # every mode at once
     held = None
@@ -1047,6 +1066,7 @@ def test_series_cap_nobody():
 
 if __name__ == "__main__":
     gp.main([
+        test_listening_line_gives_the_probes_apart,
         test_metrics_exact_and_promtool,
         test_prometheus_server_scrapes_exact_counters,
         test_bandwidth_exact_and_promtool,

@@ -4,6 +4,7 @@ BPF program left loaded."""
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 
@@ -197,6 +198,29 @@ def test_system_wide_without_any_libcuda():
     gp.assert_nothing_attached()
 
 
+def no_real_driver():
+    if any(os.path.exists(os.path.join(d, "libcuda.so.1"))
+           for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
+                     "/usr/local/nvidia/lib64", "/usr/lib", "/usr/local/cuda/lib64")):
+        gp.skip("a real driver is installed here")
+
+
+def test_trace_without_any_libcuda_says_so():
+    """--trace -- cmd with no libcuda anywhere it looks (issue 32): the one error line gives
+    the real reason, no libcuda found, not a --trace-filter error the user never asked for;
+    and no other process's copy stands in for it (another test's stand-in may be mapped)."""
+    no_real_driver()
+    r = expect_error(["--trace", "/dev/null", "--", "true"], "--trace: no libcuda.so.1 found",
+                     env={"LD_LIBRARY_PATH": ""})
+    check("--trace-filter" not in r.stderr, f"a --trace-filter error: {r.stderr!r}")
+
+
+def test_trace_filter_matching_nothing():
+    """--trace-filter patterns that match no exported function: the patterns are the reason."""
+    expect_error(["--trace", "/dev/null", "--trace-filter", "cuNoSuchFunction*", "--libcuda", FAKECUDA,
+                  "--", "true"], "matches the --trace-filter patterns")
+
+
 def test_nothing_left_after_command_is_killed():
     a = gp.Background([GPUPROBE, "--memleak", "--json", "--libcuda", FAKECUDA, "--",
                        app("memleak_app"), "--wait"])
@@ -225,6 +249,19 @@ def test_input_a_subcommand_cannot_read():
     check(r.stdout.startswith("<?xml"), "an empty graph")
     r = gp.gpuprobe(["convert", "--chrome", text])
     check(r.returncode != 0 and r.stderr.startswith("gpuprobe: convert: "), f"convert on text: {r.stderr!r}")
+    # -o FILE (after the input, as other tools take it): no file at all on an error; the
+    # whole graph, 0600, on success
+    svg = os.path.join(os.path.dirname(text), "out.svg")
+    expect_error(["flame", text, "-o", svg], "not folded stacks")
+    check(not os.path.exists(svg), "no file left by an input that is not folded stacks")
+    good = tmpfile("good.folded", b"main;alloc 4096\nmain;other 1024\n")
+    r = gp.gpuprobe(["flame", good, "-o", svg])
+    eq(r.returncode, 0, f"flame -o ({r.stderr!r})")
+    eq(r.stdout, "", "nothing on stdout with -o")
+    with open(svg) as f:
+        body = f.read()
+    check(body.startswith("<?xml") and body.rstrip().endswith("</svg>") and "alloc" in body, "the whole graph")
+    eq(stat.S_IMODE(os.stat(svg).st_mode), 0o600, "created 0600")
 
 
 def test_kernel_without_a_needed_feature_refused_in_one_line():

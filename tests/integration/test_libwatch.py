@@ -76,6 +76,103 @@ def test_one_pid_probes_no_other_process():
     eq(gp.proc(rep, a.pid)["outstanding_allocs"], t["leaks"], "the target's leaks")
 
 
+def other_copy():
+    """A folder (0755) with memleak_app and a copy of the stand-in libcuda beside it, found
+    through its RUNPATH ($ORIGIN/../fakecuda): an unrelated process on another libcuda file."""
+    d = tempfile.mkdtemp(prefix="gp-other-")
+    os.chmod(d, 0o755)
+    for sub, src in (("apps", app("memleak_app")), ("fakecuda", FAKECUDA)):
+        os.mkdir(os.path.join(d, sub))
+        shutil.copy(src, os.path.join(d, sub))
+    return d
+
+
+def check_not_probed(err, d, pids):
+    """-v's log names every file probed and every process it was found in: neither the
+    other copy's folder nor the other processes may appear (issue 32)."""
+    check(d not in err and not any(f"of PID {p} " in err for p in pids),
+          f"a process not asked for was probed:\n{err[-2500:]}")
+
+
+def test_command_probes_no_other_process():
+    """-- cmd: an unrelated process mapping another copy of the stand-in libcuda, running
+    before gpuprobe starts (found among the running processes before the fix) and another
+    starting during the run, are neither probed, nor logged, nor reported; the command's
+    leaks are exact."""
+    d = other_copy()
+    other = []
+    try:
+        before = gp.start_app([os.path.join(d, "apps", "memleak_app"), "--wait", "--allocs", "2", "--leaks", "1"])
+        other.append(before.pid)
+        cmd = ["sh", "-c", f"sleep 1.5; exec {app('memleak_app')} --allocs 5 --leaks 2"]
+        g = gp.Background([gp.GPUPROBE, "--memleak", "--json", "-v", "-o", "-", "--"] + cmd,
+                          env=gp._with_state(None))
+        g.wait_for("gpuprobe: tracing", where="stderr")
+        during = gp.Background([os.path.join(d, "apps", "memleak_app"), "--allocs", "3", "--leaks", "1"])
+        other.append(during.pid)
+        eq(during.wait(), 0, "the other process started during the run")
+        eq(g.wait(timeout=30), 0, f"gpuprobe ({g.stderr()[-500:]})")
+        before.signal(signal.SIGUSR1)
+        eq(before.wait(), 0, "the other process started before the run")
+    finally:
+        for p in other:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(d, ignore_errors=True)
+    err = g.stderr()
+    check_not_probed(err, d, other)
+    rep = gp.final(g.stdout())
+    t = gp.truth(err)
+    eq([p["pid"] for p in rep["processes"]], [t["pid"]], "the command alone in the report")
+    eq(gp.proc(rep, t["pid"])["outstanding_allocs"], t["leaks"], "the command's leaks")
+
+
+def test_tree_probes_no_other_process():
+    """-p PARENT --tree: the parent's children (running, and forked later) are probed and
+    exact; an unrelated process on another libcuda copy, running before and during the run,
+    is not probed nor logged nor reported."""
+    d = other_copy()
+    other = []
+    fa = gp.Background([app("fork_app"), "--wait-children", "--children", "2"])
+    try:
+        before = gp.start_app([os.path.join(d, "apps", "memleak_app"), "--wait", "--allocs", "2", "--leaks", "1"])
+        other.append(before.pid)
+        deadline = time.time() + 20
+        while fa.stdout().count("READY") < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        kids = [int(l.split()[1]) for l in fa.stdout().splitlines() if l.startswith("READY")]
+        eq(len(kids), 2, "children waiting")
+        g = gp.start_gpuprobe(["--memleak", "--json", "-v", "-p", str(fa.pid), "--tree"])
+        during = gp.Background([os.path.join(d, "apps", "memleak_app"), "--allocs", "3", "--leaks", "1"])
+        other.append(during.pid)
+        eq(during.wait(), 0, "the other process started during the run")
+        for k in kids:
+            os.kill(k, signal.SIGUSR1)
+        eq(fa.wait(), 0, "fork_app")
+        eq(g.wait(timeout=30), 0, f"gpuprobe ({g.stderr()[-500:]})")
+        before.signal(signal.SIGUSR1)
+        eq(before.wait(), 0, "the other process started before the run")
+    finally:
+        fa.kill()
+        for p in other:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(d, ignore_errors=True)
+    check_not_probed(g.stderr(), d, other)
+    rep = gp.final(g.stdout())
+    tree = gp.truth(fa.stderr())
+    got = {p["pid"] for p in rep["processes"]}
+    check(not got & set(other), f"another process in the report: {got}")
+    for t in tree["processes"]:
+        if t["pid"] == fa.pid:
+            continue  # its CUDA work came before the attach
+        eq(gp.proc(rep, t["pid"])["outstanding_allocs"], t["leaks"], f"child {t['pid']}'s leaks")
+
+
 def test_libcuda_loaded_by_python_later():
     d, lib = copy_to("libcuda.so.1", FAKECUDA)
     script = os.path.join(d, "late.py")

@@ -530,6 +530,12 @@ def test_a_command_that_makes_no_cuda_call_says_so():
     r = gp.gpuprobe(["--memleak", "--libcuda", FAKECUDA], cmd=["true"])
     check(re.search(r"memleak final report: 0 processes, 0 outstanding allocations, 0 B\n"
                     r"  nothing to report: no CUDA call seen: 1 libcuda file probed, none called", r.stdout), r.stdout)
+    # a program that calls the driver, but none of the functions the mode probes (memleak_app
+    # allocates: no launch, no synchronization): the hint names the mode, not "no call at all"
+    r = gp.gpuprobe(["--cudatrace", "--libcuda", FAKECUDA], cmd=[APP, "--allocs", "2", "--leaks", "1"])
+    eq(r.returncode, 0, f"exit status (stderr: {r.stderr[-600:]})")
+    check("none called (the processes made none of the calls cudatrace follows, or no CUDA call at all" in r.stdout,
+          r.stdout[-600:])
 
 
 def test_graph_memory_nodes():

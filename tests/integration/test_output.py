@@ -12,10 +12,12 @@ import pty
 import re
 import select
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 import threading
 
 import gp
@@ -223,17 +225,93 @@ def test_exceptions_only_unless_verbose():
     # a ring buffer too small for the stacks: the drop line names what was not 0, alone
     r = gp.gpuprobe(["--memleak", "--ringbuf-size", "4096", "--libcuda", FAKECUDA],
                     cmd=[LEAKY, "--allocs", "300", "--leaks", "200"])
-    m = re.search(r"^Dropped events: (\d+) \((.*)\)$", r.stdout, re.M)
+    m = re.search(r"^Dropped events: ([\d,]+) \((.*)\)$", r.stdout, re.M)
     if m:
         check(all(not c.endswith(" 0") for c in m.group(2).split(", ")), f"only counters not 0: {m.group(0)}")
 
 
+def plural(n, one, many):
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def human_exact(n):
+    """docs/design.md's bytes: the exact figure alone below 1 KiB, else IEC units first."""
+    if n < 1024:
+        return f"{n:,} B"
+    for unit, k in (("KiB", 1), ("MiB", 2), ("GiB", 3)):
+        v = n / 1024 ** k
+        if v < 1024 or unit == "GiB":
+            h = f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
+            return f"{h} {unit} ({n:,} B)"
+
+
+def test_budget_armed_line_only_when_it_says_something():
+    """The budget's line on processes armed alone appears when one was armed or could not
+    be (its figures then not all 0), and always with -v."""
+    armed = re.compile(r"^  ([\d,]+) process(?:es)? new to it counted exactly.*?(?:; ([\d,]+) could not be)?", re.M)
+    r = gp.gpuprobe(["--cudatrace", "--max-overhead", "1", "--libcuda", FAKECUDA],
+                    cmd=[app("rate_app"), "--phases", "2000:1"])
+    eq(r.returncode, 0, f"exit ({r.stderr[-300:]})")
+    check("gpuprobe budget (" in r.stdout, f"the budget's report: {r.stdout[-600:]}")
+    m = armed.search(r.stdout)
+    check(not m or m.group(1) != "0" or (m.group(2) or "0") != "0", f"an all-0 line without -v: {m and m.group(0)}")
+    r = gp.gpuprobe(["--cudatrace", "--max-overhead", "1", "-v", "--libcuda", FAKECUDA],
+                    cmd=[app("rate_app"), "--phases", "2000:1"])
+    check(armed.search(r.stdout), f"the line with -v: {r.stdout[-600:]}")
+
+
+def test_attach_gap_scaled():
+    """-p: the line saying calls before the attach went unseen gives the gap as a scaled
+    duration, three significant digits ("1.52 s"), not "1.520 s"; the process was more than
+    1.2 s old (the test waited that long before the attach)."""
+    a = gp.start_app([LEAKY, "--wait", "--allocs", "2", "--leaks", "1"])
+    try:
+        time.sleep(1.2)  # the process is over a second old at the attach
+        g = gp.start_gpuprobe(["--memleak", "-p", str(a.pid)])
+        a.signal(signal.SIGUSR1)
+        eq(a.wait(), 0, "workload")
+        eq(g.wait(timeout=30), 0, f"gpuprobe ({g.stderr()[-300:]})")
+    finally:
+        a.kill()
+    m = re.search(r"calls before the attach not seen \(attached (\S+) (\S+) after the process started\)", g.stdout())
+    check(m, f"the unseen line: {g.stdout()[-600:]}")
+    num, unit = m.group(1), m.group(2)
+    check(unit == "s" and re.fullmatch(r"\d\.\d\d|\d\d\.\d", num) and float(num) >= 1.2,
+          f"a gap over a second, three significant digits: {m.group(0)}")
+
+
+def test_bandwidth_lists_processes_that_copied():
+    """--bandwidth-util's text lists the processes that copied; one that made no copy (a
+    memleak_app: allocations only, by construction) is counted in the title and listed
+    with -v; JSON lists every process."""
+    cmd = ["sh", "-c", f"{LEAKY} --allocs 2 --leaks 1; {app('peer_app')} --n 2"]
+    r = gp.gpuprobe(["--bandwidth-util", "--libcuda", FAKECUDA], cmd=cmd)
+    eq(r.returncode, 0, f"exit ({r.stderr[-300:]})")
+    check(re.search(r"bandwidth final report: 1 process \(and 1 process without a copy: -v lists it\)$", r.stdout, re.M),
+          f"the title: {r.stdout[:400]}")
+    check("(memleak_app)" not in r.stdout and "(peer_app) exited:" in r.stdout, f"the copier alone: {r.stdout[:600]}")
+    r = gp.gpuprobe(["--bandwidth-util", "-v", "--libcuda", FAKECUDA], cmd=cmd)
+    check(re.search(r"^PID \d+ \(memleak_app\) exited: 0 copies, 0 B$", r.stdout, re.M), f"-v: {r.stdout[:600]}")
+    r = gp.gpuprobe(["--bandwidth-util", "--json", "--libcuda", FAKECUDA], cmd=cmd)
+    eq(sorted(p["comm"] for p in gp.final(r.stdout, "bandwidth")["processes"]), ["memleak_app", "peer_app"],
+       "JSON: every process")
+
+
 def test_small_copies_line_only_with_min_bytes():
+    """The copies not counted as traffic, in words with their counts from copy_app's own
+    account: one line for zero-byte and failed copies, one for small ones with --min-bytes."""
     r = gp.gpuprobe(["--bandwidth-util", "--libcuda", FAKECUDA], cmd=[app("copy_app")])
     eq(r.returncode, 0, "exit")
-    check("Small copies" not in r.stdout and "Zero-byte copies 1, failed copies 2" in r.stdout, r.stdout[-400:])
-    r = gp.gpuprobe(["--bandwidth-util", "--min-bytes", "200", "--libcuda", FAKECUDA], cmd=[app("copy_app")])
-    check("Small copies (under 200 B, not counted above): 10, 1000 B" in r.stdout, r.stdout[-400:])
+    t = gp.truth(r.stderr)
+    want = (f"Not counted: {plural(t['zero_byte_copies'], 'zero-byte copy', 'zero-byte copies')}, "
+            f"{plural(t['failed_copies'], 'failed copy', 'failed copies')}")
+    check("Small copies" not in r.stdout and want in r.stdout, f"{want!r} in {r.stdout[-400:]}")
+    for size in (200, 4096):
+        r = gp.gpuprobe(["--bandwidth-util", "--min-bytes", str(size), "--libcuda", FAKECUDA], cmd=[app("copy_app")])
+        t = gp.truth(r.stderr)
+        want = (f"Small copies (under {size:,} B, not counted above): "
+                f"{plural(t['small_copies'], 'copy', 'copies')}, {human_exact(t['small_bytes'])}")
+        check(want in r.stdout, f"{want!r} in {r.stdout[-400:]}")
 
 
 def test_csv_rows_through_an_output_file():

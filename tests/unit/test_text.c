@@ -20,6 +20,8 @@ static void test_numbers(void)
 	    !ASSERT_STR_EQ(gp_text__n(1200, "launch", "launches").s, "1,200 launches", "many"))
 		return;
 	if (!ASSERT_STR_EQ(gp_text__bytes_exact(512).s, "512 B", "small: exact alone") ||
+	    !ASSERT_STR_EQ(gp_text__bytes_exact(1000).s, "1,000 B", "small: its digits grouped") ||
+	    !ASSERT_STR_EQ(gp_text__bytes(1023).s, "1,023 B", "table: its digits grouped") ||
 	    !ASSERT_STR_EQ(gp_text__bytes_exact(12582912).s, "12.0 MiB (12,582,912 B)", "human, then exact") ||
 	    !ASSERT_STR_EQ(gp_text__bytes(3158016).s, "3.01 MiB", "IEC, three digits"))
 		return;

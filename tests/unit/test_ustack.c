@@ -141,6 +141,35 @@ cleanup:
 	symbolizer__free(sym);
 }
 
+/* The walk's end where the "return address" it read lies on the stack (or in data): no
+ * bare 0x7ffd... frame; a frame in code after the first stays. */
+static void test_fp_walk_end_off_code(void)
+{
+	struct symbolizer *sym = symbolizer__new("/proc");
+	struct ustack *u = sym ? ustack__new(sym, "/proc", -1) : NULL;
+	int on_stack = 0;
+	static int in_data;
+	const __u64 pcs[] = { (__u64)(uintptr_t)test_fp_walk_end_off_code + 4, (__u64)(uintptr_t)test_fp_walk_end + 4,
+			      (__u64)(uintptr_t)&on_stack, (__u64)(uintptr_t)test_bounded + 4 };
+	const __u64 data[] = { (__u64)(uintptr_t)test_fp_walk_end_off_code + 4, (__u64)(uintptr_t)&in_data };
+	struct ustack_frames f;
+
+	if (!ASSERT_TRUE(u, "ustack__new"))
+		goto cleanup;
+	if (!ASSERT_EQ(ustack__from_pcs(u, (uint32_t)getpid(), pcs, 4, &f), 0, "from_pcs"))
+		goto cleanup;
+	if (!ASSERT_EQ(f.nr, 2, "the frames in code before the stack address") ||
+	    !ASSERT_STR_CONTAINS(f.frames[1], "test_fp_walk_end", "a frame in code kept") ||
+	    !ASSERT_TRUE(f.flags & USTACK_FP_END, "flagged fp_ended"))
+		goto cleanup;
+	if (!ASSERT_EQ(ustack__from_pcs(u, (uint32_t)getpid(), data, 2, &f), 0, "from_pcs (data)") ||
+	    !ASSERT_EQ(f.nr, 1, "ended at an address in data") || !ASSERT_TRUE(f.flags & USTACK_FP_END, "flagged"))
+		goto cleanup;
+cleanup:
+	ustack__free(u);
+	symbolizer__free(sym);
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
@@ -151,5 +180,6 @@ int main(int argc, char **argv)
 	RUN_TEST(test_more_loop_frames_than_runs);
 	RUN_TEST(test_bounded);
 	RUN_TEST(test_fp_walk_end);
+	RUN_TEST(test_fp_walk_end_off_code);
 	return unit_done();
 }

@@ -224,6 +224,15 @@ static void text_proc(FILE *f, const struct bw_snap_proc *p, const struct bw_lin
 			gp_text__bytes_exact(p->untimed_bytes).s);
 }
 
+/* Whether a process made a copy this report counts, or has copies waiting for a sync. */
+static bool copied(const struct bw_snap_proc *p)
+{
+	for (size_t s = 0; s < p->nr_stats; s++)
+		if (p->stats[s].copies)
+			return true;
+	return p->unsynced || p->untimed;
+}
+
 static void text_links(FILE *f, const struct bw_links *l)
 {
 	if (!l->host.bytes_per_s)
@@ -239,17 +248,30 @@ void bw_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 	bool all = run && run->o && run->o->verbose;
 	char tbuf[32];
 
-	gp_text__clock(tbuf, sizeof(tbuf));
-	fprintf(f, "[%s] bandwidth %s report: %s\n", tbuf, gp_snap_kind_name(hdr->kind), gp_text__n(s->d.nr_procs, "process", "processes").s);
+	size_t quiet = 0;
+
+	/* a process that made no copy is a "0 copies, 0 B" line: listed with -v (JSON has it) */
 	for (size_t i = 0; i < s->d.nr_procs; i++)
-		text_proc(f, &s->d.procs[i], &s->links);
+		quiet += !copied(&s->d.procs[i]);
+	if (all)
+		quiet = 0;
+	gp_text__clock(tbuf, sizeof(tbuf));
+	fprintf(f, "[%s] bandwidth %s report: %s", tbuf, gp_snap_kind_name(hdr->kind),
+		gp_text__n(s->d.nr_procs - quiet, "process", "processes").s);
+	if (quiet)
+		fprintf(f, " (and %s without a copy: -v lists %s)", gp_text__n(quiet, "process", "processes").s,
+			quiet == 1 ? "it" : "them");
+	fputc('\n', f);
+	for (size_t i = 0; i < s->d.nr_procs; i++)
+		if (all || copied(&s->d.procs[i]))
+			text_proc(f, &s->d.procs[i], &s->links);
 	if (s->min_bytes)
 		fprintf(f, "Small copies (under %s B, not counted above): %s, %s\n", gp_text__count(s->min_bytes).s,
-			gp_text__count(s->small_copies).s, gp_text__bytes_exact(s->small_bytes).s);
+			gp_text__n(s->small_copies, "copy", "copies").s, gp_text__bytes_exact(s->small_bytes).s);
 	if (s->zero_copies || s->failed_copies || all)
-		fprintf(f, "Zero-byte copies %s, failed copies %s\n", gp_text__count(s->zero_copies).s,
-			gp_text__count(s->failed_copies).s);
-	if (s->d.nr_procs || all)
+		fprintf(f, "Not counted: %s, %s\n", gp_text__n(s->zero_copies, "zero-byte copy", "zero-byte copies").s,
+			gp_text__n(s->failed_copies, "failed copy", "failed copies").s);
+	if (s->d.nr_procs > quiet || all)
 		text_links(f, &s->links);
 	gp_drops__text(f, hdr, all);
 }

@@ -134,11 +134,14 @@ static void text_proc(FILE *f, const struct ct_snap *s, size_t i, struct gp_run 
 	const struct ct_sampled *smp = sampled_of(s, i);
 	uint64_t launches = ct_sampled__count(smp, p->launches);
 	bool graphs;
+	char rate[96] = "";
 
-	fprintf(f, "PID %u (%s)%s: %s%s (%s), %s unnamed, %s\n", p->pid, p->comm,
+	/* a rate of nothing is no figure: "0 launches", never "(0.0/s)" */
+	if (launches)
+		snprintf(rate, sizeof(rate), " (%s)", gp_text__per_s(p->launches_per_s * (smp->on ? smp->ratio : 1)).s);
+	fprintf(f, "PID %u (%s)%s: %s%s%s, %s unnamed, %s\n", p->pid, p->comm,
 		p->exec ? " before its exec" : p->exited ? " exited" : "", smp->on ? "~" : "",
-		gp_text__n(launches, "launch", "launches").s,
-		gp_text__per_s(p->launches_per_s * (smp->on ? smp->ratio : 1)).s,
+		gp_text__n(launches, "launch", "launches").s, rate,
 		gp_text__count(ct_sampled__count(smp, p->unnamed_launches)).s,
 		gp_text__n(ct_sampled__count(smp, p->graph_launches), "graph launch", "graph launches").s);
 	if (smp->on)

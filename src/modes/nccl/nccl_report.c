@@ -187,9 +187,16 @@ void nccl_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 	for (size_t i = 0; i < s->d.nr_procs; i++)
 		text_proc(f, &s->d.procs[i], all);
 	text_matrices(f, &s->d);
-	for (size_t i = 0; i < s->nr_libs; i++)
-		fprintf(f, "libnccl %s: %d calls probed, %d not exported\n", s->libs[i].path, s->libs[i].probed,
-			__builtin_popcount(s->libs[i].missing));
+	for (size_t i = 0; i < s->nr_libs; i++) {
+		int missing = __builtin_popcount(s->libs[i].missing);
+
+		fprintf(f, "libnccl %s: %s probed", s->libs[i].path,
+			gp_text__n((uint64_t)s->libs[i].probed, "call", "calls").s);
+		/* an older NCCL lacks some: said when it does (and with -v) */
+		if (missing || all)
+			fprintf(f, ", %d not exported", missing);
+		fputc('\n', f);
+	}
 	if (!s->nr_libs)
 		fprintf(f, "No libnccl probed (none found yet).\n");
 	gp_drops__text(f, hdr, all);

@@ -725,13 +725,18 @@ void apitrace__summary_text(struct apitrace *at, FILE *f, const struct at_drops 
 			any = true;
 		}
 		if (p->copies_undecoded)
-			fprintf(f, "%s2D/3D copies, not decoded", any ? ", " : "  copies: ");
+			fprintf(f, "%s%s (not decoded)", any ? ", " : "  copies: ",
+				gp_text__n(p->copies_undecoded, "2D/3D copy", "2D/3D copies").s);
 		if (any || p->copies_undecoded)
 			fputc('\n', f);
-		fprintf(f, "  %s, %s, %s blocked %s, %s (%s)\n", gp_text__n(p->launches, "launch", "launches").s,
+		fprintf(f, "  %s, %s, %s blocked %s", gp_text__n(p->launches, "launch", "launches").s,
 			gp_text__n(p->graph_launches, "graph launch", "graph launches").s,
-			gp_text__n(p->syncs, "sync call", "sync calls").s, gp_text__duration((double)p->sync_ns / 1e9).s,
-			gp_text__n(p->ioctls, "ioctl", "ioctls").s, gp_text__duration((double)p->ioctl_ns / 1e9).s);
+			gp_text__n(p->syncs, "sync call", "sync calls").s, gp_text__duration((double)p->sync_ns / 1e9).s);
+		/* the ioctls show with --ioctl beside the trace: not a "0 ioctls" in every summary */
+		if (p->ioctls || all)
+			fprintf(f, ", %s (%s)", gp_text__n(p->ioctls, "ioctl", "ioctls").s,
+				gp_text__duration((double)p->ioctl_ns / 1e9).s);
+		fputc('\n', f);
 		for (int g = 0; g < p->nr_gaps; g++)
 			fprintf(f, "  launch gap %s between %s and %s\n", gp_text__duration((double)p->gaps[g].gap_ns / 1e9).s,
 				p->gaps[g].before, p->gaps[g].after);

@@ -156,6 +156,22 @@ static bool trusted(int fd)
 	return !fstat(fd, &st) && st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH));
 }
 
+/* Why nothing is traced, as it is: no driver file found at the start (its functions are
+ * listed from the files found then), none exporting a cu* function, or the patterns. */
+static int no_names(const struct lib_set *libs, char *err, size_t len)
+{
+	if (!libs || !libs->n)
+		snprintf(err, len, "--trace: no libcuda.so.1 found to list its functions from (the command's library folders, LD_LIBRARY_PATH, ldconfig, the usual driver folders%s): name one with --libcuda PATH",
+			 gp_opts.nr_pids ? ", the -p processes' mappings" : "");
+	else if (tr_settings.nr_filter)
+		snprintf(err, len, "--trace: no exported cu* function matches the --trace-filter patterns (in %d libcuda file%s)",
+			 libs->n, libs->n > 1 ? "s" : "");
+	else
+		snprintf(err, len, "--trace: the %d libcuda file%s found export%s no cu* function: not the CUDA driver? (--libcuda PATH names it)",
+			 libs->n, libs->n > 1 ? "s" : "", libs->n > 1 ? "" : "s");
+	return -ENOENT;
+}
+
 /*
  * Automatic discovery: every exported cu* function of the libraries in use, root's files
  * first; a library of anyone else adds at most LIB_NEW_MAX names, the known entry points
@@ -187,10 +203,8 @@ static int collect(struct trace_mode *m, const struct lib_set *libs, char *err, 
 				       "a library root does not own adds at most 1024");
 			}
 		}
-	if (!m->nr_names) {
-		snprintf(err, len, "--trace: no exported cu* function matches the --trace-filter patterns");
-		return -ENOENT;
-	}
+	if (!m->nr_names)
+		return no_names(libs, err, len);
 	return 0;
 }
 
