@@ -17,7 +17,7 @@ static char *render(const struct gp_budget_stats *s)
 
 	if (!f)
 		return NULL;
-	gp_budget__text(f, s);
+	gp_budget__text(f, s, false);
 	fclose(f);
 	return buf;
 }
