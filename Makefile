@@ -638,3 +638,12 @@ gate: deps gate-deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/vm/gate.sh x86
 # ==== end of the BPF load gate ====
+# ==== nvml (issue 33): the stand-in libnvidia-ml.so.1 (tests/fakenvml/), full and an old driver's ====
+FAKENVML := $(OUTPUT)/fakenvml/libnvidia-ml.so.1 $(OUTPUT)/fakenvml/old/libnvidia-ml.so.1
+$(OUTPUT)/fakenvml/libnvidia-ml.so.1 $(OUTPUT)/fakenvml/old/libnvidia-ml.so.1: tests/fakenvml/fakenvml.c
+	$(call msg,FAKENVML,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -shared -fPIC -O1 -g -Wall -Wextra -Werror $(if $(findstring /old/,$@),-DFAKENVML_OLD) \
+		-Wl,-soname,libnvidia-ml.so.1 -o $@ $< -lpthread
+testbins: $(FAKENVML)
+# ==== end nvml ====

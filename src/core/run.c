@@ -16,6 +16,7 @@
 #include "events.h"
 #include "libslots.h"
 #include "libwatch.h"
+#include "nvml.h"
 #include "objshare.h"
 #include "options.h"
 #include "ptree.h"
@@ -327,6 +328,9 @@ int gp_run__start(struct gp_run *run, char *err, size_t len)
 			r = run->slot[i].m->start(run->slot[i].st, run, err, len);
 	if (!r && run->budget)
 		r = gp_budget__start(run->budget, err, len);
+	/* NVML: on with --nvml, in the daemon unless --no-nvml; its own thread */
+	if (!r && (run->o->nvml > 0 || (run->o->nvml < 0 && run->o->frontend == GP_FE_DAEMON)))
+		run->nvml = gp_nvml__start(&(struct gp_nvml_opts){ .period_s = run->o->nvml_period });
 	return r;
 }
 
@@ -717,6 +721,7 @@ void gp_run__free(struct gp_run *run)
 		return;
 	/* links first: no probe may fire into a freed object */
 	gp_budget__stop(run->budget);
+	gp_nvml__free(run->nvml);
 	attach_set__free(run->links);
 	gp_events__free(run->events);
 	for (int i = 0; i < run->nr; i++)
