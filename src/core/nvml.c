@@ -608,7 +608,7 @@ static void on_xid(struct gp_nvml *n, const nvmlEventData_t *e)
 {
 	unsigned int gi = n->nr_devs;
 	struct gp_nvml_xid x = { .time_ns = real_us() * 1000, .code = e->eventData };
-	char pids[128] = "";
+	char pids[400] = "";
 	size_t used = 0;
 
 	for (unsigned int i = 0; i < n->nr_devs; i++)
@@ -631,15 +631,22 @@ static void on_xid(struct gp_nvml *n, const nvmlEventData_t *e)
 			g->xids[g->nr_xids++] = (typeof(g->xids[0])){ x.code, 1 };
 		else
 			g->xid_other++;
-		for (size_t i = 0; i < n->cur.nr_procs && x.nr_pids < 8; i++)
-			if (n->cur.procs[i].gpu == gi)
+		for (size_t i = 0; i < n->cur.nr_procs; i++) {
+			if (n->cur.procs[i].gpu != gi)
+				continue;
+			if (x.nr_pids < sizeof(x.pids) / sizeof(x.pids[0]))
 				x.pids[x.nr_pids++] = n->cur.procs[i].pid;
+			else
+				x.more_pids++;
+		}
 		n->xids[n->cur.xid_seq % GP_NVML_MAX_XID_EVENTS] = x;
 		n->cur.xid_seq++;
 	}
 	pthread_mutex_unlock(&n->lock);
 	for (unsigned int i = 0; i < x.nr_pids && used < sizeof(pids); i++)
 		used += (size_t)snprintf(pids + used, sizeof(pids) - used, " %u", x.pids[i]);
+	if (x.more_pids && used < sizeof(pids))
+		snprintf(pids + used, sizeof(pids) - used, " and %u more", x.more_pids);
 	gp_log(GP_LOG_WARN, "nvml: XID %llu on GPU %u (%s); processes on it:%s", (unsigned long long)x.code,
 	       n->cur.gpus[gi].index, n->cur.gpus[gi].uuid, x.nr_pids ? pids : " none seen");
 }
@@ -715,9 +722,9 @@ struct gp_nvml *gp_nvml__start(const struct gp_nvml_opts *o)
 	else if (!r)
 		set_state(n, GP_NVML_INIT_FAILED, "cannot start its thread");
 	if (n->cur.state != GP_NVML_STARTING) {
-		if (!(n->o.quiet && n->cur.state == GP_NVML_NO_LIBRARY))
-			gp_log(GP_LOG_WARN, "nvml: not used (%s): %s; every other figure as before",
-			       gp_nvml_state_name(n->cur.state), n->cur.why);
+		/* one line; a node without the driver's library is no fault of the daemon's default */
+		gp_log(n->o.quiet && n->cur.state == GP_NVML_NO_LIBRARY ? GP_LOG_INFO : GP_LOG_WARN,
+		       "nvml: not used (%s): %s; every other figure as before", gp_nvml_state_name(n->cur.state), n->cur.why);
 	} else {
 		gp_log(GP_LOG_INFO, "nvml: %u GPU%s, read every %g s%s", n->nr_devs, n->nr_devs == 1 ? "" : "s",
 		       n->o.period_s, n->events ? ", XID events registered" : "");

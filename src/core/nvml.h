@@ -112,8 +112,9 @@ struct gp_nvml_xid {
 	uint64_t time_ns;           /* CLOCK_REALTIME */
 	unsigned int gpu;
 	uint64_t code;
-	uint32_t pids[8];           /* the processes on that GPU then (the last list read) */
+	uint32_t pids[32];          /* the processes on that GPU then (the last list read) */
 	unsigned int nr_pids;
+	unsigned int more_pids;     /* those past pids[] */
 };
 
 #define GP_NVML_MAX_XID_EVENTS 64 /* the last ones kept for reports */
@@ -138,7 +139,7 @@ struct gp_nvml_snap {
 struct gp_nvml_opts {
 	const char *lib;  /* the library's name for dlopen (NULL: "libnvidia-ml.so.1") */
 	double period_s;  /* seconds between rounds */
-	bool quiet;       /* no log line for a missing library (the daemon's auto mode says it once) */
+	bool quiet;       /* a missing library is an info line, not a warning (a default, not asked for) */
 };
 
 /* Loads the library and starts the thread; never NULL but on out of memory: a library

@@ -339,6 +339,8 @@ static void xid_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvml
 	fprintf(f, "  XID %" PRIu64 " on GPU %u at %s; processes on it:", x->code, s->gpus[x->gpu].index, when);
 	for (unsigned int i = 0; i < x->nr_pids; i++)
 		fprintf(f, " %u", x->pids[i]);
+	if (x->more_pids)
+		fprintf(f, " and %u more", x->more_pids);
 	fprintf(f, "%s\n", x->nr_pids ? "" : " none seen");
 }
 
@@ -422,6 +424,7 @@ static json_object *xid_json(const struct gp_nvml_snap *s, const struct gp_nvml_
 	for (unsigned int i = 0; i < x->nr_pids; i++)
 		json_object_array_add(pids, json_object_new_int64(x->pids[i]));
 	json_object_object_add(o, "pids", pids);
+	json_object_object_add(o, "more_pids", json_object_new_int64(x->more_pids));
 	return o;
 }
 
