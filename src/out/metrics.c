@@ -229,8 +229,9 @@ const struct gp_metric gp_metrics[] = {
 	  "1 for each reason that holds the clocks down now (nvmlDeviceGetCurrentClocksThrottleReasons), 0 for the others.",
 	  "`reason`: `gpu_idle`, `applications_clocks_setting`, `sw_power_cap`, `hw_slowdown`, `sync_boost`, "
 	  "`sw_thermal_slowdown`, `hw_thermal_slowdown`, `hw_power_brake_slowdown`, `display_clock_setting`." },
-	{ "gpuprobe_gpu_pcie_throughput_bytes_per_second", GP_GAUGE, 0, "gpu,uuid,direction", NULL, "--nvml",
-	  "PCIe throughput over NVML's last 20 ms window: direction=tx (from the GPU) and rx (to the GPU).", NULL },
+	{ "gpuprobe_gpu_pcie_throughput_bytes", GP_GAUGE, 0, "gpu,uuid,direction", NULL, "--nvml",
+	  "PCIe throughput in bytes per second over NVML's last 20 ms window: direction=tx (from the GPU) and rx (to the GPU).",
+	  "A rate, as dcgm-exporter's `DCGM_FI_PROF_PCIE_TX_BYTES`: NVML gives KB/s, written here times 1024." },
 	{ "gpuprobe_gpu_xid_errors_total", GP_COUNTER, 0, "gpu,uuid,xid", NULL, "--nvml",
 	  "XID errors (critical errors NVML reports as events, nvmlEventTypeXidCriticalError) since the daemon started, by XID code.",
 	  "Each one is also a log line with the GPU and the PIDs on it then. At most 32 codes per GPU; later ones "

@@ -130,7 +130,7 @@ static void gpu_prom(struct prom_out *p, const struct gp_nvml_gpu *g)
 		const char *dk[] = { "gpu", idx, "uuid", g->uuid, "direction", d ? "rx" : "tx", NULL };
 
 		if (g->have & (d ? GP_NVH_PCIE_RX : GP_NVH_PCIE_TX))
-			prom__u64(p, "gpuprobe_gpu_pcie_throughput_bytes_per_second", NULL, dk,
+			prom__u64(p, "gpuprobe_gpu_pcie_throughput_bytes", NULL, dk,
 				  (d ? g->pcie_rx_kbs : g->pcie_tx_kbs) * 1024ULL);
 	}
 	for (unsigned int x = 0; x < g->nr_xids; x++) {
@@ -159,7 +159,7 @@ static const char *const families[] = {
 	"gpuprobe_gpu_utilization_ratio", "gpuprobe_gpu_memory_utilization_ratio", "gpuprobe_gpu_memory_used_bytes",
 	"gpuprobe_gpu_memory_total_bytes", "gpuprobe_gpu_power_watts", "gpuprobe_gpu_energy_joules_total",
 	"gpuprobe_gpu_temperature_celsius", "gpuprobe_gpu_clock_hertz", "gpuprobe_gpu_clocks_throttled",
-	"gpuprobe_gpu_pcie_throughput_bytes_per_second", "gpuprobe_gpu_xid_errors_total",
+	"gpuprobe_gpu_pcie_throughput_bytes", "gpuprobe_gpu_xid_errors_total",
 	"gpuprobe_gpu_process_utilization_available", "gpuprobe_process_gpu_sm_utilization_ratio",
 	"gpuprobe_process_gpu_memory_utilization_ratio", "gpuprobe_process_gpu_memory_bytes", NULL,
 };

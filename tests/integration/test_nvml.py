@@ -101,9 +101,9 @@ def test_daemon_scrape_every_figure():
         for bit, name in THROTTLES.items():
             eq(value(text, "gpuprobe_gpu_clocks_throttled", reason=name, **g), 1 if GPU0["throttle"] & bit else 0,
                f"throttle reason {name}")
-        eq(value(text, "gpuprobe_gpu_pcie_throughput_bytes_per_second", direction="tx", **g), GPU0["pcietx"] * 1024,
+        eq(value(text, "gpuprobe_gpu_pcie_throughput_bytes", direction="tx", **g), GPU0["pcietx"] * 1024,
            "PCIe tx (KB/s -> B/s)")
-        eq(value(text, "gpuprobe_gpu_pcie_throughput_bytes_per_second", direction="rx", **g), GPU0["pcierx"] * 1024,
+        eq(value(text, "gpuprobe_gpu_pcie_throughput_bytes", direction="rx", **g), GPU0["pcierx"] * 1024,
            "PCIe rx")
         # per process, joined with the daemon's process labels (pid, comm, cgroup)
         for i, p in enumerate(on0):
