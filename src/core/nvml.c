@@ -297,8 +297,11 @@ static int init(struct gp_nvml *n)
 			continue;
 		}
 		n->devs[n->nr_devs].h = h;
-		n->devs[n->nr_devs].last_seen_us = real_us();
-		n->devs[n->nr_devs].last_read_us = n->devs[n->nr_devs].last_seen_us;
+		/* 0: the first read takes what NVML buffered; later ones pass the newest sample's
+		 * own stamp back, so whatever clock the driver stamps with, no sample is lost
+		 * or read twice */
+		n->devs[n->nr_devs].last_seen_us = 0;
+		n->devs[n->nr_devs].last_read_us = real_us();
 		g->index = i;
 		if (!n->api.nvmlDeviceGetUUID || (r = n->api.nvmlDeviceGetUUID(h, g->uuid, sizeof(g->uuid)))) {
 			if (n->api.nvmlDeviceGetUUID)
@@ -561,7 +564,7 @@ static void read_gpu_procs(struct gp_nvml *n, struct dev *d, unsigned int gi, st
 		p->mem_util = m ? gp_nvml__weighted(ts, mu, m, d->last_seen_us, period) : 0;
 	}
 	for (unsigned int i = 0; i < ns; i++)
-		if (d->ubuf[i].timeStamp > d->last_seen_us && d->ubuf[i].timeStamp <= now + 60000000ULL)
+		if (d->ubuf[i].timeStamp > d->last_seen_us)
 			d->last_seen_us = d->ubuf[i].timeStamp;
 	d->last_read_us = now;
 }
@@ -607,7 +610,7 @@ static void round_once(struct gp_nvml *n)
 static void on_xid(struct gp_nvml *n, const nvmlEventData_t *e)
 {
 	unsigned int gi = n->nr_devs;
-	struct gp_nvml_xid x = { .time_ns = real_us() * 1000, .code = e->eventData };
+	struct gp_nvml_xid x = { .time_ns = real_us() * 1000, .mono_ns = gp_mono_ns(), .code = e->eventData };
 	char pids[400] = "";
 	size_t used = 0;
 

@@ -110,6 +110,7 @@ struct gp_nvml_proc {
 /* One XID error, as the event arrived. */
 struct gp_nvml_xid {
 	uint64_t time_ns;           /* CLOCK_REALTIME */
+	uint64_t mono_ns;           /* CLOCK_MONOTONIC (the --trace timeline's clock) */
 	unsigned int gpu;
 	uint64_t code;
 	uint32_t pids[32];          /* the processes on that GPU then (the last list read) */

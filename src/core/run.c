@@ -647,10 +647,38 @@ void gp_run__counters(struct gp_run *run, gp_counter_fn emit, void *ctx)
 			run->slot[i].m->counters(run->slot[i].st, run, emit, ctx);
 }
 
+/* NVML's XID errors since the last sample as instant events on the tracks of the processes
+ * that were on the GPU (those the timeline shows). */
+static void nvml_instants(struct gp_run *run)
+{
+	struct gp_nvml_snap s;
+
+	if (!run->nvml || !run->timeline || gp_nvml__snapshot(run->nvml, &s))
+		return;
+	for (size_t i = 0; i < s.nr_xids; i++) {
+		const struct gp_nvml_xid *x = &s.xids[i];
+		uint64_t seq = s.xid_seq - s.nr_xids + i;
+
+		if (seq < run->nvml_xids)
+			continue;
+		for (unsigned int k = 0; k < x->nr_pids; k++) {
+			json_object *a = json_object_new_object();
+
+			json_object_object_add(a, "xid", json_object_new_uint64(x->code));
+			json_object_object_add(a, "gpu", json_object_new_int((int)s.gpus[x->gpu].index));
+			json_object_object_add(a, "uuid", json_object_new_string(s.gpus[x->gpu].uuid));
+			gp_timeline__note(run->timeline, x->pids[k], "XID", x->mono_ns, a);
+		}
+	}
+	run->nvml_xids = s.xid_seq;
+	gp_nvml__snap_free(&s);
+}
+
 void gp_run__sample(struct gp_run *run)
 {
 	struct gp_counters *cs;
 
+	nvml_instants(run);
 	if (!run->timeline || run->o->trace_counters <= 0)
 		return;
 	gp_events__drain(run->events);

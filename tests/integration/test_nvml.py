@@ -327,6 +327,36 @@ def test_cli_report_beside_outstanding_bytes():
                 os.unlink(path)
 
 
+def test_trace_xid_instant():
+    """--trace with --nvml: an XID is an instant event on the track of each traced process
+    that was on the GPU, at the time it arrived (between the calls before and after it)."""
+    held = gp.Background([MEMLEAK, "--wait", "--allocs", "10", "--leaks", "3", "--hold"], env=ENV)
+    path = trace = g = None
+    try:
+        held.wait_for("READY")
+        path = script([gpu_line(0, util=50), f"proc 0 {held.pid} mem=4096 sm=20", "xid 0 31 3000"])
+        trace = tempfile.mktemp(prefix="gp-nvml-trace-", suffix=".jsonl")
+        g = gp.Background([gp.GPUPROBE, "-p", str(held.pid), "--trace", trace, "--nvml", "-d", "5"],
+                          env=gp._with_state(nvml_env(path)))
+        g.wait_for("gpuprobe: tracing", where="stderr")
+        held.signal(signal.SIGUSR1)
+        held.wait_for("HELD")
+        eq(g.wait(timeout=30), 0, f"gpuprobe's exit ({g.stderr()[-500:]})")
+        recs = [json.loads(l) for l in open(trace) if l.startswith("{")]
+        x = [r for r in recs if r.get("type") == "instant" and r.get("name") == "XID"]
+        eq(len(x), 1, f"one XID instant: {x}")
+        eq((x[0]["pid"], x[0]["args"]["xid"], x[0]["args"]["gpu"]), (held.pid, 31, 0), "its process, code and GPU")
+        calls = [r["ts_ns"] for r in recs if r.get("type") == "call" and r.get("pid") == held.pid]
+        check(calls and x[0]["ts_ns"] > max(calls), "after the calls (made before the XID was due)")
+    finally:
+        if g:
+            g.kill()
+        held.kill()
+        for f in (path, trace):
+            if f and os.path.exists(f):
+                os.unlink(f)
+
+
 if __name__ == "__main__":
     gp.main([
         test_daemon_scrape_every_figure,
@@ -336,4 +366,5 @@ if __name__ == "__main__":
         test_failing_calls_counted_once_told,
         test_init_failure,
         test_cli_report_beside_outstanding_bytes,
+        test_trace_xid_instant,
     ])
