@@ -16,6 +16,7 @@
 #include "nvml_report.h"
 #include "options.h"
 #include "prom.h"
+#include "ptree.h"
 #include "run.h"
 #include "text.h"
 #include "u64map.h"
@@ -164,8 +165,21 @@ static const char *const families[] = {
 	"gpuprobe_process_gpu_memory_utilization_ratio", "gpuprobe_process_gpu_memory_bytes", NULL,
 };
 
-int gp_nvml_report__prom(struct prom_out *p, struct gp_nvml *n)
+/* Whether the run follows pid: node-wide every process; with --comm or --cgroup, those
+ * its process tree follows. */
+static bool followed(const struct gp_run *run, uint32_t pid)
 {
+	const struct pt_proc *pt;
+
+	if (!run->filter || !run->ptree)
+		return true;
+	pt = ptree__get(run->ptree, pid);
+	return pt && !pt->exited;
+}
+
+int gp_nvml_report__prom(struct prom_out *p, struct gp_run *run)
+{
+	struct gp_nvml *n = run->nvml;
 	struct gp_nvml_snap s;
 	const struct gp_snap_pid **of = NULL;
 	int r;
@@ -205,7 +219,7 @@ int gp_nvml_report__prom(struct prom_out *p, struct gp_nvml *n)
 		char idx[16];
 		const char *kv[] = { "gpu", idx, "uuid", g->uuid, NULL };
 
-		if (!of[i]) /* gone before it was named: never under comm="" */
+		if (!of[i] || !followed(run, q->pid)) /* gone before it was named: never under comm="" */
 			continue;
 		snprintf(idx, sizeof(idx), "%u", g->index);
 		if (q->util_known) {

@@ -11,9 +11,11 @@ struct gp_run;
 struct gp_nvml;
 struct prom_out;
 
-/* The NVML families into p: its state always (also when n is NULL: "off"), the rest from
- * its last read. Process samples name their process until the next call. 0 or -ENOMEM. */
-int gp_nvml_report__prom(struct prom_out *p, struct gp_nvml *n);
+/* The NVML families into p: its state always ("off" when the run reads none), the rest from
+ * its last read; process series only for the processes the run follows (all of them
+ * node-wide; with --comm or --cgroup, those). Process samples name their process until
+ * the next call. 0 or -ENOMEM. */
+int gp_nvml_report__prom(struct prom_out *p, struct gp_run *run);
 /* The run's NVML report (run->nvml) to run->out, text or JSON (kind: "interval", "final"). */
 void gp_nvml_report__run(struct gp_run *run, const char *kind);
 

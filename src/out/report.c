@@ -110,7 +110,7 @@ int gp_report__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 			r = run->slot[i].m->prom(p, snaps[i], run);
 	if (r)
 		return r;
-	r = gp_nvml_report__prom(p, run->nvml);
+	r = gp_nvml_report__prom(p, run);
 	if (r)
 		return r;
 	prom__family(p, "gpuprobe_probe_hits_total");

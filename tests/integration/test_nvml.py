@@ -327,6 +327,27 @@ def test_cli_report_beside_outstanding_bytes():
                 os.unlink(path)
 
 
+def test_daemon_comm_filter():
+    """--comm NAME: the process series of the processes the daemon follows only; the GPU's
+    figures whatever runs on it."""
+    procs = sleepers(1)
+    other = subprocess.Popen(["tail", "-f", "/dev/null"], start_new_session=True)
+    path = script([gpu_line(0, **GPU0), f"proc 0 {procs[0].pid} mem=8192 sm=40", f"proc 0 {other.pid} mem=4096 sm=30"])
+    d = start_daemon(modes=("--memleak",), extra=("--comm", "sleep"), env=nvml_env(path))
+    try:
+        wait_value(d.port, "gpuprobe_process_gpu_memory_bytes", 8192, pid=str(procs[0].pid))
+        text = get(d.port)[1]
+        eq(value(text, "gpuprobe_process_gpu_memory_bytes", pid=str(other.pid)), None, "tail is not followed")
+        eq(value(text, "gpuprobe_gpu_utilization_ratio", gpu="0"), GPU0["util"] / 100, "the GPU's figures")
+        stop(d)
+    finally:
+        d.kill()
+        for p in procs + [other]:
+            p.kill()
+            p.wait()
+        os.unlink(path)
+
+
 def test_trace_xid_instant():
     """--trace with --nvml: an XID is an instant event on the track of each traced process
     that was on the GPU, at the time it arrived (between the calls before and after it)."""
@@ -367,4 +388,5 @@ if __name__ == "__main__":
         test_init_failure,
         test_cli_report_beside_outstanding_bytes,
         test_trace_xid_instant,
+        test_daemon_comm_filter,
     ])
