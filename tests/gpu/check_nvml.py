@@ -109,7 +109,11 @@ for i, s in enumerate(scr, 1):
 pcie = [(l.get("direction"), x) for n, l, x in scr[-1] if n == "gpuprobe_gpu_pcie_throughput_bytes" and l.get("gpu") == "0"]
 thr = [l.get("reason") for n, l, x in scr[-1] if n == "gpuprobe_gpu_clocks_throttled" and l.get("gpu") == "0" and x == 1]
 print(f"  PCIe {pcie}; clocks held back by {thr}; energy {value(scr[-1], 'gpuprobe_gpu_energy_joules_total', gpu='0')} J")
-print(f"  NVML reads {value(scr[-1], 'gpuprobe_nvml_reads_total')}, their time {value(scr[-1], 'gpuprobe_nvml_read_seconds_total')} s; "
+reads, rsec = value(scr[-1], "gpuprobe_nvml_reads_total"), value(scr[-1], "gpuprobe_nvml_read_seconds_total")
+print(f"  cost: {rsec / reads * 1e3 if reads else 0:.2f} ms a read (NVML's thread); daemon CPU "
+      f"{value(scr[-1], 'process_cpu_seconds_total')} s in all, "
+      f"{(value(scr[-1], 'process_cpu_seconds_total') - value(scr[0], 'process_cpu_seconds_total')) / 4:.3f} s/s over the 4 s of scrapes")
+print(f"  NVML reads {reads}, their time {rsec} s; "
       f"errors {[(l['function'], x) for n, l, x in scr[-1] if n == 'gpuprobe_nvml_errors_total' and x]}")
 
 cli = [json.loads(l) for l in open(os.path.join(d, "cli.jsonl")) if '"mode":"nvml"' in l]
