@@ -720,18 +720,19 @@ struct gp_nvml *gp_nvml__start(const struct gp_nvml_opts *o)
 	r = load(n);
 	if (!r)
 		r = init(n);
-	if (!r && pthread_create(&n->thread, NULL, thread_main, n) == 0)
-		n->thread_started = true;
-	else if (!r)
-		set_state(n, GP_NVML_INIT_FAILED, "cannot start its thread");
-	if (n->cur.state != GP_NVML_STARTING) {
-		/* one line; a node without the driver's library is no fault of the daemon's default */
-		gp_log(n->o.quiet && n->cur.state == GP_NVML_NO_LIBRARY ? GP_LOG_INFO : GP_LOG_WARN,
-		       "nvml: not used (%s): %s; every other figure as before", gp_nvml_state_name(n->cur.state), n->cur.why);
-	} else {
+	/* told before the thread starts: nothing here reads what it writes */
+	if (!r)
 		gp_log(GP_LOG_INFO, "nvml: %u GPU%s, read every %g s%s", n->nr_devs, n->nr_devs == 1 ? "" : "s",
 		       n->o.period_s, n->events ? ", XID events registered" : "");
+	if (!r && pthread_create(&n->thread, NULL, thread_main, n) == 0) {
+		n->thread_started = true;
+		return n;
 	}
+	if (!r)
+		set_state(n, GP_NVML_INIT_FAILED, "cannot start its thread");
+	/* one line; a node without the driver's library is no fault of the daemon's default */
+	gp_log(n->o.quiet && n->cur.state == GP_NVML_NO_LIBRARY ? GP_LOG_INFO : GP_LOG_WARN,
+	       "nvml: not used (%s): %s; every other figure as before", gp_nvml_state_name(n->cur.state), n->cur.why);
 	return n;
 }
 

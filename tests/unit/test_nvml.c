@@ -4,6 +4,9 @@
  * loader against a library that is not there (one state, no thread, every call safe). */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include "nvml.h"
 #include "unit.h"
 
@@ -54,10 +57,73 @@ static void test_missing_library(void)
 	gp_nvml__free(NULL);
 }
 
+/* The loader and its thread against the stand-in (tests/fakenvml), in this process: a
+ * process list past the first buffer, samples, MIG, an XID, a failing call. */
+static void test_stand_in(void)
+{
+	const char *lib = ".output/fakenvml/libnvidia-ml.so.1";
+	char path[] = "/tmp/gp-unit-nvml-XXXXXX";
+	struct gp_nvml *n = NULL;
+	struct gp_nvml_snap s = { 0 };
+	FILE *f;
+	int fd;
+
+	if (access(lib, R_OK))
+		UNIT_SKIP("no .output/fakenvml/libnvidia-ml.so.1 (run from the repository's root after make)");
+	fd = mkstemp(path);
+	if (!ASSERT_TRUE(fd >= 0, "script file") || !ASSERT_TRUE((f = fdopen(fd, "w")) != NULL, "fdopen"))
+		return;
+	fprintf(f, "gpu 0 util=80 power=300000\ngpu 1 mig=1\nfail nvmlDeviceGetTemperature 3\nxid 0 94 0\n");
+	for (int i = 0; i < 40; i++)
+		fprintf(f, "proc %d %d mem=%d%s\n", i % 2, 1000 + i, (i + 1) * 4096, i % 2 ? "" : " sm=50 memutil=7");
+	fclose(f);
+	setenv("FAKENVML_SCRIPT", path, 1);
+	n = gp_nvml__start(&(struct gp_nvml_opts){ .lib = lib, .period_s = 0.1 });
+	if (!ASSERT_TRUE(n != NULL, "started"))
+		goto cleanup;
+	for (int i = 0; i < 100; i++) { /* two rounds and the XID */
+		gp_nvml__snap_free(&s);
+		if (!ASSERT_EQ(gp_nvml__snapshot(n, &s), 0, "snapshot"))
+			goto cleanup;
+		if (s.rounds >= 2 && s.xid_seq)
+			break;
+		usleep(20000);
+	}
+	ASSERT_EQ(s.state, GP_NVML_LOADED, "loaded");
+	ASSERT_EQ(s.nr_gpus, 2, "GPUs");
+	ASSERT_EQ(s.nr_procs, 40, "every process of both lists (grown past 4)");
+	ASSERT_EQ(s.gpus[0].util_gpu, 80, "utilization");
+	ASSERT_TRUE(s.gpus[0].power_w == 300, "power in watts");
+	ASSERT_FALSE(s.gpus[0].have & GP_NVH_TEMP, "a failing call leaves its figure out");
+	ASSERT_TRUE(s.fn_errors[GP_NVML_FN_TEMP] >= 2, "and is counted");
+	ASSERT_TRUE(s.gpus[1].proc_util_unavailable != NULL, "MIG: unavailable");
+	for (size_t i = 0; i < s.nr_procs; i++) {
+		const struct gp_nvml_proc *p = &s.procs[i];
+		unsigned int k = p->pid - 1000;
+
+		ASSERT_EQ(p->gpu, k % 2, "its GPU");
+		ASSERT_EQ(p->mem_bytes, (k + 1) * 4096, "its memory");
+		ASSERT_EQ(p->util_known, k % 2 == 0, "utilization known off MIG only");
+		if (p->util_known)
+			ASSERT_TRUE(p->sm_util == 50 && p->mem_util == 7, "its utilization");
+	}
+	ASSERT_EQ(s.xid_seq, 1, "one XID");
+	ASSERT_EQ(s.nr_xids, 1, "kept");
+	if (s.nr_xids)
+		ASSERT_EQ(s.xids[0].code, 94, "its code");
+	ASSERT_EQ(s.gpus[0].xid_total, 1, "counted on GPU 0");
+cleanup:
+	gp_nvml__snap_free(&s);
+	gp_nvml__free(n);
+	unlink(path);
+	unsetenv("FAKENVML_SCRIPT");
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
 	RUN_TEST(test_weighted);
 	RUN_TEST(test_missing_library);
+	RUN_TEST(test_stand_in);
 	return unit_done();
 }
