@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <time.h>
 #include "nvml.h"
 #include "util.h"
@@ -93,6 +94,7 @@ struct nvml_api {
 static const char *const state_names[GP_NVML_STATE__COUNT] = {
 	[GP_NVML_STARTING] = "starting", [GP_NVML_LOADED] = "loaded", [GP_NVML_NO_LIBRARY] = "no_library",
 	[GP_NVML_NO_SYMBOLS] = "no_symbols", [GP_NVML_INIT_FAILED] = "init_failed", [GP_NVML_NO_GPU] = "no_gpu",
+	[GP_NVML_STATIC] = "static_build",
 };
 
 static const char *const fn_names[GP_NVML_FN__COUNT] = {
@@ -231,6 +233,12 @@ static int load(struct gp_nvml *n)
 	size_t used = 0;
 	const char *err;
 
+	/* no dynamic loader mapped: static glibc's dlopen cannot host the driver's library (a
+	 * libcuda loaded so died of SIGFPE on the H200: src/cli/check.c) */
+	if (getauxval(AT_BASE) == 0) {
+		set_state(n, GP_NVML_STATIC, "this gpuprobe is statically linked and cannot host the driver's library (the dynamically linked build can)");
+		return -ENOEXEC;
+	}
 	n->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
 	if (!n->lib) {
 		err = dlerror();
@@ -731,7 +739,7 @@ struct gp_nvml *gp_nvml__start(const struct gp_nvml_opts *o)
 	if (!r)
 		set_state(n, GP_NVML_INIT_FAILED, "cannot start its thread");
 	/* one line; a node without the driver's library is no fault of the daemon's default */
-	gp_log(n->o.quiet && n->cur.state == GP_NVML_NO_LIBRARY ? GP_LOG_INFO : GP_LOG_WARN,
+	gp_log(n->o.quiet && (n->cur.state == GP_NVML_NO_LIBRARY || n->cur.state == GP_NVML_STATIC) ? GP_LOG_INFO : GP_LOG_WARN,
 	       "nvml: not used (%s): %s; every other figure as before", gp_nvml_state_name(n->cur.state), n->cur.why);
 	return n;
 }

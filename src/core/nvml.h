@@ -28,6 +28,7 @@ enum gp_nvml_state {
 	GP_NVML_NO_SYMBOLS,  /* a function every read needs is missing (too old a driver) */
 	GP_NVML_INIT_FAILED, /* nvmlInit_v2 or the device count failed */
 	GP_NVML_NO_GPU,      /* NVML answered: no GPU */
+	GP_NVML_STATIC,      /* a statically linked gpuprobe: static glibc cannot host the driver's library */
 	GP_NVML_STATE__COUNT,
 };
 

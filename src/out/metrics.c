@@ -192,9 +192,10 @@ const struct gp_metric gp_metrics[] = {
 	  "Seconds spent in those ioctls, entry to return.", NULL },
 	/* NVML (src/core/nvml.h, src/out/nvml_report.c): the daemon's default where libnvidia-ml.so.1 loads */
 	{ "gpuprobe_nvml_state", GP_GAUGE, 0, "state", NULL, "",
-	  "1 for NVML's state: loaded, starting, off (--no-nvml), no_library, no_symbols, init_failed or no_gpu.",
+	  "1 for NVML's state: loaded, starting, off (--no-nvml), no_library, no_symbols, init_failed, no_gpu or static_build.",
 	  "The daemon reads NVML unless `--no-nvml`; where the library is missing or fails, one log line says why and "
-	  "every other family is as before. Only `loaded` brings the `gpuprobe_gpu_*` and `gpuprobe_process_gpu_*` families." },
+	  "every other family is as before. `static_build`: a statically linked gpuprobe (`make bundle`'s `gpuprobe`) "
+	  "does not load the driver's library (static glibc cannot host it); the dynamically linked build does. Only `loaded` brings the `gpuprobe_gpu_*` and `gpuprobe_process_gpu_*` families." },
 	{ "gpuprobe_nvml_reads_total", GP_COUNTER, 0, "", NULL, "--nvml",
 	  "Rounds of NVML reads made by its thread (every --nvml-interval, default 1 s).", NULL },
 	{ "gpuprobe_nvml_read_seconds_total", GP_COUNTER, 0, "", NULL, "--nvml",
