@@ -482,8 +482,16 @@ void gp_nvml_report__run(struct gp_run *run, const char *kind)
 			json_object_object_add(o, "missing_functions", m);
 		}
 	} else {
-		fprintf(f, "nvml: %s%s%s; %s, read every %s\n", gp_nvml_state_name(s.state), s.why[0] ? ": " : "", s.why,
-			gp_text__n(s.nr_gpus, "GPU", "GPUs").s, gp_text__duration(s.period_s).s);
+		if (s.state == GP_NVML_LOADED || s.state == GP_NVML_STARTING)
+			fprintf(f, "nvml: %s; %s, read every %s\n", gp_nvml_state_name(s.state),
+				gp_text__n(s.nr_gpus, "GPU", "GPUs").s, gp_text__duration(s.period_s).s);
+		else
+			fprintf(f, "nvml: not read (%s): %s\n", gp_nvml_state_name(s.state), s.why);
+		for (int i = 0; i < GP_NVML_FN__COUNT; i++)
+			if (s.fn_errors[i] && (s.fn_missing[i] || run->o->verbose || s.state == GP_NVML_LOADED))
+				fprintf(f, "  %s: %s%s\n", gp_nvml_fn_name(i), s.fn_missing[i] ? "missing from the library" :
+					gp_text__n(s.fn_errors[i], "failed call", "failed calls").s,
+					s.fn_missing[i] ? "" : " (its figure left out)");
 	}
 	for (unsigned int i = 0; i < s.nr_gpus; i++) {
 		if (o)
