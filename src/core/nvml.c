@@ -253,9 +253,10 @@ static int load(struct gp_nvml *n)
 		set_state(n, GP_NVML_NO_SYMBOLS, why);                                             \
 		return -ENOENT;                                                                   \
 	}                                                                                         \
-	if (!n->api.fname && (fn) >= 0 && !n->cur.fn_missing[(fn) < 0 ? 0 : (fn)]) {              \
+	if (!n->api.fname && (fn) >= 0) {                                                         \
+		if (!n->cur.fn_missing[(fn) < 0 ? 0 : (fn)])                                      \
+			n->cur.fn_errors[(fn) < 0 ? 0 : (fn)]++;                                  \
 		n->cur.fn_missing[(fn) < 0 ? 0 : (fn)] = true;                                    \
-		n->cur.fn_errors[(fn) < 0 ? 0 : (fn)]++;                                          \
 		used += (size_t)snprintf(missing + used, used < sizeof(missing) ? sizeof(missing) - used : 0, \
 					 "%s%s", used ? ", " : "", #fname);                        \
 		if (used >= sizeof(missing))                                                      \
