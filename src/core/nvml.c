@@ -553,24 +553,31 @@ static void read_gpu_procs(struct gp_nvml *n, struct dev *d, unsigned int gi, st
 	for (unsigned int i = 0; i < ns; i++)
 		if (d->ubuf[i].pid)
 			proc_add(ps, d->ubuf[i].pid, gi);
-	for (size_t k = first; k < ps->n; k++) {
-		struct gp_nvml_proc *p = &ps->v[k];
-		uint64_t ts[64];
-		unsigned int sm[64], mu[64];
-		size_t m = 0;
+	{
+		/* each process's samples gathered in turn: every one of them counts */
+		uint64_t *ts = calloc(ns ? ns : 1, sizeof(*ts));
+		unsigned int *sm = calloc(ns ? ns : 1, sizeof(*sm)), *mu = calloc(ns ? ns : 1, sizeof(*mu));
 
-		for (unsigned int i = 0; i < ns && m < 64; i++)
-			if (d->ubuf[i].pid == p->pid && d->ubuf[i].timeStamp > d->last_seen_us) {
-				ts[m] = d->ubuf[i].timeStamp;
-				sm[m] = d->ubuf[i].smUtil > 100 ? 100 : d->ubuf[i].smUtil;
-				mu[m] = d->ubuf[i].memUtil > 100 ? 100 : d->ubuf[i].memUtil;
-				m++;
-			}
-		p->util_known = true;
-		p->samples = (unsigned int)m;
-		/* no sample since the last read: NVML saw it idle over the interval */
-		p->sm_util = m ? gp_nvml__weighted(ts, sm, m, d->last_seen_us, period) : 0;
-		p->mem_util = m ? gp_nvml__weighted(ts, mu, m, d->last_seen_us, period) : 0;
+		for (size_t k = first; ts && sm && mu && k < ps->n; k++) {
+			struct gp_nvml_proc *p = &ps->v[k];
+			size_t m = 0;
+
+			for (unsigned int i = 0; i < ns; i++)
+				if (d->ubuf[i].pid == p->pid && d->ubuf[i].timeStamp > d->last_seen_us) {
+					ts[m] = d->ubuf[i].timeStamp;
+					sm[m] = d->ubuf[i].smUtil > 100 ? 100 : d->ubuf[i].smUtil;
+					mu[m] = d->ubuf[i].memUtil > 100 ? 100 : d->ubuf[i].memUtil;
+					m++;
+				}
+			p->util_known = true;
+			p->samples = (unsigned int)m;
+			/* no sample since the last read: NVML saw it idle over the interval */
+			p->sm_util = m ? gp_nvml__weighted(ts, sm, m, d->last_seen_us, period) : 0;
+			p->mem_util = m ? gp_nvml__weighted(ts, mu, m, d->last_seen_us, period) : 0;
+		}
+		free(ts);
+		free(sm);
+		free(mu);
 	}
 	for (unsigned int i = 0; i < ns; i++)
 		if (d->ubuf[i].timeStamp > d->last_seen_us)
