@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -722,6 +723,7 @@ static void *thread_main(void *arg)
 struct gp_nvml *gp_nvml__start(const struct gp_nvml_opts *o)
 {
 	struct gp_nvml *n = calloc(1, sizeof(*n));
+	sigset_t all, old;
 	int r;
 
 	if (!n)
@@ -733,6 +735,10 @@ struct gp_nvml *gp_nvml__start(const struct gp_nvml_opts *o)
 	pthread_cond_init(&n->round_done, NULL);
 	n->cur.period_s = n->o.period_s;
 	n->cur.state = GP_NVML_STARTING;
+	/* every signal blocked while the library starts and in the threads it or we start: a
+	 * signal for gpuprobe goes to the front end's thread, never to NVML's */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	r = load(n);
 	if (!r)
 		r = init(n);
@@ -740,10 +746,11 @@ struct gp_nvml *gp_nvml__start(const struct gp_nvml_opts *o)
 	if (!r)
 		gp_log(GP_LOG_INFO, "nvml: %u GPU%s, read every %g s%s", n->nr_devs, n->nr_devs == 1 ? "" : "s",
 		       n->o.period_s, n->events ? ", XID events registered" : "");
-	if (!r && pthread_create(&n->thread, NULL, thread_main, n) == 0) {
+	if (!r && pthread_create(&n->thread, NULL, thread_main, n) == 0)
 		n->thread_started = true;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (n->thread_started)
 		return n;
-	}
 	if (!r)
 		set_state(n, GP_NVML_INIT_FAILED, "cannot start its thread");
 	/* one line; a node without the driver's library is no fault of the daemon's default */
