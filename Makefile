@@ -92,6 +92,8 @@ BPF_NAMES := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
 FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1
 FAKENCCL := $(OUTPUT)/fakenccl/libnccl.so.2
 FAKENCCL_PARTIAL := $(OUTPUT)/fakenccl/partial/libnccl.so.2
+# the stand-in NVML, full and an old driver's (old/ lacks process utilization, energy, events)
+FAKENVML := $(OUTPUT)/fakenvml/libnvidia-ml.so.1 $(OUTPUT)/fakenvml/old/libnvidia-ml.so.1
 NCCL_APPS := $(OUTPUT)/apps/nccl_app $(OUTPUT)/apps/fakenccl_smoke
 APP_SRCS := $(filter-out tests/apps/common.c,$(wildcard tests/apps/*.c))
 APPS := $(patsubst tests/apps/%.c,$(OUTPUT)/apps/%,$(APP_SRCS))
@@ -121,7 +123,7 @@ all: gpuprobe testbins
 
 gpuprobe: $(OUTPUT)/gpuprobe
 
-testbins: $(FAKECUDA) $(APPS) $(UNITS) $(FAKENCCL) $(FAKENCCL_PARTIAL) $(APP_SCRIPTS) $(STK_BINS) \
+testbins: $(FAKECUDA) $(APPS) $(UNITS) $(FAKENCCL) $(FAKENCCL_PARTIAL) $(FAKENVML) $(APP_SCRIPTS) $(STK_BINS) \
 	$(CHAIN)/bin/chain_app
 
 $(OUTPUT) $(OUTPUT)/obj $(OUTPUT)/fakecuda $(OUTPUT)/apps $(OUTPUT)/unit:
@@ -189,6 +191,13 @@ $(FAKENCCL_PARTIAL): tests/fakenccl/fakenccl.c tests/fakenccl/fakenccl.h tests/f
 	$(call msg,FAKENCCL,$@)
 	$(Q)$(CC) $(FAKENCCL_CFLAGS) -DFAKENCCL_PARTIAL -Wl,-soname,libnccl.so.2 -o $@ $< \
 		-L$(OUTPUT)/fakecuda -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../../fakecuda' -lpthread
+
+# The stand-in NVML (tests/fakenvml/): SONAME libnvidia-ml.so.1, scripted by FAKENVML_SCRIPT.
+$(FAKENVML): tests/fakenvml/fakenvml.c
+	$(call msg,FAKENVML,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -shared -fPIC -O1 -g -Wall -Wextra -Werror $(if $(findstring /old/,$@),-DFAKENVML_OLD) \
+		-Wl,-soname,libnvidia-ml.so.1 -o $@ $< -lpthread
 
 # ==== workloads (tests/apps) ====
 # Workloads: frame pointers and no inlining, so stacks name their functions.

@@ -32,6 +32,8 @@ struct gp_opts gp_opts = {
 	.max_process_series = 100,
 	.max_label_sets = 500,
 	.max_label_sets_per_cgroup = 100,
+	.nvml = -1,
+	.nvml_period = 1,
 };
 
 /* -p PID[,PID...], repeatable */
@@ -86,6 +88,21 @@ static int parse_overhead(const char *arg, void *dest, char *err, size_t len)
 	return 0;
 }
 
+/* --nvml / --no-nvml: the last one given wins */
+static int parse_nvml(const char *arg, void *dest, char *err, size_t len)
+{
+	(void)arg, (void)dest, (void)err, (void)len;
+	gp_opts.nvml = 1;
+	return 0;
+}
+
+static int parse_no_nvml(const char *arg, void *dest, char *err, size_t len)
+{
+	(void)arg, (void)dest, (void)err, (void)len;
+	gp_opts.nvml = 0;
+	return 0;
+}
+
 #define SECS GP_MAX_SECONDS
 
 /* The options that are no mode's own. */
@@ -130,6 +147,12 @@ static const struct gp_option global_options[] = {
 	  GP_OPT_SECONDS, &gp_opts.rescan, 0, SECS, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
 	{ "probe-cost", 0, "SECONDS", "Cost of one probe hit (default: calibrated at start-up)",
 	  GP_OPT_SECONDS, &gp_opts.probe_cost, 0, 1, .frontends = GP_FE_DAEMON, .group = GP_GRP_DAEMON },
+	{ "nvml", 0, NULL, "Read NVML (libnvidia-ml.so.1): per-GPU and per-process utilization, driver-accounted memory, XID errors (the daemon's default where the library loads)",
+	  GP_OPT_CUSTOM, NULL, .parse = parse_nvml, .frontends = GP_FE_ALL, .group = GP_GRP_OUTPUT },
+	{ "no-nvml", 0, NULL, "Do not load NVML", GP_OPT_CUSTOM, NULL, .parse = parse_no_nvml,
+	  .frontends = GP_FE_ALL, .group = GP_GRP_OUTPUT },
+	{ "nvml-interval", 0, "SECONDS", "Seconds between NVML reads, in NVML's own thread (default 1)",
+	  GP_OPT_SECONDS, &gp_opts.nvml_period, 0.1, 60, .frontends = GP_FE_ALL, .group = GP_GRP_OUTPUT },
 	{ "ringbuf-size", 0, "BYTES", "Ring buffer size, a power of two >= 4096 (default 4 MiB; 32 MiB for the stack copies of dwarf stacks, 16 MiB for the calls of a trace)",
 	  GP_OPT_CUSTOM, &gp_opts.ringbuf_size, .parse = parse_ringbuf, .frontends = GP_FE_ALL | GP_FE_TOP,
 	  .group = GP_GRP_LIMITS },

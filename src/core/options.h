@@ -48,6 +48,10 @@ struct gp_opts {
 	uint64_t max_process_series; /* of those, how many processes at a time */
 	uint64_t max_label_sets;     /* process label sets with series of their own (0: no cap) */
 	uint64_t max_label_sets_per_cgroup; /* of those, one cgroup's share (0: no cap) */
+	/* NVML (src/core/nvml.h): --nvml 1, --no-nvml 0, -1 the front end's default (the
+	 * daemon's on where the library loads, the CLI's off); seconds between its reads */
+	int nvml;
+	double nvml_period;
 };
 
 /* The one set of settings of this process, with its defaults (src/cli/options.c). */

@@ -17,6 +17,7 @@
 #include "events.h"
 #include "libslots.h"
 #include "libwatch.h"
+#include "nvml.h"
 #include "objshare.h"
 #include "options.h"
 #include "ptree.h"
@@ -328,6 +329,10 @@ int gp_run__start(struct gp_run *run, char *err, size_t len)
 			r = run->slot[i].m->start(run->slot[i].st, run, err, len);
 	if (!r && run->budget)
 		r = gp_budget__start(run->budget, err, len);
+	/* NVML: on with --nvml, in the daemon unless --no-nvml; its own thread */
+	if (!r && (run->o->nvml > 0 || (run->o->nvml < 0 && run->o->frontend == GP_FE_DAEMON)))
+		run->nvml = gp_nvml__start(&(struct gp_nvml_opts){ .period_s = run->o->nvml_period,
+								    .quiet = run->o->nvml < 0 });
 	return r;
 }
 
@@ -659,10 +664,38 @@ void gp_run__counters(struct gp_run *run, gp_counter_fn emit, void *ctx)
 			run->slot[i].m->counters(run->slot[i].st, run, emit, ctx);
 }
 
+/* NVML's XID errors since the last sample as instant events on the tracks of the processes
+ * that were on the GPU (those the timeline shows). */
+static void nvml_instants(struct gp_run *run)
+{
+	struct gp_nvml_snap s;
+
+	if (!run->nvml || !run->timeline || gp_nvml__snapshot(run->nvml, &s))
+		return;
+	for (size_t i = 0; i < s.nr_xids; i++) {
+		const struct gp_nvml_xid *x = &s.xids[i];
+		uint64_t seq = s.xid_seq - s.nr_xids + i;
+
+		if (seq < run->nvml_xids)
+			continue;
+		for (unsigned int k = 0; k < x->nr_pids; k++) {
+			json_object *a = json_object_new_object();
+
+			json_object_object_add(a, "xid", json_object_new_uint64(x->code));
+			json_object_object_add(a, "gpu", json_object_new_int((int)s.gpus[x->gpu].index));
+			json_object_object_add(a, "uuid", json_object_new_string(s.gpus[x->gpu].uuid));
+			gp_timeline__note(run->timeline, x->pids[k], "XID", x->mono_ns, a);
+		}
+	}
+	run->nvml_xids = s.xid_seq;
+	gp_nvml__snap_free(&s);
+}
+
 void gp_run__sample(struct gp_run *run)
 {
 	struct gp_counters *cs;
 
+	nvml_instants(run);
 	if (!run->timeline || run->o->trace_counters <= 0)
 		return;
 	gp_events__drain(run->events);
@@ -734,6 +767,7 @@ void gp_run__free(struct gp_run *run)
 		return;
 	/* links first: no probe may fire into a freed object */
 	gp_budget__stop(run->budget);
+	gp_nvml__free(run->nvml);
 	attach_set__free(run->links);
 	gp_events__free(run->events);
 	for (int i = 0; i < run->nr; i++)

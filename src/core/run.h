@@ -34,6 +34,7 @@ struct gp_sampling;
 struct attach_pair;
 struct libwatch;
 struct libslots;
+struct gp_nvml;
 
 #define GP_MAX_MODES 16
 
@@ -72,6 +73,8 @@ struct gp_run {
 	void *fe;                    /* the front end's own state */
 	struct u64map *unseen;       /* pid -> struct gp_unseen: calls before the probes not seen */
 	uint64_t unseen_total;       /* processes noted so, the table's cap included */
+	struct gp_nvml *nvml;        /* NVML's reader (src/core/nvml.h), started with the run; or NULL */
+	uint64_t nvml_xids;          /* its XID events written to the --trace timeline so far */
 	struct {
 		const struct gp_mode *m;
 		void *st;

@@ -249,6 +249,18 @@ void gp_timeline__proc(struct gp_timeline *tl, uint32_t type, uint32_t pid, uint
 	instant(tl, p, pid, "exit", ts_ns, NULL);
 }
 
+bool gp_timeline__note(struct gp_timeline *tl, uint32_t pid, const char *name, uint64_t ts_ns, json_object *args)
+{
+	struct tl_proc *p = u64map__get(tl->procs, pid);
+
+	if (!p || !p->shown) {
+		json_object_put(args);
+		return false;
+	}
+	instant(tl, p, pid, name, ts_ns, args);
+	return true;
+}
+
 uint64_t gp_timeline__instants(const struct gp_timeline *tl)
 {
 	return trace_writer__instants(tl->w);

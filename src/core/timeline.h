@@ -8,6 +8,7 @@
 #ifndef GP_TIMELINE_H
 #define GP_TIMELINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,6 +58,10 @@ uint64_t gp_timeline__counter_events(const struct gp_timeline *tl);
 void gp_timeline__proc(struct gp_timeline *tl, uint32_t type, uint32_t pid, uint32_t ppid, uint32_t root,
 		       uint64_t ts_ns, const char *comm);
 uint64_t gp_timeline__instants(const struct gp_timeline *tl);
+/* An instant event (args taken over, may be NULL) on pid's track, only where the timeline
+ * shows that process already; returns whether it was written. */
+bool gp_timeline__note(struct gp_timeline *tl, uint32_t pid, const char *name, uint64_t ts_ns,
+		       struct json_object *args);
 /* Ends the file with summary (taken over); 0 or -errno. Frees tl. */
 int gp_timeline__close(struct gp_timeline *tl, struct json_object *summary);
 

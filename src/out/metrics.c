@@ -190,6 +190,68 @@ const struct gp_metric gp_metrics[] = {
 	  "Those ioctls that returned an error.", NULL },
 	{ "gpuprobe_nvidia_ioctl_seconds_total", GP_COUNTER, P, "node,cmd,ctrl", "cmd,ctrl", "--ioctl",
 	  "Seconds spent in those ioctls, entry to return.", NULL },
+	/* NVML (src/core/nvml.h, src/out/nvml_report.c): the daemon's default where libnvidia-ml.so.1 loads */
+	{ "gpuprobe_nvml_state", GP_GAUGE, 0, "state", NULL, "",
+	  "1 for NVML's state: loaded, starting, off (--no-nvml), no_library, no_symbols, init_failed, no_gpu or static_build.",
+	  "The daemon reads NVML unless `--no-nvml`; where the library is missing or fails, one log line says why and "
+	  "every other family is as before. `static_build`: a statically linked gpuprobe (`make bundle`'s `gpuprobe`) "
+	  "does not load the driver's library (static glibc cannot host it); the dynamically linked build does. Only `loaded` brings the `gpuprobe_gpu_*` and `gpuprobe_process_gpu_*` families." },
+	{ "gpuprobe_nvml_reads_total", GP_COUNTER, 0, "", NULL, "--nvml",
+	  "Rounds of NVML reads made by its thread (every --nvml-interval, default 1 s).", NULL },
+	{ "gpuprobe_nvml_read_seconds_total", GP_COUNTER, 0, "", NULL, "--nvml",
+	  "Seconds NVML's thread spent in those reads (off the probes' path): its cost.", NULL },
+	{ "gpuprobe_nvml_errors_total", GP_COUNTER, 0, "function", NULL, "--nvml",
+	  "NVML calls that failed, by function (a function the library lacks counts once); the figure it gives is left out.",
+	  "The first failure of each function is logged with NVML's error. `NOT_SUPPORTED` from `nvmlDeviceGetMigMode` "
+	  "(a GPU without MIG) is no failure." },
+	{ "gpuprobe_nvml_functions_missing", GP_GAUGE, 0, "function", NULL, "--nvml",
+	  "1 for each NVML function the loaded library lacks (an older driver): its figures are absent.", NULL },
+	{ "gpuprobe_gpu_info", GP_GAUGE, 0, "gpu,uuid,name,mig", NULL, "--nvml",
+	  "1 per GPU NVML lists: its index, UUID, name and whether MIG mode is on.",
+	  "`gpu` is NVML's index (as `nvidia-smi`'s), `uuid` the GPU's UUID: every `gpuprobe_gpu_*` and "
+	  "`gpuprobe_process_gpu_*` family carries both, for joins with dcgm-exporter's `gpu`/`UUID`." },
+	{ "gpuprobe_gpu_utilization_ratio", GP_GAUGE, 0, "gpu,uuid", NULL, "--nvml",
+	  "Share of the last sample period during which one or more kernels ran on the GPU (NVML's utilization.gpu, 0-1).", NULL },
+	{ "gpuprobe_gpu_memory_utilization_ratio", GP_GAUGE, 0, "gpu,uuid", NULL, "--nvml",
+	  "Share of the last sample period during which device memory was read or written (NVML's utilization.memory, 0-1).", NULL },
+	{ "gpuprobe_gpu_memory_used_bytes", GP_GAUGE, 0, "gpu,uuid", NULL, "--nvml",
+	  "Device memory in use (nvmlDeviceGetMemoryInfo's used: allocations, contexts and the driver's reserve).", NULL },
+	{ "gpuprobe_gpu_memory_total_bytes", GP_GAUGE, 0, "gpu,uuid", NULL, "--nvml",
+	  "Device memory installed, as NVML reports it.", NULL },
+	{ "gpuprobe_gpu_power_watts", GP_GAUGE, 0, "gpu,uuid", NULL, "--nvml",
+	  "Power drawn by the GPU and its memory now (nvmlDeviceGetPowerUsage).", NULL },
+	{ "gpuprobe_gpu_energy_joules_total", GP_COUNTER, 0, "gpu,uuid", NULL, "--nvml",
+	  "Energy the GPU used since the driver was loaded (nvmlDeviceGetTotalEnergyConsumption).", NULL },
+	{ "gpuprobe_gpu_temperature_celsius", GP_GAUGE, 0, "gpu,uuid", NULL, "--nvml",
+	  "GPU die temperature.", NULL },
+	{ "gpuprobe_gpu_clock_hertz", GP_GAUGE, 0, "gpu,uuid,clock", NULL, "--nvml",
+	  "Current clock frequencies: clock=sm (streaming multiprocessors) and clock=memory.", NULL },
+	{ "gpuprobe_gpu_clocks_throttled", GP_GAUGE, 0, "gpu,uuid,reason", NULL, "--nvml",
+	  "1 for each reason that holds the clocks down now (nvmlDeviceGetCurrentClocksThrottleReasons), 0 for the others.",
+	  "`reason`: `gpu_idle`, `applications_clocks_setting`, `sw_power_cap`, `hw_slowdown`, `sync_boost`, "
+	  "`sw_thermal_slowdown`, `hw_thermal_slowdown`, `hw_power_brake_slowdown`, `display_clock_setting`." },
+	{ "gpuprobe_gpu_pcie_throughput_bytes", GP_GAUGE, 0, "gpu,uuid,direction", NULL, "--nvml",
+	  "PCIe throughput in bytes per second over NVML's last 20 ms window: direction=tx (from the GPU) and rx (to the GPU).",
+	  "A rate, as dcgm-exporter's `DCGM_FI_PROF_PCIE_TX_BYTES`: NVML gives KB/s, written here times 1024." },
+	{ "gpuprobe_gpu_xid_errors_total", GP_COUNTER, 0, "gpu,uuid,xid", NULL, "--nvml",
+	  "XID errors (critical errors NVML reports as events, nvmlEventTypeXidCriticalError) since the daemon started, by XID code.",
+	  "Each one is also a log line with the GPU and the PIDs on it then. At most 32 codes per GPU; later ones "
+	  "go under `xid=\"other\"`. No sample before the first error." },
+	{ "gpuprobe_gpu_process_utilization_available", GP_GAUGE, 0, "gpu,uuid,reason", NULL, "--nvml",
+	  "1 where NVML gives per-process utilization on the GPU; 0 with a reason where it does not (MIG mode, not supported).",
+	  "Where it is 0, `gpuprobe_process_gpu_sm_utilization_ratio` and `..._memory_utilization_ratio` have no "
+	  "sample for that GPU: never a 0 that was not measured." },
+	{ "gpuprobe_process_gpu_sm_utilization_ratio", GP_GAUGE, P, "gpu,uuid", NULL, "--nvml",
+	  "Share of the last NVML read's interval during which the processes' kernels ran on the GPU's SMs (NVML's per-process samples since the read before, weighted by time, 0-1), summed over the series' processes.",
+	  "From `nvmlDeviceGetProcessUtilization`: each sample weighs the time since the process's sample before it. "
+	  "A process the driver lists with no sample in the interval was idle: 0. The process labels are the "
+	  "other families' (comm from `/proc/PID/comm`, cgroup and pod), so it joins with the launch and copy series." },
+	{ "gpuprobe_process_gpu_memory_utilization_ratio", GP_GAUGE, P, "gpu,uuid", NULL, "--nvml",
+	  "Share of the interval during which the processes read or wrote device memory (NVML's per-process memUtil), as the SM ratio.", NULL },
+	{ "gpuprobe_process_gpu_memory_bytes", GP_GAUGE, P, "gpu,uuid", NULL, "--nvml",
+	  "GPU memory the driver accounts to the running processes (nvmlDeviceGetComputeRunningProcesses_v3's usedGpuMemory).",
+	  "Beside `gpuprobe_cuda_outstanding_bytes{kind=\"device\"}`: the difference is what no allocation call gpuprobe saw "
+	  "explains (the CUDA context, allocations made before gpuprobe attached)." },
 	/* every mode: the run's own (src/core/run.c) */
 	{ "gpuprobe_probe_hits_total", GP_COUNTER, P, "", NULL, "",
 	  "Uprobe hits gpuprobe's probes took in the processes (entries and returns of the probed driver calls).",

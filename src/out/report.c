@@ -9,6 +9,7 @@
 #include "drops.h"
 #include "events.h"
 #include "json.h"
+#include "nvml_report.h"
 #include "options.h"
 #include "prom.h"
 #include "report.h"
@@ -71,6 +72,7 @@ void gp_report__run(struct gp_run *run, enum gp_snap_kind kind, uint32_t pid)
 	for (int i = 0; i < run->nr; i++)
 		report_one(run, i, kind, pid);
 	report_budget(run, kind);
+	gp_nvml_report__run(run, kind);
 }
 
 void gp_report__slot(struct gp_run *run, int slot, enum gp_snap_kind kind, uint32_t pid)
@@ -108,6 +110,9 @@ int gp_report__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 	for (int i = 0; i < run->nr && !r; i++)
 		if (snaps[i] && run->slot[i].m->prom)
 			r = run->slot[i].m->prom(p, snaps[i], run);
+	if (r)
+		return r;
+	r = gp_nvml_report__prom(p, run);
 	if (r)
 		return r;
 	prom__family(p, "gpuprobe_probe_hits_total");

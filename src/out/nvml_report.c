@@ -1,0 +1,540 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* NVML's figures in /metrics, the text report and JSON (nvml_report.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <json-c/json.h>
+#include "json.h"
+#include "mode.h"
+#include "nvml.h"
+#include "nvml_report.h"
+#include "options.h"
+#include "prom.h"
+#include "ptree.h"
+#include "run.h"
+#include "text.h"
+#include "u64map.h"
+
+/* nvmlClocksThrottleReason bits (nvml.h), named as metric labels and in reports */
+static const struct {
+	uint64_t bit;
+	const char *name;
+} throttles[] = {
+	{ 0x1, "gpu_idle" },
+	{ 0x2, "applications_clocks_setting" },
+	{ 0x4, "sw_power_cap" },
+	{ 0x8, "hw_slowdown" },
+	{ 0x10, "sync_boost" },
+	{ 0x20, "sw_thermal_slowdown" },
+	{ 0x40, "hw_thermal_slowdown" },
+	{ 0x80, "hw_power_brake_slowdown" },
+	{ 0x100, "display_clock_setting" },
+};
+#define NR_THROTTLES (sizeof(throttles) / sizeof(throttles[0]))
+
+/* The process names of the last render: prom_out keeps pointers to them until it folds. */
+static struct {
+	struct gp_snap_pid *v;
+	size_t n;
+} named;
+
+/* /proc/PID/comm (the kernel's, as the BPF side's group leader comm); "" when gone. */
+static void read_comm(uint32_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/comm", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+}
+
+/* One gp_snap_pid per PID of the snapshot (named; a process gone has none: NULL). */
+static int name_procs(const struct gp_nvml_snap *s, const struct gp_snap_pid **of)
+{
+	free(named.v);
+	named.v = calloc(s->nr_procs ? s->nr_procs : 1, sizeof(*named.v));
+	named.n = 0;
+	if (!named.v)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->nr_procs; i++) {
+		size_t j;
+
+		for (j = 0; j < named.n && named.v[j].pid != s->procs[i].pid; j++)
+			;
+		if (j == named.n) {
+			named.v[j].pid = s->procs[i].pid;
+			read_comm(s->procs[i].pid, named.v[j].comm, sizeof(named.v[j].comm));
+			named.n++;
+		}
+		of[i] = named.v[j].comm[0] ? &named.v[j] : NULL;
+	}
+	return 0;
+}
+
+static void fam(struct prom_out *p, const char *name)
+{
+	prom__family(p, name);
+}
+
+static void gpu_prom(struct prom_out *p, const struct gp_nvml_gpu *g)
+{
+	char idx[16];
+	const char *kv[] = { "gpu", idx, "uuid", g->uuid, NULL };
+
+	snprintf(idx, sizeof(idx), "%u", g->index);
+	{
+		const char *info[] = { "gpu", idx, "uuid", g->uuid, "name", g->name, "mig", g->mig ? "1" : "0", NULL };
+
+		prom__u64(p, "gpuprobe_gpu_info", NULL, info, 1);
+	}
+	if (g->have & GP_NVH_UTIL) {
+		prom__real(p, "gpuprobe_gpu_utilization_ratio", NULL, kv, g->util_gpu / 100.0);
+		prom__real(p, "gpuprobe_gpu_memory_utilization_ratio", NULL, kv, g->util_mem / 100.0);
+	}
+	if (g->have & GP_NVH_MEMORY) {
+		prom__u64(p, "gpuprobe_gpu_memory_used_bytes", NULL, kv, g->mem_used);
+		prom__u64(p, "gpuprobe_gpu_memory_total_bytes", NULL, kv, g->mem_total);
+	}
+	if (g->have & GP_NVH_POWER)
+		prom__real(p, "gpuprobe_gpu_power_watts", NULL, kv, g->power_w);
+	if (g->have & GP_NVH_ENERGY)
+		prom__real(p, "gpuprobe_gpu_energy_joules_total", NULL, kv, (double)g->energy_mj / 1000.0);
+	if (g->have & GP_NVH_TEMP)
+		prom__u64(p, "gpuprobe_gpu_temperature_celsius", NULL, kv, g->temp_c);
+	for (int c = 0; c < 2; c++) {
+		const char *ck[] = { "gpu", idx, "uuid", g->uuid, "clock", c ? "memory" : "sm", NULL };
+
+		if (g->have & (c ? GP_NVH_CLOCK_MEM : GP_NVH_CLOCK_SM))
+			prom__u64(p, "gpuprobe_gpu_clock_hertz", NULL, ck,
+				  (uint64_t)(c ? g->clock_mem_mhz : g->clock_sm_mhz) * 1000000ULL);
+	}
+	for (size_t t = 0; (g->have & GP_NVH_THROTTLE) && t < NR_THROTTLES; t++) {
+		const char *tk[] = { "gpu", idx, "uuid", g->uuid, "reason", throttles[t].name, NULL };
+
+		prom__u64(p, "gpuprobe_gpu_clocks_throttled", NULL, tk, !!(g->throttle & throttles[t].bit));
+	}
+	for (int d = 0; d < 2; d++) {
+		const char *dk[] = { "gpu", idx, "uuid", g->uuid, "direction", d ? "rx" : "tx", NULL };
+
+		if (g->have & (d ? GP_NVH_PCIE_RX : GP_NVH_PCIE_TX))
+			prom__u64(p, "gpuprobe_gpu_pcie_throughput_bytes", NULL, dk,
+				  (d ? g->pcie_rx_kbs : g->pcie_tx_kbs) * 1024ULL);
+	}
+	for (unsigned int x = 0; x < g->nr_xids; x++) {
+		char code[24];
+		const char *xk[] = { "gpu", idx, "uuid", g->uuid, "xid", code, NULL };
+
+		snprintf(code, sizeof(code), "%" PRIu64, g->xids[x].code);
+		prom__u64(p, "gpuprobe_gpu_xid_errors_total", NULL, xk, g->xids[x].count);
+	}
+	if (g->xid_other) {
+		const char *xk[] = { "gpu", idx, "uuid", g->uuid, "xid", "other", NULL };
+
+		prom__u64(p, "gpuprobe_gpu_xid_errors_total", NULL, xk, g->xid_other);
+	}
+	{
+		const char *ak[] = { "gpu", idx, "uuid", g->uuid, g->proc_util_unavailable ? "reason" : NULL,
+				     g->proc_util_unavailable, NULL };
+
+		prom__u64(p, "gpuprobe_gpu_process_utilization_available", NULL, ak, !g->proc_util_unavailable);
+	}
+}
+
+static const char *const families[] = {
+	"gpuprobe_nvml_state", "gpuprobe_nvml_reads_total", "gpuprobe_nvml_read_seconds_total",
+	"gpuprobe_nvml_errors_total", "gpuprobe_nvml_functions_missing", "gpuprobe_gpu_info",
+	"gpuprobe_gpu_utilization_ratio", "gpuprobe_gpu_memory_utilization_ratio", "gpuprobe_gpu_memory_used_bytes",
+	"gpuprobe_gpu_memory_total_bytes", "gpuprobe_gpu_power_watts", "gpuprobe_gpu_energy_joules_total",
+	"gpuprobe_gpu_temperature_celsius", "gpuprobe_gpu_clock_hertz", "gpuprobe_gpu_clocks_throttled",
+	"gpuprobe_gpu_pcie_throughput_bytes", "gpuprobe_gpu_xid_errors_total",
+	"gpuprobe_gpu_process_utilization_available", "gpuprobe_process_gpu_sm_utilization_ratio",
+	"gpuprobe_process_gpu_memory_utilization_ratio", "gpuprobe_process_gpu_memory_bytes", NULL,
+};
+
+/* Whether the run follows pid: node-wide every process; with --comm or --cgroup, those
+ * its process tree follows. */
+static bool followed(const struct gp_run *run, uint32_t pid)
+{
+	const struct pt_proc *pt;
+
+	if (!run->filter || !run->ptree)
+		return true;
+	pt = ptree__get(run->ptree, pid);
+	return pt && !pt->exited;
+}
+
+int gp_nvml_report__prom(struct prom_out *p, struct gp_run *run)
+{
+	struct gp_nvml *n = run->nvml;
+	struct gp_nvml_snap s;
+	const struct gp_snap_pid **of = NULL;
+	int r;
+
+	for (int i = 0; families[i]; i++)
+		fam(p, families[i]);
+	if (!n) {
+		const char *kv[] = { "state", "off", NULL };
+
+		prom__u64(p, "gpuprobe_nvml_state", NULL, kv, 1);
+		return 0;
+	}
+	r = gp_nvml__snapshot(n, &s);
+	if (r)
+		return r;
+	{
+		const char *kv[] = { "state", gp_nvml_state_name(s.state), NULL };
+
+		prom__u64(p, "gpuprobe_nvml_state", NULL, kv, 1);
+	}
+	prom__u64(p, "gpuprobe_nvml_reads_total", NULL, NULL, s.rounds);
+	prom__secs(p, "gpuprobe_nvml_read_seconds_total", NULL, NULL, s.sample_seconds);
+	for (int f = 0; f < GP_NVML_FN__COUNT; f++) {
+		const char *kv[] = { "function", gp_nvml_fn_name(f), NULL };
+
+		prom__u64(p, "gpuprobe_nvml_errors_total", NULL, kv, s.fn_errors[f]);
+		if (s.fn_missing[f])
+			prom__u64(p, "gpuprobe_nvml_functions_missing", NULL, kv, 1);
+	}
+	for (unsigned int i = 0; i < s.nr_gpus; i++)
+		gpu_prom(p, &s.gpus[i]);
+	of = calloc(s.nr_procs ? s.nr_procs : 1, sizeof(*of));
+	r = of ? name_procs(&s, of) : -ENOMEM;
+	for (size_t i = 0; !r && i < s.nr_procs; i++) {
+		const struct gp_nvml_proc *q = &s.procs[i];
+		const struct gp_nvml_gpu *g = &s.gpus[q->gpu];
+		char idx[16];
+		const char *kv[] = { "gpu", idx, "uuid", g->uuid, NULL };
+
+		if (!of[i] || !followed(run, q->pid)) /* gone before it was named: never under comm="" */
+			continue;
+		snprintf(idx, sizeof(idx), "%u", g->index);
+		if (q->util_known) {
+			prom__real(p, "gpuprobe_process_gpu_sm_utilization_ratio", of[i], kv, q->sm_util / 100.0);
+			prom__real(p, "gpuprobe_process_gpu_memory_utilization_ratio", of[i], kv, q->mem_util / 100.0);
+		}
+		if (q->mem_known)
+			prom__u64(p, "gpuprobe_process_gpu_memory_bytes", of[i], kv, q->mem_bytes);
+	}
+	free(of);
+	gp_nvml__snap_free(&s);
+	return r;
+}
+
+/* ---- the CLI's report ---- */
+
+struct seen {
+	struct u64map *comm;  /* pid -> its gp_snap_pid copy (the run's traced processes) */
+	struct u64map *bytes; /* pid -> outstanding device bytes + 1 (0: none known) */
+};
+
+static void on_pid(void *ctx, const struct gp_snap_pid *p)
+{
+	struct seen *s = ctx;
+	struct gp_snap_pid *c = malloc(sizeof(*c));
+
+	if (!c)
+		return;
+	*c = *p;
+	if (u64map__put(s->comm, p->pid, c))
+		free(c);
+}
+
+static void on_counter(void *ctx, const struct gp_counter *c)
+{
+	struct seen *s = ctx;
+	uintptr_t v;
+
+	if (strcmp(c->track, GP_TRACK_MEMORY) || strcmp(c->series, "device") || c->value < 0)
+		return;
+	v = (uintptr_t)u64map__get(s->bytes, c->pid);
+	u64map__put(s->bytes, c->pid, (void *)(uintptr_t)((v ? v - 1 : 0) + (uint64_t)c->value + 1));
+}
+
+static struct gp_str pct(double v)
+{
+	struct gp_str s;
+
+	snprintf(s.s, sizeof(s.s), "%.0f %%", v);
+	return s;
+}
+
+static void throttle_text(char *buf, size_t len, uint64_t bits)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (size_t t = 0; t < NR_THROTTLES && used < len; t++)
+		if (bits & throttles[t].bit)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", throttles[t].name);
+	if (!buf[0])
+		snprintf(buf, len, "none");
+}
+
+static void gpu_text(FILE *f, const struct gp_nvml_gpu *g)
+{
+	char thr[256];
+
+	fprintf(f, "  GPU %u %s (%s)%s:", g->index, g->name, g->uuid, g->mig ? ", MIG mode" : "");
+	if (g->have & GP_NVH_UTIL)
+		fprintf(f, " %s busy, memory %s busy;", pct(g->util_gpu).s, pct(g->util_mem).s);
+	if (g->have & GP_NVH_MEMORY)
+		fprintf(f, " %s of %s used;", gp_text__bytes(g->mem_used).s, gp_text__bytes(g->mem_total).s);
+	if (g->have & GP_NVH_POWER)
+		fprintf(f, " %.0f W;", g->power_w);
+	if (g->have & GP_NVH_ENERGY)
+		fprintf(f, " %s J since the driver loaded;", gp_text__count(g->energy_mj / 1000).s);
+	if (g->have & GP_NVH_TEMP)
+		fprintf(f, " %u C;", g->temp_c);
+	if (g->have & GP_NVH_CLOCK_SM)
+		fprintf(f, " SM %s MHz,", gp_text__count(g->clock_sm_mhz).s);
+	if (g->have & GP_NVH_CLOCK_MEM)
+		fprintf(f, " memory %s MHz;", gp_text__count(g->clock_mem_mhz).s);
+	if (g->have & GP_NVH_THROTTLE) {
+		throttle_text(thr, sizeof(thr), g->throttle);
+		fprintf(f, " clocks held back: %s;", thr);
+	}
+	if (g->have & (GP_NVH_PCIE_TX | GP_NVH_PCIE_RX))
+		fprintf(f, " PCIe tx %s rx %s;", gp_text__rate(g->have & GP_NVH_PCIE_TX ? g->pcie_tx_kbs * 1024.0 : -1).s,
+			gp_text__rate(g->have & GP_NVH_PCIE_RX ? g->pcie_rx_kbs * 1024.0 : -1).s);
+	fprintf(f, " %s\n", gp_text__n(g->xid_total, "XID error", "XID errors").s);
+	if (g->proc_util_unavailable)
+		fprintf(f, "    per-process utilization unavailable: %s\n", g->proc_util_unavailable);
+}
+
+static void proc_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvml_proc *q, const char *comm,
+		      uintptr_t outstanding)
+{
+	const struct gp_nvml_gpu *g = &s->gpus[q->gpu];
+
+	fprintf(f, "  PID %u (%s) on GPU %u:", q->pid, comm, g->index);
+	if (q->util_known)
+		fprintf(f, " SM %s, memory %s over the last %s (%s)", pct(q->sm_util).s, pct(q->mem_util).s,
+			gp_text__duration(s->period_s).s, gp_text__n(q->samples, "NVML sample", "NVML samples").s);
+	else
+		fprintf(f, " utilization unavailable (%s)", g->proc_util_unavailable ? g->proc_util_unavailable : "not read");
+	if (q->mem_known) {
+		fprintf(f, "; driver-accounted memory %s", gp_text__bytes_exact(q->mem_bytes).s);
+		if (outstanding) {
+			uint64_t o = outstanding - 1;
+
+			fprintf(f, ", gpuprobe's outstanding device bytes %s", gp_text__bytes_exact(o).s);
+			if (q->mem_bytes > o)
+				fprintf(f, ": %s that no allocation call seen explains (context, allocations before the attach)",
+					gp_text__bytes(q->mem_bytes - o).s);
+		}
+	} else {
+		fprintf(f, "; driver-accounted memory -");
+	}
+	fprintf(f, "\n");
+}
+
+static void xid_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvml_xid *x)
+{
+	char when[32];
+	struct tm tm;
+	time_t t = (time_t)(x->time_ns / 1000000000ULL);
+
+	localtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	fprintf(f, "  XID %" PRIu64 " on GPU %u at %s; processes on it:", x->code, s->gpus[x->gpu].index, when);
+	for (unsigned int i = 0; i < x->nr_pids; i++)
+		fprintf(f, " %u", x->pids[i]);
+	if (x->more_pids)
+		fprintf(f, " and %u more", x->more_pids);
+	fprintf(f, "%s\n", x->nr_pids ? "" : " none seen");
+}
+
+static json_object *opt_double(bool have, double v)
+{
+	return have ? json_object_new_double(v) : NULL;
+}
+
+static json_object *opt_u64(bool have, uint64_t v)
+{
+	return have ? json_object_new_uint64(v) : NULL;
+}
+
+static json_object *gpu_json(const struct gp_nvml_gpu *g)
+{
+	json_object *o = json_object_new_object(), *t = json_object_new_array(), *x = json_object_new_array();
+
+	json_object_object_add(o, "index", json_object_new_int((int)g->index));
+	json_object_object_add(o, "uuid", json_object_new_string(g->uuid));
+	json_object_object_add(o, "name", json_object_new_string(g->name));
+	json_object_object_add(o, "mig", json_object_new_boolean(g->mig));
+	json_object_object_add(o, "utilization_pct", opt_u64(g->have & GP_NVH_UTIL, g->util_gpu));
+	json_object_object_add(o, "memory_utilization_pct", opt_u64(g->have & GP_NVH_UTIL, g->util_mem));
+	json_object_object_add(o, "memory_used_bytes", opt_u64(g->have & GP_NVH_MEMORY, g->mem_used));
+	json_object_object_add(o, "memory_total_bytes", opt_u64(g->have & GP_NVH_MEMORY, g->mem_total));
+	json_object_object_add(o, "power_watts", opt_double(g->have & GP_NVH_POWER, g->power_w));
+	json_object_object_add(o, "energy_joules", opt_double(g->have & GP_NVH_ENERGY, g->energy_mj / 1000.0));
+	json_object_object_add(o, "temperature_celsius", opt_u64(g->have & GP_NVH_TEMP, g->temp_c));
+	json_object_object_add(o, "clock_sm_mhz", opt_u64(g->have & GP_NVH_CLOCK_SM, g->clock_sm_mhz));
+	json_object_object_add(o, "clock_memory_mhz", opt_u64(g->have & GP_NVH_CLOCK_MEM, g->clock_mem_mhz));
+	for (size_t i = 0; i < NR_THROTTLES; i++)
+		if (g->throttle & throttles[i].bit)
+			json_object_array_add(t, json_object_new_string(throttles[i].name));
+	json_object_object_add(o, "clocks_throttled", (g->have & GP_NVH_THROTTLE) ? t : NULL);
+	if (!(g->have & GP_NVH_THROTTLE))
+		json_object_put(t);
+	json_object_object_add(o, "pcie_tx_bytes_per_second", opt_u64(g->have & GP_NVH_PCIE_TX, g->pcie_tx_kbs * 1024ULL));
+	json_object_object_add(o, "pcie_rx_bytes_per_second", opt_u64(g->have & GP_NVH_PCIE_RX, g->pcie_rx_kbs * 1024ULL));
+	json_object_object_add(o, "xid_errors", json_object_new_uint64(g->xid_total));
+	for (unsigned int i = 0; i < g->nr_xids; i++) {
+		json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "xid", json_object_new_uint64(g->xids[i].code));
+		json_object_object_add(e, "count", json_object_new_uint64(g->xids[i].count));
+		json_object_array_add(x, e);
+	}
+	json_object_object_add(o, "xid_counts", x);
+	json_object_object_add(o, "xid_other", json_object_new_uint64(g->xid_other));
+	json_object_object_add(o, "process_utilization_unavailable",
+			       g->proc_util_unavailable ? json_object_new_string(g->proc_util_unavailable) : NULL);
+	return o;
+}
+
+static json_object *proc_json(const struct gp_nvml_snap *s, const struct gp_nvml_proc *q, const char *comm,
+			      uintptr_t outstanding)
+{
+	json_object *o = json_object_new_object();
+	const struct gp_nvml_gpu *g = &s->gpus[q->gpu];
+
+	json_object_object_add(o, "pid", json_object_new_int64(q->pid));
+	json_object_object_add(o, "comm", json_object_new_string(comm));
+	json_object_object_add(o, "gpu", json_object_new_int((int)g->index));
+	json_object_object_add(o, "uuid", json_object_new_string(g->uuid));
+	json_object_object_add(o, "sm_utilization_pct", opt_double(q->util_known, q->sm_util));
+	json_object_object_add(o, "memory_utilization_pct", opt_double(q->util_known, q->mem_util));
+	json_object_object_add(o, "utilization_samples", json_object_new_int64(q->samples));
+	json_object_object_add(o, "utilization_unavailable",
+			       q->util_known ? NULL : json_object_new_string(g->proc_util_unavailable ? g->proc_util_unavailable : "not read"));
+	json_object_object_add(o, "driver_memory_bytes", opt_u64(q->mem_known, q->mem_bytes));
+	json_object_object_add(o, "outstanding_device_bytes", opt_u64(outstanding != 0, outstanding - 1));
+	return o;
+}
+
+static json_object *xid_json(const struct gp_nvml_snap *s, const struct gp_nvml_xid *x)
+{
+	json_object *o = json_object_new_object(), *pids = json_object_new_array();
+
+	json_object_object_add(o, "time_ns", json_object_new_uint64(x->time_ns));
+	json_object_object_add(o, "gpu", json_object_new_int((int)s->gpus[x->gpu].index));
+	json_object_object_add(o, "xid", json_object_new_uint64(x->code));
+	for (unsigned int i = 0; i < x->nr_pids; i++)
+		json_object_array_add(pids, json_object_new_int64(x->pids[i]));
+	json_object_object_add(o, "pids", pids);
+	json_object_object_add(o, "more_pids", json_object_new_int64(x->more_pids));
+	return o;
+}
+
+static void free_comm(void *v)
+{
+	free(v);
+}
+
+void gp_nvml_report__run(struct gp_run *run, enum gp_snap_kind kind)
+{
+	struct gp_nvml_snap s;
+	struct seen seen = { u64map__new(), u64map__new() };
+	FILE *f = run->out;
+	json_object *o = NULL, *gpus = NULL, *procs = NULL, *xids = NULL;
+	size_t others = 0, listed = 0;
+
+	if (!run->nvml || !seen.comm || !seen.bytes || gp_nvml__snapshot(run->nvml, &s))
+		goto cleanup;
+	gp_run__hits(run, on_pid, &seen);
+	gp_run__counters(run, on_counter, &seen);
+	if (run->o->json) {
+		o = json_object_new_object();
+		gpus = json_object_new_array(), procs = json_object_new_array(), xids = json_object_new_array();
+		json_object_object_add(o, "mode", json_object_new_string("nvml"));
+		json_object_object_add(o, "report", json_object_new_string(gp_snap_kind_name(kind)));
+		json_object_object_add(o, "time", json_object_new_int64((int64_t)time(NULL)));
+		json_object_object_add(o, "state", json_object_new_string(gp_nvml_state_name(s.state)));
+		json_object_object_add(o, "reason", s.why[0] ? json_object_new_string(s.why) : NULL);
+		json_object_object_add(o, "interval_s", json_object_new_double(s.period_s));
+		json_object_object_add(o, "reads", json_object_new_uint64(s.rounds));
+		{
+			json_object *e = json_object_new_object(), *m = json_object_new_array();
+
+			for (int i = 0; i < GP_NVML_FN__COUNT; i++) {
+				if (s.fn_errors[i])
+					json_object_object_add(e, gp_nvml_fn_name(i), json_object_new_uint64(s.fn_errors[i]));
+				if (s.fn_missing[i])
+					json_object_array_add(m, json_object_new_string(gp_nvml_fn_name(i)));
+			}
+			json_object_object_add(o, "errors", e);
+			json_object_object_add(o, "missing_functions", m);
+		}
+	} else {
+		if (s.state == GP_NVML_LOADED || s.state == GP_NVML_STARTING)
+			fprintf(f, "nvml: %s; %s, read every %s\n", gp_nvml_state_name(s.state),
+				gp_text__n(s.nr_gpus, "GPU", "GPUs").s, gp_text__duration(s.period_s).s);
+		else
+			fprintf(f, "nvml: not read (%s): %s\n", gp_nvml_state_name(s.state), s.why);
+		for (int i = 0; i < GP_NVML_FN__COUNT; i++)
+			if (s.fn_errors[i] && (s.fn_missing[i] || run->o->verbose || s.state == GP_NVML_LOADED))
+				fprintf(f, "  %s: %s%s\n", gp_nvml_fn_name(i), s.fn_missing[i] ? "missing from the library" :
+					gp_text__n(s.fn_errors[i], "failed call", "failed calls").s,
+					s.fn_missing[i] ? "" : " (its figure left out)");
+	}
+	for (unsigned int i = 0; i < s.nr_gpus; i++) {
+		if (o)
+			json_object_array_add(gpus, gpu_json(&s.gpus[i]));
+		else
+			gpu_text(f, &s.gpus[i]);
+	}
+	for (size_t i = 0; i < s.nr_procs; i++) {
+		const struct gp_snap_pid *p = u64map__get(seen.comm, s.procs[i].pid);
+		uintptr_t b = (uintptr_t)u64map__get(seen.bytes, s.procs[i].pid);
+
+		if (!p) { /* on the GPU, not traced by this run */
+			others++;
+			continue;
+		}
+		listed++;
+		if (o)
+			json_object_array_add(procs, proc_json(&s, &s.procs[i], p->comm, b));
+		else
+			proc_text(f, &s, &s.procs[i], p->comm, b);
+	}
+	for (size_t i = 0; i < s.nr_xids; i++) {
+		if (o)
+			json_object_array_add(xids, xid_json(&s, &s.xids[i]));
+		else
+			xid_text(f, &s, &s.xids[i]);
+	}
+	if (o) {
+		json_object_object_add(o, "gpus", gpus);
+		json_object_object_add(o, "processes", procs);
+		json_object_object_add(o, "untraced_processes", json_object_new_uint64(others));
+		json_object_object_add(o, "xid_events", xids);
+		gp_json__print(f, o);
+	} else {
+		if (others)
+			fprintf(f, "  %s on the GPUs that this run does not trace\n",
+				gp_text__n(others, "process", "processes").s);
+		else if (!listed && s.state == GP_NVML_LOADED)
+			fprintf(f, "  no traced process on a GPU\n");
+		fflush(f);
+	}
+	gp_nvml__snap_free(&s);
+cleanup:
+	u64map__free_all(seen.comm, free_comm);
+	u64map__free(seen.bytes);
+}

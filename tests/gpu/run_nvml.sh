@@ -1,0 +1,57 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# --nvml on the real GPU (issue 33), run from the repo root with `make bundle` carried: NVML is
+# dlopen()ed, so the dynamically linked build (.output/bundle/dyn/run) is used — static glibc
+# cannot host the driver's library. A CUDA C matmul loop and a PyTorch matmul loop run together
+# on GPU 0 while the daemon is scraped once a second for 5 s, `nvidia-smi pmon -c 5 -s um` and
+# `nvidia-smi --query-compute-apps` / `--query-gpu` taken at the same time; check_nvml.py
+# compares them. Then the CLI: -p PID --memleak --nvml --json on the matmul. Under 2 minutes.
+set -u
+cd "$(dirname "$0")/../.."
+GP=$PWD/.output/bundle/dyn/run
+RESULTS=${OUT:-/tmp/gp-gpu}
+W=/tmp/gp-work
+O=$RESULTS/nvml
+PORT=${GPUPROBE_PORT:-19465}
+mkdir -p "$O" "$W"
+PY=python3; [ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $O/card.txt
+nvcc -O2 -gencode arch=compute_90,code=sm_90 -o $W/nvml_matmul tests/gpu/nvml_matmul.cu || exit 1
+scrape() { python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$PORT$1', timeout=10).read().decode())"; }
+
+$GP daemon --memleak --cudatrace --per-process-series --listen 127.0.0.1:$PORT 2>$O/daemon.err &
+gp=$!
+for i in $(seq 150); do grep -q "listening on" $O/daemon.err && break; sleep 0.1; done
+cat $O/daemon.err
+
+CUDA_VISIBLE_DEVICES=0 $W/nvml_matmul --seconds 40 2>$O/matmul.err >$O/matmul.out &
+mm=$!
+CUDA_VISIBLE_DEVICES=0 timeout 60 $PY -c '
+import os, sys, time, torch
+a = torch.randn(8192, 8192, device="cuda"); b = torch.randn(8192, 8192, device="cuda")
+print("{\"pid\": %d}" % os.getpid(), file=sys.stderr, flush=True)
+end = time.time() + 40
+while time.time() < end:
+    c = a @ b
+    torch.cuda.synchronize()
+    time.sleep(0.002)
+' 2>$O/torch.err &
+py=$!
+sleep 12 # both at steady state, a few NVML reads in
+nvidia-smi pmon -c 5 -s um > $O/pmon.txt 2>&1 &
+pm=$!
+for i in 1 2 3 4 5; do
+	scrape /metrics > $O/metrics.$i.txt
+	nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits > $O/apps.$i.csv
+	nvidia-smi -i 0 --query-gpu=utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,temperature.gpu,clocks.sm,clocks.mem --format=csv,noheader,nounits > $O/gpu.$i.csv
+	sleep 1
+done
+wait $pm
+echo "== CLI: gpuprobe -p $mm --memleak --nvml --json -d 4"
+$GP -p $mm --memleak --nvml --json -d 4 > $O/cli.jsonl 2>$O/cli.err
+echo "exit $?"; cat $O/cli.err
+wait $mm $py
+kill -TERM $gp; wait $gp
+echo "daemon exit $?"
+grep nvml $O/daemon.err
+python3 tests/gpu/check_nvml.py $O

@@ -1,0 +1,392 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""NVML (issue 33) end to end with the stand-in libnvidia-ml.so.1 (tests/fakenvml/): every
+figure the script gives comes out of the daemon's /metrics and the CLI's reports as the
+script says; the process list past the first buffer (NVML_ERROR_INSUFFICIENT_SIZE, then
+grown); MIG marked unavailable, never 0; an XID event counted and logged with the
+processes on its GPU; a missing library, missing functions and failing calls each one
+line, counted, every other figure as before; --no-nvml."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import gp
+from gp import app, check, eq, truth
+from test_daemon import ENV, MEMLEAK, get, samples, start_daemon, stop, value
+
+FAKENVML_DIR = os.path.join(gp.OUT, "fakenvml")
+OLD_DIR = os.path.join(FAKENVML_DIR, "old")
+
+GPU0 = dict(uuid="GPU-test-0", name="StandIn", util=75, memutil=40, memused=123456789, memtotal=150000000000,
+            power=685123, energy=987654321, temp=61, clocksm=1980, clockmem=2619, throttle=0x24, pcietx=1000,
+            pcierx=2000)
+THROTTLES = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
+             0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
+             0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting"}
+
+
+def script(lines):
+    f = tempfile.NamedTemporaryFile("w", prefix="gp-nvml-", suffix=".script", delete=False)
+    f.write("\n".join(lines) + "\n")
+    f.close()
+    return f.name
+
+
+def gpu_line(i, **kv):
+    return f"gpu {i} " + " ".join(f"{k}={v}" for k, v in kv.items())
+
+
+def nvml_env(path, lib_dir=FAKENVML_DIR, log=None):
+    e = {"LD_LIBRARY_PATH": f"{gp.FAKECUDA_DIR}:{lib_dir}", "FAKENVML_SCRIPT": path}
+    if log:
+        e["FAKENVML_LOG"] = log
+    return e
+
+
+def sleepers(n):
+    """n processes that live while the test runs (comm "sleep"): NVML's processes."""
+    return [subprocess.Popen(["sleep", "120"], start_new_session=True) for _ in range(n)]
+
+
+def wait_value(port, name, want, timeout=10, **labels):
+    deadline = time.time() + timeout
+    got = None
+    while time.time() < deadline:
+        got = value(get(port)[1], name, **labels)
+        if got is not None and abs(got - want) < 1e-6 * max(1, abs(want)):
+            return
+        time.sleep(0.2)
+    raise gp.Failure(f"{name}{labels}: expected {want}, got {got}")
+
+
+def nvml_lines(d):
+    return [l for l in d.stderr().splitlines() if "nvml:" in l]
+
+
+def test_daemon_scrape_every_figure():
+    """GPU 0 with every figure and 10 processes (more than the first buffer of 4: the
+    size protocol), GPU 1 in MIG mode, an XID on GPU 0 after 1.5 s."""
+    procs = sleepers(11)
+    log = tempfile.mktemp(prefix="gp-nvml-log-")
+    on0, on1 = procs[:10], procs[10:]
+    lines = [gpu_line(0, **GPU0), gpu_line(1, uuid="GPU-test-1", mig=1, util=5)]
+    # process i: 1 MiB * (i + 1) on GPU 0, SM 10 + i %, memory 3 + i %
+    lines += [f"proc 0 {p.pid} mem={(i + 1) << 20} sm={10 + i} memutil={3 + i}" for i, p in enumerate(on0)]
+    lines += [f"proc 1 {p.pid} mem=4096" for p in on1]
+    lines += ["xid 0 79 1500"]
+    path = script(lines)
+    d = None
+    try:
+        d = start_daemon(modes=("--memleak",), env=nvml_env(path, log=log))
+        port = d.port
+        g = dict(gpu="0", uuid="GPU-test-0")
+        wait_value(port, "gpuprobe_nvml_state", 1, state="loaded")
+        wait_value(port, "gpuprobe_gpu_xid_errors_total", 1, xid="79", **g)
+        text = get(port)[1]
+        info = [(l, v) for n, l, v in samples(text) if n == "gpuprobe_gpu_info" and l.get("gpu") == "0"]
+        eq(info, [(dict(name="StandIn", mig="0", **g), 1)], "gpu_info of GPU 0")
+        eq(value(text, "gpuprobe_gpu_info", gpu="1", uuid="GPU-test-1", mig="1"), 1, "gpu_info of GPU 1 (MIG)")
+        eq(value(text, "gpuprobe_gpu_utilization_ratio", **g), GPU0["util"] / 100, "utilization")
+        eq(value(text, "gpuprobe_gpu_memory_utilization_ratio", **g), GPU0["memutil"] / 100, "memory utilization")
+        eq(value(text, "gpuprobe_gpu_memory_used_bytes", **g), GPU0["memused"], "memory used")
+        eq(value(text, "gpuprobe_gpu_memory_total_bytes", **g), GPU0["memtotal"], "memory total")
+        eq(value(text, "gpuprobe_gpu_power_watts", **g), GPU0["power"] / 1000, "power (mW -> W)")
+        eq(value(text, "gpuprobe_gpu_energy_joules_total", **g), GPU0["energy"] / 1000, "energy (mJ -> J)")
+        eq(value(text, "gpuprobe_gpu_temperature_celsius", **g), GPU0["temp"], "temperature")
+        eq(value(text, "gpuprobe_gpu_clock_hertz", clock="sm", **g), GPU0["clocksm"] * 1e6, "SM clock")
+        eq(value(text, "gpuprobe_gpu_clock_hertz", clock="memory", **g), GPU0["clockmem"] * 1e6, "memory clock")
+        for bit, name in THROTTLES.items():
+            eq(value(text, "gpuprobe_gpu_clocks_throttled", reason=name, **g), 1 if GPU0["throttle"] & bit else 0,
+               f"throttle reason {name}")
+        eq(value(text, "gpuprobe_gpu_pcie_throughput_bytes", direction="tx", **g), GPU0["pcietx"] * 1024,
+           "PCIe tx (KB/s -> B/s)")
+        eq(value(text, "gpuprobe_gpu_pcie_throughput_bytes", direction="rx", **g), GPU0["pcierx"] * 1024,
+           "PCIe rx")
+        # per process, joined with the daemon's process labels (pid, comm, cgroup)
+        for i, p in enumerate(on0):
+            own = dict(pid=str(p.pid), comm="sleep", **g)
+            eq(value(text, "gpuprobe_process_gpu_memory_bytes", **own), (i + 1) << 20, f"driver memory of {p.pid}")
+            got = value(text, "gpuprobe_process_gpu_sm_utilization_ratio", **own)
+            check(got is not None and abs(got - (10 + i) / 100) < 1e-9, f"SM of {p.pid}: {got}")
+            got = value(text, "gpuprobe_process_gpu_memory_utilization_ratio", **own)
+            check(got is not None and abs(got - (3 + i) / 100) < 1e-9, f"memory utilization of {p.pid}: {got}")
+            cg = [l for n, l, v in samples(text) if n == "gpuprobe_process_gpu_memory_bytes" and l.get("pid") == str(p.pid)]
+            own_cg = open(f"/proc/{p.pid}/cgroup").read().splitlines()
+            check(any(line.endswith(":" + cg[0].get("cgroup", "?")) for line in own_cg),
+                  f"the process's cgroup label {cg[0].get('cgroup')!r} vs {own_cg}")
+        # MIG: per-process utilization unavailable, said so; never a 0 sample
+        eq(value(text, "gpuprobe_gpu_process_utilization_available", gpu="1"), 0, "GPU 1 (MIG) unavailable")
+        eq(value(text, "gpuprobe_gpu_process_utilization_available", gpu="0"), 1, "GPU 0 available")
+        reason = [l for n, l, v in samples(text)
+                  if n == "gpuprobe_gpu_process_utilization_available" and l.get("gpu") == "1"][0].get("reason", "")
+        check("MIG" in reason, f"the reason names MIG: {reason!r}")
+        eq(value(text, "gpuprobe_process_gpu_sm_utilization_ratio", gpu="1"), None, "no SM sample on the MIG GPU")
+        eq(value(text, "gpuprobe_process_gpu_memory_bytes", gpu="1", pid=str(on1[0].pid)), 4096,
+           "driver memory on the MIG GPU")
+        # the size protocol: the stand-in said INSUFFICIENT_SIZE to a buffer of 4, then all 10 came
+        ins = [l.split() for l in open(log).read().splitlines() if l.startswith("insufficient 0 ")]
+        check(ins, "NVML_ERROR_INSUFFICIENT_SIZE answered at least once on GPU 0")
+        eq(ins[0][2:], ["4", "10"], "first buffer 4, 10 needed")
+        eq(value(text, "gpuprobe_nvml_errors_total", function="nvmlDeviceGetComputeRunningProcesses_v3"), 0,
+           "growing the buffer is no error")
+        eq(sum(v for n, l, v in samples(text) if n == "gpuprobe_nvml_errors_total"), 0, "no error at all")
+        # the XID's log line: GPU, code, the processes on it then
+        xl = [l for l in nvml_lines(d) if "XID 79" in l]
+        eq(len(xl), 1, f"one XID line: {nvml_lines(d)}")
+        for p in on0:
+            check(f" {p.pid}" in xl[0].split("processes on it:")[1], f"PID {p.pid} in {xl[0]!r}")
+        check(value(text, "gpuprobe_nvml_reads_total") >= 1, "reads counted")
+        if shutil.which("promtool"):
+            r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+            eq(r.returncode, 0, f"promtool check metrics: {r.stdout}{r.stderr}")
+        stop(d)
+        d = None
+    finally:
+        if d:
+            d.kill()
+        for p in procs:
+            p.kill()
+            p.wait()
+        os.unlink(path)
+        if os.path.exists(log):
+            os.unlink(log)
+
+
+def memleak_counts(d):
+    """A memleak workload counted as before (the modes do not depend on NVML)."""
+    held = gp.Background([MEMLEAK, "--allocs", "10", "--leaks", "3", "--hold"], env=ENV)
+    try:
+        held.wait_for("HELD")
+        t = truth(held.stderr())
+        wait_value(d.port, "gpuprobe_cuda_alloc_calls_total", 10, pid=t["pid"])
+        wait_value(d.port, "gpuprobe_cuda_outstanding_bytes", t["leaked_bytes"], pid=t["pid"], kind="device")
+    finally:
+        held.kill()
+
+
+def test_daemon_without_library():
+    """No libnvidia-ml.so.1 (this machine's case): one line, state no_library, every mode as before."""
+    d = start_daemon(modes=("--memleak",))
+    try:
+        wait_value(d.port, "gpuprobe_nvml_state", 1, state="no_library")
+        memleak_counts(d)
+        text = get(d.port)[1]
+        eq([n for n, l, v in samples(text) if n.startswith(("gpuprobe_gpu_", "gpuprobe_process_gpu_"))], [],
+           "no GPU family without NVML")
+        lines = nvml_lines(d)
+        eq(len(lines), 1, f"one NVML line: {lines}")
+        check(lines[0].startswith("<6>") and "no_library" in lines[0] and "libnvidia-ml.so.1" in lines[0],
+              f"an info line naming the library: {lines[0]!r}")
+        stop(d)
+    finally:
+        d.kill()
+
+
+def test_daemon_no_nvml():
+    path = script([gpu_line(0, **GPU0)])
+    d = start_daemon(modes=("--memleak",), extra=("--no-nvml",), env=nvml_env(path))
+    try:
+        wait_value(d.port, "gpuprobe_nvml_state", 1, state="off")
+        eq(nvml_lines(d), [], "--no-nvml: no NVML line")
+        memleak_counts(d)
+        stop(d)
+    finally:
+        d.kill()
+        os.unlink(path)
+
+
+def test_old_library_missing_functions():
+    """An old driver's library: no process utilization, energy or events. One line lists
+    them; their figures are absent (never 0), the rest is there."""
+    procs = sleepers(1)
+    path = script([gpu_line(0, **GPU0), f"proc 0 {procs[0].pid} mem=8192 sm=50", "xid 0 13 100"])
+    d = start_daemon(modes=("--memleak",), env=nvml_env(path, lib_dir=OLD_DIR))
+    try:
+        wait_value(d.port, "gpuprobe_nvml_state", 1, state="loaded")
+        wait_value(d.port, "gpuprobe_process_gpu_memory_bytes", 8192, pid=str(procs[0].pid))
+        text = get(d.port)[1]
+        for fn in ("nvmlDeviceGetProcessUtilization", "nvmlDeviceGetTotalEnergyConsumption",
+                   "nvmlDeviceRegisterEvents", "nvmlEventSetWait_v2"):
+            eq(value(text, "gpuprobe_nvml_functions_missing", function=fn), 1, f"{fn} missing")
+        eq(value(text, "gpuprobe_gpu_energy_joules_total"), None, "no energy sample")
+        eq(value(text, "gpuprobe_process_gpu_sm_utilization_ratio"), None, "no SM sample")
+        eq(value(text, "gpuprobe_gpu_process_utilization_available", gpu="0"), 0, "utilization unavailable")
+        eq(value(text, "gpuprobe_gpu_xid_errors_total"), None, "no XID without events")
+        eq(value(text, "gpuprobe_gpu_power_watts", gpu="0"), GPU0["power"] / 1000, "power still there")
+        missing = [l for l in nvml_lines(d) if "lacks" in l]
+        eq(len(missing), 1, f"one line for the missing functions: {nvml_lines(d)}")
+        for fn in ("nvmlDeviceGetProcessUtilization", "nvmlDeviceGetTotalEnergyConsumption", "nvmlEventSetCreate"):
+            check(fn in missing[0], f"{fn} in {missing[0]!r}")
+        stop(d)
+    finally:
+        d.kill()
+        for p in procs:
+            p.kill()
+            p.wait()
+        os.unlink(path)
+
+
+def test_failing_calls_counted_once_told():
+    path = script([gpu_line(0, **GPU0), "fail nvmlDeviceGetPowerUsage 3", "fail nvmlDeviceGetTemperature 15"])
+    d = start_daemon(modes=("--memleak",), extra=("--nvml-interval", "0.2"), env=nvml_env(path))
+    try:
+        wait_value(d.port, "gpuprobe_nvml_state", 1, state="loaded")
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            text = get(d.port)[1]
+            if (value(text, "gpuprobe_nvml_errors_total", function="nvmlDeviceGetPowerUsage") or 0) >= 3:
+                break
+            time.sleep(0.2)
+        reads = value(text, "gpuprobe_nvml_reads_total")
+        power = value(text, "gpuprobe_nvml_errors_total", function="nvmlDeviceGetPowerUsage")
+        check(power >= 3 and abs(power - reads) <= 1, f"one failure a read: {power} failures, {reads} reads")
+        check(value(text, "gpuprobe_nvml_errors_total", function="nvmlDeviceGetTemperature") >= 3, "temperature failures")
+        eq(value(text, "gpuprobe_gpu_power_watts"), None, "no power sample")
+        eq(value(text, "gpuprobe_gpu_temperature_celsius"), None, "no temperature sample")
+        eq(value(text, "gpuprobe_gpu_utilization_ratio", gpu="0"), GPU0["util"] / 100, "the rest is there")
+        lines = nvml_lines(d)
+        pw = [l for l in lines if "nvmlDeviceGetPowerUsage failed" in l]
+        tp = [l for l in lines if "nvmlDeviceGetTemperature failed" in l]
+        eq((len(pw), len(tp)), (1, 1), f"each failure told once: {lines}")
+        check("Not Supported" in pw[0] and "GPU is lost" in tp[0], f"NVML's errors named: {pw + tp}")
+        stop(d)
+    finally:
+        d.kill()
+        os.unlink(path)
+
+
+def test_init_failure():
+    path = script([gpu_line(0, **GPU0), "init_fail 9"])
+    d = start_daemon(modes=("--memleak",), env=nvml_env(path))
+    try:
+        wait_value(d.port, "gpuprobe_nvml_state", 1, state="init_failed")
+        lines = nvml_lines(d)
+        eq(len(lines), 1, f"one line: {lines}")
+        check(lines[0].startswith("<4>") and "nvmlInit_v2" in lines[0] and "Driver Not Loaded" in lines[0], lines[0])
+        memleak_counts(d)
+        stop(d)
+    finally:
+        d.kill()
+        os.unlink(path)
+
+
+def test_cli_report_beside_outstanding_bytes():
+    """gpuprobe -p PID --memleak --nvml: the process's NVML figures in the text and JSON
+    reports, the driver's memory beside the outstanding bytes the workload says it holds."""
+    for fmt in ("json", "text"):
+        held = gp.Background([MEMLEAK, "--wait", "--allocs", "10", "--leaks", "3", "--hold"], env=ENV)
+        path = None
+        g = None
+        try:
+            held.wait_for("READY")
+            drv = 64 << 20
+            path = script([gpu_line(0, **GPU0), f"proc 0 {held.pid} mem={drv} sm=88 memutil=30", "proc 0 1 mem=5",
+                           "xid 0 48 300"])
+            args = ["-p", str(held.pid), "--memleak", "--nvml", "-d", "3"] + (["--json"] if fmt == "json" else [])
+            g = gp.Background([gp.GPUPROBE] + args, env=gp._with_state(nvml_env(path)))
+            g.wait_for("gpuprobe: tracing", where="stderr")
+            held.signal(signal.SIGUSR1)
+            held.wait_for("HELD")
+            t = truth(held.stderr())
+            eq(g.wait(timeout=30), 0, f"gpuprobe's exit ({g.stderr()[-500:]})")
+            out = g.stdout()
+            if fmt == "json":
+                recs = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+                nv = [r for r in recs if r.get("mode") == "nvml" and r.get("report") == "final"]
+                eq(len(nv), 1, "one final nvml record")
+                r = nv[0]
+                eq(r["state"], "loaded", "state")
+                eq(r["gpus"][0]["power_watts"], GPU0["power"] / 1000, "power")
+                eq(r["gpus"][0]["memory_used_bytes"], GPU0["memused"], "GPU memory used")
+                eq(r["gpus"][0]["xid_errors"], 1, "XID counted")
+                eq(r["untraced_processes"], 1, "PID 1 is not traced: counted, not listed")
+                eq(len(r["processes"]), 1, "the traced process")
+                p = r["processes"][0]
+                eq((p["pid"], p["comm"]), (held.pid, "memleak_app"), "pid and comm")
+                eq(p["driver_memory_bytes"], drv, "driver memory")
+                eq(p["outstanding_device_bytes"], t["leaked_bytes"], "gpuprobe's outstanding bytes")
+                eq((p["sm_utilization_pct"], p["memory_utilization_pct"]), (88, 30), "utilization")
+                eq([x["xid"] for x in r["xid_events"]], [48], "the XID event")
+                check(held.pid in r["xid_events"][0]["pids"], "the traced process was on the GPU at the XID")
+            else:
+                line = [l for l in out.splitlines() if l.startswith(f"  PID {held.pid} (memleak_app) on GPU 0:")]
+                eq(len(line), 1, f"the process's NVML line in:\n{out}")
+                check("SM 88 %, memory 30 %" in line[0], line[0])
+                check("driver-accounted memory 64.0 MiB (67,108,864 B)" in line[0], line[0])
+                check(f"outstanding device bytes 3.01 MiB ({t['leaked_bytes']:,} B)" in line[0], line[0])
+                check(any(l.startswith("  XID 48 on GPU 0 at ") for l in out.splitlines()), f"the XID line in:\n{out}")
+                check("1 process on the GPUs that this run does not trace" in out, out)
+        finally:
+            if g:
+                g.kill()
+            held.kill()
+            if path:
+                os.unlink(path)
+
+
+def test_daemon_comm_filter():
+    """--comm NAME: the process series of the processes the daemon follows only; the GPU's
+    figures whatever runs on it."""
+    procs = sleepers(1)
+    other = subprocess.Popen(["tail", "-f", "/dev/null"], start_new_session=True)
+    path = script([gpu_line(0, **GPU0), f"proc 0 {procs[0].pid} mem=8192 sm=40", f"proc 0 {other.pid} mem=4096 sm=30"])
+    d = start_daemon(modes=("--memleak",), extra=("--comm", "sleep"), env=nvml_env(path))
+    try:
+        wait_value(d.port, "gpuprobe_process_gpu_memory_bytes", 8192, pid=str(procs[0].pid))
+        text = get(d.port)[1]
+        eq(value(text, "gpuprobe_process_gpu_memory_bytes", pid=str(other.pid)), None, "tail is not followed")
+        eq(value(text, "gpuprobe_gpu_utilization_ratio", gpu="0"), GPU0["util"] / 100, "the GPU's figures")
+        stop(d)
+    finally:
+        d.kill()
+        for p in procs + [other]:
+            p.kill()
+            p.wait()
+        os.unlink(path)
+
+
+def test_trace_xid_instant():
+    """--trace with --nvml: an XID is an instant event on the track of each traced process
+    that was on the GPU, at the time it arrived (between the calls before and after it)."""
+    held = gp.Background([MEMLEAK, "--wait", "--allocs", "10", "--leaks", "3", "--hold"], env=ENV)
+    path = trace = g = None
+    try:
+        held.wait_for("READY")
+        path = script([gpu_line(0, util=50), f"proc 0 {held.pid} mem=4096 sm=20", "xid 0 31 3000"])
+        trace = tempfile.mktemp(prefix="gp-nvml-trace-", suffix=".jsonl")
+        g = gp.Background([gp.GPUPROBE, "-p", str(held.pid), "--trace", trace, "--nvml", "-d", "5"],
+                          env=gp._with_state(nvml_env(path)))
+        g.wait_for("gpuprobe: tracing", where="stderr")
+        held.signal(signal.SIGUSR1)
+        held.wait_for("HELD")
+        eq(g.wait(timeout=30), 0, f"gpuprobe's exit ({g.stderr()[-500:]})")
+        recs = [json.loads(l) for l in open(trace) if l.startswith("{")]
+        x = [r for r in recs if r.get("type") == "instant" and r.get("name") == "XID"]
+        eq(len(x), 1, f"one XID instant: {x}")
+        eq((x[0]["pid"], x[0]["args"]["xid"], x[0]["args"]["gpu"]), (held.pid, 31, 0), "its process, code and GPU")
+        calls = [r["ts_ns"] for r in recs if r.get("type") == "call" and r.get("pid") == held.pid]
+        check(calls and x[0]["ts_ns"] > max(calls), "after the calls (made before the XID was due)")
+    finally:
+        if g:
+            g.kill()
+        held.kill()
+        for f in (path, trace):
+            if f and os.path.exists(f):
+                os.unlink(f)
+
+
+if __name__ == "__main__":
+    gp.main([
+        test_daemon_scrape_every_figure,
+        test_daemon_without_library,
+        test_daemon_no_nvml,
+        test_old_library_missing_functions,
+        test_failing_calls_counted_once_told,
+        test_init_failure,
+        test_cli_report_beside_outstanding_bytes,
+        test_trace_xid_instant,
+        test_daemon_comm_filter,
+    ])
