@@ -42,6 +42,10 @@ typedef struct nvmlEventSet_st *nvmlEventSet_t;
 
 typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
 typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+/* v2 (nvml.h's NVML_STRUCT_VERSION(Memory, 2)): `used` without the memory the driver and
+ * firmware reserve, as nvidia-smi shows it; v1's `used` counts the reserve too. */
+typedef struct { unsigned int version; unsigned long long total, reserved, free, used; } nvmlMemory_v2_t;
+#define NVML_MEMORY_V2 ((unsigned int)(sizeof(nvmlMemory_v2_t) | (2u << 24)))
 typedef struct {
 	unsigned int pid;
 	unsigned long long timeStamp; /* CPU time, microseconds */
@@ -69,6 +73,7 @@ typedef struct {
 	X(nvmlDeviceGetName, nvmlReturn_t, (nvmlDevice_t, char *, unsigned int), GP_NVML_FN_NAME) \
 	X(nvmlDeviceGetUtilizationRates, nvmlReturn_t, (nvmlDevice_t, nvmlUtilization_t *), GP_NVML_FN_UTIL) \
 	X(nvmlDeviceGetMemoryInfo, nvmlReturn_t, (nvmlDevice_t, nvmlMemory_t *), GP_NVML_FN_MEMORY) \
+	X(nvmlDeviceGetMemoryInfo_v2, nvmlReturn_t, (nvmlDevice_t, nvmlMemory_v2_t *), -2)       \
 	X(nvmlDeviceGetComputeRunningProcesses_v3, nvmlReturn_t, (nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *), \
 	  GP_NVML_FN_PROCS)                                                                       \
 	X(nvmlDeviceGetProcessUtilization, nvmlReturn_t,                                          \
@@ -364,6 +369,7 @@ static void read_gpu(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g)
 {
 	nvmlUtilization_t u;
 	nvmlMemory_t m;
+	nvmlMemory_v2_t m2;
 	unsigned int v, cur, pend;
 	unsigned long long e;
 	unsigned int have = g->have & GP_NVH_EVENTS;
@@ -372,8 +378,14 @@ static void read_gpu(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g)
 		g->util_gpu = u.gpu, g->util_mem = u.memory;
 		have |= GP_NVH_UTIL;
 	}
-	if (HAVE(nvmlDeviceGetMemoryInfo) && ok(n, GP_NVML_FN_MEMORY, g->index, n->api.nvmlDeviceGetMemoryInfo(d->h, &m))) {
-		g->mem_used = m.used, g->mem_total = m.total;
+	m2.version = NVML_MEMORY_V2;
+	if (HAVE(nvmlDeviceGetMemoryInfo_v2) &&
+	    ok(n, GP_NVML_FN_MEMORY, g->index, n->api.nvmlDeviceGetMemoryInfo_v2(d->h, &m2))) {
+		g->mem_used = m2.used, g->mem_total = m2.total;
+		have |= GP_NVH_MEMORY;
+	} else if (!HAVE(nvmlDeviceGetMemoryInfo_v2) && HAVE(nvmlDeviceGetMemoryInfo) &&
+		   ok(n, GP_NVML_FN_MEMORY, g->index, n->api.nvmlDeviceGetMemoryInfo(d->h, &m))) {
+		g->mem_used = m.used, g->mem_total = m.total; /* an old driver: the reserve counted as used */
 		have |= GP_NVH_MEMORY;
 	}
 	if (HAVE(nvmlDeviceGetPowerUsage) && ok(n, GP_NVML_FN_POWER, g->index, n->api.nvmlDeviceGetPowerUsage(d->h, &v))) {

@@ -215,7 +215,7 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_gpu_memory_utilization_ratio", GP_GAUGE, 0, "gpu,uuid", NULL, "--nvml",
 	  "Share of the last sample period during which device memory was read or written (NVML's utilization.memory, 0-1).", NULL },
 	{ "gpuprobe_gpu_memory_used_bytes", GP_GAUGE, 0, "gpu,uuid", NULL, "--nvml",
-	  "Device memory in use (nvmlDeviceGetMemoryInfo's used: allocations, contexts and the driver's reserve).", NULL },
+	  "Device memory in use, as nvidia-smi shows it (nvmlDeviceGetMemoryInfo_v2's used: allocations and contexts, not the driver's reserve; an old driver without _v2: v1's used, the reserve in it).", NULL },
 	{ "gpuprobe_gpu_memory_total_bytes", GP_GAUGE, 0, "gpu,uuid", NULL, "--nvml",
 	  "Device memory installed, as NVML reports it.", NULL },
 	{ "gpuprobe_gpu_power_watts", GP_GAUGE, 0, "gpu,uuid", NULL, "--nvml",

@@ -20,6 +20,7 @@
 #include "run.h"
 #include "text.h"
 #include "u64map.h"
+#include "util.h"
 
 /* nvmlClocksThrottleReason bits (nvml.h), named as metric labels and in reports */
 static const struct {
@@ -235,6 +236,26 @@ int gp_nvml_report__prom(struct prom_out *p, struct gp_run *run)
 }
 
 /* ---- the CLI's report ---- */
+
+/* A process the run was asked to follow (-p, or its process tree) though no call of it was
+ * seen: its name into buf (from the tree, else /proc; "" when unknown), or NULL when the run
+ * does not follow it. */
+static const char *asked(const struct gp_run *run, uint32_t pid, char *buf, size_t len)
+{
+	const struct pt_proc *pt = run->ptree ? ptree__get(run->ptree, pid) : NULL;
+
+	if (pt && !pt->exited) {
+		snprintf(buf, len, "%s", pt->comm);
+		return buf;
+	}
+	for (int i = 0; i < run->o->nr_pids; i++)
+		if ((uint32_t)run->o->pids[i] == pid) {
+			if (gp_proc_comm(pid, buf, len))
+				buf[0] = 0;
+			return buf;
+		}
+	return NULL;
+}
 
 struct seen {
 	struct u64map *comm;  /* pid -> its gp_snap_pid copy (the run's traced processes) */
@@ -502,16 +523,20 @@ void gp_nvml_report__run(struct gp_run *run, enum gp_snap_kind kind)
 	for (size_t i = 0; i < s.nr_procs; i++) {
 		const struct gp_snap_pid *p = u64map__get(seen.comm, s.procs[i].pid);
 		uintptr_t b = (uintptr_t)u64map__get(seen.bytes, s.procs[i].pid);
+		char name[GP_COMM_LEN];
+		const char *comm = p ? p->comm : asked(run, s.procs[i].pid, name, sizeof(name));
 
-		if (!p) { /* on the GPU, not traced by this run */
+		/* on the GPU and neither seen calling nor followed (a -p target that made no call
+		 * the modes watch since the attach is still traced) */
+		if (!comm) {
 			others++;
 			continue;
 		}
 		listed++;
 		if (o)
-			json_object_array_add(procs, proc_json(&s, &s.procs[i], p->comm, b));
+			json_object_array_add(procs, proc_json(&s, &s.procs[i], comm, b));
 		else
-			proc_text(f, &s, &s.procs[i], p->comm, b);
+			proc_text(f, &s, &s.procs[i], comm, b);
 	}
 	for (size_t i = 0; i < s.nr_xids; i++) {
 		if (o)

@@ -7,7 +7,7 @@
  * changes (a test rewrites it to start a process or an error). One directive a line:
  *
  *   init_fail CODE                      nvmlInit_v2 returns CODE
- *   gpu I [uuid=S] [name=S] [util=PCT] [memutil=PCT] [memused=B] [memtotal=B] [power=MW]
+ *   gpu I [uuid=S] [name=S] [util=PCT] [memutil=PCT] [memused=B] [memtotal=B] [memreserved=B] [power=MW]
  *         [energy=MJ] [temp=C] [clocksm=MHZ] [clockmem=MHZ] [throttle=BITS] [pcietx=KBS]
  *         [pcierx=KBS] [mig=0|1]        GPU I (0..7): I+1 GPUs at least
  *   proc GPU PID [mem=B|na] [sm=PCT] [memutil=PCT]
@@ -66,7 +66,7 @@ struct fgpu {
 	int idx;
 	char uuid[96], name[96];
 	unsigned int util, memutil, temp, clocksm, clockmem, pcietx, pcierx, power, mig;
-	unsigned long long memused, memtotal, energy, throttle;
+	unsigned long long memused, memtotal, memreserved, energy, throttle;
 };
 typedef struct fgpu *nvmlDevice_t;
 
@@ -126,7 +126,7 @@ static void parse_gpu(char *rest)
 			snprintf(g->name, sizeof(g->name), "%s", v);
 		U("util", util) U("memutil", memutil) U("temp", temp) U("clocksm", clocksm) U("clockmem", clockmem)
 		U("pcietx", pcietx) U("pcierx", pcierx) U("power", power) U("mig", mig)
-		L("memused", memused) L("memtotal", memtotal) L("energy", energy) L("throttle", throttle)
+		L("memused", memused) L("memtotal", memtotal) L("memreserved", memreserved) L("energy", energy) L("throttle", throttle)
 #undef U
 #undef L
 	}
@@ -321,9 +321,27 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 	ENTER();
 	if (!valid(d))
 		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
-	m->total = d->memtotal, m->used = d->memused, m->free = d->memtotal > d->memused ? d->memtotal - d->memused : 0;
+	/* v1, as the driver's: the reserve counted as used */
+	m->total = d->memtotal, m->used = d->memused + d->memreserved;
+	m->free = d->memtotal > m->used ? d->memtotal - m->used : 0;
 	LEAVE(NVML_SUCCESS);
 }
+
+#ifndef FAKENVML_OLD
+typedef struct { unsigned int version; unsigned long long total, reserved, free, used; } nvmlMemory_v2_t;
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m)
+{
+	ENTER();
+	if (!valid(d))
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	if (m->version != (unsigned int)(sizeof(*m) | (2u << 24)))
+		LEAVE(25); /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
+	m->total = d->memtotal, m->reserved = d->memreserved, m->used = d->memused;
+	m->free = d->memtotal > d->memused + d->memreserved ? d->memtotal - d->memused - d->memreserved : 0;
+	LEAVE(NVML_SUCCESS);
+}
+#endif
 
 static void log_line(const char *fmt, int a, unsigned int b, unsigned int c)
 {

@@ -20,7 +20,7 @@ from test_daemon import ENV, MEMLEAK, get, samples, start_daemon, stop, value
 FAKENVML_DIR = os.path.join(gp.OUT, "fakenvml")
 OLD_DIR = os.path.join(FAKENVML_DIR, "old")
 
-GPU0 = dict(uuid="GPU-test-0", name="StandIn", util=75, memutil=40, memused=123456789, memtotal=150000000000,
+GPU0 = dict(uuid="GPU-test-0", name="StandIn", util=75, memutil=40, memused=123456789, memtotal=150000000000, memreserved=640 << 20,
             power=685123, energy=987654321, temp=61, clocksm=1980, clockmem=2619, throttle=0x24, pcietx=1000,
             pcierx=2000)
 THROTTLES = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
@@ -91,6 +91,8 @@ def test_daemon_scrape_every_figure():
         eq(value(text, "gpuprobe_gpu_info", gpu="1", uuid="GPU-test-1", mig="1"), 1, "gpu_info of GPU 1 (MIG)")
         eq(value(text, "gpuprobe_gpu_utilization_ratio", **g), GPU0["util"] / 100, "utilization")
         eq(value(text, "gpuprobe_gpu_memory_utilization_ratio", **g), GPU0["memutil"] / 100, "memory utilization")
+        # nvmlDeviceGetMemoryInfo_v2's used, without the driver's reserve (as nvidia-smi; v1
+        # counts it: 2,981 MiB against nvidia-smi's 2,367 on the H200)
         eq(value(text, "gpuprobe_gpu_memory_used_bytes", **g), GPU0["memused"], "memory used")
         eq(value(text, "gpuprobe_gpu_memory_total_bytes", **g), GPU0["memtotal"], "memory total")
         eq(value(text, "gpuprobe_gpu_power_watts", **g), GPU0["power"] / 1000, "power (mW -> W)")
@@ -216,6 +218,8 @@ def test_old_library_missing_functions():
         eq(value(text, "gpuprobe_gpu_process_utilization_available", gpu="0"), 0, "utilization unavailable")
         eq(value(text, "gpuprobe_gpu_xid_errors_total"), None, "no XID without events")
         eq(value(text, "gpuprobe_gpu_power_watts", gpu="0"), GPU0["power"] / 1000, "power still there")
+        eq(value(text, "gpuprobe_gpu_memory_used_bytes", gpu="0"), GPU0["memused"] + GPU0["memreserved"],
+           "no nvmlDeviceGetMemoryInfo_v2: v1's used, the reserve in it")
         missing = [l for l in nvml_lines(d) if "lacks" in l]
         eq(len(missing), 1, f"one line for the missing functions: {nvml_lines(d)}")
         for fn in ("nvmlDeviceGetProcessUtilization", "nvmlDeviceGetTotalEnergyConsumption", "nvmlEventSetCreate"):
@@ -327,6 +331,33 @@ def test_cli_report_beside_outstanding_bytes():
                 os.unlink(path)
 
 
+def test_cli_followed_process_without_calls_listed():
+    """A -p target that made no call the modes watch since the attach is still traced: its
+    NVML line is listed (found on the H200: a matmul loop attached with --memleak made no
+    allocation after the attach and was counted among the untraced processes)."""
+    held = gp.Background([MEMLEAK, "--wait", "--allocs", "10", "--leaks", "3", "--hold"], env=ENV)
+    path = None
+    g = None
+    try:
+        held.wait_for("READY")
+        path = script([gpu_line(0, **GPU0), f"proc 0 {held.pid} mem={32 << 20} sm=55 memutil=10", "proc 0 1 mem=5"])
+        g = gp.Background([gp.GPUPROBE, "-p", str(held.pid), "--memleak", "--nvml", "--json", "-d", "2"],
+                          env=gp._with_state(nvml_env(path)))
+        eq(g.wait(timeout=30), 0, f"gpuprobe's exit ({g.stderr()[-500:]})")
+        recs = [json.loads(l) for l in g.stdout().splitlines() if l.startswith("{")]
+        nv = [r for r in recs if r.get("mode") == "nvml" and r.get("report") == "final"]
+        eq(len(nv), 1, "one final nvml record")
+        eq(nv[0]["untraced_processes"], 1, "only PID 1 untraced")
+        eq([(p["pid"], p["comm"]) for p in nv[0]["processes"]], [(held.pid, "memleak_app")], "the -p target listed")
+        eq(nv[0]["processes"][0]["driver_memory_bytes"], 32 << 20, "its driver memory")
+    finally:
+        if g:
+            g.kill()
+        held.kill()
+        if path:
+            os.unlink(path)
+
+
 def test_daemon_comm_filter():
     """--comm NAME: the process series of the processes the daemon follows only; the GPU's
     figures whatever runs on it."""
@@ -387,6 +418,7 @@ if __name__ == "__main__":
         test_failing_calls_counted_once_told,
         test_init_failure,
         test_cli_report_beside_outstanding_bytes,
+        test_cli_followed_process_without_calls_listed,
         test_trace_xid_instant,
         test_daemon_comm_filter,
     ])
