@@ -24,7 +24,7 @@ from gp import GPUPROBE, ROOT, check, eq
 SUBCOMMANDS = [[], ["daemon"], ["top"], ["check"], ["convert"], ["flame"]]
 SENTINEL = "--zz-no-such-option"
 # options other programs have, named in the docs (Prometheus', bcc's, torchrun's, tools')
-FOREIGN = {"--web.config.file", "--nproc_per_node", "--nproc-per-node", "--propagation", "--mount-proc",
+FOREIGN = {"--web.config.file", "--query-compute-apps", "--query-gpu", "--nproc_per_node", "--nproc-per-node", "--propagation", "--mount-proc",
            "--reuid", "--regid", "--clear-groups", "--inh-caps", "--ambient-caps", "--init-groups",
            "--user", "--privileged", "--net", "--pid", "--cap-add", "--rm", "--gpus", "--no-install-recommends",
            "--fork", "--data-urlencode", "--runtime", "--headless", "--screenshot", "--window-size",
