@@ -140,6 +140,7 @@ static const struct knob {
 	{ "gp_share_user", "max-pending" },
 	{ "gp_share_free", "max-pending" },
 	{ "own_pidns", "cudatrace" }, /* gpuprobe's own pid namespace, set whenever the mode loads */
+	{ "have_find_vma", "cudatrace" }, /* the kernel's bpf_find_vma (5.17), whenever the mode loads */
 	{ "stack_mode", "stacks no-stacks" },
 	{ "py_frames", "no-python-frames" },
 	{ "gp_stack_bytes", "stack-bytes" },
