@@ -633,7 +633,7 @@ gate-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 test: gate-deps
-# The gate alone (a few minutes): make gate [VM_KERNEL=...]
+# The gate alone (a few minutes): make gate [VM_KERNEL=...] [VM_RECORD=1: saved in docs/vmruns/]
 gate: deps gate-deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/vm/gate.sh x86
