@@ -103,11 +103,12 @@ def parse_gate(text):
         m = re.match(r"^(not ok|ok) - (.*)$", line)
         if m:
             rest = m.group(2)
-            kernel, sep, tail = rest.partition(": ")
-            if not sep or " " in kernel:  # the gate's own line ("bpf-gate: ...")
-                tail = rest
-            if m.group(1) == "not ok":
+            kernel, _, tail = rest.partition(": ")
+            if kernel == "bpf-gate":  # the gate's own line: the VM or the check did not finish
+                name, why = kernel, tail
+            else:
                 name, _, why = tail.partition(": ")
+            if m.group(1) == "not ok":
                 failures.append({"suite": "bpf-gate", "test": name.strip(), "message": why.strip()[:300]})
             elif "# SKIP" in tail:
                 name, _, why = tail.partition("# SKIP")
