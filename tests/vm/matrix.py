@@ -28,6 +28,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RUNS = os.path.join(ROOT, "docs", "vmruns")
 PAGE = os.path.join(ROOT, "docs", "support-matrix.md")
 HISTORY = 10  # earlier runs kept per record
+SKIPS_NAMED = 3  # tests named one by one for a reason they share on the same kernels
 GATE = "load gate only"  # a gate record's suites: gpuprobe check --bpf, not the suites
 
 # --- reading one run's files -------------------------------------------------------------
@@ -324,12 +325,26 @@ def gen_outcomes(rs):
     by = {}
     for r in rs:
         for s in r.get("skips", []):
-            by.setdefault((s["test"], s["reason"]), []).append(
-                f"{r['kernel']} {r['arch']}{' (load gate)' if is_gate(r) else ''}")
+            where = by.setdefault((s["test"], s["reason"]), [])
+            w = f"{r['kernel']} {r['arch']}{' (load gate)' if is_gate(r) else ''}"
+            if w not in where:
+                where.append(w)
+    # many tests skipped for one reason on the same kernels (every test gpuprobe ran on a
+    # kernel it refuses): one line with their number and the first names
+    shared = {}
+    for (test, why), where in by.items():
+        shared.setdefault((why, tuple(where)), []).append(test)
     if by:
         out.append("Skipped, each with the reason the test printed (counted in the skips above):\n")
-        for (test, why), where in sorted(by.items()):
-            out.append(f"- `{test}` on {', '.join(where)}: {why}")
+        lines = []
+        for (why, where), tests in shared.items():
+            tests.sort()
+            if len(tests) > SKIPS_NAMED:
+                names = ", ".join(f"`{t}`" for t in tests[:SKIPS_NAMED])
+                lines.append((tests[0], f"- {len(tests)} tests ({names}, …) on {', '.join(where)}: {why}"))
+            else:
+                lines += [(t, f"- `{t}` on {', '.join(where)}: {why}") for t in tests]
+        out += [l for _, l in sorted(lines)]
     return "\n".join(out)
 
 
