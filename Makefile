@@ -511,7 +511,7 @@ test: deps gate-deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/run.sh
 
-# The gate alone (a few minutes): make gate [VM_KERNEL=...]
+# The gate alone (a few minutes): make gate [VM_KERNEL=...] [VM_RECORD=1: saved in docs/vmruns/]
 gate: deps gate-deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/vm/gate.sh x86

@@ -223,6 +223,9 @@ struct {
 
 /* gpuprobe's pid namespace: uid 0 in another is a container's root, a principal of its own */
 const volatile __u32 own_pidns = 0;
+/* bpf_find_vma (5.17): without it (5.15) the call is left out, dead code to the verifier,
+ * and user space takes the build from the process (file_ino 0) */
+const volatile bool have_find_vma = true;
 #define CT_UID_NS_ROOT 0xfffffffeU
 #define KOBJ_ALL_SLOTS 0xfeU /* slots 1 .. GP_KOBJ_SLOTS - 1 */
 
@@ -313,7 +316,7 @@ static __always_inline void kobj_file(struct gp_kobj_copy *c, __u64 ip)
 {
 	struct kobj_file_ctx f = { 0 };
 
-	if (ip)
+	if (have_find_vma && ip)
 		bpf_find_vma(bpf_get_current_task_btf(), ip, kobj_file_cb, &f, 0);
 	c->file_ino = f.ino;
 	c->file_dev = f.dev;

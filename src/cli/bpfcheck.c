@@ -143,6 +143,7 @@ static const struct knob {
 	{ "gp_share_user", "max-pending" },
 	{ "gp_share_free", "max-pending" },
 	{ "own_pidns", "cudatrace" }, /* gpuprobe's own pid namespace, set whenever the mode loads */
+	{ "have_find_vma", "cudatrace" }, /* the kernel's bpf_find_vma (5.17), whenever the mode loads */
 	{ "stack_mode", "stacks no-stacks" },
 	{ "py_frames", "no-python-frames" },
 	{ "gp_stack_bytes", "stack-bytes" },
@@ -995,6 +996,20 @@ static bool has_multi(void)
 	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+/* A kernel without a feature every mode needs (5.10: attach cookies, 5.15): every front
+ * end refuses it at start in one line (features__check_kernel), before loading anything,
+ * so no configuration can load here. Said once, as each front end says it, and every
+ * configuration counted as skipped: not a verifier log per program. */
+static bool refused_kernel(struct checker *c)
+{
+	char why[512];
+
+	if (features__check_kernel(why, sizeof(why)) != -ENOTSUP)
+		return false;
+	fprintf(c->out, "skip bpf: every configuration: every front end refuses this kernel at start: %s\n", why);
+	return true;
+}
+
 static void cleanup(struct checker *c)
 {
 	char path[PATH_MAX + 16];
@@ -1052,9 +1067,13 @@ int bpfcheck__run(const struct bpfcheck_opts *o)
 		check_rows(c);
 		c->multi = has_multi();
 		build(c);
-		for (int i = 0; i < c->n; i++)
-			run_config(c, i);
-		coverage(c);
+		if (refused_kernel(c)) {
+			c->skipped = c->n;
+		} else {
+			for (int i = 0; i < c->n; i++)
+				run_config(c, i);
+			coverage(c);
+		}
 		uname(&u);
 		fprintf(c->out, "bpf: %d configurations on Linux %s %s: %d loaded, %d failed, %d skipped%s (%.1f s)\n",
 			c->n, u.release, u.machine, c->ok, c->failed + c->table_errors, c->skipped,

@@ -370,6 +370,13 @@ def kernel_has_uprobe_multi():
     return (int(m.group(1)), int(m.group(2))) >= (6, 6)
 
 
+def kernel_has_find_vma():
+    """Whether the kernel has the bpf_find_vma helper (Linux 5.17): its own version, as
+    kernel_has_uprobe_multi."""
+    m = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    return (int(m.group(1)), int(m.group(2))) >= (5, 17)
+
+
 def tracefs_uprobe_events():
     """Whether gpuprobe (root here) can make tracefs uprobe events: an uprobe_events file it
     may write, unless GPUPROBE_NO_UPROBE_EVENTS says not to."""

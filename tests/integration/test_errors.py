@@ -2,6 +2,7 @@
 """Bad input and missing features: one clear line on stderr, a non-zero exit, and no
 BPF program left loaded."""
 import os
+import re
 import shutil
 import signal
 import stat
@@ -291,7 +292,17 @@ def test_kernel_without_a_needed_feature_refused_in_one_line():
         check(line.endswith("gpuprobe: " + why), f"{' '.join(args)}: {line!r}, gpuprobe check says {why!r}")
         check("verifier" not in r.stderr and "libbpf" not in r.stderr, f"{' '.join(args)}: {r.stderr[-1500:]!r}")
         check(not os.path.exists(trace), f"{' '.join(args)}: the trace file made")
-    print(f"#   {len(runs)} front ends refused: {why}")
+    # gpuprobe check --bpf (the load gate): the same line once, every configuration skipped,
+    # no program's load tried (no verifier verdicts, no logs)
+    r = subprocess.run([GPUPROBE, "check", "--bpf", "--libcuda", FAKECUDA], capture_output=True, text=True,
+                       timeout=120)
+    lines = [l for l in r.stdout.splitlines() if l.strip()]
+    eq(len(lines), 2, f"gpuprobe check --bpf: the refusal and the summary: {r.stdout[-1500:]!r}")
+    eq(lines[0], "skip bpf: every configuration: every front end refuses this kernel at start: " + why,
+       "gpuprobe check --bpf's line")
+    check(re.match(r"^bpf: (\d+) configurations on Linux .*: 0 loaded, 0 failed, \1 skipped", lines[1]), lines[1])
+    eq(r.returncode, 0, f"gpuprobe check --bpf's exit status ({r.stderr[-500:]!r})")
+    print(f"#   {len(runs)} front ends and check --bpf refused: {why}")
     gp.assert_nothing_attached()
 
 

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """docs/support-matrix.md's measured tables are generated from the run records in
 docs/vmruns/ (tests/vm/matrix.py, `make support-matrix`): the page must say what the
-records say, and every record must be a finished run with its counts."""
+records say, and every record must be a finished run with its counts (a full `make vmtest`,
+or a load gate's, `<kernel>-<arch>-gate.json`, marked as such on the page)."""
 import glob
+import importlib.util
 import json
 import os
 import subprocess
@@ -27,13 +29,65 @@ def test_records_are_finished_runs():
         with open(p) as f:
             rec = json.load(f)
         name = os.path.basename(p)
-        eq(name, f"{rec['kernel']}-{rec['arch']}.json", "record file name")
+        gate = rec.get("kind") == "gate"  # a load gate's record: configurations, not the suites
+        eq(name, f"{rec['kernel']}-{rec['arch']}{'-gate' if gate else ''}.json", "record file name")
         for k in ("date", "commit", "how", "features"):
             check(rec.get(k), f"{name}: no {k}")
-        check(rec["passed"] > 0 and rec["seconds"] > 0, f"{name}: counts {rec['passed']} passed, {rec['seconds']} s")
+        # a gate where gpuprobe refuses the kernel (5.10) skips every configuration
+        ran = rec["passed"] + rec["skipped"] if gate else rec["passed"]
+        check(ran > 0 and rec["seconds"] > 0, f"{name}: counts {rec['passed']} passed, {rec['seconds']} s")
         eq(len(rec["failures"]), rec["failed"], f"{name}: failures named")
         eq(len(rec["skips"]), rec["skipped"], f"{name}: skips named with their reasons")
 
 
+def matrix_module():
+    spec = importlib.util.spec_from_file_location("matrix", MATRIX)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_gate_runs_marked_on_the_page():
+    """A load gate's record is a row of "What was run where" that says so, never read as
+    the suites: each gate record's row names its commit and "load gate only"."""
+    files = glob.glob(os.path.join(ROOT, "docs", "vmruns", "*-gate.json"))
+    if not files:
+        gp.skip("no load gate recorded in docs/vmruns (VM_RECORD=1 tests/vm/gate.sh)")
+    with open(os.path.join(ROOT, "docs", "support-matrix.md")) as f:
+        page = f.read()
+    runs = page.split("<!-- generated: runs", 1)[1].split("<!-- end: runs -->", 1)[0]
+    for p in files:
+        with open(p) as f:
+            rec = json.load(f)
+        rows = [l for l in runs.splitlines() if l.startswith(f"| {rec['kernel']} ") and f"`{rec['commit']}" in l
+                and f"| {rec['arch']} |" in l]
+        check(any("load gate only" in l and f"{rec['passed']} passed, {rec['failed']} failed" in l for l in rows),
+              f"{os.path.basename(p)}: no row marked as a load gate: {rows}")
+        check(not any("load gate only" not in l for l in rows), f"{os.path.basename(p)}: read as the suites: {rows}")
+
+
+def test_gate_output_parsed():
+    """matrix.py record-gate reads tests/vm/gate.sh's lines: each configuration one test named
+    by its command line, the coverage line, the gate's own failure, and the summary."""
+    text = "\n".join([
+        "ok - 6.1.0-56-amd64: gpuprobe --memleak -- COMMAND: 7 programs loaded (1.7 s)",
+        "not ok - 6.1.0-56-amd64: gpuprobe --memleak --stacks fp -- COMMAND: program mem_enter (cuda_mem.bpf.c) "
+        "refused by the verifier at `x`: R2 unbounded memory access (log: /tmp/01.log)",
+        "ok - 5.10.0-46-amd64: every configuration # SKIP every front end refuses this kernel at start: lacks cookies",
+        "ok - 6.1.0-56-arm64: every program loaded by some configuration # SKIP 28 of 32 loaded; not here: a (b)",
+        "not ok - bpf-gate: vmtest.sh exited 1 with no failed line (x)",
+        "# bpf: 34 configurations on Linux 6.1.0-56-amd64 x86_64: 1 loaded, 1 failed, 0 skipped (2.0 s)",
+        "1 passed, 2 failed, 2 skipped",
+    ])
+    summary, failures, skips = matrix_module().parse_gate(text)
+    eq(summary, [1, 2, 2], "summary")
+    eq([f["test"] for f in failures], ["gpuprobe --memleak --stacks fp -- COMMAND", "bpf-gate"], "failed tests")
+    check(failures[0]["message"].startswith("program mem_enter (cuda_mem.bpf.c) refused"), failures[0]["message"])
+    eq([s["test"] for s in skips], ["every configuration", "every program loaded by some configuration"],
+       "skipped tests")
+    eq(skips[0]["reason"], "every front end refuses this kernel at start: lacks cookies", "skip reason")
+
+
 if __name__ == "__main__":
-    gp.main([test_page_matches_the_run_records, test_records_are_finished_runs])
+    gp.main([test_page_matches_the_run_records, test_records_are_finished_runs, test_gate_runs_marked_on_the_page,
+             test_gate_output_parsed])

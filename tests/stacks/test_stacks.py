@@ -6,6 +6,7 @@ cuMemAlloc_v2, unwound by src/core/unwind.c, against stackapp built
 -O2 -fomit-frame-pointer. Root (real BPF). TAP lines, then "N passed, M failed"."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -157,6 +158,14 @@ def main():
     if os.geteuid() != 0:
         print("not ok 1 - needs root (BPF)\n0 passed, 1 failed")
         return 1
+    # the copy is bounded by its mapping's end (bpf_find_vma) and the Python frames are read
+    # with bpf_loop, both Linux 5.17: gpuprobe refuses --stacks dwarf before (auto: fp)
+    rel = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
+    if rel < (5, 17):
+        print(f"ok 1 - stack copy and DWARF unwinding # SKIP no bpf_find_vma or bpf_loop before Linux 5.17 "
+              f"(this is {os.uname().release}): gpuprobe refuses --stacks dwarf there")
+        print("0 passed, 0 failed, 1 skipped")
+        return 0
     # PYSTACK_PYTHONS: the interpreters to try (make test-pystack-all sets all of them)
     for python in os.environ.get("PYSTACK_PYTHONS", "/usr/bin/python3.11").split():
         python_checks(python)

@@ -9,13 +9,19 @@
 #
 #   tests/vm/gate.sh [x86|arm64]        VM_KERNEL=... picks another kernel (tests/vm/README.md)
 #
+# Results go to .output/vm/gate-<arch>/ (gate-<arch>-<package> for a VM_KERNEL), this
+# output also to gate.txt there. VM_RECORD=1 saves the run in docs/vmruns/
+# (<kernel>-<arch>-gate.json, tests/vm/matrix.py) and regenerates docs/support-matrix.md,
+# marked as a load gate, not the suites; `make test` leaves it off (the docs stay as
+# committed).
+#
 # A VM that cannot boot (no QEMU, no kernel package) fails the gate, saying why: it never
 # passes unseen. GP_SKIP_SUITES="bpf-gate=REASON" (tests/run.sh) skips it, said and counted.
 # Inside the test VM itself (its initramfs holds /vm.conf) there is no VM to boot: skipped.
 arch=${1:-x86}
 cd "$(dirname "$0")/../.." || exit 1
 proj=$(pwd)
-res=$proj/.output/vm/gate-$arch
+res=$proj/.output/vm/gate-$arch${VM_KERNEL:+-$VM_KERNEL}
 name=bpf-gate
 
 if [ -f /vm.conf ]; then
@@ -51,6 +57,11 @@ if [ -z "${VM_KERNEL:-}" ] && ! ls "$proj"/.output/vm/"$arch"/kernel/*/.done >/d
 	apt-get update -qq >/dev/null 2>&1 || fail "apt-get update failed: the kernel package cannot be fetched"
 fi
 mkdir -p "$res"
+: >"$res/gate.txt"
+say() { # a line of this output, kept in gate.txt for the run record
+	printf '%s\n' "$*"
+	printf '%s\n' "$*" >>"$res/gate.txt"
+}
 t0=$(date +%s)
 VM_RESULTS=$res VM_TIMEOUT=${VM_TIMEOUT:-900} \
 	VM_CMD=".output/gpuprobe check --bpf --libcuda .output/fakecuda/libcuda.so.1 --log-dir /out/bpf-logs" \
@@ -60,9 +71,9 @@ secs=$(($(date +%s) - t0))
 kernel=$(sed -n 's/^kernel: \([^ ]*\).*/\1/p' "$res/out/facts" 2>/dev/null)
 run=$res/out/run.log
 if ! grep -q '^bpf: [0-9]* configurations' "$run" 2>/dev/null; then
-	echo "not ok - $name: the load check did not finish in the VM (vmtest.sh exit $rc; $res/vmtest.log, $res/console.log):"
+	say "not ok - $name: the load check did not finish in the VM (vmtest.sh exit $rc; $res/vmtest.log, $res/console.log):"
 	tail -15 "$res/vmtest.log" | sed 's/^/#   /'
-	echo "0 passed, 1 failed"
+	say "0 passed, 1 failed"
 	exit 1
 fi
 
@@ -72,25 +83,32 @@ while IFS= read -r line; do
 	line=$(printf '%s\n' "$line" | sed "s|/out/bpf-logs|$res/out/bpf-logs|g")
 	case $line in
 	"ok bpf"*)
-		echo "ok - $kernel: ${line#ok bpf*: }"
+		say "ok - $kernel: ${line#ok bpf*: }"
 		pass=$((pass + 1))
+		;;
+	"skip bpf programs: "*) # the coverage line: programs no configuration loaded here
+		say "ok - $kernel: every program loaded by some configuration # SKIP ${line#skip bpf programs: }"
+		skipped=$((skipped + 1))
 		;;
 	"skip bpf"*)
 		rest=${line#skip bpf*: }
-		echo "ok - $kernel: ${rest%%: *} # SKIP ${rest#*: }"
+		say "ok - $kernel: ${rest%%: *} # SKIP ${rest#*: }"
 		skipped=$((skipped + 1))
 		;;
 	"fail bpf"*)
-		echo "not ok - $kernel: ${line#fail bpf*: }"
+		say "not ok - $kernel: ${line#fail bpf*: }"
 		failed=$((failed + 1))
 		;;
-	"bpf: "*) echo "# $line" ;;
+	"bpf: "*) say "# $line" ;;
 	esac
 done <"$run"
 if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
-	echo "not ok - $name: vmtest.sh exited $rc with no failed line ($res/vmtest.log)"
+	say "not ok - $name: vmtest.sh exited $rc with no failed line ($res/vmtest.log)"
 	failed=$((failed + 1))
 fi
-echo "# $name: kernel $kernel ($arch), the VM and the check in ${secs}s"
-echo "$pass passed, $failed failed, $skipped skipped"
+say "# $name: kernel $kernel ($arch), the VM and the check in ${secs}s"
+say "$pass passed, $failed failed, $skipped skipped"
+if [ "${VM_RECORD:-0}" = 1 ]; then
+	python3 tests/vm/matrix.py record-gate "$res" && python3 tests/vm/matrix.py render
+fi
 [ "$failed" -eq 0 ]

@@ -5,6 +5,8 @@
   matrix.py record OUTDIR [--native]   one run's results (what tests/vm/guest.sh leaves in
                                        .output/vm/<arch>/out, or tests/vm/native.sh's) into
                                        docs/vmruns/<kernel>-<arch>.json
+  matrix.py record-gate GATEDIR        a load gate's (tests/vm/gate.sh with VM_RECORD=1: its
+                                       gate.txt and out/) into docs/vmruns/<kernel>-<arch>-gate.json
   matrix.py render                     regenerates the generated parts of
                                        docs/support-matrix.md from docs/vmruns/*.json
   matrix.py check                      exits 1 when the page differs from what render makes
@@ -12,7 +14,9 @@
 A record is small (counts, times, the feature probe's rows, the names of the failed and
 skipped tests with their reasons) and committed: .output is not. `make vmtest` records
 every full run (no VM_SUITES, no VM_CMD); a kernel and architecture keep their latest run
-and a line for each earlier one. The page's prose stays as written; what lies between
+and a line for each earlier one. A load gate (`gpuprobe check --bpf` alone, every
+configuration of the options) is recorded apart and marked as such: its counts are
+configurations, not the suites' tests. The page's prose stays as written; what lies between
 `<!-- generated: NAME -->` and `<!-- end: NAME -->` is replaced."""
 import glob
 import json
@@ -24,6 +28,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RUNS = os.path.join(ROOT, "docs", "vmruns")
 PAGE = os.path.join(ROOT, "docs", "support-matrix.md")
 HISTORY = 10  # earlier runs kept per record
+SKIPS_NAMED = 3  # tests named one by one for a reason they share on the same kernels
+GATE = "load gate only"  # a gate record's suites: gpuprobe check --bpf, not the suites
 
 # --- reading one run's files -------------------------------------------------------------
 
@@ -89,12 +95,43 @@ def parse_runlog(text):
     return summary, failures, skips
 
 
-def record(outdir, native=False):
+def parse_gate(text):
+    """tests/vm/gate.sh's output: "ok - KERNEL: CONFIGURATION: N programs loaded",
+    "not ok - KERNEL: CONFIGURATION: why", "ok - KERNEL: CONFIGURATION # SKIP why", and its
+    summary. Each configuration is one test, named by its command line."""
+    failures, skips, summary = [], [], None
+    for line in text.splitlines():
+        m = re.match(r"^(not ok|ok) - (.*)$", line)
+        if m:
+            rest = m.group(2)
+            kernel, _, tail = rest.partition(": ")
+            if kernel == "bpf-gate":  # the gate's own line: the VM or the check did not finish
+                name, why = kernel, tail
+            else:
+                name, _, why = tail.partition(": ")
+            if m.group(1) == "not ok":
+                failures.append({"suite": "bpf-gate", "test": name.strip(), "message": why.strip()[:300]})
+            elif "# SKIP" in tail:
+                name, _, why = tail.partition("# SKIP")
+                skips.append({"suite": "bpf-gate", "test": name.strip(), "reason": why.strip()[:300]})
+        m = re.match(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?", line)
+        if m:
+            summary = [int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)]
+    return summary, failures, skips
+
+
+def record(outdir, native=False, gate=False):
+    """gate: outdir is the gate's folder (gate.txt, and out/ from tests/vm/vmtest.sh)."""
+    gdir, outdir = (outdir, os.path.join(outdir, "out")) if gate else (None, outdir)
     res = keyvals(read(os.path.join(outdir, "result")))
     facts = dict(l.split(": ", 1) for l in read(os.path.join(outdir, "facts")).splitlines() if ": " in l)
-    summary, failures, skips = parse_runlog(read(os.path.join(outdir, "run.log")))
+    if gate:
+        summary, failures, skips = parse_gate(read(os.path.join(gdir, "gate.txt")))
+    else:
+        summary, failures, skips = parse_runlog(read(os.path.join(outdir, "run.log")))
     if not res or summary is None:
-        sys.exit(f"matrix.py: {outdir} holds no finished run (result, run.log's summary)")
+        what = "gate.txt's summary" if gate else "run.log's summary"
+        sys.exit(f"matrix.py: {gdir or outdir} holds no finished run (result, {what})")
     kernel = res.get("kernel") or facts.get("kernel", "?").split()[0]
     arch = "arm64" if res.get("arch") in ("arm64", "aarch64") else "x86-64"
     ver = re.search(r"Debian (\S+)", facts.get("version", ""))
@@ -109,7 +146,7 @@ def record(outdir, native=False):
         "date": res.get("date", ""),
         "commit": res.get("commit", ""),
         "dirty": res.get("dirty") == "yes",
-        "suites": res.get("suites") or "all",
+        "suites": GATE if gate else res.get("suites") or "all",
         "passed": summary[0], "failed": summary[1], "skipped": summary[2],
         "seconds": int(res.get("vm_seconds") or res.get("seconds") or 0),
         "host_dpkg_changed": res.get("host_dpkg") or None,
@@ -117,8 +154,10 @@ def record(outdir, native=False):
         "skips": skips,
         "features": parse_features(read(os.path.join(outdir, "features.txt"))),
     }
+    if gate:
+        rec["kind"] = "gate"
     os.makedirs(RUNS, exist_ok=True)
-    path = os.path.join(RUNS, f"{kernel}-{arch}.json")
+    path = os.path.join(RUNS, f"{kernel}-{arch}{'-gate' if gate else ''}.json")
     old = json.loads(read(path, "{}") or "{}")
     hist = old.get("earlier", [])
     if old.get("date"):
@@ -146,8 +185,19 @@ def records():
 
     def order(r):
         nums = [int(x) for x in re.findall(r"\d+", r["kernel"].split("-")[0])[:3]]
-        return (nums, r["arch"])
+        return (nums, r["arch"], is_gate(r))
     return sorted(out, key=order)
+
+
+def is_gate(r):
+    return r.get("kind") == "gate"
+
+
+def one_per_kernel(rs):
+    """The kernel's facts (features, prologues) once per kernel and architecture: from its
+    full run where there is one, else from its load gate (the VM probes them either way)."""
+    full = {(r["kernel"], r["arch"]) for r in rs if not is_gate(r)}
+    return [r for r in rs if not is_gate(r) or (r["kernel"], r["arch"]) not in full]
 
 
 def kname(r):
@@ -199,7 +249,13 @@ def emulated(r):
 
 def result(r):
     s = f"{r['passed']} passed, {r['failed']} failed, {r['skipped']} skipped"
+    if is_gate(r):
+        s = f"load checks: {s}"
     return s if not r["failed"] else f"**{s}**"
+
+
+def suites(r):
+    return "**load gate only** (`gpuprobe check --bpf`)" if is_gate(r) else r["suites"]
 
 
 def table(head, rows):
@@ -211,9 +267,9 @@ def table(head, rows):
 def gen_features(rs):
     head = ["kernel", "arch", "measured"] + [c for c, _ in COLS] + ["prologue emulated", "what gpuprobe does"]
     rows = []
-    for r in rs:
+    for r in one_per_kernel(rs):
         emu = emulated(r)
-        rows.append([kname(r), r["arch"], f"{r['how'].split(',')[0]}, {r['date']}"] +
+        rows.append([kname(r), r["arch"], f"{r['how'].split(',')[0]}, {r['date']}{' (load gate)' if is_gate(r) else ''}"] +
                     [feat(r, n) or "?" for _, n in COLS] +
                     [", ".join(emu) if emu else "none" if emu == [] else "?", what_it_does(r)])
     return table(head, rows)
@@ -228,7 +284,7 @@ PROLOGUE_HEAD = [("push %rbp / stp x29,x30", {"push", "stp-fp"}), ("endbr64 / bt
 
 def gen_prologues(rs):
     rows = []
-    for r in rs:
+    for r in one_per_kernel(rs):
         emu = emulated(r)
         if emu is None:
             continue
@@ -249,7 +305,7 @@ def gen_runs(rs):
         t = f"{min(times)}–{max(times)} s ({len(times)} runs)" if len(times) > 1 else f"{r['seconds']} s"
         earlier = "; ".join(f"{e['date']} {e['commit']}{'+' if e.get('dirty') else ''}: {e['passed']}/{e['failed']}/"
                             f"{e['skipped']}, {e['seconds']} s" for e in r.get("earlier", [])[:3])
-        rows.append([kname(r), r["arch"], r["how"], r["date"], f"`{commit(r)}`", r["suites"], result(r), t,
+        rows.append([kname(r), r["arch"], r["how"], r["date"], f"`{commit(r)}`", suites(r), result(r), t,
                      earlier or "—"])
     return table(["kernel", "arch", "how", "date", "commit", "suites", "result", "time", "earlier (p/f/s)"], rows)
 
@@ -261,18 +317,34 @@ def gen_outcomes(rs):
     if fails:
         out.append("Failed in the latest runs:\n")
         for f, r in fails:
-            out.append(f"- `{f['test']}` ({f['suite']}) on {kname(r)} {r['arch']}: {f['message']}")
+            gate = " (load gate)" if is_gate(r) else ""
+            out.append(f"- `{f['test']}` ({f['suite']}) on {kname(r)} {r['arch']}{gate}: {f['message']}")
         out.append("")
     else:
-        out.append("No test failed in the latest run of any kernel above.\n")
+        out.append("No test or load-gate configuration failed in the latest run of any kernel above.\n")
     by = {}
     for r in rs:
         for s in r.get("skips", []):
-            by.setdefault((s["test"], s["reason"]), []).append(f"{r['kernel']} {r['arch']}")
+            where = by.setdefault((s["test"], s["reason"]), [])
+            w = f"{r['kernel']} {r['arch']}{' (load gate)' if is_gate(r) else ''}"
+            if w not in where:
+                where.append(w)
+    # many tests skipped for one reason on the same kernels (every test gpuprobe ran on a
+    # kernel it refuses): one line with their number and the first names
+    shared = {}
+    for (test, why), where in by.items():
+        shared.setdefault((why, tuple(where)), []).append(test)
     if by:
         out.append("Skipped, each with the reason the test printed (counted in the skips above):\n")
-        for (test, why), where in sorted(by.items()):
-            out.append(f"- `{test}` on {', '.join(where)}: {why}")
+        lines = []
+        for (why, where), tests in shared.items():
+            tests.sort()
+            if len(tests) > SKIPS_NAMED:
+                names = ", ".join(f"`{t}`" for t in tests[:SKIPS_NAMED])
+                lines.append((tests[0], f"- {len(tests)} tests ({names}, …) on {', '.join(where)}: {why}"))
+            else:
+                lines += [(t, f"- `{t}` on {', '.join(where)}: {why}") for t in tests]
+        out += [l for _, l in sorted(lines)]
     return "\n".join(out)
 
 
@@ -301,6 +373,8 @@ def render_text(text):
 def main(argv):
     if len(argv) >= 2 and argv[0] == "record":
         record(argv[1], native="--native" in argv[2:])
+    elif len(argv) == 2 and argv[0] == "record-gate":
+        record(argv[1], gate=True)
     elif argv == ["render"]:
         old = read(PAGE)
         new = render_text(old)

@@ -516,6 +516,9 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 				m->skel->progs.launch_leave_ev);
 	attach_pair__prepare(&m->gprobes, m->skel->progs.graph_enter, m->skel->progs.graph_leave, "graph");
 	m->skel->rodata->measure_latency = ct_settings.latency;
+	/* 5.15 has no bpf_find_vma (5.17): which libcuda file a launch came from is then
+	 * the process's (build_of), as for a record without it */
+	m->skel->rodata->have_find_vma = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_find_vma, NULL) > 0;
 	r = gp_run__adopt_hits(run, m->skel);
 	if (r) {
 		snprintf(err, len, "cannot share the budget's hit counters: %s", strerror(-r));

@@ -135,6 +135,14 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	}
 	m->run = run;
 	m->stacks = stack_mode(run);
+	/* a stack copy is bounded by its mapping's end: bpf_find_vma (5.17); 5.15 lacks it */
+	if (ml_settings.stacks == ML_STACKS_DWARF && m->stacks == GP_STACKS_COPY &&
+	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_find_vma, NULL) <= 0) {
+		snprintf(err, len, "--stacks dwarf needs the bpf_find_vma helper (Linux 5.17 or later), which this "
+				   "kernel lacks: --stacks fp (what auto takes here) works");
+		r = -EOPNOTSUPP;
+		goto cleanup;
+	}
 #if !UNWIND_SUPPORTED
 	if (ml_settings.stacks == ML_STACKS_AUTO && m->stacks == GP_STACKS_FP)
 		gp_log(GP_LOG_INFO, "--stacks auto: frame pointers (%s)", UNWIND_UNSUPPORTED_WHY);
