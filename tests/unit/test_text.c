@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "text.h"
+#include "util.h"
 #include "unit.h"
 
 static void test_numbers(void)
@@ -79,10 +80,97 @@ static void test_stack_folding(void)
 		return;
 }
 
+/* gp_sanitize on a copy of in (n bytes, NULs allowed): the text it leaves */
+static const char *sanitized(const char *in, size_t n, bool lines)
+{
+	static char buf[256];
+
+	memcpy(buf, in, n);
+	buf[gp_sanitize(buf, n, lines)] = '\0';
+	return buf;
+}
+
+/* Names a traced process chooses (docs/security.md, "Names on the terminal"): each control
+ * character, bidi formatting character and byte that is not valid UTF-8 is one '?';
+ * valid UTF-8 stays. */
+static void test_sanitize(void)
+{
+	static const struct { const char *in, *want, *name; } c[] = {
+		{ "vecAdd(float*)", "vecAdd(float*)", "printable ASCII as it is" },
+		{ "a\x1b[31mred", "a?[31mred", "ESC" },
+		{ "\r\a\b\x7f", "????", "CR, BEL, BS, DEL" },
+		{ "x\xc2\x9b" "2J", "x?2J", "C1 CSI as UTF-8: one '?'" },
+		{ "x\x9b" "2J", "x?2J", "C1 as a raw byte (not UTF-8)" },
+		{ "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80",
+		  "valid UTF-8 stays (2, 3 and 4 bytes)" },
+		{ "\xc2\xa0", "\xc2\xa0", "U+00A0, past C1, stays" },
+		{ "\xff\xfe", "??", "bytes never in UTF-8" },
+		{ "\xc0\xaf", "??", "an overlong '/'" },
+		{ "\xed\xa0\x80", "???", "a surrogate" },
+		{ "\xf4\x90\x80\x80", "????", "past U+10FFFF" },
+		{ "ab\xe6\x97", "ab??", "a sequence cut at the end" },
+		{ "\xe6" "a", "?a", "a start without its continuation" },
+		{ "x\xe2\x80\xaey", "x?y", "U+202E RIGHT-TO-LEFT OVERRIDE" },
+		{ "x\xe2\x81\xa6y", "x?y", "U+2066 LEFT-TO-RIGHT ISOLATE" },
+		{ "a\nb\tc", "a?b?c", "'\\n' and '\\t' in a name" },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		if (!ASSERT_STR_EQ(sanitized(c[i].in, strlen(c[i].in), false), c[i].want, c[i].name))
+			return;
+	if (!ASSERT_STR_EQ(sanitized("a\nb\tc\r", 6, true), "a\nb\tc?", "lines: '\\n' and '\\t' stay") ||
+	    !ASSERT_STR_EQ(sanitized("a\0b", 3, false), "a?b", "a NUL inside"))
+		return;
+	{
+		char s[] = "k\x1b]0;x\a";
+
+		if (!ASSERT_TRUE(gp_sanitize_str(s) == s, "gp_sanitize_str returns its argument") ||
+		    !ASSERT_STR_EQ(s, "k?]0;x?", "gp_sanitize_str") || !ASSERT_TRUE(!gp_sanitize_str(NULL), "NULL"))
+			return;
+	}
+}
+
+/* The report streams: what reaches the file under gp_text__safe_stream. */
+static void test_safe_stream(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *inner = open_memstream(&buf, &len), *f;
+
+	if (!ASSERT_TRUE(inner != NULL, "memstream"))
+		return;
+	f = gp_text__safe_stream(inner, false);
+	if (!ASSERT_TRUE(f != NULL, "the stream"))
+		return;
+	fprintf(f, "PID 1 (%s) exited\n\t%s\n", "a\x1b[31mred", "caf\xc3\xa9\xc2\x9b");
+	/* a character cut across two writes of the stream is whole */
+	fputs("\xe6", f);
+	fflush(f);
+	fputs("\x97", f);
+	fflush(f);
+	fputs("\xa5|", f);
+	fflush(f);
+	/* and a start the next write does not complete is one '?', the rest read afresh */
+	fputs("\xe6", f);
+	fflush(f);
+	fputs("ab", f);
+	fputs("\xf0\x9f", f); /* cut at the close: '?' each */
+	if (!ASSERT_EQ(fclose(f), 0, "close"))
+		return;
+	fflush(inner);
+	ASSERT_STR_EQ(buf, "PID 1 (a?[31mred) exited\n\tcaf\xc3\xa9?\n\xe6\x97\xa5|?ab??", "filtered");
+	fclose(inner);
+	free(buf);
+	if (!ASSERT_TRUE(gp_text__safe_stream(NULL, false) == NULL, "NULL inner"))
+		return;
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
 	RUN_TEST(test_numbers);
 	RUN_TEST(test_stack_folding);
+	RUN_TEST(test_sanitize);
+	RUN_TEST(test_safe_stream);
 	return unit_done();
 }
