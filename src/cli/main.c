@@ -1006,13 +1006,25 @@ static int convert_main(int argc, char **argv)
 				 .positionals = GP_POS_FILES, .min_args = 1, .max_args = 1, .extra = opts };
 	char err[512];
 	int r = gp_options__parse(&cl, argc, argv);
+	FILE *out;
 
 	if (r)
 		return r == GP_PARSED_EXIT ? 0 : r;
 	if (!chrome)
 		return gp_options__error(&cl, "say the format: --chrome");
-	if (trace__convert_chrome(cl.args[0], stdout, err, sizeof(err))) {
-		fprintf(stderr, "gpuprobe: convert: %s\n", err);
+	/* the trace names what the traced processes chose, and any file may be given */
+	out = gp_text__safe_stream(stdout, false);
+	if (!out) {
+		fprintf(stderr, "gpuprobe: convert: stdout: %s\n", strerror(errno));
+		return 1;
+	}
+	r = trace__convert_chrome(cl.args[0], out, err, sizeof(err));
+	if (fclose(out) && !r) {
+		r = -EIO;
+		snprintf(err, sizeof(err), "writing the output: %s", strerror(EIO));
+	}
+	if (r) {
+		fprintf(stderr, "gpuprobe: convert: %s\n", gp_sanitize_str(err));
 		return 1;
 	}
 	return 0;

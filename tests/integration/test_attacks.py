@@ -689,6 +689,18 @@ def test_hostile_names_files():
     check(any("evil\x1b]0;pwn" in x and x.endswith("kern") for x in json_strings(jl)), "--trace: the kernel's name")
     doc = json.loads(unsafe_bytes(data["t.json"], "--trace chrome"))
     check(doc, "--trace chrome: empty")
+    # gpuprobe convert: any JSON Lines file, a process named with C1 CSI escaped in it (json-c
+    # reads "\u009b" as U+009B and would write it raw)
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as tf:
+        for o in jl:
+            if o.get("type") == "process":
+                o = dict(o, comm="x\u009b[2Jy\u202e")
+            tf.write(json.dumps(o) + "\n")
+        tf.flush()
+        rc = subprocess.run([GPUPROBE, "convert", "--chrome", tf.name], capture_output=True, timeout=60)
+    eq(rc.returncode, 0, f"convert exit ({rc.stderr[-500:]!r})")
+    conv = json.loads(unsafe_bytes(rc.stdout, "convert's output"))
+    check(any("x?[2Jy?" in x for x in json_strings(conv)), "convert: the process's name")
     fold = unsafe_bytes(data["f.folded"], "--folded")
     check(fold.strip(), "--folded: empty")
     csv = unsafe_bytes(data["c.csv"], "--csv")
