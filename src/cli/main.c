@@ -425,7 +425,7 @@ static int setup(struct cli *c, char *err, size_t len)
 	/* the consumer yields to a stop signal after the record it is handling (finish
 	 * reads what is left) */
 	gp_events__stop_on(c->run->events, &stop_signal);
-	c->run->out = c->safe;
+	c->run->out = c->safe ? c->safe : c->out; /* top: its own view, stderr */
 	c->run->exit_report = exit_report;
 	c->run->libs[GP_LIB_CUDA] = &c->libs;
 	cli_targets__choose(c->run, c->child.pid);
