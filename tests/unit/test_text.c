@@ -165,6 +165,77 @@ static void test_safe_stream(void)
 		return;
 }
 
+/* Whether s (n bytes) is valid UTF-8 with no character the rule replaces ('\n', '\t' aside):
+ * checked byte by byte, apart from gp_safe_char. */
+static bool clean_utf8(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		size_t k = s[i] < 0x80 ? 1 : (s[i] & 0xe0) == 0xc0 ? 2 : (s[i] & 0xf0) == 0xe0 ? 3 :
+			   (s[i] & 0xf8) == 0xf0 ? 4 : 0;
+
+		if (!k || i + k > n)
+			return false;
+		cp = k == 1 ? s[i] : s[i] & (0x7f >> k);
+		for (size_t j = 1; j < k; j++) {
+			if ((s[i + j] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + j] & 0x3f);
+		}
+		if ((k == 2 && cp < 0x80) || (k == 3 && cp < 0x800) || (k == 4 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		if ((cp < 0x20 && cp != '\n' && cp != '\t') || (cp >= 0x7f && cp <= 0x9f) ||
+		    cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
+			return false;
+		i += k;
+	}
+	return true;
+}
+
+/* Random bytes (biased to UTF-8 starts, continuations and controls), written through the
+ * stream in random pieces: the file is clean, and the same as gp_sanitize of the whole. */
+static void test_safe_stream_random(void)
+{
+	static const unsigned char pick[] = { 0x1b, '\r', '\n', '\t', 0x07, 0x7f, 0x80, 0x9b, 0xbf, 0xc2,
+					      0xc3, 0xe0, 0xe2, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xff, 'a', ';' };
+	unsigned int seed = 12345;
+
+	for (int round = 0; round < 2000; round++) {
+		unsigned char in[64], want[64];
+		size_t n = (size_t)rand_r(&seed) % sizeof(in), wn, len = 0;
+		char *buf = NULL;
+		FILE *inner = open_memstream(&buf, &len), *f = gp_text__safe_stream(inner, false);
+
+		if (!ASSERT_TRUE(inner && f, "streams"))
+			return;
+		for (size_t i = 0; i < n; i++)
+			in[i] = rand_r(&seed) % 3 ? pick[rand_r(&seed) % sizeof(pick)] : (unsigned char)rand_r(&seed);
+		for (size_t i = 0; i < n;) {
+			size_t k = 1 + (size_t)rand_r(&seed) % 5;
+
+			k = k > n - i ? n - i : k;
+			fwrite(in + i, 1, k, f);
+			if (rand_r(&seed) % 2)
+				fflush(f);
+			i += k;
+		}
+		fclose(f);
+		fflush(inner);
+		memcpy(want, in, n);
+		wn = gp_sanitize((char *)want, n, true);
+		if (!ASSERT_TRUE(clean_utf8((unsigned char *)buf, len), "clean UTF-8") ||
+		    !ASSERT_TRUE(clean_utf8(want, wn), "gp_sanitize: clean UTF-8") ||
+		    !ASSERT_TRUE(len == wn && !memcmp(buf, want, wn), "the stream as gp_sanitize of the whole")) {
+			fclose(inner);
+			free(buf);
+			return;
+		}
+		fclose(inner);
+		free(buf);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
@@ -172,5 +243,6 @@ int main(int argc, char **argv)
 	RUN_TEST(test_stack_folding);
 	RUN_TEST(test_sanitize);
 	RUN_TEST(test_safe_stream);
+	RUN_TEST(test_safe_stream_random);
 	return unit_done();
 }
