@@ -148,7 +148,7 @@ static int libbpf_print_fn(enum libbpf_print_level level, const char *fmt, va_li
 {
 	if (!gp_opts.verbose || level == LIBBPF_DEBUG)
 		return 0;
-	return vfprintf(stderr, fmt, args);
+	return gp_vfprintf_safe(stderr, fmt, args); /* may name a library path */
 }
 
 struct cli {

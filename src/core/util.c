@@ -216,6 +216,18 @@ char *gp_sanitize_str(char *s)
 	return s;
 }
 
+int gp_vfprintf_safe(FILE *f, const char *fmt, va_list ap)
+{
+	char buf[4096];
+	int m = vsnprintf(buf, sizeof(buf), fmt, ap);
+	size_t n;
+
+	if (m < 0)
+		return -1;
+	n = gp_sanitize(buf, (size_t)m < sizeof(buf) ? (size_t)m : sizeof(buf) - 1, true);
+	return fwrite(buf, 1, n, f) == n ? (int)n : -1;
+}
+
 /* One line, written whole: threads (the budget's link closers) log at once. */
 void gp_log(int level, const char *fmt, ...)
 {

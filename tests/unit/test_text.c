@@ -2,6 +2,7 @@
 /* The text reports' conventions (src/out/text.h, docs/design.md "Output conventions"):
  * grouped digits, human units with the exact figure beside them, singular and plural,
  * scaled durations and SI rates, and stacks that fold interpreter and FFI frames. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,33 @@ static void test_safe_stream_random(void)
 	}
 }
 
+static int vprint(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int vprint(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = gp_vfprintf_safe(f, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+/* libbpf's messages (they may name a library path): the rule, lines kept. */
+static void test_vfprintf_safe(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!ASSERT_TRUE(f != NULL, "memstream"))
+		return;
+	ASSERT_EQ(vprint(f, "libbpf: failed to open '%s'\n", "/x\x1b[2J\xc2\x9b/libcuda.so.1"), 46, "bytes written");
+	fclose(f);
+	ASSERT_STR_EQ(buf, "libbpf: failed to open '/x?[2J?/libcuda.so.1'\n", "sanitized, its newline kept");
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
@@ -244,5 +272,6 @@ int main(int argc, char **argv)
 	RUN_TEST(test_sanitize);
 	RUN_TEST(test_safe_stream);
 	RUN_TEST(test_safe_stream_random);
+	RUN_TEST(test_vfprintf_safe);
 	return unit_done();
 }
