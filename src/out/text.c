@@ -268,6 +268,10 @@ static int safe_put(struct safe_stream *ss, const unsigned char *buf, size_t n, 
 	size_t i = 0, run = 0, k, skip;
 
 	while (i < n) {
+		if (buf[i] >= 0x20 && buf[i] < 0x7f) { /* most of a report: printable ASCII */
+			i++;
+			continue;
+		}
 		k = gp_safe_char(buf + i, n - i, true, &skip);
 		if (k == GP_SAFE_MORE && more) {
 			memcpy(ss->held, buf + i, n - i);
