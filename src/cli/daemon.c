@@ -93,7 +93,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	if (!gp_opts.verbose || level == LIBBPF_DEBUG)
 		return 0;
 	fprintf(stderr, "<%d>", GP_LOG_DEBUG);
-	return vfprintf(stderr, fmt, args);
+	return gp_vfprintf_safe(stderr, fmt, args); /* may name a library path */
 }
 
 static const char doc[] =

@@ -148,7 +148,7 @@ static int libbpf_print_fn(enum libbpf_print_level level, const char *fmt, va_li
 {
 	if (!gp_opts.verbose || level == LIBBPF_DEBUG)
 		return 0;
-	return vfprintf(stderr, fmt, args);
+	return gp_vfprintf_safe(stderr, fmt, args); /* may name a library path */
 }
 
 struct cli {
@@ -161,6 +161,7 @@ struct cli {
 	bool released; /* the command ran (it is waited for, not killed) */
 	bool child_done;
 	FILE *out;          /* the reports: stdout, a stream on stderr, or -o FILE */
+	FILE *safe;         /* what the reports are written to: out through gp_text__safe_stream */
 	bool reports_stderr; /* out writes to stderr (a command's run, --trace -) */
 	int out_errno;       /* the first failed write of a report (ENOSPC), as it failed */
 	int lib_probes;      /* of the probes, those on the libcuda files found at the start */
@@ -367,6 +368,12 @@ static int open_reports(struct cli *c, char *err, size_t len)
 	}
 	if (gp_opts.cmd && trace_stdout)
 		c->cmd_fd[0] = STDERR_FILENO;
+	/* the reports name what the traced processes chose: no control byte reaches out */
+	c->safe = gp_text__safe_stream(c->out, false);
+	if (!c->safe) {
+		snprintf(err, len, "cannot write the reports: %s", strerror(errno));
+		return -errno;
+	}
 	return 0;
 }
 
@@ -418,7 +425,7 @@ static int setup(struct cli *c, char *err, size_t len)
 	/* the consumer yields to a stop signal after the record it is handling (finish
 	 * reads what is left) */
 	gp_events__stop_on(c->run->events, &stop_signal);
-	c->run->out = c->out;
+	c->run->out = c->safe ? c->safe : c->out; /* top: its own view, stderr */
 	c->run->exit_report = exit_report;
 	c->run->libs[GP_LIB_CUDA] = &c->libs;
 	cli_targets__choose(c->run, c->child.pid);
@@ -523,6 +530,7 @@ static void announce(const struct cli *c)
 		snprintf(where, sizeof(where), "%s", (gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA) ?
 			 "no libcuda yet (each one the processes load)" : "the ioctl syscalls");
 	describe_targets(c, who, sizeof(who));
+	gp_sanitize_str(where); /* the paths the processes' maps name */
 	if (c->libs.n && c->lib_probes != total)
 		snprintf(all, sizeof(all), " (%d in all)", total);
 	fprintf(stderr, "gpuprobe: tracing %s: %d probes on %s%s%s\n", who, c->libs.n ? c->lib_probes : total,
@@ -551,7 +559,7 @@ static bool is_pipe(FILE *f)
  * pipe that failed after a SIGPIPE failed because its reader went away. */
 static void note_write_error(struct cli *c)
 {
-	if (ferror(c->out) && !c->out_errno)
+	if (((c->safe && ferror(c->safe)) || ferror(c->out)) && !c->out_errno)
 		c->out_errno = pipe_signal && is_pipe(c->out) ? EPIPE : errno ? errno : EIO;
 }
 
@@ -951,6 +959,11 @@ cleanup:
 	gp_run__free(c.run);
 	/* SIGPIPE: the reader of the reports went away; that stream's loss is no error */
 	piped = is_pipe(c.out);
+	if (c.safe) { /* its last bytes to out; a failed write shows as out's error */
+		fclose(c.safe);
+		c.safe = NULL;
+		note_write_error(&c);
+	}
 	if (c.out && c.out != stderr && (lost = outfile__close(c.out)) == -EIO && c.out_errno)
 		lost = -c.out_errno;
 	if (lost && pipe_signal && piped) /* stdio's errno may be stale by the close */
@@ -965,7 +978,7 @@ cleanup:
 			 output_path ? output_path : c.reports_stderr ? "stderr" : "stdout", strerror(-lost));
 	}
 	if (r && err[0])
-		fprintf(stderr, "gpuprobe: %s\n", err);
+		fprintf(stderr, "gpuprobe: %s\n", gp_sanitize_str(err)); /* may name a library path */
 	libset__clear(&c.libs);
 	for (int i = 0; i < c.nr_pidfds; i++)
 		close(c.pidfds[i]);
@@ -993,13 +1006,25 @@ static int convert_main(int argc, char **argv)
 				 .positionals = GP_POS_FILES, .min_args = 1, .max_args = 1, .extra = opts };
 	char err[512];
 	int r = gp_options__parse(&cl, argc, argv);
+	FILE *out;
 
 	if (r)
 		return r == GP_PARSED_EXIT ? 0 : r;
 	if (!chrome)
 		return gp_options__error(&cl, "say the format: --chrome");
-	if (trace__convert_chrome(cl.args[0], stdout, err, sizeof(err))) {
-		fprintf(stderr, "gpuprobe: convert: %s\n", err);
+	/* the trace names what the traced processes chose, and any file may be given */
+	out = gp_text__safe_stream(stdout, false);
+	if (!out) {
+		fprintf(stderr, "gpuprobe: convert: stdout: %s\n", strerror(errno));
+		return 1;
+	}
+	r = trace__convert_chrome(cl.args[0], out, err, sizeof(err));
+	if (fclose(out) && !r) {
+		r = -EIO;
+		snprintf(err, sizeof(err), "writing the output: %s", strerror(EIO));
+	}
+	if (r) {
+		fprintf(stderr, "gpuprobe: convert: %s\n", gp_sanitize_str(err));
 		return 1;
 	}
 	return 0;
@@ -1180,7 +1205,7 @@ static int top_main(int argc, char **argv)
 	c.out = stderr;
 	r = top_session(&c, err, sizeof(err));
 	if (r && err[0])
-		fprintf(stderr, "gpuprobe: %s\n", err);
+		fprintf(stderr, "gpuprobe: %s\n", gp_sanitize_str(err)); /* may name a library path */
 	gp_run__free(c.run);
 	for (int i = 0; i < c.nr_pidfds; i++)
 		close(c.pidfds[i]);

@@ -134,6 +134,100 @@ void gp_log_setup(bool priorities, bool verbose)
 	log_verbose = verbose;
 }
 
+/* The UTF-8 sequence at s: its length (the code point in *cp), 0 if invalid, GP_SAFE_MORE
+ * when n cuts a sequence that is valid so far. Overlong forms, surrogates and code points
+ * past U+10FFFF are invalid. */
+static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t k;
+
+	if (s[0] < 0x80)
+		return *cp = s[0], 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		k = 2, *cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		k = 3, *cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		k = 4, *cp = s[0] & 0x07;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	for (size_t i = 1; i < k; i++) {
+		if (i >= n)
+			return GP_SAFE_MORE;
+		if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf))
+			return 0;
+		*cp = (*cp << 6) | (s[i] & 0x3f);
+	}
+	return k;
+}
+
+static bool cp_unsafe(uint32_t cp, bool lines)
+{
+	if (cp < 0x20)
+		return !(lines && (cp == '\n' || cp == '\t'));
+	return (cp >= 0x7f && cp <= 0x9f) || cp == 0x200e || cp == 0x200f ||
+	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+size_t gp_safe_char(const unsigned char *s, size_t n, bool lines, size_t *skip)
+{
+	uint32_t cp = 0;
+	size_t k = n ? utf8_decode(s, n, &cp) : 0;
+
+	*skip = k && k != GP_SAFE_MORE ? k : 1;
+	if (k == GP_SAFE_MORE)
+		return k;
+	return k && !cp_unsafe(cp, lines) ? k : 0;
+}
+
+size_t gp_sanitize(char *s, size_t n, bool lines)
+{
+	unsigned char *u = (unsigned char *)s;
+	size_t i = 0, o = 0, skip, k;
+
+	while (i < n) {
+		k = gp_safe_char(u + i, n - i, lines, &skip);
+		if (k && k != GP_SAFE_MORE) {
+			memmove(u + o, u + i, k);
+			o += k;
+		} else {
+			u[o++] = '?';
+		}
+		i += k && k != GP_SAFE_MORE ? k : skip;
+	}
+	if (o < n)
+		u[o] = '\0';
+	return o;
+}
+
+char *gp_sanitize_str(char *s)
+{
+	if (s)
+		gp_sanitize(s, strlen(s), false);
+	return s;
+}
+
+int gp_vfprintf_safe(FILE *f, const char *fmt, va_list ap)
+{
+	char buf[4096];
+	int m = vsnprintf(buf, sizeof(buf), fmt, ap);
+	size_t n;
+
+	if (m < 0)
+		return -1;
+	n = gp_sanitize(buf, (size_t)m < sizeof(buf) ? (size_t)m : sizeof(buf) - 1, true);
+	return fwrite(buf, 1, n, f) == n ? (int)n : -1;
+}
+
 /* One line, written whole: threads (the budget's link closers) log at once. */
 void gp_log(int level, const char *fmt, ...)
 {
@@ -150,7 +244,9 @@ void gp_log(int level, const char *fmt, ...)
 	va_end(ap);
 	if (m < 0)
 		m = 0;
-	n += m < (int)(sizeof(line) - (size_t)n - 1) ? m : (int)(sizeof(line) - (size_t)n - 2);
+	m = m < (int)(sizeof(line) - (size_t)n - 1) ? m : (int)(sizeof(line) - (size_t)n - 2);
+	/* the line may name what a traced process chose (its comm, library paths) */
+	n += (int)gp_sanitize(line + n, (size_t)m, false);
 	line[n++] = '\n';
 	flockfile(stderr);
 	fwrite(line, 1, (size_t)n, stderr);

@@ -9,7 +9,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define GP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -55,6 +57,26 @@ uint64_t gp_fnv1a(const void *p, size_t n, uint64_t h);
 enum { GP_LOG_ERR = 3, GP_LOG_WARN = 4, GP_LOG_INFO = 6, GP_LOG_DEBUG = 7 };
 void gp_log_setup(bool priorities, bool verbose);
 void gp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Text that a traced process names (its comm, kernel and symbol names, file paths), made
+ * safe to print to a terminal or a log (docs/security.md, "Names on the terminal"): valid
+ * UTF-8 stays as it is; a control character (C0, DEL, C1 U+0080-U+009F), a bidirectional
+ * formatting character (U+200E/F, U+202A-E, U+2066-9) and every byte that is not part of
+ * valid UTF-8 become one '?' each ('\n' and '\t' stay when lines). gp_safe_char: the
+ * length of the character at s (n bytes left) to show as it is, 0 when s[0] starts one
+ * to replace (a valid character's whole length is in *skip, else 1), GP_SAFE_MORE when
+ * s ends inside a sequence that may still be valid. gp_sanitize: s (n bytes) in place;
+ * its new length (never longer; when shorter, a NUL follows the text).
+ */
+#define GP_SAFE_MORE ((size_t)-1)
+size_t gp_safe_char(const unsigned char *s, size_t n, bool lines, size_t *skip);
+size_t gp_sanitize(char *s, size_t n, bool lines);
+/* A NUL-terminated string in place; returns s. */
+char *gp_sanitize_str(char *s);
+/* vfprintf through gp_sanitize (lines kept; at most 4 KiB): libbpf's messages, which may
+ * name a library path. The bytes written, or -1. */
+int gp_vfprintf_safe(FILE *f, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 /* pid's name from /proc/PID/comm (the kernel's 15 characters; what is not printable
  * becomes '?'): 0, or -errno and buf "". */

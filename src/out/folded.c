@@ -91,11 +91,13 @@ size_t folded__sanitize_frame(const char *in, size_t in_len, char *out, size_t o
 	while (i < in_len && (s[i] == ' ' || s[i] == '\t'))
 		i++;
 	while (i < in_len) {
-		size_t k = utf8_char(s + i, in_len - i);
+		size_t k = utf8_char(s + i, in_len - i), skip;
 		char c = 0;
 
 		if (k == 0 || (k == 1 && (s[i] < 0x20 || s[i] == 0x7f)))
 			c = s[i] == '\t' ? ' ' : '?';
+		else if (k > 1 && gp_safe_char(s + i, k, false, &skip) != k) /* C1, bidi controls */
+			c = '?';
 		else if (k == 1 && s[i] == ';')
 			c = ':';
 		if (o + (c ? 1 : k) > limit) {

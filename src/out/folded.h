@@ -64,7 +64,8 @@ int folded__write(struct folded *f, FILE *out);
 int folded__read(struct folded *f, FILE *in, struct folded_read_stats *st, char *err, size_t len);
 
 /* Writes in's frame text made safe for the format to out (out_len >= 16): ';' becomes ':',
- * control characters and bytes that are not UTF-8 become '?', spaces at either end go,
+ * control characters (C0, DEL, C1), bidi formatting characters (gp_safe_char's rule), U+FFFE,
+ * U+FFFF and bytes that are not UTF-8 become '?', a tab a space, spaces at either end go,
  * an empty result is "[unknown]", and text past out_len - 1 or FOLDED_FRAME_MAX bytes is
  * cut at a character boundary and ends in "...". Returns the length written. */
 size_t folded__sanitize_frame(const char *in, size_t in_len, char *out, size_t out_len);

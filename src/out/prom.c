@@ -373,15 +373,26 @@ void prom_out__free(struct prom_out *p)
 
 void prom__label_value(FILE *f, const char *s)
 {
-	for (; s && *s; s++) {
-		if (*s == '\\')
-			fputs("\\\\", f);
-		else if (*s == '"')
-			fputs("\\\"", f);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = s ? strlen(s) : 0, i = 0, k, skip;
+
+	/* the exposition format escapes \\, \" and \n; the value must be UTF-8 (a byte that
+	 * is not fails the whole scrape) and names what a process chose: a control or bidi
+	 * character, or a byte that is not UTF-8, is '?' (gp_sanitize's rule) */
+	while (i < n) {
+		if (u[i] == '\\' || u[i] == '"' || u[i] == '\n') {
+			fputs(u[i] == '\\' ? "\\\\" : u[i] == '"' ? "\\\"" : "\\n", f);
+			i++;
+			continue;
+		}
+		k = gp_safe_char(u + i, n - i, false, &skip);
+		if (k && k != GP_SAFE_MORE) {
+			fwrite(u + i, 1, k, f);
+			i += k;
+		} else {
+			fputc('?', f);
+			i += skip;
+		}
 	}
 }
 

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
 #include "jsonnum.h"
 #include "text.h"
+#include "util.h"
 
 struct gp_str gp_text__count(uint64_t n)
 {
@@ -249,4 +252,108 @@ size_t gp_text__stack(FILE *f, const char *const *frames, size_t n, const char *
 		i++;
 	}
 	return folded;
+}
+
+struct safe_stream {
+	FILE *inner;
+	bool own;
+	unsigned char held[4]; /* the start of a UTF-8 sequence the last write cut */
+	size_t nheld;
+};
+
+/* buf[0..n) to inner, each character to replace as '?'; with more, a sequence cut at the
+ * end is held for the next write. */
+static int safe_put(struct safe_stream *ss, const unsigned char *buf, size_t n, bool more)
+{
+	size_t i = 0, run = 0, k, skip;
+
+	while (i < n) {
+		if (buf[i] >= 0x20 && buf[i] < 0x7f) { /* most of a report: printable ASCII */
+			i++;
+			continue;
+		}
+		k = gp_safe_char(buf + i, n - i, true, &skip);
+		if (k == GP_SAFE_MORE && more) {
+			memcpy(ss->held, buf + i, n - i);
+			ss->nheld = n - i;
+			break;
+		}
+		if (k && k != GP_SAFE_MORE) {
+			i += k;
+			continue;
+		}
+		if (i > run && fwrite(buf + run, 1, i - run, ss->inner) != i - run)
+			return -1;
+		if (fputc('?', ss->inner) == EOF)
+			return -1;
+		i += skip;
+		run = i;
+	}
+	if (i > run && fwrite(buf + run, 1, i - run, ss->inner) != i - run)
+		return -1;
+	return 0;
+}
+
+static ssize_t safe_write(void *cookie, const char *buf, size_t size)
+{
+	struct safe_stream *ss = cookie;
+	unsigned char *join = NULL;
+	const unsigned char *p = (const unsigned char *)buf;
+	size_t n = size;
+	int r;
+
+	/* a held start is read again with this write's bytes */
+	if (ss->nheld) {
+		join = malloc(ss->nheld + size);
+		if (!join)
+			return -1;
+		memcpy(join, ss->held, ss->nheld);
+		memcpy(join + ss->nheld, buf, size);
+		p = join;
+		n = ss->nheld + size;
+		ss->nheld = 0;
+	}
+	r = safe_put(ss, p, n, true);
+	free(join);
+	if (r || fflush(ss->inner))
+		return -1;
+	return (ssize_t)size;
+}
+
+static int safe_close(void *cookie)
+{
+	struct safe_stream *ss = cookie;
+	int r = 0;
+
+	/* a cut sequence at the end is not a character */
+	for (size_t i = 0; i < ss->nheld; i++)
+		if (fputc('?', ss->inner) == EOF)
+			r = -1;
+	if (fflush(ss->inner) || ferror(ss->inner))
+		r = -1;
+	if (ss->own && fclose(ss->inner))
+		r = -1;
+	free(ss);
+	return r;
+}
+
+FILE *gp_text__safe_stream(FILE *inner, bool own)
+{
+	cookie_io_functions_t io = { .write = safe_write, .close = safe_close };
+	struct safe_stream *ss;
+	FILE *f;
+
+	if (!inner) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ss = calloc(1, sizeof(*ss));
+	if (!ss)
+		return NULL;
+	ss->inner = inner;
+	ss->own = own;
+	f = fopencookie(ss, "w", io);
+	if (!f)
+		free(ss);
+	return f;
 }

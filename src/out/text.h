@@ -58,4 +58,16 @@ size_t gp_text__stack(FILE *f, const char *const *frames, size_t n, const char *
  * "_PyEval_EvalFrameDefault+0x… (python3.11)"), not a line the user wrote. */
 bool gp_text__internal_frame(const char *frame);
 
+/*
+ * Names a traced process chooses (its comm, kernel and symbol names, library and source
+ * paths, cgroup names) are hostile text in a root tool's output. Every report stream
+ * (text or JSON, -o FILE, stderr, the --trace file) goes through this filter once, so no
+ * printing site can forget it: valid UTF-8, '\n' and '\t' pass; control characters (C0,
+ * DEL, C1), bidirectional formatting characters and bytes that are not valid UTF-8 become
+ * '?' (gp_sanitize, src/core/util.h). A sequence cut across two writes is held until the
+ * next. Writes reach inner on each flush of the returned stream; closing it flushes inner
+ * and closes it when own. NULL (errno set) if the stream cannot be made.
+ */
+FILE *gp_text__safe_stream(FILE *inner, bool own);
+
 #endif

@@ -9,6 +9,7 @@
 #include "jsonnum.h"
 #include "lines.h"
 #include "outfile.h"
+#include "text.h"
 #include "trace.h"
 #include "u64map.h"
 
@@ -67,18 +68,24 @@ static void writer_free(struct trace_writer *w)
 
 struct trace_writer *trace_writer__open(const char *path, enum trace_format fmt)
 {
-	FILE *f = outfile__open(path);
+	FILE *raw = outfile__open(path), *f;
 	struct trace_writer *w;
 
-	if (!f)
+	if (!raw)
 		return NULL;
-	w = writer_new(f, fmt);
+	/* names a traced process chose (comm, kernel names): json-c escapes C0 controls, not
+	 * DEL, C1 or bytes that are not UTF-8; the filter keeps the file valid UTF-8 JSON */
+	f = gp_text__safe_stream(raw, raw != stdout);
+	w = f ? writer_new(f, fmt) : NULL;
 	if (!w) {
-		outfile__close(f);
+		if (f)
+			outfile__close(f);
+		else
+			outfile__close(raw);
 		errno = ENOMEM;
 		return NULL;
 	}
-	w->own = f != stdout;
+	w->own = true;
 	return w;
 }
 

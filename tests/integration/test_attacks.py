@@ -8,6 +8,7 @@ crafted ELF. The real gpuprobe, with real BPF, in node-wide mode, with -p, and a
 `gpuprobe daemon` (its rescan), both with CAP_SYS_ADMIN (files opened through
 /proc/PID/map_files) and without (by path inside the process's root). Also: a symlinked
 --trace file in a 1777 folder, and uprobes attached through /proc/self/fd/N."""
+import json
 import os
 import resource
 import shutil
@@ -565,6 +566,170 @@ def test_attach_through_proc_self_fd():
         finally:
             os.close(fd)
             a.kill()
+
+
+# --- names on the terminal (docs/security.md, "Names on the terminal") -------------------
+# A process names itself and its kernels with terminal escapes: no report may carry them.
+BIDI = {0x200E, 0x200F} | set(range(0x202A, 0x202F)) | set(range(0x2066, 0x206A))
+
+
+def shown(raw):
+    """An independent account of the rule: each character that is not valid UTF-8 (each
+    byte), a control character (C0, DEL, C1) or a bidi formatting character reads '?'."""
+    out = []
+    for ch in raw.decode("utf-8", errors="replace"):
+        c = ord(ch)
+        out.append("?" if c < 0x20 or 0x7F <= c <= 0x9F or c in BIDI or c == 0xFFFD else ch)
+    return "".join(out)
+
+
+def unsafe_bytes(data, what):
+    """Fails on any byte of data a terminal would act on: C0 controls but '\n' and '\t', DEL,
+    C1 controls (as UTF-8 or raw), bytes that are not UTF-8, bidi formatting characters."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise gp.Failure(f"{what}: not UTF-8 at byte {e.start}: {data[max(0, e.start - 40):e.start + 40]!r}")
+    for i, ch in enumerate(text):
+        c = ord(ch)
+        if (c < 0x20 and ch not in "\n\t") or 0x7F <= c <= 0x9F or c in BIDI:
+            raise gp.Failure(f"{what}: control character U+{c:04X} at {i}: {text[max(0, i - 40):i + 40]!r}")
+    return text
+
+
+def hostile_run(args, n=7, nbytes=3 << 20):
+    """gpuprobe ARGS -- hostile_name_app; its stdout, stderr (bytes) and the app's truth."""
+    argv = [GPUPROBE] + args + ["--", app("hostile_name_app"), "--n", str(n), "--bytes", str(nbytes)]
+    r = subprocess.run(argv, capture_output=True, timeout=90,
+                       env=dict(os.environ, **gp._with_state(None)))
+    gp._skip_if_refused(argv, r.returncode, r.stderr.decode("utf-8", errors="replace"))
+    eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]!r})")
+    t = truth(r.stderr.decode("utf-8", errors="replace"))
+    return r, t
+
+
+def json_strings(o, into=None):
+    """Every key and string value in a parsed JSON document."""
+    into = set() if into is None else into
+    if isinstance(o, dict):
+        for k, v in o.items():
+            into.add(k)
+            json_strings(v, into)
+    elif isinstance(o, list):
+        for v in o:
+            json_strings(v, into)
+    elif isinstance(o, str):
+        into.add(o)
+    return into
+
+
+def names_of(t):
+    comm, kern = bytes.fromhex(t["comm_hex"]), bytes.fromhex(t["kernel_hex"])
+    check(b"\x1b" in comm and b"\r" in comm and b"\x07" in comm and b"\x1b" in kern, f"the names: {t}")
+    # the comm read from /proc (gp_proc_comm) shows each non-ASCII byte as '?', as top does
+    ascii_comm = "".join(chr(b) if 0x20 <= b < 0x7F else "?" for b in comm)
+    return (shown(comm), ascii_comm), shown(kern)
+
+
+def test_hostile_names_text_reports():
+    """--memleak, --cudatrace, --bandwidth-util text reports and --trace's summary, on
+    stdout (-o -) and on stderr (the default with a command): the names appear, sanitized,
+    and the figures are the program's own."""
+    for streams in ("-o -", "stderr"):
+        extra = ["-o", "-"] if streams == "-o -" else []
+        with tempfile.TemporaryDirectory() as d:
+            r, t = hostile_run(extra + ["--memleak", "--cudatrace", "--bandwidth-util",
+                                        "--trace", os.path.join(d, "t.jsonl")])
+        out = unsafe_bytes(r.stdout, f"{streams}: stdout")
+        err = unsafe_bytes(r.stderr, f"{streams}: stderr")
+        rep = out if streams == "-o -" else err
+        comms, kern = names_of(t)
+        pid = t["pid"]
+        lines = [l for l in rep.splitlines() if l.startswith(f"PID {pid} (")]
+        check(lines, f"{streams}: no PID {pid} line in {rep[-2000:]!r}")
+        # a line may name the process as it was at its exec, before its prctl
+        named = [l for l in lines if any(l.startswith(f"PID {pid} ({c})") for c in comms)]
+        check(named, f"{streams}: comm not shown as {comms}: {lines}")
+        for l in lines:
+            check(l in named or l.startswith(f"PID {pid} (hostile_name_ap)"), f"{streams}: {l!r}")
+        kl = [l for l in rep.splitlines() if l.strip().startswith(kern)]
+        check(kl, f"{streams}: kernel {kern!r} not in {rep[-2000:]!r}")
+        check(f" {t['launches']} " in kl[0], f"{streams}: {t['launches']} launches: {kl[0]!r}")
+        check(f"({t['leaked_bytes']:,} B)" in rep, f"{streams}: leaked bytes {t['leaked_bytes']}")
+
+
+def test_hostile_names_files():
+    """--json reports, --trace (JSON Lines and Chrome), --folded and --csv: valid UTF-8
+    without control bytes, the JSON parses, and the names are in it."""
+    with tempfile.TemporaryDirectory() as d:
+        files = {k: os.path.join(d, k) for k in ("t.jsonl", "t.json", "f.folded", "c.csv")}
+        r, t = hostile_run(["-o", "-", "--json", "--memleak", "--folded", files["f.folded"], "--cudatrace",
+                            "--bandwidth-util", "--csv", files["c.csv"], "--trace", files["t.jsonl"]])
+        r2, t2 = hostile_run(["--cudatrace", "--trace", files["t.json"], "--trace-format", "chrome"])
+        data = {k: open(v, "rb").read() for k, v in files.items()}
+    comm, kern = bytes.fromhex(t["comm_hex"]), bytes.fromhex(t["kernel_hex"])
+    out = unsafe_bytes(r.stdout, "--json stdout")
+    unsafe_bytes(r.stderr, "--json stderr")
+    unsafe_bytes(r2.stderr, "chrome run's stderr")
+    recs = gp.json_lines(out)
+    check(recs, "no JSON report")
+    # JSON keeps the name as it was (json-c escapes C0: "\u001b"), less what is not UTF-8
+    # or is a C1 control: '?' each
+    want_comm = "".join(ch if not (0x80 <= ord(ch) <= 0x9F or ord(ch) == 0xFFFD) else "?"
+                        for ch in comm.decode("utf-8", errors="replace"))
+    strings = json_strings(recs)
+    check(any(want_comm in x for x in strings), f"--json: comm {want_comm!r} not in the reports")
+    check(any("evil\x1b]0;pwn" in x and x.endswith("kern") for x in strings), "--json: the kernel's name")
+    text = unsafe_bytes(data["t.jsonl"], "--trace jsonl")
+    jl = [json.loads(l) for l in text.splitlines() if l.strip()]
+    launches = [o for o in jl if o.get("fn", "").startswith("cuLaunchKernel")]
+    eq(len(launches), t["launches"], "--trace: launch records")
+    procs = [o for o in jl if o.get("type") == "process" and o.get("pid") == t["pid"]]
+    check(procs, f"--trace: no process record of PID {t['pid']}")
+    check(any("evil\x1b]0;pwn" in x and x.endswith("kern") for x in json_strings(jl)), "--trace: the kernel's name")
+    doc = json.loads(unsafe_bytes(data["t.json"], "--trace chrome"))
+    check(doc, "--trace chrome: empty")
+    # gpuprobe convert: any JSON Lines file, a process named with C1 CSI escaped in it (json-c
+    # reads "\u009b" as U+009B and would write it raw)
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as tf:
+        for o in jl:
+            if o.get("type") == "process":
+                o = dict(o, comm="x\u009b[2Jy\u202e")
+            tf.write(json.dumps(o) + "\n")
+        tf.flush()
+        rc = subprocess.run([GPUPROBE, "convert", "--chrome", tf.name], capture_output=True, timeout=60)
+    eq(rc.returncode, 0, f"convert exit ({rc.stderr[-500:]!r})")
+    conv = json.loads(unsafe_bytes(rc.stdout, "convert's output"))
+    check(any("x?[2Jy?" in x for x in json_strings(conv)), "convert: the process's name")
+    fold = unsafe_bytes(data["f.folded"], "--folded")
+    check(fold.strip(), "--folded: empty")
+    csv = unsafe_bytes(data["c.csv"], "--csv")
+    check(csv.startswith("timestamp,gpu,"), f"--csv: {csv[:200]!r}")
+    total = sum(int(l.split(",")[2]) for l in csv.splitlines()[1:] if l)
+    eq(total, t["h2d_bytes"], "--csv: host-to-device bytes")
+
+
+def test_hostile_names_log_lines():
+    """gpuprobe's own lines on stderr (gp_log, the "tracing ... probes on" line) name the
+    library paths a process maps: a libcuda in a folder whose name holds ESC, CR and BEL
+    (found through LD_LIBRARY_PATH) is shown sanitized."""
+    with tempfile.TemporaryDirectory() as d:
+        lib_dir = os.path.join(d.encode(), b"lib\x1b[31m\r\x07\xc2\x9b")
+        os.mkdir(lib_dir)
+        shutil.copy(FAKECUDA, os.path.join(lib_dir, b"libcuda.so.1"))
+        old = os.environ.get("LD_LIBRARY_PATH")
+        os.environb[b"LD_LIBRARY_PATH"] = lib_dir
+        try:
+            r, t = hostile_run(["-v", "-o", "-", "--memleak", "--cudatrace"])
+        finally:
+            if old is None:
+                del os.environ["LD_LIBRARY_PATH"]
+            else:
+                os.environ["LD_LIBRARY_PATH"] = old
+        err = unsafe_bytes(r.stderr, "-v stderr")
+        unsafe_bytes(r.stdout, "-v stdout")
+        want = os.path.join(d, "lib?[31m???", "libcuda.so.1")
+        check(want in err, f"the library path {want!r} not in {err[-1500:]!r}")
 
 
 if __name__ == "__main__":

@@ -318,9 +318,12 @@ static void test_label_escaping(void)
 	if (!ASSERT_TRUE(f != NULL, "memstream"))
 		goto cleanup;
 	prom__label_value(f, "a\\b\"c\nd");
+	/* a name a process chose: UTF-8 stays, controls and bytes not UTF-8 are '?' (a byte
+	 * that is not UTF-8 would fail the whole scrape) */
+	prom__label_value(f, "|x\x1b[31m\r\xc2\x9b\xff caf\xc3\xa9");
 	fclose(f);
 	f = NULL;
-	ASSERT_STR_EQ(buf, "a\\\\b\\\"c\\nd", "backslash, quote and newline escaped");
+	ASSERT_STR_EQ(buf, "a\\\\b\\\"c\\nd|x?[31m??? caf\xc3\xa9", "backslash, quote and newline escaped; controls '?'");
 cleanup:
 	if (f)
 		fclose(f);
