@@ -9,6 +9,7 @@
 #include <linux/types.h>
 #include "gpuprobe.h"
 #include "cuda_mem.h"
+#include "cuda_copy.h"
 
 struct gp_api_info {
 	enum gp_api id;
@@ -57,6 +58,7 @@ extern const int gp_graph_apis_cnt;
 struct gp_copy_api_info {
 	enum gp_api id;
 	const char *name;
+	enum gp_copy_layout layout; /* GP_CL_NONE: no copy */
 };
 
 extern const struct gp_copy_api_info gp_copy_apis[];
