@@ -648,7 +648,7 @@ static void test_help_type_every_family(void)
 	}
 	/* 19 (gpuprobe_processes_unseen_calls_total among them), --cudatrace's 4 of --max-overhead
 	 * (declared whether or not a process is sampled) and the launch estimate's 3 */
-	ASSERT_EQ(families, 26, "families");
+	ASSERT_EQ(families, 26, "family_count");
 cleanup:
 	free(out);
 	ml_snap_free(&ms);

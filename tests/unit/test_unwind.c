@@ -245,7 +245,7 @@ static void test_garbage_never_reported(void)
 			goto cleanup;
 		symbolize_all(&f);
 		for (i = 1; i < f.nr; i++)	/* past pc 0: all mapped code */
-			if (!ASSERT_TRUE(strchr(names[i], '('), "strchr(names[i], '(')"))
+			if (!ASSERT_TRUE(strchr(names[i], '('), "frame_named"))
 				goto cleanup;
 	}
 cleanup:;
