@@ -35,7 +35,7 @@ static void test_parse_release(void)
 {
 	struct gp_kver v;
 
-	if (!ASSERT_EQ(features__parse_release("6.12.13-amd64", &v), 0, "features__parse_release(6.12.13-amd64, &v)"))
+	if (!ASSERT_EQ(features__parse_release("6.12.13-amd64", &v), 0, "parse_release_6_12_13_amd64"))
 		goto cleanup;
 	if (!ASSERT_EQ(v.major, 6, "major"))
 		goto cleanup;
@@ -43,33 +43,33 @@ static void test_parse_release(void)
 		goto cleanup;
 	if (!ASSERT_EQ(v.patch, 13, "patch"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release("6.1.0-56-cloud-amd64", &v), 0, "features__parse_release(6.1.0-56-cloud-amd64, &v)"))
+	if (!ASSERT_EQ(features__parse_release("6.1.0-56-cloud-amd64", &v), 0, "parse_release_6_1_0_56_cloud_amd64"))
 		goto cleanup;
 	if (!ASSERT_EQ(v.minor, 1, "minor"))
 		goto cleanup;
 	if (!ASSERT_EQ(v.patch, 0, "patch"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release("5.15", &v), 0, "features__parse_release(5.15, &v)"))
+	if (!ASSERT_EQ(features__parse_release("5.15", &v), 0, "parse_release_5_15"))
 		goto cleanup;
 	if (!ASSERT_EQ(v.minor, 15, "minor"))
 		goto cleanup;
 	if (!ASSERT_EQ(v.patch, 0, "patch"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release("6.11-rc1", &v), 0, "features__parse_release(6.11-rc1, &v)"))
+	if (!ASSERT_EQ(features__parse_release("6.11-rc1", &v), 0, "parse_release_6_11_rc1"))
 		goto cleanup;
 	if (!ASSERT_EQ(v.minor, 11, "minor"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release("6.18.44-fc-v669", &v), 0, "features__parse_release(6.18.44-fc-v669, &v)"))
+	if (!ASSERT_EQ(features__parse_release("6.18.44-fc-v669", &v), 0, "parse_release_6_18_44_fc_v669"))
 		goto cleanup;
 	if (!ASSERT_EQ(v.patch, 44, "patch"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release("linux", &v), -EINVAL, "features__parse_release(linux, &v)"))
+	if (!ASSERT_EQ(features__parse_release("linux", &v), -EINVAL, "parse_release_linux"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release("", &v), -EINVAL, "features__parse_release(, &v)"))
+	if (!ASSERT_EQ(features__parse_release("", &v), -EINVAL, "parse_empty"))
 		goto cleanup;
 	if (!ASSERT_EQ(features__parse_release(NULL, &v), -EINVAL, "null_release"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release("-6.1", &v), -EINVAL, "features__parse_release(-6.1, &v)"))
+	if (!ASSERT_EQ(features__parse_release("-6.1", &v), -EINVAL, "parse_release_minus_6_1"))
 		goto cleanup;
 cleanup:;
 }
@@ -83,31 +83,31 @@ static bool hazard(const char *rel, const char *mach)
 
 static void test_seccomp_hazard_range(void)
 {
-	if (!ASSERT_TRUE(!hazard("6.10.14", "x86_64"), "!hazard(6.10.14, x86_64)"))
+	if (!ASSERT_TRUE(!hazard("6.10.14", "x86_64"), "no_hazard_6_10_14"))
 		goto cleanup;
-	if (!ASSERT_TRUE(hazard("6.11.0", "x86_64"), "hazard(6.11.0, x86_64)"))
+	if (!ASSERT_TRUE(hazard("6.11.0", "x86_64"), "hazard_6_11_0"))
 		goto cleanup;
-	if (!ASSERT_TRUE(hazard("6.11.11", "x86_64"), "hazard(6.11.11, x86_64)"))
+	if (!ASSERT_TRUE(hazard("6.11.11", "x86_64"), "hazard_6_11_11"))
 		goto cleanup;
-	if (!ASSERT_TRUE(hazard("6.12.0", "x86_64"), "hazard(6.12.0, x86_64)"))
+	if (!ASSERT_TRUE(hazard("6.12.0", "x86_64"), "hazard_6_12_0"))
 		goto cleanup;
-	if (!ASSERT_TRUE(hazard("6.12.13-amd64", "x86_64"), "hazard(6.12.13-amd64, x86_64)"))
+	if (!ASSERT_TRUE(hazard("6.12.13-amd64", "x86_64"), "hazard_6_12_13_amd64"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!hazard("6.12.14", "x86_64"), "!hazard(6.12.14, x86_64)"))
+	if (!ASSERT_TRUE(!hazard("6.12.14", "x86_64"), "no_hazard_6_12_14"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!hazard("6.12.57+deb13-amd64", "x86_64"), "!hazard(6.12.57+deb13-amd64, x86_64)"))
+	if (!ASSERT_TRUE(!hazard("6.12.57+deb13-amd64", "x86_64"), "no_hazard_6_12_57_deb13_amd64"))
 		goto cleanup;
-	if (!ASSERT_TRUE(hazard("6.13.2", "x86_64"), "hazard(6.13.2, x86_64)"))
+	if (!ASSERT_TRUE(hazard("6.13.2", "x86_64"), "hazard_6_13_2"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!hazard("6.13.3", "x86_64"), "!hazard(6.13.3, x86_64)"))
+	if (!ASSERT_TRUE(!hazard("6.13.3", "x86_64"), "no_hazard_6_13_3"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!hazard("6.14.0", "x86_64"), "!hazard(6.14.0, x86_64)"))
+	if (!ASSERT_TRUE(!hazard("6.14.0", "x86_64"), "no_hazard_6_14_0"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!hazard("6.1.0-56-amd64", "x86_64"), "!hazard(6.1.0-56-amd64, x86_64)"))
+	if (!ASSERT_TRUE(!hazard("6.1.0-56-amd64", "x86_64"), "no_hazard_6_1_0_56_amd64"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!hazard("6.12.5", "aarch64"), "!hazard(6.12.5, aarch64)"))
+	if (!ASSERT_TRUE(!hazard("6.12.5", "aarch64"), "no_hazard_6_12_5_aarch64"))
 		goto cleanup; /* no uretprobe system call there */
-	if (!ASSERT_TRUE(!hazard("7.0.0", "x86_64"), "!hazard(7.0.0, x86_64)"))
+	if (!ASSERT_TRUE(!hazard("7.0.0", "x86_64"), "no_hazard_7_0_0"))
 		goto cleanup;
 cleanup:;
 }
@@ -139,7 +139,7 @@ static void test_container_runtimes(void)
 	if (!ASSERT_STR_EQ(buf, "", "none_listed"))
 		goto cleanup;
 	/* no runtime: no warning even in the range */
-	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5", "x86_64", tmpdir, warn, sizeof(warn)), 0, "features__seccomp_warning(NULL, 6.12.5, x86_64, tmpdir, w..."))
+	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5", "x86_64", tmpdir, warn, sizeof(warn)), 0, "seccomp_6_12_5"))
 		goto cleanup;
 	put("run/docker.sock", "");
 	put("proc/4242/comm", "containerd\n");
@@ -153,7 +153,7 @@ static void test_container_runtimes(void)
 		goto cleanup; /* truncated, terminated */
 	if (!ASSERT_EQ(strlen(buf), 7, "cut_len"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5-amd64", "x86_64", tmpdir, warn, sizeof(warn)), 1, "features__seccomp_warning(NULL, 6.12.5-amd64, x86_64, tmp..."))
+	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5-amd64", "x86_64", tmpdir, warn, sizeof(warn)), 1, "seccomp_6_12_5_amd64"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(warn, "6.12.5-amd64 x86_64", "contains 6.12.5-amd64 x86_64"))
 		goto cleanup;
@@ -163,11 +163,11 @@ static void test_container_runtimes(void)
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(warn, "seccomp=unconfined", "contains seccomp=unconfined"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.14", "x86_64", tmpdir, warn, sizeof(warn)), 0, "features__seccomp_warning(NULL, 6.12.14, x86_64, tmpdir, ..."))
+	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.14", "x86_64", tmpdir, warn, sizeof(warn)), 0, "seccomp_6_12_14"))
 		goto cleanup;
 	if (!ASSERT_STR_EQ(warn, "", "no_warning"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5", "aarch64", tmpdir, warn, sizeof(warn)), 0, "features__seccomp_warning(NULL, 6.12.5, aarch64, tmpdir, ..."))
+	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5", "aarch64", tmpdir, warn, sizeof(warn)), 0, "seccomp_aarch64"))
 		goto cleanup;
 	put("var/run/crio/crio.sock", "");
 	put("proc/77/comm", "conmon\n");
@@ -234,7 +234,7 @@ static void test_classify_x86(void)
 		goto cleanup;                     /* ret: single-stepped */
 	if (!ASSERT_EQ(x86("\xf3", 1), GP_INSN_OTHER, "x86(xf3, 1)"))
 		goto cleanup;                     /* truncated endbr */
-	if (!ASSERT_EQ(x86("", 0), GP_INSN_OTHER, "x86(, 0)"))
+	if (!ASSERT_EQ(x86("", 0), GP_INSN_OTHER, "x86_empty"))
 		goto cleanup;
 	if (!ASSERT_STR_EQ(features__insn_class_name(GP_INSN_PUSH), "push", "insn_class_name_push"))
 		goto cleanup;
@@ -287,9 +287,9 @@ static void test_classify_arm64(void)
 		goto cleanup; /* sub sp, sp, #16 */
 	if (!ASSERT_EQ(a64(0x11000400), GP_INSN_OTHER, "a64_11000400"))
 		goto cleanup;  /* add w0, w0, #1 */
-	if (!ASSERT_EQ(features__classify_insn(EM_AARCH64, (const unsigned char *)"\x1f\x20", 2), GP_INSN_OTHER, "features__classify_insn(EM_AARCH64, (const unsigned char ..."))
+	if (!ASSERT_EQ(features__classify_insn(EM_AARCH64, (const unsigned char *)"\x1f\x20", 2), GP_INSN_OTHER, "a64_short"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__classify_insn(EM_RISCV, (const unsigned char *)"\x55", 1), GP_INSN_OTHER, "features__classify_insn(EM_RISCV, (const unsigned char *)..."))
+	if (!ASSERT_EQ(features__classify_insn(EM_RISCV, (const unsigned char *)"\x55", 1), GP_INSN_OTHER, "riscv_other"))
 		goto cleanup;
 cleanup:;
 }
@@ -326,7 +326,7 @@ static void test_classify_files(void)
 
 	snprintf(path, sizeof(path), "%s/x86.so", tmpdir);
 	write_elf(path, EM_X86_64, x86code, sizeof(x86code));
-	if (!ASSERT_EQ(features__classify_entries(path, offs, 6, mask, &c, err, sizeof(err)), 0, "features__classify_entries(path, offs, 6, mask, &c, err, ..."))
+	if (!ASSERT_EQ(features__classify_entries(path, offs, 6, mask, &c, err, sizeof(err)), 0, "classified"))
 		goto cleanup;
 	if (!ASSERT_EQ(c.total, 5, "total"))
 		goto cleanup; /* -1 skipped */
@@ -347,7 +347,7 @@ static void test_classify_files(void)
 
 	snprintf(path, sizeof(path), "%s/arm64.so", tmpdir);
 	write_elf(path, EM_AARCH64, a64code, sizeof(a64code));
-	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 1U << GP_INSN_BRANCH, &c, err, sizeof(err)), 0, "features__classify_entries(path, aoffs, 2, 1U << GP_INSN_..."))
+	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 1U << GP_INSN_BRANCH, &c, err, sizeof(err)), 0, "a64_classified"))
 		goto cleanup;
 	if (!ASSERT_EQ(c.by_class[GP_INSN_STP_FP], 1, "by_class_stp_fp"))
 		goto cleanup;
@@ -360,29 +360,29 @@ static void test_classify_files(void)
 	snprintf(link, sizeof(link), "%s/link.so", tmpdir);
 	if (!ASSERT_EQ(symlink(path, link), 0, "symlink"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__classify_entries(link, aoffs, 2, 0, &c, err, sizeof(err)), -ELOOP, "features__classify_entries(link, aoffs, 2, 0, &c, err, si..."))
+	if (!ASSERT_EQ(features__classify_entries(link, aoffs, 2, 0, &c, err, sizeof(err)), -ELOOP, "symlink_refused"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "link.so", "contains link.so"))
 		goto cleanup;
 	snprintf(path, sizeof(path), "%s/fifo", tmpdir);
 	if (!ASSERT_EQ(mkfifo(path, 0600), 0, "mkfifo"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -EINVAL, "features__classify_entries(path, aoffs, 2, 0, &c, err, si..."))
+	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -EINVAL, "fifo_refused"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "not a regular file", "contains not a regular file"))
 		goto cleanup;
 	put("text.so", "#!/bin/sh\necho not an ELF file, but long enough to read a header from\n");
 	snprintf(path, sizeof(path), "%s/text.so", tmpdir);
-	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -ENOEXEC, "features__classify_entries(path, aoffs, 2, 0, &c, err, si..."))
+	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -ENOEXEC, "not_elf"))
 		goto cleanup;
 	if (!ASSERT_EQ(c.total, 0, "total"))
 		goto cleanup;
 	snprintf(path, sizeof(path), "%s/missing.so", tmpdir);
-	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -ENOENT, "features__classify_entries(path, aoffs, 2, 0, &c, err, si..."))
+	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -ENOENT, "missing"))
 		goto cleanup;
 	snprintf(path, sizeof(path), "%s/riscv.so", tmpdir);
 	write_elf(path, EM_RISCV, a64code, sizeof(a64code));
-	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), 0, "features__classify_entries(path, aoffs, 2, 0, &c, err, si..."))
+	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), 0, "riscv_classified"))
 		goto cleanup;
 	if (!ASSERT_EQ(c.unreadable, 2, "unreadable"))
 		goto cleanup;
@@ -424,12 +424,12 @@ static void test_classify_own_functions(void)
 		struct gp_entry_counts c;
 		long long off;
 
-		if (!ASSERT_EQ(procmaps__foreach("/proc", getpid(), where_cb, &w), 0, "procmaps__foreach(/proc, getpid(), where_cb, &w)"))
+		if (!ASSERT_EQ(procmaps__foreach("/proc", getpid(), where_cb, &w), 0, "own_maps"))
 			goto cleanup;
 		if (!ASSERT_TRUE(w.path[0] == '/', "abs_path"))
 			goto cleanup;
 		off = (long long)w.off;
-		if (!ASSERT_EQ(features__classify_entries(w.path, &off, 1, 0, &c, err, sizeof(err)), 0, "features__classify_entries(w.path, &off, 1, 0, &c, err, s..."))
+		if (!ASSERT_EQ(features__classify_entries(w.path, &off, 1, 0, &c, err, sizeof(err)), 0, "own_code_classified"))
 			goto cleanup;
 		if (c.by_class[want[i]] != 1)
 			printf("#   function %zu: expected class %s\n", i, features__insn_class_name(want[i]));
@@ -467,7 +467,7 @@ static void test_probe_this_kernel(void)
 		r = features__row(f, i);
 		if (!ASSERT_TRUE(r && r->name && r->since && r->without, "row_complete"))
 			goto cleanup;
-		if (!ASSERT_TRUE(strcmp(r->detail, "not probed") != 0, "strcmp(r->detail, not probed) != 0"))
+		if (!ASSERT_TRUE(strcmp(r->detail, "not probed") != 0, "probed_detail"))
 			goto cleanup;
 	}
 	if (!ASSERT_TRUE(features__row(f, GP_FEAT__COUNT) == NULL, "no_row_past_end"))
@@ -561,7 +561,7 @@ static void test_probe_this_kernel(void)
 		goto cleanup;
 	if (!ASSERT_EQ(features__row(f, GP_FEAT_URETPROBE_SECCOMP)->state, GP_FEAT_NOT_HERE, "uretprobe_seccomp_not_here"))
 		goto cleanup;
-	if (!ASSERT_TRUE(features__row(f, GP_FEAT_ENTRY_PUSH_EMULATED)->state != GP_FEAT_UNKNOWN, "features__row(f, GP_FEAT_ENTRY_PUSH_EMULATED)->state != G..."))
+	if (!ASSERT_TRUE(features__row(f, GP_FEAT_ENTRY_PUSH_EMULATED)->state != GP_FEAT_UNKNOWN, "entry_push_known"))
 		goto cleanup;
 	if (!ASSERT_TRUE(features__emulated_mask(f) & 1U << GP_INSN_BRANCH, "branch_emulated"))
 		goto cleanup;

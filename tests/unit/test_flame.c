@@ -136,9 +136,9 @@ static void test_render_matches_folded(void)
 
 	if (!ASSERT_TRUE(f, "sample_made"))
 		goto cleanup;
-	if (!ASSERT_EQ(render_files(f, NULL, "sample", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, NULL, sample, svg, sizeof(svg), fold, siz..."))
+	if (!ASSERT_EQ(render_files(f, NULL, "sample", svg, sizeof(svg), fold, sizeof(fold)), 0, "sample_rendered"))
 		goto cleanup;
-	if (!ASSERT_EQ(check_flame(svg, "--folded"), 2, "check_flame(svg, --folded)"))
+	if (!ASSERT_EQ(check_flame(svg, "--folded"), 2, "folded_checked"))
 		goto cleanup; /* a missing argument: the checker's usage */
 	{
 		char extra[PLEN + 16];
@@ -168,7 +168,7 @@ static void test_hostile_text_is_escaped(void)
 		goto cleanup;
 	if (!ASSERT_EQ(folded__add(f, a, 5, 1000), 0, "hostile_added"))
 		goto cleanup;
-	if (!ASSERT_EQ(render_files(f, &o, "hostile", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, &o, hostile, svg, sizeof(svg), fold, size..."))
+	if (!ASSERT_EQ(render_files(f, &o, "hostile", svg, sizeof(svg), fold, sizeof(fold)), 0, "hostile_rendered"))
 		goto cleanup;
 	snprintf(extra, sizeof(extra), "--folded %s", fold);
 	/* the names parsed out of the SVG equal the folded frames: escaped, never cut short */
@@ -218,7 +218,7 @@ static void test_many_stacks(void)
 		if (!ASSERT_EQ(folded__add(f, fr, depth, v), 0, "random_added"))
 			goto cleanup;
 	}
-	if (!ASSERT_EQ(render_files(f, NULL, "many", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, NULL, many, svg, sizeof(svg), fold, sizeo..."))
+	if (!ASSERT_EQ(render_files(f, NULL, "many", svg, sizeof(svg), fold, sizeof(fold)), 0, "many_rendered"))
 		goto cleanup;
 	snprintf(extra, sizeof(extra), "--folded %s", fold);
 	if (!ASSERT_EQ(check_flame(svg, extra), 0, "many_checked"))
@@ -252,7 +252,7 @@ static void test_empty_and_bounds(void)
 	if (!ASSERT_EQ(flame__render(f, &wide, null), -EINVAL, "wide_drawn"))
 		goto cleanup;
 	fclose(null);
-	if (!ASSERT_EQ(render_files(f, NULL, "empty", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, NULL, empty, svg, sizeof(svg), fold, size..."))
+	if (!ASSERT_EQ(render_files(f, NULL, "empty", svg, sizeof(svg), fold, sizeof(fold)), 0, "empty_rendered"))
 		goto cleanup;
 	snprintf(cmd, sizeof(cmd),
 		 "python3 -c 'import sys,xml.etree.ElementTree as E; r=E.parse(sys.argv[1]).getroot();"
@@ -264,9 +264,9 @@ static void test_empty_and_bounds(void)
 		goto cleanup;
 	if (!ASSERT_EQ(folded__add(f, one, 1, 42), 0, "one_added"))
 		goto cleanup;
-	if (!ASSERT_EQ(render_files(f, &ok, "narrow", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, &ok, narrow, svg, sizeof(svg), fold, size..."))
+	if (!ASSERT_EQ(render_files(f, &ok, "narrow", svg, sizeof(svg), fold, sizeof(fold)), 0, "narrow_ok_rendered"))
 		goto cleanup;
-	if (!ASSERT_EQ(check_flame(svg, ""), 0, "check_flame(svg, )"))
+	if (!ASSERT_EQ(check_flame(svg, ""), 0, "narrow_checked"))
 		goto cleanup;
 	snprintf(cmd, sizeof(cmd), "grep -c '42 samples, 100.00%%' %s; grep -o 'width=\"200\"' %s | head -1", svg, svg);
 	if (!ASSERT_EQ(run(cmd), 0, "one_sample_found"))
@@ -369,7 +369,7 @@ static void test_main(void)
 		run(cmd);
 		if (!ASSERT_STR_CONTAINS(last_out, "skipped 1 of 4 lines (first: line 3,", "contains skipped 1 of 4 lines (first: line 3,"))
 			goto cleanup;
-		if (!ASSERT_EQ(check_flame(out, ""), 0, "check_flame(out, )"))
+		if (!ASSERT_EQ(check_flame(out, ""), 0, "main_output_checked"))
 			goto cleanup;
 		if (!ASSERT_STR_CONTAINS(last_out, "\"total\": 170", "contains total: 170"))
 			goto cleanup;
@@ -395,7 +395,7 @@ static void test_chromium_runs_the_script(void)
 	f = sample();
 	if (!ASSERT_TRUE(f, "sample_made"))
 		goto cleanup;
-	if (!ASSERT_EQ(render_files(f, NULL, "chromium", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, NULL, chromium, svg, sizeof(svg), fold, s..."))
+	if (!ASSERT_EQ(render_files(f, NULL, "chromium", svg, sizeof(svg), fold, sizeof(fold)), 0, "chromium_rendered"))
 		goto cleanup;
 	/* zoom on the grow_cache frame, wherever the layout put it */
 	snprintf(cmd, sizeof(cmd), "grep -o 'data-s=\"[0-9]*\" data-v=\"4096000\" data-d=\"2\"' %s", svg);

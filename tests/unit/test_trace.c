@@ -127,7 +127,7 @@ static void test_jsonl_counter_records(void)
 	if (!ASSERT_STR_CONTAINS(text, "{\"type\":\"counter\",\"ts_ns\":2000000,\"pid\":42,\"name\":\"copy bytes\","
 				  "\"values\":{\"H2D\":6.759035e-07,\"D2D\":3000000000}}\n", "contains {type:counter,ts_ns:2000000,pid:42,name:copy bytes,"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!strstr(text, "nothing") && !strstr(text, "too many"), "!strstr(text, nothing) && !strstr(text, too many)"))
+	if (!ASSERT_TRUE(!strstr(text, "nothing") && !strstr(text, "too many"), "no_nothing_or_too_many"))
 		goto cleanup;
 	/* every line is one JSON object */
 	for (p = text; *p;) {
@@ -331,14 +331,14 @@ static void test_convert_edge_cases(void)
 	static const char summary[] = "{\"events_written\":0,\"type\":\"summary\"}";
 
 	/* empty: a complete, empty document that says the summary is missing */
-	if (!ASSERT_EQ(convert_text("", 0, &st, err, sizeof(err), &doc), 0, "convert_text(, 0, &st, err, sizeof(err), &doc)"))
+	if (!ASSERT_EQ(convert_text("", 0, &st, err, sizeof(err), &doc), 0, "convert_empty"))
 		goto cleanup;
 	if (!ASSERT_STR_EQ(doc, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n\n],\"otherData\":{\"convert\":{\"lines\":0,"
 			   "\"records\":0,\"dropped_lines\":0,\"truncated\":false,\"summary_missing\":true}}}\n", "doc"))
 		goto cleanup;
 	free(doc);
 	/* a Chrome file is not JSON Lines: an error, and still a complete document */
-	if (!ASSERT_EQ(convert_text(chrome, strlen(chrome), &st, err, sizeof(err), &doc), -EINVAL, "convert_text(chrome, strlen(chrome), &st, err, sizeof(err..."))
+	if (!ASSERT_EQ(convert_text(chrome, strlen(chrome), &st, err, sizeof(err), &doc), -EINVAL, "convert_chrome"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "not a gpuprobe JSON Lines trace (no record in 3 lines)", "contains not a gpuprobe JSON Lines trace (no record in 3 ..."))
 		goto cleanup;
@@ -349,7 +349,7 @@ static void test_convert_edge_cases(void)
 		goto cleanup;
 	free(doc);
 	/* the summary without its newline is complete: kept, nothing dropped */
-	if (!ASSERT_EQ(convert_text(summary, strlen(summary), &st, err, sizeof(err), &doc), 0, "convert_text(summary, strlen(summary), &st, err, sizeof(e..."))
+	if (!ASSERT_EQ(convert_text(summary, strlen(summary), &st, err, sizeof(err), &doc), 0, "convert_summary_only"))
 		goto cleanup;
 	if (!ASSERT_EQ(st.dropped, 0, "dropped"))
 		goto cleanup;
@@ -364,7 +364,7 @@ static void test_convert_edge_cases(void)
 		size_t len = 0;
 		FILE *m = open_memstream(&buf, &len);
 
-		if (!ASSERT_EQ(trace__convert("/nonexistent/t.jsonl", m, &st, err, sizeof(err)), -ENOENT, "trace__convert(/nonexistent/t.jsonl, m, &st, err, sizeof(..."))
+		if (!ASSERT_EQ(trace__convert("/nonexistent/t.jsonl", m, &st, err, sizeof(err)), -ENOENT, "convert_missing"))
 			goto cleanup;
 		fclose(m);
 		if (!ASSERT_EQ(len, 0, "no_err_len"))
@@ -425,7 +425,7 @@ static void test_convert_chrome_reports_drops(void)
 	msg = slurp(errf);
 	if (!ASSERT_TRUE(msg, "err_read"))
 		goto cleanup;
-	if (!ASSERT_TRUE(strstr(msg, "gpuprobe: convert: ") == msg, "strstr(msg, gpuprobe: convert: ) == msg"))
+	if (!ASSERT_TRUE(strstr(msg, "gpuprobe: convert: ") == msg, "err_prefixed"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(msg, "r.jsonl: dropped 2 of 3 lines (first: line 2, the last cut short, 1 not a complete record); converted 1 records\n", "contains r.jsonl: dropped 2 of 3 lines (first: line 2, th..."))
 		goto cleanup;
