@@ -31,6 +31,8 @@ struct call {
 	__u64 ts_ns;
 	__u32 api;
 	__u32 epoch; /* gp_window_epoch() at entry */
+	__u32 layout; /* enum gp_copy_layout, from the cookie: GP_CL_NONE for no copy */
+	__u32 _pad;
 	__u64 a[6];
 };
 
@@ -47,12 +49,14 @@ __u64 failed_copies, zero_copies;
 
 #define count_drop(what) gp_count_drop(cdrops, what)
 
-static __always_inline int copy_enter_traced(struct pt_regs *ctx, __u64 id, __u32 api, __u32 epoch)
+static __always_inline int copy_enter_traced(struct pt_regs *ctx, __u64 id, __u32 api, __u32 layout,
+					     __u32 epoch)
 {
 	struct call c = {
 		.ts_ns = bpf_ktime_get_ns(),
 		.api = api,
 		.epoch = epoch,
+		.layout = layout,
 		.a = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
 		       PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), gp_arg(ctx, 5) },
 	};
@@ -78,7 +82,8 @@ static __always_inline bool is_sync(__u32 api)
 static __always_inline int copy_enter_body(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 api = (__u32)bpf_get_attach_cookie(ctx), epoch;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 api = GP_COOKIE_API(cookie), epoch;
 
 	if (!gp_traced_self())
 		return 0;
@@ -95,7 +100,7 @@ static __always_inline int copy_enter_body(struct pt_regs *ctx)
 	} else {
 		gp_priced_hit(id >> 32);
 	}
-	return copy_enter_traced(ctx, id, api, epoch);
+	return copy_enter_traced(ctx, id, api, GP_COOKIE_LAYOUT(cookie), epoch);
 }
 
 SEC("uprobe")
@@ -168,52 +173,42 @@ static __always_inline void fill_copy(struct gp_copy_event *e, struct call *c)
 	e->dst = a[0];
 	e->src = a[1];
 	e->bytes = a[2];
-	switch (c->api) {
-	case GP_API_cuMemcpyAsync:
-	case GP_API_cuMemcpyAsync_ptsz:
+	switch (c->layout) {
+	case GP_CL_UNIFIED_ASYNC:
 		e->async = 1;
 		e->stream = a[3];
 		/* fall through */
-	case GP_API_cuMemcpy:
-	case GP_API_cuMemcpy_ptds:
+	case GP_CL_UNIFIED:
 		e->dst_type = e->src_type = GP_MEMTYPE_UNIFIED;
 		break;
-	case GP_API_cuMemcpyHtoDAsync_v2:
-	case GP_API_cuMemcpyHtoDAsync_v2_ptsz:
+	case GP_CL_HTOD_ASYNC:
 		e->async = 1;
 		e->stream = a[3];
 		/* fall through */
-	case GP_API_cuMemcpyHtoD_v2:
-	case GP_API_cuMemcpyHtoD_v2_ptds:
+	case GP_CL_HTOD:
 		e->dst_type = GP_MEMTYPE_DEVICE;
 		e->src_type = GP_MEMTYPE_HOST;
 		break;
-	case GP_API_cuMemcpyDtoHAsync_v2:
-	case GP_API_cuMemcpyDtoHAsync_v2_ptsz:
+	case GP_CL_DTOH_ASYNC:
 		e->async = 1;
 		e->stream = a[3];
 		/* fall through */
-	case GP_API_cuMemcpyDtoH_v2:
-	case GP_API_cuMemcpyDtoH_v2_ptds:
+	case GP_CL_DTOH:
 		e->dst_type = GP_MEMTYPE_HOST;
 		e->src_type = GP_MEMTYPE_DEVICE;
 		break;
-	case GP_API_cuMemcpyDtoDAsync_v2:
-	case GP_API_cuMemcpyDtoDAsync_v2_ptsz:
+	case GP_CL_DTOD_ASYNC:
 		e->async = 1;
 		e->stream = a[3];
 		/* fall through */
-	case GP_API_cuMemcpyDtoD_v2:
-	case GP_API_cuMemcpyDtoD_v2_ptds:
+	case GP_CL_DTOD:
 		e->dst_type = e->src_type = GP_MEMTYPE_DEVICE;
 		break;
-	case GP_API_cuMemcpyPeerAsync:
-	case GP_API_cuMemcpyPeerAsync_ptsz:
+	case GP_CL_PEER_ASYNC:
 		e->async = 1;
 		e->stream = a[5];
 		/* fall through */
-	case GP_API_cuMemcpyPeer:
-	case GP_API_cuMemcpyPeer_ptds:
+	case GP_CL_PEER:
 		/* (dst, dstContext, src, srcContext, bytes) */
 		e->peer = 1;
 		e->dst = a[0];
@@ -223,28 +218,22 @@ static __always_inline void fill_copy(struct gp_copy_event *e, struct call *c)
 		e->bytes = a[4];
 		e->dst_type = e->src_type = GP_MEMTYPE_DEVICE;
 		break;
-	case GP_API_cuMemcpy2DAsync_v2:
-	case GP_API_cuMemcpy2DAsync_v2_ptsz:
+	case GP_CL_D2_ASYNC:
 		e->async = 1;
 		e->stream = a[1];
 		/* fall through */
-	case GP_API_cuMemcpy2D_v2:
-	case GP_API_cuMemcpy2D_v2_ptds:
-	case GP_API_cuMemcpy2DUnaligned_v2:
-	case GP_API_cuMemcpy2DUnaligned_v2_ptds:
+	case GP_CL_D2:
 		e->src_type = rd32(a[0], M2D_SRC_TYPE);
 		e->dst_type = rd32(a[0], M2D_DST_TYPE);
 		e->src = desc_ptr(a[0], e->src_type, M2D_SRC_HOST, M2D_SRC_DEV);
 		e->dst = desc_ptr(a[0], e->dst_type, M2D_DST_HOST, M2D_DST_DEV);
 		e->bytes = rd64(a[0], M2D_WIDTH) * rd64(a[0], M2D_HEIGHT);
 		break;
-	case GP_API_cuMemcpy3DPeerAsync:
-	case GP_API_cuMemcpy3DPeerAsync_ptsz:
+	case GP_CL_PEER3D_ASYNC:
 		e->async = 1;
 		e->stream = a[1];
 		/* fall through */
-	case GP_API_cuMemcpy3DPeer:
-	case GP_API_cuMemcpy3DPeer_ptds:
+	case GP_CL_PEER3D:
 		/* a peer copy by its entry point: both contexts say the GPUs */
 		e->peer = 1;
 		e->src_ctx = rd64(a[0], M3DP_SRC_CTX);
@@ -255,12 +244,11 @@ static __always_inline void fill_copy(struct gp_copy_event *e, struct call *c)
 		e->dst = desc_ptr(a[0], e->dst_type, M3D_DST_HOST, M3D_DST_DEV);
 		e->bytes = rd64(a[0], M3D_WIDTH) * rd64(a[0], M3D_HEIGHT) * rd64(a[0], M3D_DEPTH);
 		break;
-	case GP_API_cuMemcpy3DAsync_v2:
-	case GP_API_cuMemcpy3DAsync_v2_ptsz:
+	case GP_CL_D3_ASYNC:
 		e->async = 1;
 		e->stream = a[1];
 		/* fall through */
-	default: /* cuMemcpy3D_v2(+_ptds) */
+	default: /* GP_CL_D3 */
 		e->src_type = rd32(a[0], M3D_SRC_TYPE);
 		e->dst_type = rd32(a[0], M3D_DST_TYPE);
 		e->src = desc_ptr(a[0], e->src_type, M3D_SRC_HOST, M3D_SRC_DEV);
@@ -270,11 +258,6 @@ static __always_inline void fill_copy(struct gp_copy_event *e, struct call *c)
 	}
 }
 
-static __always_inline bool is_copy(__u32 api)
-{
-	return (api >= GP_API_cuMemcpy && api <= GP_API_cuMemcpy3DAsync_v2_ptsz) ||
-	       (api >= GP_API_cuMemcpy3DPeer && api <= GP_API_cuMemcpy3DPeerAsync_ptsz);
-}
 
 static __always_inline void emit_copy(struct call *c, __u64 id, __u64 now)
 {
@@ -408,9 +391,9 @@ static __always_inline int copy_leave_body(struct pt_regs *ctx)
 		return 0;
 	}
 	if ((__u32)PT_REGS_RC(ctx) != 0) {
-		if (is_copy(c->api))
+		if (c->layout != GP_CL_NONE)
 			__sync_fetch_and_add(&failed_copies, 1);
-	} else if (is_copy(c->api)) {
+	} else if (c->layout != GP_CL_NONE) {
 		emit_copy(c, id, now);
 	} else {
 		emit_aux(c, id, now);

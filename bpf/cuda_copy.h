@@ -18,6 +18,28 @@ enum gp_memtype {
 	GP_MEMTYPE_UNIFIED = 4,
 };
 
+/* How a --bandwidth-util entry point passes a copy (GP_COPY's layout in bpf/gp_apis.def);
+ * an _ASYNC layout adds a stream. NONE: a context, event record or host registration. */
+enum gp_copy_layout {
+	GP_CL_NONE,
+	GP_CL_UNIFIED,       /* (dst, src, bytes): directions told from the pointers */
+	GP_CL_UNIFIED_ASYNC, /* ... , stream) */
+	GP_CL_HTOD,
+	GP_CL_HTOD_ASYNC,
+	GP_CL_DTOH,
+	GP_CL_DTOH_ASYNC,
+	GP_CL_DTOD,
+	GP_CL_DTOD_ASYNC,
+	GP_CL_PEER,          /* (dst, dstContext, src, srcContext, bytes) */
+	GP_CL_PEER_ASYNC,    /* ... , stream) */
+	GP_CL_D2,            /* (const CUDA_MEMCPY2D *) */
+	GP_CL_D2_ASYNC,      /* ... , stream) */
+	GP_CL_D3,            /* (const CUDA_MEMCPY3D *) */
+	GP_CL_D3_ASYNC,
+	GP_CL_PEER3D,        /* (const CUDA_MEMCPY3D_PEER *) */
+	GP_CL_PEER3D_ASYNC,
+};
+
 struct gp_copy_event {
 	__u32 type; /* GP_EV_COPY */
 	__u32 api;

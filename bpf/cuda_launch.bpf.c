@@ -929,24 +929,20 @@ out:
 }
 
 /* Launches and syncs: the hot path (see struct hot). */
-static __always_inline int hot_enter(struct pt_regs *ctx, __u32 api)
+static __always_inline int hot_enter(struct pt_regs *ctx, __u32 prog)
 {
 	struct launch l = { .hot = hot_self(), .img = gp_image() };
 
 	if (!hot_traced(l.hot, l.img))
 		return 0;
-	switch (api) {
-	case GP_API_cuLaunchKernel:
-	case GP_API_cuLaunchKernel_ptsz:
+	switch (prog) {
+	case GP_LP_KERNEL:
 		return launch_kernel(ctx, &l, GP_LAUNCH_KERNEL);
-	case GP_API_cuLaunchKernelEx:
-	case GP_API_cuLaunchKernelEx_ptsz:
+	case GP_LP_EX:
 		return launch_ex(ctx, &l);
-	case GP_API_cuLaunchCooperativeKernel:
-	case GP_API_cuLaunchCooperativeKernel_ptsz:
+	case GP_LP_COOP:
 		return launch_kernel(ctx, &l, GP_LAUNCH_COOPERATIVE);
-	case GP_API_cuGraphLaunch:
-	case GP_API_cuGraphLaunch_ptsz:
+	case GP_LP_GRAPH:
 		return launch_graph(ctx, &l);
 	default:
 		return sync_enter(ctx);
@@ -967,33 +963,29 @@ static __always_inline bool naming_seen(void)
 }
 
 /* One entry and one return program for every launch-side entry point, dispatching on the
- * attach cookie: one uprobe_multi link each per library (two with --max-overhead: the
- * launches and syncs it may sample, and the rest). */
+ * attach cookie's prog (GP_LAUNCH's in bpf/gp_apis.def; the id below it): one uprobe_multi
+ * link each per library (two with --max-overhead: the launches and syncs it may sample,
+ * and the rest). */
 static __always_inline int launch_enter_body(struct pt_regs *ctx)
 {
-	__u32 api = (__u32)bpf_get_attach_cookie(ctx);
+	__u32 prog = GP_COOKIE_LAYOUT(bpf_get_attach_cookie(ctx));
 
-	switch (api) {
-	case GP_API_cuModuleGetFunction:
-	case GP_API_cuLibraryGetKernel:
+	switch (prog) {
+	case GP_LP_NAME:
 		return gp_traced_self() && naming_seen() ? name_enter(ctx) : 0;
-	case GP_API_cuKernelGetFunction:
+	case GP_LP_ALIAS:
 		return gp_traced_self() && naming_seen() ? alias_enter(ctx) : 0;
-	case GP_API_cuModuleUnload:
-	case GP_API_cuLibraryUnload:
+	case GP_LP_UNLOAD:
 		return gp_traced_self() ? unload_enter(ctx) : 0;
-	case GP_API_cuInit:
-	case GP_API_cuDevicePrimaryCtxRetain:
-	case GP_API_cuCtxCreate_v2:
-	case GP_API_cuCtxCreate_v3:
-	case GP_API_cuCtxCreate_v4:
+	case GP_LP_INIT:
+	case GP_LP_CTX:
 		/* priced, never sampled: a process's first driver call takes its budget slot,
 		 * and the budget arms its sampled probes for it alone (src/core/budget.c) */
 		if (gp_traced_self())
 			gp_init_begin(bpf_get_current_pid_tgid() >> 32);
 		return 0;
 	default:
-		return hot_enter(ctx, api);
+		return hot_enter(ctx, prog);
 	}
 }
 
@@ -1015,20 +1007,15 @@ static __always_inline int launch_leave_body(struct pt_regs *ctx)
 {
 	if (!gp_traced_self())
 		return 0;
-	switch ((__u32)bpf_get_attach_cookie(ctx)) {
-	case GP_API_cuModuleGetFunction:
-	case GP_API_cuLibraryGetKernel:
-	case GP_API_cuKernelGetFunction:
+	switch (GP_COOKIE_LAYOUT(bpf_get_attach_cookie(ctx))) {
+	case GP_LP_NAME:
+	case GP_LP_ALIAS:
 		return name_leave(ctx);
-	case GP_API_cuModuleUnload:
-	case GP_API_cuLibraryUnload:
+	case GP_LP_UNLOAD:
 		return unload_leave(ctx);
-	case GP_API_cuInit:
+	case GP_LP_INIT:
 		return 0;
-	case GP_API_cuDevicePrimaryCtxRetain:
-	case GP_API_cuCtxCreate_v2:
-	case GP_API_cuCtxCreate_v3:
-	case GP_API_cuCtxCreate_v4:
+	case GP_LP_CTX:
 		gp_init_done(bpf_get_current_pid_tgid() >> 32);
 		return 0;
 	default:

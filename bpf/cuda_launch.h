@@ -8,6 +8,22 @@
 
 #include "gpuprobe.h"
 
+/* What bpf/cuda_launch.bpf.c does with a launch-side entry point (GP_LAUNCH's prog in
+ * bpf/gp_apis.def): the attach cookie carries it above the id (GP_API_COOKIE). */
+enum gp_launch_prog {
+	GP_LP_KERNEL,  /* cuLaunchKernel shape */
+	GP_LP_COOP,    /* cuLaunchCooperativeKernel shape */
+	GP_LP_EX,      /* cuLaunchKernelEx: config struct first */
+	GP_LP_GRAPH,   /* cuGraphLaunch */
+	GP_LP_SYNC,    /* stream/context/event synchronize */
+	GP_LP_NAME,    /* handle creation with a name: always needs its return */
+	GP_LP_ALIAS,   /* cuKernelGetFunction: always needs its return */
+	GP_LP_UNLOAD,  /* cuModuleUnload/cuLibraryUnload: their handles go stale */
+	GP_LP_INIT,    /* cuInit: a process new to the --max-overhead budget (budget.bpf.h) */
+	GP_LP_CTX,     /* a context's creation: as GP_LP_INIT, and the process is ready to
+			* launch once it returns */
+};
+
 /* --cudatrace: how a handle was launched (part of the in-kernel aggregation key) */
 enum gp_launch_kind {
 	GP_LAUNCH_KERNEL = 0,      /* cuLaunchKernel */

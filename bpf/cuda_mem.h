@@ -25,11 +25,8 @@ enum gp_mem_layout {
 			      * CUgraphNode *, size_t, CUdeviceptr) */
 };
 
-/* A memory probe's attach cookie: the entry point's id in the low 32 bits, its argument
- * layout above, so that mem_enter reads both with one helper call and no look-up. */
-#define GP_MEM_COOKIE(api, layout) ((__u64)(layout) << 32 | (__u32)(api))
-#define GP_COOKIE_API(cookie) ((__u32)(cookie))
-#define GP_COOKIE_LAYOUT(cookie) ((__u32)((cookie) >> 32))
+/* A memory probe's attach cookie (GP_API_COOKIE, bpf/gpuprobe.h) */
+#define GP_MEM_COOKIE(api, layout) GP_API_COOKIE(api, layout)
 
 /* How --memleak takes the stack of an allocation (cuda_mem.bpf.c's stack_mode). */
 enum gp_stack_mode {

@@ -155,6 +155,13 @@ enum gp_api {
 	GP_API__COUNT,
 };
 
+/* An entry point's attach cookie where the program reads its arguments by layout (the
+ * memory and copy programs): the id in the low 32 bits, the layout from bpf/gp_apis.def
+ * above, so that the program reads both with one helper call and no look-up. */
+#define GP_API_COOKIE(api, layout) ((__u64)(layout) << 32 | (__u32)(api))
+#define GP_COOKIE_API(cookie) ((__u32)(cookie))
+#define GP_COOKIE_LAYOUT(cookie) ((__u32)((cookie) >> 32))
+
 struct gp_exit_event {
 	__u32 type; /* GP_EV_EXIT */
 	__u32 pid;

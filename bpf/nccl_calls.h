@@ -8,35 +8,12 @@
 
 #include "gpuprobe.h"
 
-/* --nccl: which NCCL entry point made a call (the attach cookie); the loader maps an id to
- * its exported name (src/modes/nccl/nccl.c). */
+/* --nccl: which NCCL entry point made a call (the attach cookie), from the one list
+ * (bpf/nccl_fns.def), which also names them. */
 enum gp_nccl_fn {
 	GP_NCCL_NONE = 0,
-	GP_NCCL_CommInitRank,
-	GP_NCCL_CommInitRankConfig,
-	GP_NCCL_CommInitRankScalable,
-	GP_NCCL_CommInitAll,
-	GP_NCCL_CommSplit,
-	GP_NCCL_CommShrink,
-	GP_NCCL_CommFinalize,
-	GP_NCCL_CommDestroy,
-	GP_NCCL_CommAbort,
-	GP_NCCL_CommCount,
-	GP_NCCL_CommCuDevice,
-	GP_NCCL_CommUserRank,
-	GP_NCCL_AllReduce,
-	GP_NCCL_Broadcast,
-	GP_NCCL_Bcast,
-	GP_NCCL_Reduce,
-	GP_NCCL_AllGather,
-	GP_NCCL_ReduceScatter,
-	GP_NCCL_AlltoAll,
-	GP_NCCL_Gather,
-	GP_NCCL_Scatter,
-	GP_NCCL_Send,
-	GP_NCCL_Recv,
-	GP_NCCL_GroupStart,
-	GP_NCCL_GroupEnd,
+#define GP_NCCL_FN(name) GP_NCCL_##name,
+#include "nccl_fns.def"
 	GP_NCCL__COUNT,
 };
 

@@ -26,9 +26,9 @@ const struct gp_graph_api_info gp_graph_apis[] = {
 const int gp_graph_apis_cnt = sizeof(gp_graph_apis) / sizeof(gp_graph_apis[0]);
 
 const struct gp_copy_api_info gp_copy_apis[] = {
-#define GP_COPY(name) { GP_API_##name, #name },
-#define GP_LAUNCH_COPY(name, prog) GP_COPY(name)
-#define GP_GRAPH_COPY(name, with_return) GP_COPY(name)
+#define GP_COPY(name, layout) { GP_API_##name, #name, GP_CL_##layout },
+#define GP_LAUNCH_COPY(name, prog) GP_COPY(name, NONE)
+#define GP_GRAPH_COPY(name, with_return) GP_COPY(name, NONE)
 #include "gp_apis.def"
 };
 const int gp_copy_apis_cnt = sizeof(gp_copy_apis) / sizeof(gp_copy_apis[0]);

@@ -9,6 +9,8 @@
 #include <linux/types.h>
 #include "gpuprobe.h"
 #include "cuda_mem.h"
+#include "cuda_copy.h"
+#include "cuda_launch.h"
 
 struct gp_api_info {
 	enum gp_api id;
@@ -16,20 +18,6 @@ struct gp_api_info {
 	enum gp_mem_layout layout; /* how mem_enter reads its arguments (the cookie's) */
 	enum gp_mem_kind kind; /* what it allocates or frees */
 	bool required;        /* a library without it is not a CUDA driver */
-};
-
-/* Which program of bpf/cuda_launch.bpf.c an entry point gets. */
-enum gp_launch_prog {
-	GP_LP_KERNEL,  /* cuLaunchKernel shape */
-	GP_LP_COOP,    /* cuLaunchCooperativeKernel shape */
-	GP_LP_EX,      /* cuLaunchKernelEx: config struct first */
-	GP_LP_GRAPH,   /* cuGraphLaunch */
-	GP_LP_SYNC,    /* stream/context/event synchronize */
-	GP_LP_NAME,    /* handle creation with a name: always needs its return */
-	GP_LP_ALIAS,   /* cuKernelGetFunction: always needs its return */
-	GP_LP_UNLOAD,  /* cuModuleUnload/cuLibraryUnload: their handles go stale */
-	GP_LP_INIT,    /* cuInit and a context's creation: a process new to the --max-overhead
-			* budget, ready to launch once it has a context (budget.bpf.h) */
 };
 
 struct gp_launch_api_info {
@@ -57,6 +45,7 @@ extern const int gp_graph_apis_cnt;
 struct gp_copy_api_info {
 	enum gp_api id;
 	const char *name;
+	enum gp_copy_layout layout; /* GP_CL_NONE: no copy */
 };
 
 extern const struct gp_copy_api_info gp_copy_apis[];

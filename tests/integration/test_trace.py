@@ -111,6 +111,22 @@ def test_copies_allocations_and_durations():
           "allocations decoded")
 
 
+def test_ctx_get_device_is_no_copy():
+    # cuCtxGetDevice and _v2 are --bandwidth-util's calls but no copies: none is counted
+    # among the copies --trace could not decode
+    for v2 in ([], ["--v2"]):
+        fn = "cuCtxGetDevice_v2" if v2 else "cuCtxGetDevice"
+        out = path(fn + ".jsonl")
+        r, s = trace_run(out, [app("ctxdev_app"), "--asks", "7", "--n", "3"] + v2)
+        t = gp.truth(r.stderr)
+        c = calls_of(read_jsonl(out), t["pid"])
+        eq(c.get(fn), 7, f"{fn}_calls")
+        p = proc(s, t["pid"])
+        eq(p["copies_undecoded"], 0, f"{fn}_undecoded")
+        eq(sum(v["copies"] for v in p["copies"].values()), t["copies"], f"{fn}_copies")
+        eq(sum(v["bytes"] for v in p["copies"].values()), t["bytes"], f"{fn}_bytes")
+
+
 def test_chrome_format_and_convert():
     jl, ch = path("c.jsonl"), path("c.json")
     trace_run(jl, [app("launch_app"), "--n", "20"])

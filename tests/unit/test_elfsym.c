@@ -1053,7 +1053,7 @@ static void test_shared_names(void)
 		syms[i].st_shndx = SEC_TEXT;
 	}
 	path = mini_file(img, "shared-names.so");
-	if (!ASSERT_TRUE(path, "path"))
+	if (!ASSERT_TRUE(path, "image_written"))
 		goto cleanup;
 	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	if (!ASSERT_TRUE(fd >= 0 && write(fd, file, len) == (ssize_t)len, "wrote the file"))

@@ -35,41 +35,41 @@ static void test_parse_release(void)
 {
 	struct gp_kver v;
 
-	if (!ASSERT_EQ(features__parse_release("6.12.13-amd64", &v), 0, "features__parse_release(6.12.13-amd64, &v)"))
+	if (!ASSERT_EQ(features__parse_release("6.12.13-amd64", &v), 0, "parse_release_6_12_13_amd64"))
 		goto cleanup;
-	if (!ASSERT_EQ(v.major, 6, "v.major"))
+	if (!ASSERT_EQ(v.major, 6, "major"))
 		goto cleanup;
-	if (!ASSERT_EQ(v.minor, 12, "v.minor"))
+	if (!ASSERT_EQ(v.minor, 12, "minor"))
 		goto cleanup;
-	if (!ASSERT_EQ(v.patch, 13, "v.patch"))
+	if (!ASSERT_EQ(v.patch, 13, "patch"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release("6.1.0-56-cloud-amd64", &v), 0, "features__parse_release(6.1.0-56-cloud-amd64, &v)"))
+	if (!ASSERT_EQ(features__parse_release("6.1.0-56-cloud-amd64", &v), 0, "parse_release_6_1_0_56_cloud_amd64"))
 		goto cleanup;
-	if (!ASSERT_EQ(v.minor, 1, "v.minor"))
+	if (!ASSERT_EQ(v.minor, 1, "minor"))
 		goto cleanup;
-	if (!ASSERT_EQ(v.patch, 0, "v.patch"))
+	if (!ASSERT_EQ(v.patch, 0, "patch"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release("5.15", &v), 0, "features__parse_release(5.15, &v)"))
+	if (!ASSERT_EQ(features__parse_release("5.15", &v), 0, "parse_release_5_15"))
 		goto cleanup;
-	if (!ASSERT_EQ(v.minor, 15, "v.minor"))
+	if (!ASSERT_EQ(v.minor, 15, "minor"))
 		goto cleanup;
-	if (!ASSERT_EQ(v.patch, 0, "v.patch"))
+	if (!ASSERT_EQ(v.patch, 0, "patch"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release("6.11-rc1", &v), 0, "features__parse_release(6.11-rc1, &v)"))
+	if (!ASSERT_EQ(features__parse_release("6.11-rc1", &v), 0, "parse_release_6_11_rc1"))
 		goto cleanup;
-	if (!ASSERT_EQ(v.minor, 11, "v.minor"))
+	if (!ASSERT_EQ(v.minor, 11, "minor"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release("6.18.44-fc-v669", &v), 0, "features__parse_release(6.18.44-fc-v669, &v)"))
+	if (!ASSERT_EQ(features__parse_release("6.18.44-fc-v669", &v), 0, "parse_release_6_18_44_fc_v669"))
 		goto cleanup;
-	if (!ASSERT_EQ(v.patch, 44, "v.patch"))
+	if (!ASSERT_EQ(v.patch, 44, "patch"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release("linux", &v), -EINVAL, "features__parse_release(linux, &v)"))
+	if (!ASSERT_EQ(features__parse_release("linux", &v), -EINVAL, "parse_release_linux"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release("", &v), -EINVAL, "features__parse_release(, &v)"))
+	if (!ASSERT_EQ(features__parse_release("", &v), -EINVAL, "parse_empty"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release(NULL, &v), -EINVAL, "features__parse_release(NULL, &v)"))
+	if (!ASSERT_EQ(features__parse_release(NULL, &v), -EINVAL, "null_release"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__parse_release("-6.1", &v), -EINVAL, "features__parse_release(-6.1, &v)"))
+	if (!ASSERT_EQ(features__parse_release("-6.1", &v), -EINVAL, "parse_release_minus_6_1"))
 		goto cleanup;
 cleanup:;
 }
@@ -83,31 +83,31 @@ static bool hazard(const char *rel, const char *mach)
 
 static void test_seccomp_hazard_range(void)
 {
-	if (!ASSERT_TRUE(!hazard("6.10.14", "x86_64"), "!hazard(6.10.14, x86_64)"))
+	if (!ASSERT_TRUE(!hazard("6.10.14", "x86_64"), "no_hazard_6_10_14"))
 		goto cleanup;
-	if (!ASSERT_TRUE(hazard("6.11.0", "x86_64"), "hazard(6.11.0, x86_64)"))
+	if (!ASSERT_TRUE(hazard("6.11.0", "x86_64"), "hazard_6_11_0"))
 		goto cleanup;
-	if (!ASSERT_TRUE(hazard("6.11.11", "x86_64"), "hazard(6.11.11, x86_64)"))
+	if (!ASSERT_TRUE(hazard("6.11.11", "x86_64"), "hazard_6_11_11"))
 		goto cleanup;
-	if (!ASSERT_TRUE(hazard("6.12.0", "x86_64"), "hazard(6.12.0, x86_64)"))
+	if (!ASSERT_TRUE(hazard("6.12.0", "x86_64"), "hazard_6_12_0"))
 		goto cleanup;
-	if (!ASSERT_TRUE(hazard("6.12.13-amd64", "x86_64"), "hazard(6.12.13-amd64, x86_64)"))
+	if (!ASSERT_TRUE(hazard("6.12.13-amd64", "x86_64"), "hazard_6_12_13_amd64"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!hazard("6.12.14", "x86_64"), "!hazard(6.12.14, x86_64)"))
+	if (!ASSERT_TRUE(!hazard("6.12.14", "x86_64"), "no_hazard_6_12_14"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!hazard("6.12.57+deb13-amd64", "x86_64"), "!hazard(6.12.57+deb13-amd64, x86_64)"))
+	if (!ASSERT_TRUE(!hazard("6.12.57+deb13-amd64", "x86_64"), "no_hazard_6_12_57_deb13_amd64"))
 		goto cleanup;
-	if (!ASSERT_TRUE(hazard("6.13.2", "x86_64"), "hazard(6.13.2, x86_64)"))
+	if (!ASSERT_TRUE(hazard("6.13.2", "x86_64"), "hazard_6_13_2"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!hazard("6.13.3", "x86_64"), "!hazard(6.13.3, x86_64)"))
+	if (!ASSERT_TRUE(!hazard("6.13.3", "x86_64"), "no_hazard_6_13_3"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!hazard("6.14.0", "x86_64"), "!hazard(6.14.0, x86_64)"))
+	if (!ASSERT_TRUE(!hazard("6.14.0", "x86_64"), "no_hazard_6_14_0"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!hazard("6.1.0-56-amd64", "x86_64"), "!hazard(6.1.0-56-amd64, x86_64)"))
+	if (!ASSERT_TRUE(!hazard("6.1.0-56-amd64", "x86_64"), "no_hazard_6_1_0_56_amd64"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!hazard("6.12.5", "aarch64"), "!hazard(6.12.5, aarch64)"))
+	if (!ASSERT_TRUE(!hazard("6.12.5", "aarch64"), "no_hazard_6_12_5_aarch64"))
 		goto cleanup; /* no uretprobe system call there */
-	if (!ASSERT_TRUE(!hazard("7.0.0", "x86_64"), "!hazard(7.0.0, x86_64)"))
+	if (!ASSERT_TRUE(!hazard("7.0.0", "x86_64"), "no_hazard_7_0_0"))
 		goto cleanup;
 cleanup:;
 }
@@ -134,26 +134,26 @@ static void test_container_runtimes(void)
 {
 	char buf[128], warn[1024];
 
-	if (!ASSERT_EQ(features__container_runtimes(tmpdir, buf, sizeof(buf)), 0, "features__container_runtimes(tmpdir, buf, sizeof(buf))"))
+	if (!ASSERT_EQ(features__container_runtimes(tmpdir, buf, sizeof(buf)), 0, "runtimes_none"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, "", "buf"))
+	if (!ASSERT_STR_EQ(buf, "", "none_listed"))
 		goto cleanup;
 	/* no runtime: no warning even in the range */
-	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5", "x86_64", tmpdir, warn, sizeof(warn)), 0, "features__seccomp_warning(NULL, 6.12.5, x86_64, tmpdir, w..."))
+	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5", "x86_64", tmpdir, warn, sizeof(warn)), 0, "seccomp_6_12_5"))
 		goto cleanup;
 	put("run/docker.sock", "");
 	put("proc/4242/comm", "containerd\n");
 	put("proc/4243/comm", "bash\n");
 	put("proc/self/comm", "dockerd\n"); /* not a PID: ignored */
-	if (!ASSERT_EQ(features__container_runtimes(tmpdir, buf, sizeof(buf)), 2, "features__container_runtimes(tmpdir, buf, sizeof(buf))"))
+	if (!ASSERT_EQ(features__container_runtimes(tmpdir, buf, sizeof(buf)), 2, "runtimes_two"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, "docker, containerd", "buf"))
+	if (!ASSERT_STR_EQ(buf, "docker, containerd", "two_listed"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__container_runtimes(tmpdir, buf, 8), 2, "features__container_runtimes(tmpdir, buf, 8)"))
+	if (!ASSERT_EQ(features__container_runtimes(tmpdir, buf, 8), 2, "runtimes_cut"))
 		goto cleanup; /* truncated, terminated */
-	if (!ASSERT_EQ(strlen(buf), 7, "strlen(buf)"))
+	if (!ASSERT_EQ(strlen(buf), 7, "cut_len"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5-amd64", "x86_64", tmpdir, warn, sizeof(warn)), 1, "features__seccomp_warning(NULL, 6.12.5-amd64, x86_64, tmp..."))
+	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5-amd64", "x86_64", tmpdir, warn, sizeof(warn)), 1, "seccomp_6_12_5_amd64"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(warn, "6.12.5-amd64 x86_64", "contains 6.12.5-amd64 x86_64"))
 		goto cleanup;
@@ -163,17 +163,17 @@ static void test_container_runtimes(void)
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(warn, "seccomp=unconfined", "contains seccomp=unconfined"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.14", "x86_64", tmpdir, warn, sizeof(warn)), 0, "features__seccomp_warning(NULL, 6.12.14, x86_64, tmpdir, ..."))
+	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.14", "x86_64", tmpdir, warn, sizeof(warn)), 0, "seccomp_6_12_14"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(warn, "", "warn"))
+	if (!ASSERT_STR_EQ(warn, "", "no_warning"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5", "aarch64", tmpdir, warn, sizeof(warn)), 0, "features__seccomp_warning(NULL, 6.12.5, aarch64, tmpdir, ..."))
+	if (!ASSERT_EQ(features__seccomp_warning(NULL, "6.12.5", "aarch64", tmpdir, warn, sizeof(warn)), 0, "seccomp_aarch64"))
 		goto cleanup;
 	put("var/run/crio/crio.sock", "");
 	put("proc/77/comm", "conmon\n");
-	if (!ASSERT_EQ(features__container_runtimes(tmpdir, buf, sizeof(buf)), 4, "features__container_runtimes(tmpdir, buf, sizeof(buf))"))
+	if (!ASSERT_EQ(features__container_runtimes(tmpdir, buf, sizeof(buf)), 4, "runtimes_four"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(buf, "docker, containerd, cri-o, podman", "buf"))
+	if (!ASSERT_STR_EQ(buf, "docker, containerd, cri-o, podman", "four_listed"))
 		goto cleanup;
 cleanup:;
 }
@@ -234,62 +234,62 @@ static void test_classify_x86(void)
 		goto cleanup;                     /* ret: single-stepped */
 	if (!ASSERT_EQ(x86("\xf3", 1), GP_INSN_OTHER, "x86(xf3, 1)"))
 		goto cleanup;                     /* truncated endbr */
-	if (!ASSERT_EQ(x86("", 0), GP_INSN_OTHER, "x86(, 0)"))
+	if (!ASSERT_EQ(x86("", 0), GP_INSN_OTHER, "x86_empty"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(features__insn_class_name(GP_INSN_PUSH), "push", "features__insn_class_name(GP_INSN_PUSH)"))
+	if (!ASSERT_STR_EQ(features__insn_class_name(GP_INSN_PUSH), "push", "insn_class_name_push"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(features__insn_class_name(GP_INSN__COUNT), "?", "features__insn_class_name(GP_INSN__COUNT)"))
+	if (!ASSERT_STR_EQ(features__insn_class_name(GP_INSN__COUNT), "?", "insn_class_name_count"))
 		goto cleanup;
 cleanup:;
 }
 
 static void test_classify_arm64(void)
 {
-	if (!ASSERT_EQ(a64(0xa9bf7bfd), GP_INSN_STP_FP, "a64(0xa9bf7bfd)"))
+	if (!ASSERT_EQ(a64(0xa9bf7bfd), GP_INSN_STP_FP, "a64_a9bf7bfd"))
 		goto cleanup; /* stp x29, x30, [sp, #-16]! */
-	if (!ASSERT_EQ(a64(0xa9be7bfd), GP_INSN_STP_FP, "a64(0xa9be7bfd)"))
+	if (!ASSERT_EQ(a64(0xa9be7bfd), GP_INSN_STP_FP, "a64_a9be7bfd"))
 		goto cleanup; /* stp x29, x30, [sp, #-32]! */
-	if (!ASSERT_EQ(a64(0xa9017bfd), GP_INSN_OTHER, "a64(0xa9017bfd)"))
+	if (!ASSERT_EQ(a64(0xa9017bfd), GP_INSN_OTHER, "a64_a9017bfd"))
 		goto cleanup;  /* stp x29, x30, [sp, #16]: no writeback */
-	if (!ASSERT_EQ(a64(0xd503233f), GP_INSN_PAC, "a64(0xd503233f)"))
+	if (!ASSERT_EQ(a64(0xd503233f), GP_INSN_PAC, "a64_d503233f"))
 		goto cleanup;    /* paciasp */
-	if (!ASSERT_EQ(a64(0xd503237f), GP_INSN_PAC, "a64(0xd503237f)"))
+	if (!ASSERT_EQ(a64(0xd503237f), GP_INSN_PAC, "a64_d503237f"))
 		goto cleanup;    /* pacibsp */
-	if (!ASSERT_EQ(a64(0xd503245f), GP_INSN_ENDBR, "a64(0xd503245f)"))
+	if (!ASSERT_EQ(a64(0xd503245f), GP_INSN_ENDBR, "a64_d503245f"))
 		goto cleanup;  /* bti c */
-	if (!ASSERT_EQ(a64(0xd503249f), GP_INSN_ENDBR, "a64(0xd503249f)"))
+	if (!ASSERT_EQ(a64(0xd503249f), GP_INSN_ENDBR, "a64_d503249f"))
 		goto cleanup;  /* bti j */
-	if (!ASSERT_EQ(a64(0xd50324df), GP_INSN_ENDBR, "a64(0xd50324df)"))
+	if (!ASSERT_EQ(a64(0xd50324df), GP_INSN_ENDBR, "a64_d50324df"))
 		goto cleanup;  /* bti jc */
-	if (!ASSERT_EQ(a64(0xd503201f), GP_INSN_NOP, "a64(0xd503201f)"))
+	if (!ASSERT_EQ(a64(0xd503201f), GP_INSN_NOP, "a64_d503201f"))
 		goto cleanup;
-	if (!ASSERT_EQ(a64(0x14000002), GP_INSN_BRANCH, "a64(0x14000002)"))
+	if (!ASSERT_EQ(a64(0x14000002), GP_INSN_BRANCH, "a64_14000002"))
 		goto cleanup; /* b */
-	if (!ASSERT_EQ(a64(0x94000010), GP_INSN_BRANCH, "a64(0x94000010)"))
+	if (!ASSERT_EQ(a64(0x94000010), GP_INSN_BRANCH, "a64_94000010"))
 		goto cleanup; /* bl */
-	if (!ASSERT_EQ(a64(0x54000040), GP_INSN_BRANCH, "a64(0x54000040)"))
+	if (!ASSERT_EQ(a64(0x54000040), GP_INSN_BRANCH, "a64_54000040"))
 		goto cleanup; /* b.eq */
-	if (!ASSERT_EQ(a64(0xb4000040), GP_INSN_BRANCH, "a64(0xb4000040)"))
+	if (!ASSERT_EQ(a64(0xb4000040), GP_INSN_BRANCH, "a64_b4000040"))
 		goto cleanup; /* cbz x0 */
-	if (!ASSERT_EQ(a64(0x37000040), GP_INSN_BRANCH, "a64(0x37000040)"))
+	if (!ASSERT_EQ(a64(0x37000040), GP_INSN_BRANCH, "a64_37000040"))
 		goto cleanup; /* tbnz w0, #0 */
-	if (!ASSERT_EQ(a64(0x90000000), GP_INSN_BRANCH, "a64(0x90000000)"))
+	if (!ASSERT_EQ(a64(0x90000000), GP_INSN_BRANCH, "a64_90000000"))
 		goto cleanup; /* adrp x0 */
-	if (!ASSERT_EQ(a64(0xd63f0020), GP_INSN_BRANCH, "a64(0xd63f0020)"))
+	if (!ASSERT_EQ(a64(0xd63f0020), GP_INSN_BRANCH, "a64_d63f0020"))
 		goto cleanup; /* blr x1 */
-	if (!ASSERT_EQ(a64(0xd65f03c0), GP_INSN_BRANCH, "a64(0xd65f03c0)"))
+	if (!ASSERT_EQ(a64(0xd65f03c0), GP_INSN_BRANCH, "a64_d65f03c0"))
 		goto cleanup; /* ret */
-	if (!ASSERT_EQ(a64(0x910003fd), GP_INSN_MOV, "a64(0x910003fd)"))
+	if (!ASSERT_EQ(a64(0x910003fd), GP_INSN_MOV, "a64_910003fd"))
 		goto cleanup;    /* mov x29, sp */
-	if (!ASSERT_EQ(a64(0xaa0103e0), GP_INSN_MOV, "a64(0xaa0103e0)"))
+	if (!ASSERT_EQ(a64(0xaa0103e0), GP_INSN_MOV, "a64_aa0103e0"))
 		goto cleanup;    /* mov x0, x1 */
-	if (!ASSERT_EQ(a64(0xd10043ff), GP_INSN_SUB_SP, "a64(0xd10043ff)"))
+	if (!ASSERT_EQ(a64(0xd10043ff), GP_INSN_SUB_SP, "a64_d10043ff"))
 		goto cleanup; /* sub sp, sp, #16 */
-	if (!ASSERT_EQ(a64(0x11000400), GP_INSN_OTHER, "a64(0x11000400)"))
+	if (!ASSERT_EQ(a64(0x11000400), GP_INSN_OTHER, "a64_11000400"))
 		goto cleanup;  /* add w0, w0, #1 */
-	if (!ASSERT_EQ(features__classify_insn(EM_AARCH64, (const unsigned char *)"\x1f\x20", 2), GP_INSN_OTHER, "features__classify_insn(EM_AARCH64, (const unsigned char ..."))
+	if (!ASSERT_EQ(features__classify_insn(EM_AARCH64, (const unsigned char *)"\x1f\x20", 2), GP_INSN_OTHER, "a64_short"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__classify_insn(EM_RISCV, (const unsigned char *)"\x55", 1), GP_INSN_OTHER, "features__classify_insn(EM_RISCV, (const unsigned char *)..."))
+	if (!ASSERT_EQ(features__classify_insn(EM_RISCV, (const unsigned char *)"\x55", 1), GP_INSN_OTHER, "riscv_other"))
 		goto cleanup;
 cleanup:;
 }
@@ -326,65 +326,65 @@ static void test_classify_files(void)
 
 	snprintf(path, sizeof(path), "%s/x86.so", tmpdir);
 	write_elf(path, EM_X86_64, x86code, sizeof(x86code));
-	if (!ASSERT_EQ(features__classify_entries(path, offs, 6, mask, &c, err, sizeof(err)), 0, "features__classify_entries(path, offs, 6, mask, &c, err, ..."))
+	if (!ASSERT_EQ(features__classify_entries(path, offs, 6, mask, &c, err, sizeof(err)), 0, "classified"))
 		goto cleanup;
-	if (!ASSERT_EQ(c.total, 5, "c.total"))
+	if (!ASSERT_EQ(c.total, 5, "total"))
 		goto cleanup; /* -1 skipped */
-	if (!ASSERT_EQ(c.unreadable, 1, "c.unreadable"))
+	if (!ASSERT_EQ(c.unreadable, 1, "unreadable"))
 		goto cleanup; /* beyond the end */
-	if (!ASSERT_EQ(c.emulated, 2, "c.emulated"))
+	if (!ASSERT_EQ(c.emulated, 2, "emulated"))
 		goto cleanup;   /* push, nop */
-	if (!ASSERT_EQ(c.stepped, 2, "c.stepped"))
+	if (!ASSERT_EQ(c.stepped, 2, "stepped"))
 		goto cleanup;    /* endbr64, lea */
-	if (!ASSERT_EQ(c.by_class[GP_INSN_PUSH], 1, "c.by_class[GP_INSN_PUSH]"))
+	if (!ASSERT_EQ(c.by_class[GP_INSN_PUSH], 1, "by_class_push"))
 		goto cleanup;
-	if (!ASSERT_EQ(c.by_class[GP_INSN_ENDBR], 1, "c.by_class[GP_INSN_ENDBR]"))
+	if (!ASSERT_EQ(c.by_class[GP_INSN_ENDBR], 1, "by_class_endbr"))
 		goto cleanup;
-	if (!ASSERT_EQ(c.by_class[GP_INSN_OTHER], 1, "c.by_class[GP_INSN_OTHER]"))
+	if (!ASSERT_EQ(c.by_class[GP_INSN_OTHER], 1, "by_class_other"))
 		goto cleanup;
-	if (!ASSERT_EQ(c.by_class[GP_INSN_NOP], 1, "c.by_class[GP_INSN_NOP]"))
+	if (!ASSERT_EQ(c.by_class[GP_INSN_NOP], 1, "by_class_nop"))
 		goto cleanup;
 
 	snprintf(path, sizeof(path), "%s/arm64.so", tmpdir);
 	write_elf(path, EM_AARCH64, a64code, sizeof(a64code));
-	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 1U << GP_INSN_BRANCH, &c, err, sizeof(err)), 0, "features__classify_entries(path, aoffs, 2, 1U << GP_INSN_..."))
+	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 1U << GP_INSN_BRANCH, &c, err, sizeof(err)), 0, "a64_classified"))
 		goto cleanup;
-	if (!ASSERT_EQ(c.by_class[GP_INSN_STP_FP], 1, "c.by_class[GP_INSN_STP_FP]"))
+	if (!ASSERT_EQ(c.by_class[GP_INSN_STP_FP], 1, "by_class_stp_fp"))
 		goto cleanup;
-	if (!ASSERT_EQ(c.by_class[GP_INSN_PAC], 1, "c.by_class[GP_INSN_PAC]"))
+	if (!ASSERT_EQ(c.by_class[GP_INSN_PAC], 1, "by_class_pac"))
 		goto cleanup;
-	if (!ASSERT_EQ(c.stepped, 2, "c.stepped"))
+	if (!ASSERT_EQ(c.stepped, 2, "stepped"))
 		goto cleanup;
 
 	/* hostile or wrong files: one error each, nothing read */
 	snprintf(link, sizeof(link), "%s/link.so", tmpdir);
-	if (!ASSERT_EQ(symlink(path, link), 0, "symlink(path, link)"))
+	if (!ASSERT_EQ(symlink(path, link), 0, "symlink"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__classify_entries(link, aoffs, 2, 0, &c, err, sizeof(err)), -ELOOP, "features__classify_entries(link, aoffs, 2, 0, &c, err, si..."))
+	if (!ASSERT_EQ(features__classify_entries(link, aoffs, 2, 0, &c, err, sizeof(err)), -ELOOP, "symlink_refused"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "link.so", "contains link.so"))
 		goto cleanup;
 	snprintf(path, sizeof(path), "%s/fifo", tmpdir);
-	if (!ASSERT_EQ(mkfifo(path, 0600), 0, "mkfifo(path, 0600)"))
+	if (!ASSERT_EQ(mkfifo(path, 0600), 0, "mkfifo"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -EINVAL, "features__classify_entries(path, aoffs, 2, 0, &c, err, si..."))
+	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -EINVAL, "fifo_refused"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "not a regular file", "contains not a regular file"))
 		goto cleanup;
 	put("text.so", "#!/bin/sh\necho not an ELF file, but long enough to read a header from\n");
 	snprintf(path, sizeof(path), "%s/text.so", tmpdir);
-	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -ENOEXEC, "features__classify_entries(path, aoffs, 2, 0, &c, err, si..."))
+	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -ENOEXEC, "not_elf"))
 		goto cleanup;
-	if (!ASSERT_EQ(c.total, 0, "c.total"))
+	if (!ASSERT_EQ(c.total, 0, "total"))
 		goto cleanup;
 	snprintf(path, sizeof(path), "%s/missing.so", tmpdir);
-	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -ENOENT, "features__classify_entries(path, aoffs, 2, 0, &c, err, si..."))
+	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), -ENOENT, "missing"))
 		goto cleanup;
 	snprintf(path, sizeof(path), "%s/riscv.so", tmpdir);
 	write_elf(path, EM_RISCV, a64code, sizeof(a64code));
-	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), 0, "features__classify_entries(path, aoffs, 2, 0, &c, err, si..."))
+	if (!ASSERT_EQ(features__classify_entries(path, aoffs, 2, 0, &c, err, sizeof(err)), 0, "riscv_classified"))
 		goto cleanup;
-	if (!ASSERT_EQ(c.unreadable, 2, "c.unreadable"))
+	if (!ASSERT_EQ(c.unreadable, 2, "unreadable"))
 		goto cleanup;
 cleanup:;
 }
@@ -424,18 +424,18 @@ static void test_classify_own_functions(void)
 		struct gp_entry_counts c;
 		long long off;
 
-		if (!ASSERT_EQ(procmaps__foreach("/proc", getpid(), where_cb, &w), 0, "procmaps__foreach(/proc, getpid(), where_cb, &w)"))
+		if (!ASSERT_EQ(procmaps__foreach("/proc", getpid(), where_cb, &w), 0, "own_maps"))
 			goto cleanup;
-		if (!ASSERT_TRUE(w.path[0] == '/', "w.path[0] == '/'"))
+		if (!ASSERT_TRUE(w.path[0] == '/', "abs_path"))
 			goto cleanup;
 		off = (long long)w.off;
-		if (!ASSERT_EQ(features__classify_entries(w.path, &off, 1, 0, &c, err, sizeof(err)), 0, "features__classify_entries(w.path, &off, 1, 0, &c, err, s..."))
+		if (!ASSERT_EQ(features__classify_entries(w.path, &off, 1, 0, &c, err, sizeof(err)), 0, "own_code_classified"))
 			goto cleanup;
 		if (c.by_class[want[i]] != 1)
 			printf("#   function %zu: expected class %s\n", i, features__insn_class_name(want[i]));
-		if (!ASSERT_EQ(c.by_class[want[i]], 1, "c.by_class[want[i]]"))
+		if (!ASSERT_EQ(c.by_class[want[i]], 1, "class_counted"))
 			goto cleanup;
-		if (!ASSERT_EQ(fns[i](41), 42, "fns[i](41)"))
+		if (!ASSERT_EQ(fns[i](41), 42, "fn_runs"))
 			goto cleanup; /* and they run */
 	}
 cleanup:;
@@ -461,26 +461,26 @@ static void test_probe_this_kernel(void)
 	FILE *mem;
 	int lines = 0, new611 = kernel_at_least(6, 11), new66 = kernel_at_least(6, 6), new515 = kernel_at_least(5, 15);
 
-	if (!ASSERT_TRUE(f, "f"))
+	if (!ASSERT_TRUE(f, "probed"))
 		goto cleanup;
 	for (int i = 0; i < GP_FEAT__COUNT; i++) {
 		r = features__row(f, i);
-		if (!ASSERT_TRUE(r && r->name && r->since && r->without, "r && r->name && r->since && r->without"))
+		if (!ASSERT_TRUE(r && r->name && r->since && r->without, "row_complete"))
 			goto cleanup;
-		if (!ASSERT_TRUE(strcmp(r->detail, "not probed") != 0, "strcmp(r->detail, not probed) != 0"))
+		if (!ASSERT_TRUE(strcmp(r->detail, "not probed") != 0, "probed_detail"))
 			goto cleanup;
 	}
-	if (!ASSERT_TRUE(features__row(f, GP_FEAT__COUNT) == NULL, "features__row(f, GP_FEAT__COUNT) == NULL"))
+	if (!ASSERT_TRUE(features__row(f, GP_FEAT__COUNT) == NULL, "no_row_past_end"))
 		goto cleanup;
 	mem = open_memstream(&buf, &len);
-	if (!ASSERT_TRUE(mem, "mem"))
+	if (!ASSERT_TRUE(mem, "text_buffer"))
 		goto cleanup;
 	features__print(f, mem);
 	fclose(mem);
 	for (char *p = buf; p && *p; p++)
 		lines += *p == '\n';
 	free(buf);
-	if (!ASSERT_TRUE(lines == GP_FEAT__COUNT + 2 || lines == GP_FEAT__COUNT + 3, "lines == GP_FEAT__COUNT + 2 || lines == GP_FEAT__COUNT + 3"))
+	if (!ASSERT_TRUE(lines == GP_FEAT__COUNT + 2 || lines == GP_FEAT__COUNT + 3, "text_lines"))
 		goto cleanup; /* + the seccomp warning */
 	if (geteuid() != 0) {
 		printf("# not root: live results not checked\n");
@@ -498,53 +498,53 @@ static void test_probe_this_kernel(void)
 		goto cleanup;
 	}
 	/* every kernel gpuprobe supports (5.15+) has all it requires */
-	if (!ASSERT_EQ(features__check_required(f, err, sizeof(err)), 0, "features__check_required(f, err, sizeof(err))"))
+	if (!ASSERT_EQ(features__check_required(f, err, sizeof(err)), 0, "required_present"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(err, "", "err"))
+	if (!ASSERT_STR_EQ(err, "", "no_err"))
 		goto cleanup;
-	if (!ASSERT_TRUE(features__has(f, GP_FEAT_MAP_RINGBUF), "features__has(f, GP_FEAT_MAP_RINGBUF)"))
+	if (!ASSERT_TRUE(features__has(f, GP_FEAT_MAP_RINGBUF), "has_map_ringbuf"))
 		goto cleanup;
-	if (!ASSERT_TRUE(features__has(f, GP_FEAT_HELPER_COOKIE), "features__has(f, GP_FEAT_HELPER_COOKIE)"))
+	if (!ASSERT_TRUE(features__has(f, GP_FEAT_HELPER_COOKIE), "has_helper_cookie"))
 		goto cleanup;
-	if (!ASSERT_TRUE(features__has(f, GP_FEAT_LINK_PERF_EVENT), "features__has(f, GP_FEAT_LINK_PERF_EVENT)"))
+	if (!ASSERT_TRUE(features__has(f, GP_FEAT_LINK_PERF_EVENT), "has_link_perf_event"))
 		goto cleanup;
-	if (!ASSERT_TRUE(features__has(f, GP_FEAT_HELPER_LOOP), "features__has(f, GP_FEAT_HELPER_LOOP)"))
+	if (!ASSERT_TRUE(features__has(f, GP_FEAT_HELPER_LOOP), "has_helper_loop"))
 		goto cleanup; /* 5.17 */
-	if (!ASSERT_EQ(features__has(f, GP_FEAT_LINK_UPROBE_MULTI), attach__has_uprobe_multi(), "features__has(f, GP_FEAT_LINK_UPROBE_MULTI)"))
+	if (!ASSERT_EQ(features__has(f, GP_FEAT_LINK_UPROBE_MULTI), attach__has_uprobe_multi(), "has_link_uprobe_multi"))
 		goto cleanup;
 	if (!getenv("GPUPROBE_NO_UPROBE_MULTI"))
-		if (!ASSERT_EQ(features__has(f, GP_FEAT_LINK_UPROBE_MULTI), new66, "features__has(f, GP_FEAT_LINK_UPROBE_MULTI)"))
+		if (!ASSERT_EQ(features__has(f, GP_FEAT_LINK_UPROBE_MULTI), new66, "has_link_uprobe_multi"))
 			goto cleanup;
 	r = features__row(f, GP_FEAT_CALLER_AT_ENTRY);
 	/* a control: the kernel adds the caller only after push %rbp / endbr64, never after
 	 * another first instruction, so a probe that saw it there would be lying */
-	if (!ASSERT_EQ(features__caller_at_entry(gp_feat_mov), 0, "features__caller_at_entry(gp_feat_mov)"))
+	if (!ASSERT_EQ(features__caller_at_entry(gp_feat_mov), 0, "mov_no_caller"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__caller_at_entry(gp_feat_push), r->state == GP_FEAT_PRESENT, "features__caller_at_entry(gp_feat_push)"))
+	if (!ASSERT_EQ(features__caller_at_entry(gp_feat_push), r->state == GP_FEAT_PRESENT, "push_caller"))
 		goto cleanup;
 #if defined(__x86_64__)
 	/* 6.11, and the 6.1.y / 6.6.y stable backports (Debian 12's 6.1.0-56 has it) */
 	if (!ASSERT_TRUE(new611 ? r->state == GP_FEAT_PRESENT : (r->state == GP_FEAT_PRESENT || r->state == GP_FEAT_MISSING),
 			 "caller at entry: present from 6.11 (and the stable backports), else known"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__row(f, GP_FEAT_URETPROBE_SYSCALL)->state, new611 ? GP_FEAT_PRESENT : GP_FEAT_MISSING, "features__row(f, GP_FEAT_URETPROBE_SYSCALL)->state"))
+	if (!ASSERT_EQ(features__row(f, GP_FEAT_URETPROBE_SYSCALL)->state, new611 ? GP_FEAT_PRESENT : GP_FEAT_MISSING, "uretprobe_syscall"))
 		goto cleanup;
 	/* push emulated on every kernel gpuprobe supports; nop and jmp for ever */
-	if (!ASSERT_EQ(features__row(f, GP_FEAT_ENTRY_PUSH_EMULATED)->state, GP_FEAT_PRESENT, "features__row(f, GP_FEAT_ENTRY_PUSH_EMULATED)->state"))
+	if (!ASSERT_EQ(features__row(f, GP_FEAT_ENTRY_PUSH_EMULATED)->state, GP_FEAT_PRESENT, "entry_push_emulated"))
 		goto cleanup;
-	if (!ASSERT_TRUE(features__emulated_mask(f) & 1U << GP_INSN_NOP, "features__emulated_mask(f) & 1U << GP_INSN_NOP"))
+	if (!ASSERT_TRUE(features__emulated_mask(f) & 1U << GP_INSN_NOP, "nop_emulated"))
 		goto cleanup;
-	if (!ASSERT_TRUE(features__emulated_mask(f) & 1U << GP_INSN_BRANCH, "features__emulated_mask(f) & 1U << GP_INSN_BRANCH"))
+	if (!ASSERT_TRUE(features__emulated_mask(f) & 1U << GP_INSN_BRANCH, "branch_emulated"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!(features__emulated_mask(f) & 1U << GP_INSN_OTHER), "!(features__emulated_mask(f) & 1U << GP_INSN_OTHER)"))
+	if (!ASSERT_TRUE(!(features__emulated_mask(f) & 1U << GP_INSN_OTHER), "other_stepped"))
 		goto cleanup; /* lea is stepped */
 	{
 		struct utsname u;
 		struct gp_kver v;
 
-		if (!ASSERT_EQ(uname(&u), 0, "uname(&u)"))
+		if (!ASSERT_EQ(uname(&u), 0, "uname"))
 			goto cleanup;
-		if (!ASSERT_EQ(features__parse_release(u.release, &v), 0, "features__parse_release(u.release, &v)"))
+		if (!ASSERT_EQ(features__parse_release(u.release, &v), 0, "parse_own_release"))
 			goto cleanup;
 		/* a kernel outside the range must survive; one inside may (distribution fix) */
 		if (!ASSERT_TRUE(features__uretprobe_seccomp_hazard(&v, u.machine) ?
@@ -555,17 +555,17 @@ static void test_probe_this_kernel(void)
 	}
 #else
 	(void)new611;
-	if (!ASSERT_TRUE(r->state == GP_FEAT_PRESENT || r->state == GP_FEAT_MISSING, "r->state == GP_FEAT_PRESENT || r->state == GP_FEAT_MISSING"))
+	if (!ASSERT_TRUE(r->state == GP_FEAT_PRESENT || r->state == GP_FEAT_MISSING, "state_known"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__row(f, GP_FEAT_URETPROBE_SYSCALL)->state, GP_FEAT_NOT_HERE, "features__row(f, GP_FEAT_URETPROBE_SYSCALL)->state"))
+	if (!ASSERT_EQ(features__row(f, GP_FEAT_URETPROBE_SYSCALL)->state, GP_FEAT_NOT_HERE, "uretprobe_syscall_not_here"))
 		goto cleanup;
-	if (!ASSERT_EQ(features__row(f, GP_FEAT_URETPROBE_SECCOMP)->state, GP_FEAT_NOT_HERE, "features__row(f, GP_FEAT_URETPROBE_SECCOMP)->state"))
+	if (!ASSERT_EQ(features__row(f, GP_FEAT_URETPROBE_SECCOMP)->state, GP_FEAT_NOT_HERE, "uretprobe_seccomp_not_here"))
 		goto cleanup;
-	if (!ASSERT_TRUE(features__row(f, GP_FEAT_ENTRY_PUSH_EMULATED)->state != GP_FEAT_UNKNOWN, "features__row(f, GP_FEAT_ENTRY_PUSH_EMULATED)->state != G..."))
+	if (!ASSERT_TRUE(features__row(f, GP_FEAT_ENTRY_PUSH_EMULATED)->state != GP_FEAT_UNKNOWN, "entry_push_known"))
 		goto cleanup;
-	if (!ASSERT_TRUE(features__emulated_mask(f) & 1U << GP_INSN_BRANCH, "features__emulated_mask(f) & 1U << GP_INSN_BRANCH"))
+	if (!ASSERT_TRUE(features__emulated_mask(f) & 1U << GP_INSN_BRANCH, "branch_emulated"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!(features__emulated_mask(f) & 1U << GP_INSN_OTHER), "!(features__emulated_mask(f) & 1U << GP_INSN_OTHER)"))
+	if (!ASSERT_TRUE(!(features__emulated_mask(f) & 1U << GP_INSN_OTHER), "other_stepped"))
 		goto cleanup; /* add is stepped */
 #endif
 cleanup:
@@ -578,19 +578,19 @@ static void test_required_message(void)
 	const struct gp_feature_row *r;
 	char err[512];
 
-	if (!ASSERT_TRUE(f, "f"))
+	if (!ASSERT_TRUE(f, "made"))
 		goto cleanup;
 	/* without the live probes, their rows stay unknown and nothing is forked */
-	if (!ASSERT_EQ(features__row(f, GP_FEAT_CALLER_AT_ENTRY)->state, GP_FEAT_UNKNOWN, "features__row(f, GP_FEAT_CALLER_AT_ENTRY)->state"))
+	if (!ASSERT_EQ(features__row(f, GP_FEAT_CALLER_AT_ENTRY)->state, GP_FEAT_UNKNOWN, "caller_unknown"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(features__row(f, GP_FEAT_CALLER_AT_ENTRY)->detail, "not probed", "contains not probed"))
 		goto cleanup;
 	/* the message for a missing required feature, forced on a copy of a row */
 	r = features__row(f, GP_FEAT_MAP_RINGBUF);
-	if (!ASSERT_TRUE(r->need == GP_NEED_REQUIRED, "r->need == GP_NEED_REQUIRED"))
+	if (!ASSERT_TRUE(r->need == GP_NEED_REQUIRED, "required"))
 		goto cleanup;
 	((struct gp_feature_row *)r)->state = GP_FEAT_MISSING;
-	if (!ASSERT_EQ(features__check_required(f, err, sizeof(err)), -ENOTSUP, "features__check_required(f, err, sizeof(err))"))
+	if (!ASSERT_EQ(features__check_required(f, err, sizeof(err)), -ENOTSUP, "required_missing"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "ring buffer (Linux 5.8+)", "contains ring buffer (Linux 5.8+)"))
 		goto cleanup;
@@ -598,7 +598,7 @@ static void test_required_message(void)
 		goto cleanup;
 	features__free(f);
 	features__free(NULL);
-	if (!ASSERT_TRUE(!features__has(NULL, GP_FEAT_MAP_RINGBUF), "!features__has(NULL, GP_FEAT_MAP_RINGBUF)"))
+	if (!ASSERT_TRUE(!features__has(NULL, GP_FEAT_MAP_RINGBUF), "null_has_nothing"))
 		goto cleanup;
 cleanup:;
 }

@@ -134,17 +134,17 @@ static void test_render_matches_folded(void)
 	struct folded *f = sample();
 	char svg[PLEN], fold[PLEN];
 
-	if (!ASSERT_TRUE(f, "f"))
+	if (!ASSERT_TRUE(f, "sample_made"))
 		goto cleanup;
-	if (!ASSERT_EQ(render_files(f, NULL, "sample", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, NULL, sample, svg, sizeof(svg), fold, siz..."))
+	if (!ASSERT_EQ(render_files(f, NULL, "sample", svg, sizeof(svg), fold, sizeof(fold)), 0, "sample_rendered"))
 		goto cleanup;
-	if (!ASSERT_EQ(check_flame(svg, "--folded"), 2, "check_flame(svg, --folded)"))
+	if (!ASSERT_EQ(check_flame(svg, "--folded"), 2, "folded_checked"))
 		goto cleanup; /* a missing argument: the checker's usage */
 	{
 		char extra[PLEN + 16];
 
 		snprintf(extra, sizeof(extra), "--folded %s", fold);
-		if (!ASSERT_EQ(check_flame(svg, extra), 0, "check_flame(svg, extra)"))
+		if (!ASSERT_EQ(check_flame(svg, extra), 0, "sample_checked"))
 			goto cleanup;
 	}
 	/* 15 paths ("main x" and "main" are two frames, "main" one) plus "all" */
@@ -164,24 +164,24 @@ static void test_hostile_text_is_escaped(void)
 	struct flame_opts o = { .title = "</text><script>alert(2)</script> & \x07\xc3" };
 	char svg[PLEN], fold[PLEN], extra[PLEN + 16], cmd[PLEN * 8];
 
-	if (!ASSERT_TRUE(f, "f"))
+	if (!ASSERT_TRUE(f, "folded_made"))
 		goto cleanup;
-	if (!ASSERT_EQ(folded__add(f, a, 5, 1000), 0, "folded__add(f, a, 5, 1000)"))
+	if (!ASSERT_EQ(folded__add(f, a, 5, 1000), 0, "hostile_added"))
 		goto cleanup;
-	if (!ASSERT_EQ(render_files(f, &o, "hostile", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, &o, hostile, svg, sizeof(svg), fold, size..."))
+	if (!ASSERT_EQ(render_files(f, &o, "hostile", svg, sizeof(svg), fold, sizeof(fold)), 0, "hostile_rendered"))
 		goto cleanup;
 	snprintf(extra, sizeof(extra), "--folded %s", fold);
 	/* the names parsed out of the SVG equal the folded frames: escaped, never cut short */
-	if (!ASSERT_EQ(check_flame(svg, extra), 0, "check_flame(svg, extra)"))
+	if (!ASSERT_EQ(check_flame(svg, extra), 0, "hostile_checked"))
 		goto cleanup;
 	/* exactly one script element: the graph's own */
 	snprintf(cmd, sizeof(cmd),
 		 "python3 -c 'import sys,xml.etree.ElementTree as E; r=E.parse(sys.argv[1]).getroot();"
 		 "n=\"{http://www.w3.org/2000/svg}\"; print(len(list(r.iter(n+\"script\"))),"
 		 "r.find(n+\"text\").text)' %s", svg);
-	if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+	if (!ASSERT_EQ(run(cmd), 0, "svg_parsed"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(last_out, "1 </text><script>alert(2)</script> & ??\n", "last_out"))
+	if (!ASSERT_STR_EQ(last_out, "1 </text><script>alert(2)</script> & ??\n", "title_escaped"))
 		goto cleanup;
 cleanup:
 	folded__free(f);
@@ -204,7 +204,7 @@ static void test_many_stacks(void)
 	unsigned frames = 0, paths = 0;
 	const char *p;
 
-	if (!ASSERT_TRUE(f, "f"))
+	if (!ASSERT_TRUE(f, "folded_made"))
 		goto cleanup;
 	for (int i = 0; i < 64; i++)
 		snprintf(names[i], sizeof(names[i]), "fn_%02d (lib%d.so)", i, i % 5);
@@ -215,13 +215,13 @@ static void test_many_stacks(void)
 
 		for (size_t d = 0; d < depth; d++)
 			fr[d] = names[next64() % (d < 3 ? 4 : 64)];
-		if (!ASSERT_EQ(folded__add(f, fr, depth, v), 0, "folded__add(f, fr, depth, v)"))
+		if (!ASSERT_EQ(folded__add(f, fr, depth, v), 0, "random_added"))
 			goto cleanup;
 	}
-	if (!ASSERT_EQ(render_files(f, NULL, "many", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, NULL, many, svg, sizeof(svg), fold, sizeo..."))
+	if (!ASSERT_EQ(render_files(f, NULL, "many", svg, sizeof(svg), fold, sizeof(fold)), 0, "many_rendered"))
 		goto cleanup;
 	snprintf(extra, sizeof(extra), "--folded %s", fold);
-	if (!ASSERT_EQ(check_flame(svg, extra), 0, "check_flame(svg, extra)"))
+	if (!ASSERT_EQ(check_flame(svg, extra), 0, "many_checked"))
 		goto cleanup;
 	p = strstr(last_out, "\"frames\": ");
 	if (!ASSERT_TRUE(p && sscanf(p, "\"frames\": %u", &frames) == 1, "p && sscanf(p, frames: %u, &frames) == 1"))
@@ -230,7 +230,7 @@ static void test_many_stacks(void)
 	if (!ASSERT_TRUE(p && sscanf(p, "\"paths\": %u", &paths) == 1, "p && sscanf(p, paths: %u, &paths) == 1"))
 		goto cleanup;
 	printf("#   %u paths, %u drawn\n", paths, frames);
-	if (!ASSERT_TRUE(frames > 1000 && frames - 1 < paths, "frames > 1000 && frames - 1 < paths"))
+	if (!ASSERT_TRUE(frames > 1000 && frames - 1 < paths, "paths_in_report"))
 		goto cleanup;
 cleanup:
 	folded__free(f);
@@ -245,33 +245,33 @@ static void test_empty_and_bounds(void)
 	const char *one[] = { "only" };
 	FILE *null = fopen("/dev/null", "w");
 
-	if (!ASSERT_TRUE(f && null, "f && null"))
+	if (!ASSERT_TRUE(f && null, "files_opened"))
 		goto cleanup;
-	if (!ASSERT_EQ(flame__render(f, &narrow, null), -EINVAL, "flame__render(f, &narrow, null)"))
+	if (!ASSERT_EQ(flame__render(f, &narrow, null), -EINVAL, "narrow_refused"))
 		goto cleanup;
-	if (!ASSERT_EQ(flame__render(f, &wide, null), -EINVAL, "flame__render(f, &wide, null)"))
+	if (!ASSERT_EQ(flame__render(f, &wide, null), -EINVAL, "wide_drawn"))
 		goto cleanup;
 	fclose(null);
-	if (!ASSERT_EQ(render_files(f, NULL, "empty", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, NULL, empty, svg, sizeof(svg), fold, size..."))
+	if (!ASSERT_EQ(render_files(f, NULL, "empty", svg, sizeof(svg), fold, sizeof(fold)), 0, "empty_rendered"))
 		goto cleanup;
 	snprintf(cmd, sizeof(cmd),
 		 "python3 -c 'import sys,xml.etree.ElementTree as E; r=E.parse(sys.argv[1]).getroot();"
 		 "n=\"{http://www.w3.org/2000/svg}\"; print(len([g for g in r.iter(n+\"g\") if g.get(\"class\")==\"f\"]),"
 		 "\"no stacks\" in E.tostring(r, encoding=\"unicode\"))' %s", svg);
-	if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+	if (!ASSERT_EQ(run(cmd), 0, "empty_parsed"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(last_out, "0 True\n", "last_out"))
+	if (!ASSERT_STR_EQ(last_out, "0 True\n", "no_stacks_said"))
 		goto cleanup;
-	if (!ASSERT_EQ(folded__add(f, one, 1, 42), 0, "folded__add(f, one, 1, 42)"))
+	if (!ASSERT_EQ(folded__add(f, one, 1, 42), 0, "one_added"))
 		goto cleanup;
-	if (!ASSERT_EQ(render_files(f, &ok, "narrow", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, &ok, narrow, svg, sizeof(svg), fold, size..."))
+	if (!ASSERT_EQ(render_files(f, &ok, "narrow", svg, sizeof(svg), fold, sizeof(fold)), 0, "narrow_ok_rendered"))
 		goto cleanup;
-	if (!ASSERT_EQ(check_flame(svg, ""), 0, "check_flame(svg, )"))
+	if (!ASSERT_EQ(check_flame(svg, ""), 0, "narrow_checked"))
 		goto cleanup;
 	snprintf(cmd, sizeof(cmd), "grep -c '42 samples, 100.00%%' %s; grep -o 'width=\"200\"' %s | head -1", svg, svg);
-	if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+	if (!ASSERT_EQ(run(cmd), 0, "one_sample_found"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(last_out, "2\nwidth=\"200\"\n", "last_out"))
+	if (!ASSERT_STR_EQ(last_out, "2\nwidth=\"200\"\n", "one_sample_width"))
 		goto cleanup;
 cleanup:
 	folded__free(f);
@@ -311,17 +311,17 @@ static void test_main(void)
 	tmp_path(err, sizeof(err), "main.err");
 	tmp_path(in, sizeof(in), "main.folded");
 	f = fopen(in, "w");
-	if (!ASSERT_TRUE(f, "f"))
+	if (!ASSERT_TRUE(f, "input_opened"))
 		goto cleanup;
 	fputs("main;work 100\nmain;idle 50\nthis line is broken\nmain;work 20\n", f);
 	fclose(f);
 	{
 		char *argv[] = { "flame", "--help", NULL };
 
-		if (!ASSERT_EQ(flame_main(argv, out, err), 0, "flame_main(argv, out, err)"))
+		if (!ASSERT_EQ(flame_main(argv, out, err), 0, "help_exit"))
 			goto cleanup;
 		snprintf(cmd, sizeof(cmd), "head -1 %s; wc -c < %s", out, err);
-		if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+		if (!ASSERT_EQ(run(cmd), 0, "help_output_read"))
 			goto cleanup;
 		if (!ASSERT_STR_CONTAINS(last_out, "Usage: gpuprobe flame [OPTION...] FOLDED > graph.svg", "contains Usage: gpuprobe flame [--title TEXT] [--width PI..."))
 			goto cleanup;
@@ -331,50 +331,50 @@ static void test_main(void)
 	{
 		char *argv[] = { "flame", "--width", "50", in, NULL };
 
-		if (!ASSERT_EQ(flame_main(argv, out, err), 2, "flame_main(argv, out, err)"))
+		if (!ASSERT_EQ(flame_main(argv, out, err), 2, "width_exit"))
 			goto cleanup;
 		snprintf(cmd, sizeof(cmd), "cat %s", err);
 		run(cmd);
-		if (!ASSERT_STR_EQ(last_out, "gpuprobe: flame: invalid --width: 50 (an integer from 200 to 20000)\n", "last_out"))
+		if (!ASSERT_STR_EQ(last_out, "gpuprobe: flame: invalid --width: 50 (an integer from 200 to 20000)\n", "width_error"))
 			goto cleanup;
 	}
 	{
 		char *argv[] = { "flame", in, in, NULL };
 
-		if (!ASSERT_EQ(flame_main(argv, out, err), 2, "flame_main(argv, out, err)"))
+		if (!ASSERT_EQ(flame_main(argv, out, err), 2, "two_inputs_exit"))
 			goto cleanup;
 	}
 	{
 		char *argv[] = { "flame", "--bogus", in, NULL };
 
-		if (!ASSERT_EQ(flame_main(argv, out, err), 2, "flame_main(argv, out, err)"))
+		if (!ASSERT_EQ(flame_main(argv, out, err), 2, "bogus_option_exit"))
 			goto cleanup;
 	}
 	{
 		char *argv[] = { "flame", "/nonexistent/x.folded", NULL };
 
-		if (!ASSERT_EQ(flame_main(argv, out, err), 1, "flame_main(argv, out, err)"))
+		if (!ASSERT_EQ(flame_main(argv, out, err), 1, "missing_input_exit"))
 			goto cleanup;
 		snprintf(cmd, sizeof(cmd), "cat %s", err);
 		run(cmd);
-		if (!ASSERT_STR_EQ(last_out, "gpuprobe: flame: /nonexistent/x.folded: No such file or directory\n", "last_out"))
+		if (!ASSERT_STR_EQ(last_out, "gpuprobe: flame: /nonexistent/x.folded: No such file or directory\n", "missing_input_error"))
 			goto cleanup;
 	}
 	{
 		char *argv[] = { "flame", "--title", "Work", "--width", "800", in, NULL };
 
-		if (!ASSERT_EQ(flame_main(argv, out, err), 0, "flame_main(argv, out, err)"))
+		if (!ASSERT_EQ(flame_main(argv, out, err), 0, "title_width_exit"))
 			goto cleanup;
 		snprintf(cmd, sizeof(cmd), "cat %s", err);
 		run(cmd);
 		if (!ASSERT_STR_CONTAINS(last_out, "skipped 1 of 4 lines (first: line 3,", "contains skipped 1 of 4 lines (first: line 3,"))
 			goto cleanup;
-		if (!ASSERT_EQ(check_flame(out, ""), 0, "check_flame(out, )"))
+		if (!ASSERT_EQ(check_flame(out, ""), 0, "main_output_checked"))
 			goto cleanup;
 		if (!ASSERT_STR_CONTAINS(last_out, "\"total\": 170", "contains total: 170"))
 			goto cleanup;
 		snprintf(cmd, sizeof(cmd), "grep -c '<text id=\"fg-title\" x=\"400\" y=\"24\" text-anchor=\"middle\">Work</text>' %s", out);
-		if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+		if (!ASSERT_EQ(run(cmd), 0, "title_found"))
 			goto cleanup;
 	}
 cleanup:;
@@ -393,13 +393,13 @@ static void test_chromium_runs_the_script(void)
 	if (no_browser && *no_browser)
 		UNIT_SKIP(no_browser);
 	f = sample();
-	if (!ASSERT_TRUE(f, "f"))
+	if (!ASSERT_TRUE(f, "sample_made"))
 		goto cleanup;
-	if (!ASSERT_EQ(render_files(f, NULL, "chromium", svg, sizeof(svg), fold, sizeof(fold)), 0, "render_files(f, NULL, chromium, svg, sizeof(svg), fold, s..."))
+	if (!ASSERT_EQ(render_files(f, NULL, "chromium", svg, sizeof(svg), fold, sizeof(fold)), 0, "chromium_rendered"))
 		goto cleanup;
 	/* zoom on the grow_cache frame, wherever the layout put it */
 	snprintf(cmd, sizeof(cmd), "grep -o 'data-s=\"[0-9]*\" data-v=\"4096000\" data-d=\"2\"' %s", svg);
-	if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+	if (!ASSERT_EQ(run(cmd), 0, "zoom_frame_found"))
 		goto cleanup;
 	if (!ASSERT_TRUE(sscanf(last_out, "data-s=\"%llu\"", &s) == 1, "sscanf(last_out, data-s=%llu, &s) == 1"))
 		goto cleanup;
@@ -407,7 +407,7 @@ static void test_chromium_runs_the_script(void)
 	tmp_path(dom, sizeof(dom), "chromium.dom");
 	snprintf(cmd, sizeof(cmd), "%s/svg2png.sh --dom %s '%s' > %s && python3 %s/check_flame.py --dom %s --zoom %llu,2 --search 'cuMem|main$' 2>&1",
 		 tools, svg, frag, dom, tools, dom, s);
-	if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+	if (!ASSERT_EQ(run(cmd), 0, "chromium_dom"))
 		goto cleanup;
 	/* grow_cache and its two callees, its two ancestors; the main frame of "main" matches */
 	if (!ASSERT_STR_CONTAINS(last_out, "\"zoom_shown\": 3, \"zoom_hidden\": 11, \"zoom_ancestors\": 2", "contains zoom_shown: 3, zoom_hidden: 11, zoom_ancestors: 2"))
@@ -417,7 +417,7 @@ static void test_chromium_runs_the_script(void)
 	tmp_path(png, sizeof(png), "chromium.png");
 	snprintf(cmd, sizeof(cmd), "%s/svg2png.sh %s %s >/dev/null && python3 %s/check_flame.py %s --png %s 2>&1",
 		 tools, svg, png, tools, svg, png);
-	if (!ASSERT_EQ(run(cmd), 0, "run(cmd)"))
+	if (!ASSERT_EQ(run(cmd), 0, "chromium_png"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(last_out, "\"png\": [1200, ", "contains png: [1200,"))
 		goto cleanup;

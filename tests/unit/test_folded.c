@@ -44,11 +44,11 @@ static int clean_utf8(const char *p, size_t n)
 
 static void test_sanitize_keeps_readable_forms(void)
 {
-	if (!ASSERT_STR_EQ(sanitize("cuMemAlloc_v2+0x1a (libcuda.so.1)"), "cuMemAlloc_v2+0x1a (libcuda.so.1)", "sanitize(cuMemAlloc_v2+0x1a (libcuda.so.1))"))
+	if (!ASSERT_STR_EQ(sanitize("cuMemAlloc_v2+0x1a (libcuda.so.1)"), "cuMemAlloc_v2+0x1a (libcuda.so.1)", "frame_offset"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(sanitize("train_step (train.py:42)"), "train_step (train.py:42)", "sanitize(train_step (train.py:42))"))
+	if (!ASSERT_STR_EQ(sanitize("train_step (train.py:42)"), "train_step (train.py:42)", "frame_python"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(sanitize("std::vector<int>::push_back(int const&)"), "std::vector<int>::push_back(int const&)", "sanitize(std::vector<int>::push_back(int const&))"))
+	if (!ASSERT_STR_EQ(sanitize("std::vector<int>::push_back(int const&)"), "std::vector<int>::push_back(int const&)", "frame_cpp"))
 		goto cleanup;
 	if (!ASSERT_STR_EQ(sanitize("r\xc3\xa9sum\xc3\xa9 (\xe6\x97\xa5.py:1)"), "r\xc3\xa9sum\xc3\xa9 (\xe6\x97\xa5.py:1)", "sanitize(rxc3xa9sumxc3xa9 (xe6x97xa5.py:1))"))
 		goto cleanup;
@@ -57,7 +57,7 @@ cleanup:;
 
 static void test_sanitize_hostile_text(void)
 {
-	if (!ASSERT_STR_EQ(sanitize("a;b"), "a:b", "sanitize(a;b)"))
+	if (!ASSERT_STR_EQ(sanitize("a;b"), "a:b", "frame_semicolon"))
 		goto cleanup;
 	if (!ASSERT_STR_EQ(sanitize("line\nbreak\r"), "line?break?", "sanitize(linebreakr)"))
 		goto cleanup;
@@ -65,11 +65,11 @@ static void test_sanitize_hostile_text(void)
 		goto cleanup;
 	if (!ASSERT_STR_EQ(sanitize("  padded  "), "padded", "sanitize( padded )"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(sanitize(""), "[unknown]", "sanitize()"))
+	if (!ASSERT_STR_EQ(sanitize(""), "[unknown]", "frame_empty"))
 		goto cleanup;
 	if (!ASSERT_STR_EQ(sanitize("   "), "[unknown]", "sanitize( )"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(sanitize(NULL), "[unknown]", "sanitize(NULL)"))
+	if (!ASSERT_STR_EQ(sanitize(NULL), "[unknown]", "null_frame"))
 		goto cleanup;
 	if (!ASSERT_STR_EQ(sanitize("bad\xff\xfe utf8"), "bad?? utf8", "sanitize(badxffxfe utf8)"))
 		goto cleanup;
@@ -96,37 +96,37 @@ static void test_sanitize_bounds(void)
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	n = folded__sanitize_frame(big, strlen(big), san, sizeof(san));
-	if (!ASSERT_EQ(n, FOLDED_FRAME_MAX, "n"))
+	if (!ASSERT_EQ(n, FOLDED_FRAME_MAX, "long_len"))
 		goto cleanup;
-	if (!ASSERT_EQ(strlen(san), FOLDED_FRAME_MAX, "strlen(san)"))
+	if (!ASSERT_EQ(strlen(san), FOLDED_FRAME_MAX, "long_strlen"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(san + FOLDED_FRAME_MAX - 3, "...", "san + FOLDED_FRAME_MAX - 3"))
+	if (!ASSERT_STR_EQ(san + FOLDED_FRAME_MAX - 3, "...", "long_ellipsis"))
 		goto cleanup;
 	/* a 3-byte character across the limit is dropped whole, never cut in half */
 	for (size_t i = 0; i + 3 <= sizeof(big) - 1; i += 3)
 		memcpy(big + i, "\xe6\x97\xa5", 3);
 	big[sizeof(big) - 1 - (sizeof(big) - 1) % 3] = '\0';
 	n = folded__sanitize_frame(big, strlen(big), san, sizeof(san));
-	if (!ASSERT_TRUE(n <= FOLDED_FRAME_MAX, "n <= FOLDED_FRAME_MAX"))
+	if (!ASSERT_TRUE(n <= FOLDED_FRAME_MAX, "utf8_len_bounded"))
 		goto cleanup;
-	if (!ASSERT_TRUE(clean_utf8(san, n), "clean_utf8(san, n)"))
+	if (!ASSERT_TRUE(clean_utf8(san, n), "utf8_clean"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(san + n - 3, "...", "san + n - 3"))
+	if (!ASSERT_STR_EQ(san + n - 3, "...", "utf8_ellipsis"))
 		goto cleanup;
-	if (!ASSERT_EQ((n - 3) % 3, 0, "(n - 3) % 3"))
+	if (!ASSERT_EQ((n - 3) % 3, 0, "utf8_whole_chars"))
 		goto cleanup;
 	/* the caller's buffer bounds it too */
 	n = folded__sanitize_frame("0123456789abcdefghij", 20, small, sizeof(small));
-	if (!ASSERT_EQ(n, 15, "n"))
+	if (!ASSERT_EQ(n, 15, "small_len"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(small, "0123456789ab...", "small"))
+	if (!ASSERT_STR_EQ(small, "0123456789ab...", "small_cut"))
 		goto cleanup;
 	/* every byte value in a frame: the result is clean UTF-8 without ';' */
 	for (int b = 0; b < 256; b++) {
 		char in[8] = { 'a', (char)b, (char)b, 'z', (char)0x80, (char)b, 'q', 0 };
 
 		n = folded__sanitize_frame(in, 7, san, sizeof(san));
-		if (!ASSERT_TRUE(n > 0 && clean_utf8(san, n) && !memchr(san, ';', n), "n > 0 && clean_utf8(san, n) && !memchr(san, ';', n)"))
+		if (!ASSERT_TRUE(n > 0 && clean_utf8(san, n) && !memchr(san, ';', n), "bad_utf8_cleaned"))
 			goto cleanup;
 	}
 cleanup:;
@@ -158,23 +158,23 @@ static void test_add_aggregates_and_writes_sorted(void)
 	const char *c[] = { "main (app.c:40)" };
 	char *out;
 
-	if (!ASSERT_TRUE(f, "f"))
+	if (!ASSERT_TRUE(f, "made"))
 		goto cleanup;
-	if (!ASSERT_EQ(folded__add(f, a, 3, 1024), 0, "folded__add(f, a, 3, 1024)"))
+	if (!ASSERT_EQ(folded__add(f, a, 3, 1024), 0, "add_a"))
 		goto cleanup;
-	if (!ASSERT_EQ(folded__add(f, b, 3, 4096), 0, "folded__add(f, b, 3, 4096)"))
+	if (!ASSERT_EQ(folded__add(f, b, 3, 4096), 0, "add_b"))
 		goto cleanup;
-	if (!ASSERT_EQ(folded__add(f, a, 3, 1024), 0, "folded__add(f, a, 3, 1024)"))
+	if (!ASSERT_EQ(folded__add(f, a, 3, 1024), 0, "add_a_again"))
 		goto cleanup;
-	if (!ASSERT_EQ(folded__add(f, c, 1, 7), 0, "folded__add(f, c, 1, 7)"))
+	if (!ASSERT_EQ(folded__add(f, c, 1, 7), 0, "add_c"))
 		goto cleanup;
-	if (!ASSERT_EQ(folded__add(f, c, 1, 0), 0, "folded__add(f, c, 1, 0)"))
+	if (!ASSERT_EQ(folded__add(f, c, 1, 0), 0, "add_zero"))
 		goto cleanup; /* nothing outstanding: nothing to draw */
-	if (!ASSERT_EQ(folded__add(f, NULL, 0, 5), 0, "folded__add(f, NULL, 0, 5)"))
+	if (!ASSERT_EQ(folded__add(f, NULL, 0, 5), 0, "add_empty"))
 		goto cleanup;
-	if (!ASSERT_EQ(folded__count(f), 4, "folded__count(f)"))
+	if (!ASSERT_EQ(folded__count(f), 4, "stacks"))
 		goto cleanup;
-	if (!ASSERT_EQ(folded__total(f), 1024 + 4096 + 1024 + 7 + 5, "folded__total(f)"))
+	if (!ASSERT_EQ(folded__total(f), 1024 + 4096 + 1024 + 7 + 5, "total"))
 		goto cleanup;
 	out = write_to_string(f);
 	if (!ASSERT_STR_EQ(out, "[unknown] 5\n"
@@ -196,28 +196,28 @@ static void test_add_limits_and_saturation(void)
 
 	for (size_t i = 0; i <= FOLDED_DEPTH_MAX; i++)
 		deep[i] = "f";
-	if (!ASSERT_EQ(folded__add(f, deep, FOLDED_DEPTH_MAX + 1, 1), -E2BIG, "folded__add(f, deep, FOLDED_DEPTH_MAX + 1, 1)"))
+	if (!ASSERT_EQ(folded__add(f, deep, FOLDED_DEPTH_MAX + 1, 1), -E2BIG, "too_deep_refused"))
 		goto cleanup;
-	if (!ASSERT_EQ(folded__add(f, deep, FOLDED_DEPTH_MAX, 1), 0, "folded__add(f, deep, FOLDED_DEPTH_MAX, 1)"))
+	if (!ASSERT_EQ(folded__add(f, deep, FOLDED_DEPTH_MAX, 1), 0, "deepest_added"))
 		goto cleanup;
-	if (!ASSERT_EQ(folded__add(f, one, 1, UINT64_MAX - 1), 0, "folded__add(f, one, 1, UINT64_MAX - 1)"))
+	if (!ASSERT_EQ(folded__add(f, one, 1, UINT64_MAX - 1), 0, "near_max_added"))
 		goto cleanup;
-	if (!ASSERT_EQ(folded__add(f, one, 1, 5), 0, "folded__add(f, one, 1, 5)"))
+	if (!ASSERT_EQ(folded__add(f, one, 1, 5), 0, "saturating_add"))
 		goto cleanup;
 	{
 		const struct folded_stack *s;
 		size_t n = folded__sorted(f, &s);
 
-		if (!ASSERT_EQ(n, 2, "n"))
+		if (!ASSERT_EQ(n, 2, "stacks"))
 			goto cleanup;
-		if (!ASSERT_EQ(s[0].depth, FOLDED_DEPTH_MAX, "s[0].depth"))
+		if (!ASSERT_EQ(s[0].depth, FOLDED_DEPTH_MAX, "deepest_depth"))
 			goto cleanup;
-		if (!ASSERT_STR_EQ(s[1].stack, "x", "s[1].stack"))
+		if (!ASSERT_STR_EQ(s[1].stack, "x", "one_stack"))
 			goto cleanup;
-		if (!ASSERT_TRUE(s[1].value == UINT64_MAX, "s[1].value == UINT64_MAX"))
+		if (!ASSERT_TRUE(s[1].value == UINT64_MAX, "saturated_value"))
 			goto cleanup;
 	}
-	if (!ASSERT_TRUE(folded__total(f) == UINT64_MAX, "folded__total(f) == UINT64_MAX"))
+	if (!ASSERT_TRUE(folded__total(f) == UINT64_MAX, "saturated_total"))
 		goto cleanup;
 cleanup:
 	folded__free(f);
@@ -253,35 +253,35 @@ static void test_round_trip_random(void)
 
 		for (size_t d = 0; d < depth; d++)
 			fr[d] = vocab[next64() % (sizeof(vocab) / sizeof(vocab[0]))];
-		if (!ASSERT_EQ(folded__add(f, fr, depth, v), 0, "folded__add(f, fr, depth, v)"))
+		if (!ASSERT_EQ(folded__add(f, fr, depth, v), 0, "random_added"))
 			goto cleanup;
 		want += v;
 	}
-	if (!ASSERT_TRUE(folded__total(f) == want, "folded__total(f) == want"))
+	if (!ASSERT_TRUE(folded__total(f) == want, "random_total"))
 		goto cleanup;
 	out = write_to_string(f);
-	if (!ASSERT_TRUE(out, "out"))
+	if (!ASSERT_TRUE(out, "written"))
 		goto cleanup;
 	in = fmemopen(out, strlen(out), "r");
-	if (!ASSERT_EQ(folded__read(g, in, &st, err, sizeof(err)), 0, "folded__read(g, in, &st, err, sizeof(err))"))
+	if (!ASSERT_EQ(folded__read(g, in, &st, err, sizeof(err)), 0, "read_back"))
 		goto cleanup;
 	fclose(in);
-	if (!ASSERT_EQ(st.skipped, 0, "st.skipped"))
+	if (!ASSERT_EQ(st.skipped, 0, "none_skipped"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.stacks, folded__count(f), "st.stacks"))
+	if (!ASSERT_EQ(st.stacks, folded__count(f), "stacks_read"))
 		goto cleanup;
-	if (!ASSERT_TRUE(folded__total(g) == want, "folded__total(g) == want"))
+	if (!ASSERT_TRUE(folded__total(g) == want, "total_read"))
 		goto cleanup;
 	n1 = folded__sorted(f, &s1);
 	n2 = folded__sorted(g, &s2);
-	if (!ASSERT_EQ(n1, n2, "n1"))
+	if (!ASSERT_EQ(n1, n2, "same_count"))
 		goto cleanup;
 	for (size_t i = 0; i < n1; i++) {
-		if (!ASSERT_STR_EQ(s1[i].stack, s2[i].stack, "s1[i].stack"))
+		if (!ASSERT_STR_EQ(s1[i].stack, s2[i].stack, "same_stack"))
 			goto cleanup;
-		if (!ASSERT_TRUE(s1[i].value == s2[i].value, "s1[i].value == s2[i].value"))
+		if (!ASSERT_TRUE(s1[i].value == s2[i].value, "same_value"))
 			goto cleanup;
-		if (!ASSERT_EQ(s1[i].depth, s2[i].depth, "s1[i].depth"))
+		if (!ASSERT_EQ(s1[i].depth, s2[i].depth, "same_depth"))
 			goto cleanup;
 	}
 cleanup:
@@ -299,7 +299,7 @@ static void test_reader_skips_and_counts(void)
 	const struct folded_stack *s;
 	FILE *in;
 
-	if (!ASSERT_TRUE(text && f, "text && f"))
+	if (!ASSERT_TRUE(text && f, "opened"))
 		goto cleanup;
 	o += sprintf(text + o, "a;b 10\r\n");				/* 1: CRLF */
 	o += sprintf(text + o, "\n");					/* 2: blank */
@@ -320,32 +320,32 @@ static void test_reader_skips_and_counts(void)
 	o += sprintf(text + o, "c;d e;f 18446744073709551615\n");	/* 11: spaces in frames */
 	o += sprintf(text + o, "a;b 2");				/* 12: no final newline */
 	in = fmemopen(text, o, "r");
-	if (!ASSERT_EQ(folded__read(f, in, &st, err, sizeof(err)), 0, "folded__read(f, in, &st, err, sizeof(err))"))
+	if (!ASSERT_EQ(folded__read(f, in, &st, err, sizeof(err)), 0, "read"))
 		goto cleanup;
 	fclose(in);
-	if (!ASSERT_EQ(st.lines, 12, "st.lines"))
+	if (!ASSERT_EQ(st.lines, 12, "lines"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.stacks, 4, "st.stacks"))
+	if (!ASSERT_EQ(st.stacks, 4, "stacks"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.skipped, 7, "st.skipped"))
+	if (!ASSERT_EQ(st.skipped, 7, "skipped"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.malformed, 5, "st.malformed"))
+	if (!ASSERT_EQ(st.malformed, 5, "malformed"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.too_long, 1, "st.too_long"))
+	if (!ASSERT_EQ(st.too_long, 1, "too_long"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.too_deep, 1, "st.too_deep"))
+	if (!ASSERT_EQ(st.too_deep, 1, "too_deep"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.first_bad_line, 4, "st.first_bad_line"))
+	if (!ASSERT_EQ(st.first_bad_line, 4, "first_bad_line"))
 		goto cleanup;
-	if (!ASSERT_EQ(folded__sorted(f, &s), 2, "folded__sorted(f, &s)"))
+	if (!ASSERT_EQ(folded__sorted(f, &s), 2, "sorted"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(s[0].stack, "a;b", "s[0].stack"))
+	if (!ASSERT_STR_EQ(s[0].stack, "a;b", "first_stack"))
 		goto cleanup;
-	if (!ASSERT_EQ(s[0].value, 17, "s[0].value"))
+	if (!ASSERT_EQ(s[0].value, 17, "first_value"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(s[1].stack, "c;d e;f", "s[1].stack"))
+	if (!ASSERT_STR_EQ(s[1].stack, "c;d e;f", "second_stack"))
 		goto cleanup;
-	if (!ASSERT_TRUE(s[1].value == UINT64_MAX, "s[1].value == UINT64_MAX"))
+	if (!ASSERT_TRUE(s[1].value == UINT64_MAX, "second_value_saturated"))
 		goto cleanup;
 cleanup:
 	free(text);
@@ -360,21 +360,21 @@ static void test_reader_stack_count_limit(void)
 	struct folded_read_stats st;
 	FILE *in;
 
-	if (!ASSERT_TRUE(text && f, "text && f"))
+	if (!ASSERT_TRUE(text && f, "opened"))
 		goto cleanup;
 	for (size_t i = 0; i < n; i++)
 		o += (size_t)snprintf(text + o, cap - o, "s%zu 1\n", i);
 	in = fmemopen(text, o, "r");
-	if (!ASSERT_EQ(folded__read(f, in, &st, err, sizeof(err)), 0, "folded__read(f, in, &st, err, sizeof(err))"))
+	if (!ASSERT_EQ(folded__read(f, in, &st, err, sizeof(err)), 0, "read"))
 		goto cleanup;
 	fclose(in);
-	if (!ASSERT_EQ(folded__count(f), FOLDED_STACKS_MAX, "folded__count(f)"))
+	if (!ASSERT_EQ(folded__count(f), FOLDED_STACKS_MAX, "stacks_capped"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.too_many, 3, "st.too_many"))
+	if (!ASSERT_EQ(st.too_many, 3, "too_many"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.first_bad_line, FOLDED_STACKS_MAX + 1, "st.first_bad_line"))
+	if (!ASSERT_EQ(st.first_bad_line, FOLDED_STACKS_MAX + 1, "first_bad_line"))
 		goto cleanup;
-	if (!ASSERT_TRUE(folded__total(f) == FOLDED_STACKS_MAX, "folded__total(f) == FOLDED_STACKS_MAX"))
+	if (!ASSERT_TRUE(folded__total(f) == FOLDED_STACKS_MAX, "total_capped"))
 		goto cleanup;
 cleanup:
 	free(text);

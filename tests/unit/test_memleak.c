@@ -578,7 +578,7 @@ static void test_api_table(void)
 	int shared = 0;
 
 	for (int i = 0; i < gp_launch_apis_cnt; i++)
-		shared += gp_launch_apis[i].prog == GP_LP_INIT && gp_launch_apis[i].id != GP_API_cuInit;
+		shared += gp_launch_apis[i].prog == GP_LP_CTX;
 	if (!ASSERT_EQ(shared, 4, "context calls in the launch table") ||
 	    !ASSERT_EQ(gp_mem_apis_cnt + gp_launch_apis_cnt + gp_copy_apis_cnt + gp_graph_apis_cnt - 2 - shared,
 		       GP_API__COUNT - 1, "every id in a table"))

@@ -295,7 +295,7 @@ static void test_foreach_errors(void)
 	int n = 0;
 
 	/* beyond any pid_max */
-	if (!ASSERT_EQ(procmaps__foreach("/proc", 0x3fffffff, count_cb, &n), -ENOENT, "procmaps__foreach(/proc, 0x3fffffff, count_cb, &n)"))
+	if (!ASSERT_EQ(procmaps__foreach("/proc", 0x3fffffff, count_cb, &n), -ENOENT, "foreach_proc"))
 		goto cleanup;
 	if (!ASSERT_EQ(procmaps__foreach(tmp_root, 99999, count_cb, &n), -ENOENT, "no_such_pid"))
 		goto cleanup;
@@ -390,13 +390,13 @@ static void test_find_libs_fake_root(void)
 		goto cleanup;
 
 	/* max caps the output */
-	if (!ASSERT_EQ(procmaps__find_libs(tmp_root, 1234, "libcuda.so", libs, 1), 1, "procmaps__find_libs(tmp_root, 1234, libcuda.so, libs, 1)"))
+	if (!ASSERT_EQ(procmaps__find_libs(tmp_root, 1234, "libcuda.so", libs, 1), 1, "find_libs_libcuda_so"))
 		goto cleanup;
 	if (!ASSERT_STR_EQ(libs[0].path,
 		      "/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05", "lib0_path"))
 		goto cleanup;
 
-	if (!ASSERT_EQ(procmaps__find_libs(tmp_root, 1234, "libnothing", libs, 8), 0, "procmaps__find_libs(tmp_root, 1234, libnothing, libs, 8)"))
+	if (!ASSERT_EQ(procmaps__find_libs(tmp_root, 1234, "libnothing", libs, 8), 0, "find_libs_libnothing"))
 		goto cleanup;
 	if (!ASSERT_EQ(procmaps__find_libs(tmp_root, 4321, "libcuda.so", libs, 8),
 		  -ENOENT, "procmaps__find_libs(tmp_root, 4321, libcuda.so, libs, 8)"))

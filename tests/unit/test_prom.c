@@ -652,7 +652,7 @@ static void test_help_type_every_family(void)
 	/* 19 (gpuprobe_processes_unseen_calls_total among them), --cudatrace's 4 of --max-overhead
 	 * (declared whether or not a process is sampled), the launch estimate's 3 and NVML's 21
 	 * (declared with its state "off" when the run has none) */
-	ASSERT_EQ(families, 26 + 21, "families");
+	ASSERT_EQ(families, 26 + 21, "family_count");
 cleanup:
 	free(out);
 	ml_snap_free(&ms);

@@ -262,7 +262,7 @@ static void test_not_python(void)
 	struct gp_py_frame f = { .code = 0x1000, .instr = 0x1010 };
 	char err[256], buf[64];
 
-	if (!ASSERT_EQ(pystack__inspect(ps, getpid(), &pp, NULL, 0, err, sizeof(err)), -ENOENT, "pystack__inspect(ps, getpid(), &pp, NULL, 0, err, sizeof(..."))
+	if (!ASSERT_EQ(pystack__inspect(ps, getpid(), &pp, NULL, 0, err, sizeof(err)), -ENOENT, "inspect_self"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "no CPython", "contains no CPython"))
 		goto cleanup;

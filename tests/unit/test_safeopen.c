@@ -177,7 +177,7 @@ static void test_device_refused(void)
 		goto cleanup;
 	/* a symlink to the host's /dev/zero resolves inside the root: absent */
 	snprintf(p, sizeof(p), "%s/lib/devlink.so", root);
-	if (!ASSERT_EQ(symlink("/dev/zero", p), 0, "symlink(/dev/zero, p)"))
+	if (!ASSERT_EQ(symlink("/dev/zero", p), 0, "symlink_dev_zero"))
 		goto cleanup;
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/devlink.so", NULL, err,
 			      sizeof(err));
@@ -213,7 +213,7 @@ static void test_symlinks_cannot_escape_root(void)
 		goto cleanup;
 	/* and once a copy of the name exists inside, that is what opens */
 	snprintf(p, sizeof(p), "%s/secret", root);
-	if (!ASSERT_EQ(write_file(p, "decoy"), 0, "write_file(p, decoy)"))
+	if (!ASSERT_EQ(write_file(p, "decoy"), 0, "write_file_decoy"))
 		goto cleanup;
 	fd = safe_open_mapped(tmp, FAKE_PID, "/lib/up.so", &secret, err,
 			      sizeof(err));

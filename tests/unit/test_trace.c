@@ -109,17 +109,17 @@ static void test_jsonl_counter_records(void)
 
 	tmp_path(path, sizeof(path), "w.jsonl");
 	w = trace_writer__open(path, TRACE_JSONL);
-	if (!ASSERT_TRUE(w, "w"))
+	if (!ASSERT_TRUE(w, "jsonl_opened"))
 		goto cleanup;
 	write_sample(w);
-	if (!ASSERT_EQ(trace_writer__written(w), 2, "trace_writer__written(w)"))
+	if (!ASSERT_EQ(trace_writer__written(w), 2, "written"))
 		goto cleanup;
-	if (!ASSERT_EQ(trace_writer__counters(w), 3, "trace_writer__counters(w)"))
+	if (!ASSERT_EQ(trace_writer__counters(w), 3, "counters"))
 		goto cleanup;
-	if (!ASSERT_EQ(trace_writer__close(w, json_object_new_object()), 0, "trace_writer__close(w, json_object_new_object())"))
+	if (!ASSERT_EQ(trace_writer__close(w, json_object_new_object()), 0, "close"))
 		goto cleanup;
 	text = slurp(path);
-	if (!ASSERT_TRUE(text, "text"))
+	if (!ASSERT_TRUE(text, "jsonl_read"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(text, "{\"type\":\"counter\",\"ts_ns\":1234567,\"pid\":42,\"name\":\"outstanding bytes\","
 				  "\"values\":{\"gpu0\":1048576,\"gpu1\":0.5}}\n", "contains {type:counter,ts_ns:1234567,pid:42,name:outstand..."))
@@ -127,18 +127,18 @@ static void test_jsonl_counter_records(void)
 	if (!ASSERT_STR_CONTAINS(text, "{\"type\":\"counter\",\"ts_ns\":2000000,\"pid\":42,\"name\":\"copy bytes\","
 				  "\"values\":{\"H2D\":6.759035e-07,\"D2D\":3000000000}}\n", "contains {type:counter,ts_ns:2000000,pid:42,name:copy bytes,"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!strstr(text, "nothing") && !strstr(text, "too many"), "!strstr(text, nothing) && !strstr(text, too many)"))
+	if (!ASSERT_TRUE(!strstr(text, "nothing") && !strstr(text, "too many"), "no_nothing_or_too_many"))
 		goto cleanup;
 	/* every line is one JSON object */
 	for (p = text; *p;) {
 		char *nl = strchr(p, '\n');
 		json_object *o;
 
-		if (!ASSERT_TRUE(nl, "nl"))
+		if (!ASSERT_TRUE(nl, "line_ended"))
 			goto cleanup;
 		*nl = '\0';
 		o = json_tokener_parse(p);
-		if (!ASSERT_TRUE(o && json_object_is_type(o, json_type_object), "o && json_object_is_type(o, json_type_object)"))
+		if (!ASSERT_TRUE(o && json_object_is_type(o, json_type_object), "line_is_object"))
 			goto cleanup;
 		json_object_put(o);
 		p = nl + 1;
@@ -155,12 +155,12 @@ static void test_chrome_counter_events(void)
 
 	tmp_path(path, sizeof(path), "w.json");
 	w = trace_writer__open(path, TRACE_CHROME);
-	if (!ASSERT_TRUE(w, "w"))
+	if (!ASSERT_TRUE(w, "chrome_opened"))
 		goto cleanup;
 	write_sample(w);
-	if (!ASSERT_EQ(trace_writer__close(w, NULL), 0, "trace_writer__close(w, NULL)"))
+	if (!ASSERT_EQ(trace_writer__close(w, NULL), 0, "close"))
 		goto cleanup;
-	if (!ASSERT_EQ(validate(path), 0, "validate(path)"))
+	if (!ASSERT_EQ(validate(path), 0, "validate"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(last_out, "\"by_ph\": {\"M\": 3, \"X\": 2, \"C\": 3}", "contains by_ph: {M: 3, X: 2, C: 3}"))
 		goto cleanup;
@@ -168,7 +168,7 @@ static void test_chrome_counter_events(void)
 				      "\"42 launches launches\", \"42 outstanding bytes gpu0\", \"42 outstanding bytes gpu1\"]", "contains counter_tracks: [42 copy bytes D2D, 42 copy byte..."))
 		goto cleanup;
 	text = slurp(path);
-	if (!ASSERT_TRUE(text, "text"))
+	if (!ASSERT_TRUE(text, "chrome_read"))
 		goto cleanup;
 	/* exact microseconds: no 11.537000000000001 */
 	if (!ASSERT_STR_CONTAINS(text, "\"ts\":1234.567,\"dur\":11.537,", "contains ts:1234.567,dur:11.537,"))
@@ -197,31 +197,31 @@ static void test_convert_matches_the_chrome_writer(void)
 
 		json_object_object_add(sum, "events_written", json_object_new_int(2));
 		w = trace_writer__open(k ? direct : jl, k ? TRACE_CHROME : TRACE_JSONL);
-		if (!ASSERT_TRUE(w, "w"))
+		if (!ASSERT_TRUE(w, "writer_opened"))
 			goto cleanup;
 		write_sample(w);
-		if (!ASSERT_EQ(trace_writer__close(w, sum), 0, "trace_writer__close(w, sum)"))
+		if (!ASSERT_EQ(trace_writer__close(w, sum), 0, "close"))
 			goto cleanup;
 	}
 	out = fopen(conv, "w");
-	if (!ASSERT_TRUE(out, "out"))
+	if (!ASSERT_TRUE(out, "out_opened"))
 		goto cleanup;
-	if (!ASSERT_EQ(trace__convert(jl, out, &st, err, sizeof(err)), 0, "trace__convert(jl, out, &st, err, sizeof(err))"))
+	if (!ASSERT_EQ(trace__convert(jl, out, &st, err, sizeof(err)), 0, "convert"))
 		goto cleanup;
 	fclose(out);
-	if (!ASSERT_EQ(st.lines, 7, "st.lines"))
+	if (!ASSERT_EQ(st.lines, 7, "lines"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.records, 7, "st.records"))
+	if (!ASSERT_EQ(st.records, 7, "records"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.dropped, 0, "st.dropped"))
+	if (!ASSERT_EQ(st.dropped, 0, "dropped"))
 		goto cleanup;
-	if (!ASSERT_TRUE(st.summary, "st.summary"))
+	if (!ASSERT_TRUE(st.summary, "summary"))
 		goto cleanup;
 	a = slurp(direct);
 	b = slurp(conv);
-	if (!ASSERT_TRUE(a && b, "a && b"))
+	if (!ASSERT_TRUE(a && b, "both_read"))
 		goto cleanup;
-	if (!ASSERT_STR_EQ(b, a, "b"))
+	if (!ASSERT_STR_EQ(b, a, "same_as_direct"))
 		goto cleanup;
 cleanup:
 	free(a);
@@ -278,7 +278,7 @@ static void test_convert_drops_and_counts(void)
 	size_t o = 0;
 	int r;
 
-	if (!ASSERT_TRUE(text, "text"))
+	if (!ASSERT_TRUE(text, "read"))
 		goto cleanup;
 	o += (size_t)sprintf(text + o, "%s%s\n", good1, call);	/* a blank line: skipped, not dropped */
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -292,25 +292,25 @@ static void test_convert_drops_and_counts(void)
 	o += (size_t)sprintf(text + o, "%s%s", ctr, call);
 	o += (size_t)sprintf(text + o, "{\"type\":\"call\",\"ts_ns\":3000,\"pid\":7,\"tid\":8,\"fn\":\"cu");	/* cut */
 	r = convert_text(text, o, &st, err, sizeof(err), &doc);
-	if (!ASSERT_EQ(r, 0, "r"))
+	if (!ASSERT_EQ(r, 0, "convert_ok"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.lines, 3 + 13 + 1 + 1 + 1 + 3, "st.lines"))
+	if (!ASSERT_EQ(st.lines, 3 + 13 + 1 + 1 + 1 + 3, "lines"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.records, 4, "st.records"))
+	if (!ASSERT_EQ(st.records, 4, "records"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.malformed, 14, "st.malformed"))
+	if (!ASSERT_EQ(st.malformed, 14, "malformed"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.unknown, 1, "st.unknown"))
+	if (!ASSERT_EQ(st.unknown, 1, "unknown"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.too_long, 1, "st.too_long"))
+	if (!ASSERT_EQ(st.too_long, 1, "too_long"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.truncated, 1, "st.truncated"))
+	if (!ASSERT_EQ(st.truncated, 1, "truncated"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.dropped, 17, "st.dropped"))
+	if (!ASSERT_EQ(st.dropped, 17, "dropped"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.first_dropped, 4, "st.first_dropped"))
+	if (!ASSERT_EQ(st.first_dropped, 4, "first_dropped"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!st.summary, "!st.summary"))
+	if (!ASSERT_TRUE(!st.summary, "no_summary"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(last_out, "\"by_ph\": {\"M\": 2, \"X\": 2, \"C\": 1}", "contains by_ph: {M: 2, X: 2, C: 1}"))
 		goto cleanup;
@@ -331,29 +331,29 @@ static void test_convert_edge_cases(void)
 	static const char summary[] = "{\"events_written\":0,\"type\":\"summary\"}";
 
 	/* empty: a complete, empty document that says the summary is missing */
-	if (!ASSERT_EQ(convert_text("", 0, &st, err, sizeof(err), &doc), 0, "convert_text(, 0, &st, err, sizeof(err), &doc)"))
+	if (!ASSERT_EQ(convert_text("", 0, &st, err, sizeof(err), &doc), 0, "convert_empty"))
 		goto cleanup;
 	if (!ASSERT_STR_EQ(doc, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n\n],\"otherData\":{\"convert\":{\"lines\":0,"
 			   "\"records\":0,\"dropped_lines\":0,\"truncated\":false,\"summary_missing\":true}}}\n", "doc"))
 		goto cleanup;
 	free(doc);
 	/* a Chrome file is not JSON Lines: an error, and still a complete document */
-	if (!ASSERT_EQ(convert_text(chrome, strlen(chrome), &st, err, sizeof(err), &doc), -EINVAL, "convert_text(chrome, strlen(chrome), &st, err, sizeof(err..."))
+	if (!ASSERT_EQ(convert_text(chrome, strlen(chrome), &st, err, sizeof(err), &doc), -EINVAL, "convert_chrome"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "not a gpuprobe JSON Lines trace (no record in 3 lines)", "contains not a gpuprobe JSON Lines trace (no record in 3 ..."))
 		goto cleanup;
 	free(doc);
-	if (!ASSERT_EQ(convert_text(cut, strlen(cut), &st, err, sizeof(err), &doc), -EINVAL, "convert_text(cut, strlen(cut), &st, err, sizeof(err), &doc)"))
+	if (!ASSERT_EQ(convert_text(cut, strlen(cut), &st, err, sizeof(err), &doc), -EINVAL, "convert_text"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(err, "no complete record: the trace ends inside its first line", "contains no complete record: the trace ends inside its fi..."))
 		goto cleanup;
 	free(doc);
 	/* the summary without its newline is complete: kept, nothing dropped */
-	if (!ASSERT_EQ(convert_text(summary, strlen(summary), &st, err, sizeof(err), &doc), 0, "convert_text(summary, strlen(summary), &st, err, sizeof(e..."))
+	if (!ASSERT_EQ(convert_text(summary, strlen(summary), &st, err, sizeof(err), &doc), 0, "convert_summary_only"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.dropped, 0, "st.dropped"))
+	if (!ASSERT_EQ(st.dropped, 0, "dropped"))
 		goto cleanup;
-	if (!ASSERT_TRUE(st.summary, "st.summary"))
+	if (!ASSERT_TRUE(st.summary, "summary"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(doc, "],\"otherData\":{\"events_written\":0}}\n", "contains ],otherData:{events_written:0}}"))
 		goto cleanup;
@@ -364,12 +364,12 @@ static void test_convert_edge_cases(void)
 		size_t len = 0;
 		FILE *m = open_memstream(&buf, &len);
 
-		if (!ASSERT_EQ(trace__convert("/nonexistent/t.jsonl", m, &st, err, sizeof(err)), -ENOENT, "trace__convert(/nonexistent/t.jsonl, m, &st, err, sizeof(..."))
+		if (!ASSERT_EQ(trace__convert("/nonexistent/t.jsonl", m, &st, err, sizeof(err)), -ENOENT, "convert_missing"))
 			goto cleanup;
 		fclose(m);
-		if (!ASSERT_EQ(len, 0, "len"))
+		if (!ASSERT_EQ(len, 0, "no_err_len"))
 			goto cleanup;
-		if (!ASSERT_STR_EQ(err, "/nonexistent/t.jsonl: No such file or directory", "err"))
+		if (!ASSERT_STR_EQ(err, "/nonexistent/t.jsonl: No such file or directory", "err_names_file"))
 			goto cleanup;
 		free(buf);
 	}
@@ -380,11 +380,11 @@ static void test_convert_edge_cases(void)
 
 		tmp_path(in, sizeof(in), "full.jsonl");
 		f = fopen(in, "w");
-		if (!ASSERT_TRUE(full && f, "full && f"))
+		if (!ASSERT_TRUE(full && f, "full_opened"))
 			goto cleanup;
 		fputs(summary, f);
 		fclose(f);
-		if (!ASSERT_EQ(trace__convert(in, full, &st, err, sizeof(err)), -EIO, "trace__convert(in, full, &st, err, sizeof(err))"))
+		if (!ASSERT_EQ(trace__convert(in, full, &st, err, sizeof(err)), -EIO, "convert"))
 			goto cleanup;
 		if (!ASSERT_STR_CONTAINS(err, "writing the output", "contains writing the output"))
 			goto cleanup;
@@ -406,7 +406,7 @@ static void test_convert_chrome_reports_drops(void)
 	tmp_path(in, sizeof(in), "r.jsonl");
 	tmp_path(errf, sizeof(errf), "r.err");
 	f = fopen(in, "w");
-	if (!ASSERT_TRUE(f && null, "f && null"))
+	if (!ASSERT_TRUE(f && null, "files_opened"))
 		goto cleanup;
 	fputs(text, f);
 	fclose(f);
@@ -420,12 +420,12 @@ static void test_convert_chrome_reports_drops(void)
 	close(se);
 	close(fe);
 	fclose(null);
-	if (!ASSERT_EQ(r, 0, "r"))
+	if (!ASSERT_EQ(r, 0, "convert_ok"))
 		goto cleanup;
 	msg = slurp(errf);
-	if (!ASSERT_TRUE(msg, "msg"))
+	if (!ASSERT_TRUE(msg, "err_read"))
 		goto cleanup;
-	if (!ASSERT_TRUE(strstr(msg, "gpuprobe: convert: ") == msg, "strstr(msg, gpuprobe: convert: ) == msg"))
+	if (!ASSERT_TRUE(strstr(msg, "gpuprobe: convert: ") == msg, "err_prefixed"))
 		goto cleanup;
 	if (!ASSERT_STR_CONTAINS(msg, "r.jsonl: dropped 2 of 3 lines (first: line 2, the last cut short, 1 not a complete record); converted 1 records\n", "contains r.jsonl: dropped 2 of 3 lines (first: line 2, th..."))
 		goto cleanup;
@@ -447,73 +447,73 @@ static void test_output_files(void)
 	tmp_path(link, sizeof(link), "link.json");
 	tmp_path(fifo, sizeof(fifo), "fifo");
 	f = outfile__open(file);
-	if (!ASSERT_TRUE(f, "f"))
+	if (!ASSERT_TRUE(f, "opened"))
 		goto cleanup;
 	fputs("first version, longer\n", f);
-	if (!ASSERT_EQ(outfile__close(f), 0, "outfile__close(f)"))
+	if (!ASSERT_EQ(outfile__close(f), 0, "close"))
 		goto cleanup;
-	if (!ASSERT_EQ(stat(file, &st), 0, "stat(file, &st)"))
+	if (!ASSERT_EQ(stat(file, &st), 0, "stat"))
 		goto cleanup;
-	if (!ASSERT_EQ(st.st_mode & 0777, 0600, "st.st_mode & 0777"))
+	if (!ASSERT_EQ(st.st_mode & 0777, 0600, "st_mode"))
 		goto cleanup;
 	f = outfile__open(file);
-	if (!ASSERT_TRUE(f, "f"))
+	if (!ASSERT_TRUE(f, "reopened"))
 		goto cleanup;
 	fputs("second\n", f);
-	if (!ASSERT_EQ(outfile__close(f), 0, "outfile__close(f)"))
+	if (!ASSERT_EQ(outfile__close(f), 0, "close"))
 		goto cleanup;
 	text = slurp(file);
-	if (!ASSERT_STR_EQ(text, "second\n", "text"))
+	if (!ASSERT_STR_EQ(text, "second\n", "rewritten"))
 		goto cleanup;
 	free(text);
 	/* a symlink, even to a file we may write, is not followed: the target is untouched */
-	if (!ASSERT_EQ(symlink(file, link), 0, "symlink(file, link)"))
+	if (!ASSERT_EQ(symlink(file, link), 0, "symlink"))
 		goto cleanup;
 	errno = 0;
-	if (!ASSERT_TRUE(!outfile__open(link), "!outfile__open(link)"))
+	if (!ASSERT_TRUE(!outfile__open(link), "no_open"))
 		goto cleanup;
-	if (!ASSERT_EQ(errno, ELOOP, "errno"))
+	if (!ASSERT_EQ(errno, ELOOP, "errno_eloop"))
 		goto cleanup;
-	if (!ASSERT_TRUE(!trace_writer__open(link, TRACE_CHROME), "!trace_writer__open(link, TRACE_CHROME)"))
+	if (!ASSERT_TRUE(!trace_writer__open(link, TRACE_CHROME), "no_open"))
 		goto cleanup;
-	if (!ASSERT_EQ(errno, ELOOP, "errno"))
+	if (!ASSERT_EQ(errno, ELOOP, "errno_eloop"))
 		goto cleanup;
 	text = slurp(file);
-	if (!ASSERT_STR_EQ(text, "second\n", "text"))
+	if (!ASSERT_STR_EQ(text, "second\n", "unchanged"))
 		goto cleanup;
 	free(text);
 	errno = 0;
-	if (!ASSERT_TRUE(!outfile__open(tmpdir), "!outfile__open(tmpdir)"))
+	if (!ASSERT_TRUE(!outfile__open(tmpdir), "no_open"))
 		goto cleanup;
-	if (!ASSERT_EQ(errno, EISDIR, "errno"))
+	if (!ASSERT_EQ(errno, EISDIR, "errno_eisdir"))
 		goto cleanup;
 	/* a character device and a FIFO are written as they are */
 	f = outfile__open("/dev/null");
-	if (!ASSERT_TRUE(f, "f"))
+	if (!ASSERT_TRUE(f, "devnull_opened"))
 		goto cleanup;
-	if (!ASSERT_EQ(outfile__close(f), 0, "outfile__close(f)"))
+	if (!ASSERT_EQ(outfile__close(f), 0, "close"))
 		goto cleanup;
-	if (!ASSERT_EQ(mkfifo(fifo, 0600), 0, "mkfifo(fifo, 0600)"))
+	if (!ASSERT_EQ(mkfifo(fifo, 0600), 0, "mkfifo"))
 		goto cleanup;
 	{
 		int rd = open(fifo, O_RDONLY | O_NONBLOCK);
 		char buf[16] = "";
 
-		if (!ASSERT_TRUE(rd >= 0, "rd >= 0"))
+		if (!ASSERT_TRUE(rd >= 0, "fifo_reader"))
 			goto cleanup;
 		f = outfile__open(fifo);
-		if (!ASSERT_TRUE(f, "f"))
+		if (!ASSERT_TRUE(f, "fifo_opened"))
 			goto cleanup;
 		fputs("via fifo", f);
-		if (!ASSERT_EQ(outfile__close(f), 0, "outfile__close(f)"))
+		if (!ASSERT_EQ(outfile__close(f), 0, "close"))
 			goto cleanup;
-		if (!ASSERT_EQ(read(rd, buf, sizeof(buf) - 1), 8, "read(rd, buf, sizeof(buf) - 1)"))
+		if (!ASSERT_EQ(read(rd, buf, sizeof(buf) - 1), 8, "read"))
 			goto cleanup;
-		if (!ASSERT_STR_EQ(buf, "via fifo", "buf"))
+		if (!ASSERT_STR_EQ(buf, "via fifo", "fifo_content"))
 			goto cleanup;
 		close(rd);
 	}
-	if (!ASSERT_EQ(outfile__close(NULL), 0, "outfile__close(NULL)"))
+	if (!ASSERT_EQ(outfile__close(NULL), 0, "close"))
 		goto cleanup;
 cleanup:;
 }

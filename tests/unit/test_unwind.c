@@ -192,13 +192,13 @@ static void test_short_copy_is_partial(void)
 		goto cleanup;
 	if (!ASSERT_TRUE(f.nr >= 1, "some_frames"))
 		goto cleanup;
-	if (!ASSERT_EQ(index_of(&f, "capture"), 0, "index_of(&f, capture)"))
+	if (!ASSERT_EQ(index_of(&f, "capture"), 0, "index_of_capture"))
 		goto cleanup;
-	if (!ASSERT_EQ(index_of(&f, "main"), -1, "index_of(&f, main)"))
+	if (!ASSERT_EQ(index_of(&f, "main"), -1, "index_of_main"))
 		goto cleanup;
 	/* whatever frames came, each is a real function of ours */
 	for (i = 0; i < f.nr; i++)
-		if (!ASSERT_TRUE(strncmp(names[i], "0x", 2) != 0, "strncmp(names[i], 0x, 2) != 0"))
+		if (!ASSERT_TRUE(strncmp(names[i], "0x", 2) != 0, "not_hex"))
 			goto cleanup;
 cleanup:;
 }
@@ -245,7 +245,7 @@ static void test_garbage_never_reported(void)
 			goto cleanup;
 		symbolize_all(&f);
 		for (i = 1; i < f.nr; i++)	/* past pc 0: all mapped code */
-			if (!ASSERT_TRUE(strchr(names[i], '('), "strchr(names[i], '(')"))
+			if (!ASSERT_TRUE(strchr(names[i], '('), "frame_named"))
 				goto cleanup;
 	}
 cleanup:;
@@ -332,7 +332,7 @@ static void test_hostile_maps_refused(void)
 	if (!ASSERT_EQ(mkfifo(p, 0644), 0, "mkfifo"))
 		goto cleanup;
 	snprintf(p, sizeof(p), "%s/77/root/lib/out.so", tmp);
-	if (!ASSERT_EQ(symlink("/proc/self/exe", p), 0, "symlink(/proc/self/exe, p)"))
+	if (!ASSERT_EQ(symlink("/proc/self/exe", p), 0, "symlink_proc_self_exe"))
 		goto cleanup;	/* a magic link, and out of the root */
 	snprintf(p, sizeof(p), "%s/77/root/lib/other.so", tmp);
 	m = fopen(p, "w");

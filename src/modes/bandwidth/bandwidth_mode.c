@@ -117,7 +117,7 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 
 	for (int i = 0; i < gp_copy_apis_cnt; i++) {
 		names[n] = gp_copy_apis[i].name;
-		cookies[n++] = gp_copy_apis[i].id;
+		cookies[n++] = GP_API_COOKIE(gp_copy_apis[i].id, gp_copy_apis[i].layout);
 	}
 	ncopy = n;
 	/* synchronizations end asynchronous copies */
@@ -134,8 +134,8 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	/* cuCtxGetDevice too: only contexts made before a -p attach need it, PyTorch calls it
 	 * thousands of times a second, and one window's answer names the thread's GPU */
 	for (int i = 0; i < n; i++) {
-		bool sampled = i >= ncopy || cookies[i] == GP_API_cuCtxGetDevice ||
-			       cookies[i] == GP_API_cuCtxGetDevice_v2;
+		bool sampled = i >= ncopy || GP_COOKIE_API(cookies[i]) == GP_API_cuCtxGetDevice ||
+			       GP_COOKIE_API(cookies[i]) == GP_API_cuCtxGetDevice_v2;
 
 		syncs[i] = sampled ? offsets[i] : -1;
 		if (sampled)

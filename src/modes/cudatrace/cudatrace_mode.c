@@ -536,7 +536,8 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
  * syncs only to time them (--no-latency leaves them out). */
 static bool needs_return(enum gp_launch_prog p)
 {
-	return p == GP_LP_NAME || p == GP_LP_ALIAS || p == GP_LP_UNLOAD || p == GP_LP_INIT || ct_settings.latency;
+	return p == GP_LP_NAME || p == GP_LP_ALIAS || p == GP_LP_UNLOAD || p == GP_LP_INIT || p == GP_LP_CTX ||
+	       ct_settings.latency;
 }
 
 /* Stream capture and graph calls; a driver older than some of them (cuGraphExecUpdate_v2,
@@ -572,7 +573,7 @@ static int attach_graphs(struct ct_mode *m, struct gp_run *run, const char *lib,
  * a process's first call, which tells the budget of a process new to it (budget.c). */
 static bool sampleable(enum gp_launch_prog p)
 {
-	return p != GP_LP_UNLOAD && p != GP_LP_INIT;
+	return p != GP_LP_UNLOAD && p != GP_LP_INIT && p != GP_LP_CTX;
 }
 
 static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len)
@@ -587,7 +588,7 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	self_teach(m, run, lib);
 	for (int i = 0; i < n; i++) {
 		names[i] = gp_launch_apis[i].name;
-		cookies[i] = gp_launch_apis[i].id;
+		cookies[i] = GP_API_COOKIE(gp_launch_apis[i].id, gp_launch_apis[i].prog);
 	}
 	r = attach__resolve(lib, names, n, offsets, err, len);
 	if (r < 0)
@@ -600,7 +601,7 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 			return -ENOENT;
 		}
 		/* cuInit tells only a budget of a new process (budget.c): not probed without one */
-		if (gp_launch_apis[i].prog == GP_LP_INIT && !run->budget)
+		if ((gp_launch_apis[i].prog == GP_LP_INIT || gp_launch_apis[i].prog == GP_LP_CTX) && !run->budget)
 			offsets[i] = ret_offsets[i] = -1;
 		/* two sets: the sampled ones, and the rest */
 		hot[i] = sampleable(gp_launch_apis[i].prog) ? offsets[i] : -1;

@@ -44,31 +44,9 @@ _Static_assert(offsetof(struct nccl_agg, procs) == 0, "proctab__new_owner: the t
 static const struct {
 	const char *fn, *op;
 } fns[GP_NCCL__COUNT] = {
-	[GP_NCCL_CommInitRank] = { "ncclCommInitRank", NULL },
-	[GP_NCCL_CommInitRankConfig] = { "ncclCommInitRankConfig", NULL },
-	[GP_NCCL_CommInitRankScalable] = { "ncclCommInitRankScalable", NULL },
-	[GP_NCCL_CommInitAll] = { "ncclCommInitAll", NULL },
-	[GP_NCCL_CommSplit] = { "ncclCommSplit", NULL },
-	[GP_NCCL_CommShrink] = { "ncclCommShrink", NULL },
-	[GP_NCCL_CommFinalize] = { "ncclCommFinalize", NULL },
-	[GP_NCCL_CommDestroy] = { "ncclCommDestroy", NULL },
-	[GP_NCCL_CommAbort] = { "ncclCommAbort", NULL },
-	[GP_NCCL_CommCount] = { "ncclCommCount", NULL },
-	[GP_NCCL_CommCuDevice] = { "ncclCommCuDevice", NULL },
-	[GP_NCCL_CommUserRank] = { "ncclCommUserRank", NULL },
-	[GP_NCCL_AllReduce] = { "ncclAllReduce", "AllReduce" },
-	[GP_NCCL_Broadcast] = { "ncclBroadcast", "Broadcast" },
-	[GP_NCCL_Bcast] = { "ncclBcast", "Broadcast" },
-	[GP_NCCL_Reduce] = { "ncclReduce", "Reduce" },
-	[GP_NCCL_AllGather] = { "ncclAllGather", "AllGather" },
-	[GP_NCCL_ReduceScatter] = { "ncclReduceScatter", "ReduceScatter" },
-	[GP_NCCL_AlltoAll] = { "ncclAlltoAll", "AlltoAll" },
-	[GP_NCCL_Gather] = { "ncclGather", "Gather" },
-	[GP_NCCL_Scatter] = { "ncclScatter", "Scatter" },
-	[GP_NCCL_Send] = { "ncclSend", "Send" },
-	[GP_NCCL_Recv] = { "ncclRecv", "Recv" },
-	[GP_NCCL_GroupStart] = { "ncclGroupStart", NULL },
-	[GP_NCCL_GroupEnd] = { "ncclGroupEnd", NULL },
+#define GP_NCCL_FN(name) [GP_NCCL_##name] = { "nccl" #name, NULL },
+#define GP_NCCL_DATA(name, op) [GP_NCCL_##name] = { "nccl" #name, #op },
+#include "nccl_fns.def"
 };
 
 static const char *const dtype_names[NCCL_NTYPES] = {
@@ -89,7 +67,7 @@ const char *nccl_op_name(int fn)
 
 bool nccl_fn_is_data(int fn)
 {
-	return fn >= GP_NCCL_AllReduce && fn <= GP_NCCL_Recv;
+	return fn > 0 && fn < GP_NCCL__COUNT && fns[fn].op;
 }
 
 const char *nccl_dtype_name(int dtype)

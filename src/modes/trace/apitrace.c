@@ -26,6 +26,7 @@ struct fn {
 	char *name;
 	enum dec dec;
 	unsigned int api; /* enum gp_api, where the other modes know it */
+	enum gp_copy_layout copy; /* DEC_COPY: how it passes the copy (bpf/gp_apis.def) */
 	uint64_t calls, errors, total_ns, max_ns;
 };
 
@@ -58,11 +59,12 @@ struct apitrace {
 	struct bandwidth *bw; /* ranges, to tell unified copies' directions */
 };
 
-static enum dec dec_of(const char *n, unsigned int *api)
+static enum dec dec_of(const char *n, unsigned int *api, enum gp_copy_layout *copy)
 {
 	const struct gp_api_info *mi;
 
 	*api = GP_API_NONE;
+	*copy = GP_CL_NONE;
 	for (int i = 0; i < gp_mem_apis_cnt; i++) {
 		mi = &gp_mem_apis[i];
 		if (strcmp(n, mi->name))
@@ -76,8 +78,8 @@ static enum dec dec_of(const char *n, unsigned int *api)
 	for (int i = 0; i < gp_copy_apis_cnt; i++)
 		if (!strcmp(n, gp_copy_apis[i].name)) {
 			*api = gp_copy_apis[i].id;
-			return *api <= GP_API_cuMemcpy3DAsync_v2_ptsz || *api >= GP_API_cuMemcpy3DPeer ?
-			       DEC_COPY : DEC_NONE;
+			*copy = gp_copy_apis[i].layout;
+			return *copy == GP_CL_NONE ? DEC_NONE : DEC_COPY;
 		}
 	for (int i = 0; i < gp_launch_apis_cnt; i++) {
 		const struct gp_launch_api_info *l = &gp_launch_apis[i];
@@ -125,7 +127,7 @@ struct apitrace *apitrace__new(const char *const *names, int n)
 			apitrace__free(at);
 			return NULL;
 		}
-		at->fns[i].dec = dec_of(names[i], &at->fns[i].api);
+		at->fns[i].dec = dec_of(names[i], &at->fns[i].api, &at->fns[i].copy);
 		at->nr_fns++;
 	}
 	return at;
@@ -287,7 +289,6 @@ done:
 static bool copy_event(const struct fn *f, const struct gp_call_event *e, struct gp_copy_event *c)
 {
 	const __u64 *a = e->args;
-	unsigned int api = f->api;
 
 	memset(c, 0, sizeof(*c));
 	c->pid = e->pid;
@@ -296,28 +297,35 @@ static bool copy_event(const struct fn *f, const struct gp_call_event *e, struct
 	c->src = a[1];
 	c->bytes = a[2];
 	c->dst_type = c->src_type = GP_MEMTYPE_UNIFIED;
-	if (api == GP_API_cuMemcpyHtoD_v2 || api == GP_API_cuMemcpyHtoD_v2_ptds ||
-	    api == GP_API_cuMemcpyHtoDAsync_v2 || api == GP_API_cuMemcpyHtoDAsync_v2_ptsz) {
+	switch (f->copy) {
+	case GP_CL_HTOD:
+	case GP_CL_HTOD_ASYNC:
 		c->dst_type = GP_MEMTYPE_DEVICE;
 		c->src_type = GP_MEMTYPE_HOST;
-	} else if (api == GP_API_cuMemcpyDtoH_v2 || api == GP_API_cuMemcpyDtoH_v2_ptds ||
-		   api == GP_API_cuMemcpyDtoHAsync_v2 || api == GP_API_cuMemcpyDtoHAsync_v2_ptsz) {
+		return true;
+	case GP_CL_DTOH:
+	case GP_CL_DTOH_ASYNC:
 		c->dst_type = GP_MEMTYPE_HOST;
 		c->src_type = GP_MEMTYPE_DEVICE;
-	} else if (api == GP_API_cuMemcpyDtoD_v2 || api == GP_API_cuMemcpyDtoD_v2_ptds ||
-		   api == GP_API_cuMemcpyDtoDAsync_v2 || api == GP_API_cuMemcpyDtoDAsync_v2_ptsz) {
+		return true;
+	case GP_CL_DTOD:
+	case GP_CL_DTOD_ASYNC:
 		c->dst_type = c->src_type = GP_MEMTYPE_DEVICE;
-	} else if (api >= GP_API_cuMemcpyPeer && api <= GP_API_cuMemcpyPeerAsync_ptsz) {
+		return true;
+	case GP_CL_PEER:
+	case GP_CL_PEER_ASYNC:
 		c->peer = 1;
 		c->dst = a[0];
 		c->src = a[2];
 		c->bytes = a[4];
 		c->dst_type = c->src_type = GP_MEMTYPE_DEVICE;
-	} else if (api != GP_API_cuMemcpy && api != GP_API_cuMemcpy_ptds && api != GP_API_cuMemcpyAsync &&
-		   api != GP_API_cuMemcpyAsync_ptsz) {
+		return true;
+	case GP_CL_UNIFIED:
+	case GP_CL_UNIFIED_ASYNC:
+		return true;
+	default: /* descriptors (2D, 3D, 3D peer) */
 		return false;
 	}
-	return true;
 }
 
 /* Calls, time and errors per function, overall and per process. */
