@@ -11,7 +11,7 @@
  * Every second (and at each scrape) the modes' snapshots are folded into the series
  * store (src/out/prom.h), which keeps what exited processes counted; their records are
  * then forgotten a second later. Each process is labelled with its cgroup and pod
- * (src/core/cgroups.h), read at its exec and refreshed while it runs.
+ * (src/lib/cgroups.h), read at its exec and refreshed while it runs.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -57,7 +57,7 @@
 struct daemon {
 	struct gp_run *run;
 	/* every library file seen (probed or rejected), by dev+inode; each holds a slot of the
-	 * run's (run->slots, src/core/libslots.h: when its probes go) */
+	 * run's (run->slots, src/lib/libslots.h: when its probes go) */
 	struct lib_set *libs;
 	int probed;           /* of those, the ones with probes */
 	int lib_probes;       /* the probes on the libcuda files found at the start */
@@ -210,7 +210,7 @@ static void add_entry(struct daemon *d, const struct lib_entry *e)
 	}
 }
 
-/* A slot the rescan frees (src/core/libslots.h: a user's file no process mapped in it or
+/* A slot the rescan frees (src/lib/libslots.h: a user's file no process mapped in it or
  * the one before, or any unmapped file when the set is full): its probes and its place in
  * the set go. */
 static void drop_lib(void *ctx, const struct libslot *slot)

@@ -497,7 +497,7 @@ static void describe_targets(const struct cli *c, char *who, size_t len)
 		snprintf(who, len, "every CUDA process");
 }
 
-/* Files refused a library slot (src/core/target.h: one user's copies take their share),
+/* Files refused a library slot (src/lib/target.h: one user's copies take their share),
  * each reason counted: one line. */
 static void skipped_libs(const struct cli *c)
 {
@@ -654,7 +654,7 @@ static int loop(struct cli *c, char *err, size_t len)
 	return 0;
 }
 
-/* How long a process is seen gone before a sweep ends it (src/core/proctab.h): its last
+/* How long a process is seen gone before a sweep ends it (src/lib/proctab.h): its last
  * records may wait behind one that another CPU is still writing. */
 #define SWEEP_GRACE_NS 500000000ULL
 

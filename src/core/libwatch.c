@@ -763,7 +763,7 @@ static void drop_lib(void *ctx, const struct libslot *slot)
 	       major(slot->dev), minor(slot->dev), (unsigned long)slot->ino, (unsigned)slot->owner, probes);
 }
 
-/* The daemon's rule for the files loaded after the start (src/core/libslots.h): every
+/* The daemon's rule for the files loaded after the start (src/lib/libslots.h): every
  * SWEEP_NS, while a user's file holds a slot, every process's maps are read, and the
  * files that none mapped in that sweep or the one before lose their probes and slots. */
 static void sweep(struct libwatch *w, uint64_t now)

@@ -67,7 +67,7 @@ struct gp_snap_pid {
 	bool unnamed;
 };
 
-/* One drop counter: reason is an enum gp_reason (src/core/reasons.h). */
+/* One drop counter: reason is an enum gp_reason (src/lib/reasons.h). */
 struct gp_snap_drop {
 	int reason;
 	uint64_t count;

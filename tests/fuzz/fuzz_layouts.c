@@ -4,8 +4,8 @@
  * any input is refused or yields entries within their bounds (key [0-9a-z-], shorter than
  * LAY_KEY_LEN; slot 1-7; uid not -1; at most LAY_MAX), and what it yields is written and
  * parsed back to the same entries. Build:
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -Isrc/modes/cudatrace \
- *         -o fuzz_layouts tests/fuzz/fuzz_layouts.c src/modes/cudatrace/layouts.c src/core/util.c -lelf
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/lib -Isrc/modes/cudatrace \
+ *         -o fuzz_layouts tests/fuzz/fuzz_layouts.c src/modes/cudatrace/layouts.c src/lib/util.c -lelf
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -6,9 +6,11 @@ It fails, naming each include at fault, on
   (a) a cycle between files: a module (x.c and x.h are one) that reaches itself again
       through includes (run.c includes allocsrc.h while allocsrc.c includes run.h);
   (b) a mode folder (src/modes/X) including from another mode folder;
-  (c) a folder including from a folder that includes from it (core -> out and out -> core).
+  (c) a folder including from a folder that includes from it (core -> out and out -> core);
+  (d) src/lib including from any other folder of src/ (lib is the bottom: no libbpf, no run;
+      core, out, cli and the modes build on it).
 Includes resolve as the compiler resolves them with the Makefile's -I list: the including
-file's folder first, then src/core, src/out, src/cli, src/modes, src/modes/* and src/
+file's folder first, then src/lib, src/core, src/out, src/cli, src/modes, src/modes/* and src/
 (for path-qualified names such as "core/run.h"); names found nowhere in src/ (generated
 skeletons, bpf/ headers) are outside the layering.
 
@@ -41,7 +43,7 @@ EXTS = (".c", ".h", ".def")
 
 
 def search_dirs(src):
-    dirs = ["core", "out", "cli", "modes"]
+    dirs = ["lib", "core", "out", "cli", "modes"]
     modes = os.path.join(src, "modes")
     if os.path.isdir(modes):
         dirs += sorted("modes/" + d for d in os.listdir(modes) if os.path.isdir(os.path.join(modes, d)))
@@ -147,6 +149,9 @@ def violations(edges):
     for a, b in edges:
         if mode_of(a) and mode_of(b) and mode_of(a) != mode_of(b):
             bad.append("mode %s includes from mode %s: %s includes %s" % (mode_of(a), mode_of(b), a, b))
+    for a, b in edges:
+        if folder(a) == "lib" and folder(b) != "lib":
+            bad.append("lib includes from %s: %s includes %s" % (folder(b).split("/")[0], a, b))
     pairs = collections.defaultdict(list)
     for a, b in edges:
         if folder(a) != folder(b):
@@ -214,6 +219,16 @@ SELF_TESTS = [
     ("an allow-list entry that matches nothing fails", {
         "core/a.c": inc(),
     }, {("core/a.c", "out/gone.h")}, [], [("core/a.c", "out/gone.h")]),
+    ("lib including from core fails", {
+        "lib/a.c": inc("a.h", "run.h"), "lib/a.h": inc(), "core/run.h": inc(), "core/run.c": inc("a.h"),
+    }, set(), ["lib includes from core: lib/a.c includes core/run.h"], []),
+    ("lib including from a mode fails", {
+        "lib/a.c": inc("modes/m/m.h"), "modes/m/m.h": inc(),
+    }, set(), ["lib includes from modes: lib/a.c includes modes/m/m.h"], []),
+    ("core, out and modes including from lib pass", {
+        "lib/a.h": inc(), "lib/a.c": inc("lib/a.h"), "core/r.c": inc("lib/a.h"), "out/w.c": inc("lib/a.h"),
+        "modes/m/m.c": inc("lib/a.h"),
+    }, set(), [], []),
     ("unresolved and system includes are outside", {
         "core/a.c": inc("a.skel.h", "gpuprobe.h"),
     }, set(), [], []),

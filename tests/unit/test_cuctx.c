@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A process's CUDA contexts, events and the work that waits for a synchronization
- * (src/core/cuctx.h), shared by --bandwidth-util and --nccl. */
+ * (src/lib/cuctx.h), shared by --bandwidth-util and --nccl. */
 #include <stdint.h>
 #include <string.h>
 #include "apis.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The arithmetic of --max-overhead (src/core/sampling.c): estimates and their intervals
+/* The arithmetic of --max-overhead (src/lib/sampling.c): estimates and their intervals
  * against processes whose true calls are known, paced and call-bound, steady and
  * stepping, and the share of time the probes get. */
 #include <math.h>

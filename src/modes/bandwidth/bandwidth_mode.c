@@ -103,7 +103,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
  * asynchronous copies are sampled with --cudatrace's launches (--max-overhead): a training
  * loop synchronizes every step, and on the H200 that one always-attached synchronize cost
  * its PyTorch loop ~0.3 % (bench/gpu/results-inproc-h200.md). Under a budget a copy is
- * then timed only by a synchronization of its own window (src/core/cuctx.h); the others
+ * then timed only by a synchronization of its own window (src/lib/cuctx.h); the others
  * are counted as untimed.
  */
 static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len)

@@ -220,7 +220,7 @@ static json_object *json_u32x3(const uint32_t *v)
 	return a;
 }
 
-/* An NCCL kernel's name decoded (src/core/ncclkern.h): what it says, and only that. */
+/* An NCCL kernel's name decoded (src/lib/ncclkern.h): what it says, and only that. */
 static void json_nccl(json_object *ko, const char *name)
 {
 	struct nccl_kernel k;

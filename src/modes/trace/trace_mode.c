@@ -99,7 +99,7 @@ static bool wanted(const char *name)
 	return false;
 }
 
-/* A driver entry point gpuprobe knows by name (src/core/apis.c): taken first. */
+/* A driver entry point gpuprobe knows by name (src/lib/apis.c): taken first. */
 static bool known(const char *name)
 {
 	for (unsigned int id = 0; id < GP_API__COUNT; id++) {
