@@ -31,7 +31,7 @@ endif
 CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fno-omit-frame-pointer -MMD -MP
 SRC_DIRS := src/lib src/core src/out src/cli src/modes $(patsubst %/,%,$(wildcard src/modes/*/))
-INCLUDES := -I$(OUTPUT) $(addprefix -I,$(SRC_DIRS)) -Ibpf
+INCLUDES := -I$(OUTPUT) -Isrc -Ibpf
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Wall -Werror -MMD -MP
 
 # ==== libraries, once, in link order (a static link resolves left to right) ====
@@ -553,7 +553,7 @@ fuzz: deps
 	$(Q)cp /proc/self/maps $(OUTPUT)/fuzz/seed-procmaps/self.maps
 	$(Q)printf '\006\001\002\002\002\003\003\001\002\002\002\001\002\000\002\003\002\002\003\000' > $(OUTPUT)/fuzz/seed-safeopen/tree
 	$(Q)for f in $(FUZZ_SRCS); do n=$$(basename $$f .c); s=$${n#fuzz_}; \
-		clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/lib -Isrc/modes/cudatrace -Ibpf -o $(OUTPUT)/fuzz/$$n $$f $(FUZZ_LIB) $(LIB_LIBS) || exit 1; \
+		clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Ibpf -o $(OUTPUT)/fuzz/$$n $$f $(FUZZ_LIB) $(LIB_LIBS) || exit 1; \
 		echo "  FUZZ     $$n ($${FUZZ_SECONDS:-30}s)"; \
 		rm -rf $(OUTPUT)/fuzz/tmp && mkdir -p $(OUTPUT)/fuzz/tmp; \
 		FUZZ_TMPDIR=$(abspath $(OUTPUT))/fuzz/tmp $(OUTPUT)/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-30} \
@@ -567,7 +567,7 @@ fuzz-stacks: deps
 	$(Q)mkdir -p $(STK)/fuzz/seed
 	$(Q)printf '\002\000\000\000\351\002\322\005\011\370\360\007\000\001\001' > $(STK)/fuzz/seed/t311
 	$(Q)printf '\004\000\000\000\004\001\006\000\002\200' > $(STK)/fuzz/seed/t310
-	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/lib -Ibpf -o $(STK)/fuzz/fuzz_pylines \
+	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Ibpf -o $(STK)/fuzz/fuzz_pylines \
 		tests/stacks/fuzz_pylines.c $(LIB_SRCS) $(LIB_LIBS)
 	$(Q)$(STK)/fuzz/fuzz_pylines -max_total_time=$${FUZZ_SECONDS:-30} -print_final_stats=1 $(STK)/fuzz/seed \
 		> $(STK)/fuzz/fuzz_pylines.log 2>&1 || { tail -30 $(STK)/fuzz/fuzz_pylines.log; exit 1; }

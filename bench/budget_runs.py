@@ -46,7 +46,7 @@ PATTERNS = {
 
 
 def build_replay():
-    subprocess.run(["cc", "-O2", "-Wall", "-I" + os.path.join(ROOT, "src/lib"), "-o", REPLAY,
+    subprocess.run(["cc", "-O2", "-Wall", "-I" + os.path.join(ROOT, "src"), "-o", REPLAY,
                     os.path.join(ROOT, "bench/budget_replay.c"), os.path.join(ROOT, "src/lib/sampling.c"), "-lm"],
                    check=True)
 

@@ -30,7 +30,7 @@ if [ "${1:-}" = --build ]; then
 		-L"$CUDA/lib64/stubs" -lcuda -lpthread || die "cannot build launch_inproc"
 	echo "built $BIN/launch_inproc"
 	# link churn alone, in gpuprobe's place (its header says how)
-	gcc -O2 -Wall -Wextra -Werror -static -Isrc/lib -o "$BIN/linkchurn" bench/gpu/linkchurn.c \
+	gcc -O2 -Wall -Wextra -Werror -static -Isrc -o "$BIN/linkchurn" bench/gpu/linkchurn.c \
 		src/lib/procmaps.c src/lib/safeopen.c -lbpf -lelf -lz -lzstd ||
 		die "cannot build linkchurn"
 	echo "built $BIN/linkchurn"

@@ -26,8 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "../baselines/uprobe_multi.h"
-#include "procmaps.h"
-#include "safeopen.h"
+#include "lib/procmaps.h"
+#include "lib/safeopen.h"
 
 #define MAX_FUNCS 512
 

@@ -2,10 +2,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include "cmdline.h"
-#include "options.h"
-#include "run.h"
-#include "targets.h"
+#include "cli/cmdline.h"
+#include "core/options.h"
+#include "core/run.h"
+#include "cli/targets.h"
 
 int cli_targets__usage(const struct gp_cmdline *cl)
 {

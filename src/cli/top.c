@@ -14,14 +14,14 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "calibrate.h"
-#include "counters.h"
-#include "events.h"
-#include "run.h"
-#include "text.h"
-#include "top.h"
-#include "top_view.h"
-#include "util.h"
+#include "core/calibrate.h"
+#include "core/counters.h"
+#include "core/events.h"
+#include "core/run.h"
+#include "out/text.h"
+#include "cli/top.h"
+#include "cli/top_view.h"
+#include "lib/util.h"
 
 /* Counter series top keeps: processes x (kinds + kernels + copies). More are counted. */
 #define TOP_MAX_SERIES 65536

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include <linux/types.h>
-#include "mode.h"
+#include "core/mode.h"
 
 struct gp_opts;
 struct symbolizer;

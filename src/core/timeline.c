@@ -4,12 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "counters.h"
+#include "core/counters.h"
 #include "gpuprobe.h"
-#include "timeline.h"
-#include "trace.h"
-#include "u64map.h"
-#include "util.h"
+#include "core/timeline.h"
+#include "out/trace.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 /* Counter series a timeline keeps (processes x tracks x series); more are counted. */
 #define TL_MAX_SERIES 65536

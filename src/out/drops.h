@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "reasons.h"
+#include "lib/reasons.h"
 
 struct gp_snap;
 struct json_object;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE
 #include <string.h>
-#include "metrics.h"
+#include "out/metrics.h"
 
 #define P GP_M_PROCESS
 #define PE (GP_M_PROCESS | GP_M_ESTIMATE)

@@ -10,17 +10,17 @@
 #include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
-#include "json.h"
-#include "mode.h"
-#include "nvml.h"
-#include "nvml_report.h"
-#include "options.h"
-#include "prom.h"
-#include "ptree.h"
-#include "run.h"
-#include "text.h"
-#include "u64map.h"
-#include "util.h"
+#include "out/json.h"
+#include "core/mode.h"
+#include "core/nvml.h"
+#include "out/nvml_report.h"
+#include "core/options.h"
+#include "out/prom.h"
+#include "core/ptree.h"
+#include "core/run.h"
+#include "out/text.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 /* nvmlClocksThrottleReason bits (nvml.h), named as metric labels and in reports */
 static const struct {

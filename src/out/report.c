@@ -4,16 +4,16 @@
 #include <string.h>
 #include <time.h>
 #include <json-c/json.h>
-#include "budget.h"
-#include "budget_report.h"
-#include "drops.h"
-#include "events.h"
-#include "json.h"
-#include "nvml_report.h"
-#include "options.h"
-#include "prom.h"
-#include "report.h"
-#include "run.h"
+#include "core/budget.h"
+#include "out/budget_report.h"
+#include "out/drops.h"
+#include "core/events.h"
+#include "out/json.h"
+#include "out/nvml_report.h"
+#include "core/options.h"
+#include "out/prom.h"
+#include "out/report.h"
+#include "core/run.h"
 
 static void report_one(struct gp_run *run, int i, enum gp_snap_kind kind, uint32_t pid)
 {

@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "jsonnum.h"
-#include "lines.h"
-#include "outfile.h"
-#include "text.h"
-#include "trace.h"
-#include "u64map.h"
+#include "out/jsonnum.h"
+#include "out/lines.h"
+#include "out/outfile.h"
+#include "out/text.h"
+#include "out/trace.h"
+#include "lib/u64map.h"
 
 /* ioctls of thread T are drawn on track IOCTL_TID_BASE + T, named "ioctl (tid T)"; NCCL
  * calls on NCCL_TID_BASE + T, "nccl (tid T)" */

@@ -2,11 +2,11 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ptree.h"
-#include "run.h"
-#include "text.h"
-#include "trees.h"
-#include "u64map.h"
+#include "core/ptree.h"
+#include "core/run.h"
+#include "out/text.h"
+#include "out/trees.h"
+#include "lib/u64map.h"
 
 struct job {
 	uint32_t root;

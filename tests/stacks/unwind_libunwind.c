@@ -11,8 +11,8 @@
  */
 #define _GNU_SOURCE
 #include "unwind_libunwind.h"
-#include "procmaps.h"
-#include "safeopen.h"
+#include "lib/procmaps.h"
+#include "lib/safeopen.h"
 
 #include <errno.h>
 #include <gelf.h>

@@ -3,10 +3,10 @@
  * (src/lib/cuctx.h), shared by --bandwidth-util and --nccl. */
 #include <stdint.h>
 #include <string.h>
-#include "apis.h"
-#include "cuctx.h"
-#include "u64map.h"
-#include "util.h"
+#include "lib/apis.h"
+#include "lib/cuctx.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 #include "unit.h"
 
 struct stat {

@@ -9,7 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "unit.h"
-#include "k8s.h"
+#include "lib/k8s.h"
 
 #include <errno.h>
 #include <json-c/json.h>

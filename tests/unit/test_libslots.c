@@ -2,7 +2,7 @@
 /* The library slots' rule (src/lib/libslots.c), shared by the daemon and the CLI's
  * library watcher: which files a sweep frees, and when. */
 #include <stdlib.h>
-#include "libslots.h"
+#include "lib/libslots.h"
 #include "unit.h"
 
 struct dropped {

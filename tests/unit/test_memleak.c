@@ -3,17 +3,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "apis.h"
-#include "events.h"
+#include "lib/apis.h"
+#include "core/events.h"
 #include <json-c/json.h>
-#include "folded.h"
-#include "memleak.h"
-#include "memleak_mode.h"
-#include "mode.h"
-#include "run.h"
+#include "out/folded.h"
+#include "modes/memleak/memleak.h"
+#include "modes/memleak/memleak_mode.h"
+#include "core/mode.h"
+#include "core/run.h"
 #include "unit.h"
-#include "u64map.h"
-#include "ustack.h"
+#include "lib/u64map.h"
+#include "core/ustack.h"
 
 static struct gp_alloc_event alloc_ev(uint32_t pid, uint32_t api, uint64_t addr, uint64_t size)
 {

@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "nccl.h"
-#include "nccl_mode.h"
-#include "ncclkern.h"
-#include "prom.h"
+#include "modes/nccl/nccl.h"
+#include "modes/nccl/nccl_mode.h"
+#include "lib/ncclkern.h"
+#include "out/prom.h"
 #include "unit.h"
 
 #define H_WORLD 0xa000

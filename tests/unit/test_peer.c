@@ -13,9 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "bandwidth.h"
-#include "bandwidth_mode.h"
-#include "links.h"
+#include "modes/bandwidth/bandwidth.h"
+#include "modes/bandwidth/bandwidth_mode.h"
+#include "modes/bandwidth/links.h"
 #include "unit.h"
 
 static void aux(struct bandwidth *bw, uint32_t tid, uint32_t api, uint64_t ts, uint64_t handle, uint64_t a)

@@ -4,7 +4,7 @@
  * stepping, and the share of time the probes get. */
 #include <math.h>
 #include <stdint.h>
-#include "sampling.h"
+#include "lib/sampling.h"
 #include "unit.h"
 
 #define T 0.1

@@ -11,19 +11,19 @@
 #include <string.h>
 #include <time.h>
 #include <bpf/libbpf.h>
-#include "allocsrc.h"
-#include "apis.h"
-#include "attach.h"
-#include "bandwidth.h"
-#include "bandwidth_mode.h"
+#include "core/allocsrc.h"
+#include "lib/apis.h"
+#include "core/attach.h"
+#include "modes/bandwidth/bandwidth.h"
+#include "modes/bandwidth/bandwidth_mode.h"
 #include "cuda_copy.skel.h"
-#include "events.h"
-#include "modeshare.h"
-#include "option.h"
-#include "outfile.h"
-#include "options.h"
-#include "run.h"
-#include "util.h"
+#include "core/events.h"
+#include "core/modeshare.h"
+#include "lib/option.h"
+#include "out/outfile.h"
+#include "core/options.h"
+#include "core/run.h"
+#include "lib/util.h"
 
 struct bw_settings bw_settings;
 

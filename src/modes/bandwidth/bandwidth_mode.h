@@ -4,10 +4,10 @@
 #define GP_BANDWIDTH_MODE_H
 
 #include <stdio.h>
-#include "bandwidth.h"
-#include "drops.h"
-#include "links.h"
-#include "mode.h"
+#include "modes/bandwidth/bandwidth.h"
+#include "out/drops.h"
+#include "modes/bandwidth/links.h"
+#include "core/mode.h"
 
 struct bw_settings {
 	uint64_t min_bytes; /* --min-bytes: smaller copies only counted, in BPF */

@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "bandwidth_mode.h"
-#include "json.h"
-#include "options.h"
-#include "prom.h"
-#include "run.h"
-#include "text.h"
+#include "modes/bandwidth/bandwidth_mode.h"
+#include "out/json.h"
+#include "core/options.h"
+#include "out/prom.h"
+#include "core/run.h"
+#include "out/text.h"
 
 #define SNAP(s) ((const struct bw_snap *)(s))
 #define MATRIX_MAX 16 /* GPUs a text matrix shows; the JSON has every pair */

@@ -5,10 +5,10 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include "cudatrace.h"
-#include "drops.h"
-#include "mode.h"
-#include "sampling.h"
+#include "modes/cudatrace/cudatrace.h"
+#include "out/drops.h"
+#include "core/mode.h"
+#include "lib/sampling.h"
 
 struct ct_settings {
 	bool latency;     /* return probes on launches and syncs (--no-latency clears) */

@@ -6,14 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "cudatrace_mode.h"
-#include "json.h"
-#include "ncclkern.h"
-#include "options.h"
-#include "prom.h"
-#include "run.h"
-#include "text.h"
-#include "trees.h"
+#include "modes/cudatrace/cudatrace_mode.h"
+#include "out/json.h"
+#include "lib/ncclkern.h"
+#include "core/options.h"
+#include "out/prom.h"
+#include "core/run.h"
+#include "out/text.h"
+#include "out/trees.h"
 
 #define SNAP(s) ((const struct ct_snap *)(s))
 

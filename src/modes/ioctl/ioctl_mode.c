@@ -14,18 +14,18 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <json-c/json.h>
-#include "attach.h"
-#include "events.h"
-#include "ioctl.h"
-#include "ioctl_mode.h"
-#include "maps.h"
+#include "core/attach.h"
+#include "core/events.h"
+#include "modes/ioctl/ioctl.h"
+#include "modes/ioctl/ioctl_mode.h"
+#include "core/maps.h"
 #include "nv_ioctl.skel.h"
-#include "option.h"
-#include "options.h"
-#include "run.h"
-#include "timeline.h"
-#include "u64map.h"
-#include "util.h"
+#include "lib/option.h"
+#include "core/options.h"
+#include "core/run.h"
+#include "core/timeline.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 struct ioc_settings ioc_settings = {
 	.backend = IOC_BACKEND_AUTO,

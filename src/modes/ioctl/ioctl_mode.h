@@ -4,9 +4,9 @@
 #define GP_IOCTL_MODE_H
 
 #include <stdio.h>
-#include "drops.h"
-#include "ioctl.h"
-#include "mode.h"
+#include "out/drops.h"
+#include "modes/ioctl/ioctl.h"
+#include "core/mode.h"
 
 enum { IOC_BACKEND_AUTO = -1, IOC_BACKEND_KPROBE = 0, IOC_BACKEND_TRACEPOINT = 1 };
 

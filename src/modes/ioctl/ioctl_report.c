@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "ioctl_mode.h"
-#include "json.h"
-#include "options.h"
-#include "prom.h"
-#include "run.h"
-#include "text.h"
+#include "modes/ioctl/ioctl_mode.h"
+#include "out/json.h"
+#include "core/options.h"
+#include "out/prom.h"
+#include "core/run.h"
+#include "out/text.h"
 
 #define SNAP(s) ((const struct ioc_snap *)(s))
 

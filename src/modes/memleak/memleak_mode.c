@@ -10,21 +10,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
-#include "allocsrc.h"
-#include "apis.h"
-#include "events.h"
-#include "memleak.h"
-#include "memleak_mode.h"
-#include "modeshare.h"
-#include "option.h"
-#include "options.h"
-#include "outfile.h"
-#include "ptree.h"
-#include "run.h"
-#include "u64map.h"
-#include "unwind.h"
-#include "ustack.h"
-#include "util.h"
+#include "core/allocsrc.h"
+#include "lib/apis.h"
+#include "core/events.h"
+#include "modes/memleak/memleak.h"
+#include "modes/memleak/memleak_mode.h"
+#include "core/modeshare.h"
+#include "lib/option.h"
+#include "core/options.h"
+#include "out/outfile.h"
+#include "core/ptree.h"
+#include "core/run.h"
+#include "lib/u64map.h"
+#include "lib/unwind.h"
+#include "core/ustack.h"
+#include "lib/util.h"
 
 #define MAX_PENDING_STACKS 65536 /* threads with a stack waiting for its allocation record */
 #define TICK_MS 2 /* how soon to look again at an interpreter waiting for its libpython */

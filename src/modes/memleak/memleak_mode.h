@@ -5,9 +5,9 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include "drops.h"
-#include "memleak.h"
-#include "mode.h"
+#include "out/drops.h"
+#include "modes/memleak/memleak.h"
+#include "core/mode.h"
 
 /* --stacks, in the order of the option's choices */
 enum ml_stacks { ML_STACKS_AUTO, ML_STACKS_FP, ML_STACKS_DWARF, ML_STACKS_NONE };

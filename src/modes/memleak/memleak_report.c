@@ -4,16 +4,16 @@
 #include <inttypes.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "apis.h"
-#include "folded.h"
-#include "json.h"
-#include "memleak_mode.h"
-#include "options.h"
-#include "prom.h"
-#include "run.h"
-#include "text.h"
-#include "trees.h"
-#include "ustack.h"
+#include "lib/apis.h"
+#include "out/folded.h"
+#include "out/json.h"
+#include "modes/memleak/memleak_mode.h"
+#include "core/options.h"
+#include "out/prom.h"
+#include "core/run.h"
+#include "out/text.h"
+#include "out/trees.h"
+#include "core/ustack.h"
 
 #define SNAP(s) ((const struct ml_snap *)(s))
 

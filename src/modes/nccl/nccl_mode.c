@@ -12,17 +12,17 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include "apis.h"
-#include "attach.h"
-#include "events.h"
-#include "modeshare.h"
+#include "lib/apis.h"
+#include "core/attach.h"
+#include "core/events.h"
+#include "core/modeshare.h"
 #include "nccl.skel.h"
-#include "nccl_mode.h"
-#include "option.h"
-#include "options.h"
-#include "run.h"
-#include "timeline.h"
-#include "util.h"
+#include "modes/nccl/nccl_mode.h"
+#include "lib/option.h"
+#include "core/options.h"
+#include "core/run.h"
+#include "core/timeline.h"
+#include "lib/util.h"
 
 struct nccl_settings nccl_settings = { .max_comm_series = 16 };
 

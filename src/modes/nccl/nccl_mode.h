@@ -4,9 +4,9 @@
 #define GP_NCCL_MODE_H
 
 #include <stdio.h>
-#include "drops.h"
-#include "mode.h"
-#include "nccl.h"
+#include "out/drops.h"
+#include "core/mode.h"
+#include "modes/nccl/nccl.h"
 
 struct nccl_settings {
 	uint64_t max_comm_series; /* /metrics: communicators with series of their own a process */

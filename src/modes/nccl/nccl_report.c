@@ -10,12 +10,12 @@
 #include <inttypes.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "json.h"
-#include "nccl_mode.h"
-#include "options.h"
-#include "prom.h"
-#include "run.h"
-#include "text.h"
+#include "out/json.h"
+#include "modes/nccl/nccl_mode.h"
+#include "core/options.h"
+#include "out/prom.h"
+#include "core/run.h"
+#include "out/text.h"
 
 #define SNAP(s) ((const struct nccl_snap *)(s))
 #define PEER_SERIES 64 /* /metrics: peers with series of their own per communicator */

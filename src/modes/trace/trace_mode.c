@@ -14,19 +14,19 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "api_trace.skel.h"
-#include "apitrace.h"
-#include "attach.h"
-#include "elfsym.h"
-#include "events.h"
-#include "json.h"
-#include "mode.h"
-#include "option.h"
-#include "options.h"
-#include "run.h"
-#include "target.h"
-#include "timeline.h"
-#include "apis.h"
-#include "util.h"
+#include "modes/trace/apitrace.h"
+#include "core/attach.h"
+#include "lib/elfsym.h"
+#include "core/events.h"
+#include "out/json.h"
+#include "core/mode.h"
+#include "lib/option.h"
+#include "core/options.h"
+#include "core/run.h"
+#include "lib/target.h"
+#include "core/timeline.h"
+#include "lib/apis.h"
+#include "lib/util.h"
 
 #define MAX_FUNCS 4096   /* bpf/api_trace.bpf.c */
 #define MAX_FILTERS 32
