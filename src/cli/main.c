@@ -428,6 +428,7 @@ static int setup(struct cli *c, char *err, size_t len)
 	c->run->out = c->safe ? c->safe : c->out; /* top: its own view, stderr */
 	c->run->exit_report = exit_report;
 	c->run->libs[GP_LIB_CUDA] = &c->libs;
+	gp_run__set_trace_writer(c->run, trace_writer__sink);
 	cli_targets__choose(c->run, c->child.pid);
 	r = gp_run__open(c->run, err, len);
 	if (!r)

@@ -197,6 +197,11 @@ static int open_watch(struct gp_run *run, char *err, size_t len)
 	return libwatch__open(run->watch, &wo, err, len);
 }
 
+void gp_run__set_trace_writer(struct gp_run *run, trace_sink_open_fn *open)
+{
+	run->trace_open = open;
+}
+
 int gp_run__open(struct gp_run *run, char *err, size_t len)
 {
 	unsigned int needs = gp_run__needs(run->o->modes);
@@ -205,7 +210,7 @@ int gp_run__open(struct gp_run *run, char *err, size_t len)
 	if (r)
 		return r;
 	if (run->o->trace) {
-		run->timeline = gp_timeline__open(run->o->trace, run->o->trace_format, err, len);
+		run->timeline = gp_timeline__open(run->trace_open, run->o->trace, run->o->trace_format, err, len);
 		if (!run->timeline)
 			return -EIO;
 	}

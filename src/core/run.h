@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 #include "core/mode.h"
+#include "lib/tracesink.h"
 
 struct gp_opts;
 struct symbolizer;
@@ -47,6 +48,7 @@ struct gp_run {
 	int ended_fd;                /* bpf/common.bpf.h's gp_ended, shared by the objects; -1 */
 	struct allocsrc *allocs;     /* when an enabled mode needs GP_NEED_ALLOCS */
 	struct gp_timeline *timeline; /* --trace FILE */
+	trace_sink_open_fn *trace_open; /* its writer, the front end's (gp_run__set_trace_writer) */
 	const struct lib_set *libs[GP_LIB__COUNT]; /* the files of each kind found at start */
 	int target_pid;              /* the uprobes' own PID filter; -1: none */
 	struct ptree *ptree;         /* the processes followed, forks and execs */
@@ -87,6 +89,8 @@ unsigned int gp_run__needs(uint64_t modes);
 
 /* A run of the enabled modes of o (not opened yet); NULL with a reason in err. */
 struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len);
+/* The writer of the --trace timeline (src/out/trace.h's trace_writer__sink), before open. */
+void gp_run__set_trace_writer(struct gp_run *run, trace_sink_open_fn *open);
 /* Opens the shared resources the modes need, then each mode (table order), and loads
  * every BPF object; nothing is attached. 0 or -errno with one reason in err. */
 int gp_run__open(struct gp_run *run, char *err, size_t len);

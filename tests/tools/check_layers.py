@@ -15,9 +15,9 @@ bare name still resolves as before (the including file's folder, then src/lib, s
 src/out, src/cli, src/modes, src/modes/*) so that a stray one is checked too. Names found
 nowhere in src/ (generated skeletons, bpf/ headers) are outside the layering.
 
-ALLOWED lists the includes against the rule that exist today, each with the item of
-issue 31 that removes it: they are left out of the graph, so the check passes now and
-any new one fails. An entry that no longer matches an include fails too (remove it).
+ALLOWED lists includes against the rule that are tolerated for a while, each with what
+removes it: they are left out of the graph, so the check passes and any new one fails.
+It is empty; an entry that no longer matches an include fails too (remove it).
 
 Usage: check_layers.py [--self-test] [SRC]. Prints "ok"/"not ok" lines and
 "N passed, M failed" (tests/run.sh counts it).
@@ -30,14 +30,7 @@ import sys
 import tempfile
 
 # (including file, included file), paths relative to src/.
-ALLOWED = {
-    # issue 31, "the --trace timeline" (runtime) writes through out/'s Chrome-trace writer:
-    # goes when the timeline hands its records to an out/ writer through a callback.
-    ("core/timeline.c", "out/trace.h"),
-    # issue 31, "modes/trace builds a whole bandwidth aggregator": --trace's copy counters
-    # reuse --bandwidth-util's aggregator; goes when that aggregator moves to the runtime.
-    ("modes/trace/apitrace.c", "modes/bandwidth/bandwidth.h"),
-}
+ALLOWED = set()
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 EXTS = (".c", ".h", ".def")

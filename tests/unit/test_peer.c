@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "modes/bandwidth/bandwidth.h"
+#include "lib/bandwidth.h"
 #include "modes/bandwidth/bandwidth_mode.h"
 #include "modes/bandwidth/links.h"
 #include "unit.h"

@@ -14,7 +14,7 @@
 #include "core/allocsrc.h"
 #include "lib/apis.h"
 #include "core/attach.h"
-#include "modes/bandwidth/bandwidth.h"
+#include "lib/bandwidth.h"
 #include "modes/bandwidth/bandwidth_mode.h"
 #include "cuda_copy.skel.h"
 #include "core/events.h"

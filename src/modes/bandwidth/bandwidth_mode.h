@@ -4,7 +4,7 @@
 #define GP_BANDWIDTH_MODE_H
 
 #include <stdio.h>
-#include "modes/bandwidth/bandwidth.h"
+#include "lib/bandwidth.h"
 #include "out/drops.h"
 #include "modes/bandwidth/links.h"
 #include "core/mode.h"

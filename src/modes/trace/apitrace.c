@@ -9,7 +9,7 @@
 #include "modes/trace/apitrace.h"
 #include "out/text.h"
 #include "out/jsonnum.h"
-#include "modes/bandwidth/bandwidth.h"
+#include "lib/bandwidth.h"
 #include "lib/symbolize.h"
 #include "lib/u64map.h"
 

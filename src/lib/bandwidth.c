@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/apis.h"
-#include "modes/bandwidth/bandwidth.h"
+#include "lib/bandwidth.h"
 #include "lib/cuctx.h"
 #include "lib/proctab.h"
 #include "lib/u64map.h"
