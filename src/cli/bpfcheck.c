@@ -579,7 +579,7 @@ static void child(struct checker *c, int idx, int wfd, int logfd)
 		gp_opts.probe_cost = 1e-6; /* calibrating would attach a probe to this process */
 	run = gp_run__new(&gp_opts, err, sizeof(err));
 	if (run) {
-		run->libs[GP_LIB_CUDA] = c->libs;
+		gp_run__set_libs(run, GP_LIB_CUDA, c->libs);
 		if (k->fe == GP_FE_CLI)
 			cli_targets__choose(run, 0);
 		else

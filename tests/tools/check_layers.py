@@ -3,12 +3,16 @@
 """The layering of src/ (docs/design.md, "Layout"), checked from every `#include "..."`.
 
 It fails, naming each include at fault, on
-  (a) a cycle between files: a module (x.c and x.h are one) that reaches itself again
+  (a) a cycle between files: a module (x.c, x.h and x_impl.h are one) that reaches itself again
       through includes (run.c includes allocsrc.h while allocsrc.c includes run.h);
   (b) a mode folder (src/modes/X) including from another mode folder;
   (c) a folder including from a folder that includes from it (core -> out and out -> core);
   (d) src/lib including from any other folder of src/ (lib is the bottom: no libbpf, no run;
-      core, out, cli and the modes build on it).
+      core, out, cli and the modes build on it);
+  (e) the run's state (core/run_impl.h) included outside the runtime: only src/core, a
+      mode's runtime files (not its *_report.c renderers) and the report assembly
+      (out/report.c, out/hits.c) may; the front ends and the renderers go through core/run.h and a
+      snapshot's env.
 Includes are path-qualified ("lib/elfsym.h", "core/run.h", "modes/nccl/nccl.h": the
 Makefile's -I list is -Isrc, the generated folder and bpf/); they resolve against src/, and a
 bare name still resolves as before (the including file's folder, then src/lib, src/core,
@@ -74,7 +78,9 @@ def includes(src):
 
 
 def module(path):
-    return os.path.splitext(path)[0]
+    """x.c, x.h and x_impl.h (x's private state) are one module."""
+    base = os.path.splitext(path)[0]
+    return base[:-len("_impl")] if base.endswith("_impl") else base
 
 
 def folder(path):
@@ -135,6 +141,16 @@ def cycles(edges):
                                 module(a) != module(b))) for c in out]
 
 
+RUN_PRIVATE = "core/run_impl.h"
+REPORT_ASSEMBLY = ("out/report.c", "out/hits.c")
+
+
+def runtime(path):
+    """May include the run's state: core, a mode's runtime files, the report assembly."""
+    return (folder(path) == "core" or path in REPORT_ASSEMBLY or
+            (mode_of(path) is not None and not path.endswith("_report.c")))
+
+
 def violations(edges):
     """Lines naming each include against the layering."""
     bad = []
@@ -146,6 +162,9 @@ def violations(edges):
     for a, b in edges:
         if folder(a) == "lib" and folder(b) != "lib":
             bad.append("lib includes from %s: %s includes %s" % (folder(b).split("/")[0], a, b))
+    for a, b in edges:
+        if b == RUN_PRIVATE and not runtime(a):
+            bad.append("the run's state is private to the runtime: %s includes %s" % (a, b))
     pairs = collections.defaultdict(list)
     for a, b in edges:
         if folder(a) != folder(b):
@@ -223,6 +242,14 @@ SELF_TESTS = [
         "lib/a.h": inc(), "lib/a.c": inc("lib/a.h"), "core/r.c": inc("lib/a.h"), "out/w.c": inc("lib/a.h"),
         "modes/m/m.c": inc("lib/a.h"),
     }, set(), [], []),
+    ("the run's state from a front end fails", {
+        "core/run_impl.h": inc("core/run.h"), "core/run.h": inc(), "core/run.c": inc("core/run_impl.h"),
+        "cli/main.c": inc("core/run_impl.h"),
+    }, set(), ["the run's state is private to the runtime: cli/main.c includes core/run_impl.h"], []),
+    ("the run's state from a renderer fails, from a mode's runtime passes", {
+        "core/run_impl.h": inc("core/run.h"), "core/run.h": inc(),
+        "modes/m/m_mode.c": inc("core/run_impl.h"), "modes/m/m_report.c": inc("core/run_impl.h"),
+    }, set(), ["the run's state is private to the runtime: modes/m/m_report.c includes core/run_impl.h"], []),
     ("unresolved and system includes are outside", {
         "core/a.c": inc("a.skel.h", "gpuprobe.h"),
     }, set(), [], []),

@@ -245,7 +245,7 @@ static void test_suspect_in_json(void)
 	snprintf(s.links.peer.name, sizeof(s.links.peer.name), "test link");
 	s.links.peer.bytes_per_s = 450e9;
 	s.links.host.bytes_per_s = 50e9;
-	bw_report__json(o, &s.hdr, NULL);
+	bw_report__json(o, &s.hdr);
 	procs = json_object_object_get(o, "processes");
 	pairs = json_object_object_get(json_object_array_get_idx(procs, 0), "pairs");
 	for (size_t i = 0; i < json_object_array_length(pairs); i++) {

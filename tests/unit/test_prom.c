@@ -23,7 +23,7 @@
 #include "core/options.h"
 #include "out/prom.h"
 #include "out/report.h"
-#include "core/run.h"
+#include "core/run_impl.h"
 #include "lib/util.h"
 #include "unit.h"
 

@@ -22,7 +22,7 @@
 #include "lib/option.h"
 #include "out/outfile.h"
 #include "core/options.h"
-#include "core/run.h"
+#include "core/run_impl.h"
 #include "lib/util.h"
 
 struct bw_settings bw_settings;
@@ -251,7 +251,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 
 	if (bandwidth__snapshot(m->bw, pid, &s->d) || !(pids = gp_snap__pids(&s->pids, s->d.nr_procs)))
 		return NULL;
-	s->hdr = (struct gp_snap){ .mode = "bandwidth", .kind = kind, .now_ns = gp_run__now(run), .pids = pids };
+	s->hdr = (struct gp_snap){ .mode = "bandwidth", .kind = kind, .now_ns = gp_run__now(run), .env = gp_run__env(run), .pids = pids };
 	for (size_t i = 0; i < s->d.nr_procs; i++) {
 		const struct bw_snap_proc *p = &s->d.procs[i];
 		uint64_t copies = 0;

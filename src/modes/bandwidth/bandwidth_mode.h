@@ -25,9 +25,9 @@ struct bw_snap {
 	struct bw_links links; /* what each kind of link can carry (zero: no bound) */
 };
 
-void bw_report__text(FILE *f, const struct gp_snap *s, struct gp_run *run);
-void bw_report__json(struct json_object *o, const struct gp_snap *s, struct gp_run *run);
-int bw_report__prom(struct prom_out *p, const struct gp_snap *s, struct gp_run *run);
+void bw_report__text(FILE *f, const struct gp_snap *s);
+void bw_report__json(struct json_object *o, const struct gp_snap *s);
+int bw_report__prom(struct prom_out *p, const struct gp_snap *s);
 
 extern const struct gp_mode gp_mode_bandwidth;
 

@@ -33,7 +33,7 @@
 #include "lib/procmaps.h"
 #include "lib/procpin.h"
 #include "core/options.h"
-#include "core/run.h"
+#include "core/run_impl.h"
 #include "modes/cudatrace/selflearn.h"
 #include "lib/symbolize.h"
 #include "lib/u64map.h"
@@ -946,7 +946,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 		k++;
 	}
 	s->nr_procs = k;
-	s->hdr = (struct gp_snap){ .mode = "cudatrace", .kind = kind, .now_ns = gp_run__now(run),
+	s->hdr = (struct gp_snap){ .mode = "cudatrace", .kind = kind, .now_ns = gp_run__now(run), .env = gp_run__env(run),
 				   .pids = s->pids, .nr_pids = k };
 	s->latency = ct_settings.latency;
 	s->top_shapes = ct_settings.top_shapes < 0 ? 1000000 : ct_settings.top_shapes;

@@ -52,9 +52,9 @@ struct ct_snap {
 	uint64_t max_kernel_series;
 };
 
-void ct_report__text(FILE *f, const struct gp_snap *s, struct gp_run *run);
-void ct_report__json(struct json_object *o, const struct gp_snap *s, struct gp_run *run);
-int ct_report__prom(struct prom_out *p, const struct gp_snap *s, struct gp_run *run);
+void ct_report__text(FILE *f, const struct gp_snap *s);
+void ct_report__json(struct json_object *o, const struct gp_snap *s);
+int ct_report__prom(struct prom_out *p, const struct gp_snap *s);
 
 extern const struct gp_mode gp_mode_cudatrace;
 

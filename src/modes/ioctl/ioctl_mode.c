@@ -22,7 +22,7 @@
 #include "nv_ioctl.skel.h"
 #include "lib/option.h"
 #include "core/options.h"
-#include "core/run.h"
+#include "core/run_impl.h"
 #include "core/timeline.h"
 #include "lib/u64map.h"
 #include "lib/util.h"
@@ -391,7 +391,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 		k++;
 	}
 	s->nr_procs = k;
-	s->hdr = (struct gp_snap){ .mode = "ioctl", .kind = kind, .now_ns = gp_run__now(run), .pids = s->pids,
+	s->hdr = (struct gp_snap){ .mode = "ioctl", .kind = kind, .now_ns = gp_run__now(run), .env = gp_run__env(run), .pids = s->pids,
 				   .nr_pids = k };
 	s->backend = m->backend ? m->backend : "none";
 	s->max_series = ioc_settings.max_series;

@@ -20,7 +20,7 @@
 #include "core/options.h"
 #include "out/outfile.h"
 #include "core/ptree.h"
-#include "core/run.h"
+#include "core/run_impl.h"
 #include "lib/u64map.h"
 #include "lib/unwind.h"
 #include "core/ustack.h"
@@ -366,7 +366,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 	bool lists = kind != GP_SNAP_SCRAPE && kind != GP_SNAP_HITS;
 	unsigned int flags = (lists ? ML_SNAP_ALLOCS : 0) | (kind == GP_SNAP_EXIT ? ML_SNAP_EXITED : 0);
 
-	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = kind, .now_ns = gp_run__now(run) };
+	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = kind, .now_ns = gp_run__now(run), .env = gp_run__env(run) };
 	if (memleak__snapshot(m->ml, s->hdr.now_ns, pid, flags, gp_seconds_to_ns(ml_settings.older_than), &s->d) ||
 	    fill_pids(s))
 		return NULL;

@@ -39,9 +39,9 @@ struct ml_snap {
 	double older_than;
 };
 
-void ml_report__text(FILE *f, const struct gp_snap *s, struct gp_run *run);
-void ml_report__json(struct json_object *o, const struct gp_snap *s, struct gp_run *run);
-int ml_report__prom(struct prom_out *p, const struct gp_snap *s, struct gp_run *run);
+void ml_report__text(FILE *f, const struct gp_snap *s);
+void ml_report__json(struct json_object *o, const struct gp_snap *s);
+int ml_report__prom(struct prom_out *p, const struct gp_snap *s);
 /* Outstanding bytes per stack, folded (frames root-first: the process, then the stack);
  * 0 or -errno. */
 int ml_report__folded(FILE *f, const struct gp_snap *s);

@@ -20,7 +20,7 @@
 #include "modes/nccl/nccl_mode.h"
 #include "lib/option.h"
 #include "core/options.h"
-#include "core/run.h"
+#include "core/run_impl.h"
 #include "core/timeline.h"
 #include "lib/util.h"
 
@@ -248,7 +248,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 
 	if (nccl_agg__snapshot(m->agg, pid, &s->d) || !(pids = gp_snap__pids(&s->pids, s->d.nr_procs)))
 		return NULL;
-	s->hdr = (struct gp_snap){ .mode = "nccl", .kind = kind, .now_ns = gp_run__now(run), .pids = pids };
+	s->hdr = (struct gp_snap){ .mode = "nccl", .kind = kind, .now_ns = gp_run__now(run), .env = gp_run__env(run), .pids = pids };
 	for (size_t i = 0; i < s->d.nr_procs; i++) {
 		const struct nccl_proc_snap *p = &s->d.procs[i];
 

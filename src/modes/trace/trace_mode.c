@@ -22,7 +22,7 @@
 #include "core/mode.h"
 #include "lib/option.h"
 #include "core/options.h"
-#include "core/run.h"
+#include "core/run_impl.h"
 #include "lib/target.h"
 #include "core/timeline.h"
 #include "lib/apis.h"
