@@ -38,6 +38,7 @@
 #include "lib/option.h"
 #include "core/options.h"
 #include "out/outfile.h"
+#include "out/trace.h"
 #include "core/run.h"
 #include "lib/target.h"
 #include "cli/targets.h"
@@ -580,6 +581,7 @@ static void child(struct checker *c, int idx, int wfd, int logfd)
 	run = gp_run__new(&gp_opts, err, sizeof(err));
 	if (run) {
 		gp_run__set_libs(run, GP_LIB_CUDA, c->libs);
+		gp_run__set_trace_writer(run, trace_writer__sink);
 		if (k->fe == GP_FE_CLI)
 			cli_targets__choose(run, 0);
 		else
