@@ -30,8 +30,8 @@ endif
 
 CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fno-omit-frame-pointer -MMD -MP
-SRC_DIRS := src/core src/out src/cli src/modes $(patsubst %/,%,$(wildcard src/modes/*/))
-INCLUDES := -I$(OUTPUT) $(addprefix -I,$(SRC_DIRS)) -Ibpf
+SRC_DIRS := src/lib src/core src/out src/cli src/modes $(patsubst %/,%,$(wildcard src/modes/*/))
+INCLUDES := -I$(OUTPUT) -Isrc -Ibpf
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Wall -Werror -MMD -MP
 
 # ==== libraries, once, in link order (a static link resolves left to right) ====
@@ -40,7 +40,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(AR
 # STATIC=1: zstd (libelf's) and pthread; libm: number formatting (src/out/jsonnum.c);
 # libyaml (the YAML), libcrypt (bcrypt), libresolv (b64_pton): src/out/webconfig.c; libdw,
 # with libelf after it and its decompressors: .gnu_debugdata (xz), compressed sections
-# (zlib, bzip2, zstd): DWARF unwinding (src/core/unwind.c); ncursesw and tinfo: gpuprobe top.
+# (zlib, bzip2, zstd): DWARF unwinding (src/lib/unwind.c); ncursesw and tinfo: gpuprobe top.
 ifeq ($(STATIC),1)
 LDFLAGS += -static
 endif
@@ -77,14 +77,17 @@ VM_ARM64_DEB_PKGS := mmdebstrap gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu
 	$(shell sed 's/\#.*//' tests/vm/libs.list | awk 'NF { print $$1 ":arm64" }')
 
 # ==== what is built ====
-# the BPF objects and their skeletons; the loader's objects (LIB_OBJS: all but main, which
-# the unit tests and tests/stacks/stackprobe link)
+# the BPF objects and their skeletons; the loader's objects (LOADER_OBJS: all but main, which
+# the unit tests and tests/stacks/stackprobe link); the lib objects (src/lib: no libbpf, no
+# run; what the fuzzers build, with their libraries LIB_LIBS)
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 SRCS := $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.c))
 OBJS := $(patsubst src/%.c,$(OUTPUT)/obj/%.o,$(SRCS))
-LIB_OBJS := $(filter-out $(OUTPUT)/obj/cli/main.o,$(OBJS))
+LOADER_OBJS := $(filter-out $(OUTPUT)/obj/cli/main.o,$(OBJS))
+LIB_SRCS := $(wildcard src/lib/*.c)
+LIB_LIBS := -ldw -lelf -lz -liberty -lm
 BPF_NAMES := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
 # the stand-in driver and NCCL (partial/ lacks some exports: a libnccl with missing
 # symbols), the workloads (those that call NCCL link it), their launcher scripts, the unit
@@ -230,7 +233,7 @@ $(OUTPUT)/apps/%.sh: tests/apps/%.sh | $(OUTPUT)/apps
 	$(Q)install -m 0755 $< $@
 
 # A program whose libcuda is found only through the DT_RUNPATH of a library it needs
-# (bin/chain_app -> lib/libchain.so -> ../drv/libcuda.so.1): src/core/ldpath.c's chain.
+# (bin/chain_app -> lib/libchain.so -> ../drv/libcuda.so.1): src/lib/ldpath.c's chain.
 $(CHAIN)/lib/libchain.so: tests/apps/chain/chainlib.c tests/fakecuda/fakecuda.h $(FAKECUDA)
 	$(call msg,LIB,$@)
 	$(Q)mkdir -p $(CHAIN)/lib
@@ -243,10 +246,10 @@ $(CHAIN)/bin/chain_app: tests/apps/chain/chain_app.c $(CHAIN)/lib/libchain.so
 		-Wl,--enable-new-dtags,-rpath,'$$ORIGIN/../lib' -Wl,-rpath-link,$(OUTPUT)/fakecuda
 
 # ==== unit tests ====
-$(OUTPUT)/unit/%: tests/unit/%.c tests/unit/unit.h $(LIB_OBJS) | $(OUTPUT)/unit
+$(OUTPUT)/unit/%: tests/unit/%.c tests/unit/unit.h $(LOADER_OBJS) | $(OUTPUT)/unit
 	$(call msg,UNIT,$@)
 	$(Q)$(CC) -O0 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror $(INCLUDES) \
-		-Itests/unit -o $@ $< $(LIB_OBJS) $(LIBS)
+		-Itests/unit -o $@ $< $(LOADER_OBJS) $(LIBS)
 
 # ==== stack unwinding: DWARF from a stack copy, Python frames (tests/stacks/) ====
 UNWIND_ARCH := $(if $(filter arm64,$(ARCH)),aarch64,x86_64) # libunwind's name of the target
@@ -264,10 +267,10 @@ $(STK)/stackprobe.skel.h: $(STK)/stackprobe.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
 $(STK)/stackprobe: tests/stacks/stackprobe.c tests/stacks/stackprobe.h tests/stacks/unwind_libunwind.c \
-		tests/stacks/unwind_libunwind.h $(STK)/stackprobe.skel.h $(LIB_OBJS)
+		tests/stacks/unwind_libunwind.h $(STK)/stackprobe.skel.h $(LOADER_OBJS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -I$(STK) -Itests/stacks -o $@ $< tests/stacks/unwind_libunwind.c \
-		$(LIB_OBJS) $(LIBS) -lunwind-$(UNWIND_ARCH) -lunwind
+		$(LOADER_OBJS) $(LIBS) -lunwind-$(UNWIND_ARCH) -lunwind
 
 # -O2 without frame pointers, with .eh_frame: what `gcc -O2` gives users.
 $(STK)/stackapp: tests/stacks/stackapp.c tests/apps/common.c $(FAKECUDA) | $(STK)
@@ -540,7 +543,7 @@ bench-stacks: deps
 # seeded with a hand-made ELF, system libraries and real maps. FUZZ_SECONDS per target; an
 # input that runs past 5 s is a hang and fails the target.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_LIB := src/core/elfsym.c src/core/procmaps.c src/core/safeopen.c src/core/util.c src/modes/cudatrace/layouts.c
+FUZZ_LIB := $(LIB_SRCS) src/modes/cudatrace/layouts.c
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/unit/test_elfsym
 	$(Q)mkdir -p $(OUTPUT)/fuzz/seed-elfsym $(OUTPUT)/fuzz/seed-procmaps $(OUTPUT)/fuzz/seed-safeopen $(OUTPUT)/fuzz/seed-layouts
@@ -550,7 +553,7 @@ fuzz: deps
 	$(Q)cp /proc/self/maps $(OUTPUT)/fuzz/seed-procmaps/self.maps
 	$(Q)printf '\006\001\002\002\002\003\003\001\002\002\002\001\002\000\002\003\002\002\003\000' > $(OUTPUT)/fuzz/seed-safeopen/tree
 	$(Q)for f in $(FUZZ_SRCS); do n=$$(basename $$f .c); s=$${n#fuzz_}; \
-		clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -Isrc/modes/cudatrace -o $(OUTPUT)/fuzz/$$n $$f $(FUZZ_LIB) -lelf -lz || exit 1; \
+		clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Ibpf -o $(OUTPUT)/fuzz/$$n $$f $(FUZZ_LIB) $(LIB_LIBS) || exit 1; \
 		echo "  FUZZ     $$n ($${FUZZ_SECONDS:-30}s)"; \
 		rm -rf $(OUTPUT)/fuzz/tmp && mkdir -p $(OUTPUT)/fuzz/tmp; \
 		FUZZ_TMPDIR=$(abspath $(OUTPUT))/fuzz/tmp $(OUTPUT)/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-30} \
@@ -564,8 +567,8 @@ fuzz-stacks: deps
 	$(Q)mkdir -p $(STK)/fuzz/seed
 	$(Q)printf '\002\000\000\000\351\002\322\005\011\370\360\007\000\001\001' > $(STK)/fuzz/seed/t311
 	$(Q)printf '\004\000\000\000\004\001\006\000\002\200' > $(STK)/fuzz/seed/t310
-	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -Ibpf -o $(STK)/fuzz/fuzz_pylines \
-		tests/stacks/fuzz_pylines.c src/core/pystack.c src/core/procmaps.c src/core/safeopen.c -lelf
+	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Ibpf -o $(STK)/fuzz/fuzz_pylines \
+		tests/stacks/fuzz_pylines.c $(LIB_SRCS) $(LIB_LIBS)
 	$(Q)$(STK)/fuzz/fuzz_pylines -max_total_time=$${FUZZ_SECONDS:-30} -print_final_stats=1 $(STK)/fuzz/seed \
 		> $(STK)/fuzz/fuzz_pylines.log 2>&1 || { tail -30 $(STK)/fuzz/fuzz_pylines.log; exit 1; }
 	$(Q)grep -E "stat::number_of_executed_units" $(STK)/fuzz/fuzz_pylines.log

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * Replays the budget's accounts from a gpuprobe -v log (its "budget: acct PID ..." lines,
- * src/core/budget.c) through src/core/sampling.c: one JSON line per process with what its
+ * src/core/budget.c) through src/lib/sampling.c: one JSON line per process with what its
  * report would say (estimate, interval, calls seen) and the settled figures a daemon's
  * counter takes. An estimator can so be tried on the windows that real runs took, against
  * their workloads' own counts, without running them again (bench/budget_runs.py).
  *
- *   cc -O2 -Isrc/core -o .output/budget_replay bench/budget_replay.c src/core/sampling.c -lm
+ *   cc -O2 -Isrc -o .output/budget_replay bench/budget_replay.c src/lib/sampling.c -lm
  *   .output/budget_replay [-v] [--no-sigma] [--no-span] < gpuprobe.log
  * -v: the account after each call; --no-sigma: every window's gaps left out (the estimate as
  * before windows said how often the process slept); --no-span: the strays a slow attach's
@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sampling.h"
+#include "lib/sampling.h"
 
 #define MAX_PROCS 256
 

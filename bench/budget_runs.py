@@ -8,7 +8,7 @@
           gpuprobe reported, and its "budget: acct" log lines.
   replay: python3 bench/budget_runs.py replay DIR...
           every stored run's accounts replayed through .output/budget_replay (built from
-          bench/budget_replay.c and the src/core/sampling.c of this checkout), its estimate and
+          bench/budget_replay.c and the src/lib/sampling.c of this checkout), its estimate and
           interval against the run's own count: coverage and ratios per pattern. With
           --reported, gpuprobe's own figures instead (a check that the replay matches them).
 Root, after `make all`."""
@@ -46,8 +46,8 @@ PATTERNS = {
 
 
 def build_replay():
-    subprocess.run(["cc", "-O2", "-Wall", "-I" + os.path.join(ROOT, "src/core"), "-o", REPLAY,
-                    os.path.join(ROOT, "bench/budget_replay.c"), os.path.join(ROOT, "src/core/sampling.c"), "-lm"],
+    subprocess.run(["cc", "-O2", "-Wall", "-I" + os.path.join(ROOT, "src"), "-o", REPLAY,
+                    os.path.join(ROOT, "bench/budget_replay.c"), os.path.join(ROOT, "src/lib/sampling.c"), "-lm"],
                    check=True)
 
 

@@ -139,10 +139,10 @@ def build():
 
 def gen_lib(nfuncs):
     """A stand-in libcuda.so.1 exporting nfuncs cu* functions: the names gpuprobe probes
-    (src/core/apis.c), the stand-in's own, then cuBenchFillerNNN; padded to 32 MiB like a real
+    (src/lib/apis.c), the stand-in's own, then cuBenchFillerNNN; padded to 32 MiB like a real
     driver file. Only the symbol table and the size matter to attach."""
     names = []
-    with open("src/core/apis.c") as f:
+    with open("src/lib/apis.c") as f:
         names += re.findall(r'"(cu[A-Za-z0-9_]+)"', f.read())
     out = sh(["nm", "-D", "--defined-only", FAKE])
     names += [l.split()[-1] for l in out.splitlines() if re.search(r" T cu", l)]
@@ -1254,7 +1254,7 @@ def write_doc(results, wall):
         a("## Attach time")
         a("")
         a("A generated stand-in (`.output/bench/libcuda_gen.so`, SONAME libcuda.so.1, from "
-          "`.output/bench/gen_libcuda.c`): %d exported `cu*` functions (the names in `src/core/apis.c`, "
+          "`.output/bench/gen_libcuda.c`): %d exported `cu*` functions (the names in `src/lib/apis.c`, "
           "the stand-in's, then `cuBenchFillerNNN`), stripped and padded to %.0f MiB like a real "
           "driver file. *Attach* runs from the start of the command to gpuprobe's `gpuprobe: "
           "tracing` line on stderr (for `empty_uprobe`, its `probes attached` line); *start-to-exit* "

@@ -30,8 +30,8 @@ if [ "${1:-}" = --build ]; then
 		-L"$CUDA/lib64/stubs" -lcuda -lpthread || die "cannot build launch_inproc"
 	echo "built $BIN/launch_inproc"
 	# link churn alone, in gpuprobe's place (its header says how)
-	gcc -O2 -Wall -Wextra -Werror -static -Isrc/core -o "$BIN/linkchurn" bench/gpu/linkchurn.c \
-		src/core/procmaps.c src/core/safeopen.c -lbpf -lelf -lz -lzstd ||
+	gcc -O2 -Wall -Wextra -Werror -static -Isrc -o "$BIN/linkchurn" bench/gpu/linkchurn.c \
+		src/lib/procmaps.c src/lib/safeopen.c -lbpf -lelf -lz -lzstd ||
 		die "cannot build linkchurn"
 	echo "built $BIN/linkchurn"
 	# the machine's own slowdowns, beside the workload (inproc.py --canary)

@@ -26,8 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "../baselines/uprobe_multi.h"
-#include "procmaps.h"
-#include "safeopen.h"
+#include "lib/procmaps.h"
+#include "lib/safeopen.h"
 
 #define MAX_FUNCS 512
 
@@ -74,7 +74,7 @@ static int find_cb(const struct map_entry *e, void *ctx)
 }
 
 /* The library the process maps (a part of its path: want), opened as gpuprobe opens what a
- * traced process names (src/core/safeopen.h: inside its root, a regular file of the mapped
+ * traced process names (src/lib/safeopen.h: inside its root, a regular file of the mapped
  * inode); the fd, which the links attach through. */
 static int open_lib(int pid, const char *want)
 {

@@ -30,18 +30,19 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "bpf_objects.h" /* generated from bpf/ *.bpf.c: every skeleton */
-#include "attach.h"
-#include "bpfcheck.h"
-#include "cmdline.h"
-#include "kernel_features.h"
-#include "mode.h"
-#include "option.h"
-#include "options.h"
-#include "outfile.h"
-#include "run.h"
-#include "target.h"
-#include "targets.h"
-#include "util.h"
+#include "core/attach.h"
+#include "cli/bpfcheck.h"
+#include "cli/cmdline.h"
+#include "core/kernel_features.h"
+#include "core/mode.h"
+#include "lib/option.h"
+#include "core/options.h"
+#include "out/outfile.h"
+#include "out/trace.h"
+#include "core/run.h"
+#include "lib/target.h"
+#include "cli/targets.h"
+#include "lib/util.h"
 
 #define MAX_CONFIGS 96
 #define CHILD_SECONDS 300 /* one configuration's loads; an emulated CPU is slow */
@@ -579,7 +580,8 @@ static void child(struct checker *c, int idx, int wfd, int logfd)
 		gp_opts.probe_cost = 1e-6; /* calibrating would attach a probe to this process */
 	run = gp_run__new(&gp_opts, err, sizeof(err));
 	if (run) {
-		run->libs[GP_LIB_CUDA] = c->libs;
+		gp_run__set_libs(run, GP_LIB_CUDA, c->libs);
+		gp_run__set_trace_writer(run, trace_writer__sink);
 		if (k->fe == GP_FE_CLI)
 			cli_targets__choose(run, 0);
 		else

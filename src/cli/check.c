@@ -22,17 +22,17 @@
 #include <linux/capability.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "apis.h"
-#include "attach.h"
-#include "bpfcheck.h"
-#include "budget.h"
-#include "check.h"
-#include "cmdline.h"
-#include "mode.h"
-#include "option.h"
-#include "kernel_features.h"
-#include "target.h"
-#include "util.h"
+#include "lib/apis.h"
+#include "core/attach.h"
+#include "cli/bpfcheck.h"
+#include "core/budget.h"
+#include "cli/check.h"
+#include "cli/cmdline.h"
+#include "core/mode.h"
+#include "lib/option.h"
+#include "core/kernel_features.h"
+#include "lib/target.h"
+#include "lib/util.h"
 #define TRACEFS_MAGIC_ 0x74726163
 
 enum verdict { OK, WARN, FAIL };

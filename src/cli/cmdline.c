@@ -11,12 +11,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "mode.h"
-#include "option.h"
-#include "options.h"
-#include "util.h"
-#include "version.h"
-#include "cmdline.h"
+#include "core/mode.h"
+#include "lib/option.h"
+#include "core/options.h"
+#include "lib/util.h"
+#include "lib/version.h"
+#include "cli/cmdline.h"
 
 struct gp_opts gp_opts = {
 	.ringbuf_size = 4UL << 20,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The one option parser of every front end and subcommand: getopt_long driven by the
- * descriptors of src/core/option.h (the global ones here, each mode's in its table
+ * descriptors of src/lib/option.h (the global ones here, each mode's in its table
  * entry), help generated from them, the same bounds and messages everywhere. argp was the
  * other candidate; it prints its own two-line errors, which the daemon cannot prefix with
  * the journald priority its log lines carry.

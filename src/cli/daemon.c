@@ -11,7 +11,7 @@
  * Every second (and at each scrape) the modes' snapshots are folded into the series
  * store (src/out/prom.h), which keeps what exited processes counted; their records are
  * then forgotten a second later. Each process is labelled with its cgroup and pod
- * (src/core/cgroups.h), read at its exec and refreshed while it runs.
+ * (src/lib/cgroups.h), read at its exec and refreshed while it runs.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -29,35 +29,35 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include "attach.h"
-#include "calibrate.h"
-#include "cgroups.h"
-#include "cmdline.h"
+#include "core/attach.h"
+#include "core/calibrate.h"
+#include "lib/cgroups.h"
+#include "cli/cmdline.h"
 #include "cuda_copy.h"
 #include "cuda_mem.h"
-#include "daemon.h"
-#include "events.h"
-#include "http.h"
-#include "libslots.h"
-#include "kernel_features.h"
-#include "listen.h"
-#include "options.h"
-#include "procmaps.h"
-#include "prom.h"
-#include "report.h"
-#include "run.h"
-#include "target.h"
-#include "targets.h"
-#include "text.h"
-#include "u64map.h"
-#include "util.h"
-#include "version.h"
-#include "webconfig.h"
+#include "cli/daemon.h"
+#include "core/events.h"
+#include "cli/http.h"
+#include "lib/libslots.h"
+#include "core/kernel_features.h"
+#include "cli/listen.h"
+#include "core/options.h"
+#include "lib/procmaps.h"
+#include "out/prom.h"
+#include "out/report.h"
+#include "core/run.h"
+#include "lib/target.h"
+#include "cli/targets.h"
+#include "out/text.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
+#include "lib/version.h"
+#include "out/webconfig.h"
 
 struct daemon {
 	struct gp_run *run;
 	/* every library file seen (probed or rejected), by dev+inode; each holds a slot of the
-	 * run's (run->slots, src/core/libslots.h: when its probes go) */
+	 * run's (gp_run__slots(run), src/lib/libslots.h: when its probes go) */
 	struct lib_set *libs;
 	int probed;           /* of those, the ones with probes */
 	int lib_probes;       /* the probes on the libcuda files found at the start */
@@ -120,10 +120,10 @@ static void probe_lib(struct daemon *d, int i)
 {
 	const struct lib_entry *lib = &d->libs->libs[i];
 	char err[1024] = "", why[512], label[GP_PATH_MAX + 64];
-	int before = attach_set__count(d->run->links), r;
+	int before = attach_set__count(gp_run__links(d->run)), r;
 	bool ok = !target__check_lib(lib, why, sizeof(why));
 	/* its slot, seen now; with a tag of its own: its probes go when no process maps it */
-	struct libslot *slot = libslots__add(d->run->slots, lib->dev, lib->ino, lib->owner, lib->trusted, false, ok);
+	struct libslot *slot = libslots__add(gp_run__slots(d->run), lib->dev, lib->ino, lib->owner, lib->trusted, false, ok);
 
 	if (!ok) {
 		gp_log(GP_LOG_WARN, "not probing %s", why);
@@ -133,17 +133,17 @@ static void probe_lib(struct daemon *d, int i)
 		gp_log(GP_LOG_ERR, "%s: out of memory", libset__label(lib, label, sizeof(label)));
 		return;
 	}
-	attach_set__tag(d->run->links, slot->tag);
+	attach_set__tag(gp_run__links(d->run), slot->tag);
 	/* through the checked descriptor: a path the process swaps now is not followed */
 	r = gp_run__attach_lib(d->run, GP_LIB_CUDA, lib->fd_path, err, sizeof(err));
-	attach_set__tag(d->run->links, 0);
+	attach_set__tag(gp_run__links(d->run), 0);
 	if (r) {
 		gp_log(GP_LOG_ERR, "%s: %s", libset__label(lib, label, sizeof(label)), err);
 		return;
 	}
 	d->probed++;
 	gp_log(GP_LOG_INFO, "probing %s (device %u:%u inode %lu): %d probes", libset__label(lib, label, sizeof(label)), major(lib->dev),
-	       minor(lib->dev), (unsigned long)lib->ino, attach_set__count(d->run->links) - before);
+	       minor(lib->dev), (unsigned long)lib->ino, attach_set__count(gp_run__links(d->run)) - before);
 }
 
 /* A refusal of a slot: counted in the set, logged once per owner. */
@@ -204,13 +204,13 @@ static void add_entry(struct daemon *d, const struct lib_entry *e)
 	if (libset__add_entry(d->libs, e) == 1) {
 		probe_lib(d, before);
 		/* a driver folder's file (not one a process maps): kept while nobody maps it */
-		slot = libslots__find(d->run->slots, e->dev, e->ino);
+		slot = libslots__find(gp_run__slots(d->run), e->dev, e->ino);
 		if (slot)
 			slot->pinned = strncmp(e->name, "/proc/", 6) != 0;
 	}
 }
 
-/* A slot the rescan frees (src/core/libslots.h: a user's file no process mapped in it or
+/* A slot the rescan frees (src/lib/libslots.h: a user's file no process mapped in it or
  * the one before, or any unmapped file when the set is full): its probes and its place in
  * the set go. */
 static void drop_lib(void *ctx, const struct libslot *slot)
@@ -242,10 +242,10 @@ static void on_mapped(void *ctx, int pid, const struct mapped_lib *m)
 static void rescan(struct daemon *d)
 {
 	uint64_t t0 = gp_mono_ns();
-	int nproc = libslots__rescan(d->run->slots, "/proc", getpid(), "libcuda.so", on_mapped, d);
+	int nproc = libslots__rescan(gp_run__slots(d->run), "/proc", getpid(), "libcuda.so", on_mapped, d);
 
 	d->rescans++;
-	if (d->refused && d->told && libslots__sweep(d->run->slots, d->libs->n == GP_MAX_LIBS, drop_lib, d)) {
+	if (d->refused && d->told && libslots__sweep(gp_run__slots(d->run), d->libs->n == GP_MAX_LIBS, drop_lib, d)) {
 		/* files refused a slot may have one now */
 		u64map__free(d->refused);
 		d->refused = u64map__new();
@@ -261,7 +261,7 @@ static void rescan(struct daemon *d)
 static void initial_libs(struct daemon *d)
 {
 	struct lib_set *found = calloc(1, sizeof(*found));
-	int before = attach_set__count(d->run->links);
+	int before = attach_set__count(gp_run__links(d->run));
 
 	if (!found)
 		return;
@@ -271,13 +271,22 @@ static void initial_libs(struct daemon *d)
 		target__find_libcuda(found);
 	for (int i = 0; i < found->n; i++)
 		add_entry(d, &found->libs[i]);
-	d->lib_probes = attach_set__count(d->run->links) - before;
+	d->lib_probes = attach_set__count(gp_run__links(d->run)) - before;
 	for (int i = 0; i < GP_SLOT__COUNT; i++) /* one user's copies refused at start */
 		d->libs->refused[i] += found->refused[i];
 	libset__clear(found);
 	free(found);
 	if (!d->probed)
 		gp_log(GP_LOG_WARN, "no libcuda found yet: probes go in when a process maps one");
+}
+
+/* gp_run__begin's attach step: the libcuda files on the node now. */
+static int attach_initial(void *ctx, struct gp_run *run, char *err, size_t len)
+{
+	(void)run, (void)err, (void)len;
+	if (gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA)
+		initial_libs(ctx);
+	return 0;
 }
 
 /* The daemon's own families: what it is, what it probes, what it costs. */
@@ -306,9 +315,9 @@ static void own_families(struct daemon *d, struct prom_out *p)
 		prom__u64(p, "gpuprobe_library_slots_refused_total", NULL, kv, d->libs->refused[i]);
 	}
 	prom__family(p, "gpuprobe_library_slots_freed_total");
-	prom__u64(p, "gpuprobe_library_slots_freed_total", NULL, NULL, libslots__freed(d->run->slots));
+	prom__u64(p, "gpuprobe_library_slots_freed_total", NULL, NULL, libslots__freed(gp_run__slots(d->run)));
 	prom__family(p, "gpuprobe_probes_attached");
-	prom__u64(p, "gpuprobe_probes_attached", NULL, NULL, (uint64_t)attach_set__count(d->run->links));
+	prom__u64(p, "gpuprobe_probes_attached", NULL, NULL, (uint64_t)attach_set__count(gp_run__links(d->run)));
 	prom__family(p, "gpuprobe_series");
 	prom__u64(p, "gpuprobe_series", NULL, NULL, prom_store__series(d->store));
 	prom__family(p, "gpuprobe_series_label_sets");
@@ -368,7 +377,7 @@ static int render(struct daemon *d, FILE *f)
 
 	if (!p)
 		return r;
-	gp_events__drain(d->run->events);
+	gp_events__drain(gp_run__events(d->run));
 	r = gp_report__prom(d->run, p, d->probe_cost);
 	if (!r)
 		r = prom_out__fold(p);
@@ -553,6 +562,7 @@ static int start(struct daemon *d, char *err, size_t len)
 	};
 	struct gp_handlers h = { .ctx = d, .on_proc = on_proc, .on_alloc = on_alloc, .on_free = on_free,
 				 .on_copy = on_copy, .on_aux = on_aux };
+	int r;
 
 	d->libs = calloc(1, sizeof(*d->libs));
 	d->refused = u64map__new();
@@ -564,19 +574,19 @@ static int start(struct daemon *d, char *err, size_t len)
 		snprintf(err, len, "out of memory");
 		return -ENOMEM;
 	}
-	d->run->fe = d;
+	gp_run__set_fe(d->run, d);
 	daemon_targets__choose(d->run);
-	if (gp_run__open(d->run, err, len) || gp_run__start(d->run, err, len))
-		return -EINVAL;
+	/* libnccl now and later; libcuda files are this front end's rescans */
+	r = gp_run__begin(d->run, &(struct gp_run_begin){ .attach = attach_initial, .ctx = d,
+							  .watch_kinds = GP_NEED_LIBNCCL }, err, len);
+	if (r)
+		return r;
 	/* execs (and followed forks): each process's cgroup read while it is there */
-	if (d->run->shared_rb >= 0 && gp_run__subscribe(d->run, &h)) {
+	if (gp_run__has_ring(d->run) && gp_run__subscribe(d->run, &h)) {
 		snprintf(err, len, "cannot read the process records");
 		return -EINVAL;
 	}
-	if (gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA)
-		initial_libs(d);
-	/* libnccl now and later; libcuda files are this front end's rescans */
-	return gp_run__watch_libs(d->run, GP_NEED_LIBNCCL, err, len);
+	return 0;
 }
 
 /* A slow client may hold a connection 3 s at most before its headers are complete; the
@@ -594,7 +604,7 @@ static int serve(struct daemon *d, int lfd, int family, char *err, size_t len)
 	if (!d->http)
 		return -EIO;
 	gp_run__mode_names(d->run, modes, sizeof(modes));
-	total = attach_set__count(d->run->links);
+	total = attach_set__count(gp_run__links(d->run));
 	/* as the CLI's tracing line: the libcuda files' probes, then every probe if others
 	 * (the linker's hook, libnccl's, the process tracepoints) add to them */
 	if (d->probed)
@@ -617,18 +627,18 @@ static int loop(struct daemon *d, char *err, size_t len)
 
 	while (!stop_signal) {
 		struct pollfd fds[2] = {
-			{ .fd = gp_events__epoll_fd(d->run->events), .events = POLLIN },
+			{ .fd = gp_events__epoll_fd(gp_run__events(d->run)), .events = POLLIN },
 			{ .fd = http__poll_fd(d->http), .events = POLLIN },
 		};
 		uint64_t now;
 		int r;
 
 		/* records left by a read that yielded (src/core/events.c): no wait */
-		if (poll(fds, 2, gp_events__more(d->run->events) ? 0 : 100) < 0 && errno != EINTR) {
+		if (poll(fds, 2, gp_events__more(gp_run__events(d->run)) ? 0 : 100) < 0 && errno != EINTR) {
 			snprintf(err, len, "poll: %s", strerror(errno));
 			return -errno;
 		}
-		r = gp_events__drain(d->run->events);
+		r = gp_events__drain(gp_run__events(d->run));
 		if (r < 0 && r != -EINTR) {
 			snprintf(err, len, "reading the ring buffer: %s", strerror(-r));
 			return r;
@@ -690,10 +700,10 @@ int daemon__main(int argc, char **argv)
 		goto cleanup;
 	r = loop(&d, err, sizeof(err));
 	if (!r) {
-		gp_events__drain(d.run->events);
+		gp_events__drain(gp_run__events(d.run));
 		gp_log(GP_LOG_INFO, "%s: detaching; %llu scrapes, %llu rescans (last %.1f ms), %llu events handled, %llu slow connections closed",
 		       strsignal(stop_signal), (unsigned long long)d.scrapes, (unsigned long long)d.rescans,
-		       d.rescan_ns / 1e6, (unsigned long long)gp_events__handled(d.run->events),
+		       d.rescan_ns / 1e6, (unsigned long long)gp_events__handled(gp_run__events(d.run)),
 		       (unsigned long long)http__closed_slow(d.http));
 	}
 cleanup:

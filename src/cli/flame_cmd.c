@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cmdline.h"
-#include "flame.h"
-#include "mode.h"
-#include "option.h"
-#include "outfile.h"
+#include "cli/cmdline.h"
+#include "out/flame.h"
+#include "core/mode.h"
+#include "lib/option.h"
+#include "out/outfile.h"
 
 static struct {
 	const char *title, *unit, *output;

@@ -13,9 +13,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <microhttpd.h>
-#include "http.h"
-#include "util.h"
-#include "webconfig.h"
+#include "cli/http.h"
+#include "lib/util.h"
+#include "out/webconfig.h"
 
 /* A connection the guards watch: from its start until its request is answered. */
 struct conn {

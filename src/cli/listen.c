@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "listen.h"
+#include "cli/listen.h"
 
 /* "ADDR:PORT" or "[V6ADDR]:PORT" -> host and port strings; 0 or -EINVAL with a reason. */
 static int parse_spec(const char *spec, char *host, size_t hlen, const char **port, char *err, size_t len)

@@ -21,31 +21,32 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include "attach.h"
-#include "calibrate.h"
-#include "check.h"
-#include "cmdline.h"
-#include "daemon.h"
-#include "events.h"
-#include "flame_cmd.h"
-#include "json.h"
-#include "kernel_features.h"
-#include "jsonnum.h"
-#include "option.h"
-#include "options.h"
-#include "outfile.h"
-#include "proctab.h"
-#include "ptree.h"
-#include "libwatch.h"
-#include "report.h"
-#include "run.h"
-#include "target.h"
-#include "targets.h"
-#include "text.h"
-#include "top.h"
-#include "top_view.h"
-#include "trace.h"
-#include "util.h"
+#include "core/attach.h"
+#include "core/calibrate.h"
+#include "cli/check.h"
+#include "cli/cmdline.h"
+#include "cli/daemon.h"
+#include "core/events.h"
+#include "cli/flame_cmd.h"
+#include "out/json.h"
+#include "core/kernel_features.h"
+#include "out/jsonnum.h"
+#include "lib/option.h"
+#include "core/options.h"
+#include "out/outfile.h"
+#include "lib/proctab.h"
+#include "core/ptree.h"
+#include "core/libwatch.h"
+#include "out/hits.h"
+#include "out/report.h"
+#include "core/run.h"
+#include "lib/target.h"
+#include "cli/targets.h"
+#include "out/text.h"
+#include "cli/top.h"
+#include "cli/top_view.h"
+#include "out/trace.h"
+#include "lib/util.h"
 
 static int convert_main(int argc, char **argv);
 static int top_main(int argc, char **argv);
@@ -177,11 +178,11 @@ struct cli {
  * command's own is left to the final report that follows. */
 static void exit_report(struct gp_run *run, int slot, uint32_t pid)
 {
-	struct cli *c = run->fe;
+	struct cli *c = gp_run__fe(run);
 
-	if (!run->slot[slot].m->exit_reports)
+	if (!gp_run__mode(run, slot)->exit_reports)
 		return;
-	if (!run->o->json && run->o->cmd && (pid_t)pid == c->child.pid)
+	if (!gp_run__opts(run)->json && gp_run__opts(run)->cmd && (pid_t)pid == c->child.pid)
 		return;
 	gp_report__slot(run, slot, GP_SNAP_EXIT, pid);
 }
@@ -209,7 +210,7 @@ static bool targets_gone(const struct cli *c)
 		if (poll(&p, 1, 0) != 1)
 			return false;
 	}
-	return c->nr_pidfds > 0 && (!gp_opts.tree || !ptree__live(c->run->ptree));
+	return c->nr_pidfds > 0 && (!gp_opts.tree || !ptree__live(gp_run__ptree(c->run)));
 }
 
 /*
@@ -302,7 +303,7 @@ static int seed_targets(struct cli *c, char *err, size_t len)
 {
 	int r = 0;
 
-	if (!c->run->filter)
+	if (!gp_run__filters(c->run))
 		return 0;
 	if (gp_opts.cmd)
 		return gp_run__follow(c->run, (uint32_t)c->child.pid, false, err, len);
@@ -316,7 +317,7 @@ static int seed_targets(struct cli *c, char *err, size_t len)
 static int attach_libs(struct cli *c, char *err, size_t len)
 {
 	char why[1024], label[GP_PATH_MAX + 64];
-	int r = 0, ok = 0, before = attach_set__count(c->run->links);
+	int r = 0, ok = 0, before = attach_set__count(gp_run__links(c->run));
 
 	for (int i = 0; i < c->libs.n; i++) {
 		r = gp_run__attach_lib(c->run, GP_LIB_CUDA, c->libs.libs[i].fd_path, why, sizeof(why));
@@ -328,8 +329,18 @@ static int attach_libs(struct cli *c, char *err, size_t len)
 		if (c->libs.n > 1)
 			gp_log(GP_LOG_WARN, "not probing %s", err);
 	}
-	c->lib_probes = attach_set__count(c->run->links) - before;
+	c->lib_probes = attach_set__count(gp_run__links(c->run)) - before;
 	return ok || !c->libs.n ? 0 : r;
+}
+
+/* gp_run__begin's attach step: the processes to follow, then the libcuda files found. */
+static int attach_own(void *ctx, struct gp_run *run, char *err, size_t len)
+{
+	struct cli *c = ctx;
+	int r = seed_targets(c, err, len);
+
+	(void)run;
+	return r ? r : attach_libs(c, err, len);
 }
 
 /*
@@ -421,24 +432,18 @@ static int setup(struct cli *c, char *err, size_t len)
 	c->run = gp_run__new(&gp_opts, err, len);
 	if (!c->run)
 		return -ENOMEM;
-	c->run->fe = c;
+	gp_run__set_fe(c->run, c);
 	/* the consumer yields to a stop signal after the record it is handling (finish
 	 * reads what is left) */
-	gp_events__stop_on(c->run->events, &stop_signal);
-	c->run->out = c->safe ? c->safe : c->out; /* top: its own view, stderr */
-	c->run->exit_report = exit_report;
-	c->run->libs[GP_LIB_CUDA] = &c->libs;
+	gp_events__stop_on(gp_run__events(c->run), &stop_signal);
+	gp_run__set_out(c->run, c->safe ? c->safe : c->out); /* top: its own view, stderr */
+	gp_run__set_exit_report(c->run, exit_report);
+	gp_run__set_libs(c->run, GP_LIB_CUDA, &c->libs);
+	gp_run__set_trace_writer(c->run, trace_writer__sink);
 	cli_targets__choose(c->run, c->child.pid);
-	r = gp_run__open(c->run, err, len);
-	if (!r)
-		r = seed_targets(c, err, len);
-	if (!r)
-		r = attach_libs(c, err, len);
-	if (!r) /* libnccl, and the libraries the processes load later */
-		r = gp_run__watch_libs(c->run, GP_NEED_LIBCUDA | GP_NEED_LIBNCCL, err, len);
-	if (!r)
-		r = gp_run__start(c->run, err, len);
-	return r;
+	/* then libnccl, and the libraries the processes load later */
+	return gp_run__begin(c->run, &(struct gp_run_begin){ .attach = attach_own, .ctx = c,
+					.watch_kinds = GP_NEED_LIBCUDA | GP_NEED_LIBNCCL }, err, len);
 }
 
 /* Seconds since pid started (/proc/PID/stat's starttime against CLOCK_BOOTTIME); < 0 unknown. */
@@ -476,7 +481,7 @@ static void describe_targets(const struct cli *c, char *who, size_t len)
 	size_t off = 0;
 
 	if (gp_opts.cmd) {
-		snprintf(who, len, c->run && c->run->o->frontend == GP_FE_TOP ? "PID %d and its descendants" :
+		snprintf(who, len, c->run && gp_run__opts(c->run)->frontend == GP_FE_TOP ? "PID %d and its descendants" :
 			 "PID %d and the processes it starts", c->child.pid);
 		return;
 	}
@@ -497,7 +502,7 @@ static void describe_targets(const struct cli *c, char *who, size_t len)
 		snprintf(who, len, "every CUDA process");
 }
 
-/* Files refused a library slot (src/core/target.h: one user's copies take their share),
+/* Files refused a library slot (src/lib/target.h: one user's copies take their share),
  * each reason counted: one line. */
 static void skipped_libs(const struct cli *c)
 {
@@ -520,7 +525,7 @@ static void skipped_libs(const struct cli *c)
 static void announce(const struct cli *c)
 {
 	char who[512], where[1024] = "", label[GP_PATH_MAX + 64], all[32] = "";
-	int total = attach_set__count(c->run->links);
+	int total = attach_set__count(gp_run__links(c->run));
 	size_t off = 0;
 
 	for (int i = 0; i < c->libs.n && off < sizeof(where); i++)
@@ -566,14 +571,14 @@ static void note_write_error(struct cli *c)
 static void interval_report(struct cli *c)
 {
 	report_signal = 0;
-	gp_run__reap(c->run, 0, c->run->keep_pid);
+	gp_run__reap(c->run, 0, gp_run__keep_pid(c->run));
 	if (stop_signal) /* it came during the read: the final report says it all, at once */
 		return;
 	gp_report__run(c->run, GP_SNAP_INTERVAL, 0);
 	note_write_error(c);
 	/* the final report's "no CUDA call seen" must not forget the processes reaped here */
-	gp_run__hits(c->run, sum_hits, &c->hits_reaped);
-	gp_run__reap(c->run, GP_REAP_SEQ(proctab__exits()), c->run->keep_pid);
+	gp_hits__run(c->run, sum_hits, &c->hits_reaped);
+	gp_run__reap(c->run, GP_REAP_SEQ(proctab__exits()), gp_run__keep_pid(c->run));
 }
 
 /* The poll's wait: at most wait_ms, and no later than the first of the deadlines that
@@ -616,7 +621,7 @@ static int loop(struct cli *c, char *err, size_t len)
 
 		if (stop_signal)
 			break;
-		r = gp_events__poll(c->run->events, wait_until(wait_ms, next, end, sample));
+		r = gp_events__poll(gp_run__events(c->run), wait_until(wait_ms, next, end, sample));
 		if (r < 0) {
 			snprintf(err, len, "reading the ring buffer: %s", strerror(-r));
 			return r;
@@ -654,7 +659,7 @@ static int loop(struct cli *c, char *err, size_t len)
 	return 0;
 }
 
-/* How long a process is seen gone before a sweep ends it (src/core/proctab.h): its last
+/* How long a process is seen gone before a sweep ends it (src/lib/proctab.h): its last
  * records may wait behind one that another CPU is still writing. */
 #define SWEEP_GRACE_NS 500000000ULL
 
@@ -726,31 +731,31 @@ static void overhead_report(struct cli *c)
 	struct gp_run *run = c->run;
 	struct gp_probe_cost pc = c->cost;
 	int r = c->cost_known ? c->cost_r : calibrate__probe_costs(GP_CALIBRATE_CALLS, &pc);
-	double cost = r ? r : pc.cold, traced = (double)(gp_mono_ns() - run->start_ns) / 1e9, most = 0;
+	double cost = r ? r : pc.cold, traced = (double)(gp_mono_ns() - gp_run__start_ns(run)) / 1e9, most = 0;
 	struct hits h = { 0 };
 
 	if (r)
 		gp_log(GP_LOG_DEBUG, "cannot calibrate the probe cost: %s", strerror(-r));
-	gp_run__hits(run, add_hits, &h);
+	gp_hits__run(run, add_hits, &h);
 	for (size_t i = 0; cost >= 0 && i < h.n; i++)
 		if ((double)h.v[i].probe_hits * cost > most)
 			most = (double)h.v[i].probe_hits * cost;
-	if (run->o->json) {
-		overhead_json(run->out, &h, cost, pc.warm);
-	} else if (h.n && (run->o->verbose || cost < 0 || most >= OVERHEAD_SMALL * traced)) {
-		fprintf(run->out,
+	if (gp_run__opts(run)->json) {
+		overhead_json(gp_run__out(run), &h, cost, pc.warm);
+	} else if (h.n && (gp_run__opts(run)->verbose || cost < 0 || most >= OVERHEAD_SMALL * traced)) {
+		fprintf(gp_run__out(run),
 			"gpuprobe overhead (estimate): one probe hit costs %s on this machine (%s in a tight loop; calibrated when the run %s)\n",
 			gp_text__duration(cost).s, gp_text__duration(r ? -1 : pc.warm).s, c->cost_known ? "started" : "ended");
 		for (size_t i = 0; i < h.n; i++) {
 			double t = cost >= 0 ? (double)h.v[i].probe_hits * cost : -1;
 
-			fprintf(run->out, "  PID %u (%s): %s, ~%s in probes", h.v[i].pid, h.v[i].comm,
+			fprintf(gp_run__out(run), "  PID %u (%s): %s, ~%s in probes", h.v[i].pid, h.v[i].comm,
 				gp_text__n(h.v[i].probe_hits, "probe hit", "probe hits").s, gp_text__duration(t).s);
 			if (t >= 0 && traced > 0)
-				fprintf(run->out, " (%.2f%% of the %s traced)", 100 * t / traced, gp_text__duration(traced).s);
-			fputc('\n', run->out);
+				fprintf(gp_run__out(run), " (%.2f%% of the %s traced)", 100 * t / traced, gp_text__duration(traced).s);
+			fputc('\n', gp_run__out(run));
 		}
-		fflush(run->out);
+		fflush(gp_run__out(run));
 	}
 	free(h.v);
 }
@@ -792,16 +797,16 @@ static int no_calls_reason(struct cli *c, char *why, size_t len)
 
 	if (!(gp_run__needs(gp_opts.modes) & GP_NEED_LIBCUDA) || !gp_run__counts_hits(c->run))
 		return 0;
-	gp_run__hits(c->run, sum_hits, &hits);
+	gp_hits__run(c->run, sum_hits, &hits);
 	if (hits || c->hits_reaped)
 		return 0;
-	libwatch__stats(c->run->watch, &st);
+	libwatch__stats(gp_run__watch(c->run), &st);
 	files = c->libs.n + (int)st.files[GP_LIB_CUDA];
 	mode_words(c->run, modes, sizeof(modes));
-	if (c->run->unseen_total)
+	if (gp_run__unseen_total(c->run))
 		snprintf(why, len, "no CUDA call seen since the probes went in: %llu process%s ran before %s libcuda was probed, and %s calls before that were not seen",
-			 (unsigned long long)c->run->unseen_total, c->run->unseen_total == 1 ? "" : "es",
-			 c->run->unseen_total == 1 ? "its" : "their", c->run->unseen_total == 1 ? "its" : "their");
+			 (unsigned long long)gp_run__unseen_total(c->run), gp_run__unseen_total(c->run) == 1 ? "" : "es",
+			 gp_run__unseen_total(c->run) == 1 ? "its" : "their", gp_run__unseen_total(c->run) == 1 ? "its" : "their");
 	else if (!files)
 		snprintf(why, len, "no CUDA call seen: no libcuda was probed (no traced process mapped one: not a CUDA program, or one that never loaded the driver? --libcuda PATH names one%s)",
 			 perm);
@@ -826,10 +831,10 @@ static void no_calls_line(struct cli *c, char *why, size_t len)
 {
 	if (!no_calls_reason(c, why, len)) {
 		snprintf(why, len, "the traced processes called the driver, but none made a call this mode follows");
-		c->run->empty_hint = why;
+		gp_run__set_empty_hint(c->run, why);
 		return;
 	}
-	c->run->empty_hint = why;
+	gp_run__set_empty_hint(c->run, why);
 	if (gp_opts.json || (!c->reports_stderr && !same_file(c->out, stderr)))
 		fprintf(stderr, "gpuprobe: %s\n", why);
 }
@@ -848,8 +853,8 @@ static int finish(struct cli *c, char *err, size_t len)
 	 * links (~0.1 s a perf-event uprobe: 20 s for 152 of them, before, between a SIGINT
 	 * and the final report). */
 	gp_run__end(c->run);
-	gp_events__stop_on(c->run->events, NULL);
-	gp_events__drain_for(c->run->events, FINAL_DRAIN_MS);
+	gp_events__stop_on(gp_run__events(c->run), NULL);
+	gp_events__drain_for(gp_run__events(c->run), FINAL_DRAIN_MS);
 	/* -p's targets and the command that have ended, by now at the latest: a sampled
 	 * estimate must not run on past them (their exit records, where they came, said
 	 * when exactly) */
@@ -864,16 +869,16 @@ static int finish(struct cli *c, char *err, size_t len)
 	/* the budget's last period, accounted until now: the report holds its calls */
 	gp_run__stop_budget(c->run);
 	proctab__set_sweep_grace(0);
-	gp_run__reap(c->run, 0, c->run->keep_pid);
+	gp_run__reap(c->run, 0, gp_run__keep_pid(c->run));
 	no_calls_line(c, why, sizeof(why));
 	gp_report__run(c->run, GP_SNAP_FINAL, 0);
 	note_write_error(c);
-	c->run->empty_hint = NULL;
+	gp_run__set_empty_hint(c->run, NULL);
 	if (gp_run__counts_hits(c->run))
 		overhead_report(c);
 	gp_run__detach(c->run);
 	/* probes are gone: whatever is still in the buffers is the last of the timeline */
-	gp_events__drain_for(c->run->events, 0);
+	gp_events__drain_for(gp_run__events(c->run), 0);
 	return gp_run__finish(c->run, err, len);
 }
 
@@ -1150,7 +1155,7 @@ static int top_session(struct cli *c, char *err, size_t len)
 		r = setup(c, err, len);
 	if (r)
 		return r;
-	c->run->exit_report = NULL; /* the view prints no reports */
+	gp_run__set_exit_report(c->run, NULL); /* the view prints no reports */
 	r = stop_signal ? 0 : release_command(c, err, len);
 	if (r)
 		return r;
@@ -1158,12 +1163,12 @@ static int top_session(struct cli *c, char *err, size_t len)
 	top_o.interval = gp_opts.interval > 0 ? gp_opts.interval : 1;
 	top_o.duration = gp_opts.duration;
 	top_o.who = who;
-	top_o.keep_pid = c->run->keep_pid;
+	top_o.keep_pid = gp_run__keep_pid(c->run);
 	top_o.ended = top_ended;
 	top_o.stop = top_stop;
 	top_o.ctx = c;
 	r = top__run(c->run, &top_o, err, len);
-	gp_events__stop_on(c->run->events, NULL);
+	gp_events__stop_on(gp_run__events(c->run), NULL);
 	gp_run__detach(c->run);
 	if (!r)
 		r = gp_run__finish(c->run, err, len);

@@ -2,10 +2,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include "cmdline.h"
-#include "options.h"
-#include "run.h"
-#include "targets.h"
+#include "cli/cmdline.h"
+#include "core/options.h"
+#include "core/run.h"
+#include "cli/targets.h"
 
 int cli_targets__usage(const struct gp_cmdline *cl)
 {
@@ -33,23 +33,24 @@ int cli_targets__usage(const struct gp_cmdline *cl)
  */
 void cli_targets__choose(struct gp_run *run, pid_t child)
 {
-	run->follow_forks = gp_opts.cmd || gp_opts.tree || gp_opts.comm || gp_opts.cgroup;
-	run->filter = run->follow_forks || gp_opts.nr_pids > 1;
-	run->comm = gp_opts.comm;
-	run->cgroup = gp_opts.cgroup;
+	struct gp_run_targets t = { .comm = gp_opts.comm, .cgroup = gp_opts.cgroup, .target_pid = -1 };
+
+	t.follow_forks = gp_opts.cmd || gp_opts.tree || gp_opts.comm || gp_opts.cgroup;
+	t.filter = t.follow_forks || gp_opts.nr_pids > 1;
 	if (gp_opts.cmd)
-		run->keep_pid = (uint32_t)(child > 0 ? child : 0);
+		t.keep_pid = (uint32_t)(child > 0 ? child : 0);
 	else if (gp_opts.nr_pids == 1)
-		run->keep_pid = (uint32_t)gp_opts.pids[0];
-	if (!run->filter && gp_opts.nr_pids == 1)
-		run->target_pid = gp_opts.pids[0];
+		t.keep_pid = (uint32_t)gp_opts.pids[0];
+	if (!t.filter && gp_opts.nr_pids == 1)
+		t.target_pid = gp_opts.pids[0];
+	gp_run__set_targets(run, &t);
 }
 
 /* --comm, --cgroup: the node's processes of that name or cgroup, and their children */
 void daemon_targets__choose(struct gp_run *run)
 {
-	run->target_pid = -1;
-	run->comm = gp_opts.comm;
-	run->cgroup = gp_opts.cgroup;
-	run->filter = run->follow_forks = gp_opts.comm || gp_opts.cgroup;
+	struct gp_run_targets t = { .comm = gp_opts.comm, .cgroup = gp_opts.cgroup, .target_pid = -1 };
+
+	t.filter = t.follow_forks = gp_opts.comm || gp_opts.cgroup;
+	gp_run__set_targets(run, &t);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The live view's loop: every interval, the records in flight, each process's probe hits
- * and each mode's drops (gp_run__hits_drops), every mode's counters into a counter set
+ * and each mode's drops (gp_hits__run_drops), every mode's counters into a counter set
  * (rates are the changes over the interval), a frame (top_view.c), drawn. Keys are read
  * between frames without waiting; ncurses keeps the screen right over ssh and on resize.
  */
@@ -14,14 +14,15 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "calibrate.h"
-#include "counters.h"
-#include "events.h"
-#include "run.h"
-#include "text.h"
-#include "top.h"
-#include "top_view.h"
-#include "util.h"
+#include "core/calibrate.h"
+#include "core/counters.h"
+#include "core/events.h"
+#include "core/run.h"
+#include "out/hits.h"
+#include "out/text.h"
+#include "cli/top.h"
+#include "cli/top_view.h"
+#include "lib/util.h"
 
 /* Counter series top keeps: processes x (kinds + kernels + copies). More are counted. */
 #define TOP_MAX_SERIES 65536
@@ -67,12 +68,12 @@ static void drops_text(struct top *t, const uint64_t *dropped)
 
 	t->f.dropped = gp_counters__dropped(t->cs);
 	t->f.drops[0] = '\0';
-	for (int i = 0; i < t->run->nr && off < sizeof(t->f.drops); i++) {
+	for (int i = 0; i < gp_run__nr_modes(t->run) && off < sizeof(t->f.drops); i++) {
 		if (!dropped[i])
 			continue;
 		t->f.dropped += dropped[i];
 		off += (size_t)snprintf(t->f.drops + off, sizeof(t->f.drops) - off, "%s%s %llu", off ? ", " : "",
-					t->run->slot[i].m->name, (unsigned long long)dropped[i]);
+					gp_run__mode(t->run, i)->name, (unsigned long long)dropped[i]);
 	}
 	if (gp_counters__dropped(t->cs) && off < sizeof(t->f.drops))
 		snprintf(t->f.drops + off, sizeof(t->f.drops) - off, "%scounter series %llu", off ? ", " : "",
@@ -111,9 +112,9 @@ static int tick(struct top *t, bool reap)
 	size_t n;
 	int r;
 
-	gp_events__drain(t->run->events);
+	gp_events__drain(gp_run__events(t->run));
 	t->nr_pids = 0;
-	gp_run__hits_drops(t->run, add_pid, t, dropped);
+	gp_hits__run_drops(t->run, add_pid, t, dropped);
 	now = gp_mono_ns();
 	gp_counters__begin(t->cs, now);
 	gp_run__counters(t->run, gp_counters__add, t->cs);
@@ -234,7 +235,7 @@ static int run_batch(struct top *t)
 		bool end = t->o->ended && t->o->ended(t->o->ctx);
 		size_t n;
 
-		r = gp_events__poll(t->run->events, 50);
+		r = gp_events__poll(gp_run__events(t->run), 50);
 		if (r < 0)
 			break;
 		r = 0;
@@ -262,7 +263,7 @@ static int run_screen(struct top *t)
 	int r = 0, ch;
 
 	while (!r && !over(t, start)) {
-		r = gp_events__poll(t->run->events, 50);
+		r = gp_events__poll(gp_run__events(t->run), 50);
 		if (r < 0)
 			break;
 		r = 0;

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "jsonnum.h"
-#include "top_view.h"
-#include "u64map.h"
+#include "out/jsonnum.h"
+#include "cli/top_view.h"
+#include "lib/u64map.h"
 
 static const char *const col_title[TOP__COLS] = {
 	[TOP_PID] = "PID", [TOP_COMM] = "COMM", [TOP_LAUNCHES] = "LAUNCH/s", [TOP_MEMORY] = "MEMORY",

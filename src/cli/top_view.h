@@ -12,9 +12,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "counters.h"
+#include "core/counters.h"
 #include "gpuprobe.h"
-#include "mode.h"
+#include "core/mode.h"
 
 enum top_col { TOP_PID, TOP_COMM, TOP_LAUNCHES, TOP_MEMORY, TOP_GROWTH, TOP_H2D, TOP_D2H, TOP_PROBE, TOP__COLS };
 

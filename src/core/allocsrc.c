@@ -4,15 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
-#include "allocsrc.h"
-#include "apis.h"
-#include "attach.h"
+#include "core/allocsrc.h"
+#include "lib/apis.h"
+#include "core/attach.h"
 #include "cuda_mem.skel.h"
-#include "events.h"
-#include "mode.h"
-#include "objshare.h"
-#include "u64map.h"
-#include "util.h"
+#include "core/events.h"
+#include "core/mode.h"
+#include "core/objshare.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 struct hits {
 	struct gp_snap_pid p;

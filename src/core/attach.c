@@ -14,9 +14,9 @@
 #include <linux/capability.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "attach.h"
-#include "elfsym.h"
-#include "util.h"
+#include "core/attach.h"
+#include "lib/elfsym.h"
+#include "lib/util.h"
 
 /* Not in older uapi headers (Linux 6.6). */
 #define GP_BPF_TRACE_UPROBE_MULTI 48

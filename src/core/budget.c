@@ -26,12 +26,12 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "attach.h"
-#include "budget.h"
+#include "core/attach.h"
+#include "core/budget.h"
 #include "gpuprobe.h"
-#include "u64map.h"
-#include "uevent.h"
-#include "util.h"
+#include "lib/u64map.h"
+#include "core/uevent.h"
+#include "lib/util.h"
 
 #define PERIOD_NS 100000000ULL    /* a period while every call is seen */
 #define TICK_NS 5000000ULL        /* how often a waiting thread looks at stop and holds */

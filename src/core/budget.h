@@ -24,8 +24,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include <linux/types.h>
-#include "calibrate.h"
-#include "sampling.h"
+#include "core/calibrate.h"
+#include "lib/sampling.h"
 
 struct gp_budget;
 

@@ -11,11 +11,11 @@
 #include <linux/bpf.h>
 #include <linux/perf_event.h>
 #include <bpf/bpf.h>
-#include "attach.h"
-#include "calibrate.h"
-#include "kernel_features.h"
-#include "procmaps.h"
-#include "util.h"
+#include "core/attach.h"
+#include "core/calibrate.h"
+#include "core/kernel_features.h"
+#include "lib/procmaps.h"
+#include "lib/util.h"
 
 /*
  * The probed function, in assembly so that its first instruction is what compiled driver

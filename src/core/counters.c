@@ -2,9 +2,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "counters.h"
-#include "u64map.h"
-#include "util.h"
+#include "core/counters.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 struct series {
 	uint32_t pid;

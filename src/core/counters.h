@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "mode.h"
+#include "core/mode.h"
 
 struct gp_counter_row {
 	uint32_t pid;

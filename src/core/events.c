@@ -4,14 +4,14 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include "events.h"
+#include "core/events.h"
 #include "api_trace.h"
 #include "cuda_copy.h"
 #include "cuda_launch.h"
 #include "cuda_mem.h"
 #include "nccl_calls.h"
 #include "nv_ioctl.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define MAX_SOURCES 8
 #define GP_READ_MS 20 /* the longest a record submitted without a wake-up waits in gp_events__poll */

@@ -27,9 +27,9 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include "attach.h"
-#include "kernel_features.h"
-#include "procmaps.h"
+#include "core/attach.h"
+#include "core/kernel_features.h"
+#include "lib/procmaps.h"
 
 struct feat_desc {
 	const char *name, *kind, *since, *arch;

@@ -15,18 +15,18 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "attach.h"
-#include "elfsym.h"
-#include "events.h"
-#include "libslots.h"
-#include "libwatch.h"
+#include "core/attach.h"
+#include "lib/elfsym.h"
+#include "core/events.h"
+#include "lib/libslots.h"
+#include "core/libwatch.h"
 #include "libwatch.skel.h"
-#include "objshare.h"
-#include "procmaps.h"
-#include "safeopen.h"
-#include "target.h"
-#include "u64map.h"
-#include "util.h"
+#include "core/objshare.h"
+#include "lib/procmaps.h"
+#include "lib/safeopen.h"
+#include "lib/target.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 #define KIND_LDSO GP_LIB__COUNT /* the dynamic linker: gets the hook, not a mode's probes */
 #define SCANS_PER_SECOND 200    /* maps reads the hook and execs may cause, all processes */
@@ -763,7 +763,7 @@ static void drop_lib(void *ctx, const struct libslot *slot)
 	       major(slot->dev), minor(slot->dev), (unsigned long)slot->ino, (unsigned)slot->owner, probes);
 }
 
-/* The daemon's rule for the files loaded after the start (src/core/libslots.h): every
+/* The daemon's rule for the files loaded after the start (src/lib/libslots.h): every
  * SWEEP_NS, while a user's file holds a slot, every process's maps are read, and the
  * files that none mapped in that sweep or the one before lose their probes and slots. */
 static void sweep(struct libwatch *w, uint64_t now)

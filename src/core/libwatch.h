@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "mode.h"
+#include "core/mode.h"
 
 struct libwatch;
 struct attach_set;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
-#include "maps.h"
+#include "core/maps.h"
 
 #define MAX_KEY 256
 

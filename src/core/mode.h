@@ -67,7 +67,7 @@ struct gp_snap_pid {
 	bool unnamed;
 };
 
-/* One drop counter: reason is an enum gp_reason (src/core/reasons.h). */
+/* One drop counter: reason is an enum gp_reason (src/lib/reasons.h). */
 struct gp_snap_drop {
 	int reason;
 	uint64_t count;
@@ -84,7 +84,7 @@ struct gp_snap_drop {
  *   EXIT     "exit"      the CLI's report of one process as it exits (gp_mode.exit_reports)
  *   SCRAPE   "scrape"    a /metrics scrape (the daemon, --prom-file): no per-allocation lists
  *   HITS     "hits"      the run's look at each process's probe hits and each mode's drops
- *                        (gp_run__hits_drops, gpuprobe top and the overhead record): nothing
+ *                        (gp_hits__run_drops, gpuprobe top and the overhead record): nothing
  *                        is rendered from it, so nothing costly is gathered
  * A snapshot has no side effect: what a report writes besides the report (--folded,
  * --csv) is gp_mode.report_files, called by the report.
@@ -110,11 +110,47 @@ static inline const char *gp_snap_kind_name(enum gp_snap_kind kind)
 	return (unsigned int)kind < GP_SNAP__COUNT ? names[kind] : "unknown";
 }
 
+struct gp_unseen;
+
+/* A process's place among the trees the run follows (gp_snap_env.lineage). */
+struct gp_lineage {
+	uint32_t ppid;
+	uint32_t root;               /* the tree's root, the launcher of its job (pid itself for a root) */
+	char root_comm[GP_COMM_LEN]; /* "" unknown */
+};
+
+/*
+ * What a renderer knows besides a mode's records: the run's settings and its view of the
+ * processes, as a mode's snapshot carries them (gp_snap.env, from gp_run__env). Renderers
+ * read these, never the run; the functions take run, the pointer beside them.
+ */
+struct gp_snap_env {
+	bool verbose; /* -v: every row, every error */
+	bool command; /* the run started the command it traces (-- COMMAND) */
+	bool trees;   /* the run follows process trees: reports sum by job (src/out/trees.h) */
+	/* pid's place in the followed trees; false when not known */
+	bool (*lineage)(const void *run, uint32_t pid, struct gp_lineage *out);
+	/* pid's calls before the probes not seen (src/lib/unseen.h); NULL: none */
+	const struct gp_unseen *(*unseen)(const void *run, uint32_t pid);
+	const void *run;
+};
+
+static inline bool gp_env_verbose(const struct gp_snap_env *env)
+{
+	return env && env->verbose;
+}
+
+static inline const struct gp_unseen *gp_env_unseen(const struct gp_snap_env *env, uint32_t pid)
+{
+	return env && env->unseen ? env->unseen(env->run, pid) : NULL;
+}
+
 /* The head of every mode's snapshot (its first member). */
 struct gp_snap {
 	const char *mode; /* the mode's name */
 	enum gp_snap_kind kind;
 	uint64_t now_ns;  /* CLOCK_MONOTONIC when taken */
+	const struct gp_snap_env *env; /* the run's settings and process view (gp_run__env) */
 	const struct gp_snap_pid *pids;
 	size_t nr_pids;
 	const struct gp_snap_drop *drops;
@@ -175,9 +211,10 @@ struct gp_mode {
 	 * report's snapshot of pid (0: every process); called by the report (src/out/report.c)
 	 * right after the snapshot is taken, before it is rendered */
 	void (*report_files)(void *st, const struct gp_snap *s, uint32_t pid);
-	void (*text)(FILE *f, const struct gp_snap *s, struct gp_run *run);
-	void (*json)(struct json_object *report, const struct gp_snap *s, struct gp_run *run);
-	int (*prom)(struct prom_out *p, const struct gp_snap *s, struct gp_run *run);
+	/* the renderers: they read the snapshot only (its env for the run's settings) */
+	void (*text)(FILE *f, const struct gp_snap *s);
+	void (*json)(struct json_object *report, const struct gp_snap *s);
+	int (*prom)(struct prom_out *p, const struct gp_snap *s);
 	/* forgets exited processes: all reported ones (cutoff_ns UINT64_MAX) or those that
 	 * exited before cutoff_ns, except keep_pid (0: none); BPF map entries too */
 	void (*reap)(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid);

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
-#include "attach.h"
-#include "events.h"
-#include "modeshare.h"
-#include "run.h"
+#include "core/attach.h"
+#include "core/events.h"
+#include "core/modeshare.h"
+#include "core/run_impl.h"
 
 int gp_share__load_obj(struct gp_run *run, struct bpf_object_skeleton *s, struct bpf_map *traced,
 		       struct bpf_map *ended, bool *filter, struct bpf_map *events, char *err, size_t len)

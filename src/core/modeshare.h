@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "mode.h"
+#include "core/mode.h"
 
 struct gp_run;
 struct gp_handlers;

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <time.h>
-#include "nvml.h"
-#include "util.h"
+#include "core/nvml.h"
+#include "lib/util.h"
 
 /* ---- the part of nvml.h used (its documented types and values) ---- */
 typedef int nvmlReturn_t;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <bpf/libbpf.h>
-#include "events.h"
-#include "objshare.h"
+#include "core/events.h"
+#include "core/objshare.h"
 
 int objshare__adopt(const struct objshare *s, struct bpf_map *traced, struct bpf_map *ended, bool *filter)
 {

@@ -12,13 +12,13 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "attach.h"
-#include "events.h"
-#include "objshare.h"
+#include "core/attach.h"
+#include "core/events.h"
+#include "core/objshare.h"
 #include "procs.skel.h"
-#include "ptree.h"
-#include "u64map.h"
-#include "util.h"
+#include "core/ptree.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 struct pt_entry {
 	struct pt_proc p;

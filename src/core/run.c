@@ -9,24 +9,24 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <json-c/json.h>
-#include "allocsrc.h"
-#include "attach.h"
-#include "budget.h"
-#include "calibrate.h"
-#include "counters.h"
-#include "events.h"
-#include "libslots.h"
-#include "libwatch.h"
-#include "nvml.h"
-#include "objshare.h"
-#include "options.h"
-#include "ptree.h"
-#include "reasons.h"
-#include "run.h"
-#include "symbolize.h"
-#include "timeline.h"
-#include "u64map.h"
-#include "util.h"
+#include "core/allocsrc.h"
+#include "core/attach.h"
+#include "core/budget.h"
+#include "core/calibrate.h"
+#include "core/counters.h"
+#include "core/events.h"
+#include "lib/libslots.h"
+#include "core/libwatch.h"
+#include "core/nvml.h"
+#include "core/objshare.h"
+#include "core/options.h"
+#include "core/ptree.h"
+#include "lib/reasons.h"
+#include "core/run_impl.h"
+#include "lib/symbolize.h"
+#include "core/timeline.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 const struct gp_mode *gp_mode__find(const char *name)
 {
@@ -197,6 +197,24 @@ static int open_watch(struct gp_run *run, char *err, size_t len)
 	return libwatch__open(run->watch, &wo, err, len);
 }
 
+int gp_run__begin(struct gp_run *run, const struct gp_run_begin *b, char *err, size_t len)
+{
+	int r = gp_run__open(run, err, len);
+
+	if (!r && b->attach)
+		r = b->attach(b->ctx, run, err, len);
+	if (!r && b->watch_kinds)
+		r = gp_run__watch_libs(run, b->watch_kinds, err, len);
+	if (!r)
+		r = gp_run__start(run, err, len);
+	return r;
+}
+
+void gp_run__set_trace_writer(struct gp_run *run, trace_sink_open_fn *open)
+{
+	run->trace_open = open;
+}
+
 int gp_run__open(struct gp_run *run, char *err, size_t len)
 {
 	unsigned int needs = gp_run__needs(run->o->modes);
@@ -205,7 +223,7 @@ int gp_run__open(struct gp_run *run, char *err, size_t len)
 	if (r)
 		return r;
 	if (run->o->trace) {
-		run->timeline = gp_timeline__open(run->o->trace, run->o->trace_format, err, len);
+		run->timeline = gp_timeline__open(run->trace_open, run->o->trace, run->o->trace_format, err, len);
 		if (!run->timeline)
 			return -EIO;
 	}
@@ -482,47 +500,36 @@ const struct gp_unseen *gp_run__unseen(const struct gp_run *run, uint32_t pid)
 	return run && run->unseen ? u64map__get(run->unseen, pid) : NULL;
 }
 
-/* A gap scaled as docs/design.md's durations ("8.8 ms", "12.3 s", "2m 05s"); src/out's
- * formatters are a layer above this one. */
-static void gap_text(double s, char *buf, size_t len)
+static bool env_lineage(const void *r, uint32_t pid, struct gp_lineage *out)
 {
-	long t = lround(s);
+	const struct gp_run *run = r;
+	const struct pt_proc *p, *root;
 
-	if (s < 0.9995)
-		snprintf(buf, len, "%.3g ms", s * 1e3);
-	else if (s < 59.95)
-		snprintf(buf, len, "%.3g s", s);
-	else
-		snprintf(buf, len, "%ldm %02lds", t / 60, t % 60);
+	if (!run->filter || !run->ptree || !(p = ptree__get(run->ptree, pid)))
+		return false;
+	out->ppid = p->ppid;
+	out->root = p->root;
+	root = ptree__get(run->ptree, p->root ? p->root : pid);
+	snprintf(out->root_comm, sizeof(out->root_comm), "%.*s", GP_COMM_LEN - 1, root ? root->comm : "");
+	return true;
 }
 
-void gp_unseen__text(const struct gp_unseen *u, char *buf, size_t len)
+static const struct gp_unseen *env_unseen(const void *run, uint32_t pid)
 {
-	double ms = u->mapped_ns && u->probed_ns > u->mapped_ns ? (double)(u->probed_ns - u->mapped_ns) / 1e6 : -1;
-	char gap[32];
-
-	gap_text(ms / 1e3, gap, sizeof(gap));
-	if (u->started && ms >= 0)
-		snprintf(buf, len, "calls before the attach not seen (attached %s after the process started)", gap);
-	else if (u->started)
-		snprintf(buf, len, "calls before the attach not seen (attached after the process started)");
-	else if (ms >= 0)
-		snprintf(buf, len, "calls before the probes not seen (libcuda probed %s after the process mapped it)", gap);
-	else
-		snprintf(buf, len, "calls before the probes not seen (libcuda probed after the process mapped it, found by a rescan)");
+	return gp_run__unseen(run, pid);
 }
 
-json_object *gp_unseen__json(const struct gp_unseen *u)
+const struct gp_snap_env *gp_run__env(struct gp_run *run)
 {
-	json_object *o;
-
-	if (!u)
-		return NULL;
-	o = json_object_new_object();
-	json_object_object_add(o, "after", json_object_new_string(u->started ? "start" : "mapping"));
-	json_object_object_add(o, "gap_s", u->mapped_ns && u->probed_ns > u->mapped_ns ?
-				json_object_new_double((double)(u->probed_ns - u->mapped_ns) / 1e9) : NULL);
-	return o;
+	run->env = (struct gp_snap_env){
+		.verbose = run->o && run->o->verbose,
+		.command = run->o && run->o->cmd,
+		.trees = run->filter && run->ptree,
+		.lineage = env_lineage,
+		.unseen = env_unseen,
+		.run = run,
+	};
+	return &run->env;
 }
 
 int gp_run__subscribe(struct gp_run *run, const struct gp_handlers *h)
@@ -562,91 +569,6 @@ void gp_run__exit_report(struct gp_run *run, const void *st, uint32_t pid)
 	if (i < 0 || !run->exit_report)
 		return;
 	run->exit_report(run, i, pid);
-}
-
-struct hit_acc {
-	struct u64map *idx; /* pid -> index + 1 */
-	struct gp_snap_pid *v;
-	size_t n, cap;
-	bool failed;
-};
-
-static void acc_add(struct hit_acc *a, const struct gp_snap_pid *p)
-{
-	uintptr_t at = (uintptr_t)u64map__get(a->idx, p->pid);
-
-	if (!at) {
-		if (a->n == a->cap) {
-			size_t cap = a->cap ? a->cap * 2 : 64;
-			struct gp_snap_pid *nv = realloc(a->v, cap * sizeof(*nv));
-
-			if (!nv) {
-				a->failed = true;
-				return;
-			}
-			a->v = nv;
-			a->cap = cap;
-		}
-		a->v[a->n] = *p;
-		a->v[a->n].probe_hits = 0;
-		a->v[a->n].exited = true; /* until a source says it lives */
-		if (u64map__put(a->idx, p->pid, (void *)(uintptr_t)(a->n + 1))) {
-			a->failed = true;
-			return;
-		}
-		at = ++a->n;
-	}
-	a->v[at - 1].probe_hits += p->probe_hits;
-	a->v[at - 1].exited = a->v[at - 1].exited && p->exited;
-	if (!a->v[at - 1].comm[0])
-		memcpy(a->v[at - 1].comm, p->comm, sizeof(p->comm));
-}
-
-size_t gp_run__pids(struct gp_run *run, const struct gp_snap *const *snaps, bool all_modes,
-		    void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx)
-{
-	struct hit_acc a = { .idx = u64map__new() };
-	const struct gp_snap_pid *pp = NULL;
-	size_t n = 0;
-
-	if (!a.idx)
-		return 0;
-	if (run->allocs)
-		n = allocsrc__pids(run->allocs, &pp);
-	for (size_t j = 0; j < n; j++)
-		acc_add(&a, &pp[j]);
-	for (int i = 0; i < run->nr; i++) {
-		if (!snaps[i] || (!all_modes && !run->slot[i].m->probe_hits))
-			continue;
-		for (size_t j = 0; j < snaps[i]->nr_pids; j++)
-			acc_add(&a, &snaps[i]->pids[j]);
-	}
-	for (size_t j = 0; j < a.n; j++)
-		cb(ctx, &a.v[j]);
-	n = a.n;
-	free(a.v);
-	u64map__free(a.idx);
-	return n;
-}
-
-size_t gp_run__hits_drops(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx,
-			  uint64_t *dropped)
-{
-	const struct gp_snap *snaps[GP_MAX_MODES] = { 0 };
-
-	for (int i = 0; i < run->nr; i++) {
-		snaps[i] = run->slot[i].m->snapshot(run->slot[i].st, run, GP_SNAP_HITS, 0);
-		if (dropped)
-			dropped[i] = 0;
-		for (size_t j = 0; dropped && snaps[i] && j < snaps[i]->nr_drops; j++)
-			dropped[i] += snaps[i]->drops[j].count;
-	}
-	return gp_run__pids(run, snaps, false, cb, ctx);
-}
-
-size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx)
-{
-	return gp_run__hits_drops(run, cb, ctx, NULL);
 }
 
 bool gp_run__counts_hits(const struct gp_run *run)
@@ -786,4 +708,121 @@ void gp_run__free(struct gp_run *run)
 	symbolizer__free(run->sym);
 	u64map__free_all(run->unseen, NULL);
 	free(run);
+}
+
+/* ---- what the front ends set and read (the run is opaque to them) ---- */
+
+void gp_run__set_fe(struct gp_run *run, void *fe)
+{
+	run->fe = fe;
+}
+
+void *gp_run__fe(const struct gp_run *run)
+{
+	return run->fe;
+}
+
+void gp_run__set_out(struct gp_run *run, FILE *out)
+{
+	run->out = out;
+}
+
+FILE *gp_run__out(const struct gp_run *run)
+{
+	return run->out;
+}
+
+void gp_run__set_exit_report(struct gp_run *run, gp_exit_report_fn *fn)
+{
+	run->exit_report = fn;
+}
+
+void gp_run__set_libs(struct gp_run *run, enum gp_lib kind, const struct lib_set *libs)
+{
+	run->libs[kind] = libs;
+}
+
+void gp_run__set_targets(struct gp_run *run, const struct gp_run_targets *t)
+{
+	run->filter = t->filter;
+	run->follow_forks = t->follow_forks;
+	run->comm = t->comm;
+	run->cgroup = t->cgroup;
+	run->target_pid = t->target_pid;
+	run->keep_pid = t->keep_pid;
+}
+
+bool gp_run__filters(const struct gp_run *run)
+{
+	return run->filter;
+}
+
+uint32_t gp_run__keep_pid(const struct gp_run *run)
+{
+	return run->keep_pid;
+}
+
+void gp_run__set_empty_hint(struct gp_run *run, const char *hint)
+{
+	run->empty_hint = hint;
+}
+
+const struct gp_opts *gp_run__opts(const struct gp_run *run)
+{
+	return run->o;
+}
+
+struct gp_events *gp_run__events(const struct gp_run *run)
+{
+	return run->events;
+}
+
+struct attach_set *gp_run__links(const struct gp_run *run)
+{
+	return run->links;
+}
+
+struct libslots *gp_run__slots(const struct gp_run *run)
+{
+	return run->slots;
+}
+
+struct libwatch *gp_run__watch(const struct gp_run *run)
+{
+	return run->watch;
+}
+
+struct ptree *gp_run__ptree(const struct gp_run *run)
+{
+	return run->ptree;
+}
+
+struct gp_nvml *gp_run__nvml(const struct gp_run *run)
+{
+	return run->nvml;
+}
+
+bool gp_run__has_ring(const struct gp_run *run)
+{
+	return run->shared_rb >= 0;
+}
+
+uint64_t gp_run__start_ns(const struct gp_run *run)
+{
+	return run->start_ns;
+}
+
+uint64_t gp_run__unseen_total(const struct gp_run *run)
+{
+	return run->unseen_total;
+}
+
+int gp_run__nr_modes(const struct gp_run *run)
+{
+	return run->nr;
+}
+
+const struct gp_mode *gp_run__mode(const struct gp_run *run, int slot)
+{
+	return slot >= 0 && slot < run->nr ? run->slot[slot].m : NULL;
 }

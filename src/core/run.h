@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include <linux/types.h>
-#include "mode.h"
+#include "core/mode.h"
+#include "lib/unseen.h"
+#include "lib/tracesink.h"
 
 struct gp_opts;
 struct symbolizer;
@@ -38,55 +40,35 @@ struct gp_nvml;
 
 #define GP_MAX_MODES 16
 
-struct gp_run {
-	const struct gp_opts *o;
-	struct symbolizer *sym;
-	struct gp_events *events;
-	struct attach_set *links;
-	int shared_rb;               /* the ordered ring buffer's fd, or -1 */
-	int ended_fd;                /* bpf/common.bpf.h's gp_ended, shared by the objects; -1 */
-	struct allocsrc *allocs;     /* when an enabled mode needs GP_NEED_ALLOCS */
-	struct gp_timeline *timeline; /* --trace FILE */
-	const struct lib_set *libs[GP_LIB__COUNT]; /* the files of each kind found at start */
-	int target_pid;              /* the uprobes' own PID filter; -1: none */
-	struct ptree *ptree;         /* the processes followed, forks and execs */
-	struct gp_budget *budget;    /* --max-overhead (src/core/budget.h), or NULL */
-	double budget_pct;           /* the budget asked for (the daemon's default), 0: none */
-	int budget_how;              /* enum gp_budget_how: how it samples, or that it cannot */
-	const char *budget_reason;   /* then why, a metric label */
-	struct libwatch *watch;      /* library files claimed, and those loaded later */
-	struct libslots *slots;      /* the driver files probed that a sweep may free (libslots.h) */
-	bool filter;                 /* only the processes in the ptree (else every one) */
-	bool follow_forks;           /* a followed process's children are followed too */
-	const char *comm, *cgroup;   /* --comm, --cgroup */
-	uint32_t keep_pid;           /* its records stay until the final report; 0: none */
-	bool behind;                 /* the last reap's read left records: no mode sweeps
-	                              * (a process gone may have records still to be read) */
-	FILE *out;                   /* reports */
-	/* why a text report may list no process (the front end's, e.g. "no CUDA call seen: no
-	 * libcuda was probed ..."); NULL: the general one. Printed under an empty report. */
-	const char *empty_hint;
-	uint64_t start_ns;
-	uint64_t end_ns;             /* gp_run__end's moment; 0: the run goes on */
-	/* the front end's answer to a mode that reports a process as it exits */
-	void (*exit_report)(struct gp_run *run, int slot, uint32_t pid);
-	void *fe;                    /* the front end's own state */
-	struct u64map *unseen;       /* pid -> struct gp_unseen: calls before the probes not seen */
-	uint64_t unseen_total;       /* processes noted so, the table's cap included */
-	struct gp_nvml *nvml;        /* NVML's reader (src/core/nvml.h), started with the run; or NULL */
-	uint64_t nvml_xids;          /* its XID events written to the --trace timeline so far */
-	struct {
-		const struct gp_mode *m;
-		void *st;
-	} slot[GP_MAX_MODES];
-	int nr;
-};
+struct gp_run; /* opaque outside src/core, the modes' runtime parts and src/out/report.c
+                * (src/core/run_impl.h) */
+struct gp_run_targets;
+
+/* The front end's answer to a mode that reports a process as it exits (slot: the mode's). */
+typedef void gp_exit_report_fn(struct gp_run *run, int slot, uint32_t pid);
 
 /* The union of the needs of the modes in the mask (bit i: gp_modes[i]). */
 unsigned int gp_run__needs(uint64_t modes);
 
 /* A run of the enabled modes of o (not opened yet); NULL with a reason in err. */
 struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len);
+/*
+ * The one order every front end starts a run in: gp_run__open (shared resources, each
+ * mode's objects loaded), then attach(ctx) (the front end's own library files, through
+ * gp_run__attach_lib; NULL: none), then gp_run__watch_libs(watch_kinds) (0: none), then
+ * gp_run__start (tracepoints, ring buffers, the budget, NVML): every library known at the
+ * start is attached before anything starts. Later libraries (the watcher's, a daemon's
+ * rescans) are attached as they come. 0 or -errno with one line in err.
+ */
+struct gp_run_begin {
+	int (*attach)(void *ctx, struct gp_run *run, char *err, size_t len);
+	void *ctx;
+	unsigned int watch_kinds; /* enum gp_need bits */
+};
+int gp_run__begin(struct gp_run *run, const struct gp_run_begin *b, char *err, size_t len);
+/* The writer of the --trace timeline (src/out/trace.h's trace_writer__sink), before open. */
+void gp_run__set_trace_writer(struct gp_run *run, trace_sink_open_fn *open);
+/* gp_run__begin's steps (a front end calls gp_run__begin; gpuprobe check-bpf opens only). */
 /* Opens the shared resources the modes need, then each mode (table order), and loads
  * every BPF object; nothing is attached. 0 or -errno with one reason in err. */
 int gp_run__open(struct gp_run *run, char *err, size_t len);
@@ -119,19 +101,6 @@ uint64_t gp_run__now(const struct gp_run *run);
 /* A mode (by its state) wants process pid reported as it exits: the front end decides. */
 void gp_run__exit_report(struct gp_run *run, const void *st, uint32_t pid);
 /* Reports and /metrics of a run: src/out/report.h. */
-/* Probe hits per process summed over the allocation probes and snaps[i] (slot i's
- * snapshot, NULL: none) of the modes that count them (all modes with all_modes), by PID:
- * the sources see an exit at different times, so a process is exited once every source
- * says so. cb gets each process once; returns how many. */
-size_t gp_run__pids(struct gp_run *run, const struct gp_snap *const *snaps, bool all_modes,
-		    void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx);
-/* Probe hits per process of every mode (the allocation probes included). cb gets each
- * process once, hits summed; returns how many processes. */
-size_t gp_run__hits(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx);
-/* The same, and in dropped[i] (GP_MAX_MODES) the sum of slot i's drop counters, the run's
- * own among them (a live view's "what did this mode lose"). */
-size_t gp_run__hits_drops(struct gp_run *run, void (*cb)(void *ctx, const struct gp_snap_pid *p), void *ctx,
-			  uint64_t *dropped);
 /* Whether any enabled mode counts probe hits (has uprobes in libcuda). */
 bool gp_run__counts_hits(const struct gp_run *run);
 /* Every mode's counters (gp_mode.counters) through emit. */
@@ -188,25 +157,17 @@ void gp_run__exited(struct gp_run *run, uint32_t pid, uint64_t ts_ns);
 size_t gp_run__drops(const struct gp_run *run, struct gp_snap_drop *drops);
 int gp_run__follow(struct gp_run *run, uint32_t pid, bool descendants, char *err, size_t len);
 
-/* A process whose libcuda was probed only after it could call it (a library found after
- * the process mapped it, a -p attach to a running process): its calls before probed_ns
- * were not seen. mapped_ns: when it mapped the library or started (CLOCK_MONOTONIC), 0
- * unknown. The first note of a process stays; GP_UNSEEN_MAX processes are kept, every
- * one counted. */
+/* A process whose libcuda was probed only after it could call it (src/lib/unseen.h): its
+ * calls before probed_ns were not seen. The first note of a process stays; GP_UNSEEN_MAX
+ * processes are kept, every one counted. */
 #define GP_UNSEEN_MAX 4096
-struct gp_unseen {
-	uint64_t mapped_ns, probed_ns;
-	bool started; /* mapped_ns is the process's start (a -p attach), not a mapping */
-};
 void gp_run__note_unseen(struct gp_run *run, uint32_t pid, uint64_t mapped_ns, uint64_t probed_ns);
 void gp_run__note_unseen_start(struct gp_run *run, uint32_t pid, uint64_t started_ns, uint64_t probed_ns);
 /* The note of pid, or NULL when its calls were all seen from the library's mapping. */
 const struct gp_unseen *gp_run__unseen(const struct gp_run *run, uint32_t pid);
-/* One line for a report: "calls before ... not seen (...)", into buf. */
-void gp_unseen__text(const struct gp_unseen *u, char *buf, size_t len);
-/* {"after": "mapping"|"start", "gap_s": seconds or null}; NULL (JSON null) for no note. */
-struct json_object;
-struct json_object *gp_unseen__json(const struct gp_unseen *u);
+/* What a mode's snapshot carries for its renderers (gp_snap.env): the run's settings and
+ * its view of the processes, as they are now. */
+const struct gp_snap_env *gp_run__env(struct gp_run *run);
 /* Subscribes h to the shared ring buffer (call from a mode's start). */
 int gp_run__subscribe(struct gp_run *run, const struct gp_handlers *h);
 /* The mode state of slot i's mode, for a mode's own callbacks. */
@@ -217,6 +178,47 @@ void gp_run__detach(struct gp_run *run);
 int gp_run__finish(struct gp_run *run, char *err, size_t len);
 /* Detaches everything and frees; safe on NULL. */
 void gp_run__free(struct gp_run *run);
+
+/*
+ * What the front ends set (before gp_run__begin) and read. Every front end drives a run in
+ * one order: gp_run__new, its setters, gp_run__begin (open; the front end's own library
+ * files; the libraries the run resolves and watches; start), then its loop (gp_run__tick,
+ * reports), gp_run__end, gp_run__detach, gp_run__finish, gp_run__free.
+ */
+void gp_run__set_fe(struct gp_run *run, void *fe); /* the front end's own state */
+void *gp_run__fe(const struct gp_run *run);
+void gp_run__set_out(struct gp_run *run, FILE *out); /* reports; stdout unless set */
+FILE *gp_run__out(const struct gp_run *run);
+void gp_run__set_exit_report(struct gp_run *run, gp_exit_report_fn *fn);
+/* The library files of a kind the front end found (gp_run__attach_lib's), for the modes. */
+void gp_run__set_libs(struct gp_run *run, enum gp_lib kind, const struct lib_set *libs);
+/* Who the probes count (src/cli/targets.c decides). */
+struct gp_run_targets {
+	bool filter;               /* only the processes in the process tree (else every one) */
+	bool follow_forks;         /* a followed process's children are followed too */
+	const char *comm, *cgroup; /* --comm, --cgroup */
+	int target_pid;            /* the uprobes' own PID filter; -1: none */
+	uint32_t keep_pid;         /* its records stay until the final report; 0: none */
+};
+void gp_run__set_targets(struct gp_run *run, const struct gp_run_targets *t);
+bool gp_run__filters(const struct gp_run *run);
+uint32_t gp_run__keep_pid(const struct gp_run *run);
+/* Why a text report may list no process (e.g. "no CUDA call seen: no libcuda was probed
+ * ..."); NULL: the general one. Printed under an empty report. */
+void gp_run__set_empty_hint(struct gp_run *run, const char *hint);
+const struct gp_opts *gp_run__opts(const struct gp_run *run);
+struct gp_events *gp_run__events(const struct gp_run *run);
+struct attach_set *gp_run__links(const struct gp_run *run);
+struct libslots *gp_run__slots(const struct gp_run *run);
+struct libwatch *gp_run__watch(const struct gp_run *run);
+struct ptree *gp_run__ptree(const struct gp_run *run);
+struct gp_nvml *gp_run__nvml(const struct gp_run *run);
+bool gp_run__has_ring(const struct gp_run *run); /* the ordered ring buffer is open */
+uint64_t gp_run__start_ns(const struct gp_run *run);
+/* Processes whose calls before the probes were not seen (gp_run__note_unseen), all counted. */
+uint64_t gp_run__unseen_total(const struct gp_run *run);
+int gp_run__nr_modes(const struct gp_run *run);
+const struct gp_mode *gp_run__mode(const struct gp_run *run, int slot); /* NULL out of range */
 
 /* "memleak,cudatrace" of the enabled modes */
 void gp_run__mode_names(const struct gp_run *run, char *buf, size_t len);

@@ -4,12 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "counters.h"
+#include "core/counters.h"
 #include "gpuprobe.h"
-#include "timeline.h"
-#include "trace.h"
-#include "u64map.h"
-#include "util.h"
+#include "core/timeline.h"
+#include "lib/tracesink.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 /* Counter series a timeline keeps (processes x tracks x series); more are counted. */
 #define TL_MAX_SERIES 65536
@@ -23,7 +23,7 @@ struct tl_proc {
 };
 
 struct gp_timeline {
-	struct trace_writer *w;
+	struct trace_sink sink; /* the file's writer (src/out/trace.c through the front end) */
 	struct u64map *procs; /* pid -> struct tl_proc */
 	struct gp_counters *counters;
 	uint64_t last_sample_ns; /* the start of the interval the next sample's totals cover */
@@ -34,9 +34,16 @@ struct gp_timeline {
 
 static const char *const lane_kind[GP_LANE__COUNT] = { "call", "ioctl", "nccl" };
 
-struct gp_timeline *gp_timeline__open(const char *path, int chrome, char *err, size_t len)
+struct gp_timeline *gp_timeline__open(trace_sink_open_fn *open, const char *path, int chrome, char *err,
+				      size_t len)
 {
-	struct gp_timeline *tl = calloc(1, sizeof(*tl));
+	struct gp_timeline *tl;
+
+	if (!open) {
+		snprintf(err, len, "--trace %s: no timeline writer given", path);
+		return NULL;
+	}
+	tl = calloc(1, sizeof(*tl));
 
 	if (!tl || !(tl->procs = u64map__new()) || !(tl->counters = gp_counters__new(TL_MAX_SERIES))) {
 		snprintf(err, len, "out of memory");
@@ -46,8 +53,7 @@ struct gp_timeline *gp_timeline__open(const char *path, int chrome, char *err, s
 		return NULL;
 	}
 	tl->last_sample_ns = gp_mono_ns();
-	tl->w = trace_writer__open(path, chrome ? TRACE_CHROME : TRACE_JSONL);
-	if (!tl->w) {
+	if (open(&tl->sink, path, chrome) < 0) {
 		snprintf(err, len, "--trace %s: %s", path, strerror(errno));
 		gp_counters__free(tl->counters);
 		u64map__free(tl->procs);
@@ -107,8 +113,8 @@ void gp_timeline__event(struct gp_timeline *tl, enum gp_lane lane, uint32_t pid,
 	const char *comm = gp_timeline__comm(tl, pid);
 	struct tl_proc *p = proc(tl, pid);
 
-	trace_writer__process_name(tl->w, pid, comm);
-	trace_writer__event(tl->w, lane_kind[lane], pid, tid, name, ts_ns, dur_ns, ret, args);
+	tl->sink.ops->process_name(tl->sink.w, pid, comm);
+	tl->sink.ops->event(tl->sink.w, lane_kind[lane], pid, tid, name, ts_ns, dur_ns, ret, args);
 	if (tl->listener)
 		tl->listener(tl->listener_ctx, lane, pid, dur_ns, ret);
 	if (!p)
@@ -146,7 +152,7 @@ uint64_t gp_timeline__drops(const struct gp_timeline *tl, enum gp_lane lane)
 
 uint64_t gp_timeline__written(const struct gp_timeline *tl)
 {
-	return trace_writer__written(tl->w);
+	return tl->sink.ops->written(tl->sink.w);
 }
 
 /* One counter event per process and track of the rows [from, to): running totals as
@@ -160,7 +166,7 @@ static void write_track(struct gp_timeline *tl, const struct gp_counter_row *row
 	struct tl_proc *p = proc(tl, rows[from].pid);
 	size_t n = 0;
 
-	trace_writer__process_name(tl->w, rows[from].pid, gp_timeline__comm(tl, rows[from].pid));
+	tl->sink.ops->process_name(tl->sink.w, rows[from].pid, gp_timeline__comm(tl, rows[from].pid));
 	if (p)
 		p->shown = true;
 	for (size_t i = from; i < to; i++) {
@@ -169,13 +175,14 @@ static void write_track(struct gp_timeline *tl, const struct gp_counter_row *row
 		s[n].name = rows[i].series;
 		s[n++].value = total ? rows[i].delta : rows[i].value;
 		if (n == TRACE_SERIES_MAX) { /* more series: more events, one name */
-			trace_writer__counter(tl->w, rows[from].pid, rows[from].track, total ? tl->last_sample_ns : now_ns,
-					      s, n);
+			tl->sink.ops->counter(tl->sink.w, rows[from].pid, rows[from].track,
+					      total ? tl->last_sample_ns : now_ns, s, n);
 			n = 0;
 		}
 	}
 	if (n)
-		trace_writer__counter(tl->w, rows[from].pid, rows[from].track, total ? tl->last_sample_ns : now_ns, s, n);
+		tl->sink.ops->counter(tl->sink.w, rows[from].pid, rows[from].track,
+				      total ? tl->last_sample_ns : now_ns, s, n);
 }
 
 struct gp_counters *gp_timeline__sample_begin(struct gp_timeline *tl, uint64_t now_ns)
@@ -213,8 +220,8 @@ uint64_t gp_timeline__counter_drops(const struct gp_timeline *tl)
 static void instant(struct gp_timeline *tl, struct tl_proc *p, uint32_t pid, const char *name, uint64_t ts_ns,
 		    json_object *args)
 {
-	trace_writer__process_name(tl->w, pid, p->comm);
-	trace_writer__instant(tl->w, pid, pid, name, ts_ns, args);
+	tl->sink.ops->process_name(tl->sink.w, pid, p->comm);
+	tl->sink.ops->instant(tl->sink.w, pid, pid, name, ts_ns, args);
 	p->shown = true;
 }
 
@@ -263,12 +270,12 @@ bool gp_timeline__note(struct gp_timeline *tl, uint32_t pid, const char *name, u
 
 uint64_t gp_timeline__instants(const struct gp_timeline *tl)
 {
-	return trace_writer__instants(tl->w);
+	return tl->sink.ops->instants(tl->sink.w);
 }
 
 uint64_t gp_timeline__counter_events(const struct gp_timeline *tl)
 {
-	return trace_writer__counters(tl->w);
+	return tl->sink.ops->counters(tl->sink.w);
 }
 
 int gp_timeline__close(struct gp_timeline *tl, struct json_object *summary)
@@ -279,7 +286,7 @@ int gp_timeline__close(struct gp_timeline *tl, struct json_object *summary)
 
 	if (!tl)
 		return 0;
-	r = trace_writer__close(tl->w, summary);
+	r = tl->sink.ops->close(tl->sink.w, summary);
 	gp_counters__free(tl->counters);
 	for (size_t it = 0; u64map__next(tl->procs, &it, &k, &v);)
 		free(v);

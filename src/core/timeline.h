@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The --trace timeline every mode with lanes writes to (driver calls, ioctls...): the
- * file writer of src/out/trace.c with the processes named once, and a tally per process
+ * The --trace timeline every mode with lanes writes to (driver calls, ioctls...): a file
+ * writer given by the front end (src/out/trace.c's, as a src/lib/tracesink.h sink) with the
+ * processes named once, and a tally per process
  * and lane (events, errors, time) plus the records each lane lost, which the trace mode's
  * summary prints. Opened by the run when --trace is given.
  */
@@ -11,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "lib/tracesink.h"
 
 struct json_object;
 struct gp_timeline;
@@ -27,7 +29,10 @@ struct gp_lane_tally {
 	uint64_t events, errors, ns;
 };
 
-struct gp_timeline *gp_timeline__open(const char *path, int chrome, char *err, size_t len);
+/* A timeline writing path through the sink open gives (the front end's: src/lib/tracesink.h);
+ * NULL with one line in err. */
+struct gp_timeline *gp_timeline__open(trace_sink_open_fn *open, const char *path, int chrome, char *err,
+				      size_t len);
 /* The name of pid's track; read from /proc when never given. */
 void gp_timeline__set_comm(struct gp_timeline *tl, uint32_t pid, const char *comm);
 const char *gp_timeline__comm(struct gp_timeline *tl, uint32_t pid);

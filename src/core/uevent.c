@@ -15,9 +15,9 @@
 #include <unistd.h>
 #include <linux/perf_event.h>
 #include <bpf/bpf.h>
-#include "attach.h"
-#include "uevent.h"
-#include "util.h"
+#include "core/attach.h"
+#include "core/uevent.h"
+#include "lib/util.h"
 
 #define GROUP_PREFIX "gpuprobe_"
 #define FREE_THREADS 16

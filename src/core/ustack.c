@@ -9,13 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "procpin.h"
-#include "pystack.h"
-#include "symbolize.h"
-#include "u64map.h"
-#include "unwind.h"
-#include "ustack.h"
-#include "util.h"
+#include "lib/procpin.h"
+#include "lib/pystack.h"
+#include "lib/symbolize.h"
+#include "lib/u64map.h"
+#include "lib/unwind.h"
+#include "core/ustack.h"
+#include "lib/util.h"
 
 #define CACHE_SLOTS 16384            /* named native frames, direct-mapped by (pid, pc) */
 #define MAX_PROCS 4096               /* processes looked at (gp_py_procs holds as many) */

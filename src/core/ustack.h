@@ -3,11 +3,11 @@
  * ustack: the stack of an allocation as text, innermost first, from what the BPF side
  * took at its entry:
  *   - native frames: unwound from the stack copy with call-frame information
- *     (src/core/unwind.c, libdwfl; --stacks dwarf), or the kernel's frame-pointer walk
- *     (--stacks fp); named by the ELF symbol tables (src/core/symbolize.c), then by
+ *     (src/lib/unwind.c, libdwfl; --stacks dwarf), or the kernel's frame-pointer walk
+ *     (--stacks fp); named by the ELF symbol tables (src/lib/symbolize.c), then by
  *     libdwfl (MiniDebugInfo, separate debug files), "func+0x1a (lib)", with
  *     " at file.c:42" where DWARF line information exists;
- *   - CPython frames, "function (file.py:42)" (src/core/pystack.c), placed where the
+ *   - CPython frames, "function (file.py:42)" (src/lib/pystack.c), placed where the
  *     interpreter's _PyEval_EvalFrameDefault frames sit in the native stack: each run of
  *     the interpreter loop replaced by the Python frames it was running. When they cannot
  *     be matched (the interpreter's frames are not named), they follow the native frames
@@ -21,7 +21,7 @@
  * came from.
  *
  * What naming needs once the process is gone (its maps, a descriptor on each executable
- * file it maps) is kept from its first stack on (src/core/procpin.c), so a program that
+ * file it maps) is kept from its first stack on (src/lib/procpin.c), so a program that
  * exits right after its last allocation keeps its whole stacks; CPython code objects are
  * copied by BPF at their first sight in a process (struct gp_py_code, before the stack
  * record), so their frames are named whether or not the process still lives; frames of

@@ -5,7 +5,7 @@
  * The order is the order of reports and of the open and finish steps.
  */
 #include <stddef.h>
-#include "mode.h"
+#include "core/mode.h"
 
 extern const struct gp_mode gp_mode_memleak;
 extern const struct gp_mode gp_mode_cudatrace;

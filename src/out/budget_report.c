@@ -4,10 +4,10 @@
 #include <math.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "budget.h"
-#include "budget_report.h"
-#include "prom.h"
-#include "text.h"
+#include "core/budget.h"
+#include "out/budget_report.h"
+#include "out/prom.h"
+#include "out/text.h"
 
 static struct gp_str count(double v)
 {

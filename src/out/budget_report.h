@@ -5,7 +5,7 @@
 #define GP_BUDGET_REPORT_H
 
 #include <stdio.h>
-#include "budget.h"
+#include "core/budget.h"
 
 struct json_object;
 struct prom_out;

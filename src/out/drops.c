@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <inttypes.h>
 #include <json-c/json.h>
-#include "drops.h"
-#include "mode.h"
-#include "text.h"
+#include "out/drops.h"
+#include "core/mode.h"
+#include "out/text.h"
 
 uint64_t gp_snap__dropped(const struct gp_snap *s)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The drop counters of a snapshot (reasons: src/core/reasons.h) in the text reports, the
+ * The drop counters of a snapshot (reasons: src/lib/reasons.h) in the text reports, the
  * JSON reports ("drops") and /metrics (gpuprobe_events_dropped_total's reason label), all
  * by the same names.
  */
@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "reasons.h"
+#include "lib/reasons.h"
 
 struct gp_snap;
 struct json_object;

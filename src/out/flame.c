@@ -6,11 +6,11 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include "flame.h"
-#include "text.h"
-#include "folded.h"
-#include "jsonnum.h"
-#include "util.h"
+#include "out/flame.h"
+#include "out/text.h"
+#include "out/folded.h"
+#include "out/jsonnum.h"
+#include "lib/util.h"
 
 #define XPAD 10.0
 #define YPAD_TOP 56.0	/* title, subtitle, buttons */

@@ -4,9 +4,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include "folded.h"
-#include "lines.h"
-#include "util.h"
+#include "out/folded.h"
+#include "out/lines.h"
+#include "lib/util.h"
 
 struct entry {
 	char *stack;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <inttypes.h>
-#include "json.h"
-#include "jsonnum.h"
+#include "out/json.h"
+#include "out/jsonnum.h"
 
 json_object *gp_json__hex(uint64_t v)
 {

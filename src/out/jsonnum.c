@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "jsonnum.h"
+#include "out/jsonnum.h"
 
 int num__shortest(double v, char *buf, size_t len)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
-#include "lines.h"
+#include "out/lines.h"
 
 enum line_status lines__read(FILE *f, char *buf, size_t cap, size_t *len, bool *nl)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE
 #include <string.h>
-#include "metrics.h"
+#include "out/metrics.h"
 
 #define P GP_M_PROCESS
 #define PE (GP_M_PROCESS | GP_M_ESTIMATE)
@@ -268,7 +268,7 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_events_dropped_total", GP_COUNTER, 0, "mode,reason", NULL, "",
 	  "Events or calls gpuprobe could not account for, by mode and reason (see docs/metrics.md).",
 	  "Non-zero means the numbers above are low; the reasons are listed below." },
-	/* --max-overhead: the budget's own (src/core/budget_report.c) */
+	/* --max-overhead: the budget's own (src/out/budget_report.c) */
 	{ "gpuprobe_budget_max_overhead_ratio", GP_GAUGE, 0, "", NULL, "--max-overhead",
 	  "The budget: the share of a process's time gpuprobe's launch and synchronize probes may take (0.01 = 1 %).",
 	  "The budget asked for, in force or not (gpuprobe_budget_in_force). Absent without a budget "

@@ -10,17 +10,18 @@
 #include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
-#include "json.h"
-#include "mode.h"
-#include "nvml.h"
-#include "nvml_report.h"
-#include "options.h"
-#include "prom.h"
-#include "ptree.h"
-#include "run.h"
-#include "text.h"
-#include "u64map.h"
-#include "util.h"
+#include "out/json.h"
+#include "core/mode.h"
+#include "core/nvml.h"
+#include "out/nvml_report.h"
+#include "core/options.h"
+#include "out/prom.h"
+#include "out/hits.h"
+#include "core/ptree.h"
+#include "core/run.h"
+#include "out/text.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 /* nvmlClocksThrottleReason bits (nvml.h), named as metric labels and in reports */
 static const struct {
@@ -172,15 +173,15 @@ static bool followed(const struct gp_run *run, uint32_t pid)
 {
 	const struct pt_proc *pt;
 
-	if (!run->filter || !run->ptree)
+	if (!gp_run__filters(run) || !gp_run__ptree(run))
 		return true;
-	pt = ptree__get(run->ptree, pid);
+	pt = ptree__get(gp_run__ptree(run), pid);
 	return pt && !pt->exited;
 }
 
 int gp_nvml_report__prom(struct prom_out *p, struct gp_run *run)
 {
-	struct gp_nvml *n = run->nvml;
+	struct gp_nvml *n = gp_run__nvml(run);
 	struct gp_nvml_snap s;
 	const struct gp_snap_pid **of = NULL;
 	int r;
@@ -242,14 +243,14 @@ int gp_nvml_report__prom(struct prom_out *p, struct gp_run *run)
  * does not follow it. */
 static const char *asked(const struct gp_run *run, uint32_t pid, char *buf, size_t len)
 {
-	const struct pt_proc *pt = run->ptree ? ptree__get(run->ptree, pid) : NULL;
+	const struct pt_proc *pt = gp_run__ptree(run) ? ptree__get(gp_run__ptree(run), pid) : NULL;
 
 	if (pt && !pt->exited) {
 		snprintf(buf, len, "%s", pt->comm);
 		return buf;
 	}
-	for (int i = 0; i < run->o->nr_pids; i++)
-		if ((uint32_t)run->o->pids[i] == pid) {
+	for (int i = 0; i < gp_run__opts(run)->nr_pids; i++)
+		if ((uint32_t)gp_run__opts(run)->pids[i] == pid) {
 			if (gp_proc_comm(pid, buf, len))
 				buf[0] = 0;
 			return buf;
@@ -472,15 +473,15 @@ void gp_nvml_report__run(struct gp_run *run, enum gp_snap_kind kind)
 {
 	struct gp_nvml_snap s;
 	struct seen seen = { u64map__new(), u64map__new() };
-	FILE *f = run->out;
+	FILE *f = gp_run__out(run);
 	json_object *o = NULL, *gpus = NULL, *procs = NULL, *xids = NULL;
 	size_t others = 0, listed = 0;
 
-	if (!run->nvml || !seen.comm || !seen.bytes || gp_nvml__snapshot(run->nvml, &s))
+	if (!gp_run__nvml(run) || !seen.comm || !seen.bytes || gp_nvml__snapshot(gp_run__nvml(run), &s))
 		goto cleanup;
-	gp_run__hits(run, on_pid, &seen);
+	gp_hits__run(run, on_pid, &seen);
 	gp_run__counters(run, on_counter, &seen);
-	if (run->o->json) {
+	if (gp_run__opts(run)->json) {
 		o = json_object_new_object();
 		gpus = json_object_new_array(), procs = json_object_new_array(), xids = json_object_new_array();
 		json_object_object_add(o, "mode", json_object_new_string("nvml"));
@@ -509,7 +510,7 @@ void gp_nvml_report__run(struct gp_run *run, enum gp_snap_kind kind)
 		else
 			fprintf(f, "nvml: not read (%s): %s\n", gp_nvml_state_name(s.state), s.why);
 		for (int i = 0; i < GP_NVML_FN__COUNT; i++)
-			if (s.fn_errors[i] && (s.fn_missing[i] || run->o->verbose || s.state == GP_NVML_LOADED))
+			if (s.fn_errors[i] && (s.fn_missing[i] || gp_run__opts(run)->verbose || s.state == GP_NVML_LOADED))
 				fprintf(f, "  %s: %s%s\n", gp_nvml_fn_name(i), s.fn_missing[i] ? "missing from the library" :
 					gp_text__n(s.fn_errors[i], "failed call", "failed calls").s,
 					s.fn_missing[i] ? "" : " (its figure left out)");

@@ -7,7 +7,7 @@
 #ifndef GP_NVML_REPORT_H
 #define GP_NVML_REPORT_H
 
-#include "mode.h"
+#include "core/mode.h"
 
 struct gp_run;
 struct gp_nvml;

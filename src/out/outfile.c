@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "outfile.h"
+#include "out/outfile.h"
 
 /*
  * A file another user owns in a sticky world-writable folder (/tmp) may have been planted

@@ -5,11 +5,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "metrics.h"
-#include "mode.h"
-#include "prom.h"
-#include "u64map.h"
-#include "util.h"
+#include "out/metrics.h"
+#include "core/mode.h"
+#include "out/prom.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 _Static_assert(PROM_HIST_SLOTS == GP_HIST_SLOTS, "the BPF histograms' slots");
 

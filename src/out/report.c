@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The reports of a run: each mode's snapshot through its renderers, with what is common to
  * every report added once, the budget's record, and the run's /metrics families. */
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <json-c/json.h>
-#include "budget.h"
-#include "budget_report.h"
-#include "drops.h"
-#include "events.h"
-#include "json.h"
-#include "nvml_report.h"
-#include "options.h"
-#include "prom.h"
-#include "report.h"
-#include "run.h"
-
+#include "core/budget.h"
+#include "out/budget_report.h"
+#include "out/drops.h"
+#include "core/events.h"
+#include "out/json.h"
+#include "out/nvml_report.h"
+#include "core/options.h"
+#include "out/prom.h"
+#include "out/hits.h"
+#include "out/report.h"
+#include "core/run_impl.h"
 static void report_one(struct gp_run *run, int i, enum gp_snap_kind kind, uint32_t pid)
 {
 	const struct gp_mode *m = run->slot[i].m;
@@ -27,7 +29,7 @@ static void report_one(struct gp_run *run, int i, enum gp_snap_kind kind, uint32
 		m->report_files(run->slot[i].st, s, pid);
 	if (!run->o->json) {
 		if (m->text)
-			m->text(run->out, s, run);
+			m->text(run->out, s);
 		/* "0 processes" alone reads as "nothing wrong": say why there is nothing */
 		if (m->text && !s->nr_pids && kind != GP_SNAP_EXIT)
 			fprintf(run->out, "  nothing to report: %s\n", run->empty_hint ? run->empty_hint :
@@ -41,7 +43,7 @@ static void report_one(struct gp_run *run, int i, enum gp_snap_kind kind, uint32
 	json_object_object_add(o, "mode", json_object_new_string(m->name));
 	json_object_object_add(o, "report", json_object_new_string(gp_snap_kind_name(kind)));
 	json_object_object_add(o, "time", json_object_new_int64((int64_t)time(NULL)));
-	m->json(o, s, run);
+	m->json(o, s);
 	gp_drops__json(o, s);
 	gp_json__print(run->out, o);
 }
@@ -109,7 +111,7 @@ int gp_report__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 		snaps[i] = run->slot[i].m->snapshot(run->slot[i].st, run, GP_SNAP_SCRAPE, 0);
 	for (int i = 0; i < run->nr && !r; i++)
 		if (snaps[i] && run->slot[i].m->prom)
-			r = run->slot[i].m->prom(p, snaps[i], run);
+			r = run->slot[i].m->prom(p, snaps[i]);
 	if (r)
 		return r;
 	r = gp_nvml_report__prom(p, run);
@@ -117,7 +119,7 @@ int gp_report__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 		return r;
 	prom__family(p, "gpuprobe_probe_hits_total");
 	prom__family(p, "gpuprobe_probe_seconds_total");
-	gp_run__pids(run, snaps, false, prom_hit, &h);
+	gp_hits__pids(run, snaps, false, prom_hit, &h);
 	prom__family(p, "gpuprobe_probe_hit_cost_seconds");
 	prom__real(p, "gpuprobe_probe_hit_cost_seconds", NULL, NULL, probe_cost);
 	prom__family(p, "gpuprobe_events_dropped_total");
@@ -153,6 +155,6 @@ int gp_report__prom(struct gp_run *run, struct prom_out *p, double probe_cost)
 	prom__family(p, "gpuprobe_processes_unseen_calls_total");
 	prom__u64(p, "gpuprobe_processes_unseen_calls_total", NULL, NULL, run->unseen_total);
 	prom__family(p, "gpuprobe_tracked_processes");
-	prom__u64(p, "gpuprobe_tracked_processes", NULL, NULL, gp_run__pids(run, snaps, true, count_pid, NULL));
+	prom__u64(p, "gpuprobe_tracked_processes", NULL, NULL, gp_hits__pids(run, snaps, true, count_pid, NULL));
 	return 0;
 }

@@ -8,7 +8,7 @@
 #define GP_REPORT_H
 
 #include <stdint.h>
-#include "mode.h"
+#include "core/mode.h"
 
 struct gp_run;
 struct prom_out;

@@ -6,9 +6,9 @@
 #include <math.h>
 #include <string.h>
 #include <time.h>
-#include "jsonnum.h"
-#include "text.h"
-#include "util.h"
+#include "out/jsonnum.h"
+#include "out/text.h"
+#include "lib/util.h"
 
 struct gp_str gp_text__count(uint64_t n)
 {

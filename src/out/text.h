@@ -64,7 +64,7 @@ bool gp_text__internal_frame(const char *frame);
  * (text or JSON, -o FILE, stderr, the --trace file) goes through this filter once, so no
  * printing site can forget it: valid UTF-8, '\n' and '\t' pass; control characters (C0,
  * DEL, C1), bidirectional formatting characters and bytes that are not valid UTF-8 become
- * '?' (gp_sanitize, src/core/util.h). A sequence cut across two writes is held until the
+ * '?' (gp_sanitize, src/lib/util.h). A sequence cut across two writes is held until the
  * next. Writes reach inner on each flush of the returned stream; closing it flushes inner
  * and closes it when own. NULL (errno set) if the stream cannot be made.
  */

@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "jsonnum.h"
-#include "lines.h"
-#include "outfile.h"
-#include "text.h"
-#include "trace.h"
-#include "u64map.h"
+#include "out/jsonnum.h"
+#include "out/lines.h"
+#include "out/outfile.h"
+#include "out/text.h"
+#include "out/trace.h"
+#include "lib/u64map.h"
 
 /* ioctls of thread T are drawn on track IOCTL_TID_BASE + T, named "ioctl (tid T)"; NCCL
  * calls on NCCL_TID_BASE + T, "nccl (tid T)" */
@@ -615,5 +615,72 @@ int trace__convert_chrome(const char *in_path, FILE *out, char *err, size_t len)
 		snprintf(why + o, sizeof(why) - o, ", %zu of a record type this gpuprobe does not know", st.unknown);
 	fprintf(stderr, "gpuprobe: convert: %s: dropped %zu of %zu lines (first: line %zu%s); converted %zu records\n",
 		in_path, st.dropped, st.lines, st.first_dropped, why, st.records);
+	return 0;
+}
+
+/* ---- the writer as a trace_sink (src/lib/tracesink.h) ---- */
+
+static void sink_event(void *w, const char *kind, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,
+		       uint64_t dur_ns, int64_t ret, struct json_object *args)
+{
+	trace_writer__event(w, kind, pid, tid, name, ts_ns, dur_ns, ret, args);
+}
+
+static void sink_process_name(void *w, uint32_t pid, const char *comm)
+{
+	trace_writer__process_name(w, pid, comm);
+}
+
+static void sink_instant(void *w, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,
+			 struct json_object *args)
+{
+	trace_writer__instant(w, pid, tid, name, ts_ns, args);
+}
+
+static void sink_counter(void *w, uint32_t pid, const char *name, uint64_t ts_ns, const struct trace_series *series,
+			 size_t n)
+{
+	trace_writer__counter(w, pid, name, ts_ns, series, n);
+}
+
+static uint64_t sink_written(const void *w)
+{
+	return trace_writer__written(w);
+}
+
+static uint64_t sink_instants(const void *w)
+{
+	return trace_writer__instants(w);
+}
+
+static uint64_t sink_counters(const void *w)
+{
+	return trace_writer__counters(w);
+}
+
+static int sink_close(void *w, struct json_object *summary)
+{
+	return trace_writer__close(w, summary);
+}
+
+static const struct trace_sink_ops writer_ops = {
+	.event = sink_event,
+	.process_name = sink_process_name,
+	.instant = sink_instant,
+	.counter = sink_counter,
+	.written = sink_written,
+	.instants = sink_instants,
+	.counters = sink_counters,
+	.close = sink_close,
+};
+
+int trace_writer__sink(struct trace_sink *s, const char *path, bool chrome)
+{
+	struct trace_writer *w = trace_writer__open(path, chrome ? TRACE_CHROME : TRACE_JSONL);
+
+	if (!w)
+		return -errno;
+	s->ops = &writer_ops;
+	s->w = w;
 	return 0;
 }

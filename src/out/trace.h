@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "lib/tracesink.h"
 
 struct json_object;
 
@@ -40,13 +41,8 @@ void trace_writer__instant(struct trace_writer *w, uint32_t pid, uint32_t tid, c
 uint64_t trace_writer__instants(const struct trace_writer *w);
 uint64_t trace_writer__written(const struct trace_writer *w);
 
-/* One series of a counter sample: Perfetto draws a curve per series, on a track named
- * "NAME SERIES" under the process. */
-struct trace_series {
-	const char *name;
-	double value;
-};
-#define TRACE_SERIES_MAX 64
+/* The writer as the --trace timeline's sink (src/lib/tracesink.h): a trace_sink_open_fn. */
+int trace_writer__sink(struct trace_sink *s, const char *path, bool chrome);
 
 /* A counter sample at ts_ns for process pid: JSON Lines
  * {"type":"counter","ts_ns":…,"pid":…,"name":…,"values":{SERIES:VALUE,…}}, Chrome

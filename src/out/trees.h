@@ -12,13 +12,14 @@
 #include <stdio.h>
 #include <json-c/json.h>
 
-struct gp_run;
+struct gp_snap_env;
+struct gp_unseen;
 struct gp_trees;
 
 #define GP_TREE_VALUES 3
 
-/* NULL when the run follows no tree (every process is its own job then). */
-struct gp_trees *gp_trees__new(const struct gp_run *run);
+/* From a snapshot's env; NULL when the run follows no tree (every process is its own job then). */
+struct gp_trees *gp_trees__new(const struct gp_snap_env *env);
 /* One process image's values (names given to the renderers, in this order). */
 void gp_trees__add(struct gp_trees *t, uint32_t pid, const uint64_t v[GP_TREE_VALUES]);
 /* Writes a job's values after its head, each as ", 1,200 launches" (src/out/text.h). */
@@ -28,8 +29,11 @@ typedef void (*gp_tree_values_fn)(FILE *f, const uint64_t v[GP_TREE_VALUES]);
 void gp_trees__text(const struct gp_trees *t, FILE *f, gp_tree_values_fn values);
 /* "jobs": [{"root": 12, "comm": "torchrun", "processes": 3, key[i]: value i, ...}] */
 void gp_trees__json(const struct gp_trees *t, json_object *o, const char *const key[GP_TREE_VALUES]);
-/* {"ppid": .., "root": ..} of one process, added to its object when the tree knows it. */
-void gp_trees__json_proc(const struct gp_run *run, json_object *po, uint32_t pid);
+/* {"unseen_before_probes": .., "ppid": .., "root": ..} of one process, added to its object
+ * (ppid and root when the tree knows it). */
+void gp_trees__json_proc(const struct gp_snap_env *env, json_object *po, uint32_t pid);
+/* {"after": "mapping"|"start", "gap_s": seconds or null}; NULL (JSON null) for no note. */
+json_object *gp_unseen__json(const struct gp_unseen *u);
 void gp_trees__free(struct gp_trees *t);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE
-#include "webconfig.h"
+#include "out/webconfig.h"
 
 #include <crypt.h>
 #include <errno.h>

@@ -6,12 +6,12 @@
  * claims far beyond the data are fed to the checks: no parse may read more than the
  * file holds (ASan's RSS limit and libFuzzer's -rss_limit_mb catch one that does), and
  * a refusal says so with -EFBIG or -EBADMSG. Build (make fuzz does):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -o fuzz_elfsym \
- *         tests/fuzz/fuzz_elfsym.c src/core/elfsym.c -lelf -lz
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -o fuzz_elfsym \
+ *         tests/fuzz/fuzz_elfsym.c src/lib/elfsym.c -lelf -lz
  * Seeds: small ELF files, e.g. "test_elfsym --write-mini-elf seed.so".
  */
 #define _GNU_SOURCE
-#include "elfsym.h"
+#include "lib/elfsym.h"
 
 #include <errno.h>
 #include <stddef.h>

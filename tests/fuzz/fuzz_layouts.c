@@ -4,13 +4,13 @@
  * any input is refused or yields entries within their bounds (key [0-9a-z-], shorter than
  * LAY_KEY_LEN; slot 1-7; uid not -1; at most LAY_MAX), and what it yields is written and
  * parsed back to the same entries. Build:
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -Isrc/modes/cudatrace \
- *         -o fuzz_layouts tests/fuzz/fuzz_layouts.c src/modes/cudatrace/layouts.c src/core/util.c -lelf
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Ibpf \
+ *         -o fuzz_layouts tests/fuzz/fuzz_layouts.c src/modes/cudatrace/layouts.c src/lib/util.c -lelf
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "layouts.h"
+#include "modes/cudatrace/layouts.h"
 
 static struct lay_entry e[LAY_MAX], back[LAY_MAX];
 static char text[LAY_MAX_FILE];

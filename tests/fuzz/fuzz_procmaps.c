@@ -4,11 +4,11 @@
  * be refused or yield a sane entry; the input is also a process's maps in a fake proc
  * tree, and the library entries procmaps__find_libs derives from it (hostile paths:
  * "..", embedded " (deleted)", 4 KiB names, NUL bytes) keep their invariants. Build:
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -o fuzz_procmaps \
- *         tests/fuzz/fuzz_procmaps.c src/core/procmaps.c
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -o fuzz_procmaps \
+ *         tests/fuzz/fuzz_procmaps.c src/lib/procmaps.c
  */
 #define _GNU_SOURCE
-#include "procmaps.h"
+#include "lib/procmaps.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -10,11 +10,11 @@
  *   - safe_path_is_plain says yes only when the kernel's own walk of the name from here
  *     (stat, following links) reaches that same inode.
  * Build (make fuzz does):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -o fuzz_safeopen \
- *         tests/fuzz/fuzz_safeopen.c src/core/safeopen.c
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -o fuzz_safeopen \
+ *         tests/fuzz/fuzz_safeopen.c src/lib/safeopen.c
  */
 #define _GNU_SOURCE
-#include "safeopen.h"
+#include "lib/safeopen.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Files a traced process names, on the real GPU machine (device tool, `make bundle`
 # carried): (1) the real libraries' symbol and string tables against elfsym's caps
-# (src/core/elfsym.h: 64 MiB per symbol table, 128 MiB per string table, 256 MiB per
+# (src/lib/elfsym.h: 64 MiB per symbol table, 128 MiB per string table, 256 MiB per
 # file, never more than the file's allocated data), so no real file is refused;
 # (2) probes on the real driver through a descriptor (--libcuda /proc/self/fd/9), with
 # uprobe_multi and with perf-event uprobes, exact counts from check_memleak.py;

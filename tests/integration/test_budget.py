@@ -4,7 +4,7 @@ rate that steps 200 -> 20000 -> 100000 -> 200 per second, 1 s each, an alloc+fre
 100 launches). The low rate is one the budget counts whole: a launch with its latency probe
 is priced at two cold hits (~2-3 us each here) and its programs, ~6 us, so a 1 % budget
 aiming at 0.35 % counts every call up to ~600 launches/s. A phase outlasts the longest
-period (1 s), so the rate moves at most once between two windows (src/core/sampling.h). With a budget: the estimated overhead stays under it by gpuprobe's own
+period (1 s), so the rate moves at most once between two windows (src/lib/sampling.h). With a budget: the estimated overhead stays under it by gpuprobe's own
 accounting and by the workload's own timing of its calls, the estimates' intervals hold the
 true counts, allocations stay exact, the budget reacts within a second both ways. Without
 one: every count exact. Bad input: one line, exit 2."""
@@ -956,7 +956,7 @@ def test_budget_slow_attach_has_no_false_upper_end():
     The probes already in catch its calls as strays while the others go in, timed by the
     budget's thread between them: a rate measured in the part, which keeps the estimate within
     2x of the count as the issue asks (0.84-1.09x in 12 runs here, 0.65-0.92x on the window's
-    rate and the strays' floor before; src/core/sampling.c, "spanned")."""
+    rate and the strays' floor before; src/lib/sampling.c, "spanned")."""
     env = dict(NO_MULTI, GPUPROBE_TEST_ATTACH_MS="3000")
     r, t = run_rate(["--max-overhead", "1"], env=env)
     b = budget_record(r.stdout)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Kubernetes attribution on real cgroups: cgroup v2 folders named as the kubelet names
 them (systemd and cgroupfs drivers; containerd, CRI-O and Docker), stand-in workloads
-moved into them, a kubelet-style log tree for names, and src/core/k8s.c's answer for each
+moved into them, a kubelet-style log tree for names, and src/lib/k8s.c's answer for each
 process (through .output/unit/test_k8s --pid). Also a reader inside a private cgroup
 namespace (gpuprobe in a pod) and a delegated subtree posing as a pod. Every cgroup made
 here is removed again. Standard library only."""

@@ -30,7 +30,7 @@ CAPS = {"BPF", "PERFMON", "SYS_PTRACE"}
 MOUNTS = {"/sys/kernel/btf", "/var/log/pods", "/var/log/containers",
           "/usr/local/nvidia/lib64", "/etc/gpuprobe/web", "/var/lib/gpuprobe"}
 WRITABLE = {"/var/lib/gpuprobe"}  # the learned driver layouts (--state-dir), the host's
-TARGET_C = os.path.join(ROOT, "src", "core", "target.c")
+TARGET_C = os.path.join(ROOT, "src", "lib", "target.c")
 
 
 def load_all():

@@ -212,7 +212,7 @@ def rpath_copy():
 
 def test_libcuda_only_through_the_programs_rpath():
     """The command's loader finds libcuda only through the program's RUNPATH: it is found
-    the same way before the command runs (src/core/ldpath.c), so every call is seen
+    the same way before the command runs (src/lib/ldpath.c), so every call is seen
     (before: the linker's report probed it after the first calls, or after all of them)."""
     d, exe = rpath_copy()
     try:

@@ -191,7 +191,7 @@ def test_grouped_by_stack():
     eq(s["kinds"], ["device"], "its kind")
     check("allocs" not in s and "allocs" not in p, "no per-allocation list without --show-allocs")
     check(0 < s["oldest_age_s"] < 30, f"oldest age {s['oldest_age_s']}")
-    # arm64: the stack copy is not built (src/core/unwind.h): frame pointers, said once
+    # arm64: the stack copy is not built (src/lib/unwind.h): frame pointers, said once
     eq(rep["stack_mode"], "dwarf" if X86 else "fp", f"auto's choice on {os.uname().machine}")
     check(X86 or r.stderr.count("--stacks auto: frame pointers (DWARF unwinding") == 1,
           f"the line saying why auto took frame pointers: {r.stderr[-600:]}")

@@ -290,7 +290,7 @@ sys.stdin.read()
 """
 
 COPIES, MAPPERS = 40, 10  # the audit's: 10 nobody processes, 40 copies of a libcuda
-PER_OWNER = 4             # src/core/target.h GP_SLOTS_PER_OWNER
+PER_OWNER = 4             # src/lib/target.h GP_SLOTS_PER_OWNER
 
 
 def test_library_slots_fair_and_freed():
@@ -443,7 +443,7 @@ def test_cli_later_copies_take_their_share():
 
 def test_cli_slots_freed_when_unmapped():
     """docs/security.md: a node-wide run frees the slots of a user's libcuda files once no
-    process maps them (the daemon's rule, src/core/libslots.c): their probes go, and that
+    process maps them (the daemon's rule, src/lib/libslots.c): their probes go, and that
     user's later copies are probed. Before: the slots were held for the whole run, and a
     user's fifth file ever was refused."""
     top = tempfile.mkdtemp(prefix="gp-freed-")

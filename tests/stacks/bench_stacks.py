@@ -13,7 +13,7 @@ call in a loop, probe included):
          the consumer woken at every record (libbpf's default)
   copy-nw  the same, submitted with BPF_RB_NO_WAKEUP (the consumer polls)
   copy+py  copy-nw and the Python frame walk (pystack.bpf.h)
-User side, per event: the DWARF unwind of a copy with libdwfl (src/core/unwind.c)
+User side, per event: the DWARF unwind of a copy with libdwfl (src/lib/unwind.c)
 and with libunwind (tests/stacks/unwind_libunwind.c) on the same copies,
 warm (files open) and the first unwind of a process (cold), and turning the
 Python frames into names (warm cache).

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Generates src/core/pyoffsets_gen.h: the CPython structure offsets the
+"""Generates src/lib/pyoffsets_gen.h: the CPython structure offsets the
 Python-stack walk needs, one row per minor version, computed by compiling a
 small C file with offsetof() against each version's OWN headers (Include/
 and Include/internal, Py_BUILD_CORE), never typed in by hand.

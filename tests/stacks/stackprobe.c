@@ -32,12 +32,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "procmaps.h"
-#include "pystack.h"
+#include "lib/procmaps.h"
+#include "lib/pystack.h"
 #include "stackprobe.h"
 #include "stackprobe.skel.h"
-#include "symbolize.h"
-#include "unwind.h"
+#include "lib/symbolize.h"
+#include "lib/unwind.h"
 #include "unwind_libunwind.h"
 
 #define MAX_SAVED 8

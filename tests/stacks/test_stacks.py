@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """End to end: the BPF stack copy (bpf/stackcopy.bpf.h, in the test-only
 tests/stacks/stackprobe.bpf.c) at a uprobe on the stand-in driver's
-cuMemAlloc_v2, unwound by src/core/unwind.c, against stackapp built
+cuMemAlloc_v2, unwound by src/lib/unwind.c, against stackapp built
 -O2 -fomit-frame-pointer. Root (real BPF). TAP lines, then "N passed, M failed"."""
 import json
 import os
@@ -148,11 +148,11 @@ def python_checks(python):
 
 
 def main():
-    # src/core/unwind.h: the stack copy carries x86-64's registers only; gpuprobe refuses
+    # src/lib/unwind.h: the stack copy carries x86-64's registers only; gpuprobe refuses
     # --stacks dwarf elsewhere, so there is nothing of it to test on another machine
     if os.uname().machine != "x86_64":
         print(f"ok 1 - stack copy and DWARF unwinding # SKIP built for x86-64 only "
-              f"(src/core/unwind.h), this is {os.uname().machine}")
+              f"(src/lib/unwind.h), this is {os.uname().machine}")
         print("0 passed, 0 failed, 1 skipped")
         return 0
     if os.geteuid() != 0:

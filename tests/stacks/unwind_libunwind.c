@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
- * The libunwind alternative to src/core/unwind.c, kept for the comparison in
+ * The libunwind alternative to src/lib/unwind.c, kept for the comparison in
  * docs/stacks.md (stackprobe --bench): libunwind's remote interface
  * (unw_create_addr_space) with accessors over the same stack copy, CFI from
  * .eh_frame through .eh_frame_hdr's table (what perf's libunwind support
@@ -11,8 +11,8 @@
  */
 #define _GNU_SOURCE
 #include "unwind_libunwind.h"
-#include "procmaps.h"
-#include "safeopen.h"
+#include "lib/procmaps.h"
+#include "lib/safeopen.h"
 
 #include <errno.h>
 #include <gelf.h>
@@ -221,7 +221,7 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *valp,
 		return -UNW_EREADONLYREG;
 	switch (reg) {
 #if defined(__aarch64__)
-	/* what the copy has on arm64 (src/core/unwind.h: no x19-x30 yet) */
+	/* what the copy has on arm64 (src/lib/unwind.h: no x19-x30 yet) */
 	case UNW_AARCH64_PC: *valp = r->ip; return 0;
 	case UNW_AARCH64_SP: *valp = r->sp; return 0;
 	case UNW_AARCH64_X29: *valp = r->bp; return 0;

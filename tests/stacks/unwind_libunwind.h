@@ -3,7 +3,7 @@
 #ifndef GPUPROBE_TESTS_UNWIND_LIBUNWIND_H
 #define GPUPROBE_TESTS_UNWIND_LIBUNWIND_H
 
-#include "unwind.h"
+#include "lib/unwind.h"
 
 struct lu_unwinder;
 

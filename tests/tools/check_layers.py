@@ -3,18 +3,25 @@
 """The layering of src/ (docs/design.md, "Layout"), checked from every `#include "..."`.
 
 It fails, naming each include at fault, on
-  (a) a cycle between files: a module (x.c and x.h are one) that reaches itself again
+  (a) a cycle between files: a module (x.c, x.h and x_impl.h are one) that reaches itself again
       through includes (run.c includes allocsrc.h while allocsrc.c includes run.h);
   (b) a mode folder (src/modes/X) including from another mode folder;
-  (c) a folder including from a folder that includes from it (core -> out and out -> core).
-Includes resolve as the compiler resolves them with the Makefile's -I list: the including
-file's folder first, then src/core, src/out, src/cli, src/modes, src/modes/* and src/
-(for path-qualified names such as "core/run.h"); names found nowhere in src/ (generated
-skeletons, bpf/ headers) are outside the layering.
+  (c) a folder including from a folder that includes from it (core -> out and out -> core);
+  (d) src/lib including from any other folder of src/ (lib is the bottom: no libbpf, no run;
+      core, out, cli and the modes build on it);
+  (e) the run's state (core/run_impl.h) included outside the runtime: only src/core, a
+      mode's runtime files (not its *_report.c renderers) and the report assembly
+      (out/report.c, out/hits.c) may; the front ends and the renderers go through core/run.h and a
+      snapshot's env.
+Includes are path-qualified ("lib/elfsym.h", "core/run.h", "modes/nccl/nccl.h": the
+Makefile's -I list is -Isrc, the generated folder and bpf/); they resolve against src/, and a
+bare name still resolves as before (the including file's folder, then src/lib, src/core,
+src/out, src/cli, src/modes, src/modes/*) so that a stray one is checked too. Names found
+nowhere in src/ (generated skeletons, bpf/ headers) are outside the layering.
 
-ALLOWED lists the includes against the rule that exist today, each with the item of
-issue 31 that removes it: they are left out of the graph, so the check passes now and
-any new one fails. An entry that no longer matches an include fails too (remove it).
+ALLOWED lists includes against the rule that are tolerated for a while, each with what
+removes it: they are left out of the graph, so the check passes and any new one fails.
+It is empty; an entry that no longer matches an include fails too (remove it).
 
 Usage: check_layers.py [--self-test] [SRC]. Prints "ok"/"not ok" lines and
 "N passed, M failed" (tests/run.sh counts it).
@@ -27,21 +34,14 @@ import sys
 import tempfile
 
 # (including file, included file), paths relative to src/.
-ALLOWED = {
-    # issue 31, "the --trace timeline" (runtime) writes through out/'s Chrome-trace writer:
-    # goes when the timeline hands its records to an out/ writer through a callback.
-    ("core/timeline.c", "out/trace.h"),
-    # issue 31, "modes/trace builds a whole bandwidth aggregator": --trace's copy counters
-    # reuse --bandwidth-util's aggregator; goes when that aggregator moves to the runtime.
-    ("modes/trace/apitrace.c", "modes/bandwidth/bandwidth.h"),
-}
+ALLOWED = set()
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 EXTS = (".c", ".h", ".def")
 
 
 def search_dirs(src):
-    dirs = ["core", "out", "cli", "modes"]
+    dirs = ["lib", "core", "out", "cli", "modes"]
     modes = os.path.join(src, "modes")
     if os.path.isdir(modes):
         dirs += sorted("modes/" + d for d in os.listdir(modes) if os.path.isdir(os.path.join(modes, d)))
@@ -56,7 +56,7 @@ def sources(src):
 
 
 def resolve(src, dirs, including, name):
-    for d in [os.path.dirname(including)] + dirs:
+    for d in [""] + [os.path.dirname(including)] + dirs:
         p = os.path.normpath(os.path.join(d, name))
         if os.path.isfile(os.path.join(src, p)):
             return p
@@ -78,7 +78,9 @@ def includes(src):
 
 
 def module(path):
-    return os.path.splitext(path)[0]
+    """x.c, x.h and x_impl.h (x's private state) are one module."""
+    base = os.path.splitext(path)[0]
+    return base[:-len("_impl")] if base.endswith("_impl") else base
 
 
 def folder(path):
@@ -139,6 +141,16 @@ def cycles(edges):
                                 module(a) != module(b))) for c in out]
 
 
+RUN_PRIVATE = "core/run_impl.h"
+REPORT_ASSEMBLY = ("out/report.c", "out/hits.c")
+
+
+def runtime(path):
+    """May include the run's state: core, a mode's runtime files, the report assembly."""
+    return (folder(path) == "core" or path in REPORT_ASSEMBLY or
+            (mode_of(path) is not None and not path.endswith("_report.c")))
+
+
 def violations(edges):
     """Lines naming each include against the layering."""
     bad = []
@@ -147,6 +159,12 @@ def violations(edges):
     for a, b in edges:
         if mode_of(a) and mode_of(b) and mode_of(a) != mode_of(b):
             bad.append("mode %s includes from mode %s: %s includes %s" % (mode_of(a), mode_of(b), a, b))
+    for a, b in edges:
+        if folder(a) == "lib" and folder(b) != "lib":
+            bad.append("lib includes from %s: %s includes %s" % (folder(b).split("/")[0], a, b))
+    for a, b in edges:
+        if b == RUN_PRIVATE and not runtime(a):
+            bad.append("the run's state is private to the runtime: %s includes %s" % (a, b))
     pairs = collections.defaultdict(list)
     for a, b in edges:
         if folder(a) != folder(b):
@@ -214,6 +232,24 @@ SELF_TESTS = [
     ("an allow-list entry that matches nothing fails", {
         "core/a.c": inc(),
     }, {("core/a.c", "out/gone.h")}, [], [("core/a.c", "out/gone.h")]),
+    ("lib including from core fails", {
+        "lib/a.c": inc("a.h", "run.h"), "lib/a.h": inc(), "core/run.h": inc(), "core/run.c": inc("a.h"),
+    }, set(), ["lib includes from core: lib/a.c includes core/run.h"], []),
+    ("lib including from a mode fails", {
+        "lib/a.c": inc("modes/m/m.h"), "modes/m/m.h": inc(),
+    }, set(), ["lib includes from modes: lib/a.c includes modes/m/m.h"], []),
+    ("core, out and modes including from lib pass", {
+        "lib/a.h": inc(), "lib/a.c": inc("lib/a.h"), "core/r.c": inc("lib/a.h"), "out/w.c": inc("lib/a.h"),
+        "modes/m/m.c": inc("lib/a.h"),
+    }, set(), [], []),
+    ("the run's state from a front end fails", {
+        "core/run_impl.h": inc("core/run.h"), "core/run.h": inc(), "core/run.c": inc("core/run_impl.h"),
+        "cli/main.c": inc("core/run_impl.h"),
+    }, set(), ["the run's state is private to the runtime: cli/main.c includes core/run_impl.h"], []),
+    ("the run's state from a renderer fails, from a mode's runtime passes", {
+        "core/run_impl.h": inc("core/run.h"), "core/run.h": inc(),
+        "modes/m/m_mode.c": inc("core/run_impl.h"), "modes/m/m_report.c": inc("core/run_impl.h"),
+    }, set(), ["the run's state is private to the runtime: modes/m/m_report.c includes core/run_impl.h"], []),
     ("unresolved and system includes are outside", {
         "core/a.c": inc("a.skel.h", "gpuprobe.h"),
     }, set(), [], []),

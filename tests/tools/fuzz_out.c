@@ -4,9 +4,9 @@
  * then flame__render of what it read) and as a JSON Lines trace (trace__convert). Built
  * and run by hand (not part of `make fuzz`, whose targets are the parsers of traced
  * processes' files):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/out -Isrc/core \
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
  *     tests/tools/fuzz_out.c src/out/folded.c src/out/flame.c src/out/jsonnum.c \
- *     src/out/lines.c src/out/outfile.c src/out/trace.c src/core/u64map.c -ljson-c -lm -o .output/fuzz_out
+ *     src/out/lines.c src/out/outfile.c src/out/trace.c src/lib/u64map.c -ljson-c -lm -o .output/fuzz_out
  *   .output/fuzz_out -max_total_time=300 -max_len=65536 CORPUS_DIR
  */
 #define _GNU_SOURCE
@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "flame.h"
-#include "folded.h"
-#include "trace.h"
+#include "out/flame.h"
+#include "out/folded.h"
+#include "out/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -6,9 +6,9 @@
  * here, every option of every mode and front end, known to the check).
  */
 #define _GNU_SOURCE
-#include "bpfcheck.h"
-#include "kernel_features.h"
-#include "mode.h"
+#include "cli/bpfcheck.h"
+#include "core/kernel_features.h"
+#include "core/mode.h"
 #include "unit.h"
 
 #include <linux/bpf.h>

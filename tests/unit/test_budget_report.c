@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "budget_report.h"
-#include "sampling.h"
+#include "out/budget_report.h"
+#include "lib/sampling.h"
 #include "unit.h"
 
 static char *render(const struct gp_budget_stats *s)

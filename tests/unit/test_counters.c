@@ -3,7 +3,7 @@
  * totals, a last row for series that stop, quiet rows, order, bounds and copied names. */
 #include <stdio.h>
 #include <string.h>
-#include "counters.h"
+#include "core/counters.h"
 #include "unit.h"
 
 static void add(struct gp_counters *cs, uint32_t pid, const char *track, const char *series, double v,

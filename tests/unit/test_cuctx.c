@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A process's CUDA contexts, events and the work that waits for a synchronization
- * (src/core/cuctx.h), shared by --bandwidth-util and --nccl. */
+ * (src/lib/cuctx.h), shared by --bandwidth-util and --nccl. */
 #include <stdint.h>
 #include <string.h>
-#include "apis.h"
-#include "cuctx.h"
-#include "u64map.h"
-#include "util.h"
+#include "lib/apis.h"
+#include "lib/cuctx.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 #include "unit.h"
 
 struct stat {

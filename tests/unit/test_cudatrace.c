@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "cudatrace.h"
+#include "modes/cudatrace/cudatrace.h"
 #include "unit.h"
 
 static void name_handle(struct cudatrace *ct, uint32_t pid, uint32_t img, uint32_t gen, uint64_t handle,

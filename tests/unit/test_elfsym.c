@@ -4,7 +4,7 @@
  * ELF file used below (handy as a fuzzing seed) and exits.
  */
 #define _GNU_SOURCE
-#include "elfsym.h"
+#include "lib/elfsym.h"
 #include "unit.h"
 
 #include <elf.h>

@@ -21,10 +21,10 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-#include "apis.h"
-#include "attach.h"
-#include "kernel_features.h"
-#include "procmaps.h"
+#include "lib/apis.h"
+#include "core/attach.h"
+#include "core/kernel_features.h"
+#include "lib/procmaps.h"
 #include "unit.h"
 
 /* the live probes' functions (src/core/kernel_features.c), global symbols */

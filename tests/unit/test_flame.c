@@ -10,9 +10,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "flame.h"
-#include "flame_cmd.h"
-#include "folded.h"
+#include "out/flame.h"
+#include "cli/flame_cmd.h"
+#include "out/folded.h"
 #include "unit.h"
 
 #define PLEN 512

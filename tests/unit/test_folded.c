@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "folded.h"
+#include "out/folded.h"
 #include "unit.h"
 
 static char san[FOLDED_FRAME_MAX + 1];

@@ -4,7 +4,7 @@
  * retired with their nodes. */
 #include <stdint.h>
 #include <string.h>
-#include "graphs.h"
+#include "modes/cudatrace/graphs.h"
 #include "unit.h"
 
 static struct gp_graph_event ev(uint32_t op, uint64_t a, uint64_t b, uint64_t handle, uint32_t version)

@@ -3,7 +3,7 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
-#include "ioctl.h"
+#include "modes/ioctl/ioctl.h"
 #include "unit.h"
 
 static const char proc_devices[] =

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <json-c/json.h>
-#include "jsonnum.h"
+#include "out/jsonnum.h"
 #include "unit.h"
 
 static const char *shortest(double v)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * src/core/k8s.c: pod, container, runtime, QoS and unit from cgroup paths as the
+ * src/lib/k8s.c: pod, container, runtime, QoS and unit from cgroup paths as the
  * kubelet (both cgroup drivers), the runtimes and systemd name them; names from a
  * kubelet-style log tree made at test time.
  *
@@ -9,7 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "unit.h"
-#include "k8s.h"
+#include "lib/k8s.h"
 
 #include <errno.h>
 #include <json-c/json.h>

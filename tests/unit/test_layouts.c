@@ -11,7 +11,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "layouts.h"
+#include "modes/cudatrace/layouts.h"
 #include "unit.h"
 
 static struct lay_entry e[LAY_MAX + 1];

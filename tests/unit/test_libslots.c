@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The library slots' rule (src/core/libslots.c), shared by the daemon and the CLI's
+/* The library slots' rule (src/lib/libslots.c), shared by the daemon and the CLI's
  * library watcher: which files a sweep frees, and when. */
 #include <stdlib.h>
-#include "libslots.h"
+#include "lib/libslots.h"
 #include "unit.h"
 
 struct dropped {

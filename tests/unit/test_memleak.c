@@ -3,17 +3,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "apis.h"
-#include "events.h"
+#include "lib/apis.h"
+#include "core/events.h"
 #include <json-c/json.h>
-#include "folded.h"
-#include "memleak.h"
-#include "memleak_mode.h"
-#include "mode.h"
-#include "run.h"
+#include "out/folded.h"
+#include "modes/memleak/memleak.h"
+#include "modes/memleak/memleak_mode.h"
+#include "core/mode.h"
+#include "core/run.h"
 #include "unit.h"
-#include "u64map.h"
-#include "ustack.h"
+#include "lib/u64map.h"
+#include "core/ustack.h"
 
 static struct gp_alloc_event alloc_ev(uint32_t pid, uint32_t api, uint64_t addr, uint64_t size)
 {
@@ -231,9 +231,7 @@ static char *render(void (*fn)(FILE *, const struct ml_snap *), const struct ml_
 
 static void as_text(FILE *f, const struct ml_snap *s)
 {
-	struct gp_run run = { 0 };
-
-	ml_report__text(f, &s->hdr, &run);
+	ml_report__text(f, &s->hdr);
 }
 
 static void as_folded(FILE *f, const struct ml_snap *s)
@@ -324,13 +322,12 @@ cleanup:
 static void test_report_json(void)
 {
 	struct memleak *ml = memleak__new(0);
-	struct gp_run run = { 0 };
 	json_object *o = json_object_new_object(), *procs, *p, *st, *x;
 	struct ml_snap s;
 
 	if (!ASSERT_EQ(report_snap(ml, &s, true, 10), 0, "snapshot"))
 		goto cleanup;
-	ml_report__json(o, &s.hdr, &run);
+	ml_report__json(o, &s.hdr);
 	if (!ASSERT_TRUE(json_object_object_get_ex(o, "processes", &procs), "processes"))
 		goto cleanup;
 	p = json_object_array_get_idx(procs, 0);

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "metrics.h"
+#include "out/metrics.h"
 #include "unit.h"
 
 #define DOC "docs/metrics.md"

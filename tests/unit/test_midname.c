@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
-#include "midname.h"
+#include "modes/cudatrace/midname.h"
 #include "unit.h"
 
 #define BASE 0x10000000ULL

@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "nccl.h"
-#include "nccl_mode.h"
-#include "ncclkern.h"
-#include "prom.h"
+#include "modes/nccl/nccl.h"
+#include "modes/nccl/nccl_mode.h"
+#include "lib/ncclkern.h"
+#include "out/prom.h"
 #include "unit.h"
 
 #define H_WORLD 0xa000
@@ -384,7 +384,7 @@ static void test_json_schema(void)
 	coll(a, 80, GP_NCCL_Send, H_WORLD, 4096, 7, 0, 0, 0);
 	nccl_agg__snapshot(a, 0, &s.d);
 	s.hdr = (struct gp_snap){ .mode = "nccl", .kind = GP_SNAP_FINAL };
-	nccl_report__json(o, &s.hdr, NULL);
+	nccl_report__json(o, &s.hdr);
 	if (!ASSERT_STR_EQ(json_object_get_string(path(o, (const char *[]){ "processes", "0", "comms", "0", "collectives", "0", "op", NULL })),
 			   "AllGather", "op") ||
 	    !ASSERT_STR_EQ(json_object_get_string(path(o, (const char *[]){ "processes", "0", "comms", "0", "collectives", "0", "dtype", NULL })),
@@ -421,7 +421,7 @@ static void test_prom_bounded(void)
 	nccl_agg__snapshot(a, 0, &s.d);
 	s.hdr = (struct gp_snap){ .mode = "nccl", .kind = GP_SNAP_SCRAPE };
 	s.max_comm_series = 2;
-	nccl_report__prom(p, &s.hdr, NULL);
+	nccl_report__prom(p, &s.hdr);
 	prom_out__fold(p);
 	prom_out__write(p, f);
 	fclose(f);

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "nvml.h"
+#include "core/nvml.h"
 #include "unit.h"
 
 static bool near(double a, double b)

@@ -5,7 +5,7 @@
  * 0600; appending (--csv) keeps what is there. Run as root (the tests chown to nobody).
  */
 #define _GNU_SOURCE
-#include "outfile.h"
+#include "out/outfile.h"
 #include "unit.h"
 
 #include <errno.h>

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "bandwidth.h"
-#include "bandwidth_mode.h"
-#include "links.h"
+#include "lib/bandwidth.h"
+#include "modes/bandwidth/bandwidth_mode.h"
+#include "modes/bandwidth/links.h"
 #include "unit.h"
 
 static void aux(struct bandwidth *bw, uint32_t tid, uint32_t api, uint64_t ts, uint64_t handle, uint64_t a)
@@ -245,7 +245,7 @@ static void test_suspect_in_json(void)
 	snprintf(s.links.peer.name, sizeof(s.links.peer.name), "test link");
 	s.links.peer.bytes_per_s = 450e9;
 	s.links.host.bytes_per_s = 50e9;
-	bw_report__json(o, &s.hdr, NULL);
+	bw_report__json(o, &s.hdr);
 	procs = json_object_object_get(o, "processes");
 	pairs = json_object_object_get(json_object_array_get_idx(procs, 0), "pairs");
 	for (size_t i = 0; i < json_object_array_length(pairs); i++) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE
-#include "procmaps.h"
+#include "lib/procmaps.h"
 #include "unit.h"
 
 #include <errno.h>

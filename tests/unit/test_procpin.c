@@ -6,7 +6,7 @@
  * sharing of one file between processes and the release.
  */
 #define _GNU_SOURCE
-#include "procpin.h"
+#include "lib/procpin.h"
 #include "unit.h"
 
 #include <dirent.h>

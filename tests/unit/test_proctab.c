@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "proctab.h"
-#include "util.h"
+#include "lib/proctab.h"
+#include "lib/util.h"
 #include "unit.h"
 
 struct rec {

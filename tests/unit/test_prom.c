@@ -13,18 +13,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "apis.h"
-#include "bandwidth_mode.h"
-#include "cudatrace_mode.h"
-#include "events.h"
-#include "ioctl_mode.h"
-#include "memleak_mode.h"
-#include "metrics.h"
-#include "options.h"
-#include "prom.h"
-#include "report.h"
-#include "run.h"
-#include "util.h"
+#include "lib/apis.h"
+#include "modes/bandwidth/bandwidth_mode.h"
+#include "modes/cudatrace/cudatrace_mode.h"
+#include "core/events.h"
+#include "modes/ioctl/ioctl_mode.h"
+#include "modes/memleak/memleak_mode.h"
+#include "out/metrics.h"
+#include "core/options.h"
+#include "out/prom.h"
+#include "out/report.h"
+#include "core/run_impl.h"
+#include "lib/util.h"
 #include "unit.h"
 
 /* PIDs no process can have (above PID_MAX_LIMIT, 2^22): /proc has no name for them, as for

@@ -6,8 +6,8 @@
  * the offsets (3.13: _Py_DebugOffsets must agree with the generated table).
  */
 #define _GNU_SOURCE
-#include "pyoffsets_gen.h"
-#include "pystack.h"
+#include "lib/pyoffsets_gen.h"
+#include "lib/pystack.h"
 #include "unit.h"
 
 #include <errno.h>

@@ -6,8 +6,8 @@
  * the process; the real /proc is used for magic links and map_files.
  */
 #define _GNU_SOURCE
-#include "procmaps.h"
-#include "safeopen.h"
+#include "lib/procmaps.h"
+#include "lib/safeopen.h"
 #include "unit.h"
 
 #include <elf.h>

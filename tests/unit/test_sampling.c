@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The arithmetic of --max-overhead (src/core/sampling.c): estimates and their intervals
+/* The arithmetic of --max-overhead (src/lib/sampling.c): estimates and their intervals
  * against processes whose true calls are known, paced and call-bound, steady and
  * stepping, and the share of time the probes get. */
 #include <math.h>
 #include <stdint.h>
-#include "sampling.h"
+#include "lib/sampling.h"
 #include "unit.h"
 
 #define T 0.1

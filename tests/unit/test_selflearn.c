@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "selflearn.h"
+#include "modes/cudatrace/selflearn.h"
 #include "unit.h"
 
 static int parse(const char *text, size_t *n, char *why, size_t wlen)

@@ -4,8 +4,8 @@
  * functions of this very binary through its .symtab.
  */
 #define _GNU_SOURCE
-#include "symbolize.h"
-#include "procmaps.h"
+#include "lib/symbolize.h"
+#include "lib/procmaps.h"
 #include "unit.h"
 
 #include <dlfcn.h>

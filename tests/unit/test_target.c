@@ -5,8 +5,8 @@
  * real /proc for map_files), the descriptor kept is what is parsed and attached.
  */
 #define _GNU_SOURCE
-#include "procmaps.h"
-#include "target.h"
+#include "lib/procmaps.h"
+#include "lib/target.h"
 #include "unit.h"
 
 #include <errno.h>

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "text.h"
-#include "util.h"
+#include "out/text.h"
+#include "lib/util.h"
 #include "unit.h"
 
 static void test_numbers(void)

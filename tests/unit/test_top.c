@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "counters.h"
-#include "top_view.h"
+#include "core/counters.h"
+#include "cli/top_view.h"
 #include "unit.h"
 
 static void add(struct gp_counters *cs, uint32_t pid, const char *track, const char *series, double v,

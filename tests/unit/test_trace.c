@@ -14,8 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <json-c/json.h>
-#include "outfile.h"
-#include "trace.h"
+#include "out/outfile.h"
+#include "out/trace.h"
 #include "unit.h"
 
 #define PLEN 512

@@ -8,9 +8,9 @@
  * that need a real unwind skip with UNWIND_UNSUPPORTED_WHY; the refusals run.
  */
 #define _GNU_SOURCE
-#include "procmaps.h"
-#include "symbolize.h"
-#include "unwind.h"
+#include "lib/procmaps.h"
+#include "lib/symbolize.h"
+#include "lib/unwind.h"
 #include "unit.h"
 
 #include <errno.h>

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "symbolize.h"
+#include "lib/symbolize.h"
 #include "unit.h"
-#include "ustack.h"
+#include "core/ustack.h"
 
 /* The merged order as text: native frames by index ("n0"), Python frames as "p0". */
 static void order_text(const int *order, size_t n, char *buf, size_t len)

@@ -11,7 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "unit.h"
-#include "webconfig.h"
+#include "out/webconfig.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

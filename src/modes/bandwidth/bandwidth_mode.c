@@ -11,19 +11,19 @@
 #include <string.h>
 #include <time.h>
 #include <bpf/libbpf.h>
-#include "allocsrc.h"
-#include "apis.h"
-#include "attach.h"
-#include "bandwidth.h"
-#include "bandwidth_mode.h"
+#include "core/allocsrc.h"
+#include "lib/apis.h"
+#include "core/attach.h"
+#include "lib/bandwidth.h"
+#include "modes/bandwidth/bandwidth_mode.h"
 #include "cuda_copy.skel.h"
-#include "events.h"
-#include "modeshare.h"
-#include "option.h"
-#include "outfile.h"
-#include "options.h"
-#include "run.h"
-#include "util.h"
+#include "core/events.h"
+#include "core/modeshare.h"
+#include "lib/option.h"
+#include "out/outfile.h"
+#include "core/options.h"
+#include "core/run_impl.h"
+#include "lib/util.h"
 
 struct bw_settings bw_settings;
 
@@ -103,7 +103,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
  * asynchronous copies are sampled with --cudatrace's launches (--max-overhead): a training
  * loop synchronizes every step, and on the H200 that one always-attached synchronize cost
  * its PyTorch loop ~0.3 % (bench/gpu/results-inproc-h200.md). Under a budget a copy is
- * then timed only by a synchronization of its own window (src/core/cuctx.h); the others
+ * then timed only by a synchronization of its own window (src/lib/cuctx.h); the others
  * are counted as untimed.
  */
 static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *lib, char *err, size_t len)
@@ -251,7 +251,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 
 	if (bandwidth__snapshot(m->bw, pid, &s->d) || !(pids = gp_snap__pids(&s->pids, s->d.nr_procs)))
 		return NULL;
-	s->hdr = (struct gp_snap){ .mode = "bandwidth", .kind = kind, .now_ns = gp_run__now(run), .pids = pids };
+	s->hdr = (struct gp_snap){ .mode = "bandwidth", .kind = kind, .now_ns = gp_run__now(run), .env = gp_run__env(run), .pids = pids };
 	for (size_t i = 0; i < s->d.nr_procs; i++) {
 		const struct bw_snap_proc *p = &s->d.procs[i];
 		uint64_t copies = 0;

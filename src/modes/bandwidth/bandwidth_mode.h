@@ -4,10 +4,10 @@
 #define GP_BANDWIDTH_MODE_H
 
 #include <stdio.h>
-#include "bandwidth.h"
-#include "drops.h"
-#include "links.h"
-#include "mode.h"
+#include "lib/bandwidth.h"
+#include "out/drops.h"
+#include "modes/bandwidth/links.h"
+#include "core/mode.h"
 
 struct bw_settings {
 	uint64_t min_bytes; /* --min-bytes: smaller copies only counted, in BPF */
@@ -25,9 +25,9 @@ struct bw_snap {
 	struct bw_links links; /* what each kind of link can carry (zero: no bound) */
 };
 
-void bw_report__text(FILE *f, const struct gp_snap *s, struct gp_run *run);
-void bw_report__json(struct json_object *o, const struct gp_snap *s, struct gp_run *run);
-int bw_report__prom(struct prom_out *p, const struct gp_snap *s, struct gp_run *run);
+void bw_report__text(FILE *f, const struct gp_snap *s);
+void bw_report__json(struct json_object *o, const struct gp_snap *s);
+int bw_report__prom(struct prom_out *p, const struct gp_snap *s);
 
 extern const struct gp_mode gp_mode_bandwidth;
 

@@ -9,12 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "bandwidth_mode.h"
-#include "json.h"
-#include "options.h"
-#include "prom.h"
-#include "run.h"
-#include "text.h"
+#include "modes/bandwidth/bandwidth_mode.h"
+#include "out/json.h"
+#include "out/prom.h"
+#include "out/text.h"
 
 #define SNAP(s) ((const struct bw_snap *)(s))
 #define MATRIX_MAX 16 /* GPUs a text matrix shows; the JSON has every pair */
@@ -242,10 +240,11 @@ static void text_links(FILE *f, const struct bw_links *l)
 		gp_text__rate(l->peer.bytes_per_s).s, l->local.name);
 }
 
-void bw_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
+void bw_report__text(FILE *f, const struct gp_snap *hdr)
 {
+	const struct gp_snap_env *env = hdr->env;
 	const struct bw_snap *s = SNAP(hdr);
-	bool all = run && run->o && run->o->verbose;
+	bool all = gp_env_verbose(env);
 	char tbuf[32];
 
 	size_t quiet = 0;
@@ -399,12 +398,11 @@ static json_object *json_proc(const struct bw_snap_proc *p, const struct bw_link
 	return po;
 }
 
-void bw_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *run)
+void bw_report__json(json_object *o, const struct gp_snap *hdr)
 {
 	const struct bw_snap *s = SNAP(hdr);
 	json_object *arr = json_object_new_array();
 
-	(void)run;
 	for (size_t i = 0; i < s->d.nr_procs; i++)
 		json_object_array_add(arr, json_proc(&s->d.procs[i], &s->links));
 	json_object_object_add(o, "processes", arr);
@@ -473,13 +471,12 @@ static void prom_links(struct prom_out *p, const struct bw_links *l)
 	}
 }
 
-int bw_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
+int bw_report__prom(struct prom_out *p, const struct gp_snap *hdr)
 {
 	const struct bw_snap *s = SNAP(hdr);
 	/* one per process: src/out/prom.c tells a render's processes apart by these */
 	struct gp_snap_pid *pids = calloc(s->d.nr_procs + 1, sizeof(*pids));
 
-	(void)run;
 	if (!pids)
 		return -ENOMEM;
 	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "links.h"
+#include "modes/bandwidth/links.h"
 
 #define NVIDIA 0x10de
 

@@ -12,7 +12,7 @@
 #define GP_LINKS_H
 
 #include <stdbool.h>
-#include "bandwidth.h"
+#include "lib/bandwidth.h"
 
 struct bw_link {
 	char name[96];      /* "PCIe 32.0 GT/s x16", "NVLink4 x18 (H200 SXM)", ... */

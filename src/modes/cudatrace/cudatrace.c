@@ -5,12 +5,12 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cudatrace.h"
-#include "graphs.h"
-#include "proctab.h"
-#include "symbolize.h"
-#include "u64map.h"
-#include "util.h"
+#include "modes/cudatrace/cudatrace.h"
+#include "modes/cudatrace/graphs.h"
+#include "lib/proctab.h"
+#include "lib/symbolize.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 struct cudatrace {
 	struct proctab *procs; /* struct ct_proc; first (proctab__new_owner) */

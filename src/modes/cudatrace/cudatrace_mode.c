@@ -19,25 +19,25 @@
 #include <sys/uio.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "apis.h"
-#include "attach.h"
+#include "lib/apis.h"
+#include "core/attach.h"
 #include "cuda_launch.skel.h"
-#include "cudatrace.h"
-#include "cudatrace_mode.h"
-#include "events.h"
-#include "layouts.h"
-#include "maps.h"
-#include "midname.h"
-#include "modeshare.h"
-#include "option.h"
-#include "procmaps.h"
-#include "procpin.h"
-#include "options.h"
-#include "run.h"
-#include "selflearn.h"
-#include "symbolize.h"
-#include "u64map.h"
-#include "util.h"
+#include "modes/cudatrace/cudatrace.h"
+#include "modes/cudatrace/cudatrace_mode.h"
+#include "core/events.h"
+#include "modes/cudatrace/layouts.h"
+#include "core/maps.h"
+#include "modes/cudatrace/midname.h"
+#include "core/modeshare.h"
+#include "lib/option.h"
+#include "lib/procmaps.h"
+#include "lib/procpin.h"
+#include "core/options.h"
+#include "core/run_impl.h"
+#include "modes/cudatrace/selflearn.h"
+#include "lib/symbolize.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 struct ct_settings ct_settings = {
 	.latency = true,
@@ -946,7 +946,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 		k++;
 	}
 	s->nr_procs = k;
-	s->hdr = (struct gp_snap){ .mode = "cudatrace", .kind = kind, .now_ns = gp_run__now(run),
+	s->hdr = (struct gp_snap){ .mode = "cudatrace", .kind = kind, .now_ns = gp_run__now(run), .env = gp_run__env(run),
 				   .pids = s->pids, .nr_pids = k };
 	s->latency = ct_settings.latency;
 	s->top_shapes = ct_settings.top_shapes < 0 ? 1000000 : ct_settings.top_shapes;

@@ -5,10 +5,10 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include "cudatrace.h"
-#include "drops.h"
-#include "mode.h"
-#include "sampling.h"
+#include "modes/cudatrace/cudatrace.h"
+#include "out/drops.h"
+#include "core/mode.h"
+#include "lib/sampling.h"
 
 struct ct_settings {
 	bool latency;     /* return probes on launches and syncs (--no-latency clears) */
@@ -52,9 +52,9 @@ struct ct_snap {
 	uint64_t max_kernel_series;
 };
 
-void ct_report__text(FILE *f, const struct gp_snap *s, struct gp_run *run);
-void ct_report__json(struct json_object *o, const struct gp_snap *s, struct gp_run *run);
-int ct_report__prom(struct prom_out *p, const struct gp_snap *s, struct gp_run *run);
+void ct_report__text(FILE *f, const struct gp_snap *s);
+void ct_report__json(struct json_object *o, const struct gp_snap *s);
+int ct_report__prom(struct prom_out *p, const struct gp_snap *s);
 
 extern const struct gp_mode gp_mode_cudatrace;
 

@@ -6,14 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "cudatrace_mode.h"
-#include "json.h"
-#include "ncclkern.h"
-#include "options.h"
-#include "prom.h"
-#include "run.h"
-#include "text.h"
-#include "trees.h"
+#include "modes/cudatrace/cudatrace_mode.h"
+#include "out/json.h"
+#include "lib/ncclkern.h"
+#include "out/prom.h"
+#include "out/text.h"
+#include "out/trees.h"
+#include "lib/unseen.h"
 
 #define SNAP(s) ((const struct ct_snap *)(s))
 
@@ -107,9 +106,9 @@ static void text_sampled(FILE *f, const struct ct_sampled *smp)
 		"; its calls cost less than a probe: how many it made unseen has no upper bound");
 }
 
-static struct gp_trees *jobs(const struct ct_snap *s, struct gp_run *run)
+static struct gp_trees *jobs(const struct ct_snap *s, const struct gp_snap_env *env)
 {
-	struct gp_trees *t = gp_trees__new(run);
+	struct gp_trees *t = gp_trees__new(env);
 
 	for (size_t i = 0; t && i < s->nr_procs; i++) {
 		const struct ct_proc *p = s->procs[i];
@@ -128,7 +127,7 @@ static void job_values(FILE *f, const uint64_t v[GP_TREE_VALUES])
 		gp_text__n(v[1], "graph launch", "graph launches").s, gp_text__count(v[2]).s);
 }
 
-static void text_proc(FILE *f, const struct ct_snap *s, size_t i, struct gp_run *run)
+static void text_proc(FILE *f, const struct ct_snap *s, size_t i, const struct gp_snap_env *env)
 {
 	const struct ct_proc *p = s->procs[i];
 	const struct ct_sampled *smp = sampled_of(s, i);
@@ -154,10 +153,10 @@ static void text_proc(FILE *f, const struct ct_snap *s, size_t i, struct gp_run 
 		fprintf(f, "  %s of the unnamed launches: the process was gone before their kernels' names were read "
 			   "(not in the copy made at their first launch: see gpuprobe -v)\n",
 			gp_text__count(ct_sampled__count(smp, p->unnamed_unread)).s);
-	if (gp_run__unseen(run, p->pid)) {
+	if (gp_env_unseen(env, p->pid)) {
 		char line[160];
 
-		gp_unseen__text(gp_run__unseen(run, p->pid), line, sizeof(line));
+		gp_unseen__text(gp_env_unseen(env, p->pid), line, sizeof(line));
 		fprintf(f, "  [%s]\n", line);
 	}
 	graphs = p->graph_executed || p->captured_total;
@@ -177,19 +176,20 @@ static void text_proc(FILE *f, const struct ct_snap *s, size_t i, struct gp_run 
 	text_hist(f, "synchronize", &p->hist[GP_HIST_SYNC], s->latency, smp);
 }
 
-void ct_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
+void ct_report__text(FILE *f, const struct gp_snap *hdr)
 {
+	const struct gp_snap_env *env = hdr->env;
 	const struct ct_snap *s = SNAP(hdr);
-	struct gp_trees *t = jobs(s, run);
+	struct gp_trees *t = jobs(s, env);
 	char tbuf[32];
 
 	gp_text__clock(tbuf, sizeof(tbuf));
 	fprintf(f, "[%s] cudatrace %s report: %s\n", tbuf, gp_snap_kind_name(hdr->kind), gp_text__n(s->nr_procs, "process", "processes").s);
 	for (size_t i = 0; i < s->nr_procs; i++)
-		text_proc(f, s, i, run);
+		text_proc(f, s, i, env);
 	gp_trees__text(t, f, job_values);
 	gp_trees__free(t);
-	gp_drops__text(f, hdr, run && run->o && run->o->verbose);
+	gp_drops__text(f, hdr, gp_env_verbose(env));
 }
 
 static json_object *json_hist(const struct gp_hist *h, bool latency, const struct ct_sampled *smp)
@@ -220,7 +220,7 @@ static json_object *json_u32x3(const uint32_t *v)
 	return a;
 }
 
-/* An NCCL kernel's name decoded (src/core/ncclkern.h): what it says, and only that. */
+/* An NCCL kernel's name decoded (src/lib/ncclkern.h): what it says, and only that. */
 static void json_nccl(json_object *ko, const char *name)
 {
 	struct nccl_kernel k;
@@ -290,7 +290,7 @@ static json_object *json_sampling(const struct ct_sampled *smp)
 	return o;
 }
 
-static json_object *json_proc(const struct ct_proc *p, bool latency, struct gp_run *run,
+static json_object *json_proc(const struct ct_proc *p, bool latency, const struct gp_snap_env *env,
 			      const struct ct_sampled *smp)
 {
 	json_object *po = json_object_new_object(), *ks = json_object_new_array();
@@ -300,7 +300,7 @@ static json_object *json_proc(const struct ct_proc *p, bool latency, struct gp_r
 	json_object_object_add(po, "comm", json_object_new_string(p->comm));
 	json_object_object_add(po, "exited", json_object_new_boolean(p->exited));
 	json_object_object_add(po, "exec", json_object_new_boolean(p->exec));
-	gp_trees__json_proc(run, po, p->pid);
+	gp_trees__json_proc(env, po, p->pid);
 	if (smp->on)
 		json_object_object_add(po, "sampling", json_sampling(smp));
 	json_object_object_add(po, "launches", json_object_new_uint64(ct_sampled__count(smp, p->launches)));
@@ -334,17 +334,18 @@ static json_object *json_proc(const struct ct_proc *p, bool latency, struct gp_r
 	return po;
 }
 
-void ct_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *run)
+void ct_report__json(json_object *o, const struct gp_snap *hdr)
 {
+	const struct gp_snap_env *env = hdr->env;
 	const struct ct_snap *s = SNAP(hdr);
 	json_object *arr = json_object_new_array();
 
 	static const char *const keys[GP_TREE_VALUES] = { "launches", "graph_launches", "unnamed_launches" };
-	struct gp_trees *t = jobs(s, run);
+	struct gp_trees *t = jobs(s, env);
 
 	json_object_object_add(o, "latency", json_object_new_boolean(s->latency));
 	for (size_t i = 0; i < s->nr_procs; i++)
-		json_object_array_add(arr, json_proc(s->procs[i], s->latency, run, sampled_of(s, i)));
+		json_object_array_add(arr, json_proc(s->procs[i], s->latency, env, sampled_of(s, i)));
 	json_object_object_add(o, "processes", arr);
 	gp_trees__json(t, o, keys);
 	gp_trees__free(t);
@@ -423,11 +424,10 @@ static void prom_sampled(struct prom_out *p, const struct gp_snap_pid *pp, const
 	}
 }
 
-int ct_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
+int ct_report__prom(struct prom_out *p, const struct gp_snap *hdr)
 {
 	const struct ct_snap *s = SNAP(hdr);
 
-	(void)run;
 	prom__family(p, "gpuprobe_cuda_kernel_launches_total");
 	prom__cap(p, "gpuprobe_cuda_kernel_launches_total", s->max_kernel_series);
 	prom__family(p, "gpuprobe_cuda_kernel_captures_total");

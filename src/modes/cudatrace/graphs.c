@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <stdlib.h>
 #include <string.h>
-#include "graphs.h"
-#include "u64map.h"
+#include "modes/cudatrace/graphs.h"
+#include "lib/u64map.h"
 
 struct nodes {
 	struct ct_gnode *v;

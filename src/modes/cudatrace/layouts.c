@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "layouts.h"
-#include "midname.h"
-#include "util.h"
+#include "modes/cudatrace/layouts.h"
+#include "modes/cudatrace/midname.h"
+#include "lib/util.h"
 
 #define LAY_MAGIC "gpuprobe-layouts 1"
 #define LAY_MAX_LINE 256

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpuprobe.h"
-#include "midname.h"
-#include "u64map.h"
-#include "util.h"
+#include "modes/cudatrace/midname.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 struct layout {
 	uint32_t build, uid;

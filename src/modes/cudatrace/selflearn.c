@@ -19,9 +19,9 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "midname.h"
-#include "selflearn.h"
-#include "util.h"
+#include "modes/cudatrace/midname.h"
+#include "modes/cudatrace/selflearn.h"
+#include "lib/util.h"
 
 /* The few driver types and entry points used (cuda.h, CUDA 12+), declared here: gpuprobe
  * has no build-time dependency on CUDA. */

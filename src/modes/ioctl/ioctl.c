@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ioctl.h"
+#include "modes/ioctl/ioctl.h"
 
 struct name_num {
 	uint32_t num;
@@ -11,15 +11,15 @@ struct name_num {
 
 #define NV_ESC(name, nr) { nr, #name },
 static const struct name_num nv_escs[] = {
-#include "nv_ioctls.def"
+#include "modes/ioctl/nv_ioctls.def"
 };
 #define UVM_IOCTL(name, nr) { nr, #name },
 static const struct name_num uvm_ioctls[] = {
-#include "nv_ioctls.def"
+#include "modes/ioctl/nv_ioctls.def"
 };
 #define NV_CTRL(name, cmd) { cmd, #name },
 static const struct name_num nv_ctrls[] = {
-#include "nv_ioctls.def"
+#include "modes/ioctl/nv_ioctls.def"
 };
 struct driver {
 	const char *name;
@@ -27,7 +27,7 @@ struct driver {
 };
 #define NV_DRIVER(name, kind) { name, kind },
 static const struct driver drivers[] = {
-#include "nv_ioctls.def"
+#include "modes/ioctl/nv_ioctls.def"
 };
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

@@ -14,18 +14,18 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <json-c/json.h>
-#include "attach.h"
-#include "events.h"
-#include "ioctl.h"
-#include "ioctl_mode.h"
-#include "maps.h"
+#include "core/attach.h"
+#include "core/events.h"
+#include "modes/ioctl/ioctl.h"
+#include "modes/ioctl/ioctl_mode.h"
+#include "core/maps.h"
 #include "nv_ioctl.skel.h"
-#include "option.h"
-#include "options.h"
-#include "run.h"
-#include "timeline.h"
-#include "u64map.h"
-#include "util.h"
+#include "lib/option.h"
+#include "core/options.h"
+#include "core/run_impl.h"
+#include "core/timeline.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 struct ioc_settings ioc_settings = {
 	.backend = IOC_BACKEND_AUTO,
@@ -391,7 +391,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 		k++;
 	}
 	s->nr_procs = k;
-	s->hdr = (struct gp_snap){ .mode = "ioctl", .kind = kind, .now_ns = gp_run__now(run), .pids = s->pids,
+	s->hdr = (struct gp_snap){ .mode = "ioctl", .kind = kind, .now_ns = gp_run__now(run), .env = gp_run__env(run), .pids = s->pids,
 				   .nr_pids = k };
 	s->backend = m->backend ? m->backend : "none";
 	s->max_series = ioc_settings.max_series;

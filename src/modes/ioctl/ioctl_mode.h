@@ -4,9 +4,9 @@
 #define GP_IOCTL_MODE_H
 
 #include <stdio.h>
-#include "drops.h"
-#include "ioctl.h"
-#include "mode.h"
+#include "out/drops.h"
+#include "modes/ioctl/ioctl.h"
+#include "core/mode.h"
 
 enum { IOC_BACKEND_AUTO = -1, IOC_BACKEND_KPROBE = 0, IOC_BACKEND_TRACEPOINT = 1 };
 
@@ -30,9 +30,9 @@ struct ioc_snap {
 	uint64_t max_series;
 };
 
-void ioc_report__text(FILE *f, const struct gp_snap *s, struct gp_run *run);
-void ioc_report__json(struct json_object *o, const struct gp_snap *s, struct gp_run *run);
-int ioc_report__prom(struct prom_out *p, const struct gp_snap *s, struct gp_run *run);
+void ioc_report__text(FILE *f, const struct gp_snap *s);
+void ioc_report__json(struct json_object *o, const struct gp_snap *s);
+int ioc_report__prom(struct prom_out *p, const struct gp_snap *s);
 /* The args of one ioctl's timeline event. */
 struct json_object *ioc_report__trace_args(const struct gp_ioctl_event *e, const char *name);
 

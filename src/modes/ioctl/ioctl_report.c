@@ -5,12 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "ioctl_mode.h"
-#include "json.h"
-#include "options.h"
-#include "prom.h"
-#include "run.h"
-#include "text.h"
+#include "modes/ioctl/ioctl_mode.h"
+#include "out/json.h"
+#include "out/prom.h"
+#include "out/text.h"
 
 #define SNAP(s) ((const struct ioc_snap *)(s))
 
@@ -51,8 +49,9 @@ static void text_dev(FILE *f, const struct ioc_dev *dv)
 	}
 }
 
-void ioc_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
+void ioc_report__text(FILE *f, const struct gp_snap *hdr)
 {
+	const struct gp_snap_env *env = hdr->env;
 	const struct ioc_snap *s = SNAP(hdr);
 	char tbuf[32];
 
@@ -69,7 +68,7 @@ void ioc_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 		for (size_t d = 0; d < p->nr_devs; d++)
 			text_dev(f, &p->devs[d]);
 	}
-	gp_drops__text(f, hdr, run && run->o && run->o->verbose);
+	gp_drops__text(f, hdr, gp_env_verbose(env));
 }
 
 static json_object *json_hex32(uint32_t v)
@@ -113,12 +112,11 @@ static json_object *json_dev(const struct ioc_dev *dv)
 	return dobj;
 }
 
-void ioc_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *run)
+void ioc_report__json(json_object *o, const struct gp_snap *hdr)
 {
 	const struct ioc_snap *s = SNAP(hdr);
 	json_object *arr = json_object_new_array();
 
-	(void)run;
 	json_object_object_add(o, "backend", json_object_new_string(s->backend));
 	for (size_t i = 0; i < s->nr_procs; i++) {
 		const struct ioc_proc *p = &s->procs[i];
@@ -238,13 +236,12 @@ static long rows_of(const struct ioc_proc *p, struct ioc_row **out)
 	return (long)n;
 }
 
-int ioc_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
+int ioc_report__prom(struct prom_out *p, const struct gp_snap *hdr)
 {
 	static const char *const fams[] = { "gpuprobe_nvidia_ioctl_calls_total", "gpuprobe_nvidia_ioctl_errors_total",
 					    "gpuprobe_nvidia_ioctl_seconds_total" };
 	const struct ioc_snap *s = SNAP(hdr);
 
-	(void)run;
 	for (int f = 0; f < 3; f++) {
 		prom__family(p, fams[f]);
 		prom__cap(p, fams[f], s->max_series);

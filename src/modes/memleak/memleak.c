@@ -5,11 +5,11 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include "apis.h"
-#include "memleak.h"
-#include "proctab.h"
-#include "u64map.h"
-#include "util.h"
+#include "lib/apis.h"
+#include "modes/memleak/memleak.h"
+#include "lib/proctab.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 struct memleak {
 	struct proctab *procs; /* struct ml_proc; first (proctab__new_owner) */

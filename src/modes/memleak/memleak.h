@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gpuprobe.h"
-#include "proctab.h"
+#include "lib/proctab.h"
 
 struct u64map;
 

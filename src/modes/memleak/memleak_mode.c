@@ -10,21 +10,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
-#include "allocsrc.h"
-#include "apis.h"
-#include "events.h"
-#include "memleak.h"
-#include "memleak_mode.h"
-#include "modeshare.h"
-#include "option.h"
-#include "options.h"
-#include "outfile.h"
-#include "ptree.h"
-#include "run.h"
-#include "u64map.h"
-#include "unwind.h"
-#include "ustack.h"
-#include "util.h"
+#include "core/allocsrc.h"
+#include "lib/apis.h"
+#include "core/events.h"
+#include "modes/memleak/memleak.h"
+#include "modes/memleak/memleak_mode.h"
+#include "core/modeshare.h"
+#include "lib/option.h"
+#include "core/options.h"
+#include "out/outfile.h"
+#include "core/ptree.h"
+#include "core/run_impl.h"
+#include "lib/u64map.h"
+#include "lib/unwind.h"
+#include "core/ustack.h"
+#include "lib/util.h"
 
 #define MAX_PENDING_STACKS 65536 /* threads with a stack waiting for its allocation record */
 #define TICK_MS 2 /* how soon to look again at an interpreter waiting for its libpython */
@@ -366,7 +366,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 	bool lists = kind != GP_SNAP_SCRAPE && kind != GP_SNAP_HITS;
 	unsigned int flags = (lists ? ML_SNAP_ALLOCS : 0) | (kind == GP_SNAP_EXIT ? ML_SNAP_EXITED : 0);
 
-	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = kind, .now_ns = gp_run__now(run) };
+	s->hdr = (struct gp_snap){ .mode = "memleak", .kind = kind, .now_ns = gp_run__now(run), .env = gp_run__env(run) };
 	if (memleak__snapshot(m->ml, s->hdr.now_ns, pid, flags, gp_seconds_to_ns(ml_settings.older_than), &s->d) ||
 	    fill_pids(s))
 		return NULL;

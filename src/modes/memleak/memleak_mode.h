@@ -5,9 +5,9 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include "drops.h"
-#include "memleak.h"
-#include "mode.h"
+#include "out/drops.h"
+#include "modes/memleak/memleak.h"
+#include "core/mode.h"
 
 /* --stacks, in the order of the option's choices */
 enum ml_stacks { ML_STACKS_AUTO, ML_STACKS_FP, ML_STACKS_DWARF, ML_STACKS_NONE };
@@ -39,9 +39,9 @@ struct ml_snap {
 	double older_than;
 };
 
-void ml_report__text(FILE *f, const struct gp_snap *s, struct gp_run *run);
-void ml_report__json(struct json_object *o, const struct gp_snap *s, struct gp_run *run);
-int ml_report__prom(struct prom_out *p, const struct gp_snap *s, struct gp_run *run);
+void ml_report__text(FILE *f, const struct gp_snap *s);
+void ml_report__json(struct json_object *o, const struct gp_snap *s);
+int ml_report__prom(struct prom_out *p, const struct gp_snap *s);
 /* Outstanding bytes per stack, folded (frames root-first: the process, then the stack);
  * 0 or -errno. */
 int ml_report__folded(FILE *f, const struct gp_snap *s);

@@ -4,16 +4,15 @@
 #include <inttypes.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "apis.h"
-#include "folded.h"
-#include "json.h"
-#include "memleak_mode.h"
-#include "options.h"
-#include "prom.h"
-#include "run.h"
-#include "text.h"
-#include "trees.h"
-#include "ustack.h"
+#include "lib/apis.h"
+#include "out/folded.h"
+#include "out/json.h"
+#include "modes/memleak/memleak_mode.h"
+#include "out/prom.h"
+#include "out/text.h"
+#include "out/trees.h"
+#include "lib/unseen.h"
+#include "core/ustack.h"
 
 #define SNAP(s) ((const struct ml_snap *)(s))
 
@@ -79,10 +78,10 @@ static void text_stack(FILE *f, const struct ml_snap_proc *p, const struct ml_sn
 	}
 }
 
-static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_snap *s, struct gp_run *run)
+static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_snap *s, const struct gp_snap_env *env)
 {
-	const struct gp_unseen *u = gp_run__unseen(run, p->pid);
-	bool all = run && run->o && run->o->verbose;
+	const struct gp_unseen *u = gp_env_unseen(env, p->pid);
+	bool all = gp_env_verbose(env);
 	char line[160];
 
 	fprintf(f, "PID %u (%s)%s: %s, %s\n", p->pid, p->comm,
@@ -114,9 +113,9 @@ static void text_proc(FILE *f, const struct ml_snap_proc *p, const struct ml_sna
 		fprintf(f, "    ... %s (--top)\n", gp_text__n(p->nr_stacks - (size_t)s->top, "more stack", "more stacks").s);
 }
 
-static struct gp_trees *jobs(const struct ml_snap *s, struct gp_run *run)
+static struct gp_trees *jobs(const struct ml_snap *s, const struct gp_snap_env *env)
 {
-	struct gp_trees *t = gp_trees__new(run);
+	struct gp_trees *t = gp_trees__new(env);
 
 	for (size_t i = 0; t && i < s->d.nr_procs; i++) {
 		const struct ml_stats *st = &s->d.procs[i].st;
@@ -133,16 +132,17 @@ static void job_values(FILE *f, const uint64_t v[GP_TREE_VALUES])
 		gp_text__bytes_exact(v[1]).s, gp_text__n(v[2], "allocation", "allocations").s);
 }
 
-static void text_jobs(FILE *f, const struct ml_snap *s, struct gp_run *run)
+static void text_jobs(FILE *f, const struct ml_snap *s, const struct gp_snap_env *env)
 {
-	struct gp_trees *t = jobs(s, run);
+	struct gp_trees *t = jobs(s, env);
 
 	gp_trees__text(t, f, job_values);
 	gp_trees__free(t);
 }
 
-void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
+void ml_report__text(FILE *f, const struct gp_snap *hdr)
 {
+	const struct gp_snap_env *env = hdr->env;
 	const struct ml_snap *s = SNAP(hdr);
 	uint64_t bytes = 0, allocs = 0;
 	char tbuf[32];
@@ -157,8 +157,8 @@ void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 				gp_text__bytes_exact(p->st.outstanding_bytes).s);
 			/* a command's processes stay until the final report, which has their stacks:
 			 * the line is enough (node-wide and -p, that report may be hours away) */
-			if (!run || !run->o || !run->o->cmd || run->o->verbose)
-				text_proc(f, p, s, run);
+			if (!env || !env->command || env->verbose)
+				text_proc(f, p, s, env);
 		}
 		return;
 	}
@@ -171,9 +171,9 @@ void ml_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
 		gp_text__n(s->d.nr_procs, "process", "processes").s,
 		gp_text__n(allocs, "outstanding allocation", "outstanding allocations").s, gp_text__bytes_exact(bytes).s);
 	for (size_t i = 0; i < s->d.nr_procs; i++)
-		text_proc(f, &s->d.procs[i], s, run);
-	text_jobs(f, s, run);
-	gp_drops__text(f, hdr, run && run->o && run->o->verbose);
+		text_proc(f, &s->d.procs[i], s, env);
+	text_jobs(f, s, env);
+	gp_drops__text(f, hdr, gp_env_verbose(env));
 }
 
 static json_object *json_kinds(const struct ml_stats *st)
@@ -239,7 +239,7 @@ static json_object *json_stack(const struct ml_snap_proc *p, const struct ml_sna
 	return o;
 }
 
-static json_object *json_proc(const struct ml_snap_proc *p, const struct ml_snap *s, struct gp_run *run)
+static json_object *json_proc(const struct ml_snap_proc *p, const struct ml_snap *s, const struct gp_snap_env *env)
 {
 	json_object *o = json_object_new_object(), *arr = json_object_new_array(), *maps;
 	const struct ml_stats *st = &p->st;
@@ -248,7 +248,7 @@ static json_object *json_proc(const struct ml_snap_proc *p, const struct ml_snap
 	json_object_object_add(o, "comm", json_object_new_string(p->comm));
 	json_object_object_add(o, "exited", json_object_new_boolean(p->exited));
 	json_object_object_add(o, "exec", json_object_new_boolean(p->exec));
-	gp_trees__json_proc(run, o, p->pid);
+	gp_trees__json_proc(env, o, p->pid);
 	json_object_object_add(o, "outstanding_bytes", json_object_new_uint64(st->outstanding_bytes));
 	json_object_object_add(o, "outstanding_allocs", json_object_new_uint64(st->outstanding_allocs));
 	json_object_object_add(o, "untracked_frees", json_object_new_uint64(st->untracked_frees));
@@ -271,13 +271,14 @@ static json_object *json_proc(const struct ml_snap_proc *p, const struct ml_snap
 	return o;
 }
 
-void ml_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *run)
+void ml_report__json(json_object *o, const struct gp_snap *hdr)
 {
+	const struct gp_snap_env *env = hdr->env;
 	const struct ml_snap *s = SNAP(hdr);
 	json_object *arr = json_object_new_array(), *calls = json_object_new_object();
 
 	static const char *const keys[GP_TREE_VALUES] = { "outstanding_allocs", "outstanding_bytes", "allocs_total" };
-	struct gp_trees *t = jobs(s, run);
+	struct gp_trees *t = jobs(s, env);
 
 	static const char *const modes[] = { [GP_STACKS_NONE] = "none", [GP_STACKS_FP] = "fp",
 					     [GP_STACKS_COPY] = "dwarf" };
@@ -285,7 +286,7 @@ void ml_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 	json_object_object_add(o, "stack_mode", json_object_new_string(modes[s->stacks]));
 	json_object_object_add(o, "older_than_s", s->older_than > 0 ? json_object_new_double(s->older_than) : NULL);
 	for (size_t i = 0; i < s->d.nr_procs; i++)
-		json_object_array_add(arr, json_proc(&s->d.procs[i], s, run));
+		json_object_array_add(arr, json_proc(&s->d.procs[i], s, env));
 	json_object_object_add(o, "processes", arr);
 	gp_trees__json(t, o, keys);
 	gp_trees__free(t);
@@ -295,7 +296,7 @@ void ml_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 	json_object_object_add(o, "calls", calls);
 }
 
-int ml_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
+int ml_report__prom(struct prom_out *p, const struct gp_snap *hdr)
 {
 	static const char *const fams[] = {
 		"gpuprobe_cuda_outstanding_bytes", "gpuprobe_cuda_outstanding_allocations",
@@ -304,7 +305,6 @@ int ml_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run
 	};
 	const struct ml_snap *s = SNAP(hdr);
 
-	(void)run;
 	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
 		prom__family(p, fams[f]);
 	/* exited processes too: src/out/prom.c keeps their counts and drops their gauges */

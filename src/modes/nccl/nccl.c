@@ -4,11 +4,11 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cuctx.h"
-#include "nccl.h"
-#include "proctab.h"
-#include "u64map.h"
-#include "util.h"
+#include "lib/cuctx.h"
+#include "modes/nccl/nccl.h"
+#include "lib/proctab.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 _Static_assert(NCCL_SYNC_STREAM == (int)CU_SYNC_STREAM && NCCL_SYNC_CONTEXT == (int)CU_SYNC_CONTEXT &&
 		       NCCL_SYNC_EVENT == (int)CU_SYNC_EVENT && NCCL_SYNC__COUNT == (int)CU_SYNC__COUNT,

@@ -12,17 +12,17 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include "apis.h"
-#include "attach.h"
-#include "events.h"
-#include "modeshare.h"
+#include "lib/apis.h"
+#include "core/attach.h"
+#include "core/events.h"
+#include "core/modeshare.h"
 #include "nccl.skel.h"
-#include "nccl_mode.h"
-#include "option.h"
-#include "options.h"
-#include "run.h"
-#include "timeline.h"
-#include "util.h"
+#include "modes/nccl/nccl_mode.h"
+#include "lib/option.h"
+#include "core/options.h"
+#include "core/run_impl.h"
+#include "core/timeline.h"
+#include "lib/util.h"
 
 struct nccl_settings nccl_settings = { .max_comm_series = 16 };
 
@@ -248,7 +248,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 
 	if (nccl_agg__snapshot(m->agg, pid, &s->d) || !(pids = gp_snap__pids(&s->pids, s->d.nr_procs)))
 		return NULL;
-	s->hdr = (struct gp_snap){ .mode = "nccl", .kind = kind, .now_ns = gp_run__now(run), .pids = pids };
+	s->hdr = (struct gp_snap){ .mode = "nccl", .kind = kind, .now_ns = gp_run__now(run), .env = gp_run__env(run), .pids = pids };
 	for (size_t i = 0; i < s->d.nr_procs; i++) {
 		const struct nccl_proc_snap *p = &s->d.procs[i];
 

@@ -4,9 +4,9 @@
 #define GP_NCCL_MODE_H
 
 #include <stdio.h>
-#include "drops.h"
-#include "mode.h"
-#include "nccl.h"
+#include "out/drops.h"
+#include "core/mode.h"
+#include "modes/nccl/nccl.h"
 
 struct nccl_settings {
 	uint64_t max_comm_series; /* /metrics: communicators with series of their own a process */
@@ -33,9 +33,9 @@ struct nccl_snap {
 	uint64_t max_comm_series;
 };
 
-void nccl_report__text(FILE *f, const struct gp_snap *s, struct gp_run *run);
-void nccl_report__json(struct json_object *o, const struct gp_snap *s, struct gp_run *run);
-int nccl_report__prom(struct prom_out *p, const struct gp_snap *s, struct gp_run *run);
+void nccl_report__text(FILE *f, const struct gp_snap *s);
+void nccl_report__json(struct json_object *o, const struct gp_snap *s);
+int nccl_report__prom(struct prom_out *p, const struct gp_snap *s);
 /* The args of one call's --trace event (comm_id: the communicator's, when known). */
 struct json_object *nccl_report__trace_args(const struct gp_nccl_event *e, bool id_known, uint64_t comm_id);
 

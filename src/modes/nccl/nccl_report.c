@@ -10,12 +10,10 @@
 #include <inttypes.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "json.h"
-#include "nccl_mode.h"
-#include "options.h"
-#include "prom.h"
-#include "run.h"
-#include "text.h"
+#include "out/json.h"
+#include "modes/nccl/nccl_mode.h"
+#include "out/prom.h"
+#include "out/text.h"
 
 #define SNAP(s) ((const struct nccl_snap *)(s))
 #define PEER_SERIES 64 /* /metrics: peers with series of their own per communicator */
@@ -176,10 +174,11 @@ static void text_matrices(FILE *f, const struct nccl_snap_data *d)
 	}
 }
 
-void nccl_report__text(FILE *f, const struct gp_snap *hdr, struct gp_run *run)
+void nccl_report__text(FILE *f, const struct gp_snap *hdr)
 {
+	const struct gp_snap_env *env = hdr->env;
 	const struct nccl_snap *s = SNAP(hdr);
-	bool all = run && run->o && run->o->verbose;
+	bool all = gp_env_verbose(env);
 	char tbuf[32];
 
 	gp_text__clock(tbuf, sizeof(tbuf));
@@ -360,12 +359,11 @@ static json_object *json_libs(const struct nccl_snap *s)
 	return arr;
 }
 
-void nccl_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *run)
+void nccl_report__json(json_object *o, const struct gp_snap *hdr)
 {
 	const struct nccl_snap *s = SNAP(hdr);
 	json_object *procs = json_object_new_array(), *ms = json_object_new_array();
 
-	(void)run;
 	for (size_t i = 0; i < s->d.nr_procs; i++)
 		json_object_array_add(procs, json_proc(&s->d.procs[i]));
 	json_object_object_add(o, "processes", procs);
@@ -570,12 +568,11 @@ static void prom_proc(struct prom_out *p, const struct nccl_proc_snap *sp, uint6
 	prom__u64(p, fams[F_GROUPS].name, pp, NULL, sp->groups);
 }
 
-int nccl_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run *run)
+int nccl_report__prom(struct prom_out *p, const struct gp_snap *hdr)
 {
 	const struct nccl_snap *s = SNAP(hdr);
 	struct gp_snap_pid *pids = calloc(s->d.nr_procs + 1, sizeof(*pids));
 
-	(void)run;
 	if (!pids)
 		return -ENOMEM;
 	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)

@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "apis.h"
-#include "apitrace.h"
-#include "text.h"
-#include "jsonnum.h"
-#include "bandwidth.h"
-#include "symbolize.h"
-#include "u64map.h"
+#include "lib/apis.h"
+#include "modes/trace/apitrace.h"
+#include "out/text.h"
+#include "out/jsonnum.h"
+#include "lib/bandwidth.h"
+#include "lib/symbolize.h"
+#include "lib/u64map.h"
 
 #define FL_STR_ARG2 1
 #define FL_CONFIG_ARG0 2

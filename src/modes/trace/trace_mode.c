@@ -14,19 +14,19 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "api_trace.skel.h"
-#include "apitrace.h"
-#include "attach.h"
-#include "elfsym.h"
-#include "events.h"
-#include "json.h"
-#include "mode.h"
-#include "option.h"
-#include "options.h"
-#include "run.h"
-#include "target.h"
-#include "timeline.h"
-#include "apis.h"
-#include "util.h"
+#include "modes/trace/apitrace.h"
+#include "core/attach.h"
+#include "lib/elfsym.h"
+#include "core/events.h"
+#include "out/json.h"
+#include "core/mode.h"
+#include "lib/option.h"
+#include "core/options.h"
+#include "core/run_impl.h"
+#include "lib/target.h"
+#include "core/timeline.h"
+#include "lib/apis.h"
+#include "lib/util.h"
 
 #define MAX_FUNCS 4096   /* bpf/api_trace.bpf.c */
 #define MAX_FILTERS 32
@@ -99,7 +99,7 @@ static bool wanted(const char *name)
 	return false;
 }
 
-/* A driver entry point gpuprobe knows by name (src/core/apis.c): taken first. */
+/* A driver entry point gpuprobe knows by name (src/lib/apis.c): taken first. */
 static bool known(const char *name)
 {
 	for (unsigned int id = 0; id < GP_API__COUNT; id++) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * --bandwidth-util aggregation: copies per process, GPU and direction. Directions of
- * unified copies come from the allocations tracked (never guessed); host pointers inside
+ * Copies per process, GPU and direction: --bandwidth-util's aggregation, and the copy
+ * directions of --trace (src/modes/trace/apitrace.c). Directions of unified copies come from the allocations tracked (never guessed); host pointers inside
  * pinned ranges are pinned, others pageable. Synchronous copies are timed entry to
  * return; asynchronous ones from submission to the return of the first synchronization
  * covering their stream — an upper bound. Pure C.

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /* unwind: see unwind.h. */
 #define _GNU_SOURCE
-#include "unwind.h"
-#include "procmaps.h"
-#include "procpin.h"
-#include "safeopen.h"
+#include "lib/unwind.h"
+#include "lib/procmaps.h"
+#include "lib/procpin.h"
+#include "lib/safeopen.h"
 
 #include <elfutils/libdwelf.h>
 #include <dwarf.h>

@@ -129,7 +129,7 @@ int target__resolve(const char *libcuda, int pid, bool verbose, struct lib_set *
  * finds (src/core/libwatch.c). 0, or -ENOENT with one line in err when none. */
 int target__resolve_installed(bool verbose, struct lib_set *libs, char *err, size_t len);
 /* A command about to start: the libcuda files its loader will find through the program's
- * DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH and those of its DT_NEEDED chain (src/core/ldpath.h),
+ * DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH and those of its DT_NEEDED chain (src/lib/ldpath.h),
  * checked and added to libs; files there already are not added twice. Returns how many it
  * added (0 when the program names no folder of its own, or is a script). */
 int target__resolve_command(char *const argv[], bool verbose, struct lib_set *libs);

@@ -4,9 +4,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "proctab.h"
-#include "u64map.h"
-#include "util.h"
+#include "lib/proctab.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 struct exited {
 	void *p;

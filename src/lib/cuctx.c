@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <stdlib.h>
-#include "apis.h"
-#include "cuctx.h"
-#include "u64map.h"
+#include "lib/apis.h"
+#include "lib/cuctx.h"
+#include "lib/u64map.h"
 
 #define CTX_STACK 8
 #define CU_STREAM_LEGACY_H 1

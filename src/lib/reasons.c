@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "reasons.h"
+#include "lib/reasons.h"
 
 static const struct {
 	const char *name;

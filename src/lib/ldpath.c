@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "ldpath.h"
-#include "safeopen.h"
+#include "lib/ldpath.h"
+#include "lib/safeopen.h"
 
 #define MAX_NEEDED 128    /* DT_NEEDED entries read per object */
 #define MAX_DIRS 64       /* folders of one search list */

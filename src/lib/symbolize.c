@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE
-#include "symbolize.h"
+#include "lib/symbolize.h"
 
-#include "elfsym.h"
-#include "procmaps.h"
-#include "procpin.h"
-#include "safeopen.h"
+#include "lib/elfsym.h"
+#include "lib/procmaps.h"
+#include "lib/procpin.h"
+#include "lib/safeopen.h"
 
 #include <errno.h>
 #include <libiberty/demangle.h>

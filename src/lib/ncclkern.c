@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ncclkern.h"
+#include "lib/ncclkern.h"
 
 #define NAME_MAX_LEN 4096
 

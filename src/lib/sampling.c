@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <math.h>
 #include <string.h>
-#include "sampling.h"
+#include "lib/sampling.h"
 
 #define Z95 1.96
 

@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cgroups.h"
-#include "k8s.h"
-#include "u64map.h"
+#include "lib/cgroups.h"
+#include "lib/k8s.h"
+#include "lib/u64map.h"
 
 /* A miss in the kubelet's folders rescans them at most this often. */
 #define NAME_RESCAN_MS 1000

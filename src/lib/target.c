@@ -12,13 +12,13 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "elfsym.h"
-#include "ldpath.h"
-#include "procmaps.h"
-#include "safeopen.h"
-#include "target.h"
-#include "u64map.h"
-#include "util.h"
+#include "lib/elfsym.h"
+#include "lib/ldpath.h"
+#include "lib/procmaps.h"
+#include "lib/safeopen.h"
+#include "lib/target.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 #if defined(__aarch64__)
 #define GP_MULTIARCH "aarch64-linux-gnu"

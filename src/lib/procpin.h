@@ -24,8 +24,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "procmaps.h"
-#include "safeopen.h"
+#include "lib/procmaps.h"
+#include "lib/safeopen.h"
 
 #define PROCPIN_MAX_PIDS 1024
 #define PROCPIN_MAX_MAPS 4096

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <stddef.h>
-#include "apis.h"
+#include "lib/apis.h"
 
 /* Each table in id order, from the one list (bpf/gp_apis.def: signatures and why each
  * entry point is there). */

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /* pystack: see pystack.h. */
 #define _GNU_SOURCE
-#include "pystack.h"
-#include "procmaps.h"
-#include "pyoffsets_gen.h"
-#include "safeopen.h"
-#include "errbuf.h"
-#include "u64map.h"
+#include "lib/pystack.h"
+#include "lib/procmaps.h"
+#include "lib/pyoffsets_gen.h"
+#include "lib/safeopen.h"
+#include "lib/errbuf.h"
+#include "lib/u64map.h"
 
 #include <errno.h>
 #include <gelf.h>

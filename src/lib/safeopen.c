@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /* safeopen: see safeopen.h for why each step is there. */
 #define _GNU_SOURCE
-#include "safeopen.h"
-#include "errbuf.h"
+#include "lib/safeopen.h"
+#include "lib/errbuf.h"
 
 #include <elf.h>
 #include <errno.h>

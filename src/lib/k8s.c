@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE
-#include "k8s.h"
+#include "lib/k8s.h"
 
 #include <dirent.h>
 #include <errno.h>

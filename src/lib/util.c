@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/capability.h>
-#include "util.h"
+#include "lib/util.h"
 
 uint64_t gp_mono_ns(void)
 {

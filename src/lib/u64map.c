@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <stdlib.h>
-#include "u64map.h"
+#include "lib/u64map.h"
 
 struct slot {
 	uint64_t key;

@@ -4,12 +4,12 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include "apis.h"
-#include "bandwidth.h"
-#include "cuctx.h"
-#include "proctab.h"
-#include "u64map.h"
-#include "util.h"
+#include "lib/apis.h"
+#include "lib/bandwidth.h"
+#include "lib/cuctx.h"
+#include "lib/proctab.h"
+#include "lib/u64map.h"
+#include "lib/util.h"
 
 #define MAX_GPUS 64
 #define KIND_HOSTREG GP_KIND__COUNT /* cuMemHostRegister'ed: pinned host memory */

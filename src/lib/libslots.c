@@ -2,8 +2,8 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <sys/sysmacros.h>
-#include "libslots.h"
-#include "procmaps.h"
+#include "lib/libslots.h"
+#include "lib/procmaps.h"
 
 /* Files one process maps that a rescan looks at: enough that every file still mapped is
  * seen (and so keeps its slot). */

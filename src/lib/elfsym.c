@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE
-#include "elfsym.h"
-#include "errbuf.h"
+#include "lib/elfsym.h"
+#include "lib/errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
 /*
  * Where each traced process runs, for the daemon's labels: its cgroup path (cgroup v2's
  * "0::" line; the v1 "memory" line on a hybrid host where that one is "/",
- * src/core/k8s.h), and from that path its pod and container (pod_uid, container_id;
+ * src/lib/k8s.h), and from that path its pod and container (pod_uid, container_id;
  * namespace, pod and container names from the kubelet's log folders).
  *
  * Read when the daemon learns of a process — its exec record, the first time a label

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* procpin: see procpin.h. */
 #define _GNU_SOURCE
-#include "procpin.h"
+#include "lib/procpin.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "u64map.h"
+#include "lib/u64map.h"
 
 struct kmap {
 	unsigned long long start, end, offset, inode;
