@@ -170,6 +170,10 @@ static double point(const struct models *m)
 {
 	double cb = m->cb, c0 = m->c0 > m->pace ? m->c0 : m->pace, y;
 
+	/* no window on either side saw a call, but its CPU time paid for some (carried): between
+	 * the calls that time makes at the windows' CPU time a call, probes and all, and unprobed */
+	if (m->pace <= 0 && m->cb > 0)
+		return middle(m->c0, m->cb);
 	if (m->beta < 0)
 		return middle(m->pace, m->hi);
 	/* past EST_SPAN x the calls at the window's CPU time a call (its CPU more than three
@@ -377,6 +381,26 @@ static double bound_weight(double sigma, double busy)
 	return (sigma < 0 ? 1 : 1 - sigma) * (0.5 + 0.5 * b);
 }
 
+/*
+ * A window that saw no call (a process between two bursts, or asleep all its window) says
+ * nothing of how many calls a CPU second of its pays for: not none. An unseen part next to it
+ * whose CPU time is known (its process ran 85 ms of a 377-ms part between two such windows,
+ * bursts of 50 ms every 250 ms on the H200) gets the calls that time pays for at the last
+ * rates per CPU second a window measured (`carried`), not none: before, that part counted
+ * nothing and a window next to a burst had its call-bound model halved (0.47x the count).
+ * The paced model (and the interval's low end) keeps none: the window saw none.
+ */
+static void carried(struct gp_account *a, double n, struct gp_rates *r)
+{
+	if (n > 0 && r->qhi > 0) {
+		a->q_last = *r;
+	} else if (n <= 0 && a->q_last.qhi > 0) {
+		r->qhi = a->q_last.qhi;
+		r->qwide = a->q_last.qwide;
+		r->q0 = a->q_last.q0;
+	}
+}
+
 void gp_account__period(struct gp_account *a, double n, double stray, double T, double on, double cost,
 			double price)
 {
@@ -413,7 +437,10 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	 * many CPUs as the process kept busy over the period, and at least one: a process that
 	 * ran threads on several CPUs (8 threads launching at once) took its n hits on all of
 	 * them. */
-	if (cpu_T >= 0 && on > 0 && on < T) {
+	if (cpu_T >= 0 && on > 0 && on < T && n <= 0) {
+		/* no call in the window, so no gap timed it: its share of the period's CPU time */
+		cpu_on = cpu_T * on / T;
+	} else if (cpu_T >= 0 && on > 0 && on < T) {
 		double base = act > 0 && act < on ? act : on;
 
 		cpu_on = base * (cpu_T / T > 1 ? cpu_T / T : 1);
@@ -424,6 +451,18 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	}
 	window_rates(n, on, cpu_on, sigma, w->head, w->head_s, cost, &r);
 	r.beta = bound_weight(sigma, w->busy);
+	carried(a, n, &r);
+	/* A thread that did not sleep in its window but was off any CPU most of the period
+	 * caught a burst (or a catch-up) in the window: its pace there is not the period's
+	 * (bursts of 50 ms every 250 ms on the H200: n / on extrapolated over the sleeps read
+	 * 1.2-1.5x), while the calls its CPU time pays for are (a CPU second of the burst makes
+	 * as many calls unprobed as one of the window, less the probes' time). Not where the
+	 * probes took most of its window's CPU time: a paced loop they pushed past its CPU (the
+	 * stand-in's 2-us loop, a launch 0.3 us against a hit 1.8) reads as one that never
+	 * slept, and the call-bound model, dividing by what is left, is no surer than the pace. */
+	if (r.qhi > 0 && n > 0 && sigma >= 0 && sigma < CLOCK_SIGMA && w->busy >= 0 && w->busy < 0.5 &&
+	    n * cost < UNBOUNDED_BUSY * cpu_on)
+		r.beta = 1 - sigma;
 	/* a thread that called all through its window (one thread's gaps span it) */
 	if (w->gaps >= CLOCK_GAPS && w->gap_s >= CLOCK_SPAN * on && sigma >= 0 && sigma < CLOCK_SIGMA) {
 		r.grate = w->gaps / w->gap_s;

@@ -94,6 +94,9 @@ struct gp_account {
 			      * had one; sampling.c, "CLOCK_LOOSE") */
 	double clock;        /* how surely its last two windows said it is paced by the clock without
 			      * sleeping, 0 to 1 (sampling.c, "clocked") */
+	struct gp_rates q_last; /* the per-CPU rates (qhi, qwide, q0) of its last window with calls: a
+			      * window that saw none says nothing of what a CPU second of its pays
+			      * for (sampling.c, "carried") */
 	bool have_rate;
 	uint64_t windows;    /* sampled windows */
 	double ssd;          /* the sum of squared differences of successive windows' rates */

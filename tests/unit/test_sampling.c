@@ -739,6 +739,64 @@ static void test_chance_agreement_is_not_a_clock(void)
 	ASSERT_TRUE(a.clock == 0, "two windows agreeing by chance after a pair 7 gaps apart: not clocked");
 }
 
+/*
+ * Bursts of 50 ms of launching every 250 ms on the H200 (bench/gpu/inproc.sh --workloads
+ * patterns, --max-overhead 1; bench/gpu/raw/2026-11-29-s15-inproc, its budget: acct lines in
+ * bench/budget_replay.c's order; a row: n stray T on act cpu_T cost price gaps gap_s sleep_s
+ * head busy head_s stray_calls). Windows that caught a burst read its pace, and windows that
+ * fell between two saw no call while the process's CPU time says it ran its bursts there.
+ * The loop's own counts: 87,040 and 96,256 launches (+-2,048) while gpuprobe was attached
+ * (its account spans ~0.15 s more). Before: 0.47x (the part between two windows that saw no
+ * call counted none; a window next to one had its call-bound model halved) and 1.46x (the
+ * burst's pace extrapolated over the sleeps).
+ */
+static void h200_bursts(const double (*log)[15], size_t k, double truth, const char *what)
+{
+	struct gp_account a;
+	struct gp_sampling s;
+
+	gp_account__begin(&a, 0);
+	for (size_t i = 0; i < k; i++) {
+		const double *l = log[i];
+		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = l[4], .cpu_T = l[5],
+				       .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11], .busy = l[12],
+				       .head_s = l[13], .stray_calls = l[14] };
+
+		gp_account__window(&a, &w, l[6], l[7]);
+	}
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	printf("#   %s: estimate %.2fx the loop's count, [%.2fx, %.2fx]\n", what, s.estimate / truth, s.lo / truth,
+	       s.hi / truth);
+	ASSERT_TRUE(s.estimate >= truth / 2 && s.estimate <= 2 * truth, "the estimate within 2x of the loop's count");
+	ASSERT_TRUE(s.lo <= truth + 2048 && truth - 2048 <= s.hi, "the interval holds the loop's count");
+}
+
+static void test_h200_bursts(void)
+{
+	static const double run2[][15] = {
+		{ 1108, 1, 0.011448173, 0.011448173, 0.008207422, -1, 2.39299794e-06, 4.98707994e-06, 1107, 0.008107422, 0, 1108, -1, -1, 0 },
+		{ 570, 24, 0.433933116, 0.004114381, 0.00404672, 0.090366613, 2.39299794e-06, 4.98707994e-06, 570, 0.00404672, 0, 570, 0.2077, -1, 24 },
+		{ 0, 2, 0.427877202, 0.050341008, 0, 0.096513146, 2.39299794e-06, 4.98707994e-06, 0, 0, 0, 0, 0.2239, -1, 1 },
+		{ 0, 0, 0.102015931, 0.102015931, 0, 7.2779e-05, 2.39299794e-06, 4.98707994e-06, 0, 0, 0, 0, -1, -1, 0 },
+		{ 188, 0, 0.030742034, 0.030742034, 0.001559833, 0, 2.39299794e-06, 4.98707994e-06, 187, 0.001459833, 0, 188, -1, -1, 0 },
+		{ 821, 34, 0.551079978, 0.006341569, 0.006293047, 0.147001942, 2.39299794e-06, 4.98707994e-06, 821, 0.006304521, 0, 821, 0.2661, -1, 31 },
+		{ 0, 0, 0.528377248, 0.050547503, 0, 0.100510597, 2.39299794e-06, 4.98707994e-06, 0, 0, 0, 0, 0.1885, -1, 0 },
+		{ 0, 0, 0.10178419, 0.10178419, 0, 6.3867e-05, 2.39299794e-06, 4.98707994e-06, 0, 0, 0, 0, -1, -1, 0 },
+	};
+	static const double run0[][15] = {
+		{ 677, 1, 0.076800143, 0.076800143, 0.004913944, -1, 1.526896e-06, 5.548e-06, 676, 0.004813944, 0, 677, -1, -1, 0 },
+		{ 622, 27, 0.581058432, 0.004556182, 0.004516275, 0.146057959, 2.51063223e-06, 6.53173623e-06, 622, 0.004516275, 0, 622, 0.2506, -1, 25 },
+		{ 0, 250, 0.436308802, 0.05037971, 0, 0.071059696, 2.51063223e-06, 6.53173623e-06, 0, 0, 0, 0, 0.1616, -1, 250 },
+		{ 1435, 14, 0.01046593, 0.01046593, 0.010455853, 0.010558348, 2.51063223e-06, 6.53173623e-06, 1434, 0.010355853, 0, 1435, 1, -1, 13 },
+		{ 285, 240, 0.505351786, 0.002106569, 0.002048368, 0.105378469, 2.51063223e-06, 6.53173623e-06, 285, 0.002048368, 0, 285, 0.208, -1, 239 },
+		{ 249, 30, 0.551922901, 0.001922006, 0.001894372, 0.113259562, 2.42531607e-06, 6.44642007e-06, 248, 0.001794372, 0, 249, 0.2044, -1, 30 },
+	};
+
+	h200_bursts(run2, sizeof(run2) / sizeof(run2[0]), 87040, "windows between bursts");
+	h200_bursts(run0, sizeof(run0) / sizeof(run0[0]), 96256, "windows in bursts");
+}
+
 /* A process that stopped calling after its last window and exited later: its last unseen
  * part ends at the exit, and may hold no calls at all. */
 static void test_exit_ends_the_last_part(void)
@@ -914,6 +972,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_h200_sync_row);
 	RUN_TEST(test_paced_by_a_busy_wait);
 	RUN_TEST(test_chance_agreement_is_not_a_clock);
+	RUN_TEST(test_h200_bursts);
 	RUN_TEST(test_exit_ends_the_last_part);
 	RUN_TEST(test_unseen_part_longer_than_a_period);
 	RUN_TEST(test_slow_attach_strays_timed);
