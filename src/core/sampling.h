@@ -152,6 +152,11 @@ struct gp_window {
  * probes; how often the process slept between its calls in the window moves the estimate
  * between the models and the interval's low end (sampling.c, "slept"). */
 void gp_account__window(struct gp_account *a, const struct gp_window *w, double cost, double price);
+/* How many threads took a window's hits at once: its hits over those that followed one of
+ * the same thread (gaps; 1 when one thread took them all), at most the CPUs the process kept
+ * busy over the period (cpu_T / T), at least 1. The time its probes took is divided among
+ * them: the process's wall time pays that share (gp_account__overhead, the budget's plan). */
+double gp_window_callers(const struct gp_window *w);
 /* The process ended `unseen` seconds into the unseen part waiting for its next window (which
  * will not come): that part is no longer than that, and its calls may have stopped anywhere
  * in it (its interval then reaches down to none there). */

@@ -797,6 +797,62 @@ static void test_h200_bursts(void)
 	h200_bursts(run0, sizeof(run0) / sizeof(run0[0]), 96256, "windows in bursts");
 }
 
+/*
+ * 8 threads launching at once on the H200 (bench/gpu/inproc.sh --workloads patterns,
+ * --max-overhead 1, bench/gpu/raw/2026-11-29-s15-inproc; rows as test_h200_bursts's): their
+ * probes' time was charged summed over the threads, 9.47 % of the process's wall time
+ * (over_budget), while inside the process the loop ran +0.64 % slower (95 %: -1.22 ...
+ * +5.35 %; by 0.25 s since the attach +0.97 ... +1.95 %). The threads took their hits on ~7
+ * CPUs at once (cpu_T / T 7.1-7.2; hits after one of the same thread: 0-15 of 1,335-16,977),
+ * and the wall time pays a seventh of it. One thread's windows (the paced loop's) are charged
+ * as before, every hit and stray at its price.
+ */
+static double replay_overhead(const double (*log)[15], size_t k, double *summed)
+{
+	struct gp_account a;
+	double s = 0, t = 0;
+
+	gp_account__begin(&a, 0);
+	for (size_t i = 0; i < k; i++) {
+		const double *l = log[i];
+		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = l[4], .cpu_T = l[5],
+				       .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11], .busy = l[12],
+				       .head_s = l[13], .stray_calls = l[14] };
+
+		gp_account__window(&a, &w, l[6], l[7]);
+		s += (l[0] + l[1]) * l[7];
+		t += l[2];
+	}
+	*summed = 100 * s / t;
+	return 100 * gp_account__overhead(&a);
+}
+
+static void test_h200_threads_share_their_probes(void)
+{
+	static const double threads8[][15] = {
+		{ 16977, 13, 0.014480151, 0.014480151, 0.027414215, -1, 1.39027e-06, 5.002e-06, 15, 0.000212082, 0, 16977, -1, -1, 0 },
+		{ 13174, 1272, 0.511102726, 0.02071414, 0.020718443, 3.62324066, 3.24696931e-06, 6.85869931e-06, 5, 4.2109e-05, 0, 13174, 0.8864, -1, 1257 },
+		{ 1357, 1137, 0.999786905, 0.002128329, 0.002151732, 7.20471301, 3.24696931e-06, 6.85869931e-06, 0, 0, 0, 1357, 0.9009, -1, 1136 },
+		{ 1335, 116, 0.703768476, 0.002086747, 0.002105515, 5.09392647, 3.24696931e-06, 6.85869931e-06, 0, 0, 0, 1335, 0.905, -1, 114 },
+	};
+	static const double paced[][15] = {
+		{ 1940, 1, 0.011347819, 0.011347819, 0.01942736, -1, 2.33046903e-06, 4.74764103e-06, 1939, 0.01932736, 0.000674828, 4, -1, -1, 0 },
+		{ 379, 132, 0.590694839, 0.003804605, 0.00378015, 0.592751824, 2.33046903e-06, 4.74764103e-06, 379, 0.00378015, 0, 0, 1, -1, 131 },
+		{ 250, 147, 0.536186439, 0.002594528, 0.00258981, 0.536563152, 2.33046903e-06, 4.74764103e-06, 249, 0.00248981, 0, 250, 1, -1, 147 },
+		{ 240, 149, 0.519742051, 0.002490645, 0.002473976, 0.51940049, 2.33046903e-06, 4.74764103e-06, 239, 0.002373976, 0, 240, 0.9988, -1, 148 },
+		{ 246, 17, 0.521413969, 0.002534797, 0.002549677, 0.519797295, 2.33046903e-06, 4.74764103e-06, 245, 0.002449677, 0, 246, 0.9964, -1, 17 },
+	};
+	double summed, o = replay_overhead(threads8, sizeof(threads8) / sizeof(threads8[0]), &summed);
+
+	printf("#   8 threads: %.2f %% of the wall time in probes (summed over the threads: %.2f %%); the loop's own: "
+	       "+0.64 %% (-1.22 ... +5.35 %%)\n", o, summed);
+	ASSERT_TRUE(o <= 5.35, "within the in-process slowdown's interval");
+	ASSERT_TRUE(o >= 100 * 16977 * 5.002e-6 / 8 / 2.229, "no less than the first period's hits shared by 8");
+	o = replay_overhead(paced, sizeof(paced) / sizeof(paced[0]), &summed);
+	printf("#   one thread: %.3f %% (summed: %.3f %%)\n", o, summed);
+	ASSERT_TRUE(fabs(o - summed) < 1e-9 * summed, "one thread's windows charged every hit and stray");
+}
+
 /* A process that stopped calling after its last window and exited later: its last unseen
  * part ends at the exit, and may hold no calls at all. */
 static void test_exit_ends_the_last_part(void)
@@ -973,6 +1029,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_paced_by_a_busy_wait);
 	RUN_TEST(test_chance_agreement_is_not_a_clock);
 	RUN_TEST(test_h200_bursts);
+	RUN_TEST(test_h200_threads_share_their_probes);
 	RUN_TEST(test_exit_ends_the_last_part);
 	RUN_TEST(test_unseen_part_longer_than_a_period);
 	RUN_TEST(test_slow_attach_strays_timed);
