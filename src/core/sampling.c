@@ -232,6 +232,7 @@ static void average(const struct models *a, const struct models *b, struct model
 #define CLOCK_SPAN 0.9
 #define CLOCK_SAME 0.05
 #define CLOCK_APART 0.15
+#define CLOCK_BUSY 0.9
 
 /*
  * One pair that agrees can be chance. A loop bound by its CPU has gap rates that wander by
@@ -257,13 +258,36 @@ static double clock_gaps(const struct gp_rates *r1, const struct gp_rates *r2)
 	return fabs(r1->grate - r2->grate) / ((r1->grate + r2->grate) / 2) / (1 / r1->gaps + 1 / r2->gaps);
 }
 
+/*
+ * How far apart a clock's two windows may read depends on how late their ends ran: a hit's
+ * own price delays the next call by up to that much, and a window's first and last hits
+ * may each be late by about it. At 100,000/s a 4.75-us hit is 0.475 of a gap, and the H200's
+ * busy-waiting paced loop (bench/gpu/raw/2026-11-29-s15-inproc, windows of 2-4 ms, 170-380
+ * gaps) read pairs 0.1-0.95 of a gap apart (one 1.51) where CLOCK_SAME took only 0.05: none
+ * qualified and its parts stayed call-bound, 1.13-1.26x the loop's count. The tolerance is
+ * CLOCK_LATE x that price in gaps (never under CLOCK_SAME, never over LATE_CAP gaps: a fast
+ * call-bound loop's hit is several gaps, and its windows wander by a few), CLOCK_APART /
+ * CLOCK_SAME times it for none; the pair before within LOOSE_K times it (at least
+ * CLOCK_LOOSE). Replayed: the paced loop 1.01-1.05x (s15), 0.99-1.07x (s13, s14 budget_cov);
+ * of 40 call-bound H200 runs two moved (a synchronizing loop's chance pair: 0.82x -> 0.76x,
+ * 0.89x -> 0.86x). Only for a thread busy all its period (CLOCK_BUSY): bursts whose windows
+ * each caught one at the same pace are no clock (their unseen parts sleep).
+ */
+#define CLOCK_LATE 1.5
+#define LATE_CAP 0.75
+#define LOOSE_K 2.0
+
 static double clocked(const struct gp_account *a, const struct gp_rates *r1, const struct gp_rates *r2)
 {
-	double d = clock_gaps(r1, r2), c;
+	double d = clock_gaps(r1, r2), c, same = CLOCK_SAME, late = CLOCK_LATE * (r1->late + r2->late) / 2;
 
-	if (d < 0 || (a->clock_d > 0 && a->clock_d - 1 > CLOCK_LOOSE))
+	if (late > LATE_CAP)
+		late = LATE_CAP;
+	if (late > same)
+		same = late;
+	if (d < 0 || (a->clock_d > 0 && a->clock_d - 1 > (LOOSE_K * same > CLOCK_LOOSE ? LOOSE_K * same : CLOCK_LOOSE)))
 		return 0;
-	c = (CLOCK_APART - d) / (CLOCK_APART - CLOCK_SAME);
+	c = (CLOCK_APART / CLOCK_SAME * same - d) / (CLOCK_APART / CLOCK_SAME * same - same);
 	return c < 0 ? 0 : c > 1 ? 1 : c;
 }
 
@@ -485,9 +509,11 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	    n * cost < UNBOUNDED_BUSY * cpu_on)
 		r.beta = 1 - sigma;
 	/* a thread that called all through its window (one thread's gaps span it) */
-	if (w->gaps >= CLOCK_GAPS && w->gap_s >= CLOCK_SPAN * on && sigma >= 0 && sigma < CLOCK_SIGMA) {
+	if (w->gaps >= CLOCK_GAPS && w->gap_s >= CLOCK_SPAN * on && sigma >= 0 && sigma < CLOCK_SIGMA &&
+	    (w->busy < 0 || w->busy >= CLOCK_BUSY)) {
 		r.grate = w->gaps / w->gap_s;
 		r.gaps = w->gaps;
+		r.late = price * r.grate;
 	}
 	if (on > 0 && on < T) {
 		/* Most of the window in probes, on as many CPUs as it kept busy (8 threads take

@@ -65,6 +65,8 @@ struct gp_rates {
 	double grate;      /* its one-thread gaps' rate, gaps over their seconds, where enough of
 			    * them that it never slept in say so (0: not known; sampling.c, "clocked") */
 	double gaps;       /* how many */
+	double late;       /* one hit's price in gaps at that rate: how late a window's ends may
+			    * run behind a clock (sampling.c, "CLOCK_LATE") */
 };
 
 /* One process's account of its sampled probes' hits, period by period. */
