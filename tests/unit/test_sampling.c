@@ -891,6 +891,48 @@ static void test_h200_paced_windows_agree_within_a_hit(void)
 	ASSERT_TRUE(s.lo <= truth + 2048 && truth - 2048 <= s.hi, "the interval holds the loop's count");
 }
 
+/*
+ * The stand-in's loop paced by a busy wait (rate_app --phases 20000:2000 --busy-pace,
+ * --max-overhead 5, bench/budget_runs.py busypaced20k) on the 2-CPU machine at load 15,
+ * 40,000 launches by its own count (bench/raw/2026-11-29-s15-busypaced20k-5pct-load15.log.gz;
+ * rows as test_h200_bursts's). Its fifth window's thread was held off for all but 0.33 ms of
+ * its 9.6 ms, then called back to back: 116 hits on 0.43 ms of CPU, a per-CPU rate 5x its
+ * windows that called through, which the unseen part's 256 ms of spinning multiplied: 7.15x
+ * the count (sampling.c, CATCH_UP_SPAN).
+ */
+static void test_catch_up_window_is_no_cpu_rate(void)
+{
+	static const double log[][15] = {
+		{ 2003, 3, 0.102885974, 0.102885974, 0.046949041, -1, 2.61527258e-06, 4.37000858e-06, 2002, 0.100049583, 0, 2003, -1, -1, 0 },
+		{ 2058, 0, 0.107016416, 0.107016416, 0.047703004, 0.047658893, 2.51209381e-06, 4.26682981e-06, 2058, 0.102899944, 0, 2058, 0.9862, -1, 0 },
+		{ 240, 0, 0.011958525, 0.011958525, 0.005573046, 0.00545579, 2.51209381e-06, 4.26682981e-06, 240, 0.011999996, 0, 240, 0.5119, -1, 0 },
+		{ 1850, 13510, 0.76661117, 0.088371124, 0.041262254, 0.409258255, 2.51209381e-06, 4.26682981e-06, 1850, 0.092502227, 0, 1850, 1, -1, 13510 },
+		{ 116, 325, 0.766107602, 0.009636727, 0.000433325, 0.255949959, 2.51209381e-06, 4.26682981e-06, 115, 0.000333325, 0, 116, 0.9972, -1, 325 },
+		{ 3120, 0, 0.359221453, 0.15409921, 0.047550998, 0.07754226, 2.51209381e-06, 4.26682981e-06, 3119, 0.147900567, 0, 3120, 0.9972, -1, 0 },
+	};
+	struct gp_window end = { .T = 1e-9, .on = 1e-9, .act = -1, .cpu_T = -1, .busy = -1, .head_s = -1 };
+	const double truth = 40000;
+	struct gp_account a;
+	struct gp_sampling s;
+
+	gp_account__begin(&a, 0);
+	for (size_t i = 0; i < sizeof(log) / sizeof(log[0]); i++) {
+		const double *l = log[i];
+		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = l[4], .cpu_T = l[5],
+				       .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11], .busy = l[12],
+				       .head_s = l[13], .stray_calls = l[14] };
+
+		gp_account__window(&a, &w, l[6], l[7]);
+	}
+	gp_account__trim(&a, 0.205122243);
+	gp_account__window(&a, &end, 2.51209381e-06, 4.26682981e-06);
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	printf("#   estimate %.2fx the loop's count, [%.2fx, %.2fx]\n", s.estimate / truth, s.lo / truth, s.hi / truth);
+	ASSERT_TRUE(s.estimate >= truth / 2 && s.estimate <= 2 * truth, "the estimate within 2x of the loop's count");
+	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the interval holds the loop's count");
+}
+
 /* A process that stopped calling after its last window and exited later: its last unseen
  * part ends at the exit, and may hold no calls at all. */
 static void test_exit_ends_the_last_part(void)
@@ -1069,6 +1111,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_h200_bursts);
 	RUN_TEST(test_h200_threads_share_their_probes);
 	RUN_TEST(test_h200_paced_windows_agree_within_a_hit);
+	RUN_TEST(test_catch_up_window_is_no_cpu_rate);
 	RUN_TEST(test_exit_ends_the_last_part);
 	RUN_TEST(test_unseen_part_longer_than_a_period);
 	RUN_TEST(test_slow_attach_strays_timed);
