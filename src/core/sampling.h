@@ -99,6 +99,8 @@ struct gp_account {
 	struct gp_rates q_last; /* the per-CPU rates (qhi, qwide, q0) of its last window with calls: a
 			      * window that saw none says nothing of what a CPU second of its pays
 			      * for (sampling.c, "carried") */
+	struct gp_rates q_run; /* the same of its last window that called through it without
+			      * sleeping (sampling.c, CATCH_UP_SPAN) */
 	bool have_rate;
 	uint64_t windows;    /* sampled windows */
 	double ssd;          /* the sum of squared differences of successive windows' rates */

@@ -933,6 +933,61 @@ static void test_catch_up_window_is_no_cpu_rate(void)
 	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the interval holds the loop's count");
 }
 
+/*
+ * rate_app's steps on the stand-in (200/s, 20,000/s, 100,000/s, 200/s, a second each, a sleep
+ * until each launch is due; test_budget's workload, --max-overhead 1, the 2-CPU machine at
+ * load 22; bench/raw/2026-11-29-s15-steps-catch-up-load22.log.gz), 120,400 launches by its own
+ * count. Its windows at 20,000/s slept between calls (a sleep's system call a launch: 21,000
+ * calls a CPU second); its window at the step to 100,000/s was behind and called back to back
+ * (321,000 a CPU second). Carrying the sleeping windows' per-CPU rate into that catch-up read
+ * the run at 0.31x with an interval under its count (sampling.c, CATCH_UP_SPAN: only a window
+ * that called through without sleeping lends its rate).
+ */
+static void test_catch_up_after_sleeping_windows(void)
+{
+	static const double log[][15] = {
+		{ 24, 3, 0.105022576, 0.105022576, 0.0024, -1, 1.478676e-06, 3.064e-06, 23, 0.115002202, 0.115002202, 1, -1, -1, 0 },
+		{ 33, 0, 0.166676603, 0.166676603, 0.0033, 0.001021426, 1.478676e-06, 3.064e-06, 33, 0.164973595, 0.164973595, 0, -1, -1, 0 },
+		{ 20, 0, 0.102111114, 0.102111114, 0.002, 0.000566419, 1.478676e-06, 3.064e-06, 20, 0.100052337, 0.100052337, 0, -1, -1, 0 },
+		{ 22, 0, 0.10526779, 0.10526779, 0.0022, 0.000813856, 1.478676e-06, 3.064e-06, 22, 0.110000817, 0.110000817, 0, -1, -1, 0 },
+		{ 21, 2, 0.1081441, 0.1081441, 0.0021, 0.000800721, 1.478676e-06, 3.064e-06, 21, 0.106838782, 0.106838782, 0, -1, -1, 0 },
+		{ 21, 0, 0.104505924, 0.104505924, 0.0021, 0.000709584, 1.478676e-06, 3.064e-06, 21, 0.103120247, 0.103120247, 0, -1, -1, 0 },
+		{ 20, 0, 0.100371731, 0.100371731, 0.002, 0.000649856, 1.478676e-06, 3.064e-06, 20, 0.100041961, 0.100041961, 0, -1, -1, 0 },
+		{ 20, 0, 0.101335742, 0.101335742, 0.002, 0.000583674, 1.478676e-06, 3.064e-06, 20, 0.099971116, 0.099971116, 0, -1, -1, 0 },
+		{ 159, 4, 0.103549129, 0.103549129, 0.007477289, 0.001865745, 1.478676e-06, 3.064e-06, 159, 0.106950408, 0.106686829, 0, -1, -1, 0 },
+		{ 441, 8, 0.021201697, 0.021201697, 0.013601603, 0.002987878, 3.02501718e-06, 4.61034118e-06, 441, 0.022083938, 0.020979202, 0, 0.599, -1, 0 },
+		{ 183, 202, 0.506125665, 0.009019051, 0.006589674, 0.054834961, 3.02501718e-06, 4.61034118e-06, 183, 0.00912608, 0.008660835, 0, 0.3426, -1, 0 },
+		{ 179, 191, 0.438612103, 0.008130802, 0.005864494, 0.044587915, 3.02501718e-06, 4.61034118e-06, 178, 0.006307865, 0.00571637, 61, 0.3723, 0.002273846, 15 },
+		{ 153, 1097, 0.514287958, 0.007648856, 0.007395771, 0.07354814, 3.02501718e-06, 4.61034118e-06, 152, 0.007553234, 0.007275526, 2, 0.4697, 0.00018191, 111 },
+		{ 460, 1026, 0.575180755, 0.006311751, 0.001432729, 0.077225312, 3.02501718e-06, 4.61034118e-06, 459, 0.002157033, 0, 460, 0.3606, -1, 0 },
+		{ 10, 2, 0.463941169, 0.050394891, 0.001, 0.002117147, 3.02501718e-06, 4.61034118e-06, 9, 0.044425778, 0.044425778, 1, 0.01505, 0.006823151, 0 },
+		{ 21, 0, 0.105215693, 0.105215693, 0.0021, 0.000753108, 3.02501718e-06, 4.61034118e-06, 20, 0.100016263, 0.100016263, 1, -1, 0.007855683, 0 },
+		{ 20, 0, 0.100713959, 0.100713959, 0.002, 0.000720739, 3.02501718e-06, 4.61034118e-06, 20, 0.100022783, 0.100022783, 0, -1, -1, 0 },
+		{ 21, 0, 0.103922252, 0.103922252, 0.0021, 0.000804043, 3.02501718e-06, 4.61034118e-06, 21, 0.105235812, 0.105235812, 0, -1, -1, 0 },
+		{ 20, 0, 0.102136491, 0.102136491, 0.001725338, 0.00079437, 3.02501718e-06, 4.61034118e-06, 20, 0.099740063, 0.099714725, 0, -1, -1, 0 },
+		{ 13, 2, 0.102418189, 0.102418189, 0.0013, 0.000757324, 3.02501718e-06, 4.61034118e-06, 13, 0.065022999, 0.065022999, 0, -1, -1, 0 },
+		{ 0, 0, 0.0587464, 0.0587464, 0, 0, 3.02501718e-06, 4.61034118e-06, 0, 0, 0, 0, 0.01505, -1, 0 },
+	};
+	const double truth = 120400;
+	struct gp_account a;
+	struct gp_sampling s;
+
+	gp_account__begin(&a, 0);
+	for (size_t i = 0; i < sizeof(log) / sizeof(log[0]); i++) {
+		const double *l = log[i];
+		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = l[4], .cpu_T = l[5],
+				       .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11], .busy = l[12],
+				       .head_s = l[13], .stray_calls = l[14] };
+
+		gp_account__window(&a, &w, l[6], l[7]);
+	}
+	gp_account__trim(&a, 0);
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	printf("#   estimate %.2fx the count, [%.2fx, %.2fx]\n", s.estimate / truth, s.lo / truth, s.hi / truth);
+	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the interval holds the count");
+}
+
 /* A process that stopped calling after its last window and exited later: its last unseen
  * part ends at the exit, and may hold no calls at all. */
 static void test_exit_ends_the_last_part(void)
@@ -1112,6 +1167,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_h200_threads_share_their_probes);
 	RUN_TEST(test_h200_paced_windows_agree_within_a_hit);
 	RUN_TEST(test_catch_up_window_is_no_cpu_rate);
+	RUN_TEST(test_catch_up_after_sleeping_windows);
 	RUN_TEST(test_exit_ends_the_last_part);
 	RUN_TEST(test_unseen_part_longer_than_a_period);
 	RUN_TEST(test_slow_attach_strays_timed);
