@@ -113,8 +113,8 @@ int main(int argc, char **argv)
 
 		c.pending = false;
 		gp_account__sampling(&c, &st);
-		printf("{\"pid\":%u,\"sampled\":%s,\"observed\":%.0f", procs[i].pid, sampled ? "true" : "false",
-		       procs[i].acc.obs);
+		printf("{\"pid\":%u,\"sampled\":%s,\"observed\":%.0f,\"overhead_pct\":%.3f", procs[i].pid,
+		       sampled ? "true" : "false", procs[i].acc.obs, 100 * gp_account__overhead(&procs[i].acc));
 		if (sampled) {
 			printf(",\"estimate\":%.0f,\"lo\":%.0f", s.estimate, s.lo);
 			print_hi("hi", &s);

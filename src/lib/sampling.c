@@ -170,6 +170,10 @@ static double point(const struct models *m)
 {
 	double cb = m->cb, c0 = m->c0 > m->pace ? m->c0 : m->pace, y;
 
+	/* no window on either side saw a call, but its CPU time paid for some (carried): between
+	 * the calls that time makes at the windows' CPU time a call, probes and all, and unprobed */
+	if (m->pace <= 0 && m->cb > 0)
+		return middle(m->c0, m->cb);
 	if (m->beta < 0)
 		return middle(m->pace, m->hi);
 	/* past EST_SPAN x the calls at the window's CPU time a call (its CPU more than three
@@ -228,6 +232,7 @@ static void average(const struct models *a, const struct models *b, struct model
 #define CLOCK_SPAN 0.9
 #define CLOCK_SAME 0.05
 #define CLOCK_APART 0.15
+#define CLOCK_BUSY 0.9
 
 /*
  * One pair that agrees can be chance. A loop bound by its CPU has gap rates that wander by
@@ -253,13 +258,36 @@ static double clock_gaps(const struct gp_rates *r1, const struct gp_rates *r2)
 	return fabs(r1->grate - r2->grate) / ((r1->grate + r2->grate) / 2) / (1 / r1->gaps + 1 / r2->gaps);
 }
 
+/*
+ * How far apart a clock's two windows may read depends on how late their ends ran: a hit's
+ * own price delays the next call by up to that much, and a window's first and last hits
+ * may each be late by about it. At 100,000/s a 4.75-us hit is 0.475 of a gap, and the H200's
+ * busy-waiting paced loop (bench/gpu/raw/2026-11-29-s15-inproc, windows of 2-4 ms, 170-380
+ * gaps) read pairs 0.1-0.95 of a gap apart (one 1.51) where CLOCK_SAME took only 0.05: none
+ * qualified and its parts stayed call-bound, 1.13-1.26x the loop's count. The tolerance is
+ * CLOCK_LATE x that price in gaps (never under CLOCK_SAME, never over LATE_CAP gaps: a fast
+ * call-bound loop's hit is several gaps, and its windows wander by a few), CLOCK_APART /
+ * CLOCK_SAME times it for none; the pair before within LOOSE_K times it (at least
+ * CLOCK_LOOSE). Replayed: the paced loop 1.01-1.05x (s15), 0.99-1.07x (s13, s14 budget_cov);
+ * of 40 call-bound H200 runs two moved (a synchronizing loop's chance pair: 0.82x -> 0.76x,
+ * 0.89x -> 0.86x). Only for a thread busy all its period (CLOCK_BUSY): bursts whose windows
+ * each caught one at the same pace are no clock (their unseen parts sleep).
+ */
+#define CLOCK_LATE 1.5
+#define LATE_CAP 0.75
+#define LOOSE_K 2.0
+
 static double clocked(const struct gp_account *a, const struct gp_rates *r1, const struct gp_rates *r2)
 {
-	double d = clock_gaps(r1, r2), c;
+	double d = clock_gaps(r1, r2), c, same = CLOCK_SAME, late = CLOCK_LATE * (r1->late + r2->late) / 2;
 
-	if (d < 0 || (a->clock_d > 0 && a->clock_d - 1 > CLOCK_LOOSE))
+	if (late > LATE_CAP)
+		late = LATE_CAP;
+	if (late > same)
+		same = late;
+	if (d < 0 || (a->clock_d > 0 && a->clock_d - 1 > (LOOSE_K * same > CLOCK_LOOSE ? LOOSE_K * same : CLOCK_LOOSE)))
 		return 0;
-	c = (CLOCK_APART - d) / (CLOCK_APART - CLOCK_SAME);
+	c = (CLOCK_APART / CLOCK_SAME * same - d) / (CLOCK_APART / CLOCK_SAME * same - same);
 	return c < 0 ? 0 : c > 1 ? 1 : c;
 }
 
@@ -377,6 +405,73 @@ static double bound_weight(double sigma, double busy)
 	return (sigma < 0 ? 1 : 1 - sigma) * (0.5 + 0.5 * b);
 }
 
+/*
+ * A window that saw no call (a process between two bursts, or asleep all its window) says
+ * nothing of how many calls a CPU second of its pays for: not none. An unseen part next to it
+ * whose CPU time is known (its process ran 85 ms of a 377-ms part between two such windows,
+ * bursts of 50 ms every 250 ms on the H200) gets the calls that time pays for at the last
+ * rates per CPU second a window measured (`carried`), not none: before, that part counted
+ * nothing and a window next to a burst had its call-bound model halved (0.47x the count).
+ * The paced model (and the interval's low end) keeps none: the window saw none.
+ */
+/*
+ * A window whose thread did not sleep but called through less than CATCH_UP_SPAN of it (its
+ * one-thread gaps span that little: it was held off at the window's start, by the links going
+ * in or a loaded machine, and called back to back once it ran) measured a catch-up, not its
+ * calls per CPU second: a loop paced by a busy wait has no wait left to spin while behind, and
+ * its per-CPU rate there read 248,000/s where its windows that called through read 27,000/s
+ * (the stand-in's busy-paced 20,000/s loop at load 15: 3.5x and 7.2x its count). Such a window
+ * takes the last per-CPU rates of one that called through without sleeping (a loop bound by
+ * its CPU has the same either way); the pace and the interval's low end stay its own. Not those
+ * of a window it slept in: rate_app's 20,000/s phase spends a sleep's system call a launch, and
+ * its rate per CPU second there (21,000/s), carried into the 100,000/s phase's catch-up window
+ * (321,000/s), read the run at 0.31x with an interval under its count.
+ */
+#define CATCH_UP_SPAN 0.5
+
+static void carried(struct gp_account *a, const struct gp_window *w, double n, struct gp_rates *r)
+{
+	bool awake = n > 0 && w->gaps >= SIGMA_GAPS && r->sigma >= 0 && r->sigma < CLOCK_SIGMA;
+	bool behind = awake && w->gap_s < CATCH_UP_SPAN * w->on;
+
+	if (behind && a->q_run.qhi > 0) {
+		r->qhi = a->q_run.qhi;
+		r->qwide = a->q_run.qwide;
+		r->q0 = a->q_run.q0;
+		return;
+	}
+	if (awake && !behind && r->qhi > 0)
+		a->q_run = *r;
+	if (n > 0 && r->qhi > 0) {
+		a->q_last = *r;
+	} else if (n <= 0 && a->q_last.qhi > 0 && !a->ended) { /* (its exit's end: a step to none) */
+		r->qhi = a->q_last.qhi;
+		r->qwide = a->q_last.qwide;
+		r->q0 = a->q_last.q0;
+	}
+}
+
+double gp_window_callers(const struct gp_window *w)
+{
+	double par = w->cpu_T >= 0 && w->T > 0 ? w->cpu_T / w->T : w->act > w->on && w->on > 0 ? w->act / w->on : 1, k;
+
+	if (w->n < SIGMA_GAPS || w->gaps < 0 || par <= 1)
+		return 1;
+	k = w->n / (w->gaps + 1);
+	return k < 1 ? 1 : k > par ? par : k;
+}
+
+/* The wall time s seconds of probes took from the process in `at` seconds: shared by the
+ * threads that called at once (gp_window_callers), and never more than the time itself. On
+ * the H200, 8 threads launching at once were charged their probes' time summed over the
+ * threads, 7.1-9.5 % of their wall time under a 1 % budget (over_budget said so), where their
+ * loop ran +0.64 % (-1.22 ... +5.35) slower inside the process. */
+static double wall_paid(const struct gp_window *w, double s, double at)
+{
+	s /= gp_window_callers(w);
+	return s < at ? s : at;
+}
+
 void gp_account__period(struct gp_account *a, double n, double stray, double T, double on, double cost,
 			double price)
 {
@@ -413,7 +508,10 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	 * many CPUs as the process kept busy over the period, and at least one: a process that
 	 * ran threads on several CPUs (8 threads launching at once) took its n hits on all of
 	 * them. */
-	if (cpu_T >= 0 && on > 0 && on < T) {
+	if (cpu_T >= 0 && on > 0 && on < T && n <= 0) {
+		/* no call in the window, so no gap timed it: its share of the period's CPU time */
+		cpu_on = cpu_T * on / T;
+	} else if (cpu_T >= 0 && on > 0 && on < T) {
 		double base = act > 0 && act < on ? act : on;
 
 		cpu_on = base * (cpu_T / T > 1 ? cpu_T / T : 1);
@@ -424,10 +522,24 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	}
 	window_rates(n, on, cpu_on, sigma, w->head, w->head_s, cost, &r);
 	r.beta = bound_weight(sigma, w->busy);
+	carried(a, w, n, &r);
+	/* A thread that did not sleep in its window but was off any CPU most of the period
+	 * caught a burst (or a catch-up) in the window: its pace there is not the period's
+	 * (bursts of 50 ms every 250 ms on the H200: n / on extrapolated over the sleeps read
+	 * 1.2-1.5x), while the calls its CPU time pays for are (a CPU second of the burst makes
+	 * as many calls unprobed as one of the window, less the probes' time). Not where the
+	 * probes took most of its window's CPU time: a paced loop they pushed past its CPU (the
+	 * stand-in's 2-us loop, a launch 0.3 us against a hit 1.8) reads as one that never
+	 * slept, and the call-bound model, dividing by what is left, is no surer than the pace. */
+	if (r.qhi > 0 && n > 0 && sigma >= 0 && sigma < CLOCK_SIGMA && w->busy >= 0 && w->busy < 0.5 &&
+	    n * cost < UNBOUNDED_BUSY * cpu_on)
+		r.beta = 1 - sigma;
 	/* a thread that called all through its window (one thread's gaps span it) */
-	if (w->gaps >= CLOCK_GAPS && w->gap_s >= CLOCK_SPAN * on && sigma >= 0 && sigma < CLOCK_SIGMA) {
+	if (w->gaps >= CLOCK_GAPS && w->gap_s >= CLOCK_SPAN * on && sigma >= 0 && sigma < CLOCK_SIGMA &&
+	    (w->busy < 0 || w->busy >= CLOCK_BUSY)) {
 		r.grate = w->gaps / w->gap_s;
 		r.gaps = w->gaps;
+		r.late = price * r.grate;
 	}
 	if (on > 0 && on < T) {
 		/* Most of the window in probes, on as many CPUs as it kept busy (8 threads take
@@ -493,7 +605,7 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 		a->p_mid = point(&um);
 	}
 	a->have_rate = on > 0;
-	a->probe_s += (n + w->stray) * price;
+	a->probe_s += wall_paid(w, n * price, on) + wall_paid(w, w->stray * price, T);
 	a->strays += w->stray_calls;
 	a->seconds += T;
 }

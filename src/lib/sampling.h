@@ -65,6 +65,8 @@ struct gp_rates {
 	double grate;      /* its one-thread gaps' rate, gaps over their seconds, where enough of
 			    * them that it never slept in say so (0: not known; sampling.c, "clocked") */
 	double gaps;       /* how many */
+	double late;       /* one hit's price in gaps at that rate: how late a window's ends may
+			    * run behind a clock (sampling.c, "CLOCK_LATE") */
 };
 
 /* One process's account of its sampled probes' hits, period by period. */
@@ -94,6 +96,11 @@ struct gp_account {
 			      * had one; sampling.c, "CLOCK_LOOSE") */
 	double clock;        /* how surely its last two windows said it is paced by the clock without
 			      * sleeping, 0 to 1 (sampling.c, "clocked") */
+	struct gp_rates q_last; /* the per-CPU rates (qhi, qwide, q0) of its last window with calls: a
+			      * window that saw none says nothing of what a CPU second of its pays
+			      * for (sampling.c, "carried") */
+	struct gp_rates q_run; /* the same of its last window that called through it without
+			      * sleeping (sampling.c, CATCH_UP_SPAN) */
 	bool have_rate;
 	uint64_t windows;    /* sampled windows */
 	double ssd;          /* the sum of squared differences of successive windows' rates */
@@ -149,6 +156,11 @@ struct gp_window {
  * probes; how often the process slept between its calls in the window moves the estimate
  * between the models and the interval's low end (sampling.c, "slept"). */
 void gp_account__window(struct gp_account *a, const struct gp_window *w, double cost, double price);
+/* How many threads took a window's hits at once: its hits over those that followed one of
+ * the same thread (gaps; 1 when one thread took them all), at most the CPUs the process kept
+ * busy over the period (cpu_T / T), at least 1. The time its probes took is divided among
+ * them: the process's wall time pays that share (gp_account__overhead, the budget's plan). */
+double gp_window_callers(const struct gp_window *w);
 /* The process ended `unseen` seconds into the unseen part waiting for its next window (which
  * will not come): that part is no longer than that, and its calls may have stopped anywhere
  * in it (its interval then reaches down to none there). */

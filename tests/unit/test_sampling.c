@@ -739,6 +739,255 @@ static void test_chance_agreement_is_not_a_clock(void)
 	ASSERT_TRUE(a.clock == 0, "two windows agreeing by chance after a pair 7 gaps apart: not clocked");
 }
 
+/*
+ * Bursts of 50 ms of launching every 250 ms on the H200 (bench/gpu/inproc.sh --workloads
+ * patterns, --max-overhead 1; bench/gpu/raw/2026-11-29-s15-inproc, its budget: acct lines in
+ * bench/budget_replay.c's order; a row: n stray T on act cpu_T cost price gaps gap_s sleep_s
+ * head busy head_s stray_calls). Windows that caught a burst read its pace, and windows that
+ * fell between two saw no call while the process's CPU time says it ran its bursts there.
+ * The loop's own counts over the budget's periods (from its first window to its last
+ * boundary, what the estimate covers: bench/gpu/inproc.py's true_launches_acct): 103,424 and
+ * 96,256 launches (+-2,048). Before: 0.40x (the part between two windows that saw no call
+ * counted none; a window next to one had its call-bound model halved) and 1.46x (the burst's
+ * pace extrapolated over the sleeps).
+ */
+static void h200_bursts(const double (*log)[15], size_t k, double truth, const char *what)
+{
+	struct gp_account a;
+	struct gp_sampling s;
+
+	gp_account__begin(&a, 0);
+	for (size_t i = 0; i < k; i++) {
+		const double *l = log[i];
+		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = l[4], .cpu_T = l[5],
+				       .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11], .busy = l[12],
+				       .head_s = l[13], .stray_calls = l[14] };
+
+		gp_account__window(&a, &w, l[6], l[7]);
+	}
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	printf("#   %s: estimate %.2fx the loop's count, [%.2fx, %.2fx]\n", what, s.estimate / truth, s.lo / truth,
+	       s.hi / truth);
+	ASSERT_TRUE(s.estimate >= truth / 2 && s.estimate <= 2 * truth, "the estimate within 2x of the loop's count");
+	ASSERT_TRUE(s.lo <= truth + 2048 && truth - 2048 <= s.hi, "the interval holds the loop's count");
+}
+
+static void test_h200_bursts(void)
+{
+	static const double run2[][15] = {
+		{ 1108, 1, 0.011448173, 0.011448173, 0.008207422, -1, 2.39299794e-06, 4.98707994e-06, 1107, 0.008107422, 0, 1108, -1, -1, 0 },
+		{ 570, 24, 0.433933116, 0.004114381, 0.00404672, 0.090366613, 2.39299794e-06, 4.98707994e-06, 570, 0.00404672, 0, 570, 0.2077, -1, 24 },
+		{ 0, 2, 0.427877202, 0.050341008, 0, 0.096513146, 2.39299794e-06, 4.98707994e-06, 0, 0, 0, 0, 0.2239, -1, 1 },
+		{ 0, 0, 0.102015931, 0.102015931, 0, 7.2779e-05, 2.39299794e-06, 4.98707994e-06, 0, 0, 0, 0, -1, -1, 0 },
+		{ 188, 0, 0.030742034, 0.030742034, 0.001559833, 0, 2.39299794e-06, 4.98707994e-06, 187, 0.001459833, 0, 188, -1, -1, 0 },
+		{ 821, 34, 0.551079978, 0.006341569, 0.006293047, 0.147001942, 2.39299794e-06, 4.98707994e-06, 821, 0.006304521, 0, 821, 0.2661, -1, 31 },
+		{ 0, 0, 0.528377248, 0.050547503, 0, 0.100510597, 2.39299794e-06, 4.98707994e-06, 0, 0, 0, 0, 0.1885, -1, 0 },
+		{ 0, 0, 0.10178419, 0.10178419, 0, 6.3867e-05, 2.39299794e-06, 4.98707994e-06, 0, 0, 0, 0, -1, -1, 0 },
+	};
+	static const double run0[][15] = {
+		{ 677, 1, 0.076800143, 0.076800143, 0.004913944, -1, 1.526896e-06, 5.548e-06, 676, 0.004813944, 0, 677, -1, -1, 0 },
+		{ 622, 27, 0.581058432, 0.004556182, 0.004516275, 0.146057959, 2.51063223e-06, 6.53173623e-06, 622, 0.004516275, 0, 622, 0.2506, -1, 25 },
+		{ 0, 250, 0.436308802, 0.05037971, 0, 0.071059696, 2.51063223e-06, 6.53173623e-06, 0, 0, 0, 0, 0.1616, -1, 250 },
+		{ 1435, 14, 0.01046593, 0.01046593, 0.010455853, 0.010558348, 2.51063223e-06, 6.53173623e-06, 1434, 0.010355853, 0, 1435, 1, -1, 13 },
+		{ 285, 240, 0.505351786, 0.002106569, 0.002048368, 0.105378469, 2.51063223e-06, 6.53173623e-06, 285, 0.002048368, 0, 285, 0.208, -1, 239 },
+		{ 249, 30, 0.551922901, 0.001922006, 0.001894372, 0.113259562, 2.42531607e-06, 6.44642007e-06, 248, 0.001794372, 0, 249, 0.2044, -1, 30 },
+	};
+
+	h200_bursts(run2, sizeof(run2) / sizeof(run2[0]), 103424, "windows between bursts");
+	h200_bursts(run0, sizeof(run0) / sizeof(run0[0]), 96256, "windows in bursts");
+}
+
+/*
+ * 8 threads launching at once on the H200 (bench/gpu/inproc.sh --workloads patterns,
+ * --max-overhead 1, bench/gpu/raw/2026-11-29-s15-inproc; rows as test_h200_bursts's): their
+ * probes' time was charged summed over the threads, 9.47 % of the process's wall time
+ * (over_budget), while inside the process the loop ran +0.64 % slower (95 %: -1.22 ...
+ * +5.35 %; by 0.25 s since the attach +0.97 ... +1.95 %). The threads took their hits on ~7
+ * CPUs at once (cpu_T / T 7.1-7.2; hits after one of the same thread: 0-15 of 1,335-16,977),
+ * and the wall time pays a seventh of it. One thread's windows (the paced loop's) are charged
+ * as before, every hit and stray at its price.
+ */
+static double replay_overhead(const double (*log)[15], size_t k, double *summed)
+{
+	struct gp_account a;
+	double s = 0, t = 0;
+
+	gp_account__begin(&a, 0);
+	for (size_t i = 0; i < k; i++) {
+		const double *l = log[i];
+		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = l[4], .cpu_T = l[5],
+				       .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11], .busy = l[12],
+				       .head_s = l[13], .stray_calls = l[14] };
+
+		gp_account__window(&a, &w, l[6], l[7]);
+		s += (l[0] + l[1]) * l[7];
+		t += l[2];
+	}
+	*summed = 100 * s / t;
+	return 100 * gp_account__overhead(&a);
+}
+
+static void test_h200_threads_share_their_probes(void)
+{
+	static const double threads8[][15] = {
+		{ 16977, 13, 0.014480151, 0.014480151, 0.027414215, -1, 1.39027e-06, 5.002e-06, 15, 0.000212082, 0, 16977, -1, -1, 0 },
+		{ 13174, 1272, 0.511102726, 0.02071414, 0.020718443, 3.62324066, 3.24696931e-06, 6.85869931e-06, 5, 4.2109e-05, 0, 13174, 0.8864, -1, 1257 },
+		{ 1357, 1137, 0.999786905, 0.002128329, 0.002151732, 7.20471301, 3.24696931e-06, 6.85869931e-06, 0, 0, 0, 1357, 0.9009, -1, 1136 },
+		{ 1335, 116, 0.703768476, 0.002086747, 0.002105515, 5.09392647, 3.24696931e-06, 6.85869931e-06, 0, 0, 0, 1335, 0.905, -1, 114 },
+	};
+	static const double paced[][15] = {
+		{ 1940, 1, 0.011347819, 0.011347819, 0.01942736, -1, 2.33046903e-06, 4.74764103e-06, 1939, 0.01932736, 0.000674828, 4, -1, -1, 0 },
+		{ 379, 132, 0.590694839, 0.003804605, 0.00378015, 0.592751824, 2.33046903e-06, 4.74764103e-06, 379, 0.00378015, 0, 0, 1, -1, 131 },
+		{ 250, 147, 0.536186439, 0.002594528, 0.00258981, 0.536563152, 2.33046903e-06, 4.74764103e-06, 249, 0.00248981, 0, 250, 1, -1, 147 },
+		{ 240, 149, 0.519742051, 0.002490645, 0.002473976, 0.51940049, 2.33046903e-06, 4.74764103e-06, 239, 0.002373976, 0, 240, 0.9988, -1, 148 },
+		{ 246, 17, 0.521413969, 0.002534797, 0.002549677, 0.519797295, 2.33046903e-06, 4.74764103e-06, 245, 0.002449677, 0, 246, 0.9964, -1, 17 },
+	};
+	double summed, o = replay_overhead(threads8, sizeof(threads8) / sizeof(threads8[0]), &summed);
+
+	printf("#   8 threads: %.2f %% of the wall time in probes (summed over the threads: %.2f %%); the loop's own: "
+	       "+0.64 %% (-1.22 ... +5.35 %%)\n", o, summed);
+	ASSERT_TRUE(o <= 5.35, "within the in-process slowdown's interval");
+	ASSERT_TRUE(o >= 100 * 16977 * 5.002e-6 / 8 / 2.229, "no less than the first period's hits shared by 8");
+	o = replay_overhead(paced, sizeof(paced) / sizeof(paced[0]), &summed);
+	printf("#   one thread: %.3f %% (summed: %.3f %%)\n", o, summed);
+	ASSERT_TRUE(fabs(o - summed) < 1e-9 * summed, "one thread's windows charged every hit and stray");
+}
+
+/*
+ * The H200's paced loop (a launch due every 10 us, waited for in a busy loop; s15 inproc,
+ * --max-overhead 1; rows as test_h200_bursts's), 217,088 launches by its own count over the
+ * budget's periods. Its 2.5-3.8-ms windows' gap rates agreed within 0.38-0.81 of a gap, under
+ * a hit's price (4.75 us, 0.475 of a gap), where the clock's tolerance was 0.05 of a gap: its
+ * parts stayed call-bound, the probes' time taken out of its wait, 1.26x (sampling.c,
+ * CLOCK_LATE).
+ */
+static void test_h200_paced_windows_agree_within_a_hit(void)
+{
+	static const double log[][15] = {
+		{ 1940, 1, 0.011347819, 0.011347819, 0.01942736, -1, 2.33046903e-06, 4.74764103e-06, 1939, 0.01932736, 0.000674828, 4, -1, -1, 0 },
+		{ 379, 132, 0.590694839, 0.003804605, 0.00378015, 0.592751824, 2.33046903e-06, 4.74764103e-06, 379, 0.00378015, 0, 0, 1, -1, 131 },
+		{ 250, 147, 0.536186439, 0.002594528, 0.00258981, 0.536563152, 2.33046903e-06, 4.74764103e-06, 249, 0.00248981, 0, 250, 1, -1, 147 },
+		{ 240, 149, 0.519742051, 0.002490645, 0.002473976, 0.51940049, 2.33046903e-06, 4.74764103e-06, 239, 0.002373976, 0, 240, 0.9988, -1, 148 },
+		{ 246, 17, 0.521413969, 0.002534797, 0.002549677, 0.519797295, 2.33046903e-06, 4.74764103e-06, 245, 0.002449677, 0, 246, 0.9964, -1, 17 },
+	};
+	const double truth = 217088;
+	struct gp_account a;
+	struct gp_sampling s;
+
+	gp_account__begin(&a, 0);
+	for (size_t i = 0; i < sizeof(log) / sizeof(log[0]); i++) {
+		const double *l = log[i];
+		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = l[4], .cpu_T = l[5],
+				       .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11], .busy = l[12],
+				       .head_s = l[13], .stray_calls = l[14] };
+
+		gp_account__window(&a, &w, l[6], l[7]);
+	}
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	printf("#   estimate %.3fx the loop's count, [%.2fx, %.2fx]\n", s.estimate / truth, s.lo / truth, s.hi / truth);
+	ASSERT_TRUE(fabs(s.estimate / truth - 1) <= 0.1, "the estimate within 10 % of the loop's count");
+	ASSERT_TRUE(s.lo <= truth + 2048 && truth - 2048 <= s.hi, "the interval holds the loop's count");
+}
+
+/*
+ * The stand-in's loop paced by a busy wait (rate_app --phases 20000:2000 --busy-pace,
+ * --max-overhead 5, bench/budget_runs.py busypaced20k) on the 2-CPU machine at load 15,
+ * 40,000 launches by its own count (bench/raw/2026-11-29-s15-busypaced20k-5pct-load15.log.gz;
+ * rows as test_h200_bursts's). Its fifth window's thread was held off for all but 0.33 ms of
+ * its 9.6 ms, then called back to back: 116 hits on 0.43 ms of CPU, a per-CPU rate 5x its
+ * windows that called through, which the unseen part's 256 ms of spinning multiplied: 7.15x
+ * the count (sampling.c, CATCH_UP_SPAN).
+ */
+static void test_catch_up_window_is_no_cpu_rate(void)
+{
+	static const double log[][15] = {
+		{ 2003, 3, 0.102885974, 0.102885974, 0.046949041, -1, 2.61527258e-06, 4.37000858e-06, 2002, 0.100049583, 0, 2003, -1, -1, 0 },
+		{ 2058, 0, 0.107016416, 0.107016416, 0.047703004, 0.047658893, 2.51209381e-06, 4.26682981e-06, 2058, 0.102899944, 0, 2058, 0.9862, -1, 0 },
+		{ 240, 0, 0.011958525, 0.011958525, 0.005573046, 0.00545579, 2.51209381e-06, 4.26682981e-06, 240, 0.011999996, 0, 240, 0.5119, -1, 0 },
+		{ 1850, 13510, 0.76661117, 0.088371124, 0.041262254, 0.409258255, 2.51209381e-06, 4.26682981e-06, 1850, 0.092502227, 0, 1850, 1, -1, 13510 },
+		{ 116, 325, 0.766107602, 0.009636727, 0.000433325, 0.255949959, 2.51209381e-06, 4.26682981e-06, 115, 0.000333325, 0, 116, 0.9972, -1, 325 },
+		{ 3120, 0, 0.359221453, 0.15409921, 0.047550998, 0.07754226, 2.51209381e-06, 4.26682981e-06, 3119, 0.147900567, 0, 3120, 0.9972, -1, 0 },
+	};
+	struct gp_window end = { .T = 1e-9, .on = 1e-9, .act = -1, .cpu_T = -1, .busy = -1, .head_s = -1 };
+	const double truth = 40000;
+	struct gp_account a;
+	struct gp_sampling s;
+
+	gp_account__begin(&a, 0);
+	for (size_t i = 0; i < sizeof(log) / sizeof(log[0]); i++) {
+		const double *l = log[i];
+		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = l[4], .cpu_T = l[5],
+				       .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11], .busy = l[12],
+				       .head_s = l[13], .stray_calls = l[14] };
+
+		gp_account__window(&a, &w, l[6], l[7]);
+	}
+	gp_account__trim(&a, 0.205122243);
+	gp_account__window(&a, &end, 2.51209381e-06, 4.26682981e-06);
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	printf("#   estimate %.2fx the loop's count, [%.2fx, %.2fx]\n", s.estimate / truth, s.lo / truth, s.hi / truth);
+	ASSERT_TRUE(s.estimate >= truth / 2 && s.estimate <= 2 * truth, "the estimate within 2x of the loop's count");
+	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the interval holds the loop's count");
+}
+
+/*
+ * rate_app's steps on the stand-in (200/s, 20,000/s, 100,000/s, 200/s, a second each, a sleep
+ * until each launch is due; test_budget's workload, --max-overhead 1, the 2-CPU machine at
+ * load 22; bench/raw/2026-11-29-s15-steps-catch-up-load22.log.gz), 120,400 launches by its own
+ * count. Its windows at 20,000/s slept between calls (a sleep's system call a launch: 21,000
+ * calls a CPU second); its window at the step to 100,000/s was behind and called back to back
+ * (321,000 a CPU second). Carrying the sleeping windows' per-CPU rate into that catch-up read
+ * the run at 0.31x with an interval under its count (sampling.c, CATCH_UP_SPAN: only a window
+ * that called through without sleeping lends its rate).
+ */
+static void test_catch_up_after_sleeping_windows(void)
+{
+	static const double log[][15] = {
+		{ 24, 3, 0.105022576, 0.105022576, 0.0024, -1, 1.478676e-06, 3.064e-06, 23, 0.115002202, 0.115002202, 1, -1, -1, 0 },
+		{ 33, 0, 0.166676603, 0.166676603, 0.0033, 0.001021426, 1.478676e-06, 3.064e-06, 33, 0.164973595, 0.164973595, 0, -1, -1, 0 },
+		{ 20, 0, 0.102111114, 0.102111114, 0.002, 0.000566419, 1.478676e-06, 3.064e-06, 20, 0.100052337, 0.100052337, 0, -1, -1, 0 },
+		{ 22, 0, 0.10526779, 0.10526779, 0.0022, 0.000813856, 1.478676e-06, 3.064e-06, 22, 0.110000817, 0.110000817, 0, -1, -1, 0 },
+		{ 21, 2, 0.1081441, 0.1081441, 0.0021, 0.000800721, 1.478676e-06, 3.064e-06, 21, 0.106838782, 0.106838782, 0, -1, -1, 0 },
+		{ 21, 0, 0.104505924, 0.104505924, 0.0021, 0.000709584, 1.478676e-06, 3.064e-06, 21, 0.103120247, 0.103120247, 0, -1, -1, 0 },
+		{ 20, 0, 0.100371731, 0.100371731, 0.002, 0.000649856, 1.478676e-06, 3.064e-06, 20, 0.100041961, 0.100041961, 0, -1, -1, 0 },
+		{ 20, 0, 0.101335742, 0.101335742, 0.002, 0.000583674, 1.478676e-06, 3.064e-06, 20, 0.099971116, 0.099971116, 0, -1, -1, 0 },
+		{ 159, 4, 0.103549129, 0.103549129, 0.007477289, 0.001865745, 1.478676e-06, 3.064e-06, 159, 0.106950408, 0.106686829, 0, -1, -1, 0 },
+		{ 441, 8, 0.021201697, 0.021201697, 0.013601603, 0.002987878, 3.02501718e-06, 4.61034118e-06, 441, 0.022083938, 0.020979202, 0, 0.599, -1, 0 },
+		{ 183, 202, 0.506125665, 0.009019051, 0.006589674, 0.054834961, 3.02501718e-06, 4.61034118e-06, 183, 0.00912608, 0.008660835, 0, 0.3426, -1, 0 },
+		{ 179, 191, 0.438612103, 0.008130802, 0.005864494, 0.044587915, 3.02501718e-06, 4.61034118e-06, 178, 0.006307865, 0.00571637, 61, 0.3723, 0.002273846, 15 },
+		{ 153, 1097, 0.514287958, 0.007648856, 0.007395771, 0.07354814, 3.02501718e-06, 4.61034118e-06, 152, 0.007553234, 0.007275526, 2, 0.4697, 0.00018191, 111 },
+		{ 460, 1026, 0.575180755, 0.006311751, 0.001432729, 0.077225312, 3.02501718e-06, 4.61034118e-06, 459, 0.002157033, 0, 460, 0.3606, -1, 0 },
+		{ 10, 2, 0.463941169, 0.050394891, 0.001, 0.002117147, 3.02501718e-06, 4.61034118e-06, 9, 0.044425778, 0.044425778, 1, 0.01505, 0.006823151, 0 },
+		{ 21, 0, 0.105215693, 0.105215693, 0.0021, 0.000753108, 3.02501718e-06, 4.61034118e-06, 20, 0.100016263, 0.100016263, 1, -1, 0.007855683, 0 },
+		{ 20, 0, 0.100713959, 0.100713959, 0.002, 0.000720739, 3.02501718e-06, 4.61034118e-06, 20, 0.100022783, 0.100022783, 0, -1, -1, 0 },
+		{ 21, 0, 0.103922252, 0.103922252, 0.0021, 0.000804043, 3.02501718e-06, 4.61034118e-06, 21, 0.105235812, 0.105235812, 0, -1, -1, 0 },
+		{ 20, 0, 0.102136491, 0.102136491, 0.001725338, 0.00079437, 3.02501718e-06, 4.61034118e-06, 20, 0.099740063, 0.099714725, 0, -1, -1, 0 },
+		{ 13, 2, 0.102418189, 0.102418189, 0.0013, 0.000757324, 3.02501718e-06, 4.61034118e-06, 13, 0.065022999, 0.065022999, 0, -1, -1, 0 },
+		{ 0, 0, 0.0587464, 0.0587464, 0, 0, 3.02501718e-06, 4.61034118e-06, 0, 0, 0, 0, 0.01505, -1, 0 },
+	};
+	const double truth = 120400;
+	struct gp_account a;
+	struct gp_sampling s;
+
+	gp_account__begin(&a, 0);
+	for (size_t i = 0; i < sizeof(log) / sizeof(log[0]); i++) {
+		const double *l = log[i];
+		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = l[4], .cpu_T = l[5],
+				       .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11], .busy = l[12],
+				       .head_s = l[13], .stray_calls = l[14] };
+
+		gp_account__window(&a, &w, l[6], l[7]);
+	}
+	gp_account__trim(&a, 0);
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	printf("#   estimate %.2fx the count, [%.2fx, %.2fx]\n", s.estimate / truth, s.lo / truth, s.hi / truth);
+	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the interval holds the count");
+}
+
 /* A process that stopped calling after its last window and exited later: its last unseen
  * part ends at the exit, and may hold no calls at all. */
 static void test_exit_ends_the_last_part(void)
@@ -914,6 +1163,11 @@ int main(int argc, char **argv)
 	RUN_TEST(test_h200_sync_row);
 	RUN_TEST(test_paced_by_a_busy_wait);
 	RUN_TEST(test_chance_agreement_is_not_a_clock);
+	RUN_TEST(test_h200_bursts);
+	RUN_TEST(test_h200_threads_share_their_probes);
+	RUN_TEST(test_h200_paced_windows_agree_within_a_hit);
+	RUN_TEST(test_catch_up_window_is_no_cpu_rate);
+	RUN_TEST(test_catch_up_after_sleeping_windows);
 	RUN_TEST(test_exit_ends_the_last_part);
 	RUN_TEST(test_unseen_part_longer_than_a_period);
 	RUN_TEST(test_slow_attach_strays_timed);
