@@ -17,6 +17,8 @@
 #include "calibrate.h"
 #include "counters.h"
 #include "events.h"
+#include "nvml.h"
+#include "options.h"
 #include "run.h"
 #include "text.h"
 #include "top.h"
@@ -103,6 +105,24 @@ static char proc_state(uint32_t pid)
 	return p && p[1] == ' ' && p[2] >= 'A' && p[2] <= 'Z' ? p[2] : '?';
 }
 
+/* NVML's last read into the frame: shown when top reads it, unless it was not asked for
+ * and there is nothing to read (no driver's library, no GPU): then the view is as without. */
+static int nvml(struct top *t)
+{
+	struct gp_nvml_snap s;
+	int r;
+
+	if (!t->run->nvml || gp_nvml__snapshot(t->run->nvml, &s))
+		return top_frame__nvml(&t->f, NULL);
+	if (t->run->o->nvml <= 0 &&
+	    (s.state == GP_NVML_NO_LIBRARY || s.state == GP_NVML_STATIC || s.state == GP_NVML_NO_GPU))
+		r = top_frame__nvml(&t->f, NULL);
+	else
+		r = top_frame__nvml(&t->f, &s);
+	gp_nvml__snap_free(&s);
+	return r;
+}
+
 /* One frame's data; reap forgets the processes that exited a while ago. */
 static int tick(struct top *t, bool reap)
 {
@@ -123,6 +143,8 @@ static int tick(struct top *t, bool reap)
 	n = gp_counters__end(t->cs, &rows);
 	r = top_frame__build(&t->f, rows, n, t->pids, t->nr_pids,
 			     (double)(now - gp_counters__prev_ns(t->cs)) / 1e9, t->cost);
+	if (!r)
+		r = nvml(t);
 	for (size_t i = 0; i < t->f.nr_procs; i++)
 		if (!t->f.procs[i].exited)
 			t->f.procs[i].state = proc_state(t->f.procs[i].pid);

@@ -409,6 +409,93 @@ def test_trace_xid_instant():
                 os.unlink(f)
 
 
+TOP_THROTTLE = {0x1: "idle", 0x2: "app_clocks", 0x4: "sw_power", 0x8: "hw_slowdown", 0x10: "sync_boost",
+                0x20: "sw_thermal", 0x40: "hw_thermal", 0x80: "power_brake", 0x100: "display"}
+
+
+def top_frames(pids, env, extra=(), n=4, signal_apps=()):
+    """gpuprobe top --batch -p PIDS: its frames; the apps signalled once top is attached
+    (their allocations make their rows)."""
+    g = gp.Background([gp.GPUPROBE, "top", "--batch", "-n", str(n), "-i", "1", "--libcuda", gp.FAKECUDA,
+                       "-p", ",".join(str(p) for p in pids)] + list(extra), env=gp._with_state(env))
+    try:
+        time.sleep(1.5)
+        for a in signal_apps:
+            a.signal(signal.SIGUSR1)
+            a.wait_for("HELD")
+        eq(g.wait(timeout=40), 0, f"top's exit ({g.stderr()[-500:]})")
+        return [f for f in g.stdout().split("\n\n") if f.strip()], g.stderr()
+    finally:
+        g.kill()
+
+
+def top_row(frame, pid):
+    rows = [l.split() for l in frame.splitlines() if l.split()[:1] == [str(pid)]]
+    eq(len(rows), 1, f"one row of PID {pid} in:\n{frame}")
+    return rows[0]
+
+
+def test_top_sm_column_and_gpu_lines():
+    """gpuprobe top reads NVML by default: an SM% column (the stand-in's scripted sample;
+    "-" on a MIG GPU, never 0, and the detail says why) and a line per GPU with its
+    scripted figures; every line within 80 columns, COMM at least 10 wide."""
+    apps = [gp.Background([MEMLEAK, "--wait", "--allocs", "10", "--leaks", "3", "--hold"], env=ENV) for _ in range(2)]
+    path = None
+    try:
+        for a in apps:
+            a.wait_for("READY")
+        a, b = apps
+        path = script([gpu_line(0, **GPU0), gpu_line(1, uuid="GPU-test-1", mig=1, util=5, memused=1 << 20,
+                                                     memtotal=80 << 30, power=70000, temp=33),
+                       f"proc 0 {a.pid} mem={64 << 20} sm=37 memutil=9", f"proc 1 {b.pid} mem=4096"])
+        frames, err = top_frames([a.pid, b.pid], nvml_env(path), extra=["--sort", "sm", "--reverse"],
+                                 signal_apps=apps)
+        last = frames[-1]
+        lines = last.splitlines()
+        check(all(len(l) <= 80 for l in lines), f"80 columns:\n{last}")
+        header = [l for l in lines if l.split()[:1] == ["PID"]][0]
+        eq(header.split()[-1], "SM%", "the SM% column, last")
+        check(header.index("COMM") + 10 <= header.index("LAUNCH/s"), f"COMM 10 wide at least: {header}")
+        eq(top_row(last, a.pid)[-1], f"{37}%", "the scripted sample of process A")
+        eq(top_row(last, b.pid)[-1], "-", "process B on the MIG GPU: no figure, never 0")
+        g0 = [l for l in lines if l.startswith("GPU0 ")]
+        g1 = [l for l in lines if l.startswith("GPU1 ")]
+        eq((len(g0), len(g1)), (1, 1), f"a line per GPU:\n{last}")
+        thr = ",".join(v for k, v in sorted(TOP_THROTTLE.items()) if GPU0["throttle"] & k)
+        for want in (f"util {GPU0['util']}%", f"{GPU0['power'] / 1000:.0f} W", f"{GPU0['temp']} C", f"throttle {thr}"):
+            check(want in g0[0], f"{want!r} in {g0[0]!r}")
+        check(g1[0].startswith("GPU1 (MIG: no per-process SM%) util 5%"), g1[0])
+        check(f"PID {b.pid} memleak_app" in last and "SM % not available on MIG (GPU 1)" in last.replace("\n    ", " "),
+              f"the detail says why:\n{last}")
+        check("SM 37 % (NVML)" in last.replace("\n    ", " "), f"A's detail:\n{last}")
+        # --sort sm --reverse: B (no figure) above A (37 %); A started first, so the
+        # order is not the ties' PID order
+        rows = [l.split()[0] for l in lines if l.split()[:1] in ([str(a.pid)], [str(b.pid)])]
+        eq(rows, [str(b.pid), str(a.pid)], "--sort sm --reverse: the least busy first")
+    finally:
+        for x in apps:
+            x.kill()
+        if path:
+            os.unlink(path)
+
+
+def test_top_without_library():
+    """top without the driver's library: as before (no SM% column, no GPU line, no
+    warning) unless --nvml asks for it, then one line says why and SM% is "-"."""
+    held = gp.Background([MEMLEAK, "--wait", "--allocs", "10", "--leaks", "3", "--hold"], env=ENV)
+    try:
+        held.wait_for("READY")
+        env = {"LD_LIBRARY_PATH": gp.FAKECUDA_DIR}
+        frames, err = top_frames([held.pid], env, n=2)
+        check("SM%" not in frames[-1] and "GPU0" not in frames[-1] and "NVML" not in frames[-1], frames[-1])
+        check("warning" not in err.lower(), f"no warning by default: {err}")
+        frames, err = top_frames([held.pid], env, extra=["--nvml"], n=3, signal_apps=[held])
+        check("NVML not used (no_library): cannot load libnvidia-ml.so.1" in frames[-1], frames[-1])
+        eq(top_row(frames[-1], held.pid)[-1], "-", "no figure: '-'")
+    finally:
+        held.kill()
+
+
 if __name__ == "__main__":
     gp.main([
         test_daemon_scrape_every_figure,
@@ -421,4 +508,6 @@ if __name__ == "__main__":
         test_cli_followed_process_without_calls_listed,
         test_trace_xid_instant,
         test_daemon_comm_filter,
+        test_top_sm_column_and_gpu_lines,
+        test_top_without_library,
     ])
