@@ -61,6 +61,32 @@ typedef struct {
 	unsigned long long eventType, eventData;
 	unsigned int gpuInstanceId, computeInstanceId;
 } nvmlEventData_t;
+/* nvmlDeviceGetFieldValues's */
+typedef union {
+	double dVal;
+	int siVal;
+	unsigned int uiVal;
+	unsigned long ulVal;
+	unsigned long long ullVal;
+	signed long long sllVal;
+	unsigned short usVal;
+} nvmlValue_t;
+typedef struct {
+	unsigned int fieldId;
+	unsigned int scopeId;      /* NVLink counters: the link, UINT_MAX every link summed */
+	long long timestamp, latencyUsec;
+	int valueType;
+	nvmlReturn_t nvmlReturn;   /* each field's own answer */
+	nvmlValue_t value;
+} nvmlFieldValue_t;
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138 /* KiB */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX 139
+#define NVML_MEMORY_ERROR_TYPE_CORRECTED 0
+#define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
+#define NVML_VOLATILE_ECC 0
+#define NVML_AGGREGATE_ECC 1
+#define NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS 0
+#define NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR 1
 
 /* Every function looked up: the first four are needed, the rest each bring a figure. */
 #define NVML_FUNCS(X)                                                                             \
@@ -89,7 +115,13 @@ typedef struct {
 	X(nvmlEventSetCreate, nvmlReturn_t, (nvmlEventSet_t *), GP_NVML_FN_EVENTS)                \
 	X(nvmlDeviceRegisterEvents, nvmlReturn_t, (nvmlDevice_t, unsigned long long, nvmlEventSet_t), GP_NVML_FN_EVENTS) \
 	X(nvmlEventSetWait_v2, nvmlReturn_t, (nvmlEventSet_t, nvmlEventData_t *, unsigned int), GP_NVML_FN_EVENT_WAIT) \
-	X(nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t), GP_NVML_FN_EVENTS)
+	X(nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t), GP_NVML_FN_EVENTS)                  \
+	X(nvmlDeviceGetTotalEccErrors, nvmlReturn_t, (nvmlDevice_t, int, int, unsigned long long *), GP_NVML_FN_ECC) \
+	X(nvmlDeviceGetRetiredPages, nvmlReturn_t, (nvmlDevice_t, int, unsigned int *, unsigned long long *), \
+	  GP_NVML_FN_RETIRED)                                                                     \
+	X(nvmlDeviceGetRemappedRows, nvmlReturn_t,                                                \
+	  (nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *, unsigned int *), GP_NVML_FN_REMAPPED) \
+	X(nvmlDeviceGetFieldValues, nvmlReturn_t, (nvmlDevice_t, int, nvmlFieldValue_t *), GP_NVML_FN_FIELDS)
 
 struct nvml_api {
 #define X(name, ret, args, fn) ret(*name) args;
@@ -119,6 +151,10 @@ static const char *const fn_names[GP_NVML_FN__COUNT] = {
 	[GP_NVML_FN_MIG] = "nvmlDeviceGetMigMode",
 	[GP_NVML_FN_EVENTS] = "nvmlDeviceRegisterEvents",
 	[GP_NVML_FN_EVENT_WAIT] = "nvmlEventSetWait_v2",
+	[GP_NVML_FN_ECC] = "nvmlDeviceGetTotalEccErrors",
+	[GP_NVML_FN_RETIRED] = "nvmlDeviceGetRetiredPages",
+	[GP_NVML_FN_REMAPPED] = "nvmlDeviceGetRemappedRows",
+	[GP_NVML_FN_FIELDS] = "nvmlDeviceGetFieldValues",
 };
 
 const char *gp_nvml_state_name(int state)
@@ -365,6 +401,85 @@ static bool ok(struct gp_nvml *n, int fn, unsigned int gpu, nvmlReturn_t r)
 
 #define HAVE(fnptr) (n->api.fnptr != NULL)
 
+/* A health call's answer: NOT_SUPPORTED (no ECC, no NVLink, the other memory-repair
+ * scheme) is no failure, only no figure. */
+static bool health_ok(struct gp_nvml *n, int fn, unsigned int gpu, nvmlReturn_t r)
+{
+	return r == NVML_SUCCESS || (r != NVML_ERROR_NOT_SUPPORTED && !ok(n, fn, gpu, r));
+}
+
+/* The four ECC counts; all or none. */
+static void read_ecc(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g, unsigned int *have)
+{
+	static const int kind[4][2] = {
+		{ NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC }, { NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC },
+		{ NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC }, { NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC },
+	};
+	unsigned long long v[4];
+
+	for (int i = 0; i < 4; i++) {
+		nvmlReturn_t r = n->api.nvmlDeviceGetTotalEccErrors(d->h, kind[i][0], kind[i][1], &v[i]);
+
+		if (r != NVML_SUCCESS) {
+			health_ok(n, GP_NVML_FN_ECC, g->index, r);
+			return;
+		}
+	}
+	g->ecc_vol_corr = v[0], g->ecc_vol_unc = v[1], g->ecc_agg_corr = v[2], g->ecc_agg_unc = v[3];
+	*have |= GP_NVH_ECC;
+}
+
+/* The number of pages retired for a cause: the size query (no buffer), as nvml.h allows. */
+static int retired(struct gp_nvml *n, struct dev *d, unsigned int gpu, int cause, uint64_t *count)
+{
+	unsigned int c = 0;
+	nvmlReturn_t r = n->api.nvmlDeviceGetRetiredPages(d->h, cause, &c, NULL);
+
+	if (r != NVML_SUCCESS && r != NVML_ERROR_INSUFFICIENT_SIZE) {
+		health_ok(n, GP_NVML_FN_RETIRED, gpu, r);
+		return -1;
+	}
+	*count = c;
+	return 0;
+}
+
+/* Retired pages, remapped rows, NVLink counters: each where the GPU has them. */
+static void read_health(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g, unsigned int *have)
+{
+	unsigned int corr, unc, pend, fail;
+
+	if (HAVE(nvmlDeviceGetTotalEccErrors))
+		read_ecc(n, d, g, have);
+	if (HAVE(nvmlDeviceGetRetiredPages) &&
+	    !retired(n, d, g->index, NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, &g->retired_sbe) &&
+	    !retired(n, d, g->index, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, &g->retired_dbe))
+		*have |= GP_NVH_RETIRED;
+	if (HAVE(nvmlDeviceGetRemappedRows)) {
+		nvmlReturn_t r = n->api.nvmlDeviceGetRemappedRows(d->h, &corr, &unc, &pend, &fail);
+
+		if (r == NVML_SUCCESS) {
+			g->remap_corr = corr, g->remap_unc = unc, g->remap_pending = pend, g->remap_failed = fail;
+			*have |= GP_NVH_REMAPPED;
+		} else {
+			health_ok(n, GP_NVML_FN_REMAPPED, g->index, r);
+		}
+	}
+	if (HAVE(nvmlDeviceGetFieldValues)) {
+		nvmlFieldValue_t f[2] = { { .fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, .scopeId = ~0U },
+					  { .fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, .scopeId = ~0U } };
+		nvmlReturn_t r = n->api.nvmlDeviceGetFieldValues(d->h, 2, f);
+
+		if (r == NVML_SUCCESS)
+			r = f[0].nvmlReturn != NVML_SUCCESS ? f[0].nvmlReturn : f[1].nvmlReturn;
+		if (r == NVML_SUCCESS) {
+			g->nvlink_tx_bytes = f[0].value.ullVal * 1024ULL, g->nvlink_rx_bytes = f[1].value.ullVal * 1024ULL;
+			*have |= GP_NVH_NVLINK;
+		} else {
+			health_ok(n, GP_NVML_FN_FIELDS, g->index, r);
+		}
+	}
+}
+
 static void read_gpu(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g)
 {
 	nvmlUtilization_t u;
@@ -429,6 +544,7 @@ static void read_gpu(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g)
 		else if (r != NVML_ERROR_NOT_SUPPORTED)
 			failed(n, GP_NVML_FN_MIG, g->index, r);
 	}
+	read_health(n, d, g, &have);
 	g->have = have;
 }
 

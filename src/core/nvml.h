@@ -51,6 +51,10 @@ enum gp_nvml_fn {
 	GP_NVML_FN_MIG,
 	GP_NVML_FN_EVENTS,     /* nvmlEventSetCreate / nvmlDeviceRegisterEvents */
 	GP_NVML_FN_EVENT_WAIT, /* nvmlEventSetWait_v2 */
+	GP_NVML_FN_ECC,        /* nvmlDeviceGetTotalEccErrors */
+	GP_NVML_FN_RETIRED,    /* nvmlDeviceGetRetiredPages */
+	GP_NVML_FN_REMAPPED,   /* nvmlDeviceGetRemappedRows */
+	GP_NVML_FN_FIELDS,     /* nvmlDeviceGetFieldValues: NVLink throughput */
 	GP_NVML_FN__COUNT,
 };
 
@@ -72,6 +76,10 @@ enum gp_nvml_have {
 	GP_NVH_PROCS = 1 << 11,     /* the process list answered */
 	GP_NVH_PROC_UTIL = 1 << 12, /* per-process utilization answered (samples or none) */
 	GP_NVH_EVENTS = 1 << 13,    /* XID events registered */
+	GP_NVH_ECC = 1 << 14,       /* ECC error counts (NOT_SUPPORTED: ECC off or none on this GPU) */
+	GP_NVH_RETIRED = 1 << 15,   /* retired pages (GPUs before Ampere) */
+	GP_NVH_REMAPPED = 1 << 16,  /* remapped rows (Ampere and later) */
+	GP_NVH_NVLINK = 1 << 17,    /* NVLink data counters, every link summed */
 };
 
 #define GP_NVML_MAX_XID_CODES 32 /* distinct XID codes counted per GPU; the rest "other" */
@@ -89,6 +97,13 @@ struct gp_nvml_gpu {
 	uint64_t throttle;          /* nvmlClocksThrottleReason bits */
 	uint64_t pcie_tx_kbs, pcie_rx_kbs; /* KB/s (NVML's 1024-byte units) */
 	bool mig;                   /* MIG mode on */
+	/* ECC errors: volatile (since the driver loaded) and aggregate (the GPU's lifetime),
+	 * corrected (single-bit) and uncorrected (double-bit) */
+	uint64_t ecc_vol_corr, ecc_vol_unc, ecc_agg_corr, ecc_agg_unc;
+	uint64_t retired_sbe, retired_dbe; /* pages retired for single-bit (repeated) and double-bit errors */
+	uint64_t remap_corr, remap_unc;    /* rows remapped for corrected and uncorrected errors */
+	bool remap_pending, remap_failed;
+	uint64_t nvlink_tx_bytes, nvlink_rx_bytes; /* NVLink data since the driver loaded, every link */
 	/* why per-process utilization is not given here (MIG, not supported), or NULL */
 	const char *proc_util_unavailable;
 	uint64_t xid_total;

@@ -233,6 +233,24 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_gpu_pcie_throughput_bytes", GP_GAUGE, 0, "gpu,uuid,direction", NULL, "--nvml",
 	  "PCIe throughput in bytes per second over NVML's last 20 ms window: direction=tx (from the GPU) and rx (to the GPU).",
 	  "A rate, as dcgm-exporter's `DCGM_FI_PROF_PCIE_TX_BYTES`: NVML gives KB/s, written here times 1024." },
+	{ "gpuprobe_gpu_ecc_errors_total", GP_COUNTER, 0, "gpu,uuid,type", NULL, "--nvml",
+	  "ECC errors since the driver loaded (nvmlDeviceGetTotalEccErrors, volatile), `type` corrected or uncorrected. "
+	  "Absent on a GPU without ECC (NOT_SUPPORTED is no error and no 0).", NULL },
+	{ "gpuprobe_gpu_ecc_errors_lifetime", GP_GAUGE, 0, "gpu,uuid,type", NULL, "--nvml",
+	  "ECC errors over the GPU's lifetime (nvmlDeviceGetTotalEccErrors, aggregate), `type` corrected or uncorrected.", NULL },
+	{ "gpuprobe_gpu_retired_pages", GP_GAUGE, 0, "gpu,uuid,cause", NULL, "--nvml",
+	  "Memory pages retired (nvmlDeviceGetRetiredPages), `cause` multiple_single_bit or double_bit. GPUs before Ampere; "
+	  "later ones remap rows instead (absent there).", NULL },
+	{ "gpuprobe_gpu_remapped_rows", GP_GAUGE, 0, "gpu,uuid,type", NULL, "--nvml",
+	  "Memory rows remapped (nvmlDeviceGetRemappedRows), `type` corrected or uncorrected. Ampere and later.", NULL },
+	{ "gpuprobe_gpu_row_remap_pending", GP_GAUGE, 0, "gpu,uuid", NULL, "--nvml",
+	  "1 when a row remap waits for the GPU's reset.", NULL },
+	{ "gpuprobe_gpu_row_remap_failed", GP_GAUGE, 0, "gpu,uuid", NULL, "--nvml",
+	  "1 when a row remap failed (the GPU should be serviced).", NULL },
+	{ "gpuprobe_gpu_nvlink_bytes_total", GP_COUNTER, 0, "gpu,uuid,direction", NULL, "--nvml",
+	  "NVLink data (payload, no protocol overhead) since the driver loaded, every link summed "
+	  "(nvmlDeviceGetFieldValues, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX, scope UINT_MAX; KiB to bytes). "
+	  "Absent on a GPU without NVLink.", NULL },
 	{ "gpuprobe_gpu_xid_errors_total", GP_COUNTER, 0, "gpu,uuid,xid", NULL, "--nvml",
 	  "XID errors (critical errors NVML reports as events, nvmlEventTypeXidCriticalError) since the daemon started, by XID code.",
 	  "Each one is also a log line with the GPU and the PIDs on it then. At most 32 codes per GPU; later ones "

@@ -91,6 +91,38 @@ static void fam(struct prom_out *p, const char *name)
 	prom__family(p, name);
 }
 
+/* ECC, retired pages, remapped rows, NVLink: each family only where the GPU gives it */
+static void health_prom(struct prom_out *p, const struct gp_nvml_gpu *g, const char *idx)
+{
+	for (int i = 0; (g->have & GP_NVH_ECC) && i < 2; i++) {
+		const char *k[] = { "gpu", idx, "uuid", g->uuid, "type", i ? "uncorrected" : "corrected", NULL };
+
+		prom__u64(p, "gpuprobe_gpu_ecc_errors_total", NULL, k, i ? g->ecc_vol_unc : g->ecc_vol_corr);
+		prom__u64(p, "gpuprobe_gpu_ecc_errors_lifetime", NULL, k, i ? g->ecc_agg_unc : g->ecc_agg_corr);
+	}
+	for (int i = 0; (g->have & GP_NVH_RETIRED) && i < 2; i++) {
+		const char *k[] = { "gpu", idx, "uuid", g->uuid, "cause", i ? "double_bit" : "multiple_single_bit", NULL };
+
+		prom__u64(p, "gpuprobe_gpu_retired_pages", NULL, k, i ? g->retired_dbe : g->retired_sbe);
+	}
+	for (int i = 0; (g->have & GP_NVH_REMAPPED) && i < 2; i++) {
+		const char *k[] = { "gpu", idx, "uuid", g->uuid, "type", i ? "uncorrected" : "corrected", NULL };
+
+		prom__u64(p, "gpuprobe_gpu_remapped_rows", NULL, k, i ? g->remap_unc : g->remap_corr);
+	}
+	if (g->have & GP_NVH_REMAPPED) {
+		const char *k[] = { "gpu", idx, "uuid", g->uuid, NULL };
+
+		prom__u64(p, "gpuprobe_gpu_row_remap_pending", NULL, k, g->remap_pending);
+		prom__u64(p, "gpuprobe_gpu_row_remap_failed", NULL, k, g->remap_failed);
+	}
+	for (int d = 0; (g->have & GP_NVH_NVLINK) && d < 2; d++) {
+		const char *k[] = { "gpu", idx, "uuid", g->uuid, "direction", d ? "rx" : "tx", NULL };
+
+		prom__u64(p, "gpuprobe_gpu_nvlink_bytes_total", NULL, k, d ? g->nvlink_rx_bytes : g->nvlink_tx_bytes);
+	}
+}
+
 static void gpu_prom(struct prom_out *p, const struct gp_nvml_gpu *g)
 {
 	char idx[16];
@@ -135,6 +167,7 @@ static void gpu_prom(struct prom_out *p, const struct gp_nvml_gpu *g)
 			prom__u64(p, "gpuprobe_gpu_pcie_throughput_bytes", NULL, dk,
 				  (d ? g->pcie_rx_kbs : g->pcie_tx_kbs) * 1024ULL);
 	}
+	health_prom(p, g, idx);
 	for (unsigned int x = 0; x < g->nr_xids; x++) {
 		char code[24];
 		const char *xk[] = { "gpu", idx, "uuid", g->uuid, "xid", code, NULL };
@@ -161,7 +194,9 @@ static const char *const families[] = {
 	"gpuprobe_gpu_utilization_ratio", "gpuprobe_gpu_memory_utilization_ratio", "gpuprobe_gpu_memory_used_bytes",
 	"gpuprobe_gpu_memory_total_bytes", "gpuprobe_gpu_power_watts", "gpuprobe_gpu_energy_joules_total",
 	"gpuprobe_gpu_temperature_celsius", "gpuprobe_gpu_clock_hertz", "gpuprobe_gpu_clocks_throttled",
-	"gpuprobe_gpu_pcie_throughput_bytes", "gpuprobe_gpu_xid_errors_total",
+	"gpuprobe_gpu_pcie_throughput_bytes", "gpuprobe_gpu_ecc_errors_total", "gpuprobe_gpu_ecc_errors_lifetime",
+	"gpuprobe_gpu_retired_pages", "gpuprobe_gpu_remapped_rows", "gpuprobe_gpu_row_remap_pending",
+	"gpuprobe_gpu_row_remap_failed", "gpuprobe_gpu_nvlink_bytes_total", "gpuprobe_gpu_xid_errors_total",
 	"gpuprobe_gpu_process_utilization_available", "gpuprobe_process_gpu_sm_utilization_ratio",
 	"gpuprobe_process_gpu_memory_utilization_ratio", "gpuprobe_process_gpu_memory_bytes", NULL,
 };
@@ -331,6 +366,19 @@ static void gpu_text(FILE *f, const struct gp_nvml_gpu *g)
 	if (g->have & (GP_NVH_PCIE_TX | GP_NVH_PCIE_RX))
 		fprintf(f, " PCIe tx %s rx %s;", gp_text__rate(g->have & GP_NVH_PCIE_TX ? g->pcie_tx_kbs * 1024.0 : -1).s,
 			gp_text__rate(g->have & GP_NVH_PCIE_RX ? g->pcie_rx_kbs * 1024.0 : -1).s);
+	if (g->have & GP_NVH_NVLINK)
+		fprintf(f, " NVLink tx %s rx %s since the driver loaded;", gp_text__bytes(g->nvlink_tx_bytes).s,
+			gp_text__bytes(g->nvlink_rx_bytes).s);
+	if (g->have & GP_NVH_ECC)
+		fprintf(f, " ECC errors %s corrected, %s uncorrected (lifetime %s, %s);", gp_text__count(g->ecc_vol_corr).s,
+			gp_text__count(g->ecc_vol_unc).s, gp_text__count(g->ecc_agg_corr).s, gp_text__count(g->ecc_agg_unc).s);
+	if (g->have & GP_NVH_RETIRED)
+		fprintf(f, " pages retired %s (single-bit) %s (double-bit);", gp_text__count(g->retired_sbe).s,
+			gp_text__count(g->retired_dbe).s);
+	if (g->have & GP_NVH_REMAPPED)
+		fprintf(f, " rows remapped %s corrected, %s uncorrected%s%s;", gp_text__count(g->remap_corr).s,
+			gp_text__count(g->remap_unc).s, g->remap_pending ? ", a remap pending (reset the GPU)" : "",
+			g->remap_failed ? ", A REMAP FAILED" : "");
 	fprintf(f, " %s\n", gp_text__n(g->xid_total, "XID error", "XID errors").s);
 	if (g->proc_util_unavailable)
 		fprintf(f, "    per-process utilization unavailable: %s\n", g->proc_util_unavailable);
@@ -414,6 +462,18 @@ static json_object *gpu_json(const struct gp_nvml_gpu *g)
 		json_object_put(t);
 	json_object_object_add(o, "pcie_tx_bytes_per_second", opt_u64(g->have & GP_NVH_PCIE_TX, g->pcie_tx_kbs * 1024ULL));
 	json_object_object_add(o, "pcie_rx_bytes_per_second", opt_u64(g->have & GP_NVH_PCIE_RX, g->pcie_rx_kbs * 1024ULL));
+	json_object_object_add(o, "nvlink_tx_bytes", opt_u64(g->have & GP_NVH_NVLINK, g->nvlink_tx_bytes));
+	json_object_object_add(o, "nvlink_rx_bytes", opt_u64(g->have & GP_NVH_NVLINK, g->nvlink_rx_bytes));
+	json_object_object_add(o, "ecc_corrected", opt_u64(g->have & GP_NVH_ECC, g->ecc_vol_corr));
+	json_object_object_add(o, "ecc_uncorrected", opt_u64(g->have & GP_NVH_ECC, g->ecc_vol_unc));
+	json_object_object_add(o, "ecc_corrected_lifetime", opt_u64(g->have & GP_NVH_ECC, g->ecc_agg_corr));
+	json_object_object_add(o, "ecc_uncorrected_lifetime", opt_u64(g->have & GP_NVH_ECC, g->ecc_agg_unc));
+	json_object_object_add(o, "retired_pages_single_bit", opt_u64(g->have & GP_NVH_RETIRED, g->retired_sbe));
+	json_object_object_add(o, "retired_pages_double_bit", opt_u64(g->have & GP_NVH_RETIRED, g->retired_dbe));
+	json_object_object_add(o, "remapped_rows_corrected", opt_u64(g->have & GP_NVH_REMAPPED, g->remap_corr));
+	json_object_object_add(o, "remapped_rows_uncorrected", opt_u64(g->have & GP_NVH_REMAPPED, g->remap_unc));
+	json_object_object_add(o, "row_remap_pending", (g->have & GP_NVH_REMAPPED) ? json_object_new_boolean(g->remap_pending) : NULL);
+	json_object_object_add(o, "row_remap_failed", (g->have & GP_NVH_REMAPPED) ? json_object_new_boolean(g->remap_failed) : NULL);
 	json_object_object_add(o, "xid_errors", json_object_new_uint64(g->xid_total));
 	for (unsigned int i = 0; i < g->nr_xids; i++) {
 		json_object *e = json_object_new_object();

@@ -10,6 +10,12 @@
  *   gpu I [uuid=S] [name=S] [util=PCT] [memutil=PCT] [memused=B] [memtotal=B] [memreserved=B] [power=MW]
  *         [energy=MJ] [temp=C] [clocksm=MHZ] [clockmem=MHZ] [throttle=BITS] [pcietx=KBS]
  *         [pcierx=KBS] [mig=0|1]        GPU I (0..7): I+1 GPUs at least
+ *         [ecc=VC,VU,AC,AU]             ECC errors: volatile corrected, uncorrected,
+ *                                       aggregate corrected, uncorrected
+ *         [retired=SBE,DBE]             pages retired (nvmlDeviceGetRetiredPages)
+ *         [remap=C,U,PENDING,FAILED]    rows remapped (nvmlDeviceGetRemappedRows)
+ *         [nvlink=TXKIB,RXKIB]          NVLink data counters, every link (field values 138, 139)
+ *                                       each of the four NOT_SUPPORTED where not given
  *   proc GPU PID [mem=B|na] [sm=PCT] [memutil=PCT]
  *                                       a compute process; sm= gives it a sample at each
  *                                       read (timestamp: now), none without
@@ -21,8 +27,9 @@
  * a line "insufficient GPU ASKED NEEDED".
  *
  * Built twice: the full library, and with -DFAKENVML_OLD one that lacks
- * nvmlDeviceGetProcessUtilization, nvmlDeviceGetTotalEnergyConsumption and the event
- * functions (an old driver's: missing symbols, not errors).
+ * nvmlDeviceGetProcessUtilization, nvmlDeviceGetTotalEnergyConsumption, the event
+ * functions, nvmlDeviceGetRemappedRows and nvmlDeviceGetFieldValues (an old driver's:
+ * missing symbols, not errors).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -67,6 +74,8 @@ struct fgpu {
 	char uuid[96], name[96];
 	unsigned int util, memutil, temp, clocksm, clockmem, pcietx, pcierx, power, mig;
 	unsigned long long memused, memtotal, memreserved, energy, throttle;
+	int has_ecc, has_retired, has_remap, has_nvlink;
+	unsigned long long ecc[4], retired[2], remap[4], nvlink[2];
 };
 typedef struct fgpu *nvmlDevice_t;
 
@@ -120,7 +129,15 @@ static void parse_gpu(char *rest)
 		*v++ = 0;
 #define U(k, f) else if (!strcmp(tok, k)) g->f = (unsigned int)strtoul(v, NULL, 0);
 #define L(k, f) else if (!strcmp(tok, k)) g->f = strtoull(v, NULL, 0);
-		if (!strcmp(tok, "uuid"))
+		if (!strcmp(tok, "ecc"))
+			g->has_ecc = sscanf(v, "%llu,%llu,%llu,%llu", &g->ecc[0], &g->ecc[1], &g->ecc[2], &g->ecc[3]) == 4;
+		else if (!strcmp(tok, "retired"))
+			g->has_retired = sscanf(v, "%llu,%llu", &g->retired[0], &g->retired[1]) == 2;
+		else if (!strcmp(tok, "remap"))
+			g->has_remap = sscanf(v, "%llu,%llu,%llu,%llu", &g->remap[0], &g->remap[1], &g->remap[2], &g->remap[3]) == 4;
+		else if (!strcmp(tok, "nvlink"))
+			g->has_nvlink = sscanf(v, "%llu,%llu", &g->nvlink[0], &g->nvlink[1]) == 2;
+		else if (!strcmp(tok, "uuid"))
 			snprintf(g->uuid, sizeof(g->uuid), "%s", v);
 		else if (!strcmp(tok, "name"))
 			snprintf(g->name, sizeof(g->name), "%s", v);
@@ -430,6 +447,81 @@ EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *cur, unsi
 	*cur = *pend = d->mig;
 	LEAVE(NVML_SUCCESS);
 }
+
+EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int type, int counter, unsigned long long *v)
+{
+	ENTER();
+	if (!valid(d) || type < 0 || type > 1 || counter < 0 || counter > 1 || !v)
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	if (!d->has_ecc)
+		LEAVE(NVML_ERROR_NOT_SUPPORTED);
+	*v = d->ecc[counter * 2 + type];
+	LEAVE(NVML_SUCCESS);
+}
+
+/* nvml.h's protocol: *count 0 asks the number; a buffer too small is INSUFFICIENT_SIZE */
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t d, int cause, unsigned int *count, unsigned long long *addr)
+{
+	unsigned int n;
+
+	ENTER();
+	if (!valid(d) || cause < 0 || cause > 1 || !count)
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	if (!d->has_retired)
+		LEAVE(NVML_ERROR_NOT_SUPPORTED);
+	n = (unsigned int)d->retired[cause];
+	if (*count < n) {
+		*count = n;
+		LEAVE(NVML_ERROR_INSUFFICIENT_SIZE);
+	}
+	for (unsigned int i = 0; addr && i < n; i++)
+		addr[i] = 0x100000ULL * (i + 1);
+	*count = n;
+	LEAVE(NVML_SUCCESS);
+}
+
+#ifndef FAKENVML_OLD
+EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int *c, unsigned int *u, unsigned int *pend,
+					      unsigned int *fail)
+{
+	ENTER();
+	if (!valid(d) || !c || !u || !pend || !fail)
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	if (!d->has_remap)
+		LEAVE(NVML_ERROR_NOT_SUPPORTED);
+	*c = (unsigned int)d->remap[0], *u = (unsigned int)d->remap[1];
+	*pend = (unsigned int)d->remap[2], *fail = (unsigned int)d->remap[3];
+	LEAVE(NVML_SUCCESS);
+}
+
+typedef struct {
+	unsigned int fieldId, scopeId;
+	long long timestamp, latencyUsec;
+	int valueType;
+	nvmlReturn_t nvmlReturn;
+	union { double d; unsigned long long ull; } value;
+} nvmlFieldValue_t;
+
+/* the NVLink data counters (138 TX, 139 RX, KiB), every link summed with scopeId UINT_MAX */
+EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_t *v)
+{
+	ENTER();
+	if (!valid(d) || n < 0 || (n && !v))
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	for (int i = 0; i < n; i++) {
+		unsigned int id = v[i].fieldId;
+
+		v[i].valueType = 3; /* unsigned long long */
+		if ((id != 138 && id != 139) || v[i].scopeId != ~0U)
+			v[i].nvmlReturn = NVML_ERROR_INVALID_ARGUMENT;
+		else if (!d->has_nvlink)
+			v[i].nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+		else
+			v[i].nvmlReturn = NVML_SUCCESS, v[i].value.ull = d->nvlink[id - 138];
+	}
+	LEAVE(NVML_SUCCESS);
+}
+#endif
 
 #ifndef FAKENVML_OLD
 static unsigned long long now_us(void)

@@ -22,7 +22,11 @@ OLD_DIR = os.path.join(FAKENVML_DIR, "old")
 
 GPU0 = dict(uuid="GPU-test-0", name="StandIn", util=75, memutil=40, memused=123456789, memtotal=150000000000, memreserved=640 << 20,
             power=685123, energy=987654321, temp=61, clocksm=1980, clockmem=2619, throttle=0x24, pcietx=1000,
-            pcierx=2000)
+            pcierx=2000, ecc="3,1,40,2", retired="5,1", remap="7,2,1,0", nvlink="123456,654321")
+
+
+def nums(key, gpu=GPU0):
+    return [int(x) for x in gpu[key].split(",")]
 THROTTLES = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
              0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
              0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting"}
@@ -107,6 +111,26 @@ def test_daemon_scrape_every_figure():
            "PCIe tx (KB/s -> B/s)")
         eq(value(text, "gpuprobe_gpu_pcie_throughput_bytes", direction="rx", **g), GPU0["pcierx"] * 1024,
            "PCIe rx")
+        # ECC, retired pages, remapped rows, NVLink as scripted on GPU 0; on GPU 1, where the
+        # stand-in answers NOT_SUPPORTED, absent (never 0) and no error
+        vc, vu, ac, au = nums("ecc")
+        for t, vol, agg in (("corrected", vc, ac), ("uncorrected", vu, au)):
+            eq(value(text, "gpuprobe_gpu_ecc_errors_total", type=t, **g), vol, f"ECC {t} (volatile)")
+            eq(value(text, "gpuprobe_gpu_ecc_errors_lifetime", type=t, **g), agg, f"ECC {t} (aggregate)")
+        sbe, dbe = nums("retired")
+        eq(value(text, "gpuprobe_gpu_retired_pages", cause="multiple_single_bit", **g), sbe, "retired pages (SBE)")
+        eq(value(text, "gpuprobe_gpu_retired_pages", cause="double_bit", **g), dbe, "retired pages (DBE)")
+        rc, ru, rp, rf = nums("remap")
+        eq(value(text, "gpuprobe_gpu_remapped_rows", type="corrected", **g), rc, "remapped rows (corrected)")
+        eq(value(text, "gpuprobe_gpu_remapped_rows", type="uncorrected", **g), ru, "remapped rows (uncorrected)")
+        eq((value(text, "gpuprobe_gpu_row_remap_pending", **g), value(text, "gpuprobe_gpu_row_remap_failed", **g)),
+           (rp, rf), "remap pending, failed")
+        tx, rx = nums("nvlink")
+        eq(value(text, "gpuprobe_gpu_nvlink_bytes_total", direction="tx", **g), tx * 1024, "NVLink tx (KiB -> B)")
+        eq(value(text, "gpuprobe_gpu_nvlink_bytes_total", direction="rx", **g), rx * 1024, "NVLink rx")
+        for fam in ("gpuprobe_gpu_ecc_errors_total", "gpuprobe_gpu_retired_pages", "gpuprobe_gpu_remapped_rows",
+                    "gpuprobe_gpu_nvlink_bytes_total"):
+            eq(value(text, fam, gpu="1"), None, f"{fam}: none on GPU 1 (NOT_SUPPORTED)")
         # per process, joined with the daemon's process labels (pid, comm, cgroup)
         for i, p in enumerate(on0):
             own = dict(pid=str(p.pid), comm="sleep", **g)
@@ -211,8 +235,13 @@ def test_old_library_missing_functions():
         wait_value(d.port, "gpuprobe_process_gpu_memory_bytes", 8192, pid=str(procs[0].pid))
         text = get(d.port)[1]
         for fn in ("nvmlDeviceGetProcessUtilization", "nvmlDeviceGetTotalEnergyConsumption",
-                   "nvmlDeviceRegisterEvents", "nvmlEventSetWait_v2"):
+                   "nvmlDeviceRegisterEvents", "nvmlEventSetWait_v2", "nvmlDeviceGetRemappedRows",
+                   "nvmlDeviceGetFieldValues"):
             eq(value(text, "gpuprobe_nvml_functions_missing", function=fn), 1, f"{fn} missing")
+        eq(value(text, "gpuprobe_nvml_functions_missing", function="nvmlDeviceGetTotalEccErrors"), None, "ECC's there")
+        eq(value(text, "gpuprobe_gpu_ecc_errors_total", gpu="0", type="corrected"), nums("ecc")[0], "ECC still read")
+        eq((value(text, "gpuprobe_gpu_remapped_rows"), value(text, "gpuprobe_gpu_nvlink_bytes_total")), (None, None),
+           "no remapped rows, no NVLink without their functions (never 0)")
         eq(value(text, "gpuprobe_gpu_energy_joules_total"), None, "no energy sample")
         eq(value(text, "gpuprobe_process_gpu_sm_utilization_ratio"), None, "no SM sample")
         eq(value(text, "gpuprobe_gpu_process_utilization_available", gpu="0"), 0, "utilization unavailable")
@@ -234,7 +263,10 @@ def test_old_library_missing_functions():
 
 
 def test_failing_calls_counted_once_told():
-    path = script([gpu_line(0, **GPU0), "fail nvmlDeviceGetPowerUsage 3", "fail nvmlDeviceGetTemperature 15"])
+    """A failing call: counted each read, told once, its figure absent. NOT_SUPPORTED from a
+    health call (ECC off, no row remapper, no NVLink) is no failure: no figure, no count."""
+    path = script([gpu_line(0, **GPU0), "fail nvmlDeviceGetPowerUsage 3", "fail nvmlDeviceGetTemperature 15",
+                   "fail nvmlDeviceGetTotalEccErrors 15", "fail nvmlDeviceGetRemappedRows 3"])
     d = start_daemon(modes=("--memleak",), extra=("--nvml-interval", "0.2"), env=nvml_env(path))
     try:
         wait_value(d.port, "gpuprobe_nvml_state", 1, state="loaded")
@@ -251,6 +283,11 @@ def test_failing_calls_counted_once_told():
         eq(value(text, "gpuprobe_gpu_power_watts"), None, "no power sample")
         eq(value(text, "gpuprobe_gpu_temperature_celsius"), None, "no temperature sample")
         eq(value(text, "gpuprobe_gpu_utilization_ratio", gpu="0"), GPU0["util"] / 100, "the rest is there")
+        check(value(text, "gpuprobe_nvml_errors_total", function="nvmlDeviceGetTotalEccErrors") >= 3, "ECC failures")
+        eq(value(text, "gpuprobe_nvml_errors_total", function="nvmlDeviceGetRemappedRows"), 0, "NOT_SUPPORTED: no error")
+        eq((value(text, "gpuprobe_gpu_ecc_errors_total"), value(text, "gpuprobe_gpu_remapped_rows")), (None, None),
+           "no ECC, no remapped rows (never 0)")
+        eq(value(text, "gpuprobe_gpu_nvlink_bytes_total", direction="tx"), nums("nvlink")[0] * 1024, "NVLink still read")
         lines = nvml_lines(d)
         pw = [l for l in lines if "nvmlDeviceGetPowerUsage failed" in l]
         tp = [l for l in lines if "nvmlDeviceGetTemperature failed" in l]
@@ -306,6 +343,13 @@ def test_cli_report_beside_outstanding_bytes():
                 eq(r["gpus"][0]["power_watts"], GPU0["power"] / 1000, "power")
                 eq(r["gpus"][0]["memory_used_bytes"], GPU0["memused"], "GPU memory used")
                 eq(r["gpus"][0]["xid_errors"], 1, "XID counted")
+                g0 = r["gpus"][0]
+                eq([g0[k] for k in ("ecc_corrected", "ecc_uncorrected", "ecc_corrected_lifetime", "ecc_uncorrected_lifetime")],
+                   nums("ecc"), "ECC counts")
+                eq([g0["nvlink_tx_bytes"], g0["nvlink_rx_bytes"]], [v * 1024 for v in nums("nvlink")], "NVLink")
+                eq([g0["remapped_rows_corrected"], g0["remapped_rows_uncorrected"], g0["row_remap_pending"],
+                    g0["row_remap_failed"]], [7, 2, True, False], "remapped rows")
+                eq([g0["retired_pages_single_bit"], g0["retired_pages_double_bit"]], nums("retired"), "retired pages")
                 eq(r["untraced_processes"], 1, "PID 1 is not traced: counted, not listed")
                 eq(len(r["processes"]), 1, "the traced process")
                 p = r["processes"][0]
@@ -323,6 +367,9 @@ def test_cli_report_beside_outstanding_bytes():
                 check(f"outstanding device bytes 3.01 MiB ({t['leaked_bytes']:,} B)" in line[0], line[0])
                 check(any(l.startswith("  XID 48 on GPU 0 at ") for l in out.splitlines()), f"the XID line in:\n{out}")
                 check("1 process on the GPUs that this run does not trace" in out, out)
+                check("ECC errors 3 corrected, 1 uncorrected (lifetime 40, 2)" in out, out)
+                check("rows remapped 7 corrected, 2 uncorrected, a remap pending (reset the GPU)" in out, out)
+                check("pages retired 5 (single-bit) 1 (double-bit)" in out, out)
         finally:
             if g:
                 g.kill()
