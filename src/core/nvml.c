@@ -27,6 +27,7 @@ typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct nvmlEventSet_st *nvmlEventSet_t;
 
 #define NVML_SUCCESS 0
+#define NVML_ERROR_INVALID_ARGUMENT 2
 #define NVML_ERROR_NOT_SUPPORTED 3
 #define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
@@ -121,7 +122,12 @@ typedef struct {
 	  GP_NVML_FN_RETIRED)                                                                     \
 	X(nvmlDeviceGetRemappedRows, nvmlReturn_t,                                                \
 	  (nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *, unsigned int *), GP_NVML_FN_REMAPPED) \
-	X(nvmlDeviceGetFieldValues, nvmlReturn_t, (nvmlDevice_t, int, nvmlFieldValue_t *), GP_NVML_FN_FIELDS)
+	X(nvmlDeviceGetFieldValues, nvmlReturn_t, (nvmlDevice_t, int, nvmlFieldValue_t *), GP_NVML_FN_FIELDS) \
+	X(nvmlDeviceGetMaxMigDeviceCount, nvmlReturn_t, (nvmlDevice_t, unsigned int *), GP_NVML_FN_MIG_DEVICES) \
+	X(nvmlDeviceGetMigDeviceHandleByIndex, nvmlReturn_t, (nvmlDevice_t, unsigned int, nvmlDevice_t *), \
+	  GP_NVML_FN_MIG_DEVICES)                                                                 \
+	X(nvmlDeviceGetGpuInstanceId, nvmlReturn_t, (nvmlDevice_t, unsigned int *), GP_NVML_FN_MIG_DEVICES) \
+	X(nvmlDeviceGetComputeInstanceId, nvmlReturn_t, (nvmlDevice_t, unsigned int *), GP_NVML_FN_MIG_DEVICES)
 
 struct nvml_api {
 #define X(name, ret, args, fn) ret(*name) args;
@@ -155,6 +161,7 @@ static const char *const fn_names[GP_NVML_FN__COUNT] = {
 	[GP_NVML_FN_RETIRED] = "nvmlDeviceGetRetiredPages",
 	[GP_NVML_FN_REMAPPED] = "nvmlDeviceGetRemappedRows",
 	[GP_NVML_FN_FIELDS] = "nvmlDeviceGetFieldValues",
+	[GP_NVML_FN_MIG_DEVICES] = "nvmlDeviceGetMigDeviceHandleByIndex",
 };
 
 const char *gp_nvml_state_name(int state)
@@ -443,6 +450,59 @@ static int retired(struct gp_nvml *n, struct dev *d, unsigned int gpu, int cause
 	return 0;
 }
 
+/* A MIG device's memory: v2 (used without the reserve), else v1. */
+static bool mig_memory(struct gp_nvml *n, nvmlDevice_t h, unsigned int gpu, struct gp_nvml_mig *m)
+{
+	nvmlMemory_v2_t m2 = { .version = NVML_MEMORY_V2 };
+	nvmlMemory_t m1;
+
+	if (HAVE(nvmlDeviceGetMemoryInfo_v2)) {
+		if (!ok(n, GP_NVML_FN_MEMORY, gpu, n->api.nvmlDeviceGetMemoryInfo_v2(h, &m2)))
+			return false;
+		m->mem_used = m2.used, m->mem_total = m2.total;
+		return true;
+	}
+	if (!HAVE(nvmlDeviceGetMemoryInfo) || !ok(n, GP_NVML_FN_MEMORY, gpu, n->api.nvmlDeviceGetMemoryInfo(h, &m1)))
+		return false;
+	m->mem_used = m1.used, m->mem_total = m1.total;
+	return true;
+}
+
+/* In MIG mode: each MIG device's instance ids, UUID and memory (a slot NVML leaves empty,
+ * NOT_FOUND, is skipped). */
+static void read_migs(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g, unsigned int *have)
+{
+	unsigned int max = 0;
+	nvmlReturn_t r;
+
+	g->nr_migs = 0;
+	if (!g->mig || !HAVE(nvmlDeviceGetMaxMigDeviceCount) || !HAVE(nvmlDeviceGetMigDeviceHandleByIndex) ||
+	    !HAVE(nvmlDeviceGetGpuInstanceId) || !HAVE(nvmlDeviceGetComputeInstanceId))
+		return;
+	r = n->api.nvmlDeviceGetMaxMigDeviceCount(d->h, &max);
+	if (!ok(n, GP_NVML_FN_MIG_DEVICES, g->index, r))
+		return;
+	for (unsigned int i = 0; i < max && g->nr_migs < GP_NVML_MAX_MIG; i++) {
+		struct gp_nvml_mig *m = &g->migs[g->nr_migs];
+		nvmlDevice_t h;
+
+		memset(m, 0, sizeof(*m));
+		r = n->api.nvmlDeviceGetMigDeviceHandleByIndex(d->h, i, &h);
+		if (r == NVML_ERROR_NOT_FOUND || r == NVML_ERROR_INVALID_ARGUMENT) /* an empty slot */
+			continue;
+		if (!ok(n, GP_NVML_FN_MIG_DEVICES, g->index, r) ||
+		    !ok(n, GP_NVML_FN_MIG_DEVICES, g->index, n->api.nvmlDeviceGetGpuInstanceId(h, &m->gi)) ||
+		    !ok(n, GP_NVML_FN_MIG_DEVICES, g->index, n->api.nvmlDeviceGetComputeInstanceId(h, &m->ci)))
+			continue;
+		if (!HAVE(nvmlDeviceGetUUID) || n->api.nvmlDeviceGetUUID(h, m->uuid, sizeof(m->uuid)))
+			snprintf(m->uuid, sizeof(m->uuid), "unknown");
+		m->uuid[sizeof(m->uuid) - 1] = 0;
+		m->have_mem = mig_memory(n, h, g->index, m);
+		g->nr_migs++;
+	}
+	*have |= GP_NVH_MIG_DEVICES;
+}
+
 /* Retired pages, remapped rows, NVLink counters: each where the GPU has them. */
 static void read_health(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g, unsigned int *have)
 {
@@ -545,6 +605,7 @@ static void read_gpu(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g)
 			failed(n, GP_NVML_FN_MIG, g->index, r);
 	}
 	read_health(n, d, g, &have);
+	read_migs(n, d, g, &have);
 	g->have = have;
 }
 
@@ -642,7 +703,7 @@ static struct gp_nvml_proc *proc_add(struct procs *ps, uint32_t pid, unsigned in
 			return NULL;
 		ps->v = p, ps->cap = cap;
 	}
-	ps->v[ps->n] = (struct gp_nvml_proc){ .pid = pid, .gpu = gpu };
+	ps->v[ps->n] = (struct gp_nvml_proc){ .pid = pid, .gpu = gpu, .gi = ~0U, .ci = ~0U };
 	return &ps->v[ps->n++];
 }
 
@@ -664,6 +725,7 @@ static void read_gpu_procs(struct gp_nvml *n, struct dev *d, unsigned int gi, st
 			if (!p)
 				break;
 			p->mem_known = d->pbuf[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE;
+			p->gi = d->pbuf[i].gpuInstanceId, p->ci = d->pbuf[i].computeInstanceId;
 			p->mem_bytes += p->mem_known ? d->pbuf[i].usedGpuMemory : 0;
 		}
 	}

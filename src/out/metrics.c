@@ -251,6 +251,11 @@ const struct gp_metric gp_metrics[] = {
 	  "NVLink data (payload, no protocol overhead) since the driver loaded, every link summed "
 	  "(nvmlDeviceGetFieldValues, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX, scope UINT_MAX; KiB to bytes). "
 	  "Absent on a GPU without NVLink.", NULL },
+	{ "gpuprobe_gpu_mig_memory_used_bytes", GP_GAUGE, 0, "gpu,uuid,gi,ci,mig_uuid", NULL, "--nvml",
+	  "In MIG mode, each MIG device's memory in use (nvmlDeviceGetMigDeviceHandleByIndex, then "
+	  "nvmlDeviceGetMemoryInfo_v2 on its handle); `gi`, `ci` its GPU and compute instance.", NULL },
+	{ "gpuprobe_gpu_mig_memory_total_bytes", GP_GAUGE, 0, "gpu,uuid,gi,ci,mig_uuid", NULL, "--nvml",
+	  "In MIG mode, each MIG device's memory.", NULL },
 	{ "gpuprobe_gpu_xid_errors_total", GP_COUNTER, 0, "gpu,uuid,xid", NULL, "--nvml",
 	  "XID errors (critical errors NVML reports as events, nvmlEventTypeXidCriticalError) since the daemon started, by XID code.",
 	  "Each one is also a log line with the GPU and the PIDs on it then. At most 32 codes per GPU; later ones "
@@ -266,6 +271,9 @@ const struct gp_metric gp_metrics[] = {
 	  "other families' (comm from `/proc/PID/comm`, cgroup and pod), so it joins with the launch and copy series." },
 	{ "gpuprobe_process_gpu_memory_utilization_ratio", GP_GAUGE, P, "gpu,uuid", NULL, "--nvml",
 	  "Share of the interval during which the processes read or wrote device memory (NVML's per-process memUtil), as the SM ratio.", NULL },
+	{ "gpuprobe_process_gpu_mig_instance", GP_GAUGE, P, "gpu,uuid,gi,ci", NULL, "--nvml",
+	  "1 for the MIG instance a process runs in (the process list's gpuInstanceId, computeInstanceId) on a GPU in MIG "
+	  "mode; its utilization is not given there (gpuprobe_gpu_process_utilization_available is 0, never a 0 figure).", NULL },
 	{ "gpuprobe_process_gpu_memory_bytes", GP_GAUGE, P, "gpu,uuid", NULL, "--nvml",
 	  "GPU memory the driver accounts to the running processes (nvmlDeviceGetComputeRunningProcesses_v3's usedGpuMemory).",
 	  "Beside `gpuprobe_cuda_outstanding_bytes{kind=\"device\"}`: the difference is what no allocation call gpuprobe saw "

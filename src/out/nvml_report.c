@@ -168,6 +168,18 @@ static void gpu_prom(struct prom_out *p, const struct gp_nvml_gpu *g)
 				  (d ? g->pcie_rx_kbs : g->pcie_tx_kbs) * 1024ULL);
 	}
 	health_prom(p, g, idx);
+	for (unsigned int m = 0; m < g->nr_migs; m++) {
+		const struct gp_nvml_mig *mi = &g->migs[m];
+		char gi[16], ci[16];
+		const char *k[] = { "gpu", idx, "uuid", g->uuid, "gi", gi, "ci", ci, "mig_uuid", mi->uuid, NULL };
+
+		snprintf(gi, sizeof(gi), "%u", mi->gi);
+		snprintf(ci, sizeof(ci), "%u", mi->ci);
+		if (!mi->have_mem)
+			continue;
+		prom__u64(p, "gpuprobe_gpu_mig_memory_used_bytes", NULL, k, mi->mem_used);
+		prom__u64(p, "gpuprobe_gpu_mig_memory_total_bytes", NULL, k, mi->mem_total);
+	}
 	for (unsigned int x = 0; x < g->nr_xids; x++) {
 		char code[24];
 		const char *xk[] = { "gpu", idx, "uuid", g->uuid, "xid", code, NULL };
@@ -196,7 +208,8 @@ static const char *const families[] = {
 	"gpuprobe_gpu_temperature_celsius", "gpuprobe_gpu_clock_hertz", "gpuprobe_gpu_clocks_throttled",
 	"gpuprobe_gpu_pcie_throughput_bytes", "gpuprobe_gpu_ecc_errors_total", "gpuprobe_gpu_ecc_errors_lifetime",
 	"gpuprobe_gpu_retired_pages", "gpuprobe_gpu_remapped_rows", "gpuprobe_gpu_row_remap_pending",
-	"gpuprobe_gpu_row_remap_failed", "gpuprobe_gpu_nvlink_bytes_total", "gpuprobe_gpu_xid_errors_total",
+	"gpuprobe_gpu_row_remap_failed", "gpuprobe_gpu_nvlink_bytes_total", "gpuprobe_gpu_mig_memory_used_bytes",
+	"gpuprobe_gpu_mig_memory_total_bytes", "gpuprobe_process_gpu_mig_instance", "gpuprobe_gpu_xid_errors_total",
 	"gpuprobe_gpu_process_utilization_available", "gpuprobe_process_gpu_sm_utilization_ratio",
 	"gpuprobe_process_gpu_memory_utilization_ratio", "gpuprobe_process_gpu_memory_bytes", NULL,
 };
@@ -264,6 +277,14 @@ int gp_nvml_report__prom(struct prom_out *p, struct gp_run *run)
 		}
 		if (q->mem_known)
 			prom__u64(p, "gpuprobe_process_gpu_memory_bytes", of[i], kv, q->mem_bytes);
+		if (g->mig && q->gi != ~0U) {
+			char gi[16], ci[16];
+			const char *mk[] = { "gpu", idx, "uuid", g->uuid, "gi", gi, "ci", ci, NULL };
+
+			snprintf(gi, sizeof(gi), "%u", q->gi);
+			snprintf(ci, sizeof(ci), "%u", q->ci);
+			prom__u64(p, "gpuprobe_process_gpu_mig_instance", of[i], mk, 1);
+		}
 	}
 	free(of);
 	gp_nvml__snap_free(&s);
@@ -382,6 +403,15 @@ static void gpu_text(FILE *f, const struct gp_nvml_gpu *g)
 	fprintf(f, " %s\n", gp_text__n(g->xid_total, "XID error", "XID errors").s);
 	if (g->proc_util_unavailable)
 		fprintf(f, "    per-process utilization unavailable: %s\n", g->proc_util_unavailable);
+	for (unsigned int m = 0; m < g->nr_migs; m++) {
+		const struct gp_nvml_mig *mi = &g->migs[m];
+
+		fprintf(f, "    MIG instance GI %u CI %u (%s):", mi->gi, mi->ci, mi->uuid);
+		if (mi->have_mem)
+			fprintf(f, " %s of %s used\n", gp_text__bytes(mi->mem_used).s, gp_text__bytes(mi->mem_total).s);
+		else
+			fprintf(f, " memory -\n");
+	}
 }
 
 static void proc_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvml_proc *q, const char *comm,
@@ -389,7 +419,10 @@ static void proc_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvm
 {
 	const struct gp_nvml_gpu *g = &s->gpus[q->gpu];
 
-	fprintf(f, "  PID %u (%s) on GPU %u:", q->pid, comm, g->index);
+	fprintf(f, "  PID %u (%s) on GPU %u", q->pid, comm, g->index);
+	if (g->mig && q->gi != ~0U)
+		fprintf(f, " MIG GI %u CI %u", q->gi, q->ci);
+	fprintf(f, ":");
 	if (q->util_known)
 		fprintf(f, " SM %s, memory %s over the last %s (%s)", pct(q->sm_util).s, pct(q->mem_util).s,
 			gp_text__duration(s->period_s).s, gp_text__n(q->samples, "NVML sample", "NVML samples").s);
@@ -474,6 +507,21 @@ static json_object *gpu_json(const struct gp_nvml_gpu *g)
 	json_object_object_add(o, "remapped_rows_uncorrected", opt_u64(g->have & GP_NVH_REMAPPED, g->remap_unc));
 	json_object_object_add(o, "row_remap_pending", (g->have & GP_NVH_REMAPPED) ? json_object_new_boolean(g->remap_pending) : NULL);
 	json_object_object_add(o, "row_remap_failed", (g->have & GP_NVH_REMAPPED) ? json_object_new_boolean(g->remap_failed) : NULL);
+	{
+		json_object *mig = json_object_new_array();
+
+		for (unsigned int m = 0; m < g->nr_migs; m++) {
+			json_object *e = json_object_new_object();
+
+			json_object_object_add(e, "gi", json_object_new_int64(g->migs[m].gi));
+			json_object_object_add(e, "ci", json_object_new_int64(g->migs[m].ci));
+			json_object_object_add(e, "uuid", json_object_new_string(g->migs[m].uuid));
+			json_object_object_add(e, "memory_used_bytes", opt_u64(g->migs[m].have_mem, g->migs[m].mem_used));
+			json_object_object_add(e, "memory_total_bytes", opt_u64(g->migs[m].have_mem, g->migs[m].mem_total));
+			json_object_array_add(mig, e);
+		}
+		json_object_object_add(o, "mig_instances", mig);
+	}
 	json_object_object_add(o, "xid_errors", json_object_new_uint64(g->xid_total));
 	for (unsigned int i = 0; i < g->nr_xids; i++) {
 		json_object *e = json_object_new_object();
@@ -506,6 +554,8 @@ static json_object *proc_json(const struct gp_nvml_snap *s, const struct gp_nvml
 			       q->util_known ? NULL : json_object_new_string(g->proc_util_unavailable ? g->proc_util_unavailable : "not read"));
 	json_object_object_add(o, "driver_memory_bytes", opt_u64(q->mem_known, q->mem_bytes));
 	json_object_object_add(o, "outstanding_device_bytes", opt_u64(outstanding != 0, outstanding - 1));
+	json_object_object_add(o, "mig_gi", opt_u64(g->mig && q->gi != ~0U, q->gi));
+	json_object_object_add(o, "mig_ci", opt_u64(g->mig && q->gi != ~0U, q->ci));
 	return o;
 }
 

@@ -16,7 +16,10 @@
  *         [remap=C,U,PENDING,FAILED]    rows remapped (nvmlDeviceGetRemappedRows)
  *         [nvlink=TXKIB,RXKIB]          NVLink data counters, every link (field values 138, 139)
  *                                       each of the four NOT_SUPPORTED where not given
- *   proc GPU PID [mem=B|na] [sm=PCT] [memutil=PCT]
+ *   migdev GPU GI CI [uuid=S] [memused=B] [memtotal=B]
+ *                                       a MIG device of GPU (in MIG mode: mig=1), at the
+ *                                       next of its 7 slots (the others NOT_FOUND)
+ *   proc GPU PID [mem=B|na] [sm=PCT] [memutil=PCT] [gi=N ci=N]
  *                                       a compute process; sm= gives it a sample at each
  *                                       read (timestamp: now), none without
  *   fail FUNCTION CODE                  FUNCTION returns CODE
@@ -75,6 +78,7 @@ struct fgpu {
 	unsigned int util, memutil, temp, clocksm, clockmem, pcietx, pcierx, power, mig;
 	unsigned long long memused, memtotal, memreserved, energy, throttle;
 	int has_ecc, has_retired, has_remap, has_nvlink;
+	int parent, gi, ci;     /* a MIG device: its GPU and instance ids (parent -1: a GPU) */
 	unsigned long long ecc[4], retired[2], remap[4], nvlink[2];
 };
 typedef struct fgpu *nvmlDevice_t;
@@ -88,7 +92,7 @@ typedef struct fset { unsigned long long types[MAX_GPUS]; } *nvmlEventSet_t;
 
 struct fproc {
 	int gpu;
-	unsigned int pid;
+	unsigned int pid, gi, ci;
 	unsigned long long mem; /* ~0: not available */
 	int sm, memutil;        /* -1: no samples */
 };
@@ -98,6 +102,8 @@ static struct {
 	int init_fail;
 	int ngpus;
 	struct fgpu gpus[MAX_GPUS];
+	struct fgpu migs[MAX_GPUS * 7];
+	int nmigs;
 	struct fproc procs[MAX_PROCS];
 	int nprocs;
 	struct { char fn[96]; int code; } fails[MAX_FAILS];
@@ -149,6 +155,28 @@ static void parse_gpu(char *rest)
 	}
 }
 
+static void parse_migdev(char *rest)
+{
+	char *save = NULL, *g = strtok_r(rest, " \t\n", &save), *gi = strtok_r(NULL, " \t\n", &save);
+	char *ci = strtok_r(NULL, " \t\n", &save), *tok;
+	struct fgpu *m;
+
+	if (!g || !gi || !ci || S.nmigs == MAX_GPUS * 7)
+		return;
+	m = &S.migs[S.nmigs];
+	*m = (struct fgpu){ .parent = atoi(g), .gi = atoi(gi), .ci = atoi(ci) };
+	snprintf(m->uuid, sizeof(m->uuid), "MIG-fake-%d-%d", S.nmigs, m->gi);
+	while ((tok = strtok_r(NULL, " \t\n", &save))) {
+		if (!strncmp(tok, "uuid=", 5))
+			snprintf(m->uuid, sizeof(m->uuid), "%s", tok + 5);
+		else if (!strncmp(tok, "memused=", 8))
+			m->memused = strtoull(tok + 8, NULL, 0);
+		else if (!strncmp(tok, "memtotal=", 9))
+			m->memtotal = strtoull(tok + 9, NULL, 0);
+	}
+	S.nmigs++;
+}
+
 static void parse_proc(char *rest)
 {
 	char *save = NULL, *g = strtok_r(rest, " \t\n", &save), *pid = strtok_r(NULL, " \t\n", &save), *tok;
@@ -157,8 +185,13 @@ static void parse_proc(char *rest)
 	if (!g || !pid || S.nprocs == MAX_PROCS)
 		return;
 	p = &S.procs[S.nprocs++];
-	*p = (struct fproc){ .gpu = atoi(g), .pid = (unsigned int)strtoul(pid, NULL, 0), .sm = -1, .memutil = -1 };
+	*p = (struct fproc){ .gpu = atoi(g), .pid = (unsigned int)strtoul(pid, NULL, 0), .sm = -1, .memutil = -1,
+			     .gi = ~0U, .ci = ~0U };
 	while ((tok = strtok_r(NULL, " \t\n", &save))) {
+		if (!strncmp(tok, "gi=", 3))
+			p->gi = (unsigned int)atoi(tok + 3);
+		else if (!strncmp(tok, "ci=", 3))
+			p->ci = (unsigned int)atoi(tok + 3);
 		if (!strncmp(tok, "mem=", 4))
 			p->mem = strcmp(tok + 4, "na") ? strtoull(tok + 4, NULL, 0) : ~0ULL;
 		else if (!strncmp(tok, "sm=", 3))
@@ -186,7 +219,7 @@ static void load(void)
 	if (!f)
 		return;
 	S.mtime = st.st_mtim, S.size = st.st_size;
-	S.init_fail = 0, S.ngpus = 0, S.nprocs = 0, S.nfails = 0;
+	S.init_fail = 0, S.ngpus = 0, S.nprocs = 0, S.nfails = 0, S.nmigs = 0;
 	memset(S.gpus, 0, sizeof(S.gpus));
 	{
 		int sent[MAX_XIDS], n = S.nxids; /* events already sent stay sent */
@@ -199,6 +232,8 @@ static void load(void)
 
 			if (!strncmp(line, "gpu ", 4))
 				parse_gpu(rest);
+			else if (!strncmp(line, "migdev ", 7))
+				parse_migdev(rest);
 			else if (!strncmp(line, "proc ", 5))
 				parse_proc(rest);
 			else if (!strncmp(line, "init_fail ", 10))
@@ -217,6 +252,7 @@ static void load(void)
 	fclose(f);
 	for (int i = 0; i < S.ngpus; i++) {
 		S.gpus[i].idx = i;
+		S.gpus[i].parent = -1;
 		if (!S.gpus[i].uuid[0])
 			snprintf(S.gpus[i].uuid, sizeof(S.gpus[i].uuid), "GPU-fake-%d", i);
 		if (!S.gpus[i].name[0])
@@ -256,6 +292,12 @@ static int enter(const char *fn)
 static int valid(nvmlDevice_t d)
 {
 	return d && d >= S.gpus && d < S.gpus + S.ngpus;
+}
+
+/* a GPU or a MIG device (the calls NVML answers on both) */
+static int valid_any(nvmlDevice_t d)
+{
+	return valid(d) || (d && d >= S.migs && d < S.migs + S.nmigs);
 }
 
 EXPORT nvmlReturn_t nvmlInit_v2(void)
@@ -309,7 +351,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *
 EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned int len)
 {
 	ENTER();
-	if (!valid(d) || !len)
+	if (!valid_any(d) || !len)
 		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
 	snprintf(buf, len, "%s", d->uuid);
 	LEAVE(NVML_SUCCESS);
@@ -336,7 +378,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilizatio
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 {
 	ENTER();
-	if (!valid(d))
+	if (!valid_any(d))
 		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
 	/* v1, as the driver's: the reserve counted as used */
 	m->total = d->memtotal, m->used = d->memused + d->memreserved;
@@ -350,7 +392,7 @@ typedef struct { unsigned int version; unsigned long long total, reserved, free,
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m)
 {
 	ENTER();
-	if (!valid(d))
+	if (!valid_any(d))
 		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
 	if (m->version != (unsigned int)(sizeof(*m) | (2u << 24)))
 		LEAVE(25); /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
@@ -389,7 +431,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsi
 		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
 	for (int i = 0; i < S.nprocs; i++)
 		if (S.procs[i].gpu == d->idx)
-			out[k++] = (nvmlProcessInfo_t){ S.procs[i].pid, S.procs[i].mem, ~0U, ~0U };
+			out[k++] = (nvmlProcessInfo_t){ S.procs[i].pid, S.procs[i].mem, S.procs[i].gi, S.procs[i].ci };
 	*count = n;
 	LEAVE(NVML_SUCCESS);
 }
@@ -445,6 +487,51 @@ EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *cur, unsi
 	if (!valid(d))
 		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
 	*cur = *pend = d->mig;
+	LEAVE(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned int *n)
+{
+	ENTER();
+	if (!valid(d) || !n)
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	if (!d->mig)
+		LEAVE(NVML_ERROR_NOT_SUPPORTED);
+	*n = 7;
+	LEAVE(NVML_SUCCESS);
+}
+
+/* the MIG devices of d fill its first slots, in script order; the rest are NOT_FOUND */
+EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int i, nvmlDevice_t *h)
+{
+	unsigned int k = 0;
+
+	ENTER();
+	if (!valid(d) || !h || i >= 7)
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	for (int j = 0; j < S.nmigs; j++)
+		if (S.migs[j].parent == d->idx && k++ == i) {
+			*h = &S.migs[j];
+			LEAVE(NVML_SUCCESS);
+		}
+	LEAVE(NVML_ERROR_NOT_FOUND);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t d, unsigned int *id)
+{
+	ENTER();
+	if (!valid_any(d) || valid(d) || !id) /* a MIG device's only */
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	*id = (unsigned int)d->gi;
+	LEAVE(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t d, unsigned int *id)
+{
+	ENTER();
+	if (!valid_any(d) || valid(d) || !id)
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	*id = (unsigned int)d->ci;
 	LEAVE(NVML_SUCCESS);
 }
 

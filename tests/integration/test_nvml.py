@@ -79,7 +79,11 @@ def test_daemon_scrape_every_figure():
     lines = [gpu_line(0, **GPU0), gpu_line(1, uuid="GPU-test-1", mig=1, util=5)]
     # process i: 1 MiB * (i + 1) on GPU 0, SM 10 + i %, memory 3 + i %
     lines += [f"proc 0 {p.pid} mem={(i + 1) << 20} sm={10 + i} memutil={3 + i}" for i, p in enumerate(on0)]
-    lines += [f"proc 1 {p.pid} mem=4096" for p in on1]
+    lines += [f"proc 1 {p.pid} mem=4096 gi=2 ci=0" for p in on1]
+    # GPU 1's MIG devices: two instances (slots 0, 1; the other five NOT_FOUND)
+    migs = [dict(gi=1, ci=0, uuid="MIG-test-a", memused=1 << 20, memtotal=10 << 30),
+            dict(gi=2, ci=0, uuid="MIG-test-b", memused=3 << 20, memtotal=20 << 30)]
+    lines += [f"migdev 1 {m['gi']} {m['ci']} uuid={m['uuid']} memused={m['memused']} memtotal={m['memtotal']}" for m in migs]
     lines += ["xid 0 79 1500"]
     path = script(lines)
     d = None
@@ -152,6 +156,16 @@ def test_daemon_scrape_every_figure():
         eq(value(text, "gpuprobe_process_gpu_sm_utilization_ratio", gpu="1"), None, "no SM sample on the MIG GPU")
         eq(value(text, "gpuprobe_process_gpu_memory_bytes", gpu="1", pid=str(on1[0].pid)), 4096,
            "driver memory on the MIG GPU")
+        # per MIG instance: its memory; the process's instance
+        for m in migs:
+            k = dict(gpu="1", gi=str(m["gi"]), ci=str(m["ci"]), mig_uuid=m["uuid"])
+            eq(value(text, "gpuprobe_gpu_mig_memory_used_bytes", **k), m["memused"], f"MIG {m['uuid']} used")
+            eq(value(text, "gpuprobe_gpu_mig_memory_total_bytes", **k), m["memtotal"], f"MIG {m['uuid']} total")
+        eq(len([l for n, l, v in samples(text) if n == "gpuprobe_gpu_mig_memory_used_bytes"]), len(migs),
+           "the empty slots are not instances")
+        eq(value(text, "gpuprobe_process_gpu_mig_instance", gpu="1", gi="2", ci="0", pid=str(on1[0].pid)), 1,
+           "the process's MIG instance")
+        eq(value(text, "gpuprobe_process_gpu_mig_instance", gpu="0"), None, "none outside MIG")
         # the size protocol: the stand-in said INSUFFICIENT_SIZE to a buffer of 4, then all 10 came
         ins = [l.split() for l in open(log).read().splitlines() if l.startswith("insufficient 0 ")]
         check(ins, "NVML_ERROR_INSUFFICIENT_SIZE answered at least once on GPU 0")
