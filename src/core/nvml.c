@@ -836,9 +836,9 @@ static void on_xid(struct gp_nvml *n, const nvmlEventData_t *e)
 		for (k = 0; k < g->nr_xids && g->xids[k].code != x.code; k++)
 			;
 		if (k < g->nr_xids)
-			g->xids[k].count++;
+			g->xids[k].count++, g->xids[k].last_ns = x.time_ns;
 		else if (k < GP_NVML_MAX_XID_CODES)
-			g->xids[g->nr_xids++] = (typeof(g->xids[0])){ x.code, 1 };
+			g->xids[g->nr_xids++] = (typeof(g->xids[0])){ x.code, 1, x.time_ns };
 		else
 			g->xid_other++;
 		for (size_t i = 0; i < n->cur.nr_procs; i++) {

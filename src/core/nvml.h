@@ -121,7 +121,7 @@ struct gp_nvml_gpu {
 	/* why per-process utilization is not given here (MIG, not supported), or NULL */
 	const char *proc_util_unavailable;
 	uint64_t xid_total;
-	struct { uint64_t code, count; } xids[GP_NVML_MAX_XID_CODES];
+	struct { uint64_t code, count, last_ns; } xids[GP_NVML_MAX_XID_CODES]; /* last_ns: CLOCK_REALTIME */
 	unsigned int nr_xids;
 	uint64_t xid_other;         /* errors of codes past the table */
 };

@@ -260,6 +260,12 @@ const struct gp_metric gp_metrics[] = {
 	  "XID errors (critical errors NVML reports as events, nvmlEventTypeXidCriticalError) since the daemon started, by XID code.",
 	  "Each one is also a log line with the GPU and the PIDs on it then. At most 32 codes per GPU; later ones "
 	  "go under `xid=\"other\"`. No sample before the first error." },
+	{ "gpuprobe_gpu_xid_last_timestamp_seconds", GP_GAUGE, 0, "gpu,uuid,xid", NULL, "--nvml",
+	  "When the last XID error of that code arrived on the GPU (Unix time).", NULL },
+	{ "gpuprobe_process_gpu_xid_last_timestamp_seconds", GP_GAUGE, P, "gpu,uuid,xid", NULL, "--nvml",
+	  "When the last XID error of that code arrived on a GPU the process was on (NVML's process list of that GPU "
+	  "at its last read), with the process's labels (pid, comm, cgroup, pod): which jobs an XID hit. From the last 64 "
+	  "XID events kept; a process that has exited has none.", NULL },
 	{ "gpuprobe_gpu_process_utilization_available", GP_GAUGE, 0, "gpu,uuid,reason", NULL, "--nvml",
 	  "1 where NVML gives per-process utilization on the GPU; 0 with a reason where it does not (MIG mode, not supported).",
 	  "Where it is 0, `gpuprobe_process_gpu_sm_utilization_ratio` and `..._memory_utilization_ratio` have no "

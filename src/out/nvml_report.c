@@ -186,6 +186,7 @@ static void gpu_prom(struct prom_out *p, const struct gp_nvml_gpu *g)
 
 		snprintf(code, sizeof(code), "%" PRIu64, g->xids[x].code);
 		prom__u64(p, "gpuprobe_gpu_xid_errors_total", NULL, xk, g->xids[x].count);
+		prom__secs(p, "gpuprobe_gpu_xid_last_timestamp_seconds", NULL, xk, (double)g->xids[x].last_ns / 1e9);
 	}
 	if (g->xid_other) {
 		const char *xk[] = { "gpu", idx, "uuid", g->uuid, "xid", "other", NULL };
@@ -200,13 +201,51 @@ static void gpu_prom(struct prom_out *p, const struct gp_nvml_gpu *g)
 	}
 }
 
+static bool followed(const struct gp_run *run, uint32_t pid);
+
+/* The processes on a GPU at its XIDs (the last GP_NVML_MAX_XID_EVENTS kept): per process,
+ * GPU and code, the time of the latest, for the processes the run follows that are still
+ * on a GPU (named: a process gone has no series). */
+static void xid_procs_prom(struct prom_out *p, const struct gp_run *run, const struct gp_nvml_snap *s,
+			   const struct gp_snap_pid **of)
+{
+	for (size_t i = s->nr_xids; i-- > 0;) { /* newest first: the first of each key is the latest */
+		const struct gp_nvml_xid *x = &s->xids[i];
+
+		for (unsigned int k = 0; k < x->nr_pids; k++) {
+			const struct gp_snap_pid *who = NULL;
+			bool dup = false;
+
+			for (size_t j = 0; j < s->nr_procs && !who; j++)
+				if (s->procs[j].pid == x->pids[k])
+					who = of[j];
+			for (size_t l = i + 1; l < s->nr_xids && !dup; l++) /* a newer one of the same key */
+				for (unsigned int m = 0; m < s->xids[l].nr_pids && !dup; m++)
+					dup = s->xids[l].pids[m] == x->pids[k] && s->xids[l].gpu == x->gpu &&
+					      s->xids[l].code == x->code;
+			if (!who || dup || !followed(run, x->pids[k]))
+				continue;
+			{
+				char idx[16], code[24];
+				const char *kv[] = { "gpu", idx, "uuid", s->gpus[x->gpu].uuid, "xid", code, NULL };
+
+				snprintf(idx, sizeof(idx), "%u", s->gpus[x->gpu].index);
+				snprintf(code, sizeof(code), "%" PRIu64, x->code);
+				prom__secs(p, "gpuprobe_process_gpu_xid_last_timestamp_seconds", who, kv,
+					   (double)x->time_ns / 1e9);
+			}
+		}
+	}
+}
+
 static const char *const families[] = {
 	"gpuprobe_nvml_state", "gpuprobe_nvml_reads_total", "gpuprobe_nvml_read_seconds_total",
 	"gpuprobe_nvml_errors_total", "gpuprobe_nvml_functions_missing", "gpuprobe_gpu_info",
 	"gpuprobe_gpu_utilization_ratio", "gpuprobe_gpu_memory_utilization_ratio", "gpuprobe_gpu_memory_used_bytes",
 	"gpuprobe_gpu_memory_total_bytes", "gpuprobe_gpu_power_watts", "gpuprobe_gpu_energy_joules_total",
 	"gpuprobe_gpu_temperature_celsius", "gpuprobe_gpu_clock_hertz", "gpuprobe_gpu_clocks_throttled",
-	"gpuprobe_gpu_pcie_throughput_bytes", "gpuprobe_gpu_ecc_errors_total", "gpuprobe_gpu_ecc_errors_lifetime",
+	"gpuprobe_gpu_pcie_throughput_bytes", "gpuprobe_gpu_xid_last_timestamp_seconds",
+	"gpuprobe_process_gpu_xid_last_timestamp_seconds", "gpuprobe_gpu_ecc_errors_total", "gpuprobe_gpu_ecc_errors_lifetime",
 	"gpuprobe_gpu_retired_pages", "gpuprobe_gpu_remapped_rows", "gpuprobe_gpu_row_remap_pending",
 	"gpuprobe_gpu_row_remap_failed", "gpuprobe_gpu_nvlink_bytes_total", "gpuprobe_gpu_mig_memory_used_bytes",
 	"gpuprobe_gpu_mig_memory_total_bytes", "gpuprobe_process_gpu_mig_instance", "gpuprobe_gpu_xid_errors_total",
@@ -286,6 +325,8 @@ int gp_nvml_report__prom(struct prom_out *p, struct gp_run *run)
 			prom__u64(p, "gpuprobe_process_gpu_mig_instance", of[i], mk, 1);
 		}
 	}
+	if (!r)
+		xid_procs_prom(p, run, &s, of);
 	free(of);
 	gp_nvml__snap_free(&s);
 	return r;
@@ -444,7 +485,7 @@ static void proc_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvm
 	fprintf(f, "\n");
 }
 
-static void xid_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvml_xid *x)
+static void xid_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvml_xid *x, const struct u64map *traced)
 {
 	char when[32];
 	struct tm tm;
@@ -453,8 +494,15 @@ static void xid_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvml
 	localtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%H:%M:%S", &tm);
 	fprintf(f, "  XID %" PRIu64 " on GPU %u at %s; processes on it:", x->code, s->gpus[x->gpu].index, when);
-	for (unsigned int i = 0; i < x->nr_pids; i++)
-		fprintf(f, " %u", x->pids[i]);
+	for (unsigned int i = 0; i < x->nr_pids; i++) {
+		const struct gp_snap_pid *p = u64map__get(traced, x->pids[i]);
+
+		/* a traced process named (as its own line names it), the others by PID */
+		if (p)
+			fprintf(f, " %u (%s)", x->pids[i], p->comm);
+		else
+			fprintf(f, " %u", x->pids[i]);
+	}
 	if (x->more_pids)
 		fprintf(f, " and %u more", x->more_pids);
 	fprintf(f, "%s\n", x->nr_pids ? "" : " none seen");
@@ -559,9 +607,9 @@ static json_object *proc_json(const struct gp_nvml_snap *s, const struct gp_nvml
 	return o;
 }
 
-static json_object *xid_json(const struct gp_nvml_snap *s, const struct gp_nvml_xid *x)
+static json_object *xid_json(const struct gp_nvml_snap *s, const struct gp_nvml_xid *x, const struct u64map *traced)
 {
-	json_object *o = json_object_new_object(), *pids = json_object_new_array();
+	json_object *o = json_object_new_object(), *pids = json_object_new_array(), *tr = json_object_new_array();
 
 	json_object_object_add(o, "time_ns", json_object_new_uint64(x->time_ns));
 	json_object_object_add(o, "gpu", json_object_new_int((int)s->gpus[x->gpu].index));
@@ -569,6 +617,18 @@ static json_object *xid_json(const struct gp_nvml_snap *s, const struct gp_nvml_
 	for (unsigned int i = 0; i < x->nr_pids; i++)
 		json_object_array_add(pids, json_object_new_int64(x->pids[i]));
 	json_object_object_add(o, "pids", pids);
+	for (unsigned int i = 0; i < x->nr_pids; i++) {
+		const struct gp_snap_pid *p = u64map__get(traced, x->pids[i]);
+		json_object *e;
+
+		if (!p)
+			continue;
+		e = json_object_new_object();
+		json_object_object_add(e, "pid", json_object_new_int64(x->pids[i]));
+		json_object_object_add(e, "comm", json_object_new_string(p->comm));
+		json_object_array_add(tr, e);
+	}
+	json_object_object_add(o, "traced", tr);
 	json_object_object_add(o, "more_pids", json_object_new_int64(x->more_pids));
 	return o;
 }
@@ -650,9 +710,9 @@ void gp_nvml_report__run(struct gp_run *run, enum gp_snap_kind kind)
 	}
 	for (size_t i = 0; i < s.nr_xids; i++) {
 		if (o)
-			json_object_array_add(xids, xid_json(&s, &s.xids[i]));
+			json_object_array_add(xids, xid_json(&s, &s.xids[i], seen.comm));
 		else
-			xid_text(f, &s, &s.xids[i]);
+			xid_text(f, &s, &s.xids[i], seen.comm);
 	}
 	if (o) {
 		json_object_object_add(o, "gpus", gpus);

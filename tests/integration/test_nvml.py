@@ -88,6 +88,7 @@ def test_daemon_scrape_every_figure():
     path = script(lines)
     d = None
     try:
+        t_start = time.time()
         d = start_daemon(modes=("--memleak",), env=nvml_env(path, log=log))
         port = d.port
         g = dict(gpu="0", uuid="GPU-test-0")
@@ -173,6 +174,14 @@ def test_daemon_scrape_every_figure():
         eq(value(text, "gpuprobe_nvml_errors_total", function="nvmlDeviceGetComputeRunningProcesses_v3"), 0,
            "growing the buffer is no error")
         eq(sum(v for n, l, v in samples(text) if n == "gpuprobe_nvml_errors_total"), 0, "no error at all")
+        # the XID's time, on the GPU and on each process that was on it (with its labels)
+        when = value(text, "gpuprobe_gpu_xid_last_timestamp_seconds", xid="79", **g)
+        check(when is not None and t_start <= when <= time.time(), f"the XID's time {when} within the run")
+        for p in on0:
+            eq(value(text, "gpuprobe_process_gpu_xid_last_timestamp_seconds", xid="79", pid=str(p.pid), comm="sleep", **g),
+               when, f"PID {p.pid} was on GPU 0 at the XID")
+        eq(value(text, "gpuprobe_process_gpu_xid_last_timestamp_seconds", pid=str(on1[0].pid)), None,
+           "the process on GPU 1 was not hit")
         # the XID's log line: GPU, code, the processes on it then
         xl = [l for l in nvml_lines(d) if "XID 79" in l]
         eq(len(xl), 1, f"one XID line: {nvml_lines(d)}")
@@ -373,13 +382,16 @@ def test_cli_report_beside_outstanding_bytes():
                 eq((p["sm_utilization_pct"], p["memory_utilization_pct"]), (88, 30), "utilization")
                 eq([x["xid"] for x in r["xid_events"]], [48], "the XID event")
                 check(held.pid in r["xid_events"][0]["pids"], "the traced process was on the GPU at the XID")
+                eq(r["xid_events"][0]["traced"], [{"pid": held.pid, "comm": "memleak_app"}], "the traced one named")
             else:
                 line = [l for l in out.splitlines() if l.startswith(f"  PID {held.pid} (memleak_app) on GPU 0:")]
                 eq(len(line), 1, f"the process's NVML line in:\n{out}")
                 check("SM 88 %, memory 30 %" in line[0], line[0])
                 check("driver-accounted memory 64.0 MiB (67,108,864 B)" in line[0], line[0])
                 check(f"outstanding device bytes 3.01 MiB ({t['leaked_bytes']:,} B)" in line[0], line[0])
-                check(any(l.startswith("  XID 48 on GPU 0 at ") for l in out.splitlines()), f"the XID line in:\n{out}")
+                xl = [l for l in out.splitlines() if l.startswith("  XID 48 on GPU 0 at ")]
+                eq(len(xl), 1, f"the XID line in:\n{out}")
+                check(f" {held.pid} (memleak_app)" in xl[0] and xl[0].endswith(" 1"), f"its processes, the traced one named: {xl[0]}")
                 check("1 process on the GPUs that this run does not trace" in out, out)
                 check("ECC errors 3 corrected, 1 uncorrected (lifetime 40, 2)" in out, out)
                 check("rows remapped 7 corrected, 2 uncorrected, a remap pending (reset the GPU)" in out, out)
