@@ -67,6 +67,22 @@ def value_for(arg):
             "GLOB": "cu*", "MAJOR[:NAME]": "1", "TEXT": "t", "PIXELS": "800", "UNIT": "bytes", "S": "1"}.get(arg, "1")
 
 
+def test_dashboard_names_documented_families():
+    """Every family a Grafana query names is in docs/metrics.md (a histogram's by its
+    _bucket, _sum or _count), and the dashboard is valid JSON with unique panel ids."""
+    import json
+    with open(os.path.join(ROOT, "examples", "grafana", "gpuprobe.json")) as f:
+        dash = json.load(f)
+    ids = [p["id"] for p in dash["panels"]]
+    eq(len(ids), len(set(ids)), "panel ids unique")
+    doc = doc_text("docs/metrics.md")
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    check(exprs, "queries")
+    for fam in sorted({f for e in exprs for f in re.findall(r"gpuprobe_[a-z_]+", e)}):
+        base = re.sub(r"_(bucket|sum|count)$", "", fam)
+        check(f"`{fam}`" in doc or f"`{base}`" in doc, f"the dashboard names {fam}, not in docs/metrics.md")
+
+
 def test_help_lists_exactly_what_is_accepted():
     helps = {" ".join(sub) or "gpuprobe": help_options(sub) for sub in SUBCOMMANDS}
     every = set().union(*helps.values())

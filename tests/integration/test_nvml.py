@@ -7,6 +7,7 @@ processes on its GPU; a missing library, missing functions and failing calls eac
 line, counted, every other figure as before; --no-nvml."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -188,6 +189,13 @@ def test_daemon_scrape_every_figure():
         for p in on0:
             check(f" {p.pid}" in xl[0].split("processes on it:")[1], f"PID {p.pid} in {xl[0]!r}")
         check(value(text, "gpuprobe_nvml_reads_total") >= 1, "reads counted")
+        # the dashboard's GPU row names only families served here
+        dash = open(os.path.join(gp.ROOT, "examples", "grafana", "gpuprobe.json")).read()
+        nv = sorted(f for f in set(re.findall(r"gpuprobe_[a-z_]+", dash))
+                    if f.startswith(("gpuprobe_gpu_", "gpuprobe_process_gpu_", "gpuprobe_nvml_")))
+        check(len(nv) >= 8, f"the dashboard's NVML families: {nv}")
+        for fam in nv:
+            check(f"# TYPE {fam} " in text, f"the dashboard names {fam}, which /metrics lacks with NVML")
         if shutil.which("promtool"):
             r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
             eq(r.returncode, 0, f"promtool check metrics: {r.stdout}{r.stderr}")
