@@ -936,8 +936,11 @@ struct gp_nvml *gp_nvml__start(const struct gp_nvml_opts *o)
 	if (!r)
 		gp_log(GP_LOG_INFO, "nvml: %u GPU%s, read every %g s%s", n->nr_devs, n->nr_devs == 1 ? "" : "s",
 		       n->o.period_s, n->events ? ", XID events registered" : "");
-	if (!r && pthread_create(&n->thread, NULL, thread_main, n) == 0)
+	if (!r && pthread_create(&n->thread, NULL, thread_main, n) == 0) {
 		n->thread_started = true;
+		/* its own name: its CPU time can be read apart (ps -L, /proc/PID/task; bench/nvml_cost.py) */
+		pthread_setname_np(n->thread, "gpuprobe-nvml");
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (n->thread_started)
 		return n;
