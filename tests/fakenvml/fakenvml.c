@@ -19,7 +19,9 @@
  *   migdev GPU GI CI [uuid=S] [memused=B] [memtotal=B]
  *                                       a MIG device of GPU (in MIG mode: mig=1), at the
  *                                       next of its 7 slots (the others NOT_FOUND)
- *   proc GPU PID [mem=B|na] [sm=PCT] [memutil=PCT] [gi=N ci=N]
+ *   proc GPU PID|comm=NAME [mem=B|na] [sm=PCT] [memutil=PCT] [gi=N ci=N]
+ *                                       comm=NAME: every process of that name at each
+ *                                       call (a command's workloads, PIDs unknown ahead)
  *                                       a compute process; sm= gives it a sample at each
  *                                       read (timestamp: now), none without
  *   fail FUNCTION CODE                  FUNCTION returns CODE
@@ -39,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -92,6 +95,7 @@ typedef struct fset { unsigned long long types[MAX_GPUS]; } *nvmlEventSet_t;
 
 struct fproc {
 	int gpu;
+	char comm[16];          /* a template for every process of that name, or "" */
 	unsigned int pid, gi, ci;
 	unsigned long long mem; /* ~0: not available */
 	int sm, memutil;        /* -1: no samples */
@@ -104,8 +108,10 @@ static struct {
 	struct fgpu gpus[MAX_GPUS];
 	struct fgpu migs[MAX_GPUS * 7];
 	int nmigs;
-	struct fproc procs[MAX_PROCS];
+	struct fproc procs[MAX_PROCS]; /* the processes now: the script's, names expanded */
 	int nprocs;
+	struct fproc tmpl[MAX_PROCS];  /* the script's */
+	int ntmpl, has_comm;
 	struct { char fn[96]; int code; } fails[MAX_FAILS];
 	int nfails;
 	struct { int gpu; unsigned long long code; long after_ms; int sent; } xids[MAX_XIDS];
@@ -182,11 +188,16 @@ static void parse_proc(char *rest)
 	char *save = NULL, *g = strtok_r(rest, " \t\n", &save), *pid = strtok_r(NULL, " \t\n", &save), *tok;
 	struct fproc *p;
 
-	if (!g || !pid || S.nprocs == MAX_PROCS)
+	if (!g || !pid || S.ntmpl == MAX_PROCS)
 		return;
-	p = &S.procs[S.nprocs++];
+	p = &S.tmpl[S.ntmpl++];
 	*p = (struct fproc){ .gpu = atoi(g), .pid = (unsigned int)strtoul(pid, NULL, 0), .sm = -1, .memutil = -1,
 			     .gi = ~0U, .ci = ~0U };
+	if (!strncmp(pid, "comm=", 5)) {
+		snprintf(p->comm, sizeof(p->comm), "%s", pid + 5);
+		p->pid = 0;
+		S.has_comm = 1;
+	}
 	while ((tok = strtok_r(NULL, " \t\n", &save))) {
 		if (!strncmp(tok, "gi=", 3))
 			p->gi = (unsigned int)atoi(tok + 3);
@@ -202,6 +213,8 @@ static void parse_proc(char *rest)
 	if (p->sm >= 0 && p->memutil < 0)
 		p->memutil = 0;
 }
+
+static void expand(void);
 
 /* (Re)reads the script when it changed; under S.lock. */
 static void load(void)
@@ -219,7 +232,7 @@ static void load(void)
 	if (!f)
 		return;
 	S.mtime = st.st_mtim, S.size = st.st_size;
-	S.init_fail = 0, S.ngpus = 0, S.nprocs = 0, S.nfails = 0, S.nmigs = 0;
+	S.init_fail = 0, S.ngpus = 0, S.nprocs = 0, S.ntmpl = 0, S.has_comm = 0, S.nfails = 0, S.nmigs = 0;
 	memset(S.gpus, 0, sizeof(S.gpus));
 	{
 		int sent[MAX_XIDS], n = S.nxids; /* events already sent stay sent */
@@ -250,6 +263,7 @@ static void load(void)
 		}
 	}
 	fclose(f);
+	expand();
 	for (int i = 0; i < S.ngpus; i++) {
 		S.gpus[i].idx = i;
 		S.gpus[i].parent = -1;
@@ -260,6 +274,42 @@ static void load(void)
 	}
 }
 
+/* S.procs from the script's: a name matched against every process now (/proc/PID/comm). */
+static void expand(void)
+{
+	S.nprocs = 0;
+	for (int i = 0; i < S.ntmpl && S.nprocs < MAX_PROCS; i++) {
+		DIR *dir;
+		struct dirent *e;
+
+		if (!S.tmpl[i].comm[0]) {
+			S.procs[S.nprocs++] = S.tmpl[i];
+			continue;
+		}
+		dir = opendir("/proc");
+		while (dir && (e = readdir(dir)) && S.nprocs < MAX_PROCS) {
+			char path[300], comm[32] = "";
+			FILE *f;
+
+			if (e->d_name[0] < '1' || e->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
+			f = fopen(path, "re");
+			if (!f)
+				continue;
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+			if (strcmp(comm, S.tmpl[i].comm))
+				continue;
+			S.procs[S.nprocs] = S.tmpl[i];
+			S.procs[S.nprocs++].pid = (unsigned int)strtoul(e->d_name, NULL, 10);
+		}
+		if (dir)
+			closedir(dir);
+	}
+}
+
 /* Enters a call: the script reloaded, the error it scripts for fn, or 0. */
 static int enter(const char *fn)
 {
@@ -267,6 +317,9 @@ static int enter(const char *fn)
 
 	pthread_mutex_lock(&S.lock);
 	load();
+	if (S.has_comm && (!strcmp(fn, "nvmlDeviceGetComputeRunningProcesses_v3") ||
+			   !strcmp(fn, "nvmlDeviceGetProcessUtilization")))
+		expand();
 	for (int i = 0; i < S.nfails; i++)
 		if (!strcmp(S.fails[i].fn, fn))
 			code = S.fails[i].code;

@@ -240,7 +240,14 @@ def test_top_captures_have_the_current_header():
         cap = doc_text(f"docs/captures/top-{w}x{h}.txt").splitlines()
         eq(len(cap), h, f"top-{w}x{h}.txt: {h} lines")
         check(all(len(l) <= w for l in cap), f"top-{w}x{h}.txt: {w} columns")
-        r = gp.run([GPUPROBE, "top", "--batch", "-n", "1", "-i", "0.1", "--width", str(w), "--libcuda", gp.FAKECUDA])
+        # as docgen.py makes them: with the stand-in NVML (its SM% column)
+        script = tempfile.NamedTemporaryFile("w", suffix=".script", delete=False)
+        script.write("gpu 0 util=1\n")
+        script.close()
+        env = {"LD_LIBRARY_PATH": os.path.join(gp.OUT, "fakenvml"), "FAKENVML_SCRIPT": script.name}
+        r = gp.run([GPUPROBE, "top", "--batch", "-n", "1", "-i", "0.1", "--width", str(w), "--libcuda", gp.FAKECUDA],
+                   env=env)
+        os.unlink(script.name)
         eq(r.returncode, 0, f"top --batch ({r.stderr[-300:]})")
         head = [l for l in r.stdout.splitlines() if l.split()[:3] == ["PID", "S", "COMM"]]
         check(head and head[0] in cap, f"top-{w}x{h}.txt has the table's header {head[:1]}")
