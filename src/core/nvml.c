@@ -408,11 +408,12 @@ static bool ok(struct gp_nvml *n, int fn, unsigned int gpu, nvmlReturn_t r)
 
 #define HAVE(fnptr) (n->api.fnptr != NULL)
 
-/* A health call's answer: NOT_SUPPORTED (no ECC, no NVLink, the other memory-repair
- * scheme) is no failure, only no figure. */
-static bool health_ok(struct gp_nvml *n, int fn, unsigned int gpu, nvmlReturn_t r)
+/* A health call that did not answer: NOT_SUPPORTED (no ECC, no NVLink, the other
+ * memory-repair scheme) is no failure, only no figure; anything else is counted. */
+static void health_failed(struct gp_nvml *n, int fn, unsigned int gpu, nvmlReturn_t r)
 {
-	return r == NVML_SUCCESS || (r != NVML_ERROR_NOT_SUPPORTED && !ok(n, fn, gpu, r));
+	if (r != NVML_ERROR_NOT_SUPPORTED)
+		failed(n, fn, gpu, r);
 }
 
 /* The four ECC counts; all or none. */
@@ -428,7 +429,7 @@ static void read_ecc(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g, un
 		nvmlReturn_t r = n->api.nvmlDeviceGetTotalEccErrors(d->h, kind[i][0], kind[i][1], &v[i]);
 
 		if (r != NVML_SUCCESS) {
-			health_ok(n, GP_NVML_FN_ECC, g->index, r);
+			health_failed(n, GP_NVML_FN_ECC, g->index, r);
 			return;
 		}
 	}
@@ -443,7 +444,7 @@ static int retired(struct gp_nvml *n, struct dev *d, unsigned int gpu, int cause
 	nvmlReturn_t r = n->api.nvmlDeviceGetRetiredPages(d->h, cause, &c, NULL);
 
 	if (r != NVML_SUCCESS && r != NVML_ERROR_INSUFFICIENT_SIZE) {
-		health_ok(n, GP_NVML_FN_RETIRED, gpu, r);
+		health_failed(n, GP_NVML_FN_RETIRED, gpu, r);
 		return -1;
 	}
 	*count = c;
@@ -521,7 +522,7 @@ static void read_health(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g,
 			g->remap_corr = corr, g->remap_unc = unc, g->remap_pending = pend, g->remap_failed = fail;
 			*have |= GP_NVH_REMAPPED;
 		} else {
-			health_ok(n, GP_NVML_FN_REMAPPED, g->index, r);
+			health_failed(n, GP_NVML_FN_REMAPPED, g->index, r);
 		}
 	}
 	if (HAVE(nvmlDeviceGetFieldValues)) {
@@ -535,7 +536,7 @@ static void read_health(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g,
 			g->nvlink_tx_bytes = f[0].value.ullVal * 1024ULL, g->nvlink_rx_bytes = f[1].value.ullVal * 1024ULL;
 			*have |= GP_NVH_NVLINK;
 		} else {
-			health_ok(n, GP_NVML_FN_FIELDS, g->index, r);
+			health_failed(n, GP_NVML_FN_FIELDS, g->index, r);
 		}
 	}
 }
