@@ -119,6 +119,18 @@ print(f"  cost: {rsec / reads * 1e3 if reads else 0:.2f} ms a read (NVML's threa
 print(f"  NVML reads {reads}, their time {rsec} s; "
       f"errors {[(l['function'], x) for n, l, x in scr[-1] if n == 'gpuprobe_nvml_errors_total' and x]}")
 
+# ECC, remapped rows, retired pages, NVLink on GPU 0: printed beside nvidia-smi -q's and nvlink -gt d's
+# (in health.txt, nvlink.txt) for the record; a family absent is NVML's NOT_SUPPORTED
+for fam in ("gpuprobe_gpu_ecc_errors_total", "gpuprobe_gpu_ecc_errors_lifetime", "gpuprobe_gpu_remapped_rows",
+            "gpuprobe_gpu_row_remap_pending", "gpuprobe_gpu_row_remap_failed", "gpuprobe_gpu_retired_pages",
+            "gpuprobe_gpu_nvlink_bytes_total"):
+    got = [(l.get("type") or l.get("cause") or l.get("direction") or "", x) for n, l, x in scr[-1]
+           if n == fam and l.get("gpu") == "0"]
+    print(f"  {fam}: {got if got else 'absent (NOT_SUPPORTED)'}")
+for f in ("health.txt", "nvlink.txt"):
+    if os.path.exists(os.path.join(d, f)):
+        print(f"  {f}:\n    " + "\n    ".join(l.rstrip() for l in open(os.path.join(d, f)) if l.strip())[:3000])
+
 # the NVML thread's CPU over the scrapes (schedstat's first field, ns) per read round
 nt = open(os.path.join(d, "nvml_thread.txt")).read().split("\n")
 if len(nt) >= 3 and nt[1] and nt[2]:

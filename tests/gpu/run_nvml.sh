@@ -56,6 +56,9 @@ for i in 1 2 3 4 5; do
 done
 cat /proc/$gp/task/$tid/schedstat >> $O/nvml_thread.txt
 wait $pm $tp
+# the health figures gpuprobe reads (ECC, remapped rows / retired pages, NVLink) as nvidia-smi shows them
+nvidia-smi -i 0 -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT > $O/health.txt 2>&1
+nvidia-smi nvlink -i 0 -gt d > $O/nvlink.txt 2>&1
 echo "== CLI: gpuprobe -p $mm --memleak --nvml --json -d 4"
 $GP -p $mm --memleak --nvml --json -d 4 > $O/cli.jsonl 2>$O/cli.err
 echo "exit $?"; cat $O/cli.err
