@@ -23,6 +23,9 @@ Sections (all by default; --only picks some):
             built -O2 -fomit-frame-pointer and on Python via ctypes; paced allocations,
             each pair timed alone; BPF ns per allocation and gpuprobe's CPU per allocation.
             Alone (--only stacks) it rewrites its own part of docs/benchmarks.md.
+  nvml      NVML's thread (issue 33): its CPU per read round on the stand-in libnvidia-ml.so.1,
+            1 to 8 GPUs and 4 to 512 processes; the daemon's CPU with and without NVML
+            (bench/nvml_cost.py). Alone (--only nvml) it rewrites its own part of the doc.
   churn_daemon  the daemon under short processes 20 at a time at stepped rates (bench/churn_daemon.py,
             issue 30): each family's total against the processes' truth, drops counted; the
             highest rate held exactly and the rate where counted losses begin.
@@ -50,6 +53,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import churn as churn_bench  # noqa: E402  (bench/churn.py: the CLI)
 import churn_daemon  # noqa: E402  (bench/churn_daemon.py: the daemon)
+import nvml_cost  # noqa: E402  (bench/nvml_cost.py: NVML's thread)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(ROOT)
@@ -1803,7 +1807,7 @@ def git_desc():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", help="comma-separated sections: percall,progcost,sampling,attach,soak,ringbuf,estimate,stacks,churn,churn_daemon")
+    ap.add_argument("--only", help="comma-separated sections: percall,progcost,sampling,attach,soak,ringbuf,estimate,stacks,churn,churn_daemon,nvml")
     ap.add_argument("--rewrite", action="store_true",
                     help="rewrite docs/benchmarks.md from the last run's .output/bench/results.json (after a "
                          "recorded file it quotes changed, such as bench/gpu/results-inproc-*.md), measuring nothing")
@@ -1816,9 +1820,12 @@ def main():
         results["analysis"] = analysis(results)
         kept = stacks_section(DOC) if not results.get("stacks") else None
         kept_churn = results.get("churn") or churn_bench.section(DOC)
+        kept_nvml = nvml_cost.doc_lines(results["nvml"]) if results.get("nvml") else nvml_cost.section(DOC)
         write_doc(results, results.get("wall", 0))
         if kept_churn:
             churn_bench.replace_doc(DOC, kept_churn)
+        if kept_nvml:
+            nvml_cost.replace_doc(DOC, kept_nvml)
         if kept:
             with open(DOC) as f:
                 text = f.read()
@@ -1829,7 +1836,8 @@ def main():
         return
     if os.geteuid() != 0:
         die("needs root (BPF)")
-    secs = ["percall", "progcost", "sampling", "attach", "soak", "ringbuf", "estimate", "stacks", "churn", "churn_daemon"]
+    secs = ["percall", "progcost", "sampling", "attach", "soak", "ringbuf", "estimate", "stacks", "churn", "churn_daemon",
+            "nvml"]
     only = args.only.split(",") if args.only else secs
     for x in only:
         if x not in secs:
@@ -1873,6 +1881,10 @@ def main():
     if "churn_daemon" in only:
         log("bench: the daemon under process churn")
         churn_daemon.measure(results, log=log)
+    nvml_lines = nvml_cost.section(DOC)  # kept unless measured again
+    if "nvml" in only:
+        log("bench: NVML's thread, on the stand-in libnvidia-ml.so.1")
+        nvml_lines = nvml_cost.doc_lines(nvml_cost.measure(results, log=log))
     judge(results)
     results["analysis"] = analysis(results)
     wall = time.monotonic() - t0
@@ -1887,10 +1899,15 @@ def main():
         write_doc(results, wall)
         if churn_lines:
             churn_bench.replace_doc(DOC, churn_lines)
+        if nvml_lines:
+            nvml_cost.replace_doc(DOC, nvml_lines)
         log("bench: wrote %s (%.0f s)" % (os.path.relpath(DOC, ROOT), wall))
     elif only == ["churn"]:
         churn_bench.replace_doc(DOC, churn_lines)
         log("bench: --only churn: its section of %s rewritten" % os.path.relpath(DOC, ROOT))
+    elif only == ["nvml"]:
+        nvml_cost.replace_doc(DOC, nvml_lines)
+        log("bench: --only nvml: its section of %s rewritten" % os.path.relpath(DOC, ROOT))
     elif only == ["stacks"] and os.path.exists(DOC):
         replace_stacks_doc(results)
         log("bench: --only stacks: its section of %s rewritten" % os.path.relpath(DOC, ROOT))

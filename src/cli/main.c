@@ -1038,8 +1038,10 @@ static int convert_main(int argc, char **argv)
 static const char top_doc[] =
 	"A live view of the traced processes, refreshed every second: launches/s and the\n"
 	"busiest kernels, outstanding GPU memory and its growth, copy bandwidth per direction\n"
-	"and GPU, the probes' cost, what was dropped. Traces COMMAND, running processes (-p)\n"
-	"or every CUDA process on the node, with every mode that offers counters.\n";
+	"and GPU, the probes' cost, what was dropped; with NVML, each process's SM utilization\n"
+	"and each GPU's utilization, memory, power, temperature and throttling. Traces COMMAND,\n"
+	"running processes (-p) or every CUDA process on the node, with every mode that offers\n"
+	"counters.\n";
 
 static const char top_epilog[] =
 	"KEYS: q quits; < and > (or left, right) choose the sort column; r reverses it;\n"
@@ -1049,6 +1051,9 @@ static const char top_epilog[] =
 	"--keep seconds (default 10); the command's own stays to the end. LAUNCH/s and\n"
 	"launches are kernel launch calls, as --cudatrace counts them; graph launches\n"
 	"(cuGraphLaunch) are counted apart, as there.\n"
+	"SM% is NVML's (libnvidia-ml.so.1, read by default; --no-nvml leaves it out): the\n"
+	"process's SM utilization, summed over its GPUs; '-' where NVML gives none (MIG), never\n"
+	"0. A line per GPU under the title: utilization, memory, power, temperature, throttle.\n"
 	"When the command or every -p process has ended, the screen keeps the final figures\n"
 	"until q.\n"
 	"COMMAND's stdout and stderr go to --command-log FILE (default /dev/null): the\n"

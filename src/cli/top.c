@@ -17,6 +17,8 @@
 #include "core/calibrate.h"
 #include "core/counters.h"
 #include "core/events.h"
+#include "core/nvml.h"
+#include "core/options.h"
 #include "core/run.h"
 #include "out/hits.h"
 #include "out/text.h"
@@ -104,6 +106,24 @@ static char proc_state(uint32_t pid)
 	return p && p[1] == ' ' && p[2] >= 'A' && p[2] <= 'Z' ? p[2] : '?';
 }
 
+/* NVML's last read into the frame: shown when top reads it, unless it was not asked for
+ * and there is nothing to read (no driver's library, no GPU): then the view is as without. */
+static int nvml(struct top *t)
+{
+	struct gp_nvml_snap s;
+	int r;
+
+	if (!gp_run__nvml(t->run) || gp_nvml__snapshot(gp_run__nvml(t->run), &s))
+		return top_frame__nvml(&t->f, NULL);
+	if (gp_run__opts(t->run)->nvml <= 0 &&
+	    (s.state == GP_NVML_NO_LIBRARY || s.state == GP_NVML_STATIC || s.state == GP_NVML_NO_GPU))
+		r = top_frame__nvml(&t->f, NULL);
+	else
+		r = top_frame__nvml(&t->f, &s);
+	gp_nvml__snap_free(&s);
+	return r;
+}
+
 /* One frame's data; reap forgets the processes that exited a while ago. */
 static int tick(struct top *t, bool reap)
 {
@@ -124,6 +144,8 @@ static int tick(struct top *t, bool reap)
 	n = gp_counters__end(t->cs, &rows);
 	r = top_frame__build(&t->f, rows, n, t->pids, t->nr_pids,
 			     (double)(now - gp_counters__prev_ns(t->cs)) / 1e9, t->cost);
+	if (!r)
+		r = nvml(t);
 	for (size_t i = 0; i < t->f.nr_procs; i++)
 		if (!t->f.procs[i].exited)
 			t->f.procs[i].state = proc_state(t->f.procs[i].pid);

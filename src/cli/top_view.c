@@ -12,6 +12,7 @@
 static const char *const col_title[TOP__COLS] = {
 	[TOP_PID] = "PID", [TOP_COMM] = "COMM", [TOP_LAUNCHES] = "LAUNCH/s", [TOP_MEMORY] = "MEMORY",
 	[TOP_GROWTH] = "GROWTH/s", [TOP_H2D] = "H2D/s", [TOP_D2H] = "D2H/s", [TOP_PROBE] = "PROBE%",
+	[TOP_SM] = "SM%",
 };
 
 /* the copy directions of GP_TRACK_COPIES series, in the order the copies table shows them */
@@ -35,6 +36,9 @@ void top_frame__clear(struct top_frame *f)
 	free(f->procs);
 	f->procs = NULL;
 	f->nr_procs = 0;
+	free(f->gpus);
+	f->gpus = NULL;
+	f->nr_gpus = 0;
 }
 
 static int grow(void **v, size_t n, size_t size)
@@ -161,7 +165,7 @@ int top_frame__build(struct top_frame *f, const struct gp_counter_row *rows, siz
 				break;
 			}
 			p = &f->procs[f->nr_procs++];
-			*p = (struct top_proc){ .pid = rows[i].pid, .probe_pct = -1 };
+			*p = (struct top_proc){ .pid = rows[i].pid, .probe_pct = -1, .mig_gpu = -1 };
 		}
 		r = add_row(p, &rows[i], dt, cost);
 		if (!strcmp(rows[i].track, TOP_TRACK_HITS) && dt > 0)
@@ -173,6 +177,40 @@ int top_frame__build(struct top_frame *f, const struct gp_counter_row *rows, siz
 		r = -ENOMEM;
 	u64map__free(names);
 	return r;
+}
+
+int top_frame__nvml(struct top_frame *f, const struct gp_nvml_snap *s)
+{
+	f->nvml = s != NULL;
+	if (!s)
+		return 0;
+	f->nvml_state = s->state;
+	snprintf(f->nvml_why, sizeof(f->nvml_why), "%s", s->why);
+	if (s->nr_gpus) {
+		f->gpus = malloc(s->nr_gpus * sizeof(*f->gpus));
+		if (!f->gpus)
+			return -ENOMEM;
+		memcpy(f->gpus, s->gpus, s->nr_gpus * sizeof(*f->gpus));
+		f->nr_gpus = s->nr_gpus;
+	}
+	for (size_t i = 0; i < f->nr_procs; i++) {
+		struct top_proc *p = &f->procs[i];
+
+		for (size_t k = 0; k < s->nr_procs; k++) {
+			const struct gp_nvml_proc *q = &s->procs[k];
+
+			if (q->pid != p->pid)
+				continue;
+			p->nvml_gpus++;
+			if (q->util_known)
+				p->sm_known = true, p->sm += q->sm_util;
+			else if (q->gpu < s->nr_gpus && s->gpus[q->gpu].mig && p->mig_gpu < 0)
+				p->mig_gpu = (int)s->gpus[q->gpu].index;
+			if (q->mem_known)
+				p->has_driver_memory = true, p->driver_memory += (double)q->mem_bytes;
+		}
+	}
+	return 0;
 }
 
 static enum top_col sort_col;
@@ -187,6 +225,7 @@ static double key(const struct top_proc *p, enum top_col c)
 	case TOP_H2D: return p->h2d;
 	case TOP_D2H: return p->d2h;
 	case TOP_PROBE: return p->probe_pct;
+	case TOP_SM: return p->sm_known ? p->sm : -1;
 	default: return 0;
 	}
 }
@@ -292,9 +331,10 @@ static void put(struct out *o, enum top_attr attr, const char *fmt, ...)
 	o->lines[o->n++].attr = attr;
 }
 
-/* The figure columns, LAUNCH/s to PROBE% (enum top_col's order), and their widths. */
+/* The figure columns, LAUNCH/s to SM% (enum top_col's order), and their widths. SM% is
+ * NVML's: shown only where top reads NVML, and never dropped. */
 #define NR_FIG (TOP__COLS - TOP_LAUNCHES)
-static const int fig_width[NR_FIG] = { 8, 9, 9, 9, 9, 6 };
+static const int fig_width[NR_FIG] = { 8, 9, 9, 9, 9, 6, 4 };
 /* Under 80 columns, dropped in this order before COMM narrows below 10 */
 static const enum top_col drop_order[] = { TOP_PROBE, TOP_GROWTH, TOP_D2H, TOP_H2D };
 
@@ -317,13 +357,14 @@ static int fixed_width(const struct widths *w)
  * terminals get the whole name, then the busiest kernel of each process; narrower ones
  * lose PROBE%, GROWTH/s, D2H/s and H2D/s in turn (COMM 10 wide at least till then).
  * The columns shown keep their places (--batch is read by scripts). */
-static struct widths widths_for(int width)
+static struct widths widths_for(int width, bool nvml)
 {
 	struct widths w = { .kernel = 0 };
 	size_t d = 0;
 
 	for (int i = 0; i < NR_FIG; i++)
 		w.shown[i] = true;
+	w.shown[TOP_SM - TOP_LAUNCHES] = nvml;
 	while (width - fixed_width(&w) < 10 && d < sizeof(drop_order) / sizeof(drop_order[0]))
 		w.shown[drop_order[d++] - TOP_LAUNCHES] = false;
 	w.comm = width - fixed_width(&w);
@@ -378,6 +419,11 @@ static void table_row(struct out *o, const struct widths *w, const struct top_pr
 	num__rate(p->has_copies ? p->h2d : -1, cells[TOP_H2D - TOP_LAUNCHES], sizeof(cells[0]));
 	num__rate(p->has_copies ? p->d2h : -1, cells[TOP_D2H - TOP_LAUNCHES], sizeof(cells[0]));
 	fmt_pct(p->probe_pct, cells[TOP_PROBE - TOP_LAUNCHES], sizeof(cells[0]));
+	/* "-" where NVML gave none (MIG, not on a GPU, not supported): never a 0 */
+	if (p->sm_known)
+		snprintf(cells[TOP_SM - TOP_LAUNCHES], sizeof(cells[0]), "%.0f%%", p->sm);
+	else
+		snprintf(cells[TOP_SM - TOP_LAUNCHES], sizeof(cells[0]), "-");
 	snprintf(pid, sizeof(pid), "%u", p->pid);
 	table_line(o, sel ? TOP_SELECTED : p->exited ? TOP_EXITED : TOP_TEXT, w, pid, p->state ? p->state : '?',
 		   p->comm[0] ? p->comm : "?", cells, w->kernel && p->nr_kernels ? p->kernels[0].name : "");
@@ -428,7 +474,7 @@ static size_t nr_gpus(const struct top_proc *p)
  * short. The number of lines; written to o unless dry. */
 static size_t detail_head(struct out *o, const struct top_proc *p, bool dry)
 {
-	char part[4][96], b[32], line[TOP_MAX_WIDTH + 1];
+	char part[6][96], b[32], line[TOP_MAX_WIDTH + 1];
 	int width = o->width < TOP_MAX_WIDTH ? o->width : TOP_MAX_WIDTH, len;
 	size_t n = 0, lines = 1;
 
@@ -440,6 +486,14 @@ static size_t detail_head(struct out *o, const struct top_proc *p, bool dry)
 	fmt_bytes(p->memory, b, sizeof(b));
 	if (p->has_memory)
 		snprintf(part[n++], sizeof(part[0]), "%s %s", b, p->memory_at_exit ? "held at exit" : "outstanding");
+	if (p->sm_known)
+		snprintf(part[n++], sizeof(part[0]), "SM %.0f %% (NVML)", p->sm);
+	else if (p->mig_gpu >= 0)
+		snprintf(part[n++], sizeof(part[0]), "SM %% not available on MIG (GPU %d)", p->mig_gpu);
+	if (p->has_driver_memory) {
+		fmt_bytes(p->driver_memory, b, sizeof(b));
+		snprintf(part[n++], sizeof(part[0]), "%s driver-accounted", b);
+	}
 	snprintf(part[n++], sizeof(part[0]), "%.0f probe hit%s", p->hits, p->hits == 1 ? "" : "s");
 	len = snprintf(line, sizeof(line), "%s", part[0]);
 	for (size_t i = 1; i < n; i++) {
@@ -500,6 +554,88 @@ static void detail(struct out *o, const struct top_frame *f, const struct top_pr
 	}
 }
 
+/* NVML's throttle reasons, short (the daemon's families spell them out) */
+static const struct {
+	uint64_t bit;
+	const char *name;
+} throttles[] = {
+	{ 0x1, "idle" }, { 0x2, "app_clocks" }, { 0x4, "sw_power" }, { 0x8, "hw_slowdown" }, { 0x10, "sync_boost" },
+	{ 0x20, "sw_thermal" }, { 0x40, "hw_thermal" }, { 0x80, "power_brake" }, { 0x100, "display" },
+};
+
+static void gpu_throttle(const struct gp_nvml_gpu *g, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	if (!(g->have & GP_NVH_THROTTLE)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	for (size_t t = 0; t < sizeof(throttles) / sizeof(throttles[0]) && used < len; t++)
+		if (g->throttle & throttles[t].bit)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "", throttles[t].name);
+	if (g->throttle & ~(uint64_t)0x1ff && used < len)
+		snprintf(buf + used, len - used, "%sother", used ? "," : "");
+	if (!buf[0])
+		snprintf(buf, len, "none");
+}
+
+/* "GPU0 util 75% mem 118 MiB/140 GiB 685 W 61 C throttle sw_power,sw_thermal"; "GPU1 (MIG: no
+ * per-process SM%) ...", "GPU0 XID x2 ..." (errors since top started);
+ * a figure NVML did not give is "-" */
+static void gpu_line(struct out *o, const struct gp_nvml_gpu *g)
+{
+	char util[8] = "-", mem[48] = "-", used[20], total[20], power[16] = "- W", temp[16] = "- C", thr[96], xid[32] = "";
+
+	if (g->have & GP_NVH_UTIL)
+		snprintf(util, sizeof(util), "%u%%", g->util_gpu);
+	if (g->have & GP_NVH_MEMORY) {
+		num__bytes(g->mem_used, used, sizeof(used));
+		num__bytes(g->mem_total, total, sizeof(total));
+		snprintf(mem, sizeof(mem), "%s/%s", used, total);
+	}
+	if (g->have & GP_NVH_POWER)
+		snprintf(power, sizeof(power), "%.0f W", g->power_w);
+	if (g->have & GP_NVH_TEMP)
+		snprintf(temp, sizeof(temp), "%u C", g->temp_c);
+	gpu_throttle(g, thr, sizeof(thr));
+	if (g->xid_total)
+		snprintf(xid, sizeof(xid), " XID x%llu", (unsigned long long)g->xid_total);
+	/* what must be read first (MIG: no per-process figure, XID errors) before the line
+	 * can be cut at the screen's edge */
+	put(o, TOP_TEXT, "GPU%u%s%s util %s mem %s %s %s throttle %s", g->index,
+	    g->mig ? " (MIG: no per-process SM%)" : "", xid, util, mem, power, temp, thr);
+}
+
+/* The NVML lines, at most max (0: every one): a line per GPU, the last one shown saying how
+ * many more there are; or why NVML gives nothing. */
+static void gpu_lines(struct out *o, const struct top_frame *f, size_t max)
+{
+	if (f->nvml_state != GP_NVML_LOADED && f->nvml_state != GP_NVML_STARTING) {
+		put(o, TOP_TEXT, "NVML not used (%s): %s", gp_nvml_state_name(f->nvml_state), f->nvml_why);
+		return;
+	}
+	if (!f->nr_gpus) {
+		put(o, TOP_TEXT, "NVML: no read yet");
+		return;
+	}
+	for (unsigned int i = 0; i < f->nr_gpus; i++) {
+		if (max && i + 1 == max && f->nr_gpus > max) {
+			put(o, TOP_TEXT, "... and %u more GPUs (top --batch lists every one)", f->nr_gpus - i);
+			return;
+		}
+		gpu_line(o, &f->gpus[i]);
+	}
+}
+
+static size_t nr_gpu_lines(const struct top_frame *f)
+{
+	if (!f->nvml)
+		return 0;
+	return f->nvml_state != GP_NVML_LOADED && f->nvml_state != GP_NVML_STARTING ? 1 : f->nr_gpus ? f->nr_gpus : 1;
+}
+
 static void footer(struct out *o, const struct top_frame *f, enum top_col col, bool reverse)
 {
 	put(o, TOP_TITLE, "q quit  < > sort: %s%s  r reverse  up/down select%s", col_title[col],
@@ -510,15 +646,20 @@ size_t top__layout(const struct top_frame *f, int width, int height, enum top_co
 		   size_t selected, struct top_line *lines, size_t max)
 {
 	struct out o = { .lines = lines, .max = max, .width = width };
-	struct widths w = widths_for(width);
+	struct widths w = widths_for(width, f->nvml);
 	const struct top_proc *sel = f->nr_procs ? &f->procs[selected < f->nr_procs ? selected : f->nr_procs - 1] : NULL;
 	size_t kernels = sel ? sel->nr_kernels : 0, copies = sel && sel->nr_copies ? 1 + nr_gpus(sel) : 0;
-	size_t rows = f->nr_procs, first = 0, dl, head = 0;
+	size_t rows = f->nr_procs, first = 0, dl, head = 0, gl = nr_gpu_lines(f);
 
 	if (height > 0) {
-		/* 2 title lines, the table's header, the footer: the rest is shared between
-		 * the table (3 rows at least) and the selected process's detail */
+		/* 2 title lines, the GPU lines, the table's header, the footer: the rest is
+		 * shared between the table (3 rows at least) and the selected process's detail;
+		 * the GPU lines leave 5 for them */
 		size_t space = (size_t)height > 4 ? (size_t)height - 4 : 0, want_rows = rows < 3 ? rows : 3;
+
+		if (gl + 5 > space)
+			gl = space > 6 ? space - 5 : gl ? 1 : 0;
+		space -= gl < space ? gl : space;
 
 		if (kernels > 10)
 			kernels = 10;
@@ -535,6 +676,8 @@ size_t top__layout(const struct top_frame *f, int width, int height, enum top_co
 			first = selected - rows + 1;
 	}
 	title(&o, f);
+	if (f->nvml)
+		gpu_lines(&o, f, height > 0 ? gl : 0);
 	table_header(&o, &w);
 	for (size_t i = first; i < f->nr_procs && i < first + rows; i++)
 		table_row(&o, &w, &f->procs[i], &f->procs[i] == sel && height > 0);

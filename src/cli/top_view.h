@@ -15,11 +15,12 @@
 #include "core/counters.h"
 #include "gpuprobe.h"
 #include "core/mode.h"
+#include "core/nvml.h"
 
-enum top_col { TOP_PID, TOP_COMM, TOP_LAUNCHES, TOP_MEMORY, TOP_GROWTH, TOP_H2D, TOP_D2H, TOP_PROBE, TOP__COLS };
+enum top_col { TOP_PID, TOP_COMM, TOP_LAUNCHES, TOP_MEMORY, TOP_GROWTH, TOP_H2D, TOP_D2H, TOP_PROBE, TOP_SM, TOP__COLS };
 
-/* "pid|comm|launches|memory|growth|h2d|d2h|probe": --sort's choices, in enum order */
-#define TOP_SORT_CHOICES "pid|comm|launches|memory|growth|h2d|d2h|probe"
+/* "pid|comm|launches|memory|growth|h2d|d2h|probe|sm": --sort's choices, in enum order */
+#define TOP_SORT_CHOICES "pid|comm|launches|memory|growth|h2d|d2h|probe|sm"
 
 struct top_kernel {
 	const char *name; /* the counter row's: valid until the next tick */
@@ -54,6 +55,15 @@ struct top_proc {
 	size_t nr_kernels;
 	struct top_copy *copies;      /* by GPU, then direction */
 	size_t nr_copies;
+	/* NVML (top_frame__nvml): SM utilization over NVML's last interval, summed over the
+	 * GPUs the process uses (as top sums CPUs); sm_known false: NVML gave no figure for
+	 * it ("-", never 0) */
+	bool sm_known;
+	double sm;
+	unsigned int nvml_gpus;       /* GPUs NVML lists it on */
+	int mig_gpu;                  /* a GPU it is on in MIG mode (no per-process figure), or -1 */
+	bool has_driver_memory;
+	double driver_memory;         /* GPU memory the driver accounts to it, every GPU */
 };
 
 struct top_frame {
@@ -67,6 +77,13 @@ struct top_frame {
 	bool ended;        /* the traced processes ended: the figures are final */
 	struct top_proc *procs;
 	size_t nr_procs;
+	/* NVML: shown (the SM% column and a line per GPU) when top reads it; nvml_state is
+	 * enum gp_nvml_state, nvml_why its reason when not loaded */
+	bool nvml;
+	int nvml_state;
+	char nvml_why[256];
+	struct gp_nvml_gpu *gpus;
+	unsigned int nr_gpus;
 };
 
 /* Builds f from a tick's counter rows (sorted as gp_counters__end gives them; the
@@ -75,6 +92,9 @@ struct top_frame {
 int top_frame__build(struct top_frame *f, const struct gp_counter_row *rows, size_t n,
 		     const struct gp_snap_pid *pids, size_t nr_pids, double dt, double cost);
 void top_frame__clear(struct top_frame *f);
+/* NVML's last read into f (after top_frame__build): each process's SM utilization and
+ * driver memory, the GPUs' figures; s NULL: no NVML shown. 0 or -ENOMEM. */
+int top_frame__nvml(struct top_frame *f, const struct gp_nvml_snap *s);
 void top_frame__sort(struct top_frame *f, enum top_col col, bool reverse);
 
 /* The longest line the layout writes (wider terminals get no more). */

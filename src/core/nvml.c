@@ -27,6 +27,7 @@ typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct nvmlEventSet_st *nvmlEventSet_t;
 
 #define NVML_SUCCESS 0
+#define NVML_ERROR_INVALID_ARGUMENT 2
 #define NVML_ERROR_NOT_SUPPORTED 3
 #define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
@@ -61,6 +62,32 @@ typedef struct {
 	unsigned long long eventType, eventData;
 	unsigned int gpuInstanceId, computeInstanceId;
 } nvmlEventData_t;
+/* nvmlDeviceGetFieldValues's */
+typedef union {
+	double dVal;
+	int siVal;
+	unsigned int uiVal;
+	unsigned long ulVal;
+	unsigned long long ullVal;
+	signed long long sllVal;
+	unsigned short usVal;
+} nvmlValue_t;
+typedef struct {
+	unsigned int fieldId;
+	unsigned int scopeId;      /* NVLink counters: the link, UINT_MAX every link summed */
+	long long timestamp, latencyUsec;
+	int valueType;
+	nvmlReturn_t nvmlReturn;   /* each field's own answer */
+	nvmlValue_t value;
+} nvmlFieldValue_t;
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138 /* KiB */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX 139
+#define NVML_MEMORY_ERROR_TYPE_CORRECTED 0
+#define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
+#define NVML_VOLATILE_ECC 0
+#define NVML_AGGREGATE_ECC 1
+#define NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS 0
+#define NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR 1
 
 /* Every function looked up: the first four are needed, the rest each bring a figure. */
 #define NVML_FUNCS(X)                                                                             \
@@ -89,7 +116,18 @@ typedef struct {
 	X(nvmlEventSetCreate, nvmlReturn_t, (nvmlEventSet_t *), GP_NVML_FN_EVENTS)                \
 	X(nvmlDeviceRegisterEvents, nvmlReturn_t, (nvmlDevice_t, unsigned long long, nvmlEventSet_t), GP_NVML_FN_EVENTS) \
 	X(nvmlEventSetWait_v2, nvmlReturn_t, (nvmlEventSet_t, nvmlEventData_t *, unsigned int), GP_NVML_FN_EVENT_WAIT) \
-	X(nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t), GP_NVML_FN_EVENTS)
+	X(nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t), GP_NVML_FN_EVENTS)                  \
+	X(nvmlDeviceGetTotalEccErrors, nvmlReturn_t, (nvmlDevice_t, int, int, unsigned long long *), GP_NVML_FN_ECC) \
+	X(nvmlDeviceGetRetiredPages, nvmlReturn_t, (nvmlDevice_t, int, unsigned int *, unsigned long long *), \
+	  GP_NVML_FN_RETIRED)                                                                     \
+	X(nvmlDeviceGetRemappedRows, nvmlReturn_t,                                                \
+	  (nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *, unsigned int *), GP_NVML_FN_REMAPPED) \
+	X(nvmlDeviceGetFieldValues, nvmlReturn_t, (nvmlDevice_t, int, nvmlFieldValue_t *), GP_NVML_FN_FIELDS) \
+	X(nvmlDeviceGetMaxMigDeviceCount, nvmlReturn_t, (nvmlDevice_t, unsigned int *), GP_NVML_FN_MIG_DEVICES) \
+	X(nvmlDeviceGetMigDeviceHandleByIndex, nvmlReturn_t, (nvmlDevice_t, unsigned int, nvmlDevice_t *), \
+	  GP_NVML_FN_MIG_DEVICES)                                                                 \
+	X(nvmlDeviceGetGpuInstanceId, nvmlReturn_t, (nvmlDevice_t, unsigned int *), GP_NVML_FN_MIG_DEVICES) \
+	X(nvmlDeviceGetComputeInstanceId, nvmlReturn_t, (nvmlDevice_t, unsigned int *), GP_NVML_FN_MIG_DEVICES)
 
 struct nvml_api {
 #define X(name, ret, args, fn) ret(*name) args;
@@ -119,6 +157,11 @@ static const char *const fn_names[GP_NVML_FN__COUNT] = {
 	[GP_NVML_FN_MIG] = "nvmlDeviceGetMigMode",
 	[GP_NVML_FN_EVENTS] = "nvmlDeviceRegisterEvents",
 	[GP_NVML_FN_EVENT_WAIT] = "nvmlEventSetWait_v2",
+	[GP_NVML_FN_ECC] = "nvmlDeviceGetTotalEccErrors",
+	[GP_NVML_FN_RETIRED] = "nvmlDeviceGetRetiredPages",
+	[GP_NVML_FN_REMAPPED] = "nvmlDeviceGetRemappedRows",
+	[GP_NVML_FN_FIELDS] = "nvmlDeviceGetFieldValues",
+	[GP_NVML_FN_MIG_DEVICES] = "nvmlDeviceGetMigDeviceHandleByIndex",
 };
 
 const char *gp_nvml_state_name(int state)
@@ -365,6 +408,139 @@ static bool ok(struct gp_nvml *n, int fn, unsigned int gpu, nvmlReturn_t r)
 
 #define HAVE(fnptr) (n->api.fnptr != NULL)
 
+/* A health call that did not answer: NOT_SUPPORTED (no ECC, no NVLink, the other
+ * memory-repair scheme) is no failure, only no figure; anything else is counted. */
+static void health_failed(struct gp_nvml *n, int fn, unsigned int gpu, nvmlReturn_t r)
+{
+	if (r != NVML_ERROR_NOT_SUPPORTED)
+		failed(n, fn, gpu, r);
+}
+
+/* The four ECC counts; all or none. */
+static void read_ecc(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g, unsigned int *have)
+{
+	static const int kind[4][2] = {
+		{ NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC }, { NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC },
+		{ NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC }, { NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC },
+	};
+	unsigned long long v[4];
+
+	for (int i = 0; i < 4; i++) {
+		nvmlReturn_t r = n->api.nvmlDeviceGetTotalEccErrors(d->h, kind[i][0], kind[i][1], &v[i]);
+
+		if (r != NVML_SUCCESS) {
+			health_failed(n, GP_NVML_FN_ECC, g->index, r);
+			return;
+		}
+	}
+	g->ecc_vol_corr = v[0], g->ecc_vol_unc = v[1], g->ecc_agg_corr = v[2], g->ecc_agg_unc = v[3];
+	*have |= GP_NVH_ECC;
+}
+
+/* The number of pages retired for a cause: the size query (no buffer), as nvml.h allows. */
+static int retired(struct gp_nvml *n, struct dev *d, unsigned int gpu, int cause, uint64_t *count)
+{
+	unsigned int c = 0;
+	nvmlReturn_t r = n->api.nvmlDeviceGetRetiredPages(d->h, cause, &c, NULL);
+
+	if (r != NVML_SUCCESS && r != NVML_ERROR_INSUFFICIENT_SIZE) {
+		health_failed(n, GP_NVML_FN_RETIRED, gpu, r);
+		return -1;
+	}
+	*count = c;
+	return 0;
+}
+
+/* A MIG device's memory: v2 (used without the reserve), else v1. */
+static bool mig_memory(struct gp_nvml *n, nvmlDevice_t h, unsigned int gpu, struct gp_nvml_mig *m)
+{
+	nvmlMemory_v2_t m2 = { .version = NVML_MEMORY_V2 };
+	nvmlMemory_t m1;
+
+	if (HAVE(nvmlDeviceGetMemoryInfo_v2)) {
+		if (!ok(n, GP_NVML_FN_MEMORY, gpu, n->api.nvmlDeviceGetMemoryInfo_v2(h, &m2)))
+			return false;
+		m->mem_used = m2.used, m->mem_total = m2.total;
+		return true;
+	}
+	if (!HAVE(nvmlDeviceGetMemoryInfo) || !ok(n, GP_NVML_FN_MEMORY, gpu, n->api.nvmlDeviceGetMemoryInfo(h, &m1)))
+		return false;
+	m->mem_used = m1.used, m->mem_total = m1.total;
+	return true;
+}
+
+/* In MIG mode: each MIG device's instance ids, UUID and memory (a slot NVML leaves empty,
+ * NOT_FOUND, is skipped). */
+static void read_migs(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g, unsigned int *have)
+{
+	unsigned int max = 0;
+	nvmlReturn_t r;
+
+	g->nr_migs = 0;
+	if (!g->mig || !HAVE(nvmlDeviceGetMaxMigDeviceCount) || !HAVE(nvmlDeviceGetMigDeviceHandleByIndex) ||
+	    !HAVE(nvmlDeviceGetGpuInstanceId) || !HAVE(nvmlDeviceGetComputeInstanceId))
+		return;
+	r = n->api.nvmlDeviceGetMaxMigDeviceCount(d->h, &max);
+	if (!ok(n, GP_NVML_FN_MIG_DEVICES, g->index, r))
+		return;
+	for (unsigned int i = 0; i < max && g->nr_migs < GP_NVML_MAX_MIG; i++) {
+		struct gp_nvml_mig *m = &g->migs[g->nr_migs];
+		nvmlDevice_t h;
+
+		memset(m, 0, sizeof(*m));
+		r = n->api.nvmlDeviceGetMigDeviceHandleByIndex(d->h, i, &h);
+		if (r == NVML_ERROR_NOT_FOUND || r == NVML_ERROR_INVALID_ARGUMENT) /* an empty slot */
+			continue;
+		if (!ok(n, GP_NVML_FN_MIG_DEVICES, g->index, r) ||
+		    !ok(n, GP_NVML_FN_MIG_DEVICES, g->index, n->api.nvmlDeviceGetGpuInstanceId(h, &m->gi)) ||
+		    !ok(n, GP_NVML_FN_MIG_DEVICES, g->index, n->api.nvmlDeviceGetComputeInstanceId(h, &m->ci)))
+			continue;
+		if (!HAVE(nvmlDeviceGetUUID) || n->api.nvmlDeviceGetUUID(h, m->uuid, sizeof(m->uuid)))
+			snprintf(m->uuid, sizeof(m->uuid), "unknown");
+		m->uuid[sizeof(m->uuid) - 1] = 0;
+		m->have_mem = mig_memory(n, h, g->index, m);
+		g->nr_migs++;
+	}
+	*have |= GP_NVH_MIG_DEVICES;
+}
+
+/* Retired pages, remapped rows, NVLink counters: each where the GPU has them. */
+static void read_health(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g, unsigned int *have)
+{
+	unsigned int corr, unc, pend, fail;
+
+	if (HAVE(nvmlDeviceGetTotalEccErrors))
+		read_ecc(n, d, g, have);
+	if (HAVE(nvmlDeviceGetRetiredPages) &&
+	    !retired(n, d, g->index, NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, &g->retired_sbe) &&
+	    !retired(n, d, g->index, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, &g->retired_dbe))
+		*have |= GP_NVH_RETIRED;
+	if (HAVE(nvmlDeviceGetRemappedRows)) {
+		nvmlReturn_t r = n->api.nvmlDeviceGetRemappedRows(d->h, &corr, &unc, &pend, &fail);
+
+		if (r == NVML_SUCCESS) {
+			g->remap_corr = corr, g->remap_unc = unc, g->remap_pending = pend, g->remap_failed = fail;
+			*have |= GP_NVH_REMAPPED;
+		} else {
+			health_failed(n, GP_NVML_FN_REMAPPED, g->index, r);
+		}
+	}
+	if (HAVE(nvmlDeviceGetFieldValues)) {
+		nvmlFieldValue_t f[2] = { { .fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, .scopeId = ~0U },
+					  { .fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, .scopeId = ~0U } };
+		nvmlReturn_t r = n->api.nvmlDeviceGetFieldValues(d->h, 2, f);
+
+		if (r == NVML_SUCCESS)
+			r = f[0].nvmlReturn != NVML_SUCCESS ? f[0].nvmlReturn : f[1].nvmlReturn;
+		if (r == NVML_SUCCESS) {
+			g->nvlink_tx_bytes = f[0].value.ullVal * 1024ULL, g->nvlink_rx_bytes = f[1].value.ullVal * 1024ULL;
+			*have |= GP_NVH_NVLINK;
+		} else {
+			health_failed(n, GP_NVML_FN_FIELDS, g->index, r);
+		}
+	}
+}
+
 static void read_gpu(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g)
 {
 	nvmlUtilization_t u;
@@ -429,6 +605,8 @@ static void read_gpu(struct gp_nvml *n, struct dev *d, struct gp_nvml_gpu *g)
 		else if (r != NVML_ERROR_NOT_SUPPORTED)
 			failed(n, GP_NVML_FN_MIG, g->index, r);
 	}
+	read_health(n, d, g, &have);
+	read_migs(n, d, g, &have);
 	g->have = have;
 }
 
@@ -526,7 +704,7 @@ static struct gp_nvml_proc *proc_add(struct procs *ps, uint32_t pid, unsigned in
 			return NULL;
 		ps->v = p, ps->cap = cap;
 	}
-	ps->v[ps->n] = (struct gp_nvml_proc){ .pid = pid, .gpu = gpu };
+	ps->v[ps->n] = (struct gp_nvml_proc){ .pid = pid, .gpu = gpu, .gi = ~0U, .ci = ~0U };
 	return &ps->v[ps->n++];
 }
 
@@ -548,6 +726,7 @@ static void read_gpu_procs(struct gp_nvml *n, struct dev *d, unsigned int gi, st
 			if (!p)
 				break;
 			p->mem_known = d->pbuf[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE;
+			p->gi = d->pbuf[i].gpuInstanceId, p->ci = d->pbuf[i].computeInstanceId;
 			p->mem_bytes += p->mem_known ? d->pbuf[i].usedGpuMemory : 0;
 		}
 	}
@@ -658,9 +837,9 @@ static void on_xid(struct gp_nvml *n, const nvmlEventData_t *e)
 		for (k = 0; k < g->nr_xids && g->xids[k].code != x.code; k++)
 			;
 		if (k < g->nr_xids)
-			g->xids[k].count++;
+			g->xids[k].count++, g->xids[k].last_ns = x.time_ns;
 		else if (k < GP_NVML_MAX_XID_CODES)
-			g->xids[g->nr_xids++] = (typeof(g->xids[0])){ x.code, 1 };
+			g->xids[g->nr_xids++] = (typeof(g->xids[0])){ x.code, 1, x.time_ns };
 		else
 			g->xid_other++;
 		for (size_t i = 0; i < n->cur.nr_procs; i++) {
@@ -758,8 +937,11 @@ struct gp_nvml *gp_nvml__start(const struct gp_nvml_opts *o)
 	if (!r)
 		gp_log(GP_LOG_INFO, "nvml: %u GPU%s, read every %g s%s", n->nr_devs, n->nr_devs == 1 ? "" : "s",
 		       n->o.period_s, n->events ? ", XID events registered" : "");
-	if (!r && pthread_create(&n->thread, NULL, thread_main, n) == 0)
+	if (!r && pthread_create(&n->thread, NULL, thread_main, n) == 0) {
 		n->thread_started = true;
+		/* its own name: its CPU time can be read apart (ps -L, /proc/PID/task; bench/nvml_cost.py) */
+		pthread_setname_np(n->thread, "gpuprobe-nvml");
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (n->thread_started)
 		return n;

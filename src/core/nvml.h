@@ -51,6 +51,11 @@ enum gp_nvml_fn {
 	GP_NVML_FN_MIG,
 	GP_NVML_FN_EVENTS,     /* nvmlEventSetCreate / nvmlDeviceRegisterEvents */
 	GP_NVML_FN_EVENT_WAIT, /* nvmlEventSetWait_v2 */
+	GP_NVML_FN_ECC,        /* nvmlDeviceGetTotalEccErrors */
+	GP_NVML_FN_RETIRED,    /* nvmlDeviceGetRetiredPages */
+	GP_NVML_FN_REMAPPED,   /* nvmlDeviceGetRemappedRows */
+	GP_NVML_FN_FIELDS,     /* nvmlDeviceGetFieldValues: NVLink throughput */
+	GP_NVML_FN_MIG_DEVICES, /* nvmlDeviceGetMaxMigDeviceCount, ...GetMigDeviceHandleByIndex, instance ids */
 	GP_NVML_FN__COUNT,
 };
 
@@ -72,6 +77,21 @@ enum gp_nvml_have {
 	GP_NVH_PROCS = 1 << 11,     /* the process list answered */
 	GP_NVH_PROC_UTIL = 1 << 12, /* per-process utilization answered (samples or none) */
 	GP_NVH_EVENTS = 1 << 13,    /* XID events registered */
+	GP_NVH_ECC = 1 << 14,       /* ECC error counts (NOT_SUPPORTED: ECC off or none on this GPU) */
+	GP_NVH_RETIRED = 1 << 15,   /* retired pages (GPUs before Ampere) */
+	GP_NVH_REMAPPED = 1 << 16,  /* remapped rows (Ampere and later) */
+	GP_NVH_NVLINK = 1 << 17,    /* NVLink data counters, every link summed */
+	GP_NVH_MIG_DEVICES = 1 << 18, /* MIG instances listed (in MIG mode) */
+};
+
+#define GP_NVML_MAX_MIG 8 /* MIG instances per GPU (7 at most on A100, H100, H200) */
+
+/* One MIG device (a compute instance in a GPU instance) of a GPU in MIG mode. */
+struct gp_nvml_mig {
+	unsigned int gi, ci;        /* GPU and compute instance ids */
+	char uuid[96];              /* MIG-... */
+	bool have_mem;
+	uint64_t mem_used, mem_total; /* the instance's memory (nvmlDeviceGetMemoryInfo on its handle) */
 };
 
 #define GP_NVML_MAX_XID_CODES 32 /* distinct XID codes counted per GPU; the rest "other" */
@@ -89,10 +109,19 @@ struct gp_nvml_gpu {
 	uint64_t throttle;          /* nvmlClocksThrottleReason bits */
 	uint64_t pcie_tx_kbs, pcie_rx_kbs; /* KB/s (NVML's 1024-byte units) */
 	bool mig;                   /* MIG mode on */
+	/* ECC errors: volatile (since the driver loaded) and aggregate (the GPU's lifetime),
+	 * corrected (single-bit) and uncorrected (double-bit) */
+	uint64_t ecc_vol_corr, ecc_vol_unc, ecc_agg_corr, ecc_agg_unc;
+	uint64_t retired_sbe, retired_dbe; /* pages retired for single-bit (repeated) and double-bit errors */
+	uint64_t remap_corr, remap_unc;    /* rows remapped for corrected and uncorrected errors */
+	bool remap_pending, remap_failed;
+	uint64_t nvlink_tx_bytes, nvlink_rx_bytes; /* NVLink data since the driver loaded, every link */
+	struct gp_nvml_mig migs[GP_NVML_MAX_MIG];
+	unsigned int nr_migs;
 	/* why per-process utilization is not given here (MIG, not supported), or NULL */
 	const char *proc_util_unavailable;
 	uint64_t xid_total;
-	struct { uint64_t code, count; } xids[GP_NVML_MAX_XID_CODES];
+	struct { uint64_t code, count, last_ns; } xids[GP_NVML_MAX_XID_CODES]; /* last_ns: CLOCK_REALTIME */
 	unsigned int nr_xids;
 	uint64_t xid_other;         /* errors of codes past the table */
 };
@@ -106,6 +135,7 @@ struct gp_nvml_proc {
 	bool util_known;            /* false: not given (MIG, not supported): never 0 */
 	double sm_util, mem_util;   /* percent over the last interval, time-weighted */
 	unsigned int samples;       /* NVML samples the figures come from (0: idle) */
+	unsigned int gi, ci;        /* its MIG instance (the process list's ids), ~0U outside MIG */
 };
 
 /* One XID error, as the event arrived. */

@@ -347,8 +347,9 @@ int gp_run__start(struct gp_run *run, char *err, size_t len)
 			r = run->slot[i].m->start(run->slot[i].st, run, err, len);
 	if (!r && run->budget)
 		r = gp_budget__start(run->budget, err, len);
-	/* NVML: on with --nvml, in the daemon unless --no-nvml; its own thread */
-	if (!r && (run->o->nvml > 0 || (run->o->nvml < 0 && run->o->frontend == GP_FE_DAEMON)))
+	/* NVML: on with --nvml, in the daemon and top unless --no-nvml; its own thread */
+	if (!r && (run->o->nvml > 0 ||
+		   (run->o->nvml < 0 && (run->o->frontend == GP_FE_DAEMON || run->o->frontend == GP_FE_TOP))))
 		run->nvml = gp_nvml__start(&(struct gp_nvml_opts){ .period_s = run->o->nvml_period,
 								    .quiet = run->o->nvml < 0 });
 	return r;

@@ -233,10 +233,39 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_gpu_pcie_throughput_bytes", GP_GAUGE, 0, "gpu,uuid,direction", NULL, "--nvml",
 	  "PCIe throughput in bytes per second over NVML's last 20 ms window: direction=tx (from the GPU) and rx (to the GPU).",
 	  "A rate, as dcgm-exporter's `DCGM_FI_PROF_PCIE_TX_BYTES`: NVML gives KB/s, written here times 1024." },
+	{ "gpuprobe_gpu_ecc_errors_total", GP_COUNTER, 0, "gpu,uuid,type", NULL, "--nvml",
+	  "ECC errors since the driver loaded (nvmlDeviceGetTotalEccErrors, volatile), `type` corrected or uncorrected. "
+	  "Absent on a GPU without ECC (NOT_SUPPORTED is no error and no 0).", NULL },
+	{ "gpuprobe_gpu_ecc_errors_lifetime", GP_GAUGE, 0, "gpu,uuid,type", NULL, "--nvml",
+	  "ECC errors over the GPU's lifetime (nvmlDeviceGetTotalEccErrors, aggregate), `type` corrected or uncorrected.", NULL },
+	{ "gpuprobe_gpu_retired_pages", GP_GAUGE, 0, "gpu,uuid,cause", NULL, "--nvml",
+	  "Memory pages retired (nvmlDeviceGetRetiredPages), `cause` multiple_single_bit or double_bit. GPUs before Ampere; "
+	  "later ones remap rows instead (absent there).", NULL },
+	{ "gpuprobe_gpu_remapped_rows", GP_GAUGE, 0, "gpu,uuid,type", NULL, "--nvml",
+	  "Memory rows remapped (nvmlDeviceGetRemappedRows), `type` corrected or uncorrected. Ampere and later.", NULL },
+	{ "gpuprobe_gpu_row_remap_pending", GP_GAUGE, 0, "gpu,uuid", NULL, "--nvml",
+	  "1 when a row remap waits for the GPU's reset.", NULL },
+	{ "gpuprobe_gpu_row_remap_failed", GP_GAUGE, 0, "gpu,uuid", NULL, "--nvml",
+	  "1 when a row remap failed (the GPU should be serviced).", NULL },
+	{ "gpuprobe_gpu_nvlink_bytes_total", GP_COUNTER, 0, "gpu,uuid,direction", NULL, "--nvml",
+	  "NVLink data (payload, no protocol overhead) since the driver loaded, every link summed "
+	  "(nvmlDeviceGetFieldValues, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX, scope UINT_MAX; KiB to bytes). "
+	  "Absent on a GPU without NVLink.", NULL },
+	{ "gpuprobe_gpu_mig_memory_used_bytes", GP_GAUGE, 0, "gpu,uuid,gi,ci,mig_uuid", NULL, "--nvml",
+	  "In MIG mode, each MIG device's memory in use (nvmlDeviceGetMigDeviceHandleByIndex, then "
+	  "nvmlDeviceGetMemoryInfo_v2 on its handle); `gi`, `ci` its GPU and compute instance.", NULL },
+	{ "gpuprobe_gpu_mig_memory_total_bytes", GP_GAUGE, 0, "gpu,uuid,gi,ci,mig_uuid", NULL, "--nvml",
+	  "In MIG mode, each MIG device's memory.", NULL },
 	{ "gpuprobe_gpu_xid_errors_total", GP_COUNTER, 0, "gpu,uuid,xid", NULL, "--nvml",
 	  "XID errors (critical errors NVML reports as events, nvmlEventTypeXidCriticalError) since the daemon started, by XID code.",
 	  "Each one is also a log line with the GPU and the PIDs on it then. At most 32 codes per GPU; later ones "
 	  "go under `xid=\"other\"`. No sample before the first error." },
+	{ "gpuprobe_gpu_xid_last_timestamp_seconds", GP_GAUGE, 0, "gpu,uuid,xid", NULL, "--nvml",
+	  "When the last XID error of that code arrived on the GPU (Unix time).", NULL },
+	{ "gpuprobe_process_gpu_xid_last_timestamp_seconds", GP_GAUGE, P, "gpu,uuid,xid", NULL, "--nvml",
+	  "When the last XID error of that code arrived on a GPU the process was on (NVML's process list of that GPU "
+	  "at its last read), with the process's labels (pid, comm, cgroup, pod): which jobs an XID hit. From the last 64 "
+	  "XID events kept; a process that has exited has none.", NULL },
 	{ "gpuprobe_gpu_process_utilization_available", GP_GAUGE, 0, "gpu,uuid,reason", NULL, "--nvml",
 	  "1 where NVML gives per-process utilization on the GPU; 0 with a reason where it does not (MIG mode, not supported).",
 	  "Where it is 0, `gpuprobe_process_gpu_sm_utilization_ratio` and `..._memory_utilization_ratio` have no "
@@ -248,6 +277,9 @@ const struct gp_metric gp_metrics[] = {
 	  "other families' (comm from `/proc/PID/comm`, cgroup and pod), so it joins with the launch and copy series." },
 	{ "gpuprobe_process_gpu_memory_utilization_ratio", GP_GAUGE, P, "gpu,uuid", NULL, "--nvml",
 	  "Share of the interval during which the processes read or wrote device memory (NVML's per-process memUtil), as the SM ratio.", NULL },
+	{ "gpuprobe_process_gpu_mig_instance", GP_GAUGE, P, "gpu,uuid,gi,ci", NULL, "--nvml",
+	  "1 for the MIG instance a process runs in (the process list's gpuInstanceId, computeInstanceId) on a GPU in MIG "
+	  "mode; its utilization is not given there (gpuprobe_gpu_process_utilization_available is 0, never a 0 figure).", NULL },
 	{ "gpuprobe_process_gpu_memory_bytes", GP_GAUGE, P, "gpu,uuid", NULL, "--nvml",
 	  "GPU memory the driver accounts to the running processes (nvmlDeviceGetComputeRunningProcesses_v3's usedGpuMemory).",
 	  "Beside `gpuprobe_cuda_outstanding_bytes{kind=\"device\"}`: the difference is what no allocation call gpuprobe saw "

@@ -92,6 +92,38 @@ static void fam(struct prom_out *p, const char *name)
 	prom__family(p, name);
 }
 
+/* ECC, retired pages, remapped rows, NVLink: each family only where the GPU gives it */
+static void health_prom(struct prom_out *p, const struct gp_nvml_gpu *g, const char *idx)
+{
+	for (int i = 0; (g->have & GP_NVH_ECC) && i < 2; i++) {
+		const char *k[] = { "gpu", idx, "uuid", g->uuid, "type", i ? "uncorrected" : "corrected", NULL };
+
+		prom__u64(p, "gpuprobe_gpu_ecc_errors_total", NULL, k, i ? g->ecc_vol_unc : g->ecc_vol_corr);
+		prom__u64(p, "gpuprobe_gpu_ecc_errors_lifetime", NULL, k, i ? g->ecc_agg_unc : g->ecc_agg_corr);
+	}
+	for (int i = 0; (g->have & GP_NVH_RETIRED) && i < 2; i++) {
+		const char *k[] = { "gpu", idx, "uuid", g->uuid, "cause", i ? "double_bit" : "multiple_single_bit", NULL };
+
+		prom__u64(p, "gpuprobe_gpu_retired_pages", NULL, k, i ? g->retired_dbe : g->retired_sbe);
+	}
+	for (int i = 0; (g->have & GP_NVH_REMAPPED) && i < 2; i++) {
+		const char *k[] = { "gpu", idx, "uuid", g->uuid, "type", i ? "uncorrected" : "corrected", NULL };
+
+		prom__u64(p, "gpuprobe_gpu_remapped_rows", NULL, k, i ? g->remap_unc : g->remap_corr);
+	}
+	if (g->have & GP_NVH_REMAPPED) {
+		const char *k[] = { "gpu", idx, "uuid", g->uuid, NULL };
+
+		prom__u64(p, "gpuprobe_gpu_row_remap_pending", NULL, k, g->remap_pending);
+		prom__u64(p, "gpuprobe_gpu_row_remap_failed", NULL, k, g->remap_failed);
+	}
+	for (int d = 0; (g->have & GP_NVH_NVLINK) && d < 2; d++) {
+		const char *k[] = { "gpu", idx, "uuid", g->uuid, "direction", d ? "rx" : "tx", NULL };
+
+		prom__u64(p, "gpuprobe_gpu_nvlink_bytes_total", NULL, k, d ? g->nvlink_rx_bytes : g->nvlink_tx_bytes);
+	}
+}
+
 static void gpu_prom(struct prom_out *p, const struct gp_nvml_gpu *g)
 {
 	char idx[16];
@@ -136,12 +168,26 @@ static void gpu_prom(struct prom_out *p, const struct gp_nvml_gpu *g)
 			prom__u64(p, "gpuprobe_gpu_pcie_throughput_bytes", NULL, dk,
 				  (d ? g->pcie_rx_kbs : g->pcie_tx_kbs) * 1024ULL);
 	}
+	health_prom(p, g, idx);
+	for (unsigned int m = 0; m < g->nr_migs; m++) {
+		const struct gp_nvml_mig *mi = &g->migs[m];
+		char gi[16], ci[16];
+		const char *k[] = { "gpu", idx, "uuid", g->uuid, "gi", gi, "ci", ci, "mig_uuid", mi->uuid, NULL };
+
+		snprintf(gi, sizeof(gi), "%u", mi->gi);
+		snprintf(ci, sizeof(ci), "%u", mi->ci);
+		if (!mi->have_mem)
+			continue;
+		prom__u64(p, "gpuprobe_gpu_mig_memory_used_bytes", NULL, k, mi->mem_used);
+		prom__u64(p, "gpuprobe_gpu_mig_memory_total_bytes", NULL, k, mi->mem_total);
+	}
 	for (unsigned int x = 0; x < g->nr_xids; x++) {
 		char code[24];
 		const char *xk[] = { "gpu", idx, "uuid", g->uuid, "xid", code, NULL };
 
 		snprintf(code, sizeof(code), "%" PRIu64, g->xids[x].code);
 		prom__u64(p, "gpuprobe_gpu_xid_errors_total", NULL, xk, g->xids[x].count);
+		prom__secs(p, "gpuprobe_gpu_xid_last_timestamp_seconds", NULL, xk, (double)g->xids[x].last_ns / 1e9);
 	}
 	if (g->xid_other) {
 		const char *xk[] = { "gpu", idx, "uuid", g->uuid, "xid", "other", NULL };
@@ -156,13 +202,54 @@ static void gpu_prom(struct prom_out *p, const struct gp_nvml_gpu *g)
 	}
 }
 
+static bool followed(const struct gp_run *run, uint32_t pid);
+
+/* The processes on a GPU at its XIDs (the last GP_NVML_MAX_XID_EVENTS kept): per process,
+ * GPU and code, the time of the latest, for the processes the run follows that are still
+ * on a GPU (named: a process gone has no series). */
+static void xid_procs_prom(struct prom_out *p, const struct gp_run *run, const struct gp_nvml_snap *s,
+			   const struct gp_snap_pid **of)
+{
+	for (size_t i = s->nr_xids; i-- > 0;) { /* newest first: the first of each key is the latest */
+		const struct gp_nvml_xid *x = &s->xids[i];
+
+		for (unsigned int k = 0; k < x->nr_pids; k++) {
+			const struct gp_snap_pid *who = NULL;
+			bool dup = false;
+
+			for (size_t j = 0; j < s->nr_procs && !who; j++)
+				if (s->procs[j].pid == x->pids[k])
+					who = of[j];
+			for (size_t l = i + 1; l < s->nr_xids && !dup; l++) /* a newer one of the same key */
+				for (unsigned int m = 0; m < s->xids[l].nr_pids && !dup; m++)
+					dup = s->xids[l].pids[m] == x->pids[k] && s->xids[l].gpu == x->gpu &&
+					      s->xids[l].code == x->code;
+			if (!who || dup || !followed(run, x->pids[k]))
+				continue;
+			{
+				char idx[16], code[24];
+				const char *kv[] = { "gpu", idx, "uuid", s->gpus[x->gpu].uuid, "xid", code, NULL };
+
+				snprintf(idx, sizeof(idx), "%u", s->gpus[x->gpu].index);
+				snprintf(code, sizeof(code), "%" PRIu64, x->code);
+				prom__secs(p, "gpuprobe_process_gpu_xid_last_timestamp_seconds", who, kv,
+					   (double)x->time_ns / 1e9);
+			}
+		}
+	}
+}
+
 static const char *const families[] = {
 	"gpuprobe_nvml_state", "gpuprobe_nvml_reads_total", "gpuprobe_nvml_read_seconds_total",
 	"gpuprobe_nvml_errors_total", "gpuprobe_nvml_functions_missing", "gpuprobe_gpu_info",
 	"gpuprobe_gpu_utilization_ratio", "gpuprobe_gpu_memory_utilization_ratio", "gpuprobe_gpu_memory_used_bytes",
 	"gpuprobe_gpu_memory_total_bytes", "gpuprobe_gpu_power_watts", "gpuprobe_gpu_energy_joules_total",
 	"gpuprobe_gpu_temperature_celsius", "gpuprobe_gpu_clock_hertz", "gpuprobe_gpu_clocks_throttled",
-	"gpuprobe_gpu_pcie_throughput_bytes", "gpuprobe_gpu_xid_errors_total",
+	"gpuprobe_gpu_pcie_throughput_bytes", "gpuprobe_gpu_xid_last_timestamp_seconds",
+	"gpuprobe_process_gpu_xid_last_timestamp_seconds", "gpuprobe_gpu_ecc_errors_total", "gpuprobe_gpu_ecc_errors_lifetime",
+	"gpuprobe_gpu_retired_pages", "gpuprobe_gpu_remapped_rows", "gpuprobe_gpu_row_remap_pending",
+	"gpuprobe_gpu_row_remap_failed", "gpuprobe_gpu_nvlink_bytes_total", "gpuprobe_gpu_mig_memory_used_bytes",
+	"gpuprobe_gpu_mig_memory_total_bytes", "gpuprobe_process_gpu_mig_instance", "gpuprobe_gpu_xid_errors_total",
 	"gpuprobe_gpu_process_utilization_available", "gpuprobe_process_gpu_sm_utilization_ratio",
 	"gpuprobe_process_gpu_memory_utilization_ratio", "gpuprobe_process_gpu_memory_bytes", NULL,
 };
@@ -230,7 +317,17 @@ int gp_nvml_report__prom(struct prom_out *p, struct gp_run *run)
 		}
 		if (q->mem_known)
 			prom__u64(p, "gpuprobe_process_gpu_memory_bytes", of[i], kv, q->mem_bytes);
+		if (g->mig && q->gi != ~0U) {
+			char gi[16], ci[16];
+			const char *mk[] = { "gpu", idx, "uuid", g->uuid, "gi", gi, "ci", ci, NULL };
+
+			snprintf(gi, sizeof(gi), "%u", q->gi);
+			snprintf(ci, sizeof(ci), "%u", q->ci);
+			prom__u64(p, "gpuprobe_process_gpu_mig_instance", of[i], mk, 1);
+		}
 	}
+	if (!r)
+		xid_procs_prom(p, run, &s, of);
 	free(of);
 	gp_nvml__snap_free(&s);
 	return r;
@@ -332,9 +429,31 @@ static void gpu_text(FILE *f, const struct gp_nvml_gpu *g)
 	if (g->have & (GP_NVH_PCIE_TX | GP_NVH_PCIE_RX))
 		fprintf(f, " PCIe tx %s rx %s;", gp_text__rate(g->have & GP_NVH_PCIE_TX ? g->pcie_tx_kbs * 1024.0 : -1).s,
 			gp_text__rate(g->have & GP_NVH_PCIE_RX ? g->pcie_rx_kbs * 1024.0 : -1).s);
+	if (g->have & GP_NVH_NVLINK)
+		fprintf(f, " NVLink tx %s rx %s since the driver loaded;", gp_text__bytes(g->nvlink_tx_bytes).s,
+			gp_text__bytes(g->nvlink_rx_bytes).s);
+	if (g->have & GP_NVH_ECC)
+		fprintf(f, " ECC errors %s corrected, %s uncorrected (lifetime %s, %s);", gp_text__count(g->ecc_vol_corr).s,
+			gp_text__count(g->ecc_vol_unc).s, gp_text__count(g->ecc_agg_corr).s, gp_text__count(g->ecc_agg_unc).s);
+	if (g->have & GP_NVH_RETIRED)
+		fprintf(f, " pages retired %s (single-bit) %s (double-bit);", gp_text__count(g->retired_sbe).s,
+			gp_text__count(g->retired_dbe).s);
+	if (g->have & GP_NVH_REMAPPED)
+		fprintf(f, " rows remapped %s corrected, %s uncorrected%s%s;", gp_text__count(g->remap_corr).s,
+			gp_text__count(g->remap_unc).s, g->remap_pending ? ", a remap pending (reset the GPU)" : "",
+			g->remap_failed ? ", A REMAP FAILED" : "");
 	fprintf(f, " %s\n", gp_text__n(g->xid_total, "XID error", "XID errors").s);
 	if (g->proc_util_unavailable)
 		fprintf(f, "    per-process utilization unavailable: %s\n", g->proc_util_unavailable);
+	for (unsigned int m = 0; m < g->nr_migs; m++) {
+		const struct gp_nvml_mig *mi = &g->migs[m];
+
+		fprintf(f, "    MIG instance GI %u CI %u (%s):", mi->gi, mi->ci, mi->uuid);
+		if (mi->have_mem)
+			fprintf(f, " %s of %s used\n", gp_text__bytes(mi->mem_used).s, gp_text__bytes(mi->mem_total).s);
+		else
+			fprintf(f, " memory -\n");
+	}
 }
 
 static void proc_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvml_proc *q, const char *comm,
@@ -342,7 +461,10 @@ static void proc_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvm
 {
 	const struct gp_nvml_gpu *g = &s->gpus[q->gpu];
 
-	fprintf(f, "  PID %u (%s) on GPU %u:", q->pid, comm, g->index);
+	fprintf(f, "  PID %u (%s) on GPU %u", q->pid, comm, g->index);
+	if (g->mig && q->gi != ~0U)
+		fprintf(f, " MIG GI %u CI %u", q->gi, q->ci);
+	fprintf(f, ":");
 	if (q->util_known)
 		fprintf(f, " SM %s, memory %s over the last %s (%s)", pct(q->sm_util).s, pct(q->mem_util).s,
 			gp_text__duration(s->period_s).s, gp_text__n(q->samples, "NVML sample", "NVML samples").s);
@@ -364,7 +486,7 @@ static void proc_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvm
 	fprintf(f, "\n");
 }
 
-static void xid_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvml_xid *x)
+static void xid_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvml_xid *x, const struct u64map *traced)
 {
 	char when[32];
 	struct tm tm;
@@ -373,8 +495,15 @@ static void xid_text(FILE *f, const struct gp_nvml_snap *s, const struct gp_nvml
 	localtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%H:%M:%S", &tm);
 	fprintf(f, "  XID %" PRIu64 " on GPU %u at %s; processes on it:", x->code, s->gpus[x->gpu].index, when);
-	for (unsigned int i = 0; i < x->nr_pids; i++)
-		fprintf(f, " %u", x->pids[i]);
+	for (unsigned int i = 0; i < x->nr_pids; i++) {
+		const struct gp_snap_pid *p = u64map__get(traced, x->pids[i]);
+
+		/* a traced process named (as its own line names it), the others by PID */
+		if (p)
+			fprintf(f, " %u (%s)", x->pids[i], p->comm);
+		else
+			fprintf(f, " %u", x->pids[i]);
+	}
 	if (x->more_pids)
 		fprintf(f, " and %u more", x->more_pids);
 	fprintf(f, "%s\n", x->nr_pids ? "" : " none seen");
@@ -415,6 +544,33 @@ static json_object *gpu_json(const struct gp_nvml_gpu *g)
 		json_object_put(t);
 	json_object_object_add(o, "pcie_tx_bytes_per_second", opt_u64(g->have & GP_NVH_PCIE_TX, g->pcie_tx_kbs * 1024ULL));
 	json_object_object_add(o, "pcie_rx_bytes_per_second", opt_u64(g->have & GP_NVH_PCIE_RX, g->pcie_rx_kbs * 1024ULL));
+	json_object_object_add(o, "nvlink_tx_bytes", opt_u64(g->have & GP_NVH_NVLINK, g->nvlink_tx_bytes));
+	json_object_object_add(o, "nvlink_rx_bytes", opt_u64(g->have & GP_NVH_NVLINK, g->nvlink_rx_bytes));
+	json_object_object_add(o, "ecc_corrected", opt_u64(g->have & GP_NVH_ECC, g->ecc_vol_corr));
+	json_object_object_add(o, "ecc_uncorrected", opt_u64(g->have & GP_NVH_ECC, g->ecc_vol_unc));
+	json_object_object_add(o, "ecc_corrected_lifetime", opt_u64(g->have & GP_NVH_ECC, g->ecc_agg_corr));
+	json_object_object_add(o, "ecc_uncorrected_lifetime", opt_u64(g->have & GP_NVH_ECC, g->ecc_agg_unc));
+	json_object_object_add(o, "retired_pages_single_bit", opt_u64(g->have & GP_NVH_RETIRED, g->retired_sbe));
+	json_object_object_add(o, "retired_pages_double_bit", opt_u64(g->have & GP_NVH_RETIRED, g->retired_dbe));
+	json_object_object_add(o, "remapped_rows_corrected", opt_u64(g->have & GP_NVH_REMAPPED, g->remap_corr));
+	json_object_object_add(o, "remapped_rows_uncorrected", opt_u64(g->have & GP_NVH_REMAPPED, g->remap_unc));
+	json_object_object_add(o, "row_remap_pending", (g->have & GP_NVH_REMAPPED) ? json_object_new_boolean(g->remap_pending) : NULL);
+	json_object_object_add(o, "row_remap_failed", (g->have & GP_NVH_REMAPPED) ? json_object_new_boolean(g->remap_failed) : NULL);
+	{
+		json_object *mig = json_object_new_array();
+
+		for (unsigned int m = 0; m < g->nr_migs; m++) {
+			json_object *e = json_object_new_object();
+
+			json_object_object_add(e, "gi", json_object_new_int64(g->migs[m].gi));
+			json_object_object_add(e, "ci", json_object_new_int64(g->migs[m].ci));
+			json_object_object_add(e, "uuid", json_object_new_string(g->migs[m].uuid));
+			json_object_object_add(e, "memory_used_bytes", opt_u64(g->migs[m].have_mem, g->migs[m].mem_used));
+			json_object_object_add(e, "memory_total_bytes", opt_u64(g->migs[m].have_mem, g->migs[m].mem_total));
+			json_object_array_add(mig, e);
+		}
+		json_object_object_add(o, "mig_instances", mig);
+	}
 	json_object_object_add(o, "xid_errors", json_object_new_uint64(g->xid_total));
 	for (unsigned int i = 0; i < g->nr_xids; i++) {
 		json_object *e = json_object_new_object();
@@ -447,12 +603,14 @@ static json_object *proc_json(const struct gp_nvml_snap *s, const struct gp_nvml
 			       q->util_known ? NULL : json_object_new_string(g->proc_util_unavailable ? g->proc_util_unavailable : "not read"));
 	json_object_object_add(o, "driver_memory_bytes", opt_u64(q->mem_known, q->mem_bytes));
 	json_object_object_add(o, "outstanding_device_bytes", opt_u64(outstanding != 0, outstanding - 1));
+	json_object_object_add(o, "mig_gi", opt_u64(g->mig && q->gi != ~0U, q->gi));
+	json_object_object_add(o, "mig_ci", opt_u64(g->mig && q->gi != ~0U, q->ci));
 	return o;
 }
 
-static json_object *xid_json(const struct gp_nvml_snap *s, const struct gp_nvml_xid *x)
+static json_object *xid_json(const struct gp_nvml_snap *s, const struct gp_nvml_xid *x, const struct u64map *traced)
 {
-	json_object *o = json_object_new_object(), *pids = json_object_new_array();
+	json_object *o = json_object_new_object(), *pids = json_object_new_array(), *tr = json_object_new_array();
 
 	json_object_object_add(o, "time_ns", json_object_new_uint64(x->time_ns));
 	json_object_object_add(o, "gpu", json_object_new_int((int)s->gpus[x->gpu].index));
@@ -460,6 +618,18 @@ static json_object *xid_json(const struct gp_nvml_snap *s, const struct gp_nvml_
 	for (unsigned int i = 0; i < x->nr_pids; i++)
 		json_object_array_add(pids, json_object_new_int64(x->pids[i]));
 	json_object_object_add(o, "pids", pids);
+	for (unsigned int i = 0; i < x->nr_pids; i++) {
+		const struct gp_snap_pid *p = u64map__get(traced, x->pids[i]);
+		json_object *e;
+
+		if (!p)
+			continue;
+		e = json_object_new_object();
+		json_object_object_add(e, "pid", json_object_new_int64(x->pids[i]));
+		json_object_object_add(e, "comm", json_object_new_string(p->comm));
+		json_object_array_add(tr, e);
+	}
+	json_object_object_add(o, "traced", tr);
 	json_object_object_add(o, "more_pids", json_object_new_int64(x->more_pids));
 	return o;
 }
@@ -541,9 +711,9 @@ void gp_nvml_report__run(struct gp_run *run, enum gp_snap_kind kind)
 	}
 	for (size_t i = 0; i < s.nr_xids; i++) {
 		if (o)
-			json_object_array_add(xids, xid_json(&s, &s.xids[i]));
+			json_object_array_add(xids, xid_json(&s, &s.xids[i], seen.comm));
 		else
-			xid_text(f, &s, &s.xids[i]);
+			xid_text(f, &s, &s.xids[i], seen.comm);
 	}
 	if (o) {
 		json_object_object_add(o, "gpus", gpus);

@@ -10,7 +10,18 @@
  *   gpu I [uuid=S] [name=S] [util=PCT] [memutil=PCT] [memused=B] [memtotal=B] [memreserved=B] [power=MW]
  *         [energy=MJ] [temp=C] [clocksm=MHZ] [clockmem=MHZ] [throttle=BITS] [pcietx=KBS]
  *         [pcierx=KBS] [mig=0|1]        GPU I (0..7): I+1 GPUs at least
- *   proc GPU PID [mem=B|na] [sm=PCT] [memutil=PCT]
+ *         [ecc=VC,VU,AC,AU]             ECC errors: volatile corrected, uncorrected,
+ *                                       aggregate corrected, uncorrected
+ *         [retired=SBE,DBE]             pages retired (nvmlDeviceGetRetiredPages)
+ *         [remap=C,U,PENDING,FAILED]    rows remapped (nvmlDeviceGetRemappedRows)
+ *         [nvlink=TXKIB,RXKIB]          NVLink data counters, every link (field values 138, 139)
+ *                                       each of the four NOT_SUPPORTED where not given
+ *   migdev GPU GI CI [uuid=S] [memused=B] [memtotal=B]
+ *                                       a MIG device of GPU (in MIG mode: mig=1), at the
+ *                                       next of its 7 slots (the others NOT_FOUND)
+ *   proc GPU PID|comm=NAME [mem=B|na] [sm=PCT] [memutil=PCT] [gi=N ci=N]
+ *                                       comm=NAME: every process of that name at each
+ *                                       call (a command's workloads, PIDs unknown ahead)
  *                                       a compute process; sm= gives it a sample at each
  *                                       read (timestamp: now), none without
  *   fail FUNCTION CODE                  FUNCTION returns CODE
@@ -21,14 +32,16 @@
  * a line "insufficient GPU ASKED NEEDED".
  *
  * Built twice: the full library, and with -DFAKENVML_OLD one that lacks
- * nvmlDeviceGetProcessUtilization, nvmlDeviceGetTotalEnergyConsumption and the event
- * functions (an old driver's: missing symbols, not errors).
+ * nvmlDeviceGetProcessUtilization, nvmlDeviceGetTotalEnergyConsumption, the event
+ * functions, nvmlDeviceGetRemappedRows and nvmlDeviceGetFieldValues (an old driver's:
+ * missing symbols, not errors).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,6 +80,9 @@ struct fgpu {
 	char uuid[96], name[96];
 	unsigned int util, memutil, temp, clocksm, clockmem, pcietx, pcierx, power, mig;
 	unsigned long long memused, memtotal, memreserved, energy, throttle;
+	int has_ecc, has_retired, has_remap, has_nvlink;
+	int parent, gi, ci;     /* a MIG device: its GPU and instance ids (parent -1: a GPU) */
+	unsigned long long ecc[4], retired[2], remap[4], nvlink[2];
 };
 typedef struct fgpu *nvmlDevice_t;
 
@@ -79,7 +95,8 @@ typedef struct fset { unsigned long long types[MAX_GPUS]; } *nvmlEventSet_t;
 
 struct fproc {
 	int gpu;
-	unsigned int pid;
+	char comm[16];          /* a template for every process of that name, or "" */
+	unsigned int pid, gi, ci;
 	unsigned long long mem; /* ~0: not available */
 	int sm, memutil;        /* -1: no samples */
 };
@@ -89,8 +106,12 @@ static struct {
 	int init_fail;
 	int ngpus;
 	struct fgpu gpus[MAX_GPUS];
-	struct fproc procs[MAX_PROCS];
+	struct fgpu migs[MAX_GPUS * 7];
+	int nmigs;
+	struct fproc procs[MAX_PROCS]; /* the processes now: the script's, names expanded */
 	int nprocs;
+	struct fproc tmpl[MAX_PROCS];  /* the script's */
+	int ntmpl, has_comm;
 	struct { char fn[96]; int code; } fails[MAX_FAILS];
 	int nfails;
 	struct { int gpu; unsigned long long code; long after_ms; int sent; } xids[MAX_XIDS];
@@ -120,7 +141,15 @@ static void parse_gpu(char *rest)
 		*v++ = 0;
 #define U(k, f) else if (!strcmp(tok, k)) g->f = (unsigned int)strtoul(v, NULL, 0);
 #define L(k, f) else if (!strcmp(tok, k)) g->f = strtoull(v, NULL, 0);
-		if (!strcmp(tok, "uuid"))
+		if (!strcmp(tok, "ecc"))
+			g->has_ecc = sscanf(v, "%llu,%llu,%llu,%llu", &g->ecc[0], &g->ecc[1], &g->ecc[2], &g->ecc[3]) == 4;
+		else if (!strcmp(tok, "retired"))
+			g->has_retired = sscanf(v, "%llu,%llu", &g->retired[0], &g->retired[1]) == 2;
+		else if (!strcmp(tok, "remap"))
+			g->has_remap = sscanf(v, "%llu,%llu,%llu,%llu", &g->remap[0], &g->remap[1], &g->remap[2], &g->remap[3]) == 4;
+		else if (!strcmp(tok, "nvlink"))
+			g->has_nvlink = sscanf(v, "%llu,%llu", &g->nvlink[0], &g->nvlink[1]) == 2;
+		else if (!strcmp(tok, "uuid"))
 			snprintf(g->uuid, sizeof(g->uuid), "%s", v);
 		else if (!strcmp(tok, "name"))
 			snprintf(g->name, sizeof(g->name), "%s", v);
@@ -132,16 +161,48 @@ static void parse_gpu(char *rest)
 	}
 }
 
+static void parse_migdev(char *rest)
+{
+	char *save = NULL, *g = strtok_r(rest, " \t\n", &save), *gi = strtok_r(NULL, " \t\n", &save);
+	char *ci = strtok_r(NULL, " \t\n", &save), *tok;
+	struct fgpu *m;
+
+	if (!g || !gi || !ci || S.nmigs == MAX_GPUS * 7)
+		return;
+	m = &S.migs[S.nmigs];
+	*m = (struct fgpu){ .parent = atoi(g), .gi = atoi(gi), .ci = atoi(ci) };
+	snprintf(m->uuid, sizeof(m->uuid), "MIG-fake-%d-%d", S.nmigs, m->gi);
+	while ((tok = strtok_r(NULL, " \t\n", &save))) {
+		if (!strncmp(tok, "uuid=", 5))
+			snprintf(m->uuid, sizeof(m->uuid), "%s", tok + 5);
+		else if (!strncmp(tok, "memused=", 8))
+			m->memused = strtoull(tok + 8, NULL, 0);
+		else if (!strncmp(tok, "memtotal=", 9))
+			m->memtotal = strtoull(tok + 9, NULL, 0);
+	}
+	S.nmigs++;
+}
+
 static void parse_proc(char *rest)
 {
 	char *save = NULL, *g = strtok_r(rest, " \t\n", &save), *pid = strtok_r(NULL, " \t\n", &save), *tok;
 	struct fproc *p;
 
-	if (!g || !pid || S.nprocs == MAX_PROCS)
+	if (!g || !pid || S.ntmpl == MAX_PROCS)
 		return;
-	p = &S.procs[S.nprocs++];
-	*p = (struct fproc){ .gpu = atoi(g), .pid = (unsigned int)strtoul(pid, NULL, 0), .sm = -1, .memutil = -1 };
+	p = &S.tmpl[S.ntmpl++];
+	*p = (struct fproc){ .gpu = atoi(g), .pid = (unsigned int)strtoul(pid, NULL, 0), .sm = -1, .memutil = -1,
+			     .gi = ~0U, .ci = ~0U };
+	if (!strncmp(pid, "comm=", 5)) {
+		snprintf(p->comm, sizeof(p->comm), "%s", pid + 5);
+		p->pid = 0;
+		S.has_comm = 1;
+	}
 	while ((tok = strtok_r(NULL, " \t\n", &save))) {
+		if (!strncmp(tok, "gi=", 3))
+			p->gi = (unsigned int)atoi(tok + 3);
+		else if (!strncmp(tok, "ci=", 3))
+			p->ci = (unsigned int)atoi(tok + 3);
 		if (!strncmp(tok, "mem=", 4))
 			p->mem = strcmp(tok + 4, "na") ? strtoull(tok + 4, NULL, 0) : ~0ULL;
 		else if (!strncmp(tok, "sm=", 3))
@@ -152,6 +213,8 @@ static void parse_proc(char *rest)
 	if (p->sm >= 0 && p->memutil < 0)
 		p->memutil = 0;
 }
+
+static void expand(void);
 
 /* (Re)reads the script when it changed; under S.lock. */
 static void load(void)
@@ -169,7 +232,7 @@ static void load(void)
 	if (!f)
 		return;
 	S.mtime = st.st_mtim, S.size = st.st_size;
-	S.init_fail = 0, S.ngpus = 0, S.nprocs = 0, S.nfails = 0;
+	S.init_fail = 0, S.ngpus = 0, S.nprocs = 0, S.ntmpl = 0, S.has_comm = 0, S.nfails = 0, S.nmigs = 0;
 	memset(S.gpus, 0, sizeof(S.gpus));
 	{
 		int sent[MAX_XIDS], n = S.nxids; /* events already sent stay sent */
@@ -182,6 +245,8 @@ static void load(void)
 
 			if (!strncmp(line, "gpu ", 4))
 				parse_gpu(rest);
+			else if (!strncmp(line, "migdev ", 7))
+				parse_migdev(rest);
 			else if (!strncmp(line, "proc ", 5))
 				parse_proc(rest);
 			else if (!strncmp(line, "init_fail ", 10))
@@ -198,12 +263,50 @@ static void load(void)
 		}
 	}
 	fclose(f);
+	expand();
 	for (int i = 0; i < S.ngpus; i++) {
 		S.gpus[i].idx = i;
+		S.gpus[i].parent = -1;
 		if (!S.gpus[i].uuid[0])
 			snprintf(S.gpus[i].uuid, sizeof(S.gpus[i].uuid), "GPU-fake-%d", i);
 		if (!S.gpus[i].name[0])
 			snprintf(S.gpus[i].name, sizeof(S.gpus[i].name), "Fake GPU");
+	}
+}
+
+/* S.procs from the script's: a name matched against every process now (/proc/PID/comm). */
+static void expand(void)
+{
+	S.nprocs = 0;
+	for (int i = 0; i < S.ntmpl && S.nprocs < MAX_PROCS; i++) {
+		DIR *dir;
+		struct dirent *e;
+
+		if (!S.tmpl[i].comm[0]) {
+			S.procs[S.nprocs++] = S.tmpl[i];
+			continue;
+		}
+		dir = opendir("/proc");
+		while (dir && (e = readdir(dir)) && S.nprocs < MAX_PROCS) {
+			char path[300], comm[32] = "";
+			FILE *f;
+
+			if (e->d_name[0] < '1' || e->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
+			f = fopen(path, "re");
+			if (!f)
+				continue;
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+			if (strcmp(comm, S.tmpl[i].comm))
+				continue;
+			S.procs[S.nprocs] = S.tmpl[i];
+			S.procs[S.nprocs++].pid = (unsigned int)strtoul(e->d_name, NULL, 10);
+		}
+		if (dir)
+			closedir(dir);
 	}
 }
 
@@ -214,6 +317,9 @@ static int enter(const char *fn)
 
 	pthread_mutex_lock(&S.lock);
 	load();
+	if (S.has_comm && (!strcmp(fn, "nvmlDeviceGetComputeRunningProcesses_v3") ||
+			   !strcmp(fn, "nvmlDeviceGetProcessUtilization")))
+		expand();
 	for (int i = 0; i < S.nfails; i++)
 		if (!strcmp(S.fails[i].fn, fn))
 			code = S.fails[i].code;
@@ -239,6 +345,12 @@ static int enter(const char *fn)
 static int valid(nvmlDevice_t d)
 {
 	return d && d >= S.gpus && d < S.gpus + S.ngpus;
+}
+
+/* a GPU or a MIG device (the calls NVML answers on both) */
+static int valid_any(nvmlDevice_t d)
+{
+	return valid(d) || (d && d >= S.migs && d < S.migs + S.nmigs);
 }
 
 EXPORT nvmlReturn_t nvmlInit_v2(void)
@@ -292,7 +404,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *
 EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned int len)
 {
 	ENTER();
-	if (!valid(d) || !len)
+	if (!valid_any(d) || !len)
 		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
 	snprintf(buf, len, "%s", d->uuid);
 	LEAVE(NVML_SUCCESS);
@@ -319,7 +431,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilizatio
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 {
 	ENTER();
-	if (!valid(d))
+	if (!valid_any(d))
 		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
 	/* v1, as the driver's: the reserve counted as used */
 	m->total = d->memtotal, m->used = d->memused + d->memreserved;
@@ -333,7 +445,7 @@ typedef struct { unsigned int version; unsigned long long total, reserved, free,
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m)
 {
 	ENTER();
-	if (!valid(d))
+	if (!valid_any(d))
 		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
 	if (m->version != (unsigned int)(sizeof(*m) | (2u << 24)))
 		LEAVE(25); /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
@@ -372,7 +484,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsi
 		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
 	for (int i = 0; i < S.nprocs; i++)
 		if (S.procs[i].gpu == d->idx)
-			out[k++] = (nvmlProcessInfo_t){ S.procs[i].pid, S.procs[i].mem, ~0U, ~0U };
+			out[k++] = (nvmlProcessInfo_t){ S.procs[i].pid, S.procs[i].mem, S.procs[i].gi, S.procs[i].ci };
 	*count = n;
 	LEAVE(NVML_SUCCESS);
 }
@@ -430,6 +542,126 @@ EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *cur, unsi
 	*cur = *pend = d->mig;
 	LEAVE(NVML_SUCCESS);
 }
+
+EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned int *n)
+{
+	ENTER();
+	if (!valid(d) || !n)
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	if (!d->mig)
+		LEAVE(NVML_ERROR_NOT_SUPPORTED);
+	*n = 7;
+	LEAVE(NVML_SUCCESS);
+}
+
+/* the MIG devices of d fill its first slots, in script order; the rest are NOT_FOUND */
+EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int i, nvmlDevice_t *h)
+{
+	unsigned int k = 0;
+
+	ENTER();
+	if (!valid(d) || !h || i >= 7)
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	for (int j = 0; j < S.nmigs; j++)
+		if (S.migs[j].parent == d->idx && k++ == i) {
+			*h = &S.migs[j];
+			LEAVE(NVML_SUCCESS);
+		}
+	LEAVE(NVML_ERROR_NOT_FOUND);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t d, unsigned int *id)
+{
+	ENTER();
+	if (!valid_any(d) || valid(d) || !id) /* a MIG device's only */
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	*id = (unsigned int)d->gi;
+	LEAVE(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t d, unsigned int *id)
+{
+	ENTER();
+	if (!valid_any(d) || valid(d) || !id)
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	*id = (unsigned int)d->ci;
+	LEAVE(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int type, int counter, unsigned long long *v)
+{
+	ENTER();
+	if (!valid(d) || type < 0 || type > 1 || counter < 0 || counter > 1 || !v)
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	if (!d->has_ecc)
+		LEAVE(NVML_ERROR_NOT_SUPPORTED);
+	*v = d->ecc[counter * 2 + type];
+	LEAVE(NVML_SUCCESS);
+}
+
+/* nvml.h's protocol: *count 0 asks the number; a buffer too small is INSUFFICIENT_SIZE */
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t d, int cause, unsigned int *count, unsigned long long *addr)
+{
+	unsigned int n;
+
+	ENTER();
+	if (!valid(d) || cause < 0 || cause > 1 || !count)
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	if (!d->has_retired)
+		LEAVE(NVML_ERROR_NOT_SUPPORTED);
+	n = (unsigned int)d->retired[cause];
+	if (*count < n) {
+		*count = n;
+		LEAVE(NVML_ERROR_INSUFFICIENT_SIZE);
+	}
+	for (unsigned int i = 0; addr && i < n; i++)
+		addr[i] = 0x100000ULL * (i + 1);
+	*count = n;
+	LEAVE(NVML_SUCCESS);
+}
+
+#ifndef FAKENVML_OLD
+EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int *c, unsigned int *u, unsigned int *pend,
+					      unsigned int *fail)
+{
+	ENTER();
+	if (!valid(d) || !c || !u || !pend || !fail)
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	if (!d->has_remap)
+		LEAVE(NVML_ERROR_NOT_SUPPORTED);
+	*c = (unsigned int)d->remap[0], *u = (unsigned int)d->remap[1];
+	*pend = (unsigned int)d->remap[2], *fail = (unsigned int)d->remap[3];
+	LEAVE(NVML_SUCCESS);
+}
+
+typedef struct {
+	unsigned int fieldId, scopeId;
+	long long timestamp, latencyUsec;
+	int valueType;
+	nvmlReturn_t nvmlReturn;
+	union { double d; unsigned long long ull; } value;
+} nvmlFieldValue_t;
+
+/* the NVLink data counters (138 TX, 139 RX, KiB), every link summed with scopeId UINT_MAX */
+EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_t *v)
+{
+	ENTER();
+	if (!valid(d) || n < 0 || (n && !v))
+		LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+	for (int i = 0; i < n; i++) {
+		unsigned int id = v[i].fieldId;
+
+		v[i].valueType = 3; /* unsigned long long */
+		if ((id != 138 && id != 139) || v[i].scopeId != ~0U)
+			v[i].nvmlReturn = NVML_ERROR_INVALID_ARGUMENT;
+		else if (!d->has_nvlink)
+			v[i].nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+		else
+			v[i].nvmlReturn = NVML_SUCCESS, v[i].value.ull = d->nvlink[id - 138];
+	}
+	LEAVE(NVML_SUCCESS);
+}
+#endif
 
 #ifndef FAKENVML_OLD
 static unsigned long long now_us(void)

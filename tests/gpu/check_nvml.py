@@ -11,7 +11,10 @@ and "ok"/"FAIL" lines; exit 1 on a FAIL.
   - GPU: utilization within 15 points, memory used within 2 %, power within 15 %, clocks,
     temperature within 3 C;
   - the matmul's outstanding device bytes (--memleak) = what it allocated; its driver memory
-    above them (the context)."""
+    above them (the context);
+  - gpuprobe top --batch over the same 5 s: each process's SM% against pmon (within 15
+    points), the GPU line's memory used against --query-gpu (within 2 %);
+  - the daemon's NVML thread: CPU per read round from its schedstat over the 5 s."""
 import json
 import os
 import re
@@ -115,6 +118,45 @@ print(f"  cost: {rsec / reads * 1e3 if reads else 0:.2f} ms a read (NVML's threa
       f"{(value(scr[-1], 'process_cpu_seconds_total') - value(scr[0], 'process_cpu_seconds_total')) / 4:.3f} s/s over the 4 s of scrapes")
 print(f"  NVML reads {reads}, their time {rsec} s; "
       f"errors {[(l['function'], x) for n, l, x in scr[-1] if n == 'gpuprobe_nvml_errors_total' and x]}")
+
+# ECC, remapped rows, retired pages, NVLink on GPU 0: printed beside nvidia-smi -q's and nvlink -gt d's
+# (in health.txt, nvlink.txt) for the record; a family absent is NVML's NOT_SUPPORTED
+for fam in ("gpuprobe_gpu_ecc_errors_total", "gpuprobe_gpu_ecc_errors_lifetime", "gpuprobe_gpu_remapped_rows",
+            "gpuprobe_gpu_row_remap_pending", "gpuprobe_gpu_row_remap_failed", "gpuprobe_gpu_retired_pages",
+            "gpuprobe_gpu_nvlink_bytes_total"):
+    got = [(l.get("type") or l.get("cause") or l.get("direction") or "", x) for n, l, x in scr[-1]
+           if n == fam and l.get("gpu") == "0"]
+    print(f"  {fam}: {got if got else 'absent (NOT_SUPPORTED)'}")
+for f in ("health.txt", "nvlink.txt"):
+    if os.path.exists(os.path.join(d, f)):
+        print(f"  {f}:\n    " + "\n    ".join(l.rstrip() for l in open(os.path.join(d, f)) if l.strip())[:3000])
+
+# the NVML thread's CPU over the scrapes (schedstat's first field, ns) per read round
+nt = open(os.path.join(d, "nvml_thread.txt")).read().split("\n")
+if len(nt) >= 3 and nt[1] and nt[2]:
+    cpu = (int(nt[2].split()[0]) - int(nt[1].split()[0])) / 1e9
+    rounds = reads - value(scr[0], "gpuprobe_nvml_reads_total")
+    print(f"  NVML thread CPU: {cpu * 1e3:.1f} ms over {rounds:.0f} reads = {cpu * 1e3 / rounds if rounds else 0:.2f} ms a read")
+
+# top --batch: the last full frame (the processes' rows: PID S COMM ... SM%)
+frames = [f for f in open(os.path.join(d, "top.txt")).read().split("\n\n") if f.strip()]
+if frames:
+    last = frames[-1].splitlines()
+    print("  top's last frame:\n    " + "\n    ".join(last[:12]))
+    for who, pid in (("matmul", mm["pid"]), ("torch", tp["pid"])):
+        row = [l.split() for l in last if l.split()[:1] == [str(pid)]]
+        got = row[0][-1] if row else None
+        p_sm = sum(pmon.get(pid, [])) / len(pmon[pid]) if pmon.get(pid) else None
+        ok = got is not None and got.endswith("%") and p_sm is not None and abs(float(got[:-1]) - p_sm) <= 15
+        verdict(ok, f"top: {who} SM% {got} vs pmon {p_sm} (within 15 points)")
+    g0 = [l for l in last if l.startswith("GPU0 ")]
+    q = [float(x) for x in open(os.path.join(d, "gpu.5.csv")).read().split(",")]
+    m = re.search(r"mem (\S+) (\w+)/", g0[0]) if g0 else None
+    unit = {"B": 2**-20, "KiB": 2**-10, "MiB": 1, "GiB": 2**10, "TiB": 2**20}
+    used = float(m.group(1)) * unit.get(m.group(2), 0) if m else None
+    verdict(used is not None and abs(used - q[2]) <= 0.02 * q[2] + 2, f"top: GPU0 memory used {used} MiB vs smi {q[2]}")
+else:
+    verdict(False, f"top --batch printed frames ({open(os.path.join(d, 'top.err')).read()[-300:]})")
 
 cli = [json.loads(l) for l in open(os.path.join(d, "cli.jsonl")) if '"mode":"nvml"' in l]
 fin = [r for r in cli if r.get("report") == "final"]

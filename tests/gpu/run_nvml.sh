@@ -5,7 +5,10 @@
 # cannot host the driver's library. A CUDA C matmul loop and a PyTorch matmul loop run together
 # on GPU 0 while the daemon is scraped once a second for 5 s, `nvidia-smi pmon -c 5 -s um` and
 # `nvidia-smi --query-compute-apps` / `--query-gpu` taken at the same time; check_nvml.py
-# compares them. Then the CLI: -p PID --memleak --nvml --json on the matmul. Under 2 minutes.
+# compares them. `gpuprobe top --batch` (NVML by default: its SM% column and GPU line) runs over
+# the same 5 s, and the daemon's NVML thread ("gpuprobe-nvml") is timed from its schedstat over
+# them (CPU per read round). Then the CLI: -p PID --memleak --nvml --json on the matmul. Under
+# 2 minutes.
 set -u
 cd "$(dirname "$0")/../.."
 GP=$PWD/.output/bundle/dyn/run
@@ -40,13 +43,22 @@ py=$!
 sleep 12 # both at steady state, a few NVML reads in
 nvidia-smi pmon -c 5 -s um > $O/pmon.txt 2>&1 &
 pm=$!
+$GP top --batch -n 6 -i 1 --width 160 > $O/top.txt 2>$O/top.err &
+tp=$!
+tid=$(for t in /proc/$gp/task/*; do [ "$(cat $t/comm)" = gpuprobe-nvml ] && basename $t; done)
+echo "nvml thread $tid" > $O/nvml_thread.txt
+cat /proc/$gp/task/$tid/schedstat >> $O/nvml_thread.txt
 for i in 1 2 3 4 5; do
 	scrape /metrics > $O/metrics.$i.txt
 	nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits > $O/apps.$i.csv
 	nvidia-smi -i 0 --query-gpu=utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,temperature.gpu,clocks.sm,clocks.mem --format=csv,noheader,nounits > $O/gpu.$i.csv
 	sleep 1
 done
-wait $pm
+cat /proc/$gp/task/$tid/schedstat >> $O/nvml_thread.txt
+wait $pm $tp
+# the health figures gpuprobe reads (ECC, remapped rows / retired pages, NVLink) as nvidia-smi shows them
+nvidia-smi -i 0 -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT > $O/health.txt 2>&1
+nvidia-smi nvlink -i 0 -gt d > $O/nvlink.txt 2>&1
 echo "== CLI: gpuprobe -p $mm --memleak --nvml --json -d 4"
 $GP -p $mm --memleak --nvml --json -d 4 > $O/cli.jsonl 2>$O/cli.err
 echo "exit $?"; cat $O/cli.err

@@ -67,6 +67,22 @@ def value_for(arg):
             "GLOB": "cu*", "MAJOR[:NAME]": "1", "TEXT": "t", "PIXELS": "800", "UNIT": "bytes", "S": "1"}.get(arg, "1")
 
 
+def test_dashboard_names_documented_families():
+    """Every family a Grafana query names is in docs/metrics.md (a histogram's by its
+    _bucket, _sum or _count), and the dashboard is valid JSON with unique panel ids."""
+    import json
+    with open(os.path.join(ROOT, "examples", "grafana", "gpuprobe.json")) as f:
+        dash = json.load(f)
+    ids = [p["id"] for p in dash["panels"]]
+    eq(len(ids), len(set(ids)), "panel ids unique")
+    doc = doc_text("docs/metrics.md")
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    check(exprs, "queries")
+    for fam in sorted({f for e in exprs for f in re.findall(r"gpuprobe_[a-z_]+", e)}):
+        base = re.sub(r"_(bucket|sum|count)$", "", fam)
+        check(f"`{fam}`" in doc or f"`{base}`" in doc, f"the dashboard names {fam}, not in docs/metrics.md")
+
+
 def test_help_lists_exactly_what_is_accepted():
     helps = {" ".join(sub) or "gpuprobe": help_options(sub) for sub in SUBCOMMANDS}
     every = set().union(*helps.values())
@@ -224,7 +240,14 @@ def test_top_captures_have_the_current_header():
         cap = doc_text(f"docs/captures/top-{w}x{h}.txt").splitlines()
         eq(len(cap), h, f"top-{w}x{h}.txt: {h} lines")
         check(all(len(l) <= w for l in cap), f"top-{w}x{h}.txt: {w} columns")
-        r = gp.run([GPUPROBE, "top", "--batch", "-n", "1", "-i", "0.1", "--width", str(w), "--libcuda", gp.FAKECUDA])
+        # as docgen.py makes them: with the stand-in NVML (its SM% column)
+        script = tempfile.NamedTemporaryFile("w", suffix=".script", delete=False)
+        script.write("gpu 0 util=1\n")
+        script.close()
+        env = {"LD_LIBRARY_PATH": os.path.join(gp.OUT, "fakenvml"), "FAKENVML_SCRIPT": script.name}
+        r = gp.run([GPUPROBE, "top", "--batch", "-n", "1", "-i", "0.1", "--width", str(w), "--libcuda", gp.FAKECUDA],
+                   env=env)
+        os.unlink(script.name)
         eq(r.returncode, 0, f"top --batch ({r.stderr[-300:]})")
         head = [l for l in r.stdout.splitlines() if l.split()[:3] == ["PID", "S", "COMM"]]
         check(head and head[0] in cap, f"top-{w}x{h}.txt has the table's header {head[:1]}")

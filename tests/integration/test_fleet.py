@@ -152,7 +152,7 @@ def grafana_queries():
     with open(DASHBOARD) as f:
         dash = json.load(f)
     for p in dash["panels"]:
-        for t in p["targets"]:
+        for t in p.get("targets", []):  # a row has none
             expr = (t["expr"].replace("$__rate_interval", "1m").replace("$cgroup", ".*")
                     .replace("$namespace", ".*"))
             yield p["title"], expr
@@ -168,7 +168,15 @@ def test_short_jobs_scraped_by_prometheus():
     d = prom = held = None
     try:
         cg.make(rel)
-        d = daemon(["--memleak", "--cudatrace", "--bandwidth-util", "--ioctl", "--ioctl-dev", "1:mem"])
+        # the stand-in NVML (tests/fakenvml) for the dashboard's GPU row: a GPU now, the held
+        # workload and an XID once it runs
+        nvml_script = os.path.join(tmp, "nvml.script")
+        nvml_gpu = "gpu 0 util=60 memused=1048576 memtotal=80000000000 power=300000 temp=50 throttle=0x4"
+        with open(nvml_script, "w") as f:
+            f.write(nvml_gpu + "\n")
+        nvml_env = dict(ENV, LD_LIBRARY_PATH=f"{gp.FAKECUDA_DIR}:{os.path.join(gp.OUT, 'fakenvml')}",
+                        FAKENVML_SCRIPT=nvml_script)
+        d = daemon(["--memleak", "--cudatrace", "--bandwidth-util", "--ioctl", "--ioctl-dev", "1:mem"], env=nvml_env)
         prom = Prometheus(tmp, job(d.port))
         prom.wait(f'up{{job="gpuprobe",instance="127.0.0.1:{d.port}"}}', 1.0)
         q_sum = f'sum(gpuprobe_cuda_kernel_launches_total{{cgroup="{cgroup}"}})'
@@ -215,6 +223,13 @@ def test_short_jobs_scraped_by_prometheus():
         # The dashboard: one workload per mode in the cgroup (memleak_app held running)
         held = gp.Background(in_cgroup(cg, rel, [MEMLEAK, "--allocs", "10", "--leaks", "3", "--hold"]), env=ENV)
         held.wait_for("HELD")
+        with open(nvml_script + ".new", "w") as f:
+            f.write(f"{nvml_gpu}\nproc 0 {held.pid} mem=8388608 sm=40 memutil=10\n")
+        os.rename(nvml_script + ".new", nvml_script)
+        wait_value(d.port, "gpuprobe_process_gpu_memory_bytes", 8388608, cgroup=cgroup)
+        with open(nvml_script + ".new", "w") as f:  # due at once: the held process is on GPU 0
+            f.write(f"{nvml_gpu}\nproc 0 {held.pid} mem=8388608 sm=40 memutil=10\nxid 0 79 0\n")
+        os.rename(nvml_script + ".new", nvml_script)
         for argv, env in (([COPY], dict(ENV, FAKECUDA_BW="2e10")), ([IOCTL, "--n", "20"], ENV)):
             r = gp.run(in_cgroup(cg, rel, argv), env=env)
             eq(r.returncode, 0, f"{argv[0]}: {r.stderr[-300:]}")

@@ -571,10 +571,28 @@ def top_capture(width, height, select, want, env):
         tmux(sock, "kill-server")
 
 
+# The stand-in NVML (tests/fakenvml) for the captures: a GPU, and the workloads by name (their
+# PIDs are not known ahead): the SM% column and the GPU line as a GPU node shows them.
+TOP_NVML = ("gpu 0 name=StandIn util=87 memutil=35 memused=2147483648 memtotal=85899345920 power=412000 temp=58 "
+            "throttle=0x4\n"
+            "proc 0 comm=memleak_app mem=71303168 sm=3 memutil=1\n"
+            "proc 0 comm=copy_app mem=104857600 sm=12 memutil=40\n"
+            "proc 0 comm=launch_app mem=67108864 sm=35 memutil=8\n"
+            "proc 0 comm=rate_app mem=67108864 sm=71 memutil=20\n")
+
+
+def nvml_env(env, state):
+    """env with the stand-in NVML and its script (in state)."""
+    path = os.path.join(state, "nvml.script")
+    with open(path, "w") as f:
+        f.write(TOP_NVML)
+    return dict(env, LD_LIBRARY_PATH=os.path.join(OUT, "fakenvml"), FAKENVML_SCRIPT=path)
+
+
 def write_top():
     state = tempfile.mkdtemp(prefix="gp-docgen-state-")
     try:
-        env = env_for(state)
+        env = nvml_env(env_for(state), state)
         os.makedirs(CAPTURES, exist_ok=True)
         # 80x24: launch_app (exited) selected, its kernels; 100x30: copy_app, its copies
         for (w, h, sel, want) in ((80, 24, "launch_app", r"^PID \d+ launch_app \(exited\).*\n  KERNEL"),

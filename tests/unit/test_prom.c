@@ -650,9 +650,10 @@ static void test_help_type_every_family(void)
 			goto cleanup;
 	}
 	/* 19 (gpuprobe_processes_unseen_calls_total among them), --cudatrace's 4 of --max-overhead
-	 * (declared whether or not a process is sampled), the launch estimate's 3 and NVML's 21
-	 * (declared with its state "off" when the run has none) */
-	ASSERT_EQ(families, 26 + 21, "family_count");
+	 * (declared whether or not a process is sampled), the launch estimate's 3 and NVML's 33
+	 * (declared with its state "off" when the run has none: 21, ECC, retired pages, remapped
+	 * rows and NVLink's 7, MIG's 3, the XID times' 2) */
+	ASSERT_EQ(families, 26 + 33, "family_count");
 cleanup:
 	free(out);
 	ml_snap_free(&ms);

@@ -255,11 +255,89 @@ cleanup:
 	gp_counters__free(cs);
 }
 
+/* NVML shown: the SM% column (a process's samples summed over its GPUs; "-" where none,
+ * MIG), a line per GPU, at most what leaves the table room at 80x24; every line fits. */
+static void test_nvml_80x24(void)
+{
+	struct gp_counters *cs = gp_counters__new(4096);
+	struct top_frame f = { .cost = 1e-6 };
+	const struct gp_counter_row *rows;
+	static struct top_line lines[64];
+	struct gp_nvml_gpu gpus[8] = { 0 };
+	struct gp_nvml_proc procs[3] = {
+		{ .pid = 1000, .gpu = 0, .util_known = true, .sm_util = 30 },
+		{ .pid = 1000, .gpu = 1, .util_known = true, .sm_util = 12.4 },
+		{ .pid = 1001, .gpu = 2, .mem_known = true, .mem_bytes = 4096 }, /* MIG: no figure */
+	};
+	struct gp_nvml_snap s = { .state = GP_NVML_LOADED, .gpus = gpus, .nr_gpus = 8, .procs = procs, .nr_procs = 3 };
+	const struct top_proc *p;
+	size_t n = 0, k;
+	char *hdr;
+
+	if (!ASSERT_TRUE(cs, "counters"))
+		goto cleanup;
+	for (unsigned int i = 0; i < 8; i++)
+		gpus[i] = (struct gp_nvml_gpu){ .index = i, .have = GP_NVH_UTIL | GP_NVH_THROTTLE, .util_gpu = 50 + i,
+						.mig = i == 2, .throttle = 0x24 };
+	for (int t = 0; t < 2; t++) {
+		gp_counters__begin(cs, (uint64_t)(t + 1) * 1000000000ULL);
+		for (uint32_t pid = 1000; pid < 1004; pid++)
+			add(cs, pid, GP_TRACK_LAUNCHES, "kernels", t * 100.0, GP_CTR_TOTAL);
+		n = gp_counters__end(cs, &rows);
+	}
+	snprintf(f.who, sizeof(f.who), "every CUDA process");
+	snprintf(f.drops, sizeof(f.drops), "none");
+	if (!ASSERT_EQ(top_frame__build(&f, rows, n, NULL, 0, 1.0, 1e-6), 0, "build") ||
+	    !ASSERT_EQ(top_frame__nvml(&f, &s), 0, "nvml"))
+		goto cleanup;
+	top_frame__sort(&f, TOP_SM, false);
+	p = &f.procs[0];
+	if (!ASSERT_EQ(p->pid, 1000, "the busiest first") || !ASSERT_TRUE(p->sm_known, "known") ||
+	    !ASSERT_EQ(p->sm, 42.4, "summed over its GPUs") || !ASSERT_EQ(p->nvml_gpus, 2, "two GPUs") ||
+	    !ASSERT_TRUE(!f.procs[1].sm_known && f.procs[1].mig_gpu == 2, "1001: MIG, no figure") ||
+	    !ASSERT_TRUE(f.procs[1].has_driver_memory, "its driver memory"))
+		goto cleanup;
+	k = top__layout(&f, 80, 24, TOP_SM, false, 0, lines, 64);
+	for (size_t i = 0; getenv("TOP_SHOW") && i < k; i++)
+		printf("# %s\n", lines[i].text);
+	if (!ASSERT_EQ(k, 24, "24 lines"))
+		goto cleanup;
+	for (size_t i = 0; i < k; i++)
+		if (!ASSERT_TRUE(strlen(lines[i].text) <= 80, lines[i].text))
+			goto cleanup;
+	hdr = lines[2 + 8].text; /* 2 title lines, 8 GPU lines at most: fewer here */
+	for (size_t i = 0; i < k; i++)
+		if (!strncmp(lines[i].text, "    PID", 7))
+			hdr = lines[i].text;
+	if (!ASSERT_STR_CONTAINS(hdr, "SM%", "the column") || !ASSERT_TRUE(!strstr(hdr, "PROBE%"), "PROBE% dropped at 80") ||
+	    !ASSERT_TRUE(strstr(hdr, "LAUNCH/s") - strstr(hdr, "COMM") >= 11, "COMM 10 wide at least") ||
+	    !ASSERT_TRUE(has(lines, k, "GPU2 (MIG: no per-process SM%)"), "MIG said") ||
+	    !ASSERT_TRUE(has(lines, k, "throttle sw_power,sw_thermal"), "throttle reasons") ||
+	    !ASSERT_TRUE(has(lines, k, "-  42%"), "1000's SM%"))
+		goto cleanup;
+	/* 80x16: 5 lines left to the table and the detail, the GPUs past the room counted */
+	k = top__layout(&f, 80, 16, TOP_SM, false, 0, lines, 64);
+	if (!ASSERT_EQ(k, 16, "16 lines") || !ASSERT_STR_CONTAINS(lines[8].text, "... and 2 more GPUs (top --batch", "counted") ||
+	    !ASSERT_STR_CONTAINS(lines[9].text, "    PID S COMM", "the table next"))
+		goto cleanup;
+	k = top__layout(&f, 80, 0, TOP_SM, false, 0, lines, 64); /* --batch: every GPU */
+	if (!ASSERT_TRUE(has(lines, k, "GPU7 util 57%"), "the last GPU in --batch") ||
+	    !ASSERT_TRUE(has(lines, k, "SM % not available on MIG (GPU 2)"), "the detail says why"))
+		goto cleanup;
+	top_frame__nvml(&f, &(struct gp_nvml_snap){ .state = GP_NVML_NO_LIBRARY, .why = "cannot load it" });
+	k = top__layout(&f, 80, 24, TOP_SM, false, 0, lines, 64);
+	ASSERT_TRUE(has(lines, k, "NVML not used (no_library): cannot load it"), "why not");
+cleanup:
+	top_frame__clear(&f);
+	gp_counters__free(cs);
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
 	RUN_TEST(test_frame);
 	RUN_TEST(test_layout_80x24);
 	RUN_TEST(test_exited_and_wrap);
+	RUN_TEST(test_nvml_80x24);
 	return unit_done();
 }
