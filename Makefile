@@ -31,7 +31,7 @@ endif
 CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fno-omit-frame-pointer -MMD -MP
 SRC_DIRS := src/core src/out src/cli src/modes $(patsubst %/,%,$(wildcard src/modes/*/))
-INCLUDES := -I$(OUTPUT) $(addprefix -I,$(SRC_DIRS)) -Ibpf
+INCLUDES := -I$(OUTPUT) $(addprefix -I,$(SRC_DIRS)) -Ibpf -Isrc/inject
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Wall -Werror -MMD -MP
 
 # ==== libraries, once, in link order (a static link resolves left to right) ====
@@ -90,6 +90,10 @@ BPF_NAMES := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
 # symbols), the workloads (those that call NCCL link it), their launcher scripts, the unit
 # tests
 FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1
+# --gpu-time's libraries for the traced processes (src/inject/), beside the binary, and the
+# stand-in CUPTI (tests/fakecupti/)
+INJECT_LIBS := $(OUTPUT)/libgpuprobe_cupti.so $(OUTPUT)/libgpuprobe_ncclprof.so
+FAKECUPTI := $(OUTPUT)/fakecupti/libcupti.so
 FAKENCCL := $(OUTPUT)/fakenccl/libnccl.so.2
 FAKENCCL_PARTIAL := $(OUTPUT)/fakenccl/partial/libnccl.so.2
 # the stand-in NVML, full and an old driver's (old/ lacks process utilization, energy, events)
@@ -121,9 +125,9 @@ SAN_OUTPUT := .output-san
 
 all: gpuprobe testbins
 
-gpuprobe: $(OUTPUT)/gpuprobe
+gpuprobe: $(OUTPUT)/gpuprobe $(INJECT_LIBS)
 
-testbins: $(FAKECUDA) $(APPS) $(UNITS) $(FAKENCCL) $(FAKENCCL_PARTIAL) $(FAKENVML) $(APP_SCRIPTS) $(STK_BINS) \
+testbins: $(FAKECUDA) $(FAKECUPTI) $(APPS) $(UNITS) $(FAKENCCL) $(FAKENCCL_PARTIAL) $(FAKENVML) $(APP_SCRIPTS) $(STK_BINS) \
 	$(CHAIN)/bin/chain_app
 
 $(OUTPUT) $(OUTPUT)/obj $(OUTPUT)/fakecuda $(OUTPUT)/apps $(OUTPUT)/unit:
@@ -165,6 +169,24 @@ $(OUTPUT)/obj/cli/bpfcheck.o: $(OUTPUT)/bpf_objects.h
 $(OUTPUT)/gpuprobe: $(OBJS)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIBS) -o $@
+
+# ==== --gpu-time's libraries (src/inject/): loaded by CUDA and NCCL inside traced processes ====
+# No CUPTI or NCCL at build time (their few declarations are in src/inject/); C only, no
+# libbpf: what a traced process loads stays small.
+INJECT_CFLAGS := -shared -fPIC -O2 -g -std=gnu11 -fvisibility=hidden -Wall -Wextra -Werror -Isrc/inject
+$(OUTPUT)/libgpuprobe_cupti.so: src/inject/cupti_inject.c src/inject/sender.c src/inject/sender.h \
+		src/inject/gputime_wire.h src/inject/cupti_decl.h | $(OUTPUT)
+	$(call msg,INJECT,$@)
+	$(Q)$(CC) $(INJECT_CFLAGS) -o $@ src/inject/cupti_inject.c src/inject/sender.c -ldl -lpthread
+$(OUTPUT)/libgpuprobe_ncclprof.so: src/inject/ncclprof.c src/inject/sender.c src/inject/sender.h \
+		src/inject/gputime_wire.h src/inject/ncclprof_decl.h | $(OUTPUT)
+	$(call msg,INJECT,$@)
+	$(Q)$(CC) $(INJECT_CFLAGS) -o $@ src/inject/ncclprof.c src/inject/sender.c -lpthread
+# The stand-in CUPTI: scripted activity records through the buffer callbacks.
+$(FAKECUPTI): tests/fakecupti/fakecupti.c src/inject/cupti_decl.h
+	$(call msg,FAKECUPTI,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -shared -fPIC -O1 -g -std=gnu11 -Wall -Wextra -Werror -Isrc/inject -o $@ $< -lpthread
 
 # ==== the stand-in driver and NCCL (tests/fakecuda, tests/fakenccl) ====
 # The stand-in driver: SONAME libcuda.so.1, cuda.h's signatures (tests/fakecuda/).

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include "gputime_wire.h"
+#include "sender.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int sock = -1;
+static uint32_t src;
+static unsigned char buf[GPT_DGRAM_MAX];
+static size_t used;   /* bytes in buf, the header included once a record is in */
+static uint16_t nrec; /* records in buf */
+static struct gpt_counts counts;
+
+/* A datagram socket the environment names: an inherited fd, else a path. */
+static int channel(void)
+{
+	const char *fd_s = getenv(GPT_ENV_FD), *path = getenv(GPT_ENV_SOCK);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int type = 0, fd;
+	socklen_t tl = sizeof(type);
+	struct stat st;
+
+	if (fd_s && *fd_s) {
+		char *end;
+		long n = strtol(fd_s, &end, 10);
+
+		/* only a datagram socket: a closed number (a launcher closed it) or one reused
+		 * for a file is left alone */
+		if (!*end && n > 2 && n < 65536 && !fstat((int)n, &st) && S_ISSOCK(st.st_mode) &&
+		    !getsockopt((int)n, SOL_SOCKET, SO_TYPE, &type, &tl) && type == SOCK_DGRAM)
+			return (int)n;
+	}
+	if (!path || !*path || strlen(path) >= sizeof(a.sun_path))
+		return -1;
+	strcpy(a.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A forked child starts with its parent's batch: those records are the parent's. */
+static void after_fork(void)
+{
+	used = 0;
+	nrec = 0;
+	memset(&counts, 0, sizeof(counts));
+	pthread_mutex_init(&lock, NULL);
+}
+
+bool gpt_sender_open(uint32_t source)
+{
+	pthread_mutex_lock(&lock);
+	if (sock < 0) {
+		sock = channel();
+		src = source;
+		if (sock >= 0)
+			pthread_atfork(NULL, NULL, after_fork);
+	}
+	pthread_mutex_unlock(&lock);
+	return sock >= 0;
+}
+
+/* Sends buf (lock held); counts its records dropped when it cannot. */
+static void send_locked(bool last)
+{
+	int tries = last ? 50 : 1;
+	ssize_t n = -1;
+
+	if (!nrec)
+		return;
+	((struct gpt_dgram *)buf)->nrec = nrec;
+	while (tries-- > 0) {
+		n = send(sock, buf, used, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || !tries)
+			break;
+		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+	}
+	if (n == (ssize_t)used)
+		counts.sent += nrec;
+	else
+		counts.send_dropped += nrec;
+	used = 0;
+	nrec = 0;
+}
+
+static void add_locked(const void *rec, size_t size)
+{
+	if (size > GPT_DGRAM_MAX - sizeof(struct gpt_dgram))
+		return;
+	if (used + size > GPT_DGRAM_MAX || nrec == UINT16_MAX)
+		send_locked(false);
+	if (!used) {
+		*(struct gpt_dgram *)buf = (struct gpt_dgram){ .magic = GPT_MAGIC, .version = GPT_VERSION };
+		used = sizeof(struct gpt_dgram);
+	}
+	memcpy(buf + used, rec, size);
+	used += size;
+	nrec++;
+}
+
+void gpt_sender_add(const void *rec, size_t size)
+{
+	if (sock < 0)
+		return;
+	pthread_mutex_lock(&lock);
+	add_locked(rec, size);
+	pthread_mutex_unlock(&lock);
+}
+
+void gpt_sender_flush(bool last)
+{
+	if (sock < 0)
+		return;
+	pthread_mutex_lock(&lock);
+	send_locked(last);
+	pthread_mutex_unlock(&lock);
+}
+
+void gpt_sender_count(uint64_t records, uint64_t src_dropped, uint64_t unknown)
+{
+	pthread_mutex_lock(&lock);
+	counts.records += records;
+	counts.src_dropped += src_dropped;
+	counts.unknown += unknown;
+	pthread_mutex_unlock(&lock);
+}
+
+void gpt_sender_stats(bool last)
+{
+	struct gpt_stats s = { .h = { .type = GPT_STATS, .size = sizeof(s) } };
+
+	if (sock < 0)
+		return;
+	pthread_mutex_lock(&lock);
+	/* the batch first: the stats then count its fate */
+	send_locked(last);
+	s.source = src;
+	s.records = counts.records;
+	s.sent = counts.sent;
+	s.send_dropped = counts.send_dropped;
+	s.src_dropped = counts.src_dropped;
+	s.unknown = counts.unknown;
+	add_locked(&s, sizeof(s));
+	{
+		uint64_t sent = counts.sent, dropped = counts.send_dropped;
+
+		send_locked(last);
+		counts.sent = sent;
+		counts.send_dropped = dropped;
+	}
+	pthread_mutex_unlock(&lock);
+}
