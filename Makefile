@@ -199,19 +199,21 @@ $(FAKECUDA): tests/fakecuda/fakecuda.c tests/fakecuda/fakecuda.h | $(OUTPUT)/fak
 $(FAKECUDA) $(APPS): tests/fakecuda/fakecuda_ext.h
 
 FAKENCCL_CFLAGS := -shared -fPIC -O1 -g -std=gnu11 -fno-omit-frame-pointer -fno-inline \
-	-fvisibility=hidden -Wall -Wextra -Werror -Itests/fakecuda -Itests/fakenccl
+	-fvisibility=hidden -Wall -Wextra -Werror -Itests/fakecuda -Itests/fakenccl -Isrc/inject
 
 $(FAKENCCL): tests/fakenccl/fakenccl.c tests/fakenccl/fakenccl.h tests/fakecuda/fakecuda.h \
+		tests/fakenccl/profhook.c tests/fakenccl/profhook.h src/inject/ncclprof_decl.h \
 		$(FAKECUDA) | $(OUTPUT)/fakenccl
 	$(call msg,FAKENCCL,$@)
-	$(Q)$(CC) $(FAKENCCL_CFLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< \
+	$(Q)$(CC) $(FAKENCCL_CFLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< tests/fakenccl/profhook.c \
 		-L$(OUTPUT)/fakecuda -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../fakecuda' -lpthread
 	$(Q)ln -sf libnccl.so.2 $(OUTPUT)/fakenccl/libnccl.so
 
 $(FAKENCCL_PARTIAL): tests/fakenccl/fakenccl.c tests/fakenccl/fakenccl.h tests/fakecuda/fakecuda.h \
+		tests/fakenccl/profhook.c tests/fakenccl/profhook.h src/inject/ncclprof_decl.h \
 		$(FAKECUDA) | $(OUTPUT)/fakenccl/partial
 	$(call msg,FAKENCCL,$@)
-	$(Q)$(CC) $(FAKENCCL_CFLAGS) -DFAKENCCL_PARTIAL -Wl,-soname,libnccl.so.2 -o $@ $< \
+	$(Q)$(CC) $(FAKENCCL_CFLAGS) -DFAKENCCL_PARTIAL -Wl,-soname,libnccl.so.2 -o $@ $< tests/fakenccl/profhook.c \
 		-L$(OUTPUT)/fakecuda -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../../fakecuda' -lpthread
 
 # The stand-in NVML (tests/fakenvml/): SONAME libnvidia-ml.so.1, scripted by FAKENVML_SCRIPT.
