@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,9 @@ static size_t used;   /* bytes in buf, the header included once a record is in *
 static uint16_t nrec; /* records in buf */
 static struct gpt_counts counts;
 
+#define WAIT_MS 200       /* the longest one datagram waits for room */
+#define LAST_WAIT_MS 1000 /* at the process's exit */
+
 /* A datagram socket the environment names: an inherited fd, else a path. */
 static int channel(void)
 {
@@ -37,15 +41,19 @@ static int channel(void)
 		/* only a datagram socket: a closed number (a launcher closed it) or one reused
 		 * for a file is left alone */
 		if (!*end && n > 2 && n < 65536 && !fstat((int)n, &st) && S_ISSOCK(st.st_mode) &&
-		    !getsockopt((int)n, SOL_SOCKET, SO_TYPE, &type, &tl) && type == SOCK_DGRAM)
+		    !getsockopt((int)n, SOL_SOCKET, SO_TYPE, &type, &tl) &&
+		    (type == SOCK_DGRAM || type == SOCK_SEQPACKET))
 			return (int)n;
 	}
 	if (!path || !*path || strlen(path) >= sizeof(a.sun_path))
 		return -1;
 	strcpy(a.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* a connection of our own: gpuprobe reads each apart (no shared queue to fill) */
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
+	/* the kernel puts our credentials on each message, even one gpuprobe has not accepted yet */
+	setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &(int){ 1 }, sizeof(int));
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
 		close(fd);
 		return -1;
@@ -75,20 +83,38 @@ bool gpt_sender_open(uint32_t source)
 	return sock >= 0;
 }
 
-/* Sends buf (lock held); counts its records dropped when it cannot. */
-static void send_locked(bool last)
+static uint64_t last_send_ns;
+
+static uint64_t mono_ns(void)
 {
-	int tries = last ? 50 : 1;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Sends buf (lock held). A full socket (gpuprobe reads every ~20 ms; a burst of CUPTI's
+ * buffers outruns it) is waited for, up to wait_ms in all: the sending threads are CUPTI's
+ * and NCCL's, never the program's own between its calls; what still cannot go is counted. */
+static void send_locked(int wait_ms)
+{
+	uint64_t deadline = mono_ns() + (uint64_t)wait_ms * 1000000ull;
 	ssize_t n = -1;
 
 	if (!nrec)
 		return;
 	((struct gpt_dgram *)buf)->nrec = nrec;
-	while (tries-- > 0) {
+	for (;;) {
+		uint64_t now;
+		struct pollfd p = { .fd = sock, .events = POLLOUT };
+
 		n = send(sock, buf, used, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || !tries)
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
 			break;
-		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+		now = mono_ns();
+		if (now >= deadline)
+			break;
+		poll(&p, 1, (int)((deadline - now) / 1000000ull) + 1);
 	}
 	if (n == (ssize_t)used)
 		counts.sent += nrec;
@@ -96,6 +122,7 @@ static void send_locked(bool last)
 		counts.send_dropped += nrec;
 	used = 0;
 	nrec = 0;
+	last_send_ns = mono_ns();
 }
 
 static void add_locked(const void *rec, size_t size)
@@ -103,7 +130,7 @@ static void add_locked(const void *rec, size_t size)
 	if (size > GPT_DGRAM_MAX - sizeof(struct gpt_dgram))
 		return;
 	if (used + size > GPT_DGRAM_MAX || nrec == UINT16_MAX)
-		send_locked(false);
+		send_locked(WAIT_MS);
 	if (!used) {
 		*(struct gpt_dgram *)buf = (struct gpt_dgram){ .magic = GPT_MAGIC, .version = GPT_VERSION };
 		used = sizeof(struct gpt_dgram);
@@ -119,6 +146,9 @@ void gpt_sender_add(const void *rec, size_t size)
 		return;
 	pthread_mutex_lock(&lock);
 	add_locked(rec, size);
+	/* a few records a second (NCCL's collectives) still reach gpuprobe within ~100 ms */
+	if (mono_ns() - last_send_ns > 100000000ull)
+		send_locked(WAIT_MS);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -127,7 +157,7 @@ void gpt_sender_flush(bool last)
 	if (sock < 0)
 		return;
 	pthread_mutex_lock(&lock);
-	send_locked(last);
+	send_locked(last ? LAST_WAIT_MS : WAIT_MS);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -147,21 +177,17 @@ void gpt_sender_stats(bool last)
 	if (sock < 0)
 		return;
 	pthread_mutex_lock(&lock);
-	/* the batch first: the stats then count its fate */
-	send_locked(last);
+	/* in the batch's datagram: its own records are counted as sent (the stats say what
+	 * happened before them; the last datagram's fate shows in the next, or never) */
+	if (used + sizeof(s) > GPT_DGRAM_MAX)
+		send_locked(WAIT_MS);
 	s.source = src;
 	s.records = counts.records;
-	s.sent = counts.sent;
+	s.sent = counts.sent + nrec + 1;
 	s.send_dropped = counts.send_dropped;
 	s.src_dropped = counts.src_dropped;
 	s.unknown = counts.unknown;
 	add_locked(&s, sizeof(s));
-	{
-		uint64_t sent = counts.sent, dropped = counts.send_dropped;
-
-		send_locked(last);
-		counts.sent = sent;
-		counts.send_dropped = dropped;
-	}
+	send_locked(last ? LAST_WAIT_MS : WAIT_MS);
 	pthread_mutex_unlock(&lock);
 }

@@ -485,7 +485,8 @@ static ncclResult_t comm_init(ncclComm_t *out, int nranks, const ncclUniqueId *i
 	if (wait)
 		shm_unlink(c->shm_name);
 	c->magic = COMM_MAGIC;
-	fakenccl_prof_init(&c->prof, id, sizeof(*id), nranks, rank);
+	/* the id's meaningful bytes (a child id's padding differs between ranks) */
+	fakenccl_prof_init(&c->prof, id, offsetof(struct id_layout, kind) + 1, nranks, rank);
 	if (!comm_register(c)) {
 		munmap(c->rv, sizeof(struct rv));
 		free(c);

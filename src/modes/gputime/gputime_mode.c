@@ -40,6 +40,7 @@
 #define READ_MAX 4096   /* datagrams one read takes at most */
 #define SHARE 1024      /* of which one process at most */
 #define RCVBUF (8 << 20) /* the sockets' receive buffers: a burst waits there */
+#define MAX_CLIENTS 1024 /* connections to --gpu-time-socket at once (more: refused, counted) */
 #define CUPTI_LIB "libgpuprobe_cupti.so"
 #define NCCL_LIB "libgpuprobe_ncclprof.so"
 
@@ -67,7 +68,10 @@ static struct {
 struct gputime_mode {
 	struct gp_run *run;
 	struct gt_agg *agg;
-	int fds[2]; /* the command's socket, --gpu-time-socket's; -1 */
+	int fds[2]; /* the command's socket, --gpu-time-socket's listener; -1 */
+	int clients[MAX_CLIENTS]; /* its connections */
+	uint32_t client_pid[MAX_CLIENTS]; /* SO_PEERCRED's at connect time */
+	int nr_clients;
 	char path[PATH_MAX];
 	bool bound;
 	unsigned char buf[GPT_DGRAM_MAX + 1];
@@ -157,6 +161,8 @@ static void m_free(void *st)
 	for (int i = 0; i < 2; i++)
 		if (m->fds[i] >= 0)
 			close(m->fds[i]);
+	for (int i = 0; i < m->nr_clients; i++)
+		close(m->clients[i]);
 	if (m->bound)
 		unlink(m->path);
 	gt_agg__free(m->agg);
@@ -208,17 +214,18 @@ static int bind_socket(struct gputime_mode *m, const char *path, char *err, size
 		unlink(path);
 	}
 	strcpy(a.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	/* connections (SOCK_SEQPACKET): each sender a queue of its own, its peer known
+	 * (SO_PEERCRED); a datagram socket's one queue holds 10 datagrams (max_dgram_qlen) */
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&a, sizeof(a)) || chmod(path, 0666)) {
+	    bind(fd, (struct sockaddr *)&a, sizeof(a)) || chmod(path, 0666) || listen(fd, 128)) {
 		r = -errno;
 		snprintf(err, len, "--gpu-time-socket %s: %s", path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return r;
 	}
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	(void)sz;
 	m->fds[1] = fd;
 	snprintf(m->path, sizeof(m->path), "%s", path);
 	m->bound = true;
@@ -283,8 +290,9 @@ static uint32_t sender_of(struct msghdr *mh)
 	return 0;
 }
 
-/* Up to budget datagrams from fd; how many were taken. */
-static int read_fd(struct gputime_mode *m, int fd, int budget)
+/* Up to budget datagrams from fd (peer: its connection's PID, 0 for the command's socket);
+ * how many were taken, or -1 once the connection is closed. */
+static int read_fd(struct gputime_mode *m, int fd, uint32_t peer, int budget)
 {
 	union {
 		struct cmsghdr h;
@@ -300,6 +308,8 @@ static int read_fd(struct gputime_mode *m, int fd, int budget)
 
 		if (got < 0)
 			break;
+		if (got == 0 && peer) /* the other end closed */
+			return -1;
 		n++;
 		/* descriptors passed to us are closed at once: we take none */
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
@@ -307,6 +317,8 @@ static int read_fd(struct gputime_mode *m, int fd, int budget)
 				for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
 					close(((int *)CMSG_DATA(c))[i]);
 		pid = sender_of(&mh);
+		if (!pid)
+			pid = peer; /* sent before we accepted it, without SO_PASSCRED: who connected */
 		if (!pid) {
 			gt_agg__drop(m->agg, GT_D_NO_CREDS, 1);
 			continue;
@@ -328,15 +340,50 @@ static int read_fd(struct gputime_mode *m, int fd, int budget)
 	return n;
 }
 
+/* New connections to --gpu-time-socket, each with its peer's PID. */
+static void accept_clients(struct gputime_mode *m)
+{
+	for (;;) {
+		int fd = accept4(m->fds[1], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
+		struct ucred uc = { 0 };
+		socklen_t l = sizeof(uc);
+
+		if (fd < 0)
+			return;
+		if (m->nr_clients == MAX_CLIENTS || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &l) || uc.pid <= 0) {
+			gt_agg__drop(m->agg, GT_D_PROCS, 1);
+			close(fd);
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+		m->clients[m->nr_clients] = fd;
+		m->client_pid[m->nr_clients++] = (uint32_t)uc.pid;
+	}
+}
+
 /* What the sockets hold, up to READ_MAX datagrams. */
 static void drain(struct gputime_mode *m)
 {
 	int left = READ_MAX;
 
 	gt_agg__new_read(m->agg);
-	for (int i = 0; i < 2; i++)
-		if (m->fds[i] >= 0)
-			left -= read_fd(m, m->fds[i], left);
+	if (m->fds[0] >= 0)
+		left -= read_fd(m, m->fds[0], 0, left);
+	if (m->fds[1] < 0)
+		return;
+	accept_clients(m);
+	for (int i = 0; i < m->nr_clients && left > 0; i++) {
+		int n = read_fd(m, m->clients[i], m->client_pid[i], left);
+
+		if (n >= 0) {
+			left -= n;
+			continue;
+		}
+		close(m->clients[i]);
+		m->clients[i] = m->clients[--m->nr_clients];
+		m->client_pid[i] = m->client_pid[m->nr_clients];
+		i--;
+	}
 }
 
 static void h_tick(void *ctx)
