@@ -387,7 +387,12 @@ $(OUTPUT)/bundle/gpu/peer_matrix: tests/gpu/peer_matrix.cu
 # ==== the bundle: a folder to carry to another host ====
 # A folder to carry to another host (the GPU machine has no package registry): a static
 # gpuprobe, with the GPU test scripts beside it.
-bundle: $(OUTPUT)/bundle/gpuprobe $(OUTPUT)/bundle/dyn/gpuprobe
+bundle: $(OUTPUT)/bundle/gpuprobe $(OUTPUT)/bundle/dyn/gpuprobe $(patsubst $(OUTPUT)/%,$(OUTPUT)/bundle/%,$(INJECT_LIBS))
+
+# --gpu-time's libraries beside the bundle's binary (where it looks first)
+$(OUTPUT)/bundle/libgpuprobe_%.so: $(OUTPUT)/libgpuprobe_%.so
+	$(Q)mkdir -p $(@D)
+	$(Q)cp $< $@
 
 # The dynamically linked build with its libraries beside it (glibc excepted: the target's
 # is newer): `gpuprobe check` needs it to load a real driver, which static glibc cannot host.

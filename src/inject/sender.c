@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -47,14 +48,19 @@ static int channel(void)
 	}
 	if (!path || !*path || strlen(path) >= sizeof(a.sun_path))
 		return -1;
+	/* "@name": an abstract socket (the started command's second way in, for children whose
+	 * launcher closed the inherited descriptor) */
 	strcpy(a.sun_path, path);
+	if (path[0] == '@')
+		a.sun_path[0] = '\0';
 	/* a connection of our own: gpuprobe reads each apart (no shared queue to fill) */
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	/* the kernel puts our credentials on each message, even one gpuprobe has not accepted yet */
 	setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &(int){ 1 }, sizeof(int));
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+	if (connect(fd, (struct sockaddr *)&a,
+		    path[0] == '@' ? (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path)) : sizeof(a))) {
 		close(fd);
 		return -1;
 	}

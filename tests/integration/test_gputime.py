@@ -105,6 +105,20 @@ def test_cpu_side_unchanged():
     eq(sum(k["launches"] for k in gt["kernels"]), sum(k["n"] for k in kernels), "and --gpu-time its own")
 
 
+def test_child_of_a_launcher_that_closes_descriptors():
+    """torchrun's workers start through subprocess (close_fds): they reach gpuprobe through
+    the command's abstract socket, credited to themselves."""
+    s, kernels, _, _, _ = script()
+    launcher = ("import subprocess, sys, os; "
+                "fd = int(os.environ['GPUPROBE_GPUTIME_FD']); "
+                "r = subprocess.run([sys.argv[1], '--n', '20'], close_fds=True); sys.exit(r.returncode)")
+    r = gp.gpuprobe(BASE, cmd=["python3", "-c", launcher, app("launch_app")], env={"FAKECUPTI_SCRIPT": s}, timeout=60)
+    eq(r.returncode, 0, f"exit status ({r.stderr[-1500:]})")
+    t = gp.truth(r.stderr)
+    p = gp.proc(gp.final(r.stdout, "gputime"), t["pid"])
+    eq(sum(k["launches"] for k in p["kernels"]), sum(k["n"] for k in kernels), "the worker's kernels, credited to it")
+
+
 def test_without_cupti_says_why():
     r = gp.gpuprobe(["--gpu-time", "--json", "--cupti", "/nonexistent/libcupti.so", "--libcuda", FAKECUDA],
                     cmd=[app("launch_app"), "--n", "20"], timeout=60)

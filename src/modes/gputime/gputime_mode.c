@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -54,21 +56,23 @@ static const struct gp_option options[] = {
 	{ "gpu-time-libs", 0, "DIR", "--gpu-time: where " CUPTI_LIB " and " NCCL_LIB " are (else beside the gpuprobe binary, then ../lib/gpuprobe from it)",
 	  GP_OPT_STRING, &gputime_settings.libdir, .frontends = GP_FE_ALL, .group = GP_GRP_MODE },
 	{ "gpu-time-max-rows", 0, "N", "--gpu-time: kernel (name and shape), copy, memset and collective rows of each kind a process keeps (the records past them counted: gputime_caps)",
-	  GP_OPT_U64, &gputime_settings.max_rows, 16, 1000000, .frontends = GP_FE_ALL, .group = GP_GRP_MODE },
+	  GP_OPT_U64, &gputime_settings.max_rows, 1, 1000000, .frontends = GP_FE_ALL, .group = GP_GRP_MODE },
 	{},
 };
 
-/* What prepare_command made for the command: the kept end of the socket pair. */
+/* What prepare_command made for the command: the kept end of the socket pair, and an
+ * abstract socket for its descendants whose launcher closed the inherited descriptor
+ * (Python's subprocess does by default: torchrun's workers). */
 static struct {
-	int fd, child_fd;
+	int fd, child_fd, abs_fd;
 	bool cupti, nccl;
 	char why[256];
-} cmd = { -1, -1, false, false, "" };
+} cmd = { -1, -1, -1, false, false, "" };
 
 struct gputime_mode {
 	struct gp_run *run;
 	struct gt_agg *agg;
-	int fds[2]; /* the command's socket, --gpu-time-socket's listener; -1 */
+	int fds[3]; /* the command's socket, --gpu-time-socket's listener, the command's abstract one; -1 */
 	int clients[MAX_CLIENTS]; /* its connections */
 	uint32_t client_pid[MAX_CLIENTS]; /* SO_PEERCRED's at connect time */
 	int nr_clients;
@@ -119,6 +123,32 @@ static bool inject(const char *var, const char *name)
 	return !setenv(var, path, 1);
 }
 
+/* The command's abstract listener, named in GPUPROBE_GPUTIME_SOCK as "@name": unguessable,
+ * and whoever finds it (/proc/net/unix) sends as itself (credited by the kernel). */
+static void abstract_listener(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	unsigned long long rnd[2];
+	char name[64];
+	int fd;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return;
+	snprintf(name, sizeof(name), "@gpuprobe-gputime-%016llx%016llx", rnd[0], rnd[1]);
+	memcpy(a.sun_path + 1, name + 1, strlen(name) - 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return;
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &(int){ 1 }, sizeof(int)) ||
+	    bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(name))) ||
+	    listen(fd, 128)) {
+		close(fd);
+		return;
+	}
+	cmd.abs_fd = fd;
+	setenv(GPT_ENV_SOCK, name, 1);
+}
+
 static int m_prepare_command(char *err, size_t len)
 {
 	int sv[2], one = 1, sz = RCVBUF;
@@ -145,6 +175,10 @@ static int m_prepare_command(char *err, size_t len)
 	setenv(GPT_ENV_FD, num, 1);
 	if (gputime_settings.cupti)
 		setenv(GPT_ENV_CUPTI, gputime_settings.cupti, 1);
+	if (!gputime_settings.socket)
+		abstract_listener();
+	else /* processes started elsewhere and the command's children alike */
+		setenv(GPT_ENV_SOCK, gputime_settings.socket, 1);
 	cmd.cupti = inject("CUDA_INJECTION64_PATH", CUPTI_LIB);
 	cmd.nccl = inject("NCCL_PROFILER_PLUGIN", NCCL_LIB);
 	if (!cmd.cupti && !cmd.nccl)
@@ -158,7 +192,7 @@ static void m_free(void *st)
 
 	if (!m)
 		return;
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		if (m->fds[i] >= 0)
 			close(m->fds[i]);
 	for (int i = 0; i < m->nr_clients; i++)
@@ -242,7 +276,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 		snprintf(err, len, "--gpu-time: out of memory");
 		return -ENOMEM;
 	}
-	m->fds[0] = m->fds[1] = -1;
+	m->fds[0] = m->fds[1] = m->fds[2] = -1;
 	m->run = run;
 	lim = (struct gt_limits){ .max_procs = (uint32_t)run->o->max_procs,
 				  .max_rows = (uint32_t)gputime_settings.max_rows,
@@ -261,6 +295,9 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 		fcntl(cmd.fd, F_SETFL, fcntl(cmd.fd, F_GETFL) | O_NONBLOCK);
 		m->fds[0] = cmd.fd;
 		cmd.fd = -1;
+		m->fds[2] = cmd.abs_fd;
+		cmd.abs_fd = -1;
+		unsetenv(GPT_ENV_SOCK);
 	}
 	if (gputime_settings.socket)
 		return bind_socket(m, gputime_settings.socket, err, len);
@@ -340,11 +377,11 @@ static int read_fd(struct gputime_mode *m, int fd, uint32_t peer, int budget)
 	return n;
 }
 
-/* New connections to --gpu-time-socket, each with its peer's PID. */
-static void accept_clients(struct gputime_mode *m)
+/* New connections to a listener, each with its peer's PID. */
+static void accept_clients(struct gputime_mode *m, int lfd)
 {
 	for (;;) {
-		int fd = accept4(m->fds[1], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
 		struct ucred uc = { 0 };
 		socklen_t l = sizeof(uc);
 
@@ -369,9 +406,9 @@ static void drain(struct gputime_mode *m)
 	gt_agg__new_read(m->agg);
 	if (m->fds[0] >= 0)
 		left -= read_fd(m, m->fds[0], 0, left);
-	if (m->fds[1] < 0)
-		return;
-	accept_clients(m);
+	for (int i = 1; i < 3; i++)
+		if (m->fds[i] >= 0)
+			accept_clients(m, m->fds[i]);
 	for (int i = 0; i < m->nr_clients && left > 0; i++) {
 		int n = read_fd(m, m->clients[i], m->client_pid[i], left);
 
