@@ -224,5 +224,59 @@ def test_socket_folder_others_can_write_refused():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def test_cupti_offsets_match_the_header():
+    """src/inject/cupti_decl.h's offsets against CUDA's cupti_activity.h, where it is here."""
+    inc = "/usr/local/cuda/include"
+    if not os.path.exists(os.path.join(inc, "cupti_activity.h")):
+        gp.skip("no CUDA toolkit headers here (/usr/local/cuda/include/cupti_activity.h)")
+    fields = {"CUPTI_KERNEL_START": ("CUpti_ActivityKernel10", "start"),
+              "CUPTI_KERNEL_END": ("CUpti_ActivityKernel10", "end"),
+              "CUPTI_KERNEL_DEVICE": ("CUpti_ActivityKernel10", "deviceId"),
+              "CUPTI_KERNEL_STREAM": ("CUpti_ActivityKernel10", "streamId"),
+              "CUPTI_KERNEL_GRID": ("CUpti_ActivityKernel10", "gridX"),
+              "CUPTI_KERNEL_BLOCK": ("CUpti_ActivityKernel10", "blockX"),
+              "CUPTI_KERNEL_CORR": ("CUpti_ActivityKernel10", "correlationId"),
+              "CUPTI_KERNEL_NAME": ("CUpti_ActivityKernel10", "name"),
+              "CUPTI_COPY_KIND": ("CUpti_ActivityMemcpy6", "copyKind"),
+              "CUPTI_COPY_BYTES": ("CUpti_ActivityMemcpy6", "bytes"),
+              "CUPTI_COPY_START": ("CUpti_ActivityMemcpy6", "start"),
+              "CUPTI_COPY_END": ("CUpti_ActivityMemcpy6", "end"),
+              "CUPTI_COPY_DEVICE": ("CUpti_ActivityMemcpy6", "deviceId"),
+              "CUPTI_COPY_STREAM": ("CUpti_ActivityMemcpy6", "streamId"),
+              "CUPTI_COPY_CORR": ("CUpti_ActivityMemcpy6", "correlationId"),
+              "CUPTI_PTOP_SRC_DEVICE": ("CUpti_ActivityMemcpyPtoP4", "srcDeviceId"),
+              "CUPTI_PTOP_DST_DEVICE": ("CUpti_ActivityMemcpyPtoP4", "dstDeviceId"),
+              "CUPTI_PTOP_CORR": ("CUpti_ActivityMemcpyPtoP4", "correlationId"),
+              "CUPTI_MEMSET_BYTES": ("CUpti_ActivityMemset4", "bytes"),
+              "CUPTI_MEMSET_START": ("CUpti_ActivityMemset4", "start"),
+              "CUPTI_MEMSET_END": ("CUpti_ActivityMemset4", "end"),
+              "CUPTI_MEMSET_DEVICE": ("CUpti_ActivityMemset4", "deviceId"),
+              "CUPTI_MEMSET_STREAM": ("CUpti_ActivityMemset4", "streamId"),
+              "CUPTI_MEMSET_CORR": ("CUpti_ActivityMemset4", "correlationId"),
+              "CUPTI_ACTIVITY_KIND_MEMCPY": None, "CUPTI_ACTIVITY_KIND_MEMSET": None,
+              "CUPTI_ACTIVITY_KIND_KERNEL": None, "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL": None,
+              "CUPTI_ACTIVITY_KIND_MEMCPY2": None}
+    ours = {}
+    for line in open(os.path.join(gp.ROOT, "src", "inject", "cupti_decl.h")):
+        parts = line.split()
+        if len(parts) >= 3 and parts[0] == "#define" and parts[1] in fields:
+            ours[parts[1]] = int(parts[2])
+    eq(sorted(ours), sorted(fields), "every field's offset is declared")
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "l.c")
+        with open(src, "w") as f:
+            f.write("#include <stdio.h>\n#include <stddef.h>\n#include <cupti_activity.h>\nint main(void){\n")
+            for k, v in fields.items():
+                expr = f"offsetof({v[0]}, {v[1]})" if v else k
+                f.write(f'printf("{k} %ld\\n", (long)({expr}));\n')
+            f.write("return 0;}\n")
+        b = subprocess.run(["gcc", "-I", inc, "-o", os.path.join(d, "l"), src], capture_output=True, text=True)
+        eq(b.returncode, 0, f"built against the header ({b.stderr[-800:]})")
+        out = subprocess.run([os.path.join(d, "l")], capture_output=True, text=True).stdout
+    theirs = {l.split()[0]: int(l.split()[1]) for l in out.splitlines()}
+    for k in fields:
+        eq(ours[k], theirs[k], f"{k}: ours and cupti_activity.h's")
+
+
 if __name__ == "__main__":
     gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])
