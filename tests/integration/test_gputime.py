@@ -119,6 +119,35 @@ def test_child_of_a_launcher_that_closes_descriptors():
     eq(sum(k["launches"] for k in p["kernels"]), sum(k["n"] for k in kernels), "the worker's kernels, credited to it")
 
 
+def test_gpu_tracks_in_the_trace():
+    """--trace's Chrome timeline gets a track per GPU and stream with each kernel, copy and
+    memset at its GPU time, placed on gpuprobe's clock (after the process's cuInit)."""
+    s, kernels, copies, memset, _ = script()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t.json")
+        r = gp.gpuprobe(BASE + ["--trace", path, "--trace-format", "chrome"], cmd=[app("launch_app"), "--n", "20"],
+                        env={"FAKECUPTI_SCRIPT": s}, timeout=90)
+        eq(r.returncode, 0, f"exit status ({r.stderr[-1500:]})")
+        t = gp.truth(r.stderr)
+        with open(path) as f:
+            doc = json.load(f)
+    ev = doc["traceEvents"] if isinstance(doc, dict) else doc
+    gpu = [e for e in ev if e.get("cat") == "gpu" and e.get("pid") == t["pid"]]
+    for k in kernels:
+        mine = [e for e in gpu if e["name"] == k["name"]]
+        eq(len(mine), k["n"], f"{k['name']}: one event a launch")
+        check(all(abs(e["dur"] * 1000 - k["ns"]) < 1.5 for e in mine), f"{k['name']}: each lasts the script's {k['ns']} ns")
+    for c in copies:
+        eq(len([e for e in gpu if e["name"] == f"{c['name']} copy"]), c["n"], f"{c['name']} copies on the track")
+    eq(len([e for e in gpu if e["name"] == "memset"]), memset["n"], "memsets on the track")
+    init = [e for e in ev if e.get("name") == "cuInit" and e.get("pid") == t["pid"]]
+    check(init, "the process's cuInit on its CPU track")
+    check(min(e["ts"] for e in gpu) >= init[0]["ts"], "GPU work placed after cuInit, on gpuprobe's clock")
+    names = {e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("pid") == t["pid"]
+             and e.get("name") == "thread_name"}
+    check("GPU 0 stream 7" in names, f"a named track per GPU and stream ({names})")
+
+
 def test_without_cupti_says_why():
     r = gp.gpuprobe(["--gpu-time", "--json", "--cupti", "/nonexistent/libcupti.so", "--libcuda", FAKECUDA],
                     cmd=[app("launch_app"), "--n", "20"], timeout=60)

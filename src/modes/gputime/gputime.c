@@ -43,6 +43,8 @@ struct proc {
 	struct u64map *names, *kernels, *copies, *memsets, *colls;
 	uint32_t nr_names, nr_kernels, nr_copies, nr_memsets, nr_colls;
 	struct gt_lib_snap lib[3];
+	int64_t offset;   /* CLOCK_MONOTONIC minus CUPTI's clock, from its hello */
+	bool have_offset;
 };
 
 struct gt_agg {
@@ -51,7 +53,26 @@ struct gt_agg {
 	uint64_t drops[GT_D__COUNT];
 	void **view;
 	size_t view_n;
+	gt_event_fn on_event;
+	void *event_ctx;
 };
+
+void gt_agg__on_event(struct gt_agg *a, gt_event_fn fn, void *ctx)
+{
+	a->on_event = fn;
+	a->event_ctx = ctx;
+}
+
+/* e's times moved to CLOCK_MONOTONIC, then to the listener (CUPTI's records only). */
+static void emit(struct gt_agg *a, const struct proc *p, struct gt_event *e, uint64_t start, uint64_t end)
+{
+	if (!a->on_event || !p->have_offset)
+		return;
+	e->pid = p->pid;
+	e->start_ns = (uint64_t)((int64_t)start + p->offset);
+	e->dur_ns = end - start;
+	a->on_event(a->event_ctx, e);
+}
 
 static const char *const drop_names[GT_D__COUNT] = {
 	[GT_D_OVERSIZED] = "oversized", [GT_D_MALFORMED] = "malformed", [GT_D_NO_CREDS] = "no_credentials",
@@ -350,6 +371,14 @@ static void on_kernel(struct gt_agg *a, struct proc *p, const struct gpt_kernel 
 		r->max_ns = d;
 	r->count++;
 	r->total_ns += d;
+	if (a->on_event) {
+		struct gt_event e = { .type = GPT_KERNEL, .name = u64map__get(p->names, k->name_id), .device = k->device,
+				      .stream = k->stream };
+
+		memcpy(e.grid, k->grid, sizeof(e.grid));
+		memcpy(e.block, k->block, sizeof(e.block));
+		emit(a, p, &e, k->start, k->end);
+	}
 }
 
 static void on_copy(struct gt_agg *a, struct proc *p, const struct gpt_copy *c)
@@ -376,6 +405,12 @@ static void on_copy(struct gt_agg *a, struct proc *p, const struct gpt_copy *c)
 	r->total_ns += d;
 	if (d && (double)c->bytes / (double)d > r->peak_gbps)
 		r->peak_gbps = (double)c->bytes / (double)d;
+	if (a->on_event) {
+		struct gt_event e = { .type = GPT_COPY, .device = c->device, .stream = c->stream, .copy_kind = c->kind,
+				      .src_dev = c->src_dev, .dst_dev = c->dst_dev, .bytes = c->bytes };
+
+		emit(a, p, &e, c->start, c->end);
+	}
 }
 
 static void on_memset(struct gt_agg *a, struct proc *p, const struct gpt_memset *m)
@@ -396,6 +431,11 @@ static void on_memset(struct gt_agg *a, struct proc *p, const struct gpt_memset 
 	r->count++;
 	r->bytes += m->bytes;
 	r->total_ns += m->end - m->start;
+	if (a->on_event) {
+		struct gt_event e = { .type = GPT_MEMSET, .device = m->device, .stream = m->stream, .bytes = m->bytes };
+
+		emit(a, p, &e, m->start, m->end);
+	}
 }
 
 static void on_coll(struct gt_agg *a, struct proc *p, const struct gpt_coll *c)
@@ -487,6 +527,10 @@ static void on_record(struct gt_agg *a, struct proc *p, const struct gpt_rec *h,
 	case GPT_HELLO:
 		if (u.hello.source == GPT_SRC_CUPTI || u.hello.source == GPT_SRC_NCCL)
 			p->lib[u.hello.source].seen = true;
+		if (u.hello.source == GPT_SRC_CUPTI && !p->have_offset) {
+			p->offset = (int64_t)(u.hello.mono_ns - u.hello.src_ts);
+			p->have_offset = true;
+		}
 		break;
 	case GPT_NAME:
 		if (u.name.len != h->size - sizeof(struct gpt_name)) {

@@ -98,8 +98,22 @@ struct gt_snap_data {
 
 struct gt_agg;
 
+/* One record of GPU work as it arrives, its times on CLOCK_MONOTONIC (the library's hello
+ * gave the offset; records before it are not passed): for a timeline. */
+struct gt_event {
+	uint32_t pid;
+	uint32_t type;       /* GPT_KERNEL, GPT_COPY, GPT_MEMSET */
+	const char *name;    /* the kernel's (NULL: unknown), else NULL */
+	uint64_t start_ns, dur_ns;
+	uint32_t device, stream, grid[3], block[3], copy_kind, src_dev, dst_dev;
+	uint64_t bytes;
+};
+typedef void (*gt_event_fn)(void *ctx, const struct gt_event *e);
+
 struct gt_agg *gt_agg__new(const struct gt_limits *lim);
 void gt_agg__free(struct gt_agg *a);
+/* fn gets every kernel, copy and memset record from now on (NULL: none). */
+void gt_agg__on_event(struct gt_agg *a, gt_event_fn fn, void *ctx);
 /* One datagram of len bytes from pid (len: what arrived, the buffer holds it). */
 void gt_agg__feed(struct gt_agg *a, uint32_t pid, const void *buf, size_t len);
 /* Whether pid may have one more datagram in this read (share of budget), counting a flood. */

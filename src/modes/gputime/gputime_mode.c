@@ -36,7 +36,9 @@
 #include "options.h"
 #include "reasons.h"
 #include "run.h"
+#include "timeline.h"
 #include "util.h"
+#include <json-c/json.h>
 
 #define TICK_MS 20
 #define READ_MAX 4096   /* datagrams one read takes at most */
@@ -441,12 +443,49 @@ static void h_proc(void *ctx, const struct gp_proc_event *e)
 	}
 }
 
+/* One record of GPU work on the --trace timeline: a track per GPU and stream. */
+static void on_event(void *ctx, const struct gt_event *e)
+{
+	struct gputime_mode *m = ctx;
+	json_object *args = json_object_new_object();
+	char name[64];
+	const char *n = e->name;
+
+	json_object_object_add(args, "device", json_object_new_int64(e->device));
+	json_object_object_add(args, "stream", json_object_new_int64(e->stream));
+	if (e->type == GPT_KERNEL) {
+		char shape[96];
+
+		snprintf(shape, sizeof(shape), "%u,%u,%u x %u,%u,%u", e->grid[0], e->grid[1], e->grid[2], e->block[0],
+			 e->block[1], e->block[2]);
+		json_object_object_add(args, "shape", json_object_new_string(shape));
+		if (!n)
+			n = "kernel (name unknown)";
+	} else {
+		json_object_object_add(args, "bytes", json_object_new_uint64(e->bytes));
+		if (e->type == GPT_COPY) {
+			snprintf(name, sizeof(name), "%s copy", gt_copy_kind_name(e->copy_kind));
+			if (e->src_dev != GPT_NO_DEVICE) {
+				json_object_object_add(args, "src_gpu", json_object_new_int64(e->src_dev));
+				json_object_object_add(args, "dst_gpu", json_object_new_int64(e->dst_dev));
+			}
+		} else {
+			snprintf(name, sizeof(name), "memset");
+		}
+		n = name;
+	}
+	gp_timeline__event(m->run->timeline, GP_LANE_GPU, e->pid, (e->device & 0x3fffU) << 16 | (e->stream & 0xffffU), n,
+			   e->start_ns, e->dur_ns, 0, args);
+}
+
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct gputime_mode *m = st;
 	struct gp_handlers h = { .ctx = m, .on_proc = h_proc, .on_tick = h_tick };
 	int r = gp_run__subscribe(run, &h);
 
+	if (run->timeline)
+		gt_agg__on_event(m->agg, on_event, m);
 	if (r)
 		snprintf(err, len, "--gpu-time: cannot read the run's records: %s", strerror(-r));
 	gp_events__want_tick(run->events, TICK_MS);
