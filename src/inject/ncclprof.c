@@ -26,6 +26,7 @@ struct ctx {
 	uint32_t tag;
 	uint64_t comm_hash;
 	int nranks, rank;
+	int mask;
 };
 
 struct coll {
@@ -36,9 +37,12 @@ struct coll {
 	uint64_t count;
 	uint64_t host_start, host_stop;
 	uint64_t gpu_start, gpu_stop; /* 0: no channel yet */
-	uint32_t channels;
-	int refs; /* kernel channels started and not stopped */
+	uint32_t channels;  /* channels timed */
+	uint32_t expect;    /* channels NCCL said it runs on (the descriptor's nChannels) */
+	uint32_t ended;     /* channels stopped, timed or not */
+	int refs;           /* kernel channels started and not stopped */
 	bool stopped;
+	bool wait_channels; /* the context asked for kernel-channel events */
 };
 
 struct kch {
@@ -166,17 +170,21 @@ static gpt_nccl_result p_init(void **context, int *mask, const char *name, uint6
 		gpt_sender_add(&m, sizeof(m));
 	}
 	pthread_mutex_unlock(&lock);
-	*mask = GPT_PROF_COLL | GPT_PROF_KERNEL_CH;
+	*mask = c->mask = GPT_PROF_COLL | GPT_PROF_KERNEL_CH;
 	return GPT_NCCL_SUCCESS;
 }
 
-/* The collective's record, once it is stopped and so are its channels (lock held). */
-static void maybe_send(struct coll *c)
+#define STALE_NS 2000000000ull /* a stopped collective whose channels never all came: sent then */
+#define SWEEP_EVERY 256          /* collectives between two looks for stale ones */
+static unsigned int started;
+
+/* The collective's record (lock held). NCCL stops a collective's event once it is enqueued
+ * (the host's side), and its kernel channels' events come later from its proxy thread with
+ * the GPU timers: the record waits for the channels the descriptor announced. */
+static void send_coll(struct coll *c)
 {
 	struct gpt_coll r = { .h = { .type = GPT_COLL, .size = sizeof(r) } };
 
-	if (!c->stopped || c->refs > 0)
-		return;
 	r.comm_hash = c->comm_hash;
 	r.nranks = (uint32_t)c->nranks;
 	r.rank = (uint32_t)c->rank;
@@ -192,6 +200,26 @@ static void maybe_send(struct coll *c)
 	c->tag = 0;
 }
 
+static void maybe_send(struct coll *c)
+{
+	if (!c->stopped || c->refs > 0)
+		return;
+	if (c->wait_channels && c->expect && c->ended < c->expect)
+		return;
+	send_coll(c);
+}
+
+/* Collectives stopped over STALE_NS ago whose channels did not all come (lock held). */
+static void sweep(uint64_t now)
+{
+	for (unsigned int i = 0; i < POOL; i++) {
+		struct coll *c = &colls[i];
+
+		if (c->tag == TAG_COLL && c->stopped && !c->refs && now - c->host_stop > STALE_NS)
+			send_coll(c);
+	}
+}
+
 static gpt_nccl_result p_start(void *context, void **handle, gpt_prof_descr_v4 *d)
 {
 	struct ctx *x = context;
@@ -201,13 +229,18 @@ static gpt_nccl_result p_start(void *context, void **handle, gpt_prof_descr_v4 *
 		return GPT_NCCL_SUCCESS;
 	pthread_mutex_lock(&lock);
 	if (d->type == GPT_PROF_COLL) {
-		struct coll *c = take(colls, sizeof(*c), &next_coll);
+		struct coll *c;
+		uint64_t now = mono_ns();
 
+		if (++started % SWEEP_EVERY == 0)
+			sweep(now);
+		c = take(colls, sizeof(*c), &next_coll);
 		if (c)
 			*c = (struct coll){ .tag = TAG_COLL, .comm_hash = x->comm_hash,
 					    .nranks = x->nranks, .rank = x->rank, .fn = fn_of(d->coll.func),
 					    .type_size = size_of(d->coll.datatype), .count = d->coll.count,
-					    .host_start = mono_ns() };
+					    .host_start = now, .expect = d->coll.nChannels,
+					    .wait_channels = !!(x->mask & GPT_PROF_KERNEL_CH) };
 		*handle = c;
 	} else if (d->type == GPT_PROF_KERNEL_CH) {
 		/* only a channel of a collective of ours (p2p's have no handle here) */
@@ -252,6 +285,7 @@ static gpt_nccl_result p_stop(void *handle)
 				c->gpu_stop = k->stop;
 			c->channels++;
 		}
+		c->ended++;
 		c->refs--;
 		k->tag = 0;
 		maybe_send(c);
@@ -269,6 +303,7 @@ static gpt_nccl_result p_finalize(void *context)
 		free(x);
 	}
 	pthread_mutex_lock(&lock);
+	sweep(UINT64_MAX / 2); /* the communicator ends: whatever waits goes now */
 	gpt_sender_count(0, no_slot, 0);
 	no_slot = 0;
 	pthread_mutex_unlock(&lock);

@@ -72,7 +72,12 @@ void fakenccl_prof_coll(struct prof_comm *pc, int rank, const char *func, size_t
 	d.coll.algo = "RING";
 	d.coll.proto = "LL";
 	prof->startEvent(pc->ctx, &coll, &d);
-	if (coll && pc->mask & GPT_PROF_KERNEL_CH) {
+	/* as NCCL 2.26+: the collective's event stops once it is enqueued; its kernel
+	 * channel's comes after, from the proxy thread, with the GPU's timers */
+	if (coll)
+		prof->stopEvent(coll);
+	/* FAKENCCL_PROF_NO_KCH=1: an NCCL that never sends the channels' events */
+	if (coll && pc->mask & GPT_PROF_KERNEL_CH && !getenv("FAKENCCL_PROF_NO_KCH")) {
 		memset(&d, 0, sizeof(d));
 		d.type = GPT_PROF_KERNEL_CH;
 		d.parentObj = coll;
@@ -86,8 +91,6 @@ void fakenccl_prof_coll(struct prof_comm *pc, int rank, const char *func, size_t
 			prof->stopEvent(kch);
 		}
 	}
-	if (coll)
-		prof->stopEvent(coll);
 }
 
 void fakenccl_prof_end(struct prof_comm *pc)

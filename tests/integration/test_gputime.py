@@ -198,6 +198,21 @@ def test_nccl_busbw_against_the_scripted_collective_time():
     check(abs(x["busbw_gbps"] - want) < 0.01, f"busbw {x['busbw_gbps']} ~ {want} (FAKENCCL_BUSBW_GBPS {bw})")
 
 
+def test_nccl_without_channel_events_host_timed():
+    """An NCCL whose kernel channels never report: each collective still comes, at the
+    communicator's end at the latest, timed by the host and said to be."""
+    r = gp.gpuprobe(BASE, cmd=[LAUNCHER, "2", "--n", "3", "--subset", "basic"],
+                    env={"FAKENCCL_PROF_NO_KCH": "1"}, timeout=120)
+    eq(r.returncode, 0, f"exit status ({r.stderr[-1500:]})")
+    t = gp.truth(r.stderr)
+    rep = gp.final(r.stdout, "gputime")
+    for rk in t["ranks"]:
+        p = gp.proc(rep, rk["pid"])
+        want = sum(c["calls"] for cm in rk["comms"] for c in cm["collectives"] if c["count"])
+        eq(sum(x["calls"] for x in p["collectives"]), want, f"rank {rk['rank']}: every collective")
+        eq(sum(x["gpu_timed_calls"] for x in p["collectives"]), 0, "none said to be GPU-timed")
+
+
 def test_hostile_sender_counted_and_harmless():
     r = gp.gpuprobe(["--gpu-time", "--json", "--libcuda", FAKECUDA], cmd=["python3", HOSTILE, "20000"], timeout=90)
     eq(r.returncode, 0, f"exit status ({r.stderr[-1500:]})")
