@@ -569,17 +569,20 @@ bench-stacks: deps
 # seeded with a hand-made ELF, system libraries and real maps. FUZZ_SECONDS per target; an
 # input that runs past 5 s is a hang and fails the target.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_LIB := src/core/elfsym.c src/core/procmaps.c src/core/safeopen.c src/core/util.c src/modes/cudatrace/layouts.c
+FUZZ_LIB := src/core/elfsym.c src/core/procmaps.c src/core/safeopen.c src/core/util.c src/modes/cudatrace/layouts.c \
+	src/modes/gputime/gputime.c src/core/u64map.c
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/unit/test_elfsym
-	$(Q)mkdir -p $(OUTPUT)/fuzz/seed-elfsym $(OUTPUT)/fuzz/seed-procmaps $(OUTPUT)/fuzz/seed-safeopen $(OUTPUT)/fuzz/seed-layouts
+	$(Q)mkdir -p $(OUTPUT)/fuzz/seed-elfsym $(OUTPUT)/fuzz/seed-procmaps $(OUTPUT)/fuzz/seed-safeopen $(OUTPUT)/fuzz/seed-layouts \
+		$(OUTPUT)/fuzz/seed-gputime
+	$(Q)printf '\002\003\000\100\000\000\000\000\000\001\000\000\000\000\000\000\000\002\000\000\000\000\000\000\000' > $(OUTPUT)/fuzz/seed-gputime/kernel
 	$(Q)printf '# c\ngpuprobe-layouts 1\ngnu-0a1b 0000000100000001 1 0\nfnv-9-ff 2 3 1000\n' > $(OUTPUT)/fuzz/seed-layouts/file
 	$(Q)$(OUTPUT)/unit/test_elfsym --write-mini-elf $(OUTPUT)/fuzz/seed-elfsym/mini.elf
 	$(Q)cp /lib/x86_64-linux-gnu/libdl.so.2 $(OUTPUT)/fuzz/seed-elfsym/ 2>/dev/null || true
 	$(Q)cp /proc/self/maps $(OUTPUT)/fuzz/seed-procmaps/self.maps
 	$(Q)printf '\006\001\002\002\002\003\003\001\002\002\002\001\002\000\002\003\002\002\003\000' > $(OUTPUT)/fuzz/seed-safeopen/tree
 	$(Q)for f in $(FUZZ_SRCS); do n=$$(basename $$f .c); s=$${n#fuzz_}; \
-		clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -Isrc/modes/cudatrace -o $(OUTPUT)/fuzz/$$n $$f $(FUZZ_LIB) -lelf -lz || exit 1; \
+		clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -Isrc/modes/cudatrace -Isrc/modes/gputime -Isrc/inject -Ibpf -o $(OUTPUT)/fuzz/$$n $$f $(FUZZ_LIB) -lelf -lz || exit 1; \
 		echo "  FUZZ     $$n ($${FUZZ_SECONDS:-30}s)"; \
 		rm -rf $(OUTPUT)/fuzz/tmp && mkdir -p $(OUTPUT)/fuzz/tmp; \
 		FUZZ_TMPDIR=$(abspath $(OUTPUT))/fuzz/tmp $(OUTPUT)/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-30} \
