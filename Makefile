@@ -93,6 +93,10 @@ BPF_NAMES := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
 # symbols), the workloads (those that call NCCL link it), their launcher scripts, the unit
 # tests
 FAKECUDA := $(OUTPUT)/fakecuda/libcuda.so.1
+# --gpu-time's libraries for the traced processes (src/inject/), beside the binary, and the
+# stand-in CUPTI (tests/fakecupti/)
+INJECT_LIBS := $(OUTPUT)/libgpuprobe_cupti.so $(OUTPUT)/libgpuprobe_ncclprof.so
+FAKECUPTI := $(OUTPUT)/fakecupti/libcupti.so
 FAKENCCL := $(OUTPUT)/fakenccl/libnccl.so.2
 FAKENCCL_PARTIAL := $(OUTPUT)/fakenccl/partial/libnccl.so.2
 # the stand-in NVML, full and an old driver's (old/ lacks process utilization, energy, events)
@@ -124,9 +128,9 @@ SAN_OUTPUT := .output-san
 
 all: gpuprobe testbins
 
-gpuprobe: $(OUTPUT)/gpuprobe
+gpuprobe: $(OUTPUT)/gpuprobe $(INJECT_LIBS)
 
-testbins: $(FAKECUDA) $(APPS) $(UNITS) $(FAKENCCL) $(FAKENCCL_PARTIAL) $(FAKENVML) $(APP_SCRIPTS) $(STK_BINS) \
+testbins: $(FAKECUDA) $(FAKECUPTI) $(APPS) $(UNITS) $(FAKENCCL) $(FAKENCCL_PARTIAL) $(FAKENVML) $(APP_SCRIPTS) $(STK_BINS) \
 	$(CHAIN)/bin/chain_app
 
 $(OUTPUT) $(OUTPUT)/obj $(OUTPUT)/fakecuda $(OUTPUT)/apps $(OUTPUT)/unit:
@@ -169,6 +173,24 @@ $(OUTPUT)/gpuprobe: $(OBJS)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIBS) -o $@
 
+# ==== --gpu-time's libraries (src/inject/): loaded by CUDA and NCCL inside traced processes ====
+# No CUPTI or NCCL at build time (their few declarations are in src/inject/); C only, no
+# libbpf: what a traced process loads stays small.
+INJECT_CFLAGS := -shared -fPIC -O2 -g -std=gnu11 -fvisibility=hidden -Wall -Wextra -Werror -Isrc/inject
+$(OUTPUT)/libgpuprobe_cupti.so: src/inject/cupti_inject.c src/inject/sender.c src/inject/sender.h \
+		src/inject/gputime_wire.h src/inject/cupti_decl.h | $(OUTPUT)
+	$(call msg,INJECT,$@)
+	$(Q)$(CC) $(INJECT_CFLAGS) -o $@ src/inject/cupti_inject.c src/inject/sender.c -ldl -lpthread
+$(OUTPUT)/libgpuprobe_ncclprof.so: src/inject/ncclprof.c src/inject/sender.c src/inject/sender.h \
+		src/inject/gputime_wire.h src/inject/ncclprof_decl.h | $(OUTPUT)
+	$(call msg,INJECT,$@)
+	$(Q)$(CC) $(INJECT_CFLAGS) -o $@ src/inject/ncclprof.c src/inject/sender.c -lpthread
+# The stand-in CUPTI: scripted activity records through the buffer callbacks.
+$(FAKECUPTI): tests/fakecupti/fakecupti.c src/inject/cupti_decl.h
+	$(call msg,FAKECUPTI,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -shared -fPIC -O1 -g -std=gnu11 -Wall -Wextra -Werror -Isrc/inject -o $@ $< -lpthread
+
 # ==== the stand-in driver and NCCL (tests/fakecuda, tests/fakenccl) ====
 # The stand-in driver: SONAME libcuda.so.1, cuda.h's signatures (tests/fakecuda/).
 $(FAKECUDA): tests/fakecuda/fakecuda.c tests/fakecuda/fakecuda.h | $(OUTPUT)/fakecuda
@@ -180,19 +202,21 @@ $(FAKECUDA): tests/fakecuda/fakecuda.c tests/fakecuda/fakecuda.h | $(OUTPUT)/fak
 $(FAKECUDA) $(APPS): tests/fakecuda/fakecuda_ext.h
 
 FAKENCCL_CFLAGS := -shared -fPIC -O1 -g -std=gnu11 -fno-omit-frame-pointer -fno-inline \
-	-fvisibility=hidden -Wall -Wextra -Werror -Itests/fakecuda -Itests/fakenccl
+	-fvisibility=hidden -Wall -Wextra -Werror -Itests/fakecuda -Itests/fakenccl -Isrc/inject
 
 $(FAKENCCL): tests/fakenccl/fakenccl.c tests/fakenccl/fakenccl.h tests/fakecuda/fakecuda.h \
+		tests/fakenccl/profhook.c tests/fakenccl/profhook.h src/inject/ncclprof_decl.h \
 		$(FAKECUDA) | $(OUTPUT)/fakenccl
 	$(call msg,FAKENCCL,$@)
-	$(Q)$(CC) $(FAKENCCL_CFLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< \
+	$(Q)$(CC) $(FAKENCCL_CFLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< tests/fakenccl/profhook.c \
 		-L$(OUTPUT)/fakecuda -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../fakecuda' -lpthread
 	$(Q)ln -sf libnccl.so.2 $(OUTPUT)/fakenccl/libnccl.so
 
 $(FAKENCCL_PARTIAL): tests/fakenccl/fakenccl.c tests/fakenccl/fakenccl.h tests/fakecuda/fakecuda.h \
+		tests/fakenccl/profhook.c tests/fakenccl/profhook.h src/inject/ncclprof_decl.h \
 		$(FAKECUDA) | $(OUTPUT)/fakenccl/partial
 	$(call msg,FAKENCCL,$@)
-	$(Q)$(CC) $(FAKENCCL_CFLAGS) -DFAKENCCL_PARTIAL -Wl,-soname,libnccl.so.2 -o $@ $< \
+	$(Q)$(CC) $(FAKENCCL_CFLAGS) -DFAKENCCL_PARTIAL -Wl,-soname,libnccl.so.2 -o $@ $< tests/fakenccl/profhook.c \
 		-L$(OUTPUT)/fakecuda -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../../fakecuda' -lpthread
 
 # The stand-in NVML (tests/fakenvml/): SONAME libnvidia-ml.so.1, scripted by FAKENVML_SCRIPT.
@@ -366,7 +390,12 @@ $(OUTPUT)/bundle/gpu/peer_matrix: tests/gpu/peer_matrix.cu
 # ==== the bundle: a folder to carry to another host ====
 # A folder to carry to another host (the GPU machine has no package registry): a static
 # gpuprobe, with the GPU test scripts beside it.
-bundle: $(OUTPUT)/bundle/gpuprobe $(OUTPUT)/bundle/dyn/gpuprobe
+bundle: $(OUTPUT)/bundle/gpuprobe $(OUTPUT)/bundle/dyn/gpuprobe $(patsubst $(OUTPUT)/%,$(OUTPUT)/bundle/%,$(INJECT_LIBS))
+
+# --gpu-time's libraries beside the bundle's binary (where it looks first)
+$(OUTPUT)/bundle/libgpuprobe_%.so: $(OUTPUT)/libgpuprobe_%.so
+	$(Q)mkdir -p $(@D)
+	$(Q)cp $< $@
 
 # The dynamically linked build with its libraries beside it (glibc excepted: the target's
 # is newer): `gpuprobe check` needs it to load a real driver, which static glibc cannot host.
@@ -543,10 +572,12 @@ bench-stacks: deps
 # seeded with a hand-made ELF, system libraries and real maps. FUZZ_SECONDS per target; an
 # input that runs past 5 s is a hang and fails the target.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_LIB := $(LIB_SRCS) src/modes/cudatrace/layouts.c
+FUZZ_LIB := $(LIB_SRCS) src/modes/cudatrace/layouts.c src/modes/gputime/gputime.c
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/unit/test_elfsym
-	$(Q)mkdir -p $(OUTPUT)/fuzz/seed-elfsym $(OUTPUT)/fuzz/seed-procmaps $(OUTPUT)/fuzz/seed-safeopen $(OUTPUT)/fuzz/seed-layouts
+	$(Q)mkdir -p $(OUTPUT)/fuzz/seed-elfsym $(OUTPUT)/fuzz/seed-procmaps $(OUTPUT)/fuzz/seed-safeopen $(OUTPUT)/fuzz/seed-layouts \
+		$(OUTPUT)/fuzz/seed-gputime
+	$(Q)printf '\002\003\000\100\000\000\000\000\000\001\000\000\000\000\000\000\000\002\000\000\000\000\000\000\000' > $(OUTPUT)/fuzz/seed-gputime/kernel
 	$(Q)printf '# c\ngpuprobe-layouts 1\ngnu-0a1b 0000000100000001 1 0\nfnv-9-ff 2 3 1000\n' > $(OUTPUT)/fuzz/seed-layouts/file
 	$(Q)$(OUTPUT)/unit/test_elfsym --write-mini-elf $(OUTPUT)/fuzz/seed-elfsym/mini.elf
 	$(Q)cp /lib/x86_64-linux-gnu/libdl.so.2 $(OUTPUT)/fuzz/seed-elfsym/ 2>/dev/null || true

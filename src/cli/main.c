@@ -422,7 +422,11 @@ static int setup(struct cli *c, char *err, size_t len)
 
 	if (!r)
 		r = resolve_libs(c, err, len);
-	if (!r && gp_opts.cmd) {
+	if (!r && gp_opts.cmd) /* what the command must inherit (--gpu-time's channel) */
+		r = gp_run__prepare_command(gp_opts.modes, err, len);
+	if (r)
+		return r;
+	if (gp_opts.cmd) {
 		r = spawn_command(c);
 		if (r)
 			snprintf(err, len, "cannot start %s: %s", gp_opts.cmd[0], strerror(-r));

@@ -196,6 +196,10 @@ struct gp_mode {
 	bool probe_hits;        /* its snapshots count the uprobe hits of its processes */
 	const struct gp_option *options; /* the options it owns; name NULL ends */
 
+	/* optional: before the CLI starts its command (before the run opens): what the
+	 * command's environment and inherited descriptors must carry (--gpu-time's channel and
+	 * libraries); 0 or -errno with one line in err */
+	int (*prepare_command)(char *err, size_t len);
 	/* bytes the run's ordered ring buffer should have at least unless --ringbuf-size is
 	 * given (NULL: no wish); asked before anything is opened */
 	uint64_t (*ring_bytes)(const struct gp_run *run);

@@ -46,6 +46,16 @@ unsigned int gp_run__needs(uint64_t modes)
 	return needs;
 }
 
+int gp_run__prepare_command(uint64_t modes, char *err, size_t len)
+{
+	int r = 0;
+
+	for (int i = 0; gp_modes[i] && !r; i++)
+		if (modes & (1ULL << i) && gp_modes[i]->prepare_command)
+			r = gp_modes[i]->prepare_command(err, len);
+	return r;
+}
+
 /* What the runtime's pieces share, now (the process tree and the budget once opened). */
 static struct objshare share_of(const struct gp_run *run)
 {

@@ -50,6 +50,9 @@ typedef void gp_exit_report_fn(struct gp_run *run, int slot, uint32_t pid);
 /* The union of the needs of the modes in the mask (bit i: gp_modes[i]). */
 unsigned int gp_run__needs(uint64_t modes);
 
+/* Each enabled mode's prepare_command, before the CLI starts its command: 0 or -errno with
+ * one line in err. */
+int gp_run__prepare_command(uint64_t modes, char *err, size_t len);
 /* A run of the enabled modes of o (not opened yet); NULL with a reason in err. */
 struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len);
 /*

@@ -32,7 +32,7 @@ struct gp_timeline {
 	void *listener_ctx;
 };
 
-static const char *const lane_kind[GP_LANE__COUNT] = { "call", "ioctl", "nccl" };
+static const char *const lane_kind[GP_LANE__COUNT] = { "call", "ioctl", "nccl", "gpu" };
 
 struct gp_timeline *gp_timeline__open(trace_sink_open_fn *open, const char *path, int chrome, char *err,
 				      size_t len)

@@ -22,6 +22,7 @@ enum gp_lane {
 	GP_LANE_CALL,  /* driver calls (--trace) */
 	GP_LANE_IOCTL, /* nvidia ioctls (--ioctl) */
 	GP_LANE_NCCL,  /* NCCL calls (--nccl), group boundaries included */
+	GP_LANE_GPU,   /* work on the GPU (--gpu-time): tid is device << 16 | stream's low 16 bits */
 	GP_LANE__COUNT,
 };
 

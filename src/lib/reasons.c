@@ -33,6 +33,12 @@ static const struct {
 	/* a CPython code object's copy lost (ring full): sent again at its next sight; a
 	 * stack of it read after its process exited shows the frame unnamed (python_unnamed) */
 	[GP_R_PYTHON_CODE_LOST] = { "python_code_lost", false },
+	/* --gpu-time: each a record (or datagram) of exact GPU time not counted */
+	[GP_R_GPUTIME_REFUSED] = { "gputime_refused", true },
+	[GP_R_GPUTIME_FLOOD] = { "gputime_flood", true },
+	[GP_R_GPUTIME_CAPS] = { "gputime_caps", true },
+	[GP_R_GPUTIME_NOT_SENT] = { "gputime_not_sent", true },
+	[GP_R_GPUTIME_SOURCE_LOST] = { "gputime_source_lost", true },
 };
 
 const char *gp_reason_name(int reason)

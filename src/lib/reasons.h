@@ -30,6 +30,11 @@ enum gp_reason {
 	GP_R_NCCL_COMM_TABLE_FULL, /* --nccl: a process's communicators past the table's size */
 	GP_R_PENDING_SHARE_FULL,   /* a process or user held its share of the entry->return table */
 	GP_R_PYTHON_CODE_LOST,     /* a code object's copy lost: its frames named only while it lives */
+	GP_R_GPUTIME_REFUSED,      /* --gpu-time: a datagram or record refused (oversized, malformed, no sender) */
+	GP_R_GPUTIME_FLOOD,        /* --gpu-time: datagrams past a process's share of one read */
+	GP_R_GPUTIME_CAPS,         /* --gpu-time: records past the process table's or a process's caps */
+	GP_R_GPUTIME_NOT_SENT,     /* --gpu-time: records a traced process's library could not send */
+	GP_R_GPUTIME_SOURCE_LOST,  /* --gpu-time: records CUPTI says it lost (its buffers full) */
 	GP_R__COUNT,
 };
 

@@ -13,6 +13,7 @@ extern const struct gp_mode gp_mode_bandwidth;
 extern const struct gp_mode gp_mode_ioctl;
 extern const struct gp_mode gp_mode_trace;
 extern const struct gp_mode gp_mode_nccl;
+extern const struct gp_mode gp_mode_gputime;
 
 const struct gp_mode *const gp_modes[] = {
 	&gp_mode_memleak,
@@ -21,5 +22,6 @@ const struct gp_mode *const gp_modes[] = {
 	&gp_mode_ioctl,
 	&gp_mode_nccl,
 	&gp_mode_trace,
+	&gp_mode_gputime,
 	NULL,
 };

@@ -17,6 +17,8 @@
  * calls on NCCL_TID_BASE + T, "nccl (tid T)" */
 #define IOCTL_TID_BASE 1000000000U
 #define NCCL_TID_BASE 2000000000U
+/* GPU work (--gpu-time) of device D, stream S on GPU_TID_BASE + (D << 16 | S), "GPU D stream S" */
+#define GPU_TID_BASE 3000000000U
 /* JSON nesting convert accepts in a record (records nest 3 deep) */
 #define CONVERT_JSON_DEPTH 16
 
@@ -150,7 +152,7 @@ void trace_writer__event(struct trace_writer *w, const char *kind, uint32_t pid,
 			 json_object *args)
 {
 	json_object *o = json_object_new_object();
-	bool ioctl = !strcmp(kind, "ioctl"), nccl = !strcmp(kind, "nccl");
+	bool ioctl = !strcmp(kind, "ioctl"), nccl = !strcmp(kind, "nccl"), gpu = !strcmp(kind, "gpu");
 
 	if (w->fmt == TRACE_JSONL) {
 		json_object_object_add(o, "type", json_object_new_string(kind));
@@ -162,14 +164,17 @@ void trace_writer__event(struct trace_writer *w, const char *kind, uint32_t pid,
 		json_object_object_add(o, "ret", json_object_new_int64(ret));
 		json_object_object_add(o, "args", args ? args : json_object_new_object());
 	} else {
-		uint32_t track = ioctl ? IOCTL_TID_BASE + tid : nccl ? NCCL_TID_BASE + tid : tid;
+		uint32_t track = ioctl ? IOCTL_TID_BASE + tid : nccl ? NCCL_TID_BASE + tid :
+				 gpu ? GPU_TID_BASE + (tid & 0x3fffffffU) : tid;
 		uint64_t key = ((uint64_t)pid << 32) | track;
 
 		if (!u64map__get(w->named, key)) {
 			char buf[64];
 
 			u64map__put(w->named, key, (void *)1);
-			if (ioctl || nccl)
+			if (gpu)
+				snprintf(buf, sizeof(buf), "GPU %u stream %u", (tid >> 16) & 0x3fffU, tid & 0xffffU);
+			else if (ioctl || nccl)
 				snprintf(buf, sizeof(buf), "%s (tid %u)", kind, tid);
 			else
 				snprintf(buf, sizeof(buf), "tid %u", tid);
@@ -179,7 +184,7 @@ void trace_writer__event(struct trace_writer *w, const char *kind, uint32_t pid,
 			args = json_object_new_object();
 		json_object_object_add(args, "ret", json_object_new_int64(ret));
 		json_object_object_add(o, "name", json_object_new_string(name));
-		json_object_object_add(o, "cat", json_object_new_string(ioctl ? "ioctl" : nccl ? "nccl" : "cuda"));
+		json_object_object_add(o, "cat", json_object_new_string(ioctl ? "ioctl" : nccl ? "nccl" : gpu ? "gpu" : "cuda"));
 		json_object_object_add(o, "ph", json_object_new_string("X"));
 		json_object_object_add(o, "ts", num__json_us(ts_ns));
 		json_object_object_add(o, "dur", num__json_us(dur_ns));
@@ -432,7 +437,7 @@ static enum rec convert_record(struct trace_writer *w, json_object *o, json_obje
 		json_object_object_del(*summary, "type");
 		return REC_OK;
 	}
-	if (!strcmp(type, "call") || !strcmp(type, "ioctl") || !strcmp(type, "nccl"))
+	if (!strcmp(type, "call") || !strcmp(type, "ioctl") || !strcmp(type, "nccl") || !strcmp(type, "gpu"))
 		return convert_event(w, o, type);
 	if (!strcmp(type, "instant"))
 		return convert_instant(w, o);

@@ -64,6 +64,7 @@
 #define _GNU_SOURCE
 #include "fakecuda.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
 #include <pthread.h>
@@ -2070,6 +2071,29 @@ __attribute__((destructor)) static void fake_teardown(void)
 /* Exported API.  Each function only calls static helpers (see top).       */
 /* ======================================================================== */
 
+/*
+ * CUDA loads the library CUDA_INJECTION64_PATH names at the first cuInit and calls its
+ * InitializeInjection (how CUPTI-based tools get in): the stand-in does the same, so that
+ * gpuprobe --gpu-time's libgpuprobe_cupti.so is tested as CUDA runs it.
+ */
+static void fakecuda_inject(void)
+{
+	const char *path = getenv("CUDA_INJECTION64_PATH");
+	void *h;
+	int (*init)(void);
+
+	if (!path || !*path)
+		return;
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "fakecuda: CUDA_INJECTION64_PATH: %s\n", dlerror());
+		return;
+	}
+	*(void **)&init = dlsym(h, "InitializeInjection");
+	if (init)
+		init();
+}
+
 CUresult cuInit(unsigned int Flags)
 {
 	CUresult rc = CUDA_SUCCESS;
@@ -2122,6 +2146,9 @@ CUresult cuInit(unsigned int Flags)
 	g.next_handle = 0xcafe000000000000ull;
 	g.handles.no_reuse = true;
 	g.inited = true;
+	UNLOCK();
+	fakecuda_inject();	/* the first successful cuInit, as CUDA does */
+	return rc;
 out:
 	UNLOCK();
 	return rc;
