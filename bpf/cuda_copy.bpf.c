@@ -46,6 +46,11 @@ struct {
 __u64 cdrops[GP_CDROP__COUNT];
 __u64 small_copies, small_bytes; /* below --min-bytes: counted, not sent */
 __u64 failed_copies, zero_copies;
+/* cuStreamQuery/cuEventQuery that returned CUDA_ERROR_NOT_READY: a poll loop's, counted
+ * here and never sent (nccl-tests and PyTorch's watchdog poll thousands of times a second) */
+__u64 polls;
+
+#define CUDA_ERROR_NOT_READY 600
 
 #define count_drop(what) gp_count_drop(cdrops, what)
 
@@ -76,7 +81,14 @@ static __always_inline bool is_sync(__u32 api)
 {
 	return api == GP_API_cuStreamSynchronize || api == GP_API_cuStreamSynchronize_ptsz ||
 	       api == GP_API_cuCtxSynchronize || api == GP_API_cuCtxSynchronize_v2 ||
-	       api == GP_API_cuEventSynchronize;
+	       api == GP_API_cuEventSynchronize || api == GP_API_cuStreamQuery ||
+	       api == GP_API_cuStreamQuery_ptsz || api == GP_API_cuEventQuery ||
+	       api == GP_API_cuEventElapsedTime || api == GP_API_cuEventElapsedTime_v2;
+}
+
+static __always_inline bool is_query(__u32 api)
+{
+	return api == GP_API_cuStreamQuery || api == GP_API_cuStreamQuery_ptsz || api == GP_API_cuEventQuery;
 }
 
 static __always_inline int copy_enter_body(struct pt_regs *ctx)
@@ -313,12 +325,24 @@ static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
 {
 	struct gp_aux_event *e;
 	__u64 handle = c->a[0], aux = 0;
+	__u32 ms_bits = 0;
 
 	switch (c->api) {
 	case GP_API_cuEventRecord:
 	case GP_API_cuEventRecord_ptsz:
+	case GP_API_cuEventRecordWithFlags:
+	case GP_API_cuEventRecordWithFlags_ptsz:
+	case GP_API_cuStreamWaitEvent:
+	case GP_API_cuStreamWaitEvent_ptsz:
 	case GP_API_cuMemHostRegister_v2:
 		aux = c->a[1];
+		break;
+	case GP_API_cuEventElapsedTime:
+	case GP_API_cuEventElapsedTime_v2:
+		/* (float *ms, start, end): the GPU's time, read at return */
+		handle = c->a[1];
+		aux = c->a[2];
+		ms_bits = rd32(c->a[0], 0);
 		break;
 	case GP_API_cuCtxPopCurrent_v2:
 		handle = c->a[0] ? rd64(c->a[0], 0) : 0;
@@ -372,7 +396,7 @@ static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
 	e->handle = handle;
 	e->aux = aux;
 	e->epoch = c->epoch;
-	e->_pad = 0;
+	e->ms_bits = ms_bits;
 	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 }
 
@@ -393,6 +417,8 @@ static __always_inline int copy_leave_body(struct pt_regs *ctx)
 	if ((__u32)PT_REGS_RC(ctx) != 0) {
 		if (c->layout != GP_CL_NONE)
 			__sync_fetch_and_add(&failed_copies, 1);
+		else if ((__u32)PT_REGS_RC(ctx) == CUDA_ERROR_NOT_READY && is_query(c->api))
+			__sync_fetch_and_add(&polls, 1);
 	} else if (c->layout != GP_CL_NONE) {
 		emit_copy(c, id, now);
 	} else {

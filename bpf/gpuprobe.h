@@ -179,7 +179,10 @@ struct gp_exit_event {
  * syncs: handle = stream, event or context, ts = return; cuEventRecord: handle = event,
  * aux = stream; cuCtxSetCurrent/PushCurrent: handle = context; PopCurrent: handle =
  * popped context; PrimaryCtxRetain/CtxCreate: handle = context, aux = device ordinal;
- * cuMemHostRegister_v2: handle = address, aux = bytes; cuMemHostUnregister: handle. */
+ * cuMemHostRegister_v2: handle = address, aux = bytes; cuMemHostUnregister: handle;
+ * cuStreamQuery/cuEventQuery (CUDA_SUCCESS only): handle = stream or event;
+ * cuStreamWaitEvent: handle = stream, aux = event; cuEventElapsedTime: handle = start,
+ * aux = end, ms_bits = the float *pMilliseconds at return. */
 struct gp_aux_event {
 	__u32 type; /* GP_EV_AUX */
 	__u32 api;
@@ -189,7 +192,7 @@ struct gp_aux_event {
 	__u64 handle;
 	__u64 aux;
 	__u32 epoch; /* synchronizations: GP_EPOCH_*, or the window's number at entry */
-	__u32 _pad;
+	__u32 ms_bits; /* cuEventElapsedTime's float result, its bits; else 0 */
 };
 
 enum gp_cdrop {

@@ -16,6 +16,7 @@
 #include "attach.h"
 #include "bandwidth.h"
 #include "bandwidth_mode.h"
+#include "cuctx.h"
 #include "cuda_copy.skel.h"
 #include "events.h"
 #include "modeshare.h"
@@ -135,7 +136,8 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	 * thousands of times a second, and one window's answer names the thread's GPU */
 	for (int i = 0; i < n; i++) {
 		bool sampled = i >= ncopy || GP_COOKIE_API(cookies[i]) == GP_API_cuCtxGetDevice ||
-			       GP_COOKIE_API(cookies[i]) == GP_API_cuCtxGetDevice_v2;
+			       GP_COOKIE_API(cookies[i]) == GP_API_cuCtxGetDevice_v2 ||
+			       cu_signal_api(GP_COOKIE_API(cookies[i]));
 
 		syncs[i] = sampled ? offsets[i] : -1;
 		if (sampled)
@@ -230,6 +232,7 @@ static void fill(struct bw_mode *m, struct bw_snap *s)
 	s->small_bytes = __atomic_load_n(&m->skel->bss->small_bytes, __ATOMIC_RELAXED);
 	s->failed_copies = __atomic_load_n(&m->skel->bss->failed_copies, __ATOMIC_RELAXED);
 	s->zero_copies = __atomic_load_n(&m->skel->bss->zero_copies, __ATOMIC_RELAXED);
+	s->polls = __atomic_load_n(&m->skel->bss->polls, __ATOMIC_RELAXED);
 	s->min_bytes = bw_settings.min_bytes;
 }
 
