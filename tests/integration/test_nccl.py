@@ -187,7 +187,8 @@ def test_completion_and_bandwidth_bounds():
         # (an emulated CPU stretches the measured time: 0.10 of it on 6.1 in QEMU)
         check(big[0]["busbw_bytes_per_second_lower_bound"] > 0.2 * gbps * 1e9 / gp.TIME_SLACK,
               f"busbw lower bound {big[0]['busbw_bytes_per_second_lower_bound']}")
-        eq(big[0]["completed_by"], {"stream": 4, "context": 0, "event": 0}, "by the stream sync")
+        eq(big[0]["completed_by"], {"stream": 4, "context": 0, "event": 0, "stream_query": 0, "event_query": 0,
+                                     "event_elapsed": 0}, "by the stream sync")
 
 
 def test_bad_calls_counted():
