@@ -189,6 +189,15 @@ def test_completion_and_bandwidth_bounds():
               f"busbw lower bound {big[0]['busbw_bytes_per_second_lower_bound']}")
         eq(big[0]["completed_by"], {"stream": 4, "context": 0, "event": 0, "stream_query": 0, "event_query": 0,
                                      "event_elapsed": 0}, "by the stream sync")
+        eq(big[0]["by_signal"]["stream"]["size_bytes"], big[0]["size_bytes"], "the stream sync's size")
+        # nccl_app times these 4 calls with CUDA events (cuEventElapsedTime after the sync):
+        # their GPU time is 4 x (5 us + 1 MiB / 2 GB/s), a tighter figure than the window's
+        ev = big[0]["event_elapsed"]
+        eq([ev["windows"], ev["size_bytes"]], [1, big[0]["size_bytes"]], "the 4 calls between the events")
+        check(0.8 * gbps * 1e9 <= ev["busbw_bytes_per_second"] <= gbps * 1e9,
+              f"busbw from events {ev['busbw_bytes_per_second']}: within 0.8x of the stand-in's {gbps} GB/s")
+        check(ev["busbw_bytes_per_second"] >= big[0]["busbw_bytes_per_second_lower_bound"],
+              "the events' figure is at least the window's bound")
 
 
 def test_bad_calls_counted():
