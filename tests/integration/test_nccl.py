@@ -200,6 +200,27 @@ def test_completion_and_bandwidth_bounds():
               "the events' figure is at least the window's bound")
 
 
+def test_polled_completions():
+    """--poll: the AllGather batch waited for by cuStreamQuery polls (nccl-tests' way), the
+    ReduceScatter batch by cuEventQuery polls on an event recorded after it (PyTorch's
+    watchdog): each completed by that signal, bounds below the stand-in's rate, and the
+    NOT_READY results counted, never sent."""
+    gbps = 2.0
+    rep, t, _ = job(2, ["--n", "4", "--poll"], env={"FAKENCCL_BUSBW_GBPS": str(gbps)})
+    eq(rep["polls"], sum(rk["polls"] for rk in t["ranks"]), "NOT_READY results of every rank")
+    want = {"ncclAllGather": "stream_query", "ncclReduceScatter": "event_query"}
+    for rk in t["ranks"]:
+        world = by_pid(rep)[rk["pid"]]["comms"][0]
+        polled = [x for x in world["completion"] if x["call"] in want and x["calls"] == 4]  # the loops' batches
+        for x in polled:
+            k = want[x["call"]]
+            eq(x["completed_by"][k], x["calls"], f"{x['call']}: completed by {k}")
+            eq(x["by_signal"][k]["size_bytes"], x["size_bytes"], f"{x['call']}: its size under {k}")
+            bus = x["by_signal"][k]["busbw_bytes_per_second_lower_bound"]
+            check(bus is not None and bus <= gbps * 1e9 * 1.02, f"{x['call']}: busbw {bus} <= {gbps} GB/s")
+        eq(sorted(x["call"] for x in polled), sorted(want), "both batches seen")
+
+
 def test_bad_calls_counted():
     rep, t, _ = job(2, ["--bad", "--n", "1"])
     for rk in t["ranks"]:

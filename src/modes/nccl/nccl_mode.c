@@ -241,6 +241,7 @@ static void fill_drops(struct nccl_mode *m, struct nccl_snap *s)
 	n += gp_run__drops(m->run, s->drops + n);
 	s->hdr.drops = s->drops;
 	s->hdr.nr_drops = n;
+	s->polls = __atomic_load_n(&m->skel->bss->polls, __ATOMIC_RELAXED);
 }
 
 static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_snap_kind kind, uint32_t pid)

@@ -438,6 +438,7 @@ void nccl_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run 
 		json_object_array_add(ms, json_matrix(&s->d.matrices[i]));
 	json_object_object_add(o, "communicators", ms);
 	json_object_object_add(o, "libraries", json_libs(s));
+	json_object_object_add(o, "polls", json_object_new_uint64(s->polls));
 }
 
 /* ---- --trace ---- */
