@@ -551,16 +551,7 @@ def progcost(have_bt, results):
 # What a stack costs per allocation (issue 15)
 
 STK_ARGS = ["-n", "2000", "-r", "5", "-w", "200", "-R", "5000", "-H", "0.5"]
-STK_QF = "cuEventQuery"
-QUERY_CFGS = [
-    dict(name="plain", kind="plain", label="no tracer (before issue 34 no mode probed cuEventQuery)"),
-    dict(name="floor_multi_ret", kind="empty", flags=["--multi", "--ret"], funcs=QF,
-         label="floor: empty uprobe + uretprobe (uprobe_multi, as gpuprobe)"),
-    dict(name="gp_bw", kind="gp", flags=["--bandwidth-util"], need="bw",
-         label="gpuprobe --bandwidth-util (NOT_READY: counted in BPF, no record)"),
-]
-
-FAMILIES = {
+STK_FAMILIES = {
     "c": dict(title="C, -O2 -fomit-frame-pointer (bench/stacks_workload.c)",
               work=[STK_WL] + STK_ARGS, cfgs=[
                   dict(name="plain", kind="plain", label="no tracer"),
