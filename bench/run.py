@@ -1692,7 +1692,7 @@ def analysis(results):
                       at["gp_gen_perf"]["total_s"] - at["gp_gen"]["total_s"], per_link * 1e3))
         n.append(s)
     pc = results.get("percall")
-    if not pc:
+    if not pc or "launch" not in pc:  # BENCH_FAMILIES without launch: no launch analysis
         return n
     lf = {c["name"]: med(c["ns"]) for c in pc["launch"]["cfgs"]}
     add = {k: v - lf["plain"] for k, v in lf.items()}
