@@ -225,8 +225,9 @@ static void text_pairs(FILE *f, const struct bw_snap_proc *p, const struct bw_li
 		   "    covered them (a lower bound; the calls return before the copy is done):\n");
 	text_matrix(f, p, links, gpus, n, true);
 	fprintf(f, "    %s of %s completed by a signal:", gp_text__count(done).s, gp_text__count(copies).s);
-	for (int k = 0; k < BW_SYNC__COUNT; k++)
-		fprintf(f, "%s %s %s", k ? "," : "", signal_label((enum bw_sync_kind)k), gp_text__count(by[k]).s);
+	for (int k = 0; k < BW_SYNC__COUNT; k++) /* the three syncs always, the other signals when they did */
+		if (k <= BW_SYNC_EVENT || by[k])
+			fprintf(f, "%s %s %s", k ? "," : "", signal_label((enum bw_sync_kind)k), gp_text__count(by[k]).s);
 	fputc('\n', f);
 	for (size_t i = 0; i < p->nr_pairs; i++) {
 		char what[64];
@@ -253,6 +254,8 @@ static void text_proc(FILE *f, const struct bw_snap_proc *p, const struct bw_lin
 		const struct bw_stat *x = &p->stats[s];
 		char what[64];
 
+		if (x->dir == BW_D2D || x->dir == BW_PEER)
+			continue; /* its pairs say it, below */
 		if (x->gpu < 0)
 			snprintf(what, sizeof(what), "%s asynchronous", bw_dir_name(x->dir));
 		else
