@@ -104,5 +104,38 @@ def test_text():
         check(s in out, f"{s!r} in the text report:\n{out[-3000:]}")
 
 
+def test_prometheus():
+    """The daemon's series by signal (only the signals that completed copies), from events,
+    and the polls, against the program's account; promtool accepts the exposition."""
+    import subprocess
+    import test_daemon as td
+    d = td.start_daemon(["--retention", "5"], modes=("--bandwidth-util",))
+    try:
+        r = gp.run([APP], env=dict(td.ENV, **ENV))
+        eq(r.returncode, 0, f"completion_app: {r.stderr[-500:]}")
+        t = gp.truth(r.stderr)
+        pid, size = t["pid"], t["size"]
+        td.wait_metric(d.port, "gpuprobe_cuda_memcpy_event_bytes_total", 2 * t["n"] * size, timeout=10,
+                       pid=pid, gpu="3", direction="H2D")
+        text = td.settled(d.port, pid=pid)
+        got = {(l["gpu"], l["signal"]): v for n, l, v in td.samples(text)
+               if n == "gpuprobe_cuda_memcpy_signal_bytes_total" and l["pid"] == str(pid)}
+        want = {(g, k): c * size for g, ph in t["phases"].items() for k, c in ph["completed_by"].items()}
+        eq(got, want, "bytes per (GPU, signal): a series only for the signals that completed copies")
+        for (g, k) in want:
+            s = td.value(text, "gpuprobe_cuda_memcpy_signal_upper_bound_seconds_total", pid=pid, gpu=g, signal=k)
+            check(s and want[(g, k)] / s <= t["bytes_per_s"] * 1.0001, f"GPU {g} {k}: a lower bound ({s} s)")
+        gs = td.value(text, "gpuprobe_cuda_memcpy_event_gpu_seconds_total", pid=pid, gpu="3", direction="H2D")
+        ms = t["phases"]["3"]["elapsed_ms"]
+        check(sum(ms) / 1e3 <= gs <= sum(ms) / 1e3 + 1e-8, f"event GPU seconds {gs}: the program's {ms} ms")
+        polls = td.value(text, "gpuprobe_cuda_polls_total")
+        check(polls is not None and polls >= t["polls"], f"polls {polls} (every traced process): >= the program's {t['polls']}")
+        p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+        eq(p.returncode, 0, f"promtool check metrics: {p.stdout}{p.stderr}")
+        td.stop(d)
+    finally:
+        d.kill()
+
+
 if __name__ == "__main__":
     gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])

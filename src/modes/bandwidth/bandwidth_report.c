@@ -532,7 +532,31 @@ static const char *const fams[] = {
 	"gpuprobe_cuda_memcpy_pageable_bytes_total",
 	"gpuprobe_cuda_copy_pair_copies_total", "gpuprobe_cuda_copy_pair_bytes_total",
 	"gpuprobe_cuda_copy_pair_completed_bytes_total", "gpuprobe_cuda_copy_pair_upper_bound_seconds_total",
+	"gpuprobe_cuda_memcpy_signal_bytes_total", "gpuprobe_cuda_memcpy_signal_upper_bound_seconds_total",
+	"gpuprobe_cuda_memcpy_event_bytes_total", "gpuprobe_cuda_memcpy_event_gpu_seconds_total",
 };
+
+/* A row's figures by completion signal (only the signals that completed copies) and from events. */
+static void prom_signals(struct prom_out *p, const struct gp_snap_pid *pp, const char *gpu, const struct bw_stat *x)
+{
+	const struct bw_signals *g = &x->sig;
+
+	for (int k = 0; k < BW_SYNC__COUNT; k++) {
+		const char *kv[] = { "gpu", gpu, "direction", bw_dir_name(x->dir), "signal",
+				     bw_sync_kind_name((enum bw_sync_kind)k), NULL };
+
+		if (!g->bytes[k])
+			continue;
+		prom__u64(p, fams[9], pp, kv, g->bytes[k]);
+		prom__secs(p, fams[10], pp, kv, secs(g->ns[k]));
+	}
+	if (g->event_windows) {
+		const char *kv[] = { "gpu", gpu, "direction", bw_dir_name(x->dir), NULL };
+
+		prom__u64(p, fams[11], pp, kv, g->event_bytes);
+		prom__secs(p, fams[12], pp, kv, secs(g->event_ns));
+	}
+}
 
 static void prom_stats(struct prom_out *p, const struct gp_snap_pid *pp, const struct bw_snap_proc *sp)
 {
@@ -548,6 +572,7 @@ static void prom_stats(struct prom_out *p, const struct gp_snap_pid *pp, const s
 		prom__secs(p, fams[2], pp, kv, secs(x->sync_ns));
 		prom__secs(p, fams[3], pp, kv, secs(x->async_ns));
 		prom__u64(p, fams[4], pp, kv, x->pageable_bytes);
+		prom_signals(p, pp, gpu, x);
 	}
 	for (size_t j = 0; j < sp->nr_pairs; j++) {
 		const struct bw_pair *x = &sp->pairs[j];
@@ -606,6 +631,8 @@ int bw_report__prom(struct prom_out *p, const struct gp_snap *hdr, struct gp_run
 	}
 	prom__family(p, "gpuprobe_cuda_memcpy_small_calls_total");
 	prom__u64(p, "gpuprobe_cuda_memcpy_small_calls_total", NULL, NULL, s->small_copies);
+	prom__family(p, "gpuprobe_cuda_polls_total");
+	prom__u64(p, "gpuprobe_cuda_polls_total", NULL, NULL, s->polls);
 	prom_links(p, &s->links);
 	free(pids); /* prom.c tells records apart by pointer while they are added, no later */
 	return 0;
