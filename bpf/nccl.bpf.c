@@ -448,8 +448,9 @@ int nccl_cuda_leave(struct pt_regs *ctx)
 		return 0; /* in flight at attach: nothing to pair */
 	/* syncs matter only in processes that use NCCL; contexts come before NCCL is used */
 	rc = (__u32)PT_REGS_RC(ctx);
-	if (rc == CUDA_ERROR_NOT_READY) { /* a poll: counted, never sent */
-		__sync_fetch_and_add(&polls, 1);
+	if (rc == CUDA_ERROR_NOT_READY && (c->api == GP_API_cuStreamQuery || c->api == GP_API_cuStreamQuery_ptsz ||
+					   c->api == GP_API_cuEventQuery)) {
+		__sync_fetch_and_add(&polls, 1); /* a poll: counted, never sent */
 		goto out;
 	}
 	if (rc != 0 || (is_sync(c->api) && !bpf_map_lookup_elem(&nccl_procs, &tgid)))
