@@ -52,6 +52,20 @@ __u64 polls;
 
 #define CUDA_ERROR_NOT_READY 600
 
+/* Processes that sent a copy record: only their successful queries and elapsed times are
+ * sent (a process that never copied has nothing they could complete: counted in
+ * quiet_signals). When the table was full once, every signal is sent (copy_procs_full):
+ * a process left out must not lose its completions. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192); /* --max-procs */
+	__type(key, __u32);
+	__type(value, __u8);
+} copy_procs SEC(".maps");
+
+__u64 quiet_signals;
+__u32 copy_procs_full;
+
 #define count_drop(what) gp_count_drop(cdrops, what)
 
 static __always_inline int copy_enter_traced(struct pt_regs *ctx, __u64 id, __u32 api, __u32 layout,
@@ -291,6 +305,8 @@ static __always_inline void emit_copy(struct call *c, __u64 id, __u64 now)
 		count_drop(GP_CDROP_RINGBUF);
 		return;
 	}
+	if (!gp_remember_proc(&copy_procs, l.pid = id >> 32))
+		copy_procs_full = 1;
 	l.type = GP_EV_COPY;
 	l.api = c->api;
 	l.pid = id >> 32;
@@ -383,6 +399,15 @@ static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
 	default:
 		break;
 	}
+	if ((is_query(c->api) || c->api == GP_API_cuEventElapsedTime || c->api == GP_API_cuEventElapsedTime_v2) &&
+	    !copy_procs_full) {
+		__u32 tgid = id >> 32;
+
+		if (!bpf_map_lookup_elem(&copy_procs, &tgid)) {
+			__sync_fetch_and_add(&quiet_signals, 1);
+			return;
+		}
+	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(GP_CDROP_RINGBUF);
@@ -449,5 +474,10 @@ int copy_proc_exit(void *ctx)
 
 	bpf_map_delete_elem(&thread_gpu, &id);
 	gp_inflight_exit(&calls, 0);
+	if (gp_process_dead()) {
+		__u32 tgid = id >> 32;
+
+		bpf_map_delete_elem(&copy_procs, &tgid);
+	}
 	return 0;
 }

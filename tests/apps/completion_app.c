@@ -15,6 +15,8 @@
  *   GPU 3  two windows timed by events: record, --n copies, record; the first closed by
  *          cuEventSynchronize then cuEventElapsedTime, the second by cuEventElapsedTime
  *          retried until it returns CUDA_SUCCESS (a completion signal itself).
+ * --idle-queries K: only K cuStreamQuery of the idle legacy stream (each CUDA_SUCCESS) and
+ * no copy: gpuprobe sends none of them (quiet_signals).
  * The ground truth (last JSON line on stderr): the stand-in's copy rate, per phase its
  * copies, bytes and the signal that completed them, the NOT_READY results of the queries
  * (polls), and the elapsed times the program read.
@@ -27,7 +29,7 @@
 #include "common.h"
 #include "fakecuda_ext.h"
 
-static const char usage[] = "[--n N] [--size BYTES] [--poll-us US] [--wait]";
+static const char usage[] = "[--n N] [--size BYTES] [--poll-us US] [--idle-queries K] [--wait]";
 
 static unsigned long long n = 4, size = 8ull << 20, poll_us = 100, polls;
 static void *host;
@@ -140,6 +142,7 @@ static void phase_elapsed(void)
 int main(int argc, char **argv)
 {
 	struct fakecuda_config cfg;
+	unsigned long long idle = 0;
 	int wait = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -149,6 +152,8 @@ int main(int argc, char **argv)
 			n = app_parse_u64(argv[i], argv[i + 1]), i++;
 		else if (i + 1 < argc && !strcmp(argv[i], "--size"))
 			size = app_parse_u64(argv[i], argv[i + 1]), i++;
+		else if (i + 1 < argc && !strcmp(argv[i], "--idle-queries"))
+			idle = app_parse_u64(argv[i], argv[i + 1]), i++;
 		else if (i + 1 < argc && !strcmp(argv[i], "--poll-us"))
 			poll_us = app_parse_u64(argv[i], argv[i + 1]), i++;
 		else
@@ -160,6 +165,12 @@ int main(int argc, char **argv)
 	if (fakecuda_config(&cfg)) {
 		fprintf(stderr, "completion_app: needs the stand-in driver\n");
 		return 1;
+	}
+	if (idle) {
+		for (unsigned long long i = 0; i < idle; i++)
+			CHECK(cuStreamQuery(NULL));
+		fprintf(stderr, "{\"pid\":%d,\"api\":\"completion\",\"idle_queries\":%llu}\n", (int)getpid(), idle);
+		return 0;
 	}
 	CHECK(cuMemAllocHost_v2(&host, size));
 	if (wait)

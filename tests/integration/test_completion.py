@@ -95,6 +95,19 @@ def test_busy_poll_loop_counted():
     eq(rep["dropped_events"], 0, "dropped events")
 
 
+def test_queries_without_copies_are_not_sent():
+    # a process that never copied: its successful queries could complete nothing; BPF
+    # counts them (quiet_signals) and sends no record
+    r = gp.gpuprobe(BASE, cmd=[APP, "--idle-queries", "500"], env=ENV, timeout=120)
+    eq(r.returncode, 0, f"exit status ({r.stderr[-800:]})")
+    t = gp.truth(r.stderr)
+    rep = gp.final(r.stdout, "bandwidth")
+    eq(rep["quiet_signals"], t["idle_queries"], "successful queries of a process without copies: counted, not sent")
+    eq(rep["polls"], 0, "no NOT_READY")
+    rep2, p, t2 = run()
+    eq(rep2["quiet_signals"], 0, "a process that copies: every signal sent")
+
+
 def test_text():
     r = gp.gpuprobe(["--bandwidth-util", "--libcuda", FAKECUDA], cmd=[APP], env=ENV, timeout=120)
     eq(r.returncode, 0, "exit status")

@@ -87,6 +87,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	gp_run__prepare_sampled(run, &m->sprobes, &m->probes, m->skel->progs.copy_enter_ev, m->skel->progs.copy_leave_ev);
 	m->skel->rodata->min_bytes = bw_settings.min_bytes;
 	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
+	bpf_map__set_max_entries(m->skel->maps.copy_procs, (__u32)run->o->max_procs);
 	gp_run__set_shares(run, m->skel);
 	/* copies are priced under a budget, synchronizations sampled (m_attach) */
 	r = gp_run__adopt_hits(run, m->skel);
@@ -233,6 +234,7 @@ static void fill(struct bw_mode *m, struct bw_snap *s)
 	s->failed_copies = __atomic_load_n(&m->skel->bss->failed_copies, __ATOMIC_RELAXED);
 	s->zero_copies = __atomic_load_n(&m->skel->bss->zero_copies, __ATOMIC_RELAXED);
 	s->polls = __atomic_load_n(&m->skel->bss->polls, __ATOMIC_RELAXED);
+	s->quiet_signals = __atomic_load_n(&m->skel->bss->quiet_signals, __ATOMIC_RELAXED);
 	s->min_bytes = bw_settings.min_bytes;
 }
 

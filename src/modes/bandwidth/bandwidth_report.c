@@ -523,6 +523,7 @@ void bw_report__json(json_object *o, const struct gp_snap *hdr, struct gp_run *r
 	json_object_object_add(o, "zero_byte_copies", json_object_new_uint64(s->zero_copies));
 	json_object_object_add(o, "failed_copies", json_object_new_uint64(s->failed_copies));
 	json_object_object_add(o, "polls", json_object_new_uint64(s->polls));
+	json_object_object_add(o, "quiet_signals", json_object_new_uint64(s->quiet_signals));
 	json_object_object_add(o, "links", json_links(&s->links));
 }
 
