@@ -31,7 +31,8 @@ Sections (all by default; --only picks some):
             highest rate held exactly and the rate where counted losses begin.
 Configurations that need an option this gpuprobe lacks (see its --help) are skipped.
 
-Environment: BENCH_REPS (7), BENCH_SOAK_SECONDS (60), BENCH_ATTACH_FUNCS (700),
+Environment: BENCH_FAMILIES (percall's families, comma-separated: launch, allocfree, copy,
+query; all by default), BENCH_REPS (7), BENCH_SOAK_SECONDS (60), BENCH_ATTACH_FUNCS (700),
 BENCH_OUT (docs/benchmarks.md). Raw figures go to .output/bench/results.json (--only: to
 results-only.json beside it, so that --rewrite still renders the whole run).
 A soak of 600 s or more is also recorded in bench/soak-long.json, which later runs quote.
@@ -87,6 +88,7 @@ ENV.pop("GPUPROBE_NO_UPROBE_MULTI", None)
 LAUNCH_ARGS = [WL, "launch", "-n", "50000", "-r", "9", "-w", "20000"]
 ALLOC_ARGS = [WL, "allocfree", "-n", "20000", "-r", "9", "-w", "5000"]
 COPY_ARGS = [WL, "copy", "-n", "30000", "-r", "9", "-w", "5000", "-b", "64"]
+QUERY_ARGS = [WL, "query", "-n", "50000", "-r", "9", "-w", "5000"]
 
 
 def log(msg):
@@ -338,6 +340,15 @@ COPY_CFGS = [
     dict(name="bt_copy", kind="bt", script="copy", label="bpftrace copy.bt"),
 ]
 
+QF = "cuEventQuery"
+QUERY_CFGS = [
+    dict(name="plain", kind="plain", label="no tracer (before issue 34 no mode probed cuEventQuery)"),
+    dict(name="floor_multi_ret", kind="empty", flags=["--multi", "--ret"], funcs=QF,
+         label="floor: empty uprobe + uretprobe (uprobe_multi, as gpuprobe)"),
+    dict(name="gp_bw", kind="gp", flags=["--bandwidth-util"], need="bw",
+         label="gpuprobe --bandwidth-util (NOT_READY: counted in BPF, no record)"),
+]
+
 FAMILIES = {
     "launch": dict(cfgs=LAUNCH_CFGS, work=LAUNCH_ARGS, unit="ns per cuLaunchKernel",
                    title="Launches"),
@@ -345,6 +356,8 @@ FAMILIES = {
                       title="Alloc/free pairs"),
     "copy": dict(cfgs=COPY_CFGS, work=COPY_ARGS, unit="ns per 64-byte cuMemcpyHtoD_v2", need="bw",
                  title="Copies"),
+    "query": dict(cfgs=QUERY_CFGS, work=QUERY_ARGS, unit="ns per cuEventQuery returning NOT_READY", need="bw",
+                  title="Polls (cuEventQuery, not ready)"),
 }
 
 # (numerator, denominator, what it checks); ratios are of the cost added over "plain"
@@ -371,6 +384,9 @@ RATIOS = {
         ("gp_memleak", "bt_memleak", "target ≤ 1.00"),
         ("gp_memleak_nostacks", "bt_memleak_nostack", "target ≤ 1.00"),
         ("bt_memleak", "floor_ret", "bpftrace over the floor"),
+    ],
+    "query": [
+        ("gp_bw", "floor_multi_ret", "against the same link type"),
     ],
     "copy": [
         ("gp_bw", "floor_multi_ret", "against the same link type"),
@@ -402,7 +418,10 @@ def usable(c, have_bt):
 def percall(have_bt, results):
     fams = {}
     rng = random.Random(7)
+    only = [f for f in os.environ.get("BENCH_FAMILIES", "").split(",") if f]
     for fam, spec in FAMILIES.items():
+        if only and fam not in only:
+            continue
         if not FEAT.get(spec.get("need", "x"), True):
             log("  %s: skipped (this gpuprobe has no --%s)" % (fam, spec["need"]))
             continue
@@ -1677,7 +1696,7 @@ def analysis(results):
                       at["gp_gen_perf"]["total_s"] - at["gp_gen"]["total_s"], per_link * 1e3))
         n.append(s)
     pc = results.get("percall")
-    if not pc:
+    if not pc or "launch" not in pc:  # BENCH_FAMILIES without launch: no launch analysis
         return n
     lf = {c["name"]: med(c["ns"]) for c in pc["launch"]["cfgs"]}
     add = {k: v - lf["plain"] for k, v in lf.items()}

@@ -11,6 +11,10 @@
  *   bench_workload copy      [-n N] [-r ROUNDS] [-w WARMUP] [-t THREADS] [-b BYTES]
  *       N x cuMemcpyHtoD_v2(dev, host, BYTES) per round and thread (default 64 bytes;
  *       set FAKECUDA_BW high so that the stand-in does not sleep for the copy)
+ *   bench_workload query     [-n N] [-r ROUNDS] [-w WARMUP] [-t THREADS]
+ *       N x cuEventQuery(ev) per round and thread, each CUDA_ERROR_NOT_READY: a poll loop
+ *       (PyTorch's watchdog polls its end events so); ev is recorded after an hour-long
+ *       kernel on a stream destroyed at once (the stand-in forgets its work: no sync waits)
  *   bench_workload soak      [-s SECONDS] [-k KERNELS]
  *       launches over KERNELS kernels and 4 shapes, an alloc/free pair (4 KiB) every 64
  *       launches, until SECONDS have passed
@@ -32,6 +36,7 @@
 #include <unistd.h>
 
 #include "fakecuda.h"
+#include "fakecuda_ext.h"
 
 #define MAX_ROUNDS 1000
 #define MAX_KERNELS 4096
@@ -128,6 +133,29 @@ static __attribute__((noinline)) void copy_loop(long n, CUdeviceptr d)
 		CHECK(cuMemcpyHtoD_v2(d, g_host, g_copy_bytes));
 }
 
+static CUevent g_busy; /* query: an event that stays not ready */
+
+static void busy_event(void)
+{
+	CUstream s;
+
+	CHECK(cuStreamCreate(&s, 0));
+	CHECK(cuEventCreate(&g_busy, 0));
+	fakecuda_set_next_kernel_ns(3600ULL * 1000000000ULL);
+	CHECK(cuLaunchKernel(g_funcs[0], 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
+	CHECK(cuEventRecord(g_busy, s));
+	CHECK(cuStreamDestroy_v2(s));
+}
+
+static __attribute__((noinline)) void query_loop(long n)
+{
+	for (long i = 0; i < n; i++)
+		if (cuEventQuery(g_busy) != CUDA_ERROR_NOT_READY) {
+			fprintf(stderr, "bench_workload: the busy event is ready\n");
+			exit(1);
+		}
+}
+
 struct thread_arg {
 	const char *mode;
 	long n;
@@ -142,6 +170,8 @@ static void run_loop(const char *mode, long n)
 		launch_loop(n);
 	} else if (!strcmp(mode, "allocfree")) {
 		allocfree_loop(n);
+	} else if (!strcmp(mode, "query")) {
+		query_loop(n);
 	} else {
 		CHECK(cuMemAlloc_v2(&d, g_copy_bytes));
 		copy_loop(n, d);
@@ -254,13 +284,15 @@ int main(int argc, char **argv)
 	    g_copy_bytes < 1 || g_copy_bytes > sizeof(g_host) || g_rate < 0)
 		usage();
 	if (strcmp(mode, "launch") && strcmp(mode, "allocfree") && strcmp(mode, "copy") &&
-	    strcmp(mode, "soak"))
+	    strcmp(mode, "query") && strcmp(mode, "soak"))
 		usage();
 	if (!strcmp(mode, "soak") && threads != 1)
 		usage();
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	init(!strcmp(mode, "soak") ? kernels : 1);
+	if (!strcmp(mode, "query"))
+		busy_event();
 	if (!strcmp(mode, "soak")) {
 		soak(seconds, kernels);
 		return 0;

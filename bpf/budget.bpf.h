@@ -92,7 +92,7 @@ static __always_inline bool gp_window_open_of(__u32 tgid)
 /*
  * How much of a gap of `gap` ns since the process's last counted hit it spent on a CPU,
  * calling or working between calls (active_ns: the window's CPU time in the call-bound
- * model, src/core/sampling.c). Where the same thread took the last hit in the same window,
+ * model, src/lib/sampling.c). Where the same thread took the last hit in the same window,
  * its context switches since say how the gap went: none, it ran all of it (a loop with
  * 200 us of work between launches is not read as one with 100); only involuntary ones (a
  * loaded machine took the CPU from it), it ran all but its wait on a run queue (exact:

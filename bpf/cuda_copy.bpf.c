@@ -46,6 +46,25 @@ struct {
 __u64 cdrops[GP_CDROP__COUNT];
 __u64 small_copies, small_bytes; /* below --min-bytes: counted, not sent */
 __u64 failed_copies, zero_copies;
+/* cuStreamQuery/cuEventQuery that returned CUDA_ERROR_NOT_READY: a poll loop's, counted
+ * here and never sent (nccl-tests and PyTorch's watchdog poll thousands of times a second) */
+__u64 polls;
+
+#define CUDA_ERROR_NOT_READY 600
+
+/* Processes that sent a copy record: only their successful queries and elapsed times are
+ * sent (a process that never copied has nothing they could complete: counted in
+ * quiet_signals). When the table was full once, every signal is sent (copy_procs_full):
+ * a process left out must not lose its completions. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192); /* --max-procs */
+	__type(key, __u32);
+	__type(value, __u8);
+} copy_procs SEC(".maps");
+
+__u64 quiet_signals;
+__u32 copy_procs_full;
 
 #define count_drop(what) gp_count_drop(cdrops, what)
 
@@ -76,7 +95,14 @@ static __always_inline bool is_sync(__u32 api)
 {
 	return api == GP_API_cuStreamSynchronize || api == GP_API_cuStreamSynchronize_ptsz ||
 	       api == GP_API_cuCtxSynchronize || api == GP_API_cuCtxSynchronize_v2 ||
-	       api == GP_API_cuEventSynchronize;
+	       api == GP_API_cuEventSynchronize || api == GP_API_cuStreamQuery ||
+	       api == GP_API_cuStreamQuery_ptsz || api == GP_API_cuEventQuery ||
+	       api == GP_API_cuEventElapsedTime || api == GP_API_cuEventElapsedTime_v2;
+}
+
+static __always_inline bool is_query(__u32 api)
+{
+	return api == GP_API_cuStreamQuery || api == GP_API_cuStreamQuery_ptsz || api == GP_API_cuEventQuery;
 }
 
 static __always_inline int copy_enter_body(struct pt_regs *ctx)
@@ -279,6 +305,8 @@ static __always_inline void emit_copy(struct call *c, __u64 id, __u64 now)
 		count_drop(GP_CDROP_RINGBUF);
 		return;
 	}
+	if (!gp_remember_proc(&copy_procs, l.pid = id >> 32))
+		copy_procs_full = 1;
 	l.type = GP_EV_COPY;
 	l.api = c->api;
 	l.pid = id >> 32;
@@ -313,12 +341,24 @@ static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
 {
 	struct gp_aux_event *e;
 	__u64 handle = c->a[0], aux = 0;
+	__u32 ms_bits = 0;
 
 	switch (c->api) {
 	case GP_API_cuEventRecord:
 	case GP_API_cuEventRecord_ptsz:
+	case GP_API_cuEventRecordWithFlags:
+	case GP_API_cuEventRecordWithFlags_ptsz:
+	case GP_API_cuStreamWaitEvent:
+	case GP_API_cuStreamWaitEvent_ptsz:
 	case GP_API_cuMemHostRegister_v2:
 		aux = c->a[1];
+		break;
+	case GP_API_cuEventElapsedTime:
+	case GP_API_cuEventElapsedTime_v2:
+		/* (float *ms, start, end): the GPU's time, read at return */
+		handle = c->a[1];
+		aux = c->a[2];
+		ms_bits = rd32(c->a[0], 0);
 		break;
 	case GP_API_cuCtxPopCurrent_v2:
 		handle = c->a[0] ? rd64(c->a[0], 0) : 0;
@@ -359,6 +399,15 @@ static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
 	default:
 		break;
 	}
+	if ((is_query(c->api) || c->api == GP_API_cuEventElapsedTime || c->api == GP_API_cuEventElapsedTime_v2) &&
+	    !copy_procs_full) {
+		__u32 tgid = id >> 32;
+
+		if (!bpf_map_lookup_elem(&copy_procs, &tgid)) {
+			__sync_fetch_and_add(&quiet_signals, 1);
+			return;
+		}
+	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(GP_CDROP_RINGBUF);
@@ -372,7 +421,7 @@ static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
 	e->handle = handle;
 	e->aux = aux;
 	e->epoch = c->epoch;
-	e->_pad = 0;
+	e->ms_bits = ms_bits;
 	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 }
 
@@ -393,6 +442,8 @@ static __always_inline int copy_leave_body(struct pt_regs *ctx)
 	if ((__u32)PT_REGS_RC(ctx) != 0) {
 		if (c->layout != GP_CL_NONE)
 			__sync_fetch_and_add(&failed_copies, 1);
+		else if ((__u32)PT_REGS_RC(ctx) == CUDA_ERROR_NOT_READY && is_query(c->api))
+			__sync_fetch_and_add(&polls, 1);
 	} else if (c->layout != GP_CL_NONE) {
 		emit_copy(c, id, now);
 	} else {
@@ -423,5 +474,10 @@ int copy_proc_exit(void *ctx)
 
 	bpf_map_delete_elem(&thread_gpu, &id);
 	gp_inflight_exit(&calls, 0);
+	if (gp_process_dead()) {
+		__u32 tgid = id >> 32;
+
+		bpf_map_delete_elem(&copy_procs, &tgid);
+	}
 	return 0;
 }

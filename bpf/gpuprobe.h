@@ -118,14 +118,14 @@ struct gp_hit_slot {
 
 /* A gap between two counted hits longer than this, unless one thread took both in one
  * window without a context switch between them, is the process off a CPU or asleep: it adds
- * only this much to active_ns (src/core/sampling.c, the window's CPU time). */
+ * only this much to active_ns (src/lib/sampling.c, the window's CPU time). */
 #define GP_ACTIVE_GAP_NS 100000ULL
 
 /*
  * Which window a piece of work that a synchronization completes was submitted in, and
  * which window a synchronization was seen in (struct gp_copy_event's and gp_aux_event's
  * `epoch`): under a budget the synchronization probes are sampled, so work is timed only
- * by a synchronization of its own window (src/core/cuctx.c).
+ * by a synchronization of its own window (src/lib/cuctx.c).
  */
 #define GP_EPOCH_EXACT 0  /* no budget: every synchronization is seen */
 #define GP_EPOCH_UNSEEN 1 /* the window was closed: the synchronization may go unseen */
@@ -179,7 +179,10 @@ struct gp_exit_event {
  * syncs: handle = stream, event or context, ts = return; cuEventRecord: handle = event,
  * aux = stream; cuCtxSetCurrent/PushCurrent: handle = context; PopCurrent: handle =
  * popped context; PrimaryCtxRetain/CtxCreate: handle = context, aux = device ordinal;
- * cuMemHostRegister_v2: handle = address, aux = bytes; cuMemHostUnregister: handle. */
+ * cuMemHostRegister_v2: handle = address, aux = bytes; cuMemHostUnregister: handle;
+ * cuStreamQuery/cuEventQuery (CUDA_SUCCESS only): handle = stream or event;
+ * cuStreamWaitEvent: handle = stream, aux = event; cuEventElapsedTime: handle = start,
+ * aux = end, ms_bits = the float *pMilliseconds at return. */
 struct gp_aux_event {
 	__u32 type; /* GP_EV_AUX */
 	__u32 api;
@@ -189,7 +192,7 @@ struct gp_aux_event {
 	__u64 handle;
 	__u64 aux;
 	__u32 epoch; /* synchronizations: GP_EPOCH_*, or the window's number at entry */
-	__u32 _pad;
+	__u32 ms_bits; /* cuEventElapsedTime's float result, its bits; else 0 */
 };
 
 enum gp_cdrop {

@@ -85,6 +85,10 @@ struct {
 } nccl_procs SEC(".maps");
 
 __u64 ndrops[GP_NDROP__COUNT];
+/* cuStreamQuery/cuEventQuery that returned CUDA_ERROR_NOT_READY: counted, never sent */
+__u64 polls;
+
+#define CUDA_ERROR_NOT_READY 600
 
 #define count_drop(what) gp_count_drop(ndrops, what)
 
@@ -373,18 +377,33 @@ static __always_inline bool is_sync(__u32 api)
 	return api == GP_API_cuStreamSynchronize || api == GP_API_cuStreamSynchronize_ptsz ||
 	       api == GP_API_cuCtxSynchronize || api == GP_API_cuCtxSynchronize_v2 ||
 	       api == GP_API_cuEventSynchronize || api == GP_API_cuEventRecord ||
-	       api == GP_API_cuEventRecord_ptsz;
+	       api == GP_API_cuEventRecord_ptsz || api == GP_API_cuEventRecordWithFlags ||
+	       api == GP_API_cuEventRecordWithFlags_ptsz || api == GP_API_cuStreamWaitEvent ||
+	       api == GP_API_cuStreamWaitEvent_ptsz || api == GP_API_cuStreamQuery ||
+	       api == GP_API_cuStreamQuery_ptsz || api == GP_API_cuEventQuery ||
+	       api == GP_API_cuEventElapsedTime || api == GP_API_cuEventElapsedTime_v2;
 }
 
 /* As bpf/cuda_copy.bpf.c's auxiliary records: handle and aux by entry point. */
-static __always_inline void aux_of(const struct ccall *c, __u64 *handle, __u64 *aux)
+static __always_inline void aux_of(const struct ccall *c, __u64 *handle, __u64 *aux, __u32 *ms_bits)
 {
 	*handle = c->a[0];
 	*aux = 0;
+	*ms_bits = 0;
 	switch (c->api) {
 	case GP_API_cuEventRecord:
 	case GP_API_cuEventRecord_ptsz:
+	case GP_API_cuEventRecordWithFlags:
+	case GP_API_cuEventRecordWithFlags_ptsz:
+	case GP_API_cuStreamWaitEvent:
+	case GP_API_cuStreamWaitEvent_ptsz:
 		*aux = c->a[1];
+		break;
+	case GP_API_cuEventElapsedTime:
+	case GP_API_cuEventElapsedTime_v2:
+		*handle = c->a[1];
+		*aux = c->a[2];
+		bpf_probe_read_user(ms_bits, sizeof(*ms_bits), (void *)c->a[0]); /* the float's bits */
 		break;
 	case GP_API_cuCtxPopCurrent_v2:
 		*handle = rd_u64(c->a[0]);
@@ -418,7 +437,7 @@ SEC("uretprobe")
 int nccl_cuda_leave(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), handle, aux;
-	__u32 tgid = id >> 32;
+	__u32 tgid = id >> 32, ms_bits, rc;
 	struct gp_aux_event *e;
 	struct ccall *c;
 
@@ -428,9 +447,15 @@ int nccl_cuda_leave(struct pt_regs *ctx)
 	if (!c)
 		return 0; /* in flight at attach: nothing to pair */
 	/* syncs matter only in processes that use NCCL; contexts come before NCCL is used */
-	if ((__u32)PT_REGS_RC(ctx) != 0 || (is_sync(c->api) && !bpf_map_lookup_elem(&nccl_procs, &tgid)))
+	rc = (__u32)PT_REGS_RC(ctx);
+	if (rc == CUDA_ERROR_NOT_READY && (c->api == GP_API_cuStreamQuery || c->api == GP_API_cuStreamQuery_ptsz ||
+					   c->api == GP_API_cuEventQuery)) {
+		__sync_fetch_and_add(&polls, 1); /* a poll: counted, never sent */
 		goto out;
-	aux_of(c, &handle, &aux);
+	}
+	if (rc != 0 || (is_sync(c->api) && !bpf_map_lookup_elem(&nccl_procs, &tgid)))
+		goto out;
+	aux_of(c, &handle, &aux, &ms_bits);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(GP_NDROP_RINGBUF);
@@ -444,7 +469,7 @@ int nccl_cuda_leave(struct pt_regs *ctx)
 	e->handle = handle;
 	e->aux = aux;
 	e->epoch = GP_EPOCH_EXACT; /* --nccl's synchronizations are never sampled */
-	e->_pad = 0;
+	e->ms_bits = ms_bits;
 	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 out:
 	gp_inflight_done(&cuda_calls, T_CUDA, id, c);

@@ -871,7 +871,7 @@ static void fresh_disarm_all(struct gp_budget *b, bool wait)
  * Accounting */
 
 /* pid's CPU time so far, all its threads (seconds; negative when it cannot be read). The
- * estimates' call-bound model counts calls per CPU second of the process (src/core/sampling.c):
+ * estimates' call-bound model counts calls per CPU second of the process (src/lib/sampling.c):
  * a paced process that sleeps between calls where the probes did not slow it gets the calls
  * its CPU time paid for, and threads on several CPUs are not read as one in probes. */
 static double proc_cpu_s(uint32_t pid)
@@ -1074,7 +1074,7 @@ static void set_window(struct gp_budget *b, bool open)
 }
 
 /* The account's calls, each logged whole with -v (budget: acct ...): bench/budget_replay.c
- * replays a run's log through src/core/sampling.c, so that an estimator can be tried on
+ * replays a run's log through src/lib/sampling.c, so that an estimator can be tried on
  * the windows a real run took (and its workload's own count) without running it again. */
 static void acct_begin(struct gp_account *a, uint32_t pid, double lead)
 {

@@ -11,7 +11,7 @@
  * where those cannot be made, closes their uprobe_multi links), and arms a process new to it
  * for itself until it spent its exact allowance (budget.c) — a detached uprobe
  * costs the process nothing, while a program that returns at once still costs the trap
- * (docs/benchmarks.md) — and estimates the unseen calls (src/core/sampling.h). When the
+ * (docs/benchmarks.md) — and estimates the unseen calls (src/lib/sampling.h). When the
  * rate falls it attaches them for good again. Allocation, free and copy probes never go
  * through it, but are priced (gp_priced_hit): their share comes off the budget first.
  */

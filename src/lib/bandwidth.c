@@ -15,7 +15,9 @@
 #define KIND_HOSTREG GP_KIND__COUNT /* cuMemHostRegister'ed: pinned host memory */
 
 _Static_assert(BW_SYNC_STREAM == (int)CU_SYNC_STREAM && BW_SYNC_CONTEXT == (int)CU_SYNC_CONTEXT &&
-		       BW_SYNC_EVENT == (int)CU_SYNC_EVENT && BW_SYNC__COUNT == (int)CU_SYNC__COUNT,
+		       BW_SYNC_EVENT == (int)CU_SYNC_EVENT && BW_SYNC_STREAM_QUERY == (int)CU_SYNC_STREAM_QUERY &&
+		       BW_SYNC_EVENT_QUERY == (int)CU_SYNC_EVENT_QUERY && BW_SYNC_ELAPSED == (int)CU_SYNC_ELAPSED &&
+		       BW_SYNC__COUNT == (int)CU_SYNC__COUNT,
 	       "a copy's completion is counted by the kind of cuctx's synchronization");
 
 struct range {
@@ -110,7 +112,34 @@ static void copy_charge(int slot, void *key, uint64_t ns)
 		((struct bw_pair *)key)->window_ns += ns;
 }
 
-static const struct cu_work_ops copy_ops = { .done = copy_done, .charge = copy_charge };
+static struct bw_signals *signals_of(int slot, void *key)
+{
+	return slot == 0 ? &((struct bw_stat *)key)->sig : &((struct bw_pair *)key)->sig;
+}
+
+/* One batch completed by one signal: its window's rate, in MB/s, into the histogram. */
+static void copy_batch(int slot, void *key, uint64_t bytes, uint64_t ns, enum cu_sync kind)
+{
+	struct bw_signals *g = signals_of(slot, key);
+
+	g->bytes[kind] += bytes;
+	g->ns[kind] += ns;
+	if (ns)
+		g->window_hist[gp_log2_slot(bytes * 1000 / ns, BW_HIST_SLOTS)]++;
+}
+
+static void copy_timed(int slot, void *key, uint64_t bytes, uint64_t gpu_ns)
+{
+	struct bw_signals *g = signals_of(slot, key);
+
+	g->event_bytes += bytes;
+	g->event_ns += gpu_ns;
+	g->event_windows++;
+}
+
+static const struct cu_work_ops copy_ops = {
+	.done = copy_done, .charge = copy_charge, .batch = copy_batch, .timed = copy_timed,
+};
 
 static int init_proc(void *v, uint32_t pid)
 {

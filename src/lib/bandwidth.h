@@ -19,11 +19,31 @@
 
 enum bw_dir { BW_H2D, BW_D2H, BW_D2D, BW_PEER, BW_H2H, BW__COUNT };
 
-/* What completed an asynchronous copy (or one that returned early): the first
- * synchronization that covered it. */
-enum bw_sync_kind { BW_SYNC_STREAM, BW_SYNC_CONTEXT, BW_SYNC_EVENT, BW_SYNC__COUNT };
-
 #define BW_HIST_SLOTS 48
+
+/* What completed an asynchronous copy (or one that returned early): the first completion
+ * signal that covered it (enum cu_sync). */
+enum bw_sync_kind {
+	BW_SYNC_STREAM,
+	BW_SYNC_CONTEXT,
+	BW_SYNC_EVENT,
+	BW_SYNC_STREAM_QUERY,
+	BW_SYNC_EVENT_QUERY,
+	BW_SYNC_ELAPSED,
+	BW_SYNC__COUNT
+};
+
+/* What completion signals and CUDA events tell of a row's or a pair's copies that
+ * returned before they completed: per signal, the copies' bytes and their batches'
+ * windows (each a bound); per completed batch its rate, log2 MB/s (slot k: [2^k, 2^k+1)
+ * MB/s; two links' speeds show as two modes); the bytes that ran between two events on
+ * their stream, over the GPU's time between them (cuEventElapsedTime). */
+struct bw_signals {
+	uint64_t bytes[BW_SYNC__COUNT], ns[BW_SYNC__COUNT];
+	uint64_t window_hist[BW_HIST_SLOTS];
+	uint64_t event_bytes, event_ns, event_windows;
+};
+
 
 struct bw_stat {
 	int gpu; /* -1: unknown (H2H) */
@@ -33,6 +53,7 @@ struct bw_stat {
 	uint64_t async_copies, async_bytes;
 	uint64_t async_done_copies, async_done_bytes, async_ns; /* completed by a sync */
 	uint64_t async_done_by[BW_SYNC__COUNT]; /* which kind of sync completed them */
+	struct bw_signals sig;
 	uint64_t pageable_copies, pageable_bytes;
 	uint64_t pageable_sync_bytes, pageable_sync_ns; /* the pageable part of sync_* */
 	uint64_t size_hist[BW_HIST_SLOTS]; /* log2 bytes */
@@ -51,6 +72,7 @@ struct bw_pair {
 	uint64_t api_ns; /* the calls' own durations: shown, never a bandwidth */
 	uint64_t done_copies, done_bytes, window_ns; /* completed by a covering sync */
 	uint64_t done_by[BW_SYNC__COUNT];
+	struct bw_signals sig;
 };
 
 struct bw_proc;
@@ -112,7 +134,7 @@ int bandwidth__snapshot(struct bandwidth *bw, uint32_t pid, struct bw_snap_data 
 void bw_snap_data__clear(struct bw_snap_data *d);
 
 const char *bw_dir_name(enum bw_dir d);
-/* "stream", "context", "event" */
+/* cu_sync_name's: "stream", "context", "event", "stream_query", "event_query", "event_elapsed" */
 const char *bw_sync_kind_name(enum bw_sync_kind k);
 
 /* --csv: one row per GPU with the bytes of the interval since the previous row; writes

@@ -8,7 +8,8 @@
  * --nccl (collectives). Pure C.
  *
  * Work whose call returns before it is done is timed from its submission to the return of
- * the first synchronization that covers its stream. One synchronization completes a batch
+ * the first completion signal that covers it (enum cu_sync): on its stream, or on a stream
+ * that waited (cuStreamWaitEvent) on an event recorded on its stream after it. One synchronization completes a batch
  * per statistic it is charged to: the batch is charged the window from its first
  * submission to the synchronization, more than the work took when the GPU did other work
  * too: an upper bound of its time, a lower bound of its bandwidth.
@@ -27,8 +28,19 @@
 #include <stdint.h>
 #include "gpuprobe.h"
 
-/* What completed a piece of work: the first synchronization that covered it. */
-enum cu_sync { CU_SYNC_STREAM, CU_SYNC_CONTEXT, CU_SYNC_EVENT, CU_SYNC__COUNT };
+/* What completed a piece of work: the first completion signal that covered it: a
+ * synchronization of its stream, of its context, of an event recorded after it; a
+ * cuStreamQuery or cuEventQuery that returned CUDA_SUCCESS; a cuEventElapsedTime whose end
+ * event was recorded after it. */
+enum cu_sync {
+	CU_SYNC_STREAM,
+	CU_SYNC_CONTEXT,
+	CU_SYNC_EVENT,
+	CU_SYNC_STREAM_QUERY,
+	CU_SYNC_EVENT_QUERY,
+	CU_SYNC_ELAPSED,
+	CU_SYNC__COUNT
+};
 
 /* Work on a stream (cu_stream_key), submitted at ts_ns: bytes, and the statistics it is
  * charged to (key[1] may be NULL), which the aggregator owns. */
@@ -44,6 +56,12 @@ struct cu_work_ops {
 	void (*done)(const struct cu_work *w, enum cu_sync kind);
 	/* ns more time for statistic key[slot] of work done (slot 0 or 1) */
 	void (*charge)(int slot, void *key, uint64_t ns);
+	/* optional: one batch of statistic key[slot] done by one signal of kind, its bytes and
+	 * its window (the time charge got for it): a per-window rate */
+	void (*batch)(int slot, void *key, uint64_t bytes, uint64_t ns, enum cu_sync kind);
+	/* optional: bytes of statistic key[slot] that ran on one stream between two events
+	 * whose GPU time cuEventElapsedTime gave (gpu_ns, rounded up): each piece of work once */
+	void (*timed)(int slot, void *key, uint64_t bytes, uint64_t gpu_ns);
 };
 
 struct cuctx;
@@ -76,7 +94,10 @@ uint64_t cuctx__untimed(const struct cuctx *c, uint64_t *bytes);
  * CU_STREAM_PER_THREAD) is one stream per thread; other streams are their handles. */
 uint64_t cu_stream_key(bool per_thread, uint64_t handle, uint64_t tid);
 
-/* "stream", "context", "event" */
+/* "stream", "context", "event", "stream_query", "event_query", "event_elapsed" */
 const char *cu_sync_name(enum cu_sync k);
+/* The entry points whose successful return is a completion signal (synchronizations,
+ * queries, cuEventElapsedTime): under a budget they are sampled together. */
+bool cu_signal_api(unsigned int api);
 
 #endif

@@ -144,6 +144,23 @@ const struct gp_metric gp_metrics[] = {
 	  "Upper bound of the seconds the completed copies took: from the first submission of a batch to the return of the synchronization covering it.",
 	  "Never the calls' own time (they return before the copy is done). "
 	  "`completed_bytes / upper_bound_seconds` is a lower bound of the pair's bandwidth." },
+	{ "gpuprobe_cuda_memcpy_signal_bytes_total", GP_COUNTER, P, "gpu,direction,signal", NULL, "--bandwidth-util",
+	  "Bytes of asynchronous copies (and copies between device memory) by the completion signal that completed them.",
+	  "`signal`: `stream`, `context`, `event` (synchronizations), `stream_query`, `event_query` (a query that "
+	  "returned CUDA_SUCCESS), `event_elapsed` (cuEventElapsedTime); a series appears once its signal completed a copy." },
+	{ "gpuprobe_cuda_memcpy_signal_upper_bound_seconds_total", GP_COUNTER, P, "gpu,direction,signal", NULL,
+	  "--bandwidth-util",
+	  "Upper bound of the seconds those copies took: from the first submission of a batch to the return of the signal that completed it.",
+	  "`signal_bytes / signal_upper_bound_seconds` is a lower bound of the bandwidth, labelled by what closed the windows." },
+	{ "gpuprobe_cuda_memcpy_event_bytes_total", GP_COUNTER, P, "gpu,direction", NULL, "--bandwidth-util",
+	  "Bytes of copies submitted on a stream between two events whose cuEventElapsedTime the program read.",
+	  "A series appears with the first such pair of events." },
+	{ "gpuprobe_cuda_memcpy_event_gpu_seconds_total", GP_COUNTER, P, "gpu,direction", NULL, "--bandwidth-util",
+	  "The GPU's own seconds between those events (cuEventElapsedTime's result, rounded up to the ns).",
+	  "`event_bytes / event_gpu_seconds` is the bandwidth from the GPU's clock (kernels between the events count too)." },
+	{ "gpuprobe_cuda_polls_total", GP_COUNTER, 0, "", NULL, "--bandwidth-util",
+	  "cuStreamQuery/cuEventQuery calls that returned CUDA_ERROR_NOT_READY, every process together.",
+	  "Counted in BPF and never sent: a poll completes nothing." },
 	{ "gpuprobe_link_speed_bytes", GP_GAUGE, 0, "link,name,read_here", NULL, "--bandwidth-util",
 	  "Bytes per second a link can carry in one direction (as node_network_speed_bytes), the bound no reported bandwidth passes.",
 	  "`link` is `host` (the GPUs' PCIe links from sysfs), `peer` (NVLink by PCI device id) or `local` "

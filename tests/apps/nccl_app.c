@@ -27,6 +27,10 @@
  * one on NULL, one on the destroyed world: each must fail with
  * ncclInvalidArgument, and none is a collective.
  * --no-split-query: the split is never asked its shape (as PyTorch's new_group).
+ * --poll: the world AllGather batch is waited for by polling cuStreamQuery (as
+ * nccl-tests does) and the ReduceScatter batch by polling cuEventQuery on an event
+ * recorded after it (as PyTorch's watchdog does), 50 us apart; "polls" in the truth
+ * counts their CUDA_ERROR_NOT_READY results.
  * --wait: READY after the world communicator is made; --wait-early: before.
  * --subset basic calls nothing the partial stand-in lacks (no p2p, AlltoAll,
  * Gather, Scatter), for tests with .output/fakenccl/partial/libnccl.so.2.
@@ -53,7 +57,21 @@
 
 static const char usage[] =
 	"--rank R --nranks N --id-file F [--device D] [--n K] [--wait | --wait-early] [--bad] "
-	"[--subset basic] [--no-split-query]";
+	"[--subset basic] [--no-split-query] [--poll]";
+
+static unsigned long long polls;
+
+/* Waits for s (ev NULL) or ev by polling, counting the NOT_READY results. */
+static void poll_done(CUstream s, CUevent ev)
+{
+	CUresult rc;
+
+	while ((rc = ev ? cuEventQuery(ev) : cuStreamQuery(s)) == CUDA_ERROR_NOT_READY) {
+		polls++;
+		usleep(50);
+	}
+	CHECK(rc);
+}
 
 #define NCC(call) nccl_check((call), #call, __LINE__)
 
@@ -279,6 +297,7 @@ int main(int argc, char **argv)
 {
 	unsigned long long k = 3;
 	int rank = -1, nranks = -1, dev = -1, wait = 0, early = 0, bad = 0, basic = 0, ndev = 0, no_split_query = 0;
+	int poll = 0;
 	const char *id_file = NULL;
 	ncclUniqueId id;
 	CUcontext ctx;
@@ -309,6 +328,8 @@ int main(int argc, char **argv)
 			bad = 1;
 		else if (!strcmp(argv[i], "--no-split-query"))
 			no_split_query = 1;
+		else if (!strcmp(argv[i], "--poll"))
+			poll = 1;
 		else if (!strcmp(argv[i], "--subset") && i + 1 < argc && !strcmp(argv[i + 1], "basic"))
 			basic = 1, i++;
 		else
@@ -394,12 +415,20 @@ int main(int argc, char **argv)
 		NCC(ncclAllGather(b, b2, 8192, ncclFloat16, world.c, s));
 		count_coll(&world, "AllGather", "ncclAllGather", ncclFloat16, 8192, NULL);
 	}
-	CHECK(cuStreamSynchronize(s));
+	if (poll)
+		poll_done(s, NULL);
+	else
+		CHECK(cuStreamSynchronize(s));
 	for (unsigned long long i = 0; i < k; i++) {
 		NCC(ncclReduceScatter(b, b2, 16384, ncclFloat32, ncclSum, world.c, s));
 		count_coll(&world, "ReduceScatter", "ncclReduceScatter", ncclFloat32, 16384, "Sum");
 	}
-	CHECK(cuStreamSynchronize(s));
+	if (poll) {
+		CHECK(cuEventRecord(e1, s));
+		poll_done(s, e1);
+	} else {
+		CHECK(cuStreamSynchronize(s));
+	}
 	NCC(ncclReduce(b, b2, 4096, ncclFloat64, ncclMax, nranks - 1, world.c, s));
 	count_coll(&world, "Reduce", "ncclReduce", ncclFloat64, 4096, "MinMax");
 	CHECK(cuStreamSynchronize(s));
@@ -524,9 +553,9 @@ int main(int argc, char **argv)
 
 	fprintf(stderr, "{\"pid\":%d,\"api\":\"nccl\",\"rank\":%d,\"nranks\":%d,\"device\":%d,"
 			"\"n\":%llu,\"subset\":\"%s\",\"wait\":\"%s\",\"groups\":%d,"
-			"\"busbw_bytes_per_s\":%.0f,\"comms\":[",
+			"\"busbw_bytes_per_s\":%.0f,\"polls\":%llu,\"comms\":[",
 		(int)getpid(), rank, nranks, dev, k, basic ? "basic" : "full",
-		early ? "early" : wait ? "ready" : "none", groups, busbw);
+		early ? "early" : wait ? "ready" : "none", groups, busbw, polls);
 	print_comm(&world, dev);
 	fprintf(stderr, ",");
 	print_comm(&sub, dev);

@@ -3939,6 +3939,18 @@ CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
 	return do_event_record(hEvent, hStream, true);
 }
 
+/* CU_EVENT_RECORD_EXTERNAL (1) only changes a capture's node kind, which the stand-in
+ * does not keep apart: the record is the same. */
+CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+	return flags & ~1u ? CUDA_ERROR_INVALID_VALUE : do_event_record(hEvent, hStream, false);
+}
+
+CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+	return flags & ~1u ? CUDA_ERROR_INVALID_VALUE : do_event_record(hEvent, hStream, true);
+}
+
 CUresult cuEventSynchronize(CUevent hEvent)
 {
 	CUresult rc = CUDA_SUCCESS;
@@ -5140,6 +5152,8 @@ static const struct proc {
 	P(cuEventCreate, 2000),
 	P(cuEventRecord, 2000),
 	P(cuEventRecord_ptsz, 7000),
+	P(cuEventRecordWithFlags, 11010),
+	P(cuEventRecordWithFlags_ptsz, 11010),
 	P(cuEventSynchronize, 2000),
 	P(cuEventElapsedTime, 2000),
 	P(cuEventElapsedTime_v2, 12080),

@@ -47,6 +47,24 @@ def main():
     for b in t["batches"]:
         ev = b["bytes"] / (b["event_ms"] / 1e3) / 1e9
         print(f"  {b['name']:20s} CUDA events {ev:7.2f} GB/s")
+    # issue 34: the async batches sit between two events on their stream; gpuprobe reads
+    # the program's cudaEventElapsedTime: its rate from events must be >= 0.8x the program's
+    print("async batches, rate from CUDA events (gpuprobe reads the program's cudaEventElapsedTime):")
+    for d in ("H2D", "D2H"):
+        bs = [b for b in t["batches"] if b["name"].startswith("async") and b["dir"] == d]
+        rows = [x for x in p["transfers"] if x["direction"] == d and x.get("async_signals")]
+        if not bs or not rows:
+            continue
+        own = sum(b["bytes"] for b in bs) / (sum(b["event_ms"] for b in bs) / 1e3)
+        e = rows[0]["async_signals"]["event_elapsed"]
+        by = {k: v["bytes_per_second_lower_bound"] for k, v in rows[0]["async_signals"]["by_signal"].items()
+              if v["bytes"]}
+        r = e["bytes_per_second"] or 0
+        good = e["bytes"] == sum(b["bytes"] for b in bs) and r >= 0.8 * own and rows[0]["suspect"] is None
+        ok &= good
+        print(f"  {'ok' if good else 'WRONG'} {d}: from events {r / 1e9:.2f} GB/s ({e['bytes']} B, {e['windows']} windows) "
+              f"vs the program's {own / 1e9:.2f} GB/s (ratio {r / own:.3f}, >= 0.8 wanted); by signal (>=): "
+              + ", ".join(f"{k} {(v or 0) / 1e9:.2f} GB/s" for k, v in by.items()))
     print(f"small={fin['small_copies']} zero={fin['zero_byte_copies']} failed={fin['failed_copies']} "
           f"dropped={fin['dropped_events']} unsynced={p['unsynced_async_copies']}")
     print("RESULT:", "PASS" if ok else "FAIL")

@@ -187,7 +187,38 @@ def test_completion_and_bandwidth_bounds():
         # (an emulated CPU stretches the measured time: 0.10 of it on 6.1 in QEMU)
         check(big[0]["busbw_bytes_per_second_lower_bound"] > 0.2 * gbps * 1e9 / gp.TIME_SLACK,
               f"busbw lower bound {big[0]['busbw_bytes_per_second_lower_bound']}")
-        eq(big[0]["completed_by"], {"stream": 4, "context": 0, "event": 0}, "by the stream sync")
+        eq(big[0]["completed_by"], {"stream": 4, "context": 0, "event": 0, "stream_query": 0, "event_query": 0,
+                                     "event_elapsed": 0}, "by the stream sync")
+        eq(big[0]["by_signal"]["stream"]["size_bytes"], big[0]["size_bytes"], "the stream sync's size")
+        # nccl_app times these 4 calls with CUDA events (cuEventElapsedTime after the sync):
+        # their GPU time is 4 x (5 us + 1 MiB / 2 GB/s), a tighter figure than the window's
+        ev = big[0]["event_elapsed"]
+        eq([ev["windows"], ev["size_bytes"]], [1, big[0]["size_bytes"]], "the 4 calls between the events")
+        check(0.8 * gbps * 1e9 <= ev["busbw_bytes_per_second"] <= gbps * 1e9,
+              f"busbw from events {ev['busbw_bytes_per_second']}: within 0.8x of the stand-in's {gbps} GB/s")
+        check(ev["busbw_bytes_per_second"] >= big[0]["busbw_bytes_per_second_lower_bound"],
+              "the events' figure is at least the window's bound")
+
+
+def test_polled_completions():
+    """--poll: the AllGather batch waited for by cuStreamQuery polls (nccl-tests' way), the
+    ReduceScatter batch by cuEventQuery polls on an event recorded after it (PyTorch's
+    watchdog): each completed by that signal, bounds below the stand-in's rate, and the
+    NOT_READY results counted, never sent."""
+    gbps = 2.0
+    rep, t, _ = job(2, ["--n", "4", "--poll"], env={"FAKENCCL_BUSBW_GBPS": str(gbps)})
+    eq(rep["polls"], sum(rk["polls"] for rk in t["ranks"]), "NOT_READY results of every rank")
+    want = {"ncclAllGather": "stream_query", "ncclReduceScatter": "event_query"}
+    for rk in t["ranks"]:
+        world = by_pid(rep)[rk["pid"]]["comms"][0]
+        polled = [x for x in world["completion"] if x["call"] in want and x["calls"] == 4]  # the loops' batches
+        for x in polled:
+            k = want[x["call"]]
+            eq(x["completed_by"][k], x["calls"], f"{x['call']}: completed by {k}")
+            eq(x["by_signal"][k]["size_bytes"], x["size_bytes"], f"{x['call']}: its size under {k}")
+            bus = x["by_signal"][k]["busbw_bytes_per_second_lower_bound"]
+            check(bus is not None and bus <= gbps * 1e9 * 1.02, f"{x['call']}: busbw {bus} <= {gbps} GB/s")
+        eq(sorted(x["call"] for x in polled), sorted(want), "both batches seen")
 
 
 def test_bad_calls_counted():

@@ -34,7 +34,7 @@ def pairs_of(p):
 
 def expected_kinds(t, pair):
     """Copies per synchronization kind, from the program's own groups and its timed copies."""
-    want = {"stream": 0, "context": 0, "event": 0}
+    want = {"stream": 0, "context": 0, "event": 0, "stream_query": 0, "event_query": 0, "event_elapsed": 0}
     for g in t["groups"]:
         if g["pair"] == pair:
             want[SYNC_KIND[g["sync"]]] += g["copies"]
@@ -54,7 +54,8 @@ def test_pairs_exact_with_their_sync_kinds():
         eq(g["completed_by"], expected_kinds(t, k), f"{k}: completed by stream / context / event")
     local = t["not_peer"]["0->0"]
     eq([got["0->0"]["copies"], got["0->0"]["bytes"]], [local["copies"], local["bytes"]], "0->0 (within GPU 0)")
-    eq(got["0->0"]["completed_by"], {"stream": 0, "context": local["copies"], "event": 0}, "0->0 completed by")
+    eq(got["0->0"]["completed_by"], {"stream": 0, "context": local["copies"], "event": 0, "stream_query": 0,
+                                     "event_query": 0, "event_elapsed": 0}, "0->0 completed by")
     eq(p["unsynced_async_copies"], 0, "nothing left pending")
     eq(rep["dropped_events"], 0, "dropped events")
 

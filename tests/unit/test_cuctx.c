@@ -30,6 +30,35 @@ static void charge(int slot, void *key, uint64_t ns)
 
 static const struct cu_work_ops ops = { .done = done, .charge = charge };
 
+/* with the optional answers: per-batch figures and the events' GPU time */
+struct sigstat {
+	struct stat s;
+	uint64_t batches, batch_bytes, batch_ns, ev_bytes, ev_ns, ev_windows;
+};
+
+static void batch(int slot, void *key, uint64_t bytes, uint64_t ns, enum cu_sync kind)
+{
+	struct sigstat *g = key;
+
+	(void)slot;
+	(void)kind;
+	g->batches++;
+	g->batch_bytes += bytes;
+	g->batch_ns += ns;
+}
+
+static void timed(int slot, void *key, uint64_t bytes, uint64_t gpu_ns)
+{
+	struct sigstat *g = key;
+
+	(void)slot;
+	g->ev_bytes += bytes;
+	g->ev_ns += gpu_ns;
+	g->ev_windows++;
+}
+
+static const struct cu_work_ops sig_ops = { .done = done, .charge = charge, .batch = batch, .timed = timed };
+
 static struct gp_aux_event aux(unsigned int api, uint32_t tid, uint64_t ts, uint64_t handle, uint64_t a)
 {
 	return (struct gp_aux_event){ .type = GP_EV_AUX, .api = api, .pid = 1, .tid = tid, .ts_ns = ts,
@@ -235,6 +264,86 @@ cleanup:
 	u64map__free_all(m, NULL);
 }
 
+/* Queries that returned CUDA_SUCCESS (BPF sends no other), event queries, waits between
+ * streams and cuEventElapsedTime: each completes the work its stream had before it. */
+static void test_signals(void)
+{
+	struct cuctx *c = cuctx__new(&sig_ops);
+	struct sigstat a = { 0 }, b = { 0 };
+	struct gp_aux_event e;
+	float ms = 0.5f;
+
+	if (!ASSERT_TRUE(c != NULL, "cuctx__new"))
+		goto cleanup;
+	/* stream 0x50: copies at 100 and 200; a query at 300 completes both, one batch */
+	cuctx__submit(c, &(struct cu_work){ .stream = 0x50, .ts_ns = 100, .bytes = 10, .key = { &a } });
+	cuctx__submit(c, &(struct cu_work){ .stream = 0x50, .ts_ns = 200, .bytes = 20, .key = { &a } });
+	cuctx__submit(c, &(struct cu_work){ .stream = 0x60, .ts_ns = 210, .bytes = 5, .key = { &b } });
+	e = aux(GP_API_cuStreamQuery, 7, 300, 0x50, 0);
+	cuctx__on_aux(c, &e);
+	if (!ASSERT_TRUE(a.s.done == 2 && a.s.by[CU_SYNC_STREAM_QUERY] == 2 && a.s.ns == 200, "stream query") ||
+	    !ASSERT_TRUE(a.batches == 1 && a.batch_bytes == 30 && a.batch_ns == 200, "one batch of 30 B in 200 ns") ||
+	    !ASSERT_EQ(b.s.done, 0, "another stream's work is not covered"))
+		goto cleanup;
+	/* an event recorded on 0x60 at 250, then more work at 260: an event query covers 210 only */
+	e = aux(GP_API_cuEventRecord, 7, 250, 0xe1, 0x60);
+	cuctx__on_aux(c, &e);
+	cuctx__submit(c, &(struct cu_work){ .stream = 0x60, .ts_ns = 260, .bytes = 7, .key = { &b } });
+	e = aux(GP_API_cuEventQuery, 7, 400, 0xe1, 0);
+	cuctx__on_aux(c, &e);
+	if (!ASSERT_TRUE(b.s.done == 1 && b.s.bytes == 5 && b.s.by[CU_SYNC_EVENT_QUERY] == 1, "event query") ||
+	    !ASSERT_EQ(cuctx__pending(c), 1, "the work after the record waits"))
+		goto cleanup;
+	/* stream 0x70 waits at 520 on event 0xe2 recorded on 0x60 at 510: a query of 0x70 at
+	 * 600 completes 0x60's work before 510 (the copy at 260), not the one at 530 */
+	e = aux(GP_API_cuEventRecordWithFlags, 7, 510, 0xe2, 0x60);
+	cuctx__on_aux(c, &e);
+	e = aux(GP_API_cuStreamWaitEvent, 7, 520, 0x70, 0xe2);
+	cuctx__on_aux(c, &e);
+	cuctx__submit(c, &(struct cu_work){ .stream = 0x60, .ts_ns = 530, .bytes = 9, .key = { &b } });
+	e = aux(GP_API_cuStreamQuery, 7, 600, 0x70, 0);
+	cuctx__on_aux(c, &e);
+	if (!ASSERT_TRUE(b.s.done == 2 && b.s.bytes == 12 && b.s.by[CU_SYNC_STREAM_QUERY] == 1, "a wait ties the streams") ||
+	    !ASSERT_EQ(b.s.ns, 190 + 340, "charged to the query's return") ||
+	    !ASSERT_EQ(cuctx__pending(c), 1, "work after the record still waits"))
+		goto cleanup;
+	/* events 0xe3 (at 700) and 0xe4 (at 900) on 0x50 around copies at 710 and 800;
+	 * cuEventElapsedTime gives 0.5 ms: the two copies' 70 B over 500,000 ns (+1, rounded up) */
+	e = aux(GP_API_cuEventRecord, 7, 700, 0xe3, 0x50);
+	cuctx__on_aux(c, &e);
+	cuctx__submit(c, &(struct cu_work){ .stream = 0x50, .ts_ns = 710, .bytes = 30, .key = { &a } });
+	cuctx__submit(c, &(struct cu_work){ .stream = 0x50, .ts_ns = 800, .bytes = 40, .key = { &a } });
+	e = aux(GP_API_cuEventRecord, 7, 900, 0xe4, 0x50);
+	cuctx__on_aux(c, &e);
+	cuctx__submit(c, &(struct cu_work){ .stream = 0x50, .ts_ns = 950, .bytes = 1000, .key = { &a } });
+	e = aux(GP_API_cuEventSynchronize, 7, 1000, 0xe4, 0);
+	cuctx__on_aux(c, &e);
+	if (!ASSERT_TRUE(a.s.done == 4 && a.s.by[CU_SYNC_EVENT] == 2, "the event sync covers the two copies"))
+		goto cleanup;
+	e = aux(GP_API_cuEventElapsedTime_v2, 7, 1100, 0xe3, 0xe4);
+	memcpy(&e.ms_bits, &ms, sizeof(ms));
+	cuctx__on_aux(c, &e);
+	if (!ASSERT_TRUE(a.ev_windows == 1 && a.ev_bytes == 70 && a.ev_ns == 500001, "bytes between the events") ||
+	    !ASSERT_EQ(b.ev_windows, 0, "other streams' work is not between them"))
+		goto cleanup;
+	cuctx__on_aux(c, &e); /* asked again: each piece of work is timed once */
+	if (!ASSERT_EQ(a.ev_windows, 1, "timed once"))
+		goto cleanup;
+	/* an elapsed time is a completion too: the copy at 950 before an event at 1200 */
+	e = aux(GP_API_cuEventRecord, 7, 1200, 0xe5, 0x50);
+	cuctx__on_aux(c, &e);
+	e = aux(GP_API_cuEventElapsedTime, 7, 1300, 0xe4, 0xe5);
+	memcpy(&e.ms_bits, &ms, sizeof(ms));
+	cuctx__on_aux(c, &e);
+	if (!ASSERT_TRUE(a.s.by[CU_SYNC_ELAPSED] == 1 && a.ev_bytes == 1070, "elapsed completes and times the copy at 950"))
+		goto cleanup;
+	if (!ASSERT_STR_EQ(cu_sync_name(CU_SYNC_ELAPSED), "event_elapsed", "cu_sync_name") ||
+	    !ASSERT_TRUE(cu_signal_api(GP_API_cuEventQuery) && !cu_signal_api(GP_API_cuEventRecord), "signal apis"))
+		goto cleanup;
+cleanup:
+	cuctx__free(c);
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
@@ -243,5 +352,6 @@ int main(int argc, char **argv)
 	RUN_TEST(test_windows);
 	RUN_TEST(test_batches_overflow);
 	RUN_TEST(test_helpers);
+	RUN_TEST(test_signals);
 	return unit_done();
 }

@@ -16,6 +16,7 @@
 #include "core/attach.h"
 #include "lib/bandwidth.h"
 #include "modes/bandwidth/bandwidth_mode.h"
+#include "lib/cuctx.h"
 #include "cuda_copy.skel.h"
 #include "core/events.h"
 #include "core/modeshare.h"
@@ -86,6 +87,7 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	gp_run__prepare_sampled(run, &m->sprobes, &m->probes, m->skel->progs.copy_enter_ev, m->skel->progs.copy_leave_ev);
 	m->skel->rodata->min_bytes = bw_settings.min_bytes;
 	bpf_map__set_max_entries(m->skel->maps.calls, (__u32)run->o->max_pending);
+	bpf_map__set_max_entries(m->skel->maps.copy_procs, (__u32)run->o->max_procs);
 	gp_run__set_shares(run, m->skel);
 	/* copies are priced under a budget, synchronizations sampled (m_attach) */
 	r = gp_run__adopt_hits(run, m->skel);
@@ -135,7 +137,8 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	 * thousands of times a second, and one window's answer names the thread's GPU */
 	for (int i = 0; i < n; i++) {
 		bool sampled = i >= ncopy || GP_COOKIE_API(cookies[i]) == GP_API_cuCtxGetDevice ||
-			       GP_COOKIE_API(cookies[i]) == GP_API_cuCtxGetDevice_v2;
+			       GP_COOKIE_API(cookies[i]) == GP_API_cuCtxGetDevice_v2 ||
+			       cu_signal_api(GP_COOKIE_API(cookies[i]));
 
 		syncs[i] = sampled ? offsets[i] : -1;
 		if (sampled)
@@ -230,6 +233,8 @@ static void fill(struct bw_mode *m, struct bw_snap *s)
 	s->small_bytes = __atomic_load_n(&m->skel->bss->small_bytes, __ATOMIC_RELAXED);
 	s->failed_copies = __atomic_load_n(&m->skel->bss->failed_copies, __ATOMIC_RELAXED);
 	s->zero_copies = __atomic_load_n(&m->skel->bss->zero_copies, __ATOMIC_RELAXED);
+	s->polls = __atomic_load_n(&m->skel->bss->polls, __ATOMIC_RELAXED);
+	s->quiet_signals = __atomic_load_n(&m->skel->bss->quiet_signals, __ATOMIC_RELAXED);
 	s->min_bytes = bw_settings.min_bytes;
 }
 

@@ -22,6 +22,8 @@ struct bw_snap {
 	struct gp_snap_pid *pids;
 	struct gp_snap_drop drops[GP_CDROP__COUNT + 1 + GP_RUN_DROPS];
 	uint64_t small_copies, small_bytes, failed_copies, zero_copies, min_bytes;
+	uint64_t polls; /* queries that returned CUDA_ERROR_NOT_READY: counted in BPF, never sent */
+	uint64_t quiet_signals; /* successful queries and elapsed times of processes that never copied: not sent */
 	struct bw_links links; /* what each kind of link can carry (zero: no bound) */
 };
 

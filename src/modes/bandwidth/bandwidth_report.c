@@ -164,6 +164,46 @@ static void text_matrix(FILE *f, const struct bw_snap_proc *p, const struct bw_l
 	}
 }
 
+/* "stream sync", "context sync", "event sync", "stream query", "event query", "event elapsed" */
+static const char *signal_label(enum bw_sync_kind k)
+{
+	static const char *const n[BW_SYNC__COUNT] = { "stream sync", "context sync", "event sync",
+						       "stream query", "event query", "event elapsed" };
+
+	return k < BW_SYNC__COUNT ? n[k] : "?";
+}
+
+/* What closed the windows of `what`'s copies (each signal's bound), the GPU's own time
+ * between events when events covered them, and the rate of each completed batch. */
+static void text_signals(FILE *f, const char *what, const struct bw_signals *g, const struct bw_link *l)
+{
+	bool any = false;
+	char r[80];
+
+	for (int k = 0; k < BW_SYNC__COUNT; k++)
+		any |= g->ns[k] != 0;
+	if (!any && !g->event_ns)
+		return;
+	fprintf(f, "  %s, bandwidth by the signal that closed the window (>=):", what);
+	for (int k = 0, first = 1; k < BW_SYNC__COUNT; k++) {
+		if (!g->ns[k])
+			continue;
+		rate_col(r, sizeof(r), l, (double)g->bytes[k] / secs(g->ns[k]));
+		fprintf(f, "%s %s %s (%s)", first ? "" : ",", signal_label((enum bw_sync_kind)k), r,
+			gp_text__bytes(g->bytes[k]).s);
+		first = 0;
+	}
+	fputc('\n', f);
+	if (g->event_ns) {
+		rate_col(r, sizeof(r), l, (double)g->event_bytes / secs(g->event_ns));
+		fprintf(f, "    from CUDA events (the GPU's time between two records): %s in %s = %s (%s)\n",
+			gp_text__bytes(g->event_bytes).s, gp_text__duration(secs(g->event_ns)).s, r,
+			gp_text__n(g->event_windows, "window", "windows").s);
+	}
+	fprintf(f, "    per completed batch:\n");
+	gp_text__rate_hist(f, g->window_hist, BW_HIST_SLOTS, 1e6);
+}
+
 static void text_pairs(FILE *f, const struct bw_snap_proc *p, const struct bw_links *links)
 {
 	uint64_t by[BW_SYNC__COUNT] = { 0 }, copies = 0, done = 0;
@@ -182,9 +222,17 @@ static void text_pairs(FILE *f, const struct bw_snap_proc *p, const struct bw_li
 	fprintf(f, "    bandwidth: bytes over the window from the first submission to the synchronization that\n"
 		   "    covered them (a lower bound; the calls return before the copy is done):\n");
 	text_matrix(f, p, links, gpus, n, true);
-	fprintf(f, "    %s of %s completed by a synchronization: stream %s, context %s, event %s\n",
-		gp_text__count(done).s, gp_text__count(copies).s, gp_text__count(by[BW_SYNC_STREAM]).s,
-		gp_text__count(by[BW_SYNC_CONTEXT]).s, gp_text__count(by[BW_SYNC_EVENT]).s);
+	fprintf(f, "    %s of %s completed by a signal:", gp_text__count(done).s, gp_text__count(copies).s);
+	for (int k = 0; k < BW_SYNC__COUNT; k++) /* the three syncs always, the other signals when they did */
+		if (k <= BW_SYNC_EVENT || by[k])
+			fprintf(f, "%s %s %s", k ? "," : "", signal_label((enum bw_sync_kind)k), gp_text__count(by[k]).s);
+	fputc('\n', f);
+	for (size_t i = 0; i < p->nr_pairs; i++) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "GPU %d -> %d", p->pairs[i].src, p->pairs[i].dst);
+		text_signals(f, what, &p->pairs[i].sig, pair_link(links, &p->pairs[i]));
+	}
 }
 
 static void text_proc(FILE *f, const struct bw_snap_proc *p, const struct bw_links *links)
@@ -200,6 +248,18 @@ static void text_proc(FILE *f, const struct bw_snap_proc *p, const struct bw_lin
 	if (!p->nr_stats)
 		return;
 	text_stats(f, p, links);
+	for (size_t s = 0; s < p->nr_stats; s++) {
+		const struct bw_stat *x = &p->stats[s];
+		char what[64];
+
+		if (x->dir == BW_D2D || x->dir == BW_PEER)
+			continue; /* its pairs say it, below */
+		if (x->gpu < 0)
+			snprintf(what, sizeof(what), "%s asynchronous", bw_dir_name(x->dir));
+		else
+			snprintf(what, sizeof(what), "GPU %d %s asynchronous", x->gpu, bw_dir_name(x->dir));
+		text_signals(f, what, &x->sig, bw_links__for(links, x->dir));
+	}
 	text_pairs(f, p, links);
 	for (size_t s = 0; s < p->nr_stats; s++) {
 		const struct bw_stat *x = &p->stats[s];
@@ -270,6 +330,9 @@ void bw_report__text(FILE *f, const struct gp_snap *hdr)
 	if (s->zero_copies || s->failed_copies || all)
 		fprintf(f, "Not counted: %s, %s\n", gp_text__n(s->zero_copies, "zero-byte copy", "zero-byte copies").s,
 			gp_text__n(s->failed_copies, "failed copy", "failed copies").s);
+	if (s->polls)
+		fprintf(f, "Polls: %s returned not ready (counted in BPF, no record: each completes nothing)\n",
+			gp_text__n(s->polls, "stream or event query", "stream or event queries").s);
 	if (s->d.nr_procs > quiet || all)
 		text_links(f, &s->links);
 	gp_drops__text(f, hdr, all);
@@ -292,6 +355,50 @@ static json_object *json_by_kind(const uint64_t *by)
 
 	for (int k = 0; k < BW_SYNC__COUNT; k++)
 		json_object_object_add(o, bw_sync_kind_name((enum bw_sync_kind)k), json_object_new_uint64(by[k]));
+	return o;
+}
+
+/*
+ * What the completion signals and CUDA events said of copies that returned before they
+ * completed: per signal its bytes, windows and their rate (a lower bound, null when that
+ * signal completed none); per completed batch its rate (log2 MB/s); the rate from the
+ * GPU's time between two events ("event_elapsed", null when none covered a copy). Rates
+ * above the link's limit go to "suspect" as "<signal>" and "event_elapsed".
+ */
+/* o's key: bytes over ns, null when ns is 0; above the link's limit, null with the figure
+ * in sus under sus_key */
+static void sig_rate(json_object *o, json_object *sus, const char *key, const char *sus_key, uint64_t bytes,
+		     uint64_t ns, const struct bw_link *l)
+{
+	double v = ns ? (double)bytes / secs(ns) : 0;
+
+	if (ns && bw_links__suspect(l, v)) {
+		json_object_object_add(sus, sus_key, json_object_new_double(v));
+		ns = 0;
+	}
+	json_object_object_add(o, key, ns ? json_object_new_double(v) : NULL);
+}
+
+static json_object *json_signals(const struct bw_signals *g, json_object *sus, const struct bw_link *l)
+{
+	json_object *o = json_object_new_object(), *by = json_object_new_object(), *ev = json_object_new_object();
+
+	for (int k = 0; k < BW_SYNC__COUNT; k++) {
+		json_object *x = json_object_new_object();
+		const char *name = bw_sync_kind_name((enum bw_sync_kind)k);
+
+		json_object_object_add(x, "bytes", json_object_new_uint64(g->bytes[k]));
+		json_object_object_add(x, "seconds_upper_bound", json_object_new_double(secs(g->ns[k])));
+		sig_rate(x, sus, "bytes_per_second_lower_bound", name, g->bytes[k], g->ns[k], l);
+		json_object_object_add(by, name, x);
+	}
+	json_object_object_add(o, "by_signal", by);
+	json_object_object_add(o, "window_rate_hist_mb_s", gp_json__log2_hist(g->window_hist, BW_HIST_SLOTS));
+	json_object_object_add(ev, "bytes", json_object_new_uint64(g->event_bytes));
+	json_object_object_add(ev, "gpu_seconds", json_object_new_double(secs(g->event_ns)));
+	json_object_object_add(ev, "windows", json_object_new_uint64(g->event_windows));
+	sig_rate(ev, sus, "bytes_per_second", "event_elapsed", g->event_bytes, g->event_ns, l);
+	json_object_object_add(o, "event_elapsed", ev);
 	return o;
 }
 
@@ -329,6 +436,7 @@ static json_object *json_stat(const struct bw_stat *x, const struct bw_links *li
 	json_object_object_add(t, "async_completed_by", json_by_kind(x->async_done_by));
 	json_object_object_add(t, "async_seconds_upper_bound", json_object_new_double(secs(x->async_ns)));
 	rate_field(t, sus, "async_bytes_per_second_lower_bound", x->async_ns, async_rate(x), l);
+	json_object_object_add(t, "async_signals", json_signals(&x->sig, sus, l));
 	json_object_object_add(t, "pageable_copies", json_object_new_uint64(x->pageable_copies));
 	json_object_object_add(t, "pageable_bytes", json_object_new_uint64(x->pageable_bytes));
 	json_object_object_add(t, "size_hist_bytes", gp_json__log2_hist(x->size_hist, BW_HIST_SLOTS));
@@ -352,6 +460,7 @@ static json_object *json_pair(const struct bw_pair *x, const struct bw_links *li
 	json_object_object_add(t, "completed_by", json_by_kind(x->done_by));
 	json_object_object_add(t, "seconds_upper_bound", json_object_new_double(secs(x->window_ns)));
 	rate_field(t, sus, "bytes_per_second_lower_bound", x->window_ns, pair_rate(x), l);
+	json_object_object_add(t, "signals", json_signals(&x->sig, sus, l));
 	json_object_object_add(t, "limit_bytes_per_second", json_object_new_double(l->bytes_per_s));
 	add_suspect(t, sus, l);
 	return t;
@@ -411,6 +520,8 @@ void bw_report__json(json_object *o, const struct gp_snap *hdr)
 	json_object_object_add(o, "small_bytes", json_object_new_uint64(s->small_bytes));
 	json_object_object_add(o, "zero_byte_copies", json_object_new_uint64(s->zero_copies));
 	json_object_object_add(o, "failed_copies", json_object_new_uint64(s->failed_copies));
+	json_object_object_add(o, "polls", json_object_new_uint64(s->polls));
+	json_object_object_add(o, "quiet_signals", json_object_new_uint64(s->quiet_signals));
 	json_object_object_add(o, "links", json_links(&s->links));
 }
 
@@ -420,7 +531,31 @@ static const char *const fams[] = {
 	"gpuprobe_cuda_memcpy_pageable_bytes_total",
 	"gpuprobe_cuda_copy_pair_copies_total", "gpuprobe_cuda_copy_pair_bytes_total",
 	"gpuprobe_cuda_copy_pair_completed_bytes_total", "gpuprobe_cuda_copy_pair_upper_bound_seconds_total",
+	"gpuprobe_cuda_memcpy_signal_bytes_total", "gpuprobe_cuda_memcpy_signal_upper_bound_seconds_total",
+	"gpuprobe_cuda_memcpy_event_bytes_total", "gpuprobe_cuda_memcpy_event_gpu_seconds_total",
 };
+
+/* A row's figures by completion signal (only the signals that completed copies) and from events. */
+static void prom_signals(struct prom_out *p, const struct gp_snap_pid *pp, const char *gpu, const struct bw_stat *x)
+{
+	const struct bw_signals *g = &x->sig;
+
+	for (int k = 0; k < BW_SYNC__COUNT; k++) {
+		const char *kv[] = { "gpu", gpu, "direction", bw_dir_name(x->dir), "signal",
+				     bw_sync_kind_name((enum bw_sync_kind)k), NULL };
+
+		if (!g->bytes[k])
+			continue;
+		prom__u64(p, fams[9], pp, kv, g->bytes[k]);
+		prom__secs(p, fams[10], pp, kv, secs(g->ns[k]));
+	}
+	if (g->event_windows) {
+		const char *kv[] = { "gpu", gpu, "direction", bw_dir_name(x->dir), NULL };
+
+		prom__u64(p, fams[11], pp, kv, g->event_bytes);
+		prom__secs(p, fams[12], pp, kv, secs(g->event_ns));
+	}
+}
 
 static void prom_stats(struct prom_out *p, const struct gp_snap_pid *pp, const struct bw_snap_proc *sp)
 {
@@ -436,6 +571,7 @@ static void prom_stats(struct prom_out *p, const struct gp_snap_pid *pp, const s
 		prom__secs(p, fams[2], pp, kv, secs(x->sync_ns));
 		prom__secs(p, fams[3], pp, kv, secs(x->async_ns));
 		prom__u64(p, fams[4], pp, kv, x->pageable_bytes);
+		prom_signals(p, pp, gpu, x);
 	}
 	for (size_t j = 0; j < sp->nr_pairs; j++) {
 		const struct bw_pair *x = &sp->pairs[j];
@@ -493,6 +629,8 @@ int bw_report__prom(struct prom_out *p, const struct gp_snap *hdr)
 	}
 	prom__family(p, "gpuprobe_cuda_memcpy_small_calls_total");
 	prom__u64(p, "gpuprobe_cuda_memcpy_small_calls_total", NULL, NULL, s->small_copies);
+	prom__family(p, "gpuprobe_cuda_polls_total");
+	prom__u64(p, "gpuprobe_cuda_polls_total", NULL, NULL, s->polls);
 	prom_links(p, &s->links);
 	free(pids); /* prom.c tells records apart by pointer while they are added, no later */
 	return 0;

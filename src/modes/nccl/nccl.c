@@ -11,7 +11,9 @@
 #include "lib/util.h"
 
 _Static_assert(NCCL_SYNC_STREAM == (int)CU_SYNC_STREAM && NCCL_SYNC_CONTEXT == (int)CU_SYNC_CONTEXT &&
-		       NCCL_SYNC_EVENT == (int)CU_SYNC_EVENT && NCCL_SYNC__COUNT == (int)CU_SYNC__COUNT,
+		       NCCL_SYNC_EVENT == (int)CU_SYNC_EVENT && NCCL_SYNC_STREAM_QUERY == (int)CU_SYNC_STREAM_QUERY &&
+		       NCCL_SYNC_EVENT_QUERY == (int)CU_SYNC_EVENT_QUERY && NCCL_SYNC_ELAPSED == (int)CU_SYNC_ELAPSED &&
+		       NCCL_SYNC__COUNT == (int)CU_SYNC__COUNT,
 	       "a call's completion is counted by the kind of cuctx's synchronization");
 
 struct ncomm {
@@ -134,7 +136,30 @@ static void call_charge(int slot, void *key, uint64_t ns)
 	((struct nccl_time *)key)->window_ns += ns;
 }
 
-static const struct cu_work_ops call_ops = { .done = call_done, .charge = call_charge };
+static void call_batch(int slot, void *key, uint64_t bytes, uint64_t ns, enum cu_sync kind)
+{
+	struct nccl_time *t = key;
+
+	(void)slot;
+	t->size_by[kind] += bytes;
+	t->ns_by[kind] += ns;
+	if (ns)
+		t->window_hist[gp_log2_slot(bytes * 1000 / ns, NCCL_SIZE_SLOTS)]++;
+}
+
+static void call_timed(int slot, void *key, uint64_t bytes, uint64_t gpu_ns)
+{
+	struct nccl_time *t = key;
+
+	(void)slot;
+	t->event_size += bytes;
+	t->event_ns += gpu_ns;
+	t->event_windows++;
+}
+
+static const struct cu_work_ops call_ops = {
+	.done = call_done, .charge = call_charge, .batch = call_batch, .timed = call_timed,
+};
 
 static int init_proc(void *v, uint32_t pid)
 {

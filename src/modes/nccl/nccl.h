@@ -25,7 +25,16 @@
 #define NCCL_MAX_COMMS 256 /* communicators kept per process */
 #define NCCL_SIZE_SLOTS 48 /* log2 size buckets */
 
-enum nccl_sync { NCCL_SYNC_STREAM, NCCL_SYNC_CONTEXT, NCCL_SYNC_EVENT, NCCL_SYNC__COUNT };
+/* enum cu_sync's completion signals */
+enum nccl_sync {
+	NCCL_SYNC_STREAM,
+	NCCL_SYNC_CONTEXT,
+	NCCL_SYNC_EVENT,
+	NCCL_SYNC_STREAM_QUERY,
+	NCCL_SYNC_EVENT_QUERY,
+	NCCL_SYNC_ELAPSED,
+	NCCL_SYNC__COUNT
+};
 enum nccl_bad { NCCL_BAD_NULL_COMM, NCCL_BAD_DESTROYED_COMM, NCCL_BAD_UNKNOWN_DTYPE, NCCL_BAD__COUNT };
 
 /* Where a communicator's shape (nranks, rank) came from. */
@@ -58,6 +67,12 @@ struct nccl_time {
 	uint64_t window_ns; /* first submission to the sync, summed over batches: upper bound */
 	double bus_factor;  /* nccl-tests' busbw / algbw for the communicator; 0: nranks unknown */
 	uint64_t by[NCCL_SYNC__COUNT];
+	/* per signal: the size and windows of the batches it completed (each a bound) */
+	uint64_t size_by[NCCL_SYNC__COUNT], ns_by[NCCL_SYNC__COUNT];
+	uint64_t window_hist[NCCL_SIZE_SLOTS]; /* per completed batch: log2 MB/s of algbw */
+	/* calls on one stream between two CUDA events, over the GPU's time between them
+	 * (cuEventElapsedTime): algbw from the GPU's clock */
+	uint64_t event_size, event_ns, event_windows;
 };
 
 struct nccl_comm_snap {

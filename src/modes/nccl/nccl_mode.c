@@ -34,13 +34,16 @@ static const struct gp_option options[] = {
 	{},
 };
 
-/* The libcuda calls --nccl needs: contexts (a communicator's GPU), syncs and event records
- * (a call's completion). */
+/* The libcuda calls --nccl needs: contexts (a communicator's GPU), the completion signals
+ * (syncs, queries, elapsed times), event records and waits (which work they cover). */
 static const enum gp_api cuda_apis[] = {
 	GP_API_cuCtxSetCurrent, GP_API_cuCtxPushCurrent_v2, GP_API_cuCtxPopCurrent_v2,
 	GP_API_cuDevicePrimaryCtxRetain, GP_API_cuCtxCreate_v2, GP_API_cuCtxCreate_v3, GP_API_cuCtxCreate_v4,
 	GP_API_cuStreamSynchronize, GP_API_cuStreamSynchronize_ptsz, GP_API_cuCtxSynchronize,
 	GP_API_cuCtxSynchronize_v2, GP_API_cuEventSynchronize, GP_API_cuEventRecord, GP_API_cuEventRecord_ptsz,
+	GP_API_cuEventRecordWithFlags, GP_API_cuEventRecordWithFlags_ptsz, GP_API_cuStreamWaitEvent,
+	GP_API_cuStreamWaitEvent_ptsz, GP_API_cuStreamQuery, GP_API_cuStreamQuery_ptsz, GP_API_cuEventQuery,
+	GP_API_cuEventElapsedTime, GP_API_cuEventElapsedTime_v2,
 };
 #define NR_CUDA_APIS (int)(sizeof(cuda_apis) / sizeof(cuda_apis[0]))
 
@@ -238,6 +241,7 @@ static void fill_drops(struct nccl_mode *m, struct nccl_snap *s)
 	n += gp_run__drops(m->run, s->drops + n);
 	s->hdr.drops = s->drops;
 	s->hdr.nr_drops = n;
+	s->polls = __atomic_load_n(&m->skel->bss->polls, __ATOMIC_RELAXED);
 }
 
 static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_snap_kind kind, uint32_t pid)

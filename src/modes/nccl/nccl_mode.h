@@ -31,6 +31,7 @@ struct nccl_snap {
 	const struct nccl_lib *libs;
 	size_t nr_libs;
 	uint64_t max_comm_series;
+	uint64_t polls; /* cuStreamQuery/cuEventQuery NOT_READY results: counted in BPF, never sent */
 };
 
 void nccl_report__text(FILE *f, const struct gp_snap *s);

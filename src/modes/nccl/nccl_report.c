@@ -85,12 +85,26 @@ static void text_p2p(FILE *f, const struct nccl_comm_snap *c)
 	}
 }
 
+/* The signal that closed most of a row's windows: "stream sync", ..., "event elapsed". */
+static const char *closed_by(const struct nccl_time *t)
+{
+	static const char *const n[NCCL_SYNC__COUNT] = { "stream sync", "context sync", "event sync",
+							 "stream query", "event query", "event elapsed" };
+	int best = 0;
+
+	for (int k = 1; k < NCCL_SYNC__COUNT; k++)
+		if (t->by[k] > t->by[best])
+			best = k;
+	return n[best];
+}
+
 static void text_times(FILE *f, const struct nccl_comm_snap *c)
 {
 	if (!c->nr_times)
 		return;
 	fprintf(f, "    completion (first submission to the sync that covered it: time upper bound, bandwidth lower bound)\n");
-	fprintf(f, "    %-14s %10s %8s %10s %12s %12s\n", "OP", "SIZE >=", "CALLS", "TIME <=", "ALGBW >=", "BUSBW >=");
+	fprintf(f, "    %-14s %10s %8s %10s %12s %12s  %s\n", "OP", "SIZE >=", "CALLS", "TIME <=", "ALGBW >=", "BUSBW >=",
+		"CLOSED BY (most calls)");
 	for (size_t i = 0; i < c->nr_times; i++) {
 		const struct nccl_time *t = &c->times[i];
 		char bus[80];
@@ -101,9 +115,17 @@ static void text_times(FILE *f, const struct nccl_comm_snap *c)
 			snprintf(bus, sizeof(bus), "%s", gp_text__rate(algbw(t) * t->bus_factor).s);
 		else
 			snprintf(bus, sizeof(bus), "-");
-		fprintf(f, "    %-14s %10s %8s %10s %12s %12s\n", nccl_op_name(t->fn), gp_text__bytes(1ULL << t->slot).s,
+		fprintf(f, "    %-14s %10s %8s %10s %12s %12s  %s\n", nccl_op_name(t->fn), gp_text__bytes(1ULL << t->slot).s,
 			gp_text__count(t->calls).s, gp_text__duration(secs(t->window_ns)).s,
-			t->window_ns ? gp_text__rate(algbw(t)).s : "-", bus);
+			t->window_ns ? gp_text__rate(algbw(t)).s : "-", bus, closed_by(t));
+		if (t->event_ns) {
+			double a = (double)t->event_size / secs(t->event_ns);
+
+			fprintf(f, "    %-14s from CUDA events (GPU time %s, %s): algbw %s, busbw %s\n", "",
+				gp_text__duration(secs(t->event_ns)).s,
+				gp_text__n(t->event_windows, "window", "windows").s, gp_text__rate(a).s,
+				t->bus_factor ? gp_text__rate(a * t->bus_factor).s : "-");
+		}
 	}
 }
 
@@ -240,6 +262,46 @@ static json_object *json_p2p(const struct nccl_comm_snap *c)
 	return arr;
 }
 
+/* A rate: size over ns, null when ns is 0; busbw with the communicator's factor (null
+ * when nranks is unknown). */
+static void bw_fields(json_object *o, const char *alg_key, const char *bus_key, uint64_t size, uint64_t ns,
+		      double bus_factor)
+{
+	double v = ns ? (double)size / secs(ns) : 0;
+
+	json_object_object_add(o, alg_key, ns ? json_object_new_double(v) : NULL);
+	json_object_object_add(o, bus_key, ns && bus_factor ? json_object_new_double(v * bus_factor) : NULL);
+}
+
+/* Per completion signal: the size of the calls it completed, their windows, the bounds. */
+static json_object *json_signals(const struct nccl_time *t)
+{
+	json_object *by = json_object_new_object();
+
+	for (int k = 0; k < NCCL_SYNC__COUNT; k++) {
+		json_object *x = json_object_new_object();
+
+		json_object_object_add(x, "size_bytes", json_object_new_uint64(t->size_by[k]));
+		json_object_object_add(x, "seconds_upper_bound", json_object_new_double(secs(t->ns_by[k])));
+		bw_fields(x, "algbw_bytes_per_second_lower_bound", "busbw_bytes_per_second_lower_bound", t->size_by[k],
+			  t->ns_by[k], t->bus_factor);
+		json_object_object_add(by, nccl_sync_name((enum nccl_sync)k), x);
+	}
+	return by;
+}
+
+/* The calls between two CUDA events on their stream, over the GPU's time between them. */
+static json_object *json_events(const struct nccl_time *t)
+{
+	json_object *x = json_object_new_object();
+
+	json_object_object_add(x, "size_bytes", json_object_new_uint64(t->event_size));
+	json_object_object_add(x, "gpu_seconds", json_object_new_double(secs(t->event_ns)));
+	json_object_object_add(x, "windows", json_object_new_uint64(t->event_windows));
+	bw_fields(x, "algbw_bytes_per_second", "busbw_bytes_per_second", t->event_size, t->event_ns, t->bus_factor);
+	return x;
+}
+
 static json_object *json_time(const struct nccl_time *t)
 {
 	json_object *o = json_object_new_object(), *by = json_object_new_object(), *b = json_object_new_array();
@@ -259,6 +321,9 @@ static json_object *json_time(const struct nccl_time *t)
 	for (int k = 0; k < NCCL_SYNC__COUNT; k++)
 		json_object_object_add(by, nccl_sync_name((enum nccl_sync)k), json_object_new_uint64(t->by[k]));
 	json_object_object_add(o, "completed_by", by);
+	json_object_object_add(o, "by_signal", json_signals(t));
+	json_object_object_add(o, "window_rate_hist_mb_s", gp_json__log2_hist(t->window_hist, NCCL_SIZE_SLOTS));
+	json_object_object_add(o, "event_elapsed", json_events(t));
 	return o;
 }
 
@@ -371,6 +436,7 @@ void nccl_report__json(json_object *o, const struct gp_snap *hdr)
 		json_object_array_add(ms, json_matrix(&s->d.matrices[i]));
 	json_object_object_add(o, "communicators", ms);
 	json_object_object_add(o, "libraries", json_libs(s));
+	json_object_object_add(o, "polls", json_object_new_uint64(s->polls));
 }
 
 /* ---- --trace ---- */
