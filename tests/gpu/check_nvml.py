@@ -144,8 +144,11 @@ if frames:
     last = frames[-1].splitlines()
     print("  top's last frame:\n    " + "\n    ".join(last[:12]))
     for who, pid in (("matmul", mm["pid"]), ("torch", tp["pid"])):
+        # the SM% column by the header's place: a TOP KERNEL column after it has spaces
+        head = [l.split() for l in last if "SM%" in l.split() and "PID" in l.split()]
+        col = head[0].index("SM%") if head else -1
         row = [l.split() for l in last if l.split()[:1] == [str(pid)]]
-        got = row[0][-1] if row else None
+        got = row[0][col] if row and len(row[0]) > col else None
         p_sm = sum(pmon.get(pid, [])) / len(pmon[pid]) if pmon.get(pid) else None
         ok = got is not None and got.endswith("%") and p_sm is not None and abs(float(got[:-1]) - p_sm) <= 15
         verdict(ok, f"top: {who} SM% {got} vs pmon {p_sm} (within 15 points)")
