@@ -230,6 +230,21 @@ def test_hostile_sender_counted_and_harmless():
     eq(rep["drops"]["gputime_refused"], t["oversized"] + t["malformed"], "in the drops too")
 
 
+def test_one_user_cannot_hold_every_connection():
+    """A nobody child holds 1,100 connections to the command's abstract socket (found in
+    /proc/net/unix): it gets its user's share (128), the rest are refused and counted, and
+    the parent, another user, still connects and every record it sends is read."""
+    r = gp.gpuprobe(["--gpu-time", "--json", "--libcuda", FAKECUDA],
+                    cmd=["python3", os.path.join(gp.ROOT, "tests", "apps", "gputime_hog.py"), "1100"], timeout=90)
+    eq(r.returncode, 0, f"exit status ({r.stderr[-1500:]})")
+    t = gp.truth(r.stderr)
+    rep = gp.final(r.stdout, "gputime")
+    eq(t["hog_connects"], 1100, "the nobody child's connections (the kernel's backlog took each)")
+    eq(rep["refused"]["connections_refused"], 1100 - 128, "past the user's share: refused and counted")
+    me = gp.proc(rep, t["pid"])
+    eq(sum(k["launches"] for k in me["kernels"]), t["sent"], "the other user's records all read")
+
+
 def test_socket_for_processes_started_elsewhere():
     d = tempfile.mkdtemp(prefix="gpuprobe-gt-", dir="/run")
     os.chmod(d, 0o755)

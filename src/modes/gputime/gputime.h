@@ -25,6 +25,7 @@ enum gt_drop {
 	GT_D_PROCS,      /* processes past the table's cap: their records */
 	GT_D_ROWS,       /* records past a process's caps (rows, names) */
 	GT_D_BAD_TIME,   /* a record that ends before it starts, or lasts over an hour */
+	GT_D_CONN,       /* connections past their user's share of the sockets' (refused) */
 	GT_D__COUNT,
 };
 

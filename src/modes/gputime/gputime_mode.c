@@ -46,6 +46,9 @@
 #define SHARE 1024      /* of which one process at most */
 #define RCVBUF (8 << 20) /* the sockets' receive buffers: a burst waits there */
 #define MAX_CLIENTS 1024 /* connections to --gpu-time-socket at once (more: refused, counted) */
+/* Of which one user at most: whoever finds a socket (the command's abstract one is listed
+ * in /proc/net/unix) cannot hold every connection and shut other users' processes out. */
+#define USER_SHARE (MAX_CLIENTS / 8)
 #define CUPTI_LIB "libgpuprobe_cupti.so"
 #define NCCL_LIB "libgpuprobe_ncclprof.so"
 
@@ -78,6 +81,7 @@ struct gputime_mode {
 	int fds[3]; /* the command's socket, --gpu-time-socket's listener, the command's abstract one; -1 */
 	int clients[MAX_CLIENTS]; /* its connections */
 	uint32_t client_pid[MAX_CLIENTS]; /* SO_PEERCRED's at connect time */
+	uint32_t client_uid[MAX_CLIENTS]; /* and its user */
 	int nr_clients;
 	char path[PATH_MAX];
 	bool bound;
@@ -380,7 +384,18 @@ static int read_fd(struct gputime_mode *m, int fd, uint32_t peer, int budget)
 	return n;
 }
 
-/* New connections to a listener, each with its peer's PID. */
+/* The connections user uid holds now. */
+static int user_clients(const struct gputime_mode *m, uint32_t uid)
+{
+	int n = 0;
+
+	for (int i = 0; i < m->nr_clients; i++)
+		n += m->client_uid[i] == uid;
+	return n;
+}
+
+/* New connections to a listener, each with its peer's PID; a user past its share is
+ * refused (counted: connections_refused). */
 static void accept_clients(struct gputime_mode *m, int lfd)
 {
 	for (;;) {
@@ -395,6 +410,12 @@ static void accept_clients(struct gputime_mode *m, int lfd)
 			close(fd);
 			continue;
 		}
+		if (user_clients(m, uc.uid) >= USER_SHARE) {
+			gt_agg__drop(m->agg, GT_D_CONN, 1);
+			close(fd);
+			continue;
+		}
+		m->client_uid[m->nr_clients] = uc.uid;
 		setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 		m->clients[m->nr_clients] = fd;
 		m->client_pid[m->nr_clients++] = (uint32_t)uc.pid;
@@ -422,6 +443,7 @@ static void drain(struct gputime_mode *m)
 		close(m->clients[i]);
 		m->clients[i] = m->clients[--m->nr_clients];
 		m->client_pid[i] = m->client_pid[m->nr_clients];
+		m->client_uid[i] = m->client_uid[m->nr_clients];
 		i--;
 	}
 }
@@ -498,6 +520,7 @@ static void fill_drops(struct gputime_mode *m, struct gputime_snap *s)
 	static const int reason[GT_D__COUNT] = {
 		[GT_D_OVERSIZED] = GP_R_GPUTIME_REFUSED, [GT_D_MALFORMED] = GP_R_GPUTIME_REFUSED,
 		[GT_D_NO_CREDS] = GP_R_GPUTIME_REFUSED, [GT_D_BAD_TIME] = GP_R_GPUTIME_REFUSED,
+		[GT_D_CONN] = GP_R_GPUTIME_REFUSED,
 		[GT_D_FLOOD] = GP_R_GPUTIME_FLOOD, [GT_D_PROCS] = GP_R_GPUTIME_CAPS, [GT_D_ROWS] = GP_R_GPUTIME_CAPS,
 	};
 	uint64_t by[GP_R__COUNT] = { 0 }, not_sent = 0, lost = 0;
