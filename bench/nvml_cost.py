@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import docsection  # bench/docsection.py: this script's part of docs/benchmarks.md
 import urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -178,24 +180,11 @@ def doc_lines(rows):
 
 
 def replace_doc(path, lines):
-    text = open(path).read() if os.path.exists(path) else ""
-    new = "\n".join(lines)
-    if BEGIN in text and END in text:
-        a, rest = text.split(BEGIN, 1)
-        text = a + new + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + new + "\n"
-    with open(path, "w") as f:
-        f.write(text)
+    docsection.replace(path, lines, BEGIN, END)
 
 
 def section(path):
-    if not os.path.exists(path):
-        return None
-    text = open(path).read()
-    if BEGIN not in text or END not in text:
-        return None
-    return [BEGIN + text.split(BEGIN, 1)[1].split(END, 1)[0] + END]
+    return docsection.section(path, BEGIN, END)
 
 
 if __name__ == "__main__":
