@@ -91,14 +91,18 @@ static void check_tracefs(struct checker *c)
 		line(c, WARN, "tracefs", "not mounted at /sys/kernel/tracing, and this user cannot mount it (CAP_SYS_ADMIN): --ioctl's syscall tracepoints need it (mount -t tracefs nodev /sys/kernel/tracing); the other modes do not");
 }
 
-/* --max-overhead (the daemon's default 1 %): how it takes the sampled probes off. */
-static void check_budget(struct checker *c)
+/* --max-overhead (the daemon's default 1 %): how it takes the sampled probes off. A kernel
+ * that gpuprobe refuses (kernel_ok false: the "kernel features" line says why) has no budget
+ * to describe, whatever mechanism it would have. */
+static void check_budget(struct checker *c, bool kernel_ok)
 {
 	char why[320];
 	const char *reason;
 	enum gp_budget_how h = gp_budget_mechanism(false, why, sizeof(why), &reason);
 
-	if (h == GP_BUDGET_MULTI)
+	if (!kernel_ok)
+		line(c, WARN, "overhead budget", "none: gpuprobe does not start on this kernel (the \"kernel features\" line says why)");
+	else if (h == GP_BUDGET_MULTI)
 		line(c, OK, "overhead budget", "samples the launch and sync probes with uprobe_multi links made and closed per window (no tracefs uprobe events: %s; a process new to the budget is not armed alone)",
 		     why);
 	else if (h == GP_BUDGET_UEVENTS)
@@ -111,6 +115,7 @@ static void check_budget(struct checker *c)
 static void check_kernel(struct checker *c)
 {
 	char path[512], why[512];
+	bool kernel_ok;
 	int fd;
 
 	if (sys_exists(c, "kernel/btf/vmlinux", path, sizeof(path)))
@@ -125,7 +130,8 @@ static void check_kernel(struct checker *c)
 		line(c, OK, "uprobe_multi", "one link per library and direction (Linux >= 6.6)");
 	else
 		line(c, WARN, "uprobe_multi", "not available (or GPUPROBE_NO_UPROBE_MULTI set): one perf event per probe, slower attach and detach");
-	check_budget(c);
+	kernel_ok = features__check_kernel(why, sizeof(why)) == 0;
+	check_budget(c, kernel_ok);
 	fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "gp_check", 0, 0, 4096, NULL);
 	if (fd >= 0) {
 		line(c, OK, "ring buffer", "BPF_MAP_TYPE_RINGBUF created");
@@ -135,7 +141,7 @@ static void check_kernel(struct checker *c)
 		     strerror(errno));
 	}
 	/* what every mode checks at start (features__check_kernel): attach cookies first */
-	if (features__check_kernel(why, sizeof(why)))
+	if (!kernel_ok)
 		line(c, FAIL, "kernel features", "%s", why);
 	else
 		line(c, OK, "kernel features", "none that gpuprobe needs is missing (attach cookies and perf-event links: 5.15)");

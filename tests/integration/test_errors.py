@@ -278,6 +278,11 @@ def test_kernel_without_a_needed_feature_refused_in_one_line():
     check(feat[0].startswith("fail kernel features: this kernel lacks "), feat[0])
     why = feat[0].split(": ", 1)[1]
     eq(r.returncode, 1, "gpuprobe check's exit status")
+    # nothing else claims to work on a kernel where nothing starts (5.10 used to print "ok
+    # overhead budget": the tracefs events it would sample with exist there)
+    budget = [l for l in r.stdout.splitlines() if " overhead budget: " in l]
+    eq(len(budget), 1, f"one overhead budget line: {r.stdout}")
+    check(budget[0].startswith("warn overhead budget: none: gpuprobe does not start"), budget[0])
     trace = os.path.join(TMP, "refused.jsonl")
     runs = [[m, "--libcuda", FAKECUDA, "--", "/bin/true"] for m in
             ("--memleak", "--cudatrace", "--bandwidth-util", "--nccl")]
