@@ -9,6 +9,7 @@
 #include "lib/cgroups.h"
 #include "lib/k8s.h"
 #include "lib/u64map.h"
+#include "lib/util.h"
 
 /* A miss in the kubelet's folders rescans them at most this often. */
 #define NAME_RESCAN_MS 1000
@@ -110,20 +111,6 @@ static struct cg_entry *entry(struct cgroups *c, uint32_t pid)
 	return e;
 }
 
-/* The name of pid from /proc (15 characters, as the kernel keeps it). */
-static void read_comm(uint32_t pid, char *buf, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-	f = fopen(path, "re");
-	if (f && fgets(buf, (int)len, f))
-		buf[strcspn(buf, "\n")] = '\0';
-	if (f)
-		fclose(f);
-}
-
 void cgroups__refresh(struct cgroups *c, uint32_t pid, const char *comm, uint64_t now_ns)
 {
 	char buf[K8S_MAX_PATH + 1];
@@ -142,7 +129,7 @@ void cgroups__refresh(struct cgroups *c, uint32_t pid, const char *comm, uint64_
 	if (comm && comm[0])
 		snprintf(e->comm, sizeof(e->comm), "%s", comm);
 	else if (!e->comm[0])
-		read_comm(pid, e->comm, sizeof(e->comm));
+		(void)gp_proc_comm(pid, e->comm, sizeof(e->comm));
 }
 
 void cgroups__note(struct cgroups *c, uint32_t pid, uint64_t now_ns)
@@ -180,7 +167,7 @@ const char *const *cgroups__labels(struct cgroups *c, uint32_t pid, uint64_t now
 	/* a forked child names itself after its fork (prctl, setproctitle): the name it has
 	 * now, while it lives, not the one read at its fork */
 	if (!e->gone_ns) {
-		read_comm(pid, comm, sizeof(comm));
+		(void)gp_proc_comm(pid, comm, sizeof(comm));
 		if (comm[0])
 			memcpy(e->comm, comm, sizeof(comm));
 	}

@@ -134,10 +134,7 @@ void gp_log_setup(bool priorities, bool verbose)
 	log_verbose = verbose;
 }
 
-/* The UTF-8 sequence at s: its length (the code point in *cp), 0 if invalid, GP_SAFE_MORE
- * when n cuts a sequence that is valid so far. Overlong forms, surrogates and code points
- * past U+10FFFF are invalid. */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+size_t gp_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
 {
 	unsigned char lo = 0x80, hi = 0xbf;
 	size_t k;
@@ -181,7 +178,7 @@ static bool cp_unsafe(uint32_t cp, bool lines)
 size_t gp_safe_char(const unsigned char *s, size_t n, bool lines, size_t *skip)
 {
 	uint32_t cp = 0;
-	size_t k = n ? utf8_decode(s, n, &cp) : 0;
+	size_t k = n ? gp_utf8_decode(s, n, &cp) : 0;
 
 	*skip = k && k != GP_SAFE_MORE ? k : 1;
 	if (k == GP_SAFE_MORE)

@@ -70,6 +70,10 @@ void gp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
  * its new length (never longer; when shorter, a NUL follows the text).
  */
 #define GP_SAFE_MORE ((size_t)-1)
+/* The UTF-8 sequence at s (n bytes there): its length (the code point in *cp), 0 if invalid,
+ * GP_SAFE_MORE when n cuts a sequence that is valid so far. Overlong forms, surrogates and
+ * code points past U+10FFFF are invalid. */
+size_t gp_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
 size_t gp_safe_char(const unsigned char *s, size_t n, bool lines, size_t *skip);
 size_t gp_sanitize(char *s, size_t n, bool lines);
 /* A NUL-terminated string in place; returns s. */

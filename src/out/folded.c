@@ -44,36 +44,10 @@ void folded__free(struct folded *f)
  * or one XML cannot carry (U+FFFE, U+FFFF). */
 static size_t utf8_char(const unsigned char *s, size_t n)
 {
-	size_t k;
-	unsigned char lo = 0x80, hi = 0xbf;
+	uint32_t cp = 0;
+	size_t k = gp_utf8_decode(s, n, &cp);
 
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		k = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		k = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		k = 4;
-	else
-		return 0;
-	if (n < k)
-		return 0;
-	/* the second byte's range rules out overlong forms, surrogates and past U+10FFFF */
-	if (s[0] == 0xe0)
-		lo = 0xa0;
-	else if (s[0] == 0xed)
-		hi = 0x9f;
-	else if (s[0] == 0xf0)
-		lo = 0x90;
-	else if (s[0] == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < k; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	if (k == 3 && s[0] == 0xef && s[1] == 0xbf && s[2] >= 0xbe)
+	if (k == GP_SAFE_MORE || cp == 0xfffe || cp == 0xffff)
 		return 0;
 	return k;
 }

@@ -46,24 +46,6 @@ static struct {
 	size_t n;
 } named;
 
-/* /proc/PID/comm (the kernel's, as the BPF side's group leader comm); "" when gone. */
-static void read_comm(uint32_t pid, char *buf, size_t len)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	buf[0] = 0;
-	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/comm", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-}
-
 /* One gp_snap_pid per PID of the snapshot (named; a process gone has none: NULL). */
 static int name_procs(const struct gp_nvml_snap *s, const struct gp_snap_pid **of)
 {
@@ -79,7 +61,7 @@ static int name_procs(const struct gp_nvml_snap *s, const struct gp_snap_pid **o
 			;
 		if (j == named.n) {
 			named.v[j].pid = s->procs[i].pid;
-			read_comm(s->procs[i].pid, named.v[j].comm, sizeof(named.v[j].comm));
+			(void)gp_proc_comm(s->procs[i].pid, named.v[j].comm, sizeof(named.v[j].comm)); /* "" when gone */
 			named.n++;
 		}
 		of[i] = named.v[j].comm[0] ? &named.v[j] : NULL;
