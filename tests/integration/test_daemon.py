@@ -1041,6 +1041,11 @@ def test_series_cap_nobody():
         attributed = 2 * n - len(unattr2)
         eq(total2, 2 * n * allocs, "every allocation kept")
         eq(own2, own | ({"other"} if attributed > share else set()), "no new label set of the cgroup")
+        if series2 != series1:  # name the lines that came or went, for the failure below
+            def keys(text):
+                return {x.rsplit(" ", 1)[0] for x in text.splitlines() if f'cgroup="{mine}"' in x}
+            k1, k2 = keys(t1), keys(t2)
+            print(f"#   series new: {sorted(k2 - k1)[:6]}; gone: {sorted(k1 - k2)[:6]}")
         eq(series2, series1, "the cgroup's series (exposition lines) after a second batch of new names")
         eq(value(t2, "gpuprobe_series_overflow_total", reason="cgroup"), max(attributed - share, 0),
            "processes over the share")
