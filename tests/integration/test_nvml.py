@@ -500,7 +500,11 @@ def top_frames(pids, env, extra=(), n=4, signal_apps=()):
     g = gp.Background([gp.GPUPROBE, "top", "--batch", "-n", str(n), "-i", "1", "--libcuda", gp.FAKECUDA,
                        "-p", ",".join(str(p) for p in pids)] + list(extra), env=gp._with_state(env))
     try:
-        time.sleep(1.5)
+        # the apps allocate once top's first frame is out (it attaches before it draws): a
+        # fixed 1.5 s was shorter than an attach under emulation (6.12 VM: 0 processes)
+        deadline = time.time() + 30
+        while "gpuprobe top" not in g.stdout() and time.time() < deadline and g.p.poll() is None:
+            time.sleep(0.1)
         for a in signal_apps:
             a.signal(signal.SIGUSR1)
             a.wait_for("HELD")
