@@ -120,6 +120,8 @@ int main(int argc, char **argv)
 			print_hi("hi", &s);
 			printf(",\"settled_estimate\":%.0f,\"settled_lo\":%.0f", st.estimate, st.lo);
 			print_hi("settled_hi", &st);
+			if (s.dark_s > 0)
+				printf(",\"dark_s\":%.3f", s.dark_s);
 		}
 		printf("}\n");
 	}

@@ -10,6 +10,11 @@
 # (about 5 minutes of GPU time), or issue 29's budget patterns (budget_rate.cu's, one workload
 # each; inproc.py's header), about 8 minutes at 85 s a pattern:
 #     bench/gpu/inproc.sh --workloads patterns --configs three_budget --lead 1.0 --pattern-cap 85
+# Whether a pattern's slowdown is under P (the interval's upper end: inproc.md says so per
+# pattern, and how many windows at its spread would show it): a window's mean wanders by 2-3 %
+# on the H200 at any window length, so only more windows narrow it, ~10 s a round (gpuprobe's
+# start ~6.7 s of it); one pattern a device call, ~50 windows in 9 minutes:
+#     bench/gpu/inproc.sh --workloads launch-tight --configs three_budget --lead 1.0 --pattern-cap 520 --min-pairs 200
 # Writes $OUT (else /tmp/gp-inproc): inproc.md (the tables),
 # inproc_raw.json, logs.tgz. Copy inproc.md to bench/gpu/results-inproc-<gpu>.md to keep it.
 # GPU_INPROC_MOCK=1 bench/gpu/inproc.sh runs the plumbing here on the stand-in driver.

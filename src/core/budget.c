@@ -304,15 +304,31 @@ static void attach_poll(struct gp_budget *b);
 static void span_begin(struct gp_budget *b, uint64_t now);
 static void span_take(struct account *a, struct gp_window *w, uint64_t t0);
 
+/* A look just before a probe goes in: the strays' span begins at the last look before any
+ * came (attach_poll), and a probe catches some before the look after it. Before the attach's
+ * first probe (*first), the span begins anew: strays until then were the last window's
+ * breakpoints going, not this attach's (under the test hook with uprobe_multi links the span
+ * so began 1.5 s before any probe was in). */
+static void before_probe(struct gp_budget *b, bool *first)
+{
+	if (*first)
+		span_begin(b, gp_mono_ns());
+	else
+		attach_poll(b);
+	*first = false;
+}
+
 /* Without uprobe_multi: each probe's event armed, entries first (the calls its probes catch
  * meanwhile counted after each: attach_poll). */
-static int group_arm(struct gp_budget *b, struct group *g)
+static int group_arm(struct gp_budget *b, struct group *g, bool *first)
 {
 	for (int i = 0; i < g->nue; i++) {
 		int fd;
 
-		if (g->armed[i] < 0)
+		if (g->armed[i] < 0) {
 			test_attach_pause(g->nue);
+			before_probe(b, first);
+		}
 		fd = g->armed[i] >= 0 ? g->armed[i] : uevent__arm(g->ue[i], g->pid);
 
 		if (fd < 0)
@@ -324,14 +340,15 @@ static int group_arm(struct gp_budget *b, struct group *g)
 }
 
 /* Entry links first, then return links: a return probe then always has its entry seen. */
-static int group_attach(struct gp_budget *b, struct group *g)
+static int group_attach(struct gp_budget *b, struct group *g, bool *first)
 {
 	int fd;
 
 	if (!b->multi)
-		return group_arm(b, g);
+		return group_arm(b, g, first);
 	if (g->fd_enter < 0 && g->n) {
 		test_attach_pause(2);
+		before_probe(b, first);
 		fd = attach__multi_fd(g->enter, g->path, g->offs, g->cookies, g->n, g->pid, false);
 		if (fd < 0)
 			return fd;
@@ -496,9 +513,11 @@ static void attach_all(struct gp_budget *b)
 {
 	uint64_t t0 = gp_mono_ns();
 
+	bool first = true;
+
 	span_begin(b, t0);
 	for (int i = 0; i < b->ngroups; i++) {
-		int r = group_attach(b, &b->groups[i]);
+		int r = group_attach(b, &b->groups[i], &first);
 
 		attach_poll(b);
 
@@ -2004,7 +2023,7 @@ int gp_budget__add(struct gp_budget *b, const struct gp_sampled *s, char *err, s
 		if (ng) {
 			b->groups = ng;
 			/* while the probes are off, the next window attaches this group too */
-			r = b->attached || !b->started ? group_attach(b, &g) : 0;
+			r = b->attached || !b->started ? group_attach(b, &g, &(bool){ false }) : 0;
 			if (!r)
 				b->groups[b->ngroups++] = g;
 			/* a call with a return probe takes two traps for the one counted */
@@ -2235,6 +2254,15 @@ void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
 
 				read_gaps(&b->hits[i], &gc);
 				gaps_since(&a->last_gap, &gc, &w, b->cur_start, on);
+				/* a last look at its strays, at its exit: one that ended while the next
+				 * window's links went in (uprobe_multi's return link after the entry one,
+				 * tracefs events one at a time) took them up to it, and no look came
+				 * after (its part stayed dark: rate_app's 3-s slow attaches) */
+				if (a->sp_t0 && ts_ns > a->sp_t0 && stray_calls_of(b, i) > a->sp_n0 &&
+				    stray_calls_of(b, i) >= a->sp_n1) {
+					a->sp_t1 = ts_ns;
+					a->sp_n1 = stray_calls_of(b, i);
+				}
 				span_take(a, &w, b->cur_start);
 				acct_period(&a->acc, pid, &w, b->cost, b->price);
 			}

@@ -327,6 +327,21 @@ static double spanned(const struct gp_account *a, double u, double r_before, dou
 	return s0 * (r_before + rs) / 2 + a->p_sn + (u - s1) * (rs + r_after) / 2;
 }
 
+/* The seconds of the pending unseen part (u of them) that no probe saw a call in: all of a
+ * part longer than GP_MAX_UNSEEN_S but the span its strays were timed over (spanned), none of
+ * a shorter one (a window on either side brackets it). With uprobe_multi links, or tracefs
+ * events whose first probes went in only at the end of a slow attach, a rate that moved there
+ * is seen by nothing: the report says how long that was, beside the estimate that takes the
+ * rates around it. */
+static double dark(const struct gp_account *a, double u)
+{
+	double s0 = a->p_s0 < u ? a->p_s0 : u, s1 = a->p_s1 < u ? a->p_s1 : u;
+
+	if (u <= GP_MAX_UNSEEN_S)
+		return 0;
+	return a->p_sn > 0 && s1 - s0 >= GP_MIN_SPAN_S ? u - (s1 - s0) : u;
+}
+
 /* The pending unseen part between its window and the next one (r2, from n2 hits in on2
  * seconds): estimate, its models' ends, variance. */
 static void between(const struct gp_account *a, const struct gp_rates *r2, double n2, double on2, double *y,
@@ -555,6 +570,7 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	}
 	if (a->pending && on > 0) {
 		long_unseen(a, a->p_unseen);
+		a->dark_s += dark(a, a->p_unseen);
 		between(a, &r, n, on, &y, &ylo, &yhi, &ywide, &var);
 		if (r.grate > 0)
 			a->clock = clocked(a, &a->p_rate, &r);
@@ -624,6 +640,7 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 
 		if (u > GP_MAX_UNSEEN_S)
 			out->long_unseen = true;
+		out->dark_s = dark(a, u);
 		unseen_calls(&a->p_rate, u, a->p_cpu_u, &m);
 		/* as clocked as its last two windows said (its next one has not come) */
 		clock_models(&m, a->clock, a->p_rate.grate, u);
@@ -662,6 +679,7 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 		out->hi = out->estimate;
 	out->fraction = out->estimate > 0 ? out->observed / out->estimate : 1.0;
 	out->long_unseen |= a->long_unseen;
+	out->dark_s += a->dark_s;
 	out->unbounded = a->unbounded || out->long_unseen;
 	if (out->unbounded)
 		out->hi = INFINITY;

@@ -45,6 +45,10 @@ struct gp_sampling {
 			      * cannot be told from the windows (estimate and lo stand); or long_unseen */
 	bool long_unseen;    /* an unseen part outlasted GP_MAX_UNSEEN_S (the probes took that long
 			      * to go in or out): unbounded too */
+	double dark_s;       /* of those parts, the seconds no probe saw a call in: no window on
+			      * either side and no strays timed while the next window's probes
+			      * went in (their calls are the rates around them, taken on trust);
+			      * 0 when none */
 };
 
 /* A count x_obs that is part of s's hits (launches of one kernel, syncs): its estimate
@@ -112,6 +116,7 @@ struct gp_account {
 			      * obs + strays (a link that took 2 s to close on a stalled machine
 			      * caught 88 341 of them, and the estimate had been 0.23x the count) */
 	double seconds;      /* seconds accounted */
+	double dark_s;       /* see struct gp_sampling: the parts done with */
 };
 
 /* A process first seen in a period: it may have begun in the previous period's unseen

@@ -58,7 +58,11 @@ void gp_budget__text(FILE *f, const struct gp_budget_stats *s, bool all)
 			fprintf(f, "  processes sharing a slot:");
 		else
 			fprintf(f, "  PID %u%s:", p->pid, p->ended ? " (ended)" : "");
-		if (gp_account__sampling(&p->acc, &smp) && smp.unbounded)
+		if (gp_account__sampling(&p->acc, &smp) && smp.unbounded && smp.long_unseen && smp.dark_s > 0)
+			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%s calls (at least %s: no upper bound, "
+				"an unseen part outlasted a period: its probes were that slow to go in, %.1f s of it seen by no probe),",
+				smp.fraction * 100, count(smp.estimate).s, count(smp.lo).s, smp.dark_s);
+		else if (smp.unbounded)
 			fprintf(f, " %.1f%% of its launch and sync calls seen, ~%s calls (at least %s: no upper bound, %s),",
 				smp.fraction * 100, count(smp.estimate).s, count(smp.lo).s,
 				smp.long_unseen ? "an unseen part outlasted a period: its probes were that slow to go in" :
@@ -92,6 +96,8 @@ static json_object *json_proc(const struct gp_budget_proc *p)
 		json_object_object_add(o, "interval", iv);
 		if (smp.long_unseen)
 			json_object_object_add(o, "long_unseen", json_object_new_boolean(true));
+		if (smp.dark_s > 0)
+			json_object_object_add(o, "dark_s", json_object_new_double(smp.dark_s));
 		json_object_object_add(o, "fraction", json_object_new_double(smp.fraction));
 	}
 	json_object_object_add(o, "probe_seconds_estimate", json_object_new_double(p->acc.probe_s));

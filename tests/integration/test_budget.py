@@ -1030,5 +1030,45 @@ def test_budget_slow_attach_has_no_false_upper_end():
     check_over_agrees(b)
     gp.assert_nothing_attached()
 
+def test_budget_slow_multi_attach_says_what_is_dark():
+    """The slow attach with uprobe_multi links (no tracefs events; GPUPROBE_TEST_ATTACH_MS 3000:
+    1.5 s before the entry link, 1.5 s before the return link), rate_app exiting while the
+    return link goes in: its rate moved from 20,000/s to 100,000/s and back to 200/s in a part
+    no probe saw, and the estimate there is the window's rate (0.26-0.27x here; unbounded, said
+    so). What is missing is said too: the seconds no probe saw a call in (`dark_s`). The entry
+    link's probes caught its last calls as strays until it exited; the budget's thread looks at
+    them only after each link, and the exit came first, so that span was never timed and the
+    whole ~3-s part was dark (2.99-3.05 s in five of six runs). Its exit now takes that last
+    look: dark from the window to the entry link (the hook's 1.5 s and the rest of the period),
+    not after."""
+    if not gp.kernel_has_uprobe_multi():
+        gp.skip("no uprobe_multi links on this kernel")
+    env = {"GPUPROBE_NO_UPROBE_EVENTS": "1", "GPUPROBE_TEST_ATTACH_MS": "3000"}
+    r, t = run_rate(["--max-overhead", "1"], env=env)
+    b = budget_record(r.stdout)
+    eq(b["mechanism"], "uprobe_multi", "the budget's mechanism")
+    check(b["attach_ms_median"] >= 2500, f"the attach was not slowed: {b['attach_ms_median']} ms")
+    ct = final_proc(r.stdout, "cudatrace", t["pid"])
+    smp = ct.get("sampling")
+    check(smp is not None, f"no sampling in a run that sampled: {ct}")
+    lo, hi = smp["intervals"]["launches"]
+    check(lo <= t["launches"], f"true launches {t['launches']} under the low end {lo}")
+    eq(hi, None, "an unseen part longer than a period: no upper end")
+    eq(smp.get("long_unseen"), True, "... and why: an unseen part longer than a period")
+    dark = smp.get("dark_s")
+    check(dark is not None, f"the seconds no probe saw a call in, said: {smp}")
+    bp = [p for p in b["processes"] if p["pid"] == t["pid"]]
+    eq(len(bp), 1, "the budget's account of the process")
+    eq(bp[0].get("dark_s"), dark, "the budget says the same")
+    m = re.search(r"PID %d \(rate_app\)[^\n]*" % t["pid"], r.stdout)
+    print(f"#   attach {b['attach_ms_median']:.0f} ms: estimate {ct['launches'] / t['launches']:.2f}x the count, "
+          f"[{lo / t['launches']:.2f}x, none], {dark:.2f} s seen by no probe", flush=True)
+    # at least the hook's 1.5 s before the entry link; its strays after it timed to the exit
+    check(dark >= 1.0, f"{dark:.2f} s seen by no probe: less than the 1.5 s before any probe went in")
+    check(dark <= 2.4, f"{dark:.2f} s seen by no probe: the strays the entry link caught before the exit were not timed")
+    check_over_agrees(b)
+    gp.assert_nothing_attached()
+
+
 if __name__ == "__main__":
     gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])

@@ -73,10 +73,33 @@ static void test_text_quiet_within(void)
 	free(t);
 }
 
+/* A process whose last unseen part lasted 2.99 s (an attach that slow), no strays timed in it:
+ * no upper bound, and the text says how long no probe saw a call. */
+static void test_text_says_what_is_dark(void)
+{
+	struct gp_budget_proc p = { .pid = 9 };
+	struct gp_budget_stats s = { .pct = 1, .target = 0.0035, .mechanism = "uprobe_multi", .fraction = 0.01,
+				     .procs = &p, .nr_procs = 1 };
+	char *t;
+
+	gp_account__begin(&p.acc, 0);
+	gp_account__period(&p.acc, 2000, 0, 0.1, 0.1, 2e-6, 4e-6);
+	gp_account__period(&p.acc, 200, 0, 3.0, 0.01, 2e-6, 4e-6);
+	t = render(&s);
+	if (!ASSERT_TRUE(t != NULL, "rendered"))
+		return;
+	ASSERT_TRUE(strstr(t, "no upper bound, an unseen part outlasted a period: its probes were that slow to go in, "
+			      "3.0 s of it seen by no probe),") != NULL, "the seconds no probe saw, said");
+	if (unit_cur_failed)
+		printf("# the text:\n%s", t);
+	free(t);
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
 	RUN_TEST(test_text_says_over);
 	RUN_TEST(test_text_quiet_within);
+	RUN_TEST(test_text_says_what_is_dark);
 	return unit_done();
 }

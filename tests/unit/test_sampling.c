@@ -1066,8 +1066,10 @@ static void test_unseen_part_longer_than_a_period(void)
 	ASSERT_TRUE(s.lo <= truth, "the low end under the count");
 	ASSERT_TRUE(s.unbounded && s.long_unseen && isinf(s.hi), "no upper end after a 3-s unseen part");
 	ASSERT_TRUE(s.lo <= truth && truth <= s.hi, "the truth within the interval");
-	printf("#   estimate %.3fx the count, [%.2fx, %s]\n", s.estimate / truth, s.lo / truth,
-	       isinf(s.hi) ? "none" : "bounded");
+	printf("#   estimate %.3fx the count, [%.2fx, %s], %.2f s seen by no probe\n", s.estimate / truth, s.lo / truth,
+	       isinf(s.hi) ? "none" : "bounded", s.dark_s);
+	/* what is missing, said: the part to its exit, no strays timed in it */
+	ASSERT_TRUE(fabs(s.dark_s - 3.04991843) < 1e-6, "the whole 3.05-s part seen by no probe");
 }
 
 /*
@@ -1134,6 +1136,10 @@ static void test_slow_attach_strays_timed(void)
 		ASSERT_TRUE(s.lo <= truth, "the low end under the count");
 		ASSERT_TRUE(s.unbounded && s.long_unseen && isinf(s.hi), "no upper end after a 3-s unseen part");
 		est[timed] = s.estimate;
+		/* seen by no probe: the part to its exit less the span its strays were timed over
+		 * (0.73-3.03 s), all of it when they were not timed */
+		ASSERT_TRUE(fabs(s.dark_s - (timed ? 3.03568247 - (3.02571096 - 0.733727037) : 3.03568247)) < 1e-6,
+			    "the seconds seen by no probe");
 	}
 	printf("#   estimate %.3fx the count with the strays timed, %.3fx without\n", est[1] / truth, est[0] / truth);
 	ASSERT_TRUE(fabs(est[1] / truth - 1) <= 0.1, "the estimate within 10 % of the count, the strays timed");

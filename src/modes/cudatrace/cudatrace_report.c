@@ -101,9 +101,15 @@ static void text_sampled(FILE *f, const struct ct_sampled *smp)
 			fprintf(f, "%s %s %s-%s", i ? "," : "", show[i].what, gp_text__count((uint64_t)llround(v[1])).s,
 				gp_text__count((uint64_t)llround(v[2])).s);
 	}
-	fprintf(f, ")%s\n", !smp->s.unbounded ? "" : smp->s.long_unseen ?
-		"; an unseen part outlasted a period (the probes were that slow to go in): how many it made unseen has no upper bound" :
-		"; its calls cost less than a probe: how many it made unseen has no upper bound");
+	if (!smp->s.unbounded)
+		fprintf(f, ")\n");
+	else if (smp->s.long_unseen && smp->s.dark_s > 0)
+		fprintf(f, "); an unseen part outlasted a period (the probes were that slow to go in; %.1f s of it seen by "
+			"no probe): how many it made unseen has no upper bound\n", smp->s.dark_s);
+	else
+		fprintf(f, ")%s\n", smp->s.long_unseen ?
+			"; an unseen part outlasted a period (the probes were that slow to go in): how many it made unseen has no upper bound" :
+			"; its calls cost less than a probe: how many it made unseen has no upper bound");
 }
 
 static struct gp_trees *jobs(const struct ct_snap *s, const struct gp_snap_env *env)
@@ -278,6 +284,8 @@ static json_object *json_sampling(const struct ct_sampled *smp)
 		json_object_object_add(o, "unbounded", json_object_new_boolean(true));
 	if (smp->s.long_unseen)
 		json_object_object_add(o, "long_unseen", json_object_new_boolean(true));
+	if (smp->s.dark_s > 0)
+		json_object_object_add(o, "dark_s", json_object_new_double(smp->s.dark_s));
 	for (int i = 0; i < CT_IV__COUNT; i++) {
 		json_object *a = json_object_new_array();
 
