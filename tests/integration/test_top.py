@@ -282,7 +282,7 @@ def test_counts_agree_with_cudatrace():
     # each kernel's runs: launched + run inside graph launches, the report's LAUNCHES + GRAPH
     want = {n: k["launched"] + k["graph_executed"] for n, k in gt["kernels"].items()
             if k["launched"] + k["graph_executed"]}
-    eq(kernel_runs(last, "graph_app"), want, "graph_app's kernels' runs in top")
+    eq(kernel_runs(last, "graph_app"), want, f"graph_app's kernels' runs in top's last frame:\n{last}\n")
     eq({k["name"]: k["launches"] + k["graph_executed"] for k in rep["kernels"] if k["launches"] + k["graph_executed"]},
        want, "--cudatrace's runs")
     total = sum(k["launches"] for k in lt["kernels"].values()) + lt["null_launches"]
