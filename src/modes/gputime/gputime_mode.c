@@ -285,6 +285,8 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	}
 	m->fds[0] = m->fds[1] = m->fds[2] = -1;
 	m->run = run;
+	/* GPUPROBE_TEST_SYSFS: tests point this at a fake tree (as --bandwidth-util's) */
+	bw_links__read(getenv("GPUPROBE_TEST_SYSFS"), &m->snap.links);
 	lim = (struct gt_limits){ .max_procs = (uint32_t)run->o->max_procs,
 				  .max_rows = (uint32_t)gputime_settings.max_rows,
 				  .max_names = (uint32_t)gputime_settings.max_rows };
