@@ -13,7 +13,9 @@ import json
 import os
 import random
 import shutil
+import socket
 import stat
+import struct
 import subprocess
 import tempfile
 import time
@@ -315,6 +317,45 @@ def test_one_user_cannot_hold_every_connection():
     eq(rep["refused"]["connections_refused"], 1100 - 128, "past the user's share: refused and counted")
     me = gp.proc(rep, t["pid"])
     eq(sum(k["launches"] for k in me["kernels"]), t["sent"], "the other user's records all read")
+
+
+def test_records_of_a_process_not_followed_refused():
+    """The command's abstract socket takes a connection from any local process (its name is
+    in /proc/net/unix): this test, no descendant of the command, connects and sends good
+    records; they are refused and counted (refused.not_followed), no row is its, and the
+    command's own records, sent after, are all read."""
+    d = tempfile.mkdtemp(prefix="gp-outsider-")
+    g = None
+    try:
+        g = gp.start_gpuprobe(["--gpu-time", "--json", "-o", "-", "--libcuda", FAKECUDA, "--",
+                               "python3", os.path.join(gp.ROOT, "tests", "apps", "gputime_outsider.py"), d])
+        deadline = time.time() + 30
+        while not os.path.exists(os.path.join(d, "sock")) and time.time() < deadline:
+            time.sleep(0.02)
+        with open(os.path.join(d, "sock")) as f:
+            name = f.read()
+        check(name.startswith("@gpuprobe-gputime-"), f"the command's abstract socket: {name}")
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        c.connect("\0" + name[1:])
+        mine = 7
+        for _ in range(mine):
+            c.send(struct.pack("<IHH", 0x31545047, 1, 1) +
+                   struct.pack("<HHI QQ I 3I 3I 3I", 3, 64, 0, 1000, 1999, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0))
+        time.sleep(0.3)  # read (and refused) before the command sends
+        c.close()
+        open(os.path.join(d, "done"), "w").close()
+        eq(g.wait(60), 0, "gpuprobe's exit status")
+        t = gp.truth(g.stderr())
+        rep = gp.final(g.stdout(), "gputime")
+        eq(rep["refused"]["not_followed"], mine, "every datagram of the process not followed refused and counted")
+        check(not [p for p in rep["processes"] if p["pid"] == os.getpid()], "no row credited to it")
+        me = gp.proc(rep, t["pid"])
+        eq(sum(k["launches"] for k in me["kernels"]), t["sent"], "the command's own records all read")
+        eq(rep["drops"]["gputime_refused"], mine, "in the drops too")
+    finally:
+        if g:
+            g.kill()
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_socket_for_processes_started_elsewhere():

@@ -373,6 +373,11 @@ static int read_fd(struct gputime_mode *m, int fd, uint32_t peer, int budget)
 			gt_agg__drop(m->agg, GT_D_OVERSIZED, 1);
 			continue;
 		}
+		/* the sockets take any local process: only those the run follows add rows */
+		if (!gp_run__follows(m->run, pid)) {
+			gt_agg__drop(m->agg, GT_D_NOT_FOLLOWED, 1);
+			continue;
+		}
 		if (!gt_agg__admit(m->agg, pid, SHARE))
 			continue;
 		gt_agg__feed(m->agg, pid, m->buf, (size_t)got);
@@ -522,7 +527,7 @@ static void fill_drops(struct gputime_mode *m, struct gputime_snap *s)
 	static const int reason[GT_D__COUNT] = {
 		[GT_D_OVERSIZED] = GP_R_GPUTIME_REFUSED, [GT_D_MALFORMED] = GP_R_GPUTIME_REFUSED,
 		[GT_D_NO_CREDS] = GP_R_GPUTIME_REFUSED, [GT_D_BAD_TIME] = GP_R_GPUTIME_REFUSED,
-		[GT_D_CONN] = GP_R_GPUTIME_REFUSED,
+		[GT_D_CONN] = GP_R_GPUTIME_REFUSED, [GT_D_NOT_FOLLOWED] = GP_R_GPUTIME_REFUSED,
 		[GT_D_FLOOD] = GP_R_GPUTIME_FLOOD, [GT_D_PROCS] = GP_R_GPUTIME_CAPS, [GT_D_ROWS] = GP_R_GPUTIME_CAPS,
 	};
 	uint64_t by[GP_R__COUNT] = { 0 }, not_sent = 0, lost = 0;
