@@ -7,10 +7,10 @@
 # CUDA toolkit. For issue 34's 4-GPU check of all_reduce_perf's bus bandwidth against
 # gpuprobe's bound (--nccl) and exact figure (--gpu-time). Run from the repository's root:
 #   bash tests/gpu/build_nccl_tests.sh            # build into $W/nccl-tests/build (W=/tmp/gp-work)
-#   bash tests/gpu/build_nccl_tests.sh --run      # and the 4-GPU check (make bundle first)
+#   bash tests/gpu/build_nccl_tests.sh run        # and the 4-GPU check (make bundle first)
 # Settings: NCCL_DIR (a folder with lib/libnccl.so.2, include/nccl.h optional), CUDA_HOME,
 # NVCC_GENCODE (default sm_90: H100/H200), GPUS (default 4), SIZES (default "-b 64M -e 1G -f 2").
-# Prints the build's versions, and with --run each size's busbw: nccl-tests' own, gpuprobe's
+# Prints the build's versions, and with run each size's busbw: nccl-tests' own, gpuprobe's
 # lower bound and its exact figure, and the ratios. Exits non-zero when the build or a run fails.
 set -u
 cd "$(dirname "$0")/../.."
@@ -57,7 +57,7 @@ make -C "$src" build MPI=0 CUDA_HOME="$CUDA_HOME" NCCL_HOME="$T/home" BUILDDIR="
 echo "== built in $(($(date +%s) - t0)) s: $T/build/all_reduce_perf"
 export LD_LIBRARY_PATH=$NCCL_DIR/lib:$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 ldd "$T/build/all_reduce_perf" | grep -E "nccl|cudart" || true
-[ "${1:-}" = --run ] || exit 0
+[ "${1:-}" = run ] || exit 0
 
 # ---- the 4-GPU check: one process, GPUS threads' GPUs (nccl-tests -g), as nccl-tests runs
 GP=$ROOT/.output/bundle/gpuprobe
