@@ -176,7 +176,8 @@ $(OUTPUT)/gpuprobe: $(OBJS)
 # ==== --gpu-time's libraries (src/inject/): loaded by CUDA and NCCL inside traced processes ====
 # No CUPTI or NCCL at build time (their few declarations are in src/inject/); C only, no
 # libbpf: what a traced process loads stays small.
-INJECT_CFLAGS := -shared -fPIC -O2 -g -std=gnu11 -fvisibility=hidden -Wall -Wextra -Werror -Isrc/inject
+# INJECT_EXTRA: flags added by `make deb` (dpkg-buildflags' hardening, as the binary's)
+INJECT_CFLAGS = -shared -fPIC -O2 -g -std=gnu11 -fvisibility=hidden -Wall -Wextra -Werror -Isrc/inject $(INJECT_EXTRA)
 $(OUTPUT)/libgpuprobe_cupti.so: src/inject/cupti_inject.c src/inject/sender.c src/inject/sender.h \
 		src/inject/gputime_wire.h src/inject/cupti_decl.h | $(OUTPUT)
 	$(call msg,INJECT,$@)
@@ -425,12 +426,18 @@ BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSCONFDIR ?= /etc
+# --gpu-time's libraries, loaded inside the traced processes: private to gpuprobe, where the
+# binary looks for them ($(BINDIR)/../lib/gpuprobe; src/modes/gputime/gputime_mode.c)
+GPUPROBE_LIBDIR = $(PREFIX)/lib/gpuprobe
 
-install: $(OUTPUT)/gpuprobe
+install: $(OUTPUT)/gpuprobe $(INJECT_LIBS)
 	$(call msg,INSTALL,$(DESTDIR)$(BINDIR)/gpuprobe)
+	$(Q)test "$(abspath $(BINDIR)/../lib/gpuprobe)" = "$(abspath $(GPUPROBE_LIBDIR))" || \
+		{ echo "make install: BINDIR must be PREFIX/bin: gpuprobe finds its libraries in BINDIR/../lib/gpuprobe" >&2; exit 1; }
 	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) \
-		$(DESTDIR)$(SYSCONFDIR)/gpuprobe
+		$(DESTDIR)$(SYSCONFDIR)/gpuprobe $(DESTDIR)$(GPUPROBE_LIBDIR)
 	$(Q)install -m 0755 $(OUTPUT)/gpuprobe $(DESTDIR)$(BINDIR)/gpuprobe
+	$(Q)install -m 0644 $(INJECT_LIBS) $(DESTDIR)$(GPUPROBE_LIBDIR)/
 	$(Q)install -m 0644 docs/gpuprobe.8 $(DESTDIR)$(MANDIR)/man8/gpuprobe.8
 	$(Q)sed -e 's|^ExecStart=/usr/local/bin/gpuprobe |ExecStart=$(BINDIR)/gpuprobe |' \
 		-e 's| /etc/gpuprobe/gpuprobe.conf$$| $(SYSCONFDIR)/gpuprobe/gpuprobe.conf|' \
@@ -443,7 +450,9 @@ install: $(OUTPUT)/gpuprobe
 
 uninstall:
 	$(Q)rm -f $(DESTDIR)$(BINDIR)/gpuprobe $(DESTDIR)$(MANDIR)/man8/gpuprobe.8 \
-		$(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service
+		$(DESTDIR)$(SYSTEMDUNITDIR)/gpuprobe.service \
+		$(patsubst $(OUTPUT)/%,$(DESTDIR)$(GPUPROBE_LIBDIR)/%,$(INJECT_LIBS))
+	$(Q)rmdir $(DESTDIR)$(GPUPROBE_LIBDIR) 2>/dev/null || true
 	@echo "  kept     $(DESTDIR)$(SYSCONFDIR)/gpuprobe/gpuprobe.conf (your settings)"
 
 # `make deb`: a Debian package from a staged tree (dpkg-deb), built the Debian way: the
@@ -460,13 +469,16 @@ deb:
 	$(call msg,DEB-CC,$(DEB_BUILD)/gpuprobe)
 	$(Q)CFLAGS="$(DEB_FLAGS)" LDFLAGS="$(DEB_LDFLAGS)" $(MAKE) --no-print-directory \
 		OUTPUT=$(DEB_BUILD) $(DEB_BUILD)/gpuprobe
+	$(Q)$(MAKE) --no-print-directory OUTPUT=$(DEB_BUILD) INJECT_EXTRA="$(DEB_FLAGS) $(DEB_LDFLAGS)" \
+		$(patsubst $(OUTPUT)/%,$(DEB_BUILD)/%,$(INJECT_LIBS))
 	$(Q)rm -rf $(DEB_ROOT) $(DEB_DIR)/shlibs
 	$(Q)$(MAKE) --no-print-directory OUTPUT=$(DEB_BUILD) install DESTDIR=$(abspath $(DEB_ROOT)) \
 		PREFIX=/usr SYSTEMDUNITDIR=/lib/systemd/system
 	$(Q)set -e; r=$(DEB_ROOT); \
 	version=$$($$r/usr/bin/gpuprobe --version | sed -n 's/^gpuprobe \([0-9][0-9A-Za-z.+~-]*\)$$/\1/p'); \
 	test -n "$$version" || { echo "make deb: no version from gpuprobe --version" >&2; exit 1; }; \
-	strip --remove-section=.comment --remove-section=.note --strip-unneeded $$r/usr/bin/gpuprobe; \
+	strip --remove-section=.comment --remove-section=.note --strip-unneeded $$r/usr/bin/gpuprobe \
+		$$r/usr/lib/gpuprobe/libgpuprobe_*.so; \
 	gzip -9n $$r/usr/share/man/man8/gpuprobe.8; \
 	install -d $$r/usr/share/doc/gpuprobe $$r/DEBIAN; \
 	install -m 0644 examples/packaging/debian/copyright $$r/usr/share/doc/gpuprobe/copyright; \
@@ -477,7 +489,8 @@ deb:
 	chmod 0644 $$r/usr/share/doc/gpuprobe/changelog.gz; \
 	mkdir -p $(DEB_DIR)/shlibs/debian; \
 	printf 'Source: gpuprobe\n\nPackage: gpuprobe\nArchitecture: any\n' > $(DEB_DIR)/shlibs/debian/control; \
-	deps=$$(cd $(DEB_DIR)/shlibs && dpkg-shlibdeps -O -e$(abspath $(DEB_ROOT))/usr/bin/gpuprobe 2>/dev/null | \
+	deps=$$(cd $(DEB_DIR)/shlibs && dpkg-shlibdeps -O -e$(abspath $(DEB_ROOT))/usr/bin/gpuprobe \
+		$(foreach l,$(INJECT_LIBS),-e$(abspath $(DEB_ROOT))/usr/lib/gpuprobe/$(notdir $(l))) 2>/dev/null | \
 		sed -n 's/^shlibs:Depends=//p'); \
 	test -n "$$deps" || { echo "make deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }; \
 	install -m 0755 examples/packaging/debian/postinst examples/packaging/debian/prerm \

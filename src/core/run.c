@@ -768,6 +768,21 @@ bool gp_run__filters(const struct gp_run *run)
 	return run->filter;
 }
 
+bool gp_run__follows(const struct gp_run *run, uint32_t pid)
+{
+	struct gp_traced t;
+	int fd;
+
+	if (!run->filter)
+		return run->target_pid < 0 || (uint32_t)run->target_pid == pid;
+	if (!run->ptree)
+		return false;
+	if (ptree__get(run->ptree, pid))
+		return true;
+	fd = ptree__traced_fd(run->ptree);
+	return fd >= 0 && !bpf_map_lookup_elem(fd, &pid, &t);
+}
+
 uint32_t gp_run__keep_pid(const struct gp_run *run)
 {
 	return run->keep_pid;

@@ -205,6 +205,12 @@ struct gp_run_targets {
 };
 void gp_run__set_targets(struct gp_run *run, const struct gp_run_targets *t);
 bool gp_run__filters(const struct gp_run *run);
+/* Whether pid is one the run counts: the -p PID of a run that filters by it alone, else
+ * every process when the run does not filter (node-wide; the daemon without --comm or
+ * --cgroup), else a process of its tree (an exited one until reaped) or of the BPF `traced`
+ * map (a child forked before its fork record was read). For input that names its sender
+ * (--gpu-time's records): a process not followed adds nothing. */
+bool gp_run__follows(const struct gp_run *run, uint32_t pid);
 uint32_t gp_run__keep_pid(const struct gp_run *run);
 /* Why a text report may list no process (e.g. "no CUDA call seen: no libcuda was probed
  * ..."); NULL: the general one. Printed under an empty report. */

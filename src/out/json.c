@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <inttypes.h>
+#include "lib/links.h"
 #include "out/json.h"
 #include "out/jsonnum.h"
 
@@ -36,4 +37,26 @@ void gp_json__print(FILE *f, json_object *o)
 							     JSON_C_TO_STRING_NOSLASHESCAPE));
 	fflush(f);
 	json_object_put(o);
+}
+
+void gp_json__link_rate(json_object *o, const char *key, json_object *sus, const char *sus_key, bool ok, double v,
+			double unit, const struct bw_link *l)
+{
+	if (ok && bw_links__suspect(l, v * unit)) {
+		json_object_object_add(sus, sus_key, json_object_new_double(v));
+		ok = false;
+	}
+	json_object_object_add(o, key, ok ? json_object_new_double(v) : NULL);
+}
+
+void gp_json__add_suspect(json_object *t, json_object *sus, const struct bw_link *l)
+{
+	if (!json_object_object_length(sus)) {
+		json_object_put(sus);
+		json_object_object_add(t, "suspect", NULL);
+		return;
+	}
+	json_object_object_add(sus, "limit_bytes_per_second", json_object_new_double(l->bytes_per_s));
+	json_object_object_add(sus, "link", json_object_new_string(l->name));
+	json_object_object_add(t, "suspect", sus);
 }

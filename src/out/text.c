@@ -8,6 +8,7 @@
 #include <time.h>
 #include "out/jsonnum.h"
 #include "out/text.h"
+#include "lib/links.h"
 #include "lib/util.h"
 
 struct gp_str gp_text__count(uint64_t n)
@@ -68,6 +69,19 @@ struct gp_str gp_text__rate(double bytes_per_s)
 	struct gp_str r;
 
 	num__rate(bytes_per_s, r.s, sizeof(r.s));
+	return r;
+}
+
+struct gp_str gp_text__link_rate(const struct bw_link *l, double bytes_per_s)
+{
+	struct gp_str r;
+
+	if (bw_links__suspect(l, bytes_per_s))
+		snprintf(r.s, sizeof(r.s), "suspect");
+	else if (bytes_per_s <= 0)
+		snprintf(r.s, sizeof(r.s), "-");
+	else
+		return gp_text__rate(bytes_per_s);
 	return r;
 }
 

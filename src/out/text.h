@@ -35,6 +35,10 @@ struct gp_str gp_text__bytes_exact(uint64_t bytes);
 struct gp_str gp_text__duration(double seconds);
 /* "950 B/s", "12.5 MB/s", "3.43 GB/s"; "-" when nothing was measured (< 0) */
 struct gp_str gp_text__rate(double bytes_per_s);
+struct bw_link;
+/* A rate measured over link l (lib/links.h): gp_text__rate's, "-" when nothing was
+ * measured (<= 0), or "suspect" when it is above what l can carry (bw_links__suspect). */
+struct gp_str gp_text__link_rate(const struct bw_link *l, double bytes_per_s);
 /* "3,336.5/s": a count per second */
 struct gp_str gp_text__per_s(double per_s);
 

@@ -4,6 +4,8 @@
   check_deb.py poll PORT FILE CGROUP...    every 0.5 s, one JSON line per scrape to FILE:
                                            each cgroup's counter sums and series count
   check_deb.py check DIR TORCH_CG CUDA_CG  the checks; prints figures, exits 1 on a failure
+  check_deb.py gputime GT.jsonl GT.err     the installed binary's --gpu-time run of
+                                           launch_cuda.cu: kernels per shape against its account
 Standard library only (the GPU machine's python3)."""
 import glob
 import json
@@ -127,8 +129,42 @@ def check(d, torch_cg, cuda_cg):
     return 0 if ok else 1
 
 
+def gputime(jsonl, errfile):
+    """Kernel executions per grid x block shape in the final --gpu-time report against
+    launch_cuda.cu's account (a captured launch runs once per graph launch)."""
+    t = last_json(errfile)
+    rep = None
+    for line in open(jsonl, errors="replace"):
+        if line.startswith("{"):
+            r = json.loads(line)
+            if r.get("mode") == "gputime" and r.get("report") == "final":
+                rep = r
+    if not t or not rep:
+        print(f"  FAIL: no account ({t is not None}) or no final --gpu-time report ({rep is not None})")
+        return 1
+    procs = [p for p in rep.get("processes", []) if p.get("pid") == t["pid"]]
+    if not procs:
+        print(f"  FAIL: no --gpu-time record of pid {t['pid']} (the installed libraries not loaded?)")
+        return 1
+    p = procs[0]
+    got = {}
+    for k in p["kernels"]:
+        shape = ",".join(map(str, k["grid"])) + "x" + ",".join(map(str, k["block"]))
+        got[shape] = got.get(shape, 0) + k["launches"]
+    want = {}
+    for name, k in t["kernels"].items():
+        for shape, n in k["shapes"].items():
+            want[shape] = want.get(shape, 0) + n * (t["graph_launches"] if name.startswith("k_graph") else 1)
+    ok = got == want and p["cupti"]["not_sent"] == 0
+    print(f"  {'ok' if ok else 'FAIL'}: kernels per shape {got} (want {want}), "
+          f"{p['cupti']['records']} CUPTI records, {p['cupti']['not_sent']} not sent")
+    return 0 if ok else 1
+
+
 def main():
     cmd = sys.argv[1]
+    if cmd == "gputime":
+        return gputime(sys.argv[2], sys.argv[3])
     if cmd == "scrape":
         sys.stdout.write(scrape(int(sys.argv[2])))
         return 0

@@ -117,6 +117,23 @@ incg() { local g=$1; shift; sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$c
 CUDA_PROG=${CUDA_PROG:-$W/launch_static}
 [ "$CUDA_PROG" = $W/launch_static ] && { nvcc -g -o $W/launch_static tests/gpu/launch_cuda.cu || fail "nvcc launch_cuda.cu"; }
 
+# --gpu-time from the installed binary: the libraries it gives the program are the package's
+# (/usr/lib/gpuprobe; nothing beside /usr/bin/gpuprobe); its kernels by shape against the
+# program's own account. CUPTI as tests/gpu/run_gputime.sh finds it.
+for f in /usr/lib/gpuprobe/libgpuprobe_cupti.so /usr/lib/gpuprobe/libgpuprobe_ncclprof.so; do
+	[ -f $f ] && echo "installed: $f" || fail "$f not installed"
+done
+CUPTI=${GPUPROBE_CUPTI:-}
+if [ -z "$CUPTI" ]; then
+	site=$($PY -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null)
+	CUPTI=$(ls "$site"/nvidia/cu13/lib/libcupti.so* "$site"/nvidia/cuda_cupti/lib/libcupti.so* \
+		/usr/local/cuda/extras/CUPTI/lib64/libcupti.so* 2>/dev/null | head -1)
+fi
+echo "== --gpu-time (installed binary, CUPTI ${CUPTI:-none found}): $CUDA_PROG"
+$RUN -o $O/gputime.jsonl --gpu-time --json ${CUPTI:+--cupti "$CUPTI"} -- $CUDA_PROG >$O/gputime.err 2>&1 ||
+	fail "--gpu-time run"
+python3 tests/gpu/check_deb.py gputime $O/gputime.jsonl $O/gputime.err || status=1
+
 echo "== the installed daemon: $RUN daemon --config /etc/gpuprobe/gpuprobe.conf --listen 127.0.0.1:$PORT"
 grep -v '^#' /etc/gpuprobe/gpuprobe.conf | grep .
 $RUN daemon --config /etc/gpuprobe/gpuprobe.conf --listen 127.0.0.1:$PORT ${GPUPROBE_DAEMON_ARGS:-} 2>$O/daemon.err &

@@ -13,7 +13,9 @@ import json
 import os
 import random
 import shutil
+import socket
 import stat
+import struct
 import subprocess
 import tempfile
 import time
@@ -24,6 +26,7 @@ from gp import FAKECUDA, OUT, app, check, eq
 FAKECUPTI = os.path.join(OUT, "fakecupti", "libcupti.so")
 CUPTI_LIB = os.path.join(OUT, "libgpuprobe_cupti.so")
 FAKENCCL = os.path.join(OUT, "fakenccl", "libnccl.so.2")
+SIZES = {"float32": 4, "bfloat16": 2, "int32": 4, "uint8": 1, "float16": 2, "float64": 8, "int8": 1}
 LAUNCHER = app("nccl_launcher.sh")
 HOSTILE = os.path.join(gp.ROOT, "tests", "apps", "gputime_hostile.py")
 BASE = ["--gpu-time", "--json", "--cupti", FAKECUPTI, "--libcuda", FAKECUDA]
@@ -36,10 +39,14 @@ def script():
     for name in ("_Z6matmulPfS_i", "_Z3addPfS_", "void softmax<float>(float*)"):
         kernels.append({"name": name, "n": rnd.randint(3, 40), "ns": rnd.randint(1000, 900000),
                         "grid": [rnd.randint(1, 64), rnd.randint(1, 4), 1], "block": [rnd.choice([32, 128, 256]), 1, 1]})
-    copies = [{"kind": 1, "name": "H2D", "n": rnd.randint(2, 20), "bytes": rnd.randint(1, 64) << 20, "ns": rnd.randint(50000, 500000)},
-              {"kind": 2, "name": "D2H", "n": rnd.randint(2, 20), "bytes": rnd.randint(1, 64) << 20, "ns": rnd.randint(50000, 500000)},
-              {"kind": 10, "name": "P2P", "n": rnd.randint(2, 20), "bytes": rnd.randint(1, 64) << 20, "ns": rnd.randint(5000, 50000),
+    # rates a link can carry (1-10 GB/s over PCIe, 20-300 GB/s between GPUs): a figure above
+    # the link's limit is held back as suspect (test_figures_above_the_link_are_suspect)
+    copies = [{"kind": 1, "name": "H2D", "n": rnd.randint(2, 20), "bytes": rnd.randint(1, 64) << 20, "gbps": rnd.randint(1, 10)},
+              {"kind": 2, "name": "D2H", "n": rnd.randint(2, 20), "bytes": rnd.randint(1, 64) << 20, "gbps": rnd.randint(1, 10)},
+              {"kind": 10, "name": "P2P", "n": rnd.randint(2, 20), "bytes": rnd.randint(1, 64) << 20, "gbps": rnd.randint(20, 300),
                "src": 0, "dst": 1}]
+    for c in copies:
+        c["ns"] = c["bytes"] // c["gbps"]
     memset = {"n": rnd.randint(1, 9), "bytes": 4096, "ns": 3000}
     other = rnd.randint(1, 9)
     items = [f"kernel,{k['name']},{k['n']},{k['ns']},{','.join(map(str, k['grid']))},{','.join(map(str, k['block']))}"
@@ -198,6 +205,73 @@ def test_nccl_busbw_against_the_scripted_collective_time():
     check(abs(x["busbw_gbps"] - want) < 0.01, f"busbw {x['busbw_gbps']} ~ {want} (FAKENCCL_BUSBW_GBPS {bw})")
 
 
+def test_figures_above_the_link_are_suspect():
+    """An A100's NVLink (a fake sysfs: 300 GB/s each way) under collectives the stand-in NCCL
+    runs in 5 us whatever their size, and scripted CUPTI copies: a 1 MiB AllReduce on 4
+    ranks is 1.5 MiB / 5 us = 315 GB/s of bus bandwidth, above the link: null, the figure
+    under "suspect" with the limit, "suspect" in the text; the smaller collectives and the
+    copies within their links stay. The truth: the kernel times nccl_app prints, the script."""
+    from test_peer import fake_sysfs
+    root = fake_sysfs("0x20b0", "16.0 GT/s PCIe", "16")  # A100 SXM4 40GB: NVLink3 x12
+    limit = 12 * 25e9
+    try:
+        env = {"GPUPROBE_TEST_SYSFS": root, "FAKENCCL_BUSBW_GBPS": "100000"}
+        r = gp.gpuprobe(BASE, cmd=[LAUNCHER, "4", "--n", "3", "--subset", "basic"], env=env, timeout=120)
+        eq(r.returncode, 0, f"exit status ({r.stderr[-1500:]})")
+        t = gp.truth(r.stderr)
+        rep = gp.final(r.stdout, "gputime")
+        factor = {"AllReduce": lambda n: 2 * (n - 1) / n, "AllGather": lambda n: (n - 1) / n,
+                  "ReduceScatter": lambda n: (n - 1) / n, "Broadcast": lambda n: 1.0, "Reduce": lambda n: 1.0}
+        seen = {True: 0, False: 0}
+        for rk in t["ranks"]:
+            p = gp.proc(rep, rk["pid"])
+            kns = {}  # (op, size, nranks) -> the kernel time nccl_app scripted
+            for cm in rk["comms"]:
+                n = cm["nranks"]
+                for c in cm["collectives"]:
+                    if c["calls"] and c["count"]:
+                        size = c["count"] * SIZES[c["dtype"]] * (n if c["op"] in ("AllGather", "ReduceScatter") else 1)
+                        kns[(c["op"], size, n)] = c["kernel_ns"]
+            for x in p["collectives"]:
+                if x["size"] is None or x["nranks"] == 1:
+                    continue
+                k = (x["op"], x["size"], x["nranks"])
+                check(k in kns, f"{k}: a collective of nccl_app's")
+                want = x["size"] / kns[k] * factor[x["op"]](x["nranks"]) * 1e9  # B/s
+                over = want > limit
+                seen[over] += 1
+                if over:
+                    eq(x["best_busbw_gbps"], None, f"{x['op']} {x['size']} B: best busbw {want / 1e9:.4g} GB/s over {limit}")
+                    s_ = x["suspect"]
+                    check(s_ and abs(s_["best_busbw_gbps"] - want / 1e9) < want * 1e-12, f"under suspect: {s_}")
+                    eq(s_["limit_bytes_per_second"], limit, "with the limit")
+                    check("NVLink3 x12" in s_["link"], s_["link"])
+                else:
+                    check(abs(x["best_busbw_gbps"] - want / 1e9) < want * 1e-12, f"{x['op']} {x['size']}: within")
+                if x["suspect"] is None:
+                    check(x["busbw_gbps"] * 1e9 <= limit and x["algbw_gbps"] is not None, f"{x}")
+                elif "busbw_gbps" in x["suspect"]:
+                    eq((x["busbw_gbps"], x["algbw_gbps"]), (None, None), "busbw and its algbw both held back")
+        check(seen[True] and seen[False], f"rows above and within the limit: {seen}")
+        check("suspect" in gp.gpuprobe(BASE[:1] + BASE[2:], cmd=[LAUNCHER, "4", "--n", "3", "--subset", "basic"],
+                                       env=env, timeout=120).stdout, "the text says suspect")
+        # copies: a P2P copy of 64 MiB in 100 us (671 GB/s) over the 300 GB/s link; H2D within PCIe
+        s = "copy,10,3,67108864,100000,0,1;copy,1,2,1048576,100000"
+        r, = [gp.gpuprobe(BASE, cmd=[app("launch_app"), "--n", "20"], env={"GPUPROBE_TEST_SYSFS": root,
+                                                                            "FAKECUPTI_SCRIPT": s}, timeout=60)]
+        eq(r.returncode, 0, f"exit status ({r.stderr[-1500:]})")
+        p = gp.proc(gp.final(r.stdout, "gputime"), gp.truth(r.stderr)["pid"])
+        p2p = [x for x in p["copies"] if x["kind"] == "P2P"][0]
+        h2d = [x for x in p["copies"] if x["kind"] == "H2D"][0]
+        eq((p2p["bandwidth_gbps"], p2p["fastest_gbps"]), (None, None), "the P2P copies' GB/s held back")
+        check(abs(p2p["suspect"]["bandwidth_gbps"] - 67108864 / 100000) < 1e-6, f"under suspect: {p2p['suspect']}")
+        eq(p2p["suspect"]["limit_bytes_per_second"], limit, "the peer link's limit")
+        eq(h2d["suspect"], None, "10.5 GB/s H2D within PCIe 4.0 x16")
+        check(abs(h2d["bandwidth_gbps"] - 1048576 / 100000) < 1e-9, f"H2D {h2d['bandwidth_gbps']}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_nccl_without_channel_events_host_timed():
     """An NCCL whose kernel channels never report: each collective still comes, at the
     communicator's end at the latest, timed by the host and said to be."""
@@ -243,6 +317,45 @@ def test_one_user_cannot_hold_every_connection():
     eq(rep["refused"]["connections_refused"], 1100 - 128, "past the user's share: refused and counted")
     me = gp.proc(rep, t["pid"])
     eq(sum(k["launches"] for k in me["kernels"]), t["sent"], "the other user's records all read")
+
+
+def test_records_of_a_process_not_followed_refused():
+    """The command's abstract socket takes a connection from any local process (its name is
+    in /proc/net/unix): this test, no descendant of the command, connects and sends good
+    records; they are refused and counted (refused.not_followed), no row is its, and the
+    command's own records, sent after, are all read."""
+    d = tempfile.mkdtemp(prefix="gp-outsider-")
+    g = None
+    try:
+        g = gp.start_gpuprobe(["--gpu-time", "--json", "-o", "-", "--libcuda", FAKECUDA, "--",
+                               "python3", os.path.join(gp.ROOT, "tests", "apps", "gputime_outsider.py"), d])
+        deadline = time.time() + 30
+        while not os.path.exists(os.path.join(d, "sock")) and time.time() < deadline:
+            time.sleep(0.02)
+        with open(os.path.join(d, "sock")) as f:
+            name = f.read()
+        check(name.startswith("@gpuprobe-gputime-"), f"the command's abstract socket: {name}")
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        c.connect("\0" + name[1:])
+        mine = 7
+        for _ in range(mine):
+            c.send(struct.pack("<IHH", 0x31545047, 1, 1) +
+                   struct.pack("<HHI QQ I 3I 3I 3I", 3, 64, 0, 1000, 1999, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0))
+        time.sleep(0.3)  # read (and refused) before the command sends
+        c.close()
+        open(os.path.join(d, "done"), "w").close()
+        eq(g.wait(60), 0, "gpuprobe's exit status")
+        t = gp.truth(g.stderr())
+        rep = gp.final(g.stdout(), "gputime")
+        eq(rep["refused"]["not_followed"], mine, "every datagram of the process not followed refused and counted")
+        check(not [p for p in rep["processes"] if p["pid"] == os.getpid()], "no row credited to it")
+        me = gp.proc(rep, t["pid"])
+        eq(sum(k["launches"] for k in me["kernels"]), t["sent"], "the command's own records all read")
+        eq(rep["drops"]["gputime_refused"], mine, "in the drops too")
+    finally:
+        if g:
+            g.kill()
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_socket_for_processes_started_elsewhere():

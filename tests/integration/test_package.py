@@ -27,8 +27,11 @@ MARK = "/var/lib/gpuprobe-package-test.installed"  # this test installed the pac
 POLICY = "/usr/sbin/policy-rc.d"
 README = os.path.join(ROOT, "examples", "packaging", "README.md")
 ENV = {"LD_LIBRARY_PATH": gp.FAKECUDA_DIR}
+INJECT_LIBS = ["libgpuprobe_cupti.so", "libgpuprobe_ncclprof.so"]  # --gpu-time's, in PREFIX/lib/gpuprobe
 INSTALLED = ["/usr/bin/gpuprobe", "/lib/systemd/system/gpuprobe.service", "/etc/gpuprobe/gpuprobe.conf",
-             "/usr/share/man/man8/gpuprobe.8.gz", "/usr/share/doc/gpuprobe/copyright"]
+             "/usr/share/man/man8/gpuprobe.8.gz", "/usr/share/doc/gpuprobe/copyright"] + \
+    ["/usr/lib/gpuprobe/" + n for n in INJECT_LIBS]
+FAKECUPTI = os.path.join(gp.OUT, "fakecupti", "libcupti.so")
 WANTS = "/etc/systemd/system/multi-user.target.wants/gpuprobe.service"
 DSH_STATE = "/var/lib/systemd/deb-systemd-helper-enabled/gpuprobe.service.dsh-also"
 
@@ -81,6 +84,35 @@ def get_metrics(port):
         return r.read().decode()
 
 
+def gputime_from(binary):
+    """--gpu-time run by an installed binary with nothing beside it: the libraries it gives
+    the command are the installed ones (the tree's .output is not on its way), so the
+    stand-in CUPTI's scripted kernels and the stand-in NCCL's collectives reach it only if
+    it found them in PREFIX/lib/gpuprobe. The scripts are the truth."""
+    kernels = {"_Z6matmulPfS_i": (7, 41000), "_Z3addPfS_": (13, 2500)}
+    s = ";".join(f"kernel,{k},{n},{ns},4,1,1,128,1,1" for k, (n, ns) in kernels.items())
+    base = ["--gpu-time", "--json", "--cupti", FAKECUPTI, "--libcuda", gp.FAKECUDA]
+
+    def run(cmd, env=None):
+        return gp.run([binary] + gp.reports_on_stdout(base, cmd) + ["--"] + cmd, env=gp._with_state(env), timeout=120)
+
+    r = run([app("launch_app"), "--n", "20"], env={"FAKECUPTI_SCRIPT": s})
+    eq(r.returncode, 0, f"{binary} --gpu-time: {r.stderr[-1500:]}")
+    check("not found" not in r.stderr, f"the libraries found: {r.stderr[-800:]}")
+    t = truth(r.stderr)
+    p = gp.proc(gp.final(r.stdout, "gputime"), t["pid"])
+    got = {k["name"]: (k["launches"], k["gpu_ns"]) for k in p["kernels"]}
+    eq(got, {k: (n, n * ns) for k, (n, ns) in kernels.items()}, "the installed CUPTI library's records")
+    r = run([app("nccl_launcher.sh"), "2", "--n", "2", "--subset", "basic"])
+    eq(r.returncode, 0, f"{binary} --gpu-time over NCCL: {r.stderr[-1500:]}")
+    t = truth(r.stderr)
+    rep = gp.final(r.stdout, "gputime")
+    for rk in t["ranks"]:
+        want = sum(c["calls"] for cm in rk["comms"] for c in cm["collectives"] if c["count"])
+        got = sum(x["calls"] for x in gp.proc(rep, rk["pid"])["collectives"])
+        eq(got, want, f"rank {rk['rank']}: every collective, from the installed profiler plugin")
+
+
 def test_make_install_destdir():
     dest = tempfile.mkdtemp(prefix="gp-install-")
     try:
@@ -89,13 +121,15 @@ def test_make_install_destdir():
         check(r.returncode == 0, f"make install: {r.stdout[-800:]} {r.stderr[-800:]}")
         for path, mode in (("opt/gp/bin/gpuprobe", 0o755), ("opt/gp/share/man/man8/gpuprobe.8", 0o644),
                            ("opt/gp/lib/systemd/system/gpuprobe.service", 0o644),
-                           ("etc/gpuprobe/gpuprobe.conf", 0o644)):
+                           ("etc/gpuprobe/gpuprobe.conf", 0o644)) + \
+                tuple(("opt/gp/lib/gpuprobe/" + n, 0o644) for n in INJECT_LIBS):
             st = os.stat(os.path.join(dest, path))
             eq(st.st_mode & 0o7777, mode, f"{path} mode")
         with open(os.path.join(dest, "opt/gp/lib/systemd/system/gpuprobe.service")) as f:
             unit = f.read()
         check("\nExecStart=/opt/gp/bin/gpuprobe daemon --config /etc/gpuprobe/gpuprobe.conf\n" in unit,
               "the unit starts the installed binary")
+        gputime_from(os.path.join(dest, "opt/gp/bin/gpuprobe"))
         # an admin's settings survive a second install
         with open(os.path.join(dest, "etc/gpuprobe/gpuprobe.conf"), "a") as f:
             f.write("# mine\n")
@@ -108,6 +142,7 @@ def test_make_install_destdir():
                    timeout=60, cwd=ROOT)
         eq(r.returncode, 0, "make uninstall")
         check(not os.path.exists(os.path.join(dest, "opt/gp/bin/gpuprobe")), "binary removed")
+        check(not os.path.exists(os.path.join(dest, "opt/gp/lib/gpuprobe")), "the libraries and their folder removed")
         check(os.path.exists(os.path.join(dest, "etc/gpuprobe/gpuprobe.conf")), "settings kept by uninstall")
     finally:
         shutil.rmtree(dest, ignore_errors=True)
@@ -183,6 +218,10 @@ def _deb_cycle():
             # nothing started it: no installed gpuprobe runs
             running = [p for p in os.listdir("/proc") if p.isdigit() and exe(p) == "/usr/bin/gpuprobe"]
             eq(running, [], "no daemon started without systemd")
+
+        for n in INJECT_LIBS:
+            eq(os.stat("/usr/lib/gpuprobe/" + n).st_mode & 0o7777, 0o644, f"{n} mode")
+        gputime_from("/usr/bin/gpuprobe")
 
         r = gp.run(["/usr/bin/gpuprobe", "check"], timeout=60)
         eq(r.returncode, 0, f"gpuprobe check: {r.stdout}{r.stderr}")

@@ -404,6 +404,76 @@ cleanup:
 	nccl_agg__free(a);
 }
 
+/*
+ * A bus bandwidth bound above the link's limit is never shown as a measurement (as
+ * --bandwidth-util's copies): 1 MiB AllReduce on 4 ranks completed 2 us after its
+ * submission is 786 GB/s of bus bandwidth, over a 450 GB/s NVLink: null, under "suspect"
+ * with the limit, "suspect" in the text; an AllGather within the limit stays.
+ */
+static void test_link_limit(void)
+{
+	struct nccl_agg *a = nccl_agg__new();
+	struct nccl_snap s = { 0 };
+	json_object *o = json_object_new_object(), *ar = NULL, *ag = NULL, *ts;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	uint64_t t0;
+	double want = 1.5 * (1 << 20) / 2e-6;
+
+	if (!ASSERT_TRUE(a != NULL, "aggregator"))
+		goto cleanup;
+	init(a, 90, 4, 0, 9);
+	t0 = now;
+	coll(a, 90, GP_NCCL_AllReduce, H_WORLD, 1 << 18, 7, -1, 0x5, 0); /* 1 MiB */
+	sync_stream(a, 90, 0x5, t0 + 2000);
+	coll(a, 90, GP_NCCL_AllGather, H_WORLD, 1 << 10, 7, -1, 0x6, 0); /* 16 KiB in all */
+	sync_stream(a, 90, 0x6, now + 1000000);
+	nccl_agg__snapshot(a, 0, &s.d);
+	s.links.peer = (struct bw_link){ .name = "NVLink4 x18 (test)", .bytes_per_s = 450e9, .read_here = true };
+	s.links.local = (struct bw_link){ .name = "4.8 TB/s memory (test)", .bytes_per_s = 4.8e12, .read_here = true };
+	s.hdr = (struct gp_snap){ .mode = "nccl", .kind = GP_SNAP_FINAL };
+	nccl_report__json(o, &s.hdr);
+	ts = path(o, (const char *[]){ "processes", "0", "comms", "0", "completion", NULL });
+	for (size_t i = 0; ts && i < json_object_array_length(ts); i++) {
+		json_object *x = json_object_array_get_idx(ts, i);
+		const char *op = json_object_get_string(json_object_object_get(x, "op"));
+
+		if (!strcmp(op, "AllReduce"))
+			ar = x;
+		else if (!strcmp(op, "AllGather"))
+			ag = x;
+	}
+	if (!ASSERT_TRUE(ar && ag, "both rows") ||
+	    !ASSERT_TRUE(json_object_object_get(ar, "busbw_bytes_per_second_lower_bound") == NULL, "busbw: null") ||
+	    !ASSERT_TRUE(json_object_object_get(ar, "algbw_bytes_per_second_lower_bound") == NULL, "algbw with it") ||
+	    !ASSERT_TRUE(fabs(json_object_get_double(path(ar, (const char *[]){ "suspect", "busbw_bytes_per_second_lower_bound", NULL })) -
+			      want) < want * 1e-9, "the figure under suspect") ||
+	    !ASSERT_TRUE(fabs(json_object_get_double(path(ar, (const char *[]){ "suspect", "stream", NULL })) - want) < want * 1e-9,
+			 "the stream sync's too") ||
+	    !ASSERT_TRUE(path(ar, (const char *[]){ "by_signal", "stream", "busbw_bytes_per_second_lower_bound", NULL }) == NULL,
+			 "and null there") ||
+	    !ASSERT_TRUE(json_object_get_double(path(ar, (const char *[]){ "suspect", "limit_bytes_per_second", NULL })) == 450e9,
+			 "with the limit") ||
+	    !ASSERT_STR_EQ(json_object_get_string(path(ar, (const char *[]){ "suspect", "link", NULL })), "NVLink4 x18 (test)",
+			   "and the link") ||
+	    !ASSERT_TRUE(json_object_object_get(ag, "suspect") == NULL, "the AllGather within the limit") ||
+	    !ASSERT_TRUE(json_object_get_double(json_object_object_get(ag, "busbw_bytes_per_second_lower_bound")) > 0,
+			 "its busbw shown"))
+		goto cleanup;
+	f = open_memstream(&text, &len);
+	if (!ASSERT_TRUE(f != NULL, "memstream"))
+		goto cleanup;
+	nccl_report__text(f, &s.hdr);
+	fclose(f);
+	ASSERT_TRUE(strstr(text, "suspect") != NULL, "the text says suspect");
+cleanup:
+	free(text);
+	json_object_put(o);
+	nccl_snap_data__clear(&s.d);
+	nccl_agg__free(a);
+}
+
 /* Communicators past the series cap are summed as comm_id="other". */
 static void test_prom_bounded(void)
 {
@@ -519,6 +589,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_matrices);
 	RUN_TEST(test_comm_table_bound);
 	RUN_TEST(test_json_schema);
+	RUN_TEST(test_link_limit);
 	RUN_TEST(test_prom_bounded);
 	RUN_TEST(test_kernel_names);
 	RUN_TEST(test_all_standin_kernels);

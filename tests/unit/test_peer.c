@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "lib/bandwidth.h"
 #include "modes/bandwidth/bandwidth_mode.h"
-#include "modes/bandwidth/links.h"
+#include "lib/links.h"
 #include "unit.h"
 
 static void aux(struct bandwidth *bw, uint32_t tid, uint32_t api, uint64_t ts, uint64_t handle, uint64_t a)

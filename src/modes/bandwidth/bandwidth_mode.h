@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include "lib/bandwidth.h"
 #include "out/drops.h"
-#include "modes/bandwidth/links.h"
+#include "lib/links.h"
 #include "core/mode.h"
 
 struct bw_settings {

@@ -52,12 +52,7 @@ static const struct bw_link *pair_link(const struct bw_links *l, const struct bw
  * link cannot carry it. */
 static void rate_col(char *buf, size_t len, const struct bw_link *l, double bps)
 {
-	if (bw_links__suspect(l, bps))
-		snprintf(buf, len, "suspect");
-	else if (bps <= 0)
-		snprintf(buf, len, "-");
-	else
-		snprintf(buf, len, "%s", gp_text__rate(bps).s);
+	snprintf(buf, len, "%s", gp_text__link_rate(l, bps).s);
 }
 
 static void gpu_name(char *buf, size_t len, int gpu)
@@ -342,11 +337,7 @@ void bw_report__text(FILE *f, const struct gp_snap *hdr)
 static void rate_field(json_object *o, json_object *suspect, const char *key, bool ok, double v,
 		       const struct bw_link *l)
 {
-	if (ok && bw_links__suspect(l, v)) {
-		json_object_object_add(suspect, key, json_object_new_double(v));
-		ok = false;
-	}
-	json_object_object_add(o, key, ok ? json_object_new_double(v) : NULL);
+	gp_json__link_rate(o, key, suspect, key, ok, v, 1, l);
 }
 
 static json_object *json_by_kind(const uint64_t *by)
@@ -370,13 +361,7 @@ static json_object *json_by_kind(const uint64_t *by)
 static void sig_rate(json_object *o, json_object *sus, const char *key, const char *sus_key, uint64_t bytes,
 		     uint64_t ns, const struct bw_link *l)
 {
-	double v = ns ? (double)bytes / secs(ns) : 0;
-
-	if (ns && bw_links__suspect(l, v)) {
-		json_object_object_add(sus, sus_key, json_object_new_double(v));
-		ns = 0;
-	}
-	json_object_object_add(o, key, ns ? json_object_new_double(v) : NULL);
+	gp_json__link_rate(o, key, sus, sus_key, ns, ns ? (double)bytes / secs(ns) : 0, 1, l);
 }
 
 static json_object *json_signals(const struct bw_signals *g, json_object *sus, const struct bw_link *l)
@@ -405,14 +390,7 @@ static json_object *json_signals(const struct bw_signals *g, json_object *sus, c
 /* "suspect": the figures above their link's limit, with it; null when none is. */
 static void add_suspect(json_object *t, json_object *sus, const struct bw_link *l)
 {
-	if (!json_object_object_length(sus)) {
-		json_object_put(sus);
-		json_object_object_add(t, "suspect", NULL);
-		return;
-	}
-	json_object_object_add(sus, "limit_bytes_per_second", json_object_new_double(l->bytes_per_s));
-	json_object_object_add(sus, "link", json_object_new_string(l->name));
-	json_object_object_add(t, "suspect", sus);
+	gp_json__add_suspect(t, sus, l);
 }
 
 static json_object *json_stat(const struct bw_stat *x, const struct bw_links *links)

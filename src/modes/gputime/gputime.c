@@ -78,6 +78,7 @@ static const char *const drop_names[GT_D__COUNT] = {
 	[GT_D_OVERSIZED] = "oversized", [GT_D_MALFORMED] = "malformed", [GT_D_NO_CREDS] = "no_credentials",
 	[GT_D_FLOOD] = "flood", [GT_D_PROCS] = "process_table_full", [GT_D_ROWS] = "process_caps",
 	[GT_D_BAD_TIME] = "bad_time", [GT_D_CONN] = "connections_refused",
+	[GT_D_NOT_FOLLOWED] = "not_followed",
 };
 
 const char *gt_drop_name(enum gt_drop d)

@@ -26,6 +26,7 @@ enum gt_drop {
 	GT_D_ROWS,       /* records past a process's caps (rows, names) */
 	GT_D_BAD_TIME,   /* a record that ends before it starts, or lasts over an hour */
 	GT_D_CONN,       /* connections past their user's share of the sockets' (refused) */
+	GT_D_NOT_FOLLOWED, /* datagrams of a process the run does not follow (refused) */
 	GT_D__COUNT,
 };
 

@@ -285,6 +285,8 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	}
 	m->fds[0] = m->fds[1] = m->fds[2] = -1;
 	m->run = run;
+	/* GPUPROBE_TEST_SYSFS: tests point this at a fake tree (as --bandwidth-util's) */
+	bw_links__read(getenv("GPUPROBE_TEST_SYSFS"), &m->snap.links);
 	lim = (struct gt_limits){ .max_procs = (uint32_t)run->o->max_procs,
 				  .max_rows = (uint32_t)gputime_settings.max_rows,
 				  .max_names = (uint32_t)gputime_settings.max_rows };
@@ -369,6 +371,11 @@ static int read_fd(struct gputime_mode *m, int fd, uint32_t peer, int budget)
 		}
 		if (mh.msg_flags & MSG_TRUNC || (size_t)got > GPT_DGRAM_MAX) {
 			gt_agg__drop(m->agg, GT_D_OVERSIZED, 1);
+			continue;
+		}
+		/* the sockets take any local process: only those the run follows add rows */
+		if (!gp_run__follows(m->run, pid)) {
+			gt_agg__drop(m->agg, GT_D_NOT_FOLLOWED, 1);
 			continue;
 		}
 		if (!gt_agg__admit(m->agg, pid, SHARE))
@@ -520,7 +527,7 @@ static void fill_drops(struct gputime_mode *m, struct gputime_snap *s)
 	static const int reason[GT_D__COUNT] = {
 		[GT_D_OVERSIZED] = GP_R_GPUTIME_REFUSED, [GT_D_MALFORMED] = GP_R_GPUTIME_REFUSED,
 		[GT_D_NO_CREDS] = GP_R_GPUTIME_REFUSED, [GT_D_BAD_TIME] = GP_R_GPUTIME_REFUSED,
-		[GT_D_CONN] = GP_R_GPUTIME_REFUSED,
+		[GT_D_CONN] = GP_R_GPUTIME_REFUSED, [GT_D_NOT_FOLLOWED] = GP_R_GPUTIME_REFUSED,
 		[GT_D_FLOOD] = GP_R_GPUTIME_FLOOD, [GT_D_PROCS] = GP_R_GPUTIME_CAPS, [GT_D_ROWS] = GP_R_GPUTIME_CAPS,
 	};
 	uint64_t by[GP_R__COUNT] = { 0 }, not_sent = 0, lost = 0;

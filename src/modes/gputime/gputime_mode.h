@@ -3,6 +3,7 @@
 #ifndef GP_GPUTIME_MODE_H
 #define GP_GPUTIME_MODE_H
 
+#include "lib/links.h"
 #include "modes/gputime/gputime.h"
 #include "core/mode.h"
 
@@ -23,6 +24,7 @@ struct gputime_snap {
 	const char *channel; /* "inherited socket", "PATH", or both */
 	bool injected_cupti, injected_nccl; /* the command got the libraries */
 	const char *not_injected; /* why not, or NULL */
+	struct bw_links links; /* what bounds copies' and collectives' bandwidths (lib/links.h) */
 };
 
 void gputime_report__text(FILE *f, const struct gp_snap *s);

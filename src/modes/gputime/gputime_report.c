@@ -33,6 +33,26 @@ static double gbps_bytes_per_s(double gbps)
 	return gbps * 1e9;
 }
 
+/* What bounds a copy's bandwidth: the host link, the GPUs' peer link, one GPU's memory;
+ * NULL for a copy between host buffers. */
+static const struct bw_link *copy_link(const struct bw_links *l, const struct gt_copy_snap *c)
+{
+	switch (c->kind) {
+	case GPT_COPY_HTOD:
+	case GPT_COPY_DTOH:
+	case GPT_COPY_HTOA:
+	case GPT_COPY_ATOH:
+		return bw_links__for(l, BW_H2D);
+	case GPT_COPY_HTOH:
+		return NULL;
+	case GPT_COPY_PTOP:
+		return bw_links__for(l, BW_PEER);
+	default: /* within a GPU, unless it names two */
+		return bw_links__for(l, c->src_dev != GPT_NO_DEVICE && c->dst_dev != GPT_NO_DEVICE &&
+						c->src_dev != c->dst_dev ? BW_PEER : BW_D2D);
+	}
+}
+
 static void text_kernels(FILE *f, const struct gt_snap_data *d, uint32_t pid, bool all)
 {
 	size_t shown = 0, rows = 0;
@@ -66,7 +86,8 @@ static void text_kernels(FILE *f, const struct gt_snap_data *d, uint32_t pid, bo
 	}
 }
 
-static void text_copies(FILE *f, const struct gt_snap_data *d, uint32_t pid)
+/* Figures above their link's limit say "suspect" (lib/links.h): never a measurement. */
+static void text_copies(FILE *f, const struct gt_snap_data *d, uint32_t pid, const struct bw_links *links)
 {
 	bool head = false;
 
@@ -84,8 +105,8 @@ static void text_copies(FILE *f, const struct gt_snap_data *d, uint32_t pid)
 		devices(dev, sizeof(dev), c);
 		fprintf(f, "  %-6s %-14s %-10s %-12s %-10s %-12s %s\n", gt_copy_kind_name(c->kind), dev,
 			gp_text__count(c->count).s, gp_text__bytes(c->bytes).s, gp_text__duration(c->total_ns / 1e9).s,
-			gp_text__rate(c->total_ns ? (double)c->bytes * 1e9 / (double)c->total_ns : -1).s,
-			gp_text__rate(c->peak_gbps > 0 ? gbps_bytes_per_s(c->peak_gbps) : -1).s);
+			gp_text__link_rate(copy_link(links, c), c->total_ns ? (double)c->bytes * 1e9 / (double)c->total_ns : -1).s,
+			gp_text__link_rate(copy_link(links, c), c->peak_gbps > 0 ? gbps_bytes_per_s(c->peak_gbps) : -1).s);
 	}
 	for (size_t i = 0; i < d->nr_memsets; i++) {
 		const struct gt_memset_snap *m = &d->memsets[i];
@@ -98,13 +119,17 @@ static void text_copies(FILE *f, const struct gt_snap_data *d, uint32_t pid)
 	}
 }
 
-static void text_colls(FILE *f, const struct gt_snap_data *d, uint32_t pid)
+static void text_colls(FILE *f, const struct gt_snap_data *d, uint32_t pid, const struct bw_links *links)
 {
 	bool head = false;
 
 	for (size_t i = 0; i < d->nr_colls; i++) {
 		const struct gt_coll_snap *c = &d->colls[i];
 		char comm[24], rank[24];
+		const struct bw_link *l = bw_links__for_ranks(links, (int)c->nranks);
+		/* a busbw above the link's limit: its algbw is the same window's, suspect too */
+		double bus = c->size ? gbps_bytes_per_s(c->busbw_gbps) : -1;
+		double alg = bw_links__suspect(l, bus) ? bus : c->size ? gbps_bytes_per_s(c->algbw_gbps) : -1;
 
 		if (c->pid != pid)
 			continue;
@@ -118,9 +143,8 @@ static void text_colls(FILE *f, const struct gt_snap_data *d, uint32_t pid)
 		fprintf(f, "  %-18s %-8s %-14s %-12s %-8s %-10s %-12s %-12s %-12s %s\n", comm, rank, gt_coll_name(c->fn),
 			c->size ? gp_text__bytes(c->size).s : "?", gp_text__count(c->calls).s,
 			gp_text__duration(c->total_ns / 1e9 / (double)c->calls).s,
-			gp_text__rate(c->size ? gbps_bytes_per_s(c->algbw_gbps) : -1).s,
-			gp_text__rate(c->size ? gbps_bytes_per_s(c->busbw_gbps) : -1).s,
-			gp_text__rate(c->size ? gbps_bytes_per_s(c->best_busbw_gbps) : -1).s,
+			gp_text__link_rate(l, alg).s, gp_text__link_rate(l, bus).s,
+			gp_text__link_rate(l, c->size ? gbps_bytes_per_s(c->best_busbw_gbps) : -1).s,
 			c->gpu_calls == c->calls ? "GPU" : c->gpu_calls ? "GPU and host" : "host");
 	}
 }
@@ -155,8 +179,8 @@ void gputime_report__text(FILE *f, const struct gp_snap *hdr)
 			gp_text__n(p->copies, "copy", "copies").s, gp_text__bytes(p->copy_bytes).s,
 			gp_text__n(p->memsets, "memset", "memsets").s, gp_text__n(p->colls, "NCCL collective", "NCCL collectives").s);
 		text_kernels(f, &s->d, p->pid, all);
-		text_copies(f, &s->d, p->pid);
-		text_colls(f, &s->d, p->pid);
+		text_copies(f, &s->d, p->pid, &s->links);
+		text_colls(f, &s->d, p->pid, &s->links);
 		text_lib(f, "CUPTI", &p->lib[GPT_SRC_CUPTI]);
 		text_lib(f, "NCCL profiler", &p->lib[GPT_SRC_NCCL]);
 		if (p->unnamed_kernels)
@@ -206,7 +230,12 @@ static json_object *j_lib(const struct gt_lib_snap *l)
 	return o;
 }
 
-static json_object *j_proc(const struct gt_snap_data *d, const struct gt_proc_snap *p)
+/*
+ * Copies' and collectives' GB/s above their link's limit (lib/links.h) are null, the
+ * figure under the row's "suspect" with the limit (as --bandwidth-util's copies); a
+ * collective's algbw goes with its busbw (one window).
+ */
+static json_object *j_proc(const struct gt_snap_data *d, const struct gt_proc_snap *p, const struct bw_links *links)
 {
 	json_object *o = json_object_new_object(), *ks = json_object_new_array(), *cs = json_object_new_array(),
 		    *ms = json_object_new_array(), *ns = json_object_new_array();
@@ -234,7 +263,7 @@ static json_object *j_proc(const struct gt_snap_data *d, const struct gt_proc_sn
 	}
 	for (size_t i = 0; i < d->nr_copies; i++) {
 		const struct gt_copy_snap *c = &d->copies[i];
-		json_object *x;
+		json_object *x, *sus;
 
 		if (c->pid != p->pid)
 			continue;
@@ -246,9 +275,12 @@ static json_object *j_proc(const struct gt_snap_data *d, const struct gt_proc_sn
 		json_object_object_add(x, "copies", j_u64(c->count));
 		json_object_object_add(x, "bytes", j_u64(c->bytes));
 		json_object_object_add(x, "gpu_ns", j_u64(c->total_ns));
-		json_object_object_add(x, "bandwidth_gbps",
-				       c->total_ns ? j_real((double)c->bytes / (double)c->total_ns) : NULL);
-		json_object_object_add(x, "fastest_gbps", c->peak_gbps > 0 ? j_real(c->peak_gbps) : NULL);
+		sus = json_object_new_object();
+		gp_json__link_rate(x, "bandwidth_gbps", sus, "bandwidth_gbps", c->total_ns,
+				   c->total_ns ? (double)c->bytes / (double)c->total_ns : 0, 1e9, copy_link(links, c));
+		gp_json__link_rate(x, "fastest_gbps", sus, "fastest_gbps", c->peak_gbps > 0, c->peak_gbps, 1e9,
+				   copy_link(links, c));
+		gp_json__add_suspect(x, sus, copy_link(links, c)); /* H2H: no limit, never suspect */
 		json_object_array_add(cs, x);
 	}
 	for (size_t i = 0; i < d->nr_memsets; i++) {
@@ -266,7 +298,8 @@ static json_object *j_proc(const struct gt_snap_data *d, const struct gt_proc_sn
 	}
 	for (size_t i = 0; i < d->nr_colls; i++) {
 		const struct gt_coll_snap *c = &d->colls[i];
-		json_object *x;
+		const struct bw_link *l;
+		json_object *x, *sus;
 		char hash[24];
 
 		if (c->pid != p->pid)
@@ -284,9 +317,13 @@ static json_object *j_proc(const struct gt_snap_data *d, const struct gt_proc_sn
 		json_object_object_add(x, "gpu_timed_calls", j_u64(c->gpu_calls));
 		json_object_object_add(x, "total_ns", j_u64(c->total_ns));
 		json_object_object_add(x, "min_ns", j_u64(c->min_ns));
-		json_object_object_add(x, "algbw_gbps", c->size ? j_real(c->algbw_gbps) : NULL);
-		json_object_object_add(x, "busbw_gbps", c->size ? j_real(c->busbw_gbps) : NULL);
-		json_object_object_add(x, "best_busbw_gbps", c->size ? j_real(c->best_busbw_gbps) : NULL);
+		l = bw_links__for_ranks(links, (int)c->nranks);
+		sus = json_object_new_object();
+		json_object_object_add(x, "algbw_gbps", c->size && !bw_links__suspect(l, gbps_bytes_per_s(c->busbw_gbps)) ?
+							j_real(c->algbw_gbps) : NULL);
+		gp_json__link_rate(x, "busbw_gbps", sus, "busbw_gbps", c->size, c->busbw_gbps, 1e9, l);
+		gp_json__link_rate(x, "best_busbw_gbps", sus, "best_busbw_gbps", c->size, c->best_busbw_gbps, 1e9, l);
+		gp_json__add_suspect(x, sus, l);
 		json_object_array_add(ns, x);
 	}
 	json_object_object_add(o, "kernels", ks);
@@ -305,7 +342,7 @@ void gputime_report__json(json_object *o, const struct gp_snap *hdr)
 	json_object *procs = json_object_new_array(), *refused = json_object_new_object();
 
 	for (size_t i = 0; i < s->d.nr_procs; i++)
-		json_object_array_add(procs, j_proc(&s->d, &s->d.procs[i]));
+		json_object_array_add(procs, j_proc(&s->d, &s->d.procs[i], &s->links));
 	json_object_object_add(o, "processes", procs);
 	json_object_object_add(o, "channel", json_object_new_string(s->channel));
 	for (int i = 0; i < GT_D__COUNT; i++)

@@ -80,6 +80,8 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 		return -ENOMEM;
 	}
 	m->run = run;
+	/* GPUPROBE_TEST_SYSFS: tests point this at a fake tree (as --bandwidth-util's) */
+	bw_links__read(getenv("GPUPROBE_TEST_SYSFS"), &m->snap.links);
 	attach_pair__prepare(&m->probes, m->skel->progs.nccl_enter, m->skel->progs.nccl_leave, "nccl");
 	attach_pair__prepare(&m->cuda_probes, m->skel->progs.nccl_cuda_enter, m->skel->progs.nccl_cuda_leave,
 			     "nccl's driver");

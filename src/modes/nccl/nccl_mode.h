@@ -4,6 +4,7 @@
 #define GP_NCCL_MODE_H
 
 #include <stdio.h>
+#include "lib/links.h"
 #include "out/drops.h"
 #include "core/mode.h"
 #include "modes/nccl/nccl.h"
@@ -32,6 +33,7 @@ struct nccl_snap {
 	size_t nr_libs;
 	uint64_t max_comm_series;
 	uint64_t polls; /* cuStreamQuery/cuEventQuery NOT_READY results: counted in BPF, never sent */
+	struct bw_links links; /* what bounds a bus bandwidth (lib/links.h) */
 };
 
 void nccl_report__text(FILE *f, const struct gp_snap *s);

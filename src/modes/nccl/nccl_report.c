@@ -98,7 +98,7 @@ static const char *closed_by(const struct nccl_time *t)
 	return n[best];
 }
 
-static void text_times(FILE *f, const struct nccl_comm_snap *c)
+static void text_times(FILE *f, const struct nccl_comm_snap *c, const struct bw_link *l)
 {
 	if (!c->nr_times)
 		return;
@@ -107,29 +107,25 @@ static void text_times(FILE *f, const struct nccl_comm_snap *c)
 		"CLOSED BY (most calls)");
 	for (size_t i = 0; i < c->nr_times; i++) {
 		const struct nccl_time *t = &c->times[i];
-		char bus[80];
+		/* above the link's limit, algbw and busbw say "suspect" (one window's figures) */
+		double bus = algbw(t) * t->bus_factor, alg = bw_links__suspect(l, bus) ? bus : algbw(t);
 
 		if (!t->calls)
 			continue;
-		if (t->bus_factor && t->window_ns)
-			snprintf(bus, sizeof(bus), "%s", gp_text__rate(algbw(t) * t->bus_factor).s);
-		else
-			snprintf(bus, sizeof(bus), "-");
 		fprintf(f, "    %-14s %10s %8s %10s %12s %12s  %s\n", nccl_op_name(t->fn), gp_text__bytes(1ULL << t->slot).s,
 			gp_text__count(t->calls).s, gp_text__duration(secs(t->window_ns)).s,
-			t->window_ns ? gp_text__rate(algbw(t)).s : "-", bus, closed_by(t));
+			gp_text__link_rate(l, alg).s, gp_text__link_rate(l, bus).s, closed_by(t));
 		if (t->event_ns) {
-			double a = (double)t->event_size / secs(t->event_ns);
+			double a = (double)t->event_size / secs(t->event_ns), b = a * t->bus_factor;
 
 			fprintf(f, "    %-14s from CUDA events (GPU time %s, %s): algbw %s, busbw %s\n", "",
-				gp_text__duration(secs(t->event_ns)).s,
-				gp_text__n(t->event_windows, "window", "windows").s, gp_text__rate(a).s,
-				t->bus_factor ? gp_text__rate(a * t->bus_factor).s : "-");
+				gp_text__duration(secs(t->event_ns)).s, gp_text__n(t->event_windows, "window", "windows").s,
+				gp_text__link_rate(l, bw_links__suspect(l, b) ? b : a).s, gp_text__link_rate(l, b).s);
 		}
 	}
 }
 
-static void text_comm(FILE *f, const struct nccl_comm_snap *c)
+static void text_comm(FILE *f, const struct nccl_comm_snap *c, const struct bw_links *links)
 {
 	char id[32], rank[32], dev[16];
 
@@ -144,10 +140,10 @@ static void text_comm(FILE *f, const struct nccl_comm_snap *c)
 		c->destroyed ? ", destroyed" : "");
 	text_colls(f, c);
 	text_p2p(f, c);
-	text_times(f, c);
+	text_times(f, c, bw_links__for_ranks(links, c->nranks));
 }
 
-static void text_proc(FILE *f, const struct nccl_proc_snap *p, bool all)
+static void text_proc(FILE *f, const struct nccl_proc_snap *p, bool all, const struct bw_links *links)
 {
 	fprintf(f, "PID %u (%s)%s: %s, %s", p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "",
 		gp_text__n(p->calls, "NCCL call", "NCCL calls").s, gp_text__n(p->groups, "group", "groups").s);
@@ -159,7 +155,7 @@ static void text_proc(FILE *f, const struct nccl_proc_snap *p, bool all)
 		fprintf(f, "; %s not yet covered by a synchronization", gp_text__count(p->unsynced).s);
 	fputc('\n', f);
 	for (size_t i = 0; i < p->nr_comms; i++)
-		text_comm(f, &p->comms[i]);
+		text_comm(f, &p->comms[i], links);
 }
 
 static void text_matrix(FILE *f, const struct nccl_matrix *m, const uint64_t *cells, const char *what)
@@ -206,7 +202,7 @@ void nccl_report__text(FILE *f, const struct gp_snap *hdr)
 	gp_text__clock(tbuf, sizeof(tbuf));
 	fprintf(f, "[%s] nccl %s report: %s\n", tbuf, gp_snap_kind_name(hdr->kind), gp_text__n(s->d.nr_procs, "process", "processes").s);
 	for (size_t i = 0; i < s->d.nr_procs; i++)
-		text_proc(f, &s->d.procs[i], all);
+		text_proc(f, &s->d.procs[i], all, &s->links);
 	text_matrices(f, &s->d);
 	for (size_t i = 0; i < s->nr_libs; i++) {
 		int missing = __builtin_popcount(s->libs[i].missing);
@@ -263,18 +259,20 @@ static json_object *json_p2p(const struct nccl_comm_snap *c)
 }
 
 /* A rate: size over ns, null when ns is 0; busbw with the communicator's factor (null
- * when nranks is unknown). */
+ * when nranks is unknown). A busbw above the link's limit: both null, the busbw in sus at
+ * sus_key (suspect: never a measurement). */
 static void bw_fields(json_object *o, const char *alg_key, const char *bus_key, uint64_t size, uint64_t ns,
-		      double bus_factor)
+		      double bus_factor, json_object *sus, const char *sus_key, const struct bw_link *l)
 {
 	double v = ns ? (double)size / secs(ns) : 0;
+	bool bad = ns && bus_factor && bw_links__suspect(l, v * bus_factor);
 
-	json_object_object_add(o, alg_key, ns ? json_object_new_double(v) : NULL);
-	json_object_object_add(o, bus_key, ns && bus_factor ? json_object_new_double(v * bus_factor) : NULL);
+	json_object_object_add(o, alg_key, ns && !bad ? json_object_new_double(v) : NULL);
+	gp_json__link_rate(o, bus_key, sus, sus_key, ns && bus_factor, v * bus_factor, 1, l);
 }
 
 /* Per completion signal: the size of the calls it completed, their windows, the bounds. */
-static json_object *json_signals(const struct nccl_time *t)
+static json_object *json_signals(const struct nccl_time *t, json_object *sus, const struct bw_link *l)
 {
 	json_object *by = json_object_new_object();
 
@@ -284,27 +282,31 @@ static json_object *json_signals(const struct nccl_time *t)
 		json_object_object_add(x, "size_bytes", json_object_new_uint64(t->size_by[k]));
 		json_object_object_add(x, "seconds_upper_bound", json_object_new_double(secs(t->ns_by[k])));
 		bw_fields(x, "algbw_bytes_per_second_lower_bound", "busbw_bytes_per_second_lower_bound", t->size_by[k],
-			  t->ns_by[k], t->bus_factor);
+			  t->ns_by[k], t->bus_factor, sus, nccl_sync_name((enum nccl_sync)k), l);
 		json_object_object_add(by, nccl_sync_name((enum nccl_sync)k), x);
 	}
 	return by;
 }
 
 /* The calls between two CUDA events on their stream, over the GPU's time between them. */
-static json_object *json_events(const struct nccl_time *t)
+static json_object *json_events(const struct nccl_time *t, json_object *sus, const struct bw_link *l)
 {
 	json_object *x = json_object_new_object();
 
 	json_object_object_add(x, "size_bytes", json_object_new_uint64(t->event_size));
 	json_object_object_add(x, "gpu_seconds", json_object_new_double(secs(t->event_ns)));
 	json_object_object_add(x, "windows", json_object_new_uint64(t->event_windows));
-	bw_fields(x, "algbw_bytes_per_second", "busbw_bytes_per_second", t->event_size, t->event_ns, t->bus_factor);
+	bw_fields(x, "algbw_bytes_per_second", "busbw_bytes_per_second", t->event_size, t->event_ns, t->bus_factor, sus,
+		  "event_elapsed", l);
 	return x;
 }
 
-static json_object *json_time(const struct nccl_time *t)
+/* Bus bandwidths above the link's limit go to "suspect" (as --bandwidth-util's copies): the
+ * row's as "busbw_bytes_per_second_lower_bound", a signal's by its name, "event_elapsed". */
+static json_object *json_time(const struct nccl_time *t, const struct bw_link *l)
 {
 	json_object *o = json_object_new_object(), *by = json_object_new_object(), *b = json_object_new_array();
+	json_object *sus = json_object_new_object();
 
 	json_object_object_add(o, "op", json_object_new_string(nccl_op_name(t->fn)));
 	json_object_object_add(o, "call", json_object_new_string(nccl_fn_name(t->fn)));
@@ -314,20 +316,19 @@ static json_object *json_time(const struct nccl_time *t)
 	json_object_object_add(o, "calls", json_object_new_uint64(t->calls));
 	json_object_object_add(o, "size_bytes", json_object_new_uint64(t->size));
 	json_object_object_add(o, "seconds_upper_bound", json_object_new_double(secs(t->window_ns)));
-	json_object_object_add(o, "algbw_bytes_per_second_lower_bound",
-			       t->window_ns ? json_object_new_double(algbw(t)) : NULL);
-	json_object_object_add(o, "busbw_bytes_per_second_lower_bound",
-			       t->window_ns && t->bus_factor ? json_object_new_double(algbw(t) * t->bus_factor) : NULL);
+	bw_fields(o, "algbw_bytes_per_second_lower_bound", "busbw_bytes_per_second_lower_bound", t->size, t->window_ns,
+		  t->bus_factor, sus, "busbw_bytes_per_second_lower_bound", l);
 	for (int k = 0; k < NCCL_SYNC__COUNT; k++)
 		json_object_object_add(by, nccl_sync_name((enum nccl_sync)k), json_object_new_uint64(t->by[k]));
 	json_object_object_add(o, "completed_by", by);
-	json_object_object_add(o, "by_signal", json_signals(t));
+	json_object_object_add(o, "by_signal", json_signals(t, sus, l));
 	json_object_object_add(o, "window_rate_hist_mb_s", gp_json__log2_hist(t->window_hist, NCCL_SIZE_SLOTS));
-	json_object_object_add(o, "event_elapsed", json_events(t));
+	json_object_object_add(o, "event_elapsed", json_events(t, sus, l));
+	gp_json__add_suspect(o, sus, l);
 	return o;
 }
 
-static json_object *json_comm(const struct nccl_comm_snap *c)
+static json_object *json_comm(const struct nccl_comm_snap *c, const struct bw_links *links)
 {
 	json_object *o = json_object_new_object(), *ts = json_object_new_array();
 
@@ -348,13 +349,13 @@ static json_object *json_comm(const struct nccl_comm_snap *c)
 	json_object_object_add(o, "p2p", json_p2p(c));
 	for (size_t i = 0; i < c->nr_times; i++)
 		if (c->times[i].calls)
-			json_object_array_add(ts, json_time(&c->times[i]));
+			json_object_array_add(ts, json_time(&c->times[i], bw_links__for_ranks(links, c->nranks)));
 	json_object_object_add(o, "completion", ts);
 	json_object_object_add(o, "unattributed_bytes", json_object_new_uint64(c->unattributed_bytes));
 	return o;
 }
 
-static json_object *json_proc(const struct nccl_proc_snap *p)
+static json_object *json_proc(const struct nccl_proc_snap *p, const struct bw_links *links)
 {
 	json_object *o = json_object_new_object(), *cs = json_object_new_array(), *bad = json_object_new_object();
 
@@ -372,7 +373,7 @@ static json_object *json_proc(const struct nccl_proc_snap *p)
 	json_object_object_add(o, "init_all_calls", json_object_new_uint64(p->other));
 	json_object_object_add(o, "unsynced_calls", json_object_new_uint64(p->unsynced));
 	for (size_t i = 0; i < p->nr_comms; i++)
-		json_object_array_add(cs, json_comm(&p->comms[i]));
+		json_object_array_add(cs, json_comm(&p->comms[i], links));
 	json_object_object_add(o, "comms", cs);
 	return o;
 }
@@ -430,7 +431,7 @@ void nccl_report__json(json_object *o, const struct gp_snap *hdr)
 	json_object *procs = json_object_new_array(), *ms = json_object_new_array();
 
 	for (size_t i = 0; i < s->d.nr_procs; i++)
-		json_object_array_add(procs, json_proc(&s->d.procs[i]));
+		json_object_array_add(procs, json_proc(&s->d.procs[i], &s->links));
 	json_object_object_add(o, "processes", procs);
 	for (size_t i = 0; i < s->d.nr_matrices; i++)
 		json_object_array_add(ms, json_matrix(&s->d.matrices[i]));

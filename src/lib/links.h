@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * What the links can carry, so that --bandwidth-util never prints a figure the hardware
- * cannot reach as a measurement. Read from sysfs without NVML: each NVIDIA GPU's PCIe link
+ * What the links can carry, so that --bandwidth-util, --nccl and --gpu-time never print a
+ * figure the hardware cannot reach as a measurement. Read from sysfs without NVML: each NVIDIA GPU's PCIe link
  * (current_link_speed/_width, and max_link_speed/_width: an idle GPU trains its link down,
  * so the larger of the two is the capability); NVLink is not in sysfs, so its capability
  * comes from the GPU's PCI device id (a table of parts whose NVLink generation and link
@@ -34,6 +34,11 @@ void bw_links__read(const char *sysfs_root, struct bw_links *out);
 /* The capability that bounds a direction: H2D/D2H the host link, peer the GPU link, D2D
  * the GPU's memory; NULL for H2H. */
 const struct bw_link *bw_links__for(const struct bw_links *l, enum bw_dir d);
+
+/* What bounds the bus bandwidth (nccl-tests' busbw) of a collective over nranks ranks: the
+ * GPUs' peer link (ranks on other hosts go slower still, over their network), one GPU's
+ * memory for one rank. */
+const struct bw_link *bw_links__for_ranks(const struct bw_links *l, int nranks);
 
 /* Whether a rate (bytes/s) is above what the link can carry: a suspect figure. */
 bool bw_links__suspect(const struct bw_link *l, double bytes_per_s);

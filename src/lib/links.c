@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "modes/bandwidth/links.h"
+#include "lib/links.h"
 
 #define NVIDIA 0x10de
 
@@ -197,6 +197,11 @@ const struct bw_link *bw_links__for(const struct bw_links *l, enum bw_dir d)
 	default:
 		return NULL;
 	}
+}
+
+const struct bw_link *bw_links__for_ranks(const struct bw_links *l, int nranks)
+{
+	return bw_links__for(l, nranks == 1 ? BW_D2D : BW_PEER);
 }
 
 bool bw_links__suspect(const struct bw_link *l, double bytes_per_s)
