@@ -101,7 +101,7 @@ FAKENCCL := $(OUTPUT)/fakenccl/libnccl.so.2
 FAKENCCL_PARTIAL := $(OUTPUT)/fakenccl/partial/libnccl.so.2
 # the stand-in NVML, full and an old driver's (old/ lacks process utilization, energy, events)
 FAKENVML := $(OUTPUT)/fakenvml/libnvidia-ml.so.1 $(OUTPUT)/fakenvml/old/libnvidia-ml.so.1
-NCCL_APPS := $(OUTPUT)/apps/nccl_app $(OUTPUT)/apps/fakenccl_smoke
+NCCL_APPS := $(OUTPUT)/apps/nccl_app $(OUTPUT)/apps/fakenccl_smoke $(OUTPUT)/apps/hang_app
 APP_SRCS := $(filter-out tests/apps/common.c,$(wildcard tests/apps/*.c))
 APPS := $(patsubst tests/apps/%.c,$(OUTPUT)/apps/%,$(APP_SRCS))
 APP_SCRIPTS := $(patsubst tests/apps/%.sh,$(OUTPUT)/apps/%.sh,$(wildcard tests/apps/*.sh))
