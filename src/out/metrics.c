@@ -200,9 +200,10 @@ const struct gp_metric gp_metrics[] = {
 	  "while gpuprobe_nccl_seconds_since_completion keeps growing. `comm_id=\"other\"` sums the communicators "
 	  "past `--nccl-max-comm-series`." },
 	{ "gpuprobe_nccl_seconds_since_completion", GP_GAUGE, P, "comm_id,rank", NULL, "--nccl",
-	  "Seconds since a completion signal last covered a call of this communicator and rank (since its first call when none has).",
+	  "Seconds since a completion signal last covered a call of this communicator and rank; while calls are in flight, since the later of that and the call that found none in flight.",
 	  "Written for running processes that put a call on a stream. A number that keeps growing while "
-	  "gpuprobe_nccl_inflight_collectives is above 0 is a hang (or a program that stopped asking); "
+	  "gpuprobe_nccl_inflight_collectives is above 0 is a hang (or a program that stopped asking); a rank "
+	  "idle in its own code is not counted as waiting on the GPU once it calls again; "
 	  "`comm_id=\"other\"` holds the largest of the communicators past the cap." },
 	{ "gpuprobe_nccl_entered_collectives_total", GP_COUNTER, P, "comm_id,rank", NULL, "--nccl",
 	  "Collectives this rank entered (successful calls, count 0 included): the order matched across the ranks.",

@@ -712,9 +712,18 @@ static void add_pending(struct nproc *p, struct ncomm *c, const struct gp_nccl_e
 		    .stream = cu_stream_key(false, e->stream, e->tid), .ts_ns = e->ts_ns, .bytes = size, .key = { t, c },
 	    }))
 		return;
+	if (c->s.issued == c->s.completed)
+		c->s.busy_since_ns = e->ts_ns;
 	c->s.issued++;
-	if (!c->s.first_issue_ns)
-		c->s.first_issue_ns = e->ts_ns;
+}
+
+uint64_t nccl_comm_quiet_since(const struct nccl_comm_snap *c)
+{
+	if (!c->issued)
+		return 0;
+	if (c->issued > c->completed)
+		return c->last_done_ns > c->busy_since_ns ? c->last_done_ns : c->busy_since_ns;
+	return c->last_done_ns ? c->last_done_ns : c->busy_since_ns;
 }
 
 /* The rank entered its next collective: matched with the same one of the other ranks. */

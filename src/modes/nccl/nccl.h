@@ -110,7 +110,9 @@ struct nccl_comm_snap {
 	/* hangs: the calls put on a stream (collectives and point-to-point calls with data)
 	 * and those a completion signal has covered since; in flight: the difference */
 	uint64_t issued, completed;
-	uint64_t first_issue_ns, last_done_ns; /* CLOCK_MONOTONIC; 0: none yet */
+	/* CLOCK_MONOTONIC, 0: none yet: the last completion signal; the call that found
+	 * nothing in flight (the oldest in flight, while any is) */
+	uint64_t last_done_ns, busy_since_ns;
 	/* stragglers: collectives entered (the sequence matched across the ranks), and of
 	 * those matched on this node, the ones this rank entered last and by how much */
 	uint64_t entered, last_to_enter, lag_ns, lag_max_ns;
@@ -194,6 +196,11 @@ bool nccl_agg__comm_id(struct nccl_agg *a, uint32_t pid, uint64_t handle, uint64
 /* pid 0: every process; 0 or -ENOMEM. Free with nccl_snap_data__clear. */
 int nccl_agg__snapshot(struct nccl_agg *a, uint32_t pid, struct nccl_snap_data *out);
 void nccl_snap_data__clear(struct nccl_snap_data *d);
+
+/* Since when c has had no completion: while calls are in flight, the later of the last
+ * completion and the call that started the busy spell (a rank idle in its program is not
+ * hung); else its last completion. 0: it put nothing on a stream. */
+uint64_t nccl_comm_quiet_since(const struct nccl_comm_snap *c);
 
 /* The comm_id an init with this unique id gets (FNV-1a 64 of its bytes). */
 uint64_t nccl_comm_id(const uint8_t *id, size_t len);

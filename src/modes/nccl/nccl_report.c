@@ -56,11 +56,11 @@ static double algbw(const struct nccl_time *t)
 	return t->window_ns ? (double)t->size / secs(t->window_ns) : 0;
 }
 
-/* Seconds since c's last completion signal (its first call when none), at now; -1: it put
- * nothing on a stream. */
+/* Seconds without a completion signal at now (nccl_comm_quiet_since); -1: it put nothing
+ * on a stream. */
 static double since_done(const struct nccl_comm_snap *c, uint64_t now)
 {
-	uint64_t t = c->last_done_ns ? c->last_done_ns : c->first_issue_ns;
+	uint64_t t = nccl_comm_quiet_since(c);
 
 	if (!c->issued)
 		return -1;
