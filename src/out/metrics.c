@@ -197,9 +197,9 @@ const struct gp_metric gp_metrics[] = {
 	  "NCCL calls with data (collectives, send, recv) a running process put on a stream that no completion signal has covered yet, by communicator and rank.",
 	  "A completion signal is a synchronization, a `cuStreamQuery`/`cuEventQuery` that returned `CUDA_SUCCESS`, "
 	  "a `cuEventElapsedTime` over the call (as for gpuprobe_nccl_completed_calls_total). A hang is this above 0 "
-	  "while gpuprobe_nccl_seconds_since_completion keeps growing. `comm_id=\"other\"` sums the communicators "
+	  "while gpuprobe_nccl_since_completion_seconds keeps growing. `comm_id=\"other\"` sums the communicators "
 	  "past `--nccl-max-comm-series`." },
-	{ "gpuprobe_nccl_seconds_since_completion", GP_GAUGE, P, "comm_id,rank", NULL, "--nccl",
+	{ "gpuprobe_nccl_since_completion_seconds", GP_GAUGE, P, "comm_id,rank", NULL, "--nccl",
 	  "Seconds since a completion signal last covered a call of this communicator and rank; while calls are in flight, since the later of that and the call that found none in flight.",
 	  "Written for running processes that put a call on a stream. A number that keeps growing while "
 	  "gpuprobe_nccl_inflight_collectives is above 0 is a hang (or a program that stopped asking); a rank "

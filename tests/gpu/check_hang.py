@@ -60,8 +60,8 @@ def check_held(err, s1, s2, s3, dt):
     pid = t[-1]["pid"]
     f1 = of(s1, "gpuprobe_nccl_inflight_collectives", pid=pid)
     f2 = of(s2, "gpuprobe_nccl_inflight_collectives", pid=pid)
-    a = of(s1, "gpuprobe_nccl_seconds_since_completion", pid=pid)
-    b = of(s2, "gpuprobe_nccl_seconds_since_completion", pid=pid)
+    a = of(s1, "gpuprobe_nccl_since_completion_seconds", pid=pid)
+    b = of(s2, "gpuprobe_nccl_since_completion_seconds", pid=pid)
     f3 = of(s3, "gpuprobe_nccl_inflight_collectives", pid=pid)
     print(f"hang_cuda PID {pid}: in flight {f1} then {f2}, seconds since a completion {a} then {b} "
           f"({dt} s apart), after the release in flight {f3}; the program polled {t[-1]['polls']} times")
@@ -118,8 +118,8 @@ def check_hang(err, s1, s2, s3, dt):
         if t["rank"] == slow:
             continue
         f1 = of(s1, "gpuprobe_nccl_inflight_collectives", pid=t["pid"])
-        a = of(s1, "gpuprobe_nccl_seconds_since_completion", pid=t["pid"])
-        b = of(s2, "gpuprobe_nccl_seconds_since_completion", pid=t["pid"])
+        a = of(s1, "gpuprobe_nccl_since_completion_seconds", pid=t["pid"])
+        b = of(s2, "gpuprobe_nccl_since_completion_seconds", pid=t["pid"])
         print(f"  rank {t['rank']} PID {t['pid']}: in flight {f1}, seconds since a completion {a} then {b}")
         verdict(f1 and max(f1) >= 1 and a and b and max(b) - max(a) > 0.8 * dt, f"rank {t['rank']} hung behind it")
     verdict(not of(s3, "gpuprobe_nccl_waiting_for_rank_seconds"), "after: nobody waited for")

@@ -53,7 +53,7 @@ sleep 3; scrape $O/held-2.txt
 wait_line $O/held.err RELEASED 30
 sleep 1.5; scrape $O/held-3.txt
 wait $HP; echo "exit $?"
-grep -h 'gpuprobe_nccl_\(inflight\|seconds_since\)' $O/held-[12].txt | grep "pid=\"$HP\""
+grep -h 'gpuprobe_nccl_\(inflight\|since_completion\)' $O/held-[12].txt | grep "pid=\"$HP\""
 python3 tests/gpu/check_hang.py held $O/held.err $O/held-1.txt $O/held-2.txt $O/held-3.txt 3 || status=1
 
 if [ "$NGPU" -ge 4 ]; then
@@ -71,7 +71,7 @@ if [ "$NGPU" -ge 4 ]; then
 	for i in $(seq 120); do scrape $O/hang-1.txt; grep -q '^gpuprobe_nccl_waiting_for_rank_seconds{.*rank="1"' $O/hang-1.txt && break; sleep 0.5; done
 	sleep 2; scrape $O/hang-1.txt
 	sleep 3; scrape $O/hang-2.txt
-	grep -h 'gpuprobe_nccl_\(waiting\|inflight\|seconds_since\)' $O/hang-1.txt $O/hang-2.txt | head -20
+	grep -h 'gpuprobe_nccl_\(waiting\|inflight\|since_completion\)' $O/hang-1.txt $O/hang-2.txt | head -20
 	wait_line $O/hang.err ENTERED 60
 	sleep 1.5; scrape $O/hang-3.txt   # the job lingers 3 s after its last collective
 	wait $JP; echo "exit $?"

@@ -649,7 +649,7 @@ static const struct {
 	{ "gpuprobe_nccl_p2p_bytes_total" }, { "gpuprobe_nccl_p2p_calls_total" }, { "gpuprobe_nccl_completed_calls_total" },
 	{ "gpuprobe_nccl_completion_upper_bound_seconds_total" }, { "gpuprobe_nccl_completed_size_bytes_total" },
 	{ "gpuprobe_nccl_bad_calls_total" }, { "gpuprobe_nccl_failed_calls_total" }, { "gpuprobe_nccl_groups_total" },
-	{ "gpuprobe_nccl_inflight_collectives" }, { "gpuprobe_nccl_seconds_since_completion" },
+	{ "gpuprobe_nccl_inflight_collectives" }, { "gpuprobe_nccl_since_completion_seconds" },
 	{ "gpuprobe_nccl_entered_collectives_total" }, { "gpuprobe_nccl_last_to_enter_total" },
 	{ "gpuprobe_nccl_straggler_lag_seconds_total" }, { "gpuprobe_nccl_entry_skew_seconds" },
 	{ "gpuprobe_nccl_entry_skew_last_seconds" }, { "gpuprobe_nccl_waiting_for_rank_seconds" },
