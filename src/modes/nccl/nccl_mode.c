@@ -287,7 +287,8 @@ static void m_counters(void *st, struct gp_run *run, gp_counter_fn emit, void *c
 	uint64_t now = gp_run__now(run);
 	char name[96];
 
-	if (nccl_agg__snapshot(m->agg, 0, &d))
+	/* detail series only, which a --trace timeline does not keep: no snapshot for it */
+	if (gp_run__opts(run)->frontend != GP_FE_TOP || nccl_agg__snapshot(m->agg, 0, &d))
 		goto out;
 	for (size_t i = 0; i < d.nr_procs; i++) {
 		const struct nccl_proc_snap *p = &d.procs[i];
