@@ -221,9 +221,12 @@ const struct gp_metric gp_metrics[] = {
 	  "Per matched collective: seconds from the first rank's entry to the last's, ranks on this node (entry times of the calls, one clock).",
 	  "One series per communicator matched (at most 256 on the node, 16 made by one process: the rest counted "
 	  "in gpuprobe_nccl_match_dropped_total)." },
-	{ "gpuprobe_nccl_entry_skew_last_seconds", GP_GAUGE, 0, "comm_id,last_rank", NULL, "--nccl",
-	  "The newest matched collective's entry skew, labelled with the rank that entered it last.",
-	  "One series per communicator: `last_rank` names the rank of the newest collective matched." },
+	{ "gpuprobe_nccl_entry_skew_last_seconds", GP_GAUGE, 0, "comm_id", NULL, "--nccl",
+	  "The newest matched collective's entry skew: seconds from its first rank's entry to its last's.", NULL },
+	{ "gpuprobe_nccl_last_straggler_rank", GP_GAUGE, 0, "comm_id", NULL, "--nccl",
+	  "The rank that entered the newest matched collective last.",
+	  "A value, not a label, so that a straggler moving from rank to rank makes no new series; "
+	  "gpuprobe_nccl_last_to_enter_total counts per rank." },
 	{ "gpuprobe_nccl_waiting_for_rank_seconds", GP_GAUGE, 0, "comm_id,rank", NULL, "--nccl",
 	  "Seconds since the first rank entered the oldest collective that this rank (traced on this node) has not entered yet.",
 	  "Written only while one waits: a rank that never enters (a hang) or enters late (a straggler) is named "

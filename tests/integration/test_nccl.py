@@ -601,6 +601,7 @@ def test_hang_grows_then_recovers_daemon():
         eq(metric(text, "gpuprobe_nccl_last_to_enter_total", rank="1"), float(sum(last == 1 for _, last in sk)),
            "rank 1 last into")
         check(metric(text, "gpuprobe_nccl_entry_skew_seconds_count") == len(sk), "every collective in the histogram")
+        eq(metric(text, "gpuprobe_nccl_last_straggler_rank"), float(sk[-1][1]), "the newest collective's last rank")
     finally:
         if j:
             j.kill()

@@ -652,12 +652,13 @@ static const struct {
 	{ "gpuprobe_nccl_inflight_collectives" }, { "gpuprobe_nccl_since_completion_seconds" },
 	{ "gpuprobe_nccl_entered_collectives_total" }, { "gpuprobe_nccl_last_to_enter_total" },
 	{ "gpuprobe_nccl_straggler_lag_seconds_total" }, { "gpuprobe_nccl_entry_skew_seconds" },
-	{ "gpuprobe_nccl_entry_skew_last_seconds" }, { "gpuprobe_nccl_waiting_for_rank_seconds" },
+	{ "gpuprobe_nccl_entry_skew_last_seconds" }, { "gpuprobe_nccl_last_straggler_rank" },
+	{ "gpuprobe_nccl_waiting_for_rank_seconds" },
 	{ "gpuprobe_nccl_match_dropped_total" },
 };
 enum {
 	F_CALLS, F_BYTES, F_API, F_P2P_BYTES, F_P2P_CALLS, F_DONE, F_WINDOW, F_SIZE, F_BAD, F_FAILED, F_GROUPS,
-	F_INFLIGHT, F_SINCE, F_ENTERED, F_LAST, F_LAG, F_SKEW, F_SKEW_LAST, F_WAITING, F_MATCH_DROP,
+	F_INFLIGHT, F_SINCE, F_ENTERED, F_LAST, F_LAG, F_SKEW, F_SKEW_LAST, F_STRAGGLER, F_WAITING, F_MATCH_DROP,
 };
 #define WAIT_SERIES 8 /* ranks waited for with a series of their own, per communicator */
 _Static_assert(NCCL_SKEW_SLOTS == PROM_HIST_SLOTS, "the skew histogram is written as prom__hist's slots");
@@ -882,11 +883,11 @@ static void prom_waiting(struct prom_out *p, const struct nccl_straggle *m, cons
 static void prom_straggles(struct prom_out *p, const struct nccl_snap_data *d, uint64_t now)
 {
 	uint64_t evicted = 0, late = 0, dup = 0;
-	char id[32], last[16];
+	char id[32];
 
 	for (size_t i = 0; i < d->nr_straggles; i++) {
 		const struct nccl_straggle *m = &d->straggles[i];
-		const char *kv[] = { "comm_id", id, NULL }, *lk[] = { "comm_id", id, "last_rank", last, NULL };
+		const char *kv[] = { "comm_id", id, NULL };
 
 		comm_id_str(id, sizeof(id), true, m->id);
 		evicted += m->evicted;
@@ -894,8 +895,8 @@ static void prom_straggles(struct prom_out *p, const struct nccl_snap_data *d, u
 		dup += m->duplicate;
 		if (m->matched) {
 			prom__hist(p, fams[F_SKEW].name, NULL, kv, m->skew_hist, secs(m->skew_sum_ns));
-			snprintf(last, sizeof(last), "%d", m->last_straggler);
-			prom__secs(p, fams[F_SKEW_LAST].name, NULL, lk, secs(m->last_skew_ns));
+			prom__secs(p, fams[F_SKEW_LAST].name, NULL, kv, secs(m->last_skew_ns));
+			prom__u64(p, fams[F_STRAGGLER].name, NULL, kv, (uint64_t)m->last_straggler);
 		}
 		prom_waiting(p, m, id, now);
 	}
