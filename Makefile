@@ -101,7 +101,7 @@ FAKENCCL := $(OUTPUT)/fakenccl/libnccl.so.2
 FAKENCCL_PARTIAL := $(OUTPUT)/fakenccl/partial/libnccl.so.2
 # the stand-in NVML, full and an old driver's (old/ lacks process utilization, energy, events)
 FAKENVML := $(OUTPUT)/fakenvml/libnvidia-ml.so.1 $(OUTPUT)/fakenvml/old/libnvidia-ml.so.1
-NCCL_APPS := $(OUTPUT)/apps/nccl_app $(OUTPUT)/apps/fakenccl_smoke
+NCCL_APPS := $(OUTPUT)/apps/nccl_app $(OUTPUT)/apps/fakenccl_smoke $(OUTPUT)/apps/hang_app
 APP_SRCS := $(filter-out tests/apps/common.c,$(wildcard tests/apps/*.c))
 APPS := $(patsubst tests/apps/%.c,$(OUTPUT)/apps/%,$(APP_SRCS))
 APP_SCRIPTS := $(patsubst tests/apps/%.sh,$(OUTPUT)/apps/%.sh,$(wildcard tests/apps/*.sh))
@@ -121,7 +121,7 @@ DEB_ROOT := $(DEB_DIR)/root
 SAN_OUTPUT := .output-san
 
 .PHONY: all gpuprobe testbins test demo deps clean fuzz bundle docs check-layers bench metrics-doc \
-	install uninstall deb test-pystack-all bench-stacks gpu-stacks fuzz-stacks sanitize gpu-nccl \
+	install uninstall deb test-pystack-all bench-stacks gpu-stacks fuzz-stacks sanitize gpu-nccl gpu-hang \
 	gpu-node vmtest vmtest-deps support-matrix support-matrix-native gate gate-deps
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -379,6 +379,18 @@ $(OUTPUT)/bundle/gpu/peer_cuda: tests/gpu/peer_cuda.cu
 	$(call msg,NVCC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(NVCC) -O2 -std=c++17 -o $@ $<
+
+# `make gpu-hang`: what tests/gpu/run_hang.sh runs (issue 34 item 3), built here: the static
+# gpuprobe and hang_cuda (a single-rank NCCL communicator held behind a kernel spinning on a
+# host-mapped flag; NCCL's header and libnccl.so from the CUDA toolkit here, the GPU
+# machine's libnccl.so.2 at run time).
+gpu-hang: $(OUTPUT)/bundle/gpuprobe $(OUTPUT)/bundle/gpu/hang_cuda
+
+$(OUTPUT)/bundle/gpu/hang_cuda: tests/gpu/hang_cuda.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(NVCC) -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+		-o $@ $< -lnccl
 
 # `make gpu-node`: what tests/gpu/run_node.sh runs on a multi-GPU node (issue 20; any GPU
 # count), built here: the static gpuprobe and peer_matrix (sm_90 code and PTX).

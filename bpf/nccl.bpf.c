@@ -322,6 +322,11 @@ static __always_inline void emit(struct pt_regs *ctx, struct nstack *st, struct 
 		__builtin_memcpy(e->id, st->id, GP_NCCL_ID_BYTES);
 		e->id_len = n;
 	}
+	/* ncclCommInitAll: the handles it wrote (a whole id's worth read: it fits the array
+	 * or fails, and then they are not followed) */
+	if (f->fn == GP_NCCL_CommInitAll && e->nranks > 0 && f->a[0] &&
+	    !bpf_probe_read_user(e->id, GP_NCCL_ID_BYTES, (void *)f->a[0]))
+		e->id_len = 8 * (e->nranks < GP_NCCL_INIT_ALL_MAX ? e->nranks : GP_NCCL_INIT_ALL_MAX);
 	bpf_ringbuf_submit(e, gp_quiet_flags(&events));
 }
 

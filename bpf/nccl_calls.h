@@ -18,6 +18,8 @@ enum gp_nccl_fn {
 };
 
 #define GP_NCCL_ID_BYTES 128 /* NCCL_UNIQUE_ID_BYTES */
+/* ncclCommInitAll: the communicators made, comms[0..], its record carries in id[] */
+#define GP_NCCL_INIT_ALL_MAX (GP_NCCL_ID_BYTES / 8)
 
 /*
  * One NCCL call, entry to return, decoded by entry point in BPF (x86-64 ABI: the 128-byte
@@ -49,7 +51,8 @@ struct gp_nccl_event {
 	__u32 id_len; /* bytes of id[] read (0: none or unreadable) */
 	__u32 _pad;
 	char comm_name[GP_COMM_LEN];
-	/* init: the ncclUniqueId; shrink: the excluded ranks (int32 each) */
+	/* init: the ncclUniqueId; shrink: the excluded ranks (int32 each); ncclCommInitAll:
+	 * the first GP_NCCL_INIT_ALL_MAX communicators made (8 bytes each) */
 	__u8 id[GP_NCCL_ID_BYTES];
 };
 

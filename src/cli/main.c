@@ -1090,12 +1090,16 @@ static bool top_stop(void *ctx)
 }
 
 /* Every mode with counters that runs in the CLI: the table says which. */
+static bool top_nccl;
+
+/* The modes with counters; NCCL's (its probes on libnccl, hangs and stragglers) with --nccl. */
 static uint64_t counter_modes(void)
 {
 	uint64_t m = 0;
 
 	for (int i = 0; gp_modes[i]; i++)
-		if (gp_modes[i]->counters && (gp_modes[i]->frontends & GP_FE_CLI))
+		if (gp_modes[i]->counters && (gp_modes[i]->frontends & GP_FE_CLI) &&
+		    (top_nccl || !(gp_modes[i]->needs & GP_NEED_LIBNCCL)))
 			m |= 1ULL << i;
 	return m;
 }
@@ -1128,6 +1132,10 @@ static struct top_opts top_o = { .sort = TOP_LAUNCHES, .width = 80, .keep = 10 }
 static const char *top_cmd_log;
 
 static const struct gp_option top_options[] = {
+	{ "nccl", 0, NULL, "NCCL too: a line naming a rank the others wait for, or one with calls in flight and no completion for 1 s or more",
+	  GP_OPT_SWITCH, &top_nccl, .frontends = GP_FE_TOP, .group = GP_GRP_OUTPUT },
+	{ "libnccl", 0, "PATH", "With --nccl: probe this libnccl.so.2 (else those found, as gpuprobe --nccl finds them)",
+	  GP_OPT_STRING, &gp_opts.libnccl, .frontends = GP_FE_TOP, .group = GP_GRP_TARGET },
 	{ "interval", 'i', "SECONDS", "Refresh the view every SECONDS (default 1)", GP_OPT_SECONDS, &gp_opts.interval,
 	  0.01, GP_MAX_SECONDS, .frontends = GP_FE_TOP, .group = GP_GRP_OUTPUT },
 	{ "batch", 'b', NULL, "Print a text frame every interval instead of drawing (like top -b)",
@@ -1212,6 +1220,8 @@ static int top_main(int argc, char **argv)
 		return gp_options__error(&cl, "--command-log needs a command");
 	/* --json, --max-overhead (its counters read the BPF tables as they are: sampled counts
 	 * would show as exact) and -o are not top's: refused by the parser */
+	if (gp_opts.libnccl && !top_nccl)
+		return gp_options__error(&cl, "--libnccl needs --nccl");
 	gp_opts.modes = counter_modes();
 	gp_opts.frontend = GP_FE_TOP; /* parsed as the CLI, running as a view: no stacks, no reports */
 	libbpf_set_print(libbpf_print_fn);

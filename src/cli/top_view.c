@@ -98,6 +98,16 @@ static int add_row(struct top_proc *p, const struct gp_counter_row *r, double dt
 		p->has_copies = true;
 		p->h2d += !strcmp(c.dir, "H2D") ? rate : 0;
 		p->d2h += !strcmp(c.dir, "D2H") ? rate : 0;
+	} else if (!strcmp(r->track, GP_TRACK_NCCL_INFLIGHT)) {
+		p->has_nccl = true;
+		p->nccl_inflight += r->value;
+	} else if (!strcmp(r->track, GP_TRACK_NCCL_STALL) && r->value >= p->nccl_stall) {
+		p->nccl_stall = r->value;
+		snprintf(p->nccl_stall_of, sizeof(p->nccl_stall_of), "%s", r->series);
+	} else if (!strcmp(r->track, GP_TRACK_NCCL_WAIT) && r->value >= p->nccl_wait) {
+		p->has_nccl = true;
+		p->nccl_wait = r->value;
+		snprintf(p->nccl_wait_of, sizeof(p->nccl_wait_of), "%s", r->series);
 	} else if (!strcmp(r->track, TOP_TRACK_HITS)) {
 		p->hits = r->value;
 		p->probe_pct = cost >= 0 && dt > 0 ? 100.0 * r->delta * cost / dt : -1;
@@ -459,6 +469,46 @@ static void title(struct out *o, const struct top_frame *f)
 		put(o, TOP_TEXT, "%s; dropped: %llu in all", head, (unsigned long long)f->dropped);
 }
 
+/* The processes of the worst NCCL wait and the worst stall past TOP_NCCL_ALERT_S, or NULL. */
+static void nccl_worst(const struct top_frame *f, const struct top_proc **wait, const struct top_proc **stall)
+{
+	*wait = *stall = NULL;
+	for (size_t i = 0; i < f->nr_procs; i++) {
+		const struct top_proc *p = &f->procs[i];
+
+		if (p->nccl_wait_of[0] && p->nccl_wait >= TOP_NCCL_ALERT_S && (!*wait || p->nccl_wait > (*wait)->nccl_wait))
+			*wait = p;
+		if (p->nccl_inflight && p->nccl_stall_of[0] && p->nccl_stall >= TOP_NCCL_ALERT_S &&
+		    (!*stall || p->nccl_stall > (*stall)->nccl_stall))
+			*stall = p;
+	}
+}
+
+static size_t nr_nccl_lines(const struct top_frame *f)
+{
+	const struct top_proc *w, *s;
+
+	nccl_worst(f, &w, &s);
+	return (w ? 1 : 0) + (s ? 1 : 0);
+}
+
+/* At most max lines (0: both): the rank the others wait for longest to enter a collective,
+ * the rank longest in flight without a completion (a hang or a straggler), on screen
+ * whatever is selected; the figures first, so that a narrow screen cuts the names. */
+static void nccl_lines(struct out *o, const struct top_frame *f, size_t max)
+{
+	const struct top_proc *w, *s;
+	size_t n = 0;
+
+	nccl_worst(f, &w, &s);
+	if (w && (!max || n++ < max))
+		put(o, TOP_HEADER, "NCCL: waited %.1f s for PID %u %s to enter (%s)", w->nccl_wait, w->pid, w->comm,
+		    w->nccl_wait_of);
+	if (s && (!max || n++ < max))
+		put(o, TOP_HEADER, "NCCL: %.0f in flight, none done for %.1f s: PID %u %s (%s)", s->nccl_inflight,
+		    s->nccl_stall, s->pid, s->comm, s->nccl_stall_of);
+}
+
 static size_t nr_gpus(const struct top_proc *p)
 {
 	size_t n = 0;
@@ -474,7 +524,7 @@ static size_t nr_gpus(const struct top_proc *p)
  * short. The number of lines; written to o unless dry. */
 static size_t detail_head(struct out *o, const struct top_proc *p, bool dry)
 {
-	char part[6][96], b[32], line[TOP_MAX_WIDTH + 1];
+	char part[8][96], b[32], line[TOP_MAX_WIDTH + 1];
 	int width = o->width < TOP_MAX_WIDTH ? o->width : TOP_MAX_WIDTH, len;
 	size_t n = 0, lines = 1;
 
@@ -494,6 +544,12 @@ static size_t detail_head(struct out *o, const struct top_proc *p, bool dry)
 		fmt_bytes(p->driver_memory, b, sizeof(b));
 		snprintf(part[n++], sizeof(part[0]), "%s driver-accounted", b);
 	}
+	if (p->has_nccl)
+		snprintf(part[n++], sizeof(part[0]), "NCCL %.0f in flight", p->nccl_inflight);
+	if (p->nccl_inflight && p->nccl_stall_of[0])
+		snprintf(part[n++], sizeof(part[0]), "%.1f s since a completion (%s)", p->nccl_stall, p->nccl_stall_of);
+	if (p->nccl_wait_of[0])
+		snprintf(part[n++], sizeof(part[0]), "waited for %.1f s (%s)", p->nccl_wait, p->nccl_wait_of);
 	snprintf(part[n++], sizeof(part[0]), "%.0f probe hit%s", p->hits, p->hits == 1 ? "" : "s");
 	len = snprintf(line, sizeof(line), "%s", part[0]);
 	for (size_t i = 1; i < n; i++) {
@@ -649,7 +705,7 @@ size_t top__layout(const struct top_frame *f, int width, int height, enum top_co
 	struct widths w = widths_for(width, f->nvml);
 	const struct top_proc *sel = f->nr_procs ? &f->procs[selected < f->nr_procs ? selected : f->nr_procs - 1] : NULL;
 	size_t kernels = sel ? sel->nr_kernels : 0, copies = sel && sel->nr_copies ? 1 + nr_gpus(sel) : 0;
-	size_t rows = f->nr_procs, first = 0, dl, head = 0, gl = nr_gpu_lines(f);
+	size_t rows = f->nr_procs, first = 0, dl, head = 0, gl = nr_gpu_lines(f), nl = nr_nccl_lines(f);
 
 	if (height > 0) {
 		/* 2 title lines, the GPU lines, the table's header, the footer: the rest is
@@ -660,6 +716,8 @@ size_t top__layout(const struct top_frame *f, int width, int height, enum top_co
 		if (gl + 5 > space)
 			gl = space > 6 ? space - 5 : gl ? 1 : 0;
 		space -= gl < space ? gl : space;
+		nl = space > 5 + nl ? nl : space > 6 ? 1 : 0;
+		space -= nl;
 
 		if (kernels > 10)
 			kernels = 10;
@@ -678,6 +736,8 @@ size_t top__layout(const struct top_frame *f, int width, int height, enum top_co
 	title(&o, f);
 	if (f->nvml)
 		gpu_lines(&o, f, height > 0 ? gl : 0);
+	if (nl || height <= 0)
+		nccl_lines(&o, f, height > 0 ? nl : 0);
 	table_header(&o, &w);
 	for (size_t i = first; i < f->nr_procs && i < first + rows; i++)
 		table_row(&o, &w, &f->procs[i], &f->procs[i] == sel && height > 0);

@@ -64,6 +64,12 @@ struct top_proc {
 	int mig_gpu;                  /* a GPU it is on in MIG mode (no per-process figure), or -1 */
 	bool has_driver_memory;
 	double driver_memory;         /* GPU memory the driver accounts to it, every GPU */
+	/* --nccl: its ranks' calls in flight; the longest any of its ranks with calls in
+	 * flight has gone without a completion (stall_of: "comm 0x... rank r"); the longest
+	 * the other ranks of a collective have waited for one of its ranks to enter it */
+	bool has_nccl;
+	double nccl_inflight, nccl_stall, nccl_wait;
+	char nccl_stall_of[64], nccl_wait_of[64];
 };
 
 struct top_frame {
@@ -96,6 +102,9 @@ void top_frame__clear(struct top_frame *f);
  * driver memory, the GPUs' figures; s NULL: no NVML shown. 0 or -ENOMEM. */
 int top_frame__nvml(struct top_frame *f, const struct gp_nvml_snap *s);
 void top_frame__sort(struct top_frame *f, enum top_col col, bool reverse);
+
+/* A rank named on top's NCCL line: in flight with no completion, or waited for, this long. */
+#define TOP_NCCL_ALERT_S 1.0
 
 /* The longest line the layout writes (wider terminals get no more). */
 #define TOP_MAX_WIDTH 240

@@ -181,6 +181,12 @@ enum gp_counter_flag {
 #define GP_TRACK_LAUNCHES "launches"        /* total; series: "kernels", "graphs" */
 #define GP_TRACK_COPIES "copy bytes"        /* total; series: "H2D gpu0", "D2H gpu1", "H2H"… */
 #define GP_TRACK_KERNELS "kernel launches"  /* total, detail; series: kernel names; runs: launched + in graphs */
+/* --nccl, detail gauges; series "comm 0x<comm_id> rank <r>": a rank's calls in flight,
+ * its seconds since a completion (while any is in flight), and, under the process of a
+ * rank that has not entered a collective the others entered, the seconds they waited */
+#define GP_TRACK_NCCL_INFLIGHT "nccl in flight"
+#define GP_TRACK_NCCL_STALL "nccl seconds since completion"
+#define GP_TRACK_NCCL_WAIT "nccl waited for"
 
 typedef void (*gp_counter_fn)(void *ctx, const struct gp_counter *c);
 

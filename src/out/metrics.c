@@ -193,6 +193,52 @@ const struct gp_metric gp_metrics[] = {
 	  "NCCL calls that returned an error.", NULL },
 	{ "gpuprobe_nccl_groups_total", GP_COUNTER, P, "", NULL, "--nccl",
 	  "Outermost ncclGroupStart/ncclGroupEnd pairs.", NULL },
+	{ "gpuprobe_nccl_inflight_collectives", GP_GAUGE, P, "comm_id,rank", NULL, "--nccl",
+	  "NCCL calls with data (collectives, send, recv) a running process put on a stream that no completion signal has covered yet, by communicator and rank.",
+	  "A completion signal is a synchronization, a `cuStreamQuery`/`cuEventQuery` that returned `CUDA_SUCCESS`, "
+	  "a `cuEventElapsedTime` over the call (as for gpuprobe_nccl_completed_calls_total). A hang is this above 0 "
+	  "while gpuprobe_nccl_since_completion_seconds keeps growing. `comm_id=\"other\"` sums the communicators "
+	  "past `--nccl-max-comm-series`." },
+	{ "gpuprobe_nccl_since_completion_seconds", GP_GAUGE, P, "comm_id,rank", NULL, "--nccl",
+	  "Seconds since a completion signal last covered a call of this communicator and rank; while calls are in flight, since the later of that and the call that found none in flight.",
+	  "Written for running processes that put a call on a stream. A number that keeps growing while "
+	  "gpuprobe_nccl_inflight_collectives is above 0 is a hang (or a program that stopped asking); a rank "
+	  "idle in its own code is not counted as waiting on the GPU once it calls again; "
+	  "`comm_id=\"other\"` holds the largest of the communicators past the cap." },
+	{ "gpuprobe_nccl_entered_collectives_total", GP_COUNTER, P, "comm_id,rank", NULL, "--nccl",
+	  "Collectives this rank entered (successful calls, count 0 included): the order matched across the ranks.",
+	  "The n-th collective of each rank of a communicator is the same collective (NCCL requires the order); "
+	  "point-to-point calls are not counted." },
+	{ "gpuprobe_nccl_last_to_enter_total", GP_COUNTER, P, "comm_id,rank", NULL, "--nccl",
+	  "Collectives, matched across the ranks of a communicator traced on this node, that this rank entered last (the straggler).",
+	  "Matched by their order (gpuprobe_nccl_entered_collectives_total); a communicator whose ranks are all "
+	  "here is matched when its last rank enters, one with ranks on other nodes when its collective leaves "
+	  "the ring of the last 64 (the ranks here only)." },
+	{ "gpuprobe_nccl_straggler_lag_seconds_total", GP_COUNTER, P, "comm_id,rank", NULL, "--nccl",
+	  "Seconds this rank entered those collectives after the first rank did (summed over the ones it was last into).",
+	  "Over gpuprobe_nccl_last_to_enter_total: how late the rank is on average when it is the one waited for." },
+	{ "gpuprobe_nccl_entry_skew_seconds", GP_HISTOGRAM, 0, "comm_id", NULL, "--nccl",
+	  "Per matched collective: seconds from the first rank's entry to the last's, ranks on this node (entry times of the calls, one clock).",
+	  "One series per communicator matched (at most 256 on the node, 16 made by one process: the rest counted "
+	  "in gpuprobe_nccl_match_dropped_total)." },
+	{ "gpuprobe_nccl_entry_skew_last_seconds", GP_GAUGE, 0, "comm_id", NULL, "--nccl",
+	  "The newest matched collective's entry skew: seconds from its first rank's entry to its last's.", NULL },
+	{ "gpuprobe_nccl_last_straggler_rank", GP_GAUGE, 0, "comm_id", NULL, "--nccl",
+	  "The rank that entered the newest matched collective last.",
+	  "A value, not a label, so that a straggler moving from rank to rank makes no new series; "
+	  "gpuprobe_nccl_last_to_enter_total counts per rank." },
+	{ "gpuprobe_nccl_waiting_for_rank_seconds", GP_GAUGE, 0, "comm_id,rank", NULL, "--nccl",
+	  "Seconds since the first rank entered the oldest collective that this rank (traced on this node) has not entered yet.",
+	  "Written only while one waits: a rank that never enters (a hang) or enters late (a straggler) is named "
+	  "within one scrape; the first 8 such ranks of a communicator, the rest summed under `rank=\"other\"` "
+	  "(the longest wait)." },
+	{ "gpuprobe_nccl_match_dropped_total", GP_COUNTER, 0, "reason", NULL, "--nccl",
+	  "Collectives, or ranks of communicators, not matched across the ranks, by reason.",
+	  "`evicted`: left the ring of 64 recent collectives before every rank here entered it; `late`: a rank "
+	  "entered after that; `duplicate`: two entries of one rank into one collective (two processes claim the "
+	  "rank); `table_full`, `share`, `too_large`, `mismatch`: a rank of a communicator (one per process and "
+	  "communicator) not matched: 256 communicators on the node, 16 made by one process, more than 64 ranks, "
+	  "a rank with another size for the same comm_id." },
 	/* --gpu-time */
 	{ "gpuprobe_gputime_kernels_total", GP_COUNTER, P, "kernel", "kernel", "--gpu-time",
 	  "Kernels that ran, by name, as CUPTI's activity records report them (exact GPU times on request).",

@@ -7,13 +7,15 @@
 # passes through; their other stderr lines too.  When all have exited it
 # prints one JSON line on stderr, the job's ground truth:
 #   {"pid":<this shell>,"api":"nccl_job","nranks":N,"exit_codes":[...],"ranks":[<rank 0's truth>,...]}
-# and exits non-zero if any rank did.  Binaries are found beside this script.
+# and exits non-zero if any rank did.  Binaries are found beside this script;
+# NCCL_LAUNCH_APP names another rank program there (hang_app), same options.
 set -u
 n=${1:-}
 case "$n" in ''|*[!0-9]*) echo "usage: $0 N [nccl_app options]" >&2; exit 2 ;; esac
 shift
 [ "$n" -ge 1 ] && [ "$n" -le 64 ] || { echo "$0: N must be 1..64" >&2; exit 2; }
 dir=$(cd "$(dirname "$0")" && pwd)
+case "${NCCL_LAUNCH_APP:-nccl_app}" in nccl_app|hang_app) ;; *) echo "$0: NCCL_LAUNCH_APP: nccl_app or hang_app" >&2; exit 2 ;; esac
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nccl-job.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
@@ -21,7 +23,7 @@ trap 'exit 130' INT TERM
 pids=""
 r=0
 while [ "$r" -lt "$n" ]; do
-	"$dir/nccl_app" --rank "$r" --nranks "$n" --id-file "$tmp/id" "$@" 2>"$tmp/err.$r" &
+	"$dir/${NCCL_LAUNCH_APP:-nccl_app}" --rank "$r" --nranks "$n" --id-file "$tmp/id" "$@" 2>"$tmp/err.$r" &
 	pids="$pids $!"
 	r=$((r + 1))
 done

@@ -50,6 +50,10 @@
  * rank), which no name shows.  FAKENCCL_TIMEOUT_MS (default 30000) bounds
  * the rank rendezvous.
  * FAKENCCL_LAUNCH_EX=1 launches with cuLaunchKernelEx instead.
+ * A rank held (a hang, as a real rank waits in its kernel for a peer that has not
+ * entered): FAKENCCL_HOLD_RANK=R, FAKENCCL_HOLD_AT=I (default 0), FAKENCCL_HOLD_MS=M
+ * (default 3600000): rank R's I-th collective (counted per communicator, from 0) runs M
+ * ms on its stream instead of its size's time, so queries say not ready until then.
  *
  * Deliberate simplifications: no device memory is allocated, communicators
  * are never freed (a destroyed one stays recognisable), non-blocking
@@ -127,6 +131,7 @@ struct ncclComm {
 	struct rv *rv;
 	char shm_name[64];
 	int rounds;	/* splits and shrinks so far: every rank makes them in one order */
+	long colls;	/* collectives run so far (FAKENCCL_HOLD_AT) */
 	bool finalized;
 	bool redop_live[MAX_REDOPS];
 	ncclDataType_t redop_type[MAX_REDOPS];
@@ -728,7 +733,14 @@ static ncclResult_t run_collective(const struct task *t)
 		break;
 	}
 	{
-		ncclResult_t rc = launch(t->comm, k, bytes, kernel_ns(bus_bytes(t)), t->stream);
+		uint64_t ns = kernel_ns(bus_bytes(t));
+		long n = t->comm->colls++;
+		ncclResult_t rc;
+
+		if (getenv("FAKENCCL_HOLD_RANK") && env_long("FAKENCCL_HOLD_RANK", -1) == t->comm->rank &&
+		    env_long("FAKENCCL_HOLD_AT", 0) == n)
+			ns = (uint64_t)env_long("FAKENCCL_HOLD_MS", 3600000) * 1000000ULL;
+		rc = launch(t->comm, k, bytes, ns, t->stream);
 		static const char *const ty_names[ncclNumTypes] = {
 			"ncclInt8", "ncclUint8", "ncclInt32", "ncclUint32", "ncclInt64", "ncclUint64",
 			"ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3",

@@ -457,5 +457,185 @@ def test_daemon_metrics():
         d.kill()
 
 
+# ---- hangs and stragglers (issue 34 item 3): hang_app, the program's entry times as truth ----
+
+HANG_APP = app("hang_app")
+HANG = {"NCCL_LAUNCH_APP": "hang_app"}
+MS = 1e-3
+
+
+def entry_truth(t):
+    """{rank: [entry ns per collective]} from a launcher's or one hang_app's truth."""
+    procs = t["ranks"] if t.get("api") == "nccl_job" else [t]
+    return {r["rank"]: r["entries"] for p in procs for r in p["ranks"]}
+
+
+def skews(ent):
+    """Per collective: (first-to-last entry seconds, the rank last in), by the program's clock."""
+    k = len(next(iter(ent.values())))
+    out = []
+    for i in range(k):
+        last = max(ent, key=lambda r: ent[r][i])
+        out.append(((ent[last][i] - min(e[i] for e in ent.values())) / 1e9, last))
+    return out
+
+
+def check_straggles(st, ent, what):
+    """gpuprobe's matched collectives against the program's own entry times: each
+    collective's skew within 5 ms (the probe fires a few us after the program's clock read;
+    the shared machine adds scheduling), the rank last in named every time."""
+    sk = skews(ent)
+    eq(st["matched"], len(sk), f"{what}: every collective matched")
+    eq([st["evicted"], st["late"], st["duplicate"]], [0, 0, 0], f"{what}: none unmatched")
+    eq(st["last_straggler"], sk[-1][1], f"{what}: the last collective's straggler")
+    check(abs(st["last_skew_seconds"] - sk[-1][0]) < 5 * MS,
+          f"{what}: last skew {st['last_skew_seconds']:.4f} s vs the program's {sk[-1][0]:.4f} s")
+    check(abs(st["skew_seconds_max"] - max(s for s, _ in sk)) < 5 * MS, f"{what}: max skew")
+    check(abs(st["skew_seconds_sum"] - sum(s for s, _ in sk)) < 5 * MS * len(sk), f"{what}: skew sum")
+    ranks = {x["rank"]: x for x in st["ranks"]}
+    for r in ent:
+        mine = [s for s, last in sk if last == r]
+        eq(ranks[r]["last_to_enter"], len(mine), f"{what}: rank {r} last into")
+        check(abs(ranks[r]["lag_seconds"] - sum(mine)) < 5 * MS * max(len(mine), 1), f"{what}: rank {r} lag")
+
+
+def test_straggler_named_across_processes():
+    """3 ranks, one process each (torchrun-style); rank 2 sleeps 150 ms before each
+    collective: named as the one last in, its lag the program's own skew (the stand-in's
+    ranks do not wait for each other, so it grows by 150 ms a collective)."""
+    rep, t, r = job(3, ["--n", "4", "--delay", "2:150"], env=HANG)
+    ent = entry_truth(t)
+    eq(len(rep["stragglers"]), 1, "one communicator matched")
+    st = rep["stragglers"][0]
+    eq(st["ranks_here"], [0, 1, 2], "every rank here")
+    check_straggles(st, ent, "3 processes")
+    eq(sorted(x["last_to_enter"] for x in st["ranks"]), [0, 0, 4], "rank 2 last into all 4")
+    check(abs(st["skew_seconds_max"] - 4 * 0.150) < 0.15, "the lag follows the injected delay (4 x 150 ms)")
+    for p in rep["processes"]:
+        c = p["comms"][0]
+        eq([c["entered_collectives"], c["issued_calls"], c["completed_calls"], c["inflight_calls"]], [4, 4, 4, 0],
+           f"PID {p['pid']}: entered, issued, completed, in flight")
+    check("Stragglers 0x" in gp.gpuprobe(["--nccl", "--libcuda", FAKECUDA, "--libnccl", FAKENCCL],
+                                         cmd=[LAUNCHER, "2", "--n", "2", "--delay", "1:50"], env=HANG,
+                                         timeout=60).stdout, "the text report's straggler line")
+
+
+def test_straggler_in_one_process_init_all():
+    """ncclCommInitAll: 4 ranks in one process (nccl-tests -g 4), each collective's calls
+    in one group; rank 1 sleeps 80 ms before its call, so ranks 1..3 enter late and rank 3,
+    the last called, is last in: the program's times say which."""
+    r = gp.gpuprobe(BASE + ["--libnccl", FAKENCCL], cmd=[HANG_APP, "--all", "4", "--n", "3", "--delay", "1:80"],
+                    env={"FAKECUDA_DEVICES": "4"}, timeout=60)
+    eq(r.returncode, 0, f"exit status ({r.stderr[-800:]})")
+    rep, t = gp.final(r.stdout, "nccl"), gp.truth(r.stderr)
+    p = rep["processes"][0]
+    eq([(c["rank"], c["nranks"], c["made_by"]) for c in p["comms"]], [(i, 4, "ncclCommInitAll") for i in range(4)],
+       "the 4 communicators of one ncclCommInitAll followed")
+    eq(len({c["comm_id"] for c in p["comms"]}), 1, "one comm_id")
+    eq(p["init_all_calls"], 0, "none left unfollowed")
+    eq(len(rep["stragglers"]), 1, "one communicator matched")
+    check_straggles(rep["stragglers"][0], entry_truth(t), "one process")
+
+
+def metric(text, name, **labels):
+    """The value of the one sample of name with these labels (None: none)."""
+    got = []
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        if all(f'{k}="{v}"' in line for k, v in labels.items()):
+            got.append(float(line.rsplit(" ", 1)[1]))
+    check(len(got) <= 1, f"{name} {labels}: one sample, got {got}")
+    return got[0] if got else None
+
+
+def scrape(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as h:
+        return h.read().decode()
+
+
+def test_hang_grows_then_recovers_daemon():
+    """2 ranks; rank 1 does not enter collective 2 for 4 s, and rank 0's collective 2 stays
+    on its stream meanwhile (the stand-in holds it, as a real rank waits in its kernel): in
+    the daemon's metrics rank 0 has a collective in flight and its seconds since a completion
+    grow across two scrapes, rank 1 is named as the one waited for; once released, nothing in
+    flight, and rank 1 is the straggler of that collective, its lag the program's own."""
+    port = free_port()
+    d = gp.Background([gp.GPUPROBE, "daemon", "--nccl", "--libcuda", FAKECUDA, "--libnccl", FAKENCCL,
+                       "--per-process-series", "--listen", f"127.0.0.1:{port}"],
+                      env={"LD_LIBRARY_PATH": gp.FAKECUDA_DIR})
+    j = None
+    try:
+        d.wait_for("listening on", where="stderr")
+        j = gp.Background([LAUNCHER, "2", "--n", "4", "--stall", "1:2:4000", "--linger", "2500"],
+                          env=dict(HANG, FAKENCCL_HOLD_RANK="0", FAKENCCL_HOLD_AT="2", FAKENCCL_HOLD_MS="4000"))
+        deadline, text = time.time() + 15, ""
+        while time.time() < deadline:
+            text = scrape(port)
+            if metric(text, "gpuprobe_nccl_waiting_for_rank_seconds", rank="1"):
+                break
+            time.sleep(0.2)
+        w1 = metric(text, "gpuprobe_nccl_waiting_for_rank_seconds", rank="1")
+        check(w1 is not None, f"rank 1 named as waited for within one scrape of the stall: {text[-2000:]}")
+        inf1 = metric(text, "gpuprobe_nccl_inflight_collectives", rank="0")
+        s1 = metric(text, "gpuprobe_nccl_since_completion_seconds", rank="0")
+        time.sleep(1.2)
+        text = scrape(port)
+        inf2 = metric(text, "gpuprobe_nccl_inflight_collectives", rank="0")
+        s2 = metric(text, "gpuprobe_nccl_since_completion_seconds", rank="0")
+        w2 = metric(text, "gpuprobe_nccl_waiting_for_rank_seconds", rank="1")
+        check(inf1 >= 1 and inf2 >= 1, f"rank 0's held collective in flight in both scrapes ({inf1}, {inf2})")
+        check(s2 - s1 > 1.0, f"rank 0's seconds since a completion grow: {s1} then {s2}")
+        check(w2 is not None and w2 - w1 > 1.0, f"the wait for rank 1 grows: {w1} then {w2}")
+        # released after 4 s: rank 0's in flight back to 0 while the job lingers, rank 1 in
+        # (a new series is served at 0 once: its count is in a later scrape)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            text = scrape(port)
+            if (metric(text, "gpuprobe_nccl_inflight_collectives", rank="0") == 0 and
+                    metric(text, "gpuprobe_nccl_waiting_for_rank_seconds", rank="1") is None and
+                    metric(text, "gpuprobe_nccl_straggler_lag_seconds_total", rank="1")):
+                break
+            time.sleep(0.2)
+        eq(metric(text, "gpuprobe_nccl_inflight_collectives", rank="0"), 0, "recovered: nothing in flight")
+        check(metric(text, "gpuprobe_nccl_since_completion_seconds", rank="0") < 2.0, "a completion since")
+        eq(metric(text, "gpuprobe_nccl_waiting_for_rank_seconds", rank="1"), None, "nobody waited for")
+        eq(j.wait(30), 0, f"job ({j.stderr()[-500:]})")
+        sk = skews(entry_truth(gp.truth(j.stderr())))
+        lag = metric(text, "gpuprobe_nccl_straggler_lag_seconds_total", rank="1")
+        want = sum(s for s, last in sk if last == 1)
+        check(abs(lag - want) < 0.02, f"rank 1's lag {lag} vs the program's {want} (the 4 s stall in it)")
+        check(want > 3.9, f"the stall is in the program's own times ({want})")
+        eq(metric(text, "gpuprobe_nccl_last_to_enter_total", rank="1"), float(sum(last == 1 for _, last in sk)),
+           "rank 1 last into")
+        check(metric(text, "gpuprobe_nccl_entry_skew_seconds_count") == len(sk), "every collective in the histogram")
+        eq(metric(text, "gpuprobe_nccl_last_straggler_rank"), float(sk[-1][1]), "the newest collective's last rank")
+    finally:
+        if j:
+            j.kill()
+        d.signal(signal.SIGTERM)
+        d.wait(20)
+        d.kill()
+
+
+def test_hostile_process_cannot_flood_matching():
+    """A process making 40 two-rank communicators (ncclCommInitAll each) gets 16 match
+    tables, the rest counted (share); a job started beside it is matched in full."""
+    cmd = ["sh", "-c", f"{HANG_APP} --all 2 --inits 40 --n 1 & NCCL_LAUNCH_APP=hang_app {LAUNCHER} 2 --n 3 "
+           f"--delay 1:30; wait"]
+    r = gp.gpuprobe(BASE + ["--libnccl", FAKENCCL], cmd=cmd, timeout=90)
+    eq(r.returncode, 0, f"exit status ({r.stderr[-800:]})")
+    rep = gp.final(r.stdout, "nccl")
+    eq(rep["communicators_not_matched"]["share"], (40 - 16) * 2, "past the flooder's share: each rank counted")
+    eq(rep["communicators_not_matched"]["table_full"], 0, "the node's table not full")
+    job_ids = {c["comm_id"] for p in rep["processes"] if p["comms"] and p["comms"][0]["made_by"] == "ncclCommInitRank"
+               for c in p["comms"]}
+    eq(len(job_ids), 1, "the job's communicator")
+    st = [s for s in rep["stragglers"] if s["comm_id"] in job_ids]
+    eq(len(st), 1, "the job's communicator matched")
+    eq([st[0]["matched"], st[0]["evicted"]], [3, 0], "its 3 collectives matched")
+    eq(len(rep["stragglers"]), 16 + 1, "16 of the flooder's, one of the job's")
+
+
 if __name__ == "__main__":
     gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])

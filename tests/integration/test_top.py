@@ -341,6 +341,38 @@ def test_refusals():
     check(r.returncode == 0 and "KEYS:" in r.stdout and "--batch" in r.stdout, r.stdout[-500:])
 
 
+def test_nccl_hang_named():
+    """A 2-rank NCCL job (stand-in) whose rank 1 does not enter collective 1 for 3 s while
+    rank 0's collective 1 stays on its stream: frames name rank 1's process as the one
+    waited for and rank 0's as in flight with no completion, the seconds growing frame to
+    frame; the lines go once it is released."""
+    fakenccl = os.path.join(gp.OUT, "fakenccl", "libnccl.so.2")
+    log = os.path.join(TMP, f"nccl-{time.monotonic_ns()}.log")
+    r = gp.run([GPUPROBE, "top", "--batch", "-i", "0.5", "--nccl", "--libcuda", FAKECUDA, "--libnccl", fakenccl,
+                "--command-log", log, "--", app("nccl_launcher.sh"), "2", "--n", "3", "--stall", "1:1:3000",
+                "--linger", "1500"],
+               env={"NCCL_LAUNCH_APP": "hang_app", "FAKENCCL_HOLD_RANK": "0", "FAKENCCL_HOLD_AT": "1",
+                    "FAKENCCL_HOLD_MS": "3000"}, timeout=120)
+    eq(r.returncode, 0, f"exit ({r.stderr[-300:]})")
+    job = truth_of(log, "nccl_job")
+    pid = {rk["ranks"][0]["rank"]: rk["pid"] for rk in job["ranks"]}
+    frames = [f for f in r.stdout.split("\n\n") if f.strip()]
+    waits, stalls = [], []
+    for f in frames:
+        m = re.search(r"^NCCL: waited ([\d.]+) s for PID (\d+) hang_app to enter", f, re.M)
+        if m:
+            eq(int(m.group(2)), pid[1], "the rank waited for is rank 1's process")
+            waits.append(float(m.group(1)))
+        m = re.search(r"^NCCL: (\d+) in flight, none done for ([\d.]+) s: PID (\d+)", f, re.M)
+        if m:
+            eq(int(m.group(3)), pid[0], "the rank in flight is rank 0's process")
+            stalls.append(float(m.group(2)))
+    check(len(waits) >= 2 and waits[-1] - waits[0] >= 0.9, f"the wait grows frame to frame: {waits}")
+    check(len(stalls) >= 2 and stalls[-1] - stalls[0] >= 0.9, f"so does the stall: {stalls}")
+    check(max(waits) < 3.6, f"no wait past the 3 s stall (+ a frame): {waits}")
+    check("NCCL:" not in frames[-1], "released: no NCCL line at the end")
+
+
 if __name__ == "__main__":
     try:
         gp.main([v for k, v in sorted(globals().items()) if k.startswith("test_")])

@@ -357,6 +357,177 @@ static void test_comm_table_bound(void)
 	nccl_agg__free(a);
 }
 
+/* ---- hangs and stragglers ---- */
+
+/* An AllReduce of rank pid on its world, entered at ts. */
+static void ar_at(struct nccl_agg *a, uint32_t pid, uint64_t ts)
+{
+	struct gp_nccl_event e = ev(pid, GP_NCCL_AllReduce, H_WORLD);
+
+	e.ts_ns = ts;
+	e.count = 1024;
+	e.dtype = 7;
+	e.stream = 0x5;
+	nccl_agg__on_call(a, &e);
+}
+
+static const struct nccl_straggle *straggle(const struct nccl_snap_data *d)
+{
+	return d->nr_straggles == 1 ? &d->straggles[0] : NULL;
+}
+
+/* Three ranks, rank 2 late by 5, 7 ms: matched by order, named, its lag; a collective
+ * entered by two waits for the third; one that leaves the ring is evicted, the late entry
+ * into it counted. */
+static void test_straggler_match(void)
+{
+	struct nccl_agg *a = nccl_agg__new();
+	struct nccl_snap_data d = { 0 };
+	const struct nccl_straggle *st;
+	uint64_t t = 1000000000;
+
+	for (uint32_t r = 0; r < 3; r++)
+		init(a, 200 + r, 3, (int)r, 9);
+	for (int i = 0; i < 2; i++) {
+		ar_at(a, 200, t + 100);
+		ar_at(a, 201, t);
+		ar_at(a, 202, t + (i ? 7000000 : 5000000));
+		t += 100000000;
+	}
+	ar_at(a, 200, t);
+	ar_at(a, 201, t + 1000);
+	nccl_agg__snapshot(a, 0, &d);
+	st = straggle(&d);
+	if (!ASSERT_TRUE(st != NULL, "one communicator matched"))
+		goto out;
+	ASSERT_EQ(st->matched, 2, "two matched");
+	ASSERT_EQ(st->last_straggler, 2, "rank 2 last in");
+	ASSERT_EQ(st->last_skew_ns, 7000000, "the newest skew");
+	ASSERT_EQ(st->skew_max_ns, 7000000, "the largest");
+	ASSERT_EQ(st->skew_sum_ns, 12000000, "their sum");
+	ASSERT_EQ(st->last_to_enter[2], 2, "rank 2 last into both");
+	ASSERT_EQ(st->lag_ns[2], 12000000, "its lag");
+	ASSERT_EQ(st->wait_missing, 1ULL << 2, "the third waits for rank 2");
+	ASSERT_EQ(st->wait_since_ns, t, "since the first entered it");
+	ASSERT_EQ(st->wait_entered, 2, "two entered");
+	ASSERT_EQ(proc(&d, 202)->comms[0].last_to_enter, 2, "rank 2's own figure");
+	ASSERT_EQ(proc(&d, 202)->comms[0].entered, 2, "rank 2 entered two");
+	nccl_snap_data__clear(&d);
+	/* ranks 0 and 1 run NCCL_MATCH_RING more: collective 2 leaves the ring unfinished */
+	for (int i = 0; i < NCCL_MATCH_RING; i++) {
+		ar_at(a, 200, t + 10);
+		ar_at(a, 201, t + 20);
+	}
+	ar_at(a, 202, t + 30); /* its collective 2: gone */
+	nccl_agg__snapshot(a, 0, &d);
+	st = straggle(&d);
+	if (ASSERT_TRUE(st != NULL, "still matched")) {
+		ASSERT_EQ(st->evicted, 1, "one evicted");
+		ASSERT_EQ(st->late, 1, "rank 2's entry after: late");
+	}
+out:
+	nccl_snap_data__clear(&d);
+	nccl_agg__free(a);
+}
+
+/* In flight: issued, completed by a sync; the quiet time from the later of the last
+ * completion and the call that found none in flight. */
+static void test_inflight(void)
+{
+	struct nccl_agg *a = nccl_agg__new();
+	struct nccl_snap_data d = { 0 };
+	const struct nccl_comm_snap *c;
+
+	init(a, 210, 2, 0, 3);
+	ar_at(a, 210, 5000);
+	ar_at(a, 210, 6000);
+	nccl_agg__snapshot(a, 0, &d);
+	c = &proc(&d, 210)->comms[0];
+	ASSERT_EQ(c->issued - c->completed, 2, "two in flight");
+	ASSERT_EQ(nccl_comm_quiet_since(c), 5000, "quiet since the first of the spell");
+	nccl_snap_data__clear(&d);
+	sync_stream(a, 210, 0x5, 9000);
+	ar_at(a, 210, 20000); /* idle 11 us in its own code, then a new spell */
+	nccl_agg__snapshot(a, 0, &d);
+	c = &proc(&d, 210)->comms[0];
+	ASSERT_EQ(c->completed, 2, "the sync completed both");
+	ASSERT_EQ(c->last_done_ns, 9000, "at the sync");
+	ASSERT_EQ(nccl_comm_quiet_since(c), 20000, "the new spell's call, not the idle time");
+	nccl_snap_data__clear(&d);
+	nccl_agg__free(a);
+}
+
+static void init_all(struct nccl_agg *a, uint32_t pid, int ndev, uint64_t base)
+{
+	struct gp_nccl_event e = ev(pid, GP_NCCL_CommInitAll, 0);
+
+	e.nranks = ndev;
+	e.newcomm = base;
+	for (int i = 0; i < ndev && i < GP_NCCL_INIT_ALL_MAX; i++) {
+		uint64_t h = base + (uint64_t)i * 16;
+
+		memcpy(e.id + 8 * i, &h, 8);
+	}
+	e.id_len = 8 * (uint32_t)(ndev < GP_NCCL_INIT_ALL_MAX ? ndev : GP_NCCL_INIT_ALL_MAX);
+	nccl_agg__on_call(a, &e);
+}
+
+/* ncclCommInitAll: ranks in one process, matched; a process past its share of match
+ * tables is counted, a later process still gets one. */
+static void test_init_all_and_share(void)
+{
+	struct nccl_agg *a = nccl_agg__new();
+	struct nccl_snap_data d = { 0 };
+	const struct nccl_proc_snap *p;
+
+	init_all(a, 220, 3, 0x7000);
+	for (int r = 0; r < 3; r++) {
+		struct gp_nccl_event e = ev(220, GP_NCCL_AllReduce, 0x7000 + (uint64_t)r * 16);
+
+		e.count = 8;
+		e.dtype = 7;
+		e.ts_ns = 1000 + (uint64_t)r * 500;
+		nccl_agg__on_call(a, &e);
+	}
+	for (int i = 0; i < NCCL_MATCH_SHARE + 4; i++)
+		init_all(a, 221, 2, 0x100000 + (uint64_t)i * 0x1000);
+	init_all(a, 222, 2, 0x9000);
+	nccl_agg__snapshot(a, 0, &d);
+	p = proc(&d, 220);
+	if (ASSERT_EQ(p->nr_comms, 3, "three communicators followed")) {
+		ASSERT_EQ(p->comms[2].rank, 2, "comms[i] is rank i");
+		ASSERT_EQ(p->comms[0].id, p->comms[2].id, "one comm_id");
+		ASSERT_EQ(p->other, 0, "none unfollowed");
+	}
+	ASSERT_EQ(d.nr_straggles, 1 + NCCL_MATCH_SHARE + 1, "each process's within its share");
+	ASSERT_EQ(d.match_share, 4 * 2, "the rest counted, per rank");
+	for (size_t i = 0; i < d.nr_straggles; i++)
+		if (d.straggles[i].pid[0] == 220) {
+			ASSERT_EQ(d.straggles[i].matched, 1, "matched in one process");
+			ASSERT_EQ(d.straggles[i].last_straggler, 2, "rank 2 last");
+			ASSERT_EQ(d.straggles[i].last_skew_ns, 1000, "its skew");
+		}
+	nccl_snap_data__clear(&d);
+	nccl_agg__free(a);
+}
+
+/* Two processes claiming one rank: the second entry is a duplicate. */
+static void test_duplicate_rank(void)
+{
+	struct nccl_agg *a = nccl_agg__new();
+	struct nccl_snap_data d = { 0 };
+
+	init(a, 230, 2, 0, 4);
+	init(a, 231, 2, 0, 4);
+	ar_at(a, 230, 100);
+	ar_at(a, 231, 200);
+	nccl_agg__snapshot(a, 0, &d);
+	if (ASSERT_TRUE(straggle(&d) != NULL, "matched"))
+		ASSERT_EQ(straggle(&d)->duplicate, 1, "counted");
+	nccl_snap_data__clear(&d);
+	nccl_agg__free(a);
+}
+
 static json_object *path(json_object *o, const char *const *keys)
 {
 	for (; o && *keys; keys++) {
@@ -588,6 +759,10 @@ int main(int argc, char **argv)
 	RUN_TEST(test_shrink);
 	RUN_TEST(test_matrices);
 	RUN_TEST(test_comm_table_bound);
+	RUN_TEST(test_straggler_match);
+	RUN_TEST(test_inflight);
+	RUN_TEST(test_init_all_and_share);
+	RUN_TEST(test_duplicate_rank);
 	RUN_TEST(test_json_schema);
 	RUN_TEST(test_link_limit);
 	RUN_TEST(test_prom_bounded);

@@ -16,8 +16,29 @@ _Static_assert(NCCL_SYNC_STREAM == (int)CU_SYNC_STREAM && NCCL_SYNC_CONTEXT == (
 		       NCCL_SYNC__COUNT == (int)CU_SYNC__COUNT,
 	       "a call's completion is counted by the kind of cuctx's synchronization");
 
+/* One collective of a communicator being matched across its ranks: its number, the first
+ * and last entries so far, the ranks that entered it. */
+struct mslot {
+	uint64_t seq, first_ns, last_ns, entered;
+	int n, last_rank;
+	bool done; /* every local rank entered it: a further entry is a duplicate */
+};
+
+/* A communicator matched across its ranks on this node (the processes share it). */
+struct nmatch {
+	struct nccl_straggle s; /* the statistics; the wait fields are made by the snapshot */
+	struct mslot ring[NCCL_MATCH_RING];
+	int refs;               /* communicators (ranks) that point at it */
+	struct nccl_agg *owner;
+};
+
+enum { MATCH_UNTRIED, MATCH_ON, MATCH_REFUSED };
+
 struct ncomm {
 	struct nccl_comm_snap s; /* the scalars; the arrays are made by the snapshot */
+	const uint64_t *clock;   /* its process's last driver call (the completion time) */
+	struct nmatch *m;        /* its communicator's matching, when on */
+	int match;               /* MATCH_* */
 	struct u64map *colls;    /* fn << 8 | (dtype + 1) -> struct nccl_coll */
 	struct u64map *p2p;      /* peer << 1 | send -> struct nccl_p2p */
 	struct u64map *times;    /* fn << 8 | slot -> struct nccl_time */
@@ -35,11 +56,16 @@ struct nproc {
 	struct ncomm **comms;
 	size_t nr_comms;
 	uint64_t groups, bad[NCCL_BAD__COUNT], failed, nested, other, calls;
+	uint64_t clock;           /* ts_ns of its last driver call seen */
+	int matches_opened;       /* match tables it made (NCCL_MATCH_SHARE) */
+	int init_alls;            /* ncclCommInitAll calls followed */
 };
 
 struct nccl_agg {
 	struct proctab *procs; /* struct nproc; first (proctab__new_owner) */
 	uint64_t comm_table_full;
+	struct u64map *matches; /* comm_id -> struct nmatch */
+	uint64_t match_full, match_share, match_too_large, match_mismatch;
 };
 _Static_assert(offsetof(struct nccl_agg, procs) == 0, "proctab__new_owner: the table first");
 
@@ -106,6 +132,129 @@ uint64_t nccl_comm_id(const uint8_t *id, size_t len)
 	return gp_fnv1a(id, len, GP_FNV1A_INIT);
 }
 
+/* ---- matching collectives across the ranks of a communicator ---- */
+
+static void match_put(struct nmatch *m)
+{
+	if (!m || --m->refs > 0)
+		return;
+	u64map__del(m->owner->matches, m->s.id);
+	free(m);
+}
+
+/* Every local rank entered sl: its skew (first to last entry) and the last rank. */
+static void match_finish(struct nmatch *m, struct mslot *sl)
+{
+	uint64_t skew = sl->last_ns - sl->first_ns;
+	int r = sl->last_rank;
+
+	m->s.matched++;
+	m->s.skew_sum_ns += skew;
+	m->s.last_skew_ns = skew;
+	if (skew > m->s.skew_max_ns)
+		m->s.skew_max_ns = skew;
+	m->s.skew_hist[gp_log2_slot(skew / 1000, NCCL_SKEW_SLOTS)]++;
+	m->s.last_straggler = r;
+	if (r >= 0 && r < NCCL_MATCH_RANKS) {
+		m->s.last_to_enter[r]++;
+		m->s.lag_ns[r] += skew;
+		if (skew > m->s.lag_max_ns[r])
+			m->s.lag_max_ns[r] = skew;
+	}
+	sl->done = true;
+}
+
+/* sl leaves the ring for a later collective: matched when every local rank of a
+ * communicator with ranks elsewhere entered it, else counted. */
+static void match_evict(struct nmatch *m, struct mslot *sl)
+{
+	int local = __builtin_popcountll(m->s.local);
+
+	if (sl->done || local < 2)
+		return;
+	if ((sl->entered & m->s.local) == m->s.local && sl->n >= 2)
+		match_finish(m, sl);
+	else
+		m->s.evicted++;
+}
+
+/* Rank r entered its collective number seq at ts. */
+static void match_enter(struct nmatch *m, int r, uint64_t seq, uint64_t ts)
+{
+	struct mslot *sl = &m->ring[seq % NCCL_MATCH_RING];
+	uint64_t bit = 1ULL << r;
+
+	if ((sl->n || sl->done) && sl->seq != seq) {
+		if (sl->seq > seq) {
+			m->s.late++;
+			return;
+		}
+		match_evict(m, sl);
+		sl->n = 0;
+	}
+	if (!sl->n && (!sl->done || sl->seq != seq))
+		*sl = (struct mslot){ .seq = seq, .first_ns = ts, .last_ns = ts, .last_rank = r };
+	if (sl->done || (sl->entered & bit)) {
+		m->s.duplicate++;
+		return;
+	}
+	sl->entered |= bit;
+	sl->n++;
+	if (ts < sl->first_ns)
+		sl->first_ns = ts;
+	if (ts >= sl->last_ns) {
+		sl->last_ns = ts;
+		sl->last_rank = r;
+	}
+	if (sl->n == m->s.nranks)
+		match_finish(m, sl);
+}
+
+/* c's rank joins the matching of its communicator, once its id and shape are known;
+ * bounded: NCCL_MATCH_MAX tables, NCCL_MATCH_SHARE made by one process. */
+static void match_join(struct nccl_agg *a, struct nproc *p, struct ncomm *c)
+{
+	int n = c->s.nranks, r = c->s.rank;
+	struct nmatch *m;
+
+	if (c->match != MATCH_UNTRIED || !c->s.id_known || n < 2 || r < 0 || r >= n)
+		return;
+	c->match = MATCH_REFUSED;
+	if (n > NCCL_MATCH_RANKS) {
+		a->match_too_large++;
+		return;
+	}
+	m = u64map__get(a->matches, c->s.id);
+	if (!m) {
+		if (u64map__size(a->matches) >= NCCL_MATCH_MAX) {
+			a->match_full++;
+			return;
+		}
+		if (p->matches_opened >= NCCL_MATCH_SHARE) {
+			a->match_share++;
+			return;
+		}
+		m = calloc(1, sizeof(*m));
+		if (!m || u64map__put(a->matches, c->s.id, m)) {
+			free(m);
+			return;
+		}
+		m->owner = a;
+		m->s.id = c->s.id;
+		m->s.nranks = n;
+		m->s.last_straggler = -1;
+		p->matches_opened++;
+	} else if (m->s.nranks != n) {
+		a->match_mismatch++;
+		return;
+	}
+	m->s.local |= 1ULL << r;
+	m->s.pid[r] = p->h.pid;
+	m->refs++;
+	c->m = m;
+	c->match = MATCH_ON;
+}
+
 /* ---- processes ---- */
 
 static void free_comm(void *v)
@@ -114,17 +263,24 @@ static void free_comm(void *v)
 
 	if (!c)
 		return;
+	match_put(c->m);
 	u64map__free_all(c->colls, NULL);
 	u64map__free_all(c->p2p, NULL);
 	u64map__free_all(c->times, NULL);
 	free(c);
 }
 
-/* A synchronization completed a call (key[0] its struct nccl_time). */
+/* A synchronization completed a call (key[0] its struct nccl_time, key[1] its
+ * communicator: no statistic, its hang figures). */
 static void call_done(const struct cu_work *w, enum cu_sync kind)
 {
 	struct nccl_time *t = w->key[0];
+	struct ncomm *c = w->key[1];
 
+	if (c) {
+		c->s.completed++;
+		c->s.last_done_ns = *c->clock;
+	}
 	t->calls++;
 	t->size += w->bytes;
 	t->by[kind]++;
@@ -132,15 +288,16 @@ static void call_done(const struct cu_work *w, enum cu_sync kind)
 
 static void call_charge(int slot, void *key, uint64_t ns)
 {
-	(void)slot;
-	((struct nccl_time *)key)->window_ns += ns;
+	if (slot == 0)
+		((struct nccl_time *)key)->window_ns += ns;
 }
 
 static void call_batch(int slot, void *key, uint64_t bytes, uint64_t ns, enum cu_sync kind)
 {
 	struct nccl_time *t = key;
 
-	(void)slot;
+	if (slot != 0)
+		return;
 	t->size_by[kind] += bytes;
 	t->ns_by[kind] += ns;
 	if (ns)
@@ -151,7 +308,8 @@ static void call_timed(int slot, void *key, uint64_t bytes, uint64_t gpu_ns)
 {
 	struct nccl_time *t = key;
 
-	(void)slot;
+	if (slot != 0)
+		return;
 	t->event_size += bytes;
 	t->event_ns += gpu_ns;
 	t->event_windows++;
@@ -190,12 +348,24 @@ static const struct proctab_ops proc_ops = { sizeof(struct nproc), init_proc, fi
 
 struct nccl_agg *nccl_agg__new(void)
 {
-	return proctab__new_owner(sizeof(struct nccl_agg), &proc_ops);
+	struct nccl_agg *a = proctab__new_owner(sizeof(struct nccl_agg), &proc_ops);
+
+	if (a && !(a->matches = u64map__new())) {
+		proctab__free_owner(a);
+		return NULL;
+	}
+	return a;
 }
 
 void nccl_agg__free(struct nccl_agg *a)
 {
-	proctab__free_owner(a);
+	struct u64map *m;
+
+	if (!a)
+		return;
+	m = a->matches;
+	proctab__free_owner(a); /* the communicators drop their matches */
+	u64map__free_all(m, free);
 }
 
 static struct nproc *get_proc(struct nccl_agg *a, uint32_t pid, const char *comm)
@@ -230,6 +400,7 @@ static struct ncomm *comm_new(struct nccl_agg *a, struct nproc *p, uint64_t hand
 		return NULL;
 	}
 	c->s.handle = handle;
+	c->clock = &p->clock;
 	c->s.nranks = c->s.rank = c->s.device = -1;
 	c->s.color = c->s.key = -1;
 	c->parent_rank = c->parent_nranks = -1;
@@ -246,12 +417,52 @@ static struct ncomm *comm_of(struct nccl_agg *a, struct nproc *p, uint64_t handl
 	return c ? c : comm_new(a, p, handle);
 }
 
+static void match_join(struct nccl_agg *a, struct nproc *p, struct ncomm *c);
+
+/* ncclCommInitAll(comms, ndev, devlist): ndev ranks in one process, comms[i] rank i. The
+ * record carries the first NCCL_INIT_ALL_MAX handles in id[] (8 bytes each); their
+ * comm_id: the process and the call's number there (no unique id is shared). */
+static void on_init_all(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_event *e)
+{
+	size_t n = e->id_len / 8;
+	uint8_t key[16];
+	uint64_t id;
+	int seq;
+
+	if (e->ret || e->nranks < 1 || !n || n > NCCL_INIT_ALL_MAX || n > (size_t)e->nranks) {
+		p->other++; /* its communicators are not followed */
+		return;
+	}
+	seq = p->init_alls++;
+	memcpy(key, &p->h.pid, 4);
+	memcpy(key + 4, &seq, 4);
+	memcpy(key + 8, "InitAll", 8);
+	id = nccl_comm_id(key, sizeof(key));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t h;
+		struct ncomm *c;
+
+		memcpy(&h, e->id + 8 * i, 8);
+		if (!h || !(c = comm_new(a, p, h)))
+			continue;
+		c->s.made_by = GP_NCCL_CommInitAll;
+		c->s.id_known = true;
+		c->s.id = id;
+		c->s.nranks = e->nranks;
+		c->s.rank = (int)i;
+		c->s.shape = NCCL_SHAPE_INIT;
+		match_join(a, p, c);
+	}
+	if (n < (size_t)e->nranks)
+		p->other++; /* more than the record carries: the rest not followed */
+}
+
 static void on_init(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_event *e)
 {
 	struct ncomm *c;
 
 	if (e->fn == GP_NCCL_CommInitAll) {
-		p->other++; /* one process, ndev communicators: not followed */
+		on_init_all(a, p, e);
 		return;
 	}
 	if (e->ret || !e->newcomm || !(c = comm_new(a, p, e->newcomm)))
@@ -263,6 +474,7 @@ static void on_init(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_ev
 	c->s.rank = e->rank;
 	c->s.shape = NCCL_SHAPE_INIT;
 	c->s.device = thread_gpu(p, e->tid);
+	match_join(a, p, c);
 }
 
 /* A split's or shrink's comm_id: every rank of the parent makes its splits in one order,
@@ -333,6 +545,7 @@ static void on_query(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_e
 		c->s.rank = e->out;
 	if (c->s.shape != NCCL_SHAPE_INIT)
 		c->s.shape = NCCL_SHAPE_QUERY;
+	match_join(a, p, c);
 }
 
 static void on_end(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_event *e)
@@ -495,9 +708,32 @@ static void add_pending(struct nproc *p, struct ncomm *c, const struct gp_nccl_e
 	if (!t->bus_factor)
 		t->bus_factor = bus_factor((int)e->fn, c->s.nranks);
 	/* NCCL launches on the stream it is given; 0 is the legacy default stream */
-	cuctx__submit(p->cu, &(struct cu_work){
-		.stream = cu_stream_key(false, e->stream, e->tid), .ts_ns = e->ts_ns, .bytes = size, .key = { t },
-	});
+	if (cuctx__submit(p->cu, &(struct cu_work){
+		    .stream = cu_stream_key(false, e->stream, e->tid), .ts_ns = e->ts_ns, .bytes = size, .key = { t, c },
+	    }))
+		return;
+	if (c->s.issued == c->s.completed)
+		c->s.busy_since_ns = e->ts_ns;
+	c->s.issued++;
+}
+
+uint64_t nccl_comm_quiet_since(const struct nccl_comm_snap *c)
+{
+	if (!c->issued)
+		return 0;
+	if (c->issued > c->completed)
+		return c->last_done_ns > c->busy_since_ns ? c->last_done_ns : c->busy_since_ns;
+	return c->last_done_ns ? c->last_done_ns : c->busy_since_ns;
+}
+
+/* The rank entered its next collective: matched with the same one of the other ranks. */
+static void entered(struct nccl_agg *a, struct nproc *p, struct ncomm *c, const struct gp_nccl_event *e)
+{
+	uint64_t seq = c->s.entered++;
+
+	match_join(a, p, c);
+	if (c->m)
+		match_enter(c->m, c->s.rank, seq, e->ts_ns);
 }
 
 /* A call on a NULL or destroyed communicator, or with a data type NCCL does not have. */
@@ -529,6 +765,8 @@ static void on_data(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_ev
 	if (!c || (bad && e->comm && c->s.destroyed))
 		return;
 	count_data(c, e, bytes);
+	if (e->fn != GP_NCCL_Send && e->fn != GP_NCCL_Recv)
+		entered(a, p, c, e);
 	if (e->fn != GP_NCCL_Recv)
 		attribute(c, (int)e->fn, e->peer, bytes);
 	if (bytes)
@@ -584,8 +822,10 @@ void nccl_agg__on_cuda(struct nccl_agg *a, const struct gp_aux_event *e)
 {
 	struct nproc *p = get_proc(a, e->pid, NULL);
 
-	if (p)
-		cuctx__on_aux(p->cu, e);
+	if (!p)
+		return;
+	p->clock = e->ts_ns; /* what it completes, it completes at this call's time */
+	cuctx__on_aux(p->cu, e);
 }
 
 /* ---- process lifetime ---- */
@@ -691,6 +931,11 @@ static int comm_snap(const struct ncomm *c, const struct nproc *p, struct nccl_c
 	o->split_seq = c->split_seq;
 	o->parent_rank = c->parent_rank;
 	o->parent_nranks = c->parent_nranks;
+	if (c->m && c->s.rank >= 0 && c->s.rank < NCCL_MATCH_RANKS) {
+		o->last_to_enter = c->m->s.last_to_enter[c->s.rank];
+		o->lag_ns = c->m->s.lag_ns[c->s.rank];
+		o->lag_max_ns = c->m->s.lag_max_ns[c->s.rank];
+	}
 	(void)p;
 	if (o->times && o->nranks > 0) /* a size learned after calls (its queries) */
 		times_of_shape(o);
@@ -826,6 +1071,62 @@ static int cmp_matrix(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* A match's statistics, and the oldest collective some local rank waits in for another. */
+static void straggle_snap(const struct nmatch *m, struct nccl_straggle *o)
+{
+	*o = m->s;
+	o->wait_seq = o->wait_missing = o->wait_since_ns = 0;
+	o->wait_entered = 0;
+	for (int i = 0; i < NCCL_MATCH_RING; i++) {
+		const struct mslot *sl = &m->ring[i];
+		uint64_t missing = m->s.local & ~sl->entered;
+
+		if (!sl->n || sl->done || !missing || (o->wait_since_ns && sl->seq > o->wait_seq))
+			continue;
+		o->wait_seq = sl->seq;
+		o->wait_missing = missing;
+		o->wait_since_ns = sl->first_ns;
+		o->wait_entered = sl->n;
+	}
+}
+
+static int cmp_straggle(const void *a, const void *b)
+{
+	const struct nccl_straggle *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static bool has_pid(const struct nmatch *m, uint32_t pid)
+{
+	for (int r = 0; r < NCCL_MATCH_RANKS; r++)
+		if (m->s.pid[r] == pid)
+			return true;
+	return false;
+}
+
+/* pid 0: every communicator; else those pid is a rank of. */
+static int straggles_snap(struct nccl_agg *a, uint32_t pid, struct nccl_snap_data *out)
+{
+	size_t n = u64map__size(a->matches), i = 0;
+	uint64_t k;
+	void *v;
+
+	out->match_full = a->match_full;
+	out->match_share = a->match_share;
+	out->match_too_large = a->match_too_large;
+	out->match_mismatch = a->match_mismatch;
+	out->straggles = calloc(n ? n : 1, sizeof(*out->straggles));
+	if (!out->straggles)
+		return -ENOMEM;
+	for (size_t it = 0; i < n && u64map__next(a->matches, &it, &k, &v);)
+		if (!pid || has_pid(v, pid))
+			straggle_snap(v, &out->straggles[i++]);
+	out->nr_straggles = i;
+	qsort(out->straggles, i, sizeof(*out->straggles), cmp_straggle);
+	return 0;
+}
+
 int nccl_agg__snapshot(struct nccl_agg *a, uint32_t pid, struct nccl_snap_data *out)
 {
 	struct nproc **procs;
@@ -844,6 +1145,8 @@ int nccl_agg__snapshot(struct nccl_agg *a, uint32_t pid, struct nccl_snap_data *
 		r = proc_snap(procs[i], &out->procs[k]);
 		out->nr_procs = ++k;
 	}
+	if (!r)
+		r = straggles_snap(a, pid, out);
 	if (r || pid)
 		return r;
 	each_comm(out, derive_split, out);
@@ -874,6 +1177,7 @@ void nccl_snap_data__clear(struct nccl_snap_data *d)
 	}
 	free(d->procs);
 	free(d->matrices);
+	free(d->straggles);
 	memset(d, 0, sizeof(*d));
 }
 

@@ -24,6 +24,16 @@
 #define NCCL_MATRIX_MAX 64 /* ranks of a communicator for which a matrix is kept */
 #define NCCL_MAX_COMMS 256 /* communicators kept per process */
 #define NCCL_SIZE_SLOTS 48 /* log2 size buckets */
+/* Matching the n-th collective of each rank of a communicator on this node (stragglers):
+ * the recent collectives kept per communicator, the communicators matched (every process
+ * together) and of them the ones one process may open, the ranks a communicator may have
+ * to be matched (a bit each), the log2-microsecond slots of the entry skew. */
+#define NCCL_MATCH_RING 64
+#define NCCL_MATCH_MAX 256
+#define NCCL_MATCH_SHARE 16
+#define NCCL_MATCH_RANKS 64
+#define NCCL_SKEW_SLOTS 32
+#define NCCL_INIT_ALL_MAX GP_NCCL_INIT_ALL_MAX /* ncclCommInitAll: the communicators a record carries */
 
 /* enum cu_sync's completion signals */
 enum nccl_sync {
@@ -97,6 +107,35 @@ struct nccl_comm_snap {
 	uint64_t *p2p_row, *ring_row;
 	/* a split's place in its parent: for its shape when only every rank's split says it */
 	int split_seq, parent_rank, parent_nranks;
+	/* hangs: the calls put on a stream (collectives and point-to-point calls with data)
+	 * and those a completion signal has covered since; in flight: the difference */
+	uint64_t issued, completed;
+	/* CLOCK_MONOTONIC, 0: none yet: the last completion signal; the call that found
+	 * nothing in flight (the oldest in flight, while any is) */
+	uint64_t last_done_ns, busy_since_ns;
+	/* stragglers: collectives entered (the sequence matched across the ranks), and of
+	 * those matched on this node, the ones this rank entered last and by how much */
+	uint64_t entered, last_to_enter, lag_ns, lag_max_ns;
+};
+
+/* One communicator's collectives matched across its ranks on this node, by their order. */
+struct nccl_straggle {
+	uint64_t id;
+	int nranks;
+	uint64_t local;   /* bit r: rank r is one of the processes traced (its init seen) */
+	uint32_t pid[NCCL_MATCH_RANKS]; /* the process of each local rank; 0: none */
+	uint64_t matched; /* collectives every local rank entered */
+	uint64_t evicted; /* left the ring before every local rank entered */
+	uint64_t late;    /* a rank's entry after its collective left the ring */
+	uint64_t duplicate; /* a second entry of one rank into one collective (two processes claim it) */
+	uint64_t skew_sum_ns, skew_max_ns, last_skew_ns; /* first to last entry, per matched collective */
+	int last_straggler; /* the rank last into the newest matched collective; -1 none */
+	uint64_t skew_hist[NCCL_SKEW_SLOTS]; /* log2 us */
+	uint64_t last_to_enter[NCCL_MATCH_RANKS], lag_ns[NCCL_MATCH_RANKS], lag_max_ns[NCCL_MATCH_RANKS];
+	/* the oldest collective some local rank entered and another has not: its number, the
+	 * ranks it waits for, when its first rank entered (0: none waiting) */
+	uint64_t wait_seq, wait_missing, wait_since_ns;
+	int wait_entered;
 };
 
 struct nccl_proc_snap {
@@ -131,6 +170,12 @@ struct nccl_snap_data {
 	size_t nr_matrices;
 	struct nccl_matrix *matrices; /* by comm_id */
 	uint64_t comm_table_full;     /* communicators not kept (NCCL_MAX_COMMS a process) */
+	size_t nr_straggles;
+	struct nccl_straggle *straggles; /* by comm_id */
+	/* ranks of communicators (one per process and communicator) not matched: the table
+	 * full, a process past its share, more ranks than NCCL_MATCH_RANKS, a rank claimed with
+	 * a different size */
+	uint64_t match_full, match_share, match_too_large, match_mismatch;
 };
 
 struct nccl_agg;
@@ -151,6 +196,11 @@ bool nccl_agg__comm_id(struct nccl_agg *a, uint32_t pid, uint64_t handle, uint64
 /* pid 0: every process; 0 or -ENOMEM. Free with nccl_snap_data__clear. */
 int nccl_agg__snapshot(struct nccl_agg *a, uint32_t pid, struct nccl_snap_data *out);
 void nccl_snap_data__clear(struct nccl_snap_data *d);
+
+/* Since when c has had no completion: while calls are in flight, the later of the last
+ * completion and the call that started the busy spell (a rank idle in its program is not
+ * hung); else its last completion. 0: it put nothing on a stream. */
+uint64_t nccl_comm_quiet_since(const struct nccl_comm_snap *c);
 
 /* The comm_id an init with this unique id gets (FNV-1a 64 of its bytes). */
 uint64_t nccl_comm_id(const uint8_t *id, size_t len);

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,6 +272,58 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 	return &s->hdr;
 }
 
+static void counter_series(char *buf, size_t len, bool id_known, uint64_t id, uint64_t handle, int rank)
+{
+	if (id_known)
+		snprintf(buf, len, "comm 0x%016" PRIx64 " rank %d", id, rank);
+	else
+		snprintf(buf, len, "comm handle:0x%" PRIx64 " rank %d", handle, rank);
+}
+
+/* top: each running rank's calls in flight and how long since one completed; a rank the
+ * others wait for, under its own process. */
+static void m_counters(void *st, struct gp_run *run, gp_counter_fn emit, void *ctx)
+{
+	struct nccl_mode *m = st;
+	struct nccl_snap_data d = { 0 };
+	uint64_t now = gp_run__now(run);
+	char name[96];
+
+	/* detail series only, which a --trace timeline does not keep: no snapshot for it */
+	if (gp_run__opts(run)->frontend != GP_FE_TOP || nccl_agg__snapshot(m->agg, 0, &d))
+		goto out;
+	for (size_t i = 0; i < d.nr_procs; i++) {
+		const struct nccl_proc_snap *p = &d.procs[i];
+
+		for (size_t j = 0; !p->exited && j < p->nr_comms; j++) {
+			const struct nccl_comm_snap *c = &p->comms[j];
+			uint64_t t = nccl_comm_quiet_since(c), fl = c->issued - c->completed;
+
+			if (!c->issued)
+				continue;
+			counter_series(name, sizeof(name), c->id_known, c->id, c->handle, c->rank);
+			emit(ctx, &(struct gp_counter){ p->pid, GP_TRACK_NCCL_INFLIGHT, name, (double)fl, GP_CTR_DETAIL });
+			if (fl)
+				emit(ctx, &(struct gp_counter){ p->pid, GP_TRACK_NCCL_STALL, name,
+								now > t ? (double)(now - t) / 1e9 : 0, GP_CTR_DETAIL });
+		}
+	}
+	for (size_t i = 0; i < d.nr_straggles; i++) {
+		const struct nccl_straggle *s = &d.straggles[i];
+
+		for (int r = 0; s->wait_since_ns && r < NCCL_MATCH_RANKS; r++) {
+			if (!(s->wait_missing & (1ULL << r)) || !s->pid[r])
+				continue;
+			counter_series(name, sizeof(name), true, s->id, 0, r);
+			emit(ctx, &(struct gp_counter){ s->pid[r], GP_TRACK_NCCL_WAIT, name,
+							now > s->wait_since_ns ? (double)(now - s->wait_since_ns) / 1e9 : 0,
+							GP_CTR_DETAIL });
+		}
+	}
+out:
+	nccl_snap_data__clear(&d);
+}
+
 static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
 {
 	struct nccl_mode *m = st;
@@ -296,5 +349,6 @@ const struct gp_mode gp_mode_nccl = {
 	.json = nccl_report__json,
 	.prom = nccl_report__prom,
 	.reap = m_reap,
+	.counters = m_counters,
 	.free = m_free,
 };

@@ -56,7 +56,49 @@ static double algbw(const struct nccl_time *t)
 	return t->window_ns ? (double)t->size / secs(t->window_ns) : 0;
 }
 
+/* Seconds without a completion signal at now (nccl_comm_quiet_since); -1: it put nothing
+ * on a stream. */
+static double since_done(const struct nccl_comm_snap *c, uint64_t now)
+{
+	uint64_t t = nccl_comm_quiet_since(c);
+
+	if (!c->issued)
+		return -1;
+	return now > t ? secs(now - t) : 0;
+}
+
+static uint64_t inflight(const struct nccl_comm_snap *c)
+{
+	return c->issued > c->completed ? c->issued - c->completed : 0;
+}
+
+static double wait_secs(const struct nccl_straggle *m, uint64_t now)
+{
+	return m->wait_since_ns && now > m->wait_since_ns ? secs(now - m->wait_since_ns) : 0;
+}
+
 /* ---- text ---- */
+
+/* In flight and since the last completion; the matched collectives this rank was last into. */
+static void text_hang(FILE *f, const struct nccl_comm_snap *c, uint64_t now, bool exited)
+{
+	double since = since_done(c, now);
+
+	if (since < 0 && !c->entered)
+		return;
+	fprintf(f, "    %s entered", gp_text__n(c->entered, "collective", "collectives").s);
+	if (since >= 0 && exited)
+		fprintf(f, "; %s left in flight at its exit", gp_text__count(inflight(c)).s);
+	else if (since >= 0)
+		fprintf(f, "; %s in flight, %s since a completion%s", gp_text__count(inflight(c)).s,
+			gp_text__duration(since).s,
+			inflight(c) && since >= 1 ? " (in flight and not completing: hung or slow?)" : "");
+	if (c->last_to_enter)
+		fprintf(f, "; last rank into %s matched (lag %s in all, at most %s)",
+			gp_text__n(c->last_to_enter, "collective", "collectives").s, gp_text__duration(secs(c->lag_ns)).s,
+			gp_text__duration(secs(c->lag_max_ns)).s);
+	fputc('\n', f);
+}
 
 static void text_colls(FILE *f, const struct nccl_comm_snap *c)
 {
@@ -125,7 +167,7 @@ static void text_times(FILE *f, const struct nccl_comm_snap *c, const struct bw_
 	}
 }
 
-static void text_comm(FILE *f, const struct nccl_comm_snap *c, const struct bw_links *links)
+static void text_comm(FILE *f, const struct nccl_comm_snap *c, uint64_t now, bool exited, const struct bw_links *links)
 {
 	char id[32], rank[32], dev[16];
 
@@ -138,12 +180,13 @@ static void text_comm(FILE *f, const struct nccl_comm_snap *c, const struct bw_l
 	fprintf(f, "  comm %s (handle 0x%" PRIx64 "): %s, %s, made by %s%s\n", id, c->handle, rank, dev,
 		c->made_by ? nccl_fn_name(c->made_by) : "a call before gpuprobe attached",
 		c->destroyed ? ", destroyed" : "");
+	text_hang(f, c, now, exited);
 	text_colls(f, c);
 	text_p2p(f, c);
 	text_times(f, c, bw_links__for_ranks(links, c->nranks));
 }
 
-static void text_proc(FILE *f, const struct nccl_proc_snap *p, bool all, const struct bw_links *links)
+static void text_proc(FILE *f, const struct nccl_proc_snap *p, bool all, uint64_t now, const struct bw_links *links)
 {
 	fprintf(f, "PID %u (%s)%s: %s, %s", p->pid, p->comm, p->exec ? " before its exec" : p->exited ? " exited" : "",
 		gp_text__n(p->calls, "NCCL call", "NCCL calls").s, gp_text__n(p->groups, "group", "groups").s);
@@ -155,7 +198,7 @@ static void text_proc(FILE *f, const struct nccl_proc_snap *p, bool all, const s
 		fprintf(f, "; %s not yet covered by a synchronization", gp_text__count(p->unsynced).s);
 	fputc('\n', f);
 	for (size_t i = 0; i < p->nr_comms; i++)
-		text_comm(f, &p->comms[i], links);
+		text_comm(f, &p->comms[i], now, p->exited, links);
 }
 
 static void text_matrix(FILE *f, const struct nccl_matrix *m, const uint64_t *cells, const char *what)
@@ -173,6 +216,60 @@ static void text_matrix(FILE *f, const struct nccl_matrix *m, const uint64_t *ce
 			fprintf(f, " %10s", cells[i * m->nranks + j] ? gp_text__bytes(cells[i * m->nranks + j]).s : "-");
 		fputc('\n', f);
 	}
+}
+
+static void text_ranks(FILE *f, uint64_t mask)
+{
+	int shown = 0;
+
+	for (int r = 0; r < NCCL_MATCH_RANKS; r++) {
+		if (!(mask & (1ULL << r)))
+			continue;
+		if (shown++ < 16)
+			fprintf(f, " %d", r);
+	}
+	if (shown > 16)
+		fprintf(f, " (+%d)", shown - 16);
+}
+
+/* Per communicator matched across its ranks here: entry skew, stragglers, a wait. */
+static void text_straggles(FILE *f, const struct nccl_snap_data *d, uint64_t now)
+{
+	char id[32];
+
+	for (size_t i = 0; i < d->nr_straggles; i++) {
+		const struct nccl_straggle *m = &d->straggles[i];
+
+		comm_id_str(id, sizeof(id), true, m->id);
+		fprintf(f, "Stragglers %s: %d ranks, here:", id, m->nranks);
+		text_ranks(f, m->local);
+		fprintf(f, "; %s matched", gp_text__n(m->matched, "collective", "collectives").s);
+		if (m->matched)
+			fprintf(f, ", entry skew last %s (rank %d last in), mean %s, max %s",
+				gp_text__duration(secs(m->last_skew_ns)).s, m->last_straggler,
+				gp_text__duration(secs(m->skew_sum_ns) / (double)m->matched).s,
+				gp_text__duration(secs(m->skew_max_ns)).s);
+		if (m->evicted || m->late || m->duplicate)
+			fprintf(f, "; not matched: %s evicted, %s late, %s duplicate", gp_text__count(m->evicted).s,
+				gp_text__count(m->late).s, gp_text__count(m->duplicate).s);
+		fputc('\n', f);
+		for (int r = 0; r < m->nranks && r < NCCL_MATCH_RANKS; r++)
+			if (m->last_to_enter[r])
+				fprintf(f, "  rank %d (PID %u): last into %s, lag mean %s, max %s\n", r, m->pid[r],
+					gp_text__count(m->last_to_enter[r]).s,
+					gp_text__duration(secs(m->lag_ns[r]) / (double)m->last_to_enter[r]).s,
+					gp_text__duration(secs(m->lag_max_ns[r])).s);
+		if (m->wait_since_ns) {
+			fprintf(f, "  WAITING: collective #%" PRIu64 " entered by %d, for %s, not yet by rank", m->wait_seq,
+				m->wait_entered, gp_text__duration(wait_secs(m, now)).s);
+			text_ranks(f, m->wait_missing);
+			fputc('\n', f);
+		}
+	}
+	if (d->match_full || d->match_share || d->match_too_large || d->match_mismatch)
+		fprintf(f, "Communicator ranks not matched: %s table full, %s past a process's share, %s over %d ranks, %s size mismatch\n",
+			gp_text__count(d->match_full).s, gp_text__count(d->match_share).s,
+			gp_text__count(d->match_too_large).s, NCCL_MATCH_RANKS, gp_text__count(d->match_mismatch).s);
 }
 
 static void text_matrices(FILE *f, const struct nccl_snap_data *d)
@@ -202,7 +299,8 @@ void nccl_report__text(FILE *f, const struct gp_snap *hdr)
 	gp_text__clock(tbuf, sizeof(tbuf));
 	fprintf(f, "[%s] nccl %s report: %s\n", tbuf, gp_snap_kind_name(hdr->kind), gp_text__n(s->d.nr_procs, "process", "processes").s);
 	for (size_t i = 0; i < s->d.nr_procs; i++)
-		text_proc(f, &s->d.procs[i], all, &s->links);
+		text_proc(f, &s->d.procs[i], all, hdr->now_ns, &s->links);
+	text_straggles(f, &s->d, hdr->now_ns);
 	text_matrices(f, &s->d);
 	for (size_t i = 0; i < s->nr_libs; i++) {
 		int missing = __builtin_popcount(s->libs[i].missing);
@@ -328,7 +426,7 @@ static json_object *json_time(const struct nccl_time *t, const struct bw_link *l
 	return o;
 }
 
-static json_object *json_comm(const struct nccl_comm_snap *c, const struct bw_links *links)
+static json_object *json_comm(const struct nccl_comm_snap *c, uint64_t now, const struct bw_links *links)
 {
 	json_object *o = json_object_new_object(), *ts = json_object_new_array();
 
@@ -352,10 +450,19 @@ static json_object *json_comm(const struct nccl_comm_snap *c, const struct bw_li
 			json_object_array_add(ts, json_time(&c->times[i], bw_links__for_ranks(links, c->nranks)));
 	json_object_object_add(o, "completion", ts);
 	json_object_object_add(o, "unattributed_bytes", json_object_new_uint64(c->unattributed_bytes));
+	json_object_object_add(o, "issued_calls", json_object_new_uint64(c->issued));
+	json_object_object_add(o, "completed_calls", json_object_new_uint64(c->completed));
+	json_object_object_add(o, "inflight_calls", json_object_new_uint64(inflight(c)));
+	json_object_object_add(o, "seconds_since_completion",
+			       since_done(c, now) >= 0 ? json_object_new_double(since_done(c, now)) : NULL);
+	json_object_object_add(o, "entered_collectives", json_object_new_uint64(c->entered));
+	json_object_object_add(o, "last_to_enter", json_object_new_uint64(c->last_to_enter));
+	json_object_object_add(o, "straggler_lag_seconds", json_object_new_double(secs(c->lag_ns)));
+	json_object_object_add(o, "straggler_lag_max_seconds", json_object_new_double(secs(c->lag_max_ns)));
 	return o;
 }
 
-static json_object *json_proc(const struct nccl_proc_snap *p, const struct bw_links *links)
+static json_object *json_proc(const struct nccl_proc_snap *p, uint64_t now, const struct bw_links *links)
 {
 	json_object *o = json_object_new_object(), *cs = json_object_new_array(), *bad = json_object_new_object();
 
@@ -373,7 +480,7 @@ static json_object *json_proc(const struct nccl_proc_snap *p, const struct bw_li
 	json_object_object_add(o, "init_all_calls", json_object_new_uint64(p->other));
 	json_object_object_add(o, "unsynced_calls", json_object_new_uint64(p->unsynced));
 	for (size_t i = 0; i < p->nr_comms; i++)
-		json_object_array_add(cs, json_comm(&p->comms[i], links));
+		json_object_array_add(cs, json_comm(&p->comms[i], now, links));
 	json_object_object_add(o, "comms", cs);
 	return o;
 }
@@ -407,6 +514,57 @@ static json_object *json_matrix(const struct nccl_matrix *m)
 	return o;
 }
 
+static json_object *json_rank_list(uint64_t mask)
+{
+	json_object *a = json_object_new_array();
+
+	for (int r = 0; r < NCCL_MATCH_RANKS; r++)
+		if (mask & (1ULL << r))
+			json_object_array_add(a, json_object_new_int(r));
+	return a;
+}
+
+static json_object *json_straggle(const struct nccl_straggle *m, uint64_t now)
+{
+	json_object *o = json_object_new_object(), *ranks = json_object_new_array(), *w = NULL;
+
+	json_object_object_add(o, "comm_id", id_json(true, m->id));
+	json_object_object_add(o, "nranks", json_object_new_int(m->nranks));
+	json_object_object_add(o, "ranks_here", json_rank_list(m->local));
+	json_object_object_add(o, "matched", json_object_new_uint64(m->matched));
+	json_object_object_add(o, "evicted", json_object_new_uint64(m->evicted));
+	json_object_object_add(o, "late", json_object_new_uint64(m->late));
+	json_object_object_add(o, "duplicate", json_object_new_uint64(m->duplicate));
+	json_object_object_add(o, "skew_seconds_sum", json_object_new_double(secs(m->skew_sum_ns)));
+	json_object_object_add(o, "skew_seconds_max", json_object_new_double(secs(m->skew_max_ns)));
+	json_object_object_add(o, "last_skew_seconds", json_object_new_double(secs(m->last_skew_ns)));
+	json_object_object_add(o, "last_straggler", int_or_null(m->last_straggler));
+	json_object_object_add(o, "skew_hist_us", gp_json__log2_hist(m->skew_hist, NCCL_SKEW_SLOTS));
+	for (int r = 0; r < m->nranks && r < NCCL_MATCH_RANKS; r++) {
+		json_object *x;
+
+		if (!(m->local & (1ULL << r)))
+			continue;
+		x = json_object_new_object();
+		json_object_object_add(x, "rank", json_object_new_int(r));
+		json_object_object_add(x, "pid", json_object_new_int64(m->pid[r]));
+		json_object_object_add(x, "last_to_enter", json_object_new_uint64(m->last_to_enter[r]));
+		json_object_object_add(x, "lag_seconds", json_object_new_double(secs(m->lag_ns[r])));
+		json_object_object_add(x, "lag_max_seconds", json_object_new_double(secs(m->lag_max_ns[r])));
+		json_object_array_add(ranks, x);
+	}
+	json_object_object_add(o, "ranks", ranks);
+	if (m->wait_since_ns) {
+		w = json_object_new_object();
+		json_object_object_add(w, "collective", json_object_new_uint64(m->wait_seq));
+		json_object_object_add(w, "entered_by", json_object_new_int(m->wait_entered));
+		json_object_object_add(w, "missing_ranks", json_rank_list(m->wait_missing));
+		json_object_object_add(w, "seconds", json_object_new_double(wait_secs(m, now)));
+	}
+	json_object_object_add(o, "waiting", w);
+	return o;
+}
+
 static json_object *json_libs(const struct nccl_snap *s)
 {
 	json_object *arr = json_object_new_array();
@@ -430,9 +588,19 @@ void nccl_report__json(json_object *o, const struct gp_snap *hdr)
 	const struct nccl_snap *s = SNAP(hdr);
 	json_object *procs = json_object_new_array(), *ms = json_object_new_array();
 
+	json_object *st = json_object_new_array(), *nm = json_object_new_object();
+
 	for (size_t i = 0; i < s->d.nr_procs; i++)
-		json_object_array_add(procs, json_proc(&s->d.procs[i], &s->links));
+		json_object_array_add(procs, json_proc(&s->d.procs[i], hdr->now_ns, &s->links));
 	json_object_object_add(o, "processes", procs);
+	for (size_t i = 0; i < s->d.nr_straggles; i++)
+		json_object_array_add(st, json_straggle(&s->d.straggles[i], hdr->now_ns));
+	json_object_object_add(o, "stragglers", st);
+	json_object_object_add(nm, "table_full", json_object_new_uint64(s->d.match_full));
+	json_object_object_add(nm, "share", json_object_new_uint64(s->d.match_share));
+	json_object_object_add(nm, "too_large", json_object_new_uint64(s->d.match_too_large));
+	json_object_object_add(nm, "mismatch", json_object_new_uint64(s->d.match_mismatch));
+	json_object_object_add(o, "communicators_not_matched", nm);
 	for (size_t i = 0; i < s->d.nr_matrices; i++)
 		json_object_array_add(ms, json_matrix(&s->d.matrices[i]));
 	json_object_object_add(o, "communicators", ms);
@@ -482,16 +650,48 @@ static const struct {
 	{ "gpuprobe_nccl_p2p_bytes_total" }, { "gpuprobe_nccl_p2p_calls_total" }, { "gpuprobe_nccl_completed_calls_total" },
 	{ "gpuprobe_nccl_completion_upper_bound_seconds_total" }, { "gpuprobe_nccl_completed_size_bytes_total" },
 	{ "gpuprobe_nccl_bad_calls_total" }, { "gpuprobe_nccl_failed_calls_total" }, { "gpuprobe_nccl_groups_total" },
+	{ "gpuprobe_nccl_inflight_collectives" }, { "gpuprobe_nccl_since_completion_seconds" },
+	{ "gpuprobe_nccl_entered_collectives_total" }, { "gpuprobe_nccl_last_to_enter_total" },
+	{ "gpuprobe_nccl_straggler_lag_seconds_total" }, { "gpuprobe_nccl_entry_skew_seconds" },
+	{ "gpuprobe_nccl_entry_skew_last_seconds" }, { "gpuprobe_nccl_last_straggler_rank" },
+	{ "gpuprobe_nccl_waiting_for_rank_seconds" },
+	{ "gpuprobe_nccl_match_dropped_total" },
 };
-enum { F_CALLS, F_BYTES, F_API, F_P2P_BYTES, F_P2P_CALLS, F_DONE, F_WINDOW, F_SIZE, F_BAD, F_FAILED, F_GROUPS };
+enum {
+	F_CALLS, F_BYTES, F_API, F_P2P_BYTES, F_P2P_CALLS, F_DONE, F_WINDOW, F_SIZE, F_BAD, F_FAILED, F_GROUPS,
+	F_INFLIGHT, F_SINCE, F_ENTERED, F_LAST, F_LAG, F_SKEW, F_SKEW_LAST, F_STRAGGLER, F_WAITING, F_MATCH_DROP,
+};
+#define WAIT_SERIES 8 /* ranks waited for with a series of their own, per communicator */
+_Static_assert(NCCL_SKEW_SLOTS == PROM_HIST_SLOTS, "the skew histogram is written as prom__hist's slots");
 
 /* Sums of the communicators past the series cap, per (fn, dtype) and p2p direction. */
 struct other {
 	uint64_t calls[GP_NCCL__COUNT][NCCL_NTYPES + 1], bytes[GP_NCCL__COUNT][NCCL_NTYPES + 1];
 	uint64_t api[GP_NCCL__COUNT][NCCL_NTYPES + 1];
 	uint64_t p2p_calls[2], p2p_bytes[2];
+	uint64_t inflight, entered, last, lag_ns;
+	double since; /* the largest; < 0: none */
 	bool any;
 };
+
+/* A running process's hang figures and the collectives it was last into. */
+static void prom_hang(struct prom_out *p, const struct gp_snap_pid *pp, const struct nccl_comm_snap *c,
+		      const char *id, const char *rank, uint64_t now)
+{
+	const char *kv[] = { "comm_id", id, "rank", rank, NULL };
+	double since = since_done(c, now);
+
+	if (since >= 0 && !pp->exited) {
+		prom__u64(p, fams[F_INFLIGHT].name, pp, kv, inflight(c));
+		prom__secs(p, fams[F_SINCE].name, pp, kv, since);
+	}
+	if (c->entered)
+		prom__u64(p, fams[F_ENTERED].name, pp, kv, c->entered);
+	if (c->last_to_enter) {
+		prom__u64(p, fams[F_LAST].name, pp, kv, c->last_to_enter);
+		prom__secs(p, fams[F_LAG].name, pp, kv, secs(c->lag_ns));
+	}
+}
 
 static void prom_colls(struct prom_out *p, const struct gp_snap_pid *pp, const struct nccl_comm_snap *c,
 		       const char *id, const char *rank)
@@ -558,9 +758,17 @@ static void prom_times(struct prom_out *p, const struct gp_snap_pid *pp, const s
 	}
 }
 
-static void add_other(struct other *o, const struct nccl_comm_snap *c)
+static void add_other(struct other *o, const struct nccl_comm_snap *c, uint64_t now)
 {
+	double since = since_done(c, now);
+
 	o->any = true;
+	o->inflight += inflight(c);
+	o->entered += c->entered;
+	o->last += c->last_to_enter;
+	o->lag_ns += c->lag_ns;
+	if (since > o->since)
+		o->since = since;
 	for (size_t i = 0; i < c->nr_colls; i++) {
 		const struct nccl_coll *x = &c->colls[i];
 
@@ -576,6 +784,18 @@ static void add_other(struct other *o, const struct nccl_comm_snap *c)
 
 static void prom_other(struct prom_out *p, const struct gp_snap_pid *pp, const struct other *o)
 {
+	const char *hk[] = { "comm_id", "other", "rank", "", NULL };
+
+	if (o->any && o->since >= 0 && !pp->exited) {
+		prom__u64(p, fams[F_INFLIGHT].name, pp, hk, o->inflight);
+		prom__secs(p, fams[F_SINCE].name, pp, hk, o->since);
+	}
+	if (o->entered)
+		prom__u64(p, fams[F_ENTERED].name, pp, hk, o->entered);
+	if (o->last) {
+		prom__u64(p, fams[F_LAST].name, pp, hk, o->last);
+		prom__secs(p, fams[F_LAG].name, pp, hk, secs(o->lag_ns));
+	}
 	for (int fn = 0; o->any && fn < GP_NCCL__COUNT; fn++)
 		for (int t = 0; t <= NCCL_NTYPES; t++) {
 			const char *kv[] = { "comm_id", "other", "rank", "", "op", nccl_op_name(fn), "call", nccl_fn_name(fn),
@@ -599,10 +819,12 @@ static void prom_other(struct prom_out *p, const struct gp_snap_pid *pp, const s
 
 /* pp: this process's own, for the render (src/out/prom.c tells processes apart by it) */
 static void prom_proc(struct prom_out *p, const struct nccl_proc_snap *sp, uint64_t max_comms,
-		      struct gp_snap_pid *pp)
+		      struct gp_snap_pid *pp, uint64_t now)
 {
 	struct other *o = calloc(1, sizeof(*o));
 
+	if (o)
+		o->since = -1;
 	*pp = (struct gp_snap_pid){ .pid = sp->pid, .exited = sp->exited, .exit_ns = sp->exit_ns, .unnamed = sp->unnamed };
 	memcpy(pp->comm, sp->comm, sizeof(pp->comm));
 	for (size_t j = 0; j < sp->nr_comms; j++) {
@@ -611,7 +833,7 @@ static void prom_proc(struct prom_out *p, const struct nccl_proc_snap *sp, uint6
 
 		if (j >= max_comms) {
 			if (o)
-				add_other(o, c);
+				add_other(o, c, now);
 			continue;
 		}
 		comm_id_str(id, sizeof(id), c->id_known, c->id);
@@ -622,6 +844,7 @@ static void prom_proc(struct prom_out *p, const struct nccl_proc_snap *sp, uint6
 		prom_colls(p, pp, c, id, rank);
 		prom_p2p(p, pp, c, id, rank);
 		prom_times(p, pp, c, id, rank);
+		prom_hang(p, pp, c, id, rank, now);
 	}
 	if (o)
 		prom_other(p, pp, o);
@@ -635,6 +858,62 @@ static void prom_proc(struct prom_out *p, const struct nccl_proc_snap *sp, uint6
 	prom__u64(p, fams[F_GROUPS].name, pp, NULL, sp->groups);
 }
 
+/* The ranks a communicator's oldest unfinished collective waits for: the first
+ * WAIT_SERIES their own, the rest under "other" (the wait is one: their collective's). */
+static void prom_waiting(struct prom_out *p, const struct nccl_straggle *m, const char *id, uint64_t now)
+{
+	int shown = 0;
+	char rank[16];
+
+	for (int r = 0; r < NCCL_MATCH_RANKS && m->wait_since_ns; r++) {
+		const char *kv[] = { "comm_id", id, "rank", rank, NULL };
+
+		if (!(m->wait_missing & (1ULL << r)))
+			continue;
+		if (shown++ == WAIT_SERIES) {
+			kv[3] = "other";
+			prom__secs(p, fams[F_WAITING].name, NULL, kv, wait_secs(m, now));
+			return;
+		}
+		snprintf(rank, sizeof(rank), "%d", r);
+		prom__secs(p, fams[F_WAITING].name, NULL, kv, wait_secs(m, now));
+	}
+}
+
+/* Node-wide: per communicator matched, its entry skew and who waits; what was not matched. */
+static void prom_straggles(struct prom_out *p, const struct nccl_snap_data *d, uint64_t now)
+{
+	uint64_t evicted = 0, late = 0, dup = 0;
+	char id[32];
+
+	for (size_t i = 0; i < d->nr_straggles; i++) {
+		const struct nccl_straggle *m = &d->straggles[i];
+		const char *kv[] = { "comm_id", id, NULL };
+
+		comm_id_str(id, sizeof(id), true, m->id);
+		evicted += m->evicted;
+		late += m->late;
+		dup += m->duplicate;
+		if (m->matched) {
+			prom__hist(p, fams[F_SKEW].name, NULL, kv, m->skew_hist, secs(m->skew_sum_ns));
+			prom__secs(p, fams[F_SKEW_LAST].name, NULL, kv, secs(m->last_skew_ns));
+			prom__u64(p, fams[F_STRAGGLER].name, NULL, kv, (uint64_t)m->last_straggler);
+		}
+		prom_waiting(p, m, id, now);
+	}
+	const struct {
+		const char *why;
+		uint64_t n;
+	} drop[] = { { "evicted", evicted }, { "late", late }, { "duplicate", dup }, { "table_full", d->match_full },
+		     { "share", d->match_share }, { "too_large", d->match_too_large }, { "mismatch", d->match_mismatch } };
+
+	for (size_t k = 0; k < sizeof(drop) / sizeof(drop[0]); k++) {
+		const char *kv[] = { "reason", drop[k].why, NULL };
+
+		prom__u64(p, fams[F_MATCH_DROP].name, NULL, kv, drop[k].n);
+	}
+}
+
 int nccl_report__prom(struct prom_out *p, const struct gp_snap *hdr)
 {
 	const struct nccl_snap *s = SNAP(hdr);
@@ -646,7 +925,8 @@ int nccl_report__prom(struct prom_out *p, const struct gp_snap *hdr)
 		prom__family(p, fams[f].name);
 	for (size_t i = 0; i < s->d.nr_procs; i++)
 		if (s->d.procs[i].calls) /* no NCCL call yet: no series */
-			prom_proc(p, &s->d.procs[i], s->max_comm_series, &pids[i]);
+			prom_proc(p, &s->d.procs[i], s->max_comm_series, &pids[i], hdr->now_ns);
 	free(pids);
+	prom_straggles(p, &s->d, hdr->now_ns);
 	return 0;
 }
