@@ -910,15 +910,21 @@ def test_budget_interval_coverage():
                 smp = ct.get("sampling")
                 lo, hi = smp["intervals"]["launches"] if smp else (est, est)
                 ok = lo <= t["launches"] <= (hi if hi is not None else float("inf"))
+                # what the call-bound model rests on, for a run that misses: the prices the
+                # budget took (a hit warm and cold, a counted call) and the workload's own CPU
+                # time a launch over the run, probes and all
+                b = budget_record(r.stdout)
+                cpu = sum(p.get("cpu_ns", 0) for p in t["phases"]) / t["launches"] / 1e3
                 lines.append(f"{what}, {pct} %: {t['launches']} launches, estimate {est} ({est / t['launches']:.2f}x),"
-                             f" [{lo}, {hi}]{'' if ok else ' MISSED'}{' (not asserted)' if bound is None else ''}")
+                             f" [{lo}, {hi}]{'' if ok else ' MISSED'}{' (not asserted)' if bound is None else ''}"
+                             f" (a hit {b['probe_hit_warm_cost_s'] * 1e6:.1f} us warm, {b['probe_hit_cost_s'] * 1e6:.1f} us cold,"
+                             f" a call {b['call_cost_s'] * 1e6:.1f} us; {cpu:.1f} us of CPU a launch)")
+                print(f"#   {lines[-1]}", flush=True)
                 if bound is None:
                     continue
                 held += ok
                 runs += 1
                 check(1 / bound <= est / t["launches"] <= bound, f"estimate off by more than {bound}x: {lines[-1]}")
-    for l in lines:
-        print(f"#   {l}")
     check(held >= 0.8 * runs, f"intervals held the count in {held} of {runs} runs")
 
 
