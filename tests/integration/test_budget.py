@@ -801,6 +801,38 @@ def test_budget_floor_said_and_held():
           f"no floor line in the text report:\n{(r2.stdout + r2.stderr)[-2000:]}")
 
 
+def test_daemon_budget_floor_metrics():
+    """The daemon at its default budget with a probe hit priced as on 6.1 under QEMU's TCG
+    (--probe-cost 30 us): a process whose least sampled share passes 1 % (rate_app at
+    100,000/s with an allocation and a free every 100 launches, priced and never sampled)
+    is counted in gpuprobe_budget_floor_processes while it runs or until it is folded, with
+    its floor in gpuprobe_budget_floor_ratio, and the daemon says so once for its PID."""
+    import test_daemon as td
+    d = td.start_daemon(extra=["--libcuda", FAKECUDA, "--probe-cost", "30e-6"], modes=("--cudatrace", "--memleak"),
+                        budget=True, per_process=False)
+    try:
+        _, text = td.get(d.port)
+        eq(td.value(text, "gpuprobe_budget_floor_processes"), 0, "processes at a floor before any")
+        a = gp.Background([RATE, "--phases", "100000:4000"], env=ENV)
+        seen, deadline = (0, 0), time.time() + 30
+        while time.time() < deadline:
+            time.sleep(0.5)
+            _, text = td.get(d.port)
+            n, ratio = td.value(text, "gpuprobe_budget_floor_processes"), td.value(text, "gpuprobe_budget_floor_ratio")
+            if n:
+                seen = (n, ratio)
+                break
+            if a.p.poll() is not None:  # once more after its end: ended and not yet folded
+                deadline = min(deadline, time.time() + 1)
+        a.wait(timeout=60)
+        check(seen[0] == 1 and seen[1] > 0.01, f"floor processes, ratio {seen} (the daemon: {d.stderr()[-1500:]})")
+        said = [l for l in d.stderr().splitlines() if f"cannot be held for PID {a.pid}:" in l]
+        eq(len(said), 1, f"the floor said once for PID {a.pid}: {said}")
+        td.stop(d)
+    finally:
+        d.kill()
+
+
 def bw_async(out, pid):
     """A process's --bandwidth-util account of its asynchronous copies: (copies, bytes, timed
     copies, untimed copies, untimed bytes, unsynced copies, dropped events)."""
