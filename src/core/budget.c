@@ -70,7 +70,8 @@
  * part), so sampling it would only lose its calls. Where a probe hit is dear (6.1 under
  * QEMU's TCG: a hit 15-60 us, a counted call ~95 us) the share of a second alone priced
  * 37 calls, and short jobs of 100 calls were sampled away; there the allowance costs a
- * process more than the budget's share of a second, once (budget_floor below says so). */
+ * process more than the budget's share of a second, once (its report says so: a process
+ * over the budget by its allowance alone is `allowance_over`, and proc_over leaves it out). */
 #define MIN_EXACT_CALLS (8 * MIN_WINDOW_HITS)
 #define RING 256                  /* attach/detach durations kept for the medians */
 #define MAX_CHANGES 1024
