@@ -1254,11 +1254,7 @@ static void plan(struct gp_budget *b, struct plan *p)
 		if (b->accounts[i].fresh && gp_budget_period(b->accounts[i].stray_s, b->target) > T)
 			T = gp_budget_period(b->accounts[i].stray_s, b->target);
 	p->fraction = least_fraction(b, T, &p->over, &p->fixed_over);
-	/* a share at the least window (gp_budget_fraction clamps it there, `over`: even that
-	 * passes the target) is lengthened too: it used to compare equal and keep 500-ms
-	 * periods, twice the least windows a second, and a process the budget could not hold
-	 * ran at twice its floor (struct floor: 2 ms of each longest period) */
-	if ((p->fraction < GP_MIN_WINDOW_S / T || p->over) && T < GP_MAX_PERIOD_S) {
+	if (p->fraction < GP_MIN_WINDOW_S / T && T < GP_MAX_PERIOD_S) {
 		T = GP_MIN_WINDOW_S / p->fraction < GP_MAX_PERIOD_S ? GP_MIN_WINDOW_S / p->fraction : GP_MAX_PERIOD_S;
 		p->fraction = least_fraction(b, T, &p->over, &p->fixed_over);
 	}
