@@ -250,7 +250,10 @@ def check_reaction(b, t):
     check(b["windows_cut"] >= 1 or takes < 2.5,
           f"no window ended early by the step to 100000/s: {b['windows']} windows; the window at the step "
           f"would take {takes:.1f} times its period's allowance (share {f3}): {ch}")
-    eq(b["fraction"], 1.0, "every call seen at the end")
+    if whole:
+        eq(b["fraction"], 1.0, "every call seen at the end")
+    else:  # still sampling the 200/s phase when the process ended: the final report comes first
+        check(0 < b["fraction"] <= 1, f"fraction at the end {b['fraction']}")
 
 
 def test_bad_input():
