@@ -108,8 +108,8 @@ struct gap_counts {
 };
 
 /* The least share of a process's time in the probes that the budget can hold it at: its
- * least window (GP_MIN_WINDOW_S) of each of the longest periods at its share of the window
- * in probes, the hits its probes take while they go in and out (strays, a window's worth
+ * least window (GP_MIN_WINDOW_S) of each sampled period (500 ms at the least: the planner
+ * does not lengthen it there) at its share of the window in probes, the hits its probes take while they go in and out (strays, a window's worth
  * each period) and the probes never sampled (its `fixed` share). Where a probe hit is dear
  * (6.1 under QEMU's TCG: 15-60 us) that passes a 1 % budget, and no plan can hold it: the
  * budget holds the floor, and says so once per process (floor_said). Summed over the
@@ -1269,19 +1269,17 @@ static void plan(struct gp_budget *b, struct plan *p)
 
 static bool proc_over(const struct gp_budget *b, uint32_t pid, const struct gp_account *a, bool *allowance);
 
-/* The mean period of the longest planned ones (their lengths are drawn within +-JITTER, at
- * most GP_MAX_PERIOD_S: sampled_period). */
-#define FLOOR_PERIOD_S (GP_MAX_PERIOD_S * (1 - JITTER / 2))
-
-/* Its floor (struct floor) from the period just accounted: when the least window of the
- * longest period passes what the budget aims at, that period counts toward its floor; once
+/* Its floor (struct floor) from the period just accounted, T seconds long when sampled (the
+ * planner keeps 500-ms periods at the least window, unless strays lengthen them; a period
+ * with every call seen is priced as the first sampled one would be, GP_PERIOD_S): when the
+ * least window of such a period passes what the budget aims at, it counts toward its floor; once
  * the floor passes the budget itself (two such periods or more) and the process's own
  * estimate has passed it (proc_over: a floor over it in a fast phase alone, diluted by its
  * slow ones, holds the budget all the same), said once. Called with
  * b->acc held. */
-static void budget_floor(struct gp_budget *b, struct account *a)
+static void budget_floor(struct gp_budget *b, struct account *a, double T)
 {
-	double least = (a->rho * GP_MIN_WINDOW_S + a->stray_s) / FLOOR_PERIOD_S + a->fixed;
+	double least = (a->rho * GP_MIN_WINDOW_S + a->stray_s) / T + a->fixed;
 	bool o;
 
 	if (least <= b->target)
@@ -1292,9 +1290,9 @@ static void budget_floor(struct gp_budget *b, struct account *a)
 		return;
 	a->floor.said = true;
 	gp_log(GP_LOG_WARN, "budget: %g %% cannot be held for PID %u: a probe hit costs %.1f us here (a counted call "
-			    "%.1f us), and the least it can sample (a %.0f-ms window a second, its probes' %.0f us of hits "
+			    "%.1f us), and the least it can sample (a %.0f-ms window each %.2f s, its probes' %.0f us of hits "
 			    "going in and out) costs it %.2f %% of its time; holding it there",
-	       b->pct, a->pid, b->cold * 1e6, b->price * 1e6, GP_MIN_WINDOW_S * 1e3, a->stray_s * 1e6,
+	       b->pct, a->pid, b->cold * 1e6, b->price * 1e6, GP_MIN_WINDOW_S * 1e3, T, a->stray_s * 1e6,
 	       a->floor.sum / a->floor.n * 100);
 }
 
@@ -1391,7 +1389,7 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		a->stray_s = ns * b->price / a->callers;
 		a->fixed = T > 0 ? nf * b->fixed_price / T : 0;
 		if (a->fresh && !in_allowance(b, i, 0))
-			budget_floor(b, a);
+			budget_floor(b, a, on < T ? T : GP_PERIOD_S);
 		if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
 			end_account(b, i, now, true);
 		else if (a->fresh && !in_allowance(b, i, 0))
