@@ -109,13 +109,15 @@ struct gap_counts {
 
 /* The least share of a process's time in the probes that the budget can hold it at: its
  * least window (GP_MIN_WINDOW_S) of each sampled period (500 ms at the least: the planner
- * does not lengthen it there) at its share of the window in probes, the hits its probes take while they go in and out (strays, a window's worth
- * each period) and the probes never sampled (its `fixed` share). Where a probe hit is dear
+ * does not lengthen it there) at its share of the window in probes, the hits its probes
+ * take while they go in and out (strays, a window's worth each period) and the probes never
+ * sampled (its `fixed` share). Where a probe hit is dear
  * (6.1 under QEMU's TCG: 15-60 us) that passes a 1 % budget, and no plan can hold it: the
  * budget holds the floor, and says so once per process (floor_said). Summed over the
  * periods whose plan was at the least for it (n of them): their mean is the floor. */
 struct floor {
 	double sum, n;
+	double T, stray_s; /* the last such period's length and strays' seconds (said) */
 	bool said;
 };
 
@@ -1269,14 +1271,28 @@ static void plan(struct gp_budget *b, struct plan *p)
 
 static bool proc_over(const struct gp_budget *b, uint32_t pid, const struct gp_account *a, bool *allowance);
 
+/* Once per process over the budget (the caller knows), when its floor passes the budget:
+ * from the period that found it, or at the latest from the report that counts it
+ * (gp_budget__stats: a process found over only at its exit). Called with b->acc held. */
+static void floor_say(struct gp_budget *b, uint32_t pid, struct floor *f)
+{
+	if (f->said || f->n < 1 || f->sum / f->n <= b->pct / 100)
+		return;
+	f->said = true;
+	gp_log(GP_LOG_WARN, "budget: %g %% cannot be held for PID %u: a probe hit costs %.1f us here (a counted call "
+			    "%.1f us), and the least it can sample (a %.0f-ms window each %.2f s, its probes' %.0f us of hits "
+			    "going in and out) costs it %.2f %% of its time; holding it there",
+	       b->pct, pid, b->cold * 1e6, b->price * 1e6, GP_MIN_WINDOW_S * 1e3, f->T, f->stray_s * 1e6,
+	       f->sum / f->n * 100);
+}
+
 /* Its floor (struct floor) from the period just accounted, T seconds long when sampled (the
  * planner keeps 500-ms periods at the least window, unless strays lengthen them; a period
  * with every call seen is priced as the first sampled one would be, GP_PERIOD_S): when the
- * least window of such a period passes what the budget aims at, it counts toward its floor; once
- * the floor passes the budget itself (two such periods or more) and the process's own
- * estimate has passed it (proc_over: a floor over it in a fast phase alone, diluted by its
- * slow ones, holds the budget all the same), said once. Called with
- * b->acc held. */
+ * least window of such a period passes what the budget aims at, it counts toward its
+ * floor; once the floor passes the budget itself and the process's own estimate has passed
+ * it (proc_over: a floor over it in a fast phase alone, diluted by its slow ones, holds the
+ * budget all the same), said once (floor_say). Called with b->acc held. */
 static void budget_floor(struct gp_budget *b, struct account *a, double T)
 {
 	double least = (a->rho * GP_MIN_WINDOW_S + a->stray_s) / T + a->fixed;
@@ -1286,14 +1302,10 @@ static void budget_floor(struct gp_budget *b, struct account *a, double T)
 		return;
 	a->floor.sum += least;
 	a->floor.n++;
-	if (a->floor.said || a->floor.n < 2 || a->floor.sum / a->floor.n <= b->pct / 100 || !proc_over(b, a->pid, &a->acc, &o))
-		return;
-	a->floor.said = true;
-	gp_log(GP_LOG_WARN, "budget: %g %% cannot be held for PID %u: a probe hit costs %.1f us here (a counted call "
-			    "%.1f us), and the least it can sample (a %.0f-ms window each %.2f s, its probes' %.0f us of hits "
-			    "going in and out) costs it %.2f %% of its time; holding it there",
-	       b->pct, a->pid, b->cold * 1e6, b->price * 1e6, GP_MIN_WINDOW_S * 1e3, T, a->stray_s * 1e6,
-	       a->floor.sum / a->floor.n * 100);
+	a->floor.T = T;
+	a->floor.stray_s = a->stray_s;
+	if (proc_over(b, a->pid, &a->acc, &o))
+		floor_say(b, a->pid, &a->floor);
 }
 
 /*
@@ -2379,11 +2391,14 @@ static bool proc_over(const struct gp_budget *b, uint32_t pid, const struct gp_a
 	return a->seconds > 0 && a->probe_s - allow > lim;
 }
 
-static int add_proc(struct gp_budget_stats *s, size_t *cap, const struct gp_budget *b, uint32_t pid, bool ended,
-		    const struct gp_account *a, const struct floor *fl)
+static int add_proc(struct gp_budget_stats *s, size_t *cap, struct gp_budget *b, uint32_t pid, bool ended,
+		    const struct gp_account *a, struct floor *fl)
 {
 	bool allowance, over = proc_over(b, pid, a, &allowance);
 	double floor = fl->n > 0 ? fl->sum / fl->n : 0;
+
+	if (over && pid)
+		floor_say(b, pid, fl);
 
 	if (s->nr_procs == *cap) {
 		size_t nc = *cap ? *cap * 2 : 16;

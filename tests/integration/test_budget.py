@@ -114,7 +114,7 @@ def busy_in_probes(b, t):
 
 
 # Where a probe hit is dear (6.1 under QEMU's TCG: 15-60 us), the least the budget can sample
-# (a 2-ms window a second, the hits while its probes go in and out, the probes it never
+# (a 2-ms window each 500-ms period, the hits while its probes go in and out, the probes it never
 # samples) can cost a process more than the budget: the budget then says so (the process's
 # floor_pct, over the budget) and holds it at that floor. A process over the budget with no
 # such floor is a fault. Held: its share of time in the probes at most FLOOR_TOL x its floor
