@@ -361,7 +361,7 @@ const struct gp_metric gp_metrics[] = {
 	  "1 when a process's time in the probes by the budget's own estimate, beyond its exact allowance, passed the budget (a process running, or ended and not yet folded into the totals), when a process passes it even with the sampled probes attached for the least share of time, or when the probes never sampled (allocations, copies: priced) pass it alone.",
 	  NULL },
 	{ "gpuprobe_budget_floor_processes", GP_GAUGE, 0, "", NULL, "--max-overhead",
-	  "Processes (running, or ended and not yet folded into the totals) over the budget because it cannot be held for them: the least it can sample (a 2-ms window of each 1-s period, the probe hits while the probes go in and out, the probes never sampled) costs them more than the budget at the probe hit's price here. The budget holds them at that floor and says so once per process (a warning naming the PID, the hit's price and the floor).",
+	  "Processes (running, or ended and not yet folded into the totals) over the budget because it cannot be held for them: the least it can sample (a 2-ms window of each 500-ms sampled period, the probe hits while the probes go in and out, the probes never sampled) costs them more than the budget at the probe hit's price here. The budget holds them at that floor and says so once per process (a warning naming the PID, the hit's price and the floor).",
 	  "Seen where a probe hit is dear: on 6.1 under QEMU's TCG a hit costs 15-60 us, and a 1 % budget "
 	  "cannot be held; natively a hit costs 1-5 us and this is 0." },
 	{ "gpuprobe_budget_floor_ratio", GP_GAUGE, 0, "", NULL, "--max-overhead",
