@@ -65,6 +65,14 @@
  * 200,000/s phase read 2,182 calls in a 6.8-ms window, and its estimate ran 1.3-2.7 times
  * its count). */
 #define EXACT_ALLOWANCE_S 1.0
+/* But never fewer calls than this: a process that makes fewer cannot be estimated (a window
+ * goes on until MIN_WINDOW_HITS, and an estimate needs windows on both sides of an unseen
+ * part), so sampling it would only lose its calls. Where a probe hit is dear (6.1 under
+ * QEMU's TCG: a hit 15-60 us, a counted call ~95 us) the share of a second alone priced
+ * 37 calls, and short jobs of 100 calls were sampled away; there the allowance costs a
+ * process more than the budget's share of a second, once (its report says so: a process
+ * over the budget by its allowance alone is `allowance_over`, and proc_over leaves it out). */
+#define MIN_EXACT_CALLS (8 * MIN_WINDOW_HITS)
 #define RING 256                  /* attach/detach durations kept for the medians */
 #define MAX_CHANGES 1024
 #define SLOTS (GP_HIT_SLOTS + 1)  /* the last sums the processes that found theirs taken */
@@ -99,6 +107,20 @@ struct gap_counts {
 	uint64_t slept_ns; /* when it last first slept in a window (not a count) */
 };
 
+/* The least share of a process's time in the probes that the budget can hold it at: its
+ * least window (GP_MIN_WINDOW_S) of each sampled period (500 ms at the least: the planner
+ * does not lengthen it there) at its share of the window in probes, the hits its probes
+ * take while they go in and out (strays, a window's worth each period) and the probes never
+ * sampled (its `fixed` share). Where a probe hit is dear
+ * (6.1 under QEMU's TCG: 15-60 us) that passes a 1 % budget, and no plan can hold it: the
+ * budget holds the floor, and says so once per process (floor_said). Summed over the
+ * periods whose plan was at the least for it (n of them): their mean is the floor. */
+struct floor {
+	double sum, n;
+	double T, stray_s; /* the last such period's length and strays' seconds (said) */
+	bool said;
+};
+
 struct account {
 	uint32_t pid;  /* 0: no process (the spill slot is always accounted) */
 	uint64_t last, last_stray, last_fixed; /* its hits, strays and priced hits at the last boundary */
@@ -125,6 +147,7 @@ struct account {
 	uint64_t exit_ns;    /* when it exited (gp_budget__exited; 0: not known) */
 	bool closed;         /* accounted to its exit already (gp_budget__exited) */
 	bool fresh;    /* accounted in the last period */
+	struct floor floor;  /* the least share the budget can hold it at (budget_floor) */
 };
 
 /* A process new to the budget, by its hit slot (budget.h, enum gp_budget_unarmed). Its
@@ -160,6 +183,7 @@ struct plan {
 
 struct ended {
 	struct gp_account acc;
+	struct floor floor;
 	uint64_t end_ns;
 	uint64_t off_ns; /* struct account's */
 };
@@ -564,10 +588,18 @@ static void set_exact(struct gp_budget *b, size_t i, bool on)
 		__atomic_fetch_and(&b->hits[i].flags, ~(__u32)GP_SLOT_EXACT, __ATOMIC_RELEASE);
 }
 
+/* A process's exact allowance, in calls (EXACT_ALLOWANCE_S, MIN_EXACT_CALLS). */
+static double allowance_calls(const struct gp_budget *b)
+{
+	double n = b->price > 0 ? b->target * EXACT_ALLOWANCE_S / b->price : MIN_EXACT_CALLS;
+
+	return n > MIN_EXACT_CALLS ? n : MIN_EXACT_CALLS;
+}
+
 /* Whether slot i's owner has made the calls of its exact allowance (counted hits). */
 static bool fresh_spent(const struct gp_budget *b, size_t i)
 {
-	return (double)__atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED) * b->price >= b->target * EXACT_ALLOWANCE_S;
+	return (double)__atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED) >= allowance_calls(b);
 }
 
 static void count_unarmed(struct gp_budget *b, struct fresh *f, enum gp_budget_unarmed why)
@@ -1135,6 +1167,7 @@ static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_s
 	}
 	if (e) {
 		e->acc = a->acc;
+		e->floor = a->floor;
 		e->end_ns = now;
 		e->off_ns = a->off_ns;
 		free(u64map__del(b->ended, pid));
@@ -1169,7 +1202,7 @@ static bool in_allowance(const struct gp_budget *b, size_t i, double more)
 
 	if (i == GP_HIT_SLOTS || a->acc.sampled)
 		return false;
-	return (a->acc.obs + more) * b->price < b->target * EXACT_ALLOWANCE_S;
+	return a->acc.obs + more < allowance_calls(b);
 }
 
 /* Whether slot i's owner is in its cuInit still: it has made no other call. */
@@ -1253,6 +1286,45 @@ static void plan(struct gp_budget *b, struct plan *p)
 		if (b->accounts[i].fresh && b->accounts[i].stray_s > b->target * T)
 			p->over = true;
 	p->period_s = T;
+}
+
+static bool proc_over(const struct gp_budget *b, uint32_t pid, const struct gp_account *a, bool *allowance);
+
+/* Once per process over the budget (the caller knows), when its floor passes the budget:
+ * from the period that found it, or at the latest from the report that counts it
+ * (gp_budget__stats: a process found over only at its exit). Called with b->acc held. */
+static void floor_say(struct gp_budget *b, uint32_t pid, struct floor *f)
+{
+	if (f->said || f->n < 1 || f->sum / f->n <= b->pct / 100)
+		return;
+	f->said = true;
+	gp_log(GP_LOG_WARN, "budget: %g %% cannot be held for PID %u: a probe hit costs %.1f us here (a counted call "
+			    "%.1f us), and the least it can sample (a %.0f-ms window each %.2f s, its probes' %.0f us of hits "
+			    "going in and out) costs it %.2f %% of its time; holding it there",
+	       b->pct, pid, b->cold * 1e6, b->price * 1e6, GP_MIN_WINDOW_S * 1e3, f->T, f->stray_s * 1e6,
+	       f->sum / f->n * 100);
+}
+
+/* Its floor (struct floor) from the period just accounted, T seconds long when sampled (the
+ * planner keeps 500-ms periods at the least window, unless strays lengthen them; a period
+ * with every call seen is priced as the first sampled one would be, GP_PERIOD_S): when the
+ * least window of such a period passes what the budget aims at, it counts toward its
+ * floor; once the floor passes the budget itself and the process's own estimate has passed
+ * it (proc_over: a floor over it in a fast phase alone, diluted by its slow ones, holds the
+ * budget all the same), said once (floor_say). Called with b->acc held. */
+static void budget_floor(struct gp_budget *b, struct account *a, double T)
+{
+	double least = (a->rho * GP_MIN_WINDOW_S + a->stray_s) / T + a->fixed;
+	bool o;
+
+	if (least <= b->target)
+		return;
+	a->floor.sum += least;
+	a->floor.n++;
+	a->floor.T = T;
+	a->floor.stray_s = a->stray_s;
+	if (proc_over(b, a->pid, &a->acc, &o))
+		floor_say(b, a->pid, &a->floor);
 }
 
 /*
@@ -1347,6 +1419,8 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		a->rho = one > 0 ? n * b->price / one / a->callers : 0;
 		a->stray_s = ns * b->price / a->callers;
 		a->fixed = T > 0 ? nf * b->fixed_price / T : 0;
+		if (a->fresh && !in_allowance(b, i, 0))
+			budget_floor(b, a, on < T ? T : GP_PERIOD_S);
 		if (a->pid && kill((pid_t)a->pid, 0) && errno == ESRCH)
 			end_account(b, i, now, true);
 		else if (a->fresh && !in_allowance(b, i, 0))
@@ -1405,7 +1479,7 @@ static double rho_since(struct gp_budget *b, double secs)
 
 		/* a process within its exact allowance (a new owner: none of it spent) */
 		if (i < GP_HIT_SLOTS && (pid == b->accounts[i].pid ? in_allowance(b, i, n) :
-					 n * b->price < b->target * EXACT_ALLOWANCE_S))
+					 n < allowance_calls(b)))
 			n = 0;
 		s = n * b->price + since_boundary(b, i, true) * b->fixed_price;
 		if (s / secs > rho)
@@ -2339,16 +2413,20 @@ void gp_budget__reap(struct gp_budget *b, uint64_t cutoff_ns, uint32_t keep_pid)
  * short its life: the spill slot's processes, together, have none); *allowance: only with it. */
 static bool proc_over(const struct gp_budget *b, uint32_t pid, const struct gp_account *a, bool *allowance)
 {
-	double lim = b->pct / 100 * a->seconds, allow = pid ? b->target * EXACT_ALLOWANCE_S : 0;
+	double lim = b->pct / 100 * a->seconds, allow = pid ? allowance_calls(b) * b->price : 0;
 
 	*allowance = a->seconds > 0 && a->probe_s > lim && a->probe_s - allow <= lim;
 	return a->seconds > 0 && a->probe_s - allow > lim;
 }
 
-static int add_proc(struct gp_budget_stats *s, size_t *cap, const struct gp_budget *b, uint32_t pid, bool ended,
-		    const struct gp_account *a)
+static int add_proc(struct gp_budget_stats *s, size_t *cap, struct gp_budget *b, uint32_t pid, bool ended,
+		    const struct gp_account *a, struct floor *fl)
 {
 	bool allowance, over = proc_over(b, pid, a, &allowance);
+	double floor = fl->n > 0 ? fl->sum / fl->n : 0;
+
+	if (over && pid)
+		floor_say(b, pid, fl);
 
 	if (s->nr_procs == *cap) {
 		size_t nc = *cap ? *cap * 2 : 16;
@@ -2359,7 +2437,12 @@ static int add_proc(struct gp_budget_stats *s, size_t *cap, const struct gp_budg
 		s->procs = np;
 		*cap = nc;
 	}
-	s->procs[s->nr_procs++] = (struct gp_budget_proc){ pid, ended, *a, over, allowance };
+	s->procs[s->nr_procs++] = (struct gp_budget_proc){ pid, ended, *a, over, allowance, floor };
+	if (over && floor > b->pct / 100) {
+		s->floor_procs++;
+		if (floor > s->floor)
+			s->floor = floor;
+	}
 	s->over_procs += over;
 	s->over |= over;
 	return 0;
@@ -2378,7 +2461,7 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	s->cost = b->cold;
 	s->call_cost = b->price;
 	s->warm_cost = b->trap;
-	s->allowance = b->price > 0 ? b->target * EXACT_ALLOWANCE_S / b->price : 0;
+	s->allowance = allowance_calls(b);
 	s->prog_ns[0] = b->prog.ns[0];
 	s->prog_ns[1] = b->returns ? b->prog.ns[1] : 0;
 	s->prog_measured = !b->prog.refused && (b->prog.ns[0] > 0);
@@ -2403,9 +2486,9 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	/* pid 0: the processes whose slot another one held, together */
 	for (size_t i = 0; i < SLOTS && !r; i++)
 		if (b->accounts[i].pid || (i == GP_HIT_SLOTS && b->accounts[i].acc.obs))
-			r = add_proc(s, &cap, b, b->accounts[i].pid, false, &b->accounts[i].acc);
+			r = add_proc(s, &cap, b, b->accounts[i].pid, false, &b->accounts[i].acc, &b->accounts[i].floor);
 	for (size_t it = 0; !r && u64map__next(b->ended, &it, &pid, &v);)
-		r = add_proc(s, &cap, b, (uint32_t)pid, true, &((struct ended *)v)->acc);
+		r = add_proc(s, &cap, b, (uint32_t)pid, true, &((struct ended *)v)->acc, &((struct ended *)v)->floor);
 	pthread_mutex_unlock(&b->acc);
 	if (!s->changes || r) {
 		gp_budget__stats_free(s);

@@ -128,6 +128,11 @@ struct gp_budget_proc {
 	 * planner's flag (over_now, one period ahead) said nothing */
 	bool over;
 	bool allowance_over; /* its share passed the budget, by its exact allowance alone */
+	/* the least share of its time in the probes the budget can hold it at, where that
+	 * passed what it aims at (budget.c's struct floor: a probe hit dear, 6.1 under QEMU's
+	 * TCG); 0: none. Over pct/100 and over: the budget cannot hold it under pct, and holds
+	 * it there */
+	double floor;
 };
 
 /* What the budget did, for a report (gp_budget__stats fills it; free with __stats_free). */
@@ -143,6 +148,8 @@ struct gp_budget_stats {
 	bool over;                  /* over_now, or a process's own estimate passed it (procs[].over) */
 	bool over_now;              /* a process would pass the budget even at the least share */
 	uint64_t over_procs;        /* processes whose own estimate passed it (procs[].over) */
+	uint64_t floor_procs;       /* processes over it whose floor passes it (procs[].floor) */
+	double floor;               /* the highest of those floors (0: none) */
 	uint64_t periods, sampled_periods, windows;
 	uint64_t cut_windows;       /* windows ended early: a process took its period's hits */
 	double attach_ms, detach_ms; /* medians: making the links, closing them */

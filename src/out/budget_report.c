@@ -49,6 +49,11 @@ void gp_budget__text(FILE *f, const struct gp_budget_stats *s, bool all)
 		fprintf(f, "  over the budget: %s spent more than %g%% of %s time in the probes by the budget's own estimate, "
 			   "beyond the exact allowance\n", gp_text__n(s->over_procs, "process", "processes").s,
 			s->pct, s->over_procs == 1 ? "its" : "their");
+	if (s->floor_procs)
+		fprintf(f, "  cannot be held here: for %s the least the budget can sample passes %g%% (a probe hit costs %s, "
+			   "a counted call %s): held there, at up to %.2f%%\n",
+			gp_text__n(s->floor_procs, "process", "processes").s, s->pct, gp_text__duration(s->cost).s,
+			gp_text__duration(s->call_cost).s, s->floor * 100);
 	armed_line(f, s, all);
 	for (size_t i = 0; i < s->nr_procs; i++) {
 		const struct gp_budget_proc *p = &s->procs[i];
@@ -72,8 +77,11 @@ void gp_budget__text(FILE *f, const struct gp_budget_stats *s, bool all)
 				smp.fraction * 100, count(smp.estimate).s, count(smp.lo).s, count(smp.hi).s);
 		else
 			fprintf(f, " every launch and sync call seen (%s),", count(p->acc.obs).s);
-		fprintf(f, " %.3f%% of its time in those probes (estimate%s)\n", gp_account__overhead(&p->acc) * 100,
+		fprintf(f, " %.3f%% of its time in those probes (estimate%s", gp_account__overhead(&p->acc) * 100,
 			p->over ? ": over the budget" : p->allowance_over ? ": its exact allowance" : "");
+		if (p->over && p->floor > s->pct / 100)
+			fprintf(f, "; the least the budget can hold it at: %.2f%%", p->floor * 100);
+		fprintf(f, ")\n");
 	}
 	fflush(f);
 }
@@ -106,6 +114,7 @@ static json_object *json_proc(const struct gp_budget_proc *p)
 	json_object_object_add(o, "over_budget", json_object_new_boolean(p->over));
 	if (p->allowance_over)
 		json_object_object_add(o, "over_by_allowance", json_object_new_boolean(true));
+	json_object_object_add(o, "floor_pct", p->floor > 0 ? json_object_new_double(p->floor * 100) : NULL);
 	return o;
 }
 
@@ -125,6 +134,8 @@ void gp_budget__json(json_object *o, const struct gp_budget_stats *s)
 	json_object_object_add(o, "over_budget", json_object_new_boolean(s->over));
 	json_object_object_add(o, "over_budget_now", json_object_new_boolean(s->over_now));
 	json_object_object_add(o, "over_budget_processes", json_object_new_uint64(s->over_procs));
+	json_object_object_add(o, "floor_processes", json_object_new_uint64(s->floor_procs));
+	json_object_object_add(o, "floor_pct", json_object_new_double(s->floor * 100));
 	json_object_object_add(o, "periods", json_object_new_uint64(s->periods));
 	json_object_object_add(o, "sampled_periods", json_object_new_uint64(s->sampled_periods));
 	json_object_object_add(o, "windows", json_object_new_uint64(s->windows));
@@ -160,6 +171,10 @@ void gp_budget__prom(struct prom_out *p, const struct gp_budget_stats *s)
 	prom__real(p, "gpuprobe_budget_attached_ratio", NULL, NULL, s->fraction);
 	prom__family(p, "gpuprobe_budget_over");
 	prom__u64(p, "gpuprobe_budget_over", NULL, NULL, s->over);
+	prom__family(p, "gpuprobe_budget_floor_processes");
+	prom__u64(p, "gpuprobe_budget_floor_processes", NULL, NULL, s->floor_procs);
+	prom__family(p, "gpuprobe_budget_floor_ratio");
+	prom__real(p, "gpuprobe_budget_floor_ratio", NULL, NULL, s->floor);
 	prom__family(p, "gpuprobe_budget_sampled_periods_total");
 	prom__u64(p, "gpuprobe_budget_sampled_periods_total", NULL, NULL, s->sampled_periods);
 	prom__family(p, "gpuprobe_budget_windows_cut_total");

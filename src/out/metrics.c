@@ -406,6 +406,13 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_budget_over", GP_GAUGE, 0, "", NULL, "--max-overhead",
 	  "1 when a process's time in the probes by the budget's own estimate, beyond its exact allowance, passed the budget (a process running, or ended and not yet folded into the totals), when a process passes it even with the sampled probes attached for the least share of time, or when the probes never sampled (allocations, copies: priced) pass it alone.",
 	  NULL },
+	{ "gpuprobe_budget_floor_processes", GP_GAUGE, 0, "", NULL, "--max-overhead",
+	  "Processes (running, or ended and not yet folded into the totals) over the budget because it cannot be held for them: the least it can sample (a 2-ms window of each 500-ms sampled period, the probe hits while the probes go in and out, the probes never sampled) costs them more than the budget at the probe hit's price here. The budget holds them at that floor and says so once per process (a warning naming the PID, the hit's price and the floor).",
+	  "Seen where a probe hit is dear: on 6.1 under QEMU's TCG a hit costs 15-60 us, and a 1 % budget "
+	  "cannot be held; natively a hit costs 1-5 us and this is 0." },
+	{ "gpuprobe_budget_floor_ratio", GP_GAUGE, 0, "", NULL, "--max-overhead",
+	  "The highest floor of those processes (gpuprobe_budget_floor_processes): the share of its time in the probes the budget holds it at, above the budget; 0 when every process can be held under it.",
+	  NULL },
 	{ "gpuprobe_budget_sampled_periods_total", GP_COUNTER, 0, "", NULL, "--max-overhead",
 	  "Periods (500 ms, up to 1 s) in which the sampled probes were attached for a window only.", NULL },
 	{ "gpuprobe_budget_windows_cut_total", GP_COUNTER, 0, "", NULL, "--max-overhead",
@@ -415,7 +422,7 @@ const struct gp_metric gp_metrics[] = {
 	  "Processes whose libcuda gpuprobe probed only after they had mapped it (found by the linker's hook, a rescan, or a -p attach): their CUDA calls before the probes were not seen.",
 	  "The CLI's command is held until its libcuda is probed (its own library folders before it starts, a dlopen of a new libcuda at the linker's hook), so it adds none." },
 	{ "gpuprobe_budget_exact_allowance_calls", GP_GAUGE, 0, "", NULL, "--max-overhead",
-	  "The launch and synchronize calls a process makes, every one seen, before its rate may make the budget sample: the calls one window of the longest period can price (35 % of the budget over 1 s of probe time, at the price of a call).",
+	  "The launch and synchronize calls a process makes, every one seen, before its rate may make the budget sample: the calls one window of the longest period can price (35 % of the budget over 1 s of probe time, at the price of a call), and never fewer than 256 (fewer cannot be estimated: a window needs 32 hits).",
 	  "A job that makes fewer is counted exactly however fast it calls: while another process is "
 	  "sampled (the shared probes off), a process new to the budget has its probes armed for it alone "
 	  "from its first driver call (cuInit) until it has made these calls "

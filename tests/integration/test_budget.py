@@ -113,6 +113,42 @@ def busy_in_probes(b, t):
     return rate * warm_call_cost(b) >= UNBOUNDED_BUSY
 
 
+# Where a probe hit is dear (6.1 under QEMU's TCG: 15-60 us), the least the budget can sample
+# (a 2-ms window each 500-ms period, the hits while its probes go in and out, the probes it never
+# samples) can cost a process more than the budget: the budget then says so (the process's
+# floor_pct, over the budget) and holds it at that floor. A process over the budget with no
+# such floor is a fault. Held: its share of time in the probes at most FLOOR_TOL x its floor
+# (the floor is the mean of its least periods; its periods at the floor vary about it, by
+# the strays a window's probes catch: 4.5-8.3 % for floors of 5.8-6.5 % natively with a hit
+# priced at 30 us, GPUPROBE_TEST_PROBE_COST).
+FLOOR_TOL = 1.5
+
+
+def floor_limit(b, pid, pct):
+    """The share (%) of its time in the probes a process may take under the budget: pct, or,
+    where the budget said it cannot hold pct for it (over it, at a floor above it), FLOOR_TOL
+    x its floor; and the floor (0: none said)."""
+    ps = [p for p in b["processes"] if p["pid"] == pid]
+    floor = (ps[0].get("floor_pct") or 0) if ps and ps[0]["over_budget"] else 0
+    if floor <= pct:
+        return pct, 0
+    return FLOOR_TOL * floor, floor
+
+
+def check_over_is_the_floor(b, pct):
+    """Every process over the budget is one it said it cannot hold (its floor passes pct),
+    and the budget counts it among those (floor_processes)."""
+    over = [p for p in b["processes"] if p["over_budget"]]
+    for p in over:
+        check((p.get("floor_pct") or 0) > pct,
+              f"PID {p['pid']} over the budget ({p['overhead_pct_estimate']:.3f} %) with no floor above it "
+              f"(floor {p.get('floor_pct')}): {b}")
+    eq(b["floor_processes"], len(over), "processes over the budget at a floor above it")
+    # (over_budget_now, the planner's flag, says the least window passes the share aimed
+    # at, 35 % of the budget: not that a process passes the budget)
+    return over
+
+
 def check_budget_run(r, t, pct=1.0, mechanism=None):
     pid = t["pid"]
     ct = final_proc(r.stdout, "cudatrace", pid)
@@ -146,15 +182,23 @@ def check_budget_run(r, t, pct=1.0, mechanism=None):
     eq(b["max_overhead_pct"], pct, "the budget")
     eq(b["mechanism"], mechanism or gp.budget_mechanism(), "how the probes are taken off on this kernel")
     check_over_agrees(b)
-    eq(b["over_budget"], False, "over budget (now: %s; processes: %s)" % (
-        b["over_budget_now"], [(p["pid"], round(p["overhead_pct_estimate"], 3), p["over_budget"]) for p in b["processes"]]))
+    # over the budget only where it said it cannot hold it (a probe hit dear: its floor)
+    over = check_over_is_the_floor(b, pct)
+    check(not b["over_budget"] or over or b["over_budget_now"], f"over budget with no process over it: {b}")
     bp = [p for p in b["processes"] if p["pid"] == pid]
     eq(len(bp), 1, "the budget's account of the process")
-    check(bp[0]["overhead_pct_estimate"] <= pct, f"budget's estimate {bp[0]['overhead_pct_estimate']:.3f} %")
+    lim, floor = floor_limit(b, pid, pct)
+    if floor:
+        print(f"#   the budget cannot hold {pct:g} % here (a probe hit {b['probe_hit_cost_s'] * 1e6:.1f} us, a counted call"
+              f" {b['call_cost_s'] * 1e6:.1f} us): floor {floor:.2f} %, held at {bp[0]['overhead_pct_estimate']:.2f} %",
+              flush=True)
+        check(f"cannot be held for PID {pid}:" in r.stderr, f"the floor said: {r.stderr[-1500:]}")
+    check(bp[0]["overhead_pct_estimate"] <= lim, f"budget's estimate {bp[0]['overhead_pct_estimate']:.3f} % (floor {floor:.3f} %)")
     ov = gp.proc(gp.reports(r.stdout, mode="overhead")[0], pid)
     secs = (t["phases"][-1]["end_ns"] - t["phases"][0]["start_ns"]) / 1e9
     share = ov["probe_seconds_estimate"] / secs * 100
-    check(share <= pct, f"overhead line: {ov['probe_seconds_estimate']:.4f} s in probes over {secs:.2f} s = {share:.2f} %")
+    check(share <= lim, f"overhead line: {ov['probe_seconds_estimate']:.4f} s in probes over {secs:.2f} s = {share:.2f} %"
+                        f" (floor {floor:.3f} %)")
     return b, share
 
 
@@ -163,12 +207,24 @@ def check_reaction(b, t):
     a second of the last phase's; nothing sampled in the first phase (200/s)."""
     ph = t["phases"]
     ch = b["changes"]
+    # at 200/s every call is counted where the price allows it: 200 calls a second within
+    # what the budget aims at (natively ~6 us a call: 0.12 % of 0.35 %); on 6.1 under QEMU's
+    # TCG a counted call is priced ~95 us, 1.9 % a second at 200/s, and the budget samples it
+    # once its exact allowance is spent (the first phase's 200 calls are within it)
+    whole = ph[3]["rate"] * b["call_cost_s"] < b["target_pct"] / 100
     early = [c for c in ch if c["t_ns"] < ph[1]["start_ns"]]
     eq(early, [], "changes while the rate was 200/s")
     down = [c for c in ch if ph[2]["start_ns"] <= c["t_ns"] <= ph[2]["start_ns"] + 1e9 and c["fraction"] < 0.5]
-    check(down, f"no sampling within 1 s of the 100000/s phase: {ch}")
+    # or sampled already at its least share when it began (the 20000/s phase can take the
+    # least window already: its allocation probes, priced, and its strays on a loaded machine)
+    before = [c for c in ch if c["t_ns"] < ph[2]["start_ns"]]
+    check(down or (before and before[-1]["fraction"] <= 0.0041), f"no sampling within 1 s of the 100000/s phase: {ch}")
     up = [c for c in ch if ph[3]["start_ns"] <= c["t_ns"] <= ph[3]["start_ns"] + 1e9 and c["fraction"] == 1]
-    check(up, f"not back to every call within 1 s of the last phase: {ch}")
+    if whole:
+        check(up, f"not back to every call within 1 s of the last phase: {ch}")
+    else:
+        print(f"#   200/s at {b['call_cost_s'] * 1e6:.1f} us a counted call is {ph[3]['rate'] * b['call_cost_s'] * 100:.2f} %"
+              f" of a second, past the {b['target_pct']:.2f} % aimed at: sampled, not counted whole", flush=True)
     # the first window at 100000/s was planned for 20000/s: it ends once it took twice its
     # period's allowance (the target's share of the period), which its share of the period at
     # the step, at the rate the process achieved there, passes unless the step was less than
@@ -194,7 +250,10 @@ def check_reaction(b, t):
     check(b["windows_cut"] >= 1 or takes < 2.5,
           f"no window ended early by the step to 100000/s: {b['windows']} windows; the window at the step "
           f"would take {takes:.1f} times its period's allowance (share {f3}): {ch}")
-    eq(b["fraction"], 1.0, "every call seen at the end")
+    if whole:
+        eq(b["fraction"], 1.0, "every call seen at the end")
+    else:  # still sampling the 200/s phase when the process ended: the final report comes first
+        check(0 < b["fraction"] <= 1, f"fraction at the end {b['fraction']}")
 
 
 def test_bad_input():
@@ -296,7 +355,7 @@ def test_without_budget_every_count_exact():
 def test_budget_keeps_the_overhead_under_it():
     """Twice with a budget (latency probes on: two hits a launch), beside plain runs and one
     without a budget, alternated: the machine is shared and its speed drifts."""
-    plain, budget, shares = [], [], []
+    plain, budget, shares, lim = [], [], [], 1.0
     for i in range(2):
         plain.append(plain_rate())
         r, t = run_rate(["--max-overhead", "1"])
@@ -304,6 +363,7 @@ def test_budget_keeps_the_overhead_under_it():
         check_reaction(b, t)
         budget.append(t)
         shares.append(share)
+        lim = max(lim, floor_limit(b, t["pid"], 1.0)[0])
     r, exact = run_rate([])
     # the workload's own timing: its time inside launch calls, over the run and in the
     # 100000/s phase, against the plain runs' (their spread is this machine's noise)
@@ -317,7 +377,8 @@ def test_budget_keeps_the_overhead_under_it():
           f" timing: {added * 100:+.2f} % of its time added in launch calls over the run"
           f" (plain runs differ by {noise * 100:.2f} %), {added3 * 100:+.2f} % in the 100000/s phase,"
           f" {exact3 * 100:+.2f} % there without a budget")
-    check(added <= 0.01 + noise, f"the workload's launches took {added * 100:.2f} % more of its time")
+    # 1 %, or where the budget said it cannot hold 1 % here, its floor (FLOOR_TOL x)
+    check(added <= lim / 100 + noise, f"the workload's launches took {added * 100:.2f} % more of its time (limit {lim:.2f} %)")
     check(exact3 > 0.05, f"without a budget the 100000/s phase should cost it more: {exact3 * 100:.2f} %")
     check(added3 < exact3 / 3, f"the budget kept {added3 * 100:.2f} % of {exact3 * 100:.2f} % in the 100000/s phase")
 
@@ -653,9 +714,14 @@ def test_budget_prices_the_probes_it_never_samples():
     allocation and a free after each is 8000 priced calls/s, more than the 0.35 % the
     budget aims at by themselves, so it says so (over budget) and samples the launches at
     its least share; its estimate of the process's time in probes holds the priced calls.
-    Copies under --bandwidth-util are priced the same way."""
+    Copies under --bandwidth-util are priced the same way. On an emulated CPU (GP_TIME_SLACK:
+    6.1 under QEMU's TCG) the rate is that many times lower: 8000 allocation records a second
+    outran memleak's reader there (1,654 dropped, counted as ringbuf_full, so the allocations
+    were not exact), and at a hit priced 15-60 us 2000 priced calls a second pass the budget's
+    aim 30 times over all the same."""
+    rate = int(4000 / gp.TIME_SLACK)
     r = gp.gpuprobe(BASE + ["--cudatrace", "--memleak", "--max-overhead", "1", "-i", "0.5"],
-                    cmd=[RATE, "--phases", "4000:1500", "--alloc-every", "1"], timeout=60)
+                    cmd=[RATE, "--phases", f"{rate}:1500", "--alloc-every", "1"], timeout=60)
     eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
     t = truth(r.stderr)
     b = budget_record(r.stdout)
@@ -665,6 +731,15 @@ def test_budget_prices_the_probes_it_never_samples():
     check(bp[0]["probe_seconds_estimate"] >= 0.95 * priced,
           f"the budget's {bp[0]['probe_seconds_estimate']:.4f} s in probes holds less than the"
           f" {t['allocs'] + t['frees']} allocation calls' {priced:.4f} s")
+    check(2 * rate * 2 * b["probe_hit_cost_s"] > b["target_pct"] / 100,
+          f"{2 * rate} priced calls a second at {b['probe_hit_cost_s'] * 1e6:.2f} us a hit pass the aim alone")
+    # the budget cannot hold 1 % for it (the priced probes alone pass it): said, its floor
+    # above the budget and holding them
+    floor = bp[0].get("floor_pct") or 0
+    check(floor > 1 and f"cannot be held for PID {t['pid']}:" in r.stderr,
+          f"floor {floor} %: not said ({r.stderr[-1000:]})")
+    check(floor / 100 * bp[0]["seconds"] >= 0.9 * priced,
+          f"the floor {floor:.2f} % of {bp[0]['seconds']:.2f} s holds less than the priced calls' {priced:.4f} s")
     # said while the process runs (the interval reports): once it ended, its period closes and
     # nothing passes the budget any more, as the final report's "now" says
     eq(any(x["over_budget"] for x in gp.reports(r.stdout, mode="budget")), True,
@@ -688,6 +763,80 @@ def test_budget_prices_the_probes_it_never_samples():
     eq(len(bp), 1, "the budget's account of the copying process")
     check(bp[0]["probe_seconds_estimate"] >= 0.95 * copies * 2 * b["probe_hit_cost_s"],
           f"the budget's {bp[0]['probe_seconds_estimate']:.4f} s in probes holds less than {copies} copies")
+
+
+@retried
+def test_budget_floor_said_and_held():
+    """A probe hit priced as on 6.1 under QEMU's TCG (30 us: GPUPROBE_TEST_PROBE_COST), where
+    the least the budget can sample costs rate_app's process more than 1 %: the budget says
+    once, for that process, that 1 % cannot be held and at what floor (stderr, the JSON
+    record's floor_pct and floor_processes, the text report), holds it there (its own
+    estimate within FLOOR_TOL of the floor, beyond its exact allowance), and its estimates
+    still hold the true count (bounded or said not to be). Natively, with the calibrated
+    price, the same run has no floor over the budget (test_budget_keeps_the_overhead_under_it)."""
+    cost = 30e-6
+    r, t = run_rate(["--max-overhead", "1"], env={"GPUPROBE_TEST_PROBE_COST": str(cost)})
+    pid = t["pid"]
+    said = [l for l in r.stderr.splitlines() if "cannot be held for PID" in l]
+    eq(len(said), 1, f"the floor said once: {said}")
+    check(f"1 % cannot be held for PID {pid}: a probe hit costs 30.0 us" in said[0], said[0])
+    b = budget_record(r.stdout)
+    eq(b["probe_hit_cost_s"], cost, "the hit's price")
+    bp = [p for p in b["processes"] if p["pid"] == pid][0]
+    floor = bp.get("floor_pct") or 0
+    check(floor > 1, f"floor {floor} % (the process: {bp})")
+    eq(b["floor_processes"], 1, "processes at a floor over the budget")
+    eq(b["floor_pct"], floor, "the highest floor")
+    check_over_is_the_floor(b, 1.0)
+    allow = b["exact_allowance_calls"] * b["call_cost_s"]
+    held = (bp["probe_seconds_estimate"] - allow) / bp["seconds"] * 100
+    print(f"#   floor {floor:.2f} %, held at {held:.2f} % beyond the exact allowance"
+          f" ({bp['overhead_pct_estimate']:.2f} % in all)", flush=True)
+    check(held <= FLOOR_TOL * floor, f"held at {held:.2f} %, past {FLOOR_TOL} x its floor {floor:.2f} %")
+    ct = final_proc(r.stdout, "cudatrace", pid)
+    lo, hi = ct["sampling"]["intervals"]["launches"]
+    check(lo <= t["launches"] <= (hi if hi is not None else float("inf")), f"true launches {t['launches']} outside [{lo}, {hi}]")
+    ml = final_proc(r.stdout, "memleak", pid)
+    eq(ml["allocs_total"], t["allocs"], "allocations, exact")
+    # the text report says it too
+    r2 = gp.gpuprobe(["--libcuda", FAKECUDA, "--cudatrace", "--max-overhead", "1"],
+                     cmd=[RATE, "--phases", "100000:2000", "--alloc-every", "0"], timeout=60,
+                     env={"GPUPROBE_TEST_PROBE_COST": str(cost)})
+    eq(r2.returncode, 0, f"gpuprobe exit ({r2.stderr[-800:]})")
+    check(re.search(r"cannot be held here: for 1 process the least the budget can sample passes 1%", r2.stdout + r2.stderr),
+          f"no floor line in the text report:\n{(r2.stdout + r2.stderr)[-2000:]}")
+
+
+def test_daemon_budget_floor_metrics():
+    """The daemon at its default budget with a probe hit priced as on 6.1 under QEMU's TCG
+    (--probe-cost 30 us): a process whose least sampled share passes 1 % (rate_app at
+    100,000/s with an allocation and a free every 100 launches, priced and never sampled)
+    is counted in gpuprobe_budget_floor_processes while it runs or until it is folded, with
+    its floor in gpuprobe_budget_floor_ratio, and the daemon says so once for its PID."""
+    import test_daemon as td
+    d = td.start_daemon(extra=["--libcuda", FAKECUDA, "--probe-cost", "30e-6"], modes=("--cudatrace", "--memleak"),
+                        budget=True, per_process=False)
+    try:
+        _, text = td.get(d.port)
+        eq(td.value(text, "gpuprobe_budget_floor_processes"), 0, "processes at a floor before any")
+        a = gp.Background([RATE, "--phases", "100000:4000"], env=ENV)
+        seen, deadline = (0, 0), time.time() + 30
+        while time.time() < deadline:
+            time.sleep(0.5)
+            _, text = td.get(d.port)
+            n, ratio = td.value(text, "gpuprobe_budget_floor_processes"), td.value(text, "gpuprobe_budget_floor_ratio")
+            if n:
+                seen = (n, ratio)
+                break
+            if a.p.poll() is not None:  # once more after its end: ended and not yet folded
+                deadline = min(deadline, time.time() + 1)
+        a.wait(timeout=60)
+        check(seen[0] == 1 and seen[1] > 0.01, f"floor processes, ratio {seen} (the daemon: {d.stderr()[-1500:]})")
+        said = [l for l in d.stderr().splitlines() if f"cannot be held for PID {a.pid}:" in l]
+        eq(len(said), 1, f"the floor said once for PID {a.pid}: {said}")
+        td.stop(d)
+    finally:
+        d.kill()
 
 
 def bw_async(out, pid):
@@ -799,15 +948,21 @@ def test_budget_interval_coverage():
                 smp = ct.get("sampling")
                 lo, hi = smp["intervals"]["launches"] if smp else (est, est)
                 ok = lo <= t["launches"] <= (hi if hi is not None else float("inf"))
+                # what the call-bound model rests on, for a run that misses: the prices the
+                # budget took (a hit warm and cold, a counted call) and the workload's own CPU
+                # time a launch over the run, probes and all
+                b = budget_record(r.stdout)
+                cpu = sum(p.get("cpu_ns", 0) for p in t["phases"]) / t["launches"] / 1e3
                 lines.append(f"{what}, {pct} %: {t['launches']} launches, estimate {est} ({est / t['launches']:.2f}x),"
-                             f" [{lo}, {hi}]{'' if ok else ' MISSED'}{' (not asserted)' if bound is None else ''}")
+                             f" [{lo}, {hi}]{'' if ok else ' MISSED'}{' (not asserted)' if bound is None else ''}"
+                             f" (a hit {b['probe_hit_warm_cost_s'] * 1e6:.1f} us warm, {b['probe_hit_cost_s'] * 1e6:.1f} us cold,"
+                             f" a call {b['call_cost_s'] * 1e6:.1f} us; {cpu:.1f} us of CPU a launch)")
+                print(f"#   {lines[-1]}", flush=True)
                 if bound is None:
                     continue
                 held += ok
                 runs += 1
                 check(1 / bound <= est / t["launches"] <= bound, f"estimate off by more than {bound}x: {lines[-1]}")
-    for l in lines:
-        print(f"#   {l}")
     check(held >= 0.8 * runs, f"intervals held the count in {held} of {runs} runs")
 
 
