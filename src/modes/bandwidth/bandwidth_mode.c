@@ -186,8 +186,11 @@ static void h_proc(void *bw, const struct gp_proc_event *e)
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct bw_mode *m = st;
-	struct gp_handlers h = { .ctx = m->bw, .on_alloc = h_alloc, .on_free = h_free, .on_copy = h_copy,
-				 .on_aux = h_aux, .on_exit = h_exit, .on_proc = h_proc };
+	static const struct gp_on on[] = {
+		GP_ON(GP_EV_ALLOC, h_alloc), GP_ON_FREES(h_free), GP_ON(GP_EV_COPY, h_copy),
+		GP_ON(GP_EV_AUX, h_aux), GP_ON(GP_EV_EXIT, h_exit), GP_ON_PROCS(h_proc)
+	};
+	struct gp_handlers h = { .ctx = m->bw, GP_ONS(on) };
 
 	return gp_share__start(run, m->skel->progs.copy_proc_exit, &h, err, len);
 }

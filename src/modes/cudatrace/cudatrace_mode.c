@@ -788,9 +788,13 @@ static void h_proc(void *ctx, const struct gp_proc_event *e)
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct ct_mode *m = st;
-	struct gp_handlers h = { .ctx = m, .on_name = h_name, .on_stub = h_stub, .on_exit = h_exit,
-				 .on_graph = h_graph, .on_namecopy = h_namecopy };
-	struct gp_handlers hp = { .ctx = m, .on_proc = h_proc };
+	static const struct gp_on on[] = {
+		GP_ON(GP_EV_NAME, h_name), GP_ON(GP_EV_STUB, h_stub), GP_ON(GP_EV_EXIT, h_exit),
+		GP_ON(GP_EV_GRAPH, h_graph), GP_ON(GP_EV_NAMECOPY, h_namecopy)
+	};
+	struct gp_handlers h = { .ctx = m, GP_ONS(on) };
+	static const struct gp_on on_hp[] = { GP_ON_PROCS(h_proc) };
+	struct gp_handlers hp = { .ctx = m, GP_ONS(on_hp) };
 	int r = attach_set__auto(run->links, m->skel->progs.launch_proc_exit, err, len);
 
 	if (r)

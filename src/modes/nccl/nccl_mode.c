@@ -219,8 +219,11 @@ static void h_proc(void *ctx, const struct gp_proc_event *e)
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct nccl_mode *m = st;
-	struct gp_handlers h = { .ctx = m, .on_nccl = h_nccl, .on_nccl_cuda = h_cuda, .on_exit = h_exit,
-				 .on_proc = h_proc };
+	static const struct gp_on on[] = {
+		GP_ON(GP_EV_NCCL, h_nccl), GP_ON(GP_EV_NCCL_CUDA, h_cuda),
+		GP_ON(GP_EV_EXIT, h_exit), GP_ON_PROCS(h_proc)
+	};
+	struct gp_handlers h = { .ctx = m, GP_ONS(on) };
 
 	return gp_share__start(run, m->skel->progs.nccl_proc_exit, &h, err, len);
 }
