@@ -119,7 +119,8 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 
 	for (int i = 0; i < gp_copy_apis_cnt; i++) {
 		names[n] = gp_copy_apis[i].name;
-		cookies[n++] = GP_API_COOKIE(gp_copy_apis[i].id, gp_copy_apis[i].layout);
+		cookies[n++] = GP_COPY_COOKIE(gp_copy_apis[i].id, gp_copy_apis[i].layout,
+					      gp_aux_layout_of(gp_copy_apis[i].id));
 	}
 	ncopy = n;
 	/* synchronizations end asynchronous copies */
@@ -127,7 +128,7 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 		if (gp_launch_apis[i].prog != GP_LP_SYNC)
 			continue;
 		names[n] = gp_launch_apis[i].name;
-		cookies[n++] = gp_launch_apis[i].id;
+		cookies[n++] = GP_COPY_COOKIE(gp_launch_apis[i].id, GP_CL_NONE, gp_aux_layout_of(gp_launch_apis[i].id));
 	}
 	r = attach__resolve(lib, names, n, offsets, err, len);
 	if (r < 0)

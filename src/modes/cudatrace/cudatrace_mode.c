@@ -551,7 +551,8 @@ static int attach_graphs(struct ct_mode *m, struct gp_run *run, const char *lib,
 
 	for (int i = 0; i < n; i++) {
 		names[i] = gp_graph_apis[i].name;
-		cookies[i] = gp_graph_apis[i].id;
+		cookies[i] = GP_API_COOKIE(gp_graph_apis[i].id, (__u32)gp_graph_apis[i].call |
+					   (gp_api_ptsz(gp_graph_apis[i].id) ? GP_COOKIE_PTSZ : 0));
 	}
 	r = attach__resolve(lib, names, n, offsets, err, len);
 	if (r < 0)
@@ -588,7 +589,8 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	self_teach(m, run, lib);
 	for (int i = 0; i < n; i++) {
 		names[i] = gp_launch_apis[i].name;
-		cookies[i] = GP_API_COOKIE(gp_launch_apis[i].id, gp_launch_apis[i].prog);
+		cookies[i] = GP_API_COOKIE(gp_launch_apis[i].id, (__u32)gp_launch_apis[i].prog |
+					   (gp_api_ptsz(gp_launch_apis[i].id) ? GP_COOKIE_PTSZ : 0));
 	}
 	r = attach__resolve(lib, names, n, offsets, err, len);
 	if (r < 0)

@@ -168,7 +168,7 @@ static int attach_cuda(struct nccl_mode *m, struct gp_run *run, const char *lib,
 
 	for (int i = 0; i < NR_CUDA_APIS; i++) {
 		names[i] = gp_api_name(cuda_apis[i]);
-		cookies[i] = cuda_apis[i];
+		cookies[i] = GP_API_COOKIE(cuda_apis[i], gp_aux_layout_of(cuda_apis[i]));
 	}
 	r = attach__resolve(lib, names, NR_CUDA_APIS, offsets, err, len);
 	if (r < 0)
