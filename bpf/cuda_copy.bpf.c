@@ -32,7 +32,7 @@ struct call {
 	__u32 api;
 	__u32 epoch; /* gp_window_epoch() at entry */
 	__u32 layout; /* enum gp_copy_layout, from the cookie: GP_CL_NONE for no copy */
-	__u32 _pad;
+	__u32 aux;    /* enum gp_aux_layout, from the cookie: for a call that is no copy */
 	__u64 a[6];
 };
 
@@ -68,14 +68,14 @@ __u32 copy_procs_full;
 
 #define count_drop(what) gp_count_drop(cdrops, what)
 
-static __always_inline int copy_enter_traced(struct pt_regs *ctx, __u64 id, __u32 api, __u32 layout,
-					     __u32 epoch)
+static __always_inline int copy_enter_traced(struct pt_regs *ctx, __u64 id, __u64 cookie, __u32 epoch)
 {
 	struct call c = {
 		.ts_ns = bpf_ktime_get_ns(),
-		.api = api,
+		.api = GP_COOKIE_API(cookie),
 		.epoch = epoch,
-		.layout = layout,
+		.layout = GP_COPY_COOKIE_LAYOUT(cookie),
+		.aux = GP_COPY_COOKIE_AUX(cookie),
 		.a = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
 		       PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), gp_arg(ctx, 5) },
 	};
@@ -126,7 +126,7 @@ static __always_inline int copy_enter_body(struct pt_regs *ctx)
 	} else {
 		gp_priced_hit(id >> 32);
 	}
-	return copy_enter_traced(ctx, id, api, GP_COOKIE_LAYOUT(cookie), epoch);
+	return copy_enter_traced(ctx, id, cookie, epoch);
 }
 
 SEC("uprobe")
@@ -343,62 +343,58 @@ static __always_inline void emit_aux(struct call *c, __u64 id, __u64 now)
 	__u64 handle = c->a[0], aux = 0;
 	__u32 ms_bits = 0;
 
-	switch (c->api) {
-	case GP_API_cuEventRecord:
-	case GP_API_cuEventRecord_ptsz:
-	case GP_API_cuEventRecordWithFlags:
-	case GP_API_cuEventRecordWithFlags_ptsz:
-	case GP_API_cuStreamWaitEvent:
-	case GP_API_cuStreamWaitEvent_ptsz:
-	case GP_API_cuMemHostRegister_v2:
+	/* the arguments by their layout, from the cookie (GP_AUX_LAYOUT, bpf/gp_apis.def) */
+	switch (c->aux) {
+	case GP_AUX_ARG1_ARG2:
 		aux = c->a[1];
 		break;
-	case GP_API_cuEventElapsedTime:
-	case GP_API_cuEventElapsedTime_v2:
+	case GP_AUX_ELAPSED:
 		/* (float *ms, start, end): the GPU's time, read at return */
 		handle = c->a[1];
 		aux = c->a[2];
 		ms_bits = rd32(c->a[0], 0);
 		break;
-	case GP_API_cuCtxPopCurrent_v2:
+	case GP_AUX_POP:
 		handle = c->a[0] ? rd64(c->a[0], 0) : 0;
 		break;
-	case GP_API_cuDevicePrimaryCtxRetain:
+	case GP_AUX_OUT_ARG2:
 		handle = rd64(c->a[0], 0);
 		aux = c->a[1];
 		break;
-	case GP_API_cuCtxCreate_v2:
+	case GP_AUX_OUT_ARG3:
 		handle = rd64(c->a[0], 0);
 		aux = c->a[2];
 		break;
-	case GP_API_cuCtxCreate_v3:
-		handle = rd64(c->a[0], 0);
-		aux = c->a[4];
-		break;
-	case GP_API_cuCtxCreate_v4:
+	case GP_AUX_OUT_ARG4:
 		handle = rd64(c->a[0], 0);
 		aux = c->a[3];
 		break;
-	case GP_API_cuCtxSynchronize:
+	case GP_AUX_OUT_ARG5:
+		handle = rd64(c->a[0], 0);
+		aux = c->a[4];
+		break;
+	case GP_AUX_NONE:
 		handle = 0;
 		break;
-	case GP_API_cuCtxGetDevice:
+	case GP_AUX_DEVICE:
 		/* CUdevice is an int: the thread's current context's GPU */
 		handle = 0;
 		aux = (__u32)rd64(c->a[0], 0);
 		if (!gp_thread_gpu_changed(id, aux))
 			return; /* told already: PyTorch asks thousands of times a second */
 		break;
-	case GP_API_cuCtxGetDevice_v2:
+	case GP_AUX_DEVICE_CTX:
 		/* a named context (handle) is on this GPU; NULL: the current one's, as above */
 		handle = c->a[1];
 		aux = (__u32)rd64(c->a[0], 0);
 		if (!handle && !gp_thread_gpu_changed(id, aux))
 			return;
 		break;
-	default:
+	default: /* GP_AUX_ARG1 */
 		break;
 	}
+	/* which calls only a copying process's completions need is what the call does, not how
+	 * it passes its arguments: by id */
 	if ((is_query(c->api) || c->api == GP_API_cuEventElapsedTime || c->api == GP_API_cuEventElapsedTime_v2) &&
 	    !copy_procs_full) {
 		__u32 tgid = id >> 32;

@@ -40,6 +40,12 @@ enum gp_copy_layout {
 	GP_CL_PEER3D_ASYNC,
 };
 
+/* The copy program's attach cookie: the id, and above it the copy layout and, for a call
+ * that is no copy, the enum gp_aux_layout of its record (bpf/gpuprobe.h). */
+#define GP_COPY_COOKIE(api, layout, aux) GP_API_COOKIE(api, (__u32)(layout) | (__u32)(aux) << 8)
+#define GP_COPY_COOKIE_LAYOUT(cookie) (GP_COOKIE_LAYOUT(cookie) & 0xff)
+#define GP_COPY_COOKIE_AUX(cookie) (GP_COOKIE_LAYOUT(cookie) >> 8)
+
 struct gp_copy_event {
 	__u32 type; /* GP_EV_COPY */
 	__u32 api;

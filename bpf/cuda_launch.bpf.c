@@ -122,7 +122,10 @@ struct call {
 	struct gp_held held; /* its place in the table (shares.bpf.h) */
 	__u64 ts_ns;
 	__u32 api;
-	__u32 hist; /* enum gp_hist_kind */
+	union {
+		__u32 hist;  /* enum gp_hist_kind: a launch or synchronization */
+		__u32 gcall; /* enum gp_graph_call: a graph or capture call */
+	};
 	__u64 out_ptr;
 	__u64 arg;   /* name pointer, the CUkernel, a stream, a graph or a node */
 	__u64 owner; /* module or library, or the CUgraphExec */
@@ -497,31 +500,11 @@ static __always_inline __u32 launch_gen(struct hot *h, __u32 tgid, __u32 img, __
 	return gen;
 }
 
-static __always_inline bool is_ptsz(__u32 api)
-{
-	switch (api) {
-	case GP_API_cuLaunchKernel_ptsz:
-	case GP_API_cuLaunchKernelEx_ptsz:
-	case GP_API_cuLaunchCooperativeKernel_ptsz:
-	case GP_API_cuGraphLaunch_ptsz:
-	case GP_API_cuStreamBeginCapture_ptsz:
-	case GP_API_cuStreamBeginCapture_v2_ptsz:
-	case GP_API_cuStreamBeginCaptureToGraph_ptsz:
-	case GP_API_cuStreamEndCapture_ptsz:
-	case GP_API_cuEventRecord_ptsz:
-	case GP_API_cuEventRecordWithFlags_ptsz:
-	case GP_API_cuStreamWaitEvent_ptsz:
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* A stream as the capture tables know it: the per-thread default stream (0 in a _ptsz
- * entry point, or CU_STREAM_PER_THREAD) is one per thread. */
-static __always_inline __u64 stream_key(__u64 stream, __u32 api)
+ * entry point: GP_COOKIE_PTSZ, or CU_STREAM_PER_THREAD) is one per thread. */
+static __always_inline __u64 stream_key(__u64 stream, bool ptsz)
 {
-	if ((!stream && is_ptsz(api)) || stream == 2 /* CU_STREAM_PER_THREAD */)
+	if ((!stream && ptsz) || stream == 2 /* CU_STREAM_PER_THREAD */)
 		return 2 | ((__u64)(__u32)bpf_get_current_pid_tgid() << 32);
 	return stream;
 }
@@ -576,7 +559,7 @@ struct launch {
 
 /* A launch on a capturing stream runs nothing now: it becomes a node of the graph being
  * captured (counted as captured, by user space, from this record). */
-static __always_inline bool captured(__u32 tgid, __u32 img, __u32 api, const struct launch *l)
+static __always_inline bool captured(__u32 tgid, __u32 img, bool ptsz, const struct launch *l)
 {
 	__u64 cap;
 	bool named;
@@ -584,7 +567,7 @@ static __always_inline bool captured(__u32 tgid, __u32 img, __u32 api, const str
 
 	if (!*(volatile __s64 *)&live_captures)
 		return false;
-	cap = capture_of(tgid, img, stream_key(l->stream, api));
+	cap = capture_of(tgid, img, stream_key(l->stream, ptsz));
 	if (!cap)
 		return false;
 	gen = handle_gen(tgid, img, l->handle, &named);
@@ -623,8 +606,8 @@ static __always_inline void bump_launch(const struct gp_launch_key *k)
 
 static __always_inline int count_launch(void *ctx, const struct launch *l)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, img = l->img, api = (__u32)bpf_get_attach_cookie(ctx);
+	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
+	__u32 tgid = id >> 32, img = l->img, api = GP_COOKIE_API(cookie);
 	struct gp_launch_key k = {
 		.pid = tgid, .kind = l->kind, .handle = l->handle, .img = img,
 		.grid = { l->dims[0], l->dims[1], l->dims[2] },
@@ -641,7 +624,7 @@ static __always_inline int count_launch(void *ctx, const struct launch *l)
 	}
 	if (l->kind == GP_LAUNCH_GRAPH)
 		k.gen = exec_version(tgid, img, l->handle);
-	else if (captured(tgid, img, api, l))
+	else if (captured(tgid, img, GP_COOKIE_LAYOUT(cookie) & GP_COOKIE_PTSZ, l))
 		goto timed; /* the call itself is timed like any launch call */
 	else
 		k.gen = launch_gen(l->hot, tgid, img, l->handle, &named);
@@ -854,6 +837,9 @@ static __always_inline int name_leave(struct pt_regs *ctx)
 			count_drop(GP_LDROP_NORETURN);
 		return 0;
 	}
+	/* by id, not by the cookie: which handle a naming call makes (a CUkernel or a
+	 * CUfunction) and whether an entry is a naming call's are what the calls do; how they
+	 * pass their arguments is the cookie's (GP_LP_NAME, GP_LP_ALIAS) */
 	if (c->api != GP_API_cuModuleGetFunction && c->api != GP_API_cuLibraryGetKernel &&
 	    c->api != GP_API_cuKernelGetFunction)
 		return 0; /* another call's entry: this one's was not kept */
@@ -968,7 +954,7 @@ static __always_inline bool naming_seen(void)
  * and the rest). */
 static __always_inline int launch_enter_body(struct pt_regs *ctx)
 {
-	__u32 prog = GP_COOKIE_LAYOUT(bpf_get_attach_cookie(ctx));
+	__u32 prog = GP_COOKIE_SHAPE(bpf_get_attach_cookie(ctx));
 
 	switch (prog) {
 	case GP_LP_NAME:
@@ -1007,7 +993,7 @@ static __always_inline int launch_leave_body(struct pt_regs *ctx)
 {
 	if (!gp_traced_self())
 		return 0;
-	switch (GP_COOKIE_LAYOUT(bpf_get_attach_cookie(ctx))) {
+	switch (GP_COOKIE_SHAPE(bpf_get_attach_cookie(ctx))) {
 	case GP_LP_NAME:
 	case GP_LP_ALIAS:
 		return name_leave(ctx);
@@ -1064,53 +1050,42 @@ static __always_inline void read_node_params(struct call *c, const void *params,
 	__builtin_memcpy(c->dims, p.dims, sizeof(c->dims));
 }
 
-static __always_inline bool v2_params(__u32 api)
+/* What the return needs, by how the call passes its arguments (the cookie's call). */
+static __always_inline int graph_enter_call(struct pt_regs *ctx, __u32 api, __u32 call, bool ptsz)
 {
-	return api == GP_API_cuGraphAddKernelNode_v2 || api == GP_API_cuGraphKernelNodeSetParams_v2 ||
-	       api == GP_API_cuGraphExecKernelNodeSetParams_v2;
-}
-
-static __always_inline int graph_enter_call(struct pt_regs *ctx, __u32 api)
-{
-	struct call c = { .api = api };
+	struct call c = { .api = api, .gcall = call };
 	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
 
-	switch (api) {
-	case GP_API_cuStreamBeginCaptureToGraph:
-	case GP_API_cuStreamBeginCaptureToGraph_ptsz:
+	switch (call) {
+	case GP_GC_BEGIN_TO_GRAPH:
 		c.owner = a2; /* the graph captured into */
 		/* fallthrough */
-	case GP_API_cuStreamBeginCapture:
-	case GP_API_cuStreamBeginCapture_ptsz:
-	case GP_API_cuStreamBeginCapture_v2:
-	case GP_API_cuStreamBeginCapture_v2_ptsz:
-		c.arg = stream_key(a1, api);
+	case GP_GC_BEGIN:
+		c.arg = stream_key(a1, ptsz);
 		break;
-	case GP_API_cuStreamEndCapture:
-	case GP_API_cuStreamEndCapture_ptsz:
-		c.arg = stream_key(a1, api);
+	case GP_GC_END:
+		c.arg = stream_key(a1, ptsz);
 		c.out_ptr = a2;
 		break;
-	case GP_API_cuGraphAddKernelNode:
-	case GP_API_cuGraphAddKernelNode_v2:
+	case GP_GC_ADD_NODE:
+	case GP_GC_ADD_NODE_V2:
 		/* (CUgraphNode *out, CUgraph, deps, n, params) */
 		c.out_ptr = a1;
 		c.arg = a2;
-		read_node_params(&c, (void *)PT_REGS_PARM5(ctx), v2_params(api));
+		read_node_params(&c, (void *)PT_REGS_PARM5(ctx), call == GP_GC_ADD_NODE_V2);
 		break;
-	case GP_API_cuGraphKernelNodeSetParams:
-	case GP_API_cuGraphKernelNodeSetParams_v2:
+	case GP_GC_NODE_SET:
+	case GP_GC_NODE_SET_V2:
 		c.arg = a1;
-		read_node_params(&c, (void *)a2, v2_params(api));
+		read_node_params(&c, (void *)a2, call == GP_GC_NODE_SET_V2);
 		break;
-	case GP_API_cuGraphExecKernelNodeSetParams:
-	case GP_API_cuGraphExecKernelNodeSetParams_v2:
+	case GP_GC_EXEC_NODE_SET:
+	case GP_GC_EXEC_NODE_SET_V2:
 		c.owner = a1;
 		c.arg = a2;
-		read_node_params(&c, (void *)PT_REGS_PARM3(ctx), v2_params(api));
+		read_node_params(&c, (void *)PT_REGS_PARM3(ctx), call == GP_GC_EXEC_NODE_SET_V2);
 		break;
-	case GP_API_cuGraphExecUpdate:
-	case GP_API_cuGraphExecUpdate_v2:
+	case GP_GC_EXEC_UPDATE:
 		c.owner = a1;
 		c.arg = a2;
 		break;
@@ -1126,14 +1101,13 @@ static __always_inline int graph_enter_call(struct pt_regs *ctx, __u32 api)
 
 /* cuEventRecord[WithFlags](event, stream): an event recorded in a capture marks a point
  * of it; cuStreamWaitEvent(stream, event) on such an event makes stream join the capture. */
-static __always_inline int capture_fork_join(struct pt_regs *ctx, __u32 api)
+static __always_inline int capture_fork_join(struct pt_regs *ctx, bool record, bool ptsz)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, img = gp_image();
-	bool record = api != GP_API_cuStreamWaitEvent && api != GP_API_cuStreamWaitEvent_ptsz;
 	/* (event, stream) to record, (stream, event) to wait: read both registers first (a
 	 * ctx offset chosen at run time is refused by the verifier) */
 	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
-	__u64 stream = stream_key(record ? a2 : a1, api);
+	__u64 stream = stream_key(record ? a2 : a1, ptsz);
 	struct handle_key ek = { .pid = tgid, .img = img, .handle = record ? a1 : a2 };
 	struct handle_key sk = { .pid = tgid, .img = img, .handle = stream }, ck = sk;
 	__u64 cap, *ev;
@@ -1157,39 +1131,39 @@ static __always_inline int capture_fork_join(struct pt_regs *ctx, __u32 api)
 	return 0;
 }
 
+/* Every graph and capture entry point, dispatching on the cookie's call (GP_GRAPH's in
+ * bpf/gp_apis.def; the id below it). */
 SEC("uprobe")
 int graph_enter(struct pt_regs *ctx)
 {
-	__u32 api = (__u32)bpf_get_attach_cookie(ctx);
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 call = GP_COOKIE_SHAPE(cookie);
+	bool ptsz = GP_COOKIE_LAYOUT(cookie) & GP_COOKIE_PTSZ;
 	struct handle_key k = { .pid = bpf_get_current_pid_tgid() >> 32 };
 
 	if (!gp_traced_self())
 		return 0;
 	k.img = gp_image();
-	switch (api) {
-	case GP_API_cuEventRecord:
-	case GP_API_cuEventRecord_ptsz:
-	case GP_API_cuEventRecordWithFlags:
-	case GP_API_cuEventRecordWithFlags_ptsz:
-	case GP_API_cuStreamWaitEvent:
-	case GP_API_cuStreamWaitEvent_ptsz:
-		return capture_fork_join(ctx, api);
-	case GP_API_cuGraphExecDestroy:
+	switch (call) {
+	case GP_GC_RECORD:
+	case GP_GC_WAIT:
+		return capture_fork_join(ctx, call == GP_GC_RECORD, ptsz);
+	case GP_GC_EXEC_DESTROY:
 		k.handle = PT_REGS_PARM1(ctx);
 		bpf_map_delete_elem(&exec_ver, &k);
 		emit_graph(GP_GOP_EXEC_DESTROY, k.handle, 0, 0, 0, 0, NULL);
 		return 0;
-	case GP_API_cuGraphDestroy:
+	case GP_GC_DESTROY:
 		emit_graph(GP_GOP_GRAPH_DESTROY, PT_REGS_PARM1(ctx), 0, 0, 0, 0, NULL);
 		return 0;
-	case GP_API_cuGraphDestroyNode:
+	case GP_GC_DESTROY_NODE:
 		emit_graph(GP_GOP_NODE_DESTROY, 0, PT_REGS_PARM1(ctx), 0, 0, 0, NULL);
 		return 0;
-	case GP_API_cuGraphAddChildGraphNode:
+	case GP_GC_ADD_CHILD:
 		emit_graph(GP_GOP_CHILD_GRAPH, PT_REGS_PARM2(ctx), 0, 0, 0, 0, NULL);
 		return 0;
 	default:
-		return graph_enter_call(ctx, api);
+		return graph_enter_call(ctx, GP_COOKIE_API(cookie), call, ptsz);
 	}
 }
 
@@ -1266,44 +1240,38 @@ static __always_inline void graph_leave_call(const struct call *c, bool ok)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, img = gp_image();
 	__u64 out;
 
-	switch (c->api) {
-	case GP_API_cuStreamBeginCapture:
-	case GP_API_cuStreamBeginCapture_ptsz:
-	case GP_API_cuStreamBeginCapture_v2:
-	case GP_API_cuStreamBeginCapture_v2_ptsz:
-	case GP_API_cuStreamBeginCaptureToGraph:
-	case GP_API_cuStreamBeginCaptureToGraph_ptsz:
+	switch (c->gcall) {
+	case GP_GC_BEGIN:
+	case GP_GC_BEGIN_TO_GRAPH:
 		if (ok)
 			capture_begin(tgid, img, c);
 		return;
-	case GP_API_cuStreamEndCapture:
-	case GP_API_cuStreamEndCapture_ptsz:
+	case GP_GC_END:
 		capture_end(tgid, img, c, ok);
 		return;
 	}
 	if (!ok)
 		return;
-	switch (c->api) {
-	case GP_API_cuGraphAddKernelNode:
-	case GP_API_cuGraphAddKernelNode_v2:
+	switch (c->gcall) {
+	case GP_GC_ADD_NODE:
+	case GP_GC_ADD_NODE_V2:
 		node_made(tgid, img, GP_GOP_ADD_NODE, c->arg, read_out(c->out_ptr), c, 0);
 		return;
-	case GP_API_cuGraphKernelNodeSetParams:
-	case GP_API_cuGraphKernelNodeSetParams_v2:
+	case GP_GC_NODE_SET:
+	case GP_GC_NODE_SET_V2:
 		node_made(tgid, img, GP_GOP_NODE_SET, 0, c->arg, c, 0);
 		return;
-	case GP_API_cuGraphExecKernelNodeSetParams:
-	case GP_API_cuGraphExecKernelNodeSetParams_v2:
+	case GP_GC_EXEC_NODE_SET:
+	case GP_GC_EXEC_NODE_SET_V2:
 		node_made(tgid, img, GP_GOP_EXEC_NODE_SET, c->owner, c->arg, c, new_version(tgid, img, c->owner));
 		return;
-	case GP_API_cuGraphExecUpdate:
-	case GP_API_cuGraphExecUpdate_v2:
+	case GP_GC_EXEC_UPDATE:
 		emit_graph(GP_GOP_EXEC_UPDATE, c->owner, c->arg, 0, 0, new_version(tgid, img, c->owner), NULL);
 		return;
-	case GP_API_cuGraphClone:
+	case GP_GC_CLONE:
 		emit_graph(GP_GOP_CLONE, read_out(c->out_ptr), c->arg, 0, 0, 0, NULL);
 		return;
-	case GP_API_cuGraphCreate:
+	case GP_GC_CREATE:
 		emit_graph(GP_GOP_GRAPH_CREATE, read_out(c->out_ptr), 0, 0, 0, 0, NULL);
 		return;
 	default: /* the instantiations */

@@ -24,6 +24,31 @@ enum gp_launch_prog {
 			* launch once it returns */
 };
 
+/* How a --cudatrace stream-capture or graph entry point passes its arguments and what its
+ * record says (GP_GRAPH's call in bpf/gp_apis.def; graph_enter/graph_leave read it from
+ * the attach cookie). The _V2 calls take the _v2 kernel node parameters (with the CUkernel). */
+enum gp_graph_call {
+	GP_GC_INSTANTIATE,      /* (CUgraphExec *out, CUgraph, ...) */
+	GP_GC_CLONE,            /* (CUgraph *out, CUgraph) */
+	GP_GC_CREATE,           /* (CUgraph *out, flags) */
+	GP_GC_BEGIN,            /* (stream, ...): a capture begins */
+	GP_GC_BEGIN_TO_GRAPH,   /* (stream, CUgraph, ...): into an existing graph */
+	GP_GC_END,              /* (stream, CUgraph *out) */
+	GP_GC_ADD_NODE,         /* (CUgraphNode *out, CUgraph, deps, n, params *) */
+	GP_GC_ADD_NODE_V2,
+	GP_GC_NODE_SET,         /* (CUgraphNode, params *) */
+	GP_GC_NODE_SET_V2,
+	GP_GC_EXEC_NODE_SET,    /* (CUgraphExec, CUgraphNode, params *) */
+	GP_GC_EXEC_NODE_SET_V2,
+	GP_GC_EXEC_UPDATE,      /* (CUgraphExec, CUgraph, ...) */
+	GP_GC_EXEC_DESTROY,     /* (CUgraphExec) */
+	GP_GC_DESTROY,          /* (CUgraph) */
+	GP_GC_DESTROY_NODE,     /* (CUgraphNode) */
+	GP_GC_ADD_CHILD,        /* (CUgraphNode *out, CUgraph, deps, n, CUgraph child) */
+	GP_GC_RECORD,           /* (event, stream, ...): a capture's fork point */
+	GP_GC_WAIT,             /* (stream, event, ...): a stream joins the capture */
+};
+
 /* --cudatrace: how a handle was launched (part of the in-kernel aggregation key) */
 enum gp_launch_kind {
 	GP_LAUNCH_KERNEL = 0,      /* cuLaunchKernel */

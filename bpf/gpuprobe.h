@@ -161,6 +161,11 @@ enum gp_api {
 #define GP_API_COOKIE(api, layout) ((__u64)(layout) << 32 | (__u32)(api))
 #define GP_COOKIE_API(cookie) ((__u32)(cookie))
 #define GP_COOKIE_LAYOUT(cookie) ((__u32)((cookie) >> 32))
+/* In the layout half: a _ptsz entry point, whose stream 0 is the calling thread's default
+ * stream (the launch and graph programs; the loader reads it from the name, gp_api_ptsz),
+ * above the program's own layout (GP_COOKIE_SHAPE: bits 0-15). */
+#define GP_COOKIE_PTSZ (1u << 16)
+#define GP_COOKIE_SHAPE(cookie) (GP_COOKIE_LAYOUT(cookie) & 0xffff)
 
 struct gp_exit_event {
 	__u32 type; /* GP_EV_EXIT */
@@ -193,6 +198,24 @@ struct gp_aux_event {
 	__u64 aux;
 	__u32 epoch; /* synchronizations: GP_EPOCH_*, or the window's number at entry */
 	__u32 ms_bits; /* cuEventElapsedTime's float result, its bits; else 0 */
+};
+
+/* How a call that makes a struct gp_aux_event passes its handle and aux (--bandwidth-util's
+ * and --nccl's programs, from the attach cookie; GP_AUX_LAYOUT in bpf/gp_apis.def). ARGn is
+ * the n-th argument, OUT a CUcontext written through the first. */
+enum gp_aux_layout {
+	GP_AUX_ARG1 = 0,   /* handle = arg 1 (a stream, event or context): an entry point not listed */
+	GP_AUX_ARG1_ARG2,  /* handle = arg 1, aux = arg 2 (an event record, a wait, a registration) */
+	GP_AUX_ELAPSED,    /* (float *ms, start, end): handle = start, aux = end, ms_bits = *ms */
+	GP_AUX_POP,        /* (CUcontext *): handle = the popped context, 0 without the pointer */
+	GP_AUX_OUT_ARG2,   /* handle = *arg 1, aux = arg 2 (cuDevicePrimaryCtxRetain: the device) */
+	GP_AUX_OUT_ARG3,   /* handle = *arg 1, aux = arg 3 (cuCtxCreate_v2) */
+	GP_AUX_OUT_ARG4,   /* handle = *arg 1, aux = arg 4 (cuCtxCreate_v4) */
+	GP_AUX_OUT_ARG5,   /* handle = *arg 1, aux = arg 5 (cuCtxCreate_v3) */
+	GP_AUX_NONE,       /* handle = 0 (cuCtxSynchronize takes no argument) */
+	GP_AUX_DEVICE,     /* (CUdevice *): handle = 0, aux = the device, sent when it changes */
+	GP_AUX_DEVICE_CTX, /* (CUdevice *, CUcontext): handle = the context, aux = the device;
+			    * without a context, as GP_AUX_DEVICE */
 };
 
 enum gp_cdrop {

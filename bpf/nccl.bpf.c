@@ -65,7 +65,7 @@ struct ccall {
 	struct gp_held held; /* its place in the table (shares.bpf.h) */
 	__u64 ts_ns;
 	__u32 api;
-	__u32 _pad;
+	__u32 aux; /* enum gp_aux_layout, from the cookie */
 	__u64 a[5];
 };
 
@@ -91,6 +91,13 @@ __u64 polls;
 #define CUDA_ERROR_NOT_READY 600
 
 #define count_drop(what) gp_count_drop(ndrops, what)
+
+/*
+ * The NCCL calls' decoding below switches on the function (enum gp_nccl_fn, the attach
+ * cookie itself): NCCL's signatures are one per function, so the function is its layout,
+ * and the list (bpf/nccl_fns.def) has no layout column for a cookie to carry; the CUDA calls
+ * this object probes read theirs from the cookie (aux_of).
+ */
 
 /* The unique id of an init (by value on the stack, or an array for the scalable init),
  * or a shrink's excluded ranks. a: the register arguments, read from ctx already: the
@@ -358,10 +365,11 @@ int nccl_leave(struct pt_regs *ctx)
 SEC("uprobe")
 int nccl_cuda_enter(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
 	struct ccall c = {
 		.ts_ns = bpf_ktime_get_ns(),
-		.api = (__u32)bpf_get_attach_cookie(ctx),
+		.api = GP_COOKIE_API(cookie),
+		.aux = GP_COOKIE_LAYOUT(cookie),
 		.a = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx),
 		       PT_REGS_PARM5(ctx) },
 	};
@@ -389,51 +397,45 @@ static __always_inline bool is_sync(__u32 api)
 	       api == GP_API_cuEventElapsedTime || api == GP_API_cuEventElapsedTime_v2;
 }
 
-/* As bpf/cuda_copy.bpf.c's auxiliary records: handle and aux by entry point. */
+/* As bpf/cuda_copy.bpf.c's auxiliary records: handle and aux by the call's argument layout,
+ * from the cookie (GP_AUX_LAYOUT, bpf/gp_apis.def; cuCtxGetDevice is not probed here). */
 static __always_inline void aux_of(const struct ccall *c, __u64 *handle, __u64 *aux, __u32 *ms_bits)
 {
 	*handle = c->a[0];
 	*aux = 0;
 	*ms_bits = 0;
-	switch (c->api) {
-	case GP_API_cuEventRecord:
-	case GP_API_cuEventRecord_ptsz:
-	case GP_API_cuEventRecordWithFlags:
-	case GP_API_cuEventRecordWithFlags_ptsz:
-	case GP_API_cuStreamWaitEvent:
-	case GP_API_cuStreamWaitEvent_ptsz:
+	switch (c->aux) {
+	case GP_AUX_ARG1_ARG2:
 		*aux = c->a[1];
 		break;
-	case GP_API_cuEventElapsedTime:
-	case GP_API_cuEventElapsedTime_v2:
+	case GP_AUX_ELAPSED:
 		*handle = c->a[1];
 		*aux = c->a[2];
 		bpf_probe_read_user(ms_bits, sizeof(*ms_bits), (void *)c->a[0]); /* the float's bits */
 		break;
-	case GP_API_cuCtxPopCurrent_v2:
+	case GP_AUX_POP:
 		*handle = rd_u64(c->a[0]);
 		break;
-	case GP_API_cuDevicePrimaryCtxRetain:
+	case GP_AUX_OUT_ARG2:
 		*handle = rd_u64(c->a[0]);
 		*aux = c->a[1];
 		break;
-	case GP_API_cuCtxCreate_v2:
+	case GP_AUX_OUT_ARG3:
 		*handle = rd_u64(c->a[0]);
 		*aux = c->a[2];
 		break;
-	case GP_API_cuCtxCreate_v3:
-		*handle = rd_u64(c->a[0]);
-		*aux = c->a[4];
-		break;
-	case GP_API_cuCtxCreate_v4:
+	case GP_AUX_OUT_ARG4:
 		*handle = rd_u64(c->a[0]);
 		*aux = c->a[3];
 		break;
-	case GP_API_cuCtxSynchronize:
-	case GP_API_cuCtxSynchronize_v2:
+	case GP_AUX_OUT_ARG5:
+		*handle = rd_u64(c->a[0]);
+		*aux = c->a[4];
+		break;
+	case GP_AUX_NONE:
 		*handle = 0;
 		break;
-	default:
+	default: /* GP_AUX_ARG1 */
 		break;
 	}
 }

@@ -415,24 +415,12 @@ static void on_proc(void *ctx, const struct gp_proc_event *e)
 		cgroups__refresh(d->cgroups, e->pid, e->type == GP_EV_EXEC ? e->comm : NULL, gp_mono_ns());
 }
 
-static void on_alloc(void *ctx, const struct gp_alloc_event *e)
+/* Any other record names a process the tracer saw: its cgroup read while it is there (the
+ * process records have on_proc; an exit's process is going). */
+static void on_any(void *ctx, __u32 type, __u32 pid)
 {
-	cgroups__note(((struct daemon *)ctx)->cgroups, e->pid, gp_mono_ns());
-}
-
-static void on_free(void *ctx, const struct gp_free_event *e)
-{
-	cgroups__note(((struct daemon *)ctx)->cgroups, e->pid, gp_mono_ns());
-}
-
-static void on_copy(void *ctx, const struct gp_copy_event *e)
-{
-	cgroups__note(((struct daemon *)ctx)->cgroups, e->pid, gp_mono_ns());
-}
-
-static void on_aux(void *ctx, const struct gp_aux_event *e)
-{
-	cgroups__note(((struct daemon *)ctx)->cgroups, e->pid, gp_mono_ns());
+	if (type != GP_EV_FORK && type != GP_EV_EXEC && type != GP_EV_GONE && type != GP_EV_EXIT)
+		cgroups__note(((struct daemon *)ctx)->cgroups, pid, gp_mono_ns());
 }
 
 #define TEXT "text/plain; charset=utf-8"
@@ -560,8 +548,8 @@ static int start(struct daemon *d, char *err, size_t len)
 		.max_label_sets = (size_t)gp_opts.max_label_sets,
 		.max_label_sets_per_cgroup = (size_t)gp_opts.max_label_sets_per_cgroup,
 	};
-	struct gp_handlers h = { .ctx = d, .on_proc = on_proc, .on_alloc = on_alloc, .on_free = on_free,
-				 .on_copy = on_copy, .on_aux = on_aux };
+	static const struct gp_on on[] = { GP_ON_PROCS(on_proc) };
+	struct gp_handlers h = { .ctx = d, GP_ONS(on), .on_any = on_any };
 	int r;
 
 	d->libs = calloc(1, sizeof(*d->libs));

@@ -180,7 +180,10 @@ static void proc_exit(void *ctx, const struct gp_exit_event *e)
 
 int allocsrc__start(struct allocsrc *as, struct attach_set *links, char *err, size_t len)
 {
-	struct gp_handlers h = { .ctx = as, .on_alloc = on_alloc, .on_free = on_free, .on_exit = proc_exit };
+	static const struct gp_on on[] = {
+		GP_ON(GP_EV_ALLOC, on_alloc), GP_ON_FREES(on_free), GP_ON(GP_EV_EXIT, proc_exit)
+	};
+	struct gp_handlers h = { .ctx = as, GP_ONS(on) };
 	int r = attach_set__auto(links, as->skel->progs.mem_proc_exit, err, len);
 
 	if (!r)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
@@ -25,13 +26,34 @@
  */
 #define GP_CONSUME_MS 15
 
+/* Each record type's size (0: no such type; a shorter record is malformed) and where its
+ * pid is, from the one list of record types (GP_RECORDS, events.h). */
+struct rec_info {
+	size_t size;
+	size_t pid_off;
+};
+
+#define REC_INFO(ev, st) [ev] = { sizeof(struct st), offsetof(struct st, pid) },
+static const struct rec_info recs[] = { GP_RECORDS(REC_INFO) };
+#undef REC_INFO
+
+#define NR_TYPES (sizeof(recs) / sizeof(recs[0]))
+
+/* A subscriber as dispatch reads it: its handler of each type (NULL: none). */
+struct sub {
+	void *ctx;
+	gp_record_fn fn[NR_TYPES];
+	void (*on_any)(void *ctx, __u32 type, __u32 pid);
+	void (*on_tick)(void *ctx);
+};
+
 /* One ring buffer; its records go to every subscriber, in the order they subscribed.
  * Each has its own reader (libbpf 1.1 has no per-ring consume): the rings take turns. */
 struct source {
 	struct gp_events *ev;
 	struct ring_buffer *rb;
 	int map_fd;
-	struct gp_handlers h[MAX_SUBSCRIBERS];
+	struct sub h[MAX_SUBSCRIBERS];
 	int nr_h;
 };
 
@@ -48,135 +70,74 @@ struct gp_events {
 	uint64_t handled, malformed;
 };
 
-#define CALL(h, fn, data) do { if ((h)->fn) (h)->fn((h)->ctx, data); } while (0)
-
-/* The size of each record type (0: no such type): a shorter record is malformed. */
-static const size_t min_size[] = {
-	[GP_EV_ALLOC] = sizeof(struct gp_alloc_event),
-	[GP_EV_FREE] = sizeof(struct gp_free_event),
-	[GP_EV_MAP] = sizeof(struct gp_free_event),
-	[GP_EV_UNMAP] = sizeof(struct gp_free_event),
-	[GP_EV_EXIT] = sizeof(struct gp_exit_event),
-	[GP_EV_NAME] = sizeof(struct gp_name_event),
-	[GP_EV_STUB] = sizeof(struct gp_stub_event),
-	[GP_EV_NAMECOPY] = sizeof(struct gp_namecopy_event),
-	[GP_EV_COPY] = sizeof(struct gp_copy_event),
-	[GP_EV_AUX] = sizeof(struct gp_aux_event),
-	[GP_EV_IOCTL] = sizeof(struct gp_ioctl_event),
-	[GP_EV_CALL] = sizeof(struct gp_call_event),
-	[GP_EV_FORK] = sizeof(struct gp_proc_event),
-	[GP_EV_EXEC] = sizeof(struct gp_proc_event),
-	[GP_EV_GONE] = sizeof(struct gp_proc_event),
-	[GP_EV_GRAPH] = sizeof(struct gp_graph_event),
-	[GP_EV_CALL_STR] = sizeof(struct gp_call_str_event),
-	[GP_EV_NCCL] = sizeof(struct gp_nccl_event),
-	[GP_EV_NCCL_CUDA] = sizeof(struct gp_aux_event),
-	[GP_EV_DLOPEN] = sizeof(struct gp_dlopen_event),
-	[GP_EV_STACK] = sizeof(struct gp_stack_event),
-	[GP_EV_PYCODE] = sizeof(struct gp_pycode_event),
-	[GP_EV_PYLINES] = sizeof(struct gp_pylines_event),
-};
-
-/* Hands a record whose type and size were checked to h's handler of that type. */
-static void call(const struct gp_handlers *h, __u32 type, const void *data)
+/* h's (type, handler) pairs by type into *out; -EINVAL for an unknown type or one twice. */
+static int compile(const struct gp_handlers *h, struct sub *out)
 {
-	switch (type) {
-	case GP_EV_ALLOC:
-		CALL(h, on_alloc, data);
-		break;
-	case GP_EV_FREE:
-	case GP_EV_MAP:
-	case GP_EV_UNMAP:
-		CALL(h, on_free, data);
-		break;
-	case GP_EV_EXIT:
-		CALL(h, on_exit, data);
-		break;
-	case GP_EV_NAME:
-		CALL(h, on_name, data);
-		break;
-	case GP_EV_STUB:
-		CALL(h, on_stub, data);
-		break;
-	case GP_EV_NAMECOPY:
-		CALL(h, on_namecopy, data);
-		break;
-	case GP_EV_COPY:
-		CALL(h, on_copy, data);
-		break;
-	case GP_EV_AUX:
-		CALL(h, on_aux, data);
-		break;
-	case GP_EV_CALL:
-		CALL(h, on_call, data);
-		break;
-	case GP_EV_FORK:
-	case GP_EV_EXEC:
-	case GP_EV_GONE:
-		CALL(h, on_proc, data);
-		break;
-	case GP_EV_CALL_STR:
-		CALL(h, on_call_str, data);
-		break;
-	case GP_EV_GRAPH:
-		CALL(h, on_graph, data);
-		break;
-	case GP_EV_STACK:
-		CALL(h, on_stack, data);
-		break;
-	case GP_EV_PYCODE:
-		CALL(h, on_pycode, data);
-		break;
-	case GP_EV_PYLINES:
-		CALL(h, on_pylines, data);
-		break;
-	case GP_EV_IOCTL:
-		CALL(h, on_ioctl, data);
-		break;
-	case GP_EV_NCCL:
-		CALL(h, on_nccl, data);
-		break;
-	case GP_EV_NCCL_CUDA:
-		CALL(h, on_nccl_cuda, data);
-		break;
-	case GP_EV_DLOPEN:
-		CALL(h, on_dlopen, data);
-		break;
+	*out = (struct sub){ .ctx = h->ctx, .on_any = h->on_any, .on_tick = h->on_tick };
+	for (size_t i = 0; i < h->nr_on; i++) {
+		__u32 t = h->on[i].type;
+
+		if (t >= NR_TYPES || !recs[t].size || !h->on[i].fn || out->fn[t])
+			return -EINVAL;
+		out->fn[t] = h->on[i].fn;
 	}
+	return 0;
 }
 
-/* Checks a record's type and size and hands it to h; 0 or -EINVAL. */
-static int deliver(const struct gp_handlers *h, const void *data, size_t size)
+/* A record's type if its length holds its type's struct, else -1. */
+static int checked_type(const void *data, size_t size)
 {
 	const __u32 *type = data;
 
-	if (size < sizeof(*type) || *type >= sizeof(min_size) / sizeof(min_size[0]) ||
-	    !min_size[*type] || size < min_size[*type])
-		return -EINVAL;
-	call(h, *type, data);
-	return 0;
+	if (size < sizeof(*type) || *type >= NR_TYPES || !recs[*type].size || size < recs[*type].size)
+		return -1;
+	return (int)*type;
+}
+
+/* Hands a record whose type and size were checked to s. */
+static void deliver(const struct sub *s, __u32 type, const void *data)
+{
+	if (s->on_any) {
+		__u32 pid;
+
+		memcpy(&pid, (const char *)data + recs[type].pid_off, sizeof(pid));
+		s->on_any(s->ctx, type, pid);
+	}
+	if (s->fn[type])
+		s->fn[type](s->ctx, data);
 }
 
 int gp_events__dispatch(struct gp_events *ev, const struct gp_handlers *h, const void *data,
 			size_t size)
 {
-	int r = deliver(h, data, size);
+	struct sub sub;
+	int type;
 
-	if (r)
+	if (compile(h, &sub))
+		return -EINVAL;
+	type = checked_type(data, size);
+	if (type < 0) {
 		ev->malformed++;
-	else
-		ev->handled++;
-	return r;
+		return -EINVAL;
+	}
+	ev->handled++;
+	deliver(&sub, (__u32)type, data);
+	return 0;
 }
 
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct source *s = ctx;
+	int type = checked_type(data, size);
 
 	/* a record is counted once, handled or malformed, whatever the subscribers */
-	if (gp_events__dispatch(s->ev, &s->h[0], data, size) == 0)
-		for (int i = 1; i < s->nr_h; i++)
-			deliver(&s->h[i], data, size);
+	if (type < 0) {
+		s->ev->malformed++;
+	} else {
+		s->ev->handled++;
+		for (int i = 0; i < s->nr_h; i++)
+			deliver(&s->h[i], (__u32)type, data);
+	}
 	/* a bad record must not stop the drain; the deadline or a stop does (libbpf has
 	 * consumed this record already: a negative return only ends the read) */
 	if ((s->ev->stop && *s->ev->stop) || (s->ev->deadline && gp_mono_ns() >= s->ev->deadline)) {
@@ -209,13 +170,16 @@ void gp_events__free(struct gp_events *ev)
 int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h)
 {
 	struct source *s;
+	struct sub sub;
 
+	if (compile(h, &sub))
+		return -EINVAL;
 	for (int i = 0; i < ev->nr_src; i++) {
 		if (ev->src[i].map_fd != map_fd)
 			continue;
 		if (ev->src[i].nr_h >= MAX_SUBSCRIBERS)
 			return -E2BIG;
-		ev->src[i].h[ev->src[i].nr_h++] = *h;
+		ev->src[i].h[ev->src[i].nr_h++] = sub;
 		return 0;
 	}
 	if (ev->nr_src >= MAX_SOURCES)
@@ -228,7 +192,7 @@ int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h
 	s = &ev->src[ev->nr_src];
 	s->ev = ev;
 	s->map_fd = map_fd;
-	s->h[0] = *h;
+	s->h[0] = sub;
 	s->nr_h = 1;
 	s->rb = ring_buffer__new(map_fd, on_record, s, NULL);
 	if (!s->rb)

@@ -719,7 +719,8 @@ static void seed(struct libwatch *w)
 int libwatch__start(struct libwatch *w, unsigned int kinds, char *err, size_t len)
 {
 	const struct libwatch_opts *o = &w->o;
-	struct gp_handlers h = { .ctx = w, .on_dlopen = on_dlopen, .on_proc = on_proc };
+	static const struct gp_on on[] = { GP_ON(GP_EV_DLOPEN, on_dlopen), GP_ON_PROCS(on_proc) };
+	struct gp_handlers h = { .ctx = w, GP_ONS(on) };
 	int r = 0;
 
 	if (!w->skel)

@@ -285,7 +285,8 @@ static void on_proc(void *ctx, const struct gp_proc_event *e)
 
 int ptree__start(struct ptree *pt, struct attach_set *links, char *err, size_t len)
 {
-	struct gp_handlers h = { .ctx = pt, .on_proc = on_proc };
+	static const struct gp_on on[] = { GP_ON_PROCS(on_proc) };
+	struct gp_handlers h = { .ctx = pt, GP_ONS(on) };
 	struct bpf_program *progs[] = { pt->skel->progs.procs_fork, pt->skel->progs.procs_exec,
 					pt->skel->progs.procs_exit };
 	int r = 0;

@@ -356,7 +356,8 @@ static void run_on_exit(void *ctx, const struct gp_exit_event *e)
 
 int gp_run__start(struct gp_run *run, char *err, size_t len)
 {
-	struct gp_handlers h = { .ctx = run, .on_proc = run_on_proc, .on_exit = run_on_exit };
+	static const struct gp_on on[] = { GP_ON_PROCS(run_on_proc), GP_ON(GP_EV_EXIT, run_on_exit) };
+	struct gp_handlers h = { .ctx = run, GP_ONS(on) };
 	int r = 0;
 
 	if (run->ptree)

@@ -35,6 +35,7 @@ struct gp_graph_api_info {
 	enum gp_api id;
 	const char *name;
 	bool with_return;
+	enum gp_graph_call call; /* how it passes its arguments (the cookie's) */
 };
 
 extern const struct gp_graph_api_info gp_graph_apis[];
@@ -61,5 +62,11 @@ const struct gp_api_info *gp_api_info(unsigned int id);
  * enum's ids outgrew: 64 and more); 0 for any other id. */
 uint64_t gp_mem_api_bit(unsigned int id);
 const char *gp_kind_name(unsigned int kind);
+/* How a context, synchronization or event call passes what its struct gp_aux_event
+ * reports (GP_AUX_LAYOUT in bpf/gp_apis.def; GP_AUX_ARG1 for one not listed). */
+enum gp_aux_layout gp_aux_layout_of(unsigned int id);
+/* A _ptsz entry point: its stream 0 is the calling thread's default stream (cuda.h's
+ * per-thread variants; GP_COOKIE_PTSZ in the launch and graph programs' cookies). */
+bool gp_api_ptsz(unsigned int id);
 
 #endif

@@ -489,18 +489,25 @@ cleanup:
 	memleak__free(ml);
 }
 
-static int n_alloc, n_free, n_exit;
+static int n_alloc, n_free, n_exit, n_any;
+static __u32 any_pid_sum, any_last_type;
 static void c_alloc(void *c, const struct gp_alloc_event *e) { (void)c; (void)e; n_alloc++; }
+static void c_any(void *c, __u32 type, __u32 pid) { (void)c; n_any++; any_pid_sum += pid; any_last_type = type; }
 static void c_free(void *c, const struct gp_free_event *e) { (void)c; (void)e; n_free++; }
 static void c_exit(void *c, const struct gp_exit_event *e) { (void)c; (void)e; n_exit++; }
 
 static void test_dispatch_by_type_and_size(void)
 {
-	struct gp_handlers h = { .on_alloc = c_alloc, .on_free = c_free, .on_exit = c_exit };
+	static const struct gp_on on[] = { GP_ON(GP_EV_ALLOC, c_alloc), GP_ON_FREES(c_free),
+					   GP_ON(GP_EV_EXIT, c_exit) };
+	static const struct gp_on unknown[] = { { 77, (gp_record_fn)c_alloc } };
+	static const struct gp_on twice[] = { GP_ON(GP_EV_EXIT, c_exit), GP_ON(GP_EV_EXIT, c_exit) };
+	struct gp_handlers h = { GP_ONS(on), .on_any = c_any };
+	struct gp_handlers hu = { GP_ONS(unknown) }, ht = { GP_ONS(twice) };
 	struct gp_events *ev = gp_events__new();
-	struct gp_alloc_event a = alloc_ev(1, 1, 1, 1);
-	struct gp_free_event f = free_ev(GP_EV_UNMAP, 1, 1, 1);
-	struct gp_exit_event x = { .type = GP_EV_EXIT };
+	struct gp_alloc_event a = alloc_ev(10, 1, 1, 1);
+	struct gp_free_event f = free_ev(GP_EV_UNMAP, 200, 1, 1);
+	struct gp_exit_event x = { .type = GP_EV_EXIT, .pid = 3000 };
 	__u32 bogus = 77;
 
 	if (!ASSERT_EQ(gp_events__dispatch(ev, &h, &a, sizeof(a)), 0, "dispatch_alloc"))
@@ -524,6 +531,20 @@ static void test_dispatch_by_type_and_size(void)
 	if (!ASSERT_EQ(gp_events__handled(ev), 3, "records_handled"))
 		goto cleanup;
 	if (!ASSERT_EQ(gp_events__malformed(ev), 3, "records_malformed"))
+		goto cleanup;
+	/* every well-formed record's pid, whatever its struct's layout, and no malformed one */
+	if (!ASSERT_EQ(n_any, 3, "any_handled"))
+		goto cleanup;
+	if (!ASSERT_EQ(any_pid_sum, 3210, "any_pids"))
+		goto cleanup;
+	if (!ASSERT_EQ(any_last_type, GP_EV_EXIT, "any_type"))
+		goto cleanup;
+	/* a subscription to a type with no size, or to one type twice, is refused */
+	if (!ASSERT_EQ(gp_events__dispatch(ev, &hu, &a, sizeof(a)), -22, "subscribe_unknown_type"))
+		goto cleanup;
+	if (!ASSERT_EQ(gp_events__dispatch(ev, &ht, &x, sizeof(x)), -22, "subscribe_twice"))
+		goto cleanup;
+	if (!ASSERT_EQ(n_exit, 1, "refused_not_handled"))
 		goto cleanup;
 cleanup:
 	gp_events__free(ev);

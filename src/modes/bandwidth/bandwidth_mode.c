@@ -119,7 +119,8 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 
 	for (int i = 0; i < gp_copy_apis_cnt; i++) {
 		names[n] = gp_copy_apis[i].name;
-		cookies[n++] = GP_API_COOKIE(gp_copy_apis[i].id, gp_copy_apis[i].layout);
+		cookies[n++] = GP_COPY_COOKIE(gp_copy_apis[i].id, gp_copy_apis[i].layout,
+					      gp_aux_layout_of(gp_copy_apis[i].id));
 	}
 	ncopy = n;
 	/* synchronizations end asynchronous copies */
@@ -127,7 +128,7 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 		if (gp_launch_apis[i].prog != GP_LP_SYNC)
 			continue;
 		names[n] = gp_launch_apis[i].name;
-		cookies[n++] = gp_launch_apis[i].id;
+		cookies[n++] = GP_COPY_COOKIE(gp_launch_apis[i].id, GP_CL_NONE, gp_aux_layout_of(gp_launch_apis[i].id));
 	}
 	r = attach__resolve(lib, names, n, offsets, err, len);
 	if (r < 0)
@@ -186,8 +187,11 @@ static void h_proc(void *bw, const struct gp_proc_event *e)
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct bw_mode *m = st;
-	struct gp_handlers h = { .ctx = m->bw, .on_alloc = h_alloc, .on_free = h_free, .on_copy = h_copy,
-				 .on_aux = h_aux, .on_exit = h_exit, .on_proc = h_proc };
+	static const struct gp_on on[] = {
+		GP_ON(GP_EV_ALLOC, h_alloc), GP_ON_FREES(h_free), GP_ON(GP_EV_COPY, h_copy),
+		GP_ON(GP_EV_AUX, h_aux), GP_ON(GP_EV_EXIT, h_exit), GP_ON_PROCS(h_proc)
+	};
+	struct gp_handlers h = { .ctx = m->bw, GP_ONS(on) };
 
 	return gp_share__start(run, m->skel->progs.copy_proc_exit, &h, err, len);
 }

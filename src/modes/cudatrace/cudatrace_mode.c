@@ -551,7 +551,8 @@ static int attach_graphs(struct ct_mode *m, struct gp_run *run, const char *lib,
 
 	for (int i = 0; i < n; i++) {
 		names[i] = gp_graph_apis[i].name;
-		cookies[i] = gp_graph_apis[i].id;
+		cookies[i] = GP_API_COOKIE(gp_graph_apis[i].id, (__u32)gp_graph_apis[i].call |
+					   (gp_api_ptsz(gp_graph_apis[i].id) ? GP_COOKIE_PTSZ : 0));
 	}
 	r = attach__resolve(lib, names, n, offsets, err, len);
 	if (r < 0)
@@ -588,7 +589,8 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 	self_teach(m, run, lib);
 	for (int i = 0; i < n; i++) {
 		names[i] = gp_launch_apis[i].name;
-		cookies[i] = GP_API_COOKIE(gp_launch_apis[i].id, gp_launch_apis[i].prog);
+		cookies[i] = GP_API_COOKIE(gp_launch_apis[i].id, (__u32)gp_launch_apis[i].prog |
+					   (gp_api_ptsz(gp_launch_apis[i].id) ? GP_COOKIE_PTSZ : 0));
 	}
 	r = attach__resolve(lib, names, n, offsets, err, len);
 	if (r < 0)
@@ -788,9 +790,13 @@ static void h_proc(void *ctx, const struct gp_proc_event *e)
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct ct_mode *m = st;
-	struct gp_handlers h = { .ctx = m, .on_name = h_name, .on_stub = h_stub, .on_exit = h_exit,
-				 .on_graph = h_graph, .on_namecopy = h_namecopy };
-	struct gp_handlers hp = { .ctx = m, .on_proc = h_proc };
+	static const struct gp_on on[] = {
+		GP_ON(GP_EV_NAME, h_name), GP_ON(GP_EV_STUB, h_stub), GP_ON(GP_EV_EXIT, h_exit),
+		GP_ON(GP_EV_GRAPH, h_graph), GP_ON(GP_EV_NAMECOPY, h_namecopy)
+	};
+	struct gp_handlers h = { .ctx = m, GP_ONS(on) };
+	static const struct gp_on on_hp[] = { GP_ON_PROCS(h_proc) };
+	struct gp_handlers hp = { .ctx = m, GP_ONS(on_hp) };
 	int r = attach_set__auto(run->links, m->skel->progs.launch_proc_exit, err, len);
 
 	if (r)

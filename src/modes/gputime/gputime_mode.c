@@ -511,7 +511,8 @@ static void on_event(void *ctx, const struct gt_event *e)
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct gputime_mode *m = st;
-	struct gp_handlers h = { .ctx = m, .on_proc = h_proc, .on_tick = h_tick };
+	static const struct gp_on on[] = { GP_ON_PROCS(h_proc) };
+	struct gp_handlers h = { .ctx = m, GP_ONS(on), .on_tick = h_tick };
 	int r = gp_run__subscribe(run, &h);
 
 	if (run->timeline)

@@ -245,7 +245,8 @@ static int attach_tracepoints(struct ioc_mode *m, char *err, size_t len)
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct ioc_mode *m = st;
-	struct gp_handlers h = { .ctx = m, .on_ioctl = on_ioctl };
+	static const struct gp_on on[] = { GP_ON(GP_EV_IOCTL, on_ioctl) };
+	struct gp_handlers h = { .ctx = m, GP_ONS(on) };
 	char why[256];
 	int r = -ENOENT;
 

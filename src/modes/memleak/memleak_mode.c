@@ -289,9 +289,12 @@ static void watch_seeds(struct memleak_mode *m)
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct memleak_mode *m = st;
-	struct gp_handlers h = { .ctx = st, .on_alloc = h_alloc, .on_free = h_free, .on_exit = h_exit,
-				 .on_proc = h_proc, .on_stack = h_stack, .on_pycode = h_pycode, .on_pylines = h_pylines,
-				 .on_tick = h_tick };
+	static const struct gp_on on[] = {
+		GP_ON(GP_EV_ALLOC, h_alloc), GP_ON_FREES(h_free), GP_ON(GP_EV_EXIT, h_exit),
+		GP_ON_PROCS(h_proc), GP_ON(GP_EV_STACK, h_stack), GP_ON(GP_EV_PYCODE, h_pycode),
+		GP_ON(GP_EV_PYLINES, h_pylines)
+	};
+	struct gp_handlers h = { .ctx = st, GP_ONS(on), .on_tick = h_tick };
 	int r;
 
 	if (m->stacks != GP_STACKS_NONE) {

@@ -171,7 +171,7 @@ static int attach_cuda(struct nccl_mode *m, struct gp_run *run, const char *lib,
 
 	for (int i = 0; i < NR_CUDA_APIS; i++) {
 		names[i] = gp_api_name(cuda_apis[i]);
-		cookies[i] = cuda_apis[i];
+		cookies[i] = GP_API_COOKIE(cuda_apis[i], gp_aux_layout_of(cuda_apis[i]));
 	}
 	r = attach__resolve(lib, names, NR_CUDA_APIS, offsets, err, len);
 	if (r < 0)
@@ -222,8 +222,11 @@ static void h_proc(void *ctx, const struct gp_proc_event *e)
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct nccl_mode *m = st;
-	struct gp_handlers h = { .ctx = m, .on_nccl = h_nccl, .on_nccl_cuda = h_cuda, .on_exit = h_exit,
-				 .on_proc = h_proc };
+	static const struct gp_on on[] = {
+		GP_ON(GP_EV_NCCL, h_nccl), GP_ON(GP_EV_NCCL_CUDA, h_cuda),
+		GP_ON(GP_EV_EXIT, h_exit), GP_ON_PROCS(h_proc)
+	};
+	struct gp_handlers h = { .ctx = m, GP_ONS(on) };
 
 	return gp_share__start(run, m->skel->progs.nccl_proc_exit, &h, err, len);
 }

@@ -307,7 +307,8 @@ static void on_lane(void *ctx, enum gp_lane lane, uint32_t pid, uint64_t dur_ns,
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 {
 	struct trace_mode *m = st;
-	struct gp_handlers h = { .ctx = m, .on_call = h_call, .on_call_str = h_call_str };
+	static const struct gp_on on[] = { GP_ON(GP_EV_CALL, h_call), GP_ON(GP_EV_CALL_STR, h_call_str) };
+	struct gp_handlers h = { .ctx = m, GP_ONS(on) };
 	int r;
 
 	if (!m->probes.multi)
