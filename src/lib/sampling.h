@@ -52,7 +52,9 @@ struct gp_sampling {
 };
 
 /* A count x_obs that is part of s's hits (launches of one kernel, syncs): its estimate
- * and interval in out[0..2] (estimate, lo, hi), lo never under x_obs. */
+ * and interval in out[0..2] (estimate, lo, hi), lo never under x_obs; hi over x_obs where
+ * calls went unseen, a count of none seen included (its share of the calls is bounded by
+ * the hits seen, not known to be none). */
 void gp_sampling__count(const struct gp_sampling *s, uint64_t x_obs, double out[3]);
 
 /* A window's rates under each model (sampling.c). */
