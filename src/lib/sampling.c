@@ -538,6 +538,23 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	window_rates(n, on, cpu_on, sigma, w->head, w->head_s, cost, &r);
 	r.beta = bound_weight(sigma, w->busy);
 	carried(a, w, n, &r);
+	/* An exact period's calls per CPU second, where no sampled window measured them yet: what
+	 * a first window that saw none of its calls carries (`carried`). A process stalled in
+	 * its first window (no call, no stray; the budget thread late too) whose CPU time then
+	 * ran 208 ms of a 3-s part made its calls there unseen; with no per-CPU rate to carry,
+	 * the part counted none, and rate_app under a 3-s uprobe_multi attach read 0.01x. The last
+	 * exact period's (its first ones, paced at 200/s, pay a sleep's system call a launch). */
+	if (on >= T && n > 0 && w->cpu_T > 0 && (a->q_last.qhi <= 0 || a->q_exact)) {
+		struct gp_rates q;
+
+		window_rates(n, on, w->cpu_T, sigma, w->head, w->head_s, cost, &q);
+		a->q_last.qhi = q.qhi;
+		a->q_last.qwide = q.qwide;
+		a->q_last.q0 = q.q0;
+		a->q_exact = true;
+	} else if (on < T && n > 0 && r.qhi > 0) {
+		a->q_exact = false; /* a window's own (carried) */
+	}
 	/* A thread that did not sleep in its window but was off any CPU most of the period
 	 * caught a burst (or a catch-up) in the window: its pace there is not the period's
 	 * (bursts of 50 ms every 250 ms on the H200: n / on extrapolated over the sleeps read

@@ -105,6 +105,8 @@ struct gp_account {
 	struct gp_rates q_last; /* the per-CPU rates (qhi, qwide, q0) of its last window with calls: a
 			      * window that saw none says nothing of what a CPU second of its pays
 			      * for (sampling.c, "carried") */
+	bool q_exact;        /* q_last is an exact period's: no sampled window with calls has
+			      * measured one yet (sampling.c) */
 	struct gp_rates q_run; /* the same of its last window that called through it without
 			      * sleeping (sampling.c, CATCH_UP_SPAN) */
 	bool have_rate;
