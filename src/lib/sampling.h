@@ -52,7 +52,9 @@ struct gp_sampling {
 };
 
 /* A count x_obs that is part of s's hits (launches of one kernel, syncs): its estimate
- * and interval in out[0..2] (estimate, lo, hi), lo never under x_obs. */
+ * and interval in out[0..2] (estimate, lo, hi), lo never under x_obs; hi over x_obs where
+ * calls went unseen, a count of none seen included (its share of the calls is bounded by
+ * the hits seen, not known to be none). */
 void gp_sampling__count(const struct gp_sampling *s, uint64_t x_obs, double out[3]);
 
 /* A window's rates under each model (sampling.c). */
@@ -103,6 +105,8 @@ struct gp_account {
 	struct gp_rates q_last; /* the per-CPU rates (qhi, qwide, q0) of its last window with calls: a
 			      * window that saw none says nothing of what a CPU second of its pays
 			      * for (sampling.c, "carried") */
+	bool q_exact;        /* q_last is an exact period's: no sampled window with calls has
+			      * measured one yet (sampling.c) */
 	struct gp_rates q_run; /* the same of its last window that called through it without
 			      * sleeping (sampling.c, CATCH_UP_SPAN) */
 	bool have_rate;
