@@ -388,6 +388,10 @@ MASKS = [
     (re.compile(r"\.(c|h|py):\d+\b"), r".\1:LINE"),
     (re.compile(r"/tmp/[\w./-]+"), "/tmp/X"),
     (re.compile(r"inode \d+"), "inode N"),
+    # --nccl's stragglers: which rank of the example's two came last into each collective is
+    # the two processes' timing (21 on one, or split 7/14 between them)
+    (re.compile(r"; last rank into [\d,]+ collectives? matched \([^)]*\)"), ""),
+    (re.compile(r"\(rank \d+ last in\)"), "(rank N last in)"),
     # --csv rows: the time and the rates move, the GPU and the bytes do not
     (re.compile(r"^\d{10}\.\d{3},(\d+),(\d+),(\d+),(\d+),[\d.]+,[\d.]+$"), r"TS,\1,\2,\3,\4,RATE,RATE"),
 ]
