@@ -289,6 +289,8 @@ def make_root():
         if not path:
             continue
         dst = root + path
+        if path.startswith(os.path.dirname(app) + "/"):  # found through $ORIGIN: beside /app
+            dst = os.path.normpath(os.path.join(root, "app", path[len(os.path.dirname(app)) + 1:]))
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         real = os.path.realpath(path)
         if real == os.path.realpath(LIB):
