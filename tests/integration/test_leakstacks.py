@@ -33,8 +33,8 @@ def need_stack_copy(what):
     """Skips (counted, with the reason) a test of what only a stack copy gives: frames
     through code without frame pointers, CFI and debug files, the CPython frames."""
     if not COPY_BUILT:
-        raise gp.Skip(f"{what} needs the stack copy (--stacks dwarf), built for x86-64 only "
-                      f"(src/lib/unwind.h, docs/stacks.md); this is {os.uname().machine}")
+        raise gp.Skip(f"needs the stack copy ({what}): --stacks dwarf and the CPython frames read with it "
+                      f"are built for x86-64 only (src/lib/unwind.h, docs/stacks.md); this is {os.uname().machine}")
 
 
 def source_line(path, pattern, after=None):
@@ -231,6 +231,11 @@ def test_unreadable_stack():
     eq((s["partial"], s["flags"]), (True, ["no_stack"]), "marked no_stack")
 
 
+def libdir(ldd):
+    """The folder of the C library in ldd's output."""
+    return next(os.path.dirname(x) for x in ldd.split() if x.startswith("/") and os.path.basename(x) == "libc.so.6")
+
+
 def make_root():
     """A container-like root: stackapp at /app, its libraries at their own paths (libcuda
     hard-linked, so the probes on the host's inode fire)."""
@@ -244,8 +249,10 @@ def make_root():
         if not path:
             continue
         dst = root + path
-        if path.startswith(os.path.dirname(app) + "/"):  # found through $ORIGIN: beside /app
-            dst = os.path.normpath(os.path.join(root, "app", path[len(os.path.dirname(app)) + 1:]))
+        if path.startswith(os.path.dirname(app) + "/"):
+            # found through $ORIGIN, which the loader cannot expand in a root without
+            # /proc: beside the root's libc, where container runtimes put libcuda
+            dst = root + os.path.join(libdir(out), os.path.basename(path))
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         real = os.path.realpath(path)
         if real == os.path.realpath(FAKECUDA):
