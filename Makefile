@@ -110,7 +110,8 @@ UNITS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 # stack-unwinding test programs (tests/stacks/) and the DT_RUNPATH chain (tests/apps/chain/)
 STK := $(OUTPUT)/stacks
 STK_BINS := $(STK)/stackprobe $(STK)/stackapp $(STK)/stackapp-nocfi $(STK)/bad/stackapp-nocfi \
-	$(STK)/stackapp-corrupt $(STK)/stackapp-fp $(OUTPUT)/unit/test_stacks_bpf $(STK)/leakexit
+	$(STK)/stackapp-corrupt $(STK)/stackapp-fp $(OUTPUT)/unit/test_stacks_bpf $(STK)/leakexit \
+	$(STK)/libone.so
 CHAIN := $(OUTPUT)/chain
 # GPU programs, built here with the CUDA toolkit for the GPU machine
 GPU_OUT := $(OUTPUT)/gpu
@@ -279,8 +280,11 @@ $(OUTPUT)/unit/%: tests/unit/%.c tests/unit/unit.h $(LOADER_OBJS) | $(OUTPUT)/un
 # ==== stack unwinding: DWARF from a stack copy, Python frames (tests/stacks/) ====
 UNWIND_ARCH := $(if $(filter arm64,$(ARCH)),aarch64,x86_64) # libunwind's name of the target
 STK_APP_FLAGS := -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -Itests/fakecuda -Itests/apps
+# The stand-in through $ORIGIN, as the other workloads find it: the arm64 build
+# (.output/arm64) is .output inside the test VM, where an absolute path of the build
+# machine names nothing (exit 127). Two levels: bad/stackapp-nocfi is stackapp-nocfi's copy.
 STK_APP_LINK := tests/apps/common.c -L$(OUTPUT)/fakecuda -l:libcuda.so.1 -lpthread \
-	-Wl,-rpath,$(abspath $(OUTPUT)/fakecuda)
+	-Wl,-rpath,'$$ORIGIN/../fakecuda:$$ORIGIN/../../fakecuda'
 
 $(STK)/stackprobe.bpf.o: tests/stacks/stackprobe.bpf.c tests/stacks/stackprobe.h bpf/stackcopy.bpf.h vmlinux/$(ARCH)/vmlinux.h | $(STK)
 	$(call msg,BPF,$@)
@@ -312,7 +316,13 @@ $(STK)/libleaklate.so: tests/stacks/leakhelp.c tests/apps/common.c $(FAKECUDA) |
 $(STK)/leakexit: tests/stacks/leakexit.c tests/apps/common.c $(STK)/libleakhelp.so $(STK)/libleaklate.so \
 		$(FAKECUDA) | $(STK)
 	$(call msg,APP,$@)
-	$(Q)$(CC) $(STK_APP_FLAGS) -o $@ $< -L$(STK) -l:libleakhelp.so -Wl,-rpath,$(abspath $(STK)) $(STK_APP_LINK) -ldl
+	$(Q)$(CC) $(STK_APP_FLAGS) -o $@ $< -L$(STK) -l:libleakhelp.so -Wl,-rpath,'$$ORIGIN' $(STK_APP_LINK) -ldl
+
+# One tiny library that test_kept_files_limit copies 300 times (built here: the arm64
+# VM's userland has no compiler).
+$(STK)/libone.so: tests/stacks/one.c | $(STK)
+	$(call msg,LIB,$@)
+	$(Q)$(CC) -O2 -fPIC -shared -o $@ $<
 
 # No .eh_frame for our code: CFI only in .debug_frame, moved to a separate debug
 # file found through .gnu_debuglink (and build-id); the binary is stripped.

@@ -195,6 +195,8 @@ def test_grouped_by_stack():
     eq(rep["stack_mode"], "dwarf" if X86 else "fp", f"auto's choice on {os.uname().machine}")
     check(X86 or r.stderr.count("--stacks auto: frame pointers (DWARF unwinding") == 1,
           f"the line saying why auto took frame pointers: {r.stderr[-600:]}")
+    check(X86 or "; no CPython frames: they are read with the stack copy" in r.stderr,
+          f"the same line says the CPython frames are not read: {r.stderr[-600:]}")
     check_stacks(p)
     # the text report: the group, its frames, then nothing per allocation
     r = gp.gpuprobe(["--memleak", "--libcuda", FAKECUDA], cmd=[APP, "--allocs", "12", "--leaks", "5"])

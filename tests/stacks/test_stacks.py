@@ -273,6 +273,11 @@ def main():
     return 0 if passed == len(results) else 1
 
 
+def libdir(ldd):
+    """The folder of the C library in ldd's output."""
+    return next(os.path.dirname(x) for x in ldd.split() if x.startswith("/") and os.path.basename(x) == "libc.so.6")
+
+
 def make_root():
     """A minimal root: stackapp at /app, its libraries at their own paths
     (libcuda hard-linked, so the probe on the host's inode fires)."""
@@ -289,6 +294,10 @@ def make_root():
         if not path:
             continue
         dst = root + path
+        if path.startswith(os.path.dirname(app) + "/"):
+            # found through $ORIGIN, which the loader cannot expand in a root without
+            # /proc: beside the root's libc, where container runtimes put libcuda
+            dst = root + os.path.join(libdir(out), os.path.basename(path))
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         real = os.path.realpath(path)
         if real == os.path.realpath(LIB):

@@ -145,7 +145,8 @@ static int m_open(struct gp_run *run, void **st, char *err, size_t len)
 	}
 #if !UNWIND_SUPPORTED
 	if (ml_settings.stacks == ML_STACKS_AUTO && m->stacks == GP_STACKS_FP)
-		gp_log(GP_LOG_INFO, "--stacks auto: frame pointers (%s)", UNWIND_UNSUPPORTED_WHY);
+		gp_log(GP_LOG_INFO, "--stacks auto: frame pointers (%s)%s", UNWIND_UNSUPPORTED_WHY,
+		       ml_settings.no_python ? "" : "; no CPython frames: they are read with the stack copy");
 #endif
 	allocsrc__want_stacks(run->allocs, m->stacks, (uint32_t)ml_settings.stack_bytes, !ml_settings.no_python);
 	/* before tracing: a file that cannot be written is an error now, not at the end */
