@@ -489,7 +489,7 @@ def kernel_warning(line):
     """The kernel's or the architecture's, not an error: without uprobe_multi (6.1)
     --trace's functions attach one by one, and on arm64 --stacks auto takes frame pointers
     (DWARF unwinding of a stack copy is x86-64 only); gpuprobe says so."""
-    return line.startswith(("gpuprobe: warning: no uprobe_multi links", "gpuprobe: --stacks auto: frame pointers ("))
+    return line.startswith("gpuprobe: warning: no uprobe_multi links") or gp.arch_notice(line)
 
 
 def test_sigpipe_trace_on_stdout():
