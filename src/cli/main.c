@@ -252,7 +252,7 @@ static int open_targets(struct cli *c, char *err, size_t len)
  * The libcuda files to probe. Node-wide: every one found, running processes' included.
  * A command, or -p's processes: the files they map or would load (the command's own
  * folders, LD_LIBRARY_PATH, ldconfig's cache, the usual folders), never another
- * process's copy (issue 32: an unrelated process's libcuda was probed, logged and counted);
+ * process's copy (an unrelated process's libcuda would be probed, logged and counted);
  * with --tree or several PIDs, a process that has not loaded CUDA yet is no error, and
  * what a followed process loads later the library watcher probes (src/core/libwatch.c).
  */

@@ -59,7 +59,7 @@ int allocsrc__open(struct allocsrc **out, const struct objshare *share, char *er
 	}
 	bpf_map__set_max_entries(as->skel->maps.pending, as->share.max_pending);
 	bpf_map__set_max_entries(as->skel->maps.procs, as->share.max_procs);
-	/* issue 30: one process's 11,000 blocked threads hid every other user's calls */
+	/* per process and per user: one process's 11,000 blocked threads must not hide every other user's calls */
 	objshare__set_shares(&as->share, as->skel->maps.gp_shares, (__u32 *)&as->skel->rodata->gp_share_free,
 			     (__u32 *)&as->skel->rodata->gp_share_proc, (__u32 *)&as->skel->rodata->gp_share_user);
 	/* the run's ordered buffer: allocations and the copies that use them, in one order */

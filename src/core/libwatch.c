@@ -388,7 +388,7 @@ static void give_back(struct libwatch *w, uid_t owner, bool is_trusted)
 
 /*
  * A libcuda file root does not own (or that others may write) is probed only while its
- * owner has fewer than GP_SLOTS_PER_OWNER probed (issue 30: one user's copies must not make
+ * owner has fewer than GP_SLOTS_PER_OWNER probed (one user's copies must not make
  * the run attach without end); what is refused is counted, the first refusal of an owner
  * logged. Root's files, and libnccl (users' environments carry their own), are not limited.
  */

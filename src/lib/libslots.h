@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Library slots (issue 30): the driver files a run holds probes on, whose they are and
+ * Library slots (docs/security.md): the driver files a run holds probes on, whose they are and
  * when a process was last seen mapping them. A sweep reads every process's maps
  * (libslots__rescan) and frees the slots of users' files (not root's) that no process
  * mapped in that sweep or the one before: their probes are detached (the caller's drop

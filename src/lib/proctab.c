@@ -234,7 +234,7 @@ void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
 
 		/* by time, an exit handled after the cutoff stays though it happened before: a
 		 * reader behind by more than the daemon's second read it only now, in the reap's
-		 * own drain, and no render has counted what came since the last (issue 30: 24 of
+		 * own drain, and no render has counted what came since the last (else 24 of
 		 * a churn process's 102 allocations lost, every drop counter 0) */
 		if ((keep_pid && e->pid == keep_pid) ||
 		    (by_seq ? e->seq >= (before_ns & ~GP_REAP_SEQ(0)) :

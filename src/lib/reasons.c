@@ -28,7 +28,7 @@ static const struct {
 	/* every call on a communicator not kept is lost */
 	[GP_R_NCCL_COMM_TABLE_FULL] = { "nccl_comm_table_full", true },
 	/* the caller's process or user had its share of the in-flight table: that call is
-	 * not seen, the other tenants' calls are (issue 30) */
+	 * not seen, the other tenants' calls are */
 	[GP_R_PENDING_SHARE_FULL] = { "pending_share_full", true },
 	/* a CPython code object's copy lost (ring full): sent again at its next sight; a
 	 * stack of it read after its process exited shows the frame unnamed (python_unnamed) */

@@ -46,8 +46,8 @@ struct lib_entry {
 };
 
 /*
- * Library slots are shared by every user of the node (issue 30: one user's 40 copies of a
- * libcuda took all 32, and a driver that came later was never probed). A file that root
+ * Library slots are shared by every user of the node (else one user's 40 copies of a
+ * libcuda take all 32, and a driver that comes later is never probed). A file that root
  * does not own, or that others may write, takes a slot only while its owner holds fewer
  * than GP_SLOTS_PER_OWNER and all such files fewer than GP_SLOTS_USERS; root's files may
  * take any slot. What is refused is counted by reason.
@@ -125,7 +125,7 @@ int target__resolve(const char *libcuda, int pid, bool verbose, struct lib_set *
 /* The files a command or a followed set would load from where the system keeps them
  * (LD_LIBRARY_PATH, ldconfig's cache, the usual driver folders), each checked; not the
  * copies other processes map: those are not traced, and probing them would log, count and
- * cost them (issue 32). What a followed process maps or loads later, the library watcher
+ * cost them. What a followed process maps or loads later, the library watcher
  * finds (src/core/libwatch.c). 0, or -ENOENT with one line in err when none. */
 int target__resolve_installed(bool verbose, struct lib_set *libs, char *err, size_t len);
 /* A command about to start: the libcuda files its loader will find through the program's

@@ -78,7 +78,7 @@ struct upid {
  * maps it. Looking one up costs a process's first use of a file its debug file, read and
  * decompressed again in each new libdwfl session (a distribution's libc debug file:
  * ~10 ms); under hundreds of short processes a second that was the reader's whole time
- * (68 % in zlib), the ring buffer filled and a signal waited for the backlog (issue 30).
+ * (68 % in zlib), the ring buffer filled and a signal waited for the backlog.
  * Direct-mapped; misses (no line) are kept too.
  */
 #define CHAIN_SLOTS 4096

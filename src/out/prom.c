@@ -163,7 +163,7 @@ static uint64_t mix(uint64_t a, uint64_t b)
  * A process's key in a family: both numbers whole, so no two (family, PID) share one. It
  * was mix(fam, pid), whose first step (a ^ (b + c + (a << 6) + (a >> 2))) gave (fam, pid)
  * and (fam + 1, pid - 65) one key: under churn one process's counts went into another's
- * (issue 30). Hashes elsewhere here only choose where to look; the full key is compared.
+ * (docs/security.md, shares). Hashes elsewhere here only choose where to look; the full key is compared.
  */
 static uint64_t fam_pid(int fam, uint32_t pid)
 {
@@ -1018,7 +1018,7 @@ static struct series *series_of(struct prom_out *p, int fam, const char *labels,
  * value): a process's counts move between its own label sets (a kernel first counted as
  * "unknown" and named later, from memory or a layout learned meanwhile; a name capped into
  * "other"), and what moved was counted already: the label sets new to its record take it
- * over before they count from zero (issue 29: the daemon counted such launches twice).
+ * over before they count from zero (else the daemon counts such launches twice).
  */
 static void moved_away(const struct record *r, struct u64map *base, size_t n, double *gone)
 {

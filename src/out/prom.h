@@ -29,7 +29,7 @@
  *  - A series nothing has counted into for retention_ns is dropped.
  *  - Process label sets are capped (max_label_sets, in all and per cgroup, the options
  *    above): a tenant starting processes of ever new names gets comm="other" past its
- *    share, and cannot take the others' (issue 30).
+ *    share, and cannot take the others' (docs/security.md).
  *
  * One prom_out per render: modes add samples from their snapshots (a sample names its
  * process, a struct gp_snap_pid, whose pointer tells records apart within one render);

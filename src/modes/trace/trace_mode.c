@@ -32,7 +32,7 @@
 #define MAX_FILTERS 32
 /* New names one library may add unless root owns it and only root may write it: a
  * process names any file libcuda.so.1, and one with 5,001 cu* exports took every place
- * (issue 30: node-wide --trace refused to start, "Argument list too long"). */
+ * (node-wide --trace would refuse to start: "Argument list too long"). */
 #define LIB_NEW_MAX 1024
 
 static struct {
