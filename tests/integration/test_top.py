@@ -21,7 +21,8 @@ SOCK = f"gp-top-test-{os.getpid()}"
 
 
 def tmux(*args, check_rc=True):
-    r = subprocess.run(["tmux", "-L", SOCK] + list(args), capture_output=True, text=True, timeout=20)
+    # -u: UTF-8 whatever the locale (the arm64 VM's userland has only C: "need UTF-8 locale")
+    r = subprocess.run(["tmux", "-u", "-L", SOCK] + list(args), capture_output=True, text=True, timeout=20)
     if check_rc and r.returncode:
         raise gp.Failure(f"tmux {args[0]}: {r.stderr.strip()}")
     return r.stdout
