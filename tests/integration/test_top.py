@@ -21,8 +21,11 @@ SOCK = f"gp-top-test-{os.getpid()}"
 
 
 def tmux(*args, check_rc=True):
-    # -u: UTF-8 whatever the locale (the arm64 VM's userland has only C: "need UTF-8 locale")
-    r = subprocess.run(["tmux", "-u", "-L", SOCK] + list(args), capture_output=True, text=True, timeout=20)
+    r = subprocess.run(["tmux", "-L", SOCK] + list(args), capture_output=True, text=True, timeout=20)
+    if r.returncode and "need UTF-8 locale" in r.stderr:
+        # tmux (3.3) starts only where en_US.UTF-8 or C.UTF-8 exists: the arm64 VM's userland
+        # has neither (-u does not help)
+        gp.skip(f"tmux cannot start in this userland: {r.stderr.strip()}")
     if check_rc and r.returncode:
         raise gp.Failure(f"tmux {args[0]}: {r.stderr.strip()}")
     return r.stdout
