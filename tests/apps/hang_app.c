@@ -34,6 +34,7 @@
 
 #include "common.h"
 #include "fakenccl.h"
+#include "ncclid.h"
 
 #define MAX_RANKS 16
 #define MAX_N 1000
@@ -71,41 +72,6 @@ static void poll_done(CUstream s)
 		usleep(200);
 	}
 	CHECK(rc);
-}
-
-static void read_id(const char *path, ncclUniqueId *id)
-{
-	unsigned long long deadline = app_now_ns() + 30000000000ull;
-
-	for (;;) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-		if (fd >= 0) {
-			ssize_t n = read(fd, id, sizeof(*id));
-
-			close(fd);
-			if (n == (ssize_t)sizeof(*id))
-				return;
-		}
-		if (app_now_ns() > deadline) {
-			fprintf(stderr, "hang_app: no unique id in %s after 30 s\n", path);
-			exit(1);
-		}
-		sleep_ms(10);
-	}
-}
-
-static void write_id(const char *path, const ncclUniqueId *id)
-{
-	char tmp[4096];
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 || write(fd, id, sizeof(*id)) != (ssize_t)sizeof(*id) || close(fd) || rename(tmp, path)) {
-		fprintf(stderr, "hang_app: writing %s: %s\n", path, strerror(errno));
-		exit(1);
-	}
 }
 
 struct plan {
@@ -208,9 +174,9 @@ int main(int argc, char **argv)
 
 		if (rank == 0) {
 			NCC(ncclGetUniqueId(&id));
-			write_id(id_file, &id);
+			ncclid_write("hang_app", id_file, &id);
 		} else {
-			read_id(id_file, &id);
+			ncclid_read("hang_app", id_file, &id);
 		}
 		NCC(ncclCommInitRank(&comms[0], nranks, id, rank));
 	}

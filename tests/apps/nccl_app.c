@@ -54,6 +54,7 @@
 #include "common.h"
 #include "fakecuda_ext.h"
 #include "fakenccl.h"
+#include "ncclid.h"
 
 static const char usage[] =
 	"--rank R --nranks N --id-file F [--device D] [--n K] [--wait | --wait-early] [--bad] "
@@ -202,43 +203,6 @@ static void count_p2p(struct comm *cm, int peer, const char *dir, ncclDataType_t
 	}
 }
 
-static void read_id(const char *path, ncclUniqueId *id)
-{
-	unsigned long long deadline = app_now_ns() + 30000000000ull;
-	struct timespec ts = { 0, 10000000 };
-
-	for (;;) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-		if (fd >= 0) {
-			ssize_t n = read(fd, id, sizeof(*id));
-
-			close(fd);
-			if (n == (ssize_t)sizeof(*id))
-				return;
-		}
-		if (app_now_ns() > deadline) {
-			fprintf(stderr, "nccl_app: no unique id in %s after 30 s\n", path);
-			exit(1);
-		}
-		nanosleep(&ts, NULL);
-	}
-}
-
-static void write_id(const char *path, const ncclUniqueId *id)
-{
-	char tmp[4096];
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 || write(fd, id, sizeof(*id)) != (ssize_t)sizeof(*id) || close(fd) ||
-	    rename(tmp, path)) {
-		fprintf(stderr, "nccl_app: writing %s: %s\n", path, strerror(errno));
-		exit(1);
-	}
-}
-
 static void print_comm(const struct comm *cm, int dev)
 {
 	fprintf(stderr, "{\"label\":\"%s\",\"made_by\":\"%s\",\"made_before_ready\":%s,"
@@ -358,9 +322,9 @@ int main(int argc, char **argv)
 	b2 = (void *)(uintptr_t)drecv;
 	if (rank == 0) {
 		NCC(ncclGetUniqueId(&id));
-		write_id(id_file, &id);
+		ncclid_write("nccl_app", id_file, &id);
 	} else {
-		read_id(id_file, &id);
+		ncclid_read("nccl_app", id_file, &id);
 	}
 	after_ready = !(wait || early);
 	if (early) {
