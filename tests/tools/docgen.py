@@ -401,7 +401,7 @@ MASKS = [
 # launch gaps (which ones, not only their order, change from run to run).
 UNSTABLE = re.compile(r"^  (cu\w+\s+[\d,]+\s+[\d,]+\s+\S+ \S+|\.\.\. [\d,]+ more functions?|launch gap .*)$"
                       # --nccl's stragglers: a row per rank that came last at least once
-                      r"|^rank \d+ \(PID \d+\): last into ")
+                      r"|^\s*rank \d+ \(PID \d+\): last into ")
 # Lines of the kernel it runs on, not of the tool: the docs are made on one with
 # uprobe_multi links (6.6+); on an older one (the VM suites on 6.1) --trace warns of the
 # one-by-one attach.
