@@ -637,7 +637,25 @@ static void test_link_limit(void)
 		goto cleanup;
 	nccl_report__text(f, &s.hdr);
 	fclose(f);
-	ASSERT_TRUE(strstr(text, "suspect") != NULL, "the text says suspect");
+	if (!ASSERT_TRUE(strstr(text, "suspect") != NULL, "the text says suspect"))
+		goto cleanup;
+	/* and which figures, over which limit and link: JSON's "suspect" in words */
+	if (!ASSERT_STR_CONTAINS(text, "suspect, above the limit of NVLink4 x18 (test) (450 GB/s): busbw 786 GB/s, stream 786 GB/s\n",
+				 "the suspect line") ||
+	    !ASSERT_STR_CONTAINS(text, "Link limits of bus bandwidth", "the limits line"))
+		goto cleanup;
+	/* a limit not known holds nothing back: the figure shown */
+	s.links.peer = (struct bw_link){ .name = "unknown: GPU 0x9999 not in the parts table" };
+	free(text);
+	text = NULL;
+	f = open_memstream(&text, &len);
+	if (!ASSERT_TRUE(f != NULL, "memstream"))
+		goto cleanup;
+	nccl_report__text(f, &s.hdr);
+	fclose(f);
+	ASSERT_TRUE(strstr(text, "suspect,") == NULL && strstr(text, "524 GB/s     786 GB/s") != NULL &&
+			    strstr(text, "GPU-GPU unknown: GPU 0x9999 not in the parts table;") != NULL,
+		    "an unknown limit: the figure shown, the limit said unknown");
 cleanup:
 	free(text);
 	json_object_put(o);
