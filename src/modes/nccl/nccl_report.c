@@ -286,10 +286,12 @@ static void text_straggles(FILE *f, const struct nccl_snap_data *d, uint64_t now
 			fputc('\n', f);
 		}
 	}
-	if (d->match_full || d->match_share || d->match_too_large || d->match_mismatch)
-		fprintf(f, "Communicator ranks not matched: %s table full, %s past a process's share, %s over %d ranks, %s size mismatch\n",
+	if (d->match_full || d->match_share || d->match_too_large || d->match_mismatch || d->match_no_shape)
+		fprintf(f, "Communicator ranks not matched: %s table full, %s past a process's share, %s over %d ranks, %s size mismatch, "
+			   "%s splits of unknown shape now\n",
 			gp_text__count(d->match_full).s, gp_text__count(d->match_share).s,
-			gp_text__count(d->match_too_large).s, NCCL_MATCH_RANKS, gp_text__count(d->match_mismatch).s);
+			gp_text__count(d->match_too_large).s, NCCL_MATCH_RANKS, gp_text__count(d->match_mismatch).s,
+			gp_text__count(d->match_no_shape).s);
 }
 
 static void text_matrices(FILE *f, const struct nccl_snap_data *d)
@@ -634,6 +636,7 @@ void nccl_report__json(json_object *o, const struct gp_snap *hdr)
 	json_object_object_add(nm, "share", json_object_new_uint64(s->d.match_share));
 	json_object_object_add(nm, "too_large", json_object_new_uint64(s->d.match_too_large));
 	json_object_object_add(nm, "mismatch", json_object_new_uint64(s->d.match_mismatch));
+	json_object_object_add(nm, "shape_unknown", json_object_new_uint64(s->d.match_no_shape));
 	json_object_object_add(o, "communicators_not_matched", nm);
 	for (size_t i = 0; i < s->d.nr_matrices; i++)
 		json_object_array_add(ms, json_matrix(&s->d.matrices[i]));
