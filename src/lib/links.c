@@ -13,7 +13,7 @@
 
 /*
  * NVLink and memory of the parts NVIDIA publishes them for (data sheets): links, GB/s per
- * link and direction, memory TB/s. A part not listed gets the fastest of each.
+ * link and direction, memory TB/s. A part not listed has no known NVLink or memory limit.
  */
 static const struct part {
 	unsigned int id;
@@ -29,9 +29,6 @@ static const struct part {
 	{ 0x2342, "GH200", 4, 18, 25, 4.9 },
 	{ 0x2901, "B200", 5, 18, 50, 8.0 },
 };
-#define FASTEST_NVLINK_BPS (18 * 50e9) /* NVLink5, 18 links */
-#define FASTEST_MEM_BPS 8e12           /* HBM3e of a B200 */
-#define FASTEST_PCIE_GTS 64.0          /* PCIe 6.0 */
 
 double bw_links__pcie_rate(double gts, int width)
 {
@@ -102,22 +99,23 @@ static const struct part *part_of(unsigned int id)
 	return NULL;
 }
 
-static void fallback(struct bw_links *l)
+/* Nothing known: a limit of 0 says so (bw_links__suspect holds nothing against it). A
+ * "fastest link there is" would be a guess that the next part outruns. */
+static void unknown_links(struct bw_links *l)
 {
-	snprintf(l->host.name, sizeof(l->host.name), "not read here: PCIe 6.0 x16, the fastest");
-	l->host.bytes_per_s = bw_links__pcie_rate(FASTEST_PCIE_GTS, 16);
-	snprintf(l->peer.name, sizeof(l->peer.name), "not known here: NVLink5 x18, the fastest");
-	l->peer.bytes_per_s = FASTEST_NVLINK_BPS;
-	snprintf(l->local.name, sizeof(l->local.name), "not known here: 8 TB/s, the fastest GPU memory");
-	l->local.bytes_per_s = FASTEST_MEM_BPS;
+	snprintf(l->host.name, sizeof(l->host.name), "unknown: no NVIDIA GPU's PCIe link in sysfs");
+	snprintf(l->peer.name, sizeof(l->peer.name), "unknown: no NVIDIA GPU in sysfs");
+	snprintf(l->local.name, sizeof(l->local.name), "unknown: no NVIDIA GPU in sysfs");
 }
 
 /* One GPU: the fastest PCIe link seen and, when every GPU is a known part, the fastest
- * part's NVLink and memory: a bound for every pair of the node. */
-static void add_gpu(struct bw_links *l, int dirfd, bool *unknown_part, double *nvl, double *mem,
+ * part's NVLink and memory: a bound for every pair of the node. The first part not in the
+ * table is named (*unknown_id). */
+static void add_gpu(struct bw_links *l, int dirfd, unsigned int *unknown_id, double *nvl, double *mem,
 		    const struct part **slow)
 {
-	const struct part *p = part_of((unsigned int)attr_hex(dirfd, "device"));
+	unsigned int id = (unsigned int)attr_hex(dirfd, "device");
+	const struct part *p = part_of(id);
 	double gts = 0, r;
 	int w = 0;
 
@@ -129,7 +127,8 @@ static void add_gpu(struct bw_links *l, int dirfd, bool *unknown_part, double *n
 		snprintf(l->host.name, sizeof(l->host.name), "PCIe %.1f GT/s x%d", gts, w);
 	}
 	if (!p) {
-		*unknown_part = true;
+		if (!*unknown_id)
+			*unknown_id = id ? id : 0xffff;
 		return;
 	}
 	if (p->links * p->link_gbs * 1e9 > *nvl) {
@@ -143,7 +142,7 @@ static void add_gpu(struct bw_links *l, int dirfd, bool *unknown_part, double *n
 void bw_links__read(const char *sysfs_root, struct bw_links *l)
 {
 	const struct part *part = NULL;
-	bool unknown = false;
+	unsigned int unknown = 0;
 	double nvl = 0, mem = 0;
 	char path[4096];
 	struct dirent *de;
@@ -151,8 +150,7 @@ void bw_links__read(const char *sysfs_root, struct bw_links *l)
 	DIR *d;
 
 	memset(l, 0, sizeof(*l));
-	fallback(l);
-	l->host.bytes_per_s = 0; /* the GPUs' links, if any can be read */
+	unknown_links(l);
 	snprintf(path, sizeof(path), "%s/bus/pci/devices", sysfs_root ? sysfs_root : "/sys");
 	d = opendir(path);
 	for (int n = 0; d && (de = readdir(d)) && n < 4096; n++) {
@@ -171,9 +169,17 @@ void bw_links__read(const char *sysfs_root, struct bw_links *l)
 	}
 	if (d)
 		closedir(d);
-	if (!l->host.bytes_per_s)
-		l->host.bytes_per_s = bw_links__pcie_rate(FASTEST_PCIE_GTS, 16);
-	if (unknown || !part)
+	if (l->gpus && !l->host.bytes_per_s)
+		snprintf(l->host.name, sizeof(l->host.name), "unknown: no GPU's PCIe link speed readable in sysfs");
+	if (unknown) {
+		/* NVLink is not in sysfs: a part whose data sheet is not in the table has no
+		 * limit here, and one unknown GPU leaves the node's pairs unbounded */
+		snprintf(l->peer.name, sizeof(l->peer.name), "unknown: GPU 0x%04x not in the parts table (NVLink not in sysfs)",
+			 unknown);
+		snprintf(l->local.name, sizeof(l->local.name), "unknown: GPU 0x%04x not in the parts table", unknown);
+		return;
+	}
+	if (!part)
 		return;
 	snprintf(l->peer.name, sizeof(l->peer.name), "NVLink%d x%d (%s, by PCI device id)", part->gen, part->links,
 		 part->name);

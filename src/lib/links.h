@@ -5,8 +5,9 @@
  * (current_link_speed/_width, and max_link_speed/_width: an idle GPU trains its link down,
  * so the larger of the two is the capability); NVLink is not in sysfs, so its capability
  * comes from the GPU's PCI device id (a table of parts whose NVLink generation and link
- * count NVIDIA publishes). Where nothing is known, the bound is the fastest such link there
- * is, and says so: never below what the bus could carry.
+ * count NVIDIA publishes). Where nothing is known (no GPU in sysfs, a part not in the table)
+ * the limit is unknown (0) and its name says why: no figure is held against a guess, which
+ * a part newer than the table would outrun.
  */
 #ifndef GP_LINKS_H
 #define GP_LINKS_H
@@ -16,8 +17,8 @@
 
 struct bw_link {
 	char name[96];      /* "PCIe 32.0 GT/s x16", "NVLink4 x18 (H200 SXM)", ... */
-	double bytes_per_s; /* one direction */
-	bool read_here;     /* from this machine's sysfs; false: the fastest such link there is */
+	double bytes_per_s; /* one direction; 0: unknown (the name says why) */
+	bool read_here;     /* from this machine's sysfs (and the parts table) */
 };
 
 struct bw_links {
@@ -28,7 +29,7 @@ struct bw_links {
 };
 
 /* Reads <sysfs_root>/bus/pci/devices (sysfs_root NULL: "/sys"); never fails: what cannot be
- * read falls back to the fastest link of its kind. */
+ * read is unknown (bytes_per_s 0). */
 void bw_links__read(const char *sysfs_root, struct bw_links *out);
 
 /* The capability that bounds a direction: H2D/D2H the host link, peer the GPU link, D2D
@@ -40,7 +41,8 @@ const struct bw_link *bw_links__for(const struct bw_links *l, enum bw_dir d);
  * memory for one rank. */
 const struct bw_link *bw_links__for_ranks(const struct bw_links *l, int nranks);
 
-/* Whether a rate (bytes/s) is above what the link can carry: a suspect figure. */
+/* Whether a rate (bytes/s) is above what the link can carry: a suspect figure; never
+ * against an unknown limit. */
 bool bw_links__suspect(const struct bw_link *l, double bytes_per_s);
 
 /* PCIe bytes per second, one direction, of a link at gts GT/s per lane and width lanes

@@ -60,3 +60,24 @@ void gp_json__add_suspect(json_object *t, json_object *sus, const struct bw_link
 	json_object_object_add(sus, "link", json_object_new_string(l->name));
 	json_object_object_add(t, "suspect", sus);
 }
+
+static json_object *link_json(const struct bw_link *l)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "name", json_object_new_string(l->name));
+	json_object_object_add(o, "bytes_per_second", l->bytes_per_s > 0 ? json_object_new_double(l->bytes_per_s) : NULL);
+	json_object_object_add(o, "read_here", json_object_new_boolean(l->read_here));
+	return o;
+}
+
+json_object *gp_json__links(const struct bw_links *l)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "gpus", json_object_new_int(l->gpus));
+	json_object_object_add(o, "host", link_json(&l->host));
+	json_object_object_add(o, "peer", link_json(&l->peer));
+	json_object_object_add(o, "local", link_json(&l->local));
+	return o;
+}

@@ -21,6 +21,10 @@ void gp_json__link_rate(json_object *o, const char *key, json_object *sus, const
 			double unit, const struct bw_link *l);
 /* t's "suspect": sus with l's limit and name, or null when sus holds nothing (sus taken over). */
 void gp_json__add_suspect(json_object *t, json_object *sus, const struct bw_link *l);
+struct bw_links;
+/* {"gpus", "host", "peer", "local"}: each link's name, bytes_per_second (null: unknown) and
+ * read_here: the limits a report's "suspect" figures were held against. */
+json_object *gp_json__links(const struct bw_links *l);
 /* One JSON Lines record on f, flushed, its doubles in shortest form (num__json_shorten);
  * takes o over. */
 void gp_json__print(FILE *f, json_object *o);

@@ -164,7 +164,7 @@ const struct gp_metric gp_metrics[] = {
 	{ "gpuprobe_link_speed_bytes", GP_GAUGE, 0, "link,name,read_here", NULL, "--bandwidth-util",
 	  "Bytes per second a link can carry in one direction (as node_network_speed_bytes), the bound no reported bandwidth passes.",
 	  "`link` is `host` (the GPUs' PCIe links from sysfs), `peer` (NVLink by PCI device id) or `local` "
-	  "(GPU memory); `read_here` `0` when the figure is the fastest such link, not this node's." },
+	  "(GPU memory); a link whose limit is not known (no GPU in sysfs, a part not in the parts table) has no series." },
 	/* --nccl */
 	{ "gpuprobe_nccl_calls_total", GP_COUNTER, P, "comm_id,rank,op,call,dtype", NULL, "--nccl",
 	  "Successful NCCL collective calls by communicator (comm_id, rank), op and dtype.",

@@ -85,6 +85,42 @@ struct gp_str gp_text__link_rate(const struct bw_link *l, double bytes_per_s)
 	return r;
 }
 
+void gp_text__suspect_add(struct gp_text_suspect *s, const struct bw_link *l, const char *what, double bytes_per_s)
+{
+	int n;
+
+	if (!bw_links__suspect(l, bytes_per_s) || s->len >= sizeof(s->s) - 1)
+		return;
+	s->l = l;
+	n = snprintf(s->s + s->len, sizeof(s->s) - s->len, "%s%s %s", s->len ? ", " : "", what,
+		     gp_text__rate(bytes_per_s).s);
+	if (n < 0 || (size_t)n >= sizeof(s->s) - s->len) {
+		memcpy(s->s + sizeof(s->s) - 4, "...", 4);
+		s->len = sizeof(s->s) - 1;
+		return;
+	}
+	s->len += (size_t)n;
+}
+
+struct gp_str_long gp_text__link(const struct bw_link *l)
+{
+	struct gp_str_long r;
+
+	if (l->bytes_per_s > 0)
+		snprintf(r.s, sizeof(r.s), "%.100s %s", l->name, gp_text__rate(l->bytes_per_s).s);
+	else
+		snprintf(r.s, sizeof(r.s), "%.150s", l->name);
+	return r;
+}
+
+void gp_text__suspect_line(FILE *f, const char *indent, const struct gp_text_suspect *s)
+{
+	if (!s->len || !s->l)
+		return;
+	fprintf(f, "%ssuspect, above the limit of %s (%s): %s\n", indent, s->l->name, gp_text__rate(s->l->bytes_per_s).s,
+		s->s);
+}
+
 struct gp_str gp_text__per_s(double per_s)
 {
 	struct gp_str r;

@@ -39,6 +39,26 @@ struct bw_link;
 /* A rate measured over link l (lib/links.h): gp_text__rate's, "-" when nothing was
  * measured (<= 0), or "suspect" when it is above what l can carry (bw_links__suspect). */
 struct gp_str gp_text__link_rate(const struct bw_link *l, double bytes_per_s);
+/*
+ * The figures of one row above their link's limit, gathered for one line under the row that
+ * says what they were, the limit and the link: what JSON's "suspect" holds (gp_json__add_suspect),
+ * so that a text reader sees why a column says "suspect". Start zeroed; add each figure
+ * (only those above l's limit are kept); print once. A long list ends in "...".
+ */
+struct gp_text_suspect {
+	char s[240];
+	size_t len;
+	const struct bw_link *l;
+};
+void gp_text__suspect_add(struct gp_text_suspect *s, const struct bw_link *l, const char *what, double bytes_per_s);
+/* "<indent>suspect, above the limit of <link> (<rate>): busbw 786 GB/s, stream 786 GB/s"; nothing when none */
+void gp_text__suspect_line(FILE *f, const char *indent, const struct gp_text_suspect *s);
+/* "NVLink4 x18 (H200 SXM 141GB, by PCI device id) 450 GB/s", or the name alone when the
+ * limit is unknown (it says why) */
+struct gp_str_long {
+	char s[200];
+};
+struct gp_str_long gp_text__link(const struct bw_link *l);
 /* "3,336.5/s": a count per second */
 struct gp_str gp_text__per_s(double per_s);
 

@@ -17,11 +17,17 @@
  *   --linger MS     sleep MS ms after the last collective (a scrape of a running job)
  *   --inits M       with --all: ncclCommInitAll M times (M communicators, M comm_ids:
  *                   a process that floods gpuprobe's tables), the collectives on the last
+ *   --split         (one rank a process) the collectives run on a split of the world that
+ *                   is never asked its shape (as PyTorch's new_group): color rank % 2, key
+ *                   N - rank (so the split's ranks run opposite to the world's), and with N
+ *                   odd, rank N - 1 in none (NCCL_SPLIT_NOCOLOR: it runs no collective)
  * With the stand-in's FAKENCCL_HOLD_RANK/AT/MS a rank's collective also stays on its
  * stream, not complete, as a real one waits in its kernel for a rank that has not entered.
  *
  * Ground truth (last JSON line on stderr): per rank, the CLOCK_MONOTONIC time it entered
- * each collective ("entries", ns, taken right before the call), and the NOT_READY polls.
+ * each collective ("entries", ns, taken right before the call), and the NOT_READY polls;
+ * with --split, its "color" (-1: none) and its rank and size in the split by NCCL's rule
+ * (by construction: the program never asks them).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,7 +47,7 @@
 #define COUNT 262144 /* float32: 1 MiB */
 
 static const char usage[] =
-	"(--rank R --nranks N --id-file F | --all N [--inits M]) [--n K] [--delay R:D] [--stall R:I:M] [--linger MS]";
+	"(--rank R --nranks N --id-file F [--split] | --all N [--inits M]) [--n K] [--delay R:D] [--stall R:I:M] [--linger MS]";
 
 static unsigned long long entries[MAX_RANKS][MAX_N], polls;
 
@@ -106,13 +112,48 @@ static void parse_plan(const char *prog, const char *opt, const char *v, struct 
 	}
 }
 
+static int split_color(int r, int nranks)
+{
+	return nranks % 2 && r == nranks - 1 ? NCCL_SPLIT_NOCOLOR : r % 2;
+}
+
+static int split_key(int r, int nranks)
+{
+	return nranks - r;
+}
+
+/* Rank r's place in its split: the ranks of its color, by key, then by world rank. */
+static void split_shape(int r, int nranks, int *size, int *rank)
+{
+	*size = *rank = 0;
+	for (int i = 0; i < nranks; i++) {
+		if (split_color(i, nranks) != split_color(r, nranks))
+			continue;
+		(*size)++;
+		*rank += split_key(i, nranks) < split_key(r, nranks) ||
+			 (split_key(i, nranks) == split_key(r, nranks) && i < r);
+	}
+}
+
+static int split_on;
+
 static void print_truth(int first, int nr, int nranks, unsigned long long k)
 {
 	fprintf(stderr, "{\"api\":\"hang_app\",\"pid\":%d,\"nranks\":%d,\"polls\":%llu,\"ranks\":[", (int)getpid(),
 		nranks, polls);
 	for (int r = first; r < first + nr; r++) {
-		fprintf(stderr, "%s{\"rank\":%d,\"entries\":[", r > first ? "," : "", r);
-		for (unsigned long long i = 0; i < k; i++)
+		unsigned long long kk = split_on && split_color(r, nranks) < 0 ? 0 : k;
+
+		fprintf(stderr, "%s{\"rank\":%d,", r > first ? "," : "", r);
+		if (split_on) {
+			int size, rank;
+
+			split_shape(r, nranks, &size, &rank);
+			fprintf(stderr, "\"color\":%d,\"split_rank\":%d,\"split_nranks\":%d,", split_color(r, nranks),
+				rank, size);
+		}
+		fprintf(stderr, "\"entries\":[");
+		for (unsigned long long i = 0; i < kk; i++)
 			fprintf(stderr, "%s%llu", i ? "," : "", entries[r][i]);
 		fprintf(stderr, "]}");
 	}
@@ -144,6 +185,8 @@ int main(int argc, char **argv)
 			k = app_parse_u64("--n", argv[++i]);
 		else if (!strcmp(argv[i], "--inits") && i + 1 < argc)
 			inits = app_parse_u64("--inits", argv[++i]);
+		else if (!strcmp(argv[i], "--split"))
+			split_on = 1;
 		else if (!strcmp(argv[i], "--linger") && i + 1 < argc)
 			linger = app_parse_u64("--linger", argv[++i]);
 		else if ((!strcmp(argv[i], "--delay") || !strcmp(argv[i], "--stall")) && i + 1 < argc) {
@@ -155,7 +198,7 @@ int main(int argc, char **argv)
 	if (all)
 		nranks = all;
 	if (nranks < 1 || nranks > MAX_RANKS || k < 1 || k > MAX_N ||
-	    (!all && (rank < 0 || rank >= nranks || !id_file)) || inits < 1 || inits > 200)
+	    (!all && (rank < 0 || rank >= nranks || !id_file)) || inits < 1 || inits > 200 || (split_on && all))
 		app_usage_error(argv[0], usage, "need 0 <= R < N <= %d and an id file, or --all N; 1 <= K <= %d",
 				MAX_RANKS, MAX_N);
 	CHECK(cuInit(0));
@@ -180,6 +223,18 @@ int main(int argc, char **argv)
 		}
 		NCC(ncclCommInitRank(&comms[0], nranks, id, rank));
 	}
+	if (split_on) {
+		ncclComm_t world = comms[0];
+
+		NCC(ncclCommSplit(world, split_color(rank, nranks), split_key(rank, nranks), &comms[0], NULL));
+		if (!comms[0]) { /* in none: it waits out the others' collectives */
+			sleep_ms(linger);
+			NCC(ncclCommDestroy(world));
+			print_truth(rank, 1, nranks, k);
+			return 0;
+		}
+		comms[1] = world;
+	}
 	for (unsigned long long i = 0; i < k; i++) {
 		void *b = (void *)(uintptr_t)buf;
 
@@ -198,7 +253,7 @@ int main(int argc, char **argv)
 			poll_done(streams[j]);
 	}
 	sleep_ms(linger);
-	for (int j = 0; j < nloc; j++)
+	for (int j = 0; j < nloc + split_on; j++)
 		NCC(ncclCommDestroy(comms[j]));
 	print_truth(all ? 0 : rank, nloc, nranks, k);
 	return 0;

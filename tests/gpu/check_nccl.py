@@ -49,8 +49,8 @@ def check_peer(err, out):
     rep = final(out, "bandwidth")
     p = [x for x in rep["processes"] if x["pid"] == t["pid"]][0]
     limit = rep["links"]["peer"]["bytes_per_second"]
-    print(f"links: host {rep['links']['host']['name']} {rep['links']['host']['bytes_per_second'] / 1e9:.1f} GB/s; "
-          f"peer {rep['links']['peer']['name']} {limit / 1e9:.1f} GB/s; local {rep['links']['local']['name']}")
+    print(f"links: host {rep['links']['host']['name']} {(rep['links']['host']['bytes_per_second'] or 0) / 1e9:.1f} GB/s; "
+          f"peer {rep['links']['peer']['name']} {(limit or 0) / 1e9:.1f} GB/s; local {rep['links']['local']['name']}")
     want = {}
     for b in t["batches"]:
         k = f"{b['src']}->{b['dst']}"

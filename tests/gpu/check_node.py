@@ -85,8 +85,8 @@ def check_peer(err, out):
     p = p[0]
     lk = rep["links"]
     print(f"{n} GPUs, peer access {t['peer_access']}; links: host {lk['host']['name']} "
-          f"{lk['host']['bytes_per_second'] / 1e9:.1f} GB/s; peer {lk['peer']['name']} "
-          f"{lk['peer']['bytes_per_second'] / 1e9:.1f} GB/s")
+          f"{(lk['host']['bytes_per_second'] or 0) / 1e9:.1f} GB/s; peer {lk['peer']['name']} "
+          f"{(lk['peer']['bytes_per_second'] or 0) / 1e9:.1f} GB/s")
     copies, nbytes, per = peer_want(t)
     gc, gb = [[0] * n for _ in range(n)], [[0] * n for _ in range(n)]
     ok = True

@@ -253,8 +253,15 @@ def test_figures_above_the_link_are_suspect():
                 elif "busbw_gbps" in x["suspect"]:
                     eq((x["busbw_gbps"], x["algbw_gbps"]), (None, None), "busbw and its algbw both held back")
         check(seen[True] and seen[False], f"rows above and within the limit: {seen}")
-        check("suspect" in gp.gpuprobe(BASE[:1] + BASE[2:], cmd=[LAUNCHER, "4", "--n", "3", "--subset", "basic"],
-                                       env=env, timeout=120).stdout, "the text says suspect")
+        text = gp.gpuprobe(BASE[:1] + BASE[2:], cmd=[LAUNCHER, "4", "--n", "3", "--subset", "basic"],
+                           env=env, timeout=120).stdout
+        lines = text.splitlines()
+        why = [i for i, l in enumerate(lines) if "suspect, above the limit of NVLink3 x12" in l]
+        check(why, f"the text names the link and its limit under a suspect row: {text[-3000:]}")
+        for i in why:
+            check("(300 GB/s): " in lines[i] and "best busbw " in lines[i], f"the limit and the figure: {lines[i]}")
+            check("suspect" in lines[i - 1], f"under the row it explains: {lines[i - 1]}")
+        check("Link limits (one direction" in text and "GPU-GPU NVLink3 x12" in text, "the limits line")
         # copies: a P2P copy of 64 MiB in 100 us (671 GB/s) over the 300 GB/s link; H2D within PCIe
         s = "copy,10,3,67108864,100000,0,1;copy,1,2,1048576,100000"
         r, = [gp.gpuprobe(BASE, cmd=[app("launch_app"), "--n", "20"], env={"GPUPROBE_TEST_SYSFS": root,

@@ -523,6 +523,48 @@ def test_straggler_named_across_processes():
                                          timeout=60).stdout, "the text report's straggler line")
 
 
+def test_straggler_on_a_split_never_asked_its_shape():
+    """PyTorch's new_group: a split whose ranks never ask its shape (no ncclCommCount or
+    ncclCommUserRank). 5 ranks split by color rank % 2, key 5 - rank (the split's ranks run
+    opposite to the world's), rank 4 in none (NCCL_SPLIT_NOCOLOR); world rank 2 sleeps 150 ms
+    before each collective. gpuprobe gives each split its shape as the last rank's split is
+    seen (NCCL's rule: one color, by key, then world rank), and matches its collectives:
+    rank 2, split rank 0 of {2, 0}, named last into all 4, its skews the program's own."""
+    rep, t, _ = job(5, ["--split", "--n", "4", "--delay", "2:150"], env=HANG)
+    truth = {r["rank"]: dict(r, pid=p["pid"]) for p in t["ranks"] for r in p["ranks"]}
+    eq(rep["communicators_not_matched"], {"table_full": 0, "share": 0, "too_large": 0, "mismatch": 0,
+                                          "shape_unknown": 0}, "every rank matched")
+    for p in rep["processes"]:
+        w = [x for x in truth.values() if x["pid"] == p["pid"]][0]
+        splits = [c for c in p["comms"] if c["made_by"] == "ncclCommSplit"]
+        if w["color"] < 0:
+            eq(splits, [], f"world rank {w['rank']}: in no split")
+            continue
+        eq([(c["rank"], c["nranks"], c["shape_from"], c["entered_collectives"]) for c in splits],
+           [(w["split_rank"], w["split_nranks"], "split", 4)], f"world rank {w['rank']}: its split's shape, derived")
+    st = {tuple(x["pid"] for x in sorted(s["ranks"], key=lambda x: x["rank"])): s
+          for s in rep["stragglers"] if s["nranks"] == 2}
+    eq(len(st), 2, f"both splits matched: {rep['stragglers']}")
+    for color in (0, 1):
+        members = sorted((x for x in truth.values() if x["color"] == color), key=lambda x: x["split_rank"])
+        s = st.get(tuple(x["pid"] for x in members))
+        check(s is not None, f"color {color}'s split matched, its processes by split rank")
+        eq(s["ranks_here"], [0, 1], f"color {color}: both ranks here")
+        ent = {x["split_rank"]: x["entries"] for x in members}
+        if color == 0:
+            check_straggles(s, ent, f"color {color}'s split")
+            continue
+        # no rank delayed: which is last is a matter of microseconds, the skews are not
+        sk = skews(ent)
+        eq([s["matched"], s["evicted"], s["late"], s["duplicate"]], [len(sk), 0, 0, 0], "color 1: every one matched")
+        check(abs(s["skew_seconds_sum"] - sum(x for x, _ in sk)) < 5 * MS * len(sk),
+              f"color 1: skew sum {s['skew_seconds_sum']} vs the program's {sum(x for x, _ in sk)}")
+    s = st[(truth[2]["pid"], truth[0]["pid"])]
+    eq(sorted((x["rank"], x["last_to_enter"]) for x in s["ranks"] if x["last_to_enter"]), [(0, 4)],
+       "world rank 2, split rank 0, last into all 4")
+    check(s["skew_seconds_max"] > 0.145, f"its lag at least the injected 150 ms: {s['skew_seconds_max']}")
+
+
 def test_straggler_in_one_process_init_all():
     """ncclCommInitAll: 4 ranks in one process (nccl-tests -g 4), each collective's calls
     in one group; rank 1 sleeps 80 ms before its call, so ranks 1..3 enter late and rank 3,

@@ -6,6 +6,7 @@ pair, every copy completed by the synchronization kind the program used, a bandw
 a lower bound of the stand-in's rate (never the API time), and figures above a link's limit
 flagged as suspect (a fake sysfs tree with a slow PCIe link)."""
 import os
+import shutil
 import re
 import signal
 import tempfile
@@ -122,6 +123,30 @@ def test_rates_above_the_link_are_suspect():
     r = gp.gpuprobe(["--bandwidth-util", "--libcuda", FAKECUDA], cmd=[APP] + ARGS, env=env, timeout=120)
     eq(r.returncode, 0, "text run")
     check("suspect" in r.stdout and "PCIe 2.5 GT/s x1" in r.stdout, r.stdout[-3000:])
+
+
+def test_unknown_part_limit_unknown():
+    """A GPU whose PCI device id is not in the parts table: its NVLink is not in sysfs, so
+    the GPU-GPU and memory limits are unknown (null, and the report says why), not the
+    fastest NVLink known posing as this node's; its PCIe link is still read."""
+    root = fake_sysfs("0x2b85", "32.0 GT/s PCIe", "16")
+    try:
+        rep, p, t = run(env={"GPUPROBE_TEST_SYSFS": root})
+        links = rep["links"]
+        eq(links["peer"]["bytes_per_second"], None, f"peer limit unknown: {links['peer']}")
+        check(links["peer"]["name"].startswith("unknown: GPU 0x2b85 not in the parts table"), links["peer"]["name"])
+        eq([links["peer"]["read_here"], links["local"]["bytes_per_second"]], [False, None], "memory limit unknown too")
+        check(abs(links["host"]["bytes_per_second"] - 32e9 * 16 * 128 / 130 / 8) < 1, "PCIe 5.0 x16 read")
+        for k in t["pairs"]:
+            x = pairs_of(p)[k]
+            eq([x["suspect"], x["limit_bytes_per_second"]], [None, None], f"{k}: nothing held against a guess")
+            check(x["bytes_per_second_lower_bound"] > 0, f"{k}: its bound shown")
+        r = gp.gpuprobe(["--bandwidth-util", "--libcuda", FAKECUDA], cmd=[APP] + ARGS,
+                        env={"GPUPROBE_TEST_SYSFS": root}, timeout=120)
+        eq(r.returncode, 0, "text run")
+        check("GPU-GPU unknown: GPU 0x2b85 not in the parts table" in r.stdout, r.stdout[-2000:])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_text_matrix():

@@ -430,6 +430,104 @@ out:
 	nccl_agg__free(a);
 }
 
+/* An AllReduce of rank pid on communicator comm, entered at ts. */
+static void ar_on(struct nccl_agg *a, uint32_t pid, uint64_t comm, uint64_t ts)
+{
+	struct gp_nccl_event e = ev(pid, GP_NCCL_AllReduce, comm);
+
+	e.ts_ns = ts;
+	e.count = 1024;
+	e.dtype = 7;
+	e.stream = 0x5;
+	nccl_agg__on_call(a, &e);
+}
+
+static const struct nccl_straggle *straggle_of(const struct nccl_snap_data *d, uint64_t id)
+{
+	for (size_t i = 0; i < d->nr_straggles; i++)
+		if (d->straggles[i].id == id)
+			return &d->straggles[i];
+	return NULL;
+}
+
+/*
+ * A split nobody asks its shape (PyTorch's new_group): its shape from every rank's split as
+ * the last one comes, its collectives matched from then, with those a rank entered before
+ * the other's split record came (its record can come after the first rank's collectives);
+ * a rank claimed twice is refused and counted; one process opens at most NCCL_MATCH_SHARE
+ * splits waiting for ranks.
+ */
+static void test_split_matched_live(void)
+{
+	struct nccl_agg *a = nccl_agg__new();
+	struct nccl_snap_data d = { 0 };
+	const struct nccl_straggle *st;
+	uint64_t t = 2000000000, id;
+
+	if (!ASSERT_TRUE(a != NULL, "aggregator"))
+		return;
+	init(a, 300, 2, 0, 11);
+	init(a, 301, 2, 1, 11);
+	split(a, 300, 0, 1, false, 0, 0); /* key 1: rank 1 of the split */
+	ar_on(a, 300, H_SPLIT, t);
+	ar_on(a, 300, H_SPLIT, t + 100000000);
+	nccl_agg__snapshot(a, 0, &d);
+	id = proc(&d, 300)->comms[1].id;
+	if (!ASSERT_EQ(proc(&d, 300)->comms[1].nranks, -1, "one rank's split: shape not known") ||
+	    !ASSERT_TRUE(straggle_of(&d, id) == NULL, "not matched yet") ||
+	    !ASSERT_EQ(d.match_no_shape, 1, "counted as of unknown shape"))
+		goto out;
+	nccl_snap_data__clear(&d);
+	split(a, 301, 0, 0, false, 0, 0); /* key 0: rank 0 */
+	ar_on(a, 301, H_SPLIT, t + 5000000);
+	ar_on(a, 301, H_SPLIT, t + 107000000);
+	nccl_agg__snapshot(a, 0, &d);
+	st = straggle_of(&d, id);
+	if (!ASSERT_TRUE(st != NULL, "the split matched") || !ASSERT_EQ(proc(&d, 300)->comms[1].rank, 1, "key 1: rank 1") ||
+	    !ASSERT_EQ(proc(&d, 301)->comms[1].rank, 0, "key 0: rank 0") ||
+	    !ASSERT_EQ(proc(&d, 301)->comms[1].nranks, 2, "2 ranks") ||
+	    !ASSERT_EQ(proc(&d, 301)->comms[1].shape, NCCL_SHAPE_SPLIT, "from the splits") ||
+	    !ASSERT_EQ(d.match_no_shape, 0, "none of unknown shape"))
+		goto out;
+	ASSERT_EQ(st->matched, 2, "both collectives, the first rank's early entries too");
+	ASSERT_EQ(st->evicted + st->late + st->duplicate, 0, "none unmatched");
+	ASSERT_EQ(st->last_straggler, 0, "split rank 0 (PID 301) last in");
+	ASSERT_EQ(st->last_to_enter[0], 2, "last into both");
+	ASSERT_EQ(st->lag_ns[0], 12000000, "its lag: 5 + 7 ms");
+	ASSERT_EQ(st->pid[0], 301, "its process");
+	nccl_snap_data__clear(&d);
+	nccl_agg__free(a);
+
+	/* a third process claims rank 0 of the same world's next split: refused, counted */
+	a = nccl_agg__new();
+	init(a, 310, 2, 0, 12);
+	init(a, 312, 2, 0, 12);
+	split(a, 310, 0, 0, false, 0, 0);
+	split(a, 312, 0, 0, false, 0, 0);
+	nccl_agg__snapshot(a, 0, &d);
+	ASSERT_EQ(d.match_mismatch, 1, "rank 0 claimed twice: refused");
+	nccl_snap_data__clear(&d);
+	nccl_agg__free(a);
+
+	/* one process's splits that no other rank makes: NCCL_MATCH_SHARE held, the rest counted */
+	a = nccl_agg__new();
+	init(a, 320, 2, 0, 13);
+	for (int i = 0; i < NCCL_MATCH_SHARE + 3; i++) {
+		struct gp_nccl_event e = ev(320, GP_NCCL_CommSplit, H_WORLD);
+
+		e.color = 0;
+		e.key = 0;
+		e.newcomm = H_SPLIT + 1 + (uint64_t)i;
+		nccl_agg__on_call(a, &e);
+	}
+	nccl_agg__snapshot(a, 0, &d);
+	ASSERT_EQ(d.match_share, 3, "past the process's share: counted");
+	ASSERT_EQ(d.match_no_shape, NCCL_MATCH_SHARE + 3, "every split of unknown shape counted");
+out:
+	nccl_snap_data__clear(&d);
+	nccl_agg__free(a);
+}
+
 /* In flight: issued, completed by a sync; the quiet time from the later of the last
  * completion and the call that found none in flight. */
 static void test_inflight(void)
@@ -637,7 +735,25 @@ static void test_link_limit(void)
 		goto cleanup;
 	nccl_report__text(f, &s.hdr);
 	fclose(f);
-	ASSERT_TRUE(strstr(text, "suspect") != NULL, "the text says suspect");
+	if (!ASSERT_TRUE(strstr(text, "suspect") != NULL, "the text says suspect"))
+		goto cleanup;
+	/* and which figures, over which limit and link: JSON's "suspect" in words */
+	if (!ASSERT_STR_CONTAINS(text, "suspect, above the limit of NVLink4 x18 (test) (450 GB/s): busbw 786 GB/s, stream 786 GB/s\n",
+				 "the suspect line") ||
+	    !ASSERT_STR_CONTAINS(text, "Link limits of bus bandwidth", "the limits line"))
+		goto cleanup;
+	/* a limit not known holds nothing back: the figure shown */
+	s.links.peer = (struct bw_link){ .name = "unknown: GPU 0x9999 not in the parts table" };
+	free(text);
+	text = NULL;
+	f = open_memstream(&text, &len);
+	if (!ASSERT_TRUE(f != NULL, "memstream"))
+		goto cleanup;
+	nccl_report__text(f, &s.hdr);
+	fclose(f);
+	ASSERT_TRUE(strstr(text, "suspect,") == NULL && strstr(text, "524 GB/s     786 GB/s") != NULL &&
+			    strstr(text, "GPU-GPU unknown: GPU 0x9999 not in the parts table;") != NULL,
+		    "an unknown limit: the figure shown, the limit said unknown");
 cleanup:
 	free(text);
 	json_object_put(o);
@@ -760,6 +876,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_matrices);
 	RUN_TEST(test_comm_table_bound);
 	RUN_TEST(test_straggler_match);
+	RUN_TEST(test_split_matched_live);
 	RUN_TEST(test_inflight);
 	RUN_TEST(test_init_all_and_share);
 	RUN_TEST(test_duplicate_rank);

@@ -186,7 +186,7 @@ static void test_pcie_rates(void)
 }
 
 /* An idle GPU's link trains down: the larger of current and max is its capability; the
- * NVLink of a known part by its device id; an unknown part gets the fastest NVLink. */
+ * NVLink of a known part by its device id; an unknown part's NVLink limit is unknown. */
 static void test_links_from_sysfs(void)
 {
 	char root[] = "/tmp/gp-sysfs-XXXXXX", d[4200];
@@ -219,10 +219,17 @@ static void test_links_from_sysfs(void)
 	bw_links__read(root, &l);
 	if (!ASSERT_EQ(r, 0, "third GPU") || !ASSERT_EQ(l.gpus, 3, "GPUs") ||
 	    !ASSERT_FALSE(l.peer.read_here, "an unknown part: NVLink not known") ||
-	    !ASSERT_TRUE(fabs(l.peer.bytes_per_s - 900e9) < 1, "the fastest NVLink"))
+	    !ASSERT_TRUE(l.peer.bytes_per_s == 0, "its limit unknown, not a guess") ||
+	    !ASSERT_STR_CONTAINS(l.peer.name, "unknown: GPU 0x9999 not in the parts table", "says why") ||
+	    !ASSERT_TRUE(l.local.bytes_per_s == 0 && !l.local.read_here, "its memory's limit unknown too") ||
+	    !ASSERT_FALSE(bw_links__suspect(bw_links__for(&l, BW_PEER), 6.9e12), "nothing held against an unknown limit") ||
+	    !ASSERT_TRUE(l.host.read_here && fabs(l.host.bytes_per_s - bw_links__pcie_rate(32.0, 16)) < 1,
+			 "the PCIe links are still read"))
 		goto cleanup;
 	bw_links__read("/nonexistent", &l);
-	ASSERT_TRUE(!l.host.read_here && l.host.bytes_per_s > 100e9, "no sysfs: the fastest PCIe");
+	ASSERT_TRUE(!l.host.read_here && l.host.bytes_per_s == 0 && l.peer.bytes_per_s == 0 && l.local.bytes_per_s == 0 &&
+			    strstr(l.peer.name, "unknown") != NULL,
+		    "no sysfs: every limit unknown");
 cleanup:
 	snprintf(d, sizeof(d), "rm -rf %s", root);
 	if (system(d))

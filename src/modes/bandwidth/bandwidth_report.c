@@ -288,11 +288,9 @@ static bool copied(const struct bw_snap_proc *p)
 
 static void text_links(FILE *f, const struct bw_links *l)
 {
-	if (!l->host.bytes_per_s)
-		return;
-	fprintf(f, "Link limits (one direction; a rate above its limit is printed as suspect): host-GPU %s %s; "
-		   "GPU-GPU %s %s; within a GPU %s\n", l->host.name, gp_text__rate(l->host.bytes_per_s).s, l->peer.name,
-		gp_text__rate(l->peer.bytes_per_s).s, l->local.name);
+	fprintf(f, "Link limits (one direction; a rate above its limit is printed as suspect): host-GPU %s; "
+		   "GPU-GPU %s; within a GPU %s\n", gp_text__link(&l->host).s, gp_text__link(&l->peer).s,
+		gp_text__link(&l->local).s);
 }
 
 void bw_report__text(FILE *f, const struct gp_snap *hdr)
@@ -439,30 +437,9 @@ static json_object *json_pair(const struct bw_pair *x, const struct bw_links *li
 	json_object_object_add(t, "seconds_upper_bound", json_object_new_double(secs(x->window_ns)));
 	rate_field(t, sus, "bytes_per_second_lower_bound", x->window_ns, pair_rate(x), l);
 	json_object_object_add(t, "signals", json_signals(&x->sig, sus, l));
-	json_object_object_add(t, "limit_bytes_per_second", json_object_new_double(l->bytes_per_s));
+	json_object_object_add(t, "limit_bytes_per_second", l->bytes_per_s > 0 ? json_object_new_double(l->bytes_per_s) : NULL);
 	add_suspect(t, sus, l);
 	return t;
-}
-
-static json_object *json_link(const struct bw_link *l)
-{
-	json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "name", json_object_new_string(l->name));
-	json_object_object_add(o, "bytes_per_second", json_object_new_double(l->bytes_per_s));
-	json_object_object_add(o, "read_here", json_object_new_boolean(l->read_here));
-	return o;
-}
-
-static json_object *json_links(const struct bw_links *l)
-{
-	json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "gpus", json_object_new_int(l->gpus));
-	json_object_object_add(o, "host", json_link(&l->host));
-	json_object_object_add(o, "peer", json_link(&l->peer));
-	json_object_object_add(o, "local", json_link(&l->local));
-	return o;
 }
 
 static json_object *json_proc(const struct bw_snap_proc *p, const struct bw_links *links)
@@ -500,7 +477,7 @@ void bw_report__json(json_object *o, const struct gp_snap *hdr)
 	json_object_object_add(o, "failed_copies", json_object_new_uint64(s->failed_copies));
 	json_object_object_add(o, "polls", json_object_new_uint64(s->polls));
 	json_object_object_add(o, "quiet_signals", json_object_new_uint64(s->quiet_signals));
-	json_object_object_add(o, "links", json_links(&s->links));
+	json_object_object_add(o, "links", gp_json__links(&s->links));
 }
 
 static const char *const fams[] = {
@@ -574,12 +551,13 @@ static void prom_links(struct prom_out *p, const struct bw_links *l)
 		const struct bw_link *l;
 	} ls[] = { { "host", &l->host }, { "peer", &l->peer }, { "local", &l->local } };
 
-	if (!l->host.bytes_per_s)
-		return;
 	prom__family(p, "gpuprobe_link_speed_bytes");
 	for (size_t i = 0; i < sizeof(ls) / sizeof(ls[0]); i++) {
 		const char *kv[] = { "link", ls[i].kind, "name", ls[i].l->name, "read_here",
 				     ls[i].l->read_here ? "1" : "0", NULL };
+
+		if (!ls[i].l->bytes_per_s) /* unknown: no series (a 0 would read as a dead link) */
+			continue;
 
 		prom__real(p, "gpuprobe_link_speed_bytes", NULL, kv, ls[i].l->bytes_per_s);
 	}

@@ -93,6 +93,7 @@ static void text_copies(FILE *f, const struct gt_snap_data *d, uint32_t pid, con
 
 	for (size_t i = 0; i < d->nr_copies; i++) {
 		const struct gt_copy_snap *c = &d->copies[i];
+		struct gp_text_suspect sus = { 0 };
 		char dev[48];
 
 		if (c->pid != pid)
@@ -107,6 +108,11 @@ static void text_copies(FILE *f, const struct gt_snap_data *d, uint32_t pid, con
 			gp_text__count(c->count).s, gp_text__bytes(c->bytes).s, gp_text__duration(c->total_ns / 1e9).s,
 			gp_text__link_rate(copy_link(links, c), c->total_ns ? (double)c->bytes * 1e9 / (double)c->total_ns : -1).s,
 			gp_text__link_rate(copy_link(links, c), c->peak_gbps > 0 ? gbps_bytes_per_s(c->peak_gbps) : -1).s);
+		if (c->total_ns)
+			gp_text__suspect_add(&sus, copy_link(links, c), "bandwidth", (double)c->bytes * 1e9 / (double)c->total_ns);
+		if (c->peak_gbps > 0)
+			gp_text__suspect_add(&sus, copy_link(links, c), "fastest", gbps_bytes_per_s(c->peak_gbps));
+		gp_text__suspect_line(f, "    ", &sus);
 	}
 	for (size_t i = 0; i < d->nr_memsets; i++) {
 		const struct gt_memset_snap *m = &d->memsets[i];
@@ -125,6 +131,7 @@ static void text_colls(FILE *f, const struct gt_snap_data *d, uint32_t pid, cons
 
 	for (size_t i = 0; i < d->nr_colls; i++) {
 		const struct gt_coll_snap *c = &d->colls[i];
+		struct gp_text_suspect sus = { 0 };
 		char comm[24], rank[24];
 		const struct bw_link *l = bw_links__for_ranks(links, (int)c->nranks);
 		/* a busbw above the link's limit: its algbw is the same window's, suspect too */
@@ -146,6 +153,11 @@ static void text_colls(FILE *f, const struct gt_snap_data *d, uint32_t pid, cons
 			gp_text__link_rate(l, alg).s, gp_text__link_rate(l, bus).s,
 			gp_text__link_rate(l, c->size ? gbps_bytes_per_s(c->best_busbw_gbps) : -1).s,
 			c->gpu_calls == c->calls ? "GPU" : c->gpu_calls ? "GPU and host" : "host");
+		if (c->size) {
+			gp_text__suspect_add(&sus, l, "busbw", bus);
+			gp_text__suspect_add(&sus, l, "best busbw", gbps_bytes_per_s(c->best_busbw_gbps));
+		}
+		gp_text__suspect_line(f, "    ", &sus);
 	}
 }
 
@@ -186,6 +198,10 @@ void gputime_report__text(FILE *f, const struct gp_snap *hdr)
 		if (p->unnamed_kernels)
 			fprintf(f, "  %s whose name never came\n", gp_text__n(p->unnamed_kernels, "kernel", "kernels").s);
 	}
+	if (s->d.nr_copies || s->d.nr_colls)
+		fprintf(f, "Link limits (one direction; a figure above its limit is printed as suspect): host-GPU %s; "
+			   "GPU-GPU %s; within a GPU %s\n", gp_text__link(&s->links.host).s, gp_text__link(&s->links.peer).s,
+			gp_text__link(&s->links.local).s);
 	if (!s->d.nr_procs)
 		fprintf(f, "No exact GPU time received (a process sends once it calls cuInit, or creates an NCCL communicator).\n");
 	for (int i = 0; i < GT_D__COUNT; i++)
@@ -348,6 +364,7 @@ void gputime_report__json(json_object *o, const struct gp_snap *hdr)
 	for (int i = 0; i < GT_D__COUNT; i++)
 		json_object_object_add(refused, gt_drop_name(i), j_u64(s->d.drops[i]));
 	json_object_object_add(o, "refused", refused);
+	json_object_object_add(o, "links", gp_json__links(&s->links));
 }
 
 /* ---- Prometheus ---- */

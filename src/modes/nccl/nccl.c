@@ -46,6 +46,11 @@ struct ncomm {
 	int split_seq;           /* made by its parent's split number split_seq */
 	int parent_rank, parent_nranks;
 	uint64_t p2p_row[NCCL_MATRIX_MAX], ring_row[NCCL_MATRIX_MAX];
+	/* entries into collectives while its shape was not yet known (a split's, until every
+	 * rank's split is seen: another rank may enter before the last split's record comes),
+	 * matched once it joins; [NCCL_MATCH_RING], made on the first such entry */
+	uint64_t *early;
+	int nr_early;
 };
 
 struct nproc {
@@ -58,6 +63,7 @@ struct nproc {
 	uint64_t groups, bad[NCCL_BAD__COUNT], failed, nested, other, calls;
 	uint64_t clock;           /* ts_ns of its last driver call seen */
 	int matches_opened;       /* match tables it made (NCCL_MATCH_SHARE) */
+	int splits_open;          /* split tables it made still waiting for ranks (NCCL_MATCH_SHARE) */
 	int init_alls;            /* ncclCommInitAll calls followed */
 };
 
@@ -65,7 +71,28 @@ struct nccl_agg {
 	struct proctab *procs; /* struct nproc; first (proctab__new_owner) */
 	uint64_t comm_table_full;
 	struct u64map *matches; /* comm_id -> struct nmatch */
+	struct u64map *splits;  /* (parent comm_id, split number) -> struct nsplit */
 	uint64_t match_full, match_share, match_too_large, match_mismatch;
+};
+
+/* One rank's ncclCommSplit call (NCCL_SPLIT_NOCOLOR too: it holds a place in the order). */
+struct nsplit_rank {
+	uint32_t pid;
+	uint64_t handle; /* the new communicator; 0: in none, or not kept */
+	int color, key;
+	bool in;
+};
+
+/* A split of a communicator whose ranks are on this node, until every rank's call is seen:
+ * then NCCL's rule gives each new communicator its shape (the ranks of one color, ordered
+ * by key, then by rank in the parent), for a program that never asks it (PyTorch's
+ * new_group). Bounded as the match tables: NCCL_MATCH_MAX waiting, NCCL_MATCH_SHARE opened
+ * by one process, NCCL_MATCH_RANKS ranks. */
+struct nsplit {
+	uint64_t parent_id;
+	int seq, nranks, seen;
+	uint32_t opener;
+	struct nsplit_rank r[]; /* [nranks], by rank in the parent */
 };
 _Static_assert(offsetof(struct nccl_agg, procs) == 0, "proctab__new_owner: the table first");
 
@@ -253,6 +280,10 @@ static void match_join(struct nccl_agg *a, struct nproc *p, struct ncomm *c)
 	m->refs++;
 	c->m = m;
 	c->match = MATCH_ON;
+	for (int i = 0; c->early && i < c->nr_early; i++)
+		match_enter(m, r, (uint64_t)i, c->early[i]);
+	free(c->early);
+	c->early = NULL;
 }
 
 /* ---- processes ---- */
@@ -264,6 +295,7 @@ static void free_comm(void *v)
 	if (!c)
 		return;
 	match_put(c->m);
+	free(c->early);
 	u64map__free_all(c->colls, NULL);
 	u64map__free_all(c->p2p, NULL);
 	u64map__free_all(c->times, NULL);
@@ -350,7 +382,8 @@ struct nccl_agg *nccl_agg__new(void)
 {
 	struct nccl_agg *a = proctab__new_owner(sizeof(struct nccl_agg), &proc_ops);
 
-	if (a && !(a->matches = u64map__new())) {
+	if (a && (!(a->matches = u64map__new()) || !(a->splits = u64map__new()))) {
+		u64map__free(a->matches);
 		proctab__free_owner(a);
 		return NULL;
 	}
@@ -364,6 +397,7 @@ void nccl_agg__free(struct nccl_agg *a)
 	if (!a)
 		return;
 	m = a->matches;
+	u64map__free_all(a->splits, free);
 	proctab__free_owner(a); /* the communicators drop their matches */
 	u64map__free_all(m, free);
 }
@@ -490,6 +524,102 @@ static uint64_t child_id(uint64_t parent, int kind, int seq, const void *what, s
 	return nccl_comm_id(buf, 16 + len);
 }
 
+static uint64_t split_key(uint64_t parent_id, int seq)
+{
+	return child_id(parent_id, 3, seq, "", 0);
+}
+
+static void split_free(struct nccl_agg *a, uint64_t key, struct nsplit *sp)
+{
+	struct nproc *o = proctab__live(a->procs, sp->opener);
+
+	if (o && o->splits_open > 0)
+		o->splits_open--;
+	u64map__del(a->splits, key);
+	free(sp);
+}
+
+/* Rank r of the parent made its split number seq (newcomm its new communicator, 0: none):
+ * its place in the split's table, opened by the first rank seen. */
+static void split_join(struct nccl_agg *a, struct nproc *p, const struct ncomm *parent, int seq,
+		       const struct gp_nccl_event *e, uint64_t newcomm)
+{
+	int n = parent->s.nranks, r = parent->s.rank;
+	uint64_t key;
+	struct nsplit *sp;
+
+	/* a parent of unknown shape: its splits' shapes stay unknown (counted at the snapshot) */
+	if (!parent->s.id_known || n < 2 || r < 0 || r >= n)
+		return;
+	if (n > NCCL_MATCH_RANKS) {
+		a->match_too_large++;
+		return;
+	}
+	key = split_key(parent->s.id, seq);
+	sp = u64map__get(a->splits, key);
+	if (!sp) {
+		if (u64map__size(a->splits) >= NCCL_MATCH_MAX) {
+			a->match_full++;
+			return;
+		}
+		if (p->splits_open >= NCCL_MATCH_SHARE) {
+			a->match_share++;
+			return;
+		}
+		sp = calloc(1, sizeof(*sp) + (size_t)n * sizeof(sp->r[0]));
+		if (!sp || u64map__put(a->splits, key, sp)) {
+			free(sp);
+			return;
+		}
+		sp->parent_id = parent->s.id;
+		sp->seq = seq;
+		sp->nranks = n;
+		sp->opener = p->h.pid;
+		p->splits_open++;
+	} else if (sp->nranks != n || sp->r[r].in) {
+		a->match_mismatch++; /* another size, or a rank claimed twice */
+		return;
+	}
+	sp->r[r] = (struct nsplit_rank){ .pid = p->h.pid, .handle = newcomm, .color = e->color, .key = e->key, .in = true };
+	sp->seen++;
+}
+
+/* Every rank of the parent made the split: each new communicator's shape by NCCL's rule,
+ * and its rank joins the matching. The communicators are found again by process and
+ * handle (one may have exited, or be another by now: checked). */
+static void split_done(struct nccl_agg *a, uint64_t parent_id, int seq)
+{
+	uint64_t key = split_key(parent_id, seq);
+	struct nsplit *sp = u64map__get(a->splits, key);
+
+	if (!sp || sp->seen < sp->nranks)
+		return;
+	for (int i = 0; i < sp->nranks; i++) {
+		const struct nsplit_rank *me = &sp->r[i];
+		struct nproc *q;
+		struct ncomm *c;
+		int size = 0, rank = 0;
+
+		if (!me->handle || me->color < 0 || !(q = proctab__live(a->procs, me->pid)) ||
+		    !(c = u64map__get(q->by_handle, me->handle)))
+			continue;
+		if (c->s.made_by != GP_NCCL_CommSplit || c->split_seq != seq || !c->s.parent_known ||
+		    c->s.parent_id != parent_id || (c->s.nranks >= 0 && c->s.rank >= 0))
+			continue;
+		for (int j = 0; j < sp->nranks; j++) {
+			if (sp->r[j].color != me->color)
+				continue;
+			size++;
+			rank += sp->r[j].key < me->key || (sp->r[j].key == me->key && j < i);
+		}
+		c->s.nranks = size;
+		c->s.rank = rank;
+		c->s.shape = NCCL_SHAPE_SPLIT;
+		match_join(a, q, c);
+	}
+	split_free(a, key, sp);
+}
+
 static void on_split(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_event *e)
 {
 	struct ncomm *parent = e->comm ? comm_of(a, p, e->comm) : NULL, *c;
@@ -498,8 +628,14 @@ static void on_split(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_e
 	if (e->ret || !parent)
 		return;
 	seq = parent->splits++;
-	if (!e->newcomm || !(c = comm_new(a, p, e->newcomm)))
-		return; /* NCCL_SPLIT_NOCOLOR: this rank is in none */
+	c = e->newcomm ? comm_new(a, p, e->newcomm) : NULL;
+	if (e->fn == GP_NCCL_CommSplit) /* NCCL_SPLIT_NOCOLOR, or not kept: still a place in the order */
+		split_join(a, p, parent, seq, e, c ? e->newcomm : 0);
+	if (!c) { /* NCCL_SPLIT_NOCOLOR: this rank is in none */
+		if (e->fn == GP_NCCL_CommSplit)
+			split_done(a, parent->s.id, seq);
+		return;
+	}
 	c->s.made_by = (int)e->fn;
 	c->split_seq = seq;
 	c->parent_rank = parent->s.rank;
@@ -512,6 +648,7 @@ static void on_split(struct nccl_agg *a, struct nproc *p, const struct gp_nccl_e
 	if (e->fn == GP_NCCL_CommSplit) {
 		c->s.id_known = parent->s.id_known;
 		c->s.id = child_id(parent->s.id, 1, seq, &e->color, sizeof(e->color));
+		split_done(a, parent->s.id, seq);
 		return;
 	}
 	/* shrink: the excluded ranks */
@@ -732,8 +869,17 @@ static void entered(struct nccl_agg *a, struct nproc *p, struct ncomm *c, const 
 	uint64_t seq = c->s.entered++;
 
 	match_join(a, p, c);
-	if (c->m)
+	if (c->m) {
 		match_enter(c->m, c->s.rank, seq, e->ts_ns);
+		return;
+	}
+	/* its shape may come later (a split waiting for its other ranks' calls): kept for then */
+	if (c->match != MATCH_UNTRIED || !c->s.id_known || (c->s.nranks >= 0 && c->s.rank >= 0) ||
+	    seq != (uint64_t)c->nr_early || c->nr_early >= NCCL_MATCH_RING)
+		return;
+	if (!c->early && !(c->early = calloc(NCCL_MATCH_RING, sizeof(*c->early))))
+		return;
+	c->early[c->nr_early++] = e->ts_ns;
 }
 
 /* A call on a NULL or destroyed communicator, or with a data type NCCL does not have. */
@@ -847,7 +993,23 @@ void nccl_agg__sweep(struct nccl_agg *a, uint64_t now_ns)
 
 void nccl_agg__reap(struct nccl_agg *a, uint64_t cutoff_ns, uint32_t keep_pid)
 {
+	uint64_t gone[NCCL_MATCH_MAX], k;
+	size_t n = 0;
+	void *v;
+
 	proctab__reap(a->procs, keep_pid, cutoff_ns, NULL, NULL);
+	/* a split whose ranks seen have all gone will not be finished: its place freed */
+	for (size_t it = 0; n < NCCL_MATCH_MAX && u64map__next(a->splits, &it, &k, &v);) {
+		const struct nsplit *sp = v;
+		bool live = false;
+
+		for (int i = 0; i < sp->nranks && !live; i++)
+			live = sp->r[i].in && proctab__live(a->procs, sp->r[i].pid);
+		if (!live)
+			gone[n++] = k;
+	}
+	for (size_t i = 0; i < n; i++)
+		split_free(a, gone[i], u64map__get(a->splits, gone[i]));
 }
 
 /* ---- snapshots ---- */
@@ -1144,6 +1306,13 @@ int nccl_agg__snapshot(struct nccl_agg *a, uint32_t pid, struct nccl_snap_data *
 			continue;
 		r = proc_snap(procs[i], &out->procs[k]);
 		out->nr_procs = ++k;
+		for (size_t j = 0; j < procs[i]->nr_comms; j++) {
+			const struct ncomm *c = procs[i]->comms[j];
+
+			/* a split whose shape nothing said (its parent's ranks not all traced here) */
+			out->match_no_shape += c->s.made_by == GP_NCCL_CommSplit && c->match != MATCH_ON &&
+					       (c->s.nranks < 0 || c->s.rank < 0);
+		}
 	}
 	if (!r)
 		r = straggles_snap(a, pid, out);

@@ -52,7 +52,8 @@ enum nccl_shape {
 	NCCL_SHAPE_UNKNOWN,
 	NCCL_SHAPE_INIT,  /* the init's arguments */
 	NCCL_SHAPE_QUERY, /* ncclCommCount / ncclCommUserRank returned it */
-	NCCL_SHAPE_SPLIT, /* inferred from the (color, key) of every rank's ncclCommSplit */
+	NCCL_SHAPE_SPLIT, /* inferred from the (color, key) of every rank's ncclCommSplit, as the
+			   * last is seen (or at the snapshot, for a split no table held) */
 	NCCL_SHAPE_SHRINK, /* the parent's, less the excluded ranks */
 };
 
@@ -176,6 +177,9 @@ struct nccl_snap_data {
 	 * full, a process past its share, more ranks than NCCL_MATCH_RANKS, a rank claimed with
 	 * a different size */
 	uint64_t match_full, match_share, match_too_large, match_mismatch;
+	/* split communicators now not matched because their shape is not known: not every rank
+	 * of the parent traced here (another node's), nor asked (ncclCommCount/UserRank) */
+	uint64_t match_no_shape;
 };
 
 struct nccl_agg;

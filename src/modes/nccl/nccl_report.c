@@ -140,6 +140,25 @@ static const char *closed_by(const struct nccl_time *t)
 	return n[best];
 }
 
+/* The row's figures above the link's limit, each signal's and the events' with them (the
+ * keys of JSON's "suspect"), the limit and the link: why a column says "suspect". */
+static void text_suspect(FILE *f, const struct nccl_time *t, const struct bw_link *l)
+{
+	struct gp_text_suspect sus = { 0 };
+
+	if (!t->bus_factor)
+		return;
+	if (t->window_ns)
+		gp_text__suspect_add(&sus, l, "busbw", algbw(t) * t->bus_factor);
+	for (int k = 0; k < NCCL_SYNC__COUNT; k++)
+		if (t->ns_by[k])
+			gp_text__suspect_add(&sus, l, nccl_sync_name((enum nccl_sync)k),
+					     (double)t->size_by[k] / secs(t->ns_by[k]) * t->bus_factor);
+	if (t->event_ns)
+		gp_text__suspect_add(&sus, l, "event_elapsed", (double)t->event_size / secs(t->event_ns) * t->bus_factor);
+	gp_text__suspect_line(f, "      ", &sus);
+}
+
 static void text_times(FILE *f, const struct nccl_comm_snap *c, const struct bw_link *l)
 {
 	if (!c->nr_times)
@@ -164,6 +183,7 @@ static void text_times(FILE *f, const struct nccl_comm_snap *c, const struct bw_
 				gp_text__duration(secs(t->event_ns)).s, gp_text__n(t->event_windows, "window", "windows").s,
 				gp_text__link_rate(l, bw_links__suspect(l, b) ? b : a).s, gp_text__link_rate(l, b).s);
 		}
+		text_suspect(f, t, l);
 	}
 }
 
@@ -266,10 +286,12 @@ static void text_straggles(FILE *f, const struct nccl_snap_data *d, uint64_t now
 			fputc('\n', f);
 		}
 	}
-	if (d->match_full || d->match_share || d->match_too_large || d->match_mismatch)
-		fprintf(f, "Communicator ranks not matched: %s table full, %s past a process's share, %s over %d ranks, %s size mismatch\n",
+	if (d->match_full || d->match_share || d->match_too_large || d->match_mismatch || d->match_no_shape)
+		fprintf(f, "Communicator ranks not matched: %s table full, %s past a process's share, %s over %d ranks, %s size mismatch, "
+			   "%s splits of unknown shape now\n",
 			gp_text__count(d->match_full).s, gp_text__count(d->match_share).s,
-			gp_text__count(d->match_too_large).s, NCCL_MATCH_RANKS, gp_text__count(d->match_mismatch).s);
+			gp_text__count(d->match_too_large).s, NCCL_MATCH_RANKS, gp_text__count(d->match_mismatch).s,
+			gp_text__count(d->match_no_shape).s);
 }
 
 static void text_matrices(FILE *f, const struct nccl_snap_data *d)
@@ -289,6 +311,16 @@ static void text_matrices(FILE *f, const struct nccl_snap_data *d)
 	}
 }
 
+/* Whether a communicator has a completion row: its bandwidths are held against a limit. */
+static bool timed(const struct nccl_snap_data *d)
+{
+	for (size_t i = 0; i < d->nr_procs; i++)
+		for (size_t j = 0; j < d->procs[i].nr_comms; j++)
+			if (d->procs[i].comms[j].nr_times)
+				return true;
+	return false;
+}
+
 void nccl_report__text(FILE *f, const struct gp_snap *hdr)
 {
 	const struct gp_snap_env *env = hdr->env;
@@ -302,6 +334,10 @@ void nccl_report__text(FILE *f, const struct gp_snap *hdr)
 		text_proc(f, &s->d.procs[i], all, hdr->now_ns, &s->links);
 	text_straggles(f, &s->d, hdr->now_ns);
 	text_matrices(f, &s->d);
+	if (timed(&s->d))
+		fprintf(f, "Link limits of bus bandwidth (one direction; a figure above its limit is printed as suspect): "
+			   "GPU-GPU %s; one rank, within a GPU %s\n", gp_text__link(&s->links.peer).s,
+			gp_text__link(&s->links.local).s);
 	for (size_t i = 0; i < s->nr_libs; i++) {
 		int missing = __builtin_popcount(s->libs[i].missing);
 
@@ -600,12 +636,14 @@ void nccl_report__json(json_object *o, const struct gp_snap *hdr)
 	json_object_object_add(nm, "share", json_object_new_uint64(s->d.match_share));
 	json_object_object_add(nm, "too_large", json_object_new_uint64(s->d.match_too_large));
 	json_object_object_add(nm, "mismatch", json_object_new_uint64(s->d.match_mismatch));
+	json_object_object_add(nm, "shape_unknown", json_object_new_uint64(s->d.match_no_shape));
 	json_object_object_add(o, "communicators_not_matched", nm);
 	for (size_t i = 0; i < s->d.nr_matrices; i++)
 		json_object_array_add(ms, json_matrix(&s->d.matrices[i]));
 	json_object_object_add(o, "communicators", ms);
 	json_object_object_add(o, "libraries", json_libs(s));
 	json_object_object_add(o, "polls", json_object_new_uint64(s->polls));
+	json_object_object_add(o, "links", gp_json__links(&s->links));
 }
 
 /* ---- --trace ---- */
