@@ -483,6 +483,27 @@ def skews(ent):
     return out
 
 
+def last_candidates(ent, tie=5e-3):
+    """Per collective: the ranks that may have come last by the program's clock: the last and
+    any that entered within `tie` seconds of it (the probe fires a few us after the program's
+    clock read and a loaded machine schedules the two apart, so a near tie can go either way)."""
+    k = len(next(iter(ent.values())))
+    out = []
+    for i in range(k):
+        t_last = max(e[i] for e in ent.values())
+        out.append({r for r in ent if (t_last - ent[r][i]) / 1e9 <= tie})
+    return out
+
+
+def check_last_into(got, ent, r, what):
+    """gpuprobe's count of collectives rank r came last into: at least those it was clearly
+    last into by the program's clock, at most those it may have been (near ties)."""
+    cand = last_candidates(ent)
+    sure = sum(c == {r} for c in cand)
+    maybe = sum(r in c for c in cand)
+    check(sure <= got <= maybe, f"{what}: rank {r} last into {got}, the program's own {sure} sure, {maybe} with near ties")
+
+
 def check_straggles(st, ent, what):
     """gpuprobe's matched collectives against the program's own entry times: each
     collective's skew within 5 ms (the probe fires a few us after the program's clock read;
@@ -498,7 +519,7 @@ def check_straggles(st, ent, what):
     ranks = {x["rank"]: x for x in st["ranks"]}
     for r in ent:
         mine = [s for s, last in sk if last == r]
-        eq(ranks[r]["last_to_enter"], len(mine), f"{what}: rank {r} last into")
+        check_last_into(ranks[r]["last_to_enter"], ent, r, what)
         check(abs(ranks[r]["lag_seconds"] - sum(mine)) < 5 * MS * max(len(mine), 1), f"{what}: rank {r} lag")
 
 
@@ -513,7 +534,7 @@ def test_straggler_named_across_processes():
     eq(st["ranks_here"], [0, 1, 2], "every rank here")
     check_straggles(st, ent, "3 processes")
     eq(sorted(x["last_to_enter"] for x in st["ranks"]), [0, 0, 4], "rank 2 last into all 4")
-    check(abs(st["skew_seconds_max"] - 4 * 0.150) < 0.15, "the lag follows the injected delay (4 x 150 ms)")
+    check(st["skew_seconds_max"] > 0.45, "the lag follows the injected delay (150 ms a collective, 4 of them)")
     for p in rep["processes"]:
         c = p["comms"][0]
         eq([c["entered_collectives"], c["issued_calls"], c["completed_calls"], c["inflight_calls"]], [4, 4, 4, 0],
@@ -646,15 +667,16 @@ def test_hang_grows_then_recovers_daemon():
         check(metric(text, "gpuprobe_nccl_since_completion_seconds", rank="0") < 2.0, "a completion since")
         eq(metric(text, "gpuprobe_nccl_waiting_for_rank_seconds", rank="1"), None, "nobody waited for")
         eq(j.wait(30), 0, f"job ({j.stderr()[-500:]})")
-        sk = skews(entry_truth(gp.truth(j.stderr())))
+        ent = entry_truth(gp.truth(j.stderr()))
+        sk = skews(ent)
         lag = metric(text, "gpuprobe_nccl_straggler_lag_seconds_total", rank="1")
         want = sum(s for s, last in sk if last == 1)
         check(abs(lag - want) < 0.02, f"rank 1's lag {lag} vs the program's {want} (the 4 s stall in it)")
         check(want > 3.9, f"the stall is in the program's own times ({want})")
-        eq(metric(text, "gpuprobe_nccl_last_to_enter_total", rank="1"), float(sum(last == 1 for _, last in sk)),
-           "rank 1 last into")
+        check_last_into(metric(text, "gpuprobe_nccl_last_to_enter_total", rank="1"), ent, 1, "daemon")
         check(metric(text, "gpuprobe_nccl_entry_skew_seconds_count") == len(sk), "every collective in the histogram")
-        eq(metric(text, "gpuprobe_nccl_last_straggler_rank"), float(sk[-1][1]), "the newest collective's last rank")
+        check(metric(text, "gpuprobe_nccl_last_straggler_rank") in {float(r) for r in last_candidates(ent)[-1]},
+              "the newest collective's last rank")
     finally:
         if j:
             j.kill()
