@@ -28,6 +28,15 @@
 
 /* Counter series top keeps: processes x (kinds + kernels + copies). More are counted. */
 #define TOP_MAX_SERIES 65536
+/*
+ * The longest the last frame waits for the records still in the buffers once the command
+ * has ended. A frame's own read is ~15 ms (the view stays responsive); the last frame is
+ * the command's final figures, and what a process's last calls wrote (an exec's name, a
+ * kernel's name, a graph's update) must be in it. Under QEMU's TCG on 6.12 15 ms left them
+ * unread: the last process listed with no name and its kernels unknown@, a graph update's
+ * runs missing. The command's gpuprobe reads for up to 2 s at its end too (main.c).
+ */
+#define TOP_FINAL_DRAIN_MS 2000
 
 struct top {
 	struct gp_run *run;
@@ -265,6 +274,8 @@ static int run_batch(struct top *t)
 		if (!end && gp_mono_ns() < next)
 			continue;
 		next += gp_seconds_to_ns(t->o->interval);
+		if (end)
+			gp_events__drain_for(gp_run__events(t->run), TOP_FINAL_DRAIN_MS);
 		r = tick(t, !end);
 		t->f.ended = end;
 		n = layout(t, t->o->width, 0);
@@ -297,6 +308,7 @@ static int run_screen(struct top *t)
 		}
 		if (!t->f.ended && t->o->ended && t->o->ended(t->o->ctx)) {
 			/* one more frame with the last records, then it stays until q */
+			gp_events__drain_for(gp_run__events(t->run), TOP_FINAL_DRAIN_MS);
 			r = tick(t, false);
 			t->f.ended = true;
 			redraw = true;

@@ -1022,6 +1022,13 @@ def test_series_cap_nobody():
         t1 = batch("a")
         own, total, unattr = account(t1, "a")
         attributed = n - len(unattr)
+        if len(own - {"other"}) != min(share, attributed):  # what took the share, for the failure below
+            comms = {}
+            for nm, l, v in samples(t1):
+                if l.get("cgroup") == mine:
+                    comms.setdefault(l.get("comm"), set()).add(nm)
+            print(f"#   the cgroup's comms: {sorted((c, len(f)) for c, f in comms.items())}; "
+                  f"unattributed {sorted(unattr)}; daemon: {d.stderr()[-600:]}")
         fams = families_of(t1, comm=sorted(own - {"other"})[0], cgroup=mine)
         eq(len(own - {"other"}), min(share, attributed), f"nobody's label sets with series of their own ({sorted(own)})")
         check(attributed <= share or "other" in own, "the rest under comm=other")

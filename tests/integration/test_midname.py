@@ -561,7 +561,7 @@ def test_node_wide_two_libcuda_builds_in_one_process():
         os.chmod(d, 0o755)
         other = os.path.join(d, "libcuda.so.1")
         if not shutil.which("objcopy"):
-            gp.skip("no objcopy in this userland (the arm64 VM's) to make a second build of the stand-in")
+            gp.skip("no objcopy (binutils) in this userland to make a second build of the stand-in")
         r = gp.run(["objcopy", "--remove-section=.note.gnu.build-id", FAKECUDA, other])
         eq(r.returncode, 0, f"objcopy: {r.stderr}")
         a, g = steady_exit_unseen(["--map-also", other], ["--state-dir", state, "--no-self-learn", "-v"])

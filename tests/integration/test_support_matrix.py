@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 import gp
 from gp import ROOT, check, eq
@@ -88,6 +89,35 @@ def test_gate_output_parsed():
     eq(skips[0]["reason"], "every front end refuses this kernel at start: lacks cookies", "skip reason")
 
 
+def test_several_commands_summed():
+    """A VM_CMD of several commands: vmtest.sh's summary counts every command's line (it took
+    only the last: a first command's failure read as passed), and tests/run.sh's suites once,
+    through its total."""
+    m = matrix_module()
+    text = "\n".join([
+        "ok - test_a (1.0s)", "not ok - test_b: expected 1, got 2", "1 passed, 1 failed, 0 skipped",
+        "ok - test_c # SKIP no tmux", "0 passed, 0 failed, 1 skipped",
+        "=== unit-test_x", "ok 1 - x", "4 passed, 0 failed",
+        "=== integration-test_y", "ok - y", "2 passed, 1 failed, 3 skipped",
+        "=== fakecuda-smoke", "ok - suite fakecuda-smoke # SKIP timing",
+        "6 passed, 1 failed, 4 skipped",
+        "3 passed, 0 failed",
+    ])
+    eq(m.total_summary(text), [10, 2, 5], "three commands, the second tests/run.sh")
+    eq(m.total_summary("=== a\nnot ok - suite a printed no summary (exit 1)\n0 passed, 1 failed, 0 skipped"),
+       [0, 1, 0], "run.sh's total after a suite with no summary")
+    eq(m.total_summary("no summary"), None, "none")
+    fd, path = tempfile.mkstemp(prefix="gp-runlog-")
+    os.close(fd)
+    with open(path, "w") as f:
+        f.write(text + "\n")
+    try:
+        r = gp.run([sys.executable, MATRIX, "summary", path], cwd=ROOT)
+        eq(r.stdout.strip(), "10 passed, 2 failed, 5 skipped", f"matrix.py summary ({r.stderr.strip()})")
+    finally:
+        os.unlink(path)
+
+
 if __name__ == "__main__":
     gp.main([test_page_matches_the_run_records, test_records_are_finished_runs, test_gate_runs_marked_on_the_page,
-             test_gate_output_parsed])
+             test_gate_output_parsed, test_several_commands_summed])

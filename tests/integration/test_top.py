@@ -23,8 +23,8 @@ SOCK = f"gp-top-test-{os.getpid()}"
 def tmux(*args, check_rc=True):
     r = subprocess.run(["tmux", "-L", SOCK] + list(args), capture_output=True, text=True, timeout=20)
     if r.returncode and "need UTF-8 locale" in r.stderr:
-        # tmux (3.3) starts only where en_US.UTF-8 or C.UTF-8 exists: the arm64 VM's userland
-        # has neither (-u does not help)
+        # tmux (3.3) starts only where en_US.UTF-8 or C.UTF-8 exists (-u does not help); the
+        # arm64 VM's userland has C.UTF-8 from libc-bin (tests/vm/rootfs.sh)
         gp.skip(f"tmux cannot start in this userland: {r.stderr.strip()}")
     if check_rc and r.returncode:
         raise gp.Failure(f"tmux {args[0]}: {r.stderr.strip()}")
@@ -45,7 +45,9 @@ class Screen:
         return tmux("capture-pane", "-p", "-t", self.name, check_rc=False)
 
     def wait_for(self, pattern, timeout=20):
-        deadline = time.time() + timeout
+        # GP_TIME_SLACK: on an emulated CPU top's attach alone can outlast 30 s (arm64 under
+        # QEMU's TCG on 6.1, a perf-event uprobe at a time: the screen still empty at 30 s)
+        deadline = time.time() + timeout * gp.TIME_SLACK
         while time.time() < deadline:
             s = self.text()
             if re.search(pattern, s, re.M):
@@ -63,7 +65,7 @@ class Screen:
             return ""
 
     def exit_status(self, timeout=20):
-        deadline = time.time() + timeout
+        deadline = time.time() + timeout * gp.TIME_SLACK
         while time.time() < deadline:
             if os.path.exists(self.status) and open(self.status).read().strip():
                 return int(open(self.status).read())
@@ -138,7 +140,7 @@ def test_figures_keys_and_the_end():
               f"{app('copy_app')}; {app('launch_app')} --n 40; {app('rate_app')} --phases 1000:4000; wait")
     s = Screen(["--command-log", log, "--keep", "600"], ["sh", "-c", script])
     try:
-        screen = s.wait_for(r"^\s*\d+ [A-Z?] rate_app\s+(9\d\d|1\.0\dk)\s", timeout=30)
+        screen = s.wait_for(r"^\s*\d+ [A-Z?] rate_app\s+[1-9]", timeout=30)
         lines = screen.splitlines()
         eq(len(lines), 24, "24 lines")
         check(all(len(l) <= 80 for l in lines), "80 columns")
@@ -146,9 +148,17 @@ def test_figures_keys_and_the_end():
         check(re.fullmatch(r"gpuprobe top  \d\d:\d\d:\d\d  \d+ processes  PID \d+ and its descendants", lines[0]),
               lines[0])
         check("q quit" in lines[-1], lines[-1])
-        # a paced rate: 1000 launches/s (the frame's second may catch 90-110 % of it)
-        rate = row(screen, "rate_app")[3]
-        check(re.fullmatch(r"9\d\d|1\.0\dk", rate), f"rate_app's launches/s {rate}")
+        # a paced rate: 1000 launches/s, or what the emulated CPU let rate_app make (its own
+        # account, below): the frames' rates while it runs, the whole second's among them
+        rates, deadline = [], time.time() + 30 * gp.TIME_SLACK
+        while time.time() < deadline:
+            r = row(screen, "rate_app")
+            check(re.fullmatch(r"\d+|\d+(\.\d+)?k", r[3]), f"rate_app's launches/s {r[3]}")
+            if r[1] == "X":
+                break
+            rates.append(float(r[3][:-1]) * 1000 if r[3].endswith("k") else float(r[3]))
+            screen = s.wait_for(r"^\s*\d+ [A-Z?] rate_app\s+\d")
+            time.sleep(0.3)
         # the held leaks (checked against the workload's account once it has ended)
         held_mem = " ".join(row(screen, "memleak_app")[4:6])
         # sort by memory: the next column after LAUNCH/s
@@ -158,7 +168,12 @@ def test_figures_keys_and_the_end():
         # pinned and device buffers), so the order is the figures', whoever holds them
         mem = [to_bytes(l.split()[4:6]) for l in screen.splitlines() if re.match(r"^\s*\d+ \S \S+\s+\S+\s+\d", l)]
         check(mem and mem == sorted(mem, reverse=True), f"the biggest memory first: {mem}\n{screen}")
-        check(re.search(rf"^PID \d+ memleak_app: 0 launches, {held_mem} outstanding", screen, re.M), screen)
+        # memleak_app's detail: the selection is the first row of the first frame, whichever
+        # process that was (under QEMU's TCG, where the attach is slow, copy_app), so it is
+        # selected here: to the top, then down to its row
+        names = [l.split()[2] for l in screen.splitlines() if re.match(r"^\s*\d+ [A-Z?] \S", l)]
+        s.keys(*(["Up"] * len(names) + ["Down"] * names.index("memleak_app")))
+        screen = s.wait_for(rf"^PID \d+ memleak_app: 0 launches, {re.escape(held_mem)} outstanding")
         # end the held workload: every process ends, the final figures stay
         held = descendants_named(int(tmux("display", "-p", "-t", s.name, "#{pane_pid}")), "memleak_app")
         eq(len(held), 1, "our memleak_app")
@@ -166,6 +181,13 @@ def test_figures_keys_and_the_end():
         screen = s.wait_for(r"ENDED", timeout=30)
         check("ended: final figures" in screen.splitlines()[-1], screen)
         eq(held_mem, mib(truth_of(log, "alloc")["leaked_bytes"]), "memleak_app's outstanding bytes, held")
+        # a frame that caught a whole second of it (frames over part of its run show less):
+        # 90-110 % of the paced 1000/s or of the rate rate_app made, its own account (an
+        # emulated CPU paces unevenly: on arm64 under QEMU's TCG frames of 1000, 542 and 713
+        # for an average of 838, or of 1100 and 1020 for 995)
+        made = truth_of(log, "rate")["phases"][0]["achieved_rate"]
+        check(any(0.9 * t <= r <= 1.1 * t for r in rates for t in (1000, made)),
+              f"rate_app's launches/s {rates}, its own {made:.0f}")
         # its final figures stay once it has exited: what it held at its exit
         eq(" ".join(row(screen, "memleak_app")[4:6]), held_mem, "memleak_app's memory, kept after its exit")
         eq(row(screen, "memleak_app")[1], "X", "marked exited")
@@ -201,7 +223,8 @@ def test_figures_keys_and_the_end():
 def test_wide_window_and_resize():
     s = Screen([], [app("rate_app"), "--phases", "500:6000"], width=100, height=30)
     try:
-        screen = s.wait_for(r"rate_app\s+\d")
+        # (its kernel's name comes by a record, which may be read a frame after its launches)
+        screen = s.wait_for(r"rate_app\s+\d.*rate_kernel\(\)")
         check("TOP KERNEL" in screen and "rate_kernel()" in row(screen, "rate_app")[-1], screen)
         eq(len(screen.splitlines()), 30, "30 lines")
         check(all(len(l) <= 100 for l in screen.splitlines()), "100 columns")

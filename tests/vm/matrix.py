@@ -10,6 +10,8 @@
   matrix.py render                     regenerates the generated parts of
                                        docs/support-matrix.md from docs/vmruns/*.json
   matrix.py check                      exits 1 when the page differs from what render makes
+  matrix.py summary RUNLOG             "N passed, M failed, K skipped" summing every command
+                                       of a VM_CMD of several (tests/vm/vmtest.sh's summary)
 
 A record is small (counts, times, the feature probe's rows, the names of the failed and
 skipped tests with their reasons) and committed: .output is not. `make vmtest` records
@@ -93,6 +95,29 @@ def parse_runlog(text):
         if m:
             summary = [int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)]
     return summary, failures, skips
+
+
+def total_summary(text):
+    """[passed, failed, skipped] of a log that may hold the output of several commands (a
+    VM_CMD of "python3 a.py; python3 b.py"), or None when it has no summary line. Each
+    command ends with its "N passed, M failed[, K skipped]" line and all of them count. But
+    tests/run.sh prints each suite's log after a "=== NAME" line, the suite's own summary
+    among it, and then its total: a summary line met after a "=== " line (and before any
+    other summary) is a suite's, already in run.sh's total, so it is not counted again. A
+    suite run.sh skipped or that printed no summary says so on one line, which ends it."""
+    total, in_suite = None, False
+    for line in text.splitlines():
+        if line.startswith("=== "):
+            in_suite = True
+        elif re.match(r"^(not )?ok - suite \S+ (# SKIP|printed no summary)", line):
+            in_suite = False
+        m = re.match(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?", line)
+        if m:
+            if not in_suite:
+                n = [int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)]
+                total = [a + b for a, b in zip(total or [0, 0, 0], n)]
+            in_suite = False
+    return total
 
 
 def parse_gate(text):
@@ -382,6 +407,10 @@ def main(argv):
             with open(PAGE, "w") as f:
                 f.write(new)
         print(f"matrix.py: {os.path.relpath(PAGE, ROOT)} from {len(records())} run records")
+    elif len(argv) == 2 and argv[0] == "summary":
+        total = total_summary(read(argv[1]))
+        if total:
+            print(f"{total[0]} passed, {total[1]} failed, {total[2]} skipped")
     elif argv == ["check"]:
         if render_text(read(PAGE)) != read(PAGE):
             print("matrix.py: docs/support-matrix.md differs from its run records: make support-matrix",

@@ -12,14 +12,18 @@ arch=$2
 # What the suites run: the interpreter, the tools the tests call (bpftool, unshare,
 # setpriv, mount, pkill, ip, promtool, prometheus, systemd-analyze, make for `make
 # install`; openssl, htpasswd and mkpasswd for test_webconfig's certificates and bcrypt
-# hashes, curl, PyYAML, tmux: the Makefile's DEB_PKGS for the tests), busybox for the
-# initramfs, and gpuprobe's libraries: the runtime column of
-# tests/vm/libs.list, the list the Makefile's cross build takes its -dev packages from.
+# hashes, curl, PyYAML, tmux: the Makefile's DEB_PKGS for the tests), ncurses-base for
+# the terminfo entries tmux needs (an installed Debian has it: required), libc-bin for the
+# C.UTF-8 locale (tmux starts only with a UTF-8 one) and ldd, binutils for objcopy
+# (test_midname's second build of the stand-in) and as and ld (test_tenants' hostile
+# library; a compiler would cost far more), busybox for the initramfs, and gpuprobe's
+# libraries: the runtime column of tests/vm/libs.list, the list the Makefile's cross build
+# takes its -dev packages from.
 libs=$(sed 's/#.*//' "$(dirname "$0")/libs.list" | awk 'NF { for (i = 2; i <= NF; i++) if ($i != "-") print $i }')
 [ -n "$libs" ] || { echo "vmtest: $(dirname "$0")/libs.list names no runtime package" >&2; exit 2; }
 pkgs="base-files base-passwd dash bash coreutils findutils grep sed gawk util-linux mount procps
 iproute2 kmod python3 bpftool prometheus systemd make busybox-static openssl apache2-utils whois
-curl python3-yaml tmux $libs"
+curl python3-yaml tmux ncurses-base libc-bin binutils $libs"
 want="$arch $(echo $pkgs)"
 if [ -f "$dir/.gp-rootfs" ] && [ "$(cat "$dir/.gp-rootfs")" = "$want" ]; then
 	exit 0

@@ -265,7 +265,9 @@ if [ ! -f "$out/rc" ]; then
 fi
 cat "$out/facts"
 grep -E '^(not ok|ok .*# SKIP)' "$out/run.log" || true
-summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/run.log" | tail -1)
+# every command's summary counts (a VM_CMD of several commands prints one each; the suites,
+# tests/run.sh, one total after their own)
+summary=$(python3 tests/vm/matrix.py summary "$out/run.log")
 echo "vmtest: $arch, kernel $kver, ${secs}s: $summary"
 {
 	echo "arch=$arch"
@@ -287,4 +289,6 @@ echo "vmtest: $arch, kernel $kver, ${secs}s: $summary"
 if [ -z "${VM_SUITES:-}${VM_CMD:-}" ] && [ "${VM_RECORD:-1}" != 0 ]; then
 	python3 tests/vm/matrix.py record "$out" && python3 tests/vm/matrix.py render || true
 fi
+# the guest's exit status is the last command's: an earlier command's failure fails too
+case $summary in *" 0 failed"*) ;; [0-9]*) exit 1 ;; esac
 grep -q '^rc=0$' "$out/rc"
