@@ -68,6 +68,7 @@ struct gp_events {
 	bool yielded;      /* the read stopped at the deadline: records are left */
 	bool more;         /* records were left by the last read: the next one does not wait */
 	uint64_t handled, malformed;
+	unsigned int test_record_us; /* tests: each record read takes this long (a reader behind) */
 };
 
 /* h's (type, handler) pairs by type into *out; -EINVAL for an unknown type or one twice. */
@@ -138,6 +139,8 @@ static int on_record(void *ctx, void *data, size_t size)
 		for (int i = 0; i < s->nr_h; i++)
 			deliver(&s->h[i], (__u32)type, data);
 	}
+	if (s->ev->test_record_us)
+		usleep(s->ev->test_record_us);
 	/* a bad record must not stop the drain; the deadline or a stop does (libbpf has
 	 * consumed this record already: a negative return only ends the read) */
 	if ((s->ev->stop && *s->ev->stop) || (s->ev->deadline && gp_mono_ns() >= s->ev->deadline)) {
@@ -151,8 +154,12 @@ struct gp_events *gp_events__new(void)
 {
 	struct gp_events *ev = calloc(1, sizeof(struct gp_events));
 
-	if (ev)
+	if (ev) {
+		const char *t = getenv("GPUPROBE_TEST_RECORD_US"); /* tests: a slow reader */
+
 		ev->epfd = -1;
+		ev->test_record_us = t ? (unsigned int)strtoul(t, NULL, 10) : 0;
+	}
 	return ev;
 }
 

@@ -546,6 +546,11 @@ static const struct gp_unseen *env_unseen(const void *run, uint32_t pid)
 
 const struct gp_snap_env *gp_run__env(struct gp_run *run)
 {
+	uint64_t now = gp_mono_ns();
+	bool behind = run->events && gp_events__more(run->events);
+
+	if (!behind || !run->caught_up_ns)
+		run->caught_up_ns = now;
 	run->env = (struct gp_snap_env){
 		.verbose = run->o && run->o->verbose,
 		.command = run->o && run->o->cmd,
@@ -553,6 +558,7 @@ const struct gp_snap_env *gp_run__env(struct gp_run *run)
 		.lineage = env_lineage,
 		.unseen = env_unseen,
 		.run = run,
+		.names_pending = behind && now - run->caught_up_ns < GP_NAMES_PENDING_S * 1000000000ULL,
 	};
 	return &run->env;
 }
@@ -661,6 +667,12 @@ void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
 	 * is gone all the same, and the report must not list it running (under churn on 6.1
 	 * in QEMU, 256 of 1,000 were) */
 	run->behind = gp_events__more(run->events) && !run->end_ns;
+	/* behind its records (for under GP_NAMES_PENDING_S): a process that exited after they
+	 * were last read up may still have records there (a kernel's name the daemon holds its
+	 * launches back for, gp_snap_env.names_pending): kept until they are read */
+	if (run->behind && run->caught_up_ns && cutoff_ns > run->caught_up_ns &&
+	    gp_mono_ns() - run->caught_up_ns < GP_NAMES_PENDING_S * 1000000000ULL)
+		cutoff_ns = run->caught_up_ns;
 	/* the timeline's running totals: their last change before the records go, and a
 	 * sample right after, so a total that drops with them hides no later change */
 	gp_run__sample(run);

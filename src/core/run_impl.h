@@ -50,6 +50,7 @@ struct gp_run {
 	struct gp_nvml *nvml;        /* NVML's reader (src/core/nvml.h), started with the run; or NULL */
 	uint64_t nvml_xids;          /* its XID events written to the --trace timeline so far */
 	struct gp_snap_env env;      /* what its snapshots tell renderers (gp_run__env) */
+	uint64_t caught_up_ns;       /* when the records were last found read up (gp_run__env) */
 	struct {
 		const struct gp_mode *m;
 		void *st;

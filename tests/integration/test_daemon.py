@@ -1079,6 +1079,44 @@ def test_series_cap_nobody():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_unnamed_kernels_held_back_while_behind():
+    """A daemon behind its ring buffers reads a process's launches from the maps before the
+    record naming its kernel. Those launches must not be served under kernel="unknown": a
+    series once served never goes, and the kernel's named series counts them again (on 6.12
+    in QEMU three such lines appeared in test_series_cap_nobody). GPUPROBE_TEST_RECORD_US
+    makes each record read take 2 ms; 120 short rate_app processes fill the buffers, then one
+    more launches while they are read. Every rate_app kernel has a name, so no scrape may
+    show kernel="unknown"; once read up, the last one's named series is its own count."""
+    d = None
+    try:
+        d = start_daemon(modes=("--cudatrace",), env={"GPUPROBE_TEST_RECORD_US": "5000"})
+        seen_unknown, scrapes = [], 0
+        flood = gp.Background([SPAWN, "--n", "120", "--jobs", "8", "--", RATE, "--phases", "1000:5"], env=ENV)
+        main = gp.Background([RATE, "--phases", "5000:100"], env=ENV)
+        deadline = time.time() + 60 * gp.TIME_SLACK
+        while time.time() < deadline:
+            text = get(d.port)[1]
+            scrapes += 1
+            seen_unknown += [(l.get("pid"), v) for n, l, v in samples(text)
+                             if n == "gpuprobe_cuda_kernel_launches_total" and l.get("kernel") == "unknown"]
+            if main.p.poll() is not None and flood.p.poll() is not None:
+                break
+            time.sleep(0.1)
+        eq(flood.wait(30), 0, f"spawn_app: {flood.stderr()[-300:]}")
+        eq(main.wait(30), 0, f"rate_app: {main.stderr()[-300:]}")
+        t = truth(main.stderr())
+        text = settled(d.port, timeout=30 * gp.TIME_SLACK, pid=t["pid"])
+        seen_unknown += [(l.get("pid"), v) for n, l, v in samples(text)
+                         if n == "gpuprobe_cuda_kernel_launches_total" and l.get("kernel") == "unknown"]
+        check(not seen_unknown, f"kernel=\"unknown\" series of named kernels in {scrapes} scrapes: "
+              f"{len(seen_unknown)} samples, of {len({p for p, _ in seen_unknown})} processes, e.g. {seen_unknown[:5]}")
+        eq(value(text, "gpuprobe_cuda_kernel_launches_total", pid=t["pid"], kernel="rate_kernel()"), t["launches"],
+           "the named series: the program's own count")
+    finally:
+        if d:
+            d.kill()
+
+
 if __name__ == "__main__":
     gp.main([
         test_listening_line_gives_the_probes_apart,
@@ -1103,4 +1141,5 @@ if __name__ == "__main__":
         test_wrong_password_flood,
         test_sigterm_while_passwords_are_checked,
         test_series_cap_nobody,
+        test_unnamed_kernels_held_back_while_behind,
     ])
