@@ -707,8 +707,10 @@ def test_budget_library_loaded_later():
         check(f"probing libcuda {lib} of PID {t['pid']}" in r.stderr, f"probed after the start: {r.stderr[-1500:]}")
         check("cannot attach the sampled probes" not in r.stderr, r.stderr[-1500:])
         b = budget_record(r.stdout)
-        # 500-ms periods in the 2.5-s phase: each window after the first attaches again
-        check(b["windows"] >= 4, f"windows {b['windows']}")
+        # 500-ms periods in the 2.5-s phase (0.83-s ones where the budget says it cannot hold
+        # 1 %: a loaded machine's price, src/core/budget.c's OVER_PERIOD_S): each window after
+        # the first attaches again
+        check(b["windows"] >= (3 if b["floor_processes"] else 4), f"windows {b['windows']}")
         ct = final_proc(r.stdout, "cudatrace", t["pid"])
         check(t["launches"] / 2 <= ct["launches"] <= t["launches"] * 2,
               f"estimate {ct['launches']} of {t['launches']} launches ({ct.get('sampling')})")
