@@ -52,9 +52,26 @@ def build_replay():
 
 
 def truth(stderr):
-    for line in reversed(stderr.splitlines()):
-        if line.startswith("{") and '"api"' in line:
-            return json.loads(line)
+    """rate_app's last JSON line. It writes it in pieces to an unbuffered stderr, which it
+    shares with gpuprobe -v: under QEMU's TCG a log line landed inside it. Such a line is
+    cut out and the truth's pieces joined again."""
+    lines = stderr.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if not (lines[i].startswith("{") and '"api"' in lines[i]):
+            continue
+        try:
+            return json.loads(lines[i])
+        except ValueError:
+            pass
+        text, rest = lines[i].split("gpuprobe:")[0], lines[i + 1:]
+        for more in rest:
+            if not more.startswith("gpuprobe:"):
+                text += more.split("gpuprobe:")[0]
+                if "gpuprobe:" not in more:
+                    try:
+                        return json.loads(text)
+                    except ValueError:
+                        continue
     return None
 
 

@@ -42,6 +42,9 @@
 #define MIN_WINDOW_HITS 32        /* a window goes on until a process that called has this many */
 #define WIDEN_S 0.05              /* but no longer than this past its start (see window_thin) */
 #define JITTER 0.2                /* a sampled period is its length x (1 +- this), at random */
+/* The longest planned period, for a process the least window cannot hold at GP_PERIOD_S (a
+ * probe hit dear: 6.1 under QEMU's TCG): its jittered lengths stay within GP_MAX_PERIOD_S. */
+#define OVER_PERIOD_S (GP_MAX_PERIOD_S / (1 + JITTER))
 /* The share of the budget aimed at. The rest is for what the price misses: the reaction to
  * a rate that rose, the probes it does not sample, and making and closing links. A hit is
  * priced cold (src/core/calibrate.c; a launch with its latency probe ~6 us here, where the
@@ -108,8 +111,8 @@ struct gap_counts {
 };
 
 /* The least share of a process's time in the probes that the budget can hold it at: its
- * least window (GP_MIN_WINDOW_S) of each sampled period (500 ms at the least: the planner
- * does not lengthen it there) at its share of the window in probes, the hits its probes
+ * least window (GP_MIN_WINDOW_S) of each sampled period (the planner lengthens them there,
+ * up to OVER_PERIOD_S) at its share of the window in probes, the hits its probes
  * take while they go in and out (strays, a window's worth each period) and the probes never
  * sampled (its `fixed` share). Where a probe hit is dear
  * (6.1 under QEMU's TCG: 15-60 us) that passes a 1 % budget, and no plan can hold it: the
@@ -1275,8 +1278,29 @@ static void plan(struct gp_budget *b, struct plan *p)
 		if (b->accounts[i].fresh && gp_budget_period(b->accounts[i].stray_s, b->target) > T)
 			T = gp_budget_period(b->accounts[i].stray_s, b->target);
 	p->fraction = least_fraction(b, T, &p->over, &p->fixed_over);
-	if (p->fraction < GP_MIN_WINDOW_S / T && T < GP_MAX_PERIOD_S) {
-		T = GP_MIN_WINDOW_S / p->fraction < GP_MAX_PERIOD_S ? GP_MIN_WINDOW_S / p->fraction : GP_MAX_PERIOD_S;
+	/* The least window at T passes a process's share (gp_budget_fraction clamps at it, so
+	 * the share alone never says so): its window and its strays come once a period, and a
+	 * longer one spreads them thinner. The least T that holds every process (its least
+	 * window and strays within its share), at most OVER_PERIOD_S. It was left at 500 ms
+	 * there, and a process at its floor ran above the floor said (GPUPROBE_TEST_PROBE_COST
+	 * 30 us: held at 1.24-1.50x its floor; 1.19-1.20x with this); the price is a slower
+	 * return to every call seen while over (at most a period, under a second). */
+	if (p->over) {
+		double need = T;
+
+		for (size_t i = 0; i < SLOTS; i++) {
+			const struct account *a = &b->accounts[i];
+			double share = b->target - a->fixed, t;
+
+			if (!a->fresh || in_allowance(b, i, 0))
+				continue;
+			t = share > 0 ? (a->rho * GP_MIN_WINDOW_S + a->stray_s) / share : OVER_PERIOD_S;
+			if (t > need)
+				need = t;
+		}
+		if (need > OVER_PERIOD_S) /* (never under what the strays asked: gp_budget_period) */
+			need = T > OVER_PERIOD_S ? T : OVER_PERIOD_S;
+		T = need;
 		p->fraction = least_fraction(b, T, &p->over, &p->fixed_over);
 	}
 	/* A process whose strays alone (hits while the links go, priced) take more than the
@@ -1306,7 +1330,7 @@ static void floor_say(struct gp_budget *b, uint32_t pid, struct floor *f)
 }
 
 /* Its floor (struct floor) from the period just accounted, T seconds long when sampled (the
- * planner keeps 500-ms periods at the least window, unless strays lengthen them; a period
+ * planner lengthens the periods at the least window, up to OVER_PERIOD_S; a period
  * with every call seen is priced as the first sampled one would be, GP_PERIOD_S): when the
  * least window of such a period passes what the budget aims at, it counts toward its
  * floor; once the floor passes the budget itself and the process's own estimate has passed

@@ -411,10 +411,18 @@ def test_budget_samples_naming_calls():
           f"probe seconds {bp['probe_seconds_estimate']} for {bp['hits']} hits at {b['call_cost_s']}")
     exact = call_share(runs["exact"][1]) - base
     added = call_share(t) - base
+    # where a hit is dear (6.1 under QEMU's TCG: 15-60 us) the budget says it cannot hold 1 %
+    # and at what floor: there the workload's own timing is held to that (FLOOR_TOL x), not to
+    # a third of every call seen (there: +26.97 % every call seen, +33.62 % sampled: arming
+    # and disarming the probes each window costs the process more than the hits it spares)
+    lim, floor = floor_limit(b, t["pid"], 1.0)
     print(f"#   naming and launch calls: {exact * 100:+.2f} % of the workload's time added with every call seen,"
-          f" {added * 100:+.2f} % under --max-overhead 1")
+          f" {added * 100:+.2f} % under --max-overhead 1" + (f" (the budget's floor here: {floor:.2f} %)" if floor else ""))
     check(exact > 0.05, f"every call seen should cost it more: {exact * 100:.2f} %")
-    check(added < exact / 3, f"the budget kept {added * 100:.2f} % of {exact * 100:.2f} %")
+    if floor:
+        check(added <= lim / 100, f"the budget kept {added * 100:.2f} % of {exact * 100:.2f} %, past {FLOOR_TOL} x its floor {floor:.2f} %")
+    else:
+        check(added < exact / 3, f"the budget kept {added * 100:.2f} % of {exact * 100:.2f} %")
 
 
 @retried
@@ -699,8 +707,10 @@ def test_budget_library_loaded_later():
         check(f"probing libcuda {lib} of PID {t['pid']}" in r.stderr, f"probed after the start: {r.stderr[-1500:]}")
         check("cannot attach the sampled probes" not in r.stderr, r.stderr[-1500:])
         b = budget_record(r.stdout)
-        # 500-ms periods in the 2.5-s phase: each window after the first attaches again
-        check(b["windows"] >= 4, f"windows {b['windows']}")
+        # 500-ms periods in the 2.5-s phase (0.83-s ones where the budget says it cannot hold
+        # 1 %: a loaded machine's price, src/core/budget.c's OVER_PERIOD_S): each window after
+        # the first attaches again
+        check(b["windows"] >= (3 if b["floor_processes"] else 4), f"windows {b['windows']}")
         ct = final_proc(r.stdout, "cudatrace", t["pid"])
         check(t["launches"] / 2 <= ct["launches"] <= t["launches"] * 2,
               f"estimate {ct['launches']} of {t['launches']} launches ({ct.get('sampling')})")
@@ -798,13 +808,43 @@ def test_budget_floor_said_and_held():
     check(lo <= t["launches"] <= (hi if hi is not None else float("inf")), f"true launches {t['launches']} outside [{lo}, {hi}]")
     ml = final_proc(r.stdout, "memleak", pid)
     eq(ml["allocs_total"], t["allocs"], "allocations, exact")
-    # the text report says it too
-    r2 = gp.gpuprobe(["--libcuda", FAKECUDA, "--cudatrace", "--max-overhead", "1"],
-                     cmd=[RATE, "--phases", "100000:2000", "--alloc-every", "0"], timeout=60,
+    # the text report says it too (with the allocations' priced probes: at the longer periods
+    # the planner takes at a floor, the launches' alone over 2 s came within the budget once)
+    r2 = gp.gpuprobe(["--libcuda", FAKECUDA, "--cudatrace", "--memleak", "--max-overhead", "1"],
+                     cmd=[RATE, "--phases", "100000:2000"], timeout=60,
                      env={"GPUPROBE_TEST_PROBE_COST": str(cost)})
     eq(r2.returncode, 0, f"gpuprobe exit ({r2.stderr[-800:]})")
     check(re.search(r"cannot be held here: for 1 process the least the budget can sample passes 1%", r2.stdout + r2.stderr),
           f"no floor line in the text report:\n{(r2.stdout + r2.stderr)[-2000:]}")
+
+
+def warm_price():
+    """The warm price of a probe hit the budget took (calibrated at its start)."""
+    r = gp.gpuprobe(BASE + ["--cudatrace", "--max-overhead", "1"], cmd=["true"], timeout=60)
+    eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-800:]})")
+    return budget_record(r.stdout)["probe_hit_warm_cost_s"]
+
+
+def test_budget_price_not_the_time_others_took():
+    """The warm price of a hit is the trap's and its program's time, not the time other
+    processes took the CPU from the calibration: gpuprobe on one CPU, alone there and then
+    beside two busy loops on it, prices a hit within 2x (once the five timed rounds of 1000
+    probed calls were on the wall clock, each lost the CPU to the loops and a hit was priced
+    at 32.5 us against 10.4 us alone, the cold price pulled up with it; the budget then held
+    three times too much, and every window read as all in probes)."""
+    cpus = os.sched_getaffinity(0)
+    hogs = []
+    try:
+        os.sched_setaffinity(0, {min(cpus)})  # gpuprobe and the loops inherit it
+        alone = min(warm_price() for _ in range(2))
+        hogs = [gp.Background(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
+        shared = warm_price()
+    finally:
+        for h in hogs:
+            h.kill()
+        os.sched_setaffinity(0, cpus)
+    print(f"#   a warm hit: {alone * 1e6:.2f} us alone on a CPU, {shared * 1e6:.2f} us beside two busy loops", flush=True)
+    check(shared <= 2 * alone, f"a hit priced {shared * 1e6:.2f} us beside two busy loops, {alone * 1e6:.2f} us alone")
 
 
 def test_daemon_budget_floor_metrics():
