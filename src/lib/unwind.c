@@ -25,6 +25,15 @@
 #include <unistd.h>
 #include <zlib.h>
 
+/* The machine of the files this build unwinds (the copy's registers are its own). */
+#if defined(__aarch64__)
+#define UNWIND_MACHINE EM_AARCH64
+#define UNWIND_MACHINE_NAME "arm64"
+#else
+#define UNWIND_MACHINE EM_X86_64
+#define UNWIND_MACHINE_NAME "x86-64"
+#endif
+
 /* A debug file larger than this is not copied in (it would be mmapped). */
 #define UNWIND_DEBUG_MAX (1ull << 30)
 /* Addresses this far above the copy are taken for stack, not garbage. */
@@ -216,9 +225,10 @@ static int ufile_open(struct unwinder *u, struct ufile *f, int pid,
 		goto cleanup;
 	}
 	f->elf = safe_elf_begin(fd, u->last_err, sizeof(u->last_err));
-	if (!f->elf || !gelf_getehdr(f->elf, &eh) || eh.e_machine != EM_X86_64) {
+	if (!f->elf || !gelf_getehdr(f->elf, &eh) || eh.e_machine != UNWIND_MACHINE) {
 		if (f->elf) {
-			snprintf(u->last_err, sizeof(u->last_err), "%s: not x86-64", m->path);
+			snprintf(u->last_err, sizeof(u->last_err), "%s: not %s", m->path,
+				 UNWIND_MACHINE_NAME);
 			elf_end(f->elf);
 		}
 		f->elf = NULL;
@@ -468,6 +478,28 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 	return true;
 }
 
+static bool pc_mapped(const struct upid *p, unsigned long long pc);
+
+#if defined(__aarch64__)
+/*
+ * Pointer authentication: a function built with -mbranch-protection signs its return
+ * address (paciasp) before saving it, putting a code in the bits above the virtual address
+ * (48 bits: Debian's, and GP_USER_ADDR_BITS). libdwfl before 0.190 does not strip it, and
+ * a signed return address lies in no mapping: the walk would stop at the first signed
+ * frame. A word read from the copy with bits above 48 set whose low 48 bits fall in an
+ * executable mapping is taken for a signed code pointer and stripped; anything else
+ * (data, saved registers) is passed on as it is.
+ */
+#define UNWIND_VA_MASK ((1ull << 48) - 1)
+
+static Dwarf_Word strip_pac(const struct upid *p, Dwarf_Word v)
+{
+	if ((v & ~UNWIND_VA_MASK) && pc_mapped(p, v & UNWIND_VA_MASK))
+		return v & UNWIND_VA_MASK;
+	return v;
+}
+#endif
+
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 			void *arg)
 {
@@ -478,6 +510,9 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 	(void)dwfl;
 	if (addr >= sp && addr <= end - sizeof(*result) && end >= sp + 8) {
 		memcpy(result, c->data + (addr - sp), sizeof(*result));
+#if defined(__aarch64__)
+		*result = strip_pac(p, *result);
+#endif
 		return true;
 	}
 	p->read_failed = true;
@@ -486,6 +521,24 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 	return false;
 }
 
+#if defined(__aarch64__)
+static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	const struct upid *p = arg;
+	const struct gp_user_regs *r = &p->cur->regs;
+	/* DWARF AArch64 numbering: 19-28 x19-x28, 29 x29 (fp), 30 x30 (lr), 31 sp; the pc
+	 * has no number of its own here. At a function's first instruction x30 holds the
+	 * return address, unsigned; a probe further in may see it signed. */
+	Dwarf_Word x19_sp[13];
+
+	memcpy(x19_sp, r->x19, sizeof(r->x19));
+	x19_sp[10] = r->bp;
+	x19_sp[11] = strip_pac(p, r->lr);
+	x19_sp[12] = r->sp;
+	dwfl_thread_state_register_pc(thread, r->ip);
+	return dwfl_thread_state_registers(thread, 19, 13, x19_sp);
+}
+#else
 static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
 	const struct gp_user_regs *r = &((struct upid *)arg)->cur->regs;
@@ -498,6 +551,7 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 	       dwfl_thread_state_registers(thread, 6, 2, bp_sp) &&
 	       dwfl_thread_state_registers(thread, 12, 4, r12_15);
 }
+#endif
 
 static const Dwfl_Thread_Callbacks thread_cbs = {
 	.next_thread = next_thread,
