@@ -25,8 +25,8 @@ PYALLOC = os.path.join(SRC, "pyalloc.py")
 BASE = ["--memleak", "--json", "--libcuda", FAKECUDA]
 CHAIN = ["stackapp_leaf", "stackapp_middle", "stackapp_outer"]
 # src/lib/unwind.h: the stack copy (--stacks dwarf) and the CPython frames read with it
-# are built for x86-64 only; elsewhere --stacks auto takes frame pointers.
-COPY_BUILT = os.uname().machine == "x86_64"
+# are built for x86-64 and arm64; elsewhere --stacks auto takes frame pointers.
+COPY_BUILT = os.uname().machine in ("x86_64", "aarch64")
 
 
 def need_stack_copy(what):
@@ -34,7 +34,7 @@ def need_stack_copy(what):
     through code without frame pointers, CFI and debug files, the CPython frames."""
     if not COPY_BUILT:
         raise gp.Skip(f"needs the stack copy ({what}): --stacks dwarf and the CPython frames read with it "
-                      f"are built for x86-64 only (src/lib/unwind.h, docs/stacks.md); this is {os.uname().machine}")
+                      f"are built for x86-64 and arm64 only (src/lib/unwind.h, docs/stacks.md); this is {os.uname().machine}")
 
 
 def source_line(path, pattern, after=None):
