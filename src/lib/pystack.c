@@ -203,7 +203,6 @@ struct find_ctx {
 	uint32_t pthread_size;	/* arm64: glibc's sizeof(struct pthread), 0 not found */
 };
 
-#if defined(__aarch64__)
 /*
  * On arm64 CPython's thread_id (pthread_t) is not the thread pointer: glibc puts struct
  * pthread just below it (TLS variant I), so BPF needs its size, which libc exports for
@@ -214,15 +213,17 @@ struct find_ctx {
 #define PY_PTHREAD_SIZE_MIN 0x100u
 #define PY_PTHREAD_SIZE_MAX 0x4000u
 
+#if defined(__aarch64__)
 static bool is_libc_name(const char *base)
 {
 	return !strncmp(base, "libc.so.", 8) || !strncmp(base, "libc-2.", 7) ||
 	       !strncmp(base, "libpthread", 10);
 }
+#endif
 
 /* _thread_db_sizeof_pthread (4 bytes in a PROGBITS section of the file), read at its file
  * offset; 0 when absent, malformed or out of bounds. */
-static uint32_t elf_pthread_size(Elf *elf, int fd)
+uint32_t pystack__pthread_size(Elf *elf, int fd)
 {
 	Elf_Scn *scn = NULL, *dscn;
 	GElf_Shdr sh, dsh;
@@ -265,7 +266,6 @@ static uint32_t elf_pthread_size(Elf *elf, int fd)
 	}
 	return 0;
 }
-#endif
 
 static uint64_t load_bias(Elf *elf, const struct map_entry *e)
 {
@@ -323,7 +323,7 @@ static int find_cb(const struct map_entry *e, void *arg)
 	}
 #if defined(__aarch64__)
 	if (elf && elf_kind(elf) == ELF_K_ELF && libc)
-		c->pthread_size = elf_pthread_size(elf, fd);
+		c->pthread_size = pystack__pthread_size(elf, fd);
 #endif
 	if (elf)
 		elf_end(elf);
