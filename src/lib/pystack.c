@@ -201,6 +201,7 @@ struct find_ctx {
 	uint64_t bias;
 	int err;
 	uint32_t pthread_size;	/* arm64: glibc's sizeof(struct pthread), 0 not found */
+	bool libc_seen;		/* arm64: a libc is mapped (with or without it) */
 };
 
 /*
@@ -302,6 +303,7 @@ static int find_cb(const struct map_entry *e, void *arg)
 	     (!strncmp(base + 1, "python", 6) || !strncmp(base + 1, "libpython", 9));
 #if defined(__aarch64__)
 	libc = !c->pthread_size && is_libc_name(base + 1);
+	c->libc_seen |= libc;
 #endif
 	if (!py && !libc)
 		return 0;
@@ -460,6 +462,11 @@ static int find_python(struct pystack *ps, int pid, struct find_ctx *c, char *er
 		return -ENOENT;
 	}
 #if defined(__aarch64__)
+	/* a python just exec'd: the loader has not mapped its libc yet; looked at again */
+	if (!c->pthread_size && !c->libc_seen) {
+		gp_set_err(err, errlen, "pid %d: no libc mapped (yet)", pid);
+		return -ENOENT;
+	}
 	if (!c->pthread_size) {
 		gp_set_err(err, errlen, "pid %d: its libc does not give sizeof(struct pthread) "
 			   "(_thread_db_sizeof_pthread, glibc's), which matching a thread to its "

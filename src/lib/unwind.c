@@ -723,7 +723,48 @@ struct walk {
 	struct upid *p;
 	struct unwind_frames *out;
 	bool unmapped;
+	/* the two frames before this one: pc and whether it was the probed one */
+	Dwarf_Addr pc1, pc2;
+	bool act1, act2;
 };
+
+#if defined(__aarch64__)
+/* Whether libdwfl finds call-frame information for the frame at pc (a return address is
+ * looked up at pc - 1, as libdwfl does). */
+static bool frame_has_cfi(Dwfl *dwfl, Dwarf_Addr pc, bool activation)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
+	Dwarf_Addr bias, at = activation ? pc : pc - 1;
+	Dwarf_Frame *fr = NULL;
+	Dwarf_CFI *cfi;
+
+	if (!mod)
+		return false;
+	if ((cfi = dwfl_module_eh_cfi(mod, &bias)) && !dwarf_cfi_addrframe(cfi, at - bias, &fr)) {
+		free(fr);
+		return true;
+	}
+	if ((cfi = dwfl_module_dwarf_cfi(mod, &bias)) && !dwarf_cfi_addrframe(cfi, at - bias, &fr)) {
+		free(fr);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * libdwfl's arm64 frame-pointer fallback takes a frame's x30 for its return address.
+ * A frame reached through CFI has in x30 the return address its callee saved, i.e. its own
+ * pc: where such a frame has no CFI (a caller built without unwind tables) the fallback
+ * repeats it once before the frame record's return address takes over. That repeat is
+ * dropped: the same pc again, the frame before it without CFI, the one before that with.
+ */
+static bool fallback_repeat(const struct walk *w, Dwarf_Addr pc)
+{
+	return w->out->nr >= 2 && pc == w->pc1 && !w->act1 &&
+	       !frame_has_cfi(w->p->dwfl, w->pc1, w->act1) &&
+	       frame_has_cfi(w->p->dwfl, w->pc2, w->act2);
+}
+#endif
 
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
@@ -739,11 +780,21 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		w->out->stop_pc = pc;
 		return DWARF_CB_ABORT;
 	}
+#if defined(__aarch64__)
+	if (fallback_repeat(w, pc))
+		return DWARF_CB_OK;
+#endif
 	if (w->out->nr >= UNWIND_MAX_FRAMES) {
 		w->out->flags |= UNWIND_TOO_DEEP;
 		return DWARF_CB_ABORT;
 	}
 	w->out->pcs[w->out->nr++] = pc;
+#if defined(__aarch64__)
+	w->pc2 = w->pc1;
+	w->act2 = w->act1;
+	w->pc1 = pc;
+	w->act1 = activation;
+#endif
 	return DWARF_CB_OK;
 }
 

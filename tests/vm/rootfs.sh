@@ -12,14 +12,15 @@ arch=$2
 # What the suites run: the interpreter, the tools the tests call (bpftool, unshare,
 # setpriv, mount, pkill, ip, promtool, prometheus, systemd-analyze, make for `make
 # install`; openssl, htpasswd and mkpasswd for test_webconfig's certificates and bcrypt
-# hashes, curl, PyYAML, tmux: the Makefile's DEB_PKGS for the tests), busybox for the
+# hashes, curl, PyYAML, tmux: the Makefile's DEB_PKGS for the tests; binutils and libc-bin
+# for nm, addr2line and ldd, which the stack tests check frames against), busybox for the
 # initramfs, and gpuprobe's libraries: the runtime column of
 # tests/vm/libs.list, the list the Makefile's cross build takes its -dev packages from.
 libs=$(sed 's/#.*//' "$(dirname "$0")/libs.list" | awk 'NF { for (i = 2; i <= NF; i++) if ($i != "-") print $i }')
 [ -n "$libs" ] || { echo "vmtest: $(dirname "$0")/libs.list names no runtime package" >&2; exit 2; }
 pkgs="base-files base-passwd dash bash coreutils findutils grep sed gawk util-linux mount procps
 iproute2 kmod python3 bpftool prometheus systemd make busybox-static openssl apache2-utils whois
-curl python3-yaml tmux $libs"
+curl python3-yaml tmux binutils libc-bin $libs"
 want="$arch $(echo $pkgs)"
 if [ -f "$dir/.gp-rootfs" ] && [ "$(cat "$dir/.gp-rootfs")" = "$want" ]; then
 	exit 0
