@@ -764,6 +764,63 @@ static bool fallback_repeat(const struct walk *w, Dwarf_Addr pc)
 	       !frame_has_cfi(w->p->dwfl, w->pc1, w->act1) &&
 	       frame_has_cfi(w->p->dwfl, w->pc2, w->act2);
 }
+
+/* The instruction before return address ra, from the mapped file (4 bytes, bounded by its
+ * section); false when it cannot be read. */
+static bool insn_before(Dwfl *dwfl, Dwarf_Addr ra, uint32_t *insn)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, ra - 4);
+	Dwarf_Addr at = ra - 4, bias;
+	Elf_Data *d;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	Elf *elf;
+
+	if (!mod || !(scn = dwfl_module_address_section(mod, &at, &bias)) ||
+	    !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || at + 4 > sh.sh_size ||
+	    !(elf = dwfl_module_getelf(mod, &bias)) ||
+	    !(d = elf_getdata_rawchunk(elf, (int64_t)(sh.sh_offset + at), 4, ELF_T_BYTE)) ||
+	    d->d_size != 4)
+		return false;
+	memcpy(insn, d->d_buf, 4);
+	return true;
+}
+
+/*
+ * A frame the fallback found (the frame before it had no CFI) is believed only if its
+ * return address follows a call into that frame's function: code built without frame
+ * pointers leaves x29 holding an ancestor's frame record, and the fallback would land
+ * there, frames skipped, with nothing said. A direct call (bl) must target the function
+ * the previous pc lies in (where no symbol names it: a target in its file, at or below
+ * it); an indirect one (blr) cannot be checked and is believed; anything else is not a
+ * return address.
+ */
+static bool fallback_believed(const struct walk *w, Dwarf_Addr pc)
+{
+	Dwfl *dwfl = w->p->dwfl;
+	Dwfl_Module *mod;
+	Dwarf_Addr at, off, target, lo, hi;
+	GElf_Sym sym;
+	uint32_t insn;
+	int64_t imm;
+
+	if (w->out->nr < 1 || frame_has_cfi(dwfl, w->pc1, w->act1))
+		return true;
+	if (!insn_before(dwfl, pc, &insn))
+		return false;
+	if ((insn & 0xfffffc1fu) == 0xd63f0000u)	/* blr xN */
+		return true;
+	if ((insn & 0xfc000000u) != 0x94000000u)	/* not bl */
+		return false;
+	imm = (int64_t)((int32_t)((insn & 0x03ffffffu) << 6) >> 4);	/* imm26 * 4, signed */
+	target = (Dwarf_Addr)((int64_t)(pc - 4) + imm);
+	at = w->act1 ? w->pc1 : w->pc1 - 1;
+	mod = dwfl_addrmodule(dwfl, at);
+	if (mod && dwfl_module_addrinfo(mod, at, &off, &sym, NULL, NULL, NULL))
+		return target == at - off;
+	return mod && dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL) &&
+	       target >= lo && target <= at;
+}
 #endif
 
 static int frame_cb(Dwfl_Frame *state, void *arg)
@@ -783,6 +840,10 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 #if defined(__aarch64__)
 	if (fallback_repeat(w, pc))
 		return DWARF_CB_OK;
+	if (!fallback_believed(w, pc)) {
+		w->out->flags |= UNWIND_STOPPED;	/* cut there: a frame that led nowhere */
+		return DWARF_CB_ABORT;
+	}
 #endif
 	if (w->out->nr >= UNWIND_MAX_FRAMES) {
 		w->out->flags |= UNWIND_TOO_DEEP;
