@@ -3,8 +3,8 @@
  * pystack: the CPython frames of the calling thread at a probe hit, read in
  * BPF (bounded loops) from the interpreter's own state:
  *   _PyRuntime.interpreters.head -> threads.head -> ... the PyThreadState
- *   whose thread_id (the pthread_t, i.e. the thread's fsbase on x86-64) is
- *   this thread's;
+ *   whose thread_id (the pthread_t: the thread's fsbase on x86-64, its thread
+ *   pointer less sizeof(struct pthread) on arm64) is this thread's;
  *   then its frame chain: 3.13 current_frame, 3.11/3.12 cframe->current_frame
  *   (_PyInterpreterFrame, ->previous), 3.10 frame (PyFrameObject, ->f_back).
  * Per frame only the code object's address, the instruction pointer (3.10:
@@ -105,11 +105,12 @@ static __always_inline __u64 gp_py_find_tstate(const struct gp_py_proc *pp,
 	c.off = pp->tstate_thread_id;
 #if defined(__TARGET_ARCH_x86)
 	c.want = BPF_CORE_READ(task, thread.fsbase);
+#elif defined(__TARGET_ARCH_arm64)
+	/* TPIDR_EL0 points just above glibc's struct pthread (TLS variant I): pthread_t is
+	 * the thread pointer less its size, which user space found (never 0 here) */
+	c.want = BPF_CORE_READ(task, thread.uw.tp_value) - pp->tp_pthread_off;
 #else
-	/* arm64's thread pointer (thread.uw.tp_value) is not glibc's pthread_t: no
-	 * thread state is matched, no CPython frame read, until this learns arm64 */
-	(void)task;
-	c.want = 0;
+#error "the CPython thread match is built for x86 or arm64"
 #endif
 	if (*bad)
 		return 0;

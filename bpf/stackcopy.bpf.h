@@ -63,10 +63,26 @@ static __always_inline int gp_stack_copy(struct pt_regs *ctx,
 	out->regs.r13 = BPF_CORE_READ(ctx, r13);
 	out->regs.r14 = BPF_CORE_READ(ctx, r14);
 	out->regs.r15 = BPF_CORE_READ(ctx, r15);
+#elif defined(__TARGET_ARCH_arm64)
+	{
+		/* a uprobe's ctx is the user's pt_regs (struct user_pt_regs first): direct
+		 * loads at constant offsets, which every verifier takes */
+		const struct user_pt_regs *ur = (const struct user_pt_regs *)ctx;
+
+		out->regs.lr = ur->regs[30];
+		out->regs.x19[0] = ur->regs[19];
+		out->regs.x19[1] = ur->regs[20];
+		out->regs.x19[2] = ur->regs[21];
+		out->regs.x19[3] = ur->regs[22];
+		out->regs.x19[4] = ur->regs[23];
+		out->regs.x19[5] = ur->regs[24];
+		out->regs.x19[6] = ur->regs[25];
+		out->regs.x19[7] = ur->regs[26];
+		out->regs.x19[8] = ur->regs[27];
+		out->regs.x19[9] = ur->regs[28];
+	}
 #else
-	/* x86-64's callee-saved registers, which src/core/unwind.c's unwinder reads; arm64's
-	 * are not carried (the record has no place for them yet) */
-	out->regs.bx = out->regs.r12 = out->regs.r13 = out->regs.r14 = out->regs.r15 = 0;
+#error "the stack copy is built for x86 or arm64"
 #endif
 	out->size = 0;
 	out->err = 0;

@@ -18,11 +18,24 @@
 #define GP_STACK_COPY_MAX 16384u
 
 /*
- * x86-64 user registers at the probe: the pc, the stack and frame
- * pointers, and the callee-saved registers that CFI may say a caller's
- * value is still in (rbx, r12-r15). Caller-saved registers are dead at a
- * call boundary and are not copied.
+ * The user registers at the probe: the pc, the stack and frame pointers, and the
+ * callee-saved registers that CFI may say a caller's value is still in. Caller-saved
+ * registers are dead at a call boundary and are not copied. Per architecture (BPF's
+ * __TARGET_ARCH_*, user space's compiler): the BPF objects and the user program of one
+ * build agree, and a record never crosses builds.
  */
+#if defined(__TARGET_ARCH_arm64) || (!defined(__bpf__) && defined(__aarch64__))
+/* AArch64: x29 the frame pointer, x30 the link register (at a function's first
+ * instruction, the return address: no frame record holds it yet), x19-x28 callee-saved. */
+struct gp_user_regs {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;	/* x29 */
+	__u64 lr;	/* x30 */
+	__u64 x19[10];	/* x19-x28 */
+};
+#else
+/* x86-64: rbx and r12-r15 callee-saved (rbp: bp). */
 struct gp_user_regs {
 	__u64 ip;
 	__u64 sp;
@@ -33,6 +46,7 @@ struct gp_user_regs {
 	__u64 r14;
 	__u64 r15;
 };
+#endif
 
 enum gp_stack_copy_flags {
 	/* the copy reaches the end of the stack's mapping: nothing above it */
@@ -96,7 +110,10 @@ struct gp_py_proc {
 	__u32 bytes_size;
 	__u32 bytes_sval;
 	__u32 copy_codes;		/* 1: copy code objects at their first sight */
-	__u32 _pad;
+	/* pthread_t = the thread pointer less this: 0 on x86-64 (fsbase is the pthread_t);
+	 * on arm64 glibc's sizeof(struct pthread), which sits below the thread pointer
+	 * (src/lib/pystack.c reads it from the process's libc) */
+	__u32 tp_pthread_off;
 };
 
 struct gp_py_frame {

@@ -200,7 +200,73 @@ struct find_ctx {
 	struct py_syms syms;
 	uint64_t bias;
 	int err;
+	uint32_t pthread_size;	/* arm64: glibc's sizeof(struct pthread), 0 not found */
+	bool libc_seen;		/* arm64: a libc is mapped (with or without it) */
 };
+
+/*
+ * On arm64 CPython's thread_id (pthread_t) is not the thread pointer: glibc puts struct
+ * pthread just below it (TLS variant I), so BPF needs its size, which libc exports for
+ * libthread_db as _thread_db_sizeof_pthread (0x740 in Debian 12's arm64 libc; in
+ * libpthread before glibc 2.34). The file is the process's: the value is believed only
+ * within these bounds.
+ */
+#define PY_PTHREAD_SIZE_MIN 0x100u
+#define PY_PTHREAD_SIZE_MAX 0x4000u
+
+#if defined(__aarch64__)
+static bool is_libc_name(const char *base)
+{
+	return !strncmp(base, "libc.so.", 8) || !strncmp(base, "libc-2.", 7) ||
+	       !strncmp(base, "libpthread", 10);
+}
+#endif
+
+/* _thread_db_sizeof_pthread (4 bytes in a PROGBITS section of the file), read at its file
+ * offset; 0 when absent, malformed or out of bounds. */
+uint32_t pystack__pthread_size(Elf *elf, int fd)
+{
+	Elf_Scn *scn = NULL, *dscn;
+	GElf_Shdr sh, dsh;
+	GElf_Ehdr eh;
+	uint32_t v = 0;
+
+	if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_AARCH64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB)
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		n = d ? d->d_size / sizeof(Elf64_Sym) : 0;
+		for (i = 0; i < n; i++) {
+			GElf_Sym s;
+			const char *name;
+			uint64_t off;
+
+			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF ||
+			    s.st_shndx >= SHN_LORESERVE || s.st_size != sizeof(v))
+				continue;
+			name = elf_strptr(elf, sh.sh_link, s.st_name);
+			if (!name || strcmp(name, "_thread_db_sizeof_pthread"))
+				continue;
+			dscn = elf_getscn(elf, s.st_shndx);
+			if (!dscn || !gelf_getshdr(dscn, &dsh) || dsh.sh_type != SHT_PROGBITS ||
+			    dsh.sh_size < sizeof(v) || s.st_value < dsh.sh_addr ||
+			    s.st_value - dsh.sh_addr > dsh.sh_size - sizeof(v))
+				return 0;
+			off = dsh.sh_offset + (s.st_value - dsh.sh_addr);
+			if (off < dsh.sh_offset || off > (uint64_t)INT64_MAX - sizeof(v) ||
+			    pread(fd, &v, sizeof(v), (off_t)off) != (ssize_t)sizeof(v))
+				return 0;
+			return v >= PY_PTHREAD_SIZE_MIN && v <= PY_PTHREAD_SIZE_MAX && !(v & 7) ? v : 0;
+		}
+	}
+	return 0;
+}
 
 static uint64_t load_bias(Elf *elf, const struct map_entry *e)
 {
@@ -226,12 +292,20 @@ static int find_cb(const struct map_entry *e, void *arg)
 	struct safeopen_id id = { e->dev_major, e->dev_minor, e->inode };
 	const char *base = strrchr(e->path, '/');
 	struct py_syms s = { 0 };
+	bool py, libc = false;
 	Elf *elf = NULL;
 	int fd;
 
-	/* the first mapping of a python executable or libpython */
-	if (c->syms.found || !base || e->offset != 0 || !e->inode ||
-	    (strncmp(base + 1, "python", 6) && strncmp(base + 1, "libpython", 9)))
+	/* the first mapping of a python executable or libpython (and on arm64 of libc) */
+	if (!base || e->offset != 0 || !e->inode)
+		return 0;
+	py = !c->syms.found &&
+	     (!strncmp(base + 1, "python", 6) || !strncmp(base + 1, "libpython", 9));
+#if defined(__aarch64__)
+	libc = !c->pthread_size && is_libc_name(base + 1);
+	c->libc_seen |= libc;
+#endif
+	if (!py && !libc)
 		return 0;
 	fd = safe_open_mapped(c->ps->proc_root, c->pid, e->path, &id, NULL, 0);
 	if (fd < 0)
@@ -240,7 +314,7 @@ static int find_cb(const struct map_entry *e, void *arg)
 	if (fd < 0)
 		return 0;
 	elf = safe_elf_begin(fd, NULL, 0);
-	if (elf && elf_kind(elf) == ELF_K_ELF) {
+	if (elf && elf_kind(elf) == ELF_K_ELF && py) {
 		elf_py_syms(elf, &s);
 		if (s.runtime) {
 			s.found = true;
@@ -249,6 +323,10 @@ static int find_cb(const struct map_entry *e, void *arg)
 			c->bias = load_bias(elf, e);
 		}
 	}
+#if defined(__aarch64__)
+	if (elf && elf_kind(elf) == ELF_K_ELF && libc)
+		c->pthread_size = pystack__pthread_size(elf, fd);
+#endif
 	if (elf)
 		elf_end(elf);
 	close(fd);
@@ -383,6 +461,19 @@ static int find_python(struct pystack *ps, int pid, struct find_ctx *c, char *er
 		gp_set_err(err, errlen, "pid %d: no CPython (_PyRuntime) mapped", pid);
 		return -ENOENT;
 	}
+#if defined(__aarch64__)
+	/* a python just exec'd: the loader has not mapped its libc yet; looked at again */
+	if (!c->pthread_size && !c->libc_seen) {
+		gp_set_err(err, errlen, "pid %d: no libc mapped (yet)", pid);
+		return -ENOENT;
+	}
+	if (!c->pthread_size) {
+		gp_set_err(err, errlen, "pid %d: its libc does not give sizeof(struct pthread) "
+			   "(_thread_db_sizeof_pthread, glibc's), which matching a thread to its "
+			   "CPython thread state needs on arm64", pid);
+		return -ENOTSUP;
+	}
+#endif
 	return 0;
 }
 
@@ -482,6 +573,7 @@ static int fill_proc(struct gp_py_proc *out, const struct find_ctx *c, const str
 			  out->unicode_ascii_size != GP_PY_NONE && out->unicode_compact_size != GP_PY_NONE &&
 			  out->unicode_kind_mask != GP_PY_NONE && out->unicode_compact_mask != GP_PY_NONE &&
 			  out->unicode_ascii_mask != GP_PY_NONE;
+	out->tp_pthread_off = c->pthread_size;
 	out->frame_read = 0;
 	for (unsigned int k = 0; k < 5; k++)
 		if (offs[k] >= 0 && (unsigned int)offs[k] + 8 > out->frame_read)

@@ -22,6 +22,7 @@
 #define GPUPROBE_PYSTACK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "stacks.h"
 
@@ -73,6 +74,12 @@ struct pystack_copy_stats {
 	unsigned long long kept, kept_bytes; /* copies held now, and their line-table bytes */
 };
 void pystack__copy_stats(const struct pystack *ps, struct pystack_copy_stats *st);
+
+/* Exposed for unit tests: glibc's sizeof(struct pthread) from an arm64 libc (its
+ * _thread_db_sizeof_pthread), 0 when absent, malformed or out of bounds (0x100-0x4000,
+ * 8-aligned). elf is fd's. */
+typedef struct Elf Elf;
+uint32_t pystack__pthread_size(Elf *elf, int fd);
 
 /* Exposed for unit tests: line of a code-unit/byte offset from a line table. */
 int pystack__line_310(const unsigned char *tab, size_t n, int firstlineno,

@@ -25,6 +25,15 @@
 #include <unistd.h>
 #include <zlib.h>
 
+/* The machine of the files this build unwinds (the copy's registers are its own). */
+#if defined(__aarch64__)
+#define UNWIND_MACHINE EM_AARCH64
+#define UNWIND_MACHINE_NAME "arm64"
+#else
+#define UNWIND_MACHINE EM_X86_64
+#define UNWIND_MACHINE_NAME "x86-64"
+#endif
+
 /* A debug file larger than this is not copied in (it would be mmapped). */
 #define UNWIND_DEBUG_MAX (1ull << 30)
 /* Addresses this far above the copy are taken for stack, not garbage. */
@@ -216,9 +225,10 @@ static int ufile_open(struct unwinder *u, struct ufile *f, int pid,
 		goto cleanup;
 	}
 	f->elf = safe_elf_begin(fd, u->last_err, sizeof(u->last_err));
-	if (!f->elf || !gelf_getehdr(f->elf, &eh) || eh.e_machine != EM_X86_64) {
+	if (!f->elf || !gelf_getehdr(f->elf, &eh) || eh.e_machine != UNWIND_MACHINE) {
 		if (f->elf) {
-			snprintf(u->last_err, sizeof(u->last_err), "%s: not x86-64", m->path);
+			snprintf(u->last_err, sizeof(u->last_err), "%s: not %s", m->path,
+				 UNWIND_MACHINE_NAME);
 			elf_end(f->elf);
 		}
 		f->elf = NULL;
@@ -468,6 +478,28 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 	return true;
 }
 
+static bool pc_mapped(const struct upid *p, unsigned long long pc);
+
+#if defined(__aarch64__)
+/*
+ * Pointer authentication: a function built with -mbranch-protection signs its return
+ * address (paciasp) before saving it, putting a code in the bits above the virtual address
+ * (48 bits: Debian's, and GP_USER_ADDR_BITS). libdwfl before 0.190 does not strip it, and
+ * a signed return address lies in no mapping: the walk would stop at the first signed
+ * frame. A word read from the copy with bits above 48 set whose low 48 bits fall in an
+ * executable mapping is taken for a signed code pointer and stripped; anything else
+ * (data, saved registers) is passed on as it is.
+ */
+#define UNWIND_VA_MASK ((1ull << 48) - 1)
+
+static Dwarf_Word strip_pac(const struct upid *p, Dwarf_Word v)
+{
+	if ((v & ~UNWIND_VA_MASK) && pc_mapped(p, v & UNWIND_VA_MASK))
+		return v & UNWIND_VA_MASK;
+	return v;
+}
+#endif
+
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 			void *arg)
 {
@@ -478,6 +510,9 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 	(void)dwfl;
 	if (addr >= sp && addr <= end - sizeof(*result) && end >= sp + 8) {
 		memcpy(result, c->data + (addr - sp), sizeof(*result));
+#if defined(__aarch64__)
+		*result = strip_pac(p, *result);
+#endif
 		return true;
 	}
 	p->read_failed = true;
@@ -486,6 +521,24 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 	return false;
 }
 
+#if defined(__aarch64__)
+static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	const struct upid *p = arg;
+	const struct gp_user_regs *r = &p->cur->regs;
+	/* DWARF AArch64 numbering: 19-28 x19-x28, 29 x29 (fp), 30 x30 (lr), 31 sp; the pc
+	 * has no number of its own here. At a function's first instruction x30 holds the
+	 * return address, unsigned; a probe further in may see it signed. */
+	Dwarf_Word x19_sp[13];
+
+	memcpy(x19_sp, r->x19, sizeof(r->x19));
+	x19_sp[10] = r->bp;
+	x19_sp[11] = strip_pac(p, r->lr);
+	x19_sp[12] = r->sp;
+	dwfl_thread_state_register_pc(thread, r->ip);
+	return dwfl_thread_state_registers(thread, 19, 13, x19_sp);
+}
+#else
 static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
 	const struct gp_user_regs *r = &((struct upid *)arg)->cur->regs;
@@ -498,6 +551,7 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 	       dwfl_thread_state_registers(thread, 6, 2, bp_sp) &&
 	       dwfl_thread_state_registers(thread, 12, 4, r12_15);
 }
+#endif
 
 static const Dwfl_Thread_Callbacks thread_cbs = {
 	.next_thread = next_thread,
@@ -669,7 +723,105 @@ struct walk {
 	struct upid *p;
 	struct unwind_frames *out;
 	bool unmapped;
+	/* the two frames before this one: pc and whether it was the probed one */
+	Dwarf_Addr pc1, pc2;
+	bool act1, act2;
 };
+
+#if defined(__aarch64__)
+/* Whether libdwfl finds call-frame information for the frame at pc (a return address is
+ * looked up at pc - 1, as libdwfl does). */
+static bool frame_has_cfi(Dwfl *dwfl, Dwarf_Addr pc, bool activation)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
+	Dwarf_Addr bias, at = activation ? pc : pc - 1;
+	Dwarf_Frame *fr = NULL;
+	Dwarf_CFI *cfi;
+
+	if (!mod)
+		return false;
+	if ((cfi = dwfl_module_eh_cfi(mod, &bias)) && !dwarf_cfi_addrframe(cfi, at - bias, &fr)) {
+		free(fr);
+		return true;
+	}
+	if ((cfi = dwfl_module_dwarf_cfi(mod, &bias)) && !dwarf_cfi_addrframe(cfi, at - bias, &fr)) {
+		free(fr);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * libdwfl's arm64 frame-pointer fallback takes a frame's x30 for its return address.
+ * A frame reached through CFI has in x30 the return address its callee saved, i.e. its own
+ * pc: where such a frame has no CFI (a caller built without unwind tables) the fallback
+ * repeats it once before the frame record's return address takes over. That repeat is
+ * dropped: the same pc again, the frame before it without CFI, the one before that with.
+ */
+static bool fallback_repeat(const struct walk *w, Dwarf_Addr pc)
+{
+	return w->out->nr >= 2 && pc == w->pc1 && !w->act1 &&
+	       !frame_has_cfi(w->p->dwfl, w->pc1, w->act1) &&
+	       frame_has_cfi(w->p->dwfl, w->pc2, w->act2);
+}
+
+/* The instruction before return address ra, from the mapped file (4 bytes, bounded by its
+ * section); false when it cannot be read. */
+static bool insn_before(Dwfl *dwfl, Dwarf_Addr ra, uint32_t *insn)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, ra - 4);
+	Dwarf_Addr at = ra - 4, bias;
+	Elf_Data *d;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	Elf *elf;
+
+	if (!mod || !(scn = dwfl_module_address_section(mod, &at, &bias)) ||
+	    !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || at + 4 > sh.sh_size ||
+	    !(elf = dwfl_module_getelf(mod, &bias)) ||
+	    !(d = elf_getdata_rawchunk(elf, (int64_t)(sh.sh_offset + at), 4, ELF_T_BYTE)) ||
+	    d->d_size != 4)
+		return false;
+	memcpy(insn, d->d_buf, 4);
+	return true;
+}
+
+/*
+ * A frame the fallback found (the frame before it had no CFI) is believed only if its
+ * return address follows a call into that frame's function: code built without frame
+ * pointers leaves x29 holding an ancestor's frame record, and the fallback would land
+ * there, frames skipped, with nothing said. A direct call (bl) must target the function
+ * the previous pc lies in (where no symbol names it: a target in its file, at or below
+ * it); an indirect one (blr) cannot be checked and is believed; anything else is not a
+ * return address.
+ */
+static bool fallback_believed(const struct walk *w, Dwarf_Addr pc)
+{
+	Dwfl *dwfl = w->p->dwfl;
+	Dwfl_Module *mod;
+	Dwarf_Addr at, off, target, lo, hi;
+	GElf_Sym sym;
+	uint32_t insn;
+	int64_t imm;
+
+	if (w->out->nr < 1 || frame_has_cfi(dwfl, w->pc1, w->act1))
+		return true;
+	if (!insn_before(dwfl, pc, &insn))
+		return false;
+	if ((insn & 0xfffffc1fu) == 0xd63f0000u)	/* blr xN */
+		return true;
+	if ((insn & 0xfc000000u) != 0x94000000u)	/* not bl */
+		return false;
+	imm = (int64_t)((int32_t)((insn & 0x03ffffffu) << 6) >> 4);	/* imm26 * 4, signed */
+	target = (Dwarf_Addr)((int64_t)(pc - 4) + imm);
+	at = w->act1 ? w->pc1 : w->pc1 - 1;
+	mod = dwfl_addrmodule(dwfl, at);
+	if (mod && dwfl_module_addrinfo(mod, at, &off, &sym, NULL, NULL, NULL))
+		return target == at - off;
+	return mod && dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL) &&
+	       target >= lo && target <= at;
+}
+#endif
 
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
@@ -685,11 +837,25 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		w->out->stop_pc = pc;
 		return DWARF_CB_ABORT;
 	}
+#if defined(__aarch64__)
+	if (fallback_repeat(w, pc))
+		return DWARF_CB_OK;
+	if (!fallback_believed(w, pc)) {
+		w->out->flags |= UNWIND_STOPPED;	/* cut there: a frame that led nowhere */
+		return DWARF_CB_ABORT;
+	}
+#endif
 	if (w->out->nr >= UNWIND_MAX_FRAMES) {
 		w->out->flags |= UNWIND_TOO_DEEP;
 		return DWARF_CB_ABORT;
 	}
 	w->out->pcs[w->out->nr++] = pc;
+#if defined(__aarch64__)
+	w->pc2 = w->pc1;
+	w->act2 = w->act1;
+	w->pc1 = pc;
+	w->act1 = activation;
+#endif
 	return DWARF_CB_OK;
 }
 

@@ -31,17 +31,17 @@
 /*
  * The architectures whose user registers the stack copy carries (struct gp_user_regs,
  * bpf/stacks.h) and whose DWARF register numbering set_initial_registers feeds libdwfl:
- * x86-64 only. Built for another (arm64: its pt_regs x19-x30 are not copied yet), the
- * unwinder refuses every file (not x86-64) and gpuprobe refuses --stacks dwarf with
+ * x86-64 and arm64 (x19-x30 and sp; signed return addresses stripped). Built for another,
+ * the unwinder refuses every file and gpuprobe refuses --stacks dwarf with
  * UNWIND_UNSUPPORTED_WHY; --stacks auto takes frame pointers there.
  */
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
 #define UNWIND_SUPPORTED 1
 #define UNWIND_UNSUPPORTED_WHY NULL
 #else
 #define UNWIND_SUPPORTED 0
 #define UNWIND_UNSUPPORTED_WHY \
-	"DWARF unwinding of a stack copy is built for x86-64 only: on this architecture the copy lacks the registers it needs"
+	"DWARF unwinding of a stack copy is built for x86-64 and arm64 only: on this architecture the copy lacks the registers it needs"
 #endif
 
 #define UNWIND_MAX_FRAMES 127

@@ -486,10 +486,9 @@ def test_sigpipe_final_report_to_files():
 
 
 def kernel_warning(line):
-    """The kernel's or the architecture's, not an error: without uprobe_multi (6.1)
-    --trace's functions attach one by one, and on arm64 --stacks auto takes frame pointers
-    (DWARF unwinding of a stack copy is x86-64 only); gpuprobe says so."""
-    return line.startswith("gpuprobe: warning: no uprobe_multi links") or gp.arch_notice(line)
+    """The kernel's, not an error: without uprobe_multi (6.1) --trace's functions attach one
+    by one; gpuprobe says so."""
+    return line.startswith("gpuprobe: warning: no uprobe_multi links")
 
 
 def test_sigpipe_trace_on_stdout():

@@ -221,10 +221,11 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *valp,
 		return -UNW_EREADONLYREG;
 	switch (reg) {
 #if defined(__aarch64__)
-	/* what the copy has on arm64 (src/lib/unwind.h: no x19-x30 yet) */
 	case UNW_AARCH64_PC: *valp = r->ip; return 0;
 	case UNW_AARCH64_SP: *valp = r->sp; return 0;
 	case UNW_AARCH64_X29: *valp = r->bp; return 0;
+	case UNW_AARCH64_X30: *valp = r->lr; return 0;
+	case UNW_AARCH64_X19 ... UNW_AARCH64_X28: *valp = r->x19[reg - UNW_AARCH64_X19]; return 0;
 #else
 	case UNW_X86_64_RIP: *valp = r->ip; return 0;
 	case UNW_X86_64_RSP: *valp = r->sp; return 0;

@@ -405,9 +405,7 @@ UNSTABLE = re.compile(r"^  (cu\w+\s+[\d,]+\s+[\d,]+\s+\S+ \S+|\.\.\. [\d,]+ more
 # Lines of the kernel it runs on, not of the tool: the docs are made on one with
 # uprobe_multi links (6.6+); on an older one (the VM suites on 6.1) --trace warns of the
 # one-by-one attach.
-# On arm64 --memleak says at start that --stacks auto took frame pointers: the
-# architecture's line, not the tool's output that the docs show.
-KERNEL_LINES = re.compile(r"^gpuprobe: (warning: no uprobe_multi links |--stacks auto: frame pointers \()")
+KERNEL_LINES = re.compile(r"^gpuprobe: warning: no uprobe_multi links ")
 
 
 # Kinds of line in a loose example that a sampled run prints only when a window caught such

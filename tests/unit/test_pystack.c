@@ -11,6 +11,8 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
 #include <stdint.h>
 #include <string.h>
 #include <signal.h>
@@ -399,6 +401,100 @@ cleanup:
 	free(l);
 }
 
+/*
+ * glibc's sizeof(struct pthread) from an arm64 libc (what the CPython thread match needs
+ * there): Debian 12's is 0x740; the same file with the value patched to one out of bounds,
+ * unaligned, or in bounds is refused, refused, taken. Needs an arm64 libc: the one the
+ * arm64 VM runs, or here the cross toolchain's.
+ */
+static int patched_size(const char *src, const char *dst, uint32_t v)
+{
+	char cmd[512];
+	GElf_Shdr sh, dsh;
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+	int fd, ret = -1;
+
+	snprintf(cmd, sizeof(cmd), "cp %s %s", src, dst);
+	if (system(cmd))
+		return -1;
+	fd = open(dst, O_RDWR);
+	elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < d->d_size / sizeof(Elf64_Sym); i++) {
+			GElf_Sym sy;
+			const char *n;
+
+			if (!gelf_getsym(d, (int)i, &sy) || !(n = elf_strptr(elf, sh.sh_link, sy.st_name)) ||
+			    strcmp(n, "_thread_db_sizeof_pthread") ||
+			    !gelf_getshdr(elf_getscn(elf, sy.st_shndx), &dsh))
+				continue;
+			if (pwrite(fd, &v, 4, (off_t)(dsh.sh_offset + sy.st_value - dsh.sh_addr)) == 4)
+				ret = 0;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+static uint32_t size_of(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	uint32_t v = elf ? pystack__pthread_size(elf, fd) : 0xffffffffu;
+
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return v;
+}
+
+static void test_pthread_size_of_arm64_libc(void)
+{
+	const char *libc = "/usr/lib/aarch64-linux-gnu/libc.so.6";
+	char tmp[] = "/tmp/gp-libc-XXXXXX";
+	int fd;
+
+	elf_version(EV_CURRENT);
+	if (access(libc, R_OK))
+		UNIT_SKIP("no arm64 libc here (/usr/lib/aarch64-linux-gnu/libc.so.6)");
+	if (!ASSERT_EQ(size_of(libc), 0x740, "debian12_arm64_libc"))
+		return;
+	if (!ASSERT_EQ(size_of("/proc/self/exe"), 0, "no_symbol_no_size"))
+		return;
+	fd = mkstemp(tmp);
+	if (!ASSERT_TRUE(fd >= 0, "tmp"))
+		return;
+	close(fd);
+	if (!ASSERT_EQ(patched_size(libc, tmp, 0x100000), 0, "patch_huge"))
+		goto cleanup;
+	if (!ASSERT_EQ(size_of(tmp), 0, "huge_refused"))
+		goto cleanup;
+	if (!ASSERT_EQ(patched_size(libc, tmp, 0x741), 0, "patch_unaligned"))
+		goto cleanup;
+	if (!ASSERT_EQ(size_of(tmp), 0, "unaligned_refused"))
+		goto cleanup;
+	if (!ASSERT_EQ(patched_size(libc, tmp, 0x10), 0, "patch_tiny"))
+		goto cleanup;
+	if (!ASSERT_EQ(size_of(tmp), 0, "tiny_refused"))
+		goto cleanup;
+	if (!ASSERT_EQ(patched_size(libc, tmp, 0x800), 0, "patch_other"))
+		goto cleanup;
+	if (!ASSERT_EQ(size_of(tmp), 0x800, "in_bounds_taken"))
+		goto cleanup;
+cleanup:
+	unlink(tmp);
+}
+
 int main(void)
 {
 	int ret;
@@ -414,6 +510,7 @@ int main(void)
 	RUN_TEST(test_inspect_interpreters);
 	RUN_TEST(test_not_python);
 	RUN_TEST(test_copies);
+	RUN_TEST(test_pthread_size_of_arm64_libc);
 	ret = unit_done();
 	pystack__free(ps);
 	return ret;

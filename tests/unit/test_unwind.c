@@ -4,8 +4,9 @@
  * top of the stack captured the way the BPF helper does, then unwound from
  * CFI and symbolized. Also a copy cut short (partial stack, flagged), a
  * failed read, garbage registers and a vanished process. Built for an
- * architecture the unwinder does not know (UNWIND_SUPPORTED 0: arm64), the tests
- * that need a real unwind skip with UNWIND_UNSUPPORTED_WHY; the refusals run.
+ * architecture the unwinder does not know (UNWIND_SUPPORTED 0: neither x86-64 nor
+ * arm64), the tests that need a real unwind skip with UNWIND_UNSUPPORTED_WHY; the
+ * refusals run.
  */
 #define _GNU_SOURCE
 #include "lib/procmaps.h"
@@ -59,18 +60,24 @@ static __attribute__((noinline)) void capture(struct gp_stack_copy *c,
 					      unsigned int want)
 {
 	struct stack_end_ctx e = { 0 };
-	uint64_t ip, sp, bp, bx = 0, r12 = 0, r13 = 0, r14 = 0, r15 = 0;
+	struct gp_user_regs r;
+	uint64_t sp;
 
 #if defined(__aarch64__)
-	/* pc, sp and the frame pointer x29 (the copy has no slots for x19-x30 yet) */
+	/* pc, sp, x29 (fp), x30 (lr) and x19-x28: struct gp_user_regs's order */
 	__asm__ volatile("adr x9, .\n\t"
-			 "str x9, %0\n\t"
+			 "str x9, [%0]\n\t"
 			 "mov x9, sp\n\t"
-			 "str x9, %1\n\t"
-			 "str x29, %2\n\t"
-			 : "=m"(ip), "=m"(sp), "=m"(bp)
+			 "str x9, [%0, #8]\n\t"
+			 "stp x29, x30, [%0, #16]\n\t"
+			 "stp x19, x20, [%0, #32]\n\t"
+			 "stp x21, x22, [%0, #48]\n\t"
+			 "stp x23, x24, [%0, #64]\n\t"
+			 "stp x25, x26, [%0, #80]\n\t"
+			 "stp x27, x28, [%0, #96]\n\t"
 			 :
-			 : "x9");
+			 : "r"(&r)
+			 : "x9", "memory");
 #else
 	__asm__ volatile("lea 0(%%rip), %%rax\n\t"
 			 "mov %%rax, %0\n\t"
@@ -81,13 +88,14 @@ static __attribute__((noinline)) void capture(struct gp_stack_copy *c,
 			 "mov %%r13, %5\n\t"
 			 "mov %%r14, %6\n\t"
 			 "mov %%r15, %7\n\t"
-			 : "=m"(ip), "=m"(sp), "=m"(bp), "=m"(bx), "=m"(r12),
-			   "=m"(r13), "=m"(r14), "=m"(r15)
+			 : "=m"(r.ip), "=m"(r.sp), "=m"(r.bp), "=m"(r.bx), "=m"(r.r12),
+			   "=m"(r.r13), "=m"(r.r14), "=m"(r.r15)
 			 :
 			 : "rax");
 #endif
 	memset(c, 0, sizeof(*c));
-	c->regs = (struct gp_user_regs){ ip, sp, bp, bx, r12, r13, r14, r15 };
+	c->regs = r;
+	sp = r.sp;
 	e.sp = sp;
 	procmaps__foreach(NULL, getpid(), stack_end_cb, &e);
 	c->wanted = want;
@@ -171,6 +179,54 @@ static void test_full_stack_in_order(void)
 	if (!ASSERT_EQ(f.flags, 0, "clean_end"))
 		goto cleanup;
 cleanup:;
+}
+
+/*
+ * Return addresses signed by pointer authentication (-mbranch-protection: paciasp puts a
+ * code above the 48-bit address before the prologue saves x30): the copy is signed the
+ * way such code leaves it, every saved return address given a PAC in bits 48-63, and the
+ * walk must give the same frames, stripped. arm64 only: x86-64 has no such bits.
+ */
+static void test_signed_returns_stripped(void)
+{
+#if defined(__aarch64__)
+	struct unwind_frames plain, f;
+	unsigned int i, k, signed_words = 0;
+	const uint64_t pac = 0x5a3c000000000000ull; /* bits 48-63, bit 55 clear (user) */
+
+	level1(GP_STACK_COPY_MAX);
+	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &plain), 0, "unwind_plain"))
+		goto cleanup;
+	if (!ASSERT_TRUE(plain.nr >= 5, "plain_frames"))
+		goto cleanup;
+	for (i = 0; i + 8 <= copy.size; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, copy.data + i, 8);
+		for (k = 1; k < plain.nr; k++)
+			if (w == plain.pcs[k]) {
+				w |= pac;
+				memcpy(copy.data + i, &w, 8);
+				signed_words++;
+				break;
+			}
+	}
+	copy.regs.lr |= pac;
+	if (!ASSERT_TRUE(signed_words >= 3, "return_addresses_signed"))
+		goto cleanup;
+	if (!ASSERT_EQ(unwinder__unwind(uw, getpid(), &copy, &f), 0, "unwind_signed"))
+		goto cleanup;
+	if (!ASSERT_EQ(f.nr, plain.nr, "same_depth"))
+		goto cleanup;
+	for (k = 0; k < f.nr; k++)
+		if (!ASSERT_EQ(f.pcs[k], plain.pcs[k], "same_frame"))
+			goto cleanup;
+	if (!ASSERT_EQ(f.flags, plain.flags, "same_end"))
+		goto cleanup;
+cleanup:;
+#else
+	UNIT_SKIP("pointer authentication is arm64's");
+#endif
 }
 
 /* A copy too short for the callers: the innermost frames, flagged partial. */
@@ -392,6 +448,7 @@ int main(void)
 	}
 	RUN_TEST(test_full_stack_in_order);
 	RUN_TEST(test_short_copy_is_partial);
+	RUN_TEST(test_signed_returns_stripped);
 	RUN_TEST(test_failed_read_gives_pc_only);
 	RUN_TEST(test_garbage_never_reported);
 	RUN_TEST(test_bad_input);

@@ -15,8 +15,9 @@ arch=$2
 # hashes, curl, PyYAML, tmux: the Makefile's DEB_PKGS for the tests), ncurses-base for
 # the terminfo entries tmux needs (an installed Debian has it: required), libc-bin for the
 # C.UTF-8 locale (tmux starts only with a UTF-8 one) and ldd, binutils for objcopy
-# (test_midname's second build of the stand-in) and as and ld (test_tenants' hostile
-# library; a compiler would cost far more), busybox for the initramfs, and gpuprobe's
+# (test_midname's second build of the stand-in), nm and addr2line (the stack tests check
+# frames against them) and as and ld (test_tenants' hostile library; a compiler would
+# cost far more), busybox for the initramfs, and gpuprobe's
 # libraries: the runtime column of tests/vm/libs.list, the list the Makefile's cross build
 # takes its -dev packages from.
 libs=$(sed 's/#.*//' "$(dirname "$0")/libs.list" | awk 'NF { for (i = 2; i <= NF; i++) if ($i != "-") print $i }')

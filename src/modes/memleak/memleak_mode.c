@@ -40,7 +40,7 @@ static const struct gp_option options[] = {
 	{ "stacks", 0, "auto|fp|dwarf|none",
 	  "How stacks are taken at allocations: dwarf (a copy of the stack, unwound with the "
 	  "call-frame information; CPython frames), fp (frame pointers), auto (dwarf where the "
-	  "kernel can, else fp; fp on arm64, where dwarf is not built), none",
+	  "kernel can, else fp), none",
 	  GP_OPT_CHOICE, &ml_settings.stacks, .choices = "auto|fp|dwarf|none", .frontends = GP_FE_CLI,
 	  .group = GP_GRP_MODE, .unbuilt = "dwarf", .unbuilt_why = UNWIND_UNSUPPORTED_WHY },
 	{ "stack-bytes", 0, "N", "--stacks dwarf: bytes of the stack copied at each allocation (default 16384, at most 16384)",
@@ -100,7 +100,7 @@ static void m_free(void *st)
 }
 
 /* What auto means: a stack copy where the kernel can take one (bpf_find_vma, 5.17+) and
- * this build can unwind it (x86-64: unwind.h), else frame pointers; no stacks in the
+ * this build can unwind it (x86-64, arm64: unwind.h), else frame pointers; no stacks in the
  * daemon, which shows none. (--stacks dwarf where it is not built: refused by the parser.) */
 static int stack_mode(const struct gp_run *run)
 {
