@@ -239,6 +239,21 @@ static void match_enter(struct nmatch *m, int r, uint64_t seq, uint64_t ts)
 
 /* c's rank joins the matching of its communicator, once its id and shape are known;
  * bounded: NCCL_MATCH_MAX tables, NCCL_MATCH_SHARE made by one process. */
+/* Whether a new table fits: the node's (NCCL_MATCH_MAX) and the process's share of them
+ * (NCCL_MATCH_SHARE, `opened` its tables now); a refusal is counted. */
+static bool room_for(struct nccl_agg *a, struct u64map *tables, int opened)
+{
+	if (u64map__size(tables) >= NCCL_MATCH_MAX) {
+		a->match_full++;
+		return false;
+	}
+	if (opened >= NCCL_MATCH_SHARE) {
+		a->match_share++;
+		return false;
+	}
+	return true;
+}
+
 static void match_join(struct nccl_agg *a, struct nproc *p, struct ncomm *c)
 {
 	int n = c->s.nranks, r = c->s.rank;
@@ -253,14 +268,8 @@ static void match_join(struct nccl_agg *a, struct nproc *p, struct ncomm *c)
 	}
 	m = u64map__get(a->matches, c->s.id);
 	if (!m) {
-		if (u64map__size(a->matches) >= NCCL_MATCH_MAX) {
-			a->match_full++;
+		if (!room_for(a, a->matches, p->matches_opened))
 			return;
-		}
-		if (p->matches_opened >= NCCL_MATCH_SHARE) {
-			a->match_share++;
-			return;
-		}
 		m = calloc(1, sizeof(*m));
 		if (!m || u64map__put(a->matches, c->s.id, m)) {
 			free(m);
@@ -558,14 +567,8 @@ static void split_join(struct nccl_agg *a, struct nproc *p, const struct ncomm *
 	key = split_key(parent->s.id, seq);
 	sp = u64map__get(a->splits, key);
 	if (!sp) {
-		if (u64map__size(a->splits) >= NCCL_MATCH_MAX) {
-			a->match_full++;
+		if (!room_for(a, a->splits, p->splits_open))
 			return;
-		}
-		if (p->splits_open >= NCCL_MATCH_SHARE) {
-			a->match_share++;
-			return;
-		}
 		sp = calloc(1, sizeof(*sp) + (size_t)n * sizeof(sp->r[0]));
 		if (!sp || u64map__put(a->splits, key, sp)) {
 			free(sp);
