@@ -16,6 +16,7 @@
 #include "core/counters.h"
 #include "core/events.h"
 #include "lib/libslots.h"
+#include "lib/proctab.h"
 #include "core/libwatch.h"
 #include "core/nvml.h"
 #include "core/objshare.h"
@@ -669,8 +670,11 @@ void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
 	run->behind = gp_events__more(run->events) && !run->end_ns;
 	/* behind its records (for under GP_NAMES_PENDING_S): a process that exited after they
 	 * were last read up may still have records there (a kernel's name the daemon holds its
-	 * launches back for, gp_snap_env.names_pending): kept until they are read */
-	if (run->behind && run->caught_up_ns && cutoff_ns > run->caught_up_ns &&
+	 * launches back for, gp_snap_env.names_pending): kept until they are read. Only a
+	 * time cutoff is moved: a GP_REAP_SEQ one releases exactly what a report listed
+	 * exited, and read as a time it would release processes no report had listed yet */
+	if (run->behind && run->caught_up_ns && !(cutoff_ns & GP_REAP_SEQ(0)) &&
+	    cutoff_ns > run->caught_up_ns &&
 	    gp_mono_ns() - run->caught_up_ns < GP_NAMES_PENDING_S * 1000000000ULL)
 		cutoff_ns = run->caught_up_ns;
 	/* the timeline's running totals: their last change before the records go, and a
