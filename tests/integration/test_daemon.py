@@ -1032,6 +1032,15 @@ def test_series_cap_nobody():
         fams = families_of(t1, comm=sorted(own - {"other"})[0], cgroup=mine)
         eq(len(own - {"other"}), min(share, attributed), f"nobody's label sets with series of their own ({sorted(own)})")
         check(attributed <= share or "other" in own, "the rest under comm=other")
+        if total != n * allocs:  # where the others went, for the failure below
+            where = {}
+            for nm, l, v in samples(t1):
+                if nm == "gpuprobe_cuda_alloc_calls_total" and (l.get("cgroup") == mine or "cgroup" not in l):
+                    k = (l.get("cgroup", "-"), l.get("comm"))
+                    where[k] = where.get(k, 0) + v
+            print(f"#   allocations by (cgroup, comm): {sorted(where.items())[:40]}; unattributed {sorted(unattr)}; "
+                  f"unread: {value(t1, 'gpuprobe_events_pending') if 'gpuprobe_events_pending' in t1 else '?'}; "
+                  f"daemon: {d.stderr()[-400:]}")
         eq(total, n * allocs, "every allocation kept")
         eq(value(t1, "gpuprobe_series_overflow_total", reason="cgroup"), max(attributed - share, 0),
            f"processes over the share ({len(unattr)} unattributed)")

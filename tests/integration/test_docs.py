@@ -228,6 +228,12 @@ def test_links_lead_to_files():
 
 
 def test_generated_examples_match_the_tool():
+    import platform
+    if platform.machine() != "x86_64":
+        # (the arm64 VM, 6.1: main+0x2a0 for +0x2a5, libc's frames without their lines,
+        # __libc_start_call_main folded into __libc_start_main by its return address)
+        gp.skip(f"docs/' examples are x86-64 captures: frame offsets and libc's frames differ on "
+                f"{platform.machine()}; the examples are checked against the tool on x86-64 (CI)")
     if not os.path.exists("/usr/bin/python3.11"):
         gp.skip("the Python example runs Debian 12's /usr/bin/python3.11, absent here")
     r = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "tools", "docgen.py"), "--check"],
