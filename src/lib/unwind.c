@@ -79,6 +79,14 @@ struct upid {
 	const struct gp_stack_copy *cur;
 	bool beyond;		/* a read above the copy was wanted */
 	bool read_failed;	/* any read outside the copy */
+#if defined(__aarch64__)
+	/* a walk resumed at a frame with CFI after frame-pointer ones (frame_cb): its pc and
+	 * x19-x30, sp (DWARF 19-31), those known in rs_known (bit k: register 19 + k) */
+	bool resume;
+	Dwarf_Addr rs_pc;
+	Dwarf_Word rs_regs[13];
+	unsigned int rs_known;
+#endif
 };
 
 /*
@@ -531,6 +539,14 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 	 * return address, unsigned; a probe further in may see it signed. */
 	Dwarf_Word x19_sp[13];
 
+	if (p->resume) {
+		dwfl_thread_state_register_pc(thread, p->rs_pc);
+		for (unsigned int k = 0; k < 13; k++)
+			if ((p->rs_known & (1u << k)) &&
+			    !dwfl_thread_state_registers(thread, 19 + (int)k, 1, &p->rs_regs[k]))
+				return false;
+		return true;
+	}
 	memcpy(x19_sp, r->x19, sizeof(r->x19));
 	x19_sp[10] = r->bp;
 	x19_sp[11] = strip_pac(p, r->lr);
@@ -726,6 +742,12 @@ struct walk {
 	/* the two frames before this one: pc and whether it was the probed one */
 	Dwarf_Addr pc1, pc2;
 	bool act1, act2;
+#if defined(__aarch64__)
+	Dwarf_Word sp1;		/* the frame before's sp (0: not known) */
+	bool restart;		/* stopped to resume at the frame just taken (p->rs_*) */
+	bool skip_first;	/* a resumed walk: its first frame was taken already */
+	int restarts;
+#endif
 };
 
 #if defined(__aarch64__)
@@ -821,6 +843,98 @@ static bool fallback_believed(const struct walk *w, Dwarf_Addr pc)
 	return mod && dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL) &&
 	       target >= lo && target <= at;
 }
+
+/* A register's CFI rule "saved at CFA + off" (false for any other rule). */
+static bool saved_at(Dwarf_Frame *fr, int regno, int64_t *off)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t n;
+
+	if (dwarf_frame_register(fr, regno, mem, &ops, &n) || !ops || n < 1 || n > 2 ||
+	    ops[0].atom != DW_OP_call_frame_cfa)
+		return false;
+	if (n == 1) {
+		*off = 0;
+		return true;
+	}
+	if (ops[1].atom != DW_OP_plus_uconst)
+		return false;
+	*off = (int64_t)ops[1].number;
+	return true;
+}
+
+/*
+ * libdwfl's arm64 frame-pointer fallback gives the caller of a frame without CFI the sp
+ * x29 + 16: right where the callee's frame record is at the top of its frame (clang's
+ * layout), not where it is at the bottom (gcc's stp x29, x30, [sp, #-N]!: the caller's sp
+ * is x29 + N). Where the caller has CFI again (libc's __libc_start_call_main below a main
+ * built without unwind tables: CFA sp + 272) a wrong sp sends that CFI to garbage, and the
+ * walk stopped there. The caller's own CFI says where it saved x29 and x30; a frame record
+ * ({x29, x30} at CFA + off, CFA + off + 8) is what its x29 points at (AAPCS64's frame
+ * chain), so its CFA is x29 - off and its sp at pc the CFA less the rule's offset. Looked
+ * up at pc - 1 (a return address). *sp; false where the rules are other: a CFA from x29
+ * needs no sp, and anything else is left to libdwfl.
+ */
+static bool sp_from_record(Dwfl *dwfl, Dwarf_Addr pc, Dwarf_Word x29, Dwarf_Word *sp)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc - 1);
+	Dwarf_CFI *cfis[2];
+	Dwarf_Addr bias[2] = { 0, 0 };
+	Dwarf_Frame *fr = NULL;
+	Dwarf_Op *cfa;
+	size_t n;
+	int64_t off29, off30;
+	bool ok = false;
+
+	if (!mod)
+		return false;
+	cfis[0] = dwfl_module_eh_cfi(mod, &bias[0]);
+	cfis[1] = dwfl_module_dwarf_cfi(mod, &bias[1]);
+	for (int k = 0; k < 2 && !fr; k++)
+		if (cfis[k] && dwarf_cfi_addrframe(cfis[k], pc - 1 - bias[k], &fr))
+			fr = NULL;
+	if (!fr)
+		return false;
+	if (!dwarf_frame_cfa(fr, &cfa, &n) && n == 1 && cfa[0].atom == DW_OP_bregx && cfa[0].number == 31 &&
+	    saved_at(fr, 29, &off29) && saved_at(fr, 30, &off30) && off30 == off29 + 8 && off29 < 0) {
+		*sp = x29 - (Dwarf_Word)off29 - (Dwarf_Word)(int64_t)cfa[0].number2;
+		ok = true;
+	}
+	free(fr);
+	return ok;
+}
+
+/*
+ * The frame just taken (pc, a return address) has CFI and the one before it had none:
+ * libdwfl's fallback gave it its sp (sp_from_record says why that may be wrong). Where its
+ * frame record says otherwise, and the sp it gives is one the frame can have (16-aligned,
+ * inside the copy, not under the frame before's), the walk resumes there with it: its
+ * x29, x30 and callee-saved registers as libdwfl has them. At most UNWIND_MAX_RESUMES a walk.
+ */
+#define UNWIND_MAX_RESUMES 8
+
+static bool resume_here(struct walk *w, Dwfl_Frame *state, Dwarf_Addr pc)
+{
+	struct upid *p = w->p;
+	const struct gp_stack_copy *c = p->cur;
+	Dwarf_Word x29, sp, want;
+
+	if (w->restarts >= UNWIND_MAX_RESUMES || w->out->nr < 1 ||
+	    frame_has_cfi(p->dwfl, w->pc1, w->act1) || !frame_has_cfi(p->dwfl, pc, false) ||
+	    dwfl_frame_reg(state, 29, &x29) || dwfl_frame_reg(state, 31, &sp) ||
+	    !sp_from_record(p->dwfl, pc, x29, &want) || want == sp || (want & 15) ||
+	    want < c->regs.sp || want >= c->regs.sp + c->size || (w->sp1 && want < w->sp1))
+		return false;
+	p->rs_pc = pc;
+	p->rs_known = 0;
+	for (unsigned int k = 0; k < 12; k++)
+		if (!dwfl_frame_reg(state, 19 + k, &p->rs_regs[k]))
+			p->rs_known |= 1u << k;
+	p->rs_regs[12] = want;
+	p->rs_known |= 1u << 12;
+	w->restarts++;
+	return true;
+}
 #endif
 
 static int frame_cb(Dwfl_Frame *state, void *arg)
@@ -831,6 +945,12 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 
 	if (!dwfl_frame_pc(state, &pc, &activation))
 		return DWARF_CB_ABORT;
+#if defined(__aarch64__)
+	if (w->skip_first) {	/* a resumed walk's first frame: taken before it resumed */
+		w->skip_first = false;
+		return DWARF_CB_OK;
+	}
+#endif
 	/* a return address outside any executable mapping is garbage */
 	if (pc == 0 || !pc_mapped(w->p, pc)) {
 		w->unmapped = pc != 0;
@@ -849,12 +969,22 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		w->out->flags |= UNWIND_TOO_DEEP;
 		return DWARF_CB_ABORT;
 	}
+#if defined(__aarch64__)
+	if (!activation && resume_here(w, state, pc))
+		w->restart = true;
+#endif
 	w->out->pcs[w->out->nr++] = pc;
 #if defined(__aarch64__)
 	w->pc2 = w->pc1;
 	w->act2 = w->act1;
 	w->pc1 = pc;
 	w->act1 = activation;
+	if (w->restart) {
+		w->sp1 = w->p->rs_regs[12];
+		return DWARF_CB_ABORT;
+	}
+	if (dwfl_frame_reg(state, 31, &w->sp1))
+		w->sp1 = 0;
 #endif
 	return DWARF_CB_OK;
 }
@@ -881,6 +1011,15 @@ static int walk_once(struct upid *p, const struct gp_stack_copy *copy,
 	 * frame that led nowhere.
 	 */
 	ret = dwfl_getthread_frames(p->dwfl, p->pid, frame_cb, &w);
+#if defined(__aarch64__)
+	while (w.restart && !(out->flags & UNWIND_TOO_DEEP)) {	/* resume_here */
+		w.restart = false;
+		w.skip_first = true;
+		p->resume = true;
+		ret = dwfl_getthread_frames(p->dwfl, p->pid, frame_cb, &w);
+		p->resume = false;
+	}
+#endif
 	*unmapped = w.unmapped;
 	if (out->flags & UNWIND_TOO_DEEP)
 		return 0;
