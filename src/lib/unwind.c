@@ -751,9 +751,9 @@ struct walk {
 };
 
 #if defined(__aarch64__)
-/* Whether libdwfl finds call-frame information for the frame at pc (a return address is
- * looked up at pc - 1, as libdwfl does). */
-static bool frame_has_cfi(Dwfl *dwfl, Dwarf_Addr pc, bool activation)
+/* The call-frame information libdwfl finds for the frame at pc (a return address is
+ * looked up at pc - 1, as libdwfl does), to free; NULL: none. */
+static Dwarf_Frame *cfi_frame(Dwfl *dwfl, Dwarf_Addr pc, bool activation)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
 	Dwarf_Addr bias, at = activation ? pc : pc - 1;
@@ -761,16 +761,21 @@ static bool frame_has_cfi(Dwfl *dwfl, Dwarf_Addr pc, bool activation)
 	Dwarf_CFI *cfi;
 
 	if (!mod)
-		return false;
-	if ((cfi = dwfl_module_eh_cfi(mod, &bias)) && !dwarf_cfi_addrframe(cfi, at - bias, &fr)) {
-		free(fr);
-		return true;
-	}
-	if ((cfi = dwfl_module_dwarf_cfi(mod, &bias)) && !dwarf_cfi_addrframe(cfi, at - bias, &fr)) {
-		free(fr);
-		return true;
-	}
-	return false;
+		return NULL;
+	if ((cfi = dwfl_module_eh_cfi(mod, &bias)) && !dwarf_cfi_addrframe(cfi, at - bias, &fr))
+		return fr;
+	if ((cfi = dwfl_module_dwarf_cfi(mod, &bias)) && !dwarf_cfi_addrframe(cfi, at - bias, &fr))
+		return fr;
+	return NULL;
+}
+
+static bool frame_has_cfi(Dwfl *dwfl, Dwarf_Addr pc, bool activation)
+{
+	Dwarf_Frame *fr = cfi_frame(dwfl, pc, activation);
+	bool has = fr != NULL;
+
+	free(fr);
+	return has;
 }
 
 /*
@@ -872,27 +877,17 @@ static bool saved_at(Dwarf_Frame *fr, int regno, int64_t *off)
  * walk stopped there. The caller's own CFI says where it saved x29 and x30; a frame record
  * ({x29, x30} at CFA + off, CFA + off + 8) is what its x29 points at (AAPCS64's frame
  * chain), so its CFA is x29 - off and its sp at pc the CFA less the rule's offset. Looked
- * up at pc - 1 (a return address). *sp; false where the rules are other: a CFA from x29
- * needs no sp, and anything else is left to libdwfl.
+ * up at pc - 1 (a return address). *sp; false where pc has no CFI or its rules are other:
+ * a CFA from x29 needs no sp, and anything else is left to libdwfl.
  */
 static bool sp_from_record(Dwfl *dwfl, Dwarf_Addr pc, Dwarf_Word x29, Dwarf_Word *sp)
 {
-	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc - 1);
-	Dwarf_CFI *cfis[2];
-	Dwarf_Addr bias[2] = { 0, 0 };
-	Dwarf_Frame *fr = NULL;
+	Dwarf_Frame *fr = cfi_frame(dwfl, pc, false);
 	Dwarf_Op *cfa;
 	size_t n;
 	int64_t off29, off30;
 	bool ok = false;
 
-	if (!mod)
-		return false;
-	cfis[0] = dwfl_module_eh_cfi(mod, &bias[0]);
-	cfis[1] = dwfl_module_dwarf_cfi(mod, &bias[1]);
-	for (int k = 0; k < 2 && !fr; k++)
-		if (cfis[k] && dwarf_cfi_addrframe(cfis[k], pc - 1 - bias[k], &fr))
-			fr = NULL;
 	if (!fr)
 		return false;
 	if (!dwarf_frame_cfa(fr, &cfa, &n) && n == 1 && cfa[0].atom == DW_OP_bregx && cfa[0].number == 31 &&
@@ -920,7 +915,7 @@ static bool resume_here(struct walk *w, Dwfl_Frame *state, Dwarf_Addr pc)
 	Dwarf_Word x29, sp, want;
 
 	if (w->restarts >= UNWIND_MAX_RESUMES || w->out->nr < 1 ||
-	    frame_has_cfi(p->dwfl, w->pc1, w->act1) || !frame_has_cfi(p->dwfl, pc, false) ||
+	    frame_has_cfi(p->dwfl, w->pc1, w->act1) ||
 	    dwfl_frame_reg(state, 29, &x29) || dwfl_frame_reg(state, 31, &sp) ||
 	    !sp_from_record(p->dwfl, pc, x29, &want) || want == sp || (want & 15) ||
 	    want < c->regs.sp || want >= c->regs.sp + c->size || (w->sp1 && want < w->sp1))
