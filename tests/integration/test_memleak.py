@@ -122,6 +122,21 @@ def test_frees_on_other_threads():
     check_exact(proc(final(r.stdout), t["pid"]), t, "cuMemAlloc_v2", "device")
 
 
+def test_slow_reader_final_report_is_whole():
+    """A reader behind its buffers when the command exits (GPUPROBE_TEST_RECORD_US: 20 ms a
+    record, so ~200 records take 4 s): the final report comes after every record is read,
+    exact against the workload's own count, and the exit report before it. A final read
+    bounded at 2 s left 13 of 35 frees out of both reports, with no drop said."""
+    r = gp.gpuprobe(BASE, cmd=[APP, "--allocs", "40", "--leaks", "5", "--threads", "2"],
+                    env={"GPUPROBE_TEST_RECORD_US": "20000"}, timeout=120)
+    eq(r.returncode, 0, f"exit status: {r.stderr[-800:]}")
+    t = truth(r.stderr)
+    check_exact(proc(final(r.stdout), t["pid"]), t, "cuMemAlloc_v2", "device")
+    kinds = [x["report"] for x in gp.reports(r.stdout)]
+    eq(kinds[-2:], ["exit", "final"], "the exit report before the final one")
+    check("after the final report" not in r.stderr, f"no record read after the report: {r.stderr[-400:]}")
+
+
 def test_failed_calls_not_counted():
     r = gp.gpuprobe(BASE, cmd=[APP, "--allocs", "6", "--leaks", "2", "--failed", "5"])
     eq(r.returncode, 0, "exit status")
