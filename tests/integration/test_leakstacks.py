@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import gp
@@ -60,35 +61,51 @@ def in_order(names, want):
     return -1
 
 
-def run_app(args, extra=(), timeout=60, base=BASE):
+def run_app(args, extra=(), timeout=60, base=BASE, seen=None):
     """gpuprobe --memleak on a command that allocates (pyalloc.py: once it printed READY
     and got a line), prints DONE and waits for stdin to close: closed 0.3 s after DONE, so
     the stack is read while the process runs, as with a program that goes on after its
-    leak. Returns (stdout, stderr, final report)."""
+    leak. Returns (stdout, stderr, final report).
+
+    seen: a pattern of gpuprobe's -v lines that must have come before the line is sent
+    (e.g. that the interpreter is recognized): a process gpuprobe does not start itself
+    (unshare's child) is looked at when the reader gets to its exec record, and an
+    allocation before that has its CPython frames flagged unread (python_unread), not
+    read; what that test checks is the reading, not the reader's lag."""
     # -o -: the command's READY/DONE on gpuprobe's stdout with the reports (a pipe would
     # otherwise send the command's stdout to gpuprobe's stderr)
+    if seen:
+        extra = list(extra) + ["-v"]
     p = subprocess.Popen([gp.GPUPROBE] + base + list(extra) + ["-o", "-", "--"] + args, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out = []
+    out, errs = [], []
+    # stderr read beside stdout (a full pipe would stop gpuprobe)
+    reader = threading.Thread(target=lambda: errs.extend(p.stderr), daemon=True)
+    reader.start()
     try:
-        deadline = time.time() + timeout
+        deadline = time.time() + timeout * gp.TIME_SLACK
         for line in p.stdout:
             out.append(line)
             if line.strip() == "READY":
+                while seen and not any(re.search(seen, e) for e in list(errs)) and time.time() < deadline:
+                    time.sleep(0.02)
                 p.stdin.write("\n")
                 p.stdin.flush()
             if line.strip() == "DONE" or time.time() > deadline:
                 break
         time.sleep(0.3)
         p.stdin.close()
-        p.stdin = None  # communicate() then only reads
-        rest, err = p.communicate(timeout=timeout)
+        rest = p.stdout.read()
+        p.wait(timeout=timeout * gp.TIME_SLACK)
+        reader.join(timeout=10)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    stdout = "".join(out) + rest
+    stdout, err = "".join(out) + rest, "".join(errs)
     eq(p.returncode, 0, f"exit status: {err[-800:]}")
+    if seen:
+        check(any(re.search(seen, e) for e in errs), f"gpuprobe said {seen!r} before the allocation: {err[-800:]}")
     return stdout, err, final(stdout) if "--json" in base else None
 
 
@@ -543,9 +560,10 @@ def python_checks(py):
     pf = py_frames(only_stack(rep))
     eq(pf[:2], [want[0], f"forked_child ({f}:{t['forked_child']})"], f"{what}: the forked child's frames")
     # its own PID namespace (a container's): found through the thread pointer, not the tid
-    _, _, rep = run_app(["unshare", "--pid", "--fork", py, PYALLOC, FAKECUDA, "thread"])
-    pf = py_frames(only_stack(rep, os.path.basename(os.path.realpath(py))[:15]))
-    eq(pf[:2], want, f"{what}: in a PID namespace")
+    _, _, rep = run_app(["unshare", "--pid", "--fork", py, PYALLOC, FAKECUDA, "thread"],
+                        seen=r"PID \d+: CPython [0-9.]+: Python frames on")
+    s = only_stack(rep, os.path.basename(os.path.realpath(py))[:15])
+    eq((py_frames(s)[:2], s["flags"]), (want, []), f"{what}: in a PID namespace")
     python_attach_mid_run(py, what, want)
 
 
