@@ -462,8 +462,16 @@ def test_budget_with_pid():
         lo, hi = ct["sampling"]["intervals"]["launches"]
         check(lo <= t["launches"] <= (hi if hi is not None else float("inf")),
               f"true launches {t['launches']} outside [{lo}, {hi}]")
-        check(hi is not None or ct["sampling"].get("long_unseen"),
-              f"a paced process's interval has an upper end: {ct['sampling']}")
+        # an upper end, unless the product says there is none and why: an unseen part longer
+        # than a period (long_unseen), or windows most of whose time went to the probes (a hit
+        # dear: 8.4 us here in one run of the whole suite, where the 100000/s phase probed
+        # cannot keep its pace); then, as issue 29 asks, the estimate within a factor of 2
+        smp = ct["sampling"]
+        if hi is None and not smp.get("long_unseen"):
+            check(smp.get("unbounded") and t["launches"] / 2 <= ct["launches"] <= 2 * t["launches"],
+                  f"no upper end: the estimate {ct['launches']} within 2x of the {t['launches']} launches: {smp}")
+        else:
+            check(hi is not None or smp.get("long_unseen"), f"a paced process's interval has an upper end: {smp}")
     finally:
         a.kill()
     gp.assert_nothing_attached()
