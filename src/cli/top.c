@@ -34,7 +34,7 @@
  * the command's final figures, and what a process's last calls wrote (an exec's name, a
  * kernel's name, a graph's update) must be in it. Under QEMU's TCG on 6.12 15 ms left them
  * unread: the last process listed with no name and its kernels unknown@, a graph update's
- * runs missing. The command's gpuprobe reads for up to 2 s at its end too (main.c).
+ * runs missing. (The command's gpuprobe, after the run's end, reads them up: main.c.)
  */
 #define TOP_FINAL_DRAIN_MS 2000
 
