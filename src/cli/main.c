@@ -670,11 +670,11 @@ static int loop(struct cli *c, char *err, size_t len)
 /*
  * The final read: once the run has ended, no probe writes (bpf/common.bpf.h, gp_ended)
  * but a return whose entry came before the end, so what the buffers hold is finite and is
- * read up before the final report, in slices (a signal is still seen), however slow the
- * reader: a report made after a bounded read left a slow reader's last records out (a
+ * read up before the final report, however slow the reader: a report made after a bounded read left a slow reader's last records out (a
  * leak report of 40 allocations and 35 frees read 20 ms a record: 22 frees, no drop
- * said). FINAL_READ_MAX_S is a safety net against a writer that does not stop; records
- * read after the report are counted and said.
+ * said). FINAL_READ_MAX_S is a safety net against a writer that does not stop: records
+ * read after the report are then counted in a warning (otherwise they are calls in flight
+ * at the report's moment, said under -v).
  */
 #define FINAL_SLICE_MS 200
 #define FINAL_READ_MAX_S 120
@@ -852,8 +852,9 @@ static void no_calls_line(struct cli *c, char *why, size_t len)
 		fprintf(stderr, "gpuprobe: %s\n", why);
 }
 
-/* Reads the buffers up after the run's end (FINAL_SLICE_MS at a time). */
-static void final_read(struct gp_events *ev)
+/* Reads the buffers up after the run's end (FINAL_SLICE_MS at a time); false when it gave
+ * up at FINAL_READ_MAX_S with records left. */
+static bool final_read(struct gp_events *ev)
 {
 	uint64_t start = gp_mono_ns(), said = 0;
 
@@ -862,10 +863,10 @@ static void final_read(struct gp_events *ev)
 
 		gp_events__drain_for(ev, FINAL_SLICE_MS);
 		if (!gp_events__more(ev))
-			return;
+			return true;
 		s = (gp_mono_ns() - start) / 1000000000ULL;
 		if (s >= FINAL_READ_MAX_S)
-			return;
+			return false;
 		if (s >= said + 5) {
 			said = s;
 			gp_log(GP_LOG_INFO, "reading the last records before the final report (%llu s so far)",
@@ -878,6 +879,7 @@ static void final_read(struct gp_events *ev)
 static int finish(struct cli *c, char *err, size_t len)
 {
 	char why[512];
+	bool whole;
 	int late;
 
 	/* the exit tracepoint ran before the parent could reap: its record is in the buffer.
@@ -890,7 +892,7 @@ static int finish(struct cli *c, char *err, size_t len)
 	 * and the final report). */
 	gp_run__end(c->run);
 	gp_events__stop_on(gp_run__events(c->run), NULL);
-	final_read(gp_run__events(c->run));
+	whole = final_read(gp_run__events(c->run));
 	/* -p's targets and the command that have ended, by now at the latest: a sampled
 	 * estimate must not run on past them (their exit records, where they came, said
 	 * when exactly) */
@@ -915,9 +917,12 @@ static int finish(struct cli *c, char *err, size_t len)
 	gp_run__detach(c->run);
 	/* probes are gone: whatever is still in the buffers is the last of the timeline */
 	late = gp_events__drain_for(gp_run__events(c->run), 0);
+	/* read up before the report, what comes now is calls that were in flight at its moment
+	 * (returns whose entry came before the end: the report describes that moment, and the
+	 * trace still gets them); a read given up at its safety net left records out */
 	if (late > 0)
-		gp_log(GP_LOG_WARN, "warning: %d records came after the final report and are not in it "
-		       "(calls still returning when it was made)", late);
+		gp_log(whole ? GP_LOG_DEBUG : GP_LOG_WARN, "%s%d records read after the final report%s", whole ? "" : "warning: ",
+		       late, whole ? " (calls in flight when it was made)" : ", not in it: the reader was that far behind");
 	return gp_run__finish(c->run, err, len);
 }
 
