@@ -98,11 +98,9 @@ UNBOUNDED_BUSY = 0.5
 
 
 def warm_call_cost(b):
-    """A counted call's warm cost as the budget measured it on this kernel: its traps (two
-    with a return probe: call_cost_s is that many cold hits and the programs) and programs."""
-    progs = (b.get("program_ns") or 0) * 1e-9
-    hits = round((b["call_cost_s"] - progs) / b["probe_hit_cost_s"])
-    return hits * b["probe_hit_warm_cost_s"] + progs
+    """A counted call's warm cost as the budget measured it on this kernel: its entry hit,
+    with a return probe what that adds (each calibrated), and its programs."""
+    return b["call_warm_cost_s"]
 
 
 def busy_in_probes(b, t):
@@ -759,11 +757,11 @@ def test_budget_prices_the_probes_it_never_samples():
     b = budget_record(r.stdout)
     bp = [p for p in b["processes"] if p["pid"] == t["pid"]]
     eq(len(bp), 1, "the budget's account of the process")
-    priced = (t["allocs"] + t["frees"]) * (b["probe_hit_cost_s"] + b.get("return_hit_cost_s", b["probe_hit_cost_s"]))
+    priced = (t["allocs"] + t["frees"]) * (b["probe_hit_cost_s"] + b["return_hit_cost_s"])
     check(bp[0]["probe_seconds_estimate"] >= 0.95 * priced,
           f"the budget's {bp[0]['probe_seconds_estimate']:.4f} s in probes holds less than the"
           f" {t['allocs'] + t['frees']} allocation calls' {priced:.4f} s")
-    check(2 * rate * 2 * b["probe_hit_cost_s"] > b["target_pct"] / 100,
+    check(2 * rate * (b["probe_hit_cost_s"] + b["return_hit_cost_s"]) > b["target_pct"] / 100,
           f"{2 * rate} priced calls a second at {b['probe_hit_cost_s'] * 1e6:.2f} us a hit pass the aim alone")
     # the budget cannot hold 1 % for it (the priced probes alone pass it): said, its floor
     # above the budget and holding them
@@ -793,7 +791,7 @@ def test_budget_prices_the_probes_it_never_samples():
     b = budget_record(r.stdout)
     bp = [p for p in b["processes"] if p["pid"] == t["pid"]]
     eq(len(bp), 1, "the budget's account of the copying process")
-    check(bp[0]["probe_seconds_estimate"] >= 0.95 * copies * 2 * b["probe_hit_cost_s"],
+    check(bp[0]["probe_seconds_estimate"] >= 0.95 * copies * (b["probe_hit_cost_s"] + b["return_hit_cost_s"]),
           f"the budget's {bp[0]['probe_seconds_estimate']:.4f} s in probes holds less than {copies} copies")
 
 
