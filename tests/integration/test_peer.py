@@ -69,8 +69,10 @@ def test_peer_bandwidth_is_a_bound_never_the_call_time():
         bound = g["bytes_per_second_lower_bound"]
         check(bound is not None, f"{k}: a bandwidth from the covering syncs")
         # the stand-in sleeps bytes / rate at least: a true lower bound is never above it, and
-        # a loaded machine only stretches the windows
-        check(0.2 * peer_bps < bound <= 1.02 * peer_bps, f"{k}: {bound:.4g} B/s vs the stand-in's {peer_bps:.4g}")
+        # a loaded machine only stretches the windows (an emulated CPU, GP_TIME_SLACK, that
+        # many times more: 6.12 under QEMU's TCG read 0.115x); the upper end is the assertion
+        check(0.2 / gp.TIME_SLACK * peer_bps < bound <= 1.02 * peer_bps,
+              f"{k}: {bound:.4g} B/s vs the stand-in's {peer_bps:.4g}")
         ev = w["event_timing"]["bytes_per_s"]
         check(bound <= 1.05 * ev, f"{k}: bound {bound:.4g} above the program's CUDA-event figure {ev:.4g}")
         # the calls returned early: their time is far below the window and never a rate
