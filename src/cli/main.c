@@ -700,32 +700,21 @@ static void add_hits(void *ctx, const struct gp_snap_pid *p)
 	h->v[h->n++] = *p;
 }
 
-/* A process's seconds in probes: its entry hits at an entry hit's price, its return ones at
- * what a return probe adds (calibrate.h); negative when no price is known. */
-static double hits_seconds(const struct gp_snap_pid *p, double cost, double ret)
-{
-	uint64_t r = p->probe_returns < p->probe_hits ? p->probe_returns : p->probe_hits;
-
-	return cost < 0 ? -1 : (double)(p->probe_hits - r) * cost + (double)r * ret;
-}
-
-static void overhead_json(FILE *f, const struct hits *h, double cost, double warm, double ret)
+static void overhead_json(FILE *f, const struct hits *h, double cost, double warm)
 {
 	json_object *o = json_object_new_object(), *arr = json_object_new_array();
 
 	json_object_object_add(o, "mode", json_object_new_string("overhead"));
 	json_object_object_add(o, "probe_hit_cost_s", cost >= 0 ? json_object_new_double(cost) : NULL);
 	json_object_object_add(o, "probe_hit_warm_cost_s", cost >= 0 ? json_object_new_double(warm) : NULL);
-	json_object_object_add(o, "return_hit_cost_s", cost >= 0 ? json_object_new_double(ret) : NULL);
 	for (size_t i = 0; i < h->n; i++) {
 		json_object *p = json_object_new_object();
 
 		json_object_object_add(p, "pid", json_object_new_int64(h->v[i].pid));
 		json_object_object_add(p, "comm", json_object_new_string(h->v[i].comm));
 		json_object_object_add(p, "probe_hits", json_object_new_uint64(h->v[i].probe_hits));
-		json_object_object_add(p, "return_hits", json_object_new_uint64(h->v[i].probe_returns));
 		json_object_object_add(p, "probe_seconds_estimate",
-				       cost >= 0 ? json_object_new_double(hits_seconds(&h->v[i], cost, ret)) : NULL);
+				       cost >= 0 ? json_object_new_double((double)h->v[i].probe_hits * cost) : NULL);
 		json_object_array_add(arr, p);
 	}
 	json_object_object_add(o, "processes", arr);
@@ -756,25 +745,22 @@ static void overhead_report(struct cli *c)
 	struct gp_probe_cost pc = c->cost;
 	int r = c->cost_known ? c->cost_r : calibrate__probe_costs(GP_CALIBRATE_CALLS, &pc);
 	double cost = r ? r : pc.cold, traced = (double)(gp_mono_ns() - gp_run__start_ns(run)) / 1e9, most = 0;
-	double ret = !r && pc.ret_cold > 0 ? pc.ret_cold : cost;
 	struct hits h = { 0 };
 
 	if (r)
 		gp_log(GP_LOG_DEBUG, "cannot calibrate the probe cost: %s", strerror(-r));
 	gp_hits__run(run, add_hits, &h);
 	for (size_t i = 0; cost >= 0 && i < h.n; i++)
-		if (hits_seconds(&h.v[i], cost, ret) > most)
-			most = hits_seconds(&h.v[i], cost, ret);
+		if ((double)h.v[i].probe_hits * cost > most)
+			most = (double)h.v[i].probe_hits * cost;
 	if (gp_run__opts(run)->json) {
-		overhead_json(gp_run__out(run), &h, cost, pc.warm, ret);
+		overhead_json(gp_run__out(run), &h, cost, pc.warm);
 	} else if (h.n && (gp_run__opts(run)->verbose || cost < 0 || most >= OVERHEAD_SMALL * traced)) {
 		fprintf(gp_run__out(run),
-			"gpuprobe overhead (estimate): one probe hit costs %s on this machine (%s in a tight loop; a return "
-			"probe's %s; calibrated when the run %s)\n",
-			gp_text__duration(cost).s, gp_text__duration(r ? -1 : pc.warm).s, gp_text__duration(r ? -1 : ret).s,
-			c->cost_known ? "started" : "ended");
+			"gpuprobe overhead (estimate): one probe hit costs %s on this machine (%s in a tight loop; calibrated when the run %s)\n",
+			gp_text__duration(cost).s, gp_text__duration(r ? -1 : pc.warm).s, c->cost_known ? "started" : "ended");
 		for (size_t i = 0; i < h.n; i++) {
-			double t = hits_seconds(&h.v[i], cost, ret);
+			double t = cost >= 0 ? (double)h.v[i].probe_hits * cost : -1;
 
 			fprintf(gp_run__out(run), "  PID %u (%s): %s, ~%s in probes", h.v[i].pid, h.v[i].comm,
 				gp_text__n(h.v[i].probe_hits, "probe hit", "probe hits").s, gp_text__duration(t).s);

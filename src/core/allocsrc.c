@@ -154,20 +154,16 @@ static void on_alloc(void *ctx, const struct gp_alloc_event *e)
 {
 	struct hits *h = hits_of(ctx, e->pid, e->comm);
 
-	if (h) {
+	if (h)
 		h->p.probe_hits += 2;
-		h->p.probe_returns += 1;
-	}
 }
 
 static void on_free(void *ctx, const struct gp_free_event *e)
 {
 	struct hits *h = hits_of(ctx, e->pid, e->comm);
 
-	if (h) {
+	if (h)
 		h->p.probe_hits += 2;
-		h->p.probe_returns += 1;
-	}
 }
 
 static void proc_exit(void *ctx, const struct gp_exit_event *e)

@@ -223,8 +223,6 @@ struct gp_budget {
 				   * traps, cold, and (a proxy) the sampled probes' programs */
 	double trap, cold;        /* of one probe hit (calibrated: the empty-program trap, warm
 				   * and cold: src/core/calibrate.c) */
-	double trap_ret, cold_ret; /* what a return probe adds, warm and cold (calibrated; an
-				    * entry hit's where not measured) */
 	bool returns;             /* the sampled calls have return probes: two traps each */
 	bool multi;               /* uprobe_multi links, else uprobe events (uevent.h) */
 	struct prog_cost prog;
@@ -1680,11 +1678,12 @@ static bool prog_stats(struct gp_budget *b, int k, uint64_t *ns, uint64_t *runs)
  * b->acc held (or before the thread starts). */
 static void set_cost(struct gp_budget *b)
 {
+	int k = b->returns ? 2 : 1;
 	double progs = b->prog.ns[0] * 1e-9 + (b->returns ? b->prog.ns[1] * 1e-9 : 0);
 
-	b->cost = b->trap + (b->returns ? b->trap_ret : 0) + progs;
-	b->price = b->cold + (b->returns ? b->cold_ret : 0) + progs;
-	b->fixed_price = b->cold + b->cold_ret + progs;
+	b->cost = k * b->trap + progs;
+	b->price = k * b->cold + progs;
+	b->fixed_price = 2 * b->cold + progs;
 }
 
 /*
@@ -1998,8 +1997,6 @@ struct gp_budget *gp_budget__new(double pct, const struct gp_probe_cost *c, enum
 	b->multi = how == GP_BUDGET_MULTI;
 	b->trap = c->warm;
 	b->cold = c->cold; /* never under warm (calibrate.c) */
-	b->trap_ret = c->ret_warm > 0 ? c->ret_warm : c->warm;
-	b->cold_ret = c->ret_cold > 0 ? c->ret_cold : c->cold;
 	set_cost(b);
 	b->prog.stats_fd = -1;
 	b->target = MARGIN * pct / 100.0;
@@ -2487,10 +2484,7 @@ int gp_budget__stats(struct gp_budget *b, struct gp_budget_stats *s)
 	s->pct = b->pct;
 	s->cost = b->cold;
 	s->call_cost = b->price;
-	s->call_warm_cost = b->cost;
 	s->warm_cost = b->trap;
-	s->ret_cost = b->cold_ret;
-	s->ret_warm_cost = b->trap_ret;
 	s->allowance = allowance_calls(b);
 	s->prog_ns[0] = b->prog.ns[0];
 	s->prog_ns[1] = b->returns ? b->prog.ns[1] : 0;

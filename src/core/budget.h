@@ -141,8 +141,6 @@ struct gp_budget_stats {
 	double cost, call_cost;     /* the price of a probe hit (the trap, cold), and of a counted
 				     * call (its traps, two with a return probe, and its programs) */
 	double warm_cost;           /* a hit in a tight loop (calibrate.h) */
-	double call_warm_cost;      /* a counted call with its hits warm (the estimates' models) */
-	double ret_cost, ret_warm_cost; /* what a return probe adds, cold and warm (calibrate.h) */
 	double allowance;           /* a process's exact allowance, in calls (budget.c) */
 	double prog_ns[2];          /* the programs' mean run time: entry, return (0: none) */
 	bool prog_measured;

@@ -197,16 +197,13 @@ struct find {
  * one a non-root tracer with CAP_BPF and CAP_PERFMON may make: perf-event uprobes need
  * CAP_SYS_ADMIN on recent kernels, 6.18 here), else a perf-event uprobe;
  * on our own text, this process only. Returns an fd to close, or -errno. */
-static int probe_self(int prog, const struct find *f, bool ret)
+static int probe_self(int prog, const struct find *f)
 {
 	int pfd;
 
-	if (attach__has_uprobe_multi()) {
-		__u64 off = f->off, cookie = 0;
-
-		return attach__multi_fd(prog, f->path, &off, &cookie, 1, (__u32)getpid(), ret);
-	}
-	pfd = features__uprobe_event(f->path, f->off, getpid(), ret);
+	if (attach__has_uprobe_multi())
+		return attach__uprobe_multi_one(prog, f->path, f->off, getpid());
+	pfd = features__uprobe_event(f->path, f->off, getpid(), false);
 	if (pfd < 0)
 		return pfd;
 	if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog) || ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0)) {
@@ -226,9 +223,9 @@ int calibrate__probe_costs(int calls, struct gp_probe_cost *c)
 	};
 	struct find f;
 	LIBBPF_OPTS(bpf_prog_load_opts, opts);
-	uint64_t probed, plain, probed2 = 0;
-	double d = 0, d2 = -1;
-	int prog, pfd, rfd, err, n = calls > 0 ? calls : 1, tight = 5 * n;
+	uint64_t probed, plain;
+	double d = 0;
+	int prog, pfd, err, n = calls > 0 ? calls : 1, tight = 5 * n;
 
 	err = procmaps__locate("/proc", getpid(), (uintptr_t)&gp_calibrate_target, f.path, sizeof(f.path), &f.off);
 	if (err < 0)
@@ -238,25 +235,13 @@ int calibrate__probe_costs(int calls, struct gp_probe_cost *c)
 	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "gp_calibrate", "GPL", insns, 2, &opts);
 	if (prog < 0)
 		return -errno;
-	pfd = probe_self(prog, &f, false);
+	pfd = probe_self(prog, &f);
 	if (pfd < 0) {
 		close(prog);
 		return pfd;
 	}
 	probed = time_warm(tight);
 	err = time_cold(n, &d);
-	/* and a return probe beside it: what it adds is its own price (a uretprobe hijacks the
-	 * return address at the entry trap and traps again on the way back, or since Linux 6.11
-	 * on x86-64 makes a syscall there: on this machine's 6.18 a tight launch loop paid
-	 * 5.8 us an entry probe and 2-3 us more with the return one; pricing the return as a
-	 * second entry hit made a counted call dearer than it was) */
-	rfd = err ? -1 : probe_self(prog, &f, true);
-	if (rfd >= 0) {
-		probed2 = time_warm(tight);
-		if (time_cold(n, &d2))
-			d2 = -1;
-		close(rfd);
-	}
 	close(pfd);
 	close(prog);
 	if (err)
@@ -267,13 +252,6 @@ int calibrate__probe_costs(int calls, struct gp_probe_cost *c)
 	/* a cold hit never costs less than a warm one; a noisy sweep may say it does */
 	if (c->cold < c->warm)
 		c->cold = c->warm;
-	c->ret_warm = c->ret_cold = 0;
-	if (rfd >= 0 && probed2 > probed && d2 > d) {
-		c->ret_warm = (double)(probed2 - probed) / 1e9 / tight;
-		c->ret_cold = (d2 - d) / 1e9;
-		if (c->ret_cold < c->ret_warm)
-			c->ret_cold = c->ret_warm;
-	}
 	return 0;
 }
 

@@ -12,9 +12,6 @@
  * calibrate.c), timed over `calls` probed calls and as many unprobed. */
 struct gp_probe_cost {
 	double warm, cold;
-	/* what a return probe on the same function adds, warm and cold (0: not measured: an
-	 * entry hit's prices stand for it) */
-	double ret_warm, ret_cold;
 };
 
 /* 0 or a negative errno; about 0.1-0.3 s. */

@@ -61,7 +61,6 @@ struct gp_snap_pid {
 	 * by several renders, are told from another's of a reused PID by it (src/out/prom.c) */
 	uint64_t exit_ns;
 	uint64_t probe_hits; /* uprobe hits this mode's probes took in this process */
-	uint64_t probe_returns; /* of them, those of return probes (priced apart: calibrate.h) */
 	/* no name known yet: its record was made from a table or record that carries none
 	 * after the process was gone (/proc/PID/comm unreadable); a later record (its exit's)
 	 * names it. src/out/prom.c counts a running one only once it has a name */

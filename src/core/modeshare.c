@@ -53,12 +53,12 @@ struct gp_snap_pid *gp_snap__pids(struct gp_snap_pid **pids, size_t n)
 }
 
 void gp_snap__add_pid(struct gp_snap *hdr, struct gp_snap_pid *pids, uint32_t pid, const char *comm, bool unnamed,
-		      bool exited, uint64_t exit_ns, uint64_t probe_hits, uint64_t probe_returns)
+		      bool exited, uint64_t exit_ns, uint64_t probe_hits)
 {
 	struct gp_snap_pid *p = &pids[hdr->nr_pids++];
 
 	*p = (struct gp_snap_pid){ .pid = pid, .exited = exited, .exit_ns = exited ? exit_ns : 0,
-				   .probe_hits = probe_hits, .probe_returns = probe_returns, .unnamed = unnamed };
+				   .probe_hits = probe_hits, .unnamed = unnamed };
 	memcpy(p->comm, comm, sizeof(p->comm));
 	hdr->pids = pids;
 }

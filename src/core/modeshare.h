@@ -41,7 +41,6 @@ struct gp_snap_pid *gp_snap__pids(struct gp_snap_pid **pids, size_t n);
 /* One more process at the end of hdr's list pids (room made by gp_snap__pids); comm is
  * GP_COMM_LEN bytes, unnamed as gp_snap_pid's. */
 void gp_snap__add_pid(struct gp_snap *hdr, struct gp_snap_pid *pids, uint32_t pid, const char *comm, bool unnamed,
-		      bool exited, uint64_t exit_ns, uint64_t probe_hits,
-		      uint64_t probe_returns);
+		      bool exited, uint64_t exit_ns, uint64_t probe_hits);
 
 #endif

@@ -144,7 +144,7 @@ static int open_shared_rb(struct gp_run *run, char *err, size_t len)
  * now, warm and cold (src/core/calibrate.c). */
 static struct gp_probe_cost hit_cost(const struct gp_opts *o)
 {
-	struct gp_probe_cost c = { o->probe_cost, o->probe_cost, 0, 0 };
+	struct gp_probe_cost c = { o->probe_cost, o->probe_cost };
 	const char *t = getenv("GPUPROBE_TEST_PROBE_COST");
 	int r = 0;
 
@@ -157,7 +157,7 @@ static struct gp_probe_cost hit_cost(const struct gp_opts *o)
 
 		gp_log(GP_LOG_WARN, "GPUPROBE_TEST_PROBE_COST: a probe hit priced at %g s warm, %g s cold (not calibrated)",
 		       atof(t), cold);
-		return (struct gp_probe_cost){ atof(t), cold, 0, 0 };
+		return (struct gp_probe_cost){ atof(t), cold };
 	}
 
 	for (int i = 0; o->probe_cost <= 0 && i < 3; i++) {
@@ -168,7 +168,7 @@ static struct gp_probe_cost hit_cost(const struct gp_opts *o)
 	if (c.warm <= 0 || r) {
 		gp_log(GP_LOG_WARN, "cannot calibrate the probe cost (%s): the budget prices a hit at 1 us warm, 3 us cold",
 		       r ? strerror(-r) : "no difference measured");
-		c = (struct gp_probe_cost){ 1e-6, 3e-6, 0, 0 };
+		c = (struct gp_probe_cost){ 1e-6, 3e-6 };
 	}
 	return c;
 }

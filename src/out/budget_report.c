@@ -127,10 +127,7 @@ void gp_budget__json(json_object *o, const struct gp_budget_stats *s)
 	json_object_object_add(o, "target_pct", json_object_new_double(s->target * 100));
 	json_object_object_add(o, "probe_hit_cost_s", json_object_new_double(s->cost));
 	json_object_object_add(o, "probe_hit_warm_cost_s", json_object_new_double(s->warm_cost));
-	json_object_object_add(o, "return_hit_cost_s", json_object_new_double(s->ret_cost));
-	json_object_object_add(o, "return_hit_warm_cost_s", json_object_new_double(s->ret_warm_cost));
 	json_object_object_add(o, "call_cost_s", json_object_new_double(s->call_cost));
-	json_object_object_add(o, "call_warm_cost_s", json_object_new_double(s->call_warm_cost));
 	json_object_object_add(o, "exact_allowance_calls", json_object_new_double(s->allowance));
 	json_object_object_add(o, "program_ns", s->prog_measured ? json_object_new_double(s->prog_ns[0] + s->prog_ns[1]) : NULL);
 	json_object_object_add(o, "fraction", json_object_new_double(s->fraction));

@@ -33,7 +33,6 @@ static void acc_add(struct hit_acc *a, const struct gp_snap_pid *p)
 		}
 		a->v[a->n] = *p;
 		a->v[a->n].probe_hits = 0;
-		a->v[a->n].probe_returns = 0;
 		a->v[a->n].exited = true; /* until a source says it lives */
 		if (u64map__put(a->idx, p->pid, (void *)(uintptr_t)(a->n + 1))) {
 			a->failed = true;
@@ -42,7 +41,6 @@ static void acc_add(struct hit_acc *a, const struct gp_snap_pid *p)
 		at = ++a->n;
 	}
 	a->v[at - 1].probe_hits += p->probe_hits;
-	a->v[at - 1].probe_returns += p->probe_returns;
 	a->v[at - 1].exited = a->v[at - 1].exited && p->exited;
 	if (!a->v[at - 1].comm[0])
 		memcpy(a->v[at - 1].comm, p->comm, sizeof(p->comm));

@@ -272,7 +272,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 		for (size_t j = 0; j < p->nr_stats; j++)
 			copies += p->stats[j].copies;
 		/* entry and return of each copy counted */
-		gp_snap__add_pid(&s->hdr, pids, p->pid, p->comm, p->unnamed, p->exited, p->exit_ns, 2 * copies, copies);
+		gp_snap__add_pid(&s->hdr, pids, p->pid, p->comm, p->unnamed, p->exited, p->exit_ns, 2 * copies);
 	}
 	fill(m, s);
 	return &s->hdr;

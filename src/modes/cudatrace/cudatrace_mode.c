@@ -943,8 +943,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 		s->procs[k] = p;
 		s->pids[k] = (struct gp_snap_pid){ .pid = p->pid, .exited = p->exited, .exit_ns = p->exit_ns,
 			.unnamed = p->unnamed,
-			.probe_hits = per * (p->launches + p->graph_launches + p->hist[GP_HIST_SYNC].count),
-			.probe_returns = (per - 1) * (p->launches + p->graph_launches + p->hist[GP_HIST_SYNC].count) };
+			.probe_hits = per * (p->launches + p->graph_launches + p->hist[GP_HIST_SYNC].count) };
 		memcpy(s->pids[k].comm, p->comm, sizeof(s->pids[k].comm));
 		if (kind != GP_SNAP_HITS) { /* the probe hits are what was seen: no estimate needed */
 			sample_of(run, p, &m->sampled[k], false);

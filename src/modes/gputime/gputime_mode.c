@@ -562,7 +562,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 	for (size_t i = 0; i < s->d.nr_procs; i++) {
 		const struct gt_proc_snap *p = &s->d.procs[i];
 
-		gp_snap__add_pid(&s->hdr, pids, p->pid, p->comm, p->unnamed, p->exited, p->exit_ns, 0, 0);
+		gp_snap__add_pid(&s->hdr, pids, p->pid, p->comm, p->unnamed, p->exited, p->exit_ns, 0);
 	}
 	s->channel = m->fds[0] >= 0 && m->bound ? "inherited socket and --gpu-time-socket" :
 		     m->fds[0] >= 0 ? "inherited socket" : m->bound ? m->path : "none";

@@ -321,7 +321,7 @@ static int fill_pids(struct ml_snap *s)
 	/* the allocation probes' hits are counted once, by the run */
 	for (size_t i = 0; i < s->d.nr_procs; i++)
 		gp_snap__add_pid(&s->hdr, pids, s->d.procs[i].pid, s->d.procs[i].comm, s->d.procs[i].unnamed,
-				 s->d.procs[i].exited, s->d.procs[i].exit_ns, 0, 0);
+				 s->d.procs[i].exited, s->d.procs[i].exit_ns, 0);
 	return 0;
 }
 

@@ -266,7 +266,7 @@ static const struct gp_snap *m_snapshot(void *st, struct gp_run *run, enum gp_sn
 		if (!p->calls && !p->nested)
 			continue;
 		gp_snap__add_pid(&s->hdr, pids, p->pid, p->comm, p->unnamed, p->exited, p->exit_ns,
-				 2 * (p->calls + p->nested), p->calls + p->nested);
+				 2 * (p->calls + p->nested));
 	}
 	s->libs = m->libs;
 	s->nr_libs = m->nr_libs;
