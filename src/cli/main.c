@@ -670,11 +670,11 @@ static int loop(struct cli *c, char *err, size_t len)
 /*
  * The final read: once the run has ended, no probe writes (bpf/common.bpf.h, gp_ended)
  * but a return whose entry came before the end, so what the buffers hold is finite and is
- * read up before the final report, however slow the reader: a report made after a bounded read left a slow reader's last records out (a
- * leak report of 40 allocations and 35 frees read 20 ms a record: 22 frees, no drop
- * said). FINAL_READ_MAX_S is a safety net against a writer that does not stop: records
- * read after the report are then counted in a warning (otherwise they are calls in flight
- * at the report's moment, said under -v).
+ * read up before the final report, however slow the reader: a report made after a bounded
+ * read left a slow reader's last records out (a leak report of 40 allocations and 35 frees
+ * read 20 ms a record: 22 frees, no drop said). FINAL_READ_MAX_S is a safety net against a
+ * writer that does not stop: records read after the report are then counted in a warning
+ * (otherwise they are calls in flight at the report's moment, said under -v).
  */
 #define FINAL_SLICE_MS 200
 #define FINAL_READ_MAX_S 120
@@ -920,9 +920,11 @@ static int finish(struct cli *c, char *err, size_t len)
 	/* read up before the report, what comes now is calls that were in flight at its moment
 	 * (returns whose entry came before the end: the report describes that moment, and the
 	 * trace still gets them); a read given up at its safety net left records out */
-	if (late > 0)
-		gp_log(whole ? GP_LOG_DEBUG : GP_LOG_WARN, "%s%d records read after the final report%s", whole ? "" : "warning: ",
-		       late, whole ? " (calls in flight when it was made)" : ", not in it: the reader was that far behind");
+	if (late > 0 && whole)
+		gp_log(GP_LOG_DEBUG, "%d records read after the final report (calls in flight when it was made)", late);
+	else if (late > 0)
+		gp_log(GP_LOG_WARN, "warning: %d records read after the final report, not in it: the reader was that far behind",
+		       late);
 	return gp_run__finish(c->run, err, len);
 }
 

@@ -470,8 +470,6 @@ def test_budget_with_pid():
         if hi is None and not smp.get("long_unseen"):
             check(smp.get("unbounded") and t["launches"] / 2 <= ct["launches"] <= 2 * t["launches"],
                   f"no upper end: the estimate {ct['launches']} within 2x of the {t['launches']} launches: {smp}")
-        else:
-            check(hi is not None or smp.get("long_unseen"), f"a paced process's interval has an upper end: {smp}")
     finally:
         a.kill()
     gp.assert_nothing_attached()
