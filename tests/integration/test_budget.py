@@ -983,6 +983,10 @@ def test_comm_process_running_at_start_counted():
 # development machine at a load under 2 it was estimated at 0.60-1.36x its count (interval
 # held 5 of 5); under a load of 20-28 from other test runs, at 0.15x and 0.36x (issue 29:
 # open).
+# The bound on an estimate where a counted call costs more than the workload's own launch
+# (test_budget_interval_coverage says why).
+DEAR_BOUND = 5
+
 COVERAGE_PATTERNS = [
     ("--phases 500000:1000", "a loop paced every 2 us (the stand-in's row)", None),
     ("--phases 1000000:400 --spin 3000 --sync-every 1024", "a tight loop, 3 us of host work a launch, a sync every 1024", 2),
@@ -994,7 +998,8 @@ COVERAGE_PATTERNS = [
 @retried
 def test_budget_interval_coverage():
     """Repeated runs across patterns and budgets (1 % and 5 %): every estimate within 2x of
-    rate_app's own count, bounded or not, and the 95 % intervals holding it in at least
+    rate_app's own count, bounded or not (5x where a counted call costs more than a launch's
+    own CPU time: below), and the 95 % intervals holding it in at least
     80 % of the runs (12 asserted runs: a true 95 % coverage falls under that about once in
     50). The stand-in's 2-us loop runs beside them, printed (COVERAGE_PATTERNS says why).
     Bursts are not in it: their simulated coverage is ~80 % (test_sampling prints it; issue
@@ -1026,17 +1031,20 @@ def test_budget_interval_coverage():
                     continue
                 held += ok
                 runs += 1
-                # Where one probe hit costs more than a launch's own CPU time (this 2-CPU
-                # machine's uprobes at 5-6 us warm against the tight loop's 3.6 us, 2026-11-29;
-                # 0.65 us on earlier ones), a window's calls run several times slower than the
-                # unprobed ones and the call-bound model rests on which price the program
-                # pays: the estimate read 0.21-0.45x there, before and after this session's
-                # budget changes (issue 29: open). The interval still counts; the 2x is
-                # asserted where a hit is cheaper than the work.
-                if b["probe_hit_warm_cost_s"] * 1e6 > cpu:
-                    print(f"#   (2x not asserted: a hit {b['probe_hit_warm_cost_s'] * 1e6:.1f} us warm costs more than"
-                          f" the launch's own {cpu:.1f} us of CPU)", flush=True)
-                    continue
+                # Where a counted call (its entry and return hits and their programs, as the
+                # budget prices it) costs more than a launch's own CPU time, a window's calls
+                # run several times slower than the unprobed ones and the call-bound model
+                # rests on which price the program pays: the estimate reads low (this 2-CPU
+                # machine, a hit 5-6 us warm and a call priced 17-24 us against the tight
+                # loop's 3.4 us: 0.38-0.54x; under QEMU's TCG, a call 15-105 us against 6-34 us
+                # of CPU: 0.39-0.49x; issue 29, open). There the estimate is held within 5x
+                # (never the 20x the issue found), the interval as everywhere; within 2x where
+                # a counted call is cheaper than the work (the GPU machines: a hit 0.5-0.8 us).
+                dear = b["call_cost_s"] * 1e6 > cpu
+                if dear:
+                    print(f"#   (within {DEAR_BOUND}x, not {bound}x: a counted call priced {b['call_cost_s'] * 1e6:.1f} us"
+                          f" costs more than the launch's own {cpu:.1f} us of CPU)", flush=True)
+                    bound = DEAR_BOUND
                 check(1 / bound <= est / t["launches"] <= bound, f"estimate off by more than {bound}x: {lines[-1]}")
     check(held >= 0.8 * runs, f"intervals held the count in {held} of {runs} runs")
 
