@@ -1245,6 +1245,26 @@ static void test_first_window_saw_none(void)
 	ASSERT_TRUE(s.estimate >= truth / 2 && s.estimate <= 2 * truth, "the estimate within 2x of the count");
 }
 
+/* A part no window saw, with calls counted in it: a process armed for itself late, whose
+ * unseen gap before its arm took the whole of its seen time (src/core/budget.c,
+ * fresh_seen). Under QEMU's TCG such a job's 28 counted calls of 200 were printed as every
+ * call seen; now sampled, with no upper end and its seconds dark. */
+static void test_part_with_no_window_is_unbounded(void)
+{
+	struct gp_account a;
+	struct gp_sampling s;
+	struct gp_window w = { .n = 29, .T = 0.065, .on = 0, .act = -1, .cpu_T = -1, .busy = -1, .head_s = -1 };
+
+	gp_account__begin(&a, 0);
+	gp_account__window(&a, &w, COST, COST);
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled: not every call seen"))
+		return;
+	ASSERT_TRUE(s.unbounded && isinf(s.hi), "no upper end");
+	ASSERT_TRUE(s.lo <= 29 && s.estimate >= 29 && s.observed == 29, "the calls counted, and the low end at them");
+	ASSERT_TRUE(fabs(s.dark_s - 0.065) < 1e-9, "its 65 ms dark");
+	ASSERT_TRUE(a.seconds > 0.064 && gp_account__overhead(&a) > 0, "its time and its probes' counted");
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
@@ -1279,5 +1299,6 @@ int main(int argc, char **argv)
 	RUN_TEST(test_unseen_part_longer_than_a_period);
 	RUN_TEST(test_slow_attach_strays_timed);
 	RUN_TEST(test_first_window_saw_none);
+	RUN_TEST(test_part_with_no_window_is_unbounded);
 	return unit_done();
 }
