@@ -106,6 +106,9 @@ static void text_sampled(FILE *f, const struct ct_sampled *smp)
 	else if (smp->s.long_unseen && smp->s.dark_s > 0)
 		fprintf(f, "); an unseen part outlasted a period (the probes were that slow to go in; %.1f s of it seen by "
 			"no probe): how many it made unseen has no upper bound\n", smp->s.dark_s);
+	else if (smp->s.dark_s > 0) /* a part no window saw (sampling.c): armed for it late */
+		fprintf(f, "); its probes were armed for it after its calls began (%.3f s of it seen by no probe): how "
+			"many it made then has no upper bound\n", smp->s.dark_s);
 	else
 		fprintf(f, ")%s\n", smp->s.long_unseen ?
 			"; an unseen part outlasted a period (the probes were that slow to go in): how many it made unseen has no upper bound" :
