@@ -65,7 +65,7 @@ def run_app(args, extra=(), timeout=60, base=BASE, seen=None):
     """gpuprobe --memleak on a command that allocates (pyalloc.py: once it printed READY
     and got a line), prints DONE and waits for stdin to close: closed 0.3 s after DONE, so
     the stack is read while the process runs, as with a program that goes on after its
-    leak. Returns (stdout, stderr, final report).
+    leak (0.3 s x GP_TIME_SLACK). Returns (stdout, stderr, final report).
 
     seen: a pattern of gpuprobe's -v lines that must have come before the line is sent
     (e.g. that the interpreter is recognized): a process gpuprobe does not start itself
@@ -93,7 +93,11 @@ def run_app(args, extra=(), timeout=60, base=BASE, seen=None):
                 p.stdin.flush()
             if line.strip() == "DONE" or time.time() > deadline:
                 break
-        time.sleep(0.3)
+        # x GP_TIME_SLACK: the process must outlive the reader's look at its stack (6.12
+        # under QEMU's TCG, the whole suites: a library dlopen'ed after the first stack was
+        # not yet kept 0.3 s after DONE, and the leak through it had its first frame only);
+        # a program that exits at once is `gated`'s
+        time.sleep(0.3 * gp.TIME_SLACK)
         p.stdin.close()
         rest = p.stdout.read()
         p.wait(timeout=timeout * gp.TIME_SLACK)
