@@ -148,6 +148,8 @@ struct account {
 	 * look since (sp_t1 0: none came) */
 	uint64_t sp_t0, sp_n0, sp_t1, sp_n1;
 	uint64_t exit_ns;    /* when it exited (gp_budget__exited; 0: not known) */
+	uint64_t born_ns;    /* its first driver call, in the period its account began (born;
+			      * 0: before it, or not known) */
 	bool closed;         /* accounted to its exit already (gp_budget__exited) */
 	bool fresh;    /* accounted in the last period */
 	struct floor floor;  /* the least share the budget can hold it at (budget_floor) */
@@ -324,6 +326,17 @@ static void test_attach_pause(int parts)
 
 	if (ms && parts > 0)
 		usleep((useconds_t)(ms * 1000ULL / (unsigned)parts));
+}
+
+/* Tests: GPUPROBE_TEST_ARM_MS, a process's own arming (fresh_arm) that many ms slower in
+ * all, its events one at a time (as under QEMU's TCG, where 32 took 66-73 ms). */
+static void test_arm_pause(int parts)
+{
+	const char *e = getenv("GPUPROBE_TEST_ARM_MS");
+	long v = e ? strtol(e, NULL, 10) : 0;
+
+	if (v > 0 && v < 60000 && parts > 0)
+		usleep((useconds_t)(v * 1000 / parts));
 }
 
 /* A slow attach's strays, timed (the comment above stray_calls_of) */
@@ -627,10 +640,13 @@ static uint32_t uid_of(uint32_t pid)
 	return stat(path, &st) ? UINT32_MAX : (uint32_t)st.st_uid;
 }
 
-/* Slot i's owner took it at since (its first driver call) and its probes were armed at
- * armed: what of that time no window covered went unseen (its account says so: an estimate,
- * never a count short of its calls). The stand-in's cuInit returns at once; a GPU's takes
- * far longer than the arming. Called with b->acc held. */
+/* Slot i's owner took it at since (its first driver call) and the first of its probes (the
+ * table's first entry: cuLaunchKernel's) was armed at armed: what of that time no window
+ * covered went unseen (its account says so: an estimate, never a count short of its calls).
+ * Not to when all were armed: the calls counted while the others went in (32 events, 66-73
+ * ms under QEMU's TCG) were made in that gap and counted as the seen part's, whose rate then
+ * read high. The stand-in's cuInit returns at once; a GPU's takes far longer than the
+ * arming. Called with b->acc held. */
 static void note_gap(struct gp_budget *b, struct fresh *f, uint64_t since, uint64_t armed, bool ready)
 {
 	uint64_t gap = 0, from;
@@ -713,11 +729,31 @@ static void fresh_seen(struct gp_budget *b, size_t i, uint64_t t0, double *Te, d
 	f->gap_ns = 0;
 }
 
+/* A process that began in the period from t0 (born_ns), not armed for itself (fresh_seen
+ * has its own start): the period's part before is none of its life, nor of its window's
+ * (a job gone before its probes could be armed, whose account began at the next boundary,
+ * ran from it with an unseen part of the last period's length before it: its few ms of
+ * window, or its calls counted while its probes were failing to go in, were extrapolated
+ * over a second it never lived). */
+static void born_seen(struct account *a, uint64_t t0, double *Te, double *one)
+{
+	double d;
+
+	if (!a->born_ns || a->born_ns <= t0)
+		return;
+	d = (double)(a->born_ns - t0) / 1e9;
+	*one = *one > d ? *one - d : 0;
+	*Te = *Te > d ? *Te - d : 1e-9; /* (its hits are still accounted) */
+	if (*one > *Te)
+		*one = *Te;
+}
+
 /* Its probes armed for slot i's owner alone, within the caps. Called with b->links held. */
 static void fresh_arm(struct gp_budget *b, size_t i, uint64_t now)
 {
 	struct fresh *f = &b->fresh[i];
 	int total = 0, n = 0, per_user = 0, r = 0;
+	uint64_t first_ns = 0;
 
 	if (b->multi) {
 		count_unarmed(b, f, GP_UNARMED_MECHANISM);
@@ -750,12 +786,17 @@ static void fresh_arm(struct gp_budget *b, size_t i, uint64_t now)
 	set_exact(b, i, true);
 	for (int g = 0; g < b->ngroups && !r; g++)
 		for (int k = 0; k < b->groups[g].nue && !r; k++) {
-			int fd = uevent__arm(b->groups[g].ue[k], f->pid);
+			int fd;
 
-			if (fd < 0)
+			test_arm_pause(total);
+			fd = uevent__arm(b->groups[g].ue[k], f->pid);
+			if (fd < 0) {
 				r = fd;
-			else
+			} else {
 				f->fds[n++] = fd;
+				if (!first_ns)
+					first_ns = gp_mono_ns();
+			}
 		}
 	if (r || __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE) != f->pid) {
 		set_exact(b, i, false);
@@ -774,6 +815,19 @@ static void fresh_arm(struct gp_budget *b, size_t i, uint64_t now)
 			 * counted, and the loss said nowhere): late, counted */
 			f->state = FRESH_DONE;
 			pthread_mutex_lock(&b->acc);
+			if (first_ns) {
+				/* gone while they went in: its calls were counted from its first probe
+				 * on, as one armed that ended (fresh_seen), the part before unseen (an
+				 * account begun at the next boundary took a window's few ms, or those
+				 * calls, over a second it never lived: 3,633-61,748 for 200 under
+				 * GPUPROBE_TEST_ARM_MS 150) */
+				f->armed_ever = true;
+				f->armed_ns = first_ns;
+				__atomic_store_n(&f->off_ns, gp_mono_ns(), __ATOMIC_RELEASE);
+				note_gap(b, f, __atomic_load_n(&b->hits[i].since_ns, __ATOMIC_RELAXED), first_ns, true);
+				if (!f->end_ns)
+					f->end_ns = fresh_end(b, i);
+			}
 			if (!b->unarmed[GP_UNARMED_LATE]++)
 				gp_log(GP_LOG_WARN, "budget: PID %u was gone before its probes could be armed for it alone: its calls were sampled with the others' (counted in gpuprobe_budget_unarmed_processes_total{reason=\"late\"})",
 				       f->pid);
@@ -784,14 +838,14 @@ static void fresh_arm(struct gp_budget *b, size_t i, uint64_t now)
 		return;
 	}
 	f->nfds = n;
-	f->armed_ns = gp_mono_ns();
+	f->armed_ns = first_ns; /* its first probe: counted from then (fresh_end) */
 	f->state = FRESH_ARMED;
 	f->armed_ever = true;
 	b->armed[b->nr_armed++] = (uint32_t)i;
 	pthread_mutex_lock(&b->acc);
 	b->fresh_armed++;
 	/* armed before its cuInit returned: before any call it could make (none unseen) */
-	note_gap(b, f, __atomic_load_n(&b->hits[i].since_ns, __ATOMIC_RELAXED), gp_mono_ns(),
+	note_gap(b, f, __atomic_load_n(&b->hits[i].since_ns, __ATOMIC_RELAXED), first_ns,
 		 __atomic_load_n(&b->hits[i].flags, __ATOMIC_ACQUIRE) & GP_SLOT_READY);
 	if (f->gap_ns && !b->unarmed[GP_UNARMED_LATE]++)
 		gp_log(GP_LOG_WARN, "budget: PID %u was armed for itself %.1f ms after its cuInit returned: its calls before were sampled with the others' (counted in gpuprobe_budget_unarmed_processes_total{reason=\"late\"})",
@@ -1216,8 +1270,19 @@ static bool in_init(const struct gp_budget *b, size_t i)
 	return i < GP_HIT_SLOTS && (f & GP_SLOT_INIT) && !(f & GP_SLOT_READY);
 }
 
-/* Whose hits slot i holds now: false when none (nothing to account). */
-static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now)
+/* When slot i's owner began, if in the period from t0: its slot taken at its first driver
+ * call (cuInit, never sampled: GP_SLOT_INIT), no call of it before its since; else 0. */
+static uint64_t born(const struct gp_budget *b, size_t i, uint64_t t0)
+{
+	uint32_t f = __atomic_load_n(&b->hits[i].flags, __ATOMIC_ACQUIRE);
+	uint64_t since = __atomic_load_n(&b->hits[i].since_ns, __ATOMIC_RELAXED);
+
+	return i < GP_HIT_SLOTS && (f & GP_SLOT_INIT) && since > t0 ? since : 0;
+}
+
+/* Whose hits slot i holds now, the period from t0 to now: false when none (nothing to
+ * account). */
+static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t t0, uint64_t now)
 {
 	struct account *a = &b->accounts[i];
 
@@ -1235,9 +1300,14 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t now
 	a->cpu_last = -1; /* not known until its first boundary */
 	a->busy = a->cpu_share = a->cpu_poll = -1;
 	a->off_ns = a->exit_ns = 0;
-	/* it may have begun in the last period's unseen part, unless it was armed for itself */
-	acct_begin(&a->acc, pid, in_init(b, i) || (b->fresh[i].pid == pid && b->fresh[i].armed_ever) ? 0 :
-				   b->last_unseen);
+	/* its exit may have come before its account (new and gone in one period) */
+	if (b->fresh[i].pid == pid && b->fresh[i].end_ns && !b->fresh[i].armed_ever)
+		a->exit_ns = b->fresh[i].end_ns;
+	a->born_ns = born(b, i, t0);
+	/* it may have begun in the last period's unseen part, unless it was armed for itself or
+	 * began in this period */
+	acct_begin(&a->acc, pid, in_init(b, i) || a->born_ns || (b->fresh[i].pid == pid && b->fresh[i].armed_ever) ?
+				   0 : b->last_unseen);
 	return true;
 }
 
@@ -1370,7 +1440,7 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		struct gp_window w = { 0 };
 
 		a->fresh = false;
-		if (!slot_owner(b, i, b->snap_pid[i], now))
+		if (!slot_owner(b, i, b->snap_pid[i], t0, now))
 			continue;
 		n = hits >= a->last ? (double)(hits - a->last) : 0;
 		ns = stray >= a->last_stray ? (double)(stray - a->last_stray) : 0;
@@ -1421,6 +1491,9 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		if (b->fresh[i].state == FRESH_ARMED && b->fresh[i].pid == a->pid && !b->fresh[i].end_ns &&
 		    ended(a->pid))
 			b->fresh[i].end_ns = fresh_end(b, i);
+		if (!(b->fresh[i].pid == a->pid && b->fresh[i].armed_ever))
+			born_seen(a, t0, &Te, &one);
+		a->born_ns = 0;
 		fresh_seen(b, i, t0, &Te, &one);
 		/* the priced hits cost the process like strays: never counted, always paid */
 		if (Te > 0) {
@@ -2314,7 +2387,7 @@ void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
 		return;
 	gp_log(GP_LOG_DEBUG, "budget: PID %u exited at %llu", pid, (unsigned long long)ts_ns);
 	pthread_mutex_lock(&b->acc);
-	if (b->fresh && b->fresh[i].pid == pid && b->fresh[i].armed_ever && !b->fresh[i].end_ns)
+	if (b->fresh && b->fresh[i].pid == pid && !b->fresh[i].end_ns)
 		b->fresh[i].end_ns = ts_ns;
 	if (b->accounts[i].pid == pid && !b->accounts[i].closed) {
 		struct account *a = &b->accounts[i];

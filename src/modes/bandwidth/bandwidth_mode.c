@@ -151,37 +151,39 @@ static int m_attach(void *st, struct gp_run *run, enum gp_lib kind, const char *
 					     NULL, err, len);
 }
 
-/* The records go to the aggregator (the handlers' ctx), in the ring buffer's order. */
-static void h_alloc(void *bw, const struct gp_alloc_event *e)
+/* The records go to the aggregator (m->bw), in the ring buffer's order; exits to the
+ * budget too (its syncs are sampled: a process's part after its exit is none of its life). */
+static void h_alloc(void *m, const struct gp_alloc_event *e)
 {
-	bandwidth__on_alloc(bw, e);
+	bandwidth__on_alloc(((struct bw_mode *)m)->bw, e);
 }
 
-static void h_free(void *bw, const struct gp_free_event *e)
+static void h_free(void *m, const struct gp_free_event *e)
 {
-	bandwidth__on_free(bw, e);
+	bandwidth__on_free(((struct bw_mode *)m)->bw, e);
 }
 
-static void h_copy(void *bw, const struct gp_copy_event *e)
+static void h_copy(void *m, const struct gp_copy_event *e)
 {
-	bandwidth__on_copy(bw, e);
+	bandwidth__on_copy(((struct bw_mode *)m)->bw, e);
 }
 
-static void h_aux(void *bw, const struct gp_aux_event *e)
+static void h_aux(void *m, const struct gp_aux_event *e)
 {
-	bandwidth__on_aux(bw, e);
+	bandwidth__on_aux(((struct bw_mode *)m)->bw, e);
 }
 
-static void h_exit(void *bw, const struct gp_exit_event *e)
+static void h_exit(void *m, const struct gp_exit_event *e)
 {
-	bandwidth__on_exit(bw, e);
+	bandwidth__on_exit(((struct bw_mode *)m)->bw, e);
+	gp_run__exited(((struct bw_mode *)m)->run, e->pid, e->ts_ns);
 }
 
 /* An exec ends the image's record; the new image starts its own. */
-static void h_proc(void *bw, const struct gp_proc_event *e)
+static void h_proc(void *m, const struct gp_proc_event *e)
 {
 	if (e->type == GP_EV_EXEC)
-		bandwidth__on_exec(bw, e);
+		bandwidth__on_exec(((struct bw_mode *)m)->bw, e);
 }
 
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
@@ -191,7 +193,7 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 		GP_ON(GP_EV_ALLOC, h_alloc), GP_ON_FREES(h_free), GP_ON(GP_EV_COPY, h_copy),
 		GP_ON(GP_EV_AUX, h_aux), GP_ON(GP_EV_EXIT, h_exit), GP_ON_PROCS(h_proc)
 	};
-	struct gp_handlers h = { .ctx = m->bw, GP_ONS(on) };
+	struct gp_handlers h = { .ctx = m, GP_ONS(on) };
 
 	return gp_share__start(run, m->skel->progs.copy_proc_exit, &h, err, len);
 }

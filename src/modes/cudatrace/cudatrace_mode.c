@@ -773,6 +773,10 @@ static void h_exit(void *ctx, const struct gp_exit_event *e)
 
 	cudatrace__on_exit(m->ct, e);
 	symbolizer__forget_pid(m->run->sym, (int)e->pid);
+	/* the budget samples the launches: the process's life ends here (node-wide, no other
+	 * exit record may come: its account ran on to the period's end, and a short job gone
+	 * before its own probes were armed had a few ms of window extrapolated over it) */
+	gp_run__exited(m->run, e->pid, e->ts_ns);
 }
 
 /* An exec ends the image's record; the new image starts its own. */
