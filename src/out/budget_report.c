@@ -42,7 +42,7 @@ void gp_budget__text(FILE *f, const struct gp_budget_stats *s, bool all)
 		   "ended early by a rate that rose (attaching took %s, closing %s, medians)\n",
 		s->pct, !strcmp(s->mechanism, "uprobe_multi") ? "uprobe_multi links" : "tracefs uprobe events",
 		gp_text__duration(s->cost).s, gp_text__duration(s->warm_cost).s, gp_text__duration(s->call_cost).s,
-		s->fraction * 100, s->over ? " (a process passes the budget even then)" : "",
+		s->fraction * 100, s->over_now ? " (a process passes the budget even then)" : "",
 		gp_text__count(s->sampled_periods).s, gp_text__count(s->periods).s, gp_text__count(s->cut_windows).s,
 		gp_text__count(s->windows).s, gp_text__duration(s->attach_ms / 1e3).s, gp_text__duration(s->detach_ms / 1e3).s);
 	if (s->over_procs)

@@ -144,8 +144,8 @@ def check_over_is_the_floor(b, pct):
               f"PID {p['pid']} over the budget ({p['overhead_pct_estimate']:.3f} %) with no floor above it "
               f"(floor {p.get('floor_pct')}): {b}")
     eq(b["floor_processes"], len(over), "processes over the budget at a floor above it")
-    # (over_budget_now, the planner's flag, says the least window passes the share aimed
-    # at, 35 % of the budget: not that a process passes the budget)
+    # (over_budget_now, the planner's flag, says the least window would pass the budget one
+    # period ahead: a process's own estimate over all its periods may still end under it)
     return over
 
 
