@@ -1052,8 +1052,10 @@ def test_budget_interval_coverage():
 
 
 # A GPU driver's cuInit takes 0.1 s or more (it loads and opens the devices); the stand-in's
-# returns at once unless asked (tests/fakecuda: FAKECUDA_INIT_MS).
-INIT_MS = "100"
+# returns at once unless asked (tests/fakecuda: FAKECUDA_INIT_MS). x GP_TIME_SLACK: under
+# QEMU's TCG a process's arming alone took 66-73 ms, and a 100-ms cuInit was passed by it now
+# and then (6.12: three jobs armed late where two were instant)
+INIT_MS = str(int(100 * gp.TIME_SLACK))
 
 
 def heavy_app(tmp):
@@ -1227,7 +1229,12 @@ def test_short_jobs_armed_slowly():
         check(t["launches"] / k <= p[0]["launches"] <= t["launches"] * k,
               f"job {i}: estimate {p[0]['launches']} of {t['launches']} launches, not within {k}x ({smp})")
         got.append(f"{p[0]['launches']} in [{lo}, {hi}]")
-    check(got.count("unseen") <= 1, f"jobs unseen whole: {got}")
+    # a job whose first event went in after its last call has no record, and is counted late:
+    # on an emulated CPU (GP_TIME_SLACK; 6.12 under QEMU's TCG: 4 of 6, an arm of 66-73 ms
+    # itself there) as many as there are; here at most one
+    check(got.count("unseen") <= b["unarmed_processes"]["late"], f"jobs unseen whole and not counted late: {got}, {b}")
+    if gp.TIME_SLACK == 1:
+        check(got.count("unseen") <= 1, f"jobs unseen whole: {got}")
     print(f"#   6 jobs of {jobs[0]['launches']} launches, arming 150 ms: {got}; late {b['unarmed_processes']['late']}")
 
 
