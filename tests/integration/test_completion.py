@@ -92,8 +92,9 @@ def test_busy_poll_loop_counted():
     rep, p, t = run(args=["--poll-us", "0"])
     eq(rep["polls"], t["polls"], "every NOT_READY counted")
     # how many polls fit before the stand-in's copies complete is the machine's speed: native
-    # runs see hundreds, an emulated 6.12 VM (a probed call ~50 us) saw 12
-    check(t["polls"] >= 10, f"a busy poll loop: {t['polls']}")
+    # runs see hundreds, an emulated 6.12 VM (a probed call ~50 us) saw 12, arm64's 8
+    # (GP_TIME_SLACK: several still, each counted above)
+    check(t["polls"] >= 10 / gp.TIME_SLACK, f"a busy poll loop: {t['polls']}")
     eq(rows(p)["0"]["async_completed_by"]["stream_query"], t["n"], "one success completes the copies")
     eq(rep["dropped_events"], 0, "dropped events")
 
