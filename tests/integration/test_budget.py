@@ -1114,6 +1114,31 @@ def short_jobs(n, ms, init_ms=INIT_MS):
     return out
 
 
+def short_jobs_beside_heavy(prefix, env, slow, instant):
+    """Node-wide --cudatrace --max-overhead 1 (gpuprobe's environment env) while rate_heavy
+    launches 100,000 a second: slow short jobs (cuInit INIT_MS), then instant ones, back to
+    back once it is sampled. (gpuprobe's JSON output, the jobs' truths)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    out = os.path.join(tmp, "out.json")
+    g = gp.Background([gp.GPUPROBE, "--libcuda", FAKECUDA, "--json", "--cudatrace", "--max-overhead", "1",
+                       "-d", "9", "-o", out], env=env)
+    heavy = None
+    try:
+        g.wait_for("probes on", where="stderr")
+        heavy = gp.Background([heavy_app(tmp), "--phases", "100000:6000", "--alloc-every", "0"], env=ENV)
+        time.sleep(1.5)  # sampled by now
+        ms = job_ms(interval_allowance(g, out))
+        jobs = short_jobs(slow, ms) + short_jobs(instant, ms, init_ms="0")
+        eq(heavy.wait(), 0, "the sampled process's exit")
+        eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-800:]})")
+        with open(out) as f:
+            return f.read(), jobs
+    finally:
+        for p in (heavy, g):
+            if p:
+                p.kill()
+
+
 def unarmed(b):
     return sum(b["unarmed_processes"].values())
 
@@ -1128,25 +1153,7 @@ def test_short_jobs_beside_a_sampled_process_exact():
     stand-in's instant cuInit (a GPU's takes 0.1 s or more) the arm may come after the
     first calls: such a job is counted late, and its count is an estimate whose interval
     holds it (or, armed after its last call, it has no record)."""
-    tmp = tempfile.mkdtemp(prefix="gp-budget-short-")
-    out = os.path.join(tmp, "out.json")
-    g = gp.Background([gp.GPUPROBE, "--libcuda", FAKECUDA, "--json", "--cudatrace", "--max-overhead", "1",
-                       "-d", "9", "-o", out], env=ENV)
-    heavy = None
-    try:
-        g.wait_for("probes on", where="stderr")
-        heavy = gp.Background([heavy_app(tmp), "--phases", "100000:6000", "--alloc-every", "0"], env=ENV)
-        time.sleep(1.5)  # sampled by now
-        ms = job_ms(interval_allowance(g, out))
-        jobs = short_jobs(4, ms) + short_jobs(2, ms, init_ms="0")
-        eq(heavy.wait(), 0, "the sampled process's exit")
-        eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-800:]})")
-        with open(out) as f:
-            text = f.read()
-    finally:
-        for p in (heavy, g):
-            if p:
-                p.kill()
+    text, jobs = short_jobs_beside_heavy("gp-budget-short-", ENV, 4, 2)
     fin = gp.final(text, "cudatrace")
     b = budget_record(text)
     check(b["sampled_periods"] > 0, f"the heavy process was sampled: {b['sampled_periods']} periods")
@@ -1190,25 +1197,7 @@ def test_short_jobs_armed_slowly():
     2-CPU machine loaded by a VM and a test run, a job whose 2 calls were counted after its
     first event went in read about 25 of 200, in [2, 92]: it called little there (its CPU
     share is not known for a new process) and its gap ran at full speed (issue 29, open)."""
-    tmp = tempfile.mkdtemp(prefix="gp-budget-slowarm-")
-    out = os.path.join(tmp, "out.json")
-    g = gp.Background([gp.GPUPROBE, "--libcuda", FAKECUDA, "--json", "--cudatrace", "--max-overhead", "1",
-                       "-d", "9", "-o", out], env=dict(ENV, GPUPROBE_TEST_ARM_MS="150"))
-    heavy = None
-    try:
-        g.wait_for("probes on", where="stderr")
-        heavy = gp.Background([heavy_app(tmp), "--phases", "100000:6000", "--alloc-every", "0"], env=ENV)
-        time.sleep(1.5)  # sampled by now
-        ms = job_ms(interval_allowance(g, out))
-        jobs = short_jobs(2, ms) + short_jobs(4, ms, init_ms="0")
-        eq(heavy.wait(), 0, "the sampled process's exit")
-        eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-800:]})")
-        with open(out) as f:
-            text = f.read()
-    finally:
-        for p in (heavy, g):
-            if p:
-                p.kill()
+    text, jobs = short_jobs_beside_heavy("gp-budget-slowarm-", dict(ENV, GPUPROBE_TEST_ARM_MS="150"), 2, 4)
     fin = gp.final(text, "cudatrace")
     b = budget_record(text)
     check(b["sampled_periods"] > 0, f"the heavy process was sampled: {b['sampled_periods']} periods")
