@@ -311,34 +311,25 @@ static int compact(const long long *offsets, const __u64 *cookies, int n, __u64 
 	return cnt;
 }
 
-/* Tests: every attach of a window takes this many ms longer, its probes going in one at a
- * time over them (a loaded machine: under ASan at load 20 an attach took 6.3 s, longer than
- * the process's life, while the probes already in caught its calls as strays). 0: none. */
-static unsigned test_attach_ms(void)
+/* Tests: every attach of a window takes GPUPROBE_TEST_ATTACH_MS ms longer, its probes going
+ * in one at a time over them (a loaded machine: under ASan at load 20 an attach took 6.3 s,
+ * longer than the process's life, while the probes already in caught its calls as strays);
+ * a process's own arming (fresh_arm) GPUPROBE_TEST_ARM_MS longer, its events one at a time
+ * (as under QEMU's TCG, where 32 took 66-73 ms). 0: none. */
+static unsigned test_ms(const char *var)
 {
-	const char *e = getenv("GPUPROBE_TEST_ATTACH_MS");
+	const char *e = getenv(var);
 	long v = e ? strtol(e, NULL, 10) : 0;
 
 	return v > 0 && v < 60000 ? (unsigned)v : 0;
 }
 
-static void test_attach_pause(int parts)
+static void test_pause(const char *var, int parts)
 {
-	unsigned ms = test_attach_ms();
+	unsigned ms = test_ms(var);
 
 	if (ms && parts > 0)
 		usleep((useconds_t)(ms * 1000ULL / (unsigned)parts));
-}
-
-/* Tests: GPUPROBE_TEST_ARM_MS, a process's own arming (fresh_arm) that many ms slower in
- * all, its events one at a time (as under QEMU's TCG, where 32 took 66-73 ms). */
-static void test_arm_pause(int parts)
-{
-	const char *e = getenv("GPUPROBE_TEST_ARM_MS");
-	long v = e ? strtol(e, NULL, 10) : 0;
-
-	if (v > 0 && v < 60000 && parts > 0)
-		usleep((useconds_t)(v * 1000 / parts));
 }
 
 /* A slow attach's strays, timed (the comment above stray_calls_of) */
@@ -368,7 +359,7 @@ static int group_arm(struct gp_budget *b, struct group *g, bool *first)
 		int fd;
 
 		if (g->armed[i] < 0) {
-			test_attach_pause(g->nue);
+			test_pause("GPUPROBE_TEST_ATTACH_MS", g->nue);
 			before_probe(b, first);
 		}
 		fd = g->armed[i] >= 0 ? g->armed[i] : uevent__arm(g->ue[i], g->pid);
@@ -389,7 +380,7 @@ static int group_attach(struct gp_budget *b, struct group *g, bool *first)
 	if (!b->multi)
 		return group_arm(b, g, first);
 	if (g->fd_enter < 0 && g->n) {
-		test_attach_pause(2);
+		test_pause("GPUPROBE_TEST_ATTACH_MS", 2);
 		before_probe(b, first);
 		fd = attach__multi_fd(g->enter, g->path, g->offs, g->cookies, g->n, g->pid, false);
 		if (fd < 0)
@@ -398,7 +389,7 @@ static int group_attach(struct gp_budget *b, struct group *g, bool *first)
 		attach_poll(b);
 	}
 	if (g->fd_leave < 0 && g->leave >= 0 && g->nr) {
-		test_attach_pause(2);
+		test_pause("GPUPROBE_TEST_ATTACH_MS", 2);
 		fd = attach__multi_fd(g->leave, g->path, g->roffs, g->rcookies, g->nr, g->pid, true);
 		if (fd < 0)
 			return fd;
@@ -790,7 +781,7 @@ static void fresh_arm(struct gp_budget *b, size_t i, uint64_t now)
 		for (int k = 0; k < b->groups[g].nue && !r; k++) {
 			int fd;
 
-			test_arm_pause(total);
+			test_pause("GPUPROBE_TEST_ARM_MS", total);
 			fd = uevent__arm(b->groups[g].ue[k], f->pid);
 			if (fd < 0) {
 				r = fd;
@@ -1339,6 +1330,13 @@ static double least_fraction(struct gp_budget *b, double T, bool *over, bool *fi
 	return f;
 }
 
+/* The least share of a T-second sampled period a's probes take: its least window at its
+ * share of a window in probes, its strays, and the probes never sampled. */
+static double least_share(const struct account *a, double T)
+{
+	return (a->rho * GP_MIN_WINDOW_S + a->stray_s) / T + a->fixed;
+}
+
 /* What the next period must be for every process to keep its budget (links are shared):
  * GP_PERIOD_S (500 ms), longer when a process's strays need it, or when the window its
  * share allows would be under GP_MIN_WINDOW_S (2 ms). Called with b->acc held. */
@@ -1393,7 +1391,7 @@ static void plan(struct gp_budget *b, struct plan *p)
 		if (!a->fresh)
 			continue;
 		if (a->fixed > b->pct / 100 ||
-		    (!in_allowance(b, i, 0) && (a->rho * GP_MIN_WINDOW_S + a->stray_s) / T + a->fixed > b->pct / 100))
+		    (!in_allowance(b, i, 0) && least_share(a, T) > b->pct / 100))
 			p->past = true;
 	}
 	p->period_s = T;
@@ -1425,7 +1423,7 @@ static void floor_say(struct gp_budget *b, uint32_t pid, struct floor *f)
  * budget all the same), said once (floor_say). Called with b->acc held. */
 static void budget_floor(struct gp_budget *b, struct account *a, double T)
 {
-	double least = (a->rho * GP_MIN_WINDOW_S + a->stray_s) / T + a->fixed;
+	double least = least_share(a, T);
 	bool o;
 
 	if (least <= b->target)
