@@ -628,9 +628,12 @@ static __always_inline int count_launch(void *ctx, const struct launch *l)
 		goto timed; /* the call itself is timed like any launch call */
 	else
 		k.gen = launch_gen(l->hot, tgid, img, l->handle, &named);
-	bump_launch(&k);
+	/* the stub first: user space reads the count from the table at any time, and holds an
+	 * unnamed kernel's series back only while a record that may name it is unread
+	 * (cudatrace.h, enum ct_await) */
 	if (!named)
 		sample_unnamed(ctx, tgid, l->handle);
+	bump_launch(&k);
 timed:
 	if (measure_latency) {
 		h = hist_of(tgid, GP_HIST_LAUNCH);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "core/events.h"
@@ -55,6 +56,9 @@ struct source {
 	int map_fd;
 	struct sub h[MAX_SUBSCRIBERS];
 	int nr_h;
+	/* the ring's consumer and producer positions, their pages mapped read-only (the BPF
+	 * ring buffer's layout: consumer page, then producer page; NULL: not mapped) */
+	const unsigned long *cons, *prod;
 };
 
 struct gp_events {
@@ -167,11 +171,37 @@ void gp_events__free(struct gp_events *ev)
 {
 	if (!ev)
 		return;
-	for (int i = 0; i < ev->nr_src; i++)
+	for (int i = 0; i < ev->nr_src; i++) {
+		long pg = sysconf(_SC_PAGESIZE);
+
 		ring_buffer__free(ev->src[i].rb);
+		if (ev->src[i].cons)
+			munmap((void *)ev->src[i].cons, (size_t)pg);
+		if (ev->src[i].prod)
+			munmap((void *)ev->src[i].prod, (size_t)pg);
+	}
 	if (ev->epfd >= 0)
 		close(ev->epfd);
 	free(ev);
+}
+
+/* s's positions, mapped read-only beside libbpf's own mappings (gp_events__unread); none
+ * where the kernel refuses (the reads then say nothing). */
+static void map_positions(struct source *s)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	void *c = mmap(NULL, (size_t)pg, PROT_READ, MAP_SHARED, s->map_fd, 0);
+	void *p = mmap(NULL, (size_t)pg, PROT_READ, MAP_SHARED, s->map_fd, pg);
+
+	if (c == MAP_FAILED || p == MAP_FAILED) {
+		if (c != MAP_FAILED)
+			munmap(c, (size_t)pg);
+		if (p != MAP_FAILED)
+			munmap(p, (size_t)pg);
+		return;
+	}
+	s->cons = c;
+	s->prod = p;
 }
 
 int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h)
@@ -213,8 +243,20 @@ int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h
 		s->rb = NULL;
 		return r;
 	}
+	map_positions(s);
 	ev->nr_src++;
 	return 0;
+}
+
+bool gp_events__unread(const struct gp_events *ev)
+{
+	for (int i = 0; i < ev->nr_src; i++) {
+		const struct source *s = &ev->src[i];
+
+		if (s->cons && s->prod && __atomic_load_n(s->prod, __ATOMIC_ACQUIRE) != __atomic_load_n(s->cons, __ATOMIC_ACQUIRE))
+			return true;
+	}
+	return false;
 }
 
 /* Reads every ring, each in turn from ev->next, until they are empty or budget_ns has

@@ -103,6 +103,9 @@ int gp_events__drain(struct gp_events *ev);
 int gp_events__drain_for(struct gp_events *ev, int ms);
 /* The last read yielded with records left in a buffer: read again without waiting. */
 bool gp_events__more(const struct gp_events *ev);
+/* A ring holds records not read yet, now (its producer ahead of its consumer): also those
+ * that came after the last read, which most records do without a wake-up. */
+bool gp_events__unread(const struct gp_events *ev);
 /* An fd that polls readable when a record that wakes waits, or a ring is half full
  * (ring_buffer__epoll_fd; most records come without a wake-up: drain on a timer too); -1
  * if none. */

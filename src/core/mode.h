@@ -133,13 +133,10 @@ struct gp_snap_env {
 	/* pid's calls before the probes not seen (src/lib/unseen.h); NULL: none */
 	const struct gp_unseen *(*unseen)(const void *run, uint32_t pid);
 	const void *run;
-	/* records were left unread when it was taken (the reader is behind, and has been for
-	 * under GP_NAMES_PENDING_S): a kernel's name record may still come after its launches,
-	 * which are read from the maps (the daemon holds back unnamed kernels' series) */
-	bool names_pending;
 };
 
-#define GP_NAMES_PENDING_S 10 /* the longest the daemon holds unnamed kernels back */
+/* the longest a reap waits for records a reader behind has not read yet (run.c) */
+#define GP_NAMES_PENDING_S 10
 
 static inline bool gp_env_verbose(const struct gp_snap_env *env)
 {

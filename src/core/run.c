@@ -559,7 +559,6 @@ const struct gp_snap_env *gp_run__env(struct gp_run *run)
 		.lineage = env_lineage,
 		.unseen = env_unseen,
 		.run = run,
-		.names_pending = behind && now - run->caught_up_ns < GP_NAMES_PENDING_S * 1000000000ULL,
 	};
 	return &run->env;
 }
@@ -669,8 +668,9 @@ void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
 	 * in QEMU, 256 of 1,000 were) */
 	run->behind = gp_events__more(run->events) && !run->end_ns;
 	/* behind its records (for under GP_NAMES_PENDING_S): a process that exited after they
-	 * were last read up may still have records there (a kernel's name the daemon holds its
-	 * launches back for, gp_snap_env.names_pending): kept until they are read. Only a
+	 * were last read up may still have records there (its exit's, its memory's; a kernel
+	 * held back for its name keeps its process itself, cudatrace__reap): kept until they
+	 * are read. Only a
 	 * time cutoff is moved: a GP_REAP_SEQ one releases exactly what a report listed
 	 * exited, and read as a time it would release processes no report had listed yet */
 	if (run->behind && run->caught_up_ns && !(cutoff_ns & GP_REAP_SEQ(0)) &&

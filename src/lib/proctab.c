@@ -226,6 +226,13 @@ size_t proctab__list(struct proctab *t, void ***out)
 void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
 		   void (*before_free)(void *rctx, void *p), void *rctx)
 {
+	proctab__reap_held(t, keep_pid, before_ns, NULL, before_free, rctx);
+}
+
+void proctab__reap_held(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
+			bool (*held)(void *rctx, const void *p), void (*before_free)(void *rctx, void *p),
+			void *rctx)
+{
 	bool by_seq = before_ns & GP_REAP_SEQ(0);
 	size_t kept = 0;
 
@@ -236,7 +243,7 @@ void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
 		 * reader behind by more than the daemon's second read it only now, in the reap's
 		 * own drain, and no render has counted what came since the last (else 24 of
 		 * a churn process's 102 allocations lost, every drop counter 0) */
-		if ((keep_pid && e->pid == keep_pid) ||
+		if ((keep_pid && e->pid == keep_pid) || (held && held(rctx, e->p)) ||
 		    (by_seq ? e->seq >= (before_ns & ~GP_REAP_SEQ(0)) :
 			      e->exit_ns >= before_ns || e->handled_ns >= before_ns)) {
 			t->exited[kept++] = *e;

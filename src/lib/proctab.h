@@ -59,6 +59,11 @@ size_t proctab__list(struct proctab *t, void ***out);
  * when given, runs first for each. */
 void proctab__reap(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
 		   void (*before_free)(void *rctx, void *p), void *rctx);
+/* The same, keeping too the records for which held(rctx, p) says so (a later reap
+ * releases them once it no longer does). */
+void proctab__reap_held(struct proctab *t, uint32_t keep_pid, uint64_t before_ns,
+			bool (*held)(void *rctx, const void *p), void (*before_free)(void *rctx, void *p),
+			void *rctx);
 
 /*
  * How many exits every table has handled so far. A report lists what was handled before

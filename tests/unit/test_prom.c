@@ -1162,6 +1162,141 @@ cleanup:
 	prom_store__free(st);
 }
 
+static size_t records(struct cudatrace *ct)
+{
+	struct ct_proc **v;
+
+	return cudatrace__procs(ct, &v);
+}
+
+/* One render of a launch table holding pid's count of handle under gen, read while records
+ * were (unread) or were not still unread in the ring buffers. */
+static char *held_render(struct prom_store *st, struct cudatrace *ct, struct ct_snap *s, uint32_t pid, uint32_t gen,
+			 uint64_t handle, uint64_t count, bool unread, uint64_t now)
+{
+	const struct gp_snap *snaps[1];
+
+	cudatrace__snapshot_begin(ct);
+	launch(ct, pid, GP_LAUNCH_KERNEL, gen, handle, count);
+	cudatrace__set_unread(ct, unread);
+	cudatrace__snapshot_end(ct, now);
+	snaps[0] = ct_snap(s, ct, 20);
+	return render_at(CT, snaps, 1, 1e-6, st, now);
+}
+
+/* The daemon's launch over-count: a kernel's launches are read from the table before the
+ * record that names it (its naming's, sent before the launch was counted), and a scrape
+ * that came between served them under kernel="unknown", which the named series then counted
+ * again. While that record is unread the series is held back, and its process is not
+ * reaped even once listed exited (a whole short job's launches were lost so); once read,
+ * the named series has them, once. A record that never comes (lost: nothing left unread)
+ * holds nothing back, nor does one for more than CT_HOLD_S. */
+static void test_unnamed_held_until_its_record(void)
+{
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	struct cudatrace *ct = cudatrace__new();
+	struct gp_exit_event ex = { .type = GP_EV_EXIT, .pid = GONE_PID, .ts_ns = 5, .comm = "trainer" };
+	const char *fam = "gpuprobe_cuda_kernel_launches_total";
+	const uint64_t s1 = 1000000000ULL;
+	struct ct_snap s = { 0 };
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(ct && st, "aggregator, store"))
+		goto cleanup;
+	out = held_render(st, ct, &s, GONE_PID, 7, 0x700, 500, true, 1 * s1);
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), -1, "no unknown series while its name record is unread"))
+		goto cleanup;
+	cudatrace__on_exit(ct, &ex);
+	free(out);
+	out = held_render(st, ct, &s, GONE_PID, 7, 0x700, 500, true, 2 * s1);
+	if (!ASSERT_TRUE(out != NULL, "rendered after the exit") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), -1, "still none, listed exited"))
+		goto cleanup;
+	cudatrace__reap(ct, UINT64_MAX, 0, NULL, NULL);
+	if (!ASSERT_EQ(records(ct), 1, "not reaped while held back"))
+		goto cleanup;
+	name_kernel(ct, GONE_PID, 7, 0x700, "k");
+	free(out);
+	out = held_render(st, ct, &s, GONE_PID, 7, 0x700, 500, true, 3 * s1); /* other records unread */
+	if (!ASSERT_TRUE(out != NULL, "rendered once named") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"k\""), 500, "every launch under its name") ||
+	    !ASSERT_EQ(family_sum(out, fam, NULL), 500, "and nowhere else"))
+		goto cleanup;
+	cudatrace__reap(ct, UINT64_MAX, 0, NULL, NULL);
+	if (!ASSERT_EQ(records(ct), 0, "reaped once served"))
+		goto cleanup;
+	/* a naming whose record never came: nothing unread, served as unknown at once */
+	free(out);
+	out = held_render(st, ct, &s, GONE_PID - 1, 9, 0x900, 300, false, 4 * s1);
+	if (!ASSERT_TRUE(out != NULL, "rendered, nothing unread") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), 300, "a lost record holds nothing back"))
+		goto cleanup;
+	/* records unread all along (a busy node): held back CT_HOLD_S at most */
+	free(out);
+	out = held_render(st, ct, &s, GONE_PID - 2, 11, 0xb00, 200, true, 5 * s1);
+	if (!ASSERT_TRUE(out != NULL, "rendered, held") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), 300, "held back (the lost one's alone)"))
+		goto cleanup;
+	free(out);
+	out = held_render(st, ct, &s, GONE_PID - 2, 11, 0xb00, 200, true, (6 + CT_HOLD_S) * s1);
+	if (!ASSERT_TRUE(out != NULL, "rendered, held too long") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), 300 + 200, "served once held CT_HOLD_S"))
+		goto cleanup;
+cleanup:
+	free(out);
+	ct_snap_free(&s);
+	cudatrace__free(ct);
+	prom_store__free(st);
+}
+
+/* The same for a kernel named before the attach: its first launch's stub record (sent before
+ * that launch is counted) may name it; held back until read. */
+static void test_unnamed_held_until_its_stub(void)
+{
+	const struct gp_snap *snaps[1];
+	struct prom_store_opts o = { .retention_ns = UINT64_MAX };
+	struct prom_store *st = prom_store__new(&o);
+	struct cudatrace *ct = cudatrace__new();
+	const char *fam = "gpuprobe_cuda_kernel_launches_total";
+	struct ct_snap s = { 0 };
+	char *out = NULL;
+
+	if (!ASSERT_TRUE(ct && st, "aggregator, store"))
+		goto cleanup;
+	out = held_render(st, ct, &s, GONE_PID, 0, 0xc00, 40, true, 1);
+	if (!ASSERT_TRUE(out != NULL, "rendered") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), -1, "held back while its stub is unread"))
+		goto cleanup;
+	cudatrace__on_stub(ct, GONE_PID, 0, 0xc00);
+	cudatrace__on_host_name(ct, GONE_PID, 0, 0xc00, "gemm");
+	free(out);
+	out = held_render(st, ct, &s, GONE_PID, 0, 0xc00, 40, true, 2);
+	if (!ASSERT_TRUE(out != NULL, "rendered once read") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"gemm\""), 40, "named by its stub") ||
+	    !ASSERT_EQ(family_sum(out, fam, NULL), 40, "and nowhere else"))
+		goto cleanup;
+	/* a stub read that names nothing: unknown, though other records are unread */
+	cudatrace__on_stub(ct, GONE_PID, 0, 0xd00);
+	free(out);
+	cudatrace__snapshot_begin(ct);
+	launch(ct, GONE_PID, GP_LAUNCH_KERNEL, 0, 0xc00, 40); /* the table keeps the first */
+	launch(ct, GONE_PID, GP_LAUNCH_KERNEL, 0, 0xd00, 7);
+	cudatrace__set_unread(ct, true);
+	cudatrace__snapshot_end(ct, 3);
+	snaps[0] = ct_snap(&s, ct, 20);
+	out = render_at(CT, snaps, 1, 1e-6, st, 3);
+	if (!ASSERT_TRUE(out != NULL, "rendered, stub read") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), 7, "unknown once its stub is read"))
+		goto cleanup;
+cleanup:
+	free(out);
+	ct_snap_free(&s);
+	cudatrace__free(ct);
+	prom_store__free(st);
+}
+
 /* A process that renamed itself just before its exit (setproctitle, prctl): its running
  * record was named "trainer", its exit record says "worker", no record of its PID runs any
  * more. Its launches count once (an estimate family: before, the exited record found no
@@ -1547,6 +1682,8 @@ int main(int argc, char **argv)
 	RUN_TEST(test_reused_pid_same_counts_counted_twice);
 	RUN_TEST(test_unnamed_launches_counted_once);
 	RUN_TEST(test_unnamed_waits_for_its_name);
+	RUN_TEST(test_unnamed_held_until_its_record);
+	RUN_TEST(test_unnamed_held_until_its_stub);
 	RUN_TEST(test_estimate_renamed_before_exit_once);
 	RUN_TEST(test_memleak_unnamed_waits_for_its_name);
 	RUN_TEST(test_exec_same_pid_counted_once);

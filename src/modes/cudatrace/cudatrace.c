@@ -20,6 +20,7 @@ struct cudatrace {
 	void *take_ctx;
 	ct_resolve_fn resolve;  /* a name from memory for a handle made before the attach */
 	void *resolve_ctx;
+	bool unread;            /* records unread at this snapshot (cudatrace__set_unread) */
 };
 _Static_assert(offsetof(struct cudatrace, procs) == 0, "proctab__new_owner: the table first");
 
@@ -52,6 +53,7 @@ static void fini_proc(void *ctx, void *v)
 	u64map__free_all(p->names, NULL);
 	u64map__free_all(p->host_names, NULL);
 	u64map__free_all(p->mem_names, NULL);
+	u64map__free(p->stubs); /* values are markers */
 	ct_gstore__free(p->gs);
 	free(p->acc);
 	u64map__free(p->acc_idx);
@@ -66,9 +68,10 @@ static int init_proc(void *v, uint32_t pid)
 	p->names = u64map__new();
 	p->host_names = u64map__new();
 	p->mem_names = u64map__new();
+	p->stubs = u64map__new();
 	p->acc_idx = u64map__new();
 	p->retired = u64map__new();
-	return p->names && p->host_names && p->mem_names && p->acc_idx && p->retired ? 0 : -ENOMEM;
+	return p->names && p->host_names && p->mem_names && p->stubs && p->acc_idx && p->retired ? 0 : -ENOMEM;
 }
 
 static const struct proctab_ops proc_ops = { sizeof(struct ct_proc), init_proc, fini_proc };
@@ -149,10 +152,10 @@ void cudatrace__on_name(struct cudatrace *ct, const struct gp_name_event *e)
 	snprintf(p->comm, sizeof(p->comm), "%.*s", GP_COMM_LEN - 1, e->comm);
 	p->unnamed = p->unnamed && !p->comm[0];
 	snprintf(raw, sizeof(raw), "%.*s", GP_NAME_LEN, e->name);
-	if (!raw[0])
-		return;
-	symbolize__demangle(raw, buf, sizeof(buf));
-	put_name(p->names, e->gen, buf);
+	buf[0] = '\0';
+	if (raw[0])
+		symbolize__demangle(raw, buf, sizeof(buf));
+	put_name(p->names, e->gen, buf); /* "" : read, no name (the naming's record came) */
 }
 
 void cudatrace__on_host_name(struct cudatrace *ct, uint32_t pid, uint32_t img, uint64_t handle,
@@ -162,6 +165,14 @@ void cudatrace__on_host_name(struct cudatrace *ct, uint32_t pid, uint32_t img, u
 
 	if (p && name && *name)
 		put_name(p->host_names, handle, name);
+}
+
+void cudatrace__on_stub(struct cudatrace *ct, uint32_t pid, uint32_t img, uint64_t handle)
+{
+	struct ct_proc *p = proc_of(ct, pid, img);
+
+	if (p && !u64map__get(p->stubs, handle))
+		u64map__put(p->stubs, handle, p); /* a marker: any non-NULL value */
 }
 
 void cudatrace__on_exit(struct cudatrace *ct, const struct gp_exit_event *e)
@@ -216,8 +227,10 @@ const char *cudatrace__name_of(struct ct_proc *p, uint64_t handle, uint32_t gen,
 	const char *n;
 
 	*source = CT_NAME_DRIVER;
-	if (gen)
-		return u64map__get(p->names, gen); /* NULL if its name record was lost */
+	if (gen) { /* NULL if its name record was lost, or is unread */
+		n = u64map__get(p->names, gen);
+		return n && *n ? n : NULL;
+	}
 	*source = CT_NAME_HOST;
 	n = u64map__get(p->host_names, handle);
 	if (n)
@@ -280,6 +293,19 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
+/* What may still name an unnamed launch of handle under gen (why: try_resolve's answer):
+ * its naming's record while unread (gen: BPF sends it before the naming is used), its
+ * first launch's stub while unread (sent before that launch is counted), or a launch's
+ * return (a name read from memory waits for one). */
+static enum ct_await awaits(const struct ct_proc *p, uint64_t handle, uint32_t gen, int why)
+{
+	if (gen)
+		return u64map__get(p->names, gen) ? CT_AWAIT_NONE : CT_AWAIT_RECORD;
+	if (why == -EAGAIN)
+		return CT_AWAIT_VERIFY;
+	return u64map__get(p->stubs, handle) ? CT_AWAIT_NONE : CT_AWAIT_RECORD;
+}
+
 /* The row of a kernel (by name) and shape, made when absent; NULL when out of memory. */
 static struct ct_shape *kernel_row(struct ct_proc *p, uint64_t handle, uint32_t gen, const uint32_t grid[3],
 				   const uint32_t block[3], struct ct_kernel **kout)
@@ -318,6 +344,8 @@ static struct ct_shape *kernel_row(struct ct_proc *p, uint64_t handle, uint32_t 
 		kern->handle = handle;
 		p->nr_kernels++;
 	}
+	if (src == CT_NAME_NONE && !kern->await)
+		kern->await = awaits(p, handle, gen, why);
 	*kout = kern;
 	for (size_t i = 0; i < kern->nr_shapes && !sh; i++)
 		if (!memcmp(kern->shapes[i].grid, grid, sizeof(kern->shapes[i].grid)) &&
@@ -483,6 +511,37 @@ static void finish(struct ct_proc *p, uint64_t start_ns, uint64_t now_ns, bool r
 	p->prev_ns = now_ns;
 }
 
+void cudatrace__set_unread(struct cudatrace *ct, bool unread)
+{
+	ct->unread = unread;
+}
+
+/* Which of p's unnamed kernels the daemon holds back now: those awaiting a record while
+ * records are unread, or a launch's return; none once p has held some back for CT_HOLD_S
+ * running (a record lost, a handle never verified: served as unknown from then on). */
+static void hold(struct ct_proc *p, bool unread, uint64_t now_ns)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < p->nr_kernels; i++) {
+		struct ct_kernel *k = &p->kernels[i];
+
+		k->held = k->source == CT_NAME_NONE && !k->no_layout && !k->unread &&
+			  (k->await == CT_AWAIT_VERIFY || (k->await == CT_AWAIT_RECORD && unread));
+		any |= k->held;
+	}
+	if (!any) {
+		p->held_ns = 0;
+		p->holding = false;
+		return;
+	}
+	if (!p->held_ns)
+		p->held_ns = now_ns ? now_ns : 1;
+	p->holding = now_ns - p->held_ns < CT_HOLD_S * 1000000000ULL;
+	for (size_t i = 0; i < p->nr_kernels && !p->holding; i++)
+		p->kernels[i].held = false;
+}
+
 static void snapshot_end(struct cudatrace *ct, uint64_t now_ns, bool rates)
 {
 	struct ct_proc **v;
@@ -491,8 +550,10 @@ static void snapshot_end(struct cudatrace *ct, uint64_t now_ns, bool rates)
 	ct->last_ns = now_ns;
 	for (size_t i = 0; i < n; i++) {
 		add_kept(v[i]);
+		hold(v[i], ct->unread, now_ns);
 		finish(v[i], ct->start_ns, now_ns, rates);
 	}
+	ct->unread = false;
 }
 
 void cudatrace__snapshot_end(struct cudatrace *ct, uint64_t now_ns)
@@ -556,12 +617,22 @@ void cudatrace__sweep(struct cudatrace *ct, uint64_t now_ns)
 	proctab__sweep(ct->procs, gone, &s);
 }
 
+/* A process whose unnamed kernels the last snapshot held back stays until a snapshot
+ * serves them (named, or CT_HOLD_S passed): released now, its launches would be served by
+ * no report (a whole short job's, when its name record was read after the report that
+ * listed it exited). */
+static bool holding(void *rctx, const void *v)
+{
+	(void)rctx;
+	return ((const struct ct_proc *)v)->holding;
+}
+
 void cudatrace__reap(struct cudatrace *ct, uint64_t cutoff_ns, uint32_t keep_pid,
 		     void (*forget)(void *ctx, uint32_t pid, const uint32_t *img), void *ctx)
 {
 	struct forget_ctx f = { .ct = ct, .forget = forget, .ctx = ctx };
 
-	proctab__reap(ct->procs, keep_pid, cutoff_ns, before_free, &f);
+	proctab__reap_held(ct->procs, keep_pid, cutoff_ns, holding, before_free, &f);
 }
 
 /* "func+0x1a (lib)" -> "func" */

@@ -29,12 +29,26 @@ enum ct_name_source {
 	CT_NAME_MEMORY = 3, /* read from the process's memory through a learned layout (midname.h) */
 };
 
+/* What may still name an unnamed kernel. Its launches are read from the BPF table, its
+ * names from records that BPF submits before the launch that needs them is counted (its
+ * naming's GP_EV_NAME, its first launch's GP_EV_STUB), so while a record is unread a
+ * kernel counted now may be named by it; and a name read from memory is used only once a
+ * launch of the handle returned (verified). */
+enum ct_await {
+	CT_AWAIT_NONE = 0,
+	CT_AWAIT_RECORD, /* its naming's record, or its stub's, not read yet */
+	CT_AWAIT_VERIFY, /* no launch of the handle has returned yet */
+};
+
 struct ct_kernel {
 	char *name;
 	enum ct_name_source source;
 	bool no_layout;  /* unnamed: no layout learned for its libcuda build and kind (midname.h) */
 	bool unread;     /* unnamed: its process went before its name was read, and the copy of
 			  * its object made at its first launch lacked it (midname.h) */
+	enum ct_await await; /* unnamed: what may still name it (cudatrace__set_unread) */
+	bool held;       /* unnamed, and a record or check may still name it: the daemon holds
+			  * its series back (a series once served never goes) */
 	uint64_t handle; /* the first handle seen under this name */
 	uint64_t launches, captured, graph_executed; /* as in struct ct_shape */
 	struct ct_shape *shapes; /* sorted, most frequent first */
@@ -64,6 +78,9 @@ struct ct_proc {
 	struct u64map *names;      /* naming generation -> name (see gp_name_event) */
 	struct u64map *host_names; /* handle -> name from the host stub */
 	struct u64map *mem_names;  /* handle -> name read from memory ("" : checked, none) */
+	struct u64map *stubs;      /* handles whose GP_EV_STUB record was read */
+	uint64_t held_ns;          /* the first snapshot of a run of them that held kernels back */
+	bool holding;              /* the last snapshot held kernels back: not reaped */
 	struct cudatrace *ct;
 	struct ct_gstore *gs;      /* its CUDA graphs (graphs.h), made at its first graph record */
 	struct ct_acc *acc;        /* captured and retired graph-executed counts */
@@ -101,6 +118,8 @@ void cudatrace__set_take(struct cudatrace *ct, ct_take_fn take, void *ctx);
 /* A name for an unnamed handle, found on its launch stack (see cudatrace__stub_name). */
 void cudatrace__on_host_name(struct cudatrace *ct, uint32_t pid, uint32_t img, uint64_t handle,
 			     const char *name);
+/* The GP_EV_STUB record of handle's first launch was read (before any name it gives). */
+void cudatrace__on_stub(struct cudatrace *ct, uint32_t pid, uint32_t img, uint64_t handle);
 void cudatrace__on_exit(struct cudatrace *ct, const struct gp_exit_event *e);
 /* pid replaced its image (GP_EV_EXEC): the old image's record ends; true if there was one. */
 bool cudatrace__on_exec(struct cudatrace *ct, const struct gp_proc_event *e);
@@ -111,6 +130,12 @@ void cudatrace__set_start(struct cudatrace *ct, uint64_t start_ns);
 void cudatrace__snapshot_begin(struct cudatrace *ct);
 void cudatrace__add_launch(struct cudatrace *ct, const struct gp_launch_key *k, uint64_t count);
 void cudatrace__set_hist(struct cudatrace *ct, const struct gp_hist_key *k, const struct gp_hist *h);
+/* Whether records were still unread once the tables were (events.h: gp_events__more or
+ * gp_events__unread, asked after the launches were read): an unnamed kernel awaiting a
+ * record is then held back (ct_kernel.held), a process for CT_HOLD_S at most. Set before
+ * cudatrace__snapshot_end; false (the default) holds back only those awaiting a check. */
+void cudatrace__set_unread(struct cudatrace *ct, bool unread);
+#define CT_HOLD_S 10 /* the longest a process's unnamed kernels are held back */
 void cudatrace__snapshot_end(struct cudatrace *ct, uint64_t now_ns);
 /* The same without moving the launch rates' window (a look at the probe hits between two
  * reports: the next report's launches/s still covers the time since the previous one). */

@@ -743,6 +743,7 @@ static void h_stub(void *ctx, const struct gp_stub_event *e)
 	struct procpin *pin = symbolizer__pin(m->run->sym);
 	struct mn_copy c;
 
+	cudatrace__on_stub(m->ct, e->pid, e->img, e->handle);
 	/* its exit may be read first (another ring): keep what naming needs while it lives */
 	if (pin && n && !procpin__taken_ns(pin, (int)e->pid))
 		procpin__take(pin, (int)e->pid, e->stack[0]);
@@ -842,6 +843,10 @@ static void read_maps(struct ct_mode *m, bool rates, uint64_t now_ns)
 		k = next;
 		prev = &k;
 	}
+	/* asked after the launches were read: a record a counted launch awaits was submitted
+	 * before it, and is unread if and only if a buffer still holds records */
+	cudatrace__set_unread(m->ct, m->run->events &&
+				     (gp_events__more(m->run->events) || gp_events__unread(m->run->events)));
 	prev = NULL;
 	while (!bpf_map_get_next_key(hfd, prev, &hnext)) {
 		if (!bpf_map_lookup_elem(hfd, &hnext, &h))

@@ -366,19 +366,19 @@ void ct_report__json(json_object *o, const struct gp_snap *hdr)
  * (--max-kernel-series, the rest under kernel="other"). Unnamed handles are one name,
  * "unknown": their handle values differ in every process. */
 static void kernel_series(struct prom_out *p, const struct ct_proc *cp, const struct gp_snap_pid *pp,
-			  const struct ct_sampled *smp, const struct gp_snap_env *env)
+			  const struct ct_sampled *smp)
 {
 	for (size_t i = 0; i < cp->nr_kernels; i++) {
 		const struct ct_kernel *k = &cp->kernels[i];
 		bool unnamed = k->source == CT_NAME_NONE || !k->name;
 		const char *kv[] = { "kernel", unnamed ? "unknown" : k->name, NULL };
 
-		/* Launches are read from the maps, names from the records: with records still
-		 * unread, a kernel not yet named may be named by one of them, and a series once
-		 * written never goes (kernel="unknown" would keep launches its name's series
-		 * counts again). Held back until the records are read up, GP_NAMES_PENDING_S at
-		 * most; the process's own launch counters carry them meanwhile. */
-		if (unnamed && !k->no_layout && !k->unread && env && env->names_pending)
+		/* Launches are read from the maps, names from the records: a kernel not yet
+		 * named may be named by a record still unread, and a series once written never
+		 * goes (kernel="unknown" would keep launches its name's series counts again).
+		 * Held back while so (ct_kernel.held, CT_HOLD_S at most); the process's own
+		 * launch counters carry them meanwhile. */
+		if (k->held)
 			continue;
 
 		prom__u64(p, "gpuprobe_cuda_kernel_launches_total", pp, kv, ct_sampled__count(smp, k->launches));
@@ -473,7 +473,7 @@ int ct_report__prom(struct prom_out *p, const struct gp_snap *hdr)
 		const struct ct_sampled *smp = sampled_of(s, i), *cnt = s->counted ? &s->counted[i] : smp;
 
 		/* counters: the settled estimate, never ahead of the calls; gauges: the latest */
-		kernel_series(p, cp, pp, cnt, s->hdr.env);
+		kernel_series(p, cp, pp, cnt);
 		launch_bounds(p, cp, pp, cnt);
 		prom__u64(p, "gpuprobe_cuda_graph_launches_total", pp, NULL, ct_sampled__count(cnt, cp->graph_launches));
 		prom__u64(p, "gpuprobe_cuda_sync_calls_total", pp, NULL, ct_sampled__count(cnt, sync->count));
