@@ -52,18 +52,17 @@ static void print_hi(const char *key, const struct gp_sampling *s)
 int main(int argc, char **argv)
 {
 	char line[4096];
-	bool trace = false, no_sigma = false, no_span = false, no_in = false;
+	bool trace = false, no_sigma = false, no_span = false;
 
 	for (int i = 1; i < argc; i++) {
 		trace |= !strcmp(argv[i], "-v");
 		no_sigma |= !strcmp(argv[i], "--no-sigma"); /* as if no window said how it slept */
 		no_span |= !strcmp(argv[i], "--no-span");   /* as if no slow attach's strays were timed */
-		no_in |= !strcmp(argv[i], "--no-in");       /* as if no launch were timed in a window */
 	}
 
 	while (fgets(line, sizeof(line), stdin)) {
 		char *p = strstr(line, "budget: acct ");
-		double v[20];
+		double v[18];
 		unsigned pid;
 		int off = 0, k;
 		struct gp_account *a;
@@ -78,21 +77,17 @@ int main(int argc, char **argv)
 			gp_account__begin(a, v[0]);
 		else if (sscanf(p, "trim %lf", &v[0]) == 1)
 			gp_account__trim(a, v[0]);
-		else if ((k = sscanf(p, "period %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf",
+		else if ((k = sscanf(p, "period %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf",
 				     &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10],
-				     &v[11], &v[12], &v[13], &v[14], &v[15], &v[16], &v[17], &v[18], &v[19])) >= 8) {
+				     &v[11], &v[12], &v[13], &v[14], &v[15], &v[16], &v[17])) >= 8) {
 			/* n stray T on act cpu_T cost price [gaps gap_s sleep_s head busy head_s
-			 * [stray_calls [span_n span_from span_to [in_calls in_min_s]]]] */
+			 * [stray_calls [span_n span_from span_to]]] */
 			struct gp_window w = { .n = v[0], .stray = v[1], .T = v[2], .on = v[3], .act = v[4], .cpu_T = v[5],
 					       .busy = -1, .head_s = -1 };
 
 			if (k >= 15)
 				w.stray_calls = v[14];
-			if (k == 20 && !no_in) {
-				w.in_calls = v[18];
-				w.in_min_s = v[19];
-			}
-			if (k >= 18 && !no_span) {
+			if (k == 18 && !no_span) {
 				w.span_n = v[15];
 				w.span_from = v[16];
 				w.span_to = v[17];

@@ -176,28 +176,6 @@ static __always_inline bool gp_sampled_hit(__u32 tgid)
 	return open;
 }
 
-/* A counted launch of tgid returned d ns after its entry's program ran: its body, the entry
- * trap's way out and the return trap's way in (src/lib/sampling.c, "in the call"); the
- * least such time is kept (a launch that waited for room in the GPU's queue, or for a CPU,
- * took longer, not its traps). Its own slot only. A plain compare and store: two threads
- * racing may keep the larger of their times, an upper bound all the same. */
-static __always_inline void gp_sampled_span(__u32 tgid, __u64 d)
-{
-	__u32 i = tgid & (GP_HIT_SLOTS - 1);
-	struct gp_hit_slot *s;
-	__u64 m;
-
-	if (!gp_count_hits)
-		return;
-	s = bpf_map_lookup_elem(&gp_hits, &i);
-	if (!s || s->pid != tgid)
-		return;
-	__sync_fetch_and_add(&s->in_calls, 1);
-	m = *(volatile __u64 *)&s->in_min_ns;
-	if (!m || d < m)
-		*(volatile __u64 *)&s->in_min_ns = d ? d : 1;
-}
-
 /* tgid entered cuInit (a priced hit): until it returns it makes no other call. */
 static __always_inline void gp_init_begin(__u32 tgid)
 {

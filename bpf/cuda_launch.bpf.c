@@ -742,8 +742,6 @@ static __always_inline int timed_leave(struct pt_regs *ctx)
 
 		bpf_map_update_elem(&verified, &vk, &one, BPF_NOEXIST);
 	}
-	if (c->hist == GP_HIST_LAUNCH)
-		gp_sampled_span(id >> 32, d);
 	gp_inflight_done(&calls, 0, id, c);
 	if (!h)
 		return 0;

@@ -117,10 +117,6 @@ struct gp_hit_slot {
 	__u64 first_ns;  /* bpf_ktime_get_ns() of its first counted hit since the budget cleared
 			  * it (as it arms the process alone): where a late-armed job's seen part
 			  * begins (src/core/budget.c, fresh_seen) */
-	__u64 in_calls;  /* counted launches timed from their entry's program to their return's */
-	__u64 in_min_ns; /* (gp_sampled_span), the least of those times since the budget last
-			  * took it (0: none): a call's body and a trap's way out and in, which
-			  * bound what a counted call costs the process (src/lib/sampling.c) */
 };
 
 /* A gap between two counted hits longer than this, unless one thread took both in one

@@ -107,7 +107,6 @@ struct thread_stat {
  * the thread slept in, and the hits before a window's first sleep. */
 struct gap_counts {
 	uint64_t gaps, gap_ns, sleep_ns, head, stray_calls;
-	uint64_t in_calls, in_min_ns; /* counted launches timed, and the least time (gp_sampled_span) */
 	uint64_t slept_ns; /* when it last first slept in a window (not a count) */
 };
 
@@ -1006,8 +1005,6 @@ static void read_gaps(struct gp_hit_slot *h, struct gap_counts *g)
 	g->sleep_ns = __atomic_load_n(&h->sleep_ns, __ATOMIC_RELAXED);
 	g->head = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
 	g->stray_calls = __atomic_load_n(&h->stray_calls, __ATOMIC_RELAXED);
-	g->in_calls = __atomic_load_n(&h->in_calls, __ATOMIC_RELAXED);
-	g->in_min_ns = __atomic_load_n(&h->in_min_ns, __ATOMIC_RELAXED);
 	g->slept_ns = __atomic_load_n(&h->slept_ns, __ATOMIC_RELAXED);
 }
 
@@ -1021,8 +1018,6 @@ static void gaps_since(struct gap_counts *last, const struct gap_counts *now, st
 	w->sleep_s = now->sleep_ns >= last->sleep_ns ? (double)(now->sleep_ns - last->sleep_ns) * 1e-9 : 0;
 	w->head = now->head >= last->head ? (double)(now->head - last->head) : 0;
 	w->stray_calls = now->stray_calls >= last->stray_calls ? (double)(now->stray_calls - last->stray_calls) : 0;
-	w->in_calls = now->in_calls >= last->in_calls ? (double)(now->in_calls - last->in_calls) : 0;
-	w->in_min_s = w->in_calls ? (double)now->in_min_ns * 1e-9 : 0; /* since the last snapshot */
 	if (w->sleep_s > w->gap_s)
 		w->sleep_s = w->gap_s;
 	if (w->head > w->n)
@@ -1173,8 +1168,6 @@ static void take_snapshot(struct gp_budget *b)
 		b->snap_fixed[i] = __atomic_load_n(&b->hits[i].fixed, __ATOMIC_RELAXED);
 		b->snap_active[i] = __atomic_load_n(&b->hits[i].active_ns, __ATOMIC_RELAXED);
 		read_gaps(&b->hits[i], &b->snap_gap[i]);
-		/* the least time in a call is per period: taken, and begun again */
-		b->snap_gap[i].in_min_ns = __atomic_exchange_n(&b->hits[i].in_min_ns, 0, __ATOMIC_RELAXED);
 	}
 }
 
@@ -1205,9 +1198,9 @@ static void acct_begin(struct gp_account *a, uint32_t pid, double lead)
 static void acct_period(struct gp_account *a, uint32_t pid, const struct gp_window *w, double cost, double price)
 {
 	gp_log(GP_LOG_DEBUG,
-	       "budget: acct %u period %.0f %.9g %.9g %.9g %.9g %.9g %.9g %.9g %.0f %.9g %.9g %.0f %.4g %.9g %.0f %.0f %.9g %.9g %.0f %.9g",
+	       "budget: acct %u period %.0f %.9g %.9g %.9g %.9g %.9g %.9g %.9g %.0f %.9g %.9g %.0f %.4g %.9g %.0f %.0f %.9g %.9g",
 	       pid, w->n, w->stray, w->T, w->on, w->act, w->cpu_T, cost, price, w->gaps, w->gap_s, w->sleep_s, w->head,
-	       w->busy, w->head_s, w->stray_calls, w->span_n, w->span_from, w->span_to, w->in_calls, w->in_min_s);
+	       w->busy, w->head_s, w->stray_calls, w->span_n, w->span_from, w->span_to);
 	gp_account__window(a, w, cost, price);
 }
 
@@ -1254,8 +1247,6 @@ static void end_account(struct gp_budget *b, size_t i, uint64_t now, bool free_s
 		__atomic_store_n(&b->hits[i].sleep_ns, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].head, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].stray_calls, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&b->hits[i].in_calls, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&b->hits[i].in_min_ns, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].first_ns, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].last_tid, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->hits[i].last_ns, 0, __ATOMIC_RELAXED);

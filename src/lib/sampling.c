@@ -25,34 +25,6 @@
  * models. */
 #define COST_SPREAD 2.5
 
-/*
- * In the call. A counted launch is timed from its entry's program to its return's (the
- * launch latency, bpf/budget.bpf.h's gp_sampled_span): the call's own body, the entry
- * trap's way back to the process and the return trap's way in; the least of a period's
- * (one that waited for room in the GPU's queue or for a CPU took longer, not its traps). A
- * hit's way in and out cost about alike (the trap, then the return from it), so the traps
- * of a counted call cost at most twice that time, and the call at most that plus its
- * programs (the calibrated price holds them): where that passes COST_SPREAD x the price,
- * the interval's upper end takes it. Under QEMU's TCG a counted call cost the process 2-15x
- * its calibrated price (6.1 arm64: 134.7 us a call in the window against 8.5 us of CPU a
- * launch unprobed, a call priced 13-30 us), and an upper end at 2.5x missed the count
- * (250,800 launches outside [19,909, 208,601] on 6.1 and 6.12 x86-64). A call's body only
- * makes the bound higher (wider, never wrong). Fewer than IN_CALLS_MIN timed: not used. The
- * estimate stays on the calibrated models: a window cannot tell how much of that time is
- * the body.
- */
-#define IN_CALLS_MIN 8
-
-static double wide_price(double cost, const struct gp_window *w)
-{
-	double p = cost * COST_SPREAD, in;
-
-	if (w->in_calls < IN_CALLS_MIN || w->in_min_s <= 0)
-		return p;
-	in = cost + 2 * w->in_min_s;
-	return in > p ? in : p;
-}
-
 /* An unseen part of u seconds longer than the step model holds (sampling.h, GP_MAX_UNSEEN_S):
  * no upper end. */
 static void long_unseen(struct gp_account *a, double u)
@@ -88,7 +60,7 @@ static double call_bound(double n, double on, double busy)
  * between calls, where in the window it was behind and did not) gets the calls its own CPU
  * time paid for, not the window's pace. */
 static void window_rates(double n, double on, double cpu_on, double sigma, double head, double head_s,
-			 double cost, double wide_cost, struct gp_rates *r)
+			 double cost, struct gp_rates *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->sigma = sigma;
@@ -104,10 +76,10 @@ static void window_rates(double n, double on, double cpu_on, double sigma, doubl
 	if (sigma >= 0 && head_s >= 0 && head_s < 0.9 * on && n >= head + 8 && (n - head) / (on - head_s) < r->pace)
 		r->clean = (n - head) / (on - head_s);
 	r->hi = call_bound(n, on, n * cost);
-	r->wide = call_bound(n, on, n * wide_cost);
+	r->wide = call_bound(n, on, n * cost * COST_SPREAD);
 	if (cpu_on > 0 && n > 0) {
 		r->qhi = call_bound(n, cpu_on, n * cost);
-		r->qwide = call_bound(n, cpu_on, n * wide_cost);
+		r->qwide = call_bound(n, cpu_on, n * cost * COST_SPREAD);
 		r->q0 = n / cpu_on;
 	}
 }
@@ -582,7 +554,7 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	} else {
 		cpu_T = -1;
 	}
-	window_rates(n, on, cpu_on, sigma, w->head, w->head_s, cost, wide_price(cost, w), &r);
+	window_rates(n, on, cpu_on, sigma, w->head, w->head_s, cost, &r);
 	r.beta = bound_weight(sigma, w->busy);
 	carried(a, w, n, &r);
 	/* An exact period's calls per CPU second, where no sampled window measured them yet: what
@@ -594,7 +566,7 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	if (on >= T && n > 0 && w->cpu_T > 0 && (a->q_last.qhi <= 0 || a->q_exact)) {
 		struct gp_rates q;
 
-		window_rates(n, on, w->cpu_T, sigma, w->head, w->head_s, cost, wide_price(cost, w), &q);
+		window_rates(n, on, w->cpu_T, sigma, w->head, w->head_s, cost, &q);
 		a->q_last.qhi = q.qhi;
 		a->q_last.qwide = q.qwide;
 		a->q_last.q0 = q.q0;

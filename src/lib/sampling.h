@@ -160,8 +160,6 @@ struct gp_window {
 			   * they went in (strays, part of stray_calls), between span_from and
 			   * span_to seconds from the period's start (0: none measured) */
 	double span_from, span_to;
-	double in_calls;  /* counted launches of the window timed from entry to return ... */
-	double in_min_s;  /* ... and the least such time (sampling.c, "in the call"; 0: none) */
 };
 /* The same, with a hit priced at cost in the call-bound model and at price in the time in
  * probes; how often the process slept between its calls in the window moves the estimate

@@ -355,39 +355,6 @@ static void test_bound_by_its_cpu(void)
 	printf("#   estimate %.2fx the count (the geometric mean: %.2fx)\n", s.estimate / truth, s0.estimate / truth);
 }
 
-/* A counted call far dearer than its price (6.1 under QEMU's TCG: 134.7 us a call in the
- * window, priced 13.7, against 8.5 us of CPU a launch unprobed): the upper end at
- * COST_SPREAD x the price missed the count. Its launches, timed from entry to return (the
- * least 63 us: half the traps), bound what a call costs, and the upper end holds it; without
- * them, it missed. The estimate stays on the calibrated price. */
-static void test_dear_call_bounded_by_its_time_in_the_call(void)
-{
-	const double w = 8.5e-6, real = 126.2e-6, priced = 13.7e-6, Tp = 0.5, on = 0.01;
-	struct gp_account a = { 0 }, old = { 0 };
-	struct gp_sampling s, s0;
-	double truth = 0;
-
-	for (int i = 0; i < 12; i++) {
-		double n = floor(on / (w + real)), cpu = Tp;
-		struct gp_window win = { .n = n, .T = Tp, .on = on, .act = on, .cpu_T = cpu, .gaps = n - 1,
-					 .gap_s = on, .sleep_s = 0, .head = n, .head_s = -1, .busy = 1,
-					 .in_calls = n, .in_min_s = real / 2 };
-		struct gp_window none = win;
-
-		none.in_calls = none.in_min_s = 0;
-		gp_account__window(&a, &win, priced, priced);
-		gp_account__window(&old, &none, priced, priced);
-		truth += n + (cpu - on) / w;
-	}
-	if (!ASSERT_TRUE(gp_account__sampling(&a, &s) && gp_account__sampling(&old, &s0), "sampled"))
-		return;
-	ASSERT_TRUE(s.lo <= truth && (s.unbounded || truth <= s.hi), "the truth within the interval");
-	ASSERT_TRUE(!s0.unbounded && s0.hi < truth, "without the calls' time: the upper end under the count");
-	ASSERT_TRUE(s.estimate == s0.estimate, "the estimate unmoved");
-	printf("#   count %.0f: [%.0f, %.0f] (without the calls' time: [%.0f, %.0f]), estimate %.2fx\n", truth, s.lo,
-	       s.unbounded ? -1 : s.hi, s0.lo, s0.hi, s.estimate / truth);
-}
-
 /* A paced loop (100 000 calls/s, 1.5 us of CPU a call, a hit 2.6 us) that the links going in
  * put 60 calls behind before each 3-ms window: it catches up back to back at the window's
  * start (244 000/s), then sleeps between calls. Its windows read 120 000/s: the paced model
@@ -1315,7 +1282,6 @@ int main(int argc, char **argv)
 	RUN_TEST(test_strays_cost);
 	RUN_TEST(test_hit_dearer_than_calibrated);
 	RUN_TEST(test_bound_by_its_cpu);
-	RUN_TEST(test_dear_call_bounded_by_its_time_in_the_call);
 	RUN_TEST(test_paced_caught_up_in_the_window);
 	RUN_TEST(test_cannot_say_keeps_the_geometric_mean);
 	RUN_TEST(test_strays_are_calls);
