@@ -283,6 +283,38 @@ cleanup:
 	proctab__free(t);
 }
 
+static bool hold_even(void *rctx, const void *p)
+{
+	(void)rctx;
+	return ((const struct rec *)p)->pid % 2 == 0;
+}
+
+/* A record its owner holds (cudatrace: kernels held back for their names) stays through a
+ * reap that lists it, by exit order or by time, and goes at a later one once not held. */
+static void test_reap_held(void)
+{
+	struct proctab *t = proctab__new(&rec_ops, NULL);
+	void **v;
+
+	freed = 0;
+	for (uint32_t pid = 1; pid <= 4; pid++) {
+		proctab__get(t, pid);
+		proctab__exit(t, pid, pid);
+	}
+	proctab__reap_held(t, 0, GP_REAP_SEQ(proctab__exits()), hold_even, NULL, NULL);
+	if (!ASSERT_EQ(freed, 2, "the two not held released") || !ASSERT_EQ(proctab__list(t, &v), 2, "two held"))
+		goto cleanup;
+	if (!ASSERT_TRUE(((struct rec *)v[0])->pid % 2 == 0 && ((struct rec *)v[1])->pid % 2 == 0, "the held ones"))
+		goto cleanup;
+	proctab__reap_held(t, 0, UINT64_MAX, hold_even, NULL, NULL);
+	if (!ASSERT_EQ(freed, 2, "still held, by time too"))
+		goto cleanup;
+	proctab__reap(t, 0, GP_REAP_SEQ(proctab__exits()), NULL, NULL);
+	ASSERT_EQ(freed, 4, "released once not held");
+cleanup:
+	proctab__free(t);
+}
+
 static int gone_calls;
 
 static void on_gone(void *ctx, uint32_t pid)
@@ -350,6 +382,7 @@ int main(void)
 	RUN_TEST(test_reap_keep_and_cutoff);
 	RUN_TEST(test_reap_handled_late);
 	RUN_TEST(test_reap_by_exit_order);
+	RUN_TEST(test_reap_held);
 	RUN_TEST(test_sweep_grace);
 	RUN_TEST(test_sweep_takes_every_gone_process);
 	return unit_done();
