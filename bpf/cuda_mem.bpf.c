@@ -70,6 +70,21 @@ struct {
 	__type(value, __u8);
 } procs SEC(".maps");
 
+/* GP_EV_PIN records (gpuprobe.h): one per process, at its first allocation call with stacks
+ * on, read before the run's ring. pin_sent says which processes sent theirs (an LRU: a
+ * process that falls out sends another, which user space takes as a refresh). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 16);
+} pins SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u8);
+} pin_sent SEC(".maps");
+
 /* A struct pending is too big for the 512-byte BPF stack: build it here. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -82,6 +97,26 @@ __u64 drops[GP_DROP__COUNT];
 __u64 ok_calls[GP_API__COUNT];
 
 #define count_drop(what) gp_count_drop(drops, what)
+
+/* The first allocation call of process tgid with stacks on: a GP_EV_PIN record, with a
+ * wake-up. One that finds the small ring full is sent at the next call (nothing is lost
+ * but promptness: the first stack record keeps what naming needs too, later). */
+static __always_inline void send_pin(__u32 tgid)
+{
+	struct gp_pin_event *e;
+	__u8 one = 1;
+
+	if (bpf_map_lookup_elem(&pin_sent, &tgid) || bpf_map_update_elem(&pin_sent, &tgid, &one, BPF_NOEXIST))
+		return;
+	e = bpf_ringbuf_reserve(&pins, sizeof(*e), 0);
+	if (!e) {
+		bpf_map_delete_elem(&pin_sent, &tgid);
+		return;
+	}
+	e->type = GP_EV_PIN;
+	e->pid = tgid;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
 
 /* code objects' copies follow the stack record that names them and precede the call's
  * allocation record, in the same ring (user space names the Python frames at the latter) */
@@ -182,6 +217,8 @@ static __always_inline int enter(struct pt_regs *ctx, __u32 shape, __u32 api, __
 		p->size = a1;
 		break;
 	}
+	if (stack_mode != GP_STACKS_NONE && (shape == GP_LAYOUT_ALLOC || shape == GP_LAYOUT_PITCH || shape == GP_LAYOUT_GALLOC))
+		send_pin(id >> 32);
 	if (stack_mode == GP_STACKS_FP && (shape == GP_LAYOUT_ALLOC || shape == GP_LAYOUT_PITCH || shape == GP_LAYOUT_GALLOC)) {
 		n = gp_entry_user_stack(ctx, p->stack);
 		if (n < 0) {
@@ -346,8 +383,13 @@ int mem_leave(struct pt_regs *ctx)
 SEC("raw_tp/sched_process_exit")
 int mem_proc_exit(void *ctx)
 {
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+
 	/* a thread that dies inside a call gives its place back */
 	gp_inflight_exit(&pending, 0);
+	if ((__u32)id == tgid) /* its leader: a later process of its PID sends its own */
+		bpf_map_delete_elem(&pin_sent, &tgid);
 	if (!gp_on_exit(NULL, &procs, &events))
 		count_drop(GP_DROP_RINGBUF);
 	return 0;

@@ -57,6 +57,9 @@ enum gp_event_type {
 	GP_EV_PYLINES = 23, /* a further chunk of that line table (struct gp_pylines_event) */
 	GP_EV_NAMECOPY = 24, /* --cudatrace: a named handle's object, to learn its kind's layout
 			      * from (struct gp_namecopy_event) */
+	GP_EV_PIN = 25,  /* --memleak with stacks: a process's first allocation call, on a ring
+			  * of its own that the reader takes before the others (struct
+			  * gp_pin_event) */
 };
 
 /* A process gpuprobe follows (the tree of a command, -p --tree, --comm, --cgroup): the
@@ -240,6 +243,16 @@ struct gp_dlopen_event {
 	__u32 held;  /* 1: a libcuda is the newest object and the process was stopped
 		      * (SIGSTOP) until user space probes it and sends SIGCONT */
 	__u32 _pad;
+};
+
+/* GP_EV_PIN: what naming a process's frames needs is to be kept now, while it surely lives
+ * (src/core/ustack.c, pin): its first allocation call was just made. Its own small ring
+ * (cuda_mem.bpf.c's `pins`), read first: a reader behind on the run's ring (a flood of
+ * other processes' records) would otherwise reach the process's first stack after it was
+ * gone, and name none of its frames. */
+struct gp_pin_event {
+	__u32 type; /* GP_EV_PIN */
+	__u32 pid;
 };
 
 #endif /* GPUPROBE_H */

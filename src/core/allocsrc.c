@@ -86,6 +86,11 @@ void allocsrc__want_stacks(struct allocsrc *as, int mode, uint32_t bytes, bool p
 	bpf_map__set_max_entries(as->skel->maps.gp_py_seen, mode == GP_STACKS_COPY && python ? 16384 : 1);
 }
 
+int allocsrc__pins_fd(const struct allocsrc *as)
+{
+	return as && as->skel->rodata->stack_mode != GP_STACKS_NONE ? bpf_map__fd(as->skel->maps.pins) : -1;
+}
+
 int allocsrc__py_map_fd(const struct allocsrc *as)
 {
 	return as && as->skel->rodata->stack_mode == GP_STACKS_COPY && as->skel->rodata->py_frames ?

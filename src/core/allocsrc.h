@@ -26,6 +26,9 @@ int allocsrc__open(struct allocsrc **out, const struct objshare *share, char *er
 void allocsrc__want_stacks(struct allocsrc *as, int mode, uint32_t bytes, bool python);
 /* The BPF map of CPython processes (tgid -> struct gp_py_proc) after the load, or -1. */
 int allocsrc__py_map_fd(const struct allocsrc *as);
+/* The GP_EV_PIN ring (bpf/gpuprobe.h) when stacks are taken, else -1: its subscriber reads
+ * it first (gp_events__add_first). */
+int allocsrc__pins_fd(const struct allocsrc *as);
 int allocsrc__load(struct allocsrc *as, char *err, size_t len);
 /* Probes on one libcuda file (links into links; pid: the uprobes' own filter, -1 none). */
 int allocsrc__attach(struct allocsrc *as, struct attach_set *links, const char *lib, int pid, char *err,

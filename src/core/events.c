@@ -59,6 +59,8 @@ struct source {
 	/* the ring's consumer and producer positions, their pages mapped read-only (the BPF
 	 * ring buffer's layout: consumer page, then producer page; NULL: not mapped) */
 	const unsigned long *cons, *prod;
+	bool first; /* read before the others; a read of another yields once it holds records
+		     * (gp_events__add_first) */
 };
 
 struct gp_events {
@@ -73,7 +75,13 @@ struct gp_events {
 	bool more;         /* records were left by the last read: the next one does not wait */
 	uint64_t handled, malformed;
 	unsigned int test_record_us; /* tests: each record read takes this long (a reader behind) */
+	int first_left; /* records the rings read first may still take in this read */
 };
+
+/* The most records the rings read first take in one read: a flood of them (a user starting
+ * thousands of allocating processes, each a GP_EV_PIN whose handler opens the process's
+ * files) must leave the other rings their turn; the rest wait for the next read. */
+#define FIRST_MAX 4
 
 /* h's (type, handler) pairs by type into *out; -EINVAL for an unknown type or one twice. */
 static int compile(const struct gp_handlers *h, struct sub *out)
@@ -130,6 +138,21 @@ int gp_events__dispatch(struct gp_events *ev, const struct gp_handlers *h, const
 	return 0;
 }
 
+/* Whether a ring read first holds records not read yet. */
+static bool first_waiting(const struct gp_events *ev)
+{
+	if (ev->first_left <= 0)
+		return false;
+	for (int i = 0; i < ev->nr_src; i++) {
+		const struct source *s = &ev->src[i];
+
+		if (s->first && s->cons && s->prod &&
+		    __atomic_load_n(s->prod, __ATOMIC_ACQUIRE) != __atomic_load_n(s->cons, __ATOMIC_ACQUIRE))
+			return true;
+	}
+	return false;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct source *s = ctx;
@@ -145,6 +168,14 @@ static int on_record(void *ctx, void *data, size_t size)
 	}
 	if (s->ev->test_record_us)
 		usleep(s->ev->test_record_us);
+	/* a ring read first had its share of this read: the others' turn */
+	if (s->first && --s->ev->first_left <= 0)
+		return -EAGAIN;
+	/* a record that must be read first came: this read yields to it */
+	if (!s->first && first_waiting(s->ev)) {
+		s->ev->yielded = true;
+		return -EAGAIN;
+	}
 	/* a bad record must not stop the drain; the deadline or a stop does (libbpf has
 	 * consumed this record already: a negative return only ends the read) */
 	if ((s->ev->stop && *s->ev->stop) || (s->ev->deadline && gp_mono_ns() >= s->ev->deadline)) {
@@ -248,6 +279,16 @@ int gp_events__add(struct gp_events *ev, int map_fd, const struct gp_handlers *h
 	return 0;
 }
 
+int gp_events__add_first(struct gp_events *ev, int map_fd, const struct gp_handlers *h)
+{
+	int r = gp_events__add(ev, map_fd, h);
+
+	for (int i = 0; !r && i < ev->nr_src; i++)
+		if (ev->src[i].map_fd == map_fd)
+			ev->src[i].first = true;
+	return r;
+}
+
 bool gp_events__unread(const struct gp_events *ev)
 {
 	for (int i = 0; i < ev->nr_src; i++) {
@@ -273,9 +314,28 @@ static int consume(struct gp_events *ev, uint64_t budget_ns)
 		return 0;
 	}
 	ev->deadline = budget_ns ? gp_mono_ns() + budget_ns : 0;
+	ev->first_left = FIRST_MAX;
+	/* the rings read first (FIRST_MAX records at most), then the others in turn */
+	for (int i = 0; i < ev->nr_src && !r; i++) {
+		if (!ev->src[i].first)
+			continue;
+		r = ring_buffer__consume(ev->src[i].rb);
+		if (r < 0 && ev->yielded) {
+			ev->more = true;
+			ev->deadline = 0;
+			return (int)(ev->handled + ev->malformed - before);
+		}
+		if (r == -EAGAIN && ev->first_left <= 0) { /* its share taken: records may be left */
+			ev->more = true;
+			r = 0;
+		}
+		r = r < 0 ? r : 0;
+	}
 	for (int k = 0; k < ev->nr_src && !r; k++) {
 		int i = (ev->next + k) % ev->nr_src;
 
+		if (ev->src[i].first)
+			continue;
 		r = ring_buffer__consume(ev->src[i].rb);
 		if (r < 0 && ev->yielded) {
 			ev->more = true;

@@ -39,7 +39,8 @@
 	X(GP_EV_STACK, gp_stack_event)           \
 	X(GP_EV_PYCODE, gp_pycode_event)         \
 	X(GP_EV_PYLINES, gp_pylines_event)       \
-	X(GP_EV_NAMECOPY, gp_namecopy_event)
+	X(GP_EV_NAMECOPY, gp_namecopy_event)     \
+	X(GP_EV_PIN, gp_pin_event)
 
 /* each type's handler: gp_on_GP_EV_ALLOC_fn takes a const struct gp_alloc_event *, ... */
 #define GP_REC_DECLARE(ev, st) struct st; typedef void gp_on_##ev##_fn(void *ctx, const struct st *rec);
@@ -101,6 +102,10 @@ int gp_events__drain(struct gp_events *ev);
 /* The same for at most ms (0: until the buffers are empty: only once the probes are
  * gone, or a fast producer keeps it reading). */
 int gp_events__drain_for(struct gp_events *ev, int ms);
+/* The same for a ring whose records must be read promptly whatever the others hold: each
+ * read takes it first, and a read of another yields (gp_events__more) once it holds a
+ * record. */
+int gp_events__add_first(struct gp_events *ev, int map_fd, const struct gp_handlers *h);
 /* The last read yielded with records left in a buffer: read again without waiting. */
 bool gp_events__more(const struct gp_events *ev);
 /* A ring holds records not read yet, now (its producer ahead of its consumer): also those

@@ -24,6 +24,7 @@
 #define SWEEP_NS (5ull * 1000000000) /* between two sweeps of exited processes */
 #define PIN_REFRESH_NS (100ull * 1000000) /* between two takes of a live process's maps */
 #define PIN_MISS_NS (2ull * 1000000)      /* the same, for a pc outside what was kept */
+#define PIN_HOLD_NS (60ull * 1000000000)  /* the longest a reader behind holds dead processes' */
 #define EVAL_FN "_PyEval_EvalFrameDefault"
 
 enum py_state { PY_UNKNOWN, PY_YES, PY_NO, PY_WAIT, PY_FAILED };
@@ -47,6 +48,7 @@ struct ustack {
 	struct pystack *ps;
 	struct procpin *pin; /* maps and files kept while processes live */
 	uint64_t next_pin_sweep_ns;
+	uint64_t behind_ns; /* since when the reader has been behind (ustack__reader_behind; 0: not) */
 	char *proc_root;
 	int py_fd;
 	struct u64map *procs; /* pid -> struct pyproc */
@@ -203,19 +205,35 @@ static void pin(struct ustack *u, uint32_t pid, const uint64_t *pcs, unsigned in
 	}
 }
 
+void ustack__pin(struct ustack *u, uint32_t pid)
+{
+	if (u && pid)
+		pin(u, pid, NULL, 0);
+}
+
+void ustack__reader_behind(struct ustack *u, bool behind)
+{
+	if (u && !behind)
+		u->behind_ns = 0;
+	else if (u && !u->behind_ns)
+		u->behind_ns = gp_mono_ns();
+}
+
 /* Processes gone for SWEEP_NS without an exit record (never allocated, or not followed):
- * what they kept goes. */
+ * what they kept goes. Not while the reader is behind (PIN_HOLD_NS at most): a process
+ * kept at its first allocation call (ustack__pin) may be gone for seconds before the
+ * reader gets to its stacks, and its exit record, which lets it go, comes after them. */
 static void sweep_pins(struct ustack *u, uint64_t now)
 {
 	int gone[256];
 	size_t n;
 
-	if (now < u->next_pin_sweep_ns)
+	if (now < u->next_pin_sweep_ns || (u->behind_ns && now - u->behind_ns < PIN_HOLD_NS))
 		return;
 	u->next_pin_sweep_ns = now + SWEEP_NS;
 	n = procpin__dead(u->pin, now, SWEEP_NS, gone, 256);
 	for (size_t i = 0; i < n; i++)
-		ustack__forget(u, (uint32_t)gone[i]);
+		ustack__forget(u, (uint32_t)gone[i], 0);
 }
 
 /* ---- CPython processes ---- */
@@ -323,23 +341,34 @@ void ustack__watch(struct ustack *u, uint32_t pid)
 		inspect(u, pid, p);
 }
 
-void ustack__exec(struct ustack *u, uint32_t pid, bool followed)
+/* pid's maps and files were kept after ts_ns (CLOCK_MONOTONIC): by a process or image that
+ * began after an event of that time, read late (ustack__pin). */
+static bool kept_since(const struct ustack *u, uint32_t pid, uint64_t ts_ns)
+{
+	uint64_t taken = procpin__taken_ns(u->pin, (int)pid);
+
+	return ts_ns && taken > ts_ns;
+}
+
+void ustack__exec(struct ustack *u, uint32_t pid, bool followed, uint64_t ts_ns)
 {
 	if (!u)
 		return;
-	ustack__forget(u, pid);
+	ustack__forget(u, pid, ts_ns);
 	if (followed || exe_is_python(u, pid))
 		ustack__watch(u, pid);
 }
 
-void ustack__fork(struct ustack *u, uint32_t parent, uint32_t child)
+void ustack__fork(struct ustack *u, uint32_t parent, uint32_t child, uint64_t ts_ns)
 {
 	struct pyproc *pp, *cp;
 
 	if (!u)
 		return;
-	/* a new process: whatever an old one of this PID kept is not its */
-	procpin__release(u->pin, (int)child);
+	/* a new process: whatever an old one of this PID kept is not its (what the child
+	 * kept itself, its first allocation's pin read before this record, is) */
+	if (!kept_since(u, child, ts_ns))
+		procpin__release(u->pin, (int)child);
 	if (u->py_fd < 0)
 		return;
 	pp = u64map__get(u->procs, parent);
@@ -380,9 +409,9 @@ size_t ustack__tick(struct ustack *u)
 	return waiting;
 }
 
-void ustack__forget(struct ustack *u, uint32_t pid)
+void ustack__forget(struct ustack *u, uint32_t pid, uint64_t ts_ns)
 {
-	if (!u)
+	if (!u || kept_since(u, pid, ts_ns))
 		return;
 	ustack__gone(u, pid);
 	procpin__release(u->pin, (int)pid);

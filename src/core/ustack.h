@@ -110,16 +110,25 @@ void ustack__free(struct ustack *u);
  * CPython now, and again at ustack__tick while its executable is a python* whose
  * libpython is not mapped yet (up to 5 s). */
 void ustack__watch(struct ustack *u, uint32_t pid);
-/* An exec: what was known of the old image goes; the new one is looked at when the
- * process is followed (a command's tree, -p --tree) or runs a python* executable. */
-void ustack__exec(struct ustack *u, uint32_t pid, bool followed);
-/* A fork: the child has the parent's interpreter at the same addresses. */
-void ustack__fork(struct ustack *u, uint32_t parent, uint32_t child);
+/* An exec at ts_ns: what was known of the old image goes; the new one is looked at when
+ * the process is followed (a command's tree, -p --tree) or runs a python* executable. */
+void ustack__exec(struct ustack *u, uint32_t pid, bool followed, uint64_t ts_ns);
+/* A fork at ts_ns: the child has the parent's interpreter at the same addresses. */
+void ustack__fork(struct ustack *u, uint32_t parent, uint32_t child, uint64_t ts_ns);
+/* Whether the reader has records left to read (gp_events__more or gp_events__unread):
+ * while it has, what dead processes kept stays (their stacks may still be unread). */
+void ustack__reader_behind(struct ustack *u, bool behind);
 /* Retries the processes still waiting for their libpython; returns how many still
  * wait (the caller ticks again within a few milliseconds while any does). */
 size_t ustack__tick(struct ustack *u);
-/* Forgets a process that exited or exec'd (its BPF entry too, what was kept for it). */
-void ustack__forget(struct ustack *u, uint32_t pid);
+/* A process just made its first allocation call (GP_EV_PIN): what naming its frames needs
+ * is kept now, while it surely lives, whatever records are still to read before its
+ * first stack's. */
+void ustack__pin(struct ustack *u, uint32_t pid);
+/* Forgets a process that exited or exec'd at ts_ns (its BPF entry too, what was kept for
+ * it). What was kept after ts_ns stays: a later image's, or a later process's of the PID
+ * (ustack__pin's records are read before the run's ring, where these events come). */
+void ustack__forget(struct ustack *u, uint32_t pid, uint64_t ts_ns);
 /* A process gone whose records may still come (they come through another ring than
  * this news): forgotten, but what was kept to name its frames stays until its exit
  * record (ustack__forget) or a few seconds. */

@@ -396,6 +396,31 @@ def test_exit_at_once_keeps_whole_stacks():
     check_leak_stack(s, "read after the exit")
 
 
+def test_exit_at_once_behind_a_flood():
+    """A reader far behind the run's ring (GPUPROBE_TEST_RECORD_US: each record read takes
+    2 ms; another process's flood of allocations, ~900 records, ahead of the program's)
+    reached the issue's program (a warm-up allocation, 300 ms of compute, three
+    allocations, two frees, exit 1 ms after the last allocation) only after it was gone,
+    and named none of its frames (one raw address). Its first allocation call now sends a
+    record on a ring of its own that the reader takes before the others (GP_EV_PIN), and
+    what naming its frames needs is kept while it lives: the leak's stack is the lingering
+    program's, read seconds after the exit."""
+    need_stack_copy("frames through -fomit-frame-pointer code")
+    _, _, rep = run_app([LEAKEXIT, "linger", "0"])
+    linger = only_stack(rep)["frames"]
+    burst = gp.app("memleak_burst")
+    cmd = ["sh", "-c", f'"{burst}" --allocs 300 && exec "{LEAKEXIT}" exit 300']
+    t0 = time.time()
+    r = gp.gpuprobe(BASE + ["-o", "-"], cmd, timeout=120 * gp.TIME_SLACK,
+                    env={"FAKECUDA_TEARDOWN_MS": "0", "GPUPROBE_TEST_RECORD_US": "2000"})
+    eq(r.returncode, 0, r.stderr[-800:])
+    rep = final(r.stdout)
+    s = only_stack(rep, "leakexit")
+    print(f"#   read {time.time() - t0:.1f} s; the leak: {[func(f) for f in s['frames']]}", flush=True)
+    eq(unnamed_as_file(s["frames"]), unnamed_as_file(linger), "behind a flood, exit at once: the lingering process's frames")
+    check_leak_stack(s, "behind a flood")
+
+
 def test_library_loaded_after_the_first_stack():
     """A library dlopen'ed after the process's first stack (what was kept then lacks it):
     the leak through it is followed and named while the process lives, and what is kept

@@ -243,7 +243,7 @@ static void h_exit(void *ctx, const struct gp_exit_event *e)
 	struct ml_proc *p = memleak__on_exit(m->ml, e);
 
 	/* its maps are gone; a new process may reuse the PID */
-	ustack__forget(m->us, e->pid);
+	ustack__forget(m->us, e->pid, e->ts_ns);
 	drop_pending(m, e->pid);
 	if (p)
 		gp_run__exit_report(m->run, m, e->pid);
@@ -256,12 +256,12 @@ static void h_proc(void *ctx, const struct gp_proc_event *e)
 	struct memleak_mode *m = ctx;
 
 	if (e->type == GP_EV_FORK)
-		ustack__fork(m->us, e->ppid, e->pid);
+		ustack__fork(m->us, e->ppid, e->pid, e->ts_ns);
 	if (e->type == GP_EV_GONE) /* its stack records may still be in the allocation ring */
 		ustack__gone(m->us, e->pid);
 	if (e->type != GP_EV_EXEC)
 		return;
-	ustack__exec(m->us, e->pid, m->run->filter);
+	ustack__exec(m->us, e->pid, m->run->filter, e->ts_ns);
 	gp_events__want_tick(m->run->events, TICK_MS);
 	if (memleak__on_exec(m->ml, e))
 		gp_run__exit_report(m->run, m, e->pid);
@@ -270,7 +270,9 @@ static void h_proc(void *ctx, const struct gp_proc_event *e)
 static void h_tick(void *ctx)
 {
 	struct memleak_mode *m = ctx;
+	struct gp_events *ev = m->run->events;
 
+	ustack__reader_behind(m->us, ev && (gp_events__more(ev) || gp_events__unread(ev)));
 	gp_events__want_tick(m->run->events, ustack__tick(m->us) ? TICK_MS : READ_MS);
 }
 
@@ -285,6 +287,12 @@ static void watch_seeds(struct memleak_mode *m)
 		ustack__watch(m->us, (uint32_t)m->run->target_pid);
 	for (size_t i = 0; i < n; i++)
 		ustack__watch(m->us, pids[i]);
+}
+
+/* A process's first allocation call: what naming its frames needs, kept now. */
+static void h_pin(void *ctx, const struct gp_pin_event *e)
+{
+	ustack__pin(((struct memleak_mode *)ctx)->us, e->pid);
 }
 
 static int m_start(void *st, struct gp_run *run, char *err, size_t len)
@@ -307,6 +315,15 @@ static int m_start(void *st, struct gp_run *run, char *err, size_t len)
 		watch_seeds(m);
 	}
 	r = gp_share__start(run, NULL, &h, err, len);
+	if (!r && m->us && allocsrc__pins_fd(run->allocs) >= 0) {
+		static const struct gp_on pin_on[] = { GP_ON(GP_EV_PIN, h_pin) };
+		struct gp_handlers ph = { .ctx = st, GP_ONS(pin_on) };
+
+		/* read before the run's ring: see struct gp_pin_event */
+		r = gp_events__add_first(run->events, allocsrc__pins_fd(run->allocs), &ph);
+		if (r)
+			snprintf(err, len, "cannot read the processes' first allocations: %s", strerror(-r));
+	}
 	gp_events__want_tick(run->events, READ_MS);
 	return r;
 }
