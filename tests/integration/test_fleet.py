@@ -81,13 +81,17 @@ def own(text, cgroup, name=None):
 
 def wait_value(port, name, want, timeout=10, **labels):
     deadline = time.time() + timeout
-    got = None
+    got, text = None, ""
     while time.time() < deadline:
-        got = value(get(port)[1], name, **labels)
+        text = get(port)[1]
+        got = value(text, name, **labels)
         if got == want:
             return
         time.sleep(0.2)
-    raise gp.Failure(f"{name}{labels}: expected {want}, got {got}")
+    # the series summed, for a sum that is off (which kernel or process holds the difference)
+    lines = [l for l in text.splitlines() if l.startswith(name + "{") and
+             all(f'{k}="{v}"' in l for k, v in labels.items())]
+    raise gp.Failure(f"{name}{labels}: expected {want}, got {got}; its series: {lines[:20]}")
 
 
 class Prometheus:

@@ -10,6 +10,7 @@
  * per-process series.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1251,8 +1252,15 @@ cleanup:
 	prom_store__free(st);
 }
 
+static int no_layout(void *ctx, uint32_t pid, uint32_t img, uint64_t handle, char *buf, size_t len)
+{
+	(void)ctx, (void)pid, (void)img, (void)handle, (void)buf, (void)len;
+	return -ENODATA;
+}
+
 /* The same for a kernel named before the attach: its first launch's stub record (sent before
- * that launch is counted) may name it; held back until read. */
+ * that launch is counted) may name it; held back until read, also where no layout reads its
+ * name from memory (the stub's host frame may). */
 static void test_unnamed_held_until_its_stub(void)
 {
 	const struct gp_snap *snaps[1];
@@ -1277,6 +1285,23 @@ static void test_unnamed_held_until_its_stub(void)
 	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"gemm\""), 40, "named by its stub") ||
 	    !ASSERT_EQ(family_sum(out, fam, NULL), 40, "and nowhere else"))
 		goto cleanup;
+	/* memory cannot name one (no layout for its driver build): its stub may, by the host
+	 * frame, so it is held back too while that is unread */
+	cudatrace__set_resolve(ct, no_layout, NULL);
+	free(out);
+	out = held_render(st, ct, &s, GONE_PID - 1, 0, 0xe00, 9, true, 3);
+	if (!ASSERT_TRUE(out != NULL, "rendered, no layout") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), -1, "no layout, its stub unread: held back"))
+		goto cleanup;
+	cudatrace__on_stub(ct, GONE_PID - 1, 0, 0xe00);
+	cudatrace__on_host_name(ct, GONE_PID - 1, 0, 0xe00, "gemm");
+	free(out);
+	out = held_render(st, ct, &s, GONE_PID - 1, 0, 0xe00, 9, true, 4);
+	if (!ASSERT_TRUE(out != NULL, "rendered, stub read") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"gemm\""), 40 + 9, "named by its stub, as the other") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), -1, "nothing unknown"))
+		goto cleanup;
+	cudatrace__set_resolve(ct, NULL, NULL);
 	/* a stub read that names nothing: unknown, though other records are unread */
 	cudatrace__on_stub(ct, GONE_PID, 0, 0xd00);
 	free(out);

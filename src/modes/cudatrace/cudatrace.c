@@ -526,7 +526,9 @@ static void hold(struct ct_proc *p, bool unread, uint64_t now_ns)
 	for (size_t i = 0; i < p->nr_kernels; i++) {
 		struct ct_kernel *k = &p->kernels[i];
 
-		k->held = k->source == CT_NAME_NONE && !k->no_layout && !k->unread &&
+		/* one memory cannot name (no layout, or the process gone) may still be named by
+		 * its stub's host frame, which comes first (cudatrace__name_of) */
+		k->held = k->source == CT_NAME_NONE &&
 			  (k->await == CT_AWAIT_VERIFY || (k->await == CT_AWAIT_RECORD && unread));
 		any |= k->held;
 	}
