@@ -1258,6 +1258,12 @@ static int no_layout(void *ctx, uint32_t pid, uint32_t img, uint64_t handle, cha
 	return -ENODATA;
 }
 
+static int unverified(void *ctx, uint32_t pid, uint32_t img, uint64_t handle, char *buf, size_t len)
+{
+	(void)ctx, (void)pid, (void)img, (void)handle, (void)buf, (void)len;
+	return -EAGAIN;
+}
+
 /* The same for a kernel named before the attach: its first launch's stub record (sent before
  * that launch is counted) may name it; held back until read, also where no layout reads its
  * name from memory (the stub's host frame may). */
@@ -1301,6 +1307,20 @@ static void test_unnamed_held_until_its_stub(void)
 	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"gemm\""), 40 + 9, "named by its stub, as the other") ||
 	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), -1, "nothing unknown"))
 		goto cleanup;
+	/* no launch of it returned yet (a name from memory waits for one): held back, for
+	 * CT_VERIFY_S at most (a forged or stale handle's launches fail: never verified) */
+	cudatrace__set_resolve(ct, unverified, NULL);
+	cudatrace__on_stub(ct, GONE_PID - 2, 0, 0xf00);
+	free(out);
+	out = held_render(st, ct, &s, GONE_PID - 2, 0, 0xf00, 5, false, 1000000000ULL);
+	if (!ASSERT_TRUE(out != NULL, "rendered, unverified") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), -1, "no launch returned yet: held back"))
+		goto cleanup;
+	free(out);
+	out = held_render(st, ct, &s, GONE_PID - 2, 0, 0xf00, 5, false, (1 + CT_VERIFY_S) * 1000000000ULL);
+	if (!ASSERT_TRUE(out != NULL, "rendered, never verified") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), 5, "never verified: unknown after CT_VERIFY_S"))
+		goto cleanup;
 	cudatrace__set_resolve(ct, NULL, NULL);
 	/* a stub read that names nothing: unknown, though other records are unread */
 	cudatrace__on_stub(ct, GONE_PID, 0, 0xd00);
@@ -1313,7 +1333,7 @@ static void test_unnamed_held_until_its_stub(void)
 	snaps[0] = ct_snap(&s, ct, 20);
 	out = render_at(CT, snaps, 1, 1e-6, st, 3);
 	if (!ASSERT_TRUE(out != NULL, "rendered, stub read") ||
-	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), 7, "unknown once its stub is read"))
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), 5 + 7, "unknown once its stub is read (the unverified one's 5 beside)"))
 		goto cleanup;
 cleanup:
 	free(out);

@@ -521,7 +521,10 @@ void cudatrace__set_unread(struct cudatrace *ct, bool unread)
  * running (a record lost, a handle never verified: served as unknown from then on). */
 static void hold(struct ct_proc *p, bool unread, uint64_t now_ns)
 {
-	bool any = false;
+	/* a launch returns within microseconds, within a window under a budget (~0.5 s apart):
+	 * a handle still unverified after CT_VERIFY_S failed its launches (a forged or stale
+	 * one), and its launches are unknown for good */
+	bool verify = !p->held_ns || now_ns - p->held_ns < CT_VERIFY_S * 1000000000ULL, any = false;
 
 	for (size_t i = 0; i < p->nr_kernels; i++) {
 		struct ct_kernel *k = &p->kernels[i];
@@ -529,7 +532,7 @@ static void hold(struct ct_proc *p, bool unread, uint64_t now_ns)
 		/* one memory cannot name (no layout, or the process gone) may still be named by
 		 * its stub's host frame, which comes first (cudatrace__name_of) */
 		k->held = k->source == CT_NAME_NONE &&
-			  (k->await == CT_AWAIT_VERIFY || (k->await == CT_AWAIT_RECORD && unread));
+			  ((k->await == CT_AWAIT_VERIFY && verify) || (k->await == CT_AWAIT_RECORD && unread));
 		any |= k->held;
 	}
 	if (!any) {

@@ -135,7 +135,8 @@ void cudatrace__set_hist(struct cudatrace *ct, const struct gp_hist_key *k, cons
  * record is then held back (ct_kernel.held), a process for CT_HOLD_S at most. Set before
  * cudatrace__snapshot_end; false (the default) holds back only those awaiting a check. */
 void cudatrace__set_unread(struct cudatrace *ct, bool unread);
-#define CT_HOLD_S 10 /* the longest a process's unnamed kernels are held back */
+#define CT_HOLD_S 10  /* the longest a process's unnamed kernels are held back */
+#define CT_VERIFY_S 1 /* the longest for a launch's return (CT_AWAIT_VERIFY) */
 void cudatrace__snapshot_end(struct cudatrace *ct, uint64_t now_ns);
 /* The same without moving the launch rates' window (a look at the probe hits between two
  * reports: the next report's launches/s still covers the time since the previous one). */
