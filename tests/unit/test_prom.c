@@ -1322,6 +1322,12 @@ static void test_unnamed_held_until_its_stub(void)
 	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), 5, "never verified: unknown after CT_VERIFY_S"))
 		goto cleanup;
 	cudatrace__set_resolve(ct, NULL, NULL);
+	/* a NULL handle (launch_app's "bad" launches): no stub ever comes, nothing held */
+	free(out);
+	out = held_render(st, ct, &s, GONE_PID - 3, 0, 0, 3, true, 5);
+	if (!ASSERT_TRUE(out != NULL, "rendered, NULL handle") ||
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), 5 + 3, "a NULL handle's launches unknown at once"))
+		goto cleanup;
 	/* a stub read that names nothing: unknown, though other records are unread */
 	cudatrace__on_stub(ct, GONE_PID, 0, 0xd00);
 	free(out);
@@ -1333,7 +1339,7 @@ static void test_unnamed_held_until_its_stub(void)
 	snaps[0] = ct_snap(&s, ct, 20);
 	out = render_at(CT, snaps, 1, 1e-6, st, 3);
 	if (!ASSERT_TRUE(out != NULL, "rendered, stub read") ||
-	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), 5 + 7, "unknown once its stub is read (the unverified one's 5 beside)"))
+	    !ASSERT_EQ(family_sum(out, fam, "kernel=\"unknown\""), 5 + 3 + 7, "unknown once its stub is read (the unverified one's 5 and the NULL handle's 3 beside)"))
 		goto cleanup;
 cleanup:
 	free(out);

@@ -301,6 +301,8 @@ static enum ct_await awaits(const struct ct_proc *p, uint64_t handle, uint32_t g
 {
 	if (gen)
 		return u64map__get(p->names, gen) ? CT_AWAIT_NONE : CT_AWAIT_RECORD;
+	if (!handle) /* a NULL handle's launches fail, and BPF sends no stub of one */
+		return CT_AWAIT_NONE;
 	if (why == -EAGAIN)
 		return CT_AWAIT_VERIFY;
 	return u64map__get(p->stubs, handle) ? CT_AWAIT_NONE : CT_AWAIT_RECORD;
