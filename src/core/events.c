@@ -225,12 +225,20 @@ static void map_positions(struct source *s)
 	void *p = mmap(NULL, (size_t)pg, PROT_READ, MAP_SHARED, s->map_fd, pg);
 
 	if (c == MAP_FAILED || p == MAP_FAILED) {
+		int e = errno;
+
 		if (c != MAP_FAILED)
 			munmap(c, (size_t)pg);
 		if (p != MAP_FAILED)
 			munmap(p, (size_t)pg);
+		/* without them a record submitted after a read is not known unread: the daemon's
+		 * unnamed kernels are held back only after a read that yielded, and a ring read
+		 * first takes its turn only at each read's start */
+		gp_log(GP_LOG_WARN, "cannot map a ring buffer's positions read-only (%s): records that came after a read are not seen as unread",
+		       strerror(e));
 		return;
 	}
+	gp_log(GP_LOG_DEBUG, "ring buffer (map fd %d): its positions mapped read-only", s->map_fd);
 	s->cons = c;
 	s->prod = p;
 }
