@@ -1071,17 +1071,26 @@ static double family_sum(const char *text, const char *fam, const char *with)
 	return sum;
 }
 
-/* One render of ct's launches (the table read as a snapshot reads it: count for pid) into st. */
-static char *ct_render(struct prom_store *st, struct cudatrace *ct, struct ct_snap *s, uint32_t pid, uint64_t count,
-		       uint64_t now)
+/* One render of a launch table holding pid's count of handle under gen, read while records
+ * were (unread) or were not still unread in the ring buffers. */
+static char *held_render(struct prom_store *st, struct cudatrace *ct, struct ct_snap *s, uint32_t pid, uint32_t gen,
+			 uint64_t handle, uint64_t count, bool unread, uint64_t now)
 {
 	const struct gp_snap *snaps[1];
 
 	cudatrace__snapshot_begin(ct);
-	launch(ct, pid, GP_LAUNCH_KERNEL, 0, 0x100, count);
+	launch(ct, pid, GP_LAUNCH_KERNEL, gen, handle, count);
+	cudatrace__set_unread(ct, unread);
 	cudatrace__snapshot_end(ct, now);
 	snaps[0] = ct_snap(s, ct, 20);
 	return render_at(CT, snaps, 1, 1e-6, st, now);
+}
+
+/* One render of ct's launches (the table read as a snapshot reads it: count for pid) into st. */
+static char *ct_render(struct prom_store *st, struct cudatrace *ct, struct ct_snap *s, uint32_t pid, uint64_t count,
+		       uint64_t now)
+{
+	return held_render(st, ct, s, pid, 0, 0x100, count, false, now);
 }
 
 /* The daemon under a flood on 6.1: a process's launches found in the BPF table after it was
@@ -1170,20 +1179,6 @@ static size_t records(struct cudatrace *ct)
 	return cudatrace__procs(ct, &v);
 }
 
-/* One render of a launch table holding pid's count of handle under gen, read while records
- * were (unread) or were not still unread in the ring buffers. */
-static char *held_render(struct prom_store *st, struct cudatrace *ct, struct ct_snap *s, uint32_t pid, uint32_t gen,
-			 uint64_t handle, uint64_t count, bool unread, uint64_t now)
-{
-	const struct gp_snap *snaps[1];
-
-	cudatrace__snapshot_begin(ct);
-	launch(ct, pid, GP_LAUNCH_KERNEL, gen, handle, count);
-	cudatrace__set_unread(ct, unread);
-	cudatrace__snapshot_end(ct, now);
-	snaps[0] = ct_snap(s, ct, 20);
-	return render_at(CT, snaps, 1, 1e-6, st, now);
-}
 
 /* The daemon's launch over-count: a kernel's launches are read from the table before the
  * record that names it (its naming's, sent before the launch was counted), and a scrape
