@@ -138,6 +138,12 @@ int gp_events__dispatch(struct gp_events *ev, const struct gp_handlers *h, const
 	return 0;
 }
 
+/* Whether ring s holds records not read yet (its positions mapped; false where not). */
+static bool holds_records(const struct source *s)
+{
+	return s->cons && s->prod && __atomic_load_n(s->prod, __ATOMIC_ACQUIRE) != __atomic_load_n(s->cons, __ATOMIC_ACQUIRE);
+}
+
 /* Whether a ring read first holds records not read yet. */
 static bool first_waiting(const struct gp_events *ev)
 {
@@ -146,8 +152,7 @@ static bool first_waiting(const struct gp_events *ev)
 	for (int i = 0; i < ev->nr_src; i++) {
 		const struct source *s = &ev->src[i];
 
-		if (s->first && s->cons && s->prod &&
-		    __atomic_load_n(s->prod, __ATOMIC_ACQUIRE) != __atomic_load_n(s->cons, __ATOMIC_ACQUIRE))
+		if (s->first && holds_records(s))
 			return true;
 	}
 	return false;
@@ -302,7 +307,7 @@ bool gp_events__unread(const struct gp_events *ev)
 	for (int i = 0; i < ev->nr_src; i++) {
 		const struct source *s = &ev->src[i];
 
-		if (s->cons && s->prod && __atomic_load_n(s->prod, __ATOMIC_ACQUIRE) != __atomic_load_n(s->cons, __ATOMIC_ACQUIRE))
+		if (holds_records(s))
 			return true;
 	}
 	return false;
