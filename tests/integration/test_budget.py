@@ -470,10 +470,14 @@ def test_budget_with_pid():
         # than a period (long_unseen), or windows most of whose time went to the probes (a hit
         # dear: 8.4 us here in one run of the whole suite, where the 100000/s phase probed
         # cannot keep its pace); then, as issue 29 asks, the estimate within a factor of 2
+        # (within DEAR_BOUND where a counted call costs more than the loop's launch: a paced
+        # loop, as in test_budget_interval_coverage; arm64 under QEMU's TCG, a call priced
+        # 135 us, read it at 0.24x)
         smp = ct["sampling"]
         if hi is None and not smp.get("long_unseen"):
-            check(smp.get("unbounded") and t["launches"] / 2 <= ct["launches"] <= 2 * t["launches"],
-                  f"no upper end: the estimate {ct['launches']} within 2x of the {t['launches']} launches: {smp}")
+            bound = DEAR_BOUND if dear(budget_record(g.stdout()), t) else 2
+            check(smp.get("unbounded") and t["launches"] / bound <= ct["launches"] <= bound * t["launches"],
+                  f"no upper end: the estimate {ct['launches']} within {bound}x of the {t['launches']} launches: {smp}")
     finally:
         a.kill()
     gp.assert_nothing_attached()
@@ -1012,6 +1016,17 @@ WORK_PRICES = 3
 WORK_S = 1.4
 
 
+def cpu_a_launch(t):
+    """The workload's CPU time a launch over its run, probes and all (us)."""
+    return sum(p.get("cpu_ns", 0) for p in t["phases"]) / max(t["launches"], 1) / 1e3
+
+
+def dear(b, t):
+    """Whether a counted call, as the budget priced it (its final record b), costs more
+    than the workload's own launch (its truth t): DEAR_BOUND says what then holds."""
+    return b["call_cost_s"] * 1e6 > cpu_a_launch(t)
+
+
 def work_scaled(price_s):
     """The tight loop's row with its host work WORK_PRICES x a counted call's price."""
     spin = max(3000, int(WORK_PRICES * price_s * 1e9))
@@ -1050,7 +1065,7 @@ def test_budget_interval_coverage():
                 # time a launch over the run, probes and all
                 b = budget_record(r.stdout)
                 price = max(price or 0, b["call_cost_s"])
-                cpu = sum(p.get("cpu_ns", 0) for p in t["phases"]) / t["launches"] / 1e3
+                cpu = cpu_a_launch(t)
                 lines.append(f"{what}, {pct} %: {t['launches']} launches, estimate {est} ({est / t['launches']:.2f}x),"
                              f" [{lo}, {hi}]{'' if ok else ' MISSED'}{' (not asserted)' if bound is None else ''}"
                              f" (a hit {b['probe_hit_warm_cost_s'] * 1e6:.1f} us warm, {b['probe_hit_cost_s'] * 1e6:.1f} us cold,"
@@ -1060,7 +1075,7 @@ def test_budget_interval_coverage():
                     continue
                 held += ok
                 runs += 1
-                if b["call_cost_s"] * 1e6 > cpu:
+                if dear(b, t):
                     print(f"#   (dear: a counted call priced {b['call_cost_s'] * 1e6:.1f} us costs more than the launch's own"
                           f" {cpu:.1f} us of CPU; estimate {'within ' + str(dear_bound) + 'x' if dear_bound else 'not asserted'})",
                           flush=True)
