@@ -979,8 +979,8 @@ def test_comm_process_running_at_start_counted():
 
 
 
-# issue 29's patterns (COVERAGE_PATTERNS below). Each is known to the count: rate_app makes exactly RATE x MS / 1000 launches a
-# thread whatever it achieves. The stand-in's own 2-us paced loop (bound None) is run and
+# issue 29's patterns (COVERAGE_PATTERNS below). Each is known to the count: rate_app makes
+# exactly RATE x MS / 1000 launches a thread whatever it achieves. The stand-in's own 2-us paced loop (bound None) is run and
 # printed, not asserted: a launch there costs ~0.2 us against a probe's ~4.7, so a loop that
 # lost the CPU catches up 25 times faster than any window can see it call. On the 2-CPU
 # development machine at a load under 2 it was estimated at 0.60-1.36x its count (interval
