@@ -172,9 +172,10 @@ static void scan_rodata(Elf_Scn *scn, struct py_syms *ps)
 
 /* Symbols from .dynsym/.symtab, and (3.10) the version string in .rodata: not scanned once
  * Py_Version (3.11+) is known, which the symbol tables give first in the usual section
- * order. Debian's python3.11 has 2 MB of .rodata, and its scan took 14-25 ms of the ~30 a
- * look at a process took here: a command's interpreter, looked at when its exec record is
- * read, was then looked at after its first allocation now and then (python_unread). */
+ * order. Debian's python3.11 has 2 MB of .rodata: with its scan, finding the interpreter
+ * took 25-49 ms here, and a command's interpreter, looked at when its exec record is read,
+ * was then looked at after its first allocation now and then (python_unread); without it
+ * the whole exec record is handled in 2.2-3.6 ms. */
 static void elf_py_syms(Elf *elf, struct py_syms *ps)
 {
 	Elf_Scn *scn = NULL;
