@@ -388,6 +388,33 @@ def test_budget_keeps_the_overhead_under_it():
 
 
 @retried
+def test_budget_bursts_stay_sampled_between_windows():
+    """A process that launches in bursts (25,000 launches at up to 500,000/s, then 200 ms
+    asleep, 16 times) whose windows fall between its bursts: the budget keeps sampling it
+    while it runs. It used to see every call again after each window that saw none, and such
+    a period met the next burst at full cost until the rate check ended it (two or three
+    times a run here; on the H200 the 50:200-ms bursts spent 0.90 % of their time in probes
+    under a 1 % budget, 0.66 % once it stopped). Its count stays inside its interval."""
+    cmd = [RATE, "--phases", "500000:50,5:200", "--repeat", "16", "--spin", "1000", "--alloc-every", "0"]
+    r = gp.gpuprobe(BASE + ["--cudatrace", "--max-overhead", "1"], cmd=cmd, timeout=120 * gp.TIME_SLACK)
+    eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
+    t = truth(r.stderr)
+    ch = budget_record(r.stdout)["changes"]
+    first = next((c for c in ch if c["fraction"] < 1), None)
+    check(first is not None, f"the bursts were sampled: {ch}")
+    # until the last sleep (the process's exit may end the sampling: nothing left to sample)
+    end = t["phases"][1]["end_ns"] - 300_000_000
+    back = [c for c in ch if first["t_ns"] < c["t_ns"] < end and c["fraction"] == 1]
+    eq(back, [], f"periods with every call seen between the bursts (changes: {ch})")
+    p = final_proc(r.stdout, "cudatrace", t["pid"])
+    lo, hi = p["sampling"]["intervals"]["launches"]
+    n = t["launches"]
+    check(lo <= n and (hi is None or n <= hi), f"{n} launches outside [{lo}, {hi}]")
+    print(f"#   {n} launches in bursts: estimate {p['launches']} ({p['launches'] / n:.2f}x), [{lo}, {hi}],"
+          f" {len(ch)} changes of the sampled share, none back to every call", flush=True)
+
+
+@retried
 def test_budget_samples_naming_calls():
     """Launches that each ask for their function first (cuKernelGetFunction, as cuBLAS
     does): under a budget the naming calls are sampled with the launches, priced and not
