@@ -37,6 +37,7 @@ start=$(date +%s)
 export GP_NO_BROWSER="headless chromium under QEMU's TCG outlasts tests/tools/svg2png.sh's 90 s; the flame graph's pictures say nothing about the kernel"
 export GP_NO_CHURN_TIMING="under QEMU's TCG gpuprobe waits on the run queue behind the 20 churning processes on 2 emulated CPUs (6 s of churn on 6.1: 0.7 s on a CPU, 4.7 s runnable and waiting for one; its first stack's unwinding tables 1.5-2.3 s, 11 ms natively): the 100-ms promise is measured on real CPUs"
 export GP_TIME_SLACK=4
+export GP_NO_PRICE_MODEL="under QEMU's TCG a counted call costs the program 2-15x the price the budget calibrates (6.1 x86-64 and arm64, measured), so its windows' unprobed rates read low: the estimates' upper ends and the budget's share of the time are issue 29's, measured natively and on the H200"
 export GP_SKIP_SUITES="fakecuda-smoke=the stand-in's timing self-test, whose 30% windows emulated CPUs miss"
 if [ -n "${GP_CMD:-}" ]; then
 	# VM_CMD: one command instead of the suites, its output on the console too
