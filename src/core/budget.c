@@ -133,6 +133,7 @@ struct account {
 	struct gp_account acc;
 	double rho, stray_s; /* the last period's: share of the window in probes, strays' seconds
 			      * (of its wall time: shared by the threads that called at once) */
+	double rho_n;        /* the hits of the window its rho was measured in (keep_rate) */
 	double callers;      /* how many threads took its last period's hits at once (>= 1;
 			      * gp_window_callers) */
 	double fixed;        /* the last period's share of time in the probes never sampled */
@@ -1456,13 +1457,17 @@ static void budget_floor(struct gp_budget *b, struct account *a, double T)
  * bursts (50 ms of launches, 200 ms asleep) has windows that fall between them: at 0 the next
  * period saw every call, met the next burst at full cost until the rate check ended it (94-1,190
  * hits each, on the stand-in and on the H200), then sampled again, and again: the H200's bursts
- * ran the budget at 0.90 % of their time against the 0.35 % aimed at. Kept only where the period
- * says the process ran (on a CPU for BURST_CPU of it): a process that
- * went idle sleeps, and a slower one shows its calls in the window (200/s: ~10 in 50 ms).
+ * ran the budget at 0.90 % of their time against the 0.35 % aimed at. Kept only where the rate
+ * was measured (its window saw MIN_WINDOW_HITS calls: a burst) and the period says the process
+ * ran (on a CPU for BURST_CPU of it): a process that went idle sleeps, and a slower one shows
+ * its calls in the window (200/s: ~10 in 50 ms). A slow one whose short windows see none is
+ * not kept: measured on no window's MIN_WINDOW_HITS calls, its rate goes to 0 as before.
  */
-static bool keep_rate(const struct gp_budget *b, double rho, double n, double on, double T, double cpu_T)
+static bool keep_rate(const struct gp_budget *b, const struct account *a, double n, double on, double T,
+		      double cpu_T)
 {
-	return n <= 0 && on > 0 && on < T && rho > b->target && cpu_T > BURST_CPU * T;
+	return n <= 0 && on > 0 && on < T && a->rho > b->target && a->rho_n >= MIN_WINDOW_HITS &&
+	       cpu_T > BURST_CPU * T;
 }
 
 /*
@@ -1557,7 +1562,10 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		 * (summed, the H200's threads8 read 7-9 % of its wall time at a 1 % budget while it
 		 * ran +0.64 % slower) */
 		a->callers = Te > 0 ? gp_window_callers(&w) : 1;
-		a->rho = keep_rate(b, a->rho, n, one, Te, cpu_T) ? a->rho : one > 0 ? n * b->price / one / a->callers : 0;
+		if (!keep_rate(b, a, n, one, Te, cpu_T)) {
+			a->rho = one > 0 ? n * b->price / one / a->callers : 0;
+			a->rho_n = n;
+		}
 		a->stray_s = ns * b->price / a->callers;
 		a->fixed = T > 0 ? nf * b->fixed_price / T : 0;
 		if (a->fresh && !in_allowance(b, i, 0))
