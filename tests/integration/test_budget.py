@@ -765,6 +765,7 @@ def test_daemon_default_budget_short_jobs_exact():
         ms = min(35, int(allowance * 0.6 / 20))
         check(ms >= 5, f"exact allowance {allowance} calls: too few for a short job's 100")
         base = launch_sums(td, d.port)
+        m0 = td.get(d.port)[1]
         want = 0
         for _ in range(6):
             r = gp.run([RATE, "--phases", f"20000:{ms}", "--alloc-every", "0"], env=ENV)
@@ -772,9 +773,15 @@ def test_daemon_default_budget_short_jobs_exact():
             want += truth(r.stderr)["launches"]
         end = settled_sums(td, d.port)
         got = {k: end[k] - base[k] for k in end}
+        m1 = td.get(d.port)[1]
+        # what the budget did meanwhile, for a run that fails: processes armed for themselves
+        # (the budget sampling when a job began) and the sampled share now
+        for f in ("gpuprobe_budget_exact_processes_total", "gpuprobe_budget_windows_cut_total"):
+            got[f[len("gpuprobe_budget_"):]] = (td.value(m1, f) or 0) - (td.value(m0, f) or 0)
+        got["attached_ratio"] = td.value(m1, "gpuprobe_budget_attached_ratio")
         eq(got["counter"], want, f"launches of six short jobs ({got})")
         eq((got["seen"], got["low"], got["high"], got["unbounded"]), (want, want, want, 0),
-           "every call seen: the interval is the count")
+           f"every call seen: the interval is the count ({got})")
         eq(got["periods"], 0, "sampled periods")
         td.stop(d)
     finally:
@@ -1387,7 +1394,7 @@ def test_daemon_short_jobs_beside_a_sampled_process_exact():
         check(exact >= len(jobs), f"processes armed alone {exact} of {len(jobs)} jobs")
         eq(got["counter"], want, f"launches of five short jobs beside a sampled process ({got})")
         eq((got["seen"], got["low"], got["high"], got["unbounded"]), (want, want, want, 0),
-           "every call seen: the interval is the count")
+           f"every call seen: the interval is the count ({got})")
         td.stop(d)
     finally:
         if heavy:
