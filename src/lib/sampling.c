@@ -562,11 +562,16 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	 * its first window (no call, no stray; the budget thread late too) whose CPU time then
 	 * ran 208 ms of a 3-s part made its calls there unseen; with no per-CPU rate to carry,
 	 * the part counted none, and rate_app under a 3-s uprobe_multi attach read 0.01x. The last
-	 * exact period's (its first ones, paced at 200/s, pay a sleep's system call a launch). */
-	if (on >= T && n > 0 && w->cpu_T > 0 && (a->q_last.qhi <= 0 || a->q_exact)) {
+	 * exact period's (its first ones, paced at 200/s, pay a sleep's system call a launch).
+	 * Its CPU time is the clock's, else the time BPF saw it on a CPU (act): a first period
+	 * ends before the budget polled its clock twice, and bursts whose every later window
+	 * fell between two (the H200, one run in 50) carried nothing and counted none unseen. */
+	double q_cpu = w->cpu_T > 0 ? w->cpu_T : act > 0 ? act : -1;
+
+	if (on >= T && n > 0 && q_cpu > 0 && (a->q_last.qhi <= 0 || a->q_exact)) {
 		struct gp_rates q;
 
-		window_rates(n, on, w->cpu_T, sigma, w->head, w->head_s, cost, &q);
+		window_rates(n, on, q_cpu, sigma, w->head, w->head_s, cost, &q);
 		a->q_last.qhi = q.qhi;
 		a->q_last.qwide = q.qwide;
 		a->q_last.q0 = q.q0;

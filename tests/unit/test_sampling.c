@@ -833,6 +833,29 @@ static void test_h200_bursts(void)
 }
 
 /*
+ * The same bursts where every sampled window fell between two bursts (bench/gpu/raw/
+ * 2026-11-30-s25-bursts, window 10 of 50: windows opened 569, 497, 520 and 555 ms apart, each
+ * 50 ms of a 250-ms cycle, and none met a burst). Only the first period, exact, saw calls
+ * (1,332), and its CPU clock was not polled yet (cpu_T -1): no window carried a rate per CPU
+ * second, the unseen parts counted none, and the run was printed as 1,332 launches,
+ * interval [1332, 1332], every call seen, against the loop's 101,376 (+-2,048). Rows
+ * rebuilt from that window's budget events and the first rows of the windows logged beside
+ * it (rows as test_h200_bursts's).
+ */
+static void test_h200_bursts_all_windows_between(void)
+{
+	static const double run[][15] = {
+		{ 1332, 1, 0.011204689, 0.011204689, 0.00874728, -1, 1.84436467e-06, 4.01418267e-06, 1331, 0.00866297, 0, 1332, -1, -1, 0 },
+		{ 0, 0, 0.569, 0.050310039, 0, 0.110310658, 1.84436467e-06, 4.01418267e-06, 0, 0, 0, 0, 0.2333, -1, 0 },
+		{ 0, 0, 0.497, 0.050590604, 0, 0.100329277, 1.84436467e-06, 4.01418267e-06, 0, 0, 0, 0, 0.189, -1, 0 },
+		{ 0, 0, 0.520, 0.050291138, 0, 0.10023635, 1.84436467e-06, 4.01418267e-06, 0, 0, 0, 0, 0.2376, -1, 0 },
+		{ 0, 0, 0.555, 0.05039669, 0, 0.100192552, 1.84436467e-06, 4.01418267e-06, 0, 0, 0, 0, 0.1254, -1, 0 },
+	};
+
+	h200_bursts(run, sizeof(run) / sizeof(run[0]), 101376, "every window between bursts");
+}
+
+/*
  * 8 threads launching at once on the H200 (bench/gpu/inproc.sh --workloads patterns,
  * --max-overhead 1, bench/gpu/raw/2026-11-29-s15-inproc; rows as test_h200_bursts's): their
  * probes' time was charged summed over the threads, 9.47 % of the process's wall time
@@ -1291,6 +1314,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_paced_by_a_busy_wait);
 	RUN_TEST(test_chance_agreement_is_not_a_clock);
 	RUN_TEST(test_h200_bursts);
+	RUN_TEST(test_h200_bursts_all_windows_between);
 	RUN_TEST(test_h200_threads_share_their_probes);
 	RUN_TEST(test_h200_paced_windows_agree_within_a_hit);
 	RUN_TEST(test_catch_up_window_is_no_cpu_rate);
