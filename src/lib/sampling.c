@@ -16,6 +16,8 @@
  * widens the upper end of the unseen parts on either side of that window. */
 #define MAX_BUSY 0.98
 #define UNBOUNDED_BUSY 0.5
+/* A process on a CPU for this share of a part ran there (budget.c's BURST_CPU, 2 %) */
+#define RAN_SHARE 0.02
 /* The interval's upper end also holds the call-bound model with a hit priced at
  * COST_SPREAD x the calibrated cost: the calibration times a probe on a function of
  * gpuprobe's own, and a real call pays more around it (the trap's cache and TLB effects on
@@ -579,6 +581,13 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	} else if (on < T && n > 0 && r.qhi > 0) {
 		a->q_exact = false; /* a window's own (carried) */
 	}
+	/* A window that saw none of the calls of a process that made some, with no rate per
+	 * CPU second to carry, while the process ran on a CPU in the part after it: nothing
+	 * bounds that part's calls (bursts whose every window fell between two, where no
+	 * exact period's CPU time was known, were printed as every call seen). */
+	if (on < T && n <= 0 && w->stray <= 0 && r.qhi <= 0 && a->obs > 0 && cpu_T > 0 &&
+	    cpu_T - cpu_on > RAN_SHARE * (T - on))
+		a->unbounded = true;
 	/* A thread that did not sleep in its window but was off any CPU most of the period
 	 * caught a burst (or a catch-up) in the window: its pace there is not the period's
 	 * (bursts of 50 ms every 250 ms on the H200: n / on extrapolated over the sleeps read

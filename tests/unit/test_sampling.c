@@ -852,7 +852,25 @@ static void test_h200_bursts_all_windows_between(void)
 		{ 0, 0, 0.555, 0.05039669, 0, 0.100192552, 1.84436467e-06, 4.01418267e-06, 0, 0, 0, 0, 0.1254, -1, 0 },
 	};
 
-	h200_bursts(run, sizeof(run) / sizeof(run[0]), 101376, "every window between bursts");
+	struct gp_account a;
+	struct gp_sampling s;
+	size_t k = sizeof(run) / sizeof(run[0]);
+
+	h200_bursts(run, k, 101376, "every window between bursts");
+	/* where not even BPF timed its first period on a CPU: no upper end, not every call seen */
+	gp_account__begin(&a, 0);
+	for (size_t i = 0; i < k; i++) {
+		const double *l = run[i];
+		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = i ? l[4] : -1,
+				       .cpu_T = l[5], .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11],
+				       .busy = l[12], .head_s = l[13], .stray_calls = l[14] };
+
+		gp_account__window(&a, &w, l[6], l[7]);
+	}
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
+		return;
+	ASSERT_TRUE(s.unbounded && isinf(s.hi), "no upper end where no rate per CPU second was known");
+	ASSERT_TRUE(s.lo <= 101376 && s.fraction < 1 + 1e-9, "the low end under the count");
 }
 
 /*
