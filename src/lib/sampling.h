@@ -185,7 +185,7 @@ double gp_account__overhead(const struct gp_account *a);
  * +2.16 % (1.53-2.81) with 100-ms periods, +1.21 % (0.27-2.15) with 500-ms ones. A rate
  * that rises inside a long period's window ends the window (src/core/budget.c). */
 #define GP_PERIOD_S 0.5
-#define GP_MAX_PERIOD_S 1.0  /* never longer: the budget reacts within a second */
+#define GP_MAX_PERIOD_S 1.0  /* never longer: the budget reacts to a new rate within two periods */
 /* The unseen parts' model holds a rate that moves at most once between two windows: a
  * program whose rate moves less often than the longest period. An unseen part longer than
  * this was not planned (a period is never over GP_MAX_PERIOD_S) but stretched by an attach
