@@ -99,6 +99,7 @@ struct ct_mode {
 	struct ct_snap snap;
 	struct ct_sampled *sampled; /* snap.sampled */
 	struct ct_sampled *counted; /* snap.counted */
+	struct u64map *doomed;      /* PIDs a reap lets go, during it (forget_pid) */
 };
 
 /* Known names teach midname where the driver keeps them; enough of them tell it (each
@@ -985,15 +986,16 @@ static bool key_of_image(void *ctx, const void *key)
 	return pid == m->pid && img == m->img;
 }
 
-/* A record's BPF entries go with it: a PID's, or one image's (see cudatrace__reap). Every
- * key starts with the PID; where the image sits in each: */
-static void forget_pid(void *ctx, uint32_t pid, const uint32_t *img)
+/* The per-process BPF maps, and where the image sits in each key (every key starts with
+ * the PID). */
+struct pid_map {
+	struct bpf_map *map;
+	size_t img_at;
+};
+
+static size_t pid_maps(struct cuda_launch_bpf *s, struct pid_map out[5])
 {
-	struct cuda_launch_bpf *s = ((struct ct_mode *)ctx)->skel;
-	const struct {
-		struct bpf_map *map;
-		size_t img_at;
-	} maps[] = {
+	const struct pid_map maps[] = {
 		{ s->maps.launches, offsetof(struct gp_launch_key, img) },
 		{ s->maps.hists, offsetof(struct gp_hist_key, img) },
 		/* struct handle_key (cuda_launch.bpf.c): pid, img, handle */
@@ -1002,7 +1004,19 @@ static void forget_pid(void *ctx, uint32_t pid, const uint32_t *img)
 		{ s->maps.unloaded, sizeof(uint32_t) },
 	};
 
-	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+	memcpy(out, maps, sizeof(maps));
+	return sizeof(maps) / sizeof(maps[0]);
+}
+
+/* A record's BPF entries go with it: a PID's, or one image's (see cudatrace__reap). A
+ * PID's whole entries are let go together with the others of the same reap (m->doomed,
+ * one walk of each map for all of them: forget_doomed); one image's at once. */
+static void forget_now(struct ct_mode *cm, uint32_t pid, const uint32_t *img)
+{
+	struct pid_map maps[5];
+	size_t n = pid_maps(cm->skel, maps);
+
+	for (size_t i = 0; i < n; i++) {
 		int fd = bpf_map__fd(maps[i].map);
 		size_t ks = bpf_map__key_size(maps[i].map);
 		struct image_match m = { pid, img ? *img : 0, maps[i].img_at };
@@ -1012,11 +1026,40 @@ static void forget_pid(void *ctx, uint32_t pid, const uint32_t *img)
 		else
 			gp_map__delete_pid(fd, ks, pid);
 	}
-	midname__forget(((struct ct_mode *)ctx)->mn, pid, img);
-	if (!img && ((struct ct_mode *)ctx)->own_pin)
-		procpin__release(((struct ct_mode *)ctx)->own_pin, (int)pid);
-	if (!img && ((struct ct_mode *)ctx)->pid_build)
-		u64map__del(((struct ct_mode *)ctx)->pid_build, pid);
+}
+
+static void forget_pid(void *ctx, uint32_t pid, const uint32_t *img)
+{
+	struct ct_mode *cm = ctx;
+
+	if (img || !cm->doomed || u64map__put(cm->doomed, pid, (void *)1))
+		forget_now(cm, pid, img);
+	midname__forget(cm->mn, pid, img);
+	if (!img && cm->own_pin)
+		procpin__release(cm->own_pin, (int)pid);
+	if (!img && cm->pid_build)
+		u64map__del(cm->pid_build, pid);
+}
+
+static bool is_doomed(void *ctx, uint32_t pid)
+{
+	return u64map__get(ctx, pid) != NULL;
+}
+
+/* The entries of every PID one reap let go, one walk of each map for all of them: a walk
+ * per PID made 2,000 short processes cost 2,000 walks of maps of thousands of entries
+ * (under QEMU's TCG, 3,920 launch entries were still there 82 s after the last exit). */
+static void forget_doomed(struct ct_mode *m)
+{
+	struct pid_map maps[5];
+	size_t n = pid_maps(m->skel, maps);
+
+	if (u64map__size(m->doomed))
+		for (size_t i = 0; i < n; i++)
+			gp_map__delete_pids(bpf_map__fd(maps[i].map), bpf_map__key_size(maps[i].map), is_doomed,
+					    m->doomed);
+	u64map__free(m->doomed);
+	m->doomed = NULL;
 }
 
 static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid)
@@ -1025,7 +1068,10 @@ static void m_reap(void *st, struct gp_run *run, uint64_t cutoff_ns, uint32_t ke
 
 	if (!run->behind) /* a process's last records may still be in the buffers */
 		cudatrace__sweep(m->ct, gp_mono_ns());
+	m->doomed = u64map__new(); /* NULL: each PID's own walks, as they go */
 	cudatrace__reap(m->ct, cutoff_ns, keep_pid, forget_pid, st);
+	if (m->doomed)
+		forget_doomed(m);
 }
 
 /* Launches per process read from the BPF table itself (a snapshot would move the launch
