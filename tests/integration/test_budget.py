@@ -1367,12 +1367,14 @@ def test_short_jobs_armed_slowly():
         check(t["launches"] / k <= p[0]["launches"] <= t["launches"] * k,
               f"job {i}: estimate {p[0]['launches']} of {t['launches']} launches, not within {k}x ({smp})")
         got.append(f"{p[0]['launches']} in [{lo}, {hi}]")
-    # a job whose first event went in after its last call has no record, and is counted late:
-    # on an emulated CPU (GP_TIME_SLACK; 6.12 under QEMU's TCG: 4 of 6, an arm of 66-73 ms
-    # itself there) as many as there are; here at most one
+    # a job whose first event went in after its last call has no record, and is counted late
+    # (gpuprobe_budget_unarmed_processes_total{why="late"}): on an emulated CPU (6.12 under
+    # QEMU's TCG: 4 of 6, an arm of 66-73 ms itself there) as many as there are. How many of
+    # the four jobs armed slowly go unseen is chance: whether a sampled window of the heavy
+    # process covers one of their ~20 ms of calls. This check once also allowed at most one
+    # natively; on this 2-CPU machine with nothing else running, 7232bfb and af38a6f each
+    # failed that in 2 of 3 runs of two tries (3 or 4 of the 4 unseen, every one counted late).
     check(got.count("unseen") <= b["unarmed_processes"]["late"], f"jobs unseen whole and not counted late: {got}, {b}")
-    if gp.TIME_SLACK == 1:
-        check(got.count("unseen") <= 1, f"jobs unseen whole: {got}")
     print(f"#   6 jobs of {jobs[0]['launches']} launches, arming 150 ms: {got}; late {b['unarmed_processes']['late']}")
 
 
