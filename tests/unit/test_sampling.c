@@ -785,20 +785,27 @@ static void test_chance_agreement_is_not_a_clock(void)
  * counted none; a window next to one had its call-bound model halved) and 1.46x (the burst's
  * pace extrapolated over the sleeps).
  */
+/* An account begun and fed k such rows; no_first_act: the first row's act unknown (-1). */
+static void replay15(struct gp_account *a, const double (*log)[15], size_t k, bool no_first_act)
+{
+	gp_account__begin(a, 0);
+	for (size_t i = 0; i < k; i++) {
+		const double *l = log[i];
+		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3],
+				       .act = i == 0 && no_first_act ? -1 : l[4], .cpu_T = l[5], .gaps = l[8],
+				       .gap_s = l[9], .sleep_s = l[10], .head = l[11], .busy = l[12], .head_s = l[13],
+				       .stray_calls = l[14] };
+
+		gp_account__window(a, &w, l[6], l[7]);
+	}
+}
+
 static void h200_bursts(const double (*log)[15], size_t k, double truth, const char *what)
 {
 	struct gp_account a;
 	struct gp_sampling s;
 
-	gp_account__begin(&a, 0);
-	for (size_t i = 0; i < k; i++) {
-		const double *l = log[i];
-		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = l[4], .cpu_T = l[5],
-				       .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11], .busy = l[12],
-				       .head_s = l[13], .stray_calls = l[14] };
-
-		gp_account__window(&a, &w, l[6], l[7]);
-	}
+	replay15(&a, log, k, false);
 	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
 		return;
 	printf("#   %s: estimate %.2fx the loop's count, [%.2fx, %.2fx]\n", what, s.estimate / truth, s.lo / truth,
@@ -851,22 +858,13 @@ static void test_h200_bursts_all_windows_between(void)
 		{ 0, 0, 0.520, 0.050291138, 0, 0.10023635, 1.84436467e-06, 4.01418267e-06, 0, 0, 0, 0, 0.2376, -1, 0 },
 		{ 0, 0, 0.555, 0.05039669, 0, 0.100192552, 1.84436467e-06, 4.01418267e-06, 0, 0, 0, 0, 0.1254, -1, 0 },
 	};
-
 	struct gp_account a;
 	struct gp_sampling s;
 	size_t k = sizeof(run) / sizeof(run[0]);
 
 	h200_bursts(run, k, 101376, "every window between bursts");
 	/* where not even BPF timed its first period on a CPU: no upper end, not every call seen */
-	gp_account__begin(&a, 0);
-	for (size_t i = 0; i < k; i++) {
-		const double *l = run[i];
-		struct gp_window w = { .n = l[0], .stray = l[1], .T = l[2], .on = l[3], .act = i ? l[4] : -1,
-				       .cpu_T = l[5], .gaps = l[8], .gap_s = l[9], .sleep_s = l[10], .head = l[11],
-				       .busy = l[12], .head_s = l[13], .stray_calls = l[14] };
-
-		gp_account__window(&a, &w, l[6], l[7]);
-	}
+	replay15(&a, run, k, true);
 	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled"))
 		return;
 	ASSERT_TRUE(s.unbounded && isinf(s.hi), "no upper end where no rate per CPU second was known");
