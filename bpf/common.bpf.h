@@ -40,6 +40,21 @@ struct {
 	__type(value, __u32);
 } gp_ended SEC(".maps");
 
+/*
+ * The cgroup (v2) each known process ended in, by tgid, shared by every object as gp_ended
+ * (the run creates it; --max-procs entries, the least recent go first): written by the exit
+ * program of an object that knew the process, before its exit record. The daemon labels a
+ * process's series with its cgroup; one that ended before the daemon read its records (a
+ * forked worker that lives 0.1 s, the daemon behind its buffers) can no longer be read
+ * from /proc, and its counts went under no cgroup (test_fleet's workers, 10 of 30).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192); /* --max-procs */
+	__type(key, __u32);
+	__type(value, __u64);
+} gp_exits SEC(".maps");
+
 static __always_inline bool gp_run_ended(void)
 {
 	__u32 zero = 0, *v = bpf_map_lookup_elem(&gp_ended, &zero);
@@ -156,20 +171,23 @@ static __always_inline bool gp_process_dead(void)
  * The body of every object's sched_process_exit program (SEC("raw_tp/sched_process_exit")):
  * a thread that dies inside a call never returns, so its in-flight record (inflight, keyed
  * by pid_tgid; NULL: none) goes; when the process dies and procs (NULL: none) knows it, it
- * is forgotten there and a GP_EV_EXIT record goes to rb. Returns false when rb was full (a
- * drop to count).
+ * is forgotten there, its cgroup kept in gp_exits, and a GP_EV_EXIT record goes to rb.
+ * Returns false when rb was full (a drop to count).
  */
 static __always_inline bool gp_on_exit(void *inflight, void *procs, void *rb)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 	struct gp_exit_event *e;
+	__u64 cg;
 
 	if (inflight)
 		bpf_map_delete_elem(inflight, &id);
 	if (!procs || !gp_process_dead() || !bpf_map_lookup_elem(procs, &tgid))
 		return true;
 	bpf_map_delete_elem(procs, &tgid);
+	cg = bpf_get_current_cgroup_id();
+	bpf_map_update_elem(&gp_exits, &tgid, &cg, BPF_ANY);
 	e = bpf_ringbuf_reserve(rb, sizeof(*e), 0);
 	if (!e)
 		return false;

@@ -108,11 +108,19 @@ static const char epilog[] =
 	"SIGTERM/SIGINT: detach and exit 0. SIGHUP: logged, nothing to reload.\n"
 	"Exit status: 0 after SIGTERM/SIGINT, 1 on an error, 2 on bad usage.\n";
 
+/* A process's labels: its cgroup read from /proc while it runs, or for one gone before it
+ * was read (a forked worker of 0.1 s whose records the daemon read after its exit), the
+ * cgroup it ended in (gp_run__exit_cgroup). */
 static const char *const *attr_of(void *ctx, uint32_t pid)
 {
 	struct daemon *d = ctx;
+	uint64_t now = gp_mono_ns(), cgid = 0;
+	const char *const *kv = cgroups__labels(d->cgroups, pid, now, ATTR_MAX_AGE_NS);
 
-	return cgroups__labels(d->cgroups, pid, gp_mono_ns(), ATTR_MAX_AGE_NS);
+	if (kv[0])
+		return kv;
+	(void)gp_run__exit_cgroup(d->run, pid, &cgid);
+	return cgroups__from_id(d->cgroups, pid, cgid, now);
 }
 
 /* Probes one more library (entry i of the set) for every process; logs what happened. */
@@ -297,6 +305,7 @@ static void own_families(struct daemon *d, struct prom_out *p)
 	struct rusage ru = { 0 };
 	unsigned long long size = 0, rss = 0;
 	uint64_t fds = 0;
+	unsigned long found, lost;
 	FILE *f = fopen("/proc/self/statm", "re");
 	DIR *dir;
 
@@ -328,6 +337,10 @@ static void own_families(struct daemon *d, struct prom_out *p)
 
 		prom__u64(p, "gpuprobe_series_overflow_total", NULL, kv, prom_store__overflow(d->store, i));
 	}
+	cgroups__from_id_counts(d->cgroups, &found, &lost);
+	prom__family(p, "gpuprobe_cgroups_read_after_exit_total");
+	prom__u64(p, "gpuprobe_cgroups_read_after_exit_total", NULL, (const char *const[]){ "result", "found", NULL }, found);
+	prom__u64(p, "gpuprobe_cgroups_read_after_exit_total", NULL, (const char *const[]){ "result", "not_found", NULL }, lost);
 	prom__family(p, "gpuprobe_scrapes_total");
 	prom__u64(p, "gpuprobe_scrapes_total", NULL, NULL, d->scrapes);
 	prom__family(p, "gpuprobe_scrape_duration_seconds");

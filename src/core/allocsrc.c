@@ -46,7 +46,7 @@ int allocsrc__open(struct allocsrc **out, const struct objshare *share, char *er
 	attach_pair__prepare(&as->probes, as->skel->progs.mem_enter, as->skel->progs.mem_leave, "memory");
 	allocsrc__want_stacks(as, GP_STACKS_NONE, 0, false);
 	r = objshare__adopt(&as->share, as->skel->maps.traced, as->skel->maps.gp_ended,
-			    (bool *)&as->skel->rodata->gp_filter);
+			    as->skel->maps.gp_exits, (bool *)&as->skel->rodata->gp_filter);
 	if (r) {
 		snprintf(err, len, "cannot share the process table: %s", strerror(-r));
 		goto fail;

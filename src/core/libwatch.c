@@ -146,7 +146,7 @@ int libwatch__open(struct libwatch *w, const struct libwatch_opts *o, char *err,
 	r = attach__prepare_prog(w->skel->progs.dl_brk, w->multi);
 	if (!r)
 		r = objshare__adopt(&w->share, w->skel->maps.traced, w->skel->maps.gp_ended,
-				    (bool *)&w->skel->rodata->gp_filter);
+				    w->skel->maps.gp_exits, (bool *)&w->skel->rodata->gp_filter);
 	if (!r)
 		r = bpf_map__reuse_fd(w->skel->maps.events, w->share.ring_fd);
 	if (r) {

@@ -10,9 +10,10 @@
 #include "core/run_impl.h"
 
 int gp_share__load_obj(struct gp_run *run, struct bpf_object_skeleton *s, struct bpf_map *traced,
-		       struct bpf_map *ended, bool *filter, struct bpf_map *events, char *err, size_t len)
+		       struct bpf_map *ended, struct bpf_map *exits, bool *filter, struct bpf_map *events,
+		       char *err, size_t len)
 {
-	int r = gp_run__adopt_map(run, traced, ended, filter);
+	int r = gp_run__adopt_map(run, traced, ended, exits, filter);
 
 	if (r) {
 		snprintf(err, len, "cannot share the process table: %s", strerror(-r));

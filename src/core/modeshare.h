@@ -26,9 +26,10 @@ struct bpf_object_skeleton;
  */
 #define gp_share__load(run, skel, events, err, len)                                             \
 	gp_share__load_obj(run, (skel)->skeleton, (skel)->maps.traced, (skel)->maps.gp_ended,               \
-			   (bool *)&(skel)->rodata->gp_filter, events, err, len)
+			   (skel)->maps.gp_exits, (bool *)&(skel)->rodata->gp_filter, events, err, len)
 int gp_share__load_obj(struct gp_run *run, struct bpf_object_skeleton *s, struct bpf_map *traced,
-		       struct bpf_map *ended, bool *filter, struct bpf_map *events, char *err, size_t len);
+		       struct bpf_map *ended, struct bpf_map *exits, bool *filter, struct bpf_map *events,
+		       char *err, size_t len);
 
 /* A mode's start on the run's ordered ring buffer: the program that ends its processes'
  * records at their exit (NULL: none), then h subscribed. 0, or -errno with one line. */

@@ -4,10 +4,13 @@
 #include "core/events.h"
 #include "core/objshare.h"
 
-int objshare__adopt(const struct objshare *s, struct bpf_map *traced, struct bpf_map *ended, bool *filter)
+int objshare__adopt(const struct objshare *s, struct bpf_map *traced, struct bpf_map *ended, struct bpf_map *exits,
+		    bool *filter)
 {
 	int r = s->ended_fd >= 0 ? bpf_map__reuse_fd(ended, s->ended_fd) : 0;
 
+	if (!r)
+		r = s->exits_fd >= 0 ? bpf_map__reuse_fd(exits, s->exits_fd) : bpf_map__set_max_entries(exits, s->max_procs);
 	*filter = s->filter;
 	bpf_map__set_max_entries(traced, s->max_procs);
 	if (r)

@@ -19,6 +19,7 @@ struct gp_handlers;
 struct objshare {
 	int traced_fd;  /* the process tree's `traced` map, or -1 (no tree) */
 	int ended_fd;   /* bpf/common.bpf.h's gp_ended, or -1 */
+	int exits_fd;   /* bpf/common.bpf.h's gp_exits, or -1 */
 	int ring_fd;    /* the ordered ring buffer, or -1 */
 	int hits_fd;    /* the budget's hit counters (bpf/budget.bpf.h), or -1: no budget */
 	bool filter;    /* only the processes in `traced` (else every one) */
@@ -27,8 +28,9 @@ struct objshare {
 	struct gp_events *events; /* the reader of ring_fd */
 };
 
-/* Before an object loads: the shared `traced` and gp_ended maps, and its gp_filter. */
-int objshare__adopt(const struct objshare *s, struct bpf_map *traced, struct bpf_map *ended, bool *filter);
+/* Before an object loads: the shared `traced`, gp_ended and gp_exits maps, and its gp_filter. */
+int objshare__adopt(const struct objshare *s, struct bpf_map *traced, struct bpf_map *ended, struct bpf_map *exits,
+		    bool *filter);
 /* Before an object with budgeted probes loads: the budget's hit counters, or none. */
 int objshare__adopt_hits(const struct objshare *s, struct bpf_map *hits, bool *count);
 /* The fair shares of an object's in-flight tables (bpf/shares.bpf.h), of max_pending places. */

@@ -80,6 +80,8 @@ int ptree__open(struct ptree **out, const struct ptree_opts *o, char *err, size_
 		return r;
 	bpf_map__set_max_entries(pt->skel->maps.traced, pt->share.max_procs);
 	r = bpf_map__reuse_fd(pt->skel->maps.events, pt->share.ring_fd);
+	if (!r && pt->share.exits_fd >= 0) /* (its exit program writes none) */
+		r = bpf_map__reuse_fd(pt->skel->maps.gp_exits, pt->share.exits_fd);
 	if (!r)
 		r = procs_bpf__load(pt->skel);
 	if (r)

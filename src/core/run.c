@@ -63,6 +63,7 @@ static struct objshare share_of(const struct gp_run *run)
 	return (struct objshare){
 		.traced_fd = run->ptree ? ptree__traced_fd(run->ptree) : -1,
 		.ended_fd = run->ended_fd,
+		.exits_fd = run->exits_fd,
 		.ring_fd = run->shared_rb,
 		.hits_fd = run->budget ? gp_budget__hits_fd(run->budget) : -1,
 		.filter = run->filter,
@@ -99,6 +100,8 @@ struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len)
 	run->o = o;
 	run->shared_rb = -1;
 	run->ended_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_ended", sizeof(__u32), sizeof(__u32), 1, NULL);
+	run->exits_fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "gp_exits", sizeof(__u32), sizeof(__u64),
+				       o->max_procs ? (__u32)o->max_procs : 8192, NULL);
 	run->target_pid = -1;
 	run->out = stdout;
 	run->start_ns = gp_mono_ns();
@@ -380,11 +383,12 @@ int gp_run__start(struct gp_run *run, char *err, size_t len)
 	return r;
 }
 
-int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, struct bpf_map *ended, bool *filter)
+int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, struct bpf_map *ended, struct bpf_map *exits,
+		      bool *filter)
 {
 	struct objshare sh = share_of(run);
 
-	return objshare__adopt(&sh, traced, ended, filter);
+	return objshare__adopt(&sh, traced, ended, exits, filter);
 }
 
 void gp_run__set_shares_of(struct gp_run *run, struct bpf_map *counters, __u32 *free_places, __u32 *proc,
@@ -436,6 +440,16 @@ int gp_run__attach_sampled(struct gp_run *run, const struct attach_pair *p, cons
 	if (!r)
 		attach_set__note(run->links, probes);
 	return r;
+}
+
+bool gp_run__exit_cgroup(const struct gp_run *run, uint32_t pid, uint64_t *cgid)
+{
+	__u64 v;
+
+	if (run->exits_fd < 0 || bpf_map_lookup_elem(run->exits_fd, &pid, &v))
+		return false;
+	*cgid = v;
+	return true;
 }
 
 void gp_run__exited(struct gp_run *run, uint32_t pid, uint64_t ts_ns)
@@ -746,6 +760,8 @@ void gp_run__free(struct gp_run *run)
 		close(run->shared_rb);
 	if (run->ended_fd >= 0)
 		close(run->ended_fd);
+	if (run->exits_fd >= 0)
+		close(run->exits_fd);
 	symbolizer__free(run->sym);
 	u64map__free_all(run->unseen, NULL);
 	free(run);

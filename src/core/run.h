@@ -116,9 +116,11 @@ void gp_run__sample(struct gp_run *run);
 void gp_run__reap(struct gp_run *run, uint64_t cutoff_ns, uint32_t keep_pid);
 /* Before a BPF object loads: it filters on the run's `traced` map (reused) when the run
  * follows processes (its const volatile gp_filter). */
-#define gp_run__adopt(run, skel) \
-	gp_run__adopt_map(run, (skel)->maps.traced, (skel)->maps.gp_ended, (bool *)&(skel)->rodata->gp_filter)
-int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, struct bpf_map *ended, bool *filter);
+#define gp_run__adopt(run, skel)                                                                     \
+	gp_run__adopt_map(run, (skel)->maps.traced, (skel)->maps.gp_ended, (skel)->maps.gp_exits,            \
+			  (bool *)&(skel)->rodata->gp_filter)
+int gp_run__adopt_map(struct gp_run *run, struct bpf_map *traced, struct bpf_map *ended, struct bpf_map *exits,
+		      bool *filter);
 /* Before a BPF object with probes the budget may sample loads (bpf/budget.bpf.h): it
  * counts their hits in the budget's array, or not at all without a budget. */
 #define gp_run__adopt_hits(run, skel) \
@@ -154,6 +156,10 @@ bool gp_run__sampling_settled(struct gp_run *run, uint32_t pid, struct gp_sampli
 /* pid has exited, by ts_ns (CLOCK_MONOTONIC) at the latest: its sampled estimate ends there
  * (a front end that saw the exit itself, before or without the exit record). */
 void gp_run__exited(struct gp_run *run, uint32_t pid, uint64_t ts_ns);
+/* The cgroup (v2) id pid ended in, kept by the exit program of an object that knew it
+ * (bpf/common.bpf.h, gp_exits): false if none did, or its entry was evicted (the least
+ * recent of --max-procs go first). The entry of a PID's last process to end. */
+bool gp_run__exit_cgroup(const struct gp_run *run, uint32_t pid, uint64_t *cgid);
 /* Follows pid (and with descendants, the processes it started already); after open. */
 /* The run's own drops (the process tree's), appended at drops; returns how many
  * (GP_RUN_DROPS at most). */

@@ -18,6 +18,7 @@ struct gp_run {
 	struct attach_set *links;
 	int shared_rb;               /* the ordered ring buffer's fd, or -1 */
 	int ended_fd;                /* bpf/common.bpf.h's gp_ended, shared by the objects; -1 */
+	int exits_fd;                /* bpf/common.bpf.h's gp_exits, shared by the objects; -1 */
 	struct allocsrc *allocs;     /* when an enabled mode needs GP_NEED_ALLOCS */
 	struct gp_timeline *timeline; /* --trace FILE */
 	trace_sink_open_fn *trace_open; /* its writer, the front end's (gp_run__set_trace_writer) */

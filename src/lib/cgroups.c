@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "lib/cgroups.h"
 #include "lib/k8s.h"
 #include "lib/u64map.h"
@@ -26,7 +29,39 @@ struct cg_entry {
 struct cgroups {
 	struct u64map *m; /* pid -> struct cg_entry */
 	struct k8s_names *names;
+	/* the cgroup v2 hierarchy's root (mounted at v2_at), or -1; hybrid: a v1 memory
+	 * hierarchy is mounted too (a process at "/" in v2 is labelled with its v1 path) */
+	int v2_fd;
+	char v2_at[256];
+	bool hybrid;
+	unsigned long by_id, unnamed; /* cgroups__from_id: paths found, and not */
 };
+
+/* Where the cgroup v2 hierarchy's root is mounted in this mount namespace (/sys/fs/cgroup;
+ * /sys/fs/cgroup/unified on a hybrid host), from /proc/self/mountinfo; and whether a v1
+ * memory hierarchy is mounted too. Mount points with escapes (\040) are not used. */
+static void find_v2(struct cgroups *c)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	c->v2_fd = -1;
+	while (f && fgets(line, sizeof(line), f)) {
+		char root[256], at[256], type[32], opts[1024], *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(line, "%*s %*s %*s %255s %255s", root, at) != 2 ||
+		    sscanf(sep + 3, "%31s %*s %1023s", type, opts) != 2)
+			continue;
+		if (!strcmp(type, "cgroup") && (strstr(opts, ",memory") || !strncmp(opts, "memory", 6)))
+			c->hybrid = true;
+		else if (!strcmp(type, "cgroup2") && !strcmp(root, "/") && c->v2_fd < 0 && !strchr(at, '\\'))
+			snprintf(c->v2_at, sizeof(c->v2_at), "%s", at), c->v2_fd = 0;
+	}
+	if (f)
+		fclose(f);
+	if (!c->v2_fd)
+		c->v2_fd = open(c->v2_at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
 
 struct cgroups *cgroups__new(const char *log_dir)
 {
@@ -39,6 +74,7 @@ struct cgroups *cgroups__new(const char *log_dir)
 	snprintf(ctrs, sizeof(ctrs), "%s/containers", log_dir ? log_dir : "/var/log");
 	c->m = u64map__new();
 	c->names = k8s_names__new(pods, ctrs, NAME_RESCAN_MS);
+	find_v2(c);
 	if (!c->m || !c->names) {
 		cgroups__free(c);
 		return NULL;
@@ -60,6 +96,8 @@ void cgroups__free(struct cgroups *c)
 		return;
 	u64map__free_all(c->m, free_entry);
 	k8s_names__free(c->names);
+	if (c->v2_fd >= 0)
+		close(c->v2_fd);
 	free(c);
 }
 
@@ -172,6 +210,69 @@ const char *const *cgroups__labels(struct cgroups *c, uint32_t pid, uint64_t now
 			memcpy(e->comm, comm, sizeof(comm));
 	}
 	return e->kv;
+}
+
+/* The path of the cgroup v2 whose id (its directory's inode, as bpf_get_current_cgroup_id
+ * gives it) is id, relative to the hierarchy's root: the kernel's file handle of a kernfs
+ * node is its id (FILEID_KERNFS), opened as systemd's cg_path_from_cgroupid does. -errno:
+ * no v2 hierarchy here, the cgroup is gone, or it is v2's root on a hybrid host (where the
+ * v1 memory path would have been read). */
+static int path_of_id(const struct cgroups *c, uint64_t id, char *buf, size_t len)
+{
+	union {
+		struct file_handle fh;
+		char bytes[sizeof(struct file_handle) + sizeof(uint64_t)];
+	} h = { .fh = { .handle_bytes = sizeof(uint64_t), .handle_type = 0xfe /* FILEID_KERNFS */ } };
+	char link[32], path[PATH_MAX];
+	size_t root = strlen(c->v2_at);
+	ssize_t n;
+	int fd;
+
+	if (c->v2_fd < 0)
+		return -ENOENT;
+	memcpy(h.fh.f_handle, &id, sizeof(id));
+	fd = open_by_handle_at(c->v2_fd, &h.fh, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	path[n] = '\0';
+	if (strncmp(path, c->v2_at, root) || (path[root] && path[root] != '/'))
+		return -ENOENT; /* not under the mount (another namespace's view) */
+	if (c->hybrid && (!path[root] || !strcmp(path + root, "/")))
+		return -ENOENT;
+	if (strlen(path + root) + 2 > len)
+		return -ENAMETOOLONG;
+	snprintf(buf, len, "%s", path[root] ? path + root : "/");
+	return 0;
+}
+
+const char *const *cgroups__from_id(struct cgroups *c, uint32_t pid, uint64_t id, uint64_t now_ns)
+{
+	static const char *const none[] = { NULL };
+	char buf[K8S_MAX_PATH + 1];
+	struct cg_entry *e;
+
+	e = entry(c, pid);
+	if (!e)
+		return none;
+	if (!id || path_of_id(c, id, buf, sizeof(buf))) {
+		c->unnamed++; /* its entry, with no cgroup, stays: counted once */
+	} else {
+		parse(c, e, buf);
+		c->by_id++;
+	}
+	e->read_ns = now_ns; /* (cgroups__prune finds it gone, and forgets it as the others) */
+	return e->kv;
+}
+
+void cgroups__from_id_counts(const struct cgroups *c, unsigned long *found, unsigned long *not_found)
+{
+	*found = c->by_id;
+	*not_found = c->unnamed;
 }
 
 void cgroups__prune(struct cgroups *c, uint64_t now_ns, uint64_t keep_ns)

@@ -317,6 +317,49 @@ def test_workers_own_comm():
         cg.cleanup()
 
 
+def test_workers_gone_before_read_keep_their_cgroup():
+    """A daemon behind its buffers (stopped while the job runs: SIGSTOP) reads a job's
+    records after every one of its processes has exited and been reaped: /proc no longer
+    has their cgroup. Each series is still under the job's cgroup, from the cgroup each
+    process ended in (kept by the kernel side at its exit), and each lookup is counted.
+    Before, fork_app and its workers counted under no cgroup (test_workers_own_comm's
+    intermittent 10 of 30 was one worker read after its exit)."""
+    cg = Cgroups()
+    rel = f"gp-fleet-{uuid.uuid4().hex[:8]}"
+    cgroup = "/" + rel
+    d = None
+    try:
+        cg.make(rel)
+        d = daemon(["--memleak", "--cudatrace"])
+        # probes on the stand-in libcuda first (found when a process maps it)
+        w = gp.run([LAUNCH], env=ENV)
+        eq(w.returncode, 0, "launch_app")
+        wait_value(d.port, "gpuprobe_cuda_launches_seen_total", launches(truth(w.stderr)), comm="launch_app")
+        os.kill(d.pid, signal.SIGSTOP)
+        try:
+            r = gp.run(in_cgroup(cg, rel, [FORK]), env=ENV)
+        finally:
+            os.kill(d.pid, signal.SIGCONT)
+        eq(r.returncode, 0, f"fork_app: {r.stderr[-300:]}")
+        t = truth(r.stderr)
+        want, allocs = {}, {}
+        for p in t["processes"]:
+            want[p["comm"]] = want.get(p["comm"], 0) + p["launches"]
+            allocs[p["comm"]] = allocs.get(p["comm"], 0) + p["allocs"]
+        for comm, n in want.items():
+            wait_value(d.port, "gpuprobe_cuda_kernel_launches_total", n, cgroup=cgroup, comm=comm)
+            wait_value(d.port, "gpuprobe_cuda_alloc_calls_total", allocs[comm], cgroup=cgroup, comm=comm)
+        text = get(d.port)[1]
+        eq(value(text, "gpuprobe_cgroups_read_after_exit_total", result="found"), len(t["processes"]),
+           "processes labelled from the cgroup they ended in")
+        eq(value(text, "gpuprobe_cgroups_read_after_exit_total", result="not_found"), 0, "not found")
+        stop(d)
+    finally:
+        if d:
+            d.kill()
+        cg.cleanup()
+
+
 def test_per_process_series_bounded():
     cg = Cgroups()
     rel = f"gp-fleet-{uuid.uuid4().hex[:8]}"
@@ -592,6 +635,7 @@ if __name__ == "__main__":
         test_short_jobs_scraped_by_prometheus,
         test_exited_gauges_leave_counts_stay,
         test_workers_own_comm,
+        test_workers_gone_before_read_keep_their_cgroup,
         test_per_process_series_bounded,
         test_kubernetes_labels_on_series,
         test_tls_basic_auth_curl_and_prometheus,
