@@ -313,6 +313,16 @@ class Background:
         self.p.wait()
 
 
+def keep_log(name, text):
+    """A failing test's evidence, kept as .output/test-logs/NAME (tests/run.sh's folder,
+    which the VM harness copies out with the run's log)."""
+    d = os.path.join(ROOT, ".output", "test-logs")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "w") as f:
+        f.write(text)
+    return os.path.join(d, name)
+
+
 def start_app(argv, env=None):
     """Starts a workload with --wait and returns it once it printed READY."""
     b = Background(argv, env=env)
