@@ -41,19 +41,39 @@ struct {
 } gp_ended SEC(".maps");
 
 /*
- * The cgroup (v2) each known process ended in, by tgid, shared by every object as gp_ended
+ * The cgroups each known process ended in, by tgid, shared by every object as gp_ended
  * (the run creates it; --max-procs entries, the least recent go first): written by the exit
  * program of an object that knew the process, before its exit record. The daemon labels a
  * process's series with its cgroup; one that ended before the daemon read its records (a
  * forked worker that lives 0.1 s, the daemon behind its buffers) can no longer be read
- * from /proc, and its counts went under no cgroup (test_fleet's workers, 10 of 30).
+ * from /proc (and an exited one not yet reaped reads "/" on every v1 line), and its counts
+ * went under no cgroup (test_fleet's workers, 10 of 30) or under "/".
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 8192); /* --max-procs */
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct gp_exit_cgroups);
 } gp_exits SEC(".maps");
+
+/* The id of the cgroup of the memory controller the calling task is in (its v1
+ * hierarchy's on a hybrid host, where the kubelet's paths are; v2's where memory is
+ * there); 0 without the controller. */
+static __always_inline __u64 gp_memory_cgroup_id(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct cgroup_subsys_state *css = NULL;
+	struct css_set *cs;
+	int i;
+
+	if (!bpf_core_enum_value_exists(enum cgroup_subsys_id, memory_cgrp_id))
+		return 0;
+	i = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+	cs = BPF_CORE_READ(t, cgroups);
+	if (!cs || i < 0 || i >= 64 || bpf_core_read(&css, sizeof(css), &cs->subsys[i]) || !css)
+		return 0;
+	return BPF_CORE_READ(css, cgroup, kn, id);
+}
 
 static __always_inline bool gp_run_ended(void)
 {
@@ -179,14 +199,15 @@ static __always_inline bool gp_on_exit(void *inflight, void *procs, void *rb)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 	struct gp_exit_event *e;
-	__u64 cg;
+	struct gp_exit_cgroups cg;
 
 	if (inflight)
 		bpf_map_delete_elem(inflight, &id);
 	if (!procs || !gp_process_dead() || !bpf_map_lookup_elem(procs, &tgid))
 		return true;
 	bpf_map_delete_elem(procs, &tgid);
-	cg = bpf_get_current_cgroup_id();
+	cg.v2 = bpf_get_current_cgroup_id();
+	cg.memory = gp_memory_cgroup_id();
 	bpf_map_update_elem(&gp_exits, &tgid, &cg, BPF_ANY);
 	e = bpf_ringbuf_reserve(rb, sizeof(*e), 0);
 	if (!e)

@@ -173,6 +173,13 @@ enum gp_api {
 #define GP_COOKIE_PTSZ (1u << 16)
 #define GP_COOKIE_SHAPE(cookie) (GP_COOKIE_LAYOUT(cookie) & 0xffff)
 
+/* The cgroups a process ended in (bpf/common.bpf.h's gp_exits, by tgid): its cgroup v2
+ * id, and its memory controller's cgroup's id (v1's on a hybrid host; 0: no controller). */
+struct gp_exit_cgroups {
+	__u64 v2;
+	__u64 memory;
+};
+
 struct gp_exit_event {
 	__u32 type; /* GP_EV_EXIT */
 	__u32 pid;

@@ -114,13 +114,13 @@ static const char epilog[] =
 static const char *const *attr_of(void *ctx, uint32_t pid)
 {
 	struct daemon *d = ctx;
-	uint64_t now = gp_mono_ns(), cgid = 0;
+	uint64_t now = gp_mono_ns(), v2 = 0, memory = 0;
 	const char *const *kv = cgroups__labels(d->cgroups, pid, now, ATTR_MAX_AGE_NS);
 
 	if (kv[0])
 		return kv;
-	(void)gp_run__exit_cgroup(d->run, pid, &cgid);
-	return cgroups__from_id(d->cgroups, pid, cgid, now);
+	(void)gp_run__exit_cgroup(d->run, pid, &v2, &memory);
+	return cgroups__from_id(d->cgroups, pid, v2, memory, now);
 }
 
 /* Probes one more library (entry i of the set) for every process; logs what happened. */

@@ -100,7 +100,7 @@ struct gp_run *gp_run__new(const struct gp_opts *o, char *err, size_t len)
 	run->o = o;
 	run->shared_rb = -1;
 	run->ended_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gp_ended", sizeof(__u32), sizeof(__u32), 1, NULL);
-	run->exits_fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "gp_exits", sizeof(__u32), sizeof(__u64),
+	run->exits_fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "gp_exits", sizeof(__u32), sizeof(struct gp_exit_cgroups),
 				       o->max_procs ? (__u32)o->max_procs : 8192, NULL);
 	run->target_pid = -1;
 	run->out = stdout;
@@ -442,13 +442,14 @@ int gp_run__attach_sampled(struct gp_run *run, const struct attach_pair *p, cons
 	return r;
 }
 
-bool gp_run__exit_cgroup(const struct gp_run *run, uint32_t pid, uint64_t *cgid)
+bool gp_run__exit_cgroup(const struct gp_run *run, uint32_t pid, uint64_t *v2, uint64_t *memory)
 {
-	__u64 v;
+	struct gp_exit_cgroups v;
 
 	if (run->exits_fd < 0 || bpf_map_lookup_elem(run->exits_fd, &pid, &v))
 		return false;
-	*cgid = v;
+	*v2 = v.v2;
+	*memory = v.memory;
 	return true;
 }
 

@@ -156,10 +156,11 @@ bool gp_run__sampling_settled(struct gp_run *run, uint32_t pid, struct gp_sampli
 /* pid has exited, by ts_ns (CLOCK_MONOTONIC) at the latest: its sampled estimate ends there
  * (a front end that saw the exit itself, before or without the exit record). */
 void gp_run__exited(struct gp_run *run, uint32_t pid, uint64_t ts_ns);
-/* The cgroup (v2) id pid ended in, kept by the exit program of an object that knew it
- * (bpf/common.bpf.h, gp_exits): false if none did, or its entry was evicted (the least
- * recent of --max-procs go first). The entry of a PID's last process to end. */
-bool gp_run__exit_cgroup(const struct gp_run *run, uint32_t pid, uint64_t *cgid);
+/* The ids of the cgroups pid ended in (v2's, and its memory controller's: v1's on a hybrid
+ * host), kept by the exit program of an object that knew it (bpf/common.bpf.h, gp_exits):
+ * false if none did, or its entry was evicted (the least recent of --max-procs go first).
+ * The entry of a PID's last process to end. */
+bool gp_run__exit_cgroup(const struct gp_run *run, uint32_t pid, uint64_t *v2, uint64_t *memory);
 /* Follows pid (and with descendants, the processes it started already); after open. */
 /* The run's own drops (the process tree's), appended at drops; returns how many
  * (GP_RUN_DROPS at most). */

@@ -29,38 +29,56 @@ struct cg_entry {
 struct cgroups {
 	struct u64map *m; /* pid -> struct cg_entry */
 	struct k8s_names *names;
-	/* the cgroup v2 hierarchy's root (mounted at v2_at), or -1; hybrid: a v1 memory
-	 * hierarchy is mounted too (a process at "/" in v2 is labelled with its v1 path) */
-	int v2_fd;
-	char v2_at[256];
-	bool hybrid;
+	/* the roots of the cgroup v2 hierarchy and of the v1 memory one (hybrid hosts: a
+	 * process at "/" in v2 is labelled with its v1 memory path), where mounted; else -1 */
+	struct hier {
+		int fd;
+		char at[256];
+	} v2, mem;
 	unsigned long by_id, unnamed; /* cgroups__from_id: paths found, and not */
 };
 
-/* Where the cgroup v2 hierarchy's root is mounted in this mount namespace (/sys/fs/cgroup;
- * /sys/fs/cgroup/unified on a hybrid host), from /proc/self/mountinfo; and whether a v1
- * memory hierarchy is mounted too. Mount points with escapes (\040) are not used. */
-static void find_v2(struct cgroups *c)
+/* Whether a mount's super options name the v1 memory controller. */
+static bool has_memory(const char *opts)
+{
+	char buf[1024], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", opts);
+	for (char *o = strtok_r(buf, ",", &save); o; o = strtok_r(NULL, ",", &save))
+		if (!strcmp(o, "memory"))
+			return true;
+	return false;
+}
+
+/* Where the roots of the cgroup v2 hierarchy (/sys/fs/cgroup; /sys/fs/cgroup/unified on a
+ * hybrid host) and of the v1 memory one are mounted in this mount namespace, from
+ * /proc/self/mountinfo. Mount points with escapes (\040) are not used. */
+static void find_hierarchies(struct cgroups *c)
 {
 	char line[4096];
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 
-	c->v2_fd = -1;
+	c->v2.fd = c->mem.fd = -1;
 	while (f && fgets(line, sizeof(line), f)) {
 		char root[256], at[256], type[32], opts[1024], *sep = strstr(line, " - ");
+		struct hier *h = NULL;
 
 		if (!sep || sscanf(line, "%*s %*s %*s %255s %255s", root, at) != 2 ||
-		    sscanf(sep + 3, "%31s %*s %1023s", type, opts) != 2)
+		    sscanf(sep + 3, "%31s %*s %1023s", type, opts) != 2 || strcmp(root, "/") || strchr(at, '\\'))
 			continue;
-		if (!strcmp(type, "cgroup") && (strstr(opts, ",memory") || !strncmp(opts, "memory", 6)))
-			c->hybrid = true;
-		else if (!strcmp(type, "cgroup2") && !strcmp(root, "/") && c->v2_fd < 0 && !strchr(at, '\\'))
-			snprintf(c->v2_at, sizeof(c->v2_at), "%s", at), c->v2_fd = 0;
+		if (!strcmp(type, "cgroup2"))
+			h = &c->v2;
+		else if (!strcmp(type, "cgroup") && has_memory(opts))
+			h = &c->mem;
+		if (h && h->fd < 0 && !h->at[0])
+			snprintf(h->at, sizeof(h->at), "%s", at);
 	}
 	if (f)
 		fclose(f);
-	if (!c->v2_fd)
-		c->v2_fd = open(c->v2_at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c->v2.at[0])
+		c->v2.fd = open(c->v2.at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c->mem.at[0])
+		c->mem.fd = open(c->mem.at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 struct cgroups *cgroups__new(const char *log_dir)
@@ -74,7 +92,7 @@ struct cgroups *cgroups__new(const char *log_dir)
 	snprintf(ctrs, sizeof(ctrs), "%s/containers", log_dir ? log_dir : "/var/log");
 	c->m = u64map__new();
 	c->names = k8s_names__new(pods, ctrs, NAME_RESCAN_MS);
-	find_v2(c);
+	find_hierarchies(c);
 	if (!c->m || !c->names) {
 		cgroups__free(c);
 		return NULL;
@@ -96,8 +114,10 @@ void cgroups__free(struct cgroups *c)
 		return;
 	u64map__free_all(c->m, free_entry);
 	k8s_names__free(c->names);
-	if (c->v2_fd >= 0)
-		close(c->v2_fd);
+	if (c->v2.fd >= 0)
+		close(c->v2.fd);
+	if (c->mem.fd >= 0)
+		close(c->mem.fd);
 	free(c);
 }
 
@@ -149,6 +169,17 @@ static struct cg_entry *entry(struct cgroups *c, uint32_t pid)
 	return e;
 }
 
+/* Whether pid runs: not a zombie. An exited process not yet reaped keeps its cgroup v2 line,
+ * but its v1 lines all read "/" (on this hybrid machine a worker read between its exit and
+ * its reaping was labelled cgroup="/", its memory cgroup being /process_api/...): "/" read
+ * from one is no answer, and the cgroup it ended in is taken (cgroups__from_id). */
+static bool alive(uint32_t pid)
+{
+	char buf[256], *st;
+
+	return !gp_proc_stat(pid, buf, sizeof(buf), &st) && st[0] != 'Z' && st[0] != 'X';
+}
+
 void cgroups__refresh(struct cgroups *c, uint32_t pid, const char *comm, uint64_t now_ns)
 {
 	char buf[K8S_MAX_PATH + 1];
@@ -158,6 +189,8 @@ void cgroups__refresh(struct cgroups *c, uint32_t pid, const char *comm, uint64_
 		e->read_ns = now_ns; /* tried: a gone process is not read again and again */
 	if (k8s__read_cgroup((int)pid, buf, sizeof(buf)))
 		return; /* gone (or unreadable): what was read before stays */
+	if (!strcmp(buf, "/") && !alive(pid))
+		return; /* an exited one's v1 lines read "/" (below) */
 	e = entry(c, pid);
 	if (!e)
 		return;
@@ -212,26 +245,26 @@ const char *const *cgroups__labels(struct cgroups *c, uint32_t pid, uint64_t now
 	return e->kv;
 }
 
-/* The path of the cgroup v2 whose id (its directory's inode, as bpf_get_current_cgroup_id
- * gives it) is id, relative to the hierarchy's root: the kernel's file handle of a kernfs
- * node is its id (FILEID_KERNFS), opened as systemd's cg_path_from_cgroupid does. -errno:
- * no v2 hierarchy here, the cgroup is gone, or it is v2's root on a hybrid host (where the
- * v1 memory path would have been read). */
-static int path_of_id(const struct cgroups *c, uint64_t id, char *buf, size_t len)
+/* The path of the cgroup of hierarchy h whose id (its directory's inode, as
+ * bpf_get_current_cgroup_id gives it) is id, relative to the hierarchy's root: the kernel's
+ * file handle of a kernfs node is its id (FILEID_KERNFS), opened as systemd's
+ * cg_path_from_cgroupid does. -errno: the hierarchy is not mounted here, or the cgroup is
+ * gone. */
+static int path_of_id(const struct hier *hi, uint64_t id, char *buf, size_t len)
 {
 	union {
 		struct file_handle fh;
 		char bytes[sizeof(struct file_handle) + sizeof(uint64_t)];
 	} h = { .fh = { .handle_bytes = sizeof(uint64_t), .handle_type = 0xfe /* FILEID_KERNFS */ } };
 	char link[32], path[PATH_MAX];
-	size_t root = strlen(c->v2_at);
+	size_t root = strlen(hi->at);
 	ssize_t n;
 	int fd;
 
-	if (c->v2_fd < 0)
+	if (hi->fd < 0 || !id)
 		return -ENOENT;
 	memcpy(h.fh.f_handle, &id, sizeof(id));
-	fd = open_by_handle_at(c->v2_fd, &h.fh, O_PATH | O_CLOEXEC);
+	fd = open_by_handle_at(hi->fd, &h.fh, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
@@ -240,26 +273,37 @@ static int path_of_id(const struct cgroups *c, uint64_t id, char *buf, size_t le
 	if (n < 0)
 		return -errno;
 	path[n] = '\0';
-	if (strncmp(path, c->v2_at, root) || (path[root] && path[root] != '/'))
+	if (strncmp(path, hi->at, root) || (path[root] && path[root] != '/'))
 		return -ENOENT; /* not under the mount (another namespace's view) */
-	if (c->hybrid && (!path[root] || !strcmp(path + root, "/")))
-		return -ENOENT;
 	if (strlen(path + root) + 2 > len)
 		return -ENAMETOOLONG;
 	snprintf(buf, len, "%s", path[root] ? path + root : "/");
 	return 0;
 }
 
-const char *const *cgroups__from_id(struct cgroups *c, uint32_t pid, uint64_t id, uint64_t now_ns)
+const char *const *cgroups__from_id(struct cgroups *c, uint32_t pid, uint64_t v2, uint64_t memory,
+				    uint64_t now_ns)
 {
 	static const char *const none[] = { NULL };
 	char buf[K8S_MAX_PATH + 1];
 	struct cg_entry *e;
+	int r;
 
 	e = entry(c, pid);
 	if (!e)
 		return none;
-	if (!id || path_of_id(c, id, buf, sizeof(buf))) {
+	/* as k8s__cgroup_of picks from /proc/PID/cgroup: v2's path, unless it is "/" and a
+	 * v1 memory hierarchy holds the process elsewhere */
+	r = path_of_id(&c->v2, v2, buf, sizeof(buf));
+	if ((r || !strcmp(buf, "/")) && c->mem.fd >= 0) {
+		char m[K8S_MAX_PATH + 1];
+
+		if (!path_of_id(&c->mem, memory, m, sizeof(m)) && (r || strcmp(m, "/"))) {
+			snprintf(buf, sizeof(buf), "%s", m);
+			r = 0;
+		}
+	}
+	if (r) {
 		c->unnamed++; /* its entry, with no cgroup, stays: counted once */
 	} else {
 		parse(c, e, buf);

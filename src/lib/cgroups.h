@@ -32,11 +32,14 @@ const char *cgroups__of(struct cgroups *c, uint32_t pid);
  * have none), cgroup, namespace, pod, container, pod_uid, container_id (values "" where
  * unknown), read again when older than max_age_ns. Valid until the next call on c. */
 const char *const *cgroups__labels(struct cgroups *c, uint32_t pid, uint64_t now_ns, uint64_t max_age_ns);
-/* For a process gone before its cgroup could be read: its labels from the id of the
- * cgroup (v2) it ended in (bpf/common.bpf.h's gp_exits; 0: none known), kept as if read
- * then; with no cgroup where cgroup v2 is not the hierarchy read, or the cgroup is gone
- * too (counted; not looked up again while its entry is kept). */
-const char *const *cgroups__from_id(struct cgroups *c, uint32_t pid, uint64_t id, uint64_t now_ns);
+/* For a process gone before its cgroup could be read: its labels from the ids of the
+ * cgroups it ended in (bpf/common.bpf.h's gp_exits: v2's, and its memory controller's, 0:
+ * none known), the path chosen as /proc/PID/cgroup's would be (v2's, or on a hybrid host
+ * where that is "/", the v1 memory hierarchy's), kept as if read then; with no cgroup
+ * where the hierarchy is not mounted here or the cgroup is gone too (counted; not looked
+ * up again while its entry is kept). */
+const char *const *cgroups__from_id(struct cgroups *c, uint32_t pid, uint64_t v2, uint64_t memory,
+				    uint64_t now_ns);
 /* Processes labelled by cgroups__from_id so far, and those whose cgroup it could not find. */
 void cgroups__from_id_counts(const struct cgroups *c, unsigned long *found, unsigned long *not_found);
 /* Forgets processes gone for longer than keep_ns (CLOCK_MONOTONIC now_ns). */

@@ -476,11 +476,12 @@ const struct gp_metric gp_metrics[] = {
 	  "The first hit of each is logged once." },
 	{ "gpuprobe_cgroups_read_after_exit_total", GP_COUNTER, 0, "result", NULL, "",
 	  "Processes gone before the daemon read their cgroup from /proc (a worker that lived less than the daemon's "
-	  "delay behind its buffers), labelled from the cgroup they ended in.",
-	  "`result=\"found\"`: the cgroup (v2) the process ended in, kept by the kernel side at its exit, gave its "
-	  "labels; `result=\"not_found\"`: it could not (that cgroup was removed too, the host has no unified cgroup v2 "
-	  "hierarchy at /sys/fs/cgroup, or the process's exit entry was evicted), so its series have no cgroup or pod "
-	  "labels. Looked up once per process while the daemon keeps it." },
+	  "delay behind its buffers, or exited and not reaped: its v1 lines read \"/\"), labelled from the cgroups "
+	  "they ended in.",
+	  "`result=\"found\"`: the cgroups the process ended in (v2's and its memory controller's), kept by the kernel "
+	  "side at its exit, gave its labels; `result=\"not_found\"`: they could not (the cgroup was removed too, its "
+	  "hierarchy is not mounted where the daemon runs, or the process's exit entry was evicted), so its series have "
+	  "no cgroup or pod labels. Looked up once per process while the daemon keeps it." },
 	{ "gpuprobe_scrapes_total", GP_COUNTER, 0, "", NULL, "",
 	  "Requests for /metrics answered.", NULL },
 	{ "gpuprobe_scrape_duration_seconds", GP_HISTOGRAM, 0, "", NULL, "",

@@ -16,7 +16,9 @@
  * --wait: the parent says READY before it forks (so every child is a
  * descendant born after a tracer attached, for --tree).  --wait-children:
  * each child says READY (its own pid) before its CUDA work, so a test can
- * attach to running children with -p.  Each process prints its own truth
+ * attach to running children with -p.  --reap-after MS: once every child has
+ * exited, the parent prints "EXITED" on stdout and leaves them zombies MS ms
+ * before it reaps them.  Each process prints its own truth
  * line; the parent's, last, holds all of them:
  *   {"pid":P,"api":"fork_tree","processes":[{parent},{child},...]}
  */
@@ -31,7 +33,7 @@
 #include "common.h"
 #include "fakecuda_ext.h"
 
-static const char usage[] = "[--children C] [--n N] [--wait] [--wait-children] [--late-child]";
+static const char usage[] = "[--children C] [--n N] [--wait] [--wait-children] [--late-child] [--reap-after MS]";
 
 #define LINE 2048	/* one truth line; under PIPE_BUF, so writes do not interleave */
 
@@ -79,7 +81,7 @@ static void work(const char *comm, const char *mangled, const char *name,
 
 int main(int argc, char **argv)
 {
-	unsigned long long nchild = 2, n = 10;
+	unsigned long long nchild = 2, n = 10, reap_ms = 0;
 	int wait = 0, wait_children = 0, late = 0, fds[2];
 	pid_t pids[17];
 	char mine[LINE], line[LINE * 17], *pos;
@@ -97,6 +99,8 @@ int main(int argc, char **argv)
 			wait_children = 1;
 		else if (!strcmp(argv[i], "--late-child"))
 			late = 1;
+		else if (!strcmp(argv[i], "--reap-after") && i + 1 < argc)
+			reap_ms = app_parse_u64("--reap-after", argv[++i]);
 		else
 			app_usage_error(argv[0], usage, "unknown option %s", argv[i]);
 	}
@@ -157,6 +161,11 @@ int main(int argc, char **argv)
 	while (got < sizeof(line) - 1 && (r = read(fds[0], line + got, sizeof(line) - 1 - got)) > 0)
 		got += (size_t)r;
 	line[got] = '\0';
+	if (reap_ms) { /* every child's end of the pipe is closed: each has exited */
+		printf("EXITED\n");
+		fflush(stdout);
+		usleep((useconds_t)(reap_ms * 1000));
+	}
 	for (unsigned long long i = 0; i < nchild; i++) {
 		int st = -1;
 

@@ -360,6 +360,71 @@ def test_workers_gone_before_read_keep_their_cgroup():
         cg.cleanup()
 
 
+def memory_v1_root():
+    """Where the cgroup v1 memory hierarchy's root is mounted (a hybrid host), or None."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            parts = line.split()
+            sep = parts.index("-")
+            if parts[sep + 1] == "cgroup" and parts[3] == "/" and "memory" in parts[sep + 3].split(","):
+                return parts[4]
+    return None
+
+
+def test_zombie_workers_not_labelled_root():
+    """On a hybrid host (the kubelet's cgroups in the v1 memory hierarchy, v2 at "/"), an
+    exited process its parent has not reaped yet reads "/" on every v1 line of
+    /proc/PID/cgroup: workers the daemon read then were labelled cgroup="/" (seen on this
+    machine). Now a zombie's "/" is no answer, and the cgroups it ended in (kept at its exit)
+    give its labels: fork_app's workers under their job's memory cgroup, none under "/"."""
+    mem = memory_v1_root()
+    if not mem:
+        gp.skip("no cgroup v1 memory hierarchy here (its lines are what an exited process loses)")
+    rel = f"gp-fleet-v1-{uuid.uuid4().hex[:8]}"
+    path = os.path.join(mem, rel)
+    d = job = None
+    os.mkdir(path)
+    try:
+        wrap = ["sh", "-c", f'echo $$ > "{path}/cgroup.procs" && exec "$@"', "sh"]
+        r = gp.run(wrap + ["cat", "/proc/self/cgroup"])
+        # the job's own lines: "0::PATH" is v2's (controllers "")
+        lines = dict(l.split(":", 2)[1:] for l in r.stdout.splitlines() if l.count(":") >= 2)
+        v2 = lines.get("", "/")
+        if v2 != "/":
+            gp.skip(f"the job's cgroup v2 is {v2}: its v2 line, which a zombie keeps, is the label")
+        d = daemon(["--memleak", "--cudatrace"])
+        w = gp.run([LAUNCH], env=ENV)  # probes on the stand-in libcuda first
+        eq(w.returncode, 0, "launch_app")
+        wait_value(d.port, "gpuprobe_cuda_launches_seen_total", launches(truth(w.stderr)), comm="launch_app")
+        os.kill(d.pid, signal.SIGSTOP)
+        try:
+            job = gp.Background(wrap + [FORK, "--reap-after", "3000"], env=ENV)
+            job.wait_for("EXITED")  # the workers are zombies for 3 s now
+        finally:
+            os.kill(d.pid, signal.SIGCONT)
+        eq(job.wait(), 0, "fork_app")
+        t = truth(job.stderr())
+        want = {}
+        for p in t["processes"]:
+            want[p["comm"]] = want.get(p["comm"], 0) + p["launches"]
+        for comm, n in want.items():
+            wait_value(d.port, "gpuprobe_cuda_kernel_launches_total", n, cgroup="/" + rel, comm=comm)
+        text = get(d.port)[1]
+        eq(value(text, "gpuprobe_cuda_kernel_launches_total", cgroup="/", comm="fork_child") or 0, 0,
+           "fork_child launches under cgroup \"/\"")
+        stop(d)
+    finally:
+        for x in (job, d):
+            if x:
+                x.kill()
+        for _ in range(50):
+            try:
+                os.rmdir(path)
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
 def test_per_process_series_bounded():
     cg = Cgroups()
     rel = f"gp-fleet-{uuid.uuid4().hex[:8]}"
@@ -636,6 +701,7 @@ if __name__ == "__main__":
         test_exited_gauges_leave_counts_stay,
         test_workers_own_comm,
         test_workers_gone_before_read_keep_their_cgroup,
+        test_zombie_workers_not_labelled_root,
         test_per_process_series_bounded,
         test_kubernetes_labels_on_series,
         test_tls_basic_auth_curl_and_prometheus,
