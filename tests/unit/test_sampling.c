@@ -1304,6 +1304,37 @@ static void test_part_with_no_window_is_unbounded(void)
 	ASSERT_TRUE(a.seconds > 0.064 && gp_account__overhead(&a) > 0, "its time and its probes' counted");
 }
 
+/*
+ * A short job whose cuInit came after the period's end but before its accounting (6.1 x86-64
+ * under QEMU's TCG, test_daemon_default_budget_short_jobs_exact, its -v log: acct 455): its
+ * first part is a nanosecond with no window (born_seen), then two exact periods saw its 141
+ * hits. That nanosecond was taken as dark: the job was "sampled", its 140 launches went under
+ * the unbounded family, and out of its exact allowance its rate took the budget to sampling.
+ */
+static void test_born_after_the_period_is_not_dark(void)
+{
+	static const double run[][15] = {
+		{ 0, 1, 1e-09, 0, 0, -1, 0.000132636634, 0.000163031828, 0, 0, 0, 0, -1, -1, 0 },
+		{ 65, 2, 0.01511198, 0.01511198, 0.00306935, 0.011774915, 0.000132636634, 0.000163031828, 64, 0.00296935,
+		  0, 65, -1, -1, 0 },
+		{ 76, 0, 0.12760431, 0.12760431, 0.00729311, 0.02020632, 0.000132636634, 0.000163031828, 76, 0.00729311,
+		  0, 76, -1, -1, 0 },
+	};
+	struct gp_account a;
+	struct gp_sampling s;
+	struct gp_window w = { .n = 3, .T = 1e-9, .on = 0, .act = -1, .cpu_T = -1, .busy = -1, .head_s = -1 };
+
+	replay15(&a, run, sizeof(run) / sizeof(run[0]), false);
+	gp_account__trim(&a, 0);
+	ASSERT_TRUE(!a.sampled && !a.unbounded && a.dark_s == 0, "not sampled, nothing dark");
+	ASSERT_TRUE(!gp_account__sampling(&a, &s), "every call seen: no estimate");
+	ASSERT_TRUE(a.obs == 141, "its 141 hits");
+	/* hits made since the end (the slot read after it) are counted, not taken as a rate */
+	gp_account__begin(&a, 0);
+	gp_account__window(&a, &w, COST, COST);
+	ASSERT_TRUE(!a.sampled && a.obs == 3 && a.est == 3 && !a.have_rate, "its 3 hits seen, no rate from a nanosecond");
+}
+
 int main(int argc, char **argv)
 {
 	unit_select(argc, argv);
@@ -1340,5 +1371,6 @@ int main(int argc, char **argv)
 	RUN_TEST(test_slow_attach_strays_timed);
 	RUN_TEST(test_first_window_saw_none);
 	RUN_TEST(test_part_with_no_window_is_unbounded);
+	RUN_TEST(test_born_after_the_period_is_not_dark);
 	return unit_done();
 }
