@@ -289,6 +289,22 @@ def test_exited_gauges_leave_counts_stay():
         cg.cleanup()
 
 
+def by_comm(t, key="launches"):
+    """A fork_tree truth's key summed per process name (fork_app, fork_child)."""
+    out = {}
+    for p in t["processes"]:
+        out[p["comm"]] = out.get(p["comm"], 0) + p[key]
+    return out
+
+
+def probes_in(port):
+    """One launch_app run, counted: the stand-in libcuda probed (found when a process maps
+    it), before a test stops the daemon."""
+    w = gp.run([LAUNCH], env=ENV)
+    eq(w.returncode, 0, "launch_app")
+    wait_value(port, "gpuprobe_cuda_launches_seen_total", launches(truth(w.stderr)), comm="launch_app")
+
+
 def test_workers_own_comm():
     """fork_app's children rename themselves fork_child: their launches are theirs, not
     their launcher's. They are forked without an exec and live ~0.1 s: their cgroup is
@@ -302,10 +318,7 @@ def test_workers_own_comm():
         d = daemon(["--memleak", "--cudatrace"])
         r = gp.run(in_cgroup(cg, rel, [FORK]), env=ENV)
         eq(r.returncode, 0, f"fork_app: {r.stderr[-300:]}")
-        t = truth(r.stderr)
-        want = {}
-        for p in t["processes"]:
-            want[p["comm"]] = want.get(p["comm"], 0) + p["launches"]
+        want = by_comm(truth(r.stderr))
         for comm, n in want.items():
             wait_value(d.port, "gpuprobe_cuda_kernel_launches_total", n, cgroup=cgroup, comm=comm)
         eq(sorted({l["comm"] for n, l, v in own(get(d.port)[1], cgroup, "gpuprobe_cuda_kernel_launches_total")}),
@@ -331,10 +344,7 @@ def test_workers_gone_before_read_keep_their_cgroup():
     try:
         cg.make(rel)
         d = daemon(["--memleak", "--cudatrace"])
-        # probes on the stand-in libcuda first (found when a process maps it)
-        w = gp.run([LAUNCH], env=ENV)
-        eq(w.returncode, 0, "launch_app")
-        wait_value(d.port, "gpuprobe_cuda_launches_seen_total", launches(truth(w.stderr)), comm="launch_app")
+        probes_in(d.port)
         os.kill(d.pid, signal.SIGSTOP)
         try:
             r = gp.run(in_cgroup(cg, rel, [FORK]), env=ENV)
@@ -342,10 +352,7 @@ def test_workers_gone_before_read_keep_their_cgroup():
             os.kill(d.pid, signal.SIGCONT)
         eq(r.returncode, 0, f"fork_app: {r.stderr[-300:]}")
         t = truth(r.stderr)
-        want, allocs = {}, {}
-        for p in t["processes"]:
-            want[p["comm"]] = want.get(p["comm"], 0) + p["launches"]
-            allocs[p["comm"]] = allocs.get(p["comm"], 0) + p["allocs"]
+        want, allocs = by_comm(t), by_comm(t, "allocs")
         for comm, n in want.items():
             wait_value(d.port, "gpuprobe_cuda_kernel_launches_total", n, cgroup=cgroup, comm=comm)
             wait_value(d.port, "gpuprobe_cuda_alloc_calls_total", allocs[comm], cgroup=cgroup, comm=comm)
@@ -393,9 +400,7 @@ def test_zombie_workers_not_labelled_root():
         if v2 != "/":
             gp.skip(f"the job's cgroup v2 is {v2}: its v2 line, which a zombie keeps, is the label")
         d = daemon(["--memleak", "--cudatrace"])
-        w = gp.run([LAUNCH], env=ENV)  # probes on the stand-in libcuda first
-        eq(w.returncode, 0, "launch_app")
-        wait_value(d.port, "gpuprobe_cuda_launches_seen_total", launches(truth(w.stderr)), comm="launch_app")
+        probes_in(d.port)
         os.kill(d.pid, signal.SIGSTOP)
         try:
             job = gp.Background(wrap + [FORK, "--reap-after", "3000"], env=ENV)
@@ -403,11 +408,7 @@ def test_zombie_workers_not_labelled_root():
         finally:
             os.kill(d.pid, signal.SIGCONT)
         eq(job.wait(), 0, "fork_app")
-        t = truth(job.stderr())
-        want = {}
-        for p in t["processes"]:
-            want[p["comm"]] = want.get(p["comm"], 0) + p["launches"]
-        for comm, n in want.items():
+        for comm, n in by_comm(truth(job.stderr())).items():
             wait_value(d.port, "gpuprobe_cuda_kernel_launches_total", n, cgroup="/" + rel, comm=comm)
         text = get(d.port)[1]
         eq(value(text, "gpuprobe_cuda_kernel_launches_total", cgroup="/", comm="fork_child") or 0, 0,
