@@ -177,7 +177,9 @@ struct fresh {
 	uint64_t since_ns;  /* its first driver call (the slot taken, or its cuInit returned) */
 	uint64_t end_ns;    /* its exit, or (found gone: no exit record may come) its last call */
 	uint64_t armed_ns;
+	uint64_t done_ns;   /* when its last probe went in (0: not all did) */
 	uint64_t gap_ns;    /* from then until its probes were armed, outside a window: unseen */
+	bool gap_alone;     /* the gap began at its first driver call (no window of it before) */
 };
 
 /* What the last period says of the next: its length and share, the least of every
@@ -653,6 +655,7 @@ static void note_gap(struct gp_budget *b, struct fresh *f, uint64_t since, uint6
 		gap += armed - from;
 	f->since_ns = since;
 	f->gap_ns = gap;
+	f->gap_alone = since >= b->cur_off;
 }
 
 /* Whether pid has ended: gone, or a zombie its parent has not reaped yet (kill(0) still
@@ -680,18 +683,48 @@ static uint64_t fresh_end(const struct gp_budget *b, size_t i)
 }
 
 /*
+ * Whether a late-armed job's gap (its first driver call to its first counted one, unseen)
+ * was quiet: every probe went in (done_ns) and none was hit for QUIET_CALLS of the calls its
+ * seen part made at its rate (n calls, first_ns to its last: at that rate the chance of none
+ * is e^-QUIET_CALLS, 5 %). Its rate had not begun when the probes were in, and a rate that
+ * moves at most once in an unseen part (sampling.h) began after the gap: its estimate there
+ * is none. Under QEMU's TCG an instant-cuInit job of 200 launches, every one counted after
+ * a 150-ms arm, was read as 1,213 (its gap, tens of ms of a slow start, taken at its
+ * launching rate); the gap stays dark (no upper end): a job that called, paused and called
+ * again there is not told apart. Only for a gap that began at its first driver call (no
+ * window of it before, whose hits would be taken into the rate).
+ */
+#define QUIET_CALLS 3.0
+#define QUIET_MIN_HITS 8
+
+static bool quiet_gap(struct gp_budget *b, size_t i, double n, uint64_t fh, double seen_s)
+{
+	const struct fresh *f = &b->fresh[i];
+	uint64_t last = __atomic_load_n(&b->hits[i].last_ns, __ATOMIC_RELAXED);
+	double r;
+
+	if (!f->gap_alone || !f->done_ns || !fh || fh <= f->done_ns || last <= fh || n < QUIET_MIN_HITS ||
+	    seen_s <= 0)
+		return false;
+	r = (n - 1) / ((double)(last - fh) / 1e9);
+	return r * (double)(fh - f->done_ns) / 1e9 >= QUIET_CALLS;
+}
+
+/*
  * The part of a period from t0, *Te seconds long (to its end or the process's exit), that
  * slot i's owner was seen for (*one: the window alone, for the others), when it was armed
  * for itself: from its first driver call (it began then: *Te shortened), but for the time
  * its probes took to be armed, until they were disarmed (or all of it, still armed). Called
  * with b->acc held, by the budget's thread (or gp_budget__exited).
  */
-static void fresh_seen(struct gp_budget *b, size_t i, uint64_t t0, double *Te, double *one)
+static void fresh_seen(struct gp_budget *b, size_t i, uint64_t t0, double n, double *Te, double *one,
+		       double *quiet)
 {
 	struct fresh *f = &b->fresh[i];
-	uint64_t start = t0, offn, end, seen;
+	uint64_t start = t0, offn, end, seen, fh = 0;
 	double s;
 
+	*quiet = 0;
 	if (!f->armed_ever || !f->pid || f->pid != b->accounts[i].pid)
 		return;
 	if (f->since_ns > t0)
@@ -709,8 +742,7 @@ static void fresh_seen(struct gp_budget *b, size_t i, uint64_t t0, double *Te, d
 	 * natively ~1 ms), and the calls it made meanwhile, unseen, were taken as the seen
 	 * part's none (6.12: 200 launches outside [45, 146] and [30, 63]) */
 	if (f->gap_ns) {
-		uint64_t fh = __atomic_load_n(&b->hits[i].first_ns, __ATOMIC_ACQUIRE);
-
+		fh = __atomic_load_n(&b->hits[i].first_ns, __ATOMIC_ACQUIRE);
 		if (fh > f->armed_ns && fh < end)
 			f->gap_ns += fh - f->armed_ns;
 	}
@@ -730,6 +762,13 @@ static void fresh_seen(struct gp_budget *b, size_t i, uint64_t t0, double *Te, d
 	}
 	s = seen > start ? (double)(seen - start) / 1e9 - (double)f->gap_ns / 1e9 : 0;
 	*one = s < 0 ? 0 : s > *Te - 1e-6 ? *Te : s; /* (nanoseconds to seconds and back) */
+	if (f->gap_ns && quiet_gap(b, i, n, fh, *one)) {
+		/* the gap is dark, its calls taken as none (the report says it has no upper end) */
+		*quiet = (double)f->gap_ns / 1e9;
+		if (*quiet > *Te - *one)
+			*quiet = *Te - *one;
+		*Te -= *quiet;
+	}
 	f->since_ns = 0;
 	f->gap_ns = 0;
 }
@@ -830,6 +869,7 @@ static void fresh_arm(struct gp_budget *b, size_t i, uint64_t now)
 				 * GPUPROBE_TEST_ARM_MS 150) */
 				f->armed_ever = true;
 				f->armed_ns = first_ns;
+				f->done_ns = 0;
 				__atomic_store_n(&f->off_ns, gp_mono_ns(), __ATOMIC_RELEASE);
 				note_gap(b, f, __atomic_load_n(&b->hits[i].since_ns, __ATOMIC_RELAXED), first_ns, true);
 				if (!f->end_ns)
@@ -846,6 +886,7 @@ static void fresh_arm(struct gp_budget *b, size_t i, uint64_t now)
 	}
 	f->nfds = n;
 	f->armed_ns = first_ns; /* its first probe: counted from then (fresh_end) */
+	f->done_ns = gp_mono_ns();
 	f->state = FRESH_ARMED;
 	f->armed_ever = true;
 	b->armed[b->nr_armed++] = (uint32_t)i;
@@ -1206,6 +1247,16 @@ static void acct_period(struct gp_account *a, uint32_t pid, const struct gp_wind
 	gp_account__window(a, w, cost, price);
 }
 
+/* A part of a process's life that no probe saw, its calls taken as none (quiet_gap). */
+static void acct_dark(struct gp_account *a, uint32_t pid, double secs)
+{
+	struct gp_window w = { .T = secs, .on = 0, .act = -1, .cpu_T = -1, .busy = -1, .head_s = -1 };
+
+	if (secs <= 1e-6) /* (sampling.c's BORN_AFTER_S: not dark) */
+		return;
+	acct_period(a, pid, &w, 0, 0);
+}
+
 static void acct_trim(struct gp_account *a, uint32_t pid, double unseen)
 {
 	gp_log(GP_LOG_DEBUG, "budget: acct %u trim %.9g", pid, unseen);
@@ -1485,7 +1536,7 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		struct account *a = &b->accounts[i];
 		uint64_t hits = b->snap_hits[i], stray = b->snap_stray[i], fixed = b->snap_fixed[i];
 		uint64_t active = b->snap_active[i];
-		double n, ns, nf, act, cpu_now, cpu_T = -1, Te, one;
+		double n, ns, nf, act, cpu_now, cpu_T = -1, Te, one, quiet;
 		struct gp_window w = { 0 };
 
 		a->fresh = false;
@@ -1543,7 +1594,9 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		if (!(b->fresh[i].pid == a->pid && b->fresh[i].armed_ever))
 			born_seen(a, t0, &Te, &one);
 		a->born_ns = 0;
-		fresh_seen(b, i, t0, &Te, &one);
+		fresh_seen(b, i, t0, n, &Te, &one, &quiet);
+		if (quiet > 0)
+			acct_dark(&a->acc, a->pid, quiet);
 		/* the priced hits cost the process like strays: never counted, always paid */
 		if (Te > 0) {
 			w.stray = ns + nf * b->fixed_price / b->price;
@@ -2457,11 +2510,14 @@ void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
 			uint64_t act = __atomic_load_n(&b->hits[i].active_ns, __ATOMIC_RELAXED);
 			struct gap_counts gc;
 			double ns = st >= a->last_stray ? (double)(st - a->last_stray) : 0;
+			double quiet;
 
 			a->last += (uint64_t)n;
 			a->last_fixed += (uint64_t)nf;
 			a->last_stray = st;
-			fresh_seen(b, i, b->cur_start, &T, &on);
+			fresh_seen(b, i, b->cur_start, n, &T, &on, &quiet);
+			if (quiet > 0)
+				acct_dark(&a->acc, pid, quiet);
 			if (T > 0) {
 				/* its CPU time since the boundary as last polled (it is gone), else at
 				 * its share over the last period; its calling thread's busy share as

@@ -1265,14 +1265,34 @@ def short_jobs(n, ms, init_ms=INIT_MS):
     return out
 
 
+LAST_LOG = [""]
+
+
+def kept(name):
+    """A test whose failure keeps short_jobs_beside_heavy's budget log (gp.keep_log)."""
+    tries = [0]
+
+    def wrap(t):
+        @functools.wraps(t)
+        def run():
+            try:
+                t()
+            except gp.Failure as e:
+                tries[0] += 1  # (each try's own file: retried runs it twice)
+                raise gp.Failure(f"{e} (the budget's log: {gp.keep_log(f'{name}.{tries[0]}', LAST_LOG[0])})")
+        return run
+    return wrap
+
+
 def short_jobs_beside_heavy(prefix, env, slow, instant):
     """Node-wide --cudatrace --max-overhead 1 (gpuprobe's environment env) while rate_heavy
     launches 100,000 a second: slow short jobs (cuInit INIT_MS), then instant ones, back to
-    back once it is sampled. (gpuprobe's JSON output, the jobs' truths)."""
+    back once it is sampled. (gpuprobe's JSON output, the jobs' truths; its -v log's budget
+    lines are in LAST_LOG, for a failing test to keep.)"""
     tmp = tempfile.mkdtemp(prefix=prefix)
     out = os.path.join(tmp, "out.json")
     g = gp.Background([gp.GPUPROBE, "--libcuda", FAKECUDA, "--json", "--cudatrace", "--max-overhead", "1",
-                       "-d", "9", "-o", out], env=env)
+                       "-v", "-d", "9", "-o", out], env=env)
     heavy = None
     try:
         g.wait_for("probes on", where="stderr")
@@ -1282,6 +1302,8 @@ def short_jobs_beside_heavy(prefix, env, slow, instant):
         jobs = short_jobs(slow, ms) + short_jobs(instant, ms, init_ms="0")
         eq(heavy.wait(), 0, "the sampled process's exit")
         eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-800:]})")
+        LAST_LOG[0] = "\n".join(l for l in g.stderr().splitlines() if "budget" in l) + "\n" + "\n".join(
+            f"job {i}: {t}" for i, t in enumerate(jobs))
         with open(out) as f:
             return f.read(), jobs
     finally:
@@ -1295,6 +1317,7 @@ def unarmed(b):
 
 
 @retried
+@kept("short_jobs_beside.log")
 def test_short_jobs_beside_a_sampled_process_exact():
     """Node-wide --cudatrace --max-overhead 1: while a process launching 100,000 kernels a
     second is sampled (its probes off but for a few ms of each period, for every process),
@@ -1335,6 +1358,7 @@ def test_short_jobs_beside_a_sampled_process_exact():
 
 
 @retried
+@kept("short_jobs_armed_slowly.log")
 def test_short_jobs_armed_slowly():
     """The same short jobs while a process's own arming is slow (GPUPROBE_TEST_ARM_MS 150: its
     32 events in 150 ms, as 6.1 and 6.12 under QEMU's TCG took 66-73 ms): the jobs are armed
@@ -1383,6 +1407,80 @@ def test_short_jobs_armed_slowly():
     # failed that in 2 of 3 runs of two tries (3 or 4 of the 4 unseen, every one counted late).
     check(got.count("unseen") <= b["unarmed_processes"]["late"], f"jobs unseen whole and not counted late: {got}, {b}")
     print(f"#   6 jobs of {jobs[0]['launches']} launches, arming 150 ms: {got}; late {b['unarmed_processes']['late']}")
+
+
+def test_late_armed_job_with_a_quiet_start():
+    """A job armed late (GPUPROBE_TEST_ARM_MS 150: its probes go in over 150 ms after its
+    instant cuInit) that starts calling only after they are all in: its gap (cuInit to its
+    first counted call) was quiet, and is dark, taken as none, not extrapolated at the rate
+    it then launched at. Under QEMU's TCG such a job (a slow start) read 1,213 of 200, every
+    launch counted; here rate_app launches once, waits, then launches 20,000 a second. A job
+    whose probes were all in before its launches (-v: "armed for it alone ... ms after its
+    first driver call") is exact, or an estimate within 2x with no upper end; any job's
+    interval holds its launches. Before (d309916), 2,870 of 361. On a loaded machine an arm
+    can outlast the quiet start: such a job is only held to its interval."""
+    tmp = tempfile.mkdtemp(prefix="gp-budget-quiet-")
+    out = os.path.join(tmp, "out.json")
+    # one launch at its start, then none for longer than the arm: the gap and the launches
+    # fall in one ~500-ms period in most jobs natively
+    quiet_ms = next(q for q in (250, 500, 1000, 2000) if q >= 250 * gp.TIME_SLACK or q == 2000)
+    g = gp.Background([gp.GPUPROBE, "--libcuda", FAKECUDA, "--json", "--cudatrace", "--max-overhead", "1",
+                       "-v", "-d", "9", "-o", out], env=dict(ENV, GPUPROBE_TEST_ARM_MS="150"))
+    heavy = None
+    try:
+        g.wait_for("probes on", where="stderr")
+        heavy = gp.Background([heavy_app(tmp), "--phases", "100000:5000", "--alloc-every", "0"], env=ENV)
+        time.sleep(1.5)  # sampled by now
+        ms = job_ms(interval_allowance(g, out))
+        jobs = []
+        for _ in range(4):
+            r = gp.run([RATE, "--phases", f"{max(1, 1000 // quiet_ms)}:{quiet_ms},20000:{ms}", "--alloc-every", "0"],
+                       env=ENV)
+            eq(r.returncode, 0, f"rate_app exit ({r.stderr[-300:]})")
+            jobs.append(truth(r.stderr))
+            time.sleep(0.05)
+        eq(heavy.wait(), 0, "the sampled process's exit")
+        eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-800:]})")
+        with open(out) as f:
+            text = f.read()
+        log = g.stderr()
+    finally:
+        for p in (heavy, g):
+            if p:
+                p.kill()
+    armed = {int(m.group(1)): float(m.group(2)) for m in re.finditer(
+        r"budget: PID (\d+) is new: \d+ probes armed for it alone in [\d.]+ ms, ([\d.]+) ms after its first driver call",
+        log)}
+    fin = gp.final(text, "cudatrace")
+    got, in_time = [], 0
+    try:
+        for i, t in enumerate(jobs):
+            p = [x for x in fin["processes"] if x["pid"] == t["pid"]]
+            quiet = armed.get(t["pid"], float("inf")) < 0.8 * quiet_ms
+            in_time += quiet
+            if not p:
+                check(not quiet, f"job {i}: armed {armed.get(t['pid'])} ms after its cuInit, yet unseen")
+                got.append("unseen")
+                continue
+            smp = p[0].get("sampling")
+            if smp is None:
+                eq(p[0]["launches"], t["launches"], f"job {i}: launches exact, or an estimate")
+                got.append("exact")
+                continue
+            lo, hi = smp["intervals"]["launches"]
+            check(lo <= t["launches"] <= (hi if hi is not None else float("inf")),
+                  f"job {i}: its {t['launches']} launches outside [{lo}, {hi}] ({smp})")
+            if quiet:
+                check(t["launches"] / 2 <= p[0]["launches"] <= t["launches"] * 2,
+                      f"job {i}, armed {armed[t['pid']]} ms after its cuInit: estimate {p[0]['launches']} of "
+                      f"{t['launches']} launches, not within 2x ({smp})")
+            got.append(f"{p[0]['launches']} in [{lo}, {hi}]{'' if quiet else ' (armed late)'}")
+        check(in_time >= 1, f"no job armed within its quiet start ({armed}, {quiet_ms} ms): {got}")
+    except gp.Failure as e:
+        kept_at = gp.keep_log("late_armed_quiet.log", "\n".join(l for l in log.splitlines() if "budget" in l))
+        raise gp.Failure(f"{e} (the budget's log: {kept_at})")
+    print(f"#   4 jobs of {jobs[0]['launches']} launches after {quiet_ms} ms quiet, arming 150 ms "
+          f"({in_time} armed in time): {got}")
 
 
 @retried
