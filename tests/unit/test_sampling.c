@@ -1304,6 +1304,33 @@ static void test_part_with_no_window_is_unbounded(void)
 	ASSERT_TRUE(a.seconds > 0.064 && gp_account__overhead(&a) > 0, "its time and its probes' counted");
 }
 
+/* The same with a rate in its counted hits (90 one-thread gaps in 5 ms): 6.1 x86-64 under QEMU's
+ * TCG, test_short_jobs_armed_slowly at b5fa04c, job 4 of 200 launches: 91 counted in a
+ * 12.8-ms dark part, read as 91 (0.46x). Now the geometric mean of those counted and of their
+ * rate over the part (230): 145, still with no upper end, the low end at the 91. A dark part
+ * with no hit (a quiet gap, budget.c's quiet_gap) stays none. */
+static void test_dark_part_estimated_from_its_hits_rate(void)
+{
+	struct gp_account a;
+	struct gp_sampling s;
+	struct gp_window w = { .n = 91, .gaps = 90, .gap_s = 0.005, .T = 0.0128, .on = 0, .act = -1, .cpu_T = -1,
+			       .busy = -1, .head_s = -1 };
+	struct gp_window q = { .T = 0.2, .on = 0, .act = -1, .cpu_T = -1, .busy = -1, .head_s = -1 };
+
+	gp_account__begin(&a, 0);
+	gp_account__window(&a, &w, COST, COST);
+	if (!ASSERT_TRUE(gp_account__sampling(&a, &s), "sampled: not every call seen"))
+		return;
+	printf("#   dark part: %.1f in [%.0f, %s] of 200 (91 counted)\n", s.estimate, s.lo, isinf(s.hi) ? "none" : "bounded");
+	ASSERT_TRUE(s.unbounded && isinf(s.hi) && s.lo <= 91, "no upper end, the low end at the calls counted");
+	ASSERT_TRUE(fabs(s.estimate - sqrt(91 * 90 / 0.005 * 0.0128)) < 1e-6, "the geometric mean of 91 and 230");
+	ASSERT_TRUE(s.estimate >= 100 && s.estimate <= 400, "within 2x of the job's 200");
+	gp_account__begin(&a, 0);
+	gp_account__window(&a, &q, COST, COST);
+	gp_account__sampling(&a, &s);
+	ASSERT_TRUE(s.estimate == 0 && s.unbounded, "a quiet dark part: none, no upper end");
+}
+
 /*
  * A short job whose cuInit came after the period's end but before its accounting (6.1 x86-64
  * under QEMU's TCG, test_daemon_default_budget_short_jobs_exact, its -v log: acct 455): its
@@ -1372,5 +1399,6 @@ int main(int argc, char **argv)
 	RUN_TEST(test_first_window_saw_none);
 	RUN_TEST(test_part_with_no_window_is_unbounded);
 	RUN_TEST(test_born_after_the_period_is_not_dark);
+	RUN_TEST(test_dark_part_estimated_from_its_hits_rate);
 	return unit_done();
 }
