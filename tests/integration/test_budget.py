@@ -454,9 +454,11 @@ def test_budget_bursts_stay_sampled_between_windows():
     while it runs. It used to see every call again after each window that saw none, and such
     a period met the next burst at full cost until the rate check ended it (two or three
     times a run here; on the H200 the 50:200-ms bursts spent 0.90 % of their time in probes
-    under a 1 % budget, 0.66 % once it stopped). Its count stays inside its interval."""
+    under a 1 % budget, 0.66 % once it stopped). Its count stays inside its interval. It is
+    held at the budget's share of the time it works (-v: "works N % of its time in bursts"),
+    its windows back to back in a thread asleep most of each period."""
     cmd = [RATE, "--phases", "500000:50,5:200", "--repeat", "16", "--spin", "1000", "--alloc-every", "0"]
-    r = gp.gpuprobe(BASE + ["--cudatrace", "--max-overhead", "1"], cmd=cmd, timeout=120 * gp.TIME_SLACK)
+    r = gp.gpuprobe(BASE + ["--cudatrace", "--max-overhead", "1", "-v"], cmd=cmd, timeout=120 * gp.TIME_SLACK)
     eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
     t = truth(r.stderr)
     ch = budget_record(r.stdout)["changes"]
@@ -471,8 +473,16 @@ def test_budget_bursts_stay_sampled_between_windows():
     n = t["launches"]
     check(lo <= n, f"{n} launches under [{lo}, {hi}]")
     priced(hi is None or n <= hi, f"{n} launches outside [{lo}, {hi}]")
+    works = re.findall(r"PID %d works (\d+) %% of its time in bursts" % t["pid"], r.stderr)
+    # its share of time working: its life less its 16 sleeps of 200 ms (under QEMU's TCG the
+    # bursts themselves take most of it: no bursts there)
+    life = t["phases"][1]["end_ns"] - t["phases"][0]["start_ns"]
+    if life > 0 and 1 - 16 * 0.2e9 / life < 0.4:
+        check(works, f"held at its time worked ({1 - 16 * 0.2e9 / life:.2f} of its life): no \"works N % of its "
+              "time in bursts\" line in -v (" + " ".join(l for l in r.stderr.splitlines() if "budget: period" in l)[-1500:]
+              + ")")
     print(f"#   {n} launches in bursts: estimate {p['launches']} ({p['launches'] / n:.2f}x), [{lo}, {hi}],"
-          f" {len(ch)} changes of the sampled share, none back to every call", flush=True)
+          f" {len(ch)} changes of the sampled share, none back to every call; works {'/'.join(works)} %", flush=True)
 
 
 @retried
@@ -1337,6 +1347,9 @@ def test_short_jobs_beside_a_sampled_process_exact():
     eq(unarmed(b) - b["unarmed_processes"]["late"], 0,
        f"processes new to the budget that could not be armed: {b['unarmed_processes']}")
     check(b["unarmed_processes"]["late"] <= 2, f"only the instant-cuInit jobs armed late: {b['unarmed_processes']}")
+    # the heavy process calls all along: held at the wall time's share, never as bursts
+    check("in bursts" not in LAST_LOG[0], "a process calling all along taken as bursts: "
+          + " ".join(l for l in LAST_LOG[0].splitlines() if "in bursts" in l)[:400])
     check(b["exact_processes"] >= len(jobs), f"processes armed alone {b['exact_processes']} of {len(jobs)} jobs")
     for i, t in enumerate(jobs):
         p = [x for x in fin["processes"] if x["pid"] == t["pid"]]
