@@ -1266,11 +1266,12 @@ def interval_allowance(g, out):
     raise gp.Failure("no interval report after SIGUSR1")
 
 
-def short_jobs(n, ms, init_ms=INIT_MS):
-    """n short rate_app jobs back to back (20,000 launches a second for ms), each's truth."""
+def short_jobs(n, ms, init_ms=INIT_MS, lead=""):
+    """n short rate_app jobs back to back (20,000 launches a second for ms, after the phase
+    `lead` when given), each's truth."""
     out = []
     for _ in range(n):
-        r = gp.run([RATE, "--phases", f"20000:{ms}", "--alloc-every", "0"],
+        r = gp.run([RATE, "--phases", f"{lead}20000:{ms}", "--alloc-every", "0"],
                    env=dict(ENV, FAKECUDA_INIT_MS=init_ms))
         eq(r.returncode, 0, f"rate_app exit ({r.stderr[-300:]})")
         out.append(truth(r.stderr))
@@ -1297,11 +1298,12 @@ def kept(name):
     return wrap
 
 
-def short_jobs_beside_heavy(prefix, env, slow, instant):
+def short_jobs_beside_heavy(prefix, env, slow, instant, lead="", heavy_ms=6000):
     """Node-wide --cudatrace --max-overhead 1 (gpuprobe's environment env) while rate_heavy
-    launches 100,000 a second: slow short jobs (cuInit INIT_MS), then instant ones, back to
-    back once it is sampled. (gpuprobe's JSON output, the jobs' truths; its -v log's budget
-    lines are in LAST_LOG, for a failing test to keep.)"""
+    launches 100,000 a second for heavy_ms: slow short jobs (cuInit INIT_MS), then instant
+    ones (short_jobs' lead phase first), back to back once it is sampled. (gpuprobe's JSON
+    output, the jobs' truths; its -v log's budget lines are in LAST_LOG, for a failing test
+    to keep.)"""
     tmp = tempfile.mkdtemp(prefix=prefix)
     out = os.path.join(tmp, "out.json")
     g = gp.Background([gp.GPUPROBE, "--libcuda", FAKECUDA, "--json", "--cudatrace", "--max-overhead", "1",
@@ -1309,10 +1311,10 @@ def short_jobs_beside_heavy(prefix, env, slow, instant):
     heavy = None
     try:
         g.wait_for("probes on", where="stderr")
-        heavy = gp.Background([heavy_app(tmp), "--phases", "100000:6000", "--alloc-every", "0"], env=ENV)
+        heavy = gp.Background([heavy_app(tmp), "--phases", f"100000:{heavy_ms}", "--alloc-every", "0"], env=ENV)
         time.sleep(1.5)  # sampled by now
         ms = job_ms(interval_allowance(g, out))
-        jobs = short_jobs(slow, ms) + short_jobs(instant, ms, init_ms="0")
+        jobs = short_jobs(slow, ms) + short_jobs(instant, ms, init_ms="0", lead=lead)
         eq(heavy.wait(), 0, "the sampled process's exit")
         eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-800:]})")
         LAST_LOG[0] = "\n".join(l for l in g.stderr().splitlines() if "budget" in l) + "\n" + "\n".join(
@@ -1327,6 +1329,23 @@ def short_jobs_beside_heavy(prefix, env, slow, instant):
 
 def unarmed(b):
     return sum(b["unarmed_processes"].values())
+
+
+def job_read(fin, i, t):
+    """Job i (truth t) in the final report fin: ("unseen", None, None) when it has no record;
+    ("exact", ...) when every call was seen, its launches then its truth; else its estimate
+    (its launches, its sampling), whose interval holds its launches."""
+    p = [x for x in fin["processes"] if x["pid"] == t["pid"]]
+    if not p:
+        return "unseen", None, None
+    smp = p[0].get("sampling")
+    if smp is None:
+        eq(p[0]["launches"], t["launches"], f"job {i}: launches exact, or an estimate")
+        return "exact", p[0]["launches"], None
+    lo, hi = smp["intervals"]["launches"]
+    check(lo <= t["launches"] <= (hi if hi is not None else float("inf")),
+          f"job {i}: its {t['launches']} launches outside [{lo}, {hi}] ({smp})")
+    return f"{p[0]['launches']} in [{lo}, {hi}]", p[0]["launches"], smp
 
 
 @retried
@@ -1395,25 +1414,16 @@ def test_short_jobs_armed_slowly():
     check(b["unarmed_processes"]["late"] >= 1, f"some job armed late or gone while armed: {b['unarmed_processes']}")
     got = []
     for i, t in enumerate(jobs):
-        p = [x for x in fin["processes"] if x["pid"] == t["pid"]]
-        if not p:
-            # armed after its last call and no call of it in a window: unseen whole, counted late
-            got.append("unseen")
-            continue
-        smp = p[0].get("sampling")
+        # unseen: armed after its last call and no call of it in a window, counted late
+        what, n, smp = job_read(fin, i, t)
+        got.append(what)
         if smp is None:
-            eq(p[0]["launches"], t["launches"], f"job {i}: launches exact, or an estimate")
-            got.append("exact")
             continue
-        lo, hi = smp["intervals"]["launches"]
-        check(lo <= t["launches"] <= (hi if hi is not None else float("inf")),
-              f"job {i}: its {t['launches']} launches outside [{lo}, {hi}] ({smp})")
         # within 2x, 3x where fewer than a window's least hits (32) were counted: 15 counted
         # calls read 401 of 200 once in three runs, its interval [15, 13113]
-        k = 2 if smp["fraction"] * p[0]["launches"] >= 32 else 3
-        check(t["launches"] / k <= p[0]["launches"] <= t["launches"] * k,
-              f"job {i}: estimate {p[0]['launches']} of {t['launches']} launches, not within {k}x ({smp})")
-        got.append(f"{p[0]['launches']} in [{lo}, {hi}]")
+        k = 2 if smp["fraction"] * n >= 32 else 3
+        check(t["launches"] / k <= n <= t["launches"] * k,
+              f"job {i}: estimate {n} of {t['launches']} launches, not within {k}x ({smp})")
     # a job whose first event went in after its last call has no record, and is counted late
     # (gpuprobe_budget_unarmed_processes_total{why="late"}): on an emulated CPU (6.12 under
     # QEMU's TCG: 4 of 6, an arm of 66-73 ms itself there) as many as there are. How many of
@@ -1425,6 +1435,7 @@ def test_short_jobs_armed_slowly():
     print(f"#   6 jobs of {jobs[0]['launches']} launches, arming 150 ms: {got}; late {b['unarmed_processes']['late']}")
 
 
+@kept("late_armed_quiet.log")
 def test_late_armed_job_with_a_quiet_start():
     """A job armed late (GPUPROBE_TEST_ARM_MS 150: its probes go in over 150 ms after its
     instant cuInit) that starts calling only after they are all in: its gap (cuInit to its
@@ -1435,66 +1446,27 @@ def test_late_armed_job_with_a_quiet_start():
     first driver call") is exact, or an estimate within 2x with no upper end; any job's
     interval holds its launches. Before (d309916), 2,870 of 361. On a loaded machine an arm
     can outlast the quiet start: such a job is only held to its interval."""
-    tmp = tempfile.mkdtemp(prefix="gp-budget-quiet-")
-    out = os.path.join(tmp, "out.json")
     # one launch at its start, then none for longer than the arm: the gap and the launches
     # fall in one ~500-ms period in most jobs natively
     quiet_ms = next(q for q in (250, 500, 1000, 2000) if q >= 250 * gp.TIME_SLACK or q == 2000)
-    g = gp.Background([gp.GPUPROBE, "--libcuda", FAKECUDA, "--json", "--cudatrace", "--max-overhead", "1",
-                       "-v", "-d", "9", "-o", out], env=dict(ENV, GPUPROBE_TEST_ARM_MS="150"))
-    heavy = None
-    try:
-        g.wait_for("probes on", where="stderr")
-        heavy = gp.Background([heavy_app(tmp), "--phases", "100000:5000", "--alloc-every", "0"], env=ENV)
-        time.sleep(1.5)  # sampled by now
-        ms = job_ms(interval_allowance(g, out))
-        jobs = []
-        for _ in range(4):
-            r = gp.run([RATE, "--phases", f"{max(1, 1000 // quiet_ms)}:{quiet_ms},20000:{ms}", "--alloc-every", "0"],
-                       env=ENV)
-            eq(r.returncode, 0, f"rate_app exit ({r.stderr[-300:]})")
-            jobs.append(truth(r.stderr))
-            time.sleep(0.05)
-        eq(heavy.wait(), 0, "the sampled process's exit")
-        eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-800:]})")
-        with open(out) as f:
-            text = f.read()
-        log = g.stderr()
-    finally:
-        for p in (heavy, g):
-            if p:
-                p.kill()
+    text, jobs = short_jobs_beside_heavy("gp-budget-quiet-", dict(ENV, GPUPROBE_TEST_ARM_MS="150"), 0, 4,
+                                         lead=f"{max(1, 1000 // quiet_ms)}:{quiet_ms},", heavy_ms=5000)
     armed = {int(m.group(1)): float(m.group(2)) for m in re.finditer(
         r"budget: PID (\d+) is new: \d+ probes armed for it alone in [\d.]+ ms, ([\d.]+) ms after its first driver call",
-        log)}
+        LAST_LOG[0])}
     fin = gp.final(text, "cudatrace")
     got, in_time = [], 0
-    try:
-        for i, t in enumerate(jobs):
-            p = [x for x in fin["processes"] if x["pid"] == t["pid"]]
-            quiet = armed.get(t["pid"], float("inf")) < 0.8 * quiet_ms
-            in_time += quiet
-            if not p:
-                check(not quiet, f"job {i}: armed {armed.get(t['pid'])} ms after its cuInit, yet unseen")
-                got.append("unseen")
-                continue
-            smp = p[0].get("sampling")
-            if smp is None:
-                eq(p[0]["launches"], t["launches"], f"job {i}: launches exact, or an estimate")
-                got.append("exact")
-                continue
-            lo, hi = smp["intervals"]["launches"]
-            check(lo <= t["launches"] <= (hi if hi is not None else float("inf")),
-                  f"job {i}: its {t['launches']} launches outside [{lo}, {hi}] ({smp})")
-            if quiet:
-                check(t["launches"] / 2 <= p[0]["launches"] <= t["launches"] * 2,
-                      f"job {i}, armed {armed[t['pid']]} ms after its cuInit: estimate {p[0]['launches']} of "
-                      f"{t['launches']} launches, not within 2x ({smp})")
-            got.append(f"{p[0]['launches']} in [{lo}, {hi}]{'' if quiet else ' (armed late)'}")
-        check(in_time >= 1, f"no job armed within its quiet start ({armed}, {quiet_ms} ms): {got}")
-    except gp.Failure as e:
-        kept_at = gp.keep_log("late_armed_quiet.log", "\n".join(l for l in log.splitlines() if "budget" in l))
-        raise gp.Failure(f"{e} (the budget's log: {kept_at})")
+    for i, t in enumerate(jobs):
+        quiet = armed.get(t["pid"], float("inf")) < 0.8 * quiet_ms
+        in_time += quiet
+        what, n, smp = job_read(fin, i, t)
+        check(what != "unseen" or not quiet, f"job {i}: armed {armed.get(t['pid'])} ms after its cuInit, yet unseen")
+        if smp is not None and quiet:
+            check(t["launches"] / 2 <= n <= t["launches"] * 2,
+                  f"job {i}, armed {armed[t['pid']]} ms after its cuInit: estimate {n} of "
+                  f"{t['launches']} launches, not within 2x ({smp})")
+        got.append(what + ("" if smp is None or quiet else " (armed late)"))
+    check(in_time >= 1, f"no job armed within its quiet start ({armed}, {quiet_ms} ms): {got}")
     print(f"#   4 jobs of {jobs[0]['launches']} launches after {quiet_ms} ms quiet, arming 150 ms "
           f"({in_time} armed in time): {got}")
 
