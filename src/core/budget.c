@@ -1253,8 +1253,6 @@ static void acct_dark(struct gp_account *a, uint32_t pid, double secs)
 {
 	struct gp_window w = { .T = secs, .on = 0, .act = -1, .cpu_T = -1, .busy = -1, .head_s = -1 };
 
-	if (secs <= 1e-6) /* (sampling.c's BORN_AFTER_S: not dark) */
-		return;
 	acct_period(a, pid, &w, 0, 0);
 }
 
@@ -1375,7 +1373,7 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t t0,
 /*
  * The share of a process's wall time the budget aims at: MARGIN of P, and for a process that
  * works in bursts, that share of the time it works. A burst is work done back to back (its
- * window's one-thread gaps, SIGMA_GAPS of them, slept in under BURSTY_SLEPT of their time)
+ * window's one-thread gaps slept in under BURSTY_SLEPT of their time, gp_window_slept)
  * by a thread asleep most of the period (busy under BURSTY_BUSY): a request served, a batch
  * sent. Its probes slow each burst by their share of the burst, not of the wall time: on the
  * H200 the 50:200-ms bursts under a 1 % budget paid +2.4 % and +2.9 % of their time worked in
@@ -1388,16 +1386,15 @@ static bool slot_owner(struct gp_budget *b, size_t i, uint32_t pid, uint64_t t0,
  */
 #define BURSTY_SLEPT 0.1
 #define BURSTY_BUSY 0.5
-#define BURSTY_GAPS 16
 #define WORK_MIN 0.1
 
 static void bursty(struct account *a, const struct gp_window *w)
 {
-	double was = a->work;
+	double was = a->work, slept = gp_window_slept(w);
 
-	if (w->n < MIN_WINDOW_HITS || w->gaps < BURSTY_GAPS || w->gap_s <= 0 || w->busy < 0)
+	if (w->n < MIN_WINDOW_HITS || slept < 0 || w->busy < 0)
 		return;
-	if (2 * w->sleep_s / w->gap_s >= BURSTY_SLEPT || w->busy >= BURSTY_BUSY)
+	if (slept >= BURSTY_SLEPT || w->busy >= BURSTY_BUSY)
 		a->work = 1;
 	else
 		a->work = w->busy > WORK_MIN ? w->busy : WORK_MIN;

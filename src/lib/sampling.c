@@ -395,7 +395,7 @@ static void between(const struct gp_account *a, const struct gp_rates *r2, doubl
  * gaps with a voluntary switch, twice over: a paced loop sleeps only in the gaps it was not
  * late for, rate_app's 20 000/s one 0.6-0.8 of the time, and any sleep at all says its
  * rate was not its CPU's); negative when too few to say. */
-static double slept(const struct gp_window *w)
+double gp_window_slept(const struct gp_window *w)
 {
 	double s;
 
@@ -513,7 +513,7 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 {
 	double n = w->n, T = w->T, on = w->on, act = w->act, cpu_T = w->cpu_T;
 	double y, ylo, yhi, ywide, var, m, cpu_on = -1;
-	double sigma = slept(w);
+	double sigma = gp_window_slept(w);
 	struct gp_rates r;
 	struct models um;
 
@@ -528,7 +528,7 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 	 * part, the calls it made while its probes went in counted). Under QEMU's TCG its arm
 	 * took 66-73 ms, and 0-127 of 200 launches were reported as every call seen. Its
 	 * count has no upper end and those seconds are dark, said so. */
-	if (on <= 0 && T <= BORN_AFTER_S) {
+	if (on <= 0) {
 		/* A process that began after the period's end (budget.c's born_seen: its part of
 		 * it a nanosecond) lived none of it: nothing of it is dark, and its hits (made
 		 * since) are seen. Under QEMU's TCG a short job whose cuInit came between the
@@ -536,35 +536,29 @@ void gp_account__window(struct gp_account *a, const struct gp_window *w, double 
 		 * every one counted, went under the unbounded family, and, sampled, it was out of
 		 * its exact allowance, so its rate took the budget to sampling (6.1, both
 		 * architectures, test_daemon_default_budget_short_jobs_exact). */
-		a->obs += n;
-		a->est += n;
-		a->lo_sum += n;
-		a->hi_sum += n;
-		a->probe_s += wall_paid(w, n * price, T) + wall_paid(w, w->stray * price, T);
-		a->strays += w->stray_calls;
-		a->seconds += T;
-		return;
-	}
-	if (on <= 0) {
-		/* Its calls there: at least those counted (the paced end: none but them), at most
-		 * their one-thread rate all along (gaps over their seconds), the call-bound end;
-		 * the estimate their geometric mean, as where a window does not say which
-		 * (bound_weight). Under 6.1 x86-64 in QEMU's TCG a job whose 200 launches ran
-		 * mostly while its probes went in had 91 counted in a 12.8-ms dark part and was
-		 * read as 91 (0.46x), its interval without an upper end but its estimate past 2x.
-		 * A gap judged quiet (budget.c, quiet_gap) has no hits and stays none. */
+		bool born_after = T <= BORN_AFTER_S;
+		/* Otherwise its calls there: at least those counted (the paced end: none but
+		 * them), at most their one-thread rate all along (gaps over their seconds), the
+		 * call-bound end; the estimate their geometric mean, as where a window does not
+		 * say which (bound_weight). Under 6.1 x86-64 in QEMU's TCG a job whose 200
+		 * launches ran mostly while its probes went in had 91 counted in a 12.8-ms dark
+		 * part and was read as 91 (0.46x), its interval without an upper end but its
+		 * estimate past 2x. A gap judged quiet (budget.c, quiet_gap) has no hits and
+		 * stays none. */
 		double all = n;
 
-		if (n > 0 && w->gaps >= DARK_GAPS && w->gap_s > 0 && w->gaps / w->gap_s * T > n)
+		if (!born_after && n > 0 && w->gaps >= DARK_GAPS && w->gap_s > 0 && w->gaps / w->gap_s * T > n)
 			all = w->gaps / w->gap_s * T;
-		a->sampled = true;
-		a->unbounded = true;
-		a->dark_s += T;
+		if (!born_after) {
+			a->sampled = true;
+			a->unbounded = true;
+			a->dark_s += T;
+			a->have_rate = false;
+		}
 		a->obs += n;
 		a->est += sqrt(n * all);
 		a->lo_sum += n;
 		a->hi_sum += all;
-		a->have_rate = false;
 		a->probe_s += wall_paid(w, n * price, T) + wall_paid(w, w->stray * price, T);
 		a->strays += w->stray_calls;
 		a->seconds += T;

@@ -14,7 +14,7 @@
  *     time runs as many a second): n / (cpu_on − n × cost) per CPU second.
  * The estimate follows the model the window (did its thread sleep between calls?) and the
  * period (was its thread on a CPU or waiting for one all along?) point to, and is their
- * geometric mean where they do not say (sampling.c, "slept" and "bound_weight"); a thread
+ * geometric mean where they do not say (sampling.c, gp_window_slept and "bound_weight"); a thread
  * that never slept but whose gaps ran at one rate to a small part of a gap in two windows
  * running is paced by the clock in a busy wait, and follows the paced model (sampling.c,
  * "clocked"); the
@@ -163,13 +163,16 @@ struct gp_window {
 };
 /* The same, with a hit priced at cost in the call-bound model and at price in the time in
  * probes; how often the process slept between its calls in the window moves the estimate
- * between the models and the interval's low end (sampling.c, "slept"). */
+ * between the models and the interval's low end (gp_window_slept). */
 void gp_account__window(struct gp_account *a, const struct gp_window *w, double cost, double price);
 /* How many threads took a window's hits at once: its hits over those that followed one of
  * the same thread (gaps; 1 when one thread took them all), at most the CPUs the process kept
  * busy over the period (cpu_T / T), at least 1. The time its probes took is divided among
  * them: the process's wall time pays that share (gp_account__overhead, the budget's plan). */
 double gp_window_callers(const struct gp_window *w);
+/* How far a window's one-thread gaps say its thread slept, 0 to 1: the share of their time
+ * in gaps with a voluntary switch, twice over; negative where too few gaps to say. */
+double gp_window_slept(const struct gp_window *w);
 /* The process ended `unseen` seconds into the unseen part waiting for its next window (which
  * will not come): that part is no longer than that, and its calls may have stopped anywhere
  * in it (its interval then reaches down to none there). */
