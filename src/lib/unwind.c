@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libgen.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -373,11 +372,33 @@ static int debug_candidate(int i, const unsigned char *bid, int bid_len, const c
 }
 
 /*
+ * Whether pid's root can still be opened. It goes when the process exits, before the
+ * process is reaped: an exiting process or a zombie is still there for kill(0), but no
+ * path inside its root can be opened.
+ */
+static bool root_open(const struct unwinder *u, int pid)
+{
+	char root[PROCMAPS_PATH_MAX];
+	int fd, n;
+
+	n = snprintf(root, sizeof(root), "%s/%d/root", u->proc_root, pid);
+	if (n < 0 || (size_t)n >= sizeof(root))
+		return false;
+	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/*
  * Looks up f's separate debug file once: the candidates of debug_candidate, all inside
  * the root of process pid (path: the file as the process maps it). A candidate counts
  * only if its build-id (or, without one, the debuglink CRC) matches: a stale debug file
- * would give wrong CFI. Sets f->debug_state; nothing is cached when the process is gone
- * (its root went with it: another process mapping the file may still find it).
+ * would give wrong CFI. Sets f->debug_state; "none" is cached only when pid's root was
+ * still there after the candidates failed. A process that exited meanwhile (its root
+ * gone, a zombie's too) says nothing of the file: another process mapping it may still
+ * find its debug file, and must (the file is shared by every process that maps it).
  */
 static void ufile_find_debug(struct unwinder *u, struct ufile *f, int pid, const char *path,
 			     const unsigned char *bid, int bid_len, const char *debuglink_file,
@@ -404,7 +425,7 @@ static void ufile_find_debug(struct unwinder *u, struct ufile *f, int pid, const
 		f->debug_state = 1;
 		f->debug_fd = fd;
 		f->debug_name = strdup(cand);
-	} else if (!(kill(pid, 0) && errno == ESRCH)) {
+	} else if (root_open(u, pid)) {
 		f->debug_state = -1;
 	}
 }

@@ -436,6 +436,77 @@ static void test_hostile_maps_refused(void)
 cleanup:;
 }
 
+/*
+ * A process that exits while its files are looked at: its maps were read, its root is
+ * gone, and kill(0) still finds it until it is reaped (CI once: a flood's process exited
+ * while its first stack was kept, and libc's debug file, shared by every process, was
+ * then "none" for the whole run: a later process's libc frames had no names). Its
+ * files' debug files are not taken as missing; a live process then finds them.
+ */
+static void test_debug_file_after_an_exiting_process(void)
+{
+	char tmp[] = "/tmp/gp-unwind-XXXXXX", p[PATH_MAX + 64], link[64], line[4096];
+	struct unwinder *real = NULL, *fake = NULL;
+	struct unwind_stats base, st;
+	FILE *in = NULL, *out = NULL;
+	int pid = getpid();
+
+	if (!UNWIND_SUPPORTED)
+		UNIT_SKIP(UNWIND_UNSUPPORTED_WHY);
+	real = unwinder__new(NULL);
+	if (!ASSERT_TRUE(real != NULL, "unwinder") || !ASSERT_EQ(unwinder__prepare(real, pid), 0, "prepare"))
+		goto cleanup;
+	unwinder__stats(real, &base);
+	if (!base.debug_files) {
+		unwinder__free(real);
+		UNIT_SKIP("no separate debug file for any file this test maps (libc6-dbg is not installed)");
+	}
+	if (!ASSERT_TRUE(mkdtemp(tmp) != NULL, "mkdtemp"))
+		goto cleanup;
+	snprintf(p, sizeof(p), "%s/%d", tmp, pid);
+	if (!ASSERT_EQ(mkdir(p, 0755), 0, "mkdir_pid"))
+		goto cleanup;
+	/* its maps (read while it lived) and its mapped files; no root: it exited */
+	snprintf(p, sizeof(p), "%s/%d/maps", tmp, pid);
+	in = fopen("/proc/self/maps", "r");
+	out = fopen(p, "w");
+	if (!ASSERT_TRUE(in && out, "copy_maps"))
+		goto cleanup;
+	while (fgets(line, sizeof(line), in))
+		fputs(line, out);
+	fclose(out);
+	out = NULL;
+	snprintf(p, sizeof(p), "%s/%d/map_files", tmp, pid);
+	snprintf(link, sizeof(link), "/proc/%d/map_files", pid);
+	if (!ASSERT_EQ(symlink(link, p), 0, "map_files"))
+		goto cleanup;
+	fake = unwinder__new(tmp);
+	if (!ASSERT_TRUE(fake != NULL, "fake_unwinder") ||
+	    !ASSERT_EQ(unwinder__prepare(fake, pid), 0, "prepare_exiting"))
+		goto cleanup;
+	unwinder__stats(fake, &st);
+	if (!ASSERT_TRUE(st.files_opened >= 2, "its files opened through map_files") ||
+	    !ASSERT_EQ(st.debug_files, 0, "no debug file without its root"))
+		goto cleanup;
+	/* the same files in a process whose root is there */
+	snprintf(p, sizeof(p), "%s/%d/root", tmp, pid);
+	if (!ASSERT_EQ(symlink("/", p), 0, "root"))
+		goto cleanup;
+	if (!ASSERT_EQ(unwinder__prepare(fake, pid), 0, "prepare_live"))
+		goto cleanup;
+	unwinder__stats(fake, &st);
+	ASSERT_EQ(st.debug_files, base.debug_files, "the debug files found then, as a live process finds them");
+cleanup:
+	if (in)
+		fclose(in);
+	if (out)
+		fclose(out);
+	unwinder__free(fake);
+	unwinder__free(real);
+	if (strcmp(tmp, "/tmp/gp-unwind-XXXXXX"))
+		nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	int ret;
@@ -454,6 +525,7 @@ int main(void)
 	RUN_TEST(test_bad_input);
 	RUN_TEST(test_stats_count);
 	RUN_TEST(test_hostile_maps_refused);
+	RUN_TEST(test_debug_file_after_an_exiting_process);
 	ret = unit_done();
 	unwinder__free(uw);
 	symbolizer__free(sym);
