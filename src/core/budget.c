@@ -926,6 +926,15 @@ static void fresh_disarm(struct gp_budget *b, int k, uint64_t now)
 	gp_log(GP_LOG_DEBUG, "budget: PID %u joins the shared sampling", f->pid);
 }
 
+/* A new process left to the shared probes without an arm of its own: -v says why (its
+ * calls there are the window's, counted; any before it, the period's unseen part). */
+static void fresh_unarmed(struct fresh *f, const char *why)
+{
+	f->state = FRESH_DONE;
+	gp_log(GP_LOG_DEBUG, "budget: PID %u is new, not armed for itself: %s",
+	       f->pid, why);
+}
+
 /* The slots taken since the last look: their new owners armed (sampling: the shared probes
  * are off at times) or left pending. Called with b->links held. */
 static void fresh_scan(struct gp_budget *b, uint64_t now)
@@ -948,7 +957,7 @@ static void fresh_scan(struct gp_budget *b, uint64_t now)
 		if (!pid)
 			continue;
 		if (fresh_spent(b, i))
-			f->state = FRESH_DONE;
+			fresh_unarmed(f, "its allowance's calls made before it was looked at");
 		else if (sampling)
 			fresh_arm(b, i, now);
 	}
@@ -963,8 +972,10 @@ static void fresh_arm_pending(struct gp_budget *b, uint64_t now)
 
 		if (f->state != FRESH_PENDING)
 			continue;
-		if (fresh_spent(b, i) || __atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE) != f->pid)
-			f->state = FRESH_DONE;
+		if (fresh_spent(b, i))
+			fresh_unarmed(f, "its allowance's calls made in the window");
+		else if (__atomic_load_n(&b->hits[i].pid, __ATOMIC_ACQUIRE) != f->pid)
+			fresh_unarmed(f, "it ended in the window");
 		else
 			fresh_arm(b, i, now);
 	}
