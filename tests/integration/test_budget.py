@@ -1476,7 +1476,9 @@ def test_daemon_short_jobs_beside_a_sampled_process_exact():
     """The daemon at its default budget: the same short jobs beside a process it samples add
     their exact launches to gpuprobe_cuda_kernel_launches_total (comm rate_app: the sampled
     one runs under another name), every call seen, and the budget counts them as armed alone
-    (gpuprobe_budget_exact_processes_total), none unarmed."""
+    (gpuprobe_budget_exact_processes_total), none unarmed; or, under 6.1 in QEMU's TCG where
+    windows are long (4 of 5 armed alone in two tries, the fifth not said), a job whose calls
+    all fell in an open window is named so by -v and seen whole there."""
     import test_daemon as td
     tmp = tempfile.mkdtemp(prefix="gp-budget-short-")
     d = td.start_daemon(extra=["--libcuda", FAKECUDA, "-v"], modes=("--cudatrace",), budget=True, per_process=False)
@@ -1497,10 +1499,16 @@ def test_daemon_short_jobs_beside_a_sampled_process_exact():
         m = td.get(d.port)[1]
         exact = (td.value(m, "gpuprobe_budget_exact_processes_total") or 0) - exact0
         un = (td.value(m, "gpuprobe_budget_unarmed_processes_total") or 0) - un0
+        # a job whose calls all fell in an open window needs no arm of its own: -v names it
+        # (its calls are then the window's, every one seen: checked below)
+        err = d.stderr()
+        in_window = sum(bool(re.search(rf"PID {t['pid']} is new, not armed for itself: (its allowance's calls "
+                                       r"made in the window|it ended in the window)", err)) for t in jobs)
         try:
             check(got["periods"] > 0, f"the heavy process was sampled: {got}")
             eq(un, 0, "processes new to the budget that could not be armed")
-            check(exact >= len(jobs), f"processes armed alone {exact} of {len(jobs)} jobs")
+            check(exact + in_window >= len(jobs),
+                  f"processes armed alone {exact}, seen whole in a window {in_window}, of {len(jobs)} jobs")
             eq(got["counter"], want, f"launches of five short jobs beside a sampled process ({got})")
             eq((got["seen"], got["low"], got["high"], got["unbounded"]), (want, want, want, 0),
                f"every call seen: the interval is the count ({got})")
