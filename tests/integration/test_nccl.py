@@ -207,9 +207,15 @@ def test_completion_and_bandwidth_bounds():
         lo = 0.8 * gbps * 1e9 if gp.TIME_SLACK == 1 else 0
         check(lo <= ev["busbw_bytes_per_second"] <= gbps * 1e9,
               f"busbw from events {ev['busbw_bytes_per_second']}: within 0.8x of the stand-in's {gbps} GB/s")
-        check(ev["busbw_bytes_per_second"] >= big[0]["busbw_bytes_per_second_lower_bound"],
-              f"the events' figure {ev['busbw_bytes_per_second']} is at least the window's bound "
-              f"{big[0]['busbw_bytes_per_second_lower_bound']} (the program's own {own_bus}, {own})")
+        # the events' span also holds the host's time from the start event's record to the
+        # first call (the GPU idle, waiting for it), which the window, from the first call on,
+        # does not: a few us natively, where the events' figure is the tighter one; an
+        # emulated CPU's stall there can pass the window's whole length (6.1 x86-64 under
+        # TCG once at d309916), so there the program's own figure above is the check
+        if gp.TIME_SLACK == 1:
+            check(ev["busbw_bytes_per_second"] >= big[0]["busbw_bytes_per_second_lower_bound"],
+                  f"the events' figure {ev['busbw_bytes_per_second']} is at least the window's bound "
+                  f"{big[0]['busbw_bytes_per_second_lower_bound']} (the program's own {own_bus}, {own})")
 
 
 def test_polled_completions():
