@@ -37,6 +37,8 @@ struct kproc {
 	unsigned int unkept, failed;	/* of the files mapped at the last take: not kept; of
 					 * which not openable */
 	uint64_t taken_ns, gone_ns;
+	struct safeopen_id root;	/* its root directory's identity (root_known) */
+	bool root_known;
 };
 
 struct procpin {
@@ -375,6 +377,9 @@ int procpin__take(struct procpin *pp, int pid, unsigned long long hint)
 	c.n = 0;
 	k->taken_ns = mono_ns();
 	k->gone_ns = 0;
+	/* read after its maps: a root read while it lives is the one they were mapped in */
+	if (!safe_proc_root_id(pp->proc_root, pid, &k->root))
+		k->root_known = true;
 	/* what is not kept is counted again at each take: the files mapped now */
 	unkept = k->unkept;
 	failed = k->failed;
@@ -410,6 +415,16 @@ uint64_t procpin__taken_ns(const struct procpin *pp, int pid)
 	const struct kproc *k = pp ? u64map__get(pp->procs, (uint64_t)pid) : NULL;
 
 	return k ? k->taken_ns : 0;
+}
+
+int procpin__root(const struct procpin *pp, int pid, struct safeopen_id *id)
+{
+	const struct kproc *k = pp ? u64map__get(pp->procs, (uint64_t)pid) : NULL;
+
+	if (!k || !k->root_known)
+		return -ENOENT;
+	*id = k->root;
+	return 0;
 }
 
 bool procpin__gone(const struct procpin *pp, int pid)

@@ -56,6 +56,10 @@ int procpin__take(struct procpin *pp, int pid, unsigned long long hint);
 /* Nanoseconds (CLOCK_MONOTONIC) of pid's last successful take; 0 when nothing is kept. */
 uint64_t procpin__taken_ns(const struct procpin *pp, int pid);
 
+/* The identity of pid's root directory at its last take that read it (safe_proc_root_id):
+ * 0, or -ENOENT when none was read. */
+int procpin__root(const struct procpin *pp, int pid, struct safeopen_id *id);
+
 /* Whether the last take of pid found it gone. */
 bool procpin__gone(const struct procpin *pp, int pid);
 

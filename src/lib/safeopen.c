@@ -108,6 +108,26 @@ static int open_proc_root(const char *proc_root, int pid, char *err, size_t errl
 	return fd;
 }
 
+int safe_proc_root_id(const char *proc_root, int pid, struct safeopen_id *id)
+{
+	char root[SAFEOPEN_PATH_MAX];
+	struct stat st;
+	int n;
+
+	if (pid <= 0 || !id)
+		return -EINVAL;
+	n = snprintf(root, sizeof(root), "%s/%d/root", proc_root ? proc_root : "/proc", pid);
+	if (n < 0 || (size_t)n >= sizeof(root))
+		return -ENAMETOOLONG;
+	if (stat(root, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	*id = (struct safeopen_id){ .dev_major = major(st.st_dev), .dev_minor = minor(st.st_dev),
+				    .ino = (unsigned long long)st.st_ino };
+	return 0;
+}
+
 /* An absolute path of a bounded length, for a real PID. */
 static int check_path(const char *path, int pid, char *err, size_t errlen)
 {

@@ -40,6 +40,13 @@ struct safeopen_id {
  * path out of maps: it is for files found by name, e.g. a debug file looked
  * up by build-id, whose contents the caller verifies instead).
  */
+/*
+ * The identity (device, inode) of the root directory of process pid ("<proc_root>/<pid>/root"):
+ * processes in one container, or all on the host, share it. 0, or -errno (the process gone,
+ * its root with it).
+ */
+int safe_proc_root_id(const char *proc_root, int pid, struct safeopen_id *id);
+
 int safe_open_mapped(const char *proc_root, int pid, const char *path,
 		     const struct safeopen_id *id, char *err, size_t errlen);
 

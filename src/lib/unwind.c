@@ -41,9 +41,16 @@
 #define UNWIND_MAPS_MIN_NS 200000000ull
 #define UNWIND_MAX_MAPS 4096
 
-/* One mapped file, shared by every process that maps it. */
+/*
+ * One mapped file, shared by every process that maps it from one root (the host's
+ * processes, a container's): its separate debug file is looked up inside that root, and
+ * a file mapped from two roots (a host library bind-mounted into containers, as the NVIDIA
+ * container toolkit mounts libcuda) has a slot for each, so that what one root holds (a
+ * debug file made to match the build-id, or none) never names another root's frames.
+ */
 struct ufile {
 	struct safeopen_id id;
+	struct safeopen_id root;	/* the root directory it was mapped from (0: not known) */
 	bool used;
 	bool failed;		/* not openable / not ELF: don't retry */
 	int fd;
@@ -68,6 +75,7 @@ struct upid {
 	struct unwinder *u;
 	int pid;
 	bool used;
+	struct safeopen_id root;	/* its root directory's identity (0: not known) */
 	Dwfl *dwfl;
 	bool attached;
 	struct umap *maps;
@@ -100,7 +108,7 @@ struct upid {
 #define CHAIN_SLOTS 4096
 
 struct chain_slot {
-	struct safeopen_id id;
+	struct safeopen_id id, root;	/* the ufile's */
 	unsigned long long off;
 	bool used;
 	int n;			/* entries; 0: no line information there */
@@ -154,6 +162,12 @@ static bool same_id(const struct safeopen_id *a, const struct safeopen_id *b)
 	       a->ino == b->ino;
 }
 
+static bool same_file(const struct safeopen_id *id, const struct safeopen_id *root,
+		      const struct safeopen_id *id2, const struct safeopen_id *root2)
+{
+	return same_id(id, id2) && same_id(root, root2);
+}
+
 static void chain_drop(struct chain_slot *c)
 {
 	free(c->text);
@@ -164,14 +178,15 @@ static void chain_drop(struct chain_slot *c)
  * The cache slot of a file; evicts the least recently used one when full.
  * Live libdwfl sessions keep their own reference to an evicted file's Elf.
  */
-static struct ufile *ufile_slot(struct unwinder *u, const struct safeopen_id *id)
+static struct ufile *ufile_slot(struct unwinder *u, const struct umap *m)
 {
+	const struct safeopen_id *id = &m->id, *root = &m->owner->root;
 	struct ufile *f, *victim = NULL;
 	size_t i;
 
 	for (i = 0; i < UNWIND_MAX_FILES; i++) {
 		f = &u->files[i];
-		if (f->used && same_id(&f->id, id)) {
+		if (f->used && same_file(&f->id, &f->root, id, root)) {
 			f->last_use = ++u->tick;
 			return f;
 		}
@@ -181,11 +196,12 @@ static struct ufile *ufile_slot(struct unwinder *u, const struct safeopen_id *id
 	}
 	/* the chains of a file go with it: its open fd kept its inode from being reused */
 	for (i = 0; victim->used && i < CHAIN_SLOTS; i++)
-		if (u->chains[i].used && same_id(&u->chains[i].id, &victim->id))
+		if (u->chains[i].used && same_file(&u->chains[i].id, &u->chains[i].root, &victim->id, &victim->root))
 			chain_drop(&u->chains[i]);
 	ufile_drop(victim);
 	victim->used = true;
 	victim->id = *id;
+	victim->root = *root;
 	victim->fd = -1;
 	victim->debug_fd = -1;
 	victim->last_use = ++u->tick;
@@ -408,7 +424,7 @@ static void ufile_find_debug(struct unwinder *u, struct ufile *f, int pid, const
 	int fd = -1, i, n;
 	char *slash;
 
-	if (f->debug_state)
+	if (f->debug_state || !f->root.ino)
 		return;
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
@@ -446,7 +462,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 	(void)modname;
 	(void)base;
 	(void)file_name;
-	f = ufile_slot(u, &m->id);
+	f = ufile_slot(u, m);
 	if (!f->debug_state) {
 		bid_len = dwfl_module_build_id(mod, &bid, &bid_vaddr);
 		ufile_find_debug(u, f, m->owner->pid, m->path, bid, bid_len, debuglink_file, debuglink_crc);
@@ -470,7 +486,7 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 	(void)modname;
 	(void)base;
 	*elfp = NULL;
-	f = ufile_slot(u, &m->id);
+	f = ufile_slot(u, m);
 	if (ufile_open(u, f, m->owner->pid, m))
 		return -1;
 	/* a new reference to the same Elf (libelf counts them) */
@@ -679,6 +695,9 @@ static int upid_load(struct unwinder *u, struct upid *p, int pid, bool live)
 	 */
 	err = !live && u->pin && procpin__taken_ns(u->pin, pid) ? -ESRCH :
 								procmaps__foreach(u->proc_root, pid, maps_add, &c);
+	/* its root read after its maps (a root still there is the one they were mapped in) */
+	if (!err && !c.err && p->nmaps && safe_proc_root_id(u->proc_root, pid, &p->root))
+		p->root = (struct safeopen_id){ 0 };
 	if ((err == -ENOENT || err == -ESRCH || (!err && !c.err && !p->nmaps)) && u->pin) {
 		upid_clear(p);
 		p->u = u;
@@ -687,6 +706,8 @@ static int upid_load(struct unwinder *u, struct upid *p, int pid, bool live)
 		p->maps_ns = now_ns();
 		c = (struct maps_ctx){ .p = p };
 		err = procpin__foreach(u->pin, pid, maps_add, &c);
+		if (procpin__root(u->pin, pid, &p->root))
+			p->root = (struct safeopen_id){ 0 };
 	}
 	if (!err)
 		err = c.err;
@@ -1161,10 +1182,11 @@ static const struct umap *map_of(const struct upid *p, unsigned long long pc)
 	return NULL;
 }
 
-static bool ufile_held(const struct unwinder *u, const struct safeopen_id *id)
+static bool ufile_held(const struct unwinder *u, const struct umap *m)
 {
 	for (size_t i = 0; i < UNWIND_MAX_FILES; i++)
-		if (u->files[i].used && u->files[i].elf && same_id(&u->files[i].id, id))
+		if (u->files[i].used && u->files[i].elf &&
+		    same_file(&u->files[i].id, &u->files[i].root, &m->id, &m->owner->root))
 			return true;
 	return false;
 }
@@ -1172,7 +1194,7 @@ static bool ufile_held(const struct unwinder *u, const struct safeopen_id *id)
 static struct chain_slot *chain_slot(struct unwinder *u, const struct umap *m, unsigned long long off)
 {
 	uint64_t h = (off ^ ((uint64_t)m->id.ino << 20) ^ ((uint64_t)m->id.dev_minor << 52) ^
-		      ((uint64_t)m->id.dev_major << 44)) * 0x9E3779B97F4A7C15ull;
+		      ((uint64_t)m->id.dev_major << 44) ^ (m->owner->root.ino << 8)) * 0x9E3779B97F4A7C15ull;
 
 	return &u->chains[(h >> 40) % CHAIN_SLOTS];
 }
@@ -1275,7 +1297,7 @@ static void chain_keep(struct chain_slot *c, const struct umap *m, unsigned long
 	if (n > 0 && !(t = malloc(len)))
 		return;
 	chain_drop(c);
-	*c = (struct chain_slot){ .id = m->id, .off = off, .used = true, .n = n, .text = t };
+	*c = (struct chain_slot){ .id = m->id, .root = m->owner->root, .off = off, .used = true, .n = n, .text = t };
 	for (int i = 0; i < n; i++) {
 		size_t a = strlen(locs[i].func) + 1, b = strlen(locs[i].file) + 1;
 
@@ -1320,11 +1342,11 @@ int unwinder__inlines(struct unwinder *u, int pid, uint64_t pc, struct unwind_lo
 	if (m && m->id.ino && max == UNWIND_MAX_INLINE) {
 		off = pc - m->start + m->offset;
 		c = chain_slot(u, m, off);
-		if (c->used && c->off == off && same_id(&c->id, &m->id))
+		if (c->used && c->off == off && same_file(&c->id, &c->root, &m->id, &m->owner->root))
 			return chain_get(c, locs);
 	}
 	n = chain_read(dwfl_addrmodule(p->dwfl, pc), pc, locs, max);
-	if (c && ufile_held(u, &m->id))
+	if (c && ufile_held(u, m))
 		chain_keep(c, m, off, locs, n > 0 ? n : 0);
 	return n;
 }
@@ -1402,7 +1424,7 @@ int unwinder__prepare(struct unwinder *u, int pid)
 
 		if (!m->exec)
 			continue;
-		f = ufile_slot(u, &m->id);
+		f = ufile_slot(u, m);
 		if (ufile_open(u, f, pid, m) || f->debug_state || has_section(f->elf, ".debug_info"))
 			continue;
 		bid_len = dwelf_elf_gnu_build_id(f->elf, (const void **)&bid);

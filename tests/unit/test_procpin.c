@@ -150,10 +150,10 @@ static void test_keep_share_gone_release(void)
 {
 	struct procpin *pp = procpin__new(tmp);
 	struct procpin_stats st;
-	struct safeopen_id a, own;
+	struct safeopen_id a, own, root;
 	struct count c = { 0 };
 	char p[PATH_MAX];
-	struct stat sa;
+	struct stat sa, sr;
 	int fds = open_fds(), fd = -1;
 
 	if (!ASSERT_TRUE(pp != NULL, "new"))
@@ -168,6 +168,14 @@ static void test_keep_share_gone_release(void)
 		goto cleanup;
 	procpin__stats(pp, &st);
 	if (!ASSERT_EQ(st.files_open, 2, "a.so and b.so open") || !ASSERT_EQ(open_fds(), fds + 2, "two descriptors"))
+		goto cleanup;
+	/* its root's identity, kept for after its end (the unwinder keys debug files by it) */
+	snprintf(p, sizeof(p), "%s/%d/root", tmp, PID_A);
+	stat(p, &sr);
+	if (!ASSERT_EQ(procpin__root(pp, PID_A, &root), 0, "A's root kept") ||
+	    !ASSERT_TRUE(root.ino == sr.st_ino && root.dev_major == major(sr.st_dev) && root.dev_minor == minor(sr.st_dev),
+			 "its root directory's device and inode") ||
+	    !ASSERT_EQ(procpin__root(pp, PID_B, &root), -ENOENT, "none for B, not taken"))
 		goto cleanup;
 	/* B maps the same a.so: shared; its own.so is one more */
 	if (!ASSERT_EQ(procpin__take(pp, PID_B, 0), 0, "take B"))
@@ -203,7 +211,9 @@ static void test_keep_share_gone_release(void)
 	    !ASSERT_EQ(c.n, 5, "file mappings kept (not the stack)") || !ASSERT_EQ(c.exec, 2, "executable"))
 		goto cleanup;
 	fd = procpin__open(pp, &a);
-	if (!ASSERT_TRUE(fd >= 0, "a.so from the kept descriptor"))
+	if (!ASSERT_TRUE(fd >= 0, "a.so from the kept descriptor") ||
+	    !ASSERT_EQ(procpin__root(pp, PID_A, &root), 0, "A's root still known once it is gone") ||
+	    !ASSERT_EQ(root.ino, (unsigned long long)sr.st_ino, "the same"))
 		goto cleanup;
 	{
 		struct stat s2;

@@ -436,6 +436,38 @@ static void test_hostile_maps_refused(void)
 cleanup:;
 }
 
+/* A fake /proc/<pid> in tmp for this process's mappings (its maps, map_files), its root
+ * root (NULL: none). 0 or -1. */
+static int fake_pid(const char *tmp, int pid, const char *root)
+{
+	char p[PATH_MAX + 64], link[64], line[4096];
+	FILE *in, *out;
+	int ret = -1;
+
+	snprintf(p, sizeof(p), "%s/%d", tmp, pid);
+	if (mkdir(p, 0755))
+		return -1;
+	snprintf(p, sizeof(p), "%s/%d/maps", tmp, pid);
+	in = fopen("/proc/self/maps", "r");
+	out = fopen(p, "w");
+	while (in && out && fgets(line, sizeof(line), in))
+		fputs(line, out);
+	if (in && out)
+		ret = 0;
+	if (in)
+		fclose(in);
+	if (out)
+		fclose(out);
+	snprintf(p, sizeof(p), "%s/%d/map_files", tmp, pid);
+	snprintf(link, sizeof(link), "/proc/%d/map_files", getpid());
+	if (!ret)
+		ret = symlink(link, p);
+	snprintf(p, sizeof(p), "%s/%d/root", tmp, pid);
+	if (!ret && root)
+		ret = symlink(root, p);
+	return ret;
+}
+
 /*
  * A process that exits while its files are looked at: its maps were read, its root is
  * gone, and kill(0) still finds it until it is reaped (CI once: a flood's process exited
@@ -445,10 +477,9 @@ cleanup:;
  */
 static void test_debug_file_after_an_exiting_process(void)
 {
-	char tmp[] = "/tmp/gp-unwind-XXXXXX", p[PATH_MAX + 64], link[64], line[4096];
+	char tmp[] = "/tmp/gp-unwind-XXXXXX", p[PATH_MAX + 64];
 	struct unwinder *real = NULL, *fake = NULL;
 	struct unwind_stats base, st;
-	FILE *in = NULL, *out = NULL;
 	int pid = getpid();
 
 	if (!UNWIND_SUPPORTED)
@@ -461,24 +492,8 @@ static void test_debug_file_after_an_exiting_process(void)
 		unwinder__free(real);
 		UNIT_SKIP("no separate debug file for any file this test maps (libc6-dbg is not installed)");
 	}
-	if (!ASSERT_TRUE(mkdtemp(tmp) != NULL, "mkdtemp"))
-		goto cleanup;
-	snprintf(p, sizeof(p), "%s/%d", tmp, pid);
-	if (!ASSERT_EQ(mkdir(p, 0755), 0, "mkdir_pid"))
-		goto cleanup;
 	/* its maps (read while it lived) and its mapped files; no root: it exited */
-	snprintf(p, sizeof(p), "%s/%d/maps", tmp, pid);
-	in = fopen("/proc/self/maps", "r");
-	out = fopen(p, "w");
-	if (!ASSERT_TRUE(in && out, "copy_maps"))
-		goto cleanup;
-	while (fgets(line, sizeof(line), in))
-		fputs(line, out);
-	fclose(out);
-	out = NULL;
-	snprintf(p, sizeof(p), "%s/%d/map_files", tmp, pid);
-	snprintf(link, sizeof(link), "/proc/%d/map_files", pid);
-	if (!ASSERT_EQ(symlink(link, p), 0, "map_files"))
+	if (!ASSERT_TRUE(mkdtemp(tmp) != NULL, "mkdtemp") || !ASSERT_EQ(fake_pid(tmp, pid, NULL), 0, "fake pid"))
 		goto cleanup;
 	fake = unwinder__new(tmp);
 	if (!ASSERT_TRUE(fake != NULL, "fake_unwinder") ||
@@ -497,10 +512,55 @@ static void test_debug_file_after_an_exiting_process(void)
 	unwinder__stats(fake, &st);
 	ASSERT_EQ(st.debug_files, base.debug_files, "the debug files found then, as a live process finds them");
 cleanup:
-	if (in)
-		fclose(in);
-	if (out)
-		fclose(out);
+	unwinder__free(fake);
+	unwinder__free(real);
+	if (strcmp(tmp, "/tmp/gp-unwind-XXXXXX"))
+		nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/*
+ * The same files (device, inode) mapped from two roots, as a host library bind-mounted
+ * into containers (the NVIDIA container toolkit mounts libcuda so): what one root holds
+ * for them, here no debug file at all, says nothing of the other's. Before, the first
+ * root looked in decided for every process: a container with no debug files left the
+ * host's frames unnamed, and one with a debug file made to match the build-id would have
+ * named another tenant's frames.
+ */
+static void test_debug_file_is_its_roots(void)
+{
+	char tmp[] = "/tmp/gp-unwind-XXXXXX", empty[PATH_MAX];
+	struct unwinder *real = NULL, *fake = NULL;
+	struct unwind_stats base, st;
+
+	if (!UNWIND_SUPPORTED)
+		UNIT_SKIP(UNWIND_UNSUPPORTED_WHY);
+	real = unwinder__new(NULL);
+	if (!ASSERT_TRUE(real != NULL, "unwinder") || !ASSERT_EQ(unwinder__prepare(real, getpid()), 0, "prepare"))
+		goto cleanup;
+	unwinder__stats(real, &base);
+	if (!base.debug_files) {
+		unwinder__free(real);
+		UNIT_SKIP("no separate debug file for any file this test maps (libc6-dbg is not installed)");
+	}
+	if (!ASSERT_TRUE(mkdtemp(tmp) != NULL, "mkdtemp"))
+		goto cleanup;
+	snprintf(empty, sizeof(empty), "%s/empty-root", tmp);
+	if (!ASSERT_EQ(mkdir(empty, 0755), 0, "mkdir_root") ||
+	    !ASSERT_EQ(fake_pid(tmp, 101, empty), 0, "pid 101, a root without debug files") ||
+	    !ASSERT_EQ(fake_pid(tmp, 102, "/"), 0, "pid 102, the host's root"))
+		goto cleanup;
+	fake = unwinder__new(tmp);
+	if (!ASSERT_TRUE(fake != NULL, "fake_unwinder") || !ASSERT_EQ(unwinder__prepare(fake, 101), 0, "prepare 101"))
+		goto cleanup;
+	unwinder__stats(fake, &st);
+	if (!ASSERT_TRUE(st.files_opened >= 2, "its files opened") ||
+	    !ASSERT_EQ(st.debug_files, 0, "none in the root without them"))
+		goto cleanup;
+	if (!ASSERT_EQ(unwinder__prepare(fake, 102), 0, "prepare 102"))
+		goto cleanup;
+	unwinder__stats(fake, &st);
+	ASSERT_EQ(st.debug_files, base.debug_files, "the host's root's debug files, the other root's none notwithstanding");
+cleanup:
 	unwinder__free(fake);
 	unwinder__free(real);
 	if (strcmp(tmp, "/tmp/gp-unwind-XXXXXX"))
@@ -526,6 +586,7 @@ int main(void)
 	RUN_TEST(test_stats_count);
 	RUN_TEST(test_hostile_maps_refused);
 	RUN_TEST(test_debug_file_after_an_exiting_process);
+	RUN_TEST(test_debug_file_is_its_roots);
 	ret = unit_done();
 	unwinder__free(uw);
 	symbolizer__free(sym);
