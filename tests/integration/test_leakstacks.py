@@ -257,9 +257,10 @@ def libdir(ldd):
     return next(os.path.dirname(x) for x in ldd.split() if x.startswith("/") and os.path.basename(x) == "libc.so.6")
 
 
-def make_root():
+def make_root(link=()):
     """A container-like root: stackapp at /app, its libraries at their own paths (libcuda
-    hard-linked, so the probes on the host's inode fire)."""
+    hard-linked, so the probes on the host's inode fire; the libraries named in link too,
+    as a host folder bind-mounted into a container maps the host's inodes)."""
     root = tempfile.mkdtemp(prefix="gp-root-")
     app = os.path.join(STK, "stackapp")
     os.makedirs(os.path.join(root, "app"))
@@ -276,7 +277,7 @@ def make_root():
             dst = root + os.path.join(libdir(out), os.path.basename(path))
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         real = os.path.realpath(path)
-        if real == os.path.realpath(FAKECUDA):
+        if real == os.path.realpath(FAKECUDA) or os.path.basename(path) in link:
             os.link(real, dst)
         else:
             shutil.copy2(real, dst)
@@ -295,6 +296,41 @@ def test_program_only_inside_its_root():
         names = [func(f) for f in s["frames"]]
         eq(in_order(names, ["cuMemAlloc_v2"] + CHAIN + ["main"]), 0, f"to main: {s['frames']}")
         check(" at stackapp.c:" in s["frames"][1], s["frames"][1])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_debug_file_of_another_root():
+    """The host's libc mapped from a container's root too (the same inode, as a host folder
+    bind-mounted into it; the NVIDIA container toolkit mounts libcuda so into every GPU
+    pod), and that root holds no debug files: a process there is looked at first, while
+    it lives, then a host process leaks. The host process's libc frames are named with
+    their lines from the host's debug file: a root's files (a debug file made to match the
+    build-id, or none) name only that root's frames. Before, the first root looked in
+    decided for every process: the host's libc frames had no lines, and
+    __libc_start_call_main no name."""
+    need_stack_copy("frames through -fomit-frame-pointer code")
+    app = os.path.join(STK, "stackapp")
+    _, _, rep = run_app([app, "chain"])
+    alone = only_stack(rep)["frames"]
+    libc = [f for f in alone if "(libc.so.6)" in f]
+    if not libc or not all(" at " in f for f in libc):
+        raise gp.Skip(f"the host's libc frames have no lines alone (no libc debug file here): {libc}")
+    root = make_root(link=("libc.so.6",))
+    try:
+        # the container's process lives 1 s after its leak (its stdin a sleep's), its DONE
+        # not on gpuprobe's stdout: run_app's line goes to the host process
+        script = f'sleep 1 | chroot "{root}" /app/stackapp chain > /dev/null; exec "{app}" chain'
+        _, err, rep = run_app(["sh", "-c", script], extra=["-v"])
+        ps = {p["pid"]: p for p in rep["processes"] if p["comm"] == "stackapp"}
+        eq(len(ps), 2, f"the container's process and the host's: {sorted(ps)}")
+        # the host's is the shell gpuprobe started (its exec), the container's its child
+        started = re.search(r"tracing PID (\d+)", err)
+        check(started and int(started.group(1)) in ps, f"the started PID among {sorted(ps)}: {err[-400:]}")
+        host = ps[int(started.group(1))]
+        frames = host["stacks"][0]["frames"]
+        eq(unnamed_as_file([f for f in frames if "(libc.so.6)" in f]), unnamed_as_file(libc),
+           f"the host process's libc frames, after the container's ({[p['stacks'][0]['frames'] for p in ps.values()]})")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
