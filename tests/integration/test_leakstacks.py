@@ -257,10 +257,11 @@ def libdir(ldd):
     return next(os.path.dirname(x) for x in ldd.split() if x.startswith("/") and os.path.basename(x) == "libc.so.6")
 
 
-def make_root(link=()):
+def make_root(bind=()):
     """A container-like root: stackapp at /app, its libraries at their own paths (libcuda
-    hard-linked, so the probes on the host's inode fire; the libraries named in link too,
-    as a host folder bind-mounted into a container maps the host's inodes)."""
+    hard-linked, so the probes on the host's inode fire; the libraries named in bind are
+    the host's files bind-mounted there, as a container runtime mounts host libraries:
+    the same inode, whatever the file systems; unmount_root undoes them)."""
     root = tempfile.mkdtemp(prefix="gp-root-")
     app = os.path.join(STK, "stackapp")
     os.makedirs(os.path.join(root, "app"))
@@ -277,11 +278,26 @@ def make_root(link=()):
             dst = root + os.path.join(libdir(out), os.path.basename(path))
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         real = os.path.realpath(path)
-        if real == os.path.realpath(FAKECUDA) or os.path.basename(path) in link:
+        if os.path.basename(path) in bind:
+            open(dst, "w").close()
+            r = subprocess.run(["mount", "--bind", real, dst], capture_output=True, text=True)
+            if r.returncode:
+                unmount_root(root)
+                raise gp.Skip(f"no bind mount here ({r.stderr.strip()})")
+        elif real == os.path.realpath(FAKECUDA):
             os.link(real, dst)
         else:
             shutil.copy2(real, dst)
     return root
+
+
+def unmount_root(root):
+    """The bind mounts under root gone, and root with them."""
+    with open("/proc/self/mounts") as f:
+        points = [l.split()[1] for l in f if l.split()[1].startswith(root + "/")]
+    for m in reversed(points):
+        subprocess.run(["umount", "-l", m], capture_output=True)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def test_program_only_inside_its_root():
@@ -301,9 +317,9 @@ def test_program_only_inside_its_root():
 
 
 def test_debug_file_of_another_root():
-    """The host's libc mapped from a container's root too (the same inode, as a host folder
-    bind-mounted into it; the NVIDIA container toolkit mounts libcuda so into every GPU
-    pod), and that root holds no debug files: a process there is looked at first, while
+    """The host's libc mapped from a container's root too (bind-mounted: the same inode, as
+    the NVIDIA container toolkit mounts libcuda into every GPU pod), and that root holds no
+    debug files: a process there is looked at first, while
     it lives, then a host process leaks. The host process's libc frames are named with
     their lines from the host's debug file: a root's files (a debug file made to match the
     build-id, or none) name only that root's frames. Before, the first root looked in
@@ -316,7 +332,7 @@ def test_debug_file_of_another_root():
     libc = [f for f in alone if "(libc.so.6)" in f]
     if not libc or not all(" at " in f for f in libc):
         raise gp.Skip(f"the host's libc frames have no lines alone (no libc debug file here): {libc}")
-    root = make_root(link=("libc.so.6",))
+    root = make_root(bind=("libc.so.6",))
     try:
         # the container's process lives 1 s after its leak (its stdin a sleep's), its DONE
         # not on gpuprobe's stdout: run_app's line goes to the host process
@@ -332,7 +348,7 @@ def test_debug_file_of_another_root():
         eq(unnamed_as_file([f for f in frames if "(libc.so.6)" in f]), unnamed_as_file(libc),
            f"the host process's libc frames, after the container's ({[p['stacks'][0]['frames'] for p in ps.values()]})")
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        unmount_root(root)
 
 
 # ---- programs that exit at once; inlined allocators (issue 29) ----
