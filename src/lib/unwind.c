@@ -388,26 +388,6 @@ static int debug_candidate(int i, const unsigned char *bid, int bid_len, const c
 }
 
 /*
- * Whether pid's root can still be opened. It goes when the process exits, before the
- * process is reaped: an exiting process or a zombie is still there for kill(0), but no
- * path inside its root can be opened.
- */
-static bool root_open(const struct unwinder *u, int pid)
-{
-	char root[PROCMAPS_PATH_MAX];
-	int fd, n;
-
-	n = snprintf(root, sizeof(root), "%s/%d/root", u->proc_root, pid);
-	if (n < 0 || (size_t)n >= sizeof(root))
-		return false;
-	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
-}
-
-/*
  * Looks up f's separate debug file once: the candidates of debug_candidate, all inside
  * the root of process pid (path: the file as the process maps it). A candidate counts
  * only if its build-id (or, without one, the debuglink CRC) matches: a stale debug file
@@ -441,7 +421,9 @@ static void ufile_find_debug(struct unwinder *u, struct ufile *f, int pid, const
 		f->debug_state = 1;
 		f->debug_fd = fd;
 		f->debug_name = strdup(cand);
-	} else if (root_open(u, pid)) {
+	} else if (!safe_proc_root_id(u->proc_root, pid, &(struct safeopen_id){ 0 })) {
+		/* its root still there after the candidates failed: an exiting process or a
+		 * zombie (kill(0) still finds it) has lost it, and says nothing of the file */
 		f->debug_state = -1;
 	}
 }
