@@ -2461,8 +2461,8 @@ void gp_budget__stop(struct gp_budget *b)
 	pthread_mutex_unlock(&b->acc);
 }
 
-/* Every group's events (disarmed: gp_budget__stop), all at once: each takes the kernel's
- * grace periods (uevent.h). */
+/* Every group's events (disarmed: gp_budget__stop), all at once and apart: each takes the
+ * kernel's grace periods (uevent.h), and gpuprobe's end does not wait for them. */
 static void free_events(struct gp_budget *b)
 {
 	struct uevent **all;
@@ -2484,7 +2484,7 @@ static void free_events(struct gp_budget *b)
 		}
 	}
 	if (all)
-		uevent__free_all(all, n);
+		uevent__free_all_apart(all, n);
 	free(all);
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Tracefs uprobe events armed per window (uevent.h). */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -9,8 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
@@ -22,6 +26,8 @@
 #define GROUP_PREFIX "gpuprobe_"
 #define FREE_THREADS 16
 #define FREE_WAIT_NS (2 * 1000000000ull) /* an event still busy at exit: how long it is tried */
+#define DETACH_COMM "gpuprobe-detach"  /* the process that removes a gpuprobe's events after it */
+#define DETACH_WAIT_NS (15 * 1000000000ull) /* how long a new gpuprobe waits for such processes */
 
 struct uevent {
 	int link;      /* the program on the holder perf event (the link holds the event) */
@@ -155,9 +161,73 @@ static void sweep(void)
 	free(names);
 }
 
+/* Whether PID (a /proc folder's name) is a gpuprobe-detach of the node's root: its status's
+ * Name (the kernel escapes a newline in it) and real uid 0, in gpuprobe's own PID namespace.
+ * No user, and no container's root, can make a gpuprobe wait by naming a process so (a
+ * process that made itself undumpable has root's files in /proc, but not root's uid). */
+static bool detacher(const char *pid, const struct stat *ns)
+{
+	char path[64], buf[2048], *u;
+	struct stat its;
+	unsigned long v;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s/status", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r <= 0)
+		return false;
+	buf[r] = '\0';
+	if (strncmp(buf, "Name:\t" DETACH_COMM "\n", strlen("Name:\t" DETACH_COMM "\n")))
+		return false;
+	u = strstr(buf, "\nUid:\t");
+	if (!u || sscanf(u + 6, "%lu", &v) != 1 || v)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%s/ns/pid", pid);
+	return !stat(path, &its) && its.st_ino == ns->st_ino && its.st_dev == ns->st_dev;
+}
+
+/* How many gpuprobe-detach processes of root's run now (uevent__free_all_apart's). */
+static int detachers(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	struct stat ns;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	if (stat("/proc/self/ns/pid", &ns)) {
+		closedir(d);
+		return 0;
+	}
+	while ((de = readdir(d)))
+		if (de->d_name[0] >= '1' && de->d_name[0] <= '9' && strlen(de->d_name) <= 10 &&
+		    detacher(de->d_name, &ns))
+			n++;
+	closedir(d);
+	return n;
+}
+
 static void init(void)
 {
+	uint64_t t0 = gp_mono_ns();
 	unsigned int r = 0;
+	int n;
+
+	/* another gpuprobe's events still being removed: each removal holds the kernel's
+	 * event_mutex through a grace period, and this one's windows would wait behind them
+	 * with their breakpoints in (a budget of 1 % read 2.65 % on the H200 so), so they go
+	 * first, for up to DETACH_WAIT_NS */
+	while ((n = detachers()) && gp_mono_ns() - t0 < DETACH_WAIT_NS)
+		usleep(20000);
+	if (gp_mono_ns() - t0 > 20000000)
+		gp_log(GP_LOG_DEBUG, "uprobe events: waited %.2f s for another gpuprobe's to be removed%s",
+		       (double)(gp_mono_ns() - t0) / 1e9, n ? " (some still are)" : "");
 
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
 		r = (unsigned int)gp_mono_ns();
@@ -281,23 +351,31 @@ int uevent__arm(const struct uevent *e, __u32 pid)
 	return fd;
 }
 
+/* Removes a freed event's name: the kernel frees a perf event after an RCU grace period,
+ * which a loaded machine (or an old kernel's global lock) stretches past 100 ms, so a name
+ * still busy is tried again for up to FREE_WAIT_NS. 0 or -errno. */
+static int remove_retried(const char *name)
+{
+	int r;
+
+	for (uint64_t end = gp_mono_ns() + FREE_WAIT_NS, ms = 5;; ms = ms < 80 ? 2 * ms : ms) {
+		r = remove_event(name);
+		if (r != -EBUSY || gp_mono_ns() >= end)
+			return r;
+		usleep((useconds_t)ms * 1000);
+	}
+}
+
 void uevent__free(struct uevent *e)
 {
-	int r = -EBUSY;
+	int r;
 
 	if (!e)
 		return;
+	/* the event goes with its last perf event, in close() */
 	if (e->link >= 0)
 		close(e->link);
-	/* the event goes with its last perf event, in close() above, but the kernel frees a
-	 * perf event after an RCU grace period, which a loaded machine (or an old kernel's global
-	 * lock) stretches past 100 ms: tried again for up to FREE_WAIT_NS */
-	for (uint64_t end = gp_mono_ns() + FREE_WAIT_NS, ms = 5;; ms = ms < 80 ? 2 * ms : ms) {
-		r = remove_event(e->name);
-		if (r != -EBUSY || gp_mono_ns() >= end)
-			break;
-		usleep((useconds_t)ms * 1000);
-	}
+	r = remove_retried(e->name);
 	if (r)
 		gp_log(GP_LOG_WARN, "uprobe events: cannot remove %s: %s (the next gpuprobe removes it)",
 		       e->name, strerror(-r));
@@ -337,3 +415,94 @@ void uevent__free_all(struct uevent **es, int n)
 	for (int i = 0; i < n; i++)
 		es[i] = NULL;
 }
+
+/* The teardown child's descriptors: its events' links and its go pipe alone (everything
+ * else of gpuprobe's, its other links above all, is the parent's to close), and /dev/null
+ * on 0-2, so that no descriptor it opens lands there and nothing of it reaches gpuprobe's
+ * output. */
+static void apart_fds(struct uevent **es, int n, int go)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC), max = go > 2 ? go : 2;
+
+	for (int i = 0; i < n; i++)
+		max = es[i]->link > max ? es[i]->link : max;
+	for (int fd = 0; fd <= max + 1024 && fd < 65536; fd++) {
+		bool keep = fd == null || fd == go;
+
+		for (int i = 0; !keep && i < n; i++)
+			keep = es[i]->link == fd;
+		if (!keep && fd > 2)
+			close(fd);
+	}
+	for (int fd = 0; null >= 0 && fd <= 2; fd++)
+		dup2(null, fd);
+	if (null > 2)
+		close(null);
+}
+
+void uevent__free_all_apart(struct uevent **es, int n)
+{
+	int go[2] = { -1, -1 };
+	pid_t pid;
+
+	if (n <= 0)
+		return;
+	fflush(NULL);
+	/* the child closes the links only once this process's copies are closed: a copy closed
+	 * here after the child's is the link's last, and its grace period would be paid here */
+	pid = pipe2(go, O_CLOEXEC) ? -1 : fork();
+	if (pid < 0) {
+		gp_log(GP_LOG_DEBUG, "uprobe events: no process to remove them apart (%s): removed here",
+		       strerror(errno));
+		for (int i = 0; i < 2; i++)
+			if (go[i] >= 0)
+				close(go[i]);
+		uevent__free_all(es, n);
+		return;
+	}
+	if (!pid) {
+		sigset_t all;
+		char c;
+
+		/* a grandchild does it, init's at once: no zombie of gpuprobe's while it lives on */
+		if (fork())
+			_exit(0);
+		/* out of gpuprobe's session and process group (a second Ctrl-C is not for it),
+		 * deaf to the stops that ended gpuprobe: killed midway, it would leave names */
+		setsid();
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		signal(SIGPIPE, SIG_IGN);
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		prctl(PR_SET_NAME, DETACH_COMM);
+		close(go[1]);
+		apart_fds(es, n, go[0]);
+		while (read(go[0], &c, 1) < 0 && errno == EINTR)
+			; /* EOF: gpuprobe's copies are closed (or it is gone) */
+		/* the links first, one grace period each under the kernel's event_mutex, then the
+		 * names, which by then are mostly free; no gp_log here (another thread of gpuprobe
+		 * may have held its lock at the fork), and whatever name is left the next gpuprobe
+		 * removes, as those of a killed one */
+		for (int i = 0; i < n; i++)
+			close(es[i]->link);
+		for (int i = 0; i < n; i++)
+			remove_retried(es[i]->name);
+		_exit(0);
+	}
+	/* the parent's copies: not the events' last, so no grace period here (a failed second
+	 * fork leaves them the parent's last after all, closed here the slow way) */
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	for (int i = 0; i < n; i++) {
+		if (es[i]->link >= 0)
+			close(es[i]->link);
+		free(es[i]);
+		es[i] = NULL;
+	}
+	close(go[0]);
+	close(go[1]);
+	gp_log(GP_LOG_DEBUG, "uprobe events: %d handed to gpuprobe-detach, a process of their own that removes them", n);
+}
+

@@ -194,10 +194,43 @@ def _skip_if_refused(argv, returncode, stderr):
         raise Skip(f"gpuprobe refuses this kernel: {line}")
 
 
+def detaching():
+    """PIDs of gpuprobe-detach processes: what a gpuprobe under --max-overhead leaves, at its
+    end, to remove its tracefs uprobe events (src/core/uevent.h; ~0.1 s an event); root's
+    (real uid 0), as gpuprobe itself takes them."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                st = f.read()
+        except OSError:
+            continue
+        uid = re.search(r"\nUid:\t(\d+)", st)
+        if st.startswith("Name:\tgpuprobe-detach\n") and uid and uid.group(1) == "0":
+            out.append(int(pid))
+    return out
+
+
+def wait_detached(timeout=30):
+    """Until no gpuprobe-detach runs (the PIDs still running at the timeout): every gpuprobe
+    a test starts begins after the last one's events are gone, as when its end waited for
+    them (the kernel serializes their removal with the next one's making)."""
+    deadline = time.time() + timeout * TIME_SLACK
+    left = detaching()
+    while left and time.time() < deadline:
+        time.sleep(0.05)
+        left = detaching()
+    return left
+
+
 def run(args, timeout=60, env=None, **kw):
     """The timeout is a safety net, not an assertion: on an emulated CPU (GP_TIME_SLACK) it
     is that many times as long (test_budget's four-phase run under a budget took over 60 s
     on arm64 under QEMU's TCG, where a counted call cost 173 us)."""
+    if _is_gpuprobe(args):
+        wait_detached()
     e = dict(os.environ)
     if env:
         e.update(env)
@@ -241,6 +274,8 @@ class Background:
     """A process in the background whose stdout and stderr are collected to files."""
 
     def __init__(self, argv, env=None):
+        if _is_gpuprobe(argv):
+            wait_detached()
         e = dict(os.environ)
         if env:
             e.update(env)

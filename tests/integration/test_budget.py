@@ -371,10 +371,113 @@ def test_budget_without_uprobe_multi():
     r, t = run_rate(["--max-overhead", "1"], env=NO_MULTI)
     b, share = check_budget_run(r, t, mechanism="uprobe_events")
     check(b["windows"] >= 2, f"windows {b['windows']}")
+    # its events are removed apart, by gpuprobe-detach (test_budget_events_removed_apart);
     # another gpuprobe running meanwhile (a second checkout's tests) has events of its own
+    eq(gp.wait_detached(), [], "gpuprobe-detach still running")
     left = [(p, n) for p, n in set(gp.uprobe_events()) - before if not os.path.exists(f"/proc/{p}")]
     eq(sorted(left), [], "uprobe events left after gpuprobe exited")
     gp.assert_nothing_attached()
+
+
+def test_budget_waits_for_another_gpuprobes_removal():
+    """A gpuprobe under a budget that starts while another one's events are being removed
+    (gpuprobe-detach) waits for that first: each removal holds the kernel's event_mutex
+    through a grace period, and its own windows would close late behind them with their
+    breakpoints in (on the H200 a budget of 1 % then read 2.65 %, its windows' hits 4x)."""
+    if gp.budget_mechanism() != "uprobe_events":
+        gp.skip("no tracefs uprobe events here")
+    a = gp.start_app([RATE, "--wait", "--phases", "20000:100000"], env=ENV)
+    try:
+        a.signal(signal.SIGUSR1)
+        args = BASE + ["--cudatrace", "--memleak", "--max-overhead", "1", "-v", "-p", str(a.pid), "--duration", "1"]
+        r = gp.gpuprobe(args)
+        eq(r.returncode, 0, f"first gpuprobe exit ({r.stderr[-1500:]})")
+        if not gp.detaching():
+            gp.skip("the first gpuprobe's events were removed before a second could start")
+        # the harness's own wait (gp.wait_detached) left out: the second starts at once
+        env = dict(os.environ, **gp._with_state(None))
+        r2 = subprocess.run([gp.GPUPROBE] + args, capture_output=True, text=True, timeout=120 * gp.TIME_SLACK, env=env)
+        eq(r2.returncode, 0, f"second gpuprobe exit ({r2.stderr[-1500:]})")
+        check(re.search(r"uprobe events: waited [0-9.]+ s for another gpuprobe's to be removed\n", r2.stderr),
+              f"no wait for the first one's removal: {r2.stderr[-1500:]}")
+        eq(gp.wait_detached(), [], "gpuprobe-detach still running")
+        gp.assert_nothing_attached()
+    finally:
+        a.kill()
+
+
+IMPOSTOR = """
+import ctypes, sys, time
+libc = ctypes.CDLL(None)
+libc.prctl(15, b"gpuprobe-detach", 0, 0, 0)  # PR_SET_NAME
+libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: its /proc files are root's
+print("READY", flush=True)
+time.sleep(120)
+"""
+
+
+def _nobody():
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def test_budget_does_not_wait_for_a_users_detach():
+    """A user's process named gpuprobe-detach, made undumpable so that its /proc files are
+    root's, does not make a gpuprobe under a budget wait: only root's (its real uid) in
+    gpuprobe's PID namespace are waited for."""
+    if gp.budget_mechanism() != "uprobe_events":
+        gp.skip("no tracefs uprobe events here")
+    py = "/usr/bin/python3"  # the system's: a user's own interpreter may be closed to nobody
+    if not os.access(py, os.X_OK):
+        gp.skip(f"no {py} for nobody to run")
+    gp.wait_detached()
+    imp = subprocess.Popen([py, "-c", IMPOSTOR], stdout=subprocess.PIPE, text=True, preexec_fn=_nobody, cwd="/")
+    try:
+        eq(imp.stdout.readline().strip(), "READY", "the impostor's start")
+        with open(f"/proc/{imp.pid}/comm") as f:
+            eq(f.read().strip(), "gpuprobe-detach", "the impostor's name")
+        eq(os.stat(f"/proc/{imp.pid}/comm").st_uid, 0, "the owner of its /proc files")
+        r, t = run_rate(["--max-overhead", "1", "-v"], phases="5000:300")
+        check("window closed" in r.stderr, f"no window: {r.stderr[-1500:]}")
+        check("waited" not in r.stderr, f"it waited for the impostor: {r.stderr[-1500:]}")
+    finally:
+        imp.kill()
+        imp.wait()
+
+
+def test_budget_events_removed_apart():
+    """A gpuprobe under a budget ends without waiting for its tracefs uprobe events to go (a
+    grace period each, serially in the kernel: ~5.5 s for 48 on the H200's 6.18): a process
+    of their own, gpuprobe-detach, removes them, out of gpuprobe's process group, so that
+    what ends gpuprobe's group (a terminal's second Ctrl-C, a test's or a supervisor's
+    killpg) does not leave them half removed. The traced process keeps no breakpoint of
+    them meanwhile: every one is disarmed and held only by gpuprobe's own PID."""
+    if gp.budget_mechanism() != "uprobe_events":
+        gp.skip("no tracefs uprobe events here")
+    a = gp.start_app([RATE, "--wait", "--phases", "20000:100000"], env=ENV)
+    try:
+        g = gp.start_gpuprobe(BASE + ["--cudatrace", "--memleak", "--max-overhead", "1", "-v", "-p", str(a.pid),
+                                      "--duration", "1"])
+        mine = [n for p, n in gp.uprobe_events() if p == g.pid]
+        check(mine, f"no uprobe events of gpuprobe {g.pid} while it runs")
+        a.signal(signal.SIGUSR1)  # its launches begin: windows arm and disarm the events
+        eq(g.wait(), 0, f"gpuprobe exit ({g.stderr()[-1500:]})")
+        check("window closed" in g.stderr(), f"no window: {g.stderr()[-1500:]}")
+        check(f"uprobe events: {len(mine)} handed to gpuprobe-detach" in g.stderr(),
+              f"no hand-over of its {len(mine)} events: {g.stderr()[-1500:]}")
+        # what ends gpuprobe's process group now does not reach the teardown
+        try:
+            os.killpg(g.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        eq(gp.wait_detached(), [], "gpuprobe-detach still running")
+        eq([n for p, n in gp.uprobe_events() if p == g.pid], [], "its events, after gpuprobe-detach ended")
+        gp.assert_nothing_attached()
+        # the app was not traced after the end: it runs on, unharmed
+        check(a.p.poll() is None, "the traced app ended")
+    finally:
+        a.kill()
 
 
 def test_uprobe_events_of_a_killed_gpuprobe_removed():
