@@ -381,29 +381,35 @@ def test_budget_without_uprobe_multi():
 
 def test_budget_waits_for_another_gpuprobes_removal():
     """A gpuprobe under a budget that starts while another one's events are being removed
-    (gpuprobe-detach) waits for that first: each removal holds the kernel's event_mutex
-    through a grace period, and its own windows would close late behind them with their
-    breakpoints in (on the H200 a budget of 1 % then read 2.65 %, its windows' hits 4x)."""
+    (root's gpuprobe-detach) waits for that first: each removal holds the kernel's
+    event_mutex through a grace period, and its own windows would close late behind them
+    with their breakpoints in (on the H200 a budget of 1 % then read 2.65 %, its windows'
+    hits 4x). A real removal may end before a second gpuprobe gets to its events (on 6.1
+    under QEMU it did), so root's process named so here never ends: gpuprobe waits its 15 s
+    at most, says so, and runs."""
     if gp.budget_mechanism() != "uprobe_events":
         gp.skip("no tracefs uprobe events here")
-    a = gp.start_app([RATE, "--wait", "--phases", "20000:100000"], env=ENV)
+    py = "/usr/bin/python3"
+    if not os.access(py, os.X_OK):
+        gp.skip(f"no {py}")
+    gp.wait_detached()
+    held = subprocess.Popen([py, "-c", IMPOSTOR], stdout=subprocess.PIPE, text=True, cwd="/")
     try:
-        a.signal(signal.SIGUSR1)
-        args = BASE + ["--cudatrace", "--memleak", "--max-overhead", "1", "-v", "-p", str(a.pid), "--duration", "1"]
-        r = gp.gpuprobe(args)
-        eq(r.returncode, 0, f"first gpuprobe exit ({r.stderr[-1500:]})")
-        if not gp.detaching():
-            gp.skip("the first gpuprobe's events were removed before a second could start")
-        # the harness's own wait (gp.wait_detached) left out: the second starts at once
-        env = dict(os.environ, **gp._with_state(None))
-        r2 = subprocess.run([gp.GPUPROBE] + args, capture_output=True, text=True, timeout=120 * gp.TIME_SLACK, env=env)
-        eq(r2.returncode, 0, f"second gpuprobe exit ({r2.stderr[-1500:]})")
-        check(re.search(r"uprobe events: waited [0-9.]+ s for another gpuprobe's to be removed\n", r2.stderr),
-              f"no wait for the first one's removal: {r2.stderr[-1500:]}")
-        eq(gp.wait_detached(), [], "gpuprobe-detach still running")
-        gp.assert_nothing_attached()
+        eq(held.stdout.readline().strip(), "READY", "root's gpuprobe-detach's start")
+        # the harness's own wait (gp.wait_detached) left out: it would wait for this one too
+        env = dict(os.environ, **gp._with_state(None), **ENV)
+        cmd = [RATE, "--time-calls", "--phases", "5000:300"]
+        r = subprocess.run([gp.GPUPROBE] + BASE + ["--cudatrace", "--max-overhead", "1", "-v", "--"] + cmd,
+                           capture_output=True, text=True, timeout=120 * gp.TIME_SLACK, env=env)
+        eq(r.returncode, 0, f"gpuprobe exit ({r.stderr[-1500:]})")
+        m = re.search(r"uprobe events: waited ([0-9.]+) s for another gpuprobe's to be removed \(some still are\)\n",
+                      r.stderr)
+        check(m and float(m.group(1)) >= 14.9, f"no wait of 15 s for root's gpuprobe-detach: {r.stderr[-1500:]}")
+        check("window closed" in r.stderr, f"no window after the wait: {r.stderr[-1500:]}")
     finally:
-        a.kill()
+        held.kill()
+        held.wait()
+    gp.assert_nothing_attached()
 
 
 IMPOSTOR = """
