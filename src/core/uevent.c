@@ -165,29 +165,16 @@ static void sweep(void)
  * Name (the kernel escapes a newline in it) and real uid 0, in gpuprobe's own PID namespace.
  * No user, and no container's root, can make a gpuprobe wait by naming a process so (a
  * process that made itself undumpable has root's files in /proc, but not root's uid). */
-static bool detacher(const char *pid, const struct stat *ns)
+static bool detacher(uint32_t pid, const struct stat *ns)
 {
-	char path[64], buf[2048], *u;
+	char path[64], buf[2048];
 	struct stat its;
-	unsigned long v;
-	ssize_t r;
-	int fd;
+	uint32_t uid;
 
-	snprintf(path, sizeof(path), "/proc/%s/status", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
+	if (gp_proc_status(pid, buf, sizeof(buf), &uid) || uid ||
+	    strncmp(buf, "Name:\t" DETACH_COMM "\n", strlen("Name:\t" DETACH_COMM "\n")))
 		return false;
-	r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (r <= 0)
-		return false;
-	buf[r] = '\0';
-	if (strncmp(buf, "Name:\t" DETACH_COMM "\n", strlen("Name:\t" DETACH_COMM "\n")))
-		return false;
-	u = strstr(buf, "\nUid:\t");
-	if (!u || sscanf(u + 6, "%lu", &v) != 1 || v)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%s/ns/pid", pid);
+	snprintf(path, sizeof(path), "/proc/%u/ns/pid", pid);
 	return !stat(path, &its) && its.st_ino == ns->st_ino && its.st_dev == ns->st_dev;
 }
 
@@ -205,10 +192,12 @@ static int detachers(void)
 		closedir(d);
 		return 0;
 	}
-	while ((de = readdir(d)))
-		if (de->d_name[0] >= '1' && de->d_name[0] <= '9' && strlen(de->d_name) <= 10 &&
-		    detacher(de->d_name, &ns))
+	while ((de = readdir(d))) {
+		uint64_t pid;
+
+		if (!gp_parse_u64(de->d_name, 1, UINT32_MAX, &pid) && detacher((uint32_t)pid, &ns))
 			n++;
+	}
 	closedir(d);
 	return n;
 }

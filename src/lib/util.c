@@ -251,14 +251,17 @@ void gp_log(int level, const char *fmt, ...)
 	funlockfile(stderr);
 }
 
-int gp_proc_stat(uint32_t pid, char *buf, size_t len, char **rest)
+/* /proc/PID/NAME's first len - 1 bytes into buf, NUL-terminated: 0, or -errno (-EIO: empty). */
+static int read_proc(uint32_t pid, const char *name, char *buf, size_t len)
 {
-	char path[64], *p;
+	char path[64];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (len < 2)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%u/%s", pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
 	n = read(fd, buf, len - 1);
@@ -266,10 +269,35 @@ int gp_proc_stat(uint32_t pid, char *buf, size_t len, char **rest)
 	if (n <= 0)
 		return -EIO;
 	buf[n] = '\0';
+	return 0;
+}
+
+int gp_proc_stat(uint32_t pid, char *buf, size_t len, char **rest)
+{
+	char *p;
+	int r = read_proc(pid, "stat", buf, len);
+
+	if (r)
+		return r;
 	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ')
 		return -EINVAL;
 	*rest = p + 2;
+	return 0;
+}
+
+int gp_proc_status(uint32_t pid, char *buf, size_t len, uint32_t *uid)
+{
+	unsigned long v;
+	char *u;
+	int r = read_proc(pid, "status", buf, len);
+
+	if (r)
+		return r;
+	u = strstr(buf, "\nUid:\t");
+	if (!u || sscanf(u + 6, "%lu", &v) != 1 || v >= UINT32_MAX)
+		return -EINVAL;
+	*uid = (uint32_t)v;
 	return 0;
 }
 

@@ -91,6 +91,11 @@ int gp_proc_comm(uint32_t pid, char *buf, size_t len);
  * (-EINVAL: no ')'). */
 int gp_proc_stat(uint32_t pid, char *buf, size_t len, char **rest);
 
+/* /proc/PID/status read into buf (NUL-terminated; its Name line escaped by the kernel),
+ * and the real uid, the first field of its Uid: line (a process cannot change it without
+ * privilege); 0, or -errno (-EINVAL: no Uid: line). */
+int gp_proc_status(uint32_t pid, char *buf, size_t len, uint32_t *uid);
+
 /* The longest seconds any duration or interval may take: about a year. */
 #define GP_MAX_SECONDS (366.0 * 24 * 3600)
 

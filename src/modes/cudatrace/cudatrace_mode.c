@@ -151,25 +151,12 @@ static long read_mem(void *ctx, uint32_t pid, uint64_t addr, void *buf, size_t l
  * a process that drops root is judged as what it is now. */
 static int uid_of(uint32_t pid, uint32_t *uid)
 {
-	char path[64], buf[4096], *u;
-	unsigned long v;
-	ssize_t r;
-	int fd;
+	char path[64], buf[4096];
+	int r = gp_proc_status(pid, buf, sizeof(buf), uid);
 
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (r <= 0)
-		return -EIO;
-	buf[r] = '\0';
-	u = strstr(buf, "\nUid:\t");
-	if (!u || sscanf(u + 6, "%lu", &v) != 1 || v >= UINT32_MAX)
-		return -EINVAL;
-	*uid = (uint32_t)v;
-	if (!v) {
+	if (r)
+		return r;
+	if (!*uid) {
 		struct stat mine, its;
 
 		snprintf(path, sizeof(path), "/proc/%u/ns/pid", pid);
