@@ -12,9 +12,9 @@
 #     bench/gpu/inproc.sh --workloads patterns --configs three_budget --lead 1.0 --pattern-cap 85
 # Whether a pattern's slowdown is under P (the interval's upper end: inproc.md says so per
 # pattern, and how many windows at its spread would show it): a window's mean wanders by 2-3 %
-# on the H200 at any window length, so only more windows narrow it, ~10 s a round (~7 s of it
+# on the H200 at any window length, so only more windows narrow it, ~12 s a round (7-9 s of it
 # the last gpuprobe's uprobe events going, which the next one waits for: docs/design.md, "The
-# budget's armed uprobe events"); one pattern a device call, ~50 windows in 9 minutes:
+# budget's armed uprobe events"); one pattern a device call, 43-53 windows in 9 minutes:
 #     bench/gpu/inproc.sh --workloads launch-tight --configs three_budget --lead 1.0 --pattern-cap 520 --min-pairs 200
 # Writes $OUT (else /tmp/gp-inproc): inproc.md (the tables),
 # inproc_raw.json, logs.tgz. Copy inproc.md to bench/gpu/results-inproc-<gpu>.md to keep it.
