@@ -86,6 +86,9 @@ SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 SRCS := $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.c))
 OBJS := $(patsubst src/%.c,$(OUTPUT)/obj/%.o,$(SRCS))
 LOADER_OBJS := $(filter-out $(OUTPUT)/obj/cli/main.o,$(OBJS))
+# a static gpuprobe's learning program (src/static/selflearn_helper.c) and its image
+SL_HELPER_OBJS := $(addprefix $(OUTPUT)/obj/,modes/cudatrace/selflearn.o modes/cudatrace/midname.o lib/u64map.o lib/util.o)
+SL_BLOB := $(OUTPUT)/obj/static/selflearn_blob.o
 LIB_SRCS := $(wildcard src/lib/*.c)
 LIB_LIBS := -ldw -lelf -lz -liberty -lm
 BPF_NAMES := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
@@ -170,7 +173,7 @@ $(OUTPUT)/obj/%.o: src/%.c | $(SKELS) $(OUTPUT)/obj
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -c $< -o $@
 $(OUTPUT)/obj/cli/bpfcheck.o: $(OUTPUT)/bpf_objects.h
 
-$(OUTPUT)/gpuprobe: $(OBJS)
+$(OUTPUT)/gpuprobe: $(OBJS) $(if $(filter 1,$(STATIC)),$(SL_BLOB))
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIBS) -o $@
 
@@ -430,7 +433,17 @@ $(OUTPUT)/bundle/dyn/gpuprobe: $(OUTPUT)/gpuprobe
 		xargs -r -I{} cp -L {} $(OUTPUT)/bundle/dyn/lib/
 	$(Q)printf '#!/bin/sh\nd=$$(dirname "$$0")\nLD_LIBRARY_PATH="$$d/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" exec "$$d/gpuprobe" "$$@"\n' > $(OUTPUT)/bundle/dyn/run && chmod +x $(OUTPUT)/bundle/dyn/run
 
-$(OUTPUT)/bundle/gpuprobe: $(OBJS) src/static/mhd_notls.c
+# The static gpuprobe's learning program (src/static/selflearn_helper.c): the self-learning
+# child dynamically linked, kept in the static image (selflearn_blob.S), run from memory.
+$(OUTPUT)/selflearn-helper: src/static/selflearn_helper.c $(SL_HELPER_OBJS)
+	$(call msg,BINARY,$@)
+	$(Q)$(CC) $(CFLAGS) -Isrc $^ -ldl -o $@
+$(OUTPUT)/obj/static/selflearn_blob.o: src/static/selflearn_blob.S $(OUTPUT)/selflearn-helper
+	$(call msg,AS,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -c -Wa,-I$(OUTPUT) $< -o $@
+
+$(OUTPUT)/bundle/gpuprobe: $(OBJS) $(SL_BLOB) src/static/mhd_notls.c
 	$(call msg,STATIC,$@)
 	$(Q)mkdir -p $(OUTPUT)/bundle
 	$(Q)$(CC) $(CFLAGS) -static $^ $(LIBS) -lzstd -lpthread -o $@ 2>&1 | \

@@ -365,8 +365,8 @@ def start_app(argv, env=None):
     return b
 
 
-def start_gpuprobe(args, env=None):
-    b = Background([GPUPROBE] + args, env=_with_state(env))
+def start_gpuprobe(args, env=None, gpuprobe=None):
+    b = Background([gpuprobe or GPUPROBE] + args, env=_with_state(env))
     b.wait_for("gpuprobe: tracing", where="stderr")
     return b
 

@@ -116,16 +116,17 @@ def rounds_of(a, n):
     raise gp.Failure(f"name_app printed no round {n}")
 
 
-def steady_attaches(state, attaches=3, extra=("--no-self-learn",), app_path=APP, lib=FAKECUDA, env=None):
+def steady_attaches(state, attaches=3, extra=("--no-self-learn",), app_path=APP, lib=FAKECUDA, env=None,
+                    gpuprobe=None):
     """name_app makes and names every handle, then waits (a job at steady state); gpuprobe
-    attaches -p `attaches` times, each while one round of launches runs: (report, truth,
-    gpuprobe's stderr)."""
+    (another build: `gpuprobe`) attaches -p `attaches` times, each while one round of launches
+    runs: (report, truth, gpuprobe's stderr)."""
     a = gp.start_app([app_path, "--steady", "--rounds", str(attaches), "--forge"])
     out = []
     try:
         for r in range(1, attaches + 1):
             g = gp.start_gpuprobe(["--cudatrace", "--json", "--libcuda", lib, "--state-dir", state,
-                                   "-p", str(a.pid)] + list(extra), env=env)
+                                   "-p", str(a.pid)] + list(extra), env=env, gpuprobe=gpuprobe)
             try:
                 a.signal(signal.SIGUSR1)
                 t = rounds_of(a, r)[r - 1]
@@ -356,9 +357,10 @@ def test_self_learned_on_first_attach():
         shutil.rmtree(top, ignore_errors=True)
 
 
-def self_learned_on_first_attach(app_path, lib):
+def self_learned_on_first_attach(app_path, lib, gpuprobe=None):
     state = gp.state_dir()
-    (p1, t1, err1), (p2, t2, err2) = steady_attaches(state, attaches=2, extra=(), app_path=app_path, lib=lib)
+    (p1, t1, err1), (p2, t2, err2) = steady_attaches(state, attaches=2, extra=(), app_path=app_path, lib=lib,
+                                                     gpuprobe=gpuprobe)
     lines = [l for l in err1.splitlines() if SELF in l]
     eq(len(lines), 1, f"one line says what was learned: {err1[-800:]!r}")
     check(re.search(r"learned kernel-handle layouts for libcuda build gnu-[0-9a-f]+ from a kernel of its own "
@@ -370,6 +372,39 @@ def self_learned_on_first_attach(app_path, lib):
           f"root's lessons for both kinds saved: {text!r}")
     eq(len([l for l in text.splitlines() if l.startswith("gnu-")]), 2, f"two lessons: {text!r}")
     check(SELF not in err2 and "self-learned" not in err2, f"learned once: {err2[-500:]!r}")
+
+
+def static_build():
+    """The statically linked gpuprobe (`make bundle`'s), built here: its path. A static
+    link has no program interpreter (PT_INTERP) to load the driver with."""
+    path = os.path.join(gp.OUT, "bundle", "gpuprobe")
+    if shutil.which(os.environ.get("CC", "cc")):
+        r = gp.run(["make", "--no-print-directory", "-s", os.path.relpath(path, gp.ROOT)], timeout=600, cwd=gp.ROOT)
+        eq(r.returncode, 0, f"make the static gpuprobe: {r.stderr[-800:]}")
+    elif not os.path.exists(path):  # the test VM's userland (tests/vm): no compiler
+        gp.skip("no C compiler here to build the static gpuprobe (make bundle's), and none was built")
+    with open(path, "rb") as f:
+        elf = f.read(1 << 16)
+    check(elf[:4] == b"\x7fELF" and elf[4] == 2, "a 64-bit ELF file")
+    phoff, phentsize, phnum = (int.from_bytes(elf[32:40], "little"), int.from_bytes(elf[54:56], "little"),
+                               int.from_bytes(elf[56:58], "little"))
+    types = [int.from_bytes(elf[phoff + i * phentsize:phoff + i * phentsize + 4], "little") for i in range(phnum)]
+    check(3 not in types, f"statically linked (no PT_INTERP): program headers {types}")
+    return path
+
+
+def test_self_learned_by_the_static_build():
+    """The statically linked gpuprobe, whose static glibc cannot host the driver, learns
+    through a program of its own (src/static/selflearn_helper.c, dynamically linked, kept in
+    its image and started from a memory file): the first attach to a job at steady state
+    names every launch, as the dynamically linked build's does. Before, it said "not
+    self-learned: this gpuprobe is statically linked" and named none."""
+    static = static_build()
+    top, app_path, lib = copies(safe_base())
+    try:
+        self_learned_on_first_attach(app_path, lib, gpuprobe=static)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def copies(where, lib_owner=0, dir_mode=0o755):
@@ -581,5 +616,5 @@ if __name__ == "__main__":
              test_text_report_names_process_and_why, test_bad_state_files_refused,
              test_hostile_lesson_stays_its_users, test_container_root_is_not_the_nodes_root,
              test_self_learned_on_first_attach, test_unsafe_libcuda_not_loaded,
-             test_self_learn_without_a_gpu_says_why, test_exit_at_once_names_from_first_sight_copies,
+             test_self_learned_by_the_static_build, test_self_learn_without_a_gpu_says_why, test_exit_at_once_names_from_first_sight_copies,
              test_node_wide_exit_at_once_steady_state, test_node_wide_two_libcuda_builds_in_one_process])

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -41,6 +42,9 @@ typedef cu_result (*cu_mod_load_fn)(cu_handle *, const void *);
 typedef cu_result (*cu_mod_func_fn)(cu_handle *, cu_handle, const char *);
 typedef cu_result (*cu_unload_fn)(cu_handle);
 #define CU_ERROR_NO_DEVICE 100
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U /* linux/memfd.h, 6.3; glibc 2.36's sys/mman.h lacks it */
+#endif
 
 #define SL_KERNEL "gpuprobe_self_learn"
 /* One empty kernel; Turing's target first (CUDA 13's oldest), then Maxwell's for a driver
@@ -64,6 +68,7 @@ static const struct { const char *step, *what; } steps[] = {
 	{ "function", "cuModuleGetFunction failed" },
 	{ "kfunction", "cuKernelGetFunction failed" },
 	{ "unlearned", "a handle's object did not hold its name where it was looked for" },
+	{ "helper", "the static gpuprobe could not start its dynamically linked learning program" },
 };
 
 static bool owned_safe(const struct stat *st)
@@ -254,7 +259,7 @@ static int self_who(void *ctx, uint32_t pid, uint32_t *build, uint32_t *uid)
 
 #define SYM(h, name, type) ((type)dlsym(h, name))
 
-static void child(const char *real, int fd)
+void selflearn__child(const char *real, int fd)
 {
 	void *h = dlopen(real, RTLD_NOW | RTLD_LOCAL);
 	cu_init_fn init;
@@ -359,6 +364,50 @@ static void child(const char *real, int fd)
 		release(dev);
 }
 
+/* The learning program of a statically linked gpuprobe (src/static/selflearn_blob.S, `make
+ * bundle`): selflearn__child in a dynamically linked program of its own, kept in gpuprobe's
+ * image; absent (both NULL) from the dynamically linked build, which loads the driver itself. */
+extern const char gp_selflearn_helper[] __attribute__((weak));
+extern const char gp_selflearn_helper_end[] __attribute__((weak));
+
+static size_t helper_size(void)
+{
+	uintptr_t a = (uintptr_t)gp_selflearn_helper, b = (uintptr_t)gp_selflearn_helper_end;
+
+	return a && b > a ? (size_t)(b - a) : 0;
+}
+
+/* In the child of a static gpuprobe: runs the learning program from a memory file (no path
+ * anyone could replace), with fd as its descriptor 3; says why on fd where it cannot. */
+static void run_helper(const char *real, int fd)
+{
+	const char *blob = gp_selflearn_helper;
+	size_t len = helper_size(), off = 0;
+	char *argv[] = { "gpuprobe-selflearn", (char *)real, NULL };
+	int m;
+
+	/* the pipe on 3 first: the memory file must not take that number */
+	if ((fd != 3 && dup2(fd, 3) != 3) || fcntl(3, F_SETFD, 0)) {
+		say(fd, "E helper %d\n", errno);
+		return;
+	}
+	/* MFD_EXEC: a kernel whose vm.memfd_noexec is 1 makes memory files not executable
+	 * unless asked; one older than 6.3 refuses the flag */
+	m = memfd_create("gpuprobe-selflearn", MFD_CLOEXEC | MFD_EXEC);
+	if (m < 0 && errno == EINVAL)
+		m = memfd_create("gpuprobe-selflearn", MFD_CLOEXEC);
+	while (m >= 0 && off < len) {
+		ssize_t k = write(m, blob + off, len - off);
+
+		if (k <= 0 && errno != EINTR)
+			break;
+		off += k > 0 ? (size_t)k : 0;
+	}
+	if (m >= 0 && off == len)
+		fexecve(m, argv, environ);
+	say(fd, "E helper %d\n", errno);
+}
+
 /* The child's descriptors: only its end of the pipe and the standard three (stdin and
  * stdout on /dev/null), so that the driver sees none of gpuprobe's BPF objects or files. */
 static void child_fds(int keep)
@@ -383,10 +432,12 @@ int selflearn__run(const char *lib, unsigned int timeout_ms, struct sl_lesson *o
 	bool timed_out = false;
 	int p[2], st = 0, r;
 	pid_t pid, parent = getpid();
+	/* no dynamic loader mapped: static glibc cannot host the driver, a program of its own can */
+	bool helper = getauxval(AT_BASE) == 0;
 
 	*n = 0;
 	*ms = 0;
-	if (getauxval(AT_BASE) == 0) { /* no dynamic loader mapped */
+	if (helper && !helper_size()) {
 		snprintf(why, len, "this gpuprobe is statically linked and cannot host the driver (the dynamically linked build can)");
 		return -ENOTSUP;
 	}
@@ -420,7 +471,10 @@ int selflearn__run(const char *lib, unsigned int timeout_ms, struct sl_lesson *o
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		close(p[0]);
 		child_fds(p[1]);
-		child(real, p[1]);
+		if (helper)
+			run_helper(real, p[1]);
+		else
+			selflearn__child(real, p[1]);
 		_exit(0); /* no atexit handlers of gpuprobe's, no dlclose of the driver */
 	}
 	close(p[1]);
@@ -460,8 +514,9 @@ int selflearn__run(const char *lib, unsigned int timeout_ms, struct sl_lesson *o
 		return -ETIMEDOUT;
 	}
 	if (!got) {
-		snprintf(why, len, "the child died without an answer%s",
-			 WIFSIGNALED(st) ? " (killed by a signal)" : "");
+		snprintf(why, len, "the child died without an answer%s%s", WIFSIGNALED(st) ? " (killed by a signal)" : "",
+			 helper && WIFEXITED(st) && WEXITSTATUS(st) == 127 ?
+				 " (exit 127: this host's C library could not start the learning program)" : "");
 		return -EIO;
 	}
 	return 0;

@@ -16,8 +16,10 @@
  * Only a file no user could have planted is loaded: a regular file owned by root and not
  * writable by group or others, every directory on its real path (in gpuprobe's own mount
  * namespace: never a path under /proc, such as a container's /proc/PID/root) owned by root
- * and not writable by group or others; and only by a dynamically linked gpuprobe (static
- * glibc cannot host the driver).
+ * and not writable by group or others. Static glibc cannot host the driver: a statically
+ * linked gpuprobe (`make bundle`) carries the child as a dynamically linked program of its
+ * own (src/static/selflearn_helper.c), written to a memory file and started from it in the
+ * child with the host's dynamic loader and C library.
  */
 #ifndef GP_CT_SELFLEARN_H
 #define GP_CT_SELFLEARN_H
@@ -41,6 +43,10 @@ int selflearn__safe(const char *lib, char *real, size_t rlen, char *why, size_t 
  * failed (empty when none); -EINVAL when it breaks the format (no lesson kept). */
 int selflearn__parse(const char *buf, size_t len, struct sl_lesson *out, size_t cap, size_t *n, char *why,
 		     size_t wlen);
+/* The child's part: loads real (a path selflearn__safe passed), learns from kernels of its
+ * own and writes its answer to fd. Run in a fork of a dynamically linked gpuprobe, or, for a
+ * statically linked one, in its learning program (src/static/selflearn_helper.c). */
+void selflearn__child(const char *real, int fd);
 /* Learns lib's layouts in a child: 0 with *n lessons (why says what failed, if some
  * step did), or -errno with why; *ms the time it took. */
 int selflearn__run(const char *lib, unsigned int timeout_ms, struct sl_lesson *out, size_t cap, size_t *n,
