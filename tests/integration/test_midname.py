@@ -407,6 +407,33 @@ def test_self_learned_by_the_static_build():
         shutil.rmtree(top, ignore_errors=True)
 
 
+def test_static_builds_program_refused_says_why():
+    """Where the host's dynamic loader cannot start the static build's learning program (a C
+    library too old for it: here a libc.so.6 the loader cannot use, first on gpuprobe's
+    LD_LIBRARY_PATH, which the static gpuprobe itself ignores), one line says so, nothing is
+    learned or saved, and the attach goes on: the job's launches are counted unnamed for
+    want of a layout."""
+    static = static_build()
+    top, app_path, lib = copies(safe_base())
+    bad = tempfile.mkdtemp(prefix="gp-badlibc-")
+    try:
+        with open(os.path.join(bad, "libc.so.6"), "w") as f:
+            f.write("not a C library\n")
+        state = gp.state_dir()
+        ((p, t, err),) = steady_attaches(state, attaches=1, extra=(), app_path=app_path, lib=lib,
+                                         env={"LD_LIBRARY_PATH": bad}, gpuprobe=static)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+        shutil.rmtree(bad, ignore_errors=True)
+    lines = [l for l in err.splitlines() if "self-learned" in l]
+    eq(len(lines), 1, f"one line: {err[-800:]!r}")
+    check("exit 127: this host's C library could not start the learning program" in lines[0],
+          f"says why: {lines[0]!r}")
+    check(SELF not in err, f"nothing learned: {err[-500:]!r}")
+    eq(p["unnamed_no_layout"], t["launches"], "unnamed for want of a layout")
+    eq(_layouts(state), "", "nothing saved")
+
+
 def copies(where, lib_owner=0, dir_mode=0o755):
     """name_app and the stand-in copied under `where` (apps/, fakecuda/: the app finds the
     copy through its RUNPATH), the copy owned by lib_owner, its folder of mode dir_mode."""
@@ -616,5 +643,6 @@ if __name__ == "__main__":
              test_text_report_names_process_and_why, test_bad_state_files_refused,
              test_hostile_lesson_stays_its_users, test_container_root_is_not_the_nodes_root,
              test_self_learned_on_first_attach, test_unsafe_libcuda_not_loaded,
-             test_self_learned_by_the_static_build, test_self_learn_without_a_gpu_says_why, test_exit_at_once_names_from_first_sight_copies,
+             test_self_learned_by_the_static_build, test_static_builds_program_refused_says_why,
+             test_self_learn_without_a_gpu_says_why, test_exit_at_once_names_from_first_sight_copies,
              test_node_wide_exit_at_once_steady_state, test_node_wide_two_libcuda_builds_in_one_process])

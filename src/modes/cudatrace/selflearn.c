@@ -399,7 +399,7 @@ static void run_helper(const char *real, int fd)
 	while (m >= 0 && off < len) {
 		ssize_t k = write(m, blob + off, len - off);
 
-		if (k <= 0 && errno != EINTR)
+		if (k == 0 || (k < 0 && errno != EINTR))
 			break;
 		off += k > 0 ? (size_t)k : 0;
 	}
