@@ -606,7 +606,7 @@ def test_attach_through_proc_self_fd():
             else:
                 check(links and all(t == "perf" for t, _, _ in links), f"{what}: {links}")
             os.kill(pid, signal.SIGUSR1)
-            eq(a.wait(), 0, "workload exit")
+            eq(a.wait(), 0, f"workload exit ({a.stderr()[-300:]!r})")
             eq(g.wait(timeout=20), 0, f"{what}: gpuprobe exit")
             out.seek(0)
             t = truth(a.stderr())

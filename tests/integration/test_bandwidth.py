@@ -98,7 +98,7 @@ def test_attach_to_running_pid():
     try:
         g = gp.start_gpuprobe(["--bandwidth-util", "--json", "--min-bytes", "1000", "-p", str(a.pid)])
         a.signal(signal.SIGUSR1)
-        eq(a.wait(), 0, "workload exit")
+        eq(a.wait(), 0, f"workload exit ({a.stderr()[-300:]!r})")
         eq(g.wait(), 0, "gpuprobe exit")
         t = gp.truth(a.stderr())
         p = proc(final(g.stdout()), a.pid)
@@ -138,7 +138,7 @@ def one_context_before_the_attach(how):
     try:
         g = gp.start_gpuprobe(["--bandwidth-util", "--json", "--min-bytes", "1000", "-p", str(a.pid)])
         a.signal(signal.SIGUSR1)
-        eq(a.wait(), 0, "workload exit")
+        eq(a.wait(), 0, f"workload exit ({a.stderr()[-300:]!r})")
         eq(g.wait(), 0, "gpuprobe exit")
         t = gp.truth(a.stderr())
         got = by_key(proc(final(g.stdout()), a.pid))

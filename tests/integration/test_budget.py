@@ -667,7 +667,7 @@ def test_budget_with_pid():
     try:
         g = gp.start_gpuprobe(BASE + ["--cudatrace", "--max-overhead", "1", "-p", str(a.pid)])
         a.signal(signal.SIGUSR1)
-        eq(a.wait(), 0, "workload exit")
+        eq(a.wait(), 0, f"workload exit ({a.stderr()[-300:]!r})")
         eq(g.wait(), 0, "gpuprobe exit")
         t = truth(a.stderr())
         ct = final_proc(g.stdout(), "cudatrace", a.pid)

@@ -97,7 +97,7 @@ def test_attach_later_names_by_host_stub():
     try:
         g = gp.start_gpuprobe(["--cudatrace", "--json", "-p", str(a.pid)])
         a.signal(signal.SIGUSR1)
-        eq(a.wait(), 0, "workload exit")
+        eq(a.wait(), 0, f"workload exit ({a.stderr()[-300:]!r})")
         eq(g.wait(), 0, "gpuprobe exit")
         t = gp.truth(a.stderr())
         p = proc(final(g.stdout()), a.pid)
@@ -126,7 +126,7 @@ def test_attach_later_exit_at_once_names_by_host_stub():
         try:
             g = gp.start_gpuprobe(["--cudatrace", "--json", "-p", str(a.pid)])
             a.signal(signal.SIGUSR1)
-            eq(a.wait(), 0, "workload exit")
+            eq(a.wait(), 0, f"workload exit ({a.stderr()[-300:]!r})")
             eq(g.wait(), 0, "gpuprobe exit")
             t = gp.truth(a.stderr())
             p = proc(final(g.stdout()), a.pid)

@@ -433,7 +433,7 @@ def test_private_mount_namespace_after_start():
         pid = int(a.stdout().split("READY")[1].split()[0])
         d.wait_for(f"probing /proc/{pid}/root{tmp}/libcuda.so.1", where="stderr", timeout=10)
         os.kill(pid, signal.SIGUSR1)
-        eq(a.wait(), 0, "workload exit")
+        eq(a.wait(), 0, f"workload exit ({a.stderr()[-300:]!r})")
         t = truth(a.stderr())
         wait_metric(d.port, "gpuprobe_cuda_alloc_calls_total", t["allocs"], pid=pid)
         wait_metric(d.port, "gpuprobe_cuda_free_calls_total", t["frees"], pid=pid)

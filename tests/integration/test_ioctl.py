@@ -157,7 +157,7 @@ def test_attach_to_running_process():
     try:
         g = gp.start_gpuprobe(BASE + ["-p", str(a.pid)])
         a.signal(signal.SIGUSR1)
-        eq(a.wait(), 0, "workload exit")
+        eq(a.wait(), 0, f"workload exit ({a.stderr()[-300:]!r})")
         eq(g.wait(), 0, "gpuprobe exit")
         t = gp.truth(a.stderr())
         rep = final(g.stdout())

@@ -188,7 +188,7 @@ def test_attach_to_running_pid_gpus_unknown():
     try:
         g = gp.start_gpuprobe(["--bandwidth-util", "--json", "-p", str(a.pid)])
         a.signal(signal.SIGUSR1)
-        eq(a.wait(), 0, "workload exit")
+        eq(a.wait(), 0, f"workload exit ({a.stderr()[-300:]!r})")
         eq(g.wait(), 0, "gpuprobe exit")
         t = gp.truth(a.stderr())
         p = proc(gp.final(g.stdout(), "bandwidth"), a.pid)

@@ -199,7 +199,7 @@ def test_attach_to_running_pid():
         out = path("p.jsonl")
         g = gp.start_gpuprobe(["--trace", out, "-p", str(a.pid)])
         a.signal(signal.SIGUSR1)
-        eq(a.wait(), 0, "workload exit")
+        eq(a.wait(), 0, f"workload exit ({a.stderr()[-300:]!r})")
         eq(g.wait(), 0, "gpuprobe exit")
         c = calls_of(read_jsonl(out), a.pid)
         eq(c.get("cuMemAlloc_v2"), 6, "allocations after attach")
