@@ -381,8 +381,7 @@ static size_t helper_size(void)
  * anyone could replace), with fd as its descriptor 3; says why on fd where it cannot. */
 static void run_helper(const char *real, int fd)
 {
-	const char *blob = gp_selflearn_helper;
-	size_t len = helper_size(), off = 0;
+	size_t len = helper_size();
 	char *argv[] = { "gpuprobe-selflearn", (char *)real, NULL };
 	int m;
 
@@ -396,14 +395,8 @@ static void run_helper(const char *real, int fd)
 	m = memfd_create("gpuprobe-selflearn", MFD_CLOEXEC | MFD_EXEC);
 	if (m < 0 && errno == EINVAL)
 		m = memfd_create("gpuprobe-selflearn", MFD_CLOEXEC);
-	while (m >= 0 && off < len) {
-		ssize_t k = write(m, blob + off, len - off);
-
-		if (k == 0 || (k < 0 && errno != EINTR))
-			break;
-		off += k > 0 ? (size_t)k : 0;
-	}
-	if (m >= 0 && off == len)
+	/* a memory file takes the whole write at once, and the child has no signal handler */
+	if (m >= 0 && write(m, gp_selflearn_helper, len) == (ssize_t)len)
 		fexecve(m, argv, environ);
 	say(fd, "E helper %d\n", errno);
 }
