@@ -77,6 +77,8 @@ int main(int argc, char **argv)
 			gp_account__begin(a, v[0]);
 		else if (sscanf(p, "trim %lf", &v[0]) == 1)
 			gp_account__trim(a, v[0]);
+		else if (!strncmp(p, "unbounded", 9))
+			gp_account__unbounded(a);
 		else if ((k = sscanf(p, "period %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf",
 				     &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10],
 				     &v[11], &v[12], &v[13], &v[14], &v[15], &v[16], &v[17])) >= 8) {

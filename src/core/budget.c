@@ -181,6 +181,9 @@ struct fresh {
 	uint64_t done_ns;   /* when its last probe went in (0: not all did) */
 	uint64_t gap_ns;    /* from then until its probes were armed, outside a window: unseen */
 	bool gap_alone;     /* the gap began at its first driver call (no window of it before) */
+	uint64_t win_ns;    /* else, in the window: its part of it (from win_from), before the gap */
+	uint64_t win_from;
+	uint64_t arm_hits;  /* its counted hits when its arm began (a window's: split_gap) */
 };
 
 /* What the last period says of the next: its length and share, the least of every
@@ -657,6 +660,9 @@ static void note_gap(struct gp_budget *b, struct fresh *f, uint64_t since, uint6
 	f->since_ns = since;
 	f->gap_ns = gap;
 	f->gap_alone = since >= b->cur_off;
+	from = since > b->cur_start ? since : b->cur_start;
+	f->win_from = from;
+	f->win_ns = !f->gap_alone && b->cur_start && b->cur_off > from ? b->cur_off - from : 0;
 }
 
 /* Whether pid has ended: gone, or a zombie its parent has not reaped yet (kill(0) still
@@ -697,18 +703,78 @@ static uint64_t fresh_end(const struct gp_budget *b, size_t i)
  */
 #define QUIET_CALLS 3.0
 #define QUIET_MIN_HITS 8
+/* Nor for less than this with no call. 3 calls' time at 20,000 a second is 150 us: an
+ * instant-cuInit job of 340 launches at that pace, calling all along (268 of them in its
+ * 14.5-ms gap), went that long uncounted after its probes were all in, and its gap was taken
+ * as none: 71 in [71, none]. A slow start, the case this is for, is tens of ms or more (a
+ * GPU's cuInit and module loads; the test's 250-ms pause). */
+#define QUIET_MIN_S 0.02
 
-static bool quiet_gap(struct gp_budget *b, size_t i, double n, uint64_t fh, double seen_s)
+/* The seen part after every probe of a late-armed job went in and before its first counted
+ * call (n counted from then), when it was quiet (QUIET_CALLS, QUIET_MIN_S): its length, else 0. */
+static double quiet_part(struct gp_budget *b, size_t i, double n, uint64_t fh)
 {
 	const struct fresh *f = &b->fresh[i];
 	uint64_t last = __atomic_load_n(&b->hits[i].last_ns, __ATOMIC_RELAXED);
-	double r;
+	double r, q;
 
-	if (!f->gap_alone || !f->done_ns || !fh || fh <= f->done_ns || last <= fh || n < QUIET_MIN_HITS ||
-	    seen_s <= 0)
-		return false;
+	if (!f->done_ns || !fh || fh <= f->done_ns || last <= fh || n < QUIET_MIN_HITS)
+		return 0;
 	r = (n - 1) / ((double)(last - fh) / 1e9);
-	return r * (double)(fh - f->done_ns) / 1e9 >= QUIET_CALLS;
+	q = (double)(fh - f->done_ns) / 1e9;
+	return q >= QUIET_MIN_S && r * q >= QUIET_CALLS ? q : 0;
+}
+
+static bool quiet_gap(struct gp_budget *b, size_t i, double n, uint64_t fh, double seen_s)
+{
+	return b->fresh[i].gap_alone && seen_s > 0 && quiet_part(b, i, n, fh) > 0;
+}
+
+/*
+ * A late-armed job that was in a window (its part of it seen), whose gap after it ended
+ * quiet (quiet_part): its rate stepped at most once in the unseen part (sampling.h), from
+ * the window's to the quiet part's none, so the gap is accounted between those two (a step
+ * anywhere, the interval to the window's rate all along), the quiet part as seen with no
+ * call, and the rest as its own. Taken whole at the rate it launched at once it began, a
+ * job of 381 launches (one, 250 ms quiet, then 20,000 a second) read 2,619 in [381, 7,122]
+ * when its 150-ms arm followed a window it had begun in; quiet_gap's dark part is only for
+ * a gap with no window of it before (whose hits would say its rate there).
+ */
+struct split {
+	double win_s, gap_s, quiet_s; /* its window part, the unseen gap, the quiet part (seen) */
+	double n_win;                 /* the hits of its window part */
+};
+
+static bool split_gap(struct gp_budget *b, size_t i, uint64_t t0, double n, uint64_t fh, double Te, double one,
+		      struct split *sp)
+{
+	const struct fresh *f = &b->fresh[i];
+	double nw = (double)f->arm_hits < n ? (double)f->arm_hits : n, q;
+
+	/* (that window's period is the one accounted: t0 from a float, within a microsecond) */
+	if (f->gap_alone || !f->win_ns || f->win_from + 1000 < t0 || !fh || fh <= f->armed_ns)
+		return false;
+	q = quiet_part(b, i, n - nw, fh);
+	if (q <= 0)
+		return false;
+	sp->win_s = (double)f->win_ns / 1e9;
+	sp->quiet_s = q;
+	sp->gap_s = (double)f->gap_ns / 1e9 - q;
+	sp->n_win = nw;
+	return sp->gap_s > 0 && one > sp->win_s && Te > sp->win_s + sp->gap_s + sp->quiet_s;
+}
+
+/* The account's calls are logged whole with -v (acct_period): this one too. */
+static void acct_unbounded(struct gp_account *a, uint32_t pid)
+{
+	gp_log(GP_LOG_DEBUG, "budget: acct %u unbounded", pid);
+	gp_account__unbounded(a);
+}
+
+/* t - from in ms (for -v; NAN where t is not known) */
+static double ms_from(uint64_t t, uint64_t from)
+{
+	return t ? ((double)t - (double)from) / 1e6 : NAN;
 }
 
 /*
@@ -719,13 +785,15 @@ static bool quiet_gap(struct gp_budget *b, size_t i, double n, uint64_t fh, doub
  * with b->acc held, by the budget's thread (or gp_budget__exited).
  */
 static void fresh_seen(struct gp_budget *b, size_t i, uint64_t t0, double n, double *Te, double *one,
-		       double *quiet)
+		       double *quiet, uint64_t *off, struct split *sp)
 {
 	struct fresh *f = &b->fresh[i];
 	uint64_t start = t0, offn, end, seen, fh = 0;
 	double s;
 
 	*quiet = 0;
+	sp->win_s = 0;
+	*off = t0 + (uint64_t)(*one * 1e9);
 	if (!f->armed_ever || !f->pid || f->pid != b->accounts[i].pid)
 		return;
 	if (f->since_ns > t0)
@@ -763,12 +831,42 @@ static void fresh_seen(struct gp_budget *b, size_t i, uint64_t t0, double n, dou
 	}
 	s = seen > start ? (double)(seen - start) / 1e9 - (double)f->gap_ns / 1e9 : 0;
 	*one = s < 0 ? 0 : s > *Te - 1e-6 ? *Te : s; /* (nanoseconds to seconds and back) */
+	/* where its seen part ended: a late-armed job's unseen part is its gap, before it, and
+	 * nothing of it after a seen part that ran to its end (its exit's trim, to the time from
+	 * there, cut that gap to nothing: 38 of 340 launches read [38, 38], the 15.4 ms the
+	 * job called unseen gone) */
+	*off = seen < end ? seen : 0;
+	if (f->gap_ns)
+		gp_log(GP_LOG_DEBUG, "budget: PID %u from %.3f ms of its period: its first probe in at %+.3f ms, the last at %+.3f, its first counted call %+.3f, its last %+.3f, its end %+.3f; unseen %.3f ms, seen %.3f",
+		       f->pid, (double)(start - t0) / 1e6, ms_from(f->armed_ns, start), ms_from(f->done_ns, start),
+		       ms_from(fh, start), ms_from(fresh_end(b, i), start), ms_from(end, start), (double)f->gap_ns / 1e6,
+		       *one * 1e3);
 	if (f->gap_ns && quiet_gap(b, i, n, fh, *one)) {
 		/* the gap is dark, its calls taken as none (the report says it has no upper end) */
 		*quiet = (double)f->gap_ns / 1e9;
 		if (*quiet > *Te - *one)
 			*quiet = *Te - *one;
 		*Te -= *quiet;
+		gp_log(GP_LOG_DEBUG, "budget: PID %u: its gap of %.2f ms was quiet before its first counted call: dark, taken as none",
+		       f->pid, *quiet * 1e3);
+	} else if (f->gap_ns && split_gap(b, i, t0, n, fh, *Te, *one, sp)) {
+		gp_log(GP_LOG_DEBUG, "budget: PID %u: %.0f hits in %.2f ms of a window, then %.2f ms unseen and %.2f ms quiet before its first counted call: its gap taken between the window's rate and none",
+		       f->pid, sp->n_win, sp->win_s * 1e3, sp->gap_s * 1e3, sp->quiet_s * 1e3);
+		/* the rest, from its first call after the quiet part */
+		*Te -= sp->win_s + sp->gap_s + sp->quiet_s;
+		*one -= sp->win_s;
+		if (*one > *Te)
+			*one = *Te;
+	} else if (f->gap_ns && n < MIN_WINDOW_HITS && *one < (double)f->gap_ns / 1e9) {
+		/* a gap (before its seen part) that a window's least hits after it, in less time
+		 * than the gap, cannot give a rate to: a job seen only as it wound down (its last
+		 * launches, then a wait and its last synchronization), or one that paused while its
+		 * probes went in. A seen part longer than the gap with few calls bounds it as any
+		 * window. Instant-cuInit jobs of 340-360 launches at 20,000 a second, their first
+		 * probe in 12-16 ms after their first call here, were read as 77 in [22, 199] and
+		 * 89 in [29, 220] from 23 and 30 counted calls (7,800 a second seen, 20,000 in the
+		 * gap): no upper end */
+		acct_unbounded(&b->accounts[i].acc, f->pid);
 	}
 	f->since_ns = 0;
 	f->gap_ns = 0;
@@ -829,6 +927,7 @@ static void fresh_arm(struct gp_budget *b, size_t i, uint64_t now)
 	}
 	/* its first counted hit from here on is where its seen part begins (fresh_seen) */
 	__atomic_store_n(&b->hits[i].first_ns, 0, __ATOMIC_RELEASE);
+	f->arm_hits = __atomic_load_n(&b->hits[i].hits, __ATOMIC_RELAXED);
 	/* counted before the breakpoints go in: a hit then is never a stray of a counted call */
 	set_exact(b, i, true);
 	for (int g = 0; g < b->ngroups && !r; g++)
@@ -1267,6 +1366,18 @@ static void acct_dark(struct gp_account *a, uint32_t pid, double secs)
 	acct_period(a, pid, &w, 0, 0);
 }
 
+/* A late-armed job's window part and gap, then its quiet part seen with no call (split_gap):
+ * accounted before the rest of its period. */
+static void acct_split(struct gp_account *a, uint32_t pid, const struct split *sp, double cost, double price)
+{
+	struct gp_window w = { .n = sp->n_win, .T = sp->win_s + sp->gap_s, .on = sp->win_s, .act = -1, .cpu_T = -1,
+			       .busy = -1, .head_s = -1 };
+	struct gp_window q = { .T = sp->quiet_s, .on = sp->quiet_s, .act = -1, .cpu_T = -1, .busy = -1, .head_s = -1 };
+
+	acct_period(a, pid, &w, cost, price);
+	acct_period(a, pid, &q, cost, price);
+}
+
 static void acct_trim(struct gp_account *a, uint32_t pid, double unseen)
 {
 	gp_log(GP_LOG_DEBUG, "budget: acct %u trim %.9g", pid, unseen);
@@ -1586,6 +1697,8 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		uint64_t hits = b->snap_hits[i], stray = b->snap_stray[i], fixed = b->snap_fixed[i];
 		uint64_t active = b->snap_active[i];
 		double n, ns, nf, act, cpu_now, cpu_T = -1, Te, one, quiet;
+		uint64_t off;
+		struct split sp;
 		struct gp_window w = { 0 };
 
 		a->fresh = false;
@@ -1643,9 +1756,14 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 		if (!(b->fresh[i].pid == a->pid && b->fresh[i].armed_ever))
 			born_seen(a, t0, &Te, &one);
 		a->born_ns = 0;
-		fresh_seen(b, i, t0, n, &Te, &one, &quiet);
+		fresh_seen(b, i, t0, n, &Te, &one, &quiet, &off, &sp);
 		if (quiet > 0)
 			acct_dark(&a->acc, a->pid, quiet);
+		if (sp.win_s > 0) {
+			acct_split(&a->acc, a->pid, &sp, b->cost, b->price);
+			n -= sp.n_win;
+			w.n = n;
+		}
 		/* the priced hits cost the process like strays: never counted, always paid */
 		if (Te > 0) {
 			w.stray = ns + nf * b->fixed_price / b->price;
@@ -1655,7 +1773,7 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 			w.cpu_T = cpu_T;
 			acct_period(&a->acc, a->pid, &w, b->cost, b->price);
 		}
-		a->off_ns = one < Te ? t0 + (uint64_t)(one * 1e9) : 0;
+		a->off_ns = one < Te ? off : 0;
 		gp_log(GP_LOG_DEBUG, "budget: period %.1f ms, window %.2f ms: PID %u took %.0f hits (on a CPU for %.2f ms; %.0f gaps of one thread, %.2f of %.2f ms asleep; %.0f before its first sleep, %.2f ms in), %.0f strays and %.0f priced hits, %.1f ms on a CPU, its calling thread busy %.2f",
 		       T * 1e3, on * 1e3, a->pid, n, act * 1e3, w.gaps, w.sleep_s * 1e3, w.gap_s * 1e3, w.head, w.head_s * 1e3, ns, nf,
 		       cpu_T * 1e3, w.busy);
@@ -2562,13 +2680,19 @@ void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
 			struct gap_counts gc;
 			double ns = st >= a->last_stray ? (double)(st - a->last_stray) : 0;
 			double quiet;
+			uint64_t off;
+			struct split sp;
 
 			a->last += (uint64_t)n;
 			a->last_fixed += (uint64_t)nf;
 			a->last_stray = st;
-			fresh_seen(b, i, b->cur_start, n, &T, &on, &quiet);
+			fresh_seen(b, i, b->cur_start, n, &T, &on, &quiet, &off, &sp);
 			if (quiet > 0)
 				acct_dark(&a->acc, pid, quiet);
+			if (sp.win_s > 0) {
+				acct_split(&a->acc, pid, &sp, b->cost, b->price);
+				n -= sp.n_win;
+			}
 			if (T > 0) {
 				/* its CPU time since the boundary as last polled (it is gone), else at
 				 * its share over the last period; its calling thread's busy share as
@@ -2598,7 +2722,14 @@ void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
 			}
 			a->last_active = act;
 			a->closed = true;
-			acct_trim(&a->acc, pid, T - on);
+			/* nothing of it in the period now (a late-armed job found gone by its last
+			 * call, before the boundary): the unseen part its last period left stands
+			 * (trimmed to T - on, 0, its gap before its seen part went: 84 of 360
+			 * launches read [84, 84]), but for what came after its window */
+			if (T > 0)
+				acct_trim(&a->acc, pid, T - on);
+			else if (a->off_ns)
+				acct_trim(&a->acc, pid, ts_ns > a->off_ns ? (double)(ts_ns - a->off_ns) / 1e9 : 0);
 		} else if (a->off_ns) {
 			acct_trim(&a->acc, pid, ts_ns > a->off_ns ? (double)(ts_ns - a->off_ns) / 1e9 : 0);
 		}

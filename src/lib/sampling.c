@@ -763,6 +763,11 @@ bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out)
 	return true;
 }
 
+void gp_account__unbounded(struct gp_account *a)
+{
+	a->unbounded = true;
+}
+
 void gp_account__trim(struct gp_account *a, double unseen)
 {
 	if (!a->pending)

@@ -177,6 +177,9 @@ double gp_window_slept(const struct gp_window *w);
  * will not come): that part is no longer than that, and its calls may have stopped anywhere
  * in it (its interval then reaches down to none there). */
 void gp_account__trim(struct gp_account *a, double unseen);
+/* An unseen part whose rate no window brackets (src/core/budget.c, fresh_seen: a late-armed
+ * job's gap before a seen part too short to give its rate): the count has no upper end. */
+void gp_account__unbounded(struct gp_account *a);
 /* The account as a report carries it; false when every call was seen. */
 bool gp_account__sampling(const struct gp_account *a, struct gp_sampling *out);
 /* Its share of time in the probes so far (0 before any period). */
