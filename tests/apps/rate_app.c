@@ -5,7 +5,7 @@
  *
  *   rate_app [--phases RATE:MS,RATE:MS,...] [--alloc-every K] [--copy-every K] [--time-calls]
  *            [--get-function] [--wait] [--linger MS] [--spin NS] [--sync-every N]
- *            [--repeat K] [--threads N] [--busy-pace]
+ *            [--repeat K] [--threads N] [--busy-pace] [--hold]
  *
  * Phase i launches rate_kernel() exactly RATE x MS / 1000 times, paced on
  * CLOCK_MONOTONIC (launch j is due at the phase start + j / RATE; a launch
@@ -39,6 +39,8 @@
  * the phases' counts (the truth sums them: N times as many launches);
  * --busy-pace: wait for a launch's due time in a busy loop on CLOCK_MONOTONIC instead of
  * sleeping (bench/gpu/budget_rate.cu's --rate: a paced loop whose thread never sleeps).
+ * --hold: print "HOLD <pid>" and wait for SIGUSR1 before its first driver call (cuInit): a
+ * test starts the job's driver life at a moment of its choosing, within a millisecond.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -53,7 +55,7 @@
 
 static const char usage[] =
 	"[--phases RATE:MS,...] [--alloc-every K] [--copy-every K] [--time-calls] [--get-function] [--wait] [--linger MS]"
-	" [--spin NS] [--sync-every N] [--repeat K] [--threads N] [--busy-pace]";
+	" [--spin NS] [--sync-every N] [--repeat K] [--threads N] [--busy-pace] [--hold]";
 
 #define COPY_BYTES 65536ULL
 
@@ -219,7 +221,7 @@ int main(int argc, char **argv)
 	struct opts o = { .every = 100, .repeat = 1 };
 	static struct worker w[MAX_THREADS];
 	struct phase ph[MAX_PHASES];
-	int nph, wait = 0;
+	int nph, wait = 0, hold = 0;
 	CUmodule mod;
 	CUlibrary lib;
 
@@ -232,6 +234,8 @@ int main(int argc, char **argv)
 			o.copy_every = app_parse_u64("--copy-every", argv[++i]);
 		else if (!strcmp(argv[i], "--wait"))
 			wait = 1;
+		else if (!strcmp(argv[i], "--hold"))
+			hold = 1;
 		else if (!strcmp(argv[i], "--time-calls"))
 			o.time_calls = 1;
 		else if (!strcmp(argv[i], "--get-function"))
@@ -261,6 +265,12 @@ int main(int argc, char **argv)
 	o.ph = ph;
 
 	app_block_signal();
+	if (hold) {
+		char banner[64];
+
+		snprintf(banner, sizeof(banner), "HOLD %ld", (long)getpid());
+		app_wait_for_signal(banner);
+	}
 	app_cuda_init();
 	if (o.get_function) {
 		/* as cuBLAS does: the kernel from a library, its function asked for at every launch */
