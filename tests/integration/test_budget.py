@@ -1578,8 +1578,8 @@ def quiet_start_jobs(prefix, n, pct):
     quiet_ms = next(q for q in (250, 500, 1000, 2000) if q >= 250 * gp.TIME_SLACK or q == 2000)
     text, jobs = short_jobs_beside_heavy(prefix, dict(ENV, GPUPROBE_TEST_ARM_MS="150"), 0, n,
                                          lead=f"{max(1, 1000 // quiet_ms)}:{quiet_ms},",
-                                         heavy_ms=int(1500 + n * (quiet_ms + 400)), pct=pct,
-                                         secs=int(4 + n * (quiet_ms + 400) / 1000))
+                                         heavy_ms=int(max(5000, 1500 + n * (quiet_ms + 400))), pct=pct,
+                                         secs=int(max(9, 4 + n * (quiet_ms + 400) / 1000)))
     armed = {int(m.group(1)): float(m.group(2)) for m in re.finditer(
         r"budget: PID (\d+) is new: \d+ probes armed for it alone in [\d.]+ ms, ([\d.]+) ms after its first driver call",
         LAST_LOG[0])}
@@ -1687,8 +1687,8 @@ def test_instant_jobs_beside_a_sampled_process_intervals_hold():
     it), 77 in [22, 199] and 89 in [29, 220] (from 23 and 30 calls counted as it wound
     down)."""
     n = 30
-    text, jobs = short_jobs_beside_heavy("gp-budget-instant-", ENV, 0, n, heavy_ms=1500 + n * 300,
-                                         secs=int(5 + n * 0.3))
+    text, jobs = short_jobs_beside_heavy("gp-budget-instant-", ENV, 0, n, heavy_ms=1500 + n * 400,
+                                         secs=int(5 + n * 0.4))
     fin = gp.final(text, "cudatrace")
     b = budget_record(text)
     check(b["sampled_periods"] > 0, f"the heavy process was sampled: {b['sampled_periods']} periods")
