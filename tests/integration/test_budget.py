@@ -1430,9 +1430,8 @@ def short_jobs_beside_heavy(prefix, env, slow, instant, lead="", heavy_ms=6000, 
     """Node-wide --cudatrace --max-overhead pct for secs (gpuprobe's environment env) while
     rate_heavy launches 100,000 a second for heavy_ms: slow short jobs (cuInit INIT_MS), then
     instant ones (short_jobs' lead phase first), back to back once it is sampled; or
-    runner(g, ms)'s jobs (their truths). (gpuprobe's
-    JSON output, the jobs' truths; its -v log's budget lines are in LAST_LOG, for a failing
-    test to keep.)"""
+    runner(g, ms)'s jobs (their truths). (gpuprobe's JSON output, the jobs' truths; its -v
+    log's budget lines are in LAST_LOG, for a failing test to keep.)"""
     tmp = tempfile.mkdtemp(prefix=prefix)
     out = os.path.join(tmp, "out.json")
     g = gp.Background([gp.GPUPROBE, "--libcuda", FAKECUDA, "--json", "--cudatrace", "--max-overhead", str(pct),
@@ -1620,15 +1619,19 @@ def held_pairs(pairs, quiet_ms, after_ms):
         for _ in range(pairs):
             ps = [gp.Background([RATE, "--hold", "--phases", f"{max(1, 1000 // quiet_ms)}:{quiet_ms},20000:{ms}",
                                  "--alloc-every", "0"], env=dict(ENV, FAKECUDA_INIT_MS="0")) for _ in range(2)]
-            for p in ps:
-                p.wait_for("HOLD")
-            opened()
-            ps[0].signal(signal.SIGUSR1)
-            time.sleep(after_ms / 1000)
-            ps[1].signal(signal.SIGUSR1)
-            for p in ps:
-                eq(p.p.wait(timeout=30 * gp.TIME_SLACK), 0, f"rate_app exit ({p.stderr()[-300:]})")
-                out.append(gp.truth(p.stderr()))
+            try:
+                for p in ps:
+                    p.wait_for("HOLD")
+                opened()
+                ps[0].signal(signal.SIGUSR1)
+                time.sleep(after_ms / 1000)
+                ps[1].signal(signal.SIGUSR1)
+                for p in ps:
+                    eq(p.p.wait(timeout=30 * gp.TIME_SLACK), 0, f"rate_app exit ({p.stderr()[-300:]})")
+                    out.append(gp.truth(p.stderr()))
+            finally:
+                for p in ps:  # (a held job left behind would wait for its signal forever)
+                    p.kill()
         return out
     return run
 
