@@ -1378,10 +1378,29 @@ static void acct_split(struct gp_account *a, uint32_t pid, const struct split *s
 	acct_period(a, pid, &q, cost, price);
 }
 
+/* What fresh_seen split off a late-armed job's period, accounted before the rest: a quiet
+ * gap (dark) or a window part, gap and quiet part (split_gap). Returns the hits of those. */
+static double acct_fresh_parts(struct gp_account *a, uint32_t pid, double quiet, const struct split *sp,
+			       double cost, double price)
+{
+	if (quiet > 0)
+		acct_dark(a, pid, quiet);
+	if (sp->win_s <= 0)
+		return 0;
+	acct_split(a, pid, sp, cost, price);
+	return sp->n_win;
+}
+
 static void acct_trim(struct gp_account *a, uint32_t pid, double unseen)
 {
 	gp_log(GP_LOG_DEBUG, "budget: acct %u trim %.9g", pid, unseen);
 	gp_account__trim(a, unseen);
+}
+
+/* Its unseen part trimmed to what came after its seen part ended (off) until its exit (ts). */
+static void acct_trim_to(struct gp_account *a, uint32_t pid, uint64_t off, uint64_t ts)
+{
+	acct_trim(a, pid, ts > off ? (double)(ts - off) / 1e9 : 0);
 }
 
 /* The account of a process that ended moves out of its slot; with free_slot the slot is
@@ -1757,13 +1776,8 @@ static void account_period(struct gp_budget *b, double T, double on, uint64_t no
 			born_seen(a, t0, &Te, &one);
 		a->born_ns = 0;
 		fresh_seen(b, i, t0, n, &Te, &one, &quiet, &off, &sp);
-		if (quiet > 0)
-			acct_dark(&a->acc, a->pid, quiet);
-		if (sp.win_s > 0) {
-			acct_split(&a->acc, a->pid, &sp, b->cost, b->price);
-			n -= sp.n_win;
-			w.n = n;
-		}
+		n -= acct_fresh_parts(&a->acc, a->pid, quiet, &sp, b->cost, b->price);
+		w.n = n;
 		/* the priced hits cost the process like strays: never counted, always paid */
 		if (Te > 0) {
 			w.stray = ns + nf * b->fixed_price / b->price;
@@ -2687,12 +2701,7 @@ void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
 			a->last_fixed += (uint64_t)nf;
 			a->last_stray = st;
 			fresh_seen(b, i, b->cur_start, n, &T, &on, &quiet, &off, &sp);
-			if (quiet > 0)
-				acct_dark(&a->acc, pid, quiet);
-			if (sp.win_s > 0) {
-				acct_split(&a->acc, pid, &sp, b->cost, b->price);
-				n -= sp.n_win;
-			}
+			n -= acct_fresh_parts(&a->acc, pid, quiet, &sp, b->cost, b->price);
 			if (T > 0) {
 				/* its CPU time since the boundary as last polled (it is gone), else at
 				 * its share over the last period; its calling thread's busy share as
@@ -2729,12 +2738,12 @@ void gp_budget__exited(struct gp_budget *b, uint32_t pid, uint64_t ts_ns)
 			if (T > 0)
 				acct_trim(&a->acc, pid, T - on);
 			else if (a->off_ns)
-				acct_trim(&a->acc, pid, ts_ns > a->off_ns ? (double)(ts_ns - a->off_ns) / 1e9 : 0);
+				acct_trim_to(&a->acc, pid, a->off_ns, ts_ns);
 		} else if (a->off_ns) {
-			acct_trim(&a->acc, pid, ts_ns > a->off_ns ? (double)(ts_ns - a->off_ns) / 1e9 : 0);
+			acct_trim_to(&a->acc, pid, a->off_ns, ts_ns);
 		}
 	} else if ((e = u64map__get(b->ended, pid)) && e->off_ns) {
-		acct_trim(&e->acc, pid, ts_ns > e->off_ns ? (double)(ts_ns - e->off_ns) / 1e9 : 0);
+		acct_trim_to(&e->acc, pid, e->off_ns, ts_ns);
 	}
 	pthread_mutex_unlock(&b->acc);
 }
