@@ -1651,8 +1651,9 @@ def test_late_armed_job_begun_in_a_window():
     its quiet start or taken so is exact or within 2x; every interval holds. Here the second
     jobs read 602 in [601, 606] of 601, 4 of 4 pairs in three runs; the old code 1,252 and
     1,274 (2.1x), and 2,619 in [381, 7,122] of 381 in CI, where one job in 30 began so by
-    chance. Retried: a pair whose first job missed its window has no second one begun in a
-    window; all four missing is a failure."""
+    chance. Retried: a pair whose first job missed its window, or whose window outlasted the
+    60 ms (both then found in it and armed as it closes: exact), has no second job begun in
+    a window; all four missing (once in nine runs) is a failure."""
     quiet_ms = next(q for q in (250, 500, 1000, 2000) if q >= 250 * gp.TIME_SLACK or q == 2000)
     text, jobs = short_jobs_beside_heavy("gp-budget-quiet-window-", dict(ENV, GPUPROBE_TEST_ARM_MS="100"), 0, 0,
                                          heavy_ms=int(1500 + 4 * 2 * (quiet_ms + 700)), pct=10,
