@@ -118,6 +118,13 @@ def call_share(t, phase=None):
     return sum(p["call_ns"] for p in ps) / sum(p["end_ns"] - p["start_ns"] for p in ps)
 
 
+def allowance_pct(b, seconds):
+    """A process's exact allowance of probe time (call_cost_s x exact_allowance_calls, its
+    first calls all counted by design) as a share (%) of its seconds: what the budget holds
+    beyond it (check_over_agrees)."""
+    return b["exact_allowance_calls"] * b["call_cost_s"] / seconds * 100 if seconds > 0 else 0
+
+
 def check_over_agrees(b):
     """The budget's over_budget agrees with its own estimates: a process whose time in the
     probes (overhead_pct_estimate), beyond its exact allowance (call_cost_s x
@@ -237,12 +244,19 @@ def check_budget_run(r, t, pct=1.0, mechanism=None):
               f" {b['call_cost_s'] * 1e6:.1f} us): floor {floor:.2f} %, held at {bp[0]['overhead_pct_estimate']:.2f} %",
               flush=True)
         check(f"cannot be held for PID {pid}:" in r.stderr, f"the floor said: {r.stderr[-1500:]}")
-    priced(bp[0]["overhead_pct_estimate"] <= lim, f"budget's estimate {bp[0]['overhead_pct_estimate']:.3f} % (floor {floor:.3f} %)")
+    # the budget holds a process's time in probes beyond its exact allowance (its first calls,
+    # every one counted by design: check_over_agrees; docs/metrics.md): on this 4-s process
+    # 3.5 ms, 0.085 %. Held to pct alone, two clean clones failed a first try at 1.020 % and
+    # 1.080 % (0.935 and 0.995 % beyond it; typically 0.33-0.57 % in all here)
+    allow = allowance_pct(b, bp[0]["seconds"])
+    priced(bp[0]["overhead_pct_estimate"] <= lim + allow,
+           f"budget's estimate {bp[0]['overhead_pct_estimate']:.3f} % (its exact allowance {allow:.3f} %, floor {floor:.3f} %)")
     ov = gp.proc(gp.reports(r.stdout, mode="overhead")[0], pid)
     secs = (t["phases"][-1]["end_ns"] - t["phases"][0]["start_ns"]) / 1e9
     share = ov["probe_seconds_estimate"] / secs * 100
-    priced(share <= lim, f"overhead line: {ov['probe_seconds_estimate']:.4f} s in probes over {secs:.2f} s = {share:.2f} %"
-                        f" (floor {floor:.3f} %)")
+    priced(share <= lim + allowance_pct(b, secs),
+           f"overhead line: {ov['probe_seconds_estimate']:.4f} s in probes over {secs:.2f} s = {share:.2f} %"
+           f" (its exact allowance {allowance_pct(b, secs):.3f} %, floor {floor:.3f} %)")
     return b, share
 
 
