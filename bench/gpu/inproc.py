@@ -854,6 +854,12 @@ def main():
     os.makedirs(os.path.join(a.out, "logs"), exist_ok=True)
     if a.merge:
         results, metas = merge(a.merge)
+        if not a.configs:
+            # what the merged runs measured (each one's --configs; all when one named none):
+            # a merge of --configs three_budget runs asked for three_budget5 too, and exited 1
+            asked = [re.search(r"--configs (\S+)", m.get("args", "")) for m in metas]
+            if metas and all(asked):
+                a.configs = sorted({c for m in asked for c in m.group(1).split(",") if c})
     else:
         if not a.gp or not a.launch_bin:
             ap.error("--gp and --launch-bin are needed to measure")
