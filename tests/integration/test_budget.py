@@ -118,11 +118,15 @@ def call_share(t, phase=None):
     return sum(p["call_ns"] for p in ps) / sum(p["end_ns"] - p["start_ns"] for p in ps)
 
 
+def allowance_s(b):
+    """A process's exact allowance of probe time (call_cost_s x exact_allowance_calls): its
+    first calls, all counted by design; the budget holds what is beyond it."""
+    return b["exact_allowance_calls"] * b["call_cost_s"]
+
+
 def allowance_pct(b, seconds):
-    """A process's exact allowance of probe time (call_cost_s x exact_allowance_calls, its
-    first calls all counted by design) as a share (%) of its seconds: what the budget holds
-    beyond it (check_over_agrees)."""
-    return b["exact_allowance_calls"] * b["call_cost_s"] / seconds * 100 if seconds > 0 else 0
+    """allowance_s as a share (%) of a process's seconds."""
+    return allowance_s(b) / seconds * 100 if seconds > 0 else 0
 
 
 def check_over_agrees(b):
@@ -131,7 +135,7 @@ def check_over_agrees(b):
     exact_allowance_calls of probe time, spent by design), passed the budget is over it, and
     the budget is over when one is (or when its planner says a process passes it even at the
     least window: over_budget_now)."""
-    pct, allow = b["max_overhead_pct"], b["exact_allowance_calls"] * b["call_cost_s"]
+    pct, allow = b["max_overhead_pct"], allowance_s(b)
     over = 0
     for p in b["processes"]:
         excess = p["probe_seconds_estimate"] - (allow if p["pid"] else 0) - pct / 100 * p["seconds"]
@@ -253,10 +257,10 @@ def check_budget_run(r, t, pct=1.0, mechanism=None):
            f"budget's estimate {bp[0]['overhead_pct_estimate']:.3f} % (its exact allowance {allow:.3f} %, floor {floor:.3f} %)")
     ov = gp.proc(gp.reports(r.stdout, mode="overhead")[0], pid)
     secs = (t["phases"][-1]["end_ns"] - t["phases"][0]["start_ns"]) / 1e9
-    share = ov["probe_seconds_estimate"] / secs * 100
-    priced(share <= lim + allowance_pct(b, secs),
+    share, allow = ov["probe_seconds_estimate"] / secs * 100, allowance_pct(b, secs)
+    priced(share <= lim + allow,
            f"overhead line: {ov['probe_seconds_estimate']:.4f} s in probes over {secs:.2f} s = {share:.2f} %"
-           f" (its exact allowance {allowance_pct(b, secs):.3f} %, floor {floor:.3f} %)")
+           f" (its exact allowance {allow:.3f} %, floor {floor:.3f} %)")
     return b, share
 
 
@@ -1073,7 +1077,7 @@ def test_budget_floor_said_and_held():
     eq(b["floor_processes"], 1, "processes at a floor over the budget")
     eq(b["floor_pct"], floor, "the highest floor")
     check_over_is_the_floor(b, 1.0)
-    allow = b["exact_allowance_calls"] * b["call_cost_s"]
+    allow = allowance_s(b)
     held = (bp["probe_seconds_estimate"] - allow) / bp["seconds"] * 100
     print(f"#   floor {floor:.2f} %, held at {held:.2f} % beyond the exact allowance"
           f" ({bp['overhead_pct_estimate']:.2f} % in all)", flush=True)
